@@ -1,0 +1,398 @@
+//! Conversion from `ruff_python_ast` to our AST, with spans and rejection of unsupported constructs.
+
+use ruff_python_ast as py;
+use ruff_text_size::{Ranged, TextSize};
+
+use super::ast::*;
+use crate::diag::{err, Diagnostic, Span};
+use crate::tensor::DType;
+
+struct Lines {
+    starts: Vec<usize>,
+    source: String,
+}
+
+impl Lines {
+    fn new(source: &str) -> Self {
+        let mut starts = vec![0];
+        for (i, b) in source.bytes().enumerate() {
+            if b == b'\n' {
+                starts.push(i + 1);
+            }
+        }
+        Lines { starts, source: source.to_string() }
+    }
+
+    fn span(&self, offset: TextSize) -> Span {
+        let off = usize::from(offset).min(self.source.len());
+        let line = match self.starts.binary_search(&off) {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        };
+        let start = self.starts[line];
+        let col = self.source.get(start..off).map(|s| s.chars().count()).unwrap_or(off - start);
+        Span { line: line as u32 + 1, col: col as u32 + 1 }
+    }
+}
+
+struct Cx {
+    lines: Lines,
+}
+
+impl Cx {
+    fn sp(&self, node: &impl Ranged) -> Span {
+        self.lines.span(node.start())
+    }
+}
+
+pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagnostic> {
+    let cx = Cx { lines: Lines::new(source) };
+    let parsed = match ruff_python_parser::parse_module(source) {
+        Ok(p) => p,
+        Err(e) => {
+            return err(cx.lines.span(e.location.start()), format!("syntax error: {}", e.error));
+        }
+    };
+    let module = parsed.into_syntax();
+    let mut functions: Vec<Function> = Vec::new();
+    let mut constants = Vec::new();
+    for stmt in &module.body {
+        match stmt {
+            py::Stmt::FunctionDef(f) => {
+                let func = cx.function(f)?;
+                if functions.iter().any(|g| g.name == func.name) {
+                    return err(func.span, format!("function `{}` is defined twice", func.name));
+                }
+                functions.push(func);
+            }
+            py::Stmt::Import(imp) => {
+                for alias in &imp.names {
+                    let name = alias.name.as_str();
+                    if !matches!(name, "torch" | "torch.nn.functional" | "math") {
+                        return err(cx.sp(alias), format!("unsupported import `{name}` (only torch, torch.nn.functional and math)"));
+                    }
+                }
+            }
+            py::Stmt::ImportFrom(imp) => {
+                let module = imp.module.as_ref().map(|m| m.as_str()).unwrap_or("");
+                if !matches!(module, "__future__" | "torch" | "typing" | "torch.nn" | "torch.nn.functional") {
+                    return err(cx.sp(imp), format!("unsupported import from `{module}`"));
+                }
+            }
+            py::Stmt::Assign(a) if a.targets.len() == 1 && a.targets[0].is_name_expr() => {
+                let name = a.targets[0].as_name_expr().map(|n| n.id.to_string()).unwrap_or_default();
+                constants.push((name, cx.expr(&a.value)?));
+            }
+            py::Stmt::Expr(e) if e.value.is_string_literal_expr() => {}
+            other => return err(cx.sp(other), "unsupported top-level statement (only imports, `def` and `NAME = value`)"),
+        }
+    }
+    Ok(Module { path: _path.to_string(), functions, constants })
+}
+
+impl Cx {
+    fn function(&self, f: &py::StmtFunctionDef) -> Result<Function, Diagnostic> {
+        let span = self.sp(f);
+        if f.is_async {
+            return err(span, "async functions are not supported");
+        }
+        if !f.decorator_list.is_empty() {
+            return err(self.sp(&f.decorator_list[0]), "decorators are not supported");
+        }
+        let p = &f.parameters;
+        if let Some(v) = &p.vararg {
+            return err(self.sp(v.as_ref()), "`*args` parameters are not supported");
+        }
+        if let Some(v) = &p.kwarg {
+            return err(self.sp(v.as_ref()), "`**kwargs` parameters are not supported");
+        }
+        let mut params = Vec::new();
+        for pd in p.posonlyargs.iter().chain(p.args.iter()).chain(p.kwonlyargs.iter()) {
+            let ann = match pd.parameter.annotation() {
+                Some(a) => Some(self.annotation(a)?),
+                None => None,
+            };
+            let default = match pd.default() {
+                Some(d) => Some(self.expr(d)?),
+                None => None,
+            };
+            params.push(Param { name: pd.name().to_string(), ann, default, span: self.sp(pd) });
+        }
+        let returns = match &f.returns {
+            Some(r) => Some(self.annotation(r)?),
+            None => None,
+        };
+        Ok(Function { name: f.name.to_string(), params, returns, body: self.block(&f.body)?, span })
+    }
+
+    fn annotation(&self, e: &py::Expr) -> Result<TypeAnn, Diagnostic> {
+        let span = self.sp(e);
+        match e {
+            py::Expr::Name(n) => match n.id.as_str() {
+                "int" => Ok(TypeAnn::Int),
+                "float" => Ok(TypeAnn::Float),
+                "bool" => Ok(TypeAnn::Bool),
+                "Tensor" => Ok(TypeAnn::Opaque),
+                d if DType::from_annotation(d).is_some() => {
+                    err(span, format!("tensor annotation `{d}` needs a shape, e.g. `{d}[4, 8]` (or `{d}[()]` for 0-dim)"))
+                }
+                other => err(span, format!("unsupported annotation `{other}`")),
+            },
+            py::Expr::Attribute(_) => Ok(TypeAnn::Opaque),
+            py::Expr::NoneLiteral(_) => Ok(TypeAnn::Tuple(vec![])),
+            py::Expr::Subscript(s) => {
+                let base = match s.value.as_ref() {
+                    py::Expr::Name(n) => n.id.to_string(),
+                    _ => return err(span, "unsupported annotation"),
+                };
+                let items: Vec<&py::Expr> = match s.slice.as_ref() {
+                    py::Expr::Tuple(t) => t.elts.iter().collect(),
+                    other => vec![other],
+                };
+                if let Some(dtype) = DType::from_annotation(&base) {
+                    let mut shape = Vec::new();
+                    for it in items {
+                        match it {
+                            py::Expr::NumberLiteral(py::ExprNumberLiteral { value: py::Number::Int(i), .. }) => {
+                                match i.as_u64() {
+                                    Some(v) => shape.push(v as usize),
+                                    None => return err(self.sp(it), "tensor dimension must be a non-negative integer"),
+                                }
+                            }
+                            _ => return err(self.sp(it), "tensor dimension must be an integer literal (static shapes only)"),
+                        }
+                    }
+                    return Ok(TypeAnn::Tensor { dtype, shape });
+                }
+                match base.as_str() {
+                    "tuple" | "Tuple" => {
+                        let mut elems = Vec::new();
+                        for it in items {
+                            if matches!(it, py::Expr::EllipsisLiteral(_)) {
+                                return Ok(TypeAnn::Opaque);
+                            }
+                            elems.push(self.annotation(it)?);
+                        }
+                        Ok(TypeAnn::Tuple(elems))
+                    }
+                    "list" | "List" | "Optional" => Ok(TypeAnn::Opaque),
+                    other => err(span, format!("unsupported annotation `{other}[...]`; tensors are written like `f32[4, 8]` with dtype f32, f64, f16, bf16, i64, i32 or bool")),
+                }
+            }
+            py::Expr::StringLiteral(_) => err(span, "string annotations are not supported; use `from __future__ import annotations`"),
+            _ => err(span, "unsupported annotation"),
+        }
+    }
+
+    fn block(&self, body: &[py::Stmt]) -> Result<Vec<Stmt>, Diagnostic> {
+        let mut out = Vec::with_capacity(body.len());
+        for s in body {
+            if let py::Stmt::Expr(e) = s {
+                if e.value.is_string_literal_expr() {
+                    continue; // docstring
+                }
+            }
+            out.push(self.stmt(s)?);
+        }
+        Ok(out)
+    }
+
+    fn stmt(&self, s: &py::Stmt) -> Result<Stmt, Diagnostic> {
+        let span = self.sp(s);
+        let kind = match s {
+            py::Stmt::Assign(a) => StmtKind::Assign {
+                targets: a.targets.iter().map(|t| self.expr(t)).collect::<Result<_, _>>()?,
+                value: self.expr(&a.value)?,
+            },
+            py::Stmt::AnnAssign(a) => match &a.value {
+                Some(v) => StmtKind::Assign { targets: vec![self.expr(&a.target)?], value: self.expr(v)? },
+                None => StmtKind::Pass,
+            },
+            py::Stmt::AugAssign(a) => StmtKind::AugAssign {
+                target: self.expr(&a.target)?,
+                op: self.binop(a.op, span)?,
+                value: self.expr(&a.value)?,
+            },
+            py::Stmt::Expr(e) => StmtKind::Expr(self.expr(&e.value)?),
+            py::Stmt::Return(r) => StmtKind::Return(match &r.value {
+                Some(v) => Some(self.expr(v)?),
+                None => None,
+            }),
+            py::Stmt::For(f) => {
+                if f.is_async {
+                    return err(span, "`async for` is not supported");
+                }
+                if !f.orelse.is_empty() {
+                    return err(span, "`for ... else` is not supported");
+                }
+                StmtKind::For { target: self.expr(&f.target)?, iter: self.expr(&f.iter)?, body: self.block(&f.body)? }
+            }
+            py::Stmt::While(w) => {
+                if !w.orelse.is_empty() {
+                    return err(span, "`while ... else` is not supported");
+                }
+                StmtKind::While { test: self.expr(&w.test)?, body: self.block(&w.body)? }
+            }
+            py::Stmt::If(i) => {
+                // Fold `elif`/`else` clauses into nested ifs, innermost last.
+                let mut orelse: Vec<Stmt> = Vec::new();
+                for clause in i.elif_else_clauses.iter().rev() {
+                    let body = self.block(&clause.body)?;
+                    orelse = match &clause.test {
+                        Some(t) => vec![Stmt {
+                            kind: StmtKind::If { test: self.expr(t)?, body, orelse },
+                            span: self.sp(clause),
+                        }],
+                        None => body,
+                    };
+                }
+                StmtKind::If { test: self.expr(&i.test)?, body: self.block(&i.body)?, orelse }
+            }
+            py::Stmt::Assert(a) => StmtKind::Assert {
+                test: self.expr(&a.test)?,
+                msg: match &a.msg {
+                    Some(m) => Some(self.expr(m)?),
+                    None => None,
+                },
+            },
+            py::Stmt::Pass(_) => StmtKind::Pass,
+            py::Stmt::Break(_) => StmtKind::Break,
+            py::Stmt::Continue(_) => StmtKind::Continue,
+            py::Stmt::FunctionDef(_) => return err(span, "nested function definitions are not supported; define helpers at the top level"),
+            py::Stmt::ClassDef(_) => return err(span, "class definitions are not supported"),
+            py::Stmt::With(_) => return err(span, "`with` statements are not supported"),
+            py::Stmt::Try(_) => return err(span, "`try` statements are not supported"),
+            py::Stmt::Raise(_) => return err(span, "`raise` is not supported"),
+            py::Stmt::Delete(_) => return err(span, "`del` is not supported"),
+            py::Stmt::Global(_) | py::Stmt::Nonlocal(_) => return err(span, "`global`/`nonlocal` are not supported"),
+            py::Stmt::Import(_) | py::Stmt::ImportFrom(_) => return err(span, "imports are only supported at the top level"),
+            py::Stmt::Match(_) => return err(span, "`match` statements are not supported"),
+            _ => return err(span, "unsupported statement"),
+        };
+        Ok(Stmt { kind, span })
+    }
+
+    fn binop(&self, op: py::Operator, span: Span) -> Result<BinOp, Diagnostic> {
+        Ok(match op {
+            py::Operator::Add => BinOp::Add,
+            py::Operator::Sub => BinOp::Sub,
+            py::Operator::Mult => BinOp::Mul,
+            py::Operator::Div => BinOp::Div,
+            py::Operator::FloorDiv => BinOp::FloorDiv,
+            py::Operator::Mod => BinOp::Mod,
+            py::Operator::Pow => BinOp::Pow,
+            py::Operator::MatMult => BinOp::MatMul,
+            py::Operator::BitAnd => BinOp::BitAnd,
+            py::Operator::BitOr => BinOp::BitOr,
+            py::Operator::BitXor => BinOp::BitXor,
+            py::Operator::LShift | py::Operator::RShift => return err(span, "shift operators are not supported"),
+        })
+    }
+
+    fn boxed(&self, e: &py::Expr) -> Result<Box<Expr>, Diagnostic> {
+        Ok(Box::new(self.expr(e)?))
+    }
+
+    fn opt(&self, e: &Option<Box<py::Expr>>) -> Result<Option<Box<Expr>>, Diagnostic> {
+        match e {
+            Some(e) => Ok(Some(self.boxed(e)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn expr(&self, e: &py::Expr) -> Result<Expr, Diagnostic> {
+        let span = self.sp(e);
+        let kind = match e {
+            py::Expr::Name(n) => ExprKind::Name(n.id.to_string()),
+            py::Expr::NumberLiteral(n) => match &n.value {
+                py::Number::Int(i) => match i.as_i64() {
+                    Some(v) => ExprKind::Int(v),
+                    None => return err(span, "integer literal does not fit in 64 bits"),
+                },
+                py::Number::Float(f) => ExprKind::Float(*f),
+                py::Number::Complex { .. } => return err(span, "complex numbers are not supported"),
+            },
+            py::Expr::BooleanLiteral(b) => ExprKind::Bool(b.value),
+            py::Expr::NoneLiteral(_) => ExprKind::NoneLit,
+            py::Expr::EllipsisLiteral(_) => ExprKind::Ellipsis,
+            py::Expr::StringLiteral(s) => ExprKind::Str(s.value.to_str().to_string()),
+            py::Expr::BinOp(b) => ExprKind::Bin(self.binop(b.op, span)?, self.boxed(&b.left)?, self.boxed(&b.right)?),
+            py::Expr::UnaryOp(u) => {
+                let op = match u.op {
+                    py::UnaryOp::USub => UnaryOp::Neg,
+                    py::UnaryOp::UAdd => UnaryOp::Pos,
+                    py::UnaryOp::Not => UnaryOp::Not,
+                    py::UnaryOp::Invert => UnaryOp::Invert,
+                };
+                ExprKind::Unary(op, self.boxed(&u.operand)?)
+            }
+            py::Expr::Compare(c) => {
+                let mut rest = Vec::new();
+                for (op, rhs) in c.ops.iter().zip(c.comparators.iter()) {
+                    let op = match op {
+                        py::CmpOp::Eq => CmpOp::Eq,
+                        py::CmpOp::NotEq => CmpOp::Ne,
+                        py::CmpOp::Lt => CmpOp::Lt,
+                        py::CmpOp::LtE => CmpOp::Le,
+                        py::CmpOp::Gt => CmpOp::Gt,
+                        py::CmpOp::GtE => CmpOp::Ge,
+                        py::CmpOp::Is => CmpOp::Is,
+                        py::CmpOp::IsNot => CmpOp::IsNot,
+                        py::CmpOp::In => CmpOp::In,
+                        py::CmpOp::NotIn => CmpOp::NotIn,
+                    };
+                    rest.push((op, self.expr(rhs)?));
+                }
+                ExprKind::Compare(self.boxed(&c.left)?, rest)
+            }
+            py::Expr::BoolOp(b) => ExprKind::BoolOp(
+                matches!(b.op, py::BoolOp::And),
+                b.values.iter().map(|v| self.expr(v)).collect::<Result<_, _>>()?,
+            ),
+            py::Expr::Call(c) => {
+                let mut args = Vec::new();
+                for a in c.arguments.args.iter() {
+                    if let py::Expr::Starred(s) = a {
+                        return err(self.sp(s), "`*args` in calls is not supported");
+                    }
+                    args.push(self.expr(a)?);
+                }
+                let mut kwargs = Vec::new();
+                for k in c.arguments.keywords.iter() {
+                    match &k.arg {
+                        Some(name) => kwargs.push((name.to_string(), self.expr(&k.value)?)),
+                        None => return err(self.sp(k), "`**kwargs` in calls is not supported"),
+                    }
+                }
+                ExprKind::Call { func: self.boxed(&c.func)?, args, kwargs }
+            }
+            py::Expr::Attribute(a) => ExprKind::Attr(self.boxed(&a.value)?, a.attr.to_string()),
+            py::Expr::Subscript(s) => ExprKind::Subscript(self.boxed(&s.value)?, self.boxed(&s.slice)?),
+            py::Expr::Slice(s) => ExprKind::Slice(self.opt(&s.lower)?, self.opt(&s.upper)?, self.opt(&s.step)?),
+            py::Expr::Tuple(t) => ExprKind::Tuple(t.elts.iter().map(|v| self.expr(v)).collect::<Result<_, _>>()?),
+            py::Expr::List(t) => ExprKind::List(t.elts.iter().map(|v| self.expr(v)).collect::<Result<_, _>>()?),
+            py::Expr::If(i) => ExprKind::IfExp { test: self.boxed(&i.test)?, body: self.boxed(&i.body)?, orelse: self.boxed(&i.orelse)? },
+            py::Expr::ListComp(l) => {
+                if l.generators.len() != 1 || l.generators[0].is_async {
+                    return err(span, "only list comprehensions with a single `for` are supported");
+                }
+                let g = &l.generators[0];
+                ExprKind::ListComp {
+                    elt: self.boxed(&l.elt)?,
+                    target: Box::new(self.expr(&g.target)?),
+                    iter: Box::new(self.expr(&g.iter)?),
+                    conds: g.ifs.iter().map(|c| self.expr(c)).collect::<Result<_, _>>()?,
+                }
+            }
+            py::Expr::Starred(_) => return err(span, "starred expressions are not supported"),
+            py::Expr::Lambda(_) => return err(span, "lambda is not supported"),
+            py::Expr::Dict(_) | py::Expr::DictComp(_) => return err(span, "dicts are not supported"),
+            py::Expr::Set(_) | py::Expr::SetComp(_) => return err(span, "sets are not supported"),
+            py::Expr::Generator(_) => return err(span, "generator expressions are not supported"),
+            py::Expr::FString(_) | py::Expr::TString(_) => return err(span, "f-strings are not supported"),
+            py::Expr::Named(_) => return err(span, "assignment expressions (`:=`) are not supported"),
+            _ => return err(span, "unsupported expression"),
+        };
+        Ok(Expr { kind, span })
+    }
+}

@@ -1,0 +1,22 @@
+//! The frontend: Python source text to our AST ([`ast`]), through `ruff_python_parser`.
+//!
+//! Only the parser crate's syntax tree is used, and only in `convert`; everything after works on [`ast`].
+//! Invariant: unsupported syntax is rejected here with `file:line:col: message`, never passed on.
+
+pub mod ast;
+mod convert;
+
+use crate::diag::Diagnostic;
+pub use ast::Module;
+
+/// Parses a program file's text. `path` is used in messages only.
+pub fn parse_module(path: &str, source: &str) -> Result<Module, Diagnostic> {
+    convert::convert_module(path, source).map_err(|d| d.in_file(path))
+}
+
+/// Reads and parses a program file.
+pub fn load_module(path: &str) -> Result<Module, Diagnostic> {
+    let source = std::fs::read_to_string(path)
+        .map_err(|e| Diagnostic::new(format!("cannot read program file: {e}")).in_file(path))?;
+    parse_module(path, &source)
+}

@@ -1,0 +1,135 @@
+//! Call arguments: positional and keyword values, looked up by position or name as Python binds them.
+
+use super::value::Value;
+use crate::diag::Span;
+use crate::tensor::{DType, Tensor};
+
+pub struct Args {
+    pub pos: Vec<Value>,
+    pub kw: Vec<(String, Value)>,
+    pub span: Span,
+    /// The name of the called function or method, for messages.
+    pub name: String,
+}
+
+pub type AResult<T> = Result<T, String>;
+
+impl Args {
+    /// The argument at position `i` or with keyword `name`.
+    pub fn get(&self, i: usize, name: &str) -> Option<&Value> {
+        if let Some((_, v)) = self.kw.iter().find(|(k, _)| k == name) {
+            return Some(v);
+        }
+        self.pos.get(i)
+    }
+
+    /// Like [`Args::get`], treating an explicit `None` as absent.
+    pub fn opt(&self, i: usize, name: &str) -> Option<&Value> {
+        self.get(i, name).filter(|v| !matches!(v, Value::None))
+    }
+
+    pub fn req(&self, i: usize, name: &str) -> AResult<&Value> {
+        self.get(i, name).ok_or_else(|| format!("{}() missing required argument '{}' (pos {})", self.name, name, i + 1))
+    }
+
+    pub fn tensor(&self, i: usize, name: &str) -> AResult<Tensor> {
+        match self.req(i, name)? {
+            Value::Tensor(t) => Ok(t.clone()),
+            other => Err(format!("{}(): argument '{}' must be Tensor, not {}", self.name, name, other.type_name())),
+        }
+    }
+
+    pub fn int(&self, i: usize, name: &str) -> AResult<i64> {
+        to_int(self.req(i, name)?).map_err(|e| format!("{}(): argument '{}' {}", self.name, name, e))
+    }
+
+    pub fn int_or(&self, i: usize, name: &str, default: i64) -> AResult<i64> {
+        match self.opt(i, name) {
+            Some(v) => to_int(v).map_err(|e| format!("{}(): argument '{}' {}", self.name, name, e)),
+            None => Ok(default),
+        }
+    }
+
+    pub fn opt_int(&self, i: usize, name: &str) -> AResult<Option<i64>> {
+        match self.opt(i, name) {
+            Some(v) => Ok(Some(to_int(v).map_err(|e| format!("{}(): argument '{}' {}", self.name, name, e))?)),
+            None => Ok(None),
+        }
+    }
+
+    pub fn bool_or(&self, i: usize, name: &str, default: bool) -> AResult<bool> {
+        match self.opt(i, name) {
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(Value::Int(v)) => Ok(*v != 0),
+            Some(other) => Err(format!("{}(): argument '{}' must be bool, not {}", self.name, name, other.type_name())),
+            None => Ok(default),
+        }
+    }
+
+    pub fn dtype(&self, i: usize, name: &str) -> AResult<Option<DType>> {
+        match self.opt(i, name) {
+            Some(Value::DType(d)) => Ok(Some(*d)),
+            Some(other) => Err(format!("{}(): argument '{}' must be torch.dtype, not {}", self.name, name, other.type_name())),
+            None => Ok(None),
+        }
+    }
+
+    /// A dims argument: one int, or a tuple/list of ints.
+    pub fn dims(&self, i: usize, name: &str) -> AResult<Option<Vec<i64>>> {
+        match self.opt(i, name) {
+            None => Ok(None),
+            Some(v) => match v.items() {
+                Some(items) => Ok(Some(items.iter().map(to_int).collect::<AResult<_>>()?)),
+                None => Ok(Some(vec![to_int(v)?])),
+            },
+        }
+    }
+
+    /// A size given either as varargs from position `start` (`zeros(2, 3)`) or as one sequence (`zeros((2, 3))`).
+    pub fn sizes(&self, start: usize, name: &str) -> AResult<Vec<i64>> {
+        let rest = if self.pos.len() > start { &self.pos[start..] } else { &[] };
+        if rest.is_empty() {
+            if let Some(v) = self.kw.iter().find(|(k, _)| k == name).map(|(_, v)| v) {
+                return int_list(v);
+            }
+            return Ok(vec![]);
+        }
+        if rest.len() == 1 {
+            if let Some(items) = rest[0].items() {
+                return items.iter().map(to_int).collect();
+            }
+        }
+        rest.iter()
+            .enumerate()
+            .map(|(k, v)| {
+                to_int(v).map_err(|_| {
+                    format!(
+                        "{}(): argument '{}' failed to unpack the object at pos {} with error \"type must be tuple of ints,but got {}\"",
+                        self.name,
+                        name,
+                        k + 1,
+                        v.type_name()
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
+/// Python's `__index__`: ints, bools and one-element integer tensors.
+pub fn to_int(v: &Value) -> AResult<i64> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        Value::Bool(b) => Ok(*b as i64),
+        Value::Tensor(t) if !t.dtype().is_float() && t.numel() == 1 => Ok(t.item()?.to_i64_trunc()),
+        Value::Tensor(_) => Err("only integer tensors of a single element can be converted to an index".into()),
+        other => Err(format!("must be int, not {}", other.type_name())),
+    }
+}
+
+pub fn int_list(v: &Value) -> AResult<Vec<i64>> {
+    match v.items() {
+        Some(items) => items.iter().map(to_int).collect(),
+        None => Ok(vec![to_int(v)?]),
+    }
+}

@@ -1,0 +1,302 @@
+//! Calls: user helpers, Python builtins, list methods, attributes, and the routing of `torch.*`, `F.*` and tensor
+//! methods to the op table in `torch_ops`.
+
+use super::args::{to_int, Args};
+use super::exec::{operand, tensor_err, Frame, Interp};
+use super::value::Value;
+use crate::diag::{err, Diagnostic, Span};
+use crate::frontend::ast::*;
+use crate::tensor::ops::{self, Unary};
+use crate::tensor::{DType, Tensor};
+
+impl<'m> Interp<'m> {
+    pub(super) fn call(
+        &mut self,
+        frame: &mut Frame,
+        func: &'m Expr,
+        args: &'m [Expr],
+        kwargs: &'m [(String, Expr)],
+        span: Span,
+    ) -> Result<Value, Diagnostic> {
+        let mut pos = Vec::with_capacity(args.len());
+        for a in args {
+            pos.push(self.eval(frame, a)?);
+        }
+        let mut kw = Vec::with_capacity(kwargs.len());
+        for (k, v) in kwargs {
+            kw.push((k.clone(), self.eval(frame, v)?));
+        }
+        match &func.kind {
+            ExprKind::Attr(obj, name) => {
+                let o = self.eval(frame, obj)?;
+                match o {
+                    Value::Module(m) => {
+                        let full = format!("{m}.{name}");
+                        let a = Args { pos, kw, span, name: full.clone() };
+                        if m == "math" {
+                            return math_call(name, &a).map_err(tensor_err(span));
+                        }
+                        if m == "torch.Tensor" {
+                            return self.tensor_method(name, a).map_err(tensor_err(span));
+                        }
+                        self.torch_op(name, &a, false).map_err(|e| {
+                            if e.starts_with("unsupported operation") {
+                                Diagnostic::new(format!("unsupported operation `{full}`")).at(span)
+                            } else {
+                                Diagnostic::new(e).at(span)
+                            }
+                        })
+                    }
+                    Value::Tensor(t) => {
+                        pos.insert(0, Value::Tensor(t));
+                        let a = Args { pos, kw, span, name: name.clone() };
+                        self.tensor_method(name, a).map_err(|e| {
+                            if e.starts_with("unsupported operation") {
+                                Diagnostic::new(format!("unsupported tensor method `.{name}()`")).at(span)
+                            } else {
+                                Diagnostic::new(e).at(span)
+                            }
+                        })
+                    }
+                    Value::List(l) => match (name.as_str(), pos.len()) {
+                        ("append", 1) => {
+                            l.borrow_mut().push(pos.remove(0));
+                            Ok(Value::None)
+                        }
+                        ("extend", 1) => {
+                            let items = self.iterate(&pos[0], span)?;
+                            l.borrow_mut().extend(items);
+                            Ok(Value::None)
+                        }
+                        ("pop", 0) => l.borrow_mut().pop().ok_or_else(|| Diagnostic::new("pop from empty list").at(span)),
+                        ("insert", 2) => {
+                            let i = to_int(&pos[0]).map_err(tensor_err(span))?;
+                            let mut v = l.borrow_mut();
+                            let n = v.len() as i64;
+                            let k = if i < 0 { (i + n).max(0) } else { i.min(n) };
+                            v.insert(k as usize, pos[1].clone());
+                            Ok(Value::None)
+                        }
+                        _ => err(span, format!("unsupported list method `{name}`")),
+                    },
+                    other => err(span, format!("unsupported method `{name}` on a value of type {}", other.type_name())),
+                }
+            }
+            ExprKind::Name(n) => {
+                let known = frame.contains_key(n) || self.globals.contains_key(n) || self.module.function(n).is_some();
+                if known {
+                    let f = self.lookup(frame, n, func.span)?;
+                    return self.call_value(f, pos, kw, span);
+                }
+                self.builtin(n, Args { pos, kw, span, name: n.clone() })
+            }
+            _ => {
+                let f = self.eval(frame, func)?;
+                self.call_value(f, pos, kw, span)
+            }
+        }
+    }
+
+    fn call_value(&mut self, f: Value, pos: Vec<Value>, kw: Vec<(String, Value)>, span: Span) -> Result<Value, Diagnostic> {
+        match f {
+            Value::Func(name) => {
+                let module = self.module;
+                let func = module.function(&name).expect("Func values name module functions");
+                self.call_function(func, pos, kw, span)
+            }
+            other => err(span, format!("'{}' object is not callable", other.type_name())),
+        }
+    }
+
+    fn builtin(&mut self, name: &str, a: Args) -> Result<Value, Diagnostic> {
+        let span = a.span;
+        let e = tensor_err(span);
+        match name {
+            "range" => {
+                let ints: Vec<i64> = a.pos.iter().map(to_int).collect::<Result<_, _>>().map_err(|m| Diagnostic::new(format!("range() argument {m}")).at(span))?;
+                let (s, t, st) = match ints.as_slice() {
+                    [n] => (0, *n, 1),
+                    [s, t] => (*s, *t, 1),
+                    [s, t, st] => (*s, *t, *st),
+                    _ => return err(span, "range expected 1 to 3 arguments"),
+                };
+                if st == 0 {
+                    return err(span, "range() arg 3 must not be zero");
+                }
+                Ok(Value::Range(s, t, st))
+            }
+            "len" => {
+                let v = a.req(0, "obj").map_err(&e)?;
+                match v {
+                    Value::Tensor(t) if t.dim() == 0 => err(span, "len() of a 0-d tensor"),
+                    Value::Tensor(t) => Ok(Value::Int(t.shape[0] as i64)),
+                    Value::Range(..) => Ok(Value::Int(self.iterate(v, span)?.len() as i64)),
+                    other => match other.items() {
+                        Some(items) => Ok(Value::Int(items.len() as i64)),
+                        None => err(span, format!("object of type '{}' has no len()", other.type_name())),
+                    },
+                }
+            }
+            "int" | "float" | "bool" => {
+                let v = a.req(0, "x").map_err(&e)?;
+                let s = match v {
+                    Value::Tensor(t) => {
+                        if t.numel() != 1 {
+                            return err(span, "only one element tensors can be converted to Python scalars");
+                        }
+                        t.item().map_err(&e)?
+                    }
+                    other => other.as_scalar().ok_or_else(|| Diagnostic::new(format!("{name}() argument must be a number, not '{}'", other.type_name())).at(span))?,
+                };
+                Ok(match name {
+                    "int" => Value::Int(s.to_i64_trunc()),
+                    "float" => Value::Float(s.to_f64()),
+                    _ => Value::Bool(s.to_bool()),
+                })
+            }
+            "abs" => {
+                let v = a.req(0, "x").map_err(&e)?;
+                match v {
+                    Value::Tensor(t) => Ok(Value::Tensor(ops::unary(Unary::Abs, t).map_err(&e)?)),
+                    Value::Int(i) => Ok(Value::Int(i.wrapping_abs())),
+                    Value::Float(f) => Ok(Value::Float(f.abs())),
+                    Value::Bool(b) => Ok(Value::Int(*b as i64)),
+                    other => err(span, format!("bad operand type for abs(): '{}'", other.type_name())),
+                }
+            }
+            "min" | "max" => {
+                let items = if a.pos.len() == 1 { self.iterate(&a.pos[0], span)? } else { a.pos.clone() };
+                if items.is_empty() {
+                    return err(span, format!("{name}() arg is an empty sequence"));
+                }
+                let op = if name == "max" { CmpOp::Gt } else { CmpOp::Lt };
+                let mut best = items[0].clone();
+                for it in &items[1..] {
+                    let better = self.binop_compare(it, op, &best, span)?;
+                    if better {
+                        best = it.clone();
+                    }
+                }
+                Ok(best)
+            }
+            "sum" => {
+                let items = self.iterate(a.req(0, "iterable").map_err(&e)?, span)?;
+                let mut acc = a.get(1, "start").cloned().unwrap_or(Value::Int(0));
+                for it in items {
+                    acc = self.binop(&acc, BinOp::Add, &it, span)?;
+                }
+                Ok(acc)
+            }
+            "list" | "tuple" => {
+                let items = match a.pos.first() {
+                    Some(v) => self.iterate(v, span)?,
+                    None => vec![],
+                };
+                Ok(if name == "list" { Value::list(items) } else { Value::tuple(items) })
+            }
+            "enumerate" => {
+                let items = self.iterate(a.req(0, "iterable").map_err(&e)?, span)?;
+                let start = a.int_or(1, "start", 0).map_err(&e)?;
+                Ok(Value::list(items.into_iter().enumerate().map(|(i, v)| Value::tuple(vec![Value::Int(i as i64 + start), v])).collect()))
+            }
+            "zip" => {
+                let seqs: Vec<Vec<Value>> = a.pos.iter().map(|v| self.iterate(v, span)).collect::<Result<_, _>>()?;
+                let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
+                Ok(Value::list((0..n).map(|i| Value::tuple(seqs.iter().map(|s| s[i].clone()).collect())).collect()))
+            }
+            "reversed" => {
+                let mut items = self.iterate(a.req(0, "seq").map_err(&e)?, span)?;
+                items.reverse();
+                Ok(Value::list(items))
+            }
+            "round" => match a.req(0, "number").map_err(&e)? {
+                Value::Float(f) => match a.opt_int(1, "ndigits").map_err(&e)? {
+                    None => Ok(Value::Int(f.round_ties_even() as i64)),
+                    Some(nd) => {
+                        let p = 10f64.powi(nd as i32);
+                        Ok(Value::Float((f * p).round_ties_even() / p))
+                    }
+                },
+                Value::Int(i) => Ok(Value::Int(*i)),
+                other => err(span, format!("type {} doesn't define __round__ method", other.type_name())),
+            },
+            "isinstance" => err(span, "isinstance() is not supported"),
+            "print" => Ok(Value::None),
+            _ => err(span, format!("unsupported function `{name}`")),
+        }
+    }
+
+    /// `a OP b` as a Python truth value (for `min`/`max` over values).
+    fn binop_compare(&mut self, a: &Value, op: CmpOp, b: &Value, span: Span) -> Result<bool, Diagnostic> {
+        let bin = if op == CmpOp::Gt { ops::Binary::Gt } else { ops::Binary::Lt };
+        if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
+            return Ok(if op == CmpOp::Gt { x.to_f64() > y.to_f64() } else { x.to_f64() < y.to_f64() });
+        }
+        let (Some(x), Some(y)) = (operand(a), operand(b)) else {
+            return err(span, format!("cannot compare '{}' and '{}'", a.type_name(), b.type_name()));
+        };
+        let r = ops::binary(bin, &x, &y).map_err(tensor_err(span))?;
+        self.truthy(&Value::Tensor(r), span)
+    }
+
+    pub(super) fn attribute(&mut self, o: &Value, name: &str, span: Span) -> Result<Value, Diagnostic> {
+        let e = tensor_err(span);
+        match o {
+            Value::Tensor(t) => Ok(match name {
+                "shape" => shape_value(t),
+                "dtype" => Value::DType(t.dtype()),
+                "ndim" => Value::Int(t.dim() as i64),
+                "T" => {
+                    let rev: Vec<i64> = (0..t.dim() as i64).rev().collect();
+                    Value::Tensor(t.permute(&rev).map_err(&e)?)
+                }
+                "mT" => Value::Tensor(t.transpose(-2, -1).map_err(&e)?),
+                "data" => Value::Tensor(t.clone()),
+                "real" => Value::Tensor(t.clone()),
+                _ => return err(span, format!("unsupported tensor attribute `.{name}`")),
+            }),
+            Value::Named(items, names) => match names.iter().position(|n| *n == name) {
+                Some(i) => Ok(items[i].clone()),
+                None => err(span, format!("result has no attribute `{name}`")),
+            },
+            Value::Module(m) => {
+                let full = format!("{m}.{name}");
+                if let Some(d) = DType::from_torch_name(name).filter(|_| *m == "torch") {
+                    return Ok(Value::DType(d));
+                }
+                Ok(match full.as_str() {
+                    "torch.nn" => Value::Module("torch.nn"),
+                    "torch.nn.functional" => Value::Module("torch.nn.functional"),
+                    "torch.Tensor" => Value::Module("torch.Tensor"),
+                    "math.pi" | "torch.pi" => Value::Float(std::f64::consts::PI),
+                    "math.e" | "torch.e" => Value::Float(std::f64::consts::E),
+                    "math.inf" | "torch.inf" => Value::Float(f64::INFINITY),
+                    "math.nan" | "torch.nan" => Value::Float(f64::NAN),
+                    _ => return err(span, format!("unsupported attribute `{full}`")),
+                })
+            }
+            other => err(span, format!("'{}' object has no attribute '{name}'", other.type_name())),
+        }
+    }
+}
+
+pub(super) fn shape_value(t: &Tensor) -> Value {
+    Value::tuple(t.shape.iter().map(|&d| Value::Int(d as i64)).collect())
+}
+
+fn math_call(name: &str, a: &Args) -> Result<Value, String> {
+    let x = a.req(0, "x")?.as_scalar().ok_or_else(|| format!("math.{name}() needs a number"))?.to_f64();
+    Ok(match name {
+        "sqrt" => Value::Float(x.sqrt()),
+        "exp" => Value::Float(x.exp()),
+        "log" => Value::Float(x.ln()),
+        "log2" => Value::Float(x.log2()),
+        "cos" => Value::Float(x.cos()),
+        "sin" => Value::Float(x.sin()),
+        "tanh" => Value::Float(x.tanh()),
+        "floor" => Value::Int(x.floor() as i64),
+        "ceil" => Value::Int(x.ceil() as i64),
+        "fabs" => Value::Float(x.abs()),
+        _ => return Err(format!("unsupported function `math.{name}`")),
+    })
+}

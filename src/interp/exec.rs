@@ -1,0 +1,676 @@
+//! Statements and expressions of the reference interpreter.
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use super::args::to_int;
+use super::subscript;
+use super::value::Value;
+use crate::diag::{err, Diagnostic, Span};
+use crate::frontend::ast::*;
+use crate::tensor::ops::{self, Binary, Operand, Unary};
+use crate::tensor::{reduce, Scalar, Tensor};
+
+/// Python's recursion is not what these programs are about; this bounds helper calls.
+const MAX_DEPTH: usize = 64;
+/// A `while` loop that runs this often is reported rather than left to spin.
+pub const MAX_WHILE_ITERATIONS: u64 = 10_000_000;
+
+pub(super) enum Flow {
+    Normal,
+    Break,
+    Continue,
+    Return(Value),
+}
+
+pub struct Interp<'m> {
+    pub(super) module: &'m Module,
+    pub(super) globals: HashMap<String, Value>,
+    /// Storage buffers written in place (by address); PyTorch's version counter, per root buffer.
+    pub written: HashSet<usize>,
+    depth: usize,
+}
+
+pub(super) type Frame = HashMap<String, Value>;
+
+pub(super) fn tensor_err(span: Span) -> impl Fn(String) -> Diagnostic {
+    move |m| Diagnostic::new(m).at(span)
+}
+
+impl<'m> Interp<'m> {
+    pub fn new(module: &'m Module) -> Result<Self, Diagnostic> {
+        let mut it = Interp { module, globals: HashMap::new(), written: HashSet::new(), depth: 0 };
+        for (name, e) in &module.constants {
+            let mut frame = Frame::new();
+            let v = it.eval(&mut frame, e)?;
+            it.globals.insert(name.clone(), v);
+        }
+        Ok(it)
+    }
+
+    pub(super) fn mark_written(&mut self, t: &Tensor) {
+        self.written.insert(Rc::as_ptr(&t.buf) as usize);
+    }
+
+    /// Calls a function of the module with bound arguments.
+    pub fn call_function(&mut self, f: &'m Function, args: Vec<Value>, kwargs: Vec<(String, Value)>, span: Span) -> Result<Value, Diagnostic> {
+        if self.depth >= MAX_DEPTH {
+            return err(span, format!("call depth exceeds {MAX_DEPTH} (recursion is not supported)"));
+        }
+        if args.len() > f.params.len() {
+            return err(span, format!("{}() takes {} arguments but {} were given", f.name, f.params.len(), args.len()));
+        }
+        let mut frame = Frame::new();
+        let mut args = args.into_iter();
+        for p in &f.params {
+            let v = match args.next() {
+                Some(v) => v,
+                None => match kwargs.iter().find(|(k, _)| *k == p.name) {
+                    Some((_, v)) => v.clone(),
+                    None => match &p.default {
+                        Some(d) => {
+                            let mut empty = Frame::new();
+                            self.eval(&mut empty, d)?
+                        }
+                        None => return err(span, format!("{}() missing required argument '{}'", f.name, p.name)),
+                    },
+                },
+            };
+            frame.insert(p.name.clone(), v);
+        }
+        for (k, _) in &kwargs {
+            if !f.params.iter().any(|p| p.name == *k) {
+                return err(span, format!("{}() got an unexpected keyword argument '{}'", f.name, k));
+            }
+        }
+        self.depth += 1;
+        let flow = self.exec_block(&mut frame, &f.body);
+        self.depth -= 1;
+        match flow? {
+            Flow::Return(v) => Ok(v),
+            _ => Ok(Value::None),
+        }
+    }
+
+    pub(super) fn exec_block(&mut self, frame: &mut Frame, body: &'m [Stmt]) -> Result<Flow, Diagnostic> {
+        for s in body {
+            match self.exec(frame, s)? {
+                Flow::Normal => {}
+                other => return Ok(other),
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn exec(&mut self, frame: &mut Frame, s: &'m Stmt) -> Result<Flow, Diagnostic> {
+        match &s.kind {
+            StmtKind::Assign { targets, value } => {
+                let v = self.eval(frame, value)?;
+                for t in targets {
+                    self.assign(frame, t, v.clone())?;
+                }
+            }
+            StmtKind::AugAssign { target, op, value } => self.aug_assign(frame, target, *op, value, s.span)?,
+            StmtKind::Expr(e) => {
+                self.eval(frame, e)?;
+            }
+            StmtKind::Return(e) => {
+                let v = match e {
+                    Some(e) => self.eval(frame, e)?,
+                    None => Value::None,
+                };
+                return Ok(Flow::Return(v));
+            }
+            StmtKind::If { test, body, orelse } => {
+                let c = self.eval(frame, test)?;
+                let branch = if self.truthy(&c, test.span)? { body } else { orelse };
+                return self.exec_block(frame, branch);
+            }
+            StmtKind::For { target, iter, body } => {
+                let it = self.eval(frame, iter)?;
+                let items = self.iterate(&it, iter.span)?;
+                for item in items {
+                    self.assign(frame, target, item)?;
+                    match self.exec_block(frame, body)? {
+                        Flow::Break => break,
+                        Flow::Return(v) => return Ok(Flow::Return(v)),
+                        _ => {}
+                    }
+                }
+            }
+            StmtKind::While { test, body } => {
+                let mut n = 0u64;
+                loop {
+                    let c = self.eval(frame, test)?;
+                    if !self.truthy(&c, test.span)? {
+                        break;
+                    }
+                    n += 1;
+                    if n > MAX_WHILE_ITERATIONS {
+                        return err(s.span, format!("while loop exceeded {MAX_WHILE_ITERATIONS} iterations"));
+                    }
+                    match self.exec_block(frame, body)? {
+                        Flow::Break => break,
+                        Flow::Return(v) => return Ok(Flow::Return(v)),
+                        _ => {}
+                    }
+                }
+            }
+            StmtKind::Assert { test, msg } => {
+                let c = self.eval(frame, test)?;
+                if !self.truthy(&c, test.span)? {
+                    let m = match msg {
+                        Some(m) => match self.eval(frame, m)? {
+                            Value::Str(s) => s.to_string(),
+                            other => format!("{other:?}"),
+                        },
+                        None => String::new(),
+                    };
+                    return err(s.span, format!("AssertionError: {m}"));
+                }
+            }
+            StmtKind::Pass => {}
+            StmtKind::Break => return Ok(Flow::Break),
+            StmtKind::Continue => return Ok(Flow::Continue),
+        }
+        Ok(Flow::Normal)
+    }
+
+    /// The items a `for` loop visits: a snapshot for ranges and tuples, rows (views) for tensors.
+    pub(super) fn iterate(&self, v: &Value, span: Span) -> Result<Vec<Value>, Diagnostic> {
+        match v {
+            Value::Range(a, b, s) => {
+                let mut out = Vec::new();
+                let mut i = *a;
+                while (*s > 0 && i < *b) || (*s < 0 && i > *b) {
+                    out.push(Value::Int(i));
+                    i += s;
+                }
+                Ok(out)
+            }
+            Value::Tensor(t) => {
+                if t.dim() == 0 {
+                    return err(span, "iteration over a 0-d tensor");
+                }
+                Ok(t.unbind(0).map_err(tensor_err(span))?.into_iter().map(Value::Tensor).collect())
+            }
+            other => other.items().ok_or_else(|| Diagnostic::new(format!("'{}' object is not iterable", other.type_name())).at(span)),
+        }
+    }
+
+    pub(super) fn truthy(&self, v: &Value, span: Span) -> Result<bool, Diagnostic> {
+        Ok(match v {
+            Value::None => false,
+            Value::Bool(b) => *b,
+            Value::Int(i) => *i != 0,
+            Value::Float(f) => *f != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::Tensor(t) => {
+                if t.numel() == 0 {
+                    return err(span, "Boolean value of Tensor with no values is ambiguous");
+                }
+                if t.numel() > 1 {
+                    return err(span, "Boolean value of Tensor with more than one value is ambiguous");
+                }
+                t.item().map_err(tensor_err(span))?.to_bool()
+            }
+            Value::Tuple(v) | Value::Named(v, _) => !v.is_empty(),
+            Value::List(v) => !v.borrow().is_empty(),
+            Value::Range(a, b, s) => (*s > 0 && a < b) || (*s < 0 && a > b),
+            _ => true,
+        })
+    }
+
+    pub(super) fn assign(&mut self, frame: &mut Frame, target: &'m Expr, v: Value) -> Result<(), Diagnostic> {
+        match &target.kind {
+            ExprKind::Name(n) => {
+                frame.insert(n.clone(), v);
+                Ok(())
+            }
+            ExprKind::Tuple(ts) | ExprKind::List(ts) => {
+                let items = self.iterate(&v, target.span)?;
+                if items.len() != ts.len() {
+                    return err(target.span, format!("cannot unpack {} values into {} targets", items.len(), ts.len()));
+                }
+                for (t, item) in ts.iter().zip(items) {
+                    self.assign(frame, t, item)?;
+                }
+                Ok(())
+            }
+            ExprKind::Subscript(obj, idx) => {
+                let o = self.eval(frame, obj)?;
+                let i = self.eval(frame, idx)?;
+                self.setitem(&o, &i, &v, target.span)
+            }
+            ExprKind::Attr(_, a) => err(target.span, format!("assigning to attribute `{a}` is not supported")),
+            _ => err(target.span, "unsupported assignment target"),
+        }
+    }
+
+    pub(super) fn setitem(&mut self, obj: &Value, idx: &Value, v: &Value, span: Span) -> Result<(), Diagnostic> {
+        match obj {
+            Value::Tensor(t) => {
+                subscript::setitem(t, idx, v).map_err(tensor_err(span))?;
+                self.mark_written(t);
+                Ok(())
+            }
+            Value::List(l) => {
+                let n = l.borrow().len() as i64;
+                let i = to_int(idx).map_err(|e| Diagnostic::new(format!("list indices {e}")).at(span))?;
+                let k = if i < 0 { i + n } else { i };
+                if k < 0 || k >= n {
+                    return err(span, "list assignment index out of range");
+                }
+                l.borrow_mut()[k as usize] = v.clone();
+                Ok(())
+            }
+            other => err(span, format!("'{}' object does not support item assignment", other.type_name())),
+        }
+    }
+
+    fn aug_assign(&mut self, frame: &mut Frame, target: &'m Expr, op: BinOp, value: &'m Expr, span: Span) -> Result<(), Diagnostic> {
+        match &target.kind {
+            ExprKind::Name(n) => {
+                let cur = self.lookup(frame, n, target.span)?;
+                let rhs = self.eval(frame, value)?;
+                let new = self.inplace_binop(cur, op, rhs, span)?;
+                frame.insert(n.clone(), new);
+                Ok(())
+            }
+            ExprKind::Subscript(obj, idx) => {
+                // Python: t = obj[idx]; t = t.__iop__(rhs); obj[idx] = t.
+                let o = self.eval(frame, obj)?;
+                let i = self.eval(frame, idx)?;
+                let cur = self.getitem(&o, &i, target.span)?;
+                let rhs = self.eval(frame, value)?;
+                let new = self.inplace_binop(cur, op, rhs, span)?;
+                self.setitem(&o, &i, &new, span)
+            }
+            _ => err(target.span, "unsupported target of augmented assignment"),
+        }
+    }
+
+    /// `a op= b`: in place for tensors (`__iadd__`), a new value for Python numbers.
+    fn inplace_binop(&mut self, a: Value, op: BinOp, b: Value, span: Span) -> Result<Value, Diagnostic> {
+        match &a {
+            Value::Tensor(t) => {
+                let r = self.binop(&a, op, &b, span)?;
+                let Value::Tensor(r) = r else { return err(span, "in-place operator produced a non-tensor") };
+                let inputs: Vec<&Tensor> = match &b {
+                    Value::Tensor(bt) => vec![t, bt],
+                    _ => vec![t],
+                };
+                ops::check_overlap(t, &inputs, true).map_err(tensor_err(span))?;
+                ops::write_result(t, &r, true).map_err(tensor_err(span))?;
+                self.mark_written(t);
+                Ok(a)
+            }
+            Value::List(l) if op == BinOp::Add => {
+                let extra = self.iterate(&b, span)?;
+                l.borrow_mut().extend(extra);
+                Ok(a)
+            }
+            _ => self.binop(&a, op, &b, span),
+        }
+    }
+
+    pub(super) fn lookup(&self, frame: &Frame, name: &str, span: Span) -> Result<Value, Diagnostic> {
+        if let Some(v) = frame.get(name) {
+            return Ok(v.clone());
+        }
+        if let Some(v) = self.globals.get(name) {
+            return Ok(v.clone());
+        }
+        if self.module.function(name).is_some() {
+            return Ok(Value::Func(Rc::from(name)));
+        }
+        Ok(match name {
+            "torch" => Value::Module("torch"),
+            "F" => Value::Module("torch.nn.functional"),
+            "math" => Value::Module("math"),
+            "Tensor" => Value::Module("torch.Tensor"),
+            _ => return err(span, format!("name `{name}` is not defined")),
+        })
+    }
+
+    pub(super) fn eval(&mut self, frame: &mut Frame, e: &'m Expr) -> Result<Value, Diagnostic> {
+        let span = e.span;
+        Ok(match &e.kind {
+            ExprKind::Name(n) => self.lookup(frame, n, span)?,
+            ExprKind::Int(i) => Value::Int(*i),
+            ExprKind::Float(f) => Value::Float(*f),
+            ExprKind::Bool(b) => Value::Bool(*b),
+            ExprKind::NoneLit => Value::None,
+            ExprKind::Ellipsis => Value::Ellipsis,
+            ExprKind::Str(s) => Value::Str(Rc::from(s.as_str())),
+            ExprKind::Bin(op, a, b) => {
+                let a = self.eval(frame, a)?;
+                let b = self.eval(frame, b)?;
+                self.binop(&a, *op, &b, span)?
+            }
+            ExprKind::Unary(op, a) => {
+                let v = self.eval(frame, a)?;
+                self.unop(*op, &v, span)?
+            }
+            ExprKind::Compare(first, rest) => {
+                let mut left = self.eval(frame, first)?;
+                let mut result = Value::Bool(true);
+                for (i, (op, rhs)) in rest.iter().enumerate() {
+                    let right = self.eval(frame, rhs)?;
+                    result = self.compare(&left, *op, &right, span)?;
+                    if i + 1 < rest.len() && !self.truthy(&result, span)? {
+                        return Ok(result);
+                    }
+                    left = right;
+                }
+                result
+            }
+            ExprKind::BoolOp(is_and, vals) => {
+                let mut last = Value::None;
+                for v in vals {
+                    last = self.eval(frame, v)?;
+                    let t = self.truthy(&last, v.span)?;
+                    if (*is_and && !t) || (!*is_and && t) {
+                        return Ok(last);
+                    }
+                }
+                last
+            }
+            ExprKind::IfExp { test, body, orelse } => {
+                let c = self.eval(frame, test)?;
+                if self.truthy(&c, test.span)? {
+                    self.eval(frame, body)?
+                } else {
+                    self.eval(frame, orelse)?
+                }
+            }
+            ExprKind::Tuple(items) => Value::tuple(items.iter().map(|x| self.eval(frame, x)).collect::<Result<_, _>>()?),
+            ExprKind::List(items) => Value::list(items.iter().map(|x| self.eval(frame, x)).collect::<Result<_, _>>()?),
+            ExprKind::ListComp { elt, target, iter, conds } => {
+                let it = self.eval(frame, iter)?;
+                let mut out = Vec::new();
+                'items: for item in self.iterate(&it, iter.span)? {
+                    self.assign(frame, target, item)?;
+                    for c in conds {
+                        let cv = self.eval(frame, c)?;
+                        if !self.truthy(&cv, c.span)? {
+                            continue 'items;
+                        }
+                    }
+                    out.push(self.eval(frame, elt)?);
+                }
+                Value::list(out)
+            }
+            ExprKind::Slice(a, b, c) => {
+                let mut bound = |x: &'m Option<Box<Expr>>, this: &mut Self| -> Result<Option<i64>, Diagnostic> {
+                    match x {
+                        None => Ok(None),
+                        Some(x) => match this.eval(frame, x)? {
+                            Value::None => Ok(None),
+                            v => Ok(Some(to_int(&v).map_err(|m| Diagnostic::new(format!("slice indices {m}")).at(x.span))?)),
+                        },
+                    }
+                };
+                let a = bound(a, self)?;
+                let b = bound(b, self)?;
+                let c = bound(c, self)?;
+                Value::Slice(a, b, c)
+            }
+            ExprKind::Subscript(obj, idx) => {
+                let o = self.eval(frame, obj)?;
+                let i = self.eval(frame, idx)?;
+                self.getitem(&o, &i, span)?
+            }
+            ExprKind::Attr(obj, name) => {
+                let o = self.eval(frame, obj)?;
+                self.attribute(&o, name, span)?
+            }
+            ExprKind::Call { func, args, kwargs } => self.call(frame, func, args, kwargs, span)?,
+        })
+    }
+
+    pub(super) fn getitem(&mut self, obj: &Value, idx: &Value, span: Span) -> Result<Value, Diagnostic> {
+        match obj {
+            Value::Tensor(t) => Ok(Value::Tensor(subscript::getitem(t, idx).map_err(tensor_err(span))?)),
+            Value::Tuple(_) | Value::List(_) | Value::Named(..) => {
+                let items = obj.items().expect("sequences have items");
+                let n = items.len() as i64;
+                if let Value::Slice(a, b, c) = idx {
+                    let step = c.unwrap_or(1);
+                    if step <= 0 {
+                        return err(span, "only positive slice steps are supported on sequences");
+                    }
+                    let norm = |v: i64| if v < 0 { (v + n).max(0) } else { v.min(n) };
+                    let (s, e) = (a.map(norm).unwrap_or(0), b.map(norm).unwrap_or(n));
+                    let picked: Vec<Value> = (s..e.max(s)).step_by(step as usize).map(|i| items[i as usize].clone()).collect();
+                    return Ok(if matches!(obj, Value::List(_)) { Value::list(picked) } else { Value::tuple(picked) });
+                }
+                let i = to_int(idx).map_err(|e| Diagnostic::new(format!("sequence indices {e}")).at(span))?;
+                let k = if i < 0 { i + n } else { i };
+                if k < 0 || k >= n {
+                    return err(span, format!("{} index out of range", obj.type_name()));
+                }
+                Ok(items[k as usize].clone())
+            }
+            other => err(span, format!("'{}' object is not subscriptable", other.type_name())),
+        }
+    }
+
+    pub(super) fn binop(&mut self, a: &Value, op: BinOp, b: &Value, span: Span) -> Result<Value, Diagnostic> {
+        if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
+            return py_arith(x, op, y).map_err(tensor_err(span));
+        }
+        match (a, b, op) {
+            (Value::Tuple(x), Value::Tuple(y), BinOp::Add) => {
+                return Ok(Value::tuple(x.iter().chain(y.iter()).cloned().collect()));
+            }
+            (Value::List(x), Value::List(y), BinOp::Add) => {
+                return Ok(Value::list(x.borrow().iter().chain(y.borrow().iter()).cloned().collect()));
+            }
+            (Value::List(x), Value::Int(n), BinOp::Mul) | (Value::Int(n), Value::List(x), BinOp::Mul) => {
+                let items = x.borrow();
+                let mut out = Vec::new();
+                for _ in 0..(*n).max(0) {
+                    out.extend(items.iter().cloned());
+                }
+                return Ok(Value::list(out));
+            }
+            (Value::Tensor(x), Value::Tensor(y), BinOp::MatMul) => {
+                return Ok(Value::Tensor(reduce::matmul(x, y).map_err(tensor_err(span))?));
+            }
+            _ => {}
+        }
+        let (Some(x), Some(y)) = (operand(a), operand(b)) else {
+            return err(span, format!("unsupported operand types for {}: '{}' and '{}'", op.symbol(), a.type_name(), b.type_name()));
+        };
+        let bin = match op {
+            BinOp::Add => Binary::Add,
+            BinOp::Sub => Binary::Sub,
+            BinOp::Mul => Binary::Mul,
+            BinOp::Div => Binary::Div,
+            BinOp::FloorDiv => Binary::FloorDiv,
+            BinOp::Mod => Binary::Rem,
+            BinOp::Pow => Binary::Pow,
+            BinOp::BitAnd => Binary::BitAnd,
+            BinOp::BitOr => Binary::BitOr,
+            BinOp::BitXor => Binary::BitXor,
+            BinOp::MatMul => return err(span, "`@` needs two tensors"),
+        };
+        Ok(Value::Tensor(ops::binary(bin, &x, &y).map_err(tensor_err(span))?))
+    }
+
+    fn unop(&mut self, op: UnaryOp, v: &Value, span: Span) -> Result<Value, Diagnostic> {
+        if op == UnaryOp::Not {
+            return Ok(Value::Bool(!self.truthy(v, span)?));
+        }
+        match (v, op) {
+            (Value::Tensor(t), UnaryOp::Pos) => Ok(Value::Tensor(t.clone())),
+            (Value::Tensor(t), _) => {
+                let u = if op == UnaryOp::Neg { Unary::Neg } else { Unary::BitNot };
+                Ok(Value::Tensor(ops::unary(u, t).map_err(tensor_err(span))?))
+            }
+            (Value::Int(i), UnaryOp::Neg) => Ok(Value::Int(i.wrapping_neg())),
+            (Value::Int(i), UnaryOp::Invert) => Ok(Value::Int(!i)),
+            (Value::Bool(b), UnaryOp::Neg) => Ok(Value::Int(-(*b as i64))),
+            (Value::Float(f), UnaryOp::Neg) => Ok(Value::Float(-f)),
+            (Value::Int(_) | Value::Float(_) | Value::Bool(_), UnaryOp::Pos) => Ok(v.clone()),
+            _ => err(span, format!("bad operand type for unary operator: '{}'", v.type_name())),
+        }
+    }
+
+    fn compare(&mut self, a: &Value, op: CmpOp, b: &Value, span: Span) -> Result<Value, Diagnostic> {
+        match op {
+            CmpOp::Is | CmpOp::IsNot => {
+                let same = match (a, b) {
+                    (Value::None, Value::None) => true,
+                    (Value::None, _) | (_, Value::None) => false,
+                    (Value::Bool(x), Value::Bool(y)) => x == y,
+                    (Value::Tensor(x), Value::Tensor(y)) => x.same_view(y),
+                    _ => return err(span, "`is` is only supported for None, bools and tensors"),
+                };
+                return Ok(Value::Bool(same == (op == CmpOp::Is)));
+            }
+            CmpOp::In | CmpOp::NotIn => {
+                let items = b.items().ok_or_else(|| Diagnostic::new("`in` needs a tuple or list").at(span))?;
+                let mut found = false;
+                for it in items {
+                    if let Value::Bool(true) = self.compare(a, CmpOp::Eq, &it, span)? {
+                        found = true;
+                        break;
+                    }
+                }
+                return Ok(Value::Bool(found == (op == CmpOp::In)));
+            }
+            _ => {}
+        }
+        if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
+            let r = if x.kind() == crate::tensor::Kind::Float || y.kind() == crate::tensor::Kind::Float {
+                let (p, q) = (x.to_f64(), y.to_f64());
+                cmp(op, p.partial_cmp(&q), p == q)
+            } else {
+                let (p, q) = (x.to_i64_trunc(), y.to_i64_trunc());
+                cmp(op, p.partial_cmp(&q), p == q)
+            };
+            return Ok(Value::Bool(r));
+        }
+        if let (Some(x), Some(y)) = (a.items(), b.items()) {
+            if matches!(op, CmpOp::Eq | CmpOp::Ne) {
+                let mut eq = x.len() == y.len();
+                if eq {
+                    for (p, q) in x.iter().zip(&y) {
+                        if let Value::Bool(false) = self.compare(p, CmpOp::Eq, q, span)? {
+                            eq = false;
+                            break;
+                        }
+                    }
+                }
+                return Ok(Value::Bool(eq == (op == CmpOp::Eq)));
+            }
+        }
+        let (Some(x), Some(y)) = (operand(a), operand(b)) else {
+            if matches!(op, CmpOp::Eq | CmpOp::Ne) {
+                return Ok(Value::Bool(op == CmpOp::Ne));
+            }
+            return err(span, format!("'<' not supported between instances of '{}' and '{}'", a.type_name(), b.type_name()));
+        };
+        let bin = match op {
+            CmpOp::Eq => Binary::Eq,
+            CmpOp::Ne => Binary::Ne,
+            CmpOp::Lt => Binary::Lt,
+            CmpOp::Le => Binary::Le,
+            CmpOp::Gt => Binary::Gt,
+            _ => Binary::Ge,
+        };
+        Ok(Value::Tensor(ops::binary(bin, &x, &y).map_err(tensor_err(span))?))
+    }
+}
+
+fn cmp(op: CmpOp, ord: Option<std::cmp::Ordering>, eq: bool) -> bool {
+    use std::cmp::Ordering::*;
+    match op {
+        CmpOp::Eq => eq,
+        CmpOp::Ne => !eq,
+        CmpOp::Lt => ord == Some(Less),
+        CmpOp::Le => matches!(ord, Some(Less | Equal)),
+        CmpOp::Gt => ord == Some(Greater),
+        CmpOp::Ge => matches!(ord, Some(Greater | Equal)),
+        _ => false,
+    }
+}
+
+/// A value as an elementwise operand, if it is a tensor or a Python number.
+pub(super) fn operand(v: &Value) -> Option<Operand> {
+    match v {
+        Value::Tensor(t) => Some(Operand::T(t.clone())),
+        other => other.as_scalar().map(Operand::S),
+    }
+}
+
+/// Arithmetic on Python numbers, with Python's semantics (bools count as ints).
+fn py_arith(a: Scalar, op: BinOp, b: Scalar) -> Result<Value, String> {
+    let float = matches!(a, Scalar::F(_)) || matches!(b, Scalar::F(_));
+    if !float {
+        let (x, y) = (a.to_i64_trunc(), b.to_i64_trunc());
+        let bools = matches!((a, b), (Scalar::B(_), Scalar::B(_)));
+        return Ok(match op {
+            BinOp::Add => Value::Int(x.wrapping_add(y)),
+            BinOp::Sub => Value::Int(x.wrapping_sub(y)),
+            BinOp::Mul => Value::Int(x.wrapping_mul(y)),
+            BinOp::Div => {
+                if y == 0 {
+                    return Err("ZeroDivisionError: division by zero".into());
+                }
+                Value::Float(x as f64 / y as f64)
+            }
+            BinOp::FloorDiv | BinOp::Mod => {
+                if y == 0 {
+                    return Err("ZeroDivisionError: integer division or modulo by zero".into());
+                }
+                let q = x.div_euclid(y);
+                let (q, r) = if y < 0 && x.rem_euclid(y) != 0 { (q - 1, x.rem_euclid(y) + y) } else { (q, x.rem_euclid(y)) };
+                Value::Int(if op == BinOp::FloorDiv { q } else { r })
+            }
+            BinOp::Pow => {
+                if y < 0 {
+                    Value::Float((x as f64).powf(y as f64))
+                } else {
+                    Value::Int(x.wrapping_pow(y.min(u32::MAX as i64) as u32))
+                }
+            }
+            BinOp::BitAnd if bools => Value::Bool(x & y != 0),
+            BinOp::BitOr if bools => Value::Bool((x | y) != 0),
+            BinOp::BitXor if bools => Value::Bool((x ^ y) != 0),
+            BinOp::BitAnd => Value::Int(x & y),
+            BinOp::BitOr => Value::Int(x | y),
+            BinOp::BitXor => Value::Int(x ^ y),
+            BinOp::MatMul => return Err("unsupported operand types for @: numbers".into()),
+        });
+    }
+    let (x, y) = (a.to_f64(), b.to_f64());
+    Ok(Value::Float(match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => {
+            if y == 0.0 {
+                return Err("ZeroDivisionError: float division by zero".into());
+            }
+            x / y
+        }
+        BinOp::FloorDiv => {
+            if y == 0.0 {
+                return Err("ZeroDivisionError: float floor division by zero".into());
+            }
+            (x / y).floor()
+        }
+        BinOp::Mod => {
+            if y == 0.0 {
+                return Err("ZeroDivisionError: float modulo".into());
+            }
+            let r = x % y;
+            if r != 0.0 && (r < 0.0) != (y < 0.0) { r + y } else { r }
+        }
+        BinOp::Pow => x.powf(y),
+        _ => return Err(format!("unsupported operand types for {}: 'float'", op.symbol())),
+    }))
+}

@@ -1,0 +1,144 @@
+//! The reference interpreter: runs a program's AST with PyTorch's exact aliasing semantics.
+//!
+//! Tensors are strided views of shared buffers (see [`crate::tensor`]), so writes through any alias are seen by every
+//! other alias and by the caller. This interpreter is the meaning of a program: every later stage is checked against it.
+//! Invariant: where PyTorch raises, we raise with the source location; where PyTorch's result depends on the CPU, we
+//! reject the program instead of guessing.
+
+mod args;
+mod calls;
+mod exec;
+mod subscript;
+mod torch_ops;
+pub mod value;
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+pub use exec::Interp;
+pub use value::Value;
+
+use crate::diag::{err, Diagnostic};
+use crate::frontend::ast::{Function, Module, TypeAnn};
+use crate::tensor::{fmt_shape, Tensor};
+
+/// A scalar argument given on the command line or in a test.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScalarArg {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+/// What a program run produces: its return value and the final state of every tensor parameter it wrote to.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The returned tensors, in order (`return.npy` or `return.0.npy`, ...); `None` when a single tensor was returned
+    /// rather than a tuple.
+    pub returns: Vec<Tensor>,
+    pub returns_tuple: bool,
+    /// Tensor parameters written in place, in signature order.
+    pub mutated: Vec<(String, Tensor)>,
+}
+
+/// The tensor parameters of a program and their annotated types, checking that every parameter is annotated.
+pub fn tensor_params(f: &Function) -> Result<Vec<(String, crate::tensor::DType, Vec<usize>)>, Diagnostic> {
+    let mut out = Vec::new();
+    for p in &f.params {
+        match &p.ann {
+            Some(TypeAnn::Tensor { dtype, shape }) => out.push((p.name.clone(), *dtype, shape.clone())),
+            Some(TypeAnn::Int | TypeAnn::Float | TypeAnn::Bool) => {}
+            Some(_) => return err(p.span, format!("parameter `{}` of a program must be annotated as a tensor (`f32[4, 8]`) or as int, float or bool", p.name)),
+            None => return err(p.span, format!("parameter `{}` has no annotation; programs annotate tensors as `f32[4, 8]` and scalars as int, float or bool", p.name)),
+        }
+    }
+    Ok(out)
+}
+
+/// Runs program `name` of `module` on the given tensors (by parameter name) and scalar arguments.
+pub fn run_program(
+    module: &Module,
+    name: &str,
+    inputs: &BTreeMap<String, Tensor>,
+    scalars: &BTreeMap<String, ScalarArg>,
+) -> Result<RunOutput, Diagnostic> {
+    let run = || -> Result<RunOutput, Diagnostic> {
+        let f = module.function(name).ok_or_else(|| Diagnostic::new(format!("no function `{name}` in {}", module.path)))?;
+        tensor_params(f)?;
+        let mut it = Interp::new(module)?;
+        // Every value goes by keyword; parameters not given take their defaults in `call_function`.
+        let mut kwargs = Vec::new();
+        let mut params: Vec<(String, Tensor)> = Vec::new();
+        for p in &f.params {
+            match &p.ann {
+                Some(TypeAnn::Tensor { dtype, shape }) => {
+                    let t = inputs.get(&p.name).ok_or_else(|| Diagnostic::new(format!("no input given for tensor parameter `{}`", p.name)))?;
+                    if t.dtype() != *dtype || t.shape != *shape {
+                        return Err(Diagnostic::new(format!(
+                            "input `{}` is {}{}, but the program declares {}{}",
+                            p.name,
+                            t.dtype().annotation(),
+                            fmt_shape(&t.shape),
+                            dtype.annotation(),
+                            fmt_shape(shape)
+                        ))
+                        .at(p.span));
+                    }
+                    params.push((p.name.clone(), t.clone()));
+                    kwargs.push((p.name.clone(), Value::Tensor(t.clone())));
+                }
+                ann => match scalars.get(&p.name) {
+                    Some(s) => kwargs.push((p.name.clone(), scalar_value(s, ann.as_ref(), &p.name).map_err(|m| Diagnostic::new(m).at(p.span))?)),
+                    None if p.default.is_some() => {}
+                    None => return err(p.span, format!("scalar parameter `{}` has no default; pass it with --arg {}=VALUE", p.name, p.name)),
+                },
+            }
+        }
+        for k in scalars.keys() {
+            if !f.params.iter().any(|p| p.name == *k) {
+                return Err(Diagnostic::new(format!("`{name}` has no parameter `{k}`")));
+            }
+        }
+        let ret = it.call_function(f, Vec::new(), kwargs, f.span)?;
+        let (returns, returns_tuple) = match ret {
+            Value::Tensor(t) => (vec![t], false),
+            Value::None => (vec![], true),
+            Value::Tuple(items) => {
+                let mut out = Vec::new();
+                for v in items.iter() {
+                    out.push(return_tensor(v)?);
+                }
+                (out, true)
+            }
+            other => (vec![return_tensor(&other)?], false),
+        };
+        let mutated = params
+            .into_iter()
+            .filter(|(_, t)| it.written.contains(&(Rc::as_ptr(&t.buf) as usize)))
+            .collect();
+        Ok(RunOutput { returns, returns_tuple, mutated })
+    };
+    run().map_err(|d| d.in_file(&module.path))
+}
+
+fn return_tensor(v: &Value) -> Result<Tensor, Diagnostic> {
+    use crate::tensor::{DType, Scalar};
+    match v {
+        Value::Tensor(t) => Ok(t.clone()),
+        Value::Int(i) => Tensor::scalar(DType::I64, Scalar::I(*i)).map_err(Diagnostic::new),
+        Value::Float(f) => Tensor::scalar(DType::F64, Scalar::F(*f)).map_err(Diagnostic::new),
+        Value::Bool(b) => Tensor::scalar(DType::Bool, Scalar::B(*b)).map_err(Diagnostic::new),
+        other => Err(Diagnostic::new(format!("programs return tensors, numbers or tuples of them, not a {}", other.type_name()))),
+    }
+}
+
+fn scalar_value(s: &ScalarArg, ann: Option<&TypeAnn>, name: &str) -> Result<Value, String> {
+    Ok(match (ann, s) {
+        (Some(TypeAnn::Int), ScalarArg::Int(i)) => Value::Int(*i),
+        (Some(TypeAnn::Float), ScalarArg::Int(i)) => Value::Float(*i as f64),
+        (Some(TypeAnn::Float), ScalarArg::Float(f)) => Value::Float(*f),
+        (Some(TypeAnn::Bool), ScalarArg::Bool(b)) => Value::Bool(*b),
+        (Some(TypeAnn::Tensor { .. }), _) => return Err(format!("`{name}` is a tensor parameter; give it as an input file")),
+        (_, other) => return Err(format!("`{name}` is declared {:?} but was given {:?}", ann, other)),
+    })
+}

@@ -1,0 +1,85 @@
+//! Runtime values of the reference interpreter: Python objects as the supported subset needs them.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::tensor::{DType, Scalar, Tensor};
+
+#[derive(Clone, Debug)]
+pub enum Value {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(Rc<str>),
+    Tensor(Tensor),
+    Tuple(Rc<Vec<Value>>),
+    /// A tuple whose fields also have names (`torch.return_types.max`: `values`, `indices`).
+    Named(Rc<Vec<Value>>, &'static [&'static str]),
+    /// A Python list: shared and mutable, like the real thing.
+    List(Rc<RefCell<Vec<Value>>>),
+    Slice(Option<i64>, Option<i64>, Option<i64>),
+    Ellipsis,
+    DType(DType),
+    Range(i64, i64, i64),
+    /// A module object: `torch`, `torch.nn`, `torch.nn.functional`, `math`.
+    Module(&'static str),
+    /// A function defined in the program file.
+    Func(Rc<str>),
+}
+
+impl Value {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::None => "NoneType",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::Str(_) => "str",
+            Value::Tensor(_) => "Tensor",
+            Value::Tuple(_) | Value::Named(..) => "tuple",
+            Value::List(_) => "list",
+            Value::Slice(..) => "slice",
+            Value::Ellipsis => "ellipsis",
+            Value::DType(_) => "torch.dtype",
+            Value::Range(..) => "range",
+            Value::Module(_) => "module",
+            Value::Func(_) => "function",
+        }
+    }
+
+    pub fn list(items: Vec<Value>) -> Value {
+        Value::List(Rc::new(RefCell::new(items)))
+    }
+
+    pub fn tuple(items: Vec<Value>) -> Value {
+        Value::Tuple(Rc::new(items))
+    }
+
+    /// A Python number as a tensor scalar operand.
+    pub fn as_scalar(&self) -> Option<Scalar> {
+        match self {
+            Value::Bool(b) => Some(Scalar::B(*b)),
+            Value::Int(i) => Some(Scalar::I(*i)),
+            Value::Float(f) => Some(Scalar::F(*f)),
+            _ => None,
+        }
+    }
+
+    pub fn from_scalar(s: Scalar) -> Value {
+        match s {
+            Scalar::B(b) => Value::Bool(b),
+            Scalar::I(i) => Value::Int(i),
+            Scalar::F(f) => Value::Float(f),
+        }
+    }
+
+    /// Elements of a sequence value (tuple, list, named tuple), if it is one.
+    pub fn items(&self) -> Option<Vec<Value>> {
+        match self {
+            Value::Tuple(v) | Value::Named(v, _) => Some(v.as_ref().clone()),
+            Value::List(v) => Some(v.borrow().clone()),
+            _ => None,
+        }
+    }
+}

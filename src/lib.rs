@@ -1,0 +1,13 @@
+//! funcfuse: an e-graph optimizer for imperative tensor programs.
+//!
+//! The pipeline, one stage per module: [`frontend`] parses PyTorch-style Python into our AST; [`interp`] runs it with
+//! PyTorch's exact aliasing semantics (the reference every later stage is checked against); [`tensor`] is the strided
+//! runtime both use; [`io`] reads and writes `.npy` files and generates seeded inputs.
+
+pub mod diag;
+pub mod frontend;
+pub mod interp;
+pub mod io;
+pub mod tensor;
+
+pub use diag::{Diagnostic, Span};

@@ -1,0 +1,227 @@
+//! The `funcfuse` command line: argument parsing and file I/O around the library's stages.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use funcfuse::diag::Diagnostic;
+use funcfuse::frontend;
+use funcfuse::interp::{self, ScalarArg};
+use funcfuse::io;
+use funcfuse::tensor::Tensor;
+
+#[derive(Parser)]
+#[command(name = "funcfuse", version, about = "An e-graph optimizer for imperative PyTorch-style tensor programs")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run one program and write its outputs as .npy files.
+    Run(RunArgs),
+    /// List the programs (top-level functions not starting with `_`) of program files, with their signatures.
+    List {
+        /// Program files or directories (searched recursively for *.py).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Engine {
+    /// The source program with PyTorch's exact aliasing semantics.
+    Reference,
+    /// The functionalized term (not built yet).
+    Functional,
+    /// The compiled plan on --backend (not built yet).
+    Optimized,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Backend {
+    C,
+    Cuda,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The program, as FILE.py::FUNCTION (or FILE.py when the file holds a single program).
+    target: String,
+    /// A folder with NAME.npy for every tensor parameter; without it, inputs are random from --seed.
+    #[arg(long)]
+    inputs: Option<PathBuf>,
+    /// A scalar parameter, as NAME=VALUE (repeatable).
+    #[arg(long = "arg", value_name = "NAME=VALUE")]
+    args: Vec<String>,
+    /// Seed of the random inputs.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[arg(long, value_enum, default_value = "optimized")]
+    engine: Engine,
+    #[arg(long, value_enum, default_value = "c")]
+    backend: Backend,
+    /// Where to write return*.npy, NAME.npy for mutated parameters, and inputs/ when they were generated.
+    #[arg(long)]
+    output: PathBuf,
+}
+
+/// A failure and its exit status: 1 when the program failed, 2 for bad usage.
+struct Failure(u8, String);
+
+impl From<Diagnostic> for Failure {
+    fn from(d: Diagnostic) -> Self {
+        Failure(1, d.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Run(a) => run(a),
+        Cmd::List { paths } => list(&paths),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(code, msg)) => {
+            eprintln!("{msg}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn parse_arg(s: &str) -> Result<(String, ScalarArg), Failure> {
+    let (name, value) = s.split_once('=').ok_or_else(|| Failure(2, format!("--arg `{s}`: expected NAME=VALUE")))?;
+    let v = match value {
+        "True" | "true" => ScalarArg::Bool(true),
+        "False" | "false" => ScalarArg::Bool(false),
+        v => match v.parse::<i64>() {
+            Ok(i) => ScalarArg::Int(i),
+            Err(_) => match v.parse::<f64>() {
+                Ok(f) => ScalarArg::Float(f),
+                Err(_) => return Err(Failure(2, format!("--arg {name}: `{v}` is not a number or a bool"))),
+            },
+        },
+    };
+    Ok((name.to_string(), v))
+}
+
+fn run(a: RunArgs) -> Result<(), Failure> {
+    match a.engine {
+        Engine::Reference => {}
+        Engine::Functional => return Err(Failure(1, "the functional engine is not built yet; use --engine reference".into())),
+        Engine::Optimized => return Err(Failure(1, "the optimized engine is not built yet; use --engine reference".into())),
+    }
+    let _ = a.backend;
+    let (file, func) = match a.target.split_once("::") {
+        Some((f, n)) => (f.to_string(), Some(n.to_string())),
+        None => (a.target.clone(), None),
+    };
+    let module = frontend::load_module(&file)?;
+    let func = match func {
+        Some(f) => f,
+        None => {
+            let progs: Vec<&str> = module.programs().map(|f| f.name.as_str()).collect();
+            match progs.as_slice() {
+                [one] => one.to_string(),
+                _ => return Err(Failure(2, format!("{file} holds {} programs; name one as {file}::NAME ({})", progs.len(), progs.join(", ")))),
+            }
+        }
+    };
+    let f = module.function(&func).ok_or_else(|| Failure(1, format!("{file}: no function `{func}`")))?;
+    let params = interp::tensor_params(f).map_err(|d| d.in_file(&file))?;
+    let mut scalars = BTreeMap::new();
+    for s in &a.args {
+        let (k, v) = parse_arg(s)?;
+        scalars.insert(k, v);
+    }
+    std::fs::create_dir_all(&a.output).map_err(|e| Failure(1, format!("{}: cannot create: {e}", a.output.display())))?;
+    let mut inputs = BTreeMap::new();
+    match &a.inputs {
+        Some(dir) => {
+            for (name, _, _) in &params {
+                let path = dir.join(format!("{name}.npy"));
+                if !path.exists() {
+                    return Err(Failure(1, format!("{}: missing input file for tensor parameter `{name}`", path.display())));
+                }
+                inputs.insert(name.clone(), io::read_npy(&path)?);
+            }
+        }
+        None => {
+            let dir = a.output.join("inputs");
+            std::fs::create_dir_all(&dir).map_err(|e| Failure(1, format!("{}: cannot create: {e}", dir.display())))?;
+            for (i, (name, dtype, shape)) in params.iter().enumerate() {
+                let t = io::random_input(a.seed, i, *dtype, shape)?;
+                io::write_npy(&dir.join(format!("{name}.npy")), &t)?;
+                inputs.insert(name.clone(), t);
+            }
+        }
+    }
+    let out = interp::run_program(&module, &func, &inputs, &scalars)?;
+    write_outputs(&a.output, &out.returns, out.returns_tuple, &out.mutated)?;
+    Ok(())
+}
+
+fn write_outputs(dir: &Path, returns: &[Tensor], tuple: bool, mutated: &[(String, Tensor)]) -> Result<(), Failure> {
+    if tuple {
+        for (i, t) in returns.iter().enumerate() {
+            io::write_npy(&dir.join(format!("return.{i}.npy")), t)?;
+        }
+    } else if let Some(t) = returns.first() {
+        io::write_npy(&dir.join("return.npy"), t)?;
+    }
+    for (name, t) in mutated {
+        io::write_npy(&dir.join(format!("{name}.npy")), t)?;
+    }
+    Ok(())
+}
+
+fn collect_py(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
+    if path.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(|e| Failure(1, format!("{}: {e}", path.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for e in entries {
+            if e.is_dir() || e.extension().is_some_and(|x| x == "py") {
+                collect_py(&e, out)?;
+            }
+        }
+        Ok(())
+    } else if path.exists() {
+        out.push(path.to_path_buf());
+        Ok(())
+    } else {
+        Err(Failure(1, format!("{}: no such file or directory", path.display())))
+    }
+}
+
+fn list(paths: &[PathBuf]) -> Result<(), Failure> {
+    let mut files = Vec::new();
+    for p in paths {
+        collect_py(p, &mut files)?;
+    }
+    for file in files {
+        let shown = file.display().to_string();
+        let module = frontend::load_module(&shown)?;
+        for f in module.programs() {
+            let params: Vec<String> = f
+                .params
+                .iter()
+                .map(|p| match &p.ann {
+                    Some(funcfuse::frontend::ast::TypeAnn::Tensor { dtype, shape }) => {
+                        format!("{}: {}{}", p.name, dtype.annotation(), funcfuse::tensor::fmt_shape(shape))
+                    }
+                    Some(other) => format!("{}: {:?}", p.name, other).to_lowercase(),
+                    None => p.name.clone(),
+                })
+                .collect();
+            println!("{shown}::{}({})", f.name, params.join(", "));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,201 @@
+//! Dtypes, scalars and PyTorch's type promotion.
+
+/// Element types, ordered so that promotion within our set is the maximum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    Bool,
+    I32,
+    I64,
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+/// The kind of a dtype, ordered as PyTorch's promotion categories.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Bool,
+    Int,
+    Float,
+}
+
+impl DType {
+    /// The dtype named by a program annotation (`f32`, `i64`, ...).
+    pub fn from_annotation(name: &str) -> Option<DType> {
+        Some(match name {
+            "f32" => DType::F32,
+            "f64" => DType::F64,
+            "f16" => DType::F16,
+            "bf16" => DType::BF16,
+            "i64" => DType::I64,
+            "i32" => DType::I32,
+            "bool" => DType::Bool,
+            _ => return None,
+        })
+    }
+
+    /// The dtype named by `torch.NAME`.
+    pub fn from_torch_name(name: &str) -> Option<DType> {
+        Some(match name {
+            "float32" | "float" => DType::F32,
+            "float64" | "double" => DType::F64,
+            "float16" | "half" => DType::F16,
+            "bfloat16" => DType::BF16,
+            "int64" | "long" => DType::I64,
+            "int32" | "int" => DType::I32,
+            "bool" => DType::Bool,
+            _ => return None,
+        })
+    }
+
+    pub fn annotation(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+        }
+    }
+
+    /// PyTorch's C++ name, as in its error messages (`Float`, `Long`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "Bool",
+            DType::I32 => "Int",
+            DType::I64 => "Long",
+            DType::F16 => "Half",
+            DType::BF16 => "BFloat16",
+            DType::F32 => "Float",
+            DType::F64 => "Double",
+        }
+    }
+
+    /// `torch.float32` and so on.
+    pub fn torch_name(self) -> &'static str {
+        match self {
+            DType::Bool => "torch.bool",
+            DType::I32 => "torch.int32",
+            DType::I64 => "torch.int64",
+            DType::F16 => "torch.float16",
+            DType::BF16 => "torch.bfloat16",
+            DType::F32 => "torch.float32",
+            DType::F64 => "torch.float64",
+        }
+    }
+
+    pub fn kind(self) -> Kind {
+        match self {
+            DType::Bool => Kind::Bool,
+            DType::I32 | DType::I64 => Kind::Int,
+            _ => Kind::Float,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        self.kind() == Kind::Float
+    }
+
+    /// `torch.promote_types` restricted to our dtypes.
+    pub fn promote(a: DType, b: DType) -> DType {
+        if (a == DType::F16 && b == DType::BF16) || (a == DType::BF16 && b == DType::F16) {
+            return DType::F32;
+        }
+        a.max(b)
+    }
+
+    /// Whether an in-place op may store a result of dtype `from` into `self` (`torch.can_cast`).
+    pub fn can_cast_from(self, from: DType) -> bool {
+        from.kind() <= self.kind()
+    }
+}
+
+/// One element value, in the widest type of its kind.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    B(bool),
+    I(i64),
+    F(f64),
+}
+
+impl Scalar {
+    pub fn kind(self) -> Kind {
+        match self {
+            Scalar::B(_) => Kind::Bool,
+            Scalar::I(_) => Kind::Int,
+            Scalar::F(_) => Kind::Float,
+        }
+    }
+
+    /// The dtype PyTorch gives a Python number of this kind (the default dtype for floats).
+    pub fn default_dtype(self) -> DType {
+        match self {
+            Scalar::B(_) => DType::Bool,
+            Scalar::I(_) => DType::I64,
+            Scalar::F(_) => DType::F32,
+        }
+    }
+
+    #[inline]
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::B(b) => b as u8 as f64,
+            Scalar::I(i) => i as f64,
+            Scalar::F(f) => f,
+        }
+    }
+
+    /// Float-to-integer conversion as x86 performs C++'s static_cast: truncation, and i64::MIN when out of range.
+    #[inline]
+    pub fn to_i64_trunc(self) -> i64 {
+        match self {
+            Scalar::B(b) => b as i64,
+            Scalar::I(i) => i,
+            Scalar::F(f) => {
+                if f.is_finite() && f > -9.223372036854775808e18 && f < 9.223372036854775808e18 {
+                    f.trunc() as i64
+                } else {
+                    i64::MIN
+                }
+            }
+        }
+    }
+
+    #[inline]
+    pub fn to_i32_wrapping(self) -> i32 {
+        match self {
+            Scalar::F(f) => {
+                if f.is_finite() && f > -2147483649.0 && f < 2147483648.0 {
+                    f.trunc() as i32
+                } else {
+                    i32::MIN
+                }
+            }
+            other => other.to_i64_trunc() as i32,
+        }
+    }
+
+    #[inline]
+    pub fn to_bool(self) -> bool {
+        match self {
+            Scalar::B(b) => b,
+            Scalar::I(i) => i != 0,
+            Scalar::F(f) => f != 0.0,
+        }
+    }
+
+    /// The value rounded into `dtype` and widened back (what a cast to `dtype` keeps).
+    #[inline]
+    pub fn cast(self, dtype: DType) -> Scalar {
+        match dtype {
+            DType::Bool => Scalar::B(self.to_bool()),
+            DType::I32 => Scalar::I(self.to_i32_wrapping() as i64),
+            DType::I64 => Scalar::I(self.to_i64_trunc()),
+            DType::F32 | DType::F16 | DType::BF16 => Scalar::F(self.to_f64() as f32 as f64),
+            DType::F64 => Scalar::F(self.to_f64()),
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Advanced indexing: integer and boolean index tensors, for reading (a copy) and for `index_put_`.
+//!
+//! Both directions go through one function that lists, in the result's row-major order, the storage offset each
+//! result element comes from. Writes then happen in that order, so the last duplicate index wins, as in PyTorch.
+
+use super::ops::broadcast_shapes;
+use super::{fmt_shape, DType, Scalar, TResult, Tensor};
+
+/// The shape of an advanced-indexing result and, for each of its elements, the storage offset it reads or writes.
+pub struct AdvIndex {
+    pub shape: Vec<usize>,
+    pub offsets: Vec<usize>,
+}
+
+/// Expands boolean masks into integer index tensors (one per masked dim), leaving `None` (a full slice) alone.
+pub fn expand_masks(x: &Tensor, idx: &[Option<Tensor>]) -> TResult<Vec<Option<Tensor>>> {
+    let mut out = Vec::new();
+    for it in idx {
+        match it {
+            Some(t) if t.dtype() == DType::Bool => {
+                let pos = out.len();
+                if t.dim() == 0 {
+                    return Err("indexing with a 0-dim boolean tensor is not supported".into());
+                }
+                for k in 0..t.dim() {
+                    if pos + k >= x.dim() || t.shape[k] != x.shape[pos + k] {
+                        return Err(format!(
+                            "The shape of the mask {} at index {} does not match the shape of the indexed tensor {} at index {}",
+                            fmt_shape(&t.shape),
+                            k,
+                            fmt_shape(&x.shape),
+                            pos + k
+                        ));
+                    }
+                }
+                let vals = t.scalars();
+                let strides = super::contiguous_strides(&t.shape);
+                let hits: Vec<usize> = (0..vals.len()).filter(|&i| vals[i].to_bool()).collect();
+                for k in 0..t.dim() {
+                    let coords: Vec<Scalar> =
+                        hits.iter().map(|&i| Scalar::I(((i as isize / strides[k]) as usize % t.shape[k]) as i64)).collect();
+                    out.push(Some(Tensor::from_scalars(DType::I64, &[hits.len()], &coords)?));
+                }
+            }
+            Some(t) if t.dtype().is_float() => {
+                return Err("tensors used as indices must be long, int, byte or bool tensors".into());
+            }
+            other => out.push(other.clone()),
+        }
+    }
+    if out.len() > x.dim() {
+        return Err(format!("too many indices for tensor of dimension {}", x.dim()));
+    }
+    Ok(out)
+}
+
+/// Offsets of `x[idx]` where `idx[d]` is an integer index tensor or `None` for a full slice.
+pub fn advanced(x: &Tensor, idx: &[Option<Tensor>]) -> TResult<AdvIndex> {
+    let idx = expand_masks(x, idx)?;
+    let adv: Vec<usize> = (0..idx.len()).filter(|&d| idx[d].is_some()).collect();
+    let mut bshape: Vec<usize> = Vec::new();
+    for &d in &adv {
+        let t = idx[d].as_ref().expect("advanced dims hold tensors");
+        bshape = broadcast_shapes(&bshape, &t.shape).map_err(|_| {
+            let shapes: Vec<String> = adv.iter().map(|&d| fmt_shape(&idx[d].as_ref().unwrap().shape)).collect();
+            format!("shape mismatch: indexing tensors could not be broadcast together with shapes {}", shapes.join(", "))
+        })?;
+    }
+    let nb: usize = bshape.iter().product();
+    let mut adv_vals: Vec<Vec<i64>> = Vec::new();
+    for &d in &adv {
+        let t = idx[d].as_ref().unwrap().broadcast_to(&bshape)?;
+        let n = x.shape[d] as i64;
+        let mut v = Vec::with_capacity(nb);
+        for s in t.scalars() {
+            let i = s.to_i64_trunc();
+            if i < -n || i >= n {
+                return Err(format!("index {} is out of bounds for dimension {} with size {}", i, d, n));
+            }
+            v.push(if i < 0 { i + n } else { i });
+        }
+        adv_vals.push(v);
+    }
+    let adjacent = adv.windows(2).all(|w| w[1] == w[0] + 1);
+    // The loop order of the result: plain dims and one group for the broadcast index positions.
+    enum G {
+        Dim(usize),
+        Adv,
+    }
+    let mut groups = Vec::new();
+    if adjacent && !adv.is_empty() {
+        groups.extend((0..adv[0]).map(G::Dim));
+        groups.push(G::Adv);
+        groups.extend((adv[adv.len() - 1] + 1..x.dim()).map(G::Dim));
+    } else {
+        if !adv.is_empty() {
+            groups.push(G::Adv);
+        }
+        groups.extend((0..x.dim()).filter(|d| !adv.contains(d)).map(G::Dim));
+    }
+    let mut shape = Vec::new();
+    let mut sizes = Vec::new();
+    for g in &groups {
+        match g {
+            G::Dim(d) => {
+                shape.push(x.shape[*d]);
+                sizes.push(x.shape[*d]);
+            }
+            G::Adv => {
+                shape.extend(&bshape);
+                sizes.push(nb);
+            }
+        }
+    }
+    let total: usize = sizes.iter().product();
+    let mut offsets = Vec::with_capacity(total);
+    let mut counter = vec![0usize; sizes.len()];
+    for _ in 0..total {
+        let mut off = x.offset as isize;
+        for (g, &c) in groups.iter().zip(&counter) {
+            match g {
+                G::Dim(d) => off += c as isize * x.strides[*d],
+                G::Adv => {
+                    for (k, &d) in adv.iter().enumerate() {
+                        off += adv_vals[k][c] as isize * x.strides[d];
+                    }
+                }
+            }
+        }
+        offsets.push(off as usize);
+        for k in (0..sizes.len()).rev() {
+            counter[k] += 1;
+            if counter[k] < sizes[k] {
+                break;
+            }
+            counter[k] = 0;
+        }
+    }
+    Ok(AdvIndex { shape, offsets })
+}
+
+/// `x[idx]` with advanced indices: a fresh contiguous tensor.
+pub fn index(x: &Tensor, idx: &[Option<Tensor>]) -> TResult<Tensor> {
+    let a = advanced(x, idx)?;
+    let b = x.buf.borrow();
+    let vals: Vec<Scalar> = a.offsets.iter().map(|&o| b.get(o)).collect();
+    Tensor::from_scalars(x.dtype(), &a.shape, &vals)
+}
+
+/// `x.index_put_(idx, values, accumulate)`: `values` broadcast to the indexing result, written in order.
+pub fn index_put(x: &Tensor, idx: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> TResult<()> {
+    let a = advanced(x, idx)?;
+    let b = broadcast_shapes(&a.shape, &values.shape).ok().filter(|b| *b == a.shape);
+    if b.is_none() {
+        return Err(format!(
+            "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
+            fmt_shape(&values.shape),
+            fmt_shape(&a.shape)
+        ));
+    }
+    let vals = values.broadcast_to(&a.shape)?.scalars();
+    let mut buf = x.buf.borrow_mut();
+    for (&o, v) in a.offsets.iter().zip(vals) {
+        let v = if accumulate {
+            let old = buf.get(o);
+            match x.dtype().kind() {
+                super::dtype::Kind::Float => Scalar::F(old.to_f64() + v.cast(x.dtype()).to_f64()),
+                super::dtype::Kind::Int => Scalar::I(old.to_i64_trunc().wrapping_add(v.to_i64_trunc())),
+                super::dtype::Kind::Bool => Scalar::B(old.to_bool() | v.to_bool()),
+            }
+        } else {
+            v
+        };
+        buf.set(o, v);
+    }
+    Ok(())
+}

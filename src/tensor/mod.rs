@@ -1,0 +1,319 @@
+//! The tensor runtime: strided storage shared by views, exactly as PyTorch lays it out.
+//!
+//! A [`Tensor`] is a window (shape, strides, offset) onto a reference-counted buffer. Views share the buffer, so an
+//! in-place write through one view is seen through every other view of the same root.
+//! Invariant: every element a tensor can address lies inside its buffer; views are checked when they are made.
+//! Deliberately absent: f16/bf16 storage (rejected with a clear error), autograd, devices.
+
+mod dtype;
+pub mod index;
+pub mod ops;
+pub mod reduce;
+pub mod views;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+pub use dtype::{DType, Kind, Scalar};
+
+/// An error from a tensor operation: a message in PyTorch's words. The interpreter adds the source location.
+pub type TResult<T> = Result<T, String>;
+
+/// Element storage of one root buffer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Buf {
+    Bool(Vec<bool>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+impl Buf {
+    pub fn zeros(dtype: DType, n: usize) -> TResult<Buf> {
+        Ok(match dtype {
+            DType::Bool => Buf::Bool(vec![false; n]),
+            DType::I32 => Buf::I32(vec![0; n]),
+            DType::I64 => Buf::I64(vec![0; n]),
+            DType::F32 => Buf::F32(vec![0.0; n]),
+            DType::F64 => Buf::F64(vec![0.0; n]),
+            DType::F16 | DType::BF16 => return Err(format!("dtype {} is not supported by the interpreter yet", dtype.name())),
+        })
+    }
+
+    pub fn dtype(&self) -> DType {
+        match self {
+            Buf::Bool(_) => DType::Bool,
+            Buf::I32(_) => DType::I32,
+            Buf::I64(_) => DType::I64,
+            Buf::F32(_) => DType::F32,
+            Buf::F64(_) => DType::F64,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Buf::Bool(v) => v.len(),
+            Buf::I32(v) => v.len(),
+            Buf::I64(v) => v.len(),
+            Buf::F32(v) => v.len(),
+            Buf::F64(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> Scalar {
+        match self {
+            Buf::Bool(v) => Scalar::B(v[i]),
+            Buf::I32(v) => Scalar::I(v[i] as i64),
+            Buf::I64(v) => Scalar::I(v[i]),
+            Buf::F32(v) => Scalar::F(v[i] as f64),
+            Buf::F64(v) => Scalar::F(v[i]),
+        }
+    }
+
+    /// Stores `s` at `i`, converting it as a C++ static_cast would (truncation toward zero, integer wrap-around).
+    #[inline]
+    pub fn set(&mut self, i: usize, s: Scalar) {
+        match self {
+            Buf::Bool(v) => v[i] = s.to_bool(),
+            Buf::I32(v) => v[i] = s.to_i32_wrapping(),
+            Buf::I64(v) => v[i] = s.to_i64_trunc(),
+            Buf::F32(v) => v[i] = s.to_f64() as f32,
+            Buf::F64(v) => v[i] = s.to_f64(),
+        }
+    }
+}
+
+/// A strided view of a shared buffer.
+#[derive(Clone, Debug)]
+pub struct Tensor {
+    pub buf: Rc<RefCell<Buf>>,
+    pub shape: Vec<usize>,
+    pub strides: Vec<isize>,
+    pub offset: usize,
+    dtype: DType,
+}
+
+/// Row-major (C order) strides for a shape.
+pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
+    let mut strides = vec![0isize; shape.len()];
+    let mut acc = 1isize;
+    for i in (0..shape.len()).rev() {
+        strides[i] = acc;
+        acc *= shape[i].max(1) as isize;
+    }
+    strides
+}
+
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// `[3, 4]` as PyTorch prints sizes in messages.
+pub fn fmt_shape(shape: &[usize]) -> String {
+    let parts: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+impl Tensor {
+    /// A fresh contiguous tensor from a buffer that holds exactly `numel(shape)` elements.
+    pub fn from_buf(buf: Buf, shape: Vec<usize>) -> Tensor {
+        debug_assert_eq!(buf.len(), numel(&shape));
+        let dtype = buf.dtype();
+        Tensor { strides: contiguous_strides(&shape), shape, offset: 0, buf: Rc::new(RefCell::new(buf)), dtype }
+    }
+
+    pub fn zeros(dtype: DType, shape: &[usize]) -> TResult<Tensor> {
+        Ok(Tensor::from_buf(Buf::zeros(dtype, numel(shape))?, shape.to_vec()))
+    }
+
+    pub fn full(dtype: DType, shape: &[usize], value: Scalar) -> TResult<Tensor> {
+        let t = Tensor::zeros(dtype, shape)?;
+        {
+            let mut b = t.buf.borrow_mut();
+            for i in 0..b.len() {
+                b.set(i, value);
+            }
+        }
+        Ok(t)
+    }
+
+    pub fn scalar(dtype: DType, value: Scalar) -> TResult<Tensor> {
+        Tensor::full(dtype, &[], value)
+    }
+
+    /// A fresh contiguous tensor with the given elements in row-major order.
+    pub fn from_scalars(dtype: DType, shape: &[usize], values: &[Scalar]) -> TResult<Tensor> {
+        let t = Tensor::zeros(dtype, shape)?;
+        {
+            let mut b = t.buf.borrow_mut();
+            for (i, v) in values.iter().enumerate() {
+                b.set(i, *v);
+            }
+        }
+        Ok(t)
+    }
+
+    pub fn from_f64(dtype: DType, shape: &[usize], values: &[f64]) -> TResult<Tensor> {
+        let t = Tensor::zeros(dtype, shape)?;
+        {
+            let mut b = t.buf.borrow_mut();
+            for (i, v) in values.iter().enumerate() {
+                b.set(i, Scalar::F(*v));
+            }
+        }
+        Ok(t)
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn dim(&self) -> usize {
+        self.shape.len()
+    }
+
+    pub fn numel(&self) -> usize {
+        numel(&self.shape)
+    }
+
+    /// A new view onto the same buffer.
+    pub fn restride(&self, shape: Vec<usize>, strides: Vec<isize>, offset: usize) -> Tensor {
+        Tensor { buf: self.buf.clone(), shape, strides, offset, dtype: self.dtype }
+    }
+
+    pub fn same_storage(&self, other: &Tensor) -> bool {
+        Rc::ptr_eq(&self.buf, &other.buf)
+    }
+
+    /// Whether this view is exactly the same window as `other` (same storage, offset, shape and strides).
+    pub fn same_view(&self, other: &Tensor) -> bool {
+        self.same_storage(other) && self.offset == other.offset && self.shape == other.shape && self.strides == other.strides
+    }
+
+    pub fn is_contiguous(&self) -> bool {
+        let mut expected = 1isize;
+        for i in (0..self.dim()).rev() {
+            if self.shape[i] != 1 {
+                if self.strides[i] != expected {
+                    return false;
+                }
+                expected *= self.shape[i] as isize;
+            }
+        }
+        true
+    }
+
+    /// Storage offsets of every element in row-major order.
+    pub fn offsets(&self) -> Vec<usize> {
+        let n = self.numel();
+        let mut out = Vec::with_capacity(n);
+        if n == 0 {
+            return out;
+        }
+        let nd = self.dim();
+        let mut idx = vec![0usize; nd];
+        let mut off = self.offset as isize;
+        loop {
+            out.push(off as usize);
+            let mut d = nd;
+            loop {
+                if d == 0 {
+                    return out;
+                }
+                d -= 1;
+                idx[d] += 1;
+                off += self.strides[d];
+                if idx[d] < self.shape[d] {
+                    break;
+                }
+                off -= self.strides[d] * self.shape[d] as isize;
+                idx[d] = 0;
+            }
+        }
+    }
+
+    /// All elements in row-major order.
+    pub fn scalars(&self) -> Vec<Scalar> {
+        let b = self.buf.borrow();
+        self.offsets().into_iter().map(|o| b.get(o)).collect()
+    }
+
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        let b = self.buf.borrow();
+        self.offsets().into_iter().map(|o| b.get(o).to_f64()).collect()
+    }
+
+    /// The single element of a one-element tensor (`.item()`).
+    pub fn item(&self) -> TResult<Scalar> {
+        if self.numel() != 1 {
+            return Err(format!("a Tensor with {} elements cannot be converted to Scalar", self.numel()));
+        }
+        Ok(self.buf.borrow().get(self.offset))
+    }
+
+    /// A fresh contiguous copy (`clone`).
+    pub fn contiguous_copy(&self) -> Tensor {
+        let buf = {
+            let b = self.buf.borrow();
+            let offs = self.offsets();
+            match &*b {
+                Buf::Bool(v) => Buf::Bool(offs.iter().map(|&o| v[o]).collect()),
+                Buf::I32(v) => Buf::I32(offs.iter().map(|&o| v[o]).collect()),
+                Buf::I64(v) => Buf::I64(offs.iter().map(|&o| v[o]).collect()),
+                Buf::F32(v) => Buf::F32(offs.iter().map(|&o| v[o]).collect()),
+                Buf::F64(v) => Buf::F64(offs.iter().map(|&o| v[o]).collect()),
+            }
+        };
+        Tensor::from_buf(buf, self.shape.clone())
+    }
+
+    /// A fresh contiguous copy converted to `dtype` (static_cast semantics).
+    pub fn to_dtype(&self, dtype: DType) -> TResult<Tensor> {
+        if dtype == self.dtype {
+            return Ok(self.contiguous_copy());
+        }
+        let out = Tensor::zeros(dtype, &self.shape)?;
+        {
+            let src = self.buf.borrow();
+            let mut dst = out.buf.borrow_mut();
+            for (i, o) in self.offsets().into_iter().enumerate() {
+                dst.set(i, src.get(o));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes `values` (row-major, already of this view's shape) through this view, converting as static_cast.
+    pub fn write_scalars(&self, values: &[Scalar]) {
+        let offs = self.offsets();
+        let mut b = self.buf.borrow_mut();
+        for (o, v) in offs.into_iter().zip(values) {
+            b.set(o, *v);
+        }
+    }
+
+    /// Whether some dimension of size > 1 has stride 0, so several indices name one element.
+    pub fn has_internal_overlap(&self) -> bool {
+        self.shape.iter().zip(&self.strides).any(|(&n, &s)| n > 1 && s == 0)
+    }
+
+    /// Whether the elements form one dense block (contiguous after some permutation of dims).
+    pub fn is_non_overlapping_and_dense(&self) -> bool {
+        let mut dims: Vec<usize> = (0..self.dim()).filter(|&d| self.shape[d] != 1).collect();
+        dims.sort_by_key(|&d| self.strides[d]);
+        let mut expected = 1isize;
+        for d in dims {
+            if self.strides[d] != expected {
+                return false;
+            }
+            expected *= self.shape[d] as isize;
+        }
+        true
+    }
+}
