@@ -1,0 +1,181 @@
+//! Helpers shared by the integration tests: corpus discovery, golden loading and tolerant comparison.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use funcfuse::frontend::{self, Module};
+use funcfuse::interp::{self, RunOutput, ScalarArg};
+use funcfuse::io;
+use funcfuse::tensor::{DType, Tensor};
+
+pub const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/corpus");
+
+/// One corpus program: its file (relative to the corpus), its function and where its goldens live.
+pub struct Program {
+    pub file: PathBuf,
+    pub rel: String,
+    pub func: String,
+    pub golden_dir: PathBuf,
+}
+
+impl Program {
+    pub fn label(&self) -> String {
+        format!("{}::{}", self.rel, self.func)
+    }
+}
+
+fn py_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for e in entries {
+        if e.is_dir() {
+            if e.file_name().is_some_and(|n| n != "goldens") {
+                py_files(&e, out);
+            }
+        } else if e.extension().is_some_and(|x| x == "py") {
+            out.push(e);
+        }
+    }
+}
+
+/// Every program of every corpus file, in a stable order.
+pub fn corpus_programs() -> Vec<Program> {
+    let root = Path::new(CORPUS);
+    let mut files = Vec::new();
+    py_files(root, &mut files);
+    let mut out = Vec::new();
+    for file in files {
+        let rel_path = file.strip_prefix(root).unwrap().with_extension("");
+        let rel = rel_path.to_string_lossy().to_string();
+        let module = frontend::load_module(file.to_str().unwrap()).unwrap_or_else(|d| panic!("corpus file does not parse: {d}"));
+        for f in module.programs() {
+            out.push(Program {
+                file: file.clone(),
+                rel: rel.clone(),
+                func: f.name.clone(),
+                golden_dir: root.join("goldens").join(&rel_path).join(&f.name),
+            });
+        }
+    }
+    out
+}
+
+pub fn load(p: &Program) -> Module {
+    frontend::load_module(p.file.to_str().unwrap()).unwrap()
+}
+
+/// The seeded inputs `funcfuse run --seed` would generate for a program.
+pub fn seeded_inputs(module: &Module, func: &str, seed: u64) -> BTreeMap<String, Tensor> {
+    let f = module.function(func).unwrap();
+    interp::tensor_params(f)
+        .unwrap()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, dtype, shape))| (name, io::random_input(seed, i, dtype, &shape).unwrap()))
+        .collect()
+}
+
+pub fn run_reference(module: &Module, func: &str, inputs: &BTreeMap<String, Tensor>) -> Result<RunOutput, String> {
+    // Inputs are copied so that a program's in-place writes never reach the caller's map.
+    let fresh: BTreeMap<String, Tensor> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
+    interp::run_program(module, func, &fresh, &BTreeMap::<String, ScalarArg>::new()).map_err(|d| d.to_string())
+}
+
+/// The files a run writes, by name, as `funcfuse run` names them.
+pub fn output_files(out: &RunOutput) -> BTreeMap<String, Tensor> {
+    let mut m = BTreeMap::new();
+    if out.returns_tuple {
+        for (i, t) in out.returns.iter().enumerate() {
+            m.insert(format!("return.{i}.npy"), t.clone());
+        }
+    } else if let Some(t) = out.returns.first() {
+        m.insert("return.npy".to_string(), t.clone());
+    }
+    for (n, t) in &out.mutated {
+        m.insert(format!("{n}.npy"), t.clone());
+    }
+    m
+}
+
+/// Tolerances for comparing against PyTorch: f32 rtol 1e-5, atol 1e-6; f64 rtol 1e-9, atol 1e-12; others exact.
+pub fn compare(what: &str, got: &Tensor, want: &Tensor) -> Result<(), String> {
+    if got.dtype() != want.dtype() {
+        return Err(format!("{what}: dtype {} but expected {}", got.dtype().annotation(), want.dtype().annotation()));
+    }
+    if got.shape != want.shape {
+        return Err(format!("{what}: shape {:?} but expected {:?}", got.shape, want.shape));
+    }
+    let (rtol, atol) = match got.dtype() {
+        DType::F64 => (1e-9, 1e-12),
+        DType::F32 | DType::F16 | DType::BF16 => (1e-5, 1e-6),
+        _ => (0.0, 0.0),
+    };
+    let (g, w) = (got.scalars(), want.scalars());
+    let mut bad = 0usize;
+    let mut first = None;
+    let mut worst = 0f64;
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        let (x, y) = (a.to_f64(), b.to_f64());
+        let ok = if x.is_nan() || y.is_nan() {
+            x.is_nan() && y.is_nan()
+        } else if x.is_infinite() || y.is_infinite() {
+            x == y
+        } else {
+            (x - y).abs() <= atol + rtol * y.abs()
+        };
+        if !ok {
+            bad += 1;
+            worst = worst.max((x - y).abs());
+            first.get_or_insert((i, x, y));
+        }
+    }
+    match first {
+        None => Ok(()),
+        Some((i, x, y)) => Err(format!(
+            "{what}: {bad} of {} elements differ (first at flat index {i}: got {x}, expected {y}; worst abs diff {worst:e})",
+            g.len()
+        )),
+    }
+}
+
+/// Compares a run's outputs with the stored PyTorch goldens of `p`: the same files, each within tolerance.
+pub fn check_goldens(p: &Program, out: &RunOutput) -> Result<(), String> {
+    let dir = &p.golden_dir;
+    if !dir.join("meta.json").exists() {
+        return Err(format!("no goldens in {} (run scripts/make_goldens.py)", dir.display()));
+    }
+    let mut want = BTreeMap::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "npy") {
+            want.insert(path.file_name().unwrap().to_string_lossy().to_string(), io::read_npy(&path).map_err(|d| d.to_string())?);
+        }
+    }
+    let got = output_files(out);
+    let gk: Vec<&String> = got.keys().collect();
+    let wk: Vec<&String> = want.keys().collect();
+    if gk != wk {
+        return Err(format!("output files {gk:?} but PyTorch wrote {wk:?}"));
+    }
+    for (name, w) in &want {
+        compare(name, &got[name], w)?;
+    }
+    Ok(())
+}
+
+/// The golden seed and, where stored, the golden inputs (which must equal our generator's).
+pub fn golden_inputs(p: &Program, module: &Module) -> Result<BTreeMap<String, Tensor>, String> {
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p.golden_dir.join("meta.json")).map_err(|e| format!("meta.json: {e}"))?)
+            .map_err(|e| e.to_string())?;
+    let seed = meta["seed"].as_u64().ok_or("meta.json: no seed")?;
+    let inputs = seeded_inputs(module, &p.func, seed);
+    if meta["inputs_stored"].as_bool() == Some(true) {
+        for (name, t) in &inputs {
+            let stored = io::read_npy(&p.golden_dir.join("inputs").join(format!("{name}.npy"))).map_err(|d| d.to_string())?;
+            compare(&format!("generated input {name}"), t, &stored)?;
+        }
+    }
+    Ok(inputs)
+}
