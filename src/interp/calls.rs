@@ -139,6 +139,14 @@ impl<'m> Interp<'m> {
             }
             "int" | "float" | "bool" => {
                 let v = a.req(0, "x").map_err(&e)?;
+                if let (Value::Str(text), "float") = (v, name) {
+                    return match text.trim().to_ascii_lowercase().as_str() {
+                        "inf" | "+inf" | "infinity" => Ok(Value::Float(f64::INFINITY)),
+                        "-inf" | "-infinity" => Ok(Value::Float(f64::NEG_INFINITY)),
+                        "nan" => Ok(Value::Float(f64::NAN)),
+                        t => t.parse::<f64>().map(Value::Float).map_err(|_| Diagnostic::new(format!("could not convert string to float: '{text}'")).at(span)),
+                    };
+                }
                 let s = match v {
                     Value::Tensor(t) => {
                         if t.numel() != 1 {

@@ -1,0 +1,56 @@
+"""Index writes with integer and boolean index tensors, `index_put_` with accumulation, masked fills."""
+from __future__ import annotations
+
+import torch
+
+
+def int_index_write(x: f32[10, 4], v: f32[3, 4]) -> f32[10, 4]:
+    idx = torch.tensor([7, 2, 5])
+    x[idx] = v
+    x[torch.tensor([0, 0, 9])] += 1.0
+    return x
+
+
+def index_param(x: f32[12, 3], idx: i64[6]) -> tuple[f32[12, 3], f32[6, 3]]:
+    picked = x[idx]
+    x[idx, 1] = -1.0
+    return x, picked
+
+
+def mask_write(x: f32[6, 7]) -> f32[6, 7]:
+    x[x > 0.5] = 0.0
+    x[x < -0.5] *= 2.0
+    return x
+
+
+def mask_param(x: f32[5, 4], m: bool[5, 4]) -> tuple[f32[5, 4], f32[5, 4]]:
+    y = torch.where(m, x, -x)
+    x.masked_fill_(m, 0.25)
+    return x, y
+
+
+def index_put_accumulate(x: f32[8], vals: f32[5]) -> f32[8]:
+    idx = torch.tensor([1, 3, 1, 7, 3])
+    x.index_put_((idx,), vals, accumulate=True)
+    return x
+
+
+def index_put_2d(x: f32[4, 5]) -> f32[4, 5]:
+    rows = torch.tensor([0, 1, 3])
+    cols = torch.tensor([4, 0, 2])
+    x.index_put_((rows, cols), torch.tensor(9.0))
+    x[rows[:2], 1:3] = 0.5
+    return x
+
+
+def triu_masked_fill(s: f32[6, 6]) -> tuple[f32[6, 6], f32[6, 6]]:
+    t = s.clone()
+    t.triu_(1)
+    mask = torch.arange(6).view(1, 6) > torch.arange(6).view(6, 1)
+    u = s.masked_fill(mask, float("-inf")).softmax(dim=-1)
+    return t, u
+
+
+def gather_rows_by_argmax(x: f32[6, 10], table: f32[10, 4]) -> tuple[i64[6], f32[6, 4]]:
+    best = x.argmax(dim=1)
+    return best, table[best]
