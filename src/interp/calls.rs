@@ -40,7 +40,7 @@ impl<'m> Interp<'m> {
                             return self.tensor_method(name, a).map_err(tensor_err(span));
                         }
                         self.torch_op(name, &a, false).map_err(|e| {
-                            if e.starts_with("unsupported operation") {
+                            if e.starts_with(super::torch_ops::UNKNOWN_OP) {
                                 Diagnostic::new(format!("unsupported operation `{full}`")).at(span)
                             } else {
                                 Diagnostic::new(e).at(span)
@@ -51,7 +51,7 @@ impl<'m> Interp<'m> {
                         pos.insert(0, Value::Tensor(t));
                         let a = Args { pos, kw, span, name: name.clone() };
                         self.tensor_method(name, a).map_err(|e| {
-                            if e.starts_with("unsupported operation") {
+                            if e.starts_with(super::torch_ops::UNKNOWN_OP) {
                                 Diagnostic::new(format!("unsupported tensor method `.{name}()`")).at(span)
                             } else {
                                 Diagnostic::new(e).at(span)

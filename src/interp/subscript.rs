@@ -21,17 +21,15 @@ fn as_index_tensor(v: &Value) -> AResult<Option<Tensor>> {
         Value::Tensor(t) if t.dim() == 0 && t.dtype() != DType::Bool => Ok(None),
         Value::Tensor(t) => Ok(Some(t.clone())),
         Value::List(_) => {
-            let items = v.items().unwrap_or_default();
-            let all_bool = !items.is_empty() && items.iter().all(|x| matches!(x, Value::Bool(_)));
+            let mut shape = Vec::new();
             let mut vals = Vec::new();
-            for x in &items {
-                match x {
-                    Value::Bool(b) if all_bool => vals.push(Scalar::B(*b)),
-                    other => vals.push(Scalar::I(to_int(other).map_err(|_| "only lists of integers or bools can index a tensor".to_string())?)),
-                }
+            super::torch_ops::flatten_data(v, &mut shape, 0, &mut vals)?;
+            let all_bool = !vals.is_empty() && vals.iter().all(|x| matches!(x, Scalar::B(_)));
+            if vals.iter().any(|x| matches!(x, Scalar::F(_))) {
+                return Err("tensors used as indices must be long, int, byte or bool tensors".into());
             }
             let dt = if all_bool { DType::Bool } else { DType::I64 };
-            Ok(Some(Tensor::from_scalars(dt, &[vals.len()], &vals)?))
+            Ok(Some(Tensor::from_scalars(dt, &shape, &vals)?))
         }
         Value::Bool(_) => Err("indexing with a Python bool is not supported".into()),
         _ => Ok(None),

@@ -9,6 +9,9 @@ use super::value::Value;
 use crate::tensor::ops::{self, Binary, Operand, Unary};
 use crate::tensor::{index, reduce, DType, Scalar, Tensor};
 
+/// The start of the error for an op the table does not know; callers turn it into a located "unsupported" message.
+pub(super) const UNKNOWN_OP: &str = "unknown op: ";
+
 /// In-place methods that PyTorch does not check for internal overlap (they are not TensorIterator ops).
 const UNCHECKED_INPLACE: &[&str] = &["fill_", "zero_", "masked_fill_", "triu_", "tril_", "index_put_"];
 
@@ -118,7 +121,7 @@ fn shape_of(sizes: &[i64]) -> AResult<Vec<usize>> {
 }
 
 /// Nested Python lists of numbers (or 0-dim tensors) for `torch.tensor`.
-fn flatten_data(v: &Value, shape: &mut Vec<usize>, depth: usize, out: &mut Vec<Scalar>) -> AResult<()> {
+pub(super) fn flatten_data(v: &Value, shape: &mut Vec<usize>, depth: usize, out: &mut Vec<Scalar>) -> AResult<()> {
     match v {
         Value::List(_) | Value::Tuple(_) => {
             let items = v.items().unwrap_or_default();
@@ -210,7 +213,7 @@ impl<'m> Interp<'m> {
                 }
                 let r = match self.torch_op(base, a, true)? {
                     Value::Tensor(r) => r,
-                    _ => return Err(format!("unsupported operation: in-place `{name}`")),
+                    _ => return Err(format!("{UNKNOWN_OP}{name}")),
                 };
                 let inputs: Vec<Tensor> = a.pos.iter().chain(a.kw.iter().map(|(_, v)| v)).filter_map(|v| if let Value::Tensor(t) = v { Some(t.clone()) } else { None }).collect();
                 let refs: Vec<&Tensor> = inputs.iter().collect();
@@ -507,7 +510,7 @@ impl<'m> Interp<'m> {
             }
             "zeros" | "ones" | "empty" | "full" => {
                 if method {
-                    return Err(format!("unsupported operation: {name}"));
+                    return Err(format!("{UNKNOWN_OP}{name}"));
                 }
                 let (sizes, value) = if name == "full" {
                     let v = fill_value(a.req(1, "fill_value")?, "full")?;
@@ -523,7 +526,7 @@ impl<'m> Interp<'m> {
                 let value = match name {
                     "ones_like" => Scalar::I(1),
                     "full_like" => fill_value(a.req(1, "fill_value")?, "full_like")?,
-                    "rand_like" => return Err("unsupported operation: rand_like (random numbers)".into()),
+                    "rand_like" => return Err(format!("{UNKNOWN_OP}{name}")),
                     _ => Scalar::I(0),
                 };
                 let dt = a.dtype(99, "dtype")?.unwrap_or(x.dtype());
@@ -613,7 +616,7 @@ impl<'m> Interp<'m> {
                 }
                 tensors(out)
             }
-            _ => Err(format!("unsupported operation: {name}")),
+            _ => Err(format!("{UNKNOWN_OP}{name}")),
         }
     }
 }

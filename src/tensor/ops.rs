@@ -60,7 +60,8 @@ fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
 pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> TResult<Vec<usize>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
-    for i in 0..n {
+    // From the last dim, as PyTorch's `infer_size`, so a message names the same dim as PyTorch's.
+    for i in (0..n).rev() {
         let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
         let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
         out[i] = if da == db || db == 1 {

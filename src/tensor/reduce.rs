@@ -72,7 +72,7 @@ pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>
     let float = out.is_float();
     reduce_with(x, &dims, keepdim, out, |v| {
         Ok(if float {
-            Scalar::F(v.iter().map(|s| s.cast(out).to_f64()).sum())
+            Scalar::F(v.iter().fold(0.0, |acc, s| acc + s.cast(out).to_f64()))
         } else {
             Scalar::I(v.iter().fold(0i64, |a, s| a.wrapping_add(s.to_i64_trunc())))
         })
@@ -85,7 +85,7 @@ pub fn prod(x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> TResult<Tensor> 
     let float = out.is_float();
     reduce_with(x, &dims, keepdim, out, |v| {
         Ok(if float {
-            Scalar::F(v.iter().map(|s| s.to_f64()).product())
+            Scalar::F(v.iter().fold(1.0, |acc, s| acc * s.to_f64()))
         } else {
             Scalar::I(v.iter().fold(1i64, |a, s| a.wrapping_mul(s.to_i64_trunc())))
         })
@@ -99,7 +99,7 @@ pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType
     }
     let d = reduce_dims(x, dims)?;
     reduce_with(x, &d, keepdim, out, |v| {
-        let s: f64 = v.iter().map(|s| s.cast(out).to_f64()).sum();
+        let s = v.iter().fold(0.0, |acc, s| acc + s.cast(out).to_f64());
         Ok(Scalar::F(s / v.len() as f64))
     })
 }
@@ -219,7 +219,7 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> TResult
         let v: Vec<f64> = src.iter().map(|s| s.cast(out).to_f64()).collect();
         let m = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let e: Vec<f64> = v.iter().map(|a| (a - m).exp()).collect();
-        let s: f64 = e.iter().sum();
+        let s = e.iter().fold(0.0, |acc, v| acc + v);
         for (o, (a, ei)) in dst.iter_mut().zip(v.iter().zip(&e)) {
             *o = Scalar::F(if log { a - m - s.ln() } else { ei / s });
         }
