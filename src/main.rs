@@ -13,7 +13,11 @@ use funcfuse::io;
 use funcfuse::tensor::Tensor;
 
 #[derive(Parser)]
-#[command(name = "funcfuse", version, about = "An e-graph optimizer for imperative PyTorch-style tensor programs")]
+#[command(
+    name = "funcfuse",
+    version,
+    about = "An e-graph optimizer for imperative PyTorch-style tensor programs"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -94,7 +98,9 @@ fn main() -> ExitCode {
 }
 
 fn parse_arg(s: &str) -> Result<(String, ScalarArg), Failure> {
-    let (name, value) = s.split_once('=').ok_or_else(|| Failure(2, format!("--arg `{s}`: expected NAME=VALUE")))?;
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| Failure(2, format!("--arg `{s}`: expected NAME=VALUE")))?;
     let v = match value {
         "True" | "true" => ScalarArg::Bool(true),
         "False" | "false" => ScalarArg::Bool(false),
@@ -102,7 +108,12 @@ fn parse_arg(s: &str) -> Result<(String, ScalarArg), Failure> {
             Ok(i) => ScalarArg::Int(i),
             Err(_) => match v.parse::<f64>() {
                 Ok(f) => ScalarArg::Float(f),
-                Err(_) => return Err(Failure(2, format!("--arg {name}: `{v}` is not a number or a bool"))),
+                Err(_) => {
+                    return Err(Failure(
+                        2,
+                        format!("--arg {name}: `{v}` is not a number or a bool"),
+                    ))
+                }
             },
         },
     };
@@ -112,8 +123,18 @@ fn parse_arg(s: &str) -> Result<(String, ScalarArg), Failure> {
 fn run(a: RunArgs) -> Result<(), Failure> {
     match a.engine {
         Engine::Reference => {}
-        Engine::Functional => return Err(Failure(1, "the functional engine is not built yet; use --engine reference".into())),
-        Engine::Optimized => return Err(Failure(1, "the optimized engine is not built yet; use --engine reference".into())),
+        Engine::Functional => {
+            return Err(Failure(
+                1,
+                "the functional engine is not built yet; use --engine reference".into(),
+            ))
+        }
+        Engine::Optimized => {
+            return Err(Failure(
+                1,
+                "the optimized engine is not built yet; use --engine reference".into(),
+            ))
+        }
     }
     let _ = a.backend;
     let (file, func) = match a.target.split_once("::") {
@@ -127,32 +148,51 @@ fn run(a: RunArgs) -> Result<(), Failure> {
             let progs: Vec<&str> = module.programs().map(|f| f.name.as_str()).collect();
             match progs.as_slice() {
                 [one] => one.to_string(),
-                _ => return Err(Failure(2, format!("{file} holds {} programs; name one as {file}::NAME ({})", progs.len(), progs.join(", ")))),
+                _ => {
+                    return Err(Failure(
+                        2,
+                        format!(
+                            "{file} holds {} programs; name one as {file}::NAME ({})",
+                            progs.len(),
+                            progs.join(", ")
+                        ),
+                    ))
+                }
             }
         }
     };
-    let f = module.function(&func).ok_or_else(|| Failure(1, format!("{file}: no function `{func}`")))?;
+    let f = module
+        .function(&func)
+        .ok_or_else(|| Failure(1, format!("{file}: no function `{func}`")))?;
     let params = interp::tensor_params(f).map_err(|d| d.in_file(&file))?;
     let mut scalars = BTreeMap::new();
     for s in &a.args {
         let (k, v) = parse_arg(s)?;
         scalars.insert(k, v);
     }
-    std::fs::create_dir_all(&a.output).map_err(|e| Failure(1, format!("{}: cannot create: {e}", a.output.display())))?;
+    std::fs::create_dir_all(&a.output)
+        .map_err(|e| Failure(1, format!("{}: cannot create: {e}", a.output.display())))?;
     let mut inputs = BTreeMap::new();
     match &a.inputs {
         Some(dir) => {
             for (name, _, _) in &params {
                 let path = dir.join(format!("{name}.npy"));
                 if !path.exists() {
-                    return Err(Failure(1, format!("{}: missing input file for tensor parameter `{name}`", path.display())));
+                    return Err(Failure(
+                        1,
+                        format!(
+                            "{}: missing input file for tensor parameter `{name}`",
+                            path.display()
+                        ),
+                    ));
                 }
                 inputs.insert(name.clone(), io::read_npy(&path)?);
             }
         }
         None => {
             let dir = a.output.join("inputs");
-            std::fs::create_dir_all(&dir).map_err(|e| Failure(1, format!("{}: cannot create: {e}", dir.display())))?;
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| Failure(1, format!("{}: cannot create: {e}", dir.display())))?;
             for (i, (name, dtype, shape)) in params.iter().enumerate() {
                 let t = io::random_input(a.seed, i, *dtype, shape)?;
                 io::write_npy(&dir.join(format!("{name}.npy")), &t)?;
@@ -165,7 +205,12 @@ fn run(a: RunArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn write_outputs(dir: &Path, returns: &[Tensor], tuple: bool, mutated: &[(String, Tensor)]) -> Result<(), Failure> {
+fn write_outputs(
+    dir: &Path,
+    returns: &[Tensor],
+    tuple: bool,
+    mutated: &[(String, Tensor)],
+) -> Result<(), Failure> {
     if tuple {
         for (i, t) in returns.iter().enumerate() {
             io::write_npy(&dir.join(format!("return.{i}.npy")), t)?;
@@ -196,7 +241,10 @@ fn collect_py(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
         out.push(path.to_path_buf());
         Ok(())
     } else {
-        Err(Failure(1, format!("{}: no such file or directory", path.display())))
+        Err(Failure(
+            1,
+            format!("{}: no such file or directory", path.display()),
+        ))
     }
 }
 
@@ -214,7 +262,12 @@ fn list(paths: &[PathBuf]) -> Result<(), Failure> {
                 .iter()
                 .map(|p| match &p.ann {
                     Some(funcfuse::frontend::ast::TypeAnn::Tensor { dtype, shape }) => {
-                        format!("{}: {}{}", p.name, dtype.annotation(), funcfuse::tensor::fmt_shape(shape))
+                        format!(
+                            "{}: {}{}",
+                            p.name,
+                            dtype.annotation(),
+                            funcfuse::tensor::fmt_shape(shape)
+                        )
                     }
                     Some(other) => format!("{}: {:?}", p.name, other).to_lowercase(),
                     None => p.name.clone(),

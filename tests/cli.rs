@@ -11,19 +11,28 @@ struct Outcome {
 }
 
 fn funcfuse(args: &[&str]) -> Outcome {
-    let out = Command::new(env!("CARGO_BIN_EXE_funcfuse")).args(args).output().expect("the binary runs");
+    let out = Command::new(env!("CARGO_BIN_EXE_funcfuse"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
     let o = Outcome {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).to_string(),
         stderr: String::from_utf8_lossy(&out.stderr).to_string(),
     };
-    assert!(!o.stderr.contains("panicked"), "funcfuse panicked: {}", o.stderr);
+    assert!(
+        !o.stderr.contains("panicked"),
+        "funcfuse panicked: {}",
+        o.stderr
+    );
     o
 }
 
 /// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli").join(name);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("cli")
+        .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -31,7 +40,11 @@ fn scratch(name: &str) -> PathBuf {
 
 fn program(dir: &Path, src: &str) -> String {
     let p = dir.join("prog.py");
-    std::fs::write(&p, format!("from __future__ import annotations\nimport torch\n\n{src}")).unwrap();
+    std::fs::write(
+        &p,
+        format!("from __future__ import annotations\nimport torch\n\n{src}"),
+    )
+    .unwrap();
     p.to_string_lossy().to_string()
 }
 
@@ -41,14 +54,31 @@ fn check_error(name: &str, src: &str, extra: &[&str], line_col: Option<&str>, wa
     let file = program(&dir, src);
     let target = format!("{file}::f");
     let out_dir = dir.join("out");
-    let mut args = vec!["run", &target, "--engine", "reference", "--output", out_dir.to_str().unwrap()];
+    let mut args = vec![
+        "run",
+        &target,
+        "--engine",
+        "reference",
+        "--output",
+        out_dir.to_str().unwrap(),
+    ];
     args.extend_from_slice(extra);
     let o = funcfuse(&args);
     assert_eq!(o.code, 1, "expected exit 1, got {}: {}", o.code, o.stderr);
-    assert!(o.stderr.contains(want), "message {:?} lacks {:?}", o.stderr, want);
+    assert!(
+        o.stderr.contains(want),
+        "message {:?} lacks {:?}",
+        o.stderr,
+        want
+    );
     if let Some(lc) = line_col {
         let prefix = format!("{file}:{lc}: ");
-        assert!(o.stderr.starts_with(&prefix), "message {:?} does not start with {:?}", o.stderr, prefix);
+        assert!(
+            o.stderr.starts_with(&prefix),
+            "message {:?} does not start with {:?}",
+            o.stderr,
+            prefix
+        );
     }
 }
 
@@ -57,16 +87,42 @@ fn run_writes_returns_mutated_parameters_and_inputs() {
     let dir = scratch("run_ok");
     let file = program(&dir, "def f(a: f32[3, 4], b: f32[4], n: int = 2) -> tuple[f32[3, 4], f32[4]]:\n    a[0] += b\n    return a * n, b\n");
     let out = dir.join("out");
-    let o = funcfuse(&["run", &format!("{file}::f"), "--engine", "reference", "--arg", "n=3", "--output", out.to_str().unwrap()]);
+    let o = funcfuse(&[
+        "run",
+        &format!("{file}::f"),
+        "--engine",
+        "reference",
+        "--arg",
+        "n=3",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    for f in ["return.0.npy", "return.1.npy", "a.npy", "inputs/a.npy", "inputs/b.npy"] {
+    for f in [
+        "return.0.npy",
+        "return.1.npy",
+        "a.npy",
+        "inputs/a.npy",
+        "inputs/b.npy",
+    ] {
         assert!(out.join(f).exists(), "{f} missing");
     }
-    assert!(!out.join("b.npy").exists(), "b is not mutated, so b.npy must not be written");
-    let a0 = funcfuse::io::read_npy(&out.join("inputs/a.npy")).unwrap().to_f64_vec();
-    let b = funcfuse::io::read_npy(&out.join("inputs/b.npy")).unwrap().to_f64_vec();
-    let r = funcfuse::io::read_npy(&out.join("return.0.npy")).unwrap().to_f64_vec();
-    let a = funcfuse::io::read_npy(&out.join("a.npy")).unwrap().to_f64_vec();
+    assert!(
+        !out.join("b.npy").exists(),
+        "b is not mutated, so b.npy must not be written"
+    );
+    let a0 = funcfuse::io::read_npy(&out.join("inputs/a.npy"))
+        .unwrap()
+        .to_f64_vec();
+    let b = funcfuse::io::read_npy(&out.join("inputs/b.npy"))
+        .unwrap()
+        .to_f64_vec();
+    let r = funcfuse::io::read_npy(&out.join("return.0.npy"))
+        .unwrap()
+        .to_f64_vec();
+    let a = funcfuse::io::read_npy(&out.join("a.npy"))
+        .unwrap()
+        .to_f64_vec();
     for j in 0..4 {
         let want = (a0[j] as f32 + b[j] as f32) as f64;
         assert_eq!(a[j], want);
@@ -76,9 +132,23 @@ fn run_writes_returns_mutated_parameters_and_inputs() {
 
     // The same inputs read back with --inputs give the same outputs.
     let out2 = dir.join("out2");
-    let o = funcfuse(&["run", &format!("{file}::f"), "--engine", "reference", "--arg", "n=3", "--inputs", out.join("inputs").to_str().unwrap(), "--output", out2.to_str().unwrap()]);
+    let o = funcfuse(&[
+        "run",
+        &format!("{file}::f"),
+        "--engine",
+        "reference",
+        "--arg",
+        "n=3",
+        "--inputs",
+        out.join("inputs").to_str().unwrap(),
+        "--output",
+        out2.to_str().unwrap(),
+    ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert_eq!(std::fs::read(out.join("return.0.npy")).unwrap(), std::fs::read(out2.join("return.0.npy")).unwrap());
+    assert_eq!(
+        std::fs::read(out.join("return.0.npy")).unwrap(),
+        std::fs::read(out2.join("return.0.npy")).unwrap()
+    );
 }
 
 #[test]
@@ -86,7 +156,16 @@ fn seeds_change_inputs_and_runs_are_deterministic() {
     let dir = scratch("seeds");
     let file = program(&dir, "def f(a: f32[8]) -> f32[8]:\n    return a.exp()\n");
     let run = |seed: &str, out: &str| {
-        let o = funcfuse(&["run", &format!("{file}::f"), "--engine", "reference", "--seed", seed, "--output", dir.join(out).to_str().unwrap()]);
+        let o = funcfuse(&[
+            "run",
+            &format!("{file}::f"),
+            "--engine",
+            "reference",
+            "--seed",
+            seed,
+            "--output",
+            dir.join(out).to_str().unwrap(),
+        ]);
         assert_eq!(o.code, 0, "{}", o.stderr);
         std::fs::read(dir.join(out).join("return.npy")).unwrap()
     };
@@ -96,32 +175,68 @@ fn seeds_change_inputs_and_runs_are_deterministic() {
 
 #[test]
 fn syntax_error_is_located() {
-    check_error("syntax", "def f(x: f32[3]) -> f32[3]:\n    return x +\n", &[], Some("5:15"), "syntax error");
+    check_error(
+        "syntax",
+        "def f(x: f32[3]) -> f32[3]:\n    return x +\n",
+        &[],
+        Some("5:15"),
+        "syntax error",
+    );
 }
 
 #[test]
 fn unknown_op_is_located() {
-    check_error("unknown_op", "def f(x: f32[3]) -> f32[3]:\n    y = x + 1\n    return torch.frobnicate(y)\n", &[], Some("6:12"), "unsupported operation `torch.frobnicate`");
+    check_error(
+        "unknown_op",
+        "def f(x: f32[3]) -> f32[3]:\n    y = x + 1\n    return torch.frobnicate(y)\n",
+        &[],
+        Some("6:12"),
+        "unsupported operation `torch.frobnicate`",
+    );
 }
 
 #[test]
 fn unknown_method_is_located() {
-    check_error("unknown_method", "def f(x: f32[3]) -> f32[3]:\n    return x.frobnicate_()\n", &[], Some("5:12"), "unsupported tensor method `.frobnicate_()`");
+    check_error(
+        "unknown_method",
+        "def f(x: f32[3]) -> f32[3]:\n    return x.frobnicate_()\n",
+        &[],
+        Some("5:12"),
+        "unsupported tensor method `.frobnicate_()`",
+    );
 }
 
 #[test]
 fn unsupported_statement_is_located() {
-    check_error("with_stmt", "def f(x: f32[3]) -> f32[3]:\n    with torch.no_grad():\n        y = x\n    return y\n", &[], Some("5:5"), "`with` statements are not supported");
+    check_error(
+        "with_stmt",
+        "def f(x: f32[3]) -> f32[3]:\n    with open(\"f\") as fh:\n        y = x\n    return y\n",
+        &[],
+        Some("5:5"),
+        "`with` statements are not supported (except `with torch.no_grad():`)",
+    );
 }
 
 #[test]
 fn missing_annotation_is_located() {
-    check_error("no_annotation", "def f(x, y: f32[3]):\n    return x\n", &[], Some("4:7"), "parameter `x` has no annotation");
+    check_error(
+        "no_annotation",
+        "def f(x, y: f32[3]):\n    return x\n",
+        &[],
+        Some("4:7"),
+        "parameter `x` has no annotation",
+    );
 }
 
 #[test]
 fn tensor_annotation_without_shape_is_located() {
-    check_error("no_shape", "def f(x: f32):\n    return x\n", &[], Some("4:10"), "needs a shape");
+    check_error(
+        "no_shape",
+        "def f(x: f32):\n    return x\n",
+        &[],
+        Some("4:10"),
+        "needs a shape",
+    );
 }
 
 #[test]
@@ -181,21 +296,39 @@ fn error_inside_helper_points_at_the_helper() {
 
 #[test]
 fn missing_scalar_arg_is_reported() {
-    check_error("missing_arg", "def f(x: f32[3], n: int) -> f32[3]:\n    return x * n\n", &[], None, "pass it with --arg n=VALUE");
+    check_error(
+        "missing_arg",
+        "def f(x: f32[3], n: int) -> f32[3]:\n    return x * n\n",
+        &[],
+        None,
+        "pass it with --arg n=VALUE",
+    );
 }
 
 #[test]
 fn missing_input_file_is_reported() {
     let dir = scratch("missing_input");
     std::fs::create_dir_all(dir.join("in")).unwrap();
-    check_error("missing_input", "def f(x: f32[3]) -> f32[3]:\n    return x\n", &["--inputs", dir.join("in").to_str().unwrap()], None, "missing input file for tensor parameter `x`");
+    check_error(
+        "missing_input",
+        "def f(x: f32[3]) -> f32[3]:\n    return x\n",
+        &["--inputs", dir.join("in").to_str().unwrap()],
+        None,
+        "missing input file for tensor parameter `x`",
+    );
 }
 
 #[test]
 fn bad_npy_is_reported() {
     let dir = scratch("bad_npy_in");
     std::fs::write(dir.join("x.npy"), b"this is not numpy").unwrap();
-    check_error("bad_npy", "def f(x: f32[3]) -> f32[3]:\n    return x\n", &["--inputs", dir.to_str().unwrap()], None, "not a valid .npy file");
+    check_error(
+        "bad_npy",
+        "def f(x: f32[3]) -> f32[3]:\n    return x\n",
+        &["--inputs", dir.to_str().unwrap()],
+        None,
+        "not a valid .npy file",
+    );
 }
 
 #[test]
@@ -203,17 +336,41 @@ fn input_of_the_wrong_shape_is_reported() {
     let dir = scratch("wrong_shape_in");
     let t = funcfuse::tensor::Tensor::zeros(funcfuse::tensor::DType::F32, &[4]).unwrap();
     funcfuse::io::write_npy(&dir.join("x.npy"), &t).unwrap();
-    check_error("wrong_shape", "def f(x: f32[3]) -> f32[3]:\n    return x\n", &["--inputs", dir.to_str().unwrap()], Some("4:7"), "input `x` is f32[4], but the program declares f32[3]");
+    check_error(
+        "wrong_shape",
+        "def f(x: f32[3]) -> f32[3]:\n    return x\n",
+        &["--inputs", dir.to_str().unwrap()],
+        Some("4:7"),
+        "input `x` is f32[4], but the program declares f32[3]",
+    );
 }
 
 #[test]
 fn missing_file_and_function_are_reported() {
-    let o = funcfuse(&["run", "no/such/file.py::f", "--engine", "reference", "--output", "/tmp/x"]);
+    let o = funcfuse(&[
+        "run",
+        "no/such/file.py::f",
+        "--engine",
+        "reference",
+        "--output",
+        "/tmp/x",
+    ]);
     assert_eq!(o.code, 1);
-    assert!(o.stderr.contains("no/such/file.py") && o.stderr.contains("cannot read"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("no/such/file.py") && o.stderr.contains("cannot read"),
+        "{}",
+        o.stderr
+    );
     let dir = scratch("no_func");
     let file = program(&dir, "def g(x: f32[3]) -> f32[3]:\n    return x\n");
-    let o = funcfuse(&["run", &format!("{file}::f"), "--engine", "reference", "--output", dir.join("o").to_str().unwrap()]);
+    let o = funcfuse(&[
+        "run",
+        &format!("{file}::f"),
+        "--engine",
+        "reference",
+        "--output",
+        dir.join("o").to_str().unwrap(),
+    ]);
     assert_eq!(o.code, 1);
     assert!(o.stderr.contains("no function `f`"), "{}", o.stderr);
 }
@@ -223,8 +380,20 @@ fn bad_usage_exits_with_2() {
     assert_eq!(funcfuse(&["run"]).code, 2);
     assert_eq!(funcfuse(&["frobnicate"]).code, 2);
     let dir = scratch("bad_usage");
-    let file = program(&dir, "def f(x: f32[3], n: int = 1) -> f32[3]:\n    return x\n");
-    let o = funcfuse(&["run", &format!("{file}::f"), "--engine", "reference", "--arg", "n", "--output", dir.join("o").to_str().unwrap()]);
+    let file = program(
+        &dir,
+        "def f(x: f32[3], n: int = 1) -> f32[3]:\n    return x\n",
+    );
+    let o = funcfuse(&[
+        "run",
+        &format!("{file}::f"),
+        "--engine",
+        "reference",
+        "--arg",
+        "n",
+        "--output",
+        dir.join("o").to_str().unwrap(),
+    ]);
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("expected NAME=VALUE"));
 }

@@ -10,13 +10,16 @@ fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
     for p in common::corpus_programs() {
-        trials.push(Trial::test(format!("reference_matches_pytorch::{}", p.label()), move || {
-            let module = common::load(&p);
-            let inputs = common::golden_inputs(&p, &module)?;
-            let out = common::run_reference(&module, &p.func, &inputs)?;
-            common::check_goldens(&p, &out)?;
-            Ok(())
-        }));
+        trials.push(Trial::test(
+            format!("reference_matches_pytorch::{}", p.label()),
+            move || {
+                let module = common::load(&p);
+                let inputs = common::golden_inputs(&p, &module)?;
+                let out = common::run_reference(&module, &p.func, &inputs)?;
+                common::check_goldens(&p, &out)?;
+                Ok(())
+            },
+        ));
     }
     libtest_mimic::run(&args, trials).exit();
 }

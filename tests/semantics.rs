@@ -15,7 +15,13 @@ fn render(t: &Tensor) -> String {
         .scalars()
         .iter()
         .map(|s| match s {
-            Scalar::B(b) => if *b { "T".into() } else { "F".into() },
+            Scalar::B(b) => {
+                if *b {
+                    "T".into()
+                } else {
+                    "F".into()
+                }
+            }
             Scalar::I(i) => i.to_string(),
             Scalar::F(f) => format!("{}", *f as f32),
         })
@@ -31,8 +37,19 @@ fn run(body: &str) -> Result<String, String> {
         src.push('\n');
     }
     let module = frontend::parse_module("case.py", &src).map_err(|d| d.to_string())?;
-    let out = interp::run_program(&module, "f", &BTreeMap::new(), &BTreeMap::<String, ScalarArg>::new()).map_err(|d| d.to_string())?;
-    Ok(out.returns.iter().map(render).collect::<Vec<_>>().join(" | "))
+    let out = interp::run_program(
+        &module,
+        "f",
+        &BTreeMap::new(),
+        &BTreeMap::<String, ScalarArg>::new(),
+    )
+    .map_err(|d| d.to_string())?;
+    Ok(out
+        .returns
+        .iter()
+        .map(render)
+        .collect::<Vec<_>>()
+        .join(" | "))
 }
 
 fn check(cases: &[(&str, &str)]) {
@@ -48,7 +65,13 @@ fn check(cases: &[(&str, &str)]) {
             failures.push(format!("  {body}\n    want: {want}\n    got:  {got:?}"));
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -60,32 +83,74 @@ fn views_and_copies() {
         ("return x[::-1]", "ERR step must be greater than zero"),
         ("return torch.tensor(x[5:10].shape)", "i64[2] 0,4"),
         ("return x[-10:1]", "f32[1, 4] 0,1,2,3"),
-        ("return x[3]", "ERR index 3 is out of bounds for dimension 0 with size 3"),
+        (
+            "return x[3]",
+            "ERR index 3 is out of bounds for dimension 0 with size 3",
+        ),
         ("return torch.tensor(x[None].shape)", "i64[3] 1,3,4"),
         ("return x[..., 1]", "f32[3] 1,5,9"),
         ("return x[torch.tensor(1)]", "f32[4] 4,5,6,7"),
-        ("return x.t().view(-1)", "ERR view size is not compatible with input tensor's size and stride"),
-        ("return x[:, :2].view(-1)", "ERR view size is not compatible"),
-        ("return x.view(5, -1)", "ERR shape '[5, -1]' is invalid for input of size 12"),
-        ("return x.view(-1, -1)", "ERR only one dimension can be inferred"),
+        (
+            "return x.t().view(-1)",
+            "ERR view size is not compatible with input tensor's size and stride",
+        ),
+        (
+            "return x[:, :2].view(-1)",
+            "ERR view size is not compatible",
+        ),
+        (
+            "return x.view(5, -1)",
+            "ERR shape '[5, -1]' is invalid for input of size 12",
+        ),
+        (
+            "return x.view(-1, -1)",
+            "ERR only one dimension can be inferred",
+        ),
         ("y = x.reshape(-1) ⏎ y += 1 ⏎ return x[0]", "f32[4] 1,2,3,4"),
-        ("y = x.t().reshape(-1) ⏎ y += 1 ⏎ return x[0]", "f32[4] 0,1,2,3"),
-        ("y = x.t().reshape(2, 2, 3) ⏎ y += 1 ⏎ return x[0]", "f32[4] 1,2,3,4"),
-        ("z = torch.zeros(3, 1) ⏎ r = z.expand(3, 4).reshape(3, 2, 2) ⏎ z += 1 ⏎ return r[1]", "f32[2, 2] 1,1,1,1"),
-        ("return x3.t()", "ERR t() expects a tensor with <= 2 dimensions, but self is 3D"),
+        (
+            "y = x.t().reshape(-1) ⏎ y += 1 ⏎ return x[0]",
+            "f32[4] 0,1,2,3",
+        ),
+        (
+            "y = x.t().reshape(2, 2, 3) ⏎ y += 1 ⏎ return x[0]",
+            "f32[4] 1,2,3,4",
+        ),
+        (
+            "z = torch.zeros(3, 1) ⏎ r = z.expand(3, 4).reshape(3, 2, 2) ⏎ z += 1 ⏎ return r[1]",
+            "f32[2, 2] 1,1,1,1",
+        ),
+        (
+            "return x3.t()",
+            "ERR t() expects a tensor with <= 2 dimensions, but self is 3D",
+        ),
         ("return x.unsqueeze(-1)[2]", "f32[4, 1] 8,9,10,11"),
         ("return x.expand(2, 3, 4)[1, 2]", "f32[4] 8,9,10,11"),
         ("return x.narrow(0, -1, 1)", "f32[1, 4] 8,9,10,11"),
         ("return x.select(1, -1)", "f32[3] 3,7,11"),
-        ("a, b, c = x.unbind(0) ⏎ c += 1 ⏎ return x[2]", "f32[4] 9,10,11,12"),
-        ("p, q = x.chunk(2, 1) ⏎ q.zero_() ⏎ return x[0]", "f32[4] 0,1,0,0"),
+        (
+            "a, b, c = x.unbind(0) ⏎ c += 1 ⏎ return x[2]",
+            "f32[4] 9,10,11,12",
+        ),
+        (
+            "p, q = x.chunk(2, 1) ⏎ q.zero_() ⏎ return x[0]",
+            "f32[4] 0,1,0,0",
+        ),
         ("for r in x: ⏎     r += 1 ⏎ return x[:, 0]", "f32[3] 1,5,9"),
         ("return x.diagonal()", "f32[3] 0,5,10"),
         ("return x.diagonal(1)", "f32[3] 1,6,11"),
         ("y = x.float() ⏎ y += 1 ⏎ return x[0]", "f32[4] 1,2,3,4"),
-        ("y = x.contiguous() ⏎ y += 1 ⏎ return x[0]", "f32[4] 1,2,3,4"),
-        ("y = x.t().contiguous() ⏎ y += 1 ⏎ return x[0]", "f32[4] 0,1,2,3"),
-        ("a = x[0] ⏎ x[0] = torch.full((4,), 9.) ⏎ return a", "f32[4] 9,9,9,9"),
+        (
+            "y = x.contiguous() ⏎ y += 1 ⏎ return x[0]",
+            "f32[4] 1,2,3,4",
+        ),
+        (
+            "y = x.t().contiguous() ⏎ y += 1 ⏎ return x[0]",
+            "f32[4] 0,1,2,3",
+        ),
+        (
+            "a = x[0] ⏎ x[0] = torch.full((4,), 9.) ⏎ return a",
+            "f32[4] 9,9,9,9",
+        ),
         ("return torch.tensor(x.t().flatten().shape)", "i64[1] 12"),
     ]);
 }

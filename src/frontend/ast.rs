@@ -45,7 +45,10 @@ pub struct Param {
 /// A parameter or return annotation.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TypeAnn {
-    Tensor { dtype: DType, shape: Vec<usize> },
+    Tensor {
+        dtype: DType,
+        shape: Vec<usize>,
+    },
     Int,
     Float,
     Bool,
@@ -63,14 +66,35 @@ pub struct Stmt {
 #[derive(Clone, Debug)]
 pub enum StmtKind {
     /// `a = b = value`: targets are assigned left to right.
-    Assign { targets: Vec<Expr>, value: Expr },
-    AugAssign { target: Expr, op: BinOp, value: Expr },
+    Assign {
+        targets: Vec<Expr>,
+        value: Expr,
+    },
+    AugAssign {
+        target: Expr,
+        op: BinOp,
+        value: Expr,
+    },
     Expr(Expr),
     Return(Option<Expr>),
-    For { target: Expr, iter: Expr, body: Vec<Stmt> },
-    While { test: Expr, body: Vec<Stmt> },
-    If { test: Expr, body: Vec<Stmt>, orelse: Vec<Stmt> },
-    Assert { test: Expr, msg: Option<Expr> },
+    For {
+        target: Expr,
+        iter: Expr,
+        body: Vec<Stmt>,
+    },
+    While {
+        test: Expr,
+        body: Vec<Stmt>,
+    },
+    If {
+        test: Expr,
+        body: Vec<Stmt>,
+        orelse: Vec<Stmt>,
+    },
+    Assert {
+        test: Expr,
+        msg: Option<Expr>,
+    },
     Pass,
     Break,
     Continue,
@@ -97,14 +121,27 @@ pub enum ExprKind {
     Compare(Box<Expr>, Vec<(CmpOp, Expr)>),
     /// `and` (true) or `or` (false) over two or more operands.
     BoolOp(bool, Vec<Expr>),
-    Call { func: Box<Expr>, args: Vec<Expr>, kwargs: Vec<(String, Expr)> },
+    Call {
+        func: Box<Expr>,
+        args: Vec<Expr>,
+        kwargs: Vec<(String, Expr)>,
+    },
     Attr(Box<Expr>, String),
     Subscript(Box<Expr>, Box<Expr>),
     Slice(Option<Box<Expr>>, Option<Box<Expr>>, Option<Box<Expr>>),
     Tuple(Vec<Expr>),
     List(Vec<Expr>),
-    IfExp { test: Box<Expr>, body: Box<Expr>, orelse: Box<Expr> },
-    ListComp { elt: Box<Expr>, target: Box<Expr>, iter: Box<Expr>, conds: Vec<Expr> },
+    IfExp {
+        test: Box<Expr>,
+        body: Box<Expr>,
+        orelse: Box<Expr>,
+    },
+    ListComp {
+        elt: Box<Expr>,
+        target: Box<Expr>,
+        iter: Box<Expr>,
+        conds: Vec<Expr>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

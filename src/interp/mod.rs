@@ -7,7 +7,9 @@
 
 mod args;
 mod calls;
+mod creation;
 mod exec;
+mod extra_ops;
 mod subscript;
 mod torch_ops;
 pub mod value;
@@ -42,7 +44,9 @@ pub struct RunOutput {
 }
 
 /// The tensor parameters of a program and their annotated types, checking that every parameter is annotated.
-pub fn tensor_params(f: &Function) -> Result<Vec<(String, crate::tensor::DType, Vec<usize>)>, Diagnostic> {
+pub fn tensor_params(
+    f: &Function,
+) -> Result<Vec<(String, crate::tensor::DType, Vec<usize>)>, Diagnostic> {
     let mut out = Vec::new();
     for p in &f.params {
         match &p.ann {
@@ -63,7 +67,9 @@ pub fn run_program(
     scalars: &BTreeMap<String, ScalarArg>,
 ) -> Result<RunOutput, Diagnostic> {
     let run = || -> Result<RunOutput, Diagnostic> {
-        let f = module.function(name).ok_or_else(|| Diagnostic::new(format!("no function `{name}` in {}", module.path)))?;
+        let f = module
+            .function(name)
+            .ok_or_else(|| Diagnostic::new(format!("no function `{name}` in {}", module.path)))?;
         tensor_params(f)?;
         let mut it = Interp::new(module)?;
         // Every value goes by keyword; parameters not given take their defaults in `call_function`.
@@ -72,7 +78,9 @@ pub fn run_program(
         for p in &f.params {
             match &p.ann {
                 Some(TypeAnn::Tensor { dtype, shape }) => {
-                    let t = inputs.get(&p.name).ok_or_else(|| Diagnostic::new(format!("no input given for tensor parameter `{}`", p.name)))?;
+                    let t = inputs.get(&p.name).ok_or_else(|| {
+                        Diagnostic::new(format!("no input given for tensor parameter `{}`", p.name))
+                    })?;
                     if t.dtype() != *dtype || t.shape != *shape {
                         return Err(Diagnostic::new(format!(
                             "input `{}` is {}{}, but the program declares {}{}",
@@ -87,11 +95,23 @@ pub fn run_program(
                     params.push((p.name.clone(), t.clone()));
                     kwargs.push((p.name.clone(), Value::Tensor(t.clone())));
                 }
-                ann => match scalars.get(&p.name) {
-                    Some(s) => kwargs.push((p.name.clone(), scalar_value(s, ann.as_ref(), &p.name).map_err(|m| Diagnostic::new(m).at(p.span))?)),
-                    None if p.default.is_some() => {}
-                    None => return err(p.span, format!("scalar parameter `{}` has no default; pass it with --arg {}=VALUE", p.name, p.name)),
-                },
+                ann => {
+                    match scalars.get(&p.name) {
+                        Some(s) => kwargs.push((
+                            p.name.clone(),
+                            scalar_value(s, ann.as_ref(), &p.name)
+                                .map_err(|m| Diagnostic::new(m).at(p.span))?,
+                        )),
+                        None if p.default.is_some() => {}
+                        None => return err(
+                            p.span,
+                            format!(
+                                "scalar parameter `{}` has no default; pass it with --arg {}=VALUE",
+                                p.name, p.name
+                            ),
+                        ),
+                    }
+                }
             }
         }
         for k in scalars.keys() {
@@ -116,7 +136,11 @@ pub fn run_program(
             .into_iter()
             .filter(|(_, t)| it.written.contains(&(Rc::as_ptr(&t.buf) as usize)))
             .collect();
-        Ok(RunOutput { returns, returns_tuple, mutated })
+        Ok(RunOutput {
+            returns,
+            returns_tuple,
+            mutated,
+        })
     };
     run().map_err(|d| d.in_file(&module.path))
 }
@@ -128,7 +152,10 @@ fn return_tensor(v: &Value) -> Result<Tensor, Diagnostic> {
         Value::Int(i) => Tensor::scalar(DType::I64, Scalar::I(*i)).map_err(Diagnostic::new),
         Value::Float(f) => Tensor::scalar(DType::F64, Scalar::F(*f)).map_err(Diagnostic::new),
         Value::Bool(b) => Tensor::scalar(DType::Bool, Scalar::B(*b)).map_err(Diagnostic::new),
-        other => Err(Diagnostic::new(format!("programs return tensors, numbers or tuples of them, not a {}", other.type_name()))),
+        other => Err(Diagnostic::new(format!(
+            "programs return tensors, numbers or tuples of them, not a {}",
+            other.type_name()
+        ))),
     }
 }
 
@@ -138,7 +165,16 @@ fn scalar_value(s: &ScalarArg, ann: Option<&TypeAnn>, name: &str) -> Result<Valu
         (Some(TypeAnn::Float), ScalarArg::Int(i)) => Value::Float(*i as f64),
         (Some(TypeAnn::Float), ScalarArg::Float(f)) => Value::Float(*f),
         (Some(TypeAnn::Bool), ScalarArg::Bool(b)) => Value::Bool(*b),
-        (Some(TypeAnn::Tensor { .. }), _) => return Err(format!("`{name}` is a tensor parameter; give it as an input file")),
-        (_, other) => return Err(format!("`{name}` is declared {:?} but was given {:?}", ann, other)),
+        (Some(TypeAnn::Tensor { .. }), _) => {
+            return Err(format!(
+                "`{name}` is a tensor parameter; give it as an input file"
+            ))
+        }
+        (_, other) => {
+            return Err(format!(
+                "`{name}` is declared {:?} but was given {:?}",
+                ann, other
+            ))
+        }
     })
 }

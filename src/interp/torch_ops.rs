@@ -13,7 +13,14 @@ use crate::tensor::{index, reduce, DType, Scalar, Tensor};
 pub(super) const UNKNOWN_OP: &str = "unknown op: ";
 
 /// In-place methods that PyTorch does not check for internal overlap (they are not TensorIterator ops).
-const UNCHECKED_INPLACE: &[&str] = &["fill_", "zero_", "masked_fill_", "triu_", "tril_", "index_put_"];
+const UNCHECKED_INPLACE: &[&str] = &[
+    "fill_",
+    "zero_",
+    "masked_fill_",
+    "triu_",
+    "tril_",
+    "index_put_",
+];
 
 fn unary_op(name: &str) -> Option<Unary> {
     use Unary::*;
@@ -74,61 +81,81 @@ fn binary_op(name: &str) -> Option<Binary> {
     })
 }
 
-fn operand_arg(a: &Args, i: usize, name: &str) -> AResult<Operand> {
+pub(super) fn operand_arg(a: &Args, i: usize, name: &str) -> AResult<Operand> {
     let v = a.req(i, name)?;
-    operand(v).ok_or_else(|| format!("{}(): argument '{}' must be Tensor or Number, not {}", a.name, name, v.type_name()))
+    operand(v).ok_or_else(|| {
+        format!(
+            "{}(): argument '{}' must be Tensor or Number, not {}",
+            a.name,
+            name,
+            v.type_name()
+        )
+    })
 }
 
-fn tensor_list(a: &Args, i: usize, name: &str) -> AResult<Vec<Tensor>> {
+pub(super) fn tensor_list(a: &Args, i: usize, name: &str) -> AResult<Vec<Tensor>> {
     let v = a.req(i, name)?;
-    let items = v.items().ok_or_else(|| format!("{}(): argument '{}' must be a tuple or list of Tensors", a.name, name))?;
+    let items = v.items().ok_or_else(|| {
+        format!(
+            "{}(): argument '{}' must be a tuple or list of Tensors",
+            a.name, name
+        )
+    })?;
     items
         .into_iter()
         .map(|x| match x {
             Value::Tensor(t) => Ok(t),
-            other => Err(format!("{}(): expected Tensor as element of argument '{}', but got {}", a.name, name, other.type_name())),
+            other => Err(format!(
+                "{}(): expected Tensor as element of argument '{}', but got {}",
+                a.name,
+                name,
+                other.type_name()
+            )),
         })
         .collect()
 }
 
-fn t(v: Tensor) -> AResult<Value> {
+pub(super) fn t(v: Tensor) -> AResult<Value> {
     Ok(Value::Tensor(v))
 }
 
-fn tensors(v: Vec<Tensor>) -> AResult<Value> {
+pub(super) fn tensors(v: Vec<Tensor>) -> AResult<Value> {
     Ok(Value::tuple(v.into_iter().map(Value::Tensor).collect()))
 }
 
 /// A fill value: a Python number or a 0-dim tensor.
-fn fill_value(v: &Value, what: &str) -> AResult<Scalar> {
+pub(super) fn fill_value(v: &Value, what: &str) -> AResult<Scalar> {
     match v {
         Value::Tensor(t) if t.dim() == 0 => t.item(),
-        Value::Tensor(t) => Err(format!("{what} only supports 0-dimension value tensor but got tensor with {} dimensions.", t.dim())),
-        other => other.as_scalar().ok_or_else(|| format!("{what}: value must be a number, not {}", other.type_name())),
+        Value::Tensor(t) => Err(format!(
+            "{what} only supports 0-dimension value tensor but got tensor with {} dimensions.",
+            t.dim()
+        )),
+        other => other
+            .as_scalar()
+            .ok_or_else(|| format!("{what}: value must be a number, not {}", other.type_name())),
     }
 }
 
-/// The dtype a creation op gives a Python fill value.
-fn creation_dtype(a: &Args, value: Option<Scalar>) -> AResult<DType> {
-    Ok(match a.dtype(99, "dtype")? {
-        Some(d) => d,
-        None => value.map(|s| s.default_dtype()).unwrap_or(DType::F32),
-    })
-}
-
-fn shape_of(sizes: &[i64]) -> AResult<Vec<usize>> {
-    sizes.iter().map(|&d| if d < 0 { Err(format!("Trying to create tensor with negative dimension {d}: {:?}", sizes)) } else { Ok(d as usize) }).collect()
-}
-
 /// Nested Python lists of numbers (or 0-dim tensors) for `torch.tensor`.
-pub(super) fn flatten_data(v: &Value, shape: &mut Vec<usize>, depth: usize, out: &mut Vec<Scalar>) -> AResult<()> {
+pub(super) fn flatten_data(
+    v: &Value,
+    shape: &mut Vec<usize>,
+    depth: usize,
+    out: &mut Vec<Scalar>,
+) -> AResult<()> {
     match v {
         Value::List(_) | Value::Tuple(_) => {
             let items = v.items().unwrap_or_default();
             if shape.len() == depth {
                 shape.push(items.len());
             } else if shape[depth] != items.len() {
-                return Err(format!("expected sequence of length {} at dim {} (got {})", shape[depth], depth, items.len()));
+                return Err(format!(
+                    "expected sequence of length {} at dim {} (got {})",
+                    shape[depth],
+                    depth,
+                    items.len()
+                ));
             }
             for it in &items {
                 flatten_data(it, shape, depth + 1, out)?;
@@ -146,7 +173,11 @@ pub(super) fn flatten_data(v: &Value, shape: &mut Vec<usize>, depth: usize, out:
             if depth < shape.len() {
                 return Err(format!("expected sequence at dim {depth}"));
             }
-            out.push(other.as_scalar().ok_or_else(|| format!("Could not infer dtype of {}", other.type_name()))?);
+            out.push(
+                other
+                    .as_scalar()
+                    .ok_or_else(|| format!("Could not infer dtype of {}", other.type_name()))?,
+            );
             Ok(())
         }
     }
@@ -162,6 +193,9 @@ impl<'m> Interp<'m> {
     }
 
     fn inplace(&mut self, name: &str, a: &Args) -> AResult<Value> {
+        if super::extra_ops::METADATA_INPLACE.contains(&name) {
+            return Err(format!("`{name}` changes a tensor's shape in place, which is not supported; rebind instead (`x = x.{}(...)`)", &name[..name.len() - 1]));
+        }
         let dst = a.tensor(0, "self")?;
         match name {
             "copy_" => {
@@ -178,19 +212,29 @@ impl<'m> Interp<'m> {
             }
             "zero_" => dst.write_scalars(&vec![Scalar::I(0); dst.numel()]),
             "index_put_" => {
-                let idx = a.req(1, "indices")?.items().ok_or("index_put_(): argument 'indices' must be tuple of Tensors")?;
+                let idx = a
+                    .req(1, "indices")?
+                    .items()
+                    .ok_or("index_put_(): argument 'indices' must be tuple of Tensors")?;
                 let idx: Vec<Option<Tensor>> = idx
                     .into_iter()
                     .map(|v| match v {
                         Value::Tensor(t) => Ok(Some(t)),
                         Value::None => Ok(None),
-                        other => Err(format!("index_put_(): indices must be Tensors, not {}", other.type_name())),
+                        other => Err(format!(
+                            "index_put_(): indices must be Tensors, not {}",
+                            other.type_name()
+                        )),
                     })
                     .collect::<AResult<_>>()?;
-                let values = match a.req(2, "values")? {
-                    Value::Tensor(v) => v.clone(),
-                    other => return Err(format!("index_put_(): argument 'values' (position 2) must be Tensor, not {}", other.type_name())),
-                };
+                let values =
+                    match a.req(2, "values")? {
+                        Value::Tensor(v) => v.clone(),
+                        other => return Err(format!(
+                            "index_put_(): argument 'values' (position 2) must be Tensor, not {}",
+                            other.type_name()
+                        )),
+                    };
                 if values.dtype() != dst.dtype() {
                     return Err(format!(
                         "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
@@ -207,7 +251,11 @@ impl<'m> Interp<'m> {
                     if let Value::Tensor(m) = a.req(1, "mask")? {
                         let b = ops::broadcast_shapes(&dst.shape, &m.shape)?;
                         if b != dst.shape {
-                            return Err(format!("output with shape {} doesn't match the broadcast shape {}", crate::tensor::fmt_shape(&dst.shape), crate::tensor::fmt_shape(&b)));
+                            return Err(format!(
+                                "output with shape {} doesn't match the broadcast shape {}",
+                                crate::tensor::fmt_shape(&dst.shape),
+                                crate::tensor::fmt_shape(&b)
+                            ));
                         }
                     }
                 }
@@ -215,7 +263,18 @@ impl<'m> Interp<'m> {
                     Value::Tensor(r) => r,
                     _ => return Err(format!("{UNKNOWN_OP}{name}")),
                 };
-                let inputs: Vec<Tensor> = a.pos.iter().chain(a.kw.iter().map(|(_, v)| v)).filter_map(|v| if let Value::Tensor(t) = v { Some(t.clone()) } else { None }).collect();
+                let inputs: Vec<Tensor> = a
+                    .pos
+                    .iter()
+                    .chain(a.kw.iter().map(|(_, v)| v))
+                    .filter_map(|v| {
+                        if let Value::Tensor(t) = v {
+                            Some(t.clone())
+                        } else {
+                            None
+                        }
+                    })
+                    .collect();
                 let refs: Vec<&Tensor> = inputs.iter().collect();
                 ops::check_overlap(&dst, &refs, !UNCHECKED_INPLACE.contains(&name))?;
                 ops::write_result(&dst, &r, true)?;
@@ -256,28 +315,61 @@ impl<'m> Interp<'m> {
         let dims_kw = |a: &Args| a.dims(1, "dim");
         match name {
             "logical_and" | "logical_or" | "logical_xor" => {
-                let x = ops::binary(Binary::Ne, &operand_arg(a, 0, "input")?, &Operand::S(Scalar::I(0)))?;
-                let y = ops::binary(Binary::Ne, &operand_arg(a, 1, "other")?, &Operand::S(Scalar::I(0)))?;
-                let op = match name { "logical_and" => Binary::BitAnd, "logical_or" => Binary::BitOr, _ => Binary::BitXor };
+                let x = ops::binary(
+                    Binary::Ne,
+                    &operand_arg(a, 0, "input")?,
+                    &Operand::S(Scalar::I(0)),
+                )?;
+                let y = ops::binary(
+                    Binary::Ne,
+                    &operand_arg(a, 1, "other")?,
+                    &Operand::S(Scalar::I(0)),
+                )?;
+                let op = match name {
+                    "logical_and" => Binary::BitAnd,
+                    "logical_or" => Binary::BitOr,
+                    _ => Binary::BitXor,
+                };
                 t(ops::binary(op, &Operand::T(x), &Operand::T(y))?)
             }
             "clamp" | "clip" => {
                 let x = a.tensor(0, "input")?;
-                let lo = a.opt(1, "min").map(|v| operand(v).ok_or("clamp: min must be a number or tensor")).transpose()?;
-                let hi = a.opt(2, "max").map(|v| operand(v).ok_or("clamp: max must be a number or tensor")).transpose()?;
+                let lo = a
+                    .opt(1, "min")
+                    .map(|v| operand(v).ok_or("clamp: min must be a number or tensor"))
+                    .transpose()?;
+                let hi = a
+                    .opt(2, "max")
+                    .map(|v| operand(v).ok_or("clamp: max must be a number or tensor"))
+                    .transpose()?;
                 t(ops::clamp(&x, lo.as_ref(), hi.as_ref())?)
             }
-            "clamp_min" => t(ops::clamp(&a.tensor(0, "input")?, Some(&operand_arg(a, 1, "min")?), None)?),
-            "clamp_max" => t(ops::clamp(&a.tensor(0, "input")?, None, Some(&operand_arg(a, 1, "max")?))?),
+            "clamp_min" => t(ops::clamp(
+                &a.tensor(0, "input")?,
+                Some(&operand_arg(a, 1, "min")?),
+                None,
+            )?),
+            "clamp_max" => t(ops::clamp(
+                &a.tensor(0, "input")?,
+                None,
+                Some(&operand_arg(a, 1, "max")?),
+            )?),
             "where" => {
                 let c = a.tensor(0, "condition")?;
-                t(ops::where_(&c, &operand_arg(a, 1, "input")?, &operand_arg(a, 2, "other")?)?)
+                t(ops::where_(
+                    &c,
+                    &operand_arg(a, 1, "input")?,
+                    &operand_arg(a, 2, "other")?,
+                )?)
             }
             "masked_fill" => {
                 let x = a.tensor(0, "input")?;
                 let m = a.tensor(1, "mask")?;
                 if m.dtype() != DType::Bool {
-                    return Err(format!("masked_fill_ only supports boolean masks, but got mask with dtype {}", cname(m.dtype())));
+                    return Err(format!(
+                        "masked_fill_ only supports boolean masks, but got mask with dtype {}",
+                        cname(m.dtype())
+                    ));
                 }
                 let v = match a.req(2, "value")? {
                     Value::Tensor(v) if v.dim() != 0 => {
@@ -286,13 +378,20 @@ impl<'m> Interp<'m> {
                     other => fill_value(other, "masked_fill_")?.cast(x.dtype()),
                 };
                 let dt = x.dtype();
-                t(ops::map_n(&[&Operand::T(m), &Operand::T(x)], dt, dt, |s| Ok(if s[0].to_bool() { v } else { s[1] }))?)
+                t(ops::map_n(
+                    &[&Operand::T(m), &Operand::T(x)],
+                    dt,
+                    dt,
+                    |s| Ok(if s[0].to_bool() { v } else { s[1] }),
+                )?)
             }
             "triu" | "tril" => {
                 let x = a.tensor(0, "input")?;
                 let k = a.int_or(1, "diagonal", 0)?;
                 if x.dim() < 2 {
-                    return Err(format!("{name}: input tensor must have at least 2 dimensions"));
+                    return Err(format!(
+                        "{name}: input tensor must have at least 2 dimensions"
+                    ));
                 }
                 let (r, c) = (x.shape[x.dim() - 2], x.shape[x.dim() - 1]);
                 let vals = x.scalars();
@@ -302,29 +401,56 @@ impl<'m> Interp<'m> {
                     .enumerate()
                     .map(|(i, v)| {
                         let (row, col) = ((i / c) % r.max(1), i % c.max(1));
-                        let keep = if name == "triu" { col as i64 - row as i64 >= k } else { col as i64 - row as i64 <= k };
-                        if keep { *v } else { zero }
+                        let keep = if name == "triu" {
+                            col as i64 - row as i64 >= k
+                        } else {
+                            col as i64 - row as i64 <= k
+                        };
+                        if keep {
+                            *v
+                        } else {
+                            zero
+                        }
                     })
                     .collect();
                 t(Tensor::from_scalars(x.dtype(), &x.shape, &out)?)
             }
             "softmax" | "log_softmax" => {
                 let x = a.tensor(0, "input")?;
-                let dim = a.get(1, "dim").ok_or_else(|| format!("{name}() missing 1 required positional arguments: \"dim\""))?;
-                t(reduce::softmax(&x, to_int(dim)?, a.dtype(2, "dtype")?, name == "log_softmax")?)
+                let dim = a.get(1, "dim").ok_or_else(|| {
+                    format!("{name}() missing 1 required positional arguments: \"dim\"")
+                })?;
+                t(reduce::softmax(
+                    &x,
+                    to_int(dim)?,
+                    a.dtype(2, "dtype")?,
+                    name == "log_softmax",
+                )?)
             }
-            "cumsum" => t(reduce::cumsum(&a.tensor(0, "input")?, a.int(1, "dim")?, a.dtype(2, "dtype")?)?),
+            "cumsum" => t(reduce::cumsum(
+                &a.tensor(0, "input")?,
+                a.int(1, "dim")?,
+                a.dtype(2, "dtype")?,
+            )?),
             "sum" | "mean" | "nansum" => {
                 let x = a.tensor(0, "input")?;
                 let dims = dims_kw(a)?;
                 let keep = a.bool_or(2, "keepdim", false)?;
                 let dt = a.dtype(3, "dtype")?;
-                t(if name == "mean" { reduce::mean(&x, dims.as_deref(), keep, dt)? } else { reduce::sum(&x, dims.as_deref(), keep, dt)? })
+                t(if name == "mean" {
+                    reduce::mean(&x, dims.as_deref(), keep, dt)?
+                } else {
+                    reduce::sum(&x, dims.as_deref(), keep, dt)?
+                })
             }
             "prod" => {
                 let x = a.tensor(0, "input")?;
                 let d = a.opt_int(1, "dim")?;
-                t(reduce::prod(&x, d.map(|d| vec![d]).as_deref(), a.bool_or(2, "keepdim", false)?)?)
+                t(reduce::prod(
+                    &x,
+                    d.map(|d| vec![d]).as_deref(),
+                    a.bool_or(2, "keepdim", false)?,
+                )?)
             }
             "max" | "min" => {
                 let x = a.tensor(0, "input")?;
@@ -332,26 +458,62 @@ impl<'m> Interp<'m> {
                 match a.opt(1, "dim") {
                     None => t(reduce::max_all(&x, is_max)?),
                     Some(Value::Tensor(o)) => {
-                        let op = if is_max { Binary::Maximum } else { Binary::Minimum };
+                        let op = if is_max {
+                            Binary::Maximum
+                        } else {
+                            Binary::Minimum
+                        };
                         t(ops::binary(op, &Operand::T(x), &Operand::T(o.clone()))?)
                     }
                     Some(d) => {
-                        let (v, i) = reduce::max_dim(&x, to_int(d)?, a.bool_or(2, "keepdim", false)?, is_max)?;
-                        Ok(Value::Named(std::rc::Rc::new(vec![Value::Tensor(v), Value::Tensor(i)]), &["values", "indices"]))
+                        let (v, i) = reduce::max_dim(
+                            &x,
+                            to_int(d)?,
+                            a.bool_or(2, "keepdim", false)?,
+                            is_max,
+                        )?;
+                        Ok(Value::Named(
+                            std::rc::Rc::new(vec![Value::Tensor(v), Value::Tensor(i)]),
+                            &["values", "indices"],
+                        ))
                     }
                 }
             }
-            "amax" | "amin" => t(reduce::amax(&a.tensor(0, "input")?, dims_kw(a)?.as_deref(), a.bool_or(2, "keepdim", false)?, name == "amax")?),
-            "argmax" | "argmin" => t(reduce::argmax(&a.tensor(0, "input")?, a.opt_int(1, "dim")?, a.bool_or(2, "keepdim", false)?, name == "argmax")?),
-            "any" | "all" => t(reduce::any_all(&a.tensor(0, "input")?, dims_kw(a)?.as_deref(), a.bool_or(2, "keepdim", false)?, name == "all")?),
-            "matmul" => t(reduce::matmul(&a.tensor(0, "input")?, &a.tensor(1, "other")?)?),
+            "amax" | "amin" => t(reduce::amax(
+                &a.tensor(0, "input")?,
+                dims_kw(a)?.as_deref(),
+                a.bool_or(2, "keepdim", false)?,
+                name == "amax",
+            )?),
+            "argmax" | "argmin" => t(reduce::argmax(
+                &a.tensor(0, "input")?,
+                a.opt_int(1, "dim")?,
+                a.bool_or(2, "keepdim", false)?,
+                name == "argmax",
+            )?),
+            "any" | "all" => t(reduce::any_all(
+                &a.tensor(0, "input")?,
+                dims_kw(a)?.as_deref(),
+                a.bool_or(2, "keepdim", false)?,
+                name == "all",
+            )?),
+            "matmul" => t(reduce::matmul(
+                &a.tensor(0, "input")?,
+                &a.tensor(1, "other")?,
+            )?),
             "mm" => {
                 let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "mat2")?);
                 if x.dim() != 2 {
-                    return Err(format!("mm: self must be a matrix, got {}-D tensor", x.dim()));
+                    return Err(format!(
+                        "mm: self must be a matrix, got {}-D tensor",
+                        x.dim()
+                    ));
                 }
                 if y.dim() != 2 {
-                    return Err(format!("mm: mat2 must be a matrix, got {}-D tensor", y.dim()));
+                    return Err(format!(
+                        "mm: mat2 must be a matrix, got {}-D tensor",
+                        y.dim()
+                    ));
                 }
                 t(reduce::matmul(&x, &y)?)
             }
@@ -368,22 +530,39 @@ impl<'m> Interp<'m> {
                 }
                 t(reduce::matmul(&x, &y)?)
             }
-            "mv" | "dot" => t(reduce::matmul(&a.tensor(0, "input")?, &a.tensor(1, "other")?)?),
+            "mv" | "dot" => t(reduce::matmul(
+                &a.tensor(0, "input")?,
+                &a.tensor(1, "other")?,
+            )?),
             "linear" => {
                 let x = a.tensor(0, "input")?;
                 let w = a.tensor(1, "weight")?;
                 let y = reduce::matmul(&x, &w.t()?)?;
                 match a.opt(2, "bias") {
-                    Some(Value::Tensor(b)) => t(ops::binary(Binary::Add, &Operand::T(y), &Operand::T(b.clone()))?),
+                    Some(Value::Tensor(b)) => t(ops::binary(
+                        Binary::Add,
+                        &Operand::T(y),
+                        &Operand::T(b.clone()),
+                    )?),
                     _ => t(y),
                 }
             }
-            "cat" | "concat" | "concatenate" => t(reduce::cat(&tensor_list(a, 0, "tensors")?, a.int_or(1, "dim", 0)?)?),
-            "stack" => t(reduce::stack(&tensor_list(a, 0, "tensors")?, a.int_or(1, "dim", 0)?)?),
+            "cat" | "concat" | "concatenate" => t(reduce::cat(
+                &tensor_list(a, 0, "tensors")?,
+                a.int_or(1, "dim", 0)?,
+            )?),
+            "stack" => t(reduce::stack(
+                &tensor_list(a, 0, "tensors")?,
+                a.int_or(1, "dim", 0)?,
+            )?),
             "clone" => t(a.tensor(0, "input")?.contiguous_copy()),
             "contiguous" => {
                 let x = a.tensor(0, "input")?;
-                t(if x.is_contiguous() { x } else { x.contiguous_copy() })
+                t(if x.is_contiguous() {
+                    x
+                } else {
+                    x.contiguous_copy()
+                })
             }
             "detach" => {
                 let x = a.tensor(0, "input")?;
@@ -412,34 +591,60 @@ impl<'m> Interp<'m> {
                     return Err("view(dtype) is not supported".into());
                 }
                 let sizes = a.sizes(1, "shape")?;
-                t(if name == "view" { x.view(&sizes)? } else { x.reshape(&sizes)? })
+                t(if name == "view" {
+                    x.view(&sizes)?
+                } else {
+                    x.reshape(&sizes)?
+                })
             }
             "view_as" | "reshape_as" => {
                 let x = a.tensor(0, "input")?;
                 let o = a.tensor(1, "other")?;
                 let sizes: Vec<i64> = o.shape.iter().map(|&d| d as i64).collect();
-                t(if name == "view_as" { x.view(&sizes)? } else { x.reshape(&sizes)? })
+                t(if name == "view_as" {
+                    x.view(&sizes)?
+                } else {
+                    x.reshape(&sizes)?
+                })
             }
             "flatten" => {
                 let x = a.tensor(0, "input")?;
                 t(x.flatten(a.int_or(1, "start_dim", 0)?, a.int_or(2, "end_dim", -1)?)?)
             }
             "t" => t(a.tensor(0, "input")?.t()?),
-            "transpose" | "swapaxes" | "swapdims" => t(a.tensor(0, "input")?.transpose(a.int(1, "dim0")?, a.int(2, "dim1")?)?),
+            "transpose" | "swapaxes" | "swapdims" => t(a
+                .tensor(0, "input")?
+                .transpose(a.int(1, "dim0")?, a.int(2, "dim1")?)?),
             "permute" => t(a.tensor(0, "input")?.permute(&a.sizes(1, "dims")?)?),
             "unsqueeze" => t(a.tensor(0, "input")?.unsqueeze(a.int(1, "dim")?)?),
             "squeeze" => t(a.tensor(0, "input")?.squeeze(dims_kw(a)?.as_deref())?),
             "expand" => t(a.tensor(0, "input")?.expand(&a.sizes(1, "size")?)?),
             "expand_as" => {
                 let o = a.tensor(1, "other")?;
-                t(a.tensor(0, "input")?.expand(&o.shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?)
+                t(a.tensor(0, "input")?
+                    .expand(&o.shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?)
             }
-            "broadcast_to" => t(a.tensor(0, "input")?.expand(&int_list(a.req(1, "size")?)?)?),
-            "narrow" => t(a.tensor(0, "input")?.narrow(a.int(1, "dim")?, a.int(2, "start")?, a.int(3, "length")?)?),
-            "select" => t(a.tensor(0, "input")?.select(a.int(1, "dim")?, a.int(2, "index")?)?),
-            "diagonal" => t(a.tensor(0, "input")?.diagonal(a.int_or(1, "offset", 0)?, a.int_or(2, "dim1", 0)?, a.int_or(3, "dim2", 1)?)?),
+            "broadcast_to" => t(a
+                .tensor(0, "input")?
+                .expand(&int_list(a.req(1, "size")?)?)?),
+            "narrow" => t(a.tensor(0, "input")?.narrow(
+                a.int(1, "dim")?,
+                a.int(2, "start")?,
+                a.int(3, "length")?,
+            )?),
+            "select" => t(a
+                .tensor(0, "input")?
+                .select(a.int(1, "dim")?, a.int(2, "index")?)?),
+            "diagonal" => t(a.tensor(0, "input")?.diagonal(
+                a.int_or(1, "offset", 0)?,
+                a.int_or(2, "dim1", 0)?,
+                a.int_or(3, "dim2", 1)?,
+            )?),
             "unbind" => tensors(a.tensor(0, "input")?.unbind(a.int_or(1, "dim", 0)?)?),
-            "chunk" => tensors(a.tensor(0, "input")?.chunk(a.int(1, "chunks")?, a.int_or(2, "dim", 0)?)?),
+            "chunk" => tensors(
+                a.tensor(0, "input")?
+                    .chunk(a.int(1, "chunks")?, a.int_or(2, "dim", 0)?)?,
+            ),
             "split" => {
                 let x = a.tensor(0, "input")?;
                 let dim = a.int_or(2, "dim", 0)?;
@@ -480,7 +685,9 @@ impl<'m> Interp<'m> {
                 let x = a.tensor(0, "input")?;
                 match a.opt_int(1, "dim")? {
                     None => Ok(shape_value(&x)),
-                    Some(d) => Ok(Value::Int(x.shape[crate::tensor::views::wrap_dim(d, x.dim())?] as i64)),
+                    Some(d) => Ok(Value::Int(
+                        x.shape[crate::tensor::views::wrap_dim(d, x.dim())?] as i64,
+                    )),
                 }
             }
             "is_floating_point" => Ok(Value::Bool(a.tensor(0, "input")?.dtype().is_float())),
@@ -494,7 +701,9 @@ impl<'m> Interp<'m> {
                     if v.to_bool() {
                         n += 1;
                         for k in 0..x.dim() {
-                            out.push(Scalar::I(((i as isize / strides[k]) as usize % x.shape[k]) as i64));
+                            out.push(Scalar::I(
+                                ((i as isize / strides[k]) as usize % x.shape[k]) as i64,
+                            ));
                         }
                     }
                 }
@@ -508,115 +717,7 @@ impl<'m> Interp<'m> {
                 idx.push(Some(ix));
                 t(index::index(&x, &idx)?)
             }
-            "zeros" | "ones" | "empty" | "full" => {
-                if method {
-                    return Err(format!("{UNKNOWN_OP}{name}"));
-                }
-                let (sizes, value) = if name == "full" {
-                    let v = fill_value(a.req(1, "fill_value")?, "full")?;
-                    (int_list(a.req(0, "size")?)?, v)
-                } else {
-                    (a.sizes(0, "size")?, Scalar::I(if name == "ones" { 1 } else { 0 }))
-                };
-                let dt = if name == "full" { creation_dtype(a, Some(value))? } else { creation_dtype(a, None)? };
-                t(Tensor::full(dt, &shape_of(&sizes)?, value)?)
-            }
-            "zeros_like" | "ones_like" | "empty_like" | "full_like" | "rand_like" => {
-                let x = a.tensor(0, "input")?;
-                let value = match name {
-                    "ones_like" => Scalar::I(1),
-                    "full_like" => fill_value(a.req(1, "fill_value")?, "full_like")?,
-                    "rand_like" => return Err(format!("{UNKNOWN_OP}{name}")),
-                    _ => Scalar::I(0),
-                };
-                let dt = a.dtype(99, "dtype")?.unwrap_or(x.dtype());
-                t(Tensor::full(dt, &x.shape, value)?)
-            }
-            "arange" => {
-                let nums: Vec<Scalar> = a
-                    .pos
-                    .iter()
-                    .map(|v| match v {
-                        Value::Tensor(t) if t.numel() == 1 => t.item(),
-                        o => o.as_scalar().ok_or_else(|| format!("arange(): arguments must be numbers, not {}", o.type_name())),
-                    })
-                    .collect::<AResult<_>>()?;
-                let (start, end, step) = match nums.as_slice() {
-                    [e] => (Scalar::I(0), *e, Scalar::I(1)),
-                    [s, e] => (*s, *e, a.get(2, "step").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1))),
-                    [s, e, st] => (*s, *e, *st),
-                    _ => {
-                        let e = a.get(99, "end").and_then(|v| v.as_scalar()).ok_or("arange() missing argument 'end'")?;
-                        (a.get(99, "start").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(0)), e, Scalar::I(1))
-                    }
-                };
-                let all_int = [start, end, step].iter().all(|s| !matches!(s, Scalar::F(_)));
-                let dt = a.dtype(99, "dtype")?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
-                let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
-                if st == 0.0 {
-                    return Err("step must be nonzero".into());
-                }
-                if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
-                    return Err("upper bound and lower bound inconsistent with step sign".into());
-                }
-                let n = ((e - s) / st).ceil().max(0.0) as usize;
-                let vals: Vec<Scalar> = (0..n)
-                    .map(|i| if all_int { Scalar::I(start.to_i64_trunc() + i as i64 * step.to_i64_trunc()) } else { Scalar::F(s + i as f64 * st) })
-                    .collect();
-                t(Tensor::from_scalars(dt, &[n], &vals)?)
-            }
-            "linspace" => {
-                let s = a.req(0, "start")?.as_scalar().ok_or("linspace(): start must be a number")?.to_f64();
-                let e = a.req(1, "end")?.as_scalar().ok_or("linspace(): end must be a number")?.to_f64();
-                let n = a.int(2, "steps")?.max(0) as usize;
-                let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
-                let step = if n > 1 { (e - s) / (n - 1) as f64 } else { 0.0 };
-                let half = n / 2;
-                let vals: Vec<f64> = (0..n).map(|i| if i < half { s + step * i as f64 } else { e - step * (n - 1 - i) as f64 }).collect();
-                t(Tensor::from_f64(dt, &[n], &vals)?)
-            }
-            "tensor" | "as_tensor" => {
-                let v = a.req(0, "data")?;
-                let mut shape = Vec::new();
-                let mut vals = Vec::new();
-                flatten_data(v, &mut shape, 0, &mut vals)?;
-                let inferred = match v {
-                    Value::Tensor(t) => t.dtype(),
-                    _ => {
-                        let k = vals.iter().map(|s| s.kind()).max();
-                        match k {
-                            Some(crate::tensor::Kind::Bool) => DType::Bool,
-                            Some(crate::tensor::Kind::Int) => DType::I64,
-                            _ => DType::F32,
-                        }
-                    }
-                };
-                let dt = a.dtype(1, "dtype")?.unwrap_or(inferred);
-                t(Tensor::from_scalars(dt, &shape, &vals)?)
-            }
-            "meshgrid" => {
-                let ts = if a.pos.len() == 1 && a.pos[0].items().is_some() { tensor_list(a, 0, "tensors")? } else {
-                    a.pos.iter().map(|v| match v { Value::Tensor(t) => Ok(t.clone()), _ => Err("meshgrid expects tensors".to_string()) }).collect::<AResult<_>>()?
-                };
-                let ij = match a.opt(99, "indexing") {
-                    Some(Value::Str(s)) if s.as_ref() == "xy" => false,
-                    _ => true,
-                };
-                let mut sizes: Vec<i64> = ts.iter().map(|t| t.numel() as i64).collect();
-                if !ij && sizes.len() >= 2 {
-                    sizes.swap(0, 1);
-                }
-                let n = ts.len();
-                let mut out = Vec::new();
-                for (k, x) in ts.iter().enumerate() {
-                    let pos = if !ij && n >= 2 && k < 2 { 1 - k } else { k };
-                    let mut shape = vec![1i64; n];
-                    shape[pos] = x.numel() as i64;
-                    out.push(x.reshape(&shape)?.expand(&sizes)?);
-                }
-                tensors(out)
-            }
-            _ => Err(format!("{UNKNOWN_OP}{name}")),
+            _ => super::creation::creation_op(name, a, method),
         }
     }
 }

@@ -37,7 +37,12 @@ impl Buf {
             DType::I64 => Buf::I64(vec![0; n]),
             DType::F32 => Buf::F32(vec![0.0; n]),
             DType::F64 => Buf::F64(vec![0.0; n]),
-            DType::F16 | DType::BF16 => return Err(format!("dtype {} is not supported by the interpreter yet", dtype.name())),
+            DType::F16 | DType::BF16 => {
+                return Err(format!(
+                    "dtype {} is not supported by the interpreter yet",
+                    dtype.name()
+                ))
+            }
         })
     }
 
@@ -125,11 +130,20 @@ impl Tensor {
     pub fn from_buf(buf: Buf, shape: Vec<usize>) -> Tensor {
         debug_assert_eq!(buf.len(), numel(&shape));
         let dtype = buf.dtype();
-        Tensor { strides: contiguous_strides(&shape), shape, offset: 0, buf: Rc::new(RefCell::new(buf)), dtype }
+        Tensor {
+            strides: contiguous_strides(&shape),
+            shape,
+            offset: 0,
+            buf: Rc::new(RefCell::new(buf)),
+            dtype,
+        }
     }
 
     pub fn zeros(dtype: DType, shape: &[usize]) -> TResult<Tensor> {
-        Ok(Tensor::from_buf(Buf::zeros(dtype, numel(shape))?, shape.to_vec()))
+        Ok(Tensor::from_buf(
+            Buf::zeros(dtype, numel(shape))?,
+            shape.to_vec(),
+        ))
     }
 
     pub fn full(dtype: DType, shape: &[usize], value: Scalar) -> TResult<Tensor> {
@@ -184,7 +198,13 @@ impl Tensor {
 
     /// A new view onto the same buffer.
     pub fn restride(&self, shape: Vec<usize>, strides: Vec<isize>, offset: usize) -> Tensor {
-        Tensor { buf: self.buf.clone(), shape, strides, offset, dtype: self.dtype }
+        Tensor {
+            buf: self.buf.clone(),
+            shape,
+            strides,
+            offset,
+            dtype: self.dtype,
+        }
     }
 
     pub fn same_storage(&self, other: &Tensor) -> bool {
@@ -193,7 +213,10 @@ impl Tensor {
 
     /// Whether this view is exactly the same window as `other` (same storage, offset, shape and strides).
     pub fn same_view(&self, other: &Tensor) -> bool {
-        self.same_storage(other) && self.offset == other.offset && self.shape == other.shape && self.strides == other.strides
+        self.same_storage(other)
+            && self.offset == other.offset
+            && self.shape == other.shape
+            && self.strides == other.strides
     }
 
     pub fn is_contiguous(&self) -> bool {
@@ -246,13 +269,19 @@ impl Tensor {
 
     pub fn to_f64_vec(&self) -> Vec<f64> {
         let b = self.buf.borrow();
-        self.offsets().into_iter().map(|o| b.get(o).to_f64()).collect()
+        self.offsets()
+            .into_iter()
+            .map(|o| b.get(o).to_f64())
+            .collect()
     }
 
     /// The single element of a one-element tensor (`.item()`).
     pub fn item(&self) -> TResult<Scalar> {
         if self.numel() != 1 {
-            return Err(format!("a Tensor with {} elements cannot be converted to Scalar", self.numel()));
+            return Err(format!(
+                "a Tensor with {} elements cannot be converted to Scalar",
+                self.numel()
+            ));
         }
         Ok(self.buf.borrow().get(self.offset))
     }
@@ -300,7 +329,10 @@ impl Tensor {
 
     /// Whether some dimension of size > 1 has stride 0, so several indices name one element.
     pub fn has_internal_overlap(&self) -> bool {
-        self.shape.iter().zip(&self.strides).any(|(&n, &s)| n > 1 && s == 0)
+        self.shape
+            .iter()
+            .zip(&self.strides)
+            .any(|(&n, &s)| n > 1 && s == 0)
     }
 
     /// Whether the elements form one dense block (contiguous after some permutation of dims).

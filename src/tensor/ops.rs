@@ -29,7 +29,8 @@ pub fn result_type(ops: &[&Operand]) -> DType {
     let mut dim: Option<DType> = None;
     let mut zero: Option<DType> = None;
     let mut wrapped: Option<DType> = None;
-    let join = |acc: &mut Option<DType>, d: DType| *acc = Some(acc.map_or(d, |a| DType::promote(a, d)));
+    let join =
+        |acc: &mut Option<DType>, d: DType| *acc = Some(acc.map_or(d, |a| DType::promote(a, d)));
     for op in ops {
         match op {
             Operand::T(t) if t.dim() > 0 => join(&mut dim, t.dtype()),
@@ -62,8 +63,16 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> TResult<Vec<usize>> {
     let mut out = vec![0; n];
     // From the last dim, as PyTorch's `infer_size`, so a message names the same dim as PyTorch's.
     for i in (0..n).rev() {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {
@@ -84,18 +93,29 @@ fn gather(op: &Operand, shape: &[usize], dtype: DType) -> TResult<Vec<Scalar>> {
         Operand::T(t) => {
             let b = t.broadcast_to(shape)?;
             let buf = b.buf.borrow();
-            Ok(b.offsets().into_iter().map(|o| buf.get(o).cast(dtype)).collect())
+            Ok(b.offsets()
+                .into_iter()
+                .map(|o| buf.get(o).cast(dtype))
+                .collect())
         }
     }
 }
 
 /// Applies `f` elementwise over broadcast operands cast to `compute`, storing the results as `out`.
-pub fn map_n(ops: &[&Operand], compute: DType, out: DType, f: impl Fn(&[Scalar]) -> TResult<Scalar>) -> TResult<Tensor> {
+pub fn map_n(
+    ops: &[&Operand],
+    compute: DType,
+    out: DType,
+    f: impl Fn(&[Scalar]) -> TResult<Scalar>,
+) -> TResult<Tensor> {
     let mut shape: Vec<usize> = Vec::new();
     for op in ops {
         shape = broadcast_shapes(&shape, op.shape())?;
     }
-    let cols: Vec<Vec<Scalar>> = ops.iter().map(|o| gather(o, &shape, compute)).collect::<TResult<_>>()?;
+    let cols: Vec<Vec<Scalar>> = ops
+        .iter()
+        .map(|o| gather(o, &shape, compute))
+        .collect::<TResult<_>>()?;
     let n = super::numel(&shape);
     let result = Tensor::zeros(out, &shape)?;
     {
@@ -137,7 +157,10 @@ pub enum Binary {
 
 impl Binary {
     pub fn is_comparison(self) -> bool {
-        matches!(self, Binary::Eq | Binary::Ne | Binary::Lt | Binary::Le | Binary::Gt | Binary::Ge)
+        matches!(
+            self,
+            Binary::Eq | Binary::Ne | Binary::Lt | Binary::Le | Binary::Gt | Binary::Ge
+        )
     }
 }
 
@@ -198,7 +221,9 @@ pub fn binary(op: Binary, a: &Operand, b: &Operand) -> TResult<Tensor> {
             }
         }
     }
-    map_n(&[a, b], compute, out, |args| apply_binary(op, kind, args[0], args[1]))
+    map_n(&[a, b], compute, out, |args| {
+        apply_binary(op, kind, args[0], args[1])
+    })
 }
 
 fn apply_binary(op: Binary, kind: Kind, x: Scalar, y: Scalar) -> TResult<Scalar> {
@@ -207,11 +232,25 @@ fn apply_binary(op: Binary, kind: Kind, x: Scalar, y: Scalar) -> TResult<Scalar>
         let r = match kind {
             Kind::Float => {
                 let (a, b) = (x.to_f64(), y.to_f64());
-                match op { Eq => a == b, Ne => a != b, Lt => a < b, Le => a <= b, Gt => a > b, _ => a >= b }
+                match op {
+                    Eq => a == b,
+                    Ne => a != b,
+                    Lt => a < b,
+                    Le => a <= b,
+                    Gt => a > b,
+                    _ => a >= b,
+                }
             }
             _ => {
                 let (a, b) = (x.to_i64_trunc(), y.to_i64_trunc());
-                match op { Eq => a == b, Ne => a != b, Lt => a < b, Le => a <= b, Gt => a > b, _ => a >= b }
+                match op {
+                    Eq => a == b,
+                    Ne => a != b,
+                    Lt => a < b,
+                    Le => a <= b,
+                    Gt => a > b,
+                    _ => a >= b,
+                }
             }
         };
         return Ok(Scalar::B(r));
@@ -228,8 +267,20 @@ fn apply_binary(op: Binary, kind: Kind, x: Scalar, y: Scalar) -> TResult<Scalar>
                 Rem => py_rem_f(a, b),
                 Fmod => a % b,
                 Pow => a.powf(b),
-                Maximum => if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) },
-                Minimum => if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) },
+                Maximum => {
+                    if a.is_nan() || b.is_nan() {
+                        f64::NAN
+                    } else {
+                        a.max(b)
+                    }
+                }
+                Minimum => {
+                    if a.is_nan() || b.is_nan() {
+                        f64::NAN
+                    } else {
+                        a.min(b)
+                    }
+                }
                 Atan2 => a.atan2(b),
                 _ => unreachable!("bitwise ops on floats are rejected in binary_dtypes"),
             })
@@ -243,11 +294,19 @@ fn apply_binary(op: Binary, kind: Kind, x: Scalar, y: Scalar) -> TResult<Scalar>
                 FloorDiv | Rem | Fmod if b == 0 => return Err("ZeroDivisionError".into()),
                 FloorDiv => {
                     let q = a.wrapping_div(b);
-                    if (a % b != 0) && ((a < 0) != (b < 0)) { q - 1 } else { q }
+                    if (a % b != 0) && ((a < 0) != (b < 0)) {
+                        q - 1
+                    } else {
+                        q
+                    }
                 }
                 Rem => {
                     let r = a.wrapping_rem(b);
-                    if r != 0 && ((r < 0) != (b < 0)) { r + b } else { r }
+                    if r != 0 && ((r < 0) != (b < 0)) {
+                        r + b
+                    } else {
+                        r
+                    }
                 }
                 Fmod => a.wrapping_rem(b),
                 Pow => a.wrapping_pow(b.clamp(0, u32::MAX as i64) as u32),
@@ -271,7 +330,11 @@ fn apply_binary(op: Binary, kind: Kind, x: Scalar, y: Scalar) -> TResult<Scalar>
                     if !b {
                         return Err("ZeroDivisionError".into());
                     }
-                    if op == FloorDiv { a } else { false }
+                    if op == FloorDiv {
+                        a
+                    } else {
+                        false
+                    }
                 }
                 _ => unreachable!(),
             })
@@ -312,7 +375,22 @@ impl Unary {
     /// Ops that compute in floats and turn integer inputs into the default float dtype.
     fn is_float_op(self) -> bool {
         use Unary::*;
-        matches!(self, Exp | Log | Log1p | Expm1 | Sqrt | Rsqrt | Sigmoid | Tanh | Sin | Cos | Reciprocal | Erf | Silu | Gelu)
+        matches!(
+            self,
+            Exp | Log
+                | Log1p
+                | Expm1
+                | Sqrt
+                | Rsqrt
+                | Sigmoid
+                | Tanh
+                | Sin
+                | Cos
+                | Reciprocal
+                | Erf
+                | Silu
+                | Gelu
+        )
     }
 }
 
@@ -368,7 +446,15 @@ pub fn unary(op: Unary, x: &Tensor) -> TResult<Tensor> {
                 Scalar::F(match op {
                     Neg => -f,
                     Abs => f.abs(),
-                    Relu => if f.is_nan() { f } else if f > 0.0 { f } else { 0.0 },
+                    Relu => {
+                        if f.is_nan() {
+                            f
+                        } else if f > 0.0 {
+                            f
+                        } else {
+                            0.0
+                        }
+                    }
                     Exp => f.exp(),
                     Log => f.ln(),
                     Log1p => f.ln_1p(),
@@ -383,7 +469,15 @@ pub fn unary(op: Unary, x: &Tensor) -> TResult<Tensor> {
                     Ceil => f.ceil(),
                     Round => f.round_ties_even(),
                     Trunc => f.trunc(),
-                    Sign => if f > 0.0 { 1.0 } else if f < 0.0 { -1.0 } else { f },
+                    Sign => {
+                        if f > 0.0 {
+                            1.0
+                        } else if f < 0.0 {
+                            -1.0
+                        } else {
+                            f
+                        }
+                    }
                     LogicalNot => return Ok(Scalar::B(f == 0.0)),
                     Reciprocal => 1.0 / f,
                     Square => f * f,
@@ -424,10 +518,15 @@ pub fn unary(op: Unary, x: &Tensor) -> TResult<Tensor> {
 /// `torch.where(cond, a, b)`.
 pub fn where_(cond: &Tensor, a: &Operand, b: &Operand) -> TResult<Tensor> {
     if cond.dtype() != DType::Bool {
-        return Err(format!("where expected condition to be a boolean tensor, but got a tensor with dtype {}", cond.dtype().name()));
+        return Err(format!(
+            "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+            cond.dtype().name()
+        ));
     }
     let dt = result_type(&[a, b]);
-    map_n(&[&Operand::T(cond.clone()), a, b], dt, dt, |v| Ok(if v[0].to_bool() { v[1] } else { v[2] }))
+    map_n(&[&Operand::T(cond.clone()), a, b], dt, dt, |v| {
+        Ok(if v[0].to_bool() { v[1] } else { v[2] })
+    })
 }
 
 /// `clamp(x, min, max)`; NaN in `x` or in a bound propagates, and `max` wins when `min > max`.
@@ -449,11 +548,19 @@ pub fn clamp(x: &Tensor, lo: Option<&Operand>, hi: Option<&Operand>) -> TResult<
             let mut r = v[0].to_f64();
             if has_l {
                 let b = v[1].to_f64();
-                r = if r.is_nan() || b.is_nan() { f64::NAN } else { r.max(b) };
+                r = if r.is_nan() || b.is_nan() {
+                    f64::NAN
+                } else {
+                    r.max(b)
+                };
             }
             if has_h {
                 let b = v[2].to_f64();
-                r = if r.is_nan() || b.is_nan() { f64::NAN } else { r.min(b) };
+                r = if r.is_nan() || b.is_nan() {
+                    f64::NAN
+                } else {
+                    r.min(b)
+                };
             }
             Ok(Scalar::F(r))
         } else {
@@ -501,11 +608,19 @@ pub fn check_overlap(dst: &Tensor, inputs: &[&Tensor], check_internal: bool) -> 
 /// Writes `value` into `dst` (an in-place op's result), after PyTorch's checks of dtype and shape.
 pub fn write_result(dst: &Tensor, value: &Tensor, cast_check: bool) -> TResult<()> {
     if cast_check && !dst.dtype().can_cast_from(value.dtype()) {
-        return Err(format!("result type {} can't be cast to the desired output type {}", value.dtype().name(), dst.dtype().name()));
+        return Err(format!(
+            "result type {} can't be cast to the desired output type {}",
+            value.dtype().name(),
+            dst.dtype().name()
+        ));
     }
     let b = broadcast_shapes(&dst.shape, &value.shape)?;
     if b != dst.shape {
-        return Err(format!("output with shape {} doesn't match the broadcast shape {}", fmt_shape(&dst.shape), fmt_shape(&b)));
+        return Err(format!(
+            "output with shape {} doesn't match the broadcast shape {}",
+            fmt_shape(&dst.shape),
+            fmt_shape(&b)
+        ));
     }
     let src = value.broadcast_to(&dst.shape)?;
     let vals = src.scalars();

@@ -1,0 +1,254 @@
+//! Creation ops: `zeros`, `ones`, `full`, `*_like`, `new_*`, `arange`, `linspace`, `tensor`, `eye`, `meshgrid`.
+
+use super::args::{int_list, AResult, Args};
+use super::torch_ops::{fill_value, flatten_data, t, tensor_list, tensors, UNKNOWN_OP};
+use super::value::Value;
+use crate::tensor::{DType, Scalar, Tensor};
+
+/// The dtype a creation op gives a Python fill value.
+fn creation_dtype(a: &Args, value: Option<Scalar>) -> AResult<DType> {
+    Ok(match a.dtype(99, "dtype")? {
+        Some(d) => d,
+        None => value.map(|s| s.default_dtype()).unwrap_or(DType::F32),
+    })
+}
+
+fn shape_of(sizes: &[i64]) -> AResult<Vec<usize>> {
+    sizes
+        .iter()
+        .map(|&d| {
+            if d < 0 {
+                Err(format!(
+                    "Trying to create tensor with negative dimension {d}: {:?}",
+                    sizes
+                ))
+            } else {
+                Ok(d as usize)
+            }
+        })
+        .collect()
+}
+
+/// A creation op, or the unknown-op error when `name` is none of them.
+pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> {
+    match name {
+        "zeros" | "ones" | "empty" | "full" => {
+            if method {
+                return Err(format!("{UNKNOWN_OP}{name}"));
+            }
+            let (sizes, value) = if name == "full" {
+                let v = fill_value(a.req(1, "fill_value")?, "full")?;
+                (int_list(a.req(0, "size")?)?, v)
+            } else {
+                (
+                    a.sizes(0, "size")?,
+                    Scalar::I(if name == "ones" { 1 } else { 0 }),
+                )
+            };
+            let dt = if name == "full" {
+                creation_dtype(a, Some(value))?
+            } else {
+                creation_dtype(a, None)?
+            };
+            t(Tensor::full(dt, &shape_of(&sizes)?, value)?)
+        }
+        "zeros_like" | "ones_like" | "empty_like" | "full_like" | "rand_like" => {
+            let x = a.tensor(0, "input")?;
+            let value = match name {
+                "ones_like" => Scalar::I(1),
+                "full_like" => fill_value(a.req(1, "fill_value")?, "full_like")?,
+                "rand_like" => return Err(format!("{UNKNOWN_OP}{name}")),
+                _ => Scalar::I(0),
+            };
+            let dt = a.dtype(99, "dtype")?.unwrap_or(x.dtype());
+            t(Tensor::full(dt, &x.shape, value)?)
+        }
+        "arange" => {
+            let nums: Vec<Scalar> = a
+                .pos
+                .iter()
+                .map(|v| match v {
+                    Value::Tensor(t) if t.numel() == 1 => t.item(),
+                    o => o.as_scalar().ok_or_else(|| {
+                        format!("arange(): arguments must be numbers, not {}", o.type_name())
+                    }),
+                })
+                .collect::<AResult<_>>()?;
+            let (start, end, step) = match nums.as_slice() {
+                [e] => (Scalar::I(0), *e, Scalar::I(1)),
+                [s, e] => (
+                    *s,
+                    *e,
+                    a.get(2, "step")
+                        .and_then(|v| v.as_scalar())
+                        .unwrap_or(Scalar::I(1)),
+                ),
+                [s, e, st] => (*s, *e, *st),
+                _ => {
+                    let e = a
+                        .get(99, "end")
+                        .and_then(|v| v.as_scalar())
+                        .ok_or("arange() missing argument 'end'")?;
+                    (
+                        a.get(99, "start")
+                            .and_then(|v| v.as_scalar())
+                            .unwrap_or(Scalar::I(0)),
+                        e,
+                        Scalar::I(1),
+                    )
+                }
+            };
+            let all_int = [start, end, step]
+                .iter()
+                .all(|s| !matches!(s, Scalar::F(_)));
+            let dt = a
+                .dtype(99, "dtype")?
+                .unwrap_or(if all_int { DType::I64 } else { DType::F32 });
+            let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
+            if st == 0.0 {
+                return Err("step must be nonzero".into());
+            }
+            if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+                return Err("upper bound and lower bound inconsistent with step sign".into());
+            }
+            let n = ((e - s) / st).ceil().max(0.0) as usize;
+            let vals: Vec<Scalar> = (0..n)
+                .map(|i| {
+                    if all_int {
+                        Scalar::I(start.to_i64_trunc() + i as i64 * step.to_i64_trunc())
+                    } else {
+                        Scalar::F(s + i as f64 * st)
+                    }
+                })
+                .collect();
+            t(Tensor::from_scalars(dt, &[n], &vals)?)
+        }
+        "linspace" => {
+            let s = a
+                .req(0, "start")?
+                .as_scalar()
+                .ok_or("linspace(): start must be a number")?
+                .to_f64();
+            let e = a
+                .req(1, "end")?
+                .as_scalar()
+                .ok_or("linspace(): end must be a number")?
+                .to_f64();
+            let n = a.int(2, "steps")?.max(0) as usize;
+            let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
+            let step = if n > 1 { (e - s) / (n - 1) as f64 } else { 0.0 };
+            let half = n / 2;
+            let vals: Vec<f64> = (0..n)
+                .map(|i| {
+                    if i < half {
+                        s + step * i as f64
+                    } else {
+                        e - step * (n - 1 - i) as f64
+                    }
+                })
+                .collect();
+            t(Tensor::from_f64(dt, &[n], &vals)?)
+        }
+        "tensor" | "as_tensor" => {
+            let v = a.req(0, "data")?;
+            let mut shape = Vec::new();
+            let mut vals = Vec::new();
+            flatten_data(v, &mut shape, 0, &mut vals)?;
+            let inferred = match v {
+                Value::Tensor(t) => t.dtype(),
+                _ => {
+                    let k = vals.iter().map(|s| s.kind()).max();
+                    match k {
+                        Some(crate::tensor::Kind::Bool) => DType::Bool,
+                        Some(crate::tensor::Kind::Int) => DType::I64,
+                        _ => DType::F32,
+                    }
+                }
+            };
+            let dt = a.dtype(1, "dtype")?.unwrap_or(inferred);
+            t(Tensor::from_scalars(dt, &shape, &vals)?)
+        }
+        "meshgrid" => {
+            let ts = if a.pos.len() == 1 && a.pos[0].items().is_some() {
+                tensor_list(a, 0, "tensors")?
+            } else {
+                a.pos
+                    .iter()
+                    .map(|v| match v {
+                        Value::Tensor(t) => Ok(t.clone()),
+                        _ => Err("meshgrid expects tensors".to_string()),
+                    })
+                    .collect::<AResult<_>>()?
+            };
+            let ij = match a.opt(99, "indexing") {
+                Some(Value::Str(s)) if s.as_ref() == "xy" => false,
+                _ => true,
+            };
+            let mut sizes: Vec<i64> = ts.iter().map(|t| t.numel() as i64).collect();
+            if !ij && sizes.len() >= 2 {
+                sizes.swap(0, 1);
+            }
+            let n = ts.len();
+            let mut out = Vec::new();
+            for (k, x) in ts.iter().enumerate() {
+                let pos = if !ij && n >= 2 && k < 2 { 1 - k } else { k };
+                let mut shape = vec![1i64; n];
+                shape[pos] = x.numel() as i64;
+                out.push(x.reshape(&shape)?.expand(&sizes)?);
+            }
+            tensors(out)
+        }
+        "new_zeros" | "new_ones" | "new_empty" | "new_full" => {
+            let x = a.tensor(0, "self")?;
+            let (sizes, value) = if name == "new_full" {
+                (
+                    int_list(a.req(1, "size")?)?,
+                    fill_value(a.req(2, "fill_value")?, "new_full")?,
+                )
+            } else {
+                (
+                    a.sizes(1, "size")?,
+                    Scalar::I(if name == "new_ones" { 1 } else { 0 }),
+                )
+            };
+            let dt = a.dtype(99, "dtype")?.unwrap_or(x.dtype());
+            t(Tensor::full(dt, &shape_of(&sizes)?, value)?)
+        }
+        "new_tensor" => {
+            let x = a.tensor(0, "self")?;
+            let mut shape = Vec::new();
+            let mut vals = Vec::new();
+            flatten_data(a.req(1, "data")?, &mut shape, 0, &mut vals)?;
+            t(Tensor::from_scalars(
+                a.dtype(99, "dtype")?.unwrap_or(x.dtype()),
+                &shape,
+                &vals,
+            )?)
+        }
+        "eye" => {
+            let n = a.int(0, "n")?.max(0) as usize;
+            let m = a.opt_int(1, "m")?.map(|m| m.max(0) as usize).unwrap_or(n);
+            let out = Tensor::zeros(creation_dtype(a, None)?, &[n, m])?;
+            let d = out.diagonal(0, 0, 1)?;
+            d.write_scalars(&vec![Scalar::I(1); d.numel()]);
+            t(out)
+        }
+        "diag" => {
+            let x = a.tensor(0, "input")?;
+            let k = a.int_or(1, "diagonal", 0)?;
+            match x.dim() {
+                1 => {
+                    let n = x.shape[0] + k.unsigned_abs() as usize;
+                    let out = Tensor::zeros(x.dtype(), &[n, n])?;
+                    out.diagonal(k, 0, 1)?.write_scalars(&x.scalars());
+                    t(out)
+                }
+                2 => t(x.diagonal(k, 0, 1)?.contiguous_copy()),
+                _ => Err("diag(): Supports 1D or 2D tensors. Got ".to_string()
+                    + &x.dim().to_string()
+                    + "D"),
+            }
+        }
+        _ => super::extra_ops::extra_op(name, a),
+    }
+}

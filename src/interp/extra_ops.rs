@@ -1,0 +1,502 @@
+//! Less common ops: gathers and scatters, sorting, statistics, flips and rolls, and a few `torch.nn.functional`
+//! helpers. Each is built from the tensor runtime's primitives.
+
+use std::rc::Rc;
+
+use super::args::{int_list, to_int, AResult, Args};
+use super::torch_ops::{operand_arg, t, UNKNOWN_OP};
+use super::value::Value;
+use crate::tensor::ops::{self, Binary, Operand, Unary};
+use crate::tensor::views::wrap_dim;
+use crate::tensor::{contiguous_strides, index, reduce, DType, Scalar, Tensor};
+
+/// In-place ops that change a tensor's shape or strides: our values share metadata by copy, so they are refused.
+pub(super) const METADATA_INPLACE: &[&str] = &[
+    "t_",
+    "transpose_",
+    "squeeze_",
+    "unsqueeze_",
+    "resize_",
+    "as_strided_",
+    "swapdims_",
+    "swapaxes_",
+];
+
+fn named(values: Tensor, indices: Tensor) -> Value {
+    Value::Named(
+        Rc::new(vec![Value::Tensor(values), Value::Tensor(indices)]),
+        &["values", "indices"],
+    )
+}
+
+/// Index tensors addressing, for every element of `index`, the element of `x` with `dim` replaced by the index
+/// value (the addressing of `gather`/`scatter`).
+fn along_dim_offsets(x: &Tensor, dim: usize, idx: &Tensor) -> AResult<Vec<usize>> {
+    if idx.dim() != x.dim() {
+        return Err("Index tensor must have the same number of dimensions as input tensor".into());
+    }
+    let vals = idx.scalars();
+    let istr = contiguous_strides(&idx.shape);
+    let mut out = Vec::with_capacity(vals.len());
+    for (flat, v) in vals.iter().enumerate() {
+        let mut off = x.offset as isize;
+        for d in 0..x.dim() {
+            let c = (flat as isize / istr[d]) as usize % idx.shape[d].max(1);
+            let c = if d == dim {
+                let i = v.to_i64_trunc();
+                let n = x.shape[d] as i64;
+                if i < -n || i >= n {
+                    return Err(format!(
+                        "index {} is out of bounds for dimension {} with size {}",
+                        i, d, n
+                    ));
+                }
+                (if i < 0 { i + n } else { i }) as usize
+            } else {
+                if c >= x.shape[d] {
+                    return Err(format!("Size does not match at dimension {d} expected index {:?} to be smaller than self {:?} apart from dimension {dim}", idx.shape, x.shape));
+                }
+                c
+            };
+            off += c as isize * x.strides[d];
+        }
+        out.push(off as usize);
+    }
+    Ok(out)
+}
+
+/// Stable sort of every line along `dim`: values and their original indices.
+fn sort(x: &Tensor, dim: i64, descending: bool) -> AResult<(Tensor, Tensor)> {
+    let d = wrap_dim(dim, x.dim())? as i64;
+    let moved = x.transpose(d, -1)?;
+    let vals = moved.scalars();
+    let len = moved.shape.last().copied().unwrap_or(1).max(1);
+    let mut sv = Vec::with_capacity(vals.len());
+    let mut si = Vec::with_capacity(vals.len());
+    for line in vals.chunks(len) {
+        let mut order: Vec<usize> = (0..line.len()).collect();
+        let key = |s: &Scalar| s.to_f64();
+        order.sort_by(|&i, &j| {
+            let (a, b) = (key(&line[i]), key(&line[j]));
+            // NaN sorts as the largest value, as in PyTorch.
+            let c = match (a.is_nan(), b.is_nan()) {
+                (true, true) => std::cmp::Ordering::Equal,
+                (true, false) => std::cmp::Ordering::Greater,
+                (false, true) => std::cmp::Ordering::Less,
+                _ => a.partial_cmp(&b).unwrap(),
+            };
+            if descending {
+                c.reverse()
+            } else {
+                c
+            }
+        });
+        for i in order {
+            sv.push(line[i]);
+            si.push(Scalar::I(i as i64));
+        }
+    }
+    let v = Tensor::from_scalars(x.dtype(), &moved.shape, &sv)?
+        .transpose(d, -1)?
+        .contiguous_copy();
+    let i = Tensor::from_scalars(DType::I64, &moved.shape, &si)?
+        .transpose(d, -1)?
+        .contiguous_copy();
+    Ok((v, i))
+}
+
+fn var(x: &Tensor, a: &Args) -> AResult<Tensor> {
+    let dims = a.dims(1, "dim")?;
+    let keep = a.bool_or(3, "keepdim", false)?;
+    let correction = match (a.opt(99, "correction"), a.opt(2, "unbiased")) {
+        (Some(c), _) => to_int(c)?,
+        (None, Some(Value::Bool(false))) => 0,
+        _ => 1,
+    };
+    let mean = reduce::mean(x, dims.as_deref(), true, None)?;
+    let diff = ops::binary(Binary::Sub, &Operand::T(x.clone()), &Operand::T(mean))?;
+    let sq = ops::binary(Binary::Mul, &Operand::T(diff.clone()), &Operand::T(diff))?;
+    let s = reduce::sum(&sq, dims.as_deref(), keep, None)?;
+    let n = (x.numel() / s.numel().max(1)) as i64;
+    let denom = (n - correction).max(0) as f64;
+    ops::binary(Binary::Div, &Operand::T(s), &Operand::S(Scalar::F(denom)))
+}
+
+pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
+    let bin = |op: Binary, x: Operand, y: Operand| ops::binary(op, &x, &y);
+    match name {
+        "gather" => {
+            let x = a.tensor(0, "input")?;
+            let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
+            let idx = a.tensor(2, "index")?;
+            let offs = along_dim_offsets(&x, d, &idx)?;
+            let b = x.buf.borrow();
+            let vals: Vec<Scalar> = offs.iter().map(|&o| b.get(o)).collect();
+            t(Tensor::from_scalars(x.dtype(), &idx.shape, &vals)?)
+        }
+        "scatter" | "scatter_add" => {
+            let x = a.tensor(0, "input")?.contiguous_copy();
+            let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
+            let idx = a.tensor(2, "index")?;
+            let offs = along_dim_offsets(&x, d, &idx)?;
+            let src: Vec<Scalar> = match a.opt(3, "src").or(a.opt(3, "value")) {
+                Some(Value::Tensor(s)) => {
+                    let n = idx.numel();
+                    let sl = (0..s.dim()).try_fold(s.clone(), |acc, k| {
+                        acc.narrow(k as i64, 0, idx.shape[k] as i64)
+                    })?;
+                    let v = sl.scalars();
+                    if v.len() != n {
+                        return Err("scatter(): src is smaller than index".into());
+                    }
+                    v
+                }
+                Some(v) => {
+                    vec![v.as_scalar().ok_or("scatter(): value must be a number")?; idx.numel()]
+                }
+                None => return Err("scatter() missing argument 'src'".into()),
+            };
+            let add = name == "scatter_add"
+                || matches!(a.opt(4, "reduce"), Some(Value::Str(s)) if s.as_ref() == "add");
+            {
+                let mut b = x.buf.borrow_mut();
+                for (&o, v) in offs.iter().zip(src) {
+                    let v = if add {
+                        Scalar::F(b.get(o).to_f64() + v.to_f64()).cast(x.dtype())
+                    } else {
+                        v
+                    };
+                    b.set(o, v);
+                }
+            }
+            t(x)
+        }
+        "index_fill" | "index_add" | "index_copy" => {
+            let x = a.tensor(0, "input")?.contiguous_copy();
+            let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
+            let ix = a.tensor(2, "index")?;
+            let mut idx: Vec<Option<Tensor>> = vec![None; d];
+            idx.push(Some(ix));
+            let src = match a.req(
+                3,
+                if name == "index_fill" {
+                    "value"
+                } else {
+                    "source"
+                },
+            )? {
+                Value::Tensor(s) => s.clone(),
+                v => Tensor::scalar(
+                    x.dtype(),
+                    v.as_scalar()
+                        .ok_or("index op: value must be a number or tensor")?,
+                )?,
+            };
+            index::index_put(&x, &idx, &src, name == "index_add")?;
+            t(x)
+        }
+        "masked_select" => {
+            let x = a.tensor(0, "input")?;
+            let m = a.tensor(1, "mask")?;
+            let shape = ops::broadcast_shapes(&x.shape, &m.shape)?;
+            let xv = x.broadcast_to(&shape)?.scalars();
+            let mv = m.broadcast_to(&shape)?.scalars();
+            let vals: Vec<Scalar> = xv
+                .into_iter()
+                .zip(mv)
+                .filter(|(_, k)| k.to_bool())
+                .map(|(v, _)| v)
+                .collect();
+            t(Tensor::from_scalars(x.dtype(), &[vals.len()], &vals)?)
+        }
+        "sort" => {
+            let x = a.tensor(0, "input")?;
+            let (v, i) = sort(
+                &x,
+                a.int_or(1, "dim", -1)?,
+                a.bool_or(2, "descending", false)?,
+            )?;
+            Ok(named(v, i))
+        }
+        "argsort" => {
+            let x = a.tensor(0, "input")?;
+            t(sort(
+                &x,
+                a.int_or(1, "dim", -1)?,
+                a.bool_or(2, "descending", false)?,
+            )?
+            .1)
+        }
+        "topk" => {
+            let x = a.tensor(0, "input")?;
+            let k = a.int(1, "k")?;
+            let dim = a.int_or(2, "dim", -1)?;
+            let largest = a.bool_or(3, "largest", true)?;
+            let (v, i) = sort(&x, dim, largest)?;
+            let d = wrap_dim(dim, x.dim())?;
+            if k < 0 || (x.dim() > 0 && k as usize > x.shape[d]) {
+                return Err("selected index k out of range".into());
+            }
+            Ok(named(
+                v.narrow(d as i64, 0, k)?.contiguous_copy(),
+                i.narrow(d as i64, 0, k)?.contiguous_copy(),
+            ))
+        }
+        "flip" => {
+            let x = a.tensor(0, "input")?;
+            let dims = a.sizes(1, "dims")?;
+            let mut v = x.clone();
+            for d in dims {
+                let d = wrap_dim(d, x.dim())?;
+                let n = v.shape[d];
+                if n > 1 {
+                    let mut strides = v.strides.clone();
+                    let off = (v.offset as isize + (n as isize - 1) * strides[d]) as usize;
+                    strides[d] = -strides[d];
+                    v = v.restride(v.shape.clone(), strides, off);
+                }
+            }
+            t(v.contiguous_copy())
+        }
+        "roll" => {
+            let x = a.tensor(0, "input")?;
+            let shifts = int_list(a.req(1, "shifts")?)?;
+            let dims = match a.opt(2, "dims") {
+                Some(d) => int_list(d)?,
+                None => {
+                    let flat = x.reshape(&[-1])?;
+                    let n = flat.numel() as i64;
+                    let s = if n > 0 { shifts[0].rem_euclid(n) } else { 0 };
+                    let parts = [flat.narrow(0, n - s, s)?, flat.narrow(0, 0, n - s)?];
+                    return t(reduce::cat(&parts, 0)?
+                        .reshape(&x.shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?);
+                }
+            };
+            let mut v = x.clone();
+            for (s, d) in shifts.iter().zip(dims) {
+                let d = wrap_dim(d, x.dim())? as i64;
+                let n = v.shape[d as usize] as i64;
+                if n == 0 {
+                    continue;
+                }
+                let s = s.rem_euclid(n);
+                v = reduce::cat(&[v.narrow(d, n - s, s)?, v.narrow(d, 0, n - s)?], d)?;
+            }
+            t(v.contiguous_copy())
+        }
+        "outer" | "ger" => {
+            let x = a.tensor(0, "input")?;
+            let y = a.tensor(1, "vec2")?;
+            t(bin(
+                Binary::Mul,
+                Operand::T(x.unsqueeze(1)?),
+                Operand::T(y.unsqueeze(0)?),
+            )?)
+        }
+        "addmm" => {
+            let m = reduce::matmul(&a.tensor(1, "mat1")?, &a.tensor(2, "mat2")?)?;
+            let beta = a
+                .opt(3, "beta")
+                .and_then(|v| v.as_scalar())
+                .unwrap_or(Scalar::I(1));
+            let alpha = a
+                .opt(4, "alpha")
+                .and_then(|v| v.as_scalar())
+                .unwrap_or(Scalar::I(1));
+            let bias = bin(Binary::Mul, operand_arg(a, 0, "input")?, Operand::S(beta))?;
+            let prod = bin(Binary::Mul, Operand::T(m), Operand::S(alpha))?;
+            t(bin(Binary::Add, Operand::T(bias), Operand::T(prod))?)
+        }
+        "lerp" => {
+            let s = operand_arg(a, 0, "input")?;
+            let e = operand_arg(a, 1, "end")?;
+            let w = operand_arg(a, 2, "weight")?;
+            let diff = bin(Binary::Sub, e, s.clone())?;
+            t(bin(
+                Binary::Add,
+                s,
+                Operand::T(bin(Binary::Mul, w, Operand::T(diff))?),
+            )?)
+        }
+        "addcmul" | "addcdiv" => {
+            let x = operand_arg(a, 0, "input")?;
+            let p = operand_arg(a, 1, "tensor1")?;
+            let q = operand_arg(a, 2, "tensor2")?;
+            let value = a
+                .opt(3, "value")
+                .and_then(|v| v.as_scalar())
+                .unwrap_or(Scalar::I(1));
+            let r = bin(
+                if name == "addcmul" {
+                    Binary::Mul
+                } else {
+                    Binary::Div
+                },
+                p,
+                q,
+            )?;
+            let r = bin(Binary::Mul, Operand::T(r), Operand::S(value))?;
+            t(bin(Binary::Add, x, Operand::T(r))?)
+        }
+        "hypot" => {
+            let x = operand_arg(a, 0, "input")?;
+            let y = operand_arg(a, 1, "other")?;
+            let s = bin(
+                Binary::Add,
+                Operand::T(bin(Binary::Mul, x.clone(), x)?),
+                Operand::T(bin(Binary::Mul, y.clone(), y)?),
+            )?;
+            t(ops::unary(Unary::Sqrt, &s)?)
+        }
+        "log2" | "log10" => {
+            let x = a.tensor(0, "input")?;
+            let l = ops::unary(Unary::Log, &x)?;
+            let k = if name == "log2" {
+                std::f64::consts::LN_2
+            } else {
+                std::f64::consts::LN_10
+            };
+            let dt = l.dtype();
+            t(ops::map_n(&[&Operand::T(l)], DType::F64, dt, |v| {
+                Ok(Scalar::F(v[0].to_f64() / k))
+            })?)
+        }
+        "var" | "std" => {
+            let x = a.tensor(0, "input")?;
+            let v = var(&x, a)?;
+            t(if name == "std" {
+                ops::unary(Unary::Sqrt, &v)?
+            } else {
+                v
+            })
+        }
+        "norm" => {
+            let x = a.tensor(0, "input")?;
+            let p = a
+                .opt(1, "p")
+                .and_then(|v| v.as_scalar())
+                .map(|s| s.to_f64())
+                .unwrap_or(2.0);
+            let dims = a.dims(2, "dim")?;
+            let keep = a.bool_or(3, "keepdim", false)?;
+            let ab = ops::unary(Unary::Abs, &x)?;
+            let pw = bin(Binary::Pow, Operand::T(ab), Operand::S(Scalar::F(p)))?;
+            let s = reduce::sum(&pw, dims.as_deref(), keep, None)?;
+            t(bin(
+                Binary::Pow,
+                Operand::T(s),
+                Operand::S(Scalar::F(1.0 / p)),
+            )?)
+        }
+        "logsumexp" => {
+            let x = a.tensor(0, "input")?;
+            let dims = a.dims(1, "dim")?;
+            let keep = a.bool_or(2, "keepdim", false)?;
+            let m = reduce::amax(&x, dims.as_deref(), true, true)?;
+            let m = ops::map_n(&[&Operand::T(m.clone())], m.dtype(), m.dtype(), |v| {
+                Ok(if v[0].to_f64().is_infinite() {
+                    Scalar::F(0.0)
+                } else {
+                    v[0]
+                })
+            })?;
+            let e = ops::unary(
+                Unary::Exp,
+                &bin(Binary::Sub, Operand::T(x), Operand::T(m.clone()))?,
+            )?;
+            let s = ops::unary(Unary::Log, &reduce::sum(&e, dims.as_deref(), true, None)?)?;
+            let r = bin(Binary::Add, Operand::T(s), Operand::T(m))?;
+            t(if keep {
+                r
+            } else {
+                r.squeeze(dims.as_deref().or(Some(&[])))?
+            })
+        }
+        "leaky_relu" => {
+            let x = a.tensor(0, "input")?;
+            let slope = a
+                .opt(1, "negative_slope")
+                .and_then(|v| v.as_scalar())
+                .map(|s| s.to_f64())
+                .unwrap_or(0.01);
+            let dt = x.dtype();
+            t(ops::map_n(&[&Operand::T(x)], dt, dt, |v| {
+                let f = v[0].to_f64();
+                Ok(Scalar::F(if f > 0.0 { f } else { f * slope }))
+            })?)
+        }
+        "softplus" => {
+            let x = a.tensor(0, "input")?;
+            let dt = if x.dtype().is_float() {
+                x.dtype()
+            } else {
+                DType::F32
+            };
+            t(ops::map_n(&[&Operand::T(x)], dt, dt, |v| {
+                let f = v[0].to_f64();
+                Ok(Scalar::F(if f > 20.0 { f } else { f.exp().ln_1p() }))
+            })?)
+        }
+        "normalize" => {
+            let x = a.tensor(0, "input")?;
+            let p = a
+                .opt(1, "p")
+                .and_then(|v| v.as_scalar())
+                .map(|s| s.to_f64())
+                .unwrap_or(2.0);
+            let dim = a.int_or(2, "dim", 1)?;
+            let eps = a
+                .opt(3, "eps")
+                .and_then(|v| v.as_scalar())
+                .map(|s| s.to_f64())
+                .unwrap_or(1e-12);
+            let ab = ops::unary(Unary::Abs, &x)?;
+            let pw = bin(Binary::Pow, Operand::T(ab), Operand::S(Scalar::F(p)))?;
+            let n = bin(
+                Binary::Pow,
+                Operand::T(reduce::sum(&pw, Some(&[dim]), true, None)?),
+                Operand::S(Scalar::F(1.0 / p)),
+            )?;
+            let n = ops::clamp(&n, Some(&Operand::S(Scalar::F(eps))), None)?;
+            t(bin(Binary::Div, Operand::T(x), Operand::T(n))?)
+        }
+        "embedding" => {
+            let idx = a.tensor(0, "input")?;
+            let w = a.tensor(1, "weight")?;
+            t(index::index(&w, &[Some(idx)])?)
+        }
+        "dropout" => match a.opt(2, "training") {
+            Some(Value::Bool(false)) => t(a.tensor(0, "input")?),
+            _ => Err("dropout in training mode is random; pass training=False or remove it".into()),
+        },
+        "tolist" => Ok(to_list(&a.tensor(0, "input")?)),
+        "is_contiguous" => Ok(Value::Bool(a.tensor(0, "input")?.is_contiguous())),
+        "cpu" => t(a.tensor(0, "input")?),
+        "Size" => Ok(Value::tuple(
+            int_list(a.req(0, "sizes")?)?
+                .into_iter()
+                .map(Value::Int)
+                .collect(),
+        )),
+        "is_tensor" => Ok(Value::Bool(matches!(a.req(0, "obj")?, Value::Tensor(_)))),
+        "fill_diagonal" => {
+            let x = a.tensor(0, "input")?.contiguous_copy();
+            let v = a
+                .req(1, "fill_value")?
+                .as_scalar()
+                .ok_or("fill_diagonal_(): value must be a number")?;
+            let d = x.diagonal(0, 0, 1)?;
+            d.write_scalars(&vec![v; d.numel()]);
+            t(x)
+        }
+        _ => Err(format!("{UNKNOWN_OP}{name}")),
+    }
+}
+
+fn to_list(x: &Tensor) -> Value {
+    if x.dim() == 0 {
+        return Value::from_scalar(x.item().unwrap_or(Scalar::I(0)));
+    }
+    let rows = x.unbind(0).unwrap_or_default();
+    Value::list(rows.iter().map(to_list).collect())
+}
