@@ -53,7 +53,7 @@ enum Backend {
 
 #[derive(clap::Args)]
 struct RunArgs {
-    /// The program, as FILE.py::FUNCTION (or FILE.py when the file holds a single program).
+    /// The program, as FILE.py::FUNCTION; or a file or directory to run every program in it.
     target: String,
     /// A folder with NAME.npy for every tensor parameter; without it, inputs are random from --seed.
     #[arg(long)]
@@ -137,41 +137,96 @@ fn run(a: RunArgs) -> Result<(), Failure> {
         }
     }
     let _ = a.backend;
-    let (file, func) = match a.target.split_once("::") {
-        Some((f, n)) => (f.to_string(), Some(n.to_string())),
-        None => (a.target.clone(), None),
-    };
-    let module = frontend::load_module(&file)?;
-    let func = match func {
-        Some(f) => f,
-        None => {
-            let progs: Vec<&str> = module.programs().map(|f| f.name.as_str()).collect();
-            match progs.as_slice() {
-                [one] => one.to_string(),
-                _ => {
-                    return Err(Failure(
-                        2,
-                        format!(
-                            "{file} holds {} programs; name one as {file}::NAME ({})",
-                            progs.len(),
-                            progs.join(", ")
-                        ),
-                    ))
-                }
-            }
-        }
-    };
-    let f = module
-        .function(&func)
-        .ok_or_else(|| Failure(1, format!("{file}: no function `{func}`")))?;
-    let params = interp::tensor_params(f).map_err(|d| d.in_file(&file))?;
     let mut scalars = BTreeMap::new();
     for s in &a.args {
         let (k, v) = parse_arg(s)?;
         scalars.insert(k, v);
     }
-    std::fs::create_dir_all(&a.output)
-        .map_err(|e| Failure(1, format!("{}: cannot create: {e}", a.output.display())))?;
+    match a.target.split_once("::") {
+        Some((file, func)) => {
+            let module = frontend::load_module(file)?;
+            run_one(&module, func, &a, &scalars, &a.output)
+        }
+        None => run_batch(&a, &scalars),
+    }
+}
+
+/// `run PATH` without `::FUNC`: every program under PATH, each into `OUTPUT/<file without .py>/<FUNC>/`.
+fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>) -> Result<(), Failure> {
+    if a.inputs.is_some() {
+        return Err(Failure(
+            2,
+            "--inputs needs a single program (FILE.py::FUNC)".into(),
+        ));
+    }
+    let root = PathBuf::from(&a.target);
+    let mut files = Vec::new();
+    collect_py(&root, &mut files)?;
+    let (mut ok, mut failed) = (0, 0);
+    for file in files {
+        let shown = file.display().to_string();
+        let rel = if root.is_dir() {
+            file.strip_prefix(&root).unwrap_or(&file)
+        } else {
+            file.file_name().map(Path::new).unwrap_or(&file)
+        };
+        let module = match frontend::load_module(&shown) {
+            Ok(m) => m,
+            Err(d) => {
+                failed += 1;
+                eprintln!("FAIL {d}");
+                continue;
+            }
+        };
+        for f in module.programs() {
+            let out = a.output.join(rel.with_extension("")).join(&f.name);
+            let start = std::time::Instant::now();
+            // Scalar arguments apply to the programs that have such a parameter.
+            let mine: BTreeMap<String, ScalarArg> = scalars
+                .iter()
+                .filter(|(k, _)| f.params.iter().any(|p| p.name == **k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            match run_one(&module, &f.name, a, &mine, &out) {
+                Ok(()) => {
+                    ok += 1;
+                    println!(
+                        "ok   {shown}::{} ({} ms)",
+                        f.name,
+                        start.elapsed().as_millis()
+                    );
+                }
+                Err(Failure(_, m)) => {
+                    failed += 1;
+                    println!("FAIL {shown}::{}: {m}", f.name);
+                }
+            }
+        }
+    }
+    println!(
+        "{ok} programs ran, {failed} failed; outputs in {}",
+        a.output.display()
+    );
+    if failed > 0 {
+        return Err(Failure(1, format!("{failed} programs failed")));
+    }
+    Ok(())
+}
+
+fn run_one(
+    module: &frontend::Module,
+    func: &str,
+    a: &RunArgs,
+    scalars: &BTreeMap<String, ScalarArg>,
+    output: &Path,
+) -> Result<(), Failure> {
+    let file = &module.path;
+    let f = module
+        .function(func)
+        .ok_or_else(|| Failure(1, format!("{file}: no function `{func}`")))?;
+    let params = interp::tensor_params(f).map_err(|d| d.in_file(file))?;
+    std::fs::create_dir_all(output)
+        .map_err(|e| Failure(1, format!("{}: cannot create: {e}", output.display())))?;
     let mut inputs = BTreeMap::new();
     match &a.inputs {
         Some(dir) => {
@@ -190,7 +245,7 @@ fn run(a: RunArgs) -> Result<(), Failure> {
             }
         }
         None => {
-            let dir = a.output.join("inputs");
+            let dir = output.join("inputs");
             std::fs::create_dir_all(&dir)
                 .map_err(|e| Failure(1, format!("{}: cannot create: {e}", dir.display())))?;
             for (i, (name, dtype, shape)) in params.iter().enumerate() {
@@ -200,9 +255,8 @@ fn run(a: RunArgs) -> Result<(), Failure> {
             }
         }
     }
-    let out = interp::run_program(&module, &func, &inputs, &scalars)?;
-    write_outputs(&a.output, &out.returns, out.returns_tuple, &out.mutated)?;
-    Ok(())
+    let out = interp::run_program(module, func, &inputs, scalars)?;
+    write_outputs(output, &out.returns, out.returns_tuple, &out.mutated)
 }
 
 fn write_outputs(

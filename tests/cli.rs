@@ -406,3 +406,20 @@ fn list_shows_programs_with_signatures() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(o.stdout.trim(), format!("{file}::f(x: f32[3, 4], n: int)"));
 }
+
+#[test]
+fn run_on_a_directory_runs_every_program_and_reports_failures() {
+    let dir = scratch("batch");
+    let progs = dir.join("progs");
+    std::fs::create_dir_all(progs.join("sub")).unwrap();
+    std::fs::write(progs.join("good.py"), "import torch\n\ndef a(x: f32[2]) -> f32[2]:\n    return x + 1\n\ndef b(x: f32[2]):\n    x.zero_()\n").unwrap();
+    std::fs::write(progs.join("sub/bad.py"), "import torch\n\ndef c(x: f32[2]) -> f32[2]:\n    return x.frobnicate()\n").unwrap();
+    let out = dir.join("out");
+    let o = funcfuse(&["run", progs.to_str().unwrap(), "--engine", "reference", "--output", out.to_str().unwrap()]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stdout.contains("good.py::a") && o.stdout.contains("good.py::b"), "{}", o.stdout);
+    assert!(o.stdout.contains("FAIL") && o.stdout.contains("sub/bad.py:4:12: unsupported tensor method `.frobnicate()`"), "{}", o.stdout);
+    assert!(o.stdout.contains("2 programs ran, 1 failed"), "{}", o.stdout);
+    assert!(out.join("good/a/return.npy").exists());
+    assert!(out.join("good/b/x.npy").exists());
+}

@@ -249,7 +249,11 @@ impl Cx {
             }
             // `with torch.no_grad():` changes nothing here (there is no autograd): its body runs in place.
             if let py::Stmt::With(w) = s {
-                if !w.is_async && w.items.iter().all(|it| it.optional_vars.is_none() && is_grad_mode(&it.context_expr)) {
+                if !w.is_async
+                    && w.items
+                        .iter()
+                        .all(|it| it.optional_vars.is_none() && is_grad_mode(&it.context_expr))
+                {
                     out.extend(self.block(&w.body)?);
                     continue;
                 }
@@ -348,7 +352,10 @@ impl Cx {
             ),
             py::Stmt::ClassDef(_) => return err(span, "class definitions are not supported"),
             py::Stmt::With(_) => {
-                return err(span, "`with` statements are not supported (except `with torch.no_grad():`)")
+                return err(
+                    span,
+                    "`with` statements are not supported (except `with torch.no_grad():`)",
+                )
             }
             py::Stmt::Try(_) => return err(span, "`try` statements are not supported"),
             py::Stmt::Raise(_) => return err(span, "`raise` is not supported"),
@@ -539,7 +546,13 @@ impl Cx {
 /// `torch.no_grad()`, `torch.inference_mode()` and `torch.enable_grad()`: grad modes, meaningless without autograd.
 fn is_grad_mode(e: &py::Expr) -> bool {
     let py::Expr::Call(c) = e else { return false };
-    let py::Expr::Attribute(a) = c.func.as_ref() else { return false };
+    let py::Expr::Attribute(a) = c.func.as_ref() else {
+        return false;
+    };
     let is_torch = matches!(a.value.as_ref(), py::Expr::Name(n) if n.id.as_str() == "torch");
-    is_torch && matches!(a.attr.as_str(), "no_grad" | "inference_mode" | "enable_grad")
+    is_torch
+        && matches!(
+            a.attr.as_str(),
+            "no_grad" | "inference_mode" | "enable_grad"
+        )
 }

@@ -95,23 +95,23 @@ pub fn run_program(
                     params.push((p.name.clone(), t.clone()));
                     kwargs.push((p.name.clone(), Value::Tensor(t.clone())));
                 }
-                ann => {
-                    match scalars.get(&p.name) {
-                        Some(s) => kwargs.push((
-                            p.name.clone(),
-                            scalar_value(s, ann.as_ref(), &p.name)
-                                .map_err(|m| Diagnostic::new(m).at(p.span))?,
-                        )),
-                        None if p.default.is_some() => {}
-                        None => return err(
+                ann => match scalars.get(&p.name) {
+                    Some(s) => kwargs.push((
+                        p.name.clone(),
+                        scalar_value(s, ann.as_ref(), &p.name)
+                            .map_err(|m| Diagnostic::new(m).at(p.span))?,
+                    )),
+                    None if p.default.is_some() => {}
+                    None => {
+                        return err(
                             p.span,
                             format!(
                                 "scalar parameter `{}` has no default; pass it with --arg {}=VALUE",
                                 p.name, p.name
                             ),
-                        ),
+                        )
                     }
-                }
+                },
             }
         }
         for k in scalars.keys() {

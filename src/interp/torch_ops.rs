@@ -227,14 +227,15 @@ impl<'m> Interp<'m> {
                         )),
                     })
                     .collect::<AResult<_>>()?;
-                let values =
-                    match a.req(2, "values")? {
-                        Value::Tensor(v) => v.clone(),
-                        other => return Err(format!(
+                let values = match a.req(2, "values")? {
+                    Value::Tensor(v) => v.clone(),
+                    other => {
+                        return Err(format!(
                             "index_put_(): argument 'values' (position 2) must be Tensor, not {}",
                             other.type_name()
-                        )),
-                    };
+                        ))
+                    }
+                };
                 if values.dtype() != dst.dtype() {
                     return Err(format!(
                         "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
