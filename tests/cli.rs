@@ -413,13 +413,67 @@ fn run_on_a_directory_runs_every_program_and_reports_failures() {
     let progs = dir.join("progs");
     std::fs::create_dir_all(progs.join("sub")).unwrap();
     std::fs::write(progs.join("good.py"), "import torch\n\ndef a(x: f32[2]) -> f32[2]:\n    return x + 1\n\ndef b(x: f32[2]):\n    x.zero_()\n").unwrap();
-    std::fs::write(progs.join("sub/bad.py"), "import torch\n\ndef c(x: f32[2]) -> f32[2]:\n    return x.frobnicate()\n").unwrap();
+    std::fs::write(
+        progs.join("sub/bad.py"),
+        "import torch\n\ndef c(x: f32[2]) -> f32[2]:\n    return x.frobnicate()\n",
+    )
+    .unwrap();
     let out = dir.join("out");
-    let o = funcfuse(&["run", progs.to_str().unwrap(), "--engine", "reference", "--output", out.to_str().unwrap()]);
+    let o = funcfuse(&[
+        "run",
+        progs.to_str().unwrap(),
+        "--engine",
+        "reference",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(o.code, 1, "{}", o.stderr);
-    assert!(o.stdout.contains("good.py::a") && o.stdout.contains("good.py::b"), "{}", o.stdout);
-    assert!(o.stdout.contains("FAIL") && o.stdout.contains("sub/bad.py:4:12: unsupported tensor method `.frobnicate()`"), "{}", o.stdout);
-    assert!(o.stdout.contains("2 programs ran, 1 failed"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("good.py::a") && o.stdout.contains("good.py::b"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("FAIL")
+            && o.stdout
+                .contains("sub/bad.py:4:12: unsupported tensor method `.frobnicate()`"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("2 programs ran, 1 failed"),
+        "{}",
+        o.stdout
+    );
     assert!(out.join("good/a/return.npy").exists());
     assert!(out.join("good/b/x.npy").exists());
+}
+
+#[test]
+fn huge_or_endless_programs_fail_cleanly() {
+    check_error(
+        "huge",
+        "def f(x: f32[3]) -> f32[3]:\n    y = torch.zeros(100000, 100000, 100)\n    return x\n",
+        &[],
+        Some("5:9"),
+        "larger than this interpreter allows",
+    );
+    check_error(
+        "huge_arange",
+        "def f(x: f32[3]) -> f32[3]:\n    y = torch.arange(1e18)\n    return x\n",
+        &[],
+        Some("5:9"),
+        "more than this interpreter allows",
+    );
+    let dir = scratch("early_break");
+    let file = program(&dir, "def f(x: f32[3]) -> f32[3]:\n    for i in range(10**15):\n        if i == 3:\n            break\n        x += 1.0\n    return x\n");
+    let o = funcfuse(&[
+        "run",
+        &format!("{file}::f"),
+        "--engine",
+        "reference",
+        "--output",
+        dir.join("o").to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
 }

@@ -156,6 +156,65 @@ fn views_and_copies() {
 }
 
 #[test]
+fn results_keep_the_layout_of_their_inputs() {
+    check(&[
+        (
+            "return (x.t() + 1).view(-1)",
+            "ERR view size is not compatible",
+        ),
+        (
+            "return x.t().clone().view(-1)",
+            "ERR view size is not compatible",
+        ),
+        (
+            "return torch.zeros_like(x.t()).view(-1)",
+            "ERR view size is not compatible",
+        ),
+        (
+            "return x.t().exp().view(-1)",
+            "ERR view size is not compatible",
+        ),
+        (
+            "return torch.tensor((x.t() + 1).view(2, 2, 3).shape)",
+            "i64[3] 2,2,3",
+        ),
+        (
+            "return (torch.ones(4, 3) + x.t()).view(-1)[:3]",
+            "f32[3] 1,5,9",
+        ),
+        (
+            "return (torch.zeros(4, 1).expand(4, 3) + x.t()).view(-1)",
+            "ERR view size is not compatible",
+        ),
+        ("return (x[:, ::2] + 1).view(-1)", "f32[6] 1,3,5,7,9,11"),
+        (
+            "return (x.expand(2, 3, 4) + 0).view(-1)[12:14]",
+            "f32[2] 0,1",
+        ),
+        (
+            "return (x3.permute(2, 0, 1) * 2).view(-1)",
+            "ERR view size is not compatible",
+        ),
+        (
+            "z = x.t() + 1 ⏎ y = z.reshape(-1) ⏎ y += 100 ⏎ return z[0]",
+            "f32[3] 1,5,9",
+        ),
+        (
+            "z = x + 1 ⏎ y = z.reshape(-1) ⏎ y += 100 ⏎ return z[0]",
+            "f32[4] 101,102,103,104",
+        ),
+        (
+            "return x.t().to(torch.float64).view(-1)",
+            "ERR view size is not compatible",
+        ),
+        (
+            "return torch.zeros(3).expand(2, 3).clone().view(-1)",
+            "f32[6] 0,0,0,0,0,0",
+        ),
+    ]);
+}
+
+#[test]
 fn setitem_and_augmented_assignment() {
     check(&[
         ("x[1] += 1 ⏎ return x[1]", "f32[4] 5,6,7,8"),

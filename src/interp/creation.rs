@@ -61,7 +61,9 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
                 _ => Scalar::I(0),
             };
             let dt = a.dtype(99, "dtype")?.unwrap_or(x.dtype());
-            t(Tensor::full(dt, &x.shape, value)?)
+            let out = Tensor::empty_like_layout(&x, dt)?;
+            out.write_scalars(&vec![value; out.numel()]);
+            t(out)
         }
         "arange" => {
             let nums: Vec<Scalar> = a
@@ -111,7 +113,13 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
             if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
                 return Err("upper bound and lower bound inconsistent with step sign".into());
             }
-            let n = ((e - s) / st).ceil().max(0.0) as usize;
+            let n = ((e - s) / st).ceil().max(0.0);
+            if !n.is_finite() || n > crate::tensor::MAX_ELEMENTS as f64 {
+                return Err(format!(
+                    "arange(): {n} elements is more than this interpreter allows"
+                ));
+            }
+            let n = n as usize;
             let vals: Vec<Scalar> = (0..n)
                 .map(|i| {
                     if all_int {
@@ -134,7 +142,9 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
                 .as_scalar()
                 .ok_or("linspace(): end must be a number")?
                 .to_f64();
-            let n = a.int(2, "steps")?.max(0) as usize;
+            let n = a
+                .int(2, "steps")?
+                .clamp(0, crate::tensor::MAX_ELEMENTS as i64) as usize;
             let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
             let step = if n > 1 { (e - s) / (n - 1) as f64 } else { 0.0 };
             let half = n / 2;

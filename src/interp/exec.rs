@@ -168,7 +168,18 @@ impl<'m> Interp<'m> {
             }
             StmtKind::For { target, iter, body } => {
                 let it = self.eval(frame, iter)?;
-                let items = self.iterate(&it, iter.span)?;
+                // Ranges are walked lazily, so `range(10**9)` with an early `break` costs nothing up front.
+                let items: Box<dyn Iterator<Item = Value>> = match it {
+                    Value::Range(a, b, st) => {
+                        let len = if (st > 0 && a < b) || (st < 0 && a > b) {
+                            ((b - a).unsigned_abs() - 1) / st.unsigned_abs() + 1
+                        } else {
+                            0
+                        };
+                        Box::new((0..len).map(move |k| Value::Int(a + (k as i64) * st)))
+                    }
+                    other => Box::new(self.iterate(&other, iter.span)?.into_iter()),
+                };
                 for item in items {
                     self.assign(frame, target, item)?;
                     match self.exec_block(frame, body)? {
@@ -814,11 +825,11 @@ fn py_arith(a: Scalar, op: BinOp, b: Scalar) -> Result<Value, String> {
                 if y == 0 {
                     return Err("ZeroDivisionError: integer division or modulo by zero".into());
                 }
-                let q = x.div_euclid(y);
-                let (q, r) = if y < 0 && x.rem_euclid(y) != 0 {
-                    (q - 1, x.rem_euclid(y) + y)
+                let q = x.wrapping_div_euclid(y);
+                let (q, r) = if y < 0 && x.wrapping_rem_euclid(y) != 0 {
+                    (q - 1, x.wrapping_rem_euclid(y) + y)
                 } else {
-                    (q, x.rem_euclid(y))
+                    (q, x.wrapping_rem_euclid(y))
                 };
                 Value::Int(if op == BinOp::FloorDiv { q } else { r })
             }

@@ -556,7 +556,10 @@ impl<'m> Interp<'m> {
                 &tensor_list(a, 0, "tensors")?,
                 a.int_or(1, "dim", 0)?,
             )?),
-            "clone" => t(a.tensor(0, "input")?.contiguous_copy()),
+            "clone" => {
+                let x = a.tensor(0, "input")?;
+                t(x.clone_like_layout(x.dtype())?)
+            }
             "contiguous" => {
                 let x = a.tensor(0, "input")?;
                 t(if x.is_contiguous() {
@@ -584,7 +587,11 @@ impl<'m> Interp<'m> {
                         _ => return Err(format!("{name}(): only a dtype argument is supported")),
                     },
                 };
-                t(if dt == x.dtype() { x } else { x.to_dtype(dt)? })
+                t(if dt == x.dtype() {
+                    x
+                } else {
+                    x.clone_like_layout(dt)?
+                })
             }
             "view" | "reshape" => {
                 let x = a.tensor(0, "input")?;

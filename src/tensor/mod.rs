@@ -19,6 +19,9 @@ pub use dtype::{DType, Kind, Scalar};
 /// An error from a tensor operation: a message in PyTorch's words. The interpreter adds the source location.
 pub type TResult<T> = Result<T, String>;
 
+/// The largest tensor the interpreter allocates (2^31 elements), so a huge shape is an error, not an abort.
+pub const MAX_ELEMENTS: usize = 1 << 31;
+
 /// Element storage of one root buffer.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Buf {
@@ -31,6 +34,11 @@ pub enum Buf {
 
 impl Buf {
     pub fn zeros(dtype: DType, n: usize) -> TResult<Buf> {
+        if n > MAX_ELEMENTS {
+            return Err(format!(
+                "a tensor of {n} elements is larger than this interpreter allows ({MAX_ELEMENTS})"
+            ));
+        }
         Ok(match dtype {
             DType::Bool => Buf::Bool(vec![false; n]),
             DType::I32 => Buf::I32(vec![0; n]),
@@ -300,6 +308,42 @@ impl Tensor {
             }
         };
         Tensor::from_buf(buf, self.shape.clone())
+    }
+
+    /// A fresh zero tensor of `x`'s shape whose memory follows `x`'s stride order, as PyTorch's elementwise results,
+    /// `clone` and `*_like` do: dims are laid out by decreasing stride, size-1 and broadcast dims staying where they are.
+    pub fn empty_like_layout(x: &Tensor, dtype: DType) -> TResult<Tensor> {
+        let nd = x.dim();
+        let fixed = |d: usize| x.shape[d] == 1 || x.strides[d] == 0;
+        let mut big: Vec<usize> = (0..nd).filter(|&d| !fixed(d)).collect();
+        big.sort_by(|&a, &b| x.strides[b].abs().cmp(&x.strides[a].abs()));
+        let mut next = big.into_iter();
+        let perm: Vec<usize> = (0..nd)
+            .map(|d| {
+                if fixed(d) {
+                    d
+                } else {
+                    next.next().expect("one slot per dim")
+                }
+            })
+            .collect();
+        if perm.iter().enumerate().all(|(i, &p)| i == p) {
+            return Tensor::zeros(dtype, &x.shape);
+        }
+        let physical: Vec<usize> = perm.iter().map(|&p| x.shape[p]).collect();
+        let base = Tensor::zeros(dtype, &physical)?;
+        let mut inverse = vec![0i64; nd];
+        for (i, &p) in perm.iter().enumerate() {
+            inverse[p] = i as i64;
+        }
+        base.permute(&inverse)
+    }
+
+    /// A copy with the same layout rule (`clone`, `.to(dtype)`).
+    pub fn clone_like_layout(&self, dtype: DType) -> TResult<Tensor> {
+        let out = Tensor::empty_like_layout(self, dtype)?;
+        out.write_scalars(&self.scalars());
+        Ok(out)
     }
 
     /// A fresh contiguous copy converted to `dtype` (static_cast semantics).

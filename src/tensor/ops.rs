@@ -117,17 +117,24 @@ pub fn map_n(
         .map(|o| gather(o, &shape, compute))
         .collect::<TResult<_>>()?;
     let n = super::numel(&shape);
-    let result = Tensor::zeros(out, &shape)?;
-    {
-        let mut buf = result.buf.borrow_mut();
-        let mut args = vec![Scalar::B(false); ops.len()];
-        for i in 0..n {
-            for (a, col) in args.iter_mut().zip(&cols) {
-                *a = col[i];
-            }
-            buf.set(i, f(&args)?);
+    let mut values = Vec::with_capacity(n);
+    let mut args = vec![Scalar::B(false); ops.len()];
+    for i in 0..n {
+        for (a, col) in args.iter_mut().zip(&cols) {
+            *a = col[i];
         }
+        values.push(f(&args)?);
     }
+    // PyTorch keeps the memory layout of the first operand that is not broadcast.
+    let deciding = ops.iter().find_map(|o| match o {
+        Operand::T(t) if t.shape == shape && !t.has_internal_overlap() => Some(t),
+        _ => None,
+    });
+    let result = match deciding {
+        Some(t) => Tensor::empty_like_layout(t, out)?,
+        None => Tensor::zeros(out, &shape)?,
+    };
+    result.write_scalars(&values);
     Ok(result)
 }
 
