@@ -8,6 +8,7 @@ pub mod diag;
 pub mod frontend;
 pub mod interp;
 pub mod io;
+pub mod ir;
 pub mod tensor;
 
 pub use diag::{Diagnostic, Span};

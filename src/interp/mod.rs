@@ -17,7 +17,7 @@ pub mod value;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-pub use exec::Interp;
+pub use exec::{Interp, MAX_WHILE_ITERATIONS};
 pub use value::Value;
 
 use crate::diag::{err, Diagnostic};

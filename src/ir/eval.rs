@@ -1,0 +1,582 @@
+//! The functional interpreter: runs a term on input tensors with pure semantics.
+//!
+//! Each operator maps onto the tensor runtime the reference interpreter uses, so the two engines differ only in how a
+//! program's aliasing is expressed, which is exactly what differential tests compare. Nodes that do not depend on a
+//! loop variable are evaluated once; the others once per iteration of their innermost loop.
+
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use egg::Id;
+
+use super::{Node, OpName, Term};
+use crate::tensor::ops::{self, Binary, Operand, Unary};
+use crate::tensor::{index, reduce, DType, Scalar, Tensor};
+
+/// A runtime value of a term node.
+#[derive(Clone, Debug)]
+enum V {
+    T(Tensor),
+    I(i64),
+    F(f64),
+    B(bool),
+    D(DType),
+    L(Rc<Vec<V>>),
+    Tup(Rc<Vec<V>>),
+    View(Rc<(Vec<usize>, Vec<isize>, i64)>),
+    Name(String),
+    None,
+}
+
+/// A failure while running a term: an ill-formed term or an operation that fails on these values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalError(pub String);
+
+type R<T> = Result<T, EvalError>;
+
+fn fail<T>(m: impl Into<String>) -> R<T> {
+    Err(EvalError(m.into()))
+}
+
+impl From<String> for EvalError {
+    fn from(s: String) -> Self {
+        EvalError(s)
+    }
+}
+
+/// Runs a program term (its root is a tuple of outputs) on named inputs; returns the tuple's tensors.
+pub fn eval_program(term: &Term, inputs: &BTreeMap<String, Tensor>) -> Result<Vec<Tensor>, EvalError> {
+    let root = term.root();
+    let mut ev = Evaluator { term, inputs, global: HashMap::new(), frames: Vec::new(), dependent: dependent_nodes(term) };
+    match ev.eval(root)? {
+        V::Tup(items) => items
+            .iter()
+            .map(|v| match v {
+                V::T(t) => Ok(t.clone()),
+                V::I(i) => Ok(Tensor::scalar(DType::I64, Scalar::I(*i))?),
+                other => fail(format!("program output is not a tensor: {other:?}")),
+            })
+            .collect(),
+        other => fail(format!("a program term's root must be a tuple, not {other:?}")),
+    }
+}
+
+/// For every node, whether it depends on a loop variable or carried value (and so is re-evaluated per iteration).
+fn dependent_nodes(term: &Term) -> Vec<bool> {
+    let nodes = term.as_ref();
+    let mut dep = vec![false; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        dep[i] = match n {
+            Node::Iter(_) | Node::Carried(_) => true,
+            // A loop's own body references are bound by it; only its init and bounds can make it dependent.
+            Node::Loop([a, b, c, init, _]) => [a, b, c, init].iter().any(|&&x| dep[usize::from(x)]) || body_escapes(term, n),
+            Node::While([init, _, _]) => dep[usize::from(*init)] || body_escapes(term, n),
+            other => other.children().iter().any(|&c| dep[usize::from(c)]),
+        };
+    }
+    dep
+}
+
+/// Whether a loop's body or condition refers to an enclosing loop (a de Bruijn index of 1 or more at depth 0).
+fn body_escapes(term: &Term, n: &Node) -> bool {
+    fn walk(term: &Term, id: Id, depth: i64, seen: &mut HashMap<(Id, i64), bool>) -> bool {
+        if let Some(&r) = seen.get(&(id, depth)) {
+            return r;
+        }
+        let r = match &term[id] {
+            Node::Iter(d) | Node::Carried([d, _]) => matches!(term[*d], Node::Int(k) if k > depth),
+            Node::Loop([a, b, c, init, body]) => {
+                [a, b, c, init].iter().any(|&&x| walk(term, x, depth, seen)) || walk(term, *body, depth + 1, seen)
+            }
+            Node::While([init, cond, body]) => {
+                walk(term, *init, depth, seen) || walk(term, *cond, depth + 1, seen) || walk(term, *body, depth + 1, seen)
+            }
+            other => other.children().iter().any(|&c| walk(term, c, depth, seen)),
+        };
+        seen.insert((id, depth), r);
+        r
+    }
+    let mut seen = HashMap::new();
+    match n {
+        Node::Loop([_, _, _, _, body]) => walk(term, *body, 0, &mut seen),
+        Node::While([_, cond, body]) => walk(term, *cond, 0, &mut seen) || walk(term, *body, 0, &mut seen),
+        _ => false,
+    }
+}
+
+use egg::Language;
+
+struct Frame {
+    iter: i64,
+    carried: Rc<Vec<V>>,
+    cache: HashMap<Id, V>,
+}
+
+struct Evaluator<'a> {
+    term: &'a Term,
+    inputs: &'a BTreeMap<String, Tensor>,
+    global: HashMap<Id, V>,
+    frames: Vec<Frame>,
+    dependent: Vec<bool>,
+}
+
+impl Evaluator<'_> {
+    fn eval(&mut self, id: Id) -> R<V> {
+        if self.dependent[usize::from(id)] {
+            if let Some(v) = self.frames.last().and_then(|f| f.cache.get(&id)) {
+                return Ok(v.clone());
+            }
+        } else if let Some(v) = self.global.get(&id) {
+            return Ok(v.clone());
+        }
+        let v = self.compute(id)?;
+        if self.dependent[usize::from(id)] {
+            if let Some(f) = self.frames.last_mut() {
+                f.cache.insert(id, v.clone());
+            }
+        } else {
+            self.global.insert(id, v.clone());
+        }
+        Ok(v)
+    }
+
+    fn tensor(&mut self, id: Id) -> R<Tensor> {
+        match self.eval(id)? {
+            V::T(t) => Ok(t),
+            other => fail(format!("expected a tensor, got {other:?}")),
+        }
+    }
+
+    fn int(&mut self, id: Id) -> R<i64> {
+        match self.eval(id)? {
+            V::I(i) => Ok(i),
+            other => fail(format!("expected an integer, got {other:?}")),
+        }
+    }
+
+    fn ints(&mut self, id: Id) -> R<Vec<i64>> {
+        match self.eval(id)? {
+            V::L(items) => items.iter().map(|v| if let V::I(i) = v { Ok(*i) } else { fail("expected a list of integers") }).collect(),
+            other => fail(format!("expected a list, got {other:?}")),
+        }
+    }
+
+    fn boolean(&mut self, id: Id) -> R<bool> {
+        match self.eval(id)? {
+            V::B(b) => Ok(b),
+            other => fail(format!("expected a bool, got {other:?}")),
+        }
+    }
+
+    fn frame(&self, d: i64) -> R<&Frame> {
+        let n = self.frames.len() as i64;
+        if d < 0 || d >= n {
+            return fail(format!("loop reference {d} outside of {n} enclosing loops"));
+        }
+        Ok(&self.frames[(n - 1 - d) as usize])
+    }
+
+    fn compute(&mut self, id: Id) -> R<V> {
+        let node = self.term[id].clone();
+        Ok(match node {
+            Node::Int(i) => V::I(i),
+            Node::Float(f) => V::F(f.0),
+            Node::Bool(b) => V::B(b.0),
+            Node::DType(d) => V::D(d),
+            Node::Name(n) => V::Name(n.0),
+            Node::NoneLit => V::None,
+            Node::List(items) => V::L(Rc::new(items.iter().map(|&c| self.eval(c)).collect::<R<_>>()?)),
+            Node::Tuple(items) => V::Tup(Rc::new(items.iter().map(|&c| self.eval(c)).collect::<R<_>>()?)),
+            Node::View([s, st, off]) => {
+                let shape: Vec<usize> = self.ints(s)?.into_iter().map(|d| d as usize).collect();
+                let strides: Vec<isize> = self.ints(st)?.into_iter().map(|d| d as isize).collect();
+                V::View(Rc::new((shape, strides, self.int(off)?)))
+            }
+            Node::Input(n) => match self.eval(n)? {
+                V::Name(name) => match self.inputs.get(&name) {
+                    Some(t) => V::T(t.clone()),
+                    None => return fail(format!("no input named {name}")),
+                },
+                other => return fail(format!("input of {other:?}")),
+            },
+            Node::Access([x, v]) => {
+                let x = self.tensor(x)?;
+                let view = self.viewed(&x, v)?;
+                V::T(view.contiguous_copy())
+            }
+            Node::Assign([x, v, y]) => {
+                let x = self.tensor(x)?.contiguous_copy();
+                let view = self.viewed(&x, v)?;
+                let y = self.tensor(y)?;
+                ops::write_result(&view, &y, false)?;
+                V::T(x)
+            }
+            Node::Get([t, j]) => {
+                let j = self.int(j)?;
+                match self.eval(t)? {
+                    V::Tup(items) | V::L(items) => items.get(j as usize).cloned().ok_or_else(|| EvalError(format!("get {j} of {} items", items.len())))?,
+                    other => return fail(format!("get of {other:?}")),
+                }
+            }
+            Node::Iter(d) => {
+                let d = self.int(d)?;
+                V::I(self.frame(d)?.iter)
+            }
+            Node::Carried([d, j]) => {
+                let (d, j) = (self.int(d)?, self.int(j)?);
+                let f = self.frame(d)?;
+                f.carried.get(j as usize).cloned().ok_or_else(|| EvalError(format!("carried {j} of {}", f.carried.len())))?
+            }
+            Node::If([c, a, b]) => {
+                let cond = match self.eval(c)? {
+                    V::T(t) => t.item()?.to_bool(),
+                    V::B(b) => b,
+                    V::I(i) => i != 0,
+                    other => return fail(format!("if condition {other:?}")),
+                };
+                self.eval(if cond { a } else { b })?
+            }
+            Node::Loop([a, b, s, init, body]) => {
+                let (a, b, s) = (self.int(a)?, self.int(b)?, self.int(s)?);
+                if s == 0 {
+                    return fail("loop step is zero");
+                }
+                let mut state = match self.eval(init)? {
+                    V::Tup(items) => items,
+                    other => return fail(format!("loop init must be a tuple, not {other:?}")),
+                };
+                let mut i = a;
+                while (s > 0 && i < b) || (s < 0 && i > b) {
+                    self.frames.push(Frame { iter: i, carried: state.clone(), cache: HashMap::new() });
+                    let next = self.eval(body);
+                    self.frames.pop();
+                    state = match next? {
+                        V::Tup(items) => items,
+                        other => return fail(format!("loop body must be a tuple, not {other:?}")),
+                    };
+                    i += s;
+                }
+                V::Tup(state)
+            }
+            Node::While([init, cond, body]) => {
+                let mut state = match self.eval(init)? {
+                    V::Tup(items) => items,
+                    other => return fail(format!("while init must be a tuple, not {other:?}")),
+                };
+                let mut n = 0u64;
+                loop {
+                    self.frames.push(Frame { iter: n as i64, carried: state.clone(), cache: HashMap::new() });
+                    let go = match self.eval(cond) {
+                        Ok(V::T(t)) => t.item().map(|s| s.to_bool()).map_err(EvalError),
+                        Ok(V::B(b)) => Ok(b),
+                        Ok(other) => fail(format!("while condition {other:?}")),
+                        Err(e) => Err(e),
+                    };
+                    let go = match go {
+                        Ok(g) => g,
+                        Err(e) => {
+                            self.frames.pop();
+                            return Err(e);
+                        }
+                    };
+                    if !go {
+                        self.frames.pop();
+                        break;
+                    }
+                    let next = self.eval(body);
+                    self.frames.pop();
+                    state = match next? {
+                        V::Tup(items) => items,
+                        other => return fail(format!("while body must be a tuple, not {other:?}")),
+                    };
+                    n += 1;
+                    if n > crate::interp::MAX_WHILE_ITERATIONS {
+                        return fail("while loop exceeded its iteration limit");
+                    }
+                }
+                V::Tup(state)
+            }
+            Node::Op(op, args) => self.op(op, &args)?,
+        })
+    }
+
+    /// `x` seen through a view node, checked to stay inside `x`'s storage.
+    fn viewed(&mut self, x: &Tensor, v: Id) -> R<Tensor> {
+        let V::View(view) = self.eval(v)? else { return fail("expected a view") };
+        let (shape, strides, off) = view.as_ref();
+        let n = x.numel() as i64;
+        let numel: usize = shape.iter().product();
+        if numel > 0 {
+            let mut lo = *off;
+            let mut hi = *off;
+            for (&d, &s) in shape.iter().zip(strides) {
+                let span = (d as i64 - 1) * s as i64;
+                if span < 0 { lo += span } else { hi += span }
+            }
+            if lo < 0 || hi >= n {
+                return fail(format!("view reaches elements {lo}..={hi} of a tensor of {n} elements"));
+            }
+        }
+        let base = if x.is_contiguous() && x.offset == 0 { x.clone() } else { x.contiguous_copy() };
+        Ok(base.restride(shape.clone(), strides.clone(), (*off).max(0) as usize))
+    }
+
+    fn op(&mut self, op: OpName, args: &[Id]) -> R<V> {
+        use OpName::*;
+        let arity = |n: usize| if args.len() == n { Ok(()) } else { fail(format!("{} takes {n} arguments, got {}", op.as_str(), args.len())) };
+        let t = |e: &mut Self, i: usize| e.tensor(args[i]);
+        let operand = |e: &mut Self, i: usize| -> R<Operand> { Ok(Operand::T(e.tensor(args[i])?)) };
+        let out = |r: Result<Tensor, String>| -> R<V> { Ok(V::T(r?)) };
+        if let Some(u) = unary(op) {
+            arity(1)?;
+            let x = t(self, 0)?;
+            return out(ops::unary(u, &x));
+        }
+        if let Some(b) = binary(op) {
+            arity(2)?;
+            let (x, y) = (operand(self, 0)?, operand(self, 1)?);
+            return out(ops::binary(b, &x, &y));
+        }
+        match op {
+            IAdd | ISub | IMul | IFloorDiv | IMod => {
+                arity(2)?;
+                let (a, b) = (self.int(args[0])?, self.int(args[1])?);
+                Ok(V::I(match op {
+                    IAdd => a.wrapping_add(b),
+                    ISub => a.wrapping_sub(b),
+                    IMul => a.wrapping_mul(b),
+                    _ if b == 0 => return fail("integer division by zero"),
+                    IFloorDiv => a.wrapping_div_euclid(b) - if b < 0 && a.wrapping_rem_euclid(b) != 0 { 1 } else { 0 },
+                    _ => {
+                        let r = a.wrapping_rem_euclid(b);
+                        if b < 0 && r != 0 { r + b } else { r }
+                    }
+                }))
+            }
+            ToInt => {
+                arity(1)?;
+                Ok(V::I(t(self, 0)?.item()?.to_i64_trunc()))
+            }
+            ITensor => {
+                arity(1)?;
+                out(Tensor::scalar(DType::I64, Scalar::I(self.int(args[0])?)))
+            }
+            Full => {
+                arity(3)?;
+                let shape: Vec<usize> = self.ints(args[0])?.into_iter().map(|d| d as usize).collect();
+                let V::D(dt) = self.eval(args[1])? else { return fail("full: expected a dtype") };
+                let value = match self.eval(args[2])? {
+                    V::I(i) => Scalar::I(i),
+                    V::F(f) => Scalar::F(f),
+                    V::B(b) => Scalar::B(b),
+                    other => return fail(format!("full: value {other:?}")),
+                };
+                out(Tensor::full(dt, &shape, value))
+            }
+            Arange => {
+                arity(4)?;
+                let V::D(dt) = self.eval(args[0])? else { return fail("arange: expected a dtype") };
+                let (start, step) = (self.eval(args[1])?, self.eval(args[2])?);
+                let n = self.int(args[3])?.max(0) as usize;
+                let vals: Vec<Scalar> = (0..n)
+                    .map(|i| match (&start, &step) {
+                        (V::I(a), V::I(s)) => Scalar::I(a + i as i64 * s),
+                        (a, s) => Scalar::F(num(a) + i as f64 * num(s)),
+                    })
+                    .collect();
+                out(Tensor::from_scalars(dt, &[n], &vals))
+            }
+            Cast => {
+                arity(2)?;
+                let V::D(dt) = self.eval(args[0])? else { return fail("cast: expected a dtype") };
+                out(t(self, 1)?.to_dtype(dt))
+            }
+            Reshape => {
+                arity(2)?;
+                let x = t(self, 0)?;
+                let shape = self.ints(args[1])?;
+                out(x.contiguous_copy().reshape(&shape))
+            }
+            Where => {
+                arity(3)?;
+                let c = t(self, 0)?;
+                let (a, b) = (operand(self, 1)?, operand(self, 2)?);
+                out(ops::where_(&c, &a, &b))
+            }
+            Clamp => {
+                arity(3)?;
+                let x = t(self, 0)?;
+                let lo = match self.eval(args[1])? {
+                    V::T(l) => Some(Operand::T(l)),
+                    _ => None,
+                };
+                let hi = match self.eval(args[2])? {
+                    V::T(h) => Some(Operand::T(h)),
+                    _ => None,
+                };
+                out(ops::clamp(&x, lo.as_ref(), hi.as_ref()))
+            }
+            Sum | Mean | Prod | Amax | Amin | Any | All => {
+                arity(3)?;
+                let x = t(self, 0)?;
+                let dims = self.ints(args[1])?;
+                let keep = self.boolean(args[2])?;
+                out(match op {
+                    Sum => reduce::sum(&x, Some(&dims), keep, None),
+                    Mean => reduce::mean(&x, Some(&dims), keep, None),
+                    Prod => reduce::prod(&x, Some(&dims), keep),
+                    Amax | Amin => reduce::amax(&x, Some(&dims), keep, op == Amax),
+                    _ => reduce::any_all(&x, Some(&dims), keep, op == All),
+                })
+            }
+            MaxVal | MaxIdx | MinVal | MinIdx => {
+                arity(3)?;
+                let x = t(self, 0)?;
+                let d = self.int(args[1])?;
+                let keep = self.boolean(args[2])?;
+                let (v, i) = reduce::max_dim(&x, d, keep, matches!(op, MaxVal | MaxIdx))?;
+                Ok(V::T(if matches!(op, MaxVal | MinVal) { v } else { i }))
+            }
+            Softmax | LogSoftmax | Cumsum => {
+                arity(2)?;
+                let x = t(self, 0)?;
+                let d = self.int(args[1])?;
+                out(if op == Cumsum { reduce::cumsum(&x, d, None) } else { reduce::softmax(&x, d, None, op == LogSoftmax) })
+            }
+            Matmul => {
+                arity(2)?;
+                let (a, b) = (t(self, 0)?, t(self, 1)?);
+                out(reduce::matmul(&a, &b))
+            }
+            Cat => {
+                if args.len() < 2 {
+                    return fail("cat needs a dim and at least one tensor");
+                }
+                let d = self.int(args[0])?;
+                let parts: Vec<Tensor> = args[1..].iter().map(|&a| self.tensor(a)).collect::<R<_>>()?;
+                out(reduce::cat(&parts, d))
+            }
+            Triu | Tril => {
+                arity(2)?;
+                let x = t(self, 0)?;
+                let k = self.int(args[1])?;
+                out(triangle(&x, k, op == Triu))
+            }
+            Index => {
+                let x = t(self, 0)?;
+                let idx = self.indices(&args[1..])?;
+                out(index::index(&x, &idx))
+            }
+            IndexPut => {
+                if args.len() < 3 {
+                    return fail("index_put takes x, accumulate, value and indices");
+                }
+                let x = t(self, 0)?.contiguous_copy();
+                let acc = self.boolean(args[1])?;
+                let v = t(self, 2)?;
+                let idx = self.indices(&args[3..])?;
+                index::index_put(&x, &idx, &v, acc)?;
+                Ok(V::T(x))
+            }
+            _ => fail(format!("operator {} is not evaluated here", op.as_str())),
+        }
+    }
+
+    fn indices(&mut self, ids: &[Id]) -> R<Vec<Option<Tensor>>> {
+        ids.iter()
+            .map(|&i| match self.eval(i)? {
+                V::T(t) => Ok(Some(t)),
+                V::None => Ok(None),
+                other => fail(format!("index entry {other:?}")),
+            })
+            .collect()
+    }
+}
+
+fn num(v: &V) -> f64 {
+    match v {
+        V::I(i) => *i as f64,
+        V::F(f) => *f,
+        V::B(b) => *b as u8 as f64,
+        _ => f64::NAN,
+    }
+}
+
+/// `triu`/`tril` of the last two dims.
+pub(crate) fn triangle(x: &Tensor, k: i64, upper: bool) -> Result<Tensor, String> {
+    if x.dim() < 2 {
+        return Err(format!("{}: input tensor must have at least 2 dimensions", if upper { "triu" } else { "tril" }));
+    }
+    let (r, c) = (x.shape[x.dim() - 2], x.shape[x.dim() - 1]);
+    let zero = Scalar::I(0).cast(x.dtype());
+    let vals: Vec<Scalar> = x
+        .scalars()
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let (row, col) = ((i / c.max(1)) % r.max(1), i % c.max(1));
+            let d = col as i64 - row as i64;
+            if (upper && d >= k) || (!upper && d <= k) { *v } else { zero }
+        })
+        .collect();
+    Tensor::from_scalars(x.dtype(), &x.shape, &vals)
+}
+
+pub(crate) fn unary(op: OpName) -> Option<Unary> {
+    use OpName::*;
+    Some(match op {
+        Neg => Unary::Neg,
+        Abs => Unary::Abs,
+        Relu => Unary::Relu,
+        Exp => Unary::Exp,
+        Log => Unary::Log,
+        Log1p => Unary::Log1p,
+        Expm1 => Unary::Expm1,
+        Sqrt => Unary::Sqrt,
+        Rsqrt => Unary::Rsqrt,
+        Sigmoid => Unary::Sigmoid,
+        Tanh => Unary::Tanh,
+        Sin => Unary::Sin,
+        Cos => Unary::Cos,
+        Floor => Unary::Floor,
+        Ceil => Unary::Ceil,
+        Round => Unary::Round,
+        Trunc => Unary::Trunc,
+        Sign => Unary::Sign,
+        LogicalNot => Unary::LogicalNot,
+        BitNot => Unary::BitNot,
+        Reciprocal => Unary::Reciprocal,
+        Square => Unary::Square,
+        Erf => Unary::Erf,
+        Silu => Unary::Silu,
+        Gelu => Unary::Gelu,
+        _ => return None,
+    })
+}
+
+pub(crate) fn binary(op: OpName) -> Option<Binary> {
+    use OpName::*;
+    Some(match op {
+        Add => Binary::Add,
+        Sub => Binary::Sub,
+        Mul => Binary::Mul,
+        Div => Binary::Div,
+        FloorDiv => Binary::FloorDiv,
+        Rem => Binary::Rem,
+        Fmod => Binary::Fmod,
+        Pow => Binary::Pow,
+        Maximum => Binary::Maximum,
+        Minimum => Binary::Minimum,
+        Atan2 => Binary::Atan2,
+        BitAnd => Binary::BitAnd,
+        BitOr => Binary::BitOr,
+        BitXor => Binary::BitXor,
+        Eq => Binary::Eq,
+        Ne => Binary::Ne,
+        Lt => Binary::Lt,
+        Le => Binary::Le,
+        Gt => Binary::Gt,
+        Ge => Binary::Ge,
+        _ => return None,
+    })
+}

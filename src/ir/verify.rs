@@ -1,0 +1,464 @@
+//! Type inference for terms: every node's dtype and static shape, and the errors of ill-formed terms.
+//!
+//! The rules are PyTorch's, taken from the tensor runtime where they live (promotion, broadcasting), so a term that
+//! verifies evaluates without a type error. Loop bodies are typed against their carried state.
+
+use egg::Id;
+
+use super::eval::{binary, unary};
+use super::{Node, OpName, Term};
+use crate::tensor::ops::{self, Operand};
+use crate::tensor::views::wrap_dim;
+use crate::tensor::{fmt_shape, DType, Tensor};
+
+/// The type of a term node.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ty {
+    Tensor(DType, Vec<usize>),
+    Int,
+    Float,
+    Bool,
+    DType,
+    Name,
+    None,
+    View(Vec<usize>),
+    List(Vec<Ty>),
+    Tuple(Vec<Ty>),
+}
+
+impl std::fmt::Display for Ty {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ty::Tensor(d, s) => write!(f, "{}{}", d.annotation(), fmt_shape(s)),
+            Ty::Tuple(items) => write!(f, "({})", items.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")),
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
+/// Infers the type of `term`'s root given the types of its inputs; an error names the offending node.
+pub fn verify(term: &Term, inputs: &[(String, DType, Vec<usize>)]) -> Result<Ty, String> {
+    let mut v = Verifier { term, inputs, frames: Vec::new(), cache: Default::default() };
+    v.ty(term.root())
+}
+
+struct Verifier<'a> {
+    term: &'a Term,
+    inputs: &'a [(String, DType, Vec<usize>)],
+    /// Carried-state types of the enclosing loops, innermost last.
+    frames: Vec<Vec<Ty>>,
+    cache: hashbrown::HashMap<(Id, usize), Ty>,
+}
+
+fn dummy(d: DType, rank: usize) -> Operand {
+    Operand::T(Tensor::zeros(d, &vec![1; rank]).expect("a one-element tensor"))
+}
+
+impl Verifier<'_> {
+    fn ty(&mut self, id: Id) -> Result<Ty, String> {
+        let key = (id, self.frames.len());
+        if let Some(t) = self.cache.get(&key) {
+            return Ok(t.clone());
+        }
+        let t = self.infer(id).map_err(|e| if e.starts_with("in ") { e } else { format!("in `{}`: {e}", self.show(id)) })?;
+        self.cache.insert(key, t.clone());
+        Ok(t)
+    }
+
+    fn show(&self, id: Id) -> String {
+        let n = &self.term[id];
+        match n {
+            Node::Op(op, _) => format!("({} ...)", op.as_str()),
+            other => format!("{other}"),
+        }
+    }
+
+    fn lit_int(&self, id: Id) -> Result<i64, String> {
+        match &self.term[id] {
+            Node::Int(i) => Ok(*i),
+            other => Err(format!("expected an integer literal, found `{other}`")),
+        }
+    }
+
+    fn lit_ints(&self, id: Id) -> Result<Vec<i64>, String> {
+        match &self.term[id] {
+            Node::List(items) => items.iter().map(|&i| self.lit_int(i)).collect(),
+            other => Err(format!("expected a list of integer literals, found `{other}`")),
+        }
+    }
+
+    fn lit_bool(&self, id: Id) -> Result<bool, String> {
+        match &self.term[id] {
+            Node::Bool(b) => Ok(b.0),
+            other => Err(format!("expected a bool literal, found `{other}`")),
+        }
+    }
+
+    fn lit_dtype(&self, id: Id) -> Result<DType, String> {
+        match &self.term[id] {
+            Node::DType(d) => Ok(*d),
+            other => Err(format!("expected a dtype, found `{other}`")),
+        }
+    }
+
+    fn tensor(&mut self, id: Id) -> Result<(DType, Vec<usize>), String> {
+        match self.ty(id)? {
+            Ty::Tensor(d, s) => Ok((d, s)),
+            other => Err(format!("expected a tensor, found {other}")),
+        }
+    }
+
+    fn int(&mut self, id: Id) -> Result<(), String> {
+        match self.ty(id)? {
+            Ty::Int => Ok(()),
+            other => Err(format!("expected an integer, found {other}")),
+        }
+    }
+
+    fn frame(&self, d: Id) -> Result<&Vec<Ty>, String> {
+        let d = self.lit_int(d)?;
+        let n = self.frames.len() as i64;
+        if d < 0 || d >= n {
+            return Err(format!("loop reference {d} outside of {n} enclosing loops"));
+        }
+        Ok(&self.frames[(n - 1 - d) as usize])
+    }
+
+    fn tuple_items(&mut self, id: Id) -> Result<Vec<Ty>, String> {
+        match self.ty(id)? {
+            Ty::Tuple(items) => Ok(items),
+            other => Err(format!("expected a tuple, found {other}")),
+        }
+    }
+
+    fn infer(&mut self, id: Id) -> Result<Ty, String> {
+        let node = self.term[id].clone();
+        Ok(match node {
+            Node::Int(_) => Ty::Int,
+            Node::Float(_) => Ty::Float,
+            Node::Bool(_) => Ty::Bool,
+            Node::DType(_) => Ty::DType,
+            Node::Name(_) => Ty::Name,
+            Node::NoneLit => Ty::None,
+            Node::List(items) => Ty::List(items.iter().map(|&c| self.ty(c)).collect::<Result<_, _>>()?),
+            Node::Tuple(items) => Ty::Tuple(items.iter().map(|&c| self.ty(c)).collect::<Result<_, _>>()?),
+            Node::View([s, st, off]) => {
+                let shape = self.lit_ints(s)?;
+                let strides = self.lit_ints(st)?;
+                if shape.len() != strides.len() || shape.iter().any(|&d| d < 0) {
+                    return Err("a view needs one non-negative size per stride".into());
+                }
+                self.int(off)?;
+                Ty::View(shape.into_iter().map(|d| d as usize).collect())
+            }
+            Node::Input(n) => {
+                let Node::Name(name) = &self.term[n] else { return Err("input takes a %name".into()) };
+                match self.inputs.iter().find(|(k, _, _)| *k == name.0) {
+                    Some((_, d, s)) => Ty::Tensor(*d, s.clone()),
+                    None => return Err(format!("no input named {name}")),
+                }
+            }
+            Node::Access([x, v]) => {
+                let (d, _) = self.tensor(x)?;
+                match self.ty(v)? {
+                    Ty::View(shape) => Ty::Tensor(d, shape),
+                    other => return Err(format!("access through {other}")),
+                }
+            }
+            Node::Assign([x, v, y]) => {
+                let (d, s) = self.tensor(x)?;
+                let Ty::View(vs) = self.ty(v)? else { return Err("assign needs a view".into()) };
+                let (_, ys) = self.tensor(y)?;
+                let b = ops::broadcast_shapes(&vs, &ys)?;
+                if b != vs {
+                    return Err(format!("a value of shape {} cannot be assigned to a view of shape {}", fmt_shape(&ys), fmt_shape(&vs)));
+                }
+                Ty::Tensor(d, s)
+            }
+            Node::Get([t, j]) => {
+                let j = self.lit_int(j)?;
+                let items = self.tuple_items(t)?;
+                items.get(j as usize).cloned().ok_or_else(|| format!("get {j} of a tuple of {}", items.len()))?
+            }
+            Node::Iter(d) => {
+                self.frame(d)?;
+                Ty::Int
+            }
+            Node::Carried([d, j]) => {
+                let j = self.lit_int(j)?;
+                let f = self.frame(d)?;
+                f.get(j as usize).cloned().ok_or_else(|| format!("carried {j} of {} values", f.len()))?
+            }
+            Node::If([c, a, b]) => {
+                match self.ty(c)? {
+                    Ty::Tensor(DType::Bool, s) if s.iter().product::<usize>() == 1 => {}
+                    Ty::Bool | Ty::Int => {}
+                    other => return Err(format!("if condition must be a one-element bool tensor, not {other}")),
+                }
+                let (ta, tb) = (self.ty(a)?, self.ty(b)?);
+                if ta != tb {
+                    return Err(format!("if arms differ: {ta} and {tb}"));
+                }
+                ta
+            }
+            Node::Loop([a, b, s, init, body]) => {
+                for x in [a, b, s] {
+                    self.int(x)?;
+                }
+                let state = self.tuple_items(init)?;
+                self.frames.push(state.clone());
+                let out = self.tuple_items(body);
+                self.frames.pop();
+                let out = out?;
+                if out != state {
+                    return Err(format!("loop body yields {} but carries {}", Ty::Tuple(out), Ty::Tuple(state)));
+                }
+                Ty::Tuple(state)
+            }
+            Node::While([init, cond, body]) => {
+                let state = self.tuple_items(init)?;
+                self.frames.push(state.clone());
+                let c = self.ty(cond);
+                let out = self.tuple_items(body);
+                self.frames.pop();
+                match c? {
+                    Ty::Tensor(DType::Bool, s) if s.iter().product::<usize>() == 1 => {}
+                    Ty::Bool => {}
+                    other => return Err(format!("while condition must be a one-element bool tensor, not {other}")),
+                }
+                let out = out?;
+                if out != state {
+                    return Err(format!("while body yields {} but carries {}", Ty::Tuple(out), Ty::Tuple(state)));
+                }
+                Ty::Tuple(state)
+            }
+            Node::Op(op, args) => self.op(op, &args)?,
+        })
+    }
+
+    fn op(&mut self, op: OpName, args: &[Id]) -> Result<Ty, String> {
+        use OpName::*;
+        let arity = |n: usize| if args.len() == n { Ok(()) } else { Err(format!("takes {n} arguments, got {}", args.len())) };
+        if let Some(u) = unary(op) {
+            arity(1)?;
+            let (d, s) = self.tensor(args[0])?;
+            let r = ops::unary(u, &Tensor::zeros(d, &[1])?)?;
+            return Ok(Ty::Tensor(r.dtype(), s));
+        }
+        if let Some(b) = binary(op) {
+            arity(2)?;
+            let (da, sa) = self.tensor(args[0])?;
+            let (db, sb) = self.tensor(args[1])?;
+            if da != db {
+                return Err(format!("operands of {} have dtypes {} and {}; cast them first", op.as_str(), da.annotation(), db.annotation()));
+            }
+            let (_, out) = ops::binary_dtypes(b, &dummy(da, sa.len()), &dummy(db, sb.len()))?;
+            return Ok(Ty::Tensor(out, ops::broadcast_shapes(&sa, &sb)?));
+        }
+        Ok(match op {
+            IAdd | ISub | IMul | IFloorDiv | IMod => {
+                arity(2)?;
+                self.int(args[0])?;
+                self.int(args[1])?;
+                Ty::Int
+            }
+            ToInt => {
+                arity(1)?;
+                let (d, s) = self.tensor(args[0])?;
+                if d.is_float() || s.iter().product::<usize>() != 1 {
+                    return Err("toint needs a one-element integer tensor".into());
+                }
+                Ty::Int
+            }
+            ITensor => {
+                arity(1)?;
+                self.int(args[0])?;
+                Ty::Tensor(DType::I64, vec![])
+            }
+            Full => {
+                arity(3)?;
+                let shape = self.lit_ints(args[0])?;
+                let d = self.lit_dtype(args[1])?;
+                if !matches!(self.term[args[2]], Node::Int(_) | Node::Float(_) | Node::Bool(_)) {
+                    return Err("full takes a literal value".into());
+                }
+                Ty::Tensor(d, shape.into_iter().map(|x| x.max(0) as usize).collect())
+            }
+            Arange => {
+                arity(4)?;
+                let d = self.lit_dtype(args[0])?;
+                let n = self.lit_int(args[3])?;
+                Ty::Tensor(d, vec![n.max(0) as usize])
+            }
+            Cast => {
+                arity(2)?;
+                let d = self.lit_dtype(args[0])?;
+                Ty::Tensor(d, self.tensor(args[1])?.1)
+            }
+            Reshape => {
+                arity(2)?;
+                let (d, s) = self.tensor(args[0])?;
+                let shape = self.lit_ints(args[1])?;
+                let shape = crate::tensor::views::infer_shape(&shape, s.iter().product())?;
+                Ty::Tensor(d, shape)
+            }
+            Where => {
+                arity(3)?;
+                let (dc, sc) = self.tensor(args[0])?;
+                let (da, sa) = self.tensor(args[1])?;
+                let (db, sb) = self.tensor(args[2])?;
+                if dc != DType::Bool || da != db {
+                    return Err("where takes a bool condition and two tensors of one dtype".into());
+                }
+                Ty::Tensor(da, ops::broadcast_shapes(&ops::broadcast_shapes(&sc, &sa)?, &sb)?)
+            }
+            Clamp => {
+                arity(3)?;
+                let (d, s) = self.tensor(args[0])?;
+                for &b in &args[1..] {
+                    match self.ty(b)? {
+                        Ty::None => {}
+                        Ty::Tensor(db, sb) if db == d => {
+                            ops::broadcast_shapes(&s, &sb)?;
+                        }
+                        other => return Err(format!("clamp bound {other} must be none or a {} tensor", d.annotation())),
+                    }
+                }
+                Ty::Tensor(d, s)
+            }
+            Sum | Mean | Prod | Amax | Amin | Any | All => {
+                arity(3)?;
+                let (d, s) = self.tensor(args[0])?;
+                let dims = self.lit_ints(args[1])?;
+                let keep = self.lit_bool(args[2])?;
+                let dims: Vec<usize> = if dims.is_empty() {
+                    (0..s.len()).collect()
+                } else {
+                    dims.iter().map(|&x| wrap_dim(x, s.len())).collect::<Result<_, _>>()?
+                };
+                let shape = reduced(&s, &dims, keep);
+                let out = match op {
+                    Sum | Prod if !d.is_float() => DType::I64,
+                    Mean if !d.is_float() => return Err(format!("mean of {}", d.annotation())),
+                    Any | All => DType::Bool,
+                    _ => d,
+                };
+                Ty::Tensor(out, shape)
+            }
+            MaxVal | MaxIdx | MinVal | MinIdx => {
+                arity(3)?;
+                let (d, s) = self.tensor(args[0])?;
+                let dim = wrap_dim(self.lit_int(args[1])?, s.len())?;
+                let keep = self.lit_bool(args[2])?;
+                let dims = if s.is_empty() { vec![] } else { vec![dim] };
+                Ty::Tensor(if matches!(op, MaxIdx | MinIdx) { DType::I64 } else { d }, reduced(&s, &dims, keep))
+            }
+            Softmax | LogSoftmax | Cumsum => {
+                arity(2)?;
+                let (d, s) = self.tensor(args[0])?;
+                wrap_dim(self.lit_int(args[1])?, s.len())?;
+                let out = if op == Cumsum && !d.is_float() { DType::I64 } else { d };
+                if op != Cumsum && !d.is_float() {
+                    return Err(format!("softmax of {}", d.annotation()));
+                }
+                Ty::Tensor(out, s)
+            }
+            Matmul => {
+                arity(2)?;
+                let (da, sa) = self.tensor(args[0])?;
+                let (db, sb) = self.tensor(args[1])?;
+                let a = Tensor::zeros(da, &[])?.restride(sa.clone(), vec![0; sa.len()], 0);
+                let b = Tensor::zeros(db, &[])?.restride(sb.clone(), vec![0; sb.len()], 0);
+                let shape = matmul_shape(&a, &b)?;
+                Ty::Tensor(da, shape)
+            }
+            Cat => {
+                if args.len() < 2 {
+                    return Err("cat takes a dim and tensors".into());
+                }
+                let dim = self.lit_int(args[0])?;
+                let mut parts = Vec::new();
+                for &a in &args[1..] {
+                    parts.push(self.tensor(a)?);
+                }
+                let (d0, s0) = parts[0].clone();
+                let dd = wrap_dim(dim, s0.len())?;
+                let mut shape = s0.clone();
+                shape[dd] = 0;
+                for (d, s) in &parts {
+                    if *d != d0 || s.len() != s0.len() || (0..s.len()).any(|k| k != dd && s[k] != s0[k]) {
+                        return Err("cat operands must agree in dtype and in every dim but the one joined".into());
+                    }
+                    shape[dd] += s[dd];
+                }
+                Ty::Tensor(d0, shape)
+            }
+            Triu | Tril => {
+                arity(2)?;
+                self.int(args[1])?;
+                let (d, s) = self.tensor(args[0])?;
+                if s.len() < 2 {
+                    return Err("triu/tril need at least 2 dimensions".into());
+                }
+                Ty::Tensor(d, s)
+            }
+            Index | IndexPut => {
+                let base = if op == Index { 1 } else { 3 };
+                if args.len() < base {
+                    return Err("index ops take a tensor and indices".into());
+                }
+                let (d, s) = self.tensor(args[0])?;
+                let mut idx = Vec::new();
+                for &a in &args[base..] {
+                    idx.push(match self.ty(a)? {
+                        Ty::None => None,
+                        Ty::Tensor(di, si) if !di.is_float() && di != DType::Bool => {
+                            Some(Tensor::zeros(DType::I64, &[])?.restride(si.clone(), vec![0; si.len()], 0))
+                        }
+                        other => return Err(format!("index entry {other} must be none or an integer tensor")),
+                    });
+                }
+                let x = Tensor::zeros(d, &[])?.restride(s.clone(), vec![0; s.len()], 0);
+                let r = crate::tensor::index::advanced(&x, &idx)?;
+                if op == Index {
+                    Ty::Tensor(d, r.shape)
+                } else {
+                    self.lit_bool(args[1])?;
+                    let (_, vs) = self.tensor(args[2])?;
+                    if ops::broadcast_shapes(&r.shape, &vs)? != r.shape {
+                        return Err("index_put value does not broadcast to the indexed shape".into());
+                    }
+                    Ty::Tensor(d, s)
+                }
+            }
+            _ => return Err(format!("{} is not typed here", op.as_str())),
+        })
+    }
+}
+
+fn reduced(s: &[usize], dims: &[usize], keep: bool) -> Vec<usize> {
+    (0..s.len()).filter_map(|d| if dims.contains(&d) { if keep { Some(1) } else { None } } else { Some(s[d]) }).collect()
+}
+
+/// The result shape of `matmul(a, b)`, with its shape errors.
+fn matmul_shape(a: &Tensor, b: &Tensor) -> Result<Vec<usize>, String> {
+    if a.dim() == 0 || b.dim() == 0 {
+        return Err("matmul needs tensors of at least one dimension".into());
+    }
+    let (sa, sb) = (&a.shape, &b.shape);
+    let k1 = sa[sa.len() - 1];
+    let k2 = if sb.len() == 1 { sb[0] } else { sb[sb.len() - 2] };
+    if k1 != k2 {
+        return Err(format!("matmul shapes {} and {} do not match", fmt_shape(sa), fmt_shape(sb)));
+    }
+    let ba = if sa.len() > 2 { &sa[..sa.len() - 2] } else { &[][..] };
+    let bb = if sb.len() > 2 { &sb[..sb.len() - 2] } else { &[][..] };
+    let mut shape = ops::broadcast_shapes(ba, bb)?;
+    if sa.len() > 1 {
+        shape.push(sa[sa.len() - 2]);
+    }
+    if sb.len() > 1 {
+        shape.push(sb[sb.len() - 1]);
+    }
+    Ok(shape)
+}
