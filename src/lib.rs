@@ -6,6 +6,7 @@
 
 pub mod diag;
 pub mod frontend;
+pub mod functionalize;
 pub mod interp;
 pub mod io;
 pub mod ir;

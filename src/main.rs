@@ -27,6 +27,17 @@ struct Cli {
 enum Cmd {
     /// Run one program and write its outputs as .npy files.
     Run(RunArgs),
+    /// Functionalize a program and print its pure term.
+    Functionalize {
+        /// The program, as FILE.py::FUNCTION.
+        target: String,
+        /// A scalar parameter, as NAME=VALUE (repeatable).
+        #[arg(long = "arg", value_name = "NAME=VALUE")]
+        args: Vec<String>,
+        /// `dag` (one numbered line per shared node) or `sexp` (one s-expression; can be large).
+        #[arg(long, default_value = "dag")]
+        format: String,
+    },
     /// List the programs (top-level functions not starting with `_`) of program files, with their signatures.
     List {
         /// Program files or directories (searched recursively for *.py).
@@ -87,6 +98,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Run(a) => run(a),
         Cmd::List { paths } => list(&paths),
+        Cmd::Functionalize { target, args, format } => functionalize_cmd(&target, &args, &format),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -257,6 +269,37 @@ fn run_one(
     }
     let out = interp::run_program(module, func, &inputs, scalars)?;
     write_outputs(output, &out.returns, out.returns_tuple, &out.mutated)
+}
+
+fn functionalize_cmd(target: &str, args: &[String], format: &str) -> Result<(), Failure> {
+    let (file, func) = target.split_once("::").ok_or_else(|| Failure(2, format!("`{target}`: name a program as FILE.py::FUNCTION")))?;
+    let module = frontend::load_module(file)?;
+    let mut scalars = BTreeMap::new();
+    for s in args {
+        let (k, v) = parse_arg(s)?;
+        scalars.insert(k, v);
+    }
+    let f = funcfuse::functionalize::functionalize(&module, func, &scalars)?;
+    let stats = funcfuse::ir::term_stats(&f.term);
+    println!(
+        "; {file}::{func}: {} nodes, {} loops, {} accesses, {} assigns, {} ifs",
+        stats.nodes, stats.loops, stats.accesses, stats.assigns, stats.ifs
+    );
+    let outs: Vec<String> = f
+        .outputs
+        .iter()
+        .map(|o| match o {
+            funcfuse::functionalize::Output::Return(k) => format!("return {k}"),
+            funcfuse::functionalize::Output::Mutated(n) => format!("final {n}"),
+        })
+        .collect();
+    println!("; outputs: ({})", outs.join(", "));
+    match format {
+        "dag" => print!("{}", funcfuse::ir::display_dag(&f.term)),
+        "sexp" => println!("{}", f.term),
+        other => return Err(Failure(2, format!("--format {other}: expected dag or sexp"))),
+    }
+    Ok(())
 }
 
 fn write_outputs(

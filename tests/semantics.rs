@@ -484,3 +484,12 @@ fn indexing_shapes_creation_and_python_scalars() {
         ("return round(torch.tensor(2.5))", "ERR type Tensor doesn't define __round__ method"),
     ]);
 }
+
+#[test]
+fn transcendental_functions_at_special_points() {
+    check(&[
+        ("return torch.nn.functional.gelu(torch.zeros(2))", "f32[2] 0,0"),
+        ("return torch.erf(torch.tensor([0.0, 3.0, -3.0]))", "f32[3] 0,0.9999779,-0.9999779"),
+        ("return torch.sigmoid(torch.tensor([0.0]))", "f32[1] 0.5"),
+    ]);
+}

@@ -53,6 +53,11 @@ impl<'m> Interp<'m> {
         Ok(it)
     }
 
+    /// The value of a module constant (`NAME = expr` at the top level).
+    pub fn global(&self, name: &str) -> Option<Value> {
+        self.globals.get(name).cloned()
+    }
+
     pub(super) fn mark_written(&mut self, t: &Tensor) {
         self.written.insert(Rc::as_ptr(&t.buf) as usize);
     }
@@ -806,7 +811,7 @@ pub(super) fn operand(v: &Value) -> Option<Operand> {
 }
 
 /// Arithmetic on Python numbers, with Python's semantics (bools count as ints).
-fn py_arith(a: Scalar, op: BinOp, b: Scalar) -> Result<Value, String> {
+pub(crate) fn py_arith(a: Scalar, op: BinOp, b: Scalar) -> Result<Value, String> {
     let float = matches!(a, Scalar::F(_)) || matches!(b, Scalar::F(_));
     if !float {
         let (x, y) = (a.to_i64_trunc(), b.to_i64_trunc());

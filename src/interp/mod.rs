@@ -8,7 +8,7 @@
 mod args;
 mod calls;
 mod creation;
-mod exec;
+pub(crate) mod exec;
 mod extra_ops;
 mod subscript;
 mod torch_ops;

@@ -25,6 +25,7 @@ pub use eval::{eval_program, EvalError};
 pub use literals::{BoolLit, FloatLit, OpName, ParamName};
 pub use print::{display_dag, term_stats, TermStats};
 pub use verify::{verify, Ty};
+pub(crate) use verify::{op_type, OpCx};
 
 use crate::tensor::DType;
 

@@ -11,7 +11,9 @@ pub fn display_dag(term: &Term) -> String {
     let mut names = vec![String::new(); nodes.len()];
     let mut out = String::new();
     for (i, n) in nodes.iter().enumerate() {
-        let text = if n.is_leaf() {
+        let text = if matches!(n, Node::List(c) if c.is_empty()) {
+            "(list)".to_string()
+        } else if n.is_leaf() {
             n.to_string()
         } else {
             let kids: Vec<&str> = n.children().iter().map(|&c| names[usize::from(c)].as_str()).collect();

@@ -87,19 +87,7 @@ impl Verifier<'_> {
         }
     }
 
-    fn lit_bool(&self, id: Id) -> Result<bool, String> {
-        match &self.term[id] {
-            Node::Bool(b) => Ok(b.0),
-            other => Err(format!("expected a bool literal, found `{other}`")),
-        }
-    }
 
-    fn lit_dtype(&self, id: Id) -> Result<DType, String> {
-        match &self.term[id] {
-            Node::DType(d) => Ok(*d),
-            other => Err(format!("expected a dtype, found `{other}`")),
-        }
-    }
 
     fn tensor(&mut self, id: Id) -> Result<(DType, Vec<usize>), String> {
         match self.ty(id)? {
@@ -232,207 +220,266 @@ impl Verifier<'_> {
                 }
                 Ty::Tuple(state)
             }
-            Node::Op(op, args) => self.op(op, &args)?,
+            Node::Op(op, args) => {
+                let tys = args.iter().map(|&c| self.ty(c)).collect::<Result<Vec<_>, _>>()?;
+                op_type(op, &OpCx { term: self.term, ids: &args, tys: &tys })?
+            }
         })
     }
+}
 
-    fn op(&mut self, op: OpName, args: &[Id]) -> Result<Ty, String> {
-        use OpName::*;
-        let arity = |n: usize| if args.len() == n { Ok(()) } else { Err(format!("takes {n} arguments, got {}", args.len())) };
-        if let Some(u) = unary(op) {
-            arity(1)?;
-            let (d, s) = self.tensor(args[0])?;
-            let r = ops::unary(u, &Tensor::zeros(d, &[1])?)?;
-            return Ok(Ty::Tensor(r.dtype(), s));
+/// The type of `(op args...)` given its children's types: the typing rules shared by [`verify`] and the
+/// functionalizer, which types each node as it builds it.
+pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
+    let args = cx.ids;
+    use OpName::*;
+    let arity = |n: usize| if args.len() == n { Ok(()) } else { Err(format!("takes {n} arguments, got {}", args.len())) };
+    if let Some(u) = unary(op) {
+        arity(1)?;
+        let (d, s) = cx.tensor(0)?;
+        let r = ops::unary(u, &Tensor::zeros(d, &[1])?)?;
+        return Ok(Ty::Tensor(r.dtype(), s));
+    }
+    if let Some(b) = binary(op) {
+        arity(2)?;
+        let (da, sa) = cx.tensor(0)?;
+        let (db, sb) = cx.tensor(1)?;
+        if da != db {
+            return Err(format!("operands of {} have dtypes {} and {}; cast them first", op.as_str(), da.annotation(), db.annotation()));
         }
-        if let Some(b) = binary(op) {
+        let (_, out) = ops::binary_dtypes(b, &dummy(da, sa.len()), &dummy(db, sb.len()))?;
+        return Ok(Ty::Tensor(out, ops::broadcast_shapes(&sa, &sb)?));
+    }
+    Ok(match op {
+        IAdd | ISub | IMul | IFloorDiv | IMod => {
             arity(2)?;
-            let (da, sa) = self.tensor(args[0])?;
-            let (db, sb) = self.tensor(args[1])?;
-            if da != db {
-                return Err(format!("operands of {} have dtypes {} and {}; cast them first", op.as_str(), da.annotation(), db.annotation()));
-            }
-            let (_, out) = ops::binary_dtypes(b, &dummy(da, sa.len()), &dummy(db, sb.len()))?;
-            return Ok(Ty::Tensor(out, ops::broadcast_shapes(&sa, &sb)?));
+            cx.int(0)?;
+            cx.int(1)?;
+            Ty::Int
         }
-        Ok(match op {
-            IAdd | ISub | IMul | IFloorDiv | IMod => {
-                arity(2)?;
-                self.int(args[0])?;
-                self.int(args[1])?;
-                Ty::Int
+        ToInt => {
+            arity(1)?;
+            let (d, s) = cx.tensor(0)?;
+            if d.is_float() || s.iter().product::<usize>() != 1 {
+                return Err("toint needs a one-element integer tensor".into());
             }
-            ToInt => {
-                arity(1)?;
-                let (d, s) = self.tensor(args[0])?;
-                if d.is_float() || s.iter().product::<usize>() != 1 {
-                    return Err("toint needs a one-element integer tensor".into());
-                }
-                Ty::Int
+            Ty::Int
+        }
+        ITensor => {
+            arity(1)?;
+            cx.int(0)?;
+            Ty::Tensor(DType::I64, vec![])
+        }
+        Full => {
+            arity(3)?;
+            let shape = cx.lit_ints(0)?;
+            let d = cx.lit_dtype(1)?;
+            if !matches!(cx.term[args[2]], Node::Int(_) | Node::Float(_) | Node::Bool(_)) {
+                return Err("full takes a literal value".into());
             }
-            ITensor => {
-                arity(1)?;
-                self.int(args[0])?;
-                Ty::Tensor(DType::I64, vec![])
+            Ty::Tensor(d, shape.into_iter().map(|x| x.max(0) as usize).collect())
+        }
+        Arange => {
+            arity(4)?;
+            let d = cx.lit_dtype(0)?;
+            let n = cx.lit_int(3)?;
+            Ty::Tensor(d, vec![n.max(0) as usize])
+        }
+        Cast => {
+            arity(2)?;
+            let d = cx.lit_dtype(0)?;
+            Ty::Tensor(d, cx.tensor(1)?.1)
+        }
+        Reshape => {
+            arity(2)?;
+            let (d, s) = cx.tensor(0)?;
+            let shape = cx.lit_ints(1)?;
+            let shape = crate::tensor::views::infer_shape(&shape, s.iter().product())?;
+            Ty::Tensor(d, shape)
+        }
+        Where => {
+            arity(3)?;
+            let (dc, sc) = cx.tensor(0)?;
+            let (da, sa) = cx.tensor(1)?;
+            let (db, sb) = cx.tensor(2)?;
+            if dc != DType::Bool || da != db {
+                return Err("where takes a bool condition and two tensors of one dtype".into());
             }
-            Full => {
-                arity(3)?;
-                let shape = self.lit_ints(args[0])?;
-                let d = self.lit_dtype(args[1])?;
-                if !matches!(self.term[args[2]], Node::Int(_) | Node::Float(_) | Node::Bool(_)) {
-                    return Err("full takes a literal value".into());
-                }
-                Ty::Tensor(d, shape.into_iter().map(|x| x.max(0) as usize).collect())
-            }
-            Arange => {
-                arity(4)?;
-                let d = self.lit_dtype(args[0])?;
-                let n = self.lit_int(args[3])?;
-                Ty::Tensor(d, vec![n.max(0) as usize])
-            }
-            Cast => {
-                arity(2)?;
-                let d = self.lit_dtype(args[0])?;
-                Ty::Tensor(d, self.tensor(args[1])?.1)
-            }
-            Reshape => {
-                arity(2)?;
-                let (d, s) = self.tensor(args[0])?;
-                let shape = self.lit_ints(args[1])?;
-                let shape = crate::tensor::views::infer_shape(&shape, s.iter().product())?;
-                Ty::Tensor(d, shape)
-            }
-            Where => {
-                arity(3)?;
-                let (dc, sc) = self.tensor(args[0])?;
-                let (da, sa) = self.tensor(args[1])?;
-                let (db, sb) = self.tensor(args[2])?;
-                if dc != DType::Bool || da != db {
-                    return Err("where takes a bool condition and two tensors of one dtype".into());
-                }
-                Ty::Tensor(da, ops::broadcast_shapes(&ops::broadcast_shapes(&sc, &sa)?, &sb)?)
-            }
-            Clamp => {
-                arity(3)?;
-                let (d, s) = self.tensor(args[0])?;
-                for &b in &args[1..] {
-                    match self.ty(b)? {
-                        Ty::None => {}
-                        Ty::Tensor(db, sb) if db == d => {
-                            ops::broadcast_shapes(&s, &sb)?;
-                        }
-                        other => return Err(format!("clamp bound {other} must be none or a {} tensor", d.annotation())),
+            Ty::Tensor(da, ops::broadcast_shapes(&ops::broadcast_shapes(&sc, &sa)?, &sb)?)
+        }
+        Clamp => {
+            arity(3)?;
+            let (d, s) = cx.tensor(0)?;
+            for k in 1..args.len() {
+                match cx.ty(k)? {
+                    Ty::None => {}
+                    Ty::Tensor(db, sb) if db == d => {
+                        ops::broadcast_shapes(&s, &sb)?;
                     }
+                    other => return Err(format!("clamp bound {other} must be none or a {} tensor", d.annotation())),
+                }
+            }
+            Ty::Tensor(d, s)
+        }
+        Sum | Mean | Prod | Amax | Amin | Any | All => {
+            arity(3)?;
+            let (d, s) = cx.tensor(0)?;
+            let dims = cx.lit_ints(1)?;
+            let keep = cx.lit_bool(2)?;
+            let dims: Vec<usize> = if dims.is_empty() {
+                (0..s.len()).collect()
+            } else {
+                dims.iter().map(|&x| wrap_dim(x, s.len())).collect::<Result<_, _>>()?
+            };
+            let shape = reduced(&s, &dims, keep);
+            let out = match op {
+                Sum | Prod if !d.is_float() => DType::I64,
+                Mean if !d.is_float() => return Err(format!("mean of {}", d.annotation())),
+                Any | All => DType::Bool,
+                _ => d,
+            };
+            Ty::Tensor(out, shape)
+        }
+        MaxVal | MaxIdx | MinVal | MinIdx => {
+            arity(3)?;
+            let (d, s) = cx.tensor(0)?;
+            let dim = wrap_dim(cx.lit_int(1)?, s.len())?;
+            let keep = cx.lit_bool(2)?;
+            let dims = if s.is_empty() { vec![] } else { vec![dim] };
+            Ty::Tensor(if matches!(op, MaxIdx | MinIdx) { DType::I64 } else { d }, reduced(&s, &dims, keep))
+        }
+        Softmax | LogSoftmax | Cumsum => {
+            arity(2)?;
+            let (d, s) = cx.tensor(0)?;
+            wrap_dim(cx.lit_int(1)?, s.len())?;
+            let out = if op == Cumsum && !d.is_float() { DType::I64 } else { d };
+            if op != Cumsum && !d.is_float() {
+                return Err(format!("softmax of {}", d.annotation()));
+            }
+            Ty::Tensor(out, s)
+        }
+        Matmul => {
+            arity(2)?;
+            let (da, sa) = cx.tensor(0)?;
+            let (db, sb) = cx.tensor(1)?;
+            let a = Tensor::zeros(da, &[])?.restride(sa.clone(), vec![0; sa.len()], 0);
+            let b = Tensor::zeros(db, &[])?.restride(sb.clone(), vec![0; sb.len()], 0);
+            let shape = matmul_shape(&a, &b)?;
+            Ty::Tensor(da, shape)
+        }
+        Cat => {
+            if args.len() < 2 {
+                return Err("cat takes a dim and tensors".into());
+            }
+            let dim = cx.lit_int(0)?;
+            let mut parts = Vec::new();
+            for k in 1..args.len() {
+                parts.push(cx.tensor(k)?);
+            }
+            let (d0, s0) = parts[0].clone();
+            let dd = wrap_dim(dim, s0.len())?;
+            let mut shape = s0.clone();
+            shape[dd] = 0;
+            for (d, s) in &parts {
+                if *d != d0 || s.len() != s0.len() || (0..s.len()).any(|k| k != dd && s[k] != s0[k]) {
+                    return Err("cat operands must agree in dtype and in every dim but the one joined".into());
+                }
+                shape[dd] += s[dd];
+            }
+            Ty::Tensor(d0, shape)
+        }
+        Triu | Tril => {
+            arity(2)?;
+            cx.int(1)?;
+            let (d, s) = cx.tensor(0)?;
+            if s.len() < 2 {
+                return Err("triu/tril need at least 2 dimensions".into());
+            }
+            Ty::Tensor(d, s)
+        }
+        Index | IndexPut => {
+            let base = if op == Index { 1 } else { 3 };
+            if args.len() < base {
+                return Err("index ops take a tensor and indices".into());
+            }
+            let (d, s) = cx.tensor(0)?;
+            let mut idx = Vec::new();
+            for k in base..args.len() {
+                idx.push(match cx.ty(k)? {
+                    Ty::None => None,
+                    Ty::Tensor(di, si) if !di.is_float() && di != DType::Bool => {
+                        Some(Tensor::zeros(DType::I64, &[])?.restride(si.clone(), vec![0; si.len()], 0))
+                    }
+                    other => return Err(format!("index entry {other} must be none or an integer tensor")),
+                });
+            }
+            let x = Tensor::zeros(d, &[])?.restride(s.clone(), vec![0; s.len()], 0);
+            let r = crate::tensor::index::advanced(&x, &idx)?;
+            if op == Index {
+                Ty::Tensor(d, r.shape)
+            } else {
+                cx.lit_bool(1)?;
+                let (_, vs) = cx.tensor(2)?;
+                if ops::broadcast_shapes(&r.shape, &vs)? != r.shape {
+                    return Err("index_put value does not broadcast to the indexed shape".into());
                 }
                 Ty::Tensor(d, s)
             }
-            Sum | Mean | Prod | Amax | Amin | Any | All => {
-                arity(3)?;
-                let (d, s) = self.tensor(args[0])?;
-                let dims = self.lit_ints(args[1])?;
-                let keep = self.lit_bool(args[2])?;
-                let dims: Vec<usize> = if dims.is_empty() {
-                    (0..s.len()).collect()
-                } else {
-                    dims.iter().map(|&x| wrap_dim(x, s.len())).collect::<Result<_, _>>()?
-                };
-                let shape = reduced(&s, &dims, keep);
-                let out = match op {
-                    Sum | Prod if !d.is_float() => DType::I64,
-                    Mean if !d.is_float() => return Err(format!("mean of {}", d.annotation())),
-                    Any | All => DType::Bool,
-                    _ => d,
-                };
-                Ty::Tensor(out, shape)
-            }
-            MaxVal | MaxIdx | MinVal | MinIdx => {
-                arity(3)?;
-                let (d, s) = self.tensor(args[0])?;
-                let dim = wrap_dim(self.lit_int(args[1])?, s.len())?;
-                let keep = self.lit_bool(args[2])?;
-                let dims = if s.is_empty() { vec![] } else { vec![dim] };
-                Ty::Tensor(if matches!(op, MaxIdx | MinIdx) { DType::I64 } else { d }, reduced(&s, &dims, keep))
-            }
-            Softmax | LogSoftmax | Cumsum => {
-                arity(2)?;
-                let (d, s) = self.tensor(args[0])?;
-                wrap_dim(self.lit_int(args[1])?, s.len())?;
-                let out = if op == Cumsum && !d.is_float() { DType::I64 } else { d };
-                if op != Cumsum && !d.is_float() {
-                    return Err(format!("softmax of {}", d.annotation()));
-                }
-                Ty::Tensor(out, s)
-            }
-            Matmul => {
-                arity(2)?;
-                let (da, sa) = self.tensor(args[0])?;
-                let (db, sb) = self.tensor(args[1])?;
-                let a = Tensor::zeros(da, &[])?.restride(sa.clone(), vec![0; sa.len()], 0);
-                let b = Tensor::zeros(db, &[])?.restride(sb.clone(), vec![0; sb.len()], 0);
-                let shape = matmul_shape(&a, &b)?;
-                Ty::Tensor(da, shape)
-            }
-            Cat => {
-                if args.len() < 2 {
-                    return Err("cat takes a dim and tensors".into());
-                }
-                let dim = self.lit_int(args[0])?;
-                let mut parts = Vec::new();
-                for &a in &args[1..] {
-                    parts.push(self.tensor(a)?);
-                }
-                let (d0, s0) = parts[0].clone();
-                let dd = wrap_dim(dim, s0.len())?;
-                let mut shape = s0.clone();
-                shape[dd] = 0;
-                for (d, s) in &parts {
-                    if *d != d0 || s.len() != s0.len() || (0..s.len()).any(|k| k != dd && s[k] != s0[k]) {
-                        return Err("cat operands must agree in dtype and in every dim but the one joined".into());
-                    }
-                    shape[dd] += s[dd];
-                }
-                Ty::Tensor(d0, shape)
-            }
-            Triu | Tril => {
-                arity(2)?;
-                self.int(args[1])?;
-                let (d, s) = self.tensor(args[0])?;
-                if s.len() < 2 {
-                    return Err("triu/tril need at least 2 dimensions".into());
-                }
-                Ty::Tensor(d, s)
-            }
-            Index | IndexPut => {
-                let base = if op == Index { 1 } else { 3 };
-                if args.len() < base {
-                    return Err("index ops take a tensor and indices".into());
-                }
-                let (d, s) = self.tensor(args[0])?;
-                let mut idx = Vec::new();
-                for &a in &args[base..] {
-                    idx.push(match self.ty(a)? {
-                        Ty::None => None,
-                        Ty::Tensor(di, si) if !di.is_float() && di != DType::Bool => {
-                            Some(Tensor::zeros(DType::I64, &[])?.restride(si.clone(), vec![0; si.len()], 0))
-                        }
-                        other => return Err(format!("index entry {other} must be none or an integer tensor")),
-                    });
-                }
-                let x = Tensor::zeros(d, &[])?.restride(s.clone(), vec![0; s.len()], 0);
-                let r = crate::tensor::index::advanced(&x, &idx)?;
-                if op == Index {
-                    Ty::Tensor(d, r.shape)
-                } else {
-                    self.lit_bool(args[1])?;
-                    let (_, vs) = self.tensor(args[2])?;
-                    if ops::broadcast_shapes(&r.shape, &vs)? != r.shape {
-                        return Err("index_put value does not broadcast to the indexed shape".into());
-                    }
-                    Ty::Tensor(d, s)
-                }
-            }
-            _ => return Err(format!("{} is not typed here", op.as_str())),
-        })
+        }
+        _ => return Err(format!("{} is not typed here", op.as_str())),
+    })
+}
+
+/// What [`op_type`] sees of a node's children: their ids (for literals) and their types.
+pub(crate) struct OpCx<'a> {
+    pub term: &'a Term,
+    pub ids: &'a [Id],
+    pub tys: &'a [Ty],
+}
+
+impl OpCx<'_> {
+    fn ty(&self, k: usize) -> Result<Ty, String> {
+        Ok(self.tys[k].clone())
+    }
+    fn tensor(&self, k: usize) -> Result<(DType, Vec<usize>), String> {
+        match &self.tys[k] {
+            Ty::Tensor(d, s) => Ok((*d, s.clone())),
+            other => Err(format!("expected a tensor, found {other}")),
+        }
+    }
+    fn int(&self, k: usize) -> Result<(), String> {
+        match &self.tys[k] {
+            Ty::Int => Ok(()),
+            other => Err(format!("expected an integer, found {other}")),
+        }
+    }
+    fn lit_int(&self, k: usize) -> Result<i64, String> {
+        lit_int(self.term, self.ids[k])
+    }
+    fn lit_ints(&self, k: usize) -> Result<Vec<i64>, String> {
+        match &self.term[self.ids[k]] {
+            Node::List(items) => items.iter().map(|&i| lit_int(self.term, i)).collect(),
+            other => Err(format!("expected a list of integer literals, found `{other}`")),
+        }
+    }
+    fn lit_bool(&self, k: usize) -> Result<bool, String> {
+        match &self.term[self.ids[k]] {
+            Node::Bool(b) => Ok(b.0),
+            other => Err(format!("expected a bool literal, found `{other}`")),
+        }
+    }
+    fn lit_dtype(&self, k: usize) -> Result<DType, String> {
+        match &self.term[self.ids[k]] {
+            Node::DType(d) => Ok(*d),
+            other => Err(format!("expected a dtype, found `{other}`")),
+        }
+    }
+}
+
+fn lit_int(term: &Term, id: Id) -> Result<i64, String> {
+    match &term[id] {
+        Node::Int(i) => Ok(*i),
+        other => Err(format!("expected an integer literal, found `{other}`")),
     }
 }
 

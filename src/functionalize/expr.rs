@@ -1,0 +1,590 @@
+//! Expressions: Python values, arithmetic on static and run-time numbers, elementwise tensor ops with PyTorch's
+//! promotion, conditions, and subscripts of tensors and sequences.
+
+use std::rc::Rc;
+
+use super::state::{diag, needs_static, Affine, Stop, TId, TIdKey, Sym, TRef, FR, FV};
+use super::{Env, Fz};
+use crate::diag::Span;
+use crate::frontend::ast::*;
+use crate::interp::value::Value;
+use crate::ir::{Node, OpName};
+use crate::tensor::ops::{self, Binary, Operand};
+use crate::tensor::{DType, Scalar, Tensor};
+
+/// A condition: known now, or a 0-dim bool tensor term.
+pub(super) enum Cond {
+    Static(bool),
+    Dyn(TId),
+}
+
+pub(super) fn binop_name(op: Binary) -> OpName {
+    use Binary::*;
+    match op {
+        Add => OpName::Add,
+        Sub => OpName::Sub,
+        Mul => OpName::Mul,
+        Div => OpName::Div,
+        FloorDiv => OpName::FloorDiv,
+        Rem => OpName::Rem,
+        Fmod => OpName::Fmod,
+        Pow => OpName::Pow,
+        Maximum => OpName::Maximum,
+        Minimum => OpName::Minimum,
+        BitAnd => OpName::BitAnd,
+        BitOr => OpName::BitOr,
+        BitXor => OpName::BitXor,
+        Eq => OpName::Eq,
+        Ne => OpName::Ne,
+        Lt => OpName::Lt,
+        Le => OpName::Le,
+        Gt => OpName::Gt,
+        Ge => OpName::Ge,
+        Atan2 => OpName::Atan2,
+    }
+}
+
+fn static_scalar(v: &FV) -> Option<Scalar> {
+    match v {
+        FV::Bool(b) => Some(Scalar::B(*b)),
+        FV::Int(i) => Some(Scalar::I(*i)),
+        FV::Float(f) => Some(Scalar::F(*f)),
+        _ => None,
+    }
+}
+
+fn from_value(v: Value) -> FV {
+    match v {
+        Value::Bool(b) => FV::Bool(b),
+        Value::Int(i) => FV::Int(i),
+        Value::Float(f) => FV::Float(f),
+        _ => FV::None,
+    }
+}
+
+impl<'m> Fz<'m> {
+    pub(super) fn lookup(&self, env: &Env, name: &str, span: Span) -> FR<FV> {
+        if let Some(v) = env.get(name) {
+            if let FV::Poisoned = v {
+                return needs_static(span, format!("`{name}` is rebound to a different view on every iteration"));
+            }
+            return Ok(v.clone());
+        }
+        if let Some(v) = self.consts.get(name) {
+            return Ok(v.clone());
+        }
+        if self.module.function(name).is_some() {
+            return Ok(FV::Func(Rc::from(name)));
+        }
+        Ok(match name {
+            "torch" => FV::Module("torch"),
+            "F" => FV::Module("torch.nn.functional"),
+            "math" => FV::Module("math"),
+            _ => return diag(span, format!("name `{name}` is not defined")),
+        })
+    }
+
+    pub(super) fn expr(&mut self, env: &mut Env, e: &'m Expr) -> FR<FV> {
+        let span = e.span;
+        Ok(match &e.kind {
+            ExprKind::Name(n) => self.lookup(env, n, span)?,
+            ExprKind::Int(i) => FV::Int(*i),
+            ExprKind::Float(f) => FV::Float(*f),
+            ExprKind::Bool(b) => FV::Bool(*b),
+            ExprKind::NoneLit => FV::None,
+            ExprKind::Ellipsis => FV::Ellipsis,
+            ExprKind::Str(s) => FV::Str(Rc::from(s.as_str())),
+            ExprKind::Bin(op, a, b) => {
+                let a = self.expr(env, a)?;
+                let b = self.expr(env, b)?;
+                self.binop(&a, *op, &b, span)?
+            }
+            ExprKind::Unary(op, a) => {
+                let v = self.expr(env, a)?;
+                self.unop(*op, &v, span)?
+            }
+            ExprKind::Compare(first, rest) => {
+                let mut left = self.expr(env, first)?;
+                let mut acc: Option<FV> = None;
+                for (op, rhs) in rest {
+                    let right = self.expr(env, rhs)?;
+                    let r = self.compare(&left, *op, &right, span)?;
+                    acc = Some(match acc {
+                        None => r,
+                        Some(prev) => self.logical(&prev, &r, true, span)?,
+                    });
+                    left = right;
+                }
+                acc.unwrap_or(FV::Bool(true))
+            }
+            ExprKind::BoolOp(is_and, vals) => {
+                let mut acc = self.expr(env, &vals[0])?;
+                for v in &vals[1..] {
+                    match self.cond(&acc, v.span)? {
+                        Cond::Static(t) => {
+                            if (*is_and && !t) || (!*is_and && t) {
+                                return Ok(acc);
+                            }
+                            acc = self.expr(env, v)?;
+                        }
+                        Cond::Dyn(_) => {
+                            let next = self.expr(env, v)?;
+                            acc = self.logical(&acc, &next, *is_and, span)?;
+                        }
+                    }
+                }
+                acc
+            }
+            ExprKind::IfExp { test, body, orelse } => {
+                let c = self.expr(env, test)?;
+                match self.cond(&c, test.span)? {
+                    Cond::Static(true) => self.expr(env, body)?,
+                    Cond::Static(false) => self.expr(env, orelse)?,
+                    Cond::Dyn(_) => return diag(span, "a conditional expression on a run-time value is not supported; use torch.where"),
+                }
+            }
+            ExprKind::Tuple(items) => FV::Tuple(Rc::new(items.iter().map(|x| self.expr(env, x)).collect::<FR<_>>()?)),
+            ExprKind::List(items) => FV::List(Rc::new(std::cell::RefCell::new(items.iter().map(|x| self.expr(env, x)).collect::<FR<_>>()?))),
+            ExprKind::ListComp { elt, target, iter, conds } => {
+                let it = self.expr(env, iter)?;
+                let mut out = Vec::new();
+                'items: for item in self.iterate(&it, iter.span)? {
+                    self.assign(env, target, item)?;
+                    for c in conds {
+                        let cv = self.expr(env, c)?;
+                        match self.cond(&cv, c.span)? {
+                            Cond::Static(true) => {}
+                            Cond::Static(false) => continue 'items,
+                            Cond::Dyn(_) => return diag(c.span, "a comprehension filter on a run-time value is not supported"),
+                        }
+                    }
+                    out.push(self.expr(env, elt)?);
+                }
+                FV::List(Rc::new(std::cell::RefCell::new(out)))
+            }
+            ExprKind::Slice(a, b, c) => {
+                let mut bound = |x: &'m Option<Box<Expr>>, this: &mut Self| -> FR<Option<Affine>> {
+                    match x {
+                        None => Ok(None),
+                        Some(x) => match this.expr(env, x)? {
+                            FV::None => Ok(None),
+                            FV::Int(i) => Ok(Some(Affine::constant(i))),
+                            FV::Bool(b) => Ok(Some(Affine::constant(b as i64))),
+                            FV::DynInt(a) => Ok(Some(a)),
+                            FV::Tensor(t) => Ok(Some(this.tensor_to_int(&t, x.span)?)),
+                            other => diag(x.span, format!("slice indices must be integers, not {}", other.type_name())),
+                        },
+                    }
+                };
+                let a = bound(a, self)?;
+                let b = bound(b, self)?;
+                let c = match bound(c, self)? {
+                    None => None,
+                    Some(s) => match s.as_const() {
+                        Some(k) => Some(k),
+                        None => return needs_static(span, "a slice step that depends on a loop variable"),
+                    },
+                };
+                FV::Slice(a, b, c)
+            }
+            ExprKind::Subscript(obj, idx) => {
+                let o = self.expr(env, obj)?;
+                let i = self.expr(env, idx)?;
+                self.getitem(&o, &i, span)?
+            }
+            ExprKind::Attr(obj, name) => {
+                let o = self.expr(env, obj)?;
+                self.attribute(&o, name, span)?
+            }
+            ExprKind::Call { func, args, kwargs } => self.call(env, func, args, kwargs, span)?,
+        })
+    }
+
+    /// A one-element integer tensor used as a Python int (`__index__`): its `.item()`.
+    pub(super) fn tensor_to_int(&mut self, t: &TRef, span: Span) -> FR<Affine> {
+        let dt = self.roots[t.root].dtype;
+        if dt.is_float() || t.shape.iter().product::<usize>() != 1 {
+            return diag(span, "only integer tensors of a single element can be converted to an index");
+        }
+        let v = self.read(t, span)?;
+        let v = self.t.at(v);
+        let e = self.t.op(OpName::ToInt, vec![v]).map_err(Self::tyerr(span))?;
+        Ok(Affine::sym(Sym::Opaque(TIdKey::of(e))))
+    }
+
+    /// The truth of a value, as `if` and `while` ask it.
+    pub(super) fn cond(&mut self, v: &FV, span: Span) -> FR<Cond> {
+        Ok(match v {
+            FV::None => Cond::Static(false),
+            FV::Bool(b) => Cond::Static(*b),
+            FV::Int(i) => Cond::Static(*i != 0),
+            FV::Float(f) => Cond::Static(*f != 0.0),
+            FV::Str(s) => Cond::Static(!s.is_empty()),
+            FV::Tuple(items) | FV::Named(items, _) => Cond::Static(!items.is_empty()),
+            FV::List(items) => Cond::Static(!items.borrow().is_empty()),
+            FV::DynBool(t) => Cond::Dyn(*t),
+            FV::DynInt(_) | FV::DynFloat(_) => {
+                let (t, _) = self.scalar_tensor(v, None, span)?;
+                let z = self.scalar_tensor(&FV::Int(0), None, span)?;
+                Cond::Dyn(self.elementwise(Binary::Ne, &[FV::DynFloat(t), FV::DynFloat(z.0)], span).and_then(|r| self.dyn_bool_of(&r, span))?)
+            }
+            FV::Tensor(t) => {
+                let n: usize = t.shape.iter().product();
+                if n == 0 {
+                    return diag(span, "Boolean value of Tensor with no values is ambiguous");
+                }
+                if n > 1 {
+                    return diag(span, "Boolean value of Tensor with more than one value is ambiguous");
+                }
+                let v = self.read(t, span)?;
+                let v = self.cast(v, DType::Bool, span)?;
+                let v = self.reshape_value(v, &[], span)?;
+                Cond::Dyn(v)
+            }
+            _ => Cond::Static(true),
+        })
+    }
+
+    /// The 0-dim bool term of a one-element tensor or run-time bool.
+    pub(super) fn dyn_bool_of(&mut self, v: &FV, span: Span) -> FR<TId> {
+        match self.cond(v, span)? {
+            Cond::Dyn(t) => Ok(t),
+            Cond::Static(b) => Ok(self.scalar_tensor(&FV::Bool(b), None, span)?.0),
+        }
+    }
+
+    pub(super) fn reshape_value(&mut self, v: TId, shape: &[usize], span: Span) -> FR<TId> {
+        let (_, s) = self.tensor_ty(v, span)?;
+        if s == shape {
+            return Ok(v);
+        }
+        let x = self.t.at(v);
+        let l = self.t.b.ints(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>());
+        self.t.op(OpName::Reshape, vec![x, l]).map_err(Self::tyerr(span))
+    }
+
+    /// `a and b` / `a or b` where at least one side is known only at run time: both must be bools.
+    fn logical(&mut self, a: &FV, b: &FV, is_and: bool, span: Span) -> FR<FV> {
+        if let (Some(x), Some(y)) = (static_scalar(a), static_scalar(b)) {
+            let r = if is_and { x.to_bool() && y.to_bool() } else { x.to_bool() || y.to_bool() };
+            return Ok(FV::Bool(r));
+        }
+        let ta = self.dyn_bool_of(a, span)?;
+        let tb = self.dyn_bool_of(b, span)?;
+        let r = self.elementwise(if is_and { Binary::BitAnd } else { Binary::BitOr }, &[FV::DynBool(ta), FV::DynBool(tb)], span)?;
+        Ok(FV::DynBool(self.dyn_bool_of(&r, span)?))
+    }
+
+    /// An elementwise op with PyTorch's promotion over tensors and Python numbers; the result is a fresh root.
+    /// With only run-time Python numbers as operands, the result is a run-time Python number.
+    pub(super) fn elementwise(&mut self, op: Binary, args: &[FV], span: Span) -> FR<FV> {
+        let mut operands = Vec::new();
+        let mut any_tensor = false;
+        for a in args {
+            operands.push(match a {
+                FV::Tensor(t) => {
+                    any_tensor = true;
+                    let d = self.roots[t.root].dtype;
+                    Operand::T(Tensor::zeros(d, &vec![1; t.shape.len()])?)
+                }
+                FV::Bool(_) | FV::DynBool(_) => Operand::S(Scalar::B(false)),
+                FV::Int(_) | FV::DynInt(_) => Operand::S(Scalar::I(0)),
+                FV::Float(_) | FV::DynFloat(_) => Operand::S(Scalar::F(0.0)),
+                other => return diag(span, format!("unsupported operand type {}", other.type_name())),
+            });
+        }
+        let refs: Vec<&Operand> = operands.iter().collect();
+        let (compute, out) = if args.len() == 2 {
+            ops::binary_dtypes(op, refs[0], refs[1]).map_err(|m| Stop::Diag(crate::diag::Diagnostic::new(m).at(span)))?
+        } else {
+            let d = ops::result_type(&refs);
+            (d, d)
+        };
+        let _ = out;
+        let mut terms = Vec::new();
+        for a in args {
+            let t = match a {
+                FV::Tensor(tr) => {
+                    let v = self.read(tr, span)?;
+                    self.cast(v, compute, span)?
+                }
+                other => {
+                    // A Python number is cast to the compute dtype first, as PyTorch does.
+                    match static_scalar(other) {
+                        Some(s) => self.full(&[], compute, s).map_err(Self::tyerr(span))?,
+                        None => self.scalar_tensor(other, Some(compute), span)?.0,
+                    }
+                }
+            };
+            terms.push(self.t.at(t));
+        }
+        let r = self.t.op(binop_name(op), terms).map_err(Self::tyerr(span))?;
+        if !any_tensor {
+            // Run-time Python numbers stay Python numbers.
+            return Ok(match out {
+                DType::Bool => FV::DynBool(r),
+                d if d.is_float() => FV::DynFloat(self.cast(r, DType::F64, span)?),
+                _ => {
+                    let x = self.t.at(r);
+                    let e = self.t.op(OpName::ToInt, vec![x]).map_err(Self::tyerr(span))?;
+                    FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(e))))
+                }
+            });
+        }
+        let layout = self.layout_operand(args, span)?;
+        Ok(FV::Tensor(self.fresh(r, layout.as_ref(), span)?))
+    }
+
+    /// The operand whose layout an elementwise result keeps: the first tensor of the full shape that is not broadcast.
+    pub(super) fn layout_operand(&mut self, args: &[FV], span: Span) -> FR<Option<TRef>> {
+        let mut shape: Vec<usize> = Vec::new();
+        for a in args {
+            if let FV::Tensor(t) = a {
+                shape = ops::broadcast_shapes(&shape, &t.shape).map_err(|m| Stop::Diag(crate::diag::Diagnostic::new(m).at(span)))?;
+            }
+        }
+        Ok(args.iter().find_map(|a| match a {
+            FV::Tensor(t) if t.shape == shape && !t.shape.iter().zip(&t.strides).any(|(&n, &s)| n > 1 && s == 0) => Some(t.clone()),
+            _ => None,
+        }))
+    }
+
+    pub(super) fn binop(&mut self, a: &FV, op: BinOp, b: &FV, span: Span) -> FR<FV> {
+        if let (Some(x), Some(y)) = (static_scalar(a), static_scalar(b)) {
+            return crate::interp::exec::py_arith(x, op, y).map(from_value).map_err(|m| Stop::Diag(crate::diag::Diagnostic::new(m).at(span)));
+        }
+        // Affine arithmetic on run-time ints (loop variables) keeps offsets exact.
+        match (a, b, op) {
+            (FV::DynInt(x), FV::Int(k), BinOp::Add) | (FV::Int(k), FV::DynInt(x), BinOp::Add) => return Ok(FV::DynInt(x.add(&Affine::constant(*k)))),
+            (FV::DynInt(x), FV::DynInt(y), BinOp::Add) => return Ok(FV::DynInt(x.add(y))),
+            (FV::DynInt(x), FV::Int(k), BinOp::Sub) => return Ok(FV::DynInt(x.add(&Affine::constant(-k)))),
+            (FV::Int(k), FV::DynInt(x), BinOp::Sub) => return Ok(FV::DynInt(x.neg().add(&Affine::constant(*k)))),
+            (FV::DynInt(x), FV::DynInt(y), BinOp::Sub) => return Ok(FV::DynInt(x.add(&y.neg()))),
+            (FV::DynInt(x), FV::Int(k), BinOp::Mul) | (FV::Int(k), FV::DynInt(x), BinOp::Mul) => return Ok(FV::DynInt(x.scale(*k))),
+            (FV::DynInt(_) | FV::Int(_), FV::DynInt(_) | FV::Int(_), BinOp::Mul | BinOp::FloorDiv | BinOp::Mod) => {
+                let (x, y) = (self.int_term(a), self.int_term(b));
+                let name = match op {
+                    BinOp::Mul => OpName::IMul,
+                    BinOp::FloorDiv => OpName::IFloorDiv,
+                    _ => OpName::IMod,
+                };
+                let e = self.t.op(name, vec![x, y]).map_err(Self::tyerr(span))?;
+                return Ok(FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(e)))));
+            }
+            (FV::Tuple(x), FV::Tuple(y), BinOp::Add) => return Ok(FV::Tuple(Rc::new(x.iter().chain(y.iter()).cloned().collect()))),
+            (FV::List(x), FV::List(y), BinOp::Add) => {
+                return Ok(FV::List(Rc::new(std::cell::RefCell::new(x.borrow().iter().chain(y.borrow().iter()).cloned().collect()))))
+            }
+            (FV::List(x), FV::Int(n), BinOp::Mul) => {
+                let items = x.borrow();
+                let out: Vec<FV> = (0..(*n).max(0)).flat_map(|_| items.iter().cloned()).collect();
+                return Ok(FV::List(Rc::new(std::cell::RefCell::new(out))));
+            }
+            (FV::Tensor(_), FV::Tensor(_), BinOp::MatMul) => return self.matmul(a, b, span),
+            _ => {}
+        }
+        let bin = match op {
+            BinOp::Add => Binary::Add,
+            BinOp::Sub => Binary::Sub,
+            BinOp::Mul => Binary::Mul,
+            BinOp::Div => Binary::Div,
+            BinOp::FloorDiv => Binary::FloorDiv,
+            BinOp::Mod => Binary::Rem,
+            BinOp::Pow => Binary::Pow,
+            BinOp::BitAnd => Binary::BitAnd,
+            BinOp::BitOr => Binary::BitOr,
+            BinOp::BitXor => Binary::BitXor,
+            BinOp::MatMul => return diag(span, "`@` needs two tensors"),
+        };
+        if bin == Binary::Pow {
+            if let (FV::Tensor(t), Some(s)) = (a, static_scalar(b)) {
+                if !self.roots[t.root].dtype.is_float() && s.kind() != crate::tensor::Kind::Float && s.to_i64_trunc() < 0 {
+                    return diag(span, "Integers to negative integer powers are not allowed.");
+                }
+            }
+        }
+        // Python ints in true division become floats, as in Python.
+        if let (FV::DynInt(_) | FV::Int(_), FV::DynInt(_) | FV::Int(_), Binary::Div) = (a, b, bin) {
+            let x = self.scalar_tensor(a, Some(DType::F64), span)?.0;
+            let y = self.scalar_tensor(b, Some(DType::F64), span)?.0;
+            return self.elementwise(bin, &[FV::DynFloat(x), FV::DynFloat(y)], span);
+        }
+        self.elementwise(bin, &[a.clone(), b.clone()], span)
+    }
+
+    /// The integer term of a static or run-time int.
+    pub(super) fn int_term(&mut self, v: &FV) -> egg::Id {
+        match v {
+            FV::Int(i) => self.t.leaf(Node::Int(*i)),
+            FV::Bool(b) => self.t.leaf(Node::Int(*b as i64)),
+            FV::DynInt(a) => {
+                let a = a.clone();
+                self.affine_term(&a)
+            }
+            _ => self.t.leaf(Node::Int(0)),
+        }
+    }
+
+    fn unop(&mut self, op: UnaryOp, v: &FV, span: Span) -> FR<FV> {
+        if op == UnaryOp::Not {
+            return Ok(match self.cond(v, span)? {
+                Cond::Static(b) => FV::Bool(!b),
+                Cond::Dyn(t) => {
+                    let x = self.t.at(t);
+                    FV::DynBool(self.t.op(OpName::LogicalNot, vec![x]).map_err(Self::tyerr(span))?)
+                }
+            });
+        }
+        match (v, op) {
+            (FV::Int(i), UnaryOp::Neg) => Ok(FV::Int(i.wrapping_neg())),
+            (FV::Float(f), UnaryOp::Neg) => Ok(FV::Float(-f)),
+            (FV::Int(i), UnaryOp::Invert) => Ok(FV::Int(!i)),
+            (FV::DynInt(a), UnaryOp::Neg) => Ok(FV::DynInt(a.neg())),
+            (FV::Tensor(_) | FV::Int(_) | FV::Float(_) | FV::DynInt(_) | FV::DynFloat(_), UnaryOp::Pos) => Ok(v.clone()),
+            (FV::Tensor(_), UnaryOp::Neg) => self.unary(crate::tensor::ops::Unary::Neg, v, span),
+            (FV::Tensor(_), UnaryOp::Invert) => self.unary(crate::tensor::ops::Unary::BitNot, v, span),
+            (FV::DynFloat(t), UnaryOp::Neg) => {
+                let x = self.t.at(*t);
+                Ok(FV::DynFloat(self.t.op(OpName::Neg, vec![x]).map_err(Self::tyerr(span))?))
+            }
+            _ => diag(span, format!("bad operand type for unary operator: '{}'", v.type_name())),
+        }
+    }
+
+    pub(super) fn compare(&mut self, a: &FV, op: CmpOp, b: &FV, span: Span) -> FR<FV> {
+        match op {
+            CmpOp::Is | CmpOp::IsNot => {
+                let same = match (a, b) {
+                    (FV::None, FV::None) => true,
+                    (FV::None, _) | (_, FV::None) => false,
+                    (FV::Bool(x), FV::Bool(y)) => x == y,
+                    (FV::Tensor(x), FV::Tensor(y)) => x == y,
+                    _ => return diag(span, "`is` is only supported for None, bools and tensors"),
+                };
+                return Ok(FV::Bool(same == (op == CmpOp::Is)));
+            }
+            CmpOp::In | CmpOp::NotIn => {
+                let items = b.items().ok_or_else(|| Stop::Diag(crate::diag::Diagnostic::new("`in` needs a tuple or list").at(span)))?;
+                let mut found = false;
+                for it in items {
+                    match self.compare(a, CmpOp::Eq, &it, span)? {
+                        FV::Bool(true) => {
+                            found = true;
+                            break;
+                        }
+                        FV::Bool(false) => {}
+                        _ => return diag(span, "`in` over run-time values is not supported"),
+                    }
+                }
+                return Ok(FV::Bool(found == (op == CmpOp::In)));
+            }
+            _ => {}
+        }
+        if let (Some(x), Some(y)) = (static_scalar(a), static_scalar(b)) {
+            let (p, q) = (x.to_f64(), y.to_f64());
+            let r = if x.kind() == crate::tensor::Kind::Float || y.kind() == crate::tensor::Kind::Float {
+                match op { CmpOp::Eq => p == q, CmpOp::Ne => p != q, CmpOp::Lt => p < q, CmpOp::Le => p <= q, CmpOp::Gt => p > q, _ => p >= q }
+            } else {
+                let (p, q) = (x.to_i64_trunc(), y.to_i64_trunc());
+                match op { CmpOp::Eq => p == q, CmpOp::Ne => p != q, CmpOp::Lt => p < q, CmpOp::Le => p <= q, CmpOp::Gt => p > q, _ => p >= q }
+            };
+            return Ok(FV::Bool(r));
+        }
+        if let (Some(x), Some(y)) = (a.items(), b.items()) {
+            if matches!(op, CmpOp::Eq | CmpOp::Ne) {
+                let mut eq = x.len() == y.len();
+                if eq {
+                    for (p, q) in x.iter().zip(&y) {
+                        match self.compare(p, CmpOp::Eq, q, span)? {
+                            FV::Bool(true) => {}
+                            FV::Bool(false) => eq = false,
+                            _ => return diag(span, "comparing sequences of run-time values is not supported"),
+                        }
+                    }
+                }
+                return Ok(FV::Bool(eq == (op == CmpOp::Eq)));
+            }
+        }
+        let bin = match op {
+            CmpOp::Eq => Binary::Eq,
+            CmpOp::Ne => Binary::Ne,
+            CmpOp::Lt => Binary::Lt,
+            CmpOp::Le => Binary::Le,
+            CmpOp::Gt => Binary::Gt,
+            _ => Binary::Ge,
+        };
+        self.elementwise(bin, &[a.clone(), b.clone()], span)
+    }
+
+    /// Items a `for` loop visits when it is unrolled.
+    pub(super) fn iterate(&mut self, v: &FV, span: Span) -> FR<Vec<FV>> {
+        match v {
+            FV::Range(a, b, s) => {
+                let mut out = Vec::new();
+                let mut i = *a;
+                while (*s > 0 && i < *b) || (*s < 0 && i > *b) {
+                    out.push(FV::Int(i));
+                    i += s;
+                }
+                Ok(out)
+            }
+            FV::Tensor(t) => {
+                if t.shape.is_empty() {
+                    return diag(span, "iteration over a 0-d tensor");
+                }
+                let n = t.shape[0];
+                (0..n)
+                    .map(|i| self.tview(t, |d| d.select(0, i as i64)).map(FV::Tensor).map_err(|m| Stop::Diag(crate::diag::Diagnostic::new(m).at(span))))
+                    .collect()
+            }
+            other => other.items().ok_or_else(|| Stop::Diag(crate::diag::Diagnostic::new(format!("'{}' object is not iterable", other.type_name())).at(span))),
+        }
+    }
+
+    pub(super) fn getitem(&mut self, obj: &FV, idx: &FV, span: Span) -> FR<FV> {
+        match obj {
+            FV::Tensor(t) => self.tensor_getitem(t, idx, span),
+            FV::Tuple(_) | FV::List(_) | FV::Named(..) => {
+                let items = obj.items().unwrap_or_default();
+                let n = items.len() as i64;
+                if let FV::Slice(a, b, c) = idx {
+                    let (a, b) = (a.as_ref().map(|x| x.as_const()), b.as_ref().map(|x| x.as_const()));
+                    let (Some(a), Some(b)) = (a.map_or(Some(None), |x| x.map(Some)), b.map_or(Some(None), |x| x.map(Some))) else {
+                        return needs_static(span, "slicing a Python sequence with a loop variable");
+                    };
+                    let step = c.unwrap_or(1).max(1);
+                    let norm = |v: i64| if v < 0 { (v + n).max(0) } else { v.min(n) };
+                    let (s, e) = (a.map(norm).unwrap_or(0), b.map(norm).unwrap_or(n));
+                    let picked: Vec<FV> = (s..e.max(s)).step_by(step as usize).map(|i| items[i as usize].clone()).collect();
+                    return Ok(if matches!(obj, FV::List(_)) { FV::List(Rc::new(std::cell::RefCell::new(picked))) } else { FV::Tuple(Rc::new(picked)) });
+                }
+                let i = match idx {
+                    FV::Int(i) => *i,
+                    FV::Bool(b) => *b as i64,
+                    FV::DynInt(_) => return needs_static(span, "indexing a Python sequence with a loop variable"),
+                    other => return diag(span, format!("sequence indices must be integers, not {}", other.type_name())),
+                };
+                let k = if i < 0 { i + n } else { i };
+                if k < 0 || k >= n {
+                    return diag(span, format!("{} index out of range", obj.type_name()));
+                }
+                Ok(items[k as usize].clone())
+            }
+            other => diag(span, format!("'{}' object is not subscriptable", other.type_name())),
+        }
+    }
+}
+
+pub(super) fn value_to_fv(v: &Value) -> FV {
+    match v {
+        Value::None => FV::None,
+        Value::Bool(b) => FV::Bool(*b),
+        Value::Int(i) => FV::Int(*i),
+        Value::Float(f) => FV::Float(*f),
+        Value::Str(s) => FV::Str(s.clone()),
+        Value::Tuple(items) => FV::Tuple(Rc::new(items.iter().map(value_to_fv).collect())),
+        Value::List(items) => FV::List(Rc::new(std::cell::RefCell::new(items.borrow().iter().map(value_to_fv).collect()))),
+        Value::DType(d) => FV::DType(*d),
+        _ => FV::None,
+    }
+}

@@ -1,0 +1,203 @@
+//! Functionalization: an imperative program becomes one pure term.
+//!
+//! This is SSA construction over root buffers. Every Python name holds a symbolic value; a tensor is a view
+//! (shape, strides, affine offset) of a root buffer, and every root has a current version, a term. A read through a
+//! view is `(access VERSION VIEW)`; an in-place write makes a new version `(assign VERSION VIEW VALUE)` that every
+//! alias of the root sees. Loops over static ranges become one `loop` term whose carried state is whatever the body
+//! writes or rebinds (found by a first, discarded pass over the body); a loop whose body needs the loop variable as a
+//! static value (indexing a Python list, a shape that grows) is unrolled instead, up to [`UNROLL_LIMIT`] iterations.
+//! A data-dependent `if` becomes an `if` term yielding both arms' versions; a data-dependent `while` a `while` term.
+//! Mutated tensor parameters become extra outputs.
+//!
+//! Invariants: the result verifies ([`crate::ir::verify`]); what cannot be functionalized is reported with its
+//! source location and reason, never turned into a wrong term.
+
+mod ctrl;
+mod expr;
+mod ops;
+mod state;
+mod table;
+mod views;
+
+use std::collections::HashMap;
+
+use crate::diag::{Diagnostic, Span};
+use crate::frontend::ast::{Function, Module};
+use crate::interp;
+use crate::ir::{Node, ParamName, Term, Ty};
+use crate::tensor::DType;
+use state::{diag, Affine, Root, Stop, TRef, Terms, FR, FV};
+
+/// Loops whose bodies need a static loop variable are unrolled up to this many iterations.
+pub const UNROLL_LIMIT: i64 = 1024;
+
+/// What each element of a functional program's output tuple is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    /// The program's `k`-th returned tensor.
+    Return(usize),
+    /// The final state of a tensor parameter written in place.
+    Mutated(String),
+}
+
+/// A functionalized program: the term, its inputs, and the meaning of its output tuple.
+#[derive(Clone, Debug)]
+pub struct Functional {
+    pub name: String,
+    pub term: Term,
+    pub inputs: Vec<(String, DType, Vec<usize>)>,
+    pub outputs: Vec<Output>,
+    /// Whether the program returned a tuple (`return.K.npy`) rather than one tensor (`return.npy`).
+    pub returns_tuple: bool,
+}
+
+/// Functionalizes program `name` of `module`; scalar parameters take their `--arg` or default values.
+pub fn functionalize(module: &Module, name: &str, scalars: &std::collections::BTreeMap<String, interp::ScalarArg>) -> Result<Functional, Diagnostic> {
+    let f = module.function(name).ok_or_else(|| Diagnostic::new(format!("no function `{name}` in {}", module.path)))?;
+    let inputs = interp::tensor_params(f).map_err(|d| d.in_file(&module.path))?;
+    // Module constants are plain Python data, evaluated once with the reference interpreter's rules.
+    let it = interp::Interp::new(module)?;
+    let consts = module.constants.iter().filter_map(|(n, _)| it.global(n).map(|v| (n.clone(), expr::value_to_fv(&v)))).collect();
+    let mut fz = Fz { module, t: Terms::new(), roots: Vec::new(), depth_calls: 0, fn_names: HashMap::new(), consts, fn_stack: Vec::new() };
+    let result = fz.program(f, &inputs, scalars);
+    match result {
+        Ok(out) => Ok(out),
+        Err(Stop::Diag(d)) => Err(d.in_file(&module.path)),
+        Err(Stop::NeedsStatic(span, why)) => Err(Diagnostic::new(format!("cannot functionalize: {why}")).at(span).in_file(&module.path)),
+    }
+}
+
+type Env = HashMap<String, FV>;
+
+pub(super) struct Fz<'m> {
+    module: &'m Module,
+    t: Terms,
+    roots: Vec<Root>,
+    depth_calls: usize,
+    /// For each function, how often each name occurs in it (to tell loop-local names from names used after).
+    fn_names: HashMap<String, HashMap<String, usize>>,
+    consts: HashMap<String, FV>,
+    /// The functions being inlined, innermost last.
+    fn_stack: Vec<String>,
+}
+
+impl<'m> Fz<'m> {
+    fn program(
+        &mut self,
+        f: &'m Function,
+        inputs: &[(String, DType, Vec<usize>)],
+        scalars: &std::collections::BTreeMap<String, interp::ScalarArg>,
+    ) -> FR<Functional> {
+        let mut env = Env::new();
+        let mut params = Vec::new();
+        for (name, dtype, shape) in inputs {
+            let n = self.t.leaf(Node::Name(ParamName(name.clone())));
+            let id = self.t.leaf(Node::Input(n));
+            self.t.set_ty(id, Ty::Tensor(*dtype, shape.clone()));
+            let root = self.new_root(state::TId { id, depth: 0 }, *dtype, shape.clone(), Some(name.clone()));
+            params.push(root);
+            env.insert(name.clone(), FV::Tensor(self.natural_view(root)));
+        }
+        for p in &f.params {
+            if env.contains_key(&p.name) {
+                continue;
+            }
+            let v = match scalars.get(&p.name) {
+                Some(interp::ScalarArg::Int(i)) => FV::Int(*i),
+                Some(interp::ScalarArg::Float(x)) => FV::Float(*x),
+                Some(interp::ScalarArg::Bool(b)) => FV::Bool(*b),
+                None => match &p.default {
+                    Some(d) => self.expr(&mut Env::new(), d)?,
+                    None => return diag(p.span, format!("scalar parameter `{}` has no default; pass it with --arg", p.name)),
+                },
+            };
+            let v = match (&p.ann, v) {
+                (Some(crate::frontend::ast::TypeAnn::Float), FV::Int(i)) => FV::Float(i as f64),
+                (_, v) => v,
+            };
+            env.insert(p.name.clone(), v);
+        }
+        let ret = self.call_body(f, env)?;
+        // The output tuple: returned tensors, then the final versions of parameters written in place.
+        let (rets, returns_tuple) = match ret {
+            FV::Tensor(_) => (vec![ret], false),
+            FV::None => (vec![], true),
+            FV::Tuple(items) => (items.as_ref().clone(), true),
+            other => (vec![other], false),
+        };
+        let mut parts = Vec::new();
+        let mut outputs = Vec::new();
+        for (k, r) in rets.iter().enumerate() {
+            let id = match r {
+                FV::Tensor(tr) => {
+                    let v = self.read(tr, f.span)?;
+                    self.t.at(v)
+                }
+                FV::Int(_) | FV::Float(_) | FV::Bool(_) | FV::DynInt(_) | FV::DynFloat(_) | FV::DynBool(_) => {
+                    let (v, _) = self.scalar_tensor(r, None, f.span)?;
+                    self.t.at(v)
+                }
+                other => return diag(f.span, format!("programs return tensors or tuples of tensors, not a {}", other.type_name())),
+            };
+            parts.push(id);
+            outputs.push(Output::Return(k));
+        }
+        for root in params {
+            if self.roots[root].written {
+                let v = self.roots[root].version;
+                parts.push(self.t.at(v));
+                outputs.push(Output::Mutated(self.roots[root].param.clone().unwrap_or_default()));
+            }
+        }
+        let top = self.t.add(Node::Tuple(parts.into())).map_err(|m| Stop::Diag(Diagnostic::new(m).at(f.span)))?;
+        let term = self.t.b.extract(top.id);
+        Ok(Functional { name: f.name.clone(), term, inputs: inputs.to_vec(), outputs, returns_tuple })
+    }
+
+    fn new_root(&mut self, version: state::TId, dtype: DType, shape: Vec<usize>, param: Option<String>) -> usize {
+        let dummy = crate::tensor::Tensor::zeros(DType::F32, &[]).expect("one element");
+        self.roots.push(Root { version, dtype, shape, written: false, param, dummy });
+        self.roots.len() - 1
+    }
+
+    /// The contiguous view of a root's whole storage, in the storage's own shape.
+    fn natural_view(&self, root: usize) -> TRef {
+        let shape = self.roots[root].shape.clone();
+        let strides = crate::tensor::contiguous_strides(&shape);
+        TRef { root, shape, strides, off: Affine::constant(0) }
+    }
+
+    /// A located error from a message of the term builder.
+    fn tyerr(span: Span) -> impl Fn(String) -> Stop {
+        move |m| Stop::Diag(Diagnostic::new(m).at(span))
+    }
+}
+
+/// Runs a functionalized program with the functional interpreter; outputs are sorted as the reference's are.
+pub fn run_functional(f: &Functional, inputs: &std::collections::BTreeMap<String, crate::tensor::Tensor>) -> Result<interp::RunOutput, Diagnostic> {
+    for (name, dtype, shape) in &f.inputs {
+        match inputs.get(name) {
+            Some(t) if t.dtype() == *dtype && t.shape == *shape => {}
+            Some(t) => {
+                return Err(Diagnostic::new(format!(
+                    "input `{name}` is {}{}, but the program declares {}{}",
+                    t.dtype().annotation(),
+                    crate::tensor::fmt_shape(&t.shape),
+                    dtype.annotation(),
+                    crate::tensor::fmt_shape(shape)
+                )))
+            }
+            None => return Err(Diagnostic::new(format!("no input given for tensor parameter `{name}`"))),
+        }
+    }
+    let values = crate::ir::eval_program(&f.term, inputs).map_err(|e| Diagnostic::new(e.0))?;
+    let mut returns = Vec::new();
+    let mut mutated = Vec::new();
+    for (o, v) in f.outputs.iter().zip(values) {
+        match o {
+            Output::Return(_) => returns.push(v),
+            Output::Mutated(name) => mutated.push((name.clone(), v)),
+        }
+    }
+    Ok(interp::RunOutput { returns, returns_tuple: f.returns_tuple, mutated })
+}

@@ -1,0 +1,680 @@
+//! Calls in the functionalizer: helpers (inlined), builtins, list methods, attributes, subscripts, and the torch op
+//! table, each op building its term and a fresh root (or, for views, a new view of the same root).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::expr::Cond;
+use super::state::{diag, needs_static, Affine, Stop, Sym, TIdKey, TRef, FR, FV};
+use super::{Env, Fz};
+use crate::diag::{Diagnostic, Span};
+use crate::frontend::ast::*;
+use crate::ir::{Node, OpName};
+use crate::tensor::ops::{self, Binary, Operand};
+use crate::tensor::{fmt_shape, DType, Scalar, Tensor};
+
+/// In-place methods PyTorch does not check for internal overlap.
+const UNCHECKED_INPLACE: &[&str] = &["fill_", "zero_", "masked_fill_", "triu_", "tril_", "index_put_"];
+
+pub(super) struct A {
+    pub pos: Vec<FV>,
+    pub kw: Vec<(String, FV)>,
+    pub span: Span,
+    pub name: String,
+}
+
+pub(super) fn err(span: Span) -> impl Fn(String) -> Stop {
+    move |m| Stop::Diag(Diagnostic::new(m).at(span))
+}
+
+impl A {
+    pub(super) fn get(&self, i: usize, name: &str) -> Option<&FV> {
+        if let Some((_, v)) = self.kw.iter().find(|(k, _)| k == name) {
+            return Some(v);
+        }
+        self.pos.get(i)
+    }
+    pub(super) fn opt(&self, i: usize, name: &str) -> Option<&FV> {
+        self.get(i, name).filter(|v| !matches!(v, FV::None))
+    }
+    pub(super) fn req(&self, i: usize, name: &str) -> FR<&FV> {
+        self.get(i, name).ok_or_else(|| Stop::Diag(Diagnostic::new(format!("{}() missing required argument '{name}'", self.name)).at(self.span)))
+    }
+    pub(super) fn tensor(&self, i: usize, name: &str) -> FR<TRef> {
+        match self.req(i, name)? {
+            FV::Tensor(t) => Ok(t.clone()),
+            other => diag(self.span, format!("{}(): argument '{name}' must be Tensor, not {}", self.name, other.type_name())),
+        }
+    }
+    pub(super) fn int_of(&self, v: &FV, name: &str) -> FR<i64> {
+        match v {
+            FV::Int(i) => Ok(*i),
+            FV::Bool(b) => Ok(*b as i64),
+            FV::DynInt(_) => needs_static(self.span, format!("{}(): argument '{name}' depends on a loop variable", self.name)),
+            other => diag(self.span, format!("{}(): argument '{name}' must be int, not {}", self.name, other.type_name())),
+        }
+    }
+    pub(super) fn int(&self, i: usize, name: &str) -> FR<i64> {
+        self.int_of(self.req(i, name)?, name)
+    }
+    pub(super) fn int_or(&self, i: usize, name: &str, d: i64) -> FR<i64> {
+        match self.opt(i, name) {
+            Some(v) => self.int_of(v, name),
+            None => Ok(d),
+        }
+    }
+    pub(super) fn opt_int(&self, i: usize, name: &str) -> FR<Option<i64>> {
+        match self.opt(i, name) {
+            Some(v) => Ok(Some(self.int_of(v, name)?)),
+            None => Ok(None),
+        }
+    }
+    pub(super) fn bool_or(&self, i: usize, name: &str, d: bool) -> FR<bool> {
+        match self.opt(i, name) {
+            Some(FV::Bool(b)) => Ok(*b),
+            Some(FV::Int(v)) => Ok(*v != 0),
+            Some(other) => diag(self.span, format!("{}(): argument '{name}' must be bool, not {}", self.name, other.type_name())),
+            None => Ok(d),
+        }
+    }
+    pub(super) fn dtype(&self, i: usize, name: &str) -> FR<Option<DType>> {
+        match self.opt(i, name) {
+            Some(FV::DType(d)) => Ok(Some(*d)),
+            Some(other) => diag(self.span, format!("{}(): argument '{name}' must be torch.dtype, not {}", self.name, other.type_name())),
+            None => Ok(None),
+        }
+    }
+    pub(super) fn dims(&self, i: usize, name: &str) -> FR<Option<Vec<i64>>> {
+        match self.opt(i, name) {
+            None => Ok(None),
+            Some(v) => match v.items() {
+                Some(items) => Ok(Some(items.iter().map(|x| self.int_of(x, name)).collect::<FR<_>>()?)),
+                None => Ok(Some(vec![self.int_of(v, name)?])),
+            },
+        }
+    }
+    pub(super) fn sizes(&self, start: usize, name: &str) -> FR<Vec<i64>> {
+        let rest = if self.pos.len() > start { &self.pos[start..] } else { &[] };
+        if rest.is_empty() {
+            if let Some((_, v)) = self.kw.iter().find(|(k, _)| k == name) {
+                return match v.items() {
+                    Some(items) => items.iter().map(|x| self.int_of(x, name)).collect(),
+                    None => Ok(vec![self.int_of(v, name)?]),
+                };
+            }
+            return Ok(vec![]);
+        }
+        if rest.len() == 1 {
+            if let Some(items) = rest[0].items() {
+                return items.iter().map(|x| self.int_of(x, name)).collect();
+            }
+        }
+        rest.iter().map(|x| self.int_of(x, name)).collect()
+    }
+    pub(super) fn number(&self, v: &FV) -> Option<Scalar> {
+        match v {
+            FV::Bool(b) => Some(Scalar::B(*b)),
+            FV::Int(i) => Some(Scalar::I(*i)),
+            FV::Float(f) => Some(Scalar::F(*f)),
+            _ => None,
+        }
+    }
+}
+
+pub(super) fn unary_op(name: &str) -> Option<ops::Unary> {
+    use ops::Unary::*;
+    Some(match name {
+        "neg" | "negative" => Neg,
+        "abs" | "absolute" => Abs,
+        "relu" => Relu,
+        "exp" => Exp,
+        "log" => Log,
+        "log1p" => Log1p,
+        "expm1" => Expm1,
+        "sqrt" => Sqrt,
+        "rsqrt" => Rsqrt,
+        "sigmoid" => Sigmoid,
+        "tanh" => Tanh,
+        "sin" => Sin,
+        "cos" => Cos,
+        "floor" => Floor,
+        "ceil" => Ceil,
+        "round" => Round,
+        "trunc" => Trunc,
+        "sign" => Sign,
+        "logical_not" => LogicalNot,
+        "bitwise_not" => BitNot,
+        "reciprocal" => Reciprocal,
+        "square" => Square,
+        "erf" => Erf,
+        "silu" => Silu,
+        "gelu" => Gelu,
+        _ => return None,
+    })
+}
+
+pub(super) fn unary_name(u: ops::Unary) -> OpName {
+    use ops::Unary::*;
+    match u {
+        Neg => OpName::Neg,
+        Abs => OpName::Abs,
+        Relu => OpName::Relu,
+        Exp => OpName::Exp,
+        Log => OpName::Log,
+        Log1p => OpName::Log1p,
+        Expm1 => OpName::Expm1,
+        Sqrt => OpName::Sqrt,
+        Rsqrt => OpName::Rsqrt,
+        Sigmoid => OpName::Sigmoid,
+        Tanh => OpName::Tanh,
+        Sin => OpName::Sin,
+        Cos => OpName::Cos,
+        Floor => OpName::Floor,
+        Ceil => OpName::Ceil,
+        Round => OpName::Round,
+        Trunc => OpName::Trunc,
+        Sign => OpName::Sign,
+        LogicalNot => OpName::LogicalNot,
+        BitNot => OpName::BitNot,
+        Reciprocal => OpName::Reciprocal,
+        Square => OpName::Square,
+        Erf => OpName::Erf,
+        Silu => OpName::Silu,
+        Gelu => OpName::Gelu,
+    }
+}
+
+pub(super) fn binary_op(name: &str) -> Option<Binary> {
+    use Binary::*;
+    Some(match name {
+        "add" => Add,
+        "sub" | "subtract" => Sub,
+        "mul" | "multiply" => Mul,
+        "div" | "divide" | "true_divide" => Div,
+        "floor_divide" => FloorDiv,
+        "remainder" => Rem,
+        "fmod" => Fmod,
+        "pow" => Pow,
+        "maximum" => Maximum,
+        "minimum" => Minimum,
+        "atan2" => Atan2,
+        "eq" => Eq,
+        "ne" | "not_equal" => Ne,
+        "lt" | "less" => Lt,
+        "le" | "less_equal" => Le,
+        "gt" | "greater" => Gt,
+        "ge" | "greater_equal" => Ge,
+        "bitwise_and" => BitAnd,
+        "bitwise_or" => BitOr,
+        "bitwise_xor" => BitXor,
+        _ => return None,
+    })
+}
+
+impl<'m> Fz<'m> {
+    pub(super) fn call(&mut self, env: &mut Env, func: &'m Expr, args: &'m [Expr], kwargs: &'m [(String, Expr)], span: Span) -> FR<FV> {
+        let mut pos = Vec::with_capacity(args.len());
+        for a in args {
+            pos.push(self.expr(env, a)?);
+        }
+        let mut kw = Vec::new();
+        for (k, v) in kwargs {
+            kw.push((k.clone(), self.expr(env, v)?));
+        }
+        match &func.kind {
+            ExprKind::Attr(obj, name) => {
+                let o = self.expr(env, obj)?;
+                match o {
+                    FV::Module("math") => self.math(name, &pos, span),
+                    FV::Module(m) => {
+                        let a = A { pos, kw, span, name: format!("{m}.{name}") };
+                        self.torch(name, &a, false)
+                    }
+                    FV::Tensor(t) => {
+                        pos.insert(0, FV::Tensor(t));
+                        let a = A { pos, kw, span, name: name.clone() };
+                        if name.ends_with('_') && !name.ends_with("__") {
+                            return self.inplace(name, &a);
+                        }
+                        self.torch(name, &a, true)
+                    }
+                    FV::List(l) => match (name.as_str(), pos.len()) {
+                        ("append", 1) => {
+                            l.borrow_mut().push(pos.remove(0));
+                            Ok(FV::None)
+                        }
+                        ("extend", 1) => {
+                            let items = self.iterate(&pos[0], span)?;
+                            l.borrow_mut().extend(items);
+                            Ok(FV::None)
+                        }
+                        ("pop", 0) => l.borrow_mut().pop().ok_or_else(|| Stop::Diag(Diagnostic::new("pop from empty list").at(span))),
+                        _ => diag(span, format!("unsupported list method `{name}`")),
+                    },
+                    other => diag(span, format!("unsupported method `{name}` on a value of type {}", other.type_name())),
+                }
+            }
+            ExprKind::Name(n) => {
+                let known = env.contains_key(n) || self.consts.contains_key(n) || self.module.function(n).is_some();
+                if known {
+                    if let FV::Func(fname) = self.lookup(env, n, func.span)? {
+                        return self.inline(&fname, pos, kw, span);
+                    }
+                    return diag(span, format!("`{n}` is not callable"));
+                }
+                self.builtin(n, A { pos, kw, span, name: n.clone() })
+            }
+            _ => diag(span, "unsupported call"),
+        }
+    }
+
+    fn inline(&mut self, name: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
+        let module = self.module;
+        let f = module.function(name).expect("functions named by Func exist");
+        if pos.len() > f.params.len() {
+            return diag(span, format!("{}() takes {} arguments but {} were given", f.name, f.params.len(), pos.len()));
+        }
+        let mut env = Env::new();
+        let mut pos = pos.into_iter();
+        for p in &f.params {
+            let v = match pos.next() {
+                Some(v) => v,
+                None => match kw.iter().find(|(k, _)| *k == p.name) {
+                    Some((_, v)) => v.clone(),
+                    None => match &p.default {
+                        Some(d) => self.expr(&mut Env::new(), d)?,
+                        None => return diag(span, format!("{}() missing required argument '{}'", f.name, p.name)),
+                    },
+                },
+            };
+            env.insert(p.name.clone(), v);
+        }
+        self.call_body(f, env)
+    }
+
+    fn math(&mut self, name: &str, pos: &[FV], span: Span) -> FR<FV> {
+        let x = match pos.first() {
+            Some(FV::Int(i)) => *i as f64,
+            Some(FV::Float(f)) => *f,
+            _ => return diag(span, format!("math.{name}() needs a number known before the program runs")),
+        };
+        Ok(match name {
+            "sqrt" => FV::Float(x.sqrt()),
+            "exp" => FV::Float(x.exp()),
+            "log" => FV::Float(x.ln()),
+            "log2" => FV::Float(x.log2()),
+            "cos" => FV::Float(x.cos()),
+            "sin" => FV::Float(x.sin()),
+            "tanh" => FV::Float(x.tanh()),
+            "floor" => FV::Int(x.floor() as i64),
+            "ceil" => FV::Int(x.ceil() as i64),
+            "fabs" => FV::Float(x.abs()),
+            _ => return diag(span, format!("unsupported function `math.{name}`")),
+        })
+    }
+
+    fn builtin(&mut self, name: &str, a: A) -> FR<FV> {
+        let span = a.span;
+        match name {
+            "range" => {
+                let ints: Vec<i64> = a.pos.iter().map(|v| match v {
+                    FV::Tensor(t) => self.tensor_to_int(t, span).and_then(|x| x.as_const().ok_or_else(|| Stop::NeedsStatic(span, "a loop bound known only at run time".into()))),
+                    other => a.int_of(other, "range"),
+                }).collect::<FR<_>>()?;
+                let (s, t, st) = match ints.as_slice() {
+                    [n] => (0, *n, 1),
+                    [s, t] => (*s, *t, 1),
+                    [s, t, st] => (*s, *t, *st),
+                    _ => return diag(span, "range expected 1 to 3 arguments"),
+                };
+                if st == 0 {
+                    return diag(span, "range() arg 3 must not be zero");
+                }
+                Ok(FV::Range(s, t, st))
+            }
+            "len" => match a.req(0, "obj")? {
+                FV::Tensor(t) if t.shape.is_empty() => diag(span, "len() of a 0-d tensor"),
+                FV::Tensor(t) => Ok(FV::Int(t.shape[0] as i64)),
+                v @ FV::Range(..) => Ok(FV::Int(self.iterate(v, span)?.len() as i64)),
+                other => match other.items() {
+                    Some(items) => Ok(FV::Int(items.len() as i64)),
+                    None => diag(span, format!("object of type '{}' has no len()", other.type_name())),
+                },
+            },
+            "int" | "float" | "bool" => {
+                let v = a.req(0, "x")?.clone();
+                let v = match v {
+                    FV::Tensor(t) => {
+                        if t.shape.iter().product::<usize>() != 1 {
+                            return diag(span, "only one element tensors can be converted to Python scalars");
+                        }
+                        self.item(&t, span)?
+                    }
+                    other => other,
+                };
+                Ok(match (name, v) {
+                    ("int", FV::Float(f)) => FV::Int(f.trunc() as i64),
+                    ("int", FV::Bool(b)) => FV::Int(b as i64),
+                    ("int", v @ (FV::Int(_) | FV::DynInt(_))) => v,
+                    ("float", FV::Int(i)) => FV::Float(i as f64),
+                    ("float", FV::Str(s)) => match s.trim().to_ascii_lowercase().as_str() {
+                        "inf" | "+inf" | "infinity" => FV::Float(f64::INFINITY),
+                        "-inf" | "-infinity" => FV::Float(f64::NEG_INFINITY),
+                        "nan" => FV::Float(f64::NAN),
+                        t => FV::Float(t.parse::<f64>().map_err(|_| Stop::Diag(Diagnostic::new(format!("could not convert string to float: '{s}'")).at(span)))?),
+                    },
+                    ("float", v @ (FV::Float(_) | FV::DynFloat(_))) => v,
+                    ("float", FV::DynInt(x)) => FV::DynFloat(self.scalar_tensor(&FV::DynInt(x), Some(DType::F64), span)?.0),
+                    ("bool", v) => match self.cond(&v, span)? {
+                        Cond::Static(b) => FV::Bool(b),
+                        Cond::Dyn(t) => FV::DynBool(t),
+                    },
+                    (_, v) => return diag(span, format!("{name}() of a {} is not supported here", v.type_name())),
+                })
+            }
+            "abs" => match a.req(0, "x")?.clone() {
+                FV::Int(i) => Ok(FV::Int(i.wrapping_abs())),
+                FV::Float(f) => Ok(FV::Float(f.abs())),
+                v @ FV::Tensor(_) => self.unary(ops::Unary::Abs, &v, span),
+                other => diag(span, format!("abs() of a {} is not supported here", other.type_name())),
+            },
+            "min" | "max" => {
+                let items = if a.pos.len() == 1 { self.iterate(&a.pos[0], span)? } else { a.pos.clone() };
+                let nums: Option<Vec<Scalar>> = items.iter().map(|v| a.number(v)).collect();
+                match nums {
+                    Some(ns) if !ns.is_empty() => {
+                        let mut best = 0;
+                        for (i, n) in ns.iter().enumerate() {
+                            let better = if name == "max" { n.to_f64() > ns[best].to_f64() } else { n.to_f64() < ns[best].to_f64() };
+                            if better {
+                                best = i;
+                            }
+                        }
+                        Ok(items[best].clone())
+                    }
+                    _ => diag(span, format!("{name}() over run-time values is not supported; use torch.maximum/minimum")),
+                }
+            }
+            "sum" => {
+                let items = self.iterate(a.req(0, "iterable")?, span)?;
+                let mut acc = a.get(1, "start").cloned().unwrap_or(FV::Int(0));
+                for it in items {
+                    acc = self.binop(&acc, BinOp::Add, &it, span)?;
+                }
+                Ok(acc)
+            }
+            "list" | "tuple" => {
+                let items = match a.pos.first() {
+                    Some(v) => self.iterate(v, span)?,
+                    None => vec![],
+                };
+                Ok(if name == "list" { FV::List(Rc::new(RefCell::new(items))) } else { FV::Tuple(Rc::new(items)) })
+            }
+            "enumerate" => {
+                let items = self.iterate(a.req(0, "iterable")?, span)?;
+                let start = a.int_or(1, "start", 0)?;
+                Ok(FV::List(Rc::new(RefCell::new(items.into_iter().enumerate().map(|(i, v)| FV::Tuple(Rc::new(vec![FV::Int(i as i64 + start), v]))).collect()))))
+            }
+            "zip" => {
+                let seqs: Vec<Vec<FV>> = a.pos.iter().map(|v| self.iterate(v, span)).collect::<FR<_>>()?;
+                let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
+                Ok(FV::List(Rc::new(RefCell::new((0..n).map(|i| FV::Tuple(Rc::new(seqs.iter().map(|s| s[i].clone()).collect()))).collect()))))
+            }
+            "reversed" => {
+                let mut items = self.iterate(a.req(0, "seq")?, span)?;
+                items.reverse();
+                Ok(FV::List(Rc::new(RefCell::new(items))))
+            }
+            "print" => Ok(FV::None),
+            _ => diag(span, format!("unsupported function `{name}`")),
+        }
+    }
+
+    pub(super) fn attribute(&mut self, o: &FV, name: &str, span: Span) -> FR<FV> {
+        match o {
+            FV::Tensor(t) => Ok(match name {
+                "shape" => FV::Tuple(Rc::new(t.shape.iter().map(|&d| FV::Int(d as i64)).collect())),
+                "dtype" => FV::DType(self.roots[t.root].dtype),
+                "ndim" => FV::Int(t.shape.len() as i64),
+                "T" => {
+                    let rev: Vec<i64> = (0..t.shape.len() as i64).rev().collect();
+                    FV::Tensor(self.tview(t, |d| d.permute(&rev)).map_err(err(span))?)
+                }
+                "mT" => FV::Tensor(self.tview(t, |d| d.transpose(-2, -1)).map_err(err(span))?),
+                "data" => o.clone(),
+                _ => return diag(span, format!("unsupported tensor attribute `.{name}`")),
+            }),
+            FV::Named(items, names) => match names.iter().position(|n| *n == name) {
+                Some(i) => Ok(items[i].clone()),
+                None => diag(span, format!("result has no attribute `{name}`")),
+            },
+            FV::Module(m) => {
+                if let Some(d) = DType::from_torch_name(name).filter(|_| *m == "torch") {
+                    return Ok(FV::DType(d));
+                }
+                Ok(match format!("{m}.{name}").as_str() {
+                    "torch.nn" => FV::Module("torch.nn"),
+                    "torch.nn.functional" => FV::Module("torch.nn.functional"),
+                    "math.pi" | "torch.pi" => FV::Float(std::f64::consts::PI),
+                    "math.e" | "torch.e" => FV::Float(std::f64::consts::E),
+                    "math.inf" | "torch.inf" => FV::Float(f64::INFINITY),
+                    "math.nan" | "torch.nan" => FV::Float(f64::NAN),
+                    other => return diag(span, format!("unsupported attribute `{other}`")),
+                })
+            }
+            other => diag(span, format!("'{}' object has no attribute '{name}'", other.type_name())),
+        }
+    }
+
+    /// `.item()`: a run-time Python number.
+    pub(super) fn item(&mut self, t: &TRef, span: Span) -> FR<FV> {
+        if t.shape.iter().product::<usize>() != 1 {
+            return diag(span, format!("a Tensor with {} elements cannot be converted to Scalar", t.shape.iter().product::<usize>()));
+        }
+        let v = self.read(t, span)?;
+        let v = self.reshape_value(v, &[], span)?;
+        let d = self.roots[t.root].dtype;
+        Ok(match d {
+            DType::Bool => FV::DynBool(v),
+            d if d.is_float() => FV::DynFloat(self.cast(v, DType::F64, span)?),
+            _ => {
+                let x = self.t.at(v);
+                let e = self.t.op(OpName::ToInt, vec![x]).map_err(err(span))?;
+                FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(e))))
+            }
+        })
+    }
+
+    pub(super) fn unary(&mut self, u: ops::Unary, v: &FV, span: Span) -> FR<FV> {
+        let FV::Tensor(t) = v else { return diag(span, "expected a tensor") };
+        let x = self.read(t, span)?;
+        let x = self.t.at(x);
+        let r = self.t.op(unary_name(u), vec![x]).map_err(err(span))?;
+        Ok(FV::Tensor(self.fresh(r, Some(t), span)?))
+    }
+
+    pub(super) fn matmul(&mut self, a: &FV, b: &FV, span: Span) -> FR<FV> {
+        let (FV::Tensor(x), FV::Tensor(y)) = (a, b) else { return diag(span, "matmul needs two tensors") };
+        let (dx, dy) = (self.roots[x.root].dtype, self.roots[y.root].dtype);
+        if dx != dy {
+            return diag(span, format!("expected m1 and m2 to have the same dtype, but got: {} != {}", dx.name(), dy.name()));
+        }
+        let p = self.read(x, span)?;
+        let q = self.read(y, span)?;
+        let (p, q) = (self.t.at(p), self.t.at(q));
+        let r = self.t.op(OpName::Matmul, vec![p, q]).map_err(err(span))?;
+        Ok(FV::Tensor(self.fresh(r, None, span)?))
+    }
+
+    /// Writes an in-place op's result `r` into `dst` after PyTorch's dtype and shape checks.
+    pub(super) fn write_result(&mut self, dst: &TRef, r: &TRef, cast_check: bool, span: Span) -> FR<()> {
+        let dd = self.roots[dst.root].dtype;
+        let rd = self.roots[r.root].dtype;
+        if cast_check && !dd.can_cast_from(rd) {
+            return diag(span, format!("result type {} can't be cast to the desired output type {}", rd.name(), dd.name()));
+        }
+        let b = ops::broadcast_shapes(&dst.shape, &r.shape).map_err(err(span))?;
+        if b != dst.shape {
+            return diag(span, format!("output with shape {} doesn't match the broadcast shape {}", fmt_shape(&dst.shape), fmt_shape(&b)));
+        }
+        let v = self.read(r, span)?;
+        self.write(dst, v, span)
+    }
+
+    pub(super) fn operand_fv(&self, a: &A, i: usize, name: &str) -> FR<FV> {
+        let v = a.req(i, name)?;
+        match v {
+            FV::Tensor(_) | FV::Int(_) | FV::Float(_) | FV::Bool(_) | FV::DynInt(_) | FV::DynFloat(_) | FV::DynBool(_) => Ok(v.clone()),
+            other => diag(a.span, format!("{}(): argument '{name}' must be Tensor or Number, not {}", a.name, other.type_name())),
+        }
+    }
+
+    /// The term of a tensor or number cast to `dtype` (for ops whose operands share one dtype).
+    pub(super) fn term_as(&mut self, v: &FV, dtype: DType, span: Span) -> FR<egg::Id> {
+        let t = match v {
+            FV::Tensor(t) => {
+                let x = self.read(t, span)?;
+                self.cast(x, dtype, span)?
+            }
+            other => match other {
+                FV::Int(i) => self.full(&[], dtype, Scalar::I(*i)).map_err(err(span))?,
+                FV::Float(f) => self.full(&[], dtype, Scalar::F(*f)).map_err(err(span))?,
+                FV::Bool(b) => self.full(&[], dtype, Scalar::B(*b)).map_err(err(span))?,
+                _ => self.scalar_tensor(other, Some(dtype), span)?.0,
+            },
+        };
+        Ok(self.t.at(t))
+    }
+
+    pub(super) fn dummy_operand(&self, v: &FV) -> FR<Operand> {
+        Ok(match v {
+            FV::Tensor(t) => Operand::T(Tensor::zeros(self.roots[t.root].dtype, &vec![1; t.shape.len()])?),
+            FV::Bool(_) | FV::DynBool(_) => Operand::S(Scalar::B(false)),
+            FV::Int(_) | FV::DynInt(_) => Operand::S(Scalar::I(0)),
+            _ => Operand::S(Scalar::F(0.0)),
+        })
+    }
+
+    pub(super) fn fresh_op(&mut self, op: OpName, args: Vec<egg::Id>, layout: Option<&TRef>, span: Span) -> FR<FV> {
+        let r = self.t.op(op, args).map_err(err(span))?;
+        Ok(FV::Tensor(self.fresh(r, layout, span)?))
+    }
+
+    pub(super) fn lit_ints(&mut self, v: &[i64]) -> egg::Id {
+        self.t.b.ints(v)
+    }
+
+    pub(super) fn view_fv(&self, t: &TRef, span: Span, f: impl FnOnce(&Tensor) -> Result<Tensor, String>) -> FR<FV> {
+        Ok(FV::Tensor(self.tview(t, f).map_err(err(span))?))
+    }
+
+    pub(super) fn reduce_op(&mut self, op: OpName, t: &TRef, dims: &[i64], keep: bool, dtype: Option<DType>, span: Span) -> FR<FV> {
+        let mut x = self.read(t, span)?;
+        if let Some(d) = dtype {
+            x = self.cast(x, d, span)?;
+        }
+        let x = self.t.at(x);
+        let l = self.lit_ints(dims);
+        let k = self.t.leaf(Node::Bool(crate::ir::BoolLit(keep)));
+        self.fresh_op(op, vec![x, l, k], None, span)
+    }
+
+    /// A constant tensor from static values.
+    pub(super) fn const_data(&mut self, dtype: DType, shape: &[usize], values: &[Scalar], span: Span) -> FR<FV> {
+        if values.len() > 4096 {
+            return diag(span, "constant tensors of more than 4096 elements are not supported");
+        }
+        if values.is_empty() {
+            let r = self.full(shape, dtype, Scalar::I(0)).map_err(err(span))?;
+            return Ok(FV::Tensor(self.fresh(r, None, span)?));
+        }
+        let parts: Vec<egg::Id> = values.iter().map(|v| self.full(&[1], dtype, *v).map(|t| t.id)).collect::<Result<_, _>>().map_err(err(span))?;
+        let d = self.t.leaf(Node::Int(0));
+        let mut args = vec![d];
+        args.extend(parts);
+        let c = self.t.op(OpName::Cat, args).map_err(err(span))?;
+        let c = self.reshape_value(c, shape, span)?;
+        Ok(FV::Tensor(self.fresh(c, None, span)?))
+    }
+
+    fn inplace(&mut self, name: &str, a: &A) -> FR<FV> {
+        let span = a.span;
+        let dst = a.tensor(0, "self")?;
+        match name {
+            "copy_" => {
+                let src = match a.req(1, "src")?.clone() {
+                    FV::Tensor(s) => s,
+                    other => {
+                        let (t, _) = self.scalar_tensor(&other, Some(self.roots[dst.root].dtype), span)?;
+                        self.fresh(t, None, span)?
+                    }
+                };
+                self.check_inplace(&dst, &[&src], true, span)?;
+                self.write_result(&dst, &src, false, span)?;
+            }
+            "fill_" | "zero_" => {
+                let v = if name == "zero_" { FV::Int(0) } else { a.req(1, "value")?.clone() };
+                let dt = self.roots[dst.root].dtype;
+                let t = match v {
+                    FV::Tensor(t) if t.shape.is_empty() => {
+                        let x = self.read(&t, span)?;
+                        self.cast(x, dt, span)?
+                    }
+                    FV::Tensor(t) => return diag(span, format!("fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.", t.shape.len())),
+                    other => self.scalar_tensor(&other, Some(dt), span)?.0,
+                };
+                self.write(&dst, t, span)?;
+            }
+            "index_put_" => {
+                let idx = a.req(1, "indices")?.items().ok_or_else(|| Stop::Diag(Diagnostic::new("index_put_(): argument 'indices' must be tuple of Tensors").at(span)))?;
+                let values = a.tensor(2, "values")?;
+                if self.roots[values.root].dtype != self.roots[dst.root].dtype {
+                    return diag(span, format!("Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.", self.roots[dst.root].dtype.name(), self.roots[values.root].dtype.name()));
+                }
+                let acc = a.bool_or(3, "accumulate", false)?;
+                self.check_inplace(&dst, &[&values], false, span)?;
+                self.index_write(&dst, &idx, &FV::Tensor(values), acc, span)?;
+            }
+            "t_" | "transpose_" | "squeeze_" | "unsqueeze_" | "resize_" | "as_strided_" | "swapdims_" | "swapaxes_" => {
+                return diag(span, format!("`{name}` changes a tensor's shape in place, which is not supported"));
+            }
+            _ => {
+                let base = &name[..name.len() - 1];
+                let r = match self.torch(base, a, true)? {
+                    FV::Tensor(r) => r,
+                    _ => return diag(span, format!("unsupported tensor method `.{name}()`")),
+                };
+                let inputs: Vec<TRef> = a.pos.iter().chain(a.kw.iter().map(|(_, v)| v)).filter_map(|v| if let FV::Tensor(t) = v { Some(t.clone()) } else { None }).collect();
+                let refs: Vec<&TRef> = inputs.iter().collect();
+                self.check_inplace(&dst, &refs, !UNCHECKED_INPLACE.contains(&name), span)?;
+                self.write_result(&dst, &r, true, span)?;
+            }
+        }
+        Ok(FV::Tensor(dst))
+    }
+
+    /// `x[idx] = v` or `index_put_` with integer index tensors, through a view.
+    pub(super) fn index_write(&mut self, view: &TRef, idx: &[FV], value: &FV, acc: bool, span: Span) -> FR<()> {
+        let dt = self.roots[view.root].dtype;
+        let v0 = self.read(view, span)?;
+        let v0 = self.t.at(v0);
+        let val = self.term_as(value, dt, span)?;
+        let b = self.t.leaf(Node::Bool(crate::ir::BoolLit(acc)));
+        let mut args = vec![v0, b, val];
+        for i in idx {
+            args.push(match i {
+                FV::None => self.t.leaf(Node::NoneLit),
+                FV::Tensor(t) => {
+                    if self.roots[t.root].dtype == DType::Bool {
+                        return diag(span, "index_put_ with a boolean mask has a data-dependent shape and cannot be functionalized");
+                    }
+                    let x = self.read(t, span)?;
+                    self.t.at(x)
+                }
+                other => return diag(span, format!("index entry of type {}", other.type_name())),
+            });
+        }
+        let r = self.t.op(OpName::IndexPut, args).map_err(err(span))?;
+        self.write(view, r, span)
+    }
+}

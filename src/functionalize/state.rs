@@ -1,0 +1,402 @@
+//! The functionalizer's state: symbolic values, root buffers and their versions, affine offsets, and the term
+//! builder with types and de Bruijn shifting.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use egg::{Id, Language};
+
+use crate::diag::{Diagnostic, Span};
+use crate::ir::{op_type, Builder, Node, OpCx, OpName, Ty};
+use crate::tensor::DType;
+
+/// A term node and the loop depth at which its loop references are meant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct TId {
+    pub id: Id,
+    pub depth: usize,
+}
+
+/// An integer unknown at functionalization time.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(super) enum Sym {
+    /// The variable of the loop at this nesting level (0 = outermost).
+    Loop(usize),
+    /// Any other integer term (a `.item()`, a value carried around a loop).
+    Opaque(TIdKey),
+}
+
+/// `TId` ordered, for use in sorted affine forms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(super) struct TIdKey(pub usize, pub usize);
+
+impl TIdKey {
+    pub fn of(t: TId) -> Self {
+        TIdKey(usize::from(t.id), t.depth)
+    }
+    pub fn tid(self) -> TId {
+        TId { id: Id::from(self.0), depth: self.1 }
+    }
+}
+
+/// `c + sum(k * sym)`: offsets, indices and Python ints that depend on loop variables.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Affine {
+    pub c: i64,
+    pub terms: Vec<(Sym, i64)>,
+}
+
+impl Affine {
+    pub fn constant(c: i64) -> Self {
+        Affine { c, terms: vec![] }
+    }
+    pub fn sym(s: Sym) -> Self {
+        Affine { c: 0, terms: vec![(s, 1)] }
+    }
+    pub fn as_const(&self) -> Option<i64> {
+        if self.terms.is_empty() {
+            Some(self.c)
+        } else {
+            None
+        }
+    }
+    pub fn add(&self, o: &Affine) -> Affine {
+        let mut terms = self.terms.clone();
+        for (s, k) in &o.terms {
+            match terms.iter_mut().find(|(t, _)| t == s) {
+                Some(e) => e.1 += k,
+                None => terms.push((s.clone(), *k)),
+            }
+        }
+        terms.retain(|(_, k)| *k != 0);
+        terms.sort();
+        Affine { c: self.c.wrapping_add(o.c), terms }
+    }
+    pub fn scale(&self, k: i64) -> Affine {
+        if k == 0 {
+            return Affine::constant(0);
+        }
+        Affine { c: self.c.wrapping_mul(k), terms: self.terms.iter().map(|(s, c)| (s.clone(), c * k)).collect() }
+    }
+    pub fn neg(&self) -> Affine {
+        self.scale(-1)
+    }
+}
+
+/// A view of a root buffer: shape and strides over its storage, and an offset that may depend on loop variables.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct TRef {
+    pub root: usize,
+    pub shape: Vec<usize>,
+    pub strides: Vec<isize>,
+    pub off: Affine,
+}
+
+/// A symbolic Python value.
+#[derive(Clone, Debug)]
+pub(super) enum FV {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(Rc<str>),
+    DType(DType),
+    /// A Python int known at run time only.
+    DynInt(Affine),
+    /// A Python float known at run time only: a 0-dim f64 tensor term.
+    DynFloat(TId),
+    /// A Python bool known at run time only: a 0-dim bool tensor term.
+    DynBool(TId),
+    Tensor(TRef),
+    Tuple(Rc<Vec<FV>>),
+    Named(Rc<Vec<FV>>, &'static [&'static str]),
+    List(Rc<RefCell<Vec<FV>>>),
+    Slice(Option<Affine>, Option<Affine>, Option<i64>),
+    Ellipsis,
+    Range(i64, i64, i64),
+    Module(&'static str),
+    Func(Rc<str>),
+    /// A name whose binding at the start of a loop iteration is not expressible (a view rebound per iteration);
+    /// reading it means the loop must be unrolled.
+    Poisoned,
+}
+
+impl FV {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            FV::None => "NoneType",
+            FV::Bool(_) | FV::DynBool(_) => "bool",
+            FV::Int(_) | FV::DynInt(_) => "int",
+            FV::Float(_) | FV::DynFloat(_) => "float",
+            FV::Str(_) => "str",
+            FV::DType(_) => "torch.dtype",
+            FV::Tensor(_) => "Tensor",
+            FV::Tuple(_) | FV::Named(..) => "tuple",
+            FV::List(_) => "list",
+            FV::Slice(..) => "slice",
+            FV::Ellipsis => "ellipsis",
+            FV::Range(..) => "range",
+            FV::Module(_) => "module",
+            FV::Func(_) => "function",
+            FV::Poisoned => "value",
+        }
+    }
+
+    pub fn items(&self) -> Option<Vec<FV>> {
+        match self {
+            FV::Tuple(v) | FV::Named(v, _) => Some(v.as_ref().clone()),
+            FV::List(v) => Some(v.borrow().clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether two values are the same binding (same root and view, same number, same term).
+    pub fn same(&self, o: &FV) -> bool {
+        match (self, o) {
+            (FV::None, FV::None) | (FV::Ellipsis, FV::Ellipsis) | (FV::Poisoned, FV::Poisoned) => true,
+            (FV::Bool(a), FV::Bool(b)) => a == b,
+            (FV::Int(a), FV::Int(b)) => a == b,
+            (FV::Float(a), FV::Float(b)) => a.to_bits() == b.to_bits(),
+            (FV::Str(a), FV::Str(b)) => a == b,
+            (FV::DType(a), FV::DType(b)) => a == b,
+            (FV::DynInt(a), FV::DynInt(b)) => a == b,
+            (FV::DynFloat(a), FV::DynFloat(b)) | (FV::DynBool(a), FV::DynBool(b)) => a == b,
+            (FV::Tensor(a), FV::Tensor(b)) => a == b,
+            (FV::Tuple(a), FV::Tuple(b)) | (FV::Named(a, _), FV::Named(b, _)) => Rc::ptr_eq(a, b) || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y))),
+            (FV::List(a), FV::List(b)) => Rc::ptr_eq(a, b),
+            (FV::Range(a, b, c), FV::Range(d, e, f)) => (a, b, c) == (d, e, f),
+            (FV::Module(a), FV::Module(b)) => a == b,
+            (FV::Func(a), FV::Func(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// A root buffer: its current version (a term of the storage) and what it is.
+#[derive(Clone, Debug)]
+pub(super) struct Root {
+    pub version: TId,
+    pub dtype: DType,
+    /// The storage as a tensor: the shape of the version term.
+    pub shape: Vec<usize>,
+    pub written: bool,
+    pub param: Option<String>,
+    /// A one-element stand-in buffer, so views of this root can be checked for overlap with the runtime's code.
+    pub dummy: crate::tensor::Tensor,
+}
+
+/// Why functionalization stopped: a located, final error, or a construct that needs static loop variables (the loop
+/// being processed symbolically is then unrolled instead).
+#[derive(Debug)]
+pub(super) enum Stop {
+    Diag(Diagnostic),
+    NeedsStatic(Span, String),
+}
+
+impl From<String> for Stop {
+    fn from(m: String) -> Self {
+        Stop::Diag(Diagnostic::new(m))
+    }
+}
+
+impl From<Diagnostic> for Stop {
+    fn from(d: Diagnostic) -> Self {
+        Stop::Diag(d)
+    }
+}
+
+pub(super) type FR<T> = Result<T, Stop>;
+
+pub(super) fn diag<T>(span: Span, m: impl Into<String>) -> FR<T> {
+    Err(Stop::Diag(Diagnostic::new(m).at(span)))
+}
+
+pub(super) fn needs_static<T>(span: Span, m: impl Into<String>) -> FR<T> {
+    Err(Stop::NeedsStatic(span, m.into()))
+}
+
+/// A loop being processed: its nesting level and, for `for` loops, the first and last values of its variable.
+#[derive(Clone, Debug)]
+pub(super) struct LoopFrame {
+    pub range: Option<(i64, i64)>,
+    pub carried: Vec<Ty>,
+}
+
+/// Terms under construction: a hash-consing builder, the type of every node in its loop context, and shifts.
+pub(super) struct Terms {
+    pub b: Builder,
+    pub frames: Vec<LoopFrame>,
+    types: HashMap<(Id, u64), Ty>,
+    shifts: HashMap<(Id, usize, usize), Id>,
+    free: HashMap<Id, usize>,
+    inputs: HashMap<Id, Ty>,
+}
+
+impl Terms {
+    pub fn new() -> Self {
+        Terms { b: Builder::default(), frames: Vec::new(), types: HashMap::new(), shifts: HashMap::new(), free: HashMap::new(), inputs: HashMap::new() }
+    }
+
+    pub fn depth(&self) -> usize {
+        self.frames.len()
+    }
+
+    fn frames_key(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for f in &self.frames {
+            format!("{:?}", f.carried).hash(&mut h);
+        }
+        h.finish()
+    }
+
+    /// Adds a node at the current depth and types it; a type error is returned as a message.
+    pub fn add(&mut self, n: Node) -> Result<TId, String> {
+        let id = self.b.add(n);
+        self.ty(id)?;
+        Ok(TId { id, depth: self.depth() })
+    }
+
+    pub fn leaf(&mut self, n: Node) -> Id {
+        self.b.add(n)
+    }
+
+    pub fn op(&mut self, op: OpName, args: Vec<Id>) -> Result<TId, String> {
+        self.add(Node::Op(op, args))
+    }
+
+    /// The type of a node in the current loop context.
+    pub fn ty(&mut self, id: Id) -> Result<Ty, String> {
+        let key = (id, self.frames_key());
+        if let Some(t) = self.types.get(&key) {
+            return Ok(t.clone());
+        }
+        let node = self.b.node(id).clone();
+        let t = match &node {
+            Node::Int(_) => Ty::Int,
+            Node::Float(_) => Ty::Float,
+            Node::Bool(_) => Ty::Bool,
+            Node::DType(_) => Ty::DType,
+            Node::Name(_) => Ty::Name,
+            Node::NoneLit => Ty::None,
+            Node::Op(op, args) => {
+                let tys = args.iter().map(|&c| self.ty(c)).collect::<Result<Vec<_>, _>>()?;
+                op_type(*op, &OpCx { term: &self.b.expr, ids: args, tys: &tys })?
+            }
+            Node::Iter(_) => Ty::Int,
+            Node::Carried([d, j]) => {
+                let (d, j) = (lit(&self.b, *d), lit(&self.b, *j));
+                let n = self.frames.len() as i64;
+                let f = &self.frames[(n - 1 - d) as usize];
+                f.carried[j as usize].clone()
+            }
+            Node::Get([t, j]) => {
+                let j = lit(&self.b, *j) as usize;
+                match self.ty(*t)? {
+                    Ty::Tuple(items) => items[j].clone(),
+                    other => return Err(format!("get of {other}")),
+                }
+            }
+            Node::Tuple(items) | Node::List(items) => {
+                let tys = items.iter().map(|&c| self.ty(c)).collect::<Result<Vec<_>, _>>()?;
+                if matches!(node, Node::Tuple(_)) { Ty::Tuple(tys) } else { Ty::List(tys) }
+            }
+            Node::View([s, _, _]) => Ty::View(lits(&self.b, *s).into_iter().map(|d| d as usize).collect()),
+            Node::Access([x, v]) => match (self.ty(*x)?, self.ty(*v)?) {
+                (Ty::Tensor(d, _), Ty::View(s)) => Ty::Tensor(d, s),
+                (a, b) => return Err(format!("access of {a} through {b}")),
+            },
+            Node::Assign([x, _, _]) => self.ty(*x)?,
+            Node::If([_, a, _]) => self.ty(*a)?,
+            // Loops are typed by the functionalizer when it builds them.
+            Node::Loop([_, _, _, init, _]) | Node::While([init, _, _]) => self.ty(*init)?,
+            Node::Input(_) => self.inputs.get(&id).cloned().ok_or("an input with no declared type")?,
+        };
+        self.types.insert(key, t.clone());
+        Ok(t)
+    }
+
+    /// Records the type of a node made outside `add` (program inputs).
+    pub fn set_ty(&mut self, id: Id, t: Ty) {
+        self.inputs.insert(id, t);
+    }
+
+    /// The largest free loop reference of a node plus one (0: the node depends on no enclosing loop).
+    fn free(&mut self, id: Id) -> usize {
+        if let Some(&f) = self.free.get(&id) {
+            return f;
+        }
+        let f = match self.b.node(id).clone() {
+            Node::Iter(d) | Node::Carried([d, _]) => lit(&self.b, d) as usize + 1,
+            Node::Loop([a, b, c, init, body]) => {
+                let inner = self.free(body).saturating_sub(1);
+                [a, b, c, init].iter().map(|&x| self.free(x)).max().unwrap_or(0).max(inner)
+            }
+            Node::While([init, cond, body]) => {
+                let inner = self.free(body).max(self.free(cond)).saturating_sub(1);
+                self.free(init).max(inner)
+            }
+            n => n.children().iter().map(|&c| self.free(c)).max().unwrap_or(0),
+        };
+        self.free.insert(id, f);
+        f
+    }
+
+    /// The node `t` means at the current depth: loop references made at a shallower depth are shifted outward.
+    pub fn at(&mut self, t: TId) -> Id {
+        let here = self.depth();
+        assert!(t.depth <= here, "a term made inside a loop is used outside it");
+        self.shift(t.id, here - t.depth, 0)
+    }
+
+    fn shift(&mut self, id: Id, by: usize, cutoff: usize) -> Id {
+        if by == 0 || self.free(id) <= cutoff {
+            return id;
+        }
+        if let Some(&r) = self.shifts.get(&(id, by, cutoff)) {
+            return r;
+        }
+        let node = self.b.node(id).clone();
+        let r = match node {
+            Node::Iter(d) => {
+                let k = lit(&self.b, d);
+                let k2 = self.b.int(k + by as i64);
+                self.b.add(Node::Iter(k2))
+            }
+            Node::Carried([d, j]) => {
+                let k = lit(&self.b, d);
+                let k2 = self.b.int(k + by as i64);
+                self.b.add(Node::Carried([k2, j]))
+            }
+            Node::Loop([a, b, c, init, body]) => {
+                let kids = [self.shift(a, by, cutoff), self.shift(b, by, cutoff), self.shift(c, by, cutoff), self.shift(init, by, cutoff), self.shift(body, by, cutoff + 1)];
+                self.b.add(Node::Loop(kids))
+            }
+            Node::While([init, cond, body]) => {
+                let kids = [self.shift(init, by, cutoff), self.shift(cond, by, cutoff + 1), self.shift(body, by, cutoff + 1)];
+                self.b.add(Node::While(kids))
+            }
+            n => {
+                let n2 = n.map_children(|c| self.shift(c, by, cutoff));
+                self.b.add(n2)
+            }
+        };
+        self.shifts.insert((id, by, cutoff), r);
+        r
+    }
+}
+
+pub(super) fn lit(b: &Builder, id: Id) -> i64 {
+    match b.node(id) {
+        Node::Int(i) => *i,
+        _ => 0,
+    }
+}
+
+fn lits(b: &Builder, id: Id) -> Vec<i64> {
+    match b.node(id) {
+        Node::List(items) => items.iter().map(|&i| lit(b, i)).collect(),
+        _ => vec![],
+    }
+}

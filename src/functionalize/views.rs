@@ -1,0 +1,248 @@
+//! Views, reads and writes: the SSA core. A read is an `access` of the root's current version; a write replaces the
+//! version by an `assign`; view operations compose into one (shape, strides, affine offset).
+
+use std::collections::HashMap;
+
+use egg::Id;
+
+use super::state::{diag, needs_static, Affine, Sym, TId, TRef, FR, FV};
+use super::Fz;
+use crate::diag::Span;
+use crate::ir::{Node, OpName, Ty};
+use crate::tensor::{ops, DType, Tensor};
+
+/// Dummy views carry their static offset above this base, so that view arithmetic never goes below zero.
+const BASE: usize = 1 << 40;
+
+impl Fz<'_> {
+    /// The integer term of an affine form at the current depth.
+    pub(super) fn affine_term(&mut self, a: &Affine) -> Id {
+        let mut acc = self.t.leaf(Node::Int(a.c));
+        let depth = self.t.depth();
+        for (s, k) in &a.terms {
+            let v = match s {
+                Sym::Loop(level) => {
+                    let d = self.t.leaf(Node::Int((depth - 1 - level) as i64));
+                    self.t.leaf(Node::Iter(d))
+                }
+                Sym::Opaque(key) => self.t.at(key.tid()),
+            };
+            let v = if *k == 1 {
+                v
+            } else {
+                let kk = self.t.leaf(Node::Int(*k));
+                self.t.leaf(Node::Op(OpName::IMul, vec![kk, v]))
+            };
+            acc = if a.c == 0 && acc == self.t.leaf(Node::Int(0)) { v } else { self.t.leaf(Node::Op(OpName::IAdd, vec![acc, v])) };
+        }
+        acc
+    }
+
+    fn view_node(&mut self, tr: &TRef) -> Id {
+        let shape: Vec<i64> = tr.shape.iter().map(|&d| d as i64).collect();
+        let strides: Vec<i64> = tr.strides.iter().map(|&d| d as i64).collect();
+        let s = self.t.b.ints(&shape);
+        let st = self.t.b.ints(&strides);
+        let off = self.affine_term(&tr.off);
+        self.t.leaf(Node::View([s, st, off]))
+    }
+
+    /// The value seen through `tr` now: `(access VERSION VIEW)`.
+    pub(super) fn read(&mut self, tr: &TRef, span: Span) -> FR<TId> {
+        let v = self.roots[tr.root].version;
+        let version = self.t.at(v);
+        // Reading a root's whole storage in its own shape is the version itself.
+        if tr.off.as_const() == Some(0) && tr.shape == self.roots[tr.root].shape && tr.strides == crate::tensor::contiguous_strides(&tr.shape) {
+            return Ok(TId { id: version, depth: self.t.depth() });
+        }
+        let view = self.view_node(tr);
+        self.t.add(Node::Access([version, view])).map_err(Self::tyerr(span))
+    }
+
+    /// Replaces the elements seen through `tr` by `value` (broadcast and cast as `copy_`): a new version of the root.
+    pub(super) fn write(&mut self, tr: &TRef, value: TId, span: Span) -> FR<()> {
+        let v = self.roots[tr.root].version;
+        let version = self.t.at(v);
+        let value = self.t.at(value);
+        let view = self.view_node(tr);
+        let new = self.t.add(Node::Assign([version, view, value])).map_err(Self::tyerr(span))?;
+        self.roots[tr.root].version = new;
+        self.roots[tr.root].written = true;
+        Ok(())
+    }
+
+    /// A new root holding `value`, laid out like `layout` (PyTorch's rule for elementwise results) or contiguously.
+    pub(super) fn fresh(&mut self, value: TId, layout: Option<&TRef>, span: Span) -> FR<TRef> {
+        let (dtype, shape) = self.tensor_ty(value, span)?;
+        if let Some(l) = layout {
+            let d = Tensor::zeros(DType::F32, &[])?.restride(l.shape.clone(), l.strides.clone(), 0);
+            let e = Tensor::empty_like_layout(&d, DType::F32)?;
+            if !e.is_contiguous() {
+                let n: usize = shape.iter().product();
+                let zeros = self.full(&[n], dtype, crate::tensor::Scalar::I(0))?;
+                let root = self.new_root(zeros, dtype, vec![n], None);
+                let tr = TRef { root, shape, strides: e.strides.clone(), off: Affine::constant(0) };
+                self.write(&tr, value, span)?;
+                self.roots[root].written = false;
+                return Ok(tr);
+            }
+        }
+        let root = self.new_root(value, dtype, shape, None);
+        Ok(self.natural_view(root))
+    }
+
+    pub(super) fn tensor_ty(&mut self, v: TId, span: Span) -> FR<(DType, Vec<usize>)> {
+        let id = self.t.at(v);
+        match self.t.ty(id).map_err(Self::tyerr(span))? {
+            Ty::Tensor(d, s) => Ok((d, s)),
+            other => diag(span, format!("expected a tensor, found {other}")),
+        }
+    }
+
+    /// `(full SHAPE DTYPE VALUE)`.
+    pub(super) fn full(&mut self, shape: &[usize], dtype: DType, value: crate::tensor::Scalar) -> Result<TId, String> {
+        let s = self.t.b.ints(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>());
+        let d = self.t.leaf(Node::DType(dtype));
+        let v = match value.cast(dtype) {
+            crate::tensor::Scalar::I(i) => Node::Int(i),
+            crate::tensor::Scalar::F(f) => Node::Float(crate::ir::FloatLit(f)),
+            crate::tensor::Scalar::B(b) => Node::Bool(crate::ir::BoolLit(b)),
+        };
+        let v = self.t.leaf(v);
+        self.t.op(OpName::Full, vec![s, d, v])
+    }
+
+    /// A dummy tensor with `tr`'s shape and strides, for reusing the runtime's view arithmetic and checks.
+    pub(super) fn dummy(&self, tr: &TRef, _dtype: DType) -> Tensor {
+        Tensor::zeros(DType::F32, &[]).expect("one element").restride(tr.shape.clone(), tr.strides.clone(), BASE)
+    }
+
+    /// Applies a static view operation to `tr`.
+    pub(super) fn tview(&self, tr: &TRef, f: impl FnOnce(&Tensor) -> Result<Tensor, String>) -> Result<TRef, String> {
+        let d = self.dummy(tr, self.roots[tr.root].dtype);
+        let r = f(&d)?;
+        if !r.same_storage(&d) {
+            return Err("internal: a view operation copied".into());
+        }
+        Ok(TRef { root: tr.root, shape: r.shape.clone(), strides: r.strides.clone(), off: tr.off.add(&Affine::constant(r.offset as i64 - BASE as i64)) })
+    }
+
+    /// The values the loop variables in scope take at their first and last iterations (for static checks).
+    fn corners(&self) -> Vec<HashMap<usize, i64>> {
+        let mut out = vec![HashMap::new()];
+        for (level, f) in self.t.frames.iter().enumerate() {
+            if let Some((a, b)) = f.range {
+                let mut next = Vec::new();
+                for m in &out {
+                    for v in [a, b] {
+                        let mut m2 = m.clone();
+                        m2.insert(level, v);
+                        next.push(m2);
+                    }
+                }
+                out = next;
+            }
+        }
+        out
+    }
+
+    /// An affine form's value under an assignment of loop variables; `None` if it has other unknowns.
+    pub(super) fn eval_affine(a: &Affine, vals: &HashMap<usize, i64>) -> Option<i64> {
+        let mut v = a.c;
+        for (s, k) in &a.terms {
+            match s {
+                Sym::Loop(l) => v += k * vals.get(l)?,
+                Sym::Opaque(_) => return None,
+            }
+        }
+        Some(v)
+    }
+
+    /// Checks that an affine index lies in `0..n` on every iteration (where that can be known statically).
+    pub(super) fn check_index(&self, a: &Affine, n: usize, dim: usize, span: Span) -> FR<()> {
+        for c in self.corners() {
+            if let Some(v) = Self::eval_affine(a, &c) {
+                if v < 0 || v >= n as i64 {
+                    return diag(span, format!("index {v} is out of bounds for dimension {dim} with size {n}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// PyTorch's overlap checks of an in-place write, on every corner of the iteration space that is known.
+    pub(super) fn check_inplace(&self, dst: &TRef, inputs: &[&TRef], internal: bool, span: Span) -> FR<()> {
+        for c in self.corners() {
+            let at = |tr: &TRef| -> Option<Tensor> {
+                let off = Self::eval_affine(&tr.off, &c)?;
+                Some(self.roots[tr.root].dummy.restride(tr.shape.clone(), tr.strides.clone(), (off.max(0)) as usize + BASE))
+            };
+            let Some(d) = at(dst) else { continue };
+            let ins: Vec<Tensor> = inputs.iter().filter_map(|t| at(t)).collect();
+            let refs: Vec<&Tensor> = ins.iter().collect();
+            ops::check_overlap(&d, &refs, internal).map_err(|m| super::state::Stop::Diag(crate::diag::Diagnostic::new(m).at(span)))?;
+        }
+        Ok(())
+    }
+
+    /// A select or slice with an index that depends on loop variables: static shape, offset moved by `start*stride`.
+    pub(super) fn dyn_select(&self, tr: &TRef, dim: usize, idx: &Affine, span: Span) -> FR<TRef> {
+        self.check_index(idx, tr.shape[dim], dim, span)?;
+        let mut out = tr.clone();
+        out.off = tr.off.add(&idx.scale(tr.strides[dim] as i64));
+        out.shape.remove(dim);
+        out.strides.remove(dim);
+        Ok(out)
+    }
+
+    pub(super) fn dyn_slice(&self, tr: &TRef, dim: usize, start: &Affine, stop: &Affine, step: i64, span: Span) -> FR<TRef> {
+        let len = match stop.add(&start.neg()).as_const() {
+            Some(l) => l.max(0),
+            None => return needs_static(span, "a slice whose length depends on a loop variable"),
+        };
+        let n = tr.shape[dim] as i64;
+        for c in self.corners() {
+            if let Some(s) = Self::eval_affine(start, &c) {
+                if s < 0 || s + len > n {
+                    return needs_static(span, "a slice that moves out of range with the loop variable");
+                }
+            }
+        }
+        let mut out = tr.clone();
+        out.off = tr.off.add(&start.scale(tr.strides[dim] as i64));
+        out.shape[dim] = ((len + step - 1) / step) as usize;
+        out.strides[dim] *= step as isize;
+        Ok(out)
+    }
+
+    /// A Python number as a 0-dim tensor term of `dtype` (or of its own kind's default dtype).
+    pub(super) fn scalar_tensor(&mut self, v: &FV, dtype: Option<DType>, span: Span) -> FR<(TId, DType)> {
+        use crate::tensor::Scalar;
+        let (t, d) = match v {
+            FV::Bool(b) => (self.full(&[], DType::Bool, Scalar::B(*b)).map_err(Self::tyerr(span))?, DType::Bool),
+            FV::Int(i) => (self.full(&[], DType::I64, Scalar::I(*i)).map_err(Self::tyerr(span))?, DType::I64),
+            FV::Float(f) => (self.full(&[], DType::F64, Scalar::F(*f)).map_err(Self::tyerr(span))?, DType::F64),
+            FV::DynInt(a) => {
+                let e = self.affine_term(a);
+                (self.t.op(OpName::ITensor, vec![e]).map_err(Self::tyerr(span))?, DType::I64)
+            }
+            FV::DynFloat(t) => (*t, DType::F64),
+            FV::DynBool(t) => (*t, DType::Bool),
+            other => return diag(span, format!("expected a number, found {}", other.type_name())),
+        };
+        match dtype {
+            Some(want) if want != d => Ok((self.cast(t, want, span)?, want)),
+            _ => Ok((t, d)),
+        }
+    }
+
+    pub(super) fn cast(&mut self, t: TId, dtype: DType, span: Span) -> FR<TId> {
+        let (d, _) = self.tensor_ty(t, span)?;
+        if d == dtype {
+            return Ok(t);
+        }
+        let dt = self.t.leaf(Node::DType(dtype));
+        let x = self.t.at(t);
+        self.t.op(OpName::Cast, vec![dt, x]).map_err(Self::tyerr(span))
+    }
+}
