@@ -50,7 +50,7 @@ enum Cmd {
 enum Engine {
     /// The source program with PyTorch's exact aliasing semantics.
     Reference,
-    /// The functionalized term (not built yet).
+    /// The functionalized term, run by the functional interpreter.
     Functional,
     /// The compiled plan on --backend (not built yet).
     Optimized,
@@ -98,7 +98,11 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Run(a) => run(a),
         Cmd::List { paths } => list(&paths),
-        Cmd::Functionalize { target, args, format } => functionalize_cmd(&target, &args, &format),
+        Cmd::Functionalize {
+            target,
+            args,
+            format,
+        } => functionalize_cmd(&target, &args, &format),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -135,12 +139,7 @@ fn parse_arg(s: &str) -> Result<(String, ScalarArg), Failure> {
 fn run(a: RunArgs) -> Result<(), Failure> {
     match a.engine {
         Engine::Reference => {}
-        Engine::Functional => {
-            return Err(Failure(
-                1,
-                "the functional engine is not built yet; use --engine reference".into(),
-            ))
-        }
+        Engine::Functional => {}
         Engine::Optimized => {
             return Err(Failure(
                 1,
@@ -267,12 +266,23 @@ fn run_one(
             }
         }
     }
-    let out = interp::run_program(module, func, &inputs, scalars)?;
+    let out = match a.engine {
+        Engine::Functional => {
+            let f = funcfuse::functionalize::functionalize(module, func, scalars)?;
+            funcfuse::functionalize::run_functional(&f, &inputs).map_err(|d| d.in_file(file))?
+        }
+        _ => interp::run_program(module, func, &inputs, scalars)?,
+    };
     write_outputs(output, &out.returns, out.returns_tuple, &out.mutated)
 }
 
 fn functionalize_cmd(target: &str, args: &[String], format: &str) -> Result<(), Failure> {
-    let (file, func) = target.split_once("::").ok_or_else(|| Failure(2, format!("`{target}`: name a program as FILE.py::FUNCTION")))?;
+    let (file, func) = target.split_once("::").ok_or_else(|| {
+        Failure(
+            2,
+            format!("`{target}`: name a program as FILE.py::FUNCTION"),
+        )
+    })?;
     let module = frontend::load_module(file)?;
     let mut scalars = BTreeMap::new();
     for s in args {
@@ -297,7 +307,12 @@ fn functionalize_cmd(target: &str, args: &[String], format: &str) -> Result<(), 
     match format {
         "dag" => print!("{}", funcfuse::ir::display_dag(&f.term)),
         "sexp" => println!("{}", f.term),
-        other => return Err(Failure(2, format!("--format {other}: expected dag or sexp"))),
+        other => {
+            return Err(Failure(
+                2,
+                format!("--format {other}: expected dag or sexp"),
+            ))
+        }
     }
     Ok(())
 }

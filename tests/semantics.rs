@@ -488,8 +488,14 @@ fn indexing_shapes_creation_and_python_scalars() {
 #[test]
 fn transcendental_functions_at_special_points() {
     check(&[
-        ("return torch.nn.functional.gelu(torch.zeros(2))", "f32[2] 0,0"),
-        ("return torch.erf(torch.tensor([0.0, 3.0, -3.0]))", "f32[3] 0,0.9999779,-0.9999779"),
+        (
+            "return torch.nn.functional.gelu(torch.zeros(2))",
+            "f32[2] 0,0",
+        ),
+        (
+            "return torch.erf(torch.tensor([0.0, 3.0, -3.0]))",
+            "f32[3] 0,0.9999779,-0.9999779",
+        ),
         ("return torch.sigmoid(torch.tensor([0.0]))", "f32[1] 0.5"),
     ]);
 }

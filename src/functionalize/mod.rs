@@ -52,18 +52,40 @@ pub struct Functional {
 }
 
 /// Functionalizes program `name` of `module`; scalar parameters take their `--arg` or default values.
-pub fn functionalize(module: &Module, name: &str, scalars: &std::collections::BTreeMap<String, interp::ScalarArg>) -> Result<Functional, Diagnostic> {
-    let f = module.function(name).ok_or_else(|| Diagnostic::new(format!("no function `{name}` in {}", module.path)))?;
+pub fn functionalize(
+    module: &Module,
+    name: &str,
+    scalars: &std::collections::BTreeMap<String, interp::ScalarArg>,
+) -> Result<Functional, Diagnostic> {
+    let f = module
+        .function(name)
+        .ok_or_else(|| Diagnostic::new(format!("no function `{name}` in {}", module.path)))?;
     let inputs = interp::tensor_params(f).map_err(|d| d.in_file(&module.path))?;
     // Module constants are plain Python data, evaluated once with the reference interpreter's rules.
     let it = interp::Interp::new(module)?;
-    let consts = module.constants.iter().filter_map(|(n, _)| it.global(n).map(|v| (n.clone(), expr::value_to_fv(&v)))).collect();
-    let mut fz = Fz { module, t: Terms::new(), roots: Vec::new(), depth_calls: 0, fn_names: HashMap::new(), consts, fn_stack: Vec::new() };
+    let consts = module
+        .constants
+        .iter()
+        .filter_map(|(n, _)| it.global(n).map(|v| (n.clone(), expr::value_to_fv(&v))))
+        .collect();
+    let mut fz = Fz {
+        module,
+        t: Terms::new(),
+        roots: Vec::new(),
+        depth_calls: 0,
+        fn_names: HashMap::new(),
+        consts,
+        fn_stack: Vec::new(),
+    };
     let result = fz.program(f, &inputs, scalars);
     match result {
         Ok(out) => Ok(out),
         Err(Stop::Diag(d)) => Err(d.in_file(&module.path)),
-        Err(Stop::NeedsStatic(span, why)) => Err(Diagnostic::new(format!("cannot functionalize: {why}")).at(span).in_file(&module.path)),
+        Err(Stop::NeedsStatic(span, why)) => {
+            Err(Diagnostic::new(format!("cannot functionalize: {why}"))
+                .at(span)
+                .in_file(&module.path))
+        }
     }
 }
 
@@ -94,7 +116,12 @@ impl<'m> Fz<'m> {
             let n = self.t.leaf(Node::Name(ParamName(name.clone())));
             let id = self.t.leaf(Node::Input(n));
             self.t.set_ty(id, Ty::Tensor(*dtype, shape.clone()));
-            let root = self.new_root(state::TId { id, depth: 0 }, *dtype, shape.clone(), Some(name.clone()));
+            let root = self.new_root(
+                state::TId { id, depth: 0 },
+                *dtype,
+                shape.clone(),
+                Some(name.clone()),
+            );
             params.push(root);
             env.insert(name.clone(), FV::Tensor(self.natural_view(root)));
         }
@@ -108,7 +135,15 @@ impl<'m> Fz<'m> {
                 Some(interp::ScalarArg::Bool(b)) => FV::Bool(*b),
                 None => match &p.default {
                     Some(d) => self.expr(&mut Env::new(), d)?,
-                    None => return diag(p.span, format!("scalar parameter `{}` has no default; pass it with --arg", p.name)),
+                    None => {
+                        return diag(
+                            p.span,
+                            format!(
+                                "scalar parameter `{}` has no default; pass it with --arg",
+                                p.name
+                            ),
+                        )
+                    }
                 },
             };
             let v = match (&p.ann, v) {
@@ -133,11 +168,24 @@ impl<'m> Fz<'m> {
                     let v = self.read(tr, f.span)?;
                     self.t.at(v)
                 }
-                FV::Int(_) | FV::Float(_) | FV::Bool(_) | FV::DynInt(_) | FV::DynFloat(_) | FV::DynBool(_) => {
+                FV::Int(_)
+                | FV::Float(_)
+                | FV::Bool(_)
+                | FV::DynInt(_)
+                | FV::DynFloat(_)
+                | FV::DynBool(_) => {
                     let (v, _) = self.scalar_tensor(r, None, f.span)?;
                     self.t.at(v)
                 }
-                other => return diag(f.span, format!("programs return tensors or tuples of tensors, not a {}", other.type_name())),
+                other => {
+                    return diag(
+                        f.span,
+                        format!(
+                            "programs return tensors or tuples of tensors, not a {}",
+                            other.type_name()
+                        ),
+                    )
+                }
             };
             parts.push(id);
             outputs.push(Output::Return(k));
@@ -146,17 +194,41 @@ impl<'m> Fz<'m> {
             if self.roots[root].written {
                 let v = self.roots[root].version;
                 parts.push(self.t.at(v));
-                outputs.push(Output::Mutated(self.roots[root].param.clone().unwrap_or_default()));
+                outputs.push(Output::Mutated(
+                    self.roots[root].param.clone().unwrap_or_default(),
+                ));
             }
         }
-        let top = self.t.add(Node::Tuple(parts.into())).map_err(|m| Stop::Diag(Diagnostic::new(m).at(f.span)))?;
+        let top = self
+            .t
+            .add(Node::Tuple(parts.into()))
+            .map_err(|m| Stop::Diag(Diagnostic::new(m).at(f.span)))?;
         let term = self.t.b.extract(top.id);
-        Ok(Functional { name: f.name.clone(), term, inputs: inputs.to_vec(), outputs, returns_tuple })
+        Ok(Functional {
+            name: f.name.clone(),
+            term,
+            inputs: inputs.to_vec(),
+            outputs,
+            returns_tuple,
+        })
     }
 
-    fn new_root(&mut self, version: state::TId, dtype: DType, shape: Vec<usize>, param: Option<String>) -> usize {
+    fn new_root(
+        &mut self,
+        version: state::TId,
+        dtype: DType,
+        shape: Vec<usize>,
+        param: Option<String>,
+    ) -> usize {
         let dummy = crate::tensor::Tensor::zeros(DType::F32, &[]).expect("one element");
-        self.roots.push(Root { version, dtype, shape, written: false, param, dummy });
+        self.roots.push(Root {
+            version,
+            dtype,
+            shape,
+            written: false,
+            param,
+            dummy,
+        });
         self.roots.len() - 1
     }
 
@@ -164,7 +236,12 @@ impl<'m> Fz<'m> {
     fn natural_view(&self, root: usize) -> TRef {
         let shape = self.roots[root].shape.clone();
         let strides = crate::tensor::contiguous_strides(&shape);
-        TRef { root, shape, strides, off: Affine::constant(0) }
+        TRef {
+            root,
+            shape,
+            strides,
+            off: Affine::constant(0),
+        }
     }
 
     /// A located error from a message of the term builder.
@@ -174,7 +251,10 @@ impl<'m> Fz<'m> {
 }
 
 /// Runs a functionalized program with the functional interpreter; outputs are sorted as the reference's are.
-pub fn run_functional(f: &Functional, inputs: &std::collections::BTreeMap<String, crate::tensor::Tensor>) -> Result<interp::RunOutput, Diagnostic> {
+pub fn run_functional(
+    f: &Functional,
+    inputs: &std::collections::BTreeMap<String, crate::tensor::Tensor>,
+) -> Result<interp::RunOutput, Diagnostic> {
     for (name, dtype, shape) in &f.inputs {
         match inputs.get(name) {
             Some(t) if t.dtype() == *dtype && t.shape == *shape => {}
@@ -187,7 +267,11 @@ pub fn run_functional(f: &Functional, inputs: &std::collections::BTreeMap<String
                     crate::tensor::fmt_shape(shape)
                 )))
             }
-            None => return Err(Diagnostic::new(format!("no input given for tensor parameter `{name}`"))),
+            None => {
+                return Err(Diagnostic::new(format!(
+                    "no input given for tensor parameter `{name}`"
+                )))
+            }
         }
     }
     let values = crate::ir::eval_program(&f.term, inputs).map_err(|e| Diagnostic::new(e.0))?;
@@ -199,5 +283,9 @@ pub fn run_functional(f: &Functional, inputs: &std::collections::BTreeMap<String
             Output::Mutated(name) => mutated.push((name.clone(), v)),
         }
     }
-    Ok(interp::RunOutput { returns, returns_tuple: f.returns_tuple, mutated })
+    Ok(interp::RunOutput {
+        returns,
+        returns_tuple: f.returns_tuple,
+        mutated,
+    })
 }

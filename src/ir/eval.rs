@@ -45,9 +45,18 @@ impl From<String> for EvalError {
 }
 
 /// Runs a program term (its root is a tuple of outputs) on named inputs; returns the tuple's tensors.
-pub fn eval_program(term: &Term, inputs: &BTreeMap<String, Tensor>) -> Result<Vec<Tensor>, EvalError> {
+pub fn eval_program(
+    term: &Term,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<Vec<Tensor>, EvalError> {
     let root = term.root();
-    let mut ev = Evaluator { term, inputs, global: HashMap::new(), frames: Vec::new(), dependent: dependent_nodes(term) };
+    let mut ev = Evaluator {
+        term,
+        inputs,
+        global: HashMap::new(),
+        frames: Vec::new(),
+        dependent: dependent_nodes(term),
+    };
     match ev.eval(root)? {
         V::Tup(items) => items
             .iter()
@@ -57,7 +66,9 @@ pub fn eval_program(term: &Term, inputs: &BTreeMap<String, Tensor>) -> Result<Ve
                 other => fail(format!("program output is not a tensor: {other:?}")),
             })
             .collect(),
-        other => fail(format!("a program term's root must be a tuple, not {other:?}")),
+        other => fail(format!(
+            "a program term's root must be a tuple, not {other:?}"
+        )),
     }
 }
 
@@ -69,7 +80,9 @@ fn dependent_nodes(term: &Term) -> Vec<bool> {
         dep[i] = match n {
             Node::Iter(_) | Node::Carried(_) => true,
             // A loop's own body references are bound by it; only its init and bounds can make it dependent.
-            Node::Loop([a, b, c, init, _]) => [a, b, c, init].iter().any(|&&x| dep[usize::from(x)]) || body_escapes(term, n),
+            Node::Loop([a, b, c, init, _]) => {
+                [a, b, c, init].iter().any(|&&x| dep[usize::from(x)]) || body_escapes(term, n)
+            }
             Node::While([init, _, _]) => dep[usize::from(*init)] || body_escapes(term, n),
             other => other.children().iter().any(|&c| dep[usize::from(c)]),
         };
@@ -86,10 +99,13 @@ fn body_escapes(term: &Term, n: &Node) -> bool {
         let r = match &term[id] {
             Node::Iter(d) | Node::Carried([d, _]) => matches!(term[*d], Node::Int(k) if k > depth),
             Node::Loop([a, b, c, init, body]) => {
-                [a, b, c, init].iter().any(|&&x| walk(term, x, depth, seen)) || walk(term, *body, depth + 1, seen)
+                [a, b, c, init].iter().any(|&&x| walk(term, x, depth, seen))
+                    || walk(term, *body, depth + 1, seen)
             }
             Node::While([init, cond, body]) => {
-                walk(term, *init, depth, seen) || walk(term, *cond, depth + 1, seen) || walk(term, *body, depth + 1, seen)
+                walk(term, *init, depth, seen)
+                    || walk(term, *cond, depth + 1, seen)
+                    || walk(term, *body, depth + 1, seen)
             }
             other => other.children().iter().any(|&c| walk(term, c, depth, seen)),
         };
@@ -99,7 +115,9 @@ fn body_escapes(term: &Term, n: &Node) -> bool {
     let mut seen = HashMap::new();
     match n {
         Node::Loop([_, _, _, _, body]) => walk(term, *body, 0, &mut seen),
-        Node::While([_, cond, body]) => walk(term, *cond, 0, &mut seen) || walk(term, *body, 0, &mut seen),
+        Node::While([_, cond, body]) => {
+            walk(term, *cond, 0, &mut seen) || walk(term, *body, 0, &mut seen)
+        }
         _ => false,
     }
 }
@@ -156,7 +174,16 @@ impl Evaluator<'_> {
 
     fn ints(&mut self, id: Id) -> R<Vec<i64>> {
         match self.eval(id)? {
-            V::L(items) => items.iter().map(|v| if let V::I(i) = v { Ok(*i) } else { fail("expected a list of integers") }).collect(),
+            V::L(items) => items
+                .iter()
+                .map(|v| {
+                    if let V::I(i) = v {
+                        Ok(*i)
+                    } else {
+                        fail("expected a list of integers")
+                    }
+                })
+                .collect(),
             other => fail(format!("expected a list, got {other:?}")),
         }
     }
@@ -185,8 +212,12 @@ impl Evaluator<'_> {
             Node::DType(d) => V::D(d),
             Node::Name(n) => V::Name(n.0),
             Node::NoneLit => V::None,
-            Node::List(items) => V::L(Rc::new(items.iter().map(|&c| self.eval(c)).collect::<R<_>>()?)),
-            Node::Tuple(items) => V::Tup(Rc::new(items.iter().map(|&c| self.eval(c)).collect::<R<_>>()?)),
+            Node::List(items) => V::L(Rc::new(
+                items.iter().map(|&c| self.eval(c)).collect::<R<_>>()?,
+            )),
+            Node::Tuple(items) => V::Tup(Rc::new(
+                items.iter().map(|&c| self.eval(c)).collect::<R<_>>()?,
+            )),
             Node::View([s, st, off]) => {
                 let shape: Vec<usize> = self.ints(s)?.into_iter().map(|d| d as usize).collect();
                 let strides: Vec<isize> = self.ints(st)?.into_iter().map(|d| d as isize).collect();
@@ -214,7 +245,10 @@ impl Evaluator<'_> {
             Node::Get([t, j]) => {
                 let j = self.int(j)?;
                 match self.eval(t)? {
-                    V::Tup(items) | V::L(items) => items.get(j as usize).cloned().ok_or_else(|| EvalError(format!("get {j} of {} items", items.len())))?,
+                    V::Tup(items) | V::L(items) => items
+                        .get(j as usize)
+                        .cloned()
+                        .ok_or_else(|| EvalError(format!("get {j} of {} items", items.len())))?,
                     other => return fail(format!("get of {other:?}")),
                 }
             }
@@ -225,7 +259,10 @@ impl Evaluator<'_> {
             Node::Carried([d, j]) => {
                 let (d, j) = (self.int(d)?, self.int(j)?);
                 let f = self.frame(d)?;
-                f.carried.get(j as usize).cloned().ok_or_else(|| EvalError(format!("carried {j} of {}", f.carried.len())))?
+                f.carried
+                    .get(j as usize)
+                    .cloned()
+                    .ok_or_else(|| EvalError(format!("carried {j} of {}", f.carried.len())))?
             }
             Node::If([c, a, b]) => {
                 let cond = match self.eval(c)? {
@@ -247,7 +284,11 @@ impl Evaluator<'_> {
                 };
                 let mut i = a;
                 while (s > 0 && i < b) || (s < 0 && i > b) {
-                    self.frames.push(Frame { iter: i, carried: state.clone(), cache: HashMap::new() });
+                    self.frames.push(Frame {
+                        iter: i,
+                        carried: state.clone(),
+                        cache: HashMap::new(),
+                    });
                     let next = self.eval(body);
                     self.frames.pop();
                     state = match next? {
@@ -265,7 +306,11 @@ impl Evaluator<'_> {
                 };
                 let mut n = 0u64;
                 loop {
-                    self.frames.push(Frame { iter: n as i64, carried: state.clone(), cache: HashMap::new() });
+                    self.frames.push(Frame {
+                        iter: n as i64,
+                        carried: state.clone(),
+                        cache: HashMap::new(),
+                    });
                     let go = match self.eval(cond) {
                         Ok(V::T(t)) => t.item().map(|s| s.to_bool()).map_err(EvalError),
                         Ok(V::B(b)) => Ok(b),
@@ -302,7 +347,9 @@ impl Evaluator<'_> {
 
     /// `x` seen through a view node, checked to stay inside `x`'s storage.
     fn viewed(&mut self, x: &Tensor, v: Id) -> R<Tensor> {
-        let V::View(view) = self.eval(v)? else { return fail("expected a view") };
+        let V::View(view) = self.eval(v)? else {
+            return fail("expected a view");
+        };
         let (shape, strides, off) = view.as_ref();
         let n = x.numel() as i64;
         let numel: usize = shape.iter().product();
@@ -311,19 +358,39 @@ impl Evaluator<'_> {
             let mut hi = *off;
             for (&d, &s) in shape.iter().zip(strides) {
                 let span = (d as i64 - 1) * s as i64;
-                if span < 0 { lo += span } else { hi += span }
+                if span < 0 {
+                    lo += span
+                } else {
+                    hi += span
+                }
             }
             if lo < 0 || hi >= n {
-                return fail(format!("view reaches elements {lo}..={hi} of a tensor of {n} elements"));
+                return fail(format!(
+                    "view reaches elements {lo}..={hi} of a tensor of {n} elements"
+                ));
             }
         }
-        let base = if x.is_contiguous() && x.offset == 0 { x.clone() } else { x.contiguous_copy() };
+        let base = if x.is_contiguous() && x.offset == 0 {
+            x.clone()
+        } else {
+            x.contiguous_copy()
+        };
         Ok(base.restride(shape.clone(), strides.clone(), (*off).max(0) as usize))
     }
 
     fn op(&mut self, op: OpName, args: &[Id]) -> R<V> {
         use OpName::*;
-        let arity = |n: usize| if args.len() == n { Ok(()) } else { fail(format!("{} takes {n} arguments, got {}", op.as_str(), args.len())) };
+        let arity = |n: usize| {
+            if args.len() == n {
+                Ok(())
+            } else {
+                fail(format!(
+                    "{} takes {n} arguments, got {}",
+                    op.as_str(),
+                    args.len()
+                ))
+            }
+        };
         let t = |e: &mut Self, i: usize| e.tensor(args[i]);
         let operand = |e: &mut Self, i: usize| -> R<Operand> { Ok(Operand::T(e.tensor(args[i])?)) };
         let out = |r: Result<Tensor, String>| -> R<V> { Ok(V::T(r?)) };
@@ -346,10 +413,21 @@ impl Evaluator<'_> {
                     ISub => a.wrapping_sub(b),
                     IMul => a.wrapping_mul(b),
                     _ if b == 0 => return fail("integer division by zero"),
-                    IFloorDiv => a.wrapping_div_euclid(b) - if b < 0 && a.wrapping_rem_euclid(b) != 0 { 1 } else { 0 },
+                    IFloorDiv => {
+                        a.wrapping_div_euclid(b)
+                            - if b < 0 && a.wrapping_rem_euclid(b) != 0 {
+                                1
+                            } else {
+                                0
+                            }
+                    }
                     _ => {
                         let r = a.wrapping_rem_euclid(b);
-                        if b < 0 && r != 0 { r + b } else { r }
+                        if b < 0 && r != 0 {
+                            r + b
+                        } else {
+                            r
+                        }
                     }
                 }))
             }
@@ -363,8 +441,14 @@ impl Evaluator<'_> {
             }
             Full => {
                 arity(3)?;
-                let shape: Vec<usize> = self.ints(args[0])?.into_iter().map(|d| d as usize).collect();
-                let V::D(dt) = self.eval(args[1])? else { return fail("full: expected a dtype") };
+                let shape: Vec<usize> = self
+                    .ints(args[0])?
+                    .into_iter()
+                    .map(|d| d as usize)
+                    .collect();
+                let V::D(dt) = self.eval(args[1])? else {
+                    return fail("full: expected a dtype");
+                };
                 let value = match self.eval(args[2])? {
                     V::I(i) => Scalar::I(i),
                     V::F(f) => Scalar::F(f),
@@ -375,7 +459,9 @@ impl Evaluator<'_> {
             }
             Arange => {
                 arity(4)?;
-                let V::D(dt) = self.eval(args[0])? else { return fail("arange: expected a dtype") };
+                let V::D(dt) = self.eval(args[0])? else {
+                    return fail("arange: expected a dtype");
+                };
                 let (start, step) = (self.eval(args[1])?, self.eval(args[2])?);
                 let n = self.int(args[3])?.max(0) as usize;
                 let vals: Vec<Scalar> = (0..n)
@@ -388,7 +474,9 @@ impl Evaluator<'_> {
             }
             Cast => {
                 arity(2)?;
-                let V::D(dt) = self.eval(args[0])? else { return fail("cast: expected a dtype") };
+                let V::D(dt) = self.eval(args[0])? else {
+                    return fail("cast: expected a dtype");
+                };
                 out(t(self, 1)?.to_dtype(dt))
             }
             Reshape => {
@@ -441,7 +529,11 @@ impl Evaluator<'_> {
                 arity(2)?;
                 let x = t(self, 0)?;
                 let d = self.int(args[1])?;
-                out(if op == Cumsum { reduce::cumsum(&x, d, None) } else { reduce::softmax(&x, d, None, op == LogSoftmax) })
+                out(if op == Cumsum {
+                    reduce::cumsum(&x, d, None)
+                } else {
+                    reduce::softmax(&x, d, None, op == LogSoftmax)
+                })
             }
             Matmul => {
                 arity(2)?;
@@ -453,7 +545,10 @@ impl Evaluator<'_> {
                     return fail("cat needs a dim and at least one tensor");
                 }
                 let d = self.int(args[0])?;
-                let parts: Vec<Tensor> = args[1..].iter().map(|&a| self.tensor(a)).collect::<R<_>>()?;
+                let parts: Vec<Tensor> = args[1..]
+                    .iter()
+                    .map(|&a| self.tensor(a))
+                    .collect::<R<_>>()?;
                 out(reduce::cat(&parts, d))
             }
             Triu | Tril => {
@@ -505,7 +600,10 @@ fn num(v: &V) -> f64 {
 /// `triu`/`tril` of the last two dims.
 pub(crate) fn triangle(x: &Tensor, k: i64, upper: bool) -> Result<Tensor, String> {
     if x.dim() < 2 {
-        return Err(format!("{}: input tensor must have at least 2 dimensions", if upper { "triu" } else { "tril" }));
+        return Err(format!(
+            "{}: input tensor must have at least 2 dimensions",
+            if upper { "triu" } else { "tril" }
+        ));
     }
     let (r, c) = (x.shape[x.dim() - 2], x.shape[x.dim() - 1]);
     let zero = Scalar::I(0).cast(x.dtype());
@@ -516,7 +614,11 @@ pub(crate) fn triangle(x: &Tensor, k: i64, upper: bool) -> Result<Tensor, String
         .map(|(i, v)| {
             let (row, col) = ((i / c.max(1)) % r.max(1), i % c.max(1));
             let d = col as i64 - row as i64;
-            if (upper && d >= k) || (!upper && d <= k) { *v } else { zero }
+            if (upper && d >= k) || (!upper && d <= k) {
+                *v
+            } else {
+                zero
+            }
         })
         .collect();
     Tensor::from_scalars(x.dtype(), &x.shape, &vals)

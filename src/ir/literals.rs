@@ -93,7 +93,9 @@ impl FromStr for ParamName {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s.strip_prefix('%') {
-            Some(n) if !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_') => Ok(ParamName(n.to_string())),
+            Some(n) if !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_') => {
+                Ok(ParamName(n.to_string()))
+            }
             _ => Err(format!("`{s}` is not a parameter name (%name)")),
         }
     }

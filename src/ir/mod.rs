@@ -24,8 +24,8 @@ use egg::{define_language, Id, RecExpr};
 pub use eval::{eval_program, EvalError};
 pub use literals::{BoolLit, FloatLit, OpName, ParamName};
 pub use print::{display_dag, term_stats, TermStats};
-pub use verify::{verify, Ty};
 pub(crate) use verify::{op_type, OpCx};
+pub use verify::{verify, Ty};
 
 use crate::tensor::DType;
 

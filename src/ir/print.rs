@@ -7,7 +7,10 @@ use super::{Node, OpName, Term};
 /// One line per node, children named by number: `$12 = (add $10 $11)`. Leaves are printed inline.
 pub fn display_dag(term: &Term) -> String {
     let nodes = term.as_ref();
-    let inline: Vec<bool> = nodes.iter().map(|n| n.is_leaf() || matches!(n, Node::List(c) if c.iter().all(|&i| term[i].is_leaf()))).collect();
+    let inline: Vec<bool> = nodes
+        .iter()
+        .map(|n| n.is_leaf() || matches!(n, Node::List(c) if c.iter().all(|&i| term[i].is_leaf())))
+        .collect();
     let mut names = vec![String::new(); nodes.len()];
     let mut out = String::new();
     for (i, n) in nodes.iter().enumerate() {
@@ -16,7 +19,11 @@ pub fn display_dag(term: &Term) -> String {
         } else if n.is_leaf() {
             n.to_string()
         } else {
-            let kids: Vec<&str> = n.children().iter().map(|&c| names[usize::from(c)].as_str()).collect();
+            let kids: Vec<&str> = n
+                .children()
+                .iter()
+                .map(|&c| names[usize::from(c)].as_str())
+                .collect();
             format!("({} {})", op_text(n), kids.join(" "))
         };
         if inline[i] {
@@ -47,7 +54,10 @@ pub struct TermStats {
 }
 
 pub fn term_stats(term: &Term) -> TermStats {
-    let mut s = TermStats { nodes: term.as_ref().len(), ..Default::default() };
+    let mut s = TermStats {
+        nodes: term.as_ref().len(),
+        ..Default::default()
+    };
     for n in term.as_ref() {
         match n {
             Node::Loop(_) | Node::While(_) => s.loops += 1,

@@ -210,17 +210,28 @@ pub fn golden_inputs(p: &Program, module: &Module) -> Result<BTreeMap<String, Te
 
 /// Functionalizes a program, verifies its term, runs it with the functional interpreter and compares the outputs with
 /// the reference interpreter's on the same inputs.
-pub fn check_functional(module: &Module, func: &str, inputs: &BTreeMap<String, Tensor>) -> Result<(), String> {
-    let f = funcfuse::functionalize::functionalize(module, func, &BTreeMap::new()).map_err(|d| d.to_string())?;
-    funcfuse::ir::verify(&f.term, &f.inputs).map_err(|e| format!("the term does not verify: {e}"))?;
+pub fn check_functional(
+    module: &Module,
+    func: &str,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<(), String> {
+    let f = funcfuse::functionalize::functionalize(module, func, &BTreeMap::new())
+        .map_err(|d| d.to_string())?;
+    funcfuse::ir::verify(&f.term, &f.inputs)
+        .map_err(|e| format!("the term does not verify: {e}"))?;
     let want = run_reference(module, func, inputs)?;
-    let fresh: BTreeMap<String, Tensor> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
+    let fresh: BTreeMap<String, Tensor> = inputs
+        .iter()
+        .map(|(k, v)| (k.clone(), v.contiguous_copy()))
+        .collect();
     let got = funcfuse::functionalize::run_functional(&f, &fresh).map_err(|d| d.to_string())?;
     let (g, w) = (output_files(&got), output_files(&want));
     let gk: Vec<&String> = g.keys().collect();
     let wk: Vec<&String> = w.keys().collect();
     if gk != wk {
-        return Err(format!("functional outputs {gk:?} but the reference wrote {wk:?}"));
+        return Err(format!(
+            "functional outputs {gk:?} but the reference wrote {wk:?}"
+        ));
     }
     for (name, t) in &w {
         compare(name, &g[name], t)?;

@@ -1,0 +1,177 @@
+//! Functionalization as a user meets it: terms of small programs (snapshots), loops that stay loops whatever their
+//! length, terms that print and parse back, and constructs that are reported instead of mistranslated.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use funcfuse::frontend;
+use funcfuse::functionalize::{functionalize, Functional};
+use funcfuse::interp::ScalarArg;
+use funcfuse::ir::{display_dag, term_stats, verify, Term};
+
+fn corpus_program(rel: &str, func: &str, args: &[(&str, ScalarArg)]) -> Functional {
+    let path = Path::new(common::CORPUS).join(rel);
+    let module = frontend::load_module(path.to_str().unwrap()).unwrap();
+    let scalars: BTreeMap<String, ScalarArg> = args
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    functionalize(&module, func, &scalars).unwrap_or_else(|d| panic!("{d}"))
+}
+
+fn source_program(src: &str, func: &str) -> Result<Functional, String> {
+    let module = frontend::parse_module("prog.py", &format!("import torch\n\n{src}"))
+        .map_err(|d| d.to_string())?;
+    functionalize(&module, func, &BTreeMap::new()).map_err(|d| d.to_string())
+}
+
+#[test]
+fn a_loop_stays_one_loop_whatever_its_length() {
+    let short = corpus_program(
+        "micro/loops.py",
+        "shift_rows_long",
+        &[("n", ScalarArg::Int(10))],
+    );
+    let long = corpus_program(
+        "micro/loops.py",
+        "shift_rows_long",
+        &[("n", ScalarArg::Int(10000))],
+    );
+    let (s, l) = (term_stats(&short.term), term_stats(&long.term));
+    assert_eq!(s.loops, 1);
+    assert_eq!(s, l, "the term grows with the trip count");
+    // Only the trip count differs between the two terms.
+    assert_eq!(
+        display_dag(&short.term).replace("(loop 0 10 1", "(loop 0 N 1"),
+        display_dag(&long.term).replace("(loop 0 10000 1", "(loop 0 N 1")
+    );
+    // A trip count the buffers cannot hold is caught at functionalization, as the reference would raise.
+    let path = Path::new(common::CORPUS).join("micro/loops.py");
+    let module = frontend::load_module(path.to_str().unwrap()).unwrap();
+    let scalars: BTreeMap<String, ScalarArg> = [("n".to_string(), ScalarArg::Int(100))].into();
+    let e = functionalize(&module, "shift_rows", &scalars).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("index 99 is out of bounds for dimension 0 with size 64"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_prefix_sum_stays_a_loop_and_independent_rows_do_too() {
+    assert_eq!(
+        term_stats(&corpus_program("micro/loops.py", "prefix_sum", &[]).term).loops,
+        1
+    );
+    assert_eq!(
+        term_stats(&corpus_program("micro/loops.py", "shift_rows_long", &[]).term).loops,
+        1
+    );
+    // Nested time and layer loops of the LSTM stay two nested loops.
+    assert_eq!(
+        term_stats(&corpus_program("workloads/lstm.py", "lstm", &[]).term).loops,
+        2
+    );
+}
+
+#[test]
+fn terms_print_parse_back_and_verify() {
+    for (rel, func) in [
+        ("micro/loops.py", "shift_rows"),
+        ("micro/control.py", "view_before_data_branch"),
+        ("micro/control.py", "while_data_dependent"),
+    ] {
+        let f = corpus_program(rel, func, &[]);
+        let text = f.term.to_string();
+        let back: Term = text
+            .parse()
+            .unwrap_or_else(|e| panic!("{rel}::{func} does not parse back: {e}"));
+        assert_eq!(back.to_string(), text);
+        verify(&back, &f.inputs).unwrap_or_else(|e| panic!("{rel}::{func}: {e}"));
+    }
+}
+
+#[test]
+fn an_unknown_operator_does_not_parse() {
+    let bad: Result<Term, _> = "(frobnicate (input %a))".parse();
+    assert!(bad.is_err());
+    let typo: Result<Term, _> = "(acess (input %a) (view (list 2) (list 1) 0))".parse();
+    assert!(typo.is_err());
+}
+
+#[test]
+fn verify_rejects_ill_shaped_terms() {
+    let inputs = vec![
+        ("a".to_string(), funcfuse::tensor::DType::F32, vec![4]),
+        ("b".to_string(), funcfuse::tensor::DType::F32, vec![3]),
+    ];
+    let t: Term = "(tuple (add (input %a) (input %b)))".parse().unwrap();
+    let e = verify(&t, &inputs).unwrap_err();
+    assert!(e.contains("must match"), "{e}");
+    let t: Term = "(tuple (add (input %a) (cast i64 (input %a))))"
+        .parse()
+        .unwrap();
+    assert!(verify(&t, &inputs).unwrap_err().contains("cast them first"));
+}
+
+#[test]
+fn small_program_terms() {
+    for (rel, func) in [
+        ("micro/loops.py", "shift_rows"),
+        ("micro/loops.py", "prefix_sum"),
+        ("micro/views.py", "write_through_t"),
+        ("micro/views.py", "mutate_inputs"),
+        ("micro/control.py", "view_before_data_branch"),
+        ("micro/control.py", "while_data_dependent"),
+        ("micro/indexing.py", "mask_write"),
+    ] {
+        let f = corpus_program(rel, func, &[]);
+        insta::assert_snapshot!(
+            format!("{}__{func}", rel.replace(['/', '.'], "_")),
+            display_dag(&f.term)
+        );
+    }
+}
+
+#[test]
+fn what_cannot_be_functionalized_is_reported_with_its_location() {
+    let cases = [
+        ("def f(x: f32[8]) -> f32[8]:\n    v, i = x.sort()\n    return v\n", "prog.py:4:12: `sort` is not supported by the functionalizer yet"),
+        (
+            "def f(x: f32[3000, 4]) -> f32[3000, 4]:\n    rows = [x[0]]\n    for i in range(2000):\n        rows.append(x[i])\n    return x\n",
+            "prog.py:5:5: this loop cannot stay a loop (a list that changes inside the loop",
+        ),
+        ("def f(x: f32[8]) -> f32[8]:\n    if x.sum() > 0:\n        return x\n    return -x\n", "prog.py:4:5: `return`, `break` or `continue` inside an `if` on a run-time value"),
+        ("def f(x: f32[8]) -> f32[1]:\n    return x[x > 0][:1]\n", "prog.py:4:12: indexing with a boolean mask gives a data-dependent shape"),
+    ];
+    for (src, want) in cases {
+        match source_program(src, "f") {
+            Err(m) => assert!(m.starts_with(want), "got {m:?}, want {want:?}"),
+            Ok(_) => panic!("functionalized what it should have reported: {src}"),
+        }
+    }
+}
+
+#[test]
+fn views_rebound_in_branches_merge_their_offsets() {
+    let f = source_program(
+        "def f(x: f32[6, 4]) -> f32[6, 4]:\n    v = x[0]\n    if x.sum() > 0:\n        v = x[3]\n    v += 1.0\n    return x\n",
+        "f",
+    )
+    .unwrap();
+    let s = term_stats(&f.term);
+    assert_eq!(s.ifs, 1);
+    let inputs = common::seeded_inputs(
+        &frontend::parse_module(
+            "p.py",
+            "import torch\n\ndef f(x: f32[6, 4]) -> f32[6, 4]:\n    return x\n",
+        )
+        .unwrap(),
+        "f",
+        3,
+    );
+    let module = frontend::parse_module("prog.py", "import torch\n\ndef f(x: f32[6, 4]) -> f32[6, 4]:\n    v = x[0]\n    if x.sum() > 0:\n        v = x[3]\n    v += 1.0\n    return x\n").unwrap();
+    common::check_functional(&module, "f", &inputs).unwrap();
+}
