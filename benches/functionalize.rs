@@ -8,10 +8,7 @@ use funcfuse::frontend;
 use funcfuse::functionalize::functionalize;
 
 fn py_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     entries.sort();
     for e in entries {
         if e.is_dir() && e.file_name().is_some_and(|n| n != "goldens") {
@@ -30,12 +27,7 @@ fn bench(c: &mut Criterion) {
     group.sample_size(20);
     for file in files {
         let module = frontend::load_module(file.to_str().unwrap()).unwrap();
-        let stem = file
-            .strip_prefix(&root)
-            .unwrap()
-            .with_extension("")
-            .display()
-            .to_string();
+        let stem = file.strip_prefix(&root).unwrap().with_extension("").display().to_string();
         for f in module.programs() {
             if functionalize(&module, &f.name, &BTreeMap::new()).is_err() {
                 continue;

@@ -11,17 +11,11 @@ use funcfuse::io;
 
 fn bench(c: &mut Criterion) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/workloads");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     let mut group = c.benchmark_group("reference_interpreter");
     group.sample_size(10);
-    for file in files
-        .iter()
-        .filter(|f| f.extension().is_some_and(|x| x == "py"))
-    {
+    for file in files.iter().filter(|f| f.extension().is_some_and(|x| x == "py")) {
         let module = frontend::load_module(file.to_str().unwrap()).unwrap();
         for f in module.programs() {
             let params = interp::tensor_params(f).unwrap();
@@ -32,17 +26,8 @@ fn bench(c: &mut Criterion) {
                 .collect();
             group.bench_function(&f.name, |b| {
                 b.iter(|| {
-                    let fresh: BTreeMap<_, _> = inputs
-                        .iter()
-                        .map(|(k, v)| (k.clone(), v.contiguous_copy()))
-                        .collect();
-                    interp::run_program(
-                        &module,
-                        &f.name,
-                        &fresh,
-                        &BTreeMap::<String, ScalarArg>::new(),
-                    )
-                    .unwrap()
+                    let fresh: BTreeMap<_, _> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
+                    interp::run_program(&module, &f.name, &fresh, &BTreeMap::<String, ScalarArg>::new()).unwrap()
                 })
             });
         }

@@ -22,11 +22,7 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// An error with no location yet; callers attach one with [`Diagnostic::at`] or [`Diagnostic::in_file`].
     pub fn new(message: impl Into<String>) -> Self {
-        Diagnostic {
-            file: None,
-            span: None,
-            message: message.into(),
-        }
+        Diagnostic { file: None, span: None, message: message.into() }
     }
 
     /// Attaches a span unless a more precise one is already there.

@@ -24,15 +24,8 @@ fn mix(mut z: u64) -> u64 {
 }
 
 /// The seeded input for the `param_index`-th tensor parameter.
-pub fn random_input(
-    seed: u64,
-    param_index: usize,
-    dtype: DType,
-    shape: &[usize],
-) -> Result<Tensor, Diagnostic> {
-    let key = mix(seed
-        .wrapping_mul(GOLDEN)
-        .wrapping_add(param_index as u64 + 1));
+pub fn random_input(seed: u64, param_index: usize, dtype: DType, shape: &[usize]) -> Result<Tensor, Diagnostic> {
+    let key = mix(seed.wrapping_mul(GOLDEN).wrapping_add(param_index as u64 + 1));
     let n: usize = shape.iter().product();
     let u = (0..n).map(|i| mix(key.wrapping_add((i as u64 + 1).wrapping_mul(GOLDEN))));
     let float = |x: u64| (x >> 40) as f64 / (1u64 << 23) as f64 - 1.0;
@@ -43,10 +36,7 @@ pub fn random_input(
         DType::I32 => Buf::I32(u.map(|x| ((x >> 32) % 10) as i32).collect()),
         DType::Bool => Buf::Bool(u.map(|x| (x >> 63) == 1).collect()),
         DType::F16 | DType::BF16 => {
-            return Err(Diagnostic::new(format!(
-                "dtype {} is not supported yet",
-                dtype.annotation()
-            )))
+            return Err(Diagnostic::new(format!("dtype {} is not supported yet", dtype.annotation())))
         }
     };
     Ok(Tensor::from_buf(buf, shape.to_vec()))
@@ -57,12 +47,9 @@ pub fn read_npy(path: &Path) -> Result<Tensor, Diagnostic> {
     let shown = path.display().to_string();
     let fail = |m: String| Diagnostic::new(m).in_file(&shown);
     let file = File::open(path).map_err(|e| fail(format!("cannot open: {e}")))?;
-    let npy = npyz::NpyFile::new(BufReader::new(file))
-        .map_err(|e| fail(format!("not a valid .npy file: {e}")))?;
+    let npy = npyz::NpyFile::new(BufReader::new(file)).map_err(|e| fail(format!("not a valid .npy file: {e}")))?;
     if npy.order() != npyz::Order::C {
-        return Err(fail(
-            "Fortran-ordered arrays are not supported; save with C order".into(),
-        ));
+        return Err(fail("Fortran-ordered arrays are not supported; save with C order".into()));
     }
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
     let descr = match npy.dtype() {
@@ -77,11 +64,7 @@ pub fn read_npy(path: &Path) -> Result<Tensor, Diagnostic> {
         "i8" => Buf::I64(npy.into_vec::<i64>().map_err(bad)?),
         "i4" => Buf::I32(npy.into_vec::<i32>().map_err(bad)?),
         "b1" => Buf::Bool(npy.into_vec::<bool>().map_err(bad)?),
-        other => {
-            return Err(fail(format!(
-                "unsupported .npy dtype `{other}` (supported: f4, f8, i8, i4, b1)"
-            )))
-        }
+        other => return Err(fail(format!("unsupported .npy dtype `{other}` (supported: f4, f8, i8, i4, b1)"))),
     };
     if buf.len() != shape.iter().product::<usize>() {
         return Err(fail("truncated .npy file".into()));
@@ -99,12 +82,8 @@ pub fn write_npy(path: &Path, t: &Tensor) -> Result<(), Diagnostic> {
     let b = c.buf.borrow();
     macro_rules! put {
         ($v:expr, $ty:ty) => {{
-            let mut w = npyz::WriteOptions::<$ty>::new()
-                .default_dtype()
-                .shape(&shape)
-                .writer(file)
-                .begin_nd()
-                .map_err(fail)?;
+            let mut w =
+                npyz::WriteOptions::<$ty>::new().default_dtype().shape(&shape).writer(file).begin_nd().map_err(fail)?;
             w.extend($v.iter().copied()).map_err(fail)?;
             w.finish().map_err(fail)?;
         }};

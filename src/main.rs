@@ -13,11 +13,7 @@ use funcfuse::io;
 use funcfuse::tensor::Tensor;
 
 #[derive(Parser)]
-#[command(
-    name = "funcfuse",
-    version,
-    about = "An e-graph optimizer for imperative PyTorch-style tensor programs"
-)]
+#[command(name = "funcfuse", version, about = "An e-graph optimizer for imperative PyTorch-style tensor programs")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -98,11 +94,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Run(a) => run(a),
         Cmd::List { paths } => list(&paths),
-        Cmd::Functionalize {
-            target,
-            args,
-            format,
-        } => functionalize_cmd(&target, &args, &format),
+        Cmd::Functionalize { target, args, format } => functionalize_cmd(&target, &args, &format),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -114,9 +106,7 @@ fn main() -> ExitCode {
 }
 
 fn parse_arg(s: &str) -> Result<(String, ScalarArg), Failure> {
-    let (name, value) = s
-        .split_once('=')
-        .ok_or_else(|| Failure(2, format!("--arg `{s}`: expected NAME=VALUE")))?;
+    let (name, value) = s.split_once('=').ok_or_else(|| Failure(2, format!("--arg `{s}`: expected NAME=VALUE")))?;
     let v = match value {
         "True" | "true" => ScalarArg::Bool(true),
         "False" | "false" => ScalarArg::Bool(false),
@@ -124,12 +114,7 @@ fn parse_arg(s: &str) -> Result<(String, ScalarArg), Failure> {
             Ok(i) => ScalarArg::Int(i),
             Err(_) => match v.parse::<f64>() {
                 Ok(f) => ScalarArg::Float(f),
-                Err(_) => {
-                    return Err(Failure(
-                        2,
-                        format!("--arg {name}: `{v}` is not a number or a bool"),
-                    ))
-                }
+                Err(_) => return Err(Failure(2, format!("--arg {name}: `{v}` is not a number or a bool"))),
             },
         },
     };
@@ -141,10 +126,7 @@ fn run(a: RunArgs) -> Result<(), Failure> {
         Engine::Reference => {}
         Engine::Functional => {}
         Engine::Optimized => {
-            return Err(Failure(
-                1,
-                "the optimized engine is not built yet; use --engine reference".into(),
-            ))
+            return Err(Failure(1, "the optimized engine is not built yet; use --engine reference".into()))
         }
     }
     let _ = a.backend;
@@ -165,10 +147,7 @@ fn run(a: RunArgs) -> Result<(), Failure> {
 /// `run PATH` without `::FUNC`: every program under PATH, each into `OUTPUT/<file without .py>/<FUNC>/`.
 fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>) -> Result<(), Failure> {
     if a.inputs.is_some() {
-        return Err(Failure(
-            2,
-            "--inputs needs a single program (FILE.py::FUNC)".into(),
-        ));
+        return Err(Failure(2, "--inputs needs a single program (FILE.py::FUNC)".into()));
     }
     let root = PathBuf::from(&a.target);
     let mut files = Vec::new();
@@ -201,11 +180,7 @@ fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>) -> Result<(), F
             match run_one(&module, &f.name, a, &mine, &out) {
                 Ok(()) => {
                     ok += 1;
-                    println!(
-                        "ok   {shown}::{} ({} ms)",
-                        f.name,
-                        start.elapsed().as_millis()
-                    );
+                    println!("ok   {shown}::{} ({} ms)", f.name, start.elapsed().as_millis());
                 }
                 Err(Failure(_, m)) => {
                     failed += 1;
@@ -214,10 +189,7 @@ fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>) -> Result<(), F
             }
         }
     }
-    println!(
-        "{ok} programs ran, {failed} failed; outputs in {}",
-        a.output.display()
-    );
+    println!("{ok} programs ran, {failed} failed; outputs in {}", a.output.display());
     if failed > 0 {
         return Err(Failure(1, format!("{failed} programs failed")));
     }
@@ -232,12 +204,9 @@ fn run_one(
     output: &Path,
 ) -> Result<(), Failure> {
     let file = &module.path;
-    let f = module
-        .function(func)
-        .ok_or_else(|| Failure(1, format!("{file}: no function `{func}`")))?;
+    let f = module.function(func).ok_or_else(|| Failure(1, format!("{file}: no function `{func}`")))?;
     let params = interp::tensor_params(f).map_err(|d| d.in_file(file))?;
-    std::fs::create_dir_all(output)
-        .map_err(|e| Failure(1, format!("{}: cannot create: {e}", output.display())))?;
+    std::fs::create_dir_all(output).map_err(|e| Failure(1, format!("{}: cannot create: {e}", output.display())))?;
     let mut inputs = BTreeMap::new();
     match &a.inputs {
         Some(dir) => {
@@ -246,10 +215,7 @@ fn run_one(
                 if !path.exists() {
                     return Err(Failure(
                         1,
-                        format!(
-                            "{}: missing input file for tensor parameter `{name}`",
-                            path.display()
-                        ),
+                        format!("{}: missing input file for tensor parameter `{name}`", path.display()),
                     ));
                 }
                 inputs.insert(name.clone(), io::read_npy(&path)?);
@@ -257,8 +223,7 @@ fn run_one(
         }
         None => {
             let dir = output.join("inputs");
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| Failure(1, format!("{}: cannot create: {e}", dir.display())))?;
+            std::fs::create_dir_all(&dir).map_err(|e| Failure(1, format!("{}: cannot create: {e}", dir.display())))?;
             for (i, (name, dtype, shape)) in params.iter().enumerate() {
                 let t = io::random_input(a.seed, i, *dtype, shape)?;
                 io::write_npy(&dir.join(format!("{name}.npy")), &t)?;
@@ -277,12 +242,9 @@ fn run_one(
 }
 
 fn functionalize_cmd(target: &str, args: &[String], format: &str) -> Result<(), Failure> {
-    let (file, func) = target.split_once("::").ok_or_else(|| {
-        Failure(
-            2,
-            format!("`{target}`: name a program as FILE.py::FUNCTION"),
-        )
-    })?;
+    let (file, func) = target
+        .split_once("::")
+        .ok_or_else(|| Failure(2, format!("`{target}`: name a program as FILE.py::FUNCTION")))?;
     let module = frontend::load_module(file)?;
     let mut scalars = BTreeMap::new();
     for s in args {
@@ -307,22 +269,12 @@ fn functionalize_cmd(target: &str, args: &[String], format: &str) -> Result<(), 
     match format {
         "dag" => print!("{}", funcfuse::ir::display_dag(&f.term)),
         "sexp" => println!("{}", f.term),
-        other => {
-            return Err(Failure(
-                2,
-                format!("--format {other}: expected dag or sexp"),
-            ))
-        }
+        other => return Err(Failure(2, format!("--format {other}: expected dag or sexp"))),
     }
     Ok(())
 }
 
-fn write_outputs(
-    dir: &Path,
-    returns: &[Tensor],
-    tuple: bool,
-    mutated: &[(String, Tensor)],
-) -> Result<(), Failure> {
+fn write_outputs(dir: &Path, returns: &[Tensor], tuple: bool, mutated: &[(String, Tensor)]) -> Result<(), Failure> {
     if tuple {
         for (i, t) in returns.iter().enumerate() {
             io::write_npy(&dir.join(format!("return.{i}.npy")), t)?;
@@ -353,10 +305,7 @@ fn collect_py(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
         out.push(path.to_path_buf());
         Ok(())
     } else {
-        Err(Failure(
-            1,
-            format!("{}: no such file or directory", path.display()),
-        ))
+        Err(Failure(1, format!("{}: no such file or directory", path.display())))
     }
 }
 
@@ -374,12 +323,7 @@ fn list(paths: &[PathBuf]) -> Result<(), Failure> {
                 .iter()
                 .map(|p| match &p.ann {
                     Some(funcfuse::frontend::ast::TypeAnn::Tensor { dtype, shape }) => {
-                        format!(
-                            "{}: {}{}",
-                            p.name,
-                            dtype.annotation(),
-                            funcfuse::tensor::fmt_shape(shape)
-                        )
+                        format!("{}: {}{}", p.name, dtype.annotation(), funcfuse::tensor::fmt_shape(shape))
                     }
                     Some(other) => format!("{}: {:?}", p.name, other).to_lowercase(),
                     None => p.name.clone(),

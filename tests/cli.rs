@@ -11,28 +11,19 @@ struct Outcome {
 }
 
 fn funcfuse(args: &[&str]) -> Outcome {
-    let out = Command::new(env!("CARGO_BIN_EXE_funcfuse"))
-        .args(args)
-        .output()
-        .expect("the binary runs");
+    let out = Command::new(env!("CARGO_BIN_EXE_funcfuse")).args(args).output().expect("the binary runs");
     let o = Outcome {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).to_string(),
         stderr: String::from_utf8_lossy(&out.stderr).to_string(),
     };
-    assert!(
-        !o.stderr.contains("panicked"),
-        "funcfuse panicked: {}",
-        o.stderr
-    );
+    assert!(!o.stderr.contains("panicked"), "funcfuse panicked: {}", o.stderr);
     o
 }
 
 /// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("cli")
-        .join(name);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -40,11 +31,7 @@ fn scratch(name: &str) -> PathBuf {
 
 fn program(dir: &Path, src: &str) -> String {
     let p = dir.join("prog.py");
-    std::fs::write(
-        &p,
-        format!("from __future__ import annotations\nimport torch\n\n{src}"),
-    )
-    .unwrap();
+    std::fs::write(&p, format!("from __future__ import annotations\nimport torch\n\n{src}")).unwrap();
     p.to_string_lossy().to_string()
 }
 
@@ -54,38 +41,24 @@ fn check_error(name: &str, src: &str, extra: &[&str], line_col: Option<&str>, wa
     let file = program(&dir, src);
     let target = format!("{file}::f");
     let out_dir = dir.join("out");
-    let mut args = vec![
-        "run",
-        &target,
-        "--engine",
-        "reference",
-        "--output",
-        out_dir.to_str().unwrap(),
-    ];
+    let mut args = vec!["run", &target, "--engine", "reference", "--output", out_dir.to_str().unwrap()];
     args.extend_from_slice(extra);
     let o = funcfuse(&args);
     assert_eq!(o.code, 1, "expected exit 1, got {}: {}", o.code, o.stderr);
-    assert!(
-        o.stderr.contains(want),
-        "message {:?} lacks {:?}",
-        o.stderr,
-        want
-    );
+    assert!(o.stderr.contains(want), "message {:?} lacks {:?}", o.stderr, want);
     if let Some(lc) = line_col {
         let prefix = format!("{file}:{lc}: ");
-        assert!(
-            o.stderr.starts_with(&prefix),
-            "message {:?} does not start with {:?}",
-            o.stderr,
-            prefix
-        );
+        assert!(o.stderr.starts_with(&prefix), "message {:?} does not start with {:?}", o.stderr, prefix);
     }
 }
 
 #[test]
 fn run_writes_returns_mutated_parameters_and_inputs() {
     let dir = scratch("run_ok");
-    let file = program(&dir, "def f(a: f32[3, 4], b: f32[4], n: int = 2) -> tuple[f32[3, 4], f32[4]]:\n    a[0] += b\n    return a * n, b\n");
+    let file = program(
+        &dir,
+        "def f(a: f32[3, 4], b: f32[4], n: int = 2) -> tuple[f32[3, 4], f32[4]]:\n    a[0] += b\n    return a * n, b\n",
+    );
     let out = dir.join("out");
     let o = funcfuse(&[
         "run",
@@ -98,31 +71,14 @@ fn run_writes_returns_mutated_parameters_and_inputs() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    for f in [
-        "return.0.npy",
-        "return.1.npy",
-        "a.npy",
-        "inputs/a.npy",
-        "inputs/b.npy",
-    ] {
+    for f in ["return.0.npy", "return.1.npy", "a.npy", "inputs/a.npy", "inputs/b.npy"] {
         assert!(out.join(f).exists(), "{f} missing");
     }
-    assert!(
-        !out.join("b.npy").exists(),
-        "b is not mutated, so b.npy must not be written"
-    );
-    let a0 = funcfuse::io::read_npy(&out.join("inputs/a.npy"))
-        .unwrap()
-        .to_f64_vec();
-    let b = funcfuse::io::read_npy(&out.join("inputs/b.npy"))
-        .unwrap()
-        .to_f64_vec();
-    let r = funcfuse::io::read_npy(&out.join("return.0.npy"))
-        .unwrap()
-        .to_f64_vec();
-    let a = funcfuse::io::read_npy(&out.join("a.npy"))
-        .unwrap()
-        .to_f64_vec();
+    assert!(!out.join("b.npy").exists(), "b is not mutated, so b.npy must not be written");
+    let a0 = funcfuse::io::read_npy(&out.join("inputs/a.npy")).unwrap().to_f64_vec();
+    let b = funcfuse::io::read_npy(&out.join("inputs/b.npy")).unwrap().to_f64_vec();
+    let r = funcfuse::io::read_npy(&out.join("return.0.npy")).unwrap().to_f64_vec();
+    let a = funcfuse::io::read_npy(&out.join("a.npy")).unwrap().to_f64_vec();
     for j in 0..4 {
         let want = (a0[j] as f32 + b[j] as f32) as f64;
         assert_eq!(a[j], want);
@@ -145,10 +101,7 @@ fn run_writes_returns_mutated_parameters_and_inputs() {
         out2.to_str().unwrap(),
     ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert_eq!(
-        std::fs::read(out.join("return.0.npy")).unwrap(),
-        std::fs::read(out2.join("return.0.npy")).unwrap()
-    );
+    assert_eq!(std::fs::read(out.join("return.0.npy")).unwrap(), std::fs::read(out2.join("return.0.npy")).unwrap());
 }
 
 #[test]
@@ -175,13 +128,7 @@ fn seeds_change_inputs_and_runs_are_deterministic() {
 
 #[test]
 fn syntax_error_is_located() {
-    check_error(
-        "syntax",
-        "def f(x: f32[3]) -> f32[3]:\n    return x +\n",
-        &[],
-        Some("5:15"),
-        "syntax error",
-    );
+    check_error("syntax", "def f(x: f32[3]) -> f32[3]:\n    return x +\n", &[], Some("5:15"), "syntax error");
 }
 
 #[test]
@@ -230,13 +177,7 @@ fn missing_annotation_is_located() {
 
 #[test]
 fn tensor_annotation_without_shape_is_located() {
-    check_error(
-        "no_shape",
-        "def f(x: f32):\n    return x\n",
-        &[],
-        Some("4:10"),
-        "needs a shape",
-    );
+    check_error("no_shape", "def f(x: f32):\n    return x\n", &[], Some("4:10"), "needs a shape");
 }
 
 #[test]
@@ -347,30 +288,13 @@ fn input_of_the_wrong_shape_is_reported() {
 
 #[test]
 fn missing_file_and_function_are_reported() {
-    let o = funcfuse(&[
-        "run",
-        "no/such/file.py::f",
-        "--engine",
-        "reference",
-        "--output",
-        "/tmp/x",
-    ]);
+    let o = funcfuse(&["run", "no/such/file.py::f", "--engine", "reference", "--output", "/tmp/x"]);
     assert_eq!(o.code, 1);
-    assert!(
-        o.stderr.contains("no/such/file.py") && o.stderr.contains("cannot read"),
-        "{}",
-        o.stderr
-    );
+    assert!(o.stderr.contains("no/such/file.py") && o.stderr.contains("cannot read"), "{}", o.stderr);
     let dir = scratch("no_func");
     let file = program(&dir, "def g(x: f32[3]) -> f32[3]:\n    return x\n");
-    let o = funcfuse(&[
-        "run",
-        &format!("{file}::f"),
-        "--engine",
-        "reference",
-        "--output",
-        dir.join("o").to_str().unwrap(),
-    ]);
+    let o =
+        funcfuse(&["run", &format!("{file}::f"), "--engine", "reference", "--output", dir.join("o").to_str().unwrap()]);
     assert_eq!(o.code, 1);
     assert!(o.stderr.contains("no function `f`"), "{}", o.stderr);
 }
@@ -380,10 +304,7 @@ fn bad_usage_exits_with_2() {
     assert_eq!(funcfuse(&["run"]).code, 2);
     assert_eq!(funcfuse(&["frobnicate"]).code, 2);
     let dir = scratch("bad_usage");
-    let file = program(
-        &dir,
-        "def f(x: f32[3], n: int = 1) -> f32[3]:\n    return x\n",
-    );
+    let file = program(&dir, "def f(x: f32[3], n: int = 1) -> f32[3]:\n    return x\n");
     let o = funcfuse(&[
         "run",
         &format!("{file}::f"),
@@ -401,7 +322,8 @@ fn bad_usage_exits_with_2() {
 #[test]
 fn list_shows_programs_with_signatures() {
     let dir = scratch("list");
-    let file = program(&dir, "def _helper(a):\n    return a\n\ndef f(x: f32[3, 4], n: int = 2) -> f32[3]:\n    return x[0]\n");
+    let file =
+        program(&dir, "def _helper(a):\n    return a\n\ndef f(x: f32[3, 4], n: int = 2) -> f32[3]:\n    return x[0]\n");
     let o = funcfuse(&["list", &file]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(o.stdout.trim(), format!("{file}::f(x: f32[3, 4], n: int)"));
@@ -412,39 +334,26 @@ fn run_on_a_directory_runs_every_program_and_reports_failures() {
     let dir = scratch("batch");
     let progs = dir.join("progs");
     std::fs::create_dir_all(progs.join("sub")).unwrap();
-    std::fs::write(progs.join("good.py"), "import torch\n\ndef a(x: f32[2]) -> f32[2]:\n    return x + 1\n\ndef b(x: f32[2]):\n    x.zero_()\n").unwrap();
+    std::fs::write(
+        progs.join("good.py"),
+        "import torch\n\ndef a(x: f32[2]) -> f32[2]:\n    return x + 1\n\ndef b(x: f32[2]):\n    x.zero_()\n",
+    )
+    .unwrap();
     std::fs::write(
         progs.join("sub/bad.py"),
         "import torch\n\ndef c(x: f32[2]) -> f32[2]:\n    return x.frobnicate()\n",
     )
     .unwrap();
     let out = dir.join("out");
-    let o = funcfuse(&[
-        "run",
-        progs.to_str().unwrap(),
-        "--engine",
-        "reference",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
+    let o = funcfuse(&["run", progs.to_str().unwrap(), "--engine", "reference", "--output", out.to_str().unwrap()]);
     assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stdout.contains("good.py::a") && o.stdout.contains("good.py::b"), "{}", o.stdout);
     assert!(
-        o.stdout.contains("good.py::a") && o.stdout.contains("good.py::b"),
+        o.stdout.contains("FAIL") && o.stdout.contains("sub/bad.py:4:12: unsupported tensor method `.frobnicate()`"),
         "{}",
         o.stdout
     );
-    assert!(
-        o.stdout.contains("FAIL")
-            && o.stdout
-                .contains("sub/bad.py:4:12: unsupported tensor method `.frobnicate()`"),
-        "{}",
-        o.stdout
-    );
-    assert!(
-        o.stdout.contains("2 programs ran, 1 failed"),
-        "{}",
-        o.stdout
-    );
+    assert!(o.stdout.contains("2 programs ran, 1 failed"), "{}", o.stdout);
     assert!(out.join("good/a/return.npy").exists());
     assert!(out.join("good/b/x.npy").exists());
 }
@@ -467,13 +376,7 @@ fn huge_or_endless_programs_fail_cleanly() {
     );
     let dir = scratch("early_break");
     let file = program(&dir, "def f(x: f32[3]) -> f32[3]:\n    for i in range(10**15):\n        if i == 3:\n            break\n        x += 1.0\n    return x\n");
-    let o = funcfuse(&[
-        "run",
-        &format!("{file}::f"),
-        "--engine",
-        "reference",
-        "--output",
-        dir.join("o").to_str().unwrap(),
-    ]);
+    let o =
+        funcfuse(&["run", &format!("{file}::f"), "--engine", "reference", "--output", dir.join("o").to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }

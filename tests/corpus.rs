@@ -10,22 +10,10 @@ use libtest_mimic::{Arguments, Trial};
 /// Corpus programs the functionalizer reports as unsupported, with the reason it must give (at a source location).
 /// Each is still run by the reference interpreter against PyTorch; here the report itself is checked.
 const NOT_FUNCTIONALIZED: &[(&str, &str)] = &[
-    (
-        "micro/extra_ops::scatter_gather",
-        "`gather` is not supported by the functionalizer yet",
-    ),
-    (
-        "micro/extra_ops::topk_sort",
-        "`topk` is not supported by the functionalizer yet",
-    ),
-    (
-        "micro/python_features::masks",
-        "indexing with a boolean mask gives a data-dependent shape",
-    ),
-    (
-        "micro/python_features::while_break",
-        "inside an `if` on a run-time value is not supported",
-    ),
+    ("micro/extra_ops::scatter_gather", "`gather` is not supported by the functionalizer yet"),
+    ("micro/extra_ops::topk_sort", "`topk` is not supported by the functionalizer yet"),
+    ("micro/python_features::masks", "indexing with a boolean mask gives a data-dependent shape"),
+    ("micro/python_features::while_break", "inside an `if` on a run-time value is not supported"),
 ];
 
 fn main() {
@@ -33,10 +21,7 @@ fn main() {
     let mut trials = Vec::new();
     for p in common::corpus_programs() {
         let (file, func, label) = (p.file.clone(), p.func.clone(), p.label());
-        let expected_report = NOT_FUNCTIONALIZED
-            .iter()
-            .find(|(l, _)| *l == label)
-            .map(|(_, m)| *m);
+        let expected_report = NOT_FUNCTIONALIZED.iter().find(|(l, _)| *l == label).map(|(_, m)| *m);
         trials.push(Trial::test(format!("functional_matches_reference::{label}"), move || {
             let module = funcfuse::frontend::load_module(file.to_str().unwrap()).map_err(|d| d.to_string())?;
             if let Some(want) = expected_report {
@@ -44,23 +29,23 @@ fn main() {
                 return match got {
                     Err(d) if d.message.contains(want) && d.span.is_some() => Ok(()),
                     Err(d) => Err(format!("expected the report {want:?} with a location, got {d}").into()),
-                    Ok(_) => Err("expected this program to be reported as not functionalizable; update NOT_FUNCTIONALIZED".into()),
+                    Ok(_) => {
+                        Err("expected this program to be reported as not functionalizable; update NOT_FUNCTIONALIZED"
+                            .into())
+                    }
                 };
             }
             let inputs = common::seeded_inputs(&module, &func, 1);
             common::check_functional(&module, &func, &inputs)?;
             Ok(())
         }));
-        trials.push(Trial::test(
-            format!("reference_matches_pytorch::{}", p.label()),
-            move || {
-                let module = common::load(&p);
-                let inputs = common::golden_inputs(&p, &module)?;
-                let out = common::run_reference(&module, &p.func, &inputs)?;
-                common::check_goldens(&p, &out)?;
-                Ok(())
-            },
-        ));
+        trials.push(Trial::test(format!("reference_matches_pytorch::{}", p.label()), move || {
+            let module = common::load(&p);
+            let inputs = common::golden_inputs(&p, &module)?;
+            let out = common::run_reference(&module, &p.func, &inputs)?;
+            common::check_goldens(&p, &out)?;
+            Ok(())
+        }));
     }
     libtest_mimic::run(&args, trials).exit();
 }

@@ -14,31 +14,19 @@ use funcfuse::ir::{display_dag, term_stats, verify, Term};
 fn corpus_program(rel: &str, func: &str, args: &[(&str, ScalarArg)]) -> Functional {
     let path = Path::new(common::CORPUS).join(rel);
     let module = frontend::load_module(path.to_str().unwrap()).unwrap();
-    let scalars: BTreeMap<String, ScalarArg> = args
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect();
+    let scalars: BTreeMap<String, ScalarArg> = args.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
     functionalize(&module, func, &scalars).unwrap_or_else(|d| panic!("{d}"))
 }
 
 fn source_program(src: &str, func: &str) -> Result<Functional, String> {
-    let module = frontend::parse_module("prog.py", &format!("import torch\n\n{src}"))
-        .map_err(|d| d.to_string())?;
+    let module = frontend::parse_module("prog.py", &format!("import torch\n\n{src}")).map_err(|d| d.to_string())?;
     functionalize(&module, func, &BTreeMap::new()).map_err(|d| d.to_string())
 }
 
 #[test]
 fn a_loop_stays_one_loop_whatever_its_length() {
-    let short = corpus_program(
-        "micro/loops.py",
-        "shift_rows_long",
-        &[("n", ScalarArg::Int(10))],
-    );
-    let long = corpus_program(
-        "micro/loops.py",
-        "shift_rows_long",
-        &[("n", ScalarArg::Int(10000))],
-    );
+    let short = corpus_program("micro/loops.py", "shift_rows_long", &[("n", ScalarArg::Int(10))]);
+    let long = corpus_program("micro/loops.py", "shift_rows_long", &[("n", ScalarArg::Int(10000))]);
     let (s, l) = (term_stats(&short.term), term_stats(&long.term));
     assert_eq!(s.loops, 1);
     assert_eq!(s, l, "the term grows with the trip count");
@@ -52,28 +40,15 @@ fn a_loop_stays_one_loop_whatever_its_length() {
     let module = frontend::load_module(path.to_str().unwrap()).unwrap();
     let scalars: BTreeMap<String, ScalarArg> = [("n".to_string(), ScalarArg::Int(100))].into();
     let e = functionalize(&module, "shift_rows", &scalars).unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("index 99 is out of bounds for dimension 0 with size 64"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("index 99 is out of bounds for dimension 0 with size 64"), "{e}");
 }
 
 #[test]
 fn the_prefix_sum_stays_a_loop_and_independent_rows_do_too() {
-    assert_eq!(
-        term_stats(&corpus_program("micro/loops.py", "prefix_sum", &[]).term).loops,
-        1
-    );
-    assert_eq!(
-        term_stats(&corpus_program("micro/loops.py", "shift_rows_long", &[]).term).loops,
-        1
-    );
+    assert_eq!(term_stats(&corpus_program("micro/loops.py", "prefix_sum", &[]).term).loops, 1);
+    assert_eq!(term_stats(&corpus_program("micro/loops.py", "shift_rows_long", &[]).term).loops, 1);
     // Nested time and layer loops of the LSTM stay two nested loops.
-    assert_eq!(
-        term_stats(&corpus_program("workloads/lstm.py", "lstm", &[]).term).loops,
-        2
-    );
+    assert_eq!(term_stats(&corpus_program("workloads/lstm.py", "lstm", &[]).term).loops, 2);
 }
 
 #[test]
@@ -85,9 +60,7 @@ fn terms_print_parse_back_and_verify() {
     ] {
         let f = corpus_program(rel, func, &[]);
         let text = f.term.to_string();
-        let back: Term = text
-            .parse()
-            .unwrap_or_else(|e| panic!("{rel}::{func} does not parse back: {e}"));
+        let back: Term = text.parse().unwrap_or_else(|e| panic!("{rel}::{func} does not parse back: {e}"));
         assert_eq!(back.to_string(), text);
         verify(&back, &f.inputs).unwrap_or_else(|e| panic!("{rel}::{func}: {e}"));
     }
@@ -110,9 +83,7 @@ fn verify_rejects_ill_shaped_terms() {
     let t: Term = "(tuple (add (input %a) (input %b)))".parse().unwrap();
     let e = verify(&t, &inputs).unwrap_err();
     assert!(e.contains("must match"), "{e}");
-    let t: Term = "(tuple (add (input %a) (cast i64 (input %a))))"
-        .parse()
-        .unwrap();
+    let t: Term = "(tuple (add (input %a) (cast i64 (input %a))))".parse().unwrap();
     assert!(verify(&t, &inputs).unwrap_err().contains("cast them first"));
 }
 
@@ -128,10 +99,7 @@ fn small_program_terms() {
         ("micro/indexing.py", "mask_write"),
     ] {
         let f = corpus_program(rel, func, &[]);
-        insta::assert_snapshot!(
-            format!("{}__{func}", rel.replace(['/', '.'], "_")),
-            display_dag(&f.term)
-        );
+        insta::assert_snapshot!(format!("{}__{func}", rel.replace(['/', '.'], "_")), display_dag(&f.term));
     }
 }
 
@@ -164,11 +132,7 @@ fn views_rebound_in_branches_merge_their_offsets() {
     let s = term_stats(&f.term);
     assert_eq!(s.ifs, 1);
     let inputs = common::seeded_inputs(
-        &frontend::parse_module(
-            "p.py",
-            "import torch\n\ndef f(x: f32[6, 4]) -> f32[6, 4]:\n    return x\n",
-        )
-        .unwrap(),
+        &frontend::parse_module("p.py", "import torch\n\ndef f(x: f32[6, 4]) -> f32[6, 4]:\n    return x\n").unwrap(),
         "f",
         3,
     );

@@ -20,10 +20,7 @@ impl Lines {
                 starts.push(i + 1);
             }
         }
-        Lines {
-            starts,
-            source: source.to_string(),
-        }
+        Lines { starts, source: source.to_string() }
     }
 
     fn span(&self, offset: TextSize) -> Span {
@@ -33,15 +30,8 @@ impl Lines {
             Err(i) => i - 1,
         };
         let start = self.starts[line];
-        let col = self
-            .source
-            .get(start..off)
-            .map(|s| s.chars().count())
-            .unwrap_or(off - start);
-        Span {
-            line: line as u32 + 1,
-            col: col as u32 + 1,
-        }
+        let col = self.source.get(start..off).map(|s| s.chars().count()).unwrap_or(off - start);
+        Span { line: line as u32 + 1, col: col as u32 + 1 }
     }
 }
 
@@ -56,16 +46,11 @@ impl Cx {
 }
 
 pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagnostic> {
-    let cx = Cx {
-        lines: Lines::new(source),
-    };
+    let cx = Cx { lines: Lines::new(source) };
     let parsed = match ruff_python_parser::parse_module(source) {
         Ok(p) => p,
         Err(e) => {
-            return err(
-                cx.lines.span(e.location.start()),
-                format!("syntax error: {}", e.error),
-            );
+            return err(cx.lines.span(e.location.start()), format!("syntax error: {}", e.error));
         }
     };
     let module = parsed.into_syntax();
@@ -76,10 +61,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             py::Stmt::FunctionDef(f) => {
                 let func = cx.function(f)?;
                 if functions.iter().any(|g| g.name == func.name) {
-                    return err(
-                        func.span,
-                        format!("function `{}` is defined twice", func.name),
-                    );
+                    return err(func.span, format!("function `{}` is defined twice", func.name));
                 }
                 functions.push(func);
             }
@@ -87,40 +69,30 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                 for alias in &imp.names {
                     let name = alias.name.as_str();
                     if !matches!(name, "torch" | "torch.nn.functional" | "math") {
-                        return err(cx.sp(alias), format!("unsupported import `{name}` (only torch, torch.nn.functional and math)"));
+                        return err(
+                            cx.sp(alias),
+                            format!("unsupported import `{name}` (only torch, torch.nn.functional and math)"),
+                        );
                     }
                 }
             }
             py::Stmt::ImportFrom(imp) => {
                 let module = imp.module.as_ref().map(|m| m.as_str()).unwrap_or("");
-                if !matches!(
-                    module,
-                    "__future__" | "torch" | "typing" | "torch.nn" | "torch.nn.functional"
-                ) {
+                if !matches!(module, "__future__" | "torch" | "typing" | "torch.nn" | "torch.nn.functional") {
                     return err(cx.sp(imp), format!("unsupported import from `{module}`"));
                 }
             }
             py::Stmt::Assign(a) if a.targets.len() == 1 && a.targets[0].is_name_expr() => {
-                let name = a.targets[0]
-                    .as_name_expr()
-                    .map(|n| n.id.to_string())
-                    .unwrap_or_default();
+                let name = a.targets[0].as_name_expr().map(|n| n.id.to_string()).unwrap_or_default();
                 constants.push((name, cx.expr(&a.value)?));
             }
             py::Stmt::Expr(e) if e.value.is_string_literal_expr() => {}
             other => {
-                return err(
-                    cx.sp(other),
-                    "unsupported top-level statement (only imports, `def` and `NAME = value`)",
-                )
+                return err(cx.sp(other), "unsupported top-level statement (only imports, `def` and `NAME = value`)")
             }
         }
     }
-    Ok(Module {
-        path: _path.to_string(),
-        functions,
-        constants,
-    })
+    Ok(Module { path: _path.to_string(), functions, constants })
 }
 
 impl Cx {
@@ -130,28 +102,17 @@ impl Cx {
             return err(span, "async functions are not supported");
         }
         if !f.decorator_list.is_empty() {
-            return err(
-                self.sp(&f.decorator_list[0]),
-                "decorators are not supported",
-            );
+            return err(self.sp(&f.decorator_list[0]), "decorators are not supported");
         }
         let p = &f.parameters;
         if let Some(v) = &p.vararg {
             return err(self.sp(v.as_ref()), "`*args` parameters are not supported");
         }
         if let Some(v) = &p.kwarg {
-            return err(
-                self.sp(v.as_ref()),
-                "`**kwargs` parameters are not supported",
-            );
+            return err(self.sp(v.as_ref()), "`**kwargs` parameters are not supported");
         }
         let mut params = Vec::new();
-        for pd in p
-            .posonlyargs
-            .iter()
-            .chain(p.args.iter())
-            .chain(p.kwonlyargs.iter())
-        {
+        for pd in p.posonlyargs.iter().chain(p.args.iter()).chain(p.kwonlyargs.iter()) {
             let ann = match pd.parameter.annotation() {
                 Some(a) => Some(self.annotation(a)?),
                 None => None,
@@ -160,24 +121,13 @@ impl Cx {
                 Some(d) => Some(self.expr(d)?),
                 None => None,
             };
-            params.push(Param {
-                name: pd.name().to_string(),
-                ann,
-                default,
-                span: self.sp(pd),
-            });
+            params.push(Param { name: pd.name().to_string(), ann, default, span: self.sp(pd) });
         }
         let returns = match &f.returns {
             Some(r) => Some(self.annotation(r)?),
             None => None,
         };
-        Ok(Function {
-            name: f.name.to_string(),
-            params,
-            returns,
-            body: self.block(&f.body)?,
-            span,
-        })
+        Ok(Function { name: f.name.to_string(), params, returns, body: self.block(&f.body)?, span })
     }
 
     fn annotation(&self, e: &py::Expr) -> Result<TypeAnn, Diagnostic> {
@@ -188,9 +138,10 @@ impl Cx {
                 "float" => Ok(TypeAnn::Float),
                 "bool" => Ok(TypeAnn::Bool),
                 "Tensor" => Ok(TypeAnn::Opaque),
-                d if DType::from_annotation(d).is_some() => {
-                    err(span, format!("tensor annotation `{d}` needs a shape, e.g. `{d}[4, 8]` (or `{d}[()]` for 0-dim)"))
-                }
+                d if DType::from_annotation(d).is_some() => err(
+                    span,
+                    format!("tensor annotation `{d}` needs a shape, e.g. `{d}[4, 8]` (or `{d}[()]` for 0-dim)"),
+                ),
                 other => err(span, format!("unsupported annotation `{other}`")),
             },
             py::Expr::Attribute(_) => Ok(TypeAnn::Opaque),
@@ -214,7 +165,12 @@ impl Cx {
                                     None => return err(self.sp(it), "tensor dimension must be a non-negative integer"),
                                 }
                             }
-                            _ => return err(self.sp(it), "tensor dimension must be an integer literal (static shapes only)"),
+                            _ => {
+                                return err(
+                                    self.sp(it),
+                                    "tensor dimension must be an integer literal (static shapes only)",
+                                )
+                            }
                         }
                     }
                     return Ok(TypeAnn::Tensor { dtype, shape });
@@ -234,7 +190,9 @@ impl Cx {
                     other => err(span, format!("unsupported annotation `{other}[...]`; tensors are written like `f32[4, 8]` with dtype f32, f64, f16, bf16, i64, i32 or bool")),
                 }
             }
-            py::Expr::StringLiteral(_) => err(span, "string annotations are not supported; use `from __future__ import annotations`"),
+            py::Expr::StringLiteral(_) => {
+                err(span, "string annotations are not supported; use `from __future__ import annotations`")
+            }
             _ => err(span, "unsupported annotation"),
         }
     }
@@ -249,10 +207,7 @@ impl Cx {
             }
             // `with torch.no_grad():` changes nothing here (there is no autograd): its body runs in place.
             if let py::Stmt::With(w) = s {
-                if !w.is_async
-                    && w.items
-                        .iter()
-                        .all(|it| it.optional_vars.is_none() && is_grad_mode(&it.context_expr))
+                if !w.is_async && w.items.iter().all(|it| it.optional_vars.is_none() && is_grad_mode(&it.context_expr))
                 {
                     out.extend(self.block(&w.body)?);
                     continue;
@@ -267,18 +222,11 @@ impl Cx {
         let span = self.sp(s);
         let kind = match s {
             py::Stmt::Assign(a) => StmtKind::Assign {
-                targets: a
-                    .targets
-                    .iter()
-                    .map(|t| self.expr(t))
-                    .collect::<Result<_, _>>()?,
+                targets: a.targets.iter().map(|t| self.expr(t)).collect::<Result<_, _>>()?,
                 value: self.expr(&a.value)?,
             },
             py::Stmt::AnnAssign(a) => match &a.value {
-                Some(v) => StmtKind::Assign {
-                    targets: vec![self.expr(&a.target)?],
-                    value: self.expr(v)?,
-                },
+                Some(v) => StmtKind::Assign { targets: vec![self.expr(&a.target)?], value: self.expr(v)? },
                 None => StmtKind::Pass,
             },
             py::Stmt::AugAssign(a) => StmtKind::AugAssign {
@@ -298,20 +246,13 @@ impl Cx {
                 if !f.orelse.is_empty() {
                     return err(span, "`for ... else` is not supported");
                 }
-                StmtKind::For {
-                    target: self.expr(&f.target)?,
-                    iter: self.expr(&f.iter)?,
-                    body: self.block(&f.body)?,
-                }
+                StmtKind::For { target: self.expr(&f.target)?, iter: self.expr(&f.iter)?, body: self.block(&f.body)? }
             }
             py::Stmt::While(w) => {
                 if !w.orelse.is_empty() {
                     return err(span, "`while ... else` is not supported");
                 }
-                StmtKind::While {
-                    test: self.expr(&w.test)?,
-                    body: self.block(&w.body)?,
-                }
+                StmtKind::While { test: self.expr(&w.test)?, body: self.block(&w.body)? }
             }
             py::Stmt::If(i) => {
                 // Fold `elif`/`else` clauses into nested ifs, innermost last.
@@ -320,21 +261,13 @@ impl Cx {
                     let body = self.block(&clause.body)?;
                     orelse = match &clause.test {
                         Some(t) => vec![Stmt {
-                            kind: StmtKind::If {
-                                test: self.expr(t)?,
-                                body,
-                                orelse,
-                            },
+                            kind: StmtKind::If { test: self.expr(t)?, body, orelse },
                             span: self.sp(clause),
                         }],
                         None => body,
                     };
                 }
-                StmtKind::If {
-                    test: self.expr(&i.test)?,
-                    body: self.block(&i.body)?,
-                    orelse,
-                }
+                StmtKind::If { test: self.expr(&i.test)?, body: self.block(&i.body)?, orelse }
             }
             py::Stmt::Assert(a) => StmtKind::Assert {
                 test: self.expr(&a.test)?,
@@ -346,23 +279,17 @@ impl Cx {
             py::Stmt::Pass(_) => StmtKind::Pass,
             py::Stmt::Break(_) => StmtKind::Break,
             py::Stmt::Continue(_) => StmtKind::Continue,
-            py::Stmt::FunctionDef(_) => return err(
-                span,
-                "nested function definitions are not supported; define helpers at the top level",
-            ),
+            py::Stmt::FunctionDef(_) => {
+                return err(span, "nested function definitions are not supported; define helpers at the top level")
+            }
             py::Stmt::ClassDef(_) => return err(span, "class definitions are not supported"),
             py::Stmt::With(_) => {
-                return err(
-                    span,
-                    "`with` statements are not supported (except `with torch.no_grad():`)",
-                )
+                return err(span, "`with` statements are not supported (except `with torch.no_grad():`)")
             }
             py::Stmt::Try(_) => return err(span, "`try` statements are not supported"),
             py::Stmt::Raise(_) => return err(span, "`raise` is not supported"),
             py::Stmt::Delete(_) => return err(span, "`del` is not supported"),
-            py::Stmt::Global(_) | py::Stmt::Nonlocal(_) => {
-                return err(span, "`global`/`nonlocal` are not supported")
-            }
+            py::Stmt::Global(_) | py::Stmt::Nonlocal(_) => return err(span, "`global`/`nonlocal` are not supported"),
             py::Stmt::Import(_) | py::Stmt::ImportFrom(_) => {
                 return err(span, "imports are only supported at the top level")
             }
@@ -385,9 +312,7 @@ impl Cx {
             py::Operator::BitAnd => BinOp::BitAnd,
             py::Operator::BitOr => BinOp::BitOr,
             py::Operator::BitXor => BinOp::BitXor,
-            py::Operator::LShift | py::Operator::RShift => {
-                return err(span, "shift operators are not supported")
-            }
+            py::Operator::LShift | py::Operator::RShift => return err(span, "shift operators are not supported"),
         })
     }
 
@@ -412,19 +337,13 @@ impl Cx {
                     None => return err(span, "integer literal does not fit in 64 bits"),
                 },
                 py::Number::Float(f) => ExprKind::Float(*f),
-                py::Number::Complex { .. } => {
-                    return err(span, "complex numbers are not supported")
-                }
+                py::Number::Complex { .. } => return err(span, "complex numbers are not supported"),
             },
             py::Expr::BooleanLiteral(b) => ExprKind::Bool(b.value),
             py::Expr::NoneLiteral(_) => ExprKind::NoneLit,
             py::Expr::EllipsisLiteral(_) => ExprKind::Ellipsis,
             py::Expr::StringLiteral(s) => ExprKind::Str(s.value.to_str().to_string()),
-            py::Expr::BinOp(b) => ExprKind::Bin(
-                self.binop(b.op, span)?,
-                self.boxed(&b.left)?,
-                self.boxed(&b.right)?,
-            ),
+            py::Expr::BinOp(b) => ExprKind::Bin(self.binop(b.op, span)?, self.boxed(&b.left)?, self.boxed(&b.right)?),
             py::Expr::UnaryOp(u) => {
                 let op = match u.op {
                     py::UnaryOp::USub => UnaryOp::Neg,
@@ -455,10 +374,7 @@ impl Cx {
             }
             py::Expr::BoolOp(b) => ExprKind::BoolOp(
                 matches!(b.op, py::BoolOp::And),
-                b.values
-                    .iter()
-                    .map(|v| self.expr(v))
-                    .collect::<Result<_, _>>()?,
+                b.values.iter().map(|v| self.expr(v)).collect::<Result<_, _>>()?,
             ),
             py::Expr::Call(c) => {
                 let mut args = Vec::new();
@@ -475,31 +391,13 @@ impl Cx {
                         None => return err(self.sp(k), "`**kwargs` in calls is not supported"),
                     }
                 }
-                ExprKind::Call {
-                    func: self.boxed(&c.func)?,
-                    args,
-                    kwargs,
-                }
+                ExprKind::Call { func: self.boxed(&c.func)?, args, kwargs }
             }
             py::Expr::Attribute(a) => ExprKind::Attr(self.boxed(&a.value)?, a.attr.to_string()),
-            py::Expr::Subscript(s) => {
-                ExprKind::Subscript(self.boxed(&s.value)?, self.boxed(&s.slice)?)
-            }
-            py::Expr::Slice(s) => {
-                ExprKind::Slice(self.opt(&s.lower)?, self.opt(&s.upper)?, self.opt(&s.step)?)
-            }
-            py::Expr::Tuple(t) => ExprKind::Tuple(
-                t.elts
-                    .iter()
-                    .map(|v| self.expr(v))
-                    .collect::<Result<_, _>>()?,
-            ),
-            py::Expr::List(t) => ExprKind::List(
-                t.elts
-                    .iter()
-                    .map(|v| self.expr(v))
-                    .collect::<Result<_, _>>()?,
-            ),
+            py::Expr::Subscript(s) => ExprKind::Subscript(self.boxed(&s.value)?, self.boxed(&s.slice)?),
+            py::Expr::Slice(s) => ExprKind::Slice(self.opt(&s.lower)?, self.opt(&s.upper)?, self.opt(&s.step)?),
+            py::Expr::Tuple(t) => ExprKind::Tuple(t.elts.iter().map(|v| self.expr(v)).collect::<Result<_, _>>()?),
+            py::Expr::List(t) => ExprKind::List(t.elts.iter().map(|v| self.expr(v)).collect::<Result<_, _>>()?),
             py::Expr::If(i) => ExprKind::IfExp {
                 test: self.boxed(&i.test)?,
                 body: self.boxed(&i.body)?,
@@ -507,36 +405,23 @@ impl Cx {
             },
             py::Expr::ListComp(l) => {
                 if l.generators.len() != 1 || l.generators[0].is_async {
-                    return err(
-                        span,
-                        "only list comprehensions with a single `for` are supported",
-                    );
+                    return err(span, "only list comprehensions with a single `for` are supported");
                 }
                 let g = &l.generators[0];
                 ExprKind::ListComp {
                     elt: self.boxed(&l.elt)?,
                     target: Box::new(self.expr(&g.target)?),
                     iter: Box::new(self.expr(&g.iter)?),
-                    conds: g
-                        .ifs
-                        .iter()
-                        .map(|c| self.expr(c))
-                        .collect::<Result<_, _>>()?,
+                    conds: g.ifs.iter().map(|c| self.expr(c)).collect::<Result<_, _>>()?,
                 }
             }
             py::Expr::Starred(_) => return err(span, "starred expressions are not supported"),
             py::Expr::Lambda(_) => return err(span, "lambda is not supported"),
-            py::Expr::Dict(_) | py::Expr::DictComp(_) => {
-                return err(span, "dicts are not supported")
-            }
+            py::Expr::Dict(_) | py::Expr::DictComp(_) => return err(span, "dicts are not supported"),
             py::Expr::Set(_) | py::Expr::SetComp(_) => return err(span, "sets are not supported"),
             py::Expr::Generator(_) => return err(span, "generator expressions are not supported"),
-            py::Expr::FString(_) | py::Expr::TString(_) => {
-                return err(span, "f-strings are not supported")
-            }
-            py::Expr::Named(_) => {
-                return err(span, "assignment expressions (`:=`) are not supported")
-            }
+            py::Expr::FString(_) | py::Expr::TString(_) => return err(span, "f-strings are not supported"),
+            py::Expr::Named(_) => return err(span, "assignment expressions (`:=`) are not supported"),
             _ => return err(span, "unsupported expression"),
         };
         Ok(Expr { kind, span })
@@ -550,9 +435,5 @@ fn is_grad_mode(e: &py::Expr) -> bool {
         return false;
     };
     let is_torch = matches!(a.value.as_ref(), py::Expr::Name(n) if n.id.as_str() == "torch");
-    is_torch
-        && matches!(
-            a.attr.as_str(),
-            "no_grad" | "inference_mode" | "enable_grad"
-        )
+    is_torch && matches!(a.attr.as_str(), "no_grad" | "inference_mode" | "enable_grad")
 }

@@ -6,9 +6,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::expr::Cond;
-use super::state::{
-    diag, needs_static, Affine, LoopFrame, Root, Stop, Sym, TId, TIdKey, TRef, FR, FV,
-};
+use super::state::{diag, needs_static, Affine, LoopFrame, Root, Stop, Sym, TId, TIdKey, TRef, FR, FV};
 use super::{Env, Fz, UNROLL_LIMIT};
 use crate::diag::Span;
 use crate::frontend::ast::*;
@@ -23,10 +21,10 @@ pub(super) enum Flow {
 }
 
 /// Everything a discarded pass may change: bindings, root versions and list contents.
-struct Snap {
-    env: Env,
-    roots: Vec<Root>,
-    lists: Vec<(Rc<RefCell<Vec<FV>>>, Vec<FV>)>,
+pub(super) struct Snap {
+    pub env: Env,
+    pub roots: Vec<Root>,
+    pub lists: Vec<(Rc<RefCell<Vec<FV>>>, Vec<FV>)>,
 }
 
 /// How a value is carried around a loop.
@@ -66,19 +64,9 @@ fn count_names_expr(e: &Expr, out: &mut HashMap<String, usize>) {
             count_names_expr(a, out);
             count_names_expr(b, out);
         }
-        ExprKind::Slice(a, b, c) => [a, b, c]
-            .iter()
-            .filter_map(|x| x.as_ref())
-            .for_each(|x| count_names_expr(x, out)),
-        ExprKind::IfExp { test, body, orelse } => [test, body, orelse]
-            .iter()
-            .for_each(|x| count_names_expr(x, out)),
-        ExprKind::ListComp {
-            elt,
-            target,
-            iter,
-            conds,
-        } => {
+        ExprKind::Slice(a, b, c) => [a, b, c].iter().filter_map(|x| x.as_ref()).for_each(|x| count_names_expr(x, out)),
+        ExprKind::IfExp { test, body, orelse } => [test, body, orelse].iter().for_each(|x| count_names_expr(x, out)),
+        ExprKind::ListComp { elt, target, iter, conds } => {
             count_names_expr(elt, out);
             count_names_expr(target, out);
             count_names_expr(iter, out);
@@ -155,9 +143,9 @@ fn assigned_before_read(name: &str, body: &[Stmt]) -> bool {
                 !mentions(value, name)
                     && targets.iter().any(|t| match &t.kind {
                         ExprKind::Name(n) => n == name,
-                        ExprKind::Tuple(ts) | ExprKind::List(ts) => ts
-                            .iter()
-                            .any(|x| matches!(&x.kind, ExprKind::Name(n) if n == name)),
+                        ExprKind::Tuple(ts) | ExprKind::List(ts) => {
+                            ts.iter().any(|x| matches!(&x.kind, ExprKind::Name(n) if n == name))
+                        }
                         _ => false,
                     })
             }
@@ -173,29 +161,20 @@ fn subst(a: &Affine, level: usize, value: i64) -> Affine {
     for (s, k) in &a.terms {
         match s {
             Sym::Loop(l) if *l == level => out = out.add(&Affine::constant(k * value)),
-            other => {
-                out = out.add(&Affine {
-                    c: 0,
-                    terms: vec![(other.clone(), *k)],
-                })
-            }
+            other => out = out.add(&Affine { c: 0, terms: vec![(other.clone(), *k)] }),
         }
     }
     out
 }
 
 impl<'m> Fz<'m> {
-    fn snapshot(&self, env: &Env) -> Snap {
+    pub(super) fn snapshot(&self, env: &Env) -> Snap {
         let mut lists = Vec::new();
         env.values().for_each(|v| lists_in(v, &mut lists));
-        Snap {
-            env: env.clone(),
-            roots: self.roots.clone(),
-            lists,
-        }
+        Snap { env: env.clone(), roots: self.roots.clone(), lists }
     }
 
-    fn restore(&mut self, env: &mut Env, snap: &Snap) {
+    pub(super) fn restore(&mut self, env: &mut Env, snap: &Snap) {
         *env = snap.env.clone();
         self.roots = snap.roots.clone();
         for (l, items) in &snap.lists {
@@ -242,9 +221,7 @@ impl<'m> Fz<'m> {
                     self.assign(env, t, v.clone())?;
                 }
             }
-            StmtKind::AugAssign { target, op, value } => {
-                self.aug_assign(env, target, *op, value, s.span)?
-            }
+            StmtKind::AugAssign { target, op, value } => self.aug_assign(env, target, *op, value, s.span)?,
             StmtKind::Expr(e) => {
                 self.expr(env, e)?;
             }
@@ -263,9 +240,7 @@ impl<'m> Fz<'m> {
                     Cond::Dyn(t) => self.dyn_if(env, t, body, orelse, s.span),
                 };
             }
-            StmtKind::For { target, iter, body } => {
-                return self.for_stmt(env, target, iter, body, s.span)
-            }
+            StmtKind::For { target, iter, body } => return self.for_stmt(env, target, iter, body, s.span),
             StmtKind::While { test, body } => return self.while_stmt(env, test, body, s.span),
             StmtKind::Assert { test, .. } => {
                 let c = self.expr(env, test)?;
@@ -288,19 +263,13 @@ impl<'m> Fz<'m> {
             }
             ExprKind::Tuple(ts) | ExprKind::List(ts) => {
                 let items = match &v {
-                    FV::DynInt(_) | FV::DynFloat(_) => {
-                        return diag(target.span, "cannot unpack a number")
-                    }
+                    FV::DynInt(_) | FV::DynFloat(_) => return diag(target.span, "cannot unpack a number"),
                     other => self.iterate(other, target.span)?,
                 };
                 if items.len() != ts.len() {
                     return diag(
                         target.span,
-                        format!(
-                            "cannot unpack {} values into {} targets",
-                            items.len(),
-                            ts.len()
-                        ),
+                        format!("cannot unpack {} values into {} targets", items.len(), ts.len()),
                     );
                 }
                 for (t, item) in ts.iter().zip(items) {
@@ -317,14 +286,7 @@ impl<'m> Fz<'m> {
         }
     }
 
-    fn aug_assign(
-        &mut self,
-        env: &mut Env,
-        target: &'m Expr,
-        op: BinOp,
-        value: &'m Expr,
-        span: Span,
-    ) -> FR<()> {
+    fn aug_assign(&mut self, env: &mut Env, target: &'m Expr, op: BinOp, value: &'m Expr, span: Span) -> FR<()> {
         match &target.kind {
             ExprKind::Name(n) => {
                 let cur = self.lookup(env, n, target.span)?;
@@ -375,38 +337,18 @@ impl<'m> Fz<'m> {
         }
     }
 
-    fn for_stmt(
-        &mut self,
-        env: &mut Env,
-        target: &'m Expr,
-        iter: &'m Expr,
-        body: &'m [Stmt],
-        span: Span,
-    ) -> FR<Flow> {
+    fn for_stmt(&mut self, env: &mut Env, target: &'m Expr, iter: &'m Expr, body: &'m [Stmt], span: Span) -> FR<Flow> {
         let it = self.expr(env, iter)?;
         let FV::Range(a, b, s) = it else {
             let items = self.iterate(&it, iter.span)?;
             return self.unrolled(env, target, items.into_iter(), body);
         };
-        let n = if (s > 0 && a < b) || (s < 0 && a > b) {
-            ((b - a).abs() - 1) / s.abs() + 1
-        } else {
-            0
-        };
+        let n = if (s > 0 && a < b) || (s < 0 && a > b) { ((b - a).abs() - 1) / s.abs() + 1 } else { 0 };
         if n <= 1 {
             return self.unrolled(env, target, (0..n).map(|k| FV::Int(a + k * s)), body);
         }
         let ExprKind::Name(var) = &target.kind else {
-            return self.unrolled_limited(
-                env,
-                target,
-                a,
-                s,
-                n,
-                body,
-                span,
-                "a loop target that is not a name",
-            );
+            return self.unrolled_limited(env, target, a, s, n, body, span, "a loop target that is not a name");
         };
         let snap = self.snapshot(env);
         match self.symbolic_for(env, var, (a, b, s, n), body, &snap, span) {
@@ -458,13 +400,8 @@ impl<'m> Fz<'m> {
 
     /// Names first bound inside a loop body are carried only if the function uses them outside the body.
     fn used_outside(&self, name: &str, body: &[Stmt]) -> bool {
-        let total = self
-            .fn_stack
-            .last()
-            .and_then(|f| self.fn_names.get(f))
-            .and_then(|m| m.get(name))
-            .copied()
-            .unwrap_or(0);
+        let total =
+            self.fn_stack.last().and_then(|f| self.fn_names.get(f)).and_then(|m| m.get(name)).copied().unwrap_or(0);
         let mut inner = HashMap::new();
         count_names(body, &mut inner);
         total > inner.get(name).copied().unwrap_or(0)
@@ -518,39 +455,23 @@ impl<'m> Fz<'m> {
             }
             // A name the body always assigns before reading, and that nothing after the loop reads, is local to one
             // iteration: it need not be carried.
-            if !self.used_outside(name, body)
-                && (before.is_none() || assigned_before_read(name, body))
-            {
+            if !self.used_outside(name, body) && (before.is_none() || assigned_before_read(name, body)) {
                 continue;
             }
             match v1 {
                 FV::Tensor(t) if t.root >= snap.roots.len() => {
                     if seen_roots.contains(&t.root) {
-                        return needs_static(
-                            span,
-                            "two names that alias one tensor made in the loop",
-                        );
+                        return needs_static(span, "two names that alias one tensor made in the loop");
                     }
                     seen_roots.push(t.root);
-                    carries.push(Carry::Value(
-                        name.clone(),
-                        self.roots[t.root].dtype,
-                        t.shape.clone(),
-                    ));
+                    carries.push(Carry::Value(name.clone(), self.roots[t.root].dtype, t.shape.clone()));
                 }
                 FV::Tensor(_) => carries.push(Carry::View(name.clone())),
                 FV::Int(_) | FV::DynInt(_) => carries.push(Carry::Number(name.clone(), DType::I64)),
-                FV::Float(_) | FV::DynFloat(_) => {
-                    carries.push(Carry::Number(name.clone(), DType::F64))
-                }
-                FV::Bool(_) | FV::DynBool(_) => {
-                    carries.push(Carry::Number(name.clone(), DType::Bool))
-                }
+                FV::Float(_) | FV::DynFloat(_) => carries.push(Carry::Number(name.clone(), DType::F64)),
+                FV::Bool(_) | FV::DynBool(_) => carries.push(Carry::Number(name.clone(), DType::Bool)),
                 other => {
-                    return needs_static(
-                        span,
-                        format!("`{name}` becomes a {} inside the loop", other.type_name()),
-                    )
+                    return needs_static(span, format!("`{name}` becomes a {} inside the loop", other.type_name()))
                 }
             }
         }
@@ -578,10 +499,7 @@ impl<'m> Fz<'m> {
             }
             let d0 = self.t.leaf(Node::Int(0));
             let jj = self.t.leaf(Node::Int(j));
-            let id = self
-                .t
-                .add(Node::Carried([d0, jj]))
-                .map_err(Self::tyerr(span))?;
+            let id = self.t.add(Node::Carried([d0, jj])).map_err(Self::tyerr(span))?;
             j += 1;
             match c {
                 Carry::Root(r) => self.roots[*r].version = id,
@@ -590,10 +508,7 @@ impl<'m> Fz<'m> {
                     env.insert(name.clone(), FV::Tensor(self.natural_view(root)));
                 }
                 Carry::Number(name, DType::I64) => {
-                    env.insert(
-                        name.clone(),
-                        FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(id)))),
-                    );
+                    env.insert(name.clone(), FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(id)))));
                 }
                 Carry::Number(name, DType::Bool) => {
                     env.insert(name.clone(), FV::DynBool(id));
@@ -608,34 +523,19 @@ impl<'m> Fz<'m> {
     }
 
     /// The terms of the carried values now (at the end of the body, or before the loop for its initial state).
-    fn carried_terms(
-        &mut self,
-        env: &Env,
-        carries: &[Carry],
-        before_loop: bool,
-        span: Span,
-    ) -> FR<Vec<egg::Id>> {
+    fn carried_terms(&mut self, env: &Env, carries: &[Carry], before_loop: bool, span: Span) -> FR<Vec<egg::Id>> {
         let mut out = Vec::new();
         for c in carries {
             let t = match c {
                 Carry::View(_) => continue,
                 Carry::Root(r) => self.roots[*r].version,
                 Carry::Value(name, d, s) => match env.get(name) {
-                    Some(FV::Tensor(t)) if self.roots[t.root].dtype == *d && t.shape == *s => {
-                        self.read(t, span)?
-                    }
+                    Some(FV::Tensor(t)) if self.roots[t.root].dtype == *d && t.shape == *s => self.read(t, span)?,
                     Some(FV::Tensor(_)) => {
-                        return needs_static(
-                            span,
-                            format!("`{name}` changes shape or dtype around the loop"),
-                        )
+                        return needs_static(span, format!("`{name}` changes shape or dtype around the loop"))
                     }
-                    None if before_loop => self
-                        .full(s, *d, crate::tensor::Scalar::I(0))
-                        .map_err(Self::tyerr(span))?,
-                    _ => {
-                        return needs_static(span, format!("`{name}` changes kind around the loop"))
-                    }
+                    None if before_loop => self.full(s, *d, crate::tensor::Scalar::I(0)).map_err(Self::tyerr(span))?,
+                    _ => return needs_static(span, format!("`{name}` changes kind around the loop")),
                 },
                 Carry::Number(name, d) => match env.get(name) {
                     Some(v @ (FV::Int(_) | FV::DynInt(_) | FV::Bool(_))) if *d == DType::I64 => {
@@ -644,18 +544,11 @@ impl<'m> Fz<'m> {
                         continue;
                     }
                     Some(
-                        v @ (FV::Int(_)
-                        | FV::DynInt(_)
-                        | FV::Float(_)
-                        | FV::DynFloat(_)
-                        | FV::Bool(_)
-                        | FV::DynBool(_)),
+                        v
+                        @ (FV::Int(_) | FV::DynInt(_) | FV::Float(_) | FV::DynFloat(_) | FV::Bool(_) | FV::DynBool(_)),
                     ) if *d != DType::I64 => {
                         if *d == DType::Bool && !matches!(v, FV::Bool(_) | FV::DynBool(_)) {
-                            return needs_static(
-                                span,
-                                format!("`{name}` changes type around the loop"),
-                            );
+                            return needs_static(span, format!("`{name}` changes type around the loop"));
                         }
                         self.scalar_tensor(v, Some(*d), span)?.0
                     }
@@ -674,9 +567,7 @@ impl<'m> Fz<'m> {
                         }
                         self.scalar_tensor(&z, Some(*d), span)?.0
                     }
-                    _ => {
-                        return needs_static(span, format!("`{name}` changes type around the loop"))
-                    }
+                    _ => return needs_static(span, format!("`{name}` changes type around the loop")),
                 },
             };
             out.push(self.t.at(t));
@@ -717,10 +608,7 @@ impl<'m> Fz<'m> {
                     keep.insert(name.clone(), FV::Tensor(self.natural_view(root)));
                 }
                 Carry::Number(name, DType::I64) => {
-                    keep.insert(
-                        name.clone(),
-                        FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(g)))),
-                    );
+                    keep.insert(name.clone(), FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(g)))));
                 }
                 Carry::Number(name, DType::Bool) => {
                     keep.insert(name.clone(), FV::DynBool(g));
@@ -747,25 +635,15 @@ impl<'m> Fz<'m> {
         let level = self.t.depth();
         let last = a + (n - 1) * s;
         // Pass 1: find what the body changes.
-        self.t.frames.push(LoopFrame {
-            range: Some((a.min(last), a.max(last))),
-            carried: vec![],
-        });
+        self.t.frames.push(LoopFrame { range: Some((a.min(last), a.max(last))), carried: vec![] });
         let carries = self.discover(env, snap, body, None, Some(var), level, span);
         self.t.frames.pop();
         self.restore(env, snap);
         let carries = carries?;
         // Pass 2: the body over the carried state.
-        let tys: Vec<Ty> = carries
-            .iter()
-            .map(|c| self.carry_ty(c))
-            .filter(|t| *t != Ty::None)
-            .collect();
+        let tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
         let init = self.carried_terms(env, &carries, true, span)?;
-        self.t.frames.push(LoopFrame {
-            range: Some((a.min(last), a.max(last))),
-            carried: tys.clone(),
-        });
+        self.t.frames.push(LoopFrame { range: Some((a.min(last), a.max(last))), carried: tys.clone() });
         let result = (|| -> FR<(egg::Id, HashMap<String, TRef>)> {
             self.bind_carried(env, &carries, span)?;
             env.insert(var.to_string(), FV::DynInt(Affine::sym(Sym::Loop(level))));
@@ -776,10 +654,7 @@ impl<'m> Fz<'m> {
             self.check_only_carried_written(snap, &carries, span)?;
             let views = self.moving_views(env, snap, &carries, level, last, span)?;
             let parts = self.carried_terms(env, &carries, false, span)?;
-            let body_t = self
-                .t
-                .add(Node::Tuple(parts.into()))
-                .map_err(Self::tyerr(span))?;
+            let body_t = self.t.add(Node::Tuple(parts.into())).map_err(Self::tyerr(span))?;
             if self.t.ty(body_t.id).map_err(Self::tyerr(span))? != Ty::Tuple(tys.clone()) {
                 return needs_static(span, "a value that changes type around the loop");
             }
@@ -787,19 +662,9 @@ impl<'m> Fz<'m> {
         })();
         self.t.frames.pop();
         let (body_id, views) = result?;
-        let init_t = self
-            .t
-            .add(Node::Tuple(init.into()))
-            .map_err(Self::tyerr(span))?;
-        let (ia, ib, is) = (
-            self.t.leaf(Node::Int(a)),
-            self.t.leaf(Node::Int(b)),
-            self.t.leaf(Node::Int(s)),
-        );
-        let lp = self
-            .t
-            .add(Node::Loop([ia, ib, is, init_t.id, body_id]))
-            .map_err(Self::tyerr(span))?;
+        let init_t = self.t.add(Node::Tuple(init.into())).map_err(Self::tyerr(span))?;
+        let (ia, ib, is) = (self.t.leaf(Node::Int(a)), self.t.leaf(Node::Int(b)), self.t.leaf(Node::Int(s)));
+        let lp = self.t.add(Node::Loop([ia, ib, is, init_t.id, body_id])).map_err(Self::tyerr(span))?;
         self.bind_after(env, snap, &carries, lp, &views, span)?;
         env.insert(var.to_string(), FV::Int(last));
         Ok(())
@@ -808,9 +673,7 @@ impl<'m> Fz<'m> {
     /// A body may write only the roots found in the first pass.
     fn check_only_carried_written(&self, snap: &Snap, carries: &[Carry], span: Span) -> FR<()> {
         for (i, r) in snap.roots.iter().enumerate() {
-            let carried = carries
-                .iter()
-                .any(|c| matches!(c, Carry::Root(k) if *k == i));
+            let carried = carries.iter().any(|c| matches!(c, Carry::Root(k) if *k == i));
             if !carried && self.roots[i].version != r.version {
                 return needs_static(span, "a loop body whose writes differ between iterations");
             }
@@ -835,12 +698,7 @@ impl<'m> Fz<'m> {
                     Some(FV::Tensor(t)) if t.root < snap.roots.len() => {
                         let mut t2 = t.clone();
                         t2.off = subst(&t.off, level, last);
-                        if t2
-                            .off
-                            .terms
-                            .iter()
-                            .any(|(s, _)| matches!(s, Sym::Opaque(_)))
-                        {
+                        if t2.off.terms.iter().any(|(s, _)| matches!(s, Sym::Opaque(_))) {
                             return needs_static(
                                 span,
                                 format!("`{name}` ends the loop as a view at a run-time offset"),
@@ -848,25 +706,14 @@ impl<'m> Fz<'m> {
                         }
                         out.insert(name.clone(), t2);
                     }
-                    _ => {
-                        return needs_static(
-                            span,
-                            format!("`{name}` ends the loop bound to a value made inside it"),
-                        )
-                    }
+                    _ => return needs_static(span, format!("`{name}` ends the loop bound to a value made inside it")),
                 }
             }
         }
         Ok(out)
     }
 
-    fn while_stmt(
-        &mut self,
-        env: &mut Env,
-        test: &'m Expr,
-        body: &'m [Stmt],
-        span: Span,
-    ) -> FR<Flow> {
+    fn while_stmt(&mut self, env: &mut Env, test: &'m Expr, body: &'m [Stmt], span: Span) -> FR<Flow> {
         let mut n = 0i64;
         loop {
             let c = self.expr(env, test)?;
@@ -885,7 +732,13 @@ impl<'m> Fz<'m> {
                 }
                 Cond::Dyn(_) => {
                     self.symbolic_while(env, test, body, span).map_err(|e| match e {
-                        Stop::NeedsStatic(at, why) => Stop::Diag(crate::diag::Diagnostic::new(format!("cannot functionalize this data-dependent `while` loop: {why} (at {}:{})", at.line, at.col)).at(span)),
+                        Stop::NeedsStatic(at, why) => Stop::Diag(
+                            crate::diag::Diagnostic::new(format!(
+                                "cannot functionalize this data-dependent `while` loop: {why} (at {}:{})",
+                                at.line, at.col
+                            ))
+                            .at(span),
+                        ),
                         other => other,
                     })?;
                     return Ok(Flow::Normal);
@@ -894,33 +747,17 @@ impl<'m> Fz<'m> {
         }
     }
 
-    fn symbolic_while(
-        &mut self,
-        env: &mut Env,
-        test: &'m Expr,
-        body: &'m [Stmt],
-        span: Span,
-    ) -> FR<()> {
+    fn symbolic_while(&mut self, env: &mut Env, test: &'m Expr, body: &'m [Stmt], span: Span) -> FR<()> {
         let level = self.t.depth();
         let snap = self.snapshot(env);
-        self.t.frames.push(LoopFrame {
-            range: None,
-            carried: vec![],
-        });
+        self.t.frames.push(LoopFrame { range: None, carried: vec![] });
         let carries = self.discover(env, &snap, body, Some(test), None, level, span);
         self.t.frames.pop();
         self.restore(env, &snap);
         let carries = carries?;
-        let tys: Vec<Ty> = carries
-            .iter()
-            .map(|c| self.carry_ty(c))
-            .filter(|t| *t != Ty::None)
-            .collect();
+        let tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
         let init = self.carried_terms(env, &carries, true, span)?;
-        self.t.frames.push(LoopFrame {
-            range: None,
-            carried: tys.clone(),
-        });
+        self.t.frames.push(LoopFrame { range: None, carried: tys.clone() });
         let result = (|| -> FR<(egg::Id, egg::Id, HashMap<String, TRef>)> {
             self.bind_carried(env, &carries, span)?;
             let c = self.expr(env, test)?;
@@ -933,22 +770,14 @@ impl<'m> Fz<'m> {
             };
             match self.block(env, body)? {
                 Flow::Normal => {}
-                _ => {
-                    return needs_static(
-                        span,
-                        "`break`, `continue` or `return` inside a data-dependent loop",
-                    )
-                }
+                _ => return needs_static(span, "`break`, `continue` or `return` inside a data-dependent loop"),
             }
             self.check_only_carried_written(&snap, &carries, span)?;
             if carries.iter().any(|c| matches!(c, Carry::View(_))) {
                 return needs_static(span, "a view rebound inside a data-dependent loop");
             }
             let parts = self.carried_terms(env, &carries, false, span)?;
-            let body_t = self
-                .t
-                .add(Node::Tuple(parts.into()))
-                .map_err(Self::tyerr(span))?;
+            let body_t = self.t.add(Node::Tuple(parts.into())).map_err(Self::tyerr(span))?;
             if self.t.ty(body_t.id).map_err(Self::tyerr(span))? != Ty::Tuple(tys.clone()) {
                 return needs_static(span, "a value that changes type around the loop");
             }
@@ -956,174 +785,8 @@ impl<'m> Fz<'m> {
         })();
         self.t.frames.pop();
         let (cond, body_id, views) = result?;
-        let init_t = self
-            .t
-            .add(Node::Tuple(init.into()))
-            .map_err(Self::tyerr(span))?;
-        let w = self
-            .t
-            .add(Node::While([init_t.id, cond, body_id]))
-            .map_err(Self::tyerr(span))?;
+        let init_t = self.t.add(Node::Tuple(init.into())).map_err(Self::tyerr(span))?;
+        let w = self.t.add(Node::While([init_t.id, cond, body_id])).map_err(Self::tyerr(span))?;
         self.bind_after(env, &snap, &carries, w, &views, span)
-    }
-
-    /// A data-dependent `if`: both arms run from the same state; what differs becomes an `if` term.
-    fn dyn_if(
-        &mut self,
-        env: &mut Env,
-        cond: TId,
-        body: &'m [Stmt],
-        orelse: &'m [Stmt],
-        span: Span,
-    ) -> FR<Flow> {
-        let snap = self.snapshot(env);
-        let arm = |this: &mut Self, env: &mut Env, stmts: &'m [Stmt]| -> FR<(Env, Vec<Root>)> {
-            match this.block(env, stmts)? {
-                Flow::Normal => Ok((env.clone(), this.roots.clone())),
-                _ => diag(span, "`return`, `break` or `continue` inside an `if` on a run-time value is not supported"),
-            }
-        };
-        let (env1, roots1) = arm(self, env, body)?;
-        for (l, items) in &snap.lists {
-            if l.borrow().len() != items.len() {
-                return diag(
-                    span,
-                    "a list changed inside an `if` on a run-time value is not supported",
-                );
-            }
-        }
-        // The second arm starts from the same state, but its new roots are numbered after the first arm's.
-        self.restore(env, &snap);
-        let n0 = snap.roots.len();
-        self.roots = roots1.clone();
-        self.roots[..n0].clone_from_slice(&snap.roots);
-        let (env2, roots2) = arm(self, env, orelse)?;
-        for (l, items) in &snap.lists {
-            if l.borrow().len() != items.len() {
-                return diag(
-                    span,
-                    "a list changed inside an `if` on a run-time value is not supported",
-                );
-            }
-        }
-        // Components: root versions that differ, then names that differ.
-        let mut then_parts = Vec::new();
-        let mut else_parts = Vec::new();
-        enum Merge {
-            Root(usize),
-            Value(String, DType, Vec<usize>),
-            Offset(String, TRef),
-            Number(String, DType),
-        }
-        let mut merges = Vec::new();
-        for i in 0..n0 {
-            if roots1[i].version != snap.roots[i].version
-                || roots2[i].version != snap.roots[i].version
-            {
-                then_parts.push(self.t.at(roots1[i].version));
-                else_parts.push(self.t.at(roots2[i].version));
-                merges.push(Merge::Root(i));
-            }
-        }
-        let mut names: Vec<&String> = env1.keys().filter(|k| env2.contains_key(*k)).collect();
-        names.sort();
-        let mut merged_env = snap.env.clone();
-        for name in names {
-            let (v1, v2) = (&env1[name], &env2[name]);
-            if v1.same(v2) {
-                merged_env.insert(name.clone(), v1.clone());
-                continue;
-            }
-            match (v1, v2) {
-                (FV::Tensor(a), FV::Tensor(b)) if a.root == b.root && a.root < n0 && a.shape == b.shape && a.strides == b.strides => {
-                    then_parts.push(self.affine_term(&a.off));
-                    else_parts.push(self.affine_term(&b.off));
-                    merges.push(Merge::Offset(name.clone(), a.clone()));
-                }
-                (FV::Tensor(a), FV::Tensor(b)) if a.root >= n0 && b.root >= n0 => {
-                    let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
-                    if da != db || a.shape != b.shape {
-                        return diag(span, format!("`{name}` gets tensors of different types in the two arms of an `if` on a run-time value"));
-                    }
-                    self.roots = roots1.clone();
-                    let ta = self.read(a, span)?;
-                    then_parts.push(self.t.at(ta));
-                    self.roots = roots2.clone();
-                    let tb = self.read(b, span)?;
-                    else_parts.push(self.t.at(tb));
-                    merges.push(Merge::Value(name.clone(), da, a.shape.clone()));
-                }
-                (FV::Tensor(_), FV::Tensor(_)) => {
-                    return diag(span, format!("`{name}` is bound to views of different tensors in the two arms of an `if` on a run-time value"));
-                }
-                (x, y) if matches!(x, FV::Int(_) | FV::DynInt(_)) && matches!(y, FV::Int(_) | FV::DynInt(_)) => {
-                    then_parts.push(self.int_term(x));
-                    else_parts.push(self.int_term(y));
-                    merges.push(Merge::Number(name.clone(), DType::I64));
-                }
-                (x, y) if matches!(x, FV::Float(_) | FV::DynFloat(_) | FV::Int(_)) && matches!(y, FV::Float(_) | FV::DynFloat(_) | FV::Int(_)) => {
-                    let a = self.scalar_tensor(x, Some(DType::F64), span)?.0;
-                    let b = self.scalar_tensor(y, Some(DType::F64), span)?.0;
-                    then_parts.push(self.t.at(a));
-                    else_parts.push(self.t.at(b));
-                    merges.push(Merge::Number(name.clone(), DType::F64));
-                }
-                (x, y) if matches!(x, FV::Bool(_) | FV::DynBool(_)) && matches!(y, FV::Bool(_) | FV::DynBool(_)) => {
-                    let a = self.dyn_bool_of(x, span)?;
-                    let b = self.dyn_bool_of(y, span)?;
-                    then_parts.push(self.t.at(a));
-                    else_parts.push(self.t.at(b));
-                    merges.push(Merge::Number(name.clone(), DType::Bool));
-                }
-                _ => return diag(span, format!("`{name}` gets values of different kinds in the two arms of an `if` on a run-time value")),
-            }
-        }
-        self.roots = roots2.clone();
-        self.roots[..n0].clone_from_slice(&snap.roots);
-        let th = self
-            .t
-            .add(Node::Tuple(then_parts.into()))
-            .map_err(Self::tyerr(span))?;
-        let el = self
-            .t
-            .add(Node::Tuple(else_parts.into()))
-            .map_err(Self::tyerr(span))?;
-        let c = self.t.at(cond);
-        let node = self
-            .t
-            .add(Node::If([c, th.id, el.id]))
-            .map_err(Self::tyerr(span))?;
-        for (j, m) in merges.into_iter().enumerate() {
-            let jj = self.t.leaf(Node::Int(j as i64));
-            let g = self
-                .t
-                .add(Node::Get([node.id, jj]))
-                .map_err(Self::tyerr(span))?;
-            match m {
-                Merge::Root(i) => {
-                    self.roots[i].version = g;
-                    self.roots[i].written = roots1[i].written || roots2[i].written;
-                }
-                Merge::Value(name, d, s) => {
-                    let root = self.new_root(g, d, s, None);
-                    merged_env.insert(name, FV::Tensor(self.natural_view(root)));
-                }
-                Merge::Offset(name, mut tr) => {
-                    tr.off = Affine::sym(Sym::Opaque(TIdKey::of(g)));
-                    merged_env.insert(name, FV::Tensor(tr));
-                }
-                Merge::Number(name, DType::I64) => {
-                    merged_env.insert(name, FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(g)))));
-                }
-                Merge::Number(name, DType::Bool) => {
-                    merged_env.insert(name, FV::DynBool(g));
-                }
-                Merge::Number(name, _) => {
-                    merged_env.insert(name, FV::DynFloat(g));
-                }
-            }
-        }
-        *env = merged_env;
-        Ok(Flow::Normal)
     }
 }

@@ -66,10 +66,7 @@ impl<'m> Fz<'m> {
     pub(super) fn lookup(&self, env: &Env, name: &str, span: Span) -> FR<FV> {
         if let Some(v) = env.get(name) {
             if let FV::Poisoned = v {
-                return needs_static(
-                    span,
-                    format!("`{name}` is rebound to a different view on every iteration"),
-                );
+                return needs_static(span, format!("`{name}` is rebound to a different view on every iteration"));
             }
             return Ok(v.clone());
         }
@@ -143,21 +140,19 @@ impl<'m> Fz<'m> {
                 match self.cond(&c, test.span)? {
                     Cond::Static(true) => self.expr(env, body)?,
                     Cond::Static(false) => self.expr(env, orelse)?,
-                    Cond::Dyn(_) => return diag(span, "a conditional expression on a run-time value is not supported; use torch.where"),
+                    Cond::Dyn(_) => {
+                        return diag(
+                            span,
+                            "a conditional expression on a run-time value is not supported; use torch.where",
+                        )
+                    }
                 }
             }
-            ExprKind::Tuple(items) => FV::Tuple(Rc::new(
-                items.iter().map(|x| self.expr(env, x)).collect::<FR<_>>()?,
-            )),
-            ExprKind::List(items) => FV::List(Rc::new(std::cell::RefCell::new(
-                items.iter().map(|x| self.expr(env, x)).collect::<FR<_>>()?,
-            ))),
-            ExprKind::ListComp {
-                elt,
-                target,
-                iter,
-                conds,
-            } => {
+            ExprKind::Tuple(items) => FV::Tuple(Rc::new(items.iter().map(|x| self.expr(env, x)).collect::<FR<_>>()?)),
+            ExprKind::List(items) => {
+                FV::List(Rc::new(std::cell::RefCell::new(items.iter().map(|x| self.expr(env, x)).collect::<FR<_>>()?)))
+            }
+            ExprKind::ListComp { elt, target, iter, conds } => {
                 let it = self.expr(env, iter)?;
                 let mut out = Vec::new();
                 'items: for item in self.iterate(&it, iter.span)? {
@@ -168,10 +163,7 @@ impl<'m> Fz<'m> {
                             Cond::Static(true) => {}
                             Cond::Static(false) => continue 'items,
                             Cond::Dyn(_) => {
-                                return diag(
-                                    c.span,
-                                    "a comprehension filter on a run-time value is not supported",
-                                )
+                                return diag(c.span, "a comprehension filter on a run-time value is not supported")
                             }
                         }
                     }
@@ -189,13 +181,7 @@ impl<'m> Fz<'m> {
                             FV::Bool(b) => Ok(Some(Affine::constant(b as i64))),
                             FV::DynInt(a) => Ok(Some(a)),
                             FV::Tensor(t) => Ok(Some(this.tensor_to_int(&t, x.span)?)),
-                            other => diag(
-                                x.span,
-                                format!(
-                                    "slice indices must be integers, not {}",
-                                    other.type_name()
-                                ),
-                            ),
+                            other => diag(x.span, format!("slice indices must be integers, not {}", other.type_name())),
                         },
                     }
                 };
@@ -205,12 +191,7 @@ impl<'m> Fz<'m> {
                     None => None,
                     Some(s) => match s.as_const() {
                         Some(k) => Some(k),
-                        None => {
-                            return needs_static(
-                                span,
-                                "a slice step that depends on a loop variable",
-                            )
-                        }
+                        None => return needs_static(span, "a slice step that depends on a loop variable"),
                     },
                 };
                 FV::Slice(a, b, c)
@@ -232,17 +213,11 @@ impl<'m> Fz<'m> {
     pub(super) fn tensor_to_int(&mut self, t: &TRef, span: Span) -> FR<Affine> {
         let dt = self.roots[t.root].dtype;
         if dt.is_float() || t.shape.iter().product::<usize>() != 1 {
-            return diag(
-                span,
-                "only integer tensors of a single element can be converted to an index",
-            );
+            return diag(span, "only integer tensors of a single element can be converted to an index");
         }
         let v = self.read(t, span)?;
         let v = self.t.at(v);
-        let e = self
-            .t
-            .op(OpName::ToInt, vec![v])
-            .map_err(Self::tyerr(span))?;
+        let e = self.t.op(OpName::ToInt, vec![v]).map_err(Self::tyerr(span))?;
         Ok(Affine::sym(Sym::Opaque(TIdKey::of(e))))
     }
 
@@ -271,10 +246,7 @@ impl<'m> Fz<'m> {
                     return diag(span, "Boolean value of Tensor with no values is ambiguous");
                 }
                 if n > 1 {
-                    return diag(
-                        span,
-                        "Boolean value of Tensor with more than one value is ambiguous",
-                    );
+                    return diag(span, "Boolean value of Tensor with more than one value is ambiguous");
                 }
                 let v = self.read(t, span)?;
                 let v = self.cast(v, DType::Bool, span)?;
@@ -299,33 +271,20 @@ impl<'m> Fz<'m> {
             return Ok(v);
         }
         let x = self.t.at(v);
-        let l = self
-            .t
-            .b
-            .ints(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>());
-        self.t
-            .op(OpName::Reshape, vec![x, l])
-            .map_err(Self::tyerr(span))
+        let l = self.t.b.ints(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>());
+        self.t.op(OpName::Reshape, vec![x, l]).map_err(Self::tyerr(span))
     }
 
     /// `a and b` / `a or b` where at least one side is known only at run time: both must be bools.
     fn logical(&mut self, a: &FV, b: &FV, is_and: bool, span: Span) -> FR<FV> {
         if let (Some(x), Some(y)) = (static_scalar(a), static_scalar(b)) {
-            let r = if is_and {
-                x.to_bool() && y.to_bool()
-            } else {
-                x.to_bool() || y.to_bool()
-            };
+            let r = if is_and { x.to_bool() && y.to_bool() } else { x.to_bool() || y.to_bool() };
             return Ok(FV::Bool(r));
         }
         let ta = self.dyn_bool_of(a, span)?;
         let tb = self.dyn_bool_of(b, span)?;
         let r = self.elementwise(
-            if is_and {
-                Binary::BitAnd
-            } else {
-                Binary::BitOr
-            },
+            if is_and { Binary::BitAnd } else { Binary::BitOr },
             &[FV::DynBool(ta), FV::DynBool(tb)],
             span,
         )?;
@@ -347,27 +306,14 @@ impl<'m> Fz<'m> {
                 FV::Bool(_) | FV::DynBool(_) => Operand::S(Scalar::B(false)),
                 FV::Int(_) | FV::DynInt(_) => Operand::S(Scalar::I(0)),
                 FV::Float(_) | FV::DynFloat(_) => Operand::S(Scalar::F(0.0)),
-                other => {
-                    return diag(
-                        span,
-                        format!("unsupported operand type {}", other.type_name()),
-                    )
-                }
+                other => return diag(span, format!("unsupported operand type {}", other.type_name())),
             });
         }
         let refs: Vec<&Operand> = operands.iter().collect();
         let (compute, out) = if !any_tensor {
             // Python numbers compute as Python does: floats in f64, ints in i64.
-            let kind = operands
-                .iter()
-                .map(|o| {
-                    if let Operand::S(s) = o {
-                        s.kind()
-                    } else {
-                        crate::tensor::Kind::Bool
-                    }
-                })
-                .max();
+            let kind =
+                operands.iter().map(|o| if let Operand::S(s) = o { s.kind() } else { crate::tensor::Kind::Bool }).max();
             let d = match kind {
                 Some(crate::tensor::Kind::Float) => DType::F64,
                 Some(crate::tensor::Kind::Int) => DType::I64,
@@ -375,8 +321,7 @@ impl<'m> Fz<'m> {
             };
             let d = if op == Binary::Div { DType::F64 } else { d };
             let dummy = Operand::T(Tensor::zeros(d, &[1])?);
-            ops::binary_dtypes(op, &dummy, &dummy)
-                .map_err(|m| Stop::Diag(crate::diag::Diagnostic::new(m).at(span)))?
+            ops::binary_dtypes(op, &dummy, &dummy).map_err(|m| Stop::Diag(crate::diag::Diagnostic::new(m).at(span)))?
         } else if args.len() == 2 {
             ops::binary_dtypes(op, refs[0], refs[1])
                 .map_err(|m| Stop::Diag(crate::diag::Diagnostic::new(m).at(span)))?
@@ -402,10 +347,7 @@ impl<'m> Fz<'m> {
             };
             terms.push(self.t.at(t));
         }
-        let r = self
-            .t
-            .op(binop_name(op), terms)
-            .map_err(Self::tyerr(span))?;
+        let r = self.t.op(binop_name(op), terms).map_err(Self::tyerr(span))?;
         if !any_tensor {
             // Run-time Python numbers stay Python numbers.
             return Ok(match out {
@@ -413,10 +355,7 @@ impl<'m> Fz<'m> {
                 d if d.is_float() => FV::DynFloat(self.cast(r, DType::F64, span)?),
                 _ => {
                     let x = self.t.at(r);
-                    let e = self
-                        .t
-                        .op(OpName::ToInt, vec![x])
-                        .map_err(Self::tyerr(span))?;
+                    let e = self.t.op(OpName::ToInt, vec![x]).map_err(Self::tyerr(span))?;
                     FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(e))))
                 }
             });
@@ -435,14 +374,7 @@ impl<'m> Fz<'m> {
             }
         }
         Ok(args.iter().find_map(|a| match a {
-            FV::Tensor(t)
-                if t.shape == shape
-                    && !t
-                        .shape
-                        .iter()
-                        .zip(&t.strides)
-                        .any(|(&n, &s)| n > 1 && s == 0) =>
-            {
+            FV::Tensor(t) if t.shape == shape && !t.shape.iter().zip(&t.strides).any(|(&n, &s)| n > 1 && s == 0) => {
                 Some(t.clone())
             }
             _ => None,
@@ -461,21 +393,13 @@ impl<'m> Fz<'m> {
                 return Ok(FV::DynInt(x.add(&Affine::constant(*k))))
             }
             (FV::DynInt(x), FV::DynInt(y), BinOp::Add) => return Ok(FV::DynInt(x.add(y))),
-            (FV::DynInt(x), FV::Int(k), BinOp::Sub) => {
-                return Ok(FV::DynInt(x.add(&Affine::constant(-k))))
-            }
-            (FV::Int(k), FV::DynInt(x), BinOp::Sub) => {
-                return Ok(FV::DynInt(x.neg().add(&Affine::constant(*k))))
-            }
+            (FV::DynInt(x), FV::Int(k), BinOp::Sub) => return Ok(FV::DynInt(x.add(&Affine::constant(-k)))),
+            (FV::Int(k), FV::DynInt(x), BinOp::Sub) => return Ok(FV::DynInt(x.neg().add(&Affine::constant(*k)))),
             (FV::DynInt(x), FV::DynInt(y), BinOp::Sub) => return Ok(FV::DynInt(x.add(&y.neg()))),
             (FV::DynInt(x), FV::Int(k), BinOp::Mul) | (FV::Int(k), FV::DynInt(x), BinOp::Mul) => {
                 return Ok(FV::DynInt(x.scale(*k)))
             }
-            (
-                FV::DynInt(_) | FV::Int(_),
-                FV::DynInt(_) | FV::Int(_),
-                BinOp::Mul | BinOp::FloorDiv | BinOp::Mod,
-            ) => {
+            (FV::DynInt(_) | FV::Int(_), FV::DynInt(_) | FV::Int(_), BinOp::Mul | BinOp::FloorDiv | BinOp::Mod) => {
                 let (x, y) = (self.int_term(a), self.int_term(b));
                 let name = match op {
                     BinOp::Mul => OpName::IMul,
@@ -486,24 +410,16 @@ impl<'m> Fz<'m> {
                 return Ok(FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(e)))));
             }
             (FV::Tuple(x), FV::Tuple(y), BinOp::Add) => {
-                return Ok(FV::Tuple(Rc::new(
-                    x.iter().chain(y.iter()).cloned().collect(),
-                )))
+                return Ok(FV::Tuple(Rc::new(x.iter().chain(y.iter()).cloned().collect())))
             }
             (FV::List(x), FV::List(y), BinOp::Add) => {
                 return Ok(FV::List(Rc::new(std::cell::RefCell::new(
-                    x.borrow()
-                        .iter()
-                        .chain(y.borrow().iter())
-                        .cloned()
-                        .collect(),
+                    x.borrow().iter().chain(y.borrow().iter()).cloned().collect(),
                 ))))
             }
             (FV::List(x), FV::Int(n), BinOp::Mul) => {
                 let items = x.borrow();
-                let out: Vec<FV> = (0..(*n).max(0))
-                    .flat_map(|_| items.iter().cloned())
-                    .collect();
+                let out: Vec<FV> = (0..(*n).max(0)).flat_map(|_| items.iter().cloned()).collect();
                 return Ok(FV::List(Rc::new(std::cell::RefCell::new(out))));
             }
             (FV::Tensor(_), FV::Tensor(_), BinOp::MatMul) => return self.matmul(a, b, span),
@@ -560,11 +476,7 @@ impl<'m> Fz<'m> {
                 Cond::Static(b) => FV::Bool(!b),
                 Cond::Dyn(t) => {
                     let x = self.t.at(t);
-                    FV::DynBool(
-                        self.t
-                            .op(OpName::LogicalNot, vec![x])
-                            .map_err(Self::tyerr(span))?,
-                    )
+                    FV::DynBool(self.t.op(OpName::LogicalNot, vec![x]).map_err(Self::tyerr(span))?)
                 }
             });
         }
@@ -573,24 +485,16 @@ impl<'m> Fz<'m> {
             (FV::Float(f), UnaryOp::Neg) => Ok(FV::Float(-f)),
             (FV::Int(i), UnaryOp::Invert) => Ok(FV::Int(!i)),
             (FV::DynInt(a), UnaryOp::Neg) => Ok(FV::DynInt(a.neg())),
-            (
-                FV::Tensor(_) | FV::Int(_) | FV::Float(_) | FV::DynInt(_) | FV::DynFloat(_),
-                UnaryOp::Pos,
-            ) => Ok(v.clone()),
-            (FV::Tensor(_), UnaryOp::Neg) => self.unary(crate::tensor::ops::Unary::Neg, v, span),
-            (FV::Tensor(_), UnaryOp::Invert) => {
-                self.unary(crate::tensor::ops::Unary::BitNot, v, span)
+            (FV::Tensor(_) | FV::Int(_) | FV::Float(_) | FV::DynInt(_) | FV::DynFloat(_), UnaryOp::Pos) => {
+                Ok(v.clone())
             }
+            (FV::Tensor(_), UnaryOp::Neg) => self.unary(crate::tensor::ops::Unary::Neg, v, span),
+            (FV::Tensor(_), UnaryOp::Invert) => self.unary(crate::tensor::ops::Unary::BitNot, v, span),
             (FV::DynFloat(t), UnaryOp::Neg) => {
                 let x = self.t.at(*t);
-                Ok(FV::DynFloat(
-                    self.t.op(OpName::Neg, vec![x]).map_err(Self::tyerr(span))?,
-                ))
+                Ok(FV::DynFloat(self.t.op(OpName::Neg, vec![x]).map_err(Self::tyerr(span))?))
             }
-            _ => diag(
-                span,
-                format!("bad operand type for unary operator: '{}'", v.type_name()),
-            ),
+            _ => diag(span, format!("bad operand type for unary operator: '{}'", v.type_name())),
         }
     }
 
@@ -607,9 +511,9 @@ impl<'m> Fz<'m> {
                 return Ok(FV::Bool(same == (op == CmpOp::Is)));
             }
             CmpOp::In | CmpOp::NotIn => {
-                let items = b.items().ok_or_else(|| {
-                    Stop::Diag(crate::diag::Diagnostic::new("`in` needs a tuple or list").at(span))
-                })?;
+                let items = b
+                    .items()
+                    .ok_or_else(|| Stop::Diag(crate::diag::Diagnostic::new("`in` needs a tuple or list").at(span)))?;
                 let mut found = false;
                 for it in items {
                     match self.compare(a, CmpOp::Eq, &it, span)? {
@@ -627,9 +531,7 @@ impl<'m> Fz<'m> {
         }
         if let (Some(x), Some(y)) = (static_scalar(a), static_scalar(b)) {
             let (p, q) = (x.to_f64(), y.to_f64());
-            let r = if x.kind() == crate::tensor::Kind::Float
-                || y.kind() == crate::tensor::Kind::Float
-            {
+            let r = if x.kind() == crate::tensor::Kind::Float || y.kind() == crate::tensor::Kind::Float {
                 match op {
                     CmpOp::Eq => p == q,
                     CmpOp::Ne => p != q,
@@ -659,12 +561,7 @@ impl<'m> Fz<'m> {
                         match self.compare(p, CmpOp::Eq, q, span)? {
                             FV::Bool(true) => {}
                             FV::Bool(false) => eq = false,
-                            _ => {
-                                return diag(
-                                    span,
-                                    "comparing sequences of run-time values is not supported",
-                                )
-                            }
+                            _ => return diag(span, "comparing sequences of run-time values is not supported"),
                         }
                     }
                 }
@@ -709,11 +606,7 @@ impl<'m> Fz<'m> {
             }
             other => other.items().ok_or_else(|| {
                 Stop::Diag(
-                    crate::diag::Diagnostic::new(format!(
-                        "'{}' object is not iterable",
-                        other.type_name()
-                    ))
-                    .at(span),
+                    crate::diag::Diagnostic::new(format!("'{}' object is not iterable", other.type_name())).at(span),
                 )
             }),
         }
@@ -726,26 +619,17 @@ impl<'m> Fz<'m> {
                 let items = obj.items().unwrap_or_default();
                 let n = items.len() as i64;
                 if let FV::Slice(a, b, c) = idx {
-                    let (a, b) = (
-                        a.as_ref().map(|x| x.as_const()),
-                        b.as_ref().map(|x| x.as_const()),
-                    );
-                    let (Some(a), Some(b)) = (
-                        a.map_or(Some(None), |x| x.map(Some)),
-                        b.map_or(Some(None), |x| x.map(Some)),
-                    ) else {
-                        return needs_static(
-                            span,
-                            "slicing a Python sequence with a loop variable",
-                        );
+                    let (a, b) = (a.as_ref().map(|x| x.as_const()), b.as_ref().map(|x| x.as_const()));
+                    let (Some(a), Some(b)) =
+                        (a.map_or(Some(None), |x| x.map(Some)), b.map_or(Some(None), |x| x.map(Some)))
+                    else {
+                        return needs_static(span, "slicing a Python sequence with a loop variable");
                     };
                     let step = c.unwrap_or(1).max(1);
                     let norm = |v: i64| if v < 0 { (v + n).max(0) } else { v.min(n) };
                     let (s, e) = (a.map(norm).unwrap_or(0), b.map(norm).unwrap_or(n));
-                    let picked: Vec<FV> = (s..e.max(s))
-                        .step_by(step as usize)
-                        .map(|i| items[i as usize].clone())
-                        .collect();
+                    let picked: Vec<FV> =
+                        (s..e.max(s)).step_by(step as usize).map(|i| items[i as usize].clone()).collect();
                     return Ok(if matches!(obj, FV::List(_)) {
                         FV::List(Rc::new(std::cell::RefCell::new(picked)))
                     } else {
@@ -755,20 +639,9 @@ impl<'m> Fz<'m> {
                 let i = match idx {
                     FV::Int(i) => *i,
                     FV::Bool(b) => *b as i64,
-                    FV::DynInt(_) => {
-                        return needs_static(
-                            span,
-                            "indexing a Python sequence with a loop variable",
-                        )
-                    }
+                    FV::DynInt(_) => return needs_static(span, "indexing a Python sequence with a loop variable"),
                     other => {
-                        return diag(
-                            span,
-                            format!(
-                                "sequence indices must be integers, not {}",
-                                other.type_name()
-                            ),
-                        )
+                        return diag(span, format!("sequence indices must be integers, not {}", other.type_name()))
                     }
                 };
                 let k = if i < 0 { i + n } else { i };
@@ -777,10 +650,7 @@ impl<'m> Fz<'m> {
                 }
                 Ok(items[k as usize].clone())
             }
-            other => diag(
-                span,
-                format!("'{}' object is not subscriptable", other.type_name()),
-            ),
+            other => diag(span, format!("'{}' object is not subscriptable", other.type_name())),
         }
     }
 }
@@ -793,9 +663,9 @@ pub(super) fn value_to_fv(v: &Value) -> FV {
         Value::Float(f) => FV::Float(*f),
         Value::Str(s) => FV::Str(s.clone()),
         Value::Tuple(items) => FV::Tuple(Rc::new(items.iter().map(value_to_fv).collect())),
-        Value::List(items) => FV::List(Rc::new(std::cell::RefCell::new(
-            items.borrow().iter().map(value_to_fv).collect(),
-        ))),
+        Value::List(items) => {
+            FV::List(Rc::new(std::cell::RefCell::new(items.borrow().iter().map(value_to_fv).collect())))
+        }
         Value::DType(d) => FV::DType(*d),
         _ => FV::None,
     }

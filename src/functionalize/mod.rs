@@ -12,10 +12,13 @@
 //! Invariants: the result verifies ([`crate::ir::verify`]); what cannot be functionalized is reported with its
 //! source location and reason, never turned into a wrong term.
 
+mod branch;
+mod composite;
 mod ctrl;
 mod expr;
 mod ops;
 mod state;
+mod subscript;
 mod table;
 mod views;
 
@@ -57,17 +60,12 @@ pub fn functionalize(
     name: &str,
     scalars: &std::collections::BTreeMap<String, interp::ScalarArg>,
 ) -> Result<Functional, Diagnostic> {
-    let f = module
-        .function(name)
-        .ok_or_else(|| Diagnostic::new(format!("no function `{name}` in {}", module.path)))?;
+    let f = module.function(name).ok_or_else(|| Diagnostic::new(format!("no function `{name}` in {}", module.path)))?;
     let inputs = interp::tensor_params(f).map_err(|d| d.in_file(&module.path))?;
     // Module constants are plain Python data, evaluated once with the reference interpreter's rules.
     let it = interp::Interp::new(module)?;
-    let consts = module
-        .constants
-        .iter()
-        .filter_map(|(n, _)| it.global(n).map(|v| (n.clone(), expr::value_to_fv(&v))))
-        .collect();
+    let consts =
+        module.constants.iter().filter_map(|(n, _)| it.global(n).map(|v| (n.clone(), expr::value_to_fv(&v)))).collect();
     let mut fz = Fz {
         module,
         t: Terms::new(),
@@ -82,9 +80,7 @@ pub fn functionalize(
         Ok(out) => Ok(out),
         Err(Stop::Diag(d)) => Err(d.in_file(&module.path)),
         Err(Stop::NeedsStatic(span, why)) => {
-            Err(Diagnostic::new(format!("cannot functionalize: {why}"))
-                .at(span)
-                .in_file(&module.path))
+            Err(Diagnostic::new(format!("cannot functionalize: {why}")).at(span).in_file(&module.path))
         }
     }
 }
@@ -116,12 +112,7 @@ impl<'m> Fz<'m> {
             let n = self.t.leaf(Node::Name(ParamName(name.clone())));
             let id = self.t.leaf(Node::Input(n));
             self.t.set_ty(id, Ty::Tensor(*dtype, shape.clone()));
-            let root = self.new_root(
-                state::TId { id, depth: 0 },
-                *dtype,
-                shape.clone(),
-                Some(name.clone()),
-            );
+            let root = self.new_root(state::TId { id, depth: 0 }, *dtype, shape.clone(), Some(name.clone()));
             params.push(root);
             env.insert(name.clone(), FV::Tensor(self.natural_view(root)));
         }
@@ -138,10 +129,7 @@ impl<'m> Fz<'m> {
                     None => {
                         return diag(
                             p.span,
-                            format!(
-                                "scalar parameter `{}` has no default; pass it with --arg",
-                                p.name
-                            ),
+                            format!("scalar parameter `{}` has no default; pass it with --arg", p.name),
                         )
                     }
                 },
@@ -168,22 +156,14 @@ impl<'m> Fz<'m> {
                     let v = self.read(tr, f.span)?;
                     self.t.at(v)
                 }
-                FV::Int(_)
-                | FV::Float(_)
-                | FV::Bool(_)
-                | FV::DynInt(_)
-                | FV::DynFloat(_)
-                | FV::DynBool(_) => {
+                FV::Int(_) | FV::Float(_) | FV::Bool(_) | FV::DynInt(_) | FV::DynFloat(_) | FV::DynBool(_) => {
                     let (v, _) = self.scalar_tensor(r, None, f.span)?;
                     self.t.at(v)
                 }
                 other => {
                     return diag(
                         f.span,
-                        format!(
-                            "programs return tensors or tuples of tensors, not a {}",
-                            other.type_name()
-                        ),
+                        format!("programs return tensors or tuples of tensors, not a {}", other.type_name()),
                     )
                 }
             };
@@ -194,41 +174,17 @@ impl<'m> Fz<'m> {
             if self.roots[root].written {
                 let v = self.roots[root].version;
                 parts.push(self.t.at(v));
-                outputs.push(Output::Mutated(
-                    self.roots[root].param.clone().unwrap_or_default(),
-                ));
+                outputs.push(Output::Mutated(self.roots[root].param.clone().unwrap_or_default()));
             }
         }
-        let top = self
-            .t
-            .add(Node::Tuple(parts.into()))
-            .map_err(|m| Stop::Diag(Diagnostic::new(m).at(f.span)))?;
+        let top = self.t.add(Node::Tuple(parts.into())).map_err(|m| Stop::Diag(Diagnostic::new(m).at(f.span)))?;
         let term = self.t.b.extract(top.id);
-        Ok(Functional {
-            name: f.name.clone(),
-            term,
-            inputs: inputs.to_vec(),
-            outputs,
-            returns_tuple,
-        })
+        Ok(Functional { name: f.name.clone(), term, inputs: inputs.to_vec(), outputs, returns_tuple })
     }
 
-    fn new_root(
-        &mut self,
-        version: state::TId,
-        dtype: DType,
-        shape: Vec<usize>,
-        param: Option<String>,
-    ) -> usize {
+    fn new_root(&mut self, version: state::TId, dtype: DType, shape: Vec<usize>, param: Option<String>) -> usize {
         let dummy = crate::tensor::Tensor::zeros(DType::F32, &[]).expect("one element");
-        self.roots.push(Root {
-            version,
-            dtype,
-            shape,
-            written: false,
-            param,
-            dummy,
-        });
+        self.roots.push(Root { version, dtype, shape, written: false, param, dummy });
         self.roots.len() - 1
     }
 
@@ -236,12 +192,7 @@ impl<'m> Fz<'m> {
     fn natural_view(&self, root: usize) -> TRef {
         let shape = self.roots[root].shape.clone();
         let strides = crate::tensor::contiguous_strides(&shape);
-        TRef {
-            root,
-            shape,
-            strides,
-            off: Affine::constant(0),
-        }
+        TRef { root, shape, strides, off: Affine::constant(0) }
     }
 
     /// A located error from a message of the term builder.
@@ -267,11 +218,7 @@ pub fn run_functional(
                     crate::tensor::fmt_shape(shape)
                 )))
             }
-            None => {
-                return Err(Diagnostic::new(format!(
-                    "no input given for tensor parameter `{name}`"
-                )))
-            }
+            None => return Err(Diagnostic::new(format!("no input given for tensor parameter `{name}`"))),
         }
     }
     let values = crate::ir::eval_program(&f.term, inputs).map_err(|e| Diagnostic::new(e.0))?;
@@ -283,9 +230,5 @@ pub fn run_functional(
             Output::Mutated(name) => mutated.push((name.clone(), v)),
         }
     }
-    Ok(interp::RunOutput {
-        returns,
-        returns_tuple: f.returns_tuple,
-        mutated,
-    })
+    Ok(interp::RunOutput { returns, returns_tuple: f.returns_tuple, mutated })
 }

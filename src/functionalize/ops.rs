@@ -14,14 +14,7 @@ use crate::tensor::ops::{self, Binary, Operand};
 use crate::tensor::{fmt_shape, DType, Scalar, Tensor};
 
 /// In-place methods PyTorch does not check for internal overlap.
-const UNCHECKED_INPLACE: &[&str] = &[
-    "fill_",
-    "zero_",
-    "masked_fill_",
-    "triu_",
-    "tril_",
-    "index_put_",
-];
+const UNCHECKED_INPLACE: &[&str] = &["fill_", "zero_", "masked_fill_", "triu_", "tril_", "index_put_"];
 
 pub(super) struct A {
     pub pos: Vec<FV>,
@@ -46,47 +39,27 @@ impl A {
     }
     pub(super) fn req(&self, i: usize, name: &str) -> FR<&FV> {
         self.get(i, name).ok_or_else(|| {
-            Stop::Diag(
-                Diagnostic::new(format!(
-                    "{}() missing required argument '{name}'",
-                    self.name
-                ))
-                .at(self.span),
-            )
+            Stop::Diag(Diagnostic::new(format!("{}() missing required argument '{name}'", self.name)).at(self.span))
         })
     }
     pub(super) fn tensor(&self, i: usize, name: &str) -> FR<TRef> {
         match self.req(i, name)? {
             FV::Tensor(t) => Ok(t.clone()),
-            other => diag(
-                self.span,
-                format!(
-                    "{}(): argument '{name}' must be Tensor, not {}",
-                    self.name,
-                    other.type_name()
-                ),
-            ),
+            other => {
+                diag(self.span, format!("{}(): argument '{name}' must be Tensor, not {}", self.name, other.type_name()))
+            }
         }
     }
     pub(super) fn int_of(&self, v: &FV, name: &str) -> FR<i64> {
         match v {
             FV::Int(i) => Ok(*i),
             FV::Bool(b) => Ok(*b as i64),
-            FV::DynInt(_) => needs_static(
-                self.span,
-                format!(
-                    "{}(): argument '{name}' depends on a loop variable",
-                    self.name
-                ),
-            ),
-            other => diag(
-                self.span,
-                format!(
-                    "{}(): argument '{name}' must be int, not {}",
-                    self.name,
-                    other.type_name()
-                ),
-            ),
+            FV::DynInt(_) => {
+                needs_static(self.span, format!("{}(): argument '{name}' depends on a loop variable", self.name))
+            }
+            other => {
+                diag(self.span, format!("{}(): argument '{name}' must be int, not {}", self.name, other.type_name()))
+            }
         }
     }
     pub(super) fn int(&self, i: usize, name: &str) -> FR<i64> {
@@ -108,14 +81,9 @@ impl A {
         match self.opt(i, name) {
             Some(FV::Bool(b)) => Ok(*b),
             Some(FV::Int(v)) => Ok(*v != 0),
-            Some(other) => diag(
-                self.span,
-                format!(
-                    "{}(): argument '{name}' must be bool, not {}",
-                    self.name,
-                    other.type_name()
-                ),
-            ),
+            Some(other) => {
+                diag(self.span, format!("{}(): argument '{name}' must be bool, not {}", self.name, other.type_name()))
+            }
             None => Ok(d),
         }
     }
@@ -124,11 +92,7 @@ impl A {
             Some(FV::DType(d)) => Ok(Some(*d)),
             Some(other) => diag(
                 self.span,
-                format!(
-                    "{}(): argument '{name}' must be torch.dtype, not {}",
-                    self.name,
-                    other.type_name()
-                ),
+                format!("{}(): argument '{name}' must be torch.dtype, not {}", self.name, other.type_name()),
             ),
             None => Ok(None),
         }
@@ -137,22 +101,13 @@ impl A {
         match self.opt(i, name) {
             None => Ok(None),
             Some(v) => match v.items() {
-                Some(items) => Ok(Some(
-                    items
-                        .iter()
-                        .map(|x| self.int_of(x, name))
-                        .collect::<FR<_>>()?,
-                )),
+                Some(items) => Ok(Some(items.iter().map(|x| self.int_of(x, name)).collect::<FR<_>>()?)),
                 None => Ok(Some(vec![self.int_of(v, name)?])),
             },
         }
     }
     pub(super) fn sizes(&self, start: usize, name: &str) -> FR<Vec<i64>> {
-        let rest = if self.pos.len() > start {
-            &self.pos[start..]
-        } else {
-            &[]
-        };
+        let rest = if self.pos.len() > start { &self.pos[start..] } else { &[] };
         if rest.is_empty() {
             if let Some((_, v)) = self.kw.iter().find(|(k, _)| k == name) {
                 return match v.items() {
@@ -292,22 +247,12 @@ impl<'m> Fz<'m> {
                 match o {
                     FV::Module("math") => self.math(name, &pos, span),
                     FV::Module(m) => {
-                        let a = A {
-                            pos,
-                            kw,
-                            span,
-                            name: format!("{m}.{name}"),
-                        };
+                        let a = A { pos, kw, span, name: format!("{m}.{name}") };
                         self.torch(name, &a, false)
                     }
                     FV::Tensor(t) => {
                         pos.insert(0, FV::Tensor(t));
-                        let a = A {
-                            pos,
-                            kw,
-                            span,
-                            name: name.clone(),
-                        };
+                        let a = A { pos, kw, span, name: name.clone() };
                         if name.ends_with('_') && !name.ends_with("__") {
                             return self.inplace(name, &a);
                         }
@@ -323,39 +268,26 @@ impl<'m> Fz<'m> {
                             l.borrow_mut().extend(items);
                             Ok(FV::None)
                         }
-                        ("pop", 0) => l.borrow_mut().pop().ok_or_else(|| {
-                            Stop::Diag(Diagnostic::new("pop from empty list").at(span))
-                        }),
+                        ("pop", 0) => l
+                            .borrow_mut()
+                            .pop()
+                            .ok_or_else(|| Stop::Diag(Diagnostic::new("pop from empty list").at(span))),
                         _ => diag(span, format!("unsupported list method `{name}`")),
                     },
-                    other => diag(
-                        span,
-                        format!(
-                            "unsupported method `{name}` on a value of type {}",
-                            other.type_name()
-                        ),
-                    ),
+                    other => {
+                        diag(span, format!("unsupported method `{name}` on a value of type {}", other.type_name()))
+                    }
                 }
             }
             ExprKind::Name(n) => {
-                let known = env.contains_key(n)
-                    || self.consts.contains_key(n)
-                    || self.module.function(n).is_some();
+                let known = env.contains_key(n) || self.consts.contains_key(n) || self.module.function(n).is_some();
                 if known {
                     if let FV::Func(fname) = self.lookup(env, n, func.span)? {
                         return self.inline(&fname, pos, kw, span);
                     }
                     return diag(span, format!("`{n}` is not callable"));
                 }
-                self.builtin(
-                    n,
-                    A {
-                        pos,
-                        kw,
-                        span,
-                        name: n.clone(),
-                    },
-                )
+                self.builtin(n, A { pos, kw, span, name: n.clone() })
             }
             _ => diag(span, "unsupported call"),
         }
@@ -363,19 +295,9 @@ impl<'m> Fz<'m> {
 
     fn inline(&mut self, name: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
         let module = self.module;
-        let f = module
-            .function(name)
-            .expect("functions named by Func exist");
+        let f = module.function(name).expect("functions named by Func exist");
         if pos.len() > f.params.len() {
-            return diag(
-                span,
-                format!(
-                    "{}() takes {} arguments but {} were given",
-                    f.name,
-                    f.params.len(),
-                    pos.len()
-                ),
-            );
+            return diag(span, format!("{}() takes {} arguments but {} were given", f.name, f.params.len(), pos.len()));
         }
         let mut env = Env::new();
         let mut pos = pos.into_iter();
@@ -386,12 +308,7 @@ impl<'m> Fz<'m> {
                     Some((_, v)) => v.clone(),
                     None => match &p.default {
                         Some(d) => self.expr(&mut Env::new(), d)?,
-                        None => {
-                            return diag(
-                                span,
-                                format!("{}() missing required argument '{}'", f.name, p.name),
-                            )
-                        }
+                        None => return diag(span, format!("{}() missing required argument '{}'", f.name, p.name)),
                     },
                 },
             };
@@ -404,12 +321,7 @@ impl<'m> Fz<'m> {
         let x = match pos.first() {
             Some(FV::Int(i)) => *i as f64,
             Some(FV::Float(f)) => *f,
-            _ => {
-                return diag(
-                    span,
-                    format!("math.{name}() needs a number known before the program runs"),
-                )
-            }
+            _ => return diag(span, format!("math.{name}() needs a number known before the program runs")),
         };
         Ok(match name {
             "sqrt" => FV::Float(x.sqrt()),
@@ -435,12 +347,8 @@ impl<'m> Fz<'m> {
                     .iter()
                     .map(|v| match v {
                         FV::Tensor(t) => self.tensor_to_int(t, span).and_then(|x| {
-                            x.as_const().ok_or_else(|| {
-                                Stop::NeedsStatic(
-                                    span,
-                                    "a loop bound known only at run time".into(),
-                                )
-                            })
+                            x.as_const()
+                                .ok_or_else(|| Stop::NeedsStatic(span, "a loop bound known only at run time".into()))
                         }),
                         other => a.int_of(other, "range"),
                     })
@@ -462,10 +370,7 @@ impl<'m> Fz<'m> {
                 v @ FV::Range(..) => Ok(FV::Int(self.iterate(v, span)?.len() as i64)),
                 other => match other.items() {
                     Some(items) => Ok(FV::Int(items.len() as i64)),
-                    None => diag(
-                        span,
-                        format!("object of type '{}' has no len()", other.type_name()),
-                    ),
+                    None => diag(span, format!("object of type '{}' has no len()", other.type_name())),
                 },
             },
             "int" | "float" | "bool" => {
@@ -473,10 +378,7 @@ impl<'m> Fz<'m> {
                 let v = match v {
                     FV::Tensor(t) => {
                         if t.shape.iter().product::<usize>() != 1 {
-                            return diag(
-                                span,
-                                "only one element tensors can be converted to Python scalars",
-                            );
+                            return diag(span, "only one element tensors can be converted to Python scalars");
                         }
                         self.item(&t, span)?
                     }
@@ -492,59 +394,47 @@ impl<'m> Fz<'m> {
                         "-inf" | "-infinity" => FV::Float(f64::NEG_INFINITY),
                         "nan" => FV::Float(f64::NAN),
                         t => FV::Float(t.parse::<f64>().map_err(|_| {
-                            Stop::Diag(
-                                Diagnostic::new(format!(
-                                    "could not convert string to float: '{s}'"
-                                ))
-                                .at(span),
-                            )
+                            Stop::Diag(Diagnostic::new(format!("could not convert string to float: '{s}'")).at(span))
                         })?),
                     },
                     ("float", v @ (FV::Float(_) | FV::DynFloat(_))) => v,
-                    ("float", FV::DynInt(x)) => FV::DynFloat(
-                        self.scalar_tensor(&FV::DynInt(x), Some(DType::F64), span)?
-                            .0,
-                    ),
+                    ("float", FV::DynInt(x)) => {
+                        FV::DynFloat(self.scalar_tensor(&FV::DynInt(x), Some(DType::F64), span)?.0)
+                    }
                     ("bool", v) => match self.cond(&v, span)? {
                         Cond::Static(b) => FV::Bool(b),
                         Cond::Dyn(t) => FV::DynBool(t),
                     },
-                    (_, v) => {
-                        return diag(
-                            span,
-                            format!("{name}() of a {} is not supported here", v.type_name()),
-                        )
-                    }
+                    (_, v) => return diag(span, format!("{name}() of a {} is not supported here", v.type_name())),
                 })
             }
             "abs" => match a.req(0, "x")?.clone() {
                 FV::Int(i) => Ok(FV::Int(i.wrapping_abs())),
                 FV::Float(f) => Ok(FV::Float(f.abs())),
                 v @ FV::Tensor(_) => self.unary(ops::Unary::Abs, &v, span),
-                other => diag(
-                    span,
-                    format!("abs() of a {} is not supported here", other.type_name()),
-                ),
+                other => diag(span, format!("abs() of a {} is not supported here", other.type_name())),
             },
             "min" | "max" => {
-                let items = if a.pos.len() == 1 {
-                    self.iterate(&a.pos[0], span)?
-                } else {
-                    a.pos.clone()
-                };
+                let items = if a.pos.len() == 1 { self.iterate(&a.pos[0], span)? } else { a.pos.clone() };
                 let nums: Option<Vec<Scalar>> = items.iter().map(|v| a.number(v)).collect();
                 match nums {
                     Some(ns) if !ns.is_empty() => {
                         let mut best = 0;
                         for (i, n) in ns.iter().enumerate() {
-                            let better = if name == "max" { n.to_f64() > ns[best].to_f64() } else { n.to_f64() < ns[best].to_f64() };
+                            let better = if name == "max" {
+                                n.to_f64() > ns[best].to_f64()
+                            } else {
+                                n.to_f64() < ns[best].to_f64()
+                            };
                             if better {
                                 best = i;
                             }
                         }
                         Ok(items[best].clone())
                     }
-                    _ => diag(span, format!("{name}() over run-time values is not supported; use torch.maximum/minimum")),
+                    _ => {
+                        diag(span, format!("{name}() over run-time values is not supported; use torch.maximum/minimum"))
+                    }
                 }
             }
             "sum" => {
@@ -560,11 +450,7 @@ impl<'m> Fz<'m> {
                     Some(v) => self.iterate(v, span)?,
                     None => vec![],
                 };
-                Ok(if name == "list" {
-                    FV::List(Rc::new(RefCell::new(items)))
-                } else {
-                    FV::Tuple(Rc::new(items))
-                })
+                Ok(if name == "list" { FV::List(Rc::new(RefCell::new(items))) } else { FV::Tuple(Rc::new(items)) })
             }
             "enumerate" => {
                 let items = self.iterate(a.req(0, "iterable")?, span)?;
@@ -578,16 +464,10 @@ impl<'m> Fz<'m> {
                 ))))
             }
             "zip" => {
-                let seqs: Vec<Vec<FV>> = a
-                    .pos
-                    .iter()
-                    .map(|v| self.iterate(v, span))
-                    .collect::<FR<_>>()?;
+                let seqs: Vec<Vec<FV>> = a.pos.iter().map(|v| self.iterate(v, span)).collect::<FR<_>>()?;
                 let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
                 Ok(FV::List(Rc::new(RefCell::new(
-                    (0..n)
-                        .map(|i| FV::Tuple(Rc::new(seqs.iter().map(|s| s[i].clone()).collect())))
-                        .collect(),
+                    (0..n).map(|i| FV::Tuple(Rc::new(seqs.iter().map(|s| s[i].clone()).collect()))).collect(),
                 ))))
             }
             "reversed" => {
@@ -603,9 +483,7 @@ impl<'m> Fz<'m> {
     pub(super) fn attribute(&mut self, o: &FV, name: &str, span: Span) -> FR<FV> {
         match o {
             FV::Tensor(t) => Ok(match name {
-                "shape" => FV::Tuple(Rc::new(
-                    t.shape.iter().map(|&d| FV::Int(d as i64)).collect(),
-                )),
+                "shape" => FV::Tuple(Rc::new(t.shape.iter().map(|&d| FV::Int(d as i64)).collect())),
                 "dtype" => FV::DType(self.roots[t.root].dtype),
                 "ndim" => FV::Int(t.shape.len() as i64),
                 "T" => {
@@ -634,10 +512,7 @@ impl<'m> Fz<'m> {
                     other => return diag(span, format!("unsupported attribute `{other}`")),
                 })
             }
-            other => diag(
-                span,
-                format!("'{}' object has no attribute '{name}'", other.type_name()),
-            ),
+            other => diag(span, format!("'{}' object has no attribute '{name}'", other.type_name())),
         }
     }
 
@@ -646,10 +521,7 @@ impl<'m> Fz<'m> {
         if t.shape.iter().product::<usize>() != 1 {
             return diag(
                 span,
-                format!(
-                    "a Tensor with {} elements cannot be converted to Scalar",
-                    t.shape.iter().product::<usize>()
-                ),
+                format!("a Tensor with {} elements cannot be converted to Scalar", t.shape.iter().product::<usize>()),
             );
         }
         let v = self.read(t, span)?;
@@ -684,11 +556,7 @@ impl<'m> Fz<'m> {
         if dx != dy {
             return diag(
                 span,
-                format!(
-                    "expected m1 and m2 to have the same dtype, but got: {} != {}",
-                    dx.name(),
-                    dy.name()
-                ),
+                format!("expected m1 and m2 to have the same dtype, but got: {} != {}", dx.name(), dy.name()),
             );
         }
         let p = self.read(x, span)?;
@@ -699,23 +567,13 @@ impl<'m> Fz<'m> {
     }
 
     /// Writes an in-place op's result `r` into `dst` after PyTorch's dtype and shape checks.
-    pub(super) fn write_result(
-        &mut self,
-        dst: &TRef,
-        r: &TRef,
-        cast_check: bool,
-        span: Span,
-    ) -> FR<()> {
+    pub(super) fn write_result(&mut self, dst: &TRef, r: &TRef, cast_check: bool, span: Span) -> FR<()> {
         let dd = self.roots[dst.root].dtype;
         let rd = self.roots[r.root].dtype;
         if cast_check && !dd.can_cast_from(rd) {
             return diag(
                 span,
-                format!(
-                    "result type {} can't be cast to the desired output type {}",
-                    rd.name(),
-                    dd.name()
-                ),
+                format!("result type {} can't be cast to the desired output type {}", rd.name(), dd.name()),
             );
         }
         let b = ops::broadcast_shapes(&dst.shape, &r.shape).map_err(err(span))?;
@@ -745,11 +603,7 @@ impl<'m> Fz<'m> {
             | FV::DynBool(_) => Ok(v.clone()),
             other => diag(
                 a.span,
-                format!(
-                    "{}(): argument '{name}' must be Tensor or Number, not {}",
-                    a.name,
-                    other.type_name()
-                ),
+                format!("{}(): argument '{name}' must be Tensor or Number, not {}", a.name, other.type_name()),
             ),
         }
     }
@@ -773,23 +627,14 @@ impl<'m> Fz<'m> {
 
     pub(super) fn dummy_operand(&self, v: &FV) -> FR<Operand> {
         Ok(match v {
-            FV::Tensor(t) => Operand::T(Tensor::zeros(
-                self.roots[t.root].dtype,
-                &vec![1; t.shape.len()],
-            )?),
+            FV::Tensor(t) => Operand::T(Tensor::zeros(self.roots[t.root].dtype, &vec![1; t.shape.len()])?),
             FV::Bool(_) | FV::DynBool(_) => Operand::S(Scalar::B(false)),
             FV::Int(_) | FV::DynInt(_) => Operand::S(Scalar::I(0)),
             _ => Operand::S(Scalar::F(0.0)),
         })
     }
 
-    pub(super) fn fresh_op(
-        &mut self,
-        op: OpName,
-        args: Vec<egg::Id>,
-        layout: Option<&TRef>,
-        span: Span,
-    ) -> FR<FV> {
+    pub(super) fn fresh_op(&mut self, op: OpName, args: Vec<egg::Id>, layout: Option<&TRef>, span: Span) -> FR<FV> {
         let r = self.t.op(op, args).map_err(err(span))?;
         Ok(FV::Tensor(self.fresh(r, layout, span)?))
     }
@@ -798,12 +643,7 @@ impl<'m> Fz<'m> {
         self.t.b.ints(v)
     }
 
-    pub(super) fn view_fv(
-        &self,
-        t: &TRef,
-        span: Span,
-        f: impl FnOnce(&Tensor) -> Result<Tensor, String>,
-    ) -> FR<FV> {
+    pub(super) fn view_fv(&self, t: &TRef, span: Span, f: impl FnOnce(&Tensor) -> Result<Tensor, String>) -> FR<FV> {
         Ok(FV::Tensor(self.tview(t, f).map_err(err(span))?))
     }
 
@@ -827,18 +667,9 @@ impl<'m> Fz<'m> {
     }
 
     /// A constant tensor from static values.
-    pub(super) fn const_data(
-        &mut self,
-        dtype: DType,
-        shape: &[usize],
-        values: &[Scalar],
-        span: Span,
-    ) -> FR<FV> {
+    pub(super) fn const_data(&mut self, dtype: DType, shape: &[usize], values: &[Scalar], span: Span) -> FR<FV> {
         if values.len() > 4096 {
-            return diag(
-                span,
-                "constant tensors of more than 4096 elements are not supported",
-            );
+            return diag(span, "constant tensors of more than 4096 elements are not supported");
         }
         if values.is_empty() {
             let r = self.full(shape, dtype, Scalar::I(0)).map_err(err(span))?;
@@ -865,8 +696,7 @@ impl<'m> Fz<'m> {
                 let src = match a.req(1, "src")?.clone() {
                     FV::Tensor(s) => s,
                     other => {
-                        let (t, _) =
-                            self.scalar_tensor(&other, Some(self.roots[dst.root].dtype), span)?;
+                        let (t, _) = self.scalar_tensor(&other, Some(self.roots[dst.root].dtype), span)?;
                         self.fresh(t, None, span)?
                     }
                 };
@@ -874,30 +704,29 @@ impl<'m> Fz<'m> {
                 self.write_result(&dst, &src, false, span)?;
             }
             "fill_" | "zero_" => {
-                let v = if name == "zero_" {
-                    FV::Int(0)
-                } else {
-                    a.req(1, "value")?.clone()
-                };
+                let v = if name == "zero_" { FV::Int(0) } else { a.req(1, "value")?.clone() };
                 let dt = self.roots[dst.root].dtype;
                 let t = match v {
                     FV::Tensor(t) if t.shape.is_empty() => {
                         let x = self.read(&t, span)?;
                         self.cast(x, dt, span)?
                     }
-                    FV::Tensor(t) => return diag(span, format!("fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.", t.shape.len())),
+                    FV::Tensor(t) => {
+                        return diag(
+                            span,
+                            format!(
+                                "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.",
+                                t.shape.len()
+                            ),
+                        )
+                    }
                     other => self.scalar_tensor(&other, Some(dt), span)?.0,
                 };
                 self.write(&dst, t, span)?;
             }
             "index_put_" => {
                 let idx = a.req(1, "indices")?.items().ok_or_else(|| {
-                    Stop::Diag(
-                        Diagnostic::new(
-                            "index_put_(): argument 'indices' must be tuple of Tensors",
-                        )
-                        .at(span),
-                    )
+                    Stop::Diag(Diagnostic::new("index_put_(): argument 'indices' must be tuple of Tensors").at(span))
                 })?;
                 let values = a.tensor(2, "values")?;
                 if self.roots[values.root].dtype != self.roots[dst.root].dtype {
@@ -907,12 +736,8 @@ impl<'m> Fz<'m> {
                 self.check_inplace(&dst, &[&values], false, span)?;
                 self.index_write(&dst, &idx, &FV::Tensor(values), acc, span)?;
             }
-            "t_" | "transpose_" | "squeeze_" | "unsqueeze_" | "resize_" | "as_strided_"
-            | "swapdims_" | "swapaxes_" => {
-                return diag(
-                    span,
-                    format!("`{name}` changes a tensor's shape in place, which is not supported"),
-                );
+            "t_" | "transpose_" | "squeeze_" | "unsqueeze_" | "resize_" | "as_strided_" | "swapdims_" | "swapaxes_" => {
+                return diag(span, format!("`{name}` changes a tensor's shape in place, which is not supported"));
             }
             _ => {
                 let base = &name[..name.len() - 1];
@@ -924,13 +749,7 @@ impl<'m> Fz<'m> {
                     .pos
                     .iter()
                     .chain(a.kw.iter().map(|(_, v)| v))
-                    .filter_map(|v| {
-                        if let FV::Tensor(t) = v {
-                            Some(t.clone())
-                        } else {
-                            None
-                        }
-                    })
+                    .filter_map(|v| if let FV::Tensor(t) = v { Some(t.clone()) } else { None })
                     .collect();
                 let refs: Vec<&TRef> = inputs.iter().collect();
                 self.check_inplace(&dst, &refs, !UNCHECKED_INPLACE.contains(&name), span)?;
@@ -941,14 +760,7 @@ impl<'m> Fz<'m> {
     }
 
     /// `x[idx] = v` or `index_put_` with integer index tensors, through a view.
-    pub(super) fn index_write(
-        &mut self,
-        view: &TRef,
-        idx: &[FV],
-        value: &FV,
-        acc: bool,
-        span: Span,
-    ) -> FR<()> {
+    pub(super) fn index_write(&mut self, view: &TRef, idx: &[FV], value: &FV, acc: bool, span: Span) -> FR<()> {
         let dt = self.roots[view.root].dtype;
         let v0 = self.read(view, span)?;
         let v0 = self.t.at(v0);
@@ -960,7 +772,10 @@ impl<'m> Fz<'m> {
                 FV::None => self.t.leaf(Node::NoneLit),
                 FV::Tensor(t) => {
                     if self.roots[t.root].dtype == DType::Bool {
-                        return diag(span, "index_put_ with a boolean mask has a data-dependent shape and cannot be functionalized");
+                        return diag(
+                            span,
+                            "index_put_ with a boolean mask has a data-dependent shape and cannot be functionalized",
+                        );
                     }
                     let x = self.read(t, span)?;
                     self.t.at(x)

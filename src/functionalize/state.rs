@@ -36,10 +36,7 @@ impl TIdKey {
         TIdKey(usize::from(t.id), t.depth)
     }
     pub fn tid(self) -> TId {
-        TId {
-            id: Id::from(self.0),
-            depth: self.1,
-        }
+        TId { id: Id::from(self.0), depth: self.1 }
     }
 }
 
@@ -55,10 +52,7 @@ impl Affine {
         Affine { c, terms: vec![] }
     }
     pub fn sym(s: Sym) -> Self {
-        Affine {
-            c: 0,
-            terms: vec![(s, 1)],
-        }
+        Affine { c: 0, terms: vec![(s, 1)] }
     }
     pub fn as_const(&self) -> Option<i64> {
         if self.terms.is_empty() {
@@ -77,19 +71,13 @@ impl Affine {
         }
         terms.retain(|(_, k)| *k != 0);
         terms.sort();
-        Affine {
-            c: self.c.wrapping_add(o.c),
-            terms,
-        }
+        Affine { c: self.c.wrapping_add(o.c), terms }
     }
     pub fn scale(&self, k: i64) -> Affine {
         if k == 0 {
             return Affine::constant(0);
         }
-        Affine {
-            c: self.c.wrapping_mul(k),
-            terms: self.terms.iter().map(|(s, c)| (s.clone(), c * k)).collect(),
-        }
+        Affine { c: self.c.wrapping_mul(k), terms: self.terms.iter().map(|(s, c)| (s.clone(), c * k)).collect() }
     }
     pub fn neg(&self) -> Affine {
         self.scale(-1)
@@ -166,9 +154,7 @@ impl FV {
     /// Whether two values are the same binding (same root and view, same number, same term).
     pub fn same(&self, o: &FV) -> bool {
         match (self, o) {
-            (FV::None, FV::None) | (FV::Ellipsis, FV::Ellipsis) | (FV::Poisoned, FV::Poisoned) => {
-                true
-            }
+            (FV::None, FV::None) | (FV::Ellipsis, FV::Ellipsis) | (FV::Poisoned, FV::Poisoned) => true,
             (FV::Bool(a), FV::Bool(b)) => a == b,
             (FV::Int(a), FV::Int(b)) => a == b,
             (FV::Float(a), FV::Float(b)) => a.to_bits() == b.to_bits(),
@@ -178,8 +164,7 @@ impl FV {
             (FV::DynFloat(a), FV::DynFloat(b)) | (FV::DynBool(a), FV::DynBool(b)) => a == b,
             (FV::Tensor(a), FV::Tensor(b)) => a == b,
             (FV::Tuple(a), FV::Tuple(b)) | (FV::Named(a, _), FV::Named(b, _)) => {
-                Rc::ptr_eq(a, b)
-                    || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y)))
+                Rc::ptr_eq(a, b) || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y)))
             }
             (FV::List(a), FV::List(b)) => Rc::ptr_eq(a, b),
             (FV::Range(a, b, c), FV::Range(d, e, f)) => (a, b, c) == (d, e, f),
@@ -279,10 +264,7 @@ impl Terms {
     pub fn add(&mut self, n: Node) -> Result<TId, String> {
         let id = self.b.add(n);
         self.ty(id)?;
-        Ok(TId {
-            id,
-            depth: self.depth(),
-        })
+        Ok(TId { id, depth: self.depth() })
     }
 
     pub fn leaf(&mut self, n: Node) -> Id {
@@ -308,18 +290,8 @@ impl Terms {
             Node::Name(_) => Ty::Name,
             Node::NoneLit => Ty::None,
             Node::Op(op, args) => {
-                let tys = args
-                    .iter()
-                    .map(|&c| self.ty(c))
-                    .collect::<Result<Vec<_>, _>>()?;
-                op_type(
-                    *op,
-                    &OpCx {
-                        term: &self.b.expr,
-                        ids: args,
-                        tys: &tys,
-                    },
-                )?
+                let tys = args.iter().map(|&c| self.ty(c)).collect::<Result<Vec<_>, _>>()?;
+                op_type(*op, &OpCx { term: &self.b.expr, ids: args, tys: &tys })?
             }
             Node::Iter(_) => Ty::Int,
             Node::Carried([d, j]) => {
@@ -336,19 +308,14 @@ impl Terms {
                 }
             }
             Node::Tuple(items) | Node::List(items) => {
-                let tys = items
-                    .iter()
-                    .map(|&c| self.ty(c))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let tys = items.iter().map(|&c| self.ty(c)).collect::<Result<Vec<_>, _>>()?;
                 if matches!(node, Node::Tuple(_)) {
                     Ty::Tuple(tys)
                 } else {
                     Ty::List(tys)
                 }
             }
-            Node::View([s, _, _]) => {
-                Ty::View(lits(&self.b, *s).into_iter().map(|d| d as usize).collect())
-            }
+            Node::View([s, _, _]) => Ty::View(lits(&self.b, *s).into_iter().map(|d| d as usize).collect()),
             Node::Access([x, v]) => match (self.ty(*x)?, self.ty(*v)?) {
                 (Ty::Tensor(d, _), Ty::View(s)) => Ty::Tensor(d, s),
                 (a, b) => return Err(format!("access of {a} through {b}")),
@@ -357,11 +324,7 @@ impl Terms {
             Node::If([_, a, _]) => self.ty(*a)?,
             // Loops are typed by the functionalizer when it builds them.
             Node::Loop([_, _, _, init, _]) | Node::While([init, _, _]) => self.ty(*init)?,
-            Node::Input(_) => self
-                .inputs
-                .get(&id)
-                .cloned()
-                .ok_or("an input with no declared type")?,
+            Node::Input(_) => self.inputs.get(&id).cloned().ok_or("an input with no declared type")?,
         };
         self.types.insert(key, t.clone());
         Ok(t)
@@ -381,23 +344,13 @@ impl Terms {
             Node::Iter(d) | Node::Carried([d, _]) => lit(&self.b, d) as usize + 1,
             Node::Loop([a, b, c, init, body]) => {
                 let inner = self.free(body).saturating_sub(1);
-                [a, b, c, init]
-                    .iter()
-                    .map(|&x| self.free(x))
-                    .max()
-                    .unwrap_or(0)
-                    .max(inner)
+                [a, b, c, init].iter().map(|&x| self.free(x)).max().unwrap_or(0).max(inner)
             }
             Node::While([init, cond, body]) => {
                 let inner = self.free(body).max(self.free(cond)).saturating_sub(1);
                 self.free(init).max(inner)
             }
-            n => n
-                .children()
-                .iter()
-                .map(|&c| self.free(c))
-                .max()
-                .unwrap_or(0),
+            n => n.children().iter().map(|&c| self.free(c)).max().unwrap_or(0),
         };
         self.free.insert(id, f);
         f
@@ -406,10 +359,7 @@ impl Terms {
     /// The node `t` means at the current depth: loop references made at a shallower depth are shifted outward.
     pub fn at(&mut self, t: TId) -> Id {
         let here = self.depth();
-        assert!(
-            t.depth <= here,
-            "a term made inside a loop is used outside it"
-        );
+        assert!(t.depth <= here, "a term made inside a loop is used outside it");
         self.shift(t.id, here - t.depth, 0)
     }
 
@@ -443,11 +393,8 @@ impl Terms {
                 self.b.add(Node::Loop(kids))
             }
             Node::While([init, cond, body]) => {
-                let kids = [
-                    self.shift(init, by, cutoff),
-                    self.shift(cond, by, cutoff + 1),
-                    self.shift(body, by, cutoff + 1),
-                ];
+                let kids =
+                    [self.shift(init, by, cutoff), self.shift(cond, by, cutoff + 1), self.shift(body, by, cutoff + 1)];
                 self.b.add(Node::While(kids))
             }
             n => {

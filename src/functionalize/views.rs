@@ -60,15 +60,10 @@ impl Fz<'_> {
             && tr.shape == self.roots[tr.root].shape
             && tr.strides == crate::tensor::contiguous_strides(&tr.shape)
         {
-            return Ok(TId {
-                id: version,
-                depth: self.t.depth(),
-            });
+            return Ok(TId { id: version, depth: self.t.depth() });
         }
         let view = self.view_node(tr);
-        self.t
-            .add(Node::Access([version, view]))
-            .map_err(Self::tyerr(span))
+        self.t.add(Node::Access([version, view])).map_err(Self::tyerr(span))
     }
 
     /// Replaces the elements seen through `tr` by `value` (broadcast and cast as `copy_`): a new version of the root.
@@ -77,10 +72,7 @@ impl Fz<'_> {
         let version = self.t.at(v);
         let value = self.t.at(value);
         let view = self.view_node(tr);
-        let new = self
-            .t
-            .add(Node::Assign([version, view, value]))
-            .map_err(Self::tyerr(span))?;
+        let new = self.t.add(Node::Assign([version, view, value])).map_err(Self::tyerr(span))?;
         self.roots[tr.root].version = new;
         self.roots[tr.root].written = true;
         Ok(())
@@ -96,12 +88,7 @@ impl Fz<'_> {
                 let n: usize = shape.iter().product();
                 let zeros = self.full(&[n], dtype, crate::tensor::Scalar::I(0))?;
                 let root = self.new_root(zeros, dtype, vec![n], None);
-                let tr = TRef {
-                    root,
-                    shape,
-                    strides: e.strides.clone(),
-                    off: Affine::constant(0),
-                };
+                let tr = TRef { root, shape, strides: e.strides.clone(), off: Affine::constant(0) };
                 self.write(&tr, value, span)?;
                 self.roots[root].written = false;
                 return Ok(tr);
@@ -120,16 +107,8 @@ impl Fz<'_> {
     }
 
     /// `(full SHAPE DTYPE VALUE)`.
-    pub(super) fn full(
-        &mut self,
-        shape: &[usize],
-        dtype: DType,
-        value: crate::tensor::Scalar,
-    ) -> Result<TId, String> {
-        let s = self
-            .t
-            .b
-            .ints(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>());
+    pub(super) fn full(&mut self, shape: &[usize], dtype: DType, value: crate::tensor::Scalar) -> Result<TId, String> {
+        let s = self.t.b.ints(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>());
         let d = self.t.leaf(Node::DType(dtype));
         let v = match value.cast(dtype) {
             crate::tensor::Scalar::I(i) => Node::Int(i),
@@ -142,17 +121,11 @@ impl Fz<'_> {
 
     /// A dummy tensor with `tr`'s shape and strides, for reusing the runtime's view arithmetic and checks.
     pub(super) fn dummy(&self, tr: &TRef, _dtype: DType) -> Tensor {
-        Tensor::zeros(DType::F32, &[])
-            .expect("one element")
-            .restride(tr.shape.clone(), tr.strides.clone(), BASE)
+        Tensor::zeros(DType::F32, &[]).expect("one element").restride(tr.shape.clone(), tr.strides.clone(), BASE)
     }
 
     /// Applies a static view operation to `tr`.
-    pub(super) fn tview(
-        &self,
-        tr: &TRef,
-        f: impl FnOnce(&Tensor) -> Result<Tensor, String>,
-    ) -> Result<TRef, String> {
+    pub(super) fn tview(&self, tr: &TRef, f: impl FnOnce(&Tensor) -> Result<Tensor, String>) -> Result<TRef, String> {
         let d = self.dummy(tr, self.roots[tr.root].dtype);
         let r = f(&d)?;
         if !r.same_storage(&d) {
@@ -202,10 +175,7 @@ impl Fz<'_> {
         for c in self.corners() {
             if let Some(v) = Self::eval_affine(a, &c) {
                 if v < 0 || v >= n as i64 {
-                    return diag(
-                        span,
-                        format!("index {v} is out of bounds for dimension {dim} with size {n}"),
-                    );
+                    return diag(span, format!("index {v} is out of bounds for dimension {dim} with size {n}"));
                 }
             }
         }
@@ -213,13 +183,7 @@ impl Fz<'_> {
     }
 
     /// PyTorch's overlap checks of an in-place write, on every corner of the iteration space that is known.
-    pub(super) fn check_inplace(
-        &self,
-        dst: &TRef,
-        inputs: &[&TRef],
-        internal: bool,
-        span: Span,
-    ) -> FR<()> {
+    pub(super) fn check_inplace(&self, dst: &TRef, inputs: &[&TRef], internal: bool, span: Span) -> FR<()> {
         for c in self.corners() {
             let at = |tr: &TRef| -> Option<Tensor> {
                 let off = Self::eval_affine(&tr.off, &c)?;
@@ -265,10 +229,7 @@ impl Fz<'_> {
         for c in self.corners() {
             if let Some(s) = Self::eval_affine(start, &c) {
                 if s < 0 || s + len > n {
-                    return needs_static(
-                        span,
-                        "a slice that moves out of range with the loop variable",
-                    );
+                    return needs_static(span, "a slice that moves out of range with the loop variable");
                 }
             }
         }
@@ -280,46 +241,19 @@ impl Fz<'_> {
     }
 
     /// A Python number as a 0-dim tensor term of `dtype` (or of its own kind's default dtype).
-    pub(super) fn scalar_tensor(
-        &mut self,
-        v: &FV,
-        dtype: Option<DType>,
-        span: Span,
-    ) -> FR<(TId, DType)> {
+    pub(super) fn scalar_tensor(&mut self, v: &FV, dtype: Option<DType>, span: Span) -> FR<(TId, DType)> {
         use crate::tensor::Scalar;
         let (t, d) = match v {
-            FV::Bool(b) => (
-                self.full(&[], DType::Bool, Scalar::B(*b))
-                    .map_err(Self::tyerr(span))?,
-                DType::Bool,
-            ),
-            FV::Int(i) => (
-                self.full(&[], DType::I64, Scalar::I(*i))
-                    .map_err(Self::tyerr(span))?,
-                DType::I64,
-            ),
-            FV::Float(f) => (
-                self.full(&[], DType::F64, Scalar::F(*f))
-                    .map_err(Self::tyerr(span))?,
-                DType::F64,
-            ),
+            FV::Bool(b) => (self.full(&[], DType::Bool, Scalar::B(*b)).map_err(Self::tyerr(span))?, DType::Bool),
+            FV::Int(i) => (self.full(&[], DType::I64, Scalar::I(*i)).map_err(Self::tyerr(span))?, DType::I64),
+            FV::Float(f) => (self.full(&[], DType::F64, Scalar::F(*f)).map_err(Self::tyerr(span))?, DType::F64),
             FV::DynInt(a) => {
                 let e = self.affine_term(a);
-                (
-                    self.t
-                        .op(OpName::ITensor, vec![e])
-                        .map_err(Self::tyerr(span))?,
-                    DType::I64,
-                )
+                (self.t.op(OpName::ITensor, vec![e]).map_err(Self::tyerr(span))?, DType::I64)
             }
             FV::DynFloat(t) => (*t, DType::F64),
             FV::DynBool(t) => (*t, DType::Bool),
-            other => {
-                return diag(
-                    span,
-                    format!("expected a number, found {}", other.type_name()),
-                )
-            }
+            other => return diag(span, format!("expected a number, found {}", other.type_name())),
         };
         match dtype {
             Some(want) if want != d => Ok((self.cast(t, want, span)?, want)),
@@ -334,8 +268,6 @@ impl Fz<'_> {
         }
         let dt = self.t.leaf(Node::DType(dtype));
         let x = self.t.at(t);
-        self.t
-            .op(OpName::Cast, vec![dt, x])
-            .map_err(Self::tyerr(span))
+        self.t.op(OpName::Cast, vec![dt, x]).map_err(Self::tyerr(span))
     }
 }

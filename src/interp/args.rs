@@ -29,31 +29,18 @@ impl Args {
     }
 
     pub fn req(&self, i: usize, name: &str) -> AResult<&Value> {
-        self.get(i, name).ok_or_else(|| {
-            format!(
-                "{}() missing required argument '{}' (pos {})",
-                self.name,
-                name,
-                i + 1
-            )
-        })
+        self.get(i, name).ok_or_else(|| format!("{}() missing required argument '{}' (pos {})", self.name, name, i + 1))
     }
 
     pub fn tensor(&self, i: usize, name: &str) -> AResult<Tensor> {
         match self.req(i, name)? {
             Value::Tensor(t) => Ok(t.clone()),
-            other => Err(format!(
-                "{}(): argument '{}' must be Tensor, not {}",
-                self.name,
-                name,
-                other.type_name()
-            )),
+            other => Err(format!("{}(): argument '{}' must be Tensor, not {}", self.name, name, other.type_name())),
         }
     }
 
     pub fn int(&self, i: usize, name: &str) -> AResult<i64> {
-        to_int(self.req(i, name)?)
-            .map_err(|e| format!("{}(): argument '{}' {}", self.name, name, e))
+        to_int(self.req(i, name)?).map_err(|e| format!("{}(): argument '{}' {}", self.name, name, e))
     }
 
     pub fn int_or(&self, i: usize, name: &str, default: i64) -> AResult<i64> {
@@ -65,11 +52,7 @@ impl Args {
 
     pub fn opt_int(&self, i: usize, name: &str) -> AResult<Option<i64>> {
         match self.opt(i, name) {
-            Some(v) => {
-                Ok(Some(to_int(v).map_err(|e| {
-                    format!("{}(): argument '{}' {}", self.name, name, e)
-                })?))
-            }
+            Some(v) => Ok(Some(to_int(v).map_err(|e| format!("{}(): argument '{}' {}", self.name, name, e))?)),
             None => Ok(None),
         }
     }
@@ -78,12 +61,7 @@ impl Args {
         match self.opt(i, name) {
             Some(Value::Bool(b)) => Ok(*b),
             Some(Value::Int(v)) => Ok(*v != 0),
-            Some(other) => Err(format!(
-                "{}(): argument '{}' must be bool, not {}",
-                self.name,
-                name,
-                other.type_name()
-            )),
+            Some(other) => Err(format!("{}(): argument '{}' must be bool, not {}", self.name, name, other.type_name())),
             None => Ok(default),
         }
     }
@@ -91,12 +69,9 @@ impl Args {
     pub fn dtype(&self, i: usize, name: &str) -> AResult<Option<DType>> {
         match self.opt(i, name) {
             Some(Value::DType(d)) => Ok(Some(*d)),
-            Some(other) => Err(format!(
-                "{}(): argument '{}' must be torch.dtype, not {}",
-                self.name,
-                name,
-                other.type_name()
-            )),
+            Some(other) => {
+                Err(format!("{}(): argument '{}' must be torch.dtype, not {}", self.name, name, other.type_name()))
+            }
             None => Ok(None),
         }
     }
@@ -114,11 +89,7 @@ impl Args {
 
     /// A size given either as varargs from position `start` (`zeros(2, 3)`) or as one sequence (`zeros((2, 3))`).
     pub fn sizes(&self, start: usize, name: &str) -> AResult<Vec<i64>> {
-        let rest = if self.pos.len() > start {
-            &self.pos[start..]
-        } else {
-            &[]
-        };
+        let rest = if self.pos.len() > start { &self.pos[start..] } else { &[] };
         if rest.is_empty() {
             if let Some(v) = self.kw.iter().find(|(k, _)| k == name).map(|(_, v)| v) {
                 return int_list(v);
@@ -153,9 +124,7 @@ pub fn to_int(v: &Value) -> AResult<i64> {
         Value::Int(i) => Ok(*i),
         Value::Bool(b) => Ok(*b as i64),
         Value::Tensor(t) if !t.dtype().is_float() && t.numel() == 1 => Ok(t.item()?.to_i64_trunc()),
-        Value::Tensor(_) => {
-            Err("only integer tensors of a single element can be converted to an index".into())
-        }
+        Value::Tensor(_) => Err("only integer tensors of a single element can be converted to an index".into()),
         other => Err(format!("must be int, not {}", other.type_name())),
     }
 }

@@ -32,12 +32,7 @@ impl<'m> Interp<'m> {
                 match o {
                     Value::Module(m) => {
                         let full = format!("{m}.{name}");
-                        let a = Args {
-                            pos,
-                            kw,
-                            span,
-                            name: full.clone(),
-                        };
+                        let a = Args { pos, kw, span, name: full.clone() };
                         if m == "math" {
                             return math_call(name, &a).map_err(tensor_err(span));
                         }
@@ -54,16 +49,10 @@ impl<'m> Interp<'m> {
                     }
                     Value::Tensor(t) => {
                         pos.insert(0, Value::Tensor(t));
-                        let a = Args {
-                            pos,
-                            kw,
-                            span,
-                            name: name.clone(),
-                        };
+                        let a = Args { pos, kw, span, name: name.clone() };
                         self.tensor_method(name, a).map_err(|e| {
                             if e.starts_with(super::torch_ops::UNKNOWN_OP) {
-                                Diagnostic::new(format!("unsupported tensor method `.{name}()`"))
-                                    .at(span)
+                                Diagnostic::new(format!("unsupported tensor method `.{name}()`")).at(span)
                             } else {
                                 Diagnostic::new(e).at(span)
                             }
@@ -79,10 +68,9 @@ impl<'m> Interp<'m> {
                             l.borrow_mut().extend(items);
                             Ok(Value::None)
                         }
-                        ("pop", 0) => l
-                            .borrow_mut()
-                            .pop()
-                            .ok_or_else(|| Diagnostic::new("pop from empty list").at(span)),
+                        ("pop", 0) => {
+                            l.borrow_mut().pop().ok_or_else(|| Diagnostic::new("pop from empty list").at(span))
+                        }
                         ("insert", 2) => {
                             let i = to_int(&pos[0]).map_err(tensor_err(span))?;
                             let mut v = l.borrow_mut();
@@ -93,32 +81,16 @@ impl<'m> Interp<'m> {
                         }
                         _ => err(span, format!("unsupported list method `{name}`")),
                     },
-                    other => err(
-                        span,
-                        format!(
-                            "unsupported method `{name}` on a value of type {}",
-                            other.type_name()
-                        ),
-                    ),
+                    other => err(span, format!("unsupported method `{name}` on a value of type {}", other.type_name())),
                 }
             }
             ExprKind::Name(n) => {
-                let known = frame.contains_key(n)
-                    || self.globals.contains_key(n)
-                    || self.module.function(n).is_some();
+                let known = frame.contains_key(n) || self.globals.contains_key(n) || self.module.function(n).is_some();
                 if known {
                     let f = self.lookup(frame, n, func.span)?;
                     return self.call_value(f, pos, kw, span);
                 }
-                self.builtin(
-                    n,
-                    Args {
-                        pos,
-                        kw,
-                        span,
-                        name: n.clone(),
-                    },
-                )
+                self.builtin(n, Args { pos, kw, span, name: n.clone() })
             }
             _ => {
                 let f = self.eval(frame, func)?;
@@ -137,15 +109,10 @@ impl<'m> Interp<'m> {
         match f {
             Value::Func(name) => {
                 let module = self.module;
-                let func = module
-                    .function(&name)
-                    .expect("Func values name module functions");
+                let func = module.function(&name).expect("Func values name module functions");
                 self.call_function(func, pos, kw, span)
             }
-            other => err(
-                span,
-                format!("'{}' object is not callable", other.type_name()),
-            ),
+            other => err(span, format!("'{}' object is not callable", other.type_name())),
         }
     }
 
@@ -179,10 +146,7 @@ impl<'m> Interp<'m> {
                     Value::Range(..) => Ok(Value::Int(self.iterate(v, span)?.len() as i64)),
                     other => match other.items() {
                         Some(items) => Ok(Value::Int(items.len() as i64)),
-                        None => err(
-                            span,
-                            format!("object of type '{}' has no len()", other.type_name()),
-                        ),
+                        None => err(span, format!("object of type '{}' has no len()", other.type_name())),
                     },
                 }
             }
@@ -194,27 +158,20 @@ impl<'m> Interp<'m> {
                         "-inf" | "-infinity" => Ok(Value::Float(f64::NEG_INFINITY)),
                         "nan" => Ok(Value::Float(f64::NAN)),
                         t => t.parse::<f64>().map(Value::Float).map_err(|_| {
-                            Diagnostic::new(format!("could not convert string to float: '{text}'"))
-                                .at(span)
+                            Diagnostic::new(format!("could not convert string to float: '{text}'")).at(span)
                         }),
                     };
                 }
                 let s = match v {
                     Value::Tensor(t) => {
                         if t.numel() != 1 {
-                            return err(
-                                span,
-                                "only one element tensors can be converted to Python scalars",
-                            );
+                            return err(span, "only one element tensors can be converted to Python scalars");
                         }
                         t.item().map_err(&e)?
                     }
                     other => other.as_scalar().ok_or_else(|| {
-                        Diagnostic::new(format!(
-                            "{name}() argument must be a number, not '{}'",
-                            other.type_name()
-                        ))
-                        .at(span)
+                        Diagnostic::new(format!("{name}() argument must be a number, not '{}'", other.type_name()))
+                            .at(span)
                     })?,
                 };
                 Ok(match name {
@@ -230,18 +187,11 @@ impl<'m> Interp<'m> {
                     Value::Int(i) => Ok(Value::Int(i.wrapping_abs())),
                     Value::Float(f) => Ok(Value::Float(f.abs())),
                     Value::Bool(b) => Ok(Value::Int(*b as i64)),
-                    other => err(
-                        span,
-                        format!("bad operand type for abs(): '{}'", other.type_name()),
-                    ),
+                    other => err(span, format!("bad operand type for abs(): '{}'", other.type_name())),
                 }
             }
             "min" | "max" => {
-                let items = if a.pos.len() == 1 {
-                    self.iterate(&a.pos[0], span)?
-                } else {
-                    a.pos.clone()
-                };
+                let items = if a.pos.len() == 1 { self.iterate(&a.pos[0], span)? } else { a.pos.clone() };
                 if items.is_empty() {
                     return err(span, format!("{name}() arg is an empty sequence"));
                 }
@@ -268,11 +218,7 @@ impl<'m> Interp<'m> {
                     Some(v) => self.iterate(v, span)?,
                     None => vec![],
                 };
-                Ok(if name == "list" {
-                    Value::list(items)
-                } else {
-                    Value::tuple(items)
-                })
+                Ok(if name == "list" { Value::list(items) } else { Value::tuple(items) })
             }
             "enumerate" => {
                 let items = self.iterate(a.req(0, "iterable").map_err(&e)?, span)?;
@@ -286,17 +232,9 @@ impl<'m> Interp<'m> {
                 ))
             }
             "zip" => {
-                let seqs: Vec<Vec<Value>> = a
-                    .pos
-                    .iter()
-                    .map(|v| self.iterate(v, span))
-                    .collect::<Result<_, _>>()?;
+                let seqs: Vec<Vec<Value>> = a.pos.iter().map(|v| self.iterate(v, span)).collect::<Result<_, _>>()?;
                 let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
-                Ok(Value::list(
-                    (0..n)
-                        .map(|i| Value::tuple(seqs.iter().map(|s| s[i].clone()).collect()))
-                        .collect(),
-                ))
+                Ok(Value::list((0..n).map(|i| Value::tuple(seqs.iter().map(|s| s[i].clone()).collect())).collect()))
             }
             "reversed" => {
                 let mut items = self.iterate(a.req(0, "seq").map_err(&e)?, span)?;
@@ -312,10 +250,7 @@ impl<'m> Interp<'m> {
                     }
                 },
                 Value::Int(i) => Ok(Value::Int(*i)),
-                other => err(
-                    span,
-                    format!("type {} doesn't define __round__ method", other.type_name()),
-                ),
+                other => err(span, format!("type {} doesn't define __round__ method", other.type_name())),
             },
             "isinstance" => err(span, "isinstance() is not supported"),
             "print" => Ok(Value::None),
@@ -324,41 +259,19 @@ impl<'m> Interp<'m> {
     }
 
     /// `a OP b` as a Python truth value (for `min`/`max` over values).
-    fn binop_compare(
-        &mut self,
-        a: &Value,
-        op: CmpOp,
-        b: &Value,
-        span: Span,
-    ) -> Result<bool, Diagnostic> {
-        let bin = if op == CmpOp::Gt {
-            ops::Binary::Gt
-        } else {
-            ops::Binary::Lt
-        };
+    fn binop_compare(&mut self, a: &Value, op: CmpOp, b: &Value, span: Span) -> Result<bool, Diagnostic> {
+        let bin = if op == CmpOp::Gt { ops::Binary::Gt } else { ops::Binary::Lt };
         if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
-            return Ok(if op == CmpOp::Gt {
-                x.to_f64() > y.to_f64()
-            } else {
-                x.to_f64() < y.to_f64()
-            });
+            return Ok(if op == CmpOp::Gt { x.to_f64() > y.to_f64() } else { x.to_f64() < y.to_f64() });
         }
         let (Some(x), Some(y)) = (operand(a), operand(b)) else {
-            return err(
-                span,
-                format!("cannot compare '{}' and '{}'", a.type_name(), b.type_name()),
-            );
+            return err(span, format!("cannot compare '{}' and '{}'", a.type_name(), b.type_name()));
         };
         let r = ops::binary(bin, &x, &y).map_err(tensor_err(span))?;
         self.truthy(&Value::Tensor(r), span)
     }
 
-    pub(super) fn attribute(
-        &mut self,
-        o: &Value,
-        name: &str,
-        span: Span,
-    ) -> Result<Value, Diagnostic> {
+    pub(super) fn attribute(&mut self, o: &Value, name: &str, span: Span) -> Result<Value, Diagnostic> {
         let e = tensor_err(span);
         match o {
             Value::Tensor(t) => Ok(match name {
@@ -394,10 +307,7 @@ impl<'m> Interp<'m> {
                     _ => return err(span, format!("unsupported attribute `{full}`")),
                 })
             }
-            other => err(
-                span,
-                format!("'{}' object has no attribute '{name}'", other.type_name()),
-            ),
+            other => err(span, format!("'{}' object has no attribute '{name}'", other.type_name())),
         }
     }
 }
@@ -407,11 +317,7 @@ pub(super) fn shape_value(t: &Tensor) -> Value {
 }
 
 fn math_call(name: &str, a: &Args) -> Result<Value, String> {
-    let x = a
-        .req(0, "x")?
-        .as_scalar()
-        .ok_or_else(|| format!("math.{name}() needs a number"))?
-        .to_f64();
+    let x = a.req(0, "x")?.as_scalar().ok_or_else(|| format!("math.{name}() needs a number"))?.to_f64();
     Ok(match name {
         "sqrt" => Value::Float(x.sqrt()),
         "exp" => Value::Float(x.exp()),

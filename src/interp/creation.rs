@@ -18,10 +18,7 @@ fn shape_of(sizes: &[i64]) -> AResult<Vec<usize>> {
         .iter()
         .map(|&d| {
             if d < 0 {
-                Err(format!(
-                    "Trying to create tensor with negative dimension {d}: {:?}",
-                    sizes
-                ))
+                Err(format!("Trying to create tensor with negative dimension {d}: {:?}", sizes))
             } else {
                 Ok(d as usize)
             }
@@ -40,16 +37,9 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
                 let v = fill_value(a.req(1, "fill_value")?, "full")?;
                 (int_list(a.req(0, "size")?)?, v)
             } else {
-                (
-                    a.sizes(0, "size")?,
-                    Scalar::I(if name == "ones" { 1 } else { 0 }),
-                )
+                (a.sizes(0, "size")?, Scalar::I(if name == "ones" { 1 } else { 0 }))
             };
-            let dt = if name == "full" {
-                creation_dtype(a, Some(value))?
-            } else {
-                creation_dtype(a, None)?
-            };
+            let dt = if name == "full" { creation_dtype(a, Some(value))? } else { creation_dtype(a, None)? };
             t(Tensor::full(dt, &shape_of(&sizes)?, value)?)
         }
         "zeros_like" | "ones_like" | "empty_like" | "full_like" | "rand_like" => {
@@ -71,41 +61,22 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
                 .iter()
                 .map(|v| match v {
                     Value::Tensor(t) if t.numel() == 1 => t.item(),
-                    o => o.as_scalar().ok_or_else(|| {
-                        format!("arange(): arguments must be numbers, not {}", o.type_name())
-                    }),
+                    o => o
+                        .as_scalar()
+                        .ok_or_else(|| format!("arange(): arguments must be numbers, not {}", o.type_name())),
                 })
                 .collect::<AResult<_>>()?;
             let (start, end, step) = match nums.as_slice() {
                 [e] => (Scalar::I(0), *e, Scalar::I(1)),
-                [s, e] => (
-                    *s,
-                    *e,
-                    a.get(2, "step")
-                        .and_then(|v| v.as_scalar())
-                        .unwrap_or(Scalar::I(1)),
-                ),
+                [s, e] => (*s, *e, a.get(2, "step").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1))),
                 [s, e, st] => (*s, *e, *st),
                 _ => {
-                    let e = a
-                        .get(99, "end")
-                        .and_then(|v| v.as_scalar())
-                        .ok_or("arange() missing argument 'end'")?;
-                    (
-                        a.get(99, "start")
-                            .and_then(|v| v.as_scalar())
-                            .unwrap_or(Scalar::I(0)),
-                        e,
-                        Scalar::I(1),
-                    )
+                    let e = a.get(99, "end").and_then(|v| v.as_scalar()).ok_or("arange() missing argument 'end'")?;
+                    (a.get(99, "start").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(0)), e, Scalar::I(1))
                 }
             };
-            let all_int = [start, end, step]
-                .iter()
-                .all(|s| !matches!(s, Scalar::F(_)));
-            let dt = a
-                .dtype(99, "dtype")?
-                .unwrap_or(if all_int { DType::I64 } else { DType::F32 });
+            let all_int = [start, end, step].iter().all(|s| !matches!(s, Scalar::F(_)));
+            let dt = a.dtype(99, "dtype")?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
             let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
             if st == 0.0 {
                 return Err("step must be nonzero".into());
@@ -115,9 +86,7 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
             }
             let n = ((e - s) / st).ceil().max(0.0);
             if !n.is_finite() || n > crate::tensor::MAX_ELEMENTS as f64 {
-                return Err(format!(
-                    "arange(): {n} elements is more than this interpreter allows"
-                ));
+                return Err(format!("arange(): {n} elements is more than this interpreter allows"));
             }
             let n = n as usize;
             let vals: Vec<Scalar> = (0..n)
@@ -132,31 +101,14 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
             t(Tensor::from_scalars(dt, &[n], &vals)?)
         }
         "linspace" => {
-            let s = a
-                .req(0, "start")?
-                .as_scalar()
-                .ok_or("linspace(): start must be a number")?
-                .to_f64();
-            let e = a
-                .req(1, "end")?
-                .as_scalar()
-                .ok_or("linspace(): end must be a number")?
-                .to_f64();
-            let n = a
-                .int(2, "steps")?
-                .clamp(0, crate::tensor::MAX_ELEMENTS as i64) as usize;
+            let s = a.req(0, "start")?.as_scalar().ok_or("linspace(): start must be a number")?.to_f64();
+            let e = a.req(1, "end")?.as_scalar().ok_or("linspace(): end must be a number")?.to_f64();
+            let n = a.int(2, "steps")?.clamp(0, crate::tensor::MAX_ELEMENTS as i64) as usize;
             let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
             let step = if n > 1 { (e - s) / (n - 1) as f64 } else { 0.0 };
             let half = n / 2;
-            let vals: Vec<f64> = (0..n)
-                .map(|i| {
-                    if i < half {
-                        s + step * i as f64
-                    } else {
-                        e - step * (n - 1 - i) as f64
-                    }
-                })
-                .collect();
+            let vals: Vec<f64> =
+                (0..n).map(|i| if i < half { s + step * i as f64 } else { e - step * (n - 1 - i) as f64 }).collect();
             t(Tensor::from_f64(dt, &[n], &vals)?)
         }
         "tensor" | "as_tensor" => {
@@ -211,15 +163,9 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
         "new_zeros" | "new_ones" | "new_empty" | "new_full" => {
             let x = a.tensor(0, "self")?;
             let (sizes, value) = if name == "new_full" {
-                (
-                    int_list(a.req(1, "size")?)?,
-                    fill_value(a.req(2, "fill_value")?, "new_full")?,
-                )
+                (int_list(a.req(1, "size")?)?, fill_value(a.req(2, "fill_value")?, "new_full")?)
             } else {
-                (
-                    a.sizes(1, "size")?,
-                    Scalar::I(if name == "new_ones" { 1 } else { 0 }),
-                )
+                (a.sizes(1, "size")?, Scalar::I(if name == "new_ones" { 1 } else { 0 }))
             };
             let dt = a.dtype(99, "dtype")?.unwrap_or(x.dtype());
             t(Tensor::full(dt, &shape_of(&sizes)?, value)?)
@@ -229,11 +175,7 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
             let mut shape = Vec::new();
             let mut vals = Vec::new();
             flatten_data(a.req(1, "data")?, &mut shape, 0, &mut vals)?;
-            t(Tensor::from_scalars(
-                a.dtype(99, "dtype")?.unwrap_or(x.dtype()),
-                &shape,
-                &vals,
-            )?)
+            t(Tensor::from_scalars(a.dtype(99, "dtype")?.unwrap_or(x.dtype()), &shape, &vals)?)
         }
         "eye" => {
             let n = a.int(0, "n")?.max(0) as usize;
@@ -254,9 +196,7 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
                     t(out)
                 }
                 2 => t(x.diagonal(k, 0, 1)?.contiguous_copy()),
-                _ => Err("diag(): Supports 1D or 2D tensors. Got ".to_string()
-                    + &x.dim().to_string()
-                    + "D"),
+                _ => Err("diag(): Supports 1D or 2D tensors. Got ".to_string() + &x.dim().to_string() + "D"),
             }
         }
         _ => super::extra_ops::extra_op(name, a),

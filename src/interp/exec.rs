@@ -39,12 +39,7 @@ pub(super) fn tensor_err(span: Span) -> impl Fn(String) -> Diagnostic {
 
 impl<'m> Interp<'m> {
     pub fn new(module: &'m Module) -> Result<Self, Diagnostic> {
-        let mut it = Interp {
-            module,
-            globals: HashMap::new(),
-            written: HashSet::new(),
-            depth: 0,
-        };
+        let mut it = Interp { module, globals: HashMap::new(), written: HashSet::new(), depth: 0 };
         for (name, e) in &module.constants {
             let mut frame = Frame::new();
             let v = it.eval(&mut frame, e)?;
@@ -71,21 +66,10 @@ impl<'m> Interp<'m> {
         span: Span,
     ) -> Result<Value, Diagnostic> {
         if self.depth >= MAX_DEPTH {
-            return err(
-                span,
-                format!("call depth exceeds {MAX_DEPTH} (recursion is not supported)"),
-            );
+            return err(span, format!("call depth exceeds {MAX_DEPTH} (recursion is not supported)"));
         }
         if args.len() > f.params.len() {
-            return err(
-                span,
-                format!(
-                    "{}() takes {} arguments but {} were given",
-                    f.name,
-                    f.params.len(),
-                    args.len()
-                ),
-            );
+            return err(span, format!("{}() takes {} arguments but {} were given", f.name, f.params.len(), args.len()));
         }
         let mut frame = Frame::new();
         let mut args = args.into_iter();
@@ -99,12 +83,7 @@ impl<'m> Interp<'m> {
                             let mut empty = Frame::new();
                             self.eval(&mut empty, d)?
                         }
-                        None => {
-                            return err(
-                                span,
-                                format!("{}() missing required argument '{}'", f.name, p.name),
-                            )
-                        }
+                        None => return err(span, format!("{}() missing required argument '{}'", f.name, p.name)),
                     },
                 },
             };
@@ -112,10 +91,7 @@ impl<'m> Interp<'m> {
         }
         for (k, _) in &kwargs {
             if !f.params.iter().any(|p| p.name == *k) {
-                return err(
-                    span,
-                    format!("{}() got an unexpected keyword argument '{}'", f.name, k),
-                );
+                return err(span, format!("{}() got an unexpected keyword argument '{}'", f.name, k));
             }
         }
         self.depth += 1;
@@ -127,11 +103,7 @@ impl<'m> Interp<'m> {
         }
     }
 
-    pub(super) fn exec_block(
-        &mut self,
-        frame: &mut Frame,
-        body: &'m [Stmt],
-    ) -> Result<Flow, Diagnostic> {
+    pub(super) fn exec_block(&mut self, frame: &mut Frame, body: &'m [Stmt]) -> Result<Flow, Diagnostic> {
         for s in body {
             match self.exec(frame, s)? {
                 Flow::Normal => {}
@@ -149,9 +121,7 @@ impl<'m> Interp<'m> {
                     self.assign(frame, t, v.clone())?;
                 }
             }
-            StmtKind::AugAssign { target, op, value } => {
-                self.aug_assign(frame, target, *op, value, s.span)?
-            }
+            StmtKind::AugAssign { target, op, value } => self.aug_assign(frame, target, *op, value, s.span)?,
             StmtKind::Expr(e) => {
                 self.eval(frame, e)?;
             }
@@ -164,11 +134,7 @@ impl<'m> Interp<'m> {
             }
             StmtKind::If { test, body, orelse } => {
                 let c = self.eval(frame, test)?;
-                let branch = if self.truthy(&c, test.span)? {
-                    body
-                } else {
-                    orelse
-                };
+                let branch = if self.truthy(&c, test.span)? { body } else { orelse };
                 return self.exec_block(frame, branch);
             }
             StmtKind::For { target, iter, body } => {
@@ -203,10 +169,7 @@ impl<'m> Interp<'m> {
                     }
                     n += 1;
                     if n > MAX_WHILE_ITERATIONS {
-                        return err(
-                            s.span,
-                            format!("while loop exceeded {MAX_WHILE_ITERATIONS} iterations"),
-                        );
+                        return err(s.span, format!("while loop exceeded {MAX_WHILE_ITERATIONS} iterations"));
                     }
                     match self.exec_block(frame, body)? {
                         Flow::Break => break,
@@ -251,15 +214,11 @@ impl<'m> Interp<'m> {
                 if t.dim() == 0 {
                     return err(span, "iteration over a 0-d tensor");
                 }
-                Ok(t.unbind(0)
-                    .map_err(tensor_err(span))?
-                    .into_iter()
-                    .map(Value::Tensor)
-                    .collect())
+                Ok(t.unbind(0).map_err(tensor_err(span))?.into_iter().map(Value::Tensor).collect())
             }
-            other => other.items().ok_or_else(|| {
-                Diagnostic::new(format!("'{}' object is not iterable", other.type_name())).at(span)
-            }),
+            other => other
+                .items()
+                .ok_or_else(|| Diagnostic::new(format!("'{}' object is not iterable", other.type_name())).at(span)),
         }
     }
 
@@ -275,10 +234,7 @@ impl<'m> Interp<'m> {
                     return err(span, "Boolean value of Tensor with no values is ambiguous");
                 }
                 if t.numel() > 1 {
-                    return err(
-                        span,
-                        "Boolean value of Tensor with more than one value is ambiguous",
-                    );
+                    return err(span, "Boolean value of Tensor with more than one value is ambiguous");
                 }
                 t.item().map_err(tensor_err(span))?.to_bool()
             }
@@ -289,12 +245,7 @@ impl<'m> Interp<'m> {
         })
     }
 
-    pub(super) fn assign(
-        &mut self,
-        frame: &mut Frame,
-        target: &'m Expr,
-        v: Value,
-    ) -> Result<(), Diagnostic> {
+    pub(super) fn assign(&mut self, frame: &mut Frame, target: &'m Expr, v: Value) -> Result<(), Diagnostic> {
         match &target.kind {
             ExprKind::Name(n) => {
                 frame.insert(n.clone(), v);
@@ -303,14 +254,7 @@ impl<'m> Interp<'m> {
             ExprKind::Tuple(ts) | ExprKind::List(ts) => {
                 let items = self.iterate(&v, target.span)?;
                 if items.len() != ts.len() {
-                    return err(
-                        target.span,
-                        format!(
-                            "cannot unpack {} values into {} targets",
-                            items.len(),
-                            ts.len()
-                        ),
-                    );
+                    return err(target.span, format!("cannot unpack {} values into {} targets", items.len(), ts.len()));
                 }
                 for (t, item) in ts.iter().zip(items) {
                     self.assign(frame, t, item)?;
@@ -322,21 +266,12 @@ impl<'m> Interp<'m> {
                 let i = self.eval(frame, idx)?;
                 self.setitem(&o, &i, &v, target.span)
             }
-            ExprKind::Attr(_, a) => err(
-                target.span,
-                format!("assigning to attribute `{a}` is not supported"),
-            ),
+            ExprKind::Attr(_, a) => err(target.span, format!("assigning to attribute `{a}` is not supported")),
             _ => err(target.span, "unsupported assignment target"),
         }
     }
 
-    pub(super) fn setitem(
-        &mut self,
-        obj: &Value,
-        idx: &Value,
-        v: &Value,
-        span: Span,
-    ) -> Result<(), Diagnostic> {
+    pub(super) fn setitem(&mut self, obj: &Value, idx: &Value, v: &Value, span: Span) -> Result<(), Diagnostic> {
         match obj {
             Value::Tensor(t) => {
                 subscript::setitem(t, idx, v).map_err(tensor_err(span))?;
@@ -345,8 +280,7 @@ impl<'m> Interp<'m> {
             }
             Value::List(l) => {
                 let n = l.borrow().len() as i64;
-                let i = to_int(idx)
-                    .map_err(|e| Diagnostic::new(format!("list indices {e}")).at(span))?;
+                let i = to_int(idx).map_err(|e| Diagnostic::new(format!("list indices {e}")).at(span))?;
                 let k = if i < 0 { i + n } else { i };
                 if k < 0 || k >= n {
                     return err(span, "list assignment index out of range");
@@ -354,13 +288,7 @@ impl<'m> Interp<'m> {
                 l.borrow_mut()[k as usize] = v.clone();
                 Ok(())
             }
-            other => err(
-                span,
-                format!(
-                    "'{}' object does not support item assignment",
-                    other.type_name()
-                ),
-            ),
+            other => err(span, format!("'{}' object does not support item assignment", other.type_name())),
         }
     }
 
@@ -394,13 +322,7 @@ impl<'m> Interp<'m> {
     }
 
     /// `a op= b`: in place for tensors (`__iadd__`), a new value for Python numbers.
-    fn inplace_binop(
-        &mut self,
-        a: Value,
-        op: BinOp,
-        b: Value,
-        span: Span,
-    ) -> Result<Value, Diagnostic> {
+    fn inplace_binop(&mut self, a: Value, op: BinOp, b: Value, span: Span) -> Result<Value, Diagnostic> {
         match &a {
             Value::Tensor(t) => {
                 let r = self.binop(&a, op, &b, span)?;
@@ -425,12 +347,7 @@ impl<'m> Interp<'m> {
         }
     }
 
-    pub(super) fn lookup(
-        &self,
-        frame: &Frame,
-        name: &str,
-        span: Span,
-    ) -> Result<Value, Diagnostic> {
+    pub(super) fn lookup(&self, frame: &Frame, name: &str, span: Span) -> Result<Value, Diagnostic> {
         if let Some(v) = frame.get(name) {
             return Ok(v.clone());
         }
@@ -500,24 +417,11 @@ impl<'m> Interp<'m> {
                     self.eval(frame, orelse)?
                 }
             }
-            ExprKind::Tuple(items) => Value::tuple(
-                items
-                    .iter()
-                    .map(|x| self.eval(frame, x))
-                    .collect::<Result<_, _>>()?,
-            ),
-            ExprKind::List(items) => Value::list(
-                items
-                    .iter()
-                    .map(|x| self.eval(frame, x))
-                    .collect::<Result<_, _>>()?,
-            ),
-            ExprKind::ListComp {
-                elt,
-                target,
-                iter,
-                conds,
-            } => {
+            ExprKind::Tuple(items) => {
+                Value::tuple(items.iter().map(|x| self.eval(frame, x)).collect::<Result<_, _>>()?)
+            }
+            ExprKind::List(items) => Value::list(items.iter().map(|x| self.eval(frame, x)).collect::<Result<_, _>>()?),
+            ExprKind::ListComp { elt, target, iter, conds } => {
                 let it = self.eval(frame, iter)?;
                 let mut out = Vec::new();
                 'items: for item in self.iterate(&it, iter.span)? {
@@ -533,16 +437,14 @@ impl<'m> Interp<'m> {
                 Value::list(out)
             }
             ExprKind::Slice(a, b, c) => {
-                let mut bound = |x: &'m Option<Box<Expr>>,
-                                 this: &mut Self|
-                 -> Result<Option<i64>, Diagnostic> {
+                let mut bound = |x: &'m Option<Box<Expr>>, this: &mut Self| -> Result<Option<i64>, Diagnostic> {
                     match x {
                         None => Ok(None),
                         Some(x) => match this.eval(frame, x)? {
                             Value::None => Ok(None),
-                            v => Ok(Some(to_int(&v).map_err(|m| {
-                                Diagnostic::new(format!("slice indices {m}")).at(x.span)
-                            })?)),
+                            v => Ok(Some(
+                                to_int(&v).map_err(|m| Diagnostic::new(format!("slice indices {m}")).at(x.span))?,
+                            )),
                         },
                     }
                 };
@@ -564,16 +466,9 @@ impl<'m> Interp<'m> {
         })
     }
 
-    pub(super) fn getitem(
-        &mut self,
-        obj: &Value,
-        idx: &Value,
-        span: Span,
-    ) -> Result<Value, Diagnostic> {
+    pub(super) fn getitem(&mut self, obj: &Value, idx: &Value, span: Span) -> Result<Value, Diagnostic> {
         match obj {
-            Value::Tensor(t) => Ok(Value::Tensor(
-                subscript::getitem(t, idx).map_err(tensor_err(span))?,
-            )),
+            Value::Tensor(t) => Ok(Value::Tensor(subscript::getitem(t, idx).map_err(tensor_err(span))?)),
             Value::Tuple(_) | Value::List(_) | Value::Named(..) => {
                 let items = obj.items().expect("sequences have items");
                 let n = items.len() as i64;
@@ -584,38 +479,22 @@ impl<'m> Interp<'m> {
                     }
                     let norm = |v: i64| if v < 0 { (v + n).max(0) } else { v.min(n) };
                     let (s, e) = (a.map(norm).unwrap_or(0), b.map(norm).unwrap_or(n));
-                    let picked: Vec<Value> = (s..e.max(s))
-                        .step_by(step as usize)
-                        .map(|i| items[i as usize].clone())
-                        .collect();
-                    return Ok(if matches!(obj, Value::List(_)) {
-                        Value::list(picked)
-                    } else {
-                        Value::tuple(picked)
-                    });
+                    let picked: Vec<Value> =
+                        (s..e.max(s)).step_by(step as usize).map(|i| items[i as usize].clone()).collect();
+                    return Ok(if matches!(obj, Value::List(_)) { Value::list(picked) } else { Value::tuple(picked) });
                 }
-                let i = to_int(idx)
-                    .map_err(|e| Diagnostic::new(format!("sequence indices {e}")).at(span))?;
+                let i = to_int(idx).map_err(|e| Diagnostic::new(format!("sequence indices {e}")).at(span))?;
                 let k = if i < 0 { i + n } else { i };
                 if k < 0 || k >= n {
                     return err(span, format!("{} index out of range", obj.type_name()));
                 }
                 Ok(items[k as usize].clone())
             }
-            other => err(
-                span,
-                format!("'{}' object is not subscriptable", other.type_name()),
-            ),
+            other => err(span, format!("'{}' object is not subscriptable", other.type_name())),
         }
     }
 
-    pub(super) fn binop(
-        &mut self,
-        a: &Value,
-        op: BinOp,
-        b: &Value,
-        span: Span,
-    ) -> Result<Value, Diagnostic> {
+    pub(super) fn binop(&mut self, a: &Value, op: BinOp, b: &Value, span: Span) -> Result<Value, Diagnostic> {
         if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
             return py_arith(x, op, y).map_err(tensor_err(span));
         }
@@ -624,16 +503,9 @@ impl<'m> Interp<'m> {
                 return Ok(Value::tuple(x.iter().chain(y.iter()).cloned().collect()));
             }
             (Value::List(x), Value::List(y), BinOp::Add) => {
-                return Ok(Value::list(
-                    x.borrow()
-                        .iter()
-                        .chain(y.borrow().iter())
-                        .cloned()
-                        .collect(),
-                ));
+                return Ok(Value::list(x.borrow().iter().chain(y.borrow().iter()).cloned().collect()));
             }
-            (Value::List(x), Value::Int(n), BinOp::Mul)
-            | (Value::Int(n), Value::List(x), BinOp::Mul) => {
+            (Value::List(x), Value::Int(n), BinOp::Mul) | (Value::Int(n), Value::List(x), BinOp::Mul) => {
                 let items = x.borrow();
                 let mut out = Vec::new();
                 for _ in 0..(*n).max(0) {
@@ -642,21 +514,14 @@ impl<'m> Interp<'m> {
                 return Ok(Value::list(out));
             }
             (Value::Tensor(x), Value::Tensor(y), BinOp::MatMul) => {
-                return Ok(Value::Tensor(
-                    reduce::matmul(x, y).map_err(tensor_err(span))?,
-                ));
+                return Ok(Value::Tensor(reduce::matmul(x, y).map_err(tensor_err(span))?));
             }
             _ => {}
         }
         let (Some(x), Some(y)) = (operand(a), operand(b)) else {
             return err(
                 span,
-                format!(
-                    "unsupported operand types for {}: '{}' and '{}'",
-                    op.symbol(),
-                    a.type_name(),
-                    b.type_name()
-                ),
+                format!("unsupported operand types for {}: '{}' and '{}'", op.symbol(), a.type_name(), b.type_name()),
             );
         };
         let bin = match op {
@@ -672,9 +537,7 @@ impl<'m> Interp<'m> {
             BinOp::BitXor => Binary::BitXor,
             BinOp::MatMul => return err(span, "`@` needs two tensors"),
         };
-        Ok(Value::Tensor(
-            ops::binary(bin, &x, &y).map_err(tensor_err(span))?,
-        ))
+        Ok(Value::Tensor(ops::binary(bin, &x, &y).map_err(tensor_err(span))?))
     }
 
     fn unop(&mut self, op: UnaryOp, v: &Value, span: Span) -> Result<Value, Diagnostic> {
@@ -684,11 +547,7 @@ impl<'m> Interp<'m> {
         match (v, op) {
             (Value::Tensor(t), UnaryOp::Pos) => Ok(Value::Tensor(t.clone())),
             (Value::Tensor(t), _) => {
-                let u = if op == UnaryOp::Neg {
-                    Unary::Neg
-                } else {
-                    Unary::BitNot
-                };
+                let u = if op == UnaryOp::Neg { Unary::Neg } else { Unary::BitNot };
                 Ok(Value::Tensor(ops::unary(u, t).map_err(tensor_err(span))?))
             }
             (Value::Int(i), UnaryOp::Neg) => Ok(Value::Int(i.wrapping_neg())),
@@ -696,20 +555,11 @@ impl<'m> Interp<'m> {
             (Value::Bool(b), UnaryOp::Neg) => Ok(Value::Int(-(*b as i64))),
             (Value::Float(f), UnaryOp::Neg) => Ok(Value::Float(-f)),
             (Value::Int(_) | Value::Float(_) | Value::Bool(_), UnaryOp::Pos) => Ok(v.clone()),
-            _ => err(
-                span,
-                format!("bad operand type for unary operator: '{}'", v.type_name()),
-            ),
+            _ => err(span, format!("bad operand type for unary operator: '{}'", v.type_name())),
         }
     }
 
-    fn compare(
-        &mut self,
-        a: &Value,
-        op: CmpOp,
-        b: &Value,
-        span: Span,
-    ) -> Result<Value, Diagnostic> {
+    fn compare(&mut self, a: &Value, op: CmpOp, b: &Value, span: Span) -> Result<Value, Diagnostic> {
         match op {
             CmpOp::Is | CmpOp::IsNot => {
                 let same = match (a, b) {
@@ -722,9 +572,7 @@ impl<'m> Interp<'m> {
                 return Ok(Value::Bool(same == (op == CmpOp::Is)));
             }
             CmpOp::In | CmpOp::NotIn => {
-                let items = b
-                    .items()
-                    .ok_or_else(|| Diagnostic::new("`in` needs a tuple or list").at(span))?;
+                let items = b.items().ok_or_else(|| Diagnostic::new("`in` needs a tuple or list").at(span))?;
                 let mut found = false;
                 for it in items {
                     if let Value::Bool(true) = self.compare(a, CmpOp::Eq, &it, span)? {
@@ -737,9 +585,7 @@ impl<'m> Interp<'m> {
             _ => {}
         }
         if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
-            let r = if x.kind() == crate::tensor::Kind::Float
-                || y.kind() == crate::tensor::Kind::Float
-            {
+            let r = if x.kind() == crate::tensor::Kind::Float || y.kind() == crate::tensor::Kind::Float {
                 let (p, q) = (x.to_f64(), y.to_f64());
                 cmp(op, p.partial_cmp(&q), p == q)
             } else {
@@ -768,11 +614,7 @@ impl<'m> Interp<'m> {
             }
             return err(
                 span,
-                format!(
-                    "'<' not supported between instances of '{}' and '{}'",
-                    a.type_name(),
-                    b.type_name()
-                ),
+                format!("'<' not supported between instances of '{}' and '{}'", a.type_name(), b.type_name()),
             );
         };
         let bin = match op {
@@ -783,9 +625,7 @@ impl<'m> Interp<'m> {
             CmpOp::Gt => Binary::Gt,
             _ => Binary::Ge,
         };
-        Ok(Value::Tensor(
-            ops::binary(bin, &x, &y).map_err(tensor_err(span))?,
-        ))
+        Ok(Value::Tensor(ops::binary(bin, &x, &y).map_err(tensor_err(span))?))
     }
 }
 
@@ -883,11 +723,6 @@ pub(crate) fn py_arith(a: Scalar, op: BinOp, b: Scalar) -> Result<Value, String>
             }
         }
         BinOp::Pow => x.powf(y),
-        _ => {
-            return Err(format!(
-                "unsupported operand types for {}: 'float'",
-                op.symbol()
-            ))
-        }
+        _ => return Err(format!("unsupported operand types for {}: 'float'", op.symbol())),
     }))
 }

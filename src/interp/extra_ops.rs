@@ -11,22 +11,11 @@ use crate::tensor::views::wrap_dim;
 use crate::tensor::{contiguous_strides, index, reduce, DType, Scalar, Tensor};
 
 /// In-place ops that change a tensor's shape or strides: our values share metadata by copy, so they are refused.
-pub(super) const METADATA_INPLACE: &[&str] = &[
-    "t_",
-    "transpose_",
-    "squeeze_",
-    "unsqueeze_",
-    "resize_",
-    "as_strided_",
-    "swapdims_",
-    "swapaxes_",
-];
+pub(super) const METADATA_INPLACE: &[&str] =
+    &["t_", "transpose_", "squeeze_", "unsqueeze_", "resize_", "as_strided_", "swapdims_", "swapaxes_"];
 
 fn named(values: Tensor, indices: Tensor) -> Value {
-    Value::Named(
-        Rc::new(vec![Value::Tensor(values), Value::Tensor(indices)]),
-        &["values", "indices"],
-    )
+    Value::Named(Rc::new(vec![Value::Tensor(values), Value::Tensor(indices)]), &["values", "indices"])
 }
 
 /// Index tensors addressing, for every element of `index`, the element of `x` with `dim` replaced by the index
@@ -46,10 +35,7 @@ fn along_dim_offsets(x: &Tensor, dim: usize, idx: &Tensor) -> AResult<Vec<usize>
                 let i = v.to_i64_trunc();
                 let n = x.shape[d] as i64;
                 if i < -n || i >= n {
-                    return Err(format!(
-                        "index {} is out of bounds for dimension {} with size {}",
-                        i, d, n
-                    ));
+                    return Err(format!("index {} is out of bounds for dimension {} with size {}", i, d, n));
                 }
                 (if i < 0 { i + n } else { i }) as usize
             } else {
@@ -96,12 +82,8 @@ fn sort(x: &Tensor, dim: i64, descending: bool) -> AResult<(Tensor, Tensor)> {
             si.push(Scalar::I(i as i64));
         }
     }
-    let v = Tensor::from_scalars(x.dtype(), &moved.shape, &sv)?
-        .transpose(d, -1)?
-        .contiguous_copy();
-    let i = Tensor::from_scalars(DType::I64, &moved.shape, &si)?
-        .transpose(d, -1)?
-        .contiguous_copy();
+    let v = Tensor::from_scalars(x.dtype(), &moved.shape, &sv)?.transpose(d, -1)?.contiguous_copy();
+    let i = Tensor::from_scalars(DType::I64, &moved.shape, &si)?.transpose(d, -1)?.contiguous_copy();
     Ok((v, i))
 }
 
@@ -142,9 +124,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let src: Vec<Scalar> = match a.opt(3, "src").or(a.opt(3, "value")) {
                 Some(Value::Tensor(s)) => {
                     let n = idx.numel();
-                    let sl = (0..s.dim()).try_fold(s.clone(), |acc, k| {
-                        acc.narrow(k as i64, 0, idx.shape[k] as i64)
-                    })?;
+                    let sl = (0..s.dim()).try_fold(s.clone(), |acc, k| acc.narrow(k as i64, 0, idx.shape[k] as i64))?;
                     let v = sl.scalars();
                     if v.len() != n {
                         return Err("scatter(): src is smaller than index".into());
@@ -156,16 +136,11 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
                 }
                 None => return Err("scatter() missing argument 'src'".into()),
             };
-            let add = name == "scatter_add"
-                || matches!(a.opt(4, "reduce"), Some(Value::Str(s)) if s.as_ref() == "add");
+            let add = name == "scatter_add" || matches!(a.opt(4, "reduce"), Some(Value::Str(s)) if s.as_ref() == "add");
             {
                 let mut b = x.buf.borrow_mut();
                 for (&o, v) in offs.iter().zip(src) {
-                    let v = if add {
-                        Scalar::F(b.get(o).to_f64() + v.to_f64()).cast(x.dtype())
-                    } else {
-                        v
-                    };
+                    let v = if add { Scalar::F(b.get(o).to_f64() + v.to_f64()).cast(x.dtype()) } else { v };
                     b.set(o, v);
                 }
             }
@@ -177,20 +152,9 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let ix = a.tensor(2, "index")?;
             let mut idx: Vec<Option<Tensor>> = vec![None; d];
             idx.push(Some(ix));
-            let src = match a.req(
-                3,
-                if name == "index_fill" {
-                    "value"
-                } else {
-                    "source"
-                },
-            )? {
+            let src = match a.req(3, if name == "index_fill" { "value" } else { "source" })? {
                 Value::Tensor(s) => s.clone(),
-                v => Tensor::scalar(
-                    x.dtype(),
-                    v.as_scalar()
-                        .ok_or("index op: value must be a number or tensor")?,
-                )?,
+                v => Tensor::scalar(x.dtype(), v.as_scalar().ok_or("index op: value must be a number or tensor")?)?,
             };
             index::index_put(&x, &idx, &src, name == "index_add")?;
             t(x)
@@ -201,31 +165,17 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let shape = ops::broadcast_shapes(&x.shape, &m.shape)?;
             let xv = x.broadcast_to(&shape)?.scalars();
             let mv = m.broadcast_to(&shape)?.scalars();
-            let vals: Vec<Scalar> = xv
-                .into_iter()
-                .zip(mv)
-                .filter(|(_, k)| k.to_bool())
-                .map(|(v, _)| v)
-                .collect();
+            let vals: Vec<Scalar> = xv.into_iter().zip(mv).filter(|(_, k)| k.to_bool()).map(|(v, _)| v).collect();
             t(Tensor::from_scalars(x.dtype(), &[vals.len()], &vals)?)
         }
         "sort" => {
             let x = a.tensor(0, "input")?;
-            let (v, i) = sort(
-                &x,
-                a.int_or(1, "dim", -1)?,
-                a.bool_or(2, "descending", false)?,
-            )?;
+            let (v, i) = sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)?;
             Ok(named(v, i))
         }
         "argsort" => {
             let x = a.tensor(0, "input")?;
-            t(sort(
-                &x,
-                a.int_or(1, "dim", -1)?,
-                a.bool_or(2, "descending", false)?,
-            )?
-            .1)
+            t(sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)?.1)
         }
         "topk" => {
             let x = a.tensor(0, "input")?;
@@ -237,10 +187,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             if k < 0 || (x.dim() > 0 && k as usize > x.shape[d]) {
                 return Err("selected index k out of range".into());
             }
-            Ok(named(
-                v.narrow(d as i64, 0, k)?.contiguous_copy(),
-                i.narrow(d as i64, 0, k)?.contiguous_copy(),
-            ))
+            Ok(named(v.narrow(d as i64, 0, k)?.contiguous_copy(), i.narrow(d as i64, 0, k)?.contiguous_copy()))
         }
         "flip" => {
             let x = a.tensor(0, "input")?;
@@ -268,8 +215,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
                     let n = flat.numel() as i64;
                     let s = if n > 0 { shifts[0].rem_euclid(n) } else { 0 };
                     let parts = [flat.narrow(0, n - s, s)?, flat.narrow(0, 0, n - s)?];
-                    return t(reduce::cat(&parts, 0)?
-                        .reshape(&x.shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?);
+                    return t(reduce::cat(&parts, 0)?.reshape(&x.shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?);
                 }
             };
             let mut v = x.clone();
@@ -287,22 +233,12 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         "outer" | "ger" => {
             let x = a.tensor(0, "input")?;
             let y = a.tensor(1, "vec2")?;
-            t(bin(
-                Binary::Mul,
-                Operand::T(x.unsqueeze(1)?),
-                Operand::T(y.unsqueeze(0)?),
-            )?)
+            t(bin(Binary::Mul, Operand::T(x.unsqueeze(1)?), Operand::T(y.unsqueeze(0)?))?)
         }
         "addmm" => {
             let m = reduce::matmul(&a.tensor(1, "mat1")?, &a.tensor(2, "mat2")?)?;
-            let beta = a
-                .opt(3, "beta")
-                .and_then(|v| v.as_scalar())
-                .unwrap_or(Scalar::I(1));
-            let alpha = a
-                .opt(4, "alpha")
-                .and_then(|v| v.as_scalar())
-                .unwrap_or(Scalar::I(1));
+            let beta = a.opt(3, "beta").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1));
+            let alpha = a.opt(4, "alpha").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1));
             let bias = bin(Binary::Mul, operand_arg(a, 0, "input")?, Operand::S(beta))?;
             let prod = bin(Binary::Mul, Operand::T(m), Operand::S(alpha))?;
             t(bin(Binary::Add, Operand::T(bias), Operand::T(prod))?)
@@ -312,29 +248,14 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let e = operand_arg(a, 1, "end")?;
             let w = operand_arg(a, 2, "weight")?;
             let diff = bin(Binary::Sub, e, s.clone())?;
-            t(bin(
-                Binary::Add,
-                s,
-                Operand::T(bin(Binary::Mul, w, Operand::T(diff))?),
-            )?)
+            t(bin(Binary::Add, s, Operand::T(bin(Binary::Mul, w, Operand::T(diff))?))?)
         }
         "addcmul" | "addcdiv" => {
             let x = operand_arg(a, 0, "input")?;
             let p = operand_arg(a, 1, "tensor1")?;
             let q = operand_arg(a, 2, "tensor2")?;
-            let value = a
-                .opt(3, "value")
-                .and_then(|v| v.as_scalar())
-                .unwrap_or(Scalar::I(1));
-            let r = bin(
-                if name == "addcmul" {
-                    Binary::Mul
-                } else {
-                    Binary::Div
-                },
-                p,
-                q,
-            )?;
+            let value = a.opt(3, "value").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1));
+            let r = bin(if name == "addcmul" { Binary::Mul } else { Binary::Div }, p, q)?;
             let r = bin(Binary::Mul, Operand::T(r), Operand::S(value))?;
             t(bin(Binary::Add, x, Operand::T(r))?)
         }
@@ -351,42 +272,24 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         "log2" | "log10" => {
             let x = a.tensor(0, "input")?;
             let l = ops::unary(Unary::Log, &x)?;
-            let k = if name == "log2" {
-                std::f64::consts::LN_2
-            } else {
-                std::f64::consts::LN_10
-            };
+            let k = if name == "log2" { std::f64::consts::LN_2 } else { std::f64::consts::LN_10 };
             let dt = l.dtype();
-            t(ops::map_n(&[&Operand::T(l)], DType::F64, dt, |v| {
-                Ok(Scalar::F(v[0].to_f64() / k))
-            })?)
+            t(ops::map_n(&[&Operand::T(l)], DType::F64, dt, |v| Ok(Scalar::F(v[0].to_f64() / k)))?)
         }
         "var" | "std" => {
             let x = a.tensor(0, "input")?;
             let v = var(&x, a)?;
-            t(if name == "std" {
-                ops::unary(Unary::Sqrt, &v)?
-            } else {
-                v
-            })
+            t(if name == "std" { ops::unary(Unary::Sqrt, &v)? } else { v })
         }
         "norm" => {
             let x = a.tensor(0, "input")?;
-            let p = a
-                .opt(1, "p")
-                .and_then(|v| v.as_scalar())
-                .map(|s| s.to_f64())
-                .unwrap_or(2.0);
+            let p = a.opt(1, "p").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(2.0);
             let dims = a.dims(2, "dim")?;
             let keep = a.bool_or(3, "keepdim", false)?;
             let ab = ops::unary(Unary::Abs, &x)?;
             let pw = bin(Binary::Pow, Operand::T(ab), Operand::S(Scalar::F(p)))?;
             let s = reduce::sum(&pw, dims.as_deref(), keep, None)?;
-            t(bin(
-                Binary::Pow,
-                Operand::T(s),
-                Operand::S(Scalar::F(1.0 / p)),
-            )?)
+            t(bin(Binary::Pow, Operand::T(s), Operand::S(Scalar::F(1.0 / p)))?)
         }
         "logsumexp" => {
             let x = a.tensor(0, "input")?;
@@ -394,31 +297,16 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let keep = a.bool_or(2, "keepdim", false)?;
             let m = reduce::amax(&x, dims.as_deref(), true, true)?;
             let m = ops::map_n(&[&Operand::T(m.clone())], m.dtype(), m.dtype(), |v| {
-                Ok(if v[0].to_f64().is_infinite() {
-                    Scalar::F(0.0)
-                } else {
-                    v[0]
-                })
+                Ok(if v[0].to_f64().is_infinite() { Scalar::F(0.0) } else { v[0] })
             })?;
-            let e = ops::unary(
-                Unary::Exp,
-                &bin(Binary::Sub, Operand::T(x), Operand::T(m.clone()))?,
-            )?;
+            let e = ops::unary(Unary::Exp, &bin(Binary::Sub, Operand::T(x), Operand::T(m.clone()))?)?;
             let s = ops::unary(Unary::Log, &reduce::sum(&e, dims.as_deref(), true, None)?)?;
             let r = bin(Binary::Add, Operand::T(s), Operand::T(m))?;
-            t(if keep {
-                r
-            } else {
-                r.squeeze(dims.as_deref().or(Some(&[])))?
-            })
+            t(if keep { r } else { r.squeeze(dims.as_deref().or(Some(&[])))? })
         }
         "leaky_relu" => {
             let x = a.tensor(0, "input")?;
-            let slope = a
-                .opt(1, "negative_slope")
-                .and_then(|v| v.as_scalar())
-                .map(|s| s.to_f64())
-                .unwrap_or(0.01);
+            let slope = a.opt(1, "negative_slope").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(0.01);
             let dt = x.dtype();
             t(ops::map_n(&[&Operand::T(x)], dt, dt, |v| {
                 let f = v[0].to_f64();
@@ -427,11 +315,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "softplus" => {
             let x = a.tensor(0, "input")?;
-            let dt = if x.dtype().is_float() {
-                x.dtype()
-            } else {
-                DType::F32
-            };
+            let dt = if x.dtype().is_float() { x.dtype() } else { DType::F32 };
             t(ops::map_n(&[&Operand::T(x)], dt, dt, |v| {
                 let f = v[0].to_f64();
                 Ok(Scalar::F(if f > 20.0 { f } else { f.exp().ln_1p() }))
@@ -439,17 +323,9 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "normalize" => {
             let x = a.tensor(0, "input")?;
-            let p = a
-                .opt(1, "p")
-                .and_then(|v| v.as_scalar())
-                .map(|s| s.to_f64())
-                .unwrap_or(2.0);
+            let p = a.opt(1, "p").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(2.0);
             let dim = a.int_or(2, "dim", 1)?;
-            let eps = a
-                .opt(3, "eps")
-                .and_then(|v| v.as_scalar())
-                .map(|s| s.to_f64())
-                .unwrap_or(1e-12);
+            let eps = a.opt(3, "eps").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(1e-12);
             let ab = ops::unary(Unary::Abs, &x)?;
             let pw = bin(Binary::Pow, Operand::T(ab), Operand::S(Scalar::F(p)))?;
             let n = bin(
@@ -472,19 +348,11 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         "tolist" => Ok(to_list(&a.tensor(0, "input")?)),
         "is_contiguous" => Ok(Value::Bool(a.tensor(0, "input")?.is_contiguous())),
         "cpu" => t(a.tensor(0, "input")?),
-        "Size" => Ok(Value::tuple(
-            int_list(a.req(0, "sizes")?)?
-                .into_iter()
-                .map(Value::Int)
-                .collect(),
-        )),
+        "Size" => Ok(Value::tuple(int_list(a.req(0, "sizes")?)?.into_iter().map(Value::Int).collect())),
         "is_tensor" => Ok(Value::Bool(matches!(a.req(0, "obj")?, Value::Tensor(_)))),
         "fill_diagonal" => {
             let x = a.tensor(0, "input")?.contiguous_copy();
-            let v = a
-                .req(1, "fill_value")?
-                .as_scalar()
-                .ok_or("fill_diagonal_(): value must be a number")?;
+            let v = a.req(1, "fill_value")?.as_scalar().ok_or("fill_diagonal_(): value must be a number")?;
             let d = x.diagonal(0, 0, 1)?;
             d.write_scalars(&vec![v; d.numel()]);
             t(x)

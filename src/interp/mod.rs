@@ -44,9 +44,7 @@ pub struct RunOutput {
 }
 
 /// The tensor parameters of a program and their annotated types, checking that every parameter is annotated.
-pub fn tensor_params(
-    f: &Function,
-) -> Result<Vec<(String, crate::tensor::DType, Vec<usize>)>, Diagnostic> {
+pub fn tensor_params(f: &Function) -> Result<Vec<(String, crate::tensor::DType, Vec<usize>)>, Diagnostic> {
     let mut out = Vec::new();
     for p in &f.params {
         match &p.ann {
@@ -67,9 +65,8 @@ pub fn run_program(
     scalars: &BTreeMap<String, ScalarArg>,
 ) -> Result<RunOutput, Diagnostic> {
     let run = || -> Result<RunOutput, Diagnostic> {
-        let f = module
-            .function(name)
-            .ok_or_else(|| Diagnostic::new(format!("no function `{name}` in {}", module.path)))?;
+        let f =
+            module.function(name).ok_or_else(|| Diagnostic::new(format!("no function `{name}` in {}", module.path)))?;
         tensor_params(f)?;
         let mut it = Interp::new(module)?;
         // Every value goes by keyword; parameters not given take their defaults in `call_function`.
@@ -78,9 +75,9 @@ pub fn run_program(
         for p in &f.params {
             match &p.ann {
                 Some(TypeAnn::Tensor { dtype, shape }) => {
-                    let t = inputs.get(&p.name).ok_or_else(|| {
-                        Diagnostic::new(format!("no input given for tensor parameter `{}`", p.name))
-                    })?;
+                    let t = inputs
+                        .get(&p.name)
+                        .ok_or_else(|| Diagnostic::new(format!("no input given for tensor parameter `{}`", p.name)))?;
                     if t.dtype() != *dtype || t.shape != *shape {
                         return Err(Diagnostic::new(format!(
                             "input `{}` is {}{}, but the program declares {}{}",
@@ -98,8 +95,7 @@ pub fn run_program(
                 ann => match scalars.get(&p.name) {
                     Some(s) => kwargs.push((
                         p.name.clone(),
-                        scalar_value(s, ann.as_ref(), &p.name)
-                            .map_err(|m| Diagnostic::new(m).at(p.span))?,
+                        scalar_value(s, ann.as_ref(), &p.name).map_err(|m| Diagnostic::new(m).at(p.span))?,
                     )),
                     None if p.default.is_some() => {}
                     None => {
@@ -132,15 +128,8 @@ pub fn run_program(
             }
             other => (vec![return_tensor(&other)?], false),
         };
-        let mutated = params
-            .into_iter()
-            .filter(|(_, t)| it.written.contains(&(Rc::as_ptr(&t.buf) as usize)))
-            .collect();
-        Ok(RunOutput {
-            returns,
-            returns_tuple,
-            mutated,
-        })
+        let mutated = params.into_iter().filter(|(_, t)| it.written.contains(&(Rc::as_ptr(&t.buf) as usize))).collect();
+        Ok(RunOutput { returns, returns_tuple, mutated })
     };
     run().map_err(|d| d.in_file(&module.path))
 }
@@ -166,15 +155,8 @@ fn scalar_value(s: &ScalarArg, ann: Option<&TypeAnn>, name: &str) -> Result<Valu
         (Some(TypeAnn::Float), ScalarArg::Float(f)) => Value::Float(*f),
         (Some(TypeAnn::Bool), ScalarArg::Bool(b)) => Value::Bool(*b),
         (Some(TypeAnn::Tensor { .. }), _) => {
-            return Err(format!(
-                "`{name}` is a tensor parameter; give it as an input file"
-            ))
+            return Err(format!("`{name}` is a tensor parameter; give it as an input file"))
         }
-        (_, other) => {
-            return Err(format!(
-                "`{name}` is declared {:?} but was given {:?}",
-                ann, other
-            ))
-        }
+        (_, other) => return Err(format!("`{name}` is declared {:?} but was given {:?}", ann, other)),
     })
 }

@@ -26,9 +26,7 @@ fn as_index_tensor(v: &Value) -> AResult<Option<Tensor>> {
             super::torch_ops::flatten_data(v, &mut shape, 0, &mut vals)?;
             let all_bool = !vals.is_empty() && vals.iter().all(|x| matches!(x, Scalar::B(_)));
             if vals.iter().any(|x| matches!(x, Scalar::F(_))) {
-                return Err(
-                    "tensors used as indices must be long, int, byte or bool tensors".into(),
-                );
+                return Err("tensors used as indices must be long, int, byte or bool tensors".into());
             }
             let dt = if all_bool { DType::Bool } else { DType::I64 };
             Ok(Some(Tensor::from_scalars(dt, &shape, &vals)?))
@@ -55,10 +53,7 @@ fn resolve(t: &Tensor, idx: &Value) -> AResult<Resolved> {
         };
     }
     if consumed > t.dim() {
-        return Err(format!(
-            "too many indices for tensor of dimension {}",
-            t.dim()
-        ));
+        return Err(format!("too many indices for tensor of dimension {}", t.dim()));
     }
     let mut view = t.clone();
     let mut d = 0usize;
@@ -104,11 +99,7 @@ fn resolve(t: &Tensor, idx: &Value) -> AResult<Resolved> {
         }
     }
     if adv.is_empty() {
-        return Ok(Resolved {
-            view,
-            adv: None,
-            has_mask: false,
-        });
+        return Ok(Resolved { view, adv: None, has_mask: false });
     }
     let has_mask = adv.iter().any(|(_, ix)| ix.dtype() == DType::Bool);
     let mut list = Vec::new();
@@ -117,11 +108,7 @@ fn resolve(t: &Tensor, idx: &Value) -> AResult<Resolved> {
         match adv.iter().find(|(p, _)| *p == k) {
             Some((_, ix)) => {
                 list.push(Some(ix.clone()));
-                k += if ix.dtype() == DType::Bool {
-                    ix.dim().max(1)
-                } else {
-                    1
-                };
+                k += if ix.dtype() == DType::Bool { ix.dim().max(1) } else { 1 };
             }
             None => {
                 list.push(None);
@@ -129,11 +116,7 @@ fn resolve(t: &Tensor, idx: &Value) -> AResult<Resolved> {
             }
         }
     }
-    Ok(Resolved {
-        view,
-        adv: Some(list),
-        has_mask,
-    })
+    Ok(Resolved { view, adv: Some(list), has_mask })
 }
 
 /// `t[idx]`.
@@ -158,11 +141,9 @@ fn strip_leading_ones(v: &Tensor, target_dim: usize) -> AResult<Tensor> {
 pub fn setitem(t: &Tensor, idx: &Value, value: &Value) -> AResult<()> {
     let r = resolve(t, idx)?;
     match (&r.adv, value) {
-        (_, Value::List(_) | Value::Tuple(_)) => Err(format!(
-            "can't assign a {} to a torch.{}Tensor",
-            value.type_name(),
-            t.dtype().name()
-        )),
+        (_, Value::List(_) | Value::Tuple(_)) => {
+            Err(format!("can't assign a {} to a torch.{}Tensor", value.type_name(), t.dtype().name()))
+        }
         (None, Value::Tensor(v)) => {
             let v2 = strip_leading_ones(v, r.view.dim())?;
             let sizes: Vec<i64> = r.view.shape.iter().map(|&d| d as i64).collect();
@@ -173,9 +154,7 @@ pub fn setitem(t: &Tensor, idx: &Value, value: &Value) -> AResult<()> {
             Ok(())
         }
         (None, other) => {
-            let s = other
-                .as_scalar()
-                .ok_or_else(|| format!("can't assign a {} to a tensor", other.type_name()))?;
+            let s = other.as_scalar().ok_or_else(|| format!("can't assign a {} to a tensor", other.type_name()))?;
             let n = r.view.numel();
             r.view.write_scalars(&vec![s; n]);
             Ok(())
@@ -193,9 +172,7 @@ pub fn setitem(t: &Tensor, idx: &Value, value: &Value) -> AResult<()> {
             index::index_put(&r.view, adv, &v2, false)
         }
         (Some(adv), other) => {
-            let s = other
-                .as_scalar()
-                .ok_or_else(|| format!("can't assign a {} to a tensor", other.type_name()))?;
+            let s = other.as_scalar().ok_or_else(|| format!("can't assign a {} to a tensor", other.type_name()))?;
             let v = Tensor::scalar(t.dtype(), s)?;
             index::index_put(&r.view, adv, &v, false)
         }

@@ -13,14 +13,7 @@ use crate::tensor::{index, reduce, DType, Scalar, Tensor};
 pub(super) const UNKNOWN_OP: &str = "unknown op: ";
 
 /// In-place methods that PyTorch does not check for internal overlap (they are not TensorIterator ops).
-const UNCHECKED_INPLACE: &[&str] = &[
-    "fill_",
-    "zero_",
-    "masked_fill_",
-    "triu_",
-    "tril_",
-    "index_put_",
-];
+const UNCHECKED_INPLACE: &[&str] = &["fill_", "zero_", "masked_fill_", "triu_", "tril_", "index_put_"];
 
 fn unary_op(name: &str) -> Option<Unary> {
     use Unary::*;
@@ -83,24 +76,14 @@ fn binary_op(name: &str) -> Option<Binary> {
 
 pub(super) fn operand_arg(a: &Args, i: usize, name: &str) -> AResult<Operand> {
     let v = a.req(i, name)?;
-    operand(v).ok_or_else(|| {
-        format!(
-            "{}(): argument '{}' must be Tensor or Number, not {}",
-            a.name,
-            name,
-            v.type_name()
-        )
-    })
+    operand(v)
+        .ok_or_else(|| format!("{}(): argument '{}' must be Tensor or Number, not {}", a.name, name, v.type_name()))
 }
 
 pub(super) fn tensor_list(a: &Args, i: usize, name: &str) -> AResult<Vec<Tensor>> {
     let v = a.req(i, name)?;
-    let items = v.items().ok_or_else(|| {
-        format!(
-            "{}(): argument '{}' must be a tuple or list of Tensors",
-            a.name, name
-        )
-    })?;
+    let items =
+        v.items().ok_or_else(|| format!("{}(): argument '{}' must be a tuple or list of Tensors", a.name, name))?;
     items
         .into_iter()
         .map(|x| match x {
@@ -127,23 +110,15 @@ pub(super) fn tensors(v: Vec<Tensor>) -> AResult<Value> {
 pub(super) fn fill_value(v: &Value, what: &str) -> AResult<Scalar> {
     match v {
         Value::Tensor(t) if t.dim() == 0 => t.item(),
-        Value::Tensor(t) => Err(format!(
-            "{what} only supports 0-dimension value tensor but got tensor with {} dimensions.",
-            t.dim()
-        )),
-        other => other
-            .as_scalar()
-            .ok_or_else(|| format!("{what}: value must be a number, not {}", other.type_name())),
+        Value::Tensor(t) => {
+            Err(format!("{what} only supports 0-dimension value tensor but got tensor with {} dimensions.", t.dim()))
+        }
+        other => other.as_scalar().ok_or_else(|| format!("{what}: value must be a number, not {}", other.type_name())),
     }
 }
 
 /// Nested Python lists of numbers (or 0-dim tensors) for `torch.tensor`.
-pub(super) fn flatten_data(
-    v: &Value,
-    shape: &mut Vec<usize>,
-    depth: usize,
-    out: &mut Vec<Scalar>,
-) -> AResult<()> {
+pub(super) fn flatten_data(v: &Value, shape: &mut Vec<usize>, depth: usize, out: &mut Vec<Scalar>) -> AResult<()> {
     match v {
         Value::List(_) | Value::Tuple(_) => {
             let items = v.items().unwrap_or_default();
@@ -173,11 +148,7 @@ pub(super) fn flatten_data(
             if depth < shape.len() {
                 return Err(format!("expected sequence at dim {depth}"));
             }
-            out.push(
-                other
-                    .as_scalar()
-                    .ok_or_else(|| format!("Could not infer dtype of {}", other.type_name()))?,
-            );
+            out.push(other.as_scalar().ok_or_else(|| format!("Could not infer dtype of {}", other.type_name()))?);
             Ok(())
         }
     }
@@ -194,7 +165,10 @@ impl<'m> Interp<'m> {
 
     fn inplace(&mut self, name: &str, a: &Args) -> AResult<Value> {
         if super::extra_ops::METADATA_INPLACE.contains(&name) {
-            return Err(format!("`{name}` changes a tensor's shape in place, which is not supported; rebind instead (`x = x.{}(...)`)", &name[..name.len() - 1]));
+            return Err(format!(
+                "`{name}` changes a tensor's shape in place, which is not supported; rebind instead (`x = x.{}(...)`)",
+                &name[..name.len() - 1]
+            ));
         }
         let dst = a.tensor(0, "self")?;
         match name {
@@ -212,19 +186,14 @@ impl<'m> Interp<'m> {
             }
             "zero_" => dst.write_scalars(&vec![Scalar::I(0); dst.numel()]),
             "index_put_" => {
-                let idx = a
-                    .req(1, "indices")?
-                    .items()
-                    .ok_or("index_put_(): argument 'indices' must be tuple of Tensors")?;
+                let idx =
+                    a.req(1, "indices")?.items().ok_or("index_put_(): argument 'indices' must be tuple of Tensors")?;
                 let idx: Vec<Option<Tensor>> = idx
                     .into_iter()
                     .map(|v| match v {
                         Value::Tensor(t) => Ok(Some(t)),
                         Value::None => Ok(None),
-                        other => Err(format!(
-                            "index_put_(): indices must be Tensors, not {}",
-                            other.type_name()
-                        )),
+                        other => Err(format!("index_put_(): indices must be Tensors, not {}", other.type_name())),
                     })
                     .collect::<AResult<_>>()?;
                 let values = match a.req(2, "values")? {
@@ -268,13 +237,7 @@ impl<'m> Interp<'m> {
                     .pos
                     .iter()
                     .chain(a.kw.iter().map(|(_, v)| v))
-                    .filter_map(|v| {
-                        if let Value::Tensor(t) = v {
-                            Some(t.clone())
-                        } else {
-                            None
-                        }
-                    })
+                    .filter_map(|v| if let Value::Tensor(t) = v { Some(t.clone()) } else { None })
                     .collect();
                 let refs: Vec<&Tensor> = inputs.iter().collect();
                 ops::check_overlap(&dst, &refs, !UNCHECKED_INPLACE.contains(&name))?;
@@ -306,7 +269,11 @@ impl<'m> Interp<'m> {
                             let d = ops::binary(Binary::Div, &x, &y)?;
                             ops::unary(Unary::Trunc, &d)?.to_dtype(c)?
                         }
-                        other => return Err(format!("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{other}'")),
+                        other => {
+                            return Err(format!(
+                                "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{other}'"
+                            ))
+                        }
                     };
                     return t(q);
                 }
@@ -316,16 +283,8 @@ impl<'m> Interp<'m> {
         let dims_kw = |a: &Args| a.dims(1, "dim");
         match name {
             "logical_and" | "logical_or" | "logical_xor" => {
-                let x = ops::binary(
-                    Binary::Ne,
-                    &operand_arg(a, 0, "input")?,
-                    &Operand::S(Scalar::I(0)),
-                )?;
-                let y = ops::binary(
-                    Binary::Ne,
-                    &operand_arg(a, 1, "other")?,
-                    &Operand::S(Scalar::I(0)),
-                )?;
+                let x = ops::binary(Binary::Ne, &operand_arg(a, 0, "input")?, &Operand::S(Scalar::I(0)))?;
+                let y = ops::binary(Binary::Ne, &operand_arg(a, 1, "other")?, &Operand::S(Scalar::I(0)))?;
                 let op = match name {
                     "logical_and" => Binary::BitAnd,
                     "logical_or" => Binary::BitOr,
@@ -335,33 +294,17 @@ impl<'m> Interp<'m> {
             }
             "clamp" | "clip" => {
                 let x = a.tensor(0, "input")?;
-                let lo = a
-                    .opt(1, "min")
-                    .map(|v| operand(v).ok_or("clamp: min must be a number or tensor"))
-                    .transpose()?;
-                let hi = a
-                    .opt(2, "max")
-                    .map(|v| operand(v).ok_or("clamp: max must be a number or tensor"))
-                    .transpose()?;
+                let lo =
+                    a.opt(1, "min").map(|v| operand(v).ok_or("clamp: min must be a number or tensor")).transpose()?;
+                let hi =
+                    a.opt(2, "max").map(|v| operand(v).ok_or("clamp: max must be a number or tensor")).transpose()?;
                 t(ops::clamp(&x, lo.as_ref(), hi.as_ref())?)
             }
-            "clamp_min" => t(ops::clamp(
-                &a.tensor(0, "input")?,
-                Some(&operand_arg(a, 1, "min")?),
-                None,
-            )?),
-            "clamp_max" => t(ops::clamp(
-                &a.tensor(0, "input")?,
-                None,
-                Some(&operand_arg(a, 1, "max")?),
-            )?),
+            "clamp_min" => t(ops::clamp(&a.tensor(0, "input")?, Some(&operand_arg(a, 1, "min")?), None)?),
+            "clamp_max" => t(ops::clamp(&a.tensor(0, "input")?, None, Some(&operand_arg(a, 1, "max")?))?),
             "where" => {
                 let c = a.tensor(0, "condition")?;
-                t(ops::where_(
-                    &c,
-                    &operand_arg(a, 1, "input")?,
-                    &operand_arg(a, 2, "other")?,
-                )?)
+                t(ops::where_(&c, &operand_arg(a, 1, "input")?, &operand_arg(a, 2, "other")?)?)
             }
             "masked_fill" => {
                 let x = a.tensor(0, "input")?;
@@ -374,25 +317,21 @@ impl<'m> Interp<'m> {
                 }
                 let v = match a.req(2, "value")? {
                     Value::Tensor(v) if v.dim() != 0 => {
-                        return Err(format!("masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).", v.dim()))
+                        return Err(format!(
+                        "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+                        v.dim()
+                    ))
                     }
                     other => fill_value(other, "masked_fill_")?.cast(x.dtype()),
                 };
                 let dt = x.dtype();
-                t(ops::map_n(
-                    &[&Operand::T(m), &Operand::T(x)],
-                    dt,
-                    dt,
-                    |s| Ok(if s[0].to_bool() { v } else { s[1] }),
-                )?)
+                t(ops::map_n(&[&Operand::T(m), &Operand::T(x)], dt, dt, |s| Ok(if s[0].to_bool() { v } else { s[1] }))?)
             }
             "triu" | "tril" => {
                 let x = a.tensor(0, "input")?;
                 let k = a.int_or(1, "diagonal", 0)?;
                 if x.dim() < 2 {
-                    return Err(format!(
-                        "{name}: input tensor must have at least 2 dimensions"
-                    ));
+                    return Err(format!("{name}: input tensor must have at least 2 dimensions"));
                 }
                 let (r, c) = (x.shape[x.dim() - 2], x.shape[x.dim() - 1]);
                 let vals = x.scalars();
@@ -402,11 +341,8 @@ impl<'m> Interp<'m> {
                     .enumerate()
                     .map(|(i, v)| {
                         let (row, col) = ((i / c) % r.max(1), i % c.max(1));
-                        let keep = if name == "triu" {
-                            col as i64 - row as i64 >= k
-                        } else {
-                            col as i64 - row as i64 <= k
-                        };
+                        let keep =
+                            if name == "triu" { col as i64 - row as i64 >= k } else { col as i64 - row as i64 <= k };
                         if keep {
                             *v
                         } else {
@@ -418,21 +354,12 @@ impl<'m> Interp<'m> {
             }
             "softmax" | "log_softmax" => {
                 let x = a.tensor(0, "input")?;
-                let dim = a.get(1, "dim").ok_or_else(|| {
-                    format!("{name}() missing 1 required positional arguments: \"dim\"")
-                })?;
-                t(reduce::softmax(
-                    &x,
-                    to_int(dim)?,
-                    a.dtype(2, "dtype")?,
-                    name == "log_softmax",
-                )?)
+                let dim = a
+                    .get(1, "dim")
+                    .ok_or_else(|| format!("{name}() missing 1 required positional arguments: \"dim\""))?;
+                t(reduce::softmax(&x, to_int(dim)?, a.dtype(2, "dtype")?, name == "log_softmax")?)
             }
-            "cumsum" => t(reduce::cumsum(
-                &a.tensor(0, "input")?,
-                a.int(1, "dim")?,
-                a.dtype(2, "dtype")?,
-            )?),
+            "cumsum" => t(reduce::cumsum(&a.tensor(0, "input")?, a.int(1, "dim")?, a.dtype(2, "dtype")?)?),
             "sum" | "mean" | "nansum" => {
                 let x = a.tensor(0, "input")?;
                 let dims = dims_kw(a)?;
@@ -447,11 +374,7 @@ impl<'m> Interp<'m> {
             "prod" => {
                 let x = a.tensor(0, "input")?;
                 let d = a.opt_int(1, "dim")?;
-                t(reduce::prod(
-                    &x,
-                    d.map(|d| vec![d]).as_deref(),
-                    a.bool_or(2, "keepdim", false)?,
-                )?)
+                t(reduce::prod(&x, d.map(|d| vec![d]).as_deref(), a.bool_or(2, "keepdim", false)?)?)
             }
             "max" | "min" => {
                 let x = a.tensor(0, "input")?;
@@ -459,20 +382,11 @@ impl<'m> Interp<'m> {
                 match a.opt(1, "dim") {
                     None => t(reduce::max_all(&x, is_max)?),
                     Some(Value::Tensor(o)) => {
-                        let op = if is_max {
-                            Binary::Maximum
-                        } else {
-                            Binary::Minimum
-                        };
+                        let op = if is_max { Binary::Maximum } else { Binary::Minimum };
                         t(ops::binary(op, &Operand::T(x), &Operand::T(o.clone()))?)
                     }
                     Some(d) => {
-                        let (v, i) = reduce::max_dim(
-                            &x,
-                            to_int(d)?,
-                            a.bool_or(2, "keepdim", false)?,
-                            is_max,
-                        )?;
+                        let (v, i) = reduce::max_dim(&x, to_int(d)?, a.bool_or(2, "keepdim", false)?, is_max)?;
                         Ok(Value::Named(
                             std::rc::Rc::new(vec![Value::Tensor(v), Value::Tensor(i)]),
                             &["values", "indices"],
@@ -498,23 +412,14 @@ impl<'m> Interp<'m> {
                 a.bool_or(2, "keepdim", false)?,
                 name == "all",
             )?),
-            "matmul" => t(reduce::matmul(
-                &a.tensor(0, "input")?,
-                &a.tensor(1, "other")?,
-            )?),
+            "matmul" => t(reduce::matmul(&a.tensor(0, "input")?, &a.tensor(1, "other")?)?),
             "mm" => {
                 let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "mat2")?);
                 if x.dim() != 2 {
-                    return Err(format!(
-                        "mm: self must be a matrix, got {}-D tensor",
-                        x.dim()
-                    ));
+                    return Err(format!("mm: self must be a matrix, got {}-D tensor", x.dim()));
                 }
                 if y.dim() != 2 {
-                    return Err(format!(
-                        "mm: mat2 must be a matrix, got {}-D tensor",
-                        y.dim()
-                    ));
+                    return Err(format!("mm: mat2 must be a matrix, got {}-D tensor", y.dim()));
                 }
                 t(reduce::matmul(&x, &y)?)
             }
@@ -527,46 +432,32 @@ impl<'m> Interp<'m> {
                     return Err("batch2 must be a 3D tensor".into());
                 }
                 if y.shape[0] != x.shape[0] || y.shape[1] != x.shape[2] {
-                    return Err(format!("Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].", x.shape[0], x.shape[2], y.shape[0], y.shape[1]));
+                    return Err(format!(
+                        "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
+                        x.shape[0], x.shape[2], y.shape[0], y.shape[1]
+                    ));
                 }
                 t(reduce::matmul(&x, &y)?)
             }
-            "mv" | "dot" => t(reduce::matmul(
-                &a.tensor(0, "input")?,
-                &a.tensor(1, "other")?,
-            )?),
+            "mv" | "dot" => t(reduce::matmul(&a.tensor(0, "input")?, &a.tensor(1, "other")?)?),
             "linear" => {
                 let x = a.tensor(0, "input")?;
                 let w = a.tensor(1, "weight")?;
                 let y = reduce::matmul(&x, &w.t()?)?;
                 match a.opt(2, "bias") {
-                    Some(Value::Tensor(b)) => t(ops::binary(
-                        Binary::Add,
-                        &Operand::T(y),
-                        &Operand::T(b.clone()),
-                    )?),
+                    Some(Value::Tensor(b)) => t(ops::binary(Binary::Add, &Operand::T(y), &Operand::T(b.clone()))?),
                     _ => t(y),
                 }
             }
-            "cat" | "concat" | "concatenate" => t(reduce::cat(
-                &tensor_list(a, 0, "tensors")?,
-                a.int_or(1, "dim", 0)?,
-            )?),
-            "stack" => t(reduce::stack(
-                &tensor_list(a, 0, "tensors")?,
-                a.int_or(1, "dim", 0)?,
-            )?),
+            "cat" | "concat" | "concatenate" => t(reduce::cat(&tensor_list(a, 0, "tensors")?, a.int_or(1, "dim", 0)?)?),
+            "stack" => t(reduce::stack(&tensor_list(a, 0, "tensors")?, a.int_or(1, "dim", 0)?)?),
             "clone" => {
                 let x = a.tensor(0, "input")?;
                 t(x.clone_like_layout(x.dtype())?)
             }
             "contiguous" => {
                 let x = a.tensor(0, "input")?;
-                t(if x.is_contiguous() {
-                    x
-                } else {
-                    x.contiguous_copy()
-                })
+                t(if x.is_contiguous() { x } else { x.contiguous_copy() })
             }
             "detach" => {
                 let x = a.tensor(0, "input")?;
@@ -587,11 +478,7 @@ impl<'m> Interp<'m> {
                         _ => return Err(format!("{name}(): only a dtype argument is supported")),
                     },
                 };
-                t(if dt == x.dtype() {
-                    x
-                } else {
-                    x.clone_like_layout(dt)?
-                })
+                t(if dt == x.dtype() { x } else { x.clone_like_layout(dt)? })
             }
             "view" | "reshape" => {
                 let x = a.tensor(0, "input")?;
@@ -599,60 +486,40 @@ impl<'m> Interp<'m> {
                     return Err("view(dtype) is not supported".into());
                 }
                 let sizes = a.sizes(1, "shape")?;
-                t(if name == "view" {
-                    x.view(&sizes)?
-                } else {
-                    x.reshape(&sizes)?
-                })
+                t(if name == "view" { x.view(&sizes)? } else { x.reshape(&sizes)? })
             }
             "view_as" | "reshape_as" => {
                 let x = a.tensor(0, "input")?;
                 let o = a.tensor(1, "other")?;
                 let sizes: Vec<i64> = o.shape.iter().map(|&d| d as i64).collect();
-                t(if name == "view_as" {
-                    x.view(&sizes)?
-                } else {
-                    x.reshape(&sizes)?
-                })
+                t(if name == "view_as" { x.view(&sizes)? } else { x.reshape(&sizes)? })
             }
             "flatten" => {
                 let x = a.tensor(0, "input")?;
                 t(x.flatten(a.int_or(1, "start_dim", 0)?, a.int_or(2, "end_dim", -1)?)?)
             }
             "t" => t(a.tensor(0, "input")?.t()?),
-            "transpose" | "swapaxes" | "swapdims" => t(a
-                .tensor(0, "input")?
-                .transpose(a.int(1, "dim0")?, a.int(2, "dim1")?)?),
+            "transpose" | "swapaxes" | "swapdims" => {
+                t(a.tensor(0, "input")?.transpose(a.int(1, "dim0")?, a.int(2, "dim1")?)?)
+            }
             "permute" => t(a.tensor(0, "input")?.permute(&a.sizes(1, "dims")?)?),
             "unsqueeze" => t(a.tensor(0, "input")?.unsqueeze(a.int(1, "dim")?)?),
             "squeeze" => t(a.tensor(0, "input")?.squeeze(dims_kw(a)?.as_deref())?),
             "expand" => t(a.tensor(0, "input")?.expand(&a.sizes(1, "size")?)?),
             "expand_as" => {
                 let o = a.tensor(1, "other")?;
-                t(a.tensor(0, "input")?
-                    .expand(&o.shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?)
+                t(a.tensor(0, "input")?.expand(&o.shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?)
             }
-            "broadcast_to" => t(a
-                .tensor(0, "input")?
-                .expand(&int_list(a.req(1, "size")?)?)?),
-            "narrow" => t(a.tensor(0, "input")?.narrow(
-                a.int(1, "dim")?,
-                a.int(2, "start")?,
-                a.int(3, "length")?,
-            )?),
-            "select" => t(a
-                .tensor(0, "input")?
-                .select(a.int(1, "dim")?, a.int(2, "index")?)?),
+            "broadcast_to" => t(a.tensor(0, "input")?.expand(&int_list(a.req(1, "size")?)?)?),
+            "narrow" => t(a.tensor(0, "input")?.narrow(a.int(1, "dim")?, a.int(2, "start")?, a.int(3, "length")?)?),
+            "select" => t(a.tensor(0, "input")?.select(a.int(1, "dim")?, a.int(2, "index")?)?),
             "diagonal" => t(a.tensor(0, "input")?.diagonal(
                 a.int_or(1, "offset", 0)?,
                 a.int_or(2, "dim1", 0)?,
                 a.int_or(3, "dim2", 1)?,
             )?),
             "unbind" => tensors(a.tensor(0, "input")?.unbind(a.int_or(1, "dim", 0)?)?),
-            "chunk" => tensors(
-                a.tensor(0, "input")?
-                    .chunk(a.int(1, "chunks")?, a.int_or(2, "dim", 0)?)?,
-            ),
+            "chunk" => tensors(a.tensor(0, "input")?.chunk(a.int(1, "chunks")?, a.int_or(2, "dim", 0)?)?),
             "split" => {
                 let x = a.tensor(0, "input")?;
                 let dim = a.int_or(2, "dim", 0)?;
@@ -666,7 +533,10 @@ impl<'m> Interp<'m> {
                 let x = a.tensor(0, "input")?;
                 let reps = a.sizes(1, "repeats")?;
                 if reps.len() < x.dim() {
-                    return Err("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor".into());
+                    return Err(
+                        "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
+                            .into(),
+                    );
                 }
                 // Tile: view x as [1, s0, 1, s1, ...], expand to [r0, s0, r1, s1, ...], then merge pairs.
                 let lead = reps.len() - x.dim();
@@ -693,9 +563,7 @@ impl<'m> Interp<'m> {
                 let x = a.tensor(0, "input")?;
                 match a.opt_int(1, "dim")? {
                     None => Ok(shape_value(&x)),
-                    Some(d) => Ok(Value::Int(
-                        x.shape[crate::tensor::views::wrap_dim(d, x.dim())?] as i64,
-                    )),
+                    Some(d) => Ok(Value::Int(x.shape[crate::tensor::views::wrap_dim(d, x.dim())?] as i64)),
                 }
             }
             "is_floating_point" => Ok(Value::Bool(a.tensor(0, "input")?.dtype().is_float())),
@@ -709,9 +577,7 @@ impl<'m> Interp<'m> {
                     if v.to_bool() {
                         n += 1;
                         for k in 0..x.dim() {
-                            out.push(Scalar::I(
-                                ((i as isize / strides[k]) as usize % x.shape[k]) as i64,
-                            ));
+                            out.push(Scalar::I(((i as isize / strides[k]) as usize % x.shape[k]) as i64));
                         }
                     }
                 }

@@ -45,18 +45,10 @@ impl From<String> for EvalError {
 }
 
 /// Runs a program term (its root is a tuple of outputs) on named inputs; returns the tuple's tensors.
-pub fn eval_program(
-    term: &Term,
-    inputs: &BTreeMap<String, Tensor>,
-) -> Result<Vec<Tensor>, EvalError> {
+pub fn eval_program(term: &Term, inputs: &BTreeMap<String, Tensor>) -> Result<Vec<Tensor>, EvalError> {
     let root = term.root();
-    let mut ev = Evaluator {
-        term,
-        inputs,
-        global: HashMap::new(),
-        frames: Vec::new(),
-        dependent: dependent_nodes(term),
-    };
+    let mut ev =
+        Evaluator { term, inputs, global: HashMap::new(), frames: Vec::new(), dependent: dependent_nodes(term) };
     match ev.eval(root)? {
         V::Tup(items) => items
             .iter()
@@ -66,9 +58,7 @@ pub fn eval_program(
                 other => fail(format!("program output is not a tensor: {other:?}")),
             })
             .collect(),
-        other => fail(format!(
-            "a program term's root must be a tuple, not {other:?}"
-        )),
+        other => fail(format!("a program term's root must be a tuple, not {other:?}")),
     }
 }
 
@@ -99,8 +89,7 @@ fn body_escapes(term: &Term, n: &Node) -> bool {
         let r = match &term[id] {
             Node::Iter(d) | Node::Carried([d, _]) => matches!(term[*d], Node::Int(k) if k > depth),
             Node::Loop([a, b, c, init, body]) => {
-                [a, b, c, init].iter().any(|&&x| walk(term, x, depth, seen))
-                    || walk(term, *body, depth + 1, seen)
+                [a, b, c, init].iter().any(|&&x| walk(term, x, depth, seen)) || walk(term, *body, depth + 1, seen)
             }
             Node::While([init, cond, body]) => {
                 walk(term, *init, depth, seen)
@@ -115,9 +104,7 @@ fn body_escapes(term: &Term, n: &Node) -> bool {
     let mut seen = HashMap::new();
     match n {
         Node::Loop([_, _, _, _, body]) => walk(term, *body, 0, &mut seen),
-        Node::While([_, cond, body]) => {
-            walk(term, *cond, 0, &mut seen) || walk(term, *body, 0, &mut seen)
-        }
+        Node::While([_, cond, body]) => walk(term, *cond, 0, &mut seen) || walk(term, *body, 0, &mut seen),
         _ => false,
     }
 }
@@ -176,13 +163,7 @@ impl Evaluator<'_> {
         match self.eval(id)? {
             V::L(items) => items
                 .iter()
-                .map(|v| {
-                    if let V::I(i) = v {
-                        Ok(*i)
-                    } else {
-                        fail("expected a list of integers")
-                    }
-                })
+                .map(|v| if let V::I(i) = v { Ok(*i) } else { fail("expected a list of integers") })
                 .collect(),
             other => fail(format!("expected a list, got {other:?}")),
         }
@@ -212,12 +193,8 @@ impl Evaluator<'_> {
             Node::DType(d) => V::D(d),
             Node::Name(n) => V::Name(n.0),
             Node::NoneLit => V::None,
-            Node::List(items) => V::L(Rc::new(
-                items.iter().map(|&c| self.eval(c)).collect::<R<_>>()?,
-            )),
-            Node::Tuple(items) => V::Tup(Rc::new(
-                items.iter().map(|&c| self.eval(c)).collect::<R<_>>()?,
-            )),
+            Node::List(items) => V::L(Rc::new(items.iter().map(|&c| self.eval(c)).collect::<R<_>>()?)),
+            Node::Tuple(items) => V::Tup(Rc::new(items.iter().map(|&c| self.eval(c)).collect::<R<_>>()?)),
             Node::View([s, st, off]) => {
                 let shape: Vec<usize> = self.ints(s)?.into_iter().map(|d| d as usize).collect();
                 let strides: Vec<isize> = self.ints(st)?.into_iter().map(|d| d as isize).collect();
@@ -284,11 +261,7 @@ impl Evaluator<'_> {
                 };
                 let mut i = a;
                 while (s > 0 && i < b) || (s < 0 && i > b) {
-                    self.frames.push(Frame {
-                        iter: i,
-                        carried: state.clone(),
-                        cache: HashMap::new(),
-                    });
+                    self.frames.push(Frame { iter: i, carried: state.clone(), cache: HashMap::new() });
                     let next = self.eval(body);
                     self.frames.pop();
                     state = match next? {
@@ -306,11 +279,7 @@ impl Evaluator<'_> {
                 };
                 let mut n = 0u64;
                 loop {
-                    self.frames.push(Frame {
-                        iter: n as i64,
-                        carried: state.clone(),
-                        cache: HashMap::new(),
-                    });
+                    self.frames.push(Frame { iter: n as i64, carried: state.clone(), cache: HashMap::new() });
                     let go = match self.eval(cond) {
                         Ok(V::T(t)) => t.item().map(|s| s.to_bool()).map_err(EvalError),
                         Ok(V::B(b)) => Ok(b),
@@ -365,16 +334,10 @@ impl Evaluator<'_> {
                 }
             }
             if lo < 0 || hi >= n {
-                return fail(format!(
-                    "view reaches elements {lo}..={hi} of a tensor of {n} elements"
-                ));
+                return fail(format!("view reaches elements {lo}..={hi} of a tensor of {n} elements"));
             }
         }
-        let base = if x.is_contiguous() && x.offset == 0 {
-            x.clone()
-        } else {
-            x.contiguous_copy()
-        };
+        let base = if x.is_contiguous() && x.offset == 0 { x.clone() } else { x.contiguous_copy() };
         Ok(base.restride(shape.clone(), strides.clone(), (*off).max(0) as usize))
     }
 
@@ -384,11 +347,7 @@ impl Evaluator<'_> {
             if args.len() == n {
                 Ok(())
             } else {
-                fail(format!(
-                    "{} takes {n} arguments, got {}",
-                    op.as_str(),
-                    args.len()
-                ))
+                fail(format!("{} takes {n} arguments, got {}", op.as_str(), args.len()))
             }
         };
         let t = |e: &mut Self, i: usize| e.tensor(args[i]);
@@ -413,14 +372,7 @@ impl Evaluator<'_> {
                     ISub => a.wrapping_sub(b),
                     IMul => a.wrapping_mul(b),
                     _ if b == 0 => return fail("integer division by zero"),
-                    IFloorDiv => {
-                        a.wrapping_div_euclid(b)
-                            - if b < 0 && a.wrapping_rem_euclid(b) != 0 {
-                                1
-                            } else {
-                                0
-                            }
-                    }
+                    IFloorDiv => a.wrapping_div_euclid(b) - if b < 0 && a.wrapping_rem_euclid(b) != 0 { 1 } else { 0 },
                     _ => {
                         let r = a.wrapping_rem_euclid(b);
                         if b < 0 && r != 0 {
@@ -441,11 +393,7 @@ impl Evaluator<'_> {
             }
             Full => {
                 arity(3)?;
-                let shape: Vec<usize> = self
-                    .ints(args[0])?
-                    .into_iter()
-                    .map(|d| d as usize)
-                    .collect();
+                let shape: Vec<usize> = self.ints(args[0])?.into_iter().map(|d| d as usize).collect();
                 let V::D(dt) = self.eval(args[1])? else {
                     return fail("full: expected a dtype");
                 };
@@ -545,10 +493,7 @@ impl Evaluator<'_> {
                     return fail("cat needs a dim and at least one tensor");
                 }
                 let d = self.int(args[0])?;
-                let parts: Vec<Tensor> = args[1..]
-                    .iter()
-                    .map(|&a| self.tensor(a))
-                    .collect::<R<_>>()?;
+                let parts: Vec<Tensor> = args[1..].iter().map(|&a| self.tensor(a)).collect::<R<_>>()?;
                 out(reduce::cat(&parts, d))
             }
             Triu | Tril => {
@@ -600,10 +545,7 @@ fn num(v: &V) -> f64 {
 /// `triu`/`tril` of the last two dims.
 pub(crate) fn triangle(x: &Tensor, k: i64, upper: bool) -> Result<Tensor, String> {
     if x.dim() < 2 {
-        return Err(format!(
-            "{}: input tensor must have at least 2 dimensions",
-            if upper { "triu" } else { "tril" }
-        ));
+        return Err(format!("{}: input tensor must have at least 2 dimensions", if upper { "triu" } else { "tril" }));
     }
     let (r, c) = (x.shape[x.dim() - 2], x.shape[x.dim() - 1]);
     let zero = Scalar::I(0).cast(x.dtype());

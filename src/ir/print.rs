@@ -19,11 +19,7 @@ pub fn display_dag(term: &Term) -> String {
         } else if n.is_leaf() {
             n.to_string()
         } else {
-            let kids: Vec<&str> = n
-                .children()
-                .iter()
-                .map(|&c| names[usize::from(c)].as_str())
-                .collect();
+            let kids: Vec<&str> = n.children().iter().map(|&c| names[usize::from(c)].as_str()).collect();
             format!("({} {})", op_text(n), kids.join(" "))
         };
         if inline[i] {
@@ -54,10 +50,7 @@ pub struct TermStats {
 }
 
 pub fn term_stats(term: &Term) -> TermStats {
-    let mut s = TermStats {
-        nodes: term.as_ref().len(),
-        ..Default::default()
-    };
+    let mut s = TermStats { nodes: term.as_ref().len(), ..Default::default() };
     for n in term.as_ref() {
         match n {
             Node::Loop(_) | Node::While(_) => s.loops += 1,

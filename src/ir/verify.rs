@@ -30,15 +30,7 @@ impl std::fmt::Display for Ty {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Ty::Tensor(d, s) => write!(f, "{}{}", d.annotation(), fmt_shape(s)),
-            Ty::Tuple(items) => write!(
-                f,
-                "({})",
-                items
-                    .iter()
-                    .map(|t| t.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Ty::Tuple(items) => write!(f, "({})", items.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")),
             other => write!(f, "{other:?}"),
         }
     }
@@ -46,12 +38,7 @@ impl std::fmt::Display for Ty {
 
 /// Infers the type of `term`'s root given the types of its inputs; an error names the offending node.
 pub fn verify(term: &Term, inputs: &[(String, DType, Vec<usize>)]) -> Result<Ty, String> {
-    let mut v = Verifier {
-        term,
-        inputs,
-        frames: Vec::new(),
-        cache: Default::default(),
-    };
+    let mut v = Verifier { term, inputs, frames: Vec::new(), cache: Default::default() };
     v.ty(term.root())
 }
 
@@ -73,13 +60,16 @@ impl Verifier<'_> {
         if let Some(t) = self.cache.get(&key) {
             return Ok(t.clone());
         }
-        let t = self.infer(id).map_err(|e| {
-            if e.starts_with("in ") {
-                e
-            } else {
-                format!("in `{}`: {e}", self.show(id))
-            }
-        })?;
+        let t =
+            self.infer(id).map_err(
+                |e| {
+                    if e.starts_with("in ") {
+                        e
+                    } else {
+                        format!("in `{}`: {e}", self.show(id))
+                    }
+                },
+            )?;
         self.cache.insert(key, t.clone());
         Ok(t)
     }
@@ -102,9 +92,7 @@ impl Verifier<'_> {
     fn lit_ints(&self, id: Id) -> Result<Vec<i64>, String> {
         match &self.term[id] {
             Node::List(items) => items.iter().map(|&i| self.lit_int(i)).collect(),
-            other => Err(format!(
-                "expected a list of integer literals, found `{other}`"
-            )),
+            other => Err(format!("expected a list of integer literals, found `{other}`")),
         }
     }
 
@@ -147,18 +135,8 @@ impl Verifier<'_> {
             Node::DType(_) => Ty::DType,
             Node::Name(_) => Ty::Name,
             Node::NoneLit => Ty::None,
-            Node::List(items) => Ty::List(
-                items
-                    .iter()
-                    .map(|&c| self.ty(c))
-                    .collect::<Result<_, _>>()?,
-            ),
-            Node::Tuple(items) => Ty::Tuple(
-                items
-                    .iter()
-                    .map(|&c| self.ty(c))
-                    .collect::<Result<_, _>>()?,
-            ),
+            Node::List(items) => Ty::List(items.iter().map(|&c| self.ty(c)).collect::<Result<_, _>>()?),
+            Node::Tuple(items) => Ty::Tuple(items.iter().map(|&c| self.ty(c)).collect::<Result<_, _>>()?),
             Node::View([s, st, off]) => {
                 let shape = self.lit_ints(s)?;
                 let strides = self.lit_ints(st)?;
@@ -203,10 +181,7 @@ impl Verifier<'_> {
             Node::Get([t, j]) => {
                 let j = self.lit_int(j)?;
                 let items = self.tuple_items(t)?;
-                items
-                    .get(j as usize)
-                    .cloned()
-                    .ok_or_else(|| format!("get {j} of a tuple of {}", items.len()))?
+                items.get(j as usize).cloned().ok_or_else(|| format!("get {j} of a tuple of {}", items.len()))?
             }
             Node::Iter(d) => {
                 self.frame(d)?;
@@ -215,19 +190,13 @@ impl Verifier<'_> {
             Node::Carried([d, j]) => {
                 let j = self.lit_int(j)?;
                 let f = self.frame(d)?;
-                f.get(j as usize)
-                    .cloned()
-                    .ok_or_else(|| format!("carried {j} of {} values", f.len()))?
+                f.get(j as usize).cloned().ok_or_else(|| format!("carried {j} of {} values", f.len()))?
             }
             Node::If([c, a, b]) => {
                 match self.ty(c)? {
                     Ty::Tensor(DType::Bool, s) if s.iter().product::<usize>() == 1 => {}
                     Ty::Bool | Ty::Int => {}
-                    other => {
-                        return Err(format!(
-                            "if condition must be a one-element bool tensor, not {other}"
-                        ))
-                    }
+                    other => return Err(format!("if condition must be a one-element bool tensor, not {other}")),
                 }
                 let (ta, tb) = (self.ty(a)?, self.ty(b)?);
                 if ta != tb {
@@ -245,11 +214,7 @@ impl Verifier<'_> {
                 self.frames.pop();
                 let out = out?;
                 if out != state {
-                    return Err(format!(
-                        "loop body yields {} but carries {}",
-                        Ty::Tuple(out),
-                        Ty::Tuple(state)
-                    ));
+                    return Err(format!("loop body yields {} but carries {}", Ty::Tuple(out), Ty::Tuple(state)));
                 }
                 Ty::Tuple(state)
             }
@@ -262,35 +227,17 @@ impl Verifier<'_> {
                 match c? {
                     Ty::Tensor(DType::Bool, s) if s.iter().product::<usize>() == 1 => {}
                     Ty::Bool => {}
-                    other => {
-                        return Err(format!(
-                            "while condition must be a one-element bool tensor, not {other}"
-                        ))
-                    }
+                    other => return Err(format!("while condition must be a one-element bool tensor, not {other}")),
                 }
                 let out = out?;
                 if out != state {
-                    return Err(format!(
-                        "while body yields {} but carries {}",
-                        Ty::Tuple(out),
-                        Ty::Tuple(state)
-                    ));
+                    return Err(format!("while body yields {} but carries {}", Ty::Tuple(out), Ty::Tuple(state)));
                 }
                 Ty::Tuple(state)
             }
             Node::Op(op, args) => {
-                let tys = args
-                    .iter()
-                    .map(|&c| self.ty(c))
-                    .collect::<Result<Vec<_>, _>>()?;
-                op_type(
-                    op,
-                    &OpCx {
-                        term: self.term,
-                        ids: &args,
-                        tys: &tys,
-                    },
-                )?
+                let tys = args.iter().map(|&c| self.ty(c)).collect::<Result<Vec<_>, _>>()?;
+                op_type(op, &OpCx { term: self.term, ids: &args, tys: &tys })?
             }
         })
     }
@@ -353,10 +300,7 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             arity(3)?;
             let shape = cx.lit_ints(0)?;
             let d = cx.lit_dtype(1)?;
-            if !matches!(
-                cx.term[args[2]],
-                Node::Int(_) | Node::Float(_) | Node::Bool(_)
-            ) {
+            if !matches!(cx.term[args[2]], Node::Int(_) | Node::Float(_) | Node::Bool(_)) {
                 return Err("full takes a literal value".into());
             }
             Ty::Tensor(d, shape.into_iter().map(|x| x.max(0) as usize).collect())
@@ -387,10 +331,7 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             if dc != DType::Bool || da != db {
                 return Err("where takes a bool condition and two tensors of one dtype".into());
             }
-            Ty::Tensor(
-                da,
-                ops::broadcast_shapes(&ops::broadcast_shapes(&sc, &sa)?, &sb)?,
-            )
+            Ty::Tensor(da, ops::broadcast_shapes(&ops::broadcast_shapes(&sc, &sa)?, &sb)?)
         }
         Clamp => {
             arity(3)?;
@@ -401,12 +342,7 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
                     Ty::Tensor(db, sb) if db == d => {
                         ops::broadcast_shapes(&s, &sb)?;
                     }
-                    other => {
-                        return Err(format!(
-                            "clamp bound {other} must be none or a {} tensor",
-                            d.annotation()
-                        ))
-                    }
+                    other => return Err(format!("clamp bound {other} must be none or a {} tensor", d.annotation())),
                 }
             }
             Ty::Tensor(d, s)
@@ -419,9 +355,7 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             let dims: Vec<usize> = if dims.is_empty() {
                 (0..s.len()).collect()
             } else {
-                dims.iter()
-                    .map(|&x| wrap_dim(x, s.len()))
-                    .collect::<Result<_, _>>()?
+                dims.iter().map(|&x| wrap_dim(x, s.len())).collect::<Result<_, _>>()?
             };
             let shape = reduced(&s, &dims, keep);
             let out = match op {
@@ -438,24 +372,13 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             let dim = wrap_dim(cx.lit_int(1)?, s.len())?;
             let keep = cx.lit_bool(2)?;
             let dims = if s.is_empty() { vec![] } else { vec![dim] };
-            Ty::Tensor(
-                if matches!(op, MaxIdx | MinIdx) {
-                    DType::I64
-                } else {
-                    d
-                },
-                reduced(&s, &dims, keep),
-            )
+            Ty::Tensor(if matches!(op, MaxIdx | MinIdx) { DType::I64 } else { d }, reduced(&s, &dims, keep))
         }
         Softmax | LogSoftmax | Cumsum => {
             arity(2)?;
             let (d, s) = cx.tensor(0)?;
             wrap_dim(cx.lit_int(1)?, s.len())?;
-            let out = if op == Cumsum && !d.is_float() {
-                DType::I64
-            } else {
-                d
-            };
+            let out = if op == Cumsum && !d.is_float() { DType::I64 } else { d };
             if op != Cumsum && !d.is_float() {
                 return Err(format!("softmax of {}", d.annotation()));
             }
@@ -484,12 +407,8 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             let mut shape = s0.clone();
             shape[dd] = 0;
             for (d, s) in &parts {
-                if *d != d0 || s.len() != s0.len() || (0..s.len()).any(|k| k != dd && s[k] != s0[k])
-                {
-                    return Err(
-                        "cat operands must agree in dtype and in every dim but the one joined"
-                            .into(),
-                    );
+                if *d != d0 || s.len() != s0.len() || (0..s.len()).any(|k| k != dd && s[k] != s0[k]) {
+                    return Err("cat operands must agree in dtype and in every dim but the one joined".into());
                 }
                 shape[dd] += s[dd];
             }
@@ -514,14 +433,10 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             for k in base..args.len() {
                 idx.push(match cx.ty(k)? {
                     Ty::None => None,
-                    Ty::Tensor(di, si) if !di.is_float() && di != DType::Bool => Some(
-                        Tensor::zeros(DType::I64, &[])?.restride(si.clone(), vec![0; si.len()], 0),
-                    ),
-                    other => {
-                        return Err(format!(
-                            "index entry {other} must be none or an integer tensor"
-                        ))
+                    Ty::Tensor(di, si) if !di.is_float() && di != DType::Bool => {
+                        Some(Tensor::zeros(DType::I64, &[])?.restride(si.clone(), vec![0; si.len()], 0))
                     }
+                    other => return Err(format!("index entry {other} must be none or an integer tensor")),
                 });
             }
             let x = Tensor::zeros(d, &[])?.restride(s.clone(), vec![0; s.len()], 0);
@@ -570,9 +485,7 @@ impl OpCx<'_> {
     fn lit_ints(&self, k: usize) -> Result<Vec<i64>, String> {
         match &self.term[self.ids[k]] {
             Node::List(items) => items.iter().map(|&i| lit_int(self.term, i)).collect(),
-            other => Err(format!(
-                "expected a list of integer literals, found `{other}`"
-            )),
+            other => Err(format!("expected a list of integer literals, found `{other}`")),
         }
     }
     fn lit_bool(&self, k: usize) -> Result<bool, String> {
@@ -619,28 +532,12 @@ fn matmul_shape(a: &Tensor, b: &Tensor) -> Result<Vec<usize>, String> {
     }
     let (sa, sb) = (&a.shape, &b.shape);
     let k1 = sa[sa.len() - 1];
-    let k2 = if sb.len() == 1 {
-        sb[0]
-    } else {
-        sb[sb.len() - 2]
-    };
+    let k2 = if sb.len() == 1 { sb[0] } else { sb[sb.len() - 2] };
     if k1 != k2 {
-        return Err(format!(
-            "matmul shapes {} and {} do not match",
-            fmt_shape(sa),
-            fmt_shape(sb)
-        ));
+        return Err(format!("matmul shapes {} and {} do not match", fmt_shape(sa), fmt_shape(sb)));
     }
-    let ba = if sa.len() > 2 {
-        &sa[..sa.len() - 2]
-    } else {
-        &[][..]
-    };
-    let bb = if sb.len() > 2 {
-        &sb[..sb.len() - 2]
-    } else {
-        &[][..]
-    };
+    let ba = if sa.len() > 2 { &sa[..sa.len() - 2] } else { &[][..] };
+    let bb = if sb.len() > 2 { &sb[..sb.len() - 2] } else { &[][..] };
     let mut shape = ops::broadcast_shapes(ba, bb)?;
     if sa.len() > 1 {
         shape.push(sa[sa.len() - 2]);

@@ -39,30 +39,19 @@ pub fn expand_masks(x: &Tensor, idx: &[Option<Tensor>]) -> TResult<Vec<Option<Te
                 for k in 0..t.dim() {
                     let coords: Vec<Scalar> = hits
                         .iter()
-                        .map(|&i| {
-                            Scalar::I(((i as isize / strides[k]) as usize % t.shape[k]) as i64)
-                        })
+                        .map(|&i| Scalar::I(((i as isize / strides[k]) as usize % t.shape[k]) as i64))
                         .collect();
-                    out.push(Some(Tensor::from_scalars(
-                        DType::I64,
-                        &[hits.len()],
-                        &coords,
-                    )?));
+                    out.push(Some(Tensor::from_scalars(DType::I64, &[hits.len()], &coords)?));
                 }
             }
             Some(t) if t.dtype().is_float() => {
-                return Err(
-                    "tensors used as indices must be long, int, byte or bool tensors".into(),
-                );
+                return Err("tensors used as indices must be long, int, byte or bool tensors".into());
             }
             other => out.push(other.clone()),
         }
     }
     if out.len() > x.dim() {
-        return Err(format!(
-            "too many indices for tensor of dimension {}",
-            x.dim()
-        ));
+        return Err(format!("too many indices for tensor of dimension {}", x.dim()));
     }
     Ok(out)
 }
@@ -75,10 +64,7 @@ pub fn advanced(x: &Tensor, idx: &[Option<Tensor>]) -> TResult<AdvIndex> {
     for &d in &adv {
         let t = idx[d].as_ref().expect("advanced dims hold tensors");
         bshape = broadcast_shapes(&bshape, &t.shape).map_err(|_| {
-            let shapes: Vec<String> = adv
-                .iter()
-                .map(|&d| fmt_shape(&idx[d].as_ref().unwrap().shape))
-                .collect();
+            let shapes: Vec<String> = adv.iter().map(|&d| fmt_shape(&idx[d].as_ref().unwrap().shape)).collect();
             format!(
                 "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
                 shapes.join(", ")
@@ -94,10 +80,7 @@ pub fn advanced(x: &Tensor, idx: &[Option<Tensor>]) -> TResult<AdvIndex> {
         for s in t.scalars() {
             let i = s.to_i64_trunc();
             if i < -n || i >= n {
-                return Err(format!(
-                    "index {} is out of bounds for dimension {} with size {}",
-                    i, d, n
-                ));
+                return Err(format!("index {} is out of bounds for dimension {} with size {}", i, d, n));
             }
             v.push(if i < 0 { i + n } else { i });
         }
@@ -170,16 +153,9 @@ pub fn index(x: &Tensor, idx: &[Option<Tensor>]) -> TResult<Tensor> {
 }
 
 /// `x.index_put_(idx, values, accumulate)`: `values` broadcast to the indexing result, written in order.
-pub fn index_put(
-    x: &Tensor,
-    idx: &[Option<Tensor>],
-    values: &Tensor,
-    accumulate: bool,
-) -> TResult<()> {
+pub fn index_put(x: &Tensor, idx: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> TResult<()> {
     let a = advanced(x, idx)?;
-    let b = broadcast_shapes(&a.shape, &values.shape)
-        .ok()
-        .filter(|b| *b == a.shape);
+    let b = broadcast_shapes(&a.shape, &values.shape).ok().filter(|b| *b == a.shape);
     if b.is_none() {
         return Err(format!(
             "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
@@ -194,9 +170,7 @@ pub fn index_put(
             let old = buf.get(o);
             match x.dtype().kind() {
                 super::dtype::Kind::Float => Scalar::F(old.to_f64() + v.cast(x.dtype()).to_f64()),
-                super::dtype::Kind::Int => {
-                    Scalar::I(old.to_i64_trunc().wrapping_add(v.to_i64_trunc()))
-                }
+                super::dtype::Kind::Int => Scalar::I(old.to_i64_trunc().wrapping_add(v.to_i64_trunc())),
                 super::dtype::Kind::Bool => Scalar::B(old.to_bool() | v.to_bool()),
             }
         } else {

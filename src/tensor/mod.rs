@@ -35,9 +35,7 @@ pub enum Buf {
 impl Buf {
     pub fn zeros(dtype: DType, n: usize) -> TResult<Buf> {
         if n > MAX_ELEMENTS {
-            return Err(format!(
-                "a tensor of {n} elements is larger than this interpreter allows ({MAX_ELEMENTS})"
-            ));
+            return Err(format!("a tensor of {n} elements is larger than this interpreter allows ({MAX_ELEMENTS})"));
         }
         Ok(match dtype {
             DType::Bool => Buf::Bool(vec![false; n]),
@@ -46,10 +44,7 @@ impl Buf {
             DType::F32 => Buf::F32(vec![0.0; n]),
             DType::F64 => Buf::F64(vec![0.0; n]),
             DType::F16 | DType::BF16 => {
-                return Err(format!(
-                    "dtype {} is not supported by the interpreter yet",
-                    dtype.name()
-                ))
+                return Err(format!("dtype {} is not supported by the interpreter yet", dtype.name()))
             }
         })
     }
@@ -138,20 +133,11 @@ impl Tensor {
     pub fn from_buf(buf: Buf, shape: Vec<usize>) -> Tensor {
         debug_assert_eq!(buf.len(), numel(&shape));
         let dtype = buf.dtype();
-        Tensor {
-            strides: contiguous_strides(&shape),
-            shape,
-            offset: 0,
-            buf: Rc::new(RefCell::new(buf)),
-            dtype,
-        }
+        Tensor { strides: contiguous_strides(&shape), shape, offset: 0, buf: Rc::new(RefCell::new(buf)), dtype }
     }
 
     pub fn zeros(dtype: DType, shape: &[usize]) -> TResult<Tensor> {
-        Ok(Tensor::from_buf(
-            Buf::zeros(dtype, numel(shape))?,
-            shape.to_vec(),
-        ))
+        Ok(Tensor::from_buf(Buf::zeros(dtype, numel(shape))?, shape.to_vec()))
     }
 
     pub fn full(dtype: DType, shape: &[usize], value: Scalar) -> TResult<Tensor> {
@@ -206,13 +192,7 @@ impl Tensor {
 
     /// A new view onto the same buffer.
     pub fn restride(&self, shape: Vec<usize>, strides: Vec<isize>, offset: usize) -> Tensor {
-        Tensor {
-            buf: self.buf.clone(),
-            shape,
-            strides,
-            offset,
-            dtype: self.dtype,
-        }
+        Tensor { buf: self.buf.clone(), shape, strides, offset, dtype: self.dtype }
     }
 
     pub fn same_storage(&self, other: &Tensor) -> bool {
@@ -277,19 +257,13 @@ impl Tensor {
 
     pub fn to_f64_vec(&self) -> Vec<f64> {
         let b = self.buf.borrow();
-        self.offsets()
-            .into_iter()
-            .map(|o| b.get(o).to_f64())
-            .collect()
+        self.offsets().into_iter().map(|o| b.get(o).to_f64()).collect()
     }
 
     /// The single element of a one-element tensor (`.item()`).
     pub fn item(&self) -> TResult<Scalar> {
         if self.numel() != 1 {
-            return Err(format!(
-                "a Tensor with {} elements cannot be converted to Scalar",
-                self.numel()
-            ));
+            return Err(format!("a Tensor with {} elements cannot be converted to Scalar", self.numel()));
         }
         Ok(self.buf.borrow().get(self.offset))
     }
@@ -318,15 +292,8 @@ impl Tensor {
         let mut big: Vec<usize> = (0..nd).filter(|&d| !fixed(d)).collect();
         big.sort_by(|&a, &b| x.strides[b].abs().cmp(&x.strides[a].abs()));
         let mut next = big.into_iter();
-        let perm: Vec<usize> = (0..nd)
-            .map(|d| {
-                if fixed(d) {
-                    d
-                } else {
-                    next.next().expect("one slot per dim")
-                }
-            })
-            .collect();
+        let perm: Vec<usize> =
+            (0..nd).map(|d| if fixed(d) { d } else { next.next().expect("one slot per dim") }).collect();
         if perm.iter().enumerate().all(|(i, &p)| i == p) {
             return Tensor::zeros(dtype, &x.shape);
         }
@@ -373,10 +340,7 @@ impl Tensor {
 
     /// Whether some dimension of size > 1 has stride 0, so several indices name one element.
     pub fn has_internal_overlap(&self) -> bool {
-        self.shape
-            .iter()
-            .zip(&self.strides)
-            .any(|(&n, &s)| n > 1 && s == 0)
+        self.shape.iter().zip(&self.strides).any(|(&n, &s)| n > 1 && s == 0)
     }
 
     /// Whether the elements form one dense block (contiguous after some permutation of dims).

@@ -29,8 +29,7 @@ pub fn result_type(ops: &[&Operand]) -> DType {
     let mut dim: Option<DType> = None;
     let mut zero: Option<DType> = None;
     let mut wrapped: Option<DType> = None;
-    let join =
-        |acc: &mut Option<DType>, d: DType| *acc = Some(acc.map_or(d, |a| DType::promote(a, d)));
+    let join = |acc: &mut Option<DType>, d: DType| *acc = Some(acc.map_or(d, |a| DType::promote(a, d)));
     for op in ops {
         match op {
             Operand::T(t) if t.dim() > 0 => join(&mut dim, t.dtype()),
@@ -63,16 +62,8 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> TResult<Vec<usize>> {
     let mut out = vec![0; n];
     // From the last dim, as PyTorch's `infer_size`, so a message names the same dim as PyTorch's.
     for i in (0..n).rev() {
-        let da = if i + a.len() >= n {
-            a[i + a.len() - n]
-        } else {
-            1
-        };
-        let db = if i + b.len() >= n {
-            b[i + b.len() - n]
-        } else {
-            1
-        };
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {
@@ -93,10 +84,7 @@ fn gather(op: &Operand, shape: &[usize], dtype: DType) -> TResult<Vec<Scalar>> {
         Operand::T(t) => {
             let b = t.broadcast_to(shape)?;
             let buf = b.buf.borrow();
-            Ok(b.offsets()
-                .into_iter()
-                .map(|o| buf.get(o).cast(dtype))
-                .collect())
+            Ok(b.offsets().into_iter().map(|o| buf.get(o).cast(dtype)).collect())
         }
     }
 }
@@ -112,10 +100,7 @@ pub fn map_n(
     for op in ops {
         shape = broadcast_shapes(&shape, op.shape())?;
     }
-    let cols: Vec<Vec<Scalar>> = ops
-        .iter()
-        .map(|o| gather(o, &shape, compute))
-        .collect::<TResult<_>>()?;
+    let cols: Vec<Vec<Scalar>> = ops.iter().map(|o| gather(o, &shape, compute)).collect::<TResult<_>>()?;
     let n = super::numel(&shape);
     let mut values = Vec::with_capacity(n);
     let mut args = vec![Scalar::B(false); ops.len()];
@@ -164,10 +149,7 @@ pub enum Binary {
 
 impl Binary {
     pub fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            Binary::Eq | Binary::Ne | Binary::Lt | Binary::Le | Binary::Gt | Binary::Ge
-        )
+        matches!(self, Binary::Eq | Binary::Ne | Binary::Lt | Binary::Le | Binary::Gt | Binary::Ge)
     }
 }
 
@@ -228,9 +210,7 @@ pub fn binary(op: Binary, a: &Operand, b: &Operand) -> TResult<Tensor> {
             }
         }
     }
-    map_n(&[a, b], compute, out, |args| {
-        apply_binary(op, kind, args[0], args[1])
-    })
+    map_n(&[a, b], compute, out, |args| apply_binary(op, kind, args[0], args[1]))
 }
 
 fn apply_binary(op: Binary, kind: Kind, x: Scalar, y: Scalar) -> TResult<Scalar> {
@@ -384,19 +364,7 @@ impl Unary {
         use Unary::*;
         matches!(
             self,
-            Exp | Log
-                | Log1p
-                | Expm1
-                | Sqrt
-                | Rsqrt
-                | Sigmoid
-                | Tanh
-                | Sin
-                | Cos
-                | Reciprocal
-                | Erf
-                | Silu
-                | Gelu
+            Exp | Log | Log1p | Expm1 | Sqrt | Rsqrt | Sigmoid | Tanh | Sin | Cos | Reciprocal | Erf | Silu | Gelu
         )
     }
 }
@@ -531,9 +499,7 @@ pub fn where_(cond: &Tensor, a: &Operand, b: &Operand) -> TResult<Tensor> {
         ));
     }
     let dt = result_type(&[a, b]);
-    map_n(&[&Operand::T(cond.clone()), a, b], dt, dt, |v| {
-        Ok(if v[0].to_bool() { v[1] } else { v[2] })
-    })
+    map_n(&[&Operand::T(cond.clone()), a, b], dt, dt, |v| Ok(if v[0].to_bool() { v[1] } else { v[2] }))
 }
 
 /// `clamp(x, min, max)`; NaN in `x` or in a bound propagates, and `max` wins when `min > max`.
@@ -555,19 +521,11 @@ pub fn clamp(x: &Tensor, lo: Option<&Operand>, hi: Option<&Operand>) -> TResult<
             let mut r = v[0].to_f64();
             if has_l {
                 let b = v[1].to_f64();
-                r = if r.is_nan() || b.is_nan() {
-                    f64::NAN
-                } else {
-                    r.max(b)
-                };
+                r = if r.is_nan() || b.is_nan() { f64::NAN } else { r.max(b) };
             }
             if has_h {
                 let b = v[2].to_f64();
-                r = if r.is_nan() || b.is_nan() {
-                    f64::NAN
-                } else {
-                    r.min(b)
-                };
+                r = if r.is_nan() || b.is_nan() { f64::NAN } else { r.min(b) };
             }
             Ok(Scalar::F(r))
         } else {

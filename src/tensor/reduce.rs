@@ -21,25 +21,16 @@ fn groups(x: &Tensor, dims: &[usize], keepdim: bool) -> Groups {
     let kept: Vec<usize> = (0..x.dim()).filter(|d| !dims.contains(d)).collect();
     let mut perm: Vec<i64> = kept.iter().map(|&d| d as i64).collect();
     perm.extend(dims.iter().map(|&d| d as i64));
-    let p = x
-        .permute(&perm)
-        .expect("a permutation of all dims is valid");
+    let p = x.permute(&perm).expect("a permutation of all dims is valid");
     let values = p.scalars();
     let group = dims.iter().map(|&d| x.shape[d]).product();
     let keep_shape: Vec<usize> = kept.iter().map(|&d| x.shape[d]).collect();
     let out_shape = if keepdim {
-        (0..x.dim())
-            .map(|d| if dims.contains(&d) { 1 } else { x.shape[d] })
-            .collect()
+        (0..x.dim()).map(|d| if dims.contains(&d) { 1 } else { x.shape[d] }).collect()
     } else {
         keep_shape.clone()
     };
-    Groups {
-        out_shape,
-        keep_shape,
-        values,
-        group,
-    }
+    Groups { out_shape, keep_shape, values, group }
 }
 
 /// Normalizes a `dim=` argument: `None` or an empty list reduces every dim.
@@ -52,9 +43,7 @@ pub fn reduce_dims(x: &Tensor, dims: Option<&[i64]>) -> TResult<Vec<usize>> {
             for &d in ds {
                 let d = wrap_dim(d, x.dim())?;
                 if out.contains(&d) {
-                    return Err(format!(
-                        "dim {d} appears multiple times in the list of dims"
-                    ));
+                    return Err(format!("dim {d} appears multiple times in the list of dims"));
                 }
                 out.push(d);
             }
@@ -83,18 +72,9 @@ fn reduce_with(
     Ok(t)
 }
 
-pub fn sum(
-    x: &Tensor,
-    dims: Option<&[i64]>,
-    keepdim: bool,
-    dtype: Option<DType>,
-) -> TResult<Tensor> {
+pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> TResult<Tensor> {
     let dims = reduce_dims(x, dims)?;
-    let out = dtype.unwrap_or(if x.dtype().is_float() {
-        x.dtype()
-    } else {
-        DType::I64
-    });
+    let out = dtype.unwrap_or(if x.dtype().is_float() { x.dtype() } else { DType::I64 });
     let float = out.is_float();
     reduce_with(x, &dims, keepdim, out, |v| {
         Ok(if float {
@@ -107,11 +87,7 @@ pub fn sum(
 
 pub fn prod(x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> TResult<Tensor> {
     let dims = reduce_dims(x, dims)?;
-    let out = if x.dtype().is_float() {
-        x.dtype()
-    } else {
-        DType::I64
-    };
+    let out = if x.dtype().is_float() { x.dtype() } else { DType::I64 };
     let float = out.is_float();
     reduce_with(x, &dims, keepdim, out, |v| {
         Ok(if float {
@@ -122,12 +98,7 @@ pub fn prod(x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> TResult<Tensor> 
     })
 }
 
-pub fn mean(
-    x: &Tensor,
-    dims: Option<&[i64]>,
-    keepdim: bool,
-    dtype: Option<DType>,
-) -> TResult<Tensor> {
+pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> TResult<Tensor> {
     let out = dtype.unwrap_or(x.dtype());
     if !out.is_float() {
         return Err(format!("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", out.name()));
@@ -178,15 +149,11 @@ pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, max: bool) -> TResult<(Tenso
     let name = if max { "max" } else { "min" };
     let d = wrap_dim(dim, x.dim())?;
     if x.dim() > 0 && x.shape[d] == 0 {
-        return Err(format!(
-            "{name}(): Expected reduction dim {d} to have non-zero size."
-        ));
+        return Err(format!("{name}(): Expected reduction dim {d} to have non-zero size."));
     }
     let dims = if x.dim() == 0 { vec![] } else { vec![d] };
     let values = reduce_with(x, &dims, keepdim, x.dtype(), |v| Ok(arg_extreme(v, max).1))?;
-    let indices = reduce_with(x, &dims, keepdim, DType::I64, |v| {
-        Ok(Scalar::I(arg_extreme(v, max).0 as i64))
-    })?;
+    let indices = reduce_with(x, &dims, keepdim, DType::I64, |v| Ok(Scalar::I(arg_extreme(v, max).0 as i64)))?;
     Ok((values, indices))
 }
 
@@ -228,21 +195,12 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, max: bool) -> TResult
 pub fn any_all(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, all: bool) -> TResult<Tensor> {
     let d = reduce_dims(x, dims)?;
     reduce_with(x, &d, keepdim, DType::Bool, |v| {
-        Ok(Scalar::B(if all {
-            v.iter().all(|s| s.to_bool())
-        } else {
-            v.iter().any(|s| s.to_bool())
-        }))
+        Ok(Scalar::B(if all { v.iter().all(|s| s.to_bool()) } else { v.iter().any(|s| s.to_bool()) }))
     })
 }
 
 /// Applies `f` to every line along `dim`, writing a line of the same length; the result is contiguous.
-fn along_dim(
-    x: &Tensor,
-    dim: i64,
-    out: DType,
-    f: impl Fn(&[Scalar], &mut [Scalar]),
-) -> TResult<Tensor> {
+fn along_dim(x: &Tensor, dim: i64, out: DType, f: impl Fn(&[Scalar], &mut [Scalar])) -> TResult<Tensor> {
     let d = wrap_dim(dim, x.dim())?;
     if x.dim() == 0 {
         let mut o = [Scalar::F(0.0)];
@@ -265,10 +223,7 @@ fn along_dim(
 pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> TResult<Tensor> {
     let out = dtype.unwrap_or(x.dtype());
     if !out.is_float() {
-        return Err(format!(
-            "\"softmax_lastdim_kernel_impl\" not implemented for '{}'",
-            out.name()
-        ));
+        return Err(format!("\"softmax_lastdim_kernel_impl\" not implemented for '{}'", out.name()));
     }
     along_dim(x, dim, out, |src, dst| {
         let v: Vec<f64> = src.iter().map(|s| s.cast(out).to_f64()).collect();
@@ -282,11 +237,7 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> TResult
 }
 
 pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> TResult<Tensor> {
-    let out = dtype.unwrap_or(if x.dtype().is_float() {
-        x.dtype()
-    } else {
-        DType::I64
-    });
+    let out = dtype.unwrap_or(if x.dtype().is_float() { x.dtype() } else { DType::I64 });
     let float = out.is_float();
     along_dim(x, dim, out, |src, dst| {
         let (mut f, mut i) = (0f64, 0i64);
@@ -328,23 +279,12 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> TResult<Tensor> {
         let r = matmul(&a.unsqueeze(0)?, &b.unsqueeze(1)?)?;
         return r.reshape(&[]);
     }
-    let a2 = if a.dim() == 1 {
-        a.unsqueeze(0)?
-    } else {
-        a.clone()
-    };
-    let b2 = if b.dim() == 1 {
-        b.unsqueeze(1)?
-    } else {
-        b.clone()
-    };
+    let a2 = if a.dim() == 1 { a.unsqueeze(0)? } else { a.clone() };
+    let b2 = if b.dim() == 1 { b.unsqueeze(1)? } else { b.clone() };
     let (n, k) = (a2.shape[a2.dim() - 2], a2.shape[a2.dim() - 1]);
     let (k2, m) = (b2.shape[b2.dim() - 2], b2.shape[b2.dim() - 1]);
     if k != k2 {
-        return Err(format!(
-            "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
-            n, k, k2, m
-        ));
+        return Err(format!("mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})", n, k, k2, m));
     }
     let batch = super::ops::broadcast_shapes(&a2.shape[..a2.dim() - 2], &b2.shape[..b2.dim() - 2])?;
     let mut sa = batch.clone();
@@ -397,18 +337,13 @@ pub fn cat(ts: &[Tensor], dim: i64) -> TResult<Tensor> {
     }
     for (i, t) in ts.iter().enumerate() {
         if t.dim() == 0 {
-            return Err(format!(
-                "zero-dimensional tensor (at position {i}) cannot be concatenated"
-            ));
+            return Err(format!("zero-dimensional tensor (at position {i}) cannot be concatenated"));
         }
     }
     let ops: Vec<Operand> = ts.iter().map(|t| Operand::T(t.clone())).collect();
     let refs: Vec<&Operand> = ops.iter().collect();
     let dt = result_type(&refs);
-    let parts: Vec<&Tensor> = ts
-        .iter()
-        .filter(|t| !(t.dim() == 1 && t.shape[0] == 0))
-        .collect();
+    let parts: Vec<&Tensor> = ts.iter().filter(|t| !(t.dim() == 1 && t.shape[0] == 0)).collect();
     if parts.is_empty() {
         return Tensor::zeros(dt, &[0]);
     }
@@ -418,11 +353,7 @@ pub fn cat(ts: &[Tensor], dim: i64) -> TResult<Tensor> {
     shape[d] = 0;
     for (i, t) in parts.iter().enumerate() {
         if t.dim() != nd {
-            return Err(format!(
-                "Tensors must have same number of dimensions: got {} and {}",
-                nd,
-                t.dim()
-            ));
+            return Err(format!("Tensors must have same number of dimensions: got {} and {}", nd, t.dim()));
         }
         for k in 0..nd {
             if k != d && t.shape[k] != parts[0].shape[k] {
@@ -449,7 +380,12 @@ pub fn stack(ts: &[Tensor], dim: i64) -> TResult<Tensor> {
     }
     for (i, t) in ts.iter().enumerate() {
         if t.shape != ts[0].shape {
-            return Err(format!("stack expects each tensor to be equal size, but got {} at entry 0 and {} at entry {}", fmt_shape(&ts[0].shape), fmt_shape(&t.shape), i));
+            return Err(format!(
+                "stack expects each tensor to be equal size, but got {} at entry 0 and {} at entry {}",
+                fmt_shape(&ts[0].shape),
+                fmt_shape(&t.shape),
+                i
+            ));
         }
     }
     let d = wrap_dim(dim, ts[0].dim() + 1)? as i64;

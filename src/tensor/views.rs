@@ -15,11 +15,7 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> TResult<usize> {
             dim
         ));
     }
-    Ok(if dim < 0 {
-        (dim + n) as usize
-    } else {
-        dim as usize
-    })
+    Ok(if dim < 0 { (dim + n) as usize } else { dim as usize })
 }
 
 /// Resolves one `-1` in a requested shape against `numel`.
@@ -38,35 +34,18 @@ pub fn infer_shape(shape: &[i64], numel: usize) -> TResult<Vec<usize>> {
             known *= d as usize;
         }
     }
-    let show = || {
-        format!(
-            "[{}]",
-            shape
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    };
+    let show = || format!("[{}]", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "));
     let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
     match infer {
         Some(i) => {
             if known == 0 || numel % known != 0 {
-                return Err(format!(
-                    "shape '{}' is invalid for input of size {}",
-                    show(),
-                    numel
-                ));
+                return Err(format!("shape '{}' is invalid for input of size {}", show(), numel));
             }
             out[i] = numel / known;
         }
         None => {
             if known != numel {
-                return Err(format!(
-                    "shape '{}' is invalid for input of size {}",
-                    show(),
-                    numel
-                ));
+                return Err(format!("shape '{}' is invalid for input of size {}", show(), numel));
             }
         }
     }
@@ -81,10 +60,7 @@ impl Tensor {
         let d = wrap_dim(dim, self.dim())?;
         let n = self.shape[d] as i64;
         if index < -n || index >= n {
-            return Err(format!(
-                "index {} is out of bounds for dimension {} with size {}",
-                index, d, n
-            ));
+            return Err(format!("index {} is out of bounds for dimension {} with size {}", index, d, n));
         }
         let i = if index < 0 { index + n } else { index };
         let mut shape = self.shape.clone();
@@ -96,13 +72,7 @@ impl Tensor {
     }
 
     /// `x[start:stop:step]` along `dim`, with Python's clamping of out-of-range bounds.
-    pub fn slice(
-        &self,
-        dim: i64,
-        start: Option<i64>,
-        stop: Option<i64>,
-        step: i64,
-    ) -> TResult<Tensor> {
+    pub fn slice(&self, dim: i64, start: Option<i64>, stop: Option<i64>, step: i64) -> TResult<Tensor> {
         if step <= 0 {
             return Err("step must be greater than zero".into());
         }
@@ -117,11 +87,7 @@ impl Tensor {
         let len = ((e - s) + step - 1) / step;
         let mut shape = self.shape.clone();
         let mut strides = self.strides.clone();
-        let offset = if len > 0 {
-            (self.offset as isize + s as isize * strides[d]) as usize
-        } else {
-            self.offset
-        };
+        let offset = if len > 0 { (self.offset as isize + s as isize * strides[d]) as usize } else { self.offset };
         shape[d] = len as usize;
         strides[d] *= step as isize;
         Ok(self.restride(shape, strides, offset))
@@ -132,9 +98,7 @@ impl Tensor {
         let n = self.shape[d] as i64;
         let s = if start < 0 { start + n } else { start };
         if s < 0 || length < 0 || s + length > n {
-            return Err(format!(
-                "start ({start}) + length ({length}) exceeds dimension size ({n})."
-            ));
+            return Err(format!("start ({start}) + length ({length}) exceeds dimension size ({n})."));
         }
         self.slice(d as i64, Some(s), Some(s + length), 1)
     }
@@ -177,10 +141,7 @@ impl Tensor {
 
     pub fn t(&self) -> TResult<Tensor> {
         if self.dim() > 2 {
-            return Err(format!(
-                "t() expects a tensor with <= 2 dimensions, but self is {}D",
-                self.dim()
-            ));
+            return Err(format!("t() expects a tensor with <= 2 dimensions, but self is {}D", self.dim()));
         }
         if self.dim() < 2 {
             return Ok(self.clone());
@@ -192,11 +153,7 @@ impl Tensor {
         let d = wrap_dim(dim, self.dim() + 1)?;
         let mut shape = self.shape.clone();
         let mut strides = self.strides.clone();
-        let stride = if d < self.dim() {
-            strides[d] * shape[d] as isize
-        } else {
-            1
-        };
+        let stride = if d < self.dim() { strides[d] * shape[d] as isize } else { 1 };
         shape.insert(d, 1);
         strides.insert(d, stride);
         Ok(self.restride(shape, strides, self.offset))
@@ -282,21 +239,13 @@ impl Tensor {
         let a = wrap_dim(d1, self.dim())?;
         let b = wrap_dim(d2, self.dim())?;
         if a == b {
-            return Err(format!(
-                "diagonal dimensions cannot be identical {d1}, {d2}"
-            ));
+            return Err(format!("diagonal dimensions cannot be identical {d1}, {d2}"));
         }
         let (na, nb) = (self.shape[a] as i64, self.shape[b] as i64);
         let (len, start) = if offset >= 0 {
-            (
-                (na.min(nb - offset)).max(0),
-                offset as isize * self.strides[b],
-            )
+            ((na.min(nb - offset)).max(0), offset as isize * self.strides[b])
         } else {
-            (
-                (nb.min(na + offset)).max(0),
-                -offset as isize * self.strides[a],
-            )
+            ((nb.min(na + offset)).max(0), -offset as isize * self.strides[a])
         };
         let mut shape = Vec::new();
         let mut strides = Vec::new();
@@ -308,11 +257,7 @@ impl Tensor {
         }
         shape.push(len as usize);
         strides.push(self.strides[a] + self.strides[b]);
-        let off = if len > 0 {
-            (self.offset as isize + start) as usize
-        } else {
-            self.offset
-        };
+        let off = if len > 0 { (self.offset as isize + start) as usize } else { self.offset };
         Ok(self.restride(shape, strides, off))
     }
 
@@ -359,11 +304,9 @@ impl Tensor {
         for tensor_d in (0..old_shape.len()).rev() {
             tensor_numel *= old_shape[tensor_d] as isize;
             if tensor_d == 0
-                || (old_shape[tensor_d - 1] != 1
-                    && old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride)
+                || (old_shape[tensor_d - 1] != 1 && old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride)
             {
-                while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1)
-                {
+                while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1) {
                     new_strides[view_d as usize] = view_numel * chunk_base_stride;
                     view_numel *= new_shape[view_d as usize] as isize;
                     view_d -= 1;
@@ -404,9 +347,7 @@ impl Tensor {
 
     pub fn unbind(&self, dim: i64) -> TResult<Vec<Tensor>> {
         let d = wrap_dim(dim, self.dim())?;
-        (0..self.shape[d])
-            .map(|i| self.select(d as i64, i as i64))
-            .collect()
+        (0..self.shape[d]).map(|i| self.select(d as i64, i as i64)).collect()
     }
 
     /// `split(sizes, dim)` with explicit sizes.
@@ -463,20 +404,10 @@ impl Tensor {
     }
 
     pub fn type_name(&self) -> String {
-        format!(
-            "torch.{}Tensor{{{}}}",
-            self.dtype().name(),
-            fmt_shape(&self.shape)
-        )
+        format!("torch.{}Tensor{{{}}}", self.dtype().name(), fmt_shape(&self.shape))
     }
 }
 
 pub fn fmt_i64(v: &[i64]) -> String {
-    format!(
-        "[{}]",
-        v.iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
+    format!("[{}]", v.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "))
 }

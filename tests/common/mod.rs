@@ -26,10 +26,7 @@ impl Program {
 }
 
 fn py_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     entries.sort();
     for e in entries {
         if e.is_dir() {
@@ -51,8 +48,8 @@ pub fn corpus_programs() -> Vec<Program> {
     for file in files {
         let rel_path = file.strip_prefix(root).unwrap().with_extension("");
         let rel = rel_path.to_string_lossy().to_string();
-        let module = frontend::load_module(file.to_str().unwrap())
-            .unwrap_or_else(|d| panic!("corpus file does not parse: {d}"));
+        let module =
+            frontend::load_module(file.to_str().unwrap()).unwrap_or_else(|d| panic!("corpus file does not parse: {d}"));
         for f in module.programs() {
             out.push(Program {
                 file: file.clone(),
@@ -80,18 +77,10 @@ pub fn seeded_inputs(module: &Module, func: &str, seed: u64) -> BTreeMap<String,
         .collect()
 }
 
-pub fn run_reference(
-    module: &Module,
-    func: &str,
-    inputs: &BTreeMap<String, Tensor>,
-) -> Result<RunOutput, String> {
+pub fn run_reference(module: &Module, func: &str, inputs: &BTreeMap<String, Tensor>) -> Result<RunOutput, String> {
     // Inputs are copied so that a program's in-place writes never reach the caller's map.
-    let fresh: BTreeMap<String, Tensor> = inputs
-        .iter()
-        .map(|(k, v)| (k.clone(), v.contiguous_copy()))
-        .collect();
-    interp::run_program(module, func, &fresh, &BTreeMap::<String, ScalarArg>::new())
-        .map_err(|d| d.to_string())
+    let fresh: BTreeMap<String, Tensor> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
+    interp::run_program(module, func, &fresh, &BTreeMap::<String, ScalarArg>::new()).map_err(|d| d.to_string())
 }
 
 /// The files a run writes, by name, as `funcfuse run` names them.
@@ -113,17 +102,10 @@ pub fn output_files(out: &RunOutput) -> BTreeMap<String, Tensor> {
 /// Tolerances for comparing against PyTorch: f32 rtol 1e-5, atol 1e-6; f64 rtol 1e-9, atol 1e-12; others exact.
 pub fn compare(what: &str, got: &Tensor, want: &Tensor) -> Result<(), String> {
     if got.dtype() != want.dtype() {
-        return Err(format!(
-            "{what}: dtype {} but expected {}",
-            got.dtype().annotation(),
-            want.dtype().annotation()
-        ));
+        return Err(format!("{what}: dtype {} but expected {}", got.dtype().annotation(), want.dtype().annotation()));
     }
     if got.shape != want.shape {
-        return Err(format!(
-            "{what}: shape {:?} but expected {:?}",
-            got.shape, want.shape
-        ));
+        return Err(format!("{what}: shape {:?} but expected {:?}", got.shape, want.shape));
     }
     let (rtol, atol) = match got.dtype() {
         DType::F64 => (1e-9, 1e-12),
@@ -162,10 +144,7 @@ pub fn compare(what: &str, got: &Tensor, want: &Tensor) -> Result<(), String> {
 pub fn check_goldens(p: &Program, out: &RunOutput) -> Result<(), String> {
     let dir = &p.golden_dir;
     if !dir.join("meta.json").exists() {
-        return Err(format!(
-            "no goldens in {} (run scripts/make_goldens.py)",
-            dir.display()
-        ));
+        return Err(format!("no goldens in {} (run scripts/make_goldens.py)", dir.display()));
     }
     let mut want = BTreeMap::new();
     for e in std::fs::read_dir(dir).unwrap() {
@@ -192,16 +171,15 @@ pub fn check_goldens(p: &Program, out: &RunOutput) -> Result<(), String> {
 /// The golden seed and, where stored, the golden inputs (which must equal our generator's).
 pub fn golden_inputs(p: &Program, module: &Module) -> Result<BTreeMap<String, Tensor>, String> {
     let meta: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(p.golden_dir.join("meta.json"))
-            .map_err(|e| format!("meta.json: {e}"))?,
+        &std::fs::read_to_string(p.golden_dir.join("meta.json")).map_err(|e| format!("meta.json: {e}"))?,
     )
     .map_err(|e| e.to_string())?;
     let seed = meta["seed"].as_u64().ok_or("meta.json: no seed")?;
     let inputs = seeded_inputs(module, &p.func, seed);
     if meta["inputs_stored"].as_bool() == Some(true) {
         for (name, t) in &inputs {
-            let stored = io::read_npy(&p.golden_dir.join("inputs").join(format!("{name}.npy")))
-                .map_err(|d| d.to_string())?;
+            let stored =
+                io::read_npy(&p.golden_dir.join("inputs").join(format!("{name}.npy"))).map_err(|d| d.to_string())?;
             compare(&format!("generated input {name}"), t, &stored)?;
         }
     }
@@ -210,28 +188,17 @@ pub fn golden_inputs(p: &Program, module: &Module) -> Result<BTreeMap<String, Te
 
 /// Functionalizes a program, verifies its term, runs it with the functional interpreter and compares the outputs with
 /// the reference interpreter's on the same inputs.
-pub fn check_functional(
-    module: &Module,
-    func: &str,
-    inputs: &BTreeMap<String, Tensor>,
-) -> Result<(), String> {
-    let f = funcfuse::functionalize::functionalize(module, func, &BTreeMap::new())
-        .map_err(|d| d.to_string())?;
-    funcfuse::ir::verify(&f.term, &f.inputs)
-        .map_err(|e| format!("the term does not verify: {e}"))?;
+pub fn check_functional(module: &Module, func: &str, inputs: &BTreeMap<String, Tensor>) -> Result<(), String> {
+    let f = funcfuse::functionalize::functionalize(module, func, &BTreeMap::new()).map_err(|d| d.to_string())?;
+    funcfuse::ir::verify(&f.term, &f.inputs).map_err(|e| format!("the term does not verify: {e}"))?;
     let want = run_reference(module, func, inputs)?;
-    let fresh: BTreeMap<String, Tensor> = inputs
-        .iter()
-        .map(|(k, v)| (k.clone(), v.contiguous_copy()))
-        .collect();
+    let fresh: BTreeMap<String, Tensor> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
     let got = funcfuse::functionalize::run_functional(&f, &fresh).map_err(|d| d.to_string())?;
     let (g, w) = (output_files(&got), output_files(&want));
     let gk: Vec<&String> = g.keys().collect();
     let wk: Vec<&String> = w.keys().collect();
     if gk != wk {
-        return Err(format!(
-            "functional outputs {gk:?} but the reference wrote {wk:?}"
-        ));
+        return Err(format!("functional outputs {gk:?} but the reference wrote {wk:?}"));
     }
     for (name, t) in &w {
         compare(name, &g[name], t)?;

@@ -1,0 +1,406 @@
+//! Ops of the functionalizer's table that are built from other terms (statistics, flips, diagonals) and the
+//! creation ops.
+
+use std::rc::Rc;
+
+use super::ops::{err, A};
+use super::state::{diag, Affine, Stop, TRef, FR, FV};
+use super::Fz;
+use crate::ir::{Node, OpName};
+use crate::tensor::ops::{self, Binary};
+use crate::tensor::{DType, Scalar};
+
+impl<'m> Fz<'m> {
+    pub(super) fn composite(&mut self, name: &str, a: &A, method: bool) -> FR<FV> {
+        let span = a.span;
+        let dims_kw = |a: &A| a.dims(1, "dim");
+        match name {
+            "var" | "std" => {
+                let x = a.tensor(0, "input")?;
+                let dims = dims_kw(a)?.unwrap_or_default();
+                let keep = a.bool_or(3, "keepdim", false)?;
+                let correction = match (a.opt(99, "correction"), a.opt(2, "unbiased")) {
+                    (Some(c), _) => a.int_of(c, "correction")?,
+                    (None, Some(FV::Bool(false))) => 0,
+                    _ => 1,
+                };
+                let mean = self.reduce_op(OpName::Mean, &x, &dims, true, None, span)?;
+                let diff = self.elementwise(Binary::Sub, &[FV::Tensor(x.clone()), mean], span)?;
+                let sq = self.elementwise(Binary::Mul, &[diff.clone(), diff], span)?;
+                let FV::Tensor(sq) = sq else { unreachable!() };
+                let s = self.reduce_op(OpName::Sum, &sq, &dims, keep, None, span)?;
+                let FV::Tensor(st) = &s else { unreachable!() };
+                let n = (x.shape.iter().product::<usize>() / st.shape.iter().product::<usize>().max(1)) as i64;
+                let v = self.elementwise(Binary::Div, &[s, FV::Float((n - correction).max(0) as f64)], span)?;
+                if name == "std" {
+                    self.unary(ops::Unary::Sqrt, &v, span)
+                } else {
+                    Ok(v)
+                }
+            }
+            "normalize" => {
+                let x = a.tensor(0, "input")?;
+                let p = a.opt(1, "p").and_then(|v| a.number(v)).map(|s| s.to_f64()).unwrap_or(2.0);
+                let dim = a.int_or(2, "dim", 1)?;
+                let eps = a.opt(3, "eps").and_then(|v| a.number(v)).map(|s| s.to_f64()).unwrap_or(1e-12);
+                let ab = self.unary(ops::Unary::Abs, &FV::Tensor(x.clone()), span)?;
+                let pw = self.elementwise(Binary::Pow, &[ab, FV::Float(p)], span)?;
+                let FV::Tensor(pw) = pw else { unreachable!() };
+                let s = self.reduce_op(OpName::Sum, &pw, &[dim], true, None, span)?;
+                let n = self.elementwise(Binary::Pow, &[s, FV::Float(1.0 / p)], span)?;
+                let n = self.torch(
+                    "clamp",
+                    &A { pos: vec![n, FV::Float(eps)], kw: vec![], span, name: "clamp".into() },
+                    false,
+                )?;
+                self.elementwise(Binary::Div, &[FV::Tensor(x), n], span)
+            }
+            "norm" => {
+                let x = a.tensor(0, "input")?;
+                let p = a.opt(1, "p").and_then(|v| a.number(v)).map(|s| s.to_f64()).unwrap_or(2.0);
+                let dims = a.dims(2, "dim")?.unwrap_or_default();
+                let keep = a.bool_or(3, "keepdim", false)?;
+                let ab = self.unary(ops::Unary::Abs, &FV::Tensor(x), span)?;
+                let pw = self.elementwise(Binary::Pow, &[ab, FV::Float(p)], span)?;
+                let FV::Tensor(pw) = pw else { unreachable!() };
+                let s = self.reduce_op(OpName::Sum, &pw, &dims, keep, None, span)?;
+                self.elementwise(Binary::Pow, &[s, FV::Float(1.0 / p)], span)
+            }
+            "logsumexp" => {
+                let x = a.tensor(0, "input")?;
+                let dims = a.dims(1, "dim")?.unwrap_or_default();
+                let keep = a.bool_or(2, "keepdim", false)?;
+                let m = self.reduce_op(OpName::Amax, &x, &dims, true, None, span)?;
+                // An infinite maximum is replaced by 0, as PyTorch does, so that inf - inf never appears.
+                let inf = self.unary(ops::Unary::Abs, &m, span)?;
+                let is_inf = self.elementwise(Binary::Eq, &[inf, FV::Float(f64::INFINITY)], span)?;
+                let m = self.torch(
+                    "where",
+                    &A { pos: vec![is_inf, FV::Float(0.0), m], kw: vec![], span, name: "where".into() },
+                    false,
+                )?;
+                let d = self.elementwise(Binary::Sub, &[FV::Tensor(x), m.clone()], span)?;
+                let e = self.unary(ops::Unary::Exp, &d, span)?;
+                let FV::Tensor(e) = e else { unreachable!() };
+                let s = self.reduce_op(OpName::Sum, &e, &dims, true, None, span)?;
+                let l = self.unary(ops::Unary::Log, &s, span)?;
+                let r = self.elementwise(Binary::Add, &[l, m], span)?;
+                if keep {
+                    return Ok(r);
+                }
+                let FV::Tensor(r) = r else { unreachable!() };
+                let sq: Option<Vec<i64>> = if dims.is_empty() { None } else { Some(dims.clone()) };
+                let v = self
+                    .tview(&r, |t| t.squeeze(Some(sq.as_deref().unwrap_or(&(0..t.dim() as i64).collect::<Vec<_>>()))))
+                    .map_err(err(span))?;
+                Ok(FV::Tensor(v))
+            }
+            "flip" => {
+                let x = a.tensor(0, "input")?;
+                let mut v = x.clone();
+                for d in a.sizes(1, "dims")? {
+                    let d = crate::tensor::views::wrap_dim(d, x.shape.len()).map_err(err(span))?;
+                    let n = v.shape[d];
+                    if n > 1 {
+                        v.off = v.off.add(&Affine::constant((n as i64 - 1) * v.strides[d] as i64));
+                        v.strides[d] = -v.strides[d];
+                    }
+                }
+                let r = self.read(&v, span)?;
+                Ok(FV::Tensor(self.fresh(r, None, span)?))
+            }
+            "roll" => {
+                let x = a.tensor(0, "input")?;
+                let shifts = a.int_list(a.req(1, "shifts")?)?;
+                let Some(dims) = a.opt(2, "dims").cloned() else {
+                    return diag(span, "roll() without dims is not functionalized yet");
+                };
+                let dims = a.int_list(&dims)?;
+                let mut cur = FV::Tensor(x.clone());
+                for (s, d) in shifts.iter().zip(dims) {
+                    let FV::Tensor(c) = cur.clone() else { unreachable!() };
+                    let d = crate::tensor::views::wrap_dim(d, c.shape.len()).map_err(err(span))? as i64;
+                    let n = c.shape[d as usize] as i64;
+                    if n == 0 {
+                        continue;
+                    }
+                    let s = s.rem_euclid(n);
+                    let p1 = self.tview(&c, |t| t.narrow(d, n - s, s)).map_err(err(span))?;
+                    let p2 = self.tview(&c, |t| t.narrow(d, 0, n - s)).map_err(err(span))?;
+                    let list = FV::List(Rc::new(std::cell::RefCell::new(vec![FV::Tensor(p1), FV::Tensor(p2)])));
+                    cur = self.torch(
+                        "cat",
+                        &A { pos: vec![list, FV::Int(d)], kw: vec![], span, name: "cat".into() },
+                        false,
+                    )?;
+                }
+                let FV::Tensor(c) = cur else { unreachable!() };
+                if c.root == x.root {
+                    let v = self.read(&c, span)?;
+                    return Ok(FV::Tensor(self.fresh(v, None, span)?));
+                }
+                Ok(FV::Tensor(c))
+            }
+            "fill_diagonal" => {
+                let x = a.tensor(0, "input")?;
+                let v = a.req(1, "fill_value")?.clone();
+                let c =
+                    self.torch("clone", &A { pos: vec![FV::Tensor(x)], kw: vec![], span, name: "clone".into() }, true)?;
+                let FV::Tensor(c) = c else { unreachable!() };
+                let d = self.tview(&c, |t| t.diagonal(0, 0, 1)).map_err(err(span))?;
+                let dt = self.roots[c.root].dtype;
+                let (val, _) = self.scalar_tensor(&v, Some(dt), span)?;
+                self.write(&d, val, span)?;
+                Ok(FV::Tensor(c))
+            }
+            "diag" => {
+                let x = a.tensor(0, "input")?;
+                let k = a.int_or(1, "diagonal", 0)?;
+                let dt = self.roots[x.root].dtype;
+                match x.shape.len() {
+                    1 => {
+                        let n = x.shape[0] + k.unsigned_abs() as usize;
+                        let z = self.full(&[n, n], dt, Scalar::I(0)).map_err(err(span))?;
+                        let out = self.fresh(z, None, span)?;
+                        let d = self.tview(&out, |t| t.diagonal(k, 0, 1)).map_err(err(span))?;
+                        let v = self.read(&x, span)?;
+                        self.write(&d, v, span)?;
+                        self.roots[out.root].written = false;
+                        Ok(FV::Tensor(out))
+                    }
+                    2 => {
+                        let d = self.tview(&x, |t| t.diagonal(k, 0, 1)).map_err(err(span))?;
+                        let v = self.read(&d, span)?;
+                        Ok(FV::Tensor(self.fresh(v, None, span)?))
+                    }
+                    n => diag(span, format!("diag(): Supports 1D or 2D tensors. Got {n}D")),
+                }
+            }
+            "index_add" | "index_fill" => {
+                let x = a.tensor(0, "input")?;
+                let d = crate::tensor::views::wrap_dim(a.int(1, "dim")?, x.shape.len()).map_err(err(span))?;
+                let ix = a.tensor(2, "index")?;
+                let src = a.req(3, if name == "index_fill" { "value" } else { "source" })?.clone();
+                let c =
+                    self.torch("clone", &A { pos: vec![FV::Tensor(x)], kw: vec![], span, name: "clone".into() }, true)?;
+                let FV::Tensor(c) = c else { unreachable!() };
+                let mut idx = vec![FV::None; d];
+                idx.push(FV::Tensor(ix));
+                self.index_write(&c, &idx, &src, name == "index_add", span)?;
+                self.roots[c.root].written = false;
+                Ok(FV::Tensor(c))
+            }
+            _ => self.creation(name, a, method),
+        }
+    }
+
+    pub(super) fn creation(&mut self, name: &str, a: &A, method: bool) -> FR<FV> {
+        let span = a.span;
+        match name {
+            "zeros" | "ones" | "empty" | "full" | "new_zeros" | "new_ones" | "new_empty" | "new_full" => {
+                let is_new = name.starts_with("new_");
+                if method && !is_new {
+                    return diag(span, format!("unsupported tensor method `.{name}()`"));
+                }
+                let base = if is_new { 1 } else { 0 };
+                let full = name.ends_with("full");
+                let (sizes, value) = if full {
+                    let v = a.req(base + 1, "fill_value")?.clone();
+                    let v = a
+                        .number(&v)
+                        .ok_or_else(|| Stop::NeedsStatic(span, "a fill value known only at run time".into()))?;
+                    (a.int_list(a.req(base, "size")?)?, v)
+                } else {
+                    (a.sizes(base, "size")?, Scalar::I(if name.ends_with("ones") { 1 } else { 0 }))
+                };
+                let default = if is_new {
+                    self.roots[a.tensor(0, "self")?.root].dtype
+                } else if full {
+                    value.default_dtype()
+                } else {
+                    DType::F32
+                };
+                let dt = a.dtype(99, "dtype")?.unwrap_or(default);
+                let shape: Vec<usize> = sizes.iter().map(|&d| d.max(0) as usize).collect();
+                let r = self.full(&shape, dt, value).map_err(err(span))?;
+                Ok(FV::Tensor(self.fresh(r, None, span)?))
+            }
+            "zeros_like" | "ones_like" | "empty_like" | "full_like" => {
+                let x = a.tensor(0, "input")?;
+                let value = match name {
+                    "ones_like" => Scalar::I(1),
+                    "full_like" => a
+                        .number(a.req(1, "fill_value")?)
+                        .ok_or_else(|| Stop::NeedsStatic(span, "a fill value known only at run time".into()))?,
+                    _ => Scalar::I(0),
+                };
+                let dt = a.dtype(99, "dtype")?.unwrap_or(self.roots[x.root].dtype);
+                let r = self.full(&x.shape, dt, value).map_err(err(span))?;
+                Ok(FV::Tensor(self.fresh(r, Some(&x), span)?))
+            }
+            "arange" => {
+                let nums: Vec<Scalar> = a
+                    .pos
+                    .iter()
+                    .map(|v| {
+                        a.number(v)
+                            .ok_or_else(|| Stop::NeedsStatic(span, "arange bounds known only at run time".into()))
+                    })
+                    .collect::<FR<_>>()?;
+                let (start, end, step) = match nums.as_slice() {
+                    [e] => (Scalar::I(0), *e, Scalar::I(1)),
+                    [s, e] => (*s, *e, a.get(2, "step").and_then(|v| a.number(v)).unwrap_or(Scalar::I(1))),
+                    [s, e, st] => (*s, *e, *st),
+                    _ => return diag(span, "arange() needs 1 to 3 numbers"),
+                };
+                let all_int = [start, end, step].iter().all(|s| !matches!(s, Scalar::F(_)));
+                let dt = a.dtype(99, "dtype")?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
+                let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
+                if st == 0.0 {
+                    return diag(span, "step must be nonzero");
+                }
+                if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+                    return diag(span, "upper bound and lower bound inconsistent with step sign");
+                }
+                let n = ((e - s) / st).ceil().max(0.0) as i64;
+                let d = self.t.leaf(Node::DType(dt));
+                let lit = |x: Scalar| {
+                    if all_int {
+                        Node::Int(x.to_i64_trunc())
+                    } else {
+                        Node::Float(crate::ir::FloatLit(x.to_f64()))
+                    }
+                };
+                let (ls, lst) = (self.t.leaf(lit(start)), self.t.leaf(lit(step)));
+                let nn = self.t.leaf(Node::Int(n));
+                self.fresh_op(OpName::Arange, vec![d, ls, lst, nn], None, span)
+            }
+            "tensor" | "as_tensor" => {
+                let v = a.req(0, "data")?.clone();
+                if let FV::Tensor(t) = &v {
+                    let x = self.read(t, span)?;
+                    let dt = a.dtype(1, "dtype")?.unwrap_or(self.roots[t.root].dtype);
+                    let x = self.cast(x, dt, span)?;
+                    return Ok(FV::Tensor(self.fresh(x, None, span)?));
+                }
+                let mut shape = Vec::new();
+                let mut flat = Vec::new();
+                flatten_fv(&v, &mut shape, 0, &mut flat).map_err(err(span))?;
+                let statics: Option<Vec<Scalar>> = flat.iter().map(|x| a.number(x)).collect();
+                let kinds = flat.iter().map(|x| match x {
+                    FV::Bool(_) | FV::DynBool(_) => 0,
+                    FV::Int(_) | FV::DynInt(_) => 1,
+                    _ => 2,
+                });
+                let inferred = match kinds.max() {
+                    Some(0) => DType::Bool,
+                    Some(1) => DType::I64,
+                    _ => DType::F32,
+                };
+                let dt = a.dtype(1, "dtype")?.unwrap_or(inferred);
+                match statics {
+                    Some(vals) => self.const_data(dt, &shape, &vals, span),
+                    None => {
+                        let mut parts = vec![self.t.leaf(Node::Int(0))];
+                        for x in &flat {
+                            let (t, _) = self.scalar_tensor(x, Some(dt), span)?;
+                            let t = self.reshape_value(t, &[1], span)?;
+                            parts.push(self.t.at(t));
+                        }
+                        let c = self.t.op(OpName::Cat, parts).map_err(err(span))?;
+                        let c = self.reshape_value(c, &shape, span)?;
+                        Ok(FV::Tensor(self.fresh(c, None, span)?))
+                    }
+                }
+            }
+            "meshgrid" => {
+                let ts: Vec<TRef> = if a.pos.len() == 1 && a.pos[0].items().is_some() {
+                    a.pos[0]
+                        .items()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter_map(|v| if let FV::Tensor(t) = v { Some(t) } else { None })
+                        .collect()
+                } else {
+                    a.pos.iter().filter_map(|v| if let FV::Tensor(t) = v { Some(t.clone()) } else { None }).collect()
+                };
+                let ij = !matches!(a.opt(99, "indexing"), Some(FV::Str(s)) if s.as_ref() == "xy");
+                let mut sizes: Vec<i64> = ts.iter().map(|t| t.shape.iter().product::<usize>() as i64).collect();
+                if !ij && sizes.len() >= 2 {
+                    sizes.swap(0, 1);
+                }
+                let n = ts.len();
+                let mut out = Vec::new();
+                for (k, x) in ts.iter().enumerate() {
+                    let pos = if !ij && n >= 2 && k < 2 { 1 - k } else { k };
+                    let mut shape = vec![1i64; n];
+                    shape[pos] = x.shape.iter().product::<usize>() as i64;
+                    let v = self.tview(x, |d| d.view(&shape)?.expand(&sizes)).map_err(err(span))?;
+                    out.push(FV::Tensor(v));
+                }
+                Ok(FV::Tuple(Rc::new(out)))
+            }
+            "linspace" => {
+                let s = a
+                    .number(a.req(0, "start")?)
+                    .ok_or_else(|| Stop::NeedsStatic(span, "linspace bounds known only at run time".into()))?
+                    .to_f64();
+                let e = a
+                    .number(a.req(1, "end")?)
+                    .ok_or_else(|| Stop::NeedsStatic(span, "linspace bounds known only at run time".into()))?
+                    .to_f64();
+                let n = a.int(2, "steps")?.max(0) as usize;
+                let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
+                let step = if n > 1 { (e - s) / (n - 1) as f64 } else { 0.0 };
+                let vals: Vec<Scalar> = (0..n)
+                    .map(|i| Scalar::F(if i < n / 2 { s + step * i as f64 } else { e - step * (n - 1 - i) as f64 }))
+                    .collect();
+                self.const_data(dt, &[n], &vals, span)
+            }
+            "eye" => {
+                let n = a.int(0, "n")?.max(0) as usize;
+                let m = a.opt_int(1, "m")?.map(|m| m.max(0) as usize).unwrap_or(n);
+                let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
+                let vals: Vec<Scalar> = (0..n * m).map(|k| Scalar::I((k / m.max(1) == k % m.max(1)) as i64)).collect();
+                self.const_data(dt, &[n, m], &vals, span)
+            }
+            _ => diag(span, format!("`{name}` is not supported by the functionalizer yet")),
+        }
+    }
+}
+
+impl A {
+    fn int_list(&self, v: &FV) -> FR<Vec<i64>> {
+        match v.items() {
+            Some(items) => items.iter().map(|x| self.int_of(x, "size")).collect(),
+            None => Ok(vec![self.int_of(v, "size")?]),
+        }
+    }
+}
+
+fn flatten_fv(v: &FV, shape: &mut Vec<usize>, depth: usize, out: &mut Vec<FV>) -> Result<(), String> {
+    match v {
+        FV::List(_) | FV::Tuple(_) => {
+            let items = v.items().unwrap_or_default();
+            if shape.len() == depth {
+                shape.push(items.len());
+            } else if shape[depth] != items.len() {
+                return Err(format!(
+                    "expected sequence of length {} at dim {} (got {})",
+                    shape[depth],
+                    depth,
+                    items.len()
+                ));
+            }
+            for it in &items {
+                flatten_fv(it, shape, depth + 1, out)?;
+            }
+            Ok(())
+        }
+        FV::Tensor(_) => Err("torch.tensor of a list of tensors is not functionalized; use torch.stack".into()),
+        other => {
+            out.push(other.clone());
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! Tensor subscripts in the functionalizer: basic indexing composes views; integer index tensors become `index` and
+//! `index_put`; boolean masks become predicated selects where the selection's size does not matter.
+
+use super::ops::err;
+use super::state::{diag, needs_static, Affine, TRef, FR, FV};
+use super::Fz;
+use crate::diag::Span;
+use crate::frontend::ast::BinOp;
+use crate::ir::{Node, OpName};
+use crate::tensor::ops::Binary;
+use crate::tensor::{DType, Scalar};
+
+/// A subscript resolved against a view: the basic-indexing view, and advanced indices into it (by position).
+pub(super) struct Resolved {
+    pub view: TRef,
+    pub adv: Vec<(usize, TRef)>,
+}
+
+fn bin_of(op: BinOp) -> Option<Binary> {
+    Some(match op {
+        BinOp::Add => Binary::Add,
+        BinOp::Sub => Binary::Sub,
+        BinOp::Mul => Binary::Mul,
+        BinOp::Div => Binary::Div,
+        BinOp::FloorDiv => Binary::FloorDiv,
+        BinOp::Mod => Binary::Rem,
+        BinOp::Pow => Binary::Pow,
+        BinOp::BitAnd => Binary::BitAnd,
+        BinOp::BitOr => Binary::BitOr,
+        BinOp::BitXor => Binary::BitXor,
+        BinOp::MatMul => return None,
+    })
+}
+
+impl<'m> Fz<'m> {
+    /// `x.select(dim, i)` / `x[i]` with a static or run-time index.
+    pub(super) fn select_fv(&mut self, x: &TRef, dim: i64, idx: &FV, span: Span) -> FR<FV> {
+        let d = crate::tensor::views::wrap_dim(dim, x.shape.len()).map_err(err(span))?;
+        let ai = match idx {
+            FV::Int(i) => return self.view_fv(x, span, |t| t.select(d as i64, *i)),
+            FV::DynInt(ai) => ai.clone(),
+            FV::Tensor(t) => self.tensor_to_int(t, span)?,
+            other => return diag(span, format!("index must be an integer, not {}", other.type_name())),
+        };
+        Ok(FV::Tensor(self.dyn_select(x, d, &ai, span)?))
+    }
+
+    /// Advanced read `x[idx]` with integer index tensors: `(index VALUE idx...)`.
+    pub(super) fn index_read(&mut self, x: &TRef, idx: &[FV], span: Span) -> FR<FV> {
+        let v = self.read(x, span)?;
+        let mut args = vec![self.t.at(v)];
+        for i in idx {
+            args.push(match i {
+                FV::None => self.t.leaf(Node::NoneLit),
+                FV::Tensor(t) => {
+                    let dt = self.roots[t.root].dtype;
+                    if dt == DType::Bool {
+                        return diag(
+                            span,
+                            "indexing with a boolean mask gives a data-dependent shape, which cannot be functionalized",
+                        );
+                    }
+                    if dt.is_float() {
+                        return diag(span, "tensors used as indices must be long, int, byte or bool tensors");
+                    }
+                    self.term_as(i, dt, span)?
+                }
+                other => return diag(span, format!("index entry of type {}", other.type_name())),
+            });
+        }
+        self.fresh_op(OpName::Index, args, None, span)
+    }
+
+    /// A Python index value as an index tensor, if it is an advanced index.
+    pub(super) fn index_tensor(&mut self, v: &FV, span: Span) -> FR<Option<TRef>> {
+        match v {
+            FV::Tensor(t) if t.shape.is_empty() && self.roots[t.root].dtype != DType::Bool => Ok(None),
+            FV::Tensor(t) => Ok(Some(t.clone())),
+            FV::List(_) => {
+                let items = v.items().unwrap_or_default();
+                let all_bool = !items.is_empty() && items.iter().all(|x| matches!(x, FV::Bool(_)));
+                let vals: Vec<Scalar> = items
+                    .iter()
+                    .map(|x| match x {
+                        FV::Bool(b) if all_bool => Ok(Scalar::B(*b)),
+                        FV::Int(i) => Ok(Scalar::I(*i)),
+                        _ => diag(
+                            span,
+                            "only lists of integers or bools known before the program runs can index a tensor",
+                        ),
+                    })
+                    .collect::<FR<_>>()?;
+                let dt = if all_bool { DType::Bool } else { DType::I64 };
+                match self.const_data(dt, &[vals.len()], &vals, span)? {
+                    FV::Tensor(t) => Ok(Some(t)),
+                    _ => unreachable!(),
+                }
+            }
+            _ => Ok(None),
+        }
+    }
+
+    pub(super) fn resolve(&mut self, t: &TRef, idx: &FV, span: Span) -> FR<Resolved> {
+        let items: Vec<FV> = match idx {
+            FV::Tuple(v) => v.as_ref().clone(),
+            other => vec![other.clone()],
+        };
+        let mut consumed = 0usize;
+        let mut adv_items = Vec::new();
+        for it in &items {
+            let ix = match it {
+                FV::None | FV::Ellipsis => None,
+                other => self.index_tensor(other, span)?,
+            };
+            consumed += match (it, &ix) {
+                (FV::None | FV::Ellipsis, _) => 0,
+                (_, Some(ix)) if self.roots[ix.root].dtype == DType::Bool => ix.shape.len(),
+                _ => 1,
+            };
+            adv_items.push(ix);
+        }
+        if consumed > t.shape.len() {
+            return diag(span, format!("too many indices for tensor of dimension {}", t.shape.len()));
+        }
+        let mut view = t.clone();
+        let mut d = 0usize;
+        let mut adv = Vec::new();
+        for (it, ix) in items.iter().zip(adv_items) {
+            match (it, ix) {
+                (_, Some(ix)) => {
+                    let width = if self.roots[ix.root].dtype == DType::Bool { ix.shape.len() } else { 1 };
+                    adv.push((d, ix));
+                    d += width;
+                }
+                (FV::Int(_) | FV::DynInt(_) | FV::Tensor(_), None) => {
+                    view = match self.select_fv(&view, d as i64, it, span)? {
+                        FV::Tensor(v) => v,
+                        _ => unreachable!(),
+                    };
+                }
+                (FV::Slice(a, b, c), None) => {
+                    let step = c.unwrap_or(1);
+                    let st = |x: &Option<Affine>| x.as_ref().map(|v| v.as_const());
+                    match (st(a), st(b)) {
+                        (None | Some(Some(_)), None | Some(Some(_))) => {
+                            let (s, e) = (a.as_ref().and_then(|v| v.as_const()), b.as_ref().and_then(|v| v.as_const()));
+                            view = self.tview(&view, |t| t.slice(d as i64, s, e, step)).map_err(err(span))?;
+                        }
+                        _ => {
+                            let n = view.shape[d] as i64;
+                            let s = a.clone().unwrap_or(Affine::constant(0));
+                            let e = b.clone().unwrap_or(Affine::constant(n));
+                            if s.as_const().is_some_and(|v| v < 0) || e.as_const().is_some_and(|v| v < 0) {
+                                return needs_static(span, "a negative slice bound next to a loop variable");
+                            }
+                            view = self.dyn_slice(&view, d, &s, &e, step, span)?;
+                        }
+                    }
+                    d += 1;
+                }
+                (FV::None, None) => {
+                    view = self.tview(&view, |t| t.unsqueeze(d as i64)).map_err(err(span))?;
+                    d += 1;
+                }
+                (FV::Ellipsis, None) => d += t.shape.len() - consumed,
+                (FV::Float(_), None) => return diag(span, "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got float)"),
+                (other, None) => return diag(span, format!("unsupported index of type {}", other.type_name())),
+            }
+        }
+        Ok(Resolved { view, adv })
+    }
+
+    /// The advanced-index list of a resolved subscript: one entry per indexed dim of the view (`none` for plain dims).
+    pub(super) fn adv_list(&self, r: &Resolved) -> Vec<FV> {
+        let mut list = Vec::new();
+        let mut k = 0usize;
+        while k < r.view.shape.len() {
+            match r.adv.iter().find(|(p, _)| *p == k) {
+                Some((_, ix)) => {
+                    list.push(FV::Tensor(ix.clone()));
+                    k += if self.roots[ix.root].dtype == DType::Bool { ix.shape.len().max(1) } else { 1 };
+                }
+                None => {
+                    list.push(FV::None);
+                    k += 1;
+                }
+            }
+            if r.adv.iter().all(|(p, _)| *p < k) {
+                break;
+            }
+        }
+        list
+    }
+
+    pub(super) fn tensor_getitem(&mut self, t: &TRef, idx: &FV, span: Span) -> FR<FV> {
+        let r = self.resolve(t, idx, span)?;
+        if r.adv.is_empty() {
+            return Ok(FV::Tensor(r.view));
+        }
+        let list = self.adv_list(&r);
+        self.index_read(&r.view, &list, span)
+    }
+
+    /// A boolean mask over dims `pos..` of `view`, as a term broadcastable against the view.
+    pub(super) fn mask_term(&mut self, view: &TRef, pos: usize, mask: &TRef, span: Span) -> FR<egg::Id> {
+        for (k, &m) in mask.shape.iter().enumerate() {
+            if pos + k >= view.shape.len() || view.shape[pos + k] != m {
+                return diag(span, format!("The shape of the mask {} at index {k} does not match the shape of the indexed tensor {} at index {}", crate::tensor::fmt_shape(&mask.shape), crate::tensor::fmt_shape(&view.shape), pos + k));
+            }
+        }
+        let mut shape = vec![1usize; pos];
+        shape.extend(&mask.shape);
+        shape.extend(std::iter::repeat_n(1, view.shape.len() - pos - mask.shape.len()));
+        let m = self.read(mask, span)?;
+        let m = self.reshape_value(m, &shape, span)?;
+        Ok(self.t.at(m))
+    }
+
+    pub(super) fn setitem(&mut self, obj: &FV, idx: &FV, v: &FV, span: Span) -> FR<()> {
+        match obj {
+            FV::List(l) => {
+                let n = l.borrow().len() as i64;
+                let i = match idx {
+                    FV::Int(i) => *i,
+                    FV::DynInt(_) => return needs_static(span, "assigning into a Python list at a loop variable"),
+                    _ => return diag(span, "list indices must be integers"),
+                };
+                let k = if i < 0 { i + n } else { i };
+                if k < 0 || k >= n {
+                    return diag(span, "list assignment index out of range");
+                }
+                l.borrow_mut()[k as usize] = v.clone();
+                Ok(())
+            }
+            FV::Tensor(t) => self.tensor_setitem(t, idx, v, span),
+            other => diag(span, format!("'{}' object does not support item assignment", other.type_name())),
+        }
+    }
+
+    pub(super) fn tensor_setitem(&mut self, t: &TRef, idx: &FV, v: &FV, span: Span) -> FR<()> {
+        let r = self.resolve(t, idx, span)?;
+        let dt = self.roots[t.root].dtype;
+        if matches!(v, FV::List(_) | FV::Tuple(_)) {
+            return diag(span, format!("can't assign a {} to a torch.{}Tensor", v.type_name(), dt.name()));
+        }
+        if r.adv.is_empty() {
+            return match v {
+                // Writing a view's own value back (the setitem of `x[i] += y`) changes nothing.
+                FV::Tensor(val) if *val == r.view => Ok(()),
+                FV::Tensor(val) => {
+                    // setitem drops the value's leading size-1 dims, then expands it to the view.
+                    let mut val = val.clone();
+                    while val.shape.len() > r.view.shape.len() && val.shape[0] == 1 {
+                        val = self.tview(&val, |d| d.select(0, 0)).map_err(err(span))?;
+                    }
+                    let sizes: Vec<i64> = r.view.shape.iter().map(|&d| d as i64).collect();
+                    let e = self.tview(&val, |d| d.expand(&sizes)).map_err(err(span))?;
+                    self.check_inplace(&r.view, &[&val], true, span)?;
+                    let x = self.read(&e, span)?;
+                    self.write(&r.view, x, span)
+                }
+                other => {
+                    let (x, _) = self.scalar_tensor(other, Some(dt), span)?;
+                    self.write(&r.view, x, span)
+                }
+            };
+        }
+        let masks: Vec<&(usize, TRef)> =
+            r.adv.iter().filter(|(_, ix)| self.roots[ix.root].dtype == DType::Bool).collect();
+        if !masks.is_empty() {
+            // `x[mask] = v` with a scalar value is a predicated select over the view.
+            if r.adv.len() != 1 {
+                return diag(span, "a boolean mask together with other advanced indices is not functionalized");
+            }
+            let (pos, mask) = masks[0].clone();
+            let val = match v {
+                FV::Tensor(val) if val.shape.iter().product::<usize>() == 1 => self.term_as(v, dt, span).map(|x| (x, val.shape.len()))?,
+                FV::Tensor(_) => return diag(span, "assigning a tensor through a boolean mask depends on how many elements are selected, which cannot be functionalized"),
+                other => (self.term_as(other, dt, span)?, 0),
+            };
+            let val = if val.1 > 0 {
+                self.reshape_value(super::state::TId { id: val.0, depth: self.t.depth() }, &[], span)?.id
+            } else {
+                val.0
+            };
+            let m = self.mask_term(&r.view, pos, &mask, span)?;
+            let v0 = self.read(&r.view, span)?;
+            let v0 = self.t.at(v0);
+            let w = self.t.op(OpName::Where, vec![m, val, v0]).map_err(err(span))?;
+            return self.write(&r.view, w, span);
+        }
+        if let FV::Tensor(val) = v {
+            if self.roots[val.root].dtype != dt {
+                return diag(span, format!("Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.", dt.name(), self.roots[val.root].dtype.name()));
+            }
+            self.check_inplace(t, &[val], false, span)?;
+        }
+        let list = self.adv_list(&r);
+        self.index_write(&r.view, &list, v, false, span)
+    }
+
+    /// `x[mask] op= y` with a scalar `y`: `where(mask, x op y, x)` over the view; `None` when not of that form.
+    pub(super) fn masked_aug_assign(&mut self, t: &TRef, idx: &FV, op: BinOp, rhs: &FV, span: Span) -> FR<Option<()>> {
+        let is_mask = match idx {
+            FV::Tensor(m) => self.roots[m.root].dtype == DType::Bool && !m.shape.is_empty(),
+            _ => false,
+        };
+        if !is_mask {
+            return Ok(None);
+        }
+        let r = self.resolve(t, idx, span)?;
+        let (pos, mask) = r.adv[0].clone();
+        if matches!(rhs, FV::Tensor(x) if x.shape.iter().product::<usize>() != 1) {
+            return diag(
+                span,
+                "an augmented assignment through a boolean mask with a tensor value cannot be functionalized",
+            );
+        }
+        let Some(bin) = bin_of(op) else {
+            return diag(span, "`@=` through a mask");
+        };
+        let full = self.elementwise(bin, &[FV::Tensor(r.view.clone()), rhs.clone()], span)?;
+        let FV::Tensor(full) = full else { unreachable!() };
+        let dt = self.roots[t.root].dtype;
+        let fd = self.roots[full.root].dtype;
+        if !dt.can_cast_from(fd) {
+            return diag(
+                span,
+                format!("result type {} can't be cast to the desired output type {}", fd.name(), dt.name()),
+            );
+        }
+        let m = self.mask_term(&r.view, pos, &mask, span)?;
+        let new = self.term_as(&FV::Tensor(full), dt, span)?;
+        let v0 = self.read(&r.view, span)?;
+        let v0 = self.t.at(v0);
+        let w = self.t.op(OpName::Where, vec![m, new, v0]).map_err(err(span))?;
+        self.write(&r.view, w, span)?;
+        Ok(Some(()))
+    }
+}
