@@ -380,3 +380,35 @@ fn huge_or_endless_programs_fail_cleanly() {
         funcfuse(&["run", &format!("{file}::f"), "--engine", "reference", "--output", dir.join("o").to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
+
+#[test]
+fn functional_engine_writes_what_the_reference_writes() {
+    let dir = scratch("functional_engine");
+    let file = program(
+        &dir,
+        "def f(a: f32[4, 6], n: int = 3) -> f32[6, 4]:\n    t = a.t()\n    for i in range(n):\n        t[i] += t[i + 1]\n    a[0].clamp_(min=0.0)\n    return t * 2\n",
+    );
+    let mut outs = Vec::new();
+    for engine in ["reference", "functional"] {
+        let out = dir.join(engine);
+        let o = funcfuse(&["run", &format!("{file}::f"), "--engine", engine, "--output", out.to_str().unwrap()]);
+        assert_eq!(o.code, 0, "{engine}: {}", o.stderr);
+        outs.push((std::fs::read(out.join("return.npy")).unwrap(), std::fs::read(out.join("a.npy")).unwrap()));
+    }
+    assert_eq!(outs[0], outs[1]);
+}
+
+#[test]
+fn functionalize_prints_the_term_and_reports_what_it_cannot_do() {
+    let dir = scratch("functionalize_cmd");
+    let file = program(&dir, "def f(a: f32[8, 4]) -> f32[8, 4]:\n    for i in range(1, 8):\n        a[i] += a[i - 1]\n    return a\n");
+    let o = funcfuse(&["functionalize", &format!("{file}::f")]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("1 loops"), "{}", o.stdout);
+    assert!(o.stdout.contains("(loop 1 8 1"), "{}", o.stdout);
+    assert!(o.stdout.contains("; outputs: (return 0, final a)"), "{}", o.stdout);
+    let bad = program(&dir, "def f(a: f32[8]) -> f32[8]:\n    v, i = a.sort()\n    return v\n");
+    let o = funcfuse(&["functionalize", &format!("{bad}::f")]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.starts_with(&format!("{bad}:5:12: `sort` is not supported by the functionalizer yet")), "{}", o.stderr);
+}

@@ -270,6 +270,20 @@ impl Tensor {
 
     /// A fresh contiguous copy (`clone`).
     pub fn contiguous_copy(&self) -> Tensor {
+        if self.is_contiguous() && self.offset + self.numel() <= self.buf.borrow().len() {
+            // One block of the buffer: copy it as a slice.
+            let (start, n) = (self.offset, self.numel());
+            let b = self.buf.borrow();
+            let buf = match &*b {
+                Buf::Bool(v) => Buf::Bool(v[start..start + n].to_vec()),
+                Buf::I32(v) => Buf::I32(v[start..start + n].to_vec()),
+                Buf::I64(v) => Buf::I64(v[start..start + n].to_vec()),
+                Buf::F32(v) => Buf::F32(v[start..start + n].to_vec()),
+                Buf::F64(v) => Buf::F64(v[start..start + n].to_vec()),
+            };
+            drop(b);
+            return Tensor::from_buf(buf, self.shape.clone());
+        }
         let buf = {
             let b = self.buf.borrow();
             let offs = self.offsets();
