@@ -12,6 +12,21 @@ use funcfuse::interp::{self, ScalarArg};
 use funcfuse::io;
 use funcfuse::tensor::Tensor;
 
+/// Writes to stdout; a closed pipe (`funcfuse list | head`) ends the output quietly instead of panicking.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write;
+        let _ = write!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
 #[derive(Parser)]
 #[command(name = "funcfuse", version, about = "An e-graph optimizer for imperative PyTorch-style tensor programs")]
 struct Cli {
@@ -99,7 +114,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(code, msg)) => {
-            eprintln!("{msg}");
+            eoutln!("{msg}");
             ExitCode::from(code)
         }
     }
@@ -164,7 +179,7 @@ fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>) -> Result<(), F
             Ok(m) => m,
             Err(d) => {
                 failed += 1;
-                eprintln!("FAIL {d}");
+                eoutln!("FAIL {d}");
                 continue;
             }
         };
@@ -180,16 +195,16 @@ fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>) -> Result<(), F
             match run_one(&module, &f.name, a, &mine, &out) {
                 Ok(()) => {
                     ok += 1;
-                    println!("ok   {shown}::{} ({} ms)", f.name, start.elapsed().as_millis());
+                    outln!("ok   {shown}::{} ({} ms)", f.name, start.elapsed().as_millis());
                 }
                 Err(Failure(_, m)) => {
                     failed += 1;
-                    println!("FAIL {shown}::{}: {m}", f.name);
+                    outln!("FAIL {shown}::{}: {m}", f.name);
                 }
             }
         }
     }
-    println!("{ok} programs ran, {failed} failed; outputs in {}", a.output.display());
+    outln!("{ok} programs ran, {failed} failed; outputs in {}", a.output.display());
     if failed > 0 {
         return Err(Failure(1, format!("{failed} programs failed")));
     }
@@ -253,7 +268,7 @@ fn functionalize_cmd(target: &str, args: &[String], format: &str) -> Result<(), 
     }
     let f = funcfuse::functionalize::functionalize(&module, func, &scalars)?;
     let stats = funcfuse::ir::term_stats(&f.term);
-    println!(
+    outln!(
         "; {file}::{func}: {} nodes, {} loops, {} accesses, {} assigns, {} ifs",
         stats.nodes, stats.loops, stats.accesses, stats.assigns, stats.ifs
     );
@@ -265,10 +280,10 @@ fn functionalize_cmd(target: &str, args: &[String], format: &str) -> Result<(), 
             funcfuse::functionalize::Output::Mutated(n) => format!("final {n}"),
         })
         .collect();
-    println!("; outputs: ({})", outs.join(", "));
+    outln!("; outputs: ({})", outs.join(", "));
     match format {
-        "dag" => print!("{}", funcfuse::ir::display_dag(&f.term)),
-        "sexp" => println!("{}", f.term),
+        "dag" => out!("{}", funcfuse::ir::display_dag(&f.term)),
+        "sexp" => outln!("{}", f.term),
         other => return Err(Failure(2, format!("--format {other}: expected dag or sexp"))),
     }
     Ok(())
@@ -329,7 +344,7 @@ fn list(paths: &[PathBuf]) -> Result<(), Failure> {
                     None => p.name.clone(),
                 })
                 .collect();
-            println!("{shown}::{}({})", f.name, params.join(", "));
+            outln!("{shown}::{}({})", f.name, params.join(", "));
         }
     }
     Ok(())
