@@ -114,7 +114,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(code, msg)) => {
-            eoutln!("{msg}");
+            eprintln!("{msg}");
             ExitCode::from(code)
         }
     }
@@ -179,7 +179,7 @@ fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>) -> Result<(), F
             Ok(m) => m,
             Err(d) => {
                 failed += 1;
-                eoutln!("FAIL {d}");
+                eprintln!("FAIL {d}");
                 continue;
             }
         };
