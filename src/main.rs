@@ -270,7 +270,11 @@ fn functionalize_cmd(target: &str, args: &[String], format: &str) -> Result<(), 
     let stats = funcfuse::ir::term_stats(&f.term);
     outln!(
         "; {file}::{func}: {} nodes, {} loops, {} accesses, {} assigns, {} ifs",
-        stats.nodes, stats.loops, stats.accesses, stats.assigns, stats.ifs
+        stats.nodes,
+        stats.loops,
+        stats.accesses,
+        stats.assigns,
+        stats.ifs
     );
     let outs: Vec<String> = f
         .outputs

@@ -9,12 +9,7 @@ use libtest_mimic::{Arguments, Trial};
 
 /// Corpus programs the functionalizer reports as unsupported, with the reason it must give (at a source location).
 /// Each is still run by the reference interpreter against PyTorch; here the report itself is checked.
-const NOT_FUNCTIONALIZED: &[(&str, &str)] = &[
-    ("micro/extra_ops::scatter_gather", "`gather` is not supported by the functionalizer yet"),
-    ("micro/extra_ops::topk_sort", "`topk` is not supported by the functionalizer yet"),
-    ("micro/python_features::masks", "indexing with a boolean mask gives a data-dependent shape"),
-    ("micro/python_features::while_break", "inside an `if` on a run-time value is not supported"),
-];
+const NOT_FUNCTIONALIZED: &[(&str, &str)] = &[];
 
 fn main() {
     let args = Arguments::from_args();

@@ -190,6 +190,75 @@ impl<'m> Fz<'m> {
                 self.roots[c.root].written = false;
                 Ok(FV::Tensor(c))
             }
+            "gather" => {
+                let x = a.tensor(0, "input")?;
+                let d = crate::tensor::views::wrap_dim(a.int(1, "dim")?, x.shape.len()).map_err(err(span))?;
+                let idx = a.tensor(2, "index")?;
+                let xt = self.term_as(&FV::Tensor(x.clone()), self.roots[x.root].dtype, span)?;
+                let it = self.term_as(&FV::Tensor(idx.clone()), self.roots[idx.root].dtype, span)?;
+                let dd = self.t.leaf(Node::Int(d as i64));
+                self.fresh_op(OpName::Gather, vec![xt, dd, it], None, span)
+            }
+            "scatter" | "scatter_add" => {
+                let x = a.tensor(0, "input")?;
+                let dt = self.roots[x.root].dtype;
+                let d = crate::tensor::views::wrap_dim(a.int(1, "dim")?, x.shape.len()).map_err(err(span))?;
+                let idx = a.tensor(2, "index")?;
+                let src = match a.opt(3, "src").or(a.opt(3, "value")).cloned() {
+                    Some(FV::Tensor(s)) => self.term_as(&FV::Tensor(s), dt, span)?,
+                    Some(v) => {
+                        let s = self
+                            .full(
+                                &idx.shape,
+                                dt,
+                                a.number(&v).ok_or_else(|| {
+                                    Stop::NeedsStatic(span, "a scatter value known only at run time".into())
+                                })?,
+                            )
+                            .map_err(err(span))?;
+                        self.t.at(s)
+                    }
+                    None => return diag(span, "scatter() missing argument 'src'"),
+                };
+                let add =
+                    name == "scatter_add" || matches!(a.opt(4, "reduce"), Some(FV::Str(s)) if s.as_ref() == "add");
+                let xt = self.term_as(&FV::Tensor(x.clone()), dt, span)?;
+                let it = self.term_as(&FV::Tensor(idx.clone()), self.roots[idx.root].dtype, span)?;
+                let dd = self.t.leaf(Node::Int(d as i64));
+                let ad = self.t.leaf(Node::Bool(crate::ir::BoolLit(add)));
+                self.fresh_op(OpName::Scatter, vec![xt, dd, it, src, ad], None, span)
+            }
+            "sort" | "argsort" | "topk" => {
+                let x = a.tensor(0, "input")?;
+                let (dim, desc) = if name == "topk" {
+                    (a.int_or(2, "dim", -1)?, a.bool_or(3, "largest", true)?)
+                } else {
+                    (a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)
+                };
+                let d = crate::tensor::views::wrap_dim(dim, x.shape.len()).map_err(err(span))?;
+                let xt = self.term_as(&FV::Tensor(x.clone()), self.roots[x.root].dtype, span)?;
+                let dd = self.t.leaf(Node::Int(d as i64));
+                let de = self.t.leaf(Node::Bool(crate::ir::BoolLit(desc)));
+                let v = self.fresh_op(OpName::SortVal, vec![xt, dd, de], None, span)?;
+                let i = self.fresh_op(OpName::SortIdx, vec![xt, dd, de], None, span)?;
+                if name == "argsort" {
+                    return Ok(i);
+                }
+                let (v, i) = if name == "topk" {
+                    let k = a.int(1, "k")?;
+                    if k < 0 || (!x.shape.is_empty() && k as usize > x.shape[d]) {
+                        return diag(span, "selected index k out of range");
+                    }
+                    let (FV::Tensor(vt), FV::Tensor(itr)) = (&v, &i) else { unreachable!() };
+                    let vn = self.tview(vt, |t| t.narrow(d as i64, 0, k)).map_err(err(span))?;
+                    let inn = self.tview(itr, |t| t.narrow(d as i64, 0, k)).map_err(err(span))?;
+                    let (vv, iv) = (self.read(&vn, span)?, self.read(&inn, span)?);
+                    (FV::Tensor(self.fresh(vv, None, span)?), FV::Tensor(self.fresh(iv, None, span)?))
+                } else {
+                    (v, i)
+                };
+                Ok(FV::Named(Rc::new(vec![v, i]), &["values", "indices"]))
+            }
             _ => self.creation(name, a, method),
         }
     }

@@ -413,7 +413,7 @@ impl<'m> Fz<'m> {
         env: &mut Env,
         snap: &Snap,
         body: &'m [Stmt],
-        extra: Option<&'m Expr>,
+        extra: Option<(&'m Expr, Option<&'m Expr>)>,
         var: Option<&str>,
         level: usize,
         span: Span,
@@ -421,9 +421,8 @@ impl<'m> Fz<'m> {
         if let Some(v) = var {
             env.insert(v.to_string(), FV::DynInt(Affine::sym(Sym::Loop(level))));
         }
-        if let Some(test) = extra {
-            let c = self.expr(env, test)?;
-            self.cond(&c, test.span)?;
+        if let Some((test, guard)) = extra {
+            self.loop_cond(env, test, guard)?;
         }
         match self.block(env, body)? {
             Flow::Normal => {}
@@ -713,25 +712,64 @@ impl<'m> Fz<'m> {
         Ok(out)
     }
 
+    /// The condition of one more iteration: `test`, and not the guard of a leading `if GUARD: break`.
+    fn loop_cond(&mut self, env: &mut Env, test: &'m Expr, guard: Option<&'m Expr>) -> FR<Cond> {
+        let c = self.expr(env, test)?;
+        let c = match self.cond(&c, test.span)? {
+            Cond::Static(false) => return Ok(Cond::Static(false)),
+            c => c,
+        };
+        let Some(g) = guard else { return Ok(c) };
+        let gv = self.expr(env, g)?;
+        let stop = self.cond(&gv, g.span)?;
+        Ok(match (c, stop) {
+            (_, Cond::Static(true)) => Cond::Static(false),
+            (c, Cond::Static(false)) => c,
+            (c, Cond::Dyn(s)) => {
+                let x = self.t.at(s);
+                let not_s = self.t.op(crate::ir::OpName::LogicalNot, vec![x]).map_err(Self::tyerr(g.span))?;
+                match c {
+                    Cond::Static(_) => Cond::Dyn(not_s),
+                    Cond::Dyn(t) => {
+                        let r = self.elementwise(
+                            crate::tensor::ops::Binary::BitAnd,
+                            &[FV::DynBool(t), FV::DynBool(not_s)],
+                            g.span,
+                        )?;
+                        Cond::Dyn(self.dyn_bool_of(&r, g.span)?)
+                    }
+                }
+            }
+        })
+    }
+
     fn while_stmt(&mut self, env: &mut Env, test: &'m Expr, body: &'m [Stmt], span: Span) -> FR<Flow> {
+        // `while ...: if GUARD: break; REST` is `while ... and not GUARD: REST`.
+        let (guard, rest) = match body.first().map(|s| &s.kind) {
+            Some(StmtKind::If { test: g, body: b, orelse })
+                if orelse.is_empty() && matches!(b.as_slice(), [Stmt { kind: StmtKind::Break, .. }]) =>
+            {
+                (Some(g), &body[1..])
+            }
+            _ => (None, body),
+        };
         let mut n = 0i64;
         loop {
-            let c = self.expr(env, test)?;
-            match self.cond(&c, test.span)? {
+            match self.loop_cond(env, test, guard)? {
                 Cond::Static(false) => return Ok(Flow::Normal),
                 Cond::Static(true) => {
                     n += 1;
                     if n > UNROLL_LIMIT {
                         return diag(span, format!("a `while` loop on values known before it runs is unrolled, and this one exceeds {UNROLL_LIMIT} iterations"));
                     }
-                    match self.block(env, body)? {
+                    match self.block(env, rest)? {
                         Flow::Break => return Ok(Flow::Normal),
                         Flow::Return(v) => return Ok(Flow::Return(v)),
                         _ => {}
                     }
                 }
                 Cond::Dyn(_) => {
-                    self.symbolic_while(env, test, body, span).map_err(|e| match e {
+                    self.symbolic_while(env, test, guard, rest, span).map_err(|e| match e {
                         Stop::NeedsStatic(at, why) => Stop::Diag(
                             crate::diag::Diagnostic::new(format!(
                                 "cannot functionalize this data-dependent `while` loop: {why} (at {}:{})",
@@ -747,11 +785,18 @@ impl<'m> Fz<'m> {
         }
     }
 
-    fn symbolic_while(&mut self, env: &mut Env, test: &'m Expr, body: &'m [Stmt], span: Span) -> FR<()> {
+    fn symbolic_while(
+        &mut self,
+        env: &mut Env,
+        test: &'m Expr,
+        guard: Option<&'m Expr>,
+        body: &'m [Stmt],
+        span: Span,
+    ) -> FR<()> {
         let level = self.t.depth();
         let snap = self.snapshot(env);
         self.t.frames.push(LoopFrame { range: None, carried: vec![] });
-        let carries = self.discover(env, &snap, body, Some(test), None, level, span);
+        let carries = self.discover(env, &snap, body, Some((test, guard)), None, level, span);
         self.t.frames.pop();
         self.restore(env, &snap);
         let carries = carries?;
@@ -760,8 +805,7 @@ impl<'m> Fz<'m> {
         self.t.frames.push(LoopFrame { range: None, carried: tys.clone() });
         let result = (|| -> FR<(egg::Id, egg::Id, HashMap<String, TRef>)> {
             self.bind_carried(env, &carries, span)?;
-            let c = self.expr(env, test)?;
-            let cond = match self.cond(&c, test.span)? {
+            let cond = match self.loop_cond(env, test, guard)? {
                 Cond::Dyn(t) => self.t.at(t),
                 Cond::Static(b) => {
                     let t = self.scalar_tensor(&FV::Bool(b), None, span)?.0;

@@ -120,6 +120,11 @@ pub(super) enum FV {
     /// A name whose binding at the start of a loop iteration is not expressible (a view rebound per iteration);
     /// reading it means the loop must be unrolled.
     Poisoned,
+    /// `y[mask]`: a selection whose size depends on the data. It is only usable as the value of `x[mask] = y[mask]`
+    /// (a predicated select); anything else is reported.
+    /// Holds the selected-from value and the mask's value (terms read at the subscript), the view's shape and the
+    /// mask's position.
+    Masked(Box<(TId, TId, Vec<usize>, usize)>),
 }
 
 impl FV {
@@ -140,6 +145,7 @@ impl FV {
             FV::Module(_) => "module",
             FV::Func(_) => "function",
             FV::Poisoned => "value",
+            FV::Masked(_) => "boolean-mask selection (its shape depends on the data)",
         }
     }
 
@@ -209,6 +215,10 @@ impl From<Diagnostic> for Stop {
 }
 
 pub(super) type FR<T> = Result<T, Stop>;
+
+/// Why a boolean-mask selection cannot be used as a value.
+pub(super) const DATA_DEPENDENT: &str =
+    "indexing with a boolean mask gives a data-dependent shape, which cannot be functionalized";
 
 pub(super) fn diag<T>(span: Span, m: impl Into<String>) -> FR<T> {
     Err(Stop::Diag(Diagnostic::new(m).at(span)))

@@ -197,6 +197,11 @@ impl<'m> Fz<'m> {
         if r.adv.is_empty() {
             return Ok(FV::Tensor(r.view));
         }
+        if r.adv.len() == 1 && self.roots[r.adv[0].1.root].dtype == DType::Bool {
+            let (pos, mask) = r.adv[0].clone();
+            let (src, m) = (self.read(&r.view, span)?, self.read(&mask, span)?);
+            return Ok(FV::Masked(Box::new((src, m, r.view.shape.clone(), pos))));
+        }
         let list = self.adv_list(&r);
         self.index_read(&r.view, &list, span)
     }
@@ -273,6 +278,29 @@ impl<'m> Fz<'m> {
                 return diag(span, "a boolean mask together with other advanced indices is not functionalized");
             }
             let (pos, mask) = masks[0].clone();
+            // `x[m] = y[m]` with the same mask over views of one shape: where(m, y, x).
+            if let FV::Masked(sel) = v {
+                let (src, m2, shape, p2) = sel.as_ref();
+                // The same mask, unchanged since the selection was made, over a view of the same shape.
+                let now = self.read(&mask, span)?;
+                if *p2 != pos || *shape != r.view.shape || now != *m2 {
+                    return diag(
+                        span,
+                        "assigning a boolean-mask selection through a different mask cannot be functionalized",
+                    );
+                }
+                let (sd, _) = self.tensor_ty(*src, span)?;
+                if sd != dt {
+                    return diag(span, format!("Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.", dt.name(), sd.name()));
+                }
+                let m = self.mask_term(&r.view, pos, &mask, span)?;
+                let y = self.cast(*src, dt, span)?;
+                let y = self.t.at(y);
+                let v0 = self.read(&r.view, span)?;
+                let v0 = self.t.at(v0);
+                let w = self.t.op(OpName::Where, vec![m, y, v0]).map_err(err(span))?;
+                return self.write(&r.view, w, span);
+            }
             let val = match v {
                 FV::Tensor(val) if val.shape.iter().product::<usize>() == 1 => self.term_as(v, dt, span).map(|x| (x, val.shape.len()))?,
                 FV::Tensor(_) => return diag(span, "assigning a tensor through a boolean mask depends on how many elements are selected, which cannot be functionalized"),

@@ -8,7 +8,7 @@ use super::torch_ops::{operand_arg, t, UNKNOWN_OP};
 use super::value::Value;
 use crate::tensor::ops::{self, Binary, Operand, Unary};
 use crate::tensor::views::wrap_dim;
-use crate::tensor::{contiguous_strides, index, reduce, DType, Scalar, Tensor};
+use crate::tensor::{index, reduce, DType, Scalar, Tensor};
 
 /// In-place ops that change a tensor's shape or strides: our values share metadata by copy, so they are refused.
 pub(super) const METADATA_INPLACE: &[&str] =
@@ -16,75 +16,6 @@ pub(super) const METADATA_INPLACE: &[&str] =
 
 fn named(values: Tensor, indices: Tensor) -> Value {
     Value::Named(Rc::new(vec![Value::Tensor(values), Value::Tensor(indices)]), &["values", "indices"])
-}
-
-/// Index tensors addressing, for every element of `index`, the element of `x` with `dim` replaced by the index
-/// value (the addressing of `gather`/`scatter`).
-fn along_dim_offsets(x: &Tensor, dim: usize, idx: &Tensor) -> AResult<Vec<usize>> {
-    if idx.dim() != x.dim() {
-        return Err("Index tensor must have the same number of dimensions as input tensor".into());
-    }
-    let vals = idx.scalars();
-    let istr = contiguous_strides(&idx.shape);
-    let mut out = Vec::with_capacity(vals.len());
-    for (flat, v) in vals.iter().enumerate() {
-        let mut off = x.offset as isize;
-        for d in 0..x.dim() {
-            let c = (flat as isize / istr[d]) as usize % idx.shape[d].max(1);
-            let c = if d == dim {
-                let i = v.to_i64_trunc();
-                let n = x.shape[d] as i64;
-                if i < -n || i >= n {
-                    return Err(format!("index {} is out of bounds for dimension {} with size {}", i, d, n));
-                }
-                (if i < 0 { i + n } else { i }) as usize
-            } else {
-                if c >= x.shape[d] {
-                    return Err(format!("Size does not match at dimension {d} expected index {:?} to be smaller than self {:?} apart from dimension {dim}", idx.shape, x.shape));
-                }
-                c
-            };
-            off += c as isize * x.strides[d];
-        }
-        out.push(off as usize);
-    }
-    Ok(out)
-}
-
-/// Stable sort of every line along `dim`: values and their original indices.
-fn sort(x: &Tensor, dim: i64, descending: bool) -> AResult<(Tensor, Tensor)> {
-    let d = wrap_dim(dim, x.dim())? as i64;
-    let moved = x.transpose(d, -1)?;
-    let vals = moved.scalars();
-    let len = moved.shape.last().copied().unwrap_or(1).max(1);
-    let mut sv = Vec::with_capacity(vals.len());
-    let mut si = Vec::with_capacity(vals.len());
-    for line in vals.chunks(len) {
-        let mut order: Vec<usize> = (0..line.len()).collect();
-        let key = |s: &Scalar| s.to_f64();
-        order.sort_by(|&i, &j| {
-            let (a, b) = (key(&line[i]), key(&line[j]));
-            // NaN sorts as the largest value, as in PyTorch.
-            let c = match (a.is_nan(), b.is_nan()) {
-                (true, true) => std::cmp::Ordering::Equal,
-                (true, false) => std::cmp::Ordering::Greater,
-                (false, true) => std::cmp::Ordering::Less,
-                _ => a.partial_cmp(&b).unwrap(),
-            };
-            if descending {
-                c.reverse()
-            } else {
-                c
-            }
-        });
-        for i in order {
-            sv.push(line[i]);
-            si.push(Scalar::I(i as i64));
-        }
-    }
-    let v = Tensor::from_scalars(x.dtype(), &moved.shape, &sv)?.transpose(d, -1)?.contiguous_copy();
-    let i = Tensor::from_scalars(DType::I64, &moved.shape, &si)?.transpose(d, -1)?.contiguous_copy();
-    Ok((v, i))
 }
 
 fn var(x: &Tensor, a: &Args) -> AResult<Tensor> {
@@ -111,7 +42,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let x = a.tensor(0, "input")?;
             let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
             let idx = a.tensor(2, "index")?;
-            let offs = along_dim_offsets(&x, d, &idx)?;
+            let offs = index::along_dim_offsets(&x, d, &idx)?;
             let b = x.buf.borrow();
             let vals: Vec<Scalar> = offs.iter().map(|&o| b.get(o)).collect();
             t(Tensor::from_scalars(x.dtype(), &idx.shape, &vals)?)
@@ -120,7 +51,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let x = a.tensor(0, "input")?.contiguous_copy();
             let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
             let idx = a.tensor(2, "index")?;
-            let offs = along_dim_offsets(&x, d, &idx)?;
+            let offs = index::along_dim_offsets(&x, d, &idx)?;
             let src: Vec<Scalar> = match a.opt(3, "src").or(a.opt(3, "value")) {
                 Some(Value::Tensor(s)) => {
                     let n = idx.numel();
@@ -170,19 +101,19 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "sort" => {
             let x = a.tensor(0, "input")?;
-            let (v, i) = sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)?;
+            let (v, i) = index::sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)?;
             Ok(named(v, i))
         }
         "argsort" => {
             let x = a.tensor(0, "input")?;
-            t(sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)?.1)
+            t(index::sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)?.1)
         }
         "topk" => {
             let x = a.tensor(0, "input")?;
             let k = a.int(1, "k")?;
             let dim = a.int_or(2, "dim", -1)?;
             let largest = a.bool_or(3, "largest", true)?;
-            let (v, i) = sort(&x, dim, largest)?;
+            let (v, i) = index::sort(&x, dim, largest)?;
             let d = wrap_dim(dim, x.dim())?;
             if k < 0 || (x.dim() > 0 && k as usize > x.shape[d]) {
                 return Err("selected index k out of range".into());

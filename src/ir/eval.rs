@@ -518,6 +518,43 @@ impl Evaluator<'_> {
                 index::index_put(&x, &idx, &v, acc)?;
                 Ok(V::T(x))
             }
+            Gather => {
+                arity(3)?;
+                let x = t(self, 0)?.contiguous_copy();
+                let d = crate::tensor::views::wrap_dim(self.int(args[1])?, x.dim())?;
+                let idx = t(self, 2)?;
+                let offs = index::along_dim_offsets(&x, d, &idx)?;
+                let b = x.buf.borrow();
+                let vals: Vec<Scalar> = offs.iter().map(|&o| b.get(o)).collect();
+                out(Tensor::from_scalars(x.dtype(), &idx.shape, &vals))
+            }
+            Scatter => {
+                arity(5)?;
+                let x = t(self, 0)?.contiguous_copy();
+                let d = crate::tensor::views::wrap_dim(self.int(args[1])?, x.dim())?;
+                let idx = t(self, 2)?;
+                let src = t(self, 3)?;
+                let add = self.boolean(args[4])?;
+                let offs = index::along_dim_offsets(&x, d, &idx)?;
+                let sl = (0..src.dim()).try_fold(src.clone(), |acc, k| acc.narrow(k as i64, 0, idx.shape[k] as i64))?;
+                let vals = sl.scalars();
+                {
+                    let mut b = x.buf.borrow_mut();
+                    for (&o, v) in offs.iter().zip(vals) {
+                        let v = if add { Scalar::F(b.get(o).to_f64() + v.to_f64()).cast(x.dtype()) } else { v };
+                        b.set(o, v);
+                    }
+                }
+                Ok(V::T(x))
+            }
+            SortVal | SortIdx => {
+                arity(3)?;
+                let x = t(self, 0)?;
+                let d = self.int(args[1])?;
+                let desc = self.boolean(args[2])?;
+                let (v, i) = index::sort(&x, d, desc)?;
+                Ok(V::T(if op == SortVal { v } else { i }))
+            }
             _ => fail(format!("operator {} is not evaluated here", op.as_str())),
         }
     }

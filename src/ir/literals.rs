@@ -222,6 +222,11 @@ op_names! {
     // Advanced indexing.
     Index = "index",
     IndexPut = "index_put",
+    // Gathers, scatters and sorting along one dim.
+    Gather = "gather",
+    Scatter = "scatter",
+    SortVal = "sort_val",
+    SortIdx = "sort_idx",
 }
 
 impl fmt::Display for OpName {

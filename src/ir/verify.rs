@@ -452,6 +452,35 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
                 Ty::Tensor(d, s)
             }
         }
+        Gather => {
+            arity(3)?;
+            let (d, s) = cx.tensor(0)?;
+            wrap_dim(cx.lit_int(1)?, s.len())?;
+            let (di, si) = cx.tensor(2)?;
+            if di.is_float() || di == DType::Bool || si.len() != s.len() {
+                return Err("gather takes an integer index with the input's number of dims".into());
+            }
+            Ty::Tensor(d, si)
+        }
+        Scatter => {
+            arity(5)?;
+            let (d, s) = cx.tensor(0)?;
+            wrap_dim(cx.lit_int(1)?, s.len())?;
+            let (di, si) = cx.tensor(2)?;
+            let (ds, _) = cx.tensor(3)?;
+            if di.is_float() || di == DType::Bool || si.len() != s.len() || ds != d {
+                return Err("scatter takes an integer index and a source of the input's dtype".into());
+            }
+            cx.lit_bool(4)?;
+            Ty::Tensor(d, s)
+        }
+        SortVal | SortIdx => {
+            arity(3)?;
+            let (d, s) = cx.tensor(0)?;
+            wrap_dim(cx.lit_int(1)?, s.len())?;
+            cx.lit_bool(2)?;
+            Ty::Tensor(if op == SortIdx { DType::I64 } else { d }, s)
+        }
         _ => return Err(format!("{} is not typed here", op.as_str())),
     })
 }

@@ -4,7 +4,8 @@
 //! result element comes from. Writes then happen in that order, so the last duplicate index wins, as in PyTorch.
 
 use super::ops::broadcast_shapes;
-use super::{fmt_shape, DType, Scalar, TResult, Tensor};
+use super::views::wrap_dim;
+use super::{contiguous_strides, fmt_shape, DType, Scalar, TResult, Tensor};
 
 /// The shape of an advanced-indexing result and, for each of its elements, the storage offset it reads or writes.
 pub struct AdvIndex {
@@ -179,4 +180,73 @@ pub fn index_put(x: &Tensor, idx: &[Option<Tensor>], values: &Tensor, accumulate
         buf.set(o, v);
     }
     Ok(())
+}
+
+/// Index tensors addressing, for every element of `index`, the element of `x` with `dim` replaced by the index
+/// value (the addressing of `gather`/`scatter`).
+pub fn along_dim_offsets(x: &Tensor, dim: usize, idx: &Tensor) -> TResult<Vec<usize>> {
+    if idx.dim() != x.dim() {
+        return Err("Index tensor must have the same number of dimensions as input tensor".into());
+    }
+    let vals = idx.scalars();
+    let istr = contiguous_strides(&idx.shape);
+    let mut out = Vec::with_capacity(vals.len());
+    for (flat, v) in vals.iter().enumerate() {
+        let mut off = x.offset as isize;
+        for d in 0..x.dim() {
+            let c = (flat as isize / istr[d]) as usize % idx.shape[d].max(1);
+            let c = if d == dim {
+                let i = v.to_i64_trunc();
+                let n = x.shape[d] as i64;
+                if i < -n || i >= n {
+                    return Err(format!("index {} is out of bounds for dimension {} with size {}", i, d, n));
+                }
+                (if i < 0 { i + n } else { i }) as usize
+            } else {
+                if c >= x.shape[d] {
+                    return Err(format!("Size does not match at dimension {d} expected index {:?} to be smaller than self {:?} apart from dimension {dim}", idx.shape, x.shape));
+                }
+                c
+            };
+            off += c as isize * x.strides[d];
+        }
+        out.push(off as usize);
+    }
+    Ok(out)
+}
+
+/// Stable sort of every line along `dim`: values and their original indices.
+pub fn sort(x: &Tensor, dim: i64, descending: bool) -> TResult<(Tensor, Tensor)> {
+    let d = wrap_dim(dim, x.dim())? as i64;
+    let moved = x.transpose(d, -1)?;
+    let vals = moved.scalars();
+    let len = moved.shape.last().copied().unwrap_or(1).max(1);
+    let mut sv = Vec::with_capacity(vals.len());
+    let mut si = Vec::with_capacity(vals.len());
+    for line in vals.chunks(len) {
+        let mut order: Vec<usize> = (0..line.len()).collect();
+        let key = |s: &Scalar| s.to_f64();
+        order.sort_by(|&i, &j| {
+            let (a, b) = (key(&line[i]), key(&line[j]));
+            // NaN sorts as the largest value, as in PyTorch.
+            let c = match (a.is_nan(), b.is_nan()) {
+                (true, true) => std::cmp::Ordering::Equal,
+                (true, false) => std::cmp::Ordering::Greater,
+                (false, true) => std::cmp::Ordering::Less,
+                _ => a.partial_cmp(&b).unwrap(),
+            };
+            if descending {
+                c.reverse()
+            } else {
+                c
+            }
+        });
+        for i in order {
+            sv.push(line[i]);
+            si.push(Scalar::I(i as i64));
+        }
+    }
+    let v = Tensor::from_scalars(x.dtype(), &moved.shape, &sv)?.transpose(d, -1)?.contiguous_copy();
+    let i = Tensor::from_scalars(DType::I64, &moved.shape, &si)?.transpose(d, -1)?.contiguous_copy();
+    Ok((v, i))
 }
