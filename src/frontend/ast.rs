@@ -160,6 +160,24 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// The elementwise tensor op of a Python operator (`@` has none).
+    pub fn elementwise(self) -> Option<crate::tensor::ops::Binary> {
+        use crate::tensor::ops::Binary;
+        Some(match self {
+            BinOp::Add => Binary::Add,
+            BinOp::Sub => Binary::Sub,
+            BinOp::Mul => Binary::Mul,
+            BinOp::Div => Binary::Div,
+            BinOp::FloorDiv => Binary::FloorDiv,
+            BinOp::Mod => Binary::Rem,
+            BinOp::Pow => Binary::Pow,
+            BinOp::BitAnd => Binary::BitAnd,
+            BinOp::BitOr => Binary::BitOr,
+            BinOp::BitXor => Binary::BitXor,
+            BinOp::MatMul => return None,
+        })
+    }
+
     pub fn symbol(self) -> &'static str {
         match self {
             BinOp::Add => "+",

@@ -427,19 +427,7 @@ impl<'m> Fz<'m> {
             (FV::Tensor(_), FV::Tensor(_), BinOp::MatMul) => return self.matmul(a, b, span),
             _ => {}
         }
-        let bin = match op {
-            BinOp::Add => Binary::Add,
-            BinOp::Sub => Binary::Sub,
-            BinOp::Mul => Binary::Mul,
-            BinOp::Div => Binary::Div,
-            BinOp::FloorDiv => Binary::FloorDiv,
-            BinOp::Mod => Binary::Rem,
-            BinOp::Pow => Binary::Pow,
-            BinOp::BitAnd => Binary::BitAnd,
-            BinOp::BitOr => Binary::BitOr,
-            BinOp::BitXor => Binary::BitXor,
-            BinOp::MatMul => return diag(span, "`@` needs two tensors"),
-        };
+        let Some(bin) = op.elementwise() else { return diag(span, "`@` needs two tensors") };
         if bin == Binary::Pow {
             if let (FV::Tensor(t), Some(s)) = (a, static_scalar(b)) {
                 if !self.roots[t.root].dtype.is_float()

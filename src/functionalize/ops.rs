@@ -10,7 +10,7 @@ use super::{Env, Fz};
 use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::*;
 use crate::ir::{Node, OpName};
-use crate::tensor::ops::{self, Binary, Operand};
+use crate::tensor::ops::{self, Operand};
 use crate::tensor::{fmt_shape, DType, Scalar, Tensor};
 
 /// In-place methods PyTorch does not check for internal overlap.
@@ -134,38 +134,6 @@ impl A {
     }
 }
 
-pub(super) fn unary_op(name: &str) -> Option<ops::Unary> {
-    use ops::Unary::*;
-    Some(match name {
-        "neg" | "negative" => Neg,
-        "abs" | "absolute" => Abs,
-        "relu" => Relu,
-        "exp" => Exp,
-        "log" => Log,
-        "log1p" => Log1p,
-        "expm1" => Expm1,
-        "sqrt" => Sqrt,
-        "rsqrt" => Rsqrt,
-        "sigmoid" => Sigmoid,
-        "tanh" => Tanh,
-        "sin" => Sin,
-        "cos" => Cos,
-        "floor" => Floor,
-        "ceil" => Ceil,
-        "round" => Round,
-        "trunc" => Trunc,
-        "sign" => Sign,
-        "logical_not" => LogicalNot,
-        "bitwise_not" => BitNot,
-        "reciprocal" => Reciprocal,
-        "square" => Square,
-        "erf" => Erf,
-        "silu" => Silu,
-        "gelu" => Gelu,
-        _ => return None,
-    })
-}
-
 pub(super) fn unary_name(u: ops::Unary) -> OpName {
     use ops::Unary::*;
     match u {
@@ -195,33 +163,6 @@ pub(super) fn unary_name(u: ops::Unary) -> OpName {
         Silu => OpName::Silu,
         Gelu => OpName::Gelu,
     }
-}
-
-pub(super) fn binary_op(name: &str) -> Option<Binary> {
-    use Binary::*;
-    Some(match name {
-        "add" => Add,
-        "sub" | "subtract" => Sub,
-        "mul" | "multiply" => Mul,
-        "div" | "divide" | "true_divide" => Div,
-        "floor_divide" => FloorDiv,
-        "remainder" => Rem,
-        "fmod" => Fmod,
-        "pow" => Pow,
-        "maximum" => Maximum,
-        "minimum" => Minimum,
-        "atan2" => Atan2,
-        "eq" => Eq,
-        "ne" | "not_equal" => Ne,
-        "lt" | "less" => Lt,
-        "le" | "less_equal" => Le,
-        "gt" | "greater" => Gt,
-        "ge" | "greater_equal" => Ge,
-        "bitwise_and" => BitAnd,
-        "bitwise_or" => BitOr,
-        "bitwise_xor" => BitXor,
-        _ => return None,
-    })
 }
 
 impl<'m> Fz<'m> {

@@ -7,29 +7,12 @@ use super::Fz;
 use crate::diag::Span;
 use crate::frontend::ast::BinOp;
 use crate::ir::{Node, OpName};
-use crate::tensor::ops::Binary;
 use crate::tensor::{DType, Scalar};
 
 /// A subscript resolved against a view: the basic-indexing view, and advanced indices into it (by position).
 pub(super) struct Resolved {
     pub view: TRef,
     pub adv: Vec<(usize, TRef)>,
-}
-
-fn bin_of(op: BinOp) -> Option<Binary> {
-    Some(match op {
-        BinOp::Add => Binary::Add,
-        BinOp::Sub => Binary::Sub,
-        BinOp::Mul => Binary::Mul,
-        BinOp::Div => Binary::Div,
-        BinOp::FloorDiv => Binary::FloorDiv,
-        BinOp::Mod => Binary::Rem,
-        BinOp::Pow => Binary::Pow,
-        BinOp::BitAnd => Binary::BitAnd,
-        BinOp::BitOr => Binary::BitOr,
-        BinOp::BitXor => Binary::BitXor,
-        BinOp::MatMul => return None,
-    })
 }
 
 impl<'m> Fz<'m> {
@@ -344,7 +327,7 @@ impl<'m> Fz<'m> {
                 "an augmented assignment through a boolean mask with a tensor value cannot be functionalized",
             );
         }
-        let Some(bin) = bin_of(op) else {
+        let Some(bin) = op.elementwise() else {
             return diag(span, "`@=` through a mask");
         };
         let full = self.elementwise(bin, &[FV::Tensor(r.view.clone()), rhs.clone()], span)?;

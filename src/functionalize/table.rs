@@ -3,10 +3,11 @@
 
 use std::rc::Rc;
 
-use super::ops::{binary_op, err, unary_op, A};
+use super::ops::{err, A};
 use super::state::{diag, Affine, Stop, TRef, FR, FV};
 use super::Fz;
 use crate::diag::Diagnostic;
+use crate::interp::torch_ops::{binary_op, unary_op};
 use crate::ir::{BoolLit, Node, OpName};
 use crate::tensor::ops::{self, Binary, Operand};
 use crate::tensor::{DType, Scalar, Tensor};

@@ -524,19 +524,7 @@ impl<'m> Interp<'m> {
                 format!("unsupported operand types for {}: '{}' and '{}'", op.symbol(), a.type_name(), b.type_name()),
             );
         };
-        let bin = match op {
-            BinOp::Add => Binary::Add,
-            BinOp::Sub => Binary::Sub,
-            BinOp::Mul => Binary::Mul,
-            BinOp::Div => Binary::Div,
-            BinOp::FloorDiv => Binary::FloorDiv,
-            BinOp::Mod => Binary::Rem,
-            BinOp::Pow => Binary::Pow,
-            BinOp::BitAnd => Binary::BitAnd,
-            BinOp::BitOr => Binary::BitOr,
-            BinOp::BitXor => Binary::BitXor,
-            BinOp::MatMul => return err(span, "`@` needs two tensors"),
-        };
+        let Some(bin) = op.elementwise() else { return err(span, "`@` needs two tensors") };
         Ok(Value::Tensor(ops::binary(bin, &x, &y).map_err(tensor_err(span))?))
     }
 

@@ -11,7 +11,7 @@ mod creation;
 pub(crate) mod exec;
 mod extra_ops;
 mod subscript;
-mod torch_ops;
+pub(crate) mod torch_ops;
 pub mod value;
 
 use std::collections::BTreeMap;

@@ -15,7 +15,7 @@ pub(super) const UNKNOWN_OP: &str = "unknown op: ";
 /// In-place methods that PyTorch does not check for internal overlap (they are not TensorIterator ops).
 const UNCHECKED_INPLACE: &[&str] = &["fill_", "zero_", "masked_fill_", "triu_", "tril_", "index_put_"];
 
-fn unary_op(name: &str) -> Option<Unary> {
+pub(crate) fn unary_op(name: &str) -> Option<Unary> {
     use Unary::*;
     Some(match name {
         "neg" | "negative" => Neg,
@@ -47,7 +47,7 @@ fn unary_op(name: &str) -> Option<Unary> {
     })
 }
 
-fn binary_op(name: &str) -> Option<Binary> {
+pub(crate) fn binary_op(name: &str) -> Option<Binary> {
     use Binary::*;
     Some(match name {
         "add" => Add,
@@ -329,28 +329,7 @@ impl<'m> Interp<'m> {
             }
             "triu" | "tril" => {
                 let x = a.tensor(0, "input")?;
-                let k = a.int_or(1, "diagonal", 0)?;
-                if x.dim() < 2 {
-                    return Err(format!("{name}: input tensor must have at least 2 dimensions"));
-                }
-                let (r, c) = (x.shape[x.dim() - 2], x.shape[x.dim() - 1]);
-                let vals = x.scalars();
-                let zero = Scalar::I(0).cast(x.dtype());
-                let out: Vec<Scalar> = vals
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| {
-                        let (row, col) = ((i / c) % r.max(1), i % c.max(1));
-                        let keep =
-                            if name == "triu" { col as i64 - row as i64 >= k } else { col as i64 - row as i64 <= k };
-                        if keep {
-                            *v
-                        } else {
-                            zero
-                        }
-                    })
-                    .collect();
-                t(Tensor::from_scalars(x.dtype(), &x.shape, &out)?)
+                t(reduce::triangle(&x, a.int_or(1, "diagonal", 0)?, name == "triu")?)
             }
             "softmax" | "log_softmax" => {
                 let x = a.tensor(0, "input")?;

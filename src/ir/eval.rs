@@ -500,7 +500,7 @@ impl Evaluator<'_> {
                 arity(2)?;
                 let x = t(self, 0)?;
                 let k = self.int(args[1])?;
-                out(triangle(&x, k, op == Triu))
+                out(reduce::triangle(&x, k, op == Triu))
             }
             Index => {
                 let x = t(self, 0)?;
@@ -577,30 +577,6 @@ fn num(v: &V) -> f64 {
         V::B(b) => *b as u8 as f64,
         _ => f64::NAN,
     }
-}
-
-/// `triu`/`tril` of the last two dims.
-pub(crate) fn triangle(x: &Tensor, k: i64, upper: bool) -> Result<Tensor, String> {
-    if x.dim() < 2 {
-        return Err(format!("{}: input tensor must have at least 2 dimensions", if upper { "triu" } else { "tril" }));
-    }
-    let (r, c) = (x.shape[x.dim() - 2], x.shape[x.dim() - 1]);
-    let zero = Scalar::I(0).cast(x.dtype());
-    let vals: Vec<Scalar> = x
-        .scalars()
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let (row, col) = ((i / c.max(1)) % r.max(1), i % c.max(1));
-            let d = col as i64 - row as i64;
-            if (upper && d >= k) || (!upper && d <= k) {
-                *v
-            } else {
-                zero
-            }
-        })
-        .collect();
-    Tensor::from_scalars(x.dtype(), &x.shape, &vals)
 }
 
 pub(crate) fn unary(op: OpName) -> Option<Unary> {

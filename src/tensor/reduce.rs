@@ -392,3 +392,27 @@ pub fn stack(ts: &[Tensor], dim: i64) -> TResult<Tensor> {
     let parts: Vec<Tensor> = ts.iter().map(|t| t.unsqueeze(d)).collect::<TResult<_>>()?;
     cat(&parts, d)
 }
+
+/// `triu`/`tril` of the last two dims.
+pub fn triangle(x: &Tensor, k: i64, upper: bool) -> TResult<Tensor> {
+    if x.dim() < 2 {
+        return Err(format!("{}: input tensor must have at least 2 dimensions", if upper { "triu" } else { "tril" }));
+    }
+    let (r, c) = (x.shape[x.dim() - 2], x.shape[x.dim() - 1]);
+    let zero = Scalar::I(0).cast(x.dtype());
+    let vals: Vec<Scalar> = x
+        .scalars()
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let (row, col) = ((i / c.max(1)) % r.max(1), i % c.max(1));
+            let d = col as i64 - row as i64;
+            if (upper && d >= k) || (!upper && d <= k) {
+                *v
+            } else {
+                zero
+            }
+        })
+        .collect();
+    Tensor::from_scalars(x.dtype(), &x.shape, &vals)
+}
