@@ -19,7 +19,7 @@ mod literals;
 mod print;
 mod verify;
 
-use egg::{define_language, Id, RecExpr};
+use egg::{define_language, Id, Language, RecExpr};
 
 pub use eval::{eval_program, EvalError};
 pub use literals::{BoolLit, FloatLit, OpName, ParamName};
@@ -114,5 +114,3 @@ impl Builder {
         out
     }
 }
-
-use egg::Language;

@@ -2,6 +2,8 @@
 
 use std::fmt::Write;
 
+use egg::Language;
+
 use super::{Node, OpName, Term};
 
 /// One line per node, children named by number: `$12 = (add $10 $11)`. Leaves are printed inline.
@@ -63,5 +65,3 @@ pub fn term_stats(term: &Term) -> TermStats {
     }
     s
 }
-
-use egg::Language;
