@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
-use egg::Id;
+use egg::{Id, Language};
 
 use super::{Node, OpName, Term};
 use crate::tensor::ops::{self, Binary, Operand, Unary};
@@ -108,8 +108,6 @@ fn body_escapes(term: &Term, n: &Node) -> bool {
         _ => false,
     }
 }
-
-use egg::Language;
 
 struct Frame {
     iter: i64,
