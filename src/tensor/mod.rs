@@ -257,6 +257,14 @@ impl Tensor {
 
     pub fn to_f64_vec(&self) -> Vec<f64> {
         let b = self.buf.borrow();
+        if self.is_contiguous() && self.offset + self.numel() <= b.len() {
+            let r = self.offset..self.offset + self.numel();
+            match &*b {
+                Buf::F32(v) => return v[r].iter().map(|&x| x as f64).collect(),
+                Buf::F64(v) => return v[r].to_vec(),
+                _ => {}
+            }
+        }
         self.offsets().into_iter().map(|o| b.get(o).to_f64()).collect()
     }
 
