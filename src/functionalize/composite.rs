@@ -394,16 +394,10 @@ impl<'m> Fz<'m> {
                     a.pos.iter().filter_map(|v| if let FV::Tensor(t) = v { Some(t.clone()) } else { None }).collect()
                 };
                 let ij = !matches!(a.opt(99, "indexing"), Some(FV::Str(s)) if s.as_ref() == "xy");
-                let mut sizes: Vec<i64> = ts.iter().map(|t| t.shape.iter().product::<usize>() as i64).collect();
-                if !ij && sizes.len() >= 2 {
-                    sizes.swap(0, 1);
-                }
-                let n = ts.len();
+                let numels: Vec<usize> = ts.iter().map(|t| t.shape.iter().product()).collect();
+                let (views, sizes) = crate::tensor::views::meshgrid_shapes(&numels, ij);
                 let mut out = Vec::new();
-                for (k, x) in ts.iter().enumerate() {
-                    let pos = if !ij && n >= 2 && k < 2 { 1 - k } else { k };
-                    let mut shape = vec![1i64; n];
-                    shape[pos] = x.shape.iter().product::<usize>() as i64;
+                for (x, shape) in ts.iter().zip(views) {
                     let v = self.tview(x, |d| d.view(&shape)?.expand(&sizes)).map_err(err(span))?;
                     out.push(FV::Tensor(v));
                 }

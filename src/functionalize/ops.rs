@@ -13,8 +13,7 @@ use crate::ir::{Node, OpName};
 use crate::tensor::ops::{self, Operand};
 use crate::tensor::{fmt_shape, DType, Scalar, Tensor};
 
-/// In-place methods PyTorch does not check for internal overlap.
-const UNCHECKED_INPLACE: &[&str] = &["fill_", "zero_", "masked_fill_", "triu_", "tril_", "index_put_"];
+use crate::interp::torch_ops::UNCHECKED_INPLACE;
 
 pub(super) struct A {
     pub pos: Vec<FV>,
@@ -264,19 +263,11 @@ impl<'m> Fz<'m> {
             Some(FV::Float(f)) => *f,
             _ => return diag(span, format!("math.{name}() needs a number known before the program runs")),
         };
-        Ok(match name {
-            "sqrt" => FV::Float(x.sqrt()),
-            "exp" => FV::Float(x.exp()),
-            "log" => FV::Float(x.ln()),
-            "log2" => FV::Float(x.log2()),
-            "cos" => FV::Float(x.cos()),
-            "sin" => FV::Float(x.sin()),
-            "tanh" => FV::Float(x.tanh()),
-            "floor" => FV::Int(x.floor() as i64),
-            "ceil" => FV::Int(x.ceil() as i64),
-            "fabs" => FV::Float(x.abs()),
-            _ => return diag(span, format!("unsupported function `math.{name}`")),
-        })
+        match crate::interp::calls::math1(name, x) {
+            Some(crate::tensor::Scalar::I(i)) => Ok(FV::Int(i)),
+            Some(v) => Ok(FV::Float(v.to_f64())),
+            None => diag(span, format!("unsupported function `math.{name}`")),
+        }
     }
 
     fn builtin(&mut self, name: &str, a: A) -> FR<FV> {

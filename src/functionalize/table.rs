@@ -300,11 +300,7 @@ impl<'m> Fz<'m> {
             "float" | "double" | "long" | "int" | "bool" | "to" | "type_as" => {
                 let x = a.tensor(0, "input")?;
                 let dt = match name {
-                    "float" => DType::F32,
-                    "double" => DType::F64,
-                    "long" => DType::I64,
-                    "int" => DType::I32,
-                    "bool" => DType::Bool,
+                    m if DType::of_method(m).is_some() => DType::of_method(m).expect("checked"),
                     "type_as" => self.roots[a.tensor(1, "other")?.root].dtype,
                     _ => match a.opt(1, "dtype") {
                         Some(FV::DType(d)) => *d,

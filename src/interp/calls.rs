@@ -318,17 +318,23 @@ pub(super) fn shape_value(t: &Tensor) -> Value {
 
 fn math_call(name: &str, a: &Args) -> Result<Value, String> {
     let x = a.req(0, "x")?.as_scalar().ok_or_else(|| format!("math.{name}() needs a number"))?.to_f64();
-    Ok(match name {
-        "sqrt" => Value::Float(x.sqrt()),
-        "exp" => Value::Float(x.exp()),
-        "log" => Value::Float(x.ln()),
-        "log2" => Value::Float(x.log2()),
-        "cos" => Value::Float(x.cos()),
-        "sin" => Value::Float(x.sin()),
-        "tanh" => Value::Float(x.tanh()),
-        "floor" => Value::Int(x.floor() as i64),
-        "ceil" => Value::Int(x.ceil() as i64),
-        "fabs" => Value::Float(x.abs()),
-        _ => return Err(format!("unsupported function `math.{name}`")),
+    math1(name, x).map(Value::from_scalar).ok_or_else(|| format!("unsupported function `math.{name}`"))
+}
+
+/// `math.NAME(x)` for the one-argument functions programs use.
+pub(crate) fn math1(name: &str, x: f64) -> Option<crate::tensor::Scalar> {
+    use crate::tensor::Scalar::{F, I};
+    Some(match name {
+        "sqrt" => F(x.sqrt()),
+        "exp" => F(x.exp()),
+        "log" => F(x.ln()),
+        "log2" => F(x.log2()),
+        "cos" => F(x.cos()),
+        "sin" => F(x.sin()),
+        "tanh" => F(x.tanh()),
+        "floor" => I(x.floor() as i64),
+        "ceil" => I(x.ceil() as i64),
+        "fabs" => F(x.abs()),
+        _ => return None,
     })
 }

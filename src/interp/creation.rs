@@ -146,16 +146,10 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
                 Some(Value::Str(s)) if s.as_ref() == "xy" => false,
                 _ => true,
             };
-            let mut sizes: Vec<i64> = ts.iter().map(|t| t.numel() as i64).collect();
-            if !ij && sizes.len() >= 2 {
-                sizes.swap(0, 1);
-            }
-            let n = ts.len();
+            let numels: Vec<usize> = ts.iter().map(|t| t.numel()).collect();
+            let (views, sizes) = crate::tensor::views::meshgrid_shapes(&numels, ij);
             let mut out = Vec::new();
-            for (k, x) in ts.iter().enumerate() {
-                let pos = if !ij && n >= 2 && k < 2 { 1 - k } else { k };
-                let mut shape = vec![1i64; n];
-                shape[pos] = x.numel() as i64;
+            for (x, shape) in ts.iter().zip(views) {
                 out.push(x.reshape(&shape)?.expand(&sizes)?);
             }
             tensors(out)

@@ -6,7 +6,7 @@
 //! reject the program instead of guessing.
 
 mod args;
-mod calls;
+pub(crate) mod calls;
 mod creation;
 pub(crate) mod exec;
 mod extra_ops;

@@ -13,7 +13,7 @@ use crate::tensor::{index, reduce, DType, Scalar, Tensor};
 pub(super) const UNKNOWN_OP: &str = "unknown op: ";
 
 /// In-place methods that PyTorch does not check for internal overlap (they are not TensorIterator ops).
-const UNCHECKED_INPLACE: &[&str] = &["fill_", "zero_", "masked_fill_", "triu_", "tril_", "index_put_"];
+pub(crate) const UNCHECKED_INPLACE: &[&str] = &["fill_", "zero_", "masked_fill_", "triu_", "tril_", "index_put_"];
 
 pub(crate) fn unary_op(name: &str) -> Option<Unary> {
     use Unary::*;
@@ -445,11 +445,7 @@ impl<'m> Interp<'m> {
             "float" | "double" | "long" | "int" | "bool" | "to" | "type" | "type_as" => {
                 let x = a.tensor(0, "input")?;
                 let dt = match name {
-                    "float" => DType::F32,
-                    "double" => DType::F64,
-                    "long" => DType::I64,
-                    "int" => DType::I32,
-                    "bool" => DType::Bool,
+                    m if DType::of_method(m).is_some() => DType::of_method(m).expect("checked"),
                     "type_as" => a.tensor(1, "other")?.dtype(),
                     _ => match a.opt(1, "dtype") {
                         Some(Value::DType(d)) => *d,

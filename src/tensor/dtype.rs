@@ -49,6 +49,18 @@ impl DType {
         })
     }
 
+    /// The dtype of a conversion method (`x.float()`, `x.long()`, ...).
+    pub fn of_method(name: &str) -> Option<DType> {
+        Some(match name {
+            "float" => DType::F32,
+            "double" => DType::F64,
+            "long" => DType::I64,
+            "int" => DType::I32,
+            "bool" => DType::Bool,
+            _ => return None,
+        })
+    }
+
     pub fn annotation(self) -> &'static str {
         match self {
             DType::Bool => "bool",

@@ -411,3 +411,22 @@ impl Tensor {
 pub fn fmt_i64(v: &[i64]) -> String {
     format!("[{}]", v.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "))
 }
+
+/// For `meshgrid` over 1-D tensors of these lengths: the shape each input is viewed as, and the common size all are
+/// expanded to (`indexing="xy"` swaps the first two dims).
+pub fn meshgrid_shapes(numels: &[usize], ij: bool) -> (Vec<Vec<i64>>, Vec<i64>) {
+    let n = numels.len();
+    let mut sizes: Vec<i64> = numels.iter().map(|&k| k as i64).collect();
+    if !ij && n >= 2 {
+        sizes.swap(0, 1);
+    }
+    let views = (0..n)
+        .map(|k| {
+            let pos = if !ij && n >= 2 && k < 2 { 1 - k } else { k };
+            let mut shape = vec![1i64; n];
+            shape[pos] = numels[k] as i64;
+            shape
+        })
+        .collect();
+    (views, sizes)
+}
