@@ -5,13 +5,13 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use super::carry::Carry;
 use super::expr::Cond;
-use super::state::{diag, needs_static, Affine, LoopFrame, Root, Stop, Sym, TId, TIdKey, TRef, FR, FV};
+use super::state::{diag, needs_static, Affine, LoopFrame, Root, Stop, Sym, TRef, FR, FV};
 use super::{Env, Fz, UNROLL_LIMIT};
 use crate::diag::Span;
 use crate::frontend::ast::*;
 use crate::ir::{Node, Ty};
-use crate::tensor::DType;
 
 pub(super) enum Flow {
     Normal,
@@ -27,20 +27,7 @@ pub(super) struct Snap {
     pub lists: Vec<(Rc<RefCell<Vec<FV>>>, Vec<FV>)>,
 }
 
-/// How a value is carried around a loop.
-#[derive(Clone, Debug)]
-enum Carry {
-    /// A root buffer written in the body: its version.
-    Root(usize),
-    /// A name rebound to a tensor value made in the body.
-    Value(String, DType, Vec<usize>),
-    /// A name rebound to a run-time Python number.
-    Number(String, DType),
-    /// A name rebound to a view of an outer root that moves with the iteration.
-    View(String),
-}
-
-fn count_names_expr(e: &Expr, out: &mut HashMap<String, usize>) {
+pub(super) fn count_names_expr(e: &Expr, out: &mut HashMap<String, usize>) {
     match &e.kind {
         ExprKind::Name(n) => *out.entry(n.clone()).or_default() += 1,
         ExprKind::Bin(_, a, b) => {
@@ -76,7 +63,7 @@ fn count_names_expr(e: &Expr, out: &mut HashMap<String, usize>) {
     }
 }
 
-fn count_names(body: &[Stmt], out: &mut HashMap<String, usize>) {
+pub(super) fn count_names(body: &[Stmt], out: &mut HashMap<String, usize>) {
     for s in body {
         match &s.kind {
             StmtKind::Assign { targets, value } => {
@@ -122,49 +109,6 @@ fn lists_in(v: &FV, out: &mut Vec<(Rc<RefCell<Vec<FV>>>, Vec<FV>)>) {
         FV::Tuple(items) | FV::Named(items, _) => items.iter().for_each(|i| lists_in(i, out)),
         _ => {}
     }
-}
-
-fn mentions(e: &Expr, name: &str) -> bool {
-    let mut m = HashMap::new();
-    count_names_expr(e, &mut m);
-    m.contains_key(name)
-}
-
-/// Whether the first statement of `body` that mentions `name` assigns it (at the top level) without reading it.
-fn assigned_before_read(name: &str, body: &[Stmt]) -> bool {
-    for s in body {
-        let mut m = HashMap::new();
-        count_names(std::slice::from_ref(s), &mut m);
-        if !m.contains_key(name) {
-            continue;
-        }
-        return match &s.kind {
-            StmtKind::Assign { targets, value } => {
-                !mentions(value, name)
-                    && targets.iter().any(|t| match &t.kind {
-                        ExprKind::Name(n) => n == name,
-                        ExprKind::Tuple(ts) | ExprKind::List(ts) => {
-                            ts.iter().any(|x| matches!(&x.kind, ExprKind::Name(n) if n == name))
-                        }
-                        _ => false,
-                    })
-            }
-            _ => false,
-        };
-    }
-    false
-}
-
-/// Substitutes a loop variable by a value in an affine form.
-fn subst(a: &Affine, level: usize, value: i64) -> Affine {
-    let mut out = Affine::constant(a.c);
-    for (s, k) in &a.terms {
-        match s {
-            Sym::Loop(l) if *l == level => out = out.add(&Affine::constant(k * value)),
-            other => out = out.add(&Affine { c: 0, terms: vec![(other.clone(), *k)] }),
-        }
-    }
-    out
 }
 
 impl<'m> Fz<'m> {
@@ -398,230 +342,6 @@ impl<'m> Fz<'m> {
         Ok(Flow::Normal)
     }
 
-    /// Names first bound inside a loop body are carried only if the function uses them outside the body.
-    fn used_outside(&self, name: &str, body: &[Stmt]) -> bool {
-        let total =
-            self.fn_stack.last().and_then(|f| self.fn_names.get(f)).and_then(|m| m.get(name)).copied().unwrap_or(0);
-        let mut inner = HashMap::new();
-        count_names(body, &mut inner);
-        total > inner.get(name).copied().unwrap_or(0)
-    }
-
-    /// What a loop body changes, found by running it once from the current state (the terms are discarded).
-    fn discover(
-        &mut self,
-        env: &mut Env,
-        snap: &Snap,
-        body: &'m [Stmt],
-        extra: Option<(&'m Expr, Option<&'m Expr>)>,
-        var: Option<&str>,
-        level: usize,
-        span: Span,
-    ) -> FR<Vec<Carry>> {
-        if let Some(v) = var {
-            env.insert(v.to_string(), FV::DynInt(Affine::sym(Sym::Loop(level))));
-        }
-        if let Some((test, guard)) = extra {
-            self.loop_cond(env, test, guard)?;
-        }
-        match self.block(env, body)? {
-            Flow::Normal => {}
-            _ => return needs_static(span, "`break`, `continue` or `return` inside the loop"),
-        }
-        let mut carries = Vec::new();
-        for (i, r) in snap.roots.iter().enumerate() {
-            if self.roots[i].version != r.version {
-                carries.push(Carry::Root(i));
-            }
-        }
-        for (l, items) in &snap.lists {
-            let now = l.borrow();
-            if now.len() != items.len() || now.iter().zip(items).any(|(a, b)| !a.same(b)) {
-                return needs_static(span, "a list that changes inside the loop");
-            }
-        }
-        let mut names: Vec<&String> = env.keys().collect();
-        names.sort();
-        let mut seen_roots = Vec::new();
-        for name in names {
-            if Some(name.as_str()) == var {
-                continue;
-            }
-            let v1 = &env[name];
-            let before = snap.env.get(name);
-            if before.is_some_and(|v0| v0.same(v1)) {
-                continue;
-            }
-            // A name the body always assigns before reading, and that nothing after the loop reads, is local to one
-            // iteration: it need not be carried.
-            if !self.used_outside(name, body) && (before.is_none() || assigned_before_read(name, body)) {
-                continue;
-            }
-            match v1 {
-                FV::Tensor(t) if t.root >= snap.roots.len() => {
-                    if seen_roots.contains(&t.root) {
-                        return needs_static(span, "two names that alias one tensor made in the loop");
-                    }
-                    seen_roots.push(t.root);
-                    carries.push(Carry::Value(name.clone(), self.roots[t.root].dtype, t.shape.clone()));
-                }
-                FV::Tensor(_) => carries.push(Carry::View(name.clone())),
-                FV::Int(_) | FV::DynInt(_) => carries.push(Carry::Number(name.clone(), DType::I64)),
-                FV::Float(_) | FV::DynFloat(_) => carries.push(Carry::Number(name.clone(), DType::F64)),
-                FV::Bool(_) | FV::DynBool(_) => carries.push(Carry::Number(name.clone(), DType::Bool)),
-                other => {
-                    return needs_static(span, format!("`{name}` becomes a {} inside the loop", other.type_name()))
-                }
-            }
-        }
-        Ok(carries)
-    }
-
-    /// The type a carried value has in the loop state.
-    fn carry_ty(&self, c: &Carry) -> Ty {
-        match c {
-            Carry::Root(r) => Ty::Tensor(self.roots[*r].dtype, self.roots[*r].shape.clone()),
-            Carry::Value(_, d, s) => Ty::Tensor(*d, s.clone()),
-            Carry::Number(_, DType::I64) => Ty::Int,
-            Carry::Number(_, d) => Ty::Tensor(*d, vec![]),
-            Carry::View(_) => Ty::None,
-        }
-    }
-
-    /// Binds the carried state inside the loop: versions and names become `(carried 0 j)`.
-    fn bind_carried(&mut self, env: &mut Env, carries: &[Carry], span: Span) -> FR<()> {
-        let mut j = 0;
-        for c in carries {
-            if let Carry::View(name) = c {
-                env.insert(name.clone(), FV::Poisoned);
-                continue;
-            }
-            let d0 = self.t.leaf(Node::Int(0));
-            let jj = self.t.leaf(Node::Int(j));
-            let id = self.t.add(Node::Carried([d0, jj])).map_err(Self::tyerr(span))?;
-            j += 1;
-            match c {
-                Carry::Root(r) => self.roots[*r].version = id,
-                Carry::Value(name, d, s) => {
-                    let root = self.new_root(id, *d, s.clone(), None);
-                    env.insert(name.clone(), FV::Tensor(self.natural_view(root)));
-                }
-                Carry::Number(name, DType::I64) => {
-                    env.insert(name.clone(), FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(id)))));
-                }
-                Carry::Number(name, DType::Bool) => {
-                    env.insert(name.clone(), FV::DynBool(id));
-                }
-                Carry::Number(name, _) => {
-                    env.insert(name.clone(), FV::DynFloat(id));
-                }
-                Carry::View(_) => unreachable!(),
-            }
-        }
-        Ok(())
-    }
-
-    /// The terms of the carried values now (at the end of the body, or before the loop for its initial state).
-    fn carried_terms(&mut self, env: &Env, carries: &[Carry], before_loop: bool, span: Span) -> FR<Vec<egg::Id>> {
-        let mut out = Vec::new();
-        for c in carries {
-            let t = match c {
-                Carry::View(_) => continue,
-                Carry::Root(r) => self.roots[*r].version,
-                Carry::Value(name, d, s) => match env.get(name) {
-                    Some(FV::Tensor(t)) if self.roots[t.root].dtype == *d && t.shape == *s => self.read(t, span)?,
-                    Some(FV::Tensor(_)) => {
-                        return needs_static(span, format!("`{name}` changes shape or dtype around the loop"))
-                    }
-                    None if before_loop => self.full(s, *d, crate::tensor::Scalar::I(0)).map_err(Self::tyerr(span))?,
-                    _ => return needs_static(span, format!("`{name}` changes kind around the loop")),
-                },
-                Carry::Number(name, d) => match env.get(name) {
-                    Some(v @ (FV::Int(_) | FV::DynInt(_) | FV::Bool(_))) if *d == DType::I64 => {
-                        let e = self.int_term(v);
-                        out.push(e);
-                        continue;
-                    }
-                    Some(
-                        v
-                        @ (FV::Int(_) | FV::DynInt(_) | FV::Float(_) | FV::DynFloat(_) | FV::Bool(_) | FV::DynBool(_)),
-                    ) if *d != DType::I64 => {
-                        if *d == DType::Bool && !matches!(v, FV::Bool(_) | FV::DynBool(_)) {
-                            return needs_static(span, format!("`{name}` changes type around the loop"));
-                        }
-                        self.scalar_tensor(v, Some(*d), span)?.0
-                    }
-                    None if before_loop => {
-                        let z = if *d == DType::I64 {
-                            FV::Int(0)
-                        } else if *d == DType::Bool {
-                            FV::Bool(false)
-                        } else {
-                            FV::Float(0.0)
-                        };
-                        if *d == DType::I64 {
-                            let e = self.int_term(&z);
-                            out.push(e);
-                            continue;
-                        }
-                        self.scalar_tensor(&z, Some(*d), span)?.0
-                    }
-                    _ => return needs_static(span, format!("`{name}` changes type around the loop")),
-                },
-            };
-            out.push(self.t.at(t));
-        }
-        Ok(out)
-    }
-
-    /// Rebinds the state after a loop (or while) term: versions, names and moving views.
-    fn bind_after(
-        &mut self,
-        env: &mut Env,
-        snap: &Snap,
-        carries: &[Carry],
-        node: TId,
-        views: &HashMap<String, TRef>,
-        span: Span,
-    ) -> FR<()> {
-        let mut keep = snap.env.clone();
-        let mut j = 0i64;
-        for c in carries {
-            if let Carry::View(name) = c {
-                if let Some(tr) = views.get(name) {
-                    keep.insert(name.clone(), FV::Tensor(tr.clone()));
-                }
-                continue;
-            }
-            let jj = self.t.leaf(Node::Int(j));
-            let at = self.t.at(node);
-            let g = self.t.add(Node::Get([at, jj])).map_err(Self::tyerr(span))?;
-            j += 1;
-            match c {
-                Carry::Root(r) => {
-                    self.roots[*r].version = g;
-                    self.roots[*r].written = true;
-                }
-                Carry::Value(name, d, s) => {
-                    let root = self.new_root(g, *d, s.clone(), None);
-                    keep.insert(name.clone(), FV::Tensor(self.natural_view(root)));
-                }
-                Carry::Number(name, DType::I64) => {
-                    keep.insert(name.clone(), FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(g)))));
-                }
-                Carry::Number(name, DType::Bool) => {
-                    keep.insert(name.clone(), FV::DynBool(g));
-                }
-                Carry::Number(name, _) => {
-                    keep.insert(name.clone(), FV::DynFloat(g));
-                }
-                Carry::View(_) => unreachable!(),
-            }
-        }
-        *env = keep;
-        Ok(())
-    }
-
     fn symbolic_for(
         &mut self,
         env: &mut Env,
@@ -669,51 +389,8 @@ impl<'m> Fz<'m> {
         Ok(())
     }
 
-    /// A body may write only the roots found in the first pass.
-    fn check_only_carried_written(&self, snap: &Snap, carries: &[Carry], span: Span) -> FR<()> {
-        for (i, r) in snap.roots.iter().enumerate() {
-            let carried = carries.iter().any(|c| matches!(c, Carry::Root(k) if *k == i));
-            if !carried && self.roots[i].version != r.version {
-                return needs_static(span, "a loop body whose writes differ between iterations");
-            }
-        }
-        Ok(())
-    }
-
-    /// Views of outer roots rebound per iteration: after the loop they are the last iteration's view.
-    fn moving_views(
-        &mut self,
-        env: &Env,
-        snap: &Snap,
-        carries: &[Carry],
-        level: usize,
-        last: i64,
-        span: Span,
-    ) -> FR<HashMap<String, TRef>> {
-        let mut out = HashMap::new();
-        for c in carries {
-            if let Carry::View(name) = c {
-                match env.get(name) {
-                    Some(FV::Tensor(t)) if t.root < snap.roots.len() => {
-                        let mut t2 = t.clone();
-                        t2.off = subst(&t.off, level, last);
-                        if t2.off.terms.iter().any(|(s, _)| matches!(s, Sym::Opaque(_))) {
-                            return needs_static(
-                                span,
-                                format!("`{name}` ends the loop as a view at a run-time offset"),
-                            );
-                        }
-                        out.insert(name.clone(), t2);
-                    }
-                    _ => return needs_static(span, format!("`{name}` ends the loop bound to a value made inside it")),
-                }
-            }
-        }
-        Ok(out)
-    }
-
     /// The condition of one more iteration: `test`, and not the guard of a leading `if GUARD: break`.
-    fn loop_cond(&mut self, env: &mut Env, test: &'m Expr, guard: Option<&'m Expr>) -> FR<Cond> {
+    pub(super) fn loop_cond(&mut self, env: &mut Env, test: &'m Expr, guard: Option<&'m Expr>) -> FR<Cond> {
         let c = self.expr(env, test)?;
         let c = match self.cond(&c, test.span)? {
             Cond::Static(false) => return Ok(Cond::Static(false)),

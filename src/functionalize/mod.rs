@@ -13,6 +13,7 @@
 //! source location and reason, never turned into a wrong term.
 
 mod branch;
+mod carry;
 mod composite;
 mod ctrl;
 mod expr;
