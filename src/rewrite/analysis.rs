@@ -1,0 +1,147 @@
+//! The e-class analysis: type (dtype and static shape) and literal value of every class.
+//!
+//! Types come from the same rules as [`crate::ir::verify`] (`op_type`); a class whose type depends on an enclosing
+//! loop's carried state (`carried` and what is built on it) has no type here, which makes conditions on it fail, so
+//! rewrites that need a type are conservative there.
+
+use std::collections::HashMap;
+
+use egg::{Analysis, DidMerge, Id};
+
+use crate::ir::{op_type, Node, OpCx, Term, Ty};
+use crate::tensor::DType;
+
+/// The literal an e-class holds, if it is a literal class.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Lit {
+    /// A leaf: an integer, float, bool, dtype, parameter name or `none`.
+    Leaf(Node),
+    /// A list of integer literals (shapes, strides, dims).
+    Ints(Vec<i64>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassInfo {
+    pub ty: Option<Ty>,
+    pub lit: Option<Lit>,
+}
+
+/// The analysis state: the types of the program's inputs, and the conflicts found when classes merged.
+#[derive(Default)]
+pub struct TermAnalysis {
+    pub inputs: HashMap<String, Ty>,
+    /// One message per union of two classes whose types differ (a rewrite that changed a shape or dtype).
+    pub conflicts: Vec<String>,
+}
+
+impl TermAnalysis {
+    pub fn new(inputs: &[(String, DType, Vec<usize>)]) -> Self {
+        TermAnalysis {
+            inputs: inputs.iter().map(|(n, d, s)| (n.clone(), Ty::Tensor(*d, s.clone()))).collect(),
+            conflicts: Vec::new(),
+        }
+    }
+}
+
+fn info(egraph: &egg::EGraph<Node, TermAnalysis>, id: Id) -> &ClassInfo {
+    &egraph[id].data
+}
+
+/// The type of an operator node from its children's classes, through a small term holding their literals.
+fn op_ty(egraph: &egg::EGraph<Node, TermAnalysis>, op: crate::ir::OpName, children: &[Id]) -> Option<Ty> {
+    let mut tys = Vec::with_capacity(children.len());
+    let mut temp = Term::default();
+    let mut ids = Vec::with_capacity(children.len());
+    for &c in children {
+        let ci = info(egraph, c);
+        tys.push(ci.ty.clone()?);
+        ids.push(match &ci.lit {
+            Some(Lit::Leaf(n)) => temp.add(n.clone()),
+            Some(Lit::Ints(v)) => {
+                let kids: Vec<Id> = v.iter().map(|&i| temp.add(Node::Int(i))).collect();
+                temp.add(Node::List(kids.into()))
+            }
+            None => temp.add(Node::NoneLit),
+        });
+    }
+    op_type(op, &OpCx { term: &temp, ids: &ids, tys: &tys }).ok()
+}
+
+impl Analysis<Node> for TermAnalysis {
+    type Data = ClassInfo;
+
+    fn make(egraph: &mut egg::EGraph<Node, Self>, enode: &Node, _id: Id) -> ClassInfo {
+        let ty_of = |id: Id| info(egraph, id).ty.clone();
+        let int_of = |id: Id| match &info(egraph, id).lit {
+            Some(Lit::Leaf(Node::Int(i))) => Some(*i),
+            _ => None,
+        };
+        let (ty, lit) = match enode {
+            Node::Int(_) => (Some(Ty::Int), Some(Lit::Leaf(enode.clone()))),
+            Node::Float(_) => (Some(Ty::Float), Some(Lit::Leaf(enode.clone()))),
+            Node::Bool(_) => (Some(Ty::Bool), Some(Lit::Leaf(enode.clone()))),
+            Node::DType(_) => (Some(Ty::DType), Some(Lit::Leaf(enode.clone()))),
+            Node::Name(_) => (Some(Ty::Name), Some(Lit::Leaf(enode.clone()))),
+            Node::NoneLit => (Some(Ty::None), Some(Lit::Leaf(enode.clone()))),
+            Node::List(items) => {
+                let ints: Option<Vec<i64>> = items.iter().map(|&c| int_of(c)).collect();
+                let tys: Option<Vec<Ty>> = items.iter().map(|&c| ty_of(c)).collect();
+                (tys.map(Ty::List), ints.map(Lit::Ints))
+            }
+            Node::Tuple(items) => (items.iter().map(|&c| ty_of(c)).collect::<Option<Vec<_>>>().map(Ty::Tuple), None),
+            Node::View([s, _, _]) => match &info(egraph, *s).lit {
+                Some(Lit::Ints(v)) => (Some(Ty::View(v.iter().map(|&d| d.max(0) as usize).collect())), None),
+                _ => (None, None),
+            },
+            Node::Access([x, v]) => match (ty_of(*x), ty_of(*v)) {
+                (Some(Ty::Tensor(d, _)), Some(Ty::View(s))) => (Some(Ty::Tensor(d, s)), None),
+                _ => (None, None),
+            },
+            Node::Assign([x, _, _]) => (ty_of(*x), None),
+            Node::Get([t, j]) => match (ty_of(*t), int_of(*j)) {
+                (Some(Ty::Tuple(items)), Some(j)) => (items.get(j as usize).cloned(), None),
+                _ => (None, None),
+            },
+            Node::If([_, a, _]) => (ty_of(*a), None),
+            Node::Loop([_, _, _, init, _]) | Node::While([init, _, _]) => (ty_of(*init), None),
+            Node::Iter(_) => (Some(Ty::Int), None),
+            Node::Carried(_) => (None, None),
+            Node::Input(n) => match &info(egraph, *n).lit {
+                Some(Lit::Leaf(Node::Name(name))) => (egraph.analysis.inputs.get(&name.0).cloned(), None),
+                _ => (None, None),
+            },
+            Node::Op(op, args) => (op_ty(egraph, *op, args), None),
+        };
+        ClassInfo { ty, lit }
+    }
+
+    fn merge(&mut self, a: &mut ClassInfo, b: ClassInfo) -> DidMerge {
+        let mut changed_a = false;
+        let mut b_differs = false;
+        match (&a.ty, b.ty) {
+            (Some(x), Some(y)) if *x != y => {
+                self.conflicts.push(format!("merged classes of types {x} and {y}"));
+                b_differs = true;
+            }
+            (None, Some(y)) => {
+                a.ty = Some(y);
+                changed_a = true;
+            }
+            (Some(_), None) => b_differs = true,
+            _ => {}
+        }
+        match (&a.lit, b.lit) {
+            (None, Some(l)) => {
+                a.lit = Some(l);
+                changed_a = true;
+            }
+            (Some(x), Some(y)) if *x != y => {
+                self.conflicts.push(format!("merged classes of literals {x:?} and {y:?}"));
+                b_differs = true;
+            }
+            (Some(_), None) => b_differs = true,
+            _ => {}
+        }
+        DidMerge(changed_a, b_differs)
+    }
+}
