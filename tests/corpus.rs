@@ -16,6 +16,13 @@ fn main() {
     let mut trials = Vec::new();
     for p in common::corpus_programs() {
         let (file, func, label) = (p.file.clone(), p.func.clone(), p.label());
+        let (file2, func2) = (p.file.clone(), p.func.clone());
+        trials.push(Trial::test(format!("optimized_matches_reference::{label}"), move || {
+            let module = funcfuse::frontend::load_module(file2.to_str().unwrap()).map_err(|d| d.to_string())?;
+            let inputs = common::seeded_inputs(&module, &func2, 2);
+            common::check_optimized(&module, &func2, &inputs)?;
+            Ok(())
+        }));
         let expected_report = NOT_FUNCTIONALIZED.iter().find(|(l, _)| *l == label).map(|(_, m)| *m);
         trials.push(Trial::test(format!("functional_matches_reference::{label}"), move || {
             let module = funcfuse::frontend::load_module(file.to_str().unwrap()).map_err(|d| d.to_string())?;

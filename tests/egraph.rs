@@ -41,3 +41,55 @@ fn a_union_of_different_types_is_recorded() {
     assert_eq!(g.analysis.conflicts.len(), 1, "{:?}", g.analysis.conflicts);
     assert!(g.analysis.conflicts[0].contains("f32[4]") && g.analysis.conflicts[0].contains("f32[3]"));
 }
+
+use funcfuse::rewrite::rules::{load_dir, parse_rules};
+
+#[test]
+fn the_shipped_rules_load() {
+    let defs = load_dir(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("rules")).unwrap();
+    assert!(defs.len() >= 4);
+    funcfuse::rewrite::rules::to_rewrites(&defs).unwrap();
+}
+
+#[test]
+fn bad_rule_files_are_reported_with_file_and_line() {
+    let cases = [
+        ("# id\nviews/a (access ?x ?v) => ?x\n", "views.rules:2: expected `topic/name: LHS => RHS`"),
+        ("# id\nviews/a: (acess ?x ?v) => ?x\n", "views.rules:2: cannot parse `(acess ?x ?v)`"),
+        ("# id\nviews/a: (access ?x ?v) => ?x if frobnicate(?x)\n", "views.rules:2: unknown predicate `frobnicate`"),
+        ("# id\nviews/a: (access ?x ?v) => ?y\n", "views.rules:2: variable `?y` is not bound by the left-hand side"),
+        ("# id\nviews/a: (access ?x ?v) => ?x if fills(?x, ?z)\n", "views.rules:2: variable `?z` is not bound"),
+        ("# id\nscatter/a: (access ?x ?v) => ?x\n", "views.rules:2: rule name `scatter/a` must be `views/NAME`"),
+        ("views/a: (access ?x ?v) => ?x\n", "views.rules:1: rule `views/a` needs a comment line"),
+        ("# id\nviews/a: (access ?x ?v) -> ?x\n", "views.rules:2: expected `=>` or `<=>`, found `->`"),
+        ("# id\nviews/a: (access ?x ?v => ?x\n", "views.rules:2: missing or unbalanced left-hand side"),
+        ("# id\nviews/a: (access ?x ?v) => ?x if fills(?x)\n", "views.rules:2: `fills` takes 2 arguments, got 1"),
+    ];
+    for (text, want) in cases {
+        let e = parse_rules("views.rules", text).unwrap_err().to_string();
+        assert!(e.starts_with(want), "got {e:?}, want {want:?}");
+    }
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("dup_rules");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("views.rules"),
+        "# id\nviews/a: (access ?x ?v) => (access ?x ?v)\n# id\nviews/a: (exp ?x) => (exp ?x)\n",
+    )
+    .unwrap();
+    let e = load_dir(&dir).unwrap_err().to_string();
+    assert!(e.contains("views.rules:4: duplicate rule name `views/a` (first at"), "{e}");
+}
+
+#[test]
+fn saturation_reads_what_was_just_written_without_a_round_trip() {
+    let module = funcfuse::frontend::load_module(&format!("{}/micro/views.py", common::CORPUS)).unwrap();
+    let f = functionalize(&module, "write_through_t", &BTreeMap::new()).unwrap();
+    let defs = load_dir(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("rules")).unwrap();
+    let rules = funcfuse::rewrite::rules::to_rewrites(&defs).unwrap();
+    let o = funcfuse::rewrite::saturate::optimize(&f, &rules, Default::default()).unwrap();
+    let (before, after) = (funcfuse::ir::term_stats(&f.term), funcfuse::ir::term_stats(&o.term));
+    assert!(o.conflicts.is_empty(), "{:?}", o.conflicts);
+    assert!(after.accesses < before.accesses && after.assigns < before.assigns, "{before:?} -> {after:?}");
+    assert!(o.fired.get("views/read-after-write").is_some_and(|&n| n > 0), "{:?}", o.fired);
+}

@@ -6,6 +6,8 @@
 //! Deliberately absent so far: rule files, saturation phases and extraction (issue #4).
 
 mod analysis;
+pub mod rules;
+pub mod saturate;
 
 pub use analysis::{ClassInfo, Lit, TermAnalysis};
 

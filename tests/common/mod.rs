@@ -205,3 +205,25 @@ pub fn check_functional(module: &Module, func: &str, inputs: &BTreeMap<String, T
     }
     Ok(())
 }
+
+/// Saturates a program's functional term with the shipped rules, extracts the smallest term, and checks that it
+/// still matches the reference interpreter (and that no rule merged classes of different types).
+pub fn check_optimized(module: &Module, func: &str, inputs: &BTreeMap<String, Tensor>) -> Result<(), String> {
+    let mut f = funcfuse::functionalize::functionalize(module, func, &BTreeMap::new()).map_err(|d| d.to_string())?;
+    let defs = funcfuse::rewrite::rules::load_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("rules"))
+        .map_err(|d| d.to_string())?;
+    let rules = funcfuse::rewrite::rules::to_rewrites(&defs).map_err(|d| d.to_string())?;
+    let o = funcfuse::rewrite::saturate::optimize(&f, &rules, Default::default())?;
+    if !o.conflicts.is_empty() {
+        return Err(format!("unsound rewrites: {:?}", o.conflicts));
+    }
+    f.term = o.term;
+    let want = run_reference(module, func, inputs)?;
+    let fresh: BTreeMap<String, Tensor> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
+    let got = funcfuse::functionalize::run_functional(&f, &fresh).map_err(|d| d.to_string())?;
+    let (g, w) = (output_files(&got), output_files(&want));
+    for (name, t) in &w {
+        compare(name, g.get(name).ok_or(format!("no {name}"))?, t)?;
+    }
+    Ok(())
+}
