@@ -63,7 +63,7 @@ enum Engine {
     Reference,
     /// The functionalized term, run by the functional interpreter.
     Functional,
-    /// The compiled plan on --backend (not built yet).
+    /// The optimized plan. Until the backends exist, the term extracted from the e-graph, interpreted.
     Optimized,
 }
 
@@ -137,14 +137,6 @@ fn parse_arg(s: &str) -> Result<(String, ScalarArg), Failure> {
 }
 
 fn run(a: RunArgs) -> Result<(), Failure> {
-    match a.engine {
-        Engine::Reference => {}
-        Engine::Functional => {}
-        Engine::Optimized => {
-            return Err(Failure(1, "the optimized engine is not built yet; use --engine reference".into()))
-        }
-    }
-    let _ = a.backend;
     let mut scalars = BTreeMap::new();
     for s in &a.args {
         let (k, v) = parse_arg(s)?;
@@ -251,7 +243,18 @@ fn run_one(
             let f = funcfuse::functionalize::functionalize(module, func, scalars)?;
             funcfuse::functionalize::run_functional(&f, &inputs).map_err(|d| d.in_file(file))?
         }
-        _ => interp::run_program(module, func, &inputs, scalars)?,
+        Engine::Optimized => {
+            if a.backend == Backend::Cuda {
+                return Err(Failure(1, "the CUDA backend is not built yet; use --backend c".into()));
+            }
+            let mut f = funcfuse::functionalize::functionalize(module, func, scalars)?;
+            let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped()?)?;
+            let o = funcfuse::rewrite::saturate::optimize(&f, &rules, Default::default())
+                .map_err(|m| Failure(1, format!("{file}: {m}")))?;
+            f.term = o.term;
+            funcfuse::functionalize::run_functional(&f, &inputs).map_err(|d| d.in_file(file))?
+        }
+        Engine::Reference => interp::run_program(module, func, &inputs, scalars)?,
     };
     write_outputs(output, &out.returns, out.returns_tuple, &out.mutated)
 }

@@ -382,20 +382,25 @@ fn huge_or_endless_programs_fail_cleanly() {
 }
 
 #[test]
-fn functional_engine_writes_what_the_reference_writes() {
+fn functional_and_optimized_engines_write_what_the_reference_writes() {
     let dir = scratch("functional_engine");
     let file = program(
         &dir,
         "def f(a: f32[4, 6], n: int = 3) -> f32[6, 4]:\n    t = a.t()\n    for i in range(n):\n        t[i] += t[i + 1]\n    a[0].clamp_(min=0.0)\n    return t * 2\n",
     );
     let mut outs = Vec::new();
-    for engine in ["reference", "functional"] {
+    for engine in ["reference", "functional", "optimized"] {
         let out = dir.join(engine);
         let o = funcfuse(&["run", &format!("{file}::f"), "--engine", engine, "--output", out.to_str().unwrap()]);
         assert_eq!(o.code, 0, "{engine}: {}", o.stderr);
         outs.push((std::fs::read(out.join("return.npy")).unwrap(), std::fs::read(out.join("a.npy")).unwrap()));
     }
     assert_eq!(outs[0], outs[1]);
+    assert_eq!(outs[0], outs[2]);
+    let o =
+        funcfuse(&["run", &format!("{file}::f"), "--backend", "cuda", "--output", dir.join("cuda").to_str().unwrap()]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("CUDA backend is not built yet"), "{}", o.stderr);
 }
 
 #[test]

@@ -155,6 +155,21 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<RuleDef>, Diagnostic> {
     Ok(out)
 }
 
+/// The rule files shipped in `rules/`, compiled into the binary.
+const SHIPPED: &[(&str, &str)] = &[
+    ("rules/scatter.rules", include_str!("../../rules/scatter.rules")),
+    ("rules/views.rules", include_str!("../../rules/views.rules")),
+];
+
+/// The shipped rules.
+pub fn shipped() -> Result<Vec<RuleDef>, Diagnostic> {
+    let mut out = Vec::new();
+    for (file, text) in SHIPPED {
+        out.extend(parse_rules(file, text)?);
+    }
+    Ok(out)
+}
+
 /// Loads every `*.rules` file of a directory (sorted), rejecting duplicate names.
 pub fn load_dir(dir: &Path) -> Result<Vec<RuleDef>, Diagnostic> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
