@@ -49,6 +49,9 @@ fn the_shipped_rules_load() {
     let defs = load_dir(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("rules")).unwrap();
     assert!(defs.len() >= 4);
     funcfuse::rewrite::rules::to_rewrites(&defs).unwrap();
+    // The rules compiled into the binary are exactly those of the directory.
+    let names = |d: &[funcfuse::rewrite::rules::RuleDef]| d.iter().map(|r| r.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&funcfuse::rewrite::rules::shipped().unwrap()), names(&defs), "update rules::SHIPPED");
 }
 
 #[test]
