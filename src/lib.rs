@@ -10,6 +10,7 @@ pub mod functionalize;
 pub mod interp;
 pub mod io;
 pub mod ir;
+pub mod optimize;
 pub mod rewrite;
 pub mod tensor;
 

@@ -38,6 +38,18 @@ struct Cli {
 enum Cmd {
     /// Run one program and write its outputs as .npy files.
     Run(RunArgs),
+    /// Optimize programs: functionalize, saturate with the rules, extract; write terms and records.
+    Optimize {
+        /// Programs (FILE.py::FUNC), files or directories (searched recursively for *.py).
+        #[arg(required = true)]
+        paths: Vec<String>,
+        /// A directory of *.rules files to use instead of the shipped rules.
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Where to write `<file>/<func>/{functional.term,optimized.term,record.json}`, report.json and report.md.
+        #[arg(long, default_value = "out/optimize")]
+        out: PathBuf,
+    },
     /// Functionalize a program and print its pure term.
     Functionalize {
         /// The program, as FILE.py::FUNCTION.
@@ -110,6 +122,7 @@ fn main() -> ExitCode {
         Cmd::Run(a) => run(a),
         Cmd::List { paths } => list(&paths),
         Cmd::Functionalize { target, args, format } => functionalize_cmd(&target, &args, &format),
+        Cmd::Optimize { paths, rules, out } => optimize_cmd(&paths, rules.as_deref(), &out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -257,6 +270,110 @@ fn run_one(
         Engine::Reference => interp::run_program(module, func, &inputs, scalars)?,
     };
     write_outputs(output, &out.returns, out.returns_tuple, &out.mutated)
+}
+
+fn optimize_cmd(paths: &[String], rules_dir: Option<&Path>, out: &Path) -> Result<(), Failure> {
+    let defs = match rules_dir {
+        Some(d) => funcfuse::rewrite::rules::load_dir(d)?,
+        None => funcfuse::rewrite::rules::shipped()?,
+    };
+    let rules = funcfuse::rewrite::rules::to_rewrites(&defs)?;
+    // Every (file, function) to optimize, in a stable order.
+    // Each target with its output folder: the file's path below the directory given (or its name), without `.py`.
+    let mut targets: Vec<(PathBuf, PathBuf, Option<String>)> = Vec::new();
+    let name_of = |f: &Path| f.file_name().map(PathBuf::from).unwrap_or_default();
+    for p in paths {
+        match p.split_once("::") {
+            Some((f, func)) => targets.push((PathBuf::from(f), name_of(Path::new(f)), Some(func.to_string()))),
+            None => {
+                let root = Path::new(p);
+                let mut files = Vec::new();
+                collect_py(root, &mut files)?;
+                for f in files {
+                    let rel = if root.is_dir() {
+                        f.strip_prefix(root).map(Path::to_path_buf).unwrap_or_else(|_| name_of(&f))
+                    } else {
+                        name_of(&f)
+                    };
+                    targets.push((f, rel, None));
+                }
+            }
+        }
+    }
+    let mut records = Vec::new();
+    let mut md = String::from("| program | status | accesses | assigns | loops | e-graph nodes | iterations | stop |\n|---|---|---|---|---|---|---|---|\n");
+    let (mut ok, mut failed) = (0, 0);
+    for (file, rel, only) in targets {
+        let shown = file.display().to_string();
+        let module = match frontend::load_module(&shown) {
+            Ok(m) => m,
+            Err(d) => {
+                failed += 1;
+                outln!("FAIL {d}");
+                records.push(funcfuse::optimize::failure_record(&shown, &d.to_string()));
+                md.push_str(&format!("| {shown} | failed | | | | | | |\n"));
+                continue;
+            }
+        };
+        let funcs: Vec<String> = match &only {
+            Some(f) => vec![f.clone()],
+            None => module.programs().map(|f| f.name.clone()).collect(),
+        };
+        for func in funcs {
+            let label = format!("{shown}::{func}");
+            let dir = out.join(rel.with_extension("")).join(&func);
+            match funcfuse::optimize::optimize_program(&module, &func, &rules, Default::default()) {
+                Ok(r) => {
+                    ok += 1;
+                    let rec = funcfuse::optimize::record(&label, &r);
+                    let (ft, ot) = funcfuse::optimize::term_texts(&r);
+                    std::fs::create_dir_all(&dir).map_err(|e| Failure(1, format!("{}: {e}", dir.display())))?;
+                    let write = |name: &str, text: &str| {
+                        std::fs::write(dir.join(name), text)
+                            .map_err(|e| Failure(1, format!("{}: {e}", dir.join(name).display())))
+                    };
+                    write("functional.term", &ft)?;
+                    write("optimized.term", &ot)?;
+                    write("record.json", &(serde_json::to_string_pretty(&rec).unwrap_or_default() + "\n"))?;
+                    let s = |k: &str, w: &str| rec[k][w].as_u64().unwrap_or(0);
+                    md.push_str(&format!(
+                        "| {label} | ok | {} -> {} | {} -> {} | {} -> {} | {} | {} | {} |\n",
+                        s("functional", "accesses"),
+                        s("optimized", "accesses"),
+                        s("functional", "assigns"),
+                        s("optimized", "assigns"),
+                        s("functional", "loops"),
+                        s("optimized", "loops"),
+                        rec["egraph"]["nodes"],
+                        rec["iterations"],
+                        rec["stop_reason"].as_str().unwrap_or("")
+                    ));
+                    outln!(
+                        "ok   {label} (functionalize {} us, saturate {} us)",
+                        r.functionalize_time.as_micros(),
+                        r.saturate_time.as_micros()
+                    );
+                    records.push(rec);
+                }
+                Err(d) => {
+                    failed += 1;
+                    outln!("FAIL {label}: {d}");
+                    records.push(funcfuse::optimize::failure_record(&label, &d.to_string()));
+                    md.push_str(&format!("| {label} | failed | | | | | | |\n"));
+                }
+            }
+        }
+    }
+    std::fs::create_dir_all(out).map_err(|e| Failure(1, format!("{}: {e}", out.display())))?;
+    let report = serde_json::json!({ "programs": records, "ok": ok, "failed": failed });
+    std::fs::write(out.join("report.json"), serde_json::to_string_pretty(&report).unwrap_or_default() + "\n")
+        .map_err(|e| Failure(1, format!("{}: {e}", out.display())))?;
+    std::fs::write(out.join("report.md"), md).map_err(|e| Failure(1, format!("{}: {e}", out.display())))?;
+    outln!("{ok} programs optimized, {failed} failed; report in {}", out.join("report.md").display());
+    if failed > 0 {
+        return Err(Failure(1, format!("{failed} programs failed (recorded in the report)")));
+    }
+    Ok(())
 }
 
 fn functionalize_cmd(target: &str, args: &[String], format: &str) -> Result<(), Failure> {

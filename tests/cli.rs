@@ -424,3 +424,61 @@ fn functionalize_prints_the_term_and_reports_what_it_cannot_do() {
         o.stderr
     );
 }
+
+#[test]
+fn optimize_records_every_program_and_is_deterministic() {
+    let dir = scratch("optimize");
+    let progs = dir.join("progs");
+    std::fs::create_dir_all(&progs).unwrap();
+    std::fs::write(
+        progs.join("good.py"),
+        "import torch\n\ndef a(x: f32[3, 4]) -> f32[4, 3]:\n    y = x.t()\n    y[1:3] += 1.0\n    return y\n",
+    )
+    .unwrap();
+    std::fs::write(progs.join("syntax.py"), "import torch\n\ndef b(x: f32[2]) -> f32[2]:\n    return x +\n").unwrap();
+    std::fs::write(
+        progs.join("unsupported.py"),
+        "import torch\n\ndef c(x: f32[2]) -> f32[2]:\n    return torch.einsum(\"i->i\", x)\n",
+    )
+    .unwrap();
+    let run = |out: &str| {
+        let o = funcfuse(&["optimize", progs.to_str().unwrap(), "--out", dir.join(out).to_str().unwrap()]);
+        assert_eq!(o.code, 1, "{}", o.stderr);
+        assert!(o.stdout.contains("1 programs optimized, 2 failed"), "{}", o.stdout);
+        std::fs::read_to_string(dir.join(out).join("report.json")).unwrap()
+    };
+    let first = run("o1");
+    assert_eq!(first, run("o2"), "the same input must give the same report");
+    let report: serde_json::Value = serde_json::from_str(&first).unwrap();
+    let progs_json = report["programs"].as_array().unwrap();
+    assert_eq!(progs_json.len(), 3);
+    assert!(progs_json
+        .iter()
+        .any(|r| r["status"] == "failed" && r["error"].as_str().unwrap().contains("syntax error")));
+    assert!(progs_json
+        .iter()
+        .any(|r| r["status"] == "failed" && r["error"].as_str().unwrap().contains("`einsum` is not supported")));
+    let ok = progs_json.iter().find(|r| r["status"] == "ok").unwrap();
+    assert!(ok["rules_fired"]["views/read-after-write"].as_u64().unwrap() >= 1, "{ok}");
+    for f in ["good/a/functional.term", "good/a/optimized.term", "good/a/record.json", "report.md"] {
+        assert!(dir.join("o1").join(f).exists(), "{f}");
+    }
+}
+
+#[test]
+fn optimize_with_a_broken_rules_directory_fails_at_load() {
+    let dir = scratch("optimize_bad_rules");
+    std::fs::create_dir_all(dir.join("rules")).unwrap();
+    std::fs::write(dir.join("rules/views.rules"), "# x\nviews/a: (acess ?x ?v) => ?x\n").unwrap();
+    let file = program(&dir, "def f(x: f32[2]) -> f32[2]:\n    return x\n");
+    let o = funcfuse(&[
+        "optimize",
+        &file,
+        "--rules",
+        dir.join("rules").to_str().unwrap(),
+        "--out",
+        dir.join("o").to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("views.rules:2: cannot parse `(acess ?x ?v)`"), "{}", o.stderr);
+}

@@ -1,0 +1,67 @@
+//! The optimization pipeline for one program and its record: functionalize, saturate, extract.
+//!
+//! Records are deterministic (no times in them) so that the same input gives byte-identical output; times are
+//! reported separately.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::diag::Diagnostic;
+use crate::frontend::Module;
+use crate::functionalize::{functionalize, Functional};
+use crate::ir::{display_dag, term_stats, Node, TermStats};
+use crate::rewrite::saturate::{optimize, Limits, Optimized};
+use crate::rewrite::TermAnalysis;
+
+/// Everything one program's optimization produced.
+pub struct ProgramResult {
+    pub functional: Functional,
+    pub optimized: Optimized,
+    pub functionalize_time: Duration,
+    pub saturate_time: Duration,
+}
+
+/// Functionalizes and optimizes program `func` of `module` with `rules`.
+pub fn optimize_program(
+    module: &Module,
+    func: &str,
+    rules: &[egg::Rewrite<Node, TermAnalysis>],
+    limits: Limits,
+) -> Result<ProgramResult, Diagnostic> {
+    let t0 = Instant::now();
+    let functional = functionalize(module, func, &BTreeMap::new())?;
+    let t1 = Instant::now();
+    let optimized = optimize(&functional, rules, limits).map_err(|m| Diagnostic::new(m).in_file(&module.path))?;
+    Ok(ProgramResult { functional, optimized, functionalize_time: t1 - t0, saturate_time: t1.elapsed() })
+}
+
+fn stats_json(s: &TermStats) -> Value {
+    json!({ "nodes": s.nodes, "loops": s.loops, "accesses": s.accesses, "assigns": s.assigns, "ifs": s.ifs })
+}
+
+/// The deterministic JSON record of a program's optimization.
+pub fn record(program: &str, r: &ProgramResult) -> Value {
+    json!({
+        "program": program,
+        "status": "ok",
+        "functional": stats_json(&term_stats(&r.functional.term)),
+        "optimized": stats_json(&term_stats(&r.optimized.term)),
+        "egraph": { "nodes": r.optimized.egraph_nodes, "classes": r.optimized.egraph_classes },
+        "iterations": r.optimized.iterations,
+        "stop_reason": r.optimized.stop_reason,
+        "rules_fired": r.optimized.fired,
+        "conflicts": r.optimized.conflicts,
+    })
+}
+
+/// The record of a program that failed, with its error.
+pub fn failure_record(program: &str, error: &str) -> Value {
+    json!({ "program": program, "status": "failed", "error": error })
+}
+
+/// The term texts written next to a record.
+pub fn term_texts(r: &ProgramResult) -> (String, String) {
+    (display_dag(&r.functional.term), display_dag(&r.optimized.term))
+}
