@@ -20,10 +20,45 @@ pub enum Lit {
     Ints(Vec<i64>),
 }
 
+/// An integer class as `c + sum(k * atom)`, where atoms are classes with no such decomposition (loop variables,
+/// carried integers, `.item()`s). Offsets of views are integer classes, so views can be compared through this.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AffineInt {
+    pub c: i64,
+    pub terms: Vec<(Id, i64)>,
+}
+
+impl AffineInt {
+    fn atom(id: Id) -> Self {
+        AffineInt { c: 0, terms: vec![(id, 1)] }
+    }
+
+    pub fn constant(c: i64) -> Self {
+        AffineInt { c, terms: vec![] }
+    }
+
+    /// `self + k * other`, with atoms as they are now in `egraph` (classes may have merged since).
+    pub fn add_scaled(&self, other: &AffineInt, k: i64, find: impl Fn(Id) -> Id) -> AffineInt {
+        let mut terms: Vec<(Id, i64)> = self.terms.iter().map(|&(a, c)| (find(a), c)).collect();
+        for &(a, c) in &other.terms {
+            let a = find(a);
+            match terms.iter_mut().find(|(t, _)| *t == a) {
+                Some(e) => e.1 += k * c,
+                None => terms.push((a, k * c)),
+            }
+        }
+        terms.retain(|(_, c)| *c != 0);
+        terms.sort();
+        AffineInt { c: self.c.wrapping_add(k.wrapping_mul(other.c)), terms }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClassInfo {
     pub ty: Option<Ty>,
     pub lit: Option<Lit>,
+    /// For integer classes: the class as an affine form.
+    pub affine: Option<AffineInt>,
 }
 
 /// The analysis state: the types of the program's inputs, and the conflicts found when classes merged.
@@ -70,7 +105,7 @@ fn op_ty(egraph: &egg::EGraph<Node, TermAnalysis>, op: crate::ir::OpName, childr
 impl Analysis<Node> for TermAnalysis {
     type Data = ClassInfo;
 
-    fn make(egraph: &mut egg::EGraph<Node, Self>, enode: &Node, _id: Id) -> ClassInfo {
+    fn make(egraph: &mut egg::EGraph<Node, Self>, enode: &Node, id: Id) -> ClassInfo {
         let ty_of = |id: Id| info(egraph, id).ty.clone();
         let int_of = |id: Id| match &info(egraph, id).lit {
             Some(Lit::Leaf(Node::Int(i))) => Some(*i),
@@ -112,7 +147,22 @@ impl Analysis<Node> for TermAnalysis {
             },
             Node::Op(op, args) => (op_ty(egraph, *op, args), None),
         };
-        ClassInfo { ty, lit }
+        let aff = |c: Id| info(egraph, c).affine.clone();
+        let find = |c: Id| egraph.find(c);
+        let affine = match enode {
+            Node::Int(i) => Some(AffineInt::constant(*i)),
+            Node::Iter(_) | Node::Carried(_) => Some(AffineInt::atom(id)),
+            Node::Op(crate::ir::OpName::IAdd, a) => aff(a[0]).zip(aff(a[1])).map(|(x, y)| x.add_scaled(&y, 1, find)),
+            Node::Op(crate::ir::OpName::ISub, a) => aff(a[0]).zip(aff(a[1])).map(|(x, y)| x.add_scaled(&y, -1, find)),
+            Node::Op(crate::ir::OpName::IMul, a) => match (aff(a[0]), aff(a[1])) {
+                (Some(x), Some(y)) if x.terms.is_empty() => Some(AffineInt::constant(0).add_scaled(&y, x.c, find)),
+                (Some(x), Some(y)) if y.terms.is_empty() => Some(AffineInt::constant(0).add_scaled(&x, y.c, find)),
+                _ => Some(AffineInt::atom(id)),
+            },
+            _ if ty == Some(Ty::Int) => Some(AffineInt::atom(id)),
+            _ => None,
+        };
+        ClassInfo { ty, lit, affine }
     }
 
     fn merge(&mut self, a: &mut ClassInfo, b: ClassInfo) -> DidMerge {
@@ -127,6 +177,15 @@ impl Analysis<Node> for TermAnalysis {
                 a.ty = Some(y);
                 changed_a = true;
             }
+            (Some(_), None) => b_differs = true,
+            _ => {}
+        }
+        match (&a.affine, b.affine) {
+            (None, Some(f)) => {
+                a.affine = Some(f);
+                changed_a = true;
+            }
+            (Some(x), Some(y)) if *x != y => b_differs = true,
             (Some(_), None) => b_differs = true,
             _ => {}
         }

@@ -9,7 +9,7 @@ mod analysis;
 pub mod rules;
 pub mod saturate;
 
-pub use analysis::{ClassInfo, Lit, TermAnalysis};
+pub use analysis::{AffineInt, ClassInfo, Lit, TermAnalysis};
 
 /// The e-graph type used throughout.
 pub type TermGraph = egg::EGraph<crate::ir::Node, TermAnalysis>;

@@ -32,7 +32,7 @@ pub const PREDICATES: &[(&str, usize, &str)] = &[
     ("same_dtype", 2, "both are tensors of one dtype"),
     ("fills", 2, "tensor ?a has exactly the shape of view ?b"),
     ("no_overlap", 1, "no two indices of view ?a name one element"),
-    ("disjoint", 2, "views ?a and ?b, at known offsets, share no element"),
+    ("disjoint", 2, "views ?a and ?b, whose offsets differ by a known constant, share no element"),
 ];
 
 fn err(file: &str, line: usize, m: impl Into<String>) -> Diagnostic {
@@ -203,18 +203,15 @@ fn tensor_ty(g: &TermGraph, id: Id) -> Option<(crate::tensor::DType, Vec<usize>)
     }
 }
 
-/// A view class with literal shape, strides and offset.
-fn static_view(g: &TermGraph, id: Id) -> Option<(Vec<usize>, Vec<isize>, i64)> {
+/// A view class with literal shape and strides, and its offset as an affine form.
+fn static_view(g: &TermGraph, id: Id) -> Option<(Vec<usize>, Vec<isize>, super::AffineInt)> {
     let node = g[id].nodes.iter().find(|n| matches!(n, Node::View(_)))?;
     let Node::View([s, st, off]) = node else { return None };
     let ints = |c: Id| match &g[c].data.lit {
         Some(Lit::Ints(v)) => Some(v.clone()),
         _ => None,
     };
-    let off = match &g[*off].data.lit {
-        Some(Lit::Leaf(Node::Int(i))) => *i,
-        _ => return None,
-    };
+    let off = g[*off].data.affine.clone()?;
     Some((
         ints(*s)?.into_iter().map(|d| d.max(0) as usize).collect(),
         ints(*st)?.into_iter().map(|d| d as isize).collect(),
@@ -222,10 +219,15 @@ fn static_view(g: &TermGraph, id: Id) -> Option<(Vec<usize>, Vec<isize>, i64)> {
     ))
 }
 
-fn offsets(v: &(Vec<usize>, Vec<isize>, i64)) -> Vec<i64> {
+/// The storage offsets a view of this shape and these strides reaches from offset `base`.
+fn offsets(shape: &[usize], strides: &[isize], base: i64) -> Vec<i64> {
     let t = crate::tensor::Tensor::zeros(crate::tensor::DType::F32, &[]).expect("one element");
-    let base = 1i64 << 40;
-    t.restride(v.0.clone(), v.1.clone(), (base + v.2) as usize).offsets().into_iter().map(|o| o as i64 - base).collect()
+    let big = 1i64 << 40;
+    t.restride(shape.to_vec(), strides.to_vec(), (big + base) as usize)
+        .offsets()
+        .into_iter()
+        .map(|o| o as i64 - big)
+        .collect()
 }
 
 /// Evaluates a named predicate on the classes bound to its arguments.
@@ -242,10 +244,15 @@ fn check(g: &TermGraph, pred: &str, ids: &[Id]) -> bool {
             // expanded; without literal strides we cannot tell, so we say no.
             None => false,
         },
+        // Two views whose offsets differ by a known constant (however they depend on loop variables).
         "disjoint" => match (static_view(g, ids[0]), static_view(g, ids[1])) {
-            (Some(a), Some(b)) => {
-                let sa: HashSet<i64> = offsets(&a).into_iter().collect();
-                !offsets(&b).iter().any(|o| sa.contains(o))
+            (Some((sa, ta, oa)), Some((sb, tb, ob))) => {
+                let d = ob.add_scaled(&oa, -1, |c| g.find(c));
+                if !d.terms.is_empty() {
+                    return false;
+                }
+                let set: HashSet<i64> = offsets(&sa, &ta, 0).into_iter().collect();
+                !offsets(&sb, &tb, d.c).iter().any(|o| set.contains(o))
             }
             _ => false,
         },
