@@ -424,6 +424,8 @@ fn indexing_shapes_creation_and_python_scalars() {
         ("return torch.tensor(1 if torch.tensor([0.5, -1.]) > 0 else 0)", "ERR Boolean value of Tensor with more than one value is ambiguous"),
         ("n = 0 ⏎ t = torch.tensor(0.) ⏎ while t < 3: ⏎     t += 1 ⏎     n += 1 ⏎ return torch.tensor(n)", "i64[] 3"),
         ("return torch.tensor(list(range(torch.tensor(3))))", "i64[3] 0,1,2"),
+        ("return torch.tensor(list(range(0, 3, 0)))", "ERR range() arg 3 must not be zero"),
+        ("return torch.tensor(1 if 2 < 2.5 <= 2.5 else 0)", "i64[] 1"),
         ("return x[torch.tensor(1):]", "f32[2, 4] 4,5,6,7,8,9,10,11"),
         ("return torch.tensor([x.shape[0], x.size(1), x.shape[-1] // 3, len(x), x.numel(), x.dim(), x.ndim])", "i64[7] 3,4,1,3,12,2,2"),
         ("return torch.tensor(x.shape == (3, 4))", "bool[] T"),

@@ -520,28 +520,7 @@ impl<'m> Fz<'m> {
             _ => {}
         }
         if let (Some(x), Some(y)) = (static_scalar(a), static_scalar(b)) {
-            let (p, q) = (x.to_f64(), y.to_f64());
-            let r = if x.kind() == crate::tensor::Kind::Float || y.kind() == crate::tensor::Kind::Float {
-                match op {
-                    CmpOp::Eq => p == q,
-                    CmpOp::Ne => p != q,
-                    CmpOp::Lt => p < q,
-                    CmpOp::Le => p <= q,
-                    CmpOp::Gt => p > q,
-                    _ => p >= q,
-                }
-            } else {
-                let (p, q) = (x.to_i64_trunc(), y.to_i64_trunc());
-                match op {
-                    CmpOp::Eq => p == q,
-                    CmpOp::Ne => p != q,
-                    CmpOp::Lt => p < q,
-                    CmpOp::Le => p <= q,
-                    CmpOp::Gt => p > q,
-                    _ => p >= q,
-                }
-            };
-            return Ok(FV::Bool(r));
+            return Ok(FV::Bool(crate::interp::exec::py_compare(x, op, y)));
         }
         if let (Some(x), Some(y)) = (a.items(), b.items()) {
             if matches!(op, CmpOp::Eq | CmpOp::Ne) {

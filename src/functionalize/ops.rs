@@ -285,15 +285,8 @@ impl<'m> Fz<'m> {
                         other => a.int_of(other, "range"),
                     })
                     .collect::<FR<_>>()?;
-                let (s, t, st) = match ints.as_slice() {
-                    [n] => (0, *n, 1),
-                    [s, t] => (*s, *t, 1),
-                    [s, t, st] => (*s, *t, *st),
-                    _ => return diag(span, "range expected 1 to 3 arguments"),
-                };
-                if st == 0 {
-                    return diag(span, "range() arg 3 must not be zero");
-                }
+                let (s, t, st) =
+                    crate::interp::calls::range_args(&ints).map_err(|m| Stop::Diag(Diagnostic::new(m).at(span)))?;
                 Ok(FV::Range(s, t, st))
             }
             "len" => match a.req(0, "obj")? {

@@ -127,15 +127,7 @@ impl<'m> Interp<'m> {
                     .map(to_int)
                     .collect::<Result<_, _>>()
                     .map_err(|m| Diagnostic::new(format!("range() argument {m}")).at(span))?;
-                let (s, t, st) = match ints.as_slice() {
-                    [n] => (0, *n, 1),
-                    [s, t] => (*s, *t, 1),
-                    [s, t, st] => (*s, *t, *st),
-                    _ => return err(span, "range expected 1 to 3 arguments"),
-                };
-                if st == 0 {
-                    return err(span, "range() arg 3 must not be zero");
-                }
+                let (s, t, st) = range_args(&ints).map_err(|m| Diagnostic::new(m).at(span))?;
                 Ok(Value::Range(s, t, st))
             }
             "len" => {
@@ -319,6 +311,20 @@ pub(super) fn shape_value(t: &Tensor) -> Value {
 fn math_call(name: &str, a: &Args) -> Result<Value, String> {
     let x = a.req(0, "x")?.as_scalar().ok_or_else(|| format!("math.{name}() needs a number"))?.to_f64();
     math1(name, x).map(Value::from_scalar).ok_or_else(|| format!("unsupported function `math.{name}`"))
+}
+
+/// `range(...)`'s arguments as (start, stop, step).
+pub(crate) fn range_args(ints: &[i64]) -> Result<(i64, i64, i64), &'static str> {
+    let (s, t, st) = match ints {
+        [n] => (0, *n, 1),
+        [s, t] => (*s, *t, 1),
+        [s, t, st] => (*s, *t, *st),
+        _ => return Err("range expected 1 to 3 arguments"),
+    };
+    if st == 0 {
+        return Err("range() arg 3 must not be zero");
+    }
+    Ok((s, t, st))
 }
 
 /// `math.NAME(x)` for the one-argument functions programs use.

@@ -573,14 +573,7 @@ impl<'m> Interp<'m> {
             _ => {}
         }
         if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
-            let r = if x.kind() == crate::tensor::Kind::Float || y.kind() == crate::tensor::Kind::Float {
-                let (p, q) = (x.to_f64(), y.to_f64());
-                cmp(op, p.partial_cmp(&q), p == q)
-            } else {
-                let (p, q) = (x.to_i64_trunc(), y.to_i64_trunc());
-                cmp(op, p.partial_cmp(&q), p == q)
-            };
-            return Ok(Value::Bool(r));
+            return Ok(Value::Bool(py_compare(x, op, y)));
         }
         if let (Some(x), Some(y)) = (a.items(), b.items()) {
             if matches!(op, CmpOp::Eq | CmpOp::Ne) {
@@ -614,6 +607,17 @@ impl<'m> Interp<'m> {
             _ => Binary::Ge,
         };
         Ok(Value::Tensor(ops::binary(bin, &x, &y).map_err(tensor_err(span))?))
+    }
+}
+
+/// A comparison of two Python numbers, as Python makes it (ints exactly, floats as floats).
+pub(crate) fn py_compare(x: Scalar, op: CmpOp, y: Scalar) -> bool {
+    if x.kind() == crate::tensor::Kind::Float || y.kind() == crate::tensor::Kind::Float {
+        let (p, q) = (x.to_f64(), y.to_f64());
+        cmp(op, p.partial_cmp(&q), p == q)
+    } else {
+        let (p, q) = (x.to_i64_trunc(), y.to_i64_trunc());
+        cmp(op, p.partial_cmp(&q), p == q)
     }
 }
 

@@ -216,29 +216,19 @@ pub fn binary(op: Binary, a: &Operand, b: &Operand) -> TResult<Tensor> {
 fn apply_binary(op: Binary, kind: Kind, x: Scalar, y: Scalar) -> TResult<Scalar> {
     use Binary::*;
     if op.is_comparison() {
+        fn ordered<T: PartialOrd>(op: Binary, a: T, b: T) -> bool {
+            match op {
+                Binary::Eq => a == b,
+                Binary::Ne => a != b,
+                Binary::Lt => a < b,
+                Binary::Le => a <= b,
+                Binary::Gt => a > b,
+                _ => a >= b,
+            }
+        }
         let r = match kind {
-            Kind::Float => {
-                let (a, b) = (x.to_f64(), y.to_f64());
-                match op {
-                    Eq => a == b,
-                    Ne => a != b,
-                    Lt => a < b,
-                    Le => a <= b,
-                    Gt => a > b,
-                    _ => a >= b,
-                }
-            }
-            _ => {
-                let (a, b) = (x.to_i64_trunc(), y.to_i64_trunc());
-                match op {
-                    Eq => a == b,
-                    Ne => a != b,
-                    Lt => a < b,
-                    Le => a <= b,
-                    Gt => a > b,
-                    _ => a >= b,
-                }
-            }
+            Kind::Float => ordered(op, x.to_f64(), y.to_f64()),
+            _ => ordered(op, x.to_i64_trunc(), y.to_i64_trunc()),
         };
         return Ok(Scalar::B(r));
     }
