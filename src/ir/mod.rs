@@ -24,8 +24,18 @@ use egg::{define_language, Id, Language, RecExpr};
 pub use eval::{eval_program, EvalError};
 pub use literals::{BoolLit, FloatLit, OpName, ParamName};
 pub use print::{display_dag, term_stats, TermStats};
-pub(crate) use verify::{op_type, OpCx};
+pub(crate) use verify::{matmul_shape, op_type, OpCx};
 pub use verify::{verify, Ty};
+
+/// Is `op` an elementwise operator of one tensor?
+pub fn is_unary(op: OpName) -> bool {
+    eval::unary(op).is_some()
+}
+
+/// Is `op` an elementwise operator of two tensors of one dtype?
+pub fn is_binary(op: OpName) -> bool {
+    eval::binary(op).is_some()
+}
 
 use crate::tensor::DType;
 

@@ -388,9 +388,10 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             arity(2)?;
             let (da, sa) = cx.tensor(0)?;
             let (db, sb) = cx.tensor(1)?;
-            let a = Tensor::zeros(da, &[])?.restride(sa.clone(), vec![0; sa.len()], 0);
-            let b = Tensor::zeros(db, &[])?.restride(sb.clone(), vec![0; sb.len()], 0);
-            let shape = matmul_shape(&a, &b)?;
+            if da != db {
+                return Err(format!("matmul of {} and {}", da.annotation(), db.annotation()));
+            }
+            let shape = matmul_shape(&sa, &sb)?;
             Ty::Tensor(da, shape)
         }
         Cat => {
@@ -555,11 +556,11 @@ fn reduced(s: &[usize], dims: &[usize], keep: bool) -> Vec<usize> {
 }
 
 /// The result shape of `matmul(a, b)`, with its shape errors.
-fn matmul_shape(a: &Tensor, b: &Tensor) -> Result<Vec<usize>, String> {
-    if a.dim() == 0 || b.dim() == 0 {
+/// The shape of `a @ b` for operands of shapes `sa` and `sb`.
+pub(crate) fn matmul_shape(sa: &[usize], sb: &[usize]) -> Result<Vec<usize>, String> {
+    if sa.is_empty() || sb.is_empty() {
         return Err("matmul needs tensors of at least one dimension".into());
     }
-    let (sa, sb) = (&a.shape, &b.shape);
     let k1 = sa[sa.len() - 1];
     let k2 = if sb.len() == 1 { sb[0] } else { sb[sb.len() - 2] };
     if k1 != k2 {

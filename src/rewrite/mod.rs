@@ -8,6 +8,7 @@
 mod analysis;
 pub mod rules;
 pub mod saturate;
+pub mod vectorize;
 
 pub use analysis::{AffineInt, ClassInfo, Lit, TermAnalysis};
 

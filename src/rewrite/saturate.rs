@@ -39,38 +39,74 @@ pub struct Optimized {
     pub conflicts: Vec<String>,
 }
 
+/// The Rust rewrites, by name, with what they do; reported beside the text rules.
+pub const RUST_REWRITES: &[(&str, &str)] =
+    &[("loops/vectorize", "a loop whose iterations are independent becomes slice-wide operations over all of them")];
+
+/// Saturates and extracts in phases: the text rules, then the Rust rewrites on the extracted term, then the text
+/// rules again on what they produced. Each phase gets half of what is left of the time limit.
 pub fn optimize(f: &Functional, rules: &[Rewrite<Node, TermAnalysis>], limits: Limits) -> Result<Optimized, String> {
-    let runner = Runner::<Node, TermAnalysis>::new(TermAnalysis::new(&f.inputs))
+    let start = std::time::Instant::now();
+    let mut out = Optimized {
+        term: f.term.clone(),
+        iterations: 0,
+        egraph_nodes: 0,
+        egraph_classes: 0,
+        stop_reason: String::new(),
+        fired: BTreeMap::new(),
+        conflicts: Vec::new(),
+    };
+    let phase = |out: &mut Optimized| -> Result<(), String> {
+        let left = limits.time.saturating_sub(start.elapsed());
+        saturate(out, &f.inputs, rules, Limits { time: left / 2, ..limits })
+    };
+    phase(&mut out)?;
+    let (term, n) = super::vectorize::vectorize_loops(&out.term, &f.inputs);
+    if n > 0 {
+        verify(&term, &f.inputs).map_err(|e| format!("loops/vectorize produced a term that does not verify: {e}"))?;
+        out.term = term;
+        out.fired.insert("loops/vectorize".to_string(), n);
+        phase(&mut out)?;
+    }
+    Ok(out)
+}
+
+/// One phase: saturates `out.term` with `rules` and extracts the best term back into it, adding to the counts.
+fn saturate(
+    out: &mut Optimized,
+    inputs: &[(String, crate::tensor::DType, Vec<usize>)],
+    rules: &[Rewrite<Node, TermAnalysis>],
+    limits: Limits,
+) -> Result<(), String> {
+    let runner = Runner::<Node, TermAnalysis>::new(TermAnalysis::new(inputs))
         .with_iter_limit(limits.iterations)
         .with_node_limit(limits.nodes)
         .with_time_limit(limits.time)
-        .with_expr(&f.term)
+        .with_expr(&out.term)
         .run(rules);
     let root = runner.roots[0];
     let extractor = Extractor::new(&runner.egraph, AstSize);
     let (_, term) = extractor.find_best(root);
-    verify(&term, &f.inputs).map_err(|e| format!("the extracted term does not verify: {e}"))?;
-    let mut fired = BTreeMap::new();
+    verify(&term, inputs).map_err(|e| format!("the extracted term does not verify: {e}"))?;
     for it in &runner.iterations {
         for (name, n) in &it.applied {
-            *fired.entry(name.to_string()).or_insert(0) += n;
+            *out.fired.entry(name.to_string()).or_insert(0) += n;
         }
     }
     let stop_reason = match &runner.stop_reason {
         Some(StopReason::Saturated) => "saturated".to_string(),
         Some(StopReason::IterationLimit(n)) => format!("iteration limit ({n})"),
         Some(StopReason::NodeLimit(n)) => format!("node limit ({n})"),
-        Some(StopReason::TimeLimit(t)) => format!("time limit ({t:.3} s)"),
+        Some(StopReason::TimeLimit(_)) => "time limit".to_string(),
         Some(StopReason::Other(s)) => s.clone(),
         None => "not stopped".to_string(),
     };
-    Ok(Optimized {
-        term,
-        iterations: runner.iterations.len(),
-        egraph_nodes: runner.egraph.total_size(),
-        egraph_classes: runner.egraph.number_of_classes(),
-        stop_reason,
-        fired,
-        conflicts: runner.egraph.analysis.conflicts.clone(),
-    })
+    out.term = term;
+    out.iterations += runner.iterations.len();
+    out.egraph_nodes = out.egraph_nodes.max(runner.egraph.total_size());
+    out.egraph_classes = out.egraph_classes.max(runner.egraph.number_of_classes());
+    out.stop_reason =
+        if out.stop_reason.is_empty() { stop_reason } else { format!("{}; {stop_reason}", out.stop_reason) };
+    out.conflicts.extend(runner.egraph.analysis.conflicts.iter().cloned());
+    Ok(())
 }
