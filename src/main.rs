@@ -43,9 +43,8 @@ enum Cmd {
         /// Programs (FILE.py::FUNC), files or directories (searched recursively for *.py).
         #[arg(required = true)]
         paths: Vec<String>,
-        /// A directory of *.rules files to use instead of the shipped rules.
-        #[arg(long)]
-        rules: Option<PathBuf>,
+        #[command(flatten)]
+        rules: RuleArgs,
         /// Where to write `<file>/<func>/{functional.term,optimized.term,record.json}`, report.json and report.md.
         #[arg(long, default_value = "out/optimize")]
         out: PathBuf,
@@ -61,12 +60,52 @@ enum Cmd {
         #[arg(long, default_value = "dag")]
         format: String,
     },
+    /// Work with rule files: `rules check` tests every rule on random instances.
+    Rules {
+        #[command(subcommand)]
+        cmd: RulesCmd,
+    },
     /// List the programs (top-level functions not starting with `_`) of program files, with their signatures.
     List {
         /// Program files or directories (searched recursively for *.py).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+}
+
+#[derive(Subcommand)]
+enum RulesCmd {
+    /// Instantiate both sides of every rule on random shapes, values and views, run them in the functional
+    /// interpreter, and print a counterexample for every rule whose sides differ (exit 1).
+    Check {
+        #[command(flatten)]
+        rules: RuleArgs,
+        /// Random instances drawn per rule.
+        #[arg(long, default_value_t = 400)]
+        samples: usize,
+    },
+    /// List the rules (text rules and Rust rewrites) with where each is defined.
+    List {
+        #[command(flatten)]
+        rules: RuleArgs,
+    },
+}
+
+/// Which rules to use.
+#[derive(clap::Args)]
+struct RuleArgs {
+    /// A directory of *.rules files, used in addition to the shipped rules (repeatable).
+    #[arg(long = "rules", value_name = "DIR")]
+    dirs: Vec<PathBuf>,
+    /// Use only the --rules directories, not the shipped rules.
+    #[arg(long)]
+    only_rules: bool,
+}
+
+impl RuleArgs {
+    fn load(&self) -> Result<Vec<funcfuse::rewrite::rules::RuleDef>, Failure> {
+        Ok(funcfuse::rewrite::rules::load(&self.dirs, !self.only_rules)?)
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -122,7 +161,9 @@ fn main() -> ExitCode {
         Cmd::Run(a) => run(a),
         Cmd::List { paths } => list(&paths),
         Cmd::Functionalize { target, args, format } => functionalize_cmd(&target, &args, &format),
-        Cmd::Optimize { paths, rules, out } => optimize_cmd(&paths, rules.as_deref(), &out),
+        Cmd::Optimize { paths, rules, out } => optimize_cmd(&paths, &rules, &out),
+        Cmd::Rules { cmd: RulesCmd::Check { rules, samples } } => rules_check(&rules, samples),
+        Cmd::Rules { cmd: RulesCmd::List { rules } } => rules_list(&rules),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -272,11 +313,42 @@ fn run_one(
     write_outputs(output, &out.returns, out.returns_tuple, &out.mutated)
 }
 
-fn optimize_cmd(paths: &[String], rules_dir: Option<&Path>, out: &Path) -> Result<(), Failure> {
-    let defs = match rules_dir {
-        Some(d) => funcfuse::rewrite::rules::load_dir(d)?,
-        None => funcfuse::rewrite::rules::shipped()?,
-    };
+fn rules_check(rules: &RuleArgs, samples: usize) -> Result<(), Failure> {
+    let defs = rules.load()?;
+    let reports = funcfuse::rewrite::check::check_rules(&defs, samples);
+    let mut failed = 0;
+    for r in &reports {
+        match &r.failure {
+            None => outln!("ok    {:<32} {:>4} of {} instances applied  ({})", r.name, r.applied, r.drawn, r.at),
+            Some(f) => {
+                failed += 1;
+                outln!("FAIL  {:<32} ({})\n  {}", r.name, r.at, f.replace('\n', "\n  "));
+            }
+        }
+    }
+    for (name, what) in funcfuse::rewrite::saturate::RUST_REWRITES {
+        outln!("rust  {name:<32} {what} (checked by the corpus tests against the reference engine)");
+    }
+    outln!("{} rules checked, {failed} failed", reports.len());
+    if failed > 0 {
+        return Err(Failure(1, format!("{failed} unsound or unchecked rules")));
+    }
+    Ok(())
+}
+
+fn rules_list(rules: &RuleArgs) -> Result<(), Failure> {
+    for r in rules.load()? {
+        let arrow = if r.both_ways { "<=>" } else { "=>" };
+        outln!("{:<32} {}:{}  {} {arrow} {}", r.name, r.file, r.line, r.lhs, r.rhs);
+    }
+    for (name, what) in funcfuse::rewrite::saturate::RUST_REWRITES {
+        outln!("{name:<32} (Rust rewrite) {what}");
+    }
+    Ok(())
+}
+
+fn optimize_cmd(paths: &[String], rules: &RuleArgs, out: &Path) -> Result<(), Failure> {
+    let defs = rules.load()?;
     let rules = funcfuse::rewrite::rules::to_rewrites(&defs)?;
     // Every (file, function) to optimize, in a stable order.
     // Each target with its output folder: the file's path below the directory given (or its name), without `.py`.

@@ -482,3 +482,24 @@ fn optimize_with_a_broken_rules_directory_fails_at_load() {
     assert_eq!(o.code, 1);
     assert!(o.stderr.contains("views.rules:2: cannot parse `(acess ?x ?v)`"), "{}", o.stderr);
 }
+
+#[test]
+fn rules_check_passes_the_shipped_rules_and_catches_a_users_unsound_rule() {
+    let o = funcfuse(&["rules", "check", "--samples", "100"]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("ok    views/read-after-write") && o.stdout.contains("rust  loops/vectorize"));
+    assert!(o.stdout.contains(" 0 failed"), "{}", o.stdout);
+
+    let dir = scratch("rules_check_unsound");
+    std::fs::create_dir_all(dir.join("mine")).unwrap();
+    let rule =
+        "# reading through any view sees the write\nmine/too-eager: (access (assign ?x ?v ?y) ?w) => (access ?x ?w)\n";
+    std::fs::write(dir.join("mine/mine.rules"), rule).unwrap();
+    let o = funcfuse(&["rules", "check", "--rules", dir.join("mine").to_str().unwrap(), "--samples", "200"]);
+    assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("FAIL  mine/too-eager") && o.stdout.contains("mine.rules:2"), "{}", o.stdout);
+    assert!(o.stdout.contains("left:") && o.stdout.contains("?w = (view"), "{}", o.stdout);
+    // The user's rules come in addition to the shipped ones, or alone with --only-rules.
+    let o = funcfuse(&["rules", "list", "--rules", dir.join("mine").to_str().unwrap(), "--only-rules"]);
+    assert_eq!(o.stdout.lines().filter(|l| !l.contains("Rust rewrite")).count(), 1, "{}", o.stdout);
+}

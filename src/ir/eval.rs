@@ -494,6 +494,14 @@ impl Evaluator<'_> {
                 let parts: Vec<Tensor> = args[1..].iter().map(|&a| self.tensor(a)).collect::<R<_>>()?;
                 out(reduce::cat(&parts, d))
             }
+            InView => {
+                arity(2)?;
+                let x = t(self, 0)?;
+                let mask = Tensor::zeros(DType::Bool, &x.shape)?;
+                let view = self.viewed(&mask, args[1])?;
+                ops::write_result(&view, &Tensor::scalar(DType::Bool, Scalar::B(true))?, false)?;
+                Ok(V::T(mask))
+            }
             Triu | Tril => {
                 arity(2)?;
                 let x = t(self, 0)?;

@@ -219,6 +219,8 @@ op_names! {
     Cat = "cat",
     Triu = "triu",
     Tril = "tril",
+    // `(inview x v)`: a bool tensor of x's shape, true at the elements view v reaches.
+    InView = "inview",
     // Advanced indexing.
     Index = "index",
     IndexPut = "index_put",

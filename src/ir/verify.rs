@@ -415,6 +415,14 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             }
             Ty::Tensor(d0, shape)
         }
+        InView => {
+            arity(2)?;
+            let (_, s) = cx.tensor(0)?;
+            match cx.ty(1)? {
+                Ty::View(_) => Ty::Tensor(DType::Bool, s),
+                other => return Err(format!("inview takes a tensor and a view, not {other}")),
+            }
+        }
         Triu | Tril => {
             arity(2)?;
             cx.int(1)?;

@@ -6,6 +6,7 @@
 //! Deliberately absent so far: rule files, saturation phases and extraction (issue #4).
 
 mod analysis;
+pub mod check;
 pub mod rules;
 pub mod saturate;
 pub mod vectorize;

@@ -30,8 +30,11 @@ pub struct RuleDef {
 /// The predicates rule conditions may name.
 pub const PREDICATES: &[(&str, usize, &str)] = &[
     ("same_dtype", 2, "both are tensors of one dtype"),
+    ("same_shape", 2, "both are tensors of one shape (so nothing broadcasts)"),
+    ("scalar", 1, "?a is a tensor of no dims (it broadcasts to every shape)"),
+    ("float", 1, "?a is a floating-point tensor"),
     ("fills", 2, "tensor ?a has exactly the shape of view ?b"),
-    ("no_overlap", 1, "no two indices of view ?a name one element"),
+    ("no_overlap", 1, "no two indices of view ?a name one element (checked by enumeration)"),
     ("disjoint", 2, "views ?a and ?b, whose offsets differ by a known constant, share no element"),
 ];
 
@@ -157,6 +160,7 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<RuleDef>, Diagnostic> {
 
 /// The rule files shipped in `rules/`, compiled into the binary.
 const SHIPPED: &[(&str, &str)] = &[
+    ("rules/fusion.rules", include_str!("../../rules/fusion.rules")),
     ("rules/scatter.rules", include_str!("../../rules/scatter.rules")),
     ("rules/views.rules", include_str!("../../rules/views.rules")),
 ];
@@ -196,6 +200,28 @@ pub fn load_dir(dir: &Path) -> Result<Vec<RuleDef>, Diagnostic> {
     Ok(out)
 }
 
+/// The rules to use: the shipped ones (unless `shipped` is false) and those of each directory, in order; a name
+/// defined twice is an error naming both places.
+pub fn load(dirs: &[std::path::PathBuf], shipped_too: bool) -> Result<Vec<RuleDef>, Diagnostic> {
+    let mut out: Vec<RuleDef> = if shipped_too { shipped()? } else { Vec::new() };
+    for d in dirs {
+        for r in load_dir(d)? {
+            if let Some(prev) = out.iter().find(|p| p.name == r.name) {
+                return Err(err(
+                    &r.file,
+                    r.line,
+                    format!("duplicate rule name `{}` (first at {}:{})", r.name, prev.file, prev.line),
+                ));
+            }
+            out.push(r);
+        }
+    }
+    if out.is_empty() {
+        return Err(Diagnostic::new("no rules: --only-rules needs at least one --rules DIR with rules in it"));
+    }
+    Ok(out)
+}
+
 fn tensor_ty(g: &TermGraph, id: Id) -> Option<(crate::tensor::DType, Vec<usize>)> {
     match &g[id].data.ty {
         Some(Ty::Tensor(d, s)) => Some((*d, s.clone())),
@@ -230,20 +256,95 @@ fn offsets(shape: &[usize], strides: &[isize], base: i64) -> Vec<i64> {
         .collect()
 }
 
+/// The lowest and highest storage offsets a view reaches from `base` (an empty view reaches none: lo > hi).
+fn span(shape: &[usize], strides: &[isize], base: i64) -> (i64, i64) {
+    if shape.contains(&0) {
+        return (1, 0);
+    }
+    let (mut lo, mut hi) = (base, base);
+    for (&n, &s) in shape.iter().zip(strides) {
+        let reach = (n as i64 - 1) * s as i64;
+        if reach < 0 {
+            lo += reach;
+        } else {
+            hi += reach;
+        }
+    }
+    (lo, hi)
+}
+
+type ViewPair = (Vec<usize>, Vec<isize>, Vec<usize>, Vec<isize>, i64);
+
+thread_local! {
+    /// Answers of [`disjoint`]: the same pairs of views come up again and again during saturation.
+    static DISJOINT: std::cell::RefCell<hashbrown::HashMap<ViewPair, bool>> = Default::default();
+}
+
+/// Whether view a (from offset 0) and view b (from offset `delta`) share no element: disjoint ranges, else the
+/// elements of a within b's range marked in a bitmap and b's looked up. Very large overlapping views are assumed to
+/// share elements (which only keeps a rule from firing).
+fn disjoint(sa: &[usize], ta: &[isize], sb: &[usize], tb: &[isize], delta: i64) -> bool {
+    let (lo_a, hi_a) = span(sa, ta, 0);
+    let (lo_b, hi_b) = span(sb, tb, delta);
+    if hi_a < lo_b || hi_b < lo_a {
+        return true;
+    }
+    let key = (sa.to_vec(), ta.to_vec(), sb.to_vec(), tb.to_vec(), delta);
+    if let Some(r) = DISJOINT.with(|c| c.borrow().get(&key).copied()) {
+        return r;
+    }
+    let (lo, hi) = (lo_a.max(lo_b), hi_a.min(hi_b));
+    let r = if sa.iter().product::<usize>() + sb.iter().product::<usize>() > 1 << 24 {
+        false
+    } else {
+        let mut mark = vec![false; (hi - lo + 1) as usize];
+        for o in offsets(sa, ta, 0) {
+            if (lo..=hi).contains(&o) {
+                mark[(o - lo) as usize] = true;
+            }
+        }
+        !offsets(sb, tb, delta).into_iter().any(|o| (lo..=hi).contains(&o) && mark[(o - lo) as usize])
+    };
+    DISJOINT.with(|c| c.borrow_mut().insert(key, r));
+    r
+}
+
+/// Whether no two indices of a view name one element. Sorted by stride, each dim stepping past everything the
+/// smaller ones reach proves it; a small view that fails that test is enumerated, a large one is assumed to overlap
+/// (which only keeps a rule from firing).
+fn no_overlap(shape: &[usize], strides: &[isize]) -> bool {
+    let mut dims: Vec<(i64, i64)> =
+        shape.iter().zip(strides).filter(|(&n, _)| n > 1).map(|(&n, &s)| (n as i64, (s as i64).abs())).collect();
+    dims.sort_by_key(|&(_, s)| s);
+    let mut reach = 0;
+    let nested = dims.iter().all(|&(n, s)| {
+        let ok = s > reach;
+        reach += (n - 1) * s;
+        ok
+    });
+    if nested {
+        return true;
+    }
+    if shape.iter().product::<usize>() > 1 << 16 {
+        return false;
+    }
+    let all = offsets(shape, strides, 0);
+    all.iter().collect::<HashSet<_>>().len() == all.len()
+}
+
 /// Evaluates a named predicate on the classes bound to its arguments.
-fn check(g: &TermGraph, pred: &str, ids: &[Id]) -> bool {
+pub(crate) fn check(g: &TermGraph, pred: &str, ids: &[Id]) -> bool {
     match pred {
         "same_dtype" => matches!((tensor_ty(g, ids[0]), tensor_ty(g, ids[1])), (Some((a, _)), Some((b, _))) if a == b),
+        "same_shape" => matches!((tensor_ty(g, ids[0]), tensor_ty(g, ids[1])), (Some((_, a)), Some((_, b))) if a == b),
+        "scalar" => matches!(tensor_ty(g, ids[0]), Some((_, s)) if s.is_empty()),
+        "float" => matches!(tensor_ty(g, ids[0]), Some((d, _)) if d.is_float()),
         "fills" => match (tensor_ty(g, ids[0]), &g[ids[1]].data.ty) {
             (Some((_, s)), Some(Ty::View(v))) => s == *v,
             _ => false,
         },
-        "no_overlap" => match static_view(g, ids[0]) {
-            Some((shape, strides, _)) => !shape.iter().zip(&strides).any(|(&n, &s)| n > 1 && s == 0),
-            // A view made by the functionalizer from a tensor's own view never overlaps itself unless it was
-            // expanded; without literal strides we cannot tell, so we say no.
-            None => false,
-        },
+        // Every index names its own element.
+        "no_overlap" => static_view(g, ids[0]).is_some_and(|(shape, strides, _)| no_overlap(&shape, &strides)),
         // Two views whose offsets differ by a known constant (however they depend on loop variables).
         "disjoint" => match (static_view(g, ids[0]), static_view(g, ids[1])) {
             (Some((sa, ta, oa)), Some((sb, tb, ob))) => {
@@ -251,8 +352,7 @@ fn check(g: &TermGraph, pred: &str, ids: &[Id]) -> bool {
                 if !d.terms.is_empty() {
                     return false;
                 }
-                let set: HashSet<i64> = offsets(&sa, &ta, 0).into_iter().collect();
-                !offsets(&sb, &tb, d.c).iter().any(|o| set.contains(o))
+                disjoint(&sa, &ta, &sb, &tb, d.c)
             }
             _ => false,
         },
