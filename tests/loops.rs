@@ -51,3 +51,17 @@ fn loop_carried_dependences_stay_loops() {
         assert_eq!((before, after), (1, 1), "{func}");
     }
 }
+
+#[test]
+fn assigns_covering_an_axis_become_one_cat() {
+    for (file, func) in [("corpus/micro/extra_ops.py", "decode_boxes"), ("corpus/workloads/fcos.py", "fcos")] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+        let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
+        let f = functionalize(&module, func, &BTreeMap::new()).unwrap_or_else(|d| panic!("{d}"));
+        let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped().unwrap()).unwrap();
+        let o = optimize(&f, &rules, Default::default()).unwrap();
+        assert!(o.fired.get("scatter/cover-cat").is_some_and(|&n| n >= 1), "{func}: {:?}", o.fired);
+        assert!(o.term.to_string().contains("(cat "), "{func}");
+        assert!(term_stats(&o.term).assigns < term_stats(&f.term).assigns, "{func}");
+    }
+}

@@ -38,8 +38,19 @@ impl std::fmt::Display for Ty {
 
 /// Infers the type of `term`'s root given the types of its inputs; an error names the offending node.
 pub fn verify(term: &Term, inputs: &[(String, DType, Vec<usize>)]) -> Result<Ty, String> {
-    let mut v = Verifier { term, inputs, frames: Vec::new(), cache: Default::default() };
+    let mut v = Verifier { term, inputs, frames: Vec::new(), serials: vec![0], next: 1, cache: Default::default() };
     v.ty(term.root())
+}
+
+/// The types of the nodes of `term` that are evaluated outside every loop (those that use no loop's variable or
+/// state), by node.
+pub fn top_level_types(
+    term: &Term,
+    inputs: &[(String, DType, Vec<usize>)],
+) -> Result<hashbrown::HashMap<Id, Ty>, String> {
+    let mut v = Verifier { term, inputs, frames: Vec::new(), serials: vec![0], next: 1, cache: Default::default() };
+    v.ty(term.root())?;
+    Ok(v.cache.into_iter().filter(|((_, frame), _)| *frame == 0).map(|((id, _), t)| (id, t)).collect())
 }
 
 struct Verifier<'a> {
@@ -47,6 +58,10 @@ struct Verifier<'a> {
     inputs: &'a [(String, DType, Vec<usize>)],
     /// Carried-state types of the enclosing loops, innermost last.
     frames: Vec<Vec<Ty>>,
+    /// A number for each entered loop body (0 outside all loops), innermost last: types are cached per body entered,
+    /// as one node shared by two loops' bodies may have a different type in each.
+    serials: Vec<usize>,
+    next: usize,
     cache: hashbrown::HashMap<(Id, usize), Ty>,
 }
 
@@ -56,7 +71,7 @@ fn dummy(d: DType, rank: usize) -> Operand {
 
 impl Verifier<'_> {
     fn ty(&mut self, id: Id) -> Result<Ty, String> {
-        let key = (id, self.frames.len());
+        let key = (id, *self.serials.last().expect("the outermost frame"));
         if let Some(t) = self.cache.get(&key) {
             return Ok(t.clone());
         }
@@ -72,6 +87,17 @@ impl Verifier<'_> {
             )?;
         self.cache.insert(key, t.clone());
         Ok(t)
+    }
+
+    fn push(&mut self, state: Vec<Ty>) {
+        self.frames.push(state);
+        self.serials.push(self.next);
+        self.next += 1;
+    }
+
+    fn pop(&mut self) {
+        self.frames.pop();
+        self.serials.pop();
     }
 
     fn show(&self, id: Id) -> String {
@@ -209,9 +235,9 @@ impl Verifier<'_> {
                     self.int(x)?;
                 }
                 let state = self.tuple_items(init)?;
-                self.frames.push(state.clone());
+                self.push(state.clone());
                 let out = self.tuple_items(body);
-                self.frames.pop();
+                self.pop();
                 let out = out?;
                 if out != state {
                     return Err(format!("loop body yields {} but carries {}", Ty::Tuple(out), Ty::Tuple(state)));
@@ -220,10 +246,10 @@ impl Verifier<'_> {
             }
             Node::While([init, cond, body]) => {
                 let state = self.tuple_items(init)?;
-                self.frames.push(state.clone());
+                self.push(state.clone());
                 let c = self.ty(cond);
                 let out = self.tuple_items(body);
-                self.frames.pop();
+                self.pop();
                 match c? {
                     Ty::Tensor(DType::Bool, s) if s.iter().product::<usize>() == 1 => {}
                     Ty::Bool => {}

@@ -40,8 +40,13 @@ pub struct Optimized {
 }
 
 /// The Rust rewrites, by name, with what they do; reported beside the text rules.
-pub const RUST_REWRITES: &[(&str, &str)] =
-    &[("loops/vectorize", "a loop whose iterations are independent becomes slice-wide operations over all of them")];
+pub const RUST_REWRITES: &[(&str, &str)] = &[
+    ("loops/vectorize", "a loop whose iterations are independent becomes slice-wide operations over all of them"),
+    ("scatter/cover-cat", "assigns through slices of one axis that together cover a buffer become one cat"),
+];
+
+/// A Rust rewrite: the term rewritten, and how many places it changed.
+type RustRewrite = fn(&Term, &[(String, crate::tensor::DType, Vec<usize>)]) -> (Term, usize);
 
 /// Saturates and extracts in phases: the text rules, then the Rust rewrites on the extracted term, then the text
 /// rules again on what they produced. Each phase gets half of what is left of the time limit.
@@ -61,11 +66,19 @@ pub fn optimize(f: &Functional, rules: &[Rewrite<Node, TermAnalysis>], limits: L
         saturate(out, &f.inputs, rules, Limits { time: left / 2, ..limits })
     };
     phase(&mut out)?;
-    let (term, n) = super::vectorize::vectorize_loops(&out.term, &f.inputs);
-    if n > 0 {
-        verify(&term, &f.inputs).map_err(|e| format!("loops/vectorize produced a term that does not verify: {e}"))?;
-        out.term = term;
-        out.fired.insert("loops/vectorize".to_string(), n);
+    let mut changed = false;
+    let passes: [(&str, RustRewrite); 2] =
+        [("loops/vectorize", super::vectorize::vectorize_loops), ("scatter/cover-cat", super::cover::cover_cat)];
+    for (name, pass) in passes {
+        let (term, n) = pass(&out.term, &f.inputs);
+        if n > 0 {
+            verify(&term, &f.inputs).map_err(|e| format!("{name} produced a term that does not verify: {e}"))?;
+            out.term = term;
+            out.fired.insert(name.to_string(), n);
+            changed = true;
+        }
+    }
+    if changed {
         phase(&mut out)?;
     }
     Ok(out)
