@@ -4,12 +4,14 @@
 //! PyTorch's exact aliasing semantics (the reference every later stage is checked against); [`tensor`] is the strided
 //! runtime both use; [`io`] reads and writes `.npy` files and generates seeded inputs.
 
+pub mod backend;
 pub mod diag;
 pub mod frontend;
 pub mod functionalize;
 pub mod interp;
 pub mod io;
 pub mod ir;
+pub mod lower;
 pub mod optimize;
 pub mod rewrite;
 pub mod tensor;

@@ -306,7 +306,7 @@ fn run_one(
             let o = funcfuse::rewrite::saturate::optimize(&f, &rules, Default::default())
                 .map_err(|m| Failure(1, format!("{file}: {m}")))?;
             f.term = o.term;
-            funcfuse::functionalize::run_functional(&f, &inputs).map_err(|d| d.in_file(file))?
+            funcfuse::lower::run_c(&f, funcfuse::lower::Policy::Fused, &inputs).map_err(|d| d.in_file(file))?.0
         }
         Engine::Reference => interp::run_program(module, func, &inputs, scalars)?,
     };

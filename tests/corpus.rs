@@ -23,6 +23,19 @@ fn main() {
             common::check_optimized(&module, &func2, &inputs)?;
             Ok(())
         }));
+        for (what, policy, seed) in [
+            ("c_plan_matches_reference", funcfuse::lower::Policy::Fused, 4),
+            ("eager_plan_matches_reference", funcfuse::lower::Policy::Eager, 5),
+            ("unfunctionalized_plan_matches_reference", funcfuse::lower::Policy::Unfunctionalized, 6),
+        ] {
+            let (file3, func3) = (p.file.clone(), p.func.clone());
+            trials.push(Trial::test(format!("{what}::{label}"), move || {
+                let module = funcfuse::frontend::load_module(file3.to_str().unwrap()).map_err(|d| d.to_string())?;
+                let inputs = common::seeded_inputs(&module, &func3, seed);
+                common::check_plan(&module, &func3, &inputs, policy)?;
+                Ok(())
+            }));
+        }
         let expected_report = NOT_FUNCTIONALIZED.iter().find(|(l, _)| *l == label).map(|(_, m)| *m);
         trials.push(Trial::test(format!("functional_matches_reference::{label}"), move || {
             let module = funcfuse::frontend::load_module(file.to_str().unwrap()).map_err(|d| d.to_string())?;

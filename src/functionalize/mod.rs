@@ -207,6 +207,19 @@ pub fn run_functional(
     f: &Functional,
     inputs: &std::collections::BTreeMap<String, crate::tensor::Tensor>,
 ) -> Result<interp::RunOutput, Diagnostic> {
+    run_with(f, inputs, |term, inputs| crate::ir::eval_program(term, inputs).map_err(|e| e.0))
+}
+
+/// Runs a functionalized program with `engine` (which evaluates its term on the inputs), checking the inputs
+/// against the signature first; outputs are sorted as the reference's are.
+pub fn run_with(
+    f: &Functional,
+    inputs: &std::collections::BTreeMap<String, crate::tensor::Tensor>,
+    engine: impl FnOnce(
+        &crate::ir::Term,
+        &std::collections::BTreeMap<String, crate::tensor::Tensor>,
+    ) -> Result<Vec<crate::tensor::Tensor>, String>,
+) -> Result<interp::RunOutput, Diagnostic> {
     for (name, dtype, shape) in &f.inputs {
         match inputs.get(name) {
             Some(t) if t.dtype() == *dtype && t.shape == *shape => {}
@@ -222,7 +235,7 @@ pub fn run_functional(
             None => return Err(Diagnostic::new(format!("no input given for tensor parameter `{name}`"))),
         }
     }
-    let values = crate::ir::eval_program(&f.term, inputs).map_err(|e| Diagnostic::new(e.0))?;
+    let values = engine(&f.term, inputs).map_err(Diagnostic::new)?;
     let mut returns = Vec::new();
     let mut mutated = Vec::new();
     for (o, v) in f.outputs.iter().zip(values) {

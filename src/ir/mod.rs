@@ -21,11 +21,12 @@ mod verify;
 
 use egg::{define_language, Id, Language, RecExpr};
 
+pub(crate) use eval::{binary as binary_of, unary as unary_of};
 pub use eval::{eval_program, EvalError};
 pub use literals::{BoolLit, FloatLit, OpName, ParamName};
 pub use print::{display_dag, term_stats, TermStats};
 pub(crate) use verify::{matmul_shape, op_type, OpCx};
-pub use verify::{top_level_types, verify, Ty};
+pub use verify::{node_types, top_level_types, verify, Ty};
 
 /// Is `op` an elementwise operator of one tensor?
 pub fn is_unary(op: OpName) -> bool {

@@ -42,6 +42,25 @@ pub fn verify(term: &Term, inputs: &[(String, DType, Vec<usize>)]) -> Result<Ty,
     v.ty(term.root())
 }
 
+/// The type of every node of `term` (None for nodes the root does not reach); an error when one node has
+/// different types in different loop bodies.
+pub fn node_types(term: &Term, inputs: &[(String, DType, Vec<usize>)]) -> Result<Vec<Option<Ty>>, String> {
+    let mut v = Verifier { term, inputs, frames: Vec::new(), serials: vec![0], next: 1, cache: Default::default() };
+    v.ty(term.root())?;
+    let mut out: Vec<Option<Ty>> = vec![None; term.as_ref().len()];
+    let mut entries: Vec<_> = v.cache.into_iter().collect();
+    entries.sort_by_key(|((id, serial), _)| (*id, *serial));
+    for ((id, _), t) in entries {
+        match &out[usize::from(id)] {
+            Some(prev) if *prev != t => {
+                return Err(format!("node {id} has type {prev} in one loop and {t} in another"))
+            }
+            _ => out[usize::from(id)] = Some(t),
+        }
+    }
+    Ok(out)
+}
+
 /// The types of the nodes of `term` that are evaluated outside every loop (those that use no loop's variable or
 /// state), by node.
 pub fn top_level_types(

@@ -107,6 +107,16 @@ impl DType {
         }
     }
 
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::Bool => 1,
+            DType::F16 | DType::BF16 => 2,
+            DType::I32 | DType::F32 => 4,
+            DType::I64 | DType::F64 => 8,
+        }
+    }
+
     pub fn is_float(self) -> bool {
         self.kind() == Kind::Float
     }

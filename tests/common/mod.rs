@@ -227,3 +227,34 @@ pub fn check_optimized(module: &Module, func: &str, inputs: &BTreeMap<String, Te
     }
     Ok(())
 }
+
+/// Functionalizes and optimizes a program (the shipped rules), for the plan checks.
+pub fn optimized(module: &Module, func: &str) -> Result<funcfuse::functionalize::Functional, String> {
+    let mut f = funcfuse::functionalize::functionalize(module, func, &BTreeMap::new()).map_err(|d| d.to_string())?;
+    let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped().map_err(|d| d.to_string())?)
+        .map_err(|d| d.to_string())?;
+    f.term = funcfuse::rewrite::saturate::optimize(&f, &rules, Default::default())?.term;
+    Ok(f)
+}
+
+/// Runs a program's plan under `policy` on the C backend and compares it with the reference engine.
+pub fn check_plan(
+    module: &Module,
+    func: &str,
+    inputs: &BTreeMap<String, Tensor>,
+    policy: funcfuse::lower::Policy,
+) -> Result<funcfuse::lower::exec::Stats, String> {
+    let f = if policy == funcfuse::lower::Policy::Fused {
+        optimized(module, func)?
+    } else {
+        funcfuse::functionalize::functionalize(module, func, &BTreeMap::new()).map_err(|d| d.to_string())?
+    };
+    let fresh: BTreeMap<String, Tensor> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
+    let (got, stats) = funcfuse::lower::run_c(&f, policy, &fresh).map_err(|d| d.to_string())?;
+    let want = run_reference(module, func, inputs)?;
+    let (g, w) = (output_files(&got), output_files(&want));
+    for (name, t) in &w {
+        compare(name, g.get(name).ok_or(format!("no {name}"))?, t)?;
+    }
+    Ok(stats)
+}

@@ -1,0 +1,150 @@
+//! The C backend: every kernel of a plan rendered as a C function in one translation unit, compiled with the system
+//! C compiler (`$CC`, else `cc`) at `-O3` for the host CPU, loaded with `dlopen`, and run on host buffers.
+//!
+//! Compiled libraries are cached by a hash of their source under `$FUNCFUSE_CACHE` (default: the system temp
+//! directory), so a plan compiles once per machine.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use super::source::{buffer_decls, helpers, point_body, prelude};
+use crate::lower::exec::Device;
+use crate::lower::kernel::Kernel;
+use crate::lower::Plan;
+use crate::tensor::{Buf, DType, Tensor};
+
+type KernelFn = unsafe extern "C" fn(*const *mut std::ffi::c_void, *const i64);
+
+/// The C source of a plan's kernels.
+pub fn render(plan: &Plan) -> String {
+    render_kernels(&plan.kernels)
+}
+
+pub fn render_kernels(kernels: &[Kernel]) -> String {
+    let mut s = String::from("#include <stdint.h>\n#include <math.h>\n");
+    s.push_str(&prelude("static inline"));
+    for k in kernels {
+        let (def, _, undef) = helpers(k, "static inline");
+        let _ = writeln!(s, "\n/* {}: {} point(s) */", k.name, k.domain.iter().product::<usize>());
+        s.push_str(&def);
+        let _ = writeln!(s, "void {}(void** b, const int64_t* p) {{\n  (void)p;", k.name);
+        s.push_str(&buffer_decls(k));
+        let mut ind = String::from("  ");
+        for (v, &n) in k.domain.iter().enumerate() {
+            let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {n}; i{v}++) {{");
+            ind.push_str("  ");
+        }
+        s.push_str(&point_body(k, &ind));
+        for _ in &k.domain {
+            ind.truncate(ind.len() - 2);
+            let _ = writeln!(s, "{ind}}}");
+        }
+        s.push_str("}\n");
+        s.push_str(&undef);
+    }
+    s
+}
+
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+}
+
+fn cache_dir() -> PathBuf {
+    std::env::var_os("FUNCFUSE_CACHE").map(PathBuf::from).unwrap_or_else(|| std::env::temp_dir().join("funcfuse-cache"))
+}
+
+/// Compiles C source to a shared library (or finds it in the cache); returns its path.
+pub fn compile(source: &str) -> Result<PathBuf, String> {
+    let dir = cache_dir().join("c");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let stem = format!("{:016x}", fnv(source));
+    let lib = dir.join(format!("{stem}.so"));
+    if lib.exists() {
+        return Ok(lib);
+    }
+    static SERIAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let unique = format!("{}-{}", std::process::id(), SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let src = dir.join(format!("{stem}.{unique}.c"));
+    std::fs::write(&src, source).map_err(|e| format!("{}: {e}", src.display()))?;
+    let tmp = dir.join(format!("{stem}.{unique}.so"));
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = std::process::Command::new(&cc)
+        .args(["-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-fPIC", "-shared", "-w", "-o"])
+        .arg(&tmp)
+        .arg(&src)
+        .arg("-lm")
+        .output()
+        .map_err(|e| format!("cannot run the C compiler `{cc}`: {e}"))?;
+    let _ = std::fs::remove_file(&src);
+    if !out.status.success() {
+        return Err(format!("the C compiler rejected the kernels:\n{}", String::from_utf8_lossy(&out.stderr)));
+    }
+    std::fs::rename(&tmp, &lib).map_err(|e| format!("{}: {e}", lib.display()))?;
+    Ok(lib)
+}
+
+/// Host buffers and compiled kernels.
+pub struct CDevice {
+    _lib: libloading::Library,
+    fns: Vec<KernelFn>,
+}
+
+impl CDevice {
+    /// Compiles and loads the kernels of `plan`.
+    pub fn new(plan: &Plan) -> Result<CDevice, String> {
+        let path = compile(&render(plan))?;
+        // SAFETY: the library is one we just compiled from our own source; it has no initializers.
+        let lib = unsafe { libloading::Library::new(&path) }.map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut fns = Vec::new();
+        for k in &plan.kernels {
+            // SAFETY: every kernel is rendered with exactly this signature.
+            let f: libloading::Symbol<KernelFn> =
+                unsafe { lib.get(k.name.as_bytes()) }.map_err(|e| format!("kernel {}: {e}", k.name))?;
+            fns.push(*f);
+        }
+        Ok(CDevice { _lib: lib, fns })
+    }
+}
+
+fn ptr(t: &Tensor) -> *mut std::ffi::c_void {
+    let mut b = t.buf.borrow_mut();
+    match &mut *b {
+        Buf::Bool(v) => v.as_mut_ptr() as *mut _,
+        Buf::I32(v) => v.as_mut_ptr() as *mut _,
+        Buf::I64(v) => v.as_mut_ptr() as *mut _,
+        Buf::F32(v) => v.as_mut_ptr() as *mut _,
+        Buf::F64(v) => v.as_mut_ptr() as *mut _,
+    }
+}
+
+impl Device for CDevice {
+    type Buf = Tensor;
+
+    fn upload(&mut self, t: &Tensor) -> Result<Tensor, String> {
+        Ok(t.contiguous_copy())
+    }
+
+    fn download(&mut self, b: &Tensor, _: DType, shape: &[usize]) -> Result<Tensor, String> {
+        Ok(b.restride(shape.to_vec(), crate::tensor::contiguous_strides(shape), 0))
+    }
+
+    fn alloc(&mut self, d: DType, n: usize) -> Result<Tensor, String> {
+        Tensor::zeros(d, &[n])
+    }
+
+    fn copy(&mut self, b: &Tensor, _: DType, _: usize) -> Result<Tensor, String> {
+        Ok(b.contiguous_copy())
+    }
+
+    fn launch(&mut self, k: usize, bufs: &[&Tensor], params: &[i64]) -> Result<(), String> {
+        let ptrs: Vec<*mut std::ffi::c_void> = bufs.iter().map(|t| ptr(t)).collect();
+        // SAFETY: the kernel reads and writes within the buffers' sizes, which the planner derived from the same
+        // shapes the buffers were allocated with; buffers are contiguous and live for the call.
+        unsafe { (self.fns[k])(ptrs.as_ptr(), params.as_ptr()) };
+        Ok(())
+    }
+
+    fn same(a: &Tensor, b: &Tensor) -> bool {
+        a.same_storage(b)
+    }
+}

@@ -1,0 +1,7 @@
+//! Backends: renderers of the kernel IR and the devices that run plans.
+//!
+//! `c` renders C, compiles it with the system C compiler and runs it in this process (`dlopen`); `cuda` renders
+//! CUDA C for NVRTC. Both render expressions with [`crate::lower::kernel::render`], so the two agree on arithmetic.
+
+pub mod c;
+pub mod source;

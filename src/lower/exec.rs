@@ -1,0 +1,403 @@
+//! Running a plan: the host walks the term's structure (loops, branches, tuples, integers), launches a kernel for
+//! every materialized node, and runs fallback ops with the functional interpreter. Buffers live on a [`Device`].
+//!
+//! Ownership: a kernel that writes in place may only touch a buffer nobody else holds. The planner proves that for
+//! the term; the executor adds what the term cannot show: a loop's initial tensors are copied on entry when the
+//! plan writes carried state in place, and a body result that aliases another (or a buffer from outside the loop)
+//! is copied before the next iteration.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use egg::{Id, Language};
+use hashbrown::HashMap;
+
+use super::plan::{How, Plan};
+use crate::ir::{eval_program, Builder, Node, Term, Ty};
+use crate::tensor::{DType, Tensor};
+
+/// Where buffers live and kernels run.
+pub trait Device {
+    type Buf: Clone;
+    fn upload(&mut self, t: &Tensor) -> Result<Self::Buf, String>;
+    fn download(&mut self, b: &Self::Buf, d: DType, shape: &[usize]) -> Result<Tensor, String>;
+    fn alloc(&mut self, d: DType, n: usize) -> Result<Self::Buf, String>;
+    fn copy(&mut self, b: &Self::Buf, d: DType, n: usize) -> Result<Self::Buf, String>;
+    /// Launches kernel `k` of the plan; `bufs[0]` is the output.
+    fn launch(&mut self, k: usize, bufs: &[&Self::Buf], params: &[i64]) -> Result<(), String>;
+    fn same(a: &Self::Buf, b: &Self::Buf) -> bool;
+    fn sync(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// What one run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Stats {
+    /// Kernels launched, buffer copies included.
+    pub launches: usize,
+    pub copies: usize,
+    /// Ops run on the host by the functional interpreter.
+    pub fallbacks: usize,
+    /// Bytes read and written by kernels (an estimate: each load site reads at most its buffer once per point).
+    pub bytes: f64,
+    /// Arithmetic ops executed by kernels (an estimate from the expression trees).
+    pub flops: f64,
+}
+
+#[derive(Clone)]
+enum Val<B> {
+    T(B, DType, Rc<[usize]>),
+    I(i64),
+    F(f64),
+    B(bool),
+    Tup(Rc<Vec<Val<B>>>),
+    Other,
+}
+
+struct Frame<B> {
+    iter: i64,
+    carried: Vec<Val<B>>,
+    memo: HashMap<Id, Val<B>>,
+}
+
+pub struct Executor<'p, D: Device> {
+    plan: &'p Plan,
+    dev: &'p mut D,
+    global: HashMap<Id, Val<D::Buf>>,
+    frames: Vec<Frame<D::Buf>>,
+    dependent: Vec<bool>,
+    pub stats: Stats,
+    copy_loop_state: bool,
+}
+
+type R<T> = Result<T, String>;
+
+/// Runs `plan` on `dev` with `inputs`; returns the outputs (the root tuple's tensors) and what ran.
+pub fn execute<D: Device>(plan: &Plan, dev: &mut D, inputs: &BTreeMap<String, Tensor>) -> R<(Vec<Tensor>, Stats)> {
+    let copy_loop_state = plan
+        .launches
+        .iter()
+        .any(|l| matches!(plan.term[l.node], Node::Assign([x, _, _]) if matches!(plan.term[x], Node::Carried(_))));
+    let mut ex = Executor {
+        plan,
+        dev,
+        global: HashMap::new(),
+        frames: Vec::new(),
+        dependent: dependent_nodes(&plan.term),
+        stats: Stats::default(),
+        copy_loop_state,
+    };
+    let _ = inputs;
+    let root = plan.term.root();
+    let out = ex.eval(root, inputs)?;
+    let Val::Tup(items) = out else { return Err("a plan's root must be a tuple".into()) };
+    let mut tensors = Vec::new();
+    for v in items.iter() {
+        tensors.push(match v {
+            Val::T(b, d, s) => ex.dev.download(b, *d, s)?,
+            Val::I(i) => Tensor::scalar(DType::I64, crate::tensor::Scalar::I(*i))?,
+            _ => return Err("a program output is not a tensor".into()),
+        });
+    }
+    ex.dev.sync()?;
+    Ok((tensors, ex.stats))
+}
+
+fn dependent_nodes(term: &Term) -> Vec<bool> {
+    let nodes = term.as_ref();
+    let mut dep = vec![false; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        dep[i] = match n {
+            Node::Iter(_) | Node::Carried(_) => true,
+            Node::Loop([a, b, c, init, _]) => [a, b, c, init].iter().any(|&&x| dep[usize::from(x)]),
+            Node::While([init, _, _]) => dep[usize::from(*init)],
+            _ => n.children().iter().any(|&c| dep[usize::from(c)]),
+        };
+    }
+    dep
+}
+
+impl<D: Device> Executor<'_, D> {
+    fn eval(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
+        let dep = self.dependent[usize::from(id)];
+        let cached = if dep { self.frames.last().and_then(|f| f.memo.get(&id)) } else { self.global.get(&id) };
+        if let Some(v) = cached {
+            return Ok(v.clone());
+        }
+        let v = self.compute(id, inputs)?;
+        if dep {
+            if let Some(f) = self.frames.last_mut() {
+                f.memo.insert(id, v.clone());
+            }
+        } else {
+            self.global.insert(id, v.clone());
+        }
+        Ok(v)
+    }
+
+    fn int(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<i64> {
+        match self.eval(id, inputs)? {
+            Val::I(i) => Ok(i),
+            Val::B(b) => Ok(b as i64),
+            _ => Err(format!("expected an integer at node {id}")),
+        }
+    }
+
+    fn tensor(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<(D::Buf, DType, Rc<[usize]>)> {
+        match self.eval(id, inputs)? {
+            Val::T(b, d, s) => Ok((b, d, s)),
+            _ => Err(format!("expected a tensor at node {id}")),
+        }
+    }
+
+    fn truth(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<bool> {
+        Ok(match self.eval(id, inputs)? {
+            Val::T(b, d, s) => self.dev.download(&b, d, &s)?.item()?.to_bool(),
+            Val::B(b) => b,
+            Val::I(i) => i != 0,
+            _ => return Err("a condition that is not a tensor or a bool".into()),
+        })
+    }
+
+    fn frame(&self, d: i64) -> R<&Frame<D::Buf>> {
+        let n = self.frames.len() as i64;
+        if d < 0 || d >= n {
+            return Err(format!("loop reference {d} outside of {n} loops"));
+        }
+        Ok(&self.frames[(n - 1 - d) as usize])
+    }
+
+    fn compute(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
+        let plan = self.plan;
+        match plan.how[usize::from(id)].clone() {
+            How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) => return self.launch(id, k, inputs),
+            How::Fallback => return self.fallback(id, inputs),
+            How::Inline => return Err(format!("internal: node {id} was fused but is read by the host")),
+            How::Input | How::Host => {}
+        }
+        let node = plan.term[id].clone();
+        Ok(match node {
+            Node::Int(i) => Val::I(i),
+            Node::Float(f) => Val::F(f.0),
+            Node::Bool(b) => Val::B(b.0),
+            Node::Input(n) => {
+                let Node::Name(name) = &plan.term[n] else { return Err("input of a non-name".into()) };
+                let t = inputs.get(&name.0).ok_or_else(|| format!("no input named {}", name.0))?;
+                Val::T(self.dev.upload(&t.contiguous_copy())?, t.dtype(), t.shape.clone().into())
+            }
+            Node::Tuple(items) => {
+                Val::Tup(Rc::new(items.iter().map(|&c| self.eval(c, inputs)).collect::<R<Vec<_>>>()?))
+            }
+            Node::Get([t, j]) => {
+                let j = self.int(j, inputs)? as usize;
+                match self.eval(t, inputs)? {
+                    Val::Tup(items) => items.get(j).cloned().ok_or("get past the end of a tuple")?,
+                    _ => return Err("get of a non-tuple".into()),
+                }
+            }
+            Node::Iter(d) => {
+                let d = self.int(d, inputs)?;
+                Val::I(self.frame(d)?.iter)
+            }
+            Node::Carried([d, j]) => {
+                let (d, j) = (self.int(d, inputs)?, self.int(j, inputs)? as usize);
+                self.frame(d)?.carried.get(j).cloned().ok_or("carried past the end")?
+            }
+            Node::Op(op, args) => {
+                use crate::ir::OpName::*;
+                match op {
+                    IAdd | ISub | IMul | IFloorDiv | IMod => {
+                        let (a, b) = (self.int(args[0], inputs)?, self.int(args[1], inputs)?);
+                        Val::I(match op {
+                            IAdd => a.wrapping_add(b),
+                            ISub => a.wrapping_sub(b),
+                            IMul => a.wrapping_mul(b),
+                            _ if b == 0 => return Err("integer division by zero".into()),
+                            IFloorDiv => a.div_euclid(b) - i64::from(b < 0 && a.rem_euclid(b) != 0),
+                            _ => a - b * (a.div_euclid(b) - i64::from(b < 0 && a.rem_euclid(b) != 0)),
+                        })
+                    }
+                    ToInt => {
+                        let (b, d, s) = self.tensor(args[0], inputs)?;
+                        Val::I(self.dev.download(&b, d, &s)?.item()?.to_i64_trunc())
+                    }
+                    _ => return Err(format!("internal: `{op}` has no plan")),
+                }
+            }
+            Node::If([c, a, b]) => {
+                let arm = if self.truth(c, inputs)? { a } else { b };
+                self.eval(arm, inputs)?
+            }
+            Node::Loop([a, b, s, init, body]) => {
+                let (start, end, step) = (self.int(a, inputs)?, self.int(b, inputs)?, self.int(s, inputs)?);
+                if step == 0 {
+                    return Err("range() arg 3 must not be zero".into());
+                }
+                let mut state = self.entry_state(init, inputs)?;
+                let mut i = start;
+                while (step > 0 && i < end) || (step < 0 && i > end) {
+                    self.frames.push(Frame { iter: i, carried: state, memo: HashMap::new() });
+                    let r = self.eval(body, inputs);
+                    self.frames.pop();
+                    state = self.next_state(r?, body)?;
+                    i += step;
+                }
+                Val::Tup(Rc::new(state))
+            }
+            Node::While([init, cond, body]) => {
+                let mut state = self.entry_state(init, inputs)?;
+                let mut n = 0usize;
+                loop {
+                    self.frames.push(Frame { iter: n as i64, carried: state.clone(), memo: HashMap::new() });
+                    let go = self.truth(cond, inputs);
+                    let r = match go {
+                        Ok(true) => Some(self.eval(body, inputs)),
+                        Ok(false) => None,
+                        Err(e) => Some(Err(e)),
+                    };
+                    self.frames.pop();
+                    match r {
+                        None => break,
+                        Some(r) => state = self.next_state(r?, body)?,
+                    }
+                    n += 1;
+                    if n as u64 > crate::interp::MAX_WHILE_ITERATIONS {
+                        return Err("a while loop ran past its iteration limit".into());
+                    }
+                }
+                Val::Tup(Rc::new(state))
+            }
+            _ => Val::Other,
+        })
+    }
+
+    fn own(&mut self, v: &Val<D::Buf>) -> R<Val<D::Buf>> {
+        Ok(match v {
+            Val::T(b, d, s) => {
+                self.stats.launches += 1;
+                self.stats.copies += 1;
+                let n = s.iter().product::<usize>();
+                self.stats.bytes += 2.0 * (n * d.size()) as f64;
+                Val::T(self.dev.copy(b, *d, n)?, *d, s.clone())
+            }
+            other => other.clone(),
+        })
+    }
+
+    fn entry_state(&mut self, init: Id, inputs: &BTreeMap<String, Tensor>) -> R<Vec<Val<D::Buf>>> {
+        let Val::Tup(items) = self.eval(init, inputs)? else { return Err("a loop's state is not a tuple".into()) };
+        let mut out = Vec::new();
+        for v in items.iter() {
+            out.push(if self.copy_loop_state { self.own(v)? } else { v.clone() });
+        }
+        Ok(out)
+    }
+
+    fn next_state(&mut self, v: Val<D::Buf>, body: Id) -> R<Vec<Val<D::Buf>>> {
+        let Val::Tup(items) = v else { return Err("a loop body did not yield a tuple".into()) };
+        let mut out: Vec<Val<D::Buf>> = Vec::new();
+        let body_items: Vec<Id> = match &self.plan.term[body] {
+            Node::Tuple(ids) => ids.to_vec(),
+            _ => Vec::new(),
+        };
+        for (j, v) in items.iter().enumerate() {
+            let aliased = match v {
+                Val::T(b, ..) => out.iter().any(|o| matches!(o, Val::T(c, ..) if D::same(b, c))),
+                _ => false,
+            };
+            let outer = body_items.get(j).is_some_and(|&n| !self.dependent[usize::from(n)]);
+            out.push(if self.copy_loop_state && (aliased || outer) { self.own(v)? } else { v.clone() });
+        }
+        Ok(out)
+    }
+
+    fn launch(&mut self, id: Id, k: usize, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
+        let plan = self.plan;
+        let launch = &plan.launches[k];
+        let kernel = &plan.kernels[k];
+        let mut bufs = Vec::new();
+        for &a in &launch.args {
+            bufs.push(self.tensor(a, inputs)?);
+        }
+        let mut params = Vec::new();
+        for &p in &launch.params {
+            params.push(self.int(p, inputs)?);
+        }
+        let (d, shape) = plan.tensor(id).ok_or("a kernel of a non-tensor")?;
+        let shape: Rc<[usize]> = shape.into();
+        let out = match (&plan.how[usize::from(id)], &plan.term[id]) {
+            (How::InPlace(_), Node::Assign([x, _, _])) => self.tensor(*x, inputs)?.0,
+            (How::CopyInPlace(_), Node::Assign([x, _, _])) => {
+                let v = self.eval(*x, inputs)?;
+                match self.own(&v)? {
+                    Val::T(b, ..) => b,
+                    _ => return Err("assign to a non-tensor".into()),
+                }
+            }
+            _ => self.dev.alloc(d, shape.iter().product())?,
+        };
+        let mut refs: Vec<&D::Buf> = vec![&out];
+        refs.extend(bufs.iter().map(|(b, _, _)| b));
+        self.dev.launch(k, &refs, &params)?;
+        self.stats.launches += 1;
+        let points = kernel.points() as f64;
+        let (loads, ops) = kernel.value.counts();
+        let out_n = kernel.domain.iter().product::<usize>() as f64;
+        let mut bytes = out_n * d.size() as f64;
+        for (b, (_, bd, bs)) in bufs.iter().enumerate() {
+            let _ = b;
+            bytes += points.min(bs.iter().product::<usize>() as f64) * bd.size() as f64;
+        }
+        let _ = loads;
+        self.stats.bytes += bytes;
+        self.stats.flops += points * ops as f64;
+        Ok(Val::T(out, d, shape))
+    }
+
+    /// Runs one op with the functional interpreter: its tensor operands are downloaded, the op is evaluated as a
+    /// one-node term, and the result is uploaded.
+    fn fallback(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
+        let plan = self.plan;
+        let mut b = Builder::default();
+        let mut tensors = BTreeMap::new();
+        let node = plan.term[id].clone();
+        let mut kids = Vec::new();
+        for (k, &c) in node.children().iter().enumerate() {
+            let new = match &plan.types[usize::from(c)] {
+                Some(Ty::Tensor(..)) => {
+                    let (buf, d, s) = self.tensor(c, inputs)?;
+                    let name = format!("a{k}");
+                    let t = self.dev.download(&buf, d, &s)?;
+                    self.stats.bytes += (t.numel() * d.size()) as f64;
+                    tensors.insert(name.clone(), t);
+                    let n = b.add(Node::Name(crate::ir::ParamName(name)));
+                    b.add(Node::Input(n))
+                }
+                Some(Ty::Int) => {
+                    let v = self.int(c, inputs)?;
+                    b.int(v)
+                }
+                _ => copy_subterm(&plan.term, c, &mut b),
+            };
+            kids.push(new);
+        }
+        let mut it = kids.into_iter();
+        let n = node.map_children(|_| it.next().expect("one new child per child"));
+        let root = b.add(n);
+        let tup = b.add(Node::Tuple(vec![root].into()));
+        let term = b.extract(tup);
+        let out = eval_program(&term, &tensors).map_err(|e| e.0)?;
+        let t = out.into_iter().next().ok_or("a fallback op gave nothing")?;
+        self.stats.fallbacks += 1;
+        self.stats.launches += 1;
+        self.stats.bytes += (t.numel() * t.dtype().size()) as f64;
+        let (d, s) = (t.dtype(), t.shape.clone());
+        Ok(Val::T(self.dev.upload(&t)?, d, s.into()))
+    }
+}
+
+fn copy_subterm(term: &Term, id: Id, b: &mut Builder) -> Id {
+    let n = term[id].clone().map_children(|c| copy_subterm(term, c, b));
+    b.add(n)
+}

@@ -1,0 +1,215 @@
+//! Index arithmetic of kernels: affine forms over loop variables and launch parameters, with floor division and
+//! modulo where a layout needs them, simplified so that common layouts need none.
+//!
+//! `Idx` is `c + sum(k * atom)`. Atoms are a loop variable (with its extent), a launch parameter (an integer term,
+//! such as an offset that moves with a host loop), or a division / modulo of another form. Division by `C` of
+//! `C * q + r` where `r` is known to lie in `[0, C)` is `q` (and the modulo is `r`), which removes the div/mod of
+//! every view whose strides nest; what remains is rendered as C.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Atom {
+    /// Loop variable `k` of the kernel, in `[0, extent)`.
+    Var(usize, i64),
+    /// Launch parameter `k` (an integer computed by the host), of unknown range.
+    Param(usize),
+    /// Floor division by a positive constant.
+    Div(Box<Idx>, i64),
+    /// Modulo (non-negative for non-negative operands) by a positive constant.
+    Mod(Box<Idx>, i64),
+    /// `vi<k>(x)`: the row-major position, within the shape of the kernel's view helper k (of n elements), of the
+    /// element at offset x from the view's start; -1 when the view does not reach it.
+    ViewInv(usize, Box<Idx>, i64),
+}
+
+/// `c + sum(k * atom)`, with no zero coefficients and atoms sorted.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Idx {
+    pub c: i64,
+    pub terms: BTreeMap<Atom, i64>,
+}
+
+impl Idx {
+    pub fn constant(c: i64) -> Idx {
+        Idx { c, terms: BTreeMap::new() }
+    }
+
+    pub fn atom(a: Atom) -> Idx {
+        let mut terms = BTreeMap::new();
+        terms.insert(a, 1);
+        Idx { c: 0, terms }
+    }
+
+    pub fn var(k: usize, extent: usize) -> Idx {
+        if extent == 1 {
+            return Idx::constant(0);
+        }
+        Idx::atom(Atom::Var(k, extent as i64))
+    }
+
+    pub fn add(&self, o: &Idx) -> Idx {
+        let mut r = self.clone();
+        r.c += o.c;
+        for (a, k) in &o.terms {
+            *r.terms.entry(a.clone()).or_insert(0) += k;
+        }
+        r.terms.retain(|_, k| *k != 0);
+        r
+    }
+
+    pub fn scale(&self, k: i64) -> Idx {
+        if k == 0 {
+            return Idx::constant(0);
+        }
+        Idx { c: self.c * k, terms: self.terms.iter().map(|(a, c)| (a.clone(), c * k)).collect() }
+    }
+
+    pub fn as_const(&self) -> Option<i64> {
+        self.terms.is_empty().then_some(self.c)
+    }
+
+    /// The range of values, where every atom's is known.
+    pub fn range(&self) -> Option<(i64, i64)> {
+        let (mut lo, mut hi) = (self.c, self.c);
+        for (a, &k) in &self.terms {
+            let (alo, ahi) = match a {
+                Atom::Var(_, n) => (0, n - 1),
+                Atom::Param(_) => return None,
+                Atom::Div(x, d) => {
+                    let (l, h) = x.range()?;
+                    (l.div_euclid(*d), h.div_euclid(*d))
+                }
+                Atom::Mod(x, m) => match x.range() {
+                    Some((l, h)) if l >= 0 && h < *m => (l, h),
+                    _ => (0, m - 1),
+                },
+                Atom::ViewInv(_, _, n) => (-1, n - 1),
+            };
+            if k > 0 {
+                lo += k * alo;
+                hi += k * ahi;
+            } else {
+                lo += k * ahi;
+                hi += k * alo;
+            }
+        }
+        Some((lo, hi))
+    }
+
+    /// Splits into `d * q + r`, with `r` the terms whose coefficients `d` does not divide (and the constant's
+    /// remainder).
+    fn split(&self, d: i64) -> (Idx, Idx) {
+        let mut q = Idx::constant(self.c.div_euclid(d));
+        let mut r = Idx::constant(self.c.rem_euclid(d));
+        for (a, &k) in &self.terms {
+            if k % d == 0 {
+                q.terms.insert(a.clone(), k / d);
+            } else {
+                r.terms.insert(a.clone(), k);
+            }
+        }
+        (q, r)
+    }
+
+    /// `floor(self / d)` for `d > 0`.
+    pub fn div(&self, d: i64) -> Idx {
+        if d == 1 {
+            return self.clone();
+        }
+        let (q, r) = self.split(d);
+        match r.range() {
+            Some((lo, hi)) if lo >= 0 && hi < d => q,
+            Some((lo, hi)) if lo.div_euclid(d) == hi.div_euclid(d) => q.add(&Idx::constant(lo.div_euclid(d))),
+            _ => q.add(&Idx::atom(Atom::Div(Box::new(r), d))),
+        }
+    }
+
+    /// `self mod m` for `m > 0` (the result is in `[0, m)`).
+    pub fn modulo(&self, m: i64) -> Idx {
+        if m == 1 {
+            return Idx::constant(0);
+        }
+        let (_, r) = self.split(m);
+        match r.range() {
+            Some((lo, hi)) if lo >= 0 && hi < m => r,
+            _ => Idx::atom(Atom::Mod(Box::new(r), m)),
+        }
+    }
+
+    /// The form as a C expression of type `int64_t`; variables are `i0, i1, ...`, parameters `p[0], p[1], ...`.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        for (a, &k) in &self.terms {
+            let atom = match a {
+                Atom::Var(v, _) => format!("i{v}"),
+                Atom::Param(p) => format!("p[{p}]"),
+                Atom::Div(x, d) => format!("ff_div({}, {d})", x.render()),
+                Atom::Mod(x, m) => format!("ff_mod({}, {m})", x.render()),
+                Atom::ViewInv(k, x, _) => format!("vi{k}({})", x.render()),
+            };
+            if !s.is_empty() {
+                s.push_str(" + ");
+            }
+            if k == 1 {
+                s.push_str(&atom);
+            } else {
+                let _ = write!(s, "{k}*{atom}");
+            }
+        }
+        if s.is_empty() {
+            return format!("{}", self.c);
+        }
+        if self.c != 0 {
+            let _ = write!(s, " + {}", self.c);
+        }
+        format!("({s})")
+    }
+}
+
+/// Row-major strides of a shape.
+pub fn contiguous(shape: &[usize]) -> Vec<i64> {
+    let mut st = vec![1i64; shape.len()];
+    for k in (0..shape.len().saturating_sub(1)).rev() {
+        st[k] = st[k + 1] * shape[k + 1] as i64;
+    }
+    st
+}
+
+/// The multi-index of row-major position `lin` in `shape`.
+pub fn unravel(lin: &Idx, shape: &[usize]) -> Vec<Idx> {
+    let st = contiguous(shape);
+    shape.iter().zip(&st).map(|(&n, &s)| if n == 1 { Idx::constant(0) } else { lin.div(s).modulo(n as i64) }).collect()
+}
+
+/// The row-major position of a multi-index in `shape`.
+pub fn ravel(idx: &[Idx], shape: &[usize]) -> Idx {
+    let st = contiguous(shape);
+    idx.iter().zip(&st).fold(Idx::constant(0), |acc, (i, &s)| acc.add(&i.scale(s)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_layouts_need_no_division() {
+        // A [4, 6] tensor read as [6, 4] through a transpose: position of (i0, i1) is i1 * 6 + i0.
+        let lin = Idx::var(1, 4).scale(6).add(&Idx::var(0, 6));
+        let idx = unravel(&lin, &[4, 6]);
+        assert_eq!(idx[0], Idx::var(1, 4));
+        assert_eq!(idx[1], Idx::var(0, 6));
+        // A parameter that moves by whole rows divides exactly.
+        let row = Idx::atom(Atom::Param(0)).scale(512).add(&Idx::var(0, 512));
+        assert_eq!(row.div(512), Idx::atom(Atom::Param(0)));
+        assert_eq!(row.modulo(512), Idx::var(0, 512));
+    }
+
+    #[test]
+    fn what_cannot_be_simplified_stays_a_division() {
+        let lin = Idx::var(0, 10);
+        assert_eq!(lin.div(3).render(), "ff_div(i0, 3)");
+        assert_eq!(lin.modulo(3).render(), "ff_mod(i0, 3)");
+    }
+}

@@ -1,0 +1,342 @@
+//! The kernel IR shared by every backend, and the C expression syntax both renderers use for it.
+//!
+//! A kernel is a loop nest over its domain (one variable per output dim); each point stores one element computed
+//! by an expression tree of loads through index forms, constants and elementwise ops. A reduction kernel adds
+//! inner variables and folds the expression over them (sum, prod, max, min, any, all, argmax, argmin), so that
+//! matmuls (a sum of products) and reductions take their fused prologues. Arithmetic follows the reference
+//! interpreter: each op computes in `double` (or `int64_t`) and rounds to its result dtype.
+
+use std::fmt::Write;
+
+use super::index::{contiguous, Idx};
+use crate::tensor::ops::{Binary, Unary};
+use crate::tensor::DType;
+
+/// A scalar expression at one point of a kernel's domain.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// Element `at` of argument buffer `arg`.
+    Load {
+        arg: usize,
+        at: Idx,
+        dtype: DType,
+    },
+    Const(f64, DType),
+    /// An index as an `i64` value (arange).
+    Index(Idx),
+    /// Whether an index is non-negative (a view helper's answer for "this element is in the view").
+    NonNeg(Idx),
+    Unary(Unary, DType, Box<Expr>),
+    Binary(Binary, DType, DType, Box<Expr>, Box<Expr>),
+    Where(Box<Expr>, Box<Expr>, Box<Expr>),
+    Cast(DType, Box<Expr>),
+}
+
+impl Expr {
+    pub fn dtype(&self) -> DType {
+        match self {
+            Expr::Load { dtype, .. } | Expr::Const(_, dtype) | Expr::Cast(dtype, _) => *dtype,
+            Expr::Index(_) => DType::I64,
+            Expr::NonNeg(_) => DType::Bool,
+            Expr::Unary(_, d, _) => *d,
+            Expr::Binary(_, _, out, _, _) => *out,
+            Expr::Where(_, a, _) => a.dtype(),
+        }
+    }
+
+    /// Loads and arithmetic ops, for the cost model.
+    pub fn counts(&self) -> (usize, usize) {
+        match self {
+            Expr::Load { .. } => (1, 0),
+            Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) => (0, 0),
+            Expr::Unary(_, _, a) | Expr::Cast(_, a) => {
+                let (l, o) = a.counts();
+                (l, o + 1)
+            }
+            Expr::Binary(_, _, _, a, b) => {
+                let ((la, oa), (lb, ob)) = (a.counts(), b.counts());
+                (la + lb, oa + ob + 1)
+            }
+            Expr::Where(c, a, b) => {
+                let ((lc, oc), (la, oa), (lb, ob)) = (c.counts(), a.counts(), b.counts());
+                (lc + la + lb, oc + oa + ob + 1)
+            }
+        }
+    }
+}
+
+/// How a reduction kernel folds its inner loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedOp {
+    Sum,
+    Mean,
+    Prod,
+    Max,
+    Min,
+    Any,
+    All,
+    ArgMax,
+    ArgMin,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reduction {
+    pub op: RedOp,
+    /// Extents of the inner variables, which follow the domain's.
+    pub extents: Vec<usize>,
+}
+
+/// One kernel: `out[store] = value` at every point of `domain` (folded over the reduction's variables).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    pub name: String,
+    pub domain: Vec<usize>,
+    pub reduce: Option<Reduction>,
+    pub value: Expr,
+    pub store: Idx,
+    pub out_dtype: DType,
+    /// Dtypes of the argument buffers the value loads (argument 0 is the output).
+    pub args: Vec<DType>,
+    pub params: usize,
+    /// Views whose inverse the kernel computes (`vi<k>`): shape and strides.
+    pub views: Vec<(Vec<usize>, Vec<i64>)>,
+    /// True when the output buffer is an input's buffer updated in place (an `assign` whose old value is dead).
+    pub in_place: bool,
+}
+
+impl Kernel {
+    pub fn points(&self) -> usize {
+        self.domain.iter().product::<usize>() * self.reduce.as_ref().map_or(1, |r| r.extents.iter().product())
+    }
+}
+
+pub fn c_type(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::I64 => "int64_t",
+        DType::I32 => "int32_t",
+        DType::Bool => "uint8_t",
+        DType::F16 | DType::BF16 => "float",
+    }
+}
+
+/// Helpers every kernel source starts with (valid C and CUDA C; `FF_FN` is `static inline` or `__device__`).
+pub const PRELUDE: &str = r#"
+FF_FN int64_t ff_div(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+FF_FN int64_t ff_mod(int64_t a, int64_t b) { int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+FF_FN double ff_floordiv(double a, double b) {
+  if (b == 0.0) return a / b;
+  double m = fmod(a, b), d = (a - m) / b;
+  if (m != 0.0 && ((b < 0.0) != (m < 0.0))) d -= 1.0;
+  if (d != 0.0) { double fl = floor(d); return (d - fl > 0.5) ? fl + 1.0 : fl; }
+  return copysign(0.0, a / b);
+}
+FF_FN double ff_rem(double a, double b) { double m = fmod(a, b); if (m != 0.0 && ((b < 0.0) != (m < 0.0))) m += b; return m; }
+FF_FN double ff_max(double a, double b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
+FF_FN double ff_min(double a, double b) { return (a != a || b != b) ? NAN : (a < b ? a : b); }
+FF_FN double ff_relu(double a) { return (a != a) ? a : (a > 0.0 ? a : 0.0); }
+FF_FN double ff_sign(double a) { return a > 0.0 ? 1.0 : (a < 0.0 ? -1.0 : a); }
+FF_FN double ff_sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }
+FF_FN int64_t ff_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+FF_FN int64_t ff_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+"#;
+
+/// The C expression of `e`, of the C type of its dtype.
+pub fn render(e: &Expr, args: &str) -> String {
+    match e {
+        Expr::Load { arg, at, .. } => format!("{args}{arg}[{}]", at.render()),
+        Expr::Const(v, d) => match d {
+            DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {
+                if v.is_nan() {
+                    "NAN".into()
+                } else if v.is_infinite() {
+                    if *v > 0.0 {
+                        "INFINITY".into()
+                    } else {
+                        "(-INFINITY)".into()
+                    }
+                } else {
+                    format!("(({}){v:?})", c_type(*d))
+                }
+            }
+            DType::Bool => format!("((uint8_t){})", (*v != 0.0) as u8),
+            _ => format!("(({}){})", c_type(*d), *v as i64),
+        },
+        Expr::Index(i) => i.render(),
+        Expr::NonNeg(i) => format!("((uint8_t)({} >= 0))", i.render()),
+        Expr::Cast(d, a) => {
+            let inner = render(a, args);
+            match (d, a.dtype()) {
+                (DType::Bool, _) => format!("((uint8_t)({inner} != 0))"),
+                (d, s) if !d.is_float() && s.is_float() => format!("(({})(int64_t)({inner}))", c_type(*d)),
+                _ => format!("(({})({inner}))", c_type(*d)),
+            }
+        }
+        Expr::Where(c, a, b) => format!("({} ? {} : {})", render(c, args), render(a, args), render(b, args)),
+        Expr::Unary(op, out, a) => unary(*op, *out, a, args),
+        Expr::Binary(op, compute, out, a, b) => binary(*op, *compute, *out, a, b, args),
+    }
+}
+
+fn unary(op: Unary, out: DType, a: &Expr, args: &str) -> String {
+    use Unary::*;
+    let x = render(a, args);
+    let t = c_type(out);
+    if a.dtype().is_float() || (out.is_float() && op != LogicalNot) {
+        let f = format!("(double)({x})");
+        let v = match op {
+            Neg => format!("-{f}"),
+            Abs => format!("fabs({f})"),
+            Relu => format!("ff_relu({f})"),
+            Exp => format!("exp({f})"),
+            Log => format!("log({f})"),
+            Log1p => format!("log1p({f})"),
+            Expm1 => format!("expm1({f})"),
+            Sqrt => format!("sqrt({f})"),
+            Rsqrt => format!("1.0 / sqrt({f})"),
+            Sigmoid => format!("ff_sigmoid({f})"),
+            Tanh => format!("tanh({f})"),
+            Sin => format!("sin({f})"),
+            Cos => format!("cos({f})"),
+            Floor => format!("floor({f})"),
+            Ceil => format!("ceil({f})"),
+            Round => format!("rint({f})"),
+            Trunc => format!("trunc({f})"),
+            Sign => format!("ff_sign({f})"),
+            Reciprocal => format!("1.0 / {f}"),
+            Square => format!("{f} * {f}"),
+            Erf => format!("erf({f})"),
+            Silu => format!("{f} * ff_sigmoid({f})"),
+            Gelu => format!("0.5 * {f} * (1.0 + erf({f} * 0.70710678118654752440))"),
+            LogicalNot | BitNot => unreachable!("not a float op"),
+        };
+        return format!("(({t})({v}))");
+    }
+    let i = format!("(int64_t)({x})");
+    let v = match op {
+        LogicalNot => return format!("((uint8_t)(({x}) == 0))"),
+        Neg => format!("-{i}"),
+        Abs => format!("({i} < 0 ? -{i} : {i})"),
+        Relu => format!("({i} > 0 ? {i} : 0)"),
+        Sign => format!("(({i} > 0) - ({i} < 0))"),
+        Square => format!("{i} * {i}"),
+        BitNot if out == DType::Bool => format!("!{i}"),
+        BitNot => format!("~{i}"),
+        _ => i,
+    };
+    format!("(({t})({v}))")
+}
+
+fn binary(op: Binary, compute: DType, out: DType, a: &Expr, b: &Expr, args: &str) -> String {
+    use Binary::*;
+    let (x, y) = (render(a, args), render(b, args));
+    let t = c_type(out);
+    let cmp = |o: &str, cast: &str| format!("((uint8_t)(({cast})({x}) {o} ({cast})({y})))");
+    if compute.is_float() {
+        let (f, g) = (format!("(double)({x})"), format!("(double)({y})"));
+        let v = match op {
+            Add => format!("{f} + {g}"),
+            Sub => format!("{f} - {g}"),
+            Mul => format!("{f} * {g}"),
+            Div => format!("{f} / {g}"),
+            FloorDiv => format!("ff_floordiv({f}, {g})"),
+            Rem => format!("ff_rem({f}, {g})"),
+            Fmod => format!("fmod({f}, {g})"),
+            Pow => format!("pow({f}, {g})"),
+            Maximum => format!("ff_max({f}, {g})"),
+            Minimum => format!("ff_min({f}, {g})"),
+            Atan2 => format!("atan2({f}, {g})"),
+            Eq => return cmp("==", "double"),
+            Ne => return cmp("!=", "double"),
+            Lt => return cmp("<", "double"),
+            Le => return cmp("<=", "double"),
+            Gt => return cmp(">", "double"),
+            Ge => return cmp(">=", "double"),
+            BitAnd | BitOr | BitXor => unreachable!("rejected by the planner"),
+        };
+        return format!("(({t})({v}))");
+    }
+    let (i, j) = (format!("(int64_t)({x})"), format!("(int64_t)({y})"));
+    let boolean = compute == DType::Bool;
+    let v = match op {
+        Eq => return cmp("==", "int64_t"),
+        Ne => return cmp("!=", "int64_t"),
+        Lt => return cmp("<", "int64_t"),
+        Le => return cmp("<=", "int64_t"),
+        Gt => return cmp(">", "int64_t"),
+        Ge => return cmp(">=", "int64_t"),
+        Add | BitOr | Maximum if boolean => format!("{i} | {j}"),
+        Mul | BitAnd | Minimum if boolean => format!("{i} & {j}"),
+        BitXor => format!("{i} ^ {j}"),
+        Add => format!("(int64_t)((uint64_t){i} + (uint64_t){j})"),
+        Sub => format!("(int64_t)((uint64_t){i} - (uint64_t){j})"),
+        Mul => format!("(int64_t)((uint64_t){i} * (uint64_t){j})"),
+        Maximum => format!("ff_imax({i}, {j})"),
+        Minimum => format!("ff_imin({i}, {j})"),
+        BitAnd => format!("{i} & {j}"),
+        BitOr => format!("{i} | {j}"),
+        _ => unreachable!("rejected by the planner"),
+    };
+    format!("(({t})({v}))")
+}
+
+/// Whether the renderers support `op` on operands of dtype `compute` (the planner leaves the rest to the host).
+pub fn binary_supported(op: Binary, compute: DType) -> bool {
+    use Binary::*;
+    if compute.is_float() {
+        return !matches!(op, BitAnd | BitOr | BitXor);
+    }
+    let boolean = compute == DType::Bool;
+    match op {
+        Eq | Ne | Lt | Le | Gt | Ge | BitXor | BitAnd | BitOr | Add | Mul | Maximum | Minimum => true,
+        Sub => !boolean,
+        _ => false,
+    }
+}
+
+/// The view-inverse helpers of a kernel: `vi<k>(r)` is the row-major position within view k's shape of the
+/// element at offset `r` from the view's start, or -1 when the view does not reach it. Views must nest (sorted by
+/// stride, each stride steps past what the smaller ones reach), which the planner checks.
+pub fn view_helpers(k: &Kernel, prefix: &str, fn_kw: &str) -> String {
+    let mut s = String::new();
+    for (n, (shape, strides)) in k.views.iter().enumerate() {
+        let cs = contiguous(shape);
+        let mut dims: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] > 1).collect();
+        dims.sort_by_key(|&d| std::cmp::Reverse(strides[d]));
+        let _ = writeln!(s, "{fn_kw} int64_t {prefix}vi{n}(int64_t r) {{");
+        let _ = writeln!(s, "  int64_t q, out = 0;\n  if (r < 0) return -1;");
+        for d in dims {
+            let _ = writeln!(
+                s,
+                "  q = r / {st}; if (q >= {n}) return -1; r -= q * {st}; out += q * {c};",
+                st = strides[d],
+                n = shape[d],
+                c = cs[d]
+            );
+        }
+        let _ = writeln!(s, "  return r == 0 ? out : -1;\n}}");
+    }
+    s
+}
+
+/// The accumulator's initial value, update and final value for a reduction, in C (`acc`, `arg`, `v`, `r`).
+pub fn reduction_parts(op: RedOp, acc_ty: &str, count: usize) -> (String, String, String) {
+    let lowest = if acc_ty == "double" { "-INFINITY" } else { "INT64_MIN" };
+    let highest = if acc_ty == "double" { "INFINITY" } else { "INT64_MAX" };
+    match op {
+        RedOp::Sum => ("0".into(), "acc += v;".into(), "acc".into()),
+        RedOp::Mean => ("0".into(), "acc += v;".into(), format!("acc / {count}.0")),
+        RedOp::Prod => ("1".into(), "acc *= v;".into(), "acc".into()),
+        RedOp::Max => (lowest.into(), "if (v > acc || v != v) acc = v;".into(), "acc".into()),
+        RedOp::Min => (highest.into(), "if (v < acc || v != v) acc = v;".into(), "acc".into()),
+        RedOp::Any => ("0".into(), "acc = acc || (v != 0);".into(), "acc".into()),
+        RedOp::All => ("1".into(), "acc = acc && (v != 0);".into(), "acc".into()),
+        RedOp::ArgMax => {
+            (lowest.into(), "if (v > acc || (v != v && acc == acc)) { acc = v; arg = r; }".into(), "arg".into())
+        }
+        RedOp::ArgMin => {
+            (highest.into(), "if (v < acc || (v != v && acc == acc)) { acc = v; arg = r; }".into(), "arg".into())
+        }
+    }
+}

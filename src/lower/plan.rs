@@ -1,0 +1,745 @@
+//! Planning: which nodes of a term become buffers, which fuse into the kernels that read them, and the kernels.
+//!
+//! Every tensor node gets a [`How`]. Structure (inputs, loops, ifs, tuples, carried state) is run by the host;
+//! reductions and matmuls are reduction kernels whose input expressions are fused in (prologues); ops the kernels do
+//! not cover (sorts, gathers, advanced indexing) run on the host with the functional interpreter's implementation.
+//! Everything else is an expression that fuses into its consumers unless a [`Policy`] or sharing makes it a
+//! buffer. An `assign` fuses as a predicated select over its buffer, or, where its old buffer is provably dead,
+//! writes only the view's elements in place.
+
+use egg::{Id, Language};
+
+use super::index::{contiguous, ravel, unravel, Atom, Idx};
+use super::kernel::{binary_supported, Expr, Kernel, RedOp, Reduction};
+use crate::ir::{binary_of, node_types, unary_of, Node, OpName, Term, Ty};
+use crate::tensor::ops::Binary;
+use crate::tensor::DType;
+
+/// Which fusion the plan may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Ours: fuse everything the kernel IR can express, across views and view-scatters.
+    Fused,
+    /// One kernel per source op, as PyTorch eager launches them (views are free).
+    Eager,
+    /// Fusion only inside mutation-free regions: every write through a view is its own kernel, and what it writes
+    /// is materialized first (as TorchScript's fusers do).
+    Unfunctionalized,
+}
+
+/// How a node is computed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum How {
+    /// Not a tensor, or structure the host runs (tuples, loops, carried state, literals, integers).
+    Host,
+    /// An input buffer.
+    Input,
+    /// Fused into the kernels that read it.
+    Inline,
+    /// Kernel k writes a fresh buffer.
+    Kernel(usize),
+    /// Kernel k writes the assign's view in place into its base's buffer (arg `base`).
+    InPlace(usize),
+    /// A copy of the base buffer, then kernel k writes the view in place into the copy.
+    CopyInPlace(usize),
+    /// The functional interpreter's implementation of the op, on the host.
+    Fallback,
+}
+
+/// A kernel's launch: the nodes whose buffers it reads and the integer nodes it takes as parameters.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    pub node: Id,
+    pub args: Vec<Id>,
+    pub params: Vec<Id>,
+}
+
+pub struct Plan {
+    pub term: Term,
+    pub inputs: Vec<(String, DType, Vec<usize>)>,
+    pub how: Vec<How>,
+    pub types: Vec<Option<Ty>>,
+    pub kernels: Vec<Kernel>,
+    pub launches: Vec<Launch>,
+    pub policy: Policy,
+}
+
+impl Plan {
+    pub fn tensor(&self, id: Id) -> Option<(DType, &[usize])> {
+        match &self.types[usize::from(id)] {
+            Some(Ty::Tensor(d, s)) => Some((*d, s)),
+            _ => None,
+        }
+    }
+}
+
+/// Plans `term` under `policy`.
+pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy) -> Result<Plan, String> {
+    let term = &unshare(term);
+    let types = node_types(term, inputs)?;
+    let n = term.as_ref().len();
+    let mut users: Vec<Vec<Id>> = vec![Vec::new(); n];
+    for (i, node) in term.as_ref().iter().enumerate() {
+        if types[i].is_none() {
+            continue;
+        }
+        let mut seen = Vec::new();
+        for &c in node.children() {
+            if !seen.contains(&c) {
+                users[usize::from(c)].push(Id::from(i));
+                seen.push(c);
+            }
+        }
+    }
+    let dependent = dependent_nodes(term);
+    let mut p = Planner { term, types, users, dependent, how: vec![How::Host; n], policy };
+    p.classify();
+    let mut plan = Plan {
+        term: term.clone(),
+        inputs: inputs.to_vec(),
+        how: p.how.clone(),
+        types: p.types.clone(),
+        kernels: Vec::new(),
+        launches: Vec::new(),
+        policy,
+    };
+    for i in 0..n {
+        let id = Id::from(i);
+        if matches!(p.how[i], How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_)) {
+            let mut kb = KernelBuilder::default();
+            let k = plan.kernels.len();
+            let kernel = p.kernel(&mut kb, id, format!("k{k}"))?;
+            plan.how[i] = match p.how[i] {
+                How::Kernel(_) => How::Kernel(k),
+                How::InPlace(_) => How::InPlace(k),
+                _ => How::CopyInPlace(k),
+            };
+            plan.kernels.push(kernel);
+            plan.launches.push(Launch { node: id, args: kb.args, params: kb.params });
+        }
+    }
+    Ok(plan)
+}
+
+/// The term with every node that depends on a loop's variable or state copied per loop that runs it, so that each
+/// node has one type (two loops may share a body node while carrying state of different shapes).
+fn unshare(term: &Term) -> Term {
+    fn go(
+        term: &Term,
+        dep: &[bool],
+        id: Id,
+        ctx: &mut Vec<Id>,
+        memo: &mut hashbrown::HashMap<(Id, Vec<Id>), Id>,
+        out: &mut Term,
+    ) -> Id {
+        let key = (id, if dep[usize::from(id)] { ctx.clone() } else { Vec::new() });
+        if let Some(&n) = memo.get(&key) {
+            return n;
+        }
+        let node = term[id].clone();
+        let new = match node {
+            Node::Loop([a, b, s, init, body]) => {
+                let ch = [a, b, s, init].map(|c| go(term, dep, c, ctx, memo, out));
+                ctx.push(id);
+                let body = go(term, dep, body, ctx, memo, out);
+                ctx.pop();
+                Node::Loop([ch[0], ch[1], ch[2], ch[3], body])
+            }
+            Node::While([init, cond, body]) => {
+                let init = go(term, dep, init, ctx, memo, out);
+                ctx.push(id);
+                let (cond, body) = (go(term, dep, cond, ctx, memo, out), go(term, dep, body, ctx, memo, out));
+                ctx.pop();
+                Node::While([init, cond, body])
+            }
+            n => n.map_children(|c| go(term, dep, c, ctx, memo, out)),
+        };
+        let n = out.add(new);
+        memo.insert(key, n);
+        n
+    }
+    // Inside a body, a node depends on its loop when it uses any loop variable or state.
+    let nodes = term.as_ref();
+    let mut dep = vec![false; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        dep[i] = match n {
+            Node::Iter(_) | Node::Carried(_) => true,
+            _ => n.children().iter().any(|&c| dep[usize::from(c)]),
+        };
+    }
+    let mut out = Term::default();
+    go(term, &dep, term.root(), &mut Vec::new(), &mut hashbrown::HashMap::new(), &mut out);
+    out
+}
+
+/// For every node, whether it depends on a loop's variable or state.
+fn dependent_nodes(term: &Term) -> Vec<bool> {
+    let nodes = term.as_ref();
+    let mut dep = vec![false; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        dep[i] = match n {
+            Node::Iter(_) | Node::Carried(_) => true,
+            Node::Loop([a, b, c, init, _]) => [a, b, c, init].iter().any(|&&x| dep[usize::from(x)]),
+            Node::While([init, _, _]) => dep[usize::from(*init)],
+            _ => n.children().iter().any(|&c| dep[usize::from(c)]),
+        };
+    }
+    dep
+}
+
+struct Planner<'a> {
+    term: &'a Term,
+    types: Vec<Option<Ty>>,
+    users: Vec<Vec<Id>>,
+    dependent: Vec<bool>,
+    how: Vec<How>,
+    policy: Policy,
+}
+
+#[derive(Default)]
+struct KernelBuilder {
+    args: Vec<Id>,
+    params: Vec<Id>,
+    views: Vec<(Vec<usize>, Vec<i64>)>,
+    arg_dtypes: Vec<DType>,
+}
+
+impl KernelBuilder {
+    fn arg(&mut self, id: Id, d: DType) -> usize {
+        if let Some(k) = self.args.iter().position(|&a| a == id) {
+            return k + 1;
+        }
+        self.args.push(id);
+        self.arg_dtypes.push(d);
+        self.args.len()
+    }
+
+    fn param(&mut self, id: Id) -> Idx {
+        let k = match self.params.iter().position(|&a| a == id) {
+            Some(k) => k,
+            None => {
+                self.params.push(id);
+                self.params.len() - 1
+            }
+        };
+        Idx::atom(Atom::Param(k))
+    }
+
+    fn view(&mut self, shape: &[usize], strides: &[i64]) -> usize {
+        let v = (shape.to_vec(), strides.to_vec());
+        match self.views.iter().position(|x| *x == v) {
+            Some(k) => k,
+            None => {
+                self.views.push(v);
+                self.views.len() - 1
+            }
+        }
+    }
+}
+
+fn lits(term: &Term, id: Id) -> Option<Vec<i64>> {
+    match &term[id] {
+        Node::List(items) => items
+            .iter()
+            .map(|&c| match term[c] {
+                Node::Int(i) => Some(i),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
+    }
+}
+
+fn lit(term: &Term, id: Id) -> Option<i64> {
+    match term[id] {
+        Node::Int(i) => Some(i),
+        _ => None,
+    }
+}
+
+/// Whether a view's dims nest (so that its inverse is a chain of divisions).
+fn nests(shape: &[usize], strides: &[i64]) -> bool {
+    let mut dims: Vec<(i64, i64)> =
+        shape.iter().zip(strides).filter(|(&n, _)| n > 1).map(|(&n, &s)| (n as i64, s)).collect();
+    if dims.iter().any(|&(_, s)| s <= 0) {
+        return false;
+    }
+    dims.sort_by_key(|&(_, s)| s);
+    let mut reach = 0;
+    dims.iter().all(|&(n, s)| {
+        let ok = s > reach;
+        reach += (n - 1) * s;
+        ok
+    })
+}
+
+/// The index of an operand of shape `from` broadcast to a result indexed by `idx` (right-aligned).
+fn broadcast(idx: &[Idx], from: &[usize]) -> Vec<Idx> {
+    let pad = idx.len() - from.len();
+    from.iter().enumerate().map(|(k, &n)| if n == 1 { Idx::constant(0) } else { idx[pad + k].clone() }).collect()
+}
+
+impl Planner<'_> {
+    fn tensor(&self, id: Id) -> Option<(DType, Vec<usize>)> {
+        match &self.types[usize::from(id)] {
+            Some(Ty::Tensor(d, s)) => Some((*d, s.clone())),
+            _ => None,
+        }
+    }
+
+    /// Whether the kernel IR can compute this node as an expression of its operands.
+    fn expressible(&self, id: Id) -> bool {
+        use OpName::*;
+        match &self.term[id] {
+            Node::Access([_, v]) => self.view_parts(*v).is_some(),
+            Node::Assign([_, v, _]) => self.view_parts(*v).is_some_and(|(s, st, _)| nests(&s, &st)),
+            Node::Op(op, args) => match op {
+                _ if unary_of(*op).is_some() => true,
+                _ if binary_of(*op).is_some() => {
+                    let b = binary_of(*op).expect("a binary op");
+                    let (da, _) = self.tensor(args[0]).expect("typed");
+                    binary_supported(b, compute_dtype(b, da))
+                }
+                Where | Clamp | Cast | Full | Reshape | Cat | ITensor => true,
+                Triu | Tril => lit(self.term, args[1]).is_some(),
+                Arange => args[1..3].iter().all(|&a| matches!(self.term[a], Node::Int(_) | Node::Float(_))),
+                InView => self.view_parts(args[1]).is_some_and(|(s, st, _)| nests(&s, &st)),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    fn reduction(&self, id: Id) -> bool {
+        use OpName::*;
+        matches!(
+            &self.term[id],
+            Node::Op(Sum | Mean | Prod | Amax | Amin | Any | All | MaxVal | MaxIdx | MinVal | MinIdx | Matmul, _)
+        )
+    }
+
+    /// (shape, strides, offset term) of a view node with literal shape and strides.
+    fn view_parts(&self, v: Id) -> Option<(Vec<usize>, Vec<i64>, Id)> {
+        let Node::View([s, st, off]) = self.term[v] else { return None };
+        Some((lits(self.term, s)?.into_iter().map(|d| d as usize).collect(), lits(self.term, st)?, off))
+    }
+
+    fn cheap(&self, id: Id) -> bool {
+        match &self.term[id] {
+            Node::Op(OpName::Full | OpName::ITensor | OpName::Arange, _) => true,
+            Node::Access([x, _]) => matches!(self.how[usize::from(*x)], How::Input | How::Host | How::Kernel(_)),
+            _ => false,
+        }
+    }
+
+    fn classify(&mut self) {
+        let n = self.term.as_ref().len();
+        for i in 0..n {
+            let id = Id::from(i);
+            if self.tensor(id).is_none() {
+                continue;
+            }
+            self.how[i] = match &self.term[id] {
+                Node::Input(_) => How::Input,
+                Node::Op(..) if self.reduction(id) => How::Kernel(0),
+                Node::Op(..) | Node::Access(_) | Node::Assign(_) if self.expressible(id) => How::Inline,
+                Node::Op(..) | Node::Access(_) | Node::Assign(_) => How::Fallback,
+                _ => How::Host,
+            };
+        }
+        // Materialize, in order (children before users): what the host needs as a buffer, what several kernels
+        // would each recompute, what a loop would recompute in every iteration, and what the policy says.
+        for i in 0..n {
+            let id = Id::from(i);
+            if self.how[i] != How::Inline {
+                continue;
+            }
+            let users = &self.users[i];
+            let host_user = users.iter().any(|&u| {
+                matches!(self.how[usize::from(u)], How::Host | How::Fallback)
+                    || matches!(self.term[u], Node::Op(OpName::ToInt, _))
+            });
+            let shared = users.len() > 1 && !self.cheap(id);
+            let hoisted =
+                !self.dependent[i] && users.iter().any(|&u| self.dependent[usize::from(u)]) && !self.cheap(id);
+            let policy = match self.policy {
+                Policy::Fused => false,
+                Policy::Eager => !matches!(&self.term[id], Node::Access(_) | Node::Op(OpName::Reshape, _)),
+                Policy::Unfunctionalized => {
+                    matches!(self.term[id], Node::Assign(_))
+                        || users.iter().any(|&u| matches!(self.term[u], Node::Assign([_, _, y]) if y == id))
+                }
+            };
+            if host_user || shared || hoisted || policy || self.too_big(id) {
+                self.how[i] = How::Kernel(0);
+            }
+        }
+        // Assigns that are buffers write in place where their base is a dead buffer. Otherwise ours writes the
+        // whole new buffer as a predicated select; the baselines copy the base and write into the copy (as a
+        // clone and an in-place op would), which needs the base as a buffer.
+        for i in (0..n).rev() {
+            let id = Id::from(i);
+            if let (How::Kernel(_), Node::Assign([x, _, _])) = (&self.how[i], &self.term[id]) {
+                let x = *x;
+                if self.how[usize::from(x)] != How::Inline && self.dead_after(x, id) {
+                    self.how[i] = How::InPlace(0);
+                } else if self.policy != Policy::Fused {
+                    self.how[i] = How::CopyInPlace(0);
+                    if self.how[usize::from(x)] == How::Inline {
+                        self.how[usize::from(x)] = How::Kernel(0);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether an inlined expression would grow past what one kernel should recompute.
+    fn too_big(&self, id: Id) -> bool {
+        fn size(p: &Planner, id: Id, budget: &mut i64) {
+            *budget -= 1;
+            if *budget < 0 || p.how[usize::from(id)] != How::Inline {
+                return;
+            }
+            for &c in p.term[id].children() {
+                size(p, c, budget);
+            }
+        }
+        let mut budget = 200;
+        size(self, id, &mut budget);
+        budget < 0
+    }
+
+    /// Whether buffer `x` is dead once `assign` runs: x is a buffer this plan owns, and every other reader of it
+    /// is a materialized node that `assign` waits for (or feeds only such nodes).
+    fn dead_after(&self, x: Id, assign: Id) -> bool {
+        if !matches!(self.how[usize::from(x)], How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_))
+            && !matches!(self.term[x], Node::Carried(_) | Node::Input(_))
+        {
+            return false;
+        }
+        let mut deps = vec![false; self.term.as_ref().len()];
+        let mut stack: Vec<Id> = self.term[assign].children().to_vec();
+        while let Some(c) = stack.pop() {
+            if !std::mem::replace(&mut deps[usize::from(c)], true) {
+                // Loop bodies are run by their loop: a body's nodes are not done before the loop is.
+                if !matches!(self.term[c], Node::Loop(_) | Node::While(_)) {
+                    stack.extend(self.term[c].children().iter().copied());
+                }
+            }
+        }
+        fn safe(p: &Planner, c: Id, assign: Id, deps: &[bool], depth: usize) -> bool {
+            if c == assign || !deps[usize::from(c)] || depth > 64 {
+                return false;
+            }
+            match p.how[usize::from(c)] {
+                How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_) | How::Fallback => true,
+                How::Inline => p.users[usize::from(c)].iter().all(|&u| safe(p, u, assign, deps, depth + 1)),
+                _ => matches!(p.term[c], Node::Op(OpName::ToInt, _)),
+            }
+        }
+        self.users[usize::from(x)].iter().all(|&u| u == assign || safe(self, u, assign, &deps, 0))
+    }
+
+    /// An integer term as an index form over launch parameters.
+    fn int_form(&self, kb: &mut KernelBuilder, id: Id) -> Idx {
+        match &self.term[id] {
+            Node::Int(c) => Idx::constant(*c),
+            Node::Op(op @ (OpName::IAdd | OpName::ISub | OpName::IMul), args) => {
+                let (a, b) = (self.int_form(kb, args[0]), self.int_form(kb, args[1]));
+                match op {
+                    OpName::IAdd => a.add(&b),
+                    OpName::ISub => a.add(&b.scale(-1)),
+                    _ => match (a.as_const(), b.as_const()) {
+                        (Some(k), _) => b.scale(k),
+                        (_, Some(k)) => a.scale(k),
+                        _ => kb.param(id),
+                    },
+                }
+            }
+            _ => kb.param(id),
+        }
+    }
+
+    /// The value of node `id` at multi-index `idx` of its shape.
+    fn expr(&self, kb: &mut KernelBuilder, id: Id, idx: &[Idx]) -> Result<Expr, String> {
+        let (dtype, shape) = self.tensor(id).ok_or("expected a tensor")?;
+        if self.how[usize::from(id)] != How::Inline {
+            let arg = kb.arg(id, dtype);
+            return Ok(Expr::Load { arg, at: ravel(idx, &shape), dtype });
+        }
+        self.inline(kb, id, idx, dtype, &shape)
+    }
+
+    fn operand(&self, kb: &mut KernelBuilder, id: Id, idx: &[Idx]) -> Result<Expr, String> {
+        let (_, s) = self.tensor(id).ok_or("expected a tensor operand")?;
+        self.expr(kb, id, &broadcast(idx, &s))
+    }
+
+    fn inline(
+        &self,
+        kb: &mut KernelBuilder,
+        id: Id,
+        idx: &[Idx],
+        dtype: DType,
+        shape: &[usize],
+    ) -> Result<Expr, String> {
+        use OpName::*;
+        Ok(match self.term[id].clone() {
+            Node::Access([x, v]) => {
+                let (vs, st, off) = self.view_parts(v).ok_or("view")?;
+                let mut o = self.int_form(kb, off);
+                for (i, &s) in idx.iter().zip(&st) {
+                    o = o.add(&i.scale(s));
+                }
+                let _ = vs;
+                let (_, xs) = self.tensor(x).ok_or("access base")?;
+                self.expr(kb, x, &unravel(&o, &xs))?
+            }
+            Node::Assign([x, v, y]) => {
+                let (vs, st, off) = self.view_parts(v).ok_or("view")?;
+                let at = ravel(idx, shape).add(&self.int_form(kb, off).scale(-1));
+                let h = kb.view(&vs, &st);
+                let j = Idx::atom(Atom::ViewInv(h, Box::new(at), vs.iter().product::<usize>() as i64));
+                let value = self.operand(kb, y, &unravel(&j, &vs))?;
+                let value = if value.dtype() == dtype { value } else { Expr::Cast(dtype, Box::new(value)) };
+                Expr::Where(Box::new(Expr::NonNeg(j)), Box::new(value), Box::new(self.expr(kb, x, idx)?))
+            }
+            Node::Op(op, args) if unary_of(op).is_some() => {
+                Expr::Unary(unary_of(op).expect("unary"), dtype, Box::new(self.operand(kb, args[0], idx)?))
+            }
+            Node::Op(op, args) if binary_of(op).is_some() => {
+                let b = binary_of(op).expect("binary");
+                let (da, _) = self.tensor(args[0]).ok_or("operand")?;
+                let (l, r) = (self.operand(kb, args[0], idx)?, self.operand(kb, args[1], idx)?);
+                Expr::Binary(b, compute_dtype(b, da), dtype, Box::new(l), Box::new(r))
+            }
+            Node::Op(Where, args) => Expr::Where(
+                Box::new(self.operand(kb, args[0], idx)?),
+                Box::new(self.operand(kb, args[1], idx)?),
+                Box::new(self.operand(kb, args[2], idx)?),
+            ),
+            Node::Op(Clamp, args) => {
+                let mut e = self.operand(kb, args[0], idx)?;
+                for (k, b) in [(1, Binary::Maximum), (2, Binary::Minimum)] {
+                    if self.tensor(args[k]).is_some() {
+                        let bound = self.operand(kb, args[k], idx)?;
+                        e = Expr::Binary(b, dtype, dtype, Box::new(e), Box::new(bound));
+                    }
+                }
+                e
+            }
+            Node::Op(Cast, args) => Expr::Cast(dtype, Box::new(self.operand(kb, args[1], idx)?)),
+            Node::Op(Full, args) => {
+                let v = match self.term[args[2]] {
+                    Node::Int(i) => i as f64,
+                    Node::Float(f) => f.0,
+                    Node::Bool(b) => b.0 as u8 as f64,
+                    _ => return Err("full of a non-literal".into()),
+                };
+                Expr::Const(v, dtype)
+            }
+            Node::Op(ITensor, args) => Expr::Index(self.int_form(kb, args[0])),
+            Node::Op(Arange, args) => match (&self.term[args[1]], &self.term[args[2]]) {
+                (Node::Int(a), Node::Int(s)) => {
+                    Expr::Cast(dtype, Box::new(Expr::Index(idx[0].scale(*s).add(&Idx::constant(*a)))))
+                }
+                (a, s) => {
+                    let num = |n: &Node| match n {
+                        Node::Int(i) => *i as f64,
+                        Node::Float(f) => f.0,
+                        _ => 0.0,
+                    };
+                    let i = Expr::Cast(DType::F64, Box::new(Expr::Index(idx[0].clone())));
+                    let f = DType::F64;
+                    let step = Expr::Binary(Binary::Mul, f, f, Box::new(i), Box::new(Expr::Const(num(s), f)));
+                    let v = Expr::Binary(Binary::Add, f, f, Box::new(Expr::Const(num(a), f)), Box::new(step));
+                    Expr::Cast(dtype, Box::new(v))
+                }
+            },
+            Node::Op(Reshape, args) => {
+                let (_, xs) = self.tensor(args[0]).ok_or("reshape")?;
+                self.expr(kb, args[0], &unravel(&ravel(idx, shape), &xs))?
+            }
+            Node::Op(InView, args) => {
+                let (vs, st, off) = self.view_parts(args[1]).ok_or("view")?;
+                let at = ravel(idx, shape).add(&self.int_form(kb, off).scale(-1));
+                let h = kb.view(&vs, &st);
+                Expr::NonNeg(Idx::atom(Atom::ViewInv(h, Box::new(at), vs.iter().product::<usize>() as i64)))
+            }
+            Node::Op(op @ (Triu | Tril), args) => {
+                let k = lit(self.term, args[1]).ok_or("triangle")?;
+                let r = idx.len();
+                let diff = Expr::Index(idx[r - 1].add(&idx[r - 2].scale(-1)));
+                let b = if op == Triu { Binary::Ge } else { Binary::Le };
+                let cond = Expr::Binary(
+                    b,
+                    DType::I64,
+                    DType::Bool,
+                    Box::new(diff),
+                    Box::new(Expr::Const(k as f64, DType::I64)),
+                );
+                let x = self.expr(kb, args[0], idx)?;
+                Expr::Where(Box::new(cond), Box::new(x), Box::new(Expr::Const(0.0, dtype)))
+            }
+            Node::Op(Cat, args) => {
+                let d = crate::tensor::views::wrap_dim(lit(self.term, args[0]).ok_or("cat dim")?, shape.len())?;
+                let mut parts = Vec::new();
+                let mut start = 0i64;
+                for &a in &args[1..] {
+                    let (_, s) = self.tensor(a).ok_or("cat part")?;
+                    let mut at = idx.to_vec();
+                    at[d] = idx[d].add(&Idx::constant(-start));
+                    parts.push((start + s[d] as i64, self.expr(kb, a, &at)?));
+                    start += s[d] as i64;
+                }
+                let (_, mut e) = parts.pop().ok_or("empty cat")?;
+                while let Some((end, p)) = parts.pop() {
+                    let c = Expr::Binary(
+                        Binary::Lt,
+                        DType::I64,
+                        DType::Bool,
+                        Box::new(Expr::Index(idx[d].clone())),
+                        Box::new(Expr::Const(end as f64, DType::I64)),
+                    );
+                    e = Expr::Where(Box::new(c), Box::new(p), Box::new(e));
+                }
+                e
+            }
+            other => return Err(format!("`{other}` cannot be fused")),
+        })
+    }
+
+    /// The kernel that materializes node `id`.
+    fn kernel(&self, kb: &mut KernelBuilder, id: Id, name: String) -> Result<Kernel, String> {
+        let (dtype, shape) = self.tensor(id).ok_or("a kernel of a non-tensor")?;
+        let vars = |shape: &[usize], from: usize| -> Vec<Idx> {
+            shape.iter().enumerate().map(|(k, &n)| Idx::var(from + k, n)).collect()
+        };
+        let mut k = Kernel {
+            name,
+            domain: shape.clone(),
+            reduce: None,
+            value: Expr::Const(0.0, dtype),
+            store: ravel(&vars(&shape, 0), &shape),
+            out_dtype: dtype,
+            args: Vec::new(),
+            params: 0,
+            views: Vec::new(),
+            in_place: false,
+        };
+        let how = self.how[usize::from(id)].clone();
+        match (&self.term[id], how) {
+            (Node::Assign([x, v, y]), How::InPlace(_) | How::CopyInPlace(_)) => {
+                let (vs, st, off) =
+                    self.view_parts(*v).ok_or("an in-place write through a view without literal strides")?;
+                let (xd, _) = self.tensor(*x).ok_or("assign base")?;
+                let idx = vars(&vs, 0);
+                let mut store = self.int_form(kb, off);
+                for (i, &s) in idx.iter().zip(&st) {
+                    store = store.add(&i.scale(s));
+                }
+                let value = self.operand(kb, *y, &idx)?;
+                k.value = if value.dtype() == xd { value } else { Expr::Cast(xd, Box::new(value)) };
+                k.domain = vs;
+                k.store = store;
+                k.in_place = true;
+            }
+            (Node::Op(OpName::Matmul, args), _) => {
+                let (a, b) = (args[0], args[1]);
+                let (_, sa) = self.tensor(a).ok_or("matmul")?;
+                let (_, sb) = self.tensor(b).ok_or("matmul")?;
+                let kdim = sa[sa.len() - 1];
+                let out = vars(&shape, 0);
+                let red = Idx::var(shape.len(), kdim);
+                let nb = shape.len() - usize::from(sa.len() > 1) - usize::from(sb.len() > 1);
+                let batch = &out[..nb];
+                let mut ia = broadcast(batch, &sa[..sa.len().saturating_sub(2)]);
+                if sa.len() > 1 {
+                    ia.push(out[nb].clone());
+                }
+                ia.push(red.clone());
+                let mut ib = broadcast(batch, &sb[..sb.len().saturating_sub(2)]);
+                ib.push(red);
+                if sb.len() > 1 {
+                    ib.push(out[shape.len() - 1].clone());
+                }
+                let (ea, eb) = (self.expr(kb, a, &ia)?, self.expr(kb, b, &ib)?);
+                k.value = Expr::Binary(Binary::Mul, DType::F64, DType::F64, Box::new(ea), Box::new(eb));
+                k.reduce = Some(Reduction { op: RedOp::Sum, extents: vec![kdim] });
+            }
+            (Node::Op(op, args), _) if self.reduction(id) => {
+                use OpName::*;
+                let x = args[0];
+                let (_, xs) = self.tensor(x).ok_or("reduction input")?;
+                let dims: Vec<usize> = match op {
+                    MaxVal | MaxIdx | MinVal | MinIdx => {
+                        if xs.is_empty() {
+                            vec![]
+                        } else {
+                            vec![crate::tensor::views::wrap_dim(lit(self.term, args[1]).ok_or("dim")?, xs.len())?]
+                        }
+                    }
+                    _ => {
+                        let ds = lits(self.term, args[1]).ok_or("dims")?;
+                        if ds.is_empty() {
+                            (0..xs.len()).collect()
+                        } else {
+                            ds.iter().map(|&d| crate::tensor::views::wrap_dim(d, xs.len())).collect::<Result<_, _>>()?
+                        }
+                    }
+                };
+                let keep = matches!(self.term[args[2]], Node::Bool(b) if b.0);
+                let out = vars(&shape, 0);
+                let (mut oi, mut ri) = (0, 0);
+                let mut xidx = Vec::new();
+                let mut extents = Vec::new();
+                for (d, &n) in xs.iter().enumerate() {
+                    if dims.contains(&d) {
+                        xidx.push(Idx::var(shape.len() + ri, n));
+                        extents.push(n);
+                        ri += 1;
+                        if keep {
+                            oi += 1;
+                        }
+                    } else {
+                        xidx.push(out[oi].clone());
+                        oi += 1;
+                    }
+                }
+                k.value = self.expr(kb, x, &xidx)?;
+                let rop = match op {
+                    Sum => RedOp::Sum,
+                    Mean => RedOp::Mean,
+                    Prod => RedOp::Prod,
+                    Amax | MaxVal => RedOp::Max,
+                    Amin | MinVal => RedOp::Min,
+                    Any => RedOp::Any,
+                    All => RedOp::All,
+                    MaxIdx => RedOp::ArgMax,
+                    _ => RedOp::ArgMin,
+                };
+                k.reduce = Some(Reduction { op: rop, extents });
+            }
+            _ => {
+                k.value = self.inline(kb, id, &vars(&shape, 0), dtype, &shape)?;
+            }
+        }
+        k.args = std::iter::once(dtype).chain(kb.arg_dtypes.iter().copied()).collect();
+        k.params = kb.params.len();
+        k.views = kb.views.clone();
+        Ok(k)
+    }
+}
+
+/// The dtype a binary op computes in, for operands of dtype `d` (true division of integers computes in floats).
+fn compute_dtype(b: Binary, d: DType) -> DType {
+    match b {
+        Binary::Div | Binary::Atan2 if !d.is_float() => DType::F32,
+        _ => d,
+    }
+}
+
+/// `n` row-major strides, for callers outside this module.
+pub fn strides_of(shape: &[usize]) -> Vec<i64> {
+    contiguous(shape)
+}
