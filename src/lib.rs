@@ -5,6 +5,8 @@
 //! runtime both use; [`io`] reads and writes `.npy` files and generates seeded inputs.
 
 pub mod backend;
+pub mod compare;
+pub mod cost;
 pub mod diag;
 pub mod frontend;
 pub mod functionalize;

@@ -65,6 +65,21 @@ enum Cmd {
         #[command(subcommand)]
         cmd: RulesCmd,
     },
+    /// Plan each program as the baselines and as ours, run them, and report kernels, bytes and times side by side.
+    Compare {
+        /// Programs (FILE.py::FUNC), files or directories.
+        #[arg(required = true)]
+        paths: Vec<String>,
+        #[command(flatten)]
+        args: CompareArgs,
+    },
+    /// Measure a cost profile of a backend (launch overhead, bandwidth, throughput) and write it as JSON.
+    Calibrate {
+        #[arg(long, value_enum, default_value = "c")]
+        backend: Backend,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// List the programs (top-level functions not starting with `_`) of program files, with their signatures.
     List {
         /// Program files or directories (searched recursively for *.py).
@@ -89,6 +104,27 @@ enum RulesCmd {
         #[command(flatten)]
         rules: RuleArgs,
     },
+}
+
+#[derive(clap::Args)]
+struct CompareArgs {
+    /// Baseline plans to compare against, comma-separated.
+    #[arg(long, default_value = "eager,unfunctionalized")]
+    baselines: String,
+    /// Run every plan and report its measured median time (else times are predicted by the cost profile).
+    #[arg(long)]
+    measure: bool,
+    /// Timed runs per plan with --measure (after one warm-up run).
+    #[arg(long, default_value_t = 15)]
+    runs: usize,
+    /// A cost profile (JSON from `calibrate`); the shipped CPU profile by default.
+    #[arg(long)]
+    costs: Option<PathBuf>,
+    #[command(flatten)]
+    rules: RuleArgs,
+    /// Where to write compare.md and compare.json.
+    #[arg(long, default_value = "out/compare")]
+    out: PathBuf,
 }
 
 /// Which rules to use.
@@ -162,6 +198,8 @@ fn main() -> ExitCode {
         Cmd::List { paths } => list(&paths),
         Cmd::Functionalize { target, args, format } => functionalize_cmd(&target, &args, &format),
         Cmd::Optimize { paths, rules, out } => optimize_cmd(&paths, &rules, &out),
+        Cmd::Compare { paths, args } => compare_cmd(&paths, &args),
+        Cmd::Calibrate { backend, out } => calibrate_cmd(backend, &out),
         Cmd::Rules { cmd: RulesCmd::Check { rules, samples } } => rules_check(&rules, samples),
         Cmd::Rules { cmd: RulesCmd::List { rules } } => rules_list(&rules),
     };
@@ -347,11 +385,9 @@ fn rules_list(rules: &RuleArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn optimize_cmd(paths: &[String], rules: &RuleArgs, out: &Path) -> Result<(), Failure> {
-    let defs = rules.load()?;
-    let rules = funcfuse::rewrite::rules::to_rewrites(&defs)?;
-    // Every (file, function) to optimize, in a stable order.
-    // Each target with its output folder: the file's path below the directory given (or its name), without `.py`.
+/// Every (file, output folder, function) named by the paths, in a stable order. The output folder is the file's path
+/// below the directory given (or its name), without `.py`.
+fn collect_targets(paths: &[String]) -> Result<Vec<(PathBuf, PathBuf, Option<String>)>, Failure> {
     let mut targets: Vec<(PathBuf, PathBuf, Option<String>)> = Vec::new();
     let name_of = |f: &Path| f.file_name().map(PathBuf::from).unwrap_or_default();
     for p in paths {
@@ -372,6 +408,178 @@ fn optimize_cmd(paths: &[String], rules: &RuleArgs, out: &Path) -> Result<(), Fa
             }
         }
     }
+    Ok(targets)
+}
+
+/// Work-relative figures from WORKLOADS.md: kernel launches eager -> TensorSSA in the reference work.
+const THEIR_LAUNCHES: &[(&str, usize, usize)] = &[
+    ("yolov3", 96, 34),
+    ("ssd", 242, 103),
+    ("yolact", 269, 92),
+    ("fcos", 268, 73),
+    ("nasrnn", 1655, 104),
+    ("lstm", 10822, 1921),
+    ("seq2seq", 1449, 351),
+    ("attention", 323, 288),
+];
+
+fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failure> {
+    let rules = funcfuse::rewrite::rules::to_rewrites(&a.rules.load()?)?;
+    let profile = match &a.costs {
+        Some(p) => funcfuse::cost::Profile::load(p).map_err(|e| Failure(1, e))?,
+        None => funcfuse::cost::Profile::shipped_c(),
+    };
+    let mut which: Vec<&str> = Vec::new();
+    for b in a.baselines.split(',').map(str::trim).filter(|b| !b.is_empty()) {
+        match b {
+            "eager" | "unfunctionalized" => which.push(b),
+            other => {
+                return Err(Failure(2, format!("--baselines: unknown baseline `{other}` (eager, unfunctionalized)")))
+            }
+        }
+    }
+    which.push("ours");
+    let measure = a.measure.then_some(a.runs);
+    let mut md = String::from("| program | plan | kernels | fallbacks | MB moved | predicted ms |");
+    md.push_str(if a.measure {
+        " measured ms |\n|---|---|---|---|---|---|---|\n"
+    } else {
+        "\n|---|---|---|---|---|---|\n"
+    });
+    let mut records = Vec::new();
+    let (mut speed_eager, mut speed_unf) = (Vec::new(), Vec::new());
+    let mut ratios = String::new();
+    let mut failed = 0;
+    for (file, _, only) in collect_targets(paths)? {
+        let shown = file.display().to_string();
+        let module = match frontend::load_module(&shown) {
+            Ok(m) => m,
+            Err(d) => {
+                failed += 1;
+                outln!("FAIL {d}");
+                continue;
+            }
+        };
+        let funcs: Vec<String> = match &only {
+            Some(f) => vec![f.clone()],
+            None => module.programs().map(|f| f.name.clone()).collect(),
+        };
+        for func in funcs {
+            let label = format!("{shown}::{func}");
+            let rows = match funcfuse::compare::compare_program(&module, &func, &rules, &profile, &which, measure) {
+                Ok(r) => r,
+                Err(d) => {
+                    failed += 1;
+                    outln!("FAIL {label}: {d}");
+                    records.push(serde_json::json!({ "program": label, "error": d.to_string() }));
+                    continue;
+                }
+            };
+            for r in &rows {
+                let agree = if r.agrees { "" } else { " (outputs differ!)" };
+                md.push_str(&format!(
+                    "| {label} | {}{agree} | {} | {} | {:.2} | {:.3} |",
+                    r.plan,
+                    r.kernels,
+                    r.fallbacks,
+                    r.bytes / 1e6,
+                    r.predicted_s * 1e3
+                ));
+                if let Some(m) = r.measured_s {
+                    md.push_str(&format!(" {:.3} |", m * 1e3));
+                }
+                md.push('\n');
+            }
+            let get = |p: &str| rows.iter().find(|r| r.plan == p);
+            let ours = get("ours").expect("ours is always planned");
+            let time = |r: &funcfuse::compare::PlanRow| r.measured_s.unwrap_or(r.predicted_s);
+            if let Some(e) = get("eager") {
+                speed_eager.push(time(e) / time(ours));
+                if let Some((w, them_e, them_o)) = THEIR_LAUNCHES.iter().find(|(w, _, _)| *w == func) {
+                    ratios.push_str(&format!(
+                        "| {w} | {} -> {} ({:.2}x) | {them_e} -> {them_o} ({:.2}x) |\n",
+                        e.kernels,
+                        ours.kernels,
+                        e.kernels as f64 / ours.kernels.max(1) as f64,
+                        *them_e as f64 / *them_o as f64
+                    ));
+                }
+            }
+            if let Some(u) = get("unfunctionalized") {
+                speed_unf.push(time(u) / time(ours));
+            }
+            outln!(
+                "{label}: {}",
+                rows.iter()
+                    .map(|r| format!(
+                        "{} {} kernels {:.3} ms",
+                        r.plan,
+                        r.kernels,
+                        r.measured_s.unwrap_or(r.predicted_s) * 1e3
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            records.push(funcfuse::compare::rows_json(&label, &rows));
+        }
+    }
+    let what = if a.measure { "measured" } else { "predicted" };
+    let g = |xs: &[f64]| funcfuse::compare::geomean(xs);
+    let mut summary = String::new();
+    if !speed_eager.is_empty() {
+        summary.push_str(&format!("geometric-mean speedup of ours over eager ({what}): {:.2}x\n", g(&speed_eager)));
+    }
+    if !speed_unf.is_empty() {
+        summary.push_str(&format!(
+            "geometric-mean speedup of ours over unfunctionalized ({what}): {:.2}x\n",
+            g(&speed_unf)
+        ));
+    }
+    if !ratios.is_empty() {
+        md.push_str("\n| workload | kernels eager -> ours | reference work (TensorSSA) |\n|---|---|---|\n");
+        md.push_str(&ratios);
+    }
+    md.push('\n');
+    md.push_str(&summary);
+    out!("{summary}");
+    std::fs::create_dir_all(&a.out).map_err(|e| Failure(1, format!("{}: {e}", a.out.display())))?;
+    let report = serde_json::json!({
+        "profile": profile.to_json(),
+        "measured": a.measure,
+        "programs": records,
+        "geomean_speedup_over_eager": if speed_eager.is_empty() { None } else { Some(g(&speed_eager)) },
+        "geomean_speedup_over_unfunctionalized": if speed_unf.is_empty() { None } else { Some(g(&speed_unf)) },
+    });
+    let write = |name: &str, text: String| {
+        std::fs::write(a.out.join(name), text).map_err(|e| Failure(1, format!("{}: {e}", a.out.join(name).display())))
+    };
+    write("compare.json", serde_json::to_string_pretty(&report).unwrap_or_default() + "\n")?;
+    write("compare.md", md)?;
+    outln!("report in {}", a.out.join("compare.md").display());
+    if failed > 0 {
+        return Err(Failure(1, format!("{failed} programs failed")));
+    }
+    Ok(())
+}
+
+fn calibrate_cmd(backend: Backend, out: &Path) -> Result<(), Failure> {
+    if backend == Backend::Cuda {
+        return Err(Failure(1, "calibrate --backend cuda needs the CUDA backend (not built yet)".into()));
+    }
+    let p = funcfuse::cost::calibrate_c().map_err(|e| Failure(1, e))?;
+    let text = serde_json::to_string_pretty(&p.to_json()).unwrap_or_default() + "\n";
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| Failure(1, format!("{}: {e}", dir.display())))?;
+    }
+    std::fs::write(out, &text).map_err(|e| Failure(1, format!("{}: {e}", out.display())))?;
+    out!("{text}");
+    Ok(())
+}
+
+fn optimize_cmd(paths: &[String], rules: &RuleArgs, out: &Path) -> Result<(), Failure> {
+    let defs = rules.load()?;
+    let rules = funcfuse::rewrite::rules::to_rewrites(&defs)?;
+    let targets = collect_targets(paths)?;
     let mut records = Vec::new();
     let mut md = String::from("| program | status | accesses | assigns | loops | e-graph nodes | iterations | stop |\n|---|---|---|---|---|---|---|---|\n");
     let (mut ok, mut failed) = (0, 0);
@@ -406,6 +614,15 @@ fn optimize_cmd(paths: &[String], rules: &RuleArgs, out: &Path) -> Result<(), Fa
                     };
                     write("functional.term", &ft)?;
                     write("optimized.term", &ot)?;
+                    // The plan and its kernels (C), as the C backend would run them.
+                    let term = &r.optimized.term;
+                    match funcfuse::lower::plan(term, &r.functional.inputs, funcfuse::lower::Policy::Fused) {
+                        Ok(p) => {
+                            write("plan.txt", &p.describe())?;
+                            write("kernels.c", &funcfuse::backend::c::render(&p))?;
+                        }
+                        Err(e) => write("plan.txt", &format!("planning failed: {e}\n"))?,
+                    }
                     write("record.json", &(serde_json::to_string_pretty(&rec).unwrap_or_default() + "\n"))?;
                     let s = |k: &str, w: &str| rec[k][w].as_u64().unwrap_or(0);
                     md.push_str(&format!(

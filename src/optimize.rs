@@ -53,6 +53,10 @@ pub fn record(program: &str, r: &ProgramResult) -> Value {
         "stop_reason": r.optimized.stop_reason,
         "rules_fired": r.optimized.fired,
         "conflicts": r.optimized.conflicts,
+        "extraction": {
+            "chosen": r.optimized.chosen,
+            "predicted_s": r.optimized.candidates.iter().map(|(n, c)| (n.clone(), json!(c))).collect::<serde_json::Map<_, _>>(),
+        },
     })
 }
 

@@ -7,7 +7,7 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
-use super::source::{buffer_decls, helpers, point_body, prelude};
+use super::source::{buffer_decls, helpers, point_body, prelude, row_reduction};
 use crate::lower::exec::Device;
 use crate::lower::kernel::Kernel;
 use crate::lower::Plan;
@@ -29,6 +29,12 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
         s.push_str(&def);
         let _ = writeln!(s, "void {}(void** b, const int64_t* p) {{\n  (void)p;", k.name);
         s.push_str(&buffer_decls(k));
+        if let Some(body) = row_reduction(k, "  ") {
+            s.push_str(&body);
+            s.push_str("}\n");
+            s.push_str(&undef);
+            continue;
+        }
         let mut ind = String::from("  ");
         for (v, &n) in k.domain.iter().enumerate() {
             let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {n}; i{v}++) {{");

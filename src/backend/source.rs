@@ -65,3 +65,53 @@ pub fn point_body(k: &Kernel, indent: &str) -> String {
     let _ = writeln!(s, "{indent}a0[{store}] = ({out_t})({fin});");
     s
 }
+
+/// For a sum (or mean) over inner variables, the loop nest with the last domain variable innermost and one
+/// accumulator per value of it, so that loads along that variable are contiguous (a matmul reads rows of B, not
+/// columns). Each element still sums over the inner variables in the same order. `None` where this does not apply.
+pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
+    let red = k.reduce.as_ref()?;
+    let last = k.domain.len().checked_sub(1)?;
+    let n = k.domain[last];
+    if !matches!(red.op, RedOp::Sum | RedOp::Mean) || n < 2 || n > 8192 || !k.value.dtype().is_float() {
+        return None;
+    }
+    let mut s = String::new();
+    let count: usize = red.extents.iter().product();
+    let mut ind = indent.to_string();
+    for (v, &m) in k.domain[..last].iter().enumerate() {
+        let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{");
+        ind.push_str("  ");
+    }
+    let _ = writeln!(
+        s,
+        "{ind}double acc[{n}];\n{ind}for (int64_t i{last} = 0; i{last} < {n}; i{last}++) acc[i{last}] = 0;"
+    );
+    let base = k.domain.len();
+    let mut inner = ind.clone();
+    for (j, &m) in red.extents.iter().enumerate() {
+        let _ = writeln!(s, "{inner}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{", v = base + j);
+        inner.push_str("  ");
+    }
+    let _ = writeln!(
+        s,
+        "{inner}for (int64_t i{last} = 0; i{last} < {n}; i{last}++) acc[i{last}] += (double)({});",
+        render(&k.value, "a")
+    );
+    for _ in &red.extents {
+        inner.truncate(inner.len() - 2);
+        let _ = writeln!(s, "{inner}}}");
+    }
+    let fin = if red.op == RedOp::Mean { format!(" / {count}.0") } else { String::new() };
+    let _ = writeln!(
+        s,
+        "{ind}for (int64_t i{last} = 0; i{last} < {n}; i{last}++) a0[{}] = ({})(acc[i{last}]{fin});",
+        k.store.render(),
+        c_type(k.out_dtype)
+    );
+    for _ in &k.domain[..last] {
+        ind.truncate(ind.len() - 2);
+        let _ = writeln!(s, "{ind}}}");
+    }
+    Some(s)
+}

@@ -273,6 +273,70 @@ fn nests(shape: &[usize], strides: &[i64]) -> bool {
     })
 }
 
+/// Membership in a view that is a box of a contiguous buffer: each view dim of size > 1 steps along its own
+/// buffer dim (stride = step * that dim's stride). Returns the condition and the index within the view.
+fn box_membership(vs: &[usize], st: &[i64], off: &Idx, idx: &[Idx], shape: &[usize]) -> Option<(Expr, Vec<Idx>)> {
+    let cs = contiguous(shape);
+    let mut owner: Vec<Option<(usize, i64)>> = vec![None; shape.len()];
+    let mut vidx = vec![Idx::constant(0); vs.len()];
+    let mut which = vec![None; vs.len()];
+    for k in 0..vs.len() {
+        if vs[k] <= 1 {
+            continue;
+        }
+        let d = (0..shape.len())
+            .rev()
+            .find(|&d| shape[d] > 1 && st[k] >= cs[d] && st[k] % cs[d] == 0 && st[k] / cs[d] < shape[d] as i64)?;
+        if owner[d].is_some() {
+            return None;
+        }
+        owner[d] = Some((k, st[k] / cs[d]));
+        which[k] = Some(d);
+    }
+    // The view's start, per buffer dim; each view dim must stay inside its buffer dim (else it wraps into the
+    // next one, which only the inverse handles).
+    let start = unravel(off, shape);
+    for d in 0..shape.len() {
+        if let Some((k, step)) = owner[d] {
+            match start[d].range() {
+                Some((lo, hi)) if lo >= 0 && hi + (vs[k] as i64 - 1) * step < shape[d] as i64 => {}
+                _ => return None,
+            }
+        }
+    }
+    let mut cond: Option<Expr> = None;
+    let mut and = |c: Expr| {
+        cond = Some(match cond.take() {
+            None => c,
+            Some(prev) => Expr::Binary(Binary::BitAnd, DType::Bool, DType::Bool, Box::new(prev), Box::new(c)),
+        })
+    };
+    let cmp = |b: Binary, i: Idx, c: i64| {
+        Expr::Binary(b, DType::I64, DType::Bool, Box::new(Expr::Index(i)), Box::new(Expr::Const(c as f64, DType::I64)))
+    };
+    for d in 0..shape.len() {
+        let r = idx[d].add(&start[d].scale(-1));
+        match owner[d] {
+            None if shape[d] == 1 => {}
+            None => and(cmp(Binary::Eq, r, 0)),
+            Some((k, step)) => {
+                if r.range().is_none_or(|(lo, _)| lo < 0) {
+                    and(cmp(Binary::Ge, r.clone(), 0));
+                }
+                if step > 1 {
+                    and(cmp(Binary::Eq, r.modulo(step), 0));
+                }
+                let q = r.div(step);
+                if q.range().is_none_or(|(_, hi)| hi >= vs[k] as i64) {
+                    and(cmp(Binary::Lt, q.clone(), vs[k] as i64));
+                }
+                vidx[k] = q;
+            }
+        }
+    }
+    Some((cond.unwrap_or(Expr::Const(1.0, DType::Bool)), vidx))
+}
+
 /// The index of an operand of shape `from` broadcast to a result indexed by `idx` (right-aligned).
 fn broadcast(idx: &[Idx], from: &[usize]) -> Vec<Idx> {
     let pad = idx.len() - from.len();
@@ -359,7 +423,7 @@ impl Planner<'_> {
                 matches!(self.how[usize::from(u)], How::Host | How::Fallback)
                     || matches!(self.term[u], Node::Op(OpName::ToInt, _))
             });
-            let shared = users.len() > 1 && !self.cheap(id);
+            let shared = users.len() > 1 && !self.cheap(id) && self.recompute_costs_more(id, users.len());
             let hoisted =
                 !self.dependent[i] && users.iter().any(|&u| self.dependent[usize::from(u)]) && !self.cheap(id);
             let policy = match self.policy {
@@ -367,10 +431,14 @@ impl Planner<'_> {
                 Policy::Eager => !matches!(&self.term[id], Node::Access(_) | Node::Op(OpName::Reshape, _)),
                 Policy::Unfunctionalized => {
                     matches!(self.term[id], Node::Assign(_))
-                        || users.iter().any(|&u| matches!(self.term[u], Node::Assign([_, _, y]) if y == id))
+                        || (!matches!(&self.term[id], Node::Access(_) | Node::Op(OpName::Reshape, _))
+                            && users.iter().any(|&u| matches!(self.term[u], Node::Assign([_, _, y]) if y == id)))
                 }
             };
-            if host_user || shared || hoisted || policy || self.too_big(id) {
+            // A matmul reads each operand element once per row or column of the other: only pure reads fuse in.
+            let matmul_operand =
+                users.iter().any(|&u| matches!(self.term[u], Node::Op(OpName::Matmul, _))) && !self.pure_read(id);
+            if host_user || shared || hoisted || policy || matmul_operand || self.too_big(id) {
                 self.how[i] = How::Kernel(0);
             }
         }
@@ -390,6 +458,42 @@ impl Planner<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// Whether computing a shared value in each of its `users` kernels costs more than one kernel that stores it
+    /// (a launch, a write and a read per user), by the shipped cost profile.
+    fn recompute_costs_more(&self, id: Id, users: usize) -> bool {
+        let p = crate::cost::Profile::shipped_c();
+        let (d, shape) = self.tensor(id).expect("a tensor");
+        let n = shape.iter().product::<usize>() as f64;
+        let mut ops = 0i64;
+        fn count(pl: &Planner, id: Id, ops: &mut i64) {
+            *ops += 1;
+            if *ops > 1000 || pl.how[usize::from(id)] != How::Inline {
+                return;
+            }
+            for &c in pl.term[id].children() {
+                count(pl, c, ops);
+            }
+        }
+        count(self, id, &mut ops);
+        let recompute = (users - 1) as f64 * n * ops as f64 / p.ops_per_s;
+        let store = p.launch_s + (1 + users) as f64 * n * d.size() as f64 / p.bytes_per_s;
+        recompute > store
+    }
+
+    /// Whether a fused node only reads (through views, reshapes and casts) a buffer or a constant.
+    fn pure_read(&self, id: Id) -> bool {
+        if self.how[usize::from(id)] != How::Inline {
+            return true;
+        }
+        match &self.term[id] {
+            Node::Access([x, _]) => self.pure_read(*x),
+            Node::Op(OpName::Reshape, args) => self.pure_read(args[0]),
+            Node::Op(OpName::Cast, args) => self.pure_read(args[1]),
+            Node::Op(OpName::Full, _) => true,
+            _ => false,
         }
     }
 
@@ -496,13 +600,10 @@ impl Planner<'_> {
                 self.expr(kb, x, &unravel(&o, &xs))?
             }
             Node::Assign([x, v, y]) => {
-                let (vs, st, off) = self.view_parts(v).ok_or("view")?;
-                let at = ravel(idx, shape).add(&self.int_form(kb, off).scale(-1));
-                let h = kb.view(&vs, &st);
-                let j = Idx::atom(Atom::ViewInv(h, Box::new(at), vs.iter().product::<usize>() as i64));
-                let value = self.operand(kb, y, &unravel(&j, &vs))?;
+                let (cond, vidx) = self.membership(kb, v, idx, shape)?;
+                let value = self.operand(kb, y, &vidx)?;
                 let value = if value.dtype() == dtype { value } else { Expr::Cast(dtype, Box::new(value)) };
-                Expr::Where(Box::new(Expr::NonNeg(j)), Box::new(value), Box::new(self.expr(kb, x, idx)?))
+                Expr::Where(Box::new(cond), Box::new(value), Box::new(self.expr(kb, x, idx)?))
             }
             Node::Op(op, args) if unary_of(op).is_some() => {
                 Expr::Unary(unary_of(op).expect("unary"), dtype, Box::new(self.operand(kb, args[0], idx)?))
@@ -560,12 +661,7 @@ impl Planner<'_> {
                 let (_, xs) = self.tensor(args[0]).ok_or("reshape")?;
                 self.expr(kb, args[0], &unravel(&ravel(idx, shape), &xs))?
             }
-            Node::Op(InView, args) => {
-                let (vs, st, off) = self.view_parts(args[1]).ok_or("view")?;
-                let at = ravel(idx, shape).add(&self.int_form(kb, off).scale(-1));
-                let h = kb.view(&vs, &st);
-                Expr::NonNeg(Idx::atom(Atom::ViewInv(h, Box::new(at), vs.iter().product::<usize>() as i64)))
-            }
+            Node::Op(InView, args) => self.membership(kb, args[1], idx, shape)?.0,
             Node::Op(op @ (Triu | Tril), args) => {
                 let k = lit(self.term, args[1]).ok_or("triangle")?;
                 let r = idx.len();
@@ -607,6 +703,27 @@ impl Planner<'_> {
             }
             other => return Err(format!("`{other}` cannot be fused")),
         })
+    }
+
+    /// Whether the element at multi-index `idx` of a buffer of shape `shape` is in view `v`, and if so its
+    /// multi-index within the view. A view that is a box of the buffer (each of its dims steps along one buffer dim)
+    /// is tested per dim with comparisons; any other (nesting) view by its inverse, a chain of divisions.
+    fn membership(
+        &self,
+        kb: &mut KernelBuilder,
+        v: Id,
+        idx: &[Idx],
+        shape: &[usize],
+    ) -> Result<(Expr, Vec<Idx>), String> {
+        let (vs, st, off) = self.view_parts(v).ok_or("view")?;
+        let off = self.int_form(kb, off);
+        if let Some(r) = box_membership(&vs, &st, &off, idx, shape) {
+            return Ok(r);
+        }
+        let at = ravel(idx, shape).add(&off.scale(-1));
+        let h = kb.view(&vs, &st);
+        let j = Idx::atom(Atom::ViewInv(h, Box::new(at), vs.iter().product::<usize>() as i64));
+        Ok((Expr::NonNeg(j.clone()), unravel(&j, &vs)))
     }
 
     /// The kernel that materializes node `id`.
@@ -742,4 +859,43 @@ fn compute_dtype(b: Binary, d: DType) -> DType {
 /// `n` row-major strides, for callers outside this module.
 pub fn strides_of(shape: &[usize]) -> Vec<i64> {
     contiguous(shape)
+}
+
+impl Plan {
+    /// One line per node that is not fused: how it is computed, with its kernel's domain (the plan's text form).
+    pub fn describe(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        for (i, how) in self.how.iter().enumerate() {
+            let node = &self.term[Id::from(i)];
+            let shown = match node {
+                Node::Op(op, _) => op.to_string(),
+                other => other.to_string(),
+            };
+            let ty = self.types[i].as_ref().map(|t| t.to_string()).unwrap_or_default();
+            let _ = match how {
+                How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) => {
+                    let kernel = &self.kernels[*k];
+                    let what = match how {
+                        How::InPlace(_) => "in place",
+                        How::CopyInPlace(_) => "copy, then in place",
+                        _ => "new buffer",
+                    };
+                    let red = kernel.reduce.as_ref().map(|r| format!(" reducing {:?} over {:?}", r.op, r.extents));
+                    writeln!(
+                        s,
+                        "${i} = {shown} {ty}: kernel {} ({what}) over {:?}{}, reads {:?}",
+                        kernel.name,
+                        kernel.domain,
+                        red.unwrap_or_default(),
+                        self.launches[*k].args.iter().map(|a| format!("${a}")).collect::<Vec<_>>()
+                    )
+                }
+                How::Fallback => writeln!(s, "${i} = {shown} {ty}: host fallback"),
+                How::Input => writeln!(s, "${i} = {shown} {ty}: input"),
+                _ => Ok(()),
+            };
+        }
+        s
+    }
 }

@@ -37,6 +37,46 @@ pub struct Optimized {
     pub fired: BTreeMap<String, usize>,
     /// Unions of classes of different types (a rule that is not sound); empty when all is well.
     pub conflicts: Vec<String>,
+    /// The candidate terms extraction chose among, with their predicted plan costs (seconds); `term` is the
+    /// cheapest, the first on ties.
+    pub candidates: Vec<(String, f64)>,
+    pub chosen: String,
+    fusion_term: Option<Term>,
+}
+
+/// A tree cost that counts nodes and penalizes reading through a view of a computed elementwise value, so that
+/// views move to the operands and the value fuses into whatever reads it.
+struct FusionCost;
+
+#[derive(Clone, Debug, PartialEq)]
+struct FCost {
+    total: f64,
+    elementwise: bool,
+}
+
+impl PartialOrd for FCost {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        self.total.partial_cmp(&o.total)
+    }
+}
+
+impl egg::CostFunction<Node> for FusionCost {
+    type Cost = FCost;
+    fn cost<C: FnMut(egg::Id) -> FCost>(&mut self, enode: &Node, mut costs: C) -> FCost {
+        use egg::Language;
+        let mut total = 1.0;
+        for &c in enode.children() {
+            total += costs(c).total;
+        }
+        if let Node::Access([x, _]) = enode {
+            if costs(*x).elementwise {
+                total += 30.0;
+            }
+        }
+        let elementwise = matches!(enode, Node::Op(op, _) if crate::ir::is_unary(*op) || crate::ir::is_binary(*op)
+            || matches!(op, crate::ir::OpName::Where | crate::ir::OpName::Clamp | crate::ir::OpName::Cast));
+        FCost { total, elementwise }
+    }
 }
 
 /// The Rust rewrites, by name, with what they do; reported beside the text rules.
@@ -60,6 +100,9 @@ pub fn optimize(f: &Functional, rules: &[Rewrite<Node, TermAnalysis>], limits: L
         stop_reason: String::new(),
         fired: BTreeMap::new(),
         conflicts: Vec::new(),
+        candidates: Vec::new(),
+        chosen: String::new(),
+        fusion_term: None,
     };
     let phase = |out: &mut Optimized| -> Result<(), String> {
         let left = limits.time.saturating_sub(start.elapsed());
@@ -81,6 +124,28 @@ pub fn optimize(f: &Functional, rules: &[Rewrite<Node, TermAnalysis>], limits: L
     if changed {
         phase(&mut out)?;
     }
+    // Extraction: the smallest term, the fusion-friendly term and the functional term, planned and costed.
+    let fused = out.fusion_term.take();
+    let mut cands: Vec<(String, Term)> = vec![("size".into(), out.term.clone())];
+    if let Some(t) = fused {
+        cands.push(("fusion".into(), t));
+    }
+    cands.push(("functional".into(), f.term.clone()));
+    let profile = crate::cost::Profile::shipped_c();
+    let mut best: Option<(f64, usize)> = None;
+    for (k, (name, t)) in cands.iter().enumerate() {
+        let cost = match crate::lower::plan(t, &f.inputs, crate::lower::Policy::Fused) {
+            Ok(p) => crate::cost::plan_cost(&p, &profile),
+            Err(_) => f64::INFINITY,
+        };
+        out.candidates.push((name.clone(), cost));
+        if best.is_none_or(|(c, _)| cost < c) {
+            best = Some((cost, k));
+        }
+    }
+    let (_, k) = best.expect("at least the functional term");
+    out.chosen = cands[k].0.clone();
+    out.term = cands.swap_remove(k).1;
     Ok(out)
 }
 
@@ -101,6 +166,8 @@ fn saturate(
     let extractor = Extractor::new(&runner.egraph, AstSize);
     let (_, term) = extractor.find_best(root);
     verify(&term, inputs).map_err(|e| format!("the extracted term does not verify: {e}"))?;
+    let (_, fused) = Extractor::new(&runner.egraph, FusionCost).find_best(root);
+    out.fusion_term = verify(&fused, inputs).is_ok().then_some(fused);
     for it in &runner.iterations {
         for (name, n) in &it.applied {
             *out.fired.entry(name.to_string()).or_insert(0) += n;

@@ -1,0 +1,132 @@
+//! Comparing plans: for one program, the baselines (eager, unfunctionalized) and ours, each planned by the same
+//! pipeline and run on the same inputs; kernels launched, bytes moved, predicted time, and, when asked, measured
+//! median time, side by side.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use crate::cost::Profile;
+use crate::diag::Diagnostic;
+use crate::frontend::Module;
+use crate::functionalize::{functionalize, Functional};
+use crate::lower::exec::{execute, Stats};
+use crate::lower::{plan, Policy};
+use crate::rewrite::saturate::{optimize, Limits};
+
+/// The plans compared, in the order they are reported.
+pub const PLANS: &[(&str, Policy)] =
+    &[("eager", Policy::Eager), ("unfunctionalized", Policy::Unfunctionalized), ("ours", Policy::Fused)];
+
+/// One plan's figures.
+#[derive(Clone, Debug)]
+pub struct PlanRow {
+    pub plan: String,
+    pub kernels: usize,
+    pub fallbacks: usize,
+    pub bytes: f64,
+    pub predicted_s: f64,
+    pub measured_s: Option<f64>,
+    /// Whether its outputs agree with the first plan's (eager's) within tolerance.
+    pub agrees: bool,
+}
+
+/// Plans and runs one program; `measure` gives the number of timed runs (the median is reported).
+pub fn compare_program(
+    module: &Module,
+    func: &str,
+    rules: &[egg::Rewrite<crate::ir::Node, crate::rewrite::TermAnalysis>],
+    profile: &Profile,
+    which: &[&str],
+    measure: Option<usize>,
+) -> Result<Vec<PlanRow>, Diagnostic> {
+    let functional = functionalize(module, func, &BTreeMap::new())?;
+    let mut optimized = functional.clone();
+    optimized.term =
+        optimize(&functional, rules, Limits::default()).map_err(|m| Diagnostic::new(m).in_file(&module.path))?.term;
+    let params: Vec<(String, crate::tensor::DType, Vec<usize>)> = functional.inputs.clone();
+    let mut inputs = BTreeMap::new();
+    for (i, (name, d, shape)) in params.iter().enumerate() {
+        inputs.insert(name.clone(), crate::io::random_input(0, i, *d, shape)?);
+    }
+    let mut rows = Vec::new();
+    let mut first: Option<Vec<crate::tensor::Tensor>> = None;
+    for (name, policy) in PLANS {
+        if !which.contains(name) {
+            continue;
+        }
+        let f: &Functional = if *policy == Policy::Fused { &optimized } else { &functional };
+        let p = plan(&f.term, &f.inputs, *policy).map_err(|e| Diagnostic::new(format!("{name} plan: {e}")))?;
+        let mut dev = crate::backend::c::CDevice::new(&p).map_err(Diagnostic::new)?;
+        let run = |dev: &mut crate::backend::c::CDevice| -> Result<(Vec<crate::tensor::Tensor>, Stats), Diagnostic> {
+            let fresh: BTreeMap<_, _> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
+            execute(&p, dev, &fresh).map_err(Diagnostic::new)
+        };
+        let (out, stats) = run(&mut dev)?;
+        let agrees = match &first {
+            None => true,
+            Some(want) => want.iter().zip(&out).all(|(a, b)| close(a, b)),
+        };
+        if first.is_none() {
+            first = Some(out);
+        }
+        let measured_s = match measure {
+            Some(n) => {
+                let mut times = Vec::new();
+                for _ in 0..n.max(1) {
+                    let t = Instant::now();
+                    run(&mut dev)?;
+                    times.push(t.elapsed().as_secs_f64());
+                }
+                times.sort_by(f64::total_cmp);
+                Some(times[times.len() / 2])
+            }
+            None => None,
+        };
+        rows.push(PlanRow {
+            plan: name.to_string(),
+            kernels: stats.launches,
+            fallbacks: stats.fallbacks,
+            bytes: stats.bytes,
+            predicted_s: profile.predict(&stats),
+            measured_s,
+            agrees,
+        });
+    }
+    Ok(rows)
+}
+
+fn close(a: &crate::tensor::Tensor, b: &crate::tensor::Tensor) -> bool {
+    if a.shape != b.shape || a.dtype() != b.dtype() {
+        return false;
+    }
+    a.to_f64_vec()
+        .iter()
+        .zip(b.to_f64_vec())
+        .all(|(x, y)| x == &y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= 1e-4 + 1e-4 * y.abs())
+}
+
+/// The JSON form of one program's rows.
+pub fn rows_json(program: &str, rows: &[PlanRow]) -> Value {
+    json!({
+        "program": program,
+        "plans": rows.iter().map(|r| json!({
+            "plan": r.plan,
+            "kernels": r.kernels,
+            "fallbacks": r.fallbacks,
+            "bytes": r.bytes,
+            "predicted_s": r.predicted_s,
+            "measured_s": r.measured_s,
+            "agrees_with_eager": r.agrees,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Geometric mean of positive numbers.
+pub fn geomean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp()
+}

@@ -1,0 +1,199 @@
+//! The cost model: a measured profile of a backend (launch overhead, memory bandwidth, arithmetic throughput) and
+//! the time it predicts for a plan's launches, bytes and ops.
+//!
+//! `funcfuse calibrate` measures a profile with micro-kernels run through the same pipeline as programs and writes
+//! it as JSON; `corpus/costs/` ships one per machine kind. Predictions never measure.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use crate::lower::exec::Stats;
+use crate::tensor::{DType, Tensor};
+
+/// A backend's measured costs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Profile {
+    pub backend: String,
+    /// Seconds per kernel launch (call and host overhead of an almost empty kernel).
+    pub launch_s: f64,
+    /// Bytes per second a streaming kernel reads plus writes.
+    pub bytes_per_s: f64,
+    /// Elementwise arithmetic ops per second (a mix of transcendental and simple ops).
+    pub ops_per_s: f64,
+}
+
+/// The profile shipped for the CPU kind these machines are (measured with `calibrate --backend c`).
+pub const SHIPPED_C: &str = include_str!("../corpus/costs/c-cpu.json");
+
+impl Profile {
+    pub fn shipped_c() -> Profile {
+        Profile::parse(SHIPPED_C).expect("the shipped profile parses")
+    }
+
+    pub fn parse(text: &str) -> Result<Profile, String> {
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("a cost profile must be JSON: {e}"))?;
+        let num = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_f64)
+                .filter(|x| *x > 0.0)
+                .ok_or(format!("the cost profile needs a positive `{k}`"))
+        };
+        Ok(Profile {
+            backend: v.get("backend").and_then(Value::as_str).unwrap_or("c").to_string(),
+            launch_s: num("launch_s")?,
+            bytes_per_s: num("bytes_per_s")?,
+            ops_per_s: num("ops_per_s")?,
+        })
+    }
+
+    pub fn load(path: &Path) -> Result<Profile, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Profile::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "backend": self.backend,
+            "launch_s": self.launch_s,
+            "bytes_per_s": self.bytes_per_s,
+            "ops_per_s": self.ops_per_s,
+        })
+    }
+
+    /// Predicted seconds for what a plan ran: launches, then memory traffic and arithmetic overlapping.
+    pub fn predict(&self, s: &Stats) -> f64 {
+        s.launches as f64 * self.launch_s + (s.bytes / self.bytes_per_s).max(s.flops / self.ops_per_s)
+    }
+}
+
+fn median_time(mut f: impl FnMut() -> Result<(), String>, runs: usize) -> Result<f64, String> {
+    f()?;
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        f()?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+/// Measures a profile of the C backend with three micro-kernels: a one-element add (launch overhead), a copy of
+/// 32 MiB (bandwidth), and a chain of exp, mul and add over 1 Mi elements (throughput).
+pub fn calibrate_c() -> Result<Profile, String> {
+    let measure = |term: &str, shape: &[usize], runs: usize| -> Result<(f64, Stats), String> {
+        let inputs = vec![("x".to_string(), DType::F32, shape.to_vec())];
+        let term: crate::ir::Term = term.parse().map_err(|e| format!("{e}"))?;
+        let plan = crate::lower::plan(&term, &inputs, crate::lower::Policy::Fused)?;
+        let mut dev = crate::backend::c::CDevice::new(&plan)?;
+        let mut vals = BTreeMap::new();
+        vals.insert("x".to_string(), crate::io::random_input(0, 0, DType::F32, shape).map_err(|d| d.to_string())?);
+        let mut stats = Stats::default();
+        let t = median_time(
+            || {
+                stats = crate::lower::exec::execute(&plan, &mut dev, &vals)?.1;
+                Ok(())
+            },
+            runs,
+        )?;
+        Ok((t, stats))
+    };
+    let (t_launch, s) = measure("(tuple (add (input %x) (input %x)))", &[1], 2000)?;
+    let launch_s = t_launch / s.launches.max(1) as f64;
+    let n = 8 << 20;
+    let (t_copy, s) = measure("(tuple (neg (input %x)))", &[n], 9)?;
+    let bytes_per_s = s.bytes / (t_copy - launch_s).max(1e-9);
+    let m = 1 << 20;
+    let (t_ops, s) = measure("(tuple (add (mul (exp (input %x)) (input %x)) (sigmoid (input %x))))", &[m], 9)?;
+    let memory = s.bytes / bytes_per_s;
+    let ops_per_s = s.flops / (t_ops - launch_s - memory).max(t_ops * 0.1);
+    let _ = Tensor::zeros(DType::F32, &[1]);
+    Ok(Profile { backend: "c".into(), launch_s, bytes_per_s, ops_per_s })
+}
+
+/// The predicted seconds of a plan without running it: every kernel's launch, bytes and ops, times how often it
+/// runs (loop trip counts where bounds are literals; 16 for a `while` or computed bounds; half for each arm of an
+/// `if`). Used to choose among extracted terms.
+pub fn plan_cost(plan: &crate::lower::Plan, profile: &Profile) -> f64 {
+    use crate::ir::Node;
+    use crate::lower::How;
+    use egg::Language;
+    let term = &plan.term;
+    let n = term.as_ref().len();
+    let mut times = vec![0.0f64; n];
+    let mut dep = vec![false; n];
+    for (i, node) in term.as_ref().iter().enumerate() {
+        dep[i] = match node {
+            Node::Iter(_) | Node::Carried(_) => true,
+            Node::Loop([a, b, c, init, _]) => [a, b, c, init].iter().any(|&&x| dep[usize::from(x)]),
+            Node::While([init, _, _]) => dep[usize::from(*init)],
+            _ => node.children().iter().any(|&c| dep[usize::from(c)]),
+        };
+    }
+    // How often each node runs: the most any path from the root asks for (nodes outside loops run once).
+    let mut stack = vec![(term.root(), 1.0f64)];
+    while let Some((id, m)) = stack.pop() {
+        let i = usize::from(id);
+        let m = if dep[i] { m } else { m.min(1.0) };
+        if times[i] >= m {
+            continue;
+        }
+        times[i] = m;
+        match &term[id] {
+            Node::Loop([a, b, s, init, body]) => {
+                let lit = |x: &egg::Id| match term[*x] {
+                    Node::Int(v) => Some(v),
+                    _ => None,
+                };
+                let trips = match (lit(a), lit(b), lit(s)) {
+                    (Some(a), Some(b), Some(s)) if s > 0 => ((b - a + s - 1) / s).max(0) as f64,
+                    _ => 16.0,
+                };
+                stack.extend([(*a, m), (*b, m), (*s, m), (*init, m), (*body, m * trips)]);
+            }
+            Node::While([init, cond, body]) => stack.extend([(*init, m), (*cond, m * 16.0), (*body, m * 16.0)]),
+            Node::If([c, a, b]) => stack.extend([(*c, m), (*a, m * 0.5), (*b, m * 0.5)]),
+            node => stack.extend(node.children().iter().map(|&c| (c, m))),
+        }
+    }
+    let mut total = 0.0;
+    for (i, how) in plan.how.iter().enumerate() {
+        let m = times[i];
+        if m == 0.0 {
+            continue;
+        }
+        let one = match how {
+            How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) => {
+                let kernel = &plan.kernels[*k];
+                let launch = &plan.launches[*k];
+                let points = kernel.points() as f64;
+                let out_bytes = kernel.domain.iter().product::<usize>() as f64 * kernel.out_dtype.size() as f64;
+                let mut bytes = out_bytes;
+                for (&a, d) in launch.args.iter().zip(&kernel.args[1..]) {
+                    let numel = plan.tensor(a).map_or(1, |(_, s)| s.iter().product::<usize>()) as f64;
+                    bytes += points.min(numel) * d.size() as f64;
+                }
+                let copy = match how {
+                    How::CopyInPlace(_) => {
+                        let base =
+                            plan.tensor(egg::Id::from(i)).map_or(0, |(d, s)| d.size() * s.iter().product::<usize>());
+                        profile.launch_s + 2.0 * base as f64 / profile.bytes_per_s
+                    }
+                    _ => 0.0,
+                };
+                let ops = points * kernel.value.counts().1 as f64;
+                profile.launch_s + (bytes / profile.bytes_per_s).max(ops / profile.ops_per_s) + copy
+            }
+            How::Fallback => {
+                let b = plan.tensor(egg::Id::from(i)).map_or(0, |(d, s)| d.size() * s.iter().product::<usize>());
+                profile.launch_s + 4.0 * b as f64 / profile.bytes_per_s
+            }
+            _ => 0.0,
+        };
+        total += m * one;
+    }
+    total
+}
