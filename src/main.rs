@@ -45,7 +45,11 @@ enum Cmd {
         paths: Vec<String>,
         #[command(flatten)]
         rules: RuleArgs,
-        /// Where to write `<file>/<func>/{functional.term,optimized.term,record.json}`, report.json and report.md.
+        /// The backend to render kernels for (`cuda` also compile-checks them with NVRTC; no GPU needed).
+        #[arg(long, value_enum, default_value = "c")]
+        backend: Backend,
+        /// Where to write `<file>/<func>/{functional.term,optimized.term,plan.txt,kernels.c,record.json}`,
+        /// report.json and report.md.
         #[arg(long, default_value = "out/optimize")]
         out: PathBuf,
     },
@@ -120,6 +124,9 @@ struct CompareArgs {
     /// A cost profile (JSON from `calibrate`); the shipped CPU profile by default.
     #[arg(long)]
     costs: Option<PathBuf>,
+    /// The backend plans run on.
+    #[arg(long, value_enum, default_value = "c")]
+    backend: Backend,
     #[command(flatten)]
     rules: RuleArgs,
     /// Where to write compare.md and compare.json.
@@ -160,6 +167,15 @@ enum Backend {
     Cuda,
 }
 
+impl Backend {
+    fn target(self) -> funcfuse::lower::Target {
+        match self {
+            Backend::C => funcfuse::lower::Target::C,
+            Backend::Cuda => funcfuse::lower::Target::Cuda,
+        }
+    }
+}
+
 #[derive(clap::Args)]
 struct RunArgs {
     /// The program, as FILE.py::FUNCTION; or a file or directory to run every program in it.
@@ -197,7 +213,7 @@ fn main() -> ExitCode {
         Cmd::Run(a) => run(a),
         Cmd::List { paths } => list(&paths),
         Cmd::Functionalize { target, args, format } => functionalize_cmd(&target, &args, &format),
-        Cmd::Optimize { paths, rules, out } => optimize_cmd(&paths, &rules, &out),
+        Cmd::Optimize { paths, rules, backend, out } => optimize_cmd(&paths, &rules, backend, &out),
         Cmd::Compare { paths, args } => compare_cmd(&paths, &args),
         Cmd::Calibrate { backend, out } => calibrate_cmd(backend, &out),
         Cmd::Rules { cmd: RulesCmd::Check { rules, samples } } => rules_check(&rules, samples),
@@ -336,15 +352,14 @@ fn run_one(
             funcfuse::functionalize::run_functional(&f, &inputs).map_err(|d| d.in_file(file))?
         }
         Engine::Optimized => {
-            if a.backend == Backend::Cuda {
-                return Err(Failure(1, "the CUDA backend is not built yet; use --backend c".into()));
-            }
             let mut f = funcfuse::functionalize::functionalize(module, func, scalars)?;
             let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped()?)?;
             let o = funcfuse::rewrite::saturate::optimize(&f, &rules, Default::default())
                 .map_err(|m| Failure(1, format!("{file}: {m}")))?;
             f.term = o.term;
-            funcfuse::lower::run_c(&f, funcfuse::lower::Policy::Fused, &inputs).map_err(|d| d.in_file(file))?.0
+            funcfuse::lower::run_on(&f, funcfuse::lower::Policy::Fused, a.backend.target(), &inputs)
+                .map_err(|d| d.in_file(file))?
+                .0
         }
         Engine::Reference => interp::run_program(module, func, &inputs, scalars)?,
     };
@@ -466,7 +481,15 @@ fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failure> {
         };
         for func in funcs {
             let label = format!("{shown}::{func}");
-            let rows = match funcfuse::compare::compare_program(&module, &func, &rules, &profile, &which, measure) {
+            let rows = match funcfuse::compare::compare_program(
+                &module,
+                &func,
+                &rules,
+                &profile,
+                &which,
+                measure,
+                a.backend.target(),
+            ) {
                 Ok(r) => r,
                 Err(d) => {
                     failed += 1;
@@ -476,7 +499,7 @@ fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failure> {
                 }
             };
             for r in &rows {
-                let agree = if r.agrees { "" } else { " (outputs differ!)" };
+                let agree = if r.agrees { "" } else { " (differs from the reference!)" };
                 md.push_str(&format!(
                     "| {label} | {}{agree} | {} | {} | {:.2} | {:.3} |",
                     r.plan,
@@ -576,7 +599,7 @@ fn calibrate_cmd(backend: Backend, out: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-fn optimize_cmd(paths: &[String], rules: &RuleArgs, out: &Path) -> Result<(), Failure> {
+fn optimize_cmd(paths: &[String], rules: &RuleArgs, backend: Backend, out: &Path) -> Result<(), Failure> {
     let defs = rules.load()?;
     let rules = funcfuse::rewrite::rules::to_rewrites(&defs)?;
     let targets = collect_targets(paths)?;
@@ -617,6 +640,16 @@ fn optimize_cmd(paths: &[String], rules: &RuleArgs, out: &Path) -> Result<(), Fa
                     // The plan and its kernels (C), as the C backend would run them.
                     let term = &r.optimized.term;
                     match funcfuse::lower::plan(term, &r.functional.inputs, funcfuse::lower::Policy::Fused) {
+                        Ok(p) if backend == Backend::Cuda => {
+                            write("plan.txt", &p.describe())?;
+                            let src = funcfuse::backend::cuda::render(&p);
+                            write("kernels.cu", &src)?;
+                            if let Err(e) =
+                                funcfuse::backend::cuda::compile(&src, funcfuse::backend::cuda::DEFAULT_ARCH)
+                            {
+                                return Err(Failure(1, format!("{label}: {e}")));
+                            }
+                        }
                         Ok(p) => {
                             write("plan.txt", &p.describe())?;
                             write("kernels.c", &funcfuse::backend::c::render(&p))?;

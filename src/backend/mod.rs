@@ -4,4 +4,5 @@
 //! CUDA C for NVRTC. Both render expressions with [`crate::lower::kernel::render`], so the two agree on arithmetic.
 
 pub mod c;
+pub mod cuda;
 pub mod source;

@@ -17,17 +17,57 @@ use crate::functionalize::Functional;
 use crate::interp::RunOutput;
 use crate::tensor::Tensor;
 
+/// The backends a plan runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    C,
+    Cuda,
+}
+
+/// A plan's kernels compiled and loaded on a backend.
+pub enum Loaded {
+    C(crate::backend::c::CDevice),
+    Cuda(crate::backend::cuda::CudaDevice),
+}
+
+impl Loaded {
+    pub fn new(p: &Plan, target: Target) -> Result<Loaded, String> {
+        Ok(match target {
+            Target::C => Loaded::C(crate::backend::c::CDevice::new(p)?),
+            Target::Cuda => Loaded::Cuda(crate::backend::cuda::CudaDevice::new(p)?),
+        })
+    }
+
+    /// Runs the plan (synchronized: its outputs are back on the host when this returns).
+    pub fn run(&mut self, p: &Plan, inputs: &BTreeMap<String, Tensor>) -> Result<(Vec<Tensor>, exec::Stats), String> {
+        match self {
+            Loaded::C(d) => exec::execute(p, d, inputs),
+            Loaded::Cuda(d) => exec::execute(p, d, inputs),
+        }
+    }
+}
+
 /// Plans `f`'s term under `policy` and runs it on the C backend; returns the outputs and what ran.
 pub fn run_c(
     f: &Functional,
     policy: Policy,
     inputs: &BTreeMap<String, Tensor>,
 ) -> Result<(RunOutput, exec::Stats), Diagnostic> {
+    run_on(f, policy, Target::C, inputs)
+}
+
+/// Plans `f`'s term under `policy` and runs it on `target`; returns the outputs and what ran.
+pub fn run_on(
+    f: &Functional,
+    policy: Policy,
+    target: Target,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<(RunOutput, exec::Stats), Diagnostic> {
     let p = plan(&f.term, &f.inputs, policy).map_err(|e| Diagnostic::new(format!("planning failed: {e}")))?;
-    let mut dev = crate::backend::c::CDevice::new(&p).map_err(Diagnostic::new)?;
+    let mut dev = Loaded::new(&p, target).map_err(Diagnostic::new)?;
     let mut stats = exec::Stats::default();
     let out = crate::functionalize::run_with(f, inputs, |_, inputs| {
-        let (t, s) = exec::execute(&p, &mut dev, inputs)?;
+        let (t, s) = dev.run(&p, inputs)?;
         stats = s;
         Ok(t)
     })?;
