@@ -8,6 +8,7 @@ pub mod backend;
 pub mod compare;
 pub mod cost;
 pub mod diag;
+pub mod extract;
 pub mod frontend;
 pub mod functionalize;
 pub mod interp;

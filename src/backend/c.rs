@@ -1,5 +1,5 @@
 //! The C backend: every kernel of a plan rendered as a C function in one translation unit, compiled with the system
-//! C compiler (`$CC`, else `cc`) at `-O2` for the host CPU (GCC 12 at `-O3 -march=native` miscompiled a fused predicated select; see `corpus/micro/views.py::write_through_unsqueeze`), loaded with `dlopen`, and run on host buffers.
+//! C compiler (`$CC`, else `cc`) at `-O3` for the host CPU (see [`FLAGS`]), loaded with `dlopen`, and run on host buffers.
 //!
 //! Compiled libraries are cached by a hash of their source under `$FUNCFUSE_CACHE` (default: the system temp
 //! directory), so a plan compiles once per machine.
@@ -27,7 +27,9 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
         let (def, _, undef) = helpers(k, "static inline");
         let _ = writeln!(s, "\n/* {}: {} point(s) */", k.name, k.domain.iter().product::<usize>());
         s.push_str(&def);
-        let _ = writeln!(s, "void {}(void** b, const int64_t* p) {{\n  (void)p;", k.name);
+        let attr =
+            if row_reduction(k, "").is_some() { "" } else { "__attribute__((optimize(\"no-tree-loop-vectorize\"))) " };
+        let _ = writeln!(s, "{attr}void {}(void** b, const int64_t* p) {{\n  (void)p;", k.name);
         s.push_str(&buffer_decls(k));
         if let Some(body) = row_reduction(k, "  ") {
             s.push_str(&body);
@@ -51,9 +53,10 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
     s
 }
 
-/// Compiler flags: `-O2` (GCC 12 at `-O3 -march=native` miscompiled a fused predicated select), native code, and no
-/// contraction into fused multiply-adds (results round as the reference interpreter's do).
-const FLAGS: &[&str] = &["-O2", "-march=native", "-ffp-contract=off", "-fPIC", "-shared", "-w"];
+/// Compiler flags: `-O3` for the host CPU, and no contraction into fused multiply-adds (results round as the
+/// reference interpreter's do). Kernels other than row reductions are compiled without the loop vectorizer:
+/// GCC 12's miscompiled a fused predicated select (`corpus/micro/views.py::write_through_unsqueeze`).
+const FLAGS: &[&str] = &["-O3", "-march=native", "-ffp-contract=off", "-fPIC", "-shared", "-w"];
 
 fn fnv(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
@@ -68,8 +71,13 @@ pub fn compile(source: &str) -> Result<PathBuf, String> {
     let dir = cache_dir().join("c");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    // `FUNCFUSE_CFLAGS` replaces the flags (for experiments; results are checked all the same).
+    let flags: Vec<String> = match std::env::var("FUNCFUSE_CFLAGS") {
+        Ok(f) => f.split_whitespace().map(String::from).chain(["-fPIC", "-shared", "-w"].map(String::from)).collect(),
+        Err(_) => FLAGS.iter().map(|s| s.to_string()).collect(),
+    };
     // The key covers the compiler and its flags as well as the source.
-    let stem = format!("{:016x}", fnv(&format!("{cc} {}\n{source}", FLAGS.join(" "))));
+    let stem = format!("{:016x}", fnv(&format!("{cc} {}\n{source}", flags.join(" "))));
     let lib = dir.join(format!("{stem}.so"));
     if lib.exists() {
         return Ok(lib);
@@ -80,7 +88,7 @@ pub fn compile(source: &str) -> Result<PathBuf, String> {
     std::fs::write(&src, source).map_err(|e| format!("{}: {e}", src.display()))?;
     let tmp = dir.join(format!("{stem}.{unique}.so"));
     let out = std::process::Command::new(&cc)
-        .args(FLAGS)
+        .args(&flags)
         .arg("-o")
         .arg(&tmp)
         .arg(&src)

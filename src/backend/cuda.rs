@@ -30,6 +30,7 @@ typedef unsigned char uint8_t;
 #define INT64_MIN (-9223372036854775807LL - 1)
 #define INT64_MAX 9223372036854775807LL
 #define FF_FN __device__ static inline
+#define FF_SIMD
 "#;
 
 /// The CUDA C source of a plan's kernels.

@@ -5,9 +5,10 @@ use std::fmt::Write;
 use crate::lower::index::{ravel, Idx};
 use crate::lower::kernel::{c_type, reduction_parts, render, view_helpers, Kernel, RedOp, PRELUDE};
 
-/// The prelude every source file starts with, with `FF_FN` defined as `fn_kw`.
+/// The prelude every source file starts with, with `FF_FN` defined as `fn_kw`; `FF_SIMD` asks for the loop after
+/// it to be vectorized (the accumulator loop of a row reduction, whose iterations are independent).
 pub fn prelude(fn_kw: &str) -> String {
-    format!("#define FF_FN {fn_kw}\n{PRELUDE}\n")
+    format!("#define FF_FN {fn_kw}\n#define FF_SIMD\n{PRELUDE}\n")
 }
 
 /// Declarations of a kernel's buffers from `void** b` (a0 is the output).
@@ -95,7 +96,7 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     }
     let _ = writeln!(
         s,
-        "{inner}for (int64_t i{last} = 0; i{last} < {n}; i{last}++) acc[i{last}] += (double)({});",
+        "{inner}FF_SIMD\n{inner}for (int64_t i{last} = 0; i{last} < {n}; i{last}++) acc[i{last}] += (double)({});",
         render(&k.value, "a")
     );
     for _ in &red.extents {

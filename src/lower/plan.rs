@@ -445,6 +445,16 @@ impl Planner<'_> {
         // Assigns that are buffers write in place where their base is a dead buffer. Otherwise ours writes the
         // whole new buffer as a predicated select; the baselines copy the base and write into the copy (as a
         // clone and an in-place op would), which needs the base as a buffer.
+        if self.policy != Policy::Fused {
+            // The baselines write through views into buffers: a fused base becomes one first.
+            for i in (0..n).rev() {
+                if let (How::Kernel(_), Node::Assign([x, _, _])) = (&self.how[i], &self.term[Id::from(i)]) {
+                    if self.how[usize::from(*x)] == How::Inline {
+                        self.how[usize::from(*x)] = How::Kernel(0);
+                    }
+                }
+            }
+        }
         for i in (0..n).rev() {
             let id = Id::from(i);
             if let (How::Kernel(_), Node::Assign([x, _, _])) = (&self.how[i], &self.term[id]) {

@@ -42,6 +42,7 @@ pub struct Optimized {
     pub candidates: Vec<(String, f64)>,
     pub chosen: String,
     fusion_term: Option<Term>,
+    dag_term: Option<Term>,
 }
 
 /// A tree cost that counts nodes and penalizes reading through a view of a computed elementwise value, so that
@@ -103,6 +104,7 @@ pub fn optimize(f: &Functional, rules: &[Rewrite<Node, TermAnalysis>], limits: L
         candidates: Vec::new(),
         chosen: String::new(),
         fusion_term: None,
+        dag_term: None,
     };
     let phase = |out: &mut Optimized| -> Result<(), String> {
         let left = limits.time.saturating_sub(start.elapsed());
@@ -129,6 +131,9 @@ pub fn optimize(f: &Functional, rules: &[Rewrite<Node, TermAnalysis>], limits: L
     let mut cands: Vec<(String, Term)> = vec![("size".into(), out.term.clone())];
     if let Some(t) = fused {
         cands.push(("fusion".into(), t));
+    }
+    if let Some(t) = out.dag_term.take() {
+        cands.push(("dag".into(), t));
     }
     cands.push(("functional".into(), f.term.clone()));
     let profile = crate::cost::Profile::shipped_c();
@@ -168,6 +173,10 @@ fn saturate(
     verify(&term, inputs).map_err(|e| format!("the extracted term does not verify: {e}"))?;
     let (_, fused) = Extractor::new(&runner.egraph, FusionCost).find_best(root);
     out.fusion_term = verify(&fused, inputs).is_ok().then_some(fused);
+    let choice = crate::extract::dag_choice(&runner.egraph, root, 4);
+    crate::extract::check(&runner.egraph, &choice, root).map_err(|e| format!("DAG extraction: {e}"))?;
+    let dag = crate::extract::build(&runner.egraph, &choice, root);
+    out.dag_term = verify(&dag, inputs).is_ok().then_some(dag);
     for it in &runner.iterations {
         for (name, n) in &it.applied {
             *out.fired.entry(name.to_string()).or_insert(0) += n;

@@ -1,0 +1,125 @@
+//! DAG-aware extraction: choose one node per e-class so that the term, counted as a DAG (a shared node is paid
+//! once), is cheap; and `check` every choice (the root is chosen, choices are nodes of their classes, every child
+//! class is chosen, and nothing is its own ancestor).
+//!
+//! The search starts from egg's tree extractor (the best choice when nothing is shared) and improves it greedily:
+//! for each reachable class in turn, each alternative node is tried and kept when the whole DAG gets cheaper and
+//! stays acyclic. It can only lower the DAG cost of the tree extractor's choice.
+
+use egg::{Id, Language};
+use hashbrown::{HashMap, HashSet};
+
+use crate::ir::{Node, Term};
+use crate::rewrite::TermGraph;
+
+/// A node's own cost: every node costs one except literals and structure, which are free.
+pub fn node_cost(n: &Node) -> f64 {
+    match n {
+        Node::Int(_) | Node::Float(_) | Node::Bool(_) | Node::DType(_) | Node::Name(_) | Node::NoneLit => 0.0,
+        Node::List(_) | Node::Tuple(_) | Node::Get(_) | Node::View(_) => 0.0,
+        _ => 1.0,
+    }
+}
+
+/// One node per class.
+pub type Choice = HashMap<Id, Node>;
+
+/// Sum of node costs over the classes reachable from `root`, each once; None if a cycle is reachable.
+pub fn dag_cost(g: &TermGraph, choice: &Choice, root: Id) -> Option<f64> {
+    let mut order = Vec::new();
+    topo(g, choice, g.find(root), &mut HashSet::new(), &mut HashSet::new(), &mut order)?;
+    Some(order.iter().map(|c| node_cost(&choice[c])).sum())
+}
+
+fn topo(
+    g: &TermGraph,
+    choice: &Choice,
+    c: Id,
+    done: &mut HashSet<Id>,
+    onstack: &mut HashSet<Id>,
+    out: &mut Vec<Id>,
+) -> Option<()> {
+    if done.contains(&c) {
+        return Some(());
+    }
+    if !onstack.insert(c) {
+        return None;
+    }
+    for &k in choice.get(&c)?.children() {
+        topo(g, choice, g.find(k), done, onstack, out)?;
+    }
+    onstack.remove(&c);
+    done.insert(c);
+    out.push(c);
+    Some(())
+}
+
+/// Checks a choice: see the module's doc. The error names what is wrong.
+pub fn check(g: &TermGraph, choice: &Choice, root: Id) -> Result<(), String> {
+    let root = g.find(root);
+    if !choice.contains_key(&root) {
+        return Err("the root class has no chosen node".into());
+    }
+    for (c, n) in choice {
+        if !g[*c].nodes.iter().any(|m| m.clone().map_children(|k| g.find(k)) == n.clone().map_children(|k| g.find(k))) {
+            return Err(format!("the node chosen for class {c} is not in it"));
+        }
+    }
+    let mut order = Vec::new();
+    topo(g, choice, root, &mut HashSet::new(), &mut HashSet::new(), &mut order)
+        .ok_or("the choice is cyclic, or a reachable class has no chosen node")?;
+    Ok(())
+}
+
+/// The term of a choice (which `check` accepted).
+pub fn build(g: &TermGraph, choice: &Choice, root: Id) -> Term {
+    let mut order = Vec::new();
+    topo(g, choice, g.find(root), &mut HashSet::new(), &mut HashSet::new(), &mut order).expect("a checked choice");
+    let mut term = Term::default();
+    let mut at: HashMap<Id, Id> = HashMap::new();
+    for c in order {
+        let n = choice[&c].clone().map_children(|k| at[&g.find(k)]);
+        at.insert(c, term.add(n));
+    }
+    term
+}
+
+/// The tree extractor's choice (egg, by `AstSize`) for every class.
+pub fn tree_choice(g: &TermGraph) -> Choice {
+    let ex = egg::Extractor::new(g, egg::AstSize);
+    g.classes().map(|c| (c.id, ex.find_best_node(c.id).clone())).collect()
+}
+
+/// The DAG-aware choice: the tree choice, improved greedily (at most `rounds` passes over the reachable classes).
+pub fn dag_choice(g: &TermGraph, root: Id, rounds: usize) -> Choice {
+    let mut choice = tree_choice(g);
+    let Some(mut best) = dag_cost(g, &choice, root) else { return choice };
+    for _ in 0..rounds {
+        let mut improved = false;
+        let mut order = Vec::new();
+        topo(g, &choice, g.find(root), &mut HashSet::new(), &mut HashSet::new(), &mut order);
+        for c in order {
+            let current = choice[&c].clone();
+            for alt in &g[c].nodes {
+                if *alt == current {
+                    continue;
+                }
+                choice.insert(c, alt.clone());
+                match dag_cost(g, &choice, root) {
+                    Some(cost) if cost < best => {
+                        best = cost;
+                        improved = true;
+                        break;
+                    }
+                    _ => {
+                        choice.insert(c, current.clone());
+                    }
+                }
+            }
+        }
+        if !improved {
+            break;
+        }
+    }
+    choice
+}

@@ -1,0 +1,90 @@
+//! Extraction and plans over the whole corpus: the DAG-aware extractor's choice passes `check` and never costs more
+//! than egg's tree extractor's; `check` rejects broken choices; and ours launches no more kernels than the
+//! unfunctionalized baseline, which launches no more than eager.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use funcfuse::extract::{check, dag_choice, dag_cost, tree_choice};
+use funcfuse::lower::Policy;
+use funcfuse::rewrite::TermAnalysis;
+
+fn saturated(f: &funcfuse::functionalize::Functional) -> (funcfuse::rewrite::TermGraph, egg::Id) {
+    let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped().unwrap()).unwrap();
+    let runner = egg::Runner::<funcfuse::ir::Node, TermAnalysis>::new(TermAnalysis::new(&f.inputs))
+        .with_iter_limit(30)
+        .with_node_limit(50_000)
+        .with_expr(&f.term)
+        .run(&rules);
+    let root = runner.roots[0];
+    (runner.egraph, root)
+}
+
+#[test]
+fn dag_extraction_checks_and_never_costs_more_than_tree_extraction() {
+    let mut strictly_better = 0;
+    for p in common::corpus_programs() {
+        let module = common::load(&p);
+        let f = funcfuse::functionalize::functionalize(&module, &p.func, &BTreeMap::new()).unwrap();
+        let (g, root) = saturated(&f);
+        let tree = tree_choice(&g);
+        let dag = dag_choice(&g, root, 4);
+        check(&g, &tree, root).unwrap_or_else(|e| panic!("{}: tree choice: {e}", p.label()));
+        check(&g, &dag, root).unwrap_or_else(|e| panic!("{}: DAG choice: {e}", p.label()));
+        let (t, d) = (dag_cost(&g, &tree, root).unwrap(), dag_cost(&g, &dag, root).unwrap());
+        assert!(d <= t, "{}: DAG choice costs {d}, tree choice {t}", p.label());
+        strictly_better += usize::from(d < t);
+    }
+    eprintln!("the DAG choice is cheaper than the tree choice on {strictly_better} programs");
+}
+
+#[test]
+fn check_rejects_broken_choices() {
+    let inputs = vec![("a".to_string(), funcfuse::tensor::DType::F32, vec![4])];
+    let mut g = funcfuse::rewrite::TermGraph::new(TermAnalysis::new(&inputs));
+    let x = g.add_expr(&"(exp (input %a))".parse().unwrap());
+    let y = g.add_expr(&"(neg (exp (input %a)))".parse().unwrap());
+    g.rebuild();
+    let good = tree_choice(&g);
+    check(&g, &good, y).unwrap();
+    // A node that is not in its class.
+    let mut wrong = good.clone();
+    wrong.insert(g.find(y), g[x].nodes[0].clone());
+    assert!(check(&g, &wrong, y).unwrap_err().contains("not in it"));
+    // A missing child class.
+    let mut missing = good.clone();
+    missing.remove(&g.find(x));
+    assert!(check(&g, &missing, y).is_err());
+    // A cycle: exp(a) = neg(exp(a)) makes one class that contains its own parent.
+    g.union(x, y);
+    g.rebuild();
+    let mut cyclic = tree_choice(&g);
+    let c = g.find(x);
+    let neg =
+        g[c].nodes.iter().find(|n| matches!(n, funcfuse::ir::Node::Op(funcfuse::ir::OpName::Neg, _))).unwrap().clone();
+    cyclic.insert(c, neg);
+    assert!(check(&g, &cyclic, c).unwrap_err().contains("cyclic"));
+}
+
+#[test]
+fn ours_launches_no_more_kernels_than_unfunctionalized_which_launches_no_more_than_eager() {
+    for p in common::corpus_programs() {
+        let module = common::load(&p);
+        let inputs = common::seeded_inputs(&module, &p.func, 7);
+        let mut k = Vec::new();
+        for policy in [Policy::Fused, Policy::Unfunctionalized, Policy::Eager] {
+            let stats =
+                common::check_plan(&module, &p.func, &inputs, policy).unwrap_or_else(|e| panic!("{}: {e}", p.label()));
+            k.push(stats.launches);
+        }
+        assert!(
+            k[0] <= k[1] && k[1] <= k[2],
+            "{}: ours {}, unfunctionalized {}, eager {}",
+            p.label(),
+            k[0],
+            k[1],
+            k[2]
+        );
+    }
+}
