@@ -118,6 +118,20 @@ pub fn calibrate_c() -> Result<Profile, String> {
 /// runs (loop trip counts where bounds are literals; 16 for a `while` or computed bounds; half for each arm of an
 /// `if`). Used to choose among extracted terms.
 pub fn plan_cost(plan: &crate::lower::Plan, profile: &Profile) -> f64 {
+    plan_estimate(plan, profile).seconds
+}
+
+/// What a plan is predicted to do, without running it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Estimate {
+    /// Kernel launches (copies and host fallbacks included), weighted by how often each runs.
+    pub launches: f64,
+    pub bytes: f64,
+    pub seconds: f64,
+}
+
+/// See [`plan_cost`].
+pub fn plan_estimate(plan: &crate::lower::Plan, profile: &Profile) -> Estimate {
     use crate::ir::Node;
     use crate::lower::How;
     use egg::Language;
@@ -159,7 +173,7 @@ pub fn plan_cost(plan: &crate::lower::Plan, profile: &Profile) -> f64 {
             node => stack.extend(node.children().iter().map(|&c| (c, m))),
         }
     }
-    let mut total = 0.0;
+    let mut est = Estimate::default();
     for (i, how) in plan.how.iter().enumerate() {
         let m = times[i];
         if m == 0.0 {
@@ -185,15 +199,19 @@ pub fn plan_cost(plan: &crate::lower::Plan, profile: &Profile) -> f64 {
                     _ => 0.0,
                 };
                 let ops = points * kernel.value.counts().1 as f64;
+                est.launches += m * if copy > 0.0 { 2.0 } else { 1.0 };
+                est.bytes += m * bytes;
                 profile.launch_s + (bytes / profile.bytes_per_s).max(ops / profile.ops_per_s) + copy
             }
             How::Fallback => {
                 let b = plan.tensor(egg::Id::from(i)).map_or(0, |(d, s)| d.size() * s.iter().product::<usize>());
+                est.launches += m;
+                est.bytes += m * 4.0 * b as f64;
                 profile.launch_s + 4.0 * b as f64 / profile.bytes_per_s
             }
             _ => 0.0,
         };
-        total += m * one;
+        est.seconds += m * one;
     }
-    total
+    est
 }

@@ -12,6 +12,9 @@ use hashbrown::{HashMap, HashSet};
 use crate::ir::{Node, Term};
 use crate::rewrite::TermGraph;
 
+/// E-graphs with more classes than this skip the DAG-aware search (its cost grows with the square of the size).
+pub const MAX_CLASSES: usize = 3000;
+
 /// A node's own cost: every node costs one except literals and structure, which are free.
 pub fn node_cost(n: &Node) -> f64 {
     match n {

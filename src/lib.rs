@@ -5,6 +5,7 @@
 //! runtime both use; [`io`] reads and writes `.npy` files and generates seeded inputs.
 
 pub mod backend;
+pub mod batch;
 pub mod compare;
 pub mod cost;
 pub mod diag;
@@ -16,6 +17,7 @@ pub mod io;
 pub mod ir;
 pub mod lower;
 pub mod optimize;
+pub mod report;
 pub mod rewrite;
 pub mod tensor;
 

@@ -44,14 +44,7 @@ enum Cmd {
         #[arg(required = true)]
         paths: Vec<String>,
         #[command(flatten)]
-        rules: RuleArgs,
-        /// The backend to render kernels for (`cuda` also compile-checks them with NVRTC; no GPU needed).
-        #[arg(long, value_enum, default_value = "c")]
-        backend: Backend,
-        /// Where to write `<file>/<func>/{functional.term,optimized.term,plan.txt,kernels.c,record.json}`,
-        /// report.json and report.md.
-        #[arg(long, default_value = "out/optimize")]
-        out: PathBuf,
+        args: OptimizeArgs,
     },
     /// Functionalize a program and print its pure term.
     Functionalize {
@@ -108,6 +101,28 @@ enum RulesCmd {
         #[command(flatten)]
         rules: RuleArgs,
     },
+}
+
+#[derive(clap::Args)]
+struct OptimizeArgs {
+    #[command(flatten)]
+    rules: RuleArgs,
+    /// The backend to render kernels for (`cuda` also compile-checks them with NVRTC; no GPU needed).
+    #[arg(long, value_enum, default_value = "c")]
+    backend: Backend,
+    /// A cost profile (JSON from `calibrate`) for the predicted figures; the shipped CPU profile by default.
+    #[arg(long)]
+    costs: Option<PathBuf>,
+    /// Programs optimized at once (default: all cores). The output does not depend on it.
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Seconds one program may take; past it, it is recorded as timed out and the batch goes on.
+    #[arg(long, default_value_t = 60.0)]
+    time_limit: f64,
+    /// Where to write `<file>/<func>/{functional.term,optimized.term,plan.txt,kernels.c,record.json}` and
+    /// report.json, report.md, report.html.
+    #[arg(long, default_value = "out/optimize")]
+    out: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -213,7 +228,7 @@ fn main() -> ExitCode {
         Cmd::Run(a) => run(a),
         Cmd::List { paths } => list(&paths),
         Cmd::Functionalize { target, args, format } => functionalize_cmd(&target, &args, &format),
-        Cmd::Optimize { paths, rules, backend, out } => optimize_cmd(&paths, &rules, backend, &out),
+        Cmd::Optimize { paths, args } => optimize_cmd(&paths, &args),
         Cmd::Compare { paths, args } => compare_cmd(&paths, &args),
         Cmd::Calibrate { backend, out } => calibrate_cmd(backend, &out),
         Cmd::Rules { cmd: RulesCmd::Check { rules, samples } } => rules_check(&rules, samples),
@@ -599,101 +614,117 @@ fn calibrate_cmd(backend: Backend, out: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-fn optimize_cmd(paths: &[String], rules: &RuleArgs, backend: Backend, out: &Path) -> Result<(), Failure> {
-    let defs = rules.load()?;
-    let rules = funcfuse::rewrite::rules::to_rewrites(&defs)?;
-    let targets = collect_targets(paths)?;
-    let mut records = Vec::new();
-    let mut md = String::from("| program | status | accesses | assigns | loops | e-graph nodes | iterations | stop |\n|---|---|---|---|---|---|---|---|\n");
-    let (mut ok, mut failed) = (0, 0);
-    for (file, rel, only) in targets {
+fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
+    let defs = a.rules.load()?;
+    funcfuse::rewrite::rules::to_rewrites(&defs)?;
+    let out = &a.out;
+    let profile = match &a.costs {
+        Some(p) => funcfuse::cost::Profile::load(p).map_err(|e| Failure(1, e))?,
+        None => funcfuse::cost::Profile::shipped_c(),
+    };
+    // Every program, in a stable order; a file that does not parse is one failed entry.
+    let mut tasks = Vec::new();
+    let mut entries: Vec<Result<usize, (String, String)>> = Vec::new();
+    for (file, rel, only) in collect_targets(paths)? {
         let shown = file.display().to_string();
-        let module = match frontend::load_module(&shown) {
-            Ok(m) => m,
-            Err(d) => {
-                failed += 1;
-                outln!("FAIL {d}");
-                records.push(funcfuse::optimize::failure_record(&shown, &d.to_string()));
-                md.push_str(&format!("| {shown} | failed | | | | | | |\n"));
+        let funcs: Vec<String> = match (&only, frontend::load_module(&shown)) {
+            (_, Err(d)) => {
+                entries.push(Err((shown.clone(), d.to_string())));
                 continue;
             }
-        };
-        let funcs: Vec<String> = match &only {
-            Some(f) => vec![f.clone()],
-            None => module.programs().map(|f| f.name.clone()).collect(),
+            (Some(f), Ok(_)) => vec![f.clone()],
+            (None, Ok(m)) => m.programs().map(|f| f.name.clone()).collect(),
         };
         for func in funcs {
-            let label = format!("{shown}::{func}");
             let dir = out.join(rel.with_extension("")).join(&func);
-            match funcfuse::optimize::optimize_program(&module, &func, &rules, Default::default()) {
-                Ok(r) => {
-                    ok += 1;
-                    let rec = funcfuse::optimize::record(&label, &r);
-                    let (ft, ot) = funcfuse::optimize::term_texts(&r);
-                    std::fs::create_dir_all(&dir).map_err(|e| Failure(1, format!("{}: {e}", dir.display())))?;
-                    let write = |name: &str, text: &str| {
-                        std::fs::write(dir.join(name), text)
-                            .map_err(|e| Failure(1, format!("{}: {e}", dir.join(name).display())))
-                    };
-                    write("functional.term", &ft)?;
-                    write("optimized.term", &ot)?;
-                    // The plan and its kernels (C), as the C backend would run them.
-                    let term = &r.optimized.term;
-                    match funcfuse::lower::plan(term, &r.functional.inputs, funcfuse::lower::Policy::Fused) {
-                        Ok(p) if backend == Backend::Cuda => {
-                            write("plan.txt", &p.describe())?;
-                            let src = funcfuse::backend::cuda::render(&p);
-                            write("kernels.cu", &src)?;
-                            if let Err(e) =
-                                funcfuse::backend::cuda::compile(&src, funcfuse::backend::cuda::DEFAULT_ARCH)
-                            {
-                                return Err(Failure(1, format!("{label}: {e}")));
-                            }
+            entries.push(Ok(tasks.len()));
+            tasks.push(funcfuse::batch::Task { file: file.clone(), dir, func });
+        }
+    }
+    let opts = funcfuse::batch::Options {
+        jobs: a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        time_limit: std::time::Duration::from_secs_f64(a.time_limit.max(0.001)),
+        kernels: match a.backend {
+            Backend::C => funcfuse::batch::Kernels::C,
+            Backend::Cuda => funcfuse::batch::Kernels::Cuda(funcfuse::backend::cuda::DEFAULT_ARCH),
+        },
+        profile,
+    };
+    use std::io::IsTerminal;
+    let tty = std::io::stderr().is_terminal();
+    let outcomes = funcfuse::batch::run(&tasks, &defs, &opts, |done, total, label, o| {
+        if tty {
+            let w = 30;
+            let filled = done * w / total.max(1);
+            eprint!("\r[{}{}] {done}/{total} {:<60.60}", "=".repeat(filled), " ".repeat(w - filled), label);
+            if done == total {
+                eprintln!();
+            }
+        } else {
+            let extra = match o {
+                funcfuse::batch::Outcome::Failed { error } => format!(": {}", error.lines().next().unwrap_or("")),
+                _ => String::new(),
+            };
+            eprintln!("[{done}/{total}] {} {label}{extra}", o.status());
+        }
+    });
+    let mut records = Vec::new();
+    let mut timings = Vec::new();
+    let (mut ok, mut failed, mut timed_out) = (0, 0, 0);
+    for e in &entries {
+        match e {
+            Err((file, error)) => {
+                failed += 1;
+                records.push(funcfuse::optimize::failure_record(file, error));
+                timings.push(None);
+            }
+            Ok(i) => {
+                let task = &tasks[*i];
+                match &outcomes[*i] {
+                    funcfuse::batch::Outcome::Ok { record, files, timings: t } => {
+                        ok += 1;
+                        std::fs::create_dir_all(&task.dir)
+                            .map_err(|e| Failure(1, format!("{}: {e}", task.dir.display())))?;
+                        for (name, text) in files {
+                            let p = task.dir.join(name);
+                            std::fs::write(&p, text).map_err(|e| Failure(1, format!("{}: {e}", p.display())))?;
                         }
-                        Ok(p) => {
-                            write("plan.txt", &p.describe())?;
-                            write("kernels.c", &funcfuse::backend::c::render(&p))?;
-                        }
-                        Err(e) => write("plan.txt", &format!("planning failed: {e}\n"))?,
+                        records.push(record.clone());
+                        timings.push(Some(*t));
                     }
-                    write("record.json", &(serde_json::to_string_pretty(&rec).unwrap_or_default() + "\n"))?;
-                    let s = |k: &str, w: &str| rec[k][w].as_u64().unwrap_or(0);
-                    md.push_str(&format!(
-                        "| {label} | ok | {} -> {} | {} -> {} | {} -> {} | {} | {} | {} |\n",
-                        s("functional", "accesses"),
-                        s("optimized", "accesses"),
-                        s("functional", "assigns"),
-                        s("optimized", "assigns"),
-                        s("functional", "loops"),
-                        s("optimized", "loops"),
-                        rec["egraph"]["nodes"],
-                        rec["iterations"],
-                        rec["stop_reason"].as_str().unwrap_or("")
-                    ));
-                    outln!(
-                        "ok   {label} (functionalize {} us, saturate {} us)",
-                        r.functionalize_time.as_micros(),
-                        r.saturate_time.as_micros()
-                    );
-                    records.push(rec);
-                }
-                Err(d) => {
-                    failed += 1;
-                    outln!("FAIL {label}: {d}");
-                    records.push(funcfuse::optimize::failure_record(&label, &d.to_string()));
-                    md.push_str(&format!("| {label} | failed | | | | | | |\n"));
+                    funcfuse::batch::Outcome::Failed { error } => {
+                        failed += 1;
+                        records.push(funcfuse::optimize::failure_record(&task.label(), error));
+                        timings.push(None);
+                    }
+                    funcfuse::batch::Outcome::TimedOut => {
+                        timed_out += 1;
+                        let mut r = funcfuse::optimize::failure_record(
+                            &task.label(),
+                            &format!("exceeded the time limit of {} s", a.time_limit),
+                        );
+                        r["status"] = "timed out".into();
+                        records.push(r);
+                        timings.push(None);
+                    }
                 }
             }
         }
     }
     std::fs::create_dir_all(out).map_err(|e| Failure(1, format!("{}: {e}", out.display())))?;
-    let report = serde_json::json!({ "programs": records, "ok": ok, "failed": failed });
-    std::fs::write(out.join("report.json"), serde_json::to_string_pretty(&report).unwrap_or_default() + "\n")
-        .map_err(|e| Failure(1, format!("{}: {e}", out.display())))?;
-    std::fs::write(out.join("report.md"), md).map_err(|e| Failure(1, format!("{}: {e}", out.display())))?;
-    outln!("{ok} programs optimized, {failed} failed; report in {}", out.join("report.md").display());
-    if failed > 0 {
-        return Err(Failure(1, format!("{failed} programs failed (recorded in the report)")));
+    let report = serde_json::json!({ "ok": ok, "failed": failed, "timed_out": timed_out, "programs": records });
+    let write = |name: &str, text: String| {
+        std::fs::write(out.join(name), text).map_err(|e| Failure(1, format!("{}: {e}", out.join(name).display())))
+    };
+    write("report.json", serde_json::to_string_pretty(&report).unwrap_or_default() + "\n")?;
+    write("report.md", funcfuse::report::markdown(&records))?;
+    write("report.html", funcfuse::report::html(&records, &timings))?;
+    outln!(
+        "{ok} programs optimized, {failed} failed, {timed_out} timed out; report in {}",
+        out.join("report.md").display()
+    );
+    if failed + timed_out > 0 {
+        return Err(Failure(1, format!("{} programs did not optimize (recorded in the report)", failed + timed_out)));
     }
     Ok(())
 }

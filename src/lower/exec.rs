@@ -49,7 +49,6 @@ pub struct Stats {
 enum Val<B> {
     T(B, DType, Rc<[usize]>),
     I(i64),
-    F(f64),
     B(bool),
     Tup(Rc<Vec<Val<B>>>),
     Other,
@@ -179,7 +178,6 @@ impl<D: Device> Executor<'_, D> {
         let node = plan.term[id].clone();
         Ok(match node {
             Node::Int(i) => Val::I(i),
-            Node::Float(f) => Val::F(f.0),
             Node::Bool(b) => Val::B(b.0),
             Node::Input(n) => {
                 let Node::Name(name) = &plan.term[n] else { return Err("input of a non-name".into()) };

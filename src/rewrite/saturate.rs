@@ -173,10 +173,13 @@ fn saturate(
     verify(&term, inputs).map_err(|e| format!("the extracted term does not verify: {e}"))?;
     let (_, fused) = Extractor::new(&runner.egraph, FusionCost).find_best(root);
     out.fusion_term = verify(&fused, inputs).is_ok().then_some(fused);
-    let choice = crate::extract::dag_choice(&runner.egraph, root, 4);
-    crate::extract::check(&runner.egraph, &choice, root).map_err(|e| format!("DAG extraction: {e}"))?;
-    let dag = crate::extract::build(&runner.egraph, &choice, root);
-    out.dag_term = verify(&dag, inputs).is_ok().then_some(dag);
+    // The DAG-aware search costs a DAG walk per alternative node: only for e-graphs of moderate size.
+    if runner.egraph.number_of_classes() <= crate::extract::MAX_CLASSES {
+        let choice = crate::extract::dag_choice(&runner.egraph, root, 4);
+        crate::extract::check(&runner.egraph, &choice, root).map_err(|e| format!("DAG extraction: {e}"))?;
+        let dag = crate::extract::build(&runner.egraph, &choice, root);
+        out.dag_term = verify(&dag, inputs).is_ok().then_some(dag);
+    }
     for it in &runner.iterations {
         for (name, n) in &it.applied {
             *out.fired.entry(name.to_string()).or_insert(0) += n;

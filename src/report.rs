@@ -1,0 +1,175 @@
+//! Batch reports: `report.json` (the records), `report.md` (a table) and `report.html` (self-contained, with SVG
+//! charts: kernels and predicted time per program against the baselines, and where optimization time goes per stage).
+//!
+//! `report.json` schema: `{ "ok": N, "failed": N, "timed_out": N, "programs": [RECORD...] }`, a record per program
+//! in input order: `program`, `status` (`ok`, `failed`, `timed out`), `error` (when not ok), and when ok:
+//! `functional` and `optimized` term statistics (`nodes`, `loops`, `accesses`, `assigns`, `ifs`), `egraph`
+//! (`nodes`, `classes`), `iterations`, `stop_reason`, `rules_fired` (name to count, Rust rewrites included),
+//! `conflicts`, `extraction` (`chosen` and each candidate's `predicted_s`), and `plans` (`eager`,
+//! `unfunctionalized`, `ours`: predicted `kernels`, `bytes`, `predicted_s`). Nothing in it depends on timing.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use crate::batch::Timings;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn num(v: &Value, path: &[&str]) -> f64 {
+    let mut v = v;
+    for p in path {
+        v = &v[*p];
+    }
+    v.as_f64().unwrap_or(0.0)
+}
+
+/// The Markdown table of a batch.
+pub fn markdown(records: &[Value]) -> String {
+    let mut md = String::from(
+        "| program | status | loops | accesses | assigns | e-graph nodes | stop | kernels eager / unfunc. / ours | predicted ms eager / ours |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in records {
+        let p = r["program"].as_str().unwrap_or("");
+        let status = r["status"].as_str().unwrap_or("");
+        if status != "ok" {
+            let err = r["error"].as_str().unwrap_or("").lines().next().unwrap_or("").replace('|', "\\|");
+            let _ = writeln!(md, "| {p} | {status}: {err} | | | | | | | |");
+            continue;
+        }
+        let s = |a: &str, b: &str| num(r, &[a, b]) as u64;
+        let _ = writeln!(
+            md,
+            "| {p} | ok | {} -> {} | {} -> {} | {} -> {} | {} | {} | {} / {} / {} | {:.3} / {:.3} |",
+            s("functional", "loops"),
+            s("optimized", "loops"),
+            s("functional", "accesses"),
+            s("optimized", "accesses"),
+            s("functional", "assigns"),
+            s("optimized", "assigns"),
+            s("egraph", "nodes"),
+            r["stop_reason"].as_str().unwrap_or(""),
+            num(r, &["plans", "eager", "kernels"]),
+            num(r, &["plans", "unfunctionalized", "kernels"]),
+            num(r, &["plans", "ours", "kernels"]),
+            num(r, &["plans", "eager", "predicted_s"]) * 1e3,
+            num(r, &["plans", "ours", "predicted_s"]) * 1e3,
+        );
+    }
+    md
+}
+
+const COLORS: [(&str, &str); 3] = [("eager", "#c44e52"), ("unfunctionalized", "#dd8452"), ("ours", "#4c72b0")];
+
+/// A horizontal grouped bar chart (log scale) of one plan metric per program.
+fn bars(records: &[&Value], metric: &str, unit: &str, scale: f64) -> String {
+    let row = 12.0 * COLORS.len() as f64 + 8.0;
+    let (left, width) = (330.0, 480.0);
+    let height = 30.0 + row * records.len() as f64;
+    let max = records
+        .iter()
+        .flat_map(|r| COLORS.iter().map(move |(p, _)| num(r, &["plans", p, metric]) * scale))
+        .fold(1e-9f64, f64::max);
+    let lmax = (max * 10.0).log10();
+    let x = |v: f64| if v <= 0.0 { 0.0 } else { ((v * 10.0).log10().max(0.0) / lmax * width).max(1.0) };
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"11\">\n",
+        left + width + 90.0
+    );
+    for (k, (p, c)) in COLORS.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "<rect x=\"{}\" y=\"4\" width=\"10\" height=\"10\" fill=\"{c}\"/><text x=\"{}\" y=\"13\">{p}</text>",
+            left + k as f64 * 130.0,
+            left + k as f64 * 130.0 + 14.0
+        );
+    }
+    for (i, r) in records.iter().enumerate() {
+        let y = 24.0 + i as f64 * row;
+        let name = r["program"].as_str().unwrap_or("").rsplit('/').next().unwrap_or("");
+        let _ =
+            writeln!(s, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", left - 6.0, y + row / 2.0, esc(name));
+        for (k, (p, c)) in COLORS.iter().enumerate() {
+            let v = num(r, &["plans", p, metric]) * scale;
+            let yy = y + k as f64 * 12.0;
+            let _ = writeln!(
+                s,
+                "<rect x=\"{left}\" y=\"{yy}\" width=\"{:.1}\" height=\"10\" fill=\"{c}\"><title>{p}: {v:.4} {unit}</title></rect><text x=\"{:.1}\" y=\"{}\">{}</text>",
+                x(v),
+                left + x(v) + 3.0,
+                yy + 9.0,
+                if v >= 100.0 || v == v.trunc() { format!("{v:.0}") } else { format!("{v:.3}") }
+            );
+        }
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// A stacked bar of where the optimizer's time went, per stage, summed over the batch.
+fn stages(timings: &[Option<Timings>]) -> String {
+    let mut t = Timings::default();
+    for x in timings.iter().flatten() {
+        t.functionalize += x.functionalize;
+        t.saturate += x.saturate;
+        t.plan += x.plan;
+        t.render += x.render;
+    }
+    let parts = [
+        ("functionalize", t.functionalize, "#55a868"),
+        ("saturate + extract", t.saturate, "#8172b3"),
+        ("plan (3 plans)", t.plan, "#937860"),
+        ("render kernels", t.render, "#da8bc3"),
+    ];
+    let total: f64 = parts.iter().map(|p| p.1).sum::<f64>().max(1e-12);
+    let mut s = String::from("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"820\" height=\"70\" font-family=\"sans-serif\" font-size=\"11\">\n");
+    let mut x = 0.0;
+    for (k, (name, v, c)) in parts.iter().enumerate() {
+        let w = v / total * 800.0;
+        let _ = writeln!(s, "<rect x=\"{x:.1}\" y=\"5\" width=\"{w:.1}\" height=\"24\" fill=\"{c}\"><title>{name}: {:.1} ms</title></rect>", v * 1e3);
+        let _ = writeln!(s, "<rect x=\"{}\" y=\"40\" width=\"10\" height=\"10\" fill=\"{c}\"/><text x=\"{}\" y=\"49\">{name} {:.1} ms ({:.0}%)</text>", k * 200, k * 200 + 14, v * 1e3, v / total * 100.0);
+        x += w;
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The self-contained HTML report (no scripts, no network).
+pub fn html(records: &[Value], timings: &[Option<Timings>]) -> String {
+    let ok: Vec<&Value> = records.iter().filter(|r| r["status"] == "ok").collect();
+    let failed: Vec<&Value> = records.iter().filter(|r| r["status"] != "ok").collect();
+    let mut s = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>funcfuse report</title>\n",
+    );
+    s.push_str("<style>body{font-family:sans-serif;margin:2em;max-width:1000px}table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}.bad{color:#b00}</style></head><body>\n");
+    let _ = writeln!(
+        s,
+        "<h1>funcfuse optimize</h1>\n<p>{} programs: {} ok, {} failed or timed out.</p>",
+        records.len(),
+        ok.len(),
+        failed.len()
+    );
+    s.push_str("<h2>Kernel launches per program (predicted, log scale)</h2>\n");
+    s.push_str(&bars(&ok, "kernels", "launches", 1.0));
+    s.push_str("<h2>Predicted time per program (ms, cost profile, log scale)</h2>\n");
+    s.push_str(&bars(&ok, "predicted_s", "ms", 1e3));
+    s.push_str("<h2>Where optimization time goes</h2>\n");
+    s.push_str(&stages(timings));
+    if !failed.is_empty() {
+        s.push_str("<h2>Failures</h2>\n<table><tr><th>program</th><th>status</th><th>error</th></tr>\n");
+        for r in failed {
+            let _ = writeln!(
+                s,
+                "<tr><td>{}</td><td class=\"bad\">{}</td><td><pre>{}</pre></td></tr>",
+                esc(r["program"].as_str().unwrap_or("")),
+                esc(r["status"].as_str().unwrap_or("")),
+                esc(r["error"].as_str().unwrap_or(""))
+            );
+        }
+        s.push_str("</table>\n");
+    }
+    s.push_str("</body></html>\n");
+    s
+}
