@@ -70,6 +70,19 @@ enum Cmd {
         #[command(flatten)]
         args: CompareArgs,
     },
+    /// Explain one program's optimization: rules fired, extraction candidates, and its plan against the baselines.
+    Explain {
+        /// The program, as FILE.py::FUNCTION.
+        target: String,
+        #[command(flatten)]
+        rules: RuleArgs,
+        /// Print one stage's text form instead: functional, optimized, plan, c, cuda.
+        #[arg(long, value_name = "STAGE")]
+        dump: Option<String>,
+        /// Write egraph.dot and plan.dot into DIR (and .svg files where Graphviz `dot` is installed).
+        #[arg(long, value_name = "DIR")]
+        dot: Option<PathBuf>,
+    },
     /// Measure a cost profile of a backend (launch overhead, bandwidth, throughput) and write it as JSON.
     Calibrate {
         #[arg(long, value_enum, default_value = "c")]
@@ -230,6 +243,7 @@ fn main() -> ExitCode {
         Cmd::Functionalize { target, args, format } => functionalize_cmd(&target, &args, &format),
         Cmd::Optimize { paths, args } => optimize_cmd(&paths, &args),
         Cmd::Compare { paths, args } => compare_cmd(&paths, &args),
+        Cmd::Explain { target, rules, dump, dot } => explain_cmd(&target, &rules, dump.as_deref(), dot.as_deref()),
         Cmd::Calibrate { backend, out } => calibrate_cmd(backend, &out),
         Cmd::Rules { cmd: RulesCmd::Check { rules, samples } } => rules_check(&rules, samples),
         Cmd::Rules { cmd: RulesCmd::List { rules } } => rules_list(&rules),
@@ -596,6 +610,125 @@ fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failure> {
     outln!("report in {}", a.out.join("compare.md").display());
     if failed > 0 {
         return Err(Failure(1, format!("{failed} programs failed")));
+    }
+    Ok(())
+}
+
+fn explain_cmd(target: &str, rules: &RuleArgs, dump: Option<&str>, dot: Option<&Path>) -> Result<(), Failure> {
+    let (file, func) = target
+        .split_once("::")
+        .ok_or_else(|| Failure(2, format!("`{target}`: name a program as FILE.py::FUNCTION")))?;
+    let module = frontend::load_module(file)?;
+    let rewrites = funcfuse::rewrite::rules::to_rewrites(&rules.load()?)?;
+    let r = funcfuse::optimize::optimize_program(&module, func, &rewrites, Default::default())?;
+    let inputs = &r.functional.inputs;
+    let profile = funcfuse::cost::Profile::shipped_c();
+    let mut plans = Vec::new();
+    for (name, policy) in funcfuse::compare::PLANS {
+        let term = if *policy == funcfuse::lower::Policy::Fused { &r.optimized.term } else { &r.functional.term };
+        let p = funcfuse::lower::plan(term, inputs, *policy).map_err(|e| Failure(1, format!("{name} plan: {e}")))?;
+        let e = funcfuse::cost::plan_estimate(&p, &profile);
+        plans.push((*name, p, e));
+    }
+    let ours = &plans[2].1;
+    match dump {
+        None => {}
+        Some("functional") => {
+            out!("{}", funcfuse::ir::display_dag(&r.functional.term));
+            return Ok(());
+        }
+        Some("optimized") => {
+            out!("{}", funcfuse::ir::display_dag(&r.optimized.term));
+            return Ok(());
+        }
+        Some("plan") => {
+            out!("{}", ours.describe());
+            return Ok(());
+        }
+        Some("c") => {
+            out!("{}", funcfuse::backend::c::render(ours));
+            return Ok(());
+        }
+        Some("cuda") => {
+            out!("{}", funcfuse::backend::cuda::render(ours));
+            return Ok(());
+        }
+        Some(other) => {
+            return Err(Failure(2, format!("--dump {other}: expected functional, optimized, plan, c or cuda")))
+        }
+    }
+    if let Some(dir) = dot {
+        std::fs::create_dir_all(dir).map_err(|e| Failure(1, format!("{}: {e}", dir.display())))?;
+        let runner = egg::Runner::<funcfuse::ir::Node, funcfuse::rewrite::TermAnalysis>::new(
+            funcfuse::rewrite::TermAnalysis::new(inputs),
+        )
+        .with_iter_limit(30)
+        .with_node_limit(50_000)
+        .with_time_limit(std::time::Duration::from_millis(500))
+        .with_expr(&r.functional.term)
+        .run(&rewrites);
+        for (name, text) in [("egraph.dot", runner.egraph.dot().to_string()), ("plan.dot", ours.dot())] {
+            let p = dir.join(name);
+            std::fs::write(&p, text).map_err(|e| Failure(1, format!("{}: {e}", p.display())))?;
+            let svg = p.with_extension("svg");
+            let rendered = std::process::Command::new("dot").arg("-Tsvg").arg(&p).arg("-o").arg(&svg).status();
+            match rendered {
+                Ok(s) if s.success() => outln!("wrote {} and {}", p.display(), svg.display()),
+                _ => outln!("wrote {} (Graphviz `dot` not found: no .svg)", p.display()),
+            }
+        }
+    }
+    let (f, o) = (funcfuse::ir::term_stats(&r.functional.term), funcfuse::ir::term_stats(&r.optimized.term));
+    outln!("{target}");
+    outln!(
+        "  term: {} -> {} nodes, loops {} -> {}, accesses {} -> {}, assigns {} -> {}",
+        f.nodes,
+        o.nodes,
+        f.loops,
+        o.loops,
+        f.accesses,
+        o.accesses,
+        f.assigns,
+        o.assigns
+    );
+    outln!(
+        "  e-graph: {} nodes, {} classes, {} iterations, {}",
+        r.optimized.egraph_nodes,
+        r.optimized.egraph_classes,
+        r.optimized.iterations,
+        r.optimized.stop_reason
+    );
+    if r.optimized.fired.is_empty() {
+        outln!("  no rule fired");
+    }
+    for (rule, n) in &r.optimized.fired {
+        let what = funcfuse::rewrite::saturate::RUST_REWRITES.iter().find(|(k, _)| *k == rule).map(|(_, w)| format!(" ({w})"));
+        outln!("  fired {n:>4} x {rule}{}", what.unwrap_or_default());
+    }
+    outln!("  extraction: chose `{}` among:", r.optimized.chosen);
+    for (name, cost) in &r.optimized.candidates {
+        outln!("    {name:<11} predicted {:.4} ms", cost * 1e3);
+    }
+    outln!("  plans (predicted with the shipped CPU profile):");
+    for (name, p, e) in &plans {
+        let fallbacks = p.how.iter().filter(|h| **h == funcfuse::lower::How::Fallback).count();
+        let in_place = p.how.iter().filter(|h| matches!(h, funcfuse::lower::How::InPlace(_))).count();
+        outln!(
+            "    {name:<17} {:>8.0} launches {:>10.3} MB {:>9.4} ms  ({} kernels, {in_place} in place, {fallbacks} host fallbacks)",
+            e.launches,
+            e.bytes / 1e6,
+            e.seconds * 1e3,
+            p.kernels.len()
+        );
+    }
+    let ours_e = plans[2].2;
+    for (name, _, e) in &plans[..2] {
+        outln!(
+            "  ours vs {name}: {:.2}x fewer launches, {:.2}x fewer bytes, {:.2}x predicted speedup",
+            e.launches / ours_e.launches.max(1.0),
+            e.bytes / ours_e.bytes.max(1.0),
+            e.seconds / ours_e.seconds.max(1e-12)
+        );
     }
     Ok(())
 }

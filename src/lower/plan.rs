@@ -909,3 +909,40 @@ impl Plan {
         s
     }
 }
+
+impl Plan {
+    /// The plan as a Graphviz graph: buffers (inputs, kernels, fallbacks) and which kernels read which.
+    pub fn dot(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::from("digraph plan {\n  rankdir=TB;\n  node [fontname=\"sans-serif\", fontsize=10];\n");
+        for (i, how) in self.how.iter().enumerate() {
+            let ty = self.types[i].as_ref().map(|t| t.to_string()).unwrap_or_default();
+            let (label, shape) = match how {
+                How::Input => (format!("{}\\n{ty}", self.term[Id::from(i)]), "ellipse"),
+                How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) => {
+                    let what = match how {
+                        How::InPlace(_) => " (in place)",
+                        How::CopyInPlace(_) => " (copy + in place)",
+                        _ => "",
+                    };
+                    (format!("{}{what}\\n{ty}", self.kernels[*k].name), "box")
+                }
+                How::Fallback => (format!("host: {}\\n{ty}", self.term[Id::from(i)]), "octagon"),
+                _ => continue,
+            };
+            let _ = writeln!(s, "  n{i} [label=\"{}\", shape={shape}];", label.replace('"', "'"));
+        }
+        for l in &self.launches {
+            for a in &l.args {
+                let _ = writeln!(s, "  n{} -> n{};", usize::from(*a), usize::from(l.node));
+            }
+            if let Node::Assign([x, _, _]) = self.term[l.node] {
+                if matches!(self.how[usize::from(l.node)], How::InPlace(_) | How::CopyInPlace(_)) {
+                    let _ = writeln!(s, "  n{} -> n{} [style=dashed, label=\"base\"];", usize::from(x), usize::from(l.node));
+                }
+            }
+        }
+        s.push_str("}\n");
+        s
+    }
+}
