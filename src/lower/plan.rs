@@ -938,7 +938,12 @@ impl Plan {
             }
             if let Node::Assign([x, _, _]) = self.term[l.node] {
                 if matches!(self.how[usize::from(l.node)], How::InPlace(_) | How::CopyInPlace(_)) {
-                    let _ = writeln!(s, "  n{} -> n{} [style=dashed, label=\"base\"];", usize::from(x), usize::from(l.node));
+                    let _ = writeln!(
+                        s,
+                        "  n{} -> n{} [style=dashed, label=\"base\"];",
+                        usize::from(x),
+                        usize::from(l.node)
+                    );
                 }
             }
         }

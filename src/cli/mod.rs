@@ -1,0 +1,3 @@
+//! Subcommands kept out of `main.rs`.
+
+pub(super) mod plans;
