@@ -209,7 +209,7 @@ mod tests {
     #[test]
     fn what_cannot_be_simplified_stays_a_division() {
         let lin = Idx::var(0, 10);
-        assert_eq!(lin.div(3).render(), "ff_div(i0, 3)");
-        assert_eq!(lin.modulo(3).render(), "ff_mod(i0, 3)");
+        assert_eq!(lin.div(3).render(), "(ff_div((i0), 3))");
+        assert_eq!(lin.modulo(3).render(), "(ff_mod((i0), 3))");
     }
 }
