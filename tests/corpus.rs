@@ -36,6 +36,16 @@ fn main() {
                 Ok(())
             }));
         }
+        let (file4, func4, p4) = (p.file.clone(), p.func.clone(), p.clone());
+        trials.push(Trial::test(format!("c_plan_matches_pytorch::{label}"), move || {
+            let module = funcfuse::frontend::load_module(file4.to_str().unwrap()).map_err(|d| d.to_string())?;
+            let inputs = common::golden_inputs(&p4, &module)?;
+            let f = common::optimized(&module, &func4)?;
+            let (out, _) =
+                funcfuse::lower::run_c(&f, funcfuse::lower::Policy::Fused, &inputs).map_err(|d| d.to_string())?;
+            common::check_goldens(&p4, &out)?;
+            Ok(())
+        }));
         let expected_report = NOT_FUNCTIONALIZED.iter().find(|(l, _)| *l == label).map(|(_, m)| *m);
         trials.push(Trial::test(format!("functional_matches_reference::{label}"), move || {
             let module = funcfuse::frontend::load_module(file.to_str().unwrap()).map_err(|d| d.to_string())?;

@@ -12,6 +12,7 @@ use funcfuse::tensor::{DType, Tensor};
 pub const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/corpus");
 
 /// One corpus program: its file (relative to the corpus), its function and where its goldens live.
+#[derive(Clone)]
 pub struct Program {
     pub file: PathBuf,
     pub rel: String,
