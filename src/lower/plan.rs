@@ -75,7 +75,7 @@ impl Plan {
 
 /// Plans `term` under `policy`.
 pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy) -> Result<Plan, String> {
-    let term = &unshare(term);
+    let term = &unshare(&decompose(term));
     let types = node_types(term, inputs)?;
     let n = term.as_ref().len();
     let mut users: Vec<Vec<Id>> = vec![Vec::new(); n];
@@ -119,6 +119,37 @@ pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy)
         }
     }
     Ok(plan)
+}
+
+/// The term with softmax and log-softmax spelled as the reductions and elementwise ops they are (a max, a sum of
+/// exponentials, a division), so that they fuse like any other ops instead of running on the host.
+fn decompose(term: &Term) -> Term {
+    let mut b = crate::ir::Builder::default();
+    let mut map: Vec<Id> = Vec::with_capacity(term.as_ref().len());
+    for node in term.as_ref() {
+        let n = node.clone().map_children(|c| map[usize::from(c)]);
+        let id = match &n {
+            Node::Op(op @ (OpName::Softmax | OpName::LogSoftmax), args) => {
+                let (x, d) = (args[0], args[1]);
+                let dims = b.add(Node::List(vec![d].into()));
+                let keep = b.add(Node::Bool(crate::ir::BoolLit(true)));
+                let m = b.op(OpName::Amax, vec![x, dims, keep]);
+                let shifted = b.op(OpName::Sub, vec![x, m]);
+                let e = b.op(OpName::Exp, vec![shifted]);
+                let total = b.op(OpName::Sum, vec![e, dims, keep]);
+                if *op == OpName::Softmax {
+                    b.op(OpName::Div, vec![e, total])
+                } else {
+                    let l = b.op(OpName::Log, vec![total]);
+                    b.op(OpName::Sub, vec![shifted, l])
+                }
+            }
+            _ => b.add(n),
+        };
+        map.push(id);
+    }
+    let root = map[usize::from(term.root())];
+    b.extract(root)
 }
 
 /// The term with every node that depends on a loop's variable or state copied per loop that runs it, so that each
