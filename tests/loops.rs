@@ -65,3 +65,15 @@ fn assigns_covering_an_axis_become_one_cat() {
         assert!(term_stats(&o.term).assigns < term_stats(&f.term).assigns, "{func}");
     }
 }
+
+#[test]
+fn reads_of_reads_compose_into_one_view() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/workloads/yolov3.py");
+    let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
+    let f = functionalize(&module, "yolov3", &BTreeMap::new()).unwrap();
+    let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped().unwrap()).unwrap();
+    let o = optimize(&f, &rules, Default::default()).unwrap();
+    assert!(o.fired.get("views/compose").is_some_and(|&n| n >= 1), "{:?}", o.fired);
+    let inputs = common::seeded_inputs(&module, "yolov3", 3);
+    common::check_optimized(&module, "yolov3", &inputs).unwrap();
+}

@@ -7,6 +7,7 @@
 
 mod analysis;
 pub mod check;
+mod compose;
 mod cover;
 pub mod rules;
 pub mod saturate;

@@ -84,6 +84,7 @@ impl egg::CostFunction<Node> for FusionCost {
 pub const RUST_REWRITES: &[(&str, &str)] = &[
     ("loops/vectorize", "a loop whose iterations are independent becomes slice-wide operations over all of them"),
     ("scatter/cover-cat", "assigns through slices of one axis that together cover a buffer become one cat"),
+    ("views/compose", "a read through a view of a read through a view is one read through the composed view"),
 ];
 
 /// A Rust rewrite: the term rewritten, and how many places it changed.
@@ -112,8 +113,11 @@ pub fn optimize(f: &Functional, rules: &[Rewrite<Node, TermAnalysis>], limits: L
     };
     phase(&mut out)?;
     let mut changed = false;
-    let passes: [(&str, RustRewrite); 2] =
-        [("loops/vectorize", super::vectorize::vectorize_loops), ("scatter/cover-cat", super::cover::cover_cat)];
+    let passes: [(&str, RustRewrite); 3] = [
+        ("views/compose", super::compose::compose_views),
+        ("loops/vectorize", super::vectorize::vectorize_loops),
+        ("scatter/cover-cat", super::cover::cover_cat),
+    ];
     for (name, pass) in passes {
         let (term, n) = pass(&out.term, &f.inputs);
         if n > 0 {
