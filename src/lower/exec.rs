@@ -65,7 +65,7 @@ pub struct Executor<'p, D: Device> {
     dev: &'p mut D,
     global: HashMap<Id, Val<D::Buf>>,
     frames: Vec<Frame<D::Buf>>,
-    dependent: Vec<bool>,
+    dependent: &'p [bool],
     pub stats: Stats,
     copy_loop_state: bool,
 }
@@ -83,7 +83,7 @@ pub fn execute<D: Device>(plan: &Plan, dev: &mut D, inputs: &BTreeMap<String, Te
         dev,
         global: HashMap::new(),
         frames: Vec::new(),
-        dependent: dependent_nodes(&plan.term),
+        dependent: &plan.dependent,
         stats: Stats::default(),
         copy_loop_state,
     };
@@ -101,20 +101,6 @@ pub fn execute<D: Device>(plan: &Plan, dev: &mut D, inputs: &BTreeMap<String, Te
     }
     ex.dev.sync()?;
     Ok((tensors, ex.stats))
-}
-
-fn dependent_nodes(term: &Term) -> Vec<bool> {
-    let nodes = term.as_ref();
-    let mut dep = vec![false; nodes.len()];
-    for (i, n) in nodes.iter().enumerate() {
-        dep[i] = match n {
-            Node::Iter(_) | Node::Carried(_) => true,
-            Node::Loop([a, b, c, init, _]) => [a, b, c, init].iter().any(|&&x| dep[usize::from(x)]),
-            Node::While([init, _, _]) => dep[usize::from(*init)],
-            _ => n.children().iter().any(|&c| dep[usize::from(c)]),
-        };
-    }
-    dep
 }
 
 impl<D: Device> Executor<'_, D> {

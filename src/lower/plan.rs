@@ -62,6 +62,8 @@ pub struct Plan {
     pub kernels: Vec<Kernel>,
     pub launches: Vec<Launch>,
     pub policy: Policy,
+    /// Per node: does it depend on a loop's variable or state (else the executor computes it once).
+    pub dependent: Vec<bool>,
 }
 
 impl Plan {
@@ -102,6 +104,7 @@ pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy)
         kernels: Vec::new(),
         launches: Vec::new(),
         policy,
+        dependent: dependent_nodes(term),
     };
     for i in 0..n {
         let id = Id::from(i);
