@@ -606,3 +606,40 @@ fn optimize_output_does_not_depend_on_jobs() {
     assert!(texts[0].len() > 100);
     assert!(texts[0] == texts[1], "outputs differ between --jobs 1 and --jobs 3");
 }
+
+/// Renders report.html in headless Chromium where one is installed (else says so): it must load with no console
+/// messages and draw its charts.
+#[test]
+fn report_html_renders_in_headless_chromium() {
+    let dir = scratch("report_html");
+    let out = dir.join("out");
+    let o = funcfuse(&["optimize", "corpus/micro/loops.py", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && !html.contains("<script"), "charts are inline SVG, with no script");
+    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "the report must not fetch anything");
+    let Some(browser) = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()))
+    else {
+        eprintln!("no Chromium on this machine: report.html was not rendered");
+        return;
+    };
+    let url = format!("file://{}", out.join("report.html").canonicalize().unwrap().display());
+    let run = Command::new(browser)
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            &url,
+        ])
+        .output()
+        .expect("chromium runs");
+    let (dom, log) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "{log}");
+    assert!(dom.contains("<svg") && dom.contains("shift_rows"), "the DOM has no charts");
+    assert!(!log.contains("CONSOLE") && !log.contains("Uncaught"), "console messages: {log}");
+}
