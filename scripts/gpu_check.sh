@@ -25,6 +25,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 echo "== compile check: every corpus program's kernels through NVRTC (sm_90)"
 "$BIN" optimize corpus/ --backend cuda --out "$OUT/optimize" > "$OUT/optimize.log"
 tail -1 "$OUT/optimize.log"
+echo "== a cost profile of the GPU (includes host<->device copies of the micro-kernels' inputs and outputs)"
+"$BIN" calibrate --backend cuda --out "$OUT/cuda-profile.json"
 echo "== every plan on the GPU against the reference engine, measured (median of 20 runs)"
 "$BIN" compare corpus/ --backend cuda --measure --runs 20 --out "$OUT/compare" > "$OUT/compare.log"
 tail -3 "$OUT/compare.log"

@@ -203,7 +203,7 @@ enum Backend {
 }
 
 impl Backend {
-    fn target(self) -> funcfuse::lower::Target {
+    pub(crate) fn target(self) -> funcfuse::lower::Target {
         match self {
             Backend::C => funcfuse::lower::Target::C,
             Backend::Cuda => funcfuse::lower::Target::Cuda,

@@ -341,10 +341,7 @@ pub(crate) fn explain_cmd(
 }
 
 pub(crate) fn calibrate_cmd(backend: Backend, out: &Path) -> Result<(), Failure> {
-    if backend == Backend::Cuda {
-        return Err(Failure(1, "calibrate --backend cuda needs the CUDA backend (not built yet)".into()));
-    }
-    let p = funcfuse::cost::calibrate_c().map_err(|e| Failure(1, e))?;
+    let p = funcfuse::cost::calibrate(backend.target()).map_err(|e| Failure(1, e))?;
     let text = serde_json::to_string_pretty(&p.to_json()).unwrap_or_default() + "\n";
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Failure(1, format!("{}: {e}", dir.display())))?;
