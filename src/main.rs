@@ -42,7 +42,7 @@ struct Cli {
 enum Cmd {
     /// Run one program and write its outputs as .npy files.
     Run(RunArgs),
-    /// Optimize programs: functionalize, saturate with the rules, extract; write terms and records.
+    /// Optimize programs in parallel: functionalize, saturate, extract, plan; write terms, plans, kernels and reports.
     Optimize {
         /// Programs (FILE.py::FUNC), files or directories (searched recursively for *.py).
         #[arg(required = true)]
