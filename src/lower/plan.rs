@@ -585,7 +585,60 @@ impl Planner<'_> {
                 _ => matches!(p.term[c], Node::Op(OpName::ToInt, _)),
             }
         }
-        self.users[usize::from(x)].iter().all(|&u| u == assign || safe(self, u, assign, &deps, 0))
+        // A read of x fused into this very kernel is safe where each point reads only what it writes (the same
+        // view, through elementwise ops of the view's shape) or what no point writes (a disjoint view).
+        let Node::Assign([_, w, _]) = self.term[assign] else { return false };
+        let wshape = self.view_parts(w).map(|(s, _, _)| s);
+        fn reaches(
+            p: &Planner,
+            c: Id,
+            assign: Id,
+            deps: &[bool],
+            same: bool,
+            ws: &Option<Vec<usize>>,
+            depth: usize,
+        ) -> bool {
+            p.users[usize::from(c)].iter().all(|&v| {
+                if v == assign {
+                    return true;
+                }
+                let elementwise = matches!(&p.term[v], Node::Op(op, _) if crate::ir::is_unary(*op) || crate::ir::is_binary(*op)
+                    || matches!(op, OpName::Where | OpName::Clamp | OpName::Cast));
+                let shape_ok = p.tensor(v).map(|(_, s)| s) == *ws;
+                if depth < 64 && deps[usize::from(v)] && p.how[usize::from(v)] == How::Inline && (!same || (elementwise && shape_ok)) {
+                    reaches(p, v, assign, deps, same, ws, depth + 1)
+                } else {
+                    safe(p, v, assign, deps, depth + 1)
+                }
+            })
+        }
+        self.users[usize::from(x)].iter().all(|&u| {
+            if u == assign {
+                return true;
+            }
+            if let (Node::Access([_, r]), How::Inline) = (&self.term[u], &self.how[usize::from(u)]) {
+                match self.relation(*r, w) {
+                    Some(same) if deps[usize::from(u)] => return reaches(self, u, assign, &deps, same, &wshape, 0),
+                    _ => {}
+                }
+            }
+            safe(self, u, assign, &deps, 0)
+        })
+    }
+
+    /// How view `r` relates to view `w` (literal shapes and strides, offsets differing by a constant): `Some(true)`
+    /// when they are the same view, `Some(false)` when they share no element, `None` otherwise.
+    fn relation(&self, r: Id, w: Id) -> Option<bool> {
+        let (rs, rst, roff) = self.view_parts(r)?;
+        let (ws, wst, woff) = self.view_parts(w)?;
+        let mut kb = KernelBuilder::default();
+        let d = self.int_form(&mut kb, roff).add(&self.int_form(&mut kb, woff).scale(-1)).as_const()?;
+        if rs == ws && rst == wst && d == 0 {
+            return Some(true);
+        }
+        let (rt, wt): (Vec<isize>, Vec<isize>) =
+            (rst.iter().map(|&x| x as isize).collect(), wst.iter().map(|&x| x as isize).collect());
+        crate::rewrite::rules::disjoint(&ws, &wt, &rs, &rt, d).then_some(false)
     }
 
     /// An integer term as an index form over launch parameters.

@@ -283,7 +283,7 @@ thread_local! {
 /// Whether view a (from offset 0) and view b (from offset `delta`) share no element: disjoint ranges, else the
 /// elements of a within b's range marked in a bitmap and b's looked up. Very large overlapping views are assumed to
 /// share elements (which only keeps a rule from firing).
-fn disjoint(sa: &[usize], ta: &[isize], sb: &[usize], tb: &[isize], delta: i64) -> bool {
+pub(crate) fn disjoint(sa: &[usize], ta: &[isize], sb: &[usize], tb: &[isize], delta: i64) -> bool {
     let (lo_a, hi_a) = span(sa, ta, 0);
     let (lo_b, hi_b) = span(sb, tb, delta);
     if hi_a < lo_b || hi_b < lo_a {
