@@ -298,6 +298,11 @@ impl<D: Device> Executor<'_, D> {
 
     fn launch(&mut self, id: Id, k: usize, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
         let plan = self.plan;
+        if let Some(first) = plan.before.get(&id) {
+            for &f in first {
+                self.eval(f, inputs)?;
+            }
+        }
         let launch = &plan.launches[k];
         let kernel = &plan.kernels[k];
         let mut bufs = Vec::new();

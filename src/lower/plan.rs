@@ -64,6 +64,8 @@ pub struct Plan {
     pub policy: Policy,
     /// Per node: does it depend on a loop's variable or state (else the executor computes it once).
     pub dependent: Vec<bool>,
+    /// For an in-place write: the readers of its old buffer the executor runs first.
+    pub before: hashbrown::HashMap<Id, Vec<Id>>,
 }
 
 impl Plan {
@@ -94,7 +96,7 @@ pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy)
         }
     }
     let dependent = dependent_nodes(term);
-    let mut p = Planner { term, types, users, dependent, how: vec![How::Host; n], policy };
+    let mut p = Planner { term, types, users, dependent, how: vec![How::Host; n], policy, before: Default::default() };
     p.classify();
     let mut plan = Plan {
         term: term.clone(),
@@ -105,6 +107,7 @@ pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy)
         launches: Vec::new(),
         policy,
         dependent: dependent_nodes(term),
+        before: p.before.clone(),
     };
     for i in 0..n {
         let id = Id::from(i);
@@ -228,6 +231,8 @@ struct Planner<'a> {
     dependent: Vec<bool>,
     how: Vec<How>,
     policy: Policy,
+    /// For an in-place write: materialized readers of its base that must run before it.
+    before: hashbrown::HashMap<Id, Vec<Id>>,
 }
 
 #[derive(Default)]
@@ -493,8 +498,12 @@ impl Planner<'_> {
             let id = Id::from(i);
             if let (How::Kernel(_), Node::Assign([x, _, _])) = (&self.how[i], &self.term[id]) {
                 let x = *x;
-                if self.how[usize::from(x)] != How::Inline && self.dead_after(x, id) {
+                let dead = if self.how[usize::from(x)] != How::Inline { self.dead_after(x, id) } else { None };
+                if let Some(first) = dead {
                     self.how[i] = How::InPlace(0);
+                    if !first.is_empty() {
+                        self.before.insert(id, first);
+                    }
                 } else if self.policy != Policy::Fused {
                     self.how[i] = How::CopyInPlace(0);
                     if self.how[usize::from(x)] == How::Inline {
@@ -559,11 +568,11 @@ impl Planner<'_> {
 
     /// Whether buffer `x` is dead once `assign` runs: x is a buffer this plan owns, and every other reader of it
     /// is a materialized node that `assign` waits for (or feeds only such nodes).
-    fn dead_after(&self, x: Id, assign: Id) -> bool {
+    fn dead_after(&self, x: Id, assign: Id) -> Option<Vec<Id>> {
         if !matches!(self.how[usize::from(x)], How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_))
             && !matches!(self.term[x], Node::Carried(_) | Node::Input(_))
         {
-            return false;
+            return None;
         }
         let mut deps = vec![false; self.term.as_ref().len()];
         let mut stack: Vec<Id> = self.term[assign].children().to_vec();
@@ -587,7 +596,7 @@ impl Planner<'_> {
         }
         // A read of x fused into this very kernel is safe where each point reads only what it writes (the same
         // view, through elementwise ops of the view's shape) or what no point writes (a disjoint view).
-        let Node::Assign([_, w, _]) = self.term[assign] else { return false };
+        let Node::Assign([_, w, _]) = self.term[assign] else { return None };
         let wshape = self.view_parts(w).map(|(s, _, _)| s);
         fn reaches(
             p: &Planner,
@@ -612,7 +621,8 @@ impl Planner<'_> {
                 }
             })
         }
-        self.users[usize::from(x)].iter().all(|&u| {
+        let mut first = Vec::new();
+        let ok = self.users[usize::from(x)].iter().all(|&u| {
             if u == assign {
                 return true;
             }
@@ -622,8 +632,53 @@ impl Planner<'_> {
                     _ => {}
                 }
             }
-            safe(self, u, assign, &deps, 0)
-        })
+            safe(self, u, assign, &deps, 0) || self.run_first(u, x, assign, &mut first)
+        });
+        ok.then_some(first)
+    }
+
+    /// Outside loops, a reader of `x` that the write does not wait for can be run before it: the materialized
+    /// nodes that `u` feeds (through fused nodes) are added to `first`, if none of them needs the write itself.
+    fn run_first(&self, u: Id, x: Id, assign: Id, first: &mut Vec<Id>) -> bool {
+        if self.dependent[usize::from(assign)] {
+            return false;
+        }
+        let mut frontier = Vec::new();
+        let mut stack = vec![u];
+        let mut seen = hashbrown::HashSet::new();
+        while let Some(c) = stack.pop() {
+            if c == assign || self.dependent[usize::from(c)] || seen.len() > 10_000 {
+                return false;
+            }
+            if !seen.insert(c) {
+                continue;
+            }
+            match self.how[usize::from(c)] {
+                How::Inline => stack.extend(self.users[usize::from(c)].iter().copied()),
+                How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_) | How::Fallback => {
+                    if matches!(self.term[c], Node::Assign([b, _, _]) if b == x) {
+                        return false;
+                    }
+                    frontier.push(c);
+                }
+                _ => return false,
+            }
+        }
+        // None of them may depend on the write.
+        for &f in &frontier {
+            let mut stack = self.term[f].children().to_vec();
+            let mut seen = hashbrown::HashSet::new();
+            while let Some(c) = stack.pop() {
+                if c == assign {
+                    return false;
+                }
+                if seen.insert(c) {
+                    stack.extend(self.term[c].children().iter().copied());
+                }
+            }
+        }
+        first.extend(frontier);
+        true
     }
 
     /// How view `r` relates to view `w` (literal shapes and strides, offsets differing by a constant): `Some(true)`

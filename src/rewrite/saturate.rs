@@ -46,7 +46,8 @@ pub struct Optimized {
 }
 
 /// A tree cost that counts nodes and penalizes reading through a view of a computed elementwise value, so that
-/// views move to the operands and the value fuses into whatever reads it.
+/// views move to the operands and the value fuses into whatever reads it, and predicated selects over whole
+/// buffers (`inview`), so that writes through views (which can go in place) are kept.
 struct FusionCost;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -73,6 +74,10 @@ impl egg::CostFunction<Node> for FusionCost {
             if costs(*x).elementwise {
                 total += 30.0;
             }
+        }
+        // A predicated select over the whole buffer cannot write in place: keep the view write where there is one.
+        if matches!(enode, Node::Op(crate::ir::OpName::InView, _)) {
+            total += 30.0;
         }
         let elementwise = matches!(enode, Node::Op(op, _) if crate::ir::is_unary(*op) || crate::ir::is_binary(*op)
             || matches!(op, crate::ir::OpName::Where | crate::ir::OpName::Clamp | crate::ir::OpName::Cast));
