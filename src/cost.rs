@@ -147,15 +147,7 @@ pub fn plan_estimate(plan: &crate::lower::Plan, profile: &Profile) -> Estimate {
     let term = &plan.term;
     let n = term.as_ref().len();
     let mut times = vec![0.0f64; n];
-    let mut dep = vec![false; n];
-    for (i, node) in term.as_ref().iter().enumerate() {
-        dep[i] = match node {
-            Node::Iter(_) | Node::Carried(_) => true,
-            Node::Loop([a, b, c, init, _]) => [a, b, c, init].iter().any(|&&x| dep[usize::from(x)]),
-            Node::While([init, _, _]) => dep[usize::from(*init)],
-            _ => node.children().iter().any(|&c| dep[usize::from(c)]),
-        };
-    }
+    let dep = &plan.dependent;
     // How often each node runs: the most any path from the root asks for (nodes outside loops run once).
     let mut stack = vec![(term.root(), 1.0f64)];
     while let Some((id, m)) = stack.pop() {

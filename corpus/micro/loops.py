@@ -63,3 +63,15 @@ def loop_carried_state(x: f32[20, 16]) -> tuple[f32[16], f32[20, 16]]:
         h = torch.tanh(h * 0.5 + x[t])
         out[t] = h
     return h, out
+
+
+def inner_loop_invariant_init(x: f32[4, 3]) -> f32[4, 3]:
+    # The inner loop starts from a fresh value each time but reads the outer loop's variable: it must run again
+    # in every outer iteration, not once.
+    out = torch.zeros(4, 3)
+    for i in range(4):
+        s = torch.zeros(3)
+        for j in range(2):
+            s = s + x[i] * (j + 1)
+        out[i] = s
+    return out

@@ -63,7 +63,7 @@ pub fn eval_program(term: &Term, inputs: &BTreeMap<String, Tensor>) -> Result<Ve
 }
 
 /// For every node, whether it depends on a loop variable or carried value (and so is re-evaluated per iteration).
-fn dependent_nodes(term: &Term) -> Vec<bool> {
+pub(crate) fn dependent_nodes(term: &Term) -> Vec<bool> {
     let nodes = term.as_ref();
     let mut dep = vec![false; nodes.len()];
     for (i, n) in nodes.iter().enumerate() {

@@ -11,7 +11,7 @@ use egg::{Id, Language};
 
 use super::index::{contiguous, ravel, unravel, Atom, Idx};
 use super::kernel::{binary_supported, Expr, Kernel, RedOp, Reduction};
-use crate::ir::{binary_of, node_types, unary_of, Node, OpName, Term, Ty};
+use crate::ir::{binary_of, dependent_nodes, node_types, unary_of, Node, OpName, Term, Ty};
 use crate::tensor::ops::Binary;
 use crate::tensor::DType;
 
@@ -207,21 +207,6 @@ fn unshare(term: &Term) -> Term {
     let mut out = Term::default();
     go(term, &dep, term.root(), &mut Vec::new(), &mut hashbrown::HashMap::new(), &mut out);
     out
-}
-
-/// For every node, whether it depends on a loop's variable or state.
-fn dependent_nodes(term: &Term) -> Vec<bool> {
-    let nodes = term.as_ref();
-    let mut dep = vec![false; nodes.len()];
-    for (i, n) in nodes.iter().enumerate() {
-        dep[i] = match n {
-            Node::Iter(_) | Node::Carried(_) => true,
-            Node::Loop([a, b, c, init, _]) => [a, b, c, init].iter().any(|&&x| dep[usize::from(x)]),
-            Node::While([init, _, _]) => dep[usize::from(*init)],
-            _ => n.children().iter().any(|&c| dep[usize::from(c)]),
-        };
-    }
-    dep
 }
 
 struct Planner<'a> {
