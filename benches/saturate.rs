@@ -2,25 +2,16 @@
 //! per program before it is timed. Run with `cargo bench --bench saturate`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+mod common;
+
+use common::py_files;
 use criterion::{criterion_group, criterion_main, Criterion};
 use funcfuse::frontend;
 use funcfuse::functionalize::functionalize;
 use funcfuse::rewrite::rules::{shipped, to_rewrites};
 use funcfuse::rewrite::saturate::optimize;
-
-fn py_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
-    entries.sort();
-    for e in entries {
-        if e.is_dir() && e.file_name().is_some_and(|n| n != "goldens") {
-            py_files(&e, out);
-        } else if e.extension().is_some_and(|x| x == "py") {
-            out.push(e);
-        }
-    }
-}
 
 fn bench(c: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");

@@ -30,7 +30,13 @@ pub const SHIPPED_C: &str = include_str!("../corpus/costs/c-cpu.json");
 
 impl Profile {
     pub fn shipped_c() -> Profile {
-        Profile::parse(SHIPPED_C).expect("the shipped profile parses")
+        static SHIPPED: std::sync::OnceLock<Profile> = std::sync::OnceLock::new();
+        SHIPPED.get_or_init(|| Profile::parse(SHIPPED_C).expect("the shipped profile parses")).clone()
+    }
+
+    /// The profile in `path`, or the shipped CPU profile.
+    pub fn load_or_shipped(path: Option<&Path>) -> Result<Profile, String> {
+        path.map_or_else(|| Ok(Profile::shipped_c()), Profile::load)
     }
 
     pub fn parse(text: &str) -> Result<Profile, String> {
@@ -184,13 +190,9 @@ pub fn plan_estimate(plan: &crate::lower::Plan, profile: &Profile) -> Estimate {
             How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) => {
                 let kernel = &plan.kernels[*k];
                 let launch = &plan.launches[*k];
-                let points = kernel.points() as f64;
-                let out_bytes = kernel.domain.iter().product::<usize>() as f64 * kernel.out_dtype.size() as f64;
-                let mut bytes = out_bytes;
-                for (&a, d) in launch.args.iter().zip(&kernel.args[1..]) {
-                    let numel = plan.tensor(a).map_or(1, |(_, s)| s.iter().product::<usize>()) as f64;
-                    bytes += points.min(numel) * d.size() as f64;
-                }
+                let (bytes, ops) = kernel.traffic(
+                    launch.args.iter().map(|&a| plan.tensor(a).map_or(1, |(_, s)| s.iter().product::<usize>())),
+                );
                 let copy = match how {
                     How::CopyInPlace(_) => {
                         let base =
@@ -199,7 +201,6 @@ pub fn plan_estimate(plan: &crate::lower::Plan, profile: &Profile) -> Estimate {
                     }
                     _ => 0.0,
                 };
-                let ops = points * kernel.value.counts().1 as f64;
                 est.launches += m * if copy > 0.0 { 2.0 } else { 1.0 };
                 est.bytes += m * bytes;
                 profile.launch_s + (bytes / profile.bytes_per_s).max(ops / profile.ops_per_s) + copy

@@ -466,10 +466,7 @@ fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
     let defs = a.rules.load()?;
     funcfuse::rewrite::rules::to_rewrites(&defs)?;
     let out = &a.out;
-    let profile = match &a.costs {
-        Some(p) => funcfuse::cost::Profile::load(p).map_err(|e| Failure(1, e))?,
-        None => funcfuse::cost::Profile::shipped_c(),
-    };
+    let profile = funcfuse::cost::Profile::load_or_shipped(a.costs.as_deref()).map_err(|e| Failure(1, e))?;
     // Every program, in a stable order; a file that does not parse is one failed entry.
     let mut tasks = Vec::new();
     let mut entries: Vec<Result<usize, (String, String)>> = Vec::new();

@@ -643,3 +643,58 @@ fn report_html_renders_in_headless_chromium() {
     assert!(dom.contains("<svg") && dom.contains("shift_rows"), "the DOM has no charts");
     assert!(!log.contains("CONSOLE") && !log.contains("Uncaught"), "console messages: {log}");
 }
+
+#[test]
+fn explain_and_compare_report_and_reject_bad_arguments() {
+    let dir = scratch("explain_compare");
+    let o = funcfuse(&["explain", "corpus/micro/loops.py::shift_rows"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("loops/vectorize") && o.stdout.contains("ours vs eager"), "{}", o.stdout);
+    let o = funcfuse(&["explain", "corpus/micro/loops.py::shift_rows", "--dump", "plan"]);
+    assert!(o.code == 0 && o.stdout.contains("kernel k0"), "{}", o.stdout);
+    let o = funcfuse(&["explain", "corpus/micro/loops.py::shift_rows", "--dump", "bogus"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("--dump bogus"), "{}", o.stderr);
+
+    let out = dir.join("cmp");
+    let o = funcfuse(&[
+        "compare",
+        "corpus/micro/loops.py::prefix_sum",
+        "--baselines",
+        "eager,bogus",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("unknown baseline `bogus`"), "{}", o.stderr);
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "not json").unwrap();
+    let o = funcfuse(&[
+        "compare",
+        "corpus/micro/loops.py::prefix_sum",
+        "--baseline-file",
+        bad.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("not a baseline file"), "{}", o.stderr);
+    let good = dir.join("torch.json");
+    std::fs::write(
+        &good,
+        r#"{"device": "cpu", "torch": "test", "programs": {"corpus/micro/loops.py::prefix_sum": {"eager_s": 0.001}}}"#,
+    )
+    .unwrap();
+    let o = funcfuse(&[
+        "compare",
+        "corpus/micro/loops.py::prefix_sum",
+        "--baseline-file",
+        good.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    assert!(md.contains("PyTorch eager (cpu test)") && md.contains("| 1.000 |"), "{md}");
+    assert!(md.contains("torch.compile (cpu test) | | | | failed |"), "{md}");
+}

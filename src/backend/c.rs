@@ -24,7 +24,7 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
     let mut s = String::from("#include <stdint.h>\n#include <math.h>\n");
     s.push_str(&prelude("static inline"));
     for k in kernels {
-        let (def, _, undef) = helpers(k, "static inline");
+        let (def, undef) = helpers(k, "static inline");
         let _ = writeln!(s, "\n/* {}: {} point(s) */", k.name, k.domain.iter().product::<usize>());
         s.push_str(&def);
         let attr =

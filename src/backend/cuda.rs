@@ -42,7 +42,7 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
     let mut s = String::from(HEADER);
     s.push_str(PRELUDE);
     for k in kernels {
-        let (def, _, undef) = helpers(k, "__device__ static inline");
+        let (def, undef) = helpers(k, "__device__ static inline");
         let total: usize = k.domain.iter().product();
         let _ = writeln!(s, "\n/* {}: {total} point(s) */", k.name);
         s.push_str(&def);

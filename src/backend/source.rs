@@ -22,7 +22,7 @@ pub fn buffer_decls(k: &Kernel) -> String {
 }
 
 /// Helper functions of a kernel (view inverses), named `<kernel>_vi<k>` and visible as `vi<k>` inside it.
-pub fn helpers(k: &Kernel, fn_kw: &str) -> (String, String, String) {
+pub fn helpers(k: &Kernel, fn_kw: &str) -> (String, String) {
     let prefix = format!("{}_", k.name);
     let mut def = view_helpers(k, &prefix, fn_kw);
     let mut undef = String::new();
@@ -30,7 +30,7 @@ pub fn helpers(k: &Kernel, fn_kw: &str) -> (String, String, String) {
         let _ = writeln!(def, "#define vi{n} {prefix}vi{n}");
         let _ = writeln!(undef, "#undef vi{n}");
     }
-    (def, String::new(), undef)
+    (def, undef)
 }
 
 /// The statements computing and storing the element at the current domain point (`i0..`), reducing over the

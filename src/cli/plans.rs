@@ -20,10 +20,7 @@ const THEIR_LAUNCHES: &[(&str, usize, usize)] = &[
 
 pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failure> {
     let rules = funcfuse::rewrite::rules::to_rewrites(&a.rules.load()?)?;
-    let profile = match &a.costs {
-        Some(p) => funcfuse::cost::Profile::load(p).map_err(|e| Failure(1, e))?,
-        None => funcfuse::cost::Profile::shipped_c(),
-    };
+    let profile = funcfuse::cost::Profile::load_or_shipped(a.costs.as_deref()).map_err(|e| Failure(1, e))?;
     let mut which: Vec<&str> = Vec::new();
     for b in a.baselines.split(',').map(str::trim).filter(|b| !b.is_empty()) {
         match b {

@@ -87,7 +87,6 @@ pub fn execute<D: Device>(plan: &Plan, dev: &mut D, inputs: &BTreeMap<String, Te
         stats: Stats::default(),
         copy_loop_state,
     };
-    let _ = inputs;
     let root = plan.term.root();
     let out = ex.eval(root, inputs)?;
     let Val::Tup(items) = out else { return Err("a plan's root must be a tuple".into()) };
@@ -330,17 +329,9 @@ impl<D: Device> Executor<'_, D> {
         refs.extend(bufs.iter().map(|(b, _, _)| b));
         self.dev.launch(k, &refs, &params)?;
         self.stats.launches += 1;
-        let points = kernel.points() as f64;
-        let (loads, ops) = kernel.value.counts();
-        let out_n = kernel.domain.iter().product::<usize>() as f64;
-        let mut bytes = out_n * d.size() as f64;
-        for (b, (_, bd, bs)) in bufs.iter().enumerate() {
-            let _ = b;
-            bytes += points.min(bs.iter().product::<usize>() as f64) * bd.size() as f64;
-        }
-        let _ = loads;
+        let (bytes, ops) = kernel.traffic(bufs.iter().map(|(_, _, s)| s.iter().product::<usize>()));
         self.stats.bytes += bytes;
-        self.stats.flops += points * ops as f64;
+        self.stats.flops += ops;
         Ok(Val::T(out, d, shape))
     }
 

@@ -108,6 +108,17 @@ impl Kernel {
     pub fn points(&self) -> usize {
         self.domain.iter().product::<usize>() * self.reduce.as_ref().map_or(1, |r| r.extents.iter().product())
     }
+
+    /// Bytes moved and arithmetic ops of one launch, given the element counts of its argument buffers (after the
+    /// output): the output is written once, each argument read at most once per point.
+    pub fn traffic(&self, arg_numels: impl IntoIterator<Item = usize>) -> (f64, f64) {
+        let points = self.points() as f64;
+        let mut bytes = self.domain.iter().product::<usize>() as f64 * self.out_dtype.size() as f64;
+        for (n, d) in arg_numels.into_iter().zip(&self.args[1..]) {
+            bytes += points.min(n as f64) * d.size() as f64;
+        }
+        (bytes, points * self.value.counts().1 as f64)
+    }
 }
 
 pub fn c_type(d: DType) -> &'static str {

@@ -4,9 +4,12 @@
 //! host loops, branches and fallbacks, counting launches and bytes.
 
 pub mod exec;
+mod fuse;
 pub mod index;
 pub mod kernel;
 pub mod plan;
+mod prepare;
+mod show;
 
 pub use plan::{plan, How, Plan, Policy};
 

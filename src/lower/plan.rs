@@ -9,10 +9,10 @@
 
 use egg::{Id, Language};
 
-use super::index::{contiguous, ravel, unravel, Atom, Idx};
-use super::kernel::{binary_supported, Expr, Kernel, RedOp, Reduction};
+use super::fuse::{compute_dtype, KernelBuilder};
+use super::kernel::{binary_supported, Kernel};
+use super::prepare::{decompose, unshare};
 use crate::ir::{binary_of, dependent_nodes, node_types, unary_of, Node, OpName, Term, Ty};
-use crate::tensor::ops::Binary;
 use crate::tensor::DType;
 
 /// Which fusion the plan may do.
@@ -127,141 +127,18 @@ pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy)
     Ok(plan)
 }
 
-/// The term with softmax and log-softmax spelled as the reductions and elementwise ops they are (a max, a sum of
-/// exponentials, a division), so that they fuse like any other ops instead of running on the host.
-fn decompose(term: &Term) -> Term {
-    let mut b = crate::ir::Builder::default();
-    let mut map: Vec<Id> = Vec::with_capacity(term.as_ref().len());
-    for node in term.as_ref() {
-        let n = node.clone().map_children(|c| map[usize::from(c)]);
-        let id = match &n {
-            Node::Op(op @ (OpName::Softmax | OpName::LogSoftmax), args) => {
-                let (x, d) = (args[0], args[1]);
-                let dims = b.add(Node::List(vec![d].into()));
-                let keep = b.add(Node::Bool(crate::ir::BoolLit(true)));
-                let m = b.op(OpName::Amax, vec![x, dims, keep]);
-                let shifted = b.op(OpName::Sub, vec![x, m]);
-                let e = b.op(OpName::Exp, vec![shifted]);
-                let total = b.op(OpName::Sum, vec![e, dims, keep]);
-                if *op == OpName::Softmax {
-                    b.op(OpName::Div, vec![e, total])
-                } else {
-                    let l = b.op(OpName::Log, vec![total]);
-                    b.op(OpName::Sub, vec![shifted, l])
-                }
-            }
-            _ => b.add(n),
-        };
-        map.push(id);
-    }
-    let root = map[usize::from(term.root())];
-    b.extract(root)
-}
-
-/// The term with every node that depends on a loop's variable or state copied per loop that runs it, so that each
-/// node has one type (two loops may share a body node while carrying state of different shapes).
-fn unshare(term: &Term) -> Term {
-    fn go(
-        term: &Term,
-        dep: &[bool],
-        id: Id,
-        ctx: &mut Vec<Id>,
-        memo: &mut hashbrown::HashMap<(Id, Vec<Id>), Id>,
-        out: &mut Term,
-    ) -> Id {
-        let key = (id, if dep[usize::from(id)] { ctx.clone() } else { Vec::new() });
-        if let Some(&n) = memo.get(&key) {
-            return n;
-        }
-        let node = term[id].clone();
-        let new = match node {
-            Node::Loop([a, b, s, init, body]) => {
-                let ch = [a, b, s, init].map(|c| go(term, dep, c, ctx, memo, out));
-                ctx.push(id);
-                let body = go(term, dep, body, ctx, memo, out);
-                ctx.pop();
-                Node::Loop([ch[0], ch[1], ch[2], ch[3], body])
-            }
-            Node::While([init, cond, body]) => {
-                let init = go(term, dep, init, ctx, memo, out);
-                ctx.push(id);
-                let (cond, body) = (go(term, dep, cond, ctx, memo, out), go(term, dep, body, ctx, memo, out));
-                ctx.pop();
-                Node::While([init, cond, body])
-            }
-            n => n.map_children(|c| go(term, dep, c, ctx, memo, out)),
-        };
-        let n = out.add(new);
-        memo.insert(key, n);
-        n
-    }
-    // Inside a body, a node depends on its loop when it uses any loop variable or state.
-    let nodes = term.as_ref();
-    let mut dep = vec![false; nodes.len()];
-    for (i, n) in nodes.iter().enumerate() {
-        dep[i] = match n {
-            Node::Iter(_) | Node::Carried(_) => true,
-            _ => n.children().iter().any(|&c| dep[usize::from(c)]),
-        };
-    }
-    let mut out = Term::default();
-    go(term, &dep, term.root(), &mut Vec::new(), &mut hashbrown::HashMap::new(), &mut out);
-    out
-}
-
-struct Planner<'a> {
-    term: &'a Term,
-    types: Vec<Option<Ty>>,
-    users: Vec<Vec<Id>>,
-    dependent: Vec<bool>,
-    how: Vec<How>,
-    policy: Policy,
+pub(super) struct Planner<'a> {
+    pub(super) term: &'a Term,
+    pub(super) types: Vec<Option<Ty>>,
+    pub(super) users: Vec<Vec<Id>>,
+    pub(super) dependent: Vec<bool>,
+    pub(super) how: Vec<How>,
+    pub(super) policy: Policy,
     /// For an in-place write: materialized readers of its base that must run before it.
-    before: hashbrown::HashMap<Id, Vec<Id>>,
+    pub(super) before: hashbrown::HashMap<Id, Vec<Id>>,
 }
 
-#[derive(Default)]
-struct KernelBuilder {
-    args: Vec<Id>,
-    params: Vec<Id>,
-    views: Vec<(Vec<usize>, Vec<i64>)>,
-    arg_dtypes: Vec<DType>,
-}
-
-impl KernelBuilder {
-    fn arg(&mut self, id: Id, d: DType) -> usize {
-        if let Some(k) = self.args.iter().position(|&a| a == id) {
-            return k + 1;
-        }
-        self.args.push(id);
-        self.arg_dtypes.push(d);
-        self.args.len()
-    }
-
-    fn param(&mut self, id: Id) -> Idx {
-        let k = match self.params.iter().position(|&a| a == id) {
-            Some(k) => k,
-            None => {
-                self.params.push(id);
-                self.params.len() - 1
-            }
-        };
-        Idx::atom(Atom::Param(k))
-    }
-
-    fn view(&mut self, shape: &[usize], strides: &[i64]) -> usize {
-        let v = (shape.to_vec(), strides.to_vec());
-        match self.views.iter().position(|x| *x == v) {
-            Some(k) => k,
-            None => {
-                self.views.push(v);
-                self.views.len() - 1
-            }
-        }
-    }
-}
-
-fn lits(term: &Term, id: Id) -> Option<Vec<i64>> {
+pub(super) fn lits(term: &Term, id: Id) -> Option<Vec<i64>> {
     match &term[id] {
         Node::List(items) => items
             .iter()
@@ -274,7 +151,7 @@ fn lits(term: &Term, id: Id) -> Option<Vec<i64>> {
     }
 }
 
-fn lit(term: &Term, id: Id) -> Option<i64> {
+pub(super) fn lit(term: &Term, id: Id) -> Option<i64> {
     match term[id] {
         Node::Int(i) => Some(i),
         _ => None,
@@ -297,78 +174,8 @@ fn nests(shape: &[usize], strides: &[i64]) -> bool {
     })
 }
 
-/// Membership in a view that is a box of a contiguous buffer: each view dim of size > 1 steps along its own
-/// buffer dim (stride = step * that dim's stride). Returns the condition and the index within the view.
-fn box_membership(vs: &[usize], st: &[i64], off: &Idx, idx: &[Idx], shape: &[usize]) -> Option<(Expr, Vec<Idx>)> {
-    let cs = contiguous(shape);
-    let mut owner: Vec<Option<(usize, i64)>> = vec![None; shape.len()];
-    let mut vidx = vec![Idx::constant(0); vs.len()];
-    let mut which = vec![None; vs.len()];
-    for k in 0..vs.len() {
-        if vs[k] <= 1 {
-            continue;
-        }
-        let d = (0..shape.len())
-            .rev()
-            .find(|&d| shape[d] > 1 && st[k] >= cs[d] && st[k] % cs[d] == 0 && st[k] / cs[d] < shape[d] as i64)?;
-        if owner[d].is_some() {
-            return None;
-        }
-        owner[d] = Some((k, st[k] / cs[d]));
-        which[k] = Some(d);
-    }
-    // The view's start, per buffer dim; each view dim must stay inside its buffer dim (else it wraps into the
-    // next one, which only the inverse handles).
-    let start = unravel(off, shape);
-    for d in 0..shape.len() {
-        if let Some((k, step)) = owner[d] {
-            match start[d].range() {
-                Some((lo, hi)) if lo >= 0 && hi + (vs[k] as i64 - 1) * step < shape[d] as i64 => {}
-                _ => return None,
-            }
-        }
-    }
-    let mut cond: Option<Expr> = None;
-    let mut and = |c: Expr| {
-        cond = Some(match cond.take() {
-            None => c,
-            Some(prev) => Expr::Binary(Binary::BitAnd, DType::Bool, DType::Bool, Box::new(prev), Box::new(c)),
-        })
-    };
-    let cmp = |b: Binary, i: Idx, c: i64| {
-        Expr::Binary(b, DType::I64, DType::Bool, Box::new(Expr::Index(i)), Box::new(Expr::Const(c as f64, DType::I64)))
-    };
-    for d in 0..shape.len() {
-        let r = idx[d].add(&start[d].scale(-1));
-        match owner[d] {
-            None if shape[d] == 1 => {}
-            None => and(cmp(Binary::Eq, r, 0)),
-            Some((k, step)) => {
-                if r.range().is_none_or(|(lo, _)| lo < 0) {
-                    and(cmp(Binary::Ge, r.clone(), 0));
-                }
-                if step > 1 {
-                    and(cmp(Binary::Eq, r.modulo(step), 0));
-                }
-                let q = r.div(step);
-                if q.range().is_none_or(|(_, hi)| hi >= vs[k] as i64) {
-                    and(cmp(Binary::Lt, q.clone(), vs[k] as i64));
-                }
-                vidx[k] = q;
-            }
-        }
-    }
-    Some((cond.unwrap_or(Expr::Const(1.0, DType::Bool)), vidx))
-}
-
-/// The index of an operand of shape `from` broadcast to a result indexed by `idx` (right-aligned).
-fn broadcast(idx: &[Idx], from: &[usize]) -> Vec<Idx> {
-    let pad = idx.len() - from.len();
-    from.iter().enumerate().map(|(k, &n)| if n == 1 { Idx::constant(0) } else { idx[pad + k].clone() }).collect()
-}
-
 impl Planner<'_> {
-    fn tensor(&self, id: Id) -> Option<(DType, Vec<usize>)> {
+    pub(super) fn tensor(&self, id: Id) -> Option<(DType, Vec<usize>)> {
         match &self.types[usize::from(id)] {
             Some(Ty::Tensor(d, s)) => Some((*d, s.clone())),
             _ => None,
@@ -398,7 +205,7 @@ impl Planner<'_> {
         }
     }
 
-    fn reduction(&self, id: Id) -> bool {
+    pub(super) fn reduction(&self, id: Id) -> bool {
         use OpName::*;
         matches!(
             &self.term[id],
@@ -407,7 +214,7 @@ impl Planner<'_> {
     }
 
     /// (shape, strides, offset term) of a view node with literal shape and strides.
-    fn view_parts(&self, v: Id) -> Option<(Vec<usize>, Vec<i64>, Id)> {
+    pub(super) fn view_parts(&self, v: Id) -> Option<(Vec<usize>, Vec<i64>, Id)> {
         let Node::View([s, st, off]) = self.term[v] else { return None };
         Some((lits(self.term, s)?.into_iter().map(|d| d as usize).collect(), lits(self.term, st)?, off))
     }
@@ -679,402 +486,5 @@ impl Planner<'_> {
         let (rt, wt): (Vec<isize>, Vec<isize>) =
             (rst.iter().map(|&x| x as isize).collect(), wst.iter().map(|&x| x as isize).collect());
         crate::rewrite::rules::disjoint(&ws, &wt, &rs, &rt, d).then_some(false)
-    }
-
-    /// An integer term as an index form over launch parameters.
-    fn int_form(&self, kb: &mut KernelBuilder, id: Id) -> Idx {
-        match &self.term[id] {
-            Node::Int(c) => Idx::constant(*c),
-            Node::Op(op @ (OpName::IAdd | OpName::ISub | OpName::IMul), args) => {
-                let (a, b) = (self.int_form(kb, args[0]), self.int_form(kb, args[1]));
-                match op {
-                    OpName::IAdd => a.add(&b),
-                    OpName::ISub => a.add(&b.scale(-1)),
-                    _ => match (a.as_const(), b.as_const()) {
-                        (Some(k), _) => b.scale(k),
-                        (_, Some(k)) => a.scale(k),
-                        _ => kb.param(id),
-                    },
-                }
-            }
-            _ => kb.param(id),
-        }
-    }
-
-    /// The value of node `id` at multi-index `idx` of its shape.
-    fn expr(&self, kb: &mut KernelBuilder, id: Id, idx: &[Idx]) -> Result<Expr, String> {
-        let (dtype, shape) = self.tensor(id).ok_or("expected a tensor")?;
-        if self.how[usize::from(id)] != How::Inline {
-            let arg = kb.arg(id, dtype);
-            return Ok(Expr::Load { arg, at: ravel(idx, &shape), dtype });
-        }
-        self.inline(kb, id, idx, dtype, &shape)
-    }
-
-    fn operand(&self, kb: &mut KernelBuilder, id: Id, idx: &[Idx]) -> Result<Expr, String> {
-        let (_, s) = self.tensor(id).ok_or("expected a tensor operand")?;
-        self.expr(kb, id, &broadcast(idx, &s))
-    }
-
-    fn inline(
-        &self,
-        kb: &mut KernelBuilder,
-        id: Id,
-        idx: &[Idx],
-        dtype: DType,
-        shape: &[usize],
-    ) -> Result<Expr, String> {
-        use OpName::*;
-        Ok(match self.term[id].clone() {
-            Node::Access([x, v]) => {
-                let (vs, st, off) = self.view_parts(v).ok_or("view")?;
-                let mut o = self.int_form(kb, off);
-                for (i, &s) in idx.iter().zip(&st) {
-                    o = o.add(&i.scale(s));
-                }
-                let _ = vs;
-                let (_, xs) = self.tensor(x).ok_or("access base")?;
-                self.expr(kb, x, &unravel(&o, &xs))?
-            }
-            Node::Assign([x, v, y]) => {
-                let (cond, vidx) = self.membership(kb, v, idx, shape)?;
-                let value = self.operand(kb, y, &vidx)?;
-                let value = if value.dtype() == dtype { value } else { Expr::Cast(dtype, Box::new(value)) };
-                Expr::Where(Box::new(cond), Box::new(value), Box::new(self.expr(kb, x, idx)?))
-            }
-            Node::Op(op, args) if unary_of(op).is_some() => {
-                Expr::Unary(unary_of(op).expect("unary"), dtype, Box::new(self.operand(kb, args[0], idx)?))
-            }
-            Node::Op(op, args) if binary_of(op).is_some() => {
-                let b = binary_of(op).expect("binary");
-                let (da, _) = self.tensor(args[0]).ok_or("operand")?;
-                let (l, r) = (self.operand(kb, args[0], idx)?, self.operand(kb, args[1], idx)?);
-                Expr::Binary(b, compute_dtype(b, da), dtype, Box::new(l), Box::new(r))
-            }
-            Node::Op(Where, args) => Expr::Where(
-                Box::new(self.operand(kb, args[0], idx)?),
-                Box::new(self.operand(kb, args[1], idx)?),
-                Box::new(self.operand(kb, args[2], idx)?),
-            ),
-            Node::Op(Clamp, args) => {
-                let mut e = self.operand(kb, args[0], idx)?;
-                for (k, b) in [(1, Binary::Maximum), (2, Binary::Minimum)] {
-                    if self.tensor(args[k]).is_some() {
-                        let bound = self.operand(kb, args[k], idx)?;
-                        e = Expr::Binary(b, dtype, dtype, Box::new(e), Box::new(bound));
-                    }
-                }
-                e
-            }
-            Node::Op(Cast, args) => Expr::Cast(dtype, Box::new(self.operand(kb, args[1], idx)?)),
-            Node::Op(Full, args) => {
-                let v = match self.term[args[2]] {
-                    Node::Int(i) => i as f64,
-                    Node::Float(f) => f.0,
-                    Node::Bool(b) => b.0 as u8 as f64,
-                    _ => return Err("full of a non-literal".into()),
-                };
-                Expr::Const(v, dtype)
-            }
-            Node::Op(ITensor, args) => Expr::Index(self.int_form(kb, args[0])),
-            Node::Op(Arange, args) => match (&self.term[args[1]], &self.term[args[2]]) {
-                (Node::Int(a), Node::Int(s)) => {
-                    Expr::Cast(dtype, Box::new(Expr::Index(idx[0].scale(*s).add(&Idx::constant(*a)))))
-                }
-                (a, s) => {
-                    let num = |n: &Node| match n {
-                        Node::Int(i) => *i as f64,
-                        Node::Float(f) => f.0,
-                        _ => 0.0,
-                    };
-                    let i = Expr::Cast(DType::F64, Box::new(Expr::Index(idx[0].clone())));
-                    let f = DType::F64;
-                    let step = Expr::Binary(Binary::Mul, f, f, Box::new(i), Box::new(Expr::Const(num(s), f)));
-                    let v = Expr::Binary(Binary::Add, f, f, Box::new(Expr::Const(num(a), f)), Box::new(step));
-                    Expr::Cast(dtype, Box::new(v))
-                }
-            },
-            Node::Op(Reshape, args) => {
-                let (_, xs) = self.tensor(args[0]).ok_or("reshape")?;
-                self.expr(kb, args[0], &unravel(&ravel(idx, shape), &xs))?
-            }
-            Node::Op(InView, args) => self.membership(kb, args[1], idx, shape)?.0,
-            Node::Op(op @ (Triu | Tril), args) => {
-                let k = lit(self.term, args[1]).ok_or("triangle")?;
-                let r = idx.len();
-                let diff = Expr::Index(idx[r - 1].add(&idx[r - 2].scale(-1)));
-                let b = if op == Triu { Binary::Ge } else { Binary::Le };
-                let cond = Expr::Binary(
-                    b,
-                    DType::I64,
-                    DType::Bool,
-                    Box::new(diff),
-                    Box::new(Expr::Const(k as f64, DType::I64)),
-                );
-                let x = self.expr(kb, args[0], idx)?;
-                Expr::Where(Box::new(cond), Box::new(x), Box::new(Expr::Const(0.0, dtype)))
-            }
-            Node::Op(Cat, args) => {
-                let d = crate::tensor::views::wrap_dim(lit(self.term, args[0]).ok_or("cat dim")?, shape.len())?;
-                let mut parts = Vec::new();
-                let mut start = 0i64;
-                for &a in &args[1..] {
-                    let (_, s) = self.tensor(a).ok_or("cat part")?;
-                    let mut at = idx.to_vec();
-                    at[d] = idx[d].add(&Idx::constant(-start));
-                    parts.push((start + s[d] as i64, self.expr(kb, a, &at)?));
-                    start += s[d] as i64;
-                }
-                let (_, mut e) = parts.pop().ok_or("empty cat")?;
-                while let Some((end, p)) = parts.pop() {
-                    let c = Expr::Binary(
-                        Binary::Lt,
-                        DType::I64,
-                        DType::Bool,
-                        Box::new(Expr::Index(idx[d].clone())),
-                        Box::new(Expr::Const(end as f64, DType::I64)),
-                    );
-                    e = Expr::Where(Box::new(c), Box::new(p), Box::new(e));
-                }
-                e
-            }
-            other => return Err(format!("`{other}` cannot be fused")),
-        })
-    }
-
-    /// Whether the element at multi-index `idx` of a buffer of shape `shape` is in view `v`, and if so its
-    /// multi-index within the view. A view that is a box of the buffer (each of its dims steps along one buffer dim)
-    /// is tested per dim with comparisons; any other (nesting) view by its inverse, a chain of divisions.
-    fn membership(
-        &self,
-        kb: &mut KernelBuilder,
-        v: Id,
-        idx: &[Idx],
-        shape: &[usize],
-    ) -> Result<(Expr, Vec<Idx>), String> {
-        let (vs, st, off) = self.view_parts(v).ok_or("view")?;
-        let off = self.int_form(kb, off);
-        if let Some(r) = box_membership(&vs, &st, &off, idx, shape) {
-            return Ok(r);
-        }
-        let at = ravel(idx, shape).add(&off.scale(-1));
-        let h = kb.view(&vs, &st);
-        let j = Idx::atom(Atom::ViewInv(h, Box::new(at), vs.iter().product::<usize>() as i64));
-        Ok((Expr::NonNeg(j.clone()), unravel(&j, &vs)))
-    }
-
-    /// The kernel that materializes node `id`.
-    fn kernel(&self, kb: &mut KernelBuilder, id: Id, name: String) -> Result<Kernel, String> {
-        let (dtype, shape) = self.tensor(id).ok_or("a kernel of a non-tensor")?;
-        let vars = |shape: &[usize], from: usize| -> Vec<Idx> {
-            shape.iter().enumerate().map(|(k, &n)| Idx::var(from + k, n)).collect()
-        };
-        let mut k = Kernel {
-            name,
-            domain: shape.clone(),
-            reduce: None,
-            value: Expr::Const(0.0, dtype),
-            store: ravel(&vars(&shape, 0), &shape),
-            out_dtype: dtype,
-            args: Vec::new(),
-            params: 0,
-            views: Vec::new(),
-            in_place: false,
-        };
-        let how = self.how[usize::from(id)].clone();
-        match (&self.term[id], how) {
-            (Node::Assign([x, v, y]), How::InPlace(_) | How::CopyInPlace(_)) => {
-                let (vs, st, off) =
-                    self.view_parts(*v).ok_or("an in-place write through a view without literal strides")?;
-                let (xd, _) = self.tensor(*x).ok_or("assign base")?;
-                let idx = vars(&vs, 0);
-                let mut store = self.int_form(kb, off);
-                for (i, &s) in idx.iter().zip(&st) {
-                    store = store.add(&i.scale(s));
-                }
-                let value = self.operand(kb, *y, &idx)?;
-                k.value = if value.dtype() == xd { value } else { Expr::Cast(xd, Box::new(value)) };
-                k.domain = vs;
-                k.store = store;
-                k.in_place = true;
-            }
-            (Node::Op(OpName::Matmul, args), _) => {
-                let (a, b) = (args[0], args[1]);
-                let (_, sa) = self.tensor(a).ok_or("matmul")?;
-                let (_, sb) = self.tensor(b).ok_or("matmul")?;
-                let kdim = sa[sa.len() - 1];
-                let out = vars(&shape, 0);
-                let red = Idx::var(shape.len(), kdim);
-                let nb = shape.len() - usize::from(sa.len() > 1) - usize::from(sb.len() > 1);
-                let batch = &out[..nb];
-                let mut ia = broadcast(batch, &sa[..sa.len().saturating_sub(2)]);
-                if sa.len() > 1 {
-                    ia.push(out[nb].clone());
-                }
-                ia.push(red.clone());
-                let mut ib = broadcast(batch, &sb[..sb.len().saturating_sub(2)]);
-                ib.push(red);
-                if sb.len() > 1 {
-                    ib.push(out[shape.len() - 1].clone());
-                }
-                let (ea, eb) = (self.expr(kb, a, &ia)?, self.expr(kb, b, &ib)?);
-                k.value = Expr::Binary(Binary::Mul, DType::F64, DType::F64, Box::new(ea), Box::new(eb));
-                k.reduce = Some(Reduction { op: RedOp::Sum, extents: vec![kdim] });
-            }
-            (Node::Op(op, args), _) if self.reduction(id) => {
-                use OpName::*;
-                let x = args[0];
-                let (_, xs) = self.tensor(x).ok_or("reduction input")?;
-                let dims: Vec<usize> = match op {
-                    MaxVal | MaxIdx | MinVal | MinIdx => {
-                        if xs.is_empty() {
-                            vec![]
-                        } else {
-                            vec![crate::tensor::views::wrap_dim(lit(self.term, args[1]).ok_or("dim")?, xs.len())?]
-                        }
-                    }
-                    _ => {
-                        let ds = lits(self.term, args[1]).ok_or("dims")?;
-                        if ds.is_empty() {
-                            (0..xs.len()).collect()
-                        } else {
-                            ds.iter().map(|&d| crate::tensor::views::wrap_dim(d, xs.len())).collect::<Result<_, _>>()?
-                        }
-                    }
-                };
-                let keep = matches!(self.term[args[2]], Node::Bool(b) if b.0);
-                let out = vars(&shape, 0);
-                let (mut oi, mut ri) = (0, 0);
-                let mut xidx = Vec::new();
-                let mut extents = Vec::new();
-                for (d, &n) in xs.iter().enumerate() {
-                    if dims.contains(&d) {
-                        xidx.push(Idx::var(shape.len() + ri, n));
-                        extents.push(n);
-                        ri += 1;
-                        if keep {
-                            oi += 1;
-                        }
-                    } else {
-                        xidx.push(out[oi].clone());
-                        oi += 1;
-                    }
-                }
-                k.value = self.expr(kb, x, &xidx)?;
-                let rop = match op {
-                    Sum => RedOp::Sum,
-                    Mean => RedOp::Mean,
-                    Prod => RedOp::Prod,
-                    Amax | MaxVal => RedOp::Max,
-                    Amin | MinVal => RedOp::Min,
-                    Any => RedOp::Any,
-                    All => RedOp::All,
-                    MaxIdx => RedOp::ArgMax,
-                    _ => RedOp::ArgMin,
-                };
-                k.reduce = Some(Reduction { op: rop, extents });
-            }
-            _ => {
-                k.value = self.inline(kb, id, &vars(&shape, 0), dtype, &shape)?;
-            }
-        }
-        k.args = std::iter::once(dtype).chain(kb.arg_dtypes.iter().copied()).collect();
-        k.params = kb.params.len();
-        k.views = kb.views.clone();
-        Ok(k)
-    }
-}
-
-/// The dtype a binary op computes in, for operands of dtype `d` (true division of integers computes in floats).
-fn compute_dtype(b: Binary, d: DType) -> DType {
-    match b {
-        Binary::Div | Binary::Atan2 if !d.is_float() => DType::F32,
-        _ => d,
-    }
-}
-
-/// `n` row-major strides, for callers outside this module.
-pub fn strides_of(shape: &[usize]) -> Vec<i64> {
-    contiguous(shape)
-}
-
-impl Plan {
-    /// One line per node that is not fused: how it is computed, with its kernel's domain (the plan's text form).
-    pub fn describe(&self) -> String {
-        use std::fmt::Write;
-        let mut s = String::new();
-        for (i, how) in self.how.iter().enumerate() {
-            let node = &self.term[Id::from(i)];
-            let shown = match node {
-                Node::Op(op, _) => op.to_string(),
-                other => other.to_string(),
-            };
-            let ty = self.types[i].as_ref().map(|t| t.to_string()).unwrap_or_default();
-            let _ = match how {
-                How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) => {
-                    let kernel = &self.kernels[*k];
-                    let what = match how {
-                        How::InPlace(_) => "in place",
-                        How::CopyInPlace(_) => "copy, then in place",
-                        _ => "new buffer",
-                    };
-                    let red = kernel.reduce.as_ref().map(|r| format!(" reducing {:?} over {:?}", r.op, r.extents));
-                    writeln!(
-                        s,
-                        "${i} = {shown} {ty}: kernel {} ({what}) over {:?}{}, reads {:?}",
-                        kernel.name,
-                        kernel.domain,
-                        red.unwrap_or_default(),
-                        self.launches[*k].args.iter().map(|a| format!("${a}")).collect::<Vec<_>>()
-                    )
-                }
-                How::Fallback => writeln!(s, "${i} = {shown} {ty}: host fallback"),
-                How::Input => writeln!(s, "${i} = {shown} {ty}: input"),
-                _ => Ok(()),
-            };
-        }
-        s
-    }
-}
-
-impl Plan {
-    /// The plan as a Graphviz graph: buffers (inputs, kernels, fallbacks) and which kernels read which.
-    pub fn dot(&self) -> String {
-        use std::fmt::Write;
-        let mut s = String::from("digraph plan {\n  rankdir=TB;\n  node [fontname=\"sans-serif\", fontsize=10];\n");
-        for (i, how) in self.how.iter().enumerate() {
-            let ty = self.types[i].as_ref().map(|t| t.to_string()).unwrap_or_default();
-            let (label, shape) = match how {
-                How::Input => (format!("{}\\n{ty}", self.term[Id::from(i)]), "ellipse"),
-                How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) => {
-                    let what = match how {
-                        How::InPlace(_) => " (in place)",
-                        How::CopyInPlace(_) => " (copy + in place)",
-                        _ => "",
-                    };
-                    (format!("{}{what}\\n{ty}", self.kernels[*k].name), "box")
-                }
-                How::Fallback => (format!("host: {}\\n{ty}", self.term[Id::from(i)]), "octagon"),
-                _ => continue,
-            };
-            let _ = writeln!(s, "  n{i} [label=\"{}\", shape={shape}];", label.replace('"', "'"));
-        }
-        for l in &self.launches {
-            for a in &l.args {
-                let _ = writeln!(s, "  n{} -> n{};", usize::from(*a), usize::from(l.node));
-            }
-            if let Node::Assign([x, _, _]) = self.term[l.node] {
-                if matches!(self.how[usize::from(l.node)], How::InPlace(_) | How::CopyInPlace(_)) {
-                    let _ = writeln!(
-                        s,
-                        "  n{} -> n{} [style=dashed, label=\"base\"];",
-                        usize::from(x),
-                        usize::from(l.node)
-                    );
-                }
-            }
-        }
-        s.push_str("}\n");
-        s
     }
 }

@@ -174,6 +174,19 @@ pub fn shipped() -> Result<Vec<RuleDef>, Diagnostic> {
     Ok(out)
 }
 
+/// Appends a rule unless its name is taken; the error names both places.
+fn push_unique(out: &mut Vec<RuleDef>, r: RuleDef) -> Result<(), Diagnostic> {
+    if let Some(prev) = out.iter().find(|p| p.name == r.name) {
+        return Err(err(
+            &r.file,
+            r.line,
+            format!("duplicate rule name `{}` (first at {}:{})", r.name, prev.file, prev.line),
+        ));
+    }
+    out.push(r);
+    Ok(())
+}
+
 /// Loads every `*.rules` file of a directory (sorted), rejecting duplicate names.
 pub fn load_dir(dir: &Path) -> Result<Vec<RuleDef>, Diagnostic> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
@@ -187,14 +200,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<RuleDef>, Diagnostic> {
         let shown = f.display().to_string();
         let text = std::fs::read_to_string(&f).map_err(|e| Diagnostic::new(format!("{shown}: {e}")))?;
         for r in parse_rules(&shown, &text)? {
-            if let Some(prev) = out.iter().find(|p| p.name == r.name) {
-                return Err(err(
-                    &r.file,
-                    r.line,
-                    format!("duplicate rule name `{}` (first at {}:{})", r.name, prev.file, prev.line),
-                ));
-            }
-            out.push(r);
+            push_unique(&mut out, r)?;
         }
     }
     Ok(out)
@@ -206,14 +212,7 @@ pub fn load(dirs: &[std::path::PathBuf], shipped_too: bool) -> Result<Vec<RuleDe
     let mut out: Vec<RuleDef> = if shipped_too { shipped()? } else { Vec::new() };
     for d in dirs {
         for r in load_dir(d)? {
-            if let Some(prev) = out.iter().find(|p| p.name == r.name) {
-                return Err(err(
-                    &r.file,
-                    r.line,
-                    format!("duplicate rule name `{}` (first at {}:{})", r.name, prev.file, prev.line),
-                ));
-            }
-            out.push(r);
+            push_unique(&mut out, r)?;
         }
     }
     if out.is_empty() {

@@ -1,0 +1,87 @@
+//! Rewrites of a term before planning: softmax spelled as the ops it is, and loop bodies copied per loop.
+
+use egg::{Id, Language};
+
+use crate::ir::{Node, OpName, Term};
+
+/// The term with softmax and log-softmax spelled as the reductions and elementwise ops they are (a max, a sum of
+/// exponentials, a division), so that they fuse like any other ops instead of running on the host.
+pub(super) fn decompose(term: &Term) -> Term {
+    let mut b = crate::ir::Builder::default();
+    let mut map: Vec<Id> = Vec::with_capacity(term.as_ref().len());
+    for node in term.as_ref() {
+        let n = node.clone().map_children(|c| map[usize::from(c)]);
+        let id = match &n {
+            Node::Op(op @ (OpName::Softmax | OpName::LogSoftmax), args) => {
+                let (x, d) = (args[0], args[1]);
+                let dims = b.add(Node::List(vec![d].into()));
+                let keep = b.add(Node::Bool(crate::ir::BoolLit(true)));
+                let m = b.op(OpName::Amax, vec![x, dims, keep]);
+                let shifted = b.op(OpName::Sub, vec![x, m]);
+                let e = b.op(OpName::Exp, vec![shifted]);
+                let total = b.op(OpName::Sum, vec![e, dims, keep]);
+                if *op == OpName::Softmax {
+                    b.op(OpName::Div, vec![e, total])
+                } else {
+                    let l = b.op(OpName::Log, vec![total]);
+                    b.op(OpName::Sub, vec![shifted, l])
+                }
+            }
+            _ => b.add(n),
+        };
+        map.push(id);
+    }
+    let root = map[usize::from(term.root())];
+    b.extract(root)
+}
+
+/// The term with every node that depends on a loop's variable or state copied per loop that runs it, so that each
+/// node has one type (two loops may share a body node while carrying state of different shapes).
+pub(super) fn unshare(term: &Term) -> Term {
+    fn go(
+        term: &Term,
+        dep: &[bool],
+        id: Id,
+        ctx: &mut Vec<Id>,
+        memo: &mut hashbrown::HashMap<(Id, Vec<Id>), Id>,
+        out: &mut Term,
+    ) -> Id {
+        let key = (id, if dep[usize::from(id)] { ctx.clone() } else { Vec::new() });
+        if let Some(&n) = memo.get(&key) {
+            return n;
+        }
+        let node = term[id].clone();
+        let new = match node {
+            Node::Loop([a, b, s, init, body]) => {
+                let ch = [a, b, s, init].map(|c| go(term, dep, c, ctx, memo, out));
+                ctx.push(id);
+                let body = go(term, dep, body, ctx, memo, out);
+                ctx.pop();
+                Node::Loop([ch[0], ch[1], ch[2], ch[3], body])
+            }
+            Node::While([init, cond, body]) => {
+                let init = go(term, dep, init, ctx, memo, out);
+                ctx.push(id);
+                let (cond, body) = (go(term, dep, cond, ctx, memo, out), go(term, dep, body, ctx, memo, out));
+                ctx.pop();
+                Node::While([init, cond, body])
+            }
+            n => n.map_children(|c| go(term, dep, c, ctx, memo, out)),
+        };
+        let n = out.add(new);
+        memo.insert(key, n);
+        n
+    }
+    // Inside a body, a node depends on its loop when it uses any loop variable or state.
+    let nodes = term.as_ref();
+    let mut dep = vec![false; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        dep[i] = match n {
+            Node::Iter(_) | Node::Carried(_) => true,
+            _ => n.children().iter().any(|&c| dep[usize::from(c)]),
+        };
+    }
+    let mut out = Term::default();
+    go(term, &dep, term.root(), &mut Vec::new(), &mut hashbrown::HashMap::new(), &mut out);
+    out
+}
