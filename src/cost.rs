@@ -125,6 +125,7 @@ pub fn calibrate(target: crate::lower::Target) -> Result<Profile, String> {
     let backend = match target {
         crate::lower::Target::C => "c",
         crate::lower::Target::Cuda => "cuda",
+        crate::lower::Target::CudaEmu => "cuda-emu",
     };
     Ok(Profile { backend: backend.into(), launch_s, bytes_per_s, ops_per_s })
 }

@@ -192,7 +192,7 @@ enum Engine {
     Reference,
     /// The functionalized term, run by the functional interpreter.
     Functional,
-    /// The optimized plan. Until the backends exist, the term extracted from the e-graph, interpreted.
+    /// The optimized plan, run on --backend.
     Optimized,
 }
 
@@ -200,6 +200,8 @@ enum Engine {
 enum Backend {
     C,
     Cuda,
+    /// The CUDA kernels, run on the CPU by an emulator of CUDA's execution model (for checking, not speed).
+    CudaEmu,
 }
 
 impl Backend {
@@ -207,6 +209,7 @@ impl Backend {
         match self {
             Backend::C => funcfuse::lower::Target::C,
             Backend::Cuda => funcfuse::lower::Target::Cuda,
+            Backend::CudaEmu => funcfuse::lower::Target::CudaEmu,
         }
     }
 }
@@ -491,7 +494,7 @@ fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
         time_limit: std::time::Duration::from_secs_f64(a.time_limit.max(0.001)),
         kernels: match a.backend {
             Backend::C => funcfuse::batch::Kernels::C,
-            Backend::Cuda => funcfuse::batch::Kernels::Cuda(funcfuse::backend::cuda::DEFAULT_ARCH),
+            Backend::Cuda | Backend::CudaEmu => funcfuse::batch::Kernels::Cuda(funcfuse::backend::cuda::DEFAULT_ARCH),
         },
         profile,
     };

@@ -1,5 +1,6 @@
-//! Generated tests per corpus program: the reference interpreter against the PyTorch goldens, and the functional
-//! engine against the reference interpreter.
+//! Generated tests per corpus program: the reference interpreter against the PyTorch goldens, the functional engine,
+//! the optimized term and every plan (on the C backend, ours also as CUDA kernels on the emulator) against the
+//! reference interpreter, and our C plan against the goldens.
 //!
 //! Run with `cargo test --test corpus`; filter by program as with any test (`cargo test --test corpus yolov3`).
 
@@ -36,6 +37,15 @@ fn main() {
                 Ok(())
             }));
         }
+        // The CUDA kernels of our plan (block reductions, tiled matmuls, 2-D grids), run by the emulator.
+        let (file5, func5) = (p.file.clone(), p.func.clone());
+        trials.push(Trial::test(format!("cuda_emulator_plan_matches_reference::{label}"), move || {
+            let module = funcfuse::frontend::load_module(file5.to_str().unwrap()).map_err(|d| d.to_string())?;
+            let inputs = common::seeded_inputs(&module, &func5, 7);
+            let policy = funcfuse::lower::Policy::Fused;
+            common::check_plan_on(&module, &func5, &inputs, policy, funcfuse::lower::Target::CudaEmu)?;
+            Ok(())
+        }));
         let (file4, func4, p4) = (p.file.clone(), p.func.clone(), p.clone());
         trials.push(Trial::test(format!("c_plan_matches_pytorch::{label}"), move || {
             let module = funcfuse::frontend::load_module(file4.to_str().unwrap()).map_err(|d| d.to_string())?;

@@ -3,7 +3,8 @@
 //!
 //! NVRTC comes from `LD_LIBRARY_PATH` (`.ci/run` installs `nvidia-cuda-nvrtc` from PyPI). Where it is absent the
 //! compile test says so and passes, unless `FUNCFUSE_REQUIRE_NVRTC=1` (set by `.ci/run`) makes its absence a failure.
-//! Running the kernels needs a GPU: `scripts/gpu_check.sh`.
+//! Running the kernels needs a GPU (`scripts/gpu_check.sh`) or the emulator (`tests/corpus.rs` runs every program's
+//! CUDA kernels on it against the reference engine).
 
 mod common;
 
@@ -53,14 +54,36 @@ fn rendered_kernels() {
     insta::assert_snapshot!("shift_rows_c", funcfuse::backend::c::render(&shift));
     let matmul = kernels_of("corpus/micro/ops.py", "matmul_epilogue");
     insta::assert_snapshot!("matmul_epilogue_cuda", cuda::render(&matmul));
+    let tiled = kernels_of("corpus/micro/reductions.py", "tiled_matmuls");
+    insta::assert_snapshot!("tiled_matmuls_cuda", cuda::render(&tiled));
+    insta::assert_snapshot!("tiled_matmuls_emulator", funcfuse::backend::emu::render(&tiled));
 }
 
 #[test]
-fn launch_configuration_follows_the_domain() {
-    let small = cuda::launch_config(40, 132);
-    assert_eq!((small.block_dim.0, small.grid_dim.0), (64, 1));
-    let big = cuda::launch_config(1 << 24, 132);
-    assert_eq!((big.block_dim.0, big.grid_dim.0), (256, 132 * 16));
+fn layouts_and_launch_configurations_follow_the_kernels() {
+    use funcfuse::backend::cuda_src::{launch_config, layout, Config, Layout};
+    let p = kernels_of("corpus/micro/reductions.py", "tiled_matmuls");
+    let layouts: Vec<Layout> = p.kernels.iter().map(layout).collect();
+    // relu(a @ b + bias) [70, 40]; sigmoid(c * 2) and d - 1 (rows of a batch); their matmul [3, 33, 17] with its
+    // * 0.5; tanh(v @ w) [8] with K = 300: a block reduction.
+    assert_eq!(layouts, [Layout::Tiled, Layout::Rows, Layout::Rows, Layout::Tiled, Layout::BlockReduce]);
+    assert!(p.kernels[0].epilogue.is_some() && p.kernels[3].epilogue.is_some() && p.kernels[4].epilogue.is_some());
+    // 5 x 3 tiles of 16 x 16; 3 x 3 x 2 tiles, on 132 multiprocessors; eight outputs of 300 terms: 8 blocks.
+    assert_eq!(launch_config(&p.kernels[0], 132), Config { grid: (15, 1), block: (16, 16) });
+    assert_eq!(launch_config(&p.kernels[3], 132), Config { grid: (18, 1), block: (16, 16) });
+    assert_eq!(launch_config(&p.kernels[4], 132), Config { grid: (8, 1), block: (256, 1) });
+    // Rows: the batch on blockIdx.y, the 33 x 20 rest on x.
+    assert_eq!(launch_config(&p.kernels[1], 132), Config { grid: (3, 3), block: (256, 1) });
+    // A small elementwise kernel gets one small block; a big one is capped at 16 blocks per multiprocessor.
+    let shift = kernels_of("corpus/micro/loops.py", "shift_rows");
+    let c = launch_config(&shift.kernels[0], 132);
+    assert!(c.block.0 % 32 == 0 && c.block.0 <= 256 && c.grid.0 >= 1, "{c:?}");
+    let s = kernels_of("corpus/micro/reductions.py", "long_sums");
+    // Six sums of 3000 terms: block reductions; 3000 sums of six terms: one thread each.
+    let by_outputs: Vec<(usize, Layout)> =
+        s.kernels.iter().map(|k| (k.domain.iter().product::<usize>(), layout(k))).collect();
+    assert!(by_outputs.contains(&(6, Layout::BlockReduce)), "{by_outputs:?}");
+    assert!(by_outputs.contains(&(3000, Layout::Flat)), "{by_outputs:?}");
 }
 
 #[test]

@@ -66,16 +66,29 @@ fn cache_dir() -> PathBuf {
     std::env::var_os("FUNCFUSE_CACHE").map(PathBuf::from).unwrap_or_else(|| std::env::temp_dir().join("funcfuse-cache"))
 }
 
+/// Flags of the emulator's C++ (`-O1`: it is compiled once per plan and run for checking).
+const CXX_FLAGS: &[&str] = &["-std=c++17", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-w"];
+
 /// Compiles C source to a shared library (or finds it in the cache); returns its path.
 pub fn compile(source: &str) -> Result<PathBuf, String> {
-    let dir = cache_dir().join("c");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     // `FUNCFUSE_CFLAGS` replaces the flags (for experiments; results are checked all the same).
     let flags: Vec<String> = match std::env::var("FUNCFUSE_CFLAGS") {
         Ok(f) => f.split_whitespace().map(String::from).chain(["-fPIC", "-shared", "-w"].map(String::from)).collect(),
         Err(_) => FLAGS.iter().map(|s| s.to_string()).collect(),
     };
+    build(source, &cc, &flags, "c")
+}
+
+/// Compiles the emulator's C++ source (`$CXX`, else `c++`) to a shared library; returns its path.
+pub fn compile_cxx(source: &str) -> Result<PathBuf, String> {
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    build(source, &cxx, &CXX_FLAGS.iter().map(|s| s.to_string()).collect::<Vec<_>>(), "cc")
+}
+
+fn build(source: &str, cc: &str, flags: &[String], ext: &str) -> Result<PathBuf, String> {
+    let dir = cache_dir().join(ext);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // The key covers the compiler and its flags as well as the source.
     let stem = format!("{:016x}", fnv(&format!("{cc} {}\n{source}", flags.join(" "))));
     let lib = dir.join(format!("{stem}.so"));
@@ -84,11 +97,11 @@ pub fn compile(source: &str) -> Result<PathBuf, String> {
     }
     static SERIAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let unique = format!("{}-{}", std::process::id(), SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    let src = dir.join(format!("{stem}.{unique}.c"));
+    let src = dir.join(format!("{stem}.{unique}.{ext}"));
     std::fs::write(&src, source).map_err(|e| format!("{}: {e}", src.display()))?;
     let tmp = dir.join(format!("{stem}.{unique}.so"));
-    let out = std::process::Command::new(&cc)
-        .args(&flags)
+    let out = std::process::Command::new(cc)
+        .args(flags)
         .arg("-o")
         .arg(&tmp)
         .arg(&src)
@@ -103,18 +116,28 @@ pub fn compile(source: &str) -> Result<PathBuf, String> {
     Ok(lib)
 }
 
-/// Host buffers and compiled kernels.
+/// Host buffers and compiled kernels (C, or the CUDA emulator's C++).
 pub struct CDevice {
     _lib: libloading::Library,
     fns: Vec<KernelFn>,
+    /// The emulator's check for a barrier that not every thread of a block reached.
+    emu_error: Option<unsafe extern "C" fn() -> i32>,
 }
 
 impl CDevice {
     /// Compiles and loads the kernels of `plan`.
     pub fn new(plan: &Plan) -> Result<CDevice, String> {
-        let path = compile(&render(plan))?;
+        CDevice::load(&compile(&render(plan))?, plan, false)
+    }
+
+    /// Compiles and loads the CUDA kernels of `plan` for the emulator ([`super::emu`]).
+    pub fn emulated(plan: &Plan) -> Result<CDevice, String> {
+        CDevice::load(&compile_cxx(&super::emu::render(plan))?, plan, true)
+    }
+
+    fn load(path: &std::path::Path, plan: &Plan, emulated: bool) -> Result<CDevice, String> {
         // SAFETY: the library is one we just compiled from our own source; it has no initializers.
-        let lib = unsafe { libloading::Library::new(&path) }.map_err(|e| format!("{}: {e}", path.display()))?;
+        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("{}: {e}", path.display()))?;
         let mut fns = Vec::new();
         for k in &plan.kernels {
             // SAFETY: every kernel is rendered with exactly this signature.
@@ -122,7 +145,15 @@ impl CDevice {
                 unsafe { lib.get(k.name.as_bytes()) }.map_err(|e| format!("kernel {}: {e}", k.name))?;
             fns.push(*f);
         }
-        Ok(CDevice { _lib: lib, fns })
+        let emu_error = if emulated {
+            // SAFETY: the emulator's header defines this function with this signature.
+            let f: libloading::Symbol<unsafe extern "C" fn() -> i32> =
+                unsafe { lib.get(b"ff_emu_error") }.map_err(|e| format!("the emulator: {e}"))?;
+            Some(*f)
+        } else {
+            None
+        };
+        Ok(CDevice { _lib: lib, fns, emu_error })
     }
 }
 
@@ -161,6 +192,12 @@ impl Device for CDevice {
         // SAFETY: the kernel reads and writes within the buffers' sizes, which the planner derived from the same
         // shapes the buffers were allocated with; buffers are contiguous and live for the call.
         unsafe { (self.fns[k])(ptrs.as_ptr(), params.as_ptr()) };
+        // SAFETY: a function of the loaded library taking nothing.
+        if self.emu_error.is_some_and(|f| unsafe { f() } != 0) {
+            return Err(format!(
+                "emulated CUDA kernel {k}: a __syncthreads() that not every thread of a block reached"
+            ));
+        }
         Ok(())
     }
 

@@ -1,20 +1,18 @@
 //! The CUDA backend: the kernel IR rendered as CUDA C, compiled by NVRTC for the device's architecture, and launched
 //! through the driver API (`cudarc`, loaded at run time: the crate builds and runs with no CUDA installed).
 //!
-//! Every kernel runs one thread per output element in a grid-stride loop over its flattened domain; reduction
-//! kernels fold their inner loop in each thread (no block-level cooperation yet). Block and grid sizes come from
-//! the domain size, not a fixed 512. The libraries are looked for before `cudarc` touches them, since it panics
-//! when one is missing.
+//! How kernels map onto threads and blocks (grid-stride loops, a second grid dimension, block reductions, tiled
+//! matmuls with epilogues) is [`super::cuda_src`]'s. The libraries are looked for before `cudarc` touches them,
+//! since it panics when one is missing.
 
-use std::fmt::Write;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::source::{helpers, point_body};
+use super::cuda_src::{launch_config, render_body, Dialect};
 use crate::lower::exec::Device;
-use crate::lower::kernel::{c_type, Kernel, PRELUDE};
+use crate::lower::kernel::Kernel;
 use crate::lower::Plan;
 use crate::tensor::{DType, Tensor};
 
@@ -39,38 +37,7 @@ pub fn render(plan: &Plan) -> String {
 }
 
 pub fn render_kernels(kernels: &[Kernel]) -> String {
-    let mut s = String::from(HEADER);
-    s.push_str(PRELUDE);
-    for k in kernels {
-        let (def, undef) = helpers(k, "__device__ static inline");
-        let total: usize = k.domain.iter().product();
-        let _ = writeln!(s, "\n/* {}: {total} point(s) */", k.name);
-        s.push_str(&def);
-        let mut params: Vec<String> = k
-            .args
-            .iter()
-            .enumerate()
-            .map(|(n, d)| format!("{}{}* a{n}", if n == 0 { "" } else { "const " }, c_type(*d)))
-            .collect();
-        params.extend((0..k.params).map(|n| format!("int64_t p{n}")));
-        let _ = writeln!(s, "extern \"C\" __global__ void {}({}) {{", k.name, params.join(", "));
-        if k.params > 0 {
-            let list: Vec<String> = (0..k.params).map(|n| format!("p{n}")).collect();
-            let _ = writeln!(s, "  const int64_t p[{}] = {{{}}};", k.params, list.join(", "));
-        }
-        let _ = writeln!(
-            s,
-            "  for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < {total}LL; t += (int64_t)gridDim.x * blockDim.x) {{"
-        );
-        let _ = writeln!(s, "    int64_t rest = t; (void)rest;");
-        for (v, &n) in k.domain.iter().enumerate().rev() {
-            let _ = writeln!(s, "    int64_t i{v} = rest % {n}; rest /= {n};");
-        }
-        s.push_str(&point_body(k, "    "));
-        s.push_str("  }\n}\n");
-        s.push_str(&undef);
-    }
-    s
+    format!("{HEADER}{}", render_body(kernels, Dialect::Cuda))
 }
 
 /// Whether a shared library of one of `cudarc`'s candidate names loads (so that `cudarc` will not panic).
@@ -130,14 +97,6 @@ pub struct CudaDevice {
     configs: Vec<LaunchConfig>,
 }
 
-/// Block and grid for a kernel of `total` points: small kernels get one small block, large ones 256-thread blocks,
-/// at most 16 per multiprocessor (the grid-stride loop covers the rest).
-pub fn launch_config(total: usize, sms: u32) -> LaunchConfig {
-    let block = if total >= 256 { 256 } else { (total.max(1).div_ceil(32) * 32) as u32 };
-    let grid = (total.div_ceil(block as usize) as u32).clamp(1, sms.max(1) * 16);
-    LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 }
-}
-
 impl CudaDevice {
     pub fn new(plan: &Plan) -> Result<CudaDevice, String> {
         let ctx = context()?;
@@ -152,7 +111,12 @@ impl CudaDevice {
         let mut configs = Vec::new();
         for k in &plan.kernels {
             fns.push(module.load_function(&k.name).map_err(|e| format!("CUDA: kernel {}: {e:?}", k.name))?);
-            configs.push(launch_config(k.domain.iter().product(), sms));
+            let c = launch_config(k, sms);
+            configs.push(LaunchConfig {
+                grid_dim: (c.grid.0, c.grid.1, 1),
+                block_dim: (c.block.0, c.block.1, 1),
+                shared_mem_bytes: 0,
+            });
         }
         Ok(CudaDevice { stream: ctx.default_stream(), fns, configs })
     }

@@ -5,4 +5,6 @@
 
 pub mod c;
 pub mod cuda;
+pub mod cuda_src;
+pub mod emu;
 pub mod source;

@@ -63,8 +63,20 @@ pub fn point_body(k: &Kernel, indent: &str) -> String {
         ind.truncate(ind.len() - 2);
         let _ = writeln!(s, "{ind}}}");
     }
-    let _ = writeln!(s, "{indent}a0[{store}] = ({out_t})({fin});");
+    let _ = writeln!(s, "{indent}{}", store_result(k, &fin));
     s
+}
+
+/// The statement storing a reduction's final value `fin` at the current domain point, through the kernel's
+/// epilogue where it has one (the reduced value rounds to the reduction's dtype first, as the reference's does).
+pub fn store_result(k: &Kernel, fin: &str) -> String {
+    let (store, out_t) = (k.store.render(), c_type(k.out_dtype));
+    match &k.epilogue {
+        None => format!("a0[{store}] = ({out_t})({fin});"),
+        Some((d, e)) => {
+            format!("{{ {t} red = ({t})({fin}); a0[{store}] = ({out_t})({}); }}", render(e, "a"), t = c_type(*d))
+        }
+    }
 }
 
 /// For a sum (or mean) over inner variables, the loop nest with the last domain variable innermost and one
@@ -106,9 +118,8 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     let fin = if red.op == RedOp::Mean { format!(" / {count}.0") } else { String::new() };
     let _ = writeln!(
         s,
-        "{ind}for (int64_t i{last} = 0; i{last} < {n}; i{last}++) a0[{}] = ({})(acc[i{last}]{fin});",
-        k.store.render(),
-        c_type(k.out_dtype)
+        "{ind}for (int64_t i{last} = 0; i{last} < {n}; i{last}++) {}",
+        store_result(k, &format!("acc[i{last}]{fin}"))
     );
     for _ in &k.domain[..last] {
         ind.truncate(ind.len() - 2);

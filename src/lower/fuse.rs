@@ -17,6 +17,8 @@ pub(super) struct KernelBuilder {
     pub(super) params: Vec<Id>,
     pub(super) views: Vec<(Vec<usize>, Vec<i64>)>,
     pub(super) arg_dtypes: Vec<DType>,
+    /// While building an epilogue: the reduction whose value it reads (as `red`, at the kernel's own point).
+    acc: Option<Id>,
 }
 
 impl KernelBuilder {
@@ -146,6 +148,13 @@ impl Planner<'_> {
     /// The value of node `id` at multi-index `idx` of its shape.
     pub(super) fn expr(&self, kb: &mut KernelBuilder, id: Id, idx: &[Idx]) -> Result<Expr, String> {
         let (dtype, shape) = self.tensor(id).ok_or("expected a tensor")?;
+        if kb.acc == Some(id) {
+            let own: Vec<Idx> = shape.iter().enumerate().map(|(k, &n)| Idx::var(k, n)).collect();
+            if idx != own.as_slice() {
+                return Err("an epilogue reads its reduction at another point".into());
+            }
+            return Ok(Expr::Acc(dtype));
+        }
         if self.how[usize::from(id)] != How::Inline {
             let arg = kb.arg(id, dtype);
             return Ok(Expr::Load { arg, at: ravel(idx, &shape), dtype });
@@ -308,6 +317,20 @@ impl Planner<'_> {
     /// The kernel that materializes node `id`.
     pub(super) fn kernel(&self, kb: &mut KernelBuilder, id: Id, name: String) -> Result<Kernel, String> {
         let (dtype, shape) = self.tensor(id).ok_or("a kernel of a non-tensor")?;
+        if let Some(&r) = self.epilogue.get(&id) {
+            let mut k = self.kernel(kb, r, name)?;
+            let (rd, _) = self.tensor(r).ok_or("a reduction of a non-tensor")?;
+            let own: Vec<Idx> = shape.iter().enumerate().map(|(k, &n)| Idx::var(k, n)).collect();
+            kb.acc = Some(r);
+            let e = self.inline(kb, id, &own, dtype, &shape);
+            kb.acc = None;
+            k.epilogue = Some((rd, e?));
+            k.out_dtype = dtype;
+            k.args = std::iter::once(dtype).chain(kb.arg_dtypes.iter().copied()).collect();
+            k.params = kb.params.len();
+            k.views = kb.views.clone();
+            return Ok(k);
+        }
         let vars = |shape: &[usize], from: usize| -> Vec<Idx> {
             shape.iter().enumerate().map(|(k, &n)| Idx::var(from + k, n)).collect()
         };
@@ -316,6 +339,7 @@ impl Planner<'_> {
             domain: shape.clone(),
             reduce: None,
             value: Expr::Const(0.0, dtype),
+            epilogue: None,
             store: ravel(&vars(&shape, 0), &shape),
             out_dtype: dtype,
             args: Vec::new(),

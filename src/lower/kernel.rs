@@ -30,12 +30,14 @@ pub enum Expr {
     Binary(Binary, DType, DType, Box<Expr>, Box<Expr>),
     Where(Box<Expr>, Box<Expr>, Box<Expr>),
     Cast(DType, Box<Expr>),
+    /// In a reduction kernel's epilogue: the reduced value at this point (`red`), of the reduction's dtype.
+    Acc(DType),
 }
 
 impl Expr {
     pub fn dtype(&self) -> DType {
         match self {
-            Expr::Load { dtype, .. } | Expr::Const(_, dtype) | Expr::Cast(dtype, _) => *dtype,
+            Expr::Load { dtype, .. } | Expr::Const(_, dtype) | Expr::Cast(dtype, _) | Expr::Acc(dtype) => *dtype,
             Expr::Index(_) => DType::I64,
             Expr::NonNeg(_) => DType::Bool,
             Expr::Unary(_, d, _) => *d,
@@ -48,7 +50,7 @@ impl Expr {
     pub fn counts(&self) -> (usize, usize) {
         match self {
             Expr::Load { .. } => (1, 0),
-            Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) => (0, 0),
+            Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => (0, 0),
             Expr::Unary(_, _, a) | Expr::Cast(_, a) => {
                 let (l, o) = a.counts();
                 (l, o + 1)
@@ -86,13 +88,17 @@ pub struct Reduction {
     pub extents: Vec<usize>,
 }
 
-/// One kernel: `out[store] = value` at every point of `domain` (folded over the reduction's variables).
+/// One kernel: `out[store] = value` at every point of `domain` (folded over the reduction's variables, then
+/// passed through the epilogue where there is one).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
     pub name: String,
     pub domain: Vec<usize>,
     pub reduce: Option<Reduction>,
     pub value: Expr,
+    /// For a reduction: the elementwise consumer fused after it (a matmul's bias and activation), as the dtype of
+    /// the reduced value and an expression that reads it as [`Expr::Acc`]. Its loads index by the domain only.
+    pub epilogue: Option<(DType, Expr)>,
     pub store: Idx,
     pub out_dtype: DType,
     /// Dtypes of the argument buffers the value loads (argument 0 is the output).
@@ -117,7 +123,9 @@ impl Kernel {
         for (n, d) in arg_numels.into_iter().zip(&self.args[1..]) {
             bytes += points.min(n as f64) * d.size() as f64;
         }
-        (bytes, points * self.value.counts().1 as f64)
+        let outputs = self.domain.iter().product::<usize>() as f64;
+        let epilogue = self.epilogue.as_ref().map_or(0.0, |(_, e)| outputs * e.counts().1 as f64);
+        (bytes, points * self.value.counts().1 as f64 + epilogue)
     }
 }
 
@@ -175,6 +183,7 @@ pub fn render(e: &Expr, args: &str) -> String {
             _ => format!("(({}){})", c_type(*d), *v as i64),
         },
         Expr::Index(i) => i.render(),
+        Expr::Acc(_) => "red".into(),
         Expr::NonNeg(i) => format!("((uint8_t)({} >= 0))", i.render()),
         Expr::Cast(d, a) => {
             let inner = render(a, args);

@@ -25,6 +25,8 @@ use crate::tensor::Tensor;
 pub enum Target {
     C,
     Cuda,
+    /// The CUDA kernels run by the emulator on the CPU (for checking them without a GPU).
+    CudaEmu,
 }
 
 /// A plan's kernels compiled and loaded on a backend.
@@ -38,6 +40,7 @@ impl Loaded {
         Ok(match target {
             Target::C => Loaded::C(crate::backend::c::CDevice::new(p)?),
             Target::Cuda => Loaded::Cuda(crate::backend::cuda::CudaDevice::new(p)?),
+            Target::CudaEmu => Loaded::C(crate::backend::c::CDevice::emulated(p)?),
         })
     }
 

@@ -96,8 +96,20 @@ pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy)
         }
     }
     let dependent = dependent_nodes(term);
-    let mut p = Planner { term, types, users, dependent, how: vec![How::Host; n], policy, before: Default::default() };
+    let mut p = Planner {
+        term,
+        types,
+        users,
+        dependent,
+        how: vec![How::Host; n],
+        policy,
+        before: Default::default(),
+        epilogue: Default::default(),
+    };
     p.classify();
+    if policy == Policy::Fused {
+        p.fuse_epilogues();
+    }
     let mut plan = Plan {
         term: term.clone(),
         inputs: inputs.to_vec(),
@@ -136,6 +148,8 @@ pub(super) struct Planner<'a> {
     pub(super) policy: Policy,
     /// For an in-place write: materialized readers of its base that must run before it.
     pub(super) before: hashbrown::HashMap<Id, Vec<Id>>,
+    /// Kernels that compute a reduction (value) and then their own elementwise expression over it (key).
+    pub(super) epilogue: hashbrown::HashMap<Id, Id>,
 }
 
 pub(super) fn lits(term: &Term, id: Id) -> Option<Vec<i64>> {
@@ -326,6 +340,50 @@ impl Planner<'_> {
         let recompute = (users - 1) as f64 * n * ops as f64 / p.ops_per_s;
         let store = p.launch_s + (1 + users) as f64 * n * d.size() as f64 / p.bytes_per_s;
         recompute > store
+    }
+
+    /// Reductions (matmuls included) whose only reader is one elementwise kernel of the same shape, reading each
+    /// element at its own point, become that kernel's epilogue host: the kernel reduces, then applies its
+    /// expression to the reduced value (a matmul with its bias and activation is one kernel, one write).
+    fn fuse_epilogues(&mut self) {
+        let pinned: hashbrown::HashSet<Id> = self.before.values().flatten().copied().collect();
+        for i in 0..self.term.as_ref().len() {
+            let e = Id::from(i);
+            if self.how[i] != How::Kernel(0) || self.reduction(e) || self.tensor(e).is_none() {
+                continue;
+            }
+            let shape = self.tensor(e).map(|(_, s)| s);
+            // The reductions this kernel reads through fused nodes that nothing else reads.
+            let mut stack: Vec<Id> = self.term[e].children().to_vec();
+            let mut found = None;
+            while let Some(c) = stack.pop() {
+                let ci = usize::from(c);
+                if self.users[ci].len() != 1 || self.tensor(c).is_none() {
+                    continue;
+                }
+                match self.how[ci] {
+                    How::Inline => stack.extend(self.term[c].children().iter().copied()),
+                    How::Kernel(_)
+                        if self.reduction(c)
+                            && self.tensor(c).map(|(_, s)| s) == shape
+                            && self.dependent[ci] == self.dependent[i]
+                            && !pinned.contains(&c) =>
+                    {
+                        found = Some(c);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            let Some(r) = found else { continue };
+            self.how[usize::from(r)] = How::Inline;
+            self.epilogue.insert(e, r);
+            // The kernel must read the reduction only at its own point; else the reduction stays a kernel.
+            if self.kernel(&mut KernelBuilder::default(), e, String::new()).is_err() {
+                self.how[usize::from(r)] = How::Kernel(0);
+                self.epilogue.remove(&e);
+            }
+        }
     }
 
     /// Whether a fused node only reads (through views, reshapes and casts) a buffer or a constant.

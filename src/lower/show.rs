@@ -25,7 +25,10 @@ impl Plan {
                         How::CopyInPlace(_) => "copy, then in place",
                         _ => "new buffer",
                     };
-                    let red = kernel.reduce.as_ref().map(|r| format!(" reducing {:?} over {:?}", r.op, r.extents));
+                    let red = kernel.reduce.as_ref().map(|r| {
+                        let then = if kernel.epilogue.is_some() { " with an epilogue" } else { "" };
+                        format!(" reducing {:?} over {:?}{then}", r.op, r.extents)
+                    });
                     writeln!(
                         s,
                         "${i} = {shown} {ty}: kernel {} ({what}) over {:?}{}, reads {:?}",

@@ -1,0 +1,348 @@
+//! CUDA C for the kernel IR: how each kernel maps onto threads and blocks ([`Layout`]), its launch configuration,
+//! and the source text, written once for two dialects: CUDA (for NVRTC) and the emulator's C++ (the same kernel
+//! bodies compiled by the host C++ compiler and run by `emu`, so that the CUDA kernels are checked on any machine).
+//!
+//! Layouts, chosen per kernel from its sizes alone (the rendered source does not depend on the device):
+//! - `Flat`: one thread per output element, a grid-stride loop over the flattened domain.
+//! - `Rows`: the leading domain dim on the grid's second dimension (`blockIdx.y`: a vectorized loop's iterations,
+//!   a batch), the rest on `x`; one launch covers every row without dividing by the inner size.
+//! - `BlockReduce`: one block per output element; its threads split the reduction, then combine in shared memory
+//!   (ties of argmax/argmin go to the lower index, NaN propagates, as the serial fold does).
+//! - `Tiled`: a matmul (a sum of `a(.., m, k) * b(.., k, n)` over k) in 16x16 output tiles; each block stages
+//!   16x16 tiles of both operands, prologues applied, in shared memory. The epilogue runs on the result tile.
+//!
+//! Between `Flat` and `BlockReduce` a small model decides: sequential steps per thread times waves of the device
+//! (2048 resident threads, 8 blocks of 256 per multiprocessor), the block form paying log2(block) barriers.
+
+use std::fmt::Write;
+
+use super::source::{helpers, point_body, store_result};
+use crate::lower::index::{Atom, Idx};
+use crate::lower::kernel::{c_type, reduction_parts, render, Expr, Kernel, RedOp, PRELUDE};
+use crate::tensor::ops::Binary;
+use crate::tensor::DType;
+
+/// Multiprocessors of an H200: the device the layouts are modelled on (the launch uses the real count).
+pub const MODEL_SMS: u32 = 132;
+const TILE: usize = 16;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    Flat,
+    Rows,
+    BlockReduce,
+    Tiled,
+}
+
+/// Grid and block sizes (x, y) of one launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub grid: (u32, u32),
+    pub block: (u32, u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// CUDA C for NVRTC.
+    Cuda,
+    /// C++ for the host compiler, run by the emulator with the configurations of a device of `sms` multiprocessors
+    /// and block reductions of at most `reduce_threads` threads.
+    Emu { sms: u32, reduce_threads: u32 },
+}
+
+fn outputs(k: &Kernel) -> usize {
+    k.domain.iter().product()
+}
+
+fn count(k: &Kernel) -> usize {
+    k.reduce.as_ref().map_or(1, |r| r.extents.iter().product())
+}
+
+fn mentions(i: &Idx, v: usize) -> bool {
+    i.terms.keys().any(|a| match a {
+        Atom::Var(k, _) => *k == v,
+        Atom::Param(_) => false,
+        Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) => mentions(x, v),
+    })
+}
+
+/// Whether expression `e` reads domain or reduction variable `v`.
+pub fn uses_var(e: &Expr, v: usize) -> bool {
+    match e {
+        Expr::Load { at, .. } | Expr::Index(at) | Expr::NonNeg(at) => mentions(at, v),
+        Expr::Const(..) | Expr::Acc(_) => false,
+        Expr::Unary(_, _, a) | Expr::Cast(_, a) => uses_var(a, v),
+        Expr::Binary(_, _, _, a, b) => uses_var(a, v) || uses_var(b, v),
+        Expr::Where(c, a, b) => uses_var(c, v) || uses_var(a, v) || uses_var(b, v),
+    }
+}
+
+/// The two operands of a matmul-shaped reduction: a sum over one variable k of `a * b` in double, where `a` does
+/// not read the last domain variable (n) and `b` does not read the one before (m).
+fn matmul_operands(k: &Kernel) -> Option<(&Expr, &Expr)> {
+    let red = k.reduce.as_ref()?;
+    let d = k.domain.len();
+    if red.op != RedOp::Sum || red.extents.len() != 1 || d < 2 {
+        return None;
+    }
+    let Expr::Binary(Binary::Mul, DType::F64, DType::F64, a, b) = &k.value else { return None };
+    let (m, n) = (d - 2, d - 1);
+    (!uses_var(a, n) && !uses_var(b, m)).then_some((&**a, &**b))
+}
+
+/// How kernel `k` maps onto the GPU.
+pub fn layout(k: &Kernel) -> Layout {
+    let d = k.domain.len();
+    if k.reduce.is_none() {
+        let rest: usize = k.domain.iter().skip(1).product();
+        return if d >= 2 && (2..=65535).contains(&k.domain[0]) && rest >= 128 { Layout::Rows } else { Layout::Flat };
+    }
+    if matmul_operands(k).is_some() && k.domain[d - 2] >= TILE && k.domain[d - 1] >= TILE && count(k) >= TILE {
+        return Layout::Tiled;
+    }
+    let (out, n) = (outputs(k) as f64, count(k) as f64);
+    let sms = MODEL_SMS as f64;
+    let serial = n * (out / (sms * 2048.0)).ceil();
+    let block = block_for(count(k)) as f64;
+    let coop = ((n / block).ceil() + block.log2()) * (out / (sms * 8.0)).ceil();
+    if n >= 32.0 && coop < serial {
+        Layout::BlockReduce
+    } else {
+        Layout::Flat
+    }
+}
+
+fn block_for(count: usize) -> u32 {
+    count.next_power_of_two().clamp(32, 256) as u32
+}
+
+fn threads_for(n: usize) -> u32 {
+    if n >= 256 {
+        256
+    } else {
+        (n.max(1).div_ceil(32) * 32) as u32
+    }
+}
+
+/// The launch configuration of kernel `k` on a device with `sms` multiprocessors: at most 16 blocks per
+/// multiprocessor (grid-stride loops cover the rest).
+pub fn launch_config(k: &Kernel, sms: u32) -> Config {
+    config(k, sms, 256)
+}
+
+/// [`launch_config`] with block reductions using at most `reduce_threads` threads (any count works: the kernels
+/// loop over the block size; the emulator uses fewer to run faster).
+pub fn config(k: &Kernel, sms: u32, reduce_threads: u32) -> Config {
+    let cap = (sms.max(1) * 16) as usize;
+    let grid = |units: usize, cap: usize| units.clamp(1, cap.max(1)) as u32;
+    match layout(k) {
+        Layout::Flat => {
+            let total = outputs(k);
+            let block = threads_for(total);
+            Config { grid: (grid(total.div_ceil(block as usize), cap), 1), block: (block, 1) }
+        }
+        Layout::Rows => {
+            let rows = k.domain[0];
+            let rest: usize = k.domain[1..].iter().product();
+            let block = threads_for(rest);
+            let y = rows.min(65535);
+            Config { grid: (grid(rest.div_ceil(block as usize), cap / y), y as u32), block: (block, 1) }
+        }
+        Layout::BlockReduce => {
+            Config { grid: (grid(outputs(k), cap), 1), block: (block_for(count(k)).min(reduce_threads.max(1)), 1) }
+        }
+        Layout::Tiled => Config { grid: (grid(tiles(k), cap), 1), block: (TILE as u32, TILE as u32) },
+    }
+}
+
+fn tiles(k: &Kernel) -> usize {
+    let d = k.domain.len();
+    k.domain[..d - 2].iter().product::<usize>() * k.domain[d - 2].div_ceil(TILE) * k.domain[d - 1].div_ceil(TILE)
+}
+
+/// `int64_t i<v> = ...` for each `(v, extent)`, unravelling the linear index `from` (last variable fastest).
+fn unravel_vars(s: &mut String, vars: &[(usize, usize)], from: &str, ind: &str) {
+    let _ = writeln!(s, "{ind}int64_t rest = {from}; (void)rest;");
+    for &(v, n) in vars.iter().rev() {
+        let _ = writeln!(s, "{ind}int64_t i{v} = rest % {n}; rest /= {n};");
+    }
+}
+
+/// The source of every kernel in `kernels` (without a header: [`super::cuda`] and [`super::emu`] add theirs).
+pub fn render_body(kernels: &[Kernel], dialect: Dialect) -> String {
+    let mut s = String::from(PRELUDE);
+    for k in kernels {
+        let (def, undef) = helpers(k, "FF_FN");
+        let lay = layout(k);
+        let _ = writeln!(s, "\n/* {}: {} point(s), {lay:?} */", k.name, outputs(k));
+        s.push_str(&def);
+        let mut params: Vec<String> = k
+            .args
+            .iter()
+            .enumerate()
+            .map(|(n, d)| format!("{}{}* a{n}", if n == 0 { "" } else { "const " }, c_type(*d)))
+            .collect();
+        params.extend((0..k.params).map(|n| format!("int64_t p{n}")));
+        match dialect {
+            Dialect::Cuda => {
+                let _ = writeln!(s, "extern \"C\" __global__ void {}({}) {{", k.name, params.join(", "));
+            }
+            Dialect::Emu { .. } => {
+                let _ = writeln!(s, "static void {}_body({}) {{", k.name, params.join(", "));
+            }
+        }
+        if k.params > 0 {
+            let list: Vec<String> = (0..k.params).map(|n| format!("p{n}")).collect();
+            let _ = writeln!(s, "  const int64_t p[{}] = {{{}}}; (void)p;", k.params, list.join(", "));
+        }
+        match lay {
+            Layout::Flat => flat(&mut s, k),
+            Layout::Rows => rows(&mut s, k),
+            Layout::BlockReduce => block_reduce(&mut s, k),
+            Layout::Tiled => tiled(&mut s, k),
+        }
+        s.push_str("}\n");
+        s.push_str(&undef);
+        if let Dialect::Emu { sms, reduce_threads } = dialect {
+            let c = config(k, sms, reduce_threads);
+            let mut args: Vec<String> = k
+                .args
+                .iter()
+                .enumerate()
+                .map(|(n, d)| format!("({}{}*)b[{n}]", if n == 0 { "" } else { "const " }, c_type(*d)))
+                .collect();
+            args.extend((0..k.params).map(|n| format!("p[{n}]")));
+            let coop = matches!(lay, Layout::BlockReduce | Layout::Tiled);
+            let _ = writeln!(
+                s,
+                "extern \"C\" void {name}(void** b, const int64_t* p) {{\n  (void)p;\n  ff_launch({}, {}, {}, {}, {coop}, \
+                 [&] {{ {name}_body({}); }});\n}}",
+                c.grid.0,
+                c.grid.1,
+                c.block.0,
+                c.block.1,
+                args.join(", "),
+                name = k.name
+            );
+        }
+    }
+    s
+}
+
+fn flat(s: &mut String, k: &Kernel) {
+    let total = outputs(k);
+    let _ = writeln!(
+        s,
+        "  for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < {total}LL; t += (int64_t)gridDim.x * blockDim.x) {{"
+    );
+    let vars: Vec<(usize, usize)> = k.domain.iter().copied().enumerate().collect();
+    unravel_vars(s, &vars, "t", "    ");
+    s.push_str(&point_body(k, "    "));
+    s.push_str("  }\n");
+}
+
+fn rows(s: &mut String, k: &Kernel) {
+    let rest: usize = k.domain[1..].iter().product();
+    let _ = writeln!(s, "  for (int64_t i0 = blockIdx.y; i0 < {}LL; i0 += gridDim.y) {{", k.domain[0]);
+    let _ = writeln!(
+        s,
+        "  for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < {rest}LL; t += (int64_t)gridDim.x * blockDim.x) {{"
+    );
+    let vars: Vec<(usize, usize)> = k.domain.iter().copied().enumerate().skip(1).collect();
+    unravel_vars(s, &vars, "t", "    ");
+    s.push_str(&point_body(k, "    "));
+    s.push_str("  }\n  }\n");
+}
+
+/// How two partial results combine (`acc`, `arg` with `v`, `r`): the serial update, and for argmax/argmin the
+/// lower index on ties (the serial fold keeps the first).
+fn combine(op: RedOp, acc_t: &str) -> String {
+    let (_, update, _) = reduction_parts(op, acc_t, 1);
+    match op {
+        RedOp::ArgMax => {
+            "if (v > acc || (v != v && acc == acc) || ((v == acc || (v != v && acc != acc)) && r < arg)) { acc = v; arg = r; }".into()
+        }
+        RedOp::ArgMin => {
+            "if (v < acc || (v != v && acc == acc) || ((v == acc || (v != v && acc != acc)) && r < arg)) { acc = v; arg = r; }".into()
+        }
+        _ => update,
+    }
+}
+
+fn block_reduce(s: &mut String, k: &Kernel) {
+    let red = k.reduce.as_ref().expect("a reduction");
+    let acc_t = if k.value.dtype().is_float() { "double" } else { "int64_t" };
+    let n = count(k);
+    let (init, update, fin) = reduction_parts(red.op, acc_t, n);
+    let base = k.domain.len();
+    let _ = writeln!(s, "  __shared__ {acc_t} ff_sv[256];\n  __shared__ int64_t ff_sa[256];");
+    let _ = writeln!(s, "  for (int64_t t = blockIdx.x; t < {}LL; t += gridDim.x) {{", outputs(k));
+    let vars: Vec<(usize, usize)> = k.domain.iter().copied().enumerate().collect();
+    unravel_vars(s, &vars, "t", "    ");
+    let _ = writeln!(s, "    {acc_t} acc = {init}; int64_t arg = 0;");
+    let _ = writeln!(s, "    for (int64_t r = threadIdx.x; r < {n}LL; r += blockDim.x) {{");
+    let _ = writeln!(s, "      int64_t q = r; (void)q;");
+    for (j, &m) in red.extents.iter().enumerate().rev() {
+        let _ = writeln!(s, "      int64_t i{v} = q % {m}; q /= {m};", v = base + j);
+    }
+    let _ = writeln!(s, "      {acc_t} v = ({acc_t})({});\n      {update}\n    }}", render(&k.value, "a"));
+    let _ = writeln!(s, "    ff_sv[threadIdx.x] = acc; ff_sa[threadIdx.x] = arg;\n    __syncthreads();");
+    let _ = writeln!(s, "    unsigned w = 1; while (w < blockDim.x) w <<= 1;");
+    let _ = writeln!(s, "    for (unsigned h = w >> 1; h > 0; h >>= 1) {{");
+    let _ = writeln!(s, "      if (threadIdx.x < h && threadIdx.x + h < blockDim.x) {{");
+    let _ = writeln!(s, "        {acc_t} v = ff_sv[threadIdx.x + h]; int64_t r = ff_sa[threadIdx.x + h];");
+    let _ = writeln!(s, "        acc = ff_sv[threadIdx.x]; arg = ff_sa[threadIdx.x];");
+    let _ = writeln!(s, "        {}", combine(red.op, acc_t));
+    let _ = writeln!(
+        s,
+        "        ff_sv[threadIdx.x] = acc; ff_sa[threadIdx.x] = arg;\n      }}\n      __syncthreads();\n    }}"
+    );
+    let _ = writeln!(
+        s,
+        "    if (threadIdx.x == 0) {{\n      acc = ff_sv[0]; arg = ff_sa[0];\n      {}\n    }}\n    __syncthreads();\n  }}",
+        store_result(k, &fin)
+    );
+}
+
+fn tiled(s: &mut String, k: &Kernel) {
+    let (a, b) = matmul_operands(k).expect("a matmul");
+    let d = k.domain.len();
+    let (m, n, kv) = (d - 2, d - 1, d);
+    let (bm, bn, bk) = (k.domain[m], k.domain[n], count(k));
+    let (tm, tn) = (bm.div_ceil(TILE), bn.div_ceil(TILE));
+    let fin =
+        if k.reduce.as_ref().is_some_and(|r| r.op == RedOp::Mean) { format!("acc / {bk}.0") } else { "acc".into() };
+    let _ = writeln!(
+        s,
+        "  __shared__ double ff_ta[{TILE}][{}];\n  __shared__ double ff_tb[{TILE}][{}];",
+        TILE + 1,
+        TILE + 1
+    );
+    let _ = writeln!(s, "  const int tx = threadIdx.x, ty = threadIdx.y;");
+    let _ = writeln!(s, "  for (int64_t t = blockIdx.x; t < {}LL; t += gridDim.x) {{", tiles(k));
+    let mut vars: Vec<(usize, usize)> = k.domain[..m].iter().copied().enumerate().collect();
+    vars.push((m, tm));
+    vars.push((n, tn));
+    unravel_vars(s, &vars, "t", "    ");
+    let _ = writeln!(s, "    const int64_t m0 = i{m} * {TILE}, n0 = i{n} * {TILE};");
+    let _ = writeln!(s, "    double acc = 0;");
+    let _ = writeln!(s, "    for (int64_t k0 = 0; k0 < {bk}LL; k0 += {TILE}) {{");
+    let _ = writeln!(
+        s,
+        "      {{ int64_t i{m} = m0 + ty, i{kv} = k0 + tx; ff_ta[ty][tx] = (i{m} < {bm} && i{kv} < {bk}) ? (double)({}) : 0.0; }}",
+        render(a, "a")
+    );
+    let _ = writeln!(
+        s,
+        "      {{ int64_t i{kv} = k0 + ty, i{n} = n0 + tx; ff_tb[ty][tx] = (i{kv} < {bk} && i{n} < {bn}) ? (double)({}) : 0.0; }}",
+        render(b, "a")
+    );
+    let _ = writeln!(s, "      __syncthreads();");
+    let _ = writeln!(
+        s,
+        "      for (int kk = 0; kk < {TILE} && k0 + kk < {bk}LL; kk++) acc += (double)(ff_ta[ty][kk] * ff_tb[kk][tx]);"
+    );
+    let _ = writeln!(s, "      __syncthreads();\n    }}");
+    let _ = writeln!(s, "    {{ int64_t i{m} = m0 + ty, i{n} = n0 + tx;");
+    let _ = writeln!(s, "    if (i{m} < {bm} && i{n} < {bn}) {}\n    }}\n  }}", store_result(k, &fin));
+}

@@ -1,0 +1,176 @@
+//! The CUDA emulator: a plan's CUDA kernels, the same bodies NVRTC compiles, built as C++ by the host compiler and
+//! run on the CPU with CUDA's execution model, so that every layout (block reductions with their barriers, tiled
+//! matmuls with shared memory, two-dimensional grids) is checked against the reference engine on any machine.
+//!
+//! Blocks run one after another. A kernel without barriers runs its threads as plain calls; a kernel with
+//! `__syncthreads()` runs each thread of a block as a fiber (`ucontext`) and switches at every barrier, so that
+//! no thread passes a barrier before all have reached it, and shared memory (`__shared__`, a thread-local static)
+//! is shared by the block. A barrier that some threads of a block never reach is reported as an error (on a GPU it
+//! is undefined behaviour). Launch configurations are those of a device with [`EMU_SMS`] multiprocessors: small,
+//! so that grid-stride loops and block loops wrap around.
+//!
+//! This is for checking, not speed (`--backend cuda-emu`).
+
+use super::cuda_src::{render_body, Dialect};
+use crate::lower::Plan;
+
+/// Multiprocessors of the emulated device.
+pub const EMU_SMS: u32 = 2;
+/// Threads of the emulator's block reductions (a GPU gets up to 256; the kernels work with any count).
+pub const EMU_REDUCE_THREADS: u32 = 32;
+
+const HEADER: &str = r#"#include <stdint.h>
+#include <math.h>
+#include <stdlib.h>
+#include <mutex>
+#define FF_FN static inline
+#define FF_SIMD
+#define __shared__ static
+struct ff_dim3 { unsigned x, y, z; };
+static ff_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static int ff_error, ff_coop;
+static unsigned ff_cap, ff_cur;
+static int* ff_state;
+static char* ff_stacks;
+static void (*ff_body)(void*);
+static void* ff_env;
+static const size_t FF_STACK = 64 * 1024;
+static void ff_start();
+#if defined(__x86_64__)
+/* Fibers by a minimal context switch: callee-saved registers on the old stack, then the new stack. */
+extern "C" void ff_swap(void** from, void* to);
+asm(".text\n.p2align 4\n.hidden ff_swap\n.globl ff_swap\nff_swap:\n"
+    "pushq %rbp\npushq %rbx\npushq %r12\npushq %r13\npushq %r14\npushq %r15\n"
+    "movq %rsp, (%rdi)\nmovq %rsi, %rsp\n"
+    "popq %r15\npopq %r14\npopq %r13\npopq %r12\npopq %rbx\npopq %rbp\nret\n");
+static void* ff_sched;
+static void** ff_sp;
+static void ff_fiber_init(unsigned t) {
+  void** top = (void**)(ff_stacks + (size_t)(t + 1) * FF_STACK);
+  top[-1] = 0; top[-2] = (void*)ff_start;
+  ff_sp[t] = top - 8;
+}
+static void ff_to_fiber(unsigned t) { ff_swap(&ff_sched, ff_sp[t]); }
+static void ff_to_sched() { ff_swap(&ff_sp[ff_cur], ff_sched); }
+static void ff_alloc(unsigned n) { free(ff_sp); ff_sp = (void**)malloc(n * sizeof(void*)); }
+#else
+#include <ucontext.h>
+static ucontext_t ff_sched;
+static ucontext_t* ff_ctx;
+static void ff_fiber_init(unsigned t) {
+  getcontext(&ff_ctx[t]);
+  ff_ctx[t].uc_stack.ss_sp = ff_stacks + (size_t)t * FF_STACK;
+  ff_ctx[t].uc_stack.ss_size = FF_STACK;
+  ff_ctx[t].uc_link = 0;
+  makecontext(&ff_ctx[t], ff_start, 0);
+}
+static void ff_to_fiber(unsigned t) { swapcontext(&ff_sched, &ff_ctx[t]); }
+static void ff_to_sched() { swapcontext(&ff_ctx[ff_cur], &ff_sched); }
+static void ff_alloc(unsigned n) { free(ff_ctx); ff_ctx = (ucontext_t*)malloc(n * sizeof(ucontext_t)); }
+#endif
+static void ff_start() {
+  ff_body(ff_env);
+  ff_state[ff_cur] = 2;
+  ff_to_sched();
+}
+static void __syncthreads() {
+  if (!ff_coop) { ff_error = 1; return; }
+  ff_state[ff_cur] = 1;
+  ff_to_sched();
+}
+template <class F> static void ff_call(void* f) { (*(F*)f)(); }
+template <class F> static void ff_launch(unsigned gx, unsigned gy, unsigned bx, unsigned by, bool coop, F f) {
+  static std::mutex one_at_a_time; /* the emulator's state is this library's: one launch at a time */
+  std::lock_guard<std::mutex> guard(one_at_a_time);
+  gridDim = {gx, gy, 1}; blockDim = {bx, by, 1};
+  const unsigned nt = bx * by;
+  if (coop && nt > ff_cap) {
+    free(ff_stacks); free(ff_state);
+    ff_stacks = (char*)malloc(nt * FF_STACK);
+    ff_state = (int*)malloc(nt * sizeof(int));
+    ff_alloc(nt);
+    ff_cap = nt;
+  }
+  ff_coop = coop;
+  for (unsigned yb = 0; yb < gy; yb++) for (unsigned xb = 0; xb < gx; xb++) {
+    blockIdx = {xb, yb, 0};
+    if (!coop) {
+      for (unsigned t = 0; t < nt; t++) { threadIdx = {t % bx, t / bx, 0}; f(); }
+      continue;
+    }
+    ff_body = ff_call<F>; ff_env = &f;
+    for (unsigned t = 0; t < nt; t++) { ff_fiber_init(t); ff_state[t] = 0; }
+    unsigned alive = nt;
+    while (alive) {
+      unsigned waiting = 0, finished = 0;
+      for (unsigned t = 0; t < nt; t++) {
+        if (ff_state[t] == 2) continue;
+        ff_cur = t; threadIdx = {t % bx, t / bx, 0};
+        ff_to_fiber(t);
+        if (ff_state[t] == 2) { alive--; finished++; } else waiting++;
+      }
+      if (waiting && finished) ff_error = 1;
+    }
+  }
+}
+extern "C" int ff_emu_error(void) { int e = ff_error; ff_error = 0; return e; }
+"#;
+
+/// The emulator's C++ source of a plan's kernels: each kernel `k` as `extern "C" void k(void** b, const int64_t* p)`
+/// (the C backend's signature), launching the CUDA body with its configuration.
+pub fn render(plan: &Plan) -> String {
+    format!("{HEADER}{}", render_body(&plan.kernels, Dialect::Emu { sms: EMU_SMS, reduce_threads: EMU_REDUCE_THREADS }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HEADER;
+
+    /// Compiles `kernels` after the emulator's header and calls `name` on `buf` (one int64 buffer).
+    fn run(kernels: &str, name: &str, buf: &mut [i64]) -> i32 {
+        let path = crate::backend::c::compile_cxx(&format!("{HEADER}{kernels}")).expect("the emulator compiles");
+        // SAFETY: the functions are defined above with these signatures, and `buf` outlives the call.
+        unsafe {
+            let lib = libloading::Library::new(&path).expect("loads");
+            let f: libloading::Symbol<unsafe extern "C" fn(*const *mut std::ffi::c_void, *const i64)> =
+                lib.get(name.as_bytes()).expect("kernel");
+            let ptrs = [buf.as_mut_ptr() as *mut std::ffi::c_void];
+            f(ptrs.as_ptr(), [0i64].as_ptr());
+            let err: libloading::Symbol<unsafe extern "C" fn() -> i32> = lib.get(b"ff_emu_error").expect("check");
+            err()
+        }
+    }
+
+    #[test]
+    fn barriers_order_the_threads_of_a_block() {
+        // Each thread writes its slot, then reads its neighbour's: only correct if every write precedes every read.
+        let src = r#"
+static void body(int64_t* out) {
+  __shared__ int64_t s[64];
+  s[threadIdx.x] = threadIdx.x + 100 * blockIdx.x;
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];
+}
+extern "C" void k(void** b, const int64_t* p) { ff_launch(3, 1, 64, 1, true, [&] { body((int64_t*)b[0]); }); }
+"#;
+        let mut buf = vec![0i64; 192];
+        assert_eq!(run(src, "k", &mut buf), 0);
+        for (i, v) in buf.iter().enumerate() {
+            let (b, t) = (i as i64 / 64, i as i64 % 64);
+            assert_eq!(*v, (t + 1) % 64 + 100 * b, "thread {t} of block {b}");
+        }
+    }
+
+    #[test]
+    fn a_barrier_not_every_thread_reaches_is_an_error() {
+        let src = r#"
+static void body(int64_t* out) {
+  if (threadIdx.x != 0) __syncthreads();
+  out[threadIdx.x] = 1;
+}
+extern "C" void k(void** b, const int64_t* p) { ff_launch(1, 1, 32, 1, true, [&] { body((int64_t*)b[0]); }); }
+"#;
+        let mut buf = vec![0i64; 32];
+        assert_eq!(run(src, "k", &mut buf), 1);
+    }
+}
