@@ -202,9 +202,12 @@ pub fn plan_estimate(plan: &crate::lower::Plan, profile: &Profile) -> Estimate {
                     }
                     _ => 0.0,
                 };
-                est.launches += m * if copy > 0.0 { 2.0 } else { 1.0 };
+                // A kernel group launches once, for its first member.
+                let launched = plan.group_of.get(*k).copied().flatten().is_none_or(|g| plan.groups[g][0] == *k);
+                est.launches += m * (if copy > 0.0 { 1.0 } else { 0.0 } + if launched { 1.0 } else { 0.0 });
                 est.bytes += m * bytes;
-                profile.launch_s + (bytes / profile.bytes_per_s).max(ops / profile.ops_per_s) + copy
+                let launch = if launched { profile.launch_s } else { 0.0 };
+                launch + (bytes / profile.bytes_per_s).max(ops / profile.ops_per_s) + copy
             }
             How::Fallback => {
                 let b = plan.tensor(egg::Id::from(i)).map_or(0, |(d, s)| d.size() * s.iter().product::<usize>());

@@ -69,15 +69,15 @@ fn layouts_and_launch_configurations_follow_the_kernels() {
     assert_eq!(layouts, [Layout::Tiled, Layout::Rows, Layout::Rows, Layout::Tiled, Layout::BlockReduce]);
     assert!(p.kernels[0].epilogue.is_some() && p.kernels[3].epilogue.is_some() && p.kernels[4].epilogue.is_some());
     // 5 x 3 tiles of 16 x 16; 3 x 3 x 2 tiles, on 132 multiprocessors; eight outputs of 300 terms: 8 blocks.
-    assert_eq!(launch_config(&p.kernels[0], 132), Config { grid: (15, 1), block: (16, 16) });
-    assert_eq!(launch_config(&p.kernels[3], 132), Config { grid: (18, 1), block: (16, 16) });
-    assert_eq!(launch_config(&p.kernels[4], 132), Config { grid: (8, 1), block: (256, 1) });
+    assert_eq!(launch_config(&p.kernels[0], 132), Config { grid: (15, 1, 1), block: 256 });
+    assert_eq!(launch_config(&p.kernels[3], 132), Config { grid: (18, 1, 1), block: 256 });
+    assert_eq!(launch_config(&p.kernels[4], 132), Config { grid: (8, 1, 1), block: 256 });
     // Rows: the batch on blockIdx.y, the 33 x 20 rest on x.
-    assert_eq!(launch_config(&p.kernels[1], 132), Config { grid: (3, 3), block: (256, 1) });
+    assert_eq!(launch_config(&p.kernels[1], 132), Config { grid: (3, 3, 1), block: 256 });
     // A small elementwise kernel gets one small block; a big one is capped at 16 blocks per multiprocessor.
     let shift = kernels_of("corpus/micro/loops.py", "shift_rows");
     let c = launch_config(&shift.kernels[0], 132);
-    assert!(c.block.0 % 32 == 0 && c.block.0 <= 256 && c.grid.0 >= 1, "{c:?}");
+    assert!(c.block % 32 == 0 && c.block <= 256 && c.grid.0 >= 1, "{c:?}");
     let s = kernels_of("corpus/micro/reductions.py", "long_sums");
     // Six sums of 3000 terms: block reductions; 3000 sums of six terms: one thread each.
     let by_outputs: Vec<(usize, Layout)> =

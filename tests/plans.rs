@@ -88,3 +88,40 @@ fn ours_launches_no_more_kernels_than_unfunctionalized_which_launches_no_more_th
         );
     }
 }
+
+fn fused_plan(source: &str, func: &str) -> funcfuse::lower::Plan {
+    let module = funcfuse::frontend::parse_module("test.py", source).unwrap();
+    let f = common::optimized(&module, func).unwrap();
+    funcfuse::lower::plan(&f.term, &f.inputs, Policy::Fused).unwrap()
+}
+
+#[test]
+fn independent_kernels_one_kernel_reads_launch_as_one_group_only_where_all_are_needed() {
+    let src = r#"
+import torch
+def both(x: f32[8, 500], y: f32[8, 500]) -> f32[8]:
+    return torch.tanh(x.sum(dim=1)) * y.amax(dim=1) + x.amin(dim=1)
+
+def in_branch(x: f32[8, 500], y: f32[8, 500]) -> f32[8]:
+    if x.sum() > 0:
+        out = torch.tanh(x.sum(dim=1)) * y.amax(dim=1) + x.amin(dim=1)
+    else:
+        out = y[:, 0] * 2.0
+    return out
+"#;
+    // The sum carries tanh as its epilogue; the max and the min are read by it: one group of two.
+    let p = fused_plan(src, "both");
+    assert_eq!(p.groups.len(), 1, "{}", p.describe());
+    assert_eq!(p.groups[0].len(), 2);
+    // Inside a branch they would run before the branch is decided: no group.
+    let q = fused_plan(src, "in_branch");
+    assert!(q.groups.is_empty(), "{}", q.describe());
+    // Both plans run, grouped or not, and match the reference engine (the corpus tests check every program).
+    let module = funcfuse::frontend::parse_module("test.py", src).unwrap();
+    for func in ["both", "in_branch"] {
+        let inputs = common::seeded_inputs(&module, func, 3);
+        for target in [funcfuse::lower::Target::C, funcfuse::lower::Target::CudaEmu] {
+            common::check_plan_on(&module, func, &inputs, Policy::Fused, target).unwrap();
+        }
+    }
+}

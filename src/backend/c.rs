@@ -15,9 +15,24 @@ use crate::tensor::{Buf, DType, Tensor};
 
 type KernelFn = unsafe extern "C" fn(*const *mut std::ffi::c_void, *const i64);
 
-/// The C source of a plan's kernels.
+/// The C source of a plan's kernels and kernel groups.
 pub fn render(plan: &Plan) -> String {
-    render_kernels(&plan.kernels)
+    let mut s = render_kernels(&plan.kernels);
+    for (g, members) in plan.groups.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "\n/* group g{g}: one call for independent kernels */\nvoid g{g}(void** b, const int64_t* p) {{"
+        );
+        let (mut b0, mut p0) = (0, 1);
+        for (j, &m) in members.iter().enumerate() {
+            let k = &plan.kernels[m];
+            let _ = writeln!(s, "  if ((p[0] >> {j}) & 1) {}(b + {b0}, p + {p0});", k.name);
+            b0 += k.args.len();
+            p0 += k.params;
+        }
+        s.push_str("}\n");
+    }
+    s
 }
 
 pub fn render_kernels(kernels: &[Kernel]) -> String {
@@ -120,6 +135,7 @@ fn build(source: &str, cc: &str, flags: &[String], ext: &str) -> Result<PathBuf,
 pub struct CDevice {
     _lib: libloading::Library,
     fns: Vec<KernelFn>,
+    groups: Vec<KernelFn>,
     /// The emulator's check for a barrier that not every thread of a block reached.
     emu_error: Option<unsafe extern "C" fn() -> i32>,
 }
@@ -145,6 +161,13 @@ impl CDevice {
                 unsafe { lib.get(k.name.as_bytes()) }.map_err(|e| format!("kernel {}: {e}", k.name))?;
             fns.push(*f);
         }
+        let mut groups = Vec::new();
+        for g in 0..plan.groups.len() {
+            // SAFETY: every group is rendered with exactly this signature.
+            let f: libloading::Symbol<KernelFn> =
+                unsafe { lib.get(format!("g{g}").as_bytes()) }.map_err(|e| format!("kernel group g{g}: {e}"))?;
+            groups.push(*f);
+        }
         let emu_error = if emulated {
             // SAFETY: the emulator's header defines this function with this signature.
             let f: libloading::Symbol<unsafe extern "C" fn() -> i32> =
@@ -153,7 +176,7 @@ impl CDevice {
         } else {
             None
         };
-        Ok(CDevice { _lib: lib, fns, emu_error })
+        Ok(CDevice { _lib: lib, fns, groups, emu_error })
     }
 }
 
@@ -188,20 +211,30 @@ impl Device for CDevice {
     }
 
     fn launch(&mut self, k: usize, bufs: &[&Tensor], params: &[i64]) -> Result<(), String> {
-        let ptrs: Vec<*mut std::ffi::c_void> = bufs.iter().map(|t| ptr(t)).collect();
-        // SAFETY: the kernel reads and writes within the buffers' sizes, which the planner derived from the same
-        // shapes the buffers were allocated with; buffers are contiguous and live for the call.
-        unsafe { (self.fns[k])(ptrs.as_ptr(), params.as_ptr()) };
-        // SAFETY: a function of the loaded library taking nothing.
-        if self.emu_error.is_some_and(|f| unsafe { f() } != 0) {
-            return Err(format!(
-                "emulated CUDA kernel {k}: a __syncthreads() that not every thread of a block reached"
-            ));
-        }
-        Ok(())
+        let f = self.fns[k];
+        self.call(f, &format!("kernel {k}"), bufs, params)
+    }
+
+    fn launch_group(&mut self, g: usize, bufs: &[&Tensor], params: &[i64]) -> Result<(), String> {
+        let f = self.groups[g];
+        self.call(f, &format!("group g{g}"), bufs, params)
     }
 
     fn same(a: &Tensor, b: &Tensor) -> bool {
         a.same_storage(b)
+    }
+}
+
+impl CDevice {
+    fn call(&mut self, f: KernelFn, what: &str, bufs: &[&Tensor], params: &[i64]) -> Result<(), String> {
+        let ptrs: Vec<*mut std::ffi::c_void> = bufs.iter().map(|t| ptr(t)).collect();
+        // SAFETY: the kernel reads and writes within the buffers' sizes, which the planner derived from the same
+        // shapes the buffers were allocated with; buffers are contiguous and live for the call.
+        unsafe { f(ptrs.as_ptr(), params.as_ptr()) };
+        // SAFETY: a function of the loaded library taking nothing.
+        if self.emu_error.is_some_and(|f| unsafe { f() } != 0) {
+            return Err(format!("emulated CUDA {what}: a __syncthreads() that not every thread of a block reached"));
+        }
+        Ok(())
     }
 }

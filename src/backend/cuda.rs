@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::cuda_src::{launch_config, render_body, Dialect};
+use super::cuda_src::{group_config, launch_config, render_body, render_groups, Config, Dialect};
 use crate::lower::exec::Device;
 use crate::lower::kernel::Kernel;
 use crate::lower::Plan;
@@ -28,12 +28,13 @@ typedef unsigned char uint8_t;
 #define INT64_MIN (-9223372036854775807LL - 1)
 #define INT64_MAX 9223372036854775807LL
 #define FF_FN __device__ static inline
+#define FF_DEV __device__ static
 #define FF_SIMD
 "#;
 
-/// The CUDA C source of a plan's kernels.
+/// The CUDA C source of a plan's kernels and kernel groups.
 pub fn render(plan: &Plan) -> String {
-    render_kernels(&plan.kernels)
+    format!("{}{}", render_kernels(&plan.kernels), render_groups(&plan.kernels, &plan.groups, Dialect::Cuda))
 }
 
 pub fn render_kernels(kernels: &[Kernel]) -> String {
@@ -95,6 +96,12 @@ pub struct CudaDevice {
     stream: Arc<CudaStream>,
     fns: Vec<CudaFunction>,
     configs: Vec<LaunchConfig>,
+    /// Per kernel group: its entry point, configuration, and each member's (buffers, integers) counts.
+    groups: Vec<(CudaFunction, LaunchConfig, Vec<(usize, usize)>)>,
+}
+
+fn driver_config(c: Config) -> LaunchConfig {
+    LaunchConfig { grid_dim: c.grid, block_dim: (c.block, 1, 1), shared_mem_bytes: 0 }
 }
 
 impl CudaDevice {
@@ -111,14 +118,16 @@ impl CudaDevice {
         let mut configs = Vec::new();
         for k in &plan.kernels {
             fns.push(module.load_function(&k.name).map_err(|e| format!("CUDA: kernel {}: {e:?}", k.name))?);
-            let c = launch_config(k, sms);
-            configs.push(LaunchConfig {
-                grid_dim: (c.grid.0, c.grid.1, 1),
-                block_dim: (c.block.0, c.block.1, 1),
-                shared_mem_bytes: 0,
-            });
+            configs.push(driver_config(launch_config(k, sms)));
         }
-        Ok(CudaDevice { stream: ctx.default_stream(), fns, configs })
+        let mut groups = Vec::new();
+        for (g, members) in plan.groups.iter().enumerate() {
+            let f = module.load_function(&format!("g{g}")).map_err(|e| format!("CUDA: kernel group g{g}: {e:?}"))?;
+            let ks: Vec<&Kernel> = members.iter().map(|&m| &plan.kernels[m]).collect();
+            let c = driver_config(group_config(&ks, sms, 256));
+            groups.push((f, c, ks.iter().map(|k| (k.args.len(), k.params)).collect()));
+        }
+        Ok(CudaDevice { stream: ctx.default_stream(), fns, configs, groups })
     }
 }
 
@@ -181,6 +190,27 @@ impl Device for CudaDevice {
         // SAFETY: the kernel's parameters are exactly the buffers and integers pushed, in its rendered order, and
         // every index it computes stays inside the buffers the planner sized from the same shapes.
         unsafe { args.launch(self.configs[k]) }.map_err(|e| format!("CUDA: launching kernel {k}: {e:?}"))?;
+        Ok(())
+    }
+
+    fn launch_group(&mut self, g: usize, bufs: &[&Self::Buf], params: &[i64]) -> Result<(), String> {
+        let (f, config, counts) = &self.groups[g];
+        let mut args = self.stream.launch_builder(f);
+        args.arg(&params[0]);
+        let (mut b, mut p) = (0, 1);
+        for &(nb, np) in counts {
+            for buf in &bufs[b..b + nb] {
+                args.arg(buf.as_ref());
+            }
+            for q in &params[p..p + np] {
+                args.arg(q);
+            }
+            b += nb;
+            p += np;
+        }
+        // SAFETY: the group's parameters are the mask, then each member's buffers and integers in its rendered
+        // order; members the mask leaves out are passed placeholders they never touch.
+        unsafe { args.launch(*config) }.map_err(|e| format!("CUDA: launching kernel group g{g}: {e:?}"))?;
         Ok(())
     }
 

@@ -34,11 +34,11 @@ pub enum Layout {
     Tiled,
 }
 
-/// Grid and block sizes (x, y) of one launch.
+/// Grid (x, y, z) and block sizes of one launch (blocks are one-dimensional).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
-    pub grid: (u32, u32),
-    pub block: (u32, u32),
+    pub grid: (u32, u32, u32),
+    pub block: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,19 +139,19 @@ pub fn config(k: &Kernel, sms: u32, reduce_threads: u32) -> Config {
         Layout::Flat => {
             let total = outputs(k);
             let block = threads_for(total);
-            Config { grid: (grid(total.div_ceil(block as usize), cap), 1), block: (block, 1) }
+            Config { grid: (grid(total.div_ceil(block as usize), cap), 1, 1), block }
         }
         Layout::Rows => {
             let rows = k.domain[0];
             let rest: usize = k.domain[1..].iter().product();
             let block = threads_for(rest);
             let y = rows.min(65535);
-            Config { grid: (grid(rest.div_ceil(block as usize), cap / y), y as u32), block: (block, 1) }
+            Config { grid: (grid(rest.div_ceil(block as usize), cap / y), y as u32, 1), block }
         }
         Layout::BlockReduce => {
-            Config { grid: (grid(outputs(k), cap), 1), block: (block_for(count(k)).min(reduce_threads.max(1)), 1) }
+            Config { grid: (grid(outputs(k), cap), 1, 1), block: block_for(count(k)).min(reduce_threads.max(1)) }
         }
-        Layout::Tiled => Config { grid: (grid(tiles(k), cap), 1), block: (TILE as u32, TILE as u32) },
+        Layout::Tiled => Config { grid: (grid(tiles(k), cap), 1, 1), block: (TILE * TILE) as u32 },
     }
 }
 
@@ -183,14 +183,7 @@ pub fn render_body(kernels: &[Kernel], dialect: Dialect) -> String {
             .map(|(n, d)| format!("{}{}* a{n}", if n == 0 { "" } else { "const " }, c_type(*d)))
             .collect();
         params.extend((0..k.params).map(|n| format!("int64_t p{n}")));
-        match dialect {
-            Dialect::Cuda => {
-                let _ = writeln!(s, "extern \"C\" __global__ void {}({}) {{", k.name, params.join(", "));
-            }
-            Dialect::Emu { .. } => {
-                let _ = writeln!(s, "static void {}_body({}) {{", k.name, params.join(", "));
-            }
-        }
+        let _ = writeln!(s, "FF_DEV void {}_dev({}) {{", k.name, params.join(", "));
         if k.params > 0 {
             let list: Vec<String> = (0..k.params).map(|n| format!("p{n}")).collect();
             let _ = writeln!(s, "  const int64_t p[{}] = {{{}}}; (void)p;", k.params, list.join(", "));
@@ -203,27 +196,122 @@ pub fn render_body(kernels: &[Kernel], dialect: Dialect) -> String {
         }
         s.push_str("}\n");
         s.push_str(&undef);
-        if let Dialect::Emu { sms, reduce_threads } = dialect {
-            let c = config(k, sms, reduce_threads);
-            let mut args: Vec<String> = k
-                .args
-                .iter()
-                .enumerate()
-                .map(|(n, d)| format!("({}{}*)b[{n}]", if n == 0 { "" } else { "const " }, c_type(*d)))
-                .collect();
-            args.extend((0..k.params).map(|n| format!("p[{n}]")));
-            let coop = matches!(lay, Layout::BlockReduce | Layout::Tiled);
+        let args: Vec<String> =
+            (0..k.args.len()).map(|n| format!("a{n}")).chain((0..k.params).map(|n| format!("p{n}"))).collect();
+        match dialect {
+            Dialect::Cuda => {
+                let _ = writeln!(
+                    s,
+                    "extern \"C\" __global__ void {name}({}) {{ {name}_dev({}); }}",
+                    params.join(", "),
+                    args.join(", "),
+                    name = k.name
+                );
+            }
+            Dialect::Emu { sms, reduce_threads } => {
+                let c = config(k, sms, reduce_threads);
+                let _ = writeln!(
+                    s,
+                    "extern \"C\" void {name}(void** b, const int64_t* p) {{\n  (void)p;\n  ff_launch({}, {}, {}, {}, {}, \
+                     [&] {{ {name}_dev({}); }});\n}}",
+                    c.grid.0,
+                    c.grid.1,
+                    c.grid.2,
+                    c.block,
+                    coop(k),
+                    host_args(k, 0, 0).join(", "),
+                    name = k.name
+                );
+            }
+        }
+    }
+    s
+}
+
+/// Whether a kernel's threads meet at barriers.
+fn coop(k: &Kernel) -> bool {
+    matches!(layout(k), Layout::BlockReduce | Layout::Tiled)
+}
+
+/// A kernel's arguments read from the C calling convention's `void** b` and `const int64_t* p`, from offsets.
+fn host_args(k: &Kernel, b0: usize, p0: usize) -> Vec<String> {
+    let mut args: Vec<String> = k
+        .args
+        .iter()
+        .enumerate()
+        .map(|(n, d)| format!("({}{}*)b[{}]", if n == 0 { "" } else { "const " }, c_type(*d), b0 + n))
+        .collect();
+    args.extend((0..k.params).map(|n| format!("p[{}]", p0 + n)));
+    args
+}
+
+/// The launch configuration of a group: the widest grid and block of its members, one grid layer per member.
+pub fn group_config(members: &[&Kernel], sms: u32, reduce_threads: u32) -> Config {
+    let cs: Vec<Config> = members.iter().map(|k| config(k, sms, reduce_threads)).collect();
+    Config {
+        grid: (
+            cs.iter().map(|c| c.grid.0).max().unwrap_or(1),
+            cs.iter().map(|c| c.grid.1).max().unwrap_or(1),
+            members.len() as u32,
+        ),
+        block: cs.iter().map(|c| c.block).max().unwrap_or(32),
+    }
+}
+
+/// The entry points of a plan's kernel groups (`g<n>`): the third grid dimension picks the member, the mask (first
+/// parameter) says which members run. Members that do not use the second grid dimension run on its first layer.
+pub fn render_groups(kernels: &[Kernel], groups: &[Vec<usize>], dialect: Dialect) -> String {
+    let mut s = String::new();
+    for (g, members) in groups.iter().enumerate() {
+        let mut cases = String::new();
+        let mut params = vec!["int64_t mask".to_string()];
+        let (mut b0, mut p0) = (0, 1);
+        for (j, &m) in members.iter().enumerate() {
+            let k = &kernels[m];
+            let layer = if layout(k) == Layout::Rows { String::new() } else { " && blockIdx.y == 0".into() };
+            let args: Vec<String> = match dialect {
+                Dialect::Cuda => {
+                    let mut a: Vec<String> = (0..k.args.len()).map(|n| format!("m{j}a{n}")).collect();
+                    a.extend((0..k.params).map(|n| format!("m{j}p{n}")));
+                    params.extend(
+                        k.args
+                            .iter()
+                            .enumerate()
+                            .map(|(n, d)| format!("{}{}* m{j}a{n}", if n == 0 { "" } else { "const " }, c_type(*d))),
+                    );
+                    params.extend((0..k.params).map(|n| format!("int64_t m{j}p{n}")));
+                    a
+                }
+                Dialect::Emu { .. } => host_args(k, b0, p0),
+            };
+            b0 += k.args.len();
+            p0 += k.params;
             let _ = writeln!(
-                s,
-                "extern \"C\" void {name}(void** b, const int64_t* p) {{\n  (void)p;\n  ff_launch({}, {}, {}, {}, {coop}, \
-                 [&] {{ {name}_body({}); }});\n}}",
-                c.grid.0,
-                c.grid.1,
-                c.block.0,
-                c.block.1,
-                args.join(", "),
-                name = k.name
+                cases,
+                "    case {j}: if ((mask >> {j}) & 1{layer}) {}_dev({}); break;",
+                k.name,
+                args.join(", ")
             );
+        }
+        match dialect {
+            Dialect::Cuda => {
+                let _ = writeln!(
+                    s,
+                    "\nextern \"C\" __global__ void g{g}({}) {{\n  switch (blockIdx.z) {{\n{cases}  }}\n}}",
+                    params.join(", ")
+                );
+            }
+            Dialect::Emu { sms, reduce_threads } => {
+                let ks: Vec<&Kernel> = members.iter().map(|&m| &kernels[m]).collect();
+                let c = group_config(&ks, sms, reduce_threads);
+                let any_coop = ks.iter().any(|k| coop(k));
+                let _ = writeln!(
+                    s,
+                    "\nextern \"C\" void g{g}(void** b, const int64_t* p) {{\n  const int64_t mask = p[0];\n  \
+                     ff_launch({}, {}, {}, {}, {any_coop}, [&] {{\n  switch (blockIdx.z) {{\n{cases}  }}\n  }});\n}}",
+                    c.grid.0, c.grid.1, c.grid.2, c.block
+                );
+            }
         }
     }
     s
@@ -318,7 +406,7 @@ fn tiled(s: &mut String, k: &Kernel) {
         TILE + 1,
         TILE + 1
     );
-    let _ = writeln!(s, "  const int tx = threadIdx.x, ty = threadIdx.y;");
+    let _ = writeln!(s, "  const int tx = threadIdx.x % {TILE}, ty = threadIdx.x / {TILE};");
     let _ = writeln!(s, "  for (int64_t t = blockIdx.x; t < {}LL; t += gridDim.x) {{", tiles(k));
     let mut vars: Vec<(usize, usize)> = k.domain[..m].iter().copied().enumerate().collect();
     vars.push((m, tm));

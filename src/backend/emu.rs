@@ -11,7 +11,7 @@
 //!
 //! This is for checking, not speed (`--backend cuda-emu`).
 
-use super::cuda_src::{render_body, Dialect};
+use super::cuda_src::{render_body, render_groups, Dialect};
 use crate::lower::Plan;
 
 /// Multiprocessors of the emulated device.
@@ -24,6 +24,7 @@ const HEADER: &str = r#"#include <stdint.h>
 #include <stdlib.h>
 #include <mutex>
 #define FF_FN static inline
+#define FF_DEV static
 #define FF_SIMD
 #define __shared__ static
 struct ff_dim3 { unsigned x, y, z; };
@@ -79,11 +80,11 @@ static void __syncthreads() {
   ff_to_sched();
 }
 template <class F> static void ff_call(void* f) { (*(F*)f)(); }
-template <class F> static void ff_launch(unsigned gx, unsigned gy, unsigned bx, unsigned by, bool coop, F f) {
+template <class F> static void ff_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, bool coop, F f) {
   static std::mutex one_at_a_time; /* the emulator's state is this library's: one launch at a time */
   std::lock_guard<std::mutex> guard(one_at_a_time);
-  gridDim = {gx, gy, 1}; blockDim = {bx, by, 1};
-  const unsigned nt = bx * by;
+  gridDim = {gx, gy, gz}; blockDim = {bx, 1, 1};
+  const unsigned nt = bx;
   if (coop && nt > ff_cap) {
     free(ff_stacks); free(ff_state);
     ff_stacks = (char*)malloc(nt * FF_STACK);
@@ -92,10 +93,10 @@ template <class F> static void ff_launch(unsigned gx, unsigned gy, unsigned bx, 
     ff_cap = nt;
   }
   ff_coop = coop;
-  for (unsigned yb = 0; yb < gy; yb++) for (unsigned xb = 0; xb < gx; xb++) {
-    blockIdx = {xb, yb, 0};
+  for (unsigned zb = 0; zb < gz; zb++) for (unsigned yb = 0; yb < gy; yb++) for (unsigned xb = 0; xb < gx; xb++) {
+    blockIdx = {xb, yb, zb};
     if (!coop) {
-      for (unsigned t = 0; t < nt; t++) { threadIdx = {t % bx, t / bx, 0}; f(); }
+      for (unsigned t = 0; t < nt; t++) { threadIdx = {t, 0, 0}; f(); }
       continue;
     }
     ff_body = ff_call<F>; ff_env = &f;
@@ -105,7 +106,7 @@ template <class F> static void ff_launch(unsigned gx, unsigned gy, unsigned bx, 
       unsigned waiting = 0, finished = 0;
       for (unsigned t = 0; t < nt; t++) {
         if (ff_state[t] == 2) continue;
-        ff_cur = t; threadIdx = {t % bx, t / bx, 0};
+        ff_cur = t; threadIdx = {t, 0, 0};
         ff_to_fiber(t);
         if (ff_state[t] == 2) { alive--; finished++; } else waiting++;
       }
@@ -119,7 +120,8 @@ extern "C" int ff_emu_error(void) { int e = ff_error; ff_error = 0; return e; }
 /// The emulator's C++ source of a plan's kernels: each kernel `k` as `extern "C" void k(void** b, const int64_t* p)`
 /// (the C backend's signature), launching the CUDA body with its configuration.
 pub fn render(plan: &Plan) -> String {
-    format!("{HEADER}{}", render_body(&plan.kernels, Dialect::Emu { sms: EMU_SMS, reduce_threads: EMU_REDUCE_THREADS }))
+    let d = Dialect::Emu { sms: EMU_SMS, reduce_threads: EMU_REDUCE_THREADS };
+    format!("{HEADER}{}{}", render_body(&plan.kernels, d), render_groups(&plan.kernels, &plan.groups, d))
 }
 
 #[cfg(test)]
@@ -151,7 +153,7 @@ static void body(int64_t* out) {
   __syncthreads();
   out[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];
 }
-extern "C" void k(void** b, const int64_t* p) { ff_launch(3, 1, 64, 1, true, [&] { body((int64_t*)b[0]); }); }
+extern "C" void k(void** b, const int64_t* p) { ff_launch(3, 1, 1, 64, true, [&] { body((int64_t*)b[0]); }); }
 "#;
         let mut buf = vec![0i64; 192];
         assert_eq!(run(src, "k", &mut buf), 0);
@@ -168,7 +170,7 @@ static void body(int64_t* out) {
   if (threadIdx.x != 0) __syncthreads();
   out[threadIdx.x] = 1;
 }
-extern "C" void k(void** b, const int64_t* p) { ff_launch(1, 1, 32, 1, true, [&] { body((int64_t*)b[0]); }); }
+extern "C" void k(void** b, const int64_t* p) { ff_launch(1, 1, 1, 32, true, [&] { body((int64_t*)b[0]); }); }
 "#;
         let mut buf = vec![0i64; 32];
         assert_eq!(run(src, "k", &mut buf), 1);

@@ -25,6 +25,9 @@ pub trait Device {
     fn copy(&mut self, b: &Self::Buf, d: DType, n: usize) -> Result<Self::Buf, String>;
     /// Launches kernel `k` of the plan; `bufs[0]` is the output.
     fn launch(&mut self, k: usize, bufs: &[&Self::Buf], params: &[i64]) -> Result<(), String>;
+    /// Launches kernel group `g` of the plan once: `bufs` holds each member's output and arguments in turn,
+    /// `params` the mask of members to run, then each member's integers.
+    fn launch_group(&mut self, g: usize, bufs: &[&Self::Buf], params: &[i64]) -> Result<(), String>;
     fn same(a: &Self::Buf, b: &Self::Buf) -> bool;
     fn sync(&mut self) -> Result<(), String> {
         Ok(())
@@ -110,14 +113,26 @@ impl<D: Device> Executor<'_, D> {
             return Ok(v.clone());
         }
         let v = self.compute(id, inputs)?;
-        if dep {
+        self.remember(id, v.clone());
+        Ok(v)
+    }
+
+    fn remember(&mut self, id: Id, v: Val<D::Buf>) {
+        if self.dependent[usize::from(id)] {
             if let Some(f) = self.frames.last_mut() {
-                f.memo.insert(id, v.clone());
+                f.memo.insert(id, v);
             }
         } else {
-            self.global.insert(id, v.clone());
+            self.global.insert(id, v);
         }
-        Ok(v)
+    }
+
+    fn computed(&self, id: Id) -> bool {
+        if self.dependent[usize::from(id)] {
+            self.frames.last().is_some_and(|f| f.memo.contains_key(&id))
+        } else {
+            self.global.contains_key(&id)
+        }
     }
 
     fn int(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<i64> {
@@ -297,6 +312,13 @@ impl<D: Device> Executor<'_, D> {
 
     fn launch(&mut self, id: Id, k: usize, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
         let plan = self.plan;
+        if let Some(g) = plan.group_of.get(k).copied().flatten() {
+            let pending: Vec<usize> =
+                plan.groups[g].iter().copied().filter(|&m| m == k || !self.computed(plan.launches[m].node)).collect();
+            if pending.len() > 1 {
+                return self.launch_group(g, k, &pending, inputs);
+            }
+        }
         if let Some(first) = plan.before.get(&id) {
             for &f in first {
                 self.eval(f, inputs)?;
@@ -333,6 +355,73 @@ impl<D: Device> Executor<'_, D> {
         self.stats.bytes += bytes;
         self.stats.flops += ops;
         Ok(Val::T(out, d, shape))
+    }
+
+    /// Launches the pending members of group `g` at once (members have fresh outputs and no ordering constraints;
+    /// the planner made them independent of each other); returns kernel `k`'s value and remembers the others'.
+    fn launch_group(
+        &mut self,
+        g: usize,
+        k: usize,
+        pending: &[usize],
+        inputs: &BTreeMap<String, Tensor>,
+    ) -> R<Val<D::Buf>> {
+        let plan = self.plan;
+        let mut members = Vec::new();
+        let mut mask = 0i64;
+        for (j, &m) in plan.groups[g].iter().enumerate() {
+            if !pending.contains(&m) {
+                members.push(None);
+                continue;
+            }
+            mask |= 1 << j;
+            let launch = &plan.launches[m];
+            let mut bufs = Vec::new();
+            for &a in &launch.args {
+                bufs.push(self.tensor(a, inputs)?);
+            }
+            let mut params = Vec::new();
+            for &p in &launch.params {
+                params.push(self.int(p, inputs)?);
+            }
+            let (d, shape) = plan.tensor(launch.node).ok_or("a kernel of a non-tensor")?;
+            let out = self.dev.alloc(d, shape.iter().product())?;
+            members.push(Some((out, d, Rc::<[usize]>::from(shape), bufs, params)));
+        }
+        let filler = members.iter().flatten().next().map(|m| m.0.clone()).ok_or("an empty kernel group")?;
+        let mut refs: Vec<&D::Buf> = Vec::new();
+        let mut params = vec![mask];
+        for (j, &m) in plan.groups[g].iter().enumerate() {
+            let kernel = &plan.kernels[m];
+            match &members[j] {
+                Some((out, _, _, bufs, ps)) => {
+                    refs.push(out);
+                    refs.extend(bufs.iter().map(|(b, _, _)| b));
+                    params.extend(ps);
+                    let (bytes, ops) = kernel.traffic(bufs.iter().map(|(_, _, s)| s.iter().product::<usize>()));
+                    self.stats.bytes += bytes;
+                    self.stats.flops += ops;
+                }
+                None => {
+                    refs.extend(std::iter::repeat_n(&filler, kernel.args.len()));
+                    params.extend(std::iter::repeat_n(0, kernel.params));
+                }
+            }
+        }
+        self.dev.launch_group(g, &refs, &params)?;
+        self.stats.launches += 1;
+        let mut result = None;
+        for (j, &m) in plan.groups[g].iter().enumerate() {
+            if let Some((out, d, shape, _, _)) = members[j].take() {
+                let v = Val::T(out, d, shape);
+                if m == k {
+                    result = Some(v);
+                } else {
+                    self.remember(plan.launches[m].node, v);
+                }
+            }
+        }
+        result.ok_or_else(|| "a kernel group without its kernel".into())
     }
 
     /// Runs one op with the functional interpreter: its tensor operands are downloaded, the op is evaluated as a

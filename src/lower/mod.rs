@@ -5,6 +5,7 @@
 
 pub mod exec;
 mod fuse;
+pub mod group;
 pub mod index;
 pub mod kernel;
 pub mod plan;

@@ -66,6 +66,9 @@ pub struct Plan {
     pub dependent: Vec<bool>,
     /// For an in-place write: the readers of its old buffer the executor runs first.
     pub before: hashbrown::HashMap<Id, Vec<Id>>,
+    /// Independent kernels launched together (kernel indices), and each kernel's group.
+    pub groups: Vec<Vec<usize>>,
+    pub group_of: Vec<Option<usize>>,
 }
 
 impl Plan {
@@ -120,6 +123,8 @@ pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy)
         policy,
         dependent: dependent_nodes(term),
         before: p.before.clone(),
+        groups: Vec::new(),
+        group_of: Vec::new(),
     };
     for i in 0..n {
         let id = Id::from(i);
@@ -136,6 +141,7 @@ pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy)
             plan.launches.push(Launch { node: id, args: kb.args, params: kb.params });
         }
     }
+    super::group::group_siblings(&mut plan);
     Ok(plan)
 }
 

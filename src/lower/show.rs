@@ -43,6 +43,10 @@ impl Plan {
                 _ => Ok(()),
             };
         }
+        for (g, members) in self.groups.iter().enumerate() {
+            let names: Vec<&str> = members.iter().map(|&m| self.kernels[m].name.as_str()).collect();
+            let _ = writeln!(s, "group g{g}: {} launch together", names.join(", "));
+        }
         s
     }
 }
