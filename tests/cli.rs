@@ -405,6 +405,12 @@ fn functional_and_optimized_engines_write_what_the_reference_writes() {
         assert_eq!(o.code, 1);
         assert!(o.stderr.contains("no CUDA driver") && o.stderr.contains("--backend c"), "{}", o.stderr);
     }
+    // The CUDA kernels on the emulator: the same arithmetic, so the same bytes.
+    let emu = dir.join("emu");
+    let o = funcfuse(&["run", &format!("{file}::f"), "--backend", "cuda-emu", "--output", emu.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let got = (std::fs::read(emu.join("return.npy")).unwrap(), std::fs::read(emu.join("a.npy")).unwrap());
+    assert_eq!(got, outs[0]);
 }
 
 #[test]
