@@ -704,3 +704,33 @@ fn explain_and_compare_report_and_reject_bad_arguments() {
     assert!(md.contains("PyTorch eager (cpu test)") && md.contains("| 1.000 |"), "{md}");
     assert!(md.contains("torch.compile (cpu test) | | | | failed |"), "{md}");
 }
+
+#[test]
+fn a_gather_kernel_reports_an_index_out_of_range_as_the_reference_does() {
+    let dir = scratch("gather_bounds");
+    let file = program(
+        &dir,
+        "def f(x: f32[5, 3], k: int = 2) -> f32[2, 3]:\n    i = torch.arange(2) + k\n    return x[i] * 2.0\n",
+    );
+    let target = format!("{file}::f");
+    for (engine, backend) in [("reference", "c"), ("optimized", "c"), ("optimized", "cuda-emu")] {
+        let out = dir.join(format!("{engine}-{backend}"));
+        let ok =
+            funcfuse(&["run", &target, "--engine", engine, "--backend", backend, "--output", out.to_str().unwrap()]);
+        assert_eq!(ok.code, 0, "{engine} on {backend}: {}", ok.stderr);
+        let bad = funcfuse(&[
+            "run",
+            &target,
+            "--engine",
+            engine,
+            "--backend",
+            backend,
+            "--arg",
+            "k=4",
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(bad.code, 1, "{engine} on {backend}: {}", bad.stderr);
+        assert!(bad.stderr.contains("index 5 is out of bounds for dimension 0 with size 5"), "{}", bad.stderr);
+    }
+}

@@ -54,3 +54,10 @@ def triu_masked_fill(s: f32[6, 6]) -> tuple[f32[6, 6], f32[6, 6]]:
 def gather_rows_by_argmax(x: f32[6, 10], table: f32[10, 4]) -> tuple[i64[6], f32[6, 4]]:
     best = x.argmax(dim=1)
     return best, table[best]
+
+
+def gather_wrapped(table: f32[12, 5], x: f32[4, 5]) -> tuple[f32[4, 5], f32[3, 2, 5]]:
+    idx = torch.arange(4) * 3 - 6
+    rows = table[idx] * x
+    pairs = torch.arange(6).reshape(3, 2) - 3
+    return rows, torch.relu(table[pairs] + 1.0)

@@ -74,6 +74,7 @@ pub fn uses_var(e: &Expr, v: usize) -> bool {
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => uses_var(a, v),
         Expr::Binary(_, _, _, a, b) => uses_var(a, v) || uses_var(b, v),
         Expr::Where(c, a, b) => uses_var(c, v) || uses_var(a, v) || uses_var(b, v),
+        Expr::Gather { at, index, .. } => mentions(at, v) || uses_var(index, v),
     }
 }
 

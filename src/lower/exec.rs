@@ -326,6 +326,7 @@ impl<D: Device> Executor<'_, D> {
         }
         let launch = &plan.launches[k];
         let kernel = &plan.kernels[k];
+        self.check_indices(launch, inputs)?;
         let mut bufs = Vec::new();
         for &a in &launch.args {
             bufs.push(self.tensor(a, inputs)?);
@@ -357,6 +358,18 @@ impl<D: Device> Executor<'_, D> {
         Ok(Val::T(out, d, shape))
     }
 
+    /// A gather's indices must lie in `[-extent, extent)`, as PyTorch requires (a kernel cannot report it).
+    fn check_indices(&mut self, launch: &super::plan::Launch, inputs: &BTreeMap<String, Tensor>) -> R<()> {
+        for &(node, extent) in &launch.checks {
+            let (b, d, s) = self.tensor(node, inputs)?;
+            let t = self.dev.download(&b, d, &s)?;
+            if let Some(bad) = t.scalars().iter().map(|v| v.to_i64_trunc()).find(|&i| i < -extent || i >= extent) {
+                return Err(format!("index {bad} is out of bounds for dimension 0 with size {extent}"));
+            }
+        }
+        Ok(())
+    }
+
     /// Launches the pending members of group `g` at once (members have fresh outputs and no ordering constraints;
     /// the planner made them independent of each other); returns kernel `k`'s value and remembers the others'.
     fn launch_group(
@@ -376,6 +389,7 @@ impl<D: Device> Executor<'_, D> {
             }
             mask |= 1 << j;
             let launch = &plan.launches[m];
+            self.check_indices(launch, inputs)?;
             let mut bufs = Vec::new();
             for &a in &launch.args {
                 bufs.push(self.tensor(a, inputs)?);

@@ -19,6 +19,8 @@ pub(super) struct KernelBuilder {
     pub(super) arg_dtypes: Vec<DType>,
     /// While building an epilogue: the reduction whose value it reads (as `red`, at the kernel's own point).
     acc: Option<Id>,
+    /// Index buffers of gathers and the extents they index.
+    pub(super) checks: Vec<(Id, i64)>,
 }
 
 impl KernelBuilder {
@@ -250,6 +252,28 @@ impl Planner<'_> {
                 self.expr(kb, args[0], &unravel(&ravel(idx, shape), &xs))?
             }
             Node::Op(InView, args) => self.membership(kb, args[1], idx, shape)?.0,
+            Node::Op(Index, args) if args.len() == 2 => {
+                let (xd, xs) = self.tensor(args[0]).ok_or("gather table")?;
+                let (_, is) = self.tensor(args[1]).ok_or("gather index")?;
+                if self.how[usize::from(args[0])] == How::Inline || self.how[usize::from(args[1])] == How::Inline {
+                    return Err("a gather's table and index must be buffers".into());
+                }
+                let index = self.expr(kb, args[1], &idx[..is.len()])?;
+                let mut at = vec![Idx::constant(0)];
+                at.extend(idx[is.len()..].iter().cloned());
+                let arg = kb.arg(args[0], xd);
+                if !kb.checks.contains(&(args[1], xs[0] as i64)) {
+                    kb.checks.push((args[1], xs[0] as i64));
+                }
+                Expr::Gather {
+                    arg,
+                    at: ravel(&at, &xs),
+                    index: Box::new(index),
+                    stride: contiguous(&xs)[0],
+                    extent: xs[0] as i64,
+                    dtype: xd,
+                }
+            }
             Node::Op(op @ (Triu | Tril), args) => {
                 let k = lit(self.term, args[1]).ok_or("triangle")?;
                 let r = idx.len();

@@ -32,12 +32,26 @@ pub enum Expr {
     Cast(DType, Box<Expr>),
     /// In a reduction kernel's epilogue: the reduced value at this point (`red`), of the reduction's dtype.
     Acc(DType),
+    /// `x[i]` along x's first dim at a run-time index: element `at + wrap(index) * stride` of buffer `arg`, where a
+    /// negative index counts from the end of the `extent`. The executor checks the index buffer's bounds first.
+    Gather {
+        arg: usize,
+        at: Idx,
+        index: Box<Expr>,
+        stride: i64,
+        extent: i64,
+        dtype: DType,
+    },
 }
 
 impl Expr {
     pub fn dtype(&self) -> DType {
         match self {
-            Expr::Load { dtype, .. } | Expr::Const(_, dtype) | Expr::Cast(dtype, _) | Expr::Acc(dtype) => *dtype,
+            Expr::Load { dtype, .. }
+            | Expr::Const(_, dtype)
+            | Expr::Cast(dtype, _)
+            | Expr::Acc(dtype)
+            | Expr::Gather { dtype, .. } => *dtype,
             Expr::Index(_) => DType::I64,
             Expr::NonNeg(_) => DType::Bool,
             Expr::Unary(_, d, _) => *d,
@@ -54,6 +68,10 @@ impl Expr {
             Expr::Unary(_, _, a) | Expr::Cast(_, a) => {
                 let (l, o) = a.counts();
                 (l, o + 1)
+            }
+            Expr::Gather { index, .. } => {
+                let (l, o) = index.counts();
+                (l + 1, o + 1)
             }
             Expr::Binary(_, _, _, a, b) => {
                 let ((la, oa), (lb, ob)) = (a.counts(), b.counts());
@@ -159,6 +177,7 @@ FF_FN double ff_sign(double a) { return a > 0.0 ? 1.0 : (a < 0.0 ? -1.0 : a); }
 FF_FN double ff_sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }
 FF_FN int64_t ff_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 FF_FN int64_t ff_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+FF_FN int64_t ff_wrap(int64_t i, int64_t n) { return i < 0 ? i + n : i; }
 "#;
 
 /// The C expression of `e`, of the C type of its dtype.
@@ -184,6 +203,9 @@ pub fn render(e: &Expr, args: &str) -> String {
         },
         Expr::Index(i) => i.render(),
         Expr::Acc(_) => "red".into(),
+        Expr::Gather { arg, at, index, stride, extent, .. } => {
+            format!("{args}{arg}[{} + ff_wrap((int64_t)({}), {extent}) * {stride}]", at.render(), render(index, args))
+        }
         Expr::NonNeg(i) => format!("((uint8_t)({} >= 0))", i.render()),
         Expr::Cast(d, a) => {
             let inner = render(a, args);

@@ -52,6 +52,8 @@ pub struct Launch {
     pub node: Id,
     pub args: Vec<Id>,
     pub params: Vec<Id>,
+    /// Index buffers the kernel gathers with, and the extent each must index: the executor checks them first.
+    pub checks: Vec<(Id, i64)>,
 }
 
 pub struct Plan {
@@ -138,7 +140,7 @@ pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy)
                 _ => How::CopyInPlace(k),
             };
             plan.kernels.push(kernel);
-            plan.launches.push(Launch { node: id, args: kb.args, params: kb.params });
+            plan.launches.push(Launch { node: id, args: kb.args, params: kb.params, checks: kb.checks });
         }
     }
     super::group::group_siblings(&mut plan);
@@ -219,6 +221,12 @@ impl Planner<'_> {
                 Triu | Tril => lit(self.term, args[1]).is_some(),
                 Arange => args[1..3].iter().all(|&a| matches!(self.term[a], Node::Int(_) | Node::Float(_))),
                 InView => self.view_parts(args[1]).is_some_and(|(s, st, _)| nests(&s, &st)),
+                // x[i] with one integer index tensor: a gather along x's first dim.
+                Index => {
+                    args.len() == 2
+                        && self.tensor(args[0]).is_some_and(|(_, s)| !s.is_empty())
+                        && self.tensor(args[1]).is_some_and(|(d, _)| !d.is_float() && d != DType::Bool)
+                }
                 _ => false,
             },
             _ => false,
@@ -286,10 +294,12 @@ impl Planner<'_> {
                             && users.iter().any(|&u| matches!(self.term[u], Node::Assign([_, _, y]) if y == id)))
                 }
             };
+            // A gather reads its table at run-time positions and checks its indices on the host: both are buffers.
+            let gathered = users.iter().any(|&u| matches!(self.term[u], Node::Op(OpName::Index, _)));
             // A matmul reads each operand element once per row or column of the other: only pure reads fuse in.
             let matmul_operand =
                 users.iter().any(|&u| matches!(self.term[u], Node::Op(OpName::Matmul, _))) && !self.pure_read(id);
-            if host_user || shared || hoisted || policy || matmul_operand || self.too_big(id) {
+            if host_user || shared || hoisted || policy || matmul_operand || gathered || self.too_big(id) {
                 self.how[i] = How::Kernel(0);
             }
         }
