@@ -64,7 +64,16 @@ pub fn compile(source: &str, arch: &'static str) -> Result<cudarc::nvrtc::Ptx, S
                     lib folder to LD_LIBRARY_PATH"
             .into());
     }
-    let opts = cudarc::nvrtc::CompileOptions { arch: Some(arch), ..Default::default() };
+    // No contraction into fused multiply-adds, IEEE division and square roots, no flushing of subnormals: each op
+    // rounds as the reference interpreter's does (the C backend's -ffp-contract=off).
+    let opts = cudarc::nvrtc::CompileOptions {
+        arch: Some(arch),
+        fmad: Some(false),
+        prec_div: Some(true),
+        prec_sqrt: Some(true),
+        ftz: Some(false),
+        ..Default::default()
+    };
     cudarc::nvrtc::compile_ptx_with_opts(source, opts).map_err(|e| format!("NVRTC rejected the kernels: {e:?}"))
 }
 

@@ -2,7 +2,8 @@
 //! run on the CPU with CUDA's execution model, so that every layout (block reductions with their barriers, tiled
 //! matmuls with shared memory, two-dimensional grids) is checked against the reference engine on any machine.
 //!
-//! Blocks run one after another. A kernel without barriers runs its threads as plain calls; a kernel with
+//! Blocks run one after another, last to first (and threads last to first), so that a result that depends on the
+//! order of blocks or threads differs from the reference; on a GPU there is no order. A kernel without barriers runs its threads as plain calls; a kernel with
 //! `__syncthreads()` runs each thread of a block as a fiber (`ucontext`) and switches at every barrier, so that
 //! no thread passes a barrier before all have reached it, and shared memory (`__shared__`, a thread-local static)
 //! is shared by the block. A barrier that some threads of a block never reach is reported as an error (on a GPU it
@@ -93,10 +94,11 @@ template <class F> static void ff_launch(unsigned gx, unsigned gy, unsigned gz, 
     ff_cap = nt;
   }
   ff_coop = coop;
-  for (unsigned zb = 0; zb < gz; zb++) for (unsigned yb = 0; yb < gy; yb++) for (unsigned xb = 0; xb < gx; xb++) {
-    blockIdx = {xb, yb, zb};
+  /* Blocks, and threads within a block, run last to first: results that depend on the order show. */
+  for (unsigned b = gx * gy * gz; b-- > 0;) {
+    blockIdx = {b % gx, (b / gx) % gy, b / (gx * gy)};
     if (!coop) {
-      for (unsigned t = 0; t < nt; t++) { threadIdx = {t, 0, 0}; f(); }
+      for (unsigned t = nt; t-- > 0;) { threadIdx = {t, 0, 0}; f(); }
       continue;
     }
     ff_body = ff_call<F>; ff_env = &f;
@@ -104,7 +106,7 @@ template <class F> static void ff_launch(unsigned gx, unsigned gy, unsigned gz, 
     unsigned alive = nt;
     while (alive) {
       unsigned waiting = 0, finished = 0;
-      for (unsigned t = 0; t < nt; t++) {
+      for (unsigned t = nt; t-- > 0;) {
         if (ff_state[t] == 2) continue;
         ff_cur = t; threadIdx = {t, 0, 0};
         ff_to_fiber(t);
