@@ -324,17 +324,8 @@ impl<D: Device> Executor<'_, D> {
                 self.eval(f, inputs)?;
             }
         }
-        let launch = &plan.launches[k];
         let kernel = &plan.kernels[k];
-        self.check_indices(launch, inputs)?;
-        let mut bufs = Vec::new();
-        for &a in &launch.args {
-            bufs.push(self.tensor(a, inputs)?);
-        }
-        let mut params = Vec::new();
-        for &p in &launch.params {
-            params.push(self.int(p, inputs)?);
-        }
+        let (bufs, params) = self.operands(&plan.launches[k], inputs)?;
         let (d, shape) = plan.tensor(id).ok_or("a kernel of a non-tensor")?;
         let shape: Rc<[usize]> = shape.into();
         let out = match (&plan.how[usize::from(id)], &plan.term[id]) {
@@ -356,6 +347,25 @@ impl<D: Device> Executor<'_, D> {
         self.stats.bytes += bytes;
         self.stats.flops += ops;
         Ok(Val::T(out, d, shape))
+    }
+
+    /// A launch's buffers and integers, its gathers' indices checked.
+    #[allow(clippy::type_complexity)]
+    fn operands(
+        &mut self,
+        launch: &super::plan::Launch,
+        inputs: &BTreeMap<String, Tensor>,
+    ) -> R<(Vec<(D::Buf, DType, Rc<[usize]>)>, Vec<i64>)> {
+        self.check_indices(launch, inputs)?;
+        let mut bufs = Vec::new();
+        for &a in &launch.args {
+            bufs.push(self.tensor(a, inputs)?);
+        }
+        let mut params = Vec::new();
+        for &p in &launch.params {
+            params.push(self.int(p, inputs)?);
+        }
+        Ok((bufs, params))
     }
 
     /// A gather's indices must lie in `[-extent, extent)`, as PyTorch requires (a kernel cannot report it).
@@ -389,15 +399,7 @@ impl<D: Device> Executor<'_, D> {
             }
             mask |= 1 << j;
             let launch = &plan.launches[m];
-            self.check_indices(launch, inputs)?;
-            let mut bufs = Vec::new();
-            for &a in &launch.args {
-                bufs.push(self.tensor(a, inputs)?);
-            }
-            let mut params = Vec::new();
-            for &p in &launch.params {
-                params.push(self.int(p, inputs)?);
-            }
+            let (bufs, params) = self.operands(launch, inputs)?;
             let (d, shape) = plan.tensor(launch.node).ok_or("a kernel of a non-tensor")?;
             let out = self.dev.alloc(d, shape.iter().product())?;
             members.push(Some((out, d, Rc::<[usize]>::from(shape), bufs, params)));
