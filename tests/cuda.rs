@@ -86,6 +86,39 @@ fn layouts_and_launch_configurations_follow_the_kernels() {
     assert!(by_outputs.contains(&(3000, Layout::Flat)), "{by_outputs:?}");
 }
 
+/// The emulator with an H200's configurations (132 multiprocessors, 256-thread block reductions), where the
+/// corpus tests use a small device: programs whose kernels take every layout, against the reference engine.
+#[test]
+fn the_kernels_with_an_h200_configuration_match_the_reference_on_the_emulator() {
+    let mut layouts = std::collections::BTreeSet::new();
+    for (file, func) in [
+        ("corpus/micro/reductions.py", "tiled_matmuls"),
+        ("corpus/micro/reductions.py", "ties_and_nan"),
+        ("corpus/micro/reductions.py", "folds"),
+        ("corpus/micro/reductions.py", "long_sums"),
+        ("corpus/micro/loops.py", "shift_rows"),
+        ("corpus/micro/indexing.py", "gather_wrapped"),
+    ] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+        let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
+        let f = common::optimized(&module, func).unwrap();
+        let p = plan(&f.term, &f.inputs, Policy::Fused).unwrap();
+        layouts.extend(p.kernels.iter().map(|k| format!("{:?}", funcfuse::backend::cuda_src::layout(k))));
+        let mut dev = funcfuse::backend::c::CDevice::emulated_as(&p, 132, 256).unwrap();
+        let inputs = common::seeded_inputs(&module, func, 11);
+        let got = funcfuse::functionalize::run_with(&f, &inputs, |_, i| {
+            funcfuse::lower::exec::execute(&p, &mut dev, i).map(|(t, _)| t)
+        })
+        .unwrap();
+        let want = common::run_reference(&module, func, &inputs).unwrap();
+        let (g, w) = (common::output_files(&got), common::output_files(&want));
+        for (name, t) in &w {
+            common::compare(name, &g[name], t).unwrap_or_else(|e| panic!("{file}::{func}: {e}"));
+        }
+    }
+    assert_eq!(layouts.into_iter().collect::<Vec<_>>(), ["BlockReduce", "Flat", "Rows", "Tiled"]);
+}
+
 #[test]
 fn without_a_driver_the_cuda_backend_fails_with_a_message() {
     if cuda::driver_available() {

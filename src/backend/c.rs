@@ -148,7 +148,13 @@ impl CDevice {
 
     /// Compiles and loads the CUDA kernels of `plan` for the emulator ([`super::emu`]).
     pub fn emulated(plan: &Plan) -> Result<CDevice, String> {
-        CDevice::load(&compile_cxx(&super::emu::render(plan))?, plan, true)
+        CDevice::emulated_as(plan, super::emu::EMU_SMS, super::emu::EMU_REDUCE_THREADS)
+    }
+
+    /// [`CDevice::emulated`] with the launch configurations of a device of `sms` multiprocessors and block
+    /// reductions of up to `reduce_threads` threads (`emulated_as(plan, 132, 256)`: an H200's).
+    pub fn emulated_as(plan: &Plan, sms: u32, reduce_threads: u32) -> Result<CDevice, String> {
+        CDevice::load(&compile_cxx(&super::emu::render_as(plan, sms, reduce_threads))?, plan, true)
     }
 
     fn load(path: &std::path::Path, plan: &Plan, emulated: bool) -> Result<CDevice, String> {

@@ -122,7 +122,12 @@ extern "C" int ff_emu_error(void) { int e = ff_error; ff_error = 0; return e; }
 /// The emulator's C++ source of a plan's kernels: each kernel `k` as `extern "C" void k(void** b, const int64_t* p)`
 /// (the C backend's signature), launching the CUDA body with its configuration.
 pub fn render(plan: &Plan) -> String {
-    let d = Dialect::Emu { sms: EMU_SMS, reduce_threads: EMU_REDUCE_THREADS };
+    render_as(plan, EMU_SMS, EMU_REDUCE_THREADS)
+}
+
+/// [`render`] for a device of `sms` multiprocessors, block reductions of up to `reduce_threads` threads.
+pub fn render_as(plan: &Plan, sms: u32, reduce_threads: u32) -> String {
+    let d = Dialect::Emu { sms, reduce_threads };
     format!("{HEADER}{}{}", render_body(&plan.kernels, d), render_groups(&plan.kernels, &plan.groups, d))
 }
 
