@@ -77,7 +77,7 @@ fn layouts_and_launch_configurations_follow_the_kernels() {
     // A small elementwise kernel gets one small block; a big one is capped at 16 blocks per multiprocessor.
     let shift = kernels_of("corpus/micro/loops.py", "shift_rows");
     let c = launch_config(&shift.kernels[0], 132);
-    assert!(c.block % 32 == 0 && c.block <= 256 && c.grid.0 >= 1, "{c:?}");
+    assert!(c.block.is_multiple_of(32) && c.block <= 256 && c.grid.0 >= 1, "{c:?}");
     let s = kernels_of("corpus/micro/reductions.py", "long_sums");
     // Six sums of 3000 terms: block reductions; 3000 sums of six terms: one thread each.
     let by_outputs: Vec<(usize, Layout)> =

@@ -105,9 +105,11 @@ pub struct CudaDevice {
     stream: Arc<CudaStream>,
     fns: Vec<CudaFunction>,
     configs: Vec<LaunchConfig>,
-    /// Per kernel group: its entry point, configuration, and each member's (buffers, integers) counts.
-    groups: Vec<(CudaFunction, LaunchConfig, Vec<(usize, usize)>)>,
+    groups: Vec<Group>,
 }
+
+/// A kernel group's entry point, configuration, and each member's (buffers, integers) counts.
+type Group = (CudaFunction, LaunchConfig, Vec<(usize, usize)>);
 
 fn driver_config(c: Config) -> LaunchConfig {
     LaunchConfig { grid_dim: c.grid, block_dim: (c.block, 1, 1), shared_mem_bytes: 0 }
