@@ -86,7 +86,7 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     let red = k.reduce.as_ref()?;
     let last = k.domain.len().checked_sub(1)?;
     let n = k.domain[last];
-    if !matches!(red.op, RedOp::Sum | RedOp::Mean) || n < 2 || n > 8192 || !k.value.dtype().is_float() {
+    if !matches!(red.op, RedOp::Sum | RedOp::Mean) || !(2..=8192).contains(&n) || !k.value.dtype().is_float() {
         return None;
     }
     let mut s = String::new();
