@@ -2,7 +2,7 @@
 //! once), is cheap; and `check` every choice (the root is chosen, choices are nodes of their classes, every child
 //! class is chosen, and nothing is its own ancestor).
 //!
-//! The search starts from egg's tree extractor (the best choice when nothing is shared) and improves it greedily:
+//! The search starts from the tree extractor (the best choice when nothing is shared) and improves it greedily:
 //! for each reachable class in turn, each alternative node is tried and kept when the whole DAG gets cheaper and
 //! stays acyclic. It can only lower the DAG cost of the tree extractor's choice.
 
@@ -87,9 +87,60 @@ pub fn build(g: &TermGraph, choice: &Choice, root: Id) -> Term {
     term
 }
 
-/// The tree extractor's choice (egg, by `AstSize`) for every class.
+/// The best tree under a cost function: egg's `Extractor` semantics (per class, the cheapest node by tree cost;
+/// ties keep the node found first), computed with a worklist: a class is re-costed only when one of its children's
+/// costs fell, so a chain of n classes costs O(n), not egg's O(n^2) rounds over every class.
+pub struct TreeExtractor<'a, CF: egg::CostFunction<Node>> {
+    g: &'a TermGraph,
+    costs: HashMap<Id, (CF::Cost, Node)>,
+}
+
+impl<'a, CF: egg::CostFunction<Node>> TreeExtractor<'a, CF> {
+    pub fn new(g: &'a TermGraph, mut cf: CF) -> Self {
+        let mut costs: HashMap<Id, (CF::Cost, Node)> = HashMap::new();
+        let mut queue: std::collections::VecDeque<Id> = g.classes().map(|c| c.id).collect();
+        let mut queued: HashSet<Id> = queue.iter().copied().collect();
+        while let Some(c) = queue.pop_front() {
+            queued.remove(&c);
+            let mut best: Option<(CF::Cost, &Node)> = None;
+            for n in g[c].iter() {
+                if !n.all(|k| costs.contains_key(&g.find(k))) {
+                    continue;
+                }
+                let cost = cf.cost(n, |k| costs[&g.find(k)].0.clone());
+                if best.as_ref().is_none_or(|(b, _)| cost < *b) {
+                    best = Some((cost, n));
+                }
+            }
+            let Some((cost, node)) = best else { continue };
+            if costs.get(&c).is_some_and(|(old, _)| cost >= *old) {
+                continue;
+            }
+            costs.insert(c, (cost, node.clone()));
+            for p in g[c].parents() {
+                let p = g.find(p);
+                if queued.insert(p) {
+                    queue.push_back(p);
+                }
+            }
+        }
+        TreeExtractor { g, costs }
+    }
+
+    pub fn find_best_node(&self, class: Id) -> &Node {
+        &self.costs[&self.g.find(class)].1
+    }
+
+    /// The cheapest tree of `class` and its cost.
+    pub fn find_best(&self, class: Id) -> (CF::Cost, Term) {
+        let (cost, root) = self.costs[&self.g.find(class)].clone();
+        (cost, root.build_recexpr(|id| self.find_best_node(id).clone()))
+    }
+}
+
+/// The tree extractor's choice (by `AstSize`) for every class.
 pub fn tree_choice(g: &TermGraph) -> Choice {
-    let ex = egg::Extractor::new(g, egg::AstSize);
+    let ex = TreeExtractor::new(g, egg::AstSize);
     g.classes().map(|c| (c.id, ex.find_best_node(c.id).clone())).collect()
 }
 

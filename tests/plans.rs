@@ -125,3 +125,21 @@ def in_branch(x: f32[8, 500], y: f32[8, 500]) -> f32[8]:
         }
     }
 }
+
+#[test]
+fn the_worklist_tree_extractor_finds_egg_extractors_costs() {
+    for p in common::corpus_programs() {
+        let module = common::load(&p);
+        let f = funcfuse::functionalize::functionalize(&module, &p.func, &BTreeMap::new()).unwrap();
+        let (g, _) = saturated(&f);
+        let ours = funcfuse::extract::TreeExtractor::new(&g, egg::AstSize);
+        let egg_ex = egg::Extractor::new(&g, egg::AstSize);
+        for c in g.classes() {
+            let (cost, term) = ours.find_best(c.id);
+            assert_eq!(cost, egg_ex.find_best_cost(c.id), "{}: class {}", p.label(), c.id);
+            // The term is made of the chosen nodes, its root a node of the class.
+            assert!(g[c.id].iter().any(|n| n == ours.find_best_node(c.id)), "{}", p.label());
+            assert!(!term.as_ref().is_empty());
+        }
+    }
+}

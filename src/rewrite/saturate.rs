@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use egg::{AstSize, Extractor, Rewrite, Runner, StopReason};
+use egg::{AstSize, Rewrite, Runner, StopReason};
 
 use super::analysis::TermAnalysis;
 use crate::functionalize::Functional;
@@ -177,10 +177,10 @@ fn saturate(
         .with_expr(&out.term)
         .run(rules);
     let root = runner.roots[0];
-    let extractor = Extractor::new(&runner.egraph, AstSize);
+    let extractor = crate::extract::TreeExtractor::new(&runner.egraph, AstSize);
     let (_, term) = extractor.find_best(root);
     verify(&term, inputs).map_err(|e| format!("the extracted term does not verify: {e}"))?;
-    let (_, fused) = Extractor::new(&runner.egraph, FusionCost).find_best(root);
+    let (_, fused) = crate::extract::TreeExtractor::new(&runner.egraph, FusionCost).find_best(root);
     out.fusion_term = verify(&fused, inputs).is_ok().then_some(fused);
     // The DAG-aware search costs a DAG walk per alternative node: only for e-graphs of moderate size.
     if runner.egraph.number_of_classes() <= crate::extract::MAX_CLASSES {
