@@ -92,6 +92,11 @@ impl Cover<'_> {
                 return None;
             }
             links.push((start, len, select, y));
+            // Tiles that do not overlap number at most the axis' length: a longer chain cannot be a cover (and
+            // walking it from every link would cost the square of its length).
+            if links.len() > shape[d] {
+                return None;
+            }
             x = base;
         }
         let d = axis?;
