@@ -81,8 +81,8 @@ fn cache_dir() -> PathBuf {
     std::env::var_os("FUNCFUSE_CACHE").map(PathBuf::from).unwrap_or_else(|| std::env::temp_dir().join("funcfuse-cache"))
 }
 
-/// Flags of the emulator's C++ (`-O1`: it is compiled once per plan and run for checking).
-const CXX_FLAGS: &[&str] = &["-std=c++17", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-w"];
+/// Flags of the CUDA emulator's C (`-O1`: it is compiled once per plan and run for checking).
+const EMU_FLAGS: &[&str] = &["-std=gnu11", "-O1", "-ffp-contract=off", "-pthread", "-fPIC", "-shared", "-w"];
 
 /// Compiles C source to a shared library (or finds it in the cache); returns its path.
 pub fn compile(source: &str) -> Result<PathBuf, String> {
@@ -95,14 +95,15 @@ pub fn compile(source: &str) -> Result<PathBuf, String> {
     build(source, &cc, &flags, "c")
 }
 
-/// Compiles the emulator's C++ source (`$CXX`, else `c++`) to a shared library; returns its path.
-pub fn compile_cxx(source: &str) -> Result<PathBuf, String> {
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    build(source, &cxx, &CXX_FLAGS.iter().map(|s| s.to_string()).collect::<Vec<_>>(), "cc")
+/// Compiles the CUDA emulator's C source to a shared library; returns its path.
+pub fn compile_emu(source: &str) -> Result<PathBuf, String> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    build(source, &cc, &EMU_FLAGS.iter().map(|s| s.to_string()).collect::<Vec<_>>(), "emu")
 }
 
-fn build(source: &str, cc: &str, flags: &[String], ext: &str) -> Result<PathBuf, String> {
-    let dir = cache_dir().join(ext);
+/// Compiles C source into the cache folder `folder`.
+fn build(source: &str, cc: &str, flags: &[String], folder: &str) -> Result<PathBuf, String> {
+    let dir = cache_dir().join(folder);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // The key covers the compiler and its flags as well as the source.
     let stem = format!("{:016x}", fnv(&format!("{cc} {}\n{source}", flags.join(" "))));
@@ -112,7 +113,7 @@ fn build(source: &str, cc: &str, flags: &[String], ext: &str) -> Result<PathBuf,
     }
     static SERIAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let unique = format!("{}-{}", std::process::id(), SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    let src = dir.join(format!("{stem}.{unique}.{ext}"));
+    let src = dir.join(format!("{stem}.{unique}.c"));
     std::fs::write(&src, source).map_err(|e| format!("{}: {e}", src.display()))?;
     let tmp = dir.join(format!("{stem}.{unique}.so"));
     let out = std::process::Command::new(cc)
@@ -131,7 +132,7 @@ fn build(source: &str, cc: &str, flags: &[String], ext: &str) -> Result<PathBuf,
     Ok(lib)
 }
 
-/// Host buffers and compiled kernels (C, or the CUDA emulator's C++).
+/// Host buffers and compiled kernels (C, or the CUDA emulator's).
 pub struct CDevice {
     _lib: libloading::Library,
     fns: Vec<KernelFn>,
@@ -154,7 +155,7 @@ impl CDevice {
     /// [`CDevice::emulated`] with the launch configurations of a device of `sms` multiprocessors and block
     /// reductions of up to `reduce_threads` threads (`emulated_as(plan, 132, 256)`: an H200's).
     pub fn emulated_as(plan: &Plan, sms: u32, reduce_threads: u32) -> Result<CDevice, String> {
-        CDevice::load(&compile_cxx(&super::emu::render_as(plan, sms, reduce_threads))?, plan, true)
+        CDevice::load(&compile_emu(&super::emu::render_as(plan, sms, reduce_threads))?, plan, true)
     }
 
     fn load(path: &std::path::Path, plan: &Plan, emulated: bool) -> Result<CDevice, String> {

@@ -1,6 +1,6 @@
 //! CUDA C for the kernel IR: how each kernel maps onto threads and blocks ([`Layout`]), its launch configuration,
-//! and the source text, written once for two dialects: CUDA (for NVRTC) and the emulator's C++ (the same kernel
-//! bodies compiled by the host C++ compiler and run by `emu`, so that the CUDA kernels are checked on any machine).
+//! and the source text, written once for two dialects: CUDA (for NVRTC) and the emulator's C (the same kernel bodies
+//! compiled by the host C compiler and run by `emu`, so that the CUDA kernels are checked on any machine).
 //!
 //! Layouts, chosen per kernel from its sizes alone (the rendered source does not depend on the device):
 //! - `Flat`: one thread per output element, a grid-stride loop over the flattened domain.
@@ -45,7 +45,7 @@ pub struct Config {
 pub enum Dialect {
     /// CUDA C for NVRTC.
     Cuda,
-    /// C++ for the host compiler, run by the emulator with the configurations of a device of `sms` multiprocessors
+    /// C for the host compiler, run by the emulator with the configurations of a device of `sms` multiprocessors
     /// and block reductions of at most `reduce_threads` threads.
     Emu { sms: u32, reduce_threads: u32 },
 }
@@ -213,14 +213,14 @@ pub fn render_body(kernels: &[Kernel], dialect: Dialect) -> String {
                 let c = config(k, sms, reduce_threads);
                 let _ = writeln!(
                     s,
-                    "extern \"C\" void {name}(void** b, const int64_t* p) {{\n  (void)p;\n  ff_launch({}, {}, {}, {}, {}, \
-                     [&] {{ {name}_dev({}); }});\n}}",
+                    "static void {name}_thread(void** b, const int64_t* p) {{ (void)p; {name}_dev({}); }}\n\
+                     void {name}(void** b, const int64_t* p) {{ ff_launch({}, {}, {}, {}, {}, {name}_thread, b, p); }}",
+                    host_args(k, 0, 0).join(", "),
                     c.grid.0,
                     c.grid.1,
                     c.grid.2,
                     c.block,
-                    coop(k),
-                    host_args(k, 0, 0).join(", "),
+                    u8::from(coop(k)),
                     name = k.name
                 );
             }
@@ -308,9 +308,14 @@ pub fn render_groups(kernels: &[Kernel], groups: &[Vec<usize>], dialect: Dialect
                 let any_coop = ks.iter().any(|k| coop(k));
                 let _ = writeln!(
                     s,
-                    "\nextern \"C\" void g{g}(void** b, const int64_t* p) {{\n  const int64_t mask = p[0];\n  \
-                     ff_launch({}, {}, {}, {}, {any_coop}, [&] {{\n  switch (blockIdx.z) {{\n{cases}  }}\n  }});\n}}",
-                    c.grid.0, c.grid.1, c.grid.2, c.block
+                    "\nstatic void g{g}_thread(void** b, const int64_t* p) {{\n  const int64_t mask = p[0];\n  \
+                     switch (blockIdx.z) {{\n{cases}  }}\n}}\n\
+                     void g{g}(void** b, const int64_t* p) {{ ff_launch({}, {}, {}, {}, {}, g{g}_thread, b, p); }}",
+                    c.grid.0,
+                    c.grid.1,
+                    c.grid.2,
+                    c.block,
+                    u8::from(any_coop)
                 );
             }
         }
