@@ -143,3 +143,24 @@ fn the_worklist_tree_extractor_finds_egg_extractors_costs() {
         }
     }
 }
+
+#[test]
+fn a_cache_written_step_by_step_is_written_in_place() {
+    // attention writes k[:, :, t, :] and v[:, :, t, :] for 18 steps and reads the prefix after each. Recomputed in
+    // their readers, the writes nest into ever longer chains of selects over the whole cache; stored, each writes
+    // its 768 elements in place, and the cost model prefers that.
+    let p = common::corpus_programs().into_iter().find(|p| p.func == "attention").unwrap();
+    let module = common::load(&p);
+    let f = common::optimized(&module, &p.func).unwrap();
+    let pl = funcfuse::lower::plan(&f.term, &f.inputs, Policy::Fused).unwrap();
+    let in_place: Vec<usize> = pl
+        .how
+        .iter()
+        .filter_map(|h| match h {
+            funcfuse::lower::How::InPlace(k) => Some(pl.kernels[*k].domain.iter().product()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(in_place.len(), 36, "{}", pl.describe());
+    assert!(in_place.iter().all(|&n| n == 12 * 64), "{in_place:?}");
+}

@@ -82,8 +82,27 @@ impl Plan {
     }
 }
 
-/// Plans `term` under `policy`.
+/// Plans `term` under `policy`. Ours is planned twice where it has shared writes through views into buffers: once
+/// recomputing them in their readers (as predicated selects), once storing them (so they can go in place); the plan
+/// the shipped cost profile predicts cheaper wins.
 pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy) -> Result<Plan, String> {
+    let (recomputed, alternative) = plan_with(term, inputs, policy, false)?;
+    if !alternative {
+        return Ok(recomputed);
+    }
+    let (stored, _) = plan_with(term, inputs, policy, true)?;
+    let profile = crate::cost::Profile::shipped_c();
+    let cost = |p: &Plan| crate::cost::plan_estimate(p, &profile).seconds;
+    Ok(if cost(&stored) < cost(&recomputed) { stored } else { recomputed })
+}
+
+/// Plans `term`; `store_writes` stores shared writes into buffers. Also says whether that choice arose.
+fn plan_with(
+    term: &Term,
+    inputs: &[(String, DType, Vec<usize>)],
+    policy: Policy,
+    store_writes: bool,
+) -> Result<(Plan, bool), String> {
     let term = &unshare(&decompose(term));
     let types = node_types(term, inputs)?;
     let n = term.as_ref().len();
@@ -110,6 +129,8 @@ pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy)
         policy,
         before: Default::default(),
         epilogue: Default::default(),
+        store_writes,
+        alternative: false,
     };
     p.classify();
     if policy == Policy::Fused {
@@ -144,7 +165,7 @@ pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy)
         }
     }
     super::group::group_siblings(&mut plan);
-    Ok(plan)
+    Ok((plan, p.alternative))
 }
 
 pub(super) struct Planner<'a> {
@@ -158,6 +179,10 @@ pub(super) struct Planner<'a> {
     pub(super) before: hashbrown::HashMap<Id, Vec<Id>>,
     /// Kernels that compute a reduction (value) and then their own elementwise expression over it (key).
     pub(super) epilogue: hashbrown::HashMap<Id, Id>,
+    /// Store shared writes through views into buffers (rather than recompute them in each reader).
+    store_writes: bool,
+    /// Whether some node would be planned differently with `store_writes` flipped.
+    alternative: bool,
 }
 
 pub(super) fn lits(term: &Term, id: Id) -> Option<Vec<i64>> {
@@ -282,7 +307,16 @@ impl Planner<'_> {
                 matches!(self.how[usize::from(u)], How::Host | How::Fallback)
                     || matches!(self.term[u], Node::Op(OpName::ToInt, _))
             });
-            let shared = users.len() > 1 && !self.cheap(id) && self.recompute_costs_more(id, users.len());
+            // A shared write through a view into a buffer, stored, can go in place (only its view's elements);
+            // recomputed, it is a select over the whole buffer in every reader, and chains of such writes (a cache
+            // written step by step) nest ever deeper. Which is cheaper shows in the whole plan: both are planned.
+            let into_buffer = self.policy == Policy::Fused
+                && matches!(self.term[id], Node::Assign([x, _, _]) if self.how[usize::from(x)] != How::Inline);
+            let shared = users.len() > 1 && !self.cheap(id) && {
+                let recompute = self.recompute_costs_more(id, users.len());
+                self.alternative |= into_buffer && !recompute;
+                recompute || (into_buffer && self.store_writes)
+            };
             let hoisted =
                 !self.dependent[i] && users.iter().any(|&u| self.dependent[usize::from(u)]) && !self.cheap(id);
             let policy = match self.policy {
