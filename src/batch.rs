@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::cost::{plan_estimate, Profile};
-use crate::lower::{plan, Policy};
+use crate::lower::Policy;
 use crate::rewrite::rules::RuleDef;
 
 /// One program to optimize: its file, the output folder below the batch's, and its name.
@@ -76,7 +76,7 @@ impl Outcome {
 pub fn optimize_one(task: &Task, defs: &[RuleDef], opts: &Options) -> Result<Outcome, String> {
     let rules = crate::rewrite::rules::to_rewrites(defs).map_err(|d| d.to_string())?;
     let module = crate::frontend::load_module(&task.file.display().to_string()).map_err(|d| d.to_string())?;
-    let r = crate::optimize::optimize_program(&module, &task.func, &rules, Default::default())
+    let r = crate::optimize::optimize_program(&module, &task.func, &rules, Default::default(), &opts.profile)
         .map_err(|d| d.to_string())?;
     let mut record = crate::optimize::record(&task.label(), &r);
     let (ft, ot) = crate::optimize::term_texts(&r);
@@ -86,7 +86,8 @@ pub fn optimize_one(task: &Task, defs: &[RuleDef], opts: &Options) -> Result<Out
     let mut ours = None;
     for (name, policy) in crate::compare::PLANS {
         let term = if *policy == Policy::Fused { &r.optimized.term } else { &r.functional.term };
-        let p = plan(term, &r.functional.inputs, *policy).map_err(|e| format!("{name} plan: {e}"))?;
+        let p = crate::lower::plan_for(term, &r.functional.inputs, *policy, &opts.profile)
+            .map_err(|e| format!("{name} plan: {e}"))?;
         let e = plan_estimate(&p, &opts.profile);
         plans.insert(
             name.to_string(),

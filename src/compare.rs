@@ -12,8 +12,8 @@ use crate::diag::Diagnostic;
 use crate::frontend::Module;
 use crate::functionalize::{functionalize, Functional};
 use crate::lower::exec::Stats;
-use crate::lower::{plan, Policy};
-use crate::rewrite::saturate::{optimize, Limits};
+use crate::lower::Policy;
+use crate::rewrite::saturate::Limits;
 
 /// The plans compared, in the order they are reported.
 pub const PLANS: &[(&str, Policy)] =
@@ -44,8 +44,9 @@ pub fn compare_program(
 ) -> Result<Vec<PlanRow>, Diagnostic> {
     let functional = functionalize(module, func, &BTreeMap::new())?;
     let mut optimized = functional.clone();
-    optimized.term =
-        optimize(&functional, rules, Limits::default()).map_err(|m| Diagnostic::new(m).in_file(&module.path))?.term;
+    optimized.term = crate::rewrite::saturate::optimize_for(&functional, rules, Limits::default(), profile)
+        .map_err(|m| Diagnostic::new(m).in_file(&module.path))?
+        .term;
     let params: Vec<(String, crate::tensor::DType, Vec<usize>)> = functional.inputs.clone();
     let mut inputs = BTreeMap::new();
     for (i, (name, d, shape)) in params.iter().enumerate() {
@@ -69,7 +70,8 @@ pub fn compare_program(
             continue;
         }
         let f: &Functional = if *policy == Policy::Fused { &optimized } else { &functional };
-        let p = plan(&f.term, &f.inputs, *policy).map_err(|e| Diagnostic::new(format!("{name} plan: {e}")))?;
+        let p = crate::lower::plan_for(&f.term, &f.inputs, *policy, profile)
+            .map_err(|e| Diagnostic::new(format!("{name} plan: {e}")))?;
         let mut dev = crate::lower::Loaded::new(&p, target).map_err(Diagnostic::new)?;
         let run = |dev: &mut crate::lower::Loaded| -> Result<(Vec<crate::tensor::Tensor>, Stats), Diagnostic> {
             let fresh: BTreeMap<_, _> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();

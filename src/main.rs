@@ -127,7 +127,8 @@ struct OptimizeArgs {
     /// The backend to render kernels for (`cuda` also compile-checks them with NVRTC; no GPU needed).
     #[arg(long, value_enum, default_value = "c")]
     backend: Backend,
-    /// A cost profile (JSON from `calibrate`) for the predicted figures; the shipped CPU profile by default.
+    /// A cost profile (JSON from `calibrate`): extraction, planning and the predicted figures follow it; the shipped
+    /// CPU profile by default.
     #[arg(long)]
     costs: Option<PathBuf>,
     /// Programs optimized at once (default: all cores). The output does not depend on it.
@@ -153,7 +154,8 @@ struct CompareArgs {
     /// Timed runs per plan with --measure (after one warm-up run).
     #[arg(long, default_value_t = 15)]
     runs: usize,
-    /// A cost profile (JSON from `calibrate`); the shipped CPU profile by default.
+    /// A cost profile (JSON from `calibrate`): extraction, planning and predictions follow it; the shipped CPU
+    /// profile by default.
     #[arg(long)]
     costs: Option<PathBuf>,
     /// The backend plans run on.

@@ -12,7 +12,7 @@ use crate::diag::Diagnostic;
 use crate::frontend::Module;
 use crate::functionalize::{functionalize, Functional};
 use crate::ir::{display_dag, term_stats, Node, TermStats};
-use crate::rewrite::saturate::{optimize, Limits, Optimized};
+use crate::rewrite::saturate::{Limits, Optimized};
 use crate::rewrite::TermAnalysis;
 
 /// Everything one program's optimization produced.
@@ -23,17 +23,19 @@ pub struct ProgramResult {
     pub saturate_time: Duration,
 }
 
-/// Functionalizes and optimizes program `func` of `module` with `rules`.
+/// Functionalizes and optimizes program `func` of `module` with `rules`, extracting by `profile`.
 pub fn optimize_program(
     module: &Module,
     func: &str,
     rules: &[egg::Rewrite<Node, TermAnalysis>],
     limits: Limits,
+    profile: &crate::cost::Profile,
 ) -> Result<ProgramResult, Diagnostic> {
     let t0 = Instant::now();
     let functional = functionalize(module, func, &BTreeMap::new())?;
     let t1 = Instant::now();
-    let optimized = optimize(&functional, rules, limits).map_err(|m| Diagnostic::new(m).in_file(&module.path))?;
+    let optimized = crate::rewrite::saturate::optimize_for(&functional, rules, limits, profile)
+        .map_err(|m| Diagnostic::new(m).in_file(&module.path))?;
     Ok(ProgramResult { functional, optimized, functionalize_time: t1 - t0, saturate_time: t1.elapsed() })
 }
 

@@ -164,3 +164,21 @@ fn a_cache_written_step_by_step_is_written_in_place() {
     assert_eq!(in_place.len(), 36, "{}", pl.describe());
     assert!(in_place.iter().all(|&n| n == 12 * 64), "{in_place:?}");
 }
+
+#[test]
+fn the_cost_profile_decides_between_storing_and_recomputing() {
+    // The same term planned for the shipped CPU profile and for a device where a launch costs a millisecond: the
+    // second plan launches fewer kernels, and each plan is the cheaper one under its own profile.
+    let p = common::corpus_programs().into_iter().find(|p| p.func == "attention").unwrap();
+    let module = common::load(&p);
+    let f = common::optimized(&module, &p.func).unwrap();
+    let shipped = funcfuse::cost::Profile::shipped_c();
+    let slow_launch = funcfuse::cost::Profile { launch_s: 1e-3, ..shipped.clone() };
+    let cpu = funcfuse::lower::plan_for(&f.term, &f.inputs, Policy::Fused, &shipped).unwrap();
+    let launchy = funcfuse::lower::plan_for(&f.term, &f.inputs, Policy::Fused, &slow_launch).unwrap();
+    let launches = |pl: &funcfuse::lower::Plan| funcfuse::cost::plan_estimate(pl, &shipped).launches;
+    assert!(launches(&launchy) < launches(&cpu), "{} vs {}", launches(&launchy), launches(&cpu));
+    let cost = |pl: &funcfuse::lower::Plan, pr: &funcfuse::cost::Profile| funcfuse::cost::plan_estimate(pl, pr).seconds;
+    assert!(cost(&launchy, &slow_launch) < cost(&cpu, &slow_launch));
+    assert!(cost(&cpu, &shipped) <= cost(&launchy, &shipped));
+}

@@ -223,9 +223,9 @@ pub(crate) fn explain_cmd(
         .ok_or_else(|| Failure(2, format!("`{target}`: name a program as FILE.py::FUNCTION")))?;
     let module = frontend::load_module(file)?;
     let rewrites = funcfuse::rewrite::rules::to_rewrites(&rules.load()?)?;
-    let r = funcfuse::optimize::optimize_program(&module, func, &rewrites, Default::default())?;
-    let inputs = &r.functional.inputs;
     let profile = funcfuse::cost::Profile::shipped_c();
+    let r = funcfuse::optimize::optimize_program(&module, func, &rewrites, Default::default(), &profile)?;
+    let inputs = &r.functional.inputs;
     let mut plans = Vec::new();
     for (name, policy) in funcfuse::compare::PLANS {
         let term = if *policy == funcfuse::lower::Policy::Fused { &r.optimized.term } else { &r.functional.term };

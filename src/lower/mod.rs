@@ -12,7 +12,7 @@ pub mod plan;
 mod prepare;
 mod show;
 
-pub use plan::{plan, How, Plan, Policy};
+pub use plan::{plan, plan_for, How, Plan, Policy};
 
 use std::collections::BTreeMap;
 

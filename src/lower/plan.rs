@@ -82,17 +82,27 @@ impl Plan {
     }
 }
 
-/// Plans `term` under `policy`. Ours is planned twice where it has shared writes through views into buffers: once
-/// recomputing them in their readers (as predicated selects), once storing them (so they can go in place); the plan
-/// the shipped cost profile predicts cheaper wins.
+/// Plans `term` under `policy`, deciding by the shipped CPU cost profile (see [`plan_for`]).
 pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy) -> Result<Plan, String> {
-    let (recomputed, alternative) = plan_with(term, inputs, policy, false)?;
+    plan_for(term, inputs, policy, &crate::cost::Profile::shipped_c())
+}
+
+/// Plans `term` under `policy`, deciding by `profile` whether a shared value is stored or recomputed in each
+/// reader. Ours is planned twice where it has shared writes through views into buffers: once recomputing them in
+/// their readers (as predicated selects), once storing them (so they can go in place); the plan `profile` predicts
+/// cheaper wins.
+pub fn plan_for(
+    term: &Term,
+    inputs: &[(String, DType, Vec<usize>)],
+    policy: Policy,
+    profile: &crate::cost::Profile,
+) -> Result<Plan, String> {
+    let (recomputed, alternative) = plan_with(term, inputs, policy, profile, false)?;
     if !alternative {
         return Ok(recomputed);
     }
-    let (stored, _) = plan_with(term, inputs, policy, true)?;
-    let profile = crate::cost::Profile::shipped_c();
-    let cost = |p: &Plan| crate::cost::plan_estimate(p, &profile).seconds;
+    let (stored, _) = plan_with(term, inputs, policy, profile, true)?;
+    let cost = |p: &Plan| crate::cost::plan_estimate(p, profile).seconds;
     Ok(if cost(&stored) < cost(&recomputed) { stored } else { recomputed })
 }
 
@@ -101,6 +111,7 @@ fn plan_with(
     term: &Term,
     inputs: &[(String, DType, Vec<usize>)],
     policy: Policy,
+    profile: &crate::cost::Profile,
     store_writes: bool,
 ) -> Result<(Plan, bool), String> {
     let term = &unshare(&decompose(term));
@@ -131,6 +142,7 @@ fn plan_with(
         epilogue: Default::default(),
         store_writes,
         alternative: false,
+        profile: profile.clone(),
     };
     p.classify();
     if policy == Policy::Fused {
@@ -183,6 +195,8 @@ pub(super) struct Planner<'a> {
     store_writes: bool,
     /// Whether some node would be planned differently with `store_writes` flipped.
     alternative: bool,
+    /// The cost profile decisions are made by.
+    profile: crate::cost::Profile,
 }
 
 pub(super) fn lits(term: &Term, id: Id) -> Option<Vec<i64>> {
@@ -373,7 +387,7 @@ impl Planner<'_> {
     /// Whether computing a shared value in each of its `users` kernels costs more than one kernel that stores it
     /// (a launch, a write and a read per user), by the shipped cost profile.
     fn recompute_costs_more(&self, id: Id, users: usize) -> bool {
-        let p = crate::cost::Profile::shipped_c();
+        let p = &self.profile;
         let (d, shape) = self.tensor(id).expect("a tensor");
         let n = shape.iter().product::<usize>() as f64;
         let mut ops = 0i64;

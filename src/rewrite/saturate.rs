@@ -98,6 +98,16 @@ type RustRewrite = fn(&Term, &[(String, crate::tensor::DType, Vec<usize>)]) -> (
 /// Saturates and extracts in phases: the text rules, then the Rust rewrites on the extracted term, then the text
 /// rules again on what they produced. Each phase gets half of what is left of the time limit.
 pub fn optimize(f: &Functional, rules: &[Rewrite<Node, TermAnalysis>], limits: Limits) -> Result<Optimized, String> {
+    optimize_for(f, rules, limits, &crate::cost::Profile::shipped_c())
+}
+
+/// [`optimize`], extracting the candidate whose plan `profile` predicts cheapest.
+pub fn optimize_for(
+    f: &Functional,
+    rules: &[Rewrite<Node, TermAnalysis>],
+    limits: Limits,
+    profile: &crate::cost::Profile,
+) -> Result<Optimized, String> {
     let start = std::time::Instant::now();
     let mut out = Optimized {
         term: f.term.clone(),
@@ -145,11 +155,10 @@ pub fn optimize(f: &Functional, rules: &[Rewrite<Node, TermAnalysis>], limits: L
         cands.push(("dag".into(), t));
     }
     cands.push(("functional".into(), f.term.clone()));
-    let profile = crate::cost::Profile::shipped_c();
     let mut best: Option<(f64, usize)> = None;
     for (k, (name, t)) in cands.iter().enumerate() {
-        let cost = match crate::lower::plan(t, &f.inputs, crate::lower::Policy::Fused) {
-            Ok(p) => crate::cost::plan_cost(&p, &profile),
+        let cost = match crate::lower::plan_for(t, &f.inputs, crate::lower::Policy::Fused, profile) {
+            Ok(p) => crate::cost::plan_cost(&p, profile),
             Err(_) => f64::INFINITY,
         };
         out.candidates.push((name.clone(), cost));
