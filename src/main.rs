@@ -86,6 +86,9 @@ enum Cmd {
         /// Write egraph.dot and plan.dot into DIR (and .svg files where Graphviz `dot` is installed).
         #[arg(long, value_name = "DIR")]
         dot: Option<PathBuf>,
+        /// A cost profile (JSON from `calibrate`) to extract, plan and predict by; the shipped CPU profile by default.
+        #[arg(long)]
+        costs: Option<PathBuf>,
     },
     /// Measure a cost profile of a backend (launch overhead, bandwidth, throughput) and write it as JSON.
     Calibrate {
@@ -255,7 +258,9 @@ fn main() -> ExitCode {
         Cmd::Functionalize { target, args, format } => functionalize_cmd(&target, &args, &format),
         Cmd::Optimize { paths, args } => optimize_cmd(&paths, &args),
         Cmd::Compare { paths, args } => compare_cmd(&paths, &args),
-        Cmd::Explain { target, rules, dump, dot } => explain_cmd(&target, &rules, dump.as_deref(), dot.as_deref()),
+        Cmd::Explain { target, rules, dump, dot, costs } => {
+            explain_cmd(&target, &rules, dump.as_deref(), dot.as_deref(), costs.as_deref())
+        }
         Cmd::Calibrate { backend, out } => calibrate_cmd(backend, &out),
         Cmd::Rules { cmd: RulesCmd::Check { rules, samples } } => rules_check(&rules, samples),
         Cmd::Rules { cmd: RulesCmd::List { rules } } => rules_list(&rules),

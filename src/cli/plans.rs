@@ -217,19 +217,21 @@ pub(crate) fn explain_cmd(
     rules: &RuleArgs,
     dump: Option<&str>,
     dot: Option<&Path>,
+    costs: Option<&Path>,
 ) -> Result<(), Failure> {
     let (file, func) = target
         .split_once("::")
         .ok_or_else(|| Failure(2, format!("`{target}`: name a program as FILE.py::FUNCTION")))?;
     let module = frontend::load_module(file)?;
     let rewrites = funcfuse::rewrite::rules::to_rewrites(&rules.load()?)?;
-    let profile = funcfuse::cost::Profile::shipped_c();
+    let profile = funcfuse::cost::Profile::load_or_shipped(costs).map_err(|e| Failure(1, e))?;
     let r = funcfuse::optimize::optimize_program(&module, func, &rewrites, Default::default(), &profile)?;
     let inputs = &r.functional.inputs;
     let mut plans = Vec::new();
     for (name, policy) in funcfuse::compare::PLANS {
         let term = if *policy == funcfuse::lower::Policy::Fused { &r.optimized.term } else { &r.functional.term };
-        let p = funcfuse::lower::plan(term, inputs, *policy).map_err(|e| Failure(1, format!("{name} plan: {e}")))?;
+        let p = funcfuse::lower::plan_for(term, inputs, *policy, &profile)
+            .map_err(|e| Failure(1, format!("{name} plan: {e}")))?;
         let e = funcfuse::cost::plan_estimate(&p, &profile);
         plans.push((*name, p, e));
     }
@@ -313,7 +315,9 @@ pub(crate) fn explain_cmd(
     for (name, cost) in &r.optimized.candidates {
         outln!("    {name:<11} predicted {:.4} ms", cost * 1e3);
     }
-    outln!("  plans (predicted with the shipped CPU profile):");
+    let which =
+        if costs.is_some() { format!("the {} profile", profile.backend) } else { "the shipped CPU profile".into() };
+    outln!("  plans (predicted with {which}):");
     for (name, p, e) in &plans {
         let fallbacks = p.how.iter().filter(|h| **h == funcfuse::lower::How::Fallback).count();
         let in_place = p.how.iter().filter(|h| matches!(h, funcfuse::lower::How::InPlace(_))).count();
