@@ -661,6 +661,16 @@ fn explain_and_compare_report_and_reject_bad_arguments() {
     let o = funcfuse(&["explain", "corpus/micro/loops.py::shift_rows", "--dump", "bogus"]);
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("--dump bogus"), "{}", o.stderr);
+    // A cost profile: one that is missing is an error; a given one is what the plans are predicted with.
+    let missing = dir.join("missing.json");
+    let o = funcfuse(&["explain", "corpus/micro/loops.py::shift_rows", "--costs", missing.to_str().unwrap()]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("missing.json"), "{}", o.stderr);
+    let profile = dir.join("gpu.json");
+    std::fs::write(&profile, r#"{"backend": "cuda", "launch_s": 0.001, "bytes_per_s": 1e9, "ops_per_s": 1e9}"#)
+        .unwrap();
+    let o = funcfuse(&["explain", "corpus/micro/loops.py::shift_rows", "--costs", profile.to_str().unwrap()]);
+    assert!(o.code == 0 && o.stdout.contains("predicted with the cuda profile"), "{}{}", o.stdout, o.stderr);
 
     let out = dir.join("cmp");
     let o = funcfuse(&[

@@ -219,12 +219,12 @@ impl Device for CDevice {
 
     fn launch(&mut self, k: usize, bufs: &[&Tensor], params: &[i64]) -> Result<(), String> {
         let f = self.fns[k];
-        self.call(f, &format!("kernel {k}"), bufs, params)
+        self.call(f, bufs, params).map_err(|e| format!("emulated CUDA kernel {k}: {e}"))
     }
 
     fn launch_group(&mut self, g: usize, bufs: &[&Tensor], params: &[i64]) -> Result<(), String> {
         let f = self.groups[g];
-        self.call(f, &format!("group g{g}"), bufs, params)
+        self.call(f, bufs, params).map_err(|e| format!("emulated CUDA kernel group g{g}: {e}"))
     }
 
     fn same(a: &Tensor, b: &Tensor) -> bool {
@@ -233,14 +233,15 @@ impl Device for CDevice {
 }
 
 impl CDevice {
-    fn call(&mut self, f: KernelFn, what: &str, bufs: &[&Tensor], params: &[i64]) -> Result<(), String> {
+    /// Calls a kernel (or group); the error is the emulator's, if it saw one.
+    fn call(&mut self, f: KernelFn, bufs: &[&Tensor], params: &[i64]) -> Result<(), &'static str> {
         let ptrs: Vec<*mut std::ffi::c_void> = bufs.iter().map(|t| ptr(t)).collect();
         // SAFETY: the kernel reads and writes within the buffers' sizes, which the planner derived from the same
         // shapes the buffers were allocated with; buffers are contiguous and live for the call.
         unsafe { f(ptrs.as_ptr(), params.as_ptr()) };
         // SAFETY: a function of the loaded library taking nothing.
         if self.emu_error.is_some_and(|f| unsafe { f() } != 0) {
-            return Err(format!("emulated CUDA {what}: a __syncthreads() that not every thread of a block reached"));
+            return Err("a __syncthreads() that not every thread of a block reached");
         }
         Ok(())
     }

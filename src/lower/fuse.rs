@@ -151,8 +151,7 @@ impl Planner<'_> {
     pub(super) fn expr(&self, kb: &mut KernelBuilder, id: Id, idx: &[Idx]) -> Result<Expr, String> {
         let (dtype, shape) = self.tensor(id).ok_or("expected a tensor")?;
         if kb.acc == Some(id) {
-            let own: Vec<Idx> = shape.iter().enumerate().map(|(k, &n)| Idx::var(k, n)).collect();
-            if idx != own.as_slice() {
+            if idx != own_point(&shape).as_slice() {
                 return Err("an epilogue reads its reduction at another point".into());
             }
             return Ok(Expr::Acc(dtype));
@@ -344,9 +343,8 @@ impl Planner<'_> {
         if let Some(&r) = self.epilogue.get(&id) {
             let mut k = self.kernel(kb, r, name)?;
             let (rd, _) = self.tensor(r).ok_or("a reduction of a non-tensor")?;
-            let own: Vec<Idx> = shape.iter().enumerate().map(|(k, &n)| Idx::var(k, n)).collect();
             kb.acc = Some(r);
-            let e = self.inline(kb, id, &own, dtype, &shape);
+            let e = self.inline(kb, id, &own_point(&shape), dtype, &shape);
             kb.acc = None;
             k.epilogue = Some((rd, e?));
             k.out_dtype = dtype;
@@ -473,6 +471,11 @@ impl Planner<'_> {
         k.views = kb.views.clone();
         Ok(k)
     }
+}
+
+/// The multi-index of a kernel's own point over a domain of `shape` (its first variables).
+fn own_point(shape: &[usize]) -> Vec<Idx> {
+    shape.iter().enumerate().map(|(k, &n)| Idx::var(k, n)).collect()
 }
 
 /// The dtype a binary op computes in, for operands of dtype `d` (true division of integers computes in floats).

@@ -2,8 +2,8 @@
 //! executor launches once (on CUDA one grid whose third dimension picks the member; in C one call). Members are
 //! fresh buffers that no in-place ordering constraint involves, and are computed unconditionally in the same scope
 //! (the program, or one loop body: reached from its root without entering a branch): whenever one member is
-//! needed, all are, so launching them together computes nothing a run would not. A launch's mask says which members still need computing (all of them, unless a member
-//! was computed by some other way first).
+//! needed, all are, so launching them together computes nothing a run would not. A launch's mask says which
+//! members still need computing (all of them, unless a member was computed by some other way first).
 
 use egg::{Id, Language};
 

@@ -97,45 +97,62 @@ pub fn plan_for(
     policy: Policy,
     profile: &crate::cost::Profile,
 ) -> Result<Plan, String> {
-    let (recomputed, alternative) = plan_with(term, inputs, policy, profile, false)?;
+    let prepared = Prepared::new(term, inputs)?;
+    let (recomputed, alternative) = plan_with(&prepared, inputs, policy, profile, false)?;
     if !alternative {
         return Ok(recomputed);
     }
-    let (stored, _) = plan_with(term, inputs, policy, profile, true)?;
+    let (stored, _) = plan_with(&prepared, inputs, policy, profile, true)?;
     let cost = |p: &Plan| crate::cost::plan_estimate(p, profile).seconds;
     Ok(if cost(&stored) < cost(&recomputed) { stored } else { recomputed })
 }
 
-/// Plans `term`; `store_writes` stores shared writes into buffers. Also says whether that choice arose.
+/// What planning needs of a term, whatever it decides: the term spelled out and unshared, its types, each node's
+/// readers, and which nodes depend on a loop.
+struct Prepared {
+    term: Term,
+    types: Vec<Option<Ty>>,
+    users: Vec<Vec<Id>>,
+    dependent: Vec<bool>,
+}
+
+impl Prepared {
+    fn new(term: &Term, inputs: &[(String, DType, Vec<usize>)]) -> Result<Prepared, String> {
+        let term = unshare(&decompose(term));
+        let types = node_types(&term, inputs)?;
+        let mut users: Vec<Vec<Id>> = vec![Vec::new(); term.as_ref().len()];
+        for (i, node) in term.as_ref().iter().enumerate() {
+            if types[i].is_none() {
+                continue;
+            }
+            let mut seen = Vec::new();
+            for &c in node.children() {
+                if !seen.contains(&c) {
+                    users[usize::from(c)].push(Id::from(i));
+                    seen.push(c);
+                }
+            }
+        }
+        let dependent = dependent_nodes(&term);
+        Ok(Prepared { term, types, users, dependent })
+    }
+}
+
+/// Plans a prepared term; `store_writes` stores shared writes into buffers. Also says whether that choice arose.
 fn plan_with(
-    term: &Term,
+    prepared: &Prepared,
     inputs: &[(String, DType, Vec<usize>)],
     policy: Policy,
     profile: &crate::cost::Profile,
     store_writes: bool,
 ) -> Result<(Plan, bool), String> {
-    let term = &unshare(&decompose(term));
-    let types = node_types(term, inputs)?;
+    let term = &prepared.term;
     let n = term.as_ref().len();
-    let mut users: Vec<Vec<Id>> = vec![Vec::new(); n];
-    for (i, node) in term.as_ref().iter().enumerate() {
-        if types[i].is_none() {
-            continue;
-        }
-        let mut seen = Vec::new();
-        for &c in node.children() {
-            if !seen.contains(&c) {
-                users[usize::from(c)].push(Id::from(i));
-                seen.push(c);
-            }
-        }
-    }
-    let dependent = dependent_nodes(term);
     let mut p = Planner {
         term,
-        types,
-        users,
-        dependent,
+        types: &prepared.types,
+        users: &prepared.users,
+        dependent: &prepared.dependent,
         how: vec![How::Host; n],
         policy,
         before: Default::default(),
@@ -152,11 +169,11 @@ fn plan_with(
         term: term.clone(),
         inputs: inputs.to_vec(),
         how: p.how.clone(),
-        types: p.types.clone(),
+        types: prepared.types.clone(),
         kernels: Vec::new(),
         launches: Vec::new(),
         policy,
-        dependent: dependent_nodes(term),
+        dependent: prepared.dependent.clone(),
         before: p.before.clone(),
         groups: Vec::new(),
         group_of: Vec::new(),
@@ -182,9 +199,9 @@ fn plan_with(
 
 pub(super) struct Planner<'a> {
     pub(super) term: &'a Term,
-    pub(super) types: Vec<Option<Ty>>,
-    pub(super) users: Vec<Vec<Id>>,
-    pub(super) dependent: Vec<bool>,
+    pub(super) types: &'a [Option<Ty>],
+    pub(super) users: &'a [Vec<Id>],
+    pub(super) dependent: &'a [bool],
     pub(super) how: Vec<How>,
     pub(super) policy: Policy,
     /// For an in-place write: materialized readers of its base that must run before it.
@@ -385,7 +402,7 @@ impl Planner<'_> {
     }
 
     /// Whether computing a shared value in each of its `users` kernels costs more than one kernel that stores it
-    /// (a launch, a write and a read per user), by the shipped cost profile.
+    /// (a launch, a write and a read per user), by the planner's cost profile.
     fn recompute_costs_more(&self, id: Id, users: usize) -> bool {
         let p = &self.profile;
         let (d, shape) = self.tensor(id).expect("a tensor");
