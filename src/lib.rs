@@ -12,6 +12,7 @@ pub mod diag;
 pub mod extract;
 pub mod frontend;
 pub mod functionalize;
+pub mod fuzz;
 pub mod interp;
 pub mod io;
 pub mod ir;

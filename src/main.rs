@@ -97,6 +97,9 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Generate random programs and run each through every engine against the reference interpreter; diverging
+    /// programs are reduced and reported (exit status 1 if any).
+    Fuzz(cli::fuzz::FuzzArgs),
     /// List the programs (top-level functions not starting with `_`) of program files, with their signatures.
     List {
         /// Program files or directories (searched recursively for *.py).
@@ -262,6 +265,7 @@ fn main() -> ExitCode {
             explain_cmd(&target, &rules, dump.as_deref(), dot.as_deref(), costs.as_deref())
         }
         Cmd::Calibrate { backend, out } => calibrate_cmd(backend, &out),
+        Cmd::Fuzz(a) => cli::fuzz::fuzz_cmd(&a),
         Cmd::Rules { cmd: RulesCmd::Check { rules, samples } } => rules_check(&rules, samples),
         Cmd::Rules { cmd: RulesCmd::List { rules } } => rules_list(&rules),
     };

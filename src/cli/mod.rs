@@ -1,3 +1,4 @@
 //! Subcommands kept out of `main.rs`.
 
+pub(super) mod fuzz;
 pub(super) mod plans;

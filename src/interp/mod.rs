@@ -43,6 +43,25 @@ pub struct RunOutput {
     pub mutated: Vec<(String, Tensor)>,
 }
 
+impl RunOutput {
+    /// The files `funcfuse run` writes for this output, by name: `return.npy` or `return.K.npy`, and `NAME.npy` for
+    /// every tensor parameter written in place.
+    pub fn files(&self) -> BTreeMap<String, Tensor> {
+        let mut m = BTreeMap::new();
+        if self.returns_tuple {
+            for (i, t) in self.returns.iter().enumerate() {
+                m.insert(format!("return.{i}.npy"), t.clone());
+            }
+        } else if let Some(t) = self.returns.first() {
+            m.insert("return.npy".to_string(), t.clone());
+        }
+        for (n, t) in &self.mutated {
+            m.insert(format!("{n}.npy"), t.clone());
+        }
+        m
+    }
+}
+
 /// The tensor parameters of a program and their annotated types, checking that every parameter is annotated.
 pub fn tensor_params(f: &Function) -> Result<Vec<(String, crate::tensor::DType, Vec<usize>)>, Diagnostic> {
     let mut out = Vec::new();

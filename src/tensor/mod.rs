@@ -5,6 +5,7 @@
 //! Invariant: every element a tensor can address lies inside its buffer; views are checked when they are made.
 //! Deliberately absent: f16/bf16 storage (rejected with a clear error), autograd, devices.
 
+mod close;
 mod dtype;
 pub mod index;
 pub mod ops;
@@ -14,6 +15,7 @@ pub mod views;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+pub use close::compare_close;
 pub use dtype::{DType, Kind, Scalar};
 
 /// An error from a tensor operation: a message in PyTorch's words. The interpreter adds the source location.

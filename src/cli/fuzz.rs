@@ -1,0 +1,146 @@
+//! `fuzz`: random programs through every engine, each held to the reference interpreter.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use funcfuse::fuzz::{self, Engine, Summary, Verdict};
+
+use crate::Failure;
+
+#[derive(clap::Args)]
+pub(crate) struct FuzzArgs {
+    /// The first seed; programs are generated from seeds SEED, SEED+1, ...
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// How many programs to generate and check.
+    #[arg(long, default_value_t = 100)]
+    count: u64,
+    /// The engines to run besides the reference, comma-separated: functional, optimized, c, cuda-emu, eager,
+    /// unfunctionalized (all by default).
+    #[arg(long, value_name = "LIST")]
+    engines: Option<String>,
+    /// Write every diverging program (reduced, and as generated) and its verdict into DIR.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
+    /// Report diverging programs as generated, without reducing them.
+    #[arg(long)]
+    no_reduce: bool,
+    /// Print every generated program's text to standard output and check nothing.
+    #[arg(long)]
+    print: bool,
+    /// Worker threads (default: all cores). The verdicts do not depend on it.
+    #[arg(long)]
+    jobs: Option<usize>,
+}
+
+fn parse_engines(list: Option<&str>) -> Result<Vec<Engine>, Failure> {
+    let Some(list) = list else { return Ok(Engine::ALL.to_vec()) };
+    let mut out = vec![Engine::Reference];
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let e = Engine::parse(name).ok_or_else(|| {
+            let all: Vec<&str> = Engine::ALL.iter().map(|e| e.name()).collect();
+            Failure(2, format!("--engines: unknown engine `{name}` ({})", all.join(", ")))
+        })?;
+        if !out.contains(&e) {
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
+    let seeds: Vec<u64> = (0..a.count).map(|k| a.seed.wrapping_add(k)).collect();
+    if a.print {
+        for &s in &seeds {
+            outln!("# seed {s}\n{}", fuzz::gen::generate(s));
+        }
+        return Ok(());
+    }
+    let engines = parse_engines(a.engines.as_deref())?;
+    if let Some(dir) = &a.keep {
+        std::fs::create_dir_all(dir).map_err(|e| Failure(1, format!("{}: cannot create: {e}", dir.display())))?;
+    }
+    // Panics are caught and reported per program; the default hook would print each one mid-progress.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<(String, Verdict)>>> = Mutex::new(vec![None; seeds.len()]);
+    let tty = std::io::stderr().is_terminal();
+    let failure: Mutex<Option<Failure>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(seeds.len()) {
+            s.spawn(|| {
+                let rules = match fuzz::shipped_rewrites() {
+                    Ok(r) => r,
+                    Err(d) => {
+                        *failure.lock().unwrap() = Some(Failure(1, d.to_string()));
+                        return;
+                    }
+                };
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if i >= seeds.len() {
+                        break;
+                    }
+                    let r = fuzz::check_seed(seeds[i], &engines, &rules);
+                    results.lock().unwrap()[i] = Some(r);
+                    let d = done.fetch_add(1, Ordering::SeqCst) + 1;
+                    if tty {
+                        eprint!("\rfuzz: {d}/{} programs checked", seeds.len());
+                    }
+                }
+            });
+        }
+    });
+    if tty {
+        eprintln!();
+    }
+    if let Some(f) = failure.into_inner().unwrap() {
+        std::panic::set_hook(hook);
+        return Err(f);
+    }
+    let rules = fuzz::shipped_rewrites()?;
+    let mut summary = Summary::default();
+    for (seed, r) in seeds.iter().zip(results.into_inner().unwrap()) {
+        let (source, verdict) = r.expect("every seed was checked");
+        summary.add(&verdict);
+        let Some(sig) = verdict.signature() else { continue };
+        let name = fuzz::program_name(*seed);
+        let (reduced, rv) = if a.no_reduce {
+            (source.clone(), None)
+        } else {
+            fuzz::reduce::reduce(&source, &name, sig, &engines, &rules)
+        };
+        let shown = rv.as_ref().unwrap_or(&verdict);
+        outln!("seed {seed}: {} {} ({} lines reduced to {})", sig.0.name(), sig.1.name(), source.lines().count(), reduced.lines().count());
+        for d in &shown.divergences {
+            outln!("  {} {}: {}", d.engine.name(), d.kind.name(), d.detail.lines().next().unwrap_or(""));
+        }
+        if let Some(dir) = &a.keep {
+            let write = |file: String, text: &str| {
+                std::fs::write(dir.join(&file), text).map_err(|e| Failure(1, format!("{}: {e}", dir.join(&file).display())))
+            };
+            write(format!("{name}.py"), &reduced)?;
+            write(format!("{name}.orig.py"), &source)?;
+            let mut report = String::new();
+            if let Some(e) = &shown.reference_error {
+                report.push_str(&format!("reference raised: {e}\n"));
+            }
+            for d in &shown.divergences {
+                report.push_str(&format!("{} {}: {}\n", d.engine.name(), d.kind.name(), d.detail));
+            }
+            write(format!("{name}.txt"), &report)?;
+        }
+    }
+    std::panic::set_hook(hook);
+    let names: Vec<&str> = engines.iter().map(|e| e.name()).collect();
+    outln!("fuzz: seeds {}..{}, engines {}: {summary}", a.seed, a.seed.wrapping_add(a.count), names.join(","));
+    if summary.diverged() > 0 {
+        return Err(Failure(1, format!("fuzz: {} of {} programs diverge from the reference", summary.diverged(), summary.programs)));
+    }
+    Ok(())
+}

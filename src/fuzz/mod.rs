@@ -1,0 +1,336 @@
+//! The differential fuzzer: random programs through every engine, each held to the reference interpreter.
+//!
+//! [`gen`] writes a valid random program from a seed; [`check_source`] runs it through the engines (the reference
+//! interpreter, the functional interpreter on the functional and on the optimized term, our plan on the C backend and
+//! on the CUDA emulator, the eager and unfunctionalized plans on C) on the inputs `funcfuse run --seed 0` would
+//! generate, and classifies what each did against the reference: the same outputs within the tolerance of
+//! [`crate::tensor::compare_close`] (or both rejected the program), a **wrong** result (different outputs, or a result
+//! where the reference raised), a **refusal** (an error where the reference ran), or a **panic**. [`reduce`] shrinks a
+//! diverging program while it still diverges the same way.
+//!
+//! Invariant: the same seeds and engines give the same verdicts and the same reduced programs.
+
+pub mod gen;
+pub mod reduce;
+
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::ir::Node;
+use crate::lower::{Policy, Target};
+use crate::rewrite::TermAnalysis;
+use crate::tensor::Tensor;
+
+/// The engines a program is run through; the reference is always run first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Engine {
+    Reference,
+    /// The functional interpreter on the functionalized term.
+    Functional,
+    /// The functional interpreter on the optimized (saturated and extracted) term.
+    Optimized,
+    /// Our plan of the optimized term on the C backend.
+    C,
+    /// Our plan's CUDA kernels on the emulator.
+    CudaEmu,
+    /// The eager plan (one kernel per op) on the C backend.
+    Eager,
+    /// The unfunctionalized plan on the C backend.
+    Unfunctionalized,
+}
+
+impl Engine {
+    pub const ALL: [Engine; 7] = [
+        Engine::Reference,
+        Engine::Functional,
+        Engine::Optimized,
+        Engine::C,
+        Engine::CudaEmu,
+        Engine::Eager,
+        Engine::Unfunctionalized,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Reference => "reference",
+            Engine::Functional => "functional",
+            Engine::Optimized => "optimized",
+            Engine::C => "c",
+            Engine::CudaEmu => "cuda-emu",
+            Engine::Eager => "eager",
+            Engine::Unfunctionalized => "unfunctionalized",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Engine> {
+        Engine::ALL.into_iter().find(|e| e.name() == s)
+    }
+}
+
+/// What one engine did with a program.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// Its output files (`return.npy`, `NAME.npy`, ...).
+    Ran(BTreeMap<String, Tensor>),
+    Error(String),
+    Panic(String),
+}
+
+/// How an engine's outcome relates to the reference's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// Different outputs, or outputs where the reference raised: silently wrong.
+    Wrong,
+    /// A panic: never acceptable.
+    Panic,
+    /// An error where the reference ran.
+    Refused,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Wrong => "wrong",
+            Kind::Panic => "panic",
+            Kind::Refused => "refused",
+        }
+    }
+}
+
+/// One engine's divergence from the reference.
+#[derive(Clone, Debug)]
+pub struct Divergence {
+    pub engine: Engine,
+    pub kind: Kind,
+    pub detail: String,
+}
+
+/// The verdict on one program.
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    /// The reference's error, when it rejected the program.
+    pub reference_error: Option<String>,
+    /// Every engine that disagreed with the reference (empty: all agree).
+    pub divergences: Vec<Divergence>,
+}
+
+impl Verdict {
+    /// The divergence a reduction must keep: the first wrong result, else the first panic, else the first refusal.
+    pub fn signature(&self) -> Option<(Engine, Kind)> {
+        self.divergences.iter().min_by_key(|d| (d.kind, d.engine)).map(|d| (d.engine, d.kind))
+    }
+}
+
+/// The name of the program [`gen::generate`] writes for `seed`.
+pub fn program_name(seed: u64) -> String {
+    format!("fuzz_{seed}")
+}
+
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panic".to_string())
+}
+
+fn guarded(f: impl FnOnce() -> Result<BTreeMap<String, Tensor>, String>) -> Outcome {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(files)) => Outcome::Ran(files),
+        Ok(Err(e)) => Outcome::Error(e),
+        Err(p) => Outcome::Panic(panic_text(p)),
+    }
+}
+
+/// Runs program `func` of the module in `source` through `engines` and compares each with the reference.
+/// `rules` are the rewrites the optimized engines saturate with.
+pub fn check_source(
+    path: &str,
+    source: &str,
+    func: &str,
+    engines: &[Engine],
+    rules: &[egg::Rewrite<Node, TermAnalysis>],
+) -> Verdict {
+    let module = match crate::frontend::parse_module(path, source) {
+        Ok(m) => m,
+        Err(d) => return Verdict { reference_error: Some(d.to_string()), divergences: Vec::new() },
+    };
+    let Some(f) = module.function(func) else {
+        return Verdict { reference_error: Some(format!("no function {func}")), divergences: Vec::new() };
+    };
+    let inputs: BTreeMap<String, Tensor> = match crate::interp::tensor_params(f) {
+        Ok(ps) => ps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (n, d, s))| crate::io::random_input(0, i, *d, s).ok().map(|t| (n.clone(), t)))
+            .collect(),
+        Err(d) => return Verdict { reference_error: Some(d.to_string()), divergences: Vec::new() },
+    };
+    let fresh = || -> BTreeMap<String, Tensor> { inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect() };
+    let reference = guarded(|| {
+        crate::interp::run_program(&module, func, &fresh(), &BTreeMap::new()).map(|o| o.files()).map_err(|d| d.to_string())
+    });
+    // Functionalization and optimization are shared by the engines after the reference.
+    let functional = catch_unwind(AssertUnwindSafe(|| {
+        crate::functionalize::functionalize(&module, func, &BTreeMap::new()).map_err(|d| d.to_string())
+    }));
+    let needs_opt = engines.iter().any(|e| matches!(e, Engine::Optimized | Engine::C | Engine::CudaEmu));
+    let optimized = match &functional {
+        Ok(Ok(f)) if needs_opt => Some(catch_unwind(AssertUnwindSafe(|| {
+            crate::rewrite::saturate::optimize(f, rules, Default::default()).map(|o| {
+                let mut g = f.clone();
+                g.term = o.term;
+                g
+            })
+        }))),
+        _ => None,
+    };
+    let mut out = Verdict { reference_error: None, divergences: Vec::new() };
+    let want = match &reference {
+        Outcome::Ran(files) => Some(files),
+        Outcome::Error(e) => {
+            out.reference_error = Some(e.clone());
+            None
+        }
+        Outcome::Panic(p) => {
+            out.divergences.push(Divergence { engine: Engine::Reference, kind: Kind::Panic, detail: p.clone() });
+            return out;
+        }
+    };
+    for &engine in engines {
+        if engine == Engine::Reference {
+            continue;
+        }
+        let outcome = match (&functional, engine) {
+            (Err(p), _) => Outcome::Panic(format!("functionalize: {}", panic_text_ref(p))),
+            (Ok(Err(e)), _) => Outcome::Error(e.clone()),
+            (Ok(Ok(f)), Engine::Functional) => guarded(|| {
+                crate::functionalize::run_functional(f, &fresh()).map(|o| o.files()).map_err(|d| d.to_string())
+            }),
+            (Ok(Ok(f)), Engine::Eager | Engine::Unfunctionalized) => {
+                let policy = if engine == Engine::Eager { Policy::Eager } else { Policy::Unfunctionalized };
+                guarded(|| {
+                    crate::lower::run_on(f, policy, Target::C, &fresh()).map(|o| o.0.files()).map_err(|d| d.to_string())
+                })
+            }
+            (Ok(Ok(_)), _) => match optimized.as_ref() {
+                None => Outcome::Error("not optimized".into()),
+                Some(Err(p)) => Outcome::Panic(format!("saturate: {}", panic_text_ref(p))),
+                Some(Ok(Err(e))) => Outcome::Error(e.clone()),
+                Some(Ok(Ok(g))) => guarded(|| match engine {
+                    Engine::Optimized => {
+                        crate::functionalize::run_functional(g, &fresh()).map(|o| o.files()).map_err(|d| d.to_string())
+                    }
+                    _ => {
+                        let target = if engine == Engine::C { Target::C } else { Target::CudaEmu };
+                        crate::lower::run_on(g, Policy::Fused, target, &fresh())
+                            .map(|o| o.0.files())
+                            .map_err(|d| d.to_string())
+                    }
+                }),
+            },
+        };
+        if let Some(d) = judge(engine, want, &outcome) {
+            out.divergences.push(d);
+        }
+    }
+    out
+}
+
+fn panic_text_ref(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panic".to_string())
+}
+
+/// Compares one engine's outcome with the reference's files (`None`: the reference raised).
+fn judge(engine: Engine, want: Option<&BTreeMap<String, Tensor>>, got: &Outcome) -> Option<Divergence> {
+    let d = |kind, detail: String| Some(Divergence { engine, kind, detail });
+    match (want, got) {
+        (_, Outcome::Panic(p)) => d(Kind::Panic, p.clone()),
+        (None, Outcome::Error(_)) => None,
+        (None, Outcome::Ran(files)) => d(
+            Kind::Wrong,
+            format!("ran (wrote {:?}) where the reference raised", files.keys().collect::<Vec<_>>()),
+        ),
+        (Some(_), Outcome::Error(e)) => d(Kind::Refused, e.clone()),
+        (Some(w), Outcome::Ran(g)) => {
+            if w.keys().ne(g.keys()) {
+                return d(
+                    Kind::Wrong,
+                    format!(
+                        "wrote {:?} but the reference wrote {:?}",
+                        g.keys().collect::<Vec<_>>(),
+                        w.keys().collect::<Vec<_>>()
+                    ),
+                );
+            }
+            for (name, t) in w {
+                if let Err(e) = crate::tensor::compare_close(name, &g[name], t) {
+                    return d(Kind::Wrong, e);
+                }
+            }
+            None
+        }
+    }
+}
+
+/// The shipped rules as rewrites, for [`check_source`].
+pub fn shipped_rewrites() -> Result<Vec<egg::Rewrite<Node, TermAnalysis>>, crate::Diagnostic> {
+    crate::rewrite::rules::to_rewrites(&crate::rewrite::rules::shipped()?)
+}
+
+/// Generates and checks the program of `seed`.
+pub fn check_seed(seed: u64, engines: &[Engine], rules: &[egg::Rewrite<Node, TermAnalysis>]) -> (String, Verdict) {
+    let source = gen::generate(seed);
+    let name = program_name(seed);
+    let v = check_source(&format!("{name}.py"), &source, &name, engines, rules);
+    (source, v)
+}
+
+/// Counts over a batch of verdicts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub programs: usize,
+    /// Every engine ran the program and matched the reference.
+    pub agree: usize,
+    /// The reference rejected the program and so did every engine.
+    pub rejected: usize,
+    /// Programs with at least one wrong result, panic or refusal.
+    pub wrong: usize,
+    pub panics: usize,
+    pub refused: usize,
+}
+
+impl Summary {
+    pub fn add(&mut self, v: &Verdict) {
+        self.programs += 1;
+        match v.signature() {
+            None if v.reference_error.is_some() => self.rejected += 1,
+            None => self.agree += 1,
+            Some((_, Kind::Wrong)) => self.wrong += 1,
+            Some((_, Kind::Panic)) => self.panics += 1,
+            Some((_, Kind::Refused)) => self.refused += 1,
+        }
+    }
+
+    pub fn diverged(&self) -> usize {
+        self.wrong + self.panics + self.refused
+    }
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "{} programs: {} agree, {} rejected by every engine, {} diverge ({} wrong, {} panics, {} refused)",
+            self.programs,
+            self.agree,
+            self.rejected,
+            self.diverged(),
+            self.wrong,
+            self.panics,
+            self.refused
+        )
+    }
+}
