@@ -30,6 +30,10 @@ pub(crate) struct FuzzArgs {
     /// Print every generated program's text to standard output and check nothing.
     #[arg(long)]
     print: bool,
+    /// Write every generated program into DIR as fuzz_SEED.py and check nothing (for scripts/diff_torch.py, which
+    /// runs them in PyTorch against the reference interpreter).
+    #[arg(long, value_name = "DIR")]
+    write: Option<PathBuf>,
     /// Worker threads (default: all cores). The verdicts do not depend on it.
     #[arg(long)]
     jobs: Option<usize>,
@@ -56,6 +60,16 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
         for &s in &seeds {
             outln!("# seed {s}\n{}", fuzz::gen::generate(s));
         }
+        return Ok(());
+    }
+    if let Some(dir) = &a.write {
+        std::fs::create_dir_all(dir).map_err(|e| Failure(1, format!("{}: cannot create: {e}", dir.display())))?;
+        for &s in &seeds {
+            let path = dir.join(format!("{}.py", fuzz::program_name(s)));
+            std::fs::write(&path, fuzz::gen::generate(s))
+                .map_err(|e| Failure(1, format!("{}: {e}", path.display())))?;
+        }
+        outln!("wrote {} programs into {}", seeds.len(), dir.display());
         return Ok(());
     }
     let engines = parse_engines(a.engines.as_deref())?;

@@ -1,12 +1,28 @@
 //! A data-dependent `if`: both arms run from the same state, and what they leave different becomes one `if` term.
 
 use super::ctrl::Flow;
-use super::state::{diag, Affine, Root, Sym, TId, TIdKey, TRef, FR, FV};
+use super::state::{diag, needs_static, Affine, Root, Sym, TId, TIdKey, TRef, FR, FV};
 use super::{Env, Fz};
 use crate::diag::Span;
 use crate::frontend::ast::*;
 use crate::ir::Node;
 use crate::tensor::DType;
+
+/// Whether `v` holds a view of root `r` (directly, or in a tuple or list).
+fn refers_to(v: &FV, r: usize) -> bool {
+    match v {
+        FV::Tensor(t) => t.root == r,
+        FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().any(|x| refers_to(x, r)),
+        FV::List(xs) => xs.borrow().iter().any(|x| refers_to(x, r)),
+        _ => false,
+    }
+}
+
+/// Whether `name` is the only way to reach root `r` in `env`: no other name or list views it and the caller does not
+/// see it (not a parameter). Then the arm's value of `name` may be copied into a fresh root without losing an alias.
+fn only_name(env: &Env, name: &str, r: usize, roots: &[Root]) -> bool {
+    roots[r].param.is_none() && env.iter().all(|(k, v)| k == name || !refers_to(v, r))
+}
 
 impl<'m> Fz<'m> {
     /// A data-dependent `if`: both arms run from the same state; what differs becomes an `if` term.
@@ -22,7 +38,11 @@ impl<'m> Fz<'m> {
         let arm = |this: &mut Self, env: &mut Env, stmts: &'m [Stmt]| -> FR<(Env, Vec<Root>)> {
             match this.block(env, stmts)? {
                 Flow::Normal => Ok((env.clone(), this.roots.clone())),
-                _ => diag(span, "`return`, `break` or `continue` inside an `if` on a run-time value is not supported"),
+                Flow::Return(_) => diag(span, "`return` inside an `if` on a run-time value is not supported"),
+                _ => {
+                    this.exit_under_dyn_if = true;
+                    diag(span, "`break` or `continue` inside an `if` on a run-time value is not supported here")
+                }
             }
         };
         let (env1, roots1) = arm(self, env, body)?;
@@ -76,10 +96,13 @@ impl<'m> Fz<'m> {
                     else_parts.push(self.affine_term(&b.off));
                     merges.push(Merge::Offset(name.clone(), a.clone()));
                 }
-                (FV::Tensor(a), FV::Tensor(b)) if a.root >= n0 && b.root >= n0 => {
+                (FV::Tensor(a), FV::Tensor(b))
+                    if (a.root >= n0 && b.root >= n0)
+                        || (only_name(&env1, name, a.root, &roots1) && only_name(&env2, name, b.root, &roots2)) =>
+                {
                     let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
                     if da != db || a.shape != b.shape {
-                        return diag(span, format!("`{name}` gets tensors of different types in the two arms of an `if` on a run-time value"));
+                        return needs_static(span, format!("`{name}` gets tensors of different types in the two arms of an `if` on a run-time value"));
                     }
                     self.roots = roots1.clone();
                     let ta = self.read(a, span)?;
@@ -90,7 +113,7 @@ impl<'m> Fz<'m> {
                     merges.push(Merge::Value(name.clone(), da, a.shape.clone()));
                 }
                 (FV::Tensor(_), FV::Tensor(_)) => {
-                    return diag(span, format!("`{name}` is bound to views of different tensors in the two arms of an `if` on a run-time value"));
+                    return needs_static(span, format!("`{name}` is bound to views of different tensors in the two arms of an `if` on a run-time value"));
                 }
                 (x, y) if matches!(x, FV::Int(_) | FV::DynInt(_)) && matches!(y, FV::Int(_) | FV::DynInt(_)) => {
                     then_parts.push(self.int_term(x));
@@ -115,7 +138,7 @@ impl<'m> Fz<'m> {
                     merges.push(Merge::Number(name.clone(), DType::Bool));
                 }
                 _ => {
-                    return diag(
+                    return needs_static(
                         span,
                         format!(
                             "`{name}` gets values of different kinds in the two arms of an `if` on a run-time value"

@@ -16,6 +16,7 @@ mod branch;
 mod carry;
 mod composite;
 mod ctrl;
+mod exits;
 mod expr;
 mod ops;
 mod state;
@@ -61,10 +62,26 @@ pub fn functionalize(
     name: &str,
     scalars: &std::collections::BTreeMap<String, interp::ScalarArg>,
 ) -> Result<Functional, Diagnostic> {
-    let f = module.function(name).ok_or_else(|| Diagnostic::new(format!("no function `{name}` in {}", module.path)))?;
-    let inputs = interp::tensor_params(f).map_err(|d| d.in_file(&module.path))?;
+    match functionalize_as_written(module, name, scalars) {
+        // A loop left under an `if` on a run-time value: functionalize it again with its exits as flags.
+        Err((_, true)) => functionalize_as_written(&exits::desugar(module), name, scalars).map_err(|(d, _)| d),
+        r => r.map_err(|(d, _)| d),
+    }
+}
+
+/// Functionalizes the program as it is written; on failure, also says whether a `break` or `continue` under an `if`
+/// on a run-time value was met (which [`exits::desugar`] removes).
+fn functionalize_as_written(
+    module: &Module,
+    name: &str,
+    scalars: &std::collections::BTreeMap<String, interp::ScalarArg>,
+) -> Result<Functional, (Diagnostic, bool)> {
+    let f = module
+        .function(name)
+        .ok_or_else(|| (Diagnostic::new(format!("no function `{name}` in {}", module.path)), false))?;
+    let inputs = interp::tensor_params(f).map_err(|d| (d.in_file(&module.path), false))?;
     // Module constants are plain Python data, evaluated once with the reference interpreter's rules.
-    let it = interp::Interp::new(module)?;
+    let it = interp::Interp::new(module).map_err(|d| (d, false))?;
     let consts =
         module.constants.iter().filter_map(|(n, _)| it.global(n).map(|v| (n.clone(), expr::value_to_fv(&v)))).collect();
     let mut fz = Fz {
@@ -75,13 +92,15 @@ pub fn functionalize(
         fn_names: HashMap::new(),
         consts,
         fn_stack: Vec::new(),
+        exit_under_dyn_if: false,
     };
     let result = fz.program(f, &inputs, scalars);
+    let exit = fz.exit_under_dyn_if;
     match result {
         Ok(out) => Ok(out),
-        Err(Stop::Diag(d)) => Err(d.in_file(&module.path)),
+        Err(Stop::Diag(d)) => Err((d.in_file(&module.path), exit)),
         Err(Stop::NeedsStatic(span, why)) => {
-            Err(Diagnostic::new(format!("cannot functionalize: {why}")).at(span).in_file(&module.path))
+            Err((Diagnostic::new(format!("cannot functionalize: {why}")).at(span).in_file(&module.path), exit))
         }
     }
 }
@@ -98,6 +117,8 @@ pub(super) struct Fz<'m> {
     consts: HashMap<String, FV>,
     /// The functions being inlined, innermost last.
     fn_stack: Vec<String>,
+    /// A `break` or `continue` under an `if` on a run-time value was met (see [`exits`]).
+    exit_under_dyn_if: bool,
 }
 
 impl<'m> Fz<'m> {

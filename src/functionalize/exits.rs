@@ -1,0 +1,143 @@
+//! `break` and `continue` under an `if` on a run-time value, rewritten into flags that guard the rest of the loop.
+//!
+//! A functional loop has no early exit, so a loop whose body may leave it at a data-dependent point becomes a loop
+//! that carries two flags: `broken` (set by `break`, and from then on every iteration does nothing) and `skipped`
+//! (set by `continue`, and the rest of this iteration does nothing). Statements after a point that may exit run under
+//! `if not broken: if not skipped:`. A `while` loop tests `broken` first, as a leading `if broken: break`, which the
+//! functionalizer turns into its condition. The flags are static Python bools wherever the conditions are, so a loop
+//! that is unrolled anyway unrolls as before.
+//!
+//! The rewrite is applied only when functionalizing the program as written ran into such an exit, and only to the
+//! source the functionalizer sees; the reference interpreter runs the program as written. Spans are kept, so errors
+//! still point at the user's code. Flag names are not Python identifiers, so they never meet a user's name.
+
+use crate::diag::Span;
+use crate::frontend::ast::*;
+
+/// The module with every loop that exits under an `if` rewritten into flags.
+pub(super) fn desugar(module: &Module) -> Module {
+    let mut m = module.clone();
+    let mut n = 0;
+    for f in &mut m.functions {
+        f.body = block(std::mem::take(&mut f.body), &mut n);
+    }
+    m
+}
+
+/// Whether `stmts` contain a `break` or `continue` of the enclosing loop inside an `if` (not of an inner loop).
+fn exits_under_if(stmts: &[Stmt], under_if: bool) -> bool {
+    stmts.iter().any(|s| match &s.kind {
+        StmtKind::Break | StmtKind::Continue => under_if,
+        StmtKind::If { body, orelse, .. } => exits_under_if(body, true) || exits_under_if(orelse, true),
+        _ => false,
+    })
+}
+
+/// Whether `stmts` contain a `break` or `continue` of the enclosing loop at all.
+fn exits(stmts: &[Stmt]) -> bool {
+    stmts.iter().any(|s| match &s.kind {
+        StmtKind::Break | StmtKind::Continue => true,
+        StmtKind::If { body, orelse, .. } => exits(body) || exits(orelse),
+        _ => false,
+    })
+}
+
+fn name(n: &str, span: Span) -> Expr {
+    Expr { kind: ExprKind::Name(n.to_string()), span }
+}
+
+fn set(flag: &str, value: bool, span: Span) -> Stmt {
+    Stmt {
+        kind: StmtKind::Assign { targets: vec![name(flag, span)], value: Expr { kind: ExprKind::Bool(value), span } },
+        span,
+    }
+}
+
+/// `if not flag: body`.
+fn unless(flag: &str, body: Vec<Stmt>, span: Span) -> Stmt {
+    let test = Expr { kind: ExprKind::Unary(UnaryOp::Not, Box::new(name(flag, span))), span };
+    Stmt { kind: StmtKind::If { test, body, orelse: Vec::new() }, span }
+}
+
+/// Rewrites the loops of a statement list (recursively).
+fn block(stmts: Vec<Stmt>, n: &mut usize) -> Vec<Stmt> {
+    let mut out = Vec::new();
+    for s in stmts {
+        let span = s.span;
+        match s.kind {
+            StmtKind::For { target, iter, body } if exits_under_if(&body, false) => {
+                let (brk, skp) = flags(n);
+                out.push(set(&brk, false, span));
+                let mut inner = vec![set(&skp, false, span)];
+                inner.extend(guard(block(body, n), &brk, &skp));
+                let body = vec![unless(&brk, inner, span)];
+                out.push(Stmt { kind: StmtKind::For { target, iter, body }, span });
+            }
+            StmtKind::While { test, body } if exits_under_if(&body, false) => {
+                let (brk, skp) = flags(n);
+                out.push(set(&brk, false, span));
+                let leave = Stmt {
+                    kind: StmtKind::If {
+                        test: name(&brk, span),
+                        body: vec![Stmt { kind: StmtKind::Break, span }],
+                        orelse: Vec::new(),
+                    },
+                    span,
+                };
+                let mut body2 = vec![leave, set(&skp, false, span)];
+                body2.extend(guard(block(body, n), &brk, &skp));
+                out.push(Stmt { kind: StmtKind::While { test, body: body2 }, span });
+            }
+            StmtKind::For { target, iter, body } => {
+                out.push(Stmt { kind: StmtKind::For { target, iter, body: block(body, n) }, span })
+            }
+            StmtKind::While { test, body } => {
+                out.push(Stmt { kind: StmtKind::While { test, body: block(body, n) }, span })
+            }
+            StmtKind::If { test, body, orelse } => {
+                out.push(Stmt { kind: StmtKind::If { test, body: block(body, n), orelse: block(orelse, n) }, span })
+            }
+            kind => out.push(Stmt { kind, span }),
+        }
+    }
+    out
+}
+
+fn flags(n: &mut usize) -> (String, String) {
+    *n += 1;
+    (format!("%broken{n}"), format!("%skipped{n}"))
+}
+
+/// A loop body with its exits turned into flags: `break` sets `brk`, `continue` sets `skp`, and what follows a
+/// statement that may exit runs only if neither is set.
+fn guard(stmts: Vec<Stmt>, brk: &str, skp: &str) -> Vec<Stmt> {
+    let mut out = Vec::new();
+    let mut it = stmts.into_iter();
+    while let Some(s) = it.next() {
+        let span = s.span;
+        match s.kind {
+            StmtKind::Break => {
+                out.push(set(brk, true, span));
+                return out;
+            }
+            StmtKind::Continue => {
+                out.push(set(skp, true, span));
+                return out;
+            }
+            StmtKind::If { test, body, orelse } if exits(&body) || exits(&orelse) => {
+                out.push(Stmt {
+                    kind: StmtKind::If { test, body: guard(body, brk, skp), orelse: guard(orelse, brk, skp) },
+                    span,
+                });
+                let rest = guard(it.collect(), brk, skp);
+                if !rest.is_empty() {
+                    let at = rest[0].span;
+                    out.push(unless(brk, vec![unless(skp, rest, at)], at));
+                }
+                return out;
+            }
+            kind => out.push(Stmt { kind, span }),
+        }
+    }
+    out
+}
