@@ -61,7 +61,13 @@ def main():
         files.extend(sorted(p.rglob("*.py")) if p.is_dir() else [p])
     bad = 0
     for path in files:
-        for name, fn in programs(path):
+        try:
+            progs = list(programs(path))
+        except Exception as e:  # a file Python itself cannot load
+            bad += 1
+            print(f"FAIL {path}: Python cannot load it: {type(e).__name__}: {e}".splitlines()[0])
+            continue
+        for name, fn in progs:
             label = f"{path}::{name}"
             with tempfile.TemporaryDirectory() as tmp:
                 r = subprocess.run([a.funcfuse, "run", label, "--engine", "reference", "--seed", str(a.seed), "--output", tmp],

@@ -202,7 +202,8 @@ impl Gen {
         for k in 0..n {
             let shape = if self.rng.pct(60) { base.clone() } else { self.random_shape() };
             let name = ["a", "b", "c", "d"][k as usize].to_string();
-            ps.push(format!("{name}: f32[{}]", shape_text(&shape)));
+            let ann = if shape.is_empty() { "()".to_string() } else { shape_text(&shape) };
+            ps.push(format!("{name}: f32[{ann}]"));
             self.tensors.push(TVar { name, dt: Dt::F32, shape, writable: true, contig: true });
         }
         if self.rng.pct(50) {
