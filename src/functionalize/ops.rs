@@ -114,7 +114,7 @@ impl A {
                     None => Ok(vec![self.int_of(v, name)?]),
                 };
             }
-            return Ok(vec![]);
+            return diag(self.span, format!("{}() missing 1 required positional arguments: \"{name}\"", self.name));
         }
         if rest.len() == 1 {
             if let Some(items) = rest[0].items() {
@@ -686,6 +686,9 @@ impl<'m> Fz<'m> {
 
     /// `x[idx] = v` or `index_put_` with integer index tensors, through a view.
     pub(super) fn index_write(&mut self, view: &TRef, idx: &[FV], value: &FV, acc: bool, span: Span) -> FR<()> {
+        if let FV::Tensor(v) = value {
+            self.check_no_overlap(view, &[v], span)?;
+        }
         let dt = self.roots[view.root].dtype;
         let v0 = self.read(view, span)?;
         let v0 = self.t.at(v0);

@@ -184,6 +184,22 @@ impl Fz<'_> {
 
     /// PyTorch's overlap checks of an in-place write, on every corner of the iteration space that is known.
     pub(super) fn check_inplace(&self, dst: &TRef, inputs: &[&TRef], internal: bool, span: Span) -> FR<()> {
+        self.check_views(dst, inputs, span, |d, refs| ops::check_overlap(d, refs, internal))
+    }
+
+    /// PyTorch's check that a write (`index_put_`, `x[idx] = v`) does not overlap its value at all, on every corner.
+    pub(super) fn check_no_overlap(&self, dst: &TRef, inputs: &[&TRef], span: Span) -> FR<()> {
+        self.check_views(dst, inputs, span, ops::check_no_overlap)
+    }
+
+    /// Runs a runtime overlap check on stand-ins of `dst` and `inputs` at every known corner of the iteration space.
+    fn check_views(
+        &self,
+        dst: &TRef,
+        inputs: &[&TRef],
+        span: Span,
+        check: impl Fn(&Tensor, &[&Tensor]) -> crate::tensor::TResult<()>,
+    ) -> FR<()> {
         for c in self.corners() {
             let at = |tr: &TRef| -> Option<Tensor> {
                 let off = Self::eval_affine(&tr.off, &c)?;
@@ -196,7 +212,7 @@ impl Fz<'_> {
             let Some(d) = at(dst) else { continue };
             let ins: Vec<Tensor> = inputs.iter().filter_map(|t| at(t)).collect();
             let refs: Vec<&Tensor> = ins.iter().collect();
-            ops::check_overlap(&d, &refs, internal)
+            check(&d, &refs)
                 .map_err(|m| super::state::Stop::Diag(crate::diag::Diagnostic::new(m).at(span)))?;
         }
         Ok(())

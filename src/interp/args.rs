@@ -94,7 +94,7 @@ impl Args {
             if let Some(v) = self.kw.iter().find(|(k, _)| k == name).map(|(_, v)| v) {
                 return int_list(v);
             }
-            return Ok(vec![]);
+            return Err(format!("{}() missing 1 required positional arguments: \"{name}\"", self.name));
         }
         if rest.len() == 1 {
             if let Some(items) = rest[0].items() {

@@ -155,6 +155,7 @@ pub fn index(x: &Tensor, idx: &[Option<Tensor>]) -> TResult<Tensor> {
 
 /// `x.index_put_(idx, values, accumulate)`: `values` broadcast to the indexing result, written in order.
 pub fn index_put(x: &Tensor, idx: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> TResult<()> {
+    super::ops::check_no_overlap(x, &[values])?;
     let a = advanced(x, idx)?;
     let b = broadcast_shapes(&a.shape, &values.shape).ok().filter(|b| *b == a.shape);
     if b.is_none() {

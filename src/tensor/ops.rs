@@ -560,6 +560,25 @@ pub fn check_overlap(dst: &Tensor, inputs: &[&Tensor], check_internal: bool) -> 
     Ok(())
 }
 
+/// Checks a write into `dst` that must not overlap `inputs` at all, not even exactly (`index_put_`, `index_add_`, and
+/// `x[idx] = v`), as PyTorch's `assert_no_overlap` does.
+pub fn check_no_overlap(dst: &Tensor, inputs: &[&Tensor]) -> TResult<()> {
+    for inp in inputs {
+        if !inp.same_storage(dst) || inp.numel() == 0 || dst.numel() == 0 {
+            continue;
+        }
+        let set: std::collections::HashSet<usize> = dst.offsets().into_iter().collect();
+        if !inp.offsets().iter().any(|o| set.contains(o)) {
+            continue;
+        }
+        if dst.is_non_overlapping_and_dense() && inp.is_non_overlapping_and_dense() {
+            return Err(E_PARTIAL.into());
+        }
+        return Err("unsupported in-place write: the value read overlaps the tensor written through a strided view, and PyTorch's result then depends on the order of the writes; clone() the value first".into());
+    }
+    Ok(())
+}
+
 /// Writes `value` into `dst` (an in-place op's result), after PyTorch's checks of dtype and shape.
 pub fn write_result(dst: &Tensor, value: &Tensor, cast_check: bool) -> TResult<()> {
     if cast_check && !dst.dtype().can_cast_from(value.dtype()) {
