@@ -1,0 +1,23 @@
+"""Reproductions of wrong answers the engines once gave, each kept as a check of the mechanism that fixed it."""
+from __future__ import annotations
+
+import torch
+
+
+def alias_changes_in_loop(a: f32[4, 3]) -> tuple[f32[4, 3], f32[4, 3]]:
+    # `v` is a view of `a` in the first iteration only: that iteration's write must reach `a`.
+    v = a.view(4, 3)
+    for i in range(1, 4):
+        v[i].mul_(v[i - 1])
+        v = torch.exp(v.clamp(max=1.0))
+    return a, v
+
+
+def alias_read_after_other_write(a: f32[4, 3]) -> tuple[f32[4, 3], f32[4, 3]]:
+    # The first iteration's `v` sees the write through `a`; later ones hold a fresh tensor.
+    v = a[:, :]
+    for i in range(4):
+        a[i] += 1.0
+        v = v * 2.0
+    return a, v
+
