@@ -21,3 +21,21 @@ def alias_read_after_other_write(a: f32[4, 3]) -> tuple[f32[4, 3], f32[4, 3]]:
         v = v * 2.0
     return a, v
 
+
+def pad_tail(x: f32[4, 8], n: int = 8) -> f32[4, 8]:
+    # `x[:, 8:]` is empty: the write must store nothing (not into column 0 of the next row).
+    x *= 2.0
+    x[:, n:] = 0.0
+    return x
+
+
+def empty_views(x: f32[4, 8], n: int = 4) -> tuple[f32[4, 8], f32[4, 0], f32[4]]:
+    x += 1.0
+    x[n:] = 5.0
+    x[1:1:2, ::3] = 7.0
+    x.view(-1)[32:] = 3.0
+    e = x[:, 2 * n :] * 3.0
+    s = e.sum(1)
+    x[:, 0] += s
+    return x, e, s
+
