@@ -39,3 +39,17 @@ def empty_views(x: f32[4, 8], n: int = 4) -> tuple[f32[4, 8], f32[4, 0], f32[4]]
     x[:, 0] += s
     return x, e, s
 
+
+def row_before_first(y: f32[6, 3]) -> f32[6, 3]:
+    # At i = 0, `y[i - 1]` is the last row, as in Python.
+    for i in range(3):
+        y[i] += y[i - 1]
+    return y
+
+
+def negative_runtime_index(table: f32[5, 3], idx: i64[4]) -> tuple[f32[3], f32[5, 3]]:
+    k = (idx.sum() * 0 - 2).item()
+    r = table[k] * 2.0
+    for i in range(4):
+        table[-i] = table[-i] * 2.0 + 1.0
+    return r, table
