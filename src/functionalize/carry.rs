@@ -341,3 +341,39 @@ impl<'m> Fz<'m> {
         Ok(out)
     }
 }
+
+/// Whether a value holds a view of `root` (directly, or inside a tuple or list).
+fn refers_to(v: &FV, root: usize) -> bool {
+    match v {
+        FV::Tensor(t) => t.root == root,
+        FV::Tuple(items) | FV::Named(items, _) => items.iter().any(|i| refers_to(i, root)),
+        FV::List(l) => l.borrow().iter().any(|i| refers_to(i, root)),
+        _ => false,
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// A name carried as a tensor made in the body whose value on entry is a view of a root that the body writes
+    /// and that something else can see (a parameter, another live name, or a caller of the helper being inlined).
+    /// In the first iteration the body's writes through that name, or through the other names, reach both; in
+    /// later iterations the name holds a fresh tensor. The loop state, which treats every iteration alike, would
+    /// copy the entry value and lose that aliasing, so the first iteration must run on its own (peeled).
+    pub(super) fn aliased_on_entry(&self, snap: &Snap, carries: &[Carry], body: &[Stmt]) -> Option<String> {
+        for c in carries {
+            let Carry::Value(name, ..) = c else { continue };
+            let Some(FV::Tensor(t)) = snap.env.get(name) else { continue };
+            if !carries.iter().any(|c| matches!(c, Carry::Root(r) if *r == t.root)) {
+                continue;
+            }
+            // Names the body assigns before reading, and that nothing after the loop reads, are dead on entry.
+            let live = |n: &str| self.used_outside(n, body) || !assigned_before_read(n, body);
+            let seen_elsewhere = self.roots[t.root].param.is_some()
+                || self.depth_calls > 1
+                || snap.env.iter().any(|(n, v)| n != name && live(n) && refers_to(v, t.root));
+            if seen_elsewhere {
+                return Some(name.clone());
+            }
+        }
+        None
+    }
+}

@@ -9,6 +9,10 @@ use super::carry::Carry;
 use super::expr::Cond;
 use super::state::{diag, needs_static, Affine, LoopFrame, Root, Stop, Sym, TRef, FR, FV};
 use super::{Env, Fz, UNROLL_LIMIT};
+
+/// How many leading iterations of a `for` loop are peeled, at most, where a name's aliasing differs between the
+/// first iteration and the rest (a view on entry, a fresh tensor afterwards); past that the loop is unrolled.
+const PEEL_LIMIT: usize = 2;
 use crate::diag::Span;
 use crate::frontend::ast::*;
 use crate::ir::{Node, Ty};
@@ -283,26 +287,45 @@ impl<'m> Fz<'m> {
 
     fn for_stmt(&mut self, env: &mut Env, target: &'m Expr, iter: &'m Expr, body: &'m [Stmt], span: Span) -> FR<Flow> {
         let it = self.expr(env, iter)?;
-        let FV::Range(a, b, s) = it else {
+        let FV::Range(mut a, b, s) = it else {
             let items = self.iterate(&it, iter.span)?;
             return self.unrolled(env, target, items.into_iter(), body);
         };
-        let n = if (s > 0 && a < b) || (s < 0 && a > b) { ((b - a).abs() - 1) / s.abs() + 1 } else { 0 };
-        if n <= 1 {
-            return self.unrolled(env, target, (0..n).map(|k| FV::Int(a + k * s)), body);
-        }
-        let ExprKind::Name(var) = &target.kind else {
-            return self.unrolled_limited(env, target, a, s, n, body, span, "a loop target that is not a name");
-        };
-        let snap = self.snapshot(env);
-        match self.symbolic_for(env, var, (a, b, s, n), body, &snap, span) {
-            Ok(()) => Ok(Flow::Normal),
-            Err(Stop::NeedsStatic(at, why)) => {
-                self.restore(env, &snap);
-                let why = format!("{why} (at {}:{})", at.line, at.col);
-                self.unrolled_limited(env, target, a, s, n, body, span, &why)
+        let mut n = if (s > 0 && a < b) || (s < 0 && a > b) { ((b - a).abs() - 1) / s.abs() + 1 } else { 0 };
+        let mut peeled = 0;
+        loop {
+            if n <= 1 {
+                return self.unrolled(env, target, (0..n).map(|k| FV::Int(a + k * s)), body);
             }
-            Err(e) => Err(e),
+            let ExprKind::Name(var) = &target.kind else {
+                return self.unrolled_limited(env, target, a, s, n, body, span, "a loop target that is not a name");
+            };
+            let snap = self.snapshot(env);
+            match self.symbolic_for(env, var, (a, b, s, n), body, &snap, span) {
+                Ok(None) => return Ok(Flow::Normal),
+                Ok(Some(name)) if peeled == PEEL_LIMIT => {
+                    let why = format!("`{name}` enters every iteration as a view of a tensor the loop writes");
+                    return self.unrolled_limited(env, target, a, s, n, body, span, &why);
+                }
+                Ok(Some(_)) => {
+                    // The first iteration sees aliasing the later ones do not: run it on its own, then the rest.
+                    peeled += 1;
+                    self.assign(env, target, FV::Int(a))?;
+                    match self.block(env, body)? {
+                        Flow::Normal | Flow::Continue => {}
+                        Flow::Break => return Ok(Flow::Normal),
+                        Flow::Return(v) => return Ok(Flow::Return(v)),
+                    }
+                    a += s;
+                    n -= 1;
+                }
+                Err(Stop::NeedsStatic(at, why)) => {
+                    self.restore(env, &snap);
+                    let why = format!("{why} (at {}:{})", at.line, at.col);
+                    return self.unrolled_limited(env, target, a, s, n, body, span, &why);
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
 
@@ -350,7 +373,7 @@ impl<'m> Fz<'m> {
         body: &'m [Stmt],
         snap: &Snap,
         span: Span,
-    ) -> FR<()> {
+    ) -> FR<Option<String>> {
         let level = self.t.depth();
         let last = a + (n - 1) * s;
         // Pass 1: find what the body changes.
@@ -359,6 +382,9 @@ impl<'m> Fz<'m> {
         self.t.frames.pop();
         self.restore(env, snap);
         let carries = carries?;
+        if let Some(name) = self.aliased_on_entry(snap, &carries, body) {
+            return Ok(Some(name));
+        }
         // Pass 2: the body over the carried state.
         let tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
         let init = self.carried_terms(env, &carries, true, span)?;
@@ -386,7 +412,7 @@ impl<'m> Fz<'m> {
         let lp = self.t.add(Node::Loop([ia, ib, is, init_t.id, body_id])).map_err(Self::tyerr(span))?;
         self.bind_after(env, snap, &carries, lp, &views, span)?;
         env.insert(var.to_string(), FV::Int(last));
-        Ok(())
+        Ok(None)
     }
 
     /// The condition of one more iteration: `test`, and not the guard of a leading `if GUARD: break`.
@@ -477,6 +503,10 @@ impl<'m> Fz<'m> {
         self.t.frames.pop();
         self.restore(env, &snap);
         let carries = carries?;
+        if let Some(name) = self.aliased_on_entry(&snap, &carries, body) {
+            let why = format!("`{name}` enters the loop as a view of a tensor the loop writes, and is a new tensor in later iterations");
+            return needs_static(span, why);
+        }
         let tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
         let init = self.carried_terms(env, &carries, true, span)?;
         self.t.frames.push(LoopFrame { range: None, carried: tys.clone() });

@@ -136,7 +136,7 @@ impl<'m> Fz<'m> {
                             if s.as_const().is_some_and(|v| v < 0) || e.as_const().is_some_and(|v| v < 0) {
                                 return needs_static(span, "a negative slice bound next to a loop variable");
                             }
-                            view = self.dyn_slice(&view, d, &s, &e, step, span)?;
+                            view = self.dyn_slice(&view, d, &s, &e, step, false, span)?;
                         }
                     }
                     d += 1;

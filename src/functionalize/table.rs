@@ -376,7 +376,7 @@ impl<'m> Fz<'m> {
                 match a.req(2, "start")?.clone() {
                     FV::DynInt(s) => {
                         let d = crate::tensor::views::wrap_dim(dim, x.shape.len()).map_err(err(span))?;
-                        Ok(FV::Tensor(self.dyn_slice(&x, d, &s, &s.add(&Affine::constant(len)), 1, span)?))
+                        Ok(FV::Tensor(self.dyn_slice(&x, d, &s, &s.add(&Affine::constant(len)), 1, true, span)?))
                     }
                     s => {
                         let s = a.int_of(&s, "start")?;

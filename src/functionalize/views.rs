@@ -170,18 +170,6 @@ impl Fz<'_> {
         Some(v)
     }
 
-    /// Checks that an affine index lies in `0..n` on every iteration (where that can be known statically).
-    pub(super) fn check_index(&self, a: &Affine, n: usize, dim: usize, span: Span) -> FR<()> {
-        for c in self.corners() {
-            if let Some(v) = Self::eval_affine(a, &c) {
-                if v < 0 || v >= n as i64 {
-                    return diag(span, format!("index {v} is out of bounds for dimension {dim} with size {n}"));
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// PyTorch's overlap checks of an in-place write, on every corner of the iteration space that is known.
     pub(super) fn check_inplace(&self, dst: &TRef, inputs: &[&TRef], internal: bool, span: Span) -> FR<()> {
         self.check_views(dst, inputs, span, |d, refs| ops::check_overlap(d, refs, internal))
@@ -218,9 +206,33 @@ impl Fz<'_> {
         Ok(())
     }
 
-    /// A select or slice with an index that depends on loop variables: static shape, offset moved by `start*stride`.
-    pub(super) fn dyn_select(&self, tr: &TRef, dim: usize, idx: &Affine, span: Span) -> FR<TRef> {
-        self.check_index(idx, tr.shape[dim], dim, span)?;
+    /// A run-time index into a dim of size `n`, as Python reads it: a negative index counts from the end (once), and
+    /// one outside `-n..n` is PyTorch's IndexError. Where the loop variables alone decide the index, the first and
+    /// last iterations bound it (it is affine), so it is checked here and wrapped by a constant where it keeps one
+    /// sign; otherwise an `iindex` term wraps and checks it when the program runs.
+    fn wrapped_index(&mut self, idx: &Affine, n: usize, dim: usize, span: Span) -> FR<Affine> {
+        let n = n as i64;
+        let values: Option<Vec<i64>> = self.corners().iter().map(|c| Self::eval_affine(idx, c)).collect();
+        if let Some(vs) = values {
+            if let Some(v) = vs.iter().find(|&&v| v < -n || v >= n) {
+                return diag(span, format!("index {v} is out of bounds for dimension {dim} with size {n}"));
+            }
+            if vs.iter().all(|&v| v >= 0) {
+                return Ok(idx.clone());
+            }
+            if vs.iter().all(|&v| v < 0) {
+                return Ok(idx.add(&Affine::constant(n)));
+            }
+        }
+        let i = self.affine_term(idx);
+        let (nn, dd) = (self.t.leaf(Node::Int(n)), self.t.leaf(Node::Int(dim as i64)));
+        let t = self.t.add(Node::Op(OpName::IIndex, vec![i, nn, dd])).map_err(Self::tyerr(span))?;
+        Ok(Affine::sym(Sym::Opaque(super::state::TIdKey::of(t))))
+    }
+
+    /// A select with an index known at run time: static shape, offset moved by `index * stride`.
+    pub(super) fn dyn_select(&mut self, tr: &TRef, dim: usize, idx: &Affine, span: Span) -> FR<TRef> {
+        let idx = self.wrapped_index(idx, tr.shape[dim], dim, span)?;
         let mut out = tr.clone();
         out.off = tr.off.add(&idx.scale(tr.strides[dim] as i64));
         out.shape.remove(dim);
@@ -228,13 +240,19 @@ impl Fz<'_> {
         Ok(out)
     }
 
+    /// A slice (or, with `narrow`, a `narrow`) whose start is known at run time and whose length is static. Where
+    /// loop variables alone decide the start, the first and last iterations must keep the slice in range (else the
+    /// loop is unrolled); a start that depends on data goes through an `islice` (`inarrow`) term, which checks when
+    /// the program runs that the slice has its static length, as PyTorch would compute it.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn dyn_slice(
-        &self,
+        &mut self,
         tr: &TRef,
         dim: usize,
         start: &Affine,
         stop: &Affine,
         step: i64,
+        narrow: bool,
         span: Span,
     ) -> FR<TRef> {
         let len = match stop.add(&start.neg()).as_const() {
@@ -242,13 +260,27 @@ impl Fz<'_> {
             None => return needs_static(span, "a slice whose length depends on a loop variable"),
         };
         let n = tr.shape[dim] as i64;
-        for c in self.corners() {
-            if let Some(s) = Self::eval_affine(start, &c) {
-                if s < 0 || s + len > n {
+        let values: Option<Vec<i64>> = self.corners().iter().map(|c| Self::eval_affine(start, c)).collect();
+        let start = match values {
+            Some(vs) => {
+                if vs.iter().any(|&s| s < 0 || s + len > n) {
                     return needs_static(span, "a slice that moves out of range with the loop variable");
                 }
+                start.clone()
             }
-        }
+            None => {
+                let s = self.affine_term(start);
+                let (l, nn) = (self.t.leaf(Node::Int(len)), self.t.leaf(Node::Int(n)));
+                let node = if narrow {
+                    Node::Op(OpName::INarrow, vec![s, l, nn])
+                } else {
+                    let d = self.t.leaf(Node::Int(dim as i64));
+                    Node::Op(OpName::ISlice, vec![s, l, nn, d])
+                };
+                let t = self.t.add(node).map_err(Self::tyerr(span))?;
+                Affine::sym(Sym::Opaque(super::state::TIdKey::of(t)))
+            }
+        };
         let mut out = tr.clone();
         out.off = tr.off.add(&start.scale(tr.strides[dim] as i64));
         out.shape[dim] = ((len + step - 1) / step) as usize;

@@ -34,6 +34,18 @@ pub struct EvalError(pub String);
 
 type R<T> = Result<T, EvalError>;
 
+/// The run-time integer ops of view offsets (`iindex`, `islice`, `inarrow`) on their integer arguments.
+pub fn run_time_start(op: OpName, args: &[i64]) -> Result<i64, String> {
+    use crate::tensor::views::{narrow_start, slice_start, wrap_index};
+    use OpName::*;
+    match (op, args) {
+        (IIndex, &[i, n, d]) => wrap_index(i, n, d as usize),
+        (ISlice, &[s, len, n, d]) => slice_start(s, len, n, d as usize),
+        (INarrow, &[s, len, n]) => narrow_start(s, len, n),
+        _ => Err(format!("internal: `{op}` with {} arguments", args.len())),
+    }
+}
+
 fn fail<T>(m: impl Into<String>) -> R<T> {
     Err(EvalError(m.into()))
 }
@@ -380,6 +392,10 @@ impl Evaluator<'_> {
                         }
                     }
                 }))
+            }
+            IIndex | ISlice | INarrow => {
+                let vals = args.iter().map(|&a| self.int(a)).collect::<R<Vec<i64>>>()?;
+                Ok(V::I(run_time_start(op, &vals)?))
             }
             ToInt => {
                 arity(1)?;

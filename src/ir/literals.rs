@@ -144,6 +144,13 @@ op_names! {
     IFloorDiv = "i//",
     IMod = "i%",
     ToInt = "toint",
+    // `(iindex i n d)`: index i into dim d of size n, as Python reads it (-1 is n - 1); outside -n..n an IndexError.
+    IIndex = "iindex",
+    // `(islice s len n d)`: the start of `[s : s + len]` in dim d of size n, as Python clamps it; an error where the
+    // slice would not have len elements (its shape would depend on the data).
+    ISlice = "islice",
+    // `(inarrow s len n)`: the start of `narrow(_, s, len)` in a dim of size n; PyTorch's error where out of range.
+    INarrow = "inarrow",
     ITensor = "itensor",
     // Creation and conversion.
     Full = "full",

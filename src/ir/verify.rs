@@ -328,6 +328,12 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             cx.int(1)?;
             Ty::Int
         }
+        IIndex | ISlice | INarrow => {
+            let n = if op == ISlice { 4 } else { 3 };
+            arity(n)?;
+            (0..n).try_for_each(|k| cx.int(k).map(|_| ()))?;
+            Ty::Int
+        }
         ToInt => {
             arity(1)?;
             let (d, s) = cx.tensor(0)?;

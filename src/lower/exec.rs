@@ -216,6 +216,10 @@ impl<D: Device> Executor<'_, D> {
                             _ => a - b * (a.div_euclid(b) - i64::from(b < 0 && a.rem_euclid(b) != 0)),
                         })
                     }
+                    IIndex | ISlice | INarrow => {
+                        let vals = args.iter().map(|&a| self.int(a, inputs)).collect::<R<Vec<i64>>>()?;
+                        Val::I(crate::ir::run_time_start(op, &vals)?)
+                    }
                     ToInt => {
                         let (b, d, s) = self.tensor(args[0], inputs)?;
                         Val::I(self.dev.download(&b, d, &s)?.item()?.to_i64_trunc())

@@ -189,6 +189,10 @@ impl Planner<'_> {
                 self.expr(kb, x, &unravel(&o, &xs))?
             }
             Node::Assign([x, v, y]) => {
+                if self.view_parts(v).is_some_and(|(vs, _, _)| vs.contains(&0)) {
+                    // A write through an empty view changes nothing (and its value has no element to read).
+                    return self.expr(kb, x, idx);
+                }
                 let (cond, vidx) = self.membership(kb, v, idx, shape)?;
                 let value = self.operand(kb, y, &vidx)?;
                 let value = if value.dtype() == dtype { value } else { Expr::Cast(dtype, Box::new(value)) };
@@ -327,6 +331,10 @@ impl Planner<'_> {
         shape: &[usize],
     ) -> Result<(Expr, Vec<Idx>), String> {
         let (vs, st, off) = self.view_parts(v).ok_or("view")?;
+        if vs.contains(&0) || shape.contains(&0) {
+            // An empty view holds no element; its size-0 dims must not be taken for size-1 ones.
+            return Ok((Expr::Const(0.0, DType::Bool), vec![Idx::constant(0); vs.len()]));
+        }
         let off = self.int_form(kb, off);
         if let Some(r) = box_membership(&vs, &st, &off, idx, shape) {
             return Ok(r);

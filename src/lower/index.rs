@@ -179,6 +179,11 @@ pub fn contiguous(shape: &[usize]) -> Vec<i64> {
 
 /// The multi-index of row-major position `lin` in `shape`.
 pub fn unravel(lin: &Idx, shape: &[usize]) -> Vec<Idx> {
+    if shape.contains(&0) {
+        // An empty shape has no position to unravel (and row-major strides of 0 to divide by): no kernel point
+        // reaches it, so any index will do.
+        return vec![Idx::constant(0); shape.len()];
+    }
     let st = contiguous(shape);
     shape.iter().zip(&st).map(|(&n, &s)| if n == 1 { Idx::constant(0) } else { lin.div(s).modulo(n as i64) }).collect()
 }

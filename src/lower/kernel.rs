@@ -348,6 +348,11 @@ pub fn view_helpers(k: &Kernel, prefix: &str, fn_kw: &str) -> String {
         dims.sort_by_key(|&d| std::cmp::Reverse(strides[d]));
         let _ = writeln!(s, "{fn_kw} int64_t {prefix}vi{n}(int64_t r) {{");
         let _ = writeln!(s, "  int64_t q, out = 0;\n  if (r < 0) return -1;");
+        if shape.contains(&0) {
+            // An empty view reaches no element (a size-0 dim is not a size-1 one).
+            let _ = writeln!(s, "  (void)q; (void)out; return -1;\n}}");
+            continue;
+        }
         for d in dims {
             let _ = writeln!(
                 s,

@@ -52,17 +52,47 @@ pub fn infer_shape(shape: &[i64], numel: usize) -> TResult<Vec<usize>> {
     Ok(out)
 }
 
+/// Index `index` into dim `dim` of size `n`, as Python reads it: a negative index counts from the end, once; outside
+/// `-n..n` it is PyTorch's IndexError. Every engine wraps and checks run-time indices with this one function.
+pub fn wrap_index(index: i64, n: i64, dim: usize) -> TResult<i64> {
+    if index < -n || index >= n {
+        return Err(format!("index {} is out of bounds for dimension {} with size {}", index, dim, n));
+    }
+    Ok(if index < 0 { index + n } else { index })
+}
+
+/// The start `narrow(dim, start, length)` reads from in a dim of size `n` (a negative start counts from the end).
+pub fn narrow_start(start: i64, length: i64, n: i64) -> TResult<i64> {
+    let s = if start < 0 { start + n } else { start };
+    if s < 0 || length < 0 || s + length > n {
+        return Err(format!("start ({start}) + length ({length}) exceeds dimension size ({n})."));
+    }
+    Ok(s)
+}
+
+/// The start of `[start : start + len]` in dim `dim` of size `n`, clamped as Python clamps slice bounds, where that
+/// slice has `len` elements; where it has fewer, its shape depends on the data, which no term can express.
+pub fn slice_start(start: i64, len: i64, n: i64, dim: usize) -> TResult<i64> {
+    let clamp = |b: i64| if b < 0 { (b + n).max(0) } else { b.min(n) };
+    let (s, e) = (clamp(start), clamp(start + len));
+    if (e - s).max(0) != len {
+        return Err(format!(
+            "the slice [{start}:{}] of dimension {dim} with size {n} has {} elements, not the {len} it has for other \
+             values: a shape that depends on the data is not supported",
+            start + len,
+            (e - s).max(0)
+        ));
+    }
+    Ok(s)
+}
+
 impl Tensor {
     pub fn select(&self, dim: i64, index: i64) -> TResult<Tensor> {
         if self.dim() == 0 {
             return Err("select() cannot be applied to a 0-dim tensor.".into());
         }
         let d = wrap_dim(dim, self.dim())?;
-        let n = self.shape[d] as i64;
-        if index < -n || index >= n {
-            return Err(format!("index {} is out of bounds for dimension {} with size {}", index, d, n));
-        }
-        let i = if index < 0 { index + n } else { index };
+        let i = wrap_index(index, self.shape[d] as i64, d)?;
         let mut shape = self.shape.clone();
         let mut strides = self.strides.clone();
         let offset = (self.offset as isize + i as isize * strides[d]) as usize;
@@ -95,11 +125,7 @@ impl Tensor {
 
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> TResult<Tensor> {
         let d = wrap_dim(dim, self.dim())?;
-        let n = self.shape[d] as i64;
-        let s = if start < 0 { start + n } else { start };
-        if s < 0 || length < 0 || s + length > n {
-            return Err(format!("start ({start}) + length ({length}) exceeds dimension size ({n})."));
-        }
+        let s = narrow_start(start, length, self.shape[d] as i64)?;
         self.slice(d as i64, Some(s), Some(s + length), 1)
     }
 

@@ -1,0 +1,108 @@
+//! Run-time errors that every engine must raise as the reference interpreter (and PyTorch) does: an index known
+//! only when the program runs, out of range, is an IndexError with PyTorch's message on the reference, the
+//! functional engine, the optimized term and every plan (C, and the CUDA kernels on the emulator), never an index
+//! wrapped modulo the size. Programs whose inputs trigger no error are corpus programs
+//! (`corpus/regressions/engines.py`); these trigger theirs whatever the seeded inputs.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use funcfuse::frontend::{self, Module};
+use funcfuse::lower::{Policy, Target};
+
+const HEADER: &str = "from __future__ import annotations\nimport torch\n\n";
+
+/// Runs `func` of `src` on every engine and returns, per engine, its error (or a note that it returned).
+fn errors(src: &str, func: &str) -> Vec<(String, String)> {
+    let module: Module = frontend::parse_module("case.py", &format!("{HEADER}{src}")).unwrap();
+    let inputs = common::seeded_inputs(&module, func, 3);
+    let fresh = || inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect::<BTreeMap<_, _>>();
+    let returned = |_| "returned without an error".to_string();
+    let mut out = vec![("reference".to_string(), common::run_reference(&module, func, &inputs).map(returned))];
+    let f = funcfuse::functionalize::functionalize(&module, func, &BTreeMap::new()).map_err(|d| d.to_string());
+    let functional = f.and_then(|f| funcfuse::functionalize::run_functional(&f, &fresh()).map_err(|d| d.to_string()));
+    out.push(("functional".into(), functional.map(returned)));
+    let opt = common::optimized(&module, func);
+    let optimized = opt.clone().and_then(|f| funcfuse::functionalize::run_functional(&f, &fresh()).map_err(|d| d.to_string()));
+    out.push(("optimized term".into(), optimized.map(returned)));
+    for (name, policy, target) in [
+        ("fused C plan", Policy::Fused, Target::C),
+        ("eager C plan", Policy::Eager, Target::C),
+        ("unfunctionalized C plan", Policy::Unfunctionalized, Target::C),
+        ("fused plan on the CUDA emulator", Policy::Fused, Target::CudaEmu),
+    ] {
+        let f = if policy == Policy::Fused {
+            opt.clone()
+        } else {
+            funcfuse::functionalize::functionalize(&module, func, &BTreeMap::new()).map_err(|d| d.to_string())
+        };
+        let r = f.and_then(|f| funcfuse::lower::run_on(&f, policy, target, &fresh()).map_err(|d| d.to_string()));
+        out.push((name.into(), r.map(|_| "returned without an error".to_string())));
+    }
+    out.into_iter().map(|(e, r)| (e, r.err().unwrap_or_else(|| "returned without an error".into()))).collect()
+}
+
+/// Asserts that every engine fails with a message containing `want`.
+fn every_engine_raises(src: &str, func: &str, want: &str) {
+    let bad: Vec<String> =
+        errors(src, func).into_iter().filter(|(_, m)| !m.contains(want)).map(|(e, m)| format!("  {e}: {m}")).collect();
+    assert!(bad.is_empty(), "expected `{want}` from every engine; these differ:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn an_index_read_from_a_tensor_is_bounds_checked() {
+    let src = "def f(table: f32[5, 3], idx: i64[4]) -> f32[3]:\n    idx[2] = 7\n    return table[idx[2]]\n";
+    every_engine_raises(src, "f", "index 7 is out of bounds for dimension 0 with size 5");
+}
+
+#[test]
+fn an_index_from_item_is_bounds_checked() {
+    let src = "def f(table: f32[5, 3], idx: i64[4]) -> f32[3]:\n    k = (idx.sum() * 0 + 112).item()\n    return table[k]\n";
+    every_engine_raises(src, "f", "index 112 is out of bounds for dimension 0 with size 5");
+}
+
+#[test]
+fn a_negative_index_below_minus_the_size_is_bounds_checked() {
+    let src = "def f(table: f32[5, 3], idx: i64[4]) -> f32[3]:\n    k = (idx.sum() * 0 - 6).item()\n    return table[k] + 1.0\n";
+    every_engine_raises(src, "f", "index -6 is out of bounds for dimension 0 with size 5");
+}
+
+#[test]
+fn a_nonlinear_loop_index_is_bounds_checked() {
+    let src = "def f(y: f32[6, 3]) -> f32[6, 3]:\n    for i in range(4):\n        y[i ** 2] += 1.0\n    return y\n";
+    every_engine_raises(src, "f", "index 9 is out of bounds for dimension 0 with size 6");
+}
+
+#[test]
+fn an_index_carried_around_a_loop_is_bounds_checked() {
+    let src =
+        "def f(y: f32[6, 3]) -> f32[6, 3]:\n    k = 0\n    for i in range(4):\n        y[k] += 1.0\n        k = k * 2 - 3\n    return y\n";
+    every_engine_raises(src, "f", "index -9 is out of bounds for dimension 0 with size 6");
+}
+
+#[test]
+fn an_index_into_a_later_dim_names_that_dim() {
+    let src = "def f(y: f32[4, 5], idx: i64[2]) -> f32[4, 5]:\n    b = (idx.sum() * 0 + 6).item()\n    y[:, b] += 1.0\n    return y\n";
+    every_engine_raises(src, "f", "index 6 is out of bounds for dimension 1 with size 5");
+}
+
+#[test]
+fn a_narrow_from_item_is_bounds_checked() {
+    let src = "def f(x: f32[5, 3], idx: i64[4]) -> f32[2, 3]:\n    k = (idx.sum() * 0 + 4).item()\n    return x.narrow(0, k, 2) * 2.0\n";
+    every_engine_raises(src, "f", "start (4) + length (2) exceeds dimension size (5).");
+}
+
+/// A slice from a run-time start that PyTorch clamps to fewer elements has a shape that depends on the data: the
+/// reference returns the short slice, every other engine must refuse (never read past the end, never wrap).
+#[test]
+fn a_clamped_slice_from_item_is_refused_not_wrapped() {
+    let src = "def f(x: f32[5, 3], idx: i64[4]) -> f32[2, 3]:\n    k = (idx.sum() * 0 + 4).item()\n    return x[k:k + 2] * 2.0\n";
+    let want = "the slice [4:6] of dimension 0 with size 5 has 1 elements";
+    let bad: Vec<String> = errors(src, "f")
+        .into_iter()
+        .filter(|(e, m)| if e == "reference" { !m.contains("returned") } else { !m.contains(want) })
+        .map(|(e, m)| format!("  {e}: {m}"))
+        .collect();
+    assert!(bad.is_empty(), "expected the reference to return and every other engine `{want}`:\n{}", bad.join("\n"));
+}
