@@ -408,6 +408,9 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             } else {
                 dims.iter().map(|&x| wrap_dim(x, s.len())).collect::<Result<_, _>>()?
             };
+            if matches!(op, Amax | Amin) {
+                empty_reduction(if op == Amax { "amax" } else { "amin" }, &s, &dims, cx.lit_ints(1)?.is_empty())?;
+            }
             let shape = reduced(&s, &dims, keep);
             let out = match op {
                 Sum | Prod if !d.is_float() => DType::I64,
@@ -423,6 +426,7 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             let dim = wrap_dim(cx.lit_int(1)?, s.len())?;
             let keep = cx.lit_bool(2)?;
             let dims = if s.is_empty() { vec![] } else { vec![dim] };
+            empty_reduction(if matches!(op, MaxVal | MaxIdx) { "max" } else { "min" }, &s, &dims, false)?;
             Ty::Tensor(if matches!(op, MaxIdx | MinIdx) { DType::I64 } else { d }, reduced(&s, &dims, keep))
         }
         Softmax | LogSoftmax | Cumsum => {
@@ -635,4 +639,15 @@ pub(crate) fn matmul_shape(sa: &[usize], sb: &[usize]) -> Result<Vec<usize>, Str
         shape.push(sb[sb.len() - 1]);
     }
     Ok(shape)
+}
+
+/// PyTorch's errors for a max or min over nothing: a reduced dim of size 0, or every dim of an empty tensor.
+fn empty_reduction(name: &str, shape: &[usize], dims: &[usize], all: bool) -> Result<(), String> {
+    if all && shape.contains(&0) {
+        return Err(format!("{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."));
+    }
+    match dims.iter().find(|&&d| shape[d] == 0) {
+        Some(d) => Err(format!("{name}(): Expected reduction dim {d} to have non-zero size.")),
+        None => Ok(()),
+    }
 }

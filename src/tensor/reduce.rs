@@ -170,8 +170,12 @@ pub fn max_all(x: &Tensor, max: bool) -> TResult<Tensor> {
 /// `amax`/`amin` over several dims.
 pub fn amax(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, max: bool) -> TResult<Tensor> {
     let d = reduce_dims(x, dims)?;
-    if x.numel() == 0 {
-        return max_all(x, max);
+    let name = if max { "amax" } else { "amin" };
+    if dims.is_none_or(|ds| ds.is_empty()) && x.numel() == 0 {
+        return Err(format!("{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."));
+    }
+    if let Some(&z) = d.iter().find(|&&k| x.shape[k] == 0) {
+        return Err(format!("{name}(): Expected reduction dim {z} to have non-zero size."));
     }
     reduce_with(x, &d, keepdim, x.dtype(), |v| Ok(arg_extreme(v, max).1))
 }
