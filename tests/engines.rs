@@ -24,7 +24,8 @@ fn errors(src: &str, func: &str) -> Vec<(String, String)> {
     let functional = f.and_then(|f| funcfuse::functionalize::run_functional(&f, &fresh()).map_err(|d| d.to_string()));
     out.push(("functional".into(), functional.map(returned)));
     let opt = common::optimized(&module, func);
-    let optimized = opt.clone().and_then(|f| funcfuse::functionalize::run_functional(&f, &fresh()).map_err(|d| d.to_string()));
+    let optimized =
+        opt.clone().and_then(|f| funcfuse::functionalize::run_functional(&f, &fresh()).map_err(|d| d.to_string()));
     out.push(("optimized term".into(), optimized.map(returned)));
     for (name, policy, target) in [
         ("fused C plan", Policy::Fused, Target::C),
@@ -58,7 +59,8 @@ fn an_index_read_from_a_tensor_is_bounds_checked() {
 
 #[test]
 fn an_index_from_item_is_bounds_checked() {
-    let src = "def f(table: f32[5, 3], idx: i64[4]) -> f32[3]:\n    k = (idx.sum() * 0 + 112).item()\n    return table[k]\n";
+    let src =
+        "def f(table: f32[5, 3], idx: i64[4]) -> f32[3]:\n    k = (idx.sum() * 0 + 112).item()\n    return table[k]\n";
     every_engine_raises(src, "f", "index 112 is out of bounds for dimension 0 with size 5");
 }
 
