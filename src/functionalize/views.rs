@@ -221,6 +221,9 @@ impl Fz<'_> {
         step: i64,
         span: Span,
     ) -> FR<TRef> {
+        if step <= 0 {
+            return diag(span, "step must be greater than zero");
+        }
         let len = match stop.add(&start.neg()).as_const() {
             Some(l) => l.max(0),
             None => return needs_static(span, "a slice whose length depends on a loop variable"),
