@@ -184,6 +184,18 @@ impl Fz<'_> {
 
     /// PyTorch's overlap checks of an in-place write, on every corner of the iteration space that is known.
     pub(super) fn check_inplace(&self, dst: &TRef, inputs: &[&TRef], internal: bool, span: Span) -> FR<()> {
+        self.check_at_corners(dst, inputs, span, |d, ins| ops::check_overlap(d, ins, internal))
+    }
+
+    /// Runs a runtime check of a write to `dst` that reads `inputs` on stand-ins of both, placed as they are at the
+    /// first and last iterations of every enclosing loop.
+    pub(super) fn check_at_corners(
+        &self,
+        dst: &TRef,
+        inputs: &[&TRef],
+        span: Span,
+        check: impl Fn(&Tensor, &[&Tensor]) -> Result<(), String>,
+    ) -> FR<()> {
         for c in self.corners() {
             let at = |tr: &TRef| -> Option<Tensor> {
                 let off = Self::eval_affine(&tr.off, &c)?;
@@ -196,7 +208,7 @@ impl Fz<'_> {
             let Some(d) = at(dst) else { continue };
             let ins: Vec<Tensor> = inputs.iter().filter_map(|t| at(t)).collect();
             let refs: Vec<&Tensor> = ins.iter().collect();
-            ops::check_overlap(&d, &refs, internal)
+            check(&d, &refs)
                 .map_err(|m| super::state::Stop::Diag(crate::diag::Diagnostic::new(m).at(span)))?;
         }
         Ok(())
