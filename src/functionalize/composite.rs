@@ -50,7 +50,7 @@ impl<'m> Fz<'m> {
                 let n = self.elementwise(Binary::Pow, &[s, FV::Float(1.0 / p)], span)?;
                 let n = self.torch(
                     "clamp",
-                    &A { pos: vec![n, FV::Float(eps)], kw: vec![], span, name: "clamp".into() },
+                    &A::new(vec![n, FV::Float(eps)], vec![], span, "clamp".into()),
                     false,
                 )?;
                 self.elementwise(Binary::Div, &[FV::Tensor(x), n], span)
@@ -76,7 +76,7 @@ impl<'m> Fz<'m> {
                 let is_inf = self.elementwise(Binary::Eq, &[inf, FV::Float(f64::INFINITY)], span)?;
                 let m = self.torch(
                     "where",
-                    &A { pos: vec![is_inf, FV::Float(0.0), m], kw: vec![], span, name: "where".into() },
+                    &A::new(vec![is_inf, FV::Float(0.0), m], vec![], span, "where".into()),
                     false,
                 )?;
                 let d = self.elementwise(Binary::Sub, &[FV::Tensor(x), m.clone()], span)?;
@@ -130,7 +130,7 @@ impl<'m> Fz<'m> {
                     let list = FV::List(Rc::new(std::cell::RefCell::new(vec![FV::Tensor(p1), FV::Tensor(p2)])));
                     cur = self.torch(
                         "cat",
-                        &A { pos: vec![list, FV::Int(d)], kw: vec![], span, name: "cat".into() },
+                        &A::new(vec![list, FV::Int(d)], vec![], span, "cat".into()),
                         false,
                     )?;
                 }
@@ -145,7 +145,7 @@ impl<'m> Fz<'m> {
                 let x = a.tensor(0, "input")?;
                 let v = a.req(1, "fill_value")?.clone();
                 let c =
-                    self.torch("clone", &A { pos: vec![FV::Tensor(x)], kw: vec![], span, name: "clone".into() }, true)?;
+                    self.torch("clone", &A::new(vec![FV::Tensor(x)], vec![], span, "clone".into()), true)?;
                 let FV::Tensor(c) = c else { unreachable!() };
                 let d = self.tview(&c, |t| t.diagonal(0, 0, 1)).map_err(err(span))?;
                 let dt = self.roots[c.root].dtype;
@@ -182,7 +182,7 @@ impl<'m> Fz<'m> {
                 let ix = a.tensor(2, "index")?;
                 let src = a.req(3, if name == "index_fill" { "value" } else { "source" })?.clone();
                 let c =
-                    self.torch("clone", &A { pos: vec![FV::Tensor(x)], kw: vec![], span, name: "clone".into() }, true)?;
+                    self.torch("clone", &A::new(vec![FV::Tensor(x)], vec![], span, "clone".into()), true)?;
                 let FV::Tensor(c) = c else { unreachable!() };
                 let mut idx = vec![FV::None; d];
                 idx.push(FV::Tensor(ix));

@@ -595,11 +595,11 @@ impl<'m> Fz<'m> {
                     else {
                         return needs_static(span, "slicing a Python sequence with a loop variable");
                     };
-                    let step = c.unwrap_or(1).max(1);
-                    let norm = |v: i64| if v < 0 { (v + n).max(0) } else { v.min(n) };
-                    let (s, e) = (a.map(norm).unwrap_or(0), b.map(norm).unwrap_or(n));
-                    let picked: Vec<FV> =
-                        (s..e.max(s)).step_by(step as usize).map(|i| items[i as usize].clone()).collect();
+                    let at = match crate::interp::value::slice_positions(n, a, b, *c) {
+                        Ok(at) => at,
+                        Err(m) => return diag(span, m),
+                    };
+                    let picked: Vec<FV> = at.into_iter().map(|i| items[i].clone()).collect();
                     return Ok(if matches!(obj, FV::List(_)) {
                         FV::List(Rc::new(std::cell::RefCell::new(picked)))
                     } else {

@@ -13,6 +13,7 @@ use crate::ir::{Node, OpName};
 use crate::tensor::ops::{self, Operand};
 use crate::tensor::{fmt_shape, DType, Scalar, Tensor};
 
+use crate::interp::out_arg::{check_out, out_kind, overlap_error, OutKind};
 use crate::interp::torch_ops::UNCHECKED_INPLACE;
 
 pub(super) struct A {
@@ -20,6 +21,8 @@ pub(super) struct A {
     pub kw: Vec<(String, FV)>,
     pub span: Span,
     pub name: String,
+    /// Which keyword arguments the op has looked up; one never looked up is reported, not ignored.
+    used: RefCell<Vec<bool>>,
 }
 
 pub(super) fn err(span: Span) -> impl Fn(String) -> Stop {
@@ -27,8 +30,26 @@ pub(super) fn err(span: Span) -> impl Fn(String) -> Stop {
 }
 
 impl A {
+    pub(super) fn new(pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span, name: String) -> A {
+        let used = RefCell::new(vec![false; kw.len()]);
+        A { pos, kw, span, name, used }
+    }
+    /// The keyword argument `name`, marked as looked up.
+    fn keyword(&self, name: &str) -> Option<&FV> {
+        let k = self.kw.iter().position(|(k, _)| k == name)?;
+        self.used.borrow_mut()[k] = true;
+        Some(&self.kw[k].1)
+    }
+    /// Rejects a keyword argument the op never looked up (so did not understand), instead of ignoring it.
+    pub(super) fn check_keywords(&self, callee: &str) -> FR<()> {
+        let used = self.used.borrow();
+        match self.kw.iter().zip(used.iter()).find(|(_, &u)| !u) {
+            Some(((k, _), _)) => diag(self.span, format!("unexpected keyword argument '{k}' for {callee}")),
+            None => Ok(()),
+        }
+    }
     pub(super) fn get(&self, i: usize, name: &str) -> Option<&FV> {
-        if let Some((_, v)) = self.kw.iter().find(|(k, _)| k == name) {
+        if let Some(v) = self.keyword(name) {
             return Some(v);
         }
         self.pos.get(i)
@@ -108,7 +129,7 @@ impl A {
     pub(super) fn sizes(&self, start: usize, name: &str) -> FR<Vec<i64>> {
         let rest = if self.pos.len() > start { &self.pos[start..] } else { &[] };
         if rest.is_empty() {
-            if let Some((_, v)) = self.kw.iter().find(|(k, _)| k == name) {
+            if let Some(v) = self.keyword(name) {
                 return match v.items() {
                     Some(items) => items.iter().map(|x| self.int_of(x, name)).collect(),
                     None => Ok(vec![self.int_of(v, name)?]),
@@ -185,18 +206,41 @@ impl<'m> Fz<'m> {
             ExprKind::Attr(obj, name) => {
                 let o = self.expr(env, obj)?;
                 match o {
-                    FV::Module("math") => self.math(name, &pos, span),
+                    FV::Module("math") => {
+                        if let Some((k, _)) = kw.first() {
+                            return diag(span, format!("unexpected keyword argument '{k}' for math.{name}"));
+                        }
+                        self.math(name, &pos, span)
+                    }
                     FV::Module(m) => {
-                        let a = A { pos, kw, span, name: format!("{m}.{name}") };
-                        self.torch(name, &a, false)
+                        let mut kw = kw;
+                        let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
+                        let out = match out_kind(name, has_dim) {
+                            Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
+                                Some(k) => Some((kind, kw.remove(k).1)),
+                                None => None,
+                            },
+                            _ => None,
+                        };
+                        let full = format!("{m}.{name}");
+                        let a = A::new(pos, kw, span, full.clone());
+                        let r = self.torch(name, &a, false)?;
+                        a.check_keywords(&full)?;
+                        match out {
+                            Some((kind, out)) if !matches!(out, FV::None) => self.write_out(name, kind, &a, r, out),
+                            _ => Ok(r),
+                        }
                     }
                     FV::Tensor(t) => {
                         pos.insert(0, FV::Tensor(t));
-                        let a = A { pos, kw, span, name: name.clone() };
-                        if name.ends_with('_') && !name.ends_with("__") {
-                            return self.inplace(name, &a);
-                        }
-                        self.torch(name, &a, true)
+                        let a = A::new(pos, kw, span, name.clone());
+                        let r = if name.ends_with('_') && !name.ends_with("__") {
+                            self.inplace(name, &a)?
+                        } else {
+                            self.torch(name, &a, true)?
+                        };
+                        a.check_keywords(&format!("Tensor.{name}"))?;
+                        Ok(r)
                     }
                     FV::List(l) => match (name.as_str(), pos.len()) {
                         ("append", 1) => {
@@ -227,7 +271,10 @@ impl<'m> Fz<'m> {
                     }
                     return diag(span, format!("`{n}` is not callable"));
                 }
-                self.builtin(n, A { pos, kw, span, name: n.clone() })
+                let a = A::new(pos, kw, span, n.clone());
+                let r = self.builtin(n, &a)?;
+                a.check_keywords(n)?;
+                Ok(r)
             }
             _ => diag(span, "unsupported call"),
         }
@@ -238,6 +285,9 @@ impl<'m> Fz<'m> {
         let f = module.function(name).expect("functions named by Func exist");
         if pos.len() > f.params.len() {
             return diag(span, format!("{}() takes {} arguments but {} were given", f.name, f.params.len(), pos.len()));
+        }
+        if let Some((k, _)) = kw.iter().find(|(k, _)| !f.params.iter().any(|p| p.name == *k)) {
+            return diag(span, format!("{}() got an unexpected keyword argument '{k}'", f.name));
         }
         let mut env = Env::new();
         let mut pos = pos.into_iter();
@@ -270,7 +320,7 @@ impl<'m> Fz<'m> {
         }
     }
 
-    fn builtin(&mut self, name: &str, a: A) -> FR<FV> {
+    fn builtin(&mut self, name: &str, a: &A) -> FR<FV> {
         let span = a.span;
         match name {
             "range" => {
@@ -611,6 +661,34 @@ impl<'m> Fz<'m> {
         let c = self.t.op(OpName::Cat, args).map_err(err(span))?;
         let c = self.reshape_value(c, shape, span)?;
         Ok(FV::Tensor(self.fresh(c, None, span)?))
+    }
+
+    /// Writes the result `r` of `torch.NAME` into `out` (an `out=` argument) through `out`'s view, so every alias
+    /// of `out` sees it, after PyTorch's checks; the call's value is `out` itself.
+    fn write_out(&mut self, name: &str, kind: OutKind, a: &A, r: FV, out: FV) -> FR<FV> {
+        let span = a.span;
+        let (FV::Tensor(r), FV::Tensor(out)) = (r, out) else {
+            return diag(span, format!("{name}(): argument 'out' must be Tensor"));
+        };
+        let (rd, od) = (self.roots[r.root].dtype, self.roots[out.root].dtype);
+        check_out(name, kind, rd, &r.shape, od, &out.shape).map_err(err(span))?;
+        let mut inputs: Vec<TRef> = Vec::new();
+        for v in a.pos.iter().chain(a.kw.iter().map(|(_, v)| v)) {
+            match v {
+                FV::Tensor(t) => inputs.push(t.clone()),
+                other => inputs.extend(other.items().unwrap_or_default().into_iter().filter_map(|v| match v {
+                    FV::Tensor(t) => Some(t),
+                    _ => None,
+                })),
+            }
+        }
+        let refs: Vec<&TRef> = inputs.iter().collect();
+        self.check_at_corners(&out, &refs, span, |d, ins| {
+            ops::check_out_overlap(d, ins, kind == OutKind::Elementwise)
+                .map_err(|e| if e.is_empty() { overlap_error(name) } else { e })
+        })?;
+        self.write_result(&out, &r, true, span)?;
+        Ok(FV::Tensor(out))
     }
 
     fn inplace(&mut self, name: &str, a: &A) -> FR<FV> {

@@ -172,21 +172,22 @@ impl Fz<'_> {
 
     /// PyTorch's overlap checks of an in-place write, on every corner of the iteration space that is known.
     pub(super) fn check_inplace(&self, dst: &TRef, inputs: &[&TRef], internal: bool, span: Span) -> FR<()> {
-        self.check_views(dst, inputs, span, |d, refs| ops::check_overlap(d, refs, internal))
+        self.check_at_corners(dst, inputs, span, |d, ins| ops::check_overlap(d, ins, internal))
     }
 
     /// PyTorch's check that a write (`index_put_`, `x[idx] = v`) does not overlap its value at all, on every corner.
     pub(super) fn check_no_overlap(&self, dst: &TRef, inputs: &[&TRef], span: Span) -> FR<()> {
-        self.check_views(dst, inputs, span, ops::check_no_overlap)
+        self.check_at_corners(dst, inputs, span, ops::check_no_overlap)
     }
 
-    /// Runs a runtime overlap check on stand-ins of `dst` and `inputs` at every known corner of the iteration space.
-    fn check_views(
+    /// Runs a runtime check of a write to `dst` that reads `inputs` on stand-ins of both, placed as they are at the
+    /// first and last iterations of every enclosing loop.
+    pub(super) fn check_at_corners(
         &self,
         dst: &TRef,
         inputs: &[&TRef],
         span: Span,
-        check: impl Fn(&Tensor, &[&Tensor]) -> crate::tensor::TResult<()>,
+        check: impl Fn(&Tensor, &[&Tensor]) -> Result<(), String>,
     ) -> FR<()> {
         for c in self.corners() {
             let at = |tr: &TRef| -> Option<Tensor> {
@@ -255,6 +256,9 @@ impl Fz<'_> {
         narrow: bool,
         span: Span,
     ) -> FR<TRef> {
+        if step <= 0 {
+            return diag(span, "step must be greater than zero");
+        }
         let len = match stop.add(&start.neg()).as_const() {
             Some(l) => l.max(0),
             None => return needs_static(span, "a slice whose length depends on a loop variable"),

@@ -1,5 +1,7 @@
 //! Call arguments: positional and keyword values, looked up by position or name as Python binds them.
 
+use std::cell::RefCell;
+
 use super::value::Value;
 use crate::diag::Span;
 use crate::tensor::{DType, Tensor};
@@ -10,14 +12,35 @@ pub struct Args {
     pub span: Span,
     /// The name of the called function or method, for messages.
     pub name: String,
+    /// Which keyword arguments the op has looked up: one it never looked up was not understood, and is reported
+    /// rather than ignored (`Args::unexpected`).
+    used: RefCell<Vec<bool>>,
 }
 
 pub type AResult<T> = Result<T, String>;
 
 impl Args {
+    pub fn new(pos: Vec<Value>, kw: Vec<(String, Value)>, span: Span, name: String) -> Args {
+        let used = RefCell::new(vec![false; kw.len()]);
+        Args { pos, kw, span, name, used }
+    }
+
+    /// The keyword argument `name`, marked as looked up.
+    fn keyword(&self, name: &str) -> Option<&Value> {
+        let k = self.kw.iter().position(|(k, _)| k == name)?;
+        self.used.borrow_mut()[k] = true;
+        Some(&self.kw[k].1)
+    }
+
+    /// The first keyword argument the call was given that the op never looked up, if any.
+    pub fn unexpected(&self) -> Option<&str> {
+        let used = self.used.borrow();
+        self.kw.iter().zip(used.iter()).find(|(_, &u)| !u).map(|((k, _), _)| k.as_str())
+    }
+
     /// The argument at position `i` or with keyword `name`.
     pub fn get(&self, i: usize, name: &str) -> Option<&Value> {
-        if let Some((_, v)) = self.kw.iter().find(|(k, _)| k == name) {
+        if let Some(v) = self.keyword(name) {
             return Some(v);
         }
         self.pos.get(i)
@@ -91,7 +114,7 @@ impl Args {
     pub fn sizes(&self, start: usize, name: &str) -> AResult<Vec<i64>> {
         let rest = if self.pos.len() > start { &self.pos[start..] } else { &[] };
         if rest.is_empty() {
-            if let Some(v) = self.kw.iter().find(|(k, _)| k == name).map(|(_, v)| v) {
+            if let Some(v) = self.keyword(name) {
                 return int_list(v);
             }
             return Err(format!("{}() missing 1 required positional arguments: \"{name}\"", self.name));

@@ -2,6 +2,7 @@
 //! methods to the op table in `torch_ops`.
 
 use super::args::{to_int, Args};
+use super::out_arg::{check_out, out_kind, overlap_error, OutKind};
 use super::exec::{operand, tensor_err, Frame, Interp};
 use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
@@ -32,31 +33,41 @@ impl<'m> Interp<'m> {
                 match o {
                     Value::Module(m) => {
                         let full = format!("{m}.{name}");
-                        let a = Args { pos, kw, span, name: full.clone() };
-                        if m == "math" {
-                            return math_call(name, &a).map_err(tensor_err(span));
-                        }
-                        if m == "torch.Tensor" {
-                            return self.tensor_method(name, a).map_err(tensor_err(span));
-                        }
-                        self.torch_op(name, &a, false).map_err(|e| {
-                            if e.starts_with(super::torch_ops::UNKNOWN_OP) {
-                                Diagnostic::new(format!("unsupported operation `{full}`")).at(span)
-                            } else {
-                                Diagnostic::new(e).at(span)
+                        let mut kw = kw;
+                        let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
+                        let out = match out_kind(name, has_dim) {
+                            Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
+                                Some(k) => Some((kind, kw.remove(k).1)),
+                                None => None,
+                            },
+                            _ => None,
+                        };
+                        let a = Args::new(pos, kw, span, full.clone());
+                        let r = if m == "math" {
+                            math_call(name, &a).map_err(tensor_err(span))
+                        } else if m == "torch.Tensor" {
+                            return self.tensor_method_call(name, a, span);
+                        } else {
+                            self.torch_op(name, &a, false).map_err(|e| {
+                                if e.starts_with(super::torch_ops::UNKNOWN_OP) {
+                                    Diagnostic::new(format!("unsupported operation `{full}`")).at(span)
+                                } else {
+                                    Diagnostic::new(e).at(span)
+                                }
+                            })
+                        }?;
+                        check_keywords(&a, &full)?;
+                        match out {
+                            Some((kind, out)) if !matches!(out, Value::None) => {
+                                self.write_out(name, kind, &a, r, out).map_err(tensor_err(span))
                             }
-                        })
+                            _ => Ok(r),
+                        }
                     }
                     Value::Tensor(t) => {
                         pos.insert(0, Value::Tensor(t));
-                        let a = Args { pos, kw, span, name: name.clone() };
-                        self.tensor_method(name, a).map_err(|e| {
-                            if e.starts_with(super::torch_ops::UNKNOWN_OP) {
-                                Diagnostic::new(format!("unsupported tensor method `.{name}()`")).at(span)
-                            } else {
-                                Diagnostic::new(e).at(span)
-                            }
-                        })
+                        let a = Args::new(pos, kw, span, name.clone());
+                        self.tensor_method_call(name, a, span)
                     }
                     Value::List(l) => match (name.as_str(), pos.len()) {
                         ("append", 1) => {
@@ -90,7 +101,10 @@ impl<'m> Interp<'m> {
                     let f = self.lookup(frame, n, func.span)?;
                     return self.call_value(f, pos, kw, span);
                 }
-                self.builtin(n, Args { pos, kw, span, name: n.clone() })
+                let a = Args::new(pos, kw, span, n.clone());
+                let r = self.builtin(n, &a)?;
+                check_keywords(&a, n)?;
+                Ok(r)
             }
             _ => {
                 let f = self.eval(frame, func)?;
@@ -116,7 +130,45 @@ impl<'m> Interp<'m> {
         }
     }
 
-    fn builtin(&mut self, name: &str, a: Args) -> Result<Value, Diagnostic> {
+    /// A tensor method call `x.NAME(...)` (`a.pos[0]` is `x`), with its keyword arguments checked.
+    fn tensor_method_call(&mut self, name: &str, a: Args, span: Span) -> Result<Value, Diagnostic> {
+        let r = self.tensor_method(name, &a).map_err(|e| {
+            if e.starts_with(super::torch_ops::UNKNOWN_OP) {
+                Diagnostic::new(format!("unsupported tensor method `.{name}()`")).at(span)
+            } else {
+                Diagnostic::new(e).at(span)
+            }
+        })?;
+        check_keywords(&a, &format!("Tensor.{name}"))?;
+        Ok(r)
+    }
+
+    /// Writes the result `r` of `torch.NAME` into `out` (an `out=` argument) through `out`'s view, after PyTorch's
+    /// checks, and returns `out`.
+    fn write_out(&mut self, name: &str, kind: OutKind, a: &Args, r: Value, out: Value) -> Result<Value, String> {
+        let (Value::Tensor(r), Value::Tensor(out)) = (r, out) else {
+            return Err(format!("{name}(): argument 'out' must be Tensor"));
+        };
+        check_out(name, kind, r.dtype(), &r.shape, out.dtype(), &out.shape)?;
+        let mut inputs: Vec<Tensor> = Vec::new();
+        for v in a.pos.iter().chain(a.kw.iter().map(|(_, v)| v)) {
+            match v {
+                Value::Tensor(t) => inputs.push(t.clone()),
+                other => inputs.extend(other.items().unwrap_or_default().into_iter().filter_map(|v| match v {
+                    Value::Tensor(t) => Some(t),
+                    _ => None,
+                })),
+            }
+        }
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        ops::check_out_overlap(&out, &refs, kind == OutKind::Elementwise)
+            .map_err(|e| if e.is_empty() { overlap_error(name) } else { e })?;
+        ops::write_result(&out, &r, true)?;
+        self.mark_written(&out);
+        Ok(Value::Tensor(out))
+    }
+
+    fn builtin(&mut self, name: &str, a: &Args) -> Result<Value, Diagnostic> {
         let span = a.span;
         let e = tensor_err(span);
         match name {
@@ -343,4 +395,12 @@ pub(crate) fn math1(name: &str, x: f64) -> Option<crate::tensor::Scalar> {
         "fabs" => F(x.abs()),
         _ => return None,
     })
+}
+
+/// Rejects a keyword argument the op never looked up (so did not understand), instead of ignoring it.
+fn check_keywords(a: &Args, callee: &str) -> Result<(), Diagnostic> {
+    match a.unexpected() {
+        Some(k) => err(a.span, format!("unexpected keyword argument '{k}' for {callee}")),
+        None => Ok(()),
+    }
 }

@@ -473,14 +473,8 @@ impl<'m> Interp<'m> {
                 let items = obj.items().expect("sequences have items");
                 let n = items.len() as i64;
                 if let Value::Slice(a, b, c) = idx {
-                    let step = c.unwrap_or(1);
-                    if step <= 0 {
-                        return err(span, "only positive slice steps are supported on sequences");
-                    }
-                    let norm = |v: i64| if v < 0 { (v + n).max(0) } else { v.min(n) };
-                    let (s, e) = (a.map(norm).unwrap_or(0), b.map(norm).unwrap_or(n));
-                    let picked: Vec<Value> =
-                        (s..e.max(s)).step_by(step as usize).map(|i| items[i as usize].clone()).collect();
+                    let at = super::value::slice_positions(n, *a, *b, *c).map_err(|m| Diagnostic::new(m).at(span))?;
+                    let picked: Vec<Value> = at.into_iter().map(|i| items[i].clone()).collect();
                     return Ok(if matches!(obj, Value::List(_)) { Value::list(picked) } else { Value::tuple(picked) });
                 }
                 let i = to_int(idx).map_err(|e| Diagnostic::new(format!("sequence indices {e}")).at(span))?;

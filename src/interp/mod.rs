@@ -10,6 +10,7 @@ pub(crate) mod calls;
 mod creation;
 pub(crate) mod exec;
 mod extra_ops;
+pub(crate) mod out_arg;
 mod subscript;
 pub(crate) mod torch_ops;
 pub mod value;

@@ -156,11 +156,11 @@ pub(super) fn flatten_data(v: &Value, shape: &mut Vec<usize>, depth: usize, out:
 
 impl<'m> Interp<'m> {
     /// A method call `self.NAME(...)`, `self` being `a.pos[0]`.
-    pub(super) fn tensor_method(&mut self, name: &str, a: Args) -> AResult<Value> {
+    pub(super) fn tensor_method(&mut self, name: &str, a: &Args) -> AResult<Value> {
         if name.ends_with('_') && !name.ends_with("__") {
-            return self.inplace(name, &a);
+            return self.inplace(name, a);
         }
-        self.torch_op(name, &a, true)
+        self.torch_op(name, a, true)
     }
 
     fn inplace(&mut self, name: &str, a: &Args) -> AResult<Value> {

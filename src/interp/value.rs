@@ -83,3 +83,32 @@ impl Value {
         }
     }
 }
+
+/// The positions a Python slice `[start:stop:step]` picks from a sequence of length `n`, in order, as
+/// `slice.indices` computes them: negative bounds count from the end, out-of-range bounds are clamped, omitted bounds
+/// default by the step's sign (so `[::-1]` reverses and `[-2:0:-3]` walks backwards), and a zero step is an error.
+pub fn slice_positions(n: i64, start: Option<i64>, stop: Option<i64>, step: Option<i64>) -> Result<Vec<usize>, String> {
+    let step = step.unwrap_or(1);
+    if step == 0 {
+        return Err("slice step cannot be zero".into());
+    }
+    // A bound is first shifted by `n` if negative, then clamped to [0, n] for a positive step and [-1, n - 1] for
+    // a negative one (-1 meaning "before the first element").
+    let (lo, hi) = if step > 0 { (0, n) } else { (-1, n - 1) };
+    let clamp = |v: i64| {
+        let v = if v < 0 { v.saturating_add(n) } else { v };
+        v.clamp(lo, hi)
+    };
+    let s = start.map_or(if step > 0 { 0 } else { n - 1 }, clamp);
+    let e = stop.map_or(if step > 0 { n } else { -1 }, clamp);
+    let mut out = Vec::new();
+    let mut i = s;
+    while (step > 0 && i < e) || (step < 0 && i > e) {
+        out.push(i as usize);
+        i = match i.checked_add(step) {
+            Some(j) => j,
+            None => break,
+        };
+    }
+    Ok(out)
+}

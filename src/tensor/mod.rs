@@ -209,7 +209,11 @@ impl Tensor {
             && self.strides == other.strides
     }
 
+    /// PyTorch's contiguity test: the strides of size-1 dims do not count, and an empty tensor is contiguous.
     pub fn is_contiguous(&self) -> bool {
+        if self.numel() == 0 {
+            return true;
+        }
         let mut expected = 1isize;
         for i in (0..self.dim()).rev() {
             if self.shape[i] != 1 {

@@ -579,6 +579,23 @@ pub fn check_no_overlap(dst: &Tensor, inputs: &[&Tensor]) -> TResult<()> {
     Ok(())
 }
 
+/// The overlap checks of writing an op's result into `out=`: an elementwise op's as an in-place op's (`out` may be
+/// exactly an input, not partially overlap one); any other op's `out` must not overlap an input at all (the error
+/// is then empty, for the caller to name the op).
+pub fn check_out_overlap(dst: &Tensor, inputs: &[&Tensor], elementwise: bool) -> TResult<()> {
+    if elementwise {
+        return check_overlap(dst, inputs, true);
+    }
+    if dst.has_internal_overlap() {
+        return Err(E_INTERNAL.into());
+    }
+    let set: std::collections::HashSet<usize> = dst.offsets().into_iter().collect();
+    if inputs.iter().any(|inp| inp.same_storage(dst) && inp.offsets().iter().any(|o| set.contains(o))) {
+        return Err(String::new());
+    }
+    Ok(())
+}
+
 /// Writes `value` into `dst` (an in-place op's result), after PyTorch's checks of dtype and shape.
 pub fn write_result(dst: &Tensor, value: &Tensor, cast_check: bool) -> TResult<()> {
     if cast_check && !dst.dtype().can_cast_from(value.dtype()) {
