@@ -1,6 +1,7 @@
 //! Ops of the functionalizer's table that are built from other terms (statistics, flips, diagonals) and the
 //! creation ops.
 
+use crate::interp::creation::count_arg;
 use std::rc::Rc;
 
 use super::ops::{err, A};
@@ -290,7 +291,8 @@ impl<'m> Fz<'m> {
                     DType::F32
                 };
                 let dt = a.dtype(99, "dtype")?.unwrap_or(default);
-                let shape: Vec<usize> = sizes.iter().map(|&d| d.max(0) as usize).collect();
+                let shape = crate::interp::creation::shape_of(name, &sizes)
+                    .map_err(err(span))?;
                 let r = self.full(&shape, dt, value).map_err(err(span))?;
                 Ok(FV::Tensor(self.fresh(r, None, span)?))
             }
@@ -412,7 +414,7 @@ impl<'m> Fz<'m> {
                     .number(a.req(1, "end")?)
                     .ok_or_else(|| Stop::NeedsStatic(span, "linspace bounds known only at run time".into()))?
                     .to_f64();
-                let n = a.int(2, "steps")?.max(0) as usize;
+                let n = count_arg(name, "steps", a.int(2, "steps")?).map_err(err(span))?;
                 let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
                 let step = if n > 1 { (e - s) / (n - 1) as f64 } else { 0.0 };
                 let vals: Vec<Scalar> = (0..n)
@@ -421,8 +423,11 @@ impl<'m> Fz<'m> {
                 self.const_data(dt, &[n], &vals, span)
             }
             "eye" => {
-                let n = a.int(0, "n")?.max(0) as usize;
-                let m = a.opt_int(1, "m")?.map(|m| m.max(0) as usize).unwrap_or(n);
+                let n = count_arg(name, "n", a.int(0, "n")?).map_err(err(span))?;
+                let m = match a.opt_int(1, "m")? {
+                    Some(m) => count_arg(name, "m", m).map_err(err(span))?,
+                    None => n,
+                };
                 let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
                 let vals: Vec<Scalar> = (0..n * m).map(|k| Scalar::I((k / m.max(1) == k % m.max(1)) as i64)).collect();
                 self.const_data(dt, &[n, m], &vals, span)

@@ -7,7 +7,7 @@
 
 mod args;
 pub(crate) mod calls;
-mod creation;
+pub(crate) mod creation;
 pub(crate) mod exec;
 mod extra_ops;
 pub(crate) mod out_arg;
