@@ -231,9 +231,12 @@ impl<'m> Fz<'m> {
             }
             "sort" | "argsort" | "topk" => {
                 let x = a.tensor(0, "input")?;
+                // The sort is always stable, which `stable=True` asks for and `topk(sorted=False)` allows.
                 let (dim, desc) = if name == "topk" {
+                    a.bool_or(4, "sorted", true)?;
                     (a.int_or(2, "dim", -1)?, a.bool_or(3, "largest", true)?)
                 } else {
+                    a.bool_or(99, "stable", false)?;
                     (a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)
                 };
                 let d = crate::tensor::views::wrap_dim(dim, x.shape.len()).map_err(err(span))?;
