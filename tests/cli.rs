@@ -744,3 +744,37 @@ fn a_gather_kernel_reports_an_index_out_of_range_as_the_reference_does() {
         assert!(bad.stderr.contains("index 5 is out of bounds for dimension 0 with size 5"), "{}", bad.stderr);
     }
 }
+
+/// Issue #12: bad input every engine must reject with the same located message (reference, functional, optimized).
+#[test]
+fn every_engine_rejects_bad_keywords_sizes_ints_and_return_annotations() {
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("kw", "def f(x: f32[4]) -> f32[4]:\n    return torch.add(x, 1.0, foo=2)\n", "5:12", "unexpected keyword argument 'foo' for torch.add"),
+        ("kw_method", "def f(x: f32[4]) -> f32[()]:\n    return x.sum(foo=2)\n", "5:12", "unexpected keyword argument 'foo' for Tensor.sum"),
+        ("out_method", "def f(x: f32[4], y: f32[4]) -> f32[4]:\n    return x.add(1.0, out=y)\n", "5:12", "unexpected keyword argument 'out' for Tensor.add"),
+        ("out_shape", "def f(x: f32[4], y: f32[3]) -> f32[3]:\n    return torch.add(x, 1.0, out=y)\n", "5:12", "out= has shape [3] but the result has shape [4]"),
+        ("out_dtype", "def f(x: f32[4], y: i64[4]) -> i64[4]:\n    return torch.add(x, 1.0, out=y)\n", "5:12", "result type Float can't be cast to the desired output type Long"),
+        ("out_overlap", "def f(x: f32[5]) -> f32[4]:\n    return torch.add(x[1:], 1.0, out=x[:4])\n", "5:12", "some elements of the input tensor and the written-to tensor refer to a single memory location"),
+        ("zeros_neg", "def f(x: f32[4]) -> f32[4]:\n    z = torch.zeros(-4)\n    return x\n", "5:9", "zeros: Dimension size must be non-negative."),
+        ("ones_neg", "def f(x: f32[4]) -> f32[4]:\n    z = torch.ones(2, -1)\n    return x\n", "5:9", "Trying to create tensor with negative dimension -1: [2, -1]"),
+        ("pow_big", "def f(x: f32[4]) -> f32[4]:\n    n = 2**70\n    return x + n\n", "5:9", "integer overflow: the Python int 1180591620717411303424 does not fit in 64 bits"),
+        ("mul_big", "def f(x: f32[4], n: int = 4611686018427387904) -> f32[4]:\n    return x + n * 2\n", "5:16", "does not fit in 64 bits"),
+        ("ret_dtype", "def f(x: f32[4, 3]) -> i64[4, 3]:\n    return x\n", "4:1", "`f` returns f32[4, 3], but its annotation says `-> i64[4, 3]`"),
+        ("ret_shape", "def f(x: f32[4, 3]) -> f32[3, 4]:\n    return x\n", "4:1", "`f` returns f32[4, 3], but its annotation says `-> f32[3, 4]`"),
+        ("ret_arity", "def f(x: f32[2], y: i64[3]) -> tuple[f32[2], i64[3]]:\n    return x, y, x\n", "4:1", "returns a tuple (f32[2], i64[3], f32[2]), but its annotation says `-> tuple[f32[2], i64[3]]`"),
+        ("ret_not_tuple", "def f(x: f32[2], y: i64[3]) -> tuple[f32[2], i64[3]]:\n    return x\n", "4:1", "`f` returns f32[2], but its annotation says"),
+        ("slice_step_zero", "def f(x: f32[2, 3]) -> f32[2, 3]:\n    return torch.stack(x.unbind(0)[::0])\n", "5:24", "slice step cannot be zero"),
+    ];
+    for (name, src, lc, want) in cases {
+        let dir = scratch(&format!("issue12_{name}"));
+        let file = program(&dir, src);
+        for engine in ["reference", "functional", "optimized"] {
+            let out = dir.join(engine);
+            let o = funcfuse(&["run", &format!("{file}::f"), "--engine", engine, "--output", out.to_str().unwrap()]);
+            assert_eq!(o.code, 1, "{name} on {engine}: expected exit 1, got {}: {}", o.code, o.stderr);
+            let prefix = format!("{file}:{lc}: ");
+            assert!(o.stderr.starts_with(&prefix), "{name} on {engine}: {:?} does not start with {prefix:?}", o.stderr);
+            assert!(o.stderr.contains(want), "{name} on {engine}: {:?} lacks {want:?}", o.stderr);
+        }
+    }
+}
