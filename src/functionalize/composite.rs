@@ -49,11 +49,7 @@ impl<'m> Fz<'m> {
                 let FV::Tensor(pw) = pw else { unreachable!() };
                 let s = self.reduce_op(OpName::Sum, &pw, &[dim], true, None, span)?;
                 let n = self.elementwise(Binary::Pow, &[s, FV::Float(1.0 / p)], span)?;
-                let n = self.torch(
-                    "clamp",
-                    &A::new(vec![n, FV::Float(eps)], vec![], span, "clamp".into()),
-                    false,
-                )?;
+                let n = self.torch("clamp", &A::new(vec![n, FV::Float(eps)], vec![], span, "clamp".into()), false)?;
                 self.elementwise(Binary::Div, &[FV::Tensor(x), n], span)
             }
             "norm" => {
@@ -75,11 +71,8 @@ impl<'m> Fz<'m> {
                 // An infinite maximum is replaced by 0, as PyTorch does, so that inf - inf never appears.
                 let inf = self.unary(ops::Unary::Abs, &m, span)?;
                 let is_inf = self.elementwise(Binary::Eq, &[inf, FV::Float(f64::INFINITY)], span)?;
-                let m = self.torch(
-                    "where",
-                    &A::new(vec![is_inf, FV::Float(0.0), m], vec![], span, "where".into()),
-                    false,
-                )?;
+                let m =
+                    self.torch("where", &A::new(vec![is_inf, FV::Float(0.0), m], vec![], span, "where".into()), false)?;
                 let d = self.elementwise(Binary::Sub, &[FV::Tensor(x), m.clone()], span)?;
                 let e = self.unary(ops::Unary::Exp, &d, span)?;
                 let FV::Tensor(e) = e else { unreachable!() };
@@ -129,11 +122,7 @@ impl<'m> Fz<'m> {
                     let p1 = self.tview(&c, |t| t.narrow(d, n - s, s)).map_err(err(span))?;
                     let p2 = self.tview(&c, |t| t.narrow(d, 0, n - s)).map_err(err(span))?;
                     let list = FV::List(Rc::new(std::cell::RefCell::new(vec![FV::Tensor(p1), FV::Tensor(p2)])));
-                    cur = self.torch(
-                        "cat",
-                        &A::new(vec![list, FV::Int(d)], vec![], span, "cat".into()),
-                        false,
-                    )?;
+                    cur = self.torch("cat", &A::new(vec![list, FV::Int(d)], vec![], span, "cat".into()), false)?;
                 }
                 let FV::Tensor(c) = cur else { unreachable!() };
                 if c.root == x.root {
@@ -145,8 +134,7 @@ impl<'m> Fz<'m> {
             "fill_diagonal" => {
                 let x = a.tensor(0, "input")?;
                 let v = a.req(1, "fill_value")?.clone();
-                let c =
-                    self.torch("clone", &A::new(vec![FV::Tensor(x)], vec![], span, "clone".into()), true)?;
+                let c = self.torch("clone", &A::new(vec![FV::Tensor(x)], vec![], span, "clone".into()), true)?;
                 let FV::Tensor(c) = c else { unreachable!() };
                 let d = self.tview(&c, |t| t.diagonal(0, 0, 1)).map_err(err(span))?;
                 let dt = self.roots[c.root].dtype;
@@ -182,8 +170,7 @@ impl<'m> Fz<'m> {
                 let d = crate::tensor::views::wrap_dim(a.int(1, "dim")?, x.shape.len()).map_err(err(span))?;
                 let ix = a.tensor(2, "index")?;
                 let src = a.req(3, if name == "index_fill" { "value" } else { "source" })?.clone();
-                let c =
-                    self.torch("clone", &A::new(vec![FV::Tensor(x)], vec![], span, "clone".into()), true)?;
+                let c = self.torch("clone", &A::new(vec![FV::Tensor(x)], vec![], span, "clone".into()), true)?;
                 let FV::Tensor(c) = c else { unreachable!() };
                 let mut idx = vec![FV::None; d];
                 idx.push(FV::Tensor(ix));
@@ -294,8 +281,7 @@ impl<'m> Fz<'m> {
                     DType::F32
                 };
                 let dt = a.dtype(99, "dtype")?.unwrap_or(default);
-                let shape = crate::interp::creation::shape_of(name, &sizes)
-                    .map_err(err(span))?;
+                let shape = crate::interp::creation::shape_of(name, &sizes).map_err(err(span))?;
                 let r = self.full(&shape, dt, value).map_err(err(span))?;
                 Ok(FV::Tensor(self.fresh(r, None, span)?))
             }

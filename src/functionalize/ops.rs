@@ -687,8 +687,13 @@ impl<'m> Fz<'m> {
         }
         let refs: Vec<&TRef> = inputs.iter().collect();
         self.check_at_corners(&out, &refs, span, |d, ins| {
-            ops::check_out_overlap(d, ins, kind == OutKind::Elementwise)
-                .map_err(|e| if e.is_empty() { overlap_error(name) } else { e })
+            ops::check_out_overlap(d, ins, kind == OutKind::Elementwise).map_err(|e| {
+                if e.is_empty() {
+                    overlap_error(name)
+                } else {
+                    e
+                }
+            })
         })?;
         self.write_result(&out, &r, true, span)?;
         Ok(FV::Tensor(out))

@@ -2,8 +2,8 @@
 //! methods to the op table in `torch_ops`.
 
 use super::args::{to_int, Args};
-use super::out_arg::{check_out, out_kind, overlap_error, OutKind};
 use super::exec::{int_range_error, operand, tensor_err, Frame, Interp};
+use super::out_arg::{check_out, out_kind, overlap_error, OutKind};
 use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
 use crate::frontend::ast::*;
@@ -161,8 +161,13 @@ impl<'m> Interp<'m> {
             }
         }
         let refs: Vec<&Tensor> = inputs.iter().collect();
-        ops::check_out_overlap(&out, &refs, kind == OutKind::Elementwise)
-            .map_err(|e| if e.is_empty() { overlap_error(name) } else { e })?;
+        ops::check_out_overlap(&out, &refs, kind == OutKind::Elementwise).map_err(|e| {
+            if e.is_empty() {
+                overlap_error(name)
+            } else {
+                e
+            }
+        })?;
         ops::write_result(&out, &r, true)?;
         self.mark_written(&out);
         Ok(Value::Tensor(out))
