@@ -744,3 +744,39 @@ fn a_gather_kernel_reports_an_index_out_of_range_as_the_reference_does() {
         assert!(bad.stderr.contains("index 5 is out of bounds for dimension 0 with size 5"), "{}", bad.stderr);
     }
 }
+
+/// Issue #12: bad input every engine must reject with the same located message (reference, functional, optimized).
+/// A case is `NAME @ LINE:COL @ PROGRAM (lines joined by ⏎) @ MESSAGE`.
+#[test]
+fn every_engine_rejects_bad_keywords_sizes_ints_and_return_annotations() {
+    let cases: &[&str] = &[
+        "kw @ 5:12 @ def f(x: f32[4]) -> f32[4]: ⏎ return torch.add(x, 1.0, foo=2) @ unexpected keyword argument 'foo' for torch.add",
+        "kw_method @ 5:12 @ def f(x: f32[4]) -> f32[()]: ⏎ return x.sum(foo=2) @ unexpected keyword argument 'foo' for Tensor.sum",
+        "out_method @ 5:12 @ def f(x: f32[4], y: f32[4]) -> f32[4]: ⏎ return x.add(1.0, out=y) @ unexpected keyword argument 'out' for Tensor.add",
+        "out_shape @ 5:12 @ def f(x: f32[4], y: f32[3]) -> f32[3]: ⏎ return torch.add(x, 1.0, out=y) @ out= has shape [3] but the result has shape [4]",
+        "out_dtype @ 5:12 @ def f(x: f32[4], y: i64[4]) -> i64[4]: ⏎ return torch.add(x, 1.0, out=y) @ result type Float can't be cast to the desired output type Long",
+        "out_overlap @ 5:12 @ def f(x: f32[5]) -> f32[4]: ⏎ return torch.add(x[1:], 1.0, out=x[:4]) @ some elements of the input tensor and the written-to tensor refer to a single memory location",
+        "zeros_neg @ 5:9 @ def f(x: f32[4]) -> f32[4]: ⏎ z = torch.zeros(-4) ⏎ return x @ zeros: Dimension size must be non-negative.",
+        "ones_neg @ 5:9 @ def f(x: f32[4]) -> f32[4]: ⏎ z = torch.ones(2, -1) ⏎ return x @ Trying to create tensor with negative dimension -1: [2, -1]",
+        "pow_big @ 5:9 @ def f(x: f32[4]) -> f32[4]: ⏎ n = 2**70 ⏎ return x + n @ integer overflow: the Python int 1180591620717411303424 does not fit in 64 bits",
+        "mul_big @ 5:16 @ def f(x: f32[4], n: int = 4611686018427387904) -> f32[4]: ⏎ return x + n * 2 @ does not fit in 64 bits",
+        "ret_dtype @ 4:1 @ def f(x: f32[4, 3]) -> i64[4, 3]: ⏎ return x @ `f` returns f32[4, 3], but its annotation says `-> i64[4, 3]`",
+        "ret_shape @ 4:1 @ def f(x: f32[4, 3]) -> f32[3, 4]: ⏎ return x @ `f` returns f32[4, 3], but its annotation says `-> f32[3, 4]`",
+        "ret_arity @ 4:1 @ def f(x: f32[2], y: i64[3]) -> tuple[f32[2], i64[3]]: ⏎ return x, y, x @ returns a tuple (f32[2], i64[3], f32[2]), but its annotation says `-> tuple[f32[2], i64[3]]`",
+        "ret_not_tuple @ 4:1 @ def f(x: f32[2], y: i64[3]) -> tuple[f32[2], i64[3]]: ⏎ return x @ `f` returns f32[2], but its annotation says",
+        "slice_step_zero @ 5:24 @ def f(x: f32[2, 3]) -> f32[2, 3]: ⏎ return torch.stack(x.unbind(0)[::0]) @ slice step cannot be zero",
+    ];
+    for case in cases {
+        let [name, lc, src, want]: [&str; 4] = case.split(" @ ").collect::<Vec<_>>().try_into().unwrap();
+        let dir = scratch(&format!("issue12_{name}"));
+        let file = program(&dir, &format!("{}\n", src.replace(" ⏎ ", "\n    ")));
+        for engine in ["reference", "functional", "optimized"] {
+            let out = dir.join(engine);
+            let o = funcfuse(&["run", &format!("{file}::f"), "--engine", engine, "--output", out.to_str().unwrap()]);
+            assert_eq!(o.code, 1, "{name} on {engine}: expected exit 1, got {}: {}", o.code, o.stderr);
+            let prefix = format!("{file}:{lc}: ");
+            assert!(o.stderr.starts_with(&prefix), "{name} on {engine}: {:?} does not start with {prefix:?}", o.stderr);
+            assert!(o.stderr.contains(want), "{name} on {engine}: {:?} lacks {want:?}", o.stderr);
+        }
+    }
+}

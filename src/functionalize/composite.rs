@@ -1,6 +1,7 @@
 //! Ops of the functionalizer's table that are built from other terms (statistics, flips, diagonals) and the
 //! creation ops.
 
+use crate::interp::creation::count_arg;
 use std::rc::Rc;
 
 use super::ops::{err, A};
@@ -48,11 +49,7 @@ impl<'m> Fz<'m> {
                 let FV::Tensor(pw) = pw else { unreachable!() };
                 let s = self.reduce_op(OpName::Sum, &pw, &[dim], true, None, span)?;
                 let n = self.elementwise(Binary::Pow, &[s, FV::Float(1.0 / p)], span)?;
-                let n = self.torch(
-                    "clamp",
-                    &A::new(vec![n, FV::Float(eps)], vec![], span, "clamp".into()),
-                    false,
-                )?;
+                let n = self.torch("clamp", &A::new(vec![n, FV::Float(eps)], vec![], span, "clamp".into()), false)?;
                 self.elementwise(Binary::Div, &[FV::Tensor(x), n], span)
             }
             "norm" => {
@@ -74,11 +71,8 @@ impl<'m> Fz<'m> {
                 // An infinite maximum is replaced by 0, as PyTorch does, so that inf - inf never appears.
                 let inf = self.unary(ops::Unary::Abs, &m, span)?;
                 let is_inf = self.elementwise(Binary::Eq, &[inf, FV::Float(f64::INFINITY)], span)?;
-                let m = self.torch(
-                    "where",
-                    &A::new(vec![is_inf, FV::Float(0.0), m], vec![], span, "where".into()),
-                    false,
-                )?;
+                let m =
+                    self.torch("where", &A::new(vec![is_inf, FV::Float(0.0), m], vec![], span, "where".into()), false)?;
                 let d = self.elementwise(Binary::Sub, &[FV::Tensor(x), m.clone()], span)?;
                 let e = self.unary(ops::Unary::Exp, &d, span)?;
                 let FV::Tensor(e) = e else { unreachable!() };
@@ -128,11 +122,7 @@ impl<'m> Fz<'m> {
                     let p1 = self.tview(&c, |t| t.narrow(d, n - s, s)).map_err(err(span))?;
                     let p2 = self.tview(&c, |t| t.narrow(d, 0, n - s)).map_err(err(span))?;
                     let list = FV::List(Rc::new(std::cell::RefCell::new(vec![FV::Tensor(p1), FV::Tensor(p2)])));
-                    cur = self.torch(
-                        "cat",
-                        &A::new(vec![list, FV::Int(d)], vec![], span, "cat".into()),
-                        false,
-                    )?;
+                    cur = self.torch("cat", &A::new(vec![list, FV::Int(d)], vec![], span, "cat".into()), false)?;
                 }
                 let FV::Tensor(c) = cur else { unreachable!() };
                 if c.root == x.root {
@@ -144,8 +134,7 @@ impl<'m> Fz<'m> {
             "fill_diagonal" => {
                 let x = a.tensor(0, "input")?;
                 let v = a.req(1, "fill_value")?.clone();
-                let c =
-                    self.torch("clone", &A::new(vec![FV::Tensor(x)], vec![], span, "clone".into()), true)?;
+                let c = self.torch("clone", &A::new(vec![FV::Tensor(x)], vec![], span, "clone".into()), true)?;
                 let FV::Tensor(c) = c else { unreachable!() };
                 let d = self.tview(&c, |t| t.diagonal(0, 0, 1)).map_err(err(span))?;
                 let dt = self.roots[c.root].dtype;
@@ -181,8 +170,7 @@ impl<'m> Fz<'m> {
                 let d = crate::tensor::views::wrap_dim(a.int(1, "dim")?, x.shape.len()).map_err(err(span))?;
                 let ix = a.tensor(2, "index")?;
                 let src = a.req(3, if name == "index_fill" { "value" } else { "source" })?.clone();
-                let c =
-                    self.torch("clone", &A::new(vec![FV::Tensor(x)], vec![], span, "clone".into()), true)?;
+                let c = self.torch("clone", &A::new(vec![FV::Tensor(x)], vec![], span, "clone".into()), true)?;
                 let FV::Tensor(c) = c else { unreachable!() };
                 let mut idx = vec![FV::None; d];
                 idx.push(FV::Tensor(ix));
@@ -230,9 +218,12 @@ impl<'m> Fz<'m> {
             }
             "sort" | "argsort" | "topk" => {
                 let x = a.tensor(0, "input")?;
+                // The sort is always stable, which `stable=True` asks for and `topk(sorted=False)` allows.
                 let (dim, desc) = if name == "topk" {
+                    a.bool_or(4, "sorted", true)?;
                     (a.int_or(2, "dim", -1)?, a.bool_or(3, "largest", true)?)
                 } else {
+                    a.bool_or(99, "stable", false)?;
                     (a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)
                 };
                 let d = crate::tensor::views::wrap_dim(dim, x.shape.len()).map_err(err(span))?;
@@ -290,7 +281,7 @@ impl<'m> Fz<'m> {
                     DType::F32
                 };
                 let dt = a.dtype(99, "dtype")?.unwrap_or(default);
-                let shape: Vec<usize> = sizes.iter().map(|&d| d.max(0) as usize).collect();
+                let shape = crate::interp::creation::shape_of(name, &sizes).map_err(err(span))?;
                 let r = self.full(&shape, dt, value).map_err(err(span))?;
                 Ok(FV::Tensor(self.fresh(r, None, span)?))
             }
@@ -412,7 +403,7 @@ impl<'m> Fz<'m> {
                     .number(a.req(1, "end")?)
                     .ok_or_else(|| Stop::NeedsStatic(span, "linspace bounds known only at run time".into()))?
                     .to_f64();
-                let n = a.int(2, "steps")?.max(0) as usize;
+                let n = count_arg(name, "steps", a.int(2, "steps")?).map_err(err(span))?;
                 let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
                 let step = if n > 1 { (e - s) / (n - 1) as f64 } else { 0.0 };
                 let vals: Vec<Scalar> = (0..n)
@@ -421,8 +412,11 @@ impl<'m> Fz<'m> {
                 self.const_data(dt, &[n], &vals, span)
             }
             "eye" => {
-                let n = a.int(0, "n")?.max(0) as usize;
-                let m = a.opt_int(1, "m")?.map(|m| m.max(0) as usize).unwrap_or(n);
+                let n = count_arg(name, "n", a.int(0, "n")?).map_err(err(span))?;
+                let m = match a.opt_int(1, "m")? {
+                    Some(m) => count_arg(name, "m", m).map_err(err(span))?,
+                    None => n,
+                };
                 let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
                 let vals: Vec<Scalar> = (0..n * m).map(|k| Scalar::I((k / m.max(1) == k % m.max(1)) as i64)).collect();
                 self.const_data(dt, &[n, m], &vals, span)

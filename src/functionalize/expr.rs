@@ -471,7 +471,10 @@ impl<'m> Fz<'m> {
             });
         }
         match (v, op) {
-            (FV::Int(i), UnaryOp::Neg) => Ok(FV::Int(i.wrapping_neg())),
+            (FV::Int(i), UnaryOp::Neg) => match i.checked_neg() {
+                Some(v) => Ok(FV::Int(v)),
+                None => diag(span, crate::interp::exec::int_range_error(-(*i as i128))),
+            },
             (FV::Float(f), UnaryOp::Neg) => Ok(FV::Float(-f)),
             (FV::Int(i), UnaryOp::Invert) => Ok(FV::Int(!i)),
             (FV::DynInt(a), UnaryOp::Neg) => Ok(FV::DynInt(a.neg())),

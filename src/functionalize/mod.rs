@@ -172,14 +172,17 @@ impl<'m> Fz<'m> {
         };
         let mut parts = Vec::new();
         let mut outputs = Vec::new();
+        let mut got = Vec::new();
         for (k, r) in rets.iter().enumerate() {
             let id = match r {
                 FV::Tensor(tr) => {
                     let v = self.read(tr, f.span)?;
+                    got.push(self.tensor_ty(v, f.span)?);
                     self.t.at(v)
                 }
                 FV::Int(_) | FV::Float(_) | FV::Bool(_) | FV::DynInt(_) | FV::DynFloat(_) | FV::DynBool(_) => {
                     let (v, _) = self.scalar_tensor(r, None, f.span)?;
+                    got.push(self.tensor_ty(v, f.span)?);
                     self.t.at(v)
                 }
                 other => {
@@ -191,6 +194,10 @@ impl<'m> Fz<'m> {
             };
             parts.push(id);
             outputs.push(Output::Return(k));
+        }
+        if let Some(ann) = &f.returns {
+            crate::interp::returns::check_returns(&f.name, ann, &got, returns_tuple)
+                .map_err(|m| Stop::Diag(Diagnostic::new(m).at(f.span)))?;
         }
         for root in params {
             if self.roots[root].written {

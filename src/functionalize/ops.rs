@@ -360,7 +360,7 @@ impl<'m> Fz<'m> {
                     other => other,
                 };
                 Ok(match (name, v) {
-                    ("int", FV::Float(f)) => FV::Int(f.trunc() as i64),
+                    ("int", FV::Float(f)) => FV::Int(crate::interp::exec::float_to_int(f).map_err(err(span))?),
                     ("int", FV::Bool(b)) => FV::Int(b as i64),
                     ("int", v @ (FV::Int(_) | FV::DynInt(_))) => v,
                     ("float", FV::Int(i)) => FV::Float(i as f64),
@@ -384,7 +384,10 @@ impl<'m> Fz<'m> {
                 })
             }
             "abs" => match a.req(0, "x")?.clone() {
-                FV::Int(i) => Ok(FV::Int(i.wrapping_abs())),
+                FV::Int(i) => match i.checked_abs() {
+                    Some(v) => Ok(FV::Int(v)),
+                    None => diag(span, crate::interp::exec::int_range_error(-(i as i128))),
+                },
                 FV::Float(f) => Ok(FV::Float(f.abs())),
                 v @ FV::Tensor(_) => self.unary(ops::Unary::Abs, &v, span),
                 other => diag(span, format!("abs() of a {} is not supported here", other.type_name())),
@@ -684,8 +687,13 @@ impl<'m> Fz<'m> {
         }
         let refs: Vec<&TRef> = inputs.iter().collect();
         self.check_at_corners(&out, &refs, span, |d, ins| {
-            ops::check_out_overlap(d, ins, kind == OutKind::Elementwise)
-                .map_err(|e| if e.is_empty() { overlap_error(name) } else { e })
+            ops::check_out_overlap(d, ins, kind == OutKind::Elementwise).map_err(|e| {
+                if e.is_empty() {
+                    overlap_error(name)
+                } else {
+                    e
+                }
+            })
         })?;
         self.write_result(&out, &r, true, span)?;
         Ok(FV::Tensor(out))

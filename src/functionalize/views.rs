@@ -201,8 +201,7 @@ impl Fz<'_> {
             let Some(d) = at(dst) else { continue };
             let ins: Vec<Tensor> = inputs.iter().filter_map(|t| at(t)).collect();
             let refs: Vec<&Tensor> = ins.iter().collect();
-            check(&d, &refs)
-                .map_err(|m| super::state::Stop::Diag(crate::diag::Diagnostic::new(m).at(span)))?;
+            check(&d, &refs).map_err(|m| super::state::Stop::Diag(crate::diag::Diagnostic::new(m).at(span)))?;
         }
         Ok(())
     }

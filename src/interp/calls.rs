@@ -2,8 +2,8 @@
 //! methods to the op table in `torch_ops`.
 
 use super::args::{to_int, Args};
+use super::exec::{int_range_error, operand, tensor_err, Frame, Interp};
 use super::out_arg::{check_out, out_kind, overlap_error, OutKind};
-use super::exec::{operand, tensor_err, Frame, Interp};
 use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
 use crate::frontend::ast::*;
@@ -161,8 +161,13 @@ impl<'m> Interp<'m> {
             }
         }
         let refs: Vec<&Tensor> = inputs.iter().collect();
-        ops::check_out_overlap(&out, &refs, kind == OutKind::Elementwise)
-            .map_err(|e| if e.is_empty() { overlap_error(name) } else { e })?;
+        ops::check_out_overlap(&out, &refs, kind == OutKind::Elementwise).map_err(|e| {
+            if e.is_empty() {
+                overlap_error(name)
+            } else {
+                e
+            }
+        })?;
         ops::write_result(&out, &r, true)?;
         self.mark_written(&out);
         Ok(Value::Tensor(out))
@@ -219,7 +224,10 @@ impl<'m> Interp<'m> {
                     })?,
                 };
                 Ok(match name {
-                    "int" => Value::Int(s.to_i64_trunc()),
+                    "int" => match s {
+                        crate::tensor::Scalar::F(f) => Value::Int(super::exec::float_to_int(f).map_err(&e)?),
+                        s => Value::Int(s.to_i64_trunc()),
+                    },
                     "float" => Value::Float(s.to_f64()),
                     _ => Value::Bool(s.to_bool()),
                 })
@@ -228,7 +236,9 @@ impl<'m> Interp<'m> {
                 let v = a.req(0, "x").map_err(&e)?;
                 match v {
                     Value::Tensor(t) => Ok(Value::Tensor(ops::unary(Unary::Abs, t).map_err(&e)?)),
-                    Value::Int(i) => Ok(Value::Int(i.wrapping_abs())),
+                    Value::Int(i) => Ok(Value::Int(
+                        i.checked_abs().ok_or_else(|| Diagnostic::new(int_range_error(-(*i as i128))).at(span))?,
+                    )),
                     Value::Float(f) => Ok(Value::Float(f.abs())),
                     Value::Bool(b) => Ok(Value::Int(*b as i64)),
                     other => err(span, format!("bad operand type for abs(): '{}'", other.type_name())),

@@ -13,17 +13,23 @@ fn creation_dtype(a: &Args, value: Option<Scalar>) -> AResult<DType> {
     })
 }
 
-fn shape_of(sizes: &[i64]) -> AResult<Vec<usize>> {
-    sizes
-        .iter()
-        .map(|&d| {
-            if d < 0 {
-                Err(format!("Trying to create tensor with negative dimension {d}: {:?}", sizes))
-            } else {
-                Ok(d as usize)
-            }
-        })
-        .collect()
+/// The shape a creation op `name` makes from `sizes`, with PyTorch's error for a negative size (`zeros` words it
+/// its own way).
+pub(crate) fn shape_of(name: &str, sizes: &[i64]) -> AResult<Vec<usize>> {
+    match sizes.iter().find(|&&d| d < 0) {
+        Some(_) if name == "zeros" => Err("zeros: Dimension size must be non-negative.".into()),
+        Some(d) => Err(format!("Trying to create tensor with negative dimension {d}: {:?}", sizes)),
+        None => Ok(sizes.iter().map(|&d| d as usize).collect()),
+    }
+}
+
+/// A count argument of `linspace` (`steps`) or `eye` (`n`, `m`), with PyTorch's error when it is negative.
+pub(crate) fn count_arg(name: &str, arg: &str, v: i64) -> AResult<usize> {
+    match (name, v < 0) {
+        (_, false) => Ok(v as usize),
+        ("linspace", true) => Err("number of steps must be non-negative".into()),
+        (_, true) => Err(format!("{arg} must be greater or equal to 0, got {v}")),
+    }
 }
 
 /// A creation op, or the unknown-op error when `name` is none of them.
@@ -40,7 +46,7 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
                 (a.sizes(0, "size")?, Scalar::I(if name == "ones" { 1 } else { 0 }))
             };
             let dt = if name == "full" { creation_dtype(a, Some(value))? } else { creation_dtype(a, None)? };
-            t(Tensor::full(dt, &shape_of(&sizes)?, value)?)
+            t(Tensor::full(dt, &shape_of(name, &sizes)?, value)?)
         }
         "zeros_like" | "ones_like" | "empty_like" | "full_like" | "rand_like" => {
             let x = a.tensor(0, "input")?;
@@ -103,7 +109,7 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
         "linspace" => {
             let s = a.req(0, "start")?.as_scalar().ok_or("linspace(): start must be a number")?.to_f64();
             let e = a.req(1, "end")?.as_scalar().ok_or("linspace(): end must be a number")?.to_f64();
-            let n = a.int(2, "steps")?.clamp(0, crate::tensor::MAX_ELEMENTS as i64) as usize;
+            let n = count_arg(name, "steps", a.int(2, "steps")?)?.min(crate::tensor::MAX_ELEMENTS);
             let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
             let step = if n > 1 { (e - s) / (n - 1) as f64 } else { 0.0 };
             let half = n / 2;
@@ -162,7 +168,7 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
                 (a.sizes(1, "size")?, Scalar::I(if name == "new_ones" { 1 } else { 0 }))
             };
             let dt = a.dtype(99, "dtype")?.unwrap_or(x.dtype());
-            t(Tensor::full(dt, &shape_of(&sizes)?, value)?)
+            t(Tensor::full(dt, &shape_of(name, &sizes)?, value)?)
         }
         "new_tensor" => {
             let x = a.tensor(0, "self")?;
@@ -172,8 +178,8 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
             t(Tensor::from_scalars(a.dtype(99, "dtype")?.unwrap_or(x.dtype()), &shape, &vals)?)
         }
         "eye" => {
-            let n = a.int(0, "n")?.max(0) as usize;
-            let m = a.opt_int(1, "m")?.map(|m| m.max(0) as usize).unwrap_or(n);
+            let n = count_arg(name, "n", a.int(0, "n")?)?;
+            let m = a.opt_int(1, "m")?.map(|m| count_arg(name, "m", m)).transpose()?.unwrap_or(n);
             let out = Tensor::zeros(creation_dtype(a, None)?, &[n, m])?;
             let d = out.diagonal(0, 0, 1)?;
             d.write_scalars(&vec![Scalar::I(1); d.numel()]);

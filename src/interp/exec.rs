@@ -532,7 +532,9 @@ impl<'m> Interp<'m> {
                 let u = if op == UnaryOp::Neg { Unary::Neg } else { Unary::BitNot };
                 Ok(Value::Tensor(ops::unary(u, t).map_err(tensor_err(span))?))
             }
-            (Value::Int(i), UnaryOp::Neg) => Ok(Value::Int(i.wrapping_neg())),
+            (Value::Int(i), UnaryOp::Neg) => {
+                i.checked_neg().map(Value::Int).ok_or_else(|| Diagnostic::new(int_range_error(-(*i as i128))).at(span))
+            }
             (Value::Int(i), UnaryOp::Invert) => Ok(Value::Int(!i)),
             (Value::Bool(b), UnaryOp::Neg) => Ok(Value::Int(-(*b as i64))),
             (Value::Float(f), UnaryOp::Neg) => Ok(Value::Float(-f)),
@@ -637,15 +639,57 @@ pub(super) fn operand(v: &Value) -> Option<Operand> {
 }
 
 /// Arithmetic on Python numbers, with Python's semantics (bools count as ints).
+/// The error for a Python int result that leaves the 64-bit range.
+pub(crate) fn int_range_error(v: i128) -> String {
+    format!(
+        "integer overflow: the Python int {} does not fit in 64 bits (arbitrary-precision ints are not supported)",
+        if v.unsigned_abs() < 1u128 << 100 { v.to_string() } else { "result".into() }
+    )
+}
+
+/// Python's `int(f)` of a float: truncation, with Python's errors for NaN and infinities, and ours for a value
+/// outside 64 bits.
+pub(crate) fn float_to_int(f: f64) -> Result<i64, String> {
+    if f.is_nan() {
+        return Err("ValueError: cannot convert float NaN to integer".into());
+    }
+    if f.is_infinite() {
+        return Err("OverflowError: cannot convert float infinity to integer".into());
+    }
+    let t = f.trunc();
+    if t < -9.223_372_036_854_775_808e18 || t >= 9.223_372_036_854_775_808e18 {
+        return Err(int_range_error(i128::MAX));
+    }
+    Ok(t as i64)
+}
+
+fn int_overflow(x: i64, op: BinOp, y: i64) -> String {
+    let exact = match op {
+        BinOp::Add => Some(x as i128 + y as i128),
+        BinOp::Sub => Some(x as i128 - y as i128),
+        BinOp::Mul => Some(x as i128 * y as i128),
+        BinOp::FloorDiv => Some(-(x as i128)),
+        BinOp::Pow => u32::try_from(y).ok().and_then(|e| (x as i128).checked_pow(e)),
+        _ => None,
+    };
+    match exact {
+        Some(v) => int_range_error(v),
+        None => int_range_error(i128::MAX),
+    }
+}
+
 pub(crate) fn py_arith(a: Scalar, op: BinOp, b: Scalar) -> Result<Value, String> {
     let float = matches!(a, Scalar::F(_)) || matches!(b, Scalar::F(_));
     if !float {
         let (x, y) = (a.to_i64_trunc(), b.to_i64_trunc());
         let bools = matches!((a, b), (Scalar::B(_), Scalar::B(_)));
+        // Python ints have arbitrary precision; ours are 64-bit, so a result outside that range is an error rather
+        // than a wrapped value.
+        let fits = |r: Option<i64>| r.map(Value::Int).ok_or_else(|| int_overflow(x, op, y));
         return Ok(match op {
-            BinOp::Add => Value::Int(x.wrapping_add(y)),
-            BinOp::Sub => Value::Int(x.wrapping_sub(y)),
-            BinOp::Mul => Value::Int(x.wrapping_mul(y)),
+            BinOp::Add => fits(x.checked_add(y))?,
+            BinOp::Sub => fits(x.checked_sub(y))?,
+            BinOp::Mul => fits(x.checked_mul(y))?,
             BinOp::Div => {
                 if y == 0 {
                     return Err("ZeroDivisionError: division by zero".into());
@@ -656,19 +700,17 @@ pub(crate) fn py_arith(a: Scalar, op: BinOp, b: Scalar) -> Result<Value, String>
                 if y == 0 {
                     return Err("ZeroDivisionError: integer division or modulo by zero".into());
                 }
-                let q = x.wrapping_div_euclid(y);
-                let (q, r) = if y < 0 && x.wrapping_rem_euclid(y) != 0 {
-                    (q - 1, x.wrapping_rem_euclid(y) + y)
-                } else {
-                    (q, x.wrapping_rem_euclid(y))
-                };
+                // Only i64::MIN // -1 leaves the range.
+                let q = fits(x.checked_div_euclid(y))?;
+                let (Value::Int(q), r) = (q, x.rem_euclid(y)) else { unreachable!() };
+                let (q, r) = if y < 0 && r != 0 { (q - 1, r + y) } else { (q, r) };
                 Value::Int(if op == BinOp::FloorDiv { q } else { r })
             }
             BinOp::Pow => {
                 if y < 0 {
                     Value::Float((x as f64).powf(y as f64))
                 } else {
-                    Value::Int(x.wrapping_pow(y.min(u32::MAX as i64) as u32))
+                    fits(u32::try_from(y).ok().and_then(|e| x.checked_pow(e)))?
                 }
             }
             BinOp::BitAnd if bools => Value::Bool(x & y != 0),

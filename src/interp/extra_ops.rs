@@ -101,11 +101,15 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "sort" => {
             let x = a.tensor(0, "input")?;
+            // Our sort is always stable (ties keep their index order), which is what `stable=True` asks for and
+            // one of the orders PyTorch may give without it.
+            a.bool_or(99, "stable", false)?;
             let (v, i) = index::sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)?;
             Ok(named(v, i))
         }
         "argsort" => {
             let x = a.tensor(0, "input")?;
+            a.bool_or(99, "stable", false)?;
             t(index::sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)?.1)
         }
         "topk" => {
@@ -113,6 +117,8 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let k = a.int(1, "k")?;
             let dim = a.int_or(2, "dim", -1)?;
             let largest = a.bool_or(3, "largest", true)?;
+            // `sorted=False` leaves PyTorch's order unspecified; sorted is one such order.
+            a.bool_or(4, "sorted", true)?;
             let (v, i) = index::sort(&x, dim, largest)?;
             let d = wrap_dim(dim, x.dim())?;
             if k < 0 || (x.dim() > 0 && k as usize > x.shape[d]) {

@@ -7,10 +7,11 @@
 
 mod args;
 pub(crate) mod calls;
-mod creation;
+pub(crate) mod creation;
 pub(crate) mod exec;
 mod extra_ops;
 pub(crate) mod out_arg;
+pub mod returns;
 mod subscript;
 pub(crate) mod torch_ops;
 pub mod value;
@@ -148,6 +149,10 @@ pub fn run_program(
             }
             other => (vec![return_tensor(&other)?], false),
         };
+        if let Some(ann) = &f.returns {
+            let got: Vec<_> = returns.iter().map(|t| (t.dtype(), t.shape.clone())).collect();
+            returns::check_returns(&f.name, ann, &got, returns_tuple).map_err(|m| Diagnostic::new(m).at(f.span))?;
+        }
         let mutated = params.into_iter().filter(|(_, t)| it.written.contains(&(Rc::as_ptr(&t.buf) as usize))).collect();
         Ok(RunOutput { returns, returns_tuple, mutated })
     };

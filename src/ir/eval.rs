@@ -46,6 +46,10 @@ pub fn run_time_start(op: OpName, args: &[i64]) -> Result<i64, String> {
     }
 }
 
+/// The error of a run-time Python int operation whose result leaves the 64-bit range (Python's would not wrap).
+pub(crate) const RUNTIME_INT_OVERFLOW: &str =
+    "integer overflow: a Python int computed at run time does not fit in 64 bits (arbitrary-precision ints are not supported)";
+
 fn fail<T>(m: impl Into<String>) -> R<T> {
     Err(EvalError(m.into()))
 }
@@ -377,12 +381,16 @@ impl Evaluator<'_> {
             IAdd | ISub | IMul | IFloorDiv | IMod => {
                 arity(2)?;
                 let (a, b) = (self.int(args[0])?, self.int(args[1])?);
+                // Python ints do not wrap: a result outside 64 bits is an error.
+                let fits = |r: Option<i64>| r.ok_or_else(|| RUNTIME_INT_OVERFLOW.to_string());
                 Ok(V::I(match op {
-                    IAdd => a.wrapping_add(b),
-                    ISub => a.wrapping_sub(b),
-                    IMul => a.wrapping_mul(b),
+                    IAdd => fits(a.checked_add(b))?,
+                    ISub => fits(a.checked_sub(b))?,
+                    IMul => fits(a.checked_mul(b))?,
                     _ if b == 0 => return fail("integer division by zero"),
-                    IFloorDiv => a.wrapping_div_euclid(b) - if b < 0 && a.wrapping_rem_euclid(b) != 0 { 1 } else { 0 },
+                    IFloorDiv => {
+                        fits(a.checked_div_euclid(b))? - if b < 0 && a.wrapping_rem_euclid(b) != 0 { 1 } else { 0 }
+                    }
                     _ => {
                         let r = a.wrapping_rem_euclid(b);
                         if b < 0 && r != 0 {

@@ -207,12 +207,14 @@ impl<D: Device> Executor<'_, D> {
                 match op {
                     IAdd | ISub | IMul | IFloorDiv | IMod => {
                         let (a, b) = (self.int(args[0], inputs)?, self.int(args[1], inputs)?);
+                        // Python ints do not wrap: a result outside 64 bits is an error.
+                        let fits = |r: Option<i64>| r.ok_or_else(|| crate::ir::RUNTIME_INT_OVERFLOW.to_string());
                         Val::I(match op {
-                            IAdd => a.wrapping_add(b),
-                            ISub => a.wrapping_sub(b),
-                            IMul => a.wrapping_mul(b),
+                            IAdd => fits(a.checked_add(b))?,
+                            ISub => fits(a.checked_sub(b))?,
+                            IMul => fits(a.checked_mul(b))?,
                             _ if b == 0 => return Err("integer division by zero".into()),
-                            IFloorDiv => a.div_euclid(b) - i64::from(b < 0 && a.rem_euclid(b) != 0),
+                            IFloorDiv => fits(a.checked_div_euclid(b))? - i64::from(b < 0 && a.rem_euclid(b) != 0),
                             _ => a - b * (a.div_euclid(b) - i64::from(b < 0 && a.rem_euclid(b) != 0)),
                         })
                     }

@@ -1,0 +1,120 @@
+"""Regressions of issue #12: sequence slices with negative steps, when contiguous() aliases, out= arguments, and the
+order of tied values in sort and topk. Each program once diverged between the engines or from PyTorch."""
+from __future__ import annotations
+
+import torch
+
+
+def reversed_unbind(x: f32[4, 3]) -> f32[4, 3]:
+    # A reversed layer order, as in a bidirectional LSTM: the tuple slice with step -1 reverses.
+    ys = x.unbind(0)[::-1]
+    return torch.stack(ys)
+
+
+def every_other_backwards(x: f32[5, 3]) -> f32[3, 3]:
+    xs = [x[0], x[1], x[2], x[3], x[4]]
+    return torch.stack(xs[::-2])
+
+
+def slice_negative_bounds(x: f32[7, 2]) -> tuple[f32[2, 2], f32[2, 2], f32[2, 2], f32[7, 2]]:
+    xs = list(x.unbind(0))
+    a = torch.stack(xs[-2:0:-3])
+    b = torch.stack(xs[10:-5:-2])
+    c = torch.stack(xs[-100:2])
+    d = torch.stack(xs[::-1][::-1])
+    return a, b, c, d
+
+
+def reversed_layers_write(x: f32[3, 4]) -> f32[3, 4]:
+    # Views taken through a reversed tuple still write into x.
+    for i, row in enumerate(x.unbind(0)[::-1]):
+        row.mul_(float(i + 1))
+    return x
+
+
+def contiguous_is_alias(x: f32[4, 1, 6]) -> f32[1, 4, 6]:
+    # permute of a size-1 dim leaves the tensor contiguous, so contiguous() returns it and the write reaches x.
+    y = x.permute(1, 0, 2).contiguous()
+    y[0, 0] = 0.0
+    return y
+
+
+def contiguous_is_copy(x: f32[4, 6]) -> f32[4, 1]:
+    # A column of a row-major matrix is not contiguous: contiguous() copies and x is untouched.
+    y = x[:, 2:3].contiguous()
+    y.zero_()
+    return y
+
+
+def contiguous_row_alias(x: f32[4, 6]) -> f32[1, 6]:
+    y = x[1:2].contiguous()
+    y.add_(1.0)
+    return y
+
+
+def add_out(x: f32[4], y: f32[4]) -> f32[4]:
+    z = torch.add(x, 1.0, out=y)
+    return z
+
+
+def out_through_view(x: f32[2, 4], y: f32[3, 4]) -> tuple[f32[4], f32[3, 4]]:
+    # out= writes through y's row, and returns that row itself.
+    z = torch.add(x[0], 1.0, out=y[1])
+    z.mul_(2.0)
+    return z, y
+
+
+def out_strided_column(x: f32[4, 3], y: f32[4, 3]) -> f32[4, 3]:
+    torch.mul(x[:, 0], 2.0, out=y[:, 1])
+    return y
+
+
+def out_is_input(x: f32[4]) -> f32[4]:
+    torch.exp(x, out=x)
+    return x
+
+
+def out_casts(x: f32[4], y: f64[4]) -> f64[4]:
+    return torch.sub(x, 0.5, out=y)
+
+
+def out_compare(a: f32[4], b: f32[4], c: bool[4]) -> bool[4]:
+    torch.lt(a, b, out=c)
+    return c
+
+
+def out_matmul_cat_sum(a: f32[3, 4], b: f32[4, 2], c: f32[3, 2], d: f32[2, 5], e: f32[3]) -> tuple[f32[3, 2], f32[2, 5], f32[3]]:
+    torch.mm(a, b, out=c)
+    torch.cat([a[0], b[0, :1]], out=d[1])
+    torch.sum(a, 1, out=e)
+    return c, d, e
+
+
+def sort_stable_ties(x: i64[40]) -> tuple[i64[40], i64[40], i64[40], i64[40]]:
+    # Values 0..9 repeat, so every value is tied; stable sorts keep tied elements in index order, both ways.
+    a, i = torch.sort(x, descending=True, stable=True)
+    b, j = torch.sort(x, stable=True)
+    return a, i, b, j
+
+
+def argsort_stable_ties(x: i64[3, 20]) -> i64[3, 20]:
+    return torch.argsort(x, dim=1, descending=True, stable=True)
+
+
+def sort_nan(x: f32[12]) -> tuple[f32[12], i64[12], f32[12], i64[12]]:
+    # NaN sorts as the largest value: last ascending, first descending (tied NaNs in index order).
+    y = torch.where(x > 0.3, float("nan"), x)
+    a, i = torch.sort(y, stable=True)
+    b, j = torch.sort(y, descending=True, stable=True)
+    return a, i, b, j
+
+
+def topk_ties_canonical(x: i64[30]) -> tuple[i64[6], i64[6], i64[6], i64[6]]:
+    # PyTorch does not specify the order of tied values in topk, so the indices are compared as a set: sorted.
+    # k = 6 with values 0..9 usually splits a tie at the k-th value, so this compares only the values, and the set of
+    # indices of the values strictly above (below) the k-th.
+    v, i = torch.topk(x, 6)
+    w, j = torch.topk(x, 6, largest=False)
+    i = torch.where(x[i] > v[5], i, -1)
+    j = torch.where(x[j] < w[5], j, -1)
+    return v, torch.sort(i).values, w, torch.sort(j).values
