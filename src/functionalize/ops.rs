@@ -769,35 +769,4 @@ impl<'m> Fz<'m> {
         }
         Ok(FV::Tensor(dst))
     }
-
-    /// `x[idx] = v` or `index_put_` with integer index tensors, through a view.
-    pub(super) fn index_write(&mut self, view: &TRef, idx: &[FV], value: &FV, acc: bool, span: Span) -> FR<()> {
-        if let FV::Tensor(v) = value {
-            self.check_no_overlap(view, &[v], span)?;
-        }
-        let dt = self.roots[view.root].dtype;
-        let v0 = self.read(view, span)?;
-        let v0 = self.t.at(v0);
-        let val = self.term_as(value, dt, span)?;
-        let b = self.t.leaf(Node::Bool(crate::ir::BoolLit(acc)));
-        let mut args = vec![v0, b, val];
-        for i in idx {
-            args.push(match i {
-                FV::None => self.t.leaf(Node::NoneLit),
-                FV::Tensor(t) => {
-                    if self.roots[t.root].dtype == DType::Bool {
-                        return diag(
-                            span,
-                            "index_put_ with a boolean mask has a data-dependent shape and cannot be functionalized",
-                        );
-                    }
-                    let x = self.read(t, span)?;
-                    self.t.at(x)
-                }
-                other => return diag(span, format!("index entry of type {}", other.type_name())),
-            });
-        }
-        let r = self.t.op(OpName::IndexPut, args).map_err(err(span))?;
-        self.write(view, r, span)
-    }
 }
