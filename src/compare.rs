@@ -28,7 +28,7 @@ pub struct PlanRow {
     pub bytes: f64,
     pub predicted_s: f64,
     pub measured_s: Option<f64>,
-    /// Whether its outputs match the reference engine's (rtol 1e-5, atol 1e-6 for floats; exact otherwise).
+    /// Whether its outputs match the reference engine's (`tensor::compare_close`: the tolerance the tests use).
     pub agrees: bool,
 }
 
@@ -111,12 +111,7 @@ pub fn compare_program(
 }
 
 fn close(a: &crate::tensor::Tensor, b: &crate::tensor::Tensor) -> bool {
-    if a.shape != b.shape || a.dtype() != b.dtype() {
-        return false;
-    }
-    a.to_f64_vec().iter().zip(b.to_f64_vec()).all(|(x, y)| {
-        x == &y || (x.is_nan() && y.is_nan()) || (a.dtype().is_float() && (x - y).abs() <= 1e-6 + 1e-5 * y.abs())
-    })
+    crate::tensor::compare_close("", a, b).is_ok()
 }
 
 /// The JSON form of one program's rows.

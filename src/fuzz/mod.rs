@@ -126,7 +126,7 @@ pub fn program_name(seed: u64) -> String {
     format!("fuzz_{seed}")
 }
 
-fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<String>()
         .cloned()
         .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
@@ -137,7 +137,7 @@ fn guarded(f: impl FnOnce() -> Result<BTreeMap<String, Tensor>, String>) -> Outc
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(files)) => Outcome::Ran(files),
         Ok(Err(e)) => Outcome::Error(e),
-        Err(p) => Outcome::Panic(panic_text(p)),
+        Err(p) => Outcome::Panic(panic_text(&*p)),
     }
 }
 
@@ -201,7 +201,7 @@ pub fn check_source(
             continue;
         }
         let outcome = match (&functional, engine) {
-            (Err(p), _) => Outcome::Panic(format!("functionalize: {}", panic_text_ref(p))),
+            (Err(p), _) => Outcome::Panic(format!("functionalize: {}", panic_text(&**p))),
             (Ok(Err(e)), _) => Outcome::Error(e.clone()),
             (Ok(Ok(f)), Engine::Functional) => guarded(|| {
                 crate::functionalize::run_functional(f, &fresh()).map(|o| o.files()).map_err(|d| d.to_string())
@@ -214,7 +214,7 @@ pub fn check_source(
             }
             (Ok(Ok(_)), _) => match optimized.as_ref() {
                 None => Outcome::Error("not optimized".into()),
-                Some(Err(p)) => Outcome::Panic(format!("saturate: {}", panic_text_ref(p))),
+                Some(Err(p)) => Outcome::Panic(format!("saturate: {}", panic_text(&**p))),
                 Some(Ok(Err(e))) => Outcome::Error(e.clone()),
                 Some(Ok(Ok(g))) => guarded(|| match engine {
                     Engine::Optimized => {
@@ -234,13 +234,6 @@ pub fn check_source(
         }
     }
     out
-}
-
-fn panic_text_ref(p: &Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "panic".to_string())
 }
 
 /// Compares one engine's outcome with the reference's files (`None`: the reference raised).

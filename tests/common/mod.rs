@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use funcfuse::frontend::{self, Module};
 use funcfuse::interp::{self, RunOutput, ScalarArg};
 use funcfuse::io;
-use funcfuse::tensor::{DType, Tensor};
+use funcfuse::tensor::Tensor;
 
 pub const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/corpus");
 
@@ -86,59 +86,12 @@ pub fn run_reference(module: &Module, func: &str, inputs: &BTreeMap<String, Tens
 
 /// The files a run writes, by name, as `funcfuse run` names them.
 pub fn output_files(out: &RunOutput) -> BTreeMap<String, Tensor> {
-    let mut m = BTreeMap::new();
-    if out.returns_tuple {
-        for (i, t) in out.returns.iter().enumerate() {
-            m.insert(format!("return.{i}.npy"), t.clone());
-        }
-    } else if let Some(t) = out.returns.first() {
-        m.insert("return.npy".to_string(), t.clone());
-    }
-    for (n, t) in &out.mutated {
-        m.insert(format!("{n}.npy"), t.clone());
-    }
-    m
+    out.files()
 }
 
 /// Tolerances for comparing against PyTorch: f32 rtol 1e-5, atol 1e-6; f64 rtol 1e-9, atol 1e-12; others exact.
 pub fn compare(what: &str, got: &Tensor, want: &Tensor) -> Result<(), String> {
-    if got.dtype() != want.dtype() {
-        return Err(format!("{what}: dtype {} but expected {}", got.dtype().annotation(), want.dtype().annotation()));
-    }
-    if got.shape != want.shape {
-        return Err(format!("{what}: shape {:?} but expected {:?}", got.shape, want.shape));
-    }
-    let (rtol, atol) = match got.dtype() {
-        DType::F64 => (1e-9, 1e-12),
-        DType::F32 | DType::F16 | DType::BF16 => (1e-5, 1e-6),
-        _ => (0.0, 0.0),
-    };
-    let (g, w) = (got.scalars(), want.scalars());
-    let mut bad = 0usize;
-    let mut first = None;
-    let mut worst = 0f64;
-    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
-        let (x, y) = (a.to_f64(), b.to_f64());
-        let ok = if x.is_nan() || y.is_nan() {
-            x.is_nan() && y.is_nan()
-        } else if x.is_infinite() || y.is_infinite() {
-            x == y
-        } else {
-            (x - y).abs() <= atol + rtol * y.abs()
-        };
-        if !ok {
-            bad += 1;
-            worst = worst.max((x - y).abs());
-            first.get_or_insert((i, x, y));
-        }
-    }
-    match first {
-        None => Ok(()),
-        Some((i, x, y)) => Err(format!(
-            "{what}: {bad} of {} elements differ (first at flat index {i}: got {x}, expected {y}; worst abs diff {worst:e})",
-            g.len()
-        )),
-    }
+    funcfuse::tensor::compare_close(what, got, want)
 }
 
 /// Compares a run's outputs with the stored PyTorch goldens of `p`: the same files, each within tolerance.
