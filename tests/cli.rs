@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[derive(Debug)]
 struct Outcome {
     code: i32,
     stdout: String,
@@ -779,4 +780,41 @@ fn every_engine_rejects_bad_keywords_sizes_ints_and_return_annotations() {
             assert!(o.stderr.contains(want), "{name} on {engine}: {:?} lacks {want:?}", o.stderr);
         }
     }
+}
+
+#[test]
+fn fuzz_reports_reduces_and_keeps_a_diverging_program() {
+    // Seed 23538's program binds a name to views of different tensors in an `if` on data: the functional engine
+    // refuses it (a known gap), which the fuzzer must report, reduce and keep, with exit status 1.
+    let dir = scratch("fuzz_keep");
+    let keep = dir.join("kept");
+    let o = funcfuse(&[
+        "fuzz",
+        "--seed",
+        "23538",
+        "--count",
+        "1",
+        "--engines",
+        "functional",
+        "--keep",
+        keep.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert!(o.stdout.contains("seed 23538: functional refused"), "{o:?}");
+    assert!(o.stdout.contains("1 diverge (0 wrong, 0 panics, 1 refused)"), "{o:?}");
+    let reduced = std::fs::read_to_string(keep.join("fuzz_23538.py")).unwrap();
+    let original = std::fs::read_to_string(keep.join("fuzz_23538.orig.py")).unwrap();
+    assert!(reduced.lines().count() < original.lines().count(), "not reduced:\n{reduced}");
+    let verdict = std::fs::read_to_string(keep.join("fuzz_23538.txt")).unwrap();
+    assert!(
+        verdict.contains("functional refused") && verdict.contains("bound to views of different tensors"),
+        "{verdict}"
+    );
+}
+
+#[test]
+fn fuzz_rejects_an_unknown_engine() {
+    let o = funcfuse(&["fuzz", "--count", "1", "--engines", "functional,gpu"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert!(o.stderr.contains("--engines: unknown engine `gpu`"), "{o:?}");
 }

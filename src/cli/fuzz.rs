@@ -130,13 +130,20 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
             fuzz::reduce::reduce(&source, &name, sig, &engines, &rules)
         };
         let shown = rv.as_ref().unwrap_or(&verdict);
-        outln!("seed {seed}: {} {} ({} lines reduced to {})", sig.0.name(), sig.1.name(), source.lines().count(), reduced.lines().count());
+        outln!(
+            "seed {seed}: {} {} ({} lines reduced to {})",
+            sig.0.name(),
+            sig.1.name(),
+            source.lines().count(),
+            reduced.lines().count()
+        );
         for d in &shown.divergences {
             outln!("  {} {}: {}", d.engine.name(), d.kind.name(), d.detail.lines().next().unwrap_or(""));
         }
         if let Some(dir) = &a.keep {
             let write = |file: String, text: &str| {
-                std::fs::write(dir.join(&file), text).map_err(|e| Failure(1, format!("{}: {e}", dir.join(&file).display())))
+                std::fs::write(dir.join(&file), text)
+                    .map_err(|e| Failure(1, format!("{}: {e}", dir.join(&file).display())))
             };
             write(format!("{name}.py"), &reduced)?;
             write(format!("{name}.orig.py"), &source)?;
@@ -154,7 +161,10 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
     let names: Vec<&str> = engines.iter().map(|e| e.name()).collect();
     outln!("fuzz: seeds {}..{}, engines {}: {summary}", a.seed, a.seed.wrapping_add(a.count), names.join(","));
     if summary.diverged() > 0 {
-        return Err(Failure(1, format!("fuzz: {} of {} programs diverge from the reference", summary.diverged(), summary.programs)));
+        return Err(Failure(
+            1,
+            format!("fuzz: {} of {} programs diverge from the reference", summary.diverged(), summary.programs),
+        ));
     }
     Ok(())
 }

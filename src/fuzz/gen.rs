@@ -240,7 +240,21 @@ impl Gen {
     /// One statement of any kind, chosen by weight (blocks only while nesting is shallow).
     fn statement(&mut self) {
         let blocks = if self.depth < 2 { 1 } else { 0 };
-        let k = self.rng.weighted(&[14, 16, 20, 12, 6, 5, 4, 8 * blocks, 4 * blocks, 5 * blocks, 3 * blocks, 3 * blocks, 3]);
+        let k = self.rng.weighted(&[
+            14,
+            16,
+            20,
+            12,
+            6,
+            5,
+            4,
+            8 * blocks,
+            4 * blocks,
+            5 * blocks,
+            3 * blocks,
+            3 * blocks,
+            3,
+        ]);
         match k {
             0 => self.compute(),
             1 => self.take_view(),
@@ -277,8 +291,7 @@ impl Gen {
                 cands.push(IntExpr { text: format!("{} ** 2", v.name), lo: lo * lo, hi: hi * hi });
             }
         }
-        let valid: Vec<usize> =
-            (0..cands.len()).filter(|&i| wild || (cands[i].lo >= -s && cands[i].hi < s)).collect();
+        let valid: Vec<usize> = (0..cands.len()).filter(|&i| wild || (cands[i].lo >= -s && cands[i].hi < s)).collect();
         if !valid.is_empty() && self.rng.pct(55) {
             let c = *self.rng.pick(&valid);
             return Some(cands[c].text.clone());
@@ -625,7 +638,8 @@ impl Gen {
 
     /// The returned names: one to three live tensors (locals preferred).
     fn returns(&mut self) -> String {
-        let locals: Vec<String> = self.tensors.iter().filter(|t| t.name.len() > 1 && t.name != "idx").map(|t| t.name.clone()).collect();
+        let locals: Vec<String> =
+            self.tensors.iter().filter(|t| t.name.len() > 1 && t.name != "idx").map(|t| t.name.clone()).collect();
         let mut picked: Vec<String> = Vec::new();
         let n = self.rng.range(1, 3);
         for _ in 0..n {

@@ -165,9 +165,12 @@ pub fn check_source(
             .collect(),
         Err(d) => return Verdict { reference_error: Some(d.to_string()), divergences: Vec::new() },
     };
-    let fresh = || -> BTreeMap<String, Tensor> { inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect() };
+    let fresh =
+        || -> BTreeMap<String, Tensor> { inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect() };
     let reference = guarded(|| {
-        crate::interp::run_program(&module, func, &fresh(), &BTreeMap::new()).map(|o| o.files()).map_err(|d| d.to_string())
+        crate::interp::run_program(&module, func, &fresh(), &BTreeMap::new())
+            .map(|o| o.files())
+            .map_err(|d| d.to_string())
     });
     // Functionalization and optimization are shared by the engines after the reference.
     let functional = catch_unwind(AssertUnwindSafe(|| {
@@ -251,10 +254,9 @@ fn judge(
     match (want, got) {
         (_, Outcome::Panic(p)) => d(Kind::Panic, p.clone()),
         (None, Outcome::Error(_)) => None,
-        (None, Outcome::Ran(files)) => d(
-            Kind::Wrong,
-            format!("ran (wrote {:?}) where the reference raised", files.keys().collect::<Vec<_>>()),
-        ),
+        (None, Outcome::Ran(files)) => {
+            d(Kind::Wrong, format!("ran (wrote {:?}) where the reference raised", files.keys().collect::<Vec<_>>()))
+        }
         (Some(_), Outcome::Error(e)) => d(Kind::Refused, e.clone()),
         (Some(w), Outcome::Ran(g)) => {
             let unchanged = |file: &str| inputs.get(file.trim_end_matches(".npy"));

@@ -69,7 +69,8 @@ pub fn reduce(
                 lines[r].trim_start()["return ".len()..].split(',').map(|s| s.trim().to_string()).collect();
             if names.len() > 1 {
                 for k in 0..names.len() {
-                    let rest: Vec<&String> = names.iter().enumerate().filter(|(x, _)| *x != k).map(|(_, n)| n).collect();
+                    let rest: Vec<&String> =
+                        names.iter().enumerate().filter(|(x, _)| *x != k).map(|(_, n)| n).collect();
                     let mut cand = lines.clone();
                     cand[r] = format!("    return {}", rest.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
                     let text = cand.join("\n") + "\n";

@@ -1,7 +1,7 @@
 //! The generator's blocks: `for` and `while` loops, `if` on run-time values, lists built in loops, names set inside
 //! loops, and helper calls. Names defined inside a block are dropped when it ends.
 
-use super::{Gen, IVar, TVar, Dt, HELPERS};
+use super::{Dt, Gen, IVar, TVar, HELPERS};
 
 impl Gen {
     /// Runs `f` as a nested block; names defined inside are dropped afterwards, names rebound inside keep their
@@ -42,7 +42,8 @@ impl Gen {
             _ => (hi.to_string(), hi),
         };
         let (hi_text, hi) = bound;
-        let range = if lo == 0 && self.rng.pct(50) { format!("range({hi_text})") } else { format!("range({lo}, {hi_text})") };
+        let range =
+            if lo == 0 && self.rng.pct(50) { format!("range({hi_text})") } else { format!("range({lo}, {hi_text})") };
         self.line(format!("for {var} in {range}:"));
         let n = self.rng.range(1, 3);
         self.block(|g| {
@@ -278,5 +279,4 @@ impl Gen {
         self.helpers_used.push(h);
         self.define(TVar { name, dt: Dt::F32, shape, writable, contig: false });
     }
-
 }

@@ -58,7 +58,8 @@ impl Gen {
                 let (a, b) = (dim(self), dim(self));
                 let mut s = shape.to_vec();
                 s.swap(a, b);
-                let text = if nd == 2 && self.rng.pct(50) { ".t()".to_string() } else { format!(".transpose({a}, {b})") };
+                let text =
+                    if nd == 2 && self.rng.pct(50) { ".t()".to_string() } else { format!(".transpose({a}, {b})") };
                 Some((text, s, false))
             }
             4 if nd >= 2 => {
@@ -155,8 +156,10 @@ impl Gen {
             }
             // expand: size-1 dims grow, and sometimes a new leading dim.
             13 => {
-                let mut s: Vec<usize> =
-                    shape.iter().map(|&d| if d == 1 && self.rng.pct(60) { self.rng.range(2, 3) as usize } else { d }).collect();
+                let mut s: Vec<usize> = shape
+                    .iter()
+                    .map(|&d| if d == 1 && self.rng.pct(60) { self.rng.range(2, 3) as usize } else { d })
+                    .collect();
                 if self.rng.pct(40) {
                     s.insert(0, self.rng.range(1, 3) as usize);
                 }
@@ -177,5 +180,4 @@ impl Gen {
             _ => None,
         }
     }
-
 }
