@@ -226,6 +226,15 @@ impl Gen {
         (0..self.tensors.len()).filter(|&i| self.tensors[i].dt == Dt::F32).collect()
     }
 
+    /// A live float tensor that `keep` accepts, drawn uniformly (one draw when any is accepted, none otherwise).
+    fn pick_float(&mut self, keep: impl Fn(&TVar) -> bool) -> Option<TVar> {
+        let fl: Vec<usize> = self.floats().into_iter().filter(|&i| keep(&self.tensors[i])).collect();
+        if fl.is_empty() {
+            return None;
+        }
+        Some(self.tensors[*self.rng.pick(&fl)].clone())
+    }
+
     fn writable_floats(&self) -> Vec<usize> {
         (0..self.tensors.len()).filter(|&i| self.tensors[i].dt == Dt::F32 && self.tensors[i].writable).collect()
     }
@@ -538,11 +547,7 @@ impl Gen {
 
     /// A reduction into a fresh name.
     fn reduce(&mut self) {
-        let fl: Vec<usize> = self.floats().into_iter().filter(|&i| !self.tensors[i].shape.is_empty()).collect();
-        if fl.is_empty() {
-            return;
-        }
-        let t = self.tensors[*self.rng.pick(&fl)].clone();
+        let Some(t) = self.pick_float(|t| !t.shape.is_empty()) else { return };
         let nd = t.shape.len();
         let d = self.rng.range(0, nd as i64 - 1) as usize;
         let neg = if self.rng.pct(30) { d as i64 - nd as i64 } else { d as i64 };
@@ -626,11 +631,7 @@ impl Gen {
 
     /// Rebinds a live name to a new value of its shape (inside loops: loop-carried state).
     fn rebind(&mut self) {
-        let fl: Vec<usize> = self.floats().into_iter().filter(|&i| self.tensors[i].name.len() > 1).collect();
-        if fl.is_empty() {
-            return self.compute();
-        }
-        let t = self.tensors[*self.rng.pick(&fl)].clone();
+        let Some(t) = self.pick_float(|t| t.name.len() > 1) else { return self.compute() };
         let e = self.expr(&t.shape, 2);
         self.line(format!("{} = {} * 0.5 + {e}", t.name, t.name));
         self.define(TVar { contig: true, writable: true, ..t });

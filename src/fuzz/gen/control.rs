@@ -159,11 +159,7 @@ impl Gen {
 
     /// A list built in a loop, then stacked, concatenated or summed, sometimes after a slice with a negative step.
     pub(super) fn list_loop(&mut self) {
-        let fl: Vec<usize> = self.floats().into_iter().filter(|&i| !self.tensors[i].shape.is_empty()).collect();
-        if fl.is_empty() {
-            return;
-        }
-        let t = self.tensors[*self.rng.pick(&fl)].clone();
+        let Some(t) = self.pick_float(|t| !t.shape.is_empty()) else { return };
         let n = t.shape[0] as i64;
         if n == 0 {
             return;
@@ -225,11 +221,7 @@ impl Gen {
 
     /// A name that is `None` before a loop and a tensor after an `if` inside it.
     pub(super) fn last_in_loop(&mut self) {
-        let fl: Vec<usize> = self.floats().into_iter().filter(|&i| !self.tensors[i].shape.is_empty()).collect();
-        if fl.is_empty() {
-            return;
-        }
-        let t = self.tensors[*self.rng.pick(&fl)].clone();
+        let Some(t) = self.pick_float(|t| !t.shape.is_empty()) else { return };
         let n = t.shape[0] as i64;
         if n == 0 {
             return;
