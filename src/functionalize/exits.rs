@@ -24,20 +24,12 @@ pub(super) fn desugar(module: &Module) -> Module {
     m
 }
 
-/// Whether `stmts` contain a `break` or `continue` of the enclosing loop inside an `if` (not of an inner loop).
+/// Whether `stmts` contain a `break` or `continue` of the enclosing loop (not of an inner loop) inside an `if`, or
+/// anywhere when `under_if` already holds.
 fn exits_under_if(stmts: &[Stmt], under_if: bool) -> bool {
     stmts.iter().any(|s| match &s.kind {
         StmtKind::Break | StmtKind::Continue => under_if,
         StmtKind::If { body, orelse, .. } => exits_under_if(body, true) || exits_under_if(orelse, true),
-        _ => false,
-    })
-}
-
-/// Whether `stmts` contain a `break` or `continue` of the enclosing loop at all.
-fn exits(stmts: &[Stmt]) -> bool {
-    stmts.iter().any(|s| match &s.kind {
-        StmtKind::Break | StmtKind::Continue => true,
-        StmtKind::If { body, orelse, .. } => exits(body) || exits(orelse),
         _ => false,
     })
 }
@@ -124,7 +116,7 @@ fn guard(stmts: Vec<Stmt>, brk: &str, skp: &str) -> Vec<Stmt> {
                 out.push(set(skp, true, span));
                 return out;
             }
-            StmtKind::If { test, body, orelse } if exits(&body) || exits(&orelse) => {
+            StmtKind::If { test, body, orelse } if exits_under_if(&body, true) || exits_under_if(&orelse, true) => {
                 out.push(Stmt {
                     kind: StmtKind::If { test, body: guard(body, brk, skp), orelse: guard(orelse, brk, skp) },
                     span,
