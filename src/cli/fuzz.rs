@@ -9,6 +9,9 @@ use funcfuse::fuzz::{self, Engine, Summary, Verdict};
 
 use crate::Failure;
 
+/// Off a terminal (CI logs, long runs piped to a file), progress is one line per this many programs.
+const PROGRESS_EVERY: usize = 100;
+
 #[derive(clap::Args)]
 pub(crate) struct FuzzArgs {
     /// The first seed; programs are generated from seeds SEED, SEED+1, ...
@@ -82,6 +85,7 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
     let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
+    let diverged = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<(String, Verdict)>>> = Mutex::new(vec![None; seeds.len()]);
     let tty = std::io::stderr().is_terminal();
     let failure: Mutex<Option<Failure>> = Mutex::new(None);
@@ -101,10 +105,23 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
                         break;
                     }
                     let r = fuzz::check_seed(seeds[i], &engines, &rules);
+                    if let Some(sig) = r.1.signature() {
+                        // Said at once (reduction comes at the end), so a long run shows what it finds as it goes.
+                        let bad = diverged.fetch_add(1, Ordering::SeqCst) + 1;
+                        eprintln!(
+                            "{}fuzz: seed {}: {} {} (divergence {bad})",
+                            if tty { "\r" } else { "" },
+                            seeds[i],
+                            sig.0.name(),
+                            sig.1.name()
+                        );
+                    }
                     results.lock().unwrap()[i] = Some(r);
                     let d = done.fetch_add(1, Ordering::SeqCst) + 1;
                     if tty {
                         eprint!("\rfuzz: {d}/{} programs checked", seeds.len());
+                    } else if d % PROGRESS_EVERY == 0 && d < seeds.len() {
+                        eprintln!("fuzz: {d}/{} programs checked", seeds.len());
                     }
                 }
             });
