@@ -111,7 +111,8 @@ fn what_cannot_be_functionalized_is_reported_with_its_location() {
             "def f(x: f32[3000, 4]) -> f32[3000, 4]:\n    rows = [x[0]]\n    for i in range(2000):\n        rows.append(x[i])\n    return x\n",
             "prog.py:5:5: this loop cannot stay a loop (a list that changes inside the loop",
         ),
-        ("def f(x: f32[8]) -> f32[8]:\n    if x.sum() > 0:\n        return x\n    return -x\n", "prog.py:4:5: `return` inside an `if` on a run-time value"),
+        ("def f(x: f32[8]) -> f32[8]:\n    for i in range(8):\n        if x[i] > 0:\n            return x\n    return -x\n", "prog.py:5:9: `return` inside a loop, under an `if` on a run-time value"),
+        ("def f(x: f32[4, 4]) -> f32[4, 4]:\n    v = x[0]\n    if x.sum() > 0:\n        v = x[:, 1]\n    v += 1.0\n    return x\n", "prog.py:5:5: cannot functionalize: `v` is bound to views of different shapes, strides or dtypes"),
         ("def f(x: f32[8]) -> f32[1]:\n    return x[x > 0][:1]\n", "prog.py:4:12: indexing with a boolean mask gives a data-dependent shape"),
     ];
     for (src, want) in cases {

@@ -1,5 +1,6 @@
-"""Control flow the functional engine used to refuse, found by the fuzzer: `break` and `continue` under an `if` on a
-run-time value, a name that is `None` before a loop and a tensor after it, and a name rebound in one arm only."""
+"""Control flow the functional engine used to refuse, found by the fuzzer: `break`, `continue` and `return` under an
+`if` on a run-time value, a name that is `None` before a loop and a tensor after it, a name rebound in one arm only,
+and a name bound to views of different tensors in the two arms of such an `if`."""
 from __future__ import annotations
 
 import torch
@@ -62,3 +63,54 @@ def rebound_in_one_arm(x: f32[4], y: f32[4]) -> f32[4]:
         if y[i] > 0.0:
             h = h + y
     return h
+
+
+
+def view_chosen_by_data(a: f32[4, 3], b: f32[4, 3], s: f32[2]) -> tuple[f32[4, 3], f32[4, 3], f32[3]]:
+    # `v` views `a` or `b` depending on data: writes through it must reach whichever tensor the taken arm chose.
+    for i in range(2):
+        if s[i] > 0.0:
+            v = a[i]
+        else:
+            v = b[i + 1]
+        v += 1.0
+        v[1:].mul_(2.0)
+    if s[1] > 0.0:
+        w = a[3]
+    else:
+        w = b[0]
+    w[0] = -1.0
+    return a, b, w * 3.0
+
+
+def view_or_fresh_by_data(a: f32[4, 3], b: f32[3], s: f32[2]) -> tuple[f32[4, 3], f32[3], f32[3]]:
+    if s[0] > 0.0:
+        v = a[1]
+    else:
+        v = torch.zeros(3)
+    v += 1.0
+    if s[1] > 0.0:
+        w = a[2]
+    else:
+        w = b * 2.0
+    w -= 1.0
+    return a, v, w
+
+
+def _pick_row(x, y, c):
+    if c > 0.0:
+        return x[0]
+    return y[1]
+
+
+def early_return_on_data(a: f32[4, 3], b: f32[4, 3], s: f32[2]) -> tuple[f32[4, 3], f32[4, 3]]:
+    # `return` under an `if` on a run-time value, in the program and in a helper that returns a view.
+    _pick_row(a, b, s[0]).fill_(5.0)
+    _pick_row(a, b, s[1]).fill_(-5.0)
+    if s[0] < -0.5:
+        return a * 2.0, b
+    a.add_(1.0)
+    if s[1] < 0.0:
+        b.mul_(2.0)
+        return a, b
+    return b, a

@@ -1,5 +1,7 @@
 //! A data-dependent `if`: both arms run from the same state, and what they leave different becomes one `if` term.
 
+use std::rc::Rc;
+
 use super::ctrl::Flow;
 use super::state::{diag, needs_static, Affine, Root, Sym, TId, TIdKey, TRef, FR, FV};
 use super::{Env, Fz};
@@ -11,7 +13,7 @@ use crate::tensor::DType;
 /// Whether `v` holds a view of root `r` (directly, or in a tuple or list).
 fn refers_to(v: &FV, r: usize) -> bool {
     match v {
-        FV::Tensor(t) => t.root == r,
+        FV::Tensor(t) => t.roots().contains(&r),
         FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().any(|x| refers_to(x, r)),
         FV::List(xs) => xs.borrow().iter().any(|x| refers_to(x, r)),
         _ => false,
@@ -19,9 +21,49 @@ fn refers_to(v: &FV, r: usize) -> bool {
 }
 
 /// Whether `name` is the only way to reach root `r` in `env`: no other name or list views it and the caller does not
-/// see it (not a parameter). Then the arm's value of `name` may be copied into a fresh root without losing an alias.
-fn only_name(env: &Env, name: &str, r: usize, roots: &[Root]) -> bool {
-    roots[r].param.is_none() && env.iter().all(|(k, v)| k == name || !refers_to(v, r))
+/// see it (not a parameter, nor, inside a helper, a tensor from before the `if`: the helper's caller may hold it).
+/// Then the arm's value of `name` may be copied into a fresh root without losing an alias. A returned value
+/// (`%return.K`) outlives the function's other names, so only the other parts of the returned value count for it.
+/// Names bound in one arm only do not outlive the `if` (`other` is the other arm's bindings), so they do not count.
+fn only_name(env: &Env, other: &Env, name: &str, r: usize, roots: &[Root], in_helper_before_if: bool) -> bool {
+    let counts = |k: &str| other.contains_key(k) && (!name.starts_with(RET) || k.starts_with(RET));
+    roots[r].param.is_none()
+        && !in_helper_before_if
+        && env.iter().all(|(k, v)| k == name || !counts(k) || !refers_to(v, r))
+}
+
+/// The prefix of the names that carry a returned value through the merge of an `if`'s arms.
+const RET: &str = "%return.";
+
+/// The structure of a returned value: tuples (and named tuples) of leaves, each carried by a name `%return.K`.
+#[derive(PartialEq)]
+enum Ret {
+    Leaf,
+    Tuple(Vec<Ret>, Option<&'static [&'static str]>),
+}
+
+fn flatten(v: &FV, env: &mut Env, k: &mut usize) -> Ret {
+    match v {
+        FV::Tuple(xs) => Ret::Tuple(xs.iter().map(|x| flatten(x, env, k)).collect(), None),
+        FV::Named(xs, fields) => Ret::Tuple(xs.iter().map(|x| flatten(x, env, k)).collect(), Some(fields)),
+        _ => {
+            env.insert(format!("{RET}{k}"), v.clone());
+            *k += 1;
+            Ret::Leaf
+        }
+    }
+}
+
+fn rebuild(r: &Ret, env: &mut Env, k: &mut usize) -> FV {
+    match r {
+        Ret::Leaf => {
+            let v = env.get(&format!("{RET}{k}")).cloned().unwrap_or(FV::Poisoned);
+            *k += 1;
+            v
+        }
+        Ret::Tuple(items, None) => FV::Tuple(Rc::new(items.iter().map(|i| rebuild(i, env, k)).collect())),
+        Ret::Tuple(items, Some(f)) => FV::Named(Rc::new(items.iter().map(|i| rebuild(i, env, k)).collect()), f),
+    }
 }
 
 impl<'m> Fz<'m> {
@@ -35,17 +77,23 @@ impl<'m> Fz<'m> {
         span: Span,
     ) -> FR<Flow> {
         let snap = self.snapshot(env);
-        let arm = |this: &mut Self, env: &mut Env, stmts: &'m [Stmt]| -> FR<(Env, Vec<Root>)> {
+        // An arm's bindings and roots, and what it returns. A returned value joins the merge as names
+        // (`%return.K`, one per tensor or number in it), so it is merged as bindings are.
+        let arm = |this: &mut Self, env: &mut Env, stmts: &'m [Stmt]| -> FR<(Env, Vec<Root>, Option<Ret>)> {
             match this.block(env, stmts)? {
-                Flow::Normal => Ok((env.clone(), this.roots.clone())),
-                Flow::Return(_) => diag(span, "`return` inside an `if` on a run-time value is not supported"),
+                Flow::Normal => Ok((env.clone(), this.roots.clone(), None)),
+                Flow::Return(v) => {
+                    let mut e = env.clone();
+                    let shape = flatten(&v, &mut e, &mut 0);
+                    Ok((e, this.roots.clone(), Some(shape)))
+                }
                 _ => {
                     this.exit_under_dyn_if = true;
                     diag(span, "`break` or `continue` inside an `if` on a run-time value is not supported here")
                 }
             }
         };
-        let (env1, roots1) = arm(self, env, body)?;
+        let (env1, roots1, ret1) = arm(self, env, body)?;
         for (l, items) in &snap.lists {
             if l.borrow().len() != items.len() {
                 return diag(span, "a list changed inside an `if` on a run-time value is not supported");
@@ -56,7 +104,25 @@ impl<'m> Fz<'m> {
         let n0 = snap.roots.len();
         self.roots = roots1.clone();
         self.roots[..n0].clone_from_slice(&snap.roots);
-        let (env2, roots2) = arm(self, env, orelse)?;
+        let (env2, roots2, ret2) = arm(self, env, orelse)?;
+        let ret = match (ret1, ret2) {
+            (None, None) => None,
+            (Some(a), Some(b)) if a == b => Some(a),
+            (Some(_), Some(_)) => {
+                return needs_static(
+                    span,
+                    "the two arms of an `if` on a run-time value return values of different kinds",
+                )
+            }
+            _ => {
+                // Only the desugared program (`exits::lift_returns`) has returns in both arms.
+                self.exit_under_dyn_if = true;
+                return diag(
+                    span,
+                    "`return` inside a loop, under an `if` on a run-time value, is not supported (break, and return after the loop)",
+                );
+            }
+        };
         for (l, items) in &snap.lists {
             if l.borrow().len() != items.len() {
                 return diag(span, "a list changed inside an `if` on a run-time value is not supported");
@@ -70,8 +136,14 @@ impl<'m> Fz<'m> {
             Value(String, DType, Vec<usize>),
             Offset(String, TRef),
             Number(String, DType),
+            /// A conditional view: the arms' views, and for each arm made in it, the merge slot of its root.
+            CondView(String, TRef, TRef, [Option<(usize, DType, Vec<usize>)>; 2]),
+            /// A slot read by a `CondView`.
+            Placeholder,
         }
         let mut merges = Vec::new();
+        let helper = self.depth_calls > 1;
+        let in_helper = |r: usize| helper && r < n0;
         for i in 0..n0 {
             if roots1[i].version != snap.roots[i].version || roots2[i].version != snap.roots[i].version {
                 then_parts.push(self.t.at(roots1[i].version));
@@ -90,15 +162,23 @@ impl<'m> Fz<'m> {
             }
             match (v1, v2) {
                 (FV::Tensor(a), FV::Tensor(b))
-                    if a.root == b.root && a.root < n0 && a.shape == b.shape && a.strides == b.strides =>
+                    if a.root == b.root
+                        && a.root < n0
+                        && a.shape == b.shape
+                        && a.strides == b.strides
+                        && a.alt.is_none()
+                        && b.alt.is_none() =>
                 {
                     then_parts.push(self.affine_term(&a.off));
                     else_parts.push(self.affine_term(&b.off));
                     merges.push(Merge::Offset(name.clone(), a.clone()));
                 }
                 (FV::Tensor(a), FV::Tensor(b))
-                    if (a.root >= n0 && b.root >= n0)
-                        || (only_name(&env1, name, a.root, &roots1) && only_name(&env2, name, b.root, &roots2)) =>
+                    if a.alt.is_none()
+                        && b.alt.is_none()
+                        && ((a.root >= n0 && b.root >= n0)
+                            || (only_name(&env1, &env2, name, a.root, &roots1, in_helper(a.root))
+                                && only_name(&env2, &env1, name, b.root, &roots2, in_helper(b.root)))) =>
                 {
                     let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
                     if da != db || a.shape != b.shape {
@@ -112,8 +192,40 @@ impl<'m> Fz<'m> {
                     else_parts.push(self.t.at(tb));
                     merges.push(Merge::Value(name.clone(), da, a.shape.clone()));
                 }
-                (FV::Tensor(_), FV::Tensor(_)) => {
-                    return needs_static(span, format!("`{name}` is bound to views of different tensors in the two arms of an `if` on a run-time value"));
+                (FV::Tensor(a), FV::Tensor(b)) => {
+                    // A conditional view: later reads choose, later writes update both roots under the predicate.
+                    let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
+                    if da != db || a.shape != b.shape || a.strides != b.strides || (a.alt.is_some() && b.alt.is_some())
+                    {
+                        return needs_static(span, format!("`{name}` is bound to views of different shapes, strides or dtypes in the two arms of an `if` on a run-time value"));
+                    }
+                    let mut new_root = [None, None];
+                    for (k, (t, env_k, other, roots_k)) in
+                        [(a, &env1, &env2, &roots1), (b, &env2, &env1, &roots2)].into_iter().enumerate()
+                    {
+                        if t.roots().iter().skip(1).any(|&r| r >= n0) {
+                            return needs_static(span, format!("`{name}` is bound to a view chosen by an `if` on a run-time value, inside another such `if`"));
+                        }
+                        if t.root < n0 {
+                            continue;
+                        }
+                        // A tensor made in one arm: it joins the merge as a whole, and the other arm fills it
+                        // with zeros that no read can see.
+                        if !only_name(env_k, other, name, t.root, roots_k, false) {
+                            return needs_static(span, format!("`{name}` is bound to a tensor made in one arm of an `if` on a run-time value and also reachable otherwise"));
+                        }
+                        let r = &roots_k[t.root];
+                        let made = self.t.at(r.version);
+                        let zeros =
+                            self.full(&r.shape, r.dtype, crate::tensor::Scalar::I(0)).map_err(Self::tyerr(span))?;
+                        let zeros = self.t.at(zeros);
+                        let (th, el) = if k == 0 { (made, zeros) } else { (zeros, made) };
+                        then_parts.push(th);
+                        else_parts.push(el);
+                        new_root[k] = Some((then_parts.len() - 1, r.dtype, r.shape.clone()));
+                        merges.push(Merge::Placeholder);
+                    }
+                    merges.push(Merge::CondView(name.clone(), a.clone(), b.clone(), new_root));
                 }
                 (x, y) if matches!(x, FV::Int(_) | FV::DynInt(_)) && matches!(y, FV::Int(_) | FV::DynInt(_)) => {
                     then_parts.push(self.int_term(x));
@@ -153,10 +265,35 @@ impl<'m> Fz<'m> {
         let el = self.t.add(Node::Tuple(else_parts.into())).map_err(Self::tyerr(span))?;
         let c = self.t.at(cond);
         let node = self.t.add(Node::If([c, th.id, el.id])).map_err(Self::tyerr(span))?;
-        for (j, m) in merges.into_iter().enumerate() {
+        // One `get` per slot of the tuples; a `CondView` has none of its own.
+        let mut gets = Vec::new();
+        for j in 0..merges.iter().filter(|m| !matches!(m, Merge::CondView(..))).count() {
             let jj = self.t.leaf(Node::Int(j as i64));
-            let g = self.t.add(Node::Get([node.id, jj])).map_err(Self::tyerr(span))?;
+            gets.push(self.t.add(Node::Get([node.id, jj])).map_err(Self::tyerr(span))?);
+        }
+        let mut slot = 0;
+        for m in merges {
+            let g = gets.get(slot).copied().unwrap_or(node);
+            if !matches!(m, Merge::CondView(..)) {
+                slot += 1;
+            }
             match m {
+                Merge::Placeholder => {}
+                Merge::CondView(name, mut a, mut b, new_root) => {
+                    for (t, slot) in [(&mut a, &new_root[0]), (&mut b, &new_root[1])] {
+                        if let Some((j, d, s)) = slot {
+                            t.root = self.new_root(gets[*j], *d, s.clone(), None);
+                        }
+                    }
+                    let tr = if a.alt.is_none() {
+                        TRef { alt: Some(Rc::new((cond, b))), ..a }
+                    } else {
+                        let c = self.t.at(cond);
+                        let not = self.t.op(crate::ir::OpName::LogicalNot, vec![c]).map_err(Self::tyerr(span))?;
+                        TRef { alt: Some(Rc::new((not, a))), ..b }
+                    };
+                    merged_env.insert(name, FV::Tensor(tr));
+                }
                 Merge::Root(i) => {
                     self.roots[i].version = g;
                     self.roots[i].written = roots1[i].written || roots2[i].written;
@@ -180,7 +317,17 @@ impl<'m> Fz<'m> {
                 }
             }
         }
-        *env = merged_env;
-        Ok(Flow::Normal)
+        match ret {
+            None => {
+                *env = merged_env;
+                Ok(Flow::Normal)
+            }
+            Some(shape) => {
+                let v = rebuild(&shape, &mut merged_env, &mut 0);
+                merged_env.retain(|k, _| !k.starts_with(RET));
+                *env = merged_env;
+                Ok(Flow::Return(v))
+            }
+        }
     }
 }

@@ -128,6 +128,12 @@ impl<'m> Fz<'m> {
                 continue;
             }
             match v1 {
+                FV::Tensor(t) if t.alt.is_some() => {
+                    return needs_static(
+                        span,
+                        format!("`{name}` is bound inside the loop to a view chosen by an `if` on a run-time value"),
+                    )
+                }
                 FV::Tensor(t) if t.root >= snap.roots.len() => {
                     if seen_roots.contains(&t.root) {
                         return needs_static(span, "two names that alias one tensor made in the loop");
@@ -345,7 +351,7 @@ impl<'m> Fz<'m> {
 /// Whether a value holds a view of `root` (directly, or inside a tuple or list).
 fn refers_to(v: &FV, root: usize) -> bool {
     match v {
-        FV::Tensor(t) => t.root == root,
+        FV::Tensor(t) => t.roots().contains(&root),
         FV::Tuple(items) | FV::Named(items, _) => items.iter().any(|i| refers_to(i, root)),
         FV::List(l) => l.borrow().iter().any(|i| refers_to(i, root)),
         _ => false,
@@ -362,6 +368,9 @@ impl<'m> Fz<'m> {
         for c in carries {
             let Carry::Value(name, ..) = c else { continue };
             let Some(FV::Tensor(t)) = snap.env.get(name) else { continue };
+            if t.alt.is_some() {
+                return Some(name.clone());
+            }
             if !carries.iter().any(|c| matches!(c, Carry::Root(r) if *r == t.root)) {
                 continue;
             }

@@ -96,8 +96,10 @@ impl<'m> Fz<'m> {
                     let d = crate::tensor::views::wrap_dim(d, x.shape.len()).map_err(err(span))?;
                     let n = v.shape[d];
                     if n > 1 {
-                        v.off = v.off.add(&Affine::constant((n as i64 - 1) * v.strides[d] as i64));
-                        v.strides[d] = -v.strides[d];
+                        v = super::views::each_view(&v, &|v| {
+                            v.off = v.off.add(&Affine::constant((n as i64 - 1) * v.strides[d] as i64));
+                            v.strides[d] = -v.strides[d];
+                        });
                     }
                 }
                 let r = self.read(&v, span)?;

@@ -1,4 +1,5 @@
-//! `break` and `continue` under an `if` on a run-time value, rewritten into flags that guard the rest of the loop.
+//! `break` and `continue` under an `if` on a run-time value, rewritten into flags that guard the rest of the loop;
+//! `return` under such an `if`, lifted to the end of its path.
 //!
 //! A functional loop has no early exit, so a loop whose body may leave it at a data-dependent point becomes a loop
 //! that carries two flags: `broken` (set by `break`, and from then on every iteration does nothing) and `skipped`
@@ -14,14 +15,60 @@
 use crate::diag::Span;
 use crate::frontend::ast::*;
 
-/// The module with every loop that exits under an `if` rewritten into flags.
+/// The module with every `return` under an `if` lifted to the end of its path (`lift_returns`), and every loop
+/// that exits under an `if` rewritten into flags.
 pub(super) fn desugar(module: &Module) -> Module {
     let mut m = module.clone();
     let mut n = 0;
     for f in &mut m.functions {
-        f.body = block(std::mem::take(&mut f.body), &mut n);
+        let mut body = std::mem::take(&mut f.body);
+        if returns_under_if(&body, false) {
+            let span = body.last().map(|s| s.span).unwrap_or(f.span);
+            body.push(Stmt { kind: StmtKind::Return(None), span });
+            body = lift_returns(body);
+        }
+        f.body = block(body, &mut n);
     }
     m
+}
+
+/// Whether `stmts` hold a `return` inside an `if` (outside loops), or anywhere outside loops when `under_if` holds.
+fn returns_under_if(stmts: &[Stmt], under_if: bool) -> bool {
+    stmts.iter().any(|s| match &s.kind {
+        StmtKind::Return(_) => under_if,
+        StmtKind::If { body, orelse, .. } => returns_under_if(body, true) || returns_under_if(orelse, true),
+        _ => false,
+    })
+}
+
+/// A statement list in which every `return` ends its path: the statements after an `if` that may return are moved
+/// into both of its arms (and dropped after a `return`), so that an `if` on a run-time value either returns from
+/// both arms, where the functionalizer merges the two returned values, or from neither. Statements are copied into
+/// both arms, so code after such `if`s grows with their number; programs have few.
+fn lift_returns(stmts: Vec<Stmt>) -> Vec<Stmt> {
+    let mut out = Vec::new();
+    let mut it = stmts.into_iter();
+    while let Some(s) = it.next() {
+        let span = s.span;
+        match s.kind {
+            StmtKind::Return(_) => {
+                out.push(s);
+                return out;
+            }
+            StmtKind::If { test, mut body, mut orelse }
+                if returns_under_if(&body, true) || returns_under_if(&orelse, true) =>
+            {
+                let rest: Vec<Stmt> = it.collect();
+                body.extend(rest.iter().cloned());
+                orelse.extend(rest);
+                let (body, orelse) = (lift_returns(body), lift_returns(orelse));
+                out.push(Stmt { kind: StmtKind::If { test, body, orelse }, span });
+                return out;
+            }
+            kind => out.push(Stmt { kind, span }),
+        }
+    }
+    out
 }
 
 /// Whether `stmts` contain a `break` or `continue` of the enclosing loop (not of an inner loop) inside an `if`, or

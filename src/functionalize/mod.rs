@@ -221,7 +221,7 @@ impl<'m> Fz<'m> {
     fn natural_view(&self, root: usize) -> TRef {
         let shape = self.roots[root].shape.clone();
         let strides = crate::tensor::contiguous_strides(&shape);
-        TRef { root, shape, strides, off: Affine::constant(0) }
+        TRef { root, shape, strides, off: Affine::constant(0), alt: None }
     }
 
     /// A located error from a message of the term builder.

@@ -621,7 +621,7 @@ impl<'m> Fz<'m> {
         self.t.b.ints(v)
     }
 
-    pub(super) fn view_fv(&self, t: &TRef, span: Span, f: impl FnOnce(&Tensor) -> Result<Tensor, String>) -> FR<FV> {
+    pub(super) fn view_fv(&self, t: &TRef, span: Span, f: impl Fn(&Tensor) -> Result<Tensor, String>) -> FR<FV> {
         Ok(FV::Tensor(self.tview(t, f).map_err(err(span))?))
     }
 

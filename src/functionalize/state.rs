@@ -85,12 +85,36 @@ impl Affine {
 }
 
 /// A view of a root buffer: shape and strides over its storage, and an offset that may depend on loop variables.
+///
+/// A name bound to views of different roots in the two arms of an `if` on a run-time value is a *conditional view*:
+/// the fields describe the view the taken arm chose when `cond` is true, and `alt` holds `(cond, view otherwise)`.
+/// Both views have one shape and dtype. Reads select between the two; writes update both roots, each under the
+/// predicate that chose it (see `views.rs`).
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct TRef {
     pub root: usize,
     pub shape: Vec<usize>,
     pub strides: Vec<isize>,
     pub off: Affine,
+    pub alt: Option<Rc<(TId, TRef)>>,
+}
+
+impl TRef {
+    /// The view chosen when every condition holds (`alt` dropped).
+    pub fn primary(&self) -> TRef {
+        TRef { alt: None, ..self.clone() }
+    }
+
+    /// Every root this view may refer to.
+    pub fn roots(&self) -> Vec<usize> {
+        let mut out = vec![self.root];
+        let mut t = self;
+        while let Some(a) = &t.alt {
+            t = &a.1;
+            out.push(t.root);
+        }
+        out
+    }
 }
 
 /// A symbolic Python value.

@@ -2,6 +2,7 @@
 //! version by an `assign`; view operations compose into one (shape, strides, affine offset).
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use egg::Id;
 
@@ -51,8 +52,14 @@ impl Fz<'_> {
         self.t.leaf(Node::View([s, st, off]))
     }
 
-    /// The value seen through `tr` now: `(access VERSION VIEW)`.
+    /// The value seen through `tr` now: `(access VERSION VIEW)`; for a conditional view, the view its condition
+    /// chooses.
     pub(super) fn read(&mut self, tr: &TRef, span: Span) -> FR<TId> {
+        if let Some(alt) = &tr.alt {
+            let a = self.read(&tr.primary(), span)?;
+            let b = self.read(&alt.1, span)?;
+            return self.select(alt.0, a, b, span);
+        }
         let v = self.roots[tr.root].version;
         let version = self.t.at(v);
         // Reading a root's whole storage in its own shape is the version itself.
@@ -66,13 +73,40 @@ impl Fz<'_> {
         self.t.add(Node::Access([version, view])).map_err(Self::tyerr(span))
     }
 
+    /// `a` where the 0-dim bool `cond` holds, else `b`: `(get (if COND (tuple A) (tuple B)) 0)`.
+    pub(super) fn select(&mut self, cond: TId, a: TId, b: TId, span: Span) -> FR<TId> {
+        let (c, a, b) = (self.t.at(cond), self.t.at(a), self.t.at(b));
+        let ta = self.t.add(Node::Tuple(vec![a].into())).map_err(Self::tyerr(span))?;
+        let tb = self.t.add(Node::Tuple(vec![b].into())).map_err(Self::tyerr(span))?;
+        let node = self.t.add(Node::If([c, ta.id, tb.id])).map_err(Self::tyerr(span))?;
+        let zero = self.t.leaf(Node::Int(0));
+        self.t.add(Node::Get([node.id, zero])).map_err(Self::tyerr(span))
+    }
+
     /// Replaces the elements seen through `tr` by `value` (broadcast and cast as `copy_`): a new version of the root.
+    /// Through a conditional view, each root it may refer to gets the write under the predicate that chooses it.
     pub(super) fn write(&mut self, tr: &TRef, value: TId, span: Span) -> FR<()> {
-        let v = self.roots[tr.root].version;
-        let version = self.t.at(v);
-        let value = self.t.at(value);
+        self.write_under(tr, value, &mut Vec::new(), span)
+    }
+
+    /// `write` of the views of `tr` chosen when every `(cond, holds)` of `guards` is met.
+    fn write_under(&mut self, tr: &TRef, value: TId, guards: &mut Vec<(TId, bool)>, span: Span) -> FR<()> {
+        if let Some(alt) = &tr.alt {
+            guards.push((alt.0, true));
+            self.write_under(&tr.primary(), value, guards, span)?;
+            guards.last_mut().expect("pushed above").1 = false;
+            self.write_under(&alt.1, value, guards, span)?;
+            guards.pop();
+            return Ok(());
+        }
+        let old = self.roots[tr.root].version;
+        let version = self.t.at(old);
+        let v = self.t.at(value);
         let view = self.view_node(tr);
-        let new = self.t.add(Node::Assign([version, view, value])).map_err(Self::tyerr(span))?;
+        let mut new = self.t.add(Node::Assign([version, view, v])).map_err(Self::tyerr(span))?;
+        for &(cond, holds) in guards.iter().rev() {
+            new = if holds { self.select(cond, new, old, span)? } else { self.select(cond, old, new, span)? };
+        }
         self.roots[tr.root].version = new;
         self.roots[tr.root].written = true;
         Ok(())
@@ -88,7 +122,7 @@ impl Fz<'_> {
                 let n: usize = shape.iter().product();
                 let zeros = self.full(&[n], dtype, crate::tensor::Scalar::I(0))?;
                 let root = self.new_root(zeros, dtype, vec![n], None);
-                let tr = TRef { root, shape, strides: e.strides.clone(), off: Affine::constant(0) };
+                let tr = TRef { root, shape, strides: e.strides.clone(), off: Affine::constant(0), alt: None };
                 self.write(&tr, value, span)?;
                 self.roots[root].written = false;
                 return Ok(tr);
@@ -124,18 +158,27 @@ impl Fz<'_> {
         Tensor::zeros(DType::F32, &[]).expect("one element").restride(tr.shape.clone(), tr.strides.clone(), BASE)
     }
 
-    /// Applies a static view operation to `tr`.
-    pub(super) fn tview(&self, tr: &TRef, f: impl FnOnce(&Tensor) -> Result<Tensor, String>) -> Result<TRef, String> {
+    /// Applies a static view operation to `tr` (to each view of a conditional view: they share shape and strides).
+    pub(super) fn tview(&self, tr: &TRef, f: impl Fn(&Tensor) -> Result<Tensor, String>) -> Result<TRef, String> {
+        self.tview_dyn(tr, &f)
+    }
+
+    fn tview_dyn(&self, tr: &TRef, f: &dyn Fn(&Tensor) -> Result<Tensor, String>) -> Result<TRef, String> {
         let d = self.dummy(tr, self.roots[tr.root].dtype);
         let r = f(&d)?;
         if !r.same_storage(&d) {
             return Err("internal: a view operation copied".into());
         }
+        let alt = match &tr.alt {
+            Some(a) => Some(Rc::new((a.0, self.tview_dyn(&a.1, f)?))),
+            None => None,
+        };
         Ok(TRef {
             root: tr.root,
             shape: r.shape.clone(),
             strides: r.strides.clone(),
             off: tr.off.add(&Affine::constant(r.offset as i64 - BASE as i64)),
+            alt,
         })
     }
 
@@ -181,7 +224,8 @@ impl Fz<'_> {
     }
 
     /// Runs a runtime check of a write to `dst` that reads `inputs` on stand-ins of both, placed as they are at the
-    /// first and last iterations of every enclosing loop.
+    /// first and last iterations of every enclosing loop, and for every choice of the conditions of conditional views.
+    /// A check that fails for some choices only (an overlap decided by data) is refused.
     pub(super) fn check_at_corners(
         &self,
         dst: &TRef,
@@ -189,6 +233,56 @@ impl Fz<'_> {
         span: Span,
         check: impl Fn(&Tensor, &[&Tensor]) -> Result<(), String>,
     ) -> FR<()> {
+        let mut conds: Vec<TId> = Vec::new();
+        for tr in std::iter::once(dst).chain(inputs.iter().copied()) {
+            let mut t = tr;
+            while let Some(a) = &t.alt {
+                if !conds.contains(&a.0) {
+                    conds.push(a.0);
+                }
+                t = &a.1;
+            }
+        }
+        if conds.len() > 8 {
+            return needs_static(span, "a write through more than 8 views chosen by `if`s on run-time values");
+        }
+        let mut first_err = None;
+        let mut passed = false;
+        for choice in 0u32..1 << conds.len() {
+            let pick = |tr: &TRef| -> TRef {
+                let mut t = tr;
+                while let Some(a) = &t.alt {
+                    let k = conds.iter().position(|c| *c == a.0).expect("collected above");
+                    if choice >> k & 1 == 0 {
+                        break;
+                    }
+                    t = &a.1;
+                }
+                t.primary()
+            };
+            let (d, ins) = (pick(dst), inputs.iter().map(|t| pick(t)).collect::<Vec<_>>());
+            match self.check_chosen(&d, &ins.iter().collect::<Vec<_>>(), &check) {
+                Ok(()) => passed = true,
+                Err(m) => first_err = first_err.or(Some(m)),
+            }
+        }
+        match first_err {
+            None => Ok(()),
+            Some(m) if !passed => Err(super::state::Stop::Diag(crate::diag::Diagnostic::new(m).at(span))),
+            Some(m) => needs_static(
+                span,
+                format!("a write whose overlap depends on which arm of an `if` on a run-time value ran ({m})"),
+            ),
+        }
+    }
+
+    /// `check_at_corners` for views that are not conditional.
+    fn check_chosen(
+        &self,
+        dst: &TRef,
+        inputs: &[&TRef],
+        check: &impl Fn(&Tensor, &[&Tensor]) -> Result<(), String>,
+    ) -> Result<(), String> {
         for c in self.corners() {
             let at = |tr: &TRef| -> Option<Tensor> {
                 let off = Self::eval_affine(&tr.off, &c)?;
@@ -201,7 +295,7 @@ impl Fz<'_> {
             let Some(d) = at(dst) else { continue };
             let ins: Vec<Tensor> = inputs.iter().filter_map(|t| at(t)).collect();
             let refs: Vec<&Tensor> = ins.iter().collect();
-            check(&d, &refs).map_err(|m| super::state::Stop::Diag(crate::diag::Diagnostic::new(m).at(span)))?;
+            check(&d, &refs)?;
         }
         Ok(())
     }
@@ -233,11 +327,11 @@ impl Fz<'_> {
     /// A select with an index known at run time: static shape, offset moved by `index * stride`.
     pub(super) fn dyn_select(&mut self, tr: &TRef, dim: usize, idx: &Affine, span: Span) -> FR<TRef> {
         let idx = self.wrapped_index(idx, tr.shape[dim], dim, span)?;
-        let mut out = tr.clone();
-        out.off = tr.off.add(&idx.scale(tr.strides[dim] as i64));
-        out.shape.remove(dim);
-        out.strides.remove(dim);
-        Ok(out)
+        Ok(each_view(tr, &|out| {
+            out.off = out.off.add(&idx.scale(out.strides[dim] as i64));
+            out.shape.remove(dim);
+            out.strides.remove(dim);
+        }))
     }
 
     /// A slice (or, with `narrow`, a `narrow`) whose start is known at run time and whose length is static. Where
@@ -284,11 +378,11 @@ impl Fz<'_> {
                 Affine::sym(Sym::Opaque(super::state::TIdKey::of(t)))
             }
         };
-        let mut out = tr.clone();
-        out.off = tr.off.add(&start.scale(tr.strides[dim] as i64));
-        out.shape[dim] = ((len + step - 1) / step) as usize;
-        out.strides[dim] *= step as isize;
-        Ok(out)
+        Ok(each_view(tr, &|out| {
+            out.off = out.off.add(&start.scale(out.strides[dim] as i64));
+            out.shape[dim] = ((len + step - 1) / step) as usize;
+            out.strides[dim] *= step as isize;
+        }))
     }
 
     /// A Python number as a 0-dim tensor term of `dtype` (or of its own kind's default dtype).
@@ -321,4 +415,12 @@ impl Fz<'_> {
         let x = self.t.at(t);
         self.t.op(OpName::Cast, vec![dt, x]).map_err(Self::tyerr(span))
     }
+}
+
+/// `tr` with `f` applied to its view and, for a conditional view, to each alternative.
+pub(super) fn each_view(tr: &TRef, f: &dyn Fn(&mut TRef)) -> TRef {
+    let mut out = tr.primary();
+    f(&mut out);
+    out.alt = tr.alt.as_ref().map(|a| Rc::new((a.0, each_view(&a.1, f))));
+    out
 }

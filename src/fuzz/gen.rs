@@ -124,6 +124,8 @@ pub struct Gen {
     budget: i64,
     /// Inside a loop body (for `break` and loop-dependent writes).
     in_loop: usize,
+    /// Whether a `continue` here would skip a `while` loop's counter step (and so could loop forever).
+    no_continue: bool,
 }
 
 /// Generates the program for `seed`: a module with one program `fuzz_<seed>` (and the helpers it calls).
@@ -139,6 +141,7 @@ pub fn generate(seed: u64) -> String {
         helpers_used: Vec::new(),
         budget: 0,
         in_loop: 0,
+        no_continue: false,
     };
     let params = g.params();
     g.budget = g.rng.range(4, 14);

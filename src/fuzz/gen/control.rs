@@ -48,8 +48,10 @@ impl Gen {
         let n = self.rng.range(1, 3);
         self.block(|g| {
             g.in_loop += 1;
+            let outer = std::mem::replace(&mut g.no_continue, false);
             g.ints.push(IVar { name: var, lo, hi: hi - 1 });
             g.body_statements(n);
+            g.no_continue = outer;
             g.in_loop -= 1;
         });
     }
@@ -64,11 +66,15 @@ impl Gen {
         self.block(|g| {
             g.in_loop += 1;
             g.ints.push(IVar { name: var.clone(), lo: 0, hi: (limit - 1).max(0) });
+            // A `continue` before the counter's step would repeat the iteration forever.
+            let outer = std::mem::replace(&mut g.no_continue, true);
             g.body_statements(n);
             g.line(format!("{var} += 1"));
+            g.no_continue = false;
             if g.rng.pct(40) {
                 g.data_break();
             }
+            g.no_continue = outer;
             g.in_loop -= 1;
         });
     }
@@ -78,7 +84,7 @@ impl Gen {
         let cond = self.data_cond();
         self.line(format!("if {cond}:"));
         self.indent += 1;
-        let stmt = if self.rng.pct(80) { "break" } else { "continue" };
+        let stmt = if self.rng.pct(80) || self.no_continue { "break" } else { "continue" };
         self.line(stmt);
         self.indent -= 1;
     }
