@@ -17,13 +17,12 @@ use crate::diag::Diagnostic;
 /// statements through every stage.
 pub const STACK_BYTES: usize = 1 << 30;
 
-/// How deeply brackets (`(`, `[`, `{`) may nest in a program file: CPython's own parser limit, so every program
-/// Python accepts is within it.
-pub const MAX_NESTING: usize = 200;
+/// How deeply brackets (`(`, `[`, `{`) may nest in a program file (CPython's own parser stops at 200).
+pub const MAX_NESTING: usize = 10_000;
 
-/// How deeply an expression may nest once parsed (operators, calls, subscripts, attributes, with or without
-/// brackets), e.g. `x + x + ... + x` with this many terms.
-pub const MAX_EXPR_DEPTH: usize = 3000;
+/// How deeply expressions and statement blocks may nest once parsed (operators, calls, subscripts, attributes,
+/// `if`/`for` bodies), e.g. `x + x + ... + x` with this many terms.
+pub const MAX_EXPR_DEPTH: usize = 20_000;
 
 /// The largest `--time-limit` accepted, in seconds (about 11.6 days).
 pub const MAX_TIME_LIMIT_S: f64 = 1e6;
