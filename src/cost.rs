@@ -56,7 +56,7 @@ impl Profile {
     }
 
     pub fn load(path: &Path) -> Result<Profile, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = crate::io::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
         Profile::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 

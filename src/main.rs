@@ -661,6 +661,8 @@ fn write_outputs(dir: &Path, returns: &[Tensor], tuple: bool, mutated: &[(String
     Ok(())
 }
 
+/// The `*.py` files under `path` (itself, if a file), sorted. Below the path given, links to directories are not
+/// followed (two links to `.` would make the walk exponential) and only regular files (or links to them) count.
 fn collect_py(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
     if path.is_dir() {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
@@ -669,8 +671,11 @@ fn collect_py(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
             .collect();
         entries.sort();
         for e in entries {
-            if e.is_dir() || e.extension().is_some_and(|x| x == "py") {
+            let Ok(own) = std::fs::symlink_metadata(&e) else { continue };
+            if own.is_dir() {
                 collect_py(&e, out)?;
+            } else if e.extension().is_some_and(|x| x == "py") && e.metadata().is_ok_and(|m| m.is_file()) {
+                out.push(e);
             }
         }
         Ok(())
