@@ -142,7 +142,7 @@ struct OptimizeArgs {
     jobs: Option<usize>,
     /// Seconds one program may take (above 0, at most 1000000); past it, its work stops, it is recorded as timed
     /// out and the batch goes on.
-    #[arg(long, default_value_t = funcfuse::limits::OPTIMIZE_TIME_LIMIT_S, value_parser = funcfuse::limits::parse_time_limit)]
+    #[arg(long, default_value_t = funcfuse::limits::OPTIMIZE_TIME_LIMIT_S, value_parser = funcfuse::limits::parse_time_limit, allow_negative_numbers = true)]
     time_limit: f64,
     /// Where to write `<file>/<func>/{functional.term,optimized.term,plan.txt,kernels.c,record.json}` and
     /// report.json, report.md, report.html.
@@ -245,7 +245,7 @@ struct RunArgs {
     output: PathBuf,
     /// Seconds the whole run may take (above 0, at most 1000000): interpreter loops, optimization and kernel
     /// execution stop past it with "time limit exceeded" (exit status 1).
-    #[arg(long, default_value_t = funcfuse::limits::RUN_TIME_LIMIT_S, value_parser = funcfuse::limits::parse_time_limit)]
+    #[arg(long, default_value_t = funcfuse::limits::RUN_TIME_LIMIT_S, value_parser = funcfuse::limits::parse_time_limit, allow_negative_numbers = true)]
     time_limit: f64,
 }
 
