@@ -259,6 +259,20 @@ fn run_stops_at_its_time_limit_on_every_engine() {
         assert!(o.stderr.contains("time limit exceeded (1 s)"), "{engine:?}: {}", o.stderr);
         assert!(start.elapsed() < Duration::from_secs(30), "{engine:?} took {:?}", start.elapsed());
     }
+    // A range over all of i64 (its length and its items overflow 64-bit arithmetic) stops the same way.
+    let wide = write(
+        &dir,
+        "w.py",
+        "def f(x: f32[3], n: int) -> f32[3]:\n    for i in range(-n, n, 3):\n        x += 1.0\n    return x\n",
+    );
+    for engine in [&["--engine", "reference"][..], &["--engine", "functional"], &["--backend", "c"]] {
+        let (target, out) = (format!("{wide}::f"), dir.join("o"));
+        let mut args = vec!["run", &target, "--arg", "n=9223372036854775807", "--time-limit", "1", "--output", s(&out)];
+        args.extend_from_slice(engine);
+        let o = funcfuse(&args);
+        assert_eq!(o.code, 1, "{engine:?}: {}", o.stderr);
+        assert!(o.stderr.contains("time limit exceeded (1 s)"), "{engine:?}: {}", o.stderr);
+    }
     // The reference engine says where it stopped.
     let o = funcfuse(&[
         "run",
