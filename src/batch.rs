@@ -121,8 +121,9 @@ pub fn optimize_one(task: &Task, defs: &[RuleDef], opts: &Options) -> Result<Out
     Ok(Outcome::Ok { record, files, timings })
 }
 
-/// Runs every task on `opts.jobs` threads, each program in its own thread under `opts.time_limit` (a program past
-/// it is recorded as timed out and left to finish in the background). `progress(done, total, label)` is called as
+/// Runs every task on `opts.jobs` threads, each program in its own thread (with a [`crate::limits::STACK_BYTES`]
+/// stack) under `opts.time_limit`: a program past it is recorded as timed out, and its thread stops at its next
+/// deadline check (each statement functionalized, each rule application, each kernel planned). `progress(done, total, label)` is called as
 /// programs finish. Outcomes come back in task order.
 pub fn run(
     tasks: &[Task],
@@ -144,8 +145,17 @@ pub fn run(
                 }
                 let (task, defs, o) = (tasks[i].clone(), defs.to_vec(), opts.clone());
                 let (done_tx, done_rx) = mpsc::channel();
-                let spawned = std::thread::Builder::new().stack_size(64 << 20).spawn(move || {
-                    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| optimize_one(&task, &defs, &o)));
+                // The program's thread stops its own work at the deadline (`crate::limits`): a timed-out program
+                // does not run on in the background holding its memory.
+                let spawned = std::thread::Builder::new().stack_size(crate::limits::STACK_BYTES).spawn(move || {
+                    let out = crate::limits::with_deadline(Some(o.time_limit), || {
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            match optimize_one(&task, &defs, &o) {
+                                Err(_) if crate::limits::expired() => Ok(Outcome::TimedOut),
+                                r => r,
+                            }
+                        }))
+                    });
                     let _ = done_tx.send(out);
                 });
                 let outcome = match spawned {

@@ -56,7 +56,7 @@ impl Profile {
     }
 
     pub fn load(path: &Path) -> Result<Profile, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = crate::io::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
         Profile::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
@@ -171,7 +171,9 @@ pub fn plan_estimate(plan: &crate::lower::Plan, profile: &Profile) -> Estimate {
                     _ => None,
                 };
                 let trips = match (lit(a), lit(b), lit(s)) {
-                    (Some(a), Some(b), Some(s)) if s > 0 => ((b - a + s - 1) / s).max(0) as f64,
+                    (Some(a), Some(b), Some(s)) if s > 0 => {
+                        ((b as f64 - a as f64 + s as f64 - 1.0) / s as f64).floor().max(0.0)
+                    }
                     _ => 16.0,
                 };
                 stack.extend([(*a, m), (*b, m), (*s, m), (*init, m), (*body, m * trips)]);

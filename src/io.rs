@@ -42,10 +42,30 @@ pub fn random_input(seed: u64, param_index: usize, dtype: DType, shape: &[usize]
     Ok(Tensor::from_buf(buf, shape.to_vec()))
 }
 
+/// `Err` with the reason unless `path` is a regular file (or a link to one): a FIFO, a device or a directory given as
+/// an input file would block or never end.
+pub fn regular_file(path: &Path) -> Result<(), String> {
+    let m = std::fs::metadata(path).map_err(|e| format!("cannot open: {e}"))?;
+    if m.is_file() {
+        Ok(())
+    } else if m.is_dir() {
+        Err("is a directory, not a file".into())
+    } else {
+        Err("not a regular file (a FIFO, socket or device): only regular files are read".into())
+    }
+}
+
+/// Reads a regular file as text (see [`regular_file`]).
+pub fn read_text(path: &Path) -> Result<String, String> {
+    regular_file(path)?;
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))
+}
+
 /// Reads a `.npy` file (f32, f64, i64, i32 or bool, C order, either byte order).
 pub fn read_npy(path: &Path) -> Result<Tensor, Diagnostic> {
     let shown = path.display().to_string();
     let fail = |m: String| Diagnostic::new(m).in_file(&shown);
+    regular_file(path).map_err(fail)?;
     let file = File::open(path).map_err(|e| fail(format!("cannot open: {e}")))?;
     let npy = npyz::NpyFile::new(BufReader::new(file)).map_err(|e| fail(format!("not a valid .npy file: {e}")))?;
     if npy.order() != npyz::Order::C {

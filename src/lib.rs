@@ -16,6 +16,7 @@ pub mod fuzz;
 pub mod interp;
 pub mod io;
 pub mod ir;
+pub mod limits;
 pub mod lower;
 pub mod optimize;
 pub mod report;

@@ -140,8 +140,9 @@ struct OptimizeArgs {
     /// Programs optimized at once (default: all cores). The output does not depend on it.
     #[arg(long)]
     jobs: Option<usize>,
-    /// Seconds one program may take; past it, it is recorded as timed out and the batch goes on.
-    #[arg(long, default_value_t = 60.0)]
+    /// Seconds one program may take (above 0, at most 1000000); past it, its work stops, it is recorded as timed
+    /// out and the batch goes on.
+    #[arg(long, default_value_t = funcfuse::limits::OPTIMIZE_TIME_LIMIT_S, value_parser = funcfuse::limits::parse_time_limit, allow_negative_numbers = true)]
     time_limit: f64,
     /// Where to write `<file>/<func>/{functional.term,optimized.term,plan.txt,kernels.c,record.json}` and
     /// report.json, report.md, report.html.
@@ -242,6 +243,10 @@ struct RunArgs {
     /// Where to write return*.npy, NAME.npy for mutated parameters, and inputs/ when they were generated.
     #[arg(long)]
     output: PathBuf,
+    /// Seconds the whole run may take (above 0, at most 1000000): interpreter loops, optimization and kernel
+    /// execution stop past it with "time limit exceeded" (exit status 1).
+    #[arg(long, default_value_t = funcfuse::limits::RUN_TIME_LIMIT_S, value_parser = funcfuse::limits::parse_time_limit, allow_negative_numbers = true)]
+    time_limit: f64,
 }
 
 /// A failure and its exit status: 1 when the program failed, 2 for bad usage.
@@ -255,7 +260,26 @@ impl From<Diagnostic> for Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.cmd {
+    // Every stage recurses over the program's structure: run the command on a stack sized for the documented limits
+    // (`funcfuse::limits`), not the main thread's 8 MB.
+    let result = match funcfuse::limits::on_big_stack(move || command(cli.cmd)) {
+        Ok(r) => r,
+        Err(e) => Err(Failure(
+            1,
+            format!("cannot start a thread with a {} MB stack: {e}", funcfuse::limits::STACK_BYTES >> 20),
+        )),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(code, msg)) => {
+            eprintln!("{msg}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn command(cmd: Cmd) -> Result<(), Failure> {
+    match cmd {
         Cmd::Run(a) => run(a),
         Cmd::List { paths } => list(&paths),
         Cmd::Functionalize { target, args, format } => functionalize_cmd(&target, &args, &format),
@@ -268,13 +292,6 @@ fn main() -> ExitCode {
         Cmd::Fuzz(a) => cli::fuzz::fuzz_cmd(&a),
         Cmd::Rules { cmd: RulesCmd::Check { rules, samples } } => rules_check(&rules, samples),
         Cmd::Rules { cmd: RulesCmd::List { rules } } => rules_list(&rules),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure(code, msg)) => {
-            eprintln!("{msg}");
-            ExitCode::from(code)
-        }
     }
 }
 
@@ -295,6 +312,11 @@ fn parse_arg(s: &str) -> Result<(String, ScalarArg), Failure> {
 }
 
 fn run(a: RunArgs) -> Result<(), Failure> {
+    let limit = std::time::Duration::from_secs_f64(a.time_limit);
+    funcfuse::limits::with_deadline(Some(limit), || run_all(&a))
+}
+
+fn run_all(a: &RunArgs) -> Result<(), Failure> {
     let mut scalars = BTreeMap::new();
     for s in &a.args {
         let (k, v) = parse_arg(s)?;
@@ -303,9 +325,9 @@ fn run(a: RunArgs) -> Result<(), Failure> {
     match a.target.split_once("::") {
         Some((file, func)) => {
             let module = frontend::load_module(file)?;
-            run_one(&module, func, &a, &scalars, &a.output)
+            run_one(&module, func, a, &scalars, &a.output)
         }
-        None => run_batch(&a, &scalars),
+        None => run_batch(a, &scalars),
     }
 }
 
@@ -502,7 +524,7 @@ fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
     }
     let opts = funcfuse::batch::Options {
         jobs: a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-        time_limit: std::time::Duration::from_secs_f64(a.time_limit.max(0.001)),
+        time_limit: std::time::Duration::from_secs_f64(a.time_limit),
         kernels: match a.backend {
             Backend::C => funcfuse::batch::Kernels::C,
             Backend::Cuda | Backend::CudaEmu => funcfuse::batch::Kernels::Cuda(funcfuse::backend::cuda::DEFAULT_ARCH),
@@ -639,6 +661,8 @@ fn write_outputs(dir: &Path, returns: &[Tensor], tuple: bool, mutated: &[(String
     Ok(())
 }
 
+/// The `*.py` files under `path` (itself, if a file), sorted. Below the path given, links to directories are not
+/// followed (two links to `.` would make the walk exponential) and only regular files (or links to them) count.
 fn collect_py(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
     if path.is_dir() {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
@@ -647,8 +671,11 @@ fn collect_py(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
             .collect();
         entries.sort();
         for e in entries {
-            if e.is_dir() || e.extension().is_some_and(|x| x == "py") {
+            let Ok(own) = std::fs::symlink_metadata(&e) else { continue };
+            if own.is_dir() {
                 collect_py(&e, out)?;
+            } else if e.extension().is_some_and(|x| x == "py") && e.metadata().is_ok_and(|m| m.is_file()) {
+                out.push(e);
             }
         }
         Ok(())

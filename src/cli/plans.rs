@@ -35,7 +35,7 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
     let torch: Option<serde_json::Value> = match &a.baseline_file {
         None => None,
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| Failure(1, format!("{}: {e}", p.display())))?;
+            let text = funcfuse::io::read_text(p).map_err(|e| Failure(1, format!("{}: {e}", p.display())))?;
             let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
                 Failure(1, format!("{}: not a baseline file (JSON from scripts/torch_baseline.py): {e}", p.display()))
             })?;
@@ -269,6 +269,7 @@ pub(crate) fn explain_cmd(
         )
         .with_iter_limit(30)
         .with_node_limit(50_000)
+        .with_scheduler(funcfuse::rewrite::schedule::Capped::new(50_000))
         .with_time_limit(std::time::Duration::from_millis(500))
         .with_expr(&r.functional.term)
         .run(&rewrites);

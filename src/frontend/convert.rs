@@ -37,6 +37,8 @@ impl Lines {
 
 struct Cx {
     lines: Lines,
+    /// How deeply the expression or block being converted nests ([`crate::limits::MAX_EXPR_DEPTH`]).
+    depth: std::cell::Cell<usize>,
 }
 
 impl Cx {
@@ -46,7 +48,14 @@ impl Cx {
 }
 
 pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagnostic> {
-    let cx = Cx { lines: Lines::new(source) };
+    let cx = Cx { lines: Lines::new(source), depth: std::cell::Cell::new(0) };
+    // The parser recurses per bracket: reject deeper nesting before it sees the text.
+    if let Some((offset, _)) = too_deep_brackets(source, crate::limits::MAX_NESTING) {
+        return err(
+            cx.lines.span(TextSize::new(offset as u32)),
+            format!("expression nested too deeply (limit {} brackets)", crate::limits::MAX_NESTING),
+        );
+    }
     let parsed = match ruff_python_parser::parse_module(source) {
         Ok(p) => p,
         Err(e) => {
@@ -219,6 +228,10 @@ impl Cx {
     }
 
     fn stmt(&self, s: &py::Stmt) -> Result<Stmt, Diagnostic> {
+        self.deeper(s, || self.stmt_at(s))
+    }
+
+    fn stmt_at(&self, s: &py::Stmt) -> Result<Stmt, Diagnostic> {
         let span = self.sp(s);
         let kind = match s {
             py::Stmt::Assign(a) => StmtKind::Assign {
@@ -327,7 +340,26 @@ impl Cx {
         }
     }
 
+    /// Runs `f` one level deeper, with a located error past [`crate::limits::MAX_EXPR_DEPTH`].
+    fn deeper<T>(&self, at: &impl Ranged, f: impl FnOnce() -> Result<T, Diagnostic>) -> Result<T, Diagnostic> {
+        let d = self.depth.get() + 1;
+        if d > crate::limits::MAX_EXPR_DEPTH {
+            return err(
+                self.sp(at),
+                format!("expression nested too deeply (limit {} levels)", crate::limits::MAX_EXPR_DEPTH),
+            );
+        }
+        self.depth.set(d);
+        let r = f();
+        self.depth.set(d - 1);
+        r
+    }
+
     fn expr(&self, e: &py::Expr) -> Result<Expr, Diagnostic> {
+        self.deeper(e, || self.expr_at(e))
+    }
+
+    fn expr_at(&self, e: &py::Expr) -> Result<Expr, Diagnostic> {
         let span = self.sp(e);
         let kind = match e {
             py::Expr::Name(n) => ExprKind::Name(n.id.to_string()),
@@ -436,4 +468,59 @@ fn is_grad_mode(e: &py::Expr) -> bool {
     };
     let is_torch = matches!(a.value.as_ref(), py::Expr::Name(n) if n.id.as_str() == "torch");
     is_torch && matches!(a.attr.as_str(), "no_grad" | "inference_mode" | "enable_grad")
+}
+
+/// The byte offset of the first bracket that opens more than `limit` levels deep, if any (brackets in strings and
+/// comments do not count).
+fn too_deep_brackets(source: &str, limit: usize) -> Option<(usize, usize)> {
+    let b = source.as_bytes();
+    let (mut i, mut depth) = (0, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            q @ (b'\'' | b'"') => {
+                let triple = b.len() >= i + 3 && b[i + 1] == q && b[i + 2] == q;
+                i += if triple { 3 } else { 1 };
+                while i < b.len() {
+                    if b[i] == b'\\' {
+                        i += 2;
+                    } else if triple && b.len() >= i + 3 && b[i] == q && b[i + 1] == q && b[i + 2] == q {
+                        i += 2;
+                        break;
+                    } else if !triple && (b[i] == q || b[i] == b'\n') {
+                        break;
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return Some((i, depth));
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::too_deep_brackets;
+
+    #[test]
+    fn brackets_in_strings_and_comments_do_not_nest() {
+        assert_eq!(too_deep_brackets("f((x))", 2), None);
+        assert_eq!(too_deep_brackets("f(((x)))", 2), Some((3, 3)));
+        assert_eq!(too_deep_brackets("x = '((('  # (((\ny = \"\"\"(((\n\"\"\" + \"\\\"(\"\n", 1), None);
+        assert_eq!(too_deep_brackets("a = [[1]]\n", 1), Some((5, 2)));
+    }
 }

@@ -16,7 +16,7 @@ pub fn parse_module(path: &str, source: &str) -> Result<Module, Diagnostic> {
 
 /// Reads and parses a program file.
 pub fn load_module(path: &str) -> Result<Module, Diagnostic> {
-    let source = std::fs::read_to_string(path)
+    let source = crate::io::read_text(std::path::Path::new(path))
         .map_err(|e| Diagnostic::new(format!("cannot read program file: {e}")).in_file(path))?;
     parse_module(path, &source)
 }

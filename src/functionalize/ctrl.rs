@@ -162,6 +162,7 @@ impl<'m> Fz<'m> {
     }
 
     fn stmt(&mut self, env: &mut Env, s: &'m Stmt) -> FR<Flow> {
+        crate::limits::check().map_err(|t| crate::diag::Diagnostic::from(t).at(s.span))?;
         match &s.kind {
             StmtKind::Assign { targets, value } => {
                 let v = self.expr(env, value)?;
@@ -291,7 +292,13 @@ impl<'m> Fz<'m> {
             let items = self.iterate(&it, iter.span)?;
             return self.unrolled(env, target, items.into_iter(), body);
         };
-        let mut n = if (s > 0 && a < b) || (s < 0 && a > b) { ((b - a).abs() - 1) / s.abs() + 1 } else { 0 };
+        // In 128 bits: a range may span all of i64 (its length then saturates, which no loop reaches).
+        let mut n = if (s > 0 && a < b) || (s < 0 && a > b) {
+            let len = ((b as i128 - a as i128).abs() - 1) / (s as i128).abs() + 1;
+            len.min(i64::MAX as i128) as i64
+        } else {
+            0
+        };
         let mut peeled = 0;
         loop {
             if n <= 1 {
@@ -375,7 +382,7 @@ impl<'m> Fz<'m> {
         span: Span,
     ) -> FR<Option<String>> {
         let level = self.t.depth();
-        let last = a + (n - 1) * s;
+        let last = (a as i128 + (n as i128 - 1) * s as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64;
         // Pass 1: find what the body changes.
         self.t.frames.push(LoopFrame { range: Some((a.min(last), a.max(last))), carried: vec![] });
         let carries = self.discover(env, snap, body, None, Some(var), level, span);

@@ -114,6 +114,7 @@ impl<'m> Interp<'m> {
     }
 
     fn exec(&mut self, frame: &mut Frame, s: &'m Stmt) -> Result<Flow, Diagnostic> {
+        crate::limits::check().map_err(|t| Diagnostic::from(t).at(s.span))?;
         match &s.kind {
             StmtKind::Assign { targets, value } => {
                 let v = self.eval(frame, value)?;
@@ -143,11 +144,12 @@ impl<'m> Interp<'m> {
                 let items: Box<dyn Iterator<Item = Value>> = match it {
                     Value::Range(a, b, st) => {
                         let len = if (st > 0 && a < b) || (st < 0 && a > b) {
-                            ((b - a).unsigned_abs() - 1) / st.unsigned_abs() + 1
+                            let span = (b as i128 - a as i128).unsigned_abs();
+                            ((span - 1) / st.unsigned_abs() as u128 + 1) as u64
                         } else {
                             0
                         };
-                        Box::new((0..len).map(move |k| Value::Int(a + (k as i64) * st)))
+                        Box::new((0..len).map(move |k| Value::Int(a.wrapping_add((k as i64).wrapping_mul(st)))))
                     }
                     other => Box::new(self.iterate(&other, iter.span)?.into_iter()),
                 };
@@ -205,8 +207,12 @@ impl<'m> Interp<'m> {
                 let mut out = Vec::new();
                 let mut i = *a;
                 while (*s > 0 && i < *b) || (*s < 0 && i > *b) {
+                    crate::limits::check().map_err(|t| Diagnostic::from(t).at(span))?;
                     out.push(Value::Int(i));
-                    i += s;
+                    match i.checked_add(*s) {
+                        Some(next) => i = next,
+                        None => break,
+                    }
                 }
                 Ok(out)
             }

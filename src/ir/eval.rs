@@ -275,6 +275,7 @@ impl Evaluator<'_> {
                 };
                 let mut i = a;
                 while (s > 0 && i < b) || (s < 0 && i > b) {
+                    crate::limits::check().map_err(|t| EvalError(t.to_string()))?;
                     self.frames.push(Frame { iter: i, carried: state.clone(), cache: HashMap::new() });
                     let next = self.eval(body);
                     self.frames.pop();
@@ -282,7 +283,10 @@ impl Evaluator<'_> {
                         V::Tup(items) => items,
                         other => return fail(format!("loop body must be a tuple, not {other:?}")),
                     };
-                    i += s;
+                    match i.checked_add(s) {
+                        Some(next) => i = next,
+                        None => break,
+                    }
                 }
                 V::Tup(state)
             }
@@ -293,6 +297,7 @@ impl Evaluator<'_> {
                 };
                 let mut n = 0u64;
                 loop {
+                    crate::limits::check().map_err(|t| EvalError(t.to_string()))?;
                     self.frames.push(Frame { iter: n as i64, carried: state.clone(), cache: HashMap::new() });
                     let go = match self.eval(cond) {
                         Ok(V::T(t)) => t.item().map(|s| s.to_bool()).map_err(EvalError),

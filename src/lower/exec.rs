@@ -71,6 +71,9 @@ pub struct Executor<'p, D: Device> {
     dependent: &'p [bool],
     pub stats: Stats,
     copy_loop_state: bool,
+    /// Groups whose members' operands are being computed: a member needed meanwhile (two groups each reading a
+    /// member of the other) is launched alone rather than by launching its group again, which would recurse forever.
+    launching: Vec<usize>,
 }
 
 type R<T> = Result<T, String>;
@@ -89,6 +92,7 @@ pub fn execute<D: Device>(plan: &Plan, dev: &mut D, inputs: &BTreeMap<String, Te
         dependent: &plan.dependent,
         stats: Stats::default(),
         copy_loop_state,
+        launching: Vec::new(),
     };
     let root = plan.term.root();
     let out = ex.eval(root, inputs)?;
@@ -241,11 +245,15 @@ impl<D: Device> Executor<'_, D> {
                 let mut state = self.entry_state(init, inputs)?;
                 let mut i = start;
                 while (step > 0 && i < end) || (step < 0 && i > end) {
+                    crate::limits::check()?;
                     self.frames.push(Frame { iter: i, carried: state, memo: HashMap::new() });
                     let r = self.eval(body, inputs);
                     self.frames.pop();
                     state = self.next_state(r?, body)?;
-                    i += step;
+                    match i.checked_add(step) {
+                        Some(next) => i = next,
+                        None => break,
+                    }
                 }
                 Val::Tup(Rc::new(state))
             }
@@ -253,6 +261,7 @@ impl<D: Device> Executor<'_, D> {
                 let mut state = self.entry_state(init, inputs)?;
                 let mut n = 0usize;
                 loop {
+                    crate::limits::check()?;
                     self.frames.push(Frame { iter: n as i64, carried: state.clone(), memo: HashMap::new() });
                     let go = self.truth(cond, inputs);
                     let r = match go {
@@ -321,8 +330,11 @@ impl<D: Device> Executor<'_, D> {
         if let Some(g) = plan.group_of.get(k).copied().flatten() {
             let pending: Vec<usize> =
                 plan.groups[g].iter().copied().filter(|&m| m == k || !self.computed(plan.launches[m].node)).collect();
-            if pending.len() > 1 {
-                return self.launch_group(g, k, &pending, inputs);
+            if pending.len() > 1 && !self.launching.contains(&g) {
+                self.launching.push(g);
+                let r = self.launch_group(g, k, &pending, inputs);
+                self.launching.retain(|&x| x != g);
+                return r;
             }
         }
         if let Some(first) = plan.before.get(&id) {
@@ -399,7 +411,8 @@ impl<D: Device> Executor<'_, D> {
         let mut members = Vec::new();
         let mut mask = 0i64;
         for (j, &m) in plan.groups[g].iter().enumerate() {
-            if !pending.contains(&m) {
+            // A member computed alone while an earlier member's operands were computed is not computed again.
+            if !pending.contains(&m) || (m != k && self.computed(plan.launches[m].node)) {
                 members.push(None);
                 continue;
             }

@@ -97,11 +97,14 @@ pub fn plan_for(
     policy: Policy,
     profile: &crate::cost::Profile,
 ) -> Result<Plan, String> {
+    crate::limits::check()?;
     let prepared = Prepared::new(term, inputs)?;
+    crate::limits::check()?;
     let (recomputed, alternative) = plan_with(&prepared, inputs, policy, profile, false)?;
     if !alternative {
         return Ok(recomputed);
     }
+    crate::limits::check()?;
     let (stored, _) = plan_with(&prepared, inputs, policy, profile, true)?;
     let cost = |p: &Plan| crate::cost::plan_estimate(p, profile).seconds;
     Ok(if cost(&stored) < cost(&recomputed) { stored } else { recomputed })
@@ -162,6 +165,7 @@ fn plan_with(
         profile: profile.clone(),
     };
     p.classify();
+    crate::limits::check()?;
     if policy == Policy::Fused {
         p.fuse_epilogues();
     }
@@ -181,6 +185,7 @@ fn plan_with(
     for i in 0..n {
         let id = Id::from(i);
         if matches!(p.how[i], How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_)) {
+            crate::limits::check()?;
             let mut kb = KernelBuilder::default();
             let k = plan.kernels.len();
             let kernel = p.kernel(&mut kb, id, format!("k{k}"))?;

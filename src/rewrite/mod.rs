@@ -11,6 +11,7 @@ mod compose;
 mod cover;
 pub mod rules;
 pub mod saturate;
+pub mod schedule;
 pub mod vectorize;
 
 pub use analysis::{AffineInt, ClassInfo, Lit, TermAnalysis};

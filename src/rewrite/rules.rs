@@ -198,7 +198,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<RuleDef>, Diagnostic> {
     let mut out: Vec<RuleDef> = Vec::new();
     for f in files {
         let shown = f.display().to_string();
-        let text = std::fs::read_to_string(&f).map_err(|e| Diagnostic::new(format!("{shown}: {e}")))?;
+        let text = crate::io::read_text(&f).map_err(|e| Diagnostic::new(format!("{shown}: {e}")))?;
         for r in parse_rules(&shown, &text)? {
             push_unique(&mut out, r)?;
         }

@@ -123,6 +123,7 @@ pub fn optimize_for(
         dag_term: None,
     };
     let phase = |out: &mut Optimized| -> Result<(), String> {
+        crate::limits::check()?;
         let left = limits.time.saturating_sub(start.elapsed());
         saturate(out, &f.inputs, rules, Limits { time: left / 2, ..limits })
     };
@@ -134,6 +135,7 @@ pub fn optimize_for(
         ("scatter/cover-cat", super::cover::cover_cat),
     ];
     for (name, pass) in passes {
+        crate::limits::check()?;
         let (term, n) = pass(&out.term, &f.inputs);
         if n > 0 {
             verify(&term, &f.inputs).map_err(|e| format!("{name} produced a term that does not verify: {e}"))?;
@@ -161,6 +163,8 @@ pub fn optimize_for(
             Ok(p) => crate::cost::plan_cost(&p, profile),
             Err(_) => f64::INFINITY,
         };
+        // A candidate that could not be planned in time is not a candidate: the whole optimization is out of time.
+        crate::limits::check()?;
         out.candidates.push((name.clone(), cost));
         if best.is_none_or(|(c, _)| cost < c) {
             best = Some((cost, k));
@@ -182,17 +186,22 @@ fn saturate(
     let runner = Runner::<Node, TermAnalysis>::new(TermAnalysis::new(inputs))
         .with_iter_limit(limits.iterations)
         .with_node_limit(limits.nodes)
-        .with_time_limit(limits.time)
+        .with_scheduler(super::schedule::Capped::new(limits.nodes))
+        // The caller's deadline (a batch's per-program limit, `run --time-limit`) bounds saturation too.
+        .with_time_limit(crate::limits::remaining().map_or(limits.time, |r| r.min(limits.time)))
         .with_expr(&out.term)
         .run(rules);
+    crate::limits::check()?;
     let root = runner.roots[0];
     let extractor = crate::extract::TreeExtractor::new(&runner.egraph, AstSize);
     let (_, term) = extractor.find_best(root);
+    crate::limits::check()?;
     verify(&term, inputs).map_err(|e| format!("the extracted term does not verify: {e}"))?;
     let (_, fused) = crate::extract::TreeExtractor::new(&runner.egraph, FusionCost).find_best(root);
     out.fusion_term = verify(&fused, inputs).is_ok().then_some(fused);
     // The DAG-aware search costs a DAG walk per alternative node: only for e-graphs of moderate size.
     if runner.egraph.number_of_classes() <= crate::extract::MAX_CLASSES {
+        crate::limits::check()?;
         let choice = crate::extract::dag_choice(&runner.egraph, root, 4);
         crate::extract::check(&runner.egraph, &choice, root).map_err(|e| format!("DAG extraction: {e}"))?;
         let dag = crate::extract::build(&runner.egraph, &choice, root);

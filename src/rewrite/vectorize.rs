@@ -139,7 +139,9 @@ impl<'b> Batch<'b> {
         if step <= 0 || end <= start {
             return None;
         }
-        let n = ((end - start + step - 1) / step) as usize;
+        // In 128 bits (a range can span all of i64); a loop longer than any axis cannot become slices.
+        let n = (end as i128 - start as i128 + step as i128 - 1) / step as i128;
+        let n = usize::try_from(n).ok().filter(|&n| n <= 1 << 32)?;
         let Node::Tuple(items) = b.node(body) else { return None };
         let body = items.to_vec();
         let k = body.len();
