@@ -126,3 +126,181 @@ fn a_negative_index_in_range_wraps_on_every_engine() {
         assert_eq!(t, want, "{engine:?}: the table written in place");
     }
 }
+
+/// A program with one fused kernel, run with seeded inputs.
+const SIMPLE: &str = "def f(x: f32[8, 8]) -> f32[8, 8]:\n    return (x * 2.0).relu() + 1.0\n";
+
+/// Runs `prog::f` on the C backend with the kernel cache `cache` and `env`; returns the outcome and the output.
+fn run_cached(dir: &Path, cache: &Path, out: &str, env: &[(&str, &Path)]) -> (Outcome, Option<Vec<u8>>) {
+    let file = dir.join("prog.py");
+    let target = format!("{}::f", file.display());
+    let out = dir.join(out);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_funcfuse"));
+    c.env("FUNCFUSE_CACHE", cache).args(["run", &target, "--output", out.to_str().unwrap()]);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = outcome(&mut c);
+    (o, std::fs::read(out.join("return.npy")).ok())
+}
+
+/// The libraries in a cache folder.
+fn libraries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|r| r.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "so")).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn the_kernel_cache_is_private_and_a_broken_entry_is_rebuilt() {
+    let dir = scratch("cache_rebuild");
+    program(&dir, SIMPLE);
+    let cache = dir.join("cache");
+    let (first, want) = run_cached(&dir, &cache, "out0", &[]);
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    let want = want.expect("return.npy written");
+    assert_eq!(mode(&cache), 0o700);
+    assert_eq!(mode(&cache.join("c")), 0o700);
+    let libs = libraries(&cache.join("c"));
+    assert_eq!(libs.len(), 1, "{libs:?}");
+    let lib = &libs[0];
+    assert_eq!(mode(lib) & 0o022, 0, "the library is writable by others");
+    let good = std::fs::read(lib).unwrap();
+    let digest = lib.with_extension("sha256");
+    // A cached run uses the entry as it is.
+    let (o, got) = run_cached(&dir, &cache, "out1", &[]);
+    assert_eq!((o.code, o.stderr.as_str()), (Some(0), ""));
+    assert_eq!(got.as_ref(), Some(&want));
+    // Truncated, empty, and not a library at all (with a digest that matches it): each is rebuilt, and said why.
+    let cases: &[(&str, Vec<u8>, bool, &str)] = &[
+        ("truncated", good[..good.len() / 3].to_vec(), false, "is not the one stored when it was built"),
+        ("empty", Vec::new(), false, "is not the one stored when it was built"),
+        ("garbage", b"not an ELF file at all".to_vec(), true, "does not load"),
+    ];
+    for (name, bytes, matching_digest, why) in cases {
+        std::fs::write(lib, bytes).unwrap();
+        if *matching_digest {
+            let out = Command::new("sha256sum").arg(lib).output().unwrap();
+            let hex = String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap().to_string();
+            std::fs::write(&digest, hex).unwrap();
+        }
+        let (o, got) = run_cached(&dir, &cache, &format!("out-{name}"), &[]);
+        assert_eq!(o.code, Some(0), "{name}: {}", o.stderr);
+        assert!(o.stderr.contains(&format!("kernel cache entry {}", lib.display())), "{name}: {}", o.stderr);
+        assert!(o.stderr.contains(why) && o.stderr.contains("rebuilding it"), "{name}: {}", o.stderr);
+        assert_eq!(got.as_ref(), Some(&want), "{name}: the output differs after the rebuild");
+        assert_eq!(std::fs::read(lib).unwrap(), good, "{name}: the rebuilt library differs from the first build");
+        // And the rebuilt entry is used as it is the next time.
+        let (o, _) = run_cached(&dir, &cache, &format!("out-{name}-again"), &[]);
+        assert_eq!((o.code, o.stderr.as_str()), (Some(0), ""), "{name}");
+    }
+    // The garbage case names dlopen's reason.
+    std::fs::write(lib, b"\x7fELF garbage").unwrap();
+    let out = Command::new("sha256sum").arg(lib).output().unwrap();
+    std::fs::write(&digest, String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap()).unwrap();
+    let (o, _) = run_cached(&dir, &cache, "out-elf", &[]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stderr.contains("does not load (") && o.stderr.contains(&lib.display().to_string()), "{}", o.stderr);
+}
+
+#[test]
+fn a_kernel_cache_writable_by_others_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("cache_mode");
+    let file = program(&dir, SIMPLE);
+    let cache = dir.join("cache");
+    let (o, _) = run_cached(&dir, &cache, "out0", &[]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (o, got) = run_cached(&dir, &cache, "out1", &[]);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert_eq!(
+        o.stderr,
+        format!(
+            "{file}: kernel cache {}: the directory is writable by group or others (mode 0777); refusing to use it (chmod go-w it, or set FUNCFUSE_CACHE to a private folder)\n",
+            cache.display()
+        )
+    );
+    assert!(got.is_none(), "no output is written");
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // A library writable by its group is refused too.
+    let lib = libraries(&cache.join("c")).pop().unwrap();
+    std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o770)).unwrap();
+    let (o, _) = run_cached(&dir, &cache, "out2", &[]);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert!(o.stderr.contains("the file is writable by group or others (mode 0770)"), "{}", o.stderr);
+}
+
+#[test]
+fn the_kernel_cache_defaults_to_the_users_cache_folder() {
+    let dir = scratch("cache_default");
+    program(&dir, SIMPLE);
+    let xdg = dir.join("xdg");
+    let home = dir.join("home");
+    for (env, want) in [
+        (vec![("XDG_CACHE_HOME", xdg.as_path()), ("HOME", home.as_path())], xdg.join("funcfuse")),
+        (vec![("XDG_CACHE_HOME", Path::new("")), ("HOME", home.as_path())], home.join(".cache/funcfuse")),
+    ] {
+        let file = dir.join("prog.py");
+        let target = format!("{}::f", file.display());
+        let out = dir.join("out");
+        let mut c = Command::new(env!("CARGO_BIN_EXE_funcfuse"));
+        c.env_remove("FUNCFUSE_CACHE").args(["run", &target, "--output", out.to_str().unwrap()]);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = outcome(&mut c);
+        assert_eq!(o.code, Some(0), "{}", o.stderr);
+        assert_eq!(mode(&want), 0o700, "{}", want.display());
+        assert_eq!(libraries(&want.join("c")).len(), 1, "{}", want.display());
+    }
+}
+
+#[test]
+fn two_processes_building_the_same_kernels_at_once_both_succeed() {
+    let dir = scratch("cache_race");
+    let file = program(&dir, SIMPLE);
+    let target = format!("{file}::f");
+    for round in 0..3 {
+        let cache = dir.join(format!("cache{round}"));
+        let spawn = |n: usize| {
+            let out = dir.join(format!("out{round}-{n}"));
+            let child = Command::new(env!("CARGO_BIN_EXE_funcfuse"))
+                .env("FUNCFUSE_CACHE", &cache)
+                .args(["run", &target, "--backend", if n % 2 == 0 { "c" } else { "cuda-emu" }])
+                .args(["--output", out.to_str().unwrap()])
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (child, out)
+        };
+        // Two of each backend, all at once, on an empty cache.
+        let children: Vec<_> = (0..4).map(spawn).collect();
+        let mut outputs = Vec::new();
+        for (child, out) in children {
+            let o = child.wait_with_output().unwrap();
+            assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+            assert_eq!(String::from_utf8_lossy(&o.stderr), "", "no entry needed a rebuild");
+            outputs.push(std::fs::read(out.join("return.npy")).unwrap());
+        }
+        assert!(outputs.windows(2).all(|w| w[0] == w[1]), "outputs differ between processes");
+        assert_eq!(libraries(&cache.join("c")).len(), 1);
+        assert_eq!(libraries(&cache.join("emu")).len(), 1);
+        // No temporary file is left behind.
+        for sub in ["c", "emu"] {
+            let names: Vec<String> = std::fs::read_dir(cache.join(sub))
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect();
+            assert_eq!(names.len(), 2, "{names:?}");
+        }
+    }
+}
