@@ -98,10 +98,11 @@ pub fn compile_emu(source: &str) -> Result<libloading::Library, String> {
 }
 
 /// With `FUNCFUSE_SANITIZE=1`, kernels are built with AddressSanitizer and UndefinedBehaviorSanitizer (the process
-/// must then have the ASan runtime preloaded: `LD_PRELOAD=$(cc -print-file-name=libasan.so)`).
+/// must then have the ASan runtime preloaded: `LD_PRELOAD=$(cc -print-file-name=libasan.so)`). No `-g`: debug info
+/// would name the working directory, and builds of one cache key must be the same bytes wherever they run.
 fn sanitizer_flags() -> Vec<String> {
     match std::env::var("FUNCFUSE_SANITIZE").as_deref() {
-        Ok("1") => ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g"]
+        Ok("1") => ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
             .map(String::from)
             .to_vec(),
         _ => Vec::new(),
