@@ -304,3 +304,22 @@ fn two_processes_building_the_same_kernels_at_once_both_succeed() {
         }
     }
 }
+
+#[test]
+fn a_kernel_cache_owned_by_another_user_is_refused() {
+    let dir = scratch("cache_owner");
+    let file = program(&dir, SIMPLE);
+    // As root: a folder given to `nobody`; as anyone else: `/`, which root owns.
+    let cache = dir.join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    let (cache, owner) = match std::os::unix::fs::chown(&cache, Some(65534), Some(65534)) {
+        Ok(()) => (cache, 65534),
+        Err(_) => (PathBuf::from("/"), 0),
+    };
+    let (o, got) = run_cached(&dir, &cache, "out", &[]);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    let want =
+        format!("{file}: kernel cache {}: the directory is owned by user id {owner}, not by you (", cache.display());
+    assert!(o.stderr.starts_with(&want), "{}", o.stderr);
+    assert!(got.is_none());
+}
