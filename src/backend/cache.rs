@@ -188,7 +188,7 @@ fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
     })
 }
 
-/// Compiles `source` with `cc` and `flags` into a library of the cache folder `folder`; returns its path.
+/// Compiles `source` with `cc` and `flags` into entry `stem` of the cache folder `dir`; returns the library's path.
 fn build(dir: &Path, stem: &str, source: &str, cc: &str, flags: &[String]) -> Result<PathBuf, String> {
     let tmp = dir.join(format!("{stem}.{}.so.tmp", unique()));
     let mut child = std::process::Command::new(cc)
