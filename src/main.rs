@@ -421,7 +421,8 @@ fn run_one(
     let out = match a.engine {
         Engine::Functional => {
             let f = funcfuse::functionalize::functionalize(module, func, scalars)?;
-            funcfuse::functionalize::run_functional(&f, &inputs).map_err(|d| d.in_file(file))?
+            funcfuse::functionalize::run_functional(&f, &inputs)
+                .map_err(|d| interp::locate(module, func, &inputs, scalars, d))?
         }
         Engine::Optimized => {
             let mut f = funcfuse::functionalize::functionalize(module, func, scalars)?;
@@ -430,7 +431,7 @@ fn run_one(
                 .map_err(|m| Failure(1, format!("{file}: {m}")))?;
             f.term = o.term;
             funcfuse::lower::run_on(&f, funcfuse::lower::Policy::Fused, a.backend.target(), &inputs)
-                .map_err(|d| d.in_file(file))?
+                .map_err(|d| interp::locate(module, func, &inputs, scalars, d))?
                 .0
         }
         Engine::Reference => interp::run_program(module, func, &inputs, scalars)?,

@@ -1,11 +1,9 @@
 //! The C backend: every kernel of a plan rendered as a C function in one translation unit, compiled with the system
 //! C compiler (`$CC`, else `cc`) at `-O3` for the host CPU (see [`FLAGS`]), loaded with `dlopen`, and run on host buffers.
 //!
-//! Compiled libraries are cached by a hash of their source under `$FUNCFUSE_CACHE` (default: the system temp
-//! directory), so a plan compiles once per machine.
+//! Compiled libraries are kept in the user's private kernel cache ([`super::cache`]), so a plan compiles once.
 
 use std::fmt::Write;
-use std::path::PathBuf;
 
 use super::source::{buffer_decls, helpers, point_body, prelude, row_reduction};
 use crate::lower::exec::Device;
@@ -73,63 +71,42 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
 /// GCC 12's miscompiled a fused predicated select (`corpus/micro/views.py::write_through_unsqueeze`).
 const FLAGS: &[&str] = &["-O3", "-march=native", "-ffp-contract=off", "-fPIC", "-shared", "-w"];
 
-fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
-}
-
-fn cache_dir() -> PathBuf {
-    std::env::var_os("FUNCFUSE_CACHE").map(PathBuf::from).unwrap_or_else(|| std::env::temp_dir().join("funcfuse-cache"))
-}
-
 /// Flags of the CUDA emulator's C (`-O1`: it is compiled once per plan and run for checking).
 const EMU_FLAGS: &[&str] = &["-std=gnu11", "-O1", "-ffp-contract=off", "-pthread", "-fPIC", "-shared", "-w"];
 
-/// Compiles C source to a shared library (or finds it in the cache); returns its path.
-pub fn compile(source: &str) -> Result<PathBuf, String> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+/// The C compiler: `$CC`, else `cc`.
+fn cc() -> String {
+    std::env::var("CC").ok().filter(|c| !c.is_empty()).unwrap_or_else(|| "cc".into())
+}
+
+/// Compiles C source to a shared library (or finds it in the kernel cache, [`super::cache`]) and loads it.
+pub fn compile(source: &str) -> Result<libloading::Library, String> {
     // `FUNCFUSE_CFLAGS` replaces the flags (for experiments; results are checked all the same).
-    let flags: Vec<String> = match std::env::var("FUNCFUSE_CFLAGS") {
+    let mut flags: Vec<String> = match std::env::var("FUNCFUSE_CFLAGS") {
         Ok(f) => f.split_whitespace().map(String::from).chain(["-fPIC", "-shared", "-w"].map(String::from)).collect(),
         Err(_) => FLAGS.iter().map(|s| s.to_string()).collect(),
     };
-    build(source, &cc, &flags, "c")
+    flags.extend(sanitizer_flags());
+    super::cache::load(source, &cc(), &flags, "c")
 }
 
-/// Compiles the CUDA emulator's C source to a shared library; returns its path.
-pub fn compile_emu(source: &str) -> Result<PathBuf, String> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    build(source, &cc, &EMU_FLAGS.iter().map(|s| s.to_string()).collect::<Vec<_>>(), "emu")
+/// Compiles the CUDA emulator's C source to a shared library (or finds it in the cache) and loads it.
+pub fn compile_emu(source: &str) -> Result<libloading::Library, String> {
+    let mut flags: Vec<String> = EMU_FLAGS.iter().map(|s| s.to_string()).collect();
+    flags.extend(sanitizer_flags());
+    super::cache::load(source, &cc(), &flags, "emu")
 }
 
-/// Compiles C source into the cache folder `folder`.
-fn build(source: &str, cc: &str, flags: &[String], folder: &str) -> Result<PathBuf, String> {
-    let dir = cache_dir().join(folder);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    // The key covers the compiler and its flags as well as the source.
-    let stem = format!("{:016x}", fnv(&format!("{cc} {}\n{source}", flags.join(" "))));
-    let lib = dir.join(format!("{stem}.so"));
-    if lib.exists() {
-        return Ok(lib);
+/// With `FUNCFUSE_SANITIZE=1`, kernels are built with AddressSanitizer and UndefinedBehaviorSanitizer (the process
+/// must then have the ASan runtime preloaded: `LD_PRELOAD=$(cc -print-file-name=libasan.so)`). No `-g`: debug info
+/// would name the working directory, and builds of one cache key must be the same bytes wherever they run.
+fn sanitizer_flags() -> Vec<String> {
+    match std::env::var("FUNCFUSE_SANITIZE").as_deref() {
+        Ok("1") => ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+            .map(String::from)
+            .to_vec(),
+        _ => Vec::new(),
     }
-    static SERIAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let unique = format!("{}-{}", std::process::id(), SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    let src = dir.join(format!("{stem}.{unique}.c"));
-    std::fs::write(&src, source).map_err(|e| format!("{}: {e}", src.display()))?;
-    let tmp = dir.join(format!("{stem}.{unique}.so"));
-    let out = std::process::Command::new(cc)
-        .args(flags)
-        .arg("-o")
-        .arg(&tmp)
-        .arg(&src)
-        .arg("-lm")
-        .output()
-        .map_err(|e| format!("cannot run the C compiler `{cc}`: {e}"))?;
-    let _ = std::fs::remove_file(&src);
-    if !out.status.success() {
-        return Err(format!("the C compiler rejected the kernels:\n{}", String::from_utf8_lossy(&out.stderr)));
-    }
-    std::fs::rename(&tmp, &lib).map_err(|e| format!("{}: {e}", lib.display()))?;
-    Ok(lib)
 }
 
 /// Host buffers and compiled kernels (C, or the CUDA emulator's).
@@ -144,7 +121,7 @@ pub struct CDevice {
 impl CDevice {
     /// Compiles and loads the kernels of `plan`.
     pub fn new(plan: &Plan) -> Result<CDevice, String> {
-        CDevice::load(&compile(&render(plan))?, plan, false)
+        CDevice::load(compile(&render(plan))?, plan, false)
     }
 
     /// Compiles and loads the CUDA kernels of `plan` for the emulator ([`super::emu`]).
@@ -155,12 +132,10 @@ impl CDevice {
     /// [`CDevice::emulated`] with the launch configurations of a device of `sms` multiprocessors and block
     /// reductions of up to `reduce_threads` threads (`emulated_as(plan, 132, 256)`: an H200's).
     pub fn emulated_as(plan: &Plan, sms: u32, reduce_threads: u32) -> Result<CDevice, String> {
-        CDevice::load(&compile_emu(&super::emu::render_as(plan, sms, reduce_threads))?, plan, true)
+        CDevice::load(compile_emu(&super::emu::render_as(plan, sms, reduce_threads))?, plan, true)
     }
 
-    fn load(path: &std::path::Path, plan: &Plan, emulated: bool) -> Result<CDevice, String> {
-        // SAFETY: the library is one we just compiled from our own source; it has no initializers.
-        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("{}: {e}", path.display()))?;
+    fn load(lib: libloading::Library, plan: &Plan, emulated: bool) -> Result<CDevice, String> {
         let mut fns = Vec::new();
         for k in &plan.kernels {
             // SAFETY: every kernel is rendered with exactly this signature.

@@ -142,10 +142,9 @@ mod tests {
 
     /// Compiles `kernels` after the emulator's header and calls `name` on `buf` (one int64 buffer).
     fn run(kernels: &str, name: &str, buf: &mut [i64]) -> i32 {
-        let path = crate::backend::c::compile_emu(&format!("{HEADER}{kernels}")).expect("the emulator compiles");
+        let lib = crate::backend::c::compile_emu(&format!("{HEADER}{kernels}")).expect("the emulator compiles");
         // SAFETY: the functions are defined above with these signatures, and `buf` outlives the call.
         unsafe {
-            let lib = libloading::Library::new(&path).expect("loads");
             let f: libloading::Symbol<unsafe extern "C" fn(*const *mut std::ffi::c_void, *const i64)> =
                 lib.get(name.as_bytes()).expect("kernel");
             let ptrs = [buf.as_mut_ptr() as *mut std::ffi::c_void];

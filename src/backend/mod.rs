@@ -4,6 +4,7 @@
 //! CUDA C for NVRTC. Both render expressions with [`crate::lower::kernel::render`], so the two agree on arithmetic.
 
 pub mod c;
+pub mod cache;
 pub mod cuda;
 pub mod cuda_src;
 pub mod emu;

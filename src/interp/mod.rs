@@ -159,6 +159,28 @@ pub fn run_program(
     run().map_err(|d| d.in_file(&module.path))
 }
 
+/// The located form of a run-time error that another engine (functional, compiled) raised on `inputs` without a
+/// source location: the reference interpreter runs the program on copies of the same inputs, and where it raises with
+/// a location, its diagnostic (PyTorch's message at the program's `file:line:col`) is the one reported. Otherwise the
+/// engine's own error stands (in `module`'s file).
+pub fn locate(
+    module: &Module,
+    name: &str,
+    inputs: &BTreeMap<String, Tensor>,
+    scalars: &BTreeMap<String, ScalarArg>,
+    d: Diagnostic,
+) -> Diagnostic {
+    if d.span.is_some() {
+        return d.in_file(&module.path);
+    }
+    // The reference writes parameters in place: it gets its own buffers.
+    let copies: BTreeMap<String, Tensor> = inputs.iter().map(|(k, t)| (k.clone(), t.contiguous_copy())).collect();
+    match run_program(module, name, &copies, scalars) {
+        Err(r) if r.span.is_some() => r,
+        _ => d.in_file(&module.path),
+    }
+}
+
 fn return_tensor(v: &Value) -> Result<Tensor, Diagnostic> {
     use crate::tensor::{DType, Scalar};
     match v {
