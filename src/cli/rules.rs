@@ -1,0 +1,186 @@
+//! Which rules a command uses, and the check every user rule passes before any command uses it.
+//!
+//! `optimize`, `compare`, `explain` and `run` check the rules of every `--rules` file with the rule checker before
+//! planning anything, and refuse (exit 1, with the counterexample) when one is unsound or unchecked;
+//! `--unchecked-rules` is the explicit way out. A file's verdict is cached by its content under the per-user cache
+//! (`$FUNCFUSE_CACHE`, else `$XDG_CACHE_HOME/funcfuse`, else `~/.cache/funcfuse`, in `rules/`), so a file checked
+//! once costs nothing the next time. Rules marked `@real` are used only with `--fast-math`.
+
+use std::path::{Path, PathBuf};
+
+use funcfuse::rewrite::check::{check_rules, name_seed, RuleReport};
+use funcfuse::rewrite::rules::{self, RuleDef};
+
+use crate::Failure;
+
+/// Instances per rule, for `rules check` by default and for the check before use.
+pub(crate) const SAMPLES: usize = 400;
+
+/// Changes whenever the checker's draws or comparisons change, so that cached verdicts of older checkers are not
+/// trusted.
+const CHECKER_VERSION: &str = "rule-checker 2";
+
+/// Which rules to read.
+#[derive(clap::Args)]
+pub(crate) struct RuleArgs {
+    /// A *.rules file, or a directory of them, used in addition to the shipped rules (repeatable).
+    #[arg(long = "rules", value_name = "PATH")]
+    pub dirs: Vec<PathBuf>,
+    /// Use only the --rules files, not the shipped rules.
+    #[arg(long)]
+    pub only_rules: bool,
+}
+
+impl RuleArgs {
+    /// Every rule, unchecked (for `rules check` and `rules list`).
+    pub(crate) fn load(&self) -> Result<Vec<RuleDef>, Failure> {
+        Ok(rules::load(&self.dirs, !self.only_rules)?)
+    }
+}
+
+/// Which rules a command that plans uses.
+#[derive(clap::Args)]
+pub(crate) struct UseRules {
+    #[command(flatten)]
+    pub paths: RuleArgs,
+    /// Also use rules marked `@real`, which hold in real arithmetic but may change floating-point results
+    /// (reassociation, cancellation), like -ffast-math.
+    #[arg(long)]
+    pub fast_math: bool,
+    /// Use the --rules files without checking them first (by default an unsound or unchecked rule is refused).
+    #[arg(long)]
+    pub unchecked_rules: bool,
+}
+
+impl UseRules {
+    /// The rules to plan with: user rules checked (or their cached verdict found) first; `@real` rules left out
+    /// unless `--fast-math`.
+    pub(crate) fn usable(&self) -> Result<Vec<RuleDef>, Failure> {
+        let defs = self.paths.load()?;
+        if !self.unchecked_rules {
+            for p in &self.paths.dirs {
+                for f in rules::rule_files(p)? {
+                    let shown = f.display().to_string();
+                    let mine: Vec<RuleDef> = defs.iter().filter(|d| d.file == shown).cloned().collect();
+                    check_file(&f, &mine)?;
+                }
+            }
+        }
+        Ok(defs.into_iter().filter(|d| self.fast_math || !d.real).collect())
+    }
+}
+
+/// The per-user cache directory for rule verdicts, created private; one writable by others is refused.
+fn cache_dir() -> Result<PathBuf, Failure> {
+    let root = match (std::env::var_os("FUNCFUSE_CACHE"), std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"))
+    {
+        (Some(c), _, _) if !c.is_empty() => PathBuf::from(c),
+        (_, Some(x), _) if !x.is_empty() => PathBuf::from(x).join("funcfuse"),
+        (_, _, Some(h)) if !h.is_empty() => PathBuf::from(h).join(".cache").join("funcfuse"),
+        _ => std::env::temp_dir().join("funcfuse-cache"),
+    };
+    let dir = root.join("rules");
+    for d in [&root, &dir] {
+        if !d.exists() {
+            let mut b = std::fs::DirBuilder::new();
+            b.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+            b.create(d).map_err(|e| Failure(1, format!("{}: cannot create the cache directory: {e}", d.display())))?;
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let meta = std::fs::metadata(d).map_err(|e| Failure(1, format!("{}: {e}", d.display())))?;
+            if meta.permissions().mode() & 0o022 != 0 {
+                return Err(Failure(
+                    1,
+                    format!("{}: the cache directory is writable by others; refusing to trust it", d.display()),
+                ));
+            }
+        }
+    }
+    Ok(dir)
+}
+
+/// Checks one user rule file (its rules as loaded), or finds its verdict in the cache.
+fn check_file(file: &Path, defs: &[RuleDef]) -> Result<(), Failure> {
+    let text = std::fs::read(file).map_err(|e| Failure(1, format!("{}: {e}", file.display())))?;
+    let stem = file.file_name().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+    // The entry holds the key in full, so two contents whose hashes collide are never confused.
+    let mut key = format!("{CHECKER_VERSION}\n{SAMPLES}\n{stem}\n").into_bytes();
+    key.extend_from_slice(&text);
+    let hash = format!("{:016x}{:016x}", name_seed_bytes(&key, 0), name_seed_bytes(&key, 1));
+    let dir = cache_dir()?;
+    let entry = dir.join(format!("{hash}.ok"));
+    if std::fs::read(&entry).is_ok_and(|k| k == key) {
+        eprintln!("{}: {} rules passed the rule checker (verdict cached)", file.display(), defs.len());
+        return Ok(());
+    }
+    let reports = check_rules(defs, SAMPLES);
+    let failed: Vec<&RuleReport> = reports.iter().filter(|r| r.failure.is_some()).collect();
+    if !failed.is_empty() {
+        let mut msg = format!(
+            "{}: {} of its rules failed the rule checker; refusing to use them (--unchecked-rules uses them anyway)",
+            file.display(),
+            failed.len()
+        );
+        for r in failed {
+            msg.push('\n');
+            msg.push_str(&r.render());
+        }
+        return Err(Failure(1, msg));
+    }
+    eprintln!("{}: {} rules passed the rule checker", file.display(), defs.len());
+    // A cache that cannot be written only costs the check next time.
+    let tmp = dir.join(format!("{hash}.{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, &key).is_ok() {
+        let _ = std::fs::rename(&tmp, &entry);
+    }
+    Ok(())
+}
+
+/// A 64-bit hash of bytes (FNV-1a, salted), for cache file names.
+fn name_seed_bytes(b: &[u8], salt: u8) -> u64 {
+    let mut h = name_seed(if salt == 0 { "a" } else { "b" });
+    for &x in b {
+        h = (h ^ x as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+pub(crate) fn rules_check(rules: &RuleArgs, samples: usize) -> Result<(), Failure> {
+    let defs = rules.load()?;
+    let reports = check_rules(&defs, samples);
+    let mut failed = 0;
+    let (mut proved, mut real) = (0, 0);
+    for r in &reports {
+        failed += r.failure.is_some() as usize;
+        proved += (r.failure.is_none() && r.proved.is_some()) as usize;
+        real += r.real as usize;
+        outln!("{}", r.render());
+    }
+    for (name, what) in funcfuse::rewrite::saturate::RUST_REWRITES {
+        outln!("rust  {name:<32} {what} (checked by the corpus tests against the reference engine)");
+    }
+    outln!(
+        "{} rules checked, {failed} failed; {proved} proved on every small instance, the others sampled; {real} marked @real (used only with --fast-math)",
+        reports.len()
+    );
+    if failed > 0 {
+        return Err(Failure(1, format!("{failed} unsound or unchecked rules")));
+    }
+    Ok(())
+}
+
+pub(crate) fn rules_list(rules: &RuleArgs) -> Result<(), Failure> {
+    for r in rules.load()? {
+        let arrow = if r.both_ways { "<=>" } else { "=>" };
+        let real = if r.real { "  @real" } else { "" };
+        outln!("{:<32} {}:{}  {} {arrow} {}{real}", r.name, r.file, r.line, r.lhs, r.rhs);
+    }
+    for (name, what) in funcfuse::rewrite::saturate::RUST_REWRITES {
+        outln!("{name:<32} (Rust rewrite) {what}");
+    }
+    Ok(())
+}
