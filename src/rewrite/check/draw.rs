@@ -148,6 +148,8 @@ impl<'a> Drawer<'a> {
         let palette = Palette::new(rng, self.real);
         let mut inputs = Vec::new();
         let mut values = BTreeMap::new();
+        // Shapes of the value tensors drawn so far: later ones often take one, so that `same_shape` holds.
+        let mut shapes: Vec<Vec<usize>> = Vec::new();
         for (k, (v, kind)) in self.kinds.iter().enumerate() {
             match *kind {
                 Kind::View => {}
@@ -170,9 +172,14 @@ impl<'a> Drawer<'a> {
                         } else {
                             self.storage(rng)
                         }
+                    } else if !shapes.is_empty() && rng.pct(60) {
+                        rng.pick(&shapes)
                     } else {
                         value_shape(&storage, &views, rng)
                     };
+                    if !base {
+                        shapes.push(shape.clone());
+                    }
                     let d = if cond && rng.pct(75) {
                         DType::Bool
                     } else if rng.pct(75) {
