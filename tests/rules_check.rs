@@ -216,6 +216,9 @@ fn counterexamples_name_what_exposed_them() {
     assert!(get("bad/neg-65").contains("on the left and"), "{}", get("bad/neg-65"));
     // The tile's row and column: a storage of at least 256 elements.
     assert!(get("bad/tile-row-col").contains("elements)]"), "{}", get("bad/tile-row-col"));
+    // A rule of view algebra alone is enumerated first: its counterexample is among the smallest.
+    let f = get("bad/read-past-any");
+    assert!(f.contains("found by exhaustive enumeration"), "{f}");
     // A real-arithmetic rule is compared within the stated bound.
     assert!(get("bad/real-div-mul").contains("beyond 1e-4"), "{}", get("bad/real-div-mul"));
 }
@@ -376,12 +379,81 @@ fn sexp(rng: &mut Rng, depth: usize, vars: &[&str]) -> String {
     format!("({op} {})", args.join(" "))
 }
 
+/// A random, mostly well-typed expression over `?x`, `?y` (tensors) and `?v` (a view).
+fn typed(rng: &mut Rng, depth: usize) -> String {
+    const UNARY: &[&str] = &[
+        "neg",
+        "abs",
+        "relu",
+        "exp",
+        "log",
+        "log1p",
+        "expm1",
+        "sqrt",
+        "rsqrt",
+        "sigmoid",
+        "tanh",
+        "sin",
+        "cos",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "sign",
+        "not",
+        "bitnot",
+        "reciprocal",
+        "square",
+        "erf",
+        "silu",
+        "gelu",
+    ];
+    const BINARY: &[&str] = &[
+        "add", "sub", "mul", "div", "floordiv", "rem", "fmod", "pow", "maximum", "minimum", "atan2", "bitand", "bitor",
+        "bitxor", "eq", "ne", "lt", "le", "gt", "ge",
+    ];
+    if depth == 0 || rng.below(4) == 0 {
+        return ["?x", "?y", "?x", "?y", "(full (list) f32 2.0)", "(full (list) i64 -3)"][rng.below(6)].to_string();
+    }
+    let d = depth - 1;
+    match rng.below(10) {
+        0..=3 => format!("({} {})", UNARY[rng.below(UNARY.len())], typed(rng, d)),
+        4..=7 => format!("({} {} {})", BINARY[rng.below(BINARY.len())], typed(rng, d), typed(rng, d)),
+        8 => format!("(where (lt {} {}) {} {})", typed(rng, d), typed(rng, d), typed(rng, d), typed(rng, d)),
+        _ => match rng.below(4) {
+            0 => format!("(sum {} (list) false)", typed(rng, d)),
+            1 => format!("(cast {} {})", ["f64", "f32", "i32", "i64", "bool"][rng.below(5)], typed(rng, d)),
+            2 => format!("(access {} ?v)", typed(rng, d)),
+            _ => format!("(clamp {} ?y none)", typed(rng, d)),
+        },
+    }
+}
+
+#[test]
+fn random_well_typed_rules_run_on_extreme_values_without_a_panic() {
+    let mut rng = Rng(0x0bad_5eed_1234_5678);
+    let (mut checked, mut compared) = (0, 0);
+    for i in 0..300 {
+        let lhs = typed(&mut rng, 3);
+        let rhs = typed(&mut rng, 3);
+        let text = format!("# fuzzed\nfz/t{i}: {lhs} => {rhs}\n");
+        let Ok(defs) = parse_rules("fz.rules", &text) else { continue };
+        for r in check_rules(&defs, 10) {
+            checked += 1;
+            compared += (r.applied > 0) as usize;
+            let f = r.failure.as_deref().unwrap_or("");
+            assert!(!f.contains("panicked"), "{text}: {f}");
+        }
+    }
+    assert!(checked >= 100 && compared >= 50, "{compared} of {checked} random rules were evaluated on an instance");
+}
+
 #[test]
 fn random_and_garbled_rule_files_never_panic_the_checker() {
     let mut rng = Rng(0x1234_5678_9abc_def1);
     let preds =
         ["same_dtype(?x, ?y)", "scalar(?x)", "fills(?x, ?v)", "no_overlap(?v)", "disjoint(?v, ?w)", "float(?y)"];
-    let (mut parsed, mut checked) = (0, 0);
+    let (mut parsed, mut checked, mut compared) = (0, 0, 0);
     for i in 0..400 {
         let lhs = sexp(&mut rng, 4, &["?x", "?y", "?v", "?w", "?o"]);
         let bound: Vec<&str> = ["?x", "?y", "?v", "?w", "?o"].into_iter().filter(|v| lhs.contains(v)).collect();
@@ -416,9 +488,12 @@ fn random_and_garbled_rule_files_never_panic_the_checker() {
         parsed += 1;
         for r in check_rules(&defs, 10) {
             checked += 1;
+            compared += (r.applied > 0) as usize;
             let f = r.failure.as_deref().unwrap_or("");
             assert!(!f.contains("panicked"), "{text}: {f}");
         }
     }
     assert!(parsed >= 100 && checked >= 100, "only {parsed} of 400 random rule files parsed");
+    // A few got as far as evaluating the left side on an instance (the typed generator below reaches many more).
+    assert!(compared >= 5, "only {compared} of {checked} random rules were evaluated on an instance");
 }
