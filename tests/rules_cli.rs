@@ -169,7 +169,7 @@ fn a_ten_megabyte_rules_file_loads_in_seconds() {
 }
 
 #[test]
-fn a_sum_over_dim_0_of_a_0_dim_tensor_runs_in_every_engine() {
+fn zero_dim_sums_run_and_zero_dim_cats_are_located_errors_in_every_engine() {
     let dir = scratch("sum0");
     let prog = dir.join("prog.py");
     std::fs::write(
@@ -190,7 +190,14 @@ fn a_sum_over_dim_0_of_a_0_dim_tensor_runs_in_every_engine() {
         assert!((r.to_f64_vec()[0] - want).abs() < 1e-5, "{engine}: {:?} vs {want}", r.to_f64_vec());
         got.push(r.to_f64_vec());
     }
-    // A cat of a 0-dim tensor is a type error, not a panic.
+    // A cat of a 0-dim tensor is a located error in every engine, and a type error in a term, not a panic.
+    std::fs::write(&prog, "from __future__ import annotations\nimport torch\n\ndef f(x: f32[3]):\n    return torch.cat([x.sum(), x.sum()])\n").unwrap();
+    for engine in ["reference", "functional", "optimized"] {
+        let o = funcfuse(&dir, &["run", &target, "--engine", engine, "--output", s(&dir.join("cat"))]);
+        assert_eq!(o.code, 1, "{engine}");
+        let want = format!("{}:5:12: zero-dimensional tensor (at position 0) cannot be concatenated", s(&prog));
+        assert!(o.stderr.contains(&want), "{engine}: {}", o.stderr);
+    }
     let t: funcfuse::ir::Term = "(tuple (cat 0 (input %a) (input %a)))".parse().unwrap();
     let e = funcfuse::ir::verify(&t, &[("a".into(), funcfuse::tensor::DType::F32, vec![])]).unwrap_err();
     assert!(e.contains("zero-dimensional tensor (at position 0) cannot be concatenated"), "{e}");

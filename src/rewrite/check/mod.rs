@@ -6,7 +6,7 @@
 //! [`draw`] from a generator seeded by the rule's name, so a verdict does not depend on the other rules loaded. An
 //! instance whose left side is invalid (does not type-check, fails to evaluate, or is too large) is drawn again and
 //! not counted; draws continue until the conditions held on `samples` instances or a budget of draws is spent (the
-//! report says how many met them). Where the left side is valid and the conditions hold, the right side must
+//! report says how many met them; fewer than a tenth of `samples` leaves the rule unchecked, a failure). Where the left side is valid and the conditions hold, the right side must
 //! type-check to the same type and give the same values: exactly (NaN equal to NaN, -0 equal to 0), or, for a rule
 //! marked `@real`, within [`REAL_TOLERANCE`] on tame values.
 //!
@@ -36,6 +36,10 @@ pub const REAL_TOLERANCE: f64 = 1e-4;
 /// Draws per rule allowed per sample wanted, for rules whose conditions rarely hold or whose left side is often
 /// invalid.
 const BUDGET_PER_SAMPLE: usize = 25;
+
+/// A rule whose conditions held on fewer than 1 in MIN_SHARE of the instances wanted, within the budget, is reported
+/// unchecked: a handful of instances proves little.
+const MIN_SHARE: usize = 10;
 
 /// The most elements any tensor of an instance may have (bigger instances are invalid, not evaluated).
 const MAX_ELEMENTS: usize = 1 << 16;
@@ -235,6 +239,11 @@ fn check_one(
         report.failure = Some(format!(
             "no instance satisfied the conditions ({} drawn, {} with a valid left side), so the rule is unchecked",
             report.drawn, report.valid
+        ));
+    } else if report.applied < samples.div_ceil(MIN_SHARE) {
+        report.failure = Some(format!(
+            "the conditions held on only {} instances ({} drawn, {} with a valid left side), fewer than 1 in {MIN_SHARE} of the {samples} wanted, so the rule is unchecked",
+            report.applied, report.drawn, report.valid
         ));
     }
     report
