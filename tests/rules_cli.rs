@@ -78,6 +78,7 @@ fn an_unsound_user_rule_is_refused_before_anything_is_planned() {
     assert!(o.stdout.contains("1 plans differ from the reference:") && o.stdout.contains("::f (ours)"), "{}", o.stdout);
     let o = funcfuse(&cache, &["explain", &target, "--rules", s(&rules), "--unchecked-rules"]);
     assert!(o.code == 0 && o.stdout.contains("x mine/exp-id"), "{}{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("rules used without the rule checker (--unchecked-rules)"), "{}", o.stderr);
 }
 
 #[test]
@@ -115,6 +116,18 @@ fn a_sound_user_rule_is_checked_once_then_its_verdict_is_cached() {
     .unwrap();
     let o = funcfuse(&cache, &["explain", &target, "--rules", s(&dir.join("mine")), "--dump", "functional"]);
     assert!(o.code == 0 && o.stderr.contains("2 rules passed the rule checker\n"), "{}", o.stderr);
+    // A cache directory that cannot be created costs the check every time, nothing more.
+    std::fs::write(dir.join("plain-file"), "").unwrap();
+    let nowhere = dir.join("plain-file").join("cache");
+    for _ in 0..2 {
+        let o = funcfuse(&nowhere, &["explain", &target, "--rules", s(&dir.join("mine")), "--dump", "functional"]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        assert!(
+            o.stderr.contains("rule verdicts are not cached") && o.stderr.contains("2 rules passed the rule checker\n"),
+            "{}",
+            o.stderr
+        );
+    }
     // A cache directory that others may write to is refused.
     #[cfg(unix)]
     {

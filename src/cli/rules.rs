@@ -57,7 +57,11 @@ impl UseRules {
     /// unless `--fast-math`.
     pub(crate) fn usable(&self) -> Result<Vec<RuleDef>, Failure> {
         let defs = self.paths.load()?;
-        if !self.unchecked_rules {
+        if self.unchecked_rules {
+            for p in &self.paths.dirs {
+                eprintln!("{}: rules used without the rule checker (--unchecked-rules)", p.display());
+            }
+        } else {
             for p in &self.paths.dirs {
                 for f in rules::rule_files(p)? {
                     let shown = f.display().to_string();
@@ -70,8 +74,9 @@ impl UseRules {
     }
 }
 
-/// The per-user cache directory for rule verdicts, created private; one writable by others is refused.
-fn cache_dir() -> Result<PathBuf, Failure> {
+/// The per-user cache directory for rule verdicts, created private; one writable by others is refused. None when
+/// it cannot be created (then every check runs, uncached).
+fn cache_dir() -> Result<Option<PathBuf>, Failure> {
     let root = match (std::env::var_os("FUNCFUSE_CACHE"), std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"))
     {
         (Some(c), _, _) if !c.is_empty() => PathBuf::from(c),
@@ -86,7 +91,10 @@ fn cache_dir() -> Result<PathBuf, Failure> {
             b.recursive(true);
             #[cfg(unix)]
             std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-            b.create(d).map_err(|e| Failure(1, format!("{}: cannot create the cache directory: {e}", d.display())))?;
+            if let Err(e) = b.create(d) {
+                eprintln!("{}: cannot create the cache directory ({e}); rule verdicts are not cached", d.display());
+                return Ok(None);
+            }
         }
         #[cfg(unix)]
         {
@@ -100,7 +108,7 @@ fn cache_dir() -> Result<PathBuf, Failure> {
             }
         }
     }
-    Ok(dir)
+    Ok(Some(dir))
 }
 
 /// Checks one user rule file (its rules as loaded), or finds its verdict in the cache.
@@ -112,8 +120,8 @@ fn check_file(file: &Path, defs: &[RuleDef]) -> Result<(), Failure> {
     key.extend_from_slice(&text);
     let hash = format!("{:016x}{:016x}", name_seed_bytes(&key, 0), name_seed_bytes(&key, 1));
     let dir = cache_dir()?;
-    let entry = dir.join(format!("{hash}.ok"));
-    if std::fs::read(&entry).is_ok_and(|k| k == key) {
+    let entry = dir.as_ref().map(|d| d.join(format!("{hash}.ok")));
+    if entry.as_ref().is_some_and(|e| std::fs::read(e).is_ok_and(|k| k == key)) {
         eprintln!("{}: {} rules passed the rule checker (verdict cached)", file.display(), defs.len());
         return Ok(());
     }
@@ -133,9 +141,11 @@ fn check_file(file: &Path, defs: &[RuleDef]) -> Result<(), Failure> {
     }
     eprintln!("{}: {} rules passed the rule checker", file.display(), defs.len());
     // A cache that cannot be written only costs the check next time.
-    let tmp = dir.join(format!("{hash}.{}.tmp", std::process::id()));
-    if std::fs::write(&tmp, &key).is_ok() {
-        let _ = std::fs::rename(&tmp, &entry);
+    if let (Some(dir), Some(entry)) = (dir, entry) {
+        let tmp = dir.join(format!("{hash}.{}.tmp", std::process::id()));
+        if std::fs::write(&tmp, &key).is_ok() {
+            let _ = std::fs::rename(&tmp, &entry);
+        }
     }
     Ok(())
 }
