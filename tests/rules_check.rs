@@ -98,6 +98,24 @@ bad/floor-trunc: (floor ?x) => (trunc ?x) if float(?x)
 # integers never negative: x // y = trunc(x / y)
 bad/floordiv-trunc: (floordiv ?x ?y) => (cast i64 (trunc (div ?x ?y))) if same_shape(?x, ?y)
 
+# x // 2 = trunc(x / 2) for an i64 x (negative odd or huge x)
+bad/floordiv-two: (floordiv ?x (full (list) i64 2)) => (cast i64 (trunc (div ?x (full (list) i64 2))))
+
+# abs(-x) = x (x negative)
+bad/abs-neg: (abs (neg ?x)) => ?x
+
+# tanh(-x) = -tanh(x) (for the smallest integer, -x wraps)
+bad/tanh-odd: (tanh (neg ?x)) => (neg (tanh ?x))
+
+# int32(int64(x)) = int32(x) (floats beyond the i32 range)
+bad/cast-i32-i64: (cast i32 (cast i64 ?x)) => (cast i32 ?x)
+
+# writing what y holds through v makes x into y (only when v covers all of x)
+bad/assign-all: (assign ?x ?v (access ?y ?v)) => ?y if same_shape(?x, ?y) if same_dtype(?x, ?y)
+
+# a write under another one through a disjoint view is hidden (it is not)
+bad/drop-first-write: (assign (assign ?x ?v ?a) ?w ?b) => (assign ?x ?w ?b) if disjoint(?v, ?w)
+
 # fmod(x, 2) = x & 1 (x negative)
 bad/fmod-bitand: (fmod ?x (full (list) i64 2)) => (bitand ?x (full (list) i64 1))
 
