@@ -18,7 +18,7 @@ pub(crate) const SAMPLES: usize = 400;
 
 /// Changes whenever the checker's draws or comparisons change, so that cached verdicts of older checkers are not
 /// trusted.
-const CHECKER_VERSION: &str = "rule-checker 2";
+const CHECKER_VERSION: &str = "rule-checker 3";
 
 /// Which rules to read.
 #[derive(clap::Args)]

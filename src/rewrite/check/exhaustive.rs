@@ -14,7 +14,7 @@ use crate::ir::{Node, OpName};
 use crate::tensor::{DType, Scalar, Tensor};
 
 /// The most instances one rule is checked on exhaustively.
-const LIMIT: usize = 6000;
+const LIMIT: usize = 20000;
 
 /// A domain: storages of 1..=`n` elements; views of rank <= `rank`, sizes 1..=`size`, strides in `lo..=hi`.
 #[derive(Clone, Copy)]
