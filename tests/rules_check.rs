@@ -272,6 +272,9 @@ ok/reversed-disjoint: (access (assign ?x (view (list 3) (list -1) 2) ?y) (view (
 # summing dim 0 of a 0-dim tensor is the tensor
 ok/sum-0dim: (sum (sum ?x (list) false) (list 0) false) => (sum ?x (list) false)
 
+# triu(x, k) keeps what tril(x, k - 1) drops: their sum is x (for an integer k)
+ok/triu-tril: (add (triu ?x ?k) (tril ?x (i- ?k 1))) => ?x if same_dtype(?x, ?x)
+
 # x * 1.0 = x for f32
 ok/mul-one: (mul ?x (full (list) f32 1.0)) => ?x if float(?x)
 

@@ -339,6 +339,7 @@ pub(crate) fn var_kinds(ast: &RecExpr<ENodeOrVar<Node>>) -> Result<BTreeMap<Var,
                 (Node::View(_), 2) => Kind::Int,
                 (Node::Op(Where, _), 0) => Kind::Tensor { base: false, cond: true },
                 (Node::Op(op, _), _) if crate::ir::is_unary(*op) || crate::ir::is_binary(*op) => value,
+                (Node::Op(Triu | Tril, _), 1) => Kind::Int,
                 (Node::Op(Where | Clamp | Matmul | Triu | Tril, _), _) => value,
                 (
                     Node::Op(
