@@ -386,13 +386,7 @@ impl Palette {
         match d {
             DType::Bool => Scalar::B(rng.pct(50)),
             DType::I64 | DType::I32 => {
-                let i = if special {
-                    rng.pick(&self.ints)
-                } else if self.real {
-                    rng.range(-9, 9)
-                } else {
-                    rng.range(-9, 9)
-                };
+                let i = if special { rng.pick(&self.ints) } else { rng.range(-9, 9) };
                 Scalar::I(if d == DType::I32 { i as i32 as i64 } else { i })
             }
             _ => {
