@@ -30,6 +30,7 @@ macro_rules! outln {
 mod cli;
 
 use cli::plans::{calibrate_cmd, compare_cmd, explain_cmd};
+use cli::rules::{RuleArgs, UseRules};
 
 #[derive(Parser)]
 #[command(name = "funcfuse", version, about = "An e-graph optimizer for imperative PyTorch-style tensor programs")]
@@ -79,7 +80,7 @@ enum Cmd {
         /// The program, as FILE.py::FUNCTION.
         target: String,
         #[command(flatten)]
-        rules: RuleArgs,
+        rules: UseRules,
         /// Print one stage's text form instead: functional, optimized, plan, c, cuda.
         #[arg(long, value_name = "STAGE")]
         dump: Option<String>,
@@ -115,8 +116,8 @@ enum RulesCmd {
     Check {
         #[command(flatten)]
         rules: RuleArgs,
-        /// Random instances drawn per rule.
-        #[arg(long, default_value_t = 400)]
+        /// Instances per rule on which its conditions must hold (draws go on past invalid ones, within a budget).
+        #[arg(long, default_value_t = cli::rules::SAMPLES)]
         samples: usize,
     },
     /// List the rules (text rules and Rust rewrites) with where each is defined.
@@ -129,7 +130,7 @@ enum RulesCmd {
 #[derive(clap::Args)]
 struct OptimizeArgs {
     #[command(flatten)]
-    rules: RuleArgs,
+    rules: UseRules,
     /// The backend to render kernels for (`cuda` also compile-checks them with NVRTC; no GPU needed).
     #[arg(long, value_enum, default_value = "c")]
     backend: Backend,
@@ -172,27 +173,10 @@ struct CompareArgs {
     #[arg(long, value_name = "FILE")]
     baseline_file: Option<PathBuf>,
     #[command(flatten)]
-    rules: RuleArgs,
+    rules: UseRules,
     /// Where to write compare.md and compare.json.
     #[arg(long, default_value = "out/compare")]
     out: PathBuf,
-}
-
-/// Which rules to use.
-#[derive(clap::Args)]
-struct RuleArgs {
-    /// A directory of *.rules files, used in addition to the shipped rules (repeatable).
-    #[arg(long = "rules", value_name = "DIR")]
-    dirs: Vec<PathBuf>,
-    /// Use only the --rules directories, not the shipped rules.
-    #[arg(long)]
-    only_rules: bool,
-}
-
-impl RuleArgs {
-    fn load(&self) -> Result<Vec<funcfuse::rewrite::rules::RuleDef>, Failure> {
-        Ok(funcfuse::rewrite::rules::load(&self.dirs, !self.only_rules)?)
-    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -247,6 +231,9 @@ struct RunArgs {
     /// execution stop past it with "time limit exceeded" (exit status 1).
     #[arg(long, default_value_t = funcfuse::limits::RUN_TIME_LIMIT_S, value_parser = funcfuse::limits::parse_time_limit, allow_negative_numbers = true)]
     time_limit: f64,
+    /// The rules the optimized engine uses.
+    #[command(flatten)]
+    rules: UseRules,
 }
 
 /// A failure and its exit status: 1 when the program failed, 2 for bad usage.
@@ -290,8 +277,8 @@ fn command(cmd: Cmd) -> Result<(), Failure> {
         }
         Cmd::Calibrate { backend, out } => calibrate_cmd(backend, &out),
         Cmd::Fuzz(a) => cli::fuzz::fuzz_cmd(&a),
-        Cmd::Rules { cmd: RulesCmd::Check { rules, samples } } => rules_check(&rules, samples),
-        Cmd::Rules { cmd: RulesCmd::List { rules } } => rules_list(&rules),
+        Cmd::Rules { cmd: RulesCmd::Check { rules, samples } } => cli::rules::rules_check(&rules, samples),
+        Cmd::Rules { cmd: RulesCmd::List { rules } } => cli::rules::rules_list(&rules),
     }
 }
 
@@ -322,17 +309,24 @@ fn run_all(a: &RunArgs) -> Result<(), Failure> {
         let (k, v) = parse_arg(s)?;
         scalars.insert(k, v);
     }
+    // User rules are checked before anything runs (the optimized engine alone uses rules).
+    let rules = match a.engine {
+        Engine::Optimized => funcfuse::rewrite::rules::to_rewrites(&a.rules.usable()?)?,
+        _ => Vec::new(),
+    };
     match a.target.split_once("::") {
         Some((file, func)) => {
             let module = frontend::load_module(file)?;
-            run_one(&module, func, a, &scalars, &a.output)
+            run_one(&module, func, a, &scalars, &a.output, &rules)
         }
-        None => run_batch(a, &scalars),
+        None => run_batch(a, &scalars, &rules),
     }
 }
 
 /// `run PATH` without `::FUNC`: every program under PATH, each into `OUTPUT/<file without .py>/<FUNC>/`.
-fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>) -> Result<(), Failure> {
+type Rewrites = [egg::Rewrite<funcfuse::ir::Node, funcfuse::rewrite::TermAnalysis>];
+
+fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>, rules: &Rewrites) -> Result<(), Failure> {
     if a.inputs.is_some() {
         return Err(Failure(2, "--inputs needs a single program (FILE.py::FUNC)".into()));
     }
@@ -364,7 +358,7 @@ fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>) -> Result<(), F
                 .filter(|(k, _)| f.params.iter().any(|p| p.name == **k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
-            match run_one(&module, &f.name, a, &mine, &out) {
+            match run_one(&module, &f.name, a, &mine, &out, rules) {
                 Ok(()) => {
                     ok += 1;
                     outln!("ok   {shown}::{} ({} ms)", f.name, start.elapsed().as_millis());
@@ -389,6 +383,7 @@ fn run_one(
     a: &RunArgs,
     scalars: &BTreeMap<String, ScalarArg>,
     output: &Path,
+    rules: &Rewrites,
 ) -> Result<(), Failure> {
     let file = &module.path;
     let f = module.function(func).ok_or_else(|| Failure(1, format!("{file}: no function `{func}`")))?;
@@ -426,8 +421,7 @@ fn run_one(
         }
         Engine::Optimized => {
             let mut f = funcfuse::functionalize::functionalize(module, func, scalars)?;
-            let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped()?)?;
-            let o = funcfuse::rewrite::saturate::optimize(&f, &rules, Default::default())
+            let o = funcfuse::rewrite::saturate::optimize(&f, rules, Default::default())
                 .map_err(|m| Failure(1, format!("{file}: {m}")))?;
             f.term = o.term;
             funcfuse::lower::run_on(&f, funcfuse::lower::Policy::Fused, a.backend.target(), &inputs)
@@ -437,40 +431,6 @@ fn run_one(
         Engine::Reference => interp::run_program(module, func, &inputs, scalars)?,
     };
     write_outputs(output, &out.returns, out.returns_tuple, &out.mutated)
-}
-
-fn rules_check(rules: &RuleArgs, samples: usize) -> Result<(), Failure> {
-    let defs = rules.load()?;
-    let reports = funcfuse::rewrite::check::check_rules(&defs, samples);
-    let mut failed = 0;
-    for r in &reports {
-        match &r.failure {
-            None => outln!("ok    {:<32} {:>4} of {} instances applied  ({})", r.name, r.applied, r.drawn, r.at),
-            Some(f) => {
-                failed += 1;
-                outln!("FAIL  {:<32} ({})\n  {}", r.name, r.at, f.replace('\n', "\n  "));
-            }
-        }
-    }
-    for (name, what) in funcfuse::rewrite::saturate::RUST_REWRITES {
-        outln!("rust  {name:<32} {what} (checked by the corpus tests against the reference engine)");
-    }
-    outln!("{} rules checked, {failed} failed", reports.len());
-    if failed > 0 {
-        return Err(Failure(1, format!("{failed} unsound or unchecked rules")));
-    }
-    Ok(())
-}
-
-fn rules_list(rules: &RuleArgs) -> Result<(), Failure> {
-    for r in rules.load()? {
-        let arrow = if r.both_ways { "<=>" } else { "=>" };
-        outln!("{:<32} {}:{}  {} {arrow} {}", r.name, r.file, r.line, r.lhs, r.rhs);
-    }
-    for (name, what) in funcfuse::rewrite::saturate::RUST_REWRITES {
-        outln!("{name:<32} (Rust rewrite) {what}");
-    }
-    Ok(())
 }
 
 /// Every (file, output folder, function) named by the paths, in a stable order. The output folder is the file's path
@@ -500,7 +460,7 @@ fn collect_targets(paths: &[String]) -> Result<Vec<(PathBuf, PathBuf, Option<Str
 }
 
 fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
-    let defs = a.rules.load()?;
+    let defs = a.rules.usable()?;
     funcfuse::rewrite::rules::to_rewrites(&defs)?;
     let out = &a.out;
     let profile = funcfuse::cost::Profile::load_or_shipped(a.costs.as_deref()).map_err(|e| Failure(1, e))?;

@@ -224,7 +224,7 @@ fn a_kernel_cache_writable_by_others_is_refused() {
     assert_eq!(
         o.stderr,
         format!(
-            "{file}: kernel cache {}: the directory is writable by group or others (mode 0777); refusing to use it (chmod go-w it, or set FUNCFUSE_CACHE to a private folder)\n",
+            "{file}: cache {}: the directory is writable by group or others (mode 0777); refusing to use it (chmod go-w it, or set FUNCFUSE_CACHE to a private folder)\n",
             cache.display()
         )
     );
@@ -319,7 +319,7 @@ fn a_kernel_cache_owned_by_another_user_is_refused() {
     let (o, got) = run_cached(&dir, &cache, "out", &[]);
     assert_eq!(o.code, Some(1), "{}", o.stderr);
     let want =
-        format!("{file}: kernel cache {}: the directory is owned by user id {owner}, not by you (", cache.display());
+        format!("{file}: cache {}: the directory is owned by user id {owner}, not by you (", cache.display());
     assert!(o.stderr.starts_with(&want), "{}", o.stderr);
     assert!(got.is_none());
 }

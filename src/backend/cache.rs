@@ -35,21 +35,38 @@ pub fn root() -> Result<PathBuf, String> {
     }
 }
 
+/// Why a cache folder cannot be used.
+#[derive(Debug)]
+pub enum Unusable {
+    /// It does not exist and cannot be created.
+    Missing(String),
+    /// It exists but is not a private folder of this user's: using it would be unsafe.
+    Unsafe(String),
+}
+
+impl From<Unusable> for String {
+    fn from(u: Unusable) -> String {
+        match u {
+            Unusable::Missing(m) | Unusable::Unsafe(m) => m,
+        }
+    }
+}
+
 /// Creates `dir` (and missing parents) with mode 0700, then checks that the user owns it and nobody else can
-/// write to it.
-fn private_dir(dir: &Path) -> Result<(), String> {
+/// write to it. Shared by every cache of funcfuse (kernels, rule verdicts).
+pub fn private_dir(dir: &Path) -> Result<(), Unusable> {
     if !dir.exists() {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| format!("kernel cache {}: cannot create: {e}", dir.display()))?;
+            .map_err(|e| Unusable::Missing(format!("cache {}: cannot create: {e}", dir.display())))?;
     }
-    let m = std::fs::metadata(dir).map_err(|e| format!("kernel cache {}: {e}", dir.display()))?;
+    let m = std::fs::metadata(dir).map_err(|e| Unusable::Unsafe(format!("cache {}: {e}", dir.display())))?;
     if !m.is_dir() {
-        return Err(format!("kernel cache {}: not a directory", dir.display()));
+        return Err(Unusable::Unsafe(format!("cache {}: not a directory", dir.display())));
     }
-    private(dir, &m, "directory")
+    private(dir, &m, "directory").map_err(Unusable::Unsafe)
 }
 
 /// Refuses a cache entry or folder another user owns or could write.
@@ -58,14 +75,14 @@ fn private(p: &Path, m: &std::fs::Metadata, what: &str) -> Result<(), String> {
     let me = unsafe { libc::geteuid() };
     if m.uid() != me {
         return Err(format!(
-            "kernel cache {}: the {what} is owned by user id {}, not by you ({me}); refusing to use it (set FUNCFUSE_CACHE to a folder of your own)",
+            "cache {}: the {what} is owned by user id {}, not by you ({me}); refusing to use it (set FUNCFUSE_CACHE to a folder of your own)",
             p.display(),
             m.uid()
         ));
     }
     if m.mode() & 0o022 != 0 {
         return Err(format!(
-            "kernel cache {}: the {what} is writable by group or others (mode {:04o}); refusing to use it (chmod go-w it, or set FUNCFUSE_CACHE to a private folder)",
+            "cache {}: the {what} is writable by group or others (mode {:04o}); refusing to use it (chmod go-w it, or set FUNCFUSE_CACHE to a private folder)",
             p.display(),
             m.mode() & 0o7777
         ));

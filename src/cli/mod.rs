@@ -2,3 +2,4 @@
 
 pub(super) mod fuzz;
 pub(super) mod plans;
+pub(super) mod rules;

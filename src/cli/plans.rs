@@ -4,7 +4,8 @@ use std::path::Path;
 
 use funcfuse::frontend;
 
-use crate::{collect_targets, Backend, CompareArgs, Failure, RuleArgs};
+use crate::cli::rules::UseRules;
+use crate::{collect_targets, Backend, CompareArgs, Failure};
 
 /// Work-relative figures from WORKLOADS.md: kernel launches eager -> TensorSSA in the reference work.
 const THEIR_LAUNCHES: &[(&str, usize, usize)] = &[
@@ -19,7 +20,7 @@ const THEIR_LAUNCHES: &[(&str, usize, usize)] = &[
 ];
 
 pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failure> {
-    let rules = funcfuse::rewrite::rules::to_rewrites(&a.rules.load()?)?;
+    let rules = funcfuse::rewrite::rules::to_rewrites(&a.rules.usable()?)?;
     let profile = funcfuse::cost::Profile::load_or_shipped(a.costs.as_deref()).map_err(|e| Failure(1, e))?;
     let mut which: Vec<&str> = Vec::new();
     for b in a.baselines.split(',').map(str::trim).filter(|b| !b.is_empty()) {
@@ -59,6 +60,7 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
     let (mut speed_eager, mut speed_unf) = (Vec::new(), Vec::new());
     let mut ratios = String::new();
     let mut failed = 0;
+    let mut differ: Vec<String> = Vec::new();
     for (file, _, only) in collect_targets(paths)? {
         let shown = file.display().to_string();
         let module = match frontend::load_module(&shown) {
@@ -93,6 +95,9 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
                 }
             };
             for r in &rows {
+                if !r.agrees {
+                    differ.push(format!("{label} ({})", r.plan));
+                }
                 let agree = if r.agrees { "" } else { " (differs from the reference!)" };
                 md.push_str(&format!(
                     "| {label} | {}{agree} | {} | {} | {:.2} | {:.3} |",
@@ -206,15 +211,18 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
     write("compare.json", serde_json::to_string_pretty(&report).unwrap_or_default() + "\n")?;
     write("compare.md", md)?;
     outln!("report in {}", a.out.join("compare.md").display());
-    if failed > 0 {
-        return Err(Failure(1, format!("{failed} programs failed")));
+    if !differ.is_empty() {
+        outln!("{} plans differ from the reference: {}", differ.len(), differ.join(", "));
+    }
+    if failed > 0 || !differ.is_empty() {
+        return Err(Failure(1, format!("{failed} programs failed, {} plans differ from the reference", differ.len())));
     }
     Ok(())
 }
 
 pub(crate) fn explain_cmd(
     target: &str,
-    rules: &RuleArgs,
+    rules: &UseRules,
     dump: Option<&str>,
     dot: Option<&Path>,
     costs: Option<&Path>,
@@ -223,7 +231,7 @@ pub(crate) fn explain_cmd(
         .split_once("::")
         .ok_or_else(|| Failure(2, format!("`{target}`: name a program as FILE.py::FUNCTION")))?;
     let module = frontend::load_module(file)?;
-    let rewrites = funcfuse::rewrite::rules::to_rewrites(&rules.load()?)?;
+    let rewrites = funcfuse::rewrite::rules::to_rewrites(&rules.usable()?)?;
     let profile = funcfuse::cost::Profile::load_or_shipped(costs).map_err(|e| Failure(1, e))?;
     let r = funcfuse::optimize::optimize_program(&module, func, &rewrites, Default::default(), &profile)?;
     let inputs = &r.functional.inputs;

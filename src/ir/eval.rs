@@ -342,17 +342,18 @@ impl Evaluator<'_> {
         let n = x.numel() as i64;
         let numel: usize = shape.iter().product();
         if numel > 0 {
-            let mut lo = *off;
-            let mut hi = *off;
+            // In 128 bits: a view written with huge sizes or strides is out of range, not an overflow.
+            let mut lo = *off as i128;
+            let mut hi = *off as i128;
             for (&d, &s) in shape.iter().zip(strides) {
-                let span = (d as i64 - 1) * s as i64;
+                let span = (d as i128 - 1) * s as i128;
                 if span < 0 {
                     lo += span
                 } else {
                     hi += span
                 }
             }
-            if lo < 0 || hi >= n {
+            if lo < 0 || hi >= n as i128 {
                 return fail(format!("view reaches elements {lo}..={hi} of a tensor of {n} elements"));
             }
         }

@@ -403,11 +403,15 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             let (d, s) = cx.tensor(0)?;
             let dims = cx.lit_ints(1)?;
             let keep = cx.lit_bool(2)?;
-            let dims: Vec<usize> = if dims.is_empty() {
+            let mut dims: Vec<usize> = if dims.is_empty() {
                 (0..s.len()).collect()
             } else {
                 dims.iter().map(|&x| wrap_dim(x, s.len())).collect::<Result<_, _>>()?
             };
+            // A 0-dim tensor accepts dim 0 (or -1) and has no dim to reduce.
+            if s.is_empty() {
+                dims.clear();
+            }
             if matches!(op, Amax | Amin) {
                 empty_reduction(if op == Amax { "amax" } else { "amin" }, &s, &dims, cx.lit_ints(1)?.is_empty())?;
             }
@@ -457,6 +461,9 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             let mut parts = Vec::new();
             for k in 1..args.len() {
                 parts.push(cx.tensor(k)?);
+            }
+            if let Some(k) = parts.iter().position(|(_, s)| s.is_empty()) {
+                return Err(format!("zero-dimensional tensor (at position {k}) cannot be concatenated"));
             }
             let (d0, s0) = parts[0].clone();
             let dd = wrap_dim(dim, s0.len())?;

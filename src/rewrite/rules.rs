@@ -25,7 +25,13 @@ pub struct RuleDef {
     pub rhs: String,
     pub both_ways: bool,
     pub conditions: Vec<(String, Vec<String>)>,
+    /// Written `@real`: the identity holds in real arithmetic but not always in floating point (reassociation,
+    /// cancellation). Such a rule is used only with `--fast-math`, and checked within an error bound.
+    pub real: bool,
 }
+
+/// How deep a rule's pattern may nest (deeper is an error, not a stack overflow while parsing it).
+pub const MAX_DEPTH: usize = 32;
 
 /// The predicates rule conditions may name.
 pub const PREDICATES: &[(&str, usize, &str)] = &[
@@ -40,6 +46,22 @@ pub const PREDICATES: &[(&str, usize, &str)] = &[
 
 fn err(file: &str, line: usize, m: impl Into<String>) -> Diagnostic {
     Diagnostic::new(format!("{file}:{line}: {}", m.into()))
+}
+
+/// The deepest nesting of parentheses in `text`.
+fn depth(text: &str) -> usize {
+    let (mut d, mut max) = (0usize, 0usize);
+    for c in text.chars() {
+        match c {
+            '(' => {
+                d += 1;
+                max = max.max(d);
+            }
+            ')' => d = d.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
 }
 
 /// Splits `text` after one balanced s-expression or token; returns (item, rest).
@@ -106,13 +128,19 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<RuleDef>, Diagnostic> {
         };
         let (rhs, mut rest) = take_item(rest).ok_or_else(|| err(file, n, "missing or unbalanced right-hand side"))?;
         let mut conditions = Vec::new();
+        let mut real = false;
         while let Some((kw, r)) = take_item(rest) {
+            if kw == "@real" {
+                real = true;
+                rest = r;
+                continue;
+            }
             if kw != "if" {
-                return Err(err(file, n, format!("expected `if PREDICATE(?a, ...)`, found `{kw}`")));
+                return Err(err(file, n, format!("expected `if PREDICATE(?a, ...)` or `@real`, found `{kw}`")));
             }
             let r = r.trim_start();
             let open = r.find('(').ok_or_else(|| err(file, n, "a condition needs arguments in parentheses"))?;
-            let close = r.find(')').ok_or_else(|| err(file, n, "unclosed condition"))?;
+            let close = open + r[open..].find(')').ok_or_else(|| err(file, n, "unclosed condition"))?;
             let pname = r[..open].trim().to_string();
             let args: Vec<String> =
                 r[open + 1..close].split(',').map(|a| a.trim().to_string()).filter(|a| !a.is_empty()).collect();
@@ -128,6 +156,26 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<RuleDef>, Diagnostic> {
             }
             conditions.push((pname, args));
             rest = &r[close + 1..];
+        }
+        for (what, side) in [("left", lhs), ("right", rhs)] {
+            let d = depth(side);
+            if d > MAX_DEPTH {
+                return Err(err(file, n, format!("the {what}-hand side nests {d} deep (at most {MAX_DEPTH})")));
+            }
+        }
+        if lhs.starts_with('?') {
+            return Err(err(
+                file,
+                n,
+                format!("the left-hand side `{lhs}` is a bare variable: it would match every term"),
+            ));
+        }
+        if both_ways && rhs.starts_with('?') {
+            return Err(err(
+                file,
+                n,
+                format!("the right-hand side `{rhs}` is a bare variable, so the reverse of this `<=>` rule would match every term; write it one way (`=>`)"),
+            ));
         }
         let lv = vars_of(lhs);
         let rv = vars_of(rhs);
@@ -153,6 +201,7 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<RuleDef>, Diagnostic> {
             rhs: rhs.to_string(),
             both_ways,
             conditions,
+            real,
         });
     }
     Ok(out)
@@ -174,51 +223,84 @@ pub fn shipped() -> Result<Vec<RuleDef>, Diagnostic> {
     Ok(out)
 }
 
-/// Appends a rule unless its name is taken; the error names both places.
-fn push_unique(out: &mut Vec<RuleDef>, r: RuleDef) -> Result<(), Diagnostic> {
-    if let Some(prev) = out.iter().find(|p| p.name == r.name) {
-        return Err(err(
-            &r.file,
-            r.line,
-            format!("duplicate rule name `{}` (first at {}:{})", r.name, prev.file, prev.line),
-        ));
-    }
-    out.push(r);
-    Ok(())
+/// Rules with unique names: a name seen before is an error naming both places (one hash lookup per rule).
+#[derive(Default)]
+struct Unique {
+    rules: Vec<RuleDef>,
+    seen: std::collections::HashMap<String, usize>,
 }
 
-/// Loads every `*.rules` file of a directory (sorted), rejecting duplicate names.
-pub fn load_dir(dir: &Path) -> Result<Vec<RuleDef>, Diagnostic> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| Diagnostic::new(format!("{}: cannot read rules directory: {e}", dir.display())))?
+impl Unique {
+    fn push(&mut self, r: RuleDef) -> Result<(), Diagnostic> {
+        if let Some(&k) = self.seen.get(&r.name) {
+            let prev = &self.rules[k];
+            return Err(err(
+                &r.file,
+                r.line,
+                format!("duplicate rule name `{}` (first at {}:{})", r.name, prev.file, prev.line),
+            ));
+        }
+        self.seen.insert(r.name.clone(), self.rules.len());
+        self.rules.push(r);
+        Ok(())
+    }
+}
+
+/// The rule files a `--rules` path names: the file itself, or every `*.rules` file of a directory (sorted).
+pub fn rule_files(path: &Path) -> Result<Vec<std::path::PathBuf>, Diagnostic> {
+    if !path.is_dir() {
+        if !path.exists() {
+            return Err(Diagnostic::new(format!("{}: no such rules file or directory", path.display())));
+        }
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files: Vec<_> = std::fs::read_dir(path)
+        .map_err(|e| Diagnostic::new(format!("{}: cannot read rules directory: {e}", path.display())))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "rules"))
         .collect();
     files.sort();
-    let mut out: Vec<RuleDef> = Vec::new();
-    for f in files {
-        let shown = f.display().to_string();
-        let text = crate::io::read_text(&f).map_err(|e| Diagnostic::new(format!("{shown}: {e}")))?;
-        for r in parse_rules(&shown, &text)? {
-            push_unique(&mut out, r)?;
-        }
-    }
-    Ok(out)
+    Ok(files)
 }
 
-/// The rules to use: the shipped ones (unless `shipped` is false) and those of each directory, in order; a name
-/// defined twice is an error naming both places.
-pub fn load(dirs: &[std::path::PathBuf], shipped_too: bool) -> Result<Vec<RuleDef>, Diagnostic> {
-    let mut out: Vec<RuleDef> = if shipped_too { shipped()? } else { Vec::new() };
-    for d in dirs {
-        for r in load_dir(d)? {
-            push_unique(&mut out, r)?;
+/// Reads and parses one rule file.
+pub fn load_file(f: &Path) -> Result<Vec<RuleDef>, Diagnostic> {
+    let shown = f.display().to_string();
+    let text = crate::io::read_text(f).map_err(|e| Diagnostic::new(format!("{shown}: {e}")))?;
+    parse_rules(&shown, &text)
+}
+
+/// Loads every `*.rules` file of a directory (sorted), rejecting duplicate names.
+pub fn load_dir(dir: &Path) -> Result<Vec<RuleDef>, Diagnostic> {
+    let mut out = Unique::default();
+    for f in rule_files(dir)? {
+        for r in load_file(&f)? {
+            out.push(r)?;
         }
     }
-    if out.is_empty() {
-        return Err(Diagnostic::new("no rules: --only-rules needs at least one --rules DIR with rules in it"));
+    Ok(out.rules)
+}
+
+/// The rules to use: the shipped ones (unless `shipped` is false) and those of each `--rules` path (a directory or
+/// one file), in order; a name defined twice is an error naming both places.
+pub fn load(paths: &[std::path::PathBuf], shipped_too: bool) -> Result<Vec<RuleDef>, Diagnostic> {
+    let mut out = Unique::default();
+    if shipped_too {
+        for r in shipped()? {
+            out.push(r)?;
+        }
     }
-    Ok(out)
+    for p in paths {
+        for f in rule_files(p)? {
+            for r in load_file(&f)? {
+                out.push(r)?;
+            }
+        }
+    }
+    if out.rules.is_empty() {
+        return Err(Diagnostic::new("no rules: --only-rules needs at least one --rules path with rules in it"));
+    }
+    Ok(out.rules)
 }
 
 fn tensor_ty(g: &TermGraph, id: Id) -> Option<(crate::tensor::DType, Vec<usize>)> {

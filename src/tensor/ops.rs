@@ -271,7 +271,7 @@ fn apply_binary(op: Binary, kind: Kind, x: Scalar, y: Scalar) -> TResult<Scalar>
                 FloorDiv | Rem | Fmod if b == 0 => return Err("ZeroDivisionError".into()),
                 FloorDiv => {
                     let q = a.wrapping_div(b);
-                    if (a % b != 0) && ((a < 0) != (b < 0)) {
+                    if (a.wrapping_rem(b) != 0) && ((a < 0) != (b < 0)) {
                         q - 1
                     } else {
                         q

@@ -49,6 +49,10 @@ pub fn reduce_dims(x: &Tensor, dims: Option<&[i64]>) -> TResult<Vec<usize>> {
             }
         }
     }
+    // A 0-dim tensor accepts dim 0 (or -1) and has no dim to reduce: the result is its one element.
+    if x.dim() == 0 {
+        out.clear();
+    }
     out.sort();
     Ok(out)
 }
