@@ -784,14 +784,15 @@ fn every_engine_rejects_bad_keywords_sizes_ints_and_return_annotations() {
 
 #[test]
 fn fuzz_reports_reduces_and_keeps_a_diverging_program() {
-    // Seed 23538's program binds a name to views of different tensors in an `if` on data: the functional engine
-    // refuses it (a known gap), which the fuzzer must report, reduce and keep, with exit status 1.
+    // Seed 2749's program binds a name that is `None` before a loop to a tensor in the loop (under a static `if`)
+    // and uses it in an `if` on data: the functional engine refuses it (a known gap), which the fuzzer must
+    // report, reduce and keep, with exit status 1.
     let dir = scratch("fuzz_keep");
     let keep = dir.join("kept");
     let o = funcfuse(&[
         "fuzz",
         "--seed",
-        "23538",
+        "2749",
         "--count",
         "1",
         "--engines",
@@ -800,14 +801,14 @@ fn fuzz_reports_reduces_and_keeps_a_diverging_program() {
         keep.to_str().unwrap(),
     ]);
     assert_eq!(o.code, 1, "{o:?}");
-    assert!(o.stdout.contains("seed 23538: functional refused"), "{o:?}");
+    assert!(o.stdout.contains("seed 2749: functional refused"), "{o:?}");
     assert!(o.stdout.contains("1 diverge (0 wrong, 0 panics, 1 refused)"), "{o:?}");
-    let reduced = std::fs::read_to_string(keep.join("fuzz_23538.py")).unwrap();
-    let original = std::fs::read_to_string(keep.join("fuzz_23538.orig.py")).unwrap();
+    let reduced = std::fs::read_to_string(keep.join("fuzz_2749.py")).unwrap();
+    let original = std::fs::read_to_string(keep.join("fuzz_2749.orig.py")).unwrap();
     assert!(reduced.lines().count() < original.lines().count(), "not reduced:\n{reduced}");
-    let verdict = std::fs::read_to_string(keep.join("fuzz_23538.txt")).unwrap();
+    let verdict = std::fs::read_to_string(keep.join("fuzz_2749.txt")).unwrap();
     assert!(
-        verdict.contains("functional refused") && verdict.contains("bound to views of different tensors"),
+        verdict.contains("functional refused") && verdict.contains("name `last1` is not defined"),
         "{verdict}"
     );
 }

@@ -109,3 +109,34 @@ fn a_clamped_slice_from_item_is_refused_not_wrapped() {
         .collect();
     assert!(bad.is_empty(), "expected the reference to return and every other engine `{want}`:\n{}", bad.join("\n"));
 }
+
+#[test]
+fn an_overlap_through_a_data_dependent_index_is_pytorchs_error() {
+    // Whatever row `idx` picks, the row partially overlaps `a`: PyTorch refuses the copy, so every engine must.
+    let src = "def f(a: f32[3, 3], idx: i64[2]) -> f32[3, 3]:\n    a.copy_(a[idx[0].item() % 3])\n    return a\n";
+    every_engine_raises(
+        src,
+        "f",
+        "some elements of the input tensor and the written-to tensor refer to a single memory location",
+    );
+    // A loop index wrapped at run time (`i - 1` is -1 in the first iteration): checked on every row it can reach.
+    let src = "def f(c: f32[4, 1]) -> f32[4, 1]:\n    for i in range(4):\n        c.copy_(c[i - 1])\n    return c\n";
+    every_engine_raises(
+        src,
+        "f",
+        "some elements of the input tensor and the written-to tensor refer to a single memory location",
+    );
+}
+
+#[test]
+fn views_of_zero_dim_tensors_are_pytorchs_errors() {
+    for (call, want) in [
+        ("narrow(0, 0, 1)", "narrow() cannot be applied to a 0-dim tensor."),
+        ("split(1, 0)[0]", "split expects at least a 1-dimensional tensor"),
+        ("chunk(2, 0)[0]", "chunk expects at least a 1-dimensional tensor"),
+        ("unbind(0)[0]", "Dimension specified as 0 but tensor has no dimensions"),
+    ] {
+        let src = format!("def f(a: f32[3]) -> f32[()]:\n    t = a.sum()\n    return t.{call}\n");
+        every_engine_raises(&src, "f", want);
+    }
+}

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use egg::Id;
 
-use super::state::{diag, needs_static, Affine, Sym, TId, TRef, FR, FV};
+use super::state::{diag, needs_static, Affine, Sym, TId, TIdKey, TRef, FR, FV};
 use super::Fz;
 use crate::diag::Span;
 use crate::ir::{Node, OpName, Ty};
@@ -14,6 +14,10 @@ use crate::tensor::{ops, DType, Tensor};
 
 /// Dummy views carry their static offset above this base, so that view arithmetic never goes below zero.
 const BASE: usize = 1 << 40;
+
+/// At most this many placements of run-time indices are tried by an overlap check; past it, views placed by them are
+/// not checked.
+const MAX_PLACEMENTS: usize = 4096;
 
 impl Fz<'_> {
     /// The integer term of an affine form at the current depth.
@@ -261,31 +265,86 @@ impl Fz<'_> {
                 t.primary()
             };
             let (d, ins) = (pick(dst), inputs.iter().map(|t| pick(t)).collect::<Vec<_>>());
-            match self.check_chosen(&d, &ins.iter().collect::<Vec<_>>(), &check) {
-                Ok(()) => passed = true,
-                Err(m) => first_err = first_err.or(Some(m)),
-            }
+            let (ok, err) = self.check_chosen(&d, &ins.iter().collect::<Vec<_>>(), &check);
+            passed |= ok;
+            first_err = first_err.or(err);
         }
         match first_err {
             None => Ok(()),
             Some(m) if !passed => Err(super::state::Stop::Diag(crate::diag::Diagnostic::new(m).at(span))),
             Some(m) => needs_static(
                 span,
-                format!("a write whose overlap depends on which arm of an `if` on a run-time value ran ({m})"),
+                format!("a write whose overlap depends on run-time values (an index from data, or which arm of an `if` ran): {m}"),
             ),
         }
     }
 
-    /// `check_at_corners` for views that are not conditional.
+    /// `check_at_corners` for views that are not conditional, at every corner of the loops and for every value of
+    /// the run-time indices in their offsets (an `iindex`, `islice` or `inarrow` term ranges over the positions it
+    /// may take). Says whether some values passed, and the first failure.
     fn check_chosen(
         &self,
         dst: &TRef,
         inputs: &[&TRef],
         check: &impl Fn(&Tensor, &[&Tensor]) -> Result<(), String>,
+    ) -> (bool, Option<String>) {
+        let mut syms: Vec<(TIdKey, std::ops::Range<i64>)> = Vec::new();
+        for tr in std::iter::once(dst).chain(inputs.iter().copied()) {
+            for (s, _) in &tr.off.terms {
+                if let Sym::Opaque(k) = s {
+                    // A term of unknown positions leaves the views placed by it unchecked.
+                    if let (false, Some(r)) = (syms.iter().any(|(x, _)| x == k), self.opaque_range(*k)) {
+                        syms.push((*k, r));
+                    }
+                }
+            }
+        }
+        let combos: usize = syms.iter().map(|(_, r)| r.clone().count().max(1)).product();
+        if combos > MAX_PLACEMENTS {
+            syms.clear();
+        }
+        let (mut passed, mut first_err) = (false, None);
+        let mut values: Vec<i64> = syms.iter().map(|(_, r)| r.start).collect();
+        loop {
+            let opaque: HashMap<TIdKey, i64> = syms.iter().zip(&values).map(|((k, _), v)| (*k, *v)).collect();
+            match self.check_placed(dst, inputs, &opaque, check) {
+                Ok(()) => passed = true,
+                Err(m) => first_err = first_err.or(Some(m)),
+            }
+            // The next combination of values (odometer order).
+            let mut k = 0;
+            while k < syms.len() {
+                values[k] += 1;
+                if values[k] < syms[k].1.end {
+                    break;
+                }
+                values[k] = syms[k].1.start;
+                k += 1;
+            }
+            if k == syms.len() {
+                break;
+            }
+        }
+        (passed, first_err)
+    }
+
+    /// The check at every corner of the loops, with the run-time indices of `opaque` at the given values.
+    fn check_placed(
+        &self,
+        dst: &TRef,
+        inputs: &[&TRef],
+        opaque: &HashMap<TIdKey, i64>,
+        check: &impl Fn(&Tensor, &[&Tensor]) -> Result<(), String>,
     ) -> Result<(), String> {
         for c in self.corners() {
             let at = |tr: &TRef| -> Option<Tensor> {
-                let off = Self::eval_affine(&tr.off, &c)?;
+                let mut off = tr.off.c;
+                for (s, k) in &tr.off.terms {
+                    off += k * match s {
+                        Sym::Loop(l) => *c.get(l)?,
+                        Sym::Opaque(key) => *opaque.get(key)?,
+                    };
+                }
                 Some(self.roots[tr.root].dummy.restride(
                     tr.shape.clone(),
                     tr.strides.clone(),
@@ -298,6 +357,20 @@ impl Fz<'_> {
             check(&d, &refs)?;
         }
         Ok(())
+    }
+
+    /// The values a run-time index term may take, where its node says: `iindex` gives a position in its dim,
+    /// `islice`/`inarrow` a start that keeps the slice in range.
+    fn opaque_range(&self, key: TIdKey) -> Option<std::ops::Range<i64>> {
+        let int = |id: Id| match self.t.b.node(id) {
+            Node::Int(v) => Some(*v),
+            _ => None,
+        };
+        match self.t.b.node(key.tid().id) {
+            Node::Op(OpName::IIndex, a) => Some(0..int(a[1])?),
+            Node::Op(OpName::ISlice | OpName::INarrow, a) => Some(0..(int(a[2])? - int(a[1])? + 1).max(0)),
+            _ => None,
+        }
     }
 
     /// A run-time index into a dim of size `n`, as Python reads it: a negative index counts from the end (once), and

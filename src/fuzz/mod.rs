@@ -133,8 +133,13 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "panic".to_string())
 }
 
+/// The wall-clock limit of one engine's run of one program. Generated programs are small and take milliseconds; a
+/// program that loops forever (the reducer can delete a `while` loop's counter step) errs with "time limit exceeded"
+/// on every engine, and so counts as rejected by every engine instead of stopping the run.
+const ENGINE_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn guarded(f: impl FnOnce() -> Result<BTreeMap<String, Tensor>, String>) -> Outcome {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    match catch_unwind(AssertUnwindSafe(|| crate::limits::with_deadline(Some(ENGINE_TIME_LIMIT), f))) {
         Ok(Ok(files)) => Outcome::Ran(files),
         Ok(Err(e)) => Outcome::Error(e),
         Err(p) => Outcome::Panic(panic_text(&*p)),

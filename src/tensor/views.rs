@@ -124,6 +124,9 @@ impl Tensor {
     }
 
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> TResult<Tensor> {
+        if self.dim() == 0 {
+            return Err("narrow() cannot be applied to a 0-dim tensor.".into());
+        }
         let d = wrap_dim(dim, self.dim())?;
         let s = narrow_start(start, length, self.shape[d] as i64)?;
         self.slice(d as i64, Some(s), Some(s + length), 1)
@@ -372,12 +375,18 @@ impl Tensor {
     }
 
     pub fn unbind(&self, dim: i64) -> TResult<Vec<Tensor>> {
+        if self.dim() == 0 {
+            return Err("Dimension specified as 0 but tensor has no dimensions".into());
+        }
         let d = wrap_dim(dim, self.dim())?;
         (0..self.shape[d]).map(|i| self.select(d as i64, i as i64)).collect()
     }
 
     /// `split(sizes, dim)` with explicit sizes.
     pub fn split_sizes(&self, sizes: &[i64], dim: i64) -> TResult<Vec<Tensor>> {
+        if self.dim() == 0 {
+            return Err("split expects at least a 1-dimensional tensor".into());
+        }
         let d = wrap_dim(dim, self.dim())?;
         let total: i64 = sizes.iter().sum();
         if total != self.shape[d] as i64 || sizes.iter().any(|&s| s < 0) {
@@ -399,6 +408,9 @@ impl Tensor {
 
     /// `split(size, dim)`: pieces of `size`, the last one shorter.
     pub fn split_even(&self, size: i64, dim: i64) -> TResult<Vec<Tensor>> {
+        if self.dim() == 0 {
+            return Err("split expects at least a 1-dimensional tensor".into());
+        }
         let d = wrap_dim(dim, self.dim())?;
         if size <= 0 {
             return Err(format!(
@@ -420,6 +432,9 @@ impl Tensor {
     }
 
     pub fn chunk(&self, chunks: i64, dim: i64) -> TResult<Vec<Tensor>> {
+        if self.dim() == 0 {
+            return Err("chunk expects at least a 1-dimensional tensor".into());
+        }
         if chunks <= 0 {
             return Err("chunk expects `chunks` to be greater than 0".into());
         }
