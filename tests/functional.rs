@@ -113,6 +113,8 @@ fn what_cannot_be_functionalized_is_reported_with_its_location() {
         ),
         ("def f(x: f32[8]) -> f32[8]:\n    for i in range(8):\n        if x[i] > 0:\n            return x\n    return -x\n", "prog.py:5:9: `return` inside a loop, under an `if` on a run-time value"),
         ("def f(x: f32[4, 4]) -> f32[4, 4]:\n    v = x[0]\n    if x.sum() > 0:\n        v = x[:, 1]\n    v += 1.0\n    return x\n", "prog.py:5:5: cannot functionalize: `v` is bound to views of different shapes, strides or dtypes"),
+        ("def f(b: f32[5]) -> f32[5]:\n    b.expand(2, 5).index_put_((torch.tensor([0]),), torch.ones(5))\n    return b\n", "prog.py:4:5: `index_put_` into a tensor whose elements share memory (an `expand`ed view) is not supported"),
+        ("def f(b: f32[5]) -> f32[5]:\n    b.expand(2, 5).masked_fill_(b > 0, 1.0)\n    return b\n", "prog.py:4:5: `masked_fill_` into a tensor whose elements share memory"),
         ("def f(x: f32[8]) -> f32[1]:\n    return x[x > 0][:1]\n", "prog.py:4:12: indexing with a boolean mask gives a data-dependent shape"),
     ];
     for (src, want) in cases {

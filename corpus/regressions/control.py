@@ -114,3 +114,18 @@ def early_return_on_data(a: f32[4, 3], b: f32[4, 3], s: f32[2]) -> tuple[f32[4, 
         b.mul_(2.0)
         return a, b
     return b, a
+
+
+def set_on_last_iteration(b: f32[4, 3], s: f32[1]) -> tuple[f32[4, 3], f32[3]]:
+    # `last` is None before the loop and bound under an `if` on the loop variable, which the loop's state cannot
+    # express: reading it after the loop unrolls the loop.
+    last = None
+    for i in range(2):
+        if i == 1:
+            last = b[i] * 2.0
+    if s.item() > 0:
+        w = b[0]
+    else:
+        w = b[2]
+    w += last
+    return b, last

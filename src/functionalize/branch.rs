@@ -32,6 +32,9 @@ fn only_name(env: &Env, other: &Env, name: &str, r: usize, roots: &[Root], in_he
         && env.iter().all(|(k, v)| k == name || !counts(k) || !refers_to(v, r))
 }
 
+/// Why a name bound in one arm only of an `if` on a run-time value cannot be read after it.
+const ONE_ARM: &str = "is bound in one arm only of an `if` on a run-time value";
+
 /// The prefix of the names that carry a returned value through the merge of an `if`'s arms.
 const RET: &str = "%return.";
 
@@ -57,7 +60,7 @@ fn flatten(v: &FV, env: &mut Env, k: &mut usize) -> Ret {
 fn rebuild(r: &Ret, env: &mut Env, k: &mut usize) -> FV {
     match r {
         Ret::Leaf => {
-            let v = env.get(&format!("{RET}{k}")).cloned().unwrap_or(FV::Poisoned);
+            let v = env.get(&format!("{RET}{k}")).cloned().unwrap_or(FV::Poisoned(ONE_ARM));
             *k += 1;
             v
         }
@@ -154,6 +157,13 @@ impl<'m> Fz<'m> {
         let mut names: Vec<&String> = env1.keys().filter(|k| env2.contains_key(*k)).collect();
         names.sort();
         let mut merged_env = snap.env.clone();
+        // A name bound in one arm only is unbound after the `if` when the other arm ran: reading it is refused (in a
+        // loop, that unrolls the loop, where a condition on the loop variable becomes static).
+        for (k, _) in env1.iter().chain(env2.iter()) {
+            if !(env1.contains_key(k) && env2.contains_key(k)) && !k.starts_with(RET) {
+                merged_env.insert(k.clone(), FV::Poisoned(ONE_ARM));
+            }
+        }
         for name in names {
             let (v1, v2) = (&env1[name], &env2[name]);
             if v1.same(v2) {

@@ -65,8 +65,8 @@ fn from_value(v: Value) -> FV {
 impl<'m> Fz<'m> {
     pub(super) fn lookup(&self, env: &Env, name: &str, span: Span) -> FR<FV> {
         if let Some(v) = env.get(name) {
-            if let FV::Poisoned = v {
-                return needs_static(span, format!("`{name}` is rebound to a different view on every iteration"));
+            if let FV::Poisoned(why) = v {
+                return needs_static(span, format!("`{name}` {why}"));
             }
             return Ok(v.clone());
         }

@@ -745,6 +745,7 @@ impl<'m> Fz<'m> {
                 }
                 let acc = a.bool_or(3, "accumulate", false)?;
                 self.check_inplace(&dst, &[&values], false, span)?;
+                self.check_partial_write(&dst, name, span)?;
                 self.index_write(&dst, &idx, &FV::Tensor(values), acc, span)?;
             }
             "t_" | "transpose_" | "squeeze_" | "unsqueeze_" | "resize_" | "as_strided_" | "swapdims_" | "swapaxes_" => {
@@ -764,6 +765,9 @@ impl<'m> Fz<'m> {
                     .collect();
                 let refs: Vec<&TRef> = inputs.iter().collect();
                 self.check_inplace(&dst, &refs, !UNCHECKED_INPLACE.contains(&name), span)?;
+                if UNCHECKED_INPLACE.contains(&name) {
+                    self.check_partial_write(&dst, name, span)?;
+                }
                 self.write_result(&dst, &r, true, span)?;
             }
         }

@@ -141,9 +141,10 @@ pub(super) enum FV {
     Range(i64, i64, i64),
     Module(&'static str),
     Func(Rc<str>),
-    /// A name whose binding at the start of a loop iteration is not expressible (a view rebound per iteration);
-    /// reading it means the loop must be unrolled.
-    Poisoned,
+    /// A name whose binding is not expressible (a view rebound per iteration, at the start of a loop iteration; a
+    /// name bound in one arm only of an `if` on a run-time value): reading it is unsupported, for the reason given,
+    /// unless the enclosing loop is unrolled (which may make the binding static).
+    Poisoned(&'static str),
     /// `y[mask]`: a selection whose size depends on the data. It is only usable as the value of `x[mask] = y[mask]`
     /// (a predicated select); anything else is reported.
     /// Holds the selected-from value and the mask's value (terms read at the subscript), the view's shape and the
@@ -168,7 +169,7 @@ impl FV {
             FV::Range(..) => "range",
             FV::Module(_) => "module",
             FV::Func(_) => "function",
-            FV::Poisoned => "value",
+            FV::Poisoned(_) => "value",
             FV::Masked(_) => "boolean-mask selection (its shape depends on the data)",
         }
     }
@@ -184,7 +185,8 @@ impl FV {
     /// Whether two values are the same binding (same root and view, same number, same term).
     pub fn same(&self, o: &FV) -> bool {
         match (self, o) {
-            (FV::None, FV::None) | (FV::Ellipsis, FV::Ellipsis) | (FV::Poisoned, FV::Poisoned) => true,
+            (FV::None, FV::None) | (FV::Ellipsis, FV::Ellipsis) => true,
+            (FV::Poisoned(a), FV::Poisoned(b)) => a == b,
             (FV::Bool(a), FV::Bool(b)) => a == b,
             (FV::Int(a), FV::Int(b)) => a == b,
             (FV::Float(a), FV::Float(b)) => a.to_bits() == b.to_bits(),

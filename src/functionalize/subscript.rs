@@ -294,6 +294,7 @@ impl<'m> Fz<'m> {
             } else {
                 val.0
             };
+            self.check_partial_write(&r.view, "masked assignment", span)?;
             let m = self.mask_term(&r.view, pos, &mask, span)?;
             let v0 = self.read(&r.view, span)?;
             let v0 = self.t.at(v0);
@@ -306,6 +307,7 @@ impl<'m> Fz<'m> {
             }
             self.check_inplace(t, &[val], false, span)?;
         }
+        self.check_partial_write(&r.view, "indexed assignment", span)?;
         let list = self.adv_list(&r);
         self.index_write(&r.view, &list, v, false, span)
     }

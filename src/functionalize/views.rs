@@ -222,6 +222,20 @@ impl Fz<'_> {
         self.check_at_corners(dst, inputs, span, |d, ins| ops::check_overlap(d, ins, internal))
     }
 
+    /// A write of only some elements (`index_put_`, `masked_fill_`, `x[idx] = v`) into a view whose elements share
+    /// memory (an `expand`): PyTorch writes each chosen element once, while a functional write of the view's whole
+    /// value would also write its unchosen aliases back over them. Refused rather than computed wrong.
+    pub(super) fn check_partial_write(&self, dst: &TRef, what: &str, span: Span) -> FR<()> {
+        let d = self.dummy(dst, self.roots[dst.root].dtype);
+        if d.has_internal_overlap() {
+            return diag(
+                span,
+                format!("`{what}` into a tensor whose elements share memory (an `expand`ed view) is not supported"),
+            );
+        }
+        Ok(())
+    }
+
     /// PyTorch's check that a write (`index_put_`, `x[idx] = v`) does not overlap its value at all, on every corner.
     pub(super) fn check_no_overlap(&self, dst: &TRef, inputs: &[&TRef], span: Span) -> FR<()> {
         self.check_at_corners(dst, inputs, span, ops::check_no_overlap)
