@@ -171,6 +171,10 @@ impl<'m> Fz<'m> {
                 continue;
             }
             match (v1, v2) {
+                // Unreadable in one arm: unreadable after the `if` too (only reading it is refused).
+                (FV::Poisoned(why), _) | (_, FV::Poisoned(why)) => {
+                    merged_env.insert(name.clone(), FV::Poisoned(why));
+                }
                 (FV::Tensor(a), FV::Tensor(b))
                     if a.root == b.root
                         && a.root < n0
