@@ -53,3 +53,13 @@ def negative_runtime_index(table: f32[5, 3], idx: i64[4]) -> tuple[f32[3], f32[5
     for i in range(4):
         table[-i] = table[-i] * 2.0 + 1.0
     return r, table
+
+
+def inner_loop_reads_outer_state(a: f32[6], b: f32[6], d: f32[6]) -> f32[6]:
+    # The inner loop reads the outer loop's `a` (its state from outside); the outer write to `a` must not go in
+    # place before the inner loop has read it (the C plan once did, and read a + 2 for a + 1).
+    for i1 in range(3):
+        a.unsqueeze(1).add_(torch.full((6, 1), 1.0))
+        for i2 in range(1, 6):
+            b.copy_((2.0 + a[i2]) * torch.where(d[0] > d[i2 - 1], d[0], b[-5]))
+    return b

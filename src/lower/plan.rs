@@ -520,6 +520,19 @@ impl Planner<'_> {
                 }
             }
         }
+        // A loop nested in x's loop body reads x as `(carried 1 j)` (deeper: `carried 2 j`, ...), another node than
+        // x, so it is not among x's users: the write must not go in place while such a loop may run after it.
+        if let Node::Carried([_, j]) = self.term[x] {
+            let j = lit(&self.term, j);
+            let nested_reader = (0..self.term.as_ref().len()).map(Id::from).any(|c| {
+                matches!(self.term[c], Node::Loop(_) | Node::While(_))
+                    && !deps[usize::from(c)]
+                    && self.reads_outer_state(c, j)
+            });
+            if nested_reader {
+                return None;
+            }
+        }
         fn safe(p: &Planner, c: Id, assign: Id, deps: &[bool], depth: usize) -> bool {
             if c == assign || !deps[usize::from(c)] || depth > 64 {
                 return false;
@@ -571,6 +584,26 @@ impl Planner<'_> {
             safe(self, u, assign, &deps, 0) || self.run_first(u, x, assign, &mut first)
         });
         ok.then_some(first)
+    }
+
+    /// Whether the body of loop `l` reads the state of a loop around it (a `(carried K j)` with K at least 1 more
+    /// than the loops between; `j` None: any slot). Conservative: any such `carried` in the body counts.
+    fn reads_outer_state(&self, l: Id, j: Option<i64>) -> bool {
+        let mut stack: Vec<Id> = self.term[l].children().to_vec();
+        let mut seen = hashbrown::HashSet::new();
+        while let Some(c) = stack.pop() {
+            if !seen.insert(c) {
+                continue;
+            }
+            if let Node::Carried([d, k]) = self.term[c] {
+                let (d, k) = (lit(&self.term, d), lit(&self.term, k));
+                if d.is_none_or(|d| d >= 1) && (j.is_none() || k.is_none() || k == j) {
+                    return true;
+                }
+            }
+            stack.extend(self.term[c].children().iter().copied());
+        }
+        false
     }
 
     /// Outside loops, a reader of `x` that the write does not wait for can be run before it: the materialized
