@@ -135,8 +135,12 @@ fn views_of_zero_dim_tensors_are_pytorchs_errors() {
         ("split(1, 0)[0]", "split expects at least a 1-dimensional tensor"),
         ("chunk(2, 0)[0]", "chunk expects at least a 1-dimensional tensor"),
         ("unbind(0)[0]", "Dimension specified as 0 but tensor has no dimensions"),
+        ("roll(1, 0)", "Dimension specified as 0 but tensor has no dimensions"),
     ] {
         let src = format!("def f(a: f32[3]) -> f32[()]:\n    t = a.sum()\n    return t.{call}\n");
         every_engine_raises(&src, "f", want);
     }
+    // `flip` of a 0-dim tensor is the tensor (PyTorch returns it).
+    let src = "def f(a: f32[3]) -> f32[()]:\n    t = a.sum()\n    return t.flip(0) * 2.0\n";
+    assert!(errors(src, "f").iter().all(|(_, m)| m == "returned without an error"), "{:?}", errors(src, "f"));
 }

@@ -98,8 +98,9 @@ impl<'m> Fz<'m> {
         };
         let (env1, roots1, ret1) = arm(self, env, body)?;
         for (l, items) in &snap.lists {
-            if l.borrow().len() != items.len() {
-                return diag(span, "a list changed inside an `if` on a run-time value is not supported");
+            let now = l.borrow();
+            if now.len() != items.len() || now.iter().zip(items).any(|(a, b)| !a.same(b)) {
+                return needs_static(span, "a list changed inside an `if` on a run-time value");
             }
         }
         // The second arm starts from the same state, but its new roots are numbered after the first arm's.
@@ -127,8 +128,9 @@ impl<'m> Fz<'m> {
             }
         };
         for (l, items) in &snap.lists {
-            if l.borrow().len() != items.len() {
-                return diag(span, "a list changed inside an `if` on a run-time value is not supported");
+            let now = l.borrow();
+            if now.len() != items.len() || now.iter().zip(items).any(|(a, b)| !a.same(b)) {
+                return needs_static(span, "a list changed inside an `if` on a run-time value");
             }
         }
         // Components: root versions that differ, then names that differ.
@@ -137,7 +139,7 @@ impl<'m> Fz<'m> {
         enum Merge {
             Root(usize),
             Value(String, DType, Vec<usize>),
-            Offset(String, TRef),
+            Offset(String, TRef, Affine),
             Number(String, DType),
             /// A conditional view: the arms' views, and for each arm made in it, the merge slot of its root.
             CondView(String, TRef, TRef, [Option<(usize, DType, Vec<usize>)>; 2]),
@@ -166,6 +168,7 @@ impl<'m> Fz<'m> {
         }
         for name in names {
             let (v1, v2) = (&env1[name], &env2[name]);
+            let shown = if name.starts_with(RET) { "the returned value".to_string() } else { format!("`{name}`") };
             if v1.same(v2) {
                 merged_env.insert(name.clone(), v1.clone());
                 continue;
@@ -185,18 +188,17 @@ impl<'m> Fz<'m> {
                 {
                     then_parts.push(self.affine_term(&a.off));
                     else_parts.push(self.affine_term(&b.off));
-                    merges.push(Merge::Offset(name.clone(), a.clone()));
+                    merges.push(Merge::Offset(name.clone(), a.clone(), b.off.clone()));
                 }
                 (FV::Tensor(a), FV::Tensor(b))
                     if a.alt.is_none()
                         && b.alt.is_none()
-                        && ((a.root >= n0 && b.root >= n0)
-                            || (only_name(&env1, &env2, name, a.root, &roots1, in_helper(a.root))
-                                && only_name(&env2, &env1, name, b.root, &roots2, in_helper(b.root)))) =>
+                        && only_name(&env1, &env2, name, a.root, &roots1, in_helper(a.root))
+                        && only_name(&env2, &env1, name, b.root, &roots2, in_helper(b.root)) =>
                 {
                     let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
                     if da != db || a.shape != b.shape {
-                        return needs_static(span, format!("`{name}` gets tensors of different types in the two arms of an `if` on a run-time value"));
+                        return needs_static(span, format!("{shown} gets tensors of different types in the two arms of an `if` on a run-time value"));
                     }
                     self.roots = roots1.clone();
                     let ta = self.read(a, span)?;
@@ -211,14 +213,14 @@ impl<'m> Fz<'m> {
                     let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
                     if da != db || a.shape != b.shape || a.strides != b.strides || (a.alt.is_some() && b.alt.is_some())
                     {
-                        return needs_static(span, format!("`{name}` is bound to views of different shapes, strides or dtypes in the two arms of an `if` on a run-time value"));
+                        return needs_static(span, format!("{shown} is bound to views of different shapes, strides or dtypes in the two arms of an `if` on a run-time value"));
                     }
                     let mut new_root = [None, None];
                     for (k, (t, env_k, other, roots_k)) in
                         [(a, &env1, &env2, &roots1), (b, &env2, &env1, &roots2)].into_iter().enumerate()
                     {
                         if t.roots().iter().skip(1).any(|&r| r >= n0) {
-                            return needs_static(span, format!("`{name}` is bound to a view chosen by an `if` on a run-time value, inside another such `if`"));
+                            return needs_static(span, format!("{shown} is bound to a view chosen by an `if` on a run-time value, inside another such `if`"));
                         }
                         if t.root < n0 {
                             continue;
@@ -226,7 +228,7 @@ impl<'m> Fz<'m> {
                         // A tensor made in one arm: it joins the merge as a whole, and the other arm fills it
                         // with zeros that no read can see.
                         if !only_name(env_k, other, name, t.root, roots_k, false) {
-                            return needs_static(span, format!("`{name}` is bound to a tensor made in one arm of an `if` on a run-time value and also reachable otherwise"));
+                            return needs_static(span, format!("{shown} is bound to a tensor made in one arm of an `if` on a run-time value and also reachable otherwise"));
                         }
                         let r = &roots_k[t.root];
                         let made = self.t.at(r.version);
@@ -267,7 +269,7 @@ impl<'m> Fz<'m> {
                     return needs_static(
                         span,
                         format!(
-                            "`{name}` gets values of different kinds in the two arms of an `if` on a run-time value"
+                            "{shown} gets values of different kinds in the two arms of an `if` on a run-time value"
                         ),
                     )
                 }
@@ -316,7 +318,10 @@ impl<'m> Fz<'m> {
                     let root = self.new_root(g, d, s, None);
                     merged_env.insert(name, FV::Tensor(self.natural_view(root)));
                 }
-                Merge::Offset(name, mut tr) => {
+                Merge::Offset(name, mut tr, other) => {
+                    if let (Some(x), Some(y)) = (tr.off.as_const(), other.as_const()) {
+                        self.offset_choices.insert(TIdKey::of(g), vec![x, y]);
+                    }
                     tr.off = Affine::sym(Sym::Opaque(TIdKey::of(g)));
                     merged_env.insert(name, FV::Tensor(tr));
                 }

@@ -94,7 +94,7 @@ impl<'m> Fz<'m> {
                 let mut v = x.clone();
                 for d in a.sizes(1, "dims")? {
                     let d = crate::tensor::views::wrap_dim(d, x.shape.len()).map_err(err(span))?;
-                    let n = v.shape[d];
+                    let n = v.shape.get(d).copied().unwrap_or(1);
                     if n > 1 {
                         v = super::views::each_view(&v, &|v| {
                             v.off = v.off.add(&Affine::constant((n as i64 - 1) * v.strides[d] as i64));
@@ -115,6 +115,9 @@ impl<'m> Fz<'m> {
                 let mut cur = FV::Tensor(x.clone());
                 for (s, d) in shifts.iter().zip(dims) {
                     let FV::Tensor(c) = cur.clone() else { unreachable!() };
+                    if c.shape.is_empty() {
+                        return diag(span, format!("Dimension specified as {d} but tensor has no dimensions"));
+                    }
                     let d = crate::tensor::views::wrap_dim(d, c.shape.len()).map_err(err(span))? as i64;
                     let n = c.shape[d as usize] as i64;
                     if n == 0 {

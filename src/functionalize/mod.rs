@@ -93,6 +93,7 @@ fn functionalize_as_written(
         consts,
         fn_stack: Vec::new(),
         exit_under_dyn_if: false,
+        offset_choices: HashMap::new(),
     };
     let result = fz.program(f, &inputs, scalars);
     let exit = fz.exit_under_dyn_if;
@@ -119,6 +120,9 @@ pub(super) struct Fz<'m> {
     fn_stack: Vec<String>,
     /// A `break` or `continue` under an `if` on a run-time value was met (see [`exits`]).
     exit_under_dyn_if: bool,
+    /// The values an offset merged from the arms of an `if` on a run-time value may take, where both are constants
+    /// (for overlap checks).
+    offset_choices: HashMap<state::TIdKey, Vec<i64>>,
 }
 
 impl<'m> Fz<'m> {

@@ -279,7 +279,13 @@ impl Fz<'_> {
                 t.primary()
             };
             let (d, ins) = (pick(dst), inputs.iter().map(|t| pick(t)).collect::<Vec<_>>());
-            let (ok, err) = self.check_chosen(&d, &ins.iter().collect::<Vec<_>>(), &check);
+            let (ok, err) = match self.check_chosen(&d, &ins.iter().collect::<Vec<_>>(), &check) {
+                Some(r) => r,
+                None => return needs_static(
+                    span,
+                    "an in-place write whose overlap with what it reads depends on positions known only at run time",
+                ),
+            };
             passed |= ok;
             first_err = first_err.or(err);
         }
@@ -295,32 +301,48 @@ impl Fz<'_> {
 
     /// `check_at_corners` for views that are not conditional, at every corner of the loops and for every value of
     /// the run-time indices in their offsets (an `iindex`, `islice` or `inarrow` term ranges over the positions it
-    /// may take). Says whether some values passed, and the first failure.
+    /// may take; an offset merged from an `if`'s arms over the arms' offsets). Says whether some values passed, and
+    /// the first failure; None when the write shares a root with what it reads and some position is unknown, or
+    /// there are more than `MAX_PLACEMENTS` (the overlap cannot be decided here).
     fn check_chosen(
         &self,
         dst: &TRef,
         inputs: &[&TRef],
         check: &impl Fn(&Tensor, &[&Tensor]) -> Result<(), String>,
-    ) -> (bool, Option<String>) {
-        let mut syms: Vec<(TIdKey, std::ops::Range<i64>)> = Vec::new();
+    ) -> Option<(bool, Option<String>)> {
+        let mut syms: Vec<(TIdKey, Vec<i64>)> = Vec::new();
+        let mut unknown = false;
         for tr in std::iter::once(dst).chain(inputs.iter().copied()) {
             for (s, _) in &tr.off.terms {
                 if let Sym::Opaque(k) = s {
-                    // A term of unknown positions leaves the views placed by it unchecked.
-                    if let (false, Some(r)) = (syms.iter().any(|(x, _)| x == k), self.opaque_range(*k)) {
-                        syms.push((*k, r));
+                    if !syms.iter().any(|(x, _)| x == k) {
+                        match self.opaque_values(*k) {
+                            Some(vs) if !vs.is_empty() => syms.push((*k, vs)),
+                            _ => unknown = true,
+                        }
                     }
                 }
             }
         }
-        let combos: usize = syms.iter().map(|(_, r)| r.clone().count().max(1)).product();
-        if combos > MAX_PLACEMENTS {
-            syms.clear();
+        let combos = syms.iter().try_fold(1usize, |acc, (_, vs)| acc.checked_mul(vs.len()));
+        if unknown || combos.is_none_or(|c| c > MAX_PLACEMENTS) {
+            // Views of different roots never overlap, and a view's overlap with itself does not depend on where it
+            // is: only a read of the written root needs the positions.
+            if inputs.iter().any(|t| t.root == dst.root) {
+                return None;
+            }
+            let at_zero = |tr: &TRef| TRef { off: Affine::constant(tr.off.c), ..tr.primary() };
+            let (d, ins) = (at_zero(dst), inputs.iter().map(|t| at_zero(t)).collect::<Vec<_>>());
+            let refs: Vec<&TRef> = ins.iter().collect();
+            return Some(match self.check_placed(&d, &refs, &HashMap::new(), check) {
+                Ok(()) => (true, None),
+                Err(m) => (false, Some(m)),
+            });
         }
         let (mut passed, mut first_err) = (false, None);
-        let mut values: Vec<i64> = syms.iter().map(|(_, r)| r.start).collect();
+        let mut pos = vec![0usize; syms.len()];
         loop {
-            let opaque: HashMap<TIdKey, i64> = syms.iter().zip(&values).map(|((k, _), v)| (*k, *v)).collect();
+            let opaque: HashMap<TIdKey, i64> = syms.iter().zip(&pos).map(|((k, vs), &p)| (*k, vs[p])).collect();
             match self.check_placed(dst, inputs, &opaque, check) {
                 Ok(()) => passed = true,
                 Err(m) => first_err = first_err.or(Some(m)),
@@ -328,18 +350,18 @@ impl Fz<'_> {
             // The next combination of values (odometer order).
             let mut k = 0;
             while k < syms.len() {
-                values[k] += 1;
-                if values[k] < syms[k].1.end {
+                pos[k] += 1;
+                if pos[k] < syms[k].1.len() {
                     break;
                 }
-                values[k] = syms[k].1.start;
+                pos[k] = 0;
                 k += 1;
             }
             if k == syms.len() {
                 break;
             }
         }
-        (passed, first_err)
+        Some((passed, first_err))
     }
 
     /// The check at every corner of the loops, with the run-time indices of `opaque` at the given values.
@@ -374,15 +396,18 @@ impl Fz<'_> {
     }
 
     /// The values a run-time index term may take, where its node says: `iindex` gives a position in its dim,
-    /// `islice`/`inarrow` a start that keeps the slice in range.
-    fn opaque_range(&self, key: TIdKey) -> Option<std::ops::Range<i64>> {
+    /// `islice`/`inarrow` a start that keeps the slice in range; an offset merged from an `if`'s arms, the arms'.
+    fn opaque_values(&self, key: TIdKey) -> Option<Vec<i64>> {
+        if let Some(vs) = self.offset_choices.get(&key) {
+            return Some(vs.clone());
+        }
         let int = |id: Id| match self.t.b.node(id) {
             Node::Int(v) => Some(*v),
             _ => None,
         };
         match self.t.b.node(key.tid().id) {
-            Node::Op(OpName::IIndex, a) => Some(0..int(a[1])?),
-            Node::Op(OpName::ISlice | OpName::INarrow, a) => Some(0..(int(a[2])? - int(a[1])? + 1).max(0)),
+            Node::Op(OpName::IIndex, a) => Some((0..int(a[1])?).collect()),
+            Node::Op(OpName::ISlice | OpName::INarrow, a) => Some((0..(int(a[2])? - int(a[1])? + 1).max(0)).collect()),
             _ => None,
         }
     }

@@ -132,7 +132,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let mut v = x.clone();
             for d in dims {
                 let d = wrap_dim(d, x.dim())?;
-                let n = v.shape[d];
+                let n = v.shape.get(d).copied().unwrap_or(1);
                 if n > 1 {
                     let mut strides = v.strides.clone();
                     let off = (v.offset as isize + (n as isize - 1) * strides[d]) as usize;
@@ -157,6 +157,9 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             };
             let mut v = x.clone();
             for (s, d) in shifts.iter().zip(dims) {
+                if x.dim() == 0 {
+                    return Err(format!("Dimension specified as {d} but tensor has no dimensions"));
+                }
                 let d = wrap_dim(d, x.dim())? as i64;
                 let n = v.shape[d as usize] as i64;
                 if n == 0 {
