@@ -111,7 +111,7 @@ fn what_cannot_be_functionalized_is_reported_with_its_location() {
             "def f(x: f32[3000, 4]) -> f32[3000, 4]:\n    rows = [x[0]]\n    for i in range(2000):\n        rows.append(x[i])\n    return x\n",
             "prog.py:5:5: this loop cannot stay a loop (a list that changes inside the loop",
         ),
-        ("def f(x: f32[8]) -> f32[8]:\n    for i in range(8):\n        if x[i] > 0:\n            return x\n    return -x\n", "prog.py:5:9: `return` inside a loop, under an `if` on a run-time value"),
+        ("def f(x: f32[8]) -> f32[8]:\n    for i in range(8):\n        if x[i] > 0:\n            return x\n    return -x\n", "prog.py:5:9: `return` under an `if` on a run-time value is supported outside loops only"),
         ("def f(x: f32[4, 4]) -> f32[4, 4]:\n    v = x[0]\n    if x.sum() > 0:\n        v = x[:, 1]\n    v += 1.0\n    return x\n", "prog.py:5:5: cannot functionalize: `v` is bound to views of different shapes, strides or dtypes"),
         ("def f(b: f32[5]) -> f32[5]:\n    b.expand(2, 5).index_put_((torch.tensor([0]),), torch.ones(5))\n    return b\n", "prog.py:4:5: `index_put_` into a tensor whose elements share memory (an `expand`ed view) is not supported"),
         ("def f(b: f32[5]) -> f32[5]:\n    b.expand(2, 5).masked_fill_(b > 0, 1.0)\n    return b\n", "prog.py:4:5: `masked_fill_` into a tensor whose elements share memory"),
@@ -147,4 +147,20 @@ fn views_rebound_in_branches_merge_their_offsets() {
     );
     let module = frontend::parse_module("prog.py", "import torch\n\ndef f(x: f32[6, 4]) -> f32[6, 4]:\n    v = x[0]\n    if x.sum() > 0:\n        v = x[3]\n    v += 1.0\n    return x\n").unwrap();
     common::check_functional(&module, "f", &inputs).unwrap();
+}
+
+#[test]
+fn a_long_chain_of_early_returns_is_refused_rather_than_copied_exponentially() {
+    // Lifting a `return` copies what follows its `if` into both arms: 24 such `if`s in a row would copy 2^24 tails.
+    let mut src = String::from("def f(a: f32[3], s: f32[24]) -> f32[3]:\n");
+    for i in 0..24 {
+        src += &format!(
+            "    if s[{i}] > 0.0:\n        if s[{i}] > 0.9:\n            return a * {i}.0\n        a.add_(1.0)\n"
+        );
+    }
+    src += "    return a\n";
+    match source_program(&src, "f") {
+        Err(m) => assert!(m.contains("supported outside loops only"), "{m}"),
+        Ok(_) => panic!("a 24-deep chain of early returns was functionalized"),
+    }
 }

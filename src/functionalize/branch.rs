@@ -123,7 +123,7 @@ impl<'m> Fz<'m> {
                 self.exit_under_dyn_if = true;
                 return diag(
                     span,
-                    "`return` inside a loop, under an `if` on a run-time value, is not supported (break, and return after the loop)",
+                    "`return` under an `if` on a run-time value is supported outside loops only (break, and return after the loop), and after at most about 20,000 statements copied by lifting returns",
                 );
             }
         };

@@ -24,8 +24,13 @@ pub(super) fn desugar(module: &Module) -> Module {
         let mut body = std::mem::take(&mut f.body);
         if returns_under_if(&body, false) {
             let span = body.last().map(|s| s.span).unwrap_or(f.span);
-            body.push(Stmt { kind: StmtKind::Return(None), span });
-            body = lift_returns(body);
+            let mut with_end = body.clone();
+            with_end.push(Stmt { kind: StmtKind::Return(None), span });
+            // Past the budget the function stays as written (and its `return` under a run-time `if` is reported).
+            let mut budget = LIFT_BUDGET;
+            if let Some(lifted) = lift_returns(with_end, &mut budget) {
+                body = lifted;
+            }
         }
         f.body = block(body, &mut n);
     }
@@ -44,8 +49,9 @@ fn returns_under_if(stmts: &[Stmt], under_if: bool) -> bool {
 /// A statement list in which every `return` ends its path: the statements after an `if` that may return are moved
 /// into both of its arms (and dropped after a `return`), so that an `if` on a run-time value either returns from
 /// both arms, where the functionalizer merges the two returned values, or from neither. Statements are copied into
-/// both arms, so code after such `if`s grows with their number; programs have few.
-fn lift_returns(stmts: Vec<Stmt>) -> Vec<Stmt> {
+/// both arms, so code after a chain of such `if`s doubles with each: `budget` bounds the statements copied (None
+/// past it).
+fn lift_returns(stmts: Vec<Stmt>, budget: &mut usize) -> Option<Vec<Stmt>> {
     let mut out = Vec::new();
     let mut it = stmts.into_iter();
     while let Some(s) = it.next() {
@@ -53,23 +59,27 @@ fn lift_returns(stmts: Vec<Stmt>) -> Vec<Stmt> {
         match s.kind {
             StmtKind::Return(_) => {
                 out.push(s);
-                return out;
+                return Some(out);
             }
             StmtKind::If { test, mut body, mut orelse }
                 if returns_under_if(&body, true) || returns_under_if(&orelse, true) =>
             {
                 let rest: Vec<Stmt> = it.collect();
+                *budget = budget.checked_sub(rest.len())?;
                 body.extend(rest.iter().cloned());
                 orelse.extend(rest);
-                let (body, orelse) = (lift_returns(body), lift_returns(orelse));
+                let (body, orelse) = (lift_returns(body, budget)?, lift_returns(orelse, budget)?);
                 out.push(Stmt { kind: StmtKind::If { test, body, orelse }, span });
-                return out;
+                return Some(out);
             }
             kind => out.push(Stmt { kind, span }),
         }
     }
-    out
+    Some(out)
 }
+
+/// The most statements `lift_returns` copies for one function.
+const LIFT_BUDGET: usize = 20_000;
 
 /// Whether `stmts` contain a `break` or `continue` of the enclosing loop (not of an inner loop) inside an `if`, or
 /// anywhere when `under_if` already holds.
