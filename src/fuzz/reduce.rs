@@ -22,7 +22,8 @@ fn block_end(lines: &[String], i: usize) -> usize {
     j
 }
 
-/// Shrinks `source` (whose program `func` diverges with `signature`) as far as statement deletion goes; returns the
+/// Shrinks `source` (whose program `func` diverges with `signature`) as far as deleting statements and shrinking
+/// parameter dims go; returns the
 /// smallest source found and its verdict.
 pub fn reduce(
     source: &str,
@@ -83,6 +84,26 @@ pub fn reduce(
                 }
             }
         }
+        // Parameter shapes, one dim at a time: to 1, else halved (smaller inputs make the divergence easier to read).
+        let mut from = 0;
+        while let Some((start, end, n)) = next_dim(&lines[def], from) {
+            from = end;
+            for smaller in [1, n / 2] {
+                if smaller == 0 || smaller >= n {
+                    continue;
+                }
+                let mut cand = lines.clone();
+                cand[def] = format!("{}{smaller}{}", &lines[def][..start], &lines[def][end..]);
+                let text = cand.join("\n") + "\n";
+                if let Some(v) = still(&text) {
+                    lines = cand;
+                    best = Some(v);
+                    changed = true;
+                    from = start + smaller.to_string().len();
+                    break;
+                }
+            }
+        }
         // Helpers no longer called.
         let mut k = 0;
         while k < lines.len() {
@@ -105,4 +126,53 @@ pub fn reduce(
         }
     }
     (lines.join("\n") + "\n", best)
+}
+
+/// The next dim size of a parameter annotation (`f32[4, 3]`) in the `def` line at or after byte `from`: its byte
+/// range and value. The return annotation is left alone (it must keep matching what is returned).
+fn next_dim(line: &str, from: usize) -> Option<(usize, usize, usize)> {
+    let params_end = line.find("->").unwrap_or(line.len());
+    let bytes = line.as_bytes();
+    let mut depth = 0i32;
+    let mut i = 0;
+    while i < params_end {
+        match bytes[i] {
+            b'[' => depth += 1,
+            b']' => depth -= 1,
+            b'0'..=b'9' if depth > 0 && i >= from && !bytes[i - 1].is_ascii_alphanumeric() => {
+                let mut j = i;
+                while j < params_end && bytes[j].is_ascii_digit() {
+                    j += 1;
+                }
+                return Some((i, j, line[i..j].parse().ok()?));
+            }
+            b'0'..=b'9' => {
+                // The rest of a number (or of a name such as `f32`) already passed over.
+                while i + 1 < params_end && bytes[i + 1].is_ascii_alphanumeric() {
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_dim;
+
+    #[test]
+    fn next_dim_walks_parameter_dims_only() {
+        let line = "def f(a: f32[4, 12], idx: i64[3], n: int = 5) -> tuple[f32[4, 12], f32[()]]:";
+        let mut from = 0;
+        let mut dims = Vec::new();
+        while let Some((s, e, n)) = next_dim(line, from) {
+            assert_eq!(line[s..e].parse::<usize>().unwrap(), n);
+            dims.push(n);
+            from = e;
+        }
+        assert_eq!(dims, [4, 12, 3]);
+    }
 }
