@@ -23,8 +23,7 @@ fn block_end(lines: &[String], i: usize) -> usize {
 }
 
 /// Shrinks `source` (whose program `func` diverges with `signature`) as far as deleting statements and shrinking
-/// parameter dims go; returns the
-/// smallest source found and its verdict.
+/// parameter dims go; returns the smallest source found and its verdict.
 pub fn reduce(
     source: &str,
     func: &str,
