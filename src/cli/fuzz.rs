@@ -112,8 +112,8 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
                             "{}fuzz: seed {}: {} {} (divergence {bad})",
                             if tty { "\r" } else { "" },
                             seeds[i],
-                            sig.0.name(),
-                            sig.1.name()
+                            sig.engine.name(),
+                            sig.kind.name()
                         );
                     }
                     results.lock().unwrap()[i] = Some(r);
@@ -149,8 +149,8 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
         let shown = rv.as_ref().unwrap_or(&verdict);
         outln!(
             "seed {seed}: {} {} ({} lines reduced to {})",
-            sig.0.name(),
-            sig.1.name(),
+            sig.engine.name(),
+            sig.kind.name(),
             source.lines().count(),
             reduced.lines().count()
         );

@@ -116,8 +116,31 @@ pub struct Verdict {
 
 impl Verdict {
     /// The divergence a reduction must keep: the first wrong result, else the first panic, else the first refusal.
-    pub fn signature(&self) -> Option<(Engine, Kind)> {
-        self.divergences.iter().min_by_key(|d| (d.kind, d.engine)).map(|d| (d.engine, d.kind))
+    pub fn signature(&self) -> Option<&Divergence> {
+        self.divergences.iter().min_by_key(|d| (d.kind, d.engine))
+    }
+}
+
+impl Divergence {
+    /// Whether `other` is the same divergence for a reduction: the same engine and kind, and for a refusal the same
+    /// message up to its location and numbers (a reduction that swaps one refusal for another, say an unbound name
+    /// for the error it was reduced from, has lost the divergence).
+    pub fn same_as(&self, other: &Divergence) -> bool {
+        fn class(detail: &str) -> String {
+            // `FILE.py:LINE:COL: message`: the message, with digit runs as `N` (shrinking shapes changes them).
+            let msg = detail.split_once(".py:").and_then(|(_, r)| r.splitn(3, ':').nth(2)).unwrap_or(detail);
+            let mut out = String::new();
+            for c in msg.chars() {
+                if !c.is_ascii_digit() {
+                    out.push(c);
+                } else if !out.ends_with('N') {
+                    out.push('N');
+                }
+            }
+            out
+        }
+        (self.engine, self.kind) == (other.engine, other.kind)
+            && (self.kind != Kind::Refused || class(&self.detail) == class(&other.detail))
     }
 }
 
@@ -320,12 +343,12 @@ pub struct Summary {
 impl Summary {
     pub fn add(&mut self, v: &Verdict) {
         self.programs += 1;
-        match v.signature() {
+        match v.signature().map(|d| d.kind) {
             None if v.reference_error.is_some() => self.rejected += 1,
             None => self.agree += 1,
-            Some((_, Kind::Wrong)) => self.wrong += 1,
-            Some((_, Kind::Panic)) => self.panics += 1,
-            Some((_, Kind::Refused)) => self.refused += 1,
+            Some(Kind::Wrong) => self.wrong += 1,
+            Some(Kind::Panic) => self.panics += 1,
+            Some(Kind::Refused) => self.refused += 1,
         }
     }
 

@@ -4,7 +4,7 @@
 //! Deletion works on lines of the program's body. A candidate that no longer parses, or that the reference now
 //! rejects differently, simply fails the test and is not kept. Passes repeat until none deletes anything.
 
-use super::{check_source, Engine, Kind, Verdict};
+use super::{check_source, Engine, Verdict};
 use crate::ir::Node;
 use crate::rewrite::TermAnalysis;
 
@@ -27,16 +27,16 @@ fn block_end(lines: &[String], i: usize) -> usize {
 pub fn reduce(
     source: &str,
     func: &str,
-    signature: (Engine, Kind),
+    signature: &super::Divergence,
     engines: &[Engine],
     rules: &[egg::Rewrite<Node, TermAnalysis>],
 ) -> (String, Option<Verdict>) {
     // Only the reference and the diverging engine need to run while reducing.
     let engines: Vec<Engine> =
-        engines.iter().copied().filter(|&e| e == Engine::Reference || e == signature.0).collect();
+        engines.iter().copied().filter(|&e| e == Engine::Reference || e == signature.engine).collect();
     let still = |text: &str| -> Option<Verdict> {
         let v = check_source(&format!("{func}.py"), text, func, &engines, rules);
-        v.divergences.iter().any(|d| (d.engine, d.kind) == signature).then_some(v)
+        v.divergences.iter().any(|d| d.same_as(signature)).then_some(v)
     };
     let mut lines: Vec<String> = source.lines().map(str::to_string).collect();
     let mut best = None;
@@ -161,6 +161,19 @@ fn next_dim(line: &str, from: usize) -> Option<(usize, usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::next_dim;
+    use crate::fuzz::{Divergence, Engine, Kind};
+
+    #[test]
+    fn a_refusal_stays_the_same_refusal_while_reduced() {
+        let d = |kind, detail: &str| Divergence { engine: Engine::Functional, kind, detail: detail.into() };
+        let orig = d(Kind::Refused, "fuzz_1.py:15:9: index 6 is out of bounds for dimension 0 with size 4");
+        assert!(orig.same_as(&d(Kind::Refused, "fuzz_1.py:7:5: index 2 is out of bounds for dimension 0 with size 1")));
+        assert!(!orig.same_as(&d(Kind::Refused, "fuzz_1.py:9:12: name `w3` is not defined")));
+        // Wrong values differ from one reduction step to the next: the kind is what must stay.
+        let wrong = d(Kind::Wrong, "b.npy: 2 of 6 elements differ");
+        assert!(wrong.same_as(&d(Kind::Wrong, "a.npy: 1 of 1 elements differ")));
+        assert!(!wrong.same_as(&orig));
+    }
 
     #[test]
     fn next_dim_walks_parameter_dims_only() {
