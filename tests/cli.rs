@@ -4,30 +4,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[derive(Debug)]
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+mod common;
+
+use common::Outcome;
 
 fn funcfuse(args: &[&str]) -> Outcome {
-    let out = Command::new(env!("CARGO_BIN_EXE_funcfuse")).args(args).output().expect("the binary runs");
-    let o = Outcome {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).to_string(),
-        stderr: String::from_utf8_lossy(&out.stderr).to_string(),
-    };
-    assert!(!o.stderr.contains("panicked"), "funcfuse panicked: {}", o.stderr);
-    o
+    common::run_binary(common::binary().args(args))
 }
 
 /// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("cli", name)
 }
 
 fn program(dir: &Path, src: &str) -> String {

@@ -8,30 +8,16 @@ use std::time::{Duration, Instant};
 
 use funcfuse::tensor::{Buf, Tensor};
 
-#[derive(Debug)]
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+mod common;
+
+use common::Outcome;
 
 fn funcfuse(args: &[&str]) -> Outcome {
-    let out = Command::new(env!("CARGO_BIN_EXE_funcfuse")).args(args).output().expect("the binary runs");
-    let o = Outcome {
-        // A signal (a stack overflow's abort, a segfault) has no exit code: -1 fails every assertion below.
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).to_string(),
-        stderr: String::from_utf8_lossy(&out.stderr).to_string(),
-    };
-    assert!(!o.stderr.contains("panicked") && !o.stderr.contains("overflowed"), "funcfuse crashed: {}", o.stderr);
-    o
+    common::run_binary(common::binary().args(args))
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("limits").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("limits", name)
 }
 
 const HEAD: &str = "from __future__ import annotations\nimport torch\n\n";

@@ -4,35 +4,18 @@
 //! reference. Also: `--rules` takes a file, a 10 MB rules file loads in seconds, and 0-dim sums run.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+mod common;
+
+use common::Outcome;
 
 /// Runs the binary with its cache in `cache`.
 fn funcfuse(cache: &Path, args: &[&str]) -> Outcome {
-    let out = Command::new(env!("CARGO_BIN_EXE_funcfuse"))
-        .args(args)
-        .env("FUNCFUSE_CACHE", cache)
-        .output()
-        .expect("the binary runs");
-    let o = Outcome {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).to_string(),
-        stderr: String::from_utf8_lossy(&out.stderr).to_string(),
-    };
-    assert!(!o.stderr.contains("panicked"), "funcfuse panicked: {}", o.stderr);
-    o
+    common::run_binary(common::binary().args(args).env("FUNCFUSE_CACHE", cache))
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rules_cli").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("rules_cli", name)
 }
 
 const PROGRAM: &str = "from __future__ import annotations\nimport torch\n\n\

@@ -1,4 +1,5 @@
-//! Helpers shared by the integration tests: corpus discovery, golden loading and tolerant comparison.
+//! Helpers shared by the integration tests: corpus discovery, golden loading and tolerant comparison, and running
+//! the built binary.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -228,4 +229,39 @@ pub fn check_plan_on(
         compare(name, g.get(name).ok_or(format!("no {name}"))?, t)?;
     }
     Ok(stats)
+}
+
+/// What one run of the `funcfuse` binary gave.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The exit status; a signal (a stack overflow's abort, a segfault) has none and is -1, which fails every
+    /// status assertion.
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// The built binary, to be given arguments and environment.
+pub fn binary() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_funcfuse"))
+}
+
+/// Runs `cmd` (from [`binary`]); a panic or a stack overflow fails the test.
+pub fn run_binary(cmd: &mut std::process::Command) -> Outcome {
+    let out = cmd.output().expect("the binary runs");
+    let o = Outcome {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).to_string(),
+        stderr: String::from_utf8_lossy(&out.stderr).to_string(),
+    };
+    assert!(!o.stderr.contains("panicked") && !o.stderr.contains("overflowed"), "funcfuse crashed: {}", o.stderr);
+    o
+}
+
+/// A fresh scratch folder `group/name` under the test target folder.
+pub fn scratch(group: &str, name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(group).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
