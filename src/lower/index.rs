@@ -120,10 +120,14 @@ impl Idx {
         }
         let (q, r) = self.split(d);
         match r.range() {
-            Some((lo, hi)) if lo >= 0 && hi < d => q,
-            Some((lo, hi)) if lo.div_euclid(d) == hi.div_euclid(d) => q.add(&Idx::constant(lo.div_euclid(d))),
-            _ => q.add(&Idx::atom(Atom::Div(Box::new(r), d))),
+            Some((lo, hi)) if lo >= 0 && hi < d => return q,
+            Some((lo, hi)) if lo.div_euclid(d) == hi.div_euclid(d) => return q.add(&Idx::constant(lo.div_euclid(d))),
+            _ => {}
         }
+        if let Some((y, g, _)) = r.nest(d) {
+            return q.add(&y.div(d / g));
+        }
+        q.add(&Idx::atom(Atom::Div(Box::new(r), d)))
     }
 
     /// `self mod m` for `m > 0` (the result is in `[0, m)`).
@@ -133,9 +137,56 @@ impl Idx {
         }
         let (_, r) = self.split(m);
         match r.range() {
-            Some((lo, hi)) if lo >= 0 && hi < m => r,
-            _ => Idx::atom(Atom::Mod(Box::new(r), m)),
+            Some((lo, hi)) if lo >= 0 && hi < m => return r,
+            Some((lo, hi)) if lo.div_euclid(m) == hi.div_euclid(m) => {
+                return r.add(&Idx::constant(-lo.div_euclid(m) * m))
+            }
+            _ => {}
         }
+        if let Some((y, g, low)) = r.nest(m) {
+            return y.modulo(m / g).scale(g).add(&low);
+        }
+        Idx::atom(Atom::Mod(Box::new(r), m))
+    }
+
+    /// `g * y + low` with `g` a proper divisor of `d` and `low` in `[0, g)`, where such a split exists (the
+    /// flattened index of a view that merges dims: `85 * i + j` with `j < 85`). Then `floor(self / d)` is
+    /// `floor(y / (d / g))` and `self mod d` is `g * (y mod (d / g)) + low`.
+    fn nest(&self, d: i64) -> Option<(Idx, i64, Idx)> {
+        let mut gs: Vec<i64> = self.terms.values().map(|&k| gcd(k.abs(), d)).filter(|&g| g > 1 && g < d).collect();
+        gs.sort_unstable_by(|a, b| b.cmp(a));
+        gs.dedup();
+        for g in gs {
+            let mut y = Idx::constant(self.c.div_euclid(g));
+            let mut low = Idx::constant(self.c.rem_euclid(g));
+            for (a, &k) in &self.terms {
+                if k % g == 0 {
+                    y.terms.insert(a.clone(), k / g);
+                } else {
+                    low.terms.insert(a.clone(), k);
+                }
+            }
+            if matches!(low.range(), Some((lo, hi)) if lo >= 0 && hi < g) {
+                return Some((y, g, low));
+            }
+        }
+        None
+    }
+
+    /// The form with every loop variable replaced by `f(variable)`, divisions and modulos simplified again.
+    pub fn subst(&self, f: &dyn Fn(usize) -> Idx) -> Idx {
+        let mut out = Idx::constant(self.c);
+        for (a, &k) in &self.terms {
+            let v = match a {
+                Atom::Var(v, _) => f(*v),
+                Atom::Param(_) => Idx::atom(a.clone()),
+                Atom::Div(x, d) => x.subst(f).div(*d),
+                Atom::Mod(x, m) => x.subst(f).modulo(*m),
+                Atom::ViewInv(h, x, n) => Idx::atom(Atom::ViewInv(*h, Box::new(x.subst(f)), *n)),
+            };
+            out = out.add(&v.scale(k));
+        }
+        out
     }
 
     /// The form as a C expression of type `int64_t`; variables are `i0, i1, ...`, parameters `p[0], p[1], ...`.
@@ -165,6 +216,14 @@ impl Idx {
             let _ = write!(s, " + {}", self.c);
         }
         format!("({s})")
+    }
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 
@@ -209,6 +268,20 @@ mod tests {
         let row = Idx::atom(Atom::Param(0)).scale(512).add(&Idx::var(0, 512));
         assert_eq!(row.div(512), Idx::atom(Atom::Param(0)));
         assert_eq!(row.modulo(512), Idx::var(0, 512));
+    }
+
+    #[test]
+    fn merged_dims_divide_by_their_factor() {
+        // [300, 85] flattened: (85 * i + j) / 850 is i / 10, and its modulo 850 is 85 * (i mod 10) + j.
+        let lin = Idx::var(0, 300).scale(85).add(&Idx::var(1, 85));
+        assert_eq!(lin.div(850), Idx::var(0, 300).div(10));
+        assert_eq!(lin.modulo(850), Idx::var(0, 300).modulo(10).scale(85).add(&Idx::var(1, 85)));
+        // A range within one period: (i + 40) mod 40 for i < 40 is i, and (i + 45) mod 40 for i < 30 is i + 5.
+        assert_eq!(Idx::var(0, 40).add(&Idx::constant(40)).modulo(40), Idx::var(0, 40));
+        assert_eq!(Idx::var(0, 30).add(&Idx::constant(45)).modulo(40), Idx::var(0, 30).add(&Idx::constant(5)));
+        // Substituting i = 10 * h + l (a delinearized loop) removes the division.
+        let sub = Idx::var(0, 300).div(10).subst(&|_| Idx::var(0, 30).scale(10).add(&Idx::var(1, 10)));
+        assert_eq!(sub, Idx::var(0, 30));
     }
 
     #[test]

@@ -175,6 +175,21 @@ FF_FN double ff_min(double a, double b) { return (a != a || b != b) ? NAN : (a <
 FF_FN double ff_relu(double a) { return (a != a) ? a : (a > 0.0 ? a : 0.0); }
 FF_FN double ff_sign(double a) { return a > 0.0 ? 1.0 : (a < 0.0 ? -1.0 : a); }
 FF_FN double ff_sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }
+FF_FN float ff_maxf(float a, float b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
+FF_FN float ff_minf(float a, float b) { return (a != a || b != b) ? NAN : (a < b ? a : b); }
+FF_FN float ff_reluf(float a) { return (a != a) ? a : (a > 0.0f ? a : 0.0f); }
+FF_FN float ff_signf(float a) { return a > 0.0f ? 1.0f : (a < 0.0f ? -1.0f : a); }
+#ifndef FF_VMATH
+FF_FN float ff_expf(float a) { return expf(a); }
+FF_FN float ff_expm1f(float a) { return expm1f(a); }
+FF_FN float ff_logf(float a) { return logf(a); }
+FF_FN float ff_log1pf(float a) { return log1pf(a); }
+FF_FN float ff_tanhf(float a) { return tanhf(a); }
+FF_FN float ff_erff(float a) { return erff(a); }
+FF_FN float ff_sinf(float a) { return sinf(a); }
+FF_FN float ff_cosf(float a) { return cosf(a); }
+FF_FN float ff_sigmoidf(float a) { return 1.0f / (1.0f + expf(-a)); }
+#endif
 FF_FN int64_t ff_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 FF_FN int64_t ff_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 FF_FN int64_t ff_wrap(int64_t i, int64_t n) { return i < 0 ? i + n : i; }
@@ -225,6 +240,9 @@ fn unary(op: Unary, out: DType, a: &Expr, args: &str) -> String {
     use Unary::*;
     let x = render(a, args);
     let t = c_type(out);
+    if out == DType::F32 && !matches!(op, LogicalNot | BitNot) {
+        return unary_f32(op, &x);
+    }
     if a.dtype().is_float() || (out.is_float() && op != LogicalNot) {
         let f = format!("(double)({x})");
         let v = match op {
@@ -270,11 +288,69 @@ fn unary(op: Unary, out: DType, a: &Expr, args: &str) -> String {
     format!("(({t})({v}))")
 }
 
+/// A unary op on f32, computed in f32: exact where the op is correctly rounded (negation, abs, rounding, sqrt,
+/// reciprocal, square), within the math functions' stated ulp bounds elsewhere (`ff_expf` and friends: the C
+/// backend's vectorizable `vmath.h`, the CUDA math library on the GPU and the emulator).
+fn unary_f32(op: Unary, x: &str) -> String {
+    use Unary::*;
+    let f = format!("(float)({x})");
+    let v = match op {
+        Neg => format!("-{f}"),
+        Abs => format!("fabsf({f})"),
+        Relu => format!("ff_reluf({f})"),
+        Exp => format!("ff_expf({f})"),
+        Log => format!("ff_logf({f})"),
+        Log1p => format!("ff_log1pf({f})"),
+        Expm1 => format!("ff_expm1f({f})"),
+        Sqrt => format!("sqrtf({f})"),
+        Rsqrt => format!("1.0f / sqrtf({f})"),
+        Sigmoid => format!("ff_sigmoidf({f})"),
+        Tanh => format!("ff_tanhf({f})"),
+        Sin => format!("ff_sinf({f})"),
+        Cos => format!("ff_cosf({f})"),
+        Floor => format!("floorf({f})"),
+        Ceil => format!("ceilf({f})"),
+        Round => format!("rintf({f})"),
+        Trunc => format!("truncf({f})"),
+        Sign => format!("ff_signf({f})"),
+        Reciprocal => format!("1.0f / {f}"),
+        Square => format!("{f} * {f}"),
+        Erf => format!("ff_erff({f})"),
+        Silu => format!("{f} * ff_sigmoidf({f})"),
+        Gelu => format!("0.5f * {f} * (1.0f + ff_erff({f} * 0.70710678118654752440f))"),
+        LogicalNot | BitNot => unreachable!("not a float op"),
+    };
+    format!("((float)({v}))")
+}
+
 fn binary(op: Binary, compute: DType, out: DType, a: &Expr, b: &Expr, args: &str) -> String {
     use Binary::*;
     let (x, y) = (render(a, args), render(b, args));
     let t = c_type(out);
     let cmp = |o: &str, cast: &str| format!("((uint8_t)(({cast})({x}) {o} ({cast})({y})))");
+    if compute == DType::F32 {
+        // Add, subtract, multiply and divide round once in f32 exactly as in double rounded to f32 (double
+        // carries more than twice f32's precision), so computing them in f32 is exact; comparisons are too.
+        let (f, g) = (format!("(float)({x})"), format!("(float)({y})"));
+        let v = match op {
+            Add => format!("{f} + {g}"),
+            Sub => format!("{f} - {g}"),
+            Mul => format!("{f} * {g}"),
+            Div => format!("{f} / {g}"),
+            Maximum => format!("ff_maxf({f}, {g})"),
+            Minimum => format!("ff_minf({f}, {g})"),
+            Eq => return cmp("==", "float"),
+            Ne => return cmp("!=", "float"),
+            Lt => return cmp("<", "float"),
+            Le => return cmp("<=", "float"),
+            Gt => return cmp(">", "float"),
+            Ge => return cmp(">=", "float"),
+            _ => String::new(),
+        };
+        if !v.is_empty() {
+            return format!("(({t})({v}))");
+        }
+    }
     if compute.is_float() {
         let (f, g) = (format!("(double)({x})"), format!("(double)({y})"));
         let v = match op {

@@ -11,6 +11,7 @@ pub mod kernel;
 pub mod plan;
 mod prepare;
 mod show;
+pub mod specialize;
 
 pub use plan::{plan, plan_for, How, Plan, Policy};
 
