@@ -182,3 +182,25 @@ fn the_cost_profile_decides_between_storing_and_recomputing() {
     assert!(cost(&launchy, &slow_launch) < cost(&cpu, &slow_launch));
     assert!(cost(&cpu, &shipped) <= cost(&launchy, &shipped));
 }
+
+/// The C device keeps buffers in a pool across runs and launches: a plan run again on the same device, with other
+/// inputs in between, gives the same bits, and the run in between gives what a fresh device gives.
+#[test]
+fn buffers_reused_across_runs_give_the_same_results() {
+    for p in common::corpus_programs().into_iter().filter(|p| p.label().starts_with("workloads/")) {
+        let module = common::load(&p);
+        let f = common::optimized(&module, &p.func).unwrap();
+        let plan = funcfuse::lower::plan(&f.term, &f.inputs, Policy::Fused).unwrap();
+        let bits = |out: &[funcfuse::tensor::Tensor]| -> Vec<Vec<u64>> {
+            out.iter().map(|t| t.to_f64_vec().iter().map(|v| v.to_bits()).collect()).collect()
+        };
+        let inputs = |seed| common::seeded_inputs(&module, &p.func, seed);
+        let mut dev = funcfuse::lower::Loaded::new(&plan, funcfuse::lower::Target::C).unwrap();
+        let first = bits(&dev.run(&plan, &inputs(1)).unwrap().0);
+        let between = bits(&dev.run(&plan, &inputs(2)).unwrap().0);
+        let again = bits(&dev.run(&plan, &inputs(1)).unwrap().0);
+        assert_eq!(first, again, "{}: a second run on the same device differs", p.label());
+        let mut fresh = funcfuse::lower::Loaded::new(&plan, funcfuse::lower::Target::C).unwrap();
+        assert_eq!(between, bits(&fresh.run(&plan, &inputs(2)).unwrap().0), "{}: reused buffers differ", p.label());
+    }
+}

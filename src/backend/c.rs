@@ -4,6 +4,9 @@
 //! Compiled libraries are kept in the user's private kernel cache ([`super::cache`]), so a plan compiles once.
 
 use std::fmt::Write;
+use std::rc::Rc;
+
+use hashbrown::HashMap;
 
 use super::source::{buffer_decls, helpers, point_body, prelude, row_reduction};
 use crate::lower::exec::Device;
@@ -161,6 +164,7 @@ fn sanitizer_flags() -> Vec<String> {
 
 /// Host buffers and compiled kernels (C, or the CUDA emulator's).
 pub struct CDevice {
+    pool: Pool,
     _lib: libloading::Library,
     fns: Vec<KernelFn>,
     groups: Vec<KernelFn>,
@@ -208,7 +212,7 @@ impl CDevice {
         } else {
             None
         };
-        Ok(CDevice { _lib: lib, fns, groups, emu_error })
+        Ok(CDevice { pool: Pool::default(), _lib: lib, fns, groups, emu_error })
     }
 }
 
@@ -223,11 +227,52 @@ fn ptr(t: &Tensor) -> *mut std::ffi::c_void {
     }
 }
 
+/// Buffers a device allocated, by dtype and length, handed out again once nothing but the pool holds them: a
+/// plan run again (or a loop body's temporaries in the next iteration) finds its working set already in memory
+/// rather than faulting in fresh pages. At most [`Pool::MAX_BYTES`] are kept.
+#[derive(Default)]
+struct Pool {
+    free: HashMap<(DType, usize), Vec<Tensor>>,
+    bytes: usize,
+}
+
+impl Pool {
+    const MAX_BYTES: usize = 1 << 30;
+
+    /// A buffer of `n` elements of `d`: a free one from the pool (zeroed when `zero`), else a new zeroed one.
+    fn take(&mut self, d: DType, n: usize, zero: bool) -> Result<Tensor, String> {
+        if let Some(t) = self.free.get(&(d, n)).and_then(|v| v.iter().find(|t| Rc::strong_count(&t.buf) == 1)) {
+            let t = t.clone();
+            if zero {
+                t.buf.borrow_mut().fill_zero();
+            }
+            return Ok(t);
+        }
+        let t = Tensor::zeros(d, &[n])?;
+        let size = n * d.size();
+        if self.bytes + size <= Pool::MAX_BYTES {
+            self.bytes += size;
+            self.free.entry((d, n)).or_default().push(t.clone());
+        }
+        Ok(t)
+    }
+
+    /// A contiguous copy of `t` in a buffer from the pool.
+    fn copy(&mut self, t: &Tensor) -> Result<Tensor, String> {
+        if !t.is_contiguous() || t.offset + t.numel() > t.buf.borrow().len() {
+            return Ok(t.contiguous_copy());
+        }
+        let out = self.take(t.dtype(), t.numel(), false)?;
+        out.buf.borrow_mut().copy_range_from(&t.buf.borrow(), t.offset, t.numel());
+        Ok(out.restride(t.shape.clone(), crate::tensor::contiguous_strides(&t.shape), 0))
+    }
+}
+
 impl Device for CDevice {
     type Buf = Tensor;
 
     fn upload(&mut self, t: &Tensor) -> Result<Tensor, String> {
-        Ok(t.contiguous_copy())
+        self.pool.copy(t)
     }
 
     fn download(&mut self, b: &Tensor, _: DType, shape: &[usize]) -> Result<Tensor, String> {
@@ -235,11 +280,15 @@ impl Device for CDevice {
     }
 
     fn alloc(&mut self, d: DType, n: usize) -> Result<Tensor, String> {
-        Tensor::zeros(d, &[n])
+        self.pool.take(d, n, true)
+    }
+
+    fn alloc_uninit(&mut self, d: DType, n: usize) -> Result<Tensor, String> {
+        self.pool.take(d, n, false)
     }
 
     fn copy(&mut self, b: &Tensor, _: DType, _: usize) -> Result<Tensor, String> {
-        Ok(b.contiguous_copy())
+        self.pool.copy(b)
     }
 
     fn launch(&mut self, k: usize, bufs: &[&Tensor], params: &[i64]) -> Result<(), String> {

@@ -22,6 +22,11 @@ pub trait Device {
     fn upload(&mut self, t: &Tensor) -> Result<Self::Buf, String>;
     fn download(&mut self, b: &Self::Buf, d: DType, shape: &[usize]) -> Result<Tensor, String>;
     fn alloc(&mut self, d: DType, n: usize) -> Result<Self::Buf, String>;
+    /// A buffer whose every element the caller writes before reading it (a kernel that covers its output): its
+    /// contents need not be zero.
+    fn alloc_uninit(&mut self, d: DType, n: usize) -> Result<Self::Buf, String> {
+        self.alloc(d, n)
+    }
     fn copy(&mut self, b: &Self::Buf, d: DType, n: usize) -> Result<Self::Buf, String>;
     /// Launches kernel `k` of the plan; `bufs[0]` is the output.
     fn launch(&mut self, k: usize, bufs: &[&Self::Buf], params: &[i64]) -> Result<(), String>;
@@ -74,6 +79,9 @@ pub struct Executor<'p, D: Device> {
     /// Groups whose members' operands are being computed: a member needed meanwhile (two groups each reading a
     /// member of the other) is launched alone rather than by launching its group again, which would recurse forever.
     launching: Vec<usize>,
+    /// Per kernel: whether it writes every element of its fresh output ([`super::kernel::Kernel::covers`]), which then need not
+    /// be zeroed.
+    covers: Vec<bool>,
 }
 
 type R<T> = Result<T, String>;
@@ -93,6 +101,7 @@ pub fn execute<D: Device>(plan: &Plan, dev: &mut D, inputs: &BTreeMap<String, Te
         stats: Stats::default(),
         copy_loop_state,
         launching: Vec::new(),
+        covers: plan.kernels.iter().map(|k| k.covers()).collect(),
     };
     let root = plan.term.root();
     let out = ex.eval(root, inputs)?;
@@ -355,6 +364,9 @@ impl<D: Device> Executor<'_, D> {
                     _ => return Err("assign to a non-tensor".into()),
                 }
             }
+            _ if self.covers[k] && kernel.domain.iter().product::<usize>() == shape.iter().product::<usize>() => {
+                self.dev.alloc_uninit(d, shape.iter().product())?
+            }
             _ => self.dev.alloc(d, shape.iter().product())?,
         };
         let mut refs: Vec<&D::Buf> = vec![&out];
@@ -420,7 +432,12 @@ impl<D: Device> Executor<'_, D> {
             let launch = &plan.launches[m];
             let (bufs, params) = self.operands(launch, inputs)?;
             let (d, shape) = plan.tensor(launch.node).ok_or("a kernel of a non-tensor")?;
-            let out = self.dev.alloc(d, shape.iter().product())?;
+            let n = shape.iter().product();
+            let out = if self.covers[m] && plan.kernels[m].domain.iter().product::<usize>() == n {
+                self.dev.alloc_uninit(d, n)?
+            } else {
+                self.dev.alloc(d, n)?
+            };
             members.push(Some((out, d, Rc::<[usize]>::from(shape), bufs, params)));
         }
         let filler = members.iter().flatten().next().map(|m| m.0.clone()).ok_or("an empty kernel group")?;

@@ -133,6 +133,16 @@ impl Kernel {
         self.domain.iter().product::<usize>() * self.reduce.as_ref().map_or(1, |r| r.extents.iter().product())
     }
 
+    /// Whether the kernel writes every element of a fresh output buffer of its domain's size: not in place, and
+    /// storing each point at its row-major position.
+    pub fn covers(&self) -> bool {
+        if self.in_place {
+            return false;
+        }
+        let vars: Vec<Idx> = self.domain.iter().enumerate().map(|(v, &n)| Idx::var(v, n)).collect();
+        self.store == super::index::ravel(&vars, &self.domain)
+    }
+
     /// Bytes moved and arithmetic ops of one launch, given the element counts of its argument buffers (after the
     /// output): the output is written once, each argument read at most once per point.
     pub fn traffic(&self, arg_numels: impl IntoIterator<Item = usize>) -> (f64, f64) {

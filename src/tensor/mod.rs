@@ -71,6 +71,29 @@ impl Buf {
         }
     }
 
+    /// Sets every element to zero (false).
+    pub fn fill_zero(&mut self) {
+        match self {
+            Buf::Bool(v) => v.fill(false),
+            Buf::I32(v) => v.fill(0),
+            Buf::I64(v) => v.fill(0),
+            Buf::F32(v) => v.fill(0.0),
+            Buf::F64(v) => v.fill(0.0),
+        }
+    }
+
+    /// Copies `n` elements of `src` from `start` to this buffer's beginning (both of one dtype).
+    pub fn copy_range_from(&mut self, src: &Buf, start: usize, n: usize) {
+        match (self, src) {
+            (Buf::Bool(d), Buf::Bool(s)) => d[..n].copy_from_slice(&s[start..start + n]),
+            (Buf::I32(d), Buf::I32(s)) => d[..n].copy_from_slice(&s[start..start + n]),
+            (Buf::I64(d), Buf::I64(s)) => d[..n].copy_from_slice(&s[start..start + n]),
+            (Buf::F32(d), Buf::F32(s)) => d[..n].copy_from_slice(&s[start..start + n]),
+            (Buf::F64(d), Buf::F64(s)) => d[..n].copy_from_slice(&s[start..start + n]),
+            _ => panic!("copy_range_from between buffers of different dtypes"),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
