@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use crate::lower::index::{ravel, Idx};
-use crate::lower::kernel::{c_type, reduction_parts, render, view_helpers, Kernel, RedOp, PRELUDE};
+use crate::lower::index::{ravel, Atom, Idx};
+use crate::lower::kernel::{c_type, reduction_parts, render, view_helpers, Expr, Kernel, RedOp, PRELUDE};
 
 /// The prelude every source file starts with, with `FF_FN` defined as `fn_kw`; `FF_SIMD` asks for the loop after
 /// it to be vectorized (the accumulator loop of a row reduction, whose iterations are independent).
@@ -79,51 +79,112 @@ pub fn store_result(k: &Kernel, fin: &str) -> String {
     }
 }
 
-/// For a sum (or mean) over inner variables, the loop nest with the last domain variable innermost and one
-/// accumulator per value of it, so that loads along that variable are contiguous (a matmul reads rows of B, not
-/// columns). Each element still sums over the inner variables in the same order. `None` where this does not apply.
+/// For a reduction over inner variables, the loop nest with a domain variable innermost and one accumulator per
+/// value of it (the "row"), so that the innermost loop walks memory with that variable's stride rather than the
+/// reduction's: a matmul reads rows of B rather than columns, a max over channels of an NCHW tensor reads pixels
+/// side by side. The row is the last domain variable of more than one value (later ones have one value), and
+/// only where it moves through the loads by less than the last reduction variable does. Each element still
+/// folds over the inner variables in the same order, so results are the same bits as the plain nest's. `None`
+/// where this does not apply (integer or boolean reductions, rows over 8192).
 pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     let red = k.reduce.as_ref()?;
-    let last = k.domain.len().checked_sub(1)?;
-    let n = k.domain[last];
-    if !matches!(red.op, RedOp::Sum | RedOp::Mean) || !(2..=8192).contains(&n) || !k.value.dtype().is_float() {
+    let row = k.domain.iter().rposition(|&n| n > 1)?;
+    let n = k.domain[row];
+    if !k.value.dtype().is_float() || n > 8192 || matches!(red.op, RedOp::Any | RedOp::All) {
+        return None;
+    }
+    let inner = k.domain.len() + red.extents.iter().rposition(|&m| m > 1)?;
+    if stride_sum(&k.value, row) >= stride_sum(&k.value, inner) {
         return None;
     }
     let mut s = String::new();
     let count: usize = red.extents.iter().product();
     let mut ind = indent.to_string();
-    for (v, &m) in k.domain[..last].iter().enumerate() {
+    for (v, &m) in k.domain[..row].iter().enumerate() {
         let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{");
         ind.push_str("  ");
     }
+    let (init, arg) = match red.op {
+        RedOp::Max | RedOp::ArgMax => ("-INFINITY", true),
+        RedOp::Min | RedOp::ArgMin => ("INFINITY", true),
+        RedOp::Prod => ("1", false),
+        _ => ("0", false),
+    };
+    let arg = arg && matches!(red.op, RedOp::ArgMax | RedOp::ArgMin);
     let _ = writeln!(
         s,
-        "{ind}double acc[{n}];\n{ind}for (int64_t i{last} = 0; i{last} < {n}; i{last}++) acc[i{last}] = 0;"
+        "{ind}double acc[{n}];\n{ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) acc[i{row}] = {init};"
     );
+    if arg {
+        let _ = writeln!(
+            s,
+            "{ind}int64_t arg[{n}];\n{ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) arg[i{row}] = 0;"
+        );
+    }
     let base = k.domain.len();
-    let mut inner = ind.clone();
+    let mut inner_ind = ind.clone();
     for (j, &m) in red.extents.iter().enumerate() {
-        let _ = writeln!(s, "{inner}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{", v = base + j);
-        inner.push_str("  ");
+        let _ = writeln!(s, "{inner_ind}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{", v = base + j);
+        inner_ind.push_str("  ");
+    }
+    if arg {
+        let vars: Vec<Idx> = red.extents.iter().enumerate().map(|(j, &m)| Idx::var(base + j, m)).collect();
+        let _ = writeln!(s, "{inner_ind}int64_t r = {};", ravel(&vars, &red.extents).render());
+    }
+    let a = format!("acc[i{row}]");
+    let update = match red.op {
+        RedOp::Sum | RedOp::Mean => format!("{a} += v;"),
+        RedOp::Prod => format!("{a} *= v;"),
+        RedOp::Max => format!("{a} = (v > {a} || v != v) ? v : {a};"),
+        RedOp::Min => format!("{a} = (v < {a} || v != v) ? v : {a};"),
+        RedOp::ArgMax | RedOp::ArgMin => {
+            let cmp = if red.op == RedOp::ArgMax { ">" } else { "<" };
+            format!(
+                "int take = v {cmp} {a} || (v != v && {a} == {a}); arg[i{row}] = take ? r : arg[i{row}]; \
+                 {a} = take ? v : {a};"
+            )
+        }
+        RedOp::Any | RedOp::All => unreachable!("refused above"),
+    };
+    if n < 8 && !n.is_power_of_two() {
+        // See `c.rs`'s inner_loop_pragmas: GCC 12.2 miscompiled nested selects in loops of 3 it unrolled.
+        let _ = writeln!(s, "{inner_ind}#pragma GCC unroll 1");
     }
     let _ = writeln!(
         s,
-        "{inner}FF_SIMD\n{inner}for (int64_t i{last} = 0; i{last} < {n}; i{last}++) acc[i{last}] += (double)({});",
+        "{inner_ind}FF_SIMD\n{inner_ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) {{ double v = (double)({}); {update} }}",
         render(&k.value, "a")
     );
     for _ in &red.extents {
-        inner.truncate(inner.len() - 2);
-        let _ = writeln!(s, "{inner}}}");
+        inner_ind.truncate(inner_ind.len() - 2);
+        let _ = writeln!(s, "{inner_ind}}}");
     }
-    let fin = if red.op == RedOp::Mean { format!(" / {count}.0") } else { String::new() };
-    let _ = writeln!(
-        s,
-        "{ind}for (int64_t i{last} = 0; i{last} < {n}; i{last}++) {}",
-        store_result(k, &format!("acc[i{last}]{fin}"))
-    );
-    for _ in &k.domain[..last] {
+    let fin = match red.op {
+        RedOp::Mean => format!("acc[i{row}] / {count}.0"),
+        RedOp::ArgMax | RedOp::ArgMin => format!("arg[i{row}]"),
+        _ => format!("acc[i{row}]"),
+    };
+    let _ = writeln!(s, "{ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) {}", store_result(k, &fin));
+    for _ in &k.domain[..row] {
         ind.truncate(ind.len() - 2);
         let _ = writeln!(s, "{ind}}}");
     }
     Some(s)
+}
+
+/// How far variable `v` moves the loads of `e`: the sum of its coefficients' magnitudes over every load index.
+fn stride_sum(e: &Expr, v: usize) -> i64 {
+    let here = match e {
+        Expr::Load { at, .. } | Expr::Gather { at, .. } => {
+            at.terms.iter().filter(|(a, _)| matches!(a, Atom::Var(u, _) if *u == v)).map(|(_, k)| k.abs()).sum()
+        }
+        _ => 0,
+    };
+    here + match e {
+        Expr::Unary(_, _, a) | Expr::Cast(_, a) => stride_sum(a, v),
+        Expr::Gather { index, .. } => stride_sum(index, v),
+        Expr::Binary(_, _, _, a, b) => stride_sum(a, v) + stride_sum(b, v),
+        Expr::Where(c, a, b) => stride_sum(c, v) + stride_sum(a, v) + stride_sum(b, v),
+        _ => 0,
+    }
 }
