@@ -82,6 +82,15 @@ impl Plan {
     }
 }
 
+/// What one transcendental op (exp, log, tanh, sigmoid, erf, pow, sin, cos...) costs in arithmetic ops when the
+/// planner weighs recomputing a value against storing it: about what a vectorized f32 `exp` costs against an add.
+const TRANSCENDENTAL_OPS: i64 = 8;
+
+fn transcendental(op: OpName) -> bool {
+    use OpName::*;
+    matches!(op, Exp | Log | Log1p | Expm1 | Tanh | Sigmoid | Erf | Pow | Sin | Cos | Silu | Gelu | Atan2)
+}
+
 /// Plans `term` under `policy`, deciding by the shipped CPU cost profile (see [`plan_for`]).
 pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy) -> Result<Plan, String> {
     plan_for(term, inputs, policy, &crate::cost::Profile::shipped_c())
@@ -348,8 +357,8 @@ impl Planner<'_> {
             // written step by step) nest ever deeper. Which is cheaper shows in the whole plan: both are planned.
             let into_buffer = self.policy == Policy::Fused
                 && matches!(self.term[id], Node::Assign([x, _, _]) if self.how[usize::from(x)] != How::Inline);
-            let shared = users.len() > 1 && !self.cheap(id) && {
-                let recompute = self.recompute_costs_more(id, users.len());
+            let shared = !self.cheap(id) && {
+                let recompute = self.recompute_costs_more(id);
                 self.alternative |= into_buffer && !recompute;
                 recompute || (into_buffer && self.store_writes)
             };
@@ -406,15 +415,28 @@ impl Planner<'_> {
         }
     }
 
-    /// Whether computing a shared value in each of its `users` kernels costs more than one kernel that stores it
-    /// (a launch, a write and a read per user), by the planner's cost profile.
-    fn recompute_costs_more(&self, id: Id, users: usize) -> bool {
+    /// Whether computing a value inline in its readers costs more than one kernel that stores it (a launch, a
+    /// write and a read per user), by the planner's cost profile. Inline, each reader computes it once per element
+    /// it reads: several readers each pay for all of it, and a reader that broadcasts it (a larger shape) pays once
+    /// per element of its own. Transcendental ops count as [`TRANSCENDENTAL_OPS`] ops.
+    fn recompute_costs_more(&self, id: Id) -> bool {
+        let users = &self.users[usize::from(id)];
         let p = &self.profile;
         let (d, shape) = self.tensor(id).expect("a tensor");
         let n = shape.iter().product::<usize>() as f64;
+        let points: f64 = users
+            .iter()
+            .map(|&u| self.tensor(u).map_or(n, |(_, s)| (s.iter().product::<usize>() as f64).max(n)))
+            .sum();
+        if points <= n {
+            return false;
+        }
         let mut ops = 0i64;
         fn count(pl: &Planner, id: Id, ops: &mut i64) {
-            *ops += 1;
+            *ops += match pl.term[id] {
+                Node::Op(op, _) if transcendental(op) => TRANSCENDENTAL_OPS,
+                _ => 1,
+            };
             if *ops > 1000 || pl.how[usize::from(id)] != How::Inline {
                 return;
             }
@@ -423,8 +445,8 @@ impl Planner<'_> {
             }
         }
         count(self, id, &mut ops);
-        let recompute = (users - 1) as f64 * n * ops as f64 / p.ops_per_s;
-        let store = p.launch_s + (1 + users) as f64 * n * d.size() as f64 / p.bytes_per_s;
+        let recompute = (points - n) * ops as f64 / p.ops_per_s;
+        let store = p.launch_s + (1 + users.len()) as f64 * n * d.size() as f64 / p.bytes_per_s;
         recompute > store
     }
 
