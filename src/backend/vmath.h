@@ -25,44 +25,44 @@
 #define FF_FN static inline
 #endif
 
-static inline uint32_t ff__f2u(float x) {
+FF_FN uint32_t ff__f2u(float x) {
     uint32_t u;
     memcpy(&u, &x, sizeof u);
     return u;
 }
-static inline float ff__u2f(uint32_t u) {
+FF_FN float ff__u2f(uint32_t u) {
     float x;
     memcpy(&x, &u, sizeof x);
     return x;
 }
-static inline uint64_t ff__d2u(double x) {
+FF_FN uint64_t ff__d2u(double x) {
     uint64_t u;
     memcpy(&u, &x, sizeof u);
     return u;
 }
-static inline double ff__u2d(uint64_t u) {
+FF_FN double ff__u2d(uint64_t u) {
     double x;
     memcpy(&x, &u, sizeof x);
     return x;
 }
 /* Selects as bit masks: GCC turns `c ? a : b` with a constant arm into branches (jump threading) that, with
  * -ftrapping-math, it then refuses to if-convert, and the loop stays scalar. A mask blend stays a blend. */
-static inline double ff__seld(int c, double a, double b) {
+FF_FN double ff__seld(int c, double a, double b) {
     uint64_t m = -(uint64_t)(c != 0);
     return ff__u2d((ff__d2u(a) & m) | (ff__d2u(b) & ~m));
 }
-static inline float ff__self(int c, float a, float b) {
+FF_FN float ff__self(int c, float a, float b) {
     uint32_t m = -(uint32_t)(c != 0);
     return ff__u2f((ff__f2u(a) & m) | (ff__f2u(b) & ~m));
 }
 /* |x| by clearing the sign bit. */
-static inline double ff__absd(double x) { return ff__u2d(ff__d2u(x) & 0x7fffffffffffffffull); }
+FF_FN double ff__absd(double x) { return ff__u2d(ff__d2u(x) & 0x7fffffffffffffffull); }
 /* x with the sign bit of s (a float) added: x must be non-negative. */
-static inline float ff__orsign(float x, float s) { return ff__u2f(ff__f2u(x) | (ff__f2u(s) & 0x80000000u)); }
+FF_FN float ff__orsign(float x, float s) { return ff__u2f(ff__f2u(x) | (ff__f2u(s) & 0x80000000u)); }
 
 /* e^x in double, relative error below 1e-9 (Taylor degree 8 after reduction by ln2). x is clamped to [-200, 200],
  * which is far beyond every float result (0 or inf after the final rounding); NaN propagates. */
-static inline double ff__exp_d(double x) {
+FF_FN double ff__exp_d(double x) {
     const double shift = 0x1.8p52;
     x = ff__seld(x > 200.0, 200.0, x);
     x = ff__seld(x < -200.0, -200.0, x);
@@ -85,7 +85,7 @@ static inline double ff__exp_d(double x) {
 
 /* e^x - 1 in double, relative error below 1e-9: a Taylor polynomial of (e^x - 1) / x near 0, e^x - 1 elsewhere.
  * Keeps the sign of a zero. */
-static inline double ff__expm1_d(double x) {
+FF_FN double ff__expm1_d(double x) {
     double p = 1.0 / 3628800.0;
     p = p * x + 1.0 / 362880.0;
     p = p * x + 1.0 / 40320.0;
@@ -103,7 +103,7 @@ static inline double ff__expm1_d(double x) {
 
 /* ln(x) in double for a positive, finite, normal double x, relative error near 1e-16: x = 2^k m with m in
  * [sqrt(2)/2, sqrt(2)), ln(m) = 2 atanh(s) with s = (m - 1) / (m + 1), |s| < 0.172. Other inputs give garbage. */
-static inline double ff__log_d(double x) {
+FF_FN double ff__log_d(double x) {
     uint64_t u = ff__d2u(x);
     uint64_t t = u + (0x3ff0000000000000ull - 0x3fe6a09e667f3bcdull);
     uint64_t kb = t >> 52; /* k + 1023 */
@@ -202,7 +202,7 @@ FF_FN float ff_erff(float x) {
 
 /* sin (cos_shift = 0) or cos (cos_shift = 1) of x: x - k pi/2 with pi/2 in three parts (the first two of 24 bits,
  * so k pi/2 is exact for |k| < 2^30), then Taylor polynomials on |r| <= pi/4 and the quadrant by selects. */
-static inline float ff__sincos(float x, uint64_t cos_shift) {
+FF_FN float ff__sincos(float x, uint64_t cos_shift) {
     const double shift = 0x1.8p52;
     double xd = (double)x;
     double kd = xd * 0x1.45f306dc9c883p-1 + shift;
