@@ -12,7 +12,7 @@ const HEADER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/backend/vmath.h")
 const HARNESS: &str = include_str!("vmath_harness.c");
 
 /// The stated bound of each function, in ulp against the correctly rounded result (see the header's comment).
-const BOUNDS: [(&str, i64); 10] = [
+const BOUNDS: [(&str, i64); 11] = [
     ("expf", 1),
     ("expm1f", 1),
     ("logf", 1),
@@ -23,6 +23,7 @@ const BOUNDS: [(&str, i64); 10] = [
     ("sinf", 1),
     ("cosf", 1),
     ("powf", 1),
+    ("rsqrtf", 1),
 ];
 
 /// Every STRIDE-th f32 bit pattern (a prime, so that every mantissa pattern class is hit): 14M inputs per function.
@@ -202,6 +203,11 @@ fn named_special_cases() {
         ("erff", f32::NEG_INFINITY, 0.0, b(-1.0)),
         ("sinf", f32::INFINITY, 0.0, nan),
         ("cosf", f32::NEG_INFINITY, 0.0, nan),
+        ("rsqrtf", 0.0, 0.0, inf),
+        ("rsqrtf", -0.0, 0.0, ninf),
+        ("rsqrtf", -1.0, 0.0, nan),
+        ("rsqrtf", f32::INFINITY, 0.0, b(0.0)),
+        ("rsqrtf", 0.25, 0.0, b(2.0)),
         ("powf", f32::NAN, 0.0, b(1.0)),
         ("powf", f32::NAN, -0.0, b(1.0)),
         ("powf", 1.0, f32::NAN, b(1.0)),

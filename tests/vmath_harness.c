@@ -49,6 +49,8 @@ static float ref_sigmoid(float x) { return (float)(1.0 / (1.0 + exp(-(double)x))
 static float ref_erf(float x) { return (float)erf((double)x); }
 static float ref_sin(float x) { return (float)sin((double)x); }
 static float ref_cos(float x) { return (float)cos((double)x); }
+static float ref_rsqrt(float x) { return (float)(1.0 / sqrt((double)x)); }
+static float lib_rsqrt(float x) { return 1.0f / sqrtf(x); }
 static float ref_pow(float x, float y) { return (float)pow((double)x, (double)y); }
 
 /* Each wrapped so that the sweep loop below is one call per element (not inlined into the sweep itself). */
@@ -65,6 +67,7 @@ WRAP(sigmoidf)
 WRAP(erff)
 WRAP(sinf)
 WRAP(cosf)
+WRAP(rsqrtf)
 static void run_powf(const float *x, const float *y, float *z, int n) {
     for (int i = 0; i < n; i++) z[i] = ff_powf(x[i], y[i]);
 }
@@ -80,7 +83,7 @@ static const struct unary UNARY[] = {
     {"logf", run_logf, ref_log, logf},         {"log1pf", run_log1pf, ref_log1p, log1pf},
     {"tanhf", run_tanhf, ref_tanh, tanhf},     {"sigmoidf", run_sigmoidf, ref_sigmoid, NULL},
     {"erff", run_erff, ref_erf, erff},         {"sinf", run_sinf, ref_sin, sinf},
-    {"cosf", run_cosf, ref_cos, cosf},
+    {"cosf", run_cosf, ref_cos, cosf},         {"rsqrtf", run_rsqrtf, ref_rsqrt, lib_rsqrt},
 };
 #define NUNARY (sizeof UNARY / sizeof UNARY[0])
 #define CHUNK 4096
