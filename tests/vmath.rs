@@ -300,3 +300,20 @@ fn loops_vectorize_without_calls() {
     let undefined = run(Command::new("nm").arg("-u").arg(&obj));
     assert!(undefined.trim().is_empty(), "the loops call out: {undefined}");
 }
+
+/// Under -ffast-math the NaN/infinity selects and rounding tricks would be folded away: the header refuses to compile.
+#[test]
+fn refuses_fast_math() {
+    let dir = common::scratch("vmath", "fast_math");
+    let file = dir.join("f.c");
+    std::fs::write(&file, format!("#include \"{HEADER}\"\nfloat f(float x) {{ return ff_expf(x); }}\n")).unwrap();
+    for flag in ["-ffast-math", "-ffinite-math-only"] {
+        let out =
+            Command::new(cc()).args(["-O2", flag, "-c"]).arg(&file).arg("-o").arg(dir.join("f.o")).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flag}: compiled");
+        assert!(err.contains("vmath.h needs IEEE semantics"), "{flag}: not the header's error:\n{err}");
+    }
+    let out = Command::new(cc()).args(["-O2", "-c"]).arg(&file).arg("-o").arg(dir.join("f.o")).output().unwrap();
+    assert!(out.status.success(), "without fast math: {}", String::from_utf8_lossy(&out.stderr));
+}

@@ -12,6 +12,8 @@
  *   ff_expf, ff_expm1f, ff_logf, ff_log1pf, ff_tanhf, ff_sigmoidf, ff_erff, ff_powf, ff_rsqrtf: <= 1 ulp on all\n *   inputs (sqrt itself: use sqrtf, which is exact and vectorizes with -fno-math-errno).
  *   ff_sinf, ff_cosf: <= 1 ulp for |x| < 2^30 (about 1.07e9; Cody-Waite reduction with a 3-part pi/2); larger finite
  *   |x| give a value in [-1, 1] that is not accurate; +-inf give NaN.
+ * Needs IEEE semantics: -ffinite-math-only would fold away the NaN and infinity selects and -fassociative-math the
+ * rounding tricks, so -ffast-math is refused at compile time.
  * Signed zeros follow C: expm1f, log1pf, tanhf, erff, sinf keep -0; rsqrtf(-0) = -inf. ff_powf follows C99's powf special cases.
  */
 #ifndef FF_VMATH_H
@@ -23,6 +25,10 @@
 
 #ifndef FF_FN
 #define FF_FN static inline
+#endif
+
+#if defined(__FAST_MATH__) || (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
+#error "vmath.h needs IEEE semantics: compile without -ffast-math / -ffinite-math-only"
 #endif
 
 FF_FN uint32_t ff__f2u(float x) {
@@ -260,8 +266,8 @@ FF_FN float ff_rsqrtf(float x) {
 FF_FN float ff_powf(float x, float y) {
     double ax = ff__absd((double)x);
     double l = ff__log_d(ax);
-    l = ff__seld(ax == 0.0, -INFINITY, l);
-    l = ff__seld(ax == INFINITY, INFINITY, l);
+    l = ff__seld(ax == 0.0, -(double)INFINITY, l);
+    l = ff__seld(ax == (double)INFINITY, (double)INFINITY, l);
     float r = (float)ff__exp_d((double)y * l);
     float ay = ff__u2f(ff__f2u(y) & 0x7fffffffu);
     float rounded = (ay + 0x1p23f) - 0x1p23f;
