@@ -38,7 +38,8 @@ pub fn render(plan: &Plan) -> String {
 }
 
 pub fn render_kernels(kernels: &[Kernel]) -> String {
-    let mut s = String::from("#include <stdint.h>\n#include <math.h>\n");
+    let mut s = String::from("#include <stdint.h>\n#include <math.h>\n#define FF_VMATH\n");
+    s.push_str(VMATH);
     s.push_str(&prelude("static inline"));
     for k in kernels {
         let (def, undef) = helpers(k, "static inline");
@@ -118,6 +119,10 @@ fn inner_loop_pragmas(k: &Kernel, n: usize, ind: &str) -> String {
     }
     s
 }
+
+/// Vectorizable f32 math (`ff_expf` and friends, within 1 ulp; see the header), which the C kernels use in place
+/// of libm's scalar calls.
+const VMATH: &str = include_str!("vmath.h");
 
 /// Compiler flags: `-O3` for the host CPU, no contraction into fused multiply-adds (results round as the
 /// reference interpreter's do), and no `errno` from math functions (so that `sqrtf` and friends vectorize; no

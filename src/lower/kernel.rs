@@ -200,6 +200,8 @@ FF_FN float ff_sinf(float a) { return sinf(a); }
 FF_FN float ff_cosf(float a) { return cosf(a); }
 FF_FN float ff_sigmoidf(float a) { return 1.0f / (1.0f + expf(-a)); }
 #endif
+FF_FN float ff_sin32(float a) { return fabsf(a) < 0x1p30f ? ff_sinf(a) : sinf(a); }
+FF_FN float ff_cos32(float a) { return fabsf(a) < 0x1p30f ? ff_cosf(a) : cosf(a); }
 FF_FN int64_t ff_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 FF_FN int64_t ff_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 FF_FN int64_t ff_wrap(int64_t i, int64_t n) { return i < 0 ? i + n : i; }
@@ -300,7 +302,8 @@ fn unary(op: Unary, out: DType, a: &Expr, args: &str) -> String {
 
 /// A unary op on f32, computed in f32: exact where the op is correctly rounded (negation, abs, rounding, sqrt,
 /// reciprocal, square), within the math functions' stated ulp bounds elsewhere (`ff_expf` and friends: the C
-/// backend's vectorizable `vmath.h`, the CUDA math library on the GPU and the emulator).
+/// backend's vectorizable `vmath.h`, within 1 ulp; CUDA's math library, within 2, on the GPU and in the
+/// emulator). `vmath.h`'s sin and cos hold for |x| < 2^30; beyond, libm's are called.
 fn unary_f32(op: Unary, x: &str) -> String {
     use Unary::*;
     let f = format!("(float)({x})");
@@ -316,8 +319,8 @@ fn unary_f32(op: Unary, x: &str) -> String {
         Rsqrt => format!("1.0f / sqrtf({f})"),
         Sigmoid => format!("ff_sigmoidf({f})"),
         Tanh => format!("ff_tanhf({f})"),
-        Sin => format!("ff_sinf({f})"),
-        Cos => format!("ff_cosf({f})"),
+        Sin => format!("ff_sin32({f})"),
+        Cos => format!("ff_cos32({f})"),
         Floor => format!("floorf({f})"),
         Ceil => format!("ceilf({f})"),
         Round => format!("rintf({f})"),
