@@ -47,8 +47,21 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
         s.push_str(&def);
         let _ = writeln!(s, "void {}(void** b, const int64_t* p) {{\n  (void)p;", k.name);
         s.push_str(&buffer_decls(k));
-        if let Some(body) = row_reduction(k, "  ") {
-            s.push_str(&body);
+        if k.reduce.is_some() {
+            // Each piece of the output domain reduces with its own loop nest (a row where that pays).
+            let pieces = crate::lower::specialize::pieces(k)
+                .map_or_else(|| vec![k.clone()], |ps| ps.iter().map(|p| p.kernel(k)).collect());
+            for (n, piece) in pieces.iter().enumerate() {
+                if pieces.len() > 1 {
+                    let _ = writeln!(s, "  /* piece {n}: {:?} */", piece.domain);
+                }
+                s.push_str("  {\n");
+                match row_reduction(piece, "  ") {
+                    Some(body) => s.push_str(&body),
+                    None => s.push_str(&plain_nest(piece)),
+                }
+                s.push_str("  }\n");
+            }
             s.push_str("}\n");
             s.push_str(&undef);
             continue;
@@ -62,21 +75,26 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
                     s.push_str(&piece_nest(k, piece));
                 }
             }
-            None => {
-                let mut ind = String::from("  ");
-                for (v, &n) in k.domain.iter().enumerate() {
-                    let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {n}; i{v}++) {{");
-                    ind.push_str("  ");
-                }
-                s.push_str(&point_body(k, &ind));
-                for _ in &k.domain {
-                    ind.truncate(ind.len() - 2);
-                    let _ = writeln!(s, "{ind}}}");
-                }
-            }
+            None => s.push_str(&plain_nest(k)),
         }
         s.push_str("}\n");
         s.push_str(&undef);
+    }
+    s
+}
+
+/// A kernel's loop nest as it is: one loop per domain variable, the point's body inside.
+fn plain_nest(k: &Kernel) -> String {
+    let mut s = String::new();
+    let mut ind = String::from("  ");
+    for (v, &n) in k.domain.iter().enumerate() {
+        let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {n}; i{v}++) {{");
+        ind.push_str("  ");
+    }
+    s.push_str(&point_body(k, &ind));
+    for _ in &k.domain {
+        ind.truncate(ind.len() - 2);
+        let _ = writeln!(s, "{ind}}}");
     }
     s
 }

@@ -82,13 +82,15 @@ pub fn store_result(k: &Kernel, fin: &str) -> String {
 /// For a reduction over inner variables, the loop nest with a domain variable innermost and one accumulator per
 /// value of it (the "row"), so that the innermost loop walks memory with that variable's stride rather than the
 /// reduction's: a matmul reads rows of B rather than columns, a max over channels of an NCHW tensor reads pixels
-/// side by side. The row is the last domain variable of more than one value (later ones have one value), and
-/// only where it moves through the loads by less than the last reduction variable does. Each element still
+/// side by side. The row is the domain variable that moves through the loads least, taken only where it moves
+/// them less than the last reduction variable does; the other domain variables loop outside. Each element still
 /// folds over the inner variables in the same order, so results are the same bits as the plain nest's. `None`
 /// where this does not apply (integer or boolean reductions, rows over 8192).
 pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     let red = k.reduce.as_ref()?;
-    let row = k.domain.iter().rposition(|&n| n > 1)?;
+    // The domain variable that moves through the loads least (the last such, on ties).
+    let row =
+        (0..k.domain.len()).filter(|&v| k.domain[v] > 1).min_by_key(|&v| (stride_sum(&k.value, v), usize::MAX - v))?;
     let n = k.domain[row];
     if !k.value.dtype().is_float() || n > 8192 || matches!(red.op, RedOp::Any | RedOp::All) {
         return None;
@@ -100,8 +102,9 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     let mut s = String::new();
     let count: usize = red.extents.iter().product();
     let mut ind = indent.to_string();
-    for (v, &m) in k.domain[..row].iter().enumerate() {
-        let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{");
+    let outer: Vec<usize> = (0..k.domain.len()).filter(|&v| v != row && k.domain[v] > 1).collect();
+    for &v in &outer {
+        let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{", m = k.domain[v]);
         ind.push_str("  ");
     }
     let (init, arg) = match red.op {
@@ -165,7 +168,7 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         _ => format!("acc[i{row}]"),
     };
     let _ = writeln!(s, "{ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) {}", store_result(k, &fin));
-    for _ in &k.domain[..row] {
+    for _ in &outer {
         ind.truncate(ind.len() - 2);
         let _ = writeln!(s, "{ind}}}");
     }
@@ -173,18 +176,36 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
 }
 
 /// How far variable `v` moves the loads of `e`: the sum of its coefficients' magnitudes over every load index.
+/// A variable inside a division, modulo or view inverse counts as moving them far (`i64::MAX / 4`): such a
+/// row would compute them per element, where the plain nest computes them once per output.
 fn stride_sum(e: &Expr, v: usize) -> i64 {
     let here = match e {
-        Expr::Load { at, .. } | Expr::Gather { at, .. } => {
-            at.terms.iter().filter(|(a, _)| matches!(a, Atom::Var(u, _) if *u == v)).map(|(_, k)| k.abs()).sum()
-        }
+        Expr::Load { at, .. } | Expr::Gather { at, .. } => at
+            .terms
+            .iter()
+            .map(|(a, k)| match a {
+                Atom::Var(u, _) if *u == v => k.abs(),
+                Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) if mentions(x, v) => i64::MAX / 4,
+                _ => 0,
+            })
+            .fold(0i64, |a, b| a.saturating_add(b)),
+        Expr::Index(i) | Expr::NonNeg(i) if mentions(i, v) => i64::MAX / 4,
         _ => 0,
     };
-    here + match e {
+    here.saturating_add(match e {
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => stride_sum(a, v),
         Expr::Gather { index, .. } => stride_sum(index, v),
-        Expr::Binary(_, _, _, a, b) => stride_sum(a, v) + stride_sum(b, v),
-        Expr::Where(c, a, b) => stride_sum(c, v) + stride_sum(a, v) + stride_sum(b, v),
+        Expr::Binary(_, _, _, a, b) => stride_sum(a, v).saturating_add(stride_sum(b, v)),
+        Expr::Where(c, a, b) => stride_sum(c, v).saturating_add(stride_sum(a, v)).saturating_add(stride_sum(b, v)),
         _ => 0,
-    }
+    })
+}
+
+/// Whether variable `v` occurs in `i`, nested atoms included.
+fn mentions(i: &Idx, v: usize) -> bool {
+    i.terms.keys().any(|a| match a {
+        Atom::Var(u, _) => *u == v,
+        Atom::Param(_) => false,
+        Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) => mentions(x, v),
+    })
 }

@@ -195,7 +195,7 @@ impl<D: Device> Executor<'_, D> {
             Node::Input(n) => {
                 let Node::Name(name) = &plan.term[n] else { return Err("input of a non-name".into()) };
                 let t = inputs.get(&name.0).ok_or_else(|| format!("no input named {}", name.0))?;
-                Val::T(self.dev.upload(&t.contiguous_copy())?, t.dtype(), t.shape.clone().into())
+                Val::T(self.dev.upload(t)?, t.dtype(), t.shape.clone().into())
             }
             Node::Tuple(items) => {
                 Val::Tup(Rc::new(items.iter().map(|&c| self.eval(c, inputs)).collect::<R<Vec<_>>>()?))

@@ -432,19 +432,29 @@ impl Planner<'_> {
             return false;
         }
         let mut ops = 0i64;
-        fn count(pl: &Planner, id: Id, ops: &mut i64) {
+        fn count(pl: &Planner, id: Id, ops: &mut i64, heavy: &mut bool) {
             *ops += match pl.term[id] {
-                Node::Op(op, _) if transcendental(op) => TRANSCENDENTAL_OPS,
+                Node::Op(op, _) if transcendental(op) => {
+                    *heavy = true;
+                    TRANSCENDENTAL_OPS
+                }
                 _ => 1,
             };
             if *ops > 1000 || pl.how[usize::from(id)] != How::Inline {
                 return;
             }
             for &c in pl.term[id].children() {
-                count(pl, c, ops);
+                count(pl, c, ops, heavy);
             }
         }
-        count(self, id, &mut ops);
+        let mut heavy = false;
+        count(self, id, &mut ops, &mut heavy);
+        // Broadcasting readers weigh in only for transcendental work: cheap arithmetic recomputed per element
+        // costs less than the profile's figures say (it vectorizes, and the loads hit the cache).
+        let points = if heavy { points } else { users.len() as f64 * n };
+        if points <= n {
+            return false;
+        }
         let recompute = (points - n) * ops as f64 / p.ops_per_s;
         let store = p.launch_s + (1 + users.len()) as f64 * n * d.size() as f64 / p.bytes_per_s;
         recompute > store

@@ -22,6 +22,25 @@ pub struct Piece {
     pub extents: Vec<usize>,
     pub value: Expr,
     pub store: Idx,
+    /// A reduction's extents: its variables follow the piece's own (`extents.len()..`), and only the piece's
+    /// are split.
+    pub reduce: Vec<usize>,
+    /// A reduction's epilogue, as in [`Kernel::epilogue`].
+    pub epilogue: Option<Expr>,
+}
+
+impl Piece {
+    /// The kernel that computes this piece alone (same arguments, output and views; the piece's loop nest).
+    pub fn kernel(&self, k: &Kernel) -> Kernel {
+        let mut out = k.clone();
+        out.domain = self.extents.clone();
+        out.value = self.value.clone();
+        out.store = self.store.clone();
+        if let (Some((d, _)), Some(e)) = (&k.epilogue, &self.epilogue) {
+            out.epilogue = Some((*d, e.clone()));
+        }
+        out
+    }
 }
 
 /// At most this many pieces per kernel (each is a loop nest in the source).
@@ -29,12 +48,19 @@ const MAX_PIECES: usize = 24;
 /// At most this many refinements of one piece.
 const MAX_DEPTH: usize = 16;
 
-/// The pieces of an elementwise kernel, or `None` for a reduction (rendered as it is) or an empty domain.
+/// The pieces of a kernel, or `None` for an empty domain. A reduction's pieces split its output domain only.
 pub fn pieces(k: &Kernel) -> Option<Vec<Piece>> {
-    if k.reduce.is_some() || k.domain.contains(&0) {
+    let reduce = k.reduce.as_ref().map_or(Vec::new(), |r| r.extents.clone());
+    if k.domain.contains(&0) || reduce.contains(&0) {
         return None;
     }
-    let first = Piece { extents: k.domain.clone(), value: simplify(&k.value), store: k.store.clone() };
+    let first = Piece {
+        extents: k.domain.clone(),
+        value: simplify(&k.value),
+        store: k.store.clone(),
+        reduce,
+        epilogue: k.epilogue.as_ref().map(|(_, e)| simplify(e)),
+    };
     let mut out = Vec::new();
     refine(first, 0, &mut (MAX_PIECES - 1), &mut out);
     Some(out)
@@ -61,9 +87,18 @@ fn refine(p: Piece, depth: usize, spare: &mut usize, out: &mut Vec<Piece>) {
     out.push(p);
 }
 
-/// Substitutes every variable of `p` by `f(variable)` in its value and store, and simplifies.
+/// Substitutes every domain variable `u` of `p` by `f(u)` in its value, store and epilogue (a reduction's
+/// variables move to follow the new `extents`), and simplifies.
 fn substitute(p: &Piece, extents: Vec<usize>, f: &dyn Fn(usize) -> Idx) -> Piece {
-    Piece { extents, value: simplify(&subst_expr(&p.value, f)), store: p.store.subst(f) }
+    let (old, new) = (p.extents.len(), extents.len());
+    let g = |u: usize| if u < old { f(u) } else { Idx::var(u - old + new, p.reduce[u - old]) };
+    Piece {
+        value: simplify(&subst_expr(&p.value, &g)),
+        store: p.store.subst(&g),
+        epilogue: p.epilogue.as_ref().map(|e| simplify(&subst_expr(e, &g))),
+        reduce: p.reduce.clone(),
+        extents,
+    }
 }
 
 /// `p` with variable `v` restricted to `[lo, hi)`.
@@ -99,8 +134,11 @@ fn delinearize(p: &Piece, v: usize, d: usize) -> Piece {
 /// the condition changes.
 fn split_points(p: &Piece) -> Option<(usize, Vec<usize>)> {
     let mut found: Vec<(usize, usize)> = Vec::new();
-    conditions(&p.value, &mut |d: &Idx, op: Binary| {
+    let mut see = |d: &Idx, op: Binary| {
         let [(Atom::Var(v, n), &k)] = d.terms.iter().collect::<Vec<_>>()[..] else { return };
+        if *v >= p.extents.len() {
+            return;
+        }
         let holds = |x: i64| compare(op, k * x + d.c);
         let first = holds(0);
         // The condition on an affine form of one variable is monotone (or, for == and !=, true at one point).
@@ -116,7 +154,11 @@ fn split_points(p: &Piece) -> Option<(usize, Vec<usize>)> {
             cuts.extend((c - 1..=c + 2).filter(|&x| x > 0 && x < *n && holds(x) != first && holds(x - 1) == first));
         }
         found.extend(cuts.into_iter().filter(|&x| x > 0 && x < *n).map(|x| (*v, x as usize)));
-    });
+    };
+    conditions(&p.value, &mut see);
+    if let Some(e) = &p.epilogue {
+        conditions(e, &mut see);
+    }
     let v = found.iter().map(|&(v, _)| v).min()?;
     let mut cuts: Vec<usize> = found.into_iter().filter(|&(u, _)| u == v).map(|(_, x)| x).collect();
     cuts.sort_unstable();
@@ -161,7 +203,8 @@ fn delinearize_candidate(p: &Piece) -> Option<(usize, usize)> {
             let (Atom::Div(x, d) | Atom::Mod(x, d)) = a else { return };
             for (b, &k) in &x.terms {
                 if let Atom::Var(v, n) = b {
-                    if k == 1 && *d > 1 && *d < *n && n % d == 0 && best.is_none_or(|(u, _)| *v > u) {
+                    let domain = *v < p.extents.len();
+                    if domain && k == 1 && *d > 1 && *d < *n && n % d == 0 && best.is_none_or(|(u, _)| *v > u) {
                         best = Some((*v, *d as usize));
                     }
                 }
@@ -170,6 +213,9 @@ fn delinearize_candidate(p: &Piece) -> Option<(usize, usize)> {
     };
     see(&p.store);
     indices(&p.value, &mut see);
+    if let Some(e) = &p.epilogue {
+        indices(e, &mut see);
+    }
     best
 }
 
