@@ -67,3 +67,11 @@ def creation_ops(x: f32[3, 4]) -> tuple[f32[3, 4], i64[5], f32[4], f32[2, 3], f3
     f = torch.full((2, 3), 1.5)
     e = torch.where(x > 0, x, torch.zeros(3, 4)).exp()
     return a, r, l, f, e
+
+
+def select_by_mask(x: f32[16, 16], y: f32[4, 2, 4]) -> tuple[f32[16, 16], f32[4, 2, 4]]:
+    # A select on a byte mask in short nested loops (the eager plan stores the mask): GCC 12.2 miscompiled it once
+    # it unrolled the innermost loop and vectorized the one around it.
+    m = x > x.t()
+    n = y > (y - 0.25).flip(0)
+    return torch.where(m, x, torch.full((16, 16), -0.5)), torch.where(n, y, y * 2.0)

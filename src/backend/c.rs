@@ -107,7 +107,7 @@ fn piece_nest(k: &Kernel, piece: &Piece) -> String {
     let mut ind = String::from("  ");
     for (j, &(v, n)) in loops.iter().enumerate() {
         if j + 1 == loops.len() {
-            s.push_str(&inner_loop_pragmas(k, n, &ind));
+            s.push_str(&inner_loop_pragmas(&ind));
         }
         let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {n}; i{v}++) {{");
         ind.push_str("  ");
@@ -121,21 +121,15 @@ fn piece_nest(k: &Kernel, piece: &Piece) -> String {
     s
 }
 
-/// Pragmas before a kernel's innermost loop (of `n` iterations). `ivdep`: iterations carry no dependence (a
-/// kernel in place reads, at each point, only the element it writes or elements no point writes), so GCC need not
-/// prove that the output does not alias the inputs. `unroll 1` for 3, 5, 6 and 7 iterations: GCC 12.2 fully
-/// unrolls such a loop and vectorizes the outer one with a group of that size, and with nested selects on a loaded
-/// value it miscompiled a group of 3 (`corpus/micro/views.py::write_through_unsqueeze`, whose C plan is checked
-/// against PyTorch); a short loop left rolled stays scalar and correct.
-fn inner_loop_pragmas(k: &Kernel, n: usize, ind: &str) -> String {
-    let mut s = String::new();
-    if k.reduce.is_none() {
-        let _ = writeln!(s, "{ind}#pragma GCC ivdep");
-    }
-    if n < 8 && !n.is_power_of_two() {
-        let _ = writeln!(s, "{ind}#pragma GCC unroll 1");
-    }
-    s
+/// Pragmas before a kernel's innermost loop. `ivdep`: iterations carry no dependence (a kernel in place reads, at
+/// each point, only the element it writes or elements no point writes), so GCC need not prove that the output
+/// does not alias the inputs. `unroll 1`: GCC 12.2 at -O3 fully unrolls a short innermost loop and then
+/// vectorizes the loop around it, and that miscompiled selects twice: nested selects on a loaded value in a loop
+/// of 3 (`corpus/micro/views.py::write_through_unsqueeze`) and a select on a byte mask in loops of 4 and 16
+/// (`corpus/micro/ops.py::select_by_mask`, fuzz seed 31134). Left rolled, the innermost loop is vectorized itself
+/// (or stays scalar when short), correctly.
+fn inner_loop_pragmas(ind: &str) -> String {
+    format!("{ind}#pragma GCC ivdep\n{ind}#pragma GCC unroll 1\n")
 }
 
 /// Vectorizable f32 math (`ff_expf` and friends, within 1 ulp; see the header), which the C kernels use in place
