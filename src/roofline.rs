@@ -7,8 +7,9 @@
 //!   log, log1p, expm1, sigmoid, tanh, sin, cos, erf, silu, gelu, pow, atan2) counts once per distinct element it
 //!   computes: the product of the extents of the loop variables its operands depend on (so a producer fused into
 //!   a broadcasting consumer counts at its own size, and one inside a reduction at the reduced input's size), times
-//!   how often the kernel runs ([`crate::cost::run_counts`]). Ops the host runs (fallbacks) are not counted; an op
-//!   that two kernels both compute counts twice.
+//!   how often the kernel runs ([`crate::cost::run_counts`]). An elementwise kernel is also counted per piece of
+//!   its specialized domain, where the arms of a select count only where they are taken (conditions on loop
+//!   variables), and the smaller count is kept ([`kernel_transcendentals`]). Ops the host runs (fallbacks) are not counted; an op that two kernels both compute counts twice.
 //! - The bound is `max(bytes / bytes_per_s, transcendentals * transcendental_s)`: memory and arithmetic overlap, and
 //!   launches cost nothing.
 
@@ -70,10 +71,20 @@ pub fn plan_transcendentals(plan: &Plan) -> f64 {
         .sum()
 }
 
-/// Transcendental elements one launch of a kernel computes, each op counted at the size of what it depends on.
+/// Transcendental elements one launch of a kernel computes, each op counted at the size of what it depends on. An
+/// elementwise kernel also counts piece by piece ([`crate::lower::specialize::pieces`]: the boxes of its domain in
+/// which its selects are decided, so that a select counts only the arm each element takes) and the smaller count is
+/// kept: the whole domain counts every arm of a select, the pieces count a broadcast operand once per piece.
 pub fn kernel_transcendentals(k: &Kernel) -> f64 {
     let mut total = 0.0;
     count(&k.value, &BTreeSet::new(), &mut total);
+    if let Some(pieces) = crate::lower::specialize::pieces(k) {
+        let mut by_piece = 0.0;
+        for p in &pieces {
+            count(&p.value, &BTreeSet::new(), &mut by_piece);
+        }
+        return total.min(by_piece);
+    }
     if let Some((_, e)) = &k.epilogue {
         // The reduced value varies over every output dim.
         let domain: BTreeSet<(usize, i64)> =
