@@ -136,7 +136,8 @@ fn a_python_that_does_not_start_is_reported() {
 }
 
 /// A stand-in for torch, enough for the worker: tensors wrap NumPy arrays, programs add and multiply, and
-/// torch.compile fails. With FAKE_TORCH_SKEW set, the inputs it makes are not the generator's.
+/// torch.compile fails. With FAKE_TORCH_SKEW set, the inputs it makes are not the generator's; with FAKE_TORCH_DIE,
+/// the process dies in an addition.
 const FAKE_TORCH: &str = r#"
 import os
 import numpy as np
@@ -158,6 +159,8 @@ class Tensor:
     def item(self):
         return float(self.a)
     def __add__(self, o):
+        if os.environ.get("FAKE_TORCH_DIE"):
+            os._exit(3)
         return Tensor(self.a + (o.a if isinstance(o, Tensor) else o))
     def __mul__(self, o):
         return Tensor(self.a * (o.a if isinstance(o, Tensor) else o))
@@ -239,6 +242,13 @@ fn pytorch_rows_measured_in_this_run_sit_beside_ours() {
         "{md}"
     );
     assert!(json["geomean_speedup_over_pytorch_eager"].is_null(), "{json}");
+    // A worker that dies (f adds) fails that program's rows; a fresh one times the next (g multiplies).
+    let (o, md, _) = compare_with(&dir, &file, &python, &["--no-torch-compile"], &[("FAKE_TORCH_DIE", "1")]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let died =
+        format!("| {file}::f | PyTorch eager (cpu torch 0.0-fake, this run; not timed: the PyTorch worker exited");
+    assert!(md.contains(&died) && md.contains("status: 3"), "{md}");
+    assert!(md.contains(&format!("| {file}::g | PyTorch eager (cpu torch 0.0-fake, this run) |")), "{md}");
 }
 
 #[test]
