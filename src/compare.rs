@@ -32,6 +32,16 @@ pub struct PlanRow {
     pub agrees: bool,
 }
 
+/// What comparing one program gives: the plans' rows, the roofline and a summary of the inputs used.
+#[derive(Clone, Debug)]
+pub struct Compared {
+    pub rows: Vec<PlanRow>,
+    /// The program's roofline bound (bytes from its inputs and outputs, transcendentals from our plan).
+    pub roofline: crate::roofline::Roofline,
+    /// Each tensor input: name, shape and the sum of its elements (to check that another tool used the same ones).
+    pub inputs: Vec<(String, Vec<usize>, f64)>,
+}
+
 /// Plans and runs one program; `measure` gives the number of timed runs (the median is reported).
 pub fn compare_program(
     module: &Module,
@@ -41,7 +51,7 @@ pub fn compare_program(
     which: &[&str],
     measure: Option<usize>,
     target: crate::lower::Target,
-) -> Result<Vec<PlanRow>, Diagnostic> {
+) -> Result<Compared, Diagnostic> {
     let functional = functionalize(module, func, &BTreeMap::new())?;
     let mut optimized = functional.clone();
     optimized.term = crate::rewrite::saturate::optimize_for(&functional, rules, Limits::default(), profile)
@@ -52,7 +62,12 @@ pub fn compare_program(
     for (i, (name, d, shape)) in params.iter().enumerate() {
         inputs.insert(name.clone(), crate::io::random_input(0, i, *d, shape)?);
     }
+    let summary = params
+        .iter()
+        .map(|(name, _, shape)| (name.clone(), shape.clone(), inputs[name].to_f64_vec().iter().sum::<f64>()))
+        .collect();
     let mut rows = Vec::new();
+    let mut roofline = None;
     // The reference engine's outputs, in the functional term's output order.
     let fresh: BTreeMap<_, _> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
     let reference = crate::interp::run_program(module, func, &fresh, &BTreeMap::new())?;
@@ -72,6 +87,16 @@ pub fn compare_program(
         let f: &Functional = if *policy == Policy::Fused { &optimized } else { &functional };
         let p = crate::lower::plan_for(&f.term, &f.inputs, *policy, profile)
             .map_err(|e| Diagnostic::new(format!("{name} plan: {e}")))?;
+        if *policy == Policy::Fused {
+            let outs: Vec<(crate::tensor::DType, Vec<usize>)> =
+                want.iter().flatten().map(|t| (t.dtype(), t.shape.clone())).collect();
+            roofline = Some(crate::roofline::roofline(
+                profile,
+                params.iter().map(|(_, d, s)| (*d, s.as_slice())),
+                outs.iter().map(|(d, s)| (*d, s.as_slice())),
+                &p,
+            ));
+        }
         let mut dev = crate::lower::Loaded::new(&p, target).map_err(Diagnostic::new)?;
         let run = |dev: &mut crate::lower::Loaded| -> Result<(Vec<crate::tensor::Tensor>, Stats), Diagnostic> {
             let fresh: BTreeMap<_, _> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
@@ -107,17 +132,26 @@ pub fn compare_program(
             agrees,
         });
     }
-    Ok(rows)
+    let roofline = roofline.ok_or_else(|| Diagnostic::new("compare: our plan was not among the plans asked for"))?;
+    Ok(Compared { rows, roofline, inputs: summary })
 }
 
 fn close(a: &crate::tensor::Tensor, b: &crate::tensor::Tensor) -> bool {
     crate::tensor::compare_close("", a, b).is_ok()
 }
 
-/// The JSON form of one program's rows.
-pub fn rows_json(program: &str, rows: &[PlanRow]) -> Value {
+/// The JSON form of one program's rows and roofline (`ours_over_bound`: our measured time over the bound, when
+/// measured).
+pub fn rows_json(program: &str, rows: &[PlanRow], roofline: &crate::roofline::Roofline) -> Value {
+    let ours = rows.iter().find(|r| r.plan == "ours").and_then(|r| r.measured_s);
     json!({
         "program": program,
+        "roofline": {
+            "bytes": roofline.bytes,
+            "transcendentals": roofline.transcendentals,
+            "bound_s": roofline.bound_s,
+            "ours_over_bound": ours.filter(|_| roofline.bound_s > 0.0).map(|m| m / roofline.bound_s),
+        },
         "plans": rows.iter().map(|r| json!({
             "plan": r.plan,
             "kernels": r.kernels,

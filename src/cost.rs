@@ -23,7 +23,16 @@ pub struct Profile {
     pub bytes_per_s: f64,
     /// Elementwise arithmetic ops per second (a mix of transcendental and simple ops).
     pub ops_per_s: f64,
+    /// Seconds per element of a transcendental function (exp, log, tanh, sigmoid, erf, pow, ...) at the machine's
+    /// best (vectorized) rate: the roofline bound's arithmetic term (`crate::roofline`), not a prediction of our
+    /// kernels. Optional in profile JSON ([`DEFAULT_TRANSCENDENTAL_S`] when absent); `calibrate` writes the default.
+    pub transcendental_s: f64,
 }
+
+/// The default cost of one transcendental element: measured on this project's CPU machines (Xeon, one thread) with
+/// glibc's vector math (`gcc -O3 -march=native -ffast-math`, 64 Ki f32 in cache): expf 0.36 ns, logf 0.40 ns,
+/// sigmoid 0.45 ns, tanhf 0.67 ns per element; the bound takes the fast end.
+pub const DEFAULT_TRANSCENDENTAL_S: f64 = 0.4e-9;
 
 /// The profile shipped for the CPU kind these machines are (measured with `calibrate --backend c`).
 pub const SHIPPED_C: &str = include_str!("../corpus/costs/c-cpu.json");
@@ -52,6 +61,10 @@ impl Profile {
             launch_s: num("launch_s")?,
             bytes_per_s: num("bytes_per_s")?,
             ops_per_s: num("ops_per_s")?,
+            transcendental_s: match v.get("transcendental_s") {
+                None | Some(Value::Null) => DEFAULT_TRANSCENDENTAL_S,
+                Some(_) => num("transcendental_s")?,
+            },
         })
     }
 
@@ -66,6 +79,7 @@ impl Profile {
             "launch_s": self.launch_s,
             "bytes_per_s": self.bytes_per_s,
             "ops_per_s": self.ops_per_s,
+            "transcendental_s": self.transcendental_s,
         })
     }
 
@@ -130,7 +144,13 @@ pub fn calibrate(target: crate::lower::Target) -> Result<Profile, String> {
         crate::lower::Target::Cuda => "cuda",
         crate::lower::Target::CudaEmu => "cuda-emu",
     };
-    Ok(Profile { backend: backend.into(), launch_s, bytes_per_s, ops_per_s })
+    Ok(Profile {
+        backend: backend.into(),
+        launch_s,
+        bytes_per_s,
+        ops_per_s,
+        transcendental_s: DEFAULT_TRANSCENDENTAL_S,
+    })
 }
 
 /// The predicted seconds of a plan without running it: every kernel's launch, bytes and ops, times how often it
@@ -149,10 +169,11 @@ pub struct Estimate {
     pub seconds: f64,
 }
 
-/// See [`plan_cost`].
-pub fn plan_estimate(plan: &crate::lower::Plan, profile: &Profile) -> Estimate {
+/// How often each node of a plan's term runs (indexed by node): the most any path from the root asks for, with loop
+/// trip counts where bounds are literals, 16 for a `while` or computed bounds, half for each arm of an `if`; nodes
+/// outside loops run at most once, and 0 means never reached.
+pub fn run_counts(plan: &crate::lower::Plan) -> Vec<f64> {
     use crate::ir::Node;
-    use crate::lower::How;
     use egg::Language;
     let term = &plan.term;
     let n = term.as_ref().len();
@@ -186,6 +207,13 @@ pub fn plan_estimate(plan: &crate::lower::Plan, profile: &Profile) -> Estimate {
             node => stack.extend(node.children().iter().map(|&c| (c, m))),
         }
     }
+    times
+}
+
+/// See [`plan_cost`].
+pub fn plan_estimate(plan: &crate::lower::Plan, profile: &Profile) -> Estimate {
+    use crate::lower::How;
+    let times = run_counts(plan);
     let mut est = Estimate::default();
     for (i, how) in plan.how.iter().enumerate() {
         let m = times[i];

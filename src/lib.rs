@@ -21,6 +21,8 @@ pub mod lower;
 pub mod optimize;
 pub mod report;
 pub mod rewrite;
+pub mod roofline;
 pub mod tensor;
+pub mod torch;
 
 pub use diag::{Diagnostic, Span};

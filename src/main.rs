@@ -29,7 +29,8 @@ macro_rules! outln {
 
 mod cli;
 
-use cli::plans::{calibrate_cmd, compare_cmd, explain_cmd};
+use cli::compare::compare_cmd;
+use cli::plans::{calibrate_cmd, explain_cmd};
 use cli::rules::{RuleArgs, UseRules};
 
 #[derive(Parser)]
@@ -67,7 +68,8 @@ enum Cmd {
         #[command(subcommand)]
         cmd: RulesCmd,
     },
-    /// Plan each program as the baselines and as ours, run them, and report kernels, bytes and times side by side.
+    /// Plan each program as the baselines and as ours, run them, and report kernels, bytes and times side by side,
+    /// with each program's roofline bound (its least bytes and transcendentals at the cost profile's rates).
     Compare {
         /// Programs (FILE.py::FUNC), files or directories.
         #[arg(required = true)]
@@ -172,6 +174,16 @@ struct CompareArgs {
     /// Timings of PyTorch eager and torch.compile from `scripts/torch_baseline.py`, shown beside our plans.
     #[arg(long, value_name = "FILE")]
     baseline_file: Option<PathBuf>,
+    /// Time PyTorch eager and torch.compile in this run with PYTHON (an interpreter that has torch), program by
+    /// program just before our plans, on the same seed-0 inputs, one thread (OMP_NUM_THREADS=1 and
+    /// MKL_NUM_THREADS=1 unless set), the median of --runs runs. Needs --measure. Where PyTorch cannot time a program
+    /// its rows say why and the rest runs (the exit status does not change); a PYTHON that cannot start or lacks torch
+    /// makes the exit status 1.
+    #[arg(long, value_name = "PYTHON", requires = "measure", conflicts_with = "baseline_file")]
+    torch: Option<String>,
+    /// With --torch: time PyTorch eager only, not torch.compile (which compiles for minutes on loop-heavy programs).
+    #[arg(long, requires = "torch")]
+    no_torch_compile: bool,
     #[command(flatten)]
     rules: UseRules,
     /// Where to write compare.md and compare.json.
