@@ -78,7 +78,7 @@ pub fn uses_var(e: &Expr, v: usize) -> bool {
     }
 }
 
-/// The two operands of a matmul-shaped reduction: a sum over one variable k of `a * b` in double, where `a` does
+/// The two operands of a matmul-shaped reduction: a sum over one variable k of `a * b` (tiles multiply in double), where `a` does
 /// not read the last domain variable (n) and `b` does not read the one before (m).
 fn matmul_operands(k: &Kernel) -> Option<(&Expr, &Expr)> {
     let red = k.reduce.as_ref()?;
@@ -86,7 +86,7 @@ fn matmul_operands(k: &Kernel) -> Option<(&Expr, &Expr)> {
     if red.op != RedOp::Sum || red.extents.len() != 1 || d < 2 {
         return None;
     }
-    let Expr::Binary(Binary::Mul, DType::F64, DType::F64, a, b) = &k.value else { return None };
+    let Expr::Binary(Binary::Mul, DType::F64 | DType::F32, _, a, b) = &k.value else { return None };
     let (m, n) = (d - 2, d - 1);
     (!uses_var(a, n) && !uses_var(b, m)).then_some((&**a, &**b))
 }

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use crate::lower::index::{ravel, Atom, Idx};
 use crate::lower::kernel::{c_type, reduction_parts, render, view_helpers, Expr, Kernel, RedOp, PRELUDE};
+use crate::tensor::DType;
 
 /// The prelude every source file starts with, with `FF_FN` defined as `fn_kw`; `FF_SIMD` asks for the loop after
 /// it to be vectorized (the accumulator loop of a row reduction, whose iterations are independent).
@@ -84,8 +85,9 @@ pub fn store_result(k: &Kernel, fin: &str) -> String {
 /// reduction's: a matmul reads rows of B rather than columns, a max over channels of an NCHW tensor reads pixels
 /// side by side. The row is the domain variable that moves through the loads least, taken only where it moves
 /// them less than the last reduction variable does; the other domain variables loop outside. Each element still
-/// folds over the inner variables in the same order, so results are the same bits as the plain nest's. `None`
-/// where this does not apply (integer or boolean reductions, rows over 8192).
+/// folds over the inner variables in the same order (an f32 sum in [`LANES`] interleaved partial sums), so max,
+/// min, arg and prod give the plain nest's bits. `None` where this does not apply (integer or boolean
+/// reductions, rows over 8192).
 pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     let red = k.reduce.as_ref()?;
     // The domain variable that moves through the loads least (the last such, on ties).
@@ -114,10 +116,21 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         _ => ("0", false),
     };
     let arg = arg && matches!(red.op, RedOp::ArgMax | RedOp::ArgMin);
-    let _ = writeln!(
-        s,
-        "{ind}double acc[{n}];\n{ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) acc[i{row}] = {init};"
-    );
+    // An f32 sum or mean accumulates in f32, in LANES partial sums per output as PyTorch's CPU kernels do (its
+    // goldens are f32 sums too); other reductions accumulate in double.
+    let lanes = if k.value.dtype() == DType::F32 && matches!(red.op, RedOp::Sum | RedOp::Mean) { LANES } else { 1 };
+    if lanes > 1 {
+        let _ = writeln!(
+            s,
+            "{ind}float acc[{lanes}][{n}]; int lane = 0;\n{ind}for (int j = 0; j < {lanes}; j++) for (int64_t i{row} = \
+             0; i{row} < {n}; i{row}++) acc[j][i{row}] = 0.0f;"
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "{ind}double acc[{n}];\n{ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) acc[i{row}] = {init};"
+        );
+    }
     if arg {
         let _ = writeln!(
             s,
@@ -149,21 +162,38 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         }
         RedOp::Any | RedOp::All => unreachable!("refused above"),
     };
-    if n < 8 && !n.is_power_of_two() {
-        // See `c.rs`'s inner_loop_pragmas: GCC 12.2 miscompiled nested selects in loops of 3 it unrolled.
-        let _ = writeln!(s, "{inner_ind}#pragma GCC unroll 1");
+    if lanes > 1 {
+        // f32 sums: the reduction's iterations go round LANES partial sums per output, combined at the end.
+        let _ = writeln!(s, "{inner_ind}float* part = acc[lane]; lane = (lane + 1) % {lanes};");
     }
-    let _ = writeln!(
-        s,
-        "{inner_ind}FF_SIMD\n{inner_ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) {{ double v = (double)({}); {update} }}",
-        render(&k.value, "a")
-    );
+    // See `c.rs`'s inner_loop_pragmas: GCC 12.2 miscompiled selects in short loops it unrolled completely.
+    let _ = writeln!(s, "{inner_ind}#pragma GCC unroll 1");
+    if lanes > 1 {
+        let _ = writeln!(
+            s,
+            "{inner_ind}FF_SIMD\n{inner_ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) part[i{row}] += (float)({});",
+            render(&k.value, "a")
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "{inner_ind}FF_SIMD\n{inner_ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) {{ double v = (double)({}); {update} }}",
+            render(&k.value, "a")
+        );
+    }
     for _ in &red.extents {
         inner_ind.truncate(inner_ind.len() - 2);
         let _ = writeln!(s, "{inner_ind}}}");
     }
+    let total = if lanes > 1 {
+        let parts: Vec<String> = (0..lanes).map(|j| format!("acc[{j}][i{row}]")).collect();
+        format!("(({}) + ({}))", parts[..lanes / 2].join(" + "), parts[lanes / 2..].join(" + "))
+    } else {
+        format!("acc[i{row}]")
+    };
     let fin = match red.op {
-        RedOp::Mean => format!("acc[i{row}] / {count}.0"),
+        RedOp::Sum => total,
+        RedOp::Mean => format!("{total} / {count}.0"),
         RedOp::ArgMax | RedOp::ArgMin => format!("arg[i{row}]"),
         _ => format!("acc[i{row}]"),
     };
@@ -174,6 +204,9 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     }
     Some(s)
 }
+
+/// Partial sums per output of an f32 row sum.
+const LANES: usize = 4;
 
 /// How far variable `v` moves the loads of `e`: the sum of its coefficients' magnitudes over every load index.
 /// A variable inside a division, modulo or view inverse counts as moving them far (`i64::MAX / 4`): such a

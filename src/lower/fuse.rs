@@ -414,7 +414,10 @@ impl Planner<'_> {
                     ib.push(out[shape.len() - 1].clone());
                 }
                 let (ea, eb) = (self.expr(kb, a, &ia)?, self.expr(kb, b, &ib)?);
-                k.value = Expr::Binary(Binary::Mul, DType::F64, DType::F64, Box::new(ea), Box::new(eb));
+                // f32 operands multiply in f32 (and the C backend sums f32 in lanes, as PyTorch's CPU kernels do);
+                // others in double, where a product of two floats is exact.
+                let f = if (ea.dtype(), eb.dtype()) == (DType::F32, DType::F32) { DType::F32 } else { DType::F64 };
+                k.value = Expr::Binary(Binary::Mul, f, f, Box::new(ea), Box::new(eb));
                 k.reduce = Some(Reduction { op: RedOp::Sum, extents: vec![kdim] });
             }
             (Node::Op(op, args), _) if self.reduction(id) => {
