@@ -196,11 +196,42 @@ fn buffers_reused_across_runs_give_the_same_results() {
         };
         let inputs = |seed| common::seeded_inputs(&module, &p.func, seed);
         let mut dev = funcfuse::lower::Loaded::new(&plan, funcfuse::lower::Target::C).unwrap();
-        let first = bits(&dev.run(&plan, &inputs(1)).unwrap().0);
+        let given = inputs(1);
+        let before: Vec<Vec<u64>> = bits(&given.values().cloned().collect::<Vec<_>>());
+        let first = bits(&dev.run(&plan, &given).unwrap().0);
+        let after: Vec<Vec<u64>> = bits(&given.values().cloned().collect::<Vec<_>>());
+        assert_eq!(before, after, "{}: the run wrote into the caller's inputs", p.label());
         let between = bits(&dev.run(&plan, &inputs(2)).unwrap().0);
         let again = bits(&dev.run(&plan, &inputs(1)).unwrap().0);
         assert_eq!(first, again, "{}: a second run on the same device differs", p.label());
         let mut fresh = funcfuse::lower::Loaded::new(&plan, funcfuse::lower::Target::C).unwrap();
         assert_eq!(between, bits(&fresh.run(&plan, &inputs(2)).unwrap().0), "{}: reused buffers differ", p.label());
+    }
+}
+
+/// Inputs a plan only reads are used in place, not copied (`Device::share`): no plan of the corpus, ours or a
+/// baseline, may write into the caller's tensors.
+#[test]
+fn no_plan_writes_into_the_callers_inputs() {
+    let bits = |ts: Vec<funcfuse::tensor::Tensor>| -> Vec<Vec<u64>> {
+        ts.iter().map(|t| t.to_f64_vec().iter().map(|v| v.to_bits()).collect()).collect()
+    };
+    for p in common::corpus_programs().into_iter().filter(|p| !p.label().starts_with("workloads/")) {
+        let module = common::load(&p);
+        let Ok(f) = funcfuse::functionalize::functionalize(&module, &p.func, &BTreeMap::new()) else { continue };
+        for policy in [Policy::Fused, Policy::Eager, Policy::Unfunctionalized] {
+            let plan = funcfuse::lower::plan(&f.term, &f.inputs, policy).unwrap();
+            let given = common::seeded_inputs(&module, &p.func, 3);
+            let before = bits(given.values().cloned().collect());
+            let mut dev = funcfuse::lower::Loaded::new(&plan, funcfuse::lower::Target::C).unwrap();
+            // A run-time error (a bad index on these inputs) is the corpus tests' business, not this one's.
+            let _ = dev.run(&plan, &given);
+            assert_eq!(
+                before,
+                bits(given.values().cloned().collect()),
+                "{} ({policy:?}) wrote into its inputs",
+                p.label()
+            );
+        }
     }
 }

@@ -22,6 +22,11 @@ pub trait Device {
     fn upload(&mut self, t: &Tensor) -> Result<Self::Buf, String>;
     fn download(&mut self, b: &Self::Buf, d: DType, shape: &[usize]) -> Result<Tensor, String>;
     fn alloc(&mut self, d: DType, n: usize) -> Result<Self::Buf, String>;
+    /// An input the plan only reads: the device may use the caller's memory rather than a copy (the C device does,
+    /// for a contiguous tensor that is its whole buffer).
+    fn share(&mut self, t: &Tensor) -> Result<Self::Buf, String> {
+        self.upload(t)
+    }
     /// A buffer whose every element the caller writes before reading it (a kernel that covers its output): its
     /// contents need not be zero.
     fn alloc_uninit(&mut self, d: DType, n: usize) -> Result<Self::Buf, String> {
@@ -82,6 +87,8 @@ pub struct Executor<'p, D: Device> {
     /// Per kernel: whether it writes every element of its fresh output ([`super::kernel::Kernel::covers`]), which then need not
     /// be zeroed.
     covers: Vec<bool>,
+    /// Whether inputs may use the caller's memory ([`Device::share`]).
+    share_inputs: bool,
 }
 
 type R<T> = Result<T, String>;
@@ -92,7 +99,16 @@ pub fn execute<D: Device>(plan: &Plan, dev: &mut D, inputs: &BTreeMap<String, Te
         .launches
         .iter()
         .any(|l| matches!(plan.term[l.node], Node::Assign([x, _, _]) if matches!(plan.term[x], Node::Carried(_))));
+    // Inputs are shared with the caller (not copied) only where no kernel writes in place into a buffer it did not
+    // make itself: then no write can reach an input's memory, whatever passes it along (a branch, a loop).
+    let share_inputs = plan.how.iter().enumerate().all(|(i, h)| match (h, &plan.term[Id::from(i)]) {
+        (How::InPlace(_), Node::Assign([x, _, _])) => {
+            matches!(plan.how[usize::from(*x)], How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_))
+        }
+        _ => true,
+    });
     let mut ex = Executor {
+        share_inputs,
         plan,
         dev,
         global: HashMap::new(),
@@ -195,7 +211,8 @@ impl<D: Device> Executor<'_, D> {
             Node::Input(n) => {
                 let Node::Name(name) = &plan.term[n] else { return Err("input of a non-name".into()) };
                 let t = inputs.get(&name.0).ok_or_else(|| format!("no input named {}", name.0))?;
-                Val::T(self.dev.upload(t)?, t.dtype(), t.shape.clone().into())
+                let b = if self.share_inputs { self.dev.share(t)? } else { self.dev.upload(t)? };
+                Val::T(b, t.dtype(), t.shape.clone().into())
             }
             Node::Tuple(items) => {
                 Val::Tup(Rc::new(items.iter().map(|&c| self.eval(c, inputs)).collect::<R<Vec<_>>>()?))
