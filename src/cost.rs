@@ -27,6 +27,11 @@ pub struct Profile {
     /// best (vectorized) rate: the roofline bound's arithmetic term (`crate::roofline`), not a prediction of our
     /// kernels. Optional in profile JSON ([`DEFAULT_TRANSCENDENTAL_S`] when absent); `calibrate` writes the default.
     pub transcendental_s: f64,
+    /// Bytes per second one thread streams through warm buffers (read plus write): the roofline bound's memory
+    /// term. Optional in profile JSON (`bytes_per_s` when absent). The shipped profile keeps its planning figure
+    /// `bytes_per_s` from before the buffer pool (planning with the streaming figure stores too much; issue #17)
+    /// and carries this one, measured by `calibrate`, for the bound.
+    pub stream_bytes_per_s: f64,
 }
 
 /// The default cost of one transcendental element: measured on this project's CPU machines (Xeon, one thread) with
@@ -65,6 +70,10 @@ impl Profile {
                 None | Some(Value::Null) => DEFAULT_TRANSCENDENTAL_S,
                 Some(_) => num("transcendental_s")?,
             },
+            stream_bytes_per_s: match v.get("stream_bytes_per_s") {
+                None | Some(Value::Null) => num("bytes_per_s")?,
+                Some(_) => num("stream_bytes_per_s")?,
+            },
         })
     }
 
@@ -80,6 +89,7 @@ impl Profile {
             "bytes_per_s": self.bytes_per_s,
             "ops_per_s": self.ops_per_s,
             "transcendental_s": self.transcendental_s,
+            "stream_bytes_per_s": self.stream_bytes_per_s,
         })
     }
 
@@ -150,6 +160,7 @@ pub fn calibrate(target: crate::lower::Target) -> Result<Profile, String> {
         bytes_per_s,
         ops_per_s,
         transcendental_s: DEFAULT_TRANSCENDENTAL_S,
+        stream_bytes_per_s: bytes_per_s,
     })
 }
 

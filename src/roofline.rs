@@ -10,7 +10,7 @@
 //!   how often the kernel runs ([`crate::cost::run_counts`]). An elementwise kernel is also counted per piece of
 //!   its specialized domain, where the arms of a select count only where they are taken (conditions on loop
 //!   variables), and the smaller count is kept ([`kernel_transcendentals`]). Ops the host runs (fallbacks) are not counted; an op that two kernels both compute counts twice.
-//! - The bound is `max(bytes / bytes_per_s, transcendentals * transcendental_s)`: memory and arithmetic overlap, and
+//! - The bound is `max(bytes / stream_bytes_per_s, transcendentals * transcendental_s)`: memory and arithmetic overlap, and
 //!   launches cost nothing.
 
 use std::collections::BTreeSet;
@@ -35,7 +35,7 @@ pub struct Roofline {
 
 /// The bound for `bytes` moved and `transcendentals` computed.
 pub fn bound(profile: &Profile, bytes: f64, transcendentals: f64) -> f64 {
-    (bytes / profile.bytes_per_s).max(transcendentals * profile.transcendental_s)
+    (bytes / profile.stream_bytes_per_s).max(transcendentals * profile.transcendental_s)
 }
 
 /// Bytes of tensors given as (dtype, shape).
@@ -206,7 +206,14 @@ mod tests {
     #[test]
     fn the_bound_is_the_larger_of_memory_and_transcendental_time() {
         let p =
-            Profile { backend: "c".into(), launch_s: 1e-6, bytes_per_s: 1e9, ops_per_s: 1e9, transcendental_s: 1e-9 };
+            Profile {
+                backend: "c".into(),
+                launch_s: 1e-6,
+                bytes_per_s: 1e9,
+                ops_per_s: 1e9,
+                transcendental_s: 1e-9,
+                stream_bytes_per_s: 1e9,
+            };
         assert_eq!(bound(&p, 4e6, 1e3), 4e-3);
         assert_eq!(bound(&p, 4e3, 1e7), 1e-2);
         assert_eq!(tensor_bytes([(DType::F32, &[2usize, 3][..]), (DType::Bool, &[5usize][..])]), 29.0);
