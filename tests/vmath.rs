@@ -19,7 +19,7 @@ const BOUNDS: [(&str, i64); 11] = [
     ("log1pf", 2),
     ("tanhf", 1),
     ("sigmoidf", 2),
-    ("erff", 1),
+    ("erff", 2),
     ("sinf", 1),
     ("cosf", 1),
     ("powf", 1),

@@ -13,8 +13,8 @@
  *
  * Stated bounds (ulp distance to libm's double result rounded to float; NaN in gives NaN out), each the maximum over
  * all 2^32 inputs (checked once by hand; tests/vmath.rs checks every 307th f32 bit pattern and the special values):
- *   ff_expf, ff_logf, ff_tanhf, ff_erff: <= 1 ulp.
- *   ff_sigmoidf, ff_expm1f, ff_log1pf: <= 2 ulp.
+ *   ff_expf, ff_logf, ff_tanhf: <= 1 ulp.
+ *   ff_sigmoidf, ff_expm1f, ff_log1pf, ff_erff: <= 2 ulp.
  *   ff_powf, ff_rsqrtf: <= 1 ulp (powf on structured sets of pairs). For sqrt itself use sqrtf: exact, and
  *   vectorized under -fno-math-errno.
  *   ff_sinf, ff_cosf: <= 1 ulp for |x| < 2^30 (about 1.07e9; Cody-Waite reduction with a 3-part pi/2); larger finite
