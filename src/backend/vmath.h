@@ -235,7 +235,8 @@ FF_FN float ff_log1pf(float x) {
 
 /* tanh in float lanes: for |x| < atanh(1/2), |x| + |x| z P(z) with z = x^2 and P a degree-4 minimax fit of
  * (tanh(x)/x - 1)/z (error 1e-9; subnormal x come back unchanged); above, 1 - 2 / (e^(2|x|) + 1), which is >= 1/2
- * so the subtraction loses nothing (e^(2|x|) = inf gives 1). The sign goes back on last (-0 stays -0). */
+ * so the subtraction loses nothing. 2|x| is clamped to 19 (tanh rounds to 1 from 9.01 on), so 2^k (k <= 28) is one
+ * exponent field. The sign goes back on last (-0 stays -0). */
 FF_FN float ff_tanhf(float x) {
     float a = ff__u2f(ff__f2u(x) & 0x7fffffffu);
     float z = a * a;
@@ -245,7 +246,10 @@ FF_FN float ff_tanhf(float x) {
     p = p * z + 0x1.110d30p-3f;
     p = p * z - 0x1.55554ap-2f;
     float small = a + a * (z * p);
-    float big = 1.0f - 2.0f / (ff__expf_core(2.0f * a) + 1.0f);
+    uint32_t k;
+    float pm = ff__expf_red(ff__self(a > 9.5f, 19.0f, 2.0f * a), &k);
+    float e = (1.0f + pm) * ff__u2f((k + 127u) << 23);
+    float big = 1.0f - 2.0f / (e + 1.0f);
     float r = ff__self(a < 0x1.193ea8p-1f, small, big);
     return ff__orsign(r, x); /* NaN stays NaN */
 }
