@@ -129,8 +129,10 @@ fn sweep_max_ulp_within_stated_bounds() {
 }
 
 /// (function, x, y) -> (got, want), from `harness special`.
-fn specials() -> BTreeMap<(String, u32, u32), (u32, u32)> {
-    let exe = harness("special");
+/// Each caller names its own scratch folder: tests run in parallel, and a shared one would be removed and rebuilt
+/// under the other's feet.
+fn specials(scratch: &str) -> BTreeMap<(String, u32, u32), (u32, u32)> {
+    let exe = harness(scratch);
     let out = run(Command::new(&exe).arg("special"));
     let mut m = BTreeMap::new();
     for line in out.lines() {
@@ -149,7 +151,7 @@ fn is_special(bits: u32) -> bool {
 
 #[test]
 fn special_values_match_libm_exactly() {
-    let m = specials();
+    let m = specials("special_all");
     assert!(m.len() > 1000, "too few special cases: {}", m.len());
     for ((name, x, y), (got, want)) in &m {
         let call = if name == "powf" {
@@ -175,7 +177,7 @@ fn special_values_match_libm_exactly() {
 /// The cases the issue names, spelled out, so that they do not rest on the reference alone.
 #[test]
 fn named_special_cases() {
-    let m = specials();
+    let m = specials("special_named");
     let nan = f32::NAN.to_bits();
     let (inf, ninf) = (f32::INFINITY.to_bits(), f32::NEG_INFINITY.to_bits());
     let b = |v: f32| v.to_bits();
