@@ -1,17 +1,22 @@
 /* vmath.h: vectorizable f32 math for funcfuse's C kernels.
  *
- * Every function takes and returns float, is branch-free (selects only: no libm calls, no loops, no tables) and
- * computes in double internally, so that the one rounding to float at the end gives a result within 1 ulp of the
- * correctly rounded one (stated bounds below; tests/vmath.rs checks them on every 307th f32 bit pattern and on the
- * special values). Subnormal inputs and outputs, overflow to inf and underflow to 0 all come from that final
- * conversion. Bit casts go through memcpy. Written so that GCC -O3 -march=native -fno-math-errno -ffp-contract=off
- * vectorizes a loop calling them (float<->double conversions, 64-bit integer adds/shifts and blends); nothing relies
- * on fused multiply-add.
+ * Every function takes and returns float, is branch-free (selects only: no libm calls, no loops, no tables). The hot
+ * ones (ff_expf, ff_expm1f, ff_logf, ff_log1pf, ff_tanhf, ff_sigmoidf, ff_erff) compute in float lanes (16 per
+ * AVX-512 vector, 8 per AVX2): range reduction with ln 2 in two parts (Cody-Waite), minimax polynomials (fitted
+ * once with a reweighted least-squares (Lawson) iteration in 40-digit arithmetic, rounded to float), 2^k built from
+ * exponent bits. The others (ff_sinf, ff_cosf, ff_rsqrtf, ff_powf) compute in double, so that the one rounding to
+ * float at the end gives a result within 1 ulp. Subnormal inputs and outputs, overflow to inf and underflow to 0 are
+ * handled without special cases (see each function). Bit casts go through memcpy. Written so that GCC -O3
+ * -march=native -fno-math-errno -ffp-contract=off vectorizes a loop calling them (32-bit integer adds/shifts, float
+ * arithmetic and blends; float<->double conversions and 64-bit integers for the double ones); nothing relies on
+ * fused multiply-add, so the bounds hold with and without FMA hardware.
  *
- * Stated bounds (ulp distance to libm's double result rounded to float; NaN in gives NaN out):
- *   ff_expf, ff_expm1f, ff_logf, ff_log1pf, ff_tanhf, ff_sigmoidf, ff_erff, ff_powf, ff_rsqrtf: <= 1 ulp on all
- *   inputs (checked once on all 2^32 inputs for the unary ones; powf on structured sets of pairs). For sqrt itself
- *   use sqrtf: exact, and vectorized under -fno-math-errno.
+ * Stated bounds (ulp distance to libm's double result rounded to float; NaN in gives NaN out), each the maximum over
+ * all 2^32 inputs (checked once by hand; tests/vmath.rs checks every 307th f32 bit pattern and the special values):
+ *   ff_expf, ff_logf, ff_tanhf: <= 1 ulp.
+ *   ff_sigmoidf, ff_expm1f, ff_log1pf, ff_erff: <= 2 ulp.
+ *   ff_powf, ff_rsqrtf: <= 1 ulp (powf on structured sets of pairs). For sqrt itself use sqrtf: exact, and
+ *   vectorized under -fno-math-errno.
  *   ff_sinf, ff_cosf: <= 1 ulp for |x| < 2^30 (about 1.07e9; Cody-Waite reduction with a 3-part pi/2); larger finite
  *   |x| give a value in [-1, 1] that is not accurate; +-inf give NaN.
  * Signed zeros follow C: expm1f, log1pf, tanhf, erff, sinf keep -0; rsqrtf(-0) = -inf. ff_powf follows C99's powf
@@ -70,6 +75,63 @@ FF_FN double ff__absd(double x) { return ff__u2d(ff__d2u(x) & 0x7fffffffffffffff
 /* x with the sign bit of s (a float) added: x must be non-negative. */
 FF_FN float ff__orsign(float x, float s) { return ff__u2f(ff__f2u(x) | (ff__f2u(s) & 0x80000000u)); }
 
+/* ln 2 in two parts for Cody-Waite reduction in float: FF__LN2_HI has 15 significant bits, so k * FF__LN2_HI is
+ * exact for |k| < 2^9 (every k here is within [-150, 129]) and x - k * FF__LN2_HI is exact (Sterbenz); FF__LN2_LO is
+ * ln 2 - FF__LN2_HI rounded to float. */
+#define FF__LN2_HI 0x1.62e4p-1f
+#define FF__LN2_LO 0x1.7f7d1cp-20f
+
+/* e^r - 1 for x = k ln 2 + r, in float lanes: k = round(x / ln 2) (the 0x1.8p23 shift leaves k in the low mantissa
+ * bits; stored to *k in two's complement), r = x - k ln 2 with |r| <= ln 2 / 2 (Cody-Waite, two constants), and
+ * e^r - 1 = r + r^2 P(r) with P a degree-4 minimax fit (relative error 3.1e-9 before rounding). |x| <= 104; NaN
+ * propagates into the result (k is then garbage). k = 0 (|x| < ln 2 / 2) leaves r = x exactly. */
+FF_FN float ff__expf_red(float x, uint32_t *k) {
+    const float shift = 0x1.8p23f;
+    float kf = x * 0x1.715476p+0f + shift;
+    *k = ff__f2u(kf) - 0x4b400000u;
+    kf -= shift;
+    float r = x - kf * FF__LN2_HI;
+    r = r - kf * FF__LN2_LO;
+    float p = 0x1.6a2448p-10f;
+    p = p * r + 0x1.1239d4p-7f;
+    p = p * r + 0x1.5558f2p-5f;
+    p = p * r + 0x1.555492p-3f;
+    p = p * r + 0x1.fffffcp-2f;
+    return r + (r * r) * p;
+}
+
+/* (1 + p) 2^k with 2^k built from exponent bits in two halves (k in [-150, 128]), so that 2^128 and the subnormal
+ * results need no special case: (1 + p) 2^(k/2) is exact and the second product rounds once. */
+FF_FN float ff__scale(float p, uint32_t k) {
+    uint32_t k1 = (uint32_t)((int32_t)k >> 1);
+    uint32_t k2 = k - k1;
+    float s1 = ff__u2f((k1 + 127u) << 23);
+    float s2 = ff__u2f((k2 + 127u) << 23);
+    return ((1.0f + p) * s1) * s2;
+}
+
+/* e^x in float lanes. x is clamped to [-104, 89], beyond which every result is 0 or inf; NaN propagates (the clamps
+ * compare false). */
+FF_FN float ff__expf_core(float x) {
+    x = ff__self(x > 89.0f, 89.0f, x);
+    x = ff__self(x < -104.0f, -104.0f, x);
+    uint32_t k;
+    float p = ff__expf_red(x, &k);
+    return ff__scale(p, k);
+}
+
+/* ln(1 + f) for f in [sqrt(2)/2 - 1, sqrt(2) - 1], in float lanes: s = f / (2 + f), ln(1 + f) = 2 atanh(s)
+ * = f - s f + 2 s z Q(z) with z = s^2 <= 0.0295 and Q a degree-2 minimax fit of (atanh(s)/s - 1)/z (error 8e-10).
+ * Keeps f's sign when f is a zero. */
+FF_FN float ff__log1pf_red(float f) {
+    float s = f / (2.0f + f);
+    float z = s * s;
+    float q = 0x1.31e2f4p-3f;
+    q = q * z + 0x1.995ebap-3f;
+    q = q * z + 0x1.55557ap-2f;
+    return f + s * ((2.0f * z) * q - f);
+}
+
 /* e^x in double, relative error below 1e-9 (Taylor degree 8 after reduction by ln2). x is clamped to [-200, 200],
  * which is far beyond every float result (0 or inf after the final rounding); NaN propagates. */
 FF_FN double ff__exp_d(double x) {
@@ -91,24 +153,6 @@ FF_FN double ff__exp_d(double x) {
     p = p * r + 1.0;
     double scale = ff__u2d((ki + 1023u) << 52); /* 2^k: the low 11 bits of ki hold k + 1023 */
     return p * scale;
-}
-
-/* e^x - 1 in double, relative error below 1e-9: a Taylor polynomial of (e^x - 1) / x near 0, e^x - 1 elsewhere.
- * Keeps the sign of a zero. */
-FF_FN double ff__expm1_d(double x) {
-    double p = 1.0 / 3628800.0;
-    p = p * x + 1.0 / 362880.0;
-    p = p * x + 1.0 / 40320.0;
-    p = p * x + 1.0 / 5040.0;
-    p = p * x + 1.0 / 720.0;
-    p = p * x + 1.0 / 120.0;
-    p = p * x + 1.0 / 24.0;
-    p = p * x + 1.0 / 6.0;
-    p = p * x + 0.5;
-    p = p * x + 1.0;
-    double small = x * p;
-    double big = ff__exp_d(x) - 1.0;
-    return ff__seld(ff__absd(x) < 0.35, small, big);
 }
 
 /* ln(x) in double for a positive, finite, normal double x, relative error near 1e-16: x = 2^k m with m in
@@ -135,12 +179,31 @@ FF_FN double ff__log_d(double x) {
     return kd * 0x1.62e42fefa39efp-1 + lm;
 }
 
-FF_FN float ff_expf(float x) { return (float)ff__exp_d((double)x); }
+FF_FN float ff_expf(float x) { return ff__expf_core(x); }
 
-FF_FN float ff_expm1f(float x) { return (float)ff__expm1_d((double)x); }
+/* e^x - 1 in float lanes from e^r - 1 (ff__expf_red): 2^k (e^r - 1) + (2^k - 1), both terms exact for
+ * k in [-29, 25] so one rounding; for k > 25 the 1 is below half an ulp and e^x itself is returned. x is clamped to
+ * [-20, 89] (e^-20 - 1 rounds to -1). */
+FF_FN float ff_expm1f(float x) {
+    float xc = ff__self(x > 89.0f, 89.0f, x);
+    xc = ff__self(xc < -20.0f, -20.0f, xc);
+    uint32_t k;
+    float p = ff__expf_red(xc, &k);
+    float s = ff__u2f((k + 127u) << 23); /* 2^k where it is used */
+    float r = ff__self((int32_t)k > 25, ff__scale(p, k), p * s + (s - 1.0f));
+    return ff__self(x == 0.0f, x, r); /* -0 stays -0 */
+}
 
+/* ln x in float lanes: subnormal x scaled by 2^23 first; x = 2^k m with m in [sqrt(2)/2, sqrt(2)), ln(m) from
+ * ff__log1pf_red(m - 1) (m - 1 is exact), and k ln 2 added in two parts. */
 FF_FN float ff_logf(float x) {
-    float r = (float)ff__log_d((double)x); /* doubles from floats are normal */
+    int sub = x < 0x1p-126f; /* zero and negative x too: replaced below */
+    float xs = ff__self(sub, x * 0x1p23f, x);
+    uint32_t u = ff__f2u(xs);
+    uint32_t t = u + (0x3f800000u - 0x3f3504f3u);
+    float m = ff__u2f(u - (t & 0xff800000u) + 0x3f800000u);
+    float kf = (float)((int32_t)(t >> 23) - 127 - (int32_t)(23u & -(uint32_t)sub));
+    float r = kf * FF__LN2_HI + (kf * FF__LN2_LO + ff__log1pf_red(m - 1.0f));
     r = ff__self(x == 0.0f, -INFINITY, r);
     r = ff__self(x < 0.0f, NAN, r);
     r = ff__self(x == INFINITY, INFINITY, r);
@@ -148,11 +211,20 @@ FF_FN float ff_logf(float x) {
     return r;
 }
 
+/* ln(1 + x) in float lanes: u = 1 + x rounded and c its exact rounding error (Fast2Sum, the larger operand first),
+ * u = 2^k m as in ff_logf, and then 1 + x = 2^k (m + c 2^-k), so f = (m - 1) + c 2^-k goes to ff__log1pf_red (for
+ * k = 0 that is x itself). u >= 2^-24 is normal. */
 FF_FN float ff_log1pf(float x) {
-    double xd = (double)x;
-    double u = 1.0 + xd;
-    double c = xd - (u - 1.0); /* the rounding error of 1 + x (exact when |x| <= 1) */
-    float r = (float)(ff__log_d(u) + c / u);
+    float u = 1.0f + x;
+    float c = ff__self(x > 1.0f, 1.0f - (u - x), x - (u - 1.0f));
+    uint32_t w = ff__f2u(u);
+    uint32_t t = w + (0x3f800000u - 0x3f3504f3u);
+    uint32_t kb = t >> 23; /* k + 127 */
+    float m = ff__u2f(w - (t & 0xff800000u) + 0x3f800000u);
+    uint32_t kc = kb < 254u ? kb : 254u; /* 2^-k is only needed while c matters: keep it finite */
+    float f = (m - 1.0f) + c * ff__u2f((254u - kc) << 23);
+    float kf = (float)((int32_t)kb - 127);
+    float r = kf * FF__LN2_HI + (kf * FF__LN2_LO + ff__log1pf_red(f));
     r = ff__self(x == -1.0f, -INFINITY, r);
     r = ff__self(x < -1.0f, NAN, r);
     r = ff__self(x == INFINITY, INFINITY, r);
@@ -161,53 +233,66 @@ FF_FN float ff_log1pf(float x) {
     return r;
 }
 
+/* tanh in float lanes: for |x| < atanh(1/2), |x| + |x| z P(z) with z = x^2 and P a degree-4 minimax fit of
+ * (tanh(x)/x - 1)/z (error 1e-9; subnormal x come back unchanged); above, 1 - 2 / (e^(2|x|) + 1), which is >= 1/2
+ * so the subtraction loses nothing. 2|x| is clamped to 19 (tanh rounds to 1 from 9.01 on), so 2^k (k <= 28) is one
+ * exponent field. The sign goes back on last (-0 stays -0). */
 FF_FN float ff_tanhf(float x) {
-    double a = ff__absd((double)x);
-    a = ff__seld(a > 20.0, 20.0, a); /* tanh rounds to 1 from 9.01 on */
-    double t = ff__expm1_d(2.0 * a);
-    float r = (float)(t / (t + 2.0));
+    float a = ff__u2f(ff__f2u(x) & 0x7fffffffu);
+    float z = a * a;
+    float p = -0x1.9b87eep-8f;
+    p = p * z + 0x1.594b94p-6f;
+    p = p * z - 0x1.b92a20p-5f;
+    p = p * z + 0x1.110d30p-3f;
+    p = p * z - 0x1.55554ap-2f;
+    float small = a + a * (z * p);
+    uint32_t k;
+    float pm = ff__expf_red(ff__self(a > 9.5f, 19.0f, 2.0f * a), &k);
+    float e = (1.0f + pm) * ff__u2f((k + 127u) << 23);
+    float big = 1.0f - 2.0f / (e + 1.0f);
+    float r = ff__self(a < 0x1.193ea8p-1f, small, big);
     return ff__orsign(r, x); /* NaN stays NaN */
 }
 
-FF_FN float ff_sigmoidf(float x) { return (float)(1.0 / (1.0 + ff__exp_d(-(double)x))); }
+/* 1 / (1 + e^-x) in float lanes from e = e^-|x| <= 1 (no overflow): 1 / (1 + e) for x >= 0, e / (1 + e) for x < 0
+ * (tiny and subnormal results come from e itself). */
+FF_FN float ff_sigmoidf(float x) {
+    float e = ff__expf_core(-ff__u2f(ff__f2u(x) & 0x7fffffffu));
+    return ff__self(x < 0.0f, e, 1.0f) / (1.0f + e);
+}
 
+/* erf in float lanes. |x| < 1: x + x (P(x^2) - 1) with P a degree-6 minimax fit of erf(x)/x (relative error 1.2e-9).
+ * 1 <= |x|: 1 - Q(|x| - 2.5) with Q a degree-14 minimax fit of erfc on [1, 4] (absolute error 9.4e-9); erf rounds to
+ * 1 from |x| = 3.92 on, so |x| is clamped to 4 (NaN propagates). */
 FF_FN float ff_erff(float x) {
-    double xd = (double)x;
-    double a = ff__absd(xd);
-    /* |x| < 1: erf(x) = x P(x^2), P fitted (Chebyshev least squares) to erf(x)/x, relative error 1e-12. */
-    double t = xd * xd;
-    double p = 0x1.1c6a2e6156874p-20;
-    p = p * t - 0x1.d2cc9a598f998p-17;
-    p = p * t + 0x1.f582bd29fc18ep-14;
-    p = p * t - 0x1.bfe1c8912f63dp-11;
-    p = p * t + 0x1.565891c44c514p-8;
-    p = p * t - 0x1.b82cbb52a7333p-6;
-    p = p * t + 0x1.ce2f20aa9e775p-4;
-    p = p * t - 0x1.812746adee0adp-2;
-    p = p * t + 0x1.20dd750428d0cp+0;
-    double small = xd * p;
-    /* 1 <= |x| <= 4: erf(|x|) = 1 - Q(|x| - 2.5), Q fitted to erfc, absolute error 6.3e-10; erf rounds to 1 from
-     * |x| = 3.92 on, so |x| is clamped to 4 (NaN propagates). */
-    double c = ff__seld(a > 4.0, 4.0, a);
-    double s = c - 2.5;
-    double q = 0x1.79345f90f5ad7p-22;
-    q = q * s - 0x1.dde38493692ebp-21;
-    q = q * s - 0x1.d0bfe03117004p-19;
-    q = q * s + 0x1.07b9c10e5f9efp-16;
-    q = q * s - 0x1.04435bb2dc3fbp-17;
-    q = q * s - 0x1.5428f840fc748p-14;
-    q = q * s + 0x1.09bc08e5d0a34p-12;
-    q = q * s - 0x1.0f4c564666fb9p-12;
-    q = q * s - 0x1.1d7e17f11b47ap-11;
-    q = q * s + 0x1.6eae5bc9ff7a0p-9;
-    q = q * s - 0x1.90db4f8856aa3p-8;
-    q = q * s + 0x1.1a8ba5bb85428p-7;
-    q = q * s - 0x1.119ea73e24512p-7;
-    q = q * s + 0x1.64e37eaa9ade5p-8;
-    q = q * s - 0x1.1d82e5df7b4c6p-9;
-    q = q * s + 0x1.aab871c42ea54p-12;
-    float big = ff__orsign((float)(1.0 - q), x);
-    return ff__self(a < 1.0, (float)small, big);
+    float a = ff__u2f(ff__f2u(x) & 0x7fffffffu);
+    float t = x * x;
+    float p = 0x1.4ae4c6p-14f;
+    p = p * t - 0x1.a485e8p-11f;
+    p = p * t + 0x1.5419f4p-8f;
+    p = p * t - 0x1.b7fbb4p-6f;
+    p = p * t + 0x1.ce2d20p-4f;
+    p = p * t - 0x1.81273ep-2f;
+    p = p * t + 0x1.06eba8p-3f;
+    float small = x + x * p; /* P - 1: the 1 kept exact */
+    float s = ff__self(a > 4.0f, 4.0f, a) - 2.5f;
+    float q = -0x1.e11bf2p-21f;
+    q = q * s - 0x1.11731cp-21f;
+    q = q * s + 0x1.088b06p-16f;
+    q = q * s - 0x1.28a644p-16f;
+    q = q * s - 0x1.54d0a0p-14f;
+    q = q * s + 0x1.1b886ap-12f;
+    q = q * s - 0x1.0f0964p-12f;
+    q = q * s - 0x1.25a288p-11f;
+    q = q * s + 0x1.6ea774p-9f;
+    q = q * s - 0x1.906118p-8f;
+    q = q * s + 0x1.1a8c54p-7f;
+    q = q * s - 0x1.11ab44p-7f;
+    q = q * s + 0x1.64e34ap-8f;
+    q = q * s - 0x1.1d7fe4p-9f;
+    q = q * s + 0x1.aab886p-12f;
+    float big = ff__orsign(1.0f - q, x);
+    return ff__self(a < 1.0f, small, big);
 }
 
 /* sin (cos_shift = 0) or cos (cos_shift = 1) of x: x - k pi/2 with pi/2 in three parts (the first two of 24 bits,
