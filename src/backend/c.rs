@@ -132,7 +132,7 @@ fn inner_loop_pragmas(ind: &str) -> String {
     format!("{ind}#pragma GCC ivdep\n{ind}#pragma GCC unroll 1\n")
 }
 
-/// Vectorizable f32 math (`ff_expf` and friends, within 1 ulp; see the header), which the C kernels use in place
+/// Vectorizable f32 math (`ff_expf` and friends, within 2 ulp; see the header), which the C kernels use in place
 /// of libm's scalar calls.
 const VMATH: &str = include_str!("vmath.h");
 

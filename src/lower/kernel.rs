@@ -302,7 +302,7 @@ fn unary(op: Unary, out: DType, a: &Expr, args: &str) -> String {
 
 /// A unary op on f32, computed in f32: exact where the op is correctly rounded (negation, abs, rounding, sqrt,
 /// reciprocal, square), within the math functions' stated ulp bounds elsewhere (`ff_expf` and friends: the C
-/// backend's vectorizable `vmath.h`, within 1 ulp; CUDA's math library, within 2, on the GPU and in the
+/// backend's vectorizable `vmath.h`, within 1 or 2 ulp; CUDA's math library, within 2, on the GPU and in the
 /// emulator). `vmath.h`'s sin and cos hold for |x| < 2^30; beyond, libm's are called.
 fn unary_f32(op: Unary, x: &str) -> String {
     use Unary::*;
