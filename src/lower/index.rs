@@ -357,4 +357,26 @@ mod tests {
         assert_eq!(lin.div(3).render(), "(ff_div((i0), 3))");
         assert_eq!(lin.modulo(3).render(), "(ff_mod((i0), 3))");
     }
+
+    #[test]
+    fn thirty_two_bit_forms_fit_in_any_order_of_their_terms() {
+        let (a, b) = (Idx::var(0, 1 << 16), Idx::var(1, 1 << 15));
+        // 32768 * i0 + i1 is 2^31 - 1 at most: fits; one more does not.
+        assert!(a.scale(1 << 15).add(&b).fits_i32());
+        assert!(!a.scale(1 << 15).add(&b).add(&Idx::constant(1)).fits_i32());
+        // The range is small but a partial sum is not: 2^30 * (i0 - i1) would overflow on the way.
+        let (c, d) = (Idx::var(0, 4), Idx::var(1, 4));
+        assert!(!c.scale(1 << 29).add(&d.scale(-(1 << 29))).fits_i32());
+        assert!(c.scale(1 << 28).add(&d.scale(-(1 << 28))).fits_i32());
+        // Parameters have no known range.
+        assert!(!Idx::atom(Atom::Param(0)).fits_i32());
+        // Divisions of non-negative forms are unsigned, of possibly negative ones floor divisions.
+        let i = Idx::var(0, 10);
+        assert_eq!(i.div(3).render_as(Width::I32), "((int)((unsigned)(i0) / 3u))");
+        let diff = i.add(&Idx::var(1, 10).scale(-1));
+        assert_eq!(diff.modulo(3).render_as(Width::I32), "(ff_mod32((i0 + -1*i1), 3))");
+        assert_eq!(diff.div(3).render_as(Width::I32), "(ff_div32((i0 + -1*i1), 3))");
+        assert_eq!(with_width(Width::I32, || i.div(3).render()), "((int)((unsigned)(i0) / 3u))");
+        assert_eq!(i.div(3).render(), "(ff_div((i0), 3))");
+    }
 }
