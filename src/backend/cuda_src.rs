@@ -11,6 +11,9 @@
 //! - `Tiled`: a matmul (a sum of `a(.., m, k) * b(.., k, n)` over k) in 16x16 output tiles; each block stages
 //!   16x16 tiles of both operands, prologues applied, in shared memory. The epilogue runs on the result tile.
 //!
+//! Index width, also from sizes alone ([`width`]): 32-bit (`int` indices, `unsigned` coordinates recovered by
+//! division by constants, which compile to multiplications) where every index value of the kernel fits; else 64-bit.
+//!
 //! Between `Flat` and `BlockReduce` a small model decides: sequential steps per thread times waves of the device
 //! (2048 resident threads, 8 blocks of 256 per multiprocessor), the block form paying log2(block) barriers.
 
