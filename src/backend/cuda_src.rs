@@ -276,59 +276,57 @@ pub fn render_body(kernels: &[Kernel], dialect: Dialect) -> String {
 
 /// The source of kernel `k` with indices of width `w`.
 fn kernel_source(s: &mut String, k: &Kernel, w: Width, dialect: Dialect) {
-    {
-        let (def, undef) = if w == Width::I32 { helpers32(k) } else { helpers(k, "FF_FN") };
-        let lay = layout(k);
-        let bits = if w == Width::I32 { 32 } else { 64 };
-        let _ = writeln!(s, "\n/* {}: {} point(s), {lay:?}, {bits}-bit indices */", k.name, outputs(k));
-        s.push_str(&def);
-        let mut params: Vec<String> = k
-            .args
-            .iter()
-            .enumerate()
-            .map(|(n, d)| format!("{}{}* a{n}", if n == 0 { "" } else { "const " }, c_type(*d)))
-            .collect();
-        params.extend((0..k.params).map(|n| format!("int64_t p{n}")));
-        let _ = writeln!(s, "FF_DEV void {}_dev({}) {{", k.name, params.join(", "));
-        if k.params > 0 {
-            let list: Vec<String> = (0..k.params).map(|n| format!("p{n}")).collect();
-            let _ = writeln!(s, "  const int64_t p[{}] = {{{}}}; (void)p;", k.params, list.join(", "));
+    let (def, undef) = if w == Width::I32 { helpers32(k) } else { helpers(k, "FF_FN") };
+    let lay = layout(k);
+    let bits = if w == Width::I32 { 32 } else { 64 };
+    let _ = writeln!(s, "\n/* {}: {} point(s), {lay:?}, {bits}-bit indices */", k.name, outputs(k));
+    s.push_str(&def);
+    let mut params: Vec<String> = k
+        .args
+        .iter()
+        .enumerate()
+        .map(|(n, d)| format!("{}{}* a{n}", if n == 0 { "" } else { "const " }, c_type(*d)))
+        .collect();
+    params.extend((0..k.params).map(|n| format!("int64_t p{n}")));
+    let _ = writeln!(s, "FF_DEV void {}_dev({}) {{", k.name, params.join(", "));
+    if k.params > 0 {
+        let list: Vec<String> = (0..k.params).map(|n| format!("p{n}")).collect();
+        let _ = writeln!(s, "  const int64_t p[{}] = {{{}}}; (void)p;", k.params, list.join(", "));
+    }
+    match lay {
+        Layout::Flat => flat(s, k, w),
+        Layout::Rows => rows(s, k, w),
+        Layout::BlockReduce => block_reduce(s, k, w),
+        Layout::Tiled => tiled(s, k, w),
+    }
+    s.push_str("}\n");
+    s.push_str(&undef);
+    let args: Vec<String> =
+        (0..k.args.len()).map(|n| format!("a{n}")).chain((0..k.params).map(|n| format!("p{n}"))).collect();
+    match dialect {
+        Dialect::Cuda => {
+            let _ = writeln!(
+                s,
+                "extern \"C\" __global__ void {name}({}) {{ {name}_dev({}); }}",
+                params.join(", "),
+                args.join(", "),
+                name = k.name
+            );
         }
-        match lay {
-            Layout::Flat => flat(s, k, w),
-            Layout::Rows => rows(s, k, w),
-            Layout::BlockReduce => block_reduce(s, k, w),
-            Layout::Tiled => tiled(s, k, w),
-        }
-        s.push_str("}\n");
-        s.push_str(&undef);
-        let args: Vec<String> =
-            (0..k.args.len()).map(|n| format!("a{n}")).chain((0..k.params).map(|n| format!("p{n}"))).collect();
-        match dialect {
-            Dialect::Cuda => {
-                let _ = writeln!(
-                    s,
-                    "extern \"C\" __global__ void {name}({}) {{ {name}_dev({}); }}",
-                    params.join(", "),
-                    args.join(", "),
-                    name = k.name
-                );
-            }
-            Dialect::Emu { sms, reduce_threads } => {
-                let c = config(k, sms, reduce_threads);
-                let _ = writeln!(
-                    s,
-                    "static void {name}_thread(void** b, const int64_t* p) {{ (void)p; {name}_dev({}); }}\n\
-                     void {name}(void** b, const int64_t* p) {{ ff_launch({}, {}, {}, {}, {}, {name}_thread, b, p); }}",
-                    host_args(k, 0, 0).join(", "),
-                    c.grid.0,
-                    c.grid.1,
-                    c.grid.2,
-                    c.block,
-                    u8::from(coop(k)),
-                    name = k.name
-                );
-            }
+        Dialect::Emu { sms, reduce_threads } => {
+            let c = config(k, sms, reduce_threads);
+            let _ = writeln!(
+                s,
+                "static void {name}_thread(void** b, const int64_t* p) {{ (void)p; {name}_dev({}); }}\n\
+                 void {name}(void** b, const int64_t* p) {{ ff_launch({}, {}, {}, {}, {}, {name}_thread, b, p); }}",
+                host_args(k, 0, 0).join(", "),
+                c.grid.0,
+                c.grid.1,
+                c.grid.2,
+                c.block,
+                u8::from(coop(k)),
+                name = k.name
+            );
         }
     }
 }
