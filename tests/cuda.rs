@@ -89,6 +89,39 @@ fn layouts_and_launch_configurations_follow_the_kernels() {
     assert!(by_outputs.contains(&(3000, Layout::Flat)), "{by_outputs:?}");
 }
 
+/// Kernels whose every index value fits in an `int` compute indices in 32 bits, their coordinates recovered by
+/// `unsigned` divisions by constants; past 2^31 elements (planned, never run) they stay 64-bit.
+#[test]
+fn indices_are_32_bit_where_they_fit_and_64_bit_past_2_pow_31() {
+    use funcfuse::backend::cuda_src::width;
+    use funcfuse::lower::index::Width;
+    let y = kernels_of("corpus/workloads/yolov3.py", "yolov3");
+    assert!(y.kernels.iter().all(|k| width(k) == Width::I32));
+    let src = cuda::render(&y);
+    assert!(src.contains("for (unsigned t = blockIdx.x * blockDim.x + threadIdx.x; t < 25500u;"), "{src}");
+    assert!(src.contains("const int i2 = (int)(rest % 85u); rest /= 85u;"), "{src}");
+    assert!(src.contains("(int)((unsigned)(i1) / 100u)"), "{src}");
+    let body = &src[src.find("/* k0:").unwrap()..];
+    assert!(!body.contains("int64_t rest") && !body.contains("ff_div(") && !body.contains("ff_mod("), "{body}");
+    let dir = common::scratch("cuda", "wide_indices");
+    let file = dir.join("big.py");
+    std::fs::write(
+        &file,
+        "def big(x: f32[65536, 32768], y: f32[32768]) -> f32[65536, 32768]:\n    return torch.sigmoid(x) * y\n\n\n\
+         def fits(x: f32[65536, 32767], y: f32[32767]) -> f32[65536, 32767]:\n    return torch.sigmoid(x) * y\n",
+    )
+    .unwrap();
+    let module = funcfuse::frontend::load_module(file.to_str().unwrap()).unwrap();
+    for (func, want) in [("big", Width::I64), ("fits", Width::I32)] {
+        let f = common::optimized(&module, func).unwrap();
+        let p = plan(&f.term, &f.inputs, Policy::Fused).unwrap();
+        assert_eq!(p.kernels.iter().map(width).collect::<Vec<_>>(), [want], "{func}");
+        let src = cuda::render(&p);
+        let wide = src.contains("for (int64_t t = ") && src.contains("int64_t i0 = rest % 65536;");
+        assert_eq!(wide, want == Width::I64, "{func}: {src}");
+    }
+}
+
 /// The emulator with an H200's configurations (132 multiprocessors, 256-thread block reductions), where the
 /// corpus tests use a small device: programs whose kernels take every layout, against the reference engine.
 #[test]

@@ -11,13 +11,16 @@
 //! - `Tiled`: a matmul (a sum of `a(.., m, k) * b(.., k, n)` over k) in 16x16 output tiles; each block stages
 //!   16x16 tiles of both operands, prologues applied, in shared memory. The epilogue runs on the result tile.
 //!
+//! Index width, also from sizes alone ([`width`]): 32-bit (`int` indices, `unsigned` coordinates recovered by
+//! division by constants, which compile to multiplications) where every index value of the kernel fits; else 64-bit.
+//!
 //! Between `Flat` and `BlockReduce` a small model decides: sequential steps per thread times waves of the device
 //! (2048 resident threads, 8 blocks of 256 per multiprocessor), the block form paying log2(block) barriers.
 
 use std::fmt::Write;
 
 use super::source::{helpers, point_body, store_result};
-use crate::lower::index::{Atom, Idx};
+use crate::lower::index::{contiguous, with_width, Atom, Idx, Width};
 use crate::lower::kernel::{c_type, reduction_parts, render, Expr, Kernel, RedOp, PRELUDE};
 use crate::tensor::ops::Binary;
 use crate::tensor::DType;
@@ -161,72 +164,171 @@ fn tiles(k: &Kernel) -> usize {
     k.domain[..d - 2].iter().product::<usize>() * k.domain[d - 2].div_ceil(TILE) * k.domain[d - 1].div_ceil(TILE)
 }
 
-/// `int64_t i<v> = ...` for each `(v, extent)`, unravelling the linear index `from` (last variable fastest).
-fn unravel_vars(s: &mut String, vars: &[(usize, usize)], from: &str, ind: &str) {
-    let _ = writeln!(s, "{ind}int64_t rest = {from}; (void)rest;");
-    for &(v, n) in vars.iter().rev() {
-        let _ = writeln!(s, "{ind}int64_t i{v} = rest % {n}; rest /= {n};");
+/// Divisions and modulos of 32-bit indices that may be negative (floor semantics, as `ff_div` / `ff_mod`).
+const PRELUDE32: &str =
+    "FF_FN int ff_div32(int a, int b) { int q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+FF_FN int ff_mod32(int a, int b) { int r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+";
+
+/// The index width of kernel `k`: 32-bit where every index value it computes fits in an `int` (its points, the
+/// loops of its layout, every load, store and view-inverse index), decided from its sizes alone; else 64-bit.
+pub fn width(k: &Kernel) -> Width {
+    let limit = i32::MAX as usize - TILE;
+    let sizes = outputs(k) <= limit && count(k) <= limit && k.domain.iter().all(|&n| n <= limit);
+    let views = k.views.iter().all(|(shape, strides)| {
+        let n: u128 = shape.iter().map(|&d| d as u128).product();
+        let reach: u128 =
+            shape.iter().zip(strides).map(|(&d, &st)| d.saturating_sub(1) as u128 * st.unsigned_abs() as u128).sum();
+        n <= limit as u128 && reach <= limit as u128
+    });
+    let exprs = k.store.fits_i32() && expr_fits(&k.value) && k.epilogue.as_ref().is_none_or(|(_, e)| expr_fits(e));
+    if sizes && views && exprs {
+        Width::I32
+    } else {
+        Width::I64
     }
+}
+
+fn expr_fits(e: &Expr) -> bool {
+    match e {
+        Expr::Load { at, .. } | Expr::Index(at) | Expr::NonNeg(at) => at.fits_i32(),
+        Expr::Gather { at, index, .. } => at.fits_i32() && expr_fits(index),
+        Expr::Const(..) | Expr::Acc(_) => true,
+        Expr::Unary(_, _, a) | Expr::Cast(_, a) => expr_fits(a),
+        Expr::Binary(_, _, _, a, b) => expr_fits(a) && expr_fits(b),
+        Expr::Where(c, a, b) => expr_fits(c) && expr_fits(a) && expr_fits(b),
+    }
+}
+
+/// The C type of index variables of width `w`.
+fn ity(w: Width) -> &'static str {
+    match w {
+        Width::I64 => "int64_t",
+        Width::I32 => "int",
+    }
+}
+
+/// `i<v> = ...` for each `(v, extent)`, unravelling the linear index `from` (last variable fastest), which is less
+/// than the extents' product. At 32 bits, `unsigned` divisions and modulos by constants (multiplications on the
+/// device), none for extents of 1 nor for the outermost variable.
+fn unravel_vars(s: &mut String, vars: &[(usize, usize)], from: &str, ind: &str, w: Width) {
+    if w == Width::I64 {
+        let _ = writeln!(s, "{ind}int64_t rest = {from}; (void)rest;");
+        for &(v, n) in vars.iter().rev() {
+            let _ = writeln!(s, "{ind}int64_t i{v} = rest % {n}; rest /= {n};");
+        }
+        return;
+    }
+    let outer = vars.iter().position(|&(_, n)| n > 1);
+    let _ = writeln!(s, "{ind}unsigned rest = {from}; (void)rest;");
+    for (j, &(v, n)) in vars.iter().enumerate().rev() {
+        if n <= 1 {
+            let _ = writeln!(s, "{ind}const int i{v} = 0; (void)i{v};");
+        } else if Some(j) == outer {
+            let _ = writeln!(s, "{ind}const int i{v} = (int)rest;");
+        } else {
+            let _ = writeln!(s, "{ind}const int i{v} = (int)(rest % {n}u); rest /= {n}u;");
+        }
+    }
+}
+
+/// The view-inverse helpers of a 32-bit kernel (as [`crate::lower::kernel::view_helpers`], in `unsigned`), with
+/// the `vi<k>` names visible inside it, and their `#undef`s.
+fn helpers32(k: &Kernel) -> (String, String) {
+    let (mut def, mut undef) = (String::new(), String::new());
+    for (n, (shape, strides)) in k.views.iter().enumerate() {
+        let cs = contiguous(shape);
+        let mut dims: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] > 1).collect();
+        dims.sort_by_key(|&d| std::cmp::Reverse(strides[d]));
+        let name = format!("{}_vi{n}", k.name);
+        let _ = writeln!(def, "FF_FN int {name}(int r) {{");
+        if shape.contains(&0) {
+            let _ = writeln!(def, "  (void)r; return -1;\n}}");
+        } else {
+            let _ =
+                writeln!(def, "  unsigned u, q; int out = 0;\n  if (r < 0) return -1;\n  u = (unsigned)r; (void)q;");
+            for d in dims {
+                let _ = writeln!(
+                    def,
+                    "  q = u / {st}u; if (q >= {m}u) return -1; u -= q * {st}u; out += (int)q * {c};",
+                    st = strides[d],
+                    m = shape[d],
+                    c = cs[d]
+                );
+            }
+            let _ = writeln!(def, "  return u == 0 ? out : -1;\n}}");
+        }
+        let _ = writeln!(def, "#define vi{n} {name}");
+        let _ = writeln!(undef, "#undef vi{n}");
+    }
+    (def, undef)
 }
 
 /// The source of every kernel in `kernels` (without a header: [`super::cuda`] and [`super::emu`] add theirs).
 pub fn render_body(kernels: &[Kernel], dialect: Dialect) -> String {
-    let mut s = String::from(PRELUDE);
+    let mut s = format!("{PRELUDE}{PRELUDE32}");
     for k in kernels {
-        let (def, undef) = helpers(k, "FF_FN");
-        let lay = layout(k);
-        let _ = writeln!(s, "\n/* {}: {} point(s), {lay:?} */", k.name, outputs(k));
-        s.push_str(&def);
-        let mut params: Vec<String> = k
-            .args
-            .iter()
-            .enumerate()
-            .map(|(n, d)| format!("{}{}* a{n}", if n == 0 { "" } else { "const " }, c_type(*d)))
-            .collect();
-        params.extend((0..k.params).map(|n| format!("int64_t p{n}")));
-        let _ = writeln!(s, "FF_DEV void {}_dev({}) {{", k.name, params.join(", "));
-        if k.params > 0 {
-            let list: Vec<String> = (0..k.params).map(|n| format!("p{n}")).collect();
-            let _ = writeln!(s, "  const int64_t p[{}] = {{{}}}; (void)p;", k.params, list.join(", "));
-        }
-        match lay {
-            Layout::Flat => flat(&mut s, k),
-            Layout::Rows => rows(&mut s, k),
-            Layout::BlockReduce => block_reduce(&mut s, k),
-            Layout::Tiled => tiled(&mut s, k),
-        }
-        s.push_str("}\n");
-        s.push_str(&undef);
-        let args: Vec<String> =
-            (0..k.args.len()).map(|n| format!("a{n}")).chain((0..k.params).map(|n| format!("p{n}"))).collect();
-        match dialect {
-            Dialect::Cuda => {
-                let _ = writeln!(
-                    s,
-                    "extern \"C\" __global__ void {name}({}) {{ {name}_dev({}); }}",
-                    params.join(", "),
-                    args.join(", "),
-                    name = k.name
-                );
-            }
-            Dialect::Emu { sms, reduce_threads } => {
-                let c = config(k, sms, reduce_threads);
-                let _ = writeln!(
-                    s,
-                    "static void {name}_thread(void** b, const int64_t* p) {{ (void)p; {name}_dev({}); }}\n\
-                     void {name}(void** b, const int64_t* p) {{ ff_launch({}, {}, {}, {}, {}, {name}_thread, b, p); }}",
-                    host_args(k, 0, 0).join(", "),
-                    c.grid.0,
-                    c.grid.1,
-                    c.grid.2,
-                    c.block,
-                    u8::from(coop(k)),
-                    name = k.name
-                );
-            }
-        }
+        let w = width(k);
+        with_width(w, || kernel_source(&mut s, k, w, dialect));
     }
     s
+}
+
+/// The source of kernel `k` with indices of width `w`.
+fn kernel_source(s: &mut String, k: &Kernel, w: Width, dialect: Dialect) {
+    let (def, undef) = if w == Width::I32 { helpers32(k) } else { helpers(k, "FF_FN") };
+    let lay = layout(k);
+    let bits = if w == Width::I32 { 32 } else { 64 };
+    let _ = writeln!(s, "\n/* {}: {} point(s), {lay:?}, {bits}-bit indices */", k.name, outputs(k));
+    s.push_str(&def);
+    let mut params: Vec<String> = k
+        .args
+        .iter()
+        .enumerate()
+        .map(|(n, d)| format!("{}{}* a{n}", if n == 0 { "" } else { "const " }, c_type(*d)))
+        .collect();
+    params.extend((0..k.params).map(|n| format!("int64_t p{n}")));
+    let _ = writeln!(s, "FF_DEV void {}_dev({}) {{", k.name, params.join(", "));
+    if k.params > 0 {
+        let list: Vec<String> = (0..k.params).map(|n| format!("p{n}")).collect();
+        let _ = writeln!(s, "  const int64_t p[{}] = {{{}}}; (void)p;", k.params, list.join(", "));
+    }
+    match lay {
+        Layout::Flat => flat(s, k, w),
+        Layout::Rows => rows(s, k, w),
+        Layout::BlockReduce => block_reduce(s, k, w),
+        Layout::Tiled => tiled(s, k, w),
+    }
+    s.push_str("}\n");
+    s.push_str(&undef);
+    let args: Vec<String> =
+        (0..k.args.len()).map(|n| format!("a{n}")).chain((0..k.params).map(|n| format!("p{n}"))).collect();
+    match dialect {
+        Dialect::Cuda => {
+            let _ = writeln!(
+                s,
+                "extern \"C\" __global__ void {name}({}) {{ {name}_dev({}); }}",
+                params.join(", "),
+                args.join(", "),
+                name = k.name
+            );
+        }
+        Dialect::Emu { sms, reduce_threads } => {
+            let c = config(k, sms, reduce_threads);
+            let _ = writeln!(
+                s,
+                "static void {name}_thread(void** b, const int64_t* p) {{ (void)p; {name}_dev({}); }}\n\
+                 void {name}(void** b, const int64_t* p) {{ ff_launch({}, {}, {}, {}, {}, {name}_thread, b, p); }}",
+                host_args(k, 0, 0).join(", "),
+                c.grid.0,
+                c.grid.1,
+                c.grid.2,
+                c.block,
+                u8::from(coop(k)),
+                name = k.name
+            );
+        }
+    }
 }
 
 /// Whether a kernel's threads meet at barriers.
@@ -323,27 +425,44 @@ pub fn render_groups(kernels: &[Kernel], groups: &[Vec<usize>], dialect: Dialect
     s
 }
 
-fn flat(s: &mut String, k: &Kernel) {
+/// The head of a grid-stride loop of `t` over `[start, n)` by `step`, in width `w` (`unsigned` at 32 bits: `n`
+/// is below 2^31 and a step below 2^31, so `t` does not wrap).
+fn stride_loop(s: &mut String, w: Width, start: &str, n: usize, step: &str) {
+    let _ = match w {
+        Width::I64 => writeln!(s, "  for (int64_t t = {start}; t < {n}LL; t += {step}) {{"),
+        Width::I32 => writeln!(s, "  for (unsigned t = {start}; t < {n}u; t += {step}) {{"),
+    };
+}
+
+fn flat(s: &mut String, k: &Kernel, w: Width) {
     let total = outputs(k);
-    let _ = writeln!(
-        s,
-        "  for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < {total}LL; t += (int64_t)gridDim.x * blockDim.x) {{"
-    );
+    match w {
+        Width::I64 => stride_loop(
+            s,
+            w,
+            "blockIdx.x * (int64_t)blockDim.x + threadIdx.x",
+            total,
+            "(int64_t)gridDim.x * blockDim.x",
+        ),
+        Width::I32 => stride_loop(s, w, "blockIdx.x * blockDim.x + threadIdx.x", total, "gridDim.x * blockDim.x"),
+    }
     let vars: Vec<(usize, usize)> = k.domain.iter().copied().enumerate().collect();
-    unravel_vars(s, &vars, "t", "    ");
+    unravel_vars(s, &vars, "t", "    ", w);
     s.push_str(&point_body(k, "    "));
     s.push_str("  }\n");
 }
 
-fn rows(s: &mut String, k: &Kernel) {
+fn rows(s: &mut String, k: &Kernel, w: Width) {
     let rest: usize = k.domain[1..].iter().product();
-    let _ = writeln!(s, "  for (int64_t i0 = blockIdx.y; i0 < {}LL; i0 += gridDim.y) {{", k.domain[0]);
-    let _ = writeln!(
-        s,
-        "  for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < {rest}LL; t += (int64_t)gridDim.x * blockDim.x) {{"
-    );
+    let _ = writeln!(s, "  for ({} i0 = blockIdx.y; i0 < {}; i0 += gridDim.y) {{", ity(w), k.domain[0]);
+    match w {
+        Width::I64 => {
+            stride_loop(s, w, "blockIdx.x * (int64_t)blockDim.x + threadIdx.x", rest, "(int64_t)gridDim.x * blockDim.x")
+        }
+        Width::I32 => stride_loop(s, w, "blockIdx.x * blockDim.x + threadIdx.x", rest, "gridDim.x * blockDim.x"),
+    }
     let vars: Vec<(usize, usize)> = k.domain.iter().copied().enumerate().skip(1).collect();
-    unravel_vars(s, &vars, "t", "    ");
+    unravel_vars(s, &vars, "t", "    ", w);
     s.push_str(&point_body(k, "    "));
     s.push_str("  }\n  }\n");
 }
@@ -363,21 +482,31 @@ fn combine(op: RedOp, acc_t: &str) -> String {
     }
 }
 
-fn block_reduce(s: &mut String, k: &Kernel) {
+fn block_reduce(s: &mut String, k: &Kernel, w: Width) {
     let red = k.reduce.as_ref().expect("a reduction");
     let acc_t = if k.value.dtype().is_float() { "double" } else { "int64_t" };
     let n = count(k);
     let (init, update, fin) = reduction_parts(red.op, acc_t, n);
     let base = k.domain.len();
     let _ = writeln!(s, "  __shared__ {acc_t} ff_sv[256];\n  __shared__ int64_t ff_sa[256];");
-    let _ = writeln!(s, "  for (int64_t t = blockIdx.x; t < {}LL; t += gridDim.x) {{", outputs(k));
+    stride_loop(s, w, "blockIdx.x", outputs(k), "gridDim.x");
     let vars: Vec<(usize, usize)> = k.domain.iter().copied().enumerate().collect();
-    unravel_vars(s, &vars, "t", "    ");
+    unravel_vars(s, &vars, "t", "    ", w);
     let _ = writeln!(s, "    {acc_t} acc = {init}; int64_t arg = 0;");
-    let _ = writeln!(s, "    for (int64_t r = threadIdx.x; r < {n}LL; r += blockDim.x) {{");
-    let _ = writeln!(s, "      int64_t q = r; (void)q;");
-    for (j, &m) in red.extents.iter().enumerate().rev() {
-        let _ = writeln!(s, "      int64_t i{v} = q % {m}; q /= {m};", v = base + j);
+    match w {
+        Width::I64 => {
+            let _ = writeln!(s, "    for (int64_t r = threadIdx.x; r < {n}LL; r += blockDim.x) {{");
+            let _ = writeln!(s, "      int64_t q = r; (void)q;");
+            for (j, &m) in red.extents.iter().enumerate().rev() {
+                let _ = writeln!(s, "      int64_t i{v} = q % {m}; q /= {m};", v = base + j);
+            }
+        }
+        Width::I32 => {
+            let _ = writeln!(s, "    for (unsigned r = threadIdx.x; r < {n}u; r += blockDim.x) {{");
+            let vars: Vec<(usize, usize)> =
+                red.extents.iter().copied().enumerate().map(|(j, m)| (base + j, m)).collect();
+            unravel_vars(s, &vars, "r", "      ", w);
+        }
     }
     let _ = writeln!(s, "      {acc_t} v = ({acc_t})({});\n      {update}\n    }}", render(&k.value, "a"));
     let _ = writeln!(s, "    ff_sv[threadIdx.x] = acc; ff_sa[threadIdx.x] = arg;\n    __syncthreads();");
@@ -398,7 +527,7 @@ fn block_reduce(s: &mut String, k: &Kernel) {
     );
 }
 
-fn tiled(s: &mut String, k: &Kernel) {
+fn tiled(s: &mut String, k: &Kernel, w: Width) {
     let (a, b) = matmul_operands(k).expect("a matmul");
     let d = k.domain.len();
     let (m, n, kv) = (d - 2, d - 1, d);
@@ -413,30 +542,31 @@ fn tiled(s: &mut String, k: &Kernel) {
         TILE + 1
     );
     let _ = writeln!(s, "  const int tx = threadIdx.x % {TILE}, ty = threadIdx.x / {TILE};");
-    let _ = writeln!(s, "  for (int64_t t = blockIdx.x; t < {}LL; t += gridDim.x) {{", tiles(k));
+    stride_loop(s, w, "blockIdx.x", tiles(k), "gridDim.x");
     let mut vars: Vec<(usize, usize)> = k.domain[..m].iter().copied().enumerate().collect();
     vars.push((m, tm));
     vars.push((n, tn));
-    unravel_vars(s, &vars, "t", "    ");
-    let _ = writeln!(s, "    const int64_t m0 = i{m} * {TILE}, n0 = i{n} * {TILE};");
+    unravel_vars(s, &vars, "t", "    ", w);
+    let it = ity(w);
+    let _ = writeln!(s, "    const {it} m0 = i{m} * {TILE}, n0 = i{n} * {TILE};");
     let _ = writeln!(s, "    double acc = 0;");
-    let _ = writeln!(s, "    for (int64_t k0 = 0; k0 < {bk}LL; k0 += {TILE}) {{");
+    let _ = writeln!(s, "    for ({it} k0 = 0; k0 < {bk}; k0 += {TILE}) {{");
     let _ = writeln!(
         s,
-        "      {{ int64_t i{m} = m0 + ty, i{kv} = k0 + tx; ff_ta[ty][tx] = (i{m} < {bm} && i{kv} < {bk}) ? (double)({}) : 0.0; }}",
+        "      {{ {it} i{m} = m0 + ty, i{kv} = k0 + tx; ff_ta[ty][tx] = (i{m} < {bm} && i{kv} < {bk}) ? (double)({}) : 0.0; }}",
         render(a, "a")
     );
     let _ = writeln!(
         s,
-        "      {{ int64_t i{kv} = k0 + ty, i{n} = n0 + tx; ff_tb[ty][tx] = (i{kv} < {bk} && i{n} < {bn}) ? (double)({}) : 0.0; }}",
+        "      {{ {it} i{kv} = k0 + ty, i{n} = n0 + tx; ff_tb[ty][tx] = (i{kv} < {bk} && i{n} < {bn}) ? (double)({}) : 0.0; }}",
         render(b, "a")
     );
     let _ = writeln!(s, "      __syncthreads();");
     let _ = writeln!(
         s,
-        "      for (int kk = 0; kk < {TILE} && k0 + kk < {bk}LL; kk++) acc += (double)(ff_ta[ty][kk] * ff_tb[kk][tx]);"
+        "      for (int kk = 0; kk < {TILE} && k0 + kk < {bk}; kk++) acc += (double)(ff_ta[ty][kk] * ff_tb[kk][tx]);"
     );
     let _ = writeln!(s, "      __syncthreads();\n    }}");
-    let _ = writeln!(s, "    {{ int64_t i{m} = m0 + ty, i{n} = n0 + tx;");
+    let _ = writeln!(s, "    {{ {it} i{m} = m0 + ty, i{n} = n0 + tx;");
     let _ = writeln!(s, "    if (i{m} < {bm} && i{n} < {bn}) {}\n    }}\n  }}", store_result(k, &fin));
 }

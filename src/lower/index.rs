@@ -6,8 +6,37 @@
 //! `C * q + r` where `r` is known to lie in `[0, C)` is `q` (and the modulo is `r`), which removes the div/mod of
 //! every view whose strides nest; what remains is rendered as C.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fmt::Write;
+
+/// The C integer type index arithmetic is rendered in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Width {
+    /// `int64_t`: any size.
+    I64,
+    /// `int` (32-bit), divisions and modulos of non-negative values as `unsigned` ones: for kernels whose every
+    /// index value fits (see [`Idx::fits_i32`]); the variables must be declared `int` by the caller.
+    I32,
+}
+
+thread_local! {
+    static WIDTH: Cell<Width> = const { Cell::new(Width::I64) };
+}
+
+/// Runs `f` with [`Idx::render`] rendering in width `w` on this thread (restored afterwards, also on a panic), so
+/// that renderers shared with the C backend (expressions, loop bodies) render a CUDA kernel's indices in the width
+/// the CUDA layout chose for it without a width parameter on each of them.
+pub fn with_width<R>(w: Width, f: impl FnOnce() -> R) -> R {
+    struct Restore(Width);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            WIDTH.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(WIDTH.with(|c| c.replace(w)));
+    f()
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Atom {
@@ -189,16 +218,54 @@ impl Idx {
         out
     }
 
-    /// The form as a C expression of type `int64_t`; variables are `i0, i1, ...`, parameters `p[0], p[1], ...`.
+    /// Whether every value this form and its sub-forms (division, modulo and view-inverse operands) compute fits in
+    /// a 32-bit `int`, in any order of adding its terms: the constant's and every term's largest magnitude sum to at
+    /// most `i32::MAX`. False where a parameter (of unknown range) occurs.
+    pub fn fits_i32(&self) -> bool {
+        let mut total = i128::from(self.c.unsigned_abs());
+        for (a, &k) in &self.terms {
+            let bound: i128 = match a {
+                Atom::Var(_, n) => i128::from((n - 1).max(0)),
+                Atom::Param(_) => return false,
+                Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) if !x.fits_i32() => return false,
+                Atom::Div(x, d) => match x.range() {
+                    Some((lo, hi)) => {
+                        i128::from(lo.div_euclid(*d).unsigned_abs().max(hi.div_euclid(*d).unsigned_abs()))
+                    }
+                    None => return false,
+                },
+                Atom::Mod(_, m) => i128::from(m - 1),
+                Atom::ViewInv(_, _, n) => i128::from((n - 1).max(1)),
+            };
+            total += i128::from(k.unsigned_abs()) * bound;
+            if total > i128::from(i32::MAX) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The form as a C expression, in the width set by [`with_width`] (`int64_t` by default); variables are
+    /// `i0, i1, ...`, parameters `p[0], p[1], ...`.
     pub fn render(&self) -> String {
+        self.render_as(WIDTH.with(|c| c.get()))
+    }
+
+    /// The form as a C expression of width `w`.
+    pub fn render_as(&self, w: Width) -> String {
         let mut s = String::new();
         for (a, &k) in &self.terms {
-            let atom = match a {
-                Atom::Var(v, _) => format!("i{v}"),
-                Atom::Param(p) => format!("p[{p}]"),
-                Atom::Div(x, d) => format!("ff_div({}, {d})", x.render()),
-                Atom::Mod(x, m) => format!("ff_mod({}, {m})", x.render()),
-                Atom::ViewInv(k, x, _) => format!("vi{k}({})", x.render()),
+            let non_neg = |x: &Idx| matches!(x.range(), Some((lo, _)) if lo >= 0);
+            let atom = match (a, w) {
+                (Atom::Var(v, _), _) => format!("i{v}"),
+                (Atom::Param(p), _) => format!("p[{p}]"),
+                (Atom::Div(x, d), Width::I32) if non_neg(x) => format!("(int)((unsigned){} / {d}u)", x.render_as(w)),
+                (Atom::Mod(x, m), Width::I32) if non_neg(x) => format!("(int)((unsigned){} % {m}u)", x.render_as(w)),
+                (Atom::Div(x, d), Width::I32) => format!("ff_div32({}, {d})", x.render_as(w)),
+                (Atom::Mod(x, m), Width::I32) => format!("ff_mod32({}, {m})", x.render_as(w)),
+                (Atom::Div(x, d), Width::I64) => format!("ff_div({}, {d})", x.render_as(w)),
+                (Atom::Mod(x, m), Width::I64) => format!("ff_mod({}, {m})", x.render_as(w)),
+                (Atom::ViewInv(k, x, _), _) => format!("vi{k}({})", x.render_as(w)),
             };
             if !s.is_empty() {
                 s.push_str(" + ");
@@ -289,5 +356,27 @@ mod tests {
         let lin = Idx::var(0, 10);
         assert_eq!(lin.div(3).render(), "(ff_div((i0), 3))");
         assert_eq!(lin.modulo(3).render(), "(ff_mod((i0), 3))");
+    }
+
+    #[test]
+    fn thirty_two_bit_forms_fit_in_any_order_of_their_terms() {
+        let (a, b) = (Idx::var(0, 1 << 16), Idx::var(1, 1 << 15));
+        // 32768 * i0 + i1 is 2^31 - 1 at most: fits; one more does not.
+        assert!(a.scale(1 << 15).add(&b).fits_i32());
+        assert!(!a.scale(1 << 15).add(&b).add(&Idx::constant(1)).fits_i32());
+        // The range is small but a partial sum is not: 2^30 * (i0 - i1) would overflow on the way.
+        let (c, d) = (Idx::var(0, 4), Idx::var(1, 4));
+        assert!(!c.scale(1 << 29).add(&d.scale(-(1 << 29))).fits_i32());
+        assert!(c.scale(1 << 28).add(&d.scale(-(1 << 28))).fits_i32());
+        // Parameters have no known range.
+        assert!(!Idx::atom(Atom::Param(0)).fits_i32());
+        // Divisions of non-negative forms are unsigned, of possibly negative ones floor divisions.
+        let i = Idx::var(0, 10);
+        assert_eq!(i.div(3).render_as(Width::I32), "((int)((unsigned)(i0) / 3u))");
+        let diff = i.add(&Idx::var(1, 10).scale(-1));
+        assert_eq!(diff.modulo(3).render_as(Width::I32), "(ff_mod32((i0 + -1*i1), 3))");
+        assert_eq!(diff.div(3).render_as(Width::I32), "(ff_div32((i0 + -1*i1), 3))");
+        assert_eq!(with_width(Width::I32, || i.div(3).render()), "((int)((unsigned)(i0) / 3u))");
+        assert_eq!(i.div(3).render(), "(ff_div((i0), 3))");
     }
 }
