@@ -205,15 +205,14 @@ mod tests {
 
     #[test]
     fn the_bound_is_the_larger_of_memory_and_transcendental_time() {
-        let p =
-            Profile {
-                backend: "c".into(),
-                launch_s: 1e-6,
-                bytes_per_s: 1e9,
-                ops_per_s: 1e9,
-                transcendental_s: 1e-9,
-                stream_bytes_per_s: 1e9,
-            };
+        let p = Profile {
+            backend: "c".into(),
+            launch_s: 1e-6,
+            bytes_per_s: 1e9,
+            ops_per_s: 1e9,
+            transcendental_s: 1e-9,
+            stream_bytes_per_s: 1e9,
+        };
         assert_eq!(bound(&p, 4e6, 1e3), 4e-3);
         assert_eq!(bound(&p, 4e3, 1e7), 1e-2);
         assert_eq!(tensor_bytes([(DType::F32, &[2usize, 3][..]), (DType::Bool, &[5usize][..])]), 29.0);

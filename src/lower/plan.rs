@@ -424,10 +424,8 @@ impl Planner<'_> {
         let p = &self.profile;
         let (d, shape) = self.tensor(id).expect("a tensor");
         let n = shape.iter().product::<usize>() as f64;
-        let points: f64 = users
-            .iter()
-            .map(|&u| self.tensor(u).map_or(n, |(_, s)| (s.iter().product::<usize>() as f64).max(n)))
-            .sum();
+        let points: f64 =
+            users.iter().map(|&u| self.tensor(u).map_or(n, |(_, s)| (s.iter().product::<usize>() as f64).max(n))).sum();
         if points <= n {
             return false;
         }
