@@ -274,8 +274,8 @@ fn the_roofline_bound_counts_inputs_and_outputs_once() {
         assert_eq!(r["bytes"].as_f64(), Some(bytes as f64), "{r}");
         assert_eq!(r["transcendentals"].as_f64(), Some(4.0), "{r}");
         let p = &json["profile"];
-        let want =
-            (bytes as f64 / p["stream_bytes_per_s"].as_f64().unwrap()).max(4.0 * p["transcendental_s"].as_f64().unwrap());
+        let want = (bytes as f64 / p["stream_bytes_per_s"].as_f64().unwrap())
+            .max(4.0 * p["transcendental_s"].as_f64().unwrap());
         let bound = r["bound_s"].as_f64().unwrap();
         assert!((bound - want).abs() <= 1e-12 * want, "{bound} vs {want}");
         let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
