@@ -315,3 +315,32 @@ fn a_profile_without_a_transcendental_cost_loads_with_the_default() {
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(o.stderr.contains("positive `transcendental_s`"), "{}", o.stderr);
 }
+
+/// CONTRACT.md: `compare --measure` prints `prediction: median error X%, spearman Y over N plans` over every plan it
+/// ran (three per program here), and compare.json carries the same figures; without `--measure` there is none.
+#[test]
+fn measured_comparisons_report_prediction_quality() {
+    let dir = scratch("prediction");
+    let file = program(&dir, "def f(a: f32[64, 64]) -> f32[64, 64]:\n    return torch.exp(a) * 2.0 + a\n");
+    for measure in [false, true] {
+        let out = dir.join(format!("out-{measure}"));
+        let mut args = vec!["compare", &file, "--out", out.to_str().unwrap()];
+        if measure {
+            args.extend(["--measure", "--runs", "2"]);
+        }
+        let o = funcfuse(&args, &[]);
+        assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+        let json = read_json(&out.join("compare.json"));
+        let line = o.stdout.lines().find(|l| l.starts_with("prediction: "));
+        if !measure {
+            assert!(line.is_none() && json["prediction"].is_null(), "{}", o.stdout);
+            continue;
+        }
+        let line = line.unwrap_or_else(|| panic!("no prediction line: {}", o.stdout));
+        let p = &json["prediction"];
+        assert_eq!(p["plans"].as_u64(), Some(3), "{p}");
+        let (e, s) = (p["median_error"].as_f64().unwrap(), p["spearman"].as_f64().unwrap());
+        assert!(e >= 0.0 && (-1.0..=1.0).contains(&s), "{p}");
+        assert_eq!(line, format!("prediction: median error {:.1}%, spearman {s:.2} over 3 plans", e * 100.0));
+    }
+}

@@ -84,6 +84,8 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
     let mut roof = String::new();
     let mut failed = 0;
     let mut differ: Vec<String> = Vec::new();
+    // (predicted, measured) seconds of every plan that ran timed, for the prediction line.
+    let mut predictions: Vec<(f64, f64)> = Vec::new();
     for (file, _, only) in collect_targets(paths)? {
         let shown = file.display().to_string();
         let module = match frontend::load_module(&shown) {
@@ -124,6 +126,9 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
             };
             let rows = &c.rows;
             for r in rows {
+                if let Some(m) = r.measured_s.filter(|m| *m > 0.0) {
+                    predictions.push((r.predicted_s, m));
+                }
                 if !r.agrees {
                     differ.push(format!("{label} ({})", r.plan));
                 }
@@ -276,6 +281,14 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
     let what = if a.measure { "measured" } else { "predicted" };
     let g = |xs: &[f64]| funcfuse::compare::geomean(xs);
     let mut summary = String::new();
+    let quality = funcfuse::compare::prediction_quality(&predictions);
+    if let Some((e, s)) = quality {
+        summary.push_str(&format!(
+            "prediction: median error {:.1}%, spearman {s:.2} over {} plans\n",
+            e * 100.0,
+            predictions.len()
+        ));
+    }
     if !speed_eager.is_empty() {
         summary.push_str(&format!("geometric-mean speedup of ours over eager ({what}): {:.2}x\n", g(&speed_eager)));
     }
@@ -315,7 +328,7 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
              transcendental elements x {:.2} ns). Bytes: every input read once, every output written once; \
              transcendentals: estimated from our plan. `ours / bound` is our measured time over the bound \
              (3.0x: ours at 3 times the bound).\n\n",
-            profile.bytes_per_s / 1e9,
+            profile.stream_bytes_per_s / 1e9,
             profile.transcendental_s * 1e9
         ));
         md.push_str("| program | min MB (inputs + outputs) | M transcendentals | bound ms |");
@@ -345,6 +358,11 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
         "geomean_speedup_over_pytorch_eager": opt(&speed_torch),
         "geomean_speedup_over_torch_compile": opt(&speed_compile),
         "geomean_ours_over_bound": opt(&over_bound),
+        "prediction": quality.map(|(e, s)| json!({
+            "median_error": e,
+            "spearman": s,
+            "plans": predictions.len(),
+        })),
     });
     let write = |name: &str, text: String| {
         std::fs::write(a.out.join(name), text).map_err(|e| Failure(1, format!("{}: {e}", a.out.join(name).display())))
