@@ -75,3 +75,9 @@ def select_by_mask(x: f32[16, 16], y: f32[4, 2, 4]) -> tuple[f32[16, 16], f32[4,
     m = x > x.t()
     n = y > (y - 0.25).flip(0)
     return torch.where(m, x, torch.full((16, 16), -0.5)), torch.where(n, y, y * 2.0)
+
+
+def integer_division_by_constants(x: f32[6, 50]) -> tuple[i64[6, 50], i64[6, 50], i64[6, 50], i64[6, 50], i64[6, 50]]:
+    # Integer //, % and fmod by constants other than 0 and -1 run as kernels (a beam search's `idx // vocab`).
+    a = (x * 100.0).long()
+    return a // 7, a // -3, torch.fmod(a, 5), torch.remainder(a, -4), a % 3

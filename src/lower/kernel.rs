@@ -407,6 +407,11 @@ fn binary(op: Binary, compute: DType, out: DType, a: &Expr, b: &Expr, args: &str
         Minimum => format!("ff_imin({i}, {j})"),
         BitAnd => format!("{i} & {j}"),
         BitOr => format!("{i} | {j}"),
+        // By a constant other than 0 and -1 only (the planner checks): floor division and Python's remainder
+        // (the divisor's sign), and C's truncated remainder for fmod.
+        FloorDiv => format!("ff_div({i}, {j})"),
+        Rem => format!("ff_mod({i}, {j})"),
+        Fmod => format!("{i} % {j}"),
         _ => unreachable!("rejected by the planner"),
     };
     format!("(({t})({v}))")

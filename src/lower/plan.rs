@@ -274,6 +274,21 @@ impl Planner<'_> {
         }
     }
 
+    /// An integer `//`, `%` (remainder) or `fmod` by a constant other than 0 and -1: no division by zero to raise,
+    /// no overflow (`INT64_MIN // -1`), so a kernel computes it (a beam search's `idx // vocab`).
+    fn integer_division_by_constant(&self, b: crate::tensor::ops::Binary, compute: DType, divisor: Id) -> bool {
+        use crate::tensor::ops::Binary::*;
+        if !matches!(b, FloorDiv | Rem | Fmod) || !matches!(compute, DType::I64 | DType::I32) {
+            return false;
+        }
+        let value = match &self.term[divisor] {
+            Node::Int(i) => Some(*i),
+            Node::Op(OpName::Full, a) if a.len() == 3 => lit(self.term, a[2]),
+            _ => None,
+        };
+        value.is_some_and(|v| v != 0 && v != -1)
+    }
+
     /// Whether the kernel IR can compute this node as an expression of its operands.
     fn expressible(&self, id: Id) -> bool {
         use OpName::*;
@@ -285,7 +300,8 @@ impl Planner<'_> {
                 _ if binary_of(*op).is_some() => {
                     let b = binary_of(*op).expect("a binary op");
                     let (da, _) = self.tensor(args[0]).expect("typed");
-                    binary_supported(b, compute_dtype(b, da))
+                    let compute = compute_dtype(b, da);
+                    binary_supported(b, compute) || self.integer_division_by_constant(b, compute, args[1])
                 }
                 Where | Clamp | Cast | Full | Reshape | Cat | ITensor => true,
                 Triu | Tril => lit(self.term, args[1]).is_some(),
