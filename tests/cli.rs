@@ -1,7 +1,7 @@
 //! The command line as a user meets it: outputs of `funcfuse run`, and a located message with exit status 1 (never a
 //! panic) for every kind of bad input.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 mod common;
@@ -17,16 +17,10 @@ fn scratch(name: &str) -> PathBuf {
     common::scratch("cli", name)
 }
 
-fn program(dir: &Path, src: &str) -> String {
-    let p = dir.join("prog.py");
-    std::fs::write(&p, format!("from __future__ import annotations\nimport torch\n\n{src}")).unwrap();
-    p.to_string_lossy().to_string()
-}
-
 /// Runs `FILE::f` with the reference engine and expects failure with `want` in the message at `line:col`.
 fn check_error(name: &str, src: &str, extra: &[&str], line_col: Option<&str>, want: &str) {
     let dir = scratch(name);
-    let file = program(&dir, src);
+    let file = common::program(&dir, src);
     let target = format!("{file}::f");
     let out_dir = dir.join("out");
     let mut args = vec!["run", &target, "--engine", "reference", "--output", out_dir.to_str().unwrap()];
@@ -43,7 +37,7 @@ fn check_error(name: &str, src: &str, extra: &[&str], line_col: Option<&str>, wa
 #[test]
 fn run_writes_returns_mutated_parameters_and_inputs() {
     let dir = scratch("run_ok");
-    let file = program(
+    let file = common::program(
         &dir,
         "def f(a: f32[3, 4], b: f32[4], n: int = 2) -> tuple[f32[3, 4], f32[4]]:\n    a[0] += b\n    return a * n, b\n",
     );
@@ -95,7 +89,7 @@ fn run_writes_returns_mutated_parameters_and_inputs() {
 #[test]
 fn seeds_change_inputs_and_runs_are_deterministic() {
     let dir = scratch("seeds");
-    let file = program(&dir, "def f(a: f32[8]) -> f32[8]:\n    return a.exp()\n");
+    let file = common::program(&dir, "def f(a: f32[8]) -> f32[8]:\n    return a.exp()\n");
     let run = |seed: &str, out: &str| {
         let o = funcfuse(&[
             "run",
@@ -280,7 +274,7 @@ fn missing_file_and_function_are_reported() {
     assert_eq!(o.code, 1);
     assert!(o.stderr.contains("no/such/file.py") && o.stderr.contains("cannot read"), "{}", o.stderr);
     let dir = scratch("no_func");
-    let file = program(&dir, "def g(x: f32[3]) -> f32[3]:\n    return x\n");
+    let file = common::program(&dir, "def g(x: f32[3]) -> f32[3]:\n    return x\n");
     let o =
         funcfuse(&["run", &format!("{file}::f"), "--engine", "reference", "--output", dir.join("o").to_str().unwrap()]);
     assert_eq!(o.code, 1);
@@ -292,7 +286,7 @@ fn bad_usage_exits_with_2() {
     assert_eq!(funcfuse(&["run"]).code, 2);
     assert_eq!(funcfuse(&["frobnicate"]).code, 2);
     let dir = scratch("bad_usage");
-    let file = program(&dir, "def f(x: f32[3], n: int = 1) -> f32[3]:\n    return x\n");
+    let file = common::program(&dir, "def f(x: f32[3], n: int = 1) -> f32[3]:\n    return x\n");
     let o = funcfuse(&[
         "run",
         &format!("{file}::f"),
@@ -310,8 +304,10 @@ fn bad_usage_exits_with_2() {
 #[test]
 fn list_shows_programs_with_signatures() {
     let dir = scratch("list");
-    let file =
-        program(&dir, "def _helper(a):\n    return a\n\ndef f(x: f32[3, 4], n: int = 2) -> f32[3]:\n    return x[0]\n");
+    let file = common::program(
+        &dir,
+        "def _helper(a):\n    return a\n\ndef f(x: f32[3, 4], n: int = 2) -> f32[3]:\n    return x[0]\n",
+    );
     let o = funcfuse(&["list", &file]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(o.stdout.trim(), format!("{file}::f(x: f32[3, 4], n: int)"));
@@ -363,7 +359,7 @@ fn huge_or_endless_programs_fail_cleanly() {
         "more than this interpreter allows",
     );
     let dir = scratch("early_break");
-    let file = program(&dir, "def f(x: f32[3]) -> f32[3]:\n    for i in range(10**15):\n        if i == 3:\n            break\n        x += 1.0\n    return x\n");
+    let file = common::program(&dir, "def f(x: f32[3]) -> f32[3]:\n    for i in range(10**15):\n        if i == 3:\n            break\n        x += 1.0\n    return x\n");
     let o =
         funcfuse(&["run", &format!("{file}::f"), "--engine", "reference", "--output", dir.join("o").to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.stderr);
@@ -372,7 +368,7 @@ fn huge_or_endless_programs_fail_cleanly() {
 #[test]
 fn functional_and_optimized_engines_write_what_the_reference_writes() {
     let dir = scratch("functional_engine");
-    let file = program(
+    let file = common::program(
         &dir,
         "def f(a: f32[4, 6], n: int = 3) -> f32[6, 4]:\n    t = a.t()\n    for i in range(n):\n        t[i] += t[i + 1]\n    a[0].clamp_(min=0.0)\n    return t * 2\n",
     );
@@ -404,7 +400,7 @@ fn functional_and_optimized_engines_write_what_the_reference_writes() {
 #[test]
 fn functionalize_prints_the_term_and_reports_what_it_cannot_do() {
     let dir = scratch("functionalize_cmd");
-    let file = program(
+    let file = common::program(
         &dir,
         "def f(a: f32[8, 4]) -> f32[8, 4]:\n    for i in range(1, 8):\n        a[i] += a[i - 1]\n    return a\n",
     );
@@ -413,7 +409,7 @@ fn functionalize_prints_the_term_and_reports_what_it_cannot_do() {
     assert!(o.stdout.contains("1 loops"), "{}", o.stdout);
     assert!(o.stdout.contains("(loop 1 8 1"), "{}", o.stdout);
     assert!(o.stdout.contains("; outputs: (return 0, final a)"), "{}", o.stdout);
-    let bad = program(&dir, "def f(a: f32[8]) -> f32[8]:\n    v = torch.einsum(\"i->i\", a)\n    return v\n");
+    let bad = common::program(&dir, "def f(a: f32[8]) -> f32[8]:\n    v = torch.einsum(\"i->i\", a)\n    return v\n");
     let o = funcfuse(&["functionalize", &format!("{bad}::f")]);
     assert_eq!(o.code, 1);
     assert!(
@@ -468,7 +464,7 @@ fn optimize_with_a_broken_rules_directory_fails_at_load() {
     let dir = scratch("optimize_bad_rules");
     std::fs::create_dir_all(dir.join("rules")).unwrap();
     std::fs::write(dir.join("rules/views.rules"), "# x\nviews/a: (acess ?x ?v) => ?x\n").unwrap();
-    let file = program(&dir, "def f(x: f32[2]) -> f32[2]:\n    return x\n");
+    let file = common::program(&dir, "def f(x: f32[2]) -> f32[2]:\n    return x\n");
     let o = funcfuse(&[
         "optimize",
         &file,
@@ -706,7 +702,7 @@ fn explain_and_compare_report_and_reject_bad_arguments() {
 #[test]
 fn a_gather_kernel_reports_an_index_out_of_range_as_the_reference_does() {
     let dir = scratch("gather_bounds");
-    let file = program(
+    let file = common::program(
         &dir,
         "def f(x: f32[5, 3], k: int = 2) -> f32[2, 3]:\n    i = torch.arange(2) + k\n    return x[i] * 2.0\n",
     );
@@ -757,7 +753,7 @@ fn every_engine_rejects_bad_keywords_sizes_ints_and_return_annotations() {
     for case in cases {
         let [name, lc, src, want]: [&str; 4] = case.split(" @ ").collect::<Vec<_>>().try_into().unwrap();
         let dir = scratch(&format!("issue12_{name}"));
-        let file = program(&dir, &format!("{}\n", src.replace(" ⏎ ", "\n    ")));
+        let file = common::program(&dir, &format!("{}\n", src.replace(" ⏎ ", "\n    ")));
         for engine in ["reference", "functional", "optimized"] {
             let out = dir.join(engine);
             let o = funcfuse(&["run", &format!("{file}::f"), "--engine", engine, "--output", out.to_str().unwrap()]);

@@ -23,10 +23,18 @@ fn scratch(name: &str) -> PathBuf {
     common::scratch("compare_cli", name)
 }
 
-fn program(dir: &Path, src: &str) -> String {
-    let p = dir.join("prog.py");
-    std::fs::write(&p, format!("from __future__ import annotations\nimport torch\n\n{src}")).unwrap();
-    p.to_string_lossy().to_string()
+/// `compare FILE` (with `--measure --runs 2` when `measure`) into its own folder of `dir`, which must succeed: what
+/// it printed, the folder, and its compare.json.
+fn compare_ok(dir: &Path, file: &str, measure: bool) -> (Outcome, PathBuf, serde_json::Value) {
+    let out = dir.join(format!("out-{measure}"));
+    let mut args = vec!["compare", file, "--out", out.to_str().unwrap()];
+    if measure {
+        args.extend(["--measure", "--runs", "2"]);
+    }
+    let o = funcfuse(&args, &[]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    let json = read_json(&out.join("compare.json"));
+    (o, out, json)
 }
 
 /// An executable shell script `name` in `dir` that runs `body`.
@@ -54,7 +62,7 @@ const SIMPLE: &str = "def f(a: f32[3, 4], b: f32[4]) -> f32[3, 4]:\n    return a
 #[test]
 fn torch_options_without_what_they_need_are_usage_errors() {
     let dir = scratch("usage");
-    let file = program(&dir, SIMPLE);
+    let file = common::program(&dir, SIMPLE);
     let out = dir.join("out");
     let out = out.to_str().unwrap();
     let o = funcfuse(&["compare", &file, "--torch", "python3", "--out", out], &[]);
@@ -99,7 +107,7 @@ fn ours_measured(md: &str, json: &Value) {
 #[test]
 fn a_python_without_torch_is_reported_on_every_row_and_the_rest_runs() {
     let dir = scratch("no_torch");
-    let file = program(&dir, &format!("{SIMPLE}\n\ndef g(a: f32[4]) -> f32[4]:\n    return a * 2.0\n"));
+    let file = common::program(&dir, &format!("{SIMPLE}\n\ndef g(a: f32[4]) -> f32[4]:\n    return a * 2.0\n"));
     // -I -S: no site-packages and no PYTHONPATH, so no torch whatever this machine has installed.
     let python = script(&dir, "python", "exec python3 -I -S \"$@\"");
     let (o, md, json) = compare_with(&dir, &file, &python, &[], &[]);
@@ -126,7 +134,7 @@ fn a_python_without_torch_is_reported_on_every_row_and_the_rest_runs() {
 #[test]
 fn a_python_that_does_not_start_is_reported() {
     let dir = scratch("no_python");
-    let file = program(&dir, SIMPLE);
+    let file = common::program(&dir, SIMPLE);
     let missing = dir.join("no-such-python");
     let (o, md, json) = compare_with(&dir, &file, missing.to_str().unwrap(), &["--no-torch-compile"], &[]);
     assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
@@ -195,7 +203,7 @@ fn pytorch_rows_measured_in_this_run_sit_beside_ours() {
         return;
     }
     let dir = scratch("fake_torch");
-    let file = program(&dir, &format!("{SIMPLE}\n\ndef g(a: f32[4]) -> f32[4]:\n    return a * 2.0\n"));
+    let file = common::program(&dir, &format!("{SIMPLE}\n\ndef g(a: f32[4]) -> f32[4]:\n    return a * 2.0\n"));
     let site = dir.join("site");
     std::fs::create_dir_all(&site).unwrap();
     std::fs::write(site.join("torch.py"), FAKE_TORCH).unwrap();
@@ -256,20 +264,13 @@ fn the_roofline_bound_counts_inputs_and_outputs_once() {
     let dir = scratch("roofline");
     // Reads a (12 f32) and b (4 f32), writes the result (12 f32) and the final a (mutated, 12 f32); exp of b is
     // computed once per element of b although it broadcasts over a's rows.
-    let file = program(
+    let file = common::program(
         &dir,
         "def f(a: f32[3, 4], b: f32[4], k: i64[2]) -> f32[3, 4]:\n    a[0] += 1.0\n    return a * torch.exp(b)\n",
     );
     let bytes = (12 * 4 + 4 * 4 + 2 * 8) + (12 * 4 + 12 * 4);
     for measure in [false, true] {
-        let out = dir.join(format!("out-{measure}"));
-        let mut args = vec!["compare", &file, "--out", out.to_str().unwrap()];
-        if measure {
-            args.extend(["--measure", "--runs", "2"]);
-        }
-        let o = funcfuse(&args, &[]);
-        assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
-        let json = read_json(&out.join("compare.json"));
+        let (o, out, json) = compare_ok(&dir, &file, measure);
         let r = &json["programs"][0]["roofline"];
         assert_eq!(r["bytes"].as_f64(), Some(bytes as f64), "{r}");
         assert_eq!(r["transcendentals"].as_f64(), Some(4.0), "{r}");
@@ -300,7 +301,7 @@ fn the_roofline_bound_counts_inputs_and_outputs_once() {
 #[test]
 fn a_profile_without_a_transcendental_cost_loads_with_the_default() {
     let dir = scratch("profile");
-    let file = program(&dir, SIMPLE);
+    let file = common::program(&dir, SIMPLE);
     let old = dir.join("old.json");
     std::fs::write(&old, r#"{"backend": "c", "launch_s": 1e-6, "bytes_per_s": 1e9, "ops_per_s": 1e9}"#).unwrap();
     let out = dir.join("out");
@@ -321,16 +322,9 @@ fn a_profile_without_a_transcendental_cost_loads_with_the_default() {
 #[test]
 fn measured_comparisons_report_prediction_quality() {
     let dir = scratch("prediction");
-    let file = program(&dir, "def f(a: f32[64, 64]) -> f32[64, 64]:\n    return torch.exp(a) * 2.0 + a\n");
+    let file = common::program(&dir, "def f(a: f32[64, 64]) -> f32[64, 64]:\n    return torch.exp(a) * 2.0 + a\n");
     for measure in [false, true] {
-        let out = dir.join(format!("out-{measure}"));
-        let mut args = vec!["compare", &file, "--out", out.to_str().unwrap()];
-        if measure {
-            args.extend(["--measure", "--runs", "2"]);
-        }
-        let o = funcfuse(&args, &[]);
-        assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
-        let json = read_json(&out.join("compare.json"));
+        let (o, _, json) = compare_ok(&dir, &file, measure);
         let line = o.stdout.lines().find(|l| l.starts_with("prediction: "));
         if !measure {
             assert!(line.is_none() && json["prediction"].is_null(), "{}", o.stdout);

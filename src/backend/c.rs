@@ -10,8 +10,7 @@ use hashbrown::HashMap;
 
 use super::source::{buffer_decls, helpers, point_body, prelude, row_reduction};
 use crate::lower::exec::Device;
-use crate::lower::kernel::{c_type, Kernel};
-use crate::lower::specialize::Piece;
+use crate::lower::kernel::Kernel;
 use crate::lower::Plan;
 use crate::tensor::{Buf, DType, Tensor};
 
@@ -47,35 +46,21 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
         s.push_str(&def);
         let _ = writeln!(s, "void {}(void** b, const int64_t* p) {{\n  (void)p;", k.name);
         s.push_str(&buffer_decls(k));
-        if k.reduce.is_some() {
-            // Each piece of the output domain reduces with its own loop nest (a row where that pays).
-            let pieces = crate::lower::specialize::pieces(k)
-                .map_or_else(|| vec![k.clone()], |ps| ps.iter().map(|p| p.kernel(k)).collect());
-            for (n, piece) in pieces.iter().enumerate() {
-                if pieces.len() > 1 {
-                    let _ = writeln!(s, "  /* piece {n}: {:?} */", piece.domain);
-                }
+        // Each piece of the domain (of a reduction's output domain) gets its own loop nest: a reduction's row
+        // layout where that pays, else the plain nest. A reduction's piece is a block of its own (its accumulators).
+        let pieces = crate::lower::specialize::pieces(k)
+            .map_or_else(|| vec![k.clone()], |ps| ps.iter().map(|p| p.kernel(k)).collect());
+        for (n, piece) in pieces.iter().enumerate() {
+            if pieces.len() > 1 {
+                let _ = writeln!(s, "  /* piece {n}: {:?} */", piece.domain);
+            }
+            if k.reduce.is_some() {
                 s.push_str("  {\n");
-                match row_reduction(piece, "  ") {
-                    Some(body) => s.push_str(&body),
-                    None => s.push_str(&plain_nest(piece)),
-                }
+            }
+            s.push_str(&row_reduction(piece, "  ").unwrap_or_else(|| nest(piece)));
+            if k.reduce.is_some() {
                 s.push_str("  }\n");
             }
-            s.push_str("}\n");
-            s.push_str(&undef);
-            continue;
-        }
-        match crate::lower::specialize::pieces(k) {
-            Some(pieces) => {
-                for (n, piece) in pieces.iter().enumerate() {
-                    if pieces.len() > 1 {
-                        let _ = writeln!(s, "  /* piece {n}: {:?} */", piece.extents);
-                    }
-                    s.push_str(&piece_nest(k, piece));
-                }
-            }
-            None => s.push_str(&plain_nest(k)),
         }
         s.push_str("}\n");
         s.push_str(&undef);
@@ -83,37 +68,20 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
     s
 }
 
-/// A kernel's loop nest as it is: one loop per domain variable, the point's body inside.
-fn plain_nest(k: &Kernel) -> String {
+/// A kernel's loop nest: one loop per domain variable (loops of one iteration left out: their variable appears in
+/// no expression), the point's body inside; an elementwise kernel's innermost loop gets [`inner_loop_pragmas`].
+fn nest(k: &Kernel) -> String {
     let mut s = String::new();
-    let mut ind = String::from("  ");
-    for (v, &n) in k.domain.iter().enumerate() {
-        let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {n}; i{v}++) {{");
-        ind.push_str("  ");
-    }
-    s.push_str(&point_body(k, &ind));
-    for _ in &k.domain {
-        ind.truncate(ind.len() - 2);
-        let _ = writeln!(s, "{ind}}}");
-    }
-    s
-}
-
-/// The loop nest of one piece of an elementwise kernel (loops of one iteration left out: their variable appears
-/// in no expression).
-fn piece_nest(k: &Kernel, piece: &Piece) -> String {
-    let mut s = String::new();
-    let loops: Vec<(usize, usize)> = piece.extents.iter().copied().enumerate().filter(|&(_, n)| n > 1).collect();
+    let loops: Vec<(usize, usize)> = k.domain.iter().copied().enumerate().filter(|&(_, n)| n != 1).collect();
     let mut ind = String::from("  ");
     for (j, &(v, n)) in loops.iter().enumerate() {
-        if j + 1 == loops.len() {
+        if j + 1 == loops.len() && k.reduce.is_none() {
             s.push_str(&inner_loop_pragmas(&ind));
         }
         let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {n}; i{v}++) {{");
         ind.push_str("  ");
     }
-    let value = crate::lower::kernel::render(&piece.value, "a");
-    let _ = writeln!(s, "{ind}a0[{}] = ({})({value});", piece.store.render(), c_type(k.out_dtype));
+    s.push_str(&point_body(k, &ind));
     for _ in &loops {
         ind.truncate(ind.len() - 2);
         let _ = writeln!(s, "{ind}}}");

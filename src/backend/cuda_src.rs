@@ -20,7 +20,7 @@
 use std::fmt::Write;
 
 use super::source::{helpers, point_body, store_result};
-use crate::lower::index::{contiguous, with_width, Atom, Idx, Width};
+use crate::lower::index::{contiguous, with_width, Width};
 use crate::lower::kernel::{c_type, reduction_parts, render, Expr, Kernel, RedOp, PRELUDE};
 use crate::tensor::ops::Binary;
 use crate::tensor::DType;
@@ -61,23 +61,15 @@ fn count(k: &Kernel) -> usize {
     k.reduce.as_ref().map_or(1, |r| r.extents.iter().product())
 }
 
-fn mentions(i: &Idx, v: usize) -> bool {
-    i.terms.keys().any(|a| match a {
-        Atom::Var(k, _) => *k == v,
-        Atom::Param(_) => false,
-        Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) => mentions(x, v),
-    })
-}
-
 /// Whether expression `e` reads domain or reduction variable `v`.
 pub fn uses_var(e: &Expr, v: usize) -> bool {
     match e {
-        Expr::Load { at, .. } | Expr::Index(at) | Expr::NonNeg(at) => mentions(at, v),
+        Expr::Load { at, .. } | Expr::Index(at) | Expr::NonNeg(at) => at.mentions(v),
         Expr::Const(..) | Expr::Acc(_) => false,
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => uses_var(a, v),
         Expr::Binary(_, _, _, a, b) => uses_var(a, v) || uses_var(b, v),
         Expr::Where(c, a, b) => uses_var(c, v) || uses_var(a, v) || uses_var(b, v),
-        Expr::Gather { at, index, .. } => mentions(at, v) || uses_var(index, v),
+        Expr::Gather { at, index, .. } => at.mentions(v) || uses_var(index, v),
     }
 }
 

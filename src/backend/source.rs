@@ -109,13 +109,13 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{", m = k.domain[v]);
         ind.push_str("  ");
     }
-    let (init, arg) = match red.op {
-        RedOp::Max | RedOp::ArgMax => ("-INFINITY", true),
-        RedOp::Min | RedOp::ArgMin => ("INFINITY", true),
-        RedOp::Prod => ("1", false),
-        _ => ("0", false),
+    let init = match red.op {
+        RedOp::Max | RedOp::ArgMax => "-INFINITY",
+        RedOp::Min | RedOp::ArgMin => "INFINITY",
+        RedOp::Prod => "1",
+        _ => "0",
     };
-    let arg = arg && matches!(red.op, RedOp::ArgMax | RedOp::ArgMin);
+    let arg = matches!(red.op, RedOp::ArgMax | RedOp::ArgMin);
     // An f32 sum or mean accumulates in f32, in LANES partial sums per output as PyTorch's CPU kernels do (its
     // goldens are f32 sums too); other reductions accumulate in double.
     let lanes = if k.value.dtype() == DType::F32 && matches!(red.op, RedOp::Sum | RedOp::Mean) { LANES } else { 1 };
@@ -218,11 +218,11 @@ fn stride_sum(e: &Expr, v: usize) -> i64 {
             .iter()
             .map(|(a, k)| match a {
                 Atom::Var(u, _) if *u == v => k.abs(),
-                Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) if mentions(x, v) => i64::MAX / 4,
+                Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) if x.mentions(v) => i64::MAX / 4,
                 _ => 0,
             })
             .fold(0i64, |a, b| a.saturating_add(b)),
-        Expr::Index(i) | Expr::NonNeg(i) if mentions(i, v) => i64::MAX / 4,
+        Expr::Index(i) | Expr::NonNeg(i) if i.mentions(v) => i64::MAX / 4,
         _ => 0,
     };
     here.saturating_add(match e {
@@ -231,14 +231,5 @@ fn stride_sum(e: &Expr, v: usize) -> i64 {
         Expr::Binary(_, _, _, a, b) => stride_sum(a, v).saturating_add(stride_sum(b, v)),
         Expr::Where(c, a, b) => stride_sum(c, v).saturating_add(stride_sum(a, v)).saturating_add(stride_sum(b, v)),
         _ => 0,
-    })
-}
-
-/// Whether variable `v` occurs in `i`, nested atoms included.
-fn mentions(i: &Idx, v: usize) -> bool {
-    i.terms.keys().any(|a| match a {
-        Atom::Var(u, _) => *u == v,
-        Atom::Param(_) => false,
-        Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) => mentions(x, v),
     })
 }

@@ -84,8 +84,8 @@ pub struct Executor<'p, D: Device> {
     /// Groups whose members' operands are being computed: a member needed meanwhile (two groups each reading a
     /// member of the other) is launched alone rather than by launching its group again, which would recurse forever.
     launching: Vec<usize>,
-    /// Per kernel: whether it writes every element of its fresh output ([`super::kernel::Kernel::covers`]), which then need not
-    /// be zeroed.
+    /// Per kernel: whether it writes every element of its fresh output ([`super::kernel::Kernel::covers`], over a
+    /// domain of the output's size), which then need not be zeroed.
     covers: Vec<bool>,
     /// Whether inputs may use the caller's memory ([`Device::share`]).
     share_inputs: bool,
@@ -117,7 +117,15 @@ pub fn execute<D: Device>(plan: &Plan, dev: &mut D, inputs: &BTreeMap<String, Te
         stats: Stats::default(),
         copy_loop_state,
         launching: Vec::new(),
-        covers: plan.kernels.iter().map(|k| k.covers()).collect(),
+        covers: plan
+            .kernels
+            .iter()
+            .zip(&plan.launches)
+            .map(|(k, l)| {
+                let numel = plan.tensor(l.node).map(|(_, s)| s.iter().product::<usize>());
+                k.covers() && numel == Some(k.domain.iter().product())
+            })
+            .collect(),
     };
     let root = plan.term.root();
     let out = ex.eval(root, inputs)?;
@@ -381,10 +389,7 @@ impl<D: Device> Executor<'_, D> {
                     _ => return Err("assign to a non-tensor".into()),
                 }
             }
-            _ if self.covers[k] && kernel.domain.iter().product::<usize>() == shape.iter().product::<usize>() => {
-                self.dev.alloc_uninit(d, shape.iter().product())?
-            }
-            _ => self.dev.alloc(d, shape.iter().product())?,
+            _ => self.fresh(k, d, shape.iter().product())?,
         };
         let mut refs: Vec<&D::Buf> = vec![&out];
         refs.extend(bufs.iter().map(|(b, _, _)| b));
@@ -394,6 +399,15 @@ impl<D: Device> Executor<'_, D> {
         self.stats.bytes += bytes;
         self.stats.flops += ops;
         Ok(Val::T(out, d, shape))
+    }
+
+    /// A fresh output buffer of `n` elements for kernel `k`: zeroed unless the kernel writes all of it.
+    fn fresh(&mut self, k: usize, d: DType, n: usize) -> R<D::Buf> {
+        if self.covers[k] {
+            self.dev.alloc_uninit(d, n)
+        } else {
+            self.dev.alloc(d, n)
+        }
     }
 
     /// A launch's buffers and integers, its gathers' indices checked.
@@ -449,12 +463,7 @@ impl<D: Device> Executor<'_, D> {
             let launch = &plan.launches[m];
             let (bufs, params) = self.operands(launch, inputs)?;
             let (d, shape) = plan.tensor(launch.node).ok_or("a kernel of a non-tensor")?;
-            let n = shape.iter().product();
-            let out = if self.covers[m] && plan.kernels[m].domain.iter().product::<usize>() == n {
-                self.dev.alloc_uninit(d, n)?
-            } else {
-                self.dev.alloc(d, n)?
-            };
+            let out = self.fresh(m, d, shape.iter().product())?;
             members.push(Some((out, d, Rc::<[usize]>::from(shape), bufs, params)));
         }
         let filler = members.iter().flatten().next().map(|m| m.0.clone()).ok_or("an empty kernel group")?;

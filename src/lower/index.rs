@@ -186,20 +186,21 @@ impl Idx {
         gs.sort_unstable_by(|a, b| b.cmp(a));
         gs.dedup();
         for g in gs {
-            let mut y = Idx::constant(self.c.div_euclid(g));
-            let mut low = Idx::constant(self.c.rem_euclid(g));
-            for (a, &k) in &self.terms {
-                if k % g == 0 {
-                    y.terms.insert(a.clone(), k / g);
-                } else {
-                    low.terms.insert(a.clone(), k);
-                }
-            }
+            let (y, low) = self.split(g);
             if matches!(low.range(), Some((lo, hi)) if lo >= 0 && hi < g) {
                 return Some((y, g, low));
             }
         }
         None
+    }
+
+    /// Whether loop variable `v` occurs in the form, inside divisions, modulos and view inverses included.
+    pub fn mentions(&self, v: usize) -> bool {
+        self.terms.keys().any(|a| match a {
+            Atom::Var(u, _) => *u == v,
+            Atom::Param(_) => false,
+            Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) => x.mentions(v),
+        })
     }
 
     /// The form with every loop variable replaced by `f(variable)`, divisions and modulos simplified again.

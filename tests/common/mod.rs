@@ -258,6 +258,13 @@ pub fn run_binary(cmd: &mut std::process::Command) -> Outcome {
     o
 }
 
+/// Writes `src` (after the usual header) as `prog.py` in `dir`; its path.
+pub fn program(dir: &Path, src: &str) -> String {
+    let p = dir.join("prog.py");
+    std::fs::write(&p, format!("from __future__ import annotations\nimport torch\n\n{src}")).unwrap();
+    p.to_string_lossy().to_string()
+}
+
 /// A fresh scratch folder `group/name` under the test target folder.
 pub fn scratch(group: &str, name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(group).join(name);
