@@ -127,6 +127,91 @@ fn a_negative_index_in_range_wraps_on_every_engine() {
     }
 }
 
+/// Issue #12: PyTorch runs every statement, so a bad index in code whose value is never used still raises.
+const DEAD_CODE: &str = "def dead_item(table: f32[4, 4], idx: i64[2], vals: f32[2, 4]) -> f32[4, 4]:
+    row = table[idx[1].item()]
+    return table * 2.0
+
+def dead_gather(table: f32[4, 4], idx: i64[2], vals: f32[2, 4]) -> f32[2, 4]:
+    rows = table[idx]
+    table.mul_(2.0)
+    return vals
+
+def dead_in_loop(table: f32[4, 4], idx: i64[2], vals: f32[2, 4]) -> f32[2, 4]:
+    for i in range(2):
+        r = table[idx[i]]
+        vals[i] += 1.0
+    return vals
+
+def dead_loop(table: f32[4, 4], idx: i64[2], vals: f32[2, 4]) -> f32[2, 4]:
+    for i in range(2):
+        r = table[idx[i].item()]
+    return vals + 1.0
+
+def dead_in_arm(table: f32[4, 4], idx: i64[2], vals: f32[2, 4]) -> f32[4, 4]:
+    if table.sum() > vals.sum():
+        r = table[idx[1].item()]
+    else:
+        table = table + 1.0
+    return table * 2.0
+
+def dead_in_while(table: f32[4, 4], idx: i64[2], vals: f32[2, 4]) -> f32[4, 4]:
+    s = table.sum()
+    while s > 0.0:
+        r = table[idx]
+        s = s - 1000.0
+    return table * 2.0
+";
+
+#[test]
+fn a_bad_index_in_dead_code_is_pytorchs_error_on_every_engine() {
+    let dir = scratch("dead_code");
+    let file = program(&dir, DEAD_CODE);
+    // (function, line:col of the failing subscript)
+    let cases = [
+        ("dead_item", "5:11"),
+        ("dead_gather", "9:12"),
+        ("dead_in_loop", "15:13"),
+        ("dead_loop", "21:13"),
+        ("dead_in_arm", "26:13"),
+        ("dead_in_while", "34:13"),
+    ];
+    let bad = inputs(&dir, [1, 6]);
+    let good = inputs(&dir, [1, 2]);
+    for (func, at) in cases {
+        let target = format!("{file}::{func}");
+        let want = format!("{file}:{at}: index 6 is out of bounds for dimension 0 with size 4\n");
+        for engine in ENGINES {
+            let out = dir.join("out");
+            let mut args = vec!["run", &target, "--inputs", bad.to_str().unwrap(), "--output", out.to_str().unwrap()];
+            args.extend_from_slice(engine);
+            let o = funcfuse(&args);
+            assert_eq!(o.code, Some(1), "{func} {engine:?}: {}", o.stderr);
+            assert_eq!(o.stderr, want, "{func} {engine:?}");
+            // In range, the same program runs.
+            let mut args = vec!["run", &target, "--inputs", good.to_str().unwrap(), "--output", out.to_str().unwrap()];
+            args.extend_from_slice(engine);
+            let o = funcfuse(&args);
+            assert_eq!(o.code, Some(0), "{func} {engine:?}: {}", o.stderr);
+        }
+    }
+    // The check runs only with the arm that runs: an `if` not taken checks nothing.
+    let src = "def untaken(table: f32[4, 4], idx: i64[2], vals: f32[2, 4]) -> f32[4, 4]:
+    if table.sum() < -1000.0:
+        r = table[idx[1].item()]
+    return table * 2.0
+";
+    let file = program(&dir, src);
+    for engine in ENGINES {
+        let out = dir.join("out");
+        let target = format!("{file}::untaken");
+        let mut args = vec!["run", &target, "--inputs", bad.to_str().unwrap(), "--output", out.to_str().unwrap()];
+        args.extend_from_slice(engine);
+        let o = funcfuse(&args);
+        assert_eq!(o.code, Some(0), "{engine:?}: {}", o.stderr);
+    }
+}
+
 /// A program with one fused kernel, run with seeded inputs.
 const SIMPLE: &str = "def f(x: f32[8, 8]) -> f32[8, 8]:\n    return (x * 2.0).relu() + 1.0\n";
 
@@ -318,8 +403,7 @@ fn a_kernel_cache_owned_by_another_user_is_refused() {
     };
     let (o, got) = run_cached(&dir, &cache, "out", &[]);
     assert_eq!(o.code, Some(1), "{}", o.stderr);
-    let want =
-        format!("{file}: cache {}: the directory is owned by user id {owner}, not by you (", cache.display());
+    let want = format!("{file}: cache {}: the directory is owned by user id {owner}, not by you (", cache.display());
     assert!(o.stderr.starts_with(&want), "{}", o.stderr);
     assert!(got.is_none());
 }

@@ -96,7 +96,9 @@ impl<'m> Fz<'m> {
                 }
             }
         };
+        self.t.open_scope();
         let (env1, roots1, ret1) = arm(self, env, body)?;
+        let made1 = self.t.take_scope();
         for (l, items) in &snap.lists {
             let now = l.borrow();
             if now.len() != items.len() || now.iter().zip(items).any(|(a, b)| !a.same(b)) {
@@ -108,7 +110,9 @@ impl<'m> Fz<'m> {
         let n0 = snap.roots.len();
         self.roots = roots1.clone();
         self.roots[..n0].clone_from_slice(&snap.roots);
+        self.t.open_scope();
         let (env2, roots2, ret2) = arm(self, env, orelse)?;
+        let made2 = self.t.take_scope();
         let ret = match (ret1, ret2) {
             (None, None) => None,
             (Some(a), Some(b)) if a == b => Some(a),
@@ -277,10 +281,20 @@ impl<'m> Fz<'m> {
         }
         self.roots = roots2.clone();
         self.roots[..n0].clone_from_slice(&snap.roots);
+        // Each arm's checks that its parts do not reach go on an extra integer part, run only with that arm.
+        let (dead1, dead2) = (self.t.unreached(&made1, &then_parts), self.t.unreached(&made2, &else_parts));
+        if !dead1.is_empty() || !dead2.is_empty() {
+            let zero = self.t.leaf(Node::Int(0));
+            then_parts.push(self.t.after_checks(&dead1, zero).map_err(Self::tyerr(span))?);
+            else_parts.push(self.t.after_checks(&dead2, zero).map_err(Self::tyerr(span))?);
+        }
         let th = self.t.add(Node::Tuple(then_parts.into())).map_err(Self::tyerr(span))?;
         let el = self.t.add(Node::Tuple(else_parts.into())).map_err(Self::tyerr(span))?;
         let c = self.t.at(cond);
         let node = self.t.add(Node::If([c, th.id, el.id])).map_err(Self::tyerr(span))?;
+        if !made1.is_empty() || !made2.is_empty() {
+            self.t.note_check(node);
+        }
         // One `get` per slot of the tuples; a `CondView` has none of its own.
         let mut gets = Vec::new();
         for j in 0..merges.iter().filter(|m| !matches!(m, Merge::CondView(..))).count() {

@@ -29,6 +29,8 @@ pub(super) struct Snap {
     pub env: Env,
     pub roots: Vec<Root>,
     pub lists: Vec<(Rc<RefCell<Vec<FV>>>, Vec<FV>)>,
+    /// The open scopes' checks (see [`super::checks`]).
+    pub checks: Vec<Vec<super::state::TId>>,
 }
 
 pub(super) fn count_names_expr(e: &Expr, out: &mut HashMap<String, usize>) {
@@ -119,12 +121,13 @@ impl<'m> Fz<'m> {
     pub(super) fn snapshot(&self, env: &Env) -> Snap {
         let mut lists = Vec::new();
         env.values().for_each(|v| lists_in(v, &mut lists));
-        Snap { env: env.clone(), roots: self.roots.clone(), lists }
+        Snap { env: env.clone(), roots: self.roots.clone(), lists, checks: self.t.scopes.clone() }
     }
 
     pub(super) fn restore(&mut self, env: &mut Env, snap: &Snap) {
         *env = snap.env.clone();
         self.roots = snap.roots.clone();
+        self.t.scopes = snap.checks.clone();
         for (l, items) in &snap.lists {
             *l.borrow_mut() = items.clone();
         }
@@ -393,10 +396,11 @@ impl<'m> Fz<'m> {
             return Ok(Some(name));
         }
         // Pass 2: the body over the carried state.
-        let tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
-        let init = self.carried_terms(env, &carries, true, span)?;
+        let mut tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
+        let mut init = self.carried_terms(env, &carries, true, span)?;
         self.t.frames.push(LoopFrame { range: Some((a.min(last), a.max(last))), carried: tys.clone() });
-        let result = (|| -> FR<(egg::Id, HashMap<String, TRef>)> {
+        self.t.open_scope();
+        let result = (|| -> FR<(egg::Id, HashMap<String, TRef>, bool)> {
             self.bind_carried(env, &carries, span)?;
             env.insert(var.to_string(), FV::DynInt(Affine::sym(Sym::Loop(level))));
             match self.block(env, body)? {
@@ -405,18 +409,22 @@ impl<'m> Fz<'m> {
             }
             self.check_only_carried_written(snap, &carries, span)?;
             let views = self.moving_views(env, snap, &carries, level, last, span)?;
-            let parts = self.carried_terms(env, &carries, false, span)?;
+            let mut parts = self.carried_terms(env, &carries, false, span)?;
+            let checks = self.checks_carried(&mut parts, &[], &mut tys, &mut init, span)?;
             let body_t = self.t.add(Node::Tuple(parts.into())).map_err(Self::tyerr(span))?;
             if self.t.ty(body_t.id).map_err(Self::tyerr(span))? != Ty::Tuple(tys.clone()) {
                 return needs_static(span, "a value that changes type around the loop");
             }
-            Ok((body_t.id, views))
+            Ok((body_t.id, views, checks))
         })();
         self.t.frames.pop();
-        let (body_id, views) = result?;
+        let (body_id, views, checks) = result?;
         let init_t = self.t.add(Node::Tuple(init.into())).map_err(Self::tyerr(span))?;
         let (ia, ib, is) = (self.t.leaf(Node::Int(a)), self.t.leaf(Node::Int(b)), self.t.leaf(Node::Int(s)));
         let lp = self.t.add(Node::Loop([ia, ib, is, init_t.id, body_id])).map_err(Self::tyerr(span))?;
+        if checks {
+            self.t.note_check(lp);
+        }
         self.bind_after(env, snap, &carries, lp, &views, span)?;
         env.insert(var.to_string(), FV::Int(last));
         Ok(None)
@@ -514,10 +522,11 @@ impl<'m> Fz<'m> {
             let why = format!("`{name}` enters the loop as a view of a tensor the loop writes, and is a new tensor in later iterations");
             return needs_static(span, why);
         }
-        let tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
-        let init = self.carried_terms(env, &carries, true, span)?;
+        let mut tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
+        let mut init = self.carried_terms(env, &carries, true, span)?;
         self.t.frames.push(LoopFrame { range: None, carried: tys.clone() });
-        let result = (|| -> FR<(egg::Id, egg::Id, HashMap<String, TRef>)> {
+        self.t.open_scope();
+        let result = (|| -> FR<(egg::Id, egg::Id, HashMap<String, TRef>, bool)> {
             self.bind_carried(env, &carries, span)?;
             let cond = match self.loop_cond(env, test, guard)? {
                 Cond::Dyn(t) => self.t.at(t),
@@ -534,17 +543,22 @@ impl<'m> Fz<'m> {
             if carries.iter().any(|c| matches!(c, Carry::View(_))) {
                 return needs_static(span, "a view rebound inside a data-dependent loop");
             }
-            let parts = self.carried_terms(env, &carries, false, span)?;
+            let mut parts = self.carried_terms(env, &carries, false, span)?;
+            // The condition runs every iteration too: what it reaches is checked.
+            let checks = self.checks_carried(&mut parts, &[cond], &mut tys, &mut init, span)?;
             let body_t = self.t.add(Node::Tuple(parts.into())).map_err(Self::tyerr(span))?;
             if self.t.ty(body_t.id).map_err(Self::tyerr(span))? != Ty::Tuple(tys.clone()) {
                 return needs_static(span, "a value that changes type around the loop");
             }
-            Ok((cond, body_t.id, HashMap::new()))
+            Ok((cond, body_t.id, HashMap::new(), checks))
         })();
         self.t.frames.pop();
-        let (cond, body_id, views) = result?;
+        let (cond, body_id, views, checks) = result?;
         let init_t = self.t.add(Node::Tuple(init.into())).map_err(Self::tyerr(span))?;
         let w = self.t.add(Node::While([init_t.id, cond, body_id])).map_err(Self::tyerr(span))?;
+        if checks {
+            self.t.note_check(w);
+        }
         self.bind_after(env, &snap, &carries, w, &views, span)
     }
 }

@@ -14,6 +14,7 @@
 
 mod branch;
 mod carry;
+mod checks;
 mod composite;
 mod ctrl;
 mod exits;
@@ -134,6 +135,7 @@ impl<'m> Fz<'m> {
     ) -> FR<Functional> {
         let mut env = Env::new();
         let mut params = Vec::new();
+        self.t.open_scope();
         for (name, dtype, shape) in inputs {
             let n = self.t.leaf(Node::Name(ParamName(name.clone())));
             let id = self.t.leaf(Node::Input(n));
@@ -210,6 +212,7 @@ impl<'m> Fz<'m> {
                 outputs.push(Output::Mutated(self.roots[root].param.clone().unwrap_or_default()));
             }
         }
+        self.checks_on_outputs(&mut parts, f.span)?;
         let top = self.t.add(Node::Tuple(parts.into())).map_err(|m| Stop::Diag(Diagnostic::new(m).at(f.span)))?;
         let term = self.t.b.extract(top.id);
         Ok(Functional { name: f.name.clone(), term, inputs: inputs.to_vec(), outputs, returns_tuple })

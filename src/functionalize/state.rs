@@ -269,6 +269,8 @@ pub(super) struct Terms {
     shifts: HashMap<(Id, usize, usize), Id>,
     free: HashMap<Id, usize>,
     inputs: HashMap<Id, Ty>,
+    /// The run-time checks made in each open scope, innermost last (see [`super::checks`]).
+    pub scopes: Vec<Vec<TId>>,
 }
 
 impl Terms {
@@ -280,6 +282,7 @@ impl Terms {
             shifts: HashMap::new(),
             free: HashMap::new(),
             inputs: HashMap::new(),
+            scopes: Vec::new(),
         }
     }
 
@@ -298,9 +301,14 @@ impl Terms {
 
     /// Adds a node at the current depth and types it; a type error is returned as a message.
     pub fn add(&mut self, n: Node) -> Result<TId, String> {
+        let check = super::checks::can_fail(&self.b, &n);
         let id = self.b.add(n);
         self.ty(id)?;
-        Ok(TId { id, depth: self.depth() })
+        let t = TId { id, depth: self.depth() };
+        if check {
+            self.note_check(t);
+        }
+        Ok(t)
     }
 
     pub fn leaf(&mut self, n: Node) -> Id {

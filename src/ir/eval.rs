@@ -411,6 +411,11 @@ impl Evaluator<'_> {
                 let vals = args.iter().map(|&a| self.int(a)).collect::<R<Vec<i64>>>()?;
                 Ok(V::I(run_time_start(op, &vals)?))
             }
+            After => {
+                arity(2)?;
+                self.eval(args[0])?;
+                self.eval(args[1])
+            }
             ToInt => {
                 arity(1)?;
                 Ok(V::I(t(self, 0)?.item()?.to_i64_trunc()))

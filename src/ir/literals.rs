@@ -152,6 +152,9 @@ op_names! {
     // `(inarrow s len n)`: the start of `narrow(_, s, len)` in a dim of size n; PyTorch's error where out of range.
     INarrow = "inarrow",
     ITensor = "itensor",
+    // `(after E V)`: evaluates E for its errors only (a run-time index check whose value is never used), then is V.
+    // The functionalizer hangs the checks of dead code on a live value this way, as PyTorch still raises there.
+    After = "after",
     // Creation and conversion.
     Full = "full",
     Arange = "arange",

@@ -334,6 +334,10 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             (0..n).try_for_each(|k| cx.int(k).map(|_| ()))?;
             Ty::Int
         }
+        After => {
+            arity(2)?;
+            cx.tys[1].clone()
+        }
         ToInt => {
             arity(1)?;
             let (d, s) = cx.tensor(0)?;

@@ -260,6 +260,10 @@ impl<D: Device> Executor<'_, D> {
                         let vals = args.iter().map(|&a| self.int(a, inputs)).collect::<R<Vec<i64>>>()?;
                         Val::I(crate::ir::run_time_start(op, &vals)?)
                     }
+                    After => {
+                        self.eval(args[0], inputs)?;
+                        self.eval(args[1], inputs)?
+                    }
                     ToInt => {
                         let (b, d, s) = self.tensor(args[0], inputs)?;
                         Val::I(self.dev.download(&b, d, &s)?.item()?.to_i64_trunc())

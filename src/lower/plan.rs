@@ -350,6 +350,8 @@ impl Planner<'_> {
             }
             self.how[i] = match &self.term[id] {
                 Node::Input(_) => How::Input,
+                // The host evaluates E for its checks, then yields V's buffer as it is.
+                Node::Op(OpName::After, _) => How::Host,
                 Node::Op(..) if self.reduction(id) => How::Kernel(0),
                 Node::Op(..) | Node::Access(_) | Node::Assign(_) if self.expressible(id) => How::Inline,
                 Node::Op(..) | Node::Access(_) | Node::Assign(_) => How::Fallback,
