@@ -144,3 +144,42 @@ fn views_of_zero_dim_tensors_are_pytorchs_errors() {
     let src = "def f(a: f32[3]) -> f32[()]:\n    t = a.sum()\n    return t.flip(0) * 2.0\n";
     assert!(errors(src, "f").iter().all(|(_, m)| m == "returned without an error"), "{:?}", errors(src, "f"));
 }
+
+/// Issue #12: an arm of an `if` on a run-time value that fails with PyTorch's error (a shape mismatch, an index known
+/// to be out of range) raises only if it runs; PyTorch runs the program when the other arm is taken.
+#[test]
+fn an_arm_that_fails_raises_only_when_it_runs() {
+    let arms = [
+        "        z = x + y\n        x = z * 2.0\n",
+        "        x = x[:, 0][7] + y.sum()\n",
+        "        return (x + y) * 2.0\n",
+    ];
+    for (k, bad) in arms.iter().enumerate() {
+        for (taken, cond) in [(true, "x.abs().sum() >= 0.0"), (false, "x.abs().sum() < 0.0")] {
+            for bad_first in [true, false] {
+                let (then, orelse) = if bad_first == taken {
+                    (bad.to_string(), "        x = x * 3.0\n".to_string())
+                } else {
+                    ("        x = x * 3.0\n".to_string(), bad.to_string())
+                };
+                let c = if bad_first == taken { cond.to_string() } else { format!("not ({cond})") };
+                let src = format!(
+                    "def f(x: f32[4, 4], y: f32[3]) -> f32[4, 4]:\n    if {c}:\n{then}    else:\n{orelse}    return x + 1.0\n"
+                );
+                let errs = errors(&src, "f");
+                let case = format!("arm {k}, taken {taken}, first {bad_first}:\n{src}");
+                if taken {
+                    let (_, r) = &errs[0];
+                    assert!(r.contains("must match the size") || r.contains("out of bounds"), "{case}\nreference: {r}");
+                    for (e, m) in &errs[1..] {
+                        assert!(m.contains(funcfuse::ir::RAISES), "{case}\n{e}: {m}");
+                    }
+                } else {
+                    for (e, m) in &errs {
+                        assert_eq!(m, "returned without an error", "{case}\n{e}");
+                    }
+                }
+            }
+        }
+    }
+}

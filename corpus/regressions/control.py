@@ -129,3 +129,31 @@ def set_on_last_iteration(b: f32[4, 3], s: f32[1]) -> tuple[f32[4, 3], f32[3]]:
         w = b[2]
     w += last
     return b, last
+
+
+def failing_arm_not_taken(x: f32[4, 4], y: f32[3], s: f32[2]) -> tuple[f32[4, 4], f32[4]]:
+    # The first arm is PyTorch's shape error and the second an index out of range, each only if it runs; a loop
+    # iteration takes each arm by the data (s[0] > s[1] on one golden seed, not on the other; rows by their sums).
+    r = x[0]
+    for i in range(4):
+        if x[i].sum() > 100.0:
+            x[i] = x[i] + y
+        else:
+            x[i] *= 2.0
+    if s[0] > s[1]:
+        r = r * 3.0
+    elif s[0] > 1000.0:
+        r = x[:, 1][9]
+    else:
+        r = r + 1.0
+    return x, r
+
+
+def dead_index_checked_when_valid(table: f32[6, 3], idx: i64[3]) -> f32[6, 3]:
+    # Reads whose results are never used still check their indices (they are in range here: idx is taken modulo 6).
+    k = idx % 6
+    rows = table[k]
+    for i in range(3):
+        r = table[k[i].item()]
+    table[k[0]] += 1.0
+    return table * 2.0

@@ -2,7 +2,7 @@
 
 use std::rc::Rc;
 
-use super::ctrl::Flow;
+use super::ctrl::{Flow, Snap};
 use super::state::{diag, needs_static, Affine, Root, Sym, TId, TIdKey, TRef, FR, FV};
 use super::{Env, Fz};
 use crate::diag::Span;
@@ -96,23 +96,44 @@ impl<'m> Fz<'m> {
                 }
             }
         };
+        // An arm that fails with an error PyTorch raises too (a shape error, an index known to be out of range)
+        // raises only if it runs: the other arm's state goes on, under a check that raises when the failing arm
+        // is chosen.
+        let changed_lists = |snap: &Snap| {
+            snap.lists.iter().any(|(l, items)| {
+                let now = l.borrow();
+                now.len() != items.len() || now.iter().zip(items).any(|(a, b)| !a.same(b))
+            })
+        };
         self.t.open_scope();
-        let (env1, roots1, ret1) = arm(self, env, body)?;
+        let r1 = super::checks::raising_arm(arm(self, env, body))?;
         let made1 = self.t.take_scope();
-        for (l, items) in &snap.lists {
-            let now = l.borrow();
-            if now.len() != items.len() || now.iter().zip(items).any(|(a, b)| !a.same(b)) {
-                return needs_static(span, "a list changed inside an `if` on a run-time value");
-            }
+        if r1.is_ok() && changed_lists(&snap) {
+            return needs_static(span, "a list changed inside an `if` on a run-time value");
         }
         // The second arm starts from the same state, but its new roots are numbered after the first arm's.
+        let roots_after1 = self.roots.clone();
         self.restore(env, &snap);
         let n0 = snap.roots.len();
-        self.roots = roots1.clone();
+        self.roots = roots_after1;
         self.roots[..n0].clone_from_slice(&snap.roots);
         self.t.open_scope();
-        let (env2, roots2, ret2) = arm(self, env, orelse)?;
+        let r2 = super::checks::raising_arm(arm(self, env, orelse))?;
         let made2 = self.t.take_scope();
+        let ((env1, roots1, ret1), (env2, roots2, ret2)) = match (r1, r2) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(d), Err(_)) => return Err(super::state::Stop::Diag(d)),
+            (Err(_), Ok(b)) => {
+                if changed_lists(&snap) {
+                    return needs_static(span, "a list changed inside an `if` on a run-time value");
+                }
+                return self.one_arm_raises(env, cond, true, b, &made2, span);
+            }
+            (Ok(a), Err(_)) => {
+                self.restore(env, &snap);
+                return self.one_arm_raises(env, cond, false, a, &made1, span);
+            }
+        };
         let ret = match (ret1, ret2) {
             (None, None) => None,
             (Some(a), Some(b)) if a == b => Some(a),
@@ -359,6 +380,46 @@ impl<'m> Fz<'m> {
                 let v = rebuild(&shape, &mut merged_env, &mut 0);
                 merged_env.retain(|k, _| !k.starts_with(RET));
                 *env = merged_env;
+                Ok(Flow::Return(v))
+            }
+        }
+    }
+
+    /// The rest of an `if` on a run-time value of which one arm fails: the other arm's state goes on, and a check
+    /// raises where the failing arm is chosen. `made_ok` are the checks the other arm made.
+    fn one_arm_raises(
+        &mut self,
+        env: &mut Env,
+        cond: TId,
+        then_raises: bool,
+        (ok_env, ok_roots, ret): (Env, Vec<Root>, Option<Ret>),
+        made_ok: &[TId],
+        span: Span,
+    ) -> FR<Flow> {
+        self.roots = ok_roots;
+        // The arm's values go on unconditionally; those of its checks later code does not run are checked at the
+        // end of the enclosing scope.
+        for &t in made_ok {
+            self.t.note_check(t);
+        }
+        let raise = self.t.op(crate::ir::OpName::Raise, vec![]).map_err(Self::tyerr(span))?.id;
+        let zero = self.t.leaf(Node::Int(0));
+        let (a, b) = if then_raises { (raise, zero) } else { (zero, raise) };
+        let th = self.t.add(Node::Tuple(vec![a].into())).map_err(Self::tyerr(span))?;
+        let el = self.t.add(Node::Tuple(vec![b].into())).map_err(Self::tyerr(span))?;
+        let c = self.t.at(cond);
+        let node = self.t.add(Node::If([c, th.id, el.id])).map_err(Self::tyerr(span))?;
+        self.t.note_check(node);
+        let mut merged = ok_env;
+        match ret {
+            None => {
+                *env = merged;
+                Ok(Flow::Normal)
+            }
+            Some(shape) => {
+                let v = rebuild(&shape, &mut merged, &mut 0);
+                merged.retain(|k, _| !k.starts_with(RET));
+                *env = merged;
                 Ok(Flow::Return(v))
             }
         }

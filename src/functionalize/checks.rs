@@ -134,3 +134,21 @@ impl super::Fz<'_> {
         Ok(())
     }
 }
+
+/// An arm's outcome: `Ok(Err(d))` where it fails with an error PyTorch raises as well when the arm runs; errors
+/// that are this tool's limits (unsupported constructs, refusals) stay errors of the whole program.
+pub(super) fn raising_arm<T>(r: super::FR<T>) -> super::FR<Result<T, crate::diag::Diagnostic>> {
+    match r {
+        Ok(x) => Ok(Ok(x)),
+        Err(super::state::Stop::Diag(d)) if raises_in_pytorch(&d.message) => Ok(Err(d)),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether a functionalizer error is PyTorch's (or Python's) own, rather than a limit of this tool.
+fn raises_in_pytorch(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    !["support", "functionaliz", "known before", "more than", "limit", "exceed", "recursion", "internal", "run-time"]
+        .iter()
+        .any(|w| m.contains(w))
+}

@@ -60,7 +60,11 @@ impl From<String> for EvalError {
     }
 }
 
+/// The error of `(raise)`; run-time errors get PyTorch's located message from the reference interpreter.
+pub const RAISES: &str = "the program raises here: an arm of an `if` on a run-time value fails when it runs";
+
 /// Runs a program term (its root is a tuple of outputs) on named inputs; returns the tuple's tensors.
+
 pub fn eval_program(term: &Term, inputs: &BTreeMap<String, Tensor>) -> Result<Vec<Tensor>, EvalError> {
     let root = term.root();
     let mut ev =
@@ -416,6 +420,7 @@ impl Evaluator<'_> {
                 self.eval(args[0])?;
                 self.eval(args[1])
             }
+            Raise => fail(RAISES),
             ToInt => {
                 arity(1)?;
                 Ok(V::I(t(self, 0)?.item()?.to_i64_trunc()))

@@ -155,6 +155,8 @@ op_names! {
     // `(after E V)`: evaluates E for its errors only (a run-time index check whose value is never used), then is V.
     // The functionalizer hangs the checks of dead code on a live value this way, as PyTorch still raises there.
     After = "after",
+    // `(raise)`: an error PyTorch raises where this is evaluated (the arm of an `if` on a run-time value that fails).
+    Raise = "raise",
     // Creation and conversion.
     Full = "full",
     Arange = "arange",

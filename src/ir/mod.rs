@@ -22,7 +22,7 @@ mod verify;
 use egg::{define_language, Id, Language, RecExpr};
 
 pub(crate) use eval::{binary as binary_of, dependent_nodes, unary as unary_of, RUNTIME_INT_OVERFLOW};
-pub use eval::{eval_program, run_time_start, EvalError};
+pub use eval::{eval_program, run_time_start, EvalError, RAISES};
 pub use literals::{BoolLit, FloatLit, OpName, ParamName};
 pub use print::{display_dag, term_stats, TermStats};
 pub(crate) use verify::{matmul_shape, op_type, OpCx};

@@ -338,6 +338,10 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             arity(2)?;
             cx.tys[1].clone()
         }
+        Raise => {
+            arity(0)?;
+            Ty::Int
+        }
         ToInt => {
             arity(1)?;
             let (d, s) = cx.tensor(0)?;

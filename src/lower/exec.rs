@@ -264,6 +264,7 @@ impl<D: Device> Executor<'_, D> {
                         self.eval(args[0], inputs)?;
                         self.eval(args[1], inputs)?
                     }
+                    Raise => return Err(crate::ir::RAISES.into()),
                     ToInt => {
                         let (b, d, s) = self.tensor(args[0], inputs)?;
                         Val::I(self.dev.download(&b, d, &s)?.item()?.to_i64_trunc())
