@@ -144,7 +144,16 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
         let (reduced, rv) = if a.no_reduce {
             (source.clone(), None)
         } else {
-            fuzz::reduce::reduce(&source, &name, sig, &engines, &rules)
+            // A panic while reducing (in a candidate the engines do not guard) keeps the program as generated.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                fuzz::reduce::reduce(&source, &name, sig, &engines, &rules)
+            }))
+            .unwrap_or_else(|p| {
+                let why =
+                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+                eprintln!("fuzz: seed {seed}: the reducer panicked ({}); kept as generated", why.unwrap_or_default());
+                (source.clone(), None)
+            })
         };
         let shown = rv.as_ref().unwrap_or(&verdict);
         outln!(

@@ -40,7 +40,8 @@ pub fn reduce(
     };
     let mut lines: Vec<String> = source.lines().map(str::to_string).collect();
     let mut best = None;
-    let Some(def) = lines.iter().position(|l| l.starts_with(&format!("def {func}("))) else {
+    let find_def = |lines: &[String]| lines.iter().position(|l| l.starts_with(&format!("def {func}(")));
+    let Some(mut def) = find_def(&lines) else {
         return (source.to_string(), None);
     };
     loop {
@@ -120,6 +121,8 @@ pub fn reduce(
             }
             k += 1;
         }
+        // Helpers are defined before the program: removing one moves its `def` line.
+        def = find_def(&lines).expect("the program's def is never deleted");
         if !changed {
             break;
         }
