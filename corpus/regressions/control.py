@@ -157,3 +157,17 @@ def dead_index_checked_when_valid(table: f32[6, 3], idx: i64[3]) -> f32[6, 3]:
         r = table[k[i].item()]
     table[k[0]] += 1.0
     return table * 2.0
+
+
+def view_by_data_strides_of_size_one_dims(a: f32[3, 1, 4], b: f32[4], s: f32[2]) -> tuple[f32[3, 1, 4], f32[4]]:
+    # The arms' views differ in the stride of a dim of size 1 only (4 and 1): one layout; writes reach the chosen one.
+    for i in range(2):
+        if s[i] > 0.0:
+            v = a[i]
+        else:
+            v = b.view(4, 1).t()
+        v += 1.0
+        v.mul_(2.0)
+        w = v.contiguous()
+        w[0, i] = 7.0
+    return a, b

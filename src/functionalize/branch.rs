@@ -45,6 +45,14 @@ enum Ret {
     Tuple(Vec<Ret>, Option<&'static [&'static str]>),
 }
 
+/// Whether two views have one shape and address their elements alike: strides may differ only where they never
+/// multiply an index other than 0 (dims of size 1, or a view of no elements).
+fn same_layout(a: &TRef, b: &TRef) -> bool {
+    a.shape == b.shape
+        && (a.shape.contains(&0)
+            || a.shape.iter().zip(a.strides.iter().zip(&b.strides)).all(|(&n, (x, y))| n == 1 || x == y))
+}
+
 fn flatten(v: &FV, env: &mut Env, k: &mut usize) -> Ret {
     match v {
         FV::Tuple(xs) => Ret::Tuple(xs.iter().map(|x| flatten(x, env, k)).collect(), None),
@@ -204,12 +212,7 @@ impl<'m> Fz<'m> {
                     merged_env.insert(name.clone(), FV::Poisoned(why));
                 }
                 (FV::Tensor(a), FV::Tensor(b))
-                    if a.root == b.root
-                        && a.root < n0
-                        && a.shape == b.shape
-                        && a.strides == b.strides
-                        && a.alt.is_none()
-                        && b.alt.is_none() =>
+                    if a.root == b.root && a.root < n0 && same_layout(a, b) && a.alt.is_none() && b.alt.is_none() =>
                 {
                     then_parts.push(self.affine_term(&a.off));
                     else_parts.push(self.affine_term(&b.off));
@@ -236,8 +239,7 @@ impl<'m> Fz<'m> {
                 (FV::Tensor(a), FV::Tensor(b)) => {
                     // A conditional view: later reads choose, later writes update both roots under the predicate.
                     let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
-                    if da != db || a.shape != b.shape || a.strides != b.strides || (a.alt.is_some() && b.alt.is_some())
-                    {
+                    if da != db || !same_layout(a, b) || (a.alt.is_some() && b.alt.is_some()) {
                         return needs_static(span, format!("{shown} is bound to views of different shapes, strides or dtypes in the two arms of an `if` on a run-time value"));
                     }
                     let mut new_root = [None, None];

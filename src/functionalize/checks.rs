@@ -148,7 +148,11 @@ pub(super) fn raising_arm<T>(r: super::FR<T>) -> super::FR<Result<T, crate::diag
 /// Whether a functionalizer error is PyTorch's (or Python's) own, rather than a limit of this tool.
 fn raises_in_pytorch(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
-    !["support", "functionaliz", "known before", "more than", "limit", "exceed", "recursion", "internal", "run-time"]
+    // PyTorch's own error for writes through overlapping memory.
+    if m.starts_with("unsupported operation:") {
+        return true;
+    }
+    !["supported", "functionaliz", "known before", "cannot stay", "limit", "recursion", "internal"]
         .iter()
         .any(|w| m.contains(w))
 }

@@ -105,6 +105,17 @@ impl TRef {
         TRef { alt: None, ..self.clone() }
     }
 
+    /// Every view this may be: the primary, then each alternative (each without its own `alt`).
+    pub fn choices(&self) -> Vec<TRef> {
+        let mut out = vec![self.primary()];
+        let mut t = self;
+        while let Some(a) = &t.alt {
+            t = &a.1;
+            out.push(t.primary());
+        }
+        out
+    }
+
     /// Every root this view may refer to.
     pub fn roots(&self) -> Vec<usize> {
         let mut out = vec![self.root];

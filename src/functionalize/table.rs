@@ -290,7 +290,12 @@ impl<'m> Fz<'m> {
                 let x = a.tensor(0, "input")?;
                 // PyTorch's test, on a stand-in with the view's strides: strides of size-1 dims do not count,
                 // so a contiguous view is returned itself (writes through it reach the caller's tensor).
-                if self.dummy(&x, self.roots[x.root].dtype).is_contiguous() {
+                let contiguous: Vec<bool> =
+                    x.choices().iter().map(|c| self.dummy(c, self.roots[c.root].dtype).is_contiguous()).collect();
+                if contiguous.iter().any(|&c| c != contiguous[0]) {
+                    return super::state::needs_static(span, "`.contiguous()` of a view chosen by an `if` on a run-time value that is contiguous in one arm only (an alias in one, a copy in the other)");
+                }
+                if contiguous[0] {
                     return Ok(FV::Tensor(x));
                 }
                 let v = self.read(&x, span)?;
@@ -334,6 +339,10 @@ impl<'m> Fz<'m> {
                 match self.tview(&x, |d| d.view(&sizes)) {
                     Ok(v) => Ok(FV::Tensor(v)),
                     Err(e) if name.starts_with("view") => diag(span, e),
+                    Err(_) if x.choices().iter().any(|c| self.tview(c, |d| d.view(&sizes)).is_ok()) => super::state::needs_static(
+                        span,
+                        format!("`{name}` of a view chosen by an `if` on a run-time value that is a view in one arm and a copy in the other"),
+                    ),
                     Err(_) => {
                         let shape =
                             crate::tensor::views::infer_shape(&sizes, x.shape.iter().product()).map_err(err(span))?;

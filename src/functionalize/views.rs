@@ -226,8 +226,7 @@ impl Fz<'_> {
     /// memory (an `expand`): PyTorch writes each chosen element once, while a functional write of the view's whole
     /// value would also write its unchosen aliases back over them. Refused rather than computed wrong.
     pub(super) fn check_partial_write(&self, dst: &TRef, what: &str, span: Span) -> FR<()> {
-        let d = self.dummy(dst, self.roots[dst.root].dtype);
-        if d.has_internal_overlap() {
+        if dst.choices().iter().any(|c| self.dummy(c, self.roots[c.root].dtype).has_internal_overlap()) {
             return diag(
                 span,
                 format!("`{what}` into a tensor whose elements share memory (an `expand`ed view) is not supported"),
