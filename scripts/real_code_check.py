@@ -162,7 +162,7 @@ def main():
         help="run each program from a copy of its file with the other programs blanked out (locations unchanged), so "
         "that a construct refused while parsing another program of the file does not hide this one's result",
     )
-    a = ap.parse_args()
+    a = ap.parse_intermixed_args()
     folder = Path(a.folder)
     goldens = Path(a.goldens) if a.goldens else default_goldens(folder)
     engines = [e for e in a.engines.split(",") if e]

@@ -197,3 +197,102 @@ def hf_repetition_penalty(input_ids: i64[2, 7], scores: f32[2, 10], penalty: flo
     score = torch.where(score < 0, score * penalty, score / penalty)
     scores_processed = scores.scatter(1, input_ids, score)
     return scores_processed
+
+
+# Hugging Face transformers, generation/logits_process.py: TypicalLogitsWarper.__call__ (mass 0.9, min_tokens_to_keep 1)
+def hf_typical_p(scores: f32[3, 40]) -> f32[3, 40]:
+    mass = 0.9
+    min_tokens_to_keep = 1
+    filter_value = -float("Inf")
+    normalized = torch.nn.functional.log_softmax(scores, dim=-1)
+    p = torch.exp(normalized)
+    ent = -(normalized * p).nansum(-1, keepdim=True)
+    shifted_scores = torch.abs((-normalized) - ent)
+    sorted_scores, sorted_indices = torch.sort(shifted_scores, descending=False)
+    sorted_logits = scores.gather(-1, sorted_indices)
+    cumulative_probs = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
+    last_ind = (cumulative_probs < mass).sum(dim=1)
+    last_ind.clamp_(max=sorted_scores.shape[-1] - 1)
+    sorted_indices_to_remove = sorted_scores > sorted_scores.gather(1, last_ind.view(-1, 1))
+    sorted_indices_to_remove[..., :min_tokens_to_keep] = 0
+    indices_to_remove = sorted_indices_to_remove.scatter(1, sorted_indices, sorted_indices_to_remove)
+    scores_processed = scores.masked_fill(indices_to_remove, filter_value)
+    return scores_processed
+
+
+# Hugging Face transformers, generation/logits_process.py: MinPLogitsWarper.__call__ (min_p 0.3, min_tokens_to_keep 2)
+def hf_min_p(scores: f32[4, 32]) -> f32[4, 32]:
+    min_p = 0.3
+    min_tokens_to_keep = 2
+    filter_value = -float("Inf")
+    probs = torch.softmax(scores * 3.0, dim=-1)
+    top_probs = probs.amax(dim=-1, keepdim=True)
+    scaled_min_p = min_p * top_probs
+    tokens_to_remove = probs < scaled_min_p
+    k = min(min_tokens_to_keep, probs.shape[-1])
+    sorted_indices = torch.topk(probs, k, dim=-1).indices
+    tokens_to_remove.scatter_(-1, sorted_indices, False)
+    scores_processed = scores.masked_fill(tokens_to_remove, filter_value)
+    return scores_processed
+
+
+# Hugging Face transformers, generation/logits_process.py: EpsilonLogitsWarper.__call__ (epsilon 0.03)
+def hf_epsilon(scores: f32[3, 48]) -> f32[3, 48]:
+    epsilon = 0.03
+    min_tokens_to_keep = 1
+    filter_value = -float("Inf")
+    probabilities = scores.softmax(dim=-1)
+    indices_to_remove = probabilities < epsilon
+    top_k = min(min_tokens_to_keep, scores.size(-1))
+    indices_to_remove = indices_to_remove & (scores < torch.topk(scores, top_k)[0][..., -1, None])
+    scores_processed = scores.masked_fill(indices_to_remove, filter_value)
+    return scores_processed
+
+
+# Hugging Face transformers, generation/logits_process.py: RepetitionPenaltyLogitsProcessor.__call__, the 3-D branch
+# (last position's scores, token mask by scatter_, _apply_penalty as torch.where, written back by slice)
+def hf_repetition_penalty_3d(input_ids: i64[2, 6], scores: f32[2, 3, 10], penalty: float = 1.5) -> f32[2, 3, 10]:
+    last_scores = scores[:, -1, :]
+    token_mask = torch.zeros_like(last_scores, dtype=torch.bool)
+    token_mask.scatter_(1, input_ids, True)
+    penalty_scores = torch.where(last_scores < 0, last_scores * penalty, last_scores / penalty)
+    scores[:, -1, :] = torch.where(token_mask, penalty_scores, last_scores)
+    return scores
+
+
+# Hugging Face transformers, models/t5/modeling_t5.py: T5Attention._relative_position_bucket and compute_bias
+# (bidirectional, 32 buckets, max_distance 128, 4 heads)
+def t5_relative_position_bias(relative_attention_bias: f32[32, 4], query_length: int = 24, key_length: int = 40) -> f32[1, 4, 24, 40]:
+    num_buckets = 32
+    max_distance = 128
+    context_position = torch.arange(query_length, dtype=torch.long)[:, None]
+    memory_position = torch.arange(key_length, dtype=torch.long)[None, :]
+    relative_position = memory_position - context_position
+    relative_buckets = 0
+    num_buckets //= 2
+    relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
+    relative_position = torch.abs(relative_position)
+    max_exact = num_buckets // 2
+    is_small = relative_position < max_exact
+    relative_position_if_large = max_exact + (
+        torch.log(relative_position.float() / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+    ).to(torch.long)
+    relative_position_if_large = torch.min(
+        relative_position_if_large, torch.full_like(relative_position_if_large, num_buckets - 1)
+    )
+    relative_buckets += torch.where(is_small, relative_position, relative_position_if_large)
+    values = torch.nn.functional.embedding(relative_buckets, relative_attention_bias)
+    values = values.permute([2, 0, 1]).unsqueeze(0)
+    return values
+
+
+# Hugging Face transformers (v4.3x), generation/logits_process.py: MinLengthLogitsProcessor.__call__ (writes scores in
+# place; eos ids 2 and 7, min_length 10)
+def hf_min_length_in_place(input_ids: i64[3, 6], scores: f32[3, 16]) -> f32[3, 16]:
+    min_length = 10
+    eos_token_id = [2, 7]
+    cur_len = input_ids.shape[-1]
+    if cur_len < min_length:
+        for i in eos_token_id:
+            scores[:, i] = -float("inf")
+    return scores

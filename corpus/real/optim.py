@@ -65,3 +65,29 @@ def sgd_nesterov_first_step(
 def swa_average(averaged_param: f32[32, 8], current_param: f32[32, 8], num_averaged: i64[()]) -> None:
     averaged_param.copy_(averaged_param + (current_param - averaged_param) / (num_averaged + 1))
     num_averaged += 1
+
+
+# PyTorch, torch/optim/sgd.py: _single_tensor_sgd with maximize=True (grad = -grads[i]) and dampening 0.1
+def sgd_maximize_dampening(
+    w0: f32[16, 8], w1: f32[16], g0: f32[16, 8], g1: f32[16], m0: f32[16, 8], m1: f32[16], lr: float = 0.1
+) -> None:
+    params = [w0, w1]
+    grads = [g0, g1]
+    momentum_buffer_list = [m0, m1]
+    weight_decay, momentum, dampening, nesterov, maximize = 0.0, 0.9, 0.1, False, True
+    for i, param in enumerate(params):
+        grad = grads[i] if not maximize else -grads[i]
+        if weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
+        if momentum != 0:
+            buf = momentum_buffer_list[i]
+            if buf is None:
+                buf = grad.detach().clone()
+                momentum_buffer_list[i] = buf
+            else:
+                buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+            if nesterov:
+                grad = grad.add(buf, alpha=momentum)
+            else:
+                grad = buf
+        param.add_(grad, alpha=-lr)

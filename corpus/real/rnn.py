@@ -1,9 +1,11 @@
-"""Hand-written recurrent cells from PyTorch's fastrnns benchmark (benchmarks/fastrnns/cells.py and custom_lstms.py),
-run over short sequences the way its layer classes do. Weights arrive uniform in [-1, 1) and are scaled by
-1/sqrt(hidden) as nn.LSTM initializes them."""
+"""Recurrent code: hand-written cells from PyTorch's fastrnns benchmark (benchmarks/fastrnns/cells.py and
+custom_lstms.py) run over short sequences the way its layer classes do, fairseq's LSTM decoder with attention, and
+ChatRWKV's RNN-mode time and channel mixing. Weights arrive uniform in [-1, 1) and are scaled by about
+1/sqrt(hidden) as the layers initialize them."""
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 
 # PyTorch, benchmarks/fastrnns/cells.py: lstm_cell
@@ -199,3 +201,100 @@ def fastrnns_stacked_lstm(
     hs = torch.stack([s[0] for s in output_states])
     cs = torch.stack([s[1] for s in output_states])
     return output, hs, cs
+
+
+# fairseq, fairseq/models/lstm.py: AttentionLayer.forward (bias-free projections, padding mask)
+def _attention_layer(input, source_hids, encoder_padding_mask, input_proj_w, output_proj_w):
+    x = F.linear(input, input_proj_w)
+    attn_scores = (source_hids * x.unsqueeze(0)).sum(dim=2)
+    if encoder_padding_mask is not None:
+        attn_scores = attn_scores.float().masked_fill_(encoder_padding_mask, float("-inf")).type_as(attn_scores)
+    attn_scores = F.softmax(attn_scores, dim=0)
+    x = (attn_scores.unsqueeze(2) * source_hids).sum(dim=0)
+    x = torch.tanh(F.linear(torch.cat((x, input), dim=1), output_proj_w))
+    return x, attn_scores
+
+
+# fairseq, fairseq/models/lstm.py: LSTMDecoder.extract_features (one layer, input feeding, attention over encoder
+# outputs, no incremental state; nn.LSTMCell written out)
+def fairseq_lstm_decoder(
+    x: f32[2, 5, 16], encoder_outs: f32[7, 2, 16], encoder_hiddens: f32[1, 2, 16], encoder_cells: f32[1, 2, 16],
+    pad: bool[7, 2], w_ih: f32[64, 32], w_hh: f32[64, 16], b_ih: f32[64], b_hh: f32[64], input_proj_w: f32[16, 16],
+    output_proj_w: f32[16, 32]
+) -> tuple[f32[2, 5, 16], f32[2, 5, 7]]:
+    w_ih, w_hh, b_ih, b_hh = w_ih * 0.1, w_hh * 0.1, b_ih * 0.1, b_hh * 0.1
+    input_proj_w, output_proj_w = input_proj_w * 0.25, output_proj_w * 0.2
+    encoder_padding_mask = pad.clone()
+    encoder_padding_mask[0] = False
+    num_layers = 1
+    hidden_size = 16
+    srclen = encoder_outs.size(0)
+    bsz, seqlen = x.size(0), x.size(1)
+    x = x.transpose(0, 1)
+    prev_hiddens = [encoder_hiddens[i] for i in range(num_layers)]
+    prev_cells = [encoder_cells[i] for i in range(num_layers)]
+    input_feed = x.new_zeros(bsz, hidden_size)
+    attn_scores = x.new_zeros(srclen, seqlen, bsz)
+    outs = []
+    for j in range(seqlen):
+        input = torch.cat((x[j, :, :], input_feed), dim=1)
+        for i in range(num_layers):
+            gates = F.linear(input, w_ih, b_ih) + F.linear(prev_hiddens[i], w_hh, b_hh)
+            ingate, forgetgate, cellgate, outgate = gates.chunk(4, 1)
+            cell = torch.sigmoid(forgetgate) * prev_cells[i] + torch.sigmoid(ingate) * torch.tanh(cellgate)
+            hidden = torch.sigmoid(outgate) * torch.tanh(cell)
+            input = hidden
+            prev_hiddens[i] = hidden
+            prev_cells[i] = cell
+        out, attn_scores[:, j, :] = _attention_layer(hidden, encoder_outs, encoder_padding_mask, input_proj_w, output_proj_w)
+        input_feed = out
+        outs.append(out)
+    x = torch.cat(outs, dim=0).view(seqlen, bsz, hidden_size)
+    x = x.transpose(1, 0)
+    attn_scores = attn_scores.transpose(0, 2)
+    return x, attn_scores
+
+
+# ChatRWKV (BlinkDL), RWKV_in_150_lines.py: RWKV_RNN.time_mixing and channel_mixing for layer i of a 2-layer state
+# (the state rows read as views, then overwritten in place)
+def rwkv_time_channel_mixing(
+    x: f32[32], state: f32[10, 32], time_mix_k: f32[32], time_mix_v: f32[32], time_mix_r: f32[32],
+    time_first: f32[32], time_decay_raw: f32[32], kw: f32[32, 32], vw: f32[32, 32], rw: f32[32, 32], ow: f32[32, 32],
+    ffn_mix_k: f32[32], ffn_mix_r: f32[32], fkw: f32[64, 32], fvw: f32[32, 64], frw: f32[32, 32], i: int = 1
+) -> f32[32]:
+    kw, vw, rw, ow = kw * 0.17, vw * 0.17, rw * 0.17, ow * 0.17
+    fkw, fvw, frw = fkw * 0.17, fvw * 0.12, frw * 0.17
+    time_decay = -torch.exp(time_decay_raw.float())
+    # time_mixing
+    xk = x * time_mix_k + state[5 * i + 1] * (1 - time_mix_k)
+    xv = x * time_mix_v + state[5 * i + 1] * (1 - time_mix_v)
+    xr = x * time_mix_r + state[5 * i + 1] * (1 - time_mix_r)
+    state[5 * i + 1] = x
+    r = torch.sigmoid(rw @ xr)
+    k = kw @ xk
+    v = vw @ xv
+    aa = state[5 * i + 2]
+    bb = state[5 * i + 3]
+    pp = state[5 * i + 4]
+    ww = time_first + k
+    qq = torch.maximum(pp, ww)
+    e1 = torch.exp(pp - qq)
+    e2 = torch.exp(ww - qq)
+    a = e1 * aa + e2 * v
+    b = e1 * bb + e2
+    wkv = a / b
+    ww = pp + time_decay
+    qq = torch.maximum(ww, k)
+    e1 = torch.exp(ww - qq)
+    e2 = torch.exp(k - qq)
+    state[5 * i + 2] = e1 * aa + e2 * v
+    state[5 * i + 3] = e1 * bb + e2
+    state[5 * i + 4] = qq
+    x = x + ow @ (r * wkv)
+    # channel_mixing
+    xk = x * ffn_mix_k + state[5 * i + 0] * (1 - ffn_mix_k)
+    xr = x * ffn_mix_r + state[5 * i + 0] * (1 - ffn_mix_r)
+    state[5 * i + 0] = x
+    r = torch.sigmoid(frw @ xr)
+    k = torch.square(torch.relu(fkw @ xk))
+    return x + r * (fvw @ k)

@@ -303,3 +303,166 @@ def yolo_nms_candidates(prediction: f32[1, 200, 9]) -> f32[1, 200, 6]:
         n = x.shape[0]
         out[xi, :n] = x[x[:, 4].argsort(descending=True)]
     return out
+
+
+# torchvision, torchvision/models/detection/rpn.py: RegionProposalNetwork._get_top_n_idx and the top-n gather of
+# filter_proposals (pre_nms_top_n 20, levels of 192, 48 and 12 anchors)
+def tv_rpn_top_n(objectness: f32[2, 252, 1], proposals: f32[2, 252, 4]) -> tuple[f32[2, 52], i64[2, 52], f32[2, 52, 4]]:
+    num_anchors_per_level = [192, 48, 12]
+    num_images = proposals.shape[0]
+    device = proposals.device
+    objectness = objectness.detach()
+    objectness = objectness.reshape(num_images, -1)
+    levels = [torch.full((n,), idx, dtype=torch.int64, device=device) for idx, n in enumerate(num_anchors_per_level)]
+    levels = torch.cat(levels, 0)
+    levels = levels.reshape(1, -1).expand_as(objectness)
+    r = []
+    offset = 0
+    for ob in objectness.split(num_anchors_per_level, 1):
+        num_anchors = ob.shape[1]
+        pre_nms_top_n = min(20, num_anchors)
+        _, top_n_idx = ob.topk(pre_nms_top_n, dim=1)
+        r.append(top_n_idx + offset)
+        offset += num_anchors
+    top_n_idx = torch.cat(r, dim=1)
+    image_range = torch.arange(num_images, device=device)
+    batch_idx = image_range[:, None]
+    objectness = objectness[batch_idx, top_n_idx]
+    levels = levels[batch_idx, top_n_idx]
+    proposals = proposals[batch_idx, top_n_idx]
+    objectness_prob = torch.sigmoid(objectness)
+    return objectness_prob, levels, proposals
+
+
+# ultralytics, ultralytics/utils/tal.py: make_anchors
+def _make_anchors(feats, strides, grid_cell_offset=0.5):
+    anchor_points, stride_tensor = [], []
+    assert feats is not None
+    dtype, device = feats[0].dtype, feats[0].device
+    for i, stride in enumerate(strides):
+        _, _, h, w = feats[i].shape
+        sx = torch.arange(end=w, device=device, dtype=dtype) + grid_cell_offset
+        sy = torch.arange(end=h, device=device, dtype=dtype) + grid_cell_offset
+        sy, sx = torch.meshgrid(sy, sx, indexing="ij")
+        anchor_points.append(torch.stack((sx, sy), -1).view(-1, 2))
+        stride_tensor.append(torch.full((h * w, 1), stride, dtype=dtype, device=device))
+    return torch.cat(anchor_points), torch.cat(stride_tensor)
+
+
+# ultralytics, ultralytics/utils/tal.py: make_anchors and dist2bbox (xywh), scaled by the strides as the v8 head does
+def yolov8_make_anchors_dist2bbox(
+    distance: f32[2, 84, 4], f0: f32[1, 4, 8, 8], f1: f32[1, 4, 4, 4], f2: f32[1, 4, 2, 2]
+) -> tuple[f32[2, 84, 4], f32[84, 2], f32[84, 1]]:
+    anchor_points, stride_tensor = _make_anchors([f0, f1, f2], [8, 16, 32], 0.5)
+    distance = distance.abs() * 3.0
+    dim = -1
+    lt, rb = distance.chunk(2, dim)
+    x1y1 = anchor_points - lt
+    x2y2 = anchor_points + rb
+    c_xy = (x1y1 + x2y2) / 2
+    wh = x2y2 - x1y1
+    return torch.cat((c_xy, wh), dim) * stride_tensor, anchor_points, stride_tensor
+
+
+# ssd.pytorch (amdegroot), layers/box_utils.py: point_form
+def _point_form(boxes):
+    return torch.cat((boxes[:, :2] - boxes[:, 2:] / 2, boxes[:, :2] + boxes[:, 2:] / 2), 1)
+
+
+# ssd.pytorch (amdegroot), layers/box_utils.py: intersect and jaccard
+def _jaccard(box_a, box_b):
+    A = box_a.size(0)
+    B = box_b.size(0)
+    max_xy = torch.min(box_a[:, 2:].unsqueeze(1).expand(A, B, 2), box_b[:, 2:].unsqueeze(0).expand(A, B, 2))
+    min_xy = torch.max(box_a[:, :2].unsqueeze(1).expand(A, B, 2), box_b[:, :2].unsqueeze(0).expand(A, B, 2))
+    inter = torch.clamp((max_xy - min_xy), min=0)
+    inter = inter[:, :, 0] * inter[:, :, 1]
+    area_a = ((box_a[:, 2] - box_a[:, 0]) * (box_a[:, 3] - box_a[:, 1])).unsqueeze(1).expand_as(inter)
+    area_b = ((box_b[:, 2] - box_b[:, 0]) * (box_b[:, 3] - box_b[:, 1])).unsqueeze(0).expand_as(inter)
+    union = area_a + area_b - inter
+    return inter / union
+
+
+# ssd.pytorch (amdegroot), layers/box_utils.py: encode
+def _encode(matched, priors, variances):
+    g_cxcy = (matched[:, :2] + matched[:, 2:]) / 2 - priors[:, :2]
+    g_cxcy /= variances[0] * priors[:, 2:]
+    g_wh = (matched[:, 2:] - matched[:, :2]) / priors[:, 2:]
+    g_wh = torch.log(g_wh) / variances[1]
+    return torch.cat([g_cxcy, g_wh], 1)
+
+
+# ssd.pytorch (amdegroot), layers/box_utils.py: match (threshold 0.5, variances (0.1, 0.2)), writing image idx of
+# loc_t and conf_t in place
+def ssd_match(
+    raw_truths: f32[4, 4], raw_priors: f32[60, 4], labels: i64[4], loc_t: f32[2, 60, 4], conf_t: i64[2, 60],
+    idx: int = 1
+) -> None:
+    truths = torch.cat([(raw_truths[:, :2] + 1.0) * 0.4, (raw_truths[:, :2] + 1.0) * 0.4 + raw_truths[:, 2:].abs() * 0.3 + 0.05], 1)
+    priors = torch.cat([(raw_priors[:, :2] + 1.0) * 0.5, raw_priors[:, 2:].abs() * 0.3 + 0.05], 1)
+    threshold = 0.5
+    variances = [0.1, 0.2]
+    overlaps = _jaccard(truths, _point_form(priors))
+    best_prior_overlap, best_prior_idx = overlaps.max(1, keepdim=True)
+    best_truth_overlap, best_truth_idx = overlaps.max(0, keepdim=True)
+    best_truth_idx.squeeze_(0)
+    best_truth_overlap.squeeze_(0)
+    best_prior_idx.squeeze_(1)
+    best_prior_overlap.squeeze_(1)
+    best_truth_overlap.index_fill_(0, best_prior_idx, 2)
+    for j in range(best_prior_idx.size(0)):
+        best_truth_idx[best_prior_idx[j]] = j
+    matches = truths[best_truth_idx]
+    conf = labels[best_truth_idx] + 1
+    conf[best_truth_overlap < threshold] = 0
+    loc = _encode(matches, priors, variances)
+    loc_t[idx] = loc
+    conf_t[idx] = conf
+
+
+# ssd.pytorch (amdegroot), layers/box_utils.py: log_sum_exp; layers/modules/multibox_loss.py: MultiBoxLoss.forward,
+# the hard negative mining (negpos_ratio 3) up to the neg mask
+def ssd_hard_negative_mining(conf_data: f32[2, 60, 5], raw_conf_t: i64[2, 60]) -> tuple[f32[2, 60], bool[2, 60], i64[2, 1]]:
+    conf_t = (raw_conf_t >= 7).long() * (raw_conf_t - 6)
+    num = conf_data.size(0)
+    num_classes = 5
+    negpos_ratio = 3
+    pos = conf_t > 0
+    batch_conf = conf_data.view(-1, num_classes)
+    x = batch_conf
+    x_max = x.data.max()
+    lse = torch.log(torch.sum(torch.exp(x - x_max), 1, keepdim=True)) + x_max
+    loss_c = lse - batch_conf.gather(1, conf_t.view(-1, 1))
+    loss_c[pos.view(-1, 1)] = 0
+    loss_c = loss_c.view(num, -1)
+    _, loss_idx = loss_c.sort(1, descending=True)
+    _, idx_rank = loss_idx.sort(1)
+    num_pos = pos.long().sum(1, keepdim=True)
+    num_neg = torch.clamp(negpos_ratio * num_pos, max=pos.size(1) - 1)
+    neg = idx_rank < num_neg.expand_as(idx_rank)
+    return loss_c, neg, num_neg
+
+
+# DETR, models/position_encoding.py: PositionEmbeddingSine.forward (num_pos_feats 16, normalize=True)
+def detr_position_embedding_sine(x: f32[2, 8, 6, 10], raw_mask: i64[2, 6, 10]) -> f32[2, 32, 6, 10]:
+    mask = raw_mask > 7
+    num_pos_feats = 16
+    temperature = 10000
+    normalize = True
+    scale = 2 * math.pi
+    assert mask is not None
+    not_mask = ~mask
+    y_embed = not_mask.cumsum(1, dtype=torch.float32)
+    x_embed = not_mask.cumsum(2, dtype=torch.float32)
+    if normalize:
+        eps = 1e-6
+        y_embed = y_embed / (y_embed[:, -1:, :] + eps) * scale
+        x_embed = x_embed / (x_embed[:, :, -1:] + eps) * scale
+    dim_t = torch.arange(num_pos_feats, dtype=torch.float32, device=x.device)
+    dim_t = temperature ** (2 * (dim_t // 2) / num_pos_feats)
+    pos_x = x_embed[:, :, :, None] / dim_t
+    pos_y = y_embed[:, :, :, None] / dim_t
+    pos_x = torch.stack((pos_x[:, :, :, 0::2].sin(), pos_x[:, :, :, 1::2].cos()), dim=4).flatten(3)
+    pos_y = torch.stack((pos_y[:, :, :, 0::2].sin(), pos_y[:, :, :, 1::2].cos()), dim=4).flatten(3)
+    pos = torch.cat((pos_y, pos_x), dim=3).permute(0, 3, 1, 2)
+    return pos
