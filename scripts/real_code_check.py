@@ -66,12 +66,30 @@ def isolated_source(path, keep):
             if isinstance(sub, ast.Name) and sub.id in body and sub.id not in wanted:
                 wanted.add(sub.id)
                 todo.append(sub.id)
+    dropped = set()
     for name, node in body.items():
         if name.startswith("_") or name in wanted:
             continue
+        dropped.add(name)
         first = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
         for i in range(first, node.end_lineno):
             lines[i] = ""
+    # Imports that only the blanked programs use go too (`import numpy as np` for one program of the file).
+    used = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.FunctionDef) and node.name in dropped:
+            continue
+        used.update(sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name))
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound = {(a.asname or a.name).split(".")[0] for a in node.names}
+            if not bound & used:
+                for i in range(node.lineno - 1, node.end_lineno):
+                    lines[i] = ""
     return "\n".join(lines) + "\n"
 
 
@@ -159,8 +177,9 @@ def main():
     ap.add_argument(
         "--isolate",
         action="store_true",
-        help="run each program from a copy of its file with the other programs blanked out (locations unchanged), so "
-        "that a construct refused while parsing another program of the file does not hide this one's result",
+        help="run each program from a copy of its file with the other programs (and imports only they use) blanked out "
+        "(locations unchanged), so that a construct refused while parsing another program of the file does not hide "
+        "this one's result",
     )
     a = ap.parse_intermixed_args()
     folder = Path(a.folder)
