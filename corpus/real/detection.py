@@ -253,7 +253,13 @@ def yolov8_bbox2dist(anchor_points: f32[64, 2], raw: f32[64, 4]) -> f32[64, 4]:
 def ssd_decode(loc: f32[80, 4], raw_priors: f32[80, 4]) -> f32[80, 4]:
     priors = torch.cat([(raw_priors[:, :2] + 1.0) * 0.5, raw_priors[:, 2:].abs() * 0.3 + 0.05], 1)
     variances = [0.1, 0.2]
-    boxes = torch.cat((priors[:, :2] + loc[:, :2] * variances[0] * priors[:, 2:], priors[:, 2:] * torch.exp(loc[:, 2:] * variances[1])), 1)
+    boxes = torch.cat(
+        (
+            priors[:, :2] + loc[:, :2] * variances[0] * priors[:, 2:],
+            priors[:, 2:] * torch.exp(loc[:, 2:] * variances[1]),
+        ),
+        1,
+    )
     boxes[:, :2] -= boxes[:, 2:] / 2
     boxes[:, 2:] += boxes[:, :2]
     return boxes

@@ -41,15 +41,18 @@ def gptfast_swiglu(x: f32[2, 4, 32], w1: f32[88, 32], w3: f32[88, 32], w2: f32[3
     return F.linear(F.silu(F.linear(x, w1)) * F.linear(x, w3), w2)
 
 
-# Hugging Face transformers, models/llama/modeling_llama.py: LlamaRotaryEmbedding.forward, rotate_half and
-# apply_rotary_pos_emb
+# Hugging Face transformers, models/llama/modeling_llama.py: rotate_half
 def _rotate_half(x):
     x1 = x[..., : x.shape[-1] // 2]
     x2 = x[..., x.shape[-1] // 2 :]
     return torch.cat((-x2, x1), dim=-1)
 
 
-def hf_rotary_pos_emb(q: f32[1, 4, 6, 16], k: f32[1, 2, 6, 16], position_ids: i64[1, 6]) -> tuple[f32[1, 4, 6, 16], f32[1, 2, 6, 16]]:
+# Hugging Face transformers, models/llama/modeling_llama.py: LlamaRotaryEmbedding.forward (default rope, head_dim 16)
+# and apply_rotary_pos_emb
+def hf_rotary_pos_emb(
+    q: f32[1, 4, 6, 16], k: f32[1, 2, 6, 16], position_ids: i64[1, 6]
+) -> tuple[f32[1, 4, 6, 16], f32[1, 2, 6, 16]]:
     base = 10000.0
     dim = 16
     inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
@@ -85,7 +88,11 @@ def _repeat_kv(x, n_rep: int):
     bs, slen, n_kv_heads, head_dim = x.shape
     if n_rep == 1:
         return x
-    return x[:, :, :, None, :].expand(bs, slen, n_kv_heads, n_rep, head_dim).reshape(bs, slen, n_kv_heads * n_rep, head_dim)
+    return (
+        x[:, :, :, None, :]
+        .expand(bs, slen, n_kv_heads, n_rep, head_dim)
+        .reshape(bs, slen, n_kv_heads * n_rep, head_dim)
+    )
 
 
 # llama, llama/model.py: Attention.forward after the rotary embedding (cache writes by slice, repeat_kv, attention)
@@ -157,7 +164,9 @@ def gptfast_logits_to_probs(logits: f32[2, 3, 64], temperature: float = 0.7, top
 
 # llama, llama/generation.py: the sampling step's softmax(logits[:, -1] / temperature) and sample_top_p up to the
 # multinomial draw
-def llama_sample_top_p(logits: f32[2, 4, 48], temperature: float = 0.6, p: float = 0.9) -> tuple[f32[2, 48], i64[2, 48]]:
+def llama_sample_top_p(
+    logits: f32[2, 4, 48], temperature: float = 0.6, p: float = 0.9
+) -> tuple[f32[2, 48], i64[2, 48]]:
     probs = torch.softmax(logits[:, -1] / temperature, dim=-1)
     probs_sort, probs_idx = torch.sort(probs, dim=-1, descending=True)
     probs_sum = torch.cumsum(probs_sort, dim=-1)
@@ -262,7 +271,9 @@ def hf_repetition_penalty_3d(input_ids: i64[2, 6], scores: f32[2, 3, 10], penalt
 
 # Hugging Face transformers, models/t5/modeling_t5.py: T5Attention._relative_position_bucket and compute_bias
 # (bidirectional, 32 buckets, max_distance 128, 4 heads)
-def t5_relative_position_bias(relative_attention_bias: f32[32, 4], query_length: int = 24, key_length: int = 40) -> f32[1, 4, 24, 40]:
+def t5_relative_position_bias(
+    relative_attention_bias: f32[32, 4], query_length: int = 24, key_length: int = 40
+) -> f32[1, 4, 24, 40]:
     num_buckets = 32
     max_distance = 128
     context_position = torch.arange(query_length, dtype=torch.long)[:, None]
@@ -275,7 +286,9 @@ def t5_relative_position_bias(relative_attention_bias: f32[32, 4], query_length:
     max_exact = num_buckets // 2
     is_small = relative_position < max_exact
     relative_position_if_large = max_exact + (
-        torch.log(relative_position.float() / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+        torch.log(relative_position.float() / max_exact)
+        / math.log(max_distance / max_exact)
+        * (num_buckets - max_exact)
     ).to(torch.long)
     relative_position_if_large = torch.min(
         relative_position_if_large, torch.full_like(relative_position_if_large, num_buckets - 1)

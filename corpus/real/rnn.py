@@ -124,13 +124,14 @@ def fastrnns_rnn_relu_tanh(
     return torch.stack(outputs), h1, h2
 
 
-# PyTorch, benchmarks/fastrnns/custom_lstms.py: LayerNorm (decomposed) and LayerNormLSTMCell.forward
+# PyTorch, benchmarks/fastrnns/custom_lstms.py: LayerNorm.forward (the decomposed layer norm)
 def _layernorm(input, weight, bias):
     mu = input.mean(-1, keepdim=True)
     sigma = input.std(-1, keepdim=True, unbiased=False)
     return (input - mu) / sigma * weight + bias
 
 
+# PyTorch, benchmarks/fastrnns/custom_lstms.py: LayerNormLSTMCell.forward (decompose_layernorm=True) over a sequence
 def fastrnns_layernorm_lstm(
     input: f32[6, 4, 32], hx: f32[4, 32], cx: f32[4, 32], w_ih: f32[128, 32], w_hh: f32[128, 32]
 ) -> tuple[f32[6, 4, 32], f32[4, 32], f32[4, 32]]:
@@ -246,7 +247,9 @@ def fairseq_lstm_decoder(
             input = hidden
             prev_hiddens[i] = hidden
             prev_cells[i] = cell
-        out, attn_scores[:, j, :] = _attention_layer(hidden, encoder_outs, encoder_padding_mask, input_proj_w, output_proj_w)
+        out, attn_scores[:, j, :] = _attention_layer(
+            hidden, encoder_outs, encoder_padding_mask, input_proj_w, output_proj_w
+        )
         input_feed = out
         outs.append(out)
     x = torch.cat(outs, dim=0).view(seqlen, bsz, hidden_size)

@@ -262,7 +262,11 @@ def yolo_detect_decode(
     nl = 3
     na = 3
     anchors = torch.tensor(
-        [[10.0, 13.0, 16.0, 30.0, 33.0, 23.0], [30.0, 61.0, 62.0, 45.0, 59.0, 119.0], [116.0, 90.0, 156.0, 198.0, 373.0, 326.0]]
+        [
+            [10.0, 13.0, 16.0, 30.0, 33.0, 23.0],
+            [30.0, 61.0, 62.0, 45.0, 59.0, 119.0],
+            [116.0, 90.0, 156.0, 198.0, 373.0, 326.0],
+        ]
     ).float().view(nl, -1, 2)
     stride = torch.tensor([8.0, 16.0, 32.0])
     anchors /= stride.view(-1, 1, 1)
@@ -398,7 +402,8 @@ def ssd_match(
     raw_truths: f32[4, 4], raw_priors: f32[60, 4], labels: i64[4], loc_t: f32[2, 60, 4], conf_t: i64[2, 60],
     idx: int = 1
 ) -> None:
-    truths = torch.cat([(raw_truths[:, :2] + 1.0) * 0.4, (raw_truths[:, :2] + 1.0) * 0.4 + raw_truths[:, 2:].abs() * 0.3 + 0.05], 1)
+    corner = (raw_truths[:, :2] + 1.0) * 0.4
+    truths = torch.cat([corner, corner + raw_truths[:, 2:].abs() * 0.3 + 0.05], 1)
     priors = torch.cat([(raw_priors[:, :2] + 1.0) * 0.5, raw_priors[:, 2:].abs() * 0.3 + 0.05], 1)
     threshold = 0.5
     variances = [0.1, 0.2]
@@ -422,7 +427,9 @@ def ssd_match(
 
 # ssd.pytorch (amdegroot), layers/box_utils.py: log_sum_exp; layers/modules/multibox_loss.py: MultiBoxLoss.forward,
 # the hard negative mining (negpos_ratio 3) up to the neg mask
-def ssd_hard_negative_mining(conf_data: f32[2, 60, 5], raw_conf_t: i64[2, 60]) -> tuple[f32[2, 60], bool[2, 60], i64[2, 1]]:
+def ssd_hard_negative_mining(
+    conf_data: f32[2, 60, 5], raw_conf_t: i64[2, 60]
+) -> tuple[f32[2, 60], bool[2, 60], i64[2, 1]]:
     conf_t = (raw_conf_t >= 7).long() * (raw_conf_t - 6)
     num = conf_data.size(0)
     num_classes = 5

@@ -175,12 +175,14 @@ def yolo_model_ema(
             v += (1 - d) * msd[k].detach()
 
 
-# PyTorch, torch/optim/swa_utils.py: AveragedModel.update_parameters with get_ema_avg_fn(0.999) (no multi_avg_fn)
+# PyTorch, torch/optim/swa_utils.py: get_ema_avg_fn(0.999)'s ema_update
 def _ema_avg(ema_param, current_param, num_averaged):
     decay = 0.999
     return decay * ema_param + (1 - decay) * current_param
 
 
+# PyTorch, torch/optim/swa_utils.py: AveragedModel.update_parameters with avg_fn=get_ema_avg_fn(0.999) (no
+# multi_avg_fn, use_buffers False)
 def swa_utils_ema_update(
     e0: f32[16, 8], e1: f32[16], p0: f32[16, 8], p1: f32[16], n_averaged: i64[()]
 ) -> None:
