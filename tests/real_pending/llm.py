@@ -126,3 +126,26 @@ def tgi_batched_bincount(x: i64[4, 12], max_value: int = 10) -> i64[4, 10]:
     values = torch.ones_like(x)
     target.scatter_add_(dim, x, values)
     return target
+
+
+# Hugging Face transformers, pytorch_utils.py: Conv1D.forward (GPT-2's transposed linear layer)
+def _conv1d(x, weight, bias, nf: int):
+    size_out = x.size()[:-1] + (nf,)
+    x = torch.addmm(bias, x.view(-1, x.size(-1)), weight)
+    x = x.view(size_out)
+    return x
+
+
+# Hugging Face transformers, models/gpt2/modeling_gpt2.py: GPT2MLP.forward (Conv1D, gelu_new as activations.py's
+# NewGELUActivation writes it, Conv1D; no dropout)
+def hf_gpt2_mlp(
+    hidden_states: f32[2, 5, 16], c_fc_w: f32[16, 64], c_fc_b: f32[64], c_proj_w: f32[64, 16], c_proj_b: f32[16]
+) -> f32[2, 5, 16]:
+    c_fc_w, c_proj_w = c_fc_w * 0.25, c_proj_w * 0.125
+    hidden_states = _conv1d(hidden_states, c_fc_w, c_fc_b, 64)
+    input = hidden_states
+    hidden_states = (
+        0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 * torch.pow(input, 3.0))))
+    )
+    hidden_states = _conv1d(hidden_states, c_proj_w, c_proj_b, 16)
+    return hidden_states
