@@ -16,6 +16,7 @@ mod branch;
 mod carry;
 mod composite;
 mod ctrl;
+mod desugar;
 mod exits;
 mod expr;
 mod ops;

@@ -483,6 +483,7 @@ impl<'m> Fz<'m> {
                 Ok(match format!("{m}.{name}").as_str() {
                     "torch.nn" => FV::Module("torch.nn"),
                     "torch.nn.functional" => FV::Module("torch.nn.functional"),
+                    "torch.linalg" => FV::Module("torch.linalg"),
                     "math.pi" | "torch.pi" => FV::Float(std::f64::consts::PI),
                     "math.e" | "torch.e" => FV::Float(std::f64::consts::E),
                     "math.inf" | "torch.inf" => FV::Float(f64::INFINITY),

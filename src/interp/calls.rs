@@ -354,6 +354,7 @@ impl<'m> Interp<'m> {
                     "torch.nn" => Value::Module("torch.nn"),
                     "torch.nn.functional" => Value::Module("torch.nn.functional"),
                     "torch.Tensor" => Value::Module("torch.Tensor"),
+                    "torch.linalg" => Value::Module("torch.linalg"),
                     "math.pi" | "torch.pi" => Value::Float(std::f64::consts::PI),
                     "math.e" | "torch.e" => Value::Float(std::f64::consts::E),
                     "math.inf" | "torch.inf" => Value::Float(f64::INFINITY),

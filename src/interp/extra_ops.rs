@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use super::args::{int_list, to_int, AResult, Args};
-use super::torch_ops::{operand_arg, t, UNKNOWN_OP};
+use super::torch_ops::{operand_arg, t};
 use super::value::Value;
 use crate::tensor::ops::{self, Binary, Operand, Unary};
 use crate::tensor::views::wrap_dim;
@@ -77,17 +77,17 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             }
             t(x)
         }
-        "index_fill" | "index_add" | "index_copy" => {
+        "index_fill" => {
             let x = a.tensor(0, "input")?.contiguous_copy();
             let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
             let ix = a.tensor(2, "index")?;
             let mut idx: Vec<Option<Tensor>> = vec![None; d];
             idx.push(Some(ix));
-            let src = match a.req(3, if name == "index_fill" { "value" } else { "source" })? {
+            let src = match a.req(3, "value")? {
                 Value::Tensor(s) => s.clone(),
-                v => Tensor::scalar(x.dtype(), v.as_scalar().ok_or("index op: value must be a number or tensor")?)?,
+                v => Tensor::scalar(x.dtype(), v.as_scalar().ok_or("index_fill(): value must be a number or tensor")?)?,
             };
-            index::index_put(&x, &idx, &src, name == "index_add")?;
+            index::index_put(&x, &idx, &src, false)?;
             t(x)
         }
         "masked_select" => {
@@ -183,22 +183,6 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let prod = bin(Binary::Mul, Operand::T(m), Operand::S(alpha))?;
             t(bin(Binary::Add, Operand::T(bias), Operand::T(prod))?)
         }
-        "lerp" => {
-            let s = operand_arg(a, 0, "input")?;
-            let e = operand_arg(a, 1, "end")?;
-            let w = operand_arg(a, 2, "weight")?;
-            let diff = bin(Binary::Sub, e, s.clone())?;
-            t(bin(Binary::Add, s, Operand::T(bin(Binary::Mul, w, Operand::T(diff))?))?)
-        }
-        "addcmul" | "addcdiv" => {
-            let x = operand_arg(a, 0, "input")?;
-            let p = operand_arg(a, 1, "tensor1")?;
-            let q = operand_arg(a, 2, "tensor2")?;
-            let value = a.opt(3, "value").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1));
-            let r = bin(if name == "addcmul" { Binary::Mul } else { Binary::Div }, p, q)?;
-            let r = bin(Binary::Mul, Operand::T(r), Operand::S(value))?;
-            t(bin(Binary::Add, x, Operand::T(r))?)
-        }
         "hypot" => {
             let x = operand_arg(a, 0, "input")?;
             let y = operand_arg(a, 1, "other")?;
@@ -221,16 +205,6 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let v = var(&x, a)?;
             t(if name == "std" { ops::unary(Unary::Sqrt, &v)? } else { v })
         }
-        "norm" => {
-            let x = a.tensor(0, "input")?;
-            let p = a.opt(1, "p").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(2.0);
-            let dims = a.dims(2, "dim")?;
-            let keep = a.bool_or(3, "keepdim", false)?;
-            let ab = ops::unary(Unary::Abs, &x)?;
-            let pw = bin(Binary::Pow, Operand::T(ab), Operand::S(Scalar::F(p)))?;
-            let s = reduce::sum(&pw, dims.as_deref(), keep, None)?;
-            t(bin(Binary::Pow, Operand::T(s), Operand::S(Scalar::F(1.0 / p)))?)
-        }
         "logsumexp" => {
             let x = a.tensor(0, "input")?;
             let dims = a.dims(1, "dim")?;
@@ -251,14 +225,6 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             t(ops::map_n(&[&Operand::T(x)], dt, dt, |v| {
                 let f = v[0].to_f64();
                 Ok(Scalar::F(if f > 0.0 { f } else { f * slope }))
-            })?)
-        }
-        "softplus" => {
-            let x = a.tensor(0, "input")?;
-            let dt = if x.dtype().is_float() { x.dtype() } else { DType::F32 };
-            t(ops::map_n(&[&Operand::T(x)], dt, dt, |v| {
-                let f = v[0].to_f64();
-                Ok(Scalar::F(if f > 20.0 { f } else { f.exp().ln_1p() }))
             })?)
         }
         "normalize" => {
@@ -297,7 +263,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             d.write_scalars(&vec![v; d.numel()]);
             t(x)
         }
-        _ => Err(format!("{UNKNOWN_OP}{name}")),
+        _ => super::more_ops::more_op(name, a),
     }
 }
 
