@@ -149,3 +149,29 @@ def index_add_pool(x: f32[5, 3], src: f32[4, 3], idx: i64[4]) -> tuple[f32[5, 3]
     x.index_add_(0, idx % 5, src, alpha=0.5)
     pooled = torch.zeros(2, 3).index_add(0, idx % 2, src)
     return x, pooled
+
+
+# In-place view ops (as in fairseq's and detectron2's `x.unsqueeze_(0)` / `squeeze_`): the tensor's own shape
+# changes; other views keep theirs.
+def squeeze_unsqueeze_inplace(a: f32[4, 1, 3]) -> tuple[f32[4, 3], f32[1, 4, 1, 3], f32[2, 1, 3]]:
+    x = a + 0.0
+    y = x[0:2]
+    z = x * 2.0
+    x.squeeze_(1)
+    z.unsqueeze_(0)
+    x.mul_(3.0)
+    return x, z, y
+
+
+# unsqueeze_/squeeze_ inside a loop: the shape changes each iteration (unrolled) or round-trips.
+def unsqueeze_in_loop(x: f32[3, 4]) -> tuple[f32[1, 1, 1, 4], f32[4]]:
+    h = x[0] * 1.0
+    for i in range(3):
+        h.unsqueeze_(0)
+        h.mul_(2.0)
+    g = x[0] * 1.0
+    for i in range(3):
+        g.unsqueeze_(0)
+        g = g + x[i]
+        g.squeeze_(0)
+    return h, g

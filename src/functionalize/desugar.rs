@@ -10,6 +10,7 @@ use super::ops::{err, A};
 use super::state::{diag, TRef, FR, FV};
 use super::Fz;
 use crate::diag::Span;
+use crate::frontend::ast::{Expr, ExprKind};
 use crate::ir::{BoolLit, Node, OpName};
 use crate::tensor::einsum::{self, Step};
 use crate::tensor::ops::{self, Binary, Unary};
@@ -291,5 +292,43 @@ impl<'m> Fz<'m> {
             }
             _ => diag(span, format!("`{name}` is not supported by the functionalizer yet")),
         }
+    }
+}
+
+/// Whether `v` holds (itself, or inside a list, tuple or named tuple) the view `t`: possibly the same Python
+/// object, whose shape an in-place shape change would change too.
+fn holds(v: &FV, t: &TRef) -> bool {
+    match v {
+        FV::Tensor(u) => u == t,
+        other => other.items().is_some_and(|items| items.iter().any(|x| holds(x, t))),
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// `NAME.squeeze_(...)` / `NAME.unsqueeze_(...)`: `NAME` is rebound to the new view (every other view keeps its
+    /// shape), refused as the reference interpreter refuses it (`crate::interp::more_ops`).
+    pub(super) fn shape_inplace(&mut self, env: &mut super::Env, obj: &Expr, name: &str, a: A) -> FR<FV> {
+        let span = a.span;
+        let base = &name[..name.len() - 1];
+        let refuse = |why: &str| diag(span, format!("`{name}` {why}; rebind instead (`x = x.{base}(...)`)"));
+        let ExprKind::Name(n) = &obj.kind else {
+            return refuse("on an expression other than a local name is not supported");
+        };
+        if self.depth_calls > 1 {
+            return refuse("inside a helper function is not supported (the caller may hold the same tensor)");
+        }
+        let Some(FV::Tensor(t)) = env.get(n).cloned() else {
+            return refuse("on a name that is not a local tensor is not supported");
+        };
+        if env.iter().any(|(k, v)| k != n && matches!(v, FV::Tensor(_)) && holds(v, &t)) {
+            return refuse("on a tensor that another name also refers to is not supported (PyTorch would change the shape seen through both)");
+        }
+        if env.values().any(|v| !matches!(v, FV::Tensor(_)) && holds(v, &t)) {
+            return refuse("on a tensor that a list or tuple also holds is not supported (PyTorch would change the shape seen through both)");
+        }
+        let r = self.torch(base, &a, true)?;
+        a.check_keywords(&format!("Tensor.{name}"))?;
+        env.insert(n.clone(), r.clone());
+        Ok(r)
     }
 }

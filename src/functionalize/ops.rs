@@ -234,6 +234,9 @@ impl<'m> Fz<'m> {
                     FV::Tensor(t) => {
                         pos.insert(0, FV::Tensor(t));
                         let a = A::new(pos, kw, span, name.clone());
+                        if matches!(name.as_str(), "squeeze_" | "unsqueeze_") {
+                            return self.shape_inplace(env, obj, name, a);
+                        }
                         let r = if name.ends_with('_') && !name.ends_with("__") {
                             self.inplace(name, &a)?
                         } else {

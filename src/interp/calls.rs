@@ -67,6 +67,9 @@ impl<'m> Interp<'m> {
                     Value::Tensor(t) => {
                         pos.insert(0, Value::Tensor(t));
                         let a = Args::new(pos, kw, span, name.clone());
+                        if matches!(name.as_str(), "squeeze_" | "unsqueeze_") {
+                            return self.shape_inplace(frame, obj, name, a);
+                        }
                         self.tensor_method_call(name, a, span)
                     }
                     Value::List(l) => match (name.as_str(), pos.len()) {

@@ -263,3 +263,54 @@ fn add_scalars(a: Scalar, b: Scalar, dt: DType) -> Scalar {
         Scalar::I(a.to_i64_trunc().wrapping_add(b.to_i64_trunc())).cast(dt)
     }
 }
+
+/// Whether `v` holds (itself, or inside a list, tuple or named tuple) a tensor with `t`'s storage and metadata:
+/// possibly the same Python object, which an in-place shape change would change too.
+fn holds(v: &Value, t: &Tensor) -> bool {
+    match v {
+        Value::Tensor(u) => {
+            std::rc::Rc::ptr_eq(&u.buf, &t.buf) && u.shape == t.shape && u.strides == t.strides && u.offset == t.offset
+        }
+        other => other.items().is_some_and(|items| items.iter().any(|x| holds(x, t))),
+    }
+}
+
+impl<'m> super::exec::Interp<'m> {
+    /// `NAME.squeeze_(...)` / `NAME.unsqueeze_(...)`: the tensor's own shape changes, so `NAME` is rebound to the
+    /// new view; every other view keeps its shape. Refused where another name, list or caller may hold the same
+    /// tensor object (PyTorch would change the shape seen there too): in helpers, and when any other binding holds
+    /// a tensor with the same storage and metadata.
+    pub(super) fn shape_inplace(
+        &mut self,
+        frame: &mut super::exec::Frame,
+        obj: &crate::frontend::ast::Expr,
+        name: &str,
+        a: Args,
+    ) -> Result<Value, crate::diag::Diagnostic> {
+        let span = a.span;
+        let base = &name[..name.len() - 1];
+        let refuse =
+            |why: &str| crate::diag::err(span, format!("`{name}` {why}; rebind instead (`x = x.{base}(...)`)"));
+        let crate::frontend::ast::ExprKind::Name(n) = &obj.kind else {
+            return refuse("on an expression other than a local name is not supported");
+        };
+        if self.depth > 1 {
+            return refuse("inside a helper function is not supported (the caller may hold the same tensor)");
+        }
+        let Some(Value::Tensor(t)) = frame.get(n).cloned() else {
+            return refuse("on a name that is not a local tensor is not supported");
+        };
+        if frame.iter().any(|(k, v)| k != n && matches!(v, Value::Tensor(_)) && holds(v, &t)) {
+            return refuse("on a tensor that another name also refers to is not supported (PyTorch would change the shape seen through both)");
+        }
+        if frame.values().any(|v| !matches!(v, Value::Tensor(_)) && holds(v, &t)) {
+            return refuse("on a tensor that a list or tuple also holds is not supported (PyTorch would change the shape seen through both)");
+        }
+        let r = self.torch_op(base, &a, true).map_err(super::exec::tensor_err(span))?;
+        if let Some(k) = a.unexpected() {
+            return crate::diag::err(span, format!("unexpected keyword argument '{k}' for Tensor.{name}"));
+        }
+        frame.insert(n.clone(), r.clone());
+        Ok(r)
+    }
+}
