@@ -11,6 +11,7 @@ use super::state::{diag, TRef, FR, FV};
 use super::Fz;
 use crate::diag::Span;
 use crate::frontend::ast::{Expr, ExprKind};
+use crate::interp::torch_ops::cname;
 use crate::ir::{BoolLit, Node, OpName};
 use crate::tensor::einsum::{self, Step};
 use crate::tensor::ops::{self, Binary, Unary};
@@ -73,8 +74,13 @@ impl<'m> Fz<'m> {
 
     /// The vector `p`-norm over `dims` (all when empty), with PyTorch's special cases for p = 0, 1, 2, +-inf.
     fn vector_norm(&mut self, x: TRef, p: f64, dims: &[i64], keep: bool, span: Span) -> FR<FV> {
-        self.float_input("linalg_vector_norm", &x, span)?;
         let dt = self.roots[x.root].dtype;
+        if !dt.is_float() {
+            return diag(
+                span,
+                format!("linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}", dt.name()),
+            );
+        }
         let xv = FV::Tensor(x.clone());
         if p == 2.0 {
             let sq = Self::as_tensor(self.elementwise(Binary::Mul, &[xv.clone(), xv], span)?, span)?;
@@ -149,6 +155,13 @@ impl<'m> Fz<'m> {
                     slots[slot] = x;
                 }
                 Step::Matmul { a: i, b: j, reshape } => {
+                    let (di, dj) = (self.roots[slots[i].root].dtype, self.roots[slots[j].root].dtype);
+                    if di != dj {
+                        return diag(
+                            span,
+                            format!("einsum(): operands must have the same dtype, got {} and {}", di.name(), dj.name()),
+                        );
+                    }
                     let m = self.matmul(&FV::Tensor(slots[i].clone()), &FV::Tensor(slots[j].clone()), span)?;
                     slots[i] = Self::as_tensor(self.call_op("reshape", vec![m, ints(&reshape)], span)?, span)?;
                 }
@@ -167,7 +180,7 @@ impl<'m> Fz<'m> {
                 let dt = self.roots[s.root].dtype;
                 if self.roots[e.root].dtype != dt {
                     let ed = self.roots[e.root].dtype;
-                    return diag(span, format!("expected dtype {} for `end` but got dtype {}", dt.name(), ed.name()));
+                    return diag(span, format!("expected dtype {} for `end` but got dtype {}", cname(dt), cname(ed)));
                 }
                 let (sv, ev) = (FV::Tensor(s), FV::Tensor(e));
                 let diff = self.elementwise(Binary::Sub, &[ev.clone(), sv.clone()], span)?;
@@ -188,7 +201,7 @@ impl<'m> Fz<'m> {
                         let wd = self.roots[w.root].dtype;
                         return diag(
                             span,
-                            format!("expected dtype {} for `weight` but got dtype {}", dt.name(), wd.name()),
+                            format!("expected dtype {} for `weight` but got dtype {}", cname(dt), cname(wd)),
                         );
                     }
                     FV::Tensor(w) => FV::Tensor(w),
@@ -230,7 +243,7 @@ impl<'m> Fz<'m> {
             }
             "softplus" => {
                 let x = a.tensor(0, "input")?;
-                self.float_input("softplus", &x, span)?;
+                self.float_input("softplus_cpu", &x, span)?;
                 let num = |v: Option<&FV>, d: f64| v.and_then(|v| a.number(v)).map(|s| s.to_f64()).unwrap_or(d);
                 let beta = num(a.opt(1, "beta"), 1.0);
                 let thr = num(a.opt(2, "threshold"), 20.0);

@@ -4,7 +4,7 @@
 //! (`crate::functionalize::desugar`), so every engine computes the same thing.
 
 use super::args::{AResult, Args};
-use super::torch_ops::{operand_arg, t, UNKNOWN_OP};
+use super::torch_ops::{cname, operand_arg, t, UNKNOWN_OP};
 use super::value::Value;
 use crate::tensor::einsum::{self, Step};
 use crate::tensor::ops::{self, Binary, Operand, Unary};
@@ -64,7 +64,12 @@ fn norm_p(v: Option<&Value>, default: f64, op: &str) -> AResult<f64> {
 
 /// The vector `p`-norm over `dims` (all when `None`), PyTorch's special cases for p = 0, 1, 2 and +-inf.
 pub(crate) fn vector_norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keep: bool) -> AResult<Tensor> {
-    float_input("linalg_vector_norm", x)?;
+    if !x.dtype().is_float() {
+        return Err(format!(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
+            x.dtype().name()
+        ));
+    }
     let dims = dims.filter(|d| !d.is_empty());
     let ab = ops::unary(Unary::Abs, x)?;
     if p.is_infinite() {
@@ -94,8 +99,8 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
             if e.dtype() != s.dtype() {
                 return Err(format!(
                     "expected dtype {} for `end` but got dtype {}",
-                    s.dtype().name(),
-                    e.dtype().name()
+                    cname(s.dtype()),
+                    cname(e.dtype())
                 ));
             }
             let diff = bin(Binary::Sub, &tt(&e), &tt(&s))?;
@@ -104,8 +109,8 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
                     if w.dtype() != s.dtype() {
                         return Err(format!(
                             "expected dtype {} for `weight` but got dtype {}",
-                            s.dtype().name(),
-                            w.dtype().name()
+                            cname(s.dtype()),
+                            cname(w.dtype())
                         ));
                     }
                     let small = bin(Binary::Lt, &Operand::T(ops::unary(Unary::Abs, w)?), &Operand::S(Scalar::F(0.5)))?;
@@ -149,7 +154,7 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "softplus" => {
             let x = a.tensor(0, "input")?;
-            float_input("softplus", &x)?;
+            float_input("softplus_cpu", &x)?;
             let beta = a.opt(1, "beta").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(1.0);
             let thr = a.opt(2, "threshold").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(20.0);
             let xb = if beta == 1.0 { x.clone() } else { bin(Binary::Mul, &tt(&x), &Operand::S(Scalar::F(beta)))? };

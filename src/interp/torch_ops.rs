@@ -567,7 +567,7 @@ impl<'m> Interp<'m> {
     }
 }
 
-fn cname(d: DType) -> &'static str {
+pub(crate) fn cname(d: DType) -> &'static str {
     match d {
         DType::I64 => "long int",
         DType::I32 => "int",
