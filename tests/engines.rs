@@ -180,6 +180,7 @@ fn new_ops_refuse_what_pytorch_refuses_and_what_has_no_plan() {
         ("def f(x: f32[3, 4], y: f32[5, 2]) -> f32[3, 2]:\n    return torch.einsum('ij,jk->ik', x, y)\n", "subscript j has size 5 for operand 1"),
         ("def f(x: f32[3, 4], y: f64[4, 2]) -> f32[3, 2]:\n    return torch.einsum('ij,jk->ik', x, y)\n", "einsum(): operands must have the same dtype, got Float and Double"),
         ("def f(a: f32[3], b: f64[3]) -> f32[3]:\n    return torch.lerp(a, b, 0.5)\n", "expected dtype float for `end` but got dtype double"),
+        ("def f(x: f32[3, 3]) -> f32[()]:\n    return torch.linalg.norm(x, ord=2)\n", "linalg.norm: a matrix norm (this ord over two dims) is not supported"),
         ("def f(x: i64[3]) -> f32[()]:\n    return torch.linalg.vector_norm(x)\n", "linalg.vector_norm: Expected a floating point or complex tensor as input. Got Long"),
         ("def f(a: i64[3], b: i64[3]) -> i64[3]:\n    return torch.lerp(a, b, 0.5)\n", "not implemented for 'Long'"),
         ("def f(a: i64[3], b: i64[3]) -> i64[3]:\n    return torch.addcdiv(a, a, b)\n", "Integer division with addcdiv is no longer supported"),

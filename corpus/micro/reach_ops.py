@@ -175,3 +175,18 @@ def unsqueeze_in_loop(x: f32[3, 4]) -> tuple[f32[1, 1, 1, 4], f32[4]]:
         g = g + x[i]
         g.squeeze_(0)
     return h, g
+
+
+# index_copy with a repeated index: the last source slice wins (PyTorch's CPU kernel; unspecified in general).
+def index_copy_duplicates(x: f32[5, 3], src: f32[4, 3]) -> f32[5, 3]:
+    idx = torch.tensor([1, 3, 1, 0])
+    return x.index_copy(0, idx, src)
+
+
+# torch.linalg.norm as real code calls it: no ord (2-norm / Frobenius), a vector ord over one dim, 'fro' over two.
+def linalg_norm_forms(x: f32[4, 6]) -> tuple[f32[()], f32[4], f32[6], f32[()]]:
+    total = torch.linalg.norm(x)
+    rows = torch.linalg.norm(x, dim=1)
+    cols = torch.linalg.norm(x, ord=float("inf"), dim=0)
+    fro = torch.linalg.norm(x, "fro", dim=(0, 1))
+    return total, rows, cols, fro

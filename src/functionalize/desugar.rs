@@ -272,6 +272,22 @@ impl<'m> Fz<'m> {
                 let keep = a.bool_or(3, "keepdim", false)?;
                 self.vector_norm(x, p, &dims, keep, span)
             }
+            "linalg_norm" => {
+                let x = a.tensor(0, "input")?;
+                let dims = a.dims(2, "dim")?;
+                let ord = match a.opt(1, "ord") {
+                    None => None,
+                    Some(FV::Str(s)) => Some(crate::interp::value::Value::Str(s.clone())),
+                    Some(v) => match a.number(v) {
+                        Some(n) => Some(crate::interp::value::Value::from_scalar(n)),
+                        None => return diag(span, "linalg.norm(): ord must be known before the program runs"),
+                    },
+                };
+                let p = crate::interp::more_ops::linalg_norm_p(ord.as_ref(), x.shape.len(), dims.as_deref())
+                    .map_err(err(span))?;
+                let keep = a.bool_or(3, "keepdim", false)?;
+                self.vector_norm(x, p, &dims.unwrap_or_default(), keep, span)
+            }
             "einsum" => self.einsum(a),
             "index_copy" | "index_add" => {
                 let x = a.tensor(0, "input")?;

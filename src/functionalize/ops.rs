@@ -224,7 +224,8 @@ impl<'m> Fz<'m> {
                         };
                         let full = format!("{m}.{name}");
                         let a = A::new(pos, kw, span, full.clone());
-                        let r = self.torch(name, &a, false)?;
+                        let op = if m == "torch.linalg" && name == "norm" { "linalg_norm" } else { name };
+                        let r = self.torch(op, &a, false)?;
                         a.check_keywords(&full)?;
                         match out {
                             Some((kind, out)) if !matches!(out, FV::None) => self.write_out(name, kind, &a, r, out),

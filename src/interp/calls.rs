@@ -48,7 +48,8 @@ impl<'m> Interp<'m> {
                         } else if m == "torch.Tensor" {
                             return self.tensor_method_call(name, a, span);
                         } else {
-                            self.torch_op(name, &a, false).map_err(|e| {
+                            let op = if m == "torch.linalg" && name == "norm" { "linalg_norm" } else { name };
+                            self.torch_op(op, &a, false).map_err(|e| {
                                 if e.starts_with(super::torch_ops::UNKNOWN_OP) {
                                     Diagnostic::new(format!("unsupported operation `{full}`")).at(span)
                                 } else {

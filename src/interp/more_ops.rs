@@ -90,6 +90,21 @@ pub(crate) fn vector_norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keep: bool) 
     bin(Binary::Pow, &Operand::T(reduce::sum(&pw, dims, keep, None)?), &Operand::S(Scalar::F(1.0 / p)))
 }
 
+/// The vector norm `torch.linalg.norm(x, ord, dim)` computes: 2 (Frobenius) without `ord` or with `'fro'`; `ord` for
+/// one dim (or a 1-D input without `dim`). A matrix norm (a numeric `ord` over two dims, `'nuc'`) is refused.
+pub(crate) fn linalg_norm_p(ord: Option<&Value>, ndim: usize, dims: Option<&[i64]>) -> AResult<f64> {
+    let one_dim = match dims {
+        Some(d) => d.len() == 1,
+        None => ndim == 1,
+    };
+    match ord {
+        None => Ok(2.0),
+        Some(Value::Str(s)) if s.as_ref() == "fro" && !one_dim => Ok(2.0),
+        Some(v) if one_dim && v.as_scalar().is_some() => Ok(v.as_scalar().map(|s| s.to_f64()).unwrap_or(2.0)),
+        Some(_) => Err("linalg.norm: a matrix norm (this ord over two dims) is not supported; use torch.linalg.vector_norm or a number ord over one dim".into()),
+    }
+}
+
 pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
     match name {
         "lerp" => {
@@ -176,6 +191,13 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
             let x = a.tensor(0, "input")?;
             let p = norm_p(a.opt(1, "p"), 2.0, "norm")?;
             t(vector_norm(&x, p, a.dims(2, "dim")?.as_deref(), a.bool_or(3, "keepdim", false)?)?)
+        }
+        "linalg_norm" => {
+            let x = a.tensor(0, "input")?;
+            let dims = a.dims(2, "dim")?;
+            let ord = a.opt(1, "ord").cloned();
+            let p = linalg_norm_p(ord.as_ref(), x.dim(), dims.as_deref())?;
+            t(vector_norm(&x, p, dims.as_deref(), a.bool_or(3, "keepdim", false)?)?)
         }
         "einsum" => {
             let eq = match a.req(0, "equation")? {
