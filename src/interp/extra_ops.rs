@@ -68,13 +68,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
                 None => return Err("scatter() missing argument 'src'".into()),
             };
             let add = name == "scatter_add" || matches!(a.opt(4, "reduce"), Some(Value::Str(s)) if s.as_ref() == "add");
-            {
-                let mut b = x.buf.borrow_mut();
-                for (&o, v) in offs.iter().zip(src) {
-                    let v = if add { Scalar::F(b.get(o).to_f64() + v.to_f64()).cast(x.dtype()) } else { v };
-                    b.set(o, v);
-                }
-            }
+            index::scatter_values(&x, &offs, src, add);
             t(x)
         }
         "index_fill" => {

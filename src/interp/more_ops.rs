@@ -255,7 +255,8 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
             let src = a.tensor(3, "source")?;
             let view =
                 index::check_index_along(name, &x.shape, x.dtype(), d, &ix.shape, ix.dtype(), &src.shape, src.dtype())?;
-            let src = match a.opt(4, "alpha").filter(|_| name == "index_add") {
+            let alpha = if name == "index_add" { a.opt(4, "alpha") } else { None };
+            let src = match alpha {
                 Some(v) => {
                     let al = v.as_scalar().ok_or("index_add(): argument 'alpha' must be a number")?;
                     bin(Binary::Mul, &tt(&src), &Operand::S(al))?.to_dtype(x.dtype())?
@@ -266,28 +267,12 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
             let idx = ix.reshape(&view)?.expand(&sizes)?;
             let out = x.contiguous_copy();
             let offs = index::along_dim_offsets(&out, d, &idx)?;
-            {
-                let mut b = out.buf.borrow_mut();
-                // Duplicate indices: index_copy keeps the last source slice (PyTorch leaves it unspecified; its CPU
-                // kernel does the same), index_add sums them.
-                for (&o, v) in offs.iter().zip(src.scalars()) {
-                    let v = if name == "index_add" { add_scalars(b.get(o), v, x.dtype()) } else { v };
-                    b.set(o, v);
-                }
-            }
+            // Duplicate indices: index_copy keeps the last source slice (PyTorch leaves it unspecified; its CPU
+            // kernel does the same), index_add sums them.
+            index::scatter_values(&out, &offs, src.scalars(), name == "index_add");
             t(out)
         }
         _ => Err(format!("{UNKNOWN_OP}{name}")),
-    }
-}
-
-fn add_scalars(a: Scalar, b: Scalar, dt: DType) -> Scalar {
-    if dt.is_float() {
-        Scalar::F(a.to_f64() + b.to_f64()).cast(dt)
-    } else if dt == DType::Bool {
-        Scalar::B(a.to_bool() || b.to_bool())
-    } else {
-        Scalar::I(a.to_i64_trunc().wrapping_add(b.to_i64_trunc())).cast(dt)
     }
 }
 

@@ -302,3 +302,23 @@ pub fn check_index_along(
     }
     Ok((0..x.len()).map(|d| if d == dim { n as i64 } else { 1 }).collect())
 }
+
+/// Writes `vals` at the storage offsets `offs` of `x` in order (a later duplicate overwrites an earlier one), or
+/// adds them (`add`: exact for integers, one rounding per addition for floats, logical or for bools): the write of
+/// `scatter`, `scatter_add`, `index_copy` and `index_add` on every engine.
+pub fn scatter_values(x: &Tensor, offs: &[usize], vals: Vec<Scalar>, add: bool) {
+    let dt = x.dtype();
+    let mut b = x.buf.borrow_mut();
+    for (&o, v) in offs.iter().zip(vals) {
+        let v = if !add {
+            v
+        } else if dt.is_float() {
+            Scalar::F(b.get(o).to_f64() + v.to_f64()).cast(dt)
+        } else if dt == DType::Bool {
+            Scalar::B(b.get(o).to_bool() || v.to_bool())
+        } else {
+            Scalar::I(b.get(o).to_i64_trunc().wrapping_add(v.to_i64_trunc())).cast(dt)
+        };
+        b.set(o, v);
+    }
+}
