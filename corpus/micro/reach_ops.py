@@ -190,3 +190,17 @@ def linalg_norm_forms(x: f32[4, 6]) -> tuple[f32[()], f32[4], f32[6], f32[()]]:
     cols = torch.linalg.norm(x, ord=float("inf"), dim=0)
     fro = torch.linalg.norm(x, "fro", dim=(0, 1))
     return total, rows, cols, fro
+
+
+# Ops the reference ran but the functional engines refused: outer (RoPE tables), addmm with beta/alpha (fairseq's
+# linear layers), hypot, log2/log10, leaky_relu (yolov3/yolov5 activations), dropout at inference.
+def reference_only_ops(
+    a: f32[4], b: f32[3], m: f32[4, 3], x: f32[4, 5], y: f32[5, 3]
+) -> tuple[f32[4, 3], f32[4, 3], f32[4], f32[4], f32[4], f32[4, 5], f32[4, 5]]:
+    freqs = torch.outer(a, b)
+    lin = torch.addmm(m, x, y, beta=0.5, alpha=2.0)
+    h = torch.hypot(a, a * 2.0)
+    l2 = torch.log2(a.abs() + 1)
+    l10 = torch.log10(a.abs() + 1)
+    act = F.leaky_relu(x, 0.1)
+    return freqs + torch.ger(a, b), lin, h, l2, l10, act, F.dropout(act, p=0.2, training=False)

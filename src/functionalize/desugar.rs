@@ -289,6 +289,49 @@ impl<'m> Fz<'m> {
                 self.vector_norm(x, p, &dims.unwrap_or_default(), keep, span)
             }
             "einsum" => self.einsum(a),
+            "outer" | "ger" => {
+                let x = a.tensor(0, "input")?;
+                let y = a.tensor(1, "vec2")?;
+                let xc = self.tview(&x, |t| t.unsqueeze(1)).map_err(err(span))?;
+                let yr = self.tview(&y, |t| t.unsqueeze(0)).map_err(err(span))?;
+                self.elementwise(Binary::Mul, &[FV::Tensor(xc), FV::Tensor(yr)], span)
+            }
+            "addmm" => {
+                let m = self.matmul(&FV::Tensor(a.tensor(1, "mat1")?), &FV::Tensor(a.tensor(2, "mat2")?), span)?;
+                let beta = a.opt(3, "beta").cloned().unwrap_or(FV::Int(1));
+                let alpha = a.opt(4, "alpha").cloned().unwrap_or(FV::Int(1));
+                let bias = self.elementwise(Binary::Mul, &[self.operand_fv(a, 0, "input")?, beta], span)?;
+                let prod = self.elementwise(Binary::Mul, &[m, alpha], span)?;
+                self.elementwise(Binary::Add, &[bias, prod], span)
+            }
+            "hypot" => {
+                let x = self.operand_fv(a, 0, "input")?;
+                let y = self.operand_fv(a, 1, "other")?;
+                let xx = self.elementwise(Binary::Mul, &[x.clone(), x], span)?;
+                let yy = self.elementwise(Binary::Mul, &[y.clone(), y], span)?;
+                let s = self.elementwise(Binary::Add, &[xx, yy], span)?;
+                self.unary(Unary::Sqrt, &s, span)
+            }
+            "log2" | "log10" => {
+                let l = self.unary(Unary::Log, &FV::Tensor(a.tensor(0, "input")?), span)?;
+                let k = if name == "log2" { std::f64::consts::LN_2 } else { std::f64::consts::LN_10 };
+                self.elementwise(Binary::Div, &[l, FV::Float(k)], span)
+            }
+            "leaky_relu" => {
+                let x = a.tensor(0, "input")?;
+                self.float_input("leaky_relu_cpu", &x, span)?;
+                let slope = a.opt(1, "negative_slope").and_then(|v| a.number(v)).map(|s| s.to_f64()).unwrap_or(0.01);
+                let pos = self.elementwise(Binary::Gt, &[FV::Tensor(x.clone()), FV::Int(0)], span)?;
+                let neg = self.elementwise(Binary::Mul, &[FV::Tensor(x.clone()), FV::Float(slope)], span)?;
+                self.call_op("where", vec![pos, FV::Tensor(x), neg], span)
+            }
+            "dropout" => {
+                a.opt(1, "p"); // the rate does not matter when not training
+                match a.opt(2, "training") {
+                    Some(FV::Bool(false)) => Ok(FV::Tensor(a.tensor(0, "input")?)),
+                    _ => diag(span, "dropout in training mode is random; pass training=False or remove it"),
+                }
+            }
             "index_copy" | "index_add" => {
                 let x = a.tensor(0, "input")?;
                 let d = wrap_dim(a.int(1, "dim")?, x.shape.len().max(1)).map_err(err(span))?;

@@ -8,7 +8,7 @@ use super::torch_ops::{operand_arg, t};
 use super::value::Value;
 use crate::tensor::ops::{self, Binary, Operand, Unary};
 use crate::tensor::views::wrap_dim;
-use crate::tensor::{index, reduce, DType, Scalar, Tensor};
+use crate::tensor::{index, reduce, Scalar, Tensor};
 
 /// In-place ops that change a tensor's shape or strides: our values share metadata by copy, so they are refused.
 pub(super) const METADATA_INPLACE: &[&str] =
@@ -188,11 +188,9 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             t(ops::unary(Unary::Sqrt, &s)?)
         }
         "log2" | "log10" => {
-            let x = a.tensor(0, "input")?;
-            let l = ops::unary(Unary::Log, &x)?;
+            let l = ops::unary(Unary::Log, &a.tensor(0, "input")?)?;
             let k = if name == "log2" { std::f64::consts::LN_2 } else { std::f64::consts::LN_10 };
-            let dt = l.dtype();
-            t(ops::map_n(&[&Operand::T(l)], DType::F64, dt, |v| Ok(Scalar::F(v[0].to_f64() / k)))?)
+            t(bin(Binary::Div, Operand::T(l), Operand::S(Scalar::F(k)))?)
         }
         "var" | "std" => {
             let x = a.tensor(0, "input")?;
@@ -214,12 +212,13 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "leaky_relu" => {
             let x = a.tensor(0, "input")?;
+            if !x.dtype().is_float() {
+                return Err(format!("\"leaky_relu_cpu\" not implemented for '{}'", x.dtype().name()));
+            }
             let slope = a.opt(1, "negative_slope").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(0.01);
-            let dt = x.dtype();
-            t(ops::map_n(&[&Operand::T(x)], dt, dt, |v| {
-                let f = v[0].to_f64();
-                Ok(Scalar::F(if f > 0.0 { f } else { f * slope }))
-            })?)
+            let pos = bin(Binary::Gt, Operand::T(x.clone()), Operand::S(Scalar::I(0)))?;
+            let neg = bin(Binary::Mul, Operand::T(x.clone()), Operand::S(Scalar::F(slope)))?;
+            t(ops::where_(&pos, &Operand::T(x), &Operand::T(neg))?)
         }
         "normalize" => {
             let x = a.tensor(0, "input")?;
@@ -241,10 +240,13 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let w = a.tensor(1, "weight")?;
             t(index::index(&w, &[Some(idx)])?)
         }
-        "dropout" => match a.opt(2, "training") {
-            Some(Value::Bool(false)) => t(a.tensor(0, "input")?),
-            _ => Err("dropout in training mode is random; pass training=False or remove it".into()),
-        },
+        "dropout" => {
+            a.opt(1, "p"); // the rate does not matter when not training
+            match a.opt(2, "training") {
+                Some(Value::Bool(false)) => t(a.tensor(0, "input")?),
+                _ => Err("dropout in training mode is random; pass training=False or remove it".into()),
+            }
+        }
         "tolist" => Ok(to_list(&a.tensor(0, "input")?)),
         "is_contiguous" => Ok(Value::Bool(a.tensor(0, "input")?.is_contiguous())),
         "cpu" => t(a.tensor(0, "input")?),
