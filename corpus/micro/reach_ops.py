@@ -204,3 +204,17 @@ def reference_only_ops(
     l10 = torch.log10(a.abs() + 1)
     act = F.leaky_relu(x, 0.1)
     return freqs + torch.ger(a, b), lin, h, l2, l10, act, F.dropout(act, p=0.2, training=False)
+
+
+# Less common call forms: a weight known only at run time, einsum's list of operands, torch.norm('fro'), a lerp
+# weight tensor that broadcasts, division of a Python number by a tensor, in-place floor division.
+def call_forms(a: f32[3, 4], b: f32[3, 4], w: f32[4], n: i64[3, 4]) -> tuple[f32[3, 4], f32[3, 4], f32[3, 3], f32[()], f32[3, 4], i64[3, 4]]:
+    r = a.mean().item()
+    c = torch.lerp(a, b, r)
+    d = a.lerp(b, w)
+    e = torch.einsum("ij,kj->ik", [a, b])
+    f = torch.norm(a, "fro")
+    g = torch.div(7.0, b.abs() + 1.0, rounding_mode="trunc")
+    m = n - 4
+    m.div_(torch.tensor(3), rounding_mode="floor")
+    return c, d, e, f, g, m
