@@ -94,7 +94,8 @@ def norm_variants(x: f32[5, 6]) -> tuple[f32[()], f32[6], f32[5, 1], f32[5], f32
 def mamba_dt_softplus(dt: f32[4, 16], dt_bias: f32[16]) -> tuple[f32[4, 16], f32[4, 16], f32[4, 16]]:
     d = F.softplus(dt + dt_bias)
     e = F.softplus(dt * 30.0, beta=2.0, threshold=10.0)
-    return d, e, torch.exp(-d) * F.softplus(dt * 40.0)
+    # exp overflows to inf where x * beta is past the threshold: the where must still pick x.
+    return d, e, torch.exp(-d) * F.softplus(dt * 200.0, beta=0.5, threshold=80.0)
 
 
 # After yolov5's bbox_iou(CIoU=True): the aspect-ratio term uses atan of width/height ratios.
