@@ -219,3 +219,31 @@ def call_forms(a: f32[3, 4], b: f32[3, 4], w: f32[4], n: i64[3, 4]) -> tuple[f32
     m = n - 4
     m.div_(torch.tensor(3), rounding_mode="floor")
     return c, d, e, f, g, m
+
+
+# Activations and guards from yolov5 (Hardswish), YOLOv4 (Mish), MobileNetV3 (hardsigmoid, relu6) and
+# clip_grad_norm_'s non-finite check (isnan/isinf), with nan_to_num on a tensor holding nan and infinities.
+def activations_and_guards(x: f32[5, 6]) -> tuple[f32[5, 6], f32[5, 6], f32[5, 6], f32[5, 6], bool[5, 6], bool[5, 6], bool[5, 6], f32[5, 6], f32[5, 6]]:
+    y = x * 5.0
+    z = y.clone()
+    z[0, 0] = float("nan")
+    z[1, 1] = float("inf")
+    z[2, 2] = -float("inf")
+    fixed = torch.nan_to_num(z)
+    fixed2 = torch.nan_to_num(z, nan=1.0, posinf=2.0, neginf=-3.0)
+    return F.hardswish(y), F.hardsigmoid(y), F.relu6(y), F.mish(y), torch.isnan(z), torch.isinf(z), torch.isfinite(z), fixed, fixed2
+
+
+# F.pad (constant), repeat_interleave (gpt-fast's GQA key/value expansion), baddbmm/addmm with beta=0 (HF
+# attention: the input is ignored, so its NaN does not propagate).
+def pad_repeat_baddbmm(
+    x: f32[2, 3, 4], k: f32[2, 2, 4], m: f32[2, 3, 3], b: f32[2, 4, 3]
+) -> tuple[f32[2, 5, 7], f32[2, 4, 4], f32[12], f32[2, 3, 3], f32[2, 3, 3]]:
+    p = F.pad(x, (1, 2, 0, 2), value=-1.0)
+    kk = torch.repeat_interleave(k, 2, dim=1)
+    flat = k[0].repeat_interleave(1).repeat_interleave(3)[:12]
+    bad = m.clone()
+    bad[0, 0, 0] = float("nan")
+    s = torch.baddbmm(bad, x, b, beta=0.0, alpha=0.5)
+    t = torch.baddbmm(m, x, b, beta=2.0)
+    return p, kk, flat, s, t

@@ -296,14 +296,6 @@ impl<'m> Fz<'m> {
                 let yr = self.tview(&y, |t| t.unsqueeze(0)).map_err(err(span))?;
                 self.elementwise(Binary::Mul, &[FV::Tensor(xc), FV::Tensor(yr)], span)
             }
-            "addmm" => {
-                let m = self.matmul(&FV::Tensor(a.tensor(1, "mat1")?), &FV::Tensor(a.tensor(2, "mat2")?), span)?;
-                let beta = a.opt(3, "beta").cloned().unwrap_or(FV::Int(1));
-                let alpha = a.opt(4, "alpha").cloned().unwrap_or(FV::Int(1));
-                let bias = self.elementwise(Binary::Mul, &[self.operand_fv(a, 0, "input")?, beta], span)?;
-                let prod = self.elementwise(Binary::Mul, &[m, alpha], span)?;
-                self.elementwise(Binary::Add, &[bias, prod], span)
-            }
             "hypot" => {
                 let x = self.operand_fv(a, 0, "input")?;
                 let y = self.operand_fv(a, 1, "other")?;
@@ -362,7 +354,7 @@ impl<'m> Fz<'m> {
                 let data = a.req(1, "data")?.clone();
                 self.creation("tensor", &A::new(vec![data, FV::DType(dt)], vec![], span, "new_tensor".into()), false)
             }
-            _ => diag(span, format!("`{name}` is not supported by the functionalizer yet")),
+            _ => self.nn_ops(name, a),
         }
     }
 }

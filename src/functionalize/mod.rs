@@ -18,6 +18,7 @@ mod composite;
 mod ctrl;
 mod desugar;
 mod exits;
+mod nn_ops;
 mod expr;
 mod ops;
 mod state;

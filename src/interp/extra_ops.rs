@@ -173,9 +173,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let m = reduce::matmul(&a.tensor(1, "mat1")?, &a.tensor(2, "mat2")?)?;
             let beta = a.opt(3, "beta").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1));
             let alpha = a.opt(4, "alpha").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1));
-            let bias = bin(Binary::Mul, operand_arg(a, 0, "input")?, Operand::S(beta))?;
-            let prod = bin(Binary::Mul, Operand::T(m), Operand::S(alpha))?;
-            t(bin(Binary::Add, Operand::T(bias), Operand::T(prod))?)
+            t(super::nn_ops::add_scaled(&a.tensor(0, "input")?, beta, &m, alpha)?)
         }
         "hypot" => {
             let x = operand_arg(a, 0, "input")?;

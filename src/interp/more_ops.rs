@@ -4,7 +4,7 @@
 //! (`crate::functionalize::desugar`), so every engine computes the same thing.
 
 use super::args::{AResult, Args};
-use super::torch_ops::{cname, operand_arg, t, UNKNOWN_OP};
+use super::torch_ops::{cname, operand_arg, t};
 use super::value::Value;
 use crate::tensor::einsum::{self, Step};
 use crate::tensor::ops::{self, Binary, Operand, Unary};
@@ -272,7 +272,7 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
             index::scatter_values(&out, &offs, src.scalars(), name == "index_add");
             t(out)
         }
-        _ => Err(format!("{UNKNOWN_OP}{name}")),
+        _ => super::nn_ops::nn_op(name, a),
     }
 }
 
