@@ -193,3 +193,31 @@ fn new_ops_refuse_what_pytorch_refuses_and_what_has_no_plan() {
         every_engine_raises(src, "f", want);
     }
 }
+
+/// `F.pad` crops and other modes, `repeat_interleave` with a tensor of counts (a data-dependent shape) and a
+/// `dropout` that would be random are refused alike by every engine.
+#[test]
+fn pad_repeat_interleave_and_dropout_refusals() {
+    let cases = [
+        (
+            "def f(x: f32[3, 4]) -> f32[3, 2]:\n    return F.pad(x, (-1, -1))\n",
+            "F.pad with a negative padding (a crop) is not supported",
+        ),
+        (
+            "def f(x: f32[3, 4]) -> f32[3, 6]:\n    return F.pad(x, (1, 1), mode='reflect')\n",
+            "F.pad(mode='reflect') is not supported",
+        ),
+        (
+            "def f(x: f32[3, 4]) -> f32[3, 6]:\n    return F.pad(x, (1, 1, 1))\n",
+            "Padding length must be divisible by 2",
+        ),
+        (
+            "def f(x: f32[3], r: i64[3]) -> f32[3]:\n    return torch.repeat_interleave(x, r % 2)\n",
+            "repeat_interleave with a tensor of repeats has a data-dependent shape",
+        ),
+        ("def f(x: f32[3]) -> f32[3]:\n    return F.dropout(x, 0.5)\n", "dropout in training mode is random"),
+    ];
+    for (src, want) in cases {
+        every_engine_raises(&format!("import torch.nn.functional as F\n\n{src}"), "f", want);
+    }
+}
