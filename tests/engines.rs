@@ -183,3 +183,80 @@ fn an_arm_that_fails_raises_only_when_it_runs() {
         }
     }
 }
+
+/// `index_copy_`/`index_add_` (KV cache writes) and `gather` check their index as PyTorch does on every engine: out
+/// of range is an error, and a negative index is never wrapped (PyTorch refuses it for these ops).
+#[test]
+fn index_copy_index_add_and_gather_indices_are_bounds_checked_not_wrapped() {
+    let copy = "def f(c: f32[2, 6, 3], k: f32[2, 2, 3], idx: i64[2]) -> f32[2, 6, 3]:\n    pos = idx * 0 + 1\n    pos[1] = POS\n    c.index_copy_(1, pos, k)\n    return c\n";
+    every_engine_raises(&copy.replace("POS", "6"), "f", "index 6 is out of bounds for dimension 1 with size 6");
+    every_engine_raises(&copy.replace("POS", "-1"), "f", "index -1 is out of bounds for dimension 1 with size 6");
+    let add = "def f(x: f32[5, 3], s: f32[2, 3], idx: i64[2]) -> f32[5, 3]:\n    pos = idx * 0\n    pos[0] = -2\n    return x.index_add(0, pos, s, alpha=2.0)\n";
+    every_engine_raises(add, "f", "index -2 is out of bounds for dimension 0 with size 5");
+    let gather = "def f(x: f32[3, 4], idx: i64[3, 2]) -> f32[3, 2]:\n    i = idx % 4\n    i[1, 1] = -1\n    return torch.gather(x, 1, i) * 2.0\n";
+    every_engine_raises(gather, "f", "index -1 is out of bounds for dimension 1 with size 4");
+}
+
+/// Integer division rounding toward zero by a zero divisor is PyTorch's error on every engine.
+#[test]
+fn integer_trunc_division_by_zero_is_an_error_on_every_engine() {
+    let src = "def f(n: i64[4], d: i64[4]) -> i64[4]:\n    z = d * 0\n    return torch.div(n - 5, z, rounding_mode='trunc')\n";
+    every_engine_raises(src, "f", "ZeroDivisionError");
+}
+
+/// What the new ops refuse, each engine alike and with PyTorch's reason: mismatched `index_copy_` shapes and dtypes,
+/// `einsum` forms without a plan (ellipsis, a repeated subscript), a `lerp` between dtypes, and `squeeze_` on a
+/// tensor another name also holds (PyTorch would change the shape seen through both; we refuse, never guess).
+#[test]
+fn new_ops_refuse_what_pytorch_refuses_and_what_has_no_plan() {
+    let cases = [
+        ("def f(c: f32[2, 6, 3], k: f32[2, 3, 3], idx: i64[2]) -> f32[2, 6, 3]:\n    c.index_copy_(1, idx % 6, k)\n    return c\n", "Number of indices (2) should be equal to source.size(dim) (3)"),
+        ("def f(c: f32[2, 6, 3], k: f32[2, 2, 4], idx: i64[2]) -> f32[2, 6, 3]:\n    c.index_copy_(1, idx % 6, k)\n    return c\n", "source tensor shape must match self tensor shape"),
+        ("def f(c: f32[6, 3], k: f64[2, 3], idx: i64[2]) -> f32[6, 3]:\n    c.index_copy_(0, idx % 6, k)\n    return c\n", "self and source expected to have the same dtype"),
+        ("def f(c: f32[6, 3], k: f32[2, 3], idx: i32[2]) -> f32[6, 3]:\n    c.index_copy_(0, idx % 6, k)\n    return c\n", "Expected a long tensor for index, but got Int"),
+        ("def f(x: f32[2, 3, 4]) -> f32[2, 4]:\n    return torch.einsum('...ij->...j', x)\n", "ellipsis ('...') is not supported"),
+        ("def f(x: f32[3, 3]) -> f32[3]:\n    return torch.einsum('ii->i', x)\n", "subscript i is repeated within one operand"),
+        ("def f(x: f32[3, 4], y: f32[5, 2]) -> f32[3, 2]:\n    return torch.einsum('ij,jk->ik', x, y)\n", "subscript j has size 5 for operand 1"),
+        ("def f(x: f32[3, 4], y: f64[4, 2]) -> f32[3, 2]:\n    return torch.einsum('ij,jk->ik', x, y)\n", "einsum(): operands must have the same dtype, got Float and Double"),
+        ("def f(a: f32[3], b: f64[3]) -> f32[3]:\n    return torch.lerp(a, b, 0.5)\n", "expected dtype float for `end` but got dtype double"),
+        ("def f(x: f32[3, 3]) -> f32[()]:\n    return torch.linalg.norm(x, ord=2)\n", "linalg.norm: a matrix norm (this ord over two dims) is not supported"),
+        ("def f(x: i64[3]) -> f32[()]:\n    return torch.linalg.vector_norm(x)\n", "linalg.vector_norm: Expected a floating point or complex tensor as input. Got Long"),
+        ("def f(a: i64[3], b: i64[3]) -> i64[3]:\n    return torch.lerp(a, b, 0.5)\n", "not implemented for 'Long'"),
+        ("def f(a: i64[3], b: i64[3]) -> i64[3]:\n    return torch.addcdiv(a, a, b)\n", "Integer division with addcdiv is no longer supported"),
+        ("def f(x: f32[4, 1]) -> f32[4]:\n    y = x\n    x.squeeze_(1)\n    return y\n", "`squeeze_` on a tensor that another name also refers to is not supported"),
+        ("def f(x: f32[4, 1]) -> f32[4]:\n    l = [x]\n    x.squeeze_(1)\n    return x\n", "`squeeze_` on a tensor that a list or tuple also holds is not supported"),
+        ("def _g(t):\n    t.unsqueeze_(0)\n    return t\n\ndef f(x: f32[4]) -> f32[1, 4]:\n    return _g(x)\n", "`unsqueeze_` inside a helper function is not supported"),
+        ("def f(x: f32[4, 1]) -> f32[4]:\n    return x[0:4].squeeze_(1)\n", "`squeeze_` on an expression other than a local name is not supported"),
+    ];
+    for (src, want) in cases {
+        every_engine_raises(src, "f", want);
+    }
+}
+
+/// `F.pad` crops and other modes, `repeat_interleave` with a tensor of counts (a data-dependent shape) and a
+/// `dropout` that would be random are refused alike by every engine.
+#[test]
+fn pad_repeat_interleave_and_dropout_refusals() {
+    let cases = [
+        (
+            "def f(x: f32[3, 4]) -> f32[3, 2]:\n    return F.pad(x, (-1, -1))\n",
+            "F.pad with a negative padding (a crop) is not supported",
+        ),
+        (
+            "def f(x: f32[3, 4]) -> f32[3, 6]:\n    return F.pad(x, (1, 1), mode='reflect')\n",
+            "F.pad(mode='reflect') is not supported",
+        ),
+        (
+            "def f(x: f32[3, 4]) -> f32[3, 6]:\n    return F.pad(x, (1, 1, 1))\n",
+            "Padding length must be divisible by 2",
+        ),
+        (
+            "def f(x: f32[3], r: i64[3]) -> f32[3]:\n    return torch.repeat_interleave(x, r % 2)\n",
+            "repeat_interleave with a tensor of repeats has a data-dependent shape",
+        ),
+        ("def f(x: f32[3]) -> f32[3]:\n    return F.dropout(x, 0.5)\n", "dropout in training mode is random"),
+    ];
+    for (src, want) in cases {
+        every_engine_raises(&format!("import torch.nn.functional as F\n\n{src}"), "f", want);
+    }
+}

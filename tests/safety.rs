@@ -56,6 +56,10 @@ def gather_in_loop(table: f32[4, 4], idx: i64[2]) -> f32[2, 4]:
 def item_row(table: f32[4, 4], idx: i64[2]) -> f32[4]:
     k = idx[1].item()
     return table[k] + 1.0
+
+def copy_rows(table: f32[4, 4], idx: i64[2], vals: f32[2, 4]) -> f32[4, 4]:
+    table.index_copy_(0, idx, vals)
+    return table
 ";
 
 /// Writes `table` (0..16), `idx` and `vals` (all 7) as the inputs of the programs above.
@@ -88,6 +92,9 @@ fn a_bad_data_dependent_index_is_pytorchs_located_error_on_every_engine() {
         ("gather_rows", [-9, 0], "10:12", -9),
         ("gather_in_loop", [100000000, 0], "15:18", 100000000),
         ("item_row", [0, 6], "20:12", 6),
+        // index_copy_ (a KV cache write) never wraps a negative index, as in PyTorch.
+        ("copy_rows", [0, 4], "23:5", 4),
+        ("copy_rows", [-1, 0], "23:5", -1),
     ];
     for &(func, idx, at, bad) in cases {
         let ins = inputs(&dir, idx);

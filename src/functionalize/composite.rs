@@ -52,17 +52,6 @@ impl<'m> Fz<'m> {
                 let n = self.torch("clamp", &A::new(vec![n, FV::Float(eps)], vec![], span, "clamp".into()), false)?;
                 self.elementwise(Binary::Div, &[FV::Tensor(x), n], span)
             }
-            "norm" => {
-                let x = a.tensor(0, "input")?;
-                let p = a.opt(1, "p").and_then(|v| a.number(v)).map(|s| s.to_f64()).unwrap_or(2.0);
-                let dims = a.dims(2, "dim")?.unwrap_or_default();
-                let keep = a.bool_or(3, "keepdim", false)?;
-                let ab = self.unary(ops::Unary::Abs, &FV::Tensor(x), span)?;
-                let pw = self.elementwise(Binary::Pow, &[ab, FV::Float(p)], span)?;
-                let FV::Tensor(pw) = pw else { unreachable!() };
-                let s = self.reduce_op(OpName::Sum, &pw, &dims, keep, None, span)?;
-                self.elementwise(Binary::Pow, &[s, FV::Float(1.0 / p)], span)
-            }
             "logsumexp" => {
                 let x = a.tensor(0, "input")?;
                 let dims = a.dims(1, "dim")?.unwrap_or_default();
@@ -170,16 +159,16 @@ impl<'m> Fz<'m> {
                     n => diag(span, format!("diag(): Supports 1D or 2D tensors. Got {n}D")),
                 }
             }
-            "index_add" | "index_fill" => {
+            "index_fill" => {
                 let x = a.tensor(0, "input")?;
                 let d = crate::tensor::views::wrap_dim(a.int(1, "dim")?, x.shape.len()).map_err(err(span))?;
                 let ix = a.tensor(2, "index")?;
-                let src = a.req(3, if name == "index_fill" { "value" } else { "source" })?.clone();
+                let src = a.req(3, "value")?.clone();
                 let c = self.torch("clone", &A::new(vec![FV::Tensor(x)], vec![], span, "clone".into()), true)?;
                 let FV::Tensor(c) = c else { unreachable!() };
                 let mut idx = vec![FV::None; d];
                 idx.push(FV::Tensor(ix));
-                self.index_write(&c, &idx, &src, name == "index_add", span)?;
+                self.index_write(&c, &idx, &src, false, span)?;
                 self.roots[c.root].written = false;
                 Ok(FV::Tensor(c))
             }
@@ -426,7 +415,7 @@ impl<'m> Fz<'m> {
                 let vals: Vec<Scalar> = (0..n * m).map(|k| Scalar::I((k / m.max(1) == k % m.max(1)) as i64)).collect();
                 self.const_data(dt, &[n, m], &vals, span)
             }
-            _ => diag(span, format!("`{name}` is not supported by the functionalizer yet")),
+            _ => self.desugared(name, a, method),
         }
     }
 }

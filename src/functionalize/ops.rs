@@ -224,7 +224,8 @@ impl<'m> Fz<'m> {
                         };
                         let full = format!("{m}.{name}");
                         let a = A::new(pos, kw, span, full.clone());
-                        let r = self.torch(name, &a, false)?;
+                        let op = if m == "torch.linalg" && name == "norm" { "linalg_norm" } else { name };
+                        let r = self.torch(op, &a, false)?;
                         a.check_keywords(&full)?;
                         match out {
                             Some((kind, out)) if !matches!(out, FV::None) => self.write_out(name, kind, &a, r, out),
@@ -234,6 +235,9 @@ impl<'m> Fz<'m> {
                     FV::Tensor(t) => {
                         pos.insert(0, FV::Tensor(t));
                         let a = A::new(pos, kw, span, name.clone());
+                        if matches!(name.as_str(), "squeeze_" | "unsqueeze_") {
+                            return self.shape_inplace(env, obj, name, a);
+                        }
                         let r = if name.ends_with('_') && !name.ends_with("__") {
                             self.inplace(name, &a)?
                         } else {
@@ -483,6 +487,7 @@ impl<'m> Fz<'m> {
                 Ok(match format!("{m}.{name}").as_str() {
                     "torch.nn" => FV::Module("torch.nn"),
                     "torch.nn.functional" => FV::Module("torch.nn.functional"),
+                    "torch.linalg" => FV::Module("torch.linalg"),
                     "math.pi" | "torch.pi" => FV::Float(std::f64::consts::PI),
                     "math.e" | "torch.e" => FV::Float(std::f64::consts::E),
                     "math.inf" | "torch.inf" => FV::Float(f64::INFINITY),

@@ -29,7 +29,13 @@ impl<'m> Fz<'m> {
                 if let Some(FV::Str(mode)) = a.opt(2, "rounding_mode") {
                     return match mode.as_ref() {
                         "floor" => self.elementwise(Binary::FloorDiv, &[x, y], span),
-                        _ => diag(span, "div(rounding_mode='trunc') is not functionalized yet"),
+                        "trunc" => self.trunc_div(x, y, span),
+                        other => diag(
+                            span,
+                            format!(
+                                "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{other}'"
+                            ),
+                        ),
                     };
                 }
             }

@@ -48,7 +48,8 @@ impl<'m> Interp<'m> {
                         } else if m == "torch.Tensor" {
                             return self.tensor_method_call(name, a, span);
                         } else {
-                            self.torch_op(name, &a, false).map_err(|e| {
+                            let op = if m == "torch.linalg" && name == "norm" { "linalg_norm" } else { name };
+                            self.torch_op(op, &a, false).map_err(|e| {
                                 if e.starts_with(super::torch_ops::UNKNOWN_OP) {
                                     Diagnostic::new(format!("unsupported operation `{full}`")).at(span)
                                 } else {
@@ -67,6 +68,9 @@ impl<'m> Interp<'m> {
                     Value::Tensor(t) => {
                         pos.insert(0, Value::Tensor(t));
                         let a = Args::new(pos, kw, span, name.clone());
+                        if matches!(name.as_str(), "squeeze_" | "unsqueeze_") {
+                            return self.shape_inplace(frame, obj, name, a);
+                        }
                         self.tensor_method_call(name, a, span)
                     }
                     Value::List(l) => match (name.as_str(), pos.len()) {
@@ -354,6 +358,7 @@ impl<'m> Interp<'m> {
                     "torch.nn" => Value::Module("torch.nn"),
                     "torch.nn.functional" => Value::Module("torch.nn.functional"),
                     "torch.Tensor" => Value::Module("torch.Tensor"),
+                    "torch.linalg" => Value::Module("torch.linalg"),
                     "math.pi" | "torch.pi" => Value::Float(std::f64::consts::PI),
                     "math.e" | "torch.e" => Value::Float(std::f64::consts::E),
                     "math.inf" | "torch.inf" => Value::Float(f64::INFINITY),

@@ -28,7 +28,7 @@ pub struct Interp<'m> {
     pub(super) globals: HashMap<String, Value>,
     /// Storage buffers written in place (by address); PyTorch's version counter, per root buffer.
     pub written: HashSet<usize>,
-    depth: usize,
+    pub(super) depth: usize,
 }
 
 pub(super) type Frame = HashMap<String, Value>;

@@ -4,11 +4,11 @@
 use std::rc::Rc;
 
 use super::args::{int_list, to_int, AResult, Args};
-use super::torch_ops::{operand_arg, t, UNKNOWN_OP};
+use super::torch_ops::{operand_arg, t};
 use super::value::Value;
 use crate::tensor::ops::{self, Binary, Operand, Unary};
 use crate::tensor::views::wrap_dim;
-use crate::tensor::{index, reduce, DType, Scalar, Tensor};
+use crate::tensor::{index, reduce, Scalar, Tensor};
 
 /// In-place ops that change a tensor's shape or strides: our values share metadata by copy, so they are refused.
 pub(super) const METADATA_INPLACE: &[&str] =
@@ -68,26 +68,20 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
                 None => return Err("scatter() missing argument 'src'".into()),
             };
             let add = name == "scatter_add" || matches!(a.opt(4, "reduce"), Some(Value::Str(s)) if s.as_ref() == "add");
-            {
-                let mut b = x.buf.borrow_mut();
-                for (&o, v) in offs.iter().zip(src) {
-                    let v = if add { Scalar::F(b.get(o).to_f64() + v.to_f64()).cast(x.dtype()) } else { v };
-                    b.set(o, v);
-                }
-            }
+            index::scatter_values(&x, &offs, src, add);
             t(x)
         }
-        "index_fill" | "index_add" | "index_copy" => {
+        "index_fill" => {
             let x = a.tensor(0, "input")?.contiguous_copy();
             let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
             let ix = a.tensor(2, "index")?;
             let mut idx: Vec<Option<Tensor>> = vec![None; d];
             idx.push(Some(ix));
-            let src = match a.req(3, if name == "index_fill" { "value" } else { "source" })? {
+            let src = match a.req(3, "value")? {
                 Value::Tensor(s) => s.clone(),
-                v => Tensor::scalar(x.dtype(), v.as_scalar().ok_or("index op: value must be a number or tensor")?)?,
+                v => Tensor::scalar(x.dtype(), v.as_scalar().ok_or("index_fill(): value must be a number or tensor")?)?,
             };
-            index::index_put(&x, &idx, &src, name == "index_add")?;
+            index::index_put(&x, &idx, &src, false)?;
             t(x)
         }
         "masked_select" => {
@@ -179,25 +173,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let m = reduce::matmul(&a.tensor(1, "mat1")?, &a.tensor(2, "mat2")?)?;
             let beta = a.opt(3, "beta").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1));
             let alpha = a.opt(4, "alpha").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1));
-            let bias = bin(Binary::Mul, operand_arg(a, 0, "input")?, Operand::S(beta))?;
-            let prod = bin(Binary::Mul, Operand::T(m), Operand::S(alpha))?;
-            t(bin(Binary::Add, Operand::T(bias), Operand::T(prod))?)
-        }
-        "lerp" => {
-            let s = operand_arg(a, 0, "input")?;
-            let e = operand_arg(a, 1, "end")?;
-            let w = operand_arg(a, 2, "weight")?;
-            let diff = bin(Binary::Sub, e, s.clone())?;
-            t(bin(Binary::Add, s, Operand::T(bin(Binary::Mul, w, Operand::T(diff))?))?)
-        }
-        "addcmul" | "addcdiv" => {
-            let x = operand_arg(a, 0, "input")?;
-            let p = operand_arg(a, 1, "tensor1")?;
-            let q = operand_arg(a, 2, "tensor2")?;
-            let value = a.opt(3, "value").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1));
-            let r = bin(if name == "addcmul" { Binary::Mul } else { Binary::Div }, p, q)?;
-            let r = bin(Binary::Mul, Operand::T(r), Operand::S(value))?;
-            t(bin(Binary::Add, x, Operand::T(r))?)
+            t(super::nn_ops::add_scaled(&a.tensor(0, "input")?, beta, &m, alpha)?)
         }
         "hypot" => {
             let x = operand_arg(a, 0, "input")?;
@@ -210,26 +186,14 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             t(ops::unary(Unary::Sqrt, &s)?)
         }
         "log2" | "log10" => {
-            let x = a.tensor(0, "input")?;
-            let l = ops::unary(Unary::Log, &x)?;
+            let l = ops::unary(Unary::Log, &a.tensor(0, "input")?)?;
             let k = if name == "log2" { std::f64::consts::LN_2 } else { std::f64::consts::LN_10 };
-            let dt = l.dtype();
-            t(ops::map_n(&[&Operand::T(l)], DType::F64, dt, |v| Ok(Scalar::F(v[0].to_f64() / k)))?)
+            t(bin(Binary::Div, Operand::T(l), Operand::S(Scalar::F(k)))?)
         }
         "var" | "std" => {
             let x = a.tensor(0, "input")?;
             let v = var(&x, a)?;
             t(if name == "std" { ops::unary(Unary::Sqrt, &v)? } else { v })
-        }
-        "norm" => {
-            let x = a.tensor(0, "input")?;
-            let p = a.opt(1, "p").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(2.0);
-            let dims = a.dims(2, "dim")?;
-            let keep = a.bool_or(3, "keepdim", false)?;
-            let ab = ops::unary(Unary::Abs, &x)?;
-            let pw = bin(Binary::Pow, Operand::T(ab), Operand::S(Scalar::F(p)))?;
-            let s = reduce::sum(&pw, dims.as_deref(), keep, None)?;
-            t(bin(Binary::Pow, Operand::T(s), Operand::S(Scalar::F(1.0 / p)))?)
         }
         "logsumexp" => {
             let x = a.tensor(0, "input")?;
@@ -246,20 +210,13 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "leaky_relu" => {
             let x = a.tensor(0, "input")?;
+            if !x.dtype().is_float() {
+                return Err(format!("\"leaky_relu_cpu\" not implemented for '{}'", x.dtype().name()));
+            }
             let slope = a.opt(1, "negative_slope").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(0.01);
-            let dt = x.dtype();
-            t(ops::map_n(&[&Operand::T(x)], dt, dt, |v| {
-                let f = v[0].to_f64();
-                Ok(Scalar::F(if f > 0.0 { f } else { f * slope }))
-            })?)
-        }
-        "softplus" => {
-            let x = a.tensor(0, "input")?;
-            let dt = if x.dtype().is_float() { x.dtype() } else { DType::F32 };
-            t(ops::map_n(&[&Operand::T(x)], dt, dt, |v| {
-                let f = v[0].to_f64();
-                Ok(Scalar::F(if f > 20.0 { f } else { f.exp().ln_1p() }))
-            })?)
+            let pos = bin(Binary::Gt, Operand::T(x.clone()), Operand::S(Scalar::I(0)))?;
+            let neg = bin(Binary::Mul, Operand::T(x.clone()), Operand::S(Scalar::F(slope)))?;
+            t(ops::where_(&pos, &Operand::T(x), &Operand::T(neg))?)
         }
         "normalize" => {
             let x = a.tensor(0, "input")?;
@@ -281,10 +238,13 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let w = a.tensor(1, "weight")?;
             t(index::index(&w, &[Some(idx)])?)
         }
-        "dropout" => match a.opt(2, "training") {
-            Some(Value::Bool(false)) => t(a.tensor(0, "input")?),
-            _ => Err("dropout in training mode is random; pass training=False or remove it".into()),
-        },
+        "dropout" => {
+            a.opt(1, "p"); // the rate does not matter when not training
+            match a.opt(2, "training") {
+                Some(Value::Bool(false)) => t(a.tensor(0, "input")?),
+                _ => Err("dropout in training mode is random; pass training=False or remove it".into()),
+            }
+        }
         "tolist" => Ok(to_list(&a.tensor(0, "input")?)),
         "is_contiguous" => Ok(Value::Bool(a.tensor(0, "input")?.is_contiguous())),
         "cpu" => t(a.tensor(0, "input")?),
@@ -297,7 +257,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             d.write_scalars(&vec![v; d.numel()]);
             t(x)
         }
-        _ => Err(format!("{UNKNOWN_OP}{name}")),
+        _ => super::more_ops::more_op(name, a),
     }
 }
 

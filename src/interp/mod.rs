@@ -10,6 +10,8 @@ pub(crate) mod calls;
 pub(crate) mod creation;
 pub(crate) mod exec;
 mod extra_ops;
+pub(crate) mod more_ops;
+pub(crate) mod nn_ops;
 pub(crate) mod out_arg;
 pub mod returns;
 mod subscript;

@@ -61,6 +61,8 @@ const ELEMENTWISE: &[&str] = &[
     "fmod",
     "pow",
     "atan2",
+    "atan",
+    "arctan",
     "hypot",
     "maximum",
     "minimum",

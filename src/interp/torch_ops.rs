@@ -264,11 +264,7 @@ impl<'m> Interp<'m> {
                 if let Some(Value::Str(mode)) = a.opt(2, "rounding_mode") {
                     let q = match mode.as_ref() {
                         "floor" => ops::binary(Binary::FloorDiv, &x, &y)?,
-                        "trunc" => {
-                            let (c, _) = ops::binary_dtypes(Binary::Add, &x, &y)?;
-                            let d = ops::binary(Binary::Div, &x, &y)?;
-                            ops::unary(Unary::Trunc, &d)?.to_dtype(c)?
-                        }
+                        "trunc" => super::more_ops::trunc_div(&x, &y)?,
                         other => {
                             return Err(format!(
                                 "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{other}'"
@@ -571,7 +567,7 @@ impl<'m> Interp<'m> {
     }
 }
 
-fn cname(d: DType) -> &'static str {
+pub(crate) fn cname(d: DType) -> &'static str {
     match d {
         DType::I64 => "long int",
         DType::I32 => "int",

@@ -583,14 +583,7 @@ impl Evaluator<'_> {
                 let add = self.boolean(args[4])?;
                 let offs = index::along_dim_offsets(&x, d, &idx)?;
                 let sl = (0..src.dim()).try_fold(src.clone(), |acc, k| acc.narrow(k as i64, 0, idx.shape[k] as i64))?;
-                let vals = sl.scalars();
-                {
-                    let mut b = x.buf.borrow_mut();
-                    for (&o, v) in offs.iter().zip(vals) {
-                        let v = if add { Scalar::F(b.get(o).to_f64() + v.to_f64()).cast(x.dtype()) } else { v };
-                        b.set(o, v);
-                    }
-                }
+                index::scatter_values(&x, &offs, sl.scalars(), add);
                 Ok(V::T(x))
             }
             SortVal | SortIdx => {

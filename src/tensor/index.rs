@@ -197,12 +197,13 @@ pub fn along_dim_offsets(x: &Tensor, dim: usize, idx: &Tensor) -> TResult<Vec<us
         for d in 0..x.dim() {
             let c = (flat as isize / istr[d]) as usize % idx.shape[d].max(1);
             let c = if d == dim {
+                // gather, scatter, index_copy and index_add do not wrap negative indices (PyTorch's error).
                 let i = v.to_i64_trunc();
                 let n = x.shape[d] as i64;
-                if i < -n || i >= n {
+                if i < 0 || i >= n {
                     return Err(format!("index {} is out of bounds for dimension {} with size {}", i, d, n));
                 }
-                (if i < 0 { i + n } else { i }) as usize
+                i as usize
             } else {
                 if c >= x.shape[d] {
                     return Err(format!("Size does not match at dimension {d} expected index {:?} to be smaller than self {:?} apart from dimension {dim}", idx.shape, x.shape));
@@ -250,4 +251,74 @@ pub fn sort(x: &Tensor, dim: i64, descending: bool) -> TResult<(Tensor, Tensor)>
     let v = Tensor::from_scalars(x.dtype(), &moved.shape, &sv)?.transpose(d, -1)?.contiguous_copy();
     let i = Tensor::from_scalars(DType::I64, &moved.shape, &si)?.transpose(d, -1)?.contiguous_copy();
     Ok((v, i))
+}
+
+/// PyTorch's checks of `index_copy(x, dim, index, source)` and `index_add` (`op` names which), on shapes and
+/// dtypes alone; returns the shape `index` is viewed as (its entries along `dim`, 1 elsewhere) before it is
+/// expanded to `source`'s shape and used as a `scatter` index. Both engines call it, so both refuse alike.
+#[allow(clippy::too_many_arguments)]
+pub fn check_index_along(
+    op: &str,
+    x: &[usize],
+    xd: DType,
+    dim: usize,
+    idx: &[usize],
+    id: DType,
+    src: &[usize],
+    sd: DType,
+) -> TResult<Vec<i64>> {
+    let add = op == "index_add";
+    if x.is_empty() {
+        return Err(format!("{op}_(): a 0-dim tensor as self is not supported"));
+    }
+    if !(id == DType::I64 || (add && id == DType::I32)) {
+        return Err(if add {
+            format!("{op}_(): Expected dtype int32/int64 for index but got: {}", id.name())
+        } else {
+            format!("{op}_(): Expected a long tensor for index, but got {}", id.name())
+        });
+    }
+    if idx.len() > 1 {
+        return Err(format!("{op}_(): Index should have dimension 1 or 0 (got {})", idx.len()));
+    }
+    if xd != sd {
+        return Err(format!(
+            "{op}_(): self and source expected to have the same dtype, but got (self) {} and (source) {}",
+            xd.name(),
+            sd.name()
+        ));
+    }
+    let n: usize = idx.iter().product();
+    let slices_match = src.len() == x.len() && (0..x.len()).all(|d| d == dim || src[d] == x[d]);
+    if src.len() == x.len() && src[dim] != n {
+        return Err(format!("{op}_(): Number of indices ({n}) should be equal to source.size(dim) ({})", src[dim]));
+    }
+    if !slices_match {
+        return Err(format!(
+            "{op}_(): source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = {} source.shape = {}",
+            super::fmt_shape(x),
+            super::fmt_shape(src)
+        ));
+    }
+    Ok((0..x.len()).map(|d| if d == dim { n as i64 } else { 1 }).collect())
+}
+
+/// Writes `vals` at the storage offsets `offs` of `x` in order (a later duplicate overwrites an earlier one), or
+/// adds them (`add`: exact for integers, one rounding per addition for floats, logical or for bools): the write of
+/// `scatter`, `scatter_add`, `index_copy` and `index_add` on every engine.
+pub fn scatter_values(x: &Tensor, offs: &[usize], vals: Vec<Scalar>, add: bool) {
+    let dt = x.dtype();
+    let mut b = x.buf.borrow_mut();
+    for (&o, v) in offs.iter().zip(vals) {
+        let v = if !add {
+            v
+        } else if dt.is_float() {
+            Scalar::F(b.get(o).to_f64() + v.to_f64()).cast(dt)
+        } else if dt == DType::Bool {
+            Scalar::B(b.get(o).to_bool() || v.to_bool())
+        } else {
+            Scalar::I(b.get(o).to_i64_trunc().wrapping_add(v.to_i64_trunc())).cast(dt)
+        };
+        b.set(o, v);
+    }
 }

@@ -7,6 +7,7 @@
 
 mod close;
 mod dtype;
+pub mod einsum;
 pub mod index;
 pub mod ops;
 pub mod reduce;

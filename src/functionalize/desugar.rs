@@ -1,0 +1,398 @@
+//! Ops the functionalizer spells with terms it already has, the same compositions the reference interpreter
+//! computes (`crate::interp::more_ops`): `lerp`, `addcmul`/`addcdiv`, `softplus`, `atan`, vector norms, `einsum`
+//! (permutes, sums and batched matmuls), `index_copy`/`index_add` (a `scatter` with the index expanded along the
+//! source), `new_tensor`, and division rounding toward zero. The e-graph, the planner and the kernels get them
+//! for free.
+
+use std::rc::Rc;
+
+use super::ops::{err, A};
+use super::state::{diag, TRef, FR, FV};
+use super::Fz;
+use crate::diag::Span;
+use crate::frontend::ast::{Expr, ExprKind};
+use crate::interp::torch_ops::cname;
+use crate::ir::{BoolLit, Node, OpName};
+use crate::tensor::einsum::{self, Step};
+use crate::tensor::ops::{self, Binary, Unary};
+use crate::tensor::views::wrap_dim;
+use crate::tensor::DType;
+
+fn ints(v: &[i64]) -> FV {
+    FV::Tuple(Rc::new(v.iter().map(|&i| FV::Int(i)).collect()))
+}
+
+impl<'m> Fz<'m> {
+    /// `torch.NAME(pos...)` with positional arguments only.
+    fn call_op(&mut self, name: &str, pos: Vec<FV>, span: Span) -> FR<FV> {
+        self.torch(name, &A::new(pos, vec![], span, name.into()), false)
+    }
+
+    fn as_tensor(v: FV, span: Span) -> FR<TRef> {
+        match v {
+            FV::Tensor(t) => Ok(t),
+            other => diag(span, format!("expected a tensor, got {}", other.type_name())),
+        }
+    }
+
+    fn float_input(&self, op: &str, x: &TRef, span: Span) -> FR<()> {
+        let d = self.roots[x.root].dtype;
+        if d.is_float() {
+            Ok(())
+        } else {
+            diag(span, format!("\"{op}\" not implemented for '{}'", d.name()))
+        }
+    }
+
+    /// Whether `v < 0`: a static bool for a number known now, else a bool tensor.
+    fn is_negative(&mut self, v: &FV, span: Span) -> FR<FV> {
+        match v {
+            FV::Int(i) => Ok(FV::Bool(*i < 0)),
+            FV::Float(f) => Ok(FV::Bool(*f < 0.0)),
+            FV::Bool(_) => Ok(FV::Bool(false)),
+            other => self.elementwise(Binary::Lt, &[other.clone(), FV::Int(0)], span),
+        }
+    }
+
+    /// `x / y` rounded toward zero (`rounding_mode='trunc'`): `trunc(x / y)` for floats; for integers `x // y`
+    /// plus one where the remainder is nonzero and the signs differ, exact for every i64.
+    pub(super) fn trunc_div(&mut self, x: FV, y: FV, span: Span) -> FR<FV> {
+        let (ox, oy) = (self.dummy_operand(&x)?, self.dummy_operand(&y)?);
+        let (c, _) = ops::binary_dtypes(Binary::Add, &ox, &oy).map_err(err(span))?;
+        if c.is_float() {
+            let d = self.elementwise(Binary::Div, &[x, y], span)?;
+            return self.unary(Unary::Trunc, &d, span);
+        }
+        let q = self.elementwise(Binary::FloorDiv, &[x.clone(), y.clone()], span)?;
+        let r = self.elementwise(Binary::Fmod, &[x.clone(), y.clone()], span)?;
+        let nz = self.elementwise(Binary::Ne, &[r, FV::Int(0)], span)?;
+        let (sx, sy) = (self.is_negative(&x, span)?, self.is_negative(&y, span)?);
+        let sg = self.elementwise(Binary::BitXor, &[sx, sy], span)?;
+        let adj = self.elementwise(Binary::BitAnd, &[nz, sg], span)?;
+        self.elementwise(Binary::Add, &[q, adj], span)
+    }
+
+    /// The vector `p`-norm over `dims` (all when empty), with PyTorch's special cases for p = 0, 1, 2, +-inf.
+    fn vector_norm(&mut self, x: TRef, p: f64, dims: &[i64], keep: bool, span: Span) -> FR<FV> {
+        let dt = self.roots[x.root].dtype;
+        if !dt.is_float() {
+            return diag(
+                span,
+                format!("linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}", dt.name()),
+            );
+        }
+        let xv = FV::Tensor(x.clone());
+        if p == 2.0 {
+            let sq = Self::as_tensor(self.elementwise(Binary::Mul, &[xv.clone(), xv], span)?, span)?;
+            let s = self.reduce_op(OpName::Sum, &sq, dims, keep, None, span)?;
+            return self.unary(Unary::Sqrt, &s, span);
+        }
+        if p == 0.0 {
+            let nz = self.elementwise(Binary::Ne, &[xv, FV::Int(0)], span)?;
+            let nz = Self::as_tensor(self.call_op("to", vec![nz, FV::DType(dt)], span)?, span)?;
+            return self.reduce_op(OpName::Sum, &nz, dims, keep, None, span);
+        }
+        let ab = Self::as_tensor(self.unary(Unary::Abs, &xv, span)?, span)?;
+        if p.is_infinite() {
+            let op = if p > 0.0 { OpName::Amax } else { OpName::Amin };
+            return self.reduce_op(op, &ab, dims, keep, None, span);
+        }
+        if p == 1.0 {
+            return self.reduce_op(OpName::Sum, &ab, dims, keep, None, span);
+        }
+        let pw = Self::as_tensor(self.elementwise(Binary::Pow, &[FV::Tensor(ab), FV::Float(p)], span)?, span)?;
+        let s = self.reduce_op(OpName::Sum, &pw, dims, keep, None, span)?;
+        self.elementwise(Binary::Pow, &[s, FV::Float(1.0 / p)], span)
+    }
+
+    fn norm_p(&self, v: Option<&FV>, op: &str, span: Span) -> FR<f64> {
+        match v {
+            None => Ok(2.0),
+            Some(FV::Str(s)) if s.as_ref() == "fro" => Ok(2.0),
+            Some(FV::Str(s)) => diag(span, format!("{op}(): p='{s}' (a matrix norm) is not supported; use a number")),
+            Some(FV::Int(i)) => Ok(*i as f64),
+            Some(FV::Float(f)) => Ok(*f),
+            Some(_) => diag(span, format!("{op}(): p must be a number known before the program runs")),
+        }
+    }
+
+    fn einsum(&mut self, a: &A) -> FR<FV> {
+        let span = a.span;
+        let eq = match a.req(0, "equation")? {
+            FV::Str(s) => s.to_string(),
+            other => {
+                return diag(span, format!("einsum(): argument 'equation' must be str, not {}", other.type_name()))
+            }
+        };
+        let rest: Vec<FV> = match (a.pos.len(), a.pos.get(1).and_then(|v| v.items())) {
+            (2, Some(items)) => items,
+            _ => a.pos.get(1..).unwrap_or(&[]).to_vec(),
+        };
+        let mut slots = Vec::new();
+        for v in rest {
+            match v {
+                FV::Tensor(x) => slots.push(x),
+                other => return diag(span, format!("einsum(): expected Tensor operands, got {}", other.type_name())),
+            }
+        }
+        let shapes: Vec<Vec<usize>> = slots.iter().map(|x| x.shape.clone()).collect();
+        for step in einsum::plan(&eq, &shapes).map_err(err(span))? {
+            match step {
+                Step::Prep { slot, expand, sum, perm, reshape } => {
+                    let mut x = slots[slot].clone();
+                    if let Some(e) = expand {
+                        x = self.tview(&x, |t| t.expand(&e)).map_err(err(span))?;
+                    }
+                    if !sum.is_empty() {
+                        x = Self::as_tensor(self.reduce_op(OpName::Sum, &x, &sum, false, None, span)?, span)?;
+                    }
+                    if !einsum::is_identity(&perm) {
+                        x = self.tview(&x, |t| t.permute(&perm)).map_err(err(span))?;
+                    }
+                    if let Some(r) = reshape {
+                        x = Self::as_tensor(self.call_op("reshape", vec![FV::Tensor(x), ints(&r)], span)?, span)?;
+                    }
+                    slots[slot] = x;
+                }
+                Step::Matmul { a: i, b: j, reshape } => {
+                    let (di, dj) = (self.roots[slots[i].root].dtype, self.roots[slots[j].root].dtype);
+                    if di != dj {
+                        return diag(
+                            span,
+                            format!("einsum(): operands must have the same dtype, got {} and {}", di.name(), dj.name()),
+                        );
+                    }
+                    let m = self.matmul(&FV::Tensor(slots[i].clone()), &FV::Tensor(slots[j].clone()), span)?;
+                    slots[i] = Self::as_tensor(self.call_op("reshape", vec![m, ints(&reshape)], span)?, span)?;
+                }
+            }
+        }
+        Ok(FV::Tensor(slots.swap_remove(0)))
+    }
+
+    pub(super) fn desugared(&mut self, name: &str, a: &A, _method: bool) -> FR<FV> {
+        let span = a.span;
+        match name {
+            "lerp" => {
+                let s = a.tensor(0, "input")?;
+                let e = a.tensor(1, "end")?;
+                self.float_input("lerp_kernel_scalar", &s, span)?;
+                let dt = self.roots[s.root].dtype;
+                if self.roots[e.root].dtype != dt {
+                    let ed = self.roots[e.root].dtype;
+                    return diag(span, format!("expected dtype {} for `end` but got dtype {}", cname(dt), cname(ed)));
+                }
+                let (sv, ev) = (FV::Tensor(s), FV::Tensor(e));
+                let diff = self.elementwise(Binary::Sub, &[ev.clone(), sv.clone()], span)?;
+                let w = a.req(2, "weight")?.clone();
+                if let Some(w) = a.number(&w) {
+                    let w = crate::interp::more_ops::round_to(dt, w.to_f64());
+                    return if w.abs() < 0.5 {
+                        let step = self.elementwise(Binary::Mul, &[FV::Float(w), diff], span)?;
+                        self.elementwise(Binary::Add, &[sv, step], span)
+                    } else {
+                        let om = crate::interp::more_ops::round_to(dt, 1.0 - w);
+                        let step = self.elementwise(Binary::Mul, &[diff, FV::Float(om)], span)?;
+                        self.elementwise(Binary::Sub, &[ev, step], span)
+                    };
+                }
+                let w = match w {
+                    FV::Tensor(w) if self.roots[w.root].dtype != dt => {
+                        let wd = self.roots[w.root].dtype;
+                        return diag(
+                            span,
+                            format!("expected dtype {} for `weight` but got dtype {}", cname(dt), cname(wd)),
+                        );
+                    }
+                    FV::Tensor(w) => FV::Tensor(w),
+                    FV::DynFloat(_) | FV::DynInt(_) => {
+                        let (t, _) = self.scalar_tensor(&w, Some(dt), span)?;
+                        FV::Tensor(self.fresh(t, None, span)?)
+                    }
+                    other => {
+                        return diag(
+                            span,
+                            format!("lerp(): argument 'weight' must be Tensor or Number, not {}", other.type_name()),
+                        )
+                    }
+                };
+                let aw = self.unary(Unary::Abs, &w, span)?;
+                let small = self.elementwise(Binary::Lt, &[aw, FV::Float(0.5)], span)?;
+                let st = self.elementwise(Binary::Mul, &[w.clone(), diff.clone()], span)?;
+                let lo = self.elementwise(Binary::Add, &[sv, st], span)?;
+                let om = self.elementwise(Binary::Sub, &[FV::Int(1), w], span)?;
+                let st = self.elementwise(Binary::Mul, &[diff, om], span)?;
+                let hi = self.elementwise(Binary::Sub, &[ev, st], span)?;
+                self.call_op("where", vec![small, lo, hi], span)
+            }
+            "addcmul" | "addcdiv" => {
+                let x = self.operand_fv(a, 0, "input")?;
+                let p = a.tensor(1, "tensor1")?;
+                let q = a.tensor(2, "tensor2")?;
+                if name == "addcdiv" && !self.roots[p.root].dtype.is_float() && !self.roots[q.root].dtype.is_float() {
+                    return diag(span, "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.");
+                }
+                // PyTorch's order: self + value * tensor1 OP tensor2.
+                let scaled = match a.opt(3, "value").cloned() {
+                    Some(v) => self.elementwise(Binary::Mul, &[v, FV::Tensor(p)], span)?,
+                    None => FV::Tensor(p),
+                };
+                let op = if name == "addcmul" { Binary::Mul } else { Binary::Div };
+                let r = self.elementwise(op, &[scaled, FV::Tensor(q)], span)?;
+                self.elementwise(Binary::Add, &[x, r], span)
+            }
+            "softplus" => {
+                let x = a.tensor(0, "input")?;
+                self.float_input("softplus_cpu", &x, span)?;
+                let num = |v: Option<&FV>, d: f64| v.and_then(|v| a.number(v)).map(|s| s.to_f64()).unwrap_or(d);
+                let beta = num(a.opt(1, "beta"), 1.0);
+                let thr = num(a.opt(2, "threshold"), 20.0);
+                let xv = FV::Tensor(x);
+                let xb = if beta == 1.0 {
+                    xv.clone()
+                } else {
+                    self.elementwise(Binary::Mul, &[xv.clone(), FV::Float(beta)], span)?
+                };
+                let big = self.elementwise(Binary::Gt, &[xb.clone(), FV::Float(thr)], span)?;
+                let ex = self.unary(Unary::Exp, &xb, span)?;
+                let mut sp = self.unary(Unary::Log1p, &ex, span)?;
+                if beta != 1.0 {
+                    sp = self.elementwise(Binary::Div, &[sp, FV::Float(beta)], span)?;
+                }
+                self.call_op("where", vec![big, xv, sp], span)
+            }
+            "atan" | "arctan" => {
+                let x = a.tensor(0, "input")?;
+                self.elementwise(Binary::Atan2, &[FV::Tensor(x), FV::Int(1)], span)
+            }
+            "vector_norm" | "norm" => {
+                let x = a.tensor(0, "input")?;
+                let p = self.norm_p(a.opt(1, if name == "norm" { "p" } else { "ord" }), name, span)?;
+                let dims = a.dims(2, "dim")?.unwrap_or_default();
+                let keep = a.bool_or(3, "keepdim", false)?;
+                self.vector_norm(x, p, &dims, keep, span)
+            }
+            "linalg_norm" => {
+                let x = a.tensor(0, "input")?;
+                let dims = a.dims(2, "dim")?;
+                let ord = match a.opt(1, "ord") {
+                    None => None,
+                    Some(FV::Str(s)) => Some(crate::interp::value::Value::Str(s.clone())),
+                    Some(v) => match a.number(v) {
+                        Some(n) => Some(crate::interp::value::Value::from_scalar(n)),
+                        None => return diag(span, "linalg.norm(): ord must be known before the program runs"),
+                    },
+                };
+                let p = crate::interp::more_ops::linalg_norm_p(ord.as_ref(), x.shape.len(), dims.as_deref())
+                    .map_err(err(span))?;
+                let keep = a.bool_or(3, "keepdim", false)?;
+                self.vector_norm(x, p, &dims.unwrap_or_default(), keep, span)
+            }
+            "einsum" => self.einsum(a),
+            "outer" | "ger" => {
+                let x = a.tensor(0, "input")?;
+                let y = a.tensor(1, "vec2")?;
+                let xc = self.tview(&x, |t| t.unsqueeze(1)).map_err(err(span))?;
+                let yr = self.tview(&y, |t| t.unsqueeze(0)).map_err(err(span))?;
+                self.elementwise(Binary::Mul, &[FV::Tensor(xc), FV::Tensor(yr)], span)
+            }
+            "hypot" => {
+                let x = self.operand_fv(a, 0, "input")?;
+                let y = self.operand_fv(a, 1, "other")?;
+                let xx = self.elementwise(Binary::Mul, &[x.clone(), x], span)?;
+                let yy = self.elementwise(Binary::Mul, &[y.clone(), y], span)?;
+                let s = self.elementwise(Binary::Add, &[xx, yy], span)?;
+                self.unary(Unary::Sqrt, &s, span)
+            }
+            "log2" | "log10" => {
+                let l = self.unary(Unary::Log, &FV::Tensor(a.tensor(0, "input")?), span)?;
+                let k = if name == "log2" { std::f64::consts::LN_2 } else { std::f64::consts::LN_10 };
+                self.elementwise(Binary::Div, &[l, FV::Float(k)], span)
+            }
+            "leaky_relu" => {
+                let x = a.tensor(0, "input")?;
+                self.float_input("leaky_relu_cpu", &x, span)?;
+                let slope = a.opt(1, "negative_slope").and_then(|v| a.number(v)).map(|s| s.to_f64()).unwrap_or(0.01);
+                let pos = self.elementwise(Binary::Gt, &[FV::Tensor(x.clone()), FV::Int(0)], span)?;
+                let neg = self.elementwise(Binary::Mul, &[FV::Tensor(x.clone()), FV::Float(slope)], span)?;
+                self.call_op("where", vec![pos, FV::Tensor(x), neg], span)
+            }
+            "dropout" => {
+                a.opt(1, "p"); // the rate does not matter when not training
+                match a.opt(2, "training") {
+                    Some(FV::Bool(false)) => Ok(FV::Tensor(a.tensor(0, "input")?)),
+                    _ => diag(span, "dropout in training mode is random; pass training=False or remove it"),
+                }
+            }
+            "index_copy" | "index_add" => {
+                let x = a.tensor(0, "input")?;
+                let d = wrap_dim(a.int(1, "dim")?, x.shape.len().max(1)).map_err(err(span))?;
+                let ix = a.tensor(2, "index")?;
+                let src = a.tensor(3, "source")?;
+                let (xd, id, sd) = (self.roots[x.root].dtype, self.roots[ix.root].dtype, self.roots[src.root].dtype);
+                let view =
+                    crate::tensor::index::check_index_along(name, &x.shape, xd, d, &ix.shape, id, &src.shape, sd)
+                        .map_err(err(span))?;
+                let sizes: Vec<i64> = src.shape.iter().map(|&n| n as i64).collect();
+                let mut src = FV::Tensor(src);
+                if name == "index_add" {
+                    if let Some(al) = a.opt(4, "alpha").cloned() {
+                        src = self.elementwise(Binary::Mul, &[src, al], span)?;
+                    }
+                }
+                let idx = self.tview(&ix, |t| t.view(&view)?.expand(&sizes)).map_err(err(span))?;
+                let xt = self.term_as(&FV::Tensor(x.clone()), xd, span)?;
+                let it = self.term_as(&FV::Tensor(idx), DType::I64, span)?;
+                let st = self.term_as(&src, xd, span)?;
+                let dd = self.t.leaf(Node::Int(d as i64));
+                let add = self.t.leaf(Node::Bool(BoolLit(name == "index_add")));
+                self.fresh_op(OpName::Scatter, vec![xt, dd, it, st, add], None, span)
+            }
+            "new_tensor" => {
+                let x = a.tensor(0, "self")?;
+                let dt = a.dtype(99, "dtype")?.unwrap_or(self.roots[x.root].dtype);
+                let data = a.req(1, "data")?.clone();
+                self.creation("tensor", &A::new(vec![data, FV::DType(dt)], vec![], span, "new_tensor".into()), false)
+            }
+            _ => self.nn_ops(name, a),
+        }
+    }
+}
+
+/// Whether `v` holds (itself, or inside a list, tuple or named tuple) the view `t`: possibly the same Python
+/// object, whose shape an in-place shape change would change too.
+fn holds(v: &FV, t: &TRef) -> bool {
+    match v {
+        FV::Tensor(u) => u == t,
+        other => other.items().is_some_and(|items| items.iter().any(|x| holds(x, t))),
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// `NAME.squeeze_(...)` / `NAME.unsqueeze_(...)`: `NAME` is rebound to the new view (every other view keeps its
+    /// shape), refused as the reference interpreter refuses it (`crate::interp::more_ops`).
+    pub(super) fn shape_inplace(&mut self, env: &mut super::Env, obj: &Expr, name: &str, a: A) -> FR<FV> {
+        let span = a.span;
+        let base = &name[..name.len() - 1];
+        let refuse = |why: &str| diag(span, format!("`{name}` {why}; rebind instead (`x = x.{base}(...)`)"));
+        let ExprKind::Name(n) = &obj.kind else {
+            return refuse("on an expression other than a local name is not supported");
+        };
+        if self.depth_calls > 1 {
+            return refuse("inside a helper function is not supported (the caller may hold the same tensor)");
+        }
+        let Some(FV::Tensor(t)) = env.get(n).cloned() else {
+            return refuse("on a name that is not a local tensor is not supported");
+        };
+        if env.iter().any(|(k, v)| k != n && matches!(v, FV::Tensor(_)) && holds(v, &t)) {
+            return refuse("on a tensor that another name also refers to is not supported (PyTorch would change the shape seen through both)");
+        }
+        if env.values().any(|v| !matches!(v, FV::Tensor(_)) && holds(v, &t)) {
+            return refuse("on a tensor that a list or tuple also holds is not supported (PyTorch would change the shape seen through both)");
+        }
+        let r = self.torch(base, &a, true)?;
+        a.check_keywords(&format!("Tensor.{name}"))?;
+        env.insert(n.clone(), r.clone());
+        Ok(r)
+    }
+}

@@ -1,0 +1,189 @@
+//! The terms of `crate::interp::nn_ops`' ops, built the same way: `isnan`/`isinf`/`isfinite`, `nan_to_num`,
+//! `hardswish`, `hardsigmoid`, `relu6`, `mish`, `F.pad` (constant), `repeat_interleave` (an int count), `baddbmm`
+//! and `addmm`.
+
+use std::rc::Rc;
+
+use super::ops::{err, A};
+use super::state::{diag, FR, FV};
+use super::Fz;
+use crate::diag::Span;
+use crate::interp::nn_ops::{float_max, pad_layout};
+use crate::tensor::ops::{Binary, Unary};
+use crate::tensor::views::wrap_dim;
+use crate::tensor::Scalar;
+
+fn ints(v: &[i64]) -> FV {
+    FV::Tuple(Rc::new(v.iter().map(|&i| FV::Int(i)).collect()))
+}
+
+impl<'m> Fz<'m> {
+    fn op(&mut self, name: &str, pos: Vec<FV>, span: Span) -> FR<FV> {
+        self.torch(name, &A::new(pos, vec![], span, name.into()), false)
+    }
+
+    /// `beta * input + alpha * m` (`addmm`, `baddbmm`): the input ignored when `beta == 0`, a factor of 1 skipped.
+    fn add_scaled(&mut self, a: &A, m: FV, span: Span) -> FR<FV> {
+        let num = |v: Option<&FV>| v.map(|v| a.number(v).map(|s| s.to_f64())).unwrap_or(Some(1.0));
+        let (beta_v, alpha_v) = (a.opt(3, "beta").cloned(), a.opt(4, "alpha").cloned());
+        let (Some(beta), Some(alpha)) = (num(beta_v.as_ref()), num(alpha_v.as_ref())) else {
+            return diag(span, format!("{}(): beta and alpha must be numbers known before the program runs", a.name));
+        };
+        let input = a.tensor(0, "input")?;
+        let prod = if alpha == 1.0 { m } else { self.elementwise(Binary::Mul, &[m, alpha_v.expect("given")], span)? };
+        let FV::Tensor(p) = &prod else { unreachable!("a matmul is a tensor") };
+        crate::tensor::ops::broadcast_shapes(&input.shape, &p.shape).map_err(err(span))?;
+        if beta == 0.0 {
+            return Ok(prod);
+        }
+        let bias = if beta == 1.0 {
+            FV::Tensor(input)
+        } else {
+            self.elementwise(Binary::Mul, &[FV::Tensor(input), beta_v.expect("given")], span)?
+        };
+        self.elementwise(Binary::Add, &[bias, prod], span)
+    }
+
+    pub(super) fn nn_ops(&mut self, name: &str, a: &A) -> FR<FV> {
+        let span = a.span;
+        let float_only = |me: &Self, x: &super::state::TRef| {
+            let d = me.roots[x.root].dtype;
+            if d.is_float() {
+                Ok(())
+            } else {
+                diag(span, format!("\"{name}_cpu\" not implemented for '{}'", d.name()))
+            }
+        };
+        match name {
+            "isnan" => {
+                let x = FV::Tensor(a.tensor(0, "input")?);
+                self.elementwise(Binary::Ne, &[x.clone(), x], span)
+            }
+            "isinf" => {
+                let ab = self.unary(Unary::Abs, &FV::Tensor(a.tensor(0, "input")?), span)?;
+                self.elementwise(Binary::Eq, &[ab, FV::Float(f64::INFINITY)], span)
+            }
+            "isfinite" => {
+                let x = FV::Tensor(a.tensor(0, "input")?);
+                let not_nan = self.elementwise(Binary::Eq, &[x.clone(), x.clone()], span)?;
+                let ab = self.unary(Unary::Abs, &x, span)?;
+                let not_inf = self.elementwise(Binary::Ne, &[ab, FV::Float(f64::INFINITY)], span)?;
+                self.elementwise(Binary::BitAnd, &[not_nan, not_inf], span)
+            }
+            "nan_to_num" => {
+                let x = a.tensor(0, "input")?;
+                let dt = self.roots[x.root].dtype;
+                let num =
+                    |i: usize, k: &str, d: f64| a.opt(i, k).and_then(|v| a.number(v)).map(|s| s.to_f64()).unwrap_or(d);
+                let (nan, pinf, ninf) =
+                    (num(1, "nan", 0.0), num(2, "posinf", float_max(dt)), num(3, "neginf", -float_max(dt)));
+                if !dt.is_float() {
+                    return self.op("clone", vec![FV::Tensor(x)], span);
+                }
+                let xv = FV::Tensor(x);
+                let c = self.elementwise(Binary::Eq, &[xv.clone(), FV::Float(f64::NEG_INFINITY)], span)?;
+                let r = self.op("where", vec![c, FV::Float(ninf), xv.clone()], span)?;
+                let c = self.elementwise(Binary::Eq, &[xv.clone(), FV::Float(f64::INFINITY)], span)?;
+                let r = self.op("where", vec![c, FV::Float(pinf), r], span)?;
+                let c = self.elementwise(Binary::Ne, &[xv.clone(), xv], span)?;
+                self.op("where", vec![c, FV::Float(nan), r], span)
+            }
+            "hardswish" | "hardsigmoid" => {
+                let x = a.tensor(0, "input")?;
+                float_only(self, &x)?;
+                let xv = FV::Tensor(x);
+                let s = self.elementwise(Binary::Add, &[xv.clone(), FV::Float(3.0)], span)?;
+                let c = self.op("clamp", vec![s, FV::Float(0.0), FV::Float(6.0)], span)?;
+                let c = if name == "hardswish" { self.elementwise(Binary::Mul, &[xv, c], span)? } else { c };
+                self.elementwise(Binary::Div, &[c, FV::Float(6.0)], span)
+            }
+            "relu6" => {
+                let x = FV::Tensor(a.tensor(0, "input")?);
+                self.op("clamp", vec![x, FV::Float(0.0), FV::Float(6.0)], span)
+            }
+            "mish" => {
+                let x = a.tensor(0, "input")?;
+                float_only(self, &x)?;
+                let xv = FV::Tensor(x);
+                let e = self.unary(Unary::Exp, &xv, span)?;
+                let sp = self.unary(Unary::Log1p, &e, span)?;
+                let th = self.unary(Unary::Tanh, &sp, span)?;
+                self.elementwise(Binary::Mul, &[xv, th], span)
+            }
+            "pad" => {
+                let x = a.tensor(0, "input")?;
+                let pad: Vec<i64> = match a.req(1, "pad")?.items() {
+                    Some(items) => items.iter().map(|v| a.int_of(v, "pad")).collect::<FR<_>>()?,
+                    None => return diag(span, "pad(): argument 'pad' must be a tuple of ints"),
+                };
+                if let Some(FV::Str(m)) = a.opt(2, "mode") {
+                    if m.as_ref() != "constant" {
+                        return diag(span, format!("F.pad(mode='{m}') is not supported; only mode='constant'"));
+                    }
+                }
+                let value = match a.opt(3, "value") {
+                    None => Scalar::I(0),
+                    Some(v) => a.number(v).ok_or_else(|| {
+                        super::state::Stop::NeedsStatic(span, "a pad value known only at run time".into())
+                    })?,
+                };
+                let (shape, start) = pad_layout(&x.shape, &pad).map_err(err(span))?;
+                let dt = self.roots[x.root].dtype;
+                let r = self.full(&shape, dt, value).map_err(err(span))?;
+                let out = self.fresh(r, None, span)?;
+                let lens = x.shape.clone();
+                let view = self
+                    .tview(&out, |t| {
+                        let mut v = t.clone();
+                        for (d, (&s, &n)) in start.iter().zip(&lens).enumerate() {
+                            v = v.narrow(d as i64, s as i64, n as i64)?;
+                        }
+                        Ok(v)
+                    })
+                    .map_err(err(span))?;
+                let v = self.read(&x, span)?;
+                self.write(&view, v, span)?;
+                self.roots[out.root].written = false;
+                Ok(FV::Tensor(out))
+            }
+            "repeat_interleave" => {
+                let x = a.tensor(0, "input")?;
+                let r = match a.req(1, "repeats")? {
+                    FV::Int(r) if *r >= 0 => *r,
+                    FV::Int(_) => return diag(span, "repeat_interleave: repeats can not be negative"),
+                    _ => {
+                        return diag(
+                            span,
+                            "repeat_interleave with a tensor of repeats has a data-dependent shape; pass an int",
+                        )
+                    }
+                };
+                let (x, d) = match a.opt_int(2, "dim")? {
+                    Some(d) => {
+                        let d = wrap_dim(d, x.shape.len().max(1)).map_err(err(span))?;
+                        (x, d)
+                    }
+                    None => {
+                        let FV::Tensor(f) = self.op("reshape", vec![FV::Tensor(x), ints(&[-1])], span)? else {
+                            unreachable!("reshape gives a tensor")
+                        };
+                        (f, 0)
+                    }
+                };
+                let x = if x.shape.is_empty() { self.tview(&x, |t| t.reshape(&[1])).map_err(err(span))? } else { x };
+                let mut sizes: Vec<i64> = x.shape.iter().map(|&n| n as i64).collect();
+                let mut merged = sizes.clone();
+                merged[d] *= r;
+                sizes.insert(d + 1, r);
+                let e = self.tview(&x, |t| t.unsqueeze(d as i64 + 1)?.expand(&sizes)).map_err(err(span))?;
+                self.op("reshape", vec![FV::Tensor(e), ints(&merged)], span)
+            }
+            "baddbmm" | "addmm" => {
+                let (p, q) = if name == "addmm" { ("mat1", "mat2") } else { ("batch1", "batch2") };
+                let m = self.matmul(&FV::Tensor(a.tensor(1, p)?), &FV::Tensor(a.tensor(2, q)?), span)?;
+                self.add_scaled(a, m, span)
+            }
+            _ => diag(span, format!("`{name}` is not supported by the functionalizer yet")),
+        }
+    }
+}

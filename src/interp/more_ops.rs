@@ -1,0 +1,328 @@
+//! Ops optimizer steps, LLM decode steps and detection code reach for: `lerp`, `addcmul`/`addcdiv`,
+//! `softplus`, `atan`, vector norms, `einsum`, `index_copy`/`index_add`, and division with a rounding mode. Each is
+//! written with PyTorch's formula in terms of the runtime's ops, the same composition the functionalizer builds
+//! (`crate::functionalize::desugar`), so every engine computes the same thing.
+
+use super::args::{AResult, Args};
+use super::torch_ops::{cname, operand_arg, t};
+use super::value::Value;
+use crate::tensor::einsum::{self, Step};
+use crate::tensor::ops::{self, Binary, Operand, Unary};
+use crate::tensor::views::wrap_dim;
+use crate::tensor::{index, reduce, DType, Scalar, Tensor};
+
+fn bin(op: Binary, x: &Operand, y: &Operand) -> AResult<Tensor> {
+    ops::binary(op, x, y)
+}
+
+fn tt(x: &Tensor) -> Operand {
+    Operand::T(x.clone())
+}
+
+/// A Python float weight as PyTorch uses it: rounded to the tensor's dtype first (its opmath type for f32).
+pub(crate) fn round_to(dt: DType, v: f64) -> f64 {
+    if dt == DType::F32 {
+        v as f32 as f64
+    } else {
+        v
+    }
+}
+
+/// `x / y` rounded toward zero, in the promoted dtype: `trunc(x / y)` for floats; for integers `x // y` plus one
+/// where the remainder is nonzero and the signs differ (exact for every i64, unlike a float division).
+pub(crate) fn trunc_div(x: &Operand, y: &Operand) -> AResult<Tensor> {
+    let (c, _) = ops::binary_dtypes(Binary::Add, x, y)?;
+    if c.is_float() {
+        return ops::unary(Unary::Trunc, &bin(Binary::Div, x, y)?);
+    }
+    let q = bin(Binary::FloorDiv, x, y)?;
+    let r = bin(Binary::Fmod, x, y)?;
+    let zero = Operand::S(Scalar::I(0));
+    let nonzero = bin(Binary::Ne, &tt(&r), &zero)?;
+    let signs = bin(Binary::BitXor, &Operand::T(bin(Binary::Lt, x, &zero)?), &Operand::T(bin(Binary::Lt, y, &zero)?))?;
+    let adj = bin(Binary::BitAnd, &tt(&nonzero), &tt(&signs))?.to_dtype(q.dtype())?;
+    bin(Binary::Add, &tt(&q), &tt(&adj))
+}
+
+fn float_input(op: &str, x: &Tensor) -> AResult<()> {
+    if x.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(format!("\"{op}\" not implemented for '{}'", x.dtype().name()))
+    }
+}
+
+/// The `p` of a norm: a number, `inf`/`-inf`, or `'fro'` (2).
+fn norm_p(v: Option<&Value>, default: f64, op: &str) -> AResult<f64> {
+    match v {
+        None => Ok(default),
+        Some(Value::Str(s)) if s.as_ref() == "fro" => Ok(2.0),
+        Some(Value::Str(s)) => Err(format!("{op}(): p='{s}' (a matrix norm) is not supported; use a number")),
+        Some(v) => v.as_scalar().map(|s| s.to_f64()).ok_or_else(|| format!("{op}(): p must be a number")),
+    }
+}
+
+/// The vector `p`-norm over `dims` (all when `None`), PyTorch's special cases for p = 0, 1, 2 and +-inf.
+pub(crate) fn vector_norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keep: bool) -> AResult<Tensor> {
+    if !x.dtype().is_float() {
+        return Err(format!(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
+            x.dtype().name()
+        ));
+    }
+    let dims = dims.filter(|d| !d.is_empty());
+    let ab = ops::unary(Unary::Abs, x)?;
+    if p.is_infinite() {
+        return reduce::amax(&ab, dims, keep, p > 0.0);
+    }
+    if p == 0.0 {
+        let nz = bin(Binary::Ne, &tt(x), &Operand::S(Scalar::I(0)))?.to_dtype(x.dtype())?;
+        return reduce::sum(&nz, dims, keep, None);
+    }
+    if p == 1.0 {
+        return reduce::sum(&ab, dims, keep, None);
+    }
+    if p == 2.0 {
+        let sq = bin(Binary::Mul, &tt(x), &tt(x))?;
+        return ops::unary(Unary::Sqrt, &reduce::sum(&sq, dims, keep, None)?);
+    }
+    let pw = bin(Binary::Pow, &tt(&ab), &Operand::S(Scalar::F(p)))?;
+    bin(Binary::Pow, &Operand::T(reduce::sum(&pw, dims, keep, None)?), &Operand::S(Scalar::F(1.0 / p)))
+}
+
+/// The vector norm `torch.linalg.norm(x, ord, dim)` computes: 2 (Frobenius) without `ord` or with `'fro'`; `ord` for
+/// one dim (or a 1-D input without `dim`). A matrix norm (a numeric `ord` over two dims, `'nuc'`) is refused.
+pub(crate) fn linalg_norm_p(ord: Option<&Value>, ndim: usize, dims: Option<&[i64]>) -> AResult<f64> {
+    let one_dim = match dims {
+        Some(d) => d.len() == 1,
+        None => ndim == 1,
+    };
+    match ord {
+        None => Ok(2.0),
+        Some(Value::Str(s)) if s.as_ref() == "fro" && !one_dim => Ok(2.0),
+        Some(v) if one_dim && v.as_scalar().is_some() => Ok(v.as_scalar().map(|s| s.to_f64()).unwrap_or(2.0)),
+        Some(_) => Err("linalg.norm: a matrix norm (this ord over two dims) is not supported; use torch.linalg.vector_norm or a number ord over one dim".into()),
+    }
+}
+
+pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
+    match name {
+        "lerp" => {
+            let s = a.tensor(0, "input")?;
+            let e = a.tensor(1, "end")?;
+            float_input("lerp_kernel_scalar", &s)?;
+            if e.dtype() != s.dtype() {
+                return Err(format!(
+                    "expected dtype {} for `end` but got dtype {}",
+                    cname(s.dtype()),
+                    cname(e.dtype())
+                ));
+            }
+            let diff = bin(Binary::Sub, &tt(&e), &tt(&s))?;
+            match a.req(2, "weight")? {
+                Value::Tensor(w) => {
+                    if w.dtype() != s.dtype() {
+                        return Err(format!(
+                            "expected dtype {} for `weight` but got dtype {}",
+                            cname(s.dtype()),
+                            cname(w.dtype())
+                        ));
+                    }
+                    let small = bin(Binary::Lt, &Operand::T(ops::unary(Unary::Abs, w)?), &Operand::S(Scalar::F(0.5)))?;
+                    let lo = bin(Binary::Add, &tt(&s), &Operand::T(bin(Binary::Mul, &tt(w), &tt(&diff))?))?;
+                    let om = bin(Binary::Sub, &Operand::S(Scalar::I(1)), &tt(w))?;
+                    let hi = bin(Binary::Sub, &tt(&e), &Operand::T(bin(Binary::Mul, &tt(&diff), &tt(&om))?))?;
+                    t(ops::where_(&small, &tt(&lo), &tt(&hi))?)
+                }
+                v => {
+                    let w = v.as_scalar().ok_or("lerp(): argument 'weight' must be Tensor or Number")?.to_f64();
+                    let w = round_to(s.dtype(), w);
+                    if w.abs() < 0.5 {
+                        let step = bin(Binary::Mul, &Operand::S(Scalar::F(w)), &tt(&diff))?;
+                        t(bin(Binary::Add, &tt(&s), &tt(&step))?)
+                    } else {
+                        let om = round_to(s.dtype(), 1.0 - w);
+                        let step = bin(Binary::Mul, &tt(&diff), &Operand::S(Scalar::F(om)))?;
+                        t(bin(Binary::Sub, &tt(&e), &tt(&step))?)
+                    }
+                }
+            }
+        }
+        "addcmul" | "addcdiv" => {
+            let x = operand_arg(a, 0, "input")?;
+            let p = a.tensor(1, "tensor1")?;
+            let q = a.tensor(2, "tensor2")?;
+            if name == "addcdiv" && !p.dtype().is_float() && !q.dtype().is_float() {
+                return Err("Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.".into());
+            }
+            // PyTorch's order: self + value * tensor1 OP tensor2.
+            let scaled = match a.opt(3, "value") {
+                Some(v) => {
+                    let s = v.as_scalar().ok_or("addcmul(): argument 'value' must be a number")?;
+                    bin(Binary::Mul, &Operand::S(s), &tt(&p))?
+                }
+                None => p,
+            };
+            let op = if name == "addcmul" { Binary::Mul } else { Binary::Div };
+            let r = bin(op, &tt(&scaled), &tt(&q))?;
+            t(bin(Binary::Add, &x, &tt(&r))?)
+        }
+        "softplus" => {
+            let x = a.tensor(0, "input")?;
+            float_input("softplus_cpu", &x)?;
+            let beta = a.opt(1, "beta").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(1.0);
+            let thr = a.opt(2, "threshold").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(20.0);
+            let xb = if beta == 1.0 { x.clone() } else { bin(Binary::Mul, &tt(&x), &Operand::S(Scalar::F(beta)))? };
+            let big = bin(Binary::Gt, &tt(&xb), &Operand::S(Scalar::F(thr)))?;
+            let sp = ops::unary(Unary::Log1p, &ops::unary(Unary::Exp, &xb)?)?;
+            let sp = if beta == 1.0 { sp } else { bin(Binary::Div, &tt(&sp), &Operand::S(Scalar::F(beta)))? };
+            t(ops::where_(&big, &tt(&x), &tt(&sp))?)
+        }
+        "atan" | "arctan" => {
+            let x = a.tensor(0, "input")?;
+            t(bin(Binary::Atan2, &tt(&x), &Operand::S(Scalar::I(1)))?)
+        }
+        "vector_norm" => {
+            let x = a.tensor(0, "input")?;
+            let p = norm_p(a.opt(1, "ord"), 2.0, "linalg.vector_norm")?;
+            t(vector_norm(&x, p, a.dims(2, "dim")?.as_deref(), a.bool_or(3, "keepdim", false)?)?)
+        }
+        "norm" => {
+            let x = a.tensor(0, "input")?;
+            let p = norm_p(a.opt(1, "p"), 2.0, "norm")?;
+            t(vector_norm(&x, p, a.dims(2, "dim")?.as_deref(), a.bool_or(3, "keepdim", false)?)?)
+        }
+        "linalg_norm" => {
+            let x = a.tensor(0, "input")?;
+            let dims = a.dims(2, "dim")?;
+            let ord = a.opt(1, "ord").cloned();
+            let p = linalg_norm_p(ord.as_ref(), x.dim(), dims.as_deref())?;
+            t(vector_norm(&x, p, dims.as_deref(), a.bool_or(3, "keepdim", false)?)?)
+        }
+        "einsum" => {
+            let eq = match a.req(0, "equation")? {
+                Value::Str(s) => s.to_string(),
+                other => return Err(format!("einsum(): argument 'equation' must be str, not {}", other.type_name())),
+            };
+            let rest: Vec<Value> = match (a.pos.len(), a.pos.get(1).and_then(|v| v.items())) {
+                (2, Some(items)) => items,
+                _ => a.pos.get(1..).unwrap_or(&[]).to_vec(),
+            };
+            let mut slots = Vec::new();
+            for v in rest {
+                match v {
+                    Value::Tensor(x) => slots.push(x),
+                    other => return Err(format!("einsum(): expected Tensor operands, got {}", other.type_name())),
+                }
+            }
+            let shapes: Vec<Vec<usize>> = slots.iter().map(|x| x.shape.clone()).collect();
+            for step in einsum::plan(&eq, &shapes)? {
+                match step {
+                    Step::Prep { slot, expand, sum, perm, reshape } => {
+                        let mut x = slots[slot].clone();
+                        if let Some(e) = expand {
+                            x = x.expand(&e)?;
+                        }
+                        if !sum.is_empty() {
+                            x = reduce::sum(&x, Some(&sum), false, None)?;
+                        }
+                        if !einsum::is_identity(&perm) {
+                            x = x.permute(&perm)?;
+                        }
+                        if let Some(r) = reshape {
+                            x = x.reshape(&r)?;
+                        }
+                        slots[slot] = x;
+                    }
+                    Step::Matmul { a: i, b: j, reshape } => {
+                        if slots[i].dtype() != slots[j].dtype() {
+                            return Err(format!(
+                                "einsum(): operands must have the same dtype, got {} and {}",
+                                slots[i].dtype().name(),
+                                slots[j].dtype().name()
+                            ));
+                        }
+                        slots[i] = reduce::matmul(&slots[i], &slots[j])?.reshape(&reshape)?;
+                    }
+                }
+            }
+            t(slots.swap_remove(0))
+        }
+        "index_copy" | "index_add" => {
+            let x = a.tensor(0, "input")?;
+            let d = wrap_dim(a.int(1, "dim")?, x.dim().max(1))?;
+            let ix = a.tensor(2, "index")?;
+            let src = a.tensor(3, "source")?;
+            let view =
+                index::check_index_along(name, &x.shape, x.dtype(), d, &ix.shape, ix.dtype(), &src.shape, src.dtype())?;
+            let alpha = if name == "index_add" { a.opt(4, "alpha") } else { None };
+            let src = match alpha {
+                Some(v) => {
+                    let al = v.as_scalar().ok_or("index_add(): argument 'alpha' must be a number")?;
+                    bin(Binary::Mul, &tt(&src), &Operand::S(al))?.to_dtype(x.dtype())?
+                }
+                None => src,
+            };
+            let sizes: Vec<i64> = src.shape.iter().map(|&n| n as i64).collect();
+            let idx = ix.reshape(&view)?.expand(&sizes)?;
+            let out = x.contiguous_copy();
+            let offs = index::along_dim_offsets(&out, d, &idx)?;
+            // Duplicate indices: index_copy keeps the last source slice (PyTorch leaves it unspecified; its CPU
+            // kernel does the same), index_add sums them.
+            index::scatter_values(&out, &offs, src.scalars(), name == "index_add");
+            t(out)
+        }
+        _ => super::nn_ops::nn_op(name, a),
+    }
+}
+
+/// Whether `v` holds (itself, or inside a list, tuple or named tuple) a tensor with `t`'s storage and metadata:
+/// possibly the same Python object, which an in-place shape change would change too.
+fn holds(v: &Value, t: &Tensor) -> bool {
+    match v {
+        Value::Tensor(u) => {
+            std::rc::Rc::ptr_eq(&u.buf, &t.buf) && u.shape == t.shape && u.strides == t.strides && u.offset == t.offset
+        }
+        other => other.items().is_some_and(|items| items.iter().any(|x| holds(x, t))),
+    }
+}
+
+impl<'m> super::exec::Interp<'m> {
+    /// `NAME.squeeze_(...)` / `NAME.unsqueeze_(...)`: the tensor's own shape changes, so `NAME` is rebound to the
+    /// new view; every other view keeps its shape. Refused where another name, list or caller may hold the same
+    /// tensor object (PyTorch would change the shape seen there too): in helpers, and when any other binding holds
+    /// a tensor with the same storage and metadata.
+    pub(super) fn shape_inplace(
+        &mut self,
+        frame: &mut super::exec::Frame,
+        obj: &crate::frontend::ast::Expr,
+        name: &str,
+        a: Args,
+    ) -> Result<Value, crate::diag::Diagnostic> {
+        let span = a.span;
+        let base = &name[..name.len() - 1];
+        let refuse =
+            |why: &str| crate::diag::err(span, format!("`{name}` {why}; rebind instead (`x = x.{base}(...)`)"));
+        let crate::frontend::ast::ExprKind::Name(n) = &obj.kind else {
+            return refuse("on an expression other than a local name is not supported");
+        };
+        if self.depth > 1 {
+            return refuse("inside a helper function is not supported (the caller may hold the same tensor)");
+        }
+        let Some(Value::Tensor(t)) = frame.get(n).cloned() else {
+            return refuse("on a name that is not a local tensor is not supported");
+        };
+        if frame.iter().any(|(k, v)| k != n && matches!(v, Value::Tensor(_)) && holds(v, &t)) {
+            return refuse("on a tensor that another name also refers to is not supported (PyTorch would change the shape seen through both)");
+        }
+        if frame.values().any(|v| !matches!(v, Value::Tensor(_)) && holds(v, &t)) {
+            return refuse("on a tensor that a list or tuple also holds is not supported (PyTorch would change the shape seen through both)");
+        }
+        let r = self.torch_op(base, &a, true).map_err(super::exec::tensor_err(span))?;
+        if let Some(k) = a.unexpected() {
+            return crate::diag::err(span, format!("unexpected keyword argument '{k}' for Tensor.{name}"));
+        }
+        frame.insert(n.clone(), r.clone());
+        Ok(r)
+    }
+}

@@ -1,0 +1,165 @@
+//! More ops detection, LLM and activation code uses, written with the runtime's ops exactly as
+//! `crate::functionalize::nn_ops` builds them as terms: `isnan`/`isinf`/`isfinite`, `nan_to_num`, `hardswish`,
+//! `hardsigmoid`, `relu6`, `mish`, `F.pad` (constant), `repeat_interleave` (an int count) and `baddbmm`.
+
+use super::args::{AResult, Args};
+use super::torch_ops::{t, UNKNOWN_OP};
+use super::value::Value;
+use crate::tensor::ops::{self, Binary, Operand, Unary};
+use crate::tensor::views::wrap_dim;
+use crate::tensor::{reduce, DType, Scalar, Tensor};
+
+fn bin(op: Binary, x: &Tensor, y: Operand) -> AResult<Tensor> {
+    ops::binary(op, &Operand::T(x.clone()), &y)
+}
+
+fn f(v: f64) -> Operand {
+    Operand::S(Scalar::F(v))
+}
+
+fn tt(x: &Tensor) -> Operand {
+    Operand::T(x.clone())
+}
+
+fn float_only(op: &str, x: &Tensor) -> AResult<()> {
+    if x.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(format!("\"{op}\" not implemented for '{}'", x.dtype().name()))
+    }
+}
+
+/// The largest finite value of a float dtype (`nan_to_num`'s default for +inf).
+pub(crate) fn float_max(d: DType) -> f64 {
+    if d == DType::F32 {
+        f32::MAX as f64
+    } else {
+        f64::MAX
+    }
+}
+
+/// `F.pad`'s output shape and the start of the input in every dim (constant mode, non-negative pads).
+pub(crate) fn pad_layout(shape: &[usize], pad: &[i64]) -> Result<(Vec<usize>, Vec<usize>), String> {
+    if pad.len() % 2 != 0 {
+        return Err("Padding length must be divisible by 2".into());
+    }
+    if pad.len() / 2 > shape.len() {
+        return Err("Padding length should be less than or equal to two times the input dimension".into());
+    }
+    if pad.iter().any(|&p| p < 0) {
+        return Err("F.pad with a negative padding (a crop) is not supported; slice instead".into());
+    }
+    let mut out = shape.to_vec();
+    let mut start = vec![0; shape.len()];
+    for (i, lr) in pad.chunks(2).enumerate() {
+        let d = shape.len() - 1 - i;
+        out[d] += (lr[0] + lr[1]) as usize;
+        start[d] = lr[0] as usize;
+    }
+    Ok((out, start))
+}
+
+pub(super) fn nn_op(name: &str, a: &Args) -> AResult<Value> {
+    match name {
+        "isnan" => {
+            let x = a.tensor(0, "input")?;
+            t(bin(Binary::Ne, &x, tt(&x))?)
+        }
+        "isinf" => t(bin(Binary::Eq, &ops::unary(Unary::Abs, &a.tensor(0, "input")?)?, f(f64::INFINITY))?),
+        "isfinite" => {
+            let x = a.tensor(0, "input")?;
+            let not_nan = bin(Binary::Eq, &x, tt(&x))?;
+            let not_inf = bin(Binary::Ne, &ops::unary(Unary::Abs, &x)?, f(f64::INFINITY))?;
+            t(bin(Binary::BitAnd, &not_nan, tt(&not_inf))?)
+        }
+        "nan_to_num" => {
+            let x = a.tensor(0, "input")?;
+            let num =
+                |i: usize, k: &str, d: f64| a.opt(i, k).and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(d);
+            let (nan, pinf) = (num(1, "nan", 0.0), num(2, "posinf", float_max(x.dtype())));
+            let ninf = num(3, "neginf", -float_max(x.dtype()));
+            if !x.dtype().is_float() {
+                return t(x.contiguous_copy());
+            }
+            let r = ops::where_(&bin(Binary::Eq, &x, f(f64::NEG_INFINITY))?, &f(ninf), &tt(&x))?;
+            let r = ops::where_(&bin(Binary::Eq, &x, f(f64::INFINITY))?, &f(pinf), &tt(&r))?;
+            t(ops::where_(&bin(Binary::Ne, &x, tt(&x))?, &f(nan), &tt(&r))?)
+        }
+        "hardswish" | "hardsigmoid" => {
+            let x = a.tensor(0, "input")?;
+            float_only(&format!("{name}_cpu"), &x)?;
+            let c = ops::clamp(&bin(Binary::Add, &x, f(3.0))?, Some(&f(0.0)), Some(&f(6.0)))?;
+            let c = if name == "hardswish" { bin(Binary::Mul, &x, tt(&c))? } else { c };
+            t(bin(Binary::Div, &c, f(6.0))?)
+        }
+        "relu6" => t(ops::clamp(&a.tensor(0, "input")?, Some(&f(0.0)), Some(&f(6.0)))?),
+        "mish" => {
+            let x = a.tensor(0, "input")?;
+            float_only("mish_cpu", &x)?;
+            let sp = ops::unary(Unary::Log1p, &ops::unary(Unary::Exp, &x)?)?;
+            t(bin(Binary::Mul, &x, tt(&ops::unary(Unary::Tanh, &sp)?))?)
+        }
+        "pad" => {
+            let x = a.tensor(0, "input")?;
+            let pad = super::args::int_list(a.req(1, "pad")?)?;
+            if let Some(Value::Str(m)) = a.opt(2, "mode") {
+                if m.as_ref() != "constant" {
+                    return Err(format!("F.pad(mode='{m}') is not supported; only mode='constant'"));
+                }
+            }
+            let value = a.opt(3, "value").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(0));
+            let (shape, start) = pad_layout(&x.shape, &pad)?;
+            let out = Tensor::full(x.dtype(), &shape, value)?;
+            let mut view = out.clone();
+            for (d, (&s, &n)) in start.iter().zip(&x.shape).enumerate() {
+                view = view.narrow(d as i64, s as i64, n as i64)?;
+            }
+            ops::write_result(&view, &x, false)?;
+            t(out)
+        }
+        "repeat_interleave" => {
+            let x = a.tensor(0, "input")?;
+            let r = match a.req(1, "repeats")? {
+                Value::Int(r) if *r >= 0 => *r,
+                Value::Int(_) => return Err("repeat_interleave: repeats can not be negative".into()),
+                _ => {
+                    return Err(
+                        "repeat_interleave with a tensor of repeats has a data-dependent shape; pass an int".into()
+                    )
+                }
+            };
+            let (x, d) = match a.opt_int(2, "dim")? {
+                Some(d) => {
+                    let d = wrap_dim(d, x.dim().max(1))?;
+                    (x, d)
+                }
+                None => (x.reshape(&[-1])?, 0),
+            };
+            let x = if x.dim() == 0 { x.reshape(&[1])? } else { x };
+            let mut sizes: Vec<i64> = x.shape.iter().map(|&n| n as i64).collect();
+            let mut merged = sizes.clone();
+            merged[d] *= r;
+            sizes.insert(d + 1, r);
+            t(x.unsqueeze(d as i64 + 1)?.expand(&sizes)?.reshape(&merged)?)
+        }
+        "baddbmm" => {
+            let m = reduce::matmul(&a.tensor(1, "batch1")?, &a.tensor(2, "batch2")?)?;
+            let beta = a.opt(3, "beta").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1));
+            let alpha = a.opt(4, "alpha").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1));
+            t(add_scaled(&a.tensor(0, "input")?, beta, &m, alpha)?)
+        }
+        _ => Err(format!("{UNKNOWN_OP}{name}")),
+    }
+}
+
+/// `beta * input + alpha * m` as `addmm`/`baddbmm` compute it: with `beta == 0` the input is ignored (NaN and inf
+/// in it do not propagate), a factor of 1 is not applied.
+pub(crate) fn add_scaled(input: &Tensor, beta: Scalar, m: &Tensor, alpha: Scalar) -> AResult<Tensor> {
+    let prod = if alpha.to_f64() == 1.0 { m.clone() } else { bin(Binary::Mul, m, Operand::S(alpha))? };
+    if beta.to_f64() == 0.0 {
+        ops::broadcast_shapes(&input.shape, &prod.shape)?;
+        return Ok(prod);
+    }
+    let bias = if beta.to_f64() == 1.0 { input.clone() } else { bin(Binary::Mul, input, Operand::S(beta))? };
+    bin(Binary::Add, &bias, tt(&prod))
+}
