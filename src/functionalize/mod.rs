@@ -19,6 +19,7 @@ mod ctrl;
 mod exits;
 mod expr;
 mod ops;
+mod python;
 mod state;
 mod subscript;
 mod table;
@@ -76,9 +77,7 @@ fn functionalize_as_written(
     name: &str,
     scalars: &std::collections::BTreeMap<String, interp::ScalarArg>,
 ) -> Result<Functional, (Diagnostic, bool)> {
-    let f = module
-        .function(name)
-        .ok_or_else(|| (Diagnostic::new(format!("no function `{name}` in {}", module.path)), false))?;
+    let f = module.get(name).map_err(|d| (d, false))?;
     let inputs = interp::tensor_params(f).map_err(|d| (d.in_file(&module.path), false))?;
     // Module constants are plain Python data, evaluated once with the reference interpreter's rules.
     let it = interp::Interp::new(module).map_err(|d| (d, false))?;
@@ -94,6 +93,7 @@ fn functionalize_as_written(
         fn_stack: Vec::new(),
         exit_under_dyn_if: false,
         offset_choices: HashMap::new(),
+        dyn_depth: 0,
     };
     let result = fz.program(f, &inputs, scalars);
     let exit = fz.exit_under_dyn_if;
@@ -123,6 +123,9 @@ pub(super) struct Fz<'m> {
     /// The values an offset merged from the arms of an `if` on a run-time value may take, where both are constants
     /// (for overlap checks).
     offset_choices: HashMap<state::TIdKey, Vec<i64>>,
+    /// How many `if` arms or loop bodies on run-time values enclose the statement being functionalized (a `raise`
+    /// there is refused: it would fail the program whatever the data).
+    dyn_depth: usize,
 }
 
 impl<'m> Fz<'m> {

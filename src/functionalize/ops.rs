@@ -194,10 +194,7 @@ impl<'m> Fz<'m> {
         kwargs: &'m [(String, Expr)],
         span: Span,
     ) -> FR<FV> {
-        let mut pos = Vec::with_capacity(args.len());
-        for a in args {
-            pos.push(self.expr(env, a)?);
-        }
+        let mut pos = self.expr_items(env, args, true)?;
         let mut kw = Vec::new();
         for (k, v) in kwargs {
             kw.push((k.clone(), self.expr(env, v)?));
@@ -212,8 +209,12 @@ impl<'m> Fz<'m> {
                         }
                         self.math(name, &pos, span)
                     }
+                    FV::Module("torch") if name == "device" && kw.is_empty() => {
+                        super::python::torch_device(&pos).map_err(err(span))
+                    }
                     FV::Module(m) => {
                         let mut kw = kw;
+                        super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
                         let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
                         let out = match out_kind(name, has_dim) {
                             Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
@@ -233,6 +234,11 @@ impl<'m> Fz<'m> {
                     }
                     FV::Tensor(t) => {
                         pos.insert(0, FV::Tensor(t));
+                        if name == "cuda" {
+                            return diag(span, crate::interp::python::not_cpu("'cuda'"));
+                        }
+                        let mut kw = kw;
+                        super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
                         let a = A::new(pos, kw, span, name.clone());
                         let r = if name.ends_with('_') && !name.ends_with("__") {
                             self.inplace(name, &a)?
@@ -258,6 +264,7 @@ impl<'m> Fz<'m> {
                             .ok_or_else(|| Stop::Diag(Diagnostic::new("pop from empty list").at(span))),
                         _ => diag(span, format!("unsupported list method `{name}`")),
                     },
+                    FV::Dict(d) if kw.is_empty() => Self::dict_method(&d, name, &pos, span),
                     other => {
                         diag(span, format!("unsupported method `{name}` on a value of type {}", other.type_name()))
                     }
@@ -343,6 +350,7 @@ impl<'m> Fz<'m> {
                 FV::Tensor(t) if t.shape.is_empty() => diag(span, "len() of a 0-d tensor"),
                 FV::Tensor(t) => Ok(FV::Int(t.shape[0] as i64)),
                 v @ FV::Range(..) => Ok(FV::Int(self.iterate(v, span)?.len() as i64)),
+                FV::Dict(d) => Ok(FV::Int(d.len() as i64)),
                 other => match other.items() {
                     Some(items) => Ok(FV::Int(items.len() as i64)),
                     None => diag(span, format!("object of type '{}' has no len()", other.type_name())),
@@ -454,6 +462,35 @@ impl<'m> Fz<'m> {
                 Ok(FV::List(Rc::new(RefCell::new(items))))
             }
             "print" => Ok(FV::None),
+            "isinstance" => {
+                let v = a.req(0, "obj")?;
+                let classes = match a.req(1, "class_or_tuple")? {
+                    FV::Tuple(items) => items.as_ref().clone(),
+                    one => vec![one.clone()],
+                };
+                let mut hit = false;
+                for c in &classes {
+                    let FV::Module(m) = c else {
+                        return diag(span, "isinstance() arg 2 must be a type or tuple of types");
+                    };
+                    hit |= match *m {
+                        "torch.Tensor" => matches!(v, FV::Tensor(_)),
+                        "int" => matches!(v, FV::Int(_) | FV::DynInt(_) | FV::Bool(_) | FV::DynBool(_)),
+                        "float" => matches!(v, FV::Float(_) | FV::DynFloat(_)),
+                        "bool" => matches!(v, FV::Bool(_) | FV::DynBool(_)),
+                        "str" => matches!(v, FV::Str(_)),
+                        "tuple" => matches!(v, FV::Tuple(_) | FV::Named(..)),
+                        "list" => matches!(v, FV::List(_)),
+                        "dict" => matches!(v, FV::Dict(_)),
+                        _ => return diag(span, "isinstance() arg 2 must be a type or tuple of types"),
+                    };
+                }
+                Ok(FV::Bool(hit))
+            }
+            "str" => {
+                let v = a.req(0, "object")?;
+                Ok(FV::Str(self.fv_str(v).into()))
+            }
             _ => diag(span, format!("unsupported function `{name}`")),
         }
     }
@@ -470,6 +507,8 @@ impl<'m> Fz<'m> {
                 }
                 "mT" => FV::Tensor(self.tview(t, |d| d.transpose(-2, -1)).map_err(err(span))?),
                 "data" => o.clone(),
+                "device" => FV::Device,
+                "is_cuda" => FV::Bool(false),
                 _ => return diag(span, format!("unsupported tensor attribute `.{name}`")),
             }),
             FV::Named(items, names) => match names.iter().position(|n| *n == name) {
@@ -482,6 +521,7 @@ impl<'m> Fz<'m> {
                 }
                 Ok(match format!("{m}.{name}").as_str() {
                     "torch.nn" => FV::Module("torch.nn"),
+                    "torch.Tensor" => FV::Module("torch.Tensor"),
                     "torch.nn.functional" => FV::Module("torch.nn.functional"),
                     "math.pi" | "torch.pi" => FV::Float(std::f64::consts::PI),
                     "math.e" | "torch.e" => FV::Float(std::f64::consts::E),
@@ -490,6 +530,18 @@ impl<'m> Fz<'m> {
                     other => return diag(span, format!("unsupported attribute `{other}`")),
                 })
             }
+            FV::DType(d) => match name {
+                "is_floating_point" => Ok(FV::Bool(d.is_float())),
+                "is_complex" => Ok(FV::Bool(false)),
+                "is_signed" => Ok(FV::Bool(!matches!(d, DType::Bool))),
+                "itemsize" => Ok(FV::Int(d.size() as i64)),
+                _ => diag(span, format!("'torch.dtype' object has no attribute '{name}'")),
+            },
+            FV::Device => match name {
+                "type" => Ok(FV::Str("cpu".into())),
+                "index" => Ok(FV::None),
+                _ => diag(span, format!("'torch.device' object has no attribute '{name}'")),
+            },
             other => diag(span, format!("'{}' object has no attribute '{name}'", other.type_name())),
         }
     }

@@ -141,6 +141,10 @@ pub(super) enum FV {
     Range(i64, i64, i64),
     Module(&'static str),
     Func(Rc<str>),
+    /// A dict with keys known before the program runs (see `python.rs`); read-only.
+    Dict(Rc<Vec<(FV, FV)>>),
+    /// A `torch.device`: the CPU (programs run with CPU semantics).
+    Device,
     /// A name whose binding is not expressible (a view rebound per iteration, at the start of a loop iteration; a
     /// name bound in one arm only of an `if` on a run-time value): reading it is unsupported, for the reason given,
     /// unless the enclosing loop is unrolled (which may make the binding static).
@@ -169,6 +173,8 @@ impl FV {
             FV::Range(..) => "range",
             FV::Module(_) => "module",
             FV::Func(_) => "function",
+            FV::Dict(_) => "dict",
+            FV::Device => "torch.device",
             FV::Poisoned(_) => "value",
             FV::Masked(_) => "boolean-mask selection (its shape depends on the data)",
         }
@@ -199,6 +205,11 @@ impl FV {
                 Rc::ptr_eq(a, b) || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y)))
             }
             (FV::List(a), FV::List(b)) => Rc::ptr_eq(a, b),
+            (FV::Dict(a), FV::Dict(b)) => {
+                Rc::ptr_eq(a, b)
+                    || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.0.same(&y.0) && x.1.same(&y.1)))
+            }
+            (FV::Device, FV::Device) => true,
             (FV::Range(a, b, c), FV::Range(d, e, f)) => (a, b, c) == (d, e, f),
             (FV::Module(a), FV::Module(b)) => a == b,
             (FV::Func(a), FV::Func(b)) => a == b,

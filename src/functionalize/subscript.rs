@@ -221,6 +221,7 @@ impl<'m> Fz<'m> {
                 Ok(())
             }
             FV::Tensor(t) => self.tensor_setitem(t, idx, v, span),
+            FV::Dict(_) => diag(span, crate::interp::python::DICT_READ_ONLY),
             other => diag(span, format!("'{}' object does not support item assignment", other.type_name())),
         }
     }

@@ -450,6 +450,8 @@ impl<'m> Interp<'m> {
                     _ => match a.opt(1, "dtype") {
                         Some(Value::DType(d)) => *d,
                         Some(Value::Tensor(o)) => o.dtype(),
+                        // `.to(device)` with the device taken out (`python::strip_device`): the tensor itself.
+                        None if name == "to" => x.dtype(),
                         _ => return Err(format!("{name}(): only a dtype argument is supported")),
                     },
                 };
@@ -542,6 +544,10 @@ impl<'m> Interp<'m> {
                 }
             }
             "is_floating_point" => Ok(Value::Bool(a.tensor(0, "input")?.dtype().is_float())),
+            "is_complex" => {
+                a.tensor(0, "input")?;
+                Ok(Value::Bool(false))
+            }
             "nonzero" => {
                 let x = a.tensor(0, "input")?;
                 let vals = x.scalars();
