@@ -243,7 +243,7 @@ impl<'m> Fz<'m> {
             FV::List(items) => Cond::Static(!items.borrow().is_empty()),
             FV::Dict(items) => Cond::Static(!items.is_empty()),
             FV::DynBool(t) => Cond::Dyn(*t),
-            FV::Masked(_) => return diag(span, super::state::DATA_DEPENDENT),
+            v @ FV::Masked(_) => return super::state::masked_use(v),
             FV::DynInt(_) | FV::DynFloat(_) => {
                 let (t, _) = self.scalar_tensor(v, None, span)?;
                 let z = self.scalar_tensor(&FV::Int(0), None, span)?;
@@ -318,7 +318,7 @@ impl<'m> Fz<'m> {
                 FV::Bool(_) | FV::DynBool(_) => Operand::S(Scalar::B(false)),
                 FV::Int(_) | FV::DynInt(_) => Operand::S(Scalar::I(0)),
                 FV::Float(_) | FV::DynFloat(_) => Operand::S(Scalar::F(0.0)),
-                FV::Masked(_) => return diag(span, super::state::DATA_DEPENDENT),
+                v @ FV::Masked(_) => return super::state::masked_use(v),
                 other => return diag(span, format!("unsupported operand type {}", other.type_name())),
             });
         }
@@ -612,7 +612,7 @@ impl<'m> Fz<'m> {
 
     pub(super) fn getitem(&mut self, obj: &FV, idx: &FV, span: Span) -> FR<FV> {
         match obj {
-            FV::Masked(_) => diag(span, super::state::DATA_DEPENDENT),
+            v @ FV::Masked(_) => super::state::masked_use(v),
             FV::Tensor(t) => self.tensor_getitem(t, idx, span),
             FV::Dict(d) => Self::dict_get(d, idx, span),
             FV::Tuple(_) | FV::List(_) | FV::Named(..) => {

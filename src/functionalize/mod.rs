@@ -192,6 +192,7 @@ impl<'m> Fz<'m> {
                     got.push(self.tensor_ty(v, f.span)?);
                     self.t.at(v)
                 }
+                m @ FV::Masked(_) => return state::masked_use(m),
                 other => {
                     return diag(
                         f.span,

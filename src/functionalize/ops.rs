@@ -74,13 +74,33 @@ impl A {
         match v {
             FV::Int(i) => Ok(*i),
             FV::Bool(b) => Ok(*b as i64),
+            FV::DynInt(a) if a.terms.iter().any(|(s, _)| matches!(s, Sym::Opaque(_))) => self.from_data(name),
             FV::DynInt(_) => {
                 needs_static(self.span, format!("{}(): argument '{name}' depends on a loop variable", self.name))
             }
+            FV::Tensor(_) | FV::DynFloat(_) | FV::DynBool(_) => self.from_data(name),
             other => {
                 diag(self.span, format!("{}(): argument '{name}' must be int, not {}", self.name, other.type_name()))
             }
         }
+    }
+    /// The refusal of an int argument whose value comes from tensor data.
+    fn from_data<T>(&self, name: &str) -> FR<T> {
+        let why = if matches!(name, "size" | "sizes" | "shape" | "length" | "end" | "steps" | "chunks" | "repeats")
+            || name.contains("size")
+        {
+            "so the result's shape depends on the data"
+        } else {
+            "known only when the program runs"
+        };
+        diag(
+            self.span,
+            format!(
+                "{}(): argument '{name}' comes from tensor data, {why}: the functional and optimized engines need \
+                 it known before the program runs (the reference engine runs it)",
+                self.name
+            ),
+        )
     }
     pub(super) fn int(&self, i: usize, name: &str) -> FR<i64> {
         self.int_of(self.req(i, name)?, name)
@@ -199,10 +219,15 @@ impl<'m> Fz<'m> {
         for (k, v) in kwargs {
             kw.push((k.clone(), self.expr(env, v)?));
         }
+        // A boolean-mask selection passed to anything is refused where the selection was made.
+        if let Some(m) = pos.iter().chain(kw.iter().map(|(_, v)| v)).find_map(super::state::find_masked) {
+            return super::state::masked_use(&m);
+        }
         match &func.kind {
             ExprKind::Attr(obj, name) => {
                 let o = self.expr(env, obj)?;
                 match o {
+                    m @ FV::Masked(_) => super::state::masked_use(&m),
                     FV::Module("math") => {
                         if let Some((k, _)) = kw.first() {
                             return diag(span, format!("unexpected keyword argument '{k}' for math.{name}"));
@@ -224,6 +249,9 @@ impl<'m> Fz<'m> {
                             _ => None,
                         };
                         let full = format!("{m}.{name}");
+                        if let Some(why) = super::python::data_dependent(name, pos.len(), kw.len(), false) {
+                            return diag(span, why);
+                        }
                         let a = A::new(pos, kw, span, full.clone());
                         let r = self.torch(name, &a, false)?;
                         a.check_keywords(&full)?;
@@ -239,6 +267,9 @@ impl<'m> Fz<'m> {
                         }
                         let mut kw = kw;
                         super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
+                        if let Some(why) = super::python::data_dependent(name, pos.len() - 1, kw.len(), true) {
+                            return diag(span, why);
+                        }
                         let a = A::new(pos, kw, span, name.clone());
                         let r = if name.ends_with('_') && !name.ends_with("__") {
                             self.inplace(name, &a)?
@@ -497,6 +528,7 @@ impl<'m> Fz<'m> {
 
     pub(super) fn attribute(&mut self, o: &FV, name: &str, span: Span) -> FR<FV> {
         match o {
+            FV::Masked(_) => super::state::masked_use(o),
             FV::Tensor(t) => Ok(match name {
                 "shape" => FV::Tuple(Rc::new(t.shape.iter().map(|&d| FV::Int(d as i64)).collect())),
                 "dtype" => FV::DType(self.roots[t.root].dtype),

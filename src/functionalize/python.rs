@@ -191,6 +191,24 @@ impl<'m> Fz<'m> {
     }
 }
 
+/// The refusal of an op whose output shape depends on the data (`torch.where(condition)` with one argument,
+/// `nonzero`, `masked_select`, ...), if `name` called with `npos` positional and `nkw` keyword arguments is one.
+pub(super) fn data_dependent(name: &str, npos: usize, nkw: usize, is_method: bool) -> Option<String> {
+    let what = match name {
+        "where" if npos + usize::from(is_method) == 1 && nkw == 0 => {
+            "`torch.where(condition)` with one argument returns the indices of the true elements, whose number"
+        }
+        "nonzero" | "argwhere" => "`nonzero` returns the indices of the nonzero elements, whose number",
+        "masked_select" => "`masked_select` returns the selected elements, whose number",
+        "unique" | "unique_consecutive" => "`unique` returns the distinct elements, whose number",
+        _ => return None,
+    };
+    Some(format!(
+        "{what} depends on the data (a data-dependent output shape): the functional and optimized engines cannot \
+         express it (the reference engine runs it)"
+    ))
+}
+
 /// Takes the device arguments out of a call (see `interp::python::strip_device`, which this mirrors).
 pub(super) fn strip_device(name: &str, pos: &mut Vec<FV>, kw: &mut Vec<(String, FV)>) -> Result<(), String> {
     let check = |v: &FV| match v {

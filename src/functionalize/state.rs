@@ -152,8 +152,8 @@ pub(super) enum FV {
     /// `y[mask]`: a selection whose size depends on the data. It is only usable as the value of `x[mask] = y[mask]`
     /// (a predicated select); anything else is reported.
     /// Holds the selected-from value and the mask's value (terms read at the subscript), the view's shape and the
-    /// mask's position.
-    Masked(Box<(TId, TId, Vec<usize>, usize)>),
+    /// mask's position, and where the selection was made (errors about it point there).
+    Masked(Box<(TId, TId, Vec<usize>, usize, Span)>),
 }
 
 impl FV {
@@ -253,9 +253,30 @@ impl From<Diagnostic> for Stop {
 
 pub(super) type FR<T> = Result<T, Stop>;
 
-/// Why a boolean-mask selection cannot be used as a value.
-pub(super) const DATA_DEPENDENT: &str =
-    "indexing with a boolean mask gives a data-dependent shape, which cannot be functionalized";
+/// A boolean-mask selection in `v` (itself, or in a tuple, list or dict), if any.
+pub(super) fn find_masked(v: &FV) -> Option<FV> {
+    match v {
+        FV::Masked(_) => Some(v.clone()),
+        FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().find_map(find_masked),
+        FV::List(xs) => xs.borrow().iter().find_map(find_masked),
+        FV::Dict(xs) => xs.iter().find_map(|(_, x)| find_masked(x)),
+        _ => None,
+    }
+}
+
+/// The refusal of a boolean-mask selection used other than as `x[mask] = y[mask]`: located at the selection.
+pub(super) fn masked_use<T>(v: &FV) -> FR<T> {
+    let at = match v {
+        FV::Masked(sel) => sel.4,
+        _ => Span::default(),
+    };
+    diag(
+        at,
+        "indexing with a boolean mask gives a data-dependent shape (how many elements it selects depends on the \
+         data): the functional and optimized engines cannot express it (the reference engine runs it); only \
+         `x[mask] = y[mask]` and `x[mask] = value` are supported",
+    )
+}
 
 pub(super) fn diag<T>(span: Span, m: impl Into<String>) -> FR<T> {
     Err(Stop::Diag(Diagnostic::new(m).at(span)))
