@@ -3,6 +3,8 @@
 from __future__ import annotations
 import torch
 
+LAYER = {"scale": 3.0, "repeats": 2, "names": ("q", "k")}
+
 
 def _rotate_pairs(x, cos, sin):
     # RoPE as gpt-fast and llama write it: pairs of the last dim, split with a starred reshape.
@@ -70,3 +72,21 @@ def device_and_dtype(x: f32[4, 4], idx: i64[4]) -> tuple[f32[4, 4], f64[4, 4], f
     d = x.to(device=dev, dtype=torch.float64).cpu()
     f = idx.to(x)[:4] + r.to(dev).type_as(x)
     return z, d, f, idx.to("cpu", torch.int64) + r
+
+
+def checked_loop(x: f32[4, 3], n: int = 3) -> f32[4, 3]:
+    # A check on the loop variable: the raise is never reached, on any engine.
+    for i in range(n):
+        if i >= x.shape[0]:
+            raise IndexError(f"row {i} out of {x.shape[0]}")
+        x[i] += LAYER["scale"] * i
+    return x
+
+
+def module_dict_and_starred_index(x: f32[4, 4, 2]) -> tuple[f32[2], f32[4, 2]]:
+    at = (1, 2)
+    y = x[(*at,)] * LAYER.get("repeats", 1)
+    for name in LAYER["names"]:
+        if name == "k" and "names" in LAYER:
+            y = y + 1
+    return y, x[(*at[:1],)]

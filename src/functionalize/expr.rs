@@ -667,6 +667,8 @@ pub(super) fn value_to_fv(v: &Value) -> FV {
             FV::List(Rc::new(std::cell::RefCell::new(items.borrow().iter().map(value_to_fv).collect())))
         }
         Value::DType(d) => FV::DType(*d),
+        Value::Device => FV::Device,
+        Value::Dict(items) => FV::Dict(Rc::new(items.iter().map(|(k, v)| (value_to_fv(k), value_to_fv(v))).collect())),
         _ => FV::None,
     }
 }

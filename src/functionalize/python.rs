@@ -153,13 +153,16 @@ impl<'m> Fz<'m> {
     }
 
     /// `raise EXC`: the error functionalization stops with. Under an `if` or loop on a run-time value the program
-    /// would raise only for some data, which the term cannot say: refused.
+    /// would raise only for some data, which the term cannot say: refused (an enclosing loop unrolls first, which
+    /// makes a condition on its variable static).
     pub(super) fn raise(&mut self, env: &mut Env, exc: &'m Option<Expr>, span: Span) -> Stop {
         if self.dyn_depth > 0 {
-            return stop(
+            // A condition on a loop variable becomes static when the loop is unrolled; one on data never does.
+            return Stop::NeedsStatic(
                 span,
                 "`raise` under a condition known only when the program runs is not supported by the functional \
-                 and optimized engines",
+                 and optimized engines"
+                    .into(),
             );
         }
         let Some(e) = exc else {
