@@ -230,7 +230,7 @@ pub fn format_value(v: &Value, spec: &str) -> Result<String, String> {
     }
     let s = parse_spec(spec)?;
     let float = |x: f64, ty: Option<char>| -> Result<String, String> {
-        let neg = x.is_sign_negative() && !(x == 0.0 && ty.is_none());
+        let neg = x.is_sign_negative() && !x.is_nan();
         let a = x.abs();
         let body = match ty {
             Some('f' | 'F') => format!("{:.*}", s.precision.unwrap_or(6), a),
@@ -238,12 +238,19 @@ pub fn format_value(v: &Value, spec: &str) -> Result<String, String> {
             Some(t @ ('g' | 'G')) => general(a, s.precision.unwrap_or(6), s.alt, t == 'G'),
             Some('%') => format!("{:.*}%", s.precision.unwrap_or(6), a * 100.0),
             None => match s.precision {
-                Some(p) => general(a, p, s.alt, false),
+                // Like `g`, but a whole number keeps one decimal (`format(1.0, ".3")` is `1.0`).
+                Some(p) => {
+                    let g = general(a, p, s.alt, false);
+                    if a.is_finite() && !g.contains(['.', 'e']) {
+                        format!("{g}.0")
+                    } else {
+                        g
+                    }
+                }
                 None => float_repr(a),
             },
             Some(t) => return Err(format!("Unknown format code '{t}' for object of type 'float'")),
         };
-        let body = if !a.is_finite() { body.replace("inf", "inf").replace("NaN", "nan") } else { body };
         let body = match s.group {
             Some(g) => {
                 let (int, rest) = match body.find(|c: char| !c.is_ascii_digit()) {
@@ -254,7 +261,7 @@ pub fn format_value(v: &Value, spec: &str) -> Result<String, String> {
             }
             None => body,
         };
-        Ok(pad(body, neg && x.is_finite() || x == f64::NEG_INFINITY, &s, '>'))
+        Ok(pad(body, neg, &s, '>'))
     };
     match v {
         Value::Bool(_) | Value::Int(_) if matches!(s.ty, Some('f' | 'F' | 'e' | 'E' | 'g' | 'G' | '%')) => {
@@ -335,6 +342,8 @@ mod tests {
         assert_eq!(f(Value::Float(1.5e-7), ".3e"), "1.500e-07");
         assert_eq!(f(Value::Float(0.0001234), ".3g"), "0.000123");
         assert_eq!(f(Value::Float(1234567.0), "g"), "1.23457e+06");
+        assert_eq!(f(Value::Float(1.0), ".3"), "1.0");
+        assert_eq!(f(Value::Float(2.5), ".3"), "2.5");
         assert_eq!(f(Value::Int(42), "05d"), "00042");
         assert_eq!(f(Value::Int(-42), ">6"), "   -42");
         assert_eq!(f(Value::Int(1234567), ","), "1,234,567");
