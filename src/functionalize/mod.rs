@@ -12,6 +12,7 @@
 //! Invariants: the result verifies ([`crate::ir::verify`]); what cannot be functionalized is reported with its
 //! source location and reason, never turned into a wrong term.
 
+mod args;
 mod branch;
 mod carry;
 mod composite;
