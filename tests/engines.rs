@@ -189,3 +189,11 @@ fn a_device_other_than_the_cpu_is_refused_and_dtypes_compare() {
     let src = "def f(x: f32[4]) -> f32[4]:\n    assert x.dtype == torch.float32 and x.dtype != torch.int64, \"dtype\"\n    assert x.device == torch.device(\"cpu\") and x.dtype.is_floating_point, \"device\"\n    assert not (x.dtype == torch.float64), f\"{x.dtype}\"\n    raise RuntimeError(\"reached\")\n";
     every_engine_raises_at(src, "f", "8:5", "RuntimeError: reached");
 }
+
+#[test]
+fn finfo_of_an_integer_dtype_is_pytorchs_error() {
+    let src = "def f(x: i64[4]) -> i64[4]:\n    m = torch.finfo(x.dtype).min\n    return x\n";
+    every_engine_raises_at(src, "f", "5:9", "torch.finfo() requires a floating point input type");
+    let src = "def f(x: f32[4]) -> f32[4]:\n    m = torch.iinfo(x.dtype).max\n    return x\n";
+    every_engine_raises_at(src, "f", "5:9", "torch.iinfo() requires an integer input type");
+}

@@ -90,3 +90,12 @@ def module_dict_and_starred_index(x: f32[4, 4, 2]) -> tuple[f32[2], f32[4, 2]]:
         if name == "k" and "names" in LAYER:
             y = y + 1
     return y, x[(*at[:1],)]
+
+
+def finfo_masking(logits: f32[2, 8], ids: i64[2, 8]) -> tuple[f32[2, 8], i64[2, 8], f32[2, 8]]:
+    # Hugging Face style masking with the dtype's most negative value, and an iinfo clamp.
+    neg = torch.finfo(logits.dtype).min
+    masked = logits.masked_fill(logits < 0, neg)
+    big = ids.clamp(max=torch.iinfo(torch.int64).max)
+    eps = torch.finfo(torch.float32).eps
+    return masked, big, logits / (logits.abs() + eps) * torch.finfo().tiny

@@ -81,6 +81,16 @@ impl<'m> Fz<'m> {
                     FV::Module("torch") if name == "device" && kw.is_empty() => {
                         super::python::torch_device(&pos).map_err(err(span))
                     }
+                    FV::Module("torch") if matches!(name.as_str(), "finfo" | "iinfo") && kw.is_empty() => {
+                        let d = match pos.as_slice() {
+                            [] => None,
+                            [FV::DType(d)] => Some(*d),
+                            [FV::Tensor(t)] => Some(self.roots[t.root].dtype),
+                            _ => return diag(span, format!("torch.{name}() takes a dtype")),
+                        };
+                        let (v, names) = crate::interp::python::type_info(name, d).map_err(err(span))?;
+                        Ok(FV::Named(Rc::new(v.iter().map(super::expr::value_to_fv).collect()), names))
+                    }
                     FV::Module(m) => {
                         let mut kw = kw;
                         super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;

@@ -31,6 +31,16 @@ impl<'m> Interp<'m> {
                     Value::Module("torch") if name == "device" && kw.is_empty() => {
                         super::python::torch_device(&pos).map_err(tensor_err(span))
                     }
+                    Value::Module("torch") if matches!(name.as_str(), "finfo" | "iinfo") && kw.is_empty() => {
+                        let d = match pos.as_slice() {
+                            [] => None,
+                            [Value::DType(d)] => Some(*d),
+                            [Value::Tensor(t)] => Some(t.dtype()),
+                            _ => return err(span, format!("torch.{name}() takes a dtype")),
+                        };
+                        let (v, names) = super::python::type_info(name, d).map_err(tensor_err(span))?;
+                        Ok(Value::Named(std::rc::Rc::new(v), names))
+                    }
                     Value::Module(m) => {
                         let full = format!("{m}.{name}");
                         let mut kw = kw;

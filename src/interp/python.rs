@@ -8,6 +8,7 @@ use super::pyfmt;
 use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
 use crate::frontend::ast::*;
+use crate::tensor::DType;
 
 /// Exception classes a program may raise by name (`raise ValueError(...)`).
 pub(crate) const EXCEPTIONS: &[&str] = &[
@@ -219,5 +220,37 @@ pub(super) fn torch_device(pos: &[Value]) -> Result<Value, String> {
         [Value::Str(s), Value::Int(_)] if &**s == "cpu" => Ok(Value::Device),
         [Value::Str(s), ..] => Err(not_cpu(&format!("'{s}'"))),
         _ => Err("torch.device() takes a device name such as \"cpu\"".into()),
+    }
+}
+
+const FINFO: &[&str] = &["bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"];
+const IINFO: &[&str] = &["bits", "max", "min"];
+
+/// `torch.finfo(dtype)` / `torch.iinfo(dtype)`: their fields (numbers) and names, as PyTorch gives them.
+pub(crate) fn type_info(which: &str, d: Option<DType>) -> Result<(Vec<Value>, &'static [&'static str]), String> {
+    let f = |bits: i64, eps: f64, max: f64, tiny: f64, res: f64| {
+        let v = vec![
+            Value::Int(bits),
+            Value::Float(eps),
+            Value::Float(max),
+            Value::Float(-max),
+            Value::Float(tiny),
+            Value::Float(tiny),
+            Value::Float(res),
+        ];
+        Ok((v, FINFO))
+    };
+    let i = |bits: i64, min: i64, max: i64| Ok((vec![Value::Int(bits), Value::Int(max), Value::Int(min)], IINFO));
+    match (which, d.unwrap_or(DType::F32)) {
+        ("finfo", DType::F32) => f(32, f32::EPSILON as f64, f32::MAX as f64, f32::MIN_POSITIVE as f64, 1e-6),
+        ("finfo", DType::F64) => f(64, f64::EPSILON, f64::MAX, f64::MIN_POSITIVE, 1e-15),
+        ("finfo", DType::F16) => f(16, 0.0009765625, 65504.0, 6.103515625e-05, 0.001),
+        ("finfo", DType::BF16) => f(16, 0.0078125, 3.3895313892515355e38, f32::MIN_POSITIVE as f64, 0.01),
+        ("iinfo", DType::I64) if d.is_some() => i(64, i64::MIN, i64::MAX),
+        ("iinfo", DType::I32) => i(32, i32::MIN as i64, i32::MAX as i64),
+        ("finfo", _) => {
+            Err("torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'".into())
+        }
+        _ => Err("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'".into()),
     }
 }
