@@ -197,3 +197,13 @@ fn finfo_of_an_integer_dtype_is_pytorchs_error() {
     let src = "def f(x: f32[4]) -> f32[4]:\n    m = torch.iinfo(x.dtype).max\n    return x\n";
     every_engine_raises_at(src, "f", "5:9", "torch.iinfo() requires an integer input type");
 }
+
+#[test]
+fn a_double_starred_argument_is_bound_as_python_binds_it() {
+    let src = "def f(x: f32[4]) -> f32[4]:\n    return torch.zeros(4, **3) + x\n";
+    every_engine_raises_at(src, "f", "5:12", "TypeError: argument after ** must be a mapping, not int");
+    let src = "def f(x: f32[4]) -> f32[()]:\n    return x.sum(dim=0, **{\"dim\": 0})\n";
+    every_engine_raises_at(src, "f", "5:12", "TypeError: got multiple values for keyword argument 'dim'");
+    let src = "def f(x: f32[4]) -> f32[()]:\n    return x.sum(**{0: 0})\n";
+    every_engine_raises_at(src, "f", "5:12", "TypeError: keywords must be strings");
+}

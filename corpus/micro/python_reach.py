@@ -99,3 +99,13 @@ def finfo_masking(logits: f32[2, 8], ids: i64[2, 8]) -> tuple[f32[2, 8], i64[2, 
     big = ids.clamp(max=torch.iinfo(torch.int64).max)
     eps = torch.finfo(torch.float32).eps
     return masked, big, logits / (logits.abs() + eps) * torch.finfo().tiny
+
+
+def factory_kwargs(x: f32[3, 5]) -> tuple[f32[3, 5], f32[3, 4]]:
+    # nn.Module style: creation keywords gathered once and spread into every call.
+    factory = {"device": x.device, "dtype": x.dtype}
+    h = torch.zeros(3, 5, **factory)
+    opts = {"dim": -1, "keepdim": True}
+    s = x.sum(**opts)
+    c = torch.ones(3, 4, **{"dtype": torch.float32}) * s
+    return h + x.softmax(**{"dim": 1}), c

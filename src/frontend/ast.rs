@@ -155,6 +155,7 @@ pub enum ExprKind {
     Compare(Box<Expr>, Vec<(CmpOp, Expr)>),
     /// `and` (true) or `or` (false) over two or more operands.
     BoolOp(bool, Vec<Expr>),
+    /// A call; a keyword named `**` is a `**mapping` argument, spread into keywords when the call runs.
     Call {
         func: Box<Expr>,
         args: Vec<Expr>,

@@ -506,7 +506,8 @@ impl Cx {
                 for k in c.arguments.keywords.iter() {
                     match &k.arg {
                         Some(name) => kwargs.push((name.to_string(), self.expr(&k.value)?)),
-                        None => return err(self.sp(k), "`**kwargs` in calls is not supported"),
+                        // `**mapping`: spread when the call runs (see `interp::python::spread_kwargs`).
+                        None => kwargs.push(("**".to_string(), self.expr(&k.value)?)),
                     }
                 }
                 ExprKind::Call { func: self.boxed(&c.func)?, args, kwargs }

@@ -63,6 +63,14 @@ impl<'m> Fz<'m> {
         for (k, v) in kwargs {
             kw.push((k.clone(), self.expr(env, v)?));
         }
+        let kw = crate::interp::python::spread_kwargs(kw, |v| match v {
+            FV::Dict(d) => Ok(d
+                .iter()
+                .map(|(k, v)| (if let FV::Str(s) = k { Some(s.to_string()) } else { None }, v.clone()))
+                .collect()),
+            other => Err(format!("TypeError: argument after ** must be a mapping, not {}", other.type_name())),
+        })
+        .map_err(err(span))?;
         // A boolean-mask selection passed to anything is refused where the selection was made.
         if let Some(m) = pos.iter().chain(kw.iter().map(|(_, v)| v)).find_map(super::state::find_masked) {
             return super::state::masked_use(&m);

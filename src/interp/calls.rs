@@ -24,6 +24,7 @@ impl<'m> Interp<'m> {
         for (k, v) in kwargs {
             kw.push((k.clone(), self.eval(frame, v)?));
         }
+        let kw = super::python::spread_kwargs(kw, super::python::dict_entries).map_err(tensor_err(span))?;
         match &func.kind {
             ExprKind::Attr(obj, name) => {
                 let o = self.eval(frame, obj)?;

@@ -187,6 +187,39 @@ impl<'m> Interp<'m> {
     }
 }
 
+/// Keyword arguments with every `**mapping` (a keyword named `**`) spread out, as Python binds them.
+pub(crate) fn spread_kwargs<V: Clone>(
+    kw: Vec<(String, V)>,
+    as_dict: impl Fn(&V) -> Result<Vec<(Option<String>, V)>, String>,
+) -> Result<Vec<(String, V)>, String> {
+    if !kw.iter().any(|(k, _)| k == "**") {
+        return Ok(kw);
+    }
+    let mut out: Vec<(String, V)> = Vec::new();
+    for (k, v) in kw {
+        let items = if k == "**" { as_dict(&v)? } else { vec![(Some(k), v)] };
+        for (k, v) in items {
+            let Some(k) = k else { return Err("TypeError: keywords must be strings".into()) };
+            if out.iter().any(|(o, _)| *o == k) {
+                return Err(format!("TypeError: got multiple values for keyword argument '{k}'"));
+            }
+            out.push((k, v));
+        }
+    }
+    Ok(out)
+}
+
+/// The entries of a `**mapping` argument.
+pub(super) fn dict_entries(v: &Value) -> Result<Vec<(Option<String>, Value)>, String> {
+    match v {
+        Value::Dict(d) => Ok(d
+            .iter()
+            .map(|(k, v)| (if let Value::Str(s) = k { Some(s.to_string()) } else { None }, v.clone()))
+            .collect()),
+        other => Err(format!("TypeError: argument after ** must be a mapping, not {}", other.type_name())),
+    }
+}
+
 /// Takes the device arguments out of a call to `name` (`device=` anywhere; for `.to`, a device or device name in
 /// first position): the CPU is the only device, so they change nothing; another device is refused. `non_blocking`
 /// and `copy=False` go with them for `.to`.
