@@ -22,7 +22,8 @@ fn s(p: &Path) -> &str {
 }
 
 /// A file with a good program, a program outside the subset, a helper outside the subset and a program that calls
-/// it, a program that calls a good helper, and a program using `*args` (line numbers are the file's).
+/// it, a program using `*args` and a program whose local variable is named like the failed program (a local, not a
+/// reference to it). Line numbers are the file's.
 const MIXED: &str = "\
 from __future__ import annotations
 import torch
@@ -52,7 +53,8 @@ def calls_bad(x: f32[3]) -> f32[3]:
 
 
 def last(x: f32[3]) -> f32[3]:
-    return _good(x) + 1
+    odd = x * 3
+    return _good(odd) + 1
 ";
 
 #[test]

@@ -111,6 +111,39 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     Ok(Module { path: _path.to_string(), functions, constants, failed })
 }
 
+/// The names a body binds: assignment, augmented assignment, `for` and comprehension targets.
+fn bound_names(body: &[Stmt], out: &mut Vec<String>) {
+    fn target(e: &Expr, out: &mut Vec<String>) {
+        match &e.kind {
+            ExprKind::Name(n) => out.push(n.clone()),
+            ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| target(x, out)),
+            ExprKind::Starred(x) => target(x, out),
+            _ => {}
+        }
+    }
+    for s in body {
+        match &s.kind {
+            StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| target(t, out)),
+            StmtKind::AugAssign { target: t, .. } => target(t, out),
+            StmtKind::For { target: t, body, .. } => {
+                target(t, out);
+                bound_names(body, out);
+            }
+            StmtKind::While { body, .. } => bound_names(body, out),
+            StmtKind::If { body, orelse, .. } => {
+                bound_names(body, out);
+                bound_names(orelse, out);
+            }
+            _ => {}
+        }
+    }
+    visit_exprs(body, &mut |e| {
+        if let ExprKind::ListComp { target: t, .. } = &e.kind {
+            target(t, out);
+        }
+    });
+}
+
 /// Moves every function that names a failed function (directly or through others) to `failed`, with a message at
 /// its first such reference that gives the failed function's own error.
 fn fail_callers(path: &str, functions: &mut Vec<Function>, failed: &mut Vec<FailedFunction>) {
@@ -123,8 +156,11 @@ fn fail_callers(path: &str, functions: &mut Vec<Function>, failed: &mut Vec<Fail
                     refs.push((n.clone(), e.span));
                 }
             });
+            // Names the function binds are local everywhere in it (Python's scoping): they do not name functions.
+            let mut local: Vec<String> = f.params.iter().map(|p| p.name.clone()).collect();
+            bound_names(&f.body, &mut local);
             for (n, span) in refs {
-                if f.params.iter().any(|p| p.name == n) {
+                if local.contains(&n) {
                     continue;
                 }
                 if let Some(bad) = failed.iter().find(|g| g.name == n) {
