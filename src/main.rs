@@ -361,7 +361,12 @@ fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>, rules: &Rewrite
                 continue;
             }
         };
-        for f in module.programs() {
+        for name in module.program_names() {
+            let Ok(f) = module.get(&name) else {
+                failed += 1;
+                outln!("FAIL {shown}::{name}: {}", module.get(&name).err().map(|d| d.to_string()).unwrap_or_default());
+                continue;
+            };
             let out = a.output.join(rel.with_extension("")).join(&f.name);
             let start = std::time::Instant::now();
             // Scalar arguments apply to the programs that have such a parameter.
@@ -398,7 +403,10 @@ fn run_one(
     rules: &Rewrites,
 ) -> Result<(), Failure> {
     let file = &module.path;
-    let f = module.function(func).ok_or_else(|| Failure(1, format!("{file}: no function `{func}`")))?;
+    let f = module.get(func).map_err(|d| match d.span {
+        Some(_) => Failure::from(d),
+        None => Failure(1, format!("{file}: no function `{func}`")),
+    })?;
     let params = interp::tensor_params(f).map_err(|d| d.in_file(file))?;
     std::fs::create_dir_all(output).map_err(|e| Failure(1, format!("{}: cannot create: {e}", output.display())))?;
     let mut inputs = BTreeMap::new();
@@ -487,7 +495,7 @@ fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
                 continue;
             }
             (Some(f), Ok(_)) => vec![f.clone()],
-            (None, Ok(m)) => m.programs().map(|f| f.name.clone()).collect(),
+            (None, Ok(m)) => m.program_names(),
         };
         for func in funcs {
             let dir = out.join(rel.with_extension("")).join(&func);
@@ -668,7 +676,15 @@ fn list(paths: &[PathBuf]) -> Result<(), Failure> {
     for file in files {
         let shown = file.display().to_string();
         let module = frontend::load_module(&shown)?;
-        for f in module.programs() {
+        for name in module.program_names() {
+            // A function outside the subset is listed as failed, with its own located message.
+            let f = match module.get(&name) {
+                Ok(f) => f,
+                Err(d) => {
+                    outln!("{shown}::{name}: failed: {d}");
+                    continue;
+                }
+            };
             let params: Vec<String> = f
                 .params
                 .iter()

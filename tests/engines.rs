@@ -260,3 +260,66 @@ fn pad_repeat_interleave_and_dropout_refusals() {
         every_engine_raises(&format!("import torch.nn.functional as F\n\n{src}"), "f", want);
     }
 }
+
+/// Every engine stops with `want` located at `line:col` of case.py.
+fn every_engine_raises_at(src: &str, func: &str, line_col: &str, want: &str) {
+    every_engine_raises(src, func, &format!("{line_col}: {want}"));
+}
+
+#[test]
+fn a_starred_argument_that_is_not_a_sequence_is_pythons_error() {
+    let src = "def f(x: f32[2, 6]) -> f32[2, 6]:\n    n = 3\n    return x.reshape(*n)\n";
+    every_engine_raises_at(src, "f", "6:22", "TypeError: Value after * must be an iterable, not int");
+    let src = "def f(x: f32[2, 6]) -> f32[2, 6]:\n    n = 3\n    s = [*n, 2]\n    return x\n";
+    every_engine_raises_at(src, "f", "6:10", "TypeError: 'int' object is not iterable");
+}
+
+#[test]
+fn a_failed_assert_or_raise_formats_its_f_string() {
+    let src = "def f(x: f32[4, 3]) -> f32[4, 3]:\n    assert x.shape[0] == 3, f\"expected 3 rows, got {x.shape[0]} ({x.shape[0] / 3:.2f}x) in {x.shape!r}\"\n    return x\n";
+    every_engine_raises_at(src, "f", "5:5", "AssertionError: expected 3 rows, got 4 (1.33x) in (4, 3)");
+    let src =
+        "def f(x: f32[4, 3], k: int = 2) -> f32[4, 3]:\n    if k < 3:\n        raise ValueError(f\"k={k:>3}, dtype {x.dtype}\")\n    return x\n";
+    every_engine_raises_at(src, "f", "6:9", "ValueError: k=  2, dtype torch.float32");
+    let src = "def f(x: f32[4]) -> f32[4]:\n    raise NotImplementedError\n";
+    every_engine_raises_at(src, "f", "5:5", "NotImplementedError");
+}
+
+#[test]
+fn dict_lookups_are_pythons() {
+    let src = "def f(x: f32[4]) -> f32[4]:\n    d = {\"a\": x, 1: 2.0}\n    return d[\"b\"]\n";
+    every_engine_raises_at(src, "f", "6:12", "KeyError: 'b'");
+    let src = "def f(x: f32[4]) -> f32[4]:\n    d = {\"a\": x}\n    d[\"a\"] = x + 1\n    return x\n";
+    every_engine_raises_at(src, "f", "6:5", "assigning into a dict is not supported");
+    let src = "def f(x: f32[4]) -> f32[4]:\n    d = {x: 1}\n    return x\n";
+    every_engine_raises_at(src, "f", "5:10", "dict keys must be numbers, strings or None here, not Tensor");
+}
+
+#[test]
+fn a_device_other_than_the_cpu_is_refused_and_dtypes_compare() {
+    for call in ["torch.zeros(4, device=\"cuda\")", "x.to(\"cuda:0\")", "x.cuda()", "x.to(torch.device(\"cuda\"))"] {
+        let src = format!("def f(x: f32[4]) -> f32[4]:\n    return {call} + x\n");
+        every_engine_raises(&src, "f", "device 'cuda");
+    }
+    // `x.dtype == torch.float32` and friends are Python bools on every engine (they were always False before).
+    let src = "def f(x: f32[4]) -> f32[4]:\n    assert x.dtype == torch.float32 and x.dtype != torch.int64, \"dtype\"\n    assert x.device == torch.device(\"cpu\") and x.dtype.is_floating_point, \"device\"\n    assert not (x.dtype == torch.float64), f\"{x.dtype}\"\n    raise RuntimeError(\"reached\")\n";
+    every_engine_raises_at(src, "f", "8:5", "RuntimeError: reached");
+}
+
+#[test]
+fn finfo_of_an_integer_dtype_is_pytorchs_error() {
+    let src = "def f(x: i64[4]) -> i64[4]:\n    m = torch.finfo(x.dtype).min\n    return x\n";
+    every_engine_raises_at(src, "f", "5:9", "torch.finfo() requires a floating point input type");
+    let src = "def f(x: f32[4]) -> f32[4]:\n    m = torch.iinfo(x.dtype).max\n    return x\n";
+    every_engine_raises_at(src, "f", "5:9", "torch.iinfo() requires an integer input type");
+}
+
+#[test]
+fn a_double_starred_argument_is_bound_as_python_binds_it() {
+    let src = "def f(x: f32[4]) -> f32[4]:\n    return torch.zeros(4, **3) + x\n";
+    every_engine_raises_at(src, "f", "5:12", "TypeError: argument after ** must be a mapping, not int");
+    let src = "def f(x: f32[4]) -> f32[()]:\n    return x.sum(dim=0, **{\"dim\": 0})\n";
+    every_engine_raises_at(src, "f", "5:12", "TypeError: got multiple values for keyword argument 'dim'");
+    let src = "def f(x: f32[4]) -> f32[()]:\n    return x.sum(**{0: 0})\n";
+    every_engine_raises_at(src, "f", "5:12", "TypeError: keywords must be strings");
+}

@@ -98,7 +98,7 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
         };
         let funcs: Vec<String> = match &only {
             Some(f) => vec![f.clone()],
-            None => module.programs().map(|f| f.name.clone()).collect(),
+            None => module.program_names(),
         };
         for func in funcs {
             let label = format!("{shown}::{func}");

@@ -12,11 +12,43 @@ pub struct Module {
     pub functions: Vec<Function>,
     /// Top-level `NAME = expr` assignments, evaluated in order before a program runs.
     pub constants: Vec<(String, Expr)>,
+    /// Top-level functions that use a construct outside the subset, or call one that does: each fails on its own
+    /// (with its own `file:line:col`), and the other functions of the file still run.
+    pub failed: Vec<FailedFunction>,
+}
+
+/// A top-level function that cannot be used, and why.
+#[derive(Clone, Debug)]
+pub struct FailedFunction {
+    pub name: String,
+    pub span: Span,
+    /// Located, with the file name.
+    pub error: crate::diag::Diagnostic,
 }
 
 impl Module {
+    /// A function that converted (failed ones are not found here; see [`Module::get`]).
     pub fn function(&self, name: &str) -> Option<&Function> {
         self.functions.iter().find(|f| f.name == name)
+    }
+
+    /// A function by name, or why it cannot be used: its own located error if it failed, else "no function".
+    pub fn get(&self, name: &str) -> Result<&Function, crate::diag::Diagnostic> {
+        if let Some(f) = self.function(name) {
+            return Ok(f);
+        }
+        match self.failed.iter().find(|f| f.name == name) {
+            Some(f) => Err(f.error.clone()),
+            None => Err(crate::diag::Diagnostic::new(format!("no function `{name}` in {}", self.path))),
+        }
+    }
+
+    /// The names of every program, those that failed included, in source order.
+    pub fn program_names(&self) -> Vec<String> {
+        let mut all: Vec<(Span, &str)> = self.functions.iter().map(|f| (f.span, f.name.as_str())).collect();
+        all.extend(self.failed.iter().map(|f| (f.span, f.name.as_str())));
+        all.sort();
+        all.into_iter().filter(|(_, n)| !n.starts_with('_')).map(|(_, n)| n.to_string()).collect()
     }
 
     /// Programs are the top-level functions whose names do not start with `_`; the rest are helpers.
@@ -95,6 +127,8 @@ pub enum StmtKind {
         test: Expr,
         msg: Option<Expr>,
     },
+    /// `raise EXC` (or a bare `raise`): the program fails with the exception's message where it is reached.
+    Raise(Option<Expr>),
     Pass,
     Break,
     Continue,
@@ -121,6 +155,7 @@ pub enum ExprKind {
     Compare(Box<Expr>, Vec<(CmpOp, Expr)>),
     /// `and` (true) or `or` (false) over two or more operands.
     BoolOp(bool, Vec<Expr>),
+    /// A call; a keyword named `**` is a `**mapping` argument, spread into keywords when the call runs.
     Call {
         func: Box<Expr>,
         args: Vec<Expr>,
@@ -142,6 +177,112 @@ pub enum ExprKind {
         iter: Box<Expr>,
         conds: Vec<Expr>,
     },
+    /// `*value`: only as a call argument or an item of a list or tuple display (the converter allows no other place).
+    Starred(Box<Expr>),
+    /// `{k: v, ...}`: a dict display.
+    Dict(Vec<(Expr, Expr)>),
+    /// `f"..."`: literal text and replacement fields, in order.
+    FString(Vec<FPart>),
+}
+
+/// A piece of an f-string.
+#[derive(Clone, Debug)]
+pub enum FPart {
+    Lit(String),
+    /// `{value!conv:spec}`: `conv` is `s`, `r` or `a` when given; `spec` is the format spec's literal text.
+    Field {
+        value: Expr,
+        conv: Option<char>,
+        spec: String,
+    },
+}
+
+/// Calls `f` on every expression of `body` (nested statements and subexpressions included).
+pub fn visit_exprs<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Expr)) {
+    for s in body {
+        match &s.kind {
+            StmtKind::Assign { targets, value } => {
+                targets.iter().for_each(|t| visit_expr(t, f));
+                visit_expr(value, f);
+            }
+            StmtKind::AugAssign { target, value, .. } => {
+                visit_expr(target, f);
+                visit_expr(value, f);
+            }
+            StmtKind::Expr(e) | StmtKind::Return(Some(e)) | StmtKind::Raise(Some(e)) => visit_expr(e, f),
+            StmtKind::For { target, iter, body } => {
+                visit_expr(target, f);
+                visit_expr(iter, f);
+                visit_exprs(body, f);
+            }
+            StmtKind::While { test, body } => {
+                visit_expr(test, f);
+                visit_exprs(body, f);
+            }
+            StmtKind::If { test, body, orelse } => {
+                visit_expr(test, f);
+                visit_exprs(body, f);
+                visit_exprs(orelse, f);
+            }
+            StmtKind::Assert { test, msg } => {
+                visit_expr(test, f);
+                if let Some(m) = msg {
+                    visit_expr(m, f);
+                }
+            }
+            StmtKind::Return(None) | StmtKind::Raise(None) | StmtKind::Pass | StmtKind::Break | StmtKind::Continue => {}
+        }
+    }
+}
+
+/// Calls `f` on `e` and every subexpression of it, outermost first.
+pub fn visit_expr<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
+    f(e);
+    match &e.kind {
+        ExprKind::Name(_)
+        | ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Bool(_)
+        | ExprKind::NoneLit
+        | ExprKind::Ellipsis
+        | ExprKind::Str(_) => {}
+        ExprKind::Bin(_, a, b) | ExprKind::Subscript(a, b) => {
+            visit_expr(a, f);
+            visit_expr(b, f);
+        }
+        ExprKind::Unary(_, a) | ExprKind::Attr(a, _) | ExprKind::Starred(a) => visit_expr(a, f),
+        ExprKind::Compare(a, rest) => {
+            visit_expr(a, f);
+            rest.iter().for_each(|(_, x)| visit_expr(x, f));
+        }
+        ExprKind::BoolOp(_, xs) | ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| visit_expr(x, f)),
+        ExprKind::Call { func, args, kwargs } => {
+            visit_expr(func, f);
+            args.iter().for_each(|x| visit_expr(x, f));
+            kwargs.iter().for_each(|(_, x)| visit_expr(x, f));
+        }
+        ExprKind::Slice(a, b, c) => [a, b, c].into_iter().flatten().for_each(|x| visit_expr(x, f)),
+        ExprKind::IfExp { test, body, orelse } => {
+            visit_expr(test, f);
+            visit_expr(body, f);
+            visit_expr(orelse, f);
+        }
+        ExprKind::ListComp { elt, target, iter, conds } => {
+            visit_expr(elt, f);
+            visit_expr(target, f);
+            visit_expr(iter, f);
+            conds.iter().for_each(|x| visit_expr(x, f));
+        }
+        ExprKind::Dict(items) => items.iter().for_each(|(k, v)| {
+            visit_expr(k, f);
+            visit_expr(v, f);
+        }),
+        ExprKind::FString(parts) => parts.iter().for_each(|p| {
+            if let FPart::Field { value, .. } = p {
+                visit_expr(value, f);
+            }
+        }),
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -64,15 +64,21 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     };
     let module = parsed.into_syntax();
     let mut functions: Vec<Function> = Vec::new();
+    let mut failed: Vec<FailedFunction> = Vec::new();
     let mut constants = Vec::new();
     for stmt in &module.body {
         match stmt {
             py::Stmt::FunctionDef(f) => {
-                let func = cx.function(f)?;
-                if functions.iter().any(|g| g.name == func.name) {
-                    return err(func.span, format!("function `{}` is defined twice", func.name));
+                let name = f.name.to_string();
+                let span = cx.sp(f);
+                if functions.iter().any(|g| g.name == name) || failed.iter().any(|g: &FailedFunction| g.name == name) {
+                    return err(span, format!("function `{name}` is defined twice"));
                 }
-                functions.push(func);
+                // Each function converts on its own: one outside the subset fails alone.
+                match cx.function(f) {
+                    Ok(func) => functions.push(func),
+                    Err(d) => failed.push(FailedFunction { name, span, error: d.in_file(_path) }),
+                }
             }
             py::Stmt::Import(imp) => {
                 for alias in &imp.names {
@@ -101,7 +107,73 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             }
         }
     }
-    Ok(Module { path: _path.to_string(), functions, constants })
+    fail_callers(_path, &mut functions, &mut failed);
+    Ok(Module { path: _path.to_string(), functions, constants, failed })
+}
+
+/// The names a body binds: assignment, augmented assignment, `for` and comprehension targets.
+fn bound_names(body: &[Stmt], out: &mut Vec<String>) {
+    fn target(e: &Expr, out: &mut Vec<String>) {
+        match &e.kind {
+            ExprKind::Name(n) => out.push(n.clone()),
+            ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| target(x, out)),
+            ExprKind::Starred(x) => target(x, out),
+            _ => {}
+        }
+    }
+    for s in body {
+        match &s.kind {
+            StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| target(t, out)),
+            StmtKind::AugAssign { target: t, .. } => target(t, out),
+            StmtKind::For { target: t, body, .. } => {
+                target(t, out);
+                bound_names(body, out);
+            }
+            StmtKind::While { body, .. } => bound_names(body, out),
+            StmtKind::If { body, orelse, .. } => {
+                bound_names(body, out);
+                bound_names(orelse, out);
+            }
+            _ => {}
+        }
+    }
+    visit_exprs(body, &mut |e| {
+        if let ExprKind::ListComp { target: t, .. } = &e.kind {
+            target(t, out);
+        }
+    });
+}
+
+/// Moves every function that names a failed function (directly or through others) to `failed`, with a message at
+/// its first such reference that gives the failed function's own error.
+fn fail_callers(path: &str, functions: &mut Vec<Function>, failed: &mut Vec<FailedFunction>) {
+    loop {
+        let mut hit = None;
+        'funcs: for (i, f) in functions.iter().enumerate() {
+            let mut refs = Vec::new();
+            visit_exprs(&f.body, &mut |e| {
+                if let ExprKind::Name(n) = &e.kind {
+                    refs.push((n.clone(), e.span));
+                }
+            });
+            // Names the function binds are local everywhere in it (Python's scoping): they do not name functions.
+            let mut local: Vec<String> = f.params.iter().map(|p| p.name.clone()).collect();
+            bound_names(&f.body, &mut local);
+            for (n, span) in refs {
+                if local.contains(&n) {
+                    continue;
+                }
+                if let Some(bad) = failed.iter().find(|g| g.name == n) {
+                    let msg = format!("`{n}` cannot be used: {}", bad.error);
+                    hit = Some((i, Diagnostic::new(msg).at(span).in_file(path)));
+                    break 'funcs;
+                }
+            }
+        }
+        let Some((i, error)) = hit else { return };
+        let f = functions.remove(i);
+        failed.push(FailedFunction { name: f.name, span: f.span, error });
+    }
 }
 
 impl Cx {
@@ -300,7 +372,10 @@ impl Cx {
                 return err(span, "`with` statements are not supported (except `with torch.no_grad():`)")
             }
             py::Stmt::Try(_) => return err(span, "`try` statements are not supported"),
-            py::Stmt::Raise(_) => return err(span, "`raise` is not supported"),
+            py::Stmt::Raise(r) => StmtKind::Raise(match &r.exc {
+                Some(e) => Some(self.expr(e)?),
+                None => None,
+            }),
             py::Stmt::Delete(_) => return err(span, "`del` is not supported"),
             py::Stmt::Global(_) | py::Stmt::Nonlocal(_) => return err(span, "`global`/`nonlocal` are not supported"),
             py::Stmt::Import(_) | py::Stmt::ImportFrom(_) => {
@@ -359,6 +434,56 @@ impl Cx {
         self.deeper(e, || self.expr_at(e))
     }
 
+    /// A call argument or an item of a tuple or list display: `*value` is allowed here.
+    fn item(&self, e: &py::Expr) -> Result<Expr, Diagnostic> {
+        match e {
+            py::Expr::Starred(s) => Ok(Expr { kind: ExprKind::Starred(self.boxed(&s.value)?), span: self.sp(s) }),
+            other => self.expr(other),
+        }
+    }
+
+    /// The pieces of an f-string (implicitly concatenated literals included).
+    fn fstring(&self, f: &py::ExprFString) -> Result<Vec<FPart>, Diagnostic> {
+        let mut parts = Vec::new();
+        for part in f.value.iter() {
+            match part {
+                py::FStringPart::Literal(l) => parts.push(FPart::Lit(l.value.to_string())),
+                py::FStringPart::FString(fs) => {
+                    for el in fs.elements.iter() {
+                        match el {
+                            py::InterpolatedStringElement::Literal(l) => parts.push(FPart::Lit(l.value.to_string())),
+                            py::InterpolatedStringElement::Interpolation(i) => {
+                                if i.debug_text.is_some() {
+                                    return err(self.sp(i), "`=` in f-string fields is not supported");
+                                }
+                                let conv = match i.conversion {
+                                    py::ConversionFlag::None => None,
+                                    py::ConversionFlag::Str => Some('s'),
+                                    py::ConversionFlag::Repr => Some('r'),
+                                    py::ConversionFlag::Ascii => Some('a'),
+                                };
+                                let mut spec = String::new();
+                                if let Some(fs) = &i.format_spec {
+                                    for e in fs.elements.iter() {
+                                        match e {
+                                            py::InterpolatedStringElement::Literal(l) => spec.push_str(&l.value),
+                                            py::InterpolatedStringElement::Interpolation(n) => return err(
+                                                self.sp(n),
+                                                "replacement fields inside an f-string format spec are not supported",
+                                            ),
+                                        }
+                                    }
+                                }
+                                parts.push(FPart::Field { value: self.expr(&i.expression)?, conv, spec });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(parts)
+    }
+
     fn expr_at(&self, e: &py::Expr) -> Result<Expr, Diagnostic> {
         let span = self.sp(e);
         let kind = match e {
@@ -411,16 +536,14 @@ impl Cx {
             py::Expr::Call(c) => {
                 let mut args = Vec::new();
                 for a in c.arguments.args.iter() {
-                    if let py::Expr::Starred(s) = a {
-                        return err(self.sp(s), "`*args` in calls is not supported");
-                    }
-                    args.push(self.expr(a)?);
+                    args.push(self.item(a)?);
                 }
                 let mut kwargs = Vec::new();
                 for k in c.arguments.keywords.iter() {
                     match &k.arg {
                         Some(name) => kwargs.push((name.to_string(), self.expr(&k.value)?)),
-                        None => return err(self.sp(k), "`**kwargs` in calls is not supported"),
+                        // `**mapping`: spread when the call runs (see `interp::python::spread_kwargs`).
+                        None => kwargs.push(("**".to_string(), self.expr(&k.value)?)),
                     }
                 }
                 ExprKind::Call { func: self.boxed(&c.func)?, args, kwargs }
@@ -428,8 +551,8 @@ impl Cx {
             py::Expr::Attribute(a) => ExprKind::Attr(self.boxed(&a.value)?, a.attr.to_string()),
             py::Expr::Subscript(s) => ExprKind::Subscript(self.boxed(&s.value)?, self.boxed(&s.slice)?),
             py::Expr::Slice(s) => ExprKind::Slice(self.opt(&s.lower)?, self.opt(&s.upper)?, self.opt(&s.step)?),
-            py::Expr::Tuple(t) => ExprKind::Tuple(t.elts.iter().map(|v| self.expr(v)).collect::<Result<_, _>>()?),
-            py::Expr::List(t) => ExprKind::List(t.elts.iter().map(|v| self.expr(v)).collect::<Result<_, _>>()?),
+            py::Expr::Tuple(t) => ExprKind::Tuple(t.elts.iter().map(|v| self.item(v)).collect::<Result<_, _>>()?),
+            py::Expr::List(t) => ExprKind::List(t.elts.iter().map(|v| self.item(v)).collect::<Result<_, _>>()?),
             py::Expr::If(i) => ExprKind::IfExp {
                 test: self.boxed(&i.test)?,
                 body: self.boxed(&i.body)?,
@@ -449,10 +572,21 @@ impl Cx {
             }
             py::Expr::Starred(_) => return err(span, "starred expressions are not supported"),
             py::Expr::Lambda(_) => return err(span, "lambda is not supported"),
-            py::Expr::Dict(_) | py::Expr::DictComp(_) => return err(span, "dicts are not supported"),
+            py::Expr::Dict(d) => {
+                let mut items = Vec::new();
+                for it in d.items.iter() {
+                    let Some(k) = &it.key else {
+                        return err(self.sp(&it.value), "`**` in dict displays is not supported");
+                    };
+                    items.push((self.expr(k)?, self.expr(&it.value)?));
+                }
+                ExprKind::Dict(items)
+            }
+            py::Expr::DictComp(_) => return err(span, "dict comprehensions are not supported"),
             py::Expr::Set(_) | py::Expr::SetComp(_) => return err(span, "sets are not supported"),
             py::Expr::Generator(_) => return err(span, "generator expressions are not supported"),
-            py::Expr::FString(_) | py::Expr::TString(_) => return err(span, "f-strings are not supported"),
+            py::Expr::FString(f) => ExprKind::FString(self.fstring(f)?),
+            py::Expr::TString(_) => return err(span, "t-strings are not supported"),
             py::Expr::Named(_) => return err(span, "assignment expressions (`:=`) are not supported"),
             _ => return err(span, "unsupported expression"),
         };

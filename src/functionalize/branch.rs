@@ -16,6 +16,7 @@ fn refers_to(v: &FV, r: usize) -> bool {
         FV::Tensor(t) => t.roots().contains(&r),
         FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().any(|x| refers_to(x, r)),
         FV::List(xs) => xs.borrow().iter().any(|x| refers_to(x, r)),
+        FV::Dict(xs) => xs.iter().any(|(_, x)| refers_to(x, r)),
         _ => false,
     }
 }
@@ -91,7 +92,10 @@ impl<'m> Fz<'m> {
         // An arm's bindings and roots, and what it returns. A returned value joins the merge as names
         // (`%return.K`, one per tensor or number in it), so it is merged as bindings are.
         let arm = |this: &mut Self, env: &mut Env, stmts: &'m [Stmt]| -> FR<(Env, Vec<Root>, Option<Ret>)> {
-            match this.block(env, stmts)? {
+            this.dyn_depth += 1;
+            let flow = this.block(env, stmts);
+            this.dyn_depth -= 1;
+            match flow? {
                 Flow::Normal => Ok((env.clone(), this.roots.clone(), None)),
                 Flow::Return(v) => {
                     let mut e = env.clone();

@@ -354,6 +354,7 @@ fn refers_to(v: &FV, root: usize) -> bool {
         FV::Tensor(t) => t.roots().contains(&root),
         FV::Tuple(items) | FV::Named(items, _) => items.iter().any(|i| refers_to(i, root)),
         FV::List(l) => l.borrow().iter().any(|i| refers_to(i, root)),
+        FV::Dict(d) => d.iter().any(|(_, i)| refers_to(i, root)),
         _ => false,
     }
 }

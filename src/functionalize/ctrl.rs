@@ -113,6 +113,7 @@ fn lists_in(v: &FV, out: &mut Vec<(Rc<RefCell<Vec<FV>>>, Vec<FV>)>) {
             items.iter().for_each(|i| lists_in(i, out));
         }
         FV::Tuple(items) | FV::Named(items, _) => items.iter().for_each(|i| lists_in(i, out)),
+        FV::Dict(items) => items.iter().for_each(|(_, i)| lists_in(i, out)),
         _ => {}
     }
 }
@@ -194,12 +195,21 @@ impl<'m> Fz<'m> {
             }
             StmtKind::For { target, iter, body } => return self.for_stmt(env, target, iter, body, s.span),
             StmtKind::While { test, body } => return self.while_stmt(env, test, body, s.span),
-            StmtKind::Assert { test, .. } => {
+            StmtKind::Assert { test, msg } => {
                 let c = self.expr(env, test)?;
                 if let Cond::Static(false) = self.cond(&c, test.span)? {
-                    return diag(s.span, "AssertionError");
+                    // The message is evaluated only when the assertion fails, as Python does.
+                    let m = match msg {
+                        Some(m) => {
+                            let v = self.expr(env, m)?;
+                            format!("AssertionError: {}", self.fv_str(&v))
+                        }
+                        None => "AssertionError".to_string(),
+                    };
+                    return diag(s.span, m);
                 }
             }
+            StmtKind::Raise(exc) => return Err(self.raise(env, exc, s.span)),
             StmtKind::Pass => {}
             StmtKind::Break => return Ok(Flow::Break),
             StmtKind::Continue => return Ok(Flow::Continue),
@@ -234,6 +244,8 @@ impl<'m> Fz<'m> {
                 let i = self.expr(env, idx)?;
                 self.setitem(&o, &i, &v, target.span)
             }
+            ExprKind::Starred(_) => diag(target.span, "starred assignment targets (`a, *b = ...`) are not supported"),
+            ExprKind::Attr(_, a) => diag(target.span, format!("assigning to attribute `{a}` is not supported")),
             _ => diag(target.span, "unsupported assignment target"),
         }
     }
@@ -535,7 +547,10 @@ impl<'m> Fz<'m> {
                     self.t.at(t)
                 }
             };
-            match self.block(env, body)? {
+            self.dyn_depth += 1;
+            let flow = self.block(env, body);
+            self.dyn_depth -= 1;
+            match flow? {
                 Flow::Normal => {}
                 _ => return needs_static(span, "`break`, `continue` or `return` inside a data-dependent loop"),
             }

@@ -80,6 +80,15 @@ impl<'m> Fz<'m> {
             "torch" => FV::Module("torch"),
             "F" => FV::Module("torch.nn.functional"),
             "math" => FV::Module("math"),
+            "Tensor" => FV::Module("torch.Tensor"),
+            // Builtin types, as values (`isinstance(n, int)`); calls to them are builtins.
+            "int" => FV::Module("int"),
+            "float" => FV::Module("float"),
+            "bool" => FV::Module("bool"),
+            "str" => FV::Module("str"),
+            "tuple" => FV::Module("tuple"),
+            "list" => FV::Module("list"),
+            "dict" => FV::Module("dict"),
             _ => return diag(span, format!("name `{name}` is not defined")),
         })
     }
@@ -148,10 +157,11 @@ impl<'m> Fz<'m> {
                     }
                 }
             }
-            ExprKind::Tuple(items) => FV::Tuple(Rc::new(items.iter().map(|x| self.expr(env, x)).collect::<FR<_>>()?)),
-            ExprKind::List(items) => {
-                FV::List(Rc::new(std::cell::RefCell::new(items.iter().map(|x| self.expr(env, x)).collect::<FR<_>>()?)))
-            }
+            ExprKind::Tuple(items) => FV::Tuple(Rc::new(self.expr_items(env, items, false)?)),
+            ExprKind::List(items) => FV::List(Rc::new(std::cell::RefCell::new(self.expr_items(env, items, false)?))),
+            ExprKind::Starred(_) => return diag(span, "SyntaxError: can't use starred expression here"),
+            ExprKind::Dict(items) => self.dict_display(env, items)?,
+            ExprKind::FString(parts) => self.fstring(env, parts)?,
             ExprKind::ListComp { elt, target, iter, conds } => {
                 let it = self.expr(env, iter)?;
                 let mut out = Vec::new();
@@ -231,8 +241,9 @@ impl<'m> Fz<'m> {
             FV::Str(s) => Cond::Static(!s.is_empty()),
             FV::Tuple(items) | FV::Named(items, _) => Cond::Static(!items.is_empty()),
             FV::List(items) => Cond::Static(!items.borrow().is_empty()),
+            FV::Dict(items) => Cond::Static(!items.is_empty()),
             FV::DynBool(t) => Cond::Dyn(*t),
-            FV::Masked(_) => return diag(span, super::state::DATA_DEPENDENT),
+            v @ FV::Masked(_) => return super::state::masked_use(v),
             FV::DynInt(_) | FV::DynFloat(_) => {
                 let (t, _) = self.scalar_tensor(v, None, span)?;
                 let z = self.scalar_tensor(&FV::Int(0), None, span)?;
@@ -307,7 +318,7 @@ impl<'m> Fz<'m> {
                 FV::Bool(_) | FV::DynBool(_) => Operand::S(Scalar::B(false)),
                 FV::Int(_) | FV::DynInt(_) => Operand::S(Scalar::I(0)),
                 FV::Float(_) | FV::DynFloat(_) => Operand::S(Scalar::F(0.0)),
-                FV::Masked(_) => return diag(span, super::state::DATA_DEPENDENT),
+                v @ FV::Masked(_) => return super::state::masked_use(v),
                 other => return diag(span, format!("unsupported operand type {}", other.type_name())),
             });
         }
@@ -504,6 +515,10 @@ impl<'m> Fz<'m> {
                 return Ok(FV::Bool(same == (op == CmpOp::Is)));
             }
             CmpOp::In | CmpOp::NotIn => {
+                if let FV::Dict(d) = b {
+                    let found = Self::dict_contains(d, a, span)?;
+                    return Ok(FV::Bool(found == (op == CmpOp::In)));
+                }
                 let items = b
                     .items()
                     .ok_or_else(|| Stop::Diag(crate::diag::Diagnostic::new("`in` needs a tuple or list").at(span)))?;
@@ -524,6 +539,16 @@ impl<'m> Fz<'m> {
         }
         if let (Some(x), Some(y)) = (static_scalar(a), static_scalar(b)) {
             return Ok(FV::Bool(crate::interp::exec::py_compare(x, op, y)));
+        }
+        // Values compared by identity of kind: strings, dtypes, devices, None.
+        let same = match (a, b) {
+            (FV::Str(x), FV::Str(y)) => Some(x == y),
+            (FV::DType(x), FV::DType(y)) => Some(x == y),
+            (FV::Device, FV::Device) | (FV::None, FV::None) => Some(true),
+            _ => None,
+        };
+        if let (Some(same), CmpOp::Eq | CmpOp::Ne) = (same, op) {
+            return Ok(FV::Bool(same == (op == CmpOp::Eq)));
         }
         if let (Some(x), Some(y)) = (a.items(), b.items()) {
             if matches!(op, CmpOp::Eq | CmpOp::Ne) {
@@ -576,6 +601,7 @@ impl<'m> Fz<'m> {
                     })
                     .collect()
             }
+            FV::Dict(d) => Ok(d.iter().map(|(k, _)| k.clone()).collect()),
             other => other.items().ok_or_else(|| {
                 Stop::Diag(
                     crate::diag::Diagnostic::new(format!("'{}' object is not iterable", other.type_name())).at(span),
@@ -586,8 +612,9 @@ impl<'m> Fz<'m> {
 
     pub(super) fn getitem(&mut self, obj: &FV, idx: &FV, span: Span) -> FR<FV> {
         match obj {
-            FV::Masked(_) => diag(span, super::state::DATA_DEPENDENT),
+            v @ FV::Masked(_) => super::state::masked_use(v),
             FV::Tensor(t) => self.tensor_getitem(t, idx, span),
+            FV::Dict(d) => Self::dict_get(d, idx, span),
             FV::Tuple(_) | FV::List(_) | FV::Named(..) => {
                 let items = obj.items().unwrap_or_default();
                 let n = items.len() as i64;
@@ -640,6 +667,8 @@ pub(super) fn value_to_fv(v: &Value) -> FV {
             FV::List(Rc::new(std::cell::RefCell::new(items.borrow().iter().map(value_to_fv).collect())))
         }
         Value::DType(d) => FV::DType(*d),
+        Value::Device => FV::Device,
+        Value::Dict(items) => FV::Dict(Rc::new(items.iter().map(|(k, v)| (value_to_fv(k), value_to_fv(v))).collect())),
         _ => FV::None,
     }
 }

@@ -12,6 +12,7 @@
 //! Invariants: the result verifies ([`crate::ir::verify`]); what cannot be functionalized is reported with its
 //! source location and reason, never turned into a wrong term.
 
+mod args;
 mod branch;
 mod carry;
 mod checks;
@@ -22,6 +23,7 @@ mod exits;
 mod nn_ops;
 mod expr;
 mod ops;
+mod python;
 mod state;
 mod subscript;
 mod table;
@@ -79,9 +81,7 @@ fn functionalize_as_written(
     name: &str,
     scalars: &std::collections::BTreeMap<String, interp::ScalarArg>,
 ) -> Result<Functional, (Diagnostic, bool)> {
-    let f = module
-        .function(name)
-        .ok_or_else(|| (Diagnostic::new(format!("no function `{name}` in {}", module.path)), false))?;
+    let f = module.get(name).map_err(|d| (d, false))?;
     let inputs = interp::tensor_params(f).map_err(|d| (d.in_file(&module.path), false))?;
     // Module constants are plain Python data, evaluated once with the reference interpreter's rules.
     let it = interp::Interp::new(module).map_err(|d| (d, false))?;
@@ -97,6 +97,7 @@ fn functionalize_as_written(
         fn_stack: Vec::new(),
         exit_under_dyn_if: false,
         offset_choices: HashMap::new(),
+        dyn_depth: 0,
     };
     let result = fz.program(f, &inputs, scalars);
     let exit = fz.exit_under_dyn_if;
@@ -126,6 +127,9 @@ pub(super) struct Fz<'m> {
     /// The values an offset merged from the arms of an `if` on a run-time value may take, where both are constants
     /// (for overlap checks).
     offset_choices: HashMap<state::TIdKey, Vec<i64>>,
+    /// How many `if` arms or loop bodies on run-time values enclose the statement being functionalized (a `raise`
+    /// there is refused: it would fail the program whatever the data).
+    dyn_depth: usize,
 }
 
 impl<'m> Fz<'m> {
@@ -193,6 +197,7 @@ impl<'m> Fz<'m> {
                     got.push(self.tensor_ty(v, f.span)?);
                     self.t.at(v)
                 }
+                m @ FV::Masked(_) => return state::masked_use(m),
                 other => {
                     return diag(
                         f.span,

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::expr::Cond;
-use super::state::{diag, needs_static, Affine, Stop, Sym, TIdKey, TRef, FR, FV};
+use super::state::{diag, Affine, Stop, Sym, TIdKey, TRef, FR, FV};
 use super::{Env, Fz};
 use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::*;
@@ -16,143 +16,7 @@ use crate::tensor::{fmt_shape, DType, Scalar, Tensor};
 use crate::interp::out_arg::{check_out, out_kind, overlap_error, OutKind};
 use crate::interp::torch_ops::UNCHECKED_INPLACE;
 
-pub(super) struct A {
-    pub pos: Vec<FV>,
-    pub kw: Vec<(String, FV)>,
-    pub span: Span,
-    pub name: String,
-    /// Which keyword arguments the op has looked up; one never looked up is reported, not ignored.
-    used: RefCell<Vec<bool>>,
-}
-
-pub(super) fn err(span: Span) -> impl Fn(String) -> Stop {
-    move |m| Stop::Diag(Diagnostic::new(m).at(span))
-}
-
-impl A {
-    pub(super) fn new(pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span, name: String) -> A {
-        let used = RefCell::new(vec![false; kw.len()]);
-        A { pos, kw, span, name, used }
-    }
-    /// The keyword argument `name`, marked as looked up.
-    fn keyword(&self, name: &str) -> Option<&FV> {
-        let k = self.kw.iter().position(|(k, _)| k == name)?;
-        self.used.borrow_mut()[k] = true;
-        Some(&self.kw[k].1)
-    }
-    /// Rejects a keyword argument the op never looked up (so did not understand), instead of ignoring it.
-    pub(super) fn check_keywords(&self, callee: &str) -> FR<()> {
-        let used = self.used.borrow();
-        match self.kw.iter().zip(used.iter()).find(|(_, &u)| !u) {
-            Some(((k, _), _)) => diag(self.span, format!("unexpected keyword argument '{k}' for {callee}")),
-            None => Ok(()),
-        }
-    }
-    pub(super) fn get(&self, i: usize, name: &str) -> Option<&FV> {
-        if let Some(v) = self.keyword(name) {
-            return Some(v);
-        }
-        self.pos.get(i)
-    }
-    pub(super) fn opt(&self, i: usize, name: &str) -> Option<&FV> {
-        self.get(i, name).filter(|v| !matches!(v, FV::None))
-    }
-    pub(super) fn req(&self, i: usize, name: &str) -> FR<&FV> {
-        self.get(i, name).ok_or_else(|| {
-            Stop::Diag(Diagnostic::new(format!("{}() missing required argument '{name}'", self.name)).at(self.span))
-        })
-    }
-    pub(super) fn tensor(&self, i: usize, name: &str) -> FR<TRef> {
-        match self.req(i, name)? {
-            FV::Tensor(t) => Ok(t.clone()),
-            other => {
-                diag(self.span, format!("{}(): argument '{name}' must be Tensor, not {}", self.name, other.type_name()))
-            }
-        }
-    }
-    pub(super) fn int_of(&self, v: &FV, name: &str) -> FR<i64> {
-        match v {
-            FV::Int(i) => Ok(*i),
-            FV::Bool(b) => Ok(*b as i64),
-            FV::DynInt(_) => {
-                needs_static(self.span, format!("{}(): argument '{name}' depends on a loop variable", self.name))
-            }
-            other => {
-                diag(self.span, format!("{}(): argument '{name}' must be int, not {}", self.name, other.type_name()))
-            }
-        }
-    }
-    pub(super) fn int(&self, i: usize, name: &str) -> FR<i64> {
-        self.int_of(self.req(i, name)?, name)
-    }
-    pub(super) fn int_or(&self, i: usize, name: &str, d: i64) -> FR<i64> {
-        match self.opt(i, name) {
-            Some(v) => self.int_of(v, name),
-            None => Ok(d),
-        }
-    }
-    pub(super) fn opt_int(&self, i: usize, name: &str) -> FR<Option<i64>> {
-        match self.opt(i, name) {
-            Some(v) => Ok(Some(self.int_of(v, name)?)),
-            None => Ok(None),
-        }
-    }
-    pub(super) fn bool_or(&self, i: usize, name: &str, d: bool) -> FR<bool> {
-        match self.opt(i, name) {
-            Some(FV::Bool(b)) => Ok(*b),
-            Some(FV::Int(v)) => Ok(*v != 0),
-            Some(other) => {
-                diag(self.span, format!("{}(): argument '{name}' must be bool, not {}", self.name, other.type_name()))
-            }
-            None => Ok(d),
-        }
-    }
-    pub(super) fn dtype(&self, i: usize, name: &str) -> FR<Option<DType>> {
-        match self.opt(i, name) {
-            Some(FV::DType(d)) => Ok(Some(*d)),
-            Some(other) => diag(
-                self.span,
-                format!("{}(): argument '{name}' must be torch.dtype, not {}", self.name, other.type_name()),
-            ),
-            None => Ok(None),
-        }
-    }
-    pub(super) fn dims(&self, i: usize, name: &str) -> FR<Option<Vec<i64>>> {
-        match self.opt(i, name) {
-            None => Ok(None),
-            Some(v) => match v.items() {
-                Some(items) => Ok(Some(items.iter().map(|x| self.int_of(x, name)).collect::<FR<_>>()?)),
-                None => Ok(Some(vec![self.int_of(v, name)?])),
-            },
-        }
-    }
-    pub(super) fn sizes(&self, start: usize, name: &str) -> FR<Vec<i64>> {
-        let rest = if self.pos.len() > start { &self.pos[start..] } else { &[] };
-        if rest.is_empty() {
-            if let Some(v) = self.keyword(name) {
-                return match v.items() {
-                    Some(items) => items.iter().map(|x| self.int_of(x, name)).collect(),
-                    None => Ok(vec![self.int_of(v, name)?]),
-                };
-            }
-            return diag(self.span, format!("{}() missing 1 required positional arguments: \"{name}\"", self.name));
-        }
-        if rest.len() == 1 {
-            if let Some(items) = rest[0].items() {
-                return items.iter().map(|x| self.int_of(x, name)).collect();
-            }
-        }
-        rest.iter().map(|x| self.int_of(x, name)).collect()
-    }
-    pub(super) fn number(&self, v: &FV) -> Option<Scalar> {
-        match v {
-            FV::Bool(b) => Some(Scalar::B(*b)),
-            FV::Int(i) => Some(Scalar::I(*i)),
-            FV::Float(f) => Some(Scalar::F(*f)),
-            _ => None,
-        }
-    }
-}
+pub(super) use super::args::{err, A};
 
 pub(super) fn unary_name(u: ops::Unary) -> OpName {
     use ops::Unary::*;
@@ -194,26 +58,50 @@ impl<'m> Fz<'m> {
         kwargs: &'m [(String, Expr)],
         span: Span,
     ) -> FR<FV> {
-        let mut pos = Vec::with_capacity(args.len());
-        for a in args {
-            pos.push(self.expr(env, a)?);
-        }
+        let mut pos = self.expr_items(env, args, true)?;
         let mut kw = Vec::new();
         for (k, v) in kwargs {
             kw.push((k.clone(), self.expr(env, v)?));
+        }
+        let kw = crate::interp::python::spread_kwargs(kw, |v| match v {
+            FV::Dict(d) => Ok(d
+                .iter()
+                .map(|(k, v)| (if let FV::Str(s) = k { Some(s.to_string()) } else { None }, v.clone()))
+                .collect()),
+            other => Err(format!("TypeError: argument after ** must be a mapping, not {}", other.type_name())),
+        })
+        .map_err(err(span))?;
+        // A boolean-mask selection passed to anything is refused where the selection was made.
+        if let Some(m) = pos.iter().chain(kw.iter().map(|(_, v)| v)).find_map(super::state::find_masked) {
+            return super::state::masked_use(&m);
         }
         match &func.kind {
             ExprKind::Attr(obj, name) => {
                 let o = self.expr(env, obj)?;
                 match o {
+                    m @ FV::Masked(_) => super::state::masked_use(&m),
                     FV::Module("math") => {
                         if let Some((k, _)) = kw.first() {
                             return diag(span, format!("unexpected keyword argument '{k}' for math.{name}"));
                         }
                         self.math(name, &pos, span)
                     }
+                    FV::Module("torch") if name == "device" && kw.is_empty() => {
+                        super::python::torch_device(&pos).map_err(err(span))
+                    }
+                    FV::Module("torch") if matches!(name.as_str(), "finfo" | "iinfo") && kw.is_empty() => {
+                        let d = match pos.as_slice() {
+                            [] => None,
+                            [FV::DType(d)] => Some(*d),
+                            [FV::Tensor(t)] => Some(self.roots[t.root].dtype),
+                            _ => return diag(span, format!("torch.{name}() takes a dtype")),
+                        };
+                        let (v, names) = crate::interp::python::type_info(name, d).map_err(err(span))?;
+                        Ok(FV::Named(Rc::new(v.iter().map(super::expr::value_to_fv).collect()), names))
+                    }
                     FV::Module(m) => {
                         let mut kw = kw;
+                        super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
                         let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
                         let out = match out_kind(name, has_dim) {
                             Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
@@ -223,6 +111,9 @@ impl<'m> Fz<'m> {
                             _ => None,
                         };
                         let full = format!("{m}.{name}");
+                        if let Some(why) = super::python::data_dependent(name, pos.len(), kw.len(), false) {
+                            return diag(span, why);
+                        }
                         let a = A::new(pos, kw, span, full.clone());
                         let op = if m == "torch.linalg" && name == "norm" { "linalg_norm" } else { name };
                         let r = self.torch(op, &a, false)?;
@@ -234,6 +125,14 @@ impl<'m> Fz<'m> {
                     }
                     FV::Tensor(t) => {
                         pos.insert(0, FV::Tensor(t));
+                        if name == "cuda" {
+                            return diag(span, crate::interp::python::not_cpu("'cuda'"));
+                        }
+                        let mut kw = kw;
+                        super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
+                        if let Some(why) = super::python::data_dependent(name, pos.len() - 1, kw.len(), true) {
+                            return diag(span, why);
+                        }
                         let a = A::new(pos, kw, span, name.clone());
                         if matches!(name.as_str(), "squeeze_" | "unsqueeze_") {
                             return self.shape_inplace(env, obj, name, a);
@@ -262,6 +161,7 @@ impl<'m> Fz<'m> {
                             .ok_or_else(|| Stop::Diag(Diagnostic::new("pop from empty list").at(span))),
                         _ => diag(span, format!("unsupported list method `{name}`")),
                     },
+                    FV::Dict(d) if kw.is_empty() => Self::dict_method(&d, name, &pos, span),
                     other => {
                         diag(span, format!("unsupported method `{name}` on a value of type {}", other.type_name()))
                     }
@@ -347,6 +247,7 @@ impl<'m> Fz<'m> {
                 FV::Tensor(t) if t.shape.is_empty() => diag(span, "len() of a 0-d tensor"),
                 FV::Tensor(t) => Ok(FV::Int(t.shape[0] as i64)),
                 v @ FV::Range(..) => Ok(FV::Int(self.iterate(v, span)?.len() as i64)),
+                FV::Dict(d) => Ok(FV::Int(d.len() as i64)),
                 other => match other.items() {
                     Some(items) => Ok(FV::Int(items.len() as i64)),
                     None => diag(span, format!("object of type '{}' has no len()", other.type_name())),
@@ -458,12 +359,42 @@ impl<'m> Fz<'m> {
                 Ok(FV::List(Rc::new(RefCell::new(items))))
             }
             "print" => Ok(FV::None),
+            "isinstance" => {
+                let v = a.req(0, "obj")?;
+                let classes = match a.req(1, "class_or_tuple")? {
+                    FV::Tuple(items) => items.as_ref().clone(),
+                    one => vec![one.clone()],
+                };
+                let mut hit = false;
+                for c in &classes {
+                    let FV::Module(m) = c else {
+                        return diag(span, "isinstance() arg 2 must be a type or tuple of types");
+                    };
+                    hit |= match *m {
+                        "torch.Tensor" => matches!(v, FV::Tensor(_)),
+                        "int" => matches!(v, FV::Int(_) | FV::DynInt(_) | FV::Bool(_) | FV::DynBool(_)),
+                        "float" => matches!(v, FV::Float(_) | FV::DynFloat(_)),
+                        "bool" => matches!(v, FV::Bool(_) | FV::DynBool(_)),
+                        "str" => matches!(v, FV::Str(_)),
+                        "tuple" => matches!(v, FV::Tuple(_) | FV::Named(..)),
+                        "list" => matches!(v, FV::List(_)),
+                        "dict" => matches!(v, FV::Dict(_)),
+                        _ => return diag(span, "isinstance() arg 2 must be a type or tuple of types"),
+                    };
+                }
+                Ok(FV::Bool(hit))
+            }
+            "str" => {
+                let v = a.req(0, "object")?;
+                Ok(FV::Str(self.fv_str(v).into()))
+            }
             _ => diag(span, format!("unsupported function `{name}`")),
         }
     }
 
     pub(super) fn attribute(&mut self, o: &FV, name: &str, span: Span) -> FR<FV> {
         match o {
+            FV::Masked(_) => super::state::masked_use(o),
             FV::Tensor(t) => Ok(match name {
                 "shape" => FV::Tuple(Rc::new(t.shape.iter().map(|&d| FV::Int(d as i64)).collect())),
                 "dtype" => FV::DType(self.roots[t.root].dtype),
@@ -474,6 +405,8 @@ impl<'m> Fz<'m> {
                 }
                 "mT" => FV::Tensor(self.tview(t, |d| d.transpose(-2, -1)).map_err(err(span))?),
                 "data" => o.clone(),
+                "device" => FV::Device,
+                "is_cuda" => FV::Bool(false),
                 _ => return diag(span, format!("unsupported tensor attribute `.{name}`")),
             }),
             FV::Named(items, names) => match names.iter().position(|n| *n == name) {
@@ -486,6 +419,7 @@ impl<'m> Fz<'m> {
                 }
                 Ok(match format!("{m}.{name}").as_str() {
                     "torch.nn" => FV::Module("torch.nn"),
+                    "torch.Tensor" => FV::Module("torch.Tensor"),
                     "torch.nn.functional" => FV::Module("torch.nn.functional"),
                     "torch.linalg" => FV::Module("torch.linalg"),
                     "math.pi" | "torch.pi" => FV::Float(std::f64::consts::PI),
@@ -495,6 +429,18 @@ impl<'m> Fz<'m> {
                     other => return diag(span, format!("unsupported attribute `{other}`")),
                 })
             }
+            FV::DType(d) => match name {
+                "is_floating_point" => Ok(FV::Bool(d.is_float())),
+                "is_complex" => Ok(FV::Bool(false)),
+                "is_signed" => Ok(FV::Bool(!matches!(d, DType::Bool))),
+                "itemsize" => Ok(FV::Int(d.size() as i64)),
+                _ => diag(span, format!("'torch.dtype' object has no attribute '{name}'")),
+            },
+            FV::Device => match name {
+                "type" => Ok(FV::Str("cpu".into())),
+                "index" => Ok(FV::None),
+                _ => diag(span, format!("'torch.device' object has no attribute '{name}'")),
+            },
             other => diag(span, format!("'{}' object has no attribute '{name}'", other.type_name())),
         }
     }

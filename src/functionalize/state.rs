@@ -152,6 +152,10 @@ pub(super) enum FV {
     Range(i64, i64, i64),
     Module(&'static str),
     Func(Rc<str>),
+    /// A dict with keys known before the program runs (see `python.rs`); read-only.
+    Dict(Rc<Vec<(FV, FV)>>),
+    /// A `torch.device`: the CPU (programs run with CPU semantics).
+    Device,
     /// A name whose binding is not expressible (a view rebound per iteration, at the start of a loop iteration; a
     /// name bound in one arm only of an `if` on a run-time value): reading it is unsupported, for the reason given,
     /// unless the enclosing loop is unrolled (which may make the binding static).
@@ -159,8 +163,8 @@ pub(super) enum FV {
     /// `y[mask]`: a selection whose size depends on the data. It is only usable as the value of `x[mask] = y[mask]`
     /// (a predicated select); anything else is reported.
     /// Holds the selected-from value and the mask's value (terms read at the subscript), the view's shape and the
-    /// mask's position.
-    Masked(Box<(TId, TId, Vec<usize>, usize)>),
+    /// mask's position, and where the selection was made (errors about it point there).
+    Masked(Box<(TId, TId, Vec<usize>, usize, Span)>),
 }
 
 impl FV {
@@ -180,6 +184,8 @@ impl FV {
             FV::Range(..) => "range",
             FV::Module(_) => "module",
             FV::Func(_) => "function",
+            FV::Dict(_) => "dict",
+            FV::Device => "torch.device",
             FV::Poisoned(_) => "value",
             FV::Masked(_) => "boolean-mask selection (its shape depends on the data)",
         }
@@ -210,6 +216,11 @@ impl FV {
                 Rc::ptr_eq(a, b) || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y)))
             }
             (FV::List(a), FV::List(b)) => Rc::ptr_eq(a, b),
+            (FV::Dict(a), FV::Dict(b)) => {
+                Rc::ptr_eq(a, b)
+                    || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.0.same(&y.0) && x.1.same(&y.1)))
+            }
+            (FV::Device, FV::Device) => true,
             (FV::Range(a, b, c), FV::Range(d, e, f)) => (a, b, c) == (d, e, f),
             (FV::Module(a), FV::Module(b)) => a == b,
             (FV::Func(a), FV::Func(b)) => a == b,
@@ -253,9 +264,30 @@ impl From<Diagnostic> for Stop {
 
 pub(super) type FR<T> = Result<T, Stop>;
 
-/// Why a boolean-mask selection cannot be used as a value.
-pub(super) const DATA_DEPENDENT: &str =
-    "indexing with a boolean mask gives a data-dependent shape, which cannot be functionalized";
+/// A boolean-mask selection in `v` (itself, or in a tuple, list or dict), if any.
+pub(super) fn find_masked(v: &FV) -> Option<FV> {
+    match v {
+        FV::Masked(_) => Some(v.clone()),
+        FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().find_map(find_masked),
+        FV::List(xs) => xs.borrow().iter().find_map(find_masked),
+        FV::Dict(xs) => xs.iter().find_map(|(_, x)| find_masked(x)),
+        _ => None,
+    }
+}
+
+/// The refusal of a boolean-mask selection used other than as `x[mask] = y[mask]`: located at the selection.
+pub(super) fn masked_use<T>(v: &FV) -> FR<T> {
+    let at = match v {
+        FV::Masked(sel) => sel.4,
+        _ => Span::default(),
+    };
+    diag(
+        at,
+        "indexing with a boolean mask gives a data-dependent shape (how many elements it selects depends on the \
+         data): the functional and optimized engines cannot express it (the reference engine runs it); only \
+         `x[mask] = y[mask]` and `x[mask] = value` are supported",
+    )
+}
 
 pub(super) fn diag<T>(span: Span, m: impl Into<String>) -> FR<T> {
     Err(Stop::Diag(Diagnostic::new(m).at(span)))

@@ -183,7 +183,7 @@ impl<'m> Fz<'m> {
         if r.adv.len() == 1 && self.roots[r.adv[0].1.root].dtype == DType::Bool {
             let (pos, mask) = r.adv[0].clone();
             let (src, m) = (self.read(&r.view, span)?, self.read(&mask, span)?);
-            return Ok(FV::Masked(Box::new((src, m, r.view.shape.clone(), pos))));
+            return Ok(FV::Masked(Box::new((src, m, r.view.shape.clone(), pos, span))));
         }
         let list = self.adv_list(&r);
         self.index_read(&r.view, &list, span)
@@ -221,6 +221,7 @@ impl<'m> Fz<'m> {
                 Ok(())
             }
             FV::Tensor(t) => self.tensor_setitem(t, idx, v, span),
+            FV::Dict(_) => diag(span, crate::interp::python::DICT_READ_ONLY),
             other => diag(span, format!("'{}' object does not support item assignment", other.type_name())),
         }
     }
@@ -263,7 +264,7 @@ impl<'m> Fz<'m> {
             let (pos, mask) = masks[0].clone();
             // `x[m] = y[m]` with the same mask over views of one shape: where(m, y, x).
             if let FV::Masked(sel) = v {
-                let (src, m2, shape, p2) = sel.as_ref();
+                let (src, m2, shape, p2, _) = sel.as_ref();
                 // The same mask, unchanged since the selection was made, over a view of the same shape.
                 let now = self.read(&mask, span)?;
                 if *p2 != pos || *shape != r.view.shape || now != *m2 {

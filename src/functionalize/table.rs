@@ -316,6 +316,8 @@ impl<'m> Fz<'m> {
                     _ => match a.opt(1, "dtype") {
                         Some(FV::DType(d)) => *d,
                         Some(FV::Tensor(o)) => self.roots[o.root].dtype,
+                        // `.to(device)` with the device taken out (`python::strip_device`): the tensor itself.
+                        None if name == "to" => self.roots[x.root].dtype,
                         _ => return diag(span, format!("{name}(): only a dtype argument is supported")),
                     },
                 };
@@ -494,6 +496,11 @@ impl<'m> Fz<'m> {
                 }
             }
             "is_floating_point" => Ok(FV::Bool(self.roots[a.tensor(0, "input")?.root].dtype.is_float())),
+            "is_complex" => {
+                a.tensor(0, "input")?;
+                Ok(FV::Bool(false))
+            }
+            "is_tensor" => Ok(FV::Bool(matches!(a.req(0, "obj")?, FV::Tensor(_)))),
             "index_select" | "embedding" => {
                 let (x, d, ix) = if name == "embedding" {
                     (a.tensor(1, "weight")?, 0, a.tensor(0, "input")?)

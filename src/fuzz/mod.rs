@@ -182,8 +182,9 @@ pub fn check_source(
         Ok(m) => m,
         Err(d) => return Verdict { reference_error: Some(d.to_string()), divergences: Vec::new() },
     };
-    let Some(f) = module.function(func) else {
-        return Verdict { reference_error: Some(format!("no function {func}")), divergences: Vec::new() };
+    let f = match module.get(func) {
+        Ok(f) => f,
+        Err(d) => return Verdict { reference_error: Some(d.to_string()), divergences: Vec::new() },
     };
     let inputs: BTreeMap<String, Tensor> = match crate::interp::tensor_params(f) {
         Ok(ps) => ps

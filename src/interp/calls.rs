@@ -19,21 +19,33 @@ impl<'m> Interp<'m> {
         kwargs: &'m [(String, Expr)],
         span: Span,
     ) -> Result<Value, Diagnostic> {
-        let mut pos = Vec::with_capacity(args.len());
-        for a in args {
-            pos.push(self.eval(frame, a)?);
-        }
+        let mut pos = self.eval_items(frame, args, true)?;
         let mut kw = Vec::with_capacity(kwargs.len());
         for (k, v) in kwargs {
             kw.push((k.clone(), self.eval(frame, v)?));
         }
+        let kw = super::python::spread_kwargs(kw, super::python::dict_entries).map_err(tensor_err(span))?;
         match &func.kind {
             ExprKind::Attr(obj, name) => {
                 let o = self.eval(frame, obj)?;
                 match o {
+                    Value::Module("torch") if name == "device" && kw.is_empty() => {
+                        super::python::torch_device(&pos).map_err(tensor_err(span))
+                    }
+                    Value::Module("torch") if matches!(name.as_str(), "finfo" | "iinfo") && kw.is_empty() => {
+                        let d = match pos.as_slice() {
+                            [] => None,
+                            [Value::DType(d)] => Some(*d),
+                            [Value::Tensor(t)] => Some(t.dtype()),
+                            _ => return err(span, format!("torch.{name}() takes a dtype")),
+                        };
+                        let (v, names) = super::python::type_info(name, d).map_err(tensor_err(span))?;
+                        Ok(Value::Named(std::rc::Rc::new(v), names))
+                    }
                     Value::Module(m) => {
                         let full = format!("{m}.{name}");
                         let mut kw = kw;
+                        super::python::strip_device(name, &mut pos, &mut kw).map_err(tensor_err(span))?;
                         let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
                         let out = match out_kind(name, has_dim) {
                             Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
@@ -67,6 +79,11 @@ impl<'m> Interp<'m> {
                     }
                     Value::Tensor(t) => {
                         pos.insert(0, Value::Tensor(t));
+                        if name == "cuda" {
+                            return err(span, super::python::not_cpu("'cuda'"));
+                        }
+                        let mut kw = kw;
+                        super::python::strip_device(name, &mut pos, &mut kw).map_err(tensor_err(span))?;
                         let a = Args::new(pos, kw, span, name.clone());
                         if matches!(name.as_str(), "squeeze_" | "unsqueeze_") {
                             return self.shape_inplace(frame, obj, name, a);
@@ -96,6 +113,7 @@ impl<'m> Interp<'m> {
                         }
                         _ => err(span, format!("unsupported list method `{name}`")),
                     },
+                    Value::Dict(d) if kw.is_empty() => Self::dict_method(&d, name, &pos, span),
                     other => err(span, format!("unsupported method `{name}` on a value of type {}", other.type_name())),
                 }
             }
@@ -197,6 +215,7 @@ impl<'m> Interp<'m> {
                     Value::Tensor(t) if t.dim() == 0 => err(span, "len() of a 0-d tensor"),
                     Value::Tensor(t) => Ok(Value::Int(t.shape[0] as i64)),
                     Value::Range(..) => Ok(Value::Int(self.iterate(v, span)?.len() as i64)),
+                    Value::Dict(d) => Ok(Value::Int(d.len() as i64)),
                     other => match other.items() {
                         Some(items) => Ok(Value::Int(items.len() as i64)),
                         None => err(span, format!("object of type '{}' has no len()", other.type_name())),
@@ -310,7 +329,32 @@ impl<'m> Interp<'m> {
                 Value::Int(i) => Ok(Value::Int(*i)),
                 other => err(span, format!("type {} doesn't define __round__ method", other.type_name())),
             },
-            "isinstance" => err(span, "isinstance() is not supported"),
+            "isinstance" => {
+                let v = a.req(0, "obj").map_err(&e)?;
+                let classes = match a.req(1, "class_or_tuple").map_err(&e)? {
+                    Value::Tuple(items) => items.as_ref().clone(),
+                    one => vec![one.clone()],
+                };
+                let mut hit = false;
+                for c in &classes {
+                    let Value::Module(m) = c else {
+                        return err(span, "isinstance() arg 2 must be a type or tuple of types");
+                    };
+                    hit |= match *m {
+                        "torch.Tensor" => matches!(v, Value::Tensor(_)),
+                        "int" => matches!(v, Value::Int(_) | Value::Bool(_)),
+                        "float" => matches!(v, Value::Float(_)),
+                        "bool" => matches!(v, Value::Bool(_)),
+                        "str" => matches!(v, Value::Str(_)),
+                        "tuple" => matches!(v, Value::Tuple(_) | Value::Named(..)),
+                        "list" => matches!(v, Value::List(_)),
+                        "dict" => matches!(v, Value::Dict(_)),
+                        _ => return err(span, "isinstance() arg 2 must be a type or tuple of types"),
+                    };
+                }
+                Ok(Value::Bool(hit))
+            }
+            "str" => Ok(Value::Str(super::pyfmt::py_str(a.req(0, "object").map_err(&e)?).into())),
             "print" => Ok(Value::None),
             _ => err(span, format!("unsupported function `{name}`")),
         }
@@ -342,6 +386,8 @@ impl<'m> Interp<'m> {
                 }
                 "mT" => Value::Tensor(t.transpose(-2, -1).map_err(&e)?),
                 "data" => Value::Tensor(t.clone()),
+                "device" => Value::Device,
+                "is_cuda" => Value::Bool(false),
                 "real" => Value::Tensor(t.clone()),
                 _ => return err(span, format!("unsupported tensor attribute `.{name}`")),
             }),
@@ -366,6 +412,18 @@ impl<'m> Interp<'m> {
                     _ => return err(span, format!("unsupported attribute `{full}`")),
                 })
             }
+            Value::DType(d) => match name {
+                "is_floating_point" => Ok(Value::Bool(d.is_float())),
+                "is_complex" => Ok(Value::Bool(false)),
+                "is_signed" => Ok(Value::Bool(!matches!(d, DType::Bool))),
+                "itemsize" => Ok(Value::Int(d.size() as i64)),
+                _ => err(span, format!("'torch.dtype' object has no attribute '{name}'")),
+            },
+            Value::Device => match name {
+                "type" => Ok(Value::Str("cpu".into())),
+                "index" => Ok(Value::None),
+                _ => err(span, format!("'torch.device' object has no attribute '{name}'")),
+            },
             other => err(span, format!("'{}' object has no attribute '{name}'", other.type_name())),
         }
     }

@@ -183,16 +183,15 @@ impl<'m> Interp<'m> {
             StmtKind::Assert { test, msg } => {
                 let c = self.eval(frame, test)?;
                 if !self.truthy(&c, test.span)? {
+                    // The message is evaluated only when the assertion fails, as Python does.
                     let m = match msg {
-                        Some(m) => match self.eval(frame, m)? {
-                            Value::Str(s) => s.to_string(),
-                            other => format!("{other:?}"),
-                        },
-                        None => String::new(),
+                        Some(m) => format!("AssertionError: {}", super::pyfmt::py_str(&self.eval(frame, m)?)),
+                        None => "AssertionError".to_string(),
                     };
-                    return err(s.span, format!("AssertionError: {m}"));
+                    return err(s.span, m);
                 }
             }
+            StmtKind::Raise(exc) => return Err(self.raise(frame, exc, s.span)),
             StmtKind::Pass => {}
             StmtKind::Break => return Ok(Flow::Break),
             StmtKind::Continue => return Ok(Flow::Continue),
@@ -222,6 +221,7 @@ impl<'m> Interp<'m> {
                 }
                 Ok(t.unbind(0).map_err(tensor_err(span))?.into_iter().map(Value::Tensor).collect())
             }
+            Value::Dict(d) => Ok(d.iter().map(|(k, _)| k.clone()).collect()),
             other => other
                 .items()
                 .ok_or_else(|| Diagnostic::new(format!("'{}' object is not iterable", other.type_name())).at(span)),
@@ -246,6 +246,7 @@ impl<'m> Interp<'m> {
             }
             Value::Tuple(v) | Value::Named(v, _) => !v.is_empty(),
             Value::List(v) => !v.borrow().is_empty(),
+            Value::Dict(v) => !v.is_empty(),
             Value::Range(a, b, s) => (*s > 0 && a < b) || (*s < 0 && a > b),
             _ => true,
         })
@@ -273,6 +274,7 @@ impl<'m> Interp<'m> {
                 self.setitem(&o, &i, &v, target.span)
             }
             ExprKind::Attr(_, a) => err(target.span, format!("assigning to attribute `{a}` is not supported")),
+            ExprKind::Starred(_) => err(target.span, "starred assignment targets (`a, *b = ...`) are not supported"),
             _ => err(target.span, "unsupported assignment target"),
         }
     }
@@ -294,6 +296,7 @@ impl<'m> Interp<'m> {
                 l.borrow_mut()[k as usize] = v.clone();
                 Ok(())
             }
+            Value::Dict(_) => err(span, super::python::DICT_READ_ONLY),
             other => err(span, format!("'{}' object does not support item assignment", other.type_name())),
         }
     }
@@ -368,6 +371,14 @@ impl<'m> Interp<'m> {
             "F" => Value::Module("torch.nn.functional"),
             "math" => Value::Module("math"),
             "Tensor" => Value::Module("torch.Tensor"),
+            // Builtin types, as values (`isinstance(n, int)`); calls to them are builtins.
+            "int" => Value::Module("int"),
+            "float" => Value::Module("float"),
+            "bool" => Value::Module("bool"),
+            "str" => Value::Module("str"),
+            "tuple" => Value::Module("tuple"),
+            "list" => Value::Module("list"),
+            "dict" => Value::Module("dict"),
             _ => return err(span, format!("name `{name}` is not defined")),
         })
     }
@@ -423,10 +434,11 @@ impl<'m> Interp<'m> {
                     self.eval(frame, orelse)?
                 }
             }
-            ExprKind::Tuple(items) => {
-                Value::tuple(items.iter().map(|x| self.eval(frame, x)).collect::<Result<_, _>>()?)
-            }
-            ExprKind::List(items) => Value::list(items.iter().map(|x| self.eval(frame, x)).collect::<Result<_, _>>()?),
+            ExprKind::Tuple(items) => Value::tuple(self.eval_items(frame, items, false)?),
+            ExprKind::List(items) => Value::list(self.eval_items(frame, items, false)?),
+            ExprKind::Starred(_) => return err(span, "SyntaxError: can't use starred expression here"),
+            ExprKind::Dict(items) => self.eval_dict(frame, items)?,
+            ExprKind::FString(parts) => self.eval_fstring(frame, parts)?,
             ExprKind::ListComp { elt, target, iter, conds } => {
                 let it = self.eval(frame, iter)?;
                 let mut out = Vec::new();
@@ -475,6 +487,7 @@ impl<'m> Interp<'m> {
     pub(super) fn getitem(&mut self, obj: &Value, idx: &Value, span: Span) -> Result<Value, Diagnostic> {
         match obj {
             Value::Tensor(t) => Ok(Value::Tensor(subscript::getitem(t, idx).map_err(tensor_err(span))?)),
+            Value::Dict(d) => Self::dict_get(d, idx, span),
             Value::Tuple(_) | Value::List(_) | Value::Named(..) => {
                 let items = obj.items().expect("sequences have items");
                 let n = items.len() as i64;
@@ -562,7 +575,11 @@ impl<'m> Interp<'m> {
                 return Ok(Value::Bool(same == (op == CmpOp::Is)));
             }
             CmpOp::In | CmpOp::NotIn => {
-                let items = b.items().ok_or_else(|| Diagnostic::new("`in` needs a tuple or list").at(span))?;
+                if let Value::Dict(d) = b {
+                    let found = d.iter().any(|(k, _)| super::python::key_eq(k, a));
+                    return Ok(Value::Bool(found == (op == CmpOp::In)));
+                }
+                let items = b.items().ok_or_else(|| Diagnostic::new("`in` needs a tuple, list or dict").at(span))?;
                 let mut found = false;
                 for it in items {
                     if let Value::Bool(true) = self.compare(a, CmpOp::Eq, &it, span)? {
@@ -576,6 +593,16 @@ impl<'m> Interp<'m> {
         }
         if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
             return Ok(Value::Bool(py_compare(x, op, y)));
+        }
+        // Values compared by identity of kind: strings, dtypes, devices, None.
+        let same = match (a, b) {
+            (Value::Str(x), Value::Str(y)) => Some(x == y),
+            (Value::DType(x), Value::DType(y)) => Some(x == y),
+            (Value::Device, Value::Device) | (Value::None, Value::None) => Some(true),
+            _ => None,
+        };
+        if let (Some(same), CmpOp::Eq | CmpOp::Ne) = (same, op) {
+            return Ok(Value::Bool(same == (op == CmpOp::Eq)));
         }
         if let (Some(x), Some(y)) = (a.items(), b.items()) {
             if matches!(op, CmpOp::Eq | CmpOp::Ne) {

@@ -13,6 +13,8 @@ mod extra_ops;
 pub(crate) mod more_ops;
 pub(crate) mod nn_ops;
 pub(crate) mod out_arg;
+pub(crate) mod pyfmt;
+pub(crate) mod python;
 pub mod returns;
 mod subscript;
 pub(crate) mod torch_ops;
@@ -88,8 +90,7 @@ pub fn run_program(
     scalars: &BTreeMap<String, ScalarArg>,
 ) -> Result<RunOutput, Diagnostic> {
     let run = || -> Result<RunOutput, Diagnostic> {
-        let f =
-            module.function(name).ok_or_else(|| Diagnostic::new(format!("no function `{name}` in {}", module.path)))?;
+        let f = module.get(name)?;
         tensor_params(f)?;
         let mut it = Interp::new(module)?;
         // Every value goes by keyword; parameters not given take their defaults in `call_function`.

@@ -102,6 +102,33 @@ pub(super) fn t(v: Tensor) -> AResult<Value> {
     Ok(Value::Tensor(v))
 }
 
+/// The indices of the nonzero elements of `x`: one row per element (`[n, dim]`), or with `as_tuple` one 1-D tensor
+/// per dimension.
+fn nonzero(x: &Tensor, as_tuple: bool) -> AResult<Value> {
+    let vals = x.scalars();
+    let strides = crate::tensor::contiguous_strides(&x.shape);
+    let d = x.dim();
+    let mut cols: Vec<Vec<Scalar>> = vec![Vec::new(); d];
+    let mut n = 0;
+    for (i, v) in vals.iter().enumerate() {
+        if v.to_bool() {
+            n += 1;
+            for (k, col) in cols.iter_mut().enumerate() {
+                col.push(Scalar::I(((i as isize / strides[k]) as usize % x.shape[k]) as i64));
+            }
+        }
+    }
+    if as_tuple {
+        // A 0-dim input counts as 1-D, as PyTorch's does.
+        if d == 0 {
+            return tensors(vec![Tensor::from_scalars(DType::I64, &[n], &vec![Scalar::I(0); n])?]);
+        }
+        return tensors(cols.iter().map(|c| Tensor::from_scalars(DType::I64, &[n], c)).collect::<AResult<_>>()?);
+    }
+    let rows: Vec<Scalar> = (0..n).flat_map(|r| cols.iter().map(move |c| c[r])).collect();
+    t(Tensor::from_scalars(DType::I64, &[n, d], &rows)?)
+}
+
 pub(super) fn tensors(v: Vec<Tensor>) -> AResult<Value> {
     Ok(Value::tuple(v.into_iter().map(Value::Tensor).collect()))
 }
@@ -298,6 +325,8 @@ impl<'m> Interp<'m> {
             }
             "clamp_min" => t(ops::clamp(&a.tensor(0, "input")?, Some(&operand_arg(a, 1, "min")?), None)?),
             "clamp_max" => t(ops::clamp(&a.tensor(0, "input")?, None, Some(&operand_arg(a, 1, "max")?))?),
+            // `torch.where(condition)` is `nonzero(condition, as_tuple=True)`.
+            "where" if a.pos.len() == 1 && a.kw.is_empty() => nonzero(&a.tensor(0, "condition")?, true),
             "where" => {
                 let c = a.tensor(0, "condition")?;
                 t(ops::where_(&c, &operand_arg(a, 1, "input")?, &operand_arg(a, 2, "other")?)?)
@@ -446,6 +475,8 @@ impl<'m> Interp<'m> {
                     _ => match a.opt(1, "dtype") {
                         Some(Value::DType(d)) => *d,
                         Some(Value::Tensor(o)) => o.dtype(),
+                        // `.to(device)` with the device taken out (`python::strip_device`): the tensor itself.
+                        None if name == "to" => x.dtype(),
                         _ => return Err(format!("{name}(): only a dtype argument is supported")),
                     },
                 };
@@ -538,22 +569,11 @@ impl<'m> Interp<'m> {
                 }
             }
             "is_floating_point" => Ok(Value::Bool(a.tensor(0, "input")?.dtype().is_float())),
-            "nonzero" => {
-                let x = a.tensor(0, "input")?;
-                let vals = x.scalars();
-                let strides = crate::tensor::contiguous_strides(&x.shape);
-                let mut out = Vec::new();
-                let mut n = 0;
-                for (i, v) in vals.iter().enumerate() {
-                    if v.to_bool() {
-                        n += 1;
-                        for k in 0..x.dim() {
-                            out.push(Scalar::I(((i as isize / strides[k]) as usize % x.shape[k]) as i64));
-                        }
-                    }
-                }
-                t(Tensor::from_scalars(DType::I64, &[n, x.dim()], &out)?)
+            "is_complex" => {
+                a.tensor(0, "input")?;
+                Ok(Value::Bool(false))
             }
+            "nonzero" => nonzero(&a.tensor(0, "input")?, a.bool_or(99, "as_tuple", false)?),
             "index_select" => {
                 let x = a.tensor(0, "input")?;
                 let d = crate::tensor::views::wrap_dim(a.int(1, "dim")?, x.dim())?;

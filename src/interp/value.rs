@@ -26,6 +26,11 @@ pub enum Value {
     Module(&'static str),
     /// A function defined in the program file.
     Func(Rc<str>),
+    /// A dict (displays with keys that are numbers, strings or None), in insertion order. Read-only: a dict
+    /// written in a loop or a branch would need the functionalizer to track it, which it does not.
+    Dict(Rc<Vec<(Value, Value)>>),
+    /// A `torch.device`: programs run with CPU semantics, so the only device is the CPU.
+    Device,
 }
 
 impl Value {
@@ -45,6 +50,8 @@ impl Value {
             Value::Range(..) => "range",
             Value::Module(_) => "module",
             Value::Func(_) => "function",
+            Value::Dict(_) => "dict",
+            Value::Device => "torch.device",
         }
     }
 

@@ -1,0 +1,111 @@
+"""Python that real PyTorch code uses around tensors: `*args` in calls and displays, f-strings in asserts and raises
+(evaluated only when they fail), dicts with constant keys, `x.device` and dtype checks."""
+from __future__ import annotations
+import torch
+
+LAYER = {"scale": 3.0, "repeats": 2, "names": ("q", "k")}
+
+
+def _rotate_pairs(x, cos, sin):
+    # RoPE as gpt-fast and llama write it: pairs of the last dim, split with a starred reshape.
+    xs = x.float().reshape(*x.shape[:-1], -1, 2)
+    x0 = xs[..., 0]
+    x1 = xs[..., 1]
+    out = torch.stack([x0 * cos - x1 * sin, x1 * cos + x0 * sin], -1)
+    return out.flatten(2).type_as(x)
+
+
+def rope_starred_reshape(q: f32[2, 4, 8], cos: f32[4, 4], sin: f32[4, 4]) -> f32[2, 4, 8]:
+    return _rotate_pairs(q, cos, sin)
+
+
+def starred_shapes(x: f32[3, 4, 5], y: f32[4, 5]) -> tuple[f32[12, 5], f32[4, 4, 5], f32[3, 20]]:
+    shape = (-1, x.shape[-1])
+    flat = x.view(*shape)
+    rows = list(x.unbind(0))
+    stacked = torch.stack([*rows, y])
+    lead = x.shape[:1]
+    merged = x.reshape(*lead, *[4 * 5])
+    return flat * 2, stacked, merged
+
+
+def fstring_messages(x: f32[3, 4], k: int = 2) -> f32[3, 4]:
+    # The messages would fail if evaluated (`x.shape[7]`); Python evaluates them only when the check fails.
+    assert x.dim() == 2, f"expected a matrix, got {x.shape[7]} dims"
+    if x.shape[0] != 3:
+        raise ValueError(f"bad rows {x.shape[9]}")
+    if k < 0:
+        raise RuntimeError(f"k must be positive, got {k:>3}")
+    tag = f"{k:02d}-{x.shape[1]}-{1.5:.2f}"
+    if tag == "02-4-1.50":
+        x = x + 1
+    return x * k
+
+
+def dict_config(x: f32[4, 6]) -> tuple[f32[4, 6], f32[4, 6]]:
+    cfg = {"eps": 1e-5, "scale": 2, "act": "relu", 3: 0.5}
+    y = x * cfg["scale"] + cfg.get("bias", 0.25) + cfg[3]
+    if "act" in cfg and cfg["act"] == "relu":
+        y = y.relu()
+    if "dropout" not in cfg:
+        y = y / (cfg["eps"] + 1)
+    outs = {"sum": x + y, "prod": x * y}
+    for name, t in outs.items():
+        if name == "sum":
+            t.add_(1.0)
+    total = x.new_zeros(x.shape)
+    for name in outs:
+        total = total + outs[name] * len(cfg)
+    return total, outs["sum"]
+
+
+def device_and_dtype(x: f32[4, 4], idx: i64[4]) -> tuple[f32[4, 4], f64[4, 4], f32[4], i64[4]]:
+    dev = x.device
+    z = torch.zeros(4, 4, device=dev, dtype=x.dtype)
+    r = torch.arange(4, device=x.device)
+    if x.device == torch.device("cpu") and x.device.type == "cpu" and dev == x.device:
+        z = z + 1
+    if x.dtype == torch.float32 and x.dtype.is_floating_point and x.is_floating_point() and not x.is_complex():
+        z = z * 2
+    if torch.is_tensor(x) and isinstance(x, torch.Tensor) and isinstance(3, int) and not idx.dtype.is_floating_point:
+        z = z + x.to(x.device)
+    d = x.to(device=dev, dtype=torch.float64).cpu()
+    f = idx.to(x)[:4] + r.to(dev).type_as(x)
+    return z, d, f, idx.to("cpu", torch.int64) + r
+
+
+def checked_loop(x: f32[4, 3], n: int = 3) -> f32[4, 3]:
+    # A check on the loop variable: the raise is never reached, on any engine.
+    for i in range(n):
+        if i >= x.shape[0]:
+            raise IndexError(f"row {i} out of {x.shape[0]}")
+        x[i] += LAYER["scale"] * i
+    return x
+
+
+def module_dict_and_starred_index(x: f32[4, 4, 2]) -> tuple[f32[2], f32[4, 2]]:
+    at = (1, 2)
+    y = x[(*at,)] * LAYER.get("repeats", 1)
+    for name in LAYER["names"]:
+        if name == "k" and "names" in LAYER:
+            y = y + 1
+    return y, x[(*at[:1],)]
+
+
+def finfo_masking(logits: f32[2, 8], ids: i64[2, 8]) -> tuple[f32[2, 8], i64[2, 8], f32[2, 8]]:
+    # Hugging Face style masking with the dtype's most negative value, and an iinfo clamp.
+    neg = torch.finfo(logits.dtype).min
+    masked = logits.masked_fill(logits < 0, neg)
+    big = ids.clamp(max=torch.iinfo(torch.int64).max)
+    eps = torch.finfo(torch.float32).eps
+    return masked, big, logits / (logits.abs() + eps) * torch.finfo().tiny
+
+
+def factory_kwargs(x: f32[3, 5]) -> tuple[f32[3, 5], f32[3, 4]]:
+    # nn.Module style: creation keywords gathered once and spread into every call.
+    factory = {"device": x.device, "dtype": x.dtype}
+    h = torch.zeros(3, 5, **factory)
+    opts = {"dim": -1, "keepdim": True}
+    s = x.sum(**opts)
+    c = torch.ones(3, 4, **{"dtype": torch.float32}) * s
+    return h + x.softmax(**{"dim": 1}), c

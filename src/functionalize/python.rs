@@ -1,0 +1,246 @@
+//! Python-level features in the functionalizer, mirroring `interp/python.rs`: `*args` in calls and displays, dicts
+//! with keys known before the program runs, f-strings, `raise`, and `torch.device` values (CPU semantics).
+
+use std::rc::Rc;
+
+use super::state::{diag, Stop, FR, FV};
+use super::{Env, Fz};
+use crate::diag::{Diagnostic, Span};
+use crate::frontend::ast::*;
+use crate::interp::python::{exception_message, is_cpu_name, key_eq, not_cpu, EXCEPTIONS};
+use crate::interp::{pyfmt, Value};
+
+/// A value known before the program runs, as the reference interpreter's value (for keys, messages and formats).
+pub(super) fn fv_static(v: &FV) -> Option<Value> {
+    Some(match v {
+        FV::None => Value::None,
+        FV::Bool(b) => Value::Bool(*b),
+        FV::Int(i) => Value::Int(*i),
+        FV::Float(f) => Value::Float(*f),
+        FV::Str(s) => Value::Str(s.clone()),
+        FV::DType(d) => Value::DType(*d),
+        FV::Device => Value::Device,
+        FV::Ellipsis => Value::Ellipsis,
+        FV::Range(a, b, s) => Value::Range(*a, *b, *s),
+        FV::Tuple(items) | FV::Named(items, _) => {
+            Value::tuple(items.iter().map(fv_static).collect::<Option<Vec<_>>>()?)
+        }
+        FV::List(items) => Value::list(items.borrow().iter().map(fv_static).collect::<Option<Vec<_>>>()?),
+        FV::Dict(items) => Value::Dict(Rc::new(
+            items.iter().map(|(k, v)| Some((fv_static(k)?, fv_static(v)?))).collect::<Option<Vec<_>>>()?,
+        )),
+        _ => return None,
+    })
+}
+
+fn stop(span: Span, m: impl Into<String>) -> Stop {
+    Stop::Diag(Diagnostic::new(m).at(span))
+}
+
+impl<'m> Fz<'m> {
+    /// Python's `str` of a value; tensors and values known only at run time are described, not printed.
+    pub(super) fn fv_str(&self, v: &FV) -> String {
+        match v {
+            FV::Tensor(t) => {
+                format!("tensor(<{}{}>)", self.roots[t.root].dtype.annotation(), crate::tensor::fmt_shape(&t.shape))
+            }
+            other => match fv_static(other) {
+                Some(v) => pyfmt::py_str(&v),
+                None => format!("<{} known when the program runs>", other.type_name()),
+            },
+        }
+    }
+
+    /// The values of call arguments or display items, with `*value` spread out as Python does.
+    pub(super) fn expr_items(&mut self, env: &mut Env, items: &'m [Expr], call: bool) -> FR<Vec<FV>> {
+        let mut out = Vec::with_capacity(items.len());
+        for it in items {
+            match &it.kind {
+                ExprKind::Starred(inner) => {
+                    let v = self.expr(env, inner)?;
+                    match &v {
+                        FV::Dict(d) => out.extend(d.iter().map(|(k, _)| k.clone())),
+                        FV::Range(..) | FV::Tensor(_) | FV::Tuple(_) | FV::List(_) | FV::Named(..) => {
+                            out.extend(self.iterate(&v, it.span)?)
+                        }
+                        _ if call => {
+                            return diag(
+                                it.span,
+                                format!("TypeError: Value after * must be an iterable, not {}", v.type_name()),
+                            )
+                        }
+                        _ => return diag(it.span, format!("TypeError: '{}' object is not iterable", v.type_name())),
+                    }
+                }
+                _ => out.push(self.expr(env, it)?),
+            }
+        }
+        Ok(out)
+    }
+
+    pub(super) fn dict_display(&mut self, env: &mut Env, items: &'m [(Expr, Expr)]) -> FR<FV> {
+        let mut out: Vec<(FV, FV)> = Vec::new();
+        for (k, v) in items {
+            let key = self.expr(env, k)?;
+            let Some(kv) = fv_static(&key).filter(|x| {
+                matches!(x, Value::Str(_) | Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_))
+            }) else {
+                return diag(
+                    k.span,
+                    format!("dict keys must be numbers, strings or None here, not {}", key.type_name()),
+                );
+            };
+            let val = self.expr(env, v)?;
+            match out.iter_mut().find(|(x, _)| fv_static(x).is_some_and(|x| key_eq(&x, &kv))) {
+                Some(slot) => slot.1 = val,
+                None => out.push((key, val)),
+            }
+        }
+        Ok(FV::Dict(Rc::new(out)))
+    }
+
+    /// The entry of `key` in a dict, if any (`key` must be known before the program runs).
+    fn dict_find(d: &[(FV, FV)], key: &FV, span: Span) -> FR<Option<FV>> {
+        let Some(k) = fv_static(key) else {
+            return diag(span, "a dict key must be known before the program runs");
+        };
+        Ok(d.iter().find(|(x, _)| fv_static(x).is_some_and(|x| key_eq(&x, &k))).map(|(_, v)| v.clone()))
+    }
+
+    /// `d[key]`.
+    pub(super) fn dict_get(d: &[(FV, FV)], key: &FV, span: Span) -> FR<FV> {
+        match Self::dict_find(d, key, span)? {
+            Some(v) => Ok(v),
+            None => diag(span, format!("KeyError: {}", fv_static(key).map(|k| pyfmt::py_repr(&k)).unwrap_or_default())),
+        }
+    }
+
+    /// `key in d`.
+    pub(super) fn dict_contains(d: &[(FV, FV)], key: &FV, span: Span) -> FR<bool> {
+        Ok(Self::dict_find(d, key, span)?.is_some())
+    }
+
+    /// Dict methods: `get`, `keys`, `values`, `items`.
+    pub(super) fn dict_method(d: &[(FV, FV)], name: &str, pos: &[FV], span: Span) -> FR<FV> {
+        let list = |items: Vec<FV>| FV::List(Rc::new(std::cell::RefCell::new(items)));
+        match (name, pos) {
+            ("get", [k]) | ("get", [k, _]) => {
+                Ok(Self::dict_find(d, k, span)?.unwrap_or_else(|| pos.get(1).cloned().unwrap_or(FV::None)))
+            }
+            ("keys", []) => Ok(list(d.iter().map(|(k, _)| k.clone()).collect())),
+            ("values", []) => Ok(list(d.iter().map(|(_, v)| v.clone()).collect())),
+            ("items", []) => Ok(list(d.iter().map(|(k, v)| FV::Tuple(Rc::new(vec![k.clone(), v.clone()]))).collect())),
+            _ => diag(span, format!("unsupported dict method `{name}` (with {} arguments)", pos.len())),
+        }
+    }
+
+    /// An f-string's text; fields known only at run time are described (see [`Fz::fv_str`]).
+    pub(super) fn fstring(&mut self, env: &mut Env, parts: &'m [FPart]) -> FR<FV> {
+        let mut out = String::new();
+        for p in parts {
+            match p {
+                FPart::Lit(s) => out.push_str(s),
+                FPart::Field { value, conv, spec } => {
+                    let v = self.expr(env, value)?;
+                    match fv_static(&v) {
+                        Some(v) => out.push_str(&pyfmt::field(&v, *conv, spec).map_err(|m| stop(value.span, m))?),
+                        None => out.push_str(&self.fv_str(&v)),
+                    }
+                }
+            }
+        }
+        Ok(FV::Str(Rc::from(out.as_str())))
+    }
+
+    /// `raise EXC`: the error functionalization stops with. Under an `if` or loop on a run-time value the program
+    /// would raise only for some data, which the term cannot say: refused (an enclosing loop unrolls first, which
+    /// makes a condition on its variable static).
+    pub(super) fn raise(&mut self, env: &mut Env, exc: &'m Option<Expr>, span: Span) -> Stop {
+        if self.dyn_depth > 0 {
+            // A condition on a loop variable becomes static when the loop is unrolled; one on data never does.
+            return Stop::NeedsStatic(
+                span,
+                "`raise` under a condition known only when the program runs is not supported by the functional \
+                 and optimized engines"
+                    .into(),
+            );
+        }
+        let Some(e) = exc else {
+            return stop(span, "RuntimeError: No active exception to reraise");
+        };
+        let unsupported =
+            || stop(e.span, format!("raise: unsupported exception (use one of {})", EXCEPTIONS.join(", ")));
+        match &e.kind {
+            ExprKind::Name(n) if EXCEPTIONS.contains(&n.as_str()) => stop(span, n.clone()),
+            ExprKind::Call { func, args, kwargs } if kwargs.is_empty() => match &func.kind {
+                ExprKind::Name(n) if EXCEPTIONS.contains(&n.as_str()) => {
+                    let vals = match self.expr_items(env, args, true) {
+                        Ok(v) => v,
+                        Err(s) => return s,
+                    };
+                    let strs: Vec<String> = if vals.len() == 1 {
+                        vec![self.fv_str(&vals[0])]
+                    } else {
+                        vals.iter()
+                            .map(|v| fv_static(v).map(|v| pyfmt::py_repr(&v)).unwrap_or_else(|| self.fv_str(v)))
+                            .collect()
+                    };
+                    stop(span, exception_message(n, &strs))
+                }
+                _ => unsupported(),
+            },
+            _ => unsupported(),
+        }
+    }
+}
+
+/// The refusal of an op whose output shape depends on the data (`torch.where(condition)` with one argument,
+/// `nonzero`, `masked_select`, ...), if `name` called with `npos` positional and `nkw` keyword arguments is one.
+pub(super) fn data_dependent(name: &str, npos: usize, nkw: usize, is_method: bool) -> Option<String> {
+    let what = match name {
+        "where" if npos + usize::from(is_method) == 1 && nkw == 0 => {
+            "`torch.where(condition)` with one argument returns the indices of the true elements, whose number"
+        }
+        "nonzero" | "argwhere" => "`nonzero` returns the indices of the nonzero elements, whose number",
+        "masked_select" => "`masked_select` returns the selected elements, whose number",
+        "unique" | "unique_consecutive" => "`unique` returns the distinct elements, whose number",
+        _ => return None,
+    };
+    Some(format!(
+        "{what} depends on the data (a data-dependent output shape): the functional and optimized engines cannot \
+         express it (the reference engine runs it)"
+    ))
+}
+
+/// Takes the device arguments out of a call (see `interp::python::strip_device`, which this mirrors).
+pub(super) fn strip_device(name: &str, pos: &mut Vec<FV>, kw: &mut Vec<(String, FV)>) -> Result<(), String> {
+    let check = |v: &FV| match v {
+        FV::Device | FV::None => Ok(()),
+        FV::Str(s) if is_cpu_name(s) => Ok(()),
+        FV::Str(s) => Err(not_cpu(&format!("'{s}'"))),
+        other => Err(format!("{name}(): argument 'device' must be torch.device, not {}", other.type_name())),
+    };
+    if let Some(k) = kw.iter().position(|(k, _)| k == "device") {
+        check(&kw[k].1)?;
+        kw.remove(k);
+    }
+    if matches!(name, "to" | "cpu") {
+        kw.retain(|(k, v)| !(k == "non_blocking" || (k == "copy" && matches!(v, FV::Bool(false)))));
+        if name == "to" && matches!(pos.get(1), Some(FV::Device | FV::Str(_))) {
+            check(&pos[1])?;
+            pos.remove(1);
+        }
+    }
+    Ok(())
+}
+
+/// `torch.device(...)`.
+pub(super) fn torch_device(pos: &[FV]) -> Result<FV, String> {
+    match pos {
+        [FV::Device] => Ok(FV::Device),
+        [FV::Str(s)] if is_cpu_name(s) => Ok(FV::Device),
+        [FV::Str(s), FV::Int(_)] if &**s == "cpu" => Ok(FV::Device),
+        [FV::Str(s), ..] => Err(not_cpu(&format!("'{s}'"))),
+        _ => Err("torch.device() takes a device name such as \"cpu\"".into()),
+    }
+}

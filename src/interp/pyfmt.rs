@@ -1,0 +1,355 @@
+//! Python's `str`, `repr` and `format` of the values f-strings and exception messages show: numbers (floats as
+//! Python writes them: `1.0`, `1e-05`, `1e+16`), strings, None, tuples, lists, dicts, dtypes and devices, with the
+//! format-spec mini-language for numbers and strings (`{x:.3f}`, `{n:>5}`, `{p:.1%}`, `{n:,}`).
+
+use super::value::Value;
+
+/// Python's `repr` of a float.
+pub fn float_repr(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+    }
+    // Rust's `{:e}` gives the shortest digits that round-trip, as Python's repr does; only the layout differs.
+    let s = format!("{:e}", x);
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let neg = mant.starts_with('-');
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let sign = if neg { "-" } else { "" };
+    if (-4..16).contains(&exp) {
+        let body = if exp >= 0 {
+            let e = exp as usize;
+            let int: String = if digits.len() > e + 1 {
+                digits[..e + 1].to_string()
+            } else {
+                format!("{digits}{}", "0".repeat(e + 1 - digits.len()))
+            };
+            let frac = if digits.len() > e + 1 { &digits[e + 1..] } else { "0" };
+            format!("{int}.{frac}")
+        } else {
+            format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
+        };
+        format!("{sign}{body}")
+    } else {
+        let m = if digits.len() > 1 { format!("{}.{}", &digits[..1], &digits[1..]) } else { digits };
+        format!("{sign}{m}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    }
+}
+
+/// Python's `str` of a value.
+pub fn py_str(v: &Value) -> String {
+    match v {
+        Value::Str(s) => s.to_string(),
+        other => py_repr(other),
+    }
+}
+
+/// Python's `repr` of a value (tensors are shown by dtype and shape, not by their elements).
+pub fn py_repr(v: &Value) -> String {
+    let seq = |items: &[Value]| items.iter().map(py_repr).collect::<Vec<_>>().join(", ");
+    match v {
+        Value::None => "None".into(),
+        Value::Bool(b) => if *b { "True" } else { "False" }.into(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => float_repr(*f),
+        Value::Str(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
+        Value::Tensor(t) => format!("tensor(<{}{}>)", t.dtype().annotation(), crate::tensor::fmt_shape(&t.shape)),
+        Value::Tuple(items) | Value::Named(items, _) if items.len() == 1 => format!("({},)", seq(items)),
+        Value::Tuple(items) | Value::Named(items, _) => format!("({})", seq(items)),
+        Value::List(items) => format!("[{}]", seq(&items.borrow())),
+        Value::Dict(items) => {
+            let kv: Vec<String> = items.iter().map(|(k, v)| format!("{}: {}", py_repr(k), py_repr(v))).collect();
+            format!("{{{}}}", kv.join(", "))
+        }
+        Value::Slice(a, b, c) => {
+            let o = |x: &Option<i64>| x.map_or("None".to_string(), |v| v.to_string());
+            format!("slice({}, {}, {})", o(a), o(b), o(c))
+        }
+        Value::Ellipsis => "Ellipsis".into(),
+        Value::DType(d) => d.torch_name().to_string(),
+        Value::Range(a, b, s) if *s == 1 => format!("range({a}, {b})"),
+        Value::Range(a, b, s) => format!("range({a}, {b}, {s})"),
+        Value::Module(m) => format!("<module '{m}'>"),
+        Value::Func(f) => format!("<function {f}>"),
+        Value::Device => "device(type='cpu')".into(),
+    }
+}
+
+/// A parsed format spec: `[[fill]align][sign][#][0][width][,|_][.precision][type]`.
+struct Spec {
+    fill: char,
+    align: Option<char>,
+    sign: char,
+    alt: bool,
+    width: usize,
+    group: Option<char>,
+    precision: Option<usize>,
+    ty: Option<char>,
+}
+
+fn parse_spec(spec: &str) -> Result<Spec, String> {
+    let c: Vec<char> = spec.chars().collect();
+    let mut i = 0;
+    let mut s =
+        Spec { fill: ' ', align: None, sign: '-', alt: false, width: 0, group: None, precision: None, ty: None };
+    let is_align = |c: char| matches!(c, '<' | '>' | '^' | '=');
+    if c.len() >= 2 && is_align(c[1]) {
+        s.fill = c[0];
+        s.align = Some(c[1]);
+        i = 2;
+    } else if !c.is_empty() && is_align(c[0]) {
+        s.align = Some(c[0]);
+        i = 1;
+    }
+    if i < c.len() && matches!(c[i], '+' | '-' | ' ') {
+        s.sign = c[i];
+        i += 1;
+    }
+    if i < c.len() && c[i] == '#' {
+        s.alt = true;
+        i += 1;
+    }
+    if i < c.len() && c[i] == '0' {
+        if s.align.is_none() {
+            s.fill = '0';
+            s.align = Some('=');
+        }
+        i += 1;
+    }
+    let num = |i: &mut usize| {
+        let start = *i;
+        while *i < c.len() && c[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        c[start..*i].iter().collect::<String>().parse::<usize>().ok()
+    };
+    s.width = num(&mut i).unwrap_or(0);
+    if i < c.len() && matches!(c[i], ',' | '_') {
+        s.group = Some(c[i]);
+        i += 1;
+    }
+    if i < c.len() && c[i] == '.' {
+        i += 1;
+        s.precision = Some(num(&mut i).ok_or("Format specifier missing precision")?);
+    }
+    if i < c.len() {
+        s.ty = Some(c[i]);
+        i += 1;
+    }
+    if i != c.len() {
+        return Err(format!("Invalid format specifier '{spec}'"));
+    }
+    Ok(s)
+}
+
+/// Groups the digits of an integer part by thousands.
+fn group_digits(int: &str, sep: char) -> String {
+    let n = int.len();
+    let mut out = String::new();
+    for (k, ch) in int.chars().enumerate() {
+        if k > 0 && (n - k) % 3 == 0 {
+            out.push(sep);
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Scientific notation as Python writes it (`1.500000e-05`).
+fn sci(x: f64, p: usize, upper: bool) -> String {
+    let s = format!("{:.*e}", p, x);
+    let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+    let e: i32 = e.parse().unwrap_or(0);
+    let out = format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
+    if upper {
+        out.to_uppercase()
+    } else {
+        out
+    }
+}
+
+/// `%g`: fixed or scientific by the exponent, trailing zeros removed (unless `alt`).
+fn general(x: f64, p: usize, alt: bool, upper: bool) -> String {
+    let p = p.max(1);
+    if !x.is_finite() {
+        return float_repr(x);
+    }
+    let exp = if x == 0.0 {
+        0
+    } else {
+        let s = format!("{:.*e}", p - 1, x);
+        s.split_once('e').and_then(|(_, e)| e.parse::<i32>().ok()).unwrap_or(0)
+    };
+    let strip = |s: String| {
+        if alt || !s.contains('.') {
+            s
+        } else {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        }
+    };
+    if exp >= -4 && exp < p as i32 {
+        strip(format!("{:.*}", (p as i32 - 1 - exp).max(0) as usize, x))
+    } else {
+        let s = sci(x, p - 1, upper);
+        let (m, e) = s.split_once(if upper { 'E' } else { 'e' }).unwrap_or((&s, ""));
+        format!("{}{}{e}", strip(m.to_string()), if upper { 'E' } else { 'e' })
+    }
+}
+
+fn pad(body: String, neg: bool, s: &Spec, default_align: char) -> String {
+    let sign = if neg {
+        "-"
+    } else {
+        match s.sign {
+            '+' => "+",
+            ' ' => " ",
+            _ => "",
+        }
+    };
+    let len = sign.chars().count() + body.chars().count();
+    let fill = s.width.saturating_sub(len);
+    let f = |n: usize| s.fill.to_string().repeat(n);
+    match s.align.unwrap_or(default_align) {
+        '<' => format!("{sign}{body}{}", f(fill)),
+        '^' => format!("{}{sign}{body}{}", f(fill / 2), f(fill - fill / 2)),
+        '=' => format!("{sign}{}{body}", f(fill)),
+        _ => format!("{}{sign}{body}", f(fill)),
+    }
+}
+
+/// `format(v, spec)` as Python computes it, for numbers, strings and (with an empty spec) anything.
+pub fn format_value(v: &Value, spec: &str) -> Result<String, String> {
+    if spec.is_empty() {
+        return Ok(py_str(v));
+    }
+    let s = parse_spec(spec)?;
+    let float = |x: f64, ty: Option<char>| -> Result<String, String> {
+        let neg = x.is_sign_negative() && !x.is_nan();
+        let a = x.abs();
+        let body = match ty {
+            Some('f' | 'F') => format!("{:.*}", s.precision.unwrap_or(6), a),
+            Some(t @ ('e' | 'E')) => sci(a, s.precision.unwrap_or(6), t == 'E'),
+            Some(t @ ('g' | 'G')) => general(a, s.precision.unwrap_or(6), s.alt, t == 'G'),
+            Some('%') => format!("{:.*}%", s.precision.unwrap_or(6), a * 100.0),
+            None => match s.precision {
+                // Like `g`, but a whole number keeps one decimal (`format(1.0, ".3")` is `1.0`).
+                Some(p) => {
+                    let g = general(a, p, s.alt, false);
+                    if a.is_finite() && !g.contains(['.', 'e']) {
+                        format!("{g}.0")
+                    } else {
+                        g
+                    }
+                }
+                None => float_repr(a),
+            },
+            Some(t) => return Err(format!("Unknown format code '{t}' for object of type 'float'")),
+        };
+        let body = match s.group {
+            Some(g) => {
+                let (int, rest) = match body.find(|c: char| !c.is_ascii_digit()) {
+                    Some(k) => body.split_at(k),
+                    None => (body.as_str(), ""),
+                };
+                format!("{}{rest}", group_digits(int, g))
+            }
+            None => body,
+        };
+        Ok(pad(body, neg, &s, '>'))
+    };
+    match v {
+        Value::Bool(_) | Value::Int(_) if matches!(s.ty, Some('f' | 'F' | 'e' | 'E' | 'g' | 'G' | '%')) => {
+            let x = v.as_scalar().map(|x| x.to_f64()).unwrap_or(0.0);
+            float(x, s.ty)
+        }
+        Value::Int(_) | Value::Bool(_) => {
+            let i = v.as_scalar().map(|x| x.to_i64_trunc()).unwrap_or(0);
+            if s.precision.is_some() {
+                return Err("Precision not allowed in integer format specifier".into());
+            }
+            let body = match s.ty {
+                None | Some('d' | 'n') => i.unsigned_abs().to_string(),
+                Some('x') => format!("{:x}", i.unsigned_abs()),
+                Some('X') => format!("{:X}", i.unsigned_abs()),
+                Some('b') => format!("{:b}", i.unsigned_abs()),
+                Some('o') => format!("{:o}", i.unsigned_abs()),
+                Some(t) => return Err(format!("Unknown format code '{t}' for object of type 'int'")),
+            };
+            let body = match s.group {
+                Some(g) => group_digits(&body, g),
+                None => body,
+            };
+            Ok(pad(body, i < 0, &s, '>'))
+        }
+        Value::Float(x) => float(*x, s.ty),
+        Value::Str(text) => {
+            if !matches!(s.ty, None | Some('s')) {
+                return Err(format!("Unknown format code '{}' for object of type 'str'", s.ty.unwrap_or('?')));
+            }
+            let body: String = match s.precision {
+                Some(p) => text.chars().take(p).collect(),
+                None => text.to_string(),
+            };
+            Ok(pad(body, false, &Spec { sign: '-', ..s }, '<'))
+        }
+        other => Err(format!("unsupported format string passed to {}.__format__", other.type_name())),
+    }
+}
+
+/// One f-string field: the conversion (`!s`, `!r`, `!a`), then the format spec.
+pub fn field(v: &Value, conv: Option<char>, spec: &str) -> Result<String, String> {
+    match conv {
+        Some('r' | 'a') => format_value(&Value::Str(py_repr(v).into()), spec),
+        Some(_) => format_value(&Value::Str(py_str(v).into()), spec),
+        None => format_value(v, spec),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_as_python_prints_them() {
+        for (x, want) in [
+            (1.0, "1.0"),
+            (0.1, "0.1"),
+            (1e-5, "1e-05"),
+            (1e16, "1e+16"),
+            (1.5e16, "1.5e+16"),
+            (123456.789, "123456.789"),
+            (-2.5, "-2.5"),
+            (0.0001, "0.0001"),
+            (1e15, "1000000000000000.0"),
+        ] {
+            assert_eq!(float_repr(x), want, "{x}");
+        }
+    }
+
+    #[test]
+    fn format_specs_follow_python() {
+        let f = |v: Value, s: &str| format_value(&v, s).unwrap();
+        assert_eq!(f(Value::Float(3.14159), ".2f"), "3.14");
+        assert_eq!(f(Value::Float(-3.14159), "8.3f"), "  -3.142");
+        assert_eq!(f(Value::Float(0.25), ".1%"), "25.0%");
+        assert_eq!(f(Value::Float(12345.678), ",.1f"), "12,345.7");
+        assert_eq!(f(Value::Float(1.5e-7), ".3e"), "1.500e-07");
+        assert_eq!(f(Value::Float(0.0001234), ".3g"), "0.000123");
+        assert_eq!(f(Value::Float(1234567.0), "g"), "1.23457e+06");
+        assert_eq!(f(Value::Float(1.0), ".3"), "1.0");
+        assert_eq!(f(Value::Float(2.5), ".3"), "2.5");
+        assert_eq!(f(Value::Int(42), "05d"), "00042");
+        assert_eq!(f(Value::Int(-42), ">6"), "   -42");
+        assert_eq!(f(Value::Int(1234567), ","), "1,234,567");
+        assert_eq!(f(Value::Int(3), ".2f"), "3.00");
+        assert_eq!(f(Value::Str("ab".into()), "*^6"), "**ab**");
+        assert_eq!(f(Value::Str("ab".into()), "4"), "ab  ");
+        assert!(format_value(&Value::Float(1.0), "d").is_err());
+    }
+}

@@ -1,0 +1,289 @@
+//! Python-level features of the reference interpreter that real PyTorch code leans on: `*args` in calls and
+//! displays, dicts with constant keys, f-strings, `raise`, and `torch.device` values (CPU semantics).
+
+use std::rc::Rc;
+
+use super::exec::{Frame, Interp};
+use super::pyfmt;
+use super::value::Value;
+use crate::diag::{err, Diagnostic, Span};
+use crate::frontend::ast::*;
+use crate::tensor::DType;
+
+/// Exception classes a program may raise by name (`raise ValueError(...)`).
+pub(crate) const EXCEPTIONS: &[&str] = &[
+    "Exception",
+    "ValueError",
+    "TypeError",
+    "RuntimeError",
+    "IndexError",
+    "KeyError",
+    "AssertionError",
+    "NotImplementedError",
+    "ZeroDivisionError",
+];
+
+/// The message of `raise EXC(args)` given the class name and its arguments' `str`s, as Python prints it.
+pub(crate) fn exception_message(class: &str, args: &[String]) -> String {
+    match args {
+        [] => class.to_string(),
+        [one] => format!("{class}: {one}"),
+        many => format!("{class}: ({})", many.join(", ")),
+    }
+}
+
+/// The refusal of `d[k] = v`.
+pub(crate) const DICT_READ_ONLY: &str = "assigning into a dict is not supported (dicts are read-only here)";
+
+/// Whether a string names the CPU as a device (`"cpu"`, `"cpu:0"`).
+pub(crate) fn is_cpu_name(s: &str) -> bool {
+    s == "cpu" || s.strip_prefix("cpu:").is_some_and(|n| n.parse::<u32>().is_ok())
+}
+
+/// The refusal of a device other than the CPU.
+pub(crate) fn not_cpu(what: &str) -> String {
+    format!("device {what}: programs run with CPU semantics; use `x.device` or \"cpu\"")
+}
+
+/// Whether a dict key equals another (Python equality for the hashable values dict displays may use).
+pub(crate) fn key_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::None, Value::None) => true,
+        (x, y) => match (x.as_scalar(), y.as_scalar()) {
+            (Some(p), Some(q)) => crate::interp::exec::py_compare(p, CmpOp::Eq, q),
+            _ => false,
+        },
+    }
+}
+
+fn check_key(k: &Value, span: Span) -> Result<(), Diagnostic> {
+    match k {
+        Value::Str(_) | Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) => Ok(()),
+        Value::Tuple(items) => items.iter().try_for_each(|i| check_key(i, span)),
+        other => err(span, format!("dict keys must be numbers, strings or None here, not {}", other.type_name())),
+    }
+}
+
+impl<'m> Interp<'m> {
+    /// The values of call arguments or display items, with `*value` spread out as Python does.
+    pub(super) fn eval_items(
+        &mut self,
+        frame: &mut Frame,
+        items: &'m [Expr],
+        call: bool,
+    ) -> Result<Vec<Value>, Diagnostic> {
+        let mut out = Vec::with_capacity(items.len());
+        for it in items {
+            match &it.kind {
+                ExprKind::Starred(inner) => {
+                    let v = self.eval(frame, inner)?;
+                    let spread = match &v {
+                        Value::Dict(d) => Some(d.iter().map(|(k, _)| k.clone()).collect()),
+                        Value::Range(..) | Value::Tensor(_) | Value::Tuple(_) | Value::List(_) | Value::Named(..) => {
+                            Some(self.iterate(&v, it.span)?)
+                        }
+                        _ => None,
+                    };
+                    match spread {
+                        Some(vs) => out.extend(vs),
+                        None if call => {
+                            return err(
+                                it.span,
+                                format!("TypeError: Value after * must be an iterable, not {}", v.type_name()),
+                            )
+                        }
+                        None => return err(it.span, format!("TypeError: '{}' object is not iterable", v.type_name())),
+                    }
+                }
+                _ => out.push(self.eval(frame, it)?),
+            }
+        }
+        Ok(out)
+    }
+
+    pub(super) fn eval_dict(&mut self, frame: &mut Frame, items: &'m [(Expr, Expr)]) -> Result<Value, Diagnostic> {
+        let mut out: Vec<(Value, Value)> = Vec::new();
+        for (k, v) in items {
+            let key = self.eval(frame, k)?;
+            check_key(&key, k.span)?;
+            let val = self.eval(frame, v)?;
+            match out.iter_mut().find(|(x, _)| key_eq(x, &key)) {
+                Some(slot) => slot.1 = val,
+                None => out.push((key, val)),
+            }
+        }
+        Ok(Value::Dict(Rc::new(out)))
+    }
+
+    /// `d[key]`.
+    pub(super) fn dict_get(d: &[(Value, Value)], key: &Value, span: Span) -> Result<Value, Diagnostic> {
+        match d.iter().find(|(k, _)| key_eq(k, key)) {
+            Some((_, v)) => Ok(v.clone()),
+            None => err(span, format!("KeyError: {}", pyfmt::py_repr(key))),
+        }
+    }
+
+    /// Dict methods: `get`, `keys`, `values`, `items`.
+    pub(super) fn dict_method(
+        d: &[(Value, Value)],
+        name: &str,
+        pos: &[Value],
+        span: Span,
+    ) -> Result<Value, Diagnostic> {
+        match (name, pos) {
+            ("get", [k]) | ("get", [k, _]) => Ok(match d.iter().find(|(x, _)| key_eq(x, k)) {
+                Some((_, v)) => v.clone(),
+                None => pos.get(1).cloned().unwrap_or(Value::None),
+            }),
+            ("keys", []) => Ok(Value::list(d.iter().map(|(k, _)| k.clone()).collect())),
+            ("values", []) => Ok(Value::list(d.iter().map(|(_, v)| v.clone()).collect())),
+            ("items", []) => Ok(Value::list(d.iter().map(|(k, v)| Value::tuple(vec![k.clone(), v.clone()])).collect())),
+            _ => err(span, format!("unsupported dict method `{name}` (with {} arguments)", pos.len())),
+        }
+    }
+
+    /// An f-string's text.
+    pub(super) fn eval_fstring(&mut self, frame: &mut Frame, parts: &'m [FPart]) -> Result<Value, Diagnostic> {
+        let mut out = String::new();
+        for p in parts {
+            match p {
+                FPart::Lit(s) => out.push_str(s),
+                FPart::Field { value, conv, spec } => {
+                    let v = self.eval(frame, value)?;
+                    out.push_str(&pyfmt::field(&v, *conv, spec).map_err(|m| Diagnostic::new(m).at(value.span))?);
+                }
+            }
+        }
+        Ok(Value::Str(Rc::from(out.as_str())))
+    }
+
+    /// `raise EXC`: the error the program stops with.
+    pub(super) fn raise(&mut self, frame: &mut Frame, exc: &'m Option<Expr>, span: Span) -> Diagnostic {
+        let Some(e) = exc else {
+            return Diagnostic::new("RuntimeError: No active exception to reraise").at(span);
+        };
+        match &e.kind {
+            ExprKind::Name(n) if EXCEPTIONS.contains(&n.as_str()) => Diagnostic::new(n.clone()).at(span),
+            ExprKind::Call { func, args, kwargs } if kwargs.is_empty() => match &func.kind {
+                ExprKind::Name(n) if EXCEPTIONS.contains(&n.as_str()) => {
+                    let vals = match self.eval_items(frame, args, true) {
+                        Ok(v) => v,
+                        Err(d) => return d,
+                    };
+                    let strs: Vec<String> = if vals.len() == 1 {
+                        vec![pyfmt::py_str(&vals[0])]
+                    } else {
+                        vals.iter().map(pyfmt::py_repr).collect()
+                    };
+                    Diagnostic::new(exception_message(n, &strs)).at(span)
+                }
+                _ => Diagnostic::new(format!("raise: unsupported exception (use one of {})", EXCEPTIONS.join(", ")))
+                    .at(e.span),
+            },
+            _ => Diagnostic::new(format!("raise: unsupported exception (use one of {})", EXCEPTIONS.join(", ")))
+                .at(e.span),
+        }
+    }
+}
+
+/// Keyword arguments with every `**mapping` (a keyword named `**`) spread out, as Python binds them.
+pub(crate) fn spread_kwargs<V: Clone>(
+    kw: Vec<(String, V)>,
+    as_dict: impl Fn(&V) -> Result<Vec<(Option<String>, V)>, String>,
+) -> Result<Vec<(String, V)>, String> {
+    if !kw.iter().any(|(k, _)| k == "**") {
+        return Ok(kw);
+    }
+    let mut out: Vec<(String, V)> = Vec::new();
+    for (k, v) in kw {
+        let items = if k == "**" { as_dict(&v)? } else { vec![(Some(k), v)] };
+        for (k, v) in items {
+            let Some(k) = k else { return Err("TypeError: keywords must be strings".into()) };
+            if out.iter().any(|(o, _)| *o == k) {
+                return Err(format!("TypeError: got multiple values for keyword argument '{k}'"));
+            }
+            out.push((k, v));
+        }
+    }
+    Ok(out)
+}
+
+/// The entries of a `**mapping` argument.
+pub(super) fn dict_entries(v: &Value) -> Result<Vec<(Option<String>, Value)>, String> {
+    match v {
+        Value::Dict(d) => Ok(d
+            .iter()
+            .map(|(k, v)| (if let Value::Str(s) = k { Some(s.to_string()) } else { None }, v.clone()))
+            .collect()),
+        other => Err(format!("TypeError: argument after ** must be a mapping, not {}", other.type_name())),
+    }
+}
+
+/// Takes the device arguments out of a call to `name` (`device=` anywhere; for `.to`, a device or device name in
+/// first position): the CPU is the only device, so they change nothing; another device is refused. `non_blocking`
+/// and `copy=False` go with them for `.to`.
+pub(super) fn strip_device(name: &str, pos: &mut Vec<Value>, kw: &mut Vec<(String, Value)>) -> Result<(), String> {
+    let check = |v: &Value| match v {
+        Value::Device | Value::None => Ok(()),
+        Value::Str(s) if is_cpu_name(s) => Ok(()),
+        Value::Str(s) => Err(not_cpu(&format!("'{s}'"))),
+        other => Err(format!("{name}(): argument 'device' must be torch.device, not {}", other.type_name())),
+    };
+    if let Some(k) = kw.iter().position(|(k, _)| k == "device") {
+        check(&kw[k].1)?;
+        kw.remove(k);
+    }
+    if matches!(name, "to" | "cpu") {
+        kw.retain(|(k, v)| !(k == "non_blocking" || (k == "copy" && matches!(v, Value::Bool(false)))));
+        // `x.to(device)`, `x.to(device, dtype)`, `x.to("cpu")` (position 1: position 0 is the tensor).
+        if name == "to" && matches!(pos.get(1), Some(Value::Device | Value::Str(_))) {
+            check(&pos[1])?;
+            pos.remove(1);
+        }
+    }
+    Ok(())
+}
+
+/// `torch.device(...)`.
+pub(super) fn torch_device(pos: &[Value]) -> Result<Value, String> {
+    match pos {
+        [Value::Device] => Ok(Value::Device),
+        [Value::Str(s)] if is_cpu_name(s) => Ok(Value::Device),
+        [Value::Str(s), Value::Int(_)] if &**s == "cpu" => Ok(Value::Device),
+        [Value::Str(s), ..] => Err(not_cpu(&format!("'{s}'"))),
+        _ => Err("torch.device() takes a device name such as \"cpu\"".into()),
+    }
+}
+
+const FINFO: &[&str] = &["bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"];
+const IINFO: &[&str] = &["bits", "max", "min"];
+
+/// `torch.finfo(dtype)` / `torch.iinfo(dtype)`: their fields (numbers) and names, as PyTorch gives them.
+pub(crate) fn type_info(which: &str, d: Option<DType>) -> Result<(Vec<Value>, &'static [&'static str]), String> {
+    let f = |bits: i64, eps: f64, max: f64, tiny: f64, res: f64| {
+        let v = vec![
+            Value::Int(bits),
+            Value::Float(eps),
+            Value::Float(max),
+            Value::Float(-max),
+            Value::Float(tiny),
+            Value::Float(tiny),
+            Value::Float(res),
+        ];
+        Ok((v, FINFO))
+    };
+    let i = |bits: i64, min: i64, max: i64| Ok((vec![Value::Int(bits), Value::Int(max), Value::Int(min)], IINFO));
+    match (which, d.unwrap_or(DType::F32)) {
+        ("finfo", DType::F32) => f(32, f32::EPSILON as f64, f32::MAX as f64, f32::MIN_POSITIVE as f64, 1e-6),
+        ("finfo", DType::F64) => f(64, f64::EPSILON, f64::MAX, f64::MIN_POSITIVE, 1e-15),
+        ("finfo", DType::F16) => f(16, 0.0009765625, 65504.0, 6.103515625e-05, 0.001),
+        ("finfo", DType::BF16) => f(16, 0.0078125, 3.3895313892515355e38, f32::MIN_POSITIVE as f64, 0.01),
+        ("iinfo", DType::I64) if d.is_some() => i(64, i64::MIN, i64::MAX),
+        ("iinfo", DType::I32) => i(32, i32::MIN as i64, i32::MAX as i64),
+        ("finfo", _) => {
+            Err("torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'".into())
+        }
+        _ => Err("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'".into()),
+    }
+}

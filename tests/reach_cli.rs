@@ -1,0 +1,216 @@
+//! Real PyTorch code through the command line: a function outside the subset fails alone (with its own
+//! `file:line:col`) while the rest of its file runs, lists and optimizes; and data-dependent shapes are refused by
+//! the functional and optimized engines with a message that says so, at the statement that makes them, while the
+//! reference engine runs them.
+
+use std::path::{Path, PathBuf};
+
+mod common;
+
+use common::Outcome;
+
+fn funcfuse(args: &[&str]) -> Outcome {
+    common::run_binary(common::binary().args(args))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    common::scratch("reach_cli", name)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A file with a good program, a program outside the subset, a helper outside the subset and a program that calls
+/// it, a program using `*args` and a program whose local variable is named like the failed program (a local, not a
+/// reference to it). Line numbers are the file's.
+const MIXED: &str = "\
+from __future__ import annotations
+import torch
+
+
+def _good(x):
+    return x * 2
+
+
+def _bad(x):
+    return (lambda y: y)(x)
+
+
+def first(x: f32[2, 6]) -> f32[2, 3, 2]:
+    return _good(x).reshape(*x.shape[:-1], -1, 2)
+
+
+def odd(x: f32[3]) -> f32[3]:
+    with open(\"f\") as fh:
+        pass
+    return x
+
+
+def calls_bad(x: f32[3]) -> f32[3]:
+    y = x + 1
+    return _bad(y)
+
+
+def last(x: f32[3]) -> f32[3]:
+    odd = x * 3
+    return _good(odd) + 1
+";
+
+#[test]
+fn a_function_outside_the_subset_fails_alone() {
+    let dir = scratch("mixed");
+    let file = dir.join("mixed.py");
+    std::fs::write(&file, MIXED).unwrap();
+    let f = s(&file);
+
+    // `list`: the good programs with signatures, the failed ones with their own messages.
+    let o = funcfuse(&["list", f]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", o.stdout);
+    assert_eq!(lines[0], format!("{f}::first(x: f32[2, 6])"));
+    assert_eq!(
+        lines[1],
+        format!("{f}::odd: failed: {f}:18:5: `with` statements are not supported (except `with torch.no_grad():`)")
+    );
+    assert_eq!(
+        lines[2],
+        format!("{f}::calls_bad: failed: {f}:25:12: `_bad` cannot be used: {f}:10:13: lambda is not supported")
+    );
+    assert_eq!(lines[3], format!("{f}::last(x: f32[3])"));
+
+    // `run FILE::FUNC`: the good ones run on every engine; a failed one reports its own location.
+    for engine in ["reference", "functional", "optimized"] {
+        for func in ["first", "last"] {
+            let out = dir.join(format!("{engine}_{func}"));
+            let o = funcfuse(&["run", &format!("{f}::{func}"), "--engine", engine, "--output", s(&out)]);
+            assert_eq!(o.code, 0, "{engine} {func}: {}", o.stderr);
+        }
+        let o = funcfuse(&["run", &format!("{f}::odd"), "--engine", engine, "--output", s(&dir.join("o"))]);
+        assert_eq!(o.code, 1, "{}", o.stderr);
+        assert!(o.stderr.starts_with(&format!("{f}:18:5: `with` statements")), "{engine}: {}", o.stderr);
+    }
+    let got = funcfuse::io::read_npy(&dir.join("optimized_first/return.npy")).unwrap();
+    let x = funcfuse::io::read_npy(&dir.join("optimized_first/inputs/x.npy")).unwrap();
+    assert_eq!(got.shape, vec![2, 3, 2]);
+    assert_eq!(got.to_f64_vec(), x.to_f64_vec().iter().map(|v| v * 2.0).collect::<Vec<_>>());
+
+    // `run FILE`: every program, the failed ones reported alone.
+    let o = funcfuse(&["run", f, "--engine", "reference", "--output", s(&dir.join("batch"))]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stdout.contains(&format!("FAIL {f}::odd: {f}:18:5:")), "{}", o.stdout);
+    assert!(o.stdout.contains(&format!("FAIL {f}::calls_bad: {f}:25:12:")), "{}", o.stdout);
+    assert!(o.stdout.contains("2 programs ran, 2 failed"), "{}", o.stdout);
+
+    // `optimize FILE`: plans for the good programs, the failed ones recorded with their messages.
+    let out = dir.join("opt");
+    let o = funcfuse(&["optimize", f, "--out", s(&out)]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stdout.contains("2 programs optimized, 2 failed"), "{}", o.stdout);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let status = |name: &str| {
+        let r = report["programs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["program"].as_str().unwrap().ends_with(&format!("::{name}")))
+            .unwrap_or_else(|| panic!("{name} missing: {report}"));
+        (r["status"].as_str().unwrap().to_string(), r["error"].as_str().unwrap_or("").to_string())
+    };
+    assert_eq!(status("first").0, "ok");
+    assert_eq!(status("last").0, "ok");
+    let (st, e) = status("odd");
+    assert!(st == "failed" && e.starts_with(&format!("{f}:18:5:")), "{st}: {e}");
+    let (st, e) = status("calls_bad");
+    assert!(st == "failed" && e.contains(&format!("{f}:10:13: lambda is not supported")), "{st}: {e}");
+    assert!(out.join("mixed/first/record.json").exists());
+
+    // A file that is not Python at all is still one file-level error.
+    let bad = dir.join("syntax.py");
+    std::fs::write(&bad, "import torch\n\ndef f(x: f32[2]) -> f32[2]:\n    return x +\n").unwrap();
+    let o = funcfuse(&["list", s(&bad)]);
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(o.stderr.contains("syntax error"), "{}", o.stderr);
+}
+
+/// Runs `FILE::f` of `src` on `engine` and returns the outcome.
+fn run_f(dir: &Path, src: &str, engine: &str) -> Outcome {
+    let file = common::program(dir, src);
+    funcfuse(&["run", &format!("{file}::f"), "--engine", engine, "--output", s(&dir.join(engine))])
+}
+
+#[test]
+fn data_dependent_shapes_are_refused_where_they_are_made() {
+    let dir = scratch("data_dependent");
+    // Line numbers count the two header lines and the blank line `common::program` writes.
+    let cases = [
+        // The selection on line 6 is used on line 7: the refusal points at the selection.
+        (
+            "def f(boxes: f32[10, 4], scores: f32[10]) -> f32[4]:\n    keep = scores > 0.5\n    b = boxes[keep]\n    return b.sum(0) * 2\n",
+            "prog.py:6:9: indexing with a boolean mask gives a data-dependent shape",
+        ),
+        (
+            "def f(boxes: f32[10, 4], scores: f32[10]) -> f32[10, 4]:\n    keep = scores > 2.0\n    return torch.cat([boxes[keep], boxes], 0)\n",
+            "prog.py:6:23: indexing with a boolean mask gives a data-dependent shape",
+        ),
+        (
+            "def f(x: f32[4, 3]) -> i64[0]:\n    idx = torch.where(x > 5.0)\n    return idx[0]\n",
+            "prog.py:5:11: `torch.where(condition)` with one argument returns the indices of the true elements, whose number depends on the data",
+        ),
+        (
+            "def f(x: f32[4, 3]) -> i64[0, 2]:\n    return (x > 5.0).nonzero()\n",
+            "prog.py:5:12: `nonzero` returns the indices of the nonzero elements, whose number depends on the data",
+        ),
+        (
+            "def f(x: f32[4], t: i64[3]) -> f32[0]:\n    t[-1] = 0\n    return x.new_ones(t[-1])\n",
+            "prog.py:6:12: new_ones(): argument 'size' comes from tensor data, so the result's shape depends on the data",
+        ),
+    ];
+    for (k, (src, want)) in cases.iter().enumerate() {
+        let d = dir.join(k.to_string());
+        std::fs::create_dir_all(&d).unwrap();
+        // The reference engine runs it (the results are empty: nothing exceeds 5 or 2, and the size is 0).
+        let o = run_f(&d, src, "reference");
+        assert_eq!(o.code, 0, "reference, case {k}: {}", o.stderr);
+        for engine in ["functional", "optimized"] {
+            let o = run_f(&d, src, engine);
+            assert_eq!(o.code, 1, "{engine}, case {k}: {}", o.stderr);
+            assert!(o.stderr.contains(want), "{engine}, case {k}: {}\nwant {want}", o.stderr);
+            assert!(o.stderr.contains("the reference engine runs it"), "{}", o.stderr);
+        }
+    }
+    // The reference's `torch.where(condition)` is `nonzero(as_tuple=True)`.
+    let src = "def f(x: f32[4, 3]) -> tuple[i64[12], i64[12]]:\n    return torch.where(x > -10.0)\n";
+    let o = run_f(&dir, src, "reference");
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let rows = funcfuse::io::read_npy(&dir.join("reference/return.0.npy")).unwrap().to_f64_vec();
+    let cols = funcfuse::io::read_npy(&dir.join("reference/return.1.npy")).unwrap().to_f64_vec();
+    assert_eq!(rows, (0..12).map(|i| (i / 3) as f64).collect::<Vec<_>>());
+    assert_eq!(cols, (0..12).map(|i| (i % 3) as f64).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_raise_under_a_run_time_condition_is_refused_not_dropped() {
+    let dir = scratch("raise_dyn");
+    // (A condition on a loop variable unrolls the loop instead: corpus `python_reach::checked_loop`.)
+    let src = "def f(x: f32[4]) -> f32[4]:\n    if x.sum() > 100.0:\n        raise ValueError(f\"sum too large: {x.sum().item()}\")\n    return x\n";
+    assert_eq!(run_f(&dir, src, "reference").code, 0);
+    for engine in ["functional", "optimized"] {
+        let o = run_f(&dir, src, engine);
+        assert_eq!(o.code, 1, "{}", o.stderr);
+        assert!(
+            o.stderr.contains(
+                "prog.py:6:9: cannot functionalize: `raise` under a condition known only when the program runs"
+            ),
+            "{}",
+            o.stderr
+        );
+    }
+    // The reference raises it when the condition holds, with the f-string formatted.
+    let src = "def f(x: f32[4]) -> f32[4]:\n    if x.sum() > -100.0:\n        raise ValueError(f\"sum {x.shape[0]:03d}\")\n    return x\n";
+    let o = run_f(&dir, src, "reference");
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.starts_with(&format!("{}:6:9: ValueError: sum 004", s(&dir.join("prog.py")))), "{}", o.stderr);
+}
