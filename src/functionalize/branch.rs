@@ -92,10 +92,8 @@ impl<'m> Fz<'m> {
         // An arm's bindings and roots, and what it returns. A returned value joins the merge as names
         // (`%return.K`, one per tensor or number in it), so it is merged as bindings are.
         let arm = |this: &mut Self, env: &mut Env, stmts: &'m [Stmt]| -> FR<(Env, Vec<Root>, Option<Ret>)> {
-            this.dyn_depth += 1;
-            let flow = this.block(env, stmts);
-            this.dyn_depth -= 1;
-            match flow? {
+            // A `raise` in an arm fails the arm, which then raises only when it runs (see `checks.rs`).
+            match this.block(env, stmts)? {
                 Flow::Normal => Ok((env.clone(), this.roots.clone(), None)),
                 Flow::Return(v) => {
                     let mut e = env.clone();

@@ -147,6 +147,14 @@ pub(super) fn raising_arm<T>(r: super::FR<T>) -> super::FR<Result<T, crate::diag
 
 /// Whether a functionalizer error is PyTorch's (or Python's) own, rather than a limit of this tool.
 fn raises_in_pytorch(message: &str) -> bool {
+    // A Python exception the program raises (`raise ValueError(...)`, a failed `assert`) or Python's own.
+    let head = message.split(':').next().unwrap_or("");
+    if !head.is_empty()
+        && head.chars().all(|c| c.is_ascii_alphanumeric())
+        && (head.ends_with("Error") || head.ends_with("Exception"))
+    {
+        return true;
+    }
     let m = message.to_ascii_lowercase();
     // PyTorch's own error for writes through overlapping memory.
     if m.starts_with("unsupported operation:") {
@@ -155,4 +163,19 @@ fn raises_in_pytorch(message: &str) -> bool {
     !["supported", "functionaliz", "known before", "cannot stay", "limit", "recursion", "internal"]
         .iter()
         .any(|w| m.contains(w))
+}
+
+impl super::Fz<'_> {
+    /// `assert COND` on a run-time value: a check that raises where COND is false (PyTorch's AssertionError, whose
+    /// message and location `run` takes from the reference interpreter).
+    pub(super) fn runtime_assert(&mut self, cond: TId, span: crate::diag::Span) -> super::FR<()> {
+        let raise = self.t.op(OpName::Raise, vec![]).map_err(Self::tyerr(span))?.id;
+        let zero = self.t.leaf(Node::Int(0));
+        let th = self.t.add(Node::Tuple(vec![zero].into())).map_err(Self::tyerr(span))?;
+        let el = self.t.add(Node::Tuple(vec![raise].into())).map_err(Self::tyerr(span))?;
+        let c = self.t.at(cond);
+        let node = self.t.add(Node::If([c, th.id, el.id])).map_err(Self::tyerr(span))?;
+        self.t.note_check(node);
+        Ok(())
+    }
 }

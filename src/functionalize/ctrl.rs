@@ -197,7 +197,11 @@ impl<'m> Fz<'m> {
             StmtKind::While { test, body } => return self.while_stmt(env, test, body, s.span),
             StmtKind::Assert { test, msg } => {
                 let c = self.expr(env, test)?;
-                if let Cond::Static(false) = self.cond(&c, test.span)? {
+                let c = self.cond(&c, test.span)?;
+                if let Cond::Dyn(t) = c {
+                    self.runtime_assert(t, s.span)?;
+                }
+                if let Cond::Static(false) = c {
                     // The message is evaluated only when the assertion fails, as Python does.
                     let m = match msg {
                         Some(m) => {
