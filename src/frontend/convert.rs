@@ -66,6 +66,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     let mut functions: Vec<Function> = Vec::new();
     let mut failed: Vec<FailedFunction> = Vec::new();
     let mut constants = Vec::new();
+    let mut unusable: Vec<FailedFunction> = Vec::new();
     for stmt in &module.body {
         match stmt {
             py::Stmt::FunctionDef(f) => {
@@ -80,21 +81,31 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     Err(d) => failed.push(FailedFunction { name, span, error: d.in_file(_path) }),
                 }
             }
+            // An unsupported import binds names that only the functions using them cannot use.
             py::Stmt::Import(imp) => {
                 for alias in &imp.names {
                     let name = alias.name.as_str();
                     if !matches!(name, "torch" | "torch.nn.functional" | "math") {
-                        return err(
-                            cx.sp(alias),
-                            format!("unsupported import `{name}` (only torch, torch.nn.functional and math)"),
-                        );
+                        let bound = match &alias.asname {
+                            Some(a) => a.to_string(),
+                            None => name.split('.').next().unwrap_or(name).to_string(),
+                        };
+                        let msg = format!("unsupported import `{name}` (only torch, torch.nn.functional and math)");
+                        let d = Diagnostic::new(msg).at(cx.sp(alias)).in_file(_path);
+                        unusable.push(FailedFunction { name: bound, span: cx.sp(alias), error: d });
                     }
                 }
             }
             py::Stmt::ImportFrom(imp) => {
                 let module = imp.module.as_ref().map(|m| m.as_str()).unwrap_or("");
                 if !matches!(module, "__future__" | "torch" | "typing" | "torch.nn" | "torch.nn.functional") {
-                    return err(cx.sp(imp), format!("unsupported import from `{module}`"));
+                    for alias in &imp.names {
+                        let bound = alias.asname.as_ref().unwrap_or(&alias.name).to_string();
+                        let d = Diagnostic::new(format!("unsupported import from `{module}`"))
+                            .at(cx.sp(imp))
+                            .in_file(_path);
+                        unusable.push(FailedFunction { name: bound, span: cx.sp(imp), error: d });
+                    }
                 }
             }
             py::Stmt::Assign(a) if a.targets.len() == 1 && a.targets[0].is_name_expr() => {
@@ -107,7 +118,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             }
         }
     }
-    fail_callers(_path, &mut functions, &mut failed);
+    fail_callers(_path, &mut functions, &mut failed, &unusable);
     Ok(Module { path: _path.to_string(), functions, constants, failed })
 }
 
@@ -144,9 +155,14 @@ fn bound_names(body: &[Stmt], out: &mut Vec<String>) {
     });
 }
 
-/// Moves every function that names a failed function (directly or through others) to `failed`, with a message at
-/// its first such reference that gives the failed function's own error.
-fn fail_callers(path: &str, functions: &mut Vec<Function>, failed: &mut Vec<FailedFunction>) {
+/// Moves every function that names a failed function or an `unusable` name (an unsupported import), directly or
+/// through others, to `failed`, with a message at its first such reference that gives the original error.
+fn fail_callers(
+    path: &str,
+    functions: &mut Vec<Function>,
+    failed: &mut Vec<FailedFunction>,
+    unusable: &[FailedFunction],
+) {
     loop {
         let mut hit = None;
         'funcs: for (i, f) in functions.iter().enumerate() {
@@ -163,7 +179,7 @@ fn fail_callers(path: &str, functions: &mut Vec<Function>, failed: &mut Vec<Fail
                 if local.contains(&n) {
                     continue;
                 }
-                if let Some(bad) = failed.iter().find(|g| g.name == n) {
+                if let Some(bad) = failed.iter().chain(unusable).find(|g| g.name == n) {
                     let msg = format!("`{n}` cannot be used: {}", bad.error);
                     hit = Some((i, Diagnostic::new(msg).at(span).in_file(path)));
                     break 'funcs;
