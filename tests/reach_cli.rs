@@ -225,3 +225,31 @@ fn a_raise_under_a_run_time_condition_raises_only_when_it_runs() {
         );
     }
 }
+
+/// An unsupported import binds names that only the functions using them cannot use: the rest of the file runs.
+#[test]
+fn an_unsupported_import_fails_only_the_functions_that_use_it() {
+    let dir = scratch("import");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("prog.py");
+    let src = "from __future__ import annotations\nimport numpy as np\nfrom scipy import special\nimport torch\n\n\n\
+               def good(x: f32[3]) -> f32[3]:\n    return x * 3.0\n\n\n\
+               def uses_np(x: f32[3]) -> f32[3]:\n    return x * np.float32(3.0)\n\n\n\
+               def uses_special(x: f32[3]) -> f32[3]:\n    return special.expit(x)\n";
+    std::fs::write(&file, src).unwrap();
+    let o = funcfuse(&["list", s(&file)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let f = s(&file);
+    assert!(o.stdout.contains(&format!("{f}::good(")), "{}", o.stdout);
+    let np = format!("{f}::uses_np: failed: {f}:12:16: `np` cannot be used: {f}:2:8: unsupported import `numpy`");
+    assert!(o.stdout.contains(&np), "{}", o.stdout);
+    let sp = format!(
+        "{f}::uses_special: failed: {f}:16:12: `special` cannot be used: {f}:3:1: unsupported import from `scipy`"
+    );
+    assert!(o.stdout.contains(&sp), "{}", o.stdout);
+    let out = dir.join("out");
+    for engine in ["reference", "functional", "optimized"] {
+        let o = funcfuse(&["run", &format!("{f}::good"), "--engine", engine, "--output", s(&out)]);
+        assert_eq!(o.code, 0, "{engine}: {}", o.stderr);
+    }
+}

@@ -128,5 +128,11 @@ fn isolate_runs_a_program_without_the_constructs_of_its_neighbours() {
     assert!(row(&alone, "good").ends_with("| ok | ok | ok |"), "{alone}");
     // The copy keeps every line where it was, and messages name the original file.
     let bad = row(&alone, "bad");
-    assert!(bad.contains(&format!("refused: {}:2:8: unsupported import `numpy`", file.display())), "{alone}");
+    // The unsupported import fails only the function that uses its name, at the use.
+    let f = file.display();
+    assert!(
+        bad.contains(&format!("refused: {f}:11:16: `np` cannot be used: {f}:2:8: unsupported import `numpy`")),
+        "{alone}"
+    );
+    assert!(row(&whole, "good").ends_with("| ok | ok | ok |"), "{whole}");
 }

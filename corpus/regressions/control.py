@@ -171,3 +171,12 @@ def view_by_data_strides_of_size_one_dims(a: f32[3, 1, 4], b: f32[4], s: f32[2])
         w = v.contiguous()
         w[0, i] = 7.0
     return a, b
+
+
+def masked_fill_through_expand(a: f32[4], b: f32[3, 1], s: f32[3, 4]) -> tuple[f32[4], f32[3, 1]]:
+    # A fill through an expanded view (PyTorch allows it, with a deprecation warning): a memory position is filled
+    # when any of the elements that refer to it is masked.
+    a.expand(3, 4).masked_fill_(s > 0.5, -1.0)
+    b.expand(3, 5).masked_fill_(s[:, :1] < 0.0, 2.0)
+    a.unsqueeze(0).expand(2, 4)[:, 1:3].masked_fill_(torch.tensor([True, False]).unsqueeze(1), 5.0)
+    return a * 1.0, b * 1.0

@@ -717,6 +717,13 @@ impl<'m> Fz<'m> {
                 let refs: Vec<&TRef> = inputs.iter().collect();
                 self.check_inplace(&dst, &refs, !UNCHECKED_INPLACE.contains(&name), span)?;
                 if UNCHECKED_INPLACE.contains(&name) {
+                    let dt = self.roots[dst.root].dtype;
+                    if name == "masked_fill_" && dst.alt.is_none() && self.dummy(&dst, dt).has_internal_overlap() {
+                        let mask = a.tensor(1, "mask")?;
+                        let value = self.term_as(a.req(2, "value")?, dt, span)?;
+                        self.masked_fill_expanded(&dst, &mask, value, span)?;
+                        return Ok(FV::Tensor(dst));
+                    }
                     self.check_partial_write(&dst, name, span)?;
                 }
                 self.write_result(&dst, &r, true, span)?;

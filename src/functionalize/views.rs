@@ -222,9 +222,10 @@ impl Fz<'_> {
         self.check_at_corners(dst, inputs, span, |d, ins| ops::check_overlap(d, ins, internal))
     }
 
-    /// A write of only some elements (`index_put_`, `masked_fill_`, `x[idx] = v`) into a view whose elements share
-    /// memory (an `expand`): PyTorch writes each chosen element once, while a functional write of the view's whole
-    /// value would also write its unchosen aliases back over them. Refused rather than computed wrong.
+    /// A write of only some elements (`index_put_`, `x[idx] = v`; `masked_fill_` has [`Fz::masked_fill_expanded`])
+    /// into a view whose elements share memory (an `expand`): PyTorch writes each chosen element once, while a
+    /// functional write of the view's whole value would also write its unchosen aliases back over them. Refused
+    /// rather than computed wrong.
     pub(super) fn check_partial_write(&self, dst: &TRef, what: &str, span: Span) -> FR<()> {
         if dst.choices().iter().any(|c| self.dummy(c, self.roots[c.root].dtype).has_internal_overlap()) {
             return diag(
@@ -233,6 +234,32 @@ impl Fz<'_> {
             );
         }
         Ok(())
+    }
+
+    /// `masked_fill_` into a view whose elements share memory (an `expand`): PyTorch writes the value into each
+    /// memory position that any masked element refers to, so the write is exact on the view with the expanded dims
+    /// reduced to one entry: `where(any(mask over the expanded dims), value, old)`. `value` is the fill's term (of
+    /// the view's dtype); `mask` broadcasts to the view (checked by the caller).
+    pub(super) fn masked_fill_expanded(&mut self, dst: &TRef, mask: &TRef, value: Id, span: Span) -> FR<()> {
+        let expanded: Vec<i64> =
+            (0..dst.shape.len()).filter(|&d| dst.shape[d] > 1 && dst.strides[d] == 0).map(|d| d as i64).collect();
+        let mut base = dst.clone();
+        for &d in &expanded {
+            base.shape[d as usize] = 1;
+        }
+        // The mask at the view's shape, then whether any alias of each memory position is masked.
+        let none = self.full(&dst.shape, DType::Bool, crate::tensor::Scalar::B(false)).map_err(Self::tyerr(span))?;
+        let none = self.fresh(none, None, span)?;
+        let full_mask = self.elementwise(ops::Binary::BitOr, &[FV::Tensor(mask.clone()), FV::Tensor(none)], span)?;
+        let FV::Tensor(full_mask) = full_mask else { return diag(span, "internal: a mask that is not a tensor") };
+        let any = self.reduce_op(OpName::Any, &full_mask, &expanded, true, None, span)?;
+        let FV::Tensor(any) = any else { return diag(span, "internal: a reduction that is not a tensor") };
+        let any = self.read(&any, span)?;
+        let any = self.t.at(any);
+        let old = self.read(&base, span)?;
+        let old = self.t.at(old);
+        let w = self.t.op(OpName::Where, vec![any, value, old]).map_err(Self::tyerr(span))?;
+        self.write(&base, w, span)
     }
 
     /// PyTorch's check that a write (`index_put_`, `x[idx] = v`) does not overlap its value at all, on every corner.

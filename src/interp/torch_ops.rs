@@ -268,7 +268,22 @@ impl<'m> Interp<'m> {
                     .collect();
                 let refs: Vec<&Tensor> = inputs.iter().collect();
                 ops::check_overlap(&dst, &refs, !UNCHECKED_INPLACE.contains(&name))?;
-                ops::write_result(&dst, &r, true)?;
+                match (base, a.req(1, "mask")) {
+                    // Through an expanded view, PyTorch writes the value at the masked elements only: a memory
+                    // position is filled when any element referring to it is masked (writing the whole result back
+                    // would let an unmasked alias put the old value back).
+                    ("masked_fill", Ok(Value::Tensor(m))) if dst.has_internal_overlap() => {
+                        let v = match a.req(2, "value")? {
+                            Value::Tensor(t) => t.item()?,
+                            other => fill_value(other, "masked_fill_")?,
+                        }
+                        .cast(dst.dtype());
+                        let sizes: Vec<i64> = dst.shape.iter().map(|&d| d as i64).collect();
+                        let value = Tensor::scalar(dst.dtype(), v)?;
+                        index::index_put(&dst, &[Some(m.expand(&sizes)?)], &value, false)?;
+                    }
+                    _ => ops::write_result(&dst, &r, true)?,
+                }
             }
         }
         self.mark_written(&dst);
