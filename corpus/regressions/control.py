@@ -180,3 +180,12 @@ def masked_fill_through_expand(a: f32[4], b: f32[3, 1], s: f32[3, 4]) -> tuple[f
     b.expand(3, 5).masked_fill_(s[:, :1] < 0.0, 2.0)
     a.unsqueeze(0).expand(2, 4)[:, 1:3].masked_fill_(torch.tensor([True, False]).unsqueeze(1), 5.0)
     return a * 1.0, b * 1.0
+
+
+def index_put_accumulate_through_expand(a: f32[4], b: f32[3, 1], v: f32[2, 4]) -> tuple[f32[4], f32[3, 1]]:
+    # Accumulating through an expanded view adds every element's value into the memory position it refers to, so
+    # the contributions of aliases add up (PyTorch allows it, with a deprecation warning).
+    a.expand(3, 4).index_put_((torch.tensor([0, 2]),), v, accumulate=True)
+    b.expand(3, 5).index_put_((torch.tensor([1, 1, -1]),), torch.ones(3, 5), accumulate=True)
+    a.unsqueeze(0).expand(0, 4).index_put_((torch.tensor([], dtype=torch.long),), torch.ones(4))
+    return a * 1.0, b * 1.0

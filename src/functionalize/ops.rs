@@ -696,8 +696,13 @@ impl<'m> Fz<'m> {
                 }
                 let acc = a.bool_or(3, "accumulate", false)?;
                 self.check_inplace(&dst, &[&values], false, span)?;
-                self.check_partial_write(&dst, name, span)?;
-                self.index_write(&dst, &idx, &FV::Tensor(values), acc, span)?;
+                let dt = self.roots[dst.root].dtype;
+                if acc && dst.alt.is_none() && self.dummy(&dst, dt).has_internal_overlap() {
+                    self.index_accumulate_expanded(&dst, &idx, &FV::Tensor(values), span)?;
+                } else {
+                    self.check_partial_write(&dst, name, span)?;
+                    self.index_write(&dst, &idx, &FV::Tensor(values), acc, span)?;
+                }
             }
             "t_" | "transpose_" | "squeeze_" | "unsqueeze_" | "resize_" | "as_strided_" | "swapdims_" | "swapaxes_" => {
                 return diag(span, format!("`{name}` changes a tensor's shape in place, which is not supported"));

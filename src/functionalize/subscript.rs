@@ -2,12 +2,13 @@
 //! `index_put`; boolean masks become predicated selects where the selection's size does not matter.
 
 use super::ops::err;
-use super::state::{diag, needs_static, Affine, TRef, FR, FV};
+use super::state::{diag, needs_static, Affine, TId, TRef, FR, FV};
 use super::Fz;
 use crate::diag::Span;
 use crate::frontend::ast::BinOp;
 use crate::ir::{Node, OpName};
 use crate::tensor::{DType, Scalar};
+use egg::Id;
 
 /// A subscript resolved against a view: the basic-indexing view, and advanced indices into it (by position).
 pub(super) struct Resolved {
@@ -359,9 +360,44 @@ impl<'m> Fz<'m> {
         if let FV::Tensor(v) = value {
             self.check_no_overlap(view, &[v], span)?;
         }
-        let dt = self.roots[view.root].dtype;
         let v0 = self.read(view, span)?;
         let v0 = self.t.at(v0);
+        let r = self.index_put_term(view, v0, idx, value, acc, span)?;
+        self.write(view, r, span)
+    }
+
+    /// `index_put_(..., accumulate=True)` through a view whose elements share memory (an `expand`): PyTorch adds
+    /// every value into the memory position its element refers to, so aliases' contributions add up: the sum of the
+    /// contributions over the expanded dims is added to the view with those dims reduced.
+    pub(super) fn index_accumulate_expanded(&mut self, view: &TRef, idx: &[FV], value: &FV, span: Span) -> FR<()> {
+        if let FV::Tensor(v) = value {
+            self.check_no_overlap(view, &[v], span)?;
+        }
+        let dt = self.roots[view.root].dtype;
+        let expanded: Vec<i64> =
+            (0..view.shape.len()).filter(|&d| view.shape[d] > 1 && view.strides[d] == 0).map(|d| d as i64).collect();
+        let mut base = view.clone();
+        for &d in &expanded {
+            base.shape[d as usize] = 1;
+        }
+        let zeros = self.full(&view.shape, dt, crate::tensor::Scalar::I(0)).map_err(err(span))?;
+        let zeros = self.t.at(zeros);
+        let contrib = self.index_put_term(view, zeros, idx, value, true, span)?;
+        let dims = self.lit_ints(&expanded);
+        let keep = self.t.leaf(Node::Bool(crate::ir::BoolLit(true)));
+        let sum = self.t.op(OpName::Sum, vec![contrib.id, dims, keep]).map_err(err(span))?;
+        let sum = self.cast(sum, dt, span)?;
+        let sum = self.t.at(sum);
+        let old = self.read(&base, span)?;
+        let old = self.t.at(old);
+        let new = self.t.op(OpName::Add, vec![old, sum]).map_err(err(span))?;
+        self.write(&base, new, span)
+    }
+
+    /// `(index_put BASE ACC VALUE INDICES...)` for a write through `view` (whose dtype the value takes).
+    fn index_put_term(&mut self, view: &TRef, base: Id, idx: &[FV], value: &FV, acc: bool, span: Span) -> FR<TId> {
+        let dt = self.roots[view.root].dtype;
+        let v0 = base;
         let val = self.term_as(value, dt, span)?;
         let b = self.t.leaf(Node::Bool(crate::ir::BoolLit(acc)));
         let mut args = vec![v0, b, val];
@@ -381,7 +417,6 @@ impl<'m> Fz<'m> {
                 other => return diag(span, format!("index entry of type {}", other.type_name())),
             });
         }
-        let r = self.t.op(OpName::IndexPut, args).map_err(err(span))?;
-        self.write(view, r, span)
+        self.t.op(OpName::IndexPut, args).map_err(err(span))
     }
 }

@@ -227,7 +227,9 @@ impl Fz<'_> {
     /// functional write of the view's whole value would also write its unchosen aliases back over them. Refused
     /// rather than computed wrong.
     pub(super) fn check_partial_write(&self, dst: &TRef, what: &str, span: Span) -> FR<()> {
-        if dst.choices().iter().any(|c| self.dummy(c, self.roots[c.root].dtype).has_internal_overlap()) {
+        // A view of no elements writes nothing.
+        let writes = dst.shape.iter().all(|&n| n > 0);
+        if writes && dst.choices().iter().any(|c| self.dummy(c, self.roots[c.root].dtype).has_internal_overlap()) {
             return diag(
                 span,
                 format!("`{what}` into a tensor whose elements share memory (an `expand`ed view) is not supported"),
