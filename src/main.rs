@@ -310,6 +310,39 @@ fn parse_arg(s: &str) -> Result<(String, ScalarArg), Failure> {
     Ok((name.to_string(), v))
 }
 
+/// Every `--arg NAME=VALUE` must name a scalar parameter of the program (an unknown name was silently ignored).
+fn check_scalar_args(f: &frontend::ast::Function, scalars: &BTreeMap<String, ScalarArg>) -> Result<(), Failure> {
+    let tensors: Vec<String> =
+        interp::tensor_params(f).map(|ps| ps.into_iter().map(|p| p.0).collect()).unwrap_or_default();
+    let scalar_names: Vec<&str> =
+        f.params.iter().map(|p| p.name.as_str()).filter(|n| !tensors.iter().any(|t| t == n)).collect();
+    for name in scalars.keys() {
+        if tensors.contains(name) {
+            return Err(Failure(
+                2,
+                format!("--arg {name}: `{name}` is a tensor parameter of `{}`; give it with --inputs", f.name),
+            ));
+        }
+        if !scalar_names.contains(&name.as_str()) {
+            let known = if scalar_names.is_empty() { "none".to_string() } else { scalar_names.join(", ") };
+            let hint = f
+                .params
+                .iter()
+                .find(|p| p.name.eq_ignore_ascii_case(name))
+                .map(|p| format!("; did you mean `{}`?", p.name))
+                .unwrap_or_default();
+            return Err(Failure(
+                2,
+                format!(
+                    "--arg {name}: `{}` has no scalar parameter `{name}` (its scalar parameters: {known}){hint}",
+                    f.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn run(a: RunArgs) -> Result<(), Failure> {
     let limit = std::time::Duration::from_secs_f64(a.time_limit);
     funcfuse::limits::with_deadline(Some(limit), || run_all(&a))
@@ -408,9 +441,16 @@ fn run_one(
         None => Failure(1, format!("{file}: no function `{func}`")),
     })?;
     let params = interp::tensor_params(f).map_err(|d| d.in_file(file))?;
+    check_scalar_args(f, scalars)?;
     std::fs::create_dir_all(output).map_err(|e| Failure(1, format!("{}: cannot create: {e}", output.display())))?;
     let mut inputs = BTreeMap::new();
     match &a.inputs {
+        Some(dir) if !dir.is_dir() => {
+            return Err(Failure(
+                2,
+                format!("--inputs {}: not a folder (it holds NAME.npy for every tensor parameter)", dir.display()),
+            ))
+        }
         Some(dir) => {
             for (name, _, _) in &params {
                 let path = dir.join(format!("{name}.npy"));
@@ -600,6 +640,9 @@ fn functionalize_cmd(target: &str, args: &[String], format: &str) -> Result<(), 
     for s in args {
         let (k, v) = parse_arg(s)?;
         scalars.insert(k, v);
+    }
+    if let Some(fd) = module.function(func) {
+        check_scalar_args(fd, &scalars)?;
     }
     let f = funcfuse::functionalize::functionalize(&module, func, &scalars)?;
     let stats = funcfuse::ir::term_stats(&f.term);

@@ -230,7 +230,8 @@ fn missing_scalar_arg_is_reported() {
 
 #[test]
 fn missing_input_file_is_reported() {
-    let dir = scratch("missing_input");
+    // An empty inputs folder (outside the program's scratch folder, which check_error makes afresh).
+    let dir = scratch("missing_input_folder");
     std::fs::create_dir_all(dir.join("in")).unwrap();
     check_error(
         "missing_input",
@@ -802,4 +803,36 @@ fn fuzz_rejects_an_unknown_engine() {
     let o = funcfuse(&["fuzz", "--count", "1", "--engines", "functional,gpu"]);
     assert_eq!(o.code, 2, "{o:?}");
     assert!(o.stderr.contains("--engines: unknown engine `gpu`"), "{o:?}");
+}
+
+/// Issue #20: an `--arg` that names no scalar parameter was silently ignored; `--inputs FILE` doubled the path.
+#[test]
+fn run_refuses_unknown_args_and_an_inputs_file() {
+    let dir = scratch("unknown_arg");
+    let file = common::program(&dir, "def f(W: f32[4, 3], scale: float = 1.0) -> f32[4, 3]:\n    return W * scale\n");
+    let target = format!("{file}::f");
+    let out = dir.join("out");
+    let cases = [
+        ("w=0.1", "--arg w: `f` has no scalar parameter `w` (its scalar parameters: scale); did you mean `W`?"),
+        ("W=0.1", "--arg W: `W` is a tensor parameter of `f`; give it with --inputs"),
+        ("bogus=1", "--arg bogus: `f` has no scalar parameter `bogus` (its scalar parameters: scale)"),
+    ];
+    for (arg, want) in cases {
+        for cmd in [
+            vec!["run", &target, "--arg", arg, "--output", out.to_str().unwrap()],
+            vec!["functionalize", &target, "--arg", arg],
+        ] {
+            let o = funcfuse(&cmd);
+            assert_eq!(o.code, 2, "{cmd:?}: {}", o.stderr);
+            assert_eq!(o.stderr.trim_end(), want, "{cmd:?}");
+        }
+    }
+    let o = funcfuse(&["run", &target, "--arg", "scale=2", "--output", out.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = funcfuse(&["run", &target, "--inputs", &file, "--output", out.to_str().unwrap()]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert_eq!(
+        o.stderr.trim_end(),
+        format!("--inputs {file}: not a folder (it holds NAME.npy for every tensor parameter)")
+    );
 }
