@@ -6,6 +6,7 @@
 //! Deliberately absent so far: rule files, saturation phases and extraction (issue #4).
 
 mod analysis;
+mod batch;
 pub mod check;
 mod compose;
 mod cover;
