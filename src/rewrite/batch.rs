@@ -65,6 +65,7 @@ pub(super) struct Batch<'b> {
     pub(super) memo: HashMap<Id, Option<B>>,
     pub(super) refs: HashMap<(Id, i64), bool>,
     pub(super) shifted: HashMap<(Id, i64), Id>,
+    pub(super) state_refs: HashMap<(Id, i64), bool>,
 }
 
 pub(super) fn lit(b: &Builder, id: Id) -> Option<i64> {
@@ -108,6 +109,7 @@ impl<'b> Batch<'b> {
             memo: HashMap::new(),
             refs: HashMap::new(),
             shifted: HashMap::new(),
+            state_refs: HashMap::new(),
         })
     }
 
@@ -206,6 +208,27 @@ impl<'b> Batch<'b> {
             other => other.children().to_vec().into_iter().any(|c| self.uses_loop(c, d)),
         };
         self.refs.insert((id, d), r);
+        r
+    }
+
+    /// Does `id` (seen `d` loops below this one) read this loop's carried state? In a pure term this is every way
+    /// a value can depend on the state: an in-place write onto it is an `assign` on a `carried`.
+    pub(super) fn uses_state(&mut self, id: Id, d: i64) -> bool {
+        if let Some(&r) = self.state_refs.get(&(id, d)) {
+            return r;
+        }
+        let node = self.b.node(id).clone();
+        let r = match &node {
+            Node::Carried([x, _]) => lit(self.b, *x) == Some(d),
+            Node::Loop([a, e, s, init, body]) => {
+                [*a, *e, *s, *init].iter().any(|&c| self.uses_state(c, d)) || self.uses_state(*body, d + 1)
+            }
+            Node::While([init, cond, body]) => {
+                self.uses_state(*init, d) || self.uses_state(*cond, d + 1) || self.uses_state(*body, d + 1)
+            }
+            other => other.children().to_vec().into_iter().any(|c| self.uses_state(c, d)),
+        };
+        self.state_refs.insert((id, d), r);
         r
     }
 
