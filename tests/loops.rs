@@ -114,6 +114,10 @@ fn state_independent_work_moves_out_of_recurrences() {
     // nasrnn: the 50 input projections are one matmul of all 50 rows of x.
     let (_, term) = hoisted("corpus/workloads/nasrnn.py", "nasrnn");
     assert!(term.contains("(view (list 50 1 256) (list 256 256 1) 0)"), "{term}");
+    // Under the layer loop the batched projection reads the layer variable: it enters the time loop as extra state
+    // (the time loop carries only h otherwise), so it is computed once per layer, not once per step.
+    let (_, term) = hoisted("corpus/micro/recurrences.py", "rnn_layers");
+    assert!(term.contains("(carried 0 1)"), "{term}");
 }
 
 #[test]
@@ -135,13 +139,14 @@ fn work_that_reads_carried_state_stays_in_the_loop() {
 
 #[test]
 fn optimize_keeps_the_hoist_where_the_cost_model_predicts_it_cheaper() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/workloads/nasrnn.py");
-    let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
-    let f = functionalize(&module, "nasrnn", &BTreeMap::new()).unwrap();
-    let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped().unwrap()).unwrap();
-    let o = optimize(&f, &rules, Default::default()).unwrap();
-    assert_eq!(o.fired.get("loops/hoist"), Some(&1), "{:?} {:?}", o.fired, o.rejected);
-    assert!(o.term.to_string().contains("(view (list 50 1 256)"), "{}", o.term);
-    let inputs = common::seeded_inputs(&module, "nasrnn", 3);
-    common::check_optimized(&module, "nasrnn", &inputs).unwrap();
+    for (file, func) in [("corpus/workloads/nasrnn.py", "nasrnn"), ("corpus/micro/recurrences.py", "rnn_layers")] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+        let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
+        let f = functionalize(&module, func, &BTreeMap::new()).unwrap();
+        let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped().unwrap()).unwrap();
+        let o = optimize(&f, &rules, Default::default()).unwrap();
+        assert_eq!(o.fired.get("loops/hoist"), Some(&1), "{func}: {:?} {:?}", o.fired, o.rejected);
+        let inputs = common::seeded_inputs(&module, func, 3);
+        common::check_optimized(&module, func, &inputs).unwrap();
+    }
 }

@@ -7,9 +7,11 @@
 //! `assign` on a `carried`) is a candidate. One that does real work (a matmul, a reduction, a transcendental
 //! function) and batches (see [`super::batch`]: views affine in the loop variable, elementwise ops, reductions,
 //! matmuls) becomes one value `H` of shape `[n] + shape` over the `n` iterations, and the body reads row
-//! `(iter 0) - start` of it through an `access`. `H` does not use the loop, so the plan computes it once, before the
-//! loop (a loop-invariant node is materialized outside it). Subterms that use neither the loop variable nor the state
-//! are already computed once by the plan and are left as they are.
+//! `(iter 0) - start` of it through an `access`. Where `H` uses no loop at all, the body reads it directly and the
+//! plan computes it once, before the loop (a node that depends on no loop is materialized outside them all). Where it
+//! reads an enclosing loop (a layer loop around a time loop), it enters the loop as extra carried state passed through
+//! unchanged, so it is computed once per iteration of the enclosing loop, before this one. Subterms that use neither
+//! the loop variable nor the state are left as they are: the plan computes them once already.
 //!
 //! Whether the result is kept is the cost model's decision (`saturate::optimize_for` plans both terms).
 
@@ -109,13 +111,45 @@ impl Hoister<'_> {
         }
         let mut repl = HashMap::new();
         let mut up = HashMap::new();
+        // A batched value that reads an enclosing loop's variable or state would be computed in every iteration of
+        // this loop if read from its body (the plan computes once only what depends on no loop at all): it enters
+        // the loop as extra state instead, passed through unchanged.
+        let mut extra = Vec::new();
         for (c, h, shape) in &found {
-            let h = shift_up(&mut self.out, *h, 0, &mut up);
+            let h = if free_refs(&self.out, *h, 0, &mut HashMap::new()) {
+                let (d, j) = (self.out.int(0), self.out.int((items.len() + extra.len()) as i64));
+                extra.push(*h);
+                self.out.add(Node::Carried([d, j]))
+            } else {
+                shift_up(&mut self.out, *h, 0, &mut up)
+            };
             let read = row(&mut self.out, h, shape, start_v);
             repl.insert(*c, read);
         }
         let mut memo = HashMap::new();
-        let body = subst(&mut self.out, body, &repl, &mut memo);
+        let mut body = subst(&mut self.out, body, &repl, &mut memo);
+        let mut init = init;
+        if !extra.is_empty() {
+            let k = items.len();
+            let mut inits: Vec<Id> = match self.out.node(init) {
+                Node::Tuple(xs) if xs.len() == k => xs.to_vec(),
+                _ => (0..k)
+                    .map(|j| {
+                        let j = self.out.int(j as i64);
+                        self.out.add(Node::Get([init, j]))
+                    })
+                    .collect(),
+            };
+            inits.extend(&extra);
+            let Node::Tuple(ys) = self.out.node(body).clone() else { return None };
+            let mut ys = ys.to_vec();
+            for j in k..k + extra.len() {
+                let (d, j) = (self.out.int(0), self.out.int(j as i64));
+                ys.push(self.out.add(Node::Carried([d, j])));
+            }
+            init = self.out.add(Node::Tuple(inits.into()));
+            body = self.out.add(Node::Tuple(ys.into()));
+        }
         let [a, e, s, _, _] = ch;
         Some((self.out.add(Node::Loop([a, e, s, init, body])), found.len()))
     }
@@ -178,6 +212,25 @@ fn row(b: &mut Builder, h: Id, shape: &[usize], start: i64) -> Id {
     let (s, st) = (b.ints(&dims), b.ints(&strides));
     let view = b.add(Node::View([s, st, off]));
     b.add(Node::Access([h, view]))
+}
+
+/// Whether `id` (seen `d` loops down) refers to a loop enclosing it.
+fn free_refs(b: &Builder, id: Id, d: i64, memo: &mut HashMap<(Id, i64), bool>) -> bool {
+    if let Some(&r) = memo.get(&(id, d)) {
+        return r;
+    }
+    let r = match b.node(id) {
+        Node::Iter(x) | Node::Carried([x, _]) => lit(b, *x).is_none_or(|x| x >= d),
+        Node::Loop([a, e, s, init, body]) => {
+            [*a, *e, *s, *init].iter().any(|&c| free_refs(b, c, d, memo)) || free_refs(b, *body, d + 1, memo)
+        }
+        Node::While([init, cond, body]) => {
+            free_refs(b, *init, d, memo) || free_refs(b, *cond, d + 1, memo) || free_refs(b, *body, d + 1, memo)
+        }
+        other => other.children().to_vec().into_iter().any(|c| free_refs(b, c, d, memo)),
+    };
+    memo.insert((id, d), r);
+    r
 }
 
 /// `id`, a term of the context outside a loop, rewritten for its body: references to enclosing loops (seen `d`
