@@ -65,3 +65,11 @@ def rnn_strided(x: f32[16, 2, 16], w_x: f32[16, 16], w_h: f32[16, 16]) -> f32[2,
     for t in range(1, 16, 3):
         h = torch.tanh(x[t] @ w_x * 0.2 + h @ w_h * 0.2)
     return h
+
+
+def rnn_leaky(x: f32[20, 64], h0: f32[64]) -> f32[64]:
+    # tanh(x[t]) could move out, but it fuses into the step's kernel: the cost model keeps it in the loop.
+    h = h0
+    for t in range(20):
+        h = h * 0.5 + torch.tanh(x[t])
+    return h
