@@ -636,6 +636,18 @@ fn report_html_renders_in_headless_chromium() {
 }
 
 #[test]
+fn explain_names_loop_fission_or_why_it_was_not_kept() {
+    let o = funcfuse(&["explain", "corpus/workloads/nasrnn.py::nasrnn"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("fired    1 x loops/hoist"), "{}", o.stdout);
+    // tanh(x[t]) fuses into the step's kernel: computing it before the loop would only add a kernel and a buffer.
+    let o = funcfuse(&["explain", "corpus/micro/recurrences.py::rnn_leaky"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("not kept: loops/hoist applied in 1 place(s)"), "{}", o.stdout);
+    assert!(!o.stdout.contains("x loops/hoist"), "{}", o.stdout);
+}
+
+#[test]
 fn explain_and_compare_report_and_reject_bad_arguments() {
     let dir = scratch("explain_compare");
     let o = funcfuse(&["explain", "corpus/micro/loops.py::shift_rows"]);

@@ -1,6 +1,7 @@
-//! The Rust rewrite `loops/vectorize`: loops whose iterations are independent become loop-free, loops with a
-//! dependence between iterations stay loops, and either way the result matches the reference engine (the corpus
-//! test checks every program; this one checks which loops go).
+//! The Rust rewrites `loops/vectorize` and `loops/hoist`: loops whose iterations are independent become loop-free,
+//! loops with a dependence between iterations stay loops, state-independent work of a recurrence moves out of it only
+//! where no carried state feeds it, and either way the result matches the reference engine (the corpus test checks
+//! every program; this one checks which loops go).
 
 mod common;
 
@@ -76,4 +77,78 @@ fn reads_of_reads_compose_into_one_view() {
     assert!(o.fired.get("views/compose").is_some_and(|&n| n >= 1), "{:?}", o.fired);
     let inputs = common::seeded_inputs(&module, "yolov3", 3);
     common::check_optimized(&module, "yolov3", &inputs).unwrap();
+}
+
+/// Functionalizes `func`, runs `loops/hoist` alone (whatever the cost model would say), checks that the result
+/// verifies and matches the reference interpreter, and returns how many subterms moved out of loops.
+fn hoisted(file: &str, func: &str) -> (usize, String) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
+    let mut f = functionalize(&module, func, &BTreeMap::new()).unwrap_or_else(|d| panic!("{d}"));
+    let (term, n) = funcfuse::rewrite::hoist::hoist_loops(&f.term, &f.inputs);
+    funcfuse::ir::verify(&term, &f.inputs).unwrap_or_else(|e| panic!("{func}: the hoisted term does not verify: {e}"));
+    f.term = term;
+    let inputs = common::seeded_inputs(&module, func, 5);
+    let want = common::run_reference(&module, func, &inputs).unwrap();
+    let got = funcfuse::functionalize::run_functional(&f, &inputs).unwrap_or_else(|d| panic!("{func}: {d}"));
+    let (g, w) = (common::output_files(&got), common::output_files(&want));
+    for (name, t) in &w {
+        common::compare(&format!("{func}: {name}"), &g[name], t).unwrap_or_else(|e| panic!("{e}"));
+    }
+    (n, f.term.to_string())
+}
+
+#[test]
+fn state_independent_work_moves_out_of_recurrences() {
+    for (file, func, n) in [
+        ("corpus/workloads/nasrnn.py", "nasrnn", 1),
+        ("corpus/micro/recurrences.py", "rnn_hoistable", 1),
+        // A loop starting at 4: the body reads row t - 4. The matmul's chain and the reduction both move.
+        ("corpus/micro/recurrences.py", "rnn_hoistable_offset", 2),
+        // Under a layer loop: the batched projection still reads the layer's weights, one level further out.
+        ("corpus/micro/recurrences.py", "rnn_layers", 1),
+        // Moves (optimize then keeps it in the loop: `explain` says so, see tests/cli.rs).
+        ("corpus/micro/recurrences.py", "rnn_leaky", 1),
+    ] {
+        let (moved, term) = hoisted(file, func);
+        assert_eq!(moved, n, "{func}: {term}");
+    }
+    // nasrnn: the 50 input projections are one matmul of all 50 rows of x.
+    let (_, term) = hoisted("corpus/workloads/nasrnn.py", "nasrnn");
+    assert!(term.contains("(view (list 50 1 256) (list 256 256 1) 0)"), "{term}");
+    // Under the layer loop the batched projection reads the layer variable: it enters the time loop as extra state
+    // (the time loop carries only h otherwise), so it is computed once per layer, not once per step.
+    let (_, term) = hoisted("corpus/micro/recurrences.py", "rnn_layers");
+    assert!(term.contains("(carried 0 1)"), "{term}");
+}
+
+#[test]
+fn work_that_reads_carried_state_stays_in_the_loop() {
+    for func in [
+        // The projection reads a carried buffer the loop writes (h flows into the next step's input).
+        "rnn_state_feeds_input",
+        // The loop writes the input it projects: x is carried state.
+        "rnn_writes_input",
+        // A `while` loop has no trip count to batch over.
+        "rnn_while",
+        // A step of 3: the row of iteration t would not be affine in t.
+        "rnn_strided",
+    ] {
+        let (moved, term) = hoisted("corpus/micro/recurrences.py", func);
+        assert_eq!(moved, 0, "{func}: {term}");
+    }
+}
+
+#[test]
+fn optimize_keeps_the_hoist_where_the_cost_model_predicts_it_cheaper() {
+    for (file, func) in [("corpus/workloads/nasrnn.py", "nasrnn"), ("corpus/micro/recurrences.py", "rnn_layers")] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+        let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
+        let f = functionalize(&module, func, &BTreeMap::new()).unwrap();
+        let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped().unwrap()).unwrap();
+        let o = optimize(&f, &rules, Default::default()).unwrap();
+        assert_eq!(o.fired.get("loops/hoist"), Some(&1), "{func}: {:?} {:?}", o.fired, o.rejected);
+        let inputs = common::seeded_inputs(&module, func, 3);
+        common::check_optimized(&module, func, &inputs).unwrap();
+    }
 }

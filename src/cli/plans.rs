@@ -107,6 +107,9 @@ pub(crate) fn explain_cmd(
             funcfuse::rewrite::saturate::RUST_REWRITES.iter().find(|(k, _)| *k == rule).map(|(_, w)| format!(" ({w})"));
         outln!("  fired {n:>4} x {rule}{}", what.unwrap_or_default());
     }
+    for (rule, n) in &r.optimized.rejected {
+        outln!("  not kept: {rule} applied in {n} place(s), but the cost model predicted its plan slower");
+    }
     outln!("  extraction: chose `{}` among:", r.optimized.chosen);
     for (name, cost) in &r.optimized.candidates {
         outln!("    {name:<11} predicted {:.4} ms", cost * 1e3);

@@ -6,9 +6,11 @@
 //! Deliberately absent so far: rule files, saturation phases and extraction (issue #4).
 
 mod analysis;
+mod batch;
 pub mod check;
 mod compose;
 mod cover;
+pub mod hoist;
 pub mod rules;
 pub mod saturate;
 pub mod schedule;

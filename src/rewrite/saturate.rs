@@ -41,6 +41,8 @@ pub struct Optimized {
     /// cheapest, the first on ties.
     pub candidates: Vec<(String, f64)>,
     pub chosen: String,
+    /// Rust rewrites that applied but whose result the cost model predicted slower, with how many places.
+    pub rejected: BTreeMap<String, usize>,
     fusion_term: Option<Term>,
     dag_term: Option<Term>,
 }
@@ -88,6 +90,10 @@ impl egg::CostFunction<Node> for FusionCost {
 /// The Rust rewrites, by name, with what they do; reported beside the text rules.
 pub const RUST_REWRITES: &[(&str, &str)] = &[
     ("loops/vectorize", "a loop whose iterations are independent becomes slice-wide operations over all of them"),
+    (
+        "loops/hoist",
+        "work in a counted loop that reads no carried state is done for all iterations before the loop (fission)",
+    ),
     ("scatter/cover-cat", "assigns through slices of one axis that together cover a buffer become one cat"),
     ("views/compose", "a read through a view of a read through a view is one read through the composed view"),
 ];
@@ -119,6 +125,7 @@ pub fn optimize_for(
         conflicts: Vec::new(),
         candidates: Vec::new(),
         chosen: String::new(),
+        rejected: BTreeMap::new(),
         fusion_term: None,
         dag_term: None,
     };
@@ -129,9 +136,10 @@ pub fn optimize_for(
     };
     phase(&mut out)?;
     let mut changed = false;
-    let passes: [(&str, RustRewrite); 3] = [
+    let passes: [(&str, RustRewrite); 4] = [
         ("views/compose", super::compose::compose_views),
         ("loops/vectorize", super::vectorize::vectorize_loops),
+        ("loops/hoist", super::hoist::hoist_loops),
         ("scatter/cover-cat", super::cover::cover_cat),
     ];
     for (name, pass) in passes {
@@ -139,6 +147,11 @@ pub fn optimize_for(
         let (term, n) = pass(&out.term, &f.inputs);
         if n > 0 {
             verify(&term, &f.inputs).map_err(|e| format!("{name} produced a term that does not verify: {e}"))?;
+            // Fission trades per-iteration kernels for one batched kernel and a buffer: the cost model decides.
+            if name == "loops/hoist" && !cheaper(&term, &out.term, &f.inputs, profile) {
+                out.rejected.insert(name.to_string(), n);
+                continue;
+            }
             out.term = term;
             out.fired.insert(name.to_string(), n);
             changed = true;
@@ -174,6 +187,20 @@ pub fn optimize_for(
     out.chosen = cands[k].0.clone();
     out.term = cands.swap_remove(k).1;
     Ok(out)
+}
+
+/// Whether `new`'s plan is predicted cheaper than `old`'s (a term that cannot be planned is not).
+fn cheaper(
+    new: &Term,
+    old: &Term,
+    inputs: &[(String, crate::tensor::DType, Vec<usize>)],
+    profile: &crate::cost::Profile,
+) -> bool {
+    let cost = |t: &Term| match crate::lower::plan_for(t, inputs, crate::lower::Policy::Fused, profile) {
+        Ok(p) => crate::cost::plan_cost(&p, profile),
+        Err(_) => f64::INFINITY,
+    };
+    cost(new) < cost(old)
 }
 
 /// One phase: saturates `out.term` with `rules` and extracts the best term back into it, adding to the counts.
