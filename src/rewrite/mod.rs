@@ -12,6 +12,7 @@ mod cover;
 pub mod rules;
 pub mod saturate;
 pub mod schedule;
+pub mod usable;
 pub mod vectorize;
 
 pub use analysis::{AffineInt, ClassInfo, Lit, TermAnalysis};
