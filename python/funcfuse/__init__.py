@@ -87,7 +87,19 @@ def _source(fn):
         raise Unsupported(f"{path}:{first}: `{fn.__qualname__}` is not a `def` statement (lambdas are not supported)")
     body = text.splitlines(True)[node.lineno - 1 :]
     def_line = first + node.lineno - 1 if first > 0 else node.lineno
-    return path, "\n" * (def_line - 1) + "".join(body), name, indent
+    return path, "\n" * (def_line - 1) + "".join(body), name, indent, _returns_value(node)
+
+
+def _returns_value(func):
+    """Whether a function has a `return` with a value (else the plan's empty result is Python's None)."""
+    todo = list(func.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Return) and n.value is not None:
+            return True
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(n))
+    return False
 
 
 class _Arg:
@@ -174,9 +186,10 @@ def _rules_list(rules):
 
 
 def _compile(fn, args, rules, backend):
-    path, text, name, indent = _source(fn)
+    """The native plan and whether the function returns a value."""
+    path, text, name, indent, returns = _source(fn)
     params = [(a.name, a.kind, list(a.shape), a.value if a.array is None else None) for a in args]
-    return _native.Plan(path, text, name, indent, params, _rules_list(rules), backend)
+    return _native.Plan(path, text, name, indent, params, _rules_list(rules), backend), returns
 
 
 def _to_torch(v):
@@ -193,9 +206,9 @@ class Optimized:
     NumPy arrays, or torch tensors when any argument was a torch tensor.
     """
 
-    def __init__(self, fn, plan, args):
+    def __init__(self, fn, compiled, args):
         self.__wrapped__ = fn
-        self._plan = plan
+        self._plan, self._returns = compiled
         self._spec = [a.spec() for a in args]
         self.signature = ", ".join(f"{a.name}: {a.describe()}" for a in args)
         self.__name__ = getattr(fn, "__name__", "optimized")
@@ -239,6 +252,8 @@ class Optimized:
         results = [_array(r) for r in returns]
         if any(a.torch for a in args):
             results = [_to_torch(r) for r in results]
+        if not self._returns:
+            return None
         if is_tuple:
             return tuple(results)
         return results[0] if results else None
@@ -297,7 +312,7 @@ def _to_numpy(v):
 
 def _fallback(fn, reason, strict, stacklevel):
     if strict:
-        raise Unsupported(reason)
+        raise Unsupported(reason) from None
     name = getattr(fn, "__qualname__", repr(fn))
     warnings.warn(f"funcfuse: running {name} unoptimized: {reason}", FallbackWarning, stacklevel=stacklevel + 1)
     return _Unchanged(fn, reason)
@@ -317,6 +332,8 @@ def optimize(fn, *example_inputs, rules=None, backend="c", strict=False):
         _check_no_aliasing(args)
         return Optimized(fn, _compile(fn, args, rules, backend), args)
     except Unsupported as e:
+        if strict:
+            raise
         return _fallback(fn, str(e), strict, 2)
 
 
@@ -325,7 +342,7 @@ def explain(fn, *example_inputs, rules=None):
     fired, extraction's candidates and the plan against the baselines. Raises ``Unsupported`` when funcfuse cannot
     optimize ``fn``."""
     args = _bind(fn, example_inputs, {})
-    return _compile(fn, args, rules, None).explanation
+    return _compile(fn, args, rules, None)[0].explanation
 
 
 def jit(fn=None, *, rules=None, backend="c", strict=False):
