@@ -25,14 +25,15 @@ pub enum Param {
     Scalar(ScalarArg),
 }
 
-/// The function to compile: `text` holds it (dedented by `indent` columns; blank lines may stand for the lines of
-/// its file above it, so that lines are the file's), `path` names its file in messages.
+/// The function to compile: `text` holds it (and the helpers and constants it uses), each function dedented by the
+/// columns `indents` gives for its lines (`(first line, last line, columns)`; blank lines stand for the lines of
+/// its file above it, so that lines are the file's); `path` names its file in messages.
 #[derive(Clone, Debug)]
 pub struct Source {
     pub path: String,
     pub text: String,
     pub func: String,
-    pub indent: u32,
+    pub indents: Vec<(u32, u32, u32)>,
 }
 
 /// A tensor crossing the boundary: dtype, shape and row-major elements.
@@ -93,10 +94,13 @@ pub fn typed_module(
     Ok((module, scalars))
 }
 
-/// Moves a located error's column back to where it is in the file (the text was dedented by `indent`).
-pub fn reindent(mut d: Diagnostic, indent: u32) -> Diagnostic {
+/// Moves a located error's column back to where it is in the file (its line was dedented by the columns `indents`
+/// gives for it).
+pub fn reindent(mut d: Diagnostic, indents: &[(u32, u32, u32)]) -> Diagnostic {
     if let Some(s) = &mut d.span {
-        s.col += indent;
+        if let Some((_, _, cols)) = indents.iter().find(|(a, b, _)| (*a..=*b).contains(&s.line)) {
+            s.col += cols;
+        }
     }
     d
 }
@@ -145,7 +149,7 @@ struct Prepared {
     scalars: BTreeMap<String, ScalarArg>,
     result: ProgramResult,
     plans: Vec<(&'static str, Plan, crate::cost::Estimate)>,
-    indent: u32,
+    indents: Vec<(u32, u32, u32)>,
 }
 
 fn prepare(
@@ -168,9 +172,9 @@ fn prepare(
         )
         .map_err(|d| d.in_file(&src.path))?;
         let plans = crate::explain::plans(&result, &profile).map_err(|e| Diagnostic::new(e).in_file(&src.path))?;
-        Ok(Prepared { module, func: src.func.clone(), scalars, result, plans, indent: src.indent })
+        Ok(Prepared { module, func: src.func.clone(), scalars, result, plans, indents: src.indents.clone() })
     })
-    .map_err(|d| reindent(d, src.indent))
+    .map_err(|d| reindent(d, &src.indents))
 }
 
 /// The tensor parameters of a plan, in signature order: name, dtype, shape.
@@ -321,7 +325,8 @@ fn worker(
                     ),
                     Err(d) => {
                         let located = d.span.is_some();
-                        Reply::Ran(Err(reindent(d.in_file(&src.path), if located { p.indent } else { 0 })), located)
+                        let d = d.in_file(&src.path);
+                        Reply::Ran(Err(if located { reindent(d, &p.indents) } else { d }), located)
                     }
                 }
             }
@@ -330,7 +335,7 @@ fn worker(
                     let d = crate::limits::with_deadline(Some(limit), || {
                         crate::interp::locate(&p.module, &p.func, &ts, &p.scalars, d)
                     });
-                    reindent(d, p.indent)
+                    reindent(d, &p.indents)
                 }
                 Err(e) => e,
             }),

@@ -19,8 +19,10 @@ A function funcfuse cannot optimize runs unchanged, with a ``FallbackWarning`` t
 
 import ast
 import inspect
+import math
 import sys
 import textwrap
+import types
 import warnings
 
 import numpy as np
@@ -51,6 +53,7 @@ _NP_DTYPES = {
 }
 _NP_OF = {v: k for k, v in _NP_DTYPES.items()}
 _I64 = (-(2**63), 2**63 - 1)
+_MISSING = object()
 
 
 def _torch_module():
@@ -63,13 +66,11 @@ def _is_torch_tensor(v):
     return torch is not None and isinstance(v, torch.Tensor)
 
 
-def _source(fn):
-    """(path, text, name, indent) of a plain function: its own source from its file, dedented, decorators left out,
-    preceded by blank lines so that line numbers are the file's."""
-    fn = inspect.unwrap(fn)
+def _piece(fn):
+    """(path, def line in its file, the `def` and its body dedented as lines, columns removed, the `def` node) of a
+    plain function; decorators left out."""
     if not inspect.isfunction(fn):
         raise Unsupported(f"{fn!r} is not a Python function (funcfuse optimizes functions defined with `def`)")
-    name = fn.__name__
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
@@ -77,17 +78,69 @@ def _source(fn):
     path = inspect.getsourcefile(fn) or fn.__code__.co_filename
     text = textwrap.dedent("".join(lines))
     head = next((l for l in lines if l.strip()), "")
-    indent = len(head.expandtabs()) - len(head.expandtabs().lstrip()) if head else 0
+    indent = len(head.expandtabs()) - len(head.expandtabs().lstrip())
+    lambdas = f"{path}:{first}: `{fn.__qualname__}` is not a `def` statement (lambdas are not supported)"
     try:
         tree = ast.parse(text)
     except SyntaxError:
-        raise Unsupported(f"{path}:{first}: `{fn.__qualname__}` is not a `def` statement (lambdas are not supported)") from None
+        raise Unsupported(lambdas) from None
     node = tree.body[0] if tree.body else None
-    if not isinstance(node, ast.FunctionDef) or node.name != name:
-        raise Unsupported(f"{path}:{first}: `{fn.__qualname__}` is not a `def` statement (lambdas are not supported)")
+    if not isinstance(node, ast.FunctionDef) or node.name != fn.__name__:
+        raise Unsupported(lambdas)
     body = text.splitlines(True)[node.lineno - 1 :]
-    def_line = first + node.lineno - 1 if first > 0 else node.lineno
-    return path, "\n" * (def_line - 1) + "".join(body), name, indent, _returns_value(node)
+    if body and not body[-1].endswith("\n"):
+        body[-1] += "\n"
+    return path, max(first, 1) + node.lineno - 1, body, indent, node
+
+
+def _code_names(code):
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _code_names(c)
+    return names
+
+
+def _source(fn):
+    """(path, text, name, indents, returns a value, guards) of a function: its source from its file, and the module-level
+    functions (from the same file) and int, float and bool constants it uses, each function at its own lines of the
+    file (dedented; `indents` says by how much) so that messages give the file's lines and columns. `guards` are the
+    constants as (globals, name, value): a plan holds while each is unchanged."""
+    fn = inspect.unwrap(fn)
+    path, line, body, indent, node = _piece(fn)
+    placed = {}  # file line -> text
+    indents = []
+
+    def place(line, body, indent):
+        for i, text in enumerate(body):
+            placed[line + i] = text
+        indents.append((line, line + len(body) - 1, indent))
+
+    place(line, body, indent)
+    consts, seen, todo = {}, {fn.__name__}, [fn]
+    while todo:
+        f = todo.pop()
+        g = f.__globals__
+        for name in sorted(_code_names(f.__code__)):
+            if name in seen or name not in g:
+                continue
+            seen.add(name)
+            v = g[name]
+            if (type(v) in (int, bool) and _I64[0] <= v <= _I64[1]) or (type(v) is float and math.isfinite(v)):
+                consts[name] = (g, v)
+            elif inspect.isfunction(v) and v.__name__ == name:
+                try:
+                    hpath, hline, hbody, hindent, _ = _piece(v)
+                except Unsupported:
+                    continue  # not visible: a use is a located "not defined" error
+                if hpath == path and not any(hline + i in placed for i in range(len(hbody))):
+                    place(hline, hbody, hindent)
+                    todo.append(v)
+    last = max(placed)
+    text = "".join(placed.get(i, "\n") for i in range(1, last + 1))
+    text += "".join(f"{k} = {v!r}\n" for k, (_, v) in sorted(consts.items()))
+    guards = [(g, k, v) for k, (g, v) in sorted(consts.items())]
+    return path, text, fn.__name__, indents, _returns_value(node), guards
 
 
 def _returns_value(func):
@@ -186,10 +239,10 @@ def _rules_list(rules):
 
 
 def _compile(fn, args, rules, backend):
-    """The native plan and whether the function returns a value."""
-    path, text, name, indent, returns = _source(fn)
+    """The native plan, whether the function returns a value, and the guards on the constants it read."""
+    path, text, name, indents, returns, guards = _source(fn)
     params = [(a.name, a.kind, list(a.shape), a.value if a.array is None else None) for a in args]
-    return _native.Plan(path, text, name, indent, params, _rules_list(rules), backend), returns
+    return _native.Plan(path, text, name, indents, params, _rules_list(rules), backend), returns, guards
 
 
 def _to_torch(v):
@@ -208,7 +261,7 @@ class Optimized:
 
     def __init__(self, fn, compiled, args):
         self.__wrapped__ = fn
-        self._plan, self._returns = compiled
+        self._plan, self._returns, self._guards = compiled
         self._spec = [a.spec() for a in args]
         self.signature = ", ".join(f"{a.name}: {a.describe()}" for a in args)
         self.__name__ = getattr(fn, "__name__", "optimized")
@@ -225,7 +278,19 @@ class Optimized:
     def __call__(self, *args, **kwargs):
         return self._call(_bind(self.__wrapped__, args, kwargs))
 
+    def changed_global(self):
+        """The first module-level constant the plan read whose value has changed since (a message), or None."""
+        for g, name, v in self._guards:
+            now = g.get(name, _MISSING)
+            if type(now) is not type(v) or now != v:
+                shown = "deleted" if now is _MISSING else f"now {now!r}"
+                return f"global `{name}` was {v!r} when {self.__qualname__} was planned and is {shown}"
+        return None
+
     def _call(self, args):
+        changed = self.changed_global()
+        if changed:
+            raise TypeError(f"{self.__qualname__}(): {changed} (funcfuse.jit plans again when a global changes)")
         for a, want in zip(args, self._spec):
             if a.spec() != want:
                 planned = _describe_spec(want)
@@ -370,8 +435,10 @@ def jit(fn=None, *, rules=None, backend="c", strict=False):
             return plans[key](*args, **kwargs)
         key = tuple(a.spec() for a in bound)
         entry = plans.get(key)
+        if isinstance(entry, Optimized) and entry.changed_global():
+            entry = None  # a constant it read changed: plan again
         if entry is None:
-            if len(plans) >= MAX_PLANS:
+            if len(plans) >= MAX_PLANS and key not in plans:
                 entry = _fallback(fn, f"more than {MAX_PLANS} signatures planned (funcfuse.MAX_PLANS)", strict, 2)
             else:
                 try:

@@ -54,14 +54,14 @@ impl Plan {
     /// `bool`, with its shape) or `int`, `float`, `pybool` (with its value). `rules`: user rule files or folders,
     /// checked before use. `backend`: `c`, `cuda`, `cuda-emu`, or None to plan without compiling kernels.
     #[new]
-    #[pyo3(signature = (path, source, func, indent, params, rules, backend, unchecked_rules=false, fast_math=false))]
+    #[pyo3(signature = (path, source, func, indents, params, rules, backend, unchecked_rules=false, fast_math=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         path: String,
         source: String,
         func: String,
-        indent: u32,
+        indents: Vec<(u32, u32, u32)>,
         params: Vec<(String, String, Vec<usize>, Bound<'_, PyAny>)>,
         rules: Vec<String>,
         backend: Option<String>,
@@ -93,7 +93,7 @@ impl Plan {
         let defs =
             funcfuse::rewrite::usable::usable(&paths, true, fast_math, unchecked_rules, &mut |m| eprintln!("{m}"))
                 .map_err(PyValueError::new_err)?;
-        let src = Source { path, text: source, func, indent };
+        let src = Source { path, text: source, func, indents };
         let compiled = py
             .detach(move || Compiled::new(src, typed, defs, target))
             .map_err(|d| Unsupported::new_err(d.to_string()))?;

@@ -66,6 +66,25 @@ def gather_item(x, idx):
     return x[idx[0].item()] * 2.0
 
 
+SCALE = 3.0
+LIMIT = 2
+
+
+def _clip_row(t, hi):
+    t.clamp_(0.0, hi)
+    return t
+
+
+def uses_helper_and_constants(x):
+    for i in range(LIMIT):
+        _clip_row(x[i], SCALE)
+    return x * SCALE
+
+
+def helper_with_error(t):
+    return t.frobnicate_(1)
+
+
 def locate_call(src_line_marker):
     """(line, col) of the first occurrence of a marker in this file, 1-based."""
     with open(HERE) as f:
@@ -207,6 +226,37 @@ class NumpyTests(unittest.TestCase):
         line, col = locate_call("y.frobnicate_(2)")
         with self.assertRaises(funcfuse.Unsupported) as cm:
             funcfuse.optimize(inner, np.zeros(3, np.float32), strict=True)
+        self.assertTrue(str(cm.exception).startswith(f"{HERE}:{line}:{col}: "), str(cm.exception))
+
+    def test_module_helpers_and_constants_are_visible_and_guarded(self):
+        global SCALE
+        x = np.arange(-3, 9, dtype=np.float32).reshape(3, 4)
+        g = funcfuse.optimize(uses_helper_and_constants, x.copy())
+        want = x.copy()
+        want[:2] = np.clip(want[:2], 0.0, 3.0)
+        x1 = x.copy()
+        np.testing.assert_array_equal(g(x1), want * 3.0)
+        np.testing.assert_array_equal(x1, want)
+        j = funcfuse.jit(uses_helper_and_constants)
+        np.testing.assert_array_equal(j(x.copy()), want * 3.0)
+        try:
+            SCALE = 4.0
+            with self.assertRaisesRegex(TypeError, "global `SCALE` was 3.0 when uses_helper_and_constants was planned"):
+                g(x.copy())
+            want4 = x.copy()
+            want4[:2] = np.clip(want4[:2], 0.0, 4.0)
+            np.testing.assert_array_equal(j(x.copy()), want4 * 4.0)  # jit plans again
+            self.assertEqual(len(j.plans), 1)
+        finally:
+            SCALE = 3.0
+
+    def test_error_in_a_helper_is_located_at_the_helpers_line_and_column(self):
+        def outer(x):
+            return helper_with_error(x) + 1.0
+
+        line, col = locate_call("t.frobnicate_(1)")
+        with self.assertRaises(funcfuse.Unsupported) as cm:
+            funcfuse.optimize(outer, np.zeros(3, np.float32), strict=True)
         self.assertTrue(str(cm.exception).startswith(f"{HERE}:{line}:{col}: "), str(cm.exception))
 
     def test_aliased_arguments_fall_back(self):
