@@ -180,7 +180,12 @@ class _Arg:
             if value.is_conj() or value.is_neg() or value.layout != _torch_module().strided:
                 raise Unsupported(f"argument `{name}`: only plain strided tensors are supported")
             self.torch = True
-            arr = value.detach().numpy()
+            try:
+                arr = value.detach().numpy()
+            except (TypeError, RuntimeError):  # bfloat16 and others NumPy has no dtype for
+                raise Unsupported(
+                    f"argument `{name}` has dtype {value.dtype}; supported: float32, float64, int64, int32, bool"
+                ) from None
             self._array(arr, arr.dtype)
         else:
             raise Unsupported(

@@ -400,6 +400,8 @@ class TorchTests(unittest.TestCase):
         self.assertTrue(torch.equal(g(x), x * 2))
         with self.assertRaisesRegex(funcfuse.Unsupported, "requires grad"):
             funcfuse.optimize(shift, x, torch.zeros(4, 3), strict=True)
+        with self.assertRaisesRegex(funcfuse.Unsupported, "dtype torch.bfloat16"):
+            funcfuse.optimize(shift, torch.zeros(4, 3, dtype=torch.bfloat16), torch.zeros(4, 3), strict=True)
 
     def test_fallback_with_numpy_arguments_runs_the_torch_code(self):
         def f(x, y):
