@@ -125,20 +125,27 @@ pub fn buf_from_bytes(dtype: DType, n: usize, bytes: &[u8]) -> Result<Buf, Strin
     })
 }
 
-/// A buffer's elements as bytes (native byte order; bools as 0 and 1), appended to `out`.
-pub fn buf_bytes(buf: &Buf, out: &mut Vec<u8>) {
+/// Writes a buffer's elements as bytes (native byte order; bools as 0 and 1) into `out`, which holds exactly
+/// `buf.len() * dtype.size()` bytes.
+pub fn write_bytes(buf: &Buf, out: &mut [u8]) {
+    macro_rules! put {
+        ($v:expr, $w:expr) => {
+            out.chunks_exact_mut($w).zip($v.iter()).for_each(|(o, x)| o.copy_from_slice(&x.to_ne_bytes()))
+        };
+    }
     match buf {
-        Buf::F32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_ne_bytes())),
-        Buf::F64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_ne_bytes())),
-        Buf::I64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_ne_bytes())),
-        Buf::I32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_ne_bytes())),
-        Buf::Bool(v) => out.extend(v.iter().map(|b| *b as u8)),
+        Buf::F32(v) => put!(v, 4),
+        Buf::F64(v) => put!(v, 8),
+        Buf::I64(v) => put!(v, 8),
+        Buf::I32(v) => put!(v, 4),
+        Buf::Bool(v) => out.iter_mut().zip(v.iter()).for_each(|(o, b)| *o = *b as u8),
     }
 }
 
 fn raw(t: &Tensor) -> Raw {
     let c = t.contiguous_copy();
-    let buf = c.buf.borrow().clone();
+    // The copy's buffer is its own: take it rather than copy it again.
+    let buf = std::rc::Rc::try_unwrap(c.buf).map(|b| b.into_inner()).unwrap_or_else(|b| b.borrow().clone());
     Raw { dtype: t.dtype(), shape: t.shape.clone(), buf }
 }
 
@@ -343,5 +350,85 @@ fn worker(
         if tx.send(reply).is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src(text: &str, indents: Vec<(u32, u32, u32)>) -> Source {
+        Source { path: "t.py".into(), text: text.into(), func: "f".into(), indents }
+    }
+
+    #[test]
+    fn bytes_round_trip_for_every_dtype() {
+        let cases = [
+            Buf::F32(vec![1.5, -0.0, f32::NAN]),
+            Buf::F64(vec![2.25, f64::INFINITY]),
+            Buf::I64(vec![i64::MIN, 7]),
+            Buf::I32(vec![-3, i32::MAX]),
+            Buf::Bool(vec![true, false, true]),
+        ];
+        for b in cases {
+            let mut bytes = vec![0u8; b.len() * b.dtype().size()];
+            write_bytes(&b, &mut bytes);
+            let back = buf_from_bytes(b.dtype(), b.len(), &bytes).unwrap();
+            assert_eq!(format!("{back:?}"), format!("{b:?}"));
+        }
+        assert!(buf_from_bytes(DType::F32, 2, &[0; 7]).is_err());
+        // Any non-zero byte is true, as NumPy reads it.
+        assert_eq!(buf_from_bytes(DType::Bool, 2, &[0, 2]).unwrap(), Buf::Bool(vec![false, true]));
+    }
+
+    #[test]
+    fn parameters_are_typed_by_value_and_checked_by_name() {
+        let s = src("def f(x, n):\n    return x * n\n", vec![]);
+        let x = ("x".to_string(), Param::Tensor(DType::F32, vec![2, 3]));
+        let n = ("n".to_string(), Param::Scalar(ScalarArg::Int(4)));
+        let (m, scalars) = typed_module(&s, &[x.clone(), n.clone()]).unwrap();
+        let f = m.function("f").unwrap();
+        assert_eq!(f.params[0].ann, Some(TypeAnn::Tensor { dtype: DType::F32, shape: vec![2, 3] }));
+        assert_eq!(f.params[1].ann, Some(TypeAnn::Int));
+        assert_eq!(scalars.get("n"), Some(&ScalarArg::Int(4)));
+        let e = typed_module(&s, &[x.clone()]).unwrap_err();
+        assert_eq!(e.to_string(), "t.py:1:10: no value given for parameter `n`");
+        let extra = ("z".to_string(), Param::Scalar(ScalarArg::Bool(true)));
+        assert!(typed_module(&s, &[x, n, extra]).unwrap_err().to_string().contains("no parameter `z`"));
+    }
+
+    #[test]
+    fn columns_move_back_by_the_indent_of_their_line() {
+        let d = Diagnostic::new("m").at(crate::diag::Span { line: 5, col: 3 }).in_file("t.py");
+        assert_eq!(reindent(d.clone(), &[(1, 2, 8), (4, 6, 4)]).to_string(), "t.py:5:7: m");
+        assert_eq!(reindent(d, &[(1, 2, 8)]).to_string(), "t.py:5:3: m");
+    }
+
+    #[test]
+    fn a_compiled_function_runs_and_reports_its_writes() {
+        let text = "\n\n    def f(x, y, k):\n        y[1:] += x[:-1] * k\n        return torch.relu(y).sum(0)\n";
+        let s = Source { text: text.replace("\n    ", "\n"), ..src("", vec![(3, 5, 4)]) };
+        let params = vec![
+            ("x".to_string(), Param::Tensor(DType::F32, vec![3, 2])),
+            ("y".to_string(), Param::Tensor(DType::F32, vec![3, 2])),
+            ("k".to_string(), Param::Scalar(ScalarArg::Float(2.0))),
+        ];
+        let c = Compiled::new(s, params, Vec::new(), Some(Target::C)).unwrap();
+        assert!(c.explanation().starts_with("t.py::f\n"), "{}", c.explanation());
+        assert_eq!(c.inputs().len(), 2);
+        let inputs = BTreeMap::from([
+            ("x".to_string(), Buf::F32(vec![1.0; 6])),
+            ("y".to_string(), Buf::F32(vec![0.0, -5.0, 0.0, 0.0, 0.0, 0.0])),
+        ]);
+        let out = c.run(inputs, || Err("not needed".into())).unwrap();
+        assert_eq!(out.returns[0].buf, Buf::F32(vec![4.0, 4.0]));
+        assert!(!out.returns_tuple);
+        assert_eq!(out.mutated.len(), 1);
+        assert_eq!(out.mutated[0].1.buf, Buf::F32(vec![0.0, -5.0, 2.0, 2.0, 2.0, 2.0]));
+        // An unsupported construct is refused with the file's line and column (the indent added back).
+        let bad = Source { text: "\n\ndef f(x):\n    return x.frobnicate_()\n".into(), ..src("", vec![(3, 4, 4)]) };
+        let e = Compiled::new(bad, vec![("x".into(), Param::Tensor(DType::F32, vec![2]))], Vec::new(), None);
+        let msg = e.err().expect("refused").to_string();
+        assert!(msg.starts_with("t.py:4:16: "), "{msg}");
     }
 }

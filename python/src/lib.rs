@@ -31,10 +31,8 @@ fn dtype(name: &str) -> PyResult<DType> {
 type Out<'py> = (&'static str, Vec<usize>, Bound<'py, PyByteArray>);
 
 fn out<'py>(py: Python<'py>, r: &Raw) -> PyResult<Out<'py>> {
-    let mut bytes = Vec::with_capacity(r.buf.len() * r.dtype.size());
-    funcfuse::embed::buf_bytes(&r.buf, &mut bytes);
-    let arr = PyByteArray::new_with(py, bytes.len(), |b| {
-        b.copy_from_slice(&bytes);
+    let arr = PyByteArray::new_with(py, r.buf.len() * r.dtype.size(), |b| {
+        funcfuse::embed::write_bytes(&r.buf, b);
         Ok(())
     })?;
     Ok((r.dtype.annotation(), r.shape.clone(), arr))
