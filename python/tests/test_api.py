@@ -5,6 +5,8 @@ Run with `python -m unittest discover -s python/tests -v` once the package is in
 the CLI's output.
 """
 
+from __future__ import annotations  # `torch.Tensor` annotations below are never evaluated (torch may be missing)
+
 import inspect
 import os
 import re
@@ -48,6 +50,10 @@ def rows(a, b, n: int = 3, scale=0.5):
 def counts(x, mask, k):
     y = torch.where(mask, x + k, x * 2)
     return y, (y > 3).sum()
+
+
+def annotated(x: torch.Tensor, k: float = 2.0) -> torch.Tensor:
+    return x * k
 
 
 def only_writes(x):
@@ -167,6 +173,12 @@ class NumpyTests(unittest.TestCase):
         np.testing.assert_array_equal(y, want)
         self.assertEqual(y.dtype, np.int64)
         self.assertEqual(int(n), int((want > 3).sum()))
+
+    def test_torch_tensor_annotations_are_accepted(self):
+        x = np.arange(3, dtype=np.float64)
+        g = funcfuse.optimize(annotated, x)
+        np.testing.assert_array_equal(g(x), x * 2.0)
+        self.assertEqual(g.signature, "x: f64[3], k: float 2.0")
 
     def test_function_without_return_gives_none(self):
         x = np.arange(4, dtype=np.float64)
