@@ -193,7 +193,7 @@ enum Request {
 }
 
 enum Reply {
-    Ready(Result<(Inputs, String), Diagnostic>),
+    Ready(Result<(Inputs, String, String), Diagnostic>),
     Ran(Result<Outputs, Diagnostic>, bool),
     Located(Diagnostic),
 }
@@ -204,6 +204,7 @@ pub struct Compiled {
     rx: Receiver<Reply>,
     inputs: Inputs,
     explanation: String,
+    record: String,
 }
 
 impl Compiled {
@@ -222,7 +223,7 @@ impl Compiled {
             .spawn(move || worker(src, params, rules, target, worker_rx, worker_tx))
             .map_err(|e| Diagnostic::new(format!("cannot start funcfuse's worker thread: {e}")))?;
         match rx.recv() {
-            Ok(Reply::Ready(Ok((inputs, explanation)))) => Ok(Compiled { tx, rx, inputs, explanation }),
+            Ok(Reply::Ready(Ok((inputs, explanation, record)))) => Ok(Compiled { tx, rx, inputs, explanation, record }),
             Ok(Reply::Ready(Err(d))) => Err(d),
             _ => Err(Diagnostic::new("funcfuse's worker thread stopped while compiling")),
         }
@@ -236,6 +237,11 @@ impl Compiled {
     /// What `funcfuse explain` prints for this function.
     pub fn explanation(&self) -> &str {
         &self.explanation
+    }
+
+    /// The explanation as data (JSON): the record `funcfuse optimize` writes in report.json for this function.
+    pub fn record(&self) -> &str {
+        &self.record
     }
 
     /// Runs the plan on one buffer per tensor parameter, by name. `pristine` gives the inputs again when a run
@@ -303,8 +309,9 @@ fn worker(
     let which = "the shipped CPU profile";
     let label = format!("{}::{}", src.path, src.func);
     let text = crate::explain::text(&label, &p.result, &p.plans, which);
+    let record = crate::explain::record(&label, &p.result, &p.plans).to_string();
     let inputs = p.result.functional.inputs.clone();
-    if tx.send(Reply::Ready(Ok((inputs.clone(), text)))).is_err() {
+    if tx.send(Reply::Ready(Ok((inputs.clone(), text, record)))).is_err() {
         return;
     }
     let mut f = p.result.functional.clone();
@@ -415,6 +422,9 @@ mod tests {
         ];
         let c = Compiled::new(s, params, Vec::new(), Some(Target::C)).unwrap();
         assert!(c.explanation().starts_with("t.py::f\n"), "{}", c.explanation());
+        let record: serde_json::Value = serde_json::from_str(c.record()).unwrap();
+        assert_eq!(record["program"], "t.py::f");
+        assert!(record["plans"]["ours"]["kernels"].as_f64().unwrap() >= 1.0, "{record}");
         assert_eq!(c.inputs().len(), 2);
         let inputs = BTreeMap::from([
             ("x".to_string(), Buf::F32(vec![1.0; 6])),

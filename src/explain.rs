@@ -75,3 +75,17 @@ pub fn text(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estim
     }
     s
 }
+
+/// The explanation as data: the program's `report.json` record (what `optimize` writes for it), plans included.
+pub fn record(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estimate)]) -> serde_json::Value {
+    let mut record = crate::optimize::record(target, r);
+    let figures: serde_json::Map<String, serde_json::Value> = plans
+        .iter()
+        .map(|(name, _, e)| {
+            let v = serde_json::json!({ "kernels": e.launches.round(), "bytes": e.bytes.round(), "predicted_s": e.seconds });
+            (name.to_string(), v)
+        })
+        .collect();
+    record["plans"] = serde_json::Value::Object(figures);
+    record
+}

@@ -19,6 +19,7 @@ A function funcfuse cannot optimize runs unchanged, with a ``FallbackWarning`` t
 
 import ast
 import inspect
+import json
 import math
 import sys
 import textwrap
@@ -29,7 +30,7 @@ import numpy as np
 
 from . import _native
 
-__all__ = ["optimize", "jit", "explain", "Unsupported", "FallbackWarning", "Optimized"]
+__all__ = ["optimize", "jit", "explain", "Unsupported", "FallbackWarning", "Optimized", "Explanation"]
 __version__ = "0.1.0"
 
 #: Raised (with ``strict=True``, and by ``explain``) when funcfuse cannot optimize a function; the message says why,
@@ -38,6 +39,20 @@ Unsupported = _native.Unsupported
 
 #: How many signatures one ``@jit`` function plans before it runs new ones unoptimized (with a warning).
 MAX_PLANS = 64
+
+
+class Explanation(str):
+    """What ``funcfuse explain`` prints (this string), with the same as data in ``data``: the function's record in
+    ``funcfuse optimize``'s report.json (term sizes, rules fired, extraction's candidates, and ``plans``: kernels,
+    bytes and predicted seconds of eager, unfunctionalized and ours)."""
+
+    data: dict
+
+    @staticmethod
+    def of(plan):
+        e = Explanation(plan.explanation)
+        e.data = json.loads(plan.record)
+        return e
 
 
 class FallbackWarning(UserWarning):
@@ -275,7 +290,8 @@ class Optimized:
 
     @property
     def explanation(self):
-        return self._plan.explanation
+        """The plan's ``Explanation`` (what ``funcfuse explain`` prints; ``.data`` has it as a dict)."""
+        return Explanation.of(self._plan)
 
     def __repr__(self):
         return f"<funcfuse.Optimized {self.__qualname__}({self.signature})>"
@@ -408,11 +424,11 @@ def optimize(fn, *example_inputs, rules=None, backend="c", strict=False):
 
 
 def explain(fn, *example_inputs, rules=None):
-    """What ``funcfuse explain`` prints for ``fn`` planned for these example inputs (a string): term sizes, rules
-    fired, extraction's candidates and the plan against the baselines. Raises ``Unsupported`` when funcfuse cannot
-    optimize ``fn``."""
+    """What ``funcfuse explain`` prints for ``fn`` planned for these example inputs, as an ``Explanation`` (a string:
+    term sizes, rules fired, extraction's candidates and the plan against the baselines; ``.data``: the same as a
+    dict). Raises ``Unsupported`` when funcfuse cannot optimize ``fn``."""
     args = _bind(fn, example_inputs, {})
-    return _compile(fn, args, rules, None)[0].explanation
+    return Explanation.of(_compile(fn, args, rules, None)[0])
 
 
 def jit(fn=None, *, rules=None, backend="c", strict=False):

@@ -44,6 +44,7 @@ struct Plan {
     inner: Mutex<Compiled>,
     inputs: Vec<(String, &'static str, Vec<usize>)>,
     explanation: String,
+    record: String,
 }
 
 #[pymethods]
@@ -97,7 +98,8 @@ impl Plan {
             .map_err(|d| Unsupported::new_err(d.to_string()))?;
         let inputs = compiled.inputs().iter().map(|(n, d, s)| (n.clone(), d.annotation(), s.clone())).collect();
         let explanation = compiled.explanation().to_string();
-        Ok(Plan { inner: Mutex::new(compiled), inputs, explanation })
+        let record = compiled.record().to_string();
+        Ok(Plan { inner: Mutex::new(compiled), inputs, explanation, record })
     }
 
     /// The tensor parameters, in signature order: (name, dtype, shape).
@@ -110,6 +112,12 @@ impl Plan {
     #[getter]
     fn explanation(&self) -> &str {
         &self.explanation
+    }
+
+    /// The explanation as data: JSON text of the function's `report.json` record (rules fired, extraction, plans).
+    #[getter]
+    fn record(&self) -> &str {
+        &self.record
     }
 
     /// Runs the plan on one `bytes` per tensor parameter (row-major, native byte order, in `inputs` order).

@@ -302,6 +302,11 @@ class NumpyTests(unittest.TestCase):
         self.assertIn("fired    1 x loops/vectorize", text)
         self.assertIn("ours vs eager:", text)
         self.assertTrue(text.startswith(f"{HERE}::rows\n"))
+        self.assertEqual(text.data["rules_fired"]["loops/vectorize"], 1)
+        self.assertEqual(text.data["program"], f"{HERE}::rows")
+        ours, eager = text.data["plans"]["ours"], text.data["plans"]["eager"]
+        self.assertLess(ours["kernels"], eager["kernels"])
+        self.assertIn(f"{ours['predicted_s'] * 1e3:.4f} ms", text)  # the text's figures are the data's
         with self.assertRaises(funcfuse.Unsupported):
             funcfuse.explain(uses_try, np.zeros(3, np.float32))
         binary = os.environ.get("FUNCFUSE_BIN")
