@@ -9,6 +9,8 @@ pub mod batch;
 pub mod compare;
 pub mod cost;
 pub mod diag;
+pub mod embed;
+pub mod explain;
 pub mod extract;
 pub mod frontend;
 pub mod functionalize;

@@ -31,8 +31,20 @@ pub fn optimize_program(
     limits: Limits,
     profile: &crate::cost::Profile,
 ) -> Result<ProgramResult, Diagnostic> {
+    optimize_program_with(module, func, &BTreeMap::new(), rules, limits, profile)
+}
+
+/// [`optimize_program`] with scalar parameters given values (others take their defaults).
+pub fn optimize_program_with(
+    module: &Module,
+    func: &str,
+    scalars: &BTreeMap<String, crate::interp::ScalarArg>,
+    rules: &[egg::Rewrite<Node, TermAnalysis>],
+    limits: Limits,
+    profile: &crate::cost::Profile,
+) -> Result<ProgramResult, Diagnostic> {
     let t0 = Instant::now();
-    let functional = functionalize(module, func, &BTreeMap::new())?;
+    let functional = functionalize(module, func, scalars)?;
     let t1 = Instant::now();
     let optimized = crate::rewrite::saturate::optimize_for(&functional, rules, limits, profile)
         .map_err(|m| Diagnostic::new(m).in_file(&module.path))?;

@@ -22,14 +22,7 @@ pub(crate) fn explain_cmd(
     let profile = funcfuse::cost::Profile::load_or_shipped(costs).map_err(|e| Failure(1, e))?;
     let r = funcfuse::optimize::optimize_program(&module, func, &rewrites, Default::default(), &profile)?;
     let inputs = &r.functional.inputs;
-    let mut plans = Vec::new();
-    for (name, policy) in funcfuse::compare::PLANS {
-        let term = if *policy == funcfuse::lower::Policy::Fused { &r.optimized.term } else { &r.functional.term };
-        let p = funcfuse::lower::plan_for(term, inputs, *policy, &profile)
-            .map_err(|e| Failure(1, format!("{name} plan: {e}")))?;
-        let e = funcfuse::cost::plan_estimate(&p, &profile);
-        plans.push((*name, p, e));
-    }
+    let plans = funcfuse::explain::plans(&r, &profile).map_err(|e| Failure(1, e))?;
     let ours = &plans[2].1;
     match dump {
         None => {}
@@ -79,64 +72,9 @@ pub(crate) fn explain_cmd(
             }
         }
     }
-    let (f, o) = (funcfuse::ir::term_stats(&r.functional.term), funcfuse::ir::term_stats(&r.optimized.term));
-    outln!("{target}");
-    outln!(
-        "  term: {} -> {} nodes, loops {} -> {}, accesses {} -> {}, assigns {} -> {}",
-        f.nodes,
-        o.nodes,
-        f.loops,
-        o.loops,
-        f.accesses,
-        o.accesses,
-        f.assigns,
-        o.assigns
-    );
-    outln!(
-        "  e-graph: {} nodes, {} classes, {} iterations, {}",
-        r.optimized.egraph_nodes,
-        r.optimized.egraph_classes,
-        r.optimized.iterations,
-        r.optimized.stop_reason
-    );
-    if r.optimized.fired.is_empty() {
-        outln!("  no rule fired");
-    }
-    for (rule, n) in &r.optimized.fired {
-        let what =
-            funcfuse::rewrite::saturate::RUST_REWRITES.iter().find(|(k, _)| *k == rule).map(|(_, w)| format!(" ({w})"));
-        outln!("  fired {n:>4} x {rule}{}", what.unwrap_or_default());
-    }
-    for (rule, n) in &r.optimized.rejected {
-        outln!("  not kept: {rule} applied in {n} place(s), but the cost model predicted its plan slower");
-    }
-    outln!("  extraction: chose `{}` among:", r.optimized.chosen);
-    for (name, cost) in &r.optimized.candidates {
-        outln!("    {name:<11} predicted {:.4} ms", cost * 1e3);
-    }
     let which =
         if costs.is_some() { format!("the {} profile", profile.backend) } else { "the shipped CPU profile".into() };
-    outln!("  plans (predicted with {which}):");
-    for (name, p, e) in &plans {
-        let fallbacks = p.how.iter().filter(|h| **h == funcfuse::lower::How::Fallback).count();
-        let in_place = p.how.iter().filter(|h| matches!(h, funcfuse::lower::How::InPlace(_))).count();
-        outln!(
-            "    {name:<17} {:>8.0} launches {:>10.3} MB {:>9.4} ms  ({} kernels, {in_place} in place, {fallbacks} host fallbacks)",
-            e.launches,
-            e.bytes / 1e6,
-            e.seconds * 1e3,
-            p.kernels.len()
-        );
-    }
-    let ours_e = plans[2].2;
-    for (name, _, e) in &plans[..2] {
-        outln!(
-            "  ours vs {name}: {:.2}x fewer launches, {:.2}x fewer bytes, {:.2}x predicted speedup",
-            e.launches / ours_e.launches.max(1.0),
-            e.bytes / ours_e.bytes.max(1.0),
-            e.seconds / ours_e.seconds.max(1e-12)
-        );
-    }
+    out!("{}", funcfuse::explain::text(target, &r, &plans, &which));
     Ok(())
 }
 

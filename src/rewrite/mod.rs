@@ -14,6 +14,7 @@ pub mod hoist;
 pub mod rules;
 pub mod saturate;
 pub mod schedule;
+pub mod usable;
 pub mod vectorize;
 
 pub use analysis::{AffineInt, ClassInfo, Lit, TermAnalysis};

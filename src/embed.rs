@@ -1,0 +1,444 @@
+//! One function given as source text, its parameters typed by values instead of annotations: the way in for the
+//! Python package (`python/`), which hands over `inspect.getsource(fn)` and the example inputs' dtypes and shapes.
+//!
+//! [`Compiled::new`] parses, types, optimizes and plans the function once (with the same pipeline and profile as
+//! `funcfuse explain`, so the figures `explain` prints are the plan that runs) and loads its kernels; then
+//! [`Compiled::run`] runs the plan as often as asked. Every stage recurses over the program, and the runtime's
+//! tensors are not `Send`, so one worker thread with the big stack of [`crate::limits::on_big_stack`] owns all of it
+//! and the caller (any thread) exchanges plain buffers with it.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::time::Duration;
+
+use crate::diag::Diagnostic;
+use crate::frontend::ast::{Module, TypeAnn};
+use crate::interp::ScalarArg;
+use crate::lower::{Loaded, Plan, Target};
+use crate::optimize::ProgramResult;
+use crate::tensor::{Buf, DType, Tensor};
+
+/// What a parameter is bound to: a tensor of this dtype and shape, or a scalar with this value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Param {
+    Tensor(DType, Vec<usize>),
+    Scalar(ScalarArg),
+}
+
+/// The function to compile: `text` holds it (and the helpers and constants it uses), each function dedented by the
+/// columns `indents` gives for its lines (`(first line, last line, columns)`; blank lines stand for the lines of
+/// its file above it, so that lines are the file's); `path` names its file in messages.
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub path: String,
+    pub text: String,
+    pub func: String,
+    pub indents: Vec<(u32, u32, u32)>,
+}
+
+/// A tensor crossing the boundary: dtype, shape and row-major elements.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Raw {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub buf: Buf,
+}
+
+/// What one run produced: the returned tensors (a tuple or not) and the final values of the parameters it writes.
+#[derive(Clone, Debug)]
+pub struct Outputs {
+    pub returns: Vec<Raw>,
+    pub returns_tuple: bool,
+    pub mutated: Vec<(String, Raw)>,
+}
+
+/// Parses the source and gives each parameter of its function the type of `params` (every parameter must have
+/// one); returns the typed module and the scalar values.
+pub fn typed_module(
+    src: &Source,
+    params: &[(String, Param)],
+) -> Result<(Module, BTreeMap<String, ScalarArg>), Diagnostic> {
+    let mut module = crate::frontend::parse_module(&src.path, &src.text)?;
+    let f = module
+        .functions
+        .iter_mut()
+        .find(|f| f.name == src.func)
+        .ok_or_else(|| Diagnostic::new(format!("no function `{}` in its source", src.func)).in_file(&src.path))?;
+    let mut scalars = BTreeMap::new();
+    for p in &mut f.params {
+        let Some((_, v)) = params.iter().find(|(n, _)| *n == p.name) else {
+            return Err(Diagnostic::new(format!("no value given for parameter `{}`", p.name))
+                .at(p.span)
+                .in_file(&src.path));
+        };
+        p.ann = Some(match v {
+            Param::Tensor(DType::F16 | DType::BF16, _) => {
+                return Err(Diagnostic::new(format!("parameter `{}`: f16 and bf16 tensors are not supported", p.name))
+                    .at(p.span)
+                    .in_file(&src.path))
+            }
+            Param::Tensor(dtype, shape) => TypeAnn::Tensor { dtype: *dtype, shape: shape.clone() },
+            Param::Scalar(s) => {
+                scalars.insert(p.name.clone(), s.clone());
+                match s {
+                    ScalarArg::Int(_) => TypeAnn::Int,
+                    ScalarArg::Float(_) => TypeAnn::Float,
+                    ScalarArg::Bool(_) => TypeAnn::Bool,
+                }
+            }
+        });
+    }
+    if let Some((name, _)) = params.iter().find(|(n, _)| !f.params.iter().any(|p| p.name == *n)) {
+        return Err(Diagnostic::new(format!("`{}` has no parameter `{name}`", src.func)).in_file(&src.path));
+    }
+    Ok((module, scalars))
+}
+
+/// Moves a located error's column back to where it is in the file (its line was dedented by the columns `indents`
+/// gives for it).
+pub fn reindent(mut d: Diagnostic, indents: &[(u32, u32, u32)]) -> Diagnostic {
+    if let Some(s) = &mut d.span {
+        if let Some((_, _, cols)) = indents.iter().find(|(a, b, _)| (*a..=*b).contains(&s.line)) {
+            s.col += cols;
+        }
+    }
+    d
+}
+
+/// Turns a tensor parameter's bytes (row-major, native byte order) into a buffer of `dtype`.
+pub fn buf_from_bytes(dtype: DType, n: usize, bytes: &[u8]) -> Result<Buf, String> {
+    if dtype.size() * n != bytes.len() || matches!(dtype, DType::F16 | DType::BF16) {
+        return Err(format!("{} bytes given for {n} elements of {}", bytes.len(), dtype.annotation()));
+    }
+    macro_rules! cast {
+        ($t:ty, $w:expr) => {
+            bytes.chunks_exact($w).map(|c| <$t>::from_ne_bytes(c.try_into().expect("chunk of its size"))).collect()
+        };
+    }
+    Ok(match dtype {
+        DType::F32 => Buf::F32(cast!(f32, 4)),
+        DType::F64 => Buf::F64(cast!(f64, 8)),
+        DType::I64 => Buf::I64(cast!(i64, 8)),
+        DType::I32 => Buf::I32(cast!(i32, 4)),
+        DType::Bool => Buf::Bool(bytes.iter().map(|b| *b != 0).collect()),
+        DType::F16 | DType::BF16 => unreachable!("refused above"),
+    })
+}
+
+/// Writes a buffer's elements as bytes (native byte order; bools as 0 and 1) into `out`, which holds exactly
+/// `buf.len() * dtype.size()` bytes.
+pub fn write_bytes(buf: &Buf, out: &mut [u8]) {
+    macro_rules! put {
+        ($v:expr, $w:expr) => {
+            out.chunks_exact_mut($w).zip($v.iter()).for_each(|(o, x)| o.copy_from_slice(&x.to_ne_bytes()))
+        };
+    }
+    match buf {
+        Buf::F32(v) => put!(v, 4),
+        Buf::F64(v) => put!(v, 8),
+        Buf::I64(v) => put!(v, 8),
+        Buf::I32(v) => put!(v, 4),
+        Buf::Bool(v) => out.iter_mut().zip(v.iter()).for_each(|(o, b)| *o = *b as u8),
+    }
+}
+
+fn raw(t: &Tensor) -> Raw {
+    let c = t.contiguous_copy();
+    // The copy's buffer is its own: take it rather than copy it again.
+    let buf = std::rc::Rc::try_unwrap(c.buf).map(|b| b.into_inner()).unwrap_or_else(|b| b.borrow().clone());
+    Raw { dtype: t.dtype(), shape: t.shape.clone(), buf }
+}
+
+/// The parsed, typed and optimized function with its plan (ours) and the baselines' figures.
+struct Prepared {
+    module: Module,
+    func: String,
+    scalars: BTreeMap<String, ScalarArg>,
+    result: ProgramResult,
+    plans: Vec<(&'static str, Plan, crate::cost::Estimate)>,
+    indents: Vec<(u32, u32, u32)>,
+}
+
+fn prepare(
+    src: &Source,
+    params: &[(String, Param)],
+    rules: &[crate::rewrite::rules::RuleDef],
+) -> Result<Prepared, Diagnostic> {
+    let limit = Duration::from_secs_f64(crate::limits::OPTIMIZE_TIME_LIMIT_S);
+    crate::limits::with_deadline(Some(limit), || {
+        let (module, scalars) = typed_module(src, params)?;
+        let rewrites = crate::rewrite::rules::to_rewrites(rules)?;
+        let profile = crate::cost::Profile::shipped_c();
+        let result = crate::optimize::optimize_program_with(
+            &module,
+            &src.func,
+            &scalars,
+            &rewrites,
+            Default::default(),
+            &profile,
+        )
+        .map_err(|d| d.in_file(&src.path))?;
+        let plans = crate::explain::plans(&result, &profile).map_err(|e| Diagnostic::new(e).in_file(&src.path))?;
+        Ok(Prepared { module, func: src.func.clone(), scalars, result, plans, indents: src.indents.clone() })
+    })
+    .map_err(|d| reindent(d, &src.indents))
+}
+
+/// The tensor parameters of a plan, in signature order: name, dtype, shape.
+pub type Inputs = Vec<(String, DType, Vec<usize>)>;
+
+enum Request {
+    Run(BTreeMap<String, Buf>),
+    Locate(BTreeMap<String, Buf>, Diagnostic),
+}
+
+enum Reply {
+    Ready(Result<(Inputs, String, String), Diagnostic>),
+    Ran(Result<Outputs, Diagnostic>, bool),
+    Located(Diagnostic),
+}
+
+/// A compiled function: a worker thread that owns the plan and its loaded kernels.
+pub struct Compiled {
+    tx: Sender<Request>,
+    rx: Receiver<Reply>,
+    inputs: Inputs,
+    explanation: String,
+    record: String,
+}
+
+impl Compiled {
+    /// Parses, types, optimizes and plans the function; with `target`, also compiles and loads its kernels there.
+    pub fn new(
+        src: Source,
+        params: Vec<(String, Param)>,
+        rules: Vec<crate::rewrite::rules::RuleDef>,
+        target: Option<Target>,
+    ) -> Result<Compiled, Diagnostic> {
+        let (tx, worker_rx) = channel::<Request>();
+        let (worker_tx, rx) = channel::<Reply>();
+        std::thread::Builder::new()
+            .name("funcfuse".into())
+            .stack_size(crate::limits::STACK_BYTES)
+            .spawn(move || worker(src, params, rules, target, worker_rx, worker_tx))
+            .map_err(|e| Diagnostic::new(format!("cannot start funcfuse's worker thread: {e}")))?;
+        match rx.recv() {
+            Ok(Reply::Ready(Ok((inputs, explanation, record)))) => Ok(Compiled { tx, rx, inputs, explanation, record }),
+            Ok(Reply::Ready(Err(d))) => Err(d),
+            _ => Err(Diagnostic::new("funcfuse's worker thread stopped while compiling")),
+        }
+    }
+
+    /// The plan's tensor parameters (name, dtype, shape), in signature order.
+    pub fn inputs(&self) -> &Inputs {
+        &self.inputs
+    }
+
+    /// What `funcfuse explain` prints for this function.
+    pub fn explanation(&self) -> &str {
+        &self.explanation
+    }
+
+    /// The explanation as data (JSON): the record `funcfuse optimize` writes in report.json for this function.
+    pub fn record(&self) -> &str {
+        &self.record
+    }
+
+    /// Runs the plan on one buffer per tensor parameter, by name. `pristine` gives the inputs again when a run
+    /// fails without a location: the reference interpreter reruns the program on them to locate the error.
+    pub fn run(
+        &self,
+        inputs: BTreeMap<String, Buf>,
+        pristine: impl FnOnce() -> Result<BTreeMap<String, Buf>, String>,
+    ) -> Result<Outputs, Diagnostic> {
+        let gone = || Diagnostic::new("funcfuse's worker thread stopped");
+        self.tx.send(Request::Run(inputs)).map_err(|_| gone())?;
+        match self.rx.recv() {
+            Ok(Reply::Ran(Ok(out), _)) => Ok(out),
+            Ok(Reply::Ran(Err(d), true)) => Err(d),
+            Ok(Reply::Ran(Err(d), false)) => {
+                let again = pristine().map_err(Diagnostic::new)?;
+                self.tx.send(Request::Locate(again, d)).map_err(|_| gone())?;
+                match self.rx.recv() {
+                    Ok(Reply::Located(d)) => Err(d),
+                    _ => Err(gone()),
+                }
+            }
+            _ => Err(gone()),
+        }
+    }
+}
+
+fn tensors(inputs: BTreeMap<String, Buf>, shapes: &Inputs) -> Result<BTreeMap<String, Tensor>, Diagnostic> {
+    let mut out = BTreeMap::new();
+    for (name, buf) in inputs {
+        let (_, dtype, shape) = shapes
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .ok_or_else(|| Diagnostic::new(format!("no tensor parameter `{name}`")))?;
+        if buf.dtype() != *dtype || buf.len() != crate::tensor::numel(shape) {
+            return Err(Diagnostic::new(format!("input `{name}` does not match {}", dtype.annotation())));
+        }
+        out.insert(name, Tensor::from_buf(buf, shape.clone()));
+    }
+    Ok(out)
+}
+
+fn worker(
+    src: Source,
+    params: Vec<(String, Param)>,
+    rules: Vec<crate::rewrite::rules::RuleDef>,
+    target: Option<Target>,
+    rx: Receiver<Request>,
+    tx: Sender<Reply>,
+) {
+    let ready = prepare(&src, &params, &rules).and_then(|p| {
+        let loaded = match target {
+            Some(t) => Some(Loaded::new(&p.plans[2].1, t).map_err(|e| Diagnostic::new(e).in_file(&src.path))?),
+            None => None,
+        };
+        Ok((p, loaded))
+    });
+    let (p, mut loaded) = match ready {
+        Ok(x) => x,
+        Err(d) => {
+            let _ = tx.send(Reply::Ready(Err(d)));
+            return;
+        }
+    };
+    let which = "the shipped CPU profile";
+    let label = format!("{}::{}", src.path, src.func);
+    let text = crate::explain::text(&label, &p.result, &p.plans, which);
+    let record = crate::explain::record(&label, &p.result, &p.plans).to_string();
+    let inputs = p.result.functional.inputs.clone();
+    if tx.send(Reply::Ready(Ok((inputs.clone(), text, record)))).is_err() {
+        return;
+    }
+    let mut f = p.result.functional.clone();
+    f.term = p.result.optimized.term.clone();
+    let plan = &p.plans[2].1;
+    let limit = Duration::from_secs_f64(crate::limits::RUN_TIME_LIMIT_S);
+    while let Ok(req) = rx.recv() {
+        let reply = match req {
+            Request::Run(bufs) => {
+                let r = crate::limits::with_deadline(Some(limit), || {
+                    let ts = tensors(bufs, &inputs)?;
+                    let Some(dev) = loaded.as_mut() else {
+                        return Err(Diagnostic::new("compiled without a backend: nothing to run"));
+                    };
+                    crate::functionalize::run_with(&f, &ts, |_, ts| dev.run(plan, ts).map(|(t, _)| t))
+                });
+                match r {
+                    Ok(o) => Reply::Ran(
+                        Ok(Outputs {
+                            returns: o.returns.iter().map(raw).collect(),
+                            returns_tuple: o.returns_tuple,
+                            mutated: o.mutated.iter().map(|(n, t)| (n.clone(), raw(t))).collect(),
+                        }),
+                        true,
+                    ),
+                    Err(d) => {
+                        let located = d.span.is_some();
+                        let d = d.in_file(&src.path);
+                        Reply::Ran(Err(if located { reindent(d, &p.indents) } else { d }), located)
+                    }
+                }
+            }
+            Request::Locate(bufs, d) => Reply::Located(match tensors(bufs, &inputs) {
+                Ok(ts) => {
+                    let d = crate::limits::with_deadline(Some(limit), || {
+                        crate::interp::locate(&p.module, &p.func, &ts, &p.scalars, d)
+                    });
+                    reindent(d, &p.indents)
+                }
+                Err(e) => e,
+            }),
+        };
+        if tx.send(reply).is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src(text: &str, indents: Vec<(u32, u32, u32)>) -> Source {
+        Source { path: "t.py".into(), text: text.into(), func: "f".into(), indents }
+    }
+
+    #[test]
+    fn bytes_round_trip_for_every_dtype() {
+        let cases = [
+            Buf::F32(vec![1.5, -0.0, f32::NAN]),
+            Buf::F64(vec![2.25, f64::INFINITY]),
+            Buf::I64(vec![i64::MIN, 7]),
+            Buf::I32(vec![-3, i32::MAX]),
+            Buf::Bool(vec![true, false, true]),
+        ];
+        for b in cases {
+            let mut bytes = vec![0u8; b.len() * b.dtype().size()];
+            write_bytes(&b, &mut bytes);
+            let back = buf_from_bytes(b.dtype(), b.len(), &bytes).unwrap();
+            assert_eq!(format!("{back:?}"), format!("{b:?}"));
+        }
+        assert!(buf_from_bytes(DType::F32, 2, &[0; 7]).is_err());
+        // Any non-zero byte is true, as NumPy reads it.
+        assert_eq!(buf_from_bytes(DType::Bool, 2, &[0, 2]).unwrap(), Buf::Bool(vec![false, true]));
+    }
+
+    #[test]
+    fn parameters_are_typed_by_value_and_checked_by_name() {
+        let s = src("def f(x, n):\n    return x * n\n", vec![]);
+        let x = ("x".to_string(), Param::Tensor(DType::F32, vec![2, 3]));
+        let n = ("n".to_string(), Param::Scalar(ScalarArg::Int(4)));
+        let (m, scalars) = typed_module(&s, &[x.clone(), n.clone()]).unwrap();
+        let f = m.function("f").unwrap();
+        assert_eq!(f.params[0].ann, Some(TypeAnn::Tensor { dtype: DType::F32, shape: vec![2, 3] }));
+        assert_eq!(f.params[1].ann, Some(TypeAnn::Int));
+        assert_eq!(scalars.get("n"), Some(&ScalarArg::Int(4)));
+        let e = typed_module(&s, &[x.clone()]).unwrap_err();
+        assert_eq!(e.to_string(), "t.py:1:10: no value given for parameter `n`");
+        let extra = ("z".to_string(), Param::Scalar(ScalarArg::Bool(true)));
+        assert!(typed_module(&s, &[x, n, extra]).unwrap_err().to_string().contains("no parameter `z`"));
+    }
+
+    #[test]
+    fn columns_move_back_by_the_indent_of_their_line() {
+        let d = Diagnostic::new("m").at(crate::diag::Span { line: 5, col: 3 }).in_file("t.py");
+        assert_eq!(reindent(d.clone(), &[(1, 2, 8), (4, 6, 4)]).to_string(), "t.py:5:7: m");
+        assert_eq!(reindent(d, &[(1, 2, 8)]).to_string(), "t.py:5:3: m");
+    }
+
+    #[test]
+    fn a_compiled_function_runs_and_reports_its_writes() {
+        let text = "\n\n    def f(x, y, k):\n        y[1:] += x[:-1] * k\n        return torch.relu(y).sum(0)\n";
+        let s = Source { text: text.replace("\n    ", "\n"), ..src("", vec![(3, 5, 4)]) };
+        let params = vec![
+            ("x".to_string(), Param::Tensor(DType::F32, vec![3, 2])),
+            ("y".to_string(), Param::Tensor(DType::F32, vec![3, 2])),
+            ("k".to_string(), Param::Scalar(ScalarArg::Float(2.0))),
+        ];
+        let c = Compiled::new(s, params, Vec::new(), Some(Target::C)).unwrap();
+        assert!(c.explanation().starts_with("t.py::f\n"), "{}", c.explanation());
+        let record: serde_json::Value = serde_json::from_str(c.record()).unwrap();
+        assert_eq!(record["program"], "t.py::f");
+        assert!(record["plans"]["ours"]["kernels"].as_f64().unwrap() >= 1.0, "{record}");
+        assert_eq!(c.inputs().len(), 2);
+        let inputs = BTreeMap::from([
+            ("x".to_string(), Buf::F32(vec![1.0; 6])),
+            ("y".to_string(), Buf::F32(vec![0.0, -5.0, 0.0, 0.0, 0.0, 0.0])),
+        ]);
+        let out = c.run(inputs, || Err("not needed".into())).unwrap();
+        assert_eq!(out.returns[0].buf, Buf::F32(vec![4.0, 4.0]));
+        assert!(!out.returns_tuple);
+        assert_eq!(out.mutated.len(), 1);
+        assert_eq!(out.mutated[0].1.buf, Buf::F32(vec![0.0, -5.0, 2.0, 2.0, 2.0, 2.0]));
+        // An unsupported construct is refused with the file's line and column (the indent added back).
+        let bad = Source { text: "\n\ndef f(x):\n    return x.frobnicate_()\n".into(), ..src("", vec![(3, 4, 4)]) };
+        let e = Compiled::new(bad, vec![("x".into(), Param::Tensor(DType::F32, vec![2]))], Vec::new(), None);
+        let msg = e.err().expect("refused").to_string();
+        assert!(msg.starts_with("t.py:4:16: "), "{msg}");
+    }
+}

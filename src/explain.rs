@@ -1,0 +1,94 @@
+//! The text of `funcfuse explain` (also returned by the Python package's `funcfuse.explain`): what the optimizer did
+//! to one program and its plan against the baselines, predicted with one cost profile.
+
+use std::fmt::Write;
+
+use crate::cost::{plan_estimate, Estimate, Profile};
+use crate::lower::{How, Plan};
+use crate::optimize::ProgramResult;
+
+/// The three plans of a program (eager, unfunctionalized, ours, as in [`crate::compare::PLANS`]), planned for
+/// `profile`, with their predicted figures.
+pub fn plans(r: &ProgramResult, profile: &Profile) -> Result<Vec<(&'static str, Plan, Estimate)>, String> {
+    let inputs = &r.functional.inputs;
+    let mut plans = Vec::new();
+    for (name, policy) in crate::compare::PLANS {
+        let term = if *policy == crate::lower::Policy::Fused { &r.optimized.term } else { &r.functional.term };
+        let p = crate::lower::plan_for(term, inputs, *policy, profile).map_err(|e| format!("{name} plan: {e}"))?;
+        let e = plan_estimate(&p, profile);
+        plans.push((*name, p, e));
+    }
+    Ok(plans)
+}
+
+/// The explanation: term sizes, the e-graph, rules fired, extraction's candidates and the plans' predicted figures.
+/// `which` names the profile the figures come from (`the shipped CPU profile`).
+pub fn text(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estimate)], which: &str) -> String {
+    let mut s = String::new();
+    let (f, o) = (crate::ir::term_stats(&r.functional.term), crate::ir::term_stats(&r.optimized.term));
+    let _ = writeln!(s, "{target}");
+    let _ = writeln!(
+        s,
+        "  term: {} -> {} nodes, loops {} -> {}, accesses {} -> {}, assigns {} -> {}",
+        f.nodes, o.nodes, f.loops, o.loops, f.accesses, o.accesses, f.assigns, o.assigns
+    );
+    let _ = writeln!(
+        s,
+        "  e-graph: {} nodes, {} classes, {} iterations, {}",
+        r.optimized.egraph_nodes, r.optimized.egraph_classes, r.optimized.iterations, r.optimized.stop_reason
+    );
+    if r.optimized.fired.is_empty() {
+        let _ = writeln!(s, "  no rule fired");
+    }
+    for (rule, n) in &r.optimized.fired {
+        let what =
+            crate::rewrite::saturate::RUST_REWRITES.iter().find(|(k, _)| *k == rule).map(|(_, w)| format!(" ({w})"));
+        let _ = writeln!(s, "  fired {n:>4} x {rule}{}", what.unwrap_or_default());
+    }
+    for (rule, n) in &r.optimized.rejected {
+        let _ = writeln!(s, "  not kept: {rule} applied in {n} place(s), but the cost model predicted its plan slower");
+    }
+    let _ = writeln!(s, "  extraction: chose `{}` among:", r.optimized.chosen);
+    for (name, cost) in &r.optimized.candidates {
+        let _ = writeln!(s, "    {name:<11} predicted {:.4} ms", cost * 1e3);
+    }
+    let _ = writeln!(s, "  plans (predicted with {which}):");
+    for (name, p, e) in plans {
+        let fallbacks = p.how.iter().filter(|h| **h == How::Fallback).count();
+        let in_place = p.how.iter().filter(|h| matches!(h, How::InPlace(_))).count();
+        let _ = writeln!(
+            s,
+            "    {name:<17} {:>8.0} launches {:>10.3} MB {:>9.4} ms  ({} kernels, {in_place} in place, {fallbacks} host fallbacks)",
+            e.launches,
+            e.bytes / 1e6,
+            e.seconds * 1e3,
+            p.kernels.len()
+        );
+    }
+    if let Some((_, _, ours)) = plans.iter().find(|(n, _, _)| *n == "ours") {
+        for (name, _, e) in plans.iter().filter(|(n, _, _)| *n != "ours") {
+            let _ = writeln!(
+                s,
+                "  ours vs {name}: {:.2}x fewer launches, {:.2}x fewer bytes, {:.2}x predicted speedup",
+                e.launches / ours.launches.max(1.0),
+                e.bytes / ours.bytes.max(1.0),
+                e.seconds / ours.seconds.max(1e-12)
+            );
+        }
+    }
+    s
+}
+
+/// The explanation as data: the program's `report.json` record (what `optimize` writes for it), plans included.
+pub fn record(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estimate)]) -> serde_json::Value {
+    let mut record = crate::optimize::record(target, r);
+    let figures: serde_json::Map<String, serde_json::Value> = plans
+        .iter()
+        .map(|(name, _, e)| {
+            let v = serde_json::json!({ "kernels": e.launches.round(), "bytes": e.bytes.round(), "predicted_s": e.seconds });
+            (name.to_string(), v)
+        })
+        .collect();
+    record["plans"] = serde_json::Value::Object(figures);
+    record
+}
