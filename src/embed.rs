@@ -59,6 +59,8 @@ pub fn typed_module(
     params: &[(String, Param)],
 ) -> Result<(Module, BTreeMap<String, ScalarArg>), Diagnostic> {
     let mut module = crate::frontend::parse_module(&src.path, &src.text)?;
+    // A function outside the subset fails alone, with its own located error.
+    module.get(&src.func)?;
     let f = module
         .functions
         .iter_mut()
