@@ -323,3 +323,46 @@ fn a_double_starred_argument_is_bound_as_python_binds_it() {
     let src = "def f(x: f32[4]) -> f32[()]:\n    return x.sum(**{0: 0})\n";
     every_engine_raises_at(src, "f", "5:12", "TypeError: keywords must be strings");
 }
+
+/// `F.layer_norm`/`F.rms_norm` and `torch.arange` with keyword bounds refuse what PyTorch refuses, with its message,
+/// on every engine.
+#[test]
+fn layer_norm_and_arange_keyword_refusals() {
+    let cases = [
+        ("def f(x: f32[2, 3, 4]) -> f32[2, 3, 4]:\n    return torch.nn.functional.layer_norm(x, [3])\n", "Given normalized_shape=[3], expected input with shape [*, 3], but got input of size[2, 3, 4]"),
+        ("def f(x: f32[2, 3, 4], w: f32[3]) -> f32[2, 3, 4]:\n    return torch.nn.functional.layer_norm(x, [4], w)\n", "Expected weight to be of same shape as normalized_shape, but got weight of shape [3] and normalized_shape = [4]"),
+        ("def f(x: f32[2, 3, 4], b: f32[3]) -> f32[2, 3, 4]:\n    return torch.nn.functional.layer_norm(x, [4], None, b)\n", "Expected bias to be of same shape as normalized_shape, but got bias of shape [3] and normalized_shape = [4]"),
+        ("def f(x: i64[2, 4]) -> f32[2, 4]:\n    return torch.nn.functional.layer_norm(x, [4])\n", "\"LayerNormKernelImpl\" not implemented for 'Long'"),
+        ("def f(x: f32[2, 4]) -> f32[2, 4]:\n    return torch.nn.functional.layer_norm(x, [])\n", "Expected normalized_shape to be at least 1-dimensional"),
+        ("def f(x: f32[2, 4]) -> f32[2, 4]:\n    return torch.nn.functional.rms_norm(x, [5])\n", "Given normalized_shape=[5], expected input with shape [*5], but got input of size[2, 4]"),
+        ("def f(x: f32[2, 4]) -> i64[3]:\n    return torch.arange(start=2)\n", "arange() missing 1 required positional arguments: \"end\""),
+        ("def f(x: f32[2, 4]) -> i64[3]:\n    return torch.arange(5, step=2)\n", "arange() received an invalid combination of arguments"),
+        ("def f(x: f32[2, 4]) -> i64[3]:\n    return torch.arange(5, start=1)\n", "arange() received an invalid combination of arguments"),
+    ];
+    for (src, want) in cases {
+        every_engine_raises(src, "f", want);
+    }
+}
+
+/// `torch._foreach_*` refuses what PyTorch refuses, on every engine: lists of different lengths, a first argument
+/// that is not a list of tensors.
+#[test]
+fn foreach_refusals() {
+    let cases = [
+        (
+            "def f(a: f32[3], b: f32[3]) -> None:\n    torch._foreach_add_([a, b], [a])\n",
+            "Tensor lists must have the same number of tensors, got 2 and 1",
+        ),
+        (
+            "def f(a: f32[3], b: f32[3]) -> None:\n    torch._foreach_mul_([a, b], [1.0, 2.0, 3.0])\n",
+            "Tensor list must have same number of elements as scalar list, got 2 and 3",
+        ),
+        (
+            "def f(a: f32[3]) -> None:\n    torch._foreach_mul_(a, 2.0)\n",
+            "argument 'self' (position 1) must be tuple of Tensors, not Tensor",
+        ),
+    ];
+    for (src, want) in cases {
+        every_engine_raises(src, "f", want);
+    }
+}

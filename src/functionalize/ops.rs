@@ -99,6 +99,7 @@ impl<'m> Fz<'m> {
                         let (v, names) = crate::interp::python::type_info(name, d).map_err(err(span))?;
                         Ok(FV::Named(Rc::new(v.iter().map(super::expr::value_to_fv).collect()), names))
                     }
+                    FV::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
                     FV::Module(m) => {
                         let mut kw = kw;
                         super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
@@ -182,6 +183,28 @@ impl<'m> Fz<'m> {
             }
             _ => diag(span, "unsupported call"),
         }
+    }
+
+    /// `torch._foreach_NAME(tensors, ...)`: the tensor method `NAME` on each tensor of the list, as the reference
+    /// interpreter runs it (`crate::interp::foreach`); `None` for an in-place op, else the list of results.
+    fn foreach(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
+        let (method, calls) = crate::interp::foreach::foreach_calls(
+            name,
+            pos,
+            kw,
+            FV::items,
+            |v| matches!(v, FV::Tensor(_)),
+            |v| v.type_name(),
+        )
+        .map_err(err(span))?;
+        let mut out = Vec::with_capacity(calls.len());
+        for (p, k) in calls {
+            let a = A::new(p, k, span, method.clone());
+            let r = if method.ends_with('_') { self.inplace(&method, &a)? } else { self.torch(&method, &a, true)? };
+            a.check_keywords(&format!("torch.{name}"))?;
+            out.push(r);
+        }
+        Ok(if method.ends_with('_') { FV::None } else { FV::List(Rc::new(std::cell::RefCell::new(out))) })
     }
 
     fn inline(&mut self, name: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {

@@ -1,0 +1,68 @@
+"""More constructs real code uses (issue #14): `F.layer_norm`/`F.rms_norm`, `torch.arange` with its bounds given by
+keyword, `torch._foreach_*` over lists of tensors, a `lambda` bound to a name and called, `torch.Tensor([...])`
+and `torch.cumprod`. Each program is written after a public original named in its comment (same computation, same
+imperative style)."""
+from __future__ import annotations
+import math
+import torch
+import torch.nn.functional as F
+
+
+# After nanoGPT's LayerNorm.forward (F.layer_norm with an optional bias) and Block.forward's first residual.
+def layer_norm_residual(
+    x: f32[2, 5, 16], w: f32[16], b: f32[16], w2: f32[5, 16]
+) -> tuple[f32[2, 5, 16], f32[2, 5, 16], f32[2, 5, 16]]:
+    h = x + F.layer_norm(x, w.shape, w, b, 1e-5)
+    no_bias = F.layer_norm(x * 3.0, (16,), weight=w, bias=None)
+    two_dims = torch.nn.functional.layer_norm(x, [5, 16], w2, eps=1e-6)
+    return h, no_bias, two_dims
+
+
+# After gpt-fast's RMSNorm.forward (x * rsqrt(mean(x^2) + eps) * weight) next to F.rms_norm, which computes the same.
+def rms_norm_forms(x: f32[3, 4, 8], w: f32[8]) -> tuple[f32[3, 4, 8], f32[3, 4, 8], f32[3, 4, 8]]:
+    hand = x * torch.rsqrt(torch.mean(x * x, dim=-1, keepdim=True) + 1e-5) * w
+    return hand, F.rms_norm(x, (8,), w, 1e-5), F.rms_norm(x * 0.5, [4, 8])
+
+
+# After ultralytics' make_anchors (torch.arange(end=w, dtype=..., device=...)) and DETR's position embedding
+# (torch.arange(num_pos_feats, dtype=...)), with every keyword form of the bounds.
+def arange_keyword_bounds(feat: f32[1, 3, 4, 6]) -> tuple[f32[24, 2], i64[3], f32[5], i64[4]]:
+    _, _, h, w = feat.shape
+    sx = torch.arange(end=w, device=feat.device, dtype=feat.dtype) + 0.5
+    sy = torch.arange(end=h, dtype=feat.dtype) + 0.5
+    sy, sx = torch.meshgrid(sy, sx, indexing="ij")
+    pts = torch.stack((sx, sy), -1).view(-1, 2)
+    return pts, torch.arange(1, end=7, step=2), torch.arange(start=0.0, end=2.5, step=0.5), torch.arange(2, end=6)
+
+
+# After torch.optim's _multi_tensor_adam (foreach path; weight_decay 0, not amsgrad, not capturable): lerp_ of the
+# first moments, mul_/addcmul_ of the second, then sqrt, div_, add_ and addcdiv_ over the lists.
+def foreach_adam_step(
+    w0: f32[6, 4], w1: f32[4], g0: f32[6, 4], g1: f32[4], m0: f32[6, 4], m1: f32[4], v0: f32[6, 4], v1: f32[4],
+    step: int = 3,
+) -> tuple[f32[6, 4], f32[4]]:
+    params, grads, exp_avgs, exp_avg_sqs = [w0, w1], [g0, g1], [m0, m1], [v0, v1]
+    beta1, beta2, lr, eps = 0.9, 0.999, 1e-2, 1e-8
+    torch._foreach_abs_(exp_avg_sqs)
+    torch._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+    torch._foreach_mul_(exp_avg_sqs, beta2)
+    torch._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)
+    bias_correction1 = 1 - beta1**step
+    bias_correction2 = 1 - beta2**step
+    step_size = lr / bias_correction1
+    bias_correction2_sqrt = math.sqrt(bias_correction2)
+    exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs)
+    torch._foreach_div_(exp_avg_sq_sqrt, bias_correction2_sqrt)
+    torch._foreach_add_(exp_avg_sq_sqrt, eps)
+    torch._foreach_addcdiv_(params, exp_avgs, exp_avg_sq_sqrt, -step_size)
+    d0, d1 = torch._foreach_sub(params, [g0, g1], alpha=0.5)
+    return d0, d1
+
+
+# After torch.optim's _multi_tensor_sgd with weight decay (grads = _foreach_add(grads, params, alpha=wd)) and a
+# per-tensor list of scalars (_foreach_mul_ with a list), then the update.
+def foreach_sgd_weight_decay(w0: f32[5, 3], w1: f32[3], g0: f32[5, 3], g1: f32[3]) -> None:
+    params, grads = [w0, w1], [g0, g1]
+    grads = torch._foreach_add(grads, params, alpha=1e-2)
+    torch._foreach_mul_(grads, [0.5, 2.0])
+    torch._foreach_add_(params, grads, alpha=-0.1)
