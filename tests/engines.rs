@@ -366,3 +366,29 @@ fn foreach_refusals() {
         every_engine_raises(src, "f", want);
     }
 }
+
+/// A lambda that reads a local of its function (a closure) and the legacy `torch.Tensor(sizes)` constructor
+/// (uninitialized memory) are refused at their location, alike on every engine; a torch function used as a value
+/// that is not one of the known ones stays an unsupported attribute.
+#[test]
+fn lambda_closure_and_legacy_constructor_refusals() {
+    // Refused while parsing, before any engine runs: the function is reported failed, the rest of the file runs.
+    for (src, at) in [
+        ("def f(x: f32[3]) -> f32[3]:\n    k = 2.0\n    g = lambda t: t * k\n    return g(x)\n", "case.py:6:23: "),
+        (
+            "def f(x: f32[3], k: float = 2.0) -> f32[3]:\n    g = lambda t, s=k: t * s\n    return g(x)\n",
+            "case.py:5:21: ",
+        ),
+    ] {
+        let src = format!("{HEADER}{src}\ndef ok(x: f32[3]) -> f32[3]:\n    g = lambda t: t * 2.0\n    return g(x)\n");
+        let module = frontend::parse_module("case.py", &src).unwrap();
+        let failed: Vec<String> = module.failed.iter().map(|f| f.error.to_string()).collect();
+        let want = format!("{at}a lambda that reads `k`, a local variable of `f`, is not supported");
+        assert!(failed.len() == 1 && failed[0].contains(&want), "expected `{want}`, got {failed:?}");
+        assert!(module.function("ok").is_some(), "the other function of the file still converts");
+    }
+    let sizes = "def f(x: f32[3]) -> f32[2, 3]:\n    return torch.Tensor(2, 3)\n";
+    every_engine_raises(sizes, "f", "torch.Tensor(...) is supported only with a list or tuple of numbers");
+    let unknown = "def f(x: f32[3]) -> f32[3]:\n    g = torch.fft\n    return x\n";
+    every_engine_raises(unknown, "f", "unsupported attribute `torch.fft`");
+}

@@ -66,3 +66,27 @@ def foreach_sgd_weight_decay(w0: f32[5, 3], w1: f32[3], g0: f32[5, 3], g1: f32[3
     grads = torch._foreach_add(grads, params, alpha=1e-2)
     torch._foreach_mul_(grads, [0.5, 2.0])
     torch._foreach_add_(params, grads, alpha=-0.1)
+
+
+# After nerf-pytorch's raw2outputs: a lambda bound to a name with a torch function as a default argument, called with
+# and without it, and the 1e10 sentinel distance built with the legacy torch.Tensor constructor.
+def lambda_with_function_default(raw: f32[4, 6], z: f32[4, 6]) -> tuple[f32[4, 6], f32[4, 6], f32[4, 6]]:
+    raw2alpha = lambda raw, dists, act_fn=F.relu: 1.0 - torch.exp(-act_fn(raw) * dists)
+    scale = lambda t: t * 0.5 + 1.0
+    dists = z.abs()[..., 1:] - z.abs()[..., :-1]
+    dists = torch.cat([dists, torch.Tensor([1e10]).expand(dists[..., :1].shape)], -1)
+    a = raw2alpha(raw, dists.abs())
+    b = raw2alpha(raw, scale(dists).abs(), torch.sigmoid)
+    c = raw2alpha(raw, z, act_fn=F.softplus)
+    return a, b, c
+
+
+# After nerf-pytorch's raw2outputs (transmittance as an exclusive cumprod) and a discount-factor product, on floats
+# and integers, along the last and the first dim.
+def cumprod_scans(alpha: f32[3, 8], k: i64[4, 3]) -> tuple[f32[3, 8], f32[3, 8], i64[4, 3], f64[3, 8]]:
+    raw = alpha * 0.5 + 1.0
+    alpha = torch.sigmoid(alpha)
+    t = torch.cumprod(torch.cat([torch.ones((alpha.shape[0], 1)), 1.0 - alpha + 1e-10], -1), -1)[:, :-1]
+    w = alpha * t
+    ki = torch.cumprod(k % 3 + 1, dim=0)
+    return w, (alpha + 0.5).cumprod(1), ki, torch.cumprod(raw, 1, dtype=torch.float64)

@@ -39,6 +39,8 @@ struct Cx {
     lines: Lines,
     /// How deeply the expression or block being converted nests ([`crate::limits::MAX_EXPR_DEPTH`]).
     depth: std::cell::Cell<usize>,
+    /// The `lambda`s converted so far, each as a top-level helper function named `_<lambda>@LINE:COL`.
+    lambdas: std::cell::RefCell<Vec<Function>>,
 }
 
 impl Cx {
@@ -48,7 +50,7 @@ impl Cx {
 }
 
 pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagnostic> {
-    let cx = Cx { lines: Lines::new(source), depth: std::cell::Cell::new(0) };
+    let cx = Cx { lines: Lines::new(source), depth: std::cell::Cell::new(0), lambdas: Default::default() };
     // The parser recurses per bracket: reject deeper nesting before it sees the text.
     if let Some((offset, _)) = too_deep_brackets(source, crate::limits::MAX_NESTING) {
         return err(
@@ -76,8 +78,13 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     return err(span, format!("function `{name}` is defined twice"));
                 }
                 // Each function converts on its own: one outside the subset fails alone.
-                match cx.function(f) {
-                    Ok(func) => functions.push(func),
+                let converted = cx.function(f);
+                let lambdas = std::mem::take(&mut *cx.lambdas.borrow_mut());
+                match converted.and_then(|func| lambdas_read_no_locals(&func, &lambdas).map(|()| func)) {
+                    Ok(func) => {
+                        functions.push(func);
+                        functions.extend(lambdas);
+                    }
                     Err(d) => failed.push(FailedFunction { name, span, error: d.in_file(_path) }),
                 }
             }
@@ -111,6 +118,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             py::Stmt::Assign(a) if a.targets.len() == 1 && a.targets[0].is_name_expr() => {
                 let name = a.targets[0].as_name_expr().map(|n| n.id.to_string()).unwrap_or_default();
                 constants.push((name, cx.expr(&a.value)?));
+                functions.append(&mut cx.lambdas.borrow_mut());
             }
             py::Stmt::Expr(e) if e.value.is_string_literal_expr() => {}
             other => {
@@ -153,6 +161,45 @@ fn bound_names(body: &[Stmt], out: &mut Vec<String>) {
             target(t, out);
         }
     });
+}
+
+/// A `lambda` becomes a top-level helper, so it must not read a name that is local to the function it is written
+/// in (a closure): that is refused, at the read. Names local to the function are its parameters, the names its body
+/// binds and the parameters of its lambdas; any other name a lambda reads is a global either way.
+fn lambdas_read_no_locals(f: &Function, lambdas: &[Function]) -> Result<(), Diagnostic> {
+    let mut local: Vec<String> = f.params.iter().map(|p| p.name.clone()).collect();
+    bound_names(&f.body, &mut local);
+    local.extend(lambdas.iter().flat_map(|l| l.params.iter().map(|p| p.name.clone())));
+    for l in lambdas {
+        let mut own: Vec<String> = l.params.iter().map(|p| p.name.clone()).collect();
+        bound_names(&l.body, &mut own);
+        let defaults: Vec<Stmt> = l
+            .params
+            .iter()
+            .filter_map(|p| p.default.clone())
+            .map(|d| Stmt { span: d.span, kind: StmtKind::Expr(d) })
+            .collect();
+        let mut hit = None;
+        let mut check = |e: &Expr, own: &[String]| {
+            if let ExprKind::Name(n) = &e.kind {
+                if hit.is_none() && local.contains(n) && !own.contains(n) {
+                    hit = Some((n.clone(), e.span));
+                }
+            }
+        };
+        visit_exprs(&l.body, &mut |e| check(e, &own));
+        visit_exprs(&defaults, &mut |e| check(e, &[]));
+        if let Some((n, span)) = hit {
+            return err(
+                span,
+                format!(
+                    "a lambda that reads `{n}`, a local variable of `{}`, is not supported (a closure); pass it as an argument",
+                    f.name
+                ),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Moves every function that names a failed function or an `unusable` name (an unsupported import), directly or
@@ -208,6 +255,15 @@ impl Cx {
         if let Some(v) = &p.kwarg {
             return err(self.sp(v.as_ref()), "`**kwargs` parameters are not supported");
         }
+        let params = self.params(p)?;
+        let returns = match &f.returns {
+            Some(r) => Some(self.annotation(r)?),
+            None => None,
+        };
+        Ok(Function { name: f.name.to_string(), params, returns, body: self.block(&f.body)?, span })
+    }
+
+    fn params(&self, p: &py::Parameters) -> Result<Vec<Param>, Diagnostic> {
         let mut params = Vec::new();
         for pd in p.posonlyargs.iter().chain(p.args.iter()).chain(p.kwonlyargs.iter()) {
             let ann = match pd.parameter.annotation() {
@@ -220,11 +276,29 @@ impl Cx {
             };
             params.push(Param { name: pd.name().to_string(), ann, default, span: self.sp(pd) });
         }
-        let returns = match &f.returns {
-            Some(r) => Some(self.annotation(r)?),
-            None => None,
+        Ok(params)
+    }
+
+    /// `lambda PARAMS: BODY`: a top-level helper `def _<lambda>@LINE:COL(PARAMS): return BODY`, named by the lambda
+    /// expression (the enclosing function's conversion checks that it reads none of its locals).
+    fn lambda(&self, l: &py::ExprLambda, span: Span) -> Result<ExprKind, Diagnostic> {
+        let params = match &l.parameters {
+            Some(p) => {
+                if let Some(v) = &p.vararg {
+                    return err(self.sp(v.as_ref()), "`*args` parameters are not supported");
+                }
+                if let Some(v) = &p.kwarg {
+                    return err(self.sp(v.as_ref()), "`**kwargs` parameters are not supported");
+                }
+                self.params(p)?
+            }
+            None => Vec::new(),
         };
-        Ok(Function { name: f.name.to_string(), params, returns, body: self.block(&f.body)?, span })
+        let body = self.expr(&l.body)?;
+        let name = format!("_<lambda>@{}:{}", span.line, span.col);
+        let ret = Stmt { span: body.span, kind: StmtKind::Return(Some(body)) };
+        self.lambdas.borrow_mut().push(Function { name: name.clone(), params, returns: None, body: vec![ret], span });
+        Ok(ExprKind::Name(name))
     }
 
     fn annotation(&self, e: &py::Expr) -> Result<TypeAnn, Diagnostic> {
@@ -587,7 +661,7 @@ impl Cx {
                 }
             }
             py::Expr::Starred(_) => return err(span, "starred expressions are not supported"),
-            py::Expr::Lambda(_) => return err(span, "lambda is not supported"),
+            py::Expr::Lambda(l) => self.lambda(l, span)?,
             py::Expr::Dict(d) => {
                 let mut items = Vec::new();
                 for it in d.items.iter() {

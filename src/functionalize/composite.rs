@@ -249,6 +249,12 @@ impl<'m> Fz<'m> {
     }
 
     pub(super) fn creation(&mut self, name: &str, a: &A, method: bool) -> FR<FV> {
+        if name == "Tensor" {
+            let seq = matches!(a.pos.first(), Some(FV::List(_) | FV::Tuple(_)));
+            crate::interp::creation::legacy_tensor_check(a.pos.len(), seq, a.kw.len()).map_err(err(a.span))?;
+            let b = A::new(vec![a.pos[0].clone(), FV::DType(DType::F32)], vec![], a.span, "Tensor".into());
+            return self.creation("tensor", &b, false);
+        }
         let span = a.span;
         match name {
             "zeros" | "ones" | "empty" | "full" | "new_zeros" | "new_ones" | "new_empty" | "new_full" => {

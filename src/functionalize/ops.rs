@@ -172,6 +172,12 @@ impl<'m> Fz<'m> {
                 let known = env.contains_key(n) || self.consts.contains_key(n) || self.module.function(n).is_some();
                 if known {
                     if let FV::Func(fname) = self.lookup(env, n, func.span)? {
+                        if let Some((_, op)) = fname.rsplit_once('.') {
+                            let a = A::new(pos, kw, span, fname.to_string());
+                            let r = self.torch(op, &a, false)?;
+                            a.check_keywords(&fname)?;
+                            return Ok(r);
+                        }
                         return self.inline(&fname, pos, kw, span);
                     }
                     return diag(span, format!("`{n}` is not callable"));
@@ -449,6 +455,7 @@ impl<'m> Fz<'m> {
                     "math.e" | "torch.e" => FV::Float(std::f64::consts::E),
                     "math.inf" | "torch.inf" => FV::Float(f64::INFINITY),
                     "math.nan" | "torch.nan" => FV::Float(f64::NAN),
+                    f if crate::interp::python::function_value(f) => FV::Func(Rc::from(f)),
                     other => return diag(span, format!("unsupported attribute `{other}`")),
                 })
             }

@@ -144,6 +144,13 @@ impl<'m> Interp<'m> {
         span: Span,
     ) -> Result<Value, Diagnostic> {
         match f {
+            Value::Func(name) if name.contains('.') => {
+                let (_, op) = name.rsplit_once('.').expect("a dotted name");
+                let a = Args::new(pos, kw, span, name.to_string());
+                let r = self.torch_op(op, &a, false).map_err(tensor_err(span))?;
+                check_keywords(&a, &name)?;
+                Ok(r)
+            }
             Value::Func(name) => {
                 let module = self.module;
                 let func = module.function(&name).expect("Func values name module functions");
@@ -438,6 +445,7 @@ impl<'m> Interp<'m> {
                     "math.e" | "torch.e" => Value::Float(std::f64::consts::E),
                     "math.inf" | "torch.inf" => Value::Float(f64::INFINITY),
                     "math.nan" | "torch.nan" => Value::Float(f64::NAN),
+                    f if super::python::function_value(f) => Value::Func(std::rc::Rc::from(f)),
                     _ => return err(span, format!("unsupported attribute `{full}`")),
                 })
             }

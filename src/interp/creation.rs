@@ -33,7 +33,26 @@ pub(crate) fn count_arg(name: &str, arg: &str, v: i64) -> AResult<usize> {
 }
 
 /// A creation op, or the unknown-op error when `name` is none of them.
+/// `torch.Tensor(data)`, the legacy constructor, is `torch.tensor(data)` in the default dtype (float32) when `data`
+/// is a list or tuple; its other forms (sizes: uninitialized memory; a tensor: an alias or an error by dtype) are
+/// refused. Shared by both engines.
+pub(crate) fn legacy_tensor_check(n_pos: usize, first_is_seq: bool, n_kw: usize) -> Result<(), String> {
+    if n_pos == 1 && first_is_seq && n_kw == 0 {
+        Ok(())
+    } else {
+        Err("torch.Tensor(...) is supported only with a list or tuple of numbers (`torch.Tensor([1e10])`); use \
+             torch.tensor, torch.zeros or torch.empty"
+            .into())
+    }
+}
+
 pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> {
+    if name == "Tensor" {
+        let seq = matches!(a.pos.first(), Some(Value::List(_) | Value::Tuple(_)));
+        legacy_tensor_check(a.pos.len(), seq, a.kw.len())?;
+        let b = Args::new(vec![a.pos[0].clone(), Value::DType(DType::F32)], vec![], a.span, "Tensor".into());
+        return creation_op("tensor", &b, false);
+    }
     match name {
         "zeros" | "ones" | "empty" | "full" => {
             if method {
