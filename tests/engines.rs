@@ -392,3 +392,25 @@ fn lambda_closure_and_legacy_constructor_refusals() {
     let unknown = "def f(x: f32[3]) -> f32[3]:\n    g = torch.fft\n    return x\n";
     every_engine_raises(unknown, "f", "unsupported attribute `torch.fft`");
 }
+
+/// `try` is taken as its body only where the body cannot raise what the handlers catch (`NotImplementedError`
+/// around a body without `raise` or calls of the program's functions); every other `try` is refused, located,
+/// while parsing (so alike for every engine), and the other functions of the file still convert.
+#[test]
+fn try_refusals_are_located() {
+    let body = "    try:\n        y = x + 1.0\n";
+    for (src, at, want) in [
+        (format!("{body}    except RuntimeError:\n        y = x\n    return y\n"), "10:12", "`try` is supported only with `except NotImplementedError`"),
+        (format!("{body}    except (NotImplementedError, ValueError):\n        y = x\n    return y\n"), "10:34", "`try` is supported only with `except NotImplementedError`"),
+        (format!("{body}    except:\n        y = x\n    return y\n"), "10:5", "a bare `except:` catches every error"),
+        ("    try:\n        raise NotImplementedError\n    except NotImplementedError:\n        y = x\n    return y\n".to_string(), "9:9", "`try` is supported only around a body that cannot raise what it catches; this one has a `raise`, which could"),
+        ("    try:\n        y = helper(x)\n    except NotImplementedError:\n        y = x\n    return y\n".to_string(), "9:13", "`try` is supported only around a body that cannot raise what it catches; this one has a call of `helper`, which could"),
+    ] {
+        let src = format!("{HEADER}def helper(x: f32[3]) -> f32[3]:\n    return x\n\ndef f(x: f32[3]) -> f32[3]:\n{src}");
+        let module = frontend::parse_module("case.py", &src).unwrap();
+        let failed: Vec<String> = module.failed.iter().map(|f| f.error.to_string()).collect();
+        let want = format!("case.py:{at}: {want}");
+        assert!(failed.len() == 1 && failed[0].contains(&want), "expected `{want}`, got {failed:?}");
+        assert!(module.function("helper").is_some(), "the other function of the file still converts");
+    }
+}

@@ -90,3 +90,24 @@ def cumprod_scans(alpha: f32[3, 8], k: i64[4, 3]) -> tuple[f32[3, 8], f32[3, 8],
     w = alpha * t
     ki = torch.cumprod(k % 3 + 1, dim=0)
     return w, (alpha + 0.5).cumprod(1), ki, torch.cumprod(raw, 1, dtype=torch.float64)
+
+
+# After Hugging Face transformers' StaticLayer.update (index_copy_ in a try, indexed assignment in the
+# NotImplementedError fallback for devices without index_copy_), with else and finally clauses.
+def try_not_implemented_fallback(
+    keys: f32[1, 2, 8, 4], key_states: f32[1, 2, 3, 4], start: int = 2
+) -> tuple[f32[1, 2, 8, 4], f32[1, 2, 3, 4]]:
+    cache_position = torch.arange(key_states.shape[-2]) + start
+    try:
+        keys.index_copy_(2, cache_position, key_states)
+    except NotImplementedError:
+        keys[:, :, cache_position] = key_states * 0.0
+    else:
+        key_states = key_states * 2.0
+    finally:
+        key_states = key_states + 1.0
+    try:
+        n = len(cache_position)
+    except (NotImplementedError,) as e:
+        n = 0
+    return keys * n, key_states

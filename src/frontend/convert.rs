@@ -163,6 +163,47 @@ fn bound_names(body: &[Stmt], out: &mut Vec<String>) {
     });
 }
 
+/// Python builtins a `try` body may call (none raises `NotImplementedError`).
+const PY_BUILTINS: &[&str] = &[
+    "len",
+    "range",
+    "int",
+    "float",
+    "bool",
+    "min",
+    "max",
+    "abs",
+    "sum",
+    "enumerate",
+    "zip",
+    "list",
+    "tuple",
+    "round",
+    "isinstance",
+    "reversed",
+    "sorted",
+    "any",
+    "all",
+    "divmod",
+    "pow",
+    "str",
+];
+
+/// Calls `f` on every statement of `body`, nested ones included.
+fn visit_stmts<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+    for s in body {
+        f(s);
+        match &s.kind {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => visit_stmts(body, f),
+            StmtKind::If { body, orelse, .. } => {
+                visit_stmts(body, f);
+                visit_stmts(orelse, f);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// A `lambda` becomes a top-level helper, so it must not read a name that is local to the function it is written
 /// in (a closure): that is refused, at the read. Names local to the function are its parameters, the names its body
 /// binds and the parameters of its lambdas; any other name a lambda reads is a global either way.
@@ -384,9 +425,66 @@ impl Cx {
                     continue;
                 }
             }
+            if let py::Stmt::Try(t) = s {
+                out.extend(self.try_body(t)?);
+                continue;
+            }
             out.push(self.stmt(s)?);
         }
         Ok(out)
+    }
+
+    /// `try: BODY except NotImplementedError: HANDLER [else: ELSE] [finally: FINALLY]` is `BODY ELSE FINALLY` when
+    /// BODY cannot raise what the handlers catch. Decidably so only for `NotImplementedError` (which the ops run
+    /// here never raise on the CPU: an op without a kernel is refused before the program runs) around a body with
+    /// no `raise` and no call of a function of the program (which could raise it); anything else is refused.
+    fn try_body(&self, t: &py::StmtTry) -> Result<Vec<Stmt>, Diagnostic> {
+        let span = self.sp(t);
+        if t.is_star {
+            return err(span, "`try`/`except*` is not supported");
+        }
+        for h in &t.handlers {
+            let py::ExceptHandler::ExceptHandler(h) = h;
+            let names: Vec<&py::Expr> = match h.type_.as_deref() {
+                Some(py::Expr::Tuple(tu)) => tu.elts.iter().collect(),
+                Some(e) => vec![e],
+                None => return err(self.sp(h), "a bare `except:` catches every error, which the body could raise: `try` is supported only with `except NotImplementedError`"),
+            };
+            for n in names {
+                let ok = matches!(n, py::Expr::Name(x) if x.id.as_str() == "NotImplementedError");
+                if !ok {
+                    return err(
+                        self.sp(n),
+                        "`try` is supported only with `except NotImplementedError`: whether the body raises another error is known only when it runs",
+                    );
+                }
+            }
+        }
+        let mut body = self.block(&t.body)?;
+        let mut bad = None;
+        visit_stmts(&body, &mut |s| {
+            if bad.is_none() && matches!(s.kind, StmtKind::Raise(_)) {
+                bad = Some((s.span, "a `raise`".to_string()));
+            }
+        });
+        visit_exprs(&body, &mut |e| {
+            if let ExprKind::Call { func, .. } = &e.kind {
+                if let ExprKind::Name(n) = &func.kind {
+                    if bad.is_none() && !PY_BUILTINS.contains(&n.as_str()) {
+                        bad = Some((e.span, format!("a call of `{n}`")));
+                    }
+                }
+            }
+        });
+        if let Some((at, what)) = bad {
+            return err(
+                at,
+                format!("`try` is supported only around a body that cannot raise what it catches; this one has {what}, which could"),
+            );
+        }
+        body.extend(self.block(&t.orelse)?);
+        body.extend(self.block(&t.finalbody)?);
+        Ok(body)
     }
 
     fn stmt(&self, s: &py::Stmt) -> Result<Stmt, Diagnostic> {
@@ -461,7 +559,7 @@ impl Cx {
             py::Stmt::With(_) => {
                 return err(span, "`with` statements are not supported (except `with torch.no_grad():`)")
             }
-            py::Stmt::Try(_) => return err(span, "`try` statements are not supported"),
+            py::Stmt::Try(_) => return err(span, "`try` is supported only as a statement of a block"),
             py::Stmt::Raise(r) => StmtKind::Raise(match &r.exc {
                 Some(e) => Some(self.expr(e)?),
                 None => None,
