@@ -414,3 +414,12 @@ fn try_refusals_are_located() {
         assert!(module.function("helper").is_some(), "the other function of the file still converts");
     }
 }
+
+/// Complex tensors stay refused, with a message that says so, on every engine.
+#[test]
+fn complex_ops_are_refused_as_complex() {
+    let polar = "def f(x: f32[3]) -> f32[3]:\n    c = torch.polar(torch.ones_like(x), x)\n    return x\n";
+    every_engine_raises_at(polar, "f", "5:9", "complex tensors are not supported (`torch.polar`)");
+    let vac = "def f(x: f32[3, 2]) -> f32[3, 2]:\n    c = torch.view_as_complex(x)\n    return x\n";
+    every_engine_raises_at(vac, "f", "5:9", "complex tensors are not supported (`torch.view_as_complex`)");
+}

@@ -100,6 +100,9 @@ impl<'m> Fz<'m> {
                         Ok(FV::Named(Rc::new(v.iter().map(super::expr::value_to_fv).collect()), names))
                     }
                     FV::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
+                    FV::Module("torch") if crate::interp::python::complex_refusal(name).is_some() => {
+                        diag(span, crate::interp::python::complex_refusal(name).expect("checked"))
+                    }
                     FV::Module(m) => {
                         let mut kw = kw;
                         super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;

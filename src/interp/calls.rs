@@ -43,6 +43,9 @@ impl<'m> Interp<'m> {
                         Ok(Value::Named(std::rc::Rc::new(v), names))
                     }
                     Value::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
+                    Value::Module("torch") if super::python::complex_refusal(name).is_some() => {
+                        err(span, super::python::complex_refusal(name).expect("checked"))
+                    }
                     Value::Module(m) => {
                         let full = format!("{m}.{name}");
                         let mut kw = kw;

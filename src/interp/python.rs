@@ -313,3 +313,12 @@ pub(crate) fn function_value(full: &str) -> bool {
         _ => false,
     }
 }
+
+/// Why a torch op that makes or takes complex tensors is refused (funcfuse has no complex dtype), if `name` is one.
+pub(crate) fn complex_refusal(name: &str) -> Option<String> {
+    matches!(name, "polar" | "view_as_complex" | "view_as_real" | "complex").then(|| {
+        format!(
+            "complex tensors are not supported (`torch.{name}`); write the real and imaginary parts as real tensors"
+        )
+    })
+}
