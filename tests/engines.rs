@@ -334,6 +334,8 @@ fn layer_norm_and_arange_keyword_refusals() {
         ("def f(x: f32[2, 3, 4], b: f32[3]) -> f32[2, 3, 4]:\n    return torch.nn.functional.layer_norm(x, [4], None, b)\n", "Expected bias to be of same shape as normalized_shape, but got bias of shape [3] and normalized_shape = [4]"),
         ("def f(x: i64[2, 4]) -> f32[2, 4]:\n    return torch.nn.functional.layer_norm(x, [4])\n", "\"LayerNormKernelImpl\" not implemented for 'Long'"),
         ("def f(x: f32[2, 4]) -> f32[2, 4]:\n    return torch.nn.functional.layer_norm(x, [])\n", "Expected normalized_shape to be at least 1-dimensional"),
+        ("def f(x: f32[2, 4], w: f64[4]) -> f32[2, 4]:\n    return torch.nn.functional.layer_norm(x, [4], w)\n", "mixed dtype (CPU): expect parameter to have scalar type of Float"),
+        ("def f(x: f64[2, 4], b: f32[4]) -> f64[2, 4]:\n    return torch.nn.functional.layer_norm(x, [4], None, b)\n", "mixed dtype (CPU): all inputs must share same datatype."),
         ("def f(x: f32[2, 4]) -> f32[2, 4]:\n    return torch.nn.functional.rms_norm(x, [5])\n", "Given normalized_shape=[5], expected input with shape [*5], but got input of size[2, 4]"),
         ("def f(x: f32[2, 4]) -> i64[3]:\n    return torch.arange(start=2)\n", "arange() missing 1 required positional arguments: \"end\""),
         ("def f(x: f32[2, 4]) -> i64[3]:\n    return torch.arange(5, step=2)\n", "arange() received an invalid combination of arguments"),

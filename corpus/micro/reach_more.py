@@ -19,9 +19,11 @@ def layer_norm_residual(
 
 
 # After gpt-fast's RMSNorm.forward (x * rsqrt(mean(x^2) + eps) * weight) next to F.rms_norm, which computes the same.
-def rms_norm_forms(x: f32[3, 4, 8], w: f32[8]) -> tuple[f32[3, 4, 8], f32[3, 4, 8], f32[3, 4, 8]]:
+def rms_norm_forms(
+    x: f32[3, 4, 8], w: f32[8], w64: f64[8]
+) -> tuple[f32[3, 4, 8], f32[3, 4, 8], f32[3, 4, 8], f32[3, 4, 8]]:
     hand = x * torch.rsqrt(torch.mean(x * x, dim=-1, keepdim=True) + 1e-5) * w
-    return hand, F.rms_norm(x, (8,), w, 1e-5), F.rms_norm(x * 0.5, [4, 8])
+    return hand, F.rms_norm(x, (8,), w, 1e-5), F.rms_norm(x * 0.5, [4, 8]), F.rms_norm(x, [8], w64 * 0.5 + 1.0)
 
 
 # After ultralytics' make_anchors (torch.arange(end=w, dtype=..., device=...)) and DETR's position embedding

@@ -8,7 +8,7 @@ use super::ops::{err, A};
 use super::state::{diag, FR, FV};
 use super::Fz;
 use crate::diag::Span;
-use crate::interp::nn_ops::{float_max, norm_dims, norm_eps, pad_layout};
+use crate::interp::nn_ops::{float_max, norm_dims, norm_eps, norm_param_dtypes, pad_layout};
 use crate::ir::OpName;
 use crate::tensor::ops::{Binary, Unary};
 use crate::tensor::views::wrap_dim;
@@ -72,6 +72,8 @@ impl<'m> Fz<'m> {
             },
             None => norm_eps(name, dt),
         };
+        let pdt: Vec<_> = [&w, &b].iter().filter_map(|t| t.as_ref().map(|t| self.roots[t.root].dtype)).collect();
+        norm_param_dtypes(name, dt, pdt.into_iter()).map_err(err(span))?;
         let shape_of = |t: &Option<super::state::TRef>| t.as_ref().map(|t| t.shape.clone());
         let dims =
             norm_dims(name, &x.shape, dt, &ns, shape_of(&w).as_deref(), shape_of(&b).as_deref()).map_err(err(span))?;
@@ -95,7 +97,10 @@ impl<'m> Fz<'m> {
         if let Some(b) = b {
             y = self.elementwise(Binary::Add, &[y, FV::Tensor(b)], span)?;
         }
-        Ok(y)
+        match &y {
+            FV::Tensor(t) if self.roots[t.root].dtype != dt => self.op("to", vec![y, FV::DType(dt)], span),
+            _ => Ok(y),
+        }
     }
 
     pub(super) fn nn_ops(&mut self, name: &str, a: &A) -> FR<FV> {

@@ -168,6 +168,7 @@ pub(super) fn nn_op(name: &str, a: &Args) -> AResult<Value> {
                 Some(v) => v.as_scalar().ok_or_else(|| format!("{name}(): argument 'eps' must be float"))?.to_f64(),
                 None => norm_eps(name, x.dtype()),
             };
+            norm_param_dtypes(name, x.dtype(), [&w, &b].iter().filter_map(|t| t.as_ref().map(|t| t.dtype())))?;
             let shape_of = |t: &Option<Tensor>| t.as_ref().map(|t| t.shape.clone());
             let dims = norm_dims(name, &x.shape, x.dtype(), &ns, shape_of(&w).as_deref(), shape_of(&b).as_deref())?;
             let (y, sq_src) = if ln {
@@ -186,7 +187,7 @@ pub(super) fn nn_op(name: &str, a: &Args) -> AResult<Value> {
             if let Some(b) = b {
                 y = bin(Binary::Add, &y, tt(&b))?;
             }
-            t(y)
+            t(if y.dtype() == x.dtype() { y } else { y.to_dtype(x.dtype())? })
         }
         _ => Err(format!("{UNKNOWN_OP}{name}")),
     }
@@ -199,6 +200,21 @@ pub(crate) fn norm_eps(name: &str, d: DType) -> f64 {
         (_, DType::F64) => f64::EPSILON,
         _ => f32::EPSILON as f64,
     }
+}
+
+/// PyTorch's CPU `layer_norm` takes a weight and bias only of the input's dtype (`rms_norm` takes any float
+/// weight and gives the input's dtype, which the callers ensure with a final cast).
+pub(crate) fn norm_param_dtypes(name: &str, x: DType, params: impl Iterator<Item = DType>) -> Result<(), String> {
+    for p in params {
+        if name == "layer_norm" && p != x {
+            return Err(if x == DType::F32 {
+                "mixed dtype (CPU): expect parameter to have scalar type of Float".into()
+            } else {
+                "mixed dtype (CPU): all inputs must share same datatype.".into()
+            });
+        }
+    }
+    Ok(())
 }
 
 fn shape_str<T: std::fmt::Display>(s: &[T]) -> String {
