@@ -113,3 +113,14 @@ def try_not_implemented_fallback(
     except (NotImplementedError,) as e:
         n = 0
     return keys * n, key_states
+
+
+_SCALE = lambda t: t * 2.0
+_ACT = F.silu
+
+
+# After timm's get_act_fn (an activation picked once and stored as a function value at module level) and a
+# module-level lambda called from a lambda inside the program.
+def module_level_function_values(x: f32[4, 5]) -> tuple[f32[4, 5], bool]:
+    h = lambda t: _SCALE(t) + 1.0
+    return _ACT(h(x)), _ACT is None
