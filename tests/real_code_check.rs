@@ -128,5 +128,10 @@ fn isolate_runs_a_program_without_the_constructs_of_its_neighbours() {
     assert!(row(&alone, "good").ends_with("| ok | ok | ok |"), "{alone}");
     // The copy keeps every line where it was, and messages name the original file.
     let bad = row(&alone, "bad");
-    assert!(bad.contains(&format!("refused: {}:2:8: unsupported import `numpy`", file.display())), "{alone}");
+    let at = format!(
+        "refused: {}:11:16: `np` cannot be used: {}:2:8: unsupported import `numpy`",
+        file.display(),
+        file.display()
+    );
+    assert!(bad.contains(&at), "{alone}");
 }
