@@ -323,3 +323,105 @@ fn a_double_starred_argument_is_bound_as_python_binds_it() {
     let src = "def f(x: f32[4]) -> f32[()]:\n    return x.sum(**{0: 0})\n";
     every_engine_raises_at(src, "f", "5:12", "TypeError: keywords must be strings");
 }
+
+/// `F.layer_norm`/`F.rms_norm` and `torch.arange` with keyword bounds refuse what PyTorch refuses, with its message,
+/// on every engine.
+#[test]
+fn layer_norm_and_arange_keyword_refusals() {
+    let cases = [
+        ("def f(x: f32[2, 3, 4]) -> f32[2, 3, 4]:\n    return torch.nn.functional.layer_norm(x, [3])\n", "Given normalized_shape=[3], expected input with shape [*, 3], but got input of size[2, 3, 4]"),
+        ("def f(x: f32[2, 3, 4], w: f32[3]) -> f32[2, 3, 4]:\n    return torch.nn.functional.layer_norm(x, [4], w)\n", "Expected weight to be of same shape as normalized_shape, but got weight of shape [3] and normalized_shape = [4]"),
+        ("def f(x: f32[2, 3, 4], b: f32[3]) -> f32[2, 3, 4]:\n    return torch.nn.functional.layer_norm(x, [4], None, b)\n", "Expected bias to be of same shape as normalized_shape, but got bias of shape [3] and normalized_shape = [4]"),
+        ("def f(x: i64[2, 4]) -> f32[2, 4]:\n    return torch.nn.functional.layer_norm(x, [4])\n", "\"LayerNormKernelImpl\" not implemented for 'Long'"),
+        ("def f(x: f32[2, 4]) -> f32[2, 4]:\n    return torch.nn.functional.layer_norm(x, [])\n", "Expected normalized_shape to be at least 1-dimensional"),
+        ("def f(x: f32[2, 4], w: f64[4]) -> f32[2, 4]:\n    return torch.nn.functional.layer_norm(x, [4], w)\n", "mixed dtype (CPU): expect parameter to have scalar type of Float"),
+        ("def f(x: f64[2, 4], b: f32[4]) -> f64[2, 4]:\n    return torch.nn.functional.layer_norm(x, [4], None, b)\n", "mixed dtype (CPU): all inputs must share same datatype."),
+        ("def f(x: f32[2, 4]) -> f32[2, 4]:\n    return torch.nn.functional.rms_norm(x, [5])\n", "Given normalized_shape=[5], expected input with shape [*5], but got input of size[2, 4]"),
+        ("def f(x: f32[2, 4]) -> i64[3]:\n    return torch.arange(start=2)\n", "arange() missing 1 required positional arguments: \"end\""),
+        ("def f(x: f32[2, 4]) -> i64[3]:\n    return torch.arange(5, step=2)\n", "arange() received an invalid combination of arguments"),
+        ("def f(x: f32[2, 4]) -> i64[3]:\n    return torch.arange(5, start=1)\n", "arange() received an invalid combination of arguments"),
+    ];
+    for (src, want) in cases {
+        every_engine_raises(src, "f", want);
+    }
+}
+
+/// `torch._foreach_*` refuses what PyTorch refuses, on every engine: lists of different lengths, a first argument
+/// that is not a list of tensors.
+#[test]
+fn foreach_refusals() {
+    let cases = [
+        (
+            "def f(a: f32[3], b: f32[3]) -> None:\n    torch._foreach_add_([a, b], [a])\n",
+            "Tensor lists must have the same number of tensors, got 2 and 1",
+        ),
+        (
+            "def f(a: f32[3], b: f32[3]) -> None:\n    torch._foreach_mul_([a, b], [1.0, 2.0, 3.0])\n",
+            "Tensor list must have same number of elements as scalar list, got 2 and 3",
+        ),
+        (
+            "def f(a: f32[3]) -> None:\n    torch._foreach_mul_(a, 2.0)\n",
+            "argument 'self' (position 1) must be tuple of Tensors, not Tensor",
+        ),
+    ];
+    for (src, want) in cases {
+        every_engine_raises(src, "f", want);
+    }
+}
+
+/// A lambda that reads a local of its function (a closure) and the legacy `torch.Tensor(sizes)` constructor
+/// (uninitialized memory) are refused at their location, alike on every engine; a torch function used as a value
+/// that is not one of the known ones stays an unsupported attribute.
+#[test]
+fn lambda_closure_and_legacy_constructor_refusals() {
+    // Refused while parsing, before any engine runs: the function is reported failed, the rest of the file runs.
+    for (src, at) in [
+        ("def f(x: f32[3]) -> f32[3]:\n    k = 2.0\n    g = lambda t: t * k\n    return g(x)\n", "case.py:6:23: "),
+        (
+            "def f(x: f32[3], k: float = 2.0) -> f32[3]:\n    g = lambda t, s=k: t * s\n    return g(x)\n",
+            "case.py:5:21: ",
+        ),
+    ] {
+        let src = format!("{HEADER}{src}\ndef ok(x: f32[3]) -> f32[3]:\n    g = lambda t: t * 2.0\n    return g(x)\n");
+        let module = frontend::parse_module("case.py", &src).unwrap();
+        let failed: Vec<String> = module.failed.iter().map(|f| f.error.to_string()).collect();
+        let want = format!("{at}a lambda that reads `k`, a local variable of `f`, is not supported");
+        assert!(failed.len() == 1 && failed[0].contains(&want), "expected `{want}`, got {failed:?}");
+        assert!(module.function("ok").is_some(), "the other function of the file still converts");
+    }
+    let sizes = "def f(x: f32[3]) -> f32[2, 3]:\n    return torch.Tensor(2, 3)\n";
+    every_engine_raises(sizes, "f", "torch.Tensor(...) is supported only with a list or tuple of numbers");
+    let unknown = "def f(x: f32[3]) -> f32[3]:\n    g = torch.fft\n    return x\n";
+    every_engine_raises(unknown, "f", "unsupported attribute `torch.fft`");
+}
+
+/// `try` is taken as its body only where the body cannot raise what the handlers catch (`NotImplementedError`
+/// around a body without `raise` or calls of the program's functions); every other `try` is refused, located,
+/// while parsing (so alike for every engine), and the other functions of the file still convert.
+#[test]
+fn try_refusals_are_located() {
+    let body = "    try:\n        y = x + 1.0\n";
+    for (src, at, want) in [
+        (format!("{body}    except RuntimeError:\n        y = x\n    return y\n"), "10:12", "`try` is supported only with `except NotImplementedError`"),
+        (format!("{body}    except (NotImplementedError, ValueError):\n        y = x\n    return y\n"), "10:34", "`try` is supported only with `except NotImplementedError`"),
+        (format!("{body}    except:\n        y = x\n    return y\n"), "10:5", "a bare `except:` catches every error"),
+        ("    try:\n        raise NotImplementedError\n    except NotImplementedError:\n        y = x\n    return y\n".to_string(), "9:9", "`try` is supported only around a body that cannot raise what it catches; this one has a `raise`, which could"),
+        ("    try:\n        y = helper(x)\n    except NotImplementedError:\n        y = x\n    return y\n".to_string(), "9:13", "`try` is supported only around a body that cannot raise what it catches; this one has a call of `helper`, which could"),
+    ] {
+        let src = format!("{HEADER}def helper(x: f32[3]) -> f32[3]:\n    return x\n\ndef f(x: f32[3]) -> f32[3]:\n{src}");
+        let module = frontend::parse_module("case.py", &src).unwrap();
+        let failed: Vec<String> = module.failed.iter().map(|f| f.error.to_string()).collect();
+        let want = format!("case.py:{at}: {want}");
+        assert!(failed.len() == 1 && failed[0].contains(&want), "expected `{want}`, got {failed:?}");
+        assert!(module.function("helper").is_some(), "the other function of the file still converts");
+    }
+}
+
+/// Complex tensors stay refused, with a message that says so, on every engine.
+#[test]
+fn complex_ops_are_refused_as_complex() {
+    let polar = "def f(x: f32[3]) -> f32[3]:\n    c = torch.polar(torch.ones_like(x), x)\n    return x\n";
+    every_engine_raises_at(polar, "f", "5:9", "complex tensors are not supported (`torch.polar`)");
+    let vac = "def f(x: f32[3, 2]) -> f32[3, 2]:\n    c = torch.view_as_complex(x)\n    return x\n";
+    every_engine_raises_at(vac, "f", "5:9", "complex tensors are not supported (`torch.view_as_complex`)");
+}

@@ -404,3 +404,34 @@ def hf_gpt2_mlp(
     )
     hidden_states = _conv1d(hidden_states, c_proj_w, c_proj_b, 16)
     return hidden_states
+
+
+# Hugging Face transformers, cache_utils.py: StaticLayer.update (index_copy_ at cumulative_length)
+def hf_static_cache_update(
+    keys: f32[1, 2, 16, 8], values: f32[1, 2, 16, 8], key_states: f32[1, 2, 3, 8], value_states: f32[1, 2, 3, 8],
+    cumulative_length: i64[()]
+) -> tuple[f32[1, 2, 16, 8], f32[1, 2, 16, 8]]:
+    kv_length = key_states.shape[-2]
+    cache_position = torch.arange(kv_length, device=keys.device) + cumulative_length
+    cumulative_length.add_(kv_length)
+    try:
+        keys.index_copy_(2, cache_position, key_states)
+        values.index_copy_(2, cache_position, value_states)
+    except NotImplementedError:
+        keys[:, :, cache_position] = key_states
+        values[:, :, cache_position] = value_states
+    return keys, values
+
+
+# nanoGPT, model.py: MLP.forward and Block.forward's second residual (LayerNorm with bias, GELU)
+def nanogpt_mlp_block(
+    x: f32[2, 6, 32], ln_w: f32[32], ln_b: f32[32], c_fc_w: f32[128, 32], c_fc_b: f32[128], c_proj_w: f32[32, 128],
+    c_proj_b: f32[32]
+) -> f32[2, 6, 32]:
+    c_fc_w, c_proj_w = c_fc_w * 0.17, c_proj_w * 0.09
+    h = F.layer_norm(x, ln_w.shape, ln_w, ln_b, 1e-5)
+    h = F.linear(h, c_fc_w, c_fc_b)
+    h = F.gelu(h)
+    h = F.linear(h, c_proj_w, c_proj_b)
+    x = x + h
+    return x

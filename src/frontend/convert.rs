@@ -7,6 +7,9 @@ use super::ast::*;
 use crate::diag::{err, Diagnostic, Span};
 use crate::tensor::DType;
 
+mod sugar;
+use sugar::lambdas_read_no_locals;
+
 struct Lines {
     starts: Vec<usize>,
     source: String,
@@ -39,6 +42,8 @@ struct Cx {
     lines: Lines,
     /// How deeply the expression or block being converted nests ([`crate::limits::MAX_EXPR_DEPTH`]).
     depth: std::cell::Cell<usize>,
+    /// The `lambda`s converted so far, each as a top-level helper function named `_<lambda>@LINE:COL`.
+    lambdas: std::cell::RefCell<Vec<Function>>,
 }
 
 impl Cx {
@@ -48,7 +53,7 @@ impl Cx {
 }
 
 pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagnostic> {
-    let cx = Cx { lines: Lines::new(source), depth: std::cell::Cell::new(0) };
+    let cx = Cx { lines: Lines::new(source), depth: std::cell::Cell::new(0), lambdas: Default::default() };
     // The parser recurses per bracket: reject deeper nesting before it sees the text.
     if let Some((offset, _)) = too_deep_brackets(source, crate::limits::MAX_NESTING) {
         return err(
@@ -76,8 +81,13 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     return err(span, format!("function `{name}` is defined twice"));
                 }
                 // Each function converts on its own: one outside the subset fails alone.
-                match cx.function(f) {
-                    Ok(func) => functions.push(func),
+                let converted = cx.function(f);
+                let lambdas = std::mem::take(&mut *cx.lambdas.borrow_mut());
+                match converted.and_then(|func| lambdas_read_no_locals(&func, &lambdas).map(|()| func)) {
+                    Ok(func) => {
+                        functions.push(func);
+                        functions.extend(lambdas);
+                    }
                     Err(d) => failed.push(FailedFunction { name, span, error: d.in_file(_path) }),
                 }
             }
@@ -111,6 +121,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             py::Stmt::Assign(a) if a.targets.len() == 1 && a.targets[0].is_name_expr() => {
                 let name = a.targets[0].as_name_expr().map(|n| n.id.to_string()).unwrap_or_default();
                 constants.push((name, cx.expr(&a.value)?));
+                functions.append(&mut cx.lambdas.borrow_mut());
             }
             py::Stmt::Expr(e) if e.value.is_string_literal_expr() => {}
             other => {
@@ -208,6 +219,15 @@ impl Cx {
         if let Some(v) = &p.kwarg {
             return err(self.sp(v.as_ref()), "`**kwargs` parameters are not supported");
         }
+        let params = self.params(p)?;
+        let returns = match &f.returns {
+            Some(r) => Some(self.annotation(r)?),
+            None => None,
+        };
+        Ok(Function { name: f.name.to_string(), params, returns, body: self.block(&f.body)?, span })
+    }
+
+    fn params(&self, p: &py::Parameters) -> Result<Vec<Param>, Diagnostic> {
         let mut params = Vec::new();
         for pd in p.posonlyargs.iter().chain(p.args.iter()).chain(p.kwonlyargs.iter()) {
             let ann = match pd.parameter.annotation() {
@@ -220,11 +240,7 @@ impl Cx {
             };
             params.push(Param { name: pd.name().to_string(), ann, default, span: self.sp(pd) });
         }
-        let returns = match &f.returns {
-            Some(r) => Some(self.annotation(r)?),
-            None => None,
-        };
-        Ok(Function { name: f.name.to_string(), params, returns, body: self.block(&f.body)?, span })
+        Ok(params)
     }
 
     fn annotation(&self, e: &py::Expr) -> Result<TypeAnn, Diagnostic> {
@@ -310,6 +326,10 @@ impl Cx {
                     continue;
                 }
             }
+            if let py::Stmt::Try(t) = s {
+                out.extend(self.try_body(t)?);
+                continue;
+            }
             out.push(self.stmt(s)?);
         }
         Ok(out)
@@ -387,7 +407,7 @@ impl Cx {
             py::Stmt::With(_) => {
                 return err(span, "`with` statements are not supported (except `with torch.no_grad():`)")
             }
-            py::Stmt::Try(_) => return err(span, "`try` statements are not supported"),
+            py::Stmt::Try(_) => return err(span, "`try` is supported only as a statement of a block"),
             py::Stmt::Raise(r) => StmtKind::Raise(match &r.exc {
                 Some(e) => Some(self.expr(e)?),
                 None => None,
@@ -587,7 +607,7 @@ impl Cx {
                 }
             }
             py::Expr::Starred(_) => return err(span, "starred expressions are not supported"),
-            py::Expr::Lambda(_) => return err(span, "lambda is not supported"),
+            py::Expr::Lambda(l) => self.lambda(l, span)?,
             py::Expr::Dict(d) => {
                 let mut items = Vec::new();
                 for it in d.items.iter() {

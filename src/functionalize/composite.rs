@@ -249,6 +249,12 @@ impl<'m> Fz<'m> {
     }
 
     pub(super) fn creation(&mut self, name: &str, a: &A, method: bool) -> FR<FV> {
+        if name == "Tensor" {
+            let seq = matches!(a.pos.first(), Some(FV::List(_) | FV::Tuple(_)));
+            crate::interp::creation::legacy_tensor_check(a.pos.len(), seq, a.kw.len()).map_err(err(a.span))?;
+            let b = A::new(vec![a.pos[0].clone(), FV::DType(DType::F32)], vec![], a.span, "Tensor".into());
+            return self.creation("tensor", &b, false);
+        }
         let span = a.span;
         match name {
             "zeros" | "ones" | "empty" | "full" | "new_zeros" | "new_ones" | "new_empty" | "new_full" => {
@@ -293,20 +299,13 @@ impl<'m> Fz<'m> {
                 Ok(FV::Tensor(self.fresh(r, Some(&x), span)?))
             }
             "arange" => {
-                let nums: Vec<Scalar> = a
-                    .pos
-                    .iter()
-                    .map(|v| {
-                        a.number(v)
-                            .ok_or_else(|| Stop::NeedsStatic(span, "arange bounds known only at run time".into()))
-                    })
-                    .collect::<FR<_>>()?;
-                let (start, end, step) = match nums.as_slice() {
-                    [e] => (Scalar::I(0), *e, Scalar::I(1)),
-                    [s, e] => (*s, *e, a.get(2, "step").and_then(|v| a.number(v)).unwrap_or(Scalar::I(1))),
-                    [s, e, st] => (*s, *e, *st),
-                    _ => return diag(span, "arange() needs 1 to 3 numbers"),
+                let num = |v: &FV| {
+                    a.number(v).ok_or_else(|| Stop::NeedsStatic(span, "arange bounds known only at run time".into()))
                 };
+                let (s, e, st) =
+                    crate::interp::creation::arange_bind(&a.pos, |k| a.get(usize::MAX, k)).map_err(err(span))?;
+                let start = s.map(num).transpose()?.unwrap_or(Scalar::I(0));
+                let (end, step) = (num(e)?, st.map(num).transpose()?.unwrap_or(Scalar::I(1)));
                 let all_int = [start, end, step].iter().all(|s| !matches!(s, Scalar::F(_)));
                 let dt = a.dtype(99, "dtype")?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
                 let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());

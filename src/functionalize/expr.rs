@@ -668,6 +668,10 @@ pub(super) fn value_to_fv(v: &Value) -> FV {
         }
         Value::DType(d) => FV::DType(*d),
         Value::Device => FV::Device,
+        Value::Func(f) => FV::Func(f.clone()),
+        Value::Module(m) => FV::Module(m),
+        Value::Ellipsis => FV::Ellipsis,
+        Value::Named(items, names) => FV::Named(Rc::new(items.iter().map(value_to_fv).collect()), names),
         Value::Dict(items) => FV::Dict(Rc::new(items.iter().map(|(k, v)| (value_to_fv(k), value_to_fv(v))).collect())),
         _ => FV::None,
     }

@@ -8,7 +8,8 @@ use super::ops::{err, A};
 use super::state::{diag, FR, FV};
 use super::Fz;
 use crate::diag::Span;
-use crate::interp::nn_ops::{float_max, pad_layout};
+use crate::interp::nn_ops::{float_max, norm_dims, norm_eps, norm_param_dtypes, pad_layout};
+use crate::ir::OpName;
 use crate::tensor::ops::{Binary, Unary};
 use crate::tensor::views::wrap_dim;
 use crate::tensor::Scalar;
@@ -42,6 +43,64 @@ impl<'m> Fz<'m> {
             self.elementwise(Binary::Mul, &[FV::Tensor(input), beta_v.expect("given")], span)?
         };
         self.elementwise(Binary::Add, &[bias, prod], span)
+    }
+
+    /// `F.layer_norm` and `F.rms_norm`, composed as `crate::interp::nn_ops` composes them: the biased variance
+    /// (or mean square) over the last dims, `rsqrt(var + eps)`, then the weight and bias.
+    fn layer_norm(&mut self, name: &str, a: &A) -> FR<FV> {
+        let span = a.span;
+        let x = a.tensor(0, "input")?;
+        let ns = match a.req(1, "normalized_shape")?.items() {
+            Some(items) => items.iter().map(|v| a.int_of(v, "normalized_shape")).collect::<FR<Vec<i64>>>()?,
+            None => {
+                return diag(span, format!("{name}(): argument 'normalized_shape' (position 2) must be tuple of ints"))
+            }
+        };
+        let tensor_at = |i: usize, k: &str| match a.opt(i, k) {
+            None => Ok(None),
+            Some(FV::Tensor(t)) => Ok(Some(t.clone())),
+            Some(o) => diag(span, format!("{name}(): argument '{k}' must be Tensor, not {}", o.type_name())),
+        };
+        let ln = name == "layer_norm";
+        let w = tensor_at(2, "weight")?;
+        let b = if ln { tensor_at(3, "bias")? } else { None };
+        let dt = self.roots[x.root].dtype;
+        let eps = match a.opt(if ln { 4 } else { 3 }, "eps") {
+            Some(v) => match a.number(v) {
+                Some(e) => e.to_f64(),
+                None => return diag(span, format!("{name}(): eps must be a number known before the program runs")),
+            },
+            None => norm_eps(name, dt),
+        };
+        let pdt: Vec<_> = [&w, &b].iter().filter_map(|t| t.as_ref().map(|t| self.roots[t.root].dtype)).collect();
+        norm_param_dtypes(name, dt, pdt.into_iter()).map_err(err(span))?;
+        let shape_of = |t: &Option<super::state::TRef>| t.as_ref().map(|t| t.shape.clone());
+        let dims =
+            norm_dims(name, &x.shape, dt, &ns, shape_of(&w).as_deref(), shape_of(&b).as_deref()).map_err(err(span))?;
+        let xv = FV::Tensor(x);
+        let y = if ln {
+            let FV::Tensor(xt) = &xv else { unreachable!() };
+            let m = self.reduce_op(OpName::Mean, xt, &dims, true, None, span)?;
+            self.elementwise(Binary::Sub, &[xv.clone(), m], span)?
+        } else {
+            xv
+        };
+        let sq = self.elementwise(Binary::Mul, &[y.clone(), y.clone()], span)?;
+        let FV::Tensor(sq) = sq else { unreachable!("a product of tensors is a tensor") };
+        let var = self.reduce_op(OpName::Mean, &sq, &dims, true, None, span)?;
+        let ve = self.elementwise(Binary::Add, &[var, FV::Float(eps)], span)?;
+        let r = self.unary(Unary::Rsqrt, &ve, span)?;
+        let mut y = self.elementwise(Binary::Mul, &[y, r], span)?;
+        if let Some(w) = w {
+            y = self.elementwise(Binary::Mul, &[y, FV::Tensor(w)], span)?;
+        }
+        if let Some(b) = b {
+            y = self.elementwise(Binary::Add, &[y, FV::Tensor(b)], span)?;
+        }
+        match &y {
+            FV::Tensor(t) if self.roots[t.root].dtype != dt => self.op("to", vec![y, FV::DType(dt)], span),
+            _ => Ok(y),
+        }
     }
 
     pub(super) fn nn_ops(&mut self, name: &str, a: &A) -> FR<FV> {
@@ -183,6 +242,7 @@ impl<'m> Fz<'m> {
                 let m = self.matmul(&FV::Tensor(a.tensor(1, p)?), &FV::Tensor(a.tensor(2, q)?), span)?;
                 self.add_scaled(a, m, span)
             }
+            "layer_norm" | "rms_norm" => self.layer_norm(name, a),
             _ => diag(span, format!("`{name}` is not supported by the functionalizer yet")),
         }
     }

@@ -99,6 +99,10 @@ impl<'m> Fz<'m> {
                         let (v, names) = crate::interp::python::type_info(name, d).map_err(err(span))?;
                         Ok(FV::Named(Rc::new(v.iter().map(super::expr::value_to_fv).collect()), names))
                     }
+                    FV::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
+                    FV::Module("torch") if crate::interp::python::complex_refusal(name).is_some() => {
+                        diag(span, crate::interp::python::complex_refusal(name).expect("checked"))
+                    }
                     FV::Module(m) => {
                         let mut kw = kw;
                         super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
@@ -171,6 +175,12 @@ impl<'m> Fz<'m> {
                 let known = env.contains_key(n) || self.consts.contains_key(n) || self.module.function(n).is_some();
                 if known {
                     if let FV::Func(fname) = self.lookup(env, n, func.span)? {
+                        if let Some((_, op)) = fname.rsplit_once('.') {
+                            let a = A::new(pos, kw, span, fname.to_string());
+                            let r = self.torch(op, &a, false)?;
+                            a.check_keywords(&fname)?;
+                            return Ok(r);
+                        }
                         return self.inline(&fname, pos, kw, span);
                     }
                     return diag(span, format!("`{n}` is not callable"));
@@ -182,6 +192,28 @@ impl<'m> Fz<'m> {
             }
             _ => diag(span, "unsupported call"),
         }
+    }
+
+    /// `torch._foreach_NAME(tensors, ...)`: the tensor method `NAME` on each tensor of the list, as the reference
+    /// interpreter runs it (`crate::interp::foreach`); `None` for an in-place op, else the list of results.
+    fn foreach(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
+        let (method, calls) = crate::interp::foreach::foreach_calls(
+            name,
+            pos,
+            kw,
+            FV::items,
+            |v| matches!(v, FV::Tensor(_)),
+            |v| v.type_name(),
+        )
+        .map_err(err(span))?;
+        let mut out = Vec::with_capacity(calls.len());
+        for (p, k) in calls {
+            let a = A::new(p, k, span, method.clone());
+            let r = if method.ends_with('_') { self.inplace(&method, &a)? } else { self.torch(&method, &a, true)? };
+            a.check_keywords(&format!("torch.{name}"))?;
+            out.push(r);
+        }
+        Ok(if method.ends_with('_') { FV::None } else { FV::List(Rc::new(std::cell::RefCell::new(out))) })
     }
 
     fn inline(&mut self, name: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
@@ -426,6 +458,7 @@ impl<'m> Fz<'m> {
                     "math.e" | "torch.e" => FV::Float(std::f64::consts::E),
                     "math.inf" | "torch.inf" => FV::Float(f64::INFINITY),
                     "math.nan" | "torch.nan" => FV::Float(f64::NAN),
+                    f if crate::interp::python::function_value(f) => FV::Func(Rc::from(f)),
                     other => return diag(span, format!("unsupported attribute `{other}`")),
                 })
             }

@@ -129,7 +129,7 @@ impl<'m> Fz<'m> {
                 let kk = self.t.leaf(Node::Int(k));
                 self.fresh_op(if name == "triu" { OpName::Triu } else { OpName::Tril }, vec![xt, kk], None, span)
             }
-            "softmax" | "log_softmax" | "cumsum" => {
+            "softmax" | "log_softmax" | "cumsum" | "cumprod" => {
                 let x = a.tensor(0, "input")?;
                 let dim = a.int(1, "dim")?;
                 let dt = a.dtype(2, "dtype")?.unwrap_or(self.roots[x.root].dtype);
@@ -138,6 +138,7 @@ impl<'m> Fz<'m> {
                 let op = match name {
                     "softmax" => OpName::Softmax,
                     "log_softmax" => OpName::LogSoftmax,
+                    "cumprod" => OpName::Cumprod,
                     _ => OpName::Cumsum,
                 };
                 self.fresh_op(op, vec![xt, d], None, span)

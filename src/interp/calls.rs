@@ -42,6 +42,10 @@ impl<'m> Interp<'m> {
                         let (v, names) = super::python::type_info(name, d).map_err(tensor_err(span))?;
                         Ok(Value::Named(std::rc::Rc::new(v), names))
                     }
+                    Value::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
+                    Value::Module("torch") if super::python::complex_refusal(name).is_some() => {
+                        err(span, super::python::complex_refusal(name).expect("checked"))
+                    }
                     Value::Module(m) => {
                         let full = format!("{m}.{name}");
                         let mut kw = kw;
@@ -143,6 +147,13 @@ impl<'m> Interp<'m> {
         span: Span,
     ) -> Result<Value, Diagnostic> {
         match f {
+            Value::Func(name) if name.contains('.') => {
+                let (_, op) = name.rsplit_once('.').expect("a dotted name");
+                let a = Args::new(pos, kw, span, name.to_string());
+                let r = self.torch_op(op, &a, false).map_err(tensor_err(span))?;
+                check_keywords(&a, &name)?;
+                Ok(r)
+            }
             Value::Func(name) => {
                 let module = self.module;
                 let func = module.function(&name).expect("Func values name module functions");
@@ -150,6 +161,34 @@ impl<'m> Interp<'m> {
             }
             other => err(span, format!("'{}' object is not callable", other.type_name())),
         }
+    }
+
+    /// `torch._foreach_NAME(tensors, ...)`: the tensor method `NAME` on each tensor of the list (see
+    /// `super::foreach`); `None` for an in-place op, else the list of results.
+    fn foreach(&mut self, name: &str, pos: &[Value], kw: &[(String, Value)], span: Span) -> Result<Value, Diagnostic> {
+        let (method, calls) = super::foreach::foreach_calls(
+            name,
+            pos,
+            kw,
+            Value::items,
+            |v| matches!(v, Value::Tensor(_)),
+            |v| v.type_name(),
+        )
+        .map_err(tensor_err(span))?;
+        let mut out = Vec::with_capacity(calls.len());
+        for (p, k) in calls {
+            let a = Args::new(p, k, span, method.clone());
+            let r = self.tensor_method(&method, &a).map_err(|e| {
+                if e.starts_with(super::torch_ops::UNKNOWN_OP) {
+                    Diagnostic::new(format!("unsupported operation `torch.{name}`")).at(span)
+                } else {
+                    Diagnostic::new(e).at(span)
+                }
+            })?;
+            check_keywords(&a, &format!("torch.{name}"))?;
+            out.push(r);
+        }
+        Ok(if method.ends_with('_') { Value::None } else { Value::list(out) })
     }
 
     /// A tensor method call `x.NAME(...)` (`a.pos[0]` is `x`), with its keyword arguments checked.
@@ -409,6 +448,7 @@ impl<'m> Interp<'m> {
                     "math.e" | "torch.e" => Value::Float(std::f64::consts::E),
                     "math.inf" | "torch.inf" => Value::Float(f64::INFINITY),
                     "math.nan" | "torch.nan" => Value::Float(f64::NAN),
+                    f if super::python::function_value(f) => Value::Func(std::rc::Rc::from(f)),
                     _ => return err(span, format!("unsupported attribute `{full}`")),
                 })
             }

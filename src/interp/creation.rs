@@ -33,7 +33,26 @@ pub(crate) fn count_arg(name: &str, arg: &str, v: i64) -> AResult<usize> {
 }
 
 /// A creation op, or the unknown-op error when `name` is none of them.
+/// `torch.Tensor(data)`, the legacy constructor, is `torch.tensor(data)` in the default dtype (float32) when `data`
+/// is a list or tuple; its other forms (sizes: uninitialized memory; a tensor: an alias or an error by dtype) are
+/// refused. Shared by both engines.
+pub(crate) fn legacy_tensor_check(n_pos: usize, first_is_seq: bool, n_kw: usize) -> Result<(), String> {
+    if n_pos == 1 && first_is_seq && n_kw == 0 {
+        Ok(())
+    } else {
+        Err("torch.Tensor(...) is supported only with a list or tuple of numbers (`torch.Tensor([1e10])`); use \
+             torch.tensor, torch.zeros or torch.empty"
+            .into())
+    }
+}
+
 pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> {
+    if name == "Tensor" {
+        let seq = matches!(a.pos.first(), Some(Value::List(_) | Value::Tuple(_)));
+        legacy_tensor_check(a.pos.len(), seq, a.kw.len())?;
+        let b = Args::new(vec![a.pos[0].clone(), Value::DType(DType::F32)], vec![], a.span, "Tensor".into());
+        return creation_op("tensor", &b, false);
+    }
     match name {
         "zeros" | "ones" | "empty" | "full" => {
             if method {
@@ -62,25 +81,13 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
             t(out)
         }
         "arange" => {
-            let nums: Vec<Scalar> = a
-                .pos
-                .iter()
-                .map(|v| match v {
-                    Value::Tensor(t) if t.numel() == 1 => t.item(),
-                    o => o
-                        .as_scalar()
-                        .ok_or_else(|| format!("arange(): arguments must be numbers, not {}", o.type_name())),
-                })
-                .collect::<AResult<_>>()?;
-            let (start, end, step) = match nums.as_slice() {
-                [e] => (Scalar::I(0), *e, Scalar::I(1)),
-                [s, e] => (*s, *e, a.get(2, "step").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1))),
-                [s, e, st] => (*s, *e, *st),
-                _ => {
-                    let e = a.get(99, "end").and_then(|v| v.as_scalar()).ok_or("arange() missing argument 'end'")?;
-                    (a.get(99, "start").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(0)), e, Scalar::I(1))
-                }
+            let num = |v: &Value| match v {
+                Value::Tensor(t) if t.numel() == 1 => t.item(),
+                o => o.as_scalar().ok_or_else(|| format!("arange(): arguments must be numbers, not {}", o.type_name())),
             };
+            let (s, e, st) = arange_bind(&a.pos, |k| a.get(usize::MAX, k))?;
+            let start = s.map(num).transpose()?.unwrap_or(Scalar::I(0));
+            let (end, step) = (num(e)?, st.map(num).transpose()?.unwrap_or(Scalar::I(1)));
             let all_int = [start, end, step].iter().all(|s| !matches!(s, Scalar::F(_)));
             let dt = a.dtype(99, "dtype")?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
             let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
@@ -200,5 +207,32 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
             }
         }
         _ => super::extra_ops::extra_op(name, a),
+    }
+}
+
+/// `torch.arange`'s bounds bound as PyTorch's parser binds them: `(end)` alone, or `(start, end[, step])` with each
+/// given by position or by keyword (`arange(end=w)`, `arange(1, end=5)`, `arange(start=0, end=5, step=2)`).
+pub(crate) fn arange_bind<'v, V>(
+    pos: &'v [V],
+    kw: impl Fn(&str) -> Option<&'v V>,
+) -> Result<(Option<&'v V>, &'v V, Option<&'v V>), String> {
+    let (ks, ke, kst) = (kw("start"), kw("end"), kw("step"));
+    let invalid = || "arange() received an invalid combination of arguments".to_string();
+    match (pos, ks, ke, kst) {
+        ([e], None, None, None) | ([], None, Some(e), None) => return Ok((None, e, None)),
+        _ if pos.len() > 3 => {
+            return Err(format!("arange() takes from 1 to 3 positional arguments but {} were given", pos.len()))
+        }
+        _ => {}
+    }
+    let slot = |i: usize, k: Option<&'v V>| match (pos.get(i), k) {
+        (Some(_), Some(_)) => Err(invalid()),
+        (p, k) => Ok(p.or(k)),
+    };
+    let (start, end, step) = (slot(0, ks)?, slot(1, ke)?, slot(2, kst)?);
+    match (start, end) {
+        (Some(s), Some(e)) => Ok((Some(s), e, step)),
+        (Some(_), None) if step.is_none() => Err("arange() missing 1 required positional arguments: \"end\"".into()),
+        _ => Err(invalid()),
     }
 }

@@ -8,6 +8,7 @@
 mod args;
 pub(crate) mod calls;
 pub(crate) mod creation;
+pub(crate) mod foreach;
 pub(crate) mod exec;
 mod extra_ops;
 pub(crate) mod more_ops;

@@ -148,8 +148,120 @@ pub(super) fn nn_op(name: &str, a: &Args) -> AResult<Value> {
             let alpha = a.opt(4, "alpha").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(1));
             t(add_scaled(&a.tensor(0, "input")?, beta, &m, alpha)?)
         }
+        "layer_norm" | "rms_norm" => {
+            let x = a.tensor(0, "input")?;
+            let ns = match a.req(1, "normalized_shape")?.items() {
+                Some(items) => items.iter().map(super::args::to_int).collect::<AResult<Vec<i64>>>()?,
+                None => {
+                    return Err(format!("{name}(): argument 'normalized_shape' (position 2) must be tuple of ints"))
+                }
+            };
+            let tensor_at = |i: usize, k: &str| match a.opt(i, k) {
+                None => Ok(None),
+                Some(Value::Tensor(t)) => Ok(Some(t.clone())),
+                Some(o) => Err(format!("{name}(): argument '{k}' must be Tensor, not {}", o.type_name())),
+            };
+            let ln = name == "layer_norm";
+            let w = tensor_at(2, "weight")?;
+            let b = if ln { tensor_at(3, "bias")? } else { None };
+            let eps = match a.opt(if ln { 4 } else { 3 }, "eps") {
+                Some(v) => v.as_scalar().ok_or_else(|| format!("{name}(): argument 'eps' must be float"))?.to_f64(),
+                None => norm_eps(name, x.dtype()),
+            };
+            norm_param_dtypes(name, x.dtype(), [&w, &b].iter().filter_map(|t| t.as_ref().map(|t| t.dtype())))?;
+            let shape_of = |t: &Option<Tensor>| t.as_ref().map(|t| t.shape.clone());
+            let dims = norm_dims(name, &x.shape, x.dtype(), &ns, shape_of(&w).as_deref(), shape_of(&b).as_deref())?;
+            let (y, sq_src) = if ln {
+                let m = reduce::mean(&x, Some(&dims), true, None)?;
+                let d = bin(Binary::Sub, &x, tt(&m))?;
+                (d.clone(), d)
+            } else {
+                (x.clone(), x.clone())
+            };
+            let var = reduce::mean(&bin(Binary::Mul, &sq_src, tt(&sq_src))?, Some(&dims), true, None)?;
+            let r = ops::unary(Unary::Rsqrt, &bin(Binary::Add, &var, f(eps))?)?;
+            let mut y = bin(Binary::Mul, &y, tt(&r))?;
+            if let Some(w) = w {
+                y = bin(Binary::Mul, &y, tt(&w))?;
+            }
+            if let Some(b) = b {
+                y = bin(Binary::Add, &y, tt(&b))?;
+            }
+            t(if y.dtype() == x.dtype() { y } else { y.to_dtype(x.dtype())? })
+        }
         _ => Err(format!("{UNKNOWN_OP}{name}")),
     }
+}
+
+/// `eps` of `F.layer_norm` (1e-5) and `F.rms_norm` (the machine epsilon of the input's dtype) when not given.
+pub(crate) fn norm_eps(name: &str, d: DType) -> f64 {
+    match (name, d) {
+        ("layer_norm", _) => 1e-5,
+        (_, DType::F64) => f64::EPSILON,
+        _ => f32::EPSILON as f64,
+    }
+}
+
+/// PyTorch's CPU `layer_norm` takes a weight and bias only of the input's dtype (`rms_norm` takes any float
+/// weight and gives the input's dtype, which the callers ensure with a final cast).
+pub(crate) fn norm_param_dtypes(name: &str, x: DType, params: impl Iterator<Item = DType>) -> Result<(), String> {
+    for p in params {
+        if name == "layer_norm" && p != x {
+            return Err(if x == DType::F32 {
+                "mixed dtype (CPU): expect parameter to have scalar type of Float".into()
+            } else {
+                "mixed dtype (CPU): all inputs must share same datatype.".into()
+            });
+        }
+    }
+    Ok(())
+}
+
+fn shape_str<T: std::fmt::Display>(s: &[T]) -> String {
+    format!("[{}]", s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "))
+}
+
+/// The dims `F.layer_norm`/`F.rms_norm` normalize over (the last `normalized_shape.len()`), after PyTorch's checks
+/// of the input's dtype and trailing shape and of the weight's and bias's shapes, with PyTorch's messages.
+pub(crate) fn norm_dims(
+    name: &str,
+    x: &[usize],
+    dt: DType,
+    ns: &[i64],
+    weight: Option<&[usize]>,
+    bias: Option<&[usize]>,
+) -> Result<Vec<i64>, String> {
+    if !dt.is_float() {
+        let kernel = if name == "layer_norm" { "LayerNormKernelImpl" } else { "rms_norm" };
+        return Err(format!("\"{kernel}\" not implemented for '{}'", dt.name()));
+    }
+    if ns.is_empty() {
+        return Err("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = []".into());
+    }
+    let k = ns.len();
+    let tail_ok = x.len() >= k && x[x.len() - k..].iter().zip(ns).all(|(&a, &b)| a as i64 == b);
+    if !tail_ok {
+        let star = if name == "layer_norm" { "*, " } else { "*" };
+        let inner = shape_str(ns);
+        return Err(format!(
+            "Given normalized_shape={}, expected input with shape [{star}{}], but got input of size{}",
+            inner,
+            &inner[1..inner.len() - 1],
+            shape_str(x)
+        ));
+    }
+    for (what, s) in [("weight", weight), ("bias", bias)] {
+        if let Some(s) = s {
+            if s.len() != k || s.iter().zip(ns).any(|(&a, &b)| a as i64 != b) {
+                return Err(format!(
+                    "Expected {what} to be of same shape as normalized_shape, but got {what} of shape {} and normalized_shape = {}",
+                    shape_str(s),
+                    shape_str(ns)
+                ));
+            }
+        }
+    }
+    Ok((1..=k as i64).rev().map(|i| -i).collect())
 }
 
 /// `beta * input + alpha * m` as `addmm`/`baddbmm` compute it: with `beta == 0` the input is ignored (NaN and inf

@@ -97,7 +97,7 @@ const OTHER: &[&str] =
     &["matmul", "mm", "bmm", "mv", "dot", "outer", "ger", "addmm", "cat", "concat", "concatenate", "stack"];
 
 /// Reductions that take `out=` only in their overload with a `dim` argument (at position 1).
-const WITH_DIM: &[&str] = &["sum", "mean", "amax", "amin", "cumsum", "logsumexp"];
+const WITH_DIM: &[&str] = &["sum", "mean", "amax", "amin", "cumsum", "cumprod", "logsumexp"];
 
 /// How `torch.NAME` writes into `out=`, or `None` if it takes no `out=` (then the argument is unexpected).
 /// `has_dim` says whether the call passes a `dim` (positionally or by keyword).

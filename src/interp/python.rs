@@ -287,3 +287,38 @@ pub(crate) fn type_info(which: &str, d: Option<DType>) -> Result<(Vec<Value>, &'
         _ => Err("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'".into()),
     }
 }
+
+/// The torch functions a program may use as values (`act_fn=F.relu`, then `act_fn(x)`): a function value names
+/// the op by its full dotted name, which no function of the program can have.
+pub(crate) fn function_value(full: &str) -> bool {
+    const TORCH: &[&str] = &["relu", "sigmoid", "tanh", "exp", "abs", "sqrt", "log", "softmax", "log_softmax"];
+    const NNF: &[&str] = &[
+        "relu",
+        "gelu",
+        "silu",
+        "sigmoid",
+        "tanh",
+        "softplus",
+        "elu",
+        "leaky_relu",
+        "mish",
+        "hardswish",
+        "relu6",
+        "softmax",
+        "log_softmax",
+    ];
+    match full.rsplit_once('.') {
+        Some(("torch", n)) => TORCH.contains(&n),
+        Some(("torch.nn.functional", n)) => NNF.contains(&n),
+        _ => false,
+    }
+}
+
+/// Why a torch op that makes or takes complex tensors is refused (funcfuse has no complex dtype), if `name` is one.
+pub(crate) fn complex_refusal(name: &str) -> Option<String> {
+    matches!(name, "polar" | "view_as_complex" | "view_as_real" | "complex").then(|| {
+        format!(
+            "complex tensors are not supported (`torch.{name}`); write the real and imaginary parts as real tensors"
+        )
+    })
+}

@@ -379,6 +379,7 @@ impl<'m> Interp<'m> {
                 t(reduce::softmax(&x, to_int(dim)?, a.dtype(2, "dtype")?, name == "log_softmax")?)
             }
             "cumsum" => t(reduce::cumsum(&a.tensor(0, "input")?, a.int(1, "dim")?, a.dtype(2, "dtype")?)?),
+            "cumprod" => t(reduce::cumprod(&a.tensor(0, "input")?, a.int(1, "dim")?, a.dtype(2, "dtype")?)?),
             "sum" | "mean" | "nansum" => {
                 let x = a.tensor(0, "input")?;
                 let dims = dims_kw(a)?;

@@ -511,12 +511,14 @@ impl Evaluator<'_> {
                 let (v, i) = reduce::max_dim(&x, d, keep, matches!(op, MaxVal | MaxIdx))?;
                 Ok(V::T(if matches!(op, MaxVal | MinVal) { v } else { i }))
             }
-            Softmax | LogSoftmax | Cumsum => {
+            Softmax | LogSoftmax | Cumsum | Cumprod => {
                 arity(2)?;
                 let x = t(self, 0)?;
                 let d = self.int(args[1])?;
                 out(if op == Cumsum {
                     reduce::cumsum(&x, d, None)
+                } else if op == Cumprod {
+                    reduce::cumprod(&x, d, None)
                 } else {
                     reduce::softmax(&x, d, None, op == LogSoftmax)
                 })

@@ -226,6 +226,7 @@ op_names! {
     Softmax = "softmax",
     LogSoftmax = "log_softmax",
     Cumsum = "cumsum",
+    Cumprod = "cumprod",
     // Linear algebra, concatenation, masks.
     Matmul = "matmul",
     Cat = "cat",

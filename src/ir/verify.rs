@@ -441,12 +441,13 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             empty_reduction(if matches!(op, MaxVal | MaxIdx) { "max" } else { "min" }, &s, &dims, false)?;
             Ty::Tensor(if matches!(op, MaxIdx | MinIdx) { DType::I64 } else { d }, reduced(&s, &dims, keep))
         }
-        Softmax | LogSoftmax | Cumsum => {
+        Softmax | LogSoftmax | Cumsum | Cumprod => {
             arity(2)?;
             let (d, s) = cx.tensor(0)?;
             wrap_dim(cx.lit_int(1)?, s.len())?;
-            let out = if op == Cumsum && !d.is_float() { DType::I64 } else { d };
-            if op != Cumsum && !d.is_float() {
+            let scan = matches!(op, Cumsum | Cumprod);
+            let out = if scan && !d.is_float() { DType::I64 } else { d };
+            if !scan && !d.is_float() {
                 return Err(format!("softmax of {}", d.annotation()));
             }
             Ty::Tensor(out, s)

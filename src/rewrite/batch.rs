@@ -445,7 +445,7 @@ impl<'b> Batch<'b> {
                 };
                 Some(B::Bat(self.b.op(op, vec![x, dims, args[2]]), shape))
             }
-            Softmax | LogSoftmax | Cumsum => {
+            Softmax | LogSoftmax | Cumsum | Cumprod => {
                 let d = self.b.int(wrap(lit(self.b, args[1])?)?);
                 Some(B::Bat(self.b.op(op, vec![x, d]), s))
             }

@@ -261,6 +261,25 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> TResult<Tensor> {
     })
 }
 
+/// `torch.cumprod`: the running product along `dim`, accumulated as `cumsum` accumulates (floats in f64, integers
+/// in i64, wrapping), in the dtype `cumsum` would give.
+pub fn cumprod(x: &Tensor, dim: i64, dtype: Option<DType>) -> TResult<Tensor> {
+    let out = dtype.unwrap_or(if x.dtype().is_float() { x.dtype() } else { DType::I64 });
+    let float = out.is_float();
+    along_dim(x, dim, out, |src, dst| {
+        let (mut f, mut i) = (1f64, 1i64);
+        for (o, s) in dst.iter_mut().zip(src) {
+            if float {
+                f *= s.to_f64();
+                *o = Scalar::F(f);
+            } else {
+                i = i.wrapping_mul(s.to_i64_trunc());
+                *o = Scalar::I(i);
+            }
+        }
+    })
+}
+
 /// `torch.matmul` with 1-D promotion and batch broadcasting.
 pub fn matmul(a: &Tensor, b: &Tensor) -> TResult<Tensor> {
     if a.dim() == 0 || b.dim() == 0 {

@@ -96,36 +96,6 @@ def yolo_nms_candidates(prediction: f32[1, 200, 9]) -> f32[1, 200, 6]:
     return out
 
 
-# ultralytics, ultralytics/utils/tal.py: make_anchors
-def _make_anchors(feats, strides, grid_cell_offset=0.5):
-    anchor_points, stride_tensor = [], []
-    assert feats is not None
-    dtype, device = feats[0].dtype, feats[0].device
-    for i, stride in enumerate(strides):
-        _, _, h, w = feats[i].shape
-        sx = torch.arange(end=w, device=device, dtype=dtype) + grid_cell_offset
-        sy = torch.arange(end=h, device=device, dtype=dtype) + grid_cell_offset
-        sy, sx = torch.meshgrid(sy, sx, indexing="ij")
-        anchor_points.append(torch.stack((sx, sy), -1).view(-1, 2))
-        stride_tensor.append(torch.full((h * w, 1), stride, dtype=dtype, device=device))
-    return torch.cat(anchor_points), torch.cat(stride_tensor)
-
-
-# ultralytics, ultralytics/utils/tal.py: make_anchors and dist2bbox (xywh), scaled by the strides as the v8 head does
-def yolov8_make_anchors_dist2bbox(
-    distance: f32[2, 84, 4], f0: f32[1, 4, 8, 8], f1: f32[1, 4, 4, 4], f2: f32[1, 4, 2, 2]
-) -> tuple[f32[2, 84, 4], f32[84, 2], f32[84, 1]]:
-    anchor_points, stride_tensor = _make_anchors([f0, f1, f2], [8, 16, 32], 0.5)
-    distance = distance.abs() * 3.0
-    dim = -1
-    lt, rb = distance.chunk(2, dim)
-    x1y1 = anchor_points - lt
-    x2y2 = anchor_points + rb
-    c_xy = (x1y1 + x2y2) / 2
-    wh = x2y2 - x1y1
-    return torch.cat((c_xy, wh), dim) * stride_tensor, anchor_points, stride_tensor
-
-
 # ssd.pytorch (amdegroot), layers/box_utils.py: log_sum_exp; layers/modules/multibox_loss.py: MultiBoxLoss.forward,
 # the hard negative mining (negpos_ratio 3) up to the neg mask
 def ssd_hard_negative_mining(
@@ -149,5 +119,3 @@ def ssd_hard_negative_mining(
     num_neg = torch.clamp(negpos_ratio * num_pos, max=pos.size(1) - 1)
     neg = idx_rank < num_neg.expand_as(idx_rank)
     return loss_c, neg, num_neg
-
-

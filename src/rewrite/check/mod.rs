@@ -344,7 +344,7 @@ pub(crate) fn var_kinds(ast: &RecExpr<ENodeOrVar<Node>>) -> Result<BTreeMap<Var,
                 (
                     Node::Op(
                         Sum | Mean | Prod | Amax | Amin | Any | All | MaxVal | MaxIdx | MinVal | MinIdx | Softmax
-                        | LogSoftmax | Cumsum | Reshape,
+                        | LogSoftmax | Cumsum | Cumprod | Reshape,
                         _,
                     ),
                     0,

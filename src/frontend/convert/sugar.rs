@@ -1,0 +1,165 @@
+//! Python sugar the converter rewrites into the subset: `lambda` (a top-level helper) and `try` (its body, where
+//! that is sound).
+
+use ruff_python_ast as py;
+
+use super::{bound_names, Cx};
+use crate::diag::{err, Diagnostic, Span};
+use crate::frontend::ast::*;
+
+/// Python builtins a `try` body may call (none raises `NotImplementedError`).
+const PY_BUILTINS: &[&str] = &[
+    "len",
+    "range",
+    "int",
+    "float",
+    "bool",
+    "min",
+    "max",
+    "abs",
+    "sum",
+    "enumerate",
+    "zip",
+    "list",
+    "tuple",
+    "round",
+    "isinstance",
+    "reversed",
+    "sorted",
+    "any",
+    "all",
+    "divmod",
+    "pow",
+    "str",
+];
+
+/// Calls `f` on every statement of `body`, nested ones included.
+fn visit_stmts<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+    for s in body {
+        f(s);
+        match &s.kind {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => visit_stmts(body, f),
+            StmtKind::If { body, orelse, .. } => {
+                visit_stmts(body, f);
+                visit_stmts(orelse, f);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A `lambda` becomes a top-level helper, so it must not read a name that is local to the function it is written
+/// in (a closure): that is refused, at the read. Names local to the function are its parameters, the names its body
+/// binds and the parameters of its lambdas; any other name a lambda reads is a global either way.
+pub(super) fn lambdas_read_no_locals(f: &Function, lambdas: &[Function]) -> Result<(), Diagnostic> {
+    let mut local: Vec<String> = f.params.iter().map(|p| p.name.clone()).collect();
+    bound_names(&f.body, &mut local);
+    local.extend(lambdas.iter().flat_map(|l| l.params.iter().map(|p| p.name.clone())));
+    for l in lambdas {
+        let mut own: Vec<String> = l.params.iter().map(|p| p.name.clone()).collect();
+        bound_names(&l.body, &mut own);
+        let defaults: Vec<Stmt> = l
+            .params
+            .iter()
+            .filter_map(|p| p.default.clone())
+            .map(|d| Stmt { span: d.span, kind: StmtKind::Expr(d) })
+            .collect();
+        let mut hit = None;
+        let mut check = |e: &Expr, own: &[String]| {
+            if let ExprKind::Name(n) = &e.kind {
+                if hit.is_none() && local.contains(n) && !own.contains(n) {
+                    hit = Some((n.clone(), e.span));
+                }
+            }
+        };
+        visit_exprs(&l.body, &mut |e| check(e, &own));
+        visit_exprs(&defaults, &mut |e| check(e, &[]));
+        if let Some((n, span)) = hit {
+            return err(
+                span,
+                format!(
+                    "a lambda that reads `{n}`, a local variable of `{}`, is not supported (a closure); pass it as an argument",
+                    f.name
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+impl Cx {
+    /// `lambda PARAMS: BODY`: a top-level helper `def _<lambda>@LINE:COL(PARAMS): return BODY`, named by the lambda
+    /// expression (the enclosing function's conversion checks that it reads none of its locals).
+    pub(super) fn lambda(&self, l: &py::ExprLambda, span: Span) -> Result<ExprKind, Diagnostic> {
+        let params = match &l.parameters {
+            Some(p) => {
+                if let Some(v) = &p.vararg {
+                    return err(self.sp(v.as_ref()), "`*args` parameters are not supported");
+                }
+                if let Some(v) = &p.kwarg {
+                    return err(self.sp(v.as_ref()), "`**kwargs` parameters are not supported");
+                }
+                self.params(p)?
+            }
+            None => Vec::new(),
+        };
+        let body = self.expr(&l.body)?;
+        let name = format!("_<lambda>@{}:{}", span.line, span.col);
+        let ret = Stmt { span: body.span, kind: StmtKind::Return(Some(body)) };
+        self.lambdas.borrow_mut().push(Function { name: name.clone(), params, returns: None, body: vec![ret], span });
+        Ok(ExprKind::Name(name))
+    }
+
+    /// `try: BODY except NotImplementedError: HANDLER [else: ELSE] [finally: FINALLY]` is `BODY ELSE FINALLY` when
+    /// BODY cannot raise what the handlers catch. Decidably so only for `NotImplementedError` (which the ops run
+    /// here never raise on the CPU: an op without a kernel is refused before the program runs) around a body with
+    /// no `raise` and no call of a function of the program (which could raise it); anything else is refused.
+    pub(super) fn try_body(&self, t: &py::StmtTry) -> Result<Vec<Stmt>, Diagnostic> {
+        let span = self.sp(t);
+        if t.is_star {
+            return err(span, "`try`/`except*` is not supported");
+        }
+        for h in &t.handlers {
+            let py::ExceptHandler::ExceptHandler(h) = h;
+            let names: Vec<&py::Expr> = match h.type_.as_deref() {
+                Some(py::Expr::Tuple(tu)) => tu.elts.iter().collect(),
+                Some(e) => vec![e],
+                None => return err(self.sp(h), "a bare `except:` catches every error, which the body could raise: `try` is supported only with `except NotImplementedError`"),
+            };
+            for n in names {
+                let ok = matches!(n, py::Expr::Name(x) if x.id.as_str() == "NotImplementedError");
+                if !ok {
+                    return err(
+                        self.sp(n),
+                        "`try` is supported only with `except NotImplementedError`: whether the body raises another error is known only when it runs",
+                    );
+                }
+            }
+        }
+        let mut body = self.block(&t.body)?;
+        let mut bad = None;
+        visit_stmts(&body, &mut |s| {
+            if bad.is_none() && matches!(s.kind, StmtKind::Raise(_)) {
+                bad = Some((s.span, "a `raise`".to_string()));
+            }
+        });
+        visit_exprs(&body, &mut |e| {
+            if let ExprKind::Call { func, .. } = &e.kind {
+                if let ExprKind::Name(n) = &func.kind {
+                    if bad.is_none() && !PY_BUILTINS.contains(&n.as_str()) {
+                        bad = Some((e.span, format!("a call of `{n}`")));
+                    }
+                }
+            }
+        });
+        if let Some((at, what)) = bad {
+            return err(
+                at,
+                format!("`try` is supported only around a body that cannot raise what it catches; this one has {what}, which could"),
+            );
+        }
+        body.extend(self.block(&t.orelse)?);
+        body.extend(self.block(&t.finalbody)?);
+        Ok(body)
+    }
+}
