@@ -71,6 +71,9 @@ impl<'m> Fz<'m> {
             return Ok(v.clone());
         }
         if let Some(v) = self.consts.get(name) {
+            if let FV::Poisoned(why) = v {
+                return needs_static(span, format!("`{name}` {why}"));
+            }
             return Ok(v.clone());
         }
         if self.module.function(name).is_some() {
@@ -673,6 +676,9 @@ pub(super) fn value_to_fv(v: &Value) -> FV {
         Value::Ellipsis => FV::Ellipsis,
         Value::Named(items, names) => FV::Named(Rc::new(items.iter().map(value_to_fv).collect()), names),
         Value::Dict(items) => FV::Dict(Rc::new(items.iter().map(|(k, v)| (value_to_fv(k), value_to_fv(v))).collect())),
-        _ => FV::None,
+        // Never `None` in its place: a program that tested it would silently take another path.
+        Value::Tensor(_) | Value::Slice(..) | Value::Range(..) => FV::Poisoned(
+            "is a module-level tensor, slice or range, which the functional engines do not take as a constant",
+        ),
     }
 }

@@ -84,7 +84,7 @@ fn functionalize_as_written(
     let f = module.get(name).map_err(|d| (d, false))?;
     let inputs = interp::tensor_params(f).map_err(|d| (d.in_file(&module.path), false))?;
     // Module constants are plain Python data, evaluated once with the reference interpreter's rules.
-    let it = interp::Interp::new(module).map_err(|d| (d, false))?;
+    let it = interp::Interp::new(module).map_err(|d| (d.in_file(&module.path), false))?;
     let consts =
         module.constants.iter().filter_map(|(n, _)| it.global(n).map(|v| (n.clone(), expr::value_to_fv(&v)))).collect();
     let mut fz = Fz {
