@@ -374,12 +374,7 @@ impl<'m> Fz<'m> {
             self.check_no_overlap(view, &[v], span)?;
         }
         let dt = self.roots[view.root].dtype;
-        let expanded: Vec<i64> =
-            (0..view.shape.len()).filter(|&d| view.shape[d] > 1 && view.strides[d] == 0).map(|d| d as i64).collect();
-        let mut base = view.clone();
-        for &d in &expanded {
-            base.shape[d as usize] = 1;
-        }
+        let (expanded, base) = super::views::memory_view(view);
         let zeros = self.full(&view.shape, dt, crate::tensor::Scalar::I(0)).map_err(err(span))?;
         let zeros = self.t.at(zeros);
         let contrib = self.index_put_term(view, zeros, idx, value, true, span)?;

@@ -243,12 +243,7 @@ impl Fz<'_> {
     /// reduced to one entry: `where(any(mask over the expanded dims), value, old)`. `value` is the fill's term (of
     /// the view's dtype); `mask` broadcasts to the view (checked by the caller).
     pub(super) fn masked_fill_expanded(&mut self, dst: &TRef, mask: &TRef, value: Id, span: Span) -> FR<()> {
-        let expanded: Vec<i64> =
-            (0..dst.shape.len()).filter(|&d| dst.shape[d] > 1 && dst.strides[d] == 0).map(|d| d as i64).collect();
-        let mut base = dst.clone();
-        for &d in &expanded {
-            base.shape[d as usize] = 1;
-        }
+        let (expanded, base) = memory_view(dst);
         // The mask at the view's shape, then whether any alias of each memory position is masked.
         let none = self.full(&dst.shape, DType::Bool, crate::tensor::Scalar::B(false)).map_err(Self::tyerr(span))?;
         let none = self.fresh(none, None, span)?;
@@ -563,4 +558,16 @@ pub(super) fn each_view(tr: &TRef, f: &dyn Fn(&mut TRef)) -> TRef {
     f(&mut out);
     out.alt = tr.alt.as_ref().map(|a| Rc::new((a.0, each_view(&a.1, f))));
     out
+}
+
+/// The dims of `v` that an `expand` made (size above 1, stride 0), and `v` with each reduced to one entry: the view
+/// that reaches each memory position once.
+pub(super) fn memory_view(v: &TRef) -> (Vec<i64>, TRef) {
+    let expanded: Vec<i64> =
+        (0..v.shape.len()).filter(|&d| v.shape[d] > 1 && v.strides[d] == 0).map(|d| d as i64).collect();
+    let mut base = v.clone();
+    for &d in &expanded {
+        base.shape[d as usize] = 1;
+    }
+    (expanded, base)
 }
