@@ -20,6 +20,7 @@ pub mod io;
 pub mod ir;
 pub mod limits;
 pub mod lower;
+pub mod ops_doc;
 pub mod optimize;
 pub mod report;
 pub mod rewrite;

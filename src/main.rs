@@ -109,6 +109,13 @@ enum Cmd {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// List the PyTorch operations funcfuse runs, one per line: every name of PyTorch's API is called in a probe
+    /// program, and those both engines implement are listed (docs/OPS.md is this list).
+    Ops {
+        /// Print docs/OPS.md's Markdown instead.
+        #[arg(long)]
+        markdown: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -281,6 +288,17 @@ fn command(cmd: Cmd) -> Result<(), Failure> {
     match cmd {
         Cmd::Run(a) => run(a),
         Cmd::List { paths } => list(&paths),
+        Cmd::Ops { markdown } => {
+            let probed = funcfuse::ops_doc::probe_all();
+            let text = if markdown {
+                funcfuse::ops_doc::markdown(&probed)
+            } else {
+                probed.iter().filter(|p| p.supported).map(|p| format!("{}\n", p.full)).collect()
+            };
+            // A reader that stops early (`funcfuse ops | head`) is not an error.
+            let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+            Ok(())
+        }
         Cmd::Functionalize { target, args, format } => functionalize_cmd(&target, &args, &format),
         Cmd::Optimize { paths, args } => optimize_cmd(&paths, &args),
         Cmd::Compare { paths, args } => compare_cmd(&paths, &args),
@@ -361,7 +379,7 @@ fn run_all(a: &RunArgs) -> Result<(), Failure> {
     };
     match a.target.split_once("::") {
         Some((file, func)) => {
-            let module = frontend::load_module(file)?;
+            let module = crate::cli::load_module(file)?;
             run_one(&module, func, a, &scalars, &a.output, &rules)
         }
         None => run_batch(a, &scalars, &rules),
@@ -386,7 +404,7 @@ fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>, rules: &Rewrite
         } else {
             file.file_name().map(Path::new).unwrap_or(&file)
         };
-        let module = match frontend::load_module(&shown) {
+        let module = match crate::cli::load_module(&shown) {
             Ok(m) => m,
             Err(d) => {
                 failed += 1;
@@ -529,7 +547,7 @@ fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
     let mut entries: Vec<Result<usize, (String, String)>> = Vec::new();
     for (file, rel, only) in collect_targets(paths)? {
         let shown = file.display().to_string();
-        let funcs: Vec<String> = match (&only, frontend::load_module(&shown)) {
+        let funcs: Vec<String> = match (&only, crate::cli::load_module(&shown)) {
             (_, Err(d)) => {
                 entries.push(Err((shown.clone(), d.to_string())));
                 continue;
@@ -635,7 +653,7 @@ fn functionalize_cmd(target: &str, args: &[String], format: &str) -> Result<(), 
     let (file, func) = target
         .split_once("::")
         .ok_or_else(|| Failure(2, format!("`{target}`: name a program as FILE.py::FUNCTION")))?;
-    let module = frontend::load_module(file)?;
+    let module = crate::cli::load_module(file)?;
     let mut scalars = BTreeMap::new();
     for s in args {
         let (k, v) = parse_arg(s)?;
@@ -718,7 +736,7 @@ fn list(paths: &[PathBuf]) -> Result<(), Failure> {
     }
     for file in files {
         let shown = file.display().to_string();
-        let module = frontend::load_module(&shown)?;
+        let module = crate::cli::load_module(&shown)?;
         for name in module.program_names() {
             // A function outside the subset is listed as failed, with its own located message.
             let f = match module.get(&name) {

@@ -120,7 +120,7 @@ fn unknown_op_is_located() {
         "def f(x: f32[3]) -> f32[3]:\n    y = x + 1\n    return torch.frobnicate(y)\n",
         &[],
         Some("6:12"),
-        "unsupported operation `torch.frobnicate`",
+        "AttributeError: module 'torch' has no attribute 'frobnicate' (PyTorch ",
     );
 }
 
@@ -131,7 +131,7 @@ fn unknown_method_is_located() {
         "def f(x: f32[3]) -> f32[3]:\n    return x.frobnicate_()\n",
         &[],
         Some("5:12"),
-        "unsupported tensor method `.frobnicate_()`",
+        "AttributeError: 'Tensor' object has no attribute 'frobnicate_' (PyTorch ",
     );
 }
 
@@ -334,7 +334,7 @@ fn run_on_a_directory_runs_every_program_and_reports_failures() {
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(o.stdout.contains("good.py::a") && o.stdout.contains("good.py::b"), "{}", o.stdout);
     assert!(
-        o.stdout.contains("FAIL") && o.stdout.contains("sub/bad.py:4:12: unsupported tensor method `.frobnicate()`"),
+        o.stdout.contains("FAIL") && o.stdout.contains("sub/bad.py:4:12: AttributeError: 'Tensor' object has no attribute 'frobnicate'"),
         "{}",
         o.stdout
     );
@@ -847,4 +847,35 @@ fn run_refuses_unknown_args_and_an_inputs_file() {
         o.stderr.trim_end(),
         format!("--inputs {file}: not a folder (it holds NAME.npy for every tensor parameter)")
     );
+}
+
+/// Issue #20: a file Python could not run as written (no `import torch`, no `from __future__ import annotations`)
+/// runs, with a located warning for each; a complete file gets none.
+#[test]
+fn a_file_python_could_not_run_gets_warnings() {
+    let dir = scratch("no_imports");
+    let file = dir.join("bare.py");
+    std::fs::write(&file, "def f(x: f32[3]) -> f32[3]:\n    return torch.sigmoid(x)\n").unwrap();
+    let file = file.to_str().unwrap();
+    let out = dir.join("out");
+    let o = funcfuse(&["run", &format!("{file}::f"), "--output", out.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains(&format!("{file}:1:1: warning: the file has no `import torch`")), "{}", o.stderr);
+    assert!(o.stderr.contains("warning: the file has no `from __future__ import annotations`"), "{}", o.stderr);
+    let good = common::program(&dir, "def f(x: f32[3]) -> f32[3]:\n    return torch.sigmoid(x)\n");
+    let o = funcfuse(&["run", &format!("{good}::f"), "--output", out.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stderr.contains("warning"), "{}", o.stderr);
+}
+
+/// Issue #20: `funcfuse ops` lists the supported operations, one per line (docs/OPS.md is its Markdown form).
+#[test]
+fn ops_lists_supported_operations() {
+    let o = funcfuse(&["ops"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let names: Vec<&str> = o.stdout.lines().collect();
+    assert!(names.contains(&"torch.sigmoid") && names.contains(&"torch.Tensor.index_copy_"), "{}", o.stdout);
+    assert!(!names.contains(&"torch.stft"), "torch.stft has no implementation");
+    let md = funcfuse(&["ops", "--markdown"]);
+    assert!(md.stdout.starts_with("# Supported operations"), "{}", md.stdout);
 }

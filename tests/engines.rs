@@ -184,6 +184,32 @@ fn an_arm_that_fails_raises_only_when_it_runs() {
     }
 }
 
+/// An arm that calls an operation the functional engines cannot express (a data-dependent shape) is a limit of
+/// funcfuse, refused whichever arm runs, not an error PyTorch would raise when the arm runs.
+#[test]
+fn an_arm_the_functional_engines_cannot_express_is_refused_not_a_raise() {
+    let src = "def f(x: f32[4]) -> f32[()]:\n    if x.sum() > 100.0:\n        return torch.nonzero(x).float().sum()\n    return x.sum()\n";
+    let errs = errors(src, "f");
+    assert_eq!(errs[0].1, "returned without an error", "the reference runs the other arm");
+    for (e, m) in &errs[1..] {
+        assert!(m.contains("data-dependent output shape") && !m.contains(funcfuse::ir::RAISES), "{e}: {m}");
+    }
+}
+
+/// A name PyTorch does not have is Python's AttributeError with the nearest name, on every engine; in an arm that
+/// does not run it raises nothing, as in Python.
+#[test]
+fn a_misspelt_operation_is_an_attribute_error_with_a_suggestion() {
+    let want = "AttributeError: module 'torch' has no attribute 'sigmod'. Did you mean: 'sigmoid'?";
+    every_engine_raises("def f(x: f32[4]) -> f32[4]:\n    return torch.sigmod(x)\n", "f", want);
+    let method = "AttributeError: 'Tensor' object has no attribute 'clampp'. Did you mean: 'clamp'?";
+    every_engine_raises("def f(x: f32[4]) -> f32[4]:\n    return x.clampp(0.0, 1.0)\n", "f", method);
+    let src = "def f(x: f32[4]) -> f32[4]:\n    if x.sum() > 100.0:\n        x = torch.sigmod(x)\n    return x + 1.0\n";
+    for (e, m) in errors(src, "f") {
+        assert_eq!(m, "returned without an error", "{e}");
+    }
+}
+
 /// `index_copy_`/`index_add_` (KV cache writes) and `gather` check their index as PyTorch does on every engine: out
 /// of range is an error, and a negative index is never wrapped (PyTorch refuses it for these ops).
 #[test]

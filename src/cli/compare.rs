@@ -3,8 +3,6 @@
 
 use serde_json::{json, Value};
 
-use funcfuse::frontend;
-
 use crate::{collect_targets, Backend, CompareArgs, Failure};
 
 /// Work-relative figures from WORKLOADS.md: kernel launches eager -> TensorSSA in the reference work.
@@ -88,7 +86,7 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
     let mut predictions: Vec<(f64, f64)> = Vec::new();
     for (file, _, only) in collect_targets(paths)? {
         let shown = file.display().to_string();
-        let module = match frontend::load_module(&shown) {
+        let module = match crate::cli::load_module(&shown) {
             Ok(m) => m,
             Err(d) => {
                 failed += 1;

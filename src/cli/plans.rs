@@ -2,8 +2,6 @@
 
 use std::path::Path;
 
-use funcfuse::frontend;
-
 use crate::cli::rules::UseRules;
 use crate::{Backend, Failure};
 
@@ -17,7 +15,7 @@ pub(crate) fn explain_cmd(
     let (file, func) = target
         .split_once("::")
         .ok_or_else(|| Failure(2, format!("`{target}`: name a program as FILE.py::FUNCTION")))?;
-    let module = frontend::load_module(file)?;
+    let module = crate::cli::load_module(file)?;
     let rewrites = funcfuse::rewrite::rules::to_rewrites(&rules.usable()?)?;
     let profile = funcfuse::cost::Profile::load_or_shipped(costs).map_err(|e| Failure(1, e))?;
     let r = funcfuse::optimize::optimize_program(&module, func, &rewrites, Default::default(), &profile)?;

@@ -72,6 +72,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     let mut failed: Vec<FailedFunction> = Vec::new();
     let mut constants = Vec::new();
     let mut unusable: Vec<FailedFunction> = Vec::new();
+    let (mut imports_torch, mut future_annotations) = (false, false);
     for stmt in &module.body {
         match stmt {
             py::Stmt::FunctionDef(f) => {
@@ -95,6 +96,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             py::Stmt::Import(imp) => {
                 for alias in &imp.names {
                     let name = alias.name.as_str();
+                    imports_torch |= alias.asname.is_none() && (name == "torch" || name.starts_with("torch."));
                     if !matches!(name, "torch" | "torch.nn.functional" | "math") {
                         let bound = match &alias.asname {
                             Some(a) => a.to_string(),
@@ -108,6 +110,8 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             }
             py::Stmt::ImportFrom(imp) => {
                 let module = imp.module.as_ref().map(|m| m.as_str()).unwrap_or("");
+                future_annotations |=
+                    module == "__future__" && imp.names.iter().any(|a| a.name.as_str() == "annotations");
                 if !matches!(module, "__future__" | "torch" | "typing" | "torch.nn" | "torch.nn.functional") {
                     for alias in &imp.names {
                         let bound = alias.asname.as_ref().unwrap_or(&alias.name).to_string();
@@ -130,7 +134,28 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
         }
     }
     fail_callers(_path, &mut functions, &mut failed, &unusable);
-    Ok(Module { path: _path.to_string(), functions, constants, failed })
+    let warnings = python_would_not_run(_path, &cx, imports_torch, future_annotations || functions.is_empty());
+    Ok(Module { path: _path.to_string(), functions, constants, failed, warnings })
+}
+
+/// Warnings for a file funcfuse accepts but Python cannot run as written: without `import torch`, `torch` is
+/// undefined; without `from __future__ import annotations`, Python evaluates the `f32[...]` annotations when it defines
+/// each function.
+fn python_would_not_run(path: &str, cx: &Cx, imports_torch: bool, future_annotations: bool) -> Vec<Diagnostic> {
+    let mut warnings = Vec::new();
+    let at = cx.lines.span(TextSize::new(0));
+    if !imports_torch {
+        let m = "warning: the file has no `import torch`: funcfuse runs it, but Python cannot (NameError: name \
+                 'torch' is not defined)";
+        warnings.push(Diagnostic::new(m).at(at).in_file(path));
+    }
+    if !future_annotations {
+        let m = "warning: the file has no `from __future__ import annotations`: funcfuse runs it, but Python \
+                 evaluates annotations such as `f32[3, 4]` when it defines a function (NameError: name 'f32' is not \
+                 defined)";
+        warnings.push(Diagnostic::new(m).at(at).in_file(path));
+    }
+    warnings
 }
 
 /// The names a body binds: assignment, augmented assignment, `for` and comprehension targets.

@@ -146,7 +146,7 @@ pub(super) fn raising_arm<T>(r: super::FR<T>) -> super::FR<Result<T, crate::diag
 }
 
 /// Whether a functionalizer error is PyTorch's (or Python's) own, rather than a limit of this tool.
-fn raises_in_pytorch(message: &str) -> bool {
+pub(crate) fn raises_in_pytorch(message: &str) -> bool {
     // A Python exception the program raises (`raise ValueError(...)`, a failed `assert`) or Python's own.
     let head = message.split(':').next().unwrap_or("");
     if !head.is_empty()
@@ -160,7 +160,7 @@ fn raises_in_pytorch(message: &str) -> bool {
     if m.starts_with("unsupported operation:") {
         return true;
     }
-    !["supported", "functionaliz", "known before", "cannot stay", "limit", "recursion", "internal"]
+    !["supported", "functionaliz", "engine", "known before", "cannot stay", "limit", "recursion", "internal"]
         .iter()
         .any(|w| m.contains(w))
 }

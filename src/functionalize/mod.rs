@@ -15,7 +15,7 @@
 mod args;
 mod branch;
 mod carry;
-mod checks;
+pub(crate) mod checks;
 mod composite;
 mod ctrl;
 mod desugar;

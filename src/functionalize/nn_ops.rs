@@ -243,7 +243,11 @@ impl<'m> Fz<'m> {
                 self.add_scaled(a, m, span)
             }
             "layer_norm" | "rms_norm" => self.layer_norm(name, a),
-            _ => diag(span, format!("`{name}` is not supported by the functionalizer yet")),
+            _ => {
+                // A function call carries its module (`torch.sigmod`); a method call only its name.
+                let full = if a.name.contains('.') { a.name.clone() } else { format!("torch.Tensor.{name}") };
+                diag(span, crate::frontend::torch_api::unsupported(&full))
+            }
         }
     }
 }

@@ -67,7 +67,7 @@ impl<'m> Interp<'m> {
                             let op = if m == "torch.linalg" && name == "norm" { "linalg_norm" } else { name };
                             self.torch_op(op, &a, false).map_err(|e| {
                                 if e.starts_with(super::torch_ops::UNKNOWN_OP) {
-                                    Diagnostic::new(format!("unsupported operation `{full}`")).at(span)
+                                    Diagnostic::new(crate::frontend::torch_api::unsupported(&full)).at(span)
                                 } else {
                                     Diagnostic::new(e).at(span)
                                 }
@@ -180,7 +180,7 @@ impl<'m> Interp<'m> {
             let a = Args::new(p, k, span, method.clone());
             let r = self.tensor_method(&method, &a).map_err(|e| {
                 if e.starts_with(super::torch_ops::UNKNOWN_OP) {
-                    Diagnostic::new(format!("unsupported operation `torch.{name}`")).at(span)
+                    Diagnostic::new(crate::frontend::torch_api::unsupported(&format!("torch.{name}"))).at(span)
                 } else {
                     Diagnostic::new(e).at(span)
                 }
@@ -195,7 +195,7 @@ impl<'m> Interp<'m> {
     fn tensor_method_call(&mut self, name: &str, a: Args, span: Span) -> Result<Value, Diagnostic> {
         let r = self.tensor_method(name, &a).map_err(|e| {
             if e.starts_with(super::torch_ops::UNKNOWN_OP) {
-                Diagnostic::new(format!("unsupported tensor method `.{name}()`")).at(span)
+                Diagnostic::new(crate::frontend::torch_api::unsupported(&format!("torch.Tensor.{name}"))).at(span)
             } else {
                 Diagnostic::new(e).at(span)
             }
