@@ -590,6 +590,7 @@ fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
     });
     let mut records = Vec::new();
     let mut timings = Vec::new();
+    let mut links: Vec<Option<String>> = Vec::new();
     let (mut ok, mut failed, mut timed_out) = (0, 0, 0);
     for e in &entries {
         match e {
@@ -597,6 +598,7 @@ fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
                 failed += 1;
                 records.push(funcfuse::optimize::failure_record(file, error));
                 timings.push(None);
+                links.push(None);
             }
             Ok(i) => {
                 let task = &tasks[*i];
@@ -611,11 +613,14 @@ fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
                         }
                         records.push(record.clone());
                         timings.push(Some(*t));
+                        let rel = task.dir.strip_prefix(out).ok().map(|p| p.to_string_lossy().replace('\\', "/"));
+                        links.push(rel);
                     }
                     funcfuse::batch::Outcome::Failed { error } => {
                         failed += 1;
                         records.push(funcfuse::optimize::failure_record(&task.label(), error));
                         timings.push(None);
+                        links.push(None);
                     }
                     funcfuse::batch::Outcome::TimedOut => {
                         timed_out += 1;
@@ -626,6 +631,7 @@ fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
                         r["status"] = "timed out".into();
                         records.push(r);
                         timings.push(None);
+                        links.push(None);
                     }
                 }
             }
@@ -638,7 +644,7 @@ fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
     };
     write("report.json", serde_json::to_string_pretty(&report).unwrap_or_default() + "\n")?;
     write("report.md", funcfuse::report::markdown(&records))?;
-    write("report.html", funcfuse::report::html(&records, &timings))?;
+    write("report.html", funcfuse::report::html(&records, &timings, &links))?;
     outln!(
         "{ok} programs optimized, {failed} failed, {timed_out} timed out; report in {}",
         out.join("report.md").display()

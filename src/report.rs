@@ -1,5 +1,7 @@
-//! Batch reports: `report.json` (the records), `report.md` (a table) and `report.html` (self-contained, with SVG
-//! charts: kernels and predicted time per program against the baselines, and where optimization time goes per stage).
+//! Batch reports: `report.json` (the records), `report.md` (a table) and `report.html` (self-contained, no script:
+//! a headline of geometric-mean speedups and launch ratios over each baseline, a table per program sorted by speedup
+//! with a link to its plan, SVG charts of kernels and predicted time per program on a log axis that starts at the
+//! smallest value, where optimization time goes per stage, and the failures with their messages).
 //!
 //! `report.json` schema: `{ "ok": N, "failed": N, "timed_out": N, "programs": [RECORD...] }`, a record per program
 //! in input order: `program`, `status` (`ok`, `failed`, `timed out`), `error` (when not ok), and when ok:
@@ -68,12 +70,17 @@ fn bars(records: &[&Value], metric: &str, unit: &str, scale: f64) -> String {
     let row = 12.0 * COLORS.len() as f64 + 8.0;
     let (left, width) = (330.0, 480.0);
     let height = 30.0 + row * records.len() as f64;
-    let max = records
+    let values: Vec<f64> = records
         .iter()
         .flat_map(|r| COLORS.iter().map(move |(p, _)| num(r, &["plans", p, metric]) * scale))
-        .fold(1e-9f64, f64::max);
-    let lmax = (max * 10.0).log10();
-    let x = |v: f64| if v <= 0.0 { 0.0 } else { ((v * 10.0).log10().max(0.0) / lmax * width).max(1.0) };
+        .filter(|v| *v > 0.0)
+        .collect();
+    // The axis starts at half the smallest value, so that the smallest bar is still visible (a fixed start clamped
+    // every program under it to 1 px).
+    let max = values.iter().copied().fold(1e-12f64, f64::max);
+    let min = values.iter().copied().fold(max, f64::min) / 2.0;
+    let span = (max / min).log10().max(1e-9);
+    let x = |v: f64| if v <= 0.0 { 0.0 } else { ((v / min).log10() / span * width).max(1.0) };
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"11\">\n",
         left + width + 90.0
@@ -137,13 +144,17 @@ fn stages(timings: &[Option<Timings>]) -> String {
 }
 
 /// The self-contained HTML report (no scripts, no network).
-pub fn html(records: &[Value], timings: &[Option<Timings>]) -> String {
+/// `links` gives, per record, the program's output folder relative to the report (its plan, kernels and record).
+pub fn html(records: &[Value], timings: &[Option<Timings>], links: &[Option<String>]) -> String {
+    let links: Vec<(&Value, Option<&str>)> =
+        records.iter().enumerate().map(|(i, r)| (r, links.get(i).and_then(|l| l.as_deref()))).collect();
+    let links: Vec<(&Value, Option<&str>)> = links.into_iter().filter(|(r, _)| r["status"] == "ok").collect();
     let ok: Vec<&Value> = records.iter().filter(|r| r["status"] == "ok").collect();
     let failed: Vec<&Value> = records.iter().filter(|r| r["status"] != "ok").collect();
     let mut s = String::from(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>funcfuse report</title>\n",
     );
-    s.push_str("<style>body{font-family:sans-serif;margin:2em;max-width:1000px}table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}.bad{color:#b00}</style></head><body>\n");
+    s.push_str("<style>body{font-family:sans-serif;margin:2em;max-width:1000px}table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}.bad{color:#b00}.head{font-size:20px}td.n{text-align:right}</style></head><body>\n");
     let _ = writeln!(
         s,
         "<h1>funcfuse optimize</h1>\n<p>{} programs: {} ok, {} failed or timed out.</p>",
@@ -151,6 +162,8 @@ pub fn html(records: &[Value], timings: &[Option<Timings>]) -> String {
         ok.len(),
         failed.len()
     );
+    s.push_str(&headline(&ok));
+    s.push_str(&table(&links));
     s.push_str("<h2>Kernel launches per program (predicted, log scale)</h2>\n");
     s.push_str(&bars(&ok, "kernels", "launches", 1.0));
     s.push_str("<h2>Predicted time per program (ms, cost profile, log scale)</h2>\n");
@@ -171,5 +184,83 @@ pub fn html(records: &[Value], timings: &[Option<Timings>]) -> String {
         s.push_str("</table>\n");
     }
     s.push_str("</body></html>\n");
+    s
+}
+
+fn geomean(xs: impl Iterator<Item = f64>) -> Option<(f64, usize)> {
+    let logs: Vec<f64> = xs.filter(|x| x.is_finite() && *x > 0.0).map(f64::ln).collect();
+    (!logs.is_empty()).then(|| ((logs.iter().sum::<f64>() / logs.len() as f64).exp(), logs.len()))
+}
+
+/// Ours over a baseline for one record: `metric` of the baseline divided by ours (a speedup, or fewer launches).
+fn ratio(r: &Value, baseline: &str, metric: &str) -> f64 {
+    num(r, &["plans", baseline, metric]) / num(r, &["plans", "ours", metric])
+}
+
+/// The answer to "how much faster": geometric means over the programs that optimized, predicted (labelled so).
+fn headline(ok: &[&Value]) -> String {
+    let mut s = String::new();
+    for baseline in ["eager", "unfunctionalized"] {
+        let (Some((t, n)), Some((k, _))) = (
+            geomean(ok.iter().map(|r| ratio(r, baseline, "predicted_s"))),
+            geomean(ok.iter().map(|r| ratio(r, baseline, "kernels"))),
+        ) else {
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "<p class=\"head\">Ours vs {baseline}: <b>{t:.2}x</b> faster, {k:.2}x fewer kernel launches \
+             (geometric means over {n} programs; times predicted by the cost profile, not measured: \
+             <code>funcfuse compare --measure</code> runs them)</p>"
+        );
+    }
+    s
+}
+
+/// One row per program, sorted by predicted speedup over eager (largest first; ties by name).
+fn table(ok: &[(&Value, Option<&str>)]) -> String {
+    let mut rows: Vec<&(&Value, Option<&str>)> = ok.iter().collect();
+    rows.sort_by(|a, b| {
+        ratio(b.0, "eager", "predicted_s")
+            .total_cmp(&ratio(a.0, "eager", "predicted_s"))
+            .then_with(|| a.0["program"].as_str().cmp(&b.0["program"].as_str()))
+    });
+    let mut s = String::from(
+        "<h2>Programs</h2>\n<p>Sorted by predicted speedup over eager. Times and bytes are the cost profile's \
+         predictions.</p>\n<table><tr><th>program</th><th>kernels eager / unfunc. / ours</th><th>MB eager / ours</th>\
+         <th>predicted ms eager / ours</th><th>speedup vs eager</th><th>vs unfunc.</th><th>rules fired</th></tr>\n",
+    );
+    for (r, link) in rows {
+        let name = esc(r["program"].as_str().unwrap_or(""));
+        let cell = match link {
+            Some(l) => format!("<a href=\"{}/plan.txt\">{name}</a>", esc(l)),
+            None => name,
+        };
+        let mut fired: Vec<(String, u64)> = r["rules_fired"]
+            .as_object()
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0))).collect())
+            .unwrap_or_default();
+        fired.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let fired: Vec<String> = fired.iter().take(4).map(|(k, n)| format!("{} x{n}", esc(k))).collect();
+        let more = r["rules_fired"].as_object().map_or(0, |m| m.len()).saturating_sub(4);
+        let k = |p: &str| num(r, &["plans", p, "kernels"]);
+        let _ = writeln!(
+            s,
+            "<tr><td>{cell}</td><td class=\"n\">{} / {} / {}</td><td class=\"n\">{:.3} / {:.3}</td>\
+             <td class=\"n\">{:.4} / {:.4}</td><td class=\"n\">{:.2}x</td><td class=\"n\">{:.2}x</td><td>{}{}</td></tr>",
+            k("eager"),
+            k("unfunctionalized"),
+            k("ours"),
+            num(r, &["plans", "eager", "bytes"]) / 1e6,
+            num(r, &["plans", "ours", "bytes"]) / 1e6,
+            num(r, &["plans", "eager", "predicted_s"]) * 1e3,
+            num(r, &["plans", "ours", "predicted_s"]) * 1e3,
+            ratio(r, "eager", "predicted_s"),
+            ratio(r, "unfunctionalized", "predicted_s"),
+            fired.join(", "),
+            if more > 0 { format!(", +{more} more") } else { String::new() },
+        );
+    }
+    s.push_str("</table>\n");
     s
 }

@@ -609,6 +609,11 @@ fn report_html_renders_in_headless_chromium() {
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<svg") && !html.contains("<script"), "charts are inline SVG, with no script");
     assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "the report must not fetch anything");
+    // The headline answers "how much faster", labelled as predicted; each program row links to its plan.
+    assert!(html.contains("Ours vs eager: <b>") && html.contains("predicted by the cost profile"), "no headline");
+    let link = html.split("<a href=\"").nth(1).and_then(|l| l.split('"').next()).expect("a program link");
+    assert!(out.join(link).is_file(), "the link {link} does not reach a file");
+    assert!(html.contains("shift_rows</a>"), "no row for shift_rows");
     let Some(browser) = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|b| Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()))
