@@ -19,6 +19,7 @@ pub mod interp;
 pub mod io;
 pub mod ir;
 pub mod limits;
+pub mod log;
 pub mod lower;
 pub mod ops_doc;
 pub mod optimize;

@@ -36,6 +36,10 @@ use cli::rules::{RuleArgs, UseRules};
 #[derive(Parser)]
 #[command(name = "funcfuse", version, about = "An e-graph optimizer for imperative PyTorch-style tensor programs")]
 struct Cli {
+    /// Log each stage (parse, functionalize, saturate, plan, compile, run) to stderr, as FUNCFUSE_LOG=all does;
+    /// FUNCFUSE_LOG=STAGE,... logs only those stages.
+    #[arg(long, short = 'v', global = true)]
+    verbose: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -266,6 +270,9 @@ impl From<Diagnostic> for Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.verbose {
+        funcfuse::log::enable_all();
+    }
     // Every stage recurses over the program's structure: run the command on a stack sized for the documented limits
     // (`funcfuse::limits`), not the main thread's 8 MB.
     let result = match funcfuse::limits::on_big_stack(move || command(cli.cmd)) {

@@ -334,7 +334,8 @@ fn run_on_a_directory_runs_every_program_and_reports_failures() {
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(o.stdout.contains("good.py::a") && o.stdout.contains("good.py::b"), "{}", o.stdout);
     assert!(
-        o.stdout.contains("FAIL") && o.stdout.contains("sub/bad.py:4:12: AttributeError: 'Tensor' object has no attribute 'frobnicate'"),
+        o.stdout.contains("FAIL")
+            && o.stdout.contains("sub/bad.py:4:12: AttributeError: 'Tensor' object has no attribute 'frobnicate'"),
         "{}",
         o.stdout
     );
@@ -883,4 +884,34 @@ fn ops_lists_supported_operations() {
     assert!(!names.contains(&"torch.stft"), "torch.stft has no implementation");
     let md = funcfuse(&["ops", "--markdown"]);
     assert!(md.stdout.starts_with("# Supported operations"), "{}", md.stdout);
+}
+
+/// Issue #20: `--verbose` logs every stage to stderr, `FUNCFUSE_LOG=STAGES` some of them, an unknown stage is named;
+/// without either nothing is logged, and standard output never changes.
+#[test]
+fn verbose_and_funcfuse_log_print_each_stage() {
+    let dir = scratch("verbose");
+    let out = dir.join("out");
+    let args = ["run", "corpus/micro/loops.py::shift_rows", "--engine", "optimized", "--output", out.to_str().unwrap()];
+    let quiet = common::run_binary(common::binary().args(args).env_remove("FUNCFUSE_LOG"));
+    assert_eq!(quiet.code, 0, "{}", quiet.stderr);
+    assert!(!quiet.stderr.contains("[funcfuse"), "{}", quiet.stderr);
+    let loud = common::run_binary(common::binary().args(args).arg("--verbose").env_remove("FUNCFUSE_LOG"));
+    assert_eq!(loud.code, 0, "{}", loud.stderr);
+    for stage in ["parse", "functionalize", "saturate", "plan", "compile", "run"] {
+        assert!(loud.stderr.contains(&format!("[funcfuse {stage}] ")), "no {stage} line:\n{}", loud.stderr);
+    }
+    assert!(loud.stderr.contains("extraction chose"), "{}", loud.stderr);
+    // Candidates are planned while they are priced: only the plan that runs is logged.
+    assert_eq!(loud.stderr.matches("[funcfuse plan]").count(), 1, "{}", loud.stderr);
+    assert_eq!(quiet.stdout, loud.stdout);
+    let some = common::run_binary(common::binary().args(args).env("FUNCFUSE_LOG", "plan,run"));
+    let stages: Vec<&str> = some.stderr.lines().filter_map(|l| l.strip_prefix("[funcfuse ")).collect();
+    assert!(
+        stages.iter().all(|l| l.starts_with("plan]") || l.starts_with("run]")) && stages.len() == 2,
+        "{}",
+        some.stderr
+    );
+    let bad = common::run_binary(common::binary().args(args).env("FUNCFUSE_LOG", "plan,sat"));
+    assert!(bad.stderr.contains("FUNCFUSE_LOG: unknown stage `sat`"), "{}", bad.stderr);
 }

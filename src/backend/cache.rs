@@ -258,14 +258,27 @@ pub fn load(source: &str, cc: &str, flags: &[String], folder: &str) -> Result<li
             // SAFETY: a library of our private cache whose bytes match the digest we stored when we built it from
             // our own source; it has no initializers.
             match unsafe { libloading::Library::new(&lib) } {
-                Ok(l) => return Ok(l),
+                Ok(l) => {
+                    crate::log::log(crate::log::Stage::Compile, || format!("cache hit {}", lib.display()));
+                    return Ok(l);
+                }
                 Err(e) => note(&lib, &format!("it does not load ({e})")),
             }
         }
         Entry::Absent => {}
         Entry::Bad(why) => note(&lib, &why),
     }
+    let t = std::time::Instant::now();
     let built = build(&dir, &stem, source, cc, flags)?;
+    crate::log::log(crate::log::Stage::Compile, || {
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        format!(
+            "compiled {} lines with {cc} {} in {ms:.0} ms: {}",
+            source.lines().count(),
+            flags.join(" "),
+            built.display()
+        )
+    });
     // SAFETY: as above, just built.
     unsafe { libloading::Library::new(&built) }
         .map_err(|e| format!("{}: cannot load the kernels: {e}", built.display()))

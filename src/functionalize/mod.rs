@@ -20,8 +20,8 @@ mod composite;
 mod ctrl;
 mod desugar;
 mod exits;
-mod nn_ops;
 mod expr;
+mod nn_ops;
 mod ops;
 mod python;
 mod state;
@@ -67,11 +67,21 @@ pub fn functionalize(
     name: &str,
     scalars: &std::collections::BTreeMap<String, interp::ScalarArg>,
 ) -> Result<Functional, Diagnostic> {
-    match functionalize_as_written(module, name, scalars) {
+    let t = std::time::Instant::now();
+    let f = match functionalize_as_written(module, name, scalars) {
         // A loop left under an `if` on a run-time value: functionalize it again with its exits as flags.
         Err((_, true)) => functionalize_as_written(&exits::desugar(module), name, scalars).map_err(|(d, _)| d),
         r => r.map_err(|(d, _)| d),
-    }
+    }?;
+    crate::log::log(crate::log::Stage::Functionalize, || {
+        let s = crate::ir::term_stats(&f.term);
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        format!(
+            "{name}: {} nodes, {} loops, {} accesses, {} assigns, in {ms:.2} ms",
+            s.nodes, s.loops, s.accesses, s.assigns
+        )
+    });
+    Ok(f)
 }
 
 /// Functionalizes the program as it is written; on failure, also says whether a `break` or `continue` under an `if`

@@ -48,10 +48,24 @@ impl Loaded {
 
     /// Runs the plan (synchronized: its outputs are back on the host when this returns).
     pub fn run(&mut self, p: &Plan, inputs: &BTreeMap<String, Tensor>) -> Result<(Vec<Tensor>, exec::Stats), String> {
-        match self {
+        let t = std::time::Instant::now();
+        let r = match self {
             Loaded::C(d) => exec::execute(p, d, inputs),
             Loaded::Cuda(d) => exec::execute(p, d, inputs),
+        };
+        if let Ok((_, s)) = &r {
+            crate::log::log(crate::log::Stage::Run, || {
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                format!(
+                    "{} launches ({} copies), {} host fallbacks, {:.3} MB, in {ms:.3} ms",
+                    s.launches,
+                    s.copies,
+                    s.fallbacks,
+                    s.bytes / 1e6
+                )
+            });
         }
+        r
     }
 }
 

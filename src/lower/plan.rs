@@ -107,6 +107,22 @@ pub fn plan_for(
     profile: &crate::cost::Profile,
 ) -> Result<Plan, String> {
     crate::limits::check()?;
+    let t = std::time::Instant::now();
+    let plan = plan_chosen(term, inputs, policy, profile)?;
+    crate::log::log(crate::log::Stage::Plan, || {
+        let fallbacks = plan.how.iter().filter(|h| matches!(h, How::Fallback)).count();
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        format!("{policy:?}: {} kernels, {fallbacks} host fallbacks, in {ms:.2} ms", plan.kernels.len())
+    });
+    Ok(plan)
+}
+
+fn plan_chosen(
+    term: &Term,
+    inputs: &[(String, DType, Vec<usize>)],
+    policy: Policy,
+    profile: &crate::cost::Profile,
+) -> Result<Plan, String> {
     let prepared = Prepared::new(term, inputs)?;
     crate::limits::check()?;
     let (recomputed, alternative) = plan_with(&prepared, inputs, policy, profile, false)?;

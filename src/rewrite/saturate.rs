@@ -114,6 +114,32 @@ pub fn optimize_for(
     limits: Limits,
     profile: &crate::cost::Profile,
 ) -> Result<Optimized, String> {
+    let t = std::time::Instant::now();
+    // Pricing candidates plans each of them: only the plans used afterwards are logged.
+    let o = crate::log::quietly(crate::log::Stage::Plan, || saturate_and_extract(f, rules, limits, profile))?;
+    crate::log::log(crate::log::Stage::Saturate, || {
+        let fired: usize = o.fired.values().sum();
+        let candidates: Vec<String> = o.candidates.iter().map(|(n, c)| format!("{n} {:.4} ms", c * 1e3)).collect();
+        format!(
+            "{} iterations ({}), {} e-nodes, {} rule applications; extraction chose `{}` among {}; in {:.2} ms",
+            o.iterations,
+            o.stop_reason,
+            o.egraph_nodes,
+            fired,
+            o.chosen,
+            candidates.join(", "),
+            t.elapsed().as_secs_f64() * 1e3
+        )
+    });
+    Ok(o)
+}
+
+fn saturate_and_extract(
+    f: &Functional,
+    rules: &[Rewrite<Node, TermAnalysis>],
+    limits: Limits,
+    profile: &crate::cost::Profile,
+) -> Result<Optimized, String> {
     let start = std::time::Instant::now();
     let mut out = Optimized {
         term: f.term.clone(),
