@@ -40,9 +40,14 @@ pub struct Compared {
     pub roofline: crate::roofline::Roofline,
     /// Each tensor input: name, shape and the sum of its elements (to check that another tool used the same ones).
     pub inputs: Vec<(String, Vec<usize>, f64)>,
+    /// With profiling asked for and measuring: our plan's per-kernel profile over the measured runs' count of
+    /// profiled runs ([`crate::lower::profile`]).
+    pub profile: Option<Vec<crate::lower::profile::ProfileRow>>,
 }
 
-/// Plans and runs one program; `measure` gives the number of timed runs (the median is reported).
+/// Plans and runs one program; `measure` gives the number of timed runs (the median is reported); with `profile`
+/// too, our plan is run that many times again, profiled.
+#[allow(clippy::too_many_arguments)]
 pub fn compare_program(
     module: &Module,
     func: &str,
@@ -50,6 +55,7 @@ pub fn compare_program(
     profile: &Profile,
     which: &[&str],
     measure: Option<usize>,
+    profile_runs: bool,
     target: crate::lower::Target,
 ) -> Result<Compared, Diagnostic> {
     let functional = functionalize(module, func, &BTreeMap::new())?;
@@ -68,6 +74,7 @@ pub fn compare_program(
         .collect();
     let mut rows = Vec::new();
     let mut roofline = None;
+    let mut profiled = None;
     // The reference engine's outputs, in the functional term's output order.
     let fresh: BTreeMap<_, _> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
     let reference = crate::interp::run_program(module, func, &fresh, &BTreeMap::new())?;
@@ -118,6 +125,14 @@ pub fn compare_program(
                     times.push(t.elapsed().as_secs_f64());
                 }
                 times.sort_by(f64::total_cmp);
+                if profile_runs && *policy == Policy::Fused {
+                    let mut runs = Vec::new();
+                    for set in &sets {
+                        let fresh: BTreeMap<_, _> = set.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
+                        runs.push(dev.run_profiled(&p, &fresh).map_err(Diagnostic::new)?.2);
+                    }
+                    profiled = Some(crate::lower::profile::summarize(&p, &runs));
+                }
                 Some(times[times.len() / 2])
             }
             None => None,
@@ -133,7 +148,7 @@ pub fn compare_program(
         });
     }
     let roofline = roofline.ok_or_else(|| Diagnostic::new("compare: our plan was not among the plans asked for"))?;
-    Ok(Compared { rows, roofline, inputs: summary })
+    Ok(Compared { rows, roofline, inputs: summary, profile: profiled })
 }
 
 fn close(a: &crate::tensor::Tensor, b: &crate::tensor::Tensor) -> bool {

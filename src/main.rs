@@ -195,6 +195,11 @@ struct CompareArgs {
     /// With --torch: time PyTorch eager only, not torch.compile (which compiles for minutes on loop-heavy programs).
     #[arg(long, requires = "torch")]
     no_torch_compile: bool,
+    /// With --measure: run our plan --runs more times with every kernel launch, copy and host fallback synchronized
+    /// and timed, and print (and put in compare.json) each one's median ms per run, share, launches, MB and what it
+    /// computes, most expensive first.
+    #[arg(long, requires = "measure")]
+    profile: bool,
     #[command(flatten)]
     rules: UseRules,
     /// Where to write compare.md and compare.json.

@@ -338,3 +338,39 @@ fn measured_comparisons_report_prediction_quality() {
         assert_eq!(line, format!("prediction: median error {:.1}%, spearman {s:.2} over 3 plans", e * 100.0));
     }
 }
+
+#[test]
+fn profile_lists_every_launch_of_our_plan_with_its_time_bytes_and_what_it_computes() {
+    let dir = scratch("profile");
+    // A reduction and an elementwise op over its result that does not fuse into it: at least two kernels.
+    let src =
+        "def f(a: f32[64, 32]) -> f32[64, 32]:\n    m = a.sum(dim=1, keepdim=True)\n    return torch.exp(a - m)\n";
+    let file = common::program(&dir, src);
+    let out = dir.join("out");
+    let out = out.to_str().unwrap();
+    let o = funcfuse(&["compare", &file, "--profile", "--out", out], &[]);
+    assert_eq!(o.code, 2, "--profile needs --measure: {}", o.stderr);
+    assert!(o.stderr.contains("--measure"), "{}", o.stderr);
+    let o = funcfuse(&["compare", &file, "--measure", "--runs", "3", "--profile", "--out", out], &[]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("profile of ours (median of 3 profiled runs"), "{}", o.stdout);
+    assert!(o.stdout.contains("total of the medians"), "{}", o.stdout);
+    let json = read_json(&Path::new(out).join("compare.json"));
+    let prof = json["programs"][0]["profile"].as_array().unwrap_or_else(|| panic!("no profile in {json}"));
+    let kernels = json["programs"][0]["plans"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["plan"] == "ours"))
+        .and_then(|p| p["kernels"].as_u64())
+        .unwrap_or_else(|| panic!("no kernels of ours in {json}"));
+    // One row per launch site; each of our launches ran once, so the launches add up to the plan's.
+    assert!(prof.len() >= 2, "{prof:?}");
+    assert_eq!(prof.iter().map(|r| r["launches"].as_u64().unwrap()).sum::<u64>(), kernels, "{prof:?}");
+    let ms: Vec<f64> = prof.iter().map(|r| r["ms"].as_f64().unwrap()).collect();
+    assert!(ms.windows(2).all(|w| w[0] >= w[1]), "not sorted by time: {ms:?}");
+    assert!(prof.iter().all(|r| r["bytes"].as_f64().unwrap() > 0.0), "{prof:?}");
+    assert!(prof.iter().any(|r| r["what"].as_str().unwrap().contains("reducing Sum over [32]")), "{prof:?}");
+    assert!(prof.iter().all(|r| r["what"].as_str().unwrap().contains(": kernel k")), "{prof:?}");
+    // Without --profile there is none.
+    let (_, _, json) = compare_ok(&dir, &file, true);
+    assert!(json["programs"][0].get("profile").is_none(), "{json}");
+}

@@ -112,6 +112,7 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
                 &profile,
                 &which,
                 measure,
+                a.profile,
                 a.backend.target(),
             ) {
                 Ok(r) => r,
@@ -272,6 +273,18 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
             let mut rec = funcfuse::compare::rows_json(&label, rows, rl);
             if let Some(row) = torch_row {
                 rec["pytorch"] = row;
+            }
+            if let Some(prof) = &c.profile {
+                outln!("  profile of ours (median of {} profiled runs; each step synchronized and timed):", a.runs);
+                for line in funcfuse::lower::profile::table(prof).lines() {
+                    outln!("    {line}");
+                }
+                rec["profile"] = prof
+                    .iter()
+                    .map(
+                        |r| json!({ "ms": r.median_s * 1e3, "launches": r.launches, "bytes": r.bytes, "what": r.what }),
+                    )
+                    .collect();
             }
             records.push(rec);
         }

@@ -89,12 +89,55 @@ pub struct Executor<'p, D: Device> {
     covers: Vec<bool>,
     /// Whether inputs may use the caller's memory ([`Device::share`]).
     share_inputs: bool,
+    /// With [`execute_profiled`]: every launch, copy and fallback, timed, in the order they ran.
+    timing: Option<Vec<Launched>>,
+}
+
+/// What a timed step of a run was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Site {
+    /// Kernel `k` of the plan, launched alone.
+    Kernel(usize),
+    /// Kernel group `g`, launched once for its pending members.
+    Group(usize),
+    /// A buffer copy the executor made (loop state, copy before writing in place).
+    Copy,
+    /// The host fallback computing this node.
+    Fallback(usize),
+}
+
+/// One timed step of a profiled run: its wall time (the device synchronized before and after) and the bytes it
+/// moved (the same estimate as [`Stats::bytes`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Launched {
+    pub site: Site,
+    pub seconds: f64,
+    pub bytes: f64,
 }
 
 type R<T> = Result<T, String>;
 
 /// Runs `plan` on `dev` with `inputs`; returns the outputs (the root tuple's tensors) and what ran.
 pub fn execute<D: Device>(plan: &Plan, dev: &mut D, inputs: &BTreeMap<String, Tensor>) -> R<(Vec<Tensor>, Stats)> {
+    execute_with(plan, dev, inputs, false).map(|(t, s, _)| (t, s))
+}
+
+/// [`execute`], timing every launch, copy and fallback (the device is synchronized around each, so the run is
+/// slower than an untimed one); returns them in the order they ran.
+pub fn execute_profiled<D: Device>(
+    plan: &Plan,
+    dev: &mut D,
+    inputs: &BTreeMap<String, Tensor>,
+) -> R<(Vec<Tensor>, Stats, Vec<Launched>)> {
+    execute_with(plan, dev, inputs, true)
+}
+
+fn execute_with<D: Device>(
+    plan: &Plan,
+    dev: &mut D,
+    inputs: &BTreeMap<String, Tensor>,
+    profile: bool,
+) -> R<(Vec<Tensor>, Stats, Vec<Launched>)> {
     let copy_loop_state = plan
         .launches
         .iter()
@@ -126,6 +169,7 @@ pub fn execute<D: Device>(plan: &Plan, dev: &mut D, inputs: &BTreeMap<String, Te
                 k.covers() && numel == Some(k.domain.iter().product())
             })
             .collect(),
+        timing: profile.then(Vec::new),
     };
     let root = plan.term.root();
     let out = ex.eval(root, inputs)?;
@@ -139,7 +183,7 @@ pub fn execute<D: Device>(plan: &Plan, dev: &mut D, inputs: &BTreeMap<String, Te
         });
     }
     ex.dev.sync()?;
-    Ok((tensors, ex.stats))
+    Ok((tensors, ex.stats, ex.timing.unwrap_or_default()))
 }
 
 impl<D: Device> Executor<'_, D> {
@@ -208,6 +252,18 @@ impl<D: Device> Executor<'_, D> {
         let plan = self.plan;
         match plan.how[usize::from(id)].clone() {
             How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) => return self.launch(id, k, inputs),
+            How::Fallback if self.timing.is_some() => {
+                // The operands first, so that the time is the fallback's own.
+                for c in plan.term[id].children().to_vec() {
+                    if matches!(plan.types[usize::from(c)], Some(Ty::Tensor(..))) {
+                        self.tensor(c, inputs)?;
+                    }
+                }
+                let (t, bytes) = (self.start()?, self.stats.bytes);
+                let v = self.fallback(id, inputs)?;
+                self.finish(t, Site::Fallback(usize::from(id)), self.stats.bytes - bytes)?;
+                return Ok(v);
+            }
             How::Fallback => return self.fallback(id, inputs),
             How::Inline => return Err(format!("internal: node {id} was fused but is read by the host")),
             How::Input | How::Host => {}
@@ -331,7 +387,10 @@ impl<D: Device> Executor<'_, D> {
                 self.stats.copies += 1;
                 let n = s.iter().product::<usize>();
                 self.stats.bytes += 2.0 * (n * d.size()) as f64;
-                Val::T(self.dev.copy(b, *d, n)?, *d, s.clone())
+                let t = self.start()?;
+                let copied = self.dev.copy(b, *d, n)?;
+                self.finish(t, Site::Copy, 2.0 * (n * d.size()) as f64)?;
+                Val::T(copied, *d, s.clone())
             }
             other => other.clone(),
         })
@@ -398,12 +457,34 @@ impl<D: Device> Executor<'_, D> {
         };
         let mut refs: Vec<&D::Buf> = vec![&out];
         refs.extend(bufs.iter().map(|(b, _, _)| b));
+        let t = self.start()?;
         self.dev.launch(k, &refs, &params)?;
         self.stats.launches += 1;
         let (bytes, ops) = kernel.traffic(bufs.iter().map(|(_, _, s)| s.iter().product::<usize>()));
+        self.finish(t, Site::Kernel(k), bytes)?;
         self.stats.bytes += bytes;
         self.stats.flops += ops;
         Ok(Val::T(out, d, shape))
+    }
+
+    /// When profiling: the device synchronized, the clock started.
+    fn start(&mut self) -> R<Option<std::time::Instant>> {
+        if self.timing.is_none() {
+            return Ok(None);
+        }
+        self.dev.sync()?;
+        Ok(Some(std::time::Instant::now()))
+    }
+
+    /// When profiling: the device synchronized, the step since `start` recorded.
+    fn finish(&mut self, start: Option<std::time::Instant>, site: Site, bytes: f64) -> R<()> {
+        let Some(t) = start else { return Ok(()) };
+        self.dev.sync()?;
+        let seconds = t.elapsed().as_secs_f64();
+        if let Some(v) = &mut self.timing {
+            v.push(Launched { site, seconds, bytes });
+        }
+        Ok(())
     }
 
     /// A fresh output buffer of `n` elements for kernel `k`: zeroed unless the kernel writes all of it.
@@ -472,6 +553,7 @@ impl<D: Device> Executor<'_, D> {
             members.push(Some((out, d, Rc::<[usize]>::from(shape), bufs, params)));
         }
         let filler = members.iter().flatten().next().map(|m| m.0.clone()).ok_or("an empty kernel group")?;
+        let before = self.stats.bytes;
         let mut refs: Vec<&D::Buf> = Vec::new();
         let mut params = vec![mask];
         for (j, &m) in plan.groups[g].iter().enumerate() {
@@ -491,8 +573,10 @@ impl<D: Device> Executor<'_, D> {
                 }
             }
         }
+        let t = self.start()?;
         self.dev.launch_group(g, &refs, &params)?;
         self.stats.launches += 1;
+        self.finish(t, Site::Group(g), self.stats.bytes - before)?;
         let mut result = None;
         for (j, &m) in plan.groups[g].iter().enumerate() {
             if let Some((out, d, shape, _, _)) = members[j].take() {

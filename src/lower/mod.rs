@@ -10,6 +10,7 @@ pub mod index;
 pub mod kernel;
 pub mod plan;
 mod prepare;
+pub mod profile;
 mod show;
 pub mod specialize;
 
@@ -66,6 +67,18 @@ impl Loaded {
             });
         }
         r
+    }
+
+    /// [`Loaded::run`], timing every launch, copy and fallback ([`exec::execute_profiled`]).
+    pub fn run_profiled(
+        &mut self,
+        p: &Plan,
+        inputs: &BTreeMap<String, Tensor>,
+    ) -> Result<(Vec<Tensor>, exec::Stats, Vec<exec::Launched>), String> {
+        match self {
+            Loaded::C(d) => exec::execute_profiled(p, d, inputs),
+            Loaded::Cuda(d) => exec::execute_profiled(p, d, inputs),
+        }
     }
 }
 

@@ -6,6 +6,35 @@ use super::plan::{How, Plan};
 use crate::ir::Node;
 
 impl Plan {
+    /// Kernel `k`'s line of [`Plan::describe`]: the node it computes, its type, how it writes, its domain, its
+    /// reduction and the nodes it reads.
+    pub fn kernel_line(&self, k: usize) -> String {
+        let id = self.launches[k].node;
+        let i = usize::from(id);
+        let shown = match &self.term[id] {
+            Node::Op(op, _) => op.to_string(),
+            other => other.to_string(),
+        };
+        let ty = self.types[i].as_ref().map(|t| t.to_string()).unwrap_or_default();
+        let kernel = &self.kernels[k];
+        let what = match self.how[i] {
+            How::InPlace(_) => "in place",
+            How::CopyInPlace(_) => "copy, then in place",
+            _ => "new buffer",
+        };
+        let red = kernel.reduce.as_ref().map(|r| {
+            let then = if kernel.epilogue.is_some() { " with an epilogue" } else { "" };
+            format!(" reducing {:?} over {:?}{then}", r.op, r.extents)
+        });
+        format!(
+            "${i} = {shown} {ty}: kernel {} ({what}) over {:?}{}, reads {:?}",
+            kernel.name,
+            kernel.domain,
+            red.unwrap_or_default(),
+            self.launches[k].args.iter().map(|a| format!("${a}")).collect::<Vec<_>>()
+        )
+    }
+
     /// One line per node that is not fused: how it is computed, with its kernel's domain (the plan's text form).
     pub fn describe(&self) -> String {
         use std::fmt::Write;
@@ -18,26 +47,7 @@ impl Plan {
             };
             let ty = self.types[i].as_ref().map(|t| t.to_string()).unwrap_or_default();
             let _ = match how {
-                How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) => {
-                    let kernel = &self.kernels[*k];
-                    let what = match how {
-                        How::InPlace(_) => "in place",
-                        How::CopyInPlace(_) => "copy, then in place",
-                        _ => "new buffer",
-                    };
-                    let red = kernel.reduce.as_ref().map(|r| {
-                        let then = if kernel.epilogue.is_some() { " with an epilogue" } else { "" };
-                        format!(" reducing {:?} over {:?}{then}", r.op, r.extents)
-                    });
-                    writeln!(
-                        s,
-                        "${i} = {shown} {ty}: kernel {} ({what}) over {:?}{}, reads {:?}",
-                        kernel.name,
-                        kernel.domain,
-                        red.unwrap_or_default(),
-                        self.launches[*k].args.iter().map(|a| format!("${a}")).collect::<Vec<_>>()
-                    )
-                }
+                How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) => writeln!(s, "{}", self.kernel_line(*k)),
                 How::Fallback => writeln!(s, "${i} = {shown} {ty}: host fallback"),
                 How::Input => writeln!(s, "${i} = {shown} {ty}: input"),
                 _ => Ok(()),
