@@ -664,3 +664,37 @@ fn eval_int(b: &Builder, id: Id, j: i64) -> Option<i64> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn notes(src: &str) -> (usize, Vec<String>) {
+        let term: Term = src.parse().unwrap();
+        crate::ir::verify(&term, &[]).unwrap();
+        let (_, n, why) = interchange_explained(&term, &[]);
+        (n, why)
+    }
+
+    #[test]
+    fn inner_bounds_that_depend_on_the_outer_variable_stop_it() {
+        let inner = "(loop 0 (iter 0) 1 (tuple (carried 0 0)) (tuple (assign (carried 0 0) (view (list 1) (list 1) \
+                     (iter 0)) (full (list) f32 1.0))))";
+        let (n, why) = notes(&format!("(loop 0 4 1 (tuple (full (list 4) f32 0.0)) (tuple (get {inner} 0)))"));
+        assert_eq!(n, 0);
+        assert!(why.iter().any(|w| w.contains("the inner loop's bounds depend on the outer loop")), "{why:?}");
+        // The same nest with literal bounds interchanges.
+        let inner = inner.replace("(loop 0 (iter 0) 1", "(loop 0 4 1");
+        let (n, why) = notes(&format!("(loop 0 4 1 (tuple (full (list 4) f32 0.0)) (tuple (get {inner} 0)))"));
+        assert_eq!((n, why.len()), (1, 0), "{why:?}");
+    }
+
+    #[test]
+    fn two_inner_iterations_writing_one_element_stop_it() {
+        let inner = "(loop 0 3 1 (tuple (carried 0 0)) (tuple (assign (carried 0 0) (view (list 1) (list 1) 0) \
+                     (full (list) f32 1.0))))";
+        let (n, why) = notes(&format!("(loop 0 4 1 (tuple (full (list 4) f32 0.0)) (tuple (get {inner} 0)))"));
+        assert_eq!(n, 0);
+        assert!(why.iter().any(|w| w.contains("output dependence")), "{why:?}");
+    }
+}
