@@ -48,6 +48,9 @@ pub fn text(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estim
     for (rule, n) in &r.optimized.rejected {
         let _ = writeln!(s, "  not kept: {rule} applied in {n} place(s), but the cost model predicted its plan slower");
     }
+    for note in &r.optimized.notes {
+        let _ = writeln!(s, "  {note}");
+    }
     let _ = writeln!(s, "  extraction: chose `{}` among:", r.optimized.chosen);
     for (name, cost) in &r.optimized.candidates {
         let _ = writeln!(s, "    {name:<11} predicted {:.4} ms", cost * 1e3);

@@ -654,6 +654,23 @@ fn explain_names_loop_fission_or_why_it_was_not_kept() {
 }
 
 #[test]
+fn explain_names_loop_interchange_or_the_dependence_that_stopped_it() {
+    let o = funcfuse(&["explain", "corpus/workloads/lstm.py::lstm"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("fired    1 x loops/interchange"), "{}", o.stdout);
+    let o = funcfuse(&["explain", "corpus/micro/interchange.py::rnn_reads_next_layer"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stdout.contains("x loops/interchange"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains(
+            "loops/interchange: the loop over [0, 6) stays outside the loop over [0, 3): inner iteration 0 reads"
+        ),
+        "{}",
+        o.stdout
+    );
+}
+
+#[test]
 fn explain_and_compare_report_and_reject_bad_arguments() {
     let dir = scratch("explain_compare");
     let o = funcfuse(&["explain", "corpus/micro/loops.py::shift_rows"]);

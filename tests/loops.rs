@@ -152,3 +152,58 @@ fn optimize_keeps_the_hoist_where_the_cost_model_predicts_it_cheaper() {
         common::check_optimized(&module, func, &inputs).unwrap();
     }
 }
+
+/// Functionalizes `func`, runs `loops/interchange` alone (whatever the cost model would say), checks that the result
+/// verifies and matches the reference interpreter, and returns how many nests were interchanged and the notes.
+fn interchanged(file: &str, func: &str) -> (usize, Vec<String>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
+    let mut f = functionalize(&module, func, &BTreeMap::new()).unwrap_or_else(|d| panic!("{d}"));
+    let (term, n, notes) = funcfuse::rewrite::interchange::interchange_explained(&f.term, &f.inputs);
+    funcfuse::ir::verify(&term, &f.inputs).unwrap_or_else(|e| panic!("{func}: the term does not verify: {e}"));
+    f.term = term;
+    let inputs = common::seeded_inputs(&module, func, 5);
+    let want = common::run_reference(&module, func, &inputs).unwrap();
+    let got = funcfuse::functionalize::run_functional(&f, &inputs).unwrap_or_else(|d| panic!("{func}: {d}"));
+    let (g, w) = (common::output_files(&got), common::output_files(&want));
+    for (name, t) in &w {
+        common::compare(&format!("{func}: {name}"), &g[name], t).unwrap_or_else(|e| panic!("{e}"));
+    }
+    (n, notes)
+}
+
+#[test]
+fn layer_and_time_loops_interchange_where_dependences_allow() {
+    for (file, func) in [
+        ("corpus/micro/interchange.py", "lstm_small"),
+        ("corpus/micro/interchange.py", "rnn_stack"),
+        ("corpus/workloads/lstm.py", "lstm"),
+    ] {
+        let (n, notes) = interchanged(file, func);
+        assert_eq!(n, 1, "{func}: {notes:?}");
+        assert!(notes.is_empty(), "{func}: {notes:?}");
+    }
+    // Interchanged, each layer's input projection is one matmul over all steps before its time loop.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/workloads/lstm.py");
+    let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
+    let f = functionalize(&module, "lstm", &BTreeMap::new()).unwrap();
+    let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped().unwrap()).unwrap();
+    let o = optimize(&f, &rules, Default::default()).unwrap();
+    assert_eq!(o.fired.get("loops/interchange"), Some(&1), "{:?}", o.fired);
+    assert!(o.fired.get("loops/hoist").is_some_and(|&n| n >= 1), "{:?}", o.fired);
+}
+
+#[test]
+fn interchange_refuses_what_a_dependence_forbids() {
+    for (func, why) in [
+        // Layer j at step t reads layer j+1's state from step t-1.
+        ("rnn_reads_next_layer", "inner iteration 0 reads element 32 of inner value 0, which inner iteration 1 writes"),
+        // A running sum carried across layers through the inner loop.
+        ("rnn_sum_across_layers", "inner value 2 (outer state) is not yielded as writes onto itself"),
+        ("rnn_inner_while", "its body has a `while` loop"),
+    ] {
+        let (n, notes) = interchanged("corpus/micro/interchange.py", func);
+        assert_eq!(n, 0, "{func}");
+        assert!(notes.iter().any(|w| w.contains(why)), "{func}: {notes:?}");
+    }
+}

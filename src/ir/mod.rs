@@ -26,7 +26,7 @@ pub use eval::{eval_program, run_time_start, EvalError, RAISES};
 pub use literals::{BoolLit, FloatLit, OpName, ParamName};
 pub use print::{display_dag, term_stats, TermStats};
 pub(crate) use verify::{matmul_shape, op_type, OpCx};
-pub use verify::{node_types, top_level_types, verify, Ty};
+pub use verify::{node_types, top_level_types, unambiguous_types, verify, Ty};
 
 /// Is `op` an elementwise operator of one tensor?
 pub fn is_unary(op: OpName) -> bool {

@@ -61,6 +61,28 @@ pub fn node_types(term: &Term, inputs: &[(String, DType, Vec<usize>)]) -> Result
     Ok(out)
 }
 
+/// The type of every node of `term` that has one type wherever it is evaluated (None for the others and for nodes
+/// the root does not reach); None when the term does not verify.
+pub fn unambiguous_types(term: &Term, inputs: &[(String, DType, Vec<usize>)]) -> Option<Vec<Option<Ty>>> {
+    let mut v = Verifier { term, inputs, frames: Vec::new(), serials: vec![0], next: 1, cache: Default::default() };
+    v.ty(term.root()).ok()?;
+    let mut out: Vec<Option<Ty>> = vec![None; term.as_ref().len()];
+    let mut clash = vec![false; term.as_ref().len()];
+    for ((id, _), t) in v.cache {
+        let k = usize::from(id);
+        match &out[k] {
+            Some(prev) if *prev != t => clash[k] = true,
+            _ => out[k] = Some(t),
+        }
+    }
+    for (k, c) in clash.into_iter().enumerate() {
+        if c {
+            out[k] = None;
+        }
+    }
+    Some(out)
+}
+
 /// The types of the nodes of `term` that are evaluated outside every loop (those that use no loop's variable or
 /// state), by node.
 pub fn top_level_types(

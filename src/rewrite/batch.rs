@@ -326,10 +326,9 @@ impl<'b> Batch<'b> {
                 let w = self.view(v)?;
                 let view = self.batched_view(&w);
                 let shape = w.shape.iter().map(|&d| d as usize).collect();
-                let src = if let Node::Carried([d, k]) = self.b.node(x).clone() {
-                    if lit(self.b, d) != Some(0) {
-                        return None;
-                    }
+                // An enclosing loop's state is invariant here, like any value computed outside this loop.
+                let own = matches!(self.b.node(x), Node::Carried([d, _]) if lit(self.b, *d) == Some(0));
+                let src = if let (true, Node::Carried([_, k])) = (own, self.b.node(x).clone()) {
                     let k = lit(self.b, k)? as usize;
                     if k >= self.bases.len() || !self.same_base(k, &w) {
                         return None;

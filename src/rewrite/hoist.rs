@@ -235,7 +235,7 @@ fn free_refs(b: &Builder, id: Id, d: i64, memo: &mut HashMap<(Id, i64), bool>) -
 
 /// `id`, a term of the context outside a loop, rewritten for its body: references to enclosing loops (seen `d`
 /// loops down) rise by one level.
-fn shift_up(b: &mut Builder, id: Id, d: i64, memo: &mut HashMap<(Id, i64), Id>) -> Id {
+pub(super) fn shift_up(b: &mut Builder, id: Id, d: i64, memo: &mut HashMap<(Id, i64), Id>) -> Id {
     if let Some(&r) = memo.get(&(id, d)) {
         return r;
     }

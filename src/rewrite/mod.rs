@@ -10,6 +10,7 @@ mod batch;
 pub mod check;
 mod compose;
 mod cover;
+pub mod interchange;
 pub mod hoist;
 pub mod rules;
 pub mod saturate;

@@ -43,6 +43,8 @@ pub struct Optimized {
     pub chosen: String,
     /// Rust rewrites that applied but whose result the cost model predicted slower, with how many places.
     pub rejected: BTreeMap<String, usize>,
+    /// Why loop nests were left as they are (the dependence or shape that stopped `loops/interchange`).
+    pub notes: Vec<String>,
     fusion_term: Option<Term>,
     dag_term: Option<Term>,
 }
@@ -89,6 +91,10 @@ impl egg::CostFunction<Node> for FusionCost {
 
 /// The Rust rewrites, by name, with what they do; reported beside the text rules.
 pub const RUST_REWRITES: &[(&str, &str)] = &[
+    (
+        "loops/interchange",
+        "a counted loop around one counted loop becomes the inner loop around the outer one, where dependences allow",
+    ),
     ("loops/vectorize", "a loop whose iterations are independent becomes slice-wide operations over all of them"),
     (
         "loops/hoist",
@@ -152,6 +158,7 @@ fn saturate_and_extract(
         candidates: Vec::new(),
         chosen: String::new(),
         rejected: BTreeMap::new(),
+        notes: Vec::new(),
         fusion_term: None,
         dag_term: None,
     };
@@ -162,6 +169,24 @@ fn saturate_and_extract(
     };
     phase(&mut out)?;
     let mut changed = false;
+    crate::limits::check()?;
+    let (swapped, n, notes) = super::interchange::interchange_explained(&out.term, &f.inputs);
+    out.notes = notes;
+    if n > 0 {
+        // Interchange pays off through what it enables (a layer's input projection batched over all steps): the
+        // cost model compares both loop orders after the loop rewrites that follow.
+        let follow = |t: &Term| {
+            let t = super::vectorize::vectorize_loops(t, &f.inputs).0;
+            super::hoist::hoist_loops(&t, &f.inputs).0
+        };
+        if cheaper(&follow(&swapped), &follow(&out.term), &f.inputs, profile) {
+            out.term = swapped;
+            out.fired.insert("loops/interchange".to_string(), n);
+            changed = true;
+        } else {
+            out.rejected.insert("loops/interchange".to_string(), n);
+        }
+    }
     let passes: [(&str, RustRewrite); 4] = [
         ("views/compose", super::compose::compose_views),
         ("loops/vectorize", super::vectorize::vectorize_loops),
