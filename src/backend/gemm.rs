@@ -110,3 +110,73 @@ fn unit_stride(e: &Expr, v: usize) -> bool {
         _ => true,
     }
 }
+
+/// Outputs computed together in the row layout of an f32 sum: at most this many values of the block variable.
+pub const BLOCK: usize = 8;
+
+/// At most this many accumulator rows' elements per block (times 4 partial sums, 4 bytes each: 64 KiB of stack).
+const BLOCK_FLOATS: usize = 4096;
+
+/// For the row layout of an f32 sum over row variable `row`: the domain variable to block by, and how many of its
+/// values to compute together (the largest divisor of its extent up to [`BLOCK`] and `BLOCK_FLOATS` over the row's
+/// extent, at least 2). The block variable
+/// is one that some load steps by a plain multiple and no load that the row variable moves depends on (a matmul's
+/// row of A, while the row walks B), so the block's rows share every load of the row's operand and each adds a
+/// scalar of the other: one load of B per `mr` products. `None` where no variable qualifies.
+pub fn block_var(k: &Kernel, row: usize) -> Option<(usize, usize)> {
+    let mut loads = Vec::new();
+    load_idxs(&k.value, &mut loads);
+    (0..k.domain.len())
+        .filter(|&v| v != row && k.domain[v] > 1)
+        .filter(|&v| {
+            loads.iter().any(|i| i.terms.keys().any(|a| matches!(a, Atom::Var(u, _) if *u == v)))
+                && loads.iter().all(|i| !(i.mentions(v) && i.mentions(row)))
+                && loads.iter().all(|i| {
+                    i.terms.keys().all(|a| match a {
+                        Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) => !x.mentions(v),
+                        _ => true,
+                    })
+                })
+                && !mentions_as_value(&k.value, v)
+        })
+        .filter_map(|v| {
+            let mr =
+                (2..=BLOCK.min(k.domain[v]).min(BLOCK_FLOATS / k.domain[row])).rev().find(|m| k.domain[v] % m == 0)?;
+            Some((v, mr))
+        })
+        .last()
+}
+
+/// The load and gather indices of `e`.
+fn load_idxs<'a>(e: &'a Expr, out: &mut Vec<&'a crate::lower::index::Idx>) {
+    match e {
+        Expr::Load { at, .. } => out.push(at),
+        Expr::Gather { at, index, .. } => {
+            out.push(at);
+            load_idxs(index, out);
+        }
+        Expr::Unary(_, _, a) | Expr::Cast(_, a) => load_idxs(a, out),
+        Expr::Binary(_, _, _, a, b) => {
+            load_idxs(a, out);
+            load_idxs(b, out);
+        }
+        Expr::Where(c, a, b) => {
+            load_idxs(c, out);
+            load_idxs(a, out);
+            load_idxs(b, out);
+        }
+        _ => {}
+    }
+}
+
+/// Whether `e` uses variable `v` as a value (`Index`, `NonNeg`).
+fn mentions_as_value(e: &Expr, v: usize) -> bool {
+    match e {
+        Expr::Index(i) | Expr::NonNeg(i) => i.mentions(v),
+        Expr::Unary(_, _, a) | Expr::Cast(_, a) => mentions_as_value(a, v),
+        Expr::Gather { index, .. } => mentions_as_value(index, v),
+        Expr::Binary(_, _, _, a, b) => mentions_as_value(a, v) || mentions_as_value(b, v),
+        Expr::Where(c, a, b) => mentions_as_value(c, v) || mentions_as_value(a, v) || mentions_as_value(b, v),
+        _ => false,
+    }
+}
