@@ -56,9 +56,9 @@ fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
         ("permuted", "bb += 6", "acc[6][4][10]"),
         ("batched", "bb += 6", "acc[6][4][64]"),
         ("gemv", "float acc[4][70]", "part[i1] +="),
-        ("matvec", "float acc[16];", "acc[i1 - 32] +="),
-        ("scores", "float acc[16];", "c += 16"),
-        ("row_mean", "float acc[16];", "/ 35.0"),
+        ("matvec", "double acc[16];", "acc[i1 - 32] +="),
+        ("scores", "double acc[16];", "c += 16"),
+        ("row_mean", "double acc[16];", "/ 35.0"),
     ];
     let mut failures = Vec::new();
     for (func, mark, detail) in cases {

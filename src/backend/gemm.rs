@@ -1,7 +1,7 @@
 //! The C backend's layouts for f32 sums that the row layout ([`super::source::row_reduction`]) does not take:
 //! a dot product (the reduction's innermost variable walks every load contiguously: a matrix times a vector, a
-//! row vector times a transposed matrix, attention's `q @ k.transpose(-2, -1)`) accumulates in [`DOT_LANES`] f32
-//! partial sums, one per position of a chunk of consecutive reduction indices, so that the chunk loop vectorizes
+//! row vector times a transposed matrix, attention's `q @ k.transpose(-2, -1)`) accumulates in [`DOT_LANES`] double
+//! partial sums (each f32 term converted), one per position of a chunk of consecutive reduction indices, so that the chunk loop vectorizes
 //! and no add waits on the previous one. The plain nest accumulates such a sum serially in double.
 
 use std::fmt::Write;
@@ -16,7 +16,7 @@ use crate::tensor::DType;
 pub const DOT_LANES: usize = 16;
 
 /// A loop nest for an f32 sum or mean whose innermost reduction variable (of extent at least [`DOT_LANES`]) has
-/// stride 0 or 1 in every load: per output, [`DOT_LANES`] f32 partial sums over chunks of that variable (a tail
+/// stride 0 or 1 in every load: per output, [`DOT_LANES`] double partial sums over chunks of that variable (a tail
 /// shorter than a chunk goes round them too), combined as a balanced tree. `None` where this does not apply.
 pub fn dot_reduction(k: &Kernel, indent: &str) -> Option<String> {
     let red = k.reduce.as_ref()?;
@@ -37,7 +37,7 @@ pub fn dot_reduction(k: &Kernel, indent: &str) -> Option<String> {
         let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{", m = k.domain[v]);
         ind.push_str("  ");
     }
-    let _ = writeln!(s, "{ind}float acc[{lanes}];\n{ind}for (int l = 0; l < {lanes}; l++) acc[l] = 0.0f;");
+    let _ = writeln!(s, "{ind}double acc[{lanes}];\n{ind}for (int l = 0; l < {lanes}; l++) acc[l] = 0.0;");
     let mut red_ind = ind.clone();
     let base = k.domain.len();
     for (q, &m) in red.extents[..j].iter().enumerate() {
@@ -54,14 +54,14 @@ pub fn dot_reduction(k: &Kernel, indent: &str) -> Option<String> {
     let _ = writeln!(
         s,
         "{red_ind}  FF_SIMD\n{red_ind}  for (int l = 0; l < {lanes}; l++) {{ int64_t i{inner} = c + l; acc[l] += \
-         (float)({value}); }}"
+         (double)({value}); }}"
     );
     let _ = writeln!(s, "{red_ind}}}");
     if full < n {
         let _ = writeln!(
             s,
             "{red_ind}for (int64_t i{inner} = {full}; i{inner} < {n}; i{inner}++) acc[i{inner} - {full}] += \
-             (float)({value});"
+             (double)({value});"
         );
     }
     for _ in red.extents[..j].iter().filter(|&&m| m > 1) {
