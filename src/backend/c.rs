@@ -8,6 +8,7 @@ use std::rc::Rc;
 
 use hashbrown::HashMap;
 
+use super::gemm::dot_reduction;
 use super::source::{buffer_decls, helpers, point_body, prelude, row_reduction};
 use crate::lower::exec::Device;
 use crate::lower::kernel::Kernel;
@@ -57,7 +58,9 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
             if k.reduce.is_some() {
                 s.push_str("  {\n");
             }
-            s.push_str(&row_reduction(piece, "  ").unwrap_or_else(|| nest(piece)));
+            s.push_str(
+                &row_reduction(piece, "  ").or_else(|| dot_reduction(piece, "  ")).unwrap_or_else(|| nest(piece)),
+            );
             if k.reduce.is_some() {
                 s.push_str("  }\n");
             }

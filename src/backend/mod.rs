@@ -8,4 +8,5 @@ pub mod cache;
 pub mod cuda;
 pub mod cuda_src;
 pub mod emu;
+pub mod gemm;
 pub mod source;

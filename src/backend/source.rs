@@ -104,10 +104,18 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     let mut s = String::new();
     let count: usize = red.extents.iter().product();
     let mut ind = indent.to_string();
-    let outer: Vec<usize> = (0..k.domain.len()).filter(|&v| v != row && k.domain[v] > 1).collect();
+    // An f32 sum or mean accumulates in f32, in LANES partial sums per output as PyTorch's CPU kernels do (its
+    // goldens are f32 sums too); other reductions accumulate in double.
+    let lanes = if k.value.dtype() == DType::F32 && matches!(red.op, RedOp::Sum | RedOp::Mean) { LANES } else { 1 };
+    let block = if lanes > 1 { super::gemm::block_var(k, row) } else { None };
+    let outer: Vec<usize> =
+        (0..k.domain.len()).filter(|&v| v != row && k.domain[v] > 1 && block.is_none_or(|(b, _)| b != v)).collect();
     for &v in &outer {
         let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{", m = k.domain[v]);
         ind.push_str("  ");
+    }
+    if let Some((b, mr)) = block {
+        return Some(blocked_rows(k, row, (b, mr), count, s, ind, outer.len()));
     }
     let init = match red.op {
         RedOp::Max | RedOp::ArgMax => "-INFINITY",
@@ -116,9 +124,6 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         _ => "0",
     };
     let arg = matches!(red.op, RedOp::ArgMax | RedOp::ArgMin);
-    // An f32 sum or mean accumulates in f32, in LANES partial sums per output as PyTorch's CPU kernels do (its
-    // goldens are f32 sums too); other reductions accumulate in double.
-    let lanes = if k.value.dtype() == DType::F32 && matches!(red.op, RedOp::Sum | RedOp::Mean) { LANES } else { 1 };
     if lanes > 1 {
         let _ = writeln!(
             s,
@@ -207,6 +212,63 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
 
 /// Partial sums per output of an f32 row sum.
 const LANES: usize = 4;
+
+/// The row layout of an f32 sum blocked by `b` (see [`super::gemm::block_var`]): `mr` values of `b` at once, each
+/// with its own LANES partial sums per row element, so that one pass over the row's operand feeds `mr` outputs.
+/// Every output folds the same products in the same order as the unblocked row layout (the same bits).
+/// `s` holds the loops over `outer` (`depth` of them) opened at indent `ind`; this closes them.
+fn blocked_rows(
+    k: &Kernel,
+    row: usize,
+    (b, mr): (usize, usize),
+    count: usize,
+    mut s: String,
+    mut ind: String,
+    depth: usize,
+) -> String {
+    let red = k.reduce.as_ref().expect("a reduction");
+    let n = k.domain[row];
+    let _ = writeln!(s, "{ind}for (int64_t bb = 0; bb < {e}; bb += {mr}) {{", e = k.domain[b]);
+    ind.push_str("  ");
+    let _ = writeln!(
+        s,
+        "{ind}float acc[{mr}][{LANES}][{n}]; int lane = 0;\n{ind}for (int r = 0; r < {mr}; r++) for (int j = 0; j < \
+         {LANES}; j++) for (int64_t i{row} = 0; i{row} < {n}; i{row}++) acc[r][j][i{row}] = 0.0f;"
+    );
+    let base = k.domain.len();
+    let mut inner_ind = ind.clone();
+    for (j, &m) in red.extents.iter().enumerate() {
+        let _ = writeln!(s, "{inner_ind}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{", v = base + j);
+        inner_ind.push_str("  ");
+    }
+    let _ = writeln!(s, "{inner_ind}int ln = lane; lane = (lane + 1) % {LANES};");
+    // See `c.rs`'s inner_loop_pragmas: GCC 12.2 miscompiled selects in short loops it unrolled completely.
+    let _ = writeln!(s, "{inner_ind}#pragma GCC unroll 1\n{inner_ind}FF_SIMD");
+    let _ = writeln!(s, "{inner_ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) {{");
+    let value = render(&k.value, "a");
+    for r in 0..mr {
+        let _ = writeln!(s, "{inner_ind}  {{ int64_t i{b} = bb + {r}; acc[{r}][ln][i{row}] += (float)({value}); }}");
+    }
+    let _ = writeln!(s, "{inner_ind}}}");
+    for _ in &red.extents {
+        inner_ind.truncate(inner_ind.len() - 2);
+        let _ = writeln!(s, "{inner_ind}}}");
+    }
+    let parts: Vec<String> = (0..LANES).map(|j| format!("acc[r][{j}][i{row}]")).collect();
+    let total = format!("(({}) + ({}))", parts[..LANES / 2].join(" + "), parts[LANES / 2..].join(" + "));
+    let fin = if red.op == RedOp::Mean { format!("{total} / {count}.0") } else { total };
+    let _ = writeln!(
+        s,
+        "{ind}for (int r = 0; r < {mr}; r++) {{ int64_t i{b} = bb + r; for (int64_t i{row} = 0; i{row} < {n}; \
+         i{row}++) {} }}",
+        store_result(k, &fin)
+    );
+    for _ in 0..=depth {
+        ind.truncate(ind.len() - 2);
+        let _ = writeln!(s, "{ind}}}");
+    }
+    s
+}
 
 /// How far variable `v` moves the loads of `e`: the sum of its coefficients' magnitudes over every load index.
 /// A variable inside a division, modulo or view inverse counts as moving them far (`i64::MAX / 4`): such a

@@ -1,0 +1,182 @@
+//! The C backend's layouts for f32 sums that the row layout ([`super::source::row_reduction`]) does not take:
+//! a dot product (the reduction's innermost variable walks every load contiguously: a matrix times a vector, a
+//! row vector times a transposed matrix, attention's `q @ k.transpose(-2, -1)`) accumulates in [`DOT_LANES`] double
+//! partial sums (each f32 term converted), one per position of a chunk of consecutive reduction indices, so that the chunk loop vectorizes
+//! and no add waits on the previous one. The plain nest accumulates such a sum serially in double.
+
+use std::fmt::Write;
+
+use super::source::store_result;
+use crate::lower::index::Atom;
+use crate::lower::kernel::{render, Expr, Kernel, RedOp};
+use crate::tensor::DType;
+
+/// Partial sums of a dot product: a chunk of this many consecutive reduction indices is one vector iteration
+/// (one AVX-512 vector of f32, two AVX2 ones).
+pub const DOT_LANES: usize = 16;
+
+/// A loop nest for an f32 sum or mean whose innermost reduction variable (of extent at least [`DOT_LANES`]) has
+/// stride 0 or 1 in every load: per output, [`DOT_LANES`] double partial sums over chunks of that variable (a tail
+/// shorter than a chunk goes round them too), combined as a balanced tree. `None` where this does not apply.
+pub fn dot_reduction(k: &Kernel, indent: &str) -> Option<String> {
+    let red = k.reduce.as_ref()?;
+    if k.value.dtype() != DType::F32 || !matches!(red.op, RedOp::Sum | RedOp::Mean) {
+        return None;
+    }
+    let j = red.extents.iter().rposition(|&m| m > 1)?;
+    let n = red.extents[j];
+    let inner = k.domain.len() + j;
+    if n < DOT_LANES || !unit_stride(&k.value, inner) {
+        return None;
+    }
+    let lanes = DOT_LANES;
+    let mut s = String::new();
+    let mut ind = indent.to_string();
+    let outer: Vec<usize> = (0..k.domain.len()).filter(|&v| k.domain[v] > 1).collect();
+    for &v in &outer {
+        let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{", m = k.domain[v]);
+        ind.push_str("  ");
+    }
+    let _ = writeln!(s, "{ind}double acc[{lanes}];\n{ind}for (int l = 0; l < {lanes}; l++) acc[l] = 0.0;");
+    let mut red_ind = ind.clone();
+    let base = k.domain.len();
+    for (q, &m) in red.extents[..j].iter().enumerate() {
+        if m > 1 {
+            let _ = writeln!(s, "{red_ind}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{", v = base + q);
+            red_ind.push_str("  ");
+        }
+    }
+    let value = render(&k.value, "a");
+    let full = n - n % lanes;
+    let _ = writeln!(s, "{red_ind}for (int64_t c = 0; c < {full}; c += {lanes}) {{");
+    // See `c.rs`'s inner_loop_pragmas: GCC 12.2 miscompiled selects in short loops it unrolled completely.
+    let _ = writeln!(s, "{red_ind}  #pragma GCC unroll 1");
+    let _ = writeln!(
+        s,
+        "{red_ind}  FF_SIMD\n{red_ind}  for (int l = 0; l < {lanes}; l++) {{ int64_t i{inner} = c + l; acc[l] += \
+         (double)({value}); }}"
+    );
+    let _ = writeln!(s, "{red_ind}}}");
+    if full < n {
+        let _ = writeln!(
+            s,
+            "{red_ind}for (int64_t i{inner} = {full}; i{inner} < {n}; i{inner}++) acc[i{inner} - {full}] += \
+             (double)({value});"
+        );
+    }
+    for _ in red.extents[..j].iter().filter(|&&m| m > 1) {
+        red_ind.truncate(red_ind.len() - 2);
+        let _ = writeln!(s, "{red_ind}}}");
+    }
+    let total = tree((0..lanes).map(|l| format!("acc[{l}]")).collect());
+    let count: usize = red.extents.iter().product();
+    let fin = if red.op == RedOp::Mean { format!("{total} / {count}.0") } else { total };
+    let _ = writeln!(s, "{ind}{}", store_result(k, &fin));
+    for _ in &outer {
+        ind.truncate(ind.len() - 2);
+        let _ = writeln!(s, "{ind}}}");
+    }
+    Some(s)
+}
+
+/// A balanced sum of `terms` (pairs first), as C.
+fn tree(mut terms: Vec<String>) -> String {
+    while terms.len() > 1 {
+        terms = terms
+            .chunks(2)
+            .map(|p| if p.len() == 2 { format!("({} + {})", p[0], p[1]) } else { p[0].clone() })
+            .collect();
+    }
+    terms.pop().unwrap_or_else(|| "0.0f".into())
+}
+
+/// Whether variable `v` steps every load of `e` by 0 or 1 element (no division, modulo or view inverse of it, and
+/// no use of it as a value).
+fn unit_stride(e: &Expr, v: usize) -> bool {
+    let here = match e {
+        Expr::Load { at, .. } | Expr::Gather { at, .. } => at.terms.iter().all(|(a, k)| match a {
+            Atom::Var(u, _) if *u == v => *k == 1,
+            Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) => !x.mentions(v),
+            _ => true,
+        }),
+        Expr::Index(i) | Expr::NonNeg(i) => !i.mentions(v),
+        _ => true,
+    };
+    here && match e {
+        Expr::Unary(_, _, a) | Expr::Cast(_, a) => unit_stride(a, v),
+        Expr::Gather { index, .. } => unit_stride(index, v),
+        Expr::Binary(_, _, _, a, b) => unit_stride(a, v) && unit_stride(b, v),
+        Expr::Where(c, a, b) => unit_stride(c, v) && unit_stride(a, v) && unit_stride(b, v),
+        _ => true,
+    }
+}
+
+/// Outputs computed together in the row layout of an f32 sum: at most this many values of the block variable.
+pub const BLOCK: usize = 8;
+
+/// At most this many accumulator rows' elements per block (times 4 partial sums, 4 bytes each: 64 KiB of stack).
+const BLOCK_FLOATS: usize = 4096;
+
+/// For the row layout of an f32 sum over row variable `row`: the domain variable to block by, and how many of its
+/// values to compute together (the largest divisor of its extent up to [`BLOCK`] and `BLOCK_FLOATS` over the row's
+/// extent, at least 2). The block variable
+/// is one that some load steps by a plain multiple and no load that the row variable moves depends on (a matmul's
+/// row of A, while the row walks B), so the block's rows share every load of the row's operand and each adds a
+/// scalar of the other: one load of B per `mr` products. `None` where no variable qualifies.
+pub fn block_var(k: &Kernel, row: usize) -> Option<(usize, usize)> {
+    let mut loads = Vec::new();
+    load_idxs(&k.value, &mut loads);
+    (0..k.domain.len())
+        .filter(|&v| v != row && k.domain[v] > 1)
+        .filter(|&v| {
+            loads.iter().any(|i| i.terms.keys().any(|a| matches!(a, Atom::Var(u, _) if *u == v)))
+                && loads.iter().all(|i| !(i.mentions(v) && i.mentions(row)))
+                && loads.iter().all(|i| {
+                    i.terms.keys().all(|a| match a {
+                        Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) => !x.mentions(v),
+                        _ => true,
+                    })
+                })
+                && !mentions_as_value(&k.value, v)
+        })
+        .filter_map(|v| {
+            let mr =
+                (2..=BLOCK.min(k.domain[v]).min(BLOCK_FLOATS / k.domain[row])).rev().find(|m| k.domain[v] % m == 0)?;
+            Some((v, mr))
+        })
+        .last()
+}
+
+/// The load and gather indices of `e`.
+fn load_idxs<'a>(e: &'a Expr, out: &mut Vec<&'a crate::lower::index::Idx>) {
+    match e {
+        Expr::Load { at, .. } => out.push(at),
+        Expr::Gather { at, index, .. } => {
+            out.push(at);
+            load_idxs(index, out);
+        }
+        Expr::Unary(_, _, a) | Expr::Cast(_, a) => load_idxs(a, out),
+        Expr::Binary(_, _, _, a, b) => {
+            load_idxs(a, out);
+            load_idxs(b, out);
+        }
+        Expr::Where(c, a, b) => {
+            load_idxs(c, out);
+            load_idxs(a, out);
+            load_idxs(b, out);
+        }
+        _ => {}
+    }
+}
+
+/// Whether `e` uses variable `v` as a value (`Index`, `NonNeg`).
+fn mentions_as_value(e: &Expr, v: usize) -> bool {
+    match e {
+        Expr::Index(i) | Expr::NonNeg(i) => i.mentions(v),
+        Expr::Unary(_, _, a) | Expr::Cast(_, a) => mentions_as_value(a, v),
+        Expr::Gather { index, .. } => mentions_as_value(index, v),
+        Expr::Binary(_, _, _, a, b) => mentions_as_value(a, v) || mentions_as_value(b, v),
+        Expr::Where(c, a, b) => mentions_as_value(c, v) || mentions_as_value(a, v) || mentions_as_value(b, v),
+        _ => false,
+    }
+}

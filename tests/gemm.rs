@@ -1,0 +1,108 @@
+//! The C backend's matmul layouts (`src/backend/gemm.rs`, `source.rs`): which layout each matmul shape gets, and
+//! that each computes what the reference engine does (within the corpus tolerance), fused prologues and
+//! epilogues included.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use funcfuse::lower::{plan, Policy, Target};
+
+const PROGRAMS: &str = r#"
+def blocked(a: f32[20, 40], b: f32[40, 48], bias: f32[48]) -> f32[20, 48]:
+    return torch.relu(a @ (b * 0.5) + bias)
+
+
+def permuted(p: f32[1, 8, 12, 10], c: f32[6, 8]) -> f32[12, 10, 6]:
+    return torch.sigmoid(p[0].permute(1, 2, 0) @ c.t())
+
+
+def batched(x: f32[1, 12, 1, 64], w: f32[64, 64]) -> f32[1, 12, 1, 64]:
+    return x @ w
+
+
+def gemv(x: f32[1, 96], w: f32[96, 70]) -> f32[1, 70]:
+    return x @ w
+
+
+def matvec(m: f32[7, 37], v: f32[37]) -> f32[7]:
+    return torch.tanh(m @ (v - 0.25))
+
+
+def scores(q: f32[2, 1, 40], k: f32[2, 9, 40]) -> f32[2, 1, 9]:
+    return q @ k.transpose(-2, -1) / 8.0
+
+
+def row_mean(x: f32[5, 35]) -> f32[5]:
+    return x.mean(dim=1)
+"#;
+
+/// The C source of `func`'s fused plan, with the module to run it.
+fn rendered(func: &str) -> (funcfuse::frontend::Module, String) {
+    let dir = common::scratch("gemm", func);
+    let path = common::program(&dir, PROGRAMS);
+    let module = funcfuse::frontend::load_module(&path).unwrap();
+    let f = common::optimized(&module, func).unwrap();
+    let p = plan(&f.term, &f.inputs, Policy::Fused).unwrap();
+    (module, funcfuse::backend::c::render(&p))
+}
+
+#[test]
+fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
+    // (program, the layout's mark in the source, blocked rows per pass). Blocked: `mr` outputs of the block
+    // variable per pass over the row operand; dot: 16 f32 partial sums over chunks of the contiguous reduction.
+    let cases = [
+        ("blocked", "bb += 5", "acc[5][4][48]"),
+        ("permuted", "bb += 6", "acc[6][4][10]"),
+        ("batched", "bb += 6", "acc[6][4][64]"),
+        ("gemv", "float acc[4][70]", "part[i1] +="),
+        ("matvec", "double acc[16];", "acc[i1 - 32] +="),
+        ("scores", "double acc[16];", "c += 16"),
+        ("row_mean", "double acc[16];", "/ 35.0"),
+    ];
+    let mut failures = Vec::new();
+    for (func, mark, detail) in cases {
+        let (module, c) = rendered(func);
+        if !c.contains(mark) || !c.contains(detail) {
+            failures.push(format!("{func}: no `{mark}` / `{detail}` in\n{}", &c[c.find("void k0").unwrap_or(0)..]));
+        }
+        for seed in [0, 1] {
+            let inputs = common::seeded_inputs(&module, func, seed);
+            if let Err(e) = common::check_plan_on(&module, func, &inputs, Policy::Fused, Target::C) {
+                failures.push(format!("{func} (seed {seed}): {e}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn blocked_rows_give_the_unblocked_bits() {
+    // The blocked layout folds each output's products in the same order as the row layout does for one output
+    // at a time: rows of the same matmul computed alone (a [1, K] @ [K, N] GEMV, never blocked) match exactly.
+    let (module, c) = rendered("blocked");
+    assert!(c.contains("bb += 5"), "{c}");
+    let inputs = common::seeded_inputs(&module, "blocked", 3);
+    let f = common::optimized(&module, "blocked").unwrap();
+    let (all, _) = funcfuse::lower::run_c(&f, Policy::Fused, &inputs).unwrap();
+    let all = common::output_files(&all).into_values().next().unwrap().to_f64_vec();
+    let (a, b, bias) = (&inputs["a"], &inputs["b"], &inputs["bias"]);
+    let dir = common::scratch("gemm", "one_row");
+    let path = common::program(
+        &dir,
+        "def one_row(a: f32[1, 40], b: f32[40, 48], bias: f32[48]) -> f32[1, 48]:\n    return torch.relu(a @ (b * \
+         0.5) + bias)\n",
+    );
+    let one = funcfuse::frontend::load_module(&path).unwrap();
+    let g = common::optimized(&one, "one_row").unwrap();
+    let av = a.to_f64_vec();
+    for r in [0usize, 7, 19] {
+        let row = funcfuse::tensor::Tensor::from_f64(funcfuse::tensor::DType::F32, &[1, 40], &av[r * 40..r * 40 + 40])
+            .unwrap();
+        let ins =
+            BTreeMap::from([("a".to_string(), row), ("b".to_string(), b.clone()), ("bias".to_string(), bias.clone())]);
+        let (out, _) = funcfuse::lower::run_c(&g, Policy::Fused, &ins).unwrap();
+        let got = common::output_files(&out).into_values().next().unwrap().to_f64_vec();
+        assert_eq!(got, all[r * 48..r * 48 + 48], "row {r}");
+    }
+}
