@@ -10,6 +10,7 @@ pub mod index;
 pub mod kernel;
 pub mod plan;
 mod prepare;
+mod scatter;
 mod show;
 pub mod specialize;
 
