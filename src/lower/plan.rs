@@ -11,7 +11,7 @@ use egg::{Id, Language};
 
 use super::fuse::{compute_dtype, KernelBuilder};
 use super::kernel::{binary_supported, Kernel};
-use super::prepare::{decompose, unshare};
+use super::prepare::{decompose, elide_whole_writes, unshare};
 use crate::ir::{binary_of, dependent_nodes, node_types, unary_of, Node, OpName, Term, Ty};
 use crate::tensor::DType;
 
@@ -143,6 +143,14 @@ impl Prepared {
     fn new(term: &Term, inputs: &[(String, DType, Vec<usize>)]) -> Result<Prepared, String> {
         let term = unshare(&decompose(term));
         let types = node_types(&term, inputs)?;
+        let (term, types) = match elide_whole_writes(&term, &types) {
+            Some(t) => {
+                let t = unshare(&t);
+                let types = node_types(&t, inputs)?;
+                (t, types)
+            }
+            None => (term, types),
+        };
         let mut users: Vec<Vec<Id>> = vec![Vec::new(); term.as_ref().len()];
         for (i, node) in term.as_ref().iter().enumerate() {
             if types[i].is_none() {
