@@ -99,3 +99,25 @@ fn index_writes_and_gathers_match_the_reference_on_c_and_the_emulator() {
         }
     }
 }
+
+#[test]
+fn a_scatter_that_reads_its_own_base_writes_into_a_copy() {
+    // Hugging Face's top-p: `mask.scatter(1, sorted_indices, mask)` reads the mask at positions other points write.
+    let src = r#"
+import torch
+def f(x: f32[3, 40]) -> bool[3, 40]:
+    s, i = torch.sort(x)
+    m = s > 0.0
+    return m.scatter(1, i, m)
+"#;
+    let module = funcfuse::frontend::parse_module("test.py", src).unwrap();
+    let f = common::optimized(&module, "f").unwrap();
+    let p = funcfuse::lower::plan(&f.term, &f.inputs, Policy::Fused).unwrap();
+    assert!(p.how.iter().any(|h| matches!(h, How::CopyInPlace(_))), "{}", p.describe());
+    for seed in 0..3 {
+        let inputs = common::seeded_inputs(&module, "f", seed);
+        for target in [Target::C, Target::CudaEmu] {
+            common::check_plan_on(&module, "f", &inputs, Policy::Fused, target).unwrap();
+        }
+    }
+}

@@ -456,7 +456,10 @@ impl Planner<'_> {
             if let (How::Kernel(_), Node::Op(OpName::IndexPut | OpName::Scatter, args)) = (&self.how[i], &self.term[id])
             {
                 let x = args[0];
-                if let Some(first) = self.dead_after(x, id) {
+                // A scatter that also reads its base as its value or index (`m.scatter(1, i, m)`) reads elements
+                // other points overwrite: it writes into a copy.
+                let dead = if args[1..].contains(&x) { None } else { self.dead_after(x, id) };
+                if let Some(first) = dead {
                     self.how[i] = How::InPlace(0);
                     if !first.is_empty() {
                         self.before.insert(id, first);
