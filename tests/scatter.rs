@@ -74,7 +74,9 @@ fn a_kv_cache_write_goes_in_place_over_the_written_rows_only() {
             })
             .collect();
         assert_eq!(in_place, vec![2 * 8 * 4 * 64], "{func}: {}", p.describe());
-        assert_eq!(p.kernels.len(), 1, "{func}: {}", p.describe());
+        // The only other kernels compute the 4 positions; none copies or selects over the cache.
+        let big = p.kernels.iter().filter(|k| k.domain.iter().product::<usize>() > 4).count();
+        assert_eq!(big, 1, "{func}: {}", p.describe());
     }
 }
 
