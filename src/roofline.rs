@@ -148,7 +148,7 @@ fn atom_vars(a: &Atom, out: &mut BTreeSet<(usize, i64)>) {
             out.insert((*v, *n));
         }
         Atom::Param(_) => {}
-        Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) => idx_vars(x, out),
+        Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) | Atom::Load(_, x, _, _) => idx_vars(x, out),
     }
 }
 

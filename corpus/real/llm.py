@@ -435,3 +435,45 @@ def nanogpt_mlp_block(
     h = F.linear(h, c_proj_w, c_proj_b)
     x = x + h
     return x
+
+
+# Hugging Face transformers, cache_utils.py: StaticLayer.update at a decode step (one new position written into a
+# 2x8x32x64 static cache through an index tensor)
+def hf_static_cache_decode_update(
+    keys: f32[2, 8, 32, 64], values: f32[2, 8, 32, 64], key_states: f32[2, 8, 1, 64], value_states: f32[2, 8, 1, 64],
+    position: int = 17
+) -> tuple[f32[2, 8, 32, 64], f32[2, 8, 32, 64]]:
+    cache_position = torch.arange(position, position + 1)
+    keys[:, :, cache_position] = key_states
+    values[:, :, cache_position] = value_states
+    return keys, values
+
+
+# fairseq, fairseq/search.py: BeamSearch.step (scores added, top 2 * beam over beam x vocab, then beam and token)
+def fairseq_beam_search_step(
+    lprobs: f32[2, 4, 500], scores: f32[2, 4, 1], beam_size: int = 4
+) -> tuple[f32[2, 8], i64[2, 8], i64[2, 8]]:
+    bsz, beam, vocab_size = lprobs.shape
+    lprobs = lprobs + scores
+    top_prediction = torch.topk(lprobs.view(bsz, -1), k=min(beam_size * 2, lprobs.view(bsz, -1).size(1) - 1))
+    scores_buf = top_prediction[0]
+    indices_buf = top_prediction[1]
+    beams_buf = torch.div(indices_buf, vocab_size, rounding_mode="trunc")
+    indices_buf = indices_buf.fmod(vocab_size)
+    return scores_buf, indices_buf, beams_buf
+
+
+# A decode step over a static cache (Hugging Face's StaticLayer.update with index_copy_, then scaled dot-product
+# attention of one query over the positions written so far)
+def hf_decode_step_attention(
+    q: f32[2, 8, 1, 64], keys: f32[2, 8, 32, 64], values: f32[2, 8, 32, 64], key_states: f32[2, 8, 1, 64],
+    value_states: f32[2, 8, 1, 64], position: int = 17
+) -> tuple[f32[2, 8, 1, 64], f32[2, 8, 32, 64], f32[2, 8, 32, 64]]:
+    cache_position = torch.arange(position, position + 1)
+    keys.index_copy_(2, cache_position, key_states)
+    values.index_copy_(2, cache_position, value_states)
+    visible = torch.arange(32) <= position
+    attn = torch.matmul(q, keys.transpose(2, 3)) / 8.0
+    attn = attn.masked_fill(~visible, float("-inf"))
+    attn = torch.softmax(attn, dim=-1)
+    return torch.matmul(attn, values), keys, values

@@ -49,8 +49,11 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
         s.push_str(&buffer_decls(k));
         // Each piece of the domain (of a reduction's output domain) gets its own loop nest: a reduction's row
         // layout where that pays, else the plain nest. A reduction's piece is a block of its own (its accumulators).
-        let pieces = crate::lower::specialize::pieces(k)
-            .map_or_else(|| vec![k.clone()], |ps| ps.iter().map(|p| p.kernel(k)).collect());
+        // A scatter runs its points in row-major order, in one nest (see `Kernel::ordered`).
+        let pieces = match crate::lower::specialize::pieces(k) {
+            Some(ps) if !k.ordered() => ps.iter().map(|p| p.kernel(k)).collect(),
+            _ => vec![k.clone()],
+        };
         for (n, piece) in pieces.iter().enumerate() {
             if pieces.len() > 1 {
                 let _ = writeln!(s, "  /* piece {n}: {:?} */", piece.domain);
@@ -78,7 +81,8 @@ fn nest(k: &Kernel) -> String {
     let loops: Vec<(usize, usize)> = k.domain.iter().copied().enumerate().filter(|&(_, n)| n != 1).collect();
     let mut ind = String::from("  ");
     for (j, &(v, n)) in loops.iter().enumerate() {
-        if j + 1 == loops.len() && k.reduce.is_none() {
+        // A scatter's points may write one element (duplicate indices): no `ivdep` for it.
+        if j + 1 == loops.len() && k.reduce.is_none() && !k.ordered() {
             s.push_str(&inner_loop_pragmas(&ind));
         }
         let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {n}; i{v}++) {{");

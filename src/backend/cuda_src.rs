@@ -89,6 +89,9 @@ fn matmul_operands(k: &Kernel) -> Option<(&Expr, &Expr)> {
 /// How kernel `k` maps onto the GPU.
 pub fn layout(k: &Kernel) -> Layout {
     let d = k.domain.len();
+    if k.reduce.is_none() && k.ordered() {
+        return Layout::Flat;
+    }
     if k.reduce.is_none() {
         let rest: usize = k.domain.iter().skip(1).product();
         return if d >= 2 && (2..=65535).contains(&k.domain[0]) && rest >= 128 { Layout::Rows } else { Layout::Flat };
@@ -132,6 +135,9 @@ pub fn config(k: &Kernel, sms: u32, reduce_threads: u32) -> Config {
     let cap = (sms.max(1) * 16) as usize;
     let grid = |units: usize, cap: usize| units.clamp(1, cap.max(1)) as u32;
     match layout(k) {
+        // A scatter may write one element from several points: one thread runs them in order (correct first; on a
+        // GPU this is slow for large scatters).
+        Layout::Flat if k.ordered() => Config { grid: (1, 1, 1), block: 1 },
         Layout::Flat => {
             let total = outputs(k);
             let block = threads_for(total);

@@ -280,7 +280,11 @@ fn stride_sum(e: &Expr, v: usize) -> i64 {
             .iter()
             .map(|(a, k)| match a {
                 Atom::Var(u, _) if *u == v => k.abs(),
-                Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) if x.mentions(v) => i64::MAX / 4,
+                Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) | Atom::Load(_, x, _, _)
+                    if x.mentions(v) =>
+                {
+                    i64::MAX / 4
+                }
                 _ => 0,
             })
             .fold(0i64, |a, b| a.saturating_add(b)),

@@ -141,12 +141,12 @@ fn execute_with<D: Device>(
     let copy_loop_state = plan
         .launches
         .iter()
-        .any(|l| matches!(plan.term[l.node], Node::Assign([x, _, _]) if matches!(plan.term[x], Node::Carried(_))));
+        .any(|l| written_base(&plan.term, l.node).is_some_and(|x| matches!(plan.term[x], Node::Carried(_))));
     // Inputs are shared with the caller (not copied) only where no kernel writes in place into a buffer it did not
     // make itself: then no write can reach an input's memory, whatever passes it along (a branch, a loop).
-    let share_inputs = plan.how.iter().enumerate().all(|(i, h)| match (h, &plan.term[Id::from(i)]) {
-        (How::InPlace(_), Node::Assign([x, _, _])) => {
-            matches!(plan.how[usize::from(*x)], How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_))
+    let share_inputs = plan.how.iter().enumerate().all(|(i, h)| match (h, written_base(&plan.term, Id::from(i))) {
+        (How::InPlace(_), Some(x)) => {
+            matches!(plan.how[usize::from(x)], How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_))
         }
         _ => true,
     });
@@ -444,10 +444,10 @@ impl<D: Device> Executor<'_, D> {
         let (bufs, params) = self.operands(&plan.launches[k], inputs)?;
         let (d, shape) = plan.tensor(id).ok_or("a kernel of a non-tensor")?;
         let shape: Rc<[usize]> = shape.into();
-        let out = match (&plan.how[usize::from(id)], &plan.term[id]) {
-            (How::InPlace(_), Node::Assign([x, _, _])) => self.tensor(*x, inputs)?.0,
-            (How::CopyInPlace(_), Node::Assign([x, _, _])) => {
-                let v = self.eval(*x, inputs)?;
+        let out = match (&plan.how[usize::from(id)], written_base(&plan.term, id)) {
+            (How::InPlace(_), Some(x)) => self.tensor(x, inputs)?.0,
+            (How::CopyInPlace(_), Some(x)) => {
+                let v = self.eval(x, inputs)?;
                 match self.own(&v)? {
                     Val::T(b, ..) => b,
                     _ => return Err("assign to a non-tensor".into()),
@@ -517,11 +517,12 @@ impl<D: Device> Executor<'_, D> {
 
     /// A gather's indices must lie in `[-extent, extent)`, as PyTorch requires (a kernel cannot report it).
     fn check_indices(&mut self, launch: &super::plan::Launch, inputs: &BTreeMap<String, Tensor>) -> R<()> {
-        for &(node, extent) in &launch.checks {
-            let (b, d, s) = self.tensor(node, inputs)?;
+        for c in &launch.checks {
+            let (b, d, s) = self.tensor(c.node, inputs)?;
             let t = self.dev.download(&b, d, &s)?;
-            if let Some(bad) = t.scalars().iter().map(|v| v.to_i64_trunc()).find(|&i| i < -extent || i >= extent) {
-                return Err(format!("index {bad} is out of bounds for dimension 0 with size {extent}"));
+            let (lo, extent) = (if c.wraps { -c.extent } else { 0 }, c.extent);
+            if let Some(bad) = t.scalars().iter().map(|v| v.to_i64_trunc()).find(|&i| i < lo || i >= extent) {
+                return Err(format!("index {bad} is out of bounds for dimension {} with size {extent}", c.dim));
             }
         }
         Ok(())
@@ -636,4 +637,14 @@ impl<D: Device> Executor<'_, D> {
 fn copy_subterm(term: &Term, id: Id, b: &mut Builder) -> Id {
     let n = term[id].clone().map_children(|c| copy_subterm(term, c, b));
     b.add(n)
+}
+
+/// The base buffer a node writes into, where it is a write (an `assign` through a view, or a scatter through index
+/// tensors: `index_put`, `scatter`).
+pub fn written_base(term: &crate::ir::Term, id: Id) -> Option<Id> {
+    match &term[id] {
+        Node::Assign([x, _, _]) => Some(*x),
+        Node::Op(crate::ir::OpName::IndexPut | crate::ir::OpName::Scatter, args) => args.first().copied(),
+        _ => None,
+    }
 }

@@ -6,7 +6,7 @@ use egg::Id;
 
 use super::index::{contiguous, ravel, unravel, Atom, Idx};
 use super::kernel::{Expr, Kernel, RedOp, Reduction};
-use super::plan::{lit, lits, How, Planner};
+use super::plan::{lit, lits, How, IndexCheck, Planner};
 use crate::ir::{binary_of, unary_of, Node, OpName};
 use crate::tensor::ops::Binary;
 use crate::tensor::DType;
@@ -19,12 +19,12 @@ pub(super) struct KernelBuilder {
     pub(super) arg_dtypes: Vec<DType>,
     /// While building an epilogue: the reduction whose value it reads (as `red`, at the kernel's own point).
     acc: Option<Id>,
-    /// Index buffers of gathers and the extents they index.
-    pub(super) checks: Vec<(Id, i64)>,
+    /// Index buffers of gathers and scatters and the ranges they must lie in.
+    pub(super) checks: Vec<IndexCheck>,
 }
 
 impl KernelBuilder {
-    fn arg(&mut self, id: Id, d: DType) -> usize {
+    pub(super) fn arg(&mut self, id: Id, d: DType) -> usize {
         if let Some(k) = self.args.iter().position(|&a| a == id) {
             return k + 1;
         }
@@ -42,6 +42,12 @@ impl KernelBuilder {
             }
         };
         Idx::atom(Atom::Param(k))
+    }
+
+    pub(super) fn check(&mut self, c: IndexCheck) {
+        if !self.checks.contains(&c) {
+            self.checks.push(c);
+        }
     }
 
     fn view(&mut self, shape: &[usize], strides: &[i64]) -> usize {
@@ -255,7 +261,7 @@ impl Planner<'_> {
                 self.expr(kb, args[0], &unravel(&ravel(idx, shape), &xs))?
             }
             Node::Op(InView, args) => self.membership(kb, args[1], idx, shape)?.0,
-            Node::Op(Index, args) if args.len() == 2 => {
+            Node::Op(Index, args) if args.len() == 2 && self.tensor(args[1]).is_some() => {
                 let (xd, xs) = self.tensor(args[0]).ok_or("gather table")?;
                 let (_, is) = self.tensor(args[1]).ok_or("gather index")?;
                 if self.how[usize::from(args[0])] == How::Inline || self.how[usize::from(args[1])] == How::Inline {
@@ -265,9 +271,7 @@ impl Planner<'_> {
                 let mut at = vec![Idx::constant(0)];
                 at.extend(idx[is.len()..].iter().cloned());
                 let arg = kb.arg(args[0], xd);
-                if !kb.checks.contains(&(args[1], xs[0] as i64)) {
-                    kb.checks.push((args[1], xs[0] as i64));
-                }
+                kb.check(IndexCheck { node: args[1], extent: xs[0] as i64, dim: 0, wraps: true });
                 Expr::Gather {
                     arg,
                     at: ravel(&at, &xs),
@@ -277,6 +281,7 @@ impl Planner<'_> {
                     dtype: xd,
                 }
             }
+            Node::Op(Index, _) => self.multi_gather(kb, id, idx)?,
             Node::Op(op @ (Triu | Tril), args) => {
                 let k = lit(self.term, args[1]).ok_or("triangle")?;
                 let r = idx.len();
@@ -393,6 +398,9 @@ impl Planner<'_> {
                 k.domain = vs;
                 k.store = store;
                 k.in_place = true;
+            }
+            (Node::Op(OpName::IndexPut | OpName::Scatter, _), How::InPlace(_) | How::CopyInPlace(_)) => {
+                self.scatter_kernel(kb, id, &mut k)?;
             }
             (Node::Op(OpName::Matmul, args), _) => {
                 let (a, b) = (args[0], args[1]);

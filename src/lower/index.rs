@@ -51,6 +51,10 @@ pub enum Atom {
     /// `vi<k>(x)`: the row-major position, within the shape of the kernel's view helper k (of n elements), of the
     /// element at offset x from the view's start; -1 when the view does not reach it.
     ViewInv(usize, Box<Idx>, i64),
+    /// An index read at run time: element `at` of argument buffer `arg` (an integer index tensor), in
+    /// `[-extent, extent)` where `wraps` (a negative index counts from the end), else in `[0, extent)`. The executor
+    /// checks the index buffer's values before the launch, so the form lies in `[0, extent)`.
+    Load(usize, Box<Idx>, i64, bool),
 }
 
 /// `c + sum(k * atom)`, with no zero coefficients and atoms sorted.
@@ -115,6 +119,7 @@ impl Idx {
                     _ => (0, m - 1),
                 },
                 Atom::ViewInv(_, _, n) => (-1, n - 1),
+                Atom::Load(_, _, n, _) => (0, n - 1),
             };
             if k > 0 {
                 lo += k * alo;
@@ -199,7 +204,7 @@ impl Idx {
         self.terms.keys().any(|a| match a {
             Atom::Var(u, _) => *u == v,
             Atom::Param(_) => false,
-            Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) => x.mentions(v),
+            Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) | Atom::Load(_, x, _, _) => x.mentions(v),
         })
     }
 
@@ -213,6 +218,7 @@ impl Idx {
                 Atom::Div(x, d) => x.subst(f).div(*d),
                 Atom::Mod(x, m) => x.subst(f).modulo(*m),
                 Atom::ViewInv(h, x, n) => Idx::atom(Atom::ViewInv(*h, Box::new(x.subst(f)), *n)),
+                Atom::Load(b, x, n, w) => Idx::atom(Atom::Load(*b, Box::new(x.subst(f)), *n, *w)),
             };
             out = out.add(&v.scale(k));
         }
@@ -228,7 +234,11 @@ impl Idx {
             let bound: i128 = match a {
                 Atom::Var(_, n) => i128::from((n - 1).max(0)),
                 Atom::Param(_) => return false,
-                Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) if !x.fits_i32() => return false,
+                Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) | Atom::Load(_, x, _, _)
+                    if !x.fits_i32() =>
+                {
+                    return false
+                }
                 Atom::Div(x, d) => match x.range() {
                     Some((lo, hi)) => {
                         i128::from(lo.div_euclid(*d).unsigned_abs().max(hi.div_euclid(*d).unsigned_abs()))
@@ -237,6 +247,7 @@ impl Idx {
                 },
                 Atom::Mod(_, m) => i128::from(m - 1),
                 Atom::ViewInv(_, _, n) => i128::from((n - 1).max(1)),
+                Atom::Load(_, _, n, _) => i128::from((n - 1).max(0)),
             };
             total += i128::from(k.unsigned_abs()) * bound;
             if total > i128::from(i32::MAX) {
@@ -267,6 +278,15 @@ impl Idx {
                 (Atom::Div(x, d), Width::I64) => format!("ff_div({}, {d})", x.render_as(w)),
                 (Atom::Mod(x, m), Width::I64) => format!("ff_mod({}, {m})", x.render_as(w)),
                 (Atom::ViewInv(k, x, _), _) => format!("vi{k}({})", x.render_as(w)),
+                (Atom::Load(b, x, n, wraps), _) => {
+                    let v = format!("(int64_t)a{b}[{}]", x.render_as(w));
+                    let v = if *wraps { format!("ff_wrap({v}, {n})") } else { format!("({v})") };
+                    if w == Width::I32 {
+                        format!("(int){v}")
+                    } else {
+                        v
+                    }
+                }
             };
             if !s.is_empty() {
                 s.push_str(" + ");

@@ -143,6 +143,24 @@ impl Kernel {
         self.store == super::index::ravel(&vars, &self.domain)
     }
 
+    /// Whether the kernel's points must run one after another, in row-major order: a scatter, whose positions come
+    /// from index buffers (duplicates: the last write wins, as in the reference), or an accumulating one (it reads
+    /// its own output: `old + value`).
+    pub fn ordered(&self) -> bool {
+        let scatters = self.store.terms.keys().any(|a| matches!(a, super::index::Atom::Load(..)));
+        fn reads(e: &Expr) -> bool {
+            match e {
+                Expr::Load { arg: 0, .. } | Expr::Gather { arg: 0, .. } => true,
+                Expr::Unary(_, _, a) | Expr::Cast(_, a) => reads(a),
+                Expr::Gather { index, .. } => reads(index),
+                Expr::Binary(_, _, _, a, b) => reads(a) || reads(b),
+                Expr::Where(c, a, b) => reads(c) || reads(a) || reads(b),
+                _ => false,
+            }
+        }
+        self.in_place && (scatters || reads(&self.value))
+    }
+
     /// Bytes moved and arithmetic ops of one launch, given the element counts of its argument buffers (after the
     /// output): the output is written once, each argument read at most once per point.
     pub fn traffic(&self, arg_numels: impl IntoIterator<Item = usize>) -> (f64, f64) {

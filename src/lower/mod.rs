@@ -11,6 +11,7 @@ pub mod kernel;
 pub mod plan;
 mod prepare;
 pub mod profile;
+mod scatter;
 mod show;
 pub mod specialize;
 

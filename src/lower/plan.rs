@@ -11,7 +11,7 @@ use egg::{Id, Language};
 
 use super::fuse::{compute_dtype, KernelBuilder};
 use super::kernel::{binary_supported, Kernel};
-use super::prepare::{decompose, unshare};
+use super::prepare::{decompose, elide_whole_writes, unshare};
 use crate::ir::{binary_of, dependent_nodes, node_types, unary_of, Node, OpName, Term, Ty};
 use crate::tensor::DType;
 
@@ -52,8 +52,19 @@ pub struct Launch {
     pub node: Id,
     pub args: Vec<Id>,
     pub params: Vec<Id>,
-    /// Index buffers the kernel gathers with, and the extent each must index: the executor checks them first.
-    pub checks: Vec<(Id, i64)>,
+    /// Index buffers the kernel gathers or scatters with, and the range each must lie in: the executor checks them
+    /// first.
+    pub checks: Vec<IndexCheck>,
+}
+
+/// An index buffer a kernel reads positions from: its values must lie in `[-extent, extent)` where negative indices
+/// wrap (advanced indexing), else in `[0, extent)` (scatter, index_copy); `dim` names the indexed dim in the error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexCheck {
+    pub node: Id,
+    pub extent: i64,
+    pub dim: usize,
+    pub wraps: bool,
 }
 
 pub struct Plan {
@@ -148,6 +159,14 @@ impl Prepared {
     fn new(term: &Term, inputs: &[(String, DType, Vec<usize>)]) -> Result<Prepared, String> {
         let term = unshare(&decompose(term));
         let types = node_types(&term, inputs)?;
+        let (term, types) = match elide_whole_writes(&term, &types) {
+            Some(t) => {
+                let t = unshare(&t);
+                let types = node_types(&t, inputs)?;
+                (t, types)
+            }
+            None => (term, types),
+        };
         let mut users: Vec<Vec<Id>> = vec![Vec::new(); term.as_ref().len()];
         for (i, node) in term.as_ref().iter().enumerate() {
             if types[i].is_none() {
@@ -323,11 +342,13 @@ impl Planner<'_> {
                 Triu | Tril => lit(self.term, args[1]).is_some(),
                 Arange => args[1..3].iter().all(|&a| matches!(self.term[a], Node::Int(_) | Node::Float(_))),
                 InView => self.view_parts(args[1]).is_some_and(|(s, st, _)| nests(&s, &st)),
-                // x[i] with one integer index tensor: a gather along x's first dim.
+                // x[i] with one integer index tensor: a gather along x's first dim; with several (or slices
+                // before them), a load at the position the index buffers give.
                 Index => {
-                    args.len() == 2
+                    (args.len() == 2
                         && self.tensor(args[0]).is_some_and(|(_, s)| !s.is_empty())
-                        && self.tensor(args[1]).is_some_and(|(d, _)| !d.is_float() && d != DType::Bool)
+                        && self.tensor(args[1]).is_some_and(|(d, _)| !d.is_float() && d != DType::Bool))
+                        || self.multi_gather_form(id)
                 }
                 _ => false,
             },
@@ -369,6 +390,8 @@ impl Planner<'_> {
                 // The host evaluates E for its checks, then yields V's buffer as it is.
                 Node::Op(OpName::After, _) => How::Host,
                 Node::Op(..) if self.reduction(id) => How::Kernel(0),
+                // A write through index tensors: a scatter kernel, in place or into a copy of its base (below).
+                Node::Op(..) if self.scatter_form(id) => How::Kernel(0),
                 Node::Op(..) | Node::Access(_) | Node::Assign(_) if self.expressible(id) => How::Inline,
                 Node::Op(..) | Node::Access(_) | Node::Assign(_) => How::Fallback,
                 _ => How::Host,
@@ -408,7 +431,11 @@ impl Planner<'_> {
                 }
             };
             // A gather reads its table at run-time positions and checks its indices on the host: both are buffers.
-            let gathered = users.iter().any(|&u| matches!(self.term[u], Node::Op(OpName::Index, _)));
+            // So are a scatter kernel's indices (its base is a buffer it writes; its value may fuse in).
+            let gathered = users.iter().any(|&u| {
+                matches!(self.term[u], Node::Op(OpName::Index, _))
+                    || (self.how[usize::from(u)] != How::Fallback && self.index_operand_of(id, u))
+            });
             // A matmul reads each operand element once per row or column of the other: only pure reads fuse in.
             let matmul_operand =
                 users.iter().any(|&u| matches!(self.term[u], Node::Op(OpName::Matmul, _))) && !self.pure_read(id);
@@ -419,6 +446,17 @@ impl Planner<'_> {
         // Assigns that are buffers write in place where their base is a dead buffer. Otherwise ours writes the
         // whole new buffer as a predicated select; the baselines copy the base and write into the copy (as a
         // clone and an in-place op would), which needs the base as a buffer.
+        // A scatter kernel writes into its base's buffer (in place where it is dead, else into a copy): a fused
+        // base becomes a buffer.
+        for i in 0..n {
+            if let (How::Kernel(_), Node::Op(OpName::IndexPut | OpName::Scatter, args)) =
+                (&self.how[i], &self.term[Id::from(i)])
+            {
+                if self.how[usize::from(args[0])] == How::Inline {
+                    self.how[usize::from(args[0])] = How::Kernel(0);
+                }
+            }
+        }
         if self.policy != Policy::Fused {
             // The baselines write through views into buffers: a fused base becomes one first.
             for i in (0..n).rev() {
@@ -431,6 +469,22 @@ impl Planner<'_> {
         }
         for i in (0..n).rev() {
             let id = Id::from(i);
+            if let (How::Kernel(_), Node::Op(OpName::IndexPut | OpName::Scatter, args)) = (&self.how[i], &self.term[id])
+            {
+                let x = args[0];
+                // A scatter that also reads its base as its value or index (`m.scatter(1, i, m)`) reads elements
+                // other points overwrite: it writes into a copy.
+                let dead = if args[1..].contains(&x) { None } else { self.dead_after(x, id) };
+                if let Some(first) = dead {
+                    self.how[i] = How::InPlace(0);
+                    if !first.is_empty() {
+                        self.before.insert(id, first);
+                    }
+                } else {
+                    self.how[i] = How::CopyInPlace(0);
+                }
+                continue;
+            }
             if let (How::Kernel(_), Node::Assign([x, _, _])) = (&self.how[i], &self.term[id]) {
                 let x = *x;
                 let dead = if self.how[usize::from(x)] != How::Inline { self.dead_after(x, id) } else { None };
@@ -609,8 +663,12 @@ impl Planner<'_> {
         }
         // A read of x fused into this very kernel is safe where each point reads only what it writes (the same
         // view, through elementwise ops of the view's shape) or what no point writes (a disjoint view).
-        let Node::Assign([_, w, _]) = self.term[assign] else { return None };
-        let wshape = self.view_parts(w).map(|(s, _, _)| s);
+        // A scatter (no view) takes no fused read of x as safe.
+        let w = match self.term[assign] {
+            Node::Assign([_, w, _]) => Some(w),
+            _ => None,
+        };
+        let wshape = w.and_then(|w| self.view_parts(w)).map(|(s, _, _)| s);
         fn reaches(
             p: &Planner,
             c: Id,
@@ -639,7 +697,7 @@ impl Planner<'_> {
             if u == assign {
                 return true;
             }
-            if let (Node::Access([_, r]), How::Inline) = (&self.term[u], &self.how[usize::from(u)]) {
+            if let (Node::Access([_, r]), How::Inline, Some(w)) = (&self.term[u], &self.how[usize::from(u)], w) {
                 match self.relation(*r, w) {
                     Some(same) if deps[usize::from(u)] => return reaches(self, u, assign, &deps, same, &wshape, 0),
                     _ => {}

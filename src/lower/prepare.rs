@@ -85,3 +85,52 @@ pub(super) fn unshare(term: &Term) -> Term {
     go(term, &dep, term.root(), &mut Vec::new(), &mut hashbrown::HashMap::new(), &mut out);
     out
 }
+
+/// The term with every write of a whole buffer by a scatter into that same buffer (`assign(x, all of x,
+/// index_put(x, ...))`, which a mutated input's write-back of `x[:, :, pos] = v` is) spelled as the scatter itself:
+/// its value is the scatter's, and then nothing else reads the base, so the scatter can go in place. `None` where
+/// no such write occurs.
+pub(super) fn elide_whole_writes(term: &Term, types: &[Option<crate::ir::Ty>]) -> Option<Term> {
+    use crate::ir::Ty;
+    let nodes = term.as_ref();
+    let whole = |x: Id, v: Id| -> bool {
+        let Some(Ty::Tensor(_, s)) = &types[usize::from(x)] else { return false };
+        let Node::View([vs, vst, off]) = &nodes[usize::from(v)] else { return false };
+        let ints = |id: Id| -> Option<Vec<i64>> {
+            match &nodes[usize::from(id)] {
+                Node::List(items) => items
+                    .iter()
+                    .map(|&c| match nodes[usize::from(c)] {
+                        Node::Int(i) => Some(i),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => None,
+            }
+        };
+        let (Some(vs), Some(vst)) = (ints(*vs), ints(*vst)) else { return false };
+        let cs = super::index::contiguous(s);
+        matches!(nodes[usize::from(*off)], Node::Int(0))
+            && vs.len() == s.len()
+            && vs.iter().zip(s).all(|(&a, &b)| a == b as i64)
+            && (0..s.len()).all(|d| s[d] <= 1 || vst[d] == cs[d])
+    };
+    let elide = |i: usize| -> Option<Id> {
+        let Node::Assign([x, v, y]) = nodes[i] else { return None };
+        let Node::Op(OpName::IndexPut | OpName::Scatter, args) = &nodes[usize::from(y)] else { return None };
+        (args.first() == Some(&x) && types[usize::from(x)] == types[usize::from(y)] && whole(x, v)).then_some(y)
+    };
+    if !(0..nodes.len()).any(|i| elide(i).is_some()) {
+        return None;
+    }
+    let mut b = crate::ir::Builder::default();
+    let mut map: Vec<Id> = Vec::with_capacity(nodes.len());
+    for (i, node) in nodes.iter().enumerate() {
+        let id = match elide(i) {
+            Some(y) => map[usize::from(y)],
+            None => b.add(node.clone().map_children(|c| map[usize::from(c)])),
+        };
+        map.push(id);
+    }
+    Some(b.extract(map[usize::from(term.root())]))
+}

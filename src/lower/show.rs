@@ -87,7 +87,7 @@ impl Plan {
             for a in &l.args {
                 let _ = writeln!(s, "  n{} -> n{};", usize::from(*a), usize::from(l.node));
             }
-            if let Node::Assign([x, _, _]) = self.term[l.node] {
+            if let Some(x) = super::exec::written_base(&self.term, l.node) {
                 if matches!(self.how[usize::from(l.node)], How::InPlace(_) | How::CopyInPlace(_)) {
                     let _ = writeln!(
                         s,

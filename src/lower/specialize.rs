@@ -224,7 +224,7 @@ fn atoms(i: &Idx, f: &mut dyn FnMut(&Atom)) {
     for a in i.terms.keys() {
         f(a);
         match a {
-            Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) => atoms(x, f),
+            Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) | Atom::Load(_, x, _, _) => atoms(x, f),
             Atom::Var(..) | Atom::Param(_) => {}
         }
     }
