@@ -30,6 +30,8 @@ pub struct PlanRow {
     pub measured_s: Option<f64>,
     /// Whether its outputs match the reference engine's (`tensor::compare_close`: the tolerance the tests use).
     pub agrees: bool,
+    /// What the plan's checked run did (launches, bytes, ops, class by class).
+    pub stats: Stats,
 }
 
 /// What comparing one program gives: the plans' rows, the roofline and a summary of the inputs used.
@@ -130,6 +132,7 @@ pub fn compare_program(
             predicted_s: profile.predict(&stats),
             measured_s,
             agrees,
+            stats,
         });
     }
     let roofline = roofline.ok_or_else(|| Diagnostic::new("compare: our plan was not among the plans asked for"))?;
@@ -160,6 +163,7 @@ pub fn rows_json(program: &str, rows: &[PlanRow], roofline: &crate::roofline::Ro
             "predicted_s": r.predicted_s,
             "measured_s": r.measured_s,
             "matches_reference": r.agrees,
+            "features": crate::cost::calibrate::features_json(&r.stats.by_class),
         })).collect::<Vec<_>>(),
     })
 }

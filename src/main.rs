@@ -93,12 +93,26 @@ enum Cmd {
         #[arg(long)]
         costs: Option<PathBuf>,
     },
-    /// Measure a cost profile of a backend (launch overhead, bandwidth, throughput) and write it as JSON.
+    /// Measure a cost profile of a backend and write it as JSON: launch overhead, bandwidth and throughput, and per
+    /// kernel class (elementwise, transcendental, gather, reduction, matmul, copy, fallback, run) the costs fitted to
+    /// measured runs of the calibration kernels (and of --from programs and --from-records measurements). Times are
+    /// measurements: two calibrations differ.
     Calibrate {
         #[arg(long, value_enum, default_value = "c")]
         backend: Backend,
         #[arg(long)]
         out: PathBuf,
+        /// Programs (FILE.py::FUNC), files or directories whose plans (eager, unfunctionalized, ours) are also run and
+        /// fitted to, e.g. the corpus (repeatable).
+        #[arg(long = "from", value_name = "PATHS", num_args = 1..)]
+        from: Vec<String>,
+        /// Directories of earlier measurements (compare.json from `compare --measure`, record.json from `optimize
+        /// --autotune`) fitted to as well (repeatable).
+        #[arg(long = "from-records", value_name = "DIR")]
+        from_records: Vec<PathBuf>,
+        /// Timed runs per plan (after one warm-up run); the median is fitted.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
     },
     /// Generate random programs and run each through every engine against the reference interpreter; diverging
     /// programs are reduced and reported (exit status 1 if any).
@@ -287,7 +301,9 @@ fn command(cmd: Cmd) -> Result<(), Failure> {
         Cmd::Explain { target, rules, dump, dot, costs } => {
             explain_cmd(&target, &rules, dump.as_deref(), dot.as_deref(), costs.as_deref())
         }
-        Cmd::Calibrate { backend, out } => calibrate_cmd(backend, &out),
+        Cmd::Calibrate { backend, out, from, from_records, runs } => {
+            calibrate_cmd(backend, &out, &from, &from_records, runs)
+        }
         Cmd::Fuzz(a) => cli::fuzz::fuzz_cmd(&a),
         Cmd::Rules { cmd: RulesCmd::Check { rules, samples } } => cli::rules::rules_check(&rules, samples),
         Cmd::Rules { cmd: RulesCmd::List { rules } } => cli::rules::rules_list(&rules),
