@@ -42,6 +42,8 @@ pub struct Compared {
     pub roofline: crate::roofline::Roofline,
     /// Each tensor input: name, shape and the sum of its elements (to check that another tool used the same ones).
     pub inputs: Vec<(String, Vec<usize>, f64)>,
+    /// With autotuning: the record of the candidates tried ([`crate::autotune::record_json`]).
+    pub autotune: Option<Value>,
 }
 
 /// Plans and runs one program; `measure` gives the number of timed runs (the median is reported).
@@ -53,12 +55,22 @@ pub fn compare_program(
     which: &[&str],
     measure: Option<usize>,
     target: crate::lower::Target,
+    autotune: usize,
 ) -> Result<Compared, Diagnostic> {
     let functional = functionalize(module, func, &BTreeMap::new())?;
     let mut optimized = functional.clone();
-    optimized.term = crate::rewrite::saturate::optimize_for(&functional, rules, Limits::default(), profile)
-        .map_err(|m| Diagnostic::new(m).in_file(&module.path))?
-        .term;
+    let mut o = crate::rewrite::saturate::optimize_for(&functional, rules, Limits::default(), profile)
+        .map_err(|m| Diagnostic::new(m).in_file(&module.path))?;
+    let tuned = if autotune > 0 {
+        let model = o.chosen.clone();
+        let runs = measure.unwrap_or(crate::batch::AUTOTUNE_RUNS);
+        let tried = crate::autotune::autotune(&functional, &mut o, autotune, runs, profile, target)
+            .map_err(|m| Diagnostic::new(m).in_file(&module.path))?;
+        Some(crate::autotune::record_json(&model, &o.chosen, &tried))
+    } else {
+        None
+    };
+    optimized.term = o.term;
     let params: Vec<(String, crate::tensor::DType, Vec<usize>)> = functional.inputs.clone();
     let mut inputs = BTreeMap::new();
     for (i, (name, d, shape)) in params.iter().enumerate() {
@@ -136,7 +148,7 @@ pub fn compare_program(
         });
     }
     let roofline = roofline.ok_or_else(|| Diagnostic::new("compare: our plan was not among the plans asked for"))?;
-    Ok(Compared { rows, roofline, inputs: summary })
+    Ok(Compared { rows, roofline, inputs: summary, autotune: tuned })
 }
 
 fn close(a: &crate::tensor::Tensor, b: &crate::tensor::Tensor) -> bool {

@@ -165,6 +165,11 @@ struct OptimizeArgs {
     /// report.json, report.md, report.html.
     #[arg(long, default_value = "out/optimize")]
     out: PathBuf,
+    /// Measure the K candidate plans extraction predicts cheapest on the backend (one program at a time) and keep
+    /// the fastest; record.json's `autotune` lists each tried plan's predicted and measured time. Off by default:
+    /// with it the chosen plan depends on measurements, so outputs may differ from run to run.
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    autotune: usize,
 }
 
 #[derive(clap::Args)]
@@ -203,6 +208,10 @@ struct CompareArgs {
     /// Where to write compare.md and compare.json.
     #[arg(long, default_value = "out/compare")]
     out: PathBuf,
+    /// Measure the K candidate plans of ours that extraction predicts cheapest and keep the fastest (see `optimize
+    /// --autotune`); compare.json's `autotune` lists them. Off by default: the plan then depends on measurements.
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    autotune: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -560,13 +569,19 @@ fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
         }
     }
     let opts = funcfuse::batch::Options {
-        jobs: a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        // Autotuning measures: one program at a time, so that programs do not slow each other's timings.
+        jobs: if a.autotune > 0 {
+            1
+        } else {
+            a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        },
         time_limit: std::time::Duration::from_secs_f64(a.time_limit),
         kernels: match a.backend {
             Backend::C => funcfuse::batch::Kernels::C,
             Backend::Cuda | Backend::CudaEmu => funcfuse::batch::Kernels::Cuda(funcfuse::backend::cuda::DEFAULT_ARCH),
         },
         profile,
+        autotune: a.autotune,
     };
     use std::io::IsTerminal;
     let tty = std::io::stderr().is_terminal();

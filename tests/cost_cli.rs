@@ -100,3 +100,79 @@ fn calibrate_from_records_fits_compare_measurements_and_rejects_bad_directories(
     let o = funcfuse(&["explain", PROG, "--costs", out.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
+
+#[test]
+fn optimize_autotune_measures_candidates_keeps_the_fastest_and_records_them() {
+    let dir = common::scratch("cost_cli", "autotune");
+    let prog = "corpus/workloads/lstm.py::lstm";
+    let read = |out: &std::path::Path| -> serde_json::Value {
+        let text = std::fs::read_to_string(out.join("lstm/lstm/record.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    let plain = dir.join("plain");
+    let o = funcfuse(&["optimize", prog, "--out", plain.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let r = read(&plain);
+    assert!(r.get("autotune").is_none(), "autotuning is off by default: {r}");
+    let tuned = dir.join("tuned");
+    let o = funcfuse(&["optimize", prog, "--autotune", "3", "--out", tuned.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let r = read(&tuned);
+    let a = &r["autotune"];
+    let tried = a["tried"].as_array().unwrap_or_else(|| panic!("no tried candidates: {r}"));
+    assert!(!tried.is_empty() && tried.len() <= 3, "{a}");
+    // The model's choice is the best predicted, so it is tried first; every tried plan has both times.
+    assert_eq!(tried[0]["candidate"], a["model_choice"], "{a}");
+    assert_eq!(a["model_choice"], r_plain_choice(&read(&plain)), "{a}");
+    for t in tried {
+        assert!(t["predicted_s"].as_f64().unwrap() > 0.0 && t["measured_s"].as_f64().unwrap() > 0.0, "{t}");
+        assert!(t["features"].is_object(), "{t}");
+    }
+    // The kept candidate is the fastest measured one that agrees, and extraction's record says so.
+    let fastest = tried
+        .iter()
+        .filter(|t| t["matches_model_choice"] == true)
+        .min_by(|x, y| x["measured_s"].as_f64().unwrap().total_cmp(&y["measured_s"].as_f64().unwrap()))
+        .unwrap();
+    assert_eq!(a["chosen"], fastest["candidate"], "{a}");
+    assert_eq!(r["extraction"]["chosen"], a["chosen"], "{r}");
+    // The records feed calibration.
+    let o = funcfuse(&[
+        "calibrate",
+        "--out",
+        dir.join("p.json").to_str().unwrap(),
+        "--from-records",
+        tuned.to_str().unwrap(),
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("p.json")).unwrap()).unwrap();
+    let want = format!("({} records)", tried.len());
+    assert!(p["info"]["sources"].to_string().contains(&want), "{}", p["info"]);
+}
+
+fn r_plain_choice(r: &serde_json::Value) -> serde_json::Value {
+    r["extraction"]["chosen"].clone()
+}
+
+#[test]
+fn compare_autotune_records_the_tried_candidates() {
+    let dir = common::scratch("cost_cli", "compare_autotune");
+    let out = dir.join("cmp");
+    let o = funcfuse(&["compare", PROG, "--autotune", "2", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("autotune: kept `"), "{}", o.stdout);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
+    let a = &v["programs"][0]["autotune"];
+    let tried = a["tried"].as_array().unwrap_or_else(|| panic!("{v}"));
+    assert!(!tried.is_empty() && tried.len() <= 2, "{a}");
+    assert!(tried.iter().any(|t| t["candidate"] == a["chosen"]), "{a}");
+    // Without the flag there is no autotune entry.
+    let o = funcfuse(&["compare", PROG, "--out", out.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
+    assert!(v["programs"][0].get("autotune").is_none(), "{v}");
+}

@@ -115,6 +115,7 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
                 &which,
                 measure,
                 a.backend.target(),
+                a.autotune,
             ) {
                 Ok(r) => r,
                 Err(d) => {
@@ -274,6 +275,14 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
             let mut rec = funcfuse::compare::rows_json(&label, rows, rl);
             if let Some(row) = torch_row {
                 rec["pytorch"] = row;
+            }
+            if let Some(t) = &c.autotune {
+                outln!(
+                    "  autotune: kept `{}` (model chose `{}`)",
+                    t["chosen"].as_str().unwrap_or("?"),
+                    t["model_choice"].as_str().unwrap_or("?")
+                );
+                rec["autotune"] = t.clone();
             }
             records.push(rec);
         }

@@ -23,7 +23,7 @@ pub fn program_samples(
     target: crate::lower::Target,
 ) -> Result<Vec<Sample>, Diagnostic> {
     let which: Vec<&str> = crate::compare::PLANS.iter().map(|(n, _)| *n).collect();
-    let c = crate::compare::compare_program(module, func, rules, profile, &which, Some(runs), target)?;
+    let c = crate::compare::compare_program(module, func, rules, profile, &which, Some(runs), target, 0)?;
     Ok(c.rows
         .iter()
         .filter_map(|r| {

@@ -22,28 +22,51 @@ const P: usize = N * 4;
 const RIDGE: f64 = 1e-4;
 const SWEEPS: usize = 20_000;
 
+/// Reweighting rounds: after the first least-squares fit, each sample is weighted by the inverse of its relative
+/// error (at least [`FLOOR`]), which approaches the least absolute relative error: a few badly modelled runs (a
+/// host fallback of unusual cost) then pull the fit less than squared error lets them.
+const ROUNDS: usize = 6;
+const FLOOR: f64 = 0.02;
+
 /// The coefficients that best predict `samples` (relative error), starting from and pulled toward `prior`.
 pub fn fit(samples: &[Sample], prior: &Coefficients) -> Coefficients {
-    let rows: Vec<(Vec<f64>, f64)> = samples
+    let rows: Vec<Vec<f64>> = samples
         .iter()
         .filter(|s| s.seconds > 0.0 && s.seconds.is_finite())
-        .map(|s| (s.by_class.iter().flat_map(|c| c.features()).map(|x| x / s.seconds).collect(), 1.0))
+        .map(|s| s.by_class.iter().flat_map(|c| c.features()).map(|x| x / s.seconds).collect())
         .collect();
+    let p: Vec<f64> = prior.iter().flatten().copied().collect();
+    let mut t = p.clone();
+    let mut weights = vec![1.0; rows.len()];
+    for _ in 0..ROUNDS {
+        t = solve(&rows, &weights, &p, t);
+        for (w, x) in weights.iter_mut().zip(&rows) {
+            let e = (x.iter().zip(&t).map(|(a, b)| a * b).sum::<f64>() - 1.0).abs();
+            *w = 1.0 / e.max(FLOOR);
+        }
+    }
+    let mut out = [[0.0; 4]; N];
+    for (j, x) in t.into_iter().enumerate() {
+        out[j / 4][j % 4] = x;
+    }
+    out
+}
+
+/// Weighted non-negative least squares of `rows . t = 1` by coordinate descent from `t`, pulled toward `p`.
+fn solve(rows: &[Vec<f64>], weights: &[f64], p: &[f64], mut t: Vec<f64>) -> Vec<f64> {
     let mut g = vec![[0.0f64; P]; P];
     let mut h = [0.0f64; P];
-    for (x, y) in &rows {
+    for (x, w) in rows.iter().zip(weights) {
         for j in 0..P {
             if x[j] == 0.0 {
                 continue;
             }
-            h[j] += x[j] * y;
+            h[j] += w * x[j];
             for k in 0..P {
-                g[j][k] += x[j] * x[k];
+                g[j][k] += w * x[j] * x[k];
             }
         }
     }
-    let p: Vec<f64> = prior.iter().flatten().copied().collect();
-    let mut t = p.clone();
     for _ in 0..SWEEPS {
         let mut moved = 0.0f64;
         for j in 0..P {
@@ -61,11 +84,7 @@ pub fn fit(samples: &[Sample], prior: &Coefficients) -> Coefficients {
             break;
         }
     }
-    let mut out = [[0.0; 4]; N];
-    for (j, x) in t.into_iter().enumerate() {
-        out[j / 4][j % 4] = x;
-    }
-    out
+    t
 }
 
 #[cfg(test)]

@@ -41,6 +41,8 @@ pub struct Optimized {
     /// cheapest, the first on ties.
     pub candidates: Vec<(String, f64)>,
     pub chosen: String,
+    /// Every candidate term, in the order of `candidates` (for autotuning, [`crate::autotune`]).
+    pub alternatives: Vec<(String, Term)>,
     /// Rust rewrites that applied but whose result the cost model predicted slower, with how many places.
     pub rejected: BTreeMap<String, usize>,
     fusion_term: Option<Term>,
@@ -125,6 +127,7 @@ pub fn optimize_for(
         conflicts: Vec::new(),
         candidates: Vec::new(),
         chosen: String::new(),
+        alternatives: Vec::new(),
         rejected: BTreeMap::new(),
         fusion_term: None,
         dag_term: None,
@@ -185,7 +188,8 @@ pub fn optimize_for(
     }
     let (_, k) = best.expect("at least the functional term");
     out.chosen = cands[k].0.clone();
-    out.term = cands.swap_remove(k).1;
+    out.term = cands[k].1.clone();
+    out.alternatives = cands;
     Ok(out)
 }
 
