@@ -114,6 +114,12 @@ pub fn record_samples(dir: &std::path::Path) -> Result<Vec<Sample>, String> {
         let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
         collect(&v, &f.display().to_string(), &mut out);
     }
+    // One measurement can appear in two files (a record.json and the report.json that gathers it): keep it once.
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|s| {
+        let key: Vec<u64> = s.by_class.iter().flat_map(|c| c.features()).chain([s.seconds]).map(f64::to_bits).collect();
+        seen.insert(key)
+    });
     if out.is_empty() {
         return Err(format!(
             "{}: no measured plans with features in its JSON files (write them with `compare --measure` or \
