@@ -43,6 +43,8 @@ pub struct Options {
     pub time_limit: Duration,
     pub kernels: Kernels,
     pub profile: Profile,
+    /// Candidates to measure per program (`optimize --autotune K`; 0: off, the model alone chooses).
+    pub autotune: usize,
 }
 
 /// Seconds spent per stage (not part of any deterministic output).
@@ -72,13 +74,39 @@ impl Outcome {
     }
 }
 
+/// Timed runs per autotuned candidate (after one checked run); the median counts.
+pub const AUTOTUNE_RUNS: usize = 5;
+
 /// Optimizes one program; the files it writes and its record.
 pub fn optimize_one(task: &Task, defs: &[RuleDef], opts: &Options) -> Result<Outcome, String> {
     let rules = crate::rewrite::rules::to_rewrites(defs).map_err(|d| d.to_string())?;
     let module = crate::frontend::load_module(&task.file.display().to_string()).map_err(|d| d.to_string())?;
-    let r = crate::optimize::optimize_program(&module, &task.func, &rules, Default::default(), &opts.profile)
+    let mut r = crate::optimize::optimize_program(&module, &task.func, &rules, Default::default(), &opts.profile)
         .map_err(|d| d.to_string())?;
+    let tuned = if opts.autotune > 0 {
+        let target = match opts.kernels {
+            Kernels::C => crate::lower::Target::C,
+            Kernels::Cuda(_) => crate::lower::Target::Cuda,
+        };
+        let model = r.optimized.chosen.clone();
+        Some((
+            model,
+            crate::autotune::autotune(
+                &r.functional,
+                &mut r.optimized,
+                opts.autotune,
+                AUTOTUNE_RUNS,
+                &opts.profile,
+                target,
+            )?,
+        ))
+    } else {
+        None
+    };
     let mut record = crate::optimize::record(&task.label(), &r);
+    if let Some((model, tried)) = tuned {
+        record["autotune"] = crate::autotune::record_json(&model, &r.optimized.chosen, &tried);
+    }
     let (ft, ot) = crate::optimize::term_texts(&r);
     let mut files = vec![("functional.term".to_string(), ft), ("optimized.term".to_string(), ot)];
     let t = Instant::now();

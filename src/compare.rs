@@ -30,6 +30,8 @@ pub struct PlanRow {
     pub measured_s: Option<f64>,
     /// Whether its outputs match the reference engine's (`tensor::compare_close`: the tolerance the tests use).
     pub agrees: bool,
+    /// What the plan's checked run did (launches, bytes, ops, class by class).
+    pub stats: Stats,
 }
 
 /// What comparing one program gives: the plans' rows, the roofline and a summary of the inputs used.
@@ -43,6 +45,8 @@ pub struct Compared {
     /// With profiling asked for and measuring: our plan's per-kernel profile over the measured runs' count of
     /// profiled runs ([`crate::lower::profile`]).
     pub profile: Option<Vec<crate::lower::profile::ProfileRow>>,
+    /// With autotuning: the record of the candidates tried ([`crate::autotune::record_json`]).
+    pub autotune: Option<Value>,
 }
 
 /// Plans and runs one program; `measure` gives the number of timed runs (the median is reported); with `profile`
@@ -57,12 +61,22 @@ pub fn compare_program(
     measure: Option<usize>,
     profile_runs: bool,
     target: crate::lower::Target,
+    autotune: usize,
 ) -> Result<Compared, Diagnostic> {
     let functional = functionalize(module, func, &BTreeMap::new())?;
     let mut optimized = functional.clone();
-    optimized.term = crate::rewrite::saturate::optimize_for(&functional, rules, Limits::default(), profile)
-        .map_err(|m| Diagnostic::new(m).in_file(&module.path))?
-        .term;
+    let mut o = crate::rewrite::saturate::optimize_for(&functional, rules, Limits::default(), profile)
+        .map_err(|m| Diagnostic::new(m).in_file(&module.path))?;
+    let tuned = if autotune > 0 {
+        let model = o.chosen.clone();
+        let runs = measure.unwrap_or(crate::batch::AUTOTUNE_RUNS);
+        let tried = crate::autotune::autotune(&functional, &mut o, autotune, runs, profile, target)
+            .map_err(|m| Diagnostic::new(m).in_file(&module.path))?;
+        Some(crate::autotune::record_json(&model, &o.chosen, &tried))
+    } else {
+        None
+    };
+    optimized.term = o.term;
     let params: Vec<(String, crate::tensor::DType, Vec<usize>)> = functional.inputs.clone();
     let mut inputs = BTreeMap::new();
     for (i, (name, d, shape)) in params.iter().enumerate() {
@@ -145,10 +159,11 @@ pub fn compare_program(
             predicted_s: profile.predict(&stats),
             measured_s,
             agrees,
+            stats,
         });
     }
     let roofline = roofline.ok_or_else(|| Diagnostic::new("compare: our plan was not among the plans asked for"))?;
-    Ok(Compared { rows, roofline, inputs: summary, profile: profiled })
+    Ok(Compared { rows, roofline, inputs: summary, profile: profiled, autotune: tuned })
 }
 
 fn close(a: &crate::tensor::Tensor, b: &crate::tensor::Tensor) -> bool {
@@ -175,6 +190,7 @@ pub fn rows_json(program: &str, rows: &[PlanRow], roofline: &crate::roofline::Ro
             "predicted_s": r.predicted_s,
             "measured_s": r.measured_s,
             "matches_reference": r.agrees,
+            "features": crate::cost::calibrate::features_json(&r.stats.by_class),
         })).collect::<Vec<_>>(),
     })
 }

@@ -4,6 +4,7 @@
 //! PyTorch's exact aliasing semantics (the reference every later stage is checked against); [`tensor`] is the strided
 //! runtime both use; [`io`] reads and writes `.npy` files and generates seeded inputs.
 
+pub mod autotune;
 pub mod backend;
 pub mod batch;
 pub mod compare;

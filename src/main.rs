@@ -97,12 +97,26 @@ enum Cmd {
         #[arg(long)]
         costs: Option<PathBuf>,
     },
-    /// Measure a cost profile of a backend (launch overhead, bandwidth, throughput) and write it as JSON.
+    /// Measure a cost profile of a backend and write it as JSON: launch overhead, bandwidth and throughput, and per
+    /// kernel class (elementwise, transcendental, gather, reduction, matmul, copy, fallback, run) the costs fitted to
+    /// measured runs of the calibration kernels (and of --from programs and --from-records measurements). Times are
+    /// measurements: two calibrations differ.
     Calibrate {
         #[arg(long, value_enum, default_value = "c")]
         backend: Backend,
         #[arg(long)]
         out: PathBuf,
+        /// Programs (FILE.py::FUNC), files or directories whose plans (eager, unfunctionalized, ours) are also run and
+        /// fitted to, e.g. the corpus (repeatable).
+        #[arg(long = "from", value_name = "PATHS", num_args = 1..)]
+        from: Vec<String>,
+        /// Directories of earlier measurements (compare.json from `compare --measure`, record.json from `optimize
+        /// --autotune`) fitted to as well (repeatable).
+        #[arg(long = "from-records", value_name = "DIR")]
+        from_records: Vec<PathBuf>,
+        /// Timed runs per plan (after one warm-up run); the median is fitted.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
     },
     /// Generate random programs and run each through every engine against the reference interpreter; diverging
     /// programs are reduced and reported (exit status 1 if any).
@@ -162,6 +176,11 @@ struct OptimizeArgs {
     /// report.json, report.md, report.html.
     #[arg(long, default_value = "out/optimize")]
     out: PathBuf,
+    /// Measure the K candidate plans extraction predicts cheapest on the backend (one program at a time) and keep
+    /// the fastest; record.json's `autotune` lists each tried plan's predicted and measured time. Off by default:
+    /// with it the chosen plan depends on measurements, so outputs may differ from run to run.
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    autotune: usize,
 }
 
 #[derive(clap::Args)]
@@ -205,6 +224,10 @@ struct CompareArgs {
     /// Where to write compare.md and compare.json.
     #[arg(long, default_value = "out/compare")]
     out: PathBuf,
+    /// Measure the K candidate plans of ours that extraction predicts cheapest and keep the fastest (see `optimize
+    /// --autotune`); compare.json's `autotune` lists them. Off by default: the plan then depends on measurements.
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    autotune: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -317,7 +340,9 @@ fn command(cmd: Cmd) -> Result<(), Failure> {
         Cmd::Explain { target, rules, dump, dot, costs } => {
             explain_cmd(&target, &rules, dump.as_deref(), dot.as_deref(), costs.as_deref())
         }
-        Cmd::Calibrate { backend, out } => calibrate_cmd(backend, &out),
+        Cmd::Calibrate { backend, out, from, from_records, runs } => {
+            calibrate_cmd(backend, &out, &from, &from_records, runs)
+        }
         Cmd::Fuzz(a) => cli::fuzz::fuzz_cmd(&a),
         Cmd::Rules { cmd: RulesCmd::Check { rules, samples } } => cli::rules::rules_check(&rules, samples),
         Cmd::Rules { cmd: RulesCmd::List { rules } } => cli::rules::rules_list(&rules),
@@ -574,13 +599,19 @@ fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
         }
     }
     let opts = funcfuse::batch::Options {
-        jobs: a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        // Autotuning measures: one program at a time, so that programs do not slow each other's timings.
+        jobs: if a.autotune > 0 {
+            1
+        } else {
+            a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        },
         time_limit: std::time::Duration::from_secs_f64(a.time_limit),
         kernels: match a.backend {
             Backend::C => funcfuse::batch::Kernels::C,
             Backend::Cuda | Backend::CudaEmu => funcfuse::batch::Kernels::Cuda(funcfuse::backend::cuda::DEFAULT_ARCH),
         },
         profile,
+        autotune: a.autotune,
     };
     use std::io::IsTerminal;
     let tty = std::io::stderr().is_terminal();

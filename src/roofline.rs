@@ -212,6 +212,8 @@ mod tests {
             ops_per_s: 1e9,
             transcendental_s: 1e-9,
             stream_bytes_per_s: 1e9,
+            classes: None,
+            info: serde_json::Value::Null,
         };
         assert_eq!(bound(&p, 4e6, 1e3), 4e-3);
         assert_eq!(bound(&p, 4e3, 1e7), 1e-2);

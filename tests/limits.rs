@@ -293,6 +293,7 @@ fn a_timed_out_program_stops_its_own_work() {
         time_limit: Duration::from_millis(300),
         kernels: funcfuse::batch::Kernels::C,
         profile: funcfuse::cost::Profile::shipped_c(),
+        autotune: 0,
     };
     let start = Instant::now();
     let r =

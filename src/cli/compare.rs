@@ -114,6 +114,7 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
                 measure,
                 a.profile,
                 a.backend.target(),
+                a.autotune,
             ) {
                 Ok(r) => r,
                 Err(d) => {
@@ -285,6 +286,14 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
                         |r| json!({ "ms": r.median_s * 1e3, "launches": r.launches, "bytes": r.bytes, "what": r.what }),
                     )
                     .collect();
+            }
+            if let Some(t) = &c.autotune {
+                outln!(
+                    "  autotune: kept `{}` (model chose `{}`)",
+                    t["chosen"].as_str().unwrap_or("?"),
+                    t["model_choice"].as_str().unwrap_or("?")
+                );
+                rec["autotune"] = t.clone();
             }
             records.push(rec);
         }

@@ -76,8 +76,58 @@ pub(crate) fn explain_cmd(
     Ok(())
 }
 
-pub(crate) fn calibrate_cmd(backend: Backend, out: &Path) -> Result<(), Failure> {
-    let p = funcfuse::cost::calibrate(backend.target()).map_err(|e| Failure(1, e))?;
+pub(crate) fn calibrate_cmd(
+    backend: Backend,
+    out: &Path,
+    from: &[String],
+    from_records: &[std::path::PathBuf],
+    runs: usize,
+) -> Result<(), Failure> {
+    use funcfuse::cost::calibrate as cal;
+    if runs == 0 {
+        return Err(Failure(2, "--runs must be at least 1".into()));
+    }
+    // Records first: a bad directory is a usage error found before minutes of measuring.
+    let mut samples = Vec::new();
+    let mut sources = vec![serde_json::json!("calibration kernels")];
+    for d in from_records {
+        let s = cal::record_samples(d).map_err(|e| Failure(2, e))?;
+        sources.push(serde_json::json!(format!("{} ({} records)", d.display(), s.len())));
+        samples.extend(s);
+    }
+    let targets = if from.is_empty() { Vec::new() } else { crate::collect_targets(from)? };
+    let target = backend.target();
+    let base = funcfuse::cost::calibrate(target).map_err(|e| Failure(1, e))?;
+    let rules = funcfuse::rewrite::rules::to_rewrites(
+        &funcfuse::rewrite::rules::shipped().map_err(|d| Failure(1, d.to_string()))?,
+    )?;
+    samples.extend(cal::kernel_samples(&rules, &base, runs, target).map_err(|e| Failure(1, e))?);
+    let mut failed = 0;
+    for (file, _, only) in targets {
+        let shown = file.display().to_string();
+        let module = match funcfuse::frontend::load_module(&shown) {
+            Ok(m) => m,
+            Err(d) => {
+                failed += 1;
+                eprintln!("calibrate: skipped {d}");
+                continue;
+            }
+        };
+        let funcs = only.map_or_else(|| module.program_names(), |f| vec![f]);
+        for f in funcs {
+            match cal::program_samples(&module, &f, &rules, &base, runs, target) {
+                Ok(s) => samples.extend(s),
+                Err(d) => {
+                    failed += 1;
+                    eprintln!("calibrate: skipped {shown}::{f}: {d}");
+                }
+            }
+        }
+    }
+    if !from.is_empty() {
+        sources.push(serde_json::json!(format!("{} ({failed} programs skipped)", from.join(" "))));
+    }
+    let p = cal::fitted(&base, &samples, serde_json::Value::from(sources));
     let text = serde_json::to_string_pretty(&p.to_json()).unwrap_or_default() + "\n";
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Failure(1, format!("{}: {e}", dir.display())))?;

@@ -56,6 +56,18 @@ pub struct Stats {
     pub bytes: f64,
     /// Arithmetic ops executed by kernels (an estimate from the expression trees).
     pub flops: f64,
+    /// The same work split by kernel class ([`crate::cost::class::CLASSES`]), which profiles price class by class.
+    pub by_class: [crate::cost::class::ClassStats; crate::cost::class::N],
+}
+
+impl Stats {
+    fn class(&mut self, c: usize, launches: f64, bytes: f64, ops: f64, transcendentals: f64) {
+        let s = &mut self.by_class[c];
+        s.launches += launches;
+        s.bytes += bytes;
+        s.ops += ops;
+        s.transcendentals += transcendentals;
+    }
 }
 
 #[derive(Clone)]
@@ -91,6 +103,8 @@ pub struct Executor<'p, D: Device> {
     share_inputs: bool,
     /// With [`execute_profiled`]: every launch, copy and fallback, timed, in the order they ran.
     timing: Option<Vec<Launched>>,
+    /// Per kernel, once known: its class and the transcendental elements of one launch.
+    classes: Vec<Option<(usize, f64)>>,
 }
 
 /// What a timed step of a run was.
@@ -160,6 +174,7 @@ fn execute_with<D: Device>(
         stats: Stats::default(),
         copy_loop_state,
         launching: Vec::new(),
+        classes: vec![None; plan.kernels.len()],
         covers: plan
             .kernels
             .iter()
@@ -175,9 +190,14 @@ fn execute_with<D: Device>(
     let out = ex.eval(root, inputs)?;
     let Val::Tup(items) = out else { return Err("a plan's root must be a tuple".into()) };
     let mut tensors = Vec::new();
+    ex.stats.class(crate::cost::class::RUN, 1.0, 0.0, 0.0, 0.0);
     for v in items.iter() {
         tensors.push(match v {
-            Val::T(b, d, s) => ex.dev.download(b, *d, s)?,
+            Val::T(b, d, s) => {
+                let bytes = (s.iter().product::<usize>() * d.size()) as f64;
+                ex.stats.class(crate::cost::class::RUN, 0.0, bytes, 0.0, 0.0);
+                ex.dev.download(b, *d, s)?
+            }
             Val::I(i) => Tensor::scalar(DType::I64, crate::tensor::Scalar::I(*i))?,
             _ => return Err("a program output is not a tensor".into()),
         });
@@ -276,6 +296,9 @@ impl<D: Device> Executor<'_, D> {
                 let Node::Name(name) = &plan.term[n] else { return Err("input of a non-name".into()) };
                 let t = inputs.get(&name.0).ok_or_else(|| format!("no input named {}", name.0))?;
                 let b = if self.share_inputs { self.dev.share(t)? } else { self.dev.upload(t)? };
+                if !self.share_inputs {
+                    self.stats.class(crate::cost::class::RUN, 0.0, (t.numel() * t.dtype().size()) as f64, 0.0, 0.0);
+                }
                 Val::T(b, t.dtype(), t.shape.clone().into())
             }
             Node::Tuple(items) => {
@@ -380,6 +403,11 @@ impl<D: Device> Executor<'_, D> {
         })
     }
 
+    fn kernel_class(&mut self, k: usize) -> (usize, f64) {
+        let plan = self.plan;
+        *self.classes[k].get_or_insert_with(|| crate::cost::class::classify(&plan.kernels[k]))
+    }
+
     fn own(&mut self, v: &Val<D::Buf>) -> R<Val<D::Buf>> {
         Ok(match v {
             Val::T(b, d, s) => {
@@ -387,6 +415,7 @@ impl<D: Device> Executor<'_, D> {
                 self.stats.copies += 1;
                 let n = s.iter().product::<usize>();
                 self.stats.bytes += 2.0 * (n * d.size()) as f64;
+                self.stats.class(crate::cost::class::COPY, 1.0, 2.0 * (n * d.size()) as f64, 0.0, 0.0);
                 let t = self.start()?;
                 let copied = self.dev.copy(b, *d, n)?;
                 self.finish(t, Site::Copy, 2.0 * (n * d.size()) as f64)?;
@@ -464,6 +493,8 @@ impl<D: Device> Executor<'_, D> {
         self.finish(t, Site::Kernel(k), bytes)?;
         self.stats.bytes += bytes;
         self.stats.flops += ops;
+        let (c, trans) = self.kernel_class(k);
+        self.stats.class(c, 1.0, bytes, ops, trans);
         Ok(Val::T(out, d, shape))
     }
 
@@ -567,6 +598,8 @@ impl<D: Device> Executor<'_, D> {
                     let (bytes, ops) = kernel.traffic(bufs.iter().map(|(_, _, s)| s.iter().product::<usize>()));
                     self.stats.bytes += bytes;
                     self.stats.flops += ops;
+                    let (c, trans) = self.kernel_class(m);
+                    self.stats.class(c, 0.0, bytes, ops, trans);
                 }
                 None => {
                     refs.extend(std::iter::repeat_n(&filler, kernel.args.len()));
@@ -578,6 +611,8 @@ impl<D: Device> Executor<'_, D> {
         self.dev.launch_group(g, &refs, &params)?;
         self.stats.launches += 1;
         self.finish(t, Site::Group(g), self.stats.bytes - before)?;
+        let (c, _) = self.kernel_class(plan.groups[g][0]);
+        self.stats.class(c, 1.0, 0.0, 0.0, 0.0);
         let mut result = None;
         for (j, &m) in plan.groups[g].iter().enumerate() {
             if let Some((out, d, shape, _, _)) = members[j].take() {
@@ -607,6 +642,7 @@ impl<D: Device> Executor<'_, D> {
                     let name = format!("a{k}");
                     let t = self.dev.download(&buf, d, &s)?;
                     self.stats.bytes += (t.numel() * d.size()) as f64;
+                    self.stats.class(crate::cost::class::FALLBACK, 0.0, (t.numel() * d.size()) as f64, 0.0, 0.0);
                     tensors.insert(name.clone(), t);
                     let n = b.add(Node::Name(crate::ir::ParamName(name)));
                     b.add(Node::Input(n))
@@ -629,6 +665,7 @@ impl<D: Device> Executor<'_, D> {
         self.stats.fallbacks += 1;
         self.stats.launches += 1;
         self.stats.bytes += (t.numel() * t.dtype().size()) as f64;
+        self.stats.class(crate::cost::class::FALLBACK, 1.0, (t.numel() * t.dtype().size()) as f64, 0.0, 0.0);
         let (d, s) = (t.dtype(), t.shape.clone());
         Ok(Val::T(self.dev.upload(&t)?, d, s.into()))
     }

@@ -41,6 +41,8 @@ pub struct Optimized {
     /// cheapest, the first on ties.
     pub candidates: Vec<(String, f64)>,
     pub chosen: String,
+    /// Every candidate term, in the order of `candidates` (for autotuning, [`crate::autotune`]).
+    pub alternatives: Vec<(String, Term)>,
     /// Rust rewrites that applied but whose result the cost model predicted slower, with how many places.
     pub rejected: BTreeMap<String, usize>,
     /// Why loop nests were left as they are (the dependence or shape that stopped `loops/interchange`).
@@ -157,6 +159,7 @@ fn saturate_and_extract(
         conflicts: Vec::new(),
         candidates: Vec::new(),
         chosen: String::new(),
+        alternatives: Vec::new(),
         rejected: BTreeMap::new(),
         notes: Vec::new(),
         fusion_term: None,
@@ -236,7 +239,8 @@ fn saturate_and_extract(
     }
     let (_, k) = best.expect("at least the functional term");
     out.chosen = cands[k].0.clone();
-    out.term = cands.swap_remove(k).1;
+    out.term = cands[k].1.clone();
+    out.alternatives = cands;
     Ok(out)
 }
 

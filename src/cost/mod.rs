@@ -13,6 +13,18 @@ use serde_json::{json, Value};
 use crate::lower::exec::Stats;
 use crate::tensor::{DType, Tensor};
 
+pub mod calibrate;
+pub mod class;
+pub mod fit;
+
+use class::{CLASSES, FEATURES};
+
+/// Per kernel class ([`class::CLASSES`]), the seconds per unit of each feature ([`class::FEATURES`]).
+pub type Coefficients = [[f64; 4]; class::N];
+
+/// The profile format this build writes; it reads this and 1 (no `version`, no `classes`).
+pub const PROFILE_VERSION: u64 = 2;
+
 /// A backend's measured costs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Profile {
@@ -32,6 +44,12 @@ pub struct Profile {
     /// `bytes_per_s` from before the buffer pool (planning with the streaming figure stores too much; issue #17)
     /// and carries this one, measured by `calibrate`, for the bound.
     pub stream_bytes_per_s: f64,
+    /// Per kernel class, measured rates (profile version 2): when present, [`Profile::predict`] prices each class
+    /// by its own launch, byte, op and transcendental costs. Absent in older profiles (then the three numbers above
+    /// predict).
+    pub classes: Option<Coefficients>,
+    /// Where the profile came from (machine, compiler, samples, fit quality): informative only, kept as written.
+    pub info: Value,
 }
 
 /// The default cost of one transcendental element: measured on this project's CPU machines (Xeon, one thread) with
@@ -40,7 +58,7 @@ pub struct Profile {
 pub const DEFAULT_TRANSCENDENTAL_S: f64 = 0.4e-9;
 
 /// The profile shipped for the CPU kind these machines are (measured with `calibrate --backend c`).
-pub const SHIPPED_C: &str = include_str!("../corpus/costs/c-cpu.json");
+pub const SHIPPED_C: &str = include_str!("../../corpus/costs/c-cpu.json");
 
 impl Profile {
     pub fn shipped_c() -> Profile {
@@ -61,7 +79,22 @@ impl Profile {
                 .filter(|x| *x > 0.0)
                 .ok_or(format!("the cost profile needs a positive `{k}`"))
         };
-        Ok(Profile {
+        if !v.is_object() {
+            return Err("a cost profile must be a JSON object".into());
+        }
+        match v.get("version") {
+            None | Some(Value::Null) => {}
+            Some(x) => match x.as_u64() {
+                Some(1 | 2) => {}
+                Some(n) if n > PROFILE_VERSION => {
+                    return Err(format!(
+                        "cost profile version {n} is newer than this build reads ({PROFILE_VERSION}): recalibrate"
+                    ))
+                }
+                _ => return Err(format!("the cost profile's `version` must be 1 or 2, not {x}")),
+            },
+        }
+        let mut p = Profile {
             backend: v.get("backend").and_then(Value::as_str).unwrap_or("c").to_string(),
             launch_s: num("launch_s")?,
             bytes_per_s: num("bytes_per_s")?,
@@ -74,7 +107,20 @@ impl Profile {
                 None | Some(Value::Null) => num("bytes_per_s")?,
                 Some(_) => num("stream_bytes_per_s")?,
             },
-        })
+            classes: None,
+            info: v.get("info").cloned().unwrap_or(Value::Null),
+        };
+        p.classes = match v.get("classes") {
+            None | Some(Value::Null) => None,
+            Some(c) => Some(parse_classes(c, &p.prior())?),
+        };
+        Ok(p)
+    }
+
+    /// Class coefficients from the three legacy numbers: every class launches at `launch_s`, moves bytes at
+    /// `bytes_per_s` and computes at `ops_per_s` (the start of a fit, and a class a profile leaves out).
+    pub fn prior(&self) -> Coefficients {
+        [[self.launch_s, 1.0 / self.bytes_per_s, 1.0 / self.ops_per_s, 0.0]; class::N]
     }
 
     pub fn load(path: &Path) -> Result<Profile, String> {
@@ -83,7 +129,19 @@ impl Profile {
     }
 
     pub fn to_json(&self) -> Value {
+        let classes = self.classes.map(|c| {
+            let mut m = serde_json::Map::new();
+            for (name, row) in CLASSES.iter().zip(c.iter()) {
+                let r: serde_json::Map<String, Value> =
+                    FEATURES.iter().zip(row).map(|(f, x)| (f.to_string(), json!(x))).collect();
+                m.insert(name.to_string(), Value::Object(r));
+            }
+            Value::Object(m)
+        });
         json!({
+            "version": PROFILE_VERSION,
+            "info": self.info,
+            "classes": classes,
             "backend": self.backend,
             "launch_s": self.launch_s,
             "bytes_per_s": self.bytes_per_s,
@@ -95,8 +153,37 @@ impl Profile {
 
     /// Predicted seconds for what a plan ran: launches, then memory traffic and arithmetic overlapping.
     pub fn predict(&self, s: &Stats) -> f64 {
+        if let Some(c) = &self.classes {
+            return predict_classes(c, &s.by_class);
+        }
         s.launches as f64 * self.launch_s + (s.bytes / self.bytes_per_s).max(s.flops / self.ops_per_s)
     }
+}
+
+/// The time class coefficients predict for per-class features.
+pub fn predict_classes(c: &Coefficients, by_class: &[class::ClassStats; class::N]) -> f64 {
+    c.iter().zip(by_class).map(|(row, s)| row.iter().zip(s.features()).map(|(a, x)| a * x).sum::<f64>()).sum()
+}
+
+fn parse_classes(v: &Value, prior: &Coefficients) -> Result<Coefficients, String> {
+    let obj = v.as_object().ok_or("the cost profile's `classes` must be an object of kernel classes")?;
+    let mut out = *prior;
+    for (name, row) in obj {
+        let c = CLASSES.iter().position(|k| k == name).ok_or_else(|| {
+            format!("the cost profile's `classes` has an unknown class `{name}` (known: {})", CLASSES.join(", "))
+        })?;
+        let row = row.as_object().ok_or_else(|| format!("the cost profile's class `{name}` must be an object"))?;
+        for (f, x) in row {
+            let j = FEATURES.iter().position(|k| k == f).ok_or_else(|| {
+                format!("the cost profile's class `{name}` has an unknown field `{f}` (known: {})", FEATURES.join(", "))
+            })?;
+            out[c][j] = x
+                .as_f64()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| format!("the cost profile's `classes.{name}.{f}` must be a non-negative number"))?;
+        }
+    }
+    Ok(out)
 }
 
 fn median_time(mut f: impl FnMut() -> Result<(), String>, runs: usize) -> Result<f64, String> {
@@ -161,6 +248,8 @@ pub fn calibrate(target: crate::lower::Target) -> Result<Profile, String> {
         ops_per_s,
         transcendental_s: DEFAULT_TRANSCENDENTAL_S,
         stream_bytes_per_s: bytes_per_s,
+        classes: None,
+        info: Value::Null,
     })
 }
 
