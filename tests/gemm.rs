@@ -39,7 +39,10 @@ def row_mean(x: f32[5, 35]) -> f32[5]:
 
 /// The C source of `func`'s fused plan, with the module to run it.
 fn rendered(func: &str) -> (funcfuse::frontend::Module, String) {
-    let dir = common::scratch("gemm", func);
+    // A folder per call: two tests render the same function at once, and one must not read a half-written file.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = common::scratch("gemm", &format!("{func}-{n}"));
     let path = common::program(&dir, PROGRAMS);
     let module = funcfuse::frontend::load_module(&path).unwrap();
     let f = common::optimized(&module, func).unwrap();
