@@ -133,13 +133,15 @@ def run_one(binary, program, engine, seed, golden_dir, timeout, isolate):
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return "CRASH", f"timed out after {timeout} s"
+        # Warnings (what Python would not run as written: an isolated copy may lose `import torch`) are not the error.
+        errors = "\n".join(l for l in p.stderr.splitlines() if ": warning: " not in l).strip()
         if p.returncode == 1:
-            msg = (p.stderr.strip() or p.stdout.strip() or "(no message)").splitlines()[0]
+            msg = (errors or p.stdout.strip() or "(no message)").splitlines()[0]
             if isolate:
                 msg = msg.replace(str(copy), file)
             return "refused", msg
         if p.returncode != 0:
-            return "CRASH", f"exit status {p.returncode}: {(p.stderr.strip() or '(no message)').splitlines()[0]}"
+            return "CRASH", f"exit status {p.returncode}: {(errors or '(no message)').splitlines()[0]}"
         got, want = npy_files(out_dir), npy_files(golden_dir)
         if sorted(got) != sorted(want):
             return "WRONG", f"output files {sorted(got)} but PyTorch wrote {sorted(want)}"
