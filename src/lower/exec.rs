@@ -103,8 +103,6 @@ pub struct Executor<'p, D: Device> {
     share_inputs: bool,
     /// With [`execute_profiled`]: every launch, copy and fallback, timed, in the order they ran.
     timing: Option<Vec<Launched>>,
-    /// Per kernel, once known: its class and the transcendental elements of one launch.
-    classes: Vec<Option<(usize, f64)>>,
 }
 
 /// What a timed step of a run was.
@@ -174,7 +172,6 @@ fn execute_with<D: Device>(
         stats: Stats::default(),
         copy_loop_state,
         launching: Vec::new(),
-        classes: vec![None; plan.kernels.len()],
         covers: plan
             .kernels
             .iter()
@@ -405,7 +402,7 @@ impl<D: Device> Executor<'_, D> {
 
     fn kernel_class(&mut self, k: usize) -> (usize, f64) {
         let plan = self.plan;
-        *self.classes[k].get_or_insert_with(|| crate::cost::class::classify(&plan.kernels[k]))
+        plan.classes.get_or_init(|| plan.kernels.iter().map(crate::cost::class::classify).collect())[k]
     }
 
     fn own(&mut self, v: &Val<D::Buf>) -> R<Val<D::Buf>> {

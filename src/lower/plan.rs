@@ -82,6 +82,9 @@ pub struct Plan {
     /// Independent kernels launched together (kernel indices), and each kernel's group.
     pub groups: Vec<Vec<usize>>,
     pub group_of: Vec<Option<usize>>,
+    /// Each kernel's cost class and transcendental elements per launch ([`crate::cost::class::classify`]), computed
+    /// on the first run and kept: classifying walks expression trees, too slow to repeat on every run.
+    pub classes: std::sync::OnceLock<Vec<(usize, f64)>>,
 }
 
 impl Plan {
@@ -225,6 +228,7 @@ fn plan_with(
         before: p.before.clone(),
         groups: Vec::new(),
         group_of: Vec::new(),
+        classes: Default::default(),
     };
     for i in 0..n {
         let id = Id::from(i);
