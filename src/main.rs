@@ -30,6 +30,7 @@ macro_rules! outln {
 mod cli;
 
 use cli::compare::compare_cmd;
+use cli::optimize::optimize_cmd;
 use cli::plans::{calibrate_cmd, explain_cmd};
 use cli::rules::{RuleArgs, UseRules};
 
@@ -325,13 +326,11 @@ fn command(cmd: Cmd) -> Result<(), Failure> {
         Cmd::List { paths } => list(&paths),
         Cmd::Ops { markdown } => {
             let probed = funcfuse::ops_doc::probe_all();
-            let text = if markdown {
-                funcfuse::ops_doc::markdown(&probed)
+            if markdown {
+                out!("{}", funcfuse::ops_doc::markdown(&probed));
             } else {
-                probed.iter().filter(|p| p.supported).map(|p| format!("{}\n", p.full)).collect()
-            };
-            // A reader that stops early (`funcfuse ops | head`) is not an error.
-            let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+                probed.iter().filter(|p| p.supported).for_each(|p| outln!("{}", p.full));
+            }
             Ok(())
         }
         Cmd::Functionalize { target, args, format } => functionalize_cmd(&target, &args, &format),
@@ -572,130 +571,6 @@ fn collect_targets(paths: &[String]) -> Result<Vec<(PathBuf, PathBuf, Option<Str
         }
     }
     Ok(targets)
-}
-
-fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Failure> {
-    let defs = a.rules.usable()?;
-    funcfuse::rewrite::rules::to_rewrites(&defs)?;
-    let out = &a.out;
-    let profile = funcfuse::cost::Profile::load_or_shipped(a.costs.as_deref()).map_err(|e| Failure(1, e))?;
-    // Every program, in a stable order; a file that does not parse is one failed entry.
-    let mut tasks = Vec::new();
-    let mut entries: Vec<Result<usize, (String, String)>> = Vec::new();
-    for (file, rel, only) in collect_targets(paths)? {
-        let shown = file.display().to_string();
-        let funcs: Vec<String> = match (&only, crate::cli::load_module(&shown)) {
-            (_, Err(d)) => {
-                entries.push(Err((shown.clone(), d.to_string())));
-                continue;
-            }
-            (Some(f), Ok(_)) => vec![f.clone()],
-            (None, Ok(m)) => m.program_names(),
-        };
-        for func in funcs {
-            let dir = out.join(rel.with_extension("")).join(&func);
-            entries.push(Ok(tasks.len()));
-            tasks.push(funcfuse::batch::Task { file: file.clone(), dir, func });
-        }
-    }
-    let opts = funcfuse::batch::Options {
-        // Autotuning measures: one program at a time, so that programs do not slow each other's timings.
-        jobs: if a.autotune > 0 {
-            1
-        } else {
-            a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        },
-        time_limit: std::time::Duration::from_secs_f64(a.time_limit),
-        kernels: match a.backend {
-            Backend::C => funcfuse::batch::Kernels::C,
-            Backend::Cuda | Backend::CudaEmu => funcfuse::batch::Kernels::Cuda(funcfuse::backend::cuda::DEFAULT_ARCH),
-        },
-        profile,
-        autotune: a.autotune,
-    };
-    use std::io::IsTerminal;
-    let tty = std::io::stderr().is_terminal();
-    let outcomes = funcfuse::batch::run(&tasks, &defs, &opts, |done, total, label, o| {
-        if tty {
-            let w = 30;
-            let filled = done * w / total.max(1);
-            eprint!("\r[{}{}] {done}/{total} {:<60.60}", "=".repeat(filled), " ".repeat(w - filled), label);
-            if done == total {
-                eprintln!();
-            }
-        } else {
-            let extra = match o {
-                funcfuse::batch::Outcome::Failed { error } => format!(": {}", error.lines().next().unwrap_or("")),
-                _ => String::new(),
-            };
-            eprintln!("[{done}/{total}] {} {label}{extra}", o.status());
-        }
-    });
-    let mut records = Vec::new();
-    let mut timings = Vec::new();
-    let mut links: Vec<Option<String>> = Vec::new();
-    let (mut ok, mut failed, mut timed_out) = (0, 0, 0);
-    for e in &entries {
-        match e {
-            Err((file, error)) => {
-                failed += 1;
-                records.push(funcfuse::optimize::failure_record(file, error));
-                timings.push(None);
-                links.push(None);
-            }
-            Ok(i) => {
-                let task = &tasks[*i];
-                match &outcomes[*i] {
-                    funcfuse::batch::Outcome::Ok { record, files, timings: t } => {
-                        ok += 1;
-                        std::fs::create_dir_all(&task.dir)
-                            .map_err(|e| Failure(1, format!("{}: {e}", task.dir.display())))?;
-                        for (name, text) in files {
-                            let p = task.dir.join(name);
-                            std::fs::write(&p, text).map_err(|e| Failure(1, format!("{}: {e}", p.display())))?;
-                        }
-                        records.push(record.clone());
-                        timings.push(Some(*t));
-                        let rel = task.dir.strip_prefix(out).ok().map(|p| p.to_string_lossy().replace('\\', "/"));
-                        links.push(rel);
-                    }
-                    funcfuse::batch::Outcome::Failed { error } => {
-                        failed += 1;
-                        records.push(funcfuse::optimize::failure_record(&task.label(), error));
-                        timings.push(None);
-                        links.push(None);
-                    }
-                    funcfuse::batch::Outcome::TimedOut => {
-                        timed_out += 1;
-                        let mut r = funcfuse::optimize::failure_record(
-                            &task.label(),
-                            &format!("exceeded the time limit of {} s", a.time_limit),
-                        );
-                        r["status"] = "timed out".into();
-                        records.push(r);
-                        timings.push(None);
-                        links.push(None);
-                    }
-                }
-            }
-        }
-    }
-    std::fs::create_dir_all(out).map_err(|e| Failure(1, format!("{}: {e}", out.display())))?;
-    let report = serde_json::json!({ "ok": ok, "failed": failed, "timed_out": timed_out, "programs": records });
-    let write = |name: &str, text: String| {
-        std::fs::write(out.join(name), text).map_err(|e| Failure(1, format!("{}: {e}", out.join(name).display())))
-    };
-    write("report.json", serde_json::to_string_pretty(&report).unwrap_or_default() + "\n")?;
-    write("report.md", funcfuse::report::markdown(&records))?;
-    write("report.html", funcfuse::report::html(&records, &timings, &links))?;
-    outln!(
-        "{ok} programs optimized, {failed} failed, {timed_out} timed out; report in {}",
-        out.join("report.md").display()
-    );
-    if failed + timed_out > 0 {
-        return Err(Failure(1, format!("{} programs did not optimize (recorded in the report)", failed + timed_out)));
-    }
-    Ok(())
 }
 
 fn functionalize_cmd(target: &str, args: &[String], format: &str) -> Result<(), Failure> {

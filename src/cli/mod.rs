@@ -2,6 +2,7 @@
 
 pub(super) mod compare;
 pub(super) mod fuzz;
+pub(super) mod optimize;
 pub(super) mod plans;
 pub(super) mod rules;
 
