@@ -317,7 +317,7 @@ fn a_profile_without_a_transcendental_cost_loads_with_the_default() {
     assert!(o.stderr.contains("positive `transcendental_s`"), "{}", o.stderr);
 }
 
-/// CONTRACT.md: `compare --measure` prints `prediction: median error X%, spearman Y over N plans` over every plan it
+/// docs/interface.md: `compare --measure` prints `prediction: median error X%, spearman Y over N plans` over every plan it
 /// ran (three per program here), and compare.json carries the same figures; without `--measure` there is none.
 #[test]
 fn measured_comparisons_report_prediction_quality() {

@@ -1,4 +1,4 @@
-//! PyTorch eager behaviours from `docs/SEMANTICS.md`, each run through the reference interpreter.
+//! PyTorch eager behaviours from `docs/pytorch-semantics.md`, each run through the reference interpreter.
 //!
 //! Every case is a program body run after `x = arange(12.).reshape(3, 4)`, `x3 = arange(24.).reshape(2, 3, 4)` and
 //! `e = zeros(3).expand(2, 3)`; it returns one tensor (or number), compared as `dtype[shape] values`, or fails with a

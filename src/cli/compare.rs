@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::{collect_targets, Backend, CompareArgs, Failure};
 
-/// Work-relative figures from WORKLOADS.md: kernel launches eager -> TensorSSA in the reference work.
+/// Work-relative figures from docs/workloads-and-targets.md: kernel launches eager -> TensorSSA in the reference work.
 const THEIR_LAUNCHES: &[(&str, usize, usize)] = &[
     ("yolov3", 96, 34),
     ("ssd", 242, 103),
