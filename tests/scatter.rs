@@ -39,6 +39,17 @@ def gather_middle(x: f32[6, 5, 3], i: i64[2, 4]) -> f32[6, 2, 4, 3]:
     return x[:, i.abs() % 5] + 1.0
 "#;
 
+/// Every program of `SRC` that writes or reads through index tensors.
+const INDEXED: [&str; 7] = [
+    "kv_setitem",
+    "kv_index_copy",
+    "put_accumulate",
+    "put_separated",
+    "put_int_accumulate",
+    "gather_two",
+    "gather_middle",
+];
+
 fn plan(func: &str) -> funcfuse::lower::Plan {
     let module = funcfuse::frontend::parse_module("test.py", SRC).unwrap();
     let f = common::optimized(&module, func).unwrap();
@@ -47,15 +58,7 @@ fn plan(func: &str) -> funcfuse::lower::Plan {
 
 #[test]
 fn index_writes_and_gathers_plan_no_host_fallback() {
-    for func in [
-        "kv_setitem",
-        "kv_index_copy",
-        "put_accumulate",
-        "put_separated",
-        "put_int_accumulate",
-        "gather_two",
-        "gather_middle",
-    ] {
+    for func in INDEXED {
         let p = plan(func);
         assert!(!p.how.contains(&How::Fallback), "{func}: {}", p.describe());
     }
@@ -85,15 +88,7 @@ fn a_kv_cache_write_goes_in_place_over_the_written_rows_only() {
 #[test]
 fn index_writes_and_gathers_match_the_reference_on_c_and_the_emulator() {
     let module = funcfuse::frontend::parse_module("test.py", SRC).unwrap();
-    for func in [
-        "kv_setitem",
-        "kv_index_copy",
-        "put_accumulate",
-        "put_separated",
-        "put_int_accumulate",
-        "gather_two",
-        "gather_middle",
-    ] {
+    for func in INDEXED {
         for seed in 0..4 {
             let inputs = common::seeded_inputs(&module, func, seed);
             for target in [Target::C, Target::CudaEmu] {

@@ -193,6 +193,12 @@ fn worth(b: &Builder, id: Id, memo: &mut HashMap<Id, bool>) -> bool {
 
 /// Row `(iter 0) - start` of `h` (shape `[n] + shape`, read as contiguous), as a read of per-iteration shape.
 fn row(b: &mut Builder, h: Id, shape: &[usize], start: i64) -> Id {
+    let view = row_view(b, shape, start);
+    b.add(Node::Access([h, view]))
+}
+
+/// The view of row `(iter 0) - start` of a contiguous buffer `[n] + shape`.
+pub(super) fn row_view(b: &mut Builder, shape: &[usize], start: i64) -> Id {
     let mut strides = vec![1i64; shape.len()];
     for k in (0..shape.len().saturating_sub(1)).rev() {
         strides[k] = strides[k + 1] * shape[k + 1] as i64;
@@ -210,8 +216,7 @@ fn row(b: &mut Builder, h: Id, shape: &[usize], start: i64) -> Id {
     }
     let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
     let (s, st) = (b.ints(&dims), b.ints(&strides));
-    let view = b.add(Node::View([s, st, off]));
-    b.add(Node::Access([h, view]))
+    b.add(Node::View([s, st, off]))
 }
 
 /// Whether `id` (seen `d` loops down) refers to a loop enclosing it.

@@ -285,7 +285,7 @@ impl Interchanger<'_> {
                 zeros.push(zeros_of(b, &full, *d));
                 let (dd, k) = (b.int(0), b.int(f as i64));
                 let buf = b.add(Node::Carried([dd, k]));
-                let v = row_view(b, shape, n.ta, 0);
+                let v = super::hoist::row_view(b, shape, n.ta);
                 ys.push(b.add(Node::Assign([buf, v, n.inits[m]])));
             }
             let (zi, yi) = (b.add(Node::Tuple(zeros.into())), b.add(Node::Tuple(ys.into())));
@@ -322,7 +322,7 @@ impl Interchanger<'_> {
                     } else {
                         let f = flow_idx[&k];
                         let buf = carried(b, 1, ns + f);
-                        let v = row_view(b, &n.flow_ty[f].1, n.ta, 0);
+                        let v = super::hoist::row_view(b, &n.flow_ty[f].1, n.ta);
                         Repl::With(b.add(Node::Access([buf, v])))
                     }
                 }
@@ -330,7 +330,7 @@ impl Interchanger<'_> {
             });
             if let Some(&f) = flow_idx.get(&m) {
                 let buf = carried(b, 0, ns + f);
-                let w = row_view(b, &n.flow_ty[f].1, n.ta, 0);
+                let w = super::hoist::row_view(b, &n.flow_ty[f].1, n.ta);
                 ys.push((ns + f, b.add(Node::Assign([buf, w, v]))));
             } else {
                 ys.push((slot_idx[&m], v));
@@ -357,7 +357,7 @@ impl Interchanger<'_> {
                 let k = b.int((ns + f) as i64);
                 let y = b.add(Node::Get([nest, k]));
                 let y = super::hoist::shift_up(b, y, 0, &mut HashMap::new());
-                let v = row_view(b, &n.flow_ty[f].1, n.ta, 0);
+                let v = super::hoist::row_view(b, &n.flow_ty[f].1, n.ta);
                 rows.insert(m, b.add(Node::Access([y, v])));
             }
             let mut memo = HashMap::new();
@@ -425,27 +425,6 @@ fn zeros_of(b: &mut Builder, shape: &[usize], dtype: DType) -> Id {
     };
     let v = b.add(v);
     b.op(OpName::Full, vec![s, d, v])
-}
-
-/// The view of row `(iter d) - start` of a contiguous buffer `[T] + shape`.
-fn row_view(b: &mut Builder, shape: &[usize], start: i64, d: i64) -> Id {
-    let mut strides = vec![1i64; shape.len()];
-    for k in (0..shape.len().saturating_sub(1)).rev() {
-        strides[k] = strides[k + 1] * shape[k + 1] as i64;
-    }
-    let numel: i64 = shape.iter().map(|&x| x as i64).product();
-    let mut off = iter(b, d);
-    if start != 0 {
-        let s = b.int(start);
-        off = b.op(OpName::ISub, vec![off, s]);
-    }
-    if numel != 1 {
-        let k = b.int(numel);
-        off = b.op(OpName::IMul, vec![k, off]);
-    }
-    let dims: Vec<i64> = shape.iter().map(|&x| x as i64).collect();
-    let (s, st) = (b.ints(&dims), b.ints(&strides));
-    b.add(Node::View([s, st, off]))
 }
 
 /// `id` (a term without loops below, but for the inner loop of the glue, which `f` replaces) with `f` applied.
