@@ -19,7 +19,10 @@ use crate::rewrite::saturate::Limits;
 pub const PLANS: &[(&str, Policy)] =
     &[("eager", Policy::Eager), ("unfunctionalized", Policy::Unfunctionalized), ("ours", Policy::Fused)];
 
-/// One plan's figures.
+/// One plan's figures. `kernels`, `fallbacks`, `bytes` and `predicted_s` are the plan's predicted figures
+/// ([`crate::cost::plan_estimate`]), the same `explain` and `optimize` print; `stats` is what the checked run
+/// counted, which differs only where the run took a path the estimate assumed otherwise (a `while`'s trips, an `if`
+/// arm, computed loop bounds).
 #[derive(Clone, Debug)]
 pub struct PlanRow {
     pub plan: String,
@@ -32,6 +35,13 @@ pub struct PlanRow {
     pub agrees: bool,
     /// What the plan's checked run did (launches, bytes, ops, class by class).
     pub stats: Stats,
+}
+
+impl PlanRow {
+    /// Whether the checked run launched other than predicted (then reports say so beside the prediction).
+    pub fn ran_otherwise(&self) -> bool {
+        self.stats.launches != self.kernels
+    }
 }
 
 /// What comparing one program gives: the plans' rows, the roofline and a summary of the inputs used.
@@ -151,12 +161,13 @@ pub fn compare_program(
             }
             None => None,
         };
+        let estimate = crate::cost::plan_estimate(&p, profile);
         rows.push(PlanRow {
             plan: name.to_string(),
-            kernels: stats.launches,
-            fallbacks: stats.fallbacks,
-            bytes: stats.bytes,
-            predicted_s: profile.predict(&stats),
+            kernels: estimate.launches.round() as usize,
+            fallbacks: estimate.stats.fallbacks,
+            bytes: estimate.bytes,
+            predicted_s: estimate.seconds,
             measured_s,
             agrees,
             stats,
@@ -189,6 +200,7 @@ pub fn rows_json(program: &str, rows: &[PlanRow], roofline: &crate::roofline::Ro
             "bytes": r.bytes,
             "predicted_s": r.predicted_s,
             "measured_s": r.measured_s,
+            "run": { "kernels": r.stats.launches, "fallbacks": r.stats.fallbacks, "bytes": r.stats.bytes },
             "matches_reference": r.agrees,
             "features": crate::cost::calibrate::features_json(&r.stats.by_class),
         })).collect::<Vec<_>>(),

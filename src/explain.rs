@@ -51,9 +51,13 @@ pub fn text(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estim
     for note in &r.optimized.notes {
         let _ = writeln!(s, "  {note}");
     }
-    let _ = writeln!(s, "  extraction: chose `{}` among:", r.optimized.chosen);
+    for why in crate::rewrite::vectorize::why_loops_stay(&r.optimized.term, &r.functional.inputs) {
+        let _ = writeln!(s, "  {why}");
+    }
+    // Extraction decides by the planning cost (`cost::planning_cost`), not the figures below; labelled as such.
+    let _ = writeln!(s, "  extraction: chose `{}` by planning cost among:", r.optimized.chosen);
     for (name, cost) in &r.optimized.candidates {
-        let _ = writeln!(s, "    {name:<11} predicted {:.4} ms", cost * 1e3);
+        let _ = writeln!(s, "    {name:<11} planning cost {:.4} ms", cost * 1e3);
     }
     let _ = writeln!(s, "  plans (predicted with {which}):");
     for (name, p, e) in plans {

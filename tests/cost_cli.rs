@@ -176,3 +176,59 @@ fn compare_autotune_records_the_tried_candidates() {
         serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
     assert!(v["programs"][0].get("autotune").is_none(), "{v}");
 }
+
+/// Issue #20: one program, one set of figures. `explain`, `compare` and `optimize`'s report print the same
+/// predicted launches, bytes and time for each plan (all three take them from `cost::plan_estimate`), and where a
+/// run launches otherwise `compare` says so beside the prediction.
+#[test]
+fn explain_compare_and_the_report_print_one_set_of_figures() {
+    let dir = common::scratch("cost_cli", "one_set");
+    let explained = funcfuse(&["explain", PROG]);
+    assert_eq!(explained.code, 0, "{}", explained.stderr);
+    // `    eager     33 launches      0.647 MB    0.0452 ms  (...)`
+    let from_explain: Vec<(String, f64, f64, f64)> = explained
+        .stdout
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.len() > 7 && w[2] == "launches" && w[4] == "MB" && w[6] == "ms")
+                .then(|| (w[0].to_string(), w[1].parse().unwrap(), w[3].parse().unwrap(), w[5].parse().unwrap()))
+        })
+        .collect();
+    let names: Vec<&str> = from_explain.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(names, ["eager", "unfunctionalized", "ours"], "{}", explained.stdout);
+    let out = dir.join("compare");
+    let compared = funcfuse(&["compare", PROG, "--out", out.to_str().unwrap()]);
+    assert_eq!(compared.code, 0, "{}{}", compared.stdout, compared.stderr);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
+    let rows = json["programs"][0]["plans"].as_array().unwrap();
+    let report_dir = dir.join("optimize");
+    let optimized = funcfuse(&["optimize", "corpus/micro/loops.py", "--out", report_dir.to_str().unwrap()]);
+    assert_eq!(optimized.code, 0, "{}{}", optimized.stdout, optimized.stderr);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report_dir.join("report.json")).unwrap()).unwrap();
+    let record = report["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["program"].as_str().is_some_and(|p| p.ends_with("::shift_rows")))
+        .unwrap_or_else(|| panic!("shift_rows in report.json: {report}"));
+    for (name, launches, mb, ms) in &from_explain {
+        let row = rows.iter().find(|r| r["plan"] == name.as_str()).unwrap();
+        assert_eq!(row["kernels"].as_f64().unwrap(), *launches, "{name}: compare's kernels against explain's");
+        assert_eq!(record["plans"][name]["kernels"].as_f64().unwrap(), *launches, "{name}: the report's kernels");
+        let close = |a: f64, b: f64, digits: f64| (a - b).abs() <= 0.5 * 10f64.powf(-digits) + 1e-12;
+        assert!(close(row["bytes"].as_f64().unwrap() / 1e6, *mb, 3.0), "{name}: bytes {row}");
+        assert!(close(row["predicted_s"].as_f64().unwrap() * 1e3, *ms, 4.0), "{name}: time {row} vs {ms} ms");
+        let reported = record["plans"][name]["predicted_s"].as_f64().unwrap();
+        assert_eq!(reported, row["predicted_s"].as_f64().unwrap(), "{name}: the report's time against compare's");
+        // This loop's bounds are literals: its run launched what was predicted.
+        assert_eq!(row["run"]["kernels"].as_f64().unwrap(), *launches, "{name}: {row}");
+    }
+    // A `while` whose trips depend on the data: the run's launches are given beside the prediction, labelled.
+    let out = dir.join("while");
+    let o = funcfuse(&["compare", "corpus/micro/python_features.py::while_break", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("predicted (this run: "), "{}", o.stdout);
+}

@@ -134,9 +134,10 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
                 }
                 let agree = if r.agrees { "" } else { " (differs from the reference!)" };
                 md.push_str(&format!(
-                    "| {label} | {}{agree} | {} | {} | {:.2} | {:.3} |",
+                    "| {label} | {}{agree} | {}{} | {} | {:.2} | {:.3} |",
                     r.plan,
                     r.kernels,
+                    ran_otherwise(r),
                     r.fallbacks,
                     r.bytes / 1e6,
                     r.predicted_s * 1e3
@@ -235,12 +236,13 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
             outln!(
                 "{label}: {}",
                 rows.iter()
-                    .map(|r| format!(
-                        "{} {} kernels {:.3} ms",
-                        r.plan,
-                        r.kernels,
-                        r.measured_s.unwrap_or(r.predicted_s) * 1e3
-                    ))
+                    .map(|r| {
+                        let time = match r.measured_s {
+                            Some(m) => format!("{:.3} ms measured ({:.3} predicted)", m * 1e3, r.predicted_s * 1e3),
+                            None => format!("{:.3} ms predicted", r.predicted_s * 1e3),
+                        };
+                        format!("{} {} kernels {time}{}", r.plan, r.kernels, ran_otherwise(r))
+                    })
                     .collect::<Vec<_>>()
                     .join(", ")
             );
@@ -406,4 +408,14 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
         return Err(Failure(1, problems.join("\n")));
     }
     Ok(())
+}
+
+/// Beside a plan's predicted launches: what its checked run launched, where that differs (the run took a path the
+/// estimate assumed otherwise: a `while`'s trips, an `if` arm, computed loop bounds).
+fn ran_otherwise(r: &funcfuse::compare::PlanRow) -> String {
+    if r.ran_otherwise() {
+        format!(" (this run: {})", r.stats.launches)
+    } else {
+        String::new()
+    }
 }

@@ -2,7 +2,8 @@
 //!
 //! Each sample is what a run did, class by class ([`crate::cost::class::ClassStats`]), and its measured seconds.
 //! The model is linear in the features (per class: launches, bytes, ops, transcendentals), so the fit minimizes
-//! `sum((predicted - measured)^2 / measured^2)` over non-negative coefficients by cyclic coordinate descent, with a
+//! `sum((predicted - measured)^2 / measured^2)` over coefficients between 0 and a physical bound ([`UPPER`]) by
+//! cyclic coordinate descent, with a
 //! light pull toward a prior (the starting coefficients) so that a feature no sample exercises keeps its prior
 //! value. Deterministic: the same samples give the same coefficients.
 
@@ -21,6 +22,12 @@ const P: usize = N * 4;
 /// The pull toward the prior, relative to each feature's own weight in the fit.
 const RIDGE: f64 = 1e-9;
 const SWEEPS: usize = 50_000;
+
+/// The most each feature may cost, whatever the samples say (launch: 100 us; byte: 10 ns, 0.1 GB/s; op: 10 ns;
+/// transcendental element: 25 ns, some 60 times a vectorized `expf`). A coefficient is a physical rate, and a
+/// feature few samples exercise otherwise soaks up whatever those samples' other features leave unexplained: a fit
+/// without these bounds priced a gather kernel's transcendental at 0.6 us, and predicted fcos 12 times too slow.
+pub const UPPER: [f64; 4] = [1e-4, 1e-8, 1e-8, 2.5e-8];
 
 /// Reweighting rounds: after the first least-squares fit, each sample is weighted by the inverse of its relative
 /// error (at least [`FLOOR`]), which approaches the least absolute relative error: a few badly modelled runs (a
@@ -75,7 +82,7 @@ fn solve(rows: &[Vec<f64>], weights: &[f64], p: &[f64], mut t: Vec<f64>) -> Vec<
             }
             let others: f64 = (0..P).filter(|&k| k != j).map(|k| g[j][k] * t[k]).sum();
             let d = g[j][j];
-            let new = ((h[j] - others + RIDGE * d * p[j]) / (d * (1.0 + RIDGE))).max(0.0);
+            let new = ((h[j] - others + RIDGE * d * p[j]) / (d * (1.0 + RIDGE))).clamp(0.0, UPPER[j % 4]);
             let scale = t[j].abs().max(new.abs()).max(1e-300);
             moved = moved.max((new - t[j]).abs() / scale);
             t[j] = new;
@@ -131,5 +138,32 @@ mod tests {
         }
         // A class no sample exercises keeps its prior.
         assert_eq!(got[crate::cost::class::GATHER], prior[crate::cost::class::GATHER]);
+    }
+
+    #[test]
+    fn a_feature_few_samples_exercise_cannot_soak_up_their_unexplained_time() {
+        use crate::cost::class::GATHER;
+        // Elementwise launches and bytes at known rates; one sample also runs a gather with a few transcendentals
+        // and took 2 ms more than the rest explains (some cost the model has no feature for).
+        let mut samples = Vec::new();
+        for i in 0..10 {
+            let mut by_class = [ClassStats::default(); N];
+            let f = i as f64;
+            by_class[ELEMENTWISE] = ClassStats { launches: 1.0 + f, bytes: 1e5 * (1.0 + f), ..Default::default() };
+            let mut seconds = 1e-6 * (1.0 + f) + 1e-11 * 1e5 * (1.0 + f);
+            if i == 3 {
+                by_class[GATHER] = ClassStats { launches: 1.0, transcendentals: 4000.0, ..Default::default() };
+                seconds += 2e-3;
+            }
+            samples.push(Sample { label: format!("s{i}"), by_class, seconds });
+        }
+        let got = fit(&samples, &[[1e-6, 1e-11, 1e-10, 0.0]; N]);
+        for (c, row) in got.iter().enumerate() {
+            for (f, x) in row.iter().enumerate() {
+                assert!(*x >= 0.0 && *x <= UPPER[f], "class {c} feature {f}: {x}");
+            }
+        }
+        // Unbounded, 4000 transcendentals would have to cost the 2 ms: 500 ns each.
+        assert!(got[GATHER][3] <= 2.5e-8, "{}", got[GATHER][3]);
     }
 }

@@ -15,7 +15,10 @@ use crate::tensor::{DType, Tensor};
 
 pub mod calibrate;
 pub mod class;
+pub mod estimate;
 pub mod fit;
+
+pub use estimate::{plan_estimate, planning_cost, run_counts, Estimate};
 
 use class::{CLASSES, FEATURES};
 
@@ -251,106 +254,4 @@ pub fn calibrate(target: crate::lower::Target) -> Result<Profile, String> {
         classes: None,
         info: Value::Null,
     })
-}
-
-/// The predicted seconds of a plan without running it: every kernel's launch, bytes and ops, times how often it
-/// runs (loop trip counts where bounds are literals; 16 for a `while` or computed bounds; half for each arm of an
-/// `if`). Used to choose among extracted terms.
-pub fn plan_cost(plan: &crate::lower::Plan, profile: &Profile) -> f64 {
-    plan_estimate(plan, profile).seconds
-}
-
-/// What a plan is predicted to do, without running it.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Estimate {
-    /// Kernel launches (copies and host fallbacks included), weighted by how often each runs.
-    pub launches: f64,
-    pub bytes: f64,
-    pub seconds: f64,
-}
-
-/// How often each node of a plan's term runs (indexed by node): the most any path from the root asks for, with loop
-/// trip counts where bounds are literals, 16 for a `while` or computed bounds, half for each arm of an `if`; nodes
-/// outside loops run at most once, and 0 means never reached.
-pub fn run_counts(plan: &crate::lower::Plan) -> Vec<f64> {
-    use crate::ir::Node;
-    use egg::Language;
-    let term = &plan.term;
-    let n = term.as_ref().len();
-    let mut times = vec![0.0f64; n];
-    let dep = &plan.dependent;
-    // How often each node runs: the most any path from the root asks for (nodes outside loops run once).
-    let mut stack = vec![(term.root(), 1.0f64)];
-    while let Some((id, m)) = stack.pop() {
-        let i = usize::from(id);
-        let m = if dep[i] { m } else { m.min(1.0) };
-        if times[i] >= m {
-            continue;
-        }
-        times[i] = m;
-        match &term[id] {
-            Node::Loop([a, b, s, init, body]) => {
-                let lit = |x: &egg::Id| match term[*x] {
-                    Node::Int(v) => Some(v),
-                    _ => None,
-                };
-                let trips = match (lit(a), lit(b), lit(s)) {
-                    (Some(a), Some(b), Some(s)) if s > 0 => {
-                        ((b as f64 - a as f64 + s as f64 - 1.0) / s as f64).floor().max(0.0)
-                    }
-                    _ => 16.0,
-                };
-                stack.extend([(*a, m), (*b, m), (*s, m), (*init, m), (*body, m * trips)]);
-            }
-            Node::While([init, cond, body]) => stack.extend([(*init, m), (*cond, m * 16.0), (*body, m * 16.0)]),
-            Node::If([c, a, b]) => stack.extend([(*c, m), (*a, m * 0.5), (*b, m * 0.5)]),
-            node => stack.extend(node.children().iter().map(|&c| (c, m))),
-        }
-    }
-    times
-}
-
-/// See [`plan_cost`].
-pub fn plan_estimate(plan: &crate::lower::Plan, profile: &Profile) -> Estimate {
-    use crate::lower::How;
-    let times = run_counts(plan);
-    let mut est = Estimate::default();
-    for (i, how) in plan.how.iter().enumerate() {
-        let m = times[i];
-        if m == 0.0 {
-            continue;
-        }
-        let one = match how {
-            How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) => {
-                let kernel = &plan.kernels[*k];
-                let launch = &plan.launches[*k];
-                let (bytes, ops) = kernel.traffic(
-                    launch.args.iter().map(|&a| plan.tensor(a).map_or(1, |(_, s)| s.iter().product::<usize>())),
-                );
-                let copy = match how {
-                    How::CopyInPlace(_) => {
-                        let base =
-                            plan.tensor(egg::Id::from(i)).map_or(0, |(d, s)| d.size() * s.iter().product::<usize>());
-                        profile.launch_s + 2.0 * base as f64 / profile.bytes_per_s
-                    }
-                    _ => 0.0,
-                };
-                // A kernel group launches once, for its first member.
-                let launched = plan.group_of.get(*k).copied().flatten().is_none_or(|g| plan.groups[g][0] == *k);
-                est.launches += m * (if copy > 0.0 { 1.0 } else { 0.0 } + if launched { 1.0 } else { 0.0 });
-                est.bytes += m * bytes;
-                let launch = if launched { profile.launch_s } else { 0.0 };
-                launch + (bytes / profile.bytes_per_s).max(ops / profile.ops_per_s) + copy
-            }
-            How::Fallback => {
-                let b = plan.tensor(egg::Id::from(i)).map_or(0, |(d, s)| d.size() * s.iter().product::<usize>());
-                est.launches += m;
-                est.bytes += m * 4.0 * b as f64;
-                profile.launch_s + 4.0 * b as f64 / profile.bytes_per_s
-            }
-            _ => 0.0,
-        };
-        est.seconds += m * one;
-    }
-    est
 }

@@ -129,6 +129,25 @@ pub struct Launched {
 
 type R<T> = Result<T, String>;
 
+/// Whether the executor copies loop state (entry state, and state a body passes along or yields twice): where a
+/// kernel writes in place into a loop's carried value.
+pub fn copies_loop_state(plan: &Plan) -> bool {
+    plan.launches
+        .iter()
+        .any(|l| written_base(&plan.term, l.node).is_some_and(|x| matches!(plan.term[x], Node::Carried(_))))
+}
+
+/// Whether inputs are shared with the caller (not copied): only where no kernel writes in place into a buffer it
+/// did not make itself; then no write can reach an input's memory, whatever passes it along (a branch, a loop).
+pub fn shares_inputs(plan: &Plan) -> bool {
+    plan.how.iter().enumerate().all(|(i, h)| match (h, written_base(&plan.term, Id::from(i))) {
+        (How::InPlace(_), Some(x)) => {
+            matches!(plan.how[usize::from(x)], How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_))
+        }
+        _ => true,
+    })
+}
+
 /// Runs `plan` on `dev` with `inputs`; returns the outputs (the root tuple's tensors) and what ran.
 pub fn execute<D: Device>(plan: &Plan, dev: &mut D, inputs: &BTreeMap<String, Tensor>) -> R<(Vec<Tensor>, Stats)> {
     execute_with(plan, dev, inputs, false).map(|(t, s, _)| (t, s))
@@ -150,18 +169,8 @@ fn execute_with<D: Device>(
     inputs: &BTreeMap<String, Tensor>,
     profile: bool,
 ) -> R<(Vec<Tensor>, Stats, Vec<Launched>)> {
-    let copy_loop_state = plan
-        .launches
-        .iter()
-        .any(|l| written_base(&plan.term, l.node).is_some_and(|x| matches!(plan.term[x], Node::Carried(_))));
-    // Inputs are shared with the caller (not copied) only where no kernel writes in place into a buffer it did not
-    // make itself: then no write can reach an input's memory, whatever passes it along (a branch, a loop).
-    let share_inputs = plan.how.iter().enumerate().all(|(i, h)| match (h, written_base(&plan.term, Id::from(i))) {
-        (How::InPlace(_), Some(x)) => {
-            matches!(plan.how[usize::from(x)], How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_))
-        }
-        _ => true,
-    });
+    let copy_loop_state = copies_loop_state(plan);
+    let share_inputs = shares_inputs(plan);
     let mut ex = Executor {
         share_inputs,
         plan,
@@ -401,8 +410,7 @@ impl<D: Device> Executor<'_, D> {
     }
 
     fn kernel_class(&mut self, k: usize) -> (usize, f64) {
-        let plan = self.plan;
-        plan.classes.get_or_init(|| plan.kernels.iter().map(crate::cost::class::classify).collect())[k]
+        self.plan.class_of(k)
     }
 
     fn own(&mut self, v: &Val<D::Buf>) -> R<Val<D::Buf>> {

@@ -88,6 +88,11 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Kernel `k`'s cost class and transcendental elements per launch ([`Plan::classes`]).
+    pub fn class_of(&self, k: usize) -> (usize, f64) {
+        self.classes.get_or_init(|| self.kernels.iter().map(crate::cost::class::classify).collect())[k]
+    }
+
     pub fn tensor(&self, id: Id) -> Option<(DType, &[usize])> {
         match &self.types[usize::from(id)] {
             Some(Ty::Tensor(d, s)) => Some((*d, s)),
@@ -145,7 +150,7 @@ fn plan_chosen(
     }
     crate::limits::check()?;
     let (stored, _) = plan_with(&prepared, inputs, policy, profile, true)?;
-    let cost = |p: &Plan| crate::cost::plan_estimate(p, profile).seconds;
+    let cost = |p: &Plan| crate::cost::planning_cost(p, profile);
     Ok(if cost(&stored) < cost(&recomputed) { stored } else { recomputed })
 }
 

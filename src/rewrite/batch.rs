@@ -66,6 +66,24 @@ pub(super) struct Batch<'b> {
     pub(super) refs: HashMap<(Id, i64), bool>,
     pub(super) shifted: HashMap<(Id, i64), Id>,
     pub(super) state_refs: HashMap<(Id, i64), bool>,
+    /// Why the loop does not batch: the first refusal's reason (`explain` prints it for a loop that stayed).
+    pub(super) why: Option<String>,
+}
+
+/// Why `try_new` refuses a loop `[start, end, step, init, body]`; `None` when it would not.
+pub(super) fn shape_refusal(b: &Builder, ch: [Id; 5]) -> Option<String> {
+    let [start, end, step, _, body] = ch;
+    Some(match (lit(b, start), lit(b, end), lit(b, step)) {
+        (Some(_), Some(_), Some(s)) if s <= 0 => format!("its step ({s}) is not positive"),
+        (Some(a), Some(e), Some(_)) if e <= a => "it runs no iteration".into(),
+        (Some(_), Some(_), Some(_)) if !matches!(b.node(body), Node::Tuple(_)) => {
+            "its body is not a tuple of carried values".into()
+        }
+        (Some(_), Some(_), Some(_)) => return None,
+        _ => "its bounds are computed at run time (from an int argument or data), so its iterations cannot be \
+              enumerated when optimizing"
+            .into(),
+    })
 }
 
 pub(super) fn lit(b: &Builder, id: Id) -> Option<i64> {
@@ -110,7 +128,16 @@ impl<'b> Batch<'b> {
             refs: HashMap::new(),
             shifted: HashMap::new(),
             state_refs: HashMap::new(),
+            why: None,
         })
+    }
+
+    /// Refuses the loop for `why` (the first reason given is kept).
+    pub(super) fn refuse<T>(&mut self, why: impl FnOnce() -> String) -> Option<T> {
+        if self.why.is_none() {
+            self.why = Some(why());
+        }
+        None
     }
 
     pub(super) fn is_carried(&self, id: Id, j: usize) -> bool {
@@ -331,12 +358,17 @@ impl<'b> Batch<'b> {
                 let src = if let (true, Node::Carried([_, k])) = (own, self.b.node(x).clone()) {
                     let k = lit(self.b, k)? as usize;
                     if k >= self.bases.len() || !self.same_base(k, &w) {
-                        return None;
+                        return self.refuse(|| format!("carried value {k} is read through views of another base"));
                     }
                     for t in 0..self.n {
                         for off in self.offsets(&w, t)? {
-                            if self.written.get(k)?.get(&off).is_some_and(|&wt| wt < t) {
-                                return None;
+                            if let Some(wt) = self.written.get(k)?.get(&off).copied().filter(|&wt| wt < t) {
+                                return self.refuse(|| {
+                                    format!(
+                                        "iteration {t} reads element {off} of carried value {k}, which iteration \
+                                         {wt} wrote (a dependence between iterations)"
+                                    )
+                                });
                             }
                         }
                     }
@@ -344,7 +376,7 @@ impl<'b> Batch<'b> {
                 } else if !self.uses_loop(x, 0) {
                     self.shift(x, 0)
                 } else {
-                    return None;
+                    return self.refuse(|| "it reads through views of a value each iteration computes anew".into());
                 };
                 Some(B::Bat(self.b.add(Node::Access([src, view])), shape))
             }
@@ -359,8 +391,14 @@ impl<'b> Batch<'b> {
                     (self.b.int(c0 + c1 * self.start), self.b.int(c1 * self.step), self.b.int(self.n as i64));
                 Some(B::Bat(self.b.op(OpName::Arange, vec![d, a, s, n]), vec![]))
             }
-            Node::Op(op, args) => self.batch_op(op, &args),
-            _ => None,
+            Node::Op(op, args) => {
+                let r = self.batch_op(op, &args);
+                if r.is_none() {
+                    return self.refuse(|| format!("`{op}` in its body does not batch across iterations"));
+                }
+                r
+            }
+            other => self.refuse(|| format!("`{other}` in its body does not batch across iterations")),
         }
     }
 

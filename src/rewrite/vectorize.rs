@@ -27,9 +27,18 @@ pub const MAX_ELEMENTS: usize = 1 << 22;
 /// Rewrites every qualifying loop of `term`, innermost first; returns the new term and how many loops became
 /// loop-free.
 pub fn vectorize_loops(term: &Term, inputs: &[(String, DType, Vec<usize>)]) -> (Term, usize) {
-    let mut v = Vectorizer { src: term, out: Builder::default(), memo: HashMap::new(), count: 0, inputs };
+    let mut v = Vectorizer { src: term, out: Builder::default(), memo: HashMap::new(), count: 0, inputs, kept: None };
     let root = v.rebuild(term.root());
     (v.out.extract(root), v.count)
+}
+
+/// For each counted loop of `term` that does not vectorize, why (`explain`'s "why not"): the range it runs over and
+/// the first dependence or construct that keeps it, in term order.
+pub fn why_loops_stay(term: &Term, inputs: &[(String, DType, Vec<usize>)]) -> Vec<String> {
+    let mut v =
+        Vectorizer { src: term, out: Builder::default(), memo: HashMap::new(), count: 0, inputs, kept: Some(vec![]) };
+    v.rebuild(term.root());
+    v.kept.unwrap_or_default()
 }
 
 struct Vectorizer<'a> {
@@ -38,6 +47,8 @@ struct Vectorizer<'a> {
     memo: HashMap<Id, Id>,
     count: usize,
     inputs: &'a [(String, DType, Vec<usize>)],
+    /// When asked: why each loop that stayed did.
+    kept: Option<Vec<String>>,
 }
 
 impl Vectorizer<'_> {
@@ -52,13 +63,37 @@ impl Vectorizer<'_> {
                 (Node::Tuple(items), Node::Int(j)) if (j as usize) < items.len() => items[j as usize],
                 _ => self.out.add(node),
             },
-            Node::Loop(ch) => match Batch::try_new(&mut self.out, *ch, self.inputs).and_then(|mut b| b.run()) {
-                Some(t) => {
-                    self.count += 1;
-                    t
+            Node::Loop(ch) => {
+                let (done, why) = match Batch::try_new(&mut self.out, *ch, self.inputs) {
+                    Some(mut b) => {
+                        let done = b.run();
+                        (done, b.why.take())
+                    }
+                    None => (None, super::batch::shape_refusal(&self.out, *ch)),
+                };
+                match done {
+                    Some(t) => {
+                        self.count += 1;
+                        t
+                    }
+                    None => {
+                        if let Some(kept) = &mut self.kept {
+                            let range = |x: Id| match self.out.node(x) {
+                                Node::Int(v) => v.to_string(),
+                                _ => "?".into(),
+                            };
+                            let why = why.unwrap_or_else(|| "its body does not batch across iterations".into());
+                            kept.push(format!(
+                                "the loop over range({}, {}, {}) stayed: {why}",
+                                range(ch[0]),
+                                range(ch[1]),
+                                range(ch[2])
+                            ));
+                        }
+                        self.out.add(node)
+                    }
                 }
-                None => self.out.add(node),
-            },
+            }
             _ => self.out.add(node),
         };
         self.memo.insert(id, new);
@@ -74,21 +109,40 @@ impl Batch<'_> {
             let mut links = Vec::new();
             let mut x = item;
             while let Node::Assign([base, w, v]) = self.b.node(x).clone() {
-                links.push((self.view(w)?, v));
+                let Some(view) = self.view(w) else {
+                    return self.refuse(|| format!("carried value {j} is written through a view whose offset is not affine in the loop variable"));
+                };
+                links.push((view, v));
                 x = base;
             }
             if !self.is_carried(x, j) {
-                return None;
+                return self.refuse(|| {
+                    format!(
+                        "carried value {j} is replaced by a value computed from the previous iteration's state, not \
+                         written into it through views (a recurrence: each iteration needs the one before)"
+                    )
+                });
             }
             links.reverse();
             for (w, _) in &links {
                 if !self.same_base(j, w) {
-                    return None;
+                    return self.refuse(|| format!("carried value {j} is written through views of another base"));
                 }
                 for t in 0..self.n {
-                    for off in self.offsets(w, t)? {
-                        if *self.written[j].entry(off).or_insert(t) != t {
-                            return None;
+                    let Some(offsets) = self.offsets(w, t) else {
+                        return self.refuse(|| {
+                            format!("its writes touch more than {MAX_ELEMENTS} elements to check for overlap")
+                        });
+                    };
+                    for off in offsets {
+                        let first = *self.written[j].entry(off).or_insert(t);
+                        if first != t {
+                            return self.refuse(|| {
+                                format!(
+                                    "iterations {first} and {t} both write element {off} of carried value {j}, so \
+                                     the order of the writes matters"
+                                )
+                            });
                         }
                     }
                 }

@@ -232,7 +232,41 @@ pub fn check_plan_on(
     for (name, t) in &w {
         compare(name, g.get(name).ok_or(format!("no {name}"))?, t)?;
     }
+    let plan = funcfuse::lower::plan(&f.term, &f.inputs, policy)?;
+    check_estimate(&plan, &stats)?;
     Ok(stats)
+}
+
+/// Where a plan's run can take one path only (no `if`, no `while`, loop bounds literal), the figures predicted
+/// without running it ([`funcfuse::cost::estimate::plan_stats`]) are exactly what the run counted: every command
+/// prints the estimate, so this is what makes `explain`, `compare` and the reports agree with a run.
+pub fn check_estimate(plan: &funcfuse::lower::Plan, run: &funcfuse::lower::exec::Stats) -> Result<(), String> {
+    use funcfuse::ir::Node;
+    let one_path = plan.term.as_ref().iter().all(|n| match n {
+        Node::If(_) | Node::While(_) => false,
+        Node::Loop([a, b, s, _, _]) => [a, b, s].iter().all(|x| matches!(plan.term[**x], Node::Int(_))),
+        _ => true,
+    });
+    if !one_path {
+        return Ok(());
+    }
+    let (est, _) = funcfuse::cost::estimate::plan_stats(plan);
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+    let same = est.launches == run.launches
+        && est.copies == run.copies
+        && est.fallbacks == run.fallbacks
+        && close(est.bytes, run.bytes)
+        && close(est.flops, run.flops)
+        && est
+            .by_class
+            .iter()
+            .zip(&run.by_class)
+            .all(|(e, r)| e.features().iter().zip(r.features()).all(|(x, y)| close(*x, y)));
+    if same {
+        Ok(())
+    } else {
+        Err(format!("the plan's estimate differs from what its run counted:\nestimate {est:?}\nrun      {run:?}"))
+    }
 }
 
 /// What one run of the `funcfuse` binary gave.
