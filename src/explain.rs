@@ -72,6 +72,18 @@ pub fn text(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estim
             p.kernels.len()
         );
     }
+    if let Some((_, p, _)) = plans.iter().find(|(n, _, _)| *n == "ours") {
+        // Why each kernel boundary of our plan is there (the planner's reason for a buffer).
+        let _ = writeln!(s, "  ours, why each kernel is a buffer of its own:");
+        for (k, l) in p.launches.iter().enumerate() {
+            let (i, why) = (usize::from(l.node), &p.why[k]);
+            let op = match &p.term[l.node] {
+                crate::ir::Node::Op(op, _) => op.to_string(),
+                other => other.to_string(),
+            };
+            let _ = writeln!(s, "    k{k} (${i} {op}): {why}");
+        }
+    }
     if let Some((_, _, ours)) = plans.iter().find(|(n, _, _)| *n == "ours") {
         for (name, _, e) in plans.iter().filter(|(n, _, _)| *n != "ours") {
             let _ = writeln!(

@@ -229,4 +229,17 @@ fn explain_says_why_each_loop_stayed() {
     // A loop that vectorized leaves nothing to explain.
     let text = explain("corpus/micro/loops.py::shift_rows");
     assert!(!text.contains("stayed"), "{text}");
+    // Every kernel of our plan says why it is a buffer: attention's softmax keeps its max and its sum as kernels
+    // (their readers read them broadcast), and its projections' scaled operands are computed before the matmuls.
+    let text = explain("corpus/workloads/attention.py::attention");
+    let kernels: usize = text
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("ours "))
+        .and_then(|l| l.split_once("launches").and_then(|(_, r)| r.split_once('(')))
+        .and_then(|(_, r)| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("ours' kernel count in {text}"));
+    let reasons: Vec<&str> = text.lines().filter(|l| l.starts_with("    k") && l.contains("): ")).collect();
+    assert_eq!(reasons.len(), kernels, "{text}");
+    assert!(text.contains("amax): a reduction, not fused as its reader's prologue"), "{text}");
+    assert!(text.contains("a matmul operand that is computed, not read"), "{text}");
 }

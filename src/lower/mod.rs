@@ -14,6 +14,7 @@ pub mod profile;
 mod scatter;
 mod show;
 pub mod specialize;
+mod why;
 
 pub use plan::{plan, plan_for, How, Plan, Policy};
 

@@ -12,6 +12,7 @@ use egg::{Id, Language};
 use super::fuse::{compute_dtype, KernelBuilder};
 use super::kernel::{binary_supported, Kernel};
 use super::prepare::{decompose, elide_whole_writes, unshare};
+use super::why::Why;
 use crate::ir::{binary_of, dependent_nodes, node_types, unary_of, Node, OpName, Term, Ty};
 use crate::tensor::DType;
 
@@ -85,6 +86,8 @@ pub struct Plan {
     /// Each kernel's cost class and transcendental elements per launch ([`crate::cost::class::classify`]), computed
     /// on the first run and kept: classifying walks expression trees, too slow to repeat on every run.
     pub classes: std::sync::OnceLock<Vec<(usize, f64)>>,
+    /// Per kernel: why its node is a buffer of its own rather than fused into its readers (`explain`'s "why not").
+    pub why: Vec<String>,
 }
 
 impl Plan {
@@ -99,15 +102,6 @@ impl Plan {
             _ => None,
         }
     }
-}
-
-/// What one transcendental op (exp, log, tanh, sigmoid, erf, pow, sin, cos...) costs in arithmetic ops when the
-/// planner weighs recomputing a value against storing it: about what a vectorized f32 `exp` costs against an add.
-const TRANSCENDENTAL_OPS: i64 = 8;
-
-fn transcendental(op: OpName) -> bool {
-    use OpName::*;
-    matches!(op, Exp | Log | Log1p | Expm1 | Tanh | Sigmoid | Erf | Pow | Sin | Cos | Silu | Gelu | Atan2)
 }
 
 /// Plans `term` under `policy`, deciding by the shipped CPU cost profile (see [`plan_for`]).
@@ -215,6 +209,7 @@ fn plan_with(
         store_writes,
         alternative: false,
         profile: profile.clone(),
+        why: vec![None; n],
     };
     p.classify();
     crate::limits::check()?;
@@ -234,6 +229,7 @@ fn plan_with(
         groups: Vec::new(),
         group_of: Vec::new(),
         classes: Default::default(),
+        why: Vec::new(),
     };
     for i in 0..n {
         let id = Id::from(i);
@@ -248,6 +244,7 @@ fn plan_with(
                 _ => How::CopyInPlace(k),
             };
             plan.kernels.push(kernel);
+            plan.why.push(super::why::kernel_reason(&p, id));
             plan.launches.push(Launch { node: id, args: kb.args, params: kb.params, checks: kb.checks });
         }
     }
@@ -271,7 +268,9 @@ pub(super) struct Planner<'a> {
     /// Whether some node would be planned differently with `store_writes` flipped.
     alternative: bool,
     /// The cost profile decisions are made by.
-    profile: crate::cost::Profile,
+    pub(super) profile: crate::cost::Profile,
+    /// Per node: why it is a buffer rather than fused into its readers ([`super::why`]), where the planner chose.
+    pub(super) why: Vec<Option<Why>>,
 }
 
 pub(super) fn lits(term: &Term, id: Id) -> Option<Vec<i64>> {
@@ -398,9 +397,9 @@ impl Planner<'_> {
                 Node::Input(_) => How::Input,
                 // The host evaluates E for its checks, then yields V's buffer as it is.
                 Node::Op(OpName::After, _) => How::Host,
-                Node::Op(..) if self.reduction(id) => How::Kernel(0),
+                Node::Op(..) if self.reduction(id) => self.materialize(id, Why::Reduction),
                 // A write through index tensors: a scatter kernel, in place or into a copy of its base (below).
-                Node::Op(..) if self.scatter_form(id) => How::Kernel(0),
+                Node::Op(..) if self.scatter_form(id) => self.materialize(id, Why::Scatter),
                 Node::Op(..) | Node::Access(_) | Node::Assign(_) if self.expressible(id) => How::Inline,
                 Node::Op(..) | Node::Access(_) | Node::Assign(_) => How::Fallback,
                 _ => How::Host,
@@ -423,10 +422,11 @@ impl Planner<'_> {
             // written step by step) nest ever deeper. Which is cheaper shows in the whole plan: both are planned.
             let into_buffer = self.policy == Policy::Fused
                 && matches!(self.term[id], Node::Assign([x, _, _]) if self.how[usize::from(x)] != How::Inline);
-            let shared = !self.cheap(id) && {
-                let recompute = self.recompute_costs_more(id);
-                self.alternative |= into_buffer && !recompute;
-                recompute || (into_buffer && self.store_writes)
+            let figures = if self.cheap(id) { None } else { Some(self.recompute_vs_store(id)) };
+            let recompute = figures.flatten().filter(|(r, s)| r > s);
+            let shared = figures.is_some() && {
+                self.alternative |= into_buffer && recompute.is_none();
+                recompute.is_some() || (into_buffer && self.store_writes)
             };
             let hoisted =
                 !self.dependent[i] && users.iter().any(|&u| self.dependent[usize::from(u)]) && !self.cheap(id);
@@ -448,8 +448,20 @@ impl Planner<'_> {
             // A matmul reads each operand element once per row or column of the other: only pure reads fuse in.
             let matmul_operand =
                 users.iter().any(|&u| matches!(self.term[u], Node::Op(OpName::Matmul, _))) && !self.pure_read(id);
-            if host_user || shared || hoisted || policy || matmul_operand || gathered || self.too_big(id) {
-                self.how[i] = How::Kernel(0);
+            let why = [
+                (host_user, Why::Host),
+                (shared, recompute.map_or(Why::StoredWrite, |(r, s)| Why::Shared(users.len(), r, s))),
+                (hoisted, Why::Hoisted),
+                (policy, Why::Policy),
+                (matmul_operand, Why::MatmulOperand),
+                (gathered, Why::Gathered),
+            ]
+            .into_iter()
+            .find(|(b, _)| *b)
+            .map(|(_, w)| w)
+            .or_else(|| self.too_big(id).then_some(Why::TooBig));
+            if let Some(w) = why {
+                self.how[i] = self.materialize(id, w);
             }
         }
         // Assigns that are buffers write in place where their base is a dead buffer. Otherwise ours writes the
@@ -510,49 +522,6 @@ impl Planner<'_> {
                 }
             }
         }
-    }
-
-    /// Whether computing a value inline in its readers costs more than one kernel that stores it (a launch, a
-    /// write and a read per user), by the planner's cost profile. Inline, each reader computes it once per element
-    /// it reads: several readers each pay for all of it, and a reader that broadcasts it (a larger shape) pays once
-    /// per element of its own. Transcendental ops count as [`TRANSCENDENTAL_OPS`] ops.
-    fn recompute_costs_more(&self, id: Id) -> bool {
-        let users = &self.users[usize::from(id)];
-        let p = &self.profile;
-        let (d, shape) = self.tensor(id).expect("a tensor");
-        let n = shape.iter().product::<usize>() as f64;
-        let points: f64 =
-            users.iter().map(|&u| self.tensor(u).map_or(n, |(_, s)| (s.iter().product::<usize>() as f64).max(n))).sum();
-        if points <= n {
-            return false;
-        }
-        let mut ops = 0i64;
-        fn count(pl: &Planner, id: Id, ops: &mut i64, heavy: &mut bool) {
-            *ops += match pl.term[id] {
-                Node::Op(op, _) if transcendental(op) => {
-                    *heavy = true;
-                    TRANSCENDENTAL_OPS
-                }
-                _ => 1,
-            };
-            if *ops > 1000 || pl.how[usize::from(id)] != How::Inline {
-                return;
-            }
-            for &c in pl.term[id].children() {
-                count(pl, c, ops, heavy);
-            }
-        }
-        let mut heavy = false;
-        count(self, id, &mut ops, &mut heavy);
-        // Broadcasting readers weigh in only for transcendental work: cheap arithmetic recomputed per element
-        // costs less than the profile's figures say (it vectorizes, and the loads hit the cache).
-        let points = if heavy { points } else { users.len() as f64 * n };
-        if points <= n {
-            return false;
-        }
-        let recompute = (points - n) * ops as f64 / p.ops_per_s;
-        let store = p.launch_s + (1 + users.len()) as f64 * n * d.size() as f64 / p.bytes_per_s;
-        recompute > store
     }
 
     /// Reductions (matmuls included) whose only reader is one elementwise kernel of the same shape, reading each
