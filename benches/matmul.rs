@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use funcfuse::lower::{Loaded, Policy, Target};
+use funcfuse::backend::{Loaded, Target};
+use funcfuse::lower::Policy;
 use funcfuse::rewrite::rules::{shipped, to_rewrites};
 
 fn bench(c: &mut Criterion) {

@@ -35,7 +35,7 @@ pub fn autotune(
     k: usize,
     runs: usize,
     profile: &Profile,
-    target: crate::lower::Target,
+    target: crate::backend::Target,
 ) -> Result<Vec<Tried>, String> {
     let mut order: Vec<usize> = (0..o.alternatives.len()).collect();
     let cost = |i: usize| o.candidates.get(i).map_or(f64::INFINITY, |c| c.1);
@@ -67,7 +67,7 @@ pub fn autotune(
         let (name, term) = &o.alternatives[i];
         crate::limits::check()?;
         let p = crate::lower::plan_for(term, &f.inputs, Policy::Fused, profile)?;
-        let mut dev = crate::lower::Loaded::new(&p, target)?;
+        let mut dev = crate::backend::Loaded::new(&p, target)?;
         let (out, stats) = dev.run(&p, &fresh())?;
         let agrees = match &reference {
             None => true,

@@ -1,9 +1,11 @@
 //! Batch optimization: many programs on several threads, each under a time limit, one failure never stopping the
 //! rest; outputs are gathered in program order so that they are byte-identical whatever the number of jobs.
 //!
-//! Per program it functionalizes, saturates and extracts, plans ours and both baselines (predicting each plan's
-//! launches, bytes and time from the cost profile, without running anything), and renders the kernels.
+//! Per program (one [`crate::pipeline::Session`] each) it functionalizes, saturates and extracts, plans ours and both
+//! baselines (predicting each plan's launches, bytes and time from the cost profile, without running anything), and
+//! renders the kernels.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -14,6 +16,7 @@ use serde_json::{json, Value};
 
 use crate::cost::{plan_estimate, Profile};
 use crate::lower::Policy;
+use crate::pipeline::Session;
 use crate::rewrite::rules::RuleDef;
 
 /// One program to optimize: its file, the output folder below the batch's, and its name.
@@ -79,15 +82,15 @@ pub const AUTOTUNE_RUNS: usize = 5;
 
 /// Optimizes one program; the files it writes and its record.
 pub fn optimize_one(task: &Task, defs: &[RuleDef], opts: &Options) -> Result<Outcome, String> {
+    let target = match opts.kernels {
+        Kernels::C => crate::backend::Target::C,
+        Kernels::Cuda(_) => crate::backend::Target::Cuda,
+    };
     let rules = crate::rewrite::rules::to_rewrites(defs).map_err(|d| d.to_string())?;
-    let module = crate::frontend::load_module(&task.file.display().to_string()).map_err(|d| d.to_string())?;
-    let mut r = crate::optimize::optimize_program(&module, &task.func, &rules, Default::default(), &opts.profile)
-        .map_err(|d| d.to_string())?;
+    let session = Session::new(&rules, opts.profile.clone(), target);
+    let module = Session::load(&task.file.display().to_string()).map_err(|d| d.to_string())?;
+    let mut r = session.optimize(&module, &task.func, &BTreeMap::new()).map_err(|d| d.to_string())?;
     let tuned = if opts.autotune > 0 {
-        let target = match opts.kernels {
-            Kernels::C => crate::lower::Target::C,
-            Kernels::Cuda(_) => crate::lower::Target::Cuda,
-        };
         let model = r.optimized.chosen.clone();
         Some((
             model,
@@ -96,8 +99,8 @@ pub fn optimize_one(task: &Task, defs: &[RuleDef], opts: &Options) -> Result<Out
                 &mut r.optimized,
                 opts.autotune,
                 AUTOTUNE_RUNS,
-                &opts.profile,
-                target,
+                &session.profile,
+                session.target,
             )?,
         ))
     } else {
@@ -112,16 +115,13 @@ pub fn optimize_one(task: &Task, defs: &[RuleDef], opts: &Options) -> Result<Out
     let t = Instant::now();
     let mut plans = serde_json::Map::new();
     let mut ours = None;
-    for (name, policy) in crate::compare::PLANS {
-        let term = if *policy == Policy::Fused { &r.optimized.term } else { &r.functional.term };
-        let p = crate::lower::plan_for(term, &r.functional.inputs, *policy, &opts.profile)
-            .map_err(|e| format!("{name} plan: {e}"))?;
-        let e = plan_estimate(&p, &opts.profile);
+    for (name, policy, p) in session.plans(&r, None)? {
+        let e = plan_estimate(&p, &session.profile);
         plans.insert(
             name.to_string(),
             json!({ "kernels": e.launches.round(), "bytes": e.bytes.round(), "predicted_s": e.seconds }),
         );
-        if *policy == Policy::Fused {
+        if policy == Policy::Fused {
             ours = Some(p);
         }
     }

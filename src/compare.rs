@@ -7,17 +7,14 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::cost::Profile;
 use crate::diag::Diagnostic;
 use crate::frontend::Module;
-use crate::functionalize::{functionalize, Functional};
+use crate::functionalize::Functional;
 use crate::lower::exec::Stats;
 use crate::lower::Policy;
-use crate::rewrite::saturate::Limits;
+use crate::pipeline::Session;
 
-/// The plans compared, in the order they are reported.
-pub const PLANS: &[(&str, Policy)] =
-    &[("eager", Policy::Eager), ("unfunctionalized", Policy::Unfunctionalized), ("ours", Policy::Fused)];
+pub use crate::pipeline::PLANS;
 
 /// One plan's figures. `kernels`, `fallbacks`, `bytes` and `predicted_s` are the plan's predicted figures
 /// ([`crate::cost::plan_estimate`]), the same `explain` and `optimize` print; `stats` is what the checked run
@@ -65,18 +62,16 @@ pub struct Compared {
 pub fn compare_program(
     module: &Module,
     func: &str,
-    rules: &[egg::Rewrite<crate::ir::Node, crate::rewrite::TermAnalysis>],
-    profile: &Profile,
+    session: &Session,
     which: &[&str],
     measure: Option<usize>,
     profile_runs: bool,
-    target: crate::lower::Target,
     autotune: usize,
 ) -> Result<Compared, Diagnostic> {
-    let functional = functionalize(module, func, &BTreeMap::new())?;
+    let (profile, target) = (&session.profile, session.target);
+    let functional = session.functionalize(module, func, &BTreeMap::new())?;
     let mut optimized = functional.clone();
-    let mut o = crate::rewrite::saturate::optimize_for(&functional, rules, Limits::default(), profile)
-        .map_err(|m| Diagnostic::new(m).in_file(&module.path))?;
+    let mut o = session.saturate(&functional, &module.path)?;
     let tuned = if autotune > 0 {
         let model = o.chosen.clone();
         let runs = measure.unwrap_or(crate::batch::AUTOTUNE_RUNS);
@@ -116,8 +111,7 @@ pub fn compare_program(
             continue;
         }
         let f: &Functional = if *policy == Policy::Fused { &optimized } else { &functional };
-        let p = crate::lower::plan_for(&f.term, &f.inputs, *policy, profile)
-            .map_err(|e| Diagnostic::new(format!("{name} plan: {e}")))?;
+        let p = session.plan(&f.term, &f.inputs, *policy).map_err(|e| Diagnostic::new(format!("{name} plan: {e}")))?;
         if *policy == Policy::Fused {
             let outs: Vec<(crate::tensor::DType, Vec<usize>)> =
                 want.iter().flatten().map(|t| (t.dtype(), t.shape.clone())).collect();
@@ -128,8 +122,8 @@ pub fn compare_program(
                 &p,
             ));
         }
-        let mut dev = crate::lower::Loaded::new(&p, target).map_err(Diagnostic::new)?;
-        let run = |dev: &mut crate::lower::Loaded| -> Result<(Vec<crate::tensor::Tensor>, Stats), Diagnostic> {
+        let mut dev = session.load_plan(&p).map_err(Diagnostic::new)?;
+        let run = |dev: &mut crate::backend::Loaded| -> Result<(Vec<crate::tensor::Tensor>, Stats), Diagnostic> {
             let fresh: BTreeMap<_, _> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
             dev.run(&p, &fresh).map_err(Diagnostic::new)
         };

@@ -11,11 +11,13 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::Duration;
 
+use crate::backend::{Loaded, Target};
 use crate::diag::Diagnostic;
 use crate::frontend::ast::{Module, TypeAnn};
 use crate::interp::ScalarArg;
-use crate::lower::{Loaded, Plan, Target};
+use crate::lower::Plan;
 use crate::optimize::ProgramResult;
+use crate::pipeline::Session;
 use crate::tensor::{Buf, DType, Tensor};
 
 /// What a parameter is bound to: a tensor of this dtype and shape, or a scalar with this value.
@@ -170,17 +172,9 @@ fn prepare(
     crate::limits::with_deadline(Some(limit), || {
         let (module, scalars) = typed_module(src, params)?;
         let rewrites = crate::rewrite::rules::to_rewrites(rules)?;
-        let profile = crate::cost::Profile::shipped_c();
-        let result = crate::optimize::optimize_program_with(
-            &module,
-            &src.func,
-            &scalars,
-            &rewrites,
-            Default::default(),
-            &profile,
-        )
-        .map_err(|d| d.in_file(&src.path))?;
-        let plans = crate::explain::plans(&result, &profile).map_err(|e| Diagnostic::new(e).in_file(&src.path))?;
+        let session = Session::new(&rewrites, crate::cost::Profile::shipped_c(), crate::backend::Target::C);
+        let result = session.optimize(&module, &src.func, &scalars).map_err(|d| d.in_file(&src.path))?;
+        let plans = crate::explain::plans(&result, &session).map_err(|e| Diagnostic::new(e).in_file(&src.path))?;
         Ok(Prepared { module, func: src.func.clone(), scalars, result, plans, indents: src.indents.clone() })
     })
     .map_err(|d| reindent(d, &src.indents))

@@ -3,22 +3,22 @@
 
 use std::fmt::Write;
 
-use crate::cost::{plan_estimate, Estimate, Profile};
+use crate::cost::{plan_estimate, Estimate};
 use crate::lower::{How, Plan};
 use crate::optimize::ProgramResult;
+use crate::pipeline::Session;
 
-/// The three plans of a program (eager, unfunctionalized, ours, as in [`crate::compare::PLANS`]), planned for
-/// `profile`, with their predicted figures.
-pub fn plans(r: &ProgramResult, profile: &Profile) -> Result<Vec<(&'static str, Plan, Estimate)>, String> {
-    let inputs = &r.functional.inputs;
-    let mut plans = Vec::new();
-    for (name, policy) in crate::compare::PLANS {
-        let term = if *policy == crate::lower::Policy::Fused { &r.optimized.term } else { &r.functional.term };
-        let p = crate::lower::plan_for(term, inputs, *policy, profile).map_err(|e| format!("{name} plan: {e}"))?;
-        let e = plan_estimate(&p, profile);
-        plans.push((*name, p, e));
-    }
-    Ok(plans)
+/// The three plans of a program (eager, unfunctionalized, ours, as in [`crate::pipeline::PLANS`]), planned for the
+/// session's profile, with their predicted figures.
+pub fn plans(r: &ProgramResult, session: &Session) -> Result<Vec<(&'static str, Plan, Estimate)>, String> {
+    let plans = session.plans(r, None)?;
+    Ok(plans
+        .into_iter()
+        .map(|(name, _, p)| {
+            let e = plan_estimate(&p, &session.profile);
+            (name, p, e)
+        })
+        .collect())
 }
 
 /// The explanation: term sizes, the e-graph, rules fired, extraction's candidates and the plans' predicted figures.

@@ -5,12 +5,14 @@
 //! The search starts from the tree extractor (the best choice when nothing is shared) and improves it greedily:
 //! for each reachable class in turn, each alternative node is tried and kept when the whole DAG gets cheaper and
 //! stays acyclic. It can only lower the DAG cost of the tree extractor's choice.
+//!
+//! It reads only the e-graph's nodes, whatever its analysis, so it depends on the term language alone
+//! (saturation, `crate::rewrite`, calls it).
 
-use egg::{Id, Language};
+use egg::{Analysis, EGraph, Id, Language};
 use hashbrown::{HashMap, HashSet};
 
 use crate::ir::{Node, Term};
-use crate::rewrite::TermGraph;
 
 /// E-graphs with more classes than this skip the DAG-aware search (its cost grows with the square of the size).
 pub const MAX_CLASSES: usize = 3000;
@@ -28,14 +30,14 @@ pub fn node_cost(n: &Node) -> f64 {
 pub type Choice = HashMap<Id, Node>;
 
 /// Sum of node costs over the classes reachable from `root`, each once; None if a cycle is reachable.
-pub fn dag_cost(g: &TermGraph, choice: &Choice, root: Id) -> Option<f64> {
+pub fn dag_cost<N: Analysis<Node>>(g: &EGraph<Node, N>, choice: &Choice, root: Id) -> Option<f64> {
     let mut order = Vec::new();
     topo(g, choice, g.find(root), &mut HashSet::new(), &mut HashSet::new(), &mut order)?;
     Some(order.iter().map(|c| node_cost(&choice[c])).sum())
 }
 
-fn topo(
-    g: &TermGraph,
+fn topo<N: Analysis<Node>>(
+    g: &EGraph<Node, N>,
     choice: &Choice,
     c: Id,
     done: &mut HashSet<Id>,
@@ -58,7 +60,7 @@ fn topo(
 }
 
 /// Checks a choice: see the module's doc. The error names what is wrong.
-pub fn check(g: &TermGraph, choice: &Choice, root: Id) -> Result<(), String> {
+pub fn check<N: Analysis<Node>>(g: &EGraph<Node, N>, choice: &Choice, root: Id) -> Result<(), String> {
     let root = g.find(root);
     if !choice.contains_key(&root) {
         return Err("the root class has no chosen node".into());
@@ -75,7 +77,7 @@ pub fn check(g: &TermGraph, choice: &Choice, root: Id) -> Result<(), String> {
 }
 
 /// The term of a choice (which `check` accepted).
-pub fn build(g: &TermGraph, choice: &Choice, root: Id) -> Term {
+pub fn build<N: Analysis<Node>>(g: &EGraph<Node, N>, choice: &Choice, root: Id) -> Term {
     let mut order = Vec::new();
     topo(g, choice, g.find(root), &mut HashSet::new(), &mut HashSet::new(), &mut order).expect("a checked choice");
     let mut term = Term::default();
@@ -90,13 +92,13 @@ pub fn build(g: &TermGraph, choice: &Choice, root: Id) -> Term {
 /// The best tree under a cost function: egg's `Extractor` semantics (per class, the cheapest node by tree cost;
 /// ties keep the node found first), computed with a worklist: a class is re-costed only when one of its children's
 /// costs fell, so a chain of n classes costs O(n), not egg's O(n^2) rounds over every class.
-pub struct TreeExtractor<'a, CF: egg::CostFunction<Node>> {
-    g: &'a TermGraph,
+pub struct TreeExtractor<'a, CF: egg::CostFunction<Node>, N: Analysis<Node>> {
+    g: &'a EGraph<Node, N>,
     costs: HashMap<Id, (CF::Cost, Node)>,
 }
 
-impl<'a, CF: egg::CostFunction<Node>> TreeExtractor<'a, CF> {
-    pub fn new(g: &'a TermGraph, mut cf: CF) -> Self {
+impl<'a, CF: egg::CostFunction<Node>, N: Analysis<Node>> TreeExtractor<'a, CF, N> {
+    pub fn new(g: &'a EGraph<Node, N>, mut cf: CF) -> Self {
         let mut costs: HashMap<Id, (CF::Cost, Node)> = HashMap::new();
         let mut queue: std::collections::VecDeque<Id> = g.classes().map(|c| c.id).collect();
         let mut queued: HashSet<Id> = queue.iter().copied().collect();
@@ -139,13 +141,13 @@ impl<'a, CF: egg::CostFunction<Node>> TreeExtractor<'a, CF> {
 }
 
 /// The tree extractor's choice (by `AstSize`) for every class.
-pub fn tree_choice(g: &TermGraph) -> Choice {
+pub fn tree_choice<N: Analysis<Node>>(g: &EGraph<Node, N>) -> Choice {
     let ex = TreeExtractor::new(g, egg::AstSize);
     g.classes().map(|c| (c.id, ex.find_best_node(c.id).clone())).collect()
 }
 
 /// The DAG-aware choice: the tree choice, improved greedily (at most `rounds` passes over the reachable classes).
-pub fn dag_choice(g: &TermGraph, root: Id, rounds: usize) -> Choice {
+pub fn dag_choice<N: Analysis<Node>>(g: &EGraph<Node, N>, root: Id, rounds: usize) -> Choice {
     let mut choice = tree_choice(g);
     let Some(mut best) = dag_cost(g, &choice, root) else { return choice };
     for _ in 0..rounds {

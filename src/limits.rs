@@ -33,6 +33,10 @@ pub const RUN_TIME_LIMIT_S: f64 = 600.0;
 /// The default per-program limit of `funcfuse optimize`, in seconds.
 pub const OPTIMIZE_TIME_LIMIT_S: f64 = 60.0;
 
+/// A `while` loop that runs this often is reported rather than left to spin (by every engine: the interpreter, the
+/// functional interpreter and the plan executor).
+pub const MAX_WHILE_ITERATIONS: u64 = 10_000_000;
+
 /// Parses a `--time-limit` value: a finite number of seconds, above zero and at most [`MAX_TIME_LIMIT_S`].
 pub fn parse_time_limit(s: &str) -> Result<f64, String> {
     let v: f64 = s.trim().parse().map_err(|_| format!("`{s}` is not a number of seconds"))?;

@@ -10,6 +10,7 @@ use funcfuse::diag::Diagnostic;
 use funcfuse::frontend;
 use funcfuse::interp::{self, ScalarArg};
 use funcfuse::io;
+use funcfuse::pipeline::Session;
 use funcfuse::tensor::Tensor;
 
 /// Writes to stdout; a closed pipe (`funcfuse list | head`) ends the output quietly instead of panicking.
@@ -250,11 +251,11 @@ enum Backend {
 }
 
 impl Backend {
-    pub(crate) fn target(self) -> funcfuse::lower::Target {
+    pub(crate) fn target(self) -> funcfuse::backend::Target {
         match self {
-            Backend::C => funcfuse::lower::Target::C,
-            Backend::Cuda => funcfuse::lower::Target::Cuda,
-            Backend::CudaEmu => funcfuse::lower::Target::CudaEmu,
+            Backend::C => funcfuse::backend::Target::C,
+            Backend::Cuda => funcfuse::backend::Target::Cuda,
+            Backend::CudaEmu => funcfuse::backend::Target::CudaEmu,
         }
     }
 }
@@ -286,6 +287,10 @@ struct RunArgs {
     /// The rules the optimized engine uses.
     #[command(flatten)]
     rules: UseRules,
+    /// A cost profile (JSON from `calibrate`) the optimized engine extracts and plans by; the shipped CPU profile by
+    /// default.
+    #[arg(long)]
+    costs: Option<PathBuf>,
 }
 
 /// A failure and its exit status: 1 when the program failed, 2 for bad usage.
@@ -408,24 +413,26 @@ fn run_all(a: &RunArgs) -> Result<(), Failure> {
         let (k, v) = parse_arg(s)?;
         scalars.insert(k, v);
     }
-    // User rules are checked before anything runs (the optimized engine alone uses rules).
-    let rules = match a.engine {
-        Engine::Optimized => funcfuse::rewrite::rules::to_rewrites(&a.rules.usable()?)?,
-        _ => Vec::new(),
+    // User rules and the cost profile are checked before anything runs (the optimized engine alone uses them).
+    let (rules, profile) = match a.engine {
+        Engine::Optimized => (
+            funcfuse::rewrite::rules::to_rewrites(&a.rules.usable()?)?,
+            funcfuse::cost::Profile::load_or_shipped(a.costs.as_deref()).map_err(|e| Failure(1, e))?,
+        ),
+        _ => (Vec::new(), funcfuse::cost::Profile::shipped_c()),
     };
+    let session = Session::new(&rules, profile, a.backend.target());
     match a.target.split_once("::") {
         Some((file, func)) => {
             let module = crate::cli::load_module(file)?;
-            run_one(&module, func, a, &scalars, &a.output, &rules)
+            run_one(&module, func, a, &scalars, &a.output, &session)
         }
-        None => run_batch(a, &scalars, &rules),
+        None => run_batch(a, &scalars, &session),
     }
 }
 
 /// `run PATH` without `::FUNC`: every program under PATH, each into `OUTPUT/<file without .py>/<FUNC>/`.
-type Rewrites = [egg::Rewrite<funcfuse::ir::Node, funcfuse::rewrite::TermAnalysis>];
-
-fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>, rules: &Rewrites) -> Result<(), Failure> {
+fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>, session: &Session) -> Result<(), Failure> {
     if a.inputs.is_some() {
         return Err(Failure(2, "--inputs needs a single program (FILE.py::FUNC)".into()));
     }
@@ -462,7 +469,7 @@ fn run_batch(a: &RunArgs, scalars: &BTreeMap<String, ScalarArg>, rules: &Rewrite
                 .filter(|(k, _)| f.params.iter().any(|p| p.name == **k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
-            match run_one(&module, &f.name, a, &mine, &out, rules) {
+            match run_one(&module, &f.name, a, &mine, &out, session) {
                 Ok(()) => {
                     ok += 1;
                     outln!("ok   {shown}::{} ({} ms)", f.name, start.elapsed().as_millis());
@@ -487,7 +494,7 @@ fn run_one(
     a: &RunArgs,
     scalars: &BTreeMap<String, ScalarArg>,
     output: &Path,
-    rules: &Rewrites,
+    session: &Session,
 ) -> Result<(), Failure> {
     let file = &module.path;
     let f = module.get(func).map_err(|d| match d.span {
@@ -529,16 +536,15 @@ fn run_one(
     }
     let out = match a.engine {
         Engine::Functional => {
-            let f = funcfuse::functionalize::functionalize(module, func, scalars)?;
+            let f = session.functionalize(module, func, scalars)?;
             funcfuse::functionalize::run_functional(&f, &inputs)
                 .map_err(|d| interp::locate(module, func, &inputs, scalars, d))?
         }
         Engine::Optimized => {
-            let mut f = funcfuse::functionalize::functionalize(module, func, scalars)?;
-            let o = funcfuse::rewrite::saturate::optimize(&f, rules, Default::default())
-                .map_err(|m| Failure(1, format!("{file}: {m}")))?;
-            f.term = o.term;
-            funcfuse::lower::run_on(&f, funcfuse::lower::Policy::Fused, a.backend.target(), &inputs)
+            let mut f = session.functionalize(module, func, scalars)?;
+            f.term = session.saturate(&f, file)?.term;
+            session
+                .run(&f, funcfuse::lower::Policy::Fused, &inputs)
                 .map_err(|d| interp::locate(module, func, &inputs, scalars, d))?
                 .0
         }

@@ -1,29 +1,23 @@
-//! The optimization pipeline for one program and its record: functionalize, saturate, extract.
+//! One program's optimization (functionalize, saturate, extract: [`crate::pipeline::Session::optimize`]) and its record.
 //!
 //! Records are deterministic (no times in them) so that the same input gives byte-identical output; times are
 //! reported separately.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::diag::Diagnostic;
 use crate::frontend::Module;
-use crate::functionalize::{functionalize, Functional};
 use crate::ir::{display_dag, term_stats, Node, TermStats};
-use crate::rewrite::saturate::{Limits, Optimized};
+use crate::pipeline::Session;
+use crate::rewrite::saturate::Limits;
 use crate::rewrite::TermAnalysis;
 
-/// Everything one program's optimization produced.
-pub struct ProgramResult {
-    pub functional: Functional,
-    pub optimized: Optimized,
-    pub functionalize_time: Duration,
-    pub saturate_time: Duration,
-}
+pub use crate::pipeline::ProgramResult;
 
-/// Functionalizes and optimizes program `func` of `module` with `rules`, extracting by `profile`.
+/// Functionalizes and optimizes program `func` of `module` with `rules`, extracting by `profile`
+/// ([`crate::pipeline::Session::optimize`] with these).
 pub fn optimize_program(
     module: &Module,
     func: &str,
@@ -43,12 +37,9 @@ pub fn optimize_program_with(
     limits: Limits,
     profile: &crate::cost::Profile,
 ) -> Result<ProgramResult, Diagnostic> {
-    let t0 = Instant::now();
-    let functional = functionalize(module, func, scalars)?;
-    let t1 = Instant::now();
-    let optimized = crate::rewrite::saturate::optimize_for(&functional, rules, limits, profile)
-        .map_err(|m| Diagnostic::new(m).in_file(&module.path))?;
-    Ok(ProgramResult { functional, optimized, functionalize_time: t1 - t0, saturate_time: t1.elapsed() })
+    let mut session = Session::new(rules, profile.clone(), crate::backend::Target::C);
+    session.limits = limits;
+    session.optimize(module, func, scalars)
 }
 
 fn stats_json(s: &TermStats) -> Value {

@@ -43,7 +43,7 @@ fn main() {
             let module = funcfuse::frontend::load_module(file5.to_str().unwrap()).map_err(|d| d.to_string())?;
             let inputs = common::seeded_inputs(&module, &func5, 7);
             let policy = funcfuse::lower::Policy::Fused;
-            common::check_plan_on(&module, &func5, &inputs, policy, funcfuse::lower::Target::CudaEmu)?;
+            common::check_plan_on(&module, &func5, &inputs, policy, funcfuse::backend::Target::CudaEmu)?;
             Ok(())
         }));
         let (file4, func4, p4) = (p.file.clone(), p.func.clone(), p.clone());
@@ -52,7 +52,7 @@ fn main() {
             let inputs = common::golden_inputs(&p4, &module)?;
             let f = common::optimized(&module, &func4)?;
             let (out, _) =
-                funcfuse::lower::run_c(&f, funcfuse::lower::Policy::Fused, &inputs).map_err(|d| d.to_string())?;
+                funcfuse::backend::run_c(&f, funcfuse::lower::Policy::Fused, &inputs).map_err(|d| d.to_string())?;
             common::check_goldens(&p4, &out)?;
             Ok(())
         }));

@@ -231,4 +231,47 @@ fn explain_compare_and_the_report_print_one_set_of_figures() {
     let o = funcfuse(&["compare", "corpus/micro/python_features.py::while_break", "--out", out.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
     assert!(o.stdout.contains("predicted (this run: "), "{}", o.stdout);
+
+/// `run --costs FILE` extracts and plans by that profile, as `optimize` does: where a launch costs a millisecond the
+/// plan launches fewer kernels than where it costs a nanosecond, both plans give the reference engine's outputs, and
+/// a profile that does not load is an error before anything runs (the reference engine does not read it).
+#[test]
+fn run_plans_by_the_costs_profile() {
+    let dir = common::scratch("cost_cli", "run_costs");
+    let prog = "corpus/workloads/attention.py::attention";
+    let reference = dir.join("reference");
+    let o = funcfuse(&["run", prog, "--engine", "reference", "--output", reference.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let want = funcfuse::io::read_npy(&reference.join("return.npy")).unwrap();
+    let launches = |launch_s: &str| -> usize {
+        let p = dir.join(format!("launch-{launch_s}.json"));
+        let text = format!(r#"{{"backend": "c", "launch_s": {launch_s}, "bytes_per_s": 1e10, "ops_per_s": 1e10}}"#);
+        std::fs::write(&p, text).unwrap();
+        let out = dir.join(format!("out-{launch_s}"));
+        let o = funcfuse(&["run", prog, "--costs", p.to_str().unwrap(), "--output", out.to_str().unwrap(), "-v"]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let got = funcfuse::io::read_npy(&out.join("return.npy")).unwrap();
+        funcfuse::tensor::compare_close("return", &got, &want).unwrap();
+        let line =
+            o.stderr.lines().find(|l| l.starts_with("[funcfuse run] ")).unwrap_or_else(|| panic!("{}", o.stderr));
+        line["[funcfuse run] ".len()..].split(' ').next().unwrap().parse().unwrap()
+    };
+    let (slow, fast) = (launches("1e-3"), launches("1e-9"));
+    assert!(slow < fast, "a costly launch should give fewer launches: {slow} vs {fast}");
+    let missing = dir.join("missing.json");
+    let out = dir.join("out-missing");
+    let o = funcfuse(&["run", prog, "--costs", missing.to_str().unwrap(), "--output", out.to_str().unwrap()]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("missing.json") && !out.exists(), "{}", o.stderr);
+    let o = funcfuse(&[
+        "run",
+        prog,
+        "--engine",
+        "reference",
+        "--costs",
+        missing.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
 }

@@ -8,8 +8,9 @@ mod common;
 
 use std::collections::BTreeMap;
 
+use funcfuse::backend::Target;
 use funcfuse::frontend::{self, Module};
-use funcfuse::lower::{Policy, Target};
+use funcfuse::lower::Policy;
 
 const HEADER: &str = "from __future__ import annotations\nimport torch\n\n";
 
@@ -38,7 +39,7 @@ fn errors(src: &str, func: &str) -> Vec<(String, String)> {
         } else {
             funcfuse::functionalize::functionalize(&module, func, &BTreeMap::new()).map_err(|d| d.to_string())
         };
-        let r = f.and_then(|f| funcfuse::lower::run_on(&f, policy, target, &fresh()).map_err(|d| d.to_string()));
+        let r = f.and_then(|f| funcfuse::backend::run_on(&f, policy, target, &fresh()).map_err(|d| d.to_string()));
         out.push((name.into(), r.map(|_| "returned without an error".to_string())));
     }
     out.into_iter().map(|(e, r)| (e, r.err().unwrap_or_else(|| "returned without an error".into()))).collect()

@@ -6,7 +6,8 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use funcfuse::lower::{plan, Policy, Target};
+use funcfuse::backend::Target;
+use funcfuse::lower::{plan, Policy};
 
 const PROGRAMS: &str = r#"
 def blocked(a: f32[20, 40], b: f32[40, 48], bias: f32[48]) -> f32[20, 48]:
@@ -87,7 +88,7 @@ fn blocked_rows_give_the_unblocked_bits() {
     assert!(c.contains("bb += 5"), "{c}");
     let inputs = common::seeded_inputs(&module, "blocked", 3);
     let f = common::optimized(&module, "blocked").unwrap();
-    let (all, _) = funcfuse::lower::run_c(&f, Policy::Fused, &inputs).unwrap();
+    let (all, _) = funcfuse::backend::run_c(&f, Policy::Fused, &inputs).unwrap();
     let all = common::output_files(&all).into_values().next().unwrap().to_f64_vec();
     let (a, b, bias) = (&inputs["a"], &inputs["b"], &inputs["bias"]);
     let dir = common::scratch("gemm", "one_row");
@@ -104,7 +105,7 @@ fn blocked_rows_give_the_unblocked_bits() {
             .unwrap();
         let ins =
             BTreeMap::from([("a".to_string(), row), ("b".to_string(), b.clone()), ("bias".to_string(), bias.clone())]);
-        let (out, _) = funcfuse::lower::run_c(&g, Policy::Fused, &ins).unwrap();
+        let (out, _) = funcfuse::backend::run_c(&g, Policy::Fused, &ins).unwrap();
         let got = common::output_files(&out).into_values().next().unwrap().to_f64_vec();
         assert_eq!(got, all[r * 48..r * 48 + 48], "row {r}");
     }

@@ -120,7 +120,7 @@ def in_branch(x: f32[8, 500], y: f32[8, 500]) -> f32[8]:
     let module = funcfuse::frontend::parse_module("test.py", src).unwrap();
     for func in ["both", "in_branch"] {
         let inputs = common::seeded_inputs(&module, func, 3);
-        for target in [funcfuse::lower::Target::C, funcfuse::lower::Target::CudaEmu] {
+        for target in [funcfuse::backend::Target::C, funcfuse::backend::Target::CudaEmu] {
             common::check_plan_on(&module, func, &inputs, Policy::Fused, target).unwrap();
         }
     }
@@ -195,7 +195,7 @@ fn buffers_reused_across_runs_give_the_same_results() {
             out.iter().map(|t| t.to_f64_vec().iter().map(|v| v.to_bits()).collect()).collect()
         };
         let inputs = |seed| common::seeded_inputs(&module, &p.func, seed);
-        let mut dev = funcfuse::lower::Loaded::new(&plan, funcfuse::lower::Target::C).unwrap();
+        let mut dev = funcfuse::backend::Loaded::new(&plan, funcfuse::backend::Target::C).unwrap();
         let given = inputs(1);
         let before: Vec<Vec<u64>> = bits(&given.values().cloned().collect::<Vec<_>>());
         let first = bits(&dev.run(&plan, &given).unwrap().0);
@@ -204,7 +204,7 @@ fn buffers_reused_across_runs_give_the_same_results() {
         let between = bits(&dev.run(&plan, &inputs(2)).unwrap().0);
         let again = bits(&dev.run(&plan, &inputs(1)).unwrap().0);
         assert_eq!(first, again, "{}: a second run on the same device differs", p.label());
-        let mut fresh = funcfuse::lower::Loaded::new(&plan, funcfuse::lower::Target::C).unwrap();
+        let mut fresh = funcfuse::backend::Loaded::new(&plan, funcfuse::backend::Target::C).unwrap();
         assert_eq!(between, bits(&fresh.run(&plan, &inputs(2)).unwrap().0), "{}: reused buffers differ", p.label());
     }
 }
@@ -223,7 +223,7 @@ fn no_plan_writes_into_the_callers_inputs() {
             let plan = funcfuse::lower::plan(&f.term, &f.inputs, policy).unwrap();
             let given = common::seeded_inputs(&module, &p.func, 3);
             let before = bits(given.values().cloned().collect());
-            let mut dev = funcfuse::lower::Loaded::new(&plan, funcfuse::lower::Target::C).unwrap();
+            let mut dev = funcfuse::backend::Loaded::new(&plan, funcfuse::backend::Target::C).unwrap();
             // A run-time error (a bad index on these inputs) is the corpus tests' business, not this one's.
             let _ = dev.run(&plan, &given);
             assert_eq!(

@@ -198,3 +198,36 @@ fn zero_dim_sums_run_and_zero_dim_cats_are_located_errors_in_every_engine() {
     let e = funcfuse::ir::verify(&t, &[("a".into(), funcfuse::tensor::DType::F32, vec![])]).unwrap_err();
     assert!(e.contains("zero-dimensional tensor (at position 0) cannot be concatenated"), "{e}");
 }
+
+/// `run --rules` saturates with the user's rules, as `optimize` does: the unsound `exp(x) = x`, used with
+/// `--unchecked-rules`, makes the optimized engine compute `a + b` where the reference computes `exp(a) + b` (which
+/// is how one sees that the rule was used); the reference engine does not read the rules.
+#[test]
+fn run_uses_the_rules_it_is_given() {
+    let dir = scratch("run");
+    let cache = dir.join("cache");
+    let prog = dir.join("prog.py");
+    std::fs::write(&prog, PROGRAM).unwrap();
+    let rules = dir.join("mine.rules");
+    std::fs::write(&rules, UNSOUND).unwrap();
+    let target = format!("{}::f", s(&prog));
+    let read = |d: &Path, name: &str| funcfuse::io::read_npy(&d.join(name)).unwrap().to_f64_vec();
+    let reference = dir.join("reference");
+    let o =
+        funcfuse(&cache, &["run", &target, "--engine", "reference", "--rules", s(&rules), "--output", s(&reference)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let (a, b) = (read(&reference, "inputs/a.npy"), read(&reference, "inputs/b.npy"));
+    let exp_sum: Vec<f64> = a.iter().zip(&b).map(|(x, y)| (*x as f32).exp() as f64 + y).collect();
+    let plain_sum: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    let close = |got: &[f64], want: &[f64]| got.iter().zip(want).all(|(g, w)| (g - w).abs() <= 1e-5 * (1.0 + w.abs()));
+    assert!(close(&read(&reference, "return.npy"), &exp_sum));
+    let shipped = dir.join("shipped");
+    let o = funcfuse(&cache, &["run", &target, "--output", s(&shipped)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(close(&read(&shipped, "return.npy"), &exp_sum));
+    let mine = dir.join("mine");
+    let o = funcfuse(&cache, &["run", &target, "--rules", s(&rules), "--unchecked-rules", "--output", s(&mine)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("rules used without the rule checker (--unchecked-rules)"), "{}", o.stderr);
+    assert!(close(&read(&mine, "return.npy"), &plain_sum), "the user rule was not used");
+}

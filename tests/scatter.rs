@@ -5,7 +5,8 @@
 
 mod common;
 
-use funcfuse::lower::{How, Policy, Target};
+use funcfuse::backend::Target;
+use funcfuse::lower::{How, Policy};
 
 const SRC: &str = r#"
 import torch

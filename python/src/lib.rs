@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use funcfuse::backend::Target;
 use funcfuse::embed::{Compiled, Param, Raw, Source};
 use funcfuse::interp::ScalarArg;
-use funcfuse::lower::Target;
 use funcfuse::tensor::DType;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};

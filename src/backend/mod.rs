@@ -2,11 +2,15 @@
 //!
 //! `c` renders C, compiles it with the system C compiler and runs it in this process (`dlopen`); `cuda` renders
 //! CUDA C for NVRTC. Both render expressions with [`crate::lower::kernel::render`], so the two agree on arithmetic.
+//! `device` is the switch between them: [`Target`] names a backend, [`Loaded`] is a plan's kernels loaded on it.
 
 pub mod c;
 pub mod cache;
 pub mod cuda;
 pub mod cuda_src;
+mod device;
 pub mod emu;
 pub mod gemm;
 pub mod source;
+
+pub use device::{run_c, run_on, Loaded, Target};

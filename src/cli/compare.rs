@@ -45,6 +45,7 @@ fn cell_text(s: &str) -> String {
 pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failure> {
     let rules = funcfuse::rewrite::rules::to_rewrites(&a.rules.usable()?)?;
     let profile = funcfuse::cost::Profile::load_or_shipped(a.costs.as_deref()).map_err(|e| Failure(1, e))?;
+    let session = funcfuse::pipeline::Session::new(&rules, profile.clone(), a.backend.target());
     let mut which: Vec<&str> = Vec::new();
     for b in a.baselines.split(',').map(str::trim).filter(|b| !b.is_empty()) {
         match b {
@@ -106,15 +107,7 @@ pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failu
                 _ => None,
             };
             let c = match funcfuse::compare::compare_program(
-                &module,
-                &func,
-                &rules,
-                &profile,
-                &which,
-                measure,
-                a.profile,
-                a.backend.target(),
-                a.autotune,
+                &module, &func, &session, &which, measure, a.profile, a.autotune,
             ) {
                 Ok(r) => r,
                 Err(d) => {

@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use funcfuse::pipeline::Session;
+
 use crate::cli::rules::UseRules;
 use crate::{Backend, Failure};
 
@@ -18,9 +20,10 @@ pub(crate) fn explain_cmd(
     let module = crate::cli::load_module(file)?;
     let rewrites = funcfuse::rewrite::rules::to_rewrites(&rules.usable()?)?;
     let profile = funcfuse::cost::Profile::load_or_shipped(costs).map_err(|e| Failure(1, e))?;
-    let r = funcfuse::optimize::optimize_program(&module, func, &rewrites, Default::default(), &profile)?;
+    let session = Session::new(&rewrites, profile, funcfuse::backend::Target::C);
+    let r = session.optimize(&module, func, &Default::default())?;
     let inputs = &r.functional.inputs;
-    let plans = funcfuse::explain::plans(&r, &profile).map_err(|e| Failure(1, e))?;
+    let plans = funcfuse::explain::plans(&r, &session).map_err(|e| Failure(1, e))?;
     let ours = &plans[2].1;
     match dump {
         None => {}
@@ -58,7 +61,7 @@ pub(crate) fn explain_cmd(
         .with_scheduler(funcfuse::rewrite::schedule::Capped::new(50_000))
         .with_time_limit(std::time::Duration::from_millis(500))
         .with_expr(&r.functional.term)
-        .run(&rewrites);
+        .run(session.rules);
         for (name, text) in [("egraph.dot", runner.egraph.dot().to_string()), ("plan.dot", ours.dot())] {
             let p = dir.join(name);
             std::fs::write(&p, text).map_err(|e| Failure(1, format!("{}: {e}", p.display())))?;
@@ -70,8 +73,10 @@ pub(crate) fn explain_cmd(
             }
         }
     }
-    let which =
-        if costs.is_some() { format!("the {} profile", profile.backend) } else { "the shipped CPU profile".into() };
+    let which = match costs {
+        Some(_) => format!("the {} profile", session.profile.backend),
+        None => "the shipped CPU profile".into(),
+    };
     out!("{}", funcfuse::explain::text(target, &r, &plans, &which));
     Ok(())
 }
@@ -101,7 +106,8 @@ pub(crate) fn calibrate_cmd(
     let rules = funcfuse::rewrite::rules::to_rewrites(
         &funcfuse::rewrite::rules::shipped().map_err(|d| Failure(1, d.to_string()))?,
     )?;
-    samples.extend(cal::kernel_samples(&rules, &base, runs, target).map_err(|e| Failure(1, e))?);
+    let session = Session::new(&rules, base, target);
+    samples.extend(cal::kernel_samples(&session, runs).map_err(|e| Failure(1, e))?);
     let mut failed = 0;
     for (file, _, only) in targets {
         let shown = file.display().to_string();
@@ -115,7 +121,7 @@ pub(crate) fn calibrate_cmd(
         };
         let funcs = only.map_or_else(|| module.program_names(), |f| vec![f]);
         for f in funcs {
-            match cal::program_samples(&module, &f, &rules, &base, runs, target) {
+            match cal::program_samples(&module, &f, &session, runs) {
                 Ok(s) => samples.extend(s),
                 Err(d) => {
                     failed += 1;
@@ -127,7 +133,7 @@ pub(crate) fn calibrate_cmd(
     if !from.is_empty() {
         sources.push(serde_json::json!(format!("{} ({failed} programs skipped)", from.join(" "))));
     }
-    let p = cal::fitted(&base, &samples, serde_json::Value::from(sources));
+    let p = cal::fitted(&session.profile, &samples, serde_json::Value::from(sources));
     let text = serde_json::to_string_pretty(&p.to_json()).unwrap_or_default() + "\n";
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Failure(1, format!("{}: {e}", dir.display())))?;

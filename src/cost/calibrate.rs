@@ -17,13 +17,11 @@ pub const KERNELS: &str = include_str!("kernels.py");
 pub fn program_samples(
     module: &Module,
     func: &str,
-    rules: &[egg::Rewrite<crate::ir::Node, crate::rewrite::TermAnalysis>],
-    profile: &Profile,
+    session: &crate::pipeline::Session,
     runs: usize,
-    target: crate::lower::Target,
 ) -> Result<Vec<Sample>, Diagnostic> {
-    let which: Vec<&str> = crate::compare::PLANS.iter().map(|(n, _)| *n).collect();
-    let c = crate::compare::compare_program(module, func, rules, profile, &which, Some(runs), false, target, 0)?;
+    let which: Vec<&str> = crate::pipeline::PLANS.iter().map(|(n, _)| *n).collect();
+    let c = crate::compare::compare_program(module, func, session, &which, Some(runs), false, 0)?;
     Ok(c.rows
         .iter()
         .filter_map(|r| {
@@ -37,16 +35,11 @@ pub fn program_samples(
 }
 
 /// The samples of the embedded calibration kernels.
-pub fn kernel_samples(
-    rules: &[egg::Rewrite<crate::ir::Node, crate::rewrite::TermAnalysis>],
-    profile: &Profile,
-    runs: usize,
-    target: crate::lower::Target,
-) -> Result<Vec<Sample>, String> {
+pub fn kernel_samples(session: &crate::pipeline::Session, runs: usize) -> Result<Vec<Sample>, String> {
     let module = crate::frontend::parse_module("<calibration kernels>", KERNELS).map_err(|d| d.to_string())?;
     let mut out = Vec::new();
     for f in module.program_names() {
-        out.extend(program_samples(&module, &f, rules, profile, runs, target).map_err(|d| d.to_string())?);
+        out.extend(program_samples(&module, &f, session, runs).map_err(|d| d.to_string())?);
     }
     Ok(out)
 }

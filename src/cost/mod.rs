@@ -204,16 +204,16 @@ fn median_time(mut f: impl FnMut() -> Result<(), String>, runs: usize) -> Result
 /// Measures a profile of the C backend with three micro-kernels: a one-element add (launch overhead), a copy of
 /// 32 MiB (bandwidth), and a chain of exp, mul and add over 1 Mi elements (throughput).
 pub fn calibrate_c() -> Result<Profile, String> {
-    calibrate(crate::lower::Target::C)
+    calibrate(crate::backend::Target::C)
 }
 
 /// Measures a profile of `target`'s backend (see [`calibrate_c`]); on CUDA every run is synchronized.
-pub fn calibrate(target: crate::lower::Target) -> Result<Profile, String> {
+pub fn calibrate(target: crate::backend::Target) -> Result<Profile, String> {
     let measure = |term: &str, shape: &[usize], runs: usize| -> Result<(f64, Stats), String> {
         let inputs = vec![("x".to_string(), DType::F32, shape.to_vec())];
         let term: crate::ir::Term = term.parse().map_err(|e| format!("{e}"))?;
         let plan = crate::lower::plan(&term, &inputs, crate::lower::Policy::Fused)?;
-        let mut dev = crate::lower::Loaded::new(&plan, target)?;
+        let mut dev = crate::backend::Loaded::new(&plan, target)?;
         let mut vals = BTreeMap::new();
         vals.insert("x".to_string(), crate::io::random_input(0, 0, DType::F32, shape).map_err(|d| d.to_string())?);
         let mut stats = Stats::default();
@@ -240,9 +240,9 @@ pub fn calibrate(target: crate::lower::Target) -> Result<Profile, String> {
     let ops_per_s = s.flops / (t_ops - launch_s - memory).max(t_ops * 0.1);
     let _ = Tensor::zeros(DType::F32, &[1]);
     let backend = match target {
-        crate::lower::Target::C => "c",
-        crate::lower::Target::Cuda => "cuda",
-        crate::lower::Target::CudaEmu => "cuda-emu",
+        crate::backend::Target::C => "c",
+        crate::backend::Target::Cuda => "cuda",
+        crate::backend::Target::CudaEmu => "cuda-emu",
     };
     Ok(Profile {
         backend: backend.into(),

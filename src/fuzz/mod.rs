@@ -16,8 +16,9 @@ pub mod reduce;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::backend::Target;
 use crate::ir::Node;
-use crate::lower::{Policy, Target};
+use crate::lower::Policy;
 use crate::rewrite::TermAnalysis;
 use crate::tensor::Tensor;
 
@@ -241,7 +242,9 @@ pub fn check_source(
             (Ok(Ok(f)), Engine::Eager | Engine::Unfunctionalized) => {
                 let policy = if engine == Engine::Eager { Policy::Eager } else { Policy::Unfunctionalized };
                 guarded(|| {
-                    crate::lower::run_on(f, policy, Target::C, &fresh()).map(|o| o.0.files()).map_err(|d| d.to_string())
+                    crate::backend::run_on(f, policy, Target::C, &fresh())
+                        .map(|o| o.0.files())
+                        .map_err(|d| d.to_string())
                 })
             }
             (Ok(Ok(_)), _) => match optimized.as_ref() {
@@ -254,7 +257,7 @@ pub fn check_source(
                     }
                     _ => {
                         let target = if engine == Engine::C { Target::C } else { Target::CudaEmu };
-                        crate::lower::run_on(g, Policy::Fused, target, &fresh())
+                        crate::backend::run_on(g, Policy::Fused, target, &fresh())
                             .map(|o| o.0.files())
                             .map_err(|d| d.to_string())
                     }

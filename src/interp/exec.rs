@@ -13,8 +13,7 @@ use crate::tensor::{reduce, Scalar, Tensor};
 
 /// Python's recursion is not what these programs are about; this bounds helper calls.
 const MAX_DEPTH: usize = 64;
-/// A `while` loop that runs this often is reported rather than left to spin.
-pub const MAX_WHILE_ITERATIONS: u64 = 10_000_000;
+pub use crate::limits::MAX_WHILE_ITERATIONS;
 
 pub(super) enum Flow {
     Normal,

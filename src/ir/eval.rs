@@ -327,7 +327,7 @@ impl Evaluator<'_> {
                         other => return fail(format!("while body must be a tuple, not {other:?}")),
                     };
                     n += 1;
-                    if n > crate::interp::MAX_WHILE_ITERATIONS {
+                    if n > crate::limits::MAX_WHILE_ITERATIONS {
                         return fail("while loop exceeded its iteration limit");
                     }
                 }

@@ -15,6 +15,7 @@
 //! to parse. [`verify`] infers every node's type and rejects ill-shaped terms.
 
 mod eval;
+pub mod geometry;
 mod literals;
 mod print;
 mod verify;

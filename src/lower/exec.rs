@@ -399,7 +399,7 @@ impl<D: Device> Executor<'_, D> {
                         Some(r) => state = self.next_state(r?, body)?,
                     }
                     n += 1;
-                    if n as u64 > crate::interp::MAX_WHILE_ITERATIONS {
+                    if n as u64 > crate::limits::MAX_WHILE_ITERATIONS {
                         return Err("a while loop ran past its iteration limit".into());
                     }
                 }

@@ -762,6 +762,6 @@ impl Planner<'_> {
         }
         let (rt, wt): (Vec<isize>, Vec<isize>) =
             (rst.iter().map(|&x| x as isize).collect(), wst.iter().map(|&x| x as isize).collect());
-        crate::rewrite::rules::disjoint(&ws, &wt, &rs, &rt, d).then_some(false)
+        crate::ir::geometry::disjoint(&ws, &wt, &rs, &rt, d).then_some(false)
     }
 }

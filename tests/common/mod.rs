@@ -209,7 +209,7 @@ pub fn check_plan(
     inputs: &BTreeMap<String, Tensor>,
     policy: funcfuse::lower::Policy,
 ) -> Result<funcfuse::lower::exec::Stats, String> {
-    check_plan_on(module, func, inputs, policy, funcfuse::lower::Target::C)
+    check_plan_on(module, func, inputs, policy, funcfuse::backend::Target::C)
 }
 
 /// Runs a program's plan under `policy` on `target` and compares it with the reference engine.
@@ -218,7 +218,7 @@ pub fn check_plan_on(
     func: &str,
     inputs: &BTreeMap<String, Tensor>,
     policy: funcfuse::lower::Policy,
-    target: funcfuse::lower::Target,
+    target: funcfuse::backend::Target,
 ) -> Result<funcfuse::lower::exec::Stats, String> {
     let f = if policy == funcfuse::lower::Policy::Fused {
         optimized(module, func)?
@@ -226,7 +226,7 @@ pub fn check_plan_on(
         funcfuse::functionalize::functionalize(module, func, &BTreeMap::new()).map_err(|d| d.to_string())?
     };
     let fresh: BTreeMap<String, Tensor> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
-    let (got, stats) = funcfuse::lower::run_on(&f, policy, target, &fresh).map_err(|d| d.to_string())?;
+    let (got, stats) = funcfuse::backend::run_on(&f, policy, target, &fresh).map_err(|d| d.to_string())?;
     let want = run_reference(module, func, inputs)?;
     let (g, w) = (output_files(&got), output_files(&want));
     for (name, t) in &w {
