@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::cost::{plan_estimate, Profile};
+use crate::cost::Profile;
+use crate::lower::estimate::plan_estimate;
 use crate::lower::Policy;
 use crate::pipeline::Session;
 use crate::rewrite::rules::RuleDef;

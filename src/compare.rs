@@ -17,7 +17,7 @@ use crate::pipeline::Session;
 pub use crate::pipeline::PLANS;
 
 /// One plan's figures. `kernels`, `fallbacks`, `bytes` and `predicted_s` are the plan's predicted figures
-/// ([`crate::cost::plan_estimate`]), the same `explain` and `optimize` print; `stats` is what the checked run
+/// ([`crate::lower::estimate::plan_estimate`]), the same `explain` and `optimize` print; `stats` is what the checked run
 /// counted, which differs only where the run took a path the estimate assumed otherwise (a `while`'s trips, an `if`
 /// arm, computed loop bounds).
 #[derive(Clone, Debug)]
@@ -155,7 +155,7 @@ pub fn compare_program(
             }
             None => None,
         };
-        let estimate = crate::cost::plan_estimate(&p, profile);
+        let estimate = crate::lower::estimate::plan_estimate(&p, profile);
         rows.push(PlanRow {
             plan: name.to_string(),
             kernels: estimate.launches.round() as usize,

@@ -159,7 +159,7 @@ struct Prepared {
     func: String,
     scalars: BTreeMap<String, ScalarArg>,
     result: ProgramResult,
-    plans: Vec<(&'static str, Plan, crate::cost::Estimate)>,
+    plans: Vec<(&'static str, Plan, crate::lower::estimate::Estimate)>,
     indents: Vec<(u32, u32, u32)>,
 }
 

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::cost::{plan_estimate, Estimate};
+use crate::lower::estimate::{plan_estimate, Estimate};
 use crate::lower::{How, Plan};
 use crate::optimize::ProgramResult;
 use crate::pipeline::Session;
@@ -54,7 +54,7 @@ pub fn text(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estim
     for why in crate::rewrite::vectorize::why_loops_stay(&r.optimized.term, &r.functional.inputs) {
         let _ = writeln!(s, "  {why}");
     }
-    // Extraction decides by the planning cost (`cost::planning_cost`), not the figures below; labelled as such.
+    // Extraction decides by the planning cost (`lower::estimate::planning_cost`), not the figures below; labelled as such.
     let _ = writeln!(s, "  extraction: chose `{}` by planning cost among:", r.optimized.chosen);
     for (name, cost) in &r.optimized.candidates {
         let _ = writeln!(s, "    {name:<11} planning cost {:.4} ms", cost * 1e3);

@@ -7,7 +7,7 @@
 //!   log, log1p, expm1, sigmoid, tanh, sin, cos, erf, silu, gelu, pow, atan2) counts once per distinct element it
 //!   computes: the product of the extents of the loop variables its operands depend on (so a producer fused into
 //!   a broadcasting consumer counts at its own size, and one inside a reduction at the reduced input's size), times
-//!   how often the kernel runs ([`crate::cost::run_counts`]). An elementwise kernel is also counted per piece of
+//!   how often the kernel runs ([`crate::lower::estimate::run_counts`]). An elementwise kernel is also counted per piece of
 //!   its specialized domain, where the arms of a select count only where they are taken (conditions on loop
 //!   variables), and the smaller count is kept ([`kernel_transcendentals`]). Ops the host runs (fallbacks) are not counted; an op that two kernels both compute counts twice.
 //! - The bound is `max(bytes / stream_bytes_per_s, transcendentals * transcendental_s)`: memory and arithmetic overlap, and
@@ -58,7 +58,7 @@ pub fn roofline<'a>(
 
 /// Transcendental elements a plan's kernels compute, weighted by how often each runs.
 pub fn plan_transcendentals(plan: &Plan) -> f64 {
-    let times = crate::cost::run_counts(plan);
+    let times = crate::lower::estimate::run_counts(plan);
     plan.how
         .iter()
         .enumerate()

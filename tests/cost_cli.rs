@@ -178,7 +178,7 @@ fn compare_autotune_records_the_tried_candidates() {
 }
 
 /// Issue #20: one program, one set of figures. `explain`, `compare` and `optimize`'s report print the same
-/// predicted launches, bytes and time for each plan (all three take them from `cost::plan_estimate`), and where a
+/// predicted launches, bytes and time for each plan (all three take them from `lower::estimate::plan_estimate`), and where a
 /// run launches otherwise `compare` says so beside the prediction.
 #[test]
 fn explain_compare_and_the_report_print_one_set_of_figures() {

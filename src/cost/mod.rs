@@ -15,10 +15,7 @@ use crate::tensor::{DType, Tensor};
 
 pub mod calibrate;
 pub mod class;
-pub mod estimate;
 pub mod fit;
-
-pub use estimate::{plan_estimate, planning_cost, run_counts, Estimate};
 
 use class::{CLASSES, FEATURES};
 

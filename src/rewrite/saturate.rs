@@ -227,7 +227,7 @@ fn saturate_and_extract(
     let mut best: Option<(f64, usize)> = None;
     for (k, (name, t)) in cands.iter().enumerate() {
         let cost = match crate::lower::plan_for(t, &f.inputs, crate::lower::Policy::Fused, profile) {
-            Ok(p) => crate::cost::planning_cost(&p, profile),
+            Ok(p) => crate::lower::estimate::planning_cost(&p, profile),
             Err(_) => f64::INFINITY,
         };
         // A candidate that could not be planned in time is not a candidate: the whole optimization is out of time.
@@ -252,7 +252,7 @@ fn cheaper(
     profile: &crate::cost::Profile,
 ) -> bool {
     let cost = |t: &Term| match crate::lower::plan_for(t, inputs, crate::lower::Policy::Fused, profile) {
-        Ok(p) => crate::cost::planning_cost(&p, profile),
+        Ok(p) => crate::lower::estimate::planning_cost(&p, profile),
         Err(_) => f64::INFINITY,
     };
     cost(new) < cost(old)

@@ -238,7 +238,7 @@ pub fn check_plan_on(
 }
 
 /// Where a plan's run can take one path only (no `if`, no `while`, loop bounds literal), the figures predicted
-/// without running it ([`funcfuse::cost::estimate::plan_stats`]) are exactly what the run counted: every command
+/// without running it ([`funcfuse::lower::estimate::plan_stats`]) are exactly what the run counted: every command
 /// prints the estimate, so this is what makes `explain`, `compare` and the reports agree with a run.
 pub fn check_estimate(plan: &funcfuse::lower::Plan, run: &funcfuse::lower::exec::Stats) -> Result<(), String> {
     use funcfuse::ir::Node;
@@ -250,7 +250,7 @@ pub fn check_estimate(plan: &funcfuse::lower::Plan, run: &funcfuse::lower::exec:
     if !one_path {
         return Ok(());
     }
-    let (est, _) = funcfuse::cost::estimate::plan_stats(plan);
+    let (est, _) = funcfuse::lower::estimate::plan_stats(plan);
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
     let same = est.launches == run.launches
         && est.copies == run.copies

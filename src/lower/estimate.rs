@@ -10,11 +10,11 @@
 //! assumes: a loop with literal bounds runs its trip count, one with computed bounds or a `while` 16 times, and each
 //! arm of an `if` half the time. A run that takes other paths counts other figures; `compare` says so beside them.
 
+use super::exec::{copies_loop_state, shares_inputs, written_base, Stats};
+use super::{How, Plan};
 use crate::cost::class::{self, ClassStats};
 use crate::cost::Profile;
 use crate::ir::Node;
-use crate::lower::exec::{copies_loop_state, shares_inputs, written_base, Stats};
-use crate::lower::{How, Plan};
 
 /// The trips assumed for a `while` or a loop whose bounds are computed.
 pub const ASSUMED_TRIPS: f64 = 16.0;
