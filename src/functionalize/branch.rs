@@ -241,8 +241,10 @@ impl<'m> Fz<'m> {
                 (FV::Tensor(a), FV::Tensor(b)) => {
                     // A conditional view: later reads choose, later writes update both roots under the predicate.
                     let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
-                    if da != db || !same_layout(a, b) || (a.alt.is_some() && b.alt.is_some()) {
-                        return needs_static(span, format!("{shown} is bound to views of different shapes, strides or dtypes in the two arms of an `if` on a run-time value"));
+                    // The views may differ in strides and offset (each is read and written as its own view; see
+                    // `views.rs`), not in shape: a shape decided by data is not static.
+                    if da != db || a.shape != b.shape || (a.alt.is_some() && b.alt.is_some()) {
+                        return needs_static(span, format!("{shown} is bound to views of different shapes or dtypes in the two arms of an `if` on a run-time value (a shape decided by data)"));
                     }
                     let mut new_root = [None, None];
                     for (k, (t, env_k, other, roots_k)) in
