@@ -62,3 +62,71 @@ def narrow_slice_or_fresh_by_data(a: f32[2, 3], c: f32[4]) -> tuple[f32[2, 3], f
         v1.sub_(0.25)
         acc = acc + v1
     return a, acc
+
+
+def view_chosen_by_nested_ifs(a: f32[2], b: f32[4], c: f32[4]) -> tuple[f32[2], f32[4], f32[4]]:
+    # Seed 5350: inside an `if` on data, an inner `if` on data leaves `v` a view of `a` or a fresh tensor; the outer
+    # `if` then chooses between that and a view of `b`. Writes reach whichever tensor the taken arms chose.
+    out = torch.zeros(4)
+    for i in range(4):
+        v = a[-2]
+        if c[i] < 0.0:
+            if b[i] < -0.25:
+                w = c[:1]
+            else:
+                v = v * 0.5 + (v / (v.abs() + 1.0))
+        else:
+            v = b[i]
+        v += 1.0
+        out[i] = v
+    return a, b, out
+
+
+def view_or_fresh_chosen_twice_by_data(a: f32[3, 3], s: f32[4]) -> tuple[f32[3, 3], f32[3]]:
+    # Seed 6876: a strided column of `a`, or a fresh tensor made by an inner `if`, or a row of `a`.
+    acc = torch.zeros(3)
+    for i in range(4):
+        v = a.t()[1]
+        if s[i] < 0.25:
+            if s[3 - i] >= 0.0:
+                v = v * 0.5 + torch.sigmoid(v.relu())
+        else:
+            v = a[i % 3]
+        v.mul_(2.0)
+        acc = acc + v
+    return a, acc
+
+
+
+def fresh_in_one_arm_viewed_by_a_name_of_that_arm(a: f32[4], b: f32[4], s: f32[3]) -> tuple[f32[4], f32[4]]:
+    # Seed 2517: in a `while` loop, `v` is `a` or a fresh tensor; `u`, bound in that arm only, views the fresh one
+    # (and is unreadable after the `if`, leaving `v` the only name that reaches it).
+    out = torch.zeros(4)
+    k = 0
+    while k < 3:
+        v = a
+        if s[k] > 0.0:
+            v = v * 0.5 + torch.maximum(b, torch.full((4,), 0.25))
+            u = v[::2][None].reshape(-1)
+        v += 1.0
+        out = out + v
+        k += 1
+    return a, out
+
+
+def in_place_writes_each_after_readers_of_the_other(
+    a: f32[6], b: f32[4], c: f32[4], d: f32[4]
+) -> tuple[f32[1, 6], f32[6]]:
+    # Seed 687: two in-place writes (into `a` and into `b`), each to run after the readers of its old buffer, where
+    # a reader of each needs the other write: the plan ran each before the other and recursed until the stack
+    # overflowed (C and the CUDA emulator). One of them now writes a new buffer.
+    a.split(3, 0)[0].mul_((-b[-1]))
+    t1 = torch.stack([a, a], 0)
+    b[1] *= (a[-2] * 2.0).clamp(min=-0.5, max=0.75)
+    u = (torch.full((2, 6), -0.5) - a) + (t1 * a)
+    t2 = torch.where(u > torch.where(t1 > (t1 + t1), t1, (t1 * t1)), u, torch.full((2, 6), 2.0))
+    v3 = t2[-1:]
+    xs7 = []
+    for i8 in range(2):
+        xs7.append(t1[i8] * 2.0 + (a * 2.0))
+    return v3, a
