@@ -27,10 +27,33 @@ fn refers_to(v: &FV, r: usize) -> bool {
 /// (`%return.K`) outlives the function's other names, so only the other parts of the returned value count for it.
 /// Names bound in one arm only do not outlive the `if` (`other` is the other arm's bindings), so they do not count.
 fn only_name(env: &Env, other: &Env, name: &str, r: usize, roots: &[Root], in_helper_before_if: bool) -> bool {
-    let counts = |k: &str| other.contains_key(k) && (!name.starts_with(RET) || k.starts_with(RET));
+    // A name unreadable in the other arm (poisoned) is unreadable after the `if` too.
+    let counts = |k: &str| {
+        other.get(k).is_some_and(|v| !matches!(v, FV::Poisoned(_))) && (!name.starts_with(RET) || k.starts_with(RET))
+    };
     roots[r].param.is_none()
         && !in_helper_before_if
         && env.iter().all(|(k, v)| k == name || !counts(k) || !refers_to(v, r))
+}
+
+/// Something an arm made that a conditional view merged after the `if` refers to: a root (its index, the merge slot
+/// holding its value, dtype and shape), or the condition of a view an inner `if` chose (the term and its slot).
+enum Made {
+    Root(usize, usize, DType, Vec<usize>),
+    Cond(TId, usize),
+}
+
+/// `t` with its roots and conditions replaced as `roots` and `conds` say.
+fn map_chain(t: &TRef, roots: &[(usize, usize)], conds: &[(TId, TId)]) -> TRef {
+    let mut out = t.primary();
+    if let Some(&(_, r)) = roots.iter().find(|(q, _)| *q == t.root) {
+        out.root = r;
+    }
+    out.alt = t.alt.as_ref().map(|alt| {
+        let c = conds.iter().find(|(c, _)| *c == alt.0).map_or(alt.0, |&(_, n)| n);
+        Rc::new((c, map_chain(&alt.1, roots, conds)))
+    });
+    out
 }
 
 /// Why a name bound in one arm only of an `if` on a run-time value cannot be read after it.
@@ -177,7 +200,7 @@ impl<'m> Fz<'m> {
             Offset(String, TRef, Affine),
             Number(String, DType),
             /// A conditional view: the arms' views, and for each arm made in it, the merge slot of its root.
-            CondView(String, TRef, TRef, [Option<(usize, DType, Vec<usize>)>; 2]),
+            CondView(String, TRef, TRef, [Vec<Made>; 2]),
             /// A slot read by a `CondView`.
             Placeholder,
         }
@@ -241,35 +264,55 @@ impl<'m> Fz<'m> {
                 (FV::Tensor(a), FV::Tensor(b)) => {
                     // A conditional view: later reads choose, later writes update both roots under the predicate.
                     let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
-                    if da != db || !same_layout(a, b) || (a.alt.is_some() && b.alt.is_some()) {
-                        return needs_static(span, format!("{shown} is bound to views of different shapes, strides or dtypes in the two arms of an `if` on a run-time value"));
+                    // The views may differ in strides and offset (each is read and written as its own view; see
+                    // `views.rs`), not in shape: a shape decided by data is not static.
+                    if da != db || a.shape != b.shape {
+                        return needs_static(span, format!("{shown} is bound to views of different shapes or dtypes in the two arms of an `if` on a run-time value (a shape decided by data)"));
                     }
-                    let mut new_root = [None, None];
+                    if a.alt.is_some() && b.alt.is_some() {
+                        return needs_static(span, format!("{shown} is bound in both arms of an `if` on a run-time value to views that other such `if`s chose"));
+                    }
+                    // What each arm's view refers to that the arm made: tensors (which join the merge as wholes,
+                    // the other arm filling them with zeros that no read can see) and, for a view an inner `if`
+                    // chose, its conditions (the other arm's stand-in is never read either).
+                    let mut made: [Vec<Made>; 2] = [Vec::new(), Vec::new()];
                     for (k, (t, env_k, other, roots_k)) in
                         [(a, &env1, &env2, &roots1), (b, &env2, &env1, &roots2)].into_iter().enumerate()
                     {
-                        if t.roots().iter().skip(1).any(|&r| r >= n0) {
-                            return needs_static(span, format!("{shown} is bound to a view chosen by an `if` on a run-time value, inside another such `if`"));
+                        for r in t.roots() {
+                            if r < n0 || made[k].iter().any(|m| matches!(m, Made::Root(q, ..) if *q == r)) {
+                                continue;
+                            }
+                            if !only_name(env_k, other, name, r, roots_k, false) {
+                                return needs_static(span, format!("{shown} is bound to a tensor made in one arm of an `if` on a run-time value and also reachable otherwise"));
+                            }
+                            let r_ = &roots_k[r];
+                            let v = self.t.at(r_.version);
+                            let zeros = self
+                                .full(&r_.shape, r_.dtype, crate::tensor::Scalar::I(0))
+                                .map_err(Self::tyerr(span))?;
+                            let zeros = self.t.at(zeros);
+                            let (th, el) = if k == 0 { (v, zeros) } else { (zeros, v) };
+                            then_parts.push(th);
+                            else_parts.push(el);
+                            made[k].push(Made::Root(r, then_parts.len() - 1, r_.dtype, r_.shape.clone()));
+                            merges.push(Merge::Placeholder);
                         }
-                        if t.root < n0 {
-                            continue;
+                        let mut c = t;
+                        while let Some(alt) = &c.alt {
+                            let (d, sh) = self.tensor_ty(alt.0, span)?;
+                            let v = self.t.at(alt.0);
+                            let zeros = self.full(&sh, d, crate::tensor::Scalar::I(0)).map_err(Self::tyerr(span))?;
+                            let zeros = self.t.at(zeros);
+                            let (th, el) = if k == 0 { (v, zeros) } else { (zeros, v) };
+                            then_parts.push(th);
+                            else_parts.push(el);
+                            made[k].push(Made::Cond(alt.0, then_parts.len() - 1));
+                            merges.push(Merge::Placeholder);
+                            c = &alt.1;
                         }
-                        // A tensor made in one arm: it joins the merge as a whole, and the other arm fills it
-                        // with zeros that no read can see.
-                        if !only_name(env_k, other, name, t.root, roots_k, false) {
-                            return needs_static(span, format!("{shown} is bound to a tensor made in one arm of an `if` on a run-time value and also reachable otherwise"));
-                        }
-                        let r = &roots_k[t.root];
-                        let made = self.t.at(r.version);
-                        let zeros =
-                            self.full(&r.shape, r.dtype, crate::tensor::Scalar::I(0)).map_err(Self::tyerr(span))?;
-                        let zeros = self.t.at(zeros);
-                        let (th, el) = if k == 0 { (made, zeros) } else { (zeros, made) };
-                        then_parts.push(th);
-                        else_parts.push(el);
-                        new_root[k] = Some((then_parts.len() - 1, r.dtype, r.shape.clone()));
-                        merges.push(Merge::Placeholder);
                     }
+                    let new_root = made;
                     merges.push(Merge::CondView(name.clone(), a.clone(), b.clone(), new_root));
                 }
                 (x, y) if matches!(x, FV::Int(_) | FV::DynInt(_)) && matches!(y, FV::Int(_) | FV::DynInt(_)) => {
@@ -334,12 +377,23 @@ impl<'m> Fz<'m> {
             }
             match m {
                 Merge::Placeholder => {}
-                Merge::CondView(name, mut a, mut b, new_root) => {
-                    for (t, slot) in [(&mut a, &new_root[0]), (&mut b, &new_root[1])] {
-                        if let Some((j, d, s)) = slot {
-                            t.root = self.new_root(gets[*j], *d, s.clone(), None);
+                Merge::CondView(name, a, b, made) => {
+                    // Each arm's view, its tensors and conditions made in the arm replaced by the merge's slots.
+                    let mut remap = |t: &TRef, made: &[Made]| -> TRef {
+                        let mut roots = Vec::new();
+                        let mut conds = Vec::new();
+                        for m in made {
+                            match m {
+                                Made::Root(r, j, d, s) => {
+                                    roots.push((*r, self.new_root(gets[*j], *d, s.clone(), None)))
+                                }
+                                Made::Cond(c, j) => conds.push((*c, gets[*j])),
+                            }
                         }
-                    }
+                        map_chain(t, &roots, &conds)
+                    };
+                    let a = remap(&a, &made[0]);
+                    let b = remap(&b, &made[1]);
                     let tr = if a.alt.is_none() {
                         TRef { alt: Some(Rc::new((cond, b))), ..a }
                     } else {

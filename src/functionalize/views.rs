@@ -117,16 +117,32 @@ impl Fz<'_> {
     }
 
     /// A new root holding `value`, laid out like `layout` (PyTorch's rule for elementwise results) or contiguously.
+    ///
+    /// For a conditional view the layout is each alternative's: where they differ, the result is a conditional view
+    /// of one new root, laid out as the arm that ran would have laid it out.
     pub(super) fn fresh(&mut self, value: TId, layout: Option<&TRef>, span: Span) -> FR<TRef> {
         let (dtype, shape) = self.tensor_ty(value, span)?;
         if let Some(l) = layout {
-            let d = Tensor::zeros(DType::F32, &[])?.restride(l.shape.clone(), l.strides.clone(), 0);
-            let e = Tensor::empty_like_layout(&d, DType::F32)?;
-            if !e.is_contiguous() {
+            let layout_of = |v: &TRef| -> Result<Tensor, String> {
+                let d = Tensor::zeros(DType::F32, &[])?.restride(v.shape.clone(), v.strides.clone(), 0);
+                Ok(Tensor::empty_like_layout(&d, DType::F32)?)
+            };
+            let strides_of = |v: &TRef| layout_of(v).map(|e| e.strides.clone());
+            let laid: Vec<Tensor> = l.choices().iter().map(layout_of).collect::<Result<_, _>>()?;
+            let each: Vec<Vec<isize>> = laid.iter().map(|e| e.strides.clone()).collect();
+            if laid.iter().any(|e| !e.is_contiguous()) {
                 let n: usize = shape.iter().product();
                 let zeros = self.full(&[n], dtype, crate::tensor::Scalar::I(0))?;
                 let root = self.new_root(zeros, dtype, vec![n], None);
-                let tr = TRef { root, shape, strides: e.strides.clone(), off: Affine::constant(0), alt: None };
+                let tr = if each.iter().all(|s| *s == each[0]) {
+                    TRef { root, shape, strides: each[0].clone(), off: Affine::constant(0), alt: None }
+                } else {
+                    each_view(l, &|v| {
+                        v.strides = strides_of(v).expect("computed above");
+                        v.root = root;
+                        v.off = Affine::constant(0);
+                    })
+                };
                 self.write(&tr, value, span)?;
                 self.roots[root].written = false;
                 return Ok(tr);

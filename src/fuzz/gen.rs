@@ -348,47 +348,79 @@ impl Gen {
         (text, shape, writable)
     }
 
-    /// A float expression of exactly `shape` (broadcasting leaves allowed), `depth` levels deep at most.
+    /// A float expression of exactly `shape` (broadcasting leaves allowed), `depth` levels deep at most. An
+    /// expression whose every leaf broadcasts (`a + a` with `a` of a smaller shape) is brought to `shape` by adding
+    /// zeros, so that the generator's shapes stay the program's.
     fn expr(&mut self, shape: &[usize], depth: usize) -> String {
+        let (text, full) = self.expr_full(shape, depth);
+        if full {
+            text
+        } else {
+            let comma = if shape.len() == 1 { "," } else { "" };
+            format!("({text} + torch.zeros(({}{comma})))", shape_text(shape))
+        }
+    }
+
+    /// A float expression of `shape` or of a shape that broadcasts to it, and whether it has `shape` itself.
+    fn expr_full(&mut self, shape: &[usize], depth: usize) -> (String, bool) {
         if depth == 0 || self.rng.pct(30) {
-            return self.leaf(shape);
+            return self.leaf_full(shape);
         }
         let k = self.rng.weighted(&[8, 8, 8, 4, 4, 4, 3, 3, 3, 3, 2, 2]);
-        let a = self.expr(shape, depth - 1);
+        let (a, fa) = self.expr_full(shape, depth - 1);
         match k {
             0..=2 => {
-                let b = if self.rng.pct(25) { self.constant() } else { self.expr(shape, depth - 1) };
-                format!("({a} {} {b})", ["+", "-", "*"][k])
+                let (b, fb) =
+                    if self.rng.pct(25) { (self.constant(), false) } else { self.expr_full(shape, depth - 1) };
+                (format!("({a} {} {b})", ["+", "-", "*"][k]), fa || fb)
             }
-            3 => format!("torch.tanh({a})"),
-            4 => format!("torch.sigmoid({a})"),
-            5 => format!("{a}.relu()"),
-            6 => format!("torch.maximum({a}, {})", self.expr(shape, depth - 1)),
+            3 => (format!("torch.tanh({a})"), fa),
+            4 => (format!("torch.sigmoid({a})"), fa),
+            5 => (format!("{a}.relu()"), fa),
+            6 => {
+                let (b, fb) = self.expr_full(shape, depth - 1);
+                (format!("torch.maximum({a}, {b})"), fa || fb)
+            }
             7 => {
-                let b = self.expr(shape, depth - 1);
-                let c = self.expr(shape, depth - 1);
-                format!("torch.where({a} > {b}, {a}, {c})")
+                let (b, fb) = self.expr_full(shape, depth - 1);
+                let (c, fc) = self.expr_full(shape, depth - 1);
+                (format!("torch.where({a} > {b}, {a}, {c})"), fa || fb || fc)
             }
-            8 => format!("{a}.clamp(min=-0.5, max=0.75)"),
-            9 => format!("torch.exp({a}.clamp(max=1.0))"),
-            10 => format!("({a} / ({}.abs() + 1.0))", self.expr(shape, depth - 1)),
-            _ => format!("(-{a})"),
+            8 => (format!("{a}.clamp(min=-0.5, max=0.75)"), fa),
+            9 => (format!("torch.exp({a}.clamp(max=1.0))"), fa),
+            10 => {
+                let (b, fb) = self.expr_full(shape, depth - 1);
+                (format!("({a} / ({b}.abs() + 1.0))"), fa || fb)
+            }
+            _ => (format!("(-{a})"), fa),
         }
     }
 
     /// A leaf of a float expression (always a tensor): a name of the same (or a broadcastable) shape, a row of a
     /// bigger one, or `torch.full`.
     fn leaf(&mut self, shape: &[usize]) -> String {
+        let (text, full) = self.leaf_full(shape);
+        if full {
+            text
+        } else {
+            let comma = if shape.len() == 1 { "," } else { "" };
+            format!("({text} + torch.zeros(({}{comma})))", shape_text(shape))
+        }
+    }
+
+    /// [`Gen::leaf`], and whether the leaf has `shape` itself (not a smaller shape that broadcasts to it).
+    fn leaf_full(&mut self, shape: &[usize]) -> (String, bool) {
         let mut cands = Vec::new();
         for t in &self.tensors {
             let fits = t.shape.len() <= shape.len()
                 && t.shape.iter().rev().zip(shape.iter().rev()).all(|(a, b)| a == b || *a == 1);
             if fits && (t.shape.len() == shape.len() || self.rng.pct(50)) {
-                cands.push(match t.dt {
+                let text = match t.dt {
                     Dt::F32 => t.name.clone(),
                     Dt::I64 => format!("{}.float()", t.name),
                     Dt::Bool => format!("{}.float()", t.name),
-                });
+                };
+                cands.push((text, t.shape == shape));
             }
         }
         if !cands.is_empty() && self.rng.pct(80) {
@@ -405,10 +437,11 @@ impl Gen {
             let r = self.rng.pick(&rows).clone();
             let n = self.tensors.iter().find(|t| t.name == r).unwrap().shape[0];
             if let Some(i) = self.index(n) {
-                return format!("{r}[{i}]");
+                return (format!("{r}[{i}]"), true);
             }
         }
-        format!("torch.full(({}{}), {})", shape_text(shape), if shape.len() == 1 { "," } else { "" }, self.constant())
+        let comma = if shape.len() == 1 { "," } else { "" };
+        (format!("torch.full(({}{comma}), {})", shape_text(shape), self.constant()), true)
     }
 
     /// A float constant.
@@ -421,7 +454,7 @@ impl Gen {
     fn mask(&mut self, shape: &[usize]) -> String {
         let a = self.expr(shape, 1);
         let op = *self.rng.pick(&[">", "<", ">=", "<="]);
-        let b = if self.rng.pct(50) { self.constant() } else { self.leaf(shape) };
+        let b = if self.rng.pct(50) { self.constant() } else { self.leaf_full(shape).0 };
         format!("({a} {op} {b})")
     }
 

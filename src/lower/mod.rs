@@ -10,6 +10,7 @@ mod fuse;
 pub mod group;
 pub mod index;
 pub mod kernel;
+mod order;
 pub mod plan;
 mod prepare;
 pub mod profile;

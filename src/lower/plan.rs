@@ -496,7 +496,7 @@ impl Planner<'_> {
                 // A scatter that also reads its base as its value or index (`m.scatter(1, i, m)`) reads elements
                 // other points overwrite: it writes into a copy.
                 let dead = if args[1..].contains(&x) { None } else { self.dead_after(x, id) };
-                if let Some(first) = dead {
+                if let Some(first) = dead.filter(|f| !super::order::would_cycle(self.term, &self.before, id, f)) {
                     self.how[i] = How::InPlace(0);
                     if !first.is_empty() {
                         self.before.insert(id, first);
@@ -509,7 +509,7 @@ impl Planner<'_> {
             if let (How::Kernel(_), Node::Assign([x, _, _])) = (&self.how[i], &self.term[id]) {
                 let x = *x;
                 let dead = if self.how[usize::from(x)] != How::Inline { self.dead_after(x, id) } else { None };
-                if let Some(first) = dead {
+                if let Some(first) = dead.filter(|f| !super::order::would_cycle(self.term, &self.before, id, f)) {
                     self.how[i] = How::InPlace(0);
                     if !first.is_empty() {
                         self.before.insert(id, first);

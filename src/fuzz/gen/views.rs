@@ -58,8 +58,11 @@ impl Gen {
                 let (a, b) = (dim(self), dim(self));
                 let mut s = shape.to_vec();
                 s.swap(a, b);
-                let text =
-                    if nd == 2 && self.rng.pct(50) { ".t()".to_string() } else { format!(".transpose({a}, {b})") };
+                let text = if nd == 2 && self.rng.pct(50) && a != b {
+                    ".t()".to_string()
+                } else {
+                    format!(".transpose({a}, {b})")
+                };
                 Some((text, s, false))
             }
             4 if nd >= 2 => {

@@ -1,0 +1,132 @@
+"""Programs the differential fuzzer (`funcfuse fuzz`) found refused or wrong, reduced, each named for what it holds.
+
+A name bound in the two arms of an `if` on a run-time value to views with different strides (a strided view of one
+tensor in one arm, a fresh contiguous tensor or a transposed view in the other): PyTorch runs it, and later reads
+and writes go through whichever view the taken arm chose (fuzz seeds 831, 1753, 6008, 6291, 9145)."""
+from __future__ import annotations
+
+import torch
+
+
+def strided_view_or_fresh_by_data(a: f32[3, 4], s: f32[4]) -> tuple[f32[3, 4], f32[2], f32[2]]:
+    # Seed 831: `v` is a stride-2 view of `t` or a fresh tensor, decided by data; then written and read.
+    t = torch.tanh(a).relu()
+    acc = torch.zeros(2)
+    for i in range(4):
+        v = t.view(-1).chunk(3, 0)[2][-4::2]
+        if s[i] > 0.0:
+            v = v * 0.5 + (v * v - v)
+        v += 1.0
+        acc = acc + v * 2.0
+    return t, v, acc
+
+
+def strided_views_of_two_tensors_by_data(a: f32[2, 3], b: f32[3, 2], s: f32[4]) -> tuple[f32[2, 3], f32[3, 2], f32[3]]:
+    # A column of `a` (stride 3) in one arm, a transposed row of `b` (stride 1) in the other.
+    acc = torch.zeros(3)
+    for i in range(4):
+        if s[i] > 0.0:
+            v = a[i % 2]
+        else:
+            v = b.t()[i % 2]
+        v.mul_(2.0)
+        v[1:] += 1.0
+        acc = acc + v.relu()
+    return a, b, acc
+
+
+def transposed_or_fresh_by_data(d: f32[1, 3, 2], s: f32[3]) -> tuple[f32[1, 3, 2], f32[2, 3, 1]]:
+    # Seed 9145: a transposed view of `d` or of a softmax made before the `if`; elementwise results keep the chosen
+    # view's layout.
+    v1 = d.transpose(0, 2)
+    t4 = torch.softmax(v1, 0)
+    out = torch.zeros(2, 3, 1)
+    for i in range(3):
+        if s[i] > 0.0:
+            w5 = v1[..., :]
+        else:
+            w5 = t4[..., :]
+        w5 += 0.5
+        e = torch.exp(w5.clamp(max=1.0))
+        out = out + e
+    return d, out
+
+
+def narrow_slice_or_fresh_by_data(a: f32[2, 3], c: f32[4]) -> tuple[f32[2, 3], f32[2, 1]]:
+    # Seed 6008: `a[..., -1:3]` (strides 3, 1) or a fresh [2, 1] tensor.
+    acc = torch.zeros(2, 1)
+    for i in range(4):
+        v1 = a[..., -1:3]
+        if c[i] < 0.25:
+            v1 = v1 * 0.5 + (v1 + -1.25)
+        v1.sub_(0.25)
+        acc = acc + v1
+    return a, acc
+
+
+def view_chosen_by_nested_ifs(a: f32[2], b: f32[4], c: f32[4]) -> tuple[f32[2], f32[4], f32[4]]:
+    # Seed 5350: inside an `if` on data, an inner `if` on data leaves `v` a view of `a` or a fresh tensor; the outer
+    # `if` then chooses between that and a view of `b`. Writes reach whichever tensor the taken arms chose.
+    out = torch.zeros(4)
+    for i in range(4):
+        v = a[-2]
+        if c[i] < 0.0:
+            if b[i] < -0.25:
+                w = c[:1]
+            else:
+                v = v * 0.5 + (v / (v.abs() + 1.0))
+        else:
+            v = b[i]
+        v += 1.0
+        out[i] = v
+    return a, b, out
+
+
+def view_or_fresh_chosen_twice_by_data(a: f32[3, 3], s: f32[4]) -> tuple[f32[3, 3], f32[3]]:
+    # Seed 6876: a strided column of `a`, or a fresh tensor made by an inner `if`, or a row of `a`.
+    acc = torch.zeros(3)
+    for i in range(4):
+        v = a.t()[1]
+        if s[i] < 0.25:
+            if s[3 - i] >= 0.0:
+                v = v * 0.5 + torch.sigmoid(v.relu())
+        else:
+            v = a[i % 3]
+        v.mul_(2.0)
+        acc = acc + v
+    return a, acc
+
+
+
+def fresh_in_one_arm_viewed_by_a_name_of_that_arm(a: f32[4], b: f32[4], s: f32[3]) -> tuple[f32[4], f32[4]]:
+    # Seed 2517: in a `while` loop, `v` is `a` or a fresh tensor; `u`, bound in that arm only, views the fresh one
+    # (and is unreadable after the `if`, leaving `v` the only name that reaches it).
+    out = torch.zeros(4)
+    k = 0
+    while k < 3:
+        v = a
+        if s[k] > 0.0:
+            v = v * 0.5 + torch.maximum(b, torch.full((4,), 0.25))
+            u = v[::2][None].reshape(-1)
+        v += 1.0
+        out = out + v
+        k += 1
+    return a, out
+
+
+def in_place_writes_each_after_readers_of_the_other(
+    a: f32[6], b: f32[4], c: f32[4], d: f32[4]
+) -> tuple[f32[1, 6], f32[6]]:
+    # Seed 687: two in-place writes (into `a` and into `b`), each to run after the readers of its old buffer, where
+    # a reader of each needs the other write: the plan ran each before the other and recursed until the stack
+    # overflowed (C and the CUDA emulator). One of them now writes a new buffer.
+    a.split(3, 0)[0].mul_((-b[-1]))
+    t1 = torch.stack([a, a], 0)
+    b[1] *= (a[-2] * 2.0).clamp(min=-0.5, max=0.75)
+    u = (torch.full((2, 6), -0.5) - a) + (t1 * a)
+    t2 = torch.where(u > torch.where(t1 > (t1 + t1), t1, (t1 * t1)), u, torch.full((2, 6), 2.0))
+    v3 = t2[-1:]
+    xs7 = []
+    for i8 in range(2):
+        xs7.append(t1[i8] * 2.0 + (a * 2.0))
+    return v3, a
