@@ -41,7 +41,7 @@ def tiled_odd(a: f32[7, 37], b: f32[37, 45]) -> f32[7, 45]:
     return a @ b - 0.5
 
 
-def tiled_short(a: f32[9, 3], b: f32[3, 20]) -> f32[9, 20]:
+def tiled_short(a: f32[12, 3], b: f32[3, 20]) -> f32[12, 20]:
     return torch.tanh(a @ b)
 
 
@@ -81,7 +81,7 @@ fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
         ("permuted", "bb += 6", "float acc[6][10]"),
         ("batched", "w0 += 16", "float acc[6][16]"),
         ("tiled_odd", "bb += 7", "float acc[7][13]"),
-        ("tiled_short", "bb += 3", "float acc[3][4]"),
+        ("tiled_short", "bb += 6", "float acc[6][4]"),
         ("tiled_masks", "float acc[", "? (float)1 : (float)0"),
         ("two_sums", "bb += 6", "acc[6][4][10]"),
         ("gemv", "float acc[4][70]", "part[i1] +="),

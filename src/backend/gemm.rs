@@ -181,6 +181,10 @@ fn mentions_as_value(e: &Expr, v: usize) -> bool {
     }
 }
 
+/// The longest reduction the tiled layout takes. A tile reads a column panel of the row operand, one row per
+/// reduction index: lstm's [50, 256] @ [256, 1024] (rows 4 KiB apart) ran 8 times slower tiled than blocked.
+pub const TILED_MAX_K: usize = 64;
+
 /// Row elements per register tile of the tiled layout: one AVX-512 vector of f32 (two AVX2 ones).
 pub const TILE: usize = 16;
 
@@ -191,11 +195,18 @@ pub const TILE: usize = 16;
 /// blocked layout, each lane folding its indices in increasing order). So every output gets the same bits as in
 /// the blocked and row layouts, where the blocked layout loads and stores an accumulator in memory for every
 /// product (yolact's mask matmul: 0.49 ms became 0.38 ms). The statements open at indent `ind` (inside the loops
-/// over the other domain variables). `None` where the reduction has several variables of extent over 1.
-pub fn tiled_rows(k: &Kernel, row: usize, (b, mr): (usize, usize), ind: &str) -> Option<String> {
+/// over the other domain variables). `mr` is the largest divisor of `b`'s extent up to [`BLOCK`]; `None` where
+/// it is under 4, the reduction has several variables of extent over 1, or more than [`TILED_MAX_K`] indices.
+pub fn tiled_rows(k: &Kernel, row: usize, b: usize, ind: &str) -> Option<String> {
     let red = k.reduce.as_ref()?;
     let nontrivial: Vec<usize> = (0..red.extents.len()).filter(|&j| red.extents[j] > 1).collect();
     let &[j] = nontrivial.as_slice() else { return None };
+    if red.extents[j] > TILED_MAX_K {
+        return None;
+    }
+    // The accumulators are registers, not a row each: up to BLOCK values of `b` whatever the row's length. Fewer
+    // than 4 leave each tile's adds waiting on one another (lstm's 50 rows by 2: twice the blocked layout's time).
+    let mr = (4..=BLOCK.min(k.domain[b])).rev().find(|m| k.domain[b] % m == 0)?;
     let (kv, kn) = (k.domain.len() + j, red.extents[j]);
     let n = k.domain[row];
     let lanes = super::source::LANES;

@@ -115,7 +115,7 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         ind.push_str("  ");
     }
     if let Some((b, mr)) = block {
-        if let Some(tiles) = super::gemm::tiled_rows(k, row, (b, mr), &ind) {
+        if let Some(tiles) = super::gemm::tiled_rows(k, row, b, &ind) {
             s.push_str(&tiles);
             for _ in &outer {
                 ind.truncate(ind.len() - 2);
