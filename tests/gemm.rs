@@ -36,6 +36,26 @@ def scores(q: f32[2, 1, 40], k: f32[2, 9, 40]) -> f32[2, 1, 9]:
 
 def row_mean(x: f32[5, 35]) -> f32[5]:
     return x.mean(dim=1)
+
+
+def tiled_odd(a: f32[7, 37], b: f32[37, 45]) -> f32[7, 45]:
+    return a @ b - 0.5
+
+
+def tiled_short(a: f32[12, 3], b: f32[3, 20]) -> f32[12, 20]:
+    return torch.tanh(a @ b)
+
+
+def tiled_masks(p: f32[1, 5, 6, 19], c: f32[10, 5], box: f32[10, 4]) -> f32[6, 19, 10]:
+    m = torch.sigmoid(p[0].permute(1, 2, 0) @ c.t())
+    rows = torch.arange(19).view(1, -1, 1).expand(6, 19, 10)
+    cols = torch.arange(6).view(-1, 1, 1).expand(6, 19, 10)
+    inside = (rows >= box[:, 0] * 19.0) * (rows < box[:, 2] * 19.0) * (cols >= box[:, 1] * 6.0) * (cols < box[:, 3] * 6.0)
+    return m * inside.float()
+
+
+def two_sums(a: f32[5, 7, 6], b: f32[5, 7, 10]) -> f32[6, 10]:
+    return (a[:, :, :, None] * b[:, :, None, :]).sum(dim=(0, 1))
 "#;
 
 /// The C source of `func`'s fused plan, with the module to run it.
@@ -53,12 +73,18 @@ fn rendered(func: &str) -> (funcfuse::frontend::Module, String) {
 
 #[test]
 fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
-    // (program, the layout's mark in the source, blocked rows per pass). Blocked: `mr` outputs of the block
-    // variable per pass over the row operand; dot: 16 f32 partial sums over chunks of the contiguous reduction.
+    // (program, the layout's mark in the source, blocked rows per pass). Tiled: `mr` outputs of the block variable
+    // times a tile of 16 row elements (or the shorter last tile) in registers; blocked (a reduction over several
+    // variables): `mr` outputs per pass over the row operand; dot: 16 partial sums over chunks of the contiguous
+    // reduction. The crop mask (an and of comparisons) converts to float as a select, which GCC vectorizes.
     let cases = [
-        ("blocked", "bb += 5", "acc[5][4][48]"),
-        ("permuted", "bb += 6", "acc[6][4][10]"),
-        ("batched", "bb += 6", "acc[6][4][64]"),
+        ("blocked", "bb += 5", "float acc[5][16]"),
+        ("permuted", "bb += 6", "float acc[6][10]"),
+        ("batched", "w0 += 16", "float acc[6][16]"),
+        ("tiled_odd", "bb += 7", "float acc[7][13]"),
+        ("tiled_short", "bb += 6", "float acc[6][4]"),
+        ("tiled_masks", "float acc[", "? (float)1 : (float)0"),
+        ("two_sums", "bb += 6", "acc[6][4][10]"),
         ("gemv", "float acc[4][70]", "part[i1] +="),
         ("matvec", "double acc[16];", "acc[i1 - 32] +="),
         ("scores", "double acc[16];", "c += 16"),

@@ -115,6 +115,14 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         ind.push_str("  ");
     }
     if let Some((b, mr)) = block {
+        if let Some(tiles) = super::gemm::tiled_rows(k, row, b, &ind) {
+            s.push_str(&tiles);
+            for _ in &outer {
+                ind.truncate(ind.len() - 2);
+                let _ = writeln!(s, "{ind}}}");
+            }
+            return Some(s);
+        }
         return Some(blocked_rows(k, row, (b, mr), count, s, ind, outer.len()));
     }
     let init = match red.op {
@@ -211,7 +219,7 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
 }
 
 /// Partial sums per output of an f32 row sum.
-const LANES: usize = 4;
+pub const LANES: usize = 4;
 
 /// The row layout of an f32 sum blocked by `b` (see [`super::gemm::block_var`]): `mr` values of `b` at once, each
 /// with its own LANES partial sums per row element, so that one pass over the row's operand feeds `mr` outputs.

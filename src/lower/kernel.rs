@@ -256,6 +256,9 @@ pub fn render(e: &Expr, args: &str) -> String {
             let inner = render(a, args);
             match (d, a.dtype()) {
                 (DType::Bool, _) => format!("((uint8_t)({inner} != 0))"),
+                // A select rather than a conversion: GCC 12 vectorizes no loop that converts a combination of
+                // comparisons (its mask type) to float (yolact's crop: four comparisons and-ed, times the masks).
+                (d, DType::Bool) if d.is_float() => format!("(({inner}) ? ({t})1 : ({t})0)", t = c_type(*d)),
                 (d, s) if !d.is_float() && s.is_float() => format!("(({})(int64_t)({inner}))", c_type(*d)),
                 _ => format!("(({})({inner}))", c_type(*d)),
             }
