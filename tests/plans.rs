@@ -127,6 +127,30 @@ def in_branch(x: f32[8, 500], y: f32[8, 500]) -> f32[8]:
 }
 
 #[test]
+fn a_value_written_through_views_is_computed_by_the_writes() {
+    // `h` is written into two buffers through row views: each write reads 16 of its elements, not one per element of
+    // the 64x16 buffer it writes, so computing it in both writes is cheaper than a kernel that stores it first.
+    let src = r#"
+import torch
+def cell(x: f32[16], y: f32[16]) -> tuple[f32[64, 16], f32[64, 16]]:
+    a = torch.zeros(64, 16)
+    b = torch.zeros(64, 16)
+    h = torch.sigmoid(x) * torch.tanh(y)
+    a[3] = h
+    b[5] = h
+    return a, b
+"#;
+    let p = fused_plan(src, "cell");
+    assert_eq!(p.kernels.len(), 2, "{}", p.describe());
+    assert!(!p.describe().contains("= mul f32[16]: kernel"), "{}", p.describe());
+    let module = funcfuse::frontend::parse_module("test.py", src).unwrap();
+    let inputs = common::seeded_inputs(&module, "cell", 3);
+    for target in [funcfuse::lower::Target::C, funcfuse::lower::Target::CudaEmu] {
+        common::check_plan_on(&module, "cell", &inputs, Policy::Fused, target).unwrap();
+    }
+}
+
+#[test]
 fn the_worklist_tree_extractor_finds_egg_extractors_costs() {
     for p in common::corpus_programs() {
         let module = common::load(&p);

@@ -91,8 +91,13 @@ impl Planner<'_> {
         let p = &self.profile;
         let (d, shape) = self.tensor(id).expect("a tensor");
         let n = shape.iter().product::<usize>() as f64;
+        // A write of it through a view (`state[j] = h`) reads it at the view's elements, not the whole buffer's.
+        let reads = |u: Id| match self.term[u] {
+            Node::Assign([x, v, y]) if y == id && x != id => self.view_parts(v).map(|(s, _, _)| s),
+            _ => self.tensor(u).map(|(_, s)| s),
+        };
         let points: f64 =
-            users.iter().map(|&u| self.tensor(u).map_or(n, |(_, s)| (s.iter().product::<usize>() as f64).max(n))).sum();
+            users.iter().map(|&u| reads(u).map_or(n, |s| (s.iter().product::<usize>() as f64).max(n))).sum();
         if points <= n {
             return None;
         }
