@@ -65,6 +65,7 @@ impl<'m> Fz<'m> {
         }
         let kw = crate::interp::python::spread_kwargs(kw, |v| match v {
             FV::Dict(d) => Ok(d
+                .borrow()
                 .iter()
                 .map(|(k, v)| (if let FV::Str(s) = k { Some(s.to_string()) } else { None }, v.clone()))
                 .collect()),
@@ -244,11 +245,21 @@ impl<'m> Fz<'m> {
     }
 
     fn math(&mut self, name: &str, pos: &[FV], span: Span) -> FR<FV> {
-        let x = match pos.first() {
-            Some(FV::Int(i)) => *i as f64,
-            Some(FV::Float(f)) => *f,
-            _ => return diag(span, format!("math.{name}() needs a number known before the program runs")),
+        let num = |v: Option<&FV>| match v {
+            Some(FV::Int(i)) => Some(*i as f64),
+            Some(FV::Float(f)) => Some(*f),
+            Some(FV::Bool(b)) => Some(*b as i64 as f64),
+            _ => None,
         };
+        let Some(x) = num(pos.first()) else {
+            return diag(span, format!("math.{name}() needs a number known before the program runs"));
+        };
+        if pos.len() == 2 {
+            let Some(y) = num(pos.get(1)) else {
+                return diag(span, format!("math.{name}() needs numbers known before the program runs"));
+            };
+            return crate::interp::calls::math2(name, x, y).map(FV::Float).map_err(err(span));
+        }
         match crate::interp::calls::math1(name, x) {
             Some(crate::tensor::Scalar::I(i)) => Ok(FV::Int(i)),
             Some(v) => Ok(FV::Float(v.to_f64())),
@@ -279,7 +290,7 @@ impl<'m> Fz<'m> {
                 FV::Tensor(t) if t.shape.is_empty() => diag(span, "len() of a 0-d tensor"),
                 FV::Tensor(t) => Ok(FV::Int(t.shape[0] as i64)),
                 v @ FV::Range(..) => Ok(FV::Int(self.iterate(v, span)?.len() as i64)),
-                FV::Dict(d) => Ok(FV::Int(d.len() as i64)),
+                FV::Dict(d) => Ok(FV::Int(d.borrow().len() as i64)),
                 other => match other.items() {
                     Some(items) => Ok(FV::Int(items.len() as i64)),
                     None => diag(span, format!("object of type '{}' has no len()", other.type_name())),
@@ -347,11 +358,10 @@ impl<'m> Fz<'m> {
                         }
                         Ok(items[best].clone())
                     }
-                    _ => {
-                        diag(span, format!("{name}() over run-time values is not supported; use torch.maximum/minimum"))
-                    }
+                    _ => self.dyn_minmax(name, &items, span),
                 }
             }
+            "pow" if a.pos.len() == 2 && a.kw.is_empty() => self.binop(&a.pos[0], BinOp::Pow, &a.pos[1], span),
             "sum" => {
                 let items = self.iterate(a.req(0, "iterable")?, span)?;
                 let mut acc = a.get(1, "start").cloned().unwrap_or(FV::Int(0));

@@ -221,7 +221,7 @@ impl<'m> Interp<'m> {
                 }
                 Ok(t.unbind(0).map_err(tensor_err(span))?.into_iter().map(Value::Tensor).collect())
             }
-            Value::Dict(d) => Ok(d.iter().map(|(k, _)| k.clone()).collect()),
+            Value::Dict(d) => Ok(d.borrow().iter().map(|(k, _)| k.clone()).collect()),
             other => other
                 .items()
                 .ok_or_else(|| Diagnostic::new(format!("'{}' object is not iterable", other.type_name())).at(span)),
@@ -246,7 +246,7 @@ impl<'m> Interp<'m> {
             }
             Value::Tuple(v) | Value::Named(v, _) => !v.is_empty(),
             Value::List(v) => !v.borrow().is_empty(),
-            Value::Dict(v) => !v.is_empty(),
+            Value::Dict(v) => !v.borrow().is_empty(),
             Value::Range(a, b, s) => (*s > 0 && a < b) || (*s < 0 && a > b),
             _ => true,
         })
@@ -296,7 +296,15 @@ impl<'m> Interp<'m> {
                 l.borrow_mut()[k as usize] = v.clone();
                 Ok(())
             }
-            Value::Dict(_) => err(span, super::python::DICT_READ_ONLY),
+            Value::Dict(d) => {
+                super::python::check_key(idx, span)?;
+                let mut d = d.borrow_mut();
+                match d.iter_mut().find(|(k, _)| super::python::key_eq(k, idx)) {
+                    Some(slot) => slot.1 = v.clone(),
+                    None => d.push((idx.clone(), v.clone())),
+                }
+                Ok(())
+            }
             other => err(span, format!("'{}' object does not support item assignment", other.type_name())),
         }
     }
@@ -487,7 +495,7 @@ impl<'m> Interp<'m> {
     pub(super) fn getitem(&mut self, obj: &Value, idx: &Value, span: Span) -> Result<Value, Diagnostic> {
         match obj {
             Value::Tensor(t) => Ok(Value::Tensor(subscript::getitem(t, idx).map_err(tensor_err(span))?)),
-            Value::Dict(d) => Self::dict_get(d, idx, span),
+            Value::Dict(d) => Self::dict_get(&d.borrow(), idx, span),
             Value::Tuple(_) | Value::List(_) | Value::Named(..) => {
                 let items = obj.items().expect("sequences have items");
                 let n = items.len() as i64;
@@ -576,7 +584,7 @@ impl<'m> Interp<'m> {
             }
             CmpOp::In | CmpOp::NotIn => {
                 if let Value::Dict(d) = b {
-                    let found = d.iter().any(|(k, _)| super::python::key_eq(k, a));
+                    let found = d.borrow().iter().any(|(k, _)| super::python::key_eq(k, a));
                     return Ok(Value::Bool(found == (op == CmpOp::In)));
                 }
                 let items = b.items().ok_or_else(|| Diagnostic::new("`in` needs a tuple, list or dict").at(span))?;

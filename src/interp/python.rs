@@ -1,6 +1,7 @@
 //! Python-level features of the reference interpreter that real PyTorch code leans on: `*args` in calls and
 //! displays, dicts with constant keys, f-strings, `raise`, and `torch.device` values (CPU semantics).
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::exec::{Frame, Interp};
@@ -32,9 +33,6 @@ pub(crate) fn exception_message(class: &str, args: &[String]) -> String {
     }
 }
 
-/// The refusal of `d[k] = v`.
-pub(crate) const DICT_READ_ONLY: &str = "assigning into a dict is not supported (dicts are read-only here)";
-
 /// Whether a string names the CPU as a device (`"cpu"`, `"cpu:0"`).
 pub(crate) fn is_cpu_name(s: &str) -> bool {
     s == "cpu" || s.strip_prefix("cpu:").is_some_and(|n| n.parse::<u32>().is_ok())
@@ -57,7 +55,7 @@ pub(crate) fn key_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn check_key(k: &Value, span: Span) -> Result<(), Diagnostic> {
+pub(super) fn check_key(k: &Value, span: Span) -> Result<(), Diagnostic> {
     match k {
         Value::Str(_) | Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) => Ok(()),
         Value::Tuple(items) => items.iter().try_for_each(|i| check_key(i, span)),
@@ -79,7 +77,7 @@ impl<'m> Interp<'m> {
                 ExprKind::Starred(inner) => {
                     let v = self.eval(frame, inner)?;
                     let spread = match &v {
-                        Value::Dict(d) => Some(d.iter().map(|(k, _)| k.clone()).collect()),
+                        Value::Dict(d) => Some(d.borrow().iter().map(|(k, _)| k.clone()).collect()),
                         Value::Range(..) | Value::Tensor(_) | Value::Tuple(_) | Value::List(_) | Value::Named(..) => {
                             Some(self.iterate(&v, it.span)?)
                         }
@@ -113,7 +111,7 @@ impl<'m> Interp<'m> {
                 None => out.push((key, val)),
             }
         }
-        Ok(Value::Dict(Rc::new(out)))
+        Ok(Value::Dict(Rc::new(std::cell::RefCell::new(out))))
     }
 
     /// `d[key]`.
@@ -124,13 +122,31 @@ impl<'m> Interp<'m> {
         }
     }
 
-    /// Dict methods: `get`, `keys`, `values`, `items`.
+    /// Dict methods: `get`, `keys`, `values`, `items`, `setdefault`, `pop`.
     pub(super) fn dict_method(
-        d: &[(Value, Value)],
+        dict: &RefCell<Vec<(Value, Value)>>,
         name: &str,
         pos: &[Value],
         span: Span,
     ) -> Result<Value, Diagnostic> {
+        if let ("setdefault", [k, ..]) | ("pop", [k, ..]) = (name, pos) {
+            check_key(k, span)?;
+            let mut d = dict.borrow_mut();
+            let at = d.iter().position(|(x, _)| key_eq(x, k));
+            return match (name, at, pos.get(1)) {
+                (_, _, _) if pos.len() > 2 => err(span, format!("{name} expected at most 2 arguments, got {}", pos.len())),
+                ("setdefault", Some(i), _) => Ok(d[i].1.clone()),
+                ("setdefault", None, dflt) => {
+                    let v = dflt.cloned().unwrap_or(Value::None);
+                    d.push((k.clone(), v.clone()));
+                    Ok(v)
+                }
+                (_, Some(i), _) => Ok(d.remove(i).1),
+                (_, None, Some(dflt)) => Ok(dflt.clone()),
+                (_, None, None) => err(span, format!("KeyError: {}", pyfmt::py_repr(k))),
+            };
+        }
+        let d = dict.borrow();
         match (name, pos) {
             ("get", [k]) | ("get", [k, _]) => Ok(match d.iter().find(|(x, _)| key_eq(x, k)) {
                 Some((_, v)) => v.clone(),
@@ -213,6 +229,7 @@ pub(crate) fn spread_kwargs<V: Clone>(
 pub(super) fn dict_entries(v: &Value) -> Result<Vec<(Option<String>, Value)>, String> {
     match v {
         Value::Dict(d) => Ok(d
+            .borrow()
             .iter()
             .map(|(k, v)| (if let Value::Str(s) = k { Some(s.to_string()) } else { None }, v.clone()))
             .collect()),
