@@ -104,6 +104,12 @@ impl<'m> Fz<'m> {
                     FV::Module("torch") if crate::interp::python::complex_refusal(name).is_some() => {
                         diag(span, crate::interp::python::complex_refusal(name).expect("checked"))
                     }
+                    FV::Module(m) if crate::interp::python::run_mode_predicate(&format!("{m}.{name}")) => {
+                        if !pos.is_empty() || !kw.is_empty() {
+                            return diag(span, format!("{m}.{name}() takes no arguments"));
+                        }
+                        Ok(FV::Bool(false))
+                    }
                     FV::Module(m) => {
                         let mut kw = kw;
                         super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
@@ -220,16 +226,21 @@ impl<'m> Fz<'m> {
     fn inline(&mut self, name: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
         let module = self.module;
         let f = module.function(name).expect("functions named by Func exist");
-        if pos.len() > f.params.len() {
-            return diag(span, format!("{}() takes {} arguments but {} were given", f.name, f.params.len(), pos.len()));
+        let npos = f.positional();
+        if f.vararg.is_none() && pos.len() > npos {
+            return diag(span, format!("{}() takes {} arguments but {} were given", f.name, npos, pos.len()));
         }
         if let Some((k, _)) = kw.iter().find(|(k, _)| !f.params.iter().any(|p| p.name == *k)) {
             return diag(span, format!("{}() got an unexpected keyword argument '{k}'", f.name));
         }
         let mut env = Env::new();
         let mut pos = pos.into_iter();
-        for p in &f.params {
-            let v = match pos.next() {
+        for (i, p) in f.params.iter().enumerate() {
+            let next = if i < npos { pos.next() } else { None };
+            if next.is_some() && kw.iter().any(|(k, _)| *k == p.name) {
+                return diag(span, format!("{}() got multiple values for argument '{}'", f.name, p.name));
+            }
+            let v = match next {
                 Some(v) => v,
                 None => match kw.iter().find(|(k, _)| *k == p.name) {
                     Some((_, v)) => v.clone(),
@@ -240,6 +251,9 @@ impl<'m> Fz<'m> {
                 },
             };
             env.insert(p.name.clone(), v);
+        }
+        if let Some((_, va)) = &f.vararg {
+            env.insert(va.name.clone(), FV::Tuple(Rc::new(pos.collect())));
         }
         self.call_body(f, env)
     }
@@ -464,6 +478,10 @@ impl<'m> Fz<'m> {
                     "torch.Tensor" => FV::Module("torch.Tensor"),
                     "torch.nn.functional" => FV::Module("torch.nn.functional"),
                     "torch.linalg" => FV::Module("torch.linalg"),
+                    "torch.onnx" => FV::Module("torch.onnx"),
+                    "torch.jit" => FV::Module("torch.jit"),
+                    "torch.compiler" => FV::Module("torch.compiler"),
+                    f if crate::interp::python::MEMORY_FORMATS.contains(&f) => FV::Str(f.into()),
                     "math.pi" | "torch.pi" => FV::Float(std::f64::consts::PI),
                     "math.e" | "torch.e" => FV::Float(std::f64::consts::E),
                     "math.inf" | "torch.inf" => FV::Float(f64::INFINITY),

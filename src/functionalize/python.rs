@@ -283,6 +283,8 @@ pub(super) fn strip_device(name: &str, pos: &mut Vec<FV>, kw: &mut Vec<(String, 
         check(&kw[k].1)?;
         kw.remove(k);
     }
+    let default_format = |v: &FV| matches!(v, FV::Str(f) if crate::interp::python::default_memory_format(name, f));
+    kw.retain(|(k, v)| !(k == "memory_format" && default_format(v)));
     if matches!(name, "to" | "cpu") {
         kw.retain(|(k, v)| !(k == "non_blocking" || (k == "copy" && matches!(v, FV::Bool(false)))));
         if name == "to" && matches!(pos.get(1), Some(FV::Device | FV::Str(_))) {

@@ -46,6 +46,12 @@ impl<'m> Interp<'m> {
                     Value::Module("torch") if super::python::complex_refusal(name).is_some() => {
                         err(span, super::python::complex_refusal(name).expect("checked"))
                     }
+                    Value::Module(m) if super::python::run_mode_predicate(&format!("{m}.{name}")) => {
+                        if !pos.is_empty() || !kw.is_empty() {
+                            return err(span, format!("{m}.{name}() takes no arguments"));
+                        }
+                        Ok(Value::Bool(false))
+                    }
                     Value::Module(m) => {
                         let full = format!("{m}.{name}");
                         let mut kw = kw;
@@ -445,6 +451,10 @@ impl<'m> Interp<'m> {
                     "torch.nn.functional" => Value::Module("torch.nn.functional"),
                     "torch.Tensor" => Value::Module("torch.Tensor"),
                     "torch.linalg" => Value::Module("torch.linalg"),
+                    "torch.onnx" => Value::Module("torch.onnx"),
+                    "torch.jit" => Value::Module("torch.jit"),
+                    "torch.compiler" => Value::Module("torch.compiler"),
+                    f if super::python::MEMORY_FORMATS.contains(&f) => Value::Str(f.into()),
                     "math.pi" | "torch.pi" => Value::Float(std::f64::consts::PI),
                     "math.e" | "torch.e" => Value::Float(std::f64::consts::E),
                     "math.inf" | "torch.inf" => Value::Float(f64::INFINITY),

@@ -68,13 +68,18 @@ impl<'m> Interp<'m> {
         if self.depth >= MAX_DEPTH {
             return err(span, format!("call depth exceeds {MAX_DEPTH} (recursion is not supported)"));
         }
-        if args.len() > f.params.len() {
-            return err(span, format!("{}() takes {} arguments but {} were given", f.name, f.params.len(), args.len()));
+        let npos = f.positional();
+        if f.vararg.is_none() && args.len() > npos {
+            return err(span, format!("{}() takes {} arguments but {} were given", f.name, npos, args.len()));
         }
         let mut frame = Frame::new();
         let mut args = args.into_iter();
-        for p in &f.params {
-            let v = match args.next() {
+        for (i, p) in f.params.iter().enumerate() {
+            let next = if i < npos { args.next() } else { None };
+            if next.is_some() && kwargs.iter().any(|(k, _)| *k == p.name) {
+                return err(span, format!("{}() got multiple values for argument '{}'", f.name, p.name));
+            }
+            let v = match next {
                 Some(v) => v,
                 None => match kwargs.iter().find(|(k, _)| *k == p.name) {
                     Some((_, v)) => v.clone(),
@@ -88,6 +93,9 @@ impl<'m> Interp<'m> {
                 },
             };
             frame.insert(p.name.clone(), v);
+        }
+        if let Some((_, va)) = &f.vararg {
+            frame.insert(va.name.clone(), Value::tuple(args.collect()));
         }
         for (k, _) in &kwargs {
             if !f.params.iter().any(|p| p.name == *k) {

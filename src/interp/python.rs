@@ -251,6 +251,7 @@ pub(super) fn strip_device(name: &str, pos: &mut Vec<Value>, kw: &mut Vec<(Strin
         check(&kw[k].1)?;
         kw.remove(k);
     }
+    kw.retain(|(k, v)| !(k == "memory_format" && matches!(v, Value::Str(f) if default_memory_format(name, f))));
     if matches!(name, "to" | "cpu") {
         kw.retain(|(k, v)| !(k == "non_blocking" || (k == "copy" && matches!(v, Value::Bool(false)))));
         // `x.to(device)`, `x.to(device, dtype)`, `x.to("cpu")` (position 1: position 0 is the tensor).
@@ -260,6 +261,31 @@ pub(super) fn strip_device(name: &str, pos: &mut Vec<Value>, kw: &mut Vec<(Strin
         }
     }
     Ok(())
+}
+
+/// The memory formats a program may name: PyTorch's defaults, so passing them changes nothing.
+pub(crate) const MEMORY_FORMATS: &[&str] = &["torch.preserve_format", "torch.contiguous_format"];
+
+/// Whether `memory_format=FORMAT` in a call to `name` is that call's default (`preserve_format` for copies,
+/// `contiguous_format` for `contiguous`), which may then be dropped.
+pub(crate) fn default_memory_format(name: &str, format: &str) -> bool {
+    match format {
+        "torch.preserve_format" => name != "contiguous",
+        "torch.contiguous_format" => name == "contiguous",
+        _ => false,
+    }
+}
+
+/// The module predicates that say how the program is being run (exported, scripted, traced, compiled): never, here.
+pub(crate) fn run_mode_predicate(full: &str) -> bool {
+    matches!(
+        full,
+        "torch.onnx.is_in_onnx_export"
+            | "torch.jit.is_scripting"
+            | "torch.jit.is_tracing"
+            | "torch.compiler.is_compiling"
+            | "torch.compiler.is_dynamo_compiling"
+    )
 }
 
 /// `torch.device(...)`.
