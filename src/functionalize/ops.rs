@@ -376,6 +376,10 @@ impl<'m> Fz<'m> {
                 }
             }
             "pow" if a.pos.len() == 2 && a.kw.is_empty() => self.binop(&a.pos[0], BinOp::Pow, &a.pos[1], span),
+            "all" | "any" => {
+                let items = self.iterate(a.req(0, "iterable")?, span)?;
+                self.all_any(name == "any", &items, span)
+            }
             "sum" => {
                 let items = self.iterate(a.req(0, "iterable")?, span)?;
                 let mut acc = a.get(1, "start").cloned().unwrap_or(FV::Int(0));

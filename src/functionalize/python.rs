@@ -231,6 +231,27 @@ impl<'m> Fz<'m> {
         }
     }
 
+    /// Python's `all(items)` / `any(items)`: items known before the program runs decide statically (the first one
+    /// that decides ends it, as in Python); the truth values of run-time items are combined as a run-time bool.
+    pub(super) fn all_any(&mut self, any: bool, items: &[FV], span: Span) -> FR<FV> {
+        let mut dynamic: Option<FV> = None;
+        for it in items {
+            match self.cond(it, span)? {
+                // A deciding item decides whatever the run-time items before it are.
+                super::expr::Cond::Static(b) if b == any => return Ok(FV::Bool(any)),
+                super::expr::Cond::Static(_) => {}
+                super::expr::Cond::Dyn(t) => {
+                    let op = if any { crate::tensor::ops::Binary::BitOr } else { crate::tensor::ops::Binary::BitAnd };
+                    dynamic = Some(match dynamic {
+                        None => FV::DynBool(t),
+                        Some(d) => self.elementwise(op, &[d, FV::DynBool(t)], span)?,
+                    });
+                }
+            }
+        }
+        Ok(dynamic.unwrap_or(FV::Bool(!any)))
+    }
+
     /// `max(...)`/`min(...)` over numbers some of which are floats known only at run time: Python's choice (the
     /// first item that no later one beats by `>`/`<`), as a run-time float (an int that wins is the same number).
     pub(super) fn dyn_minmax(&mut self, name: &str, items: &[FV], span: Span) -> FR<FV> {

@@ -328,6 +328,16 @@ impl<'m> Interp<'m> {
                 Ok(best)
             }
             "pow" if a.pos.len() == 2 && a.kw.is_empty() => self.binop(&a.pos[0], BinOp::Pow, &a.pos[1], span),
+            "all" | "any" => {
+                // Python's: the first item whose truth decides (a falsy one for all, a truthy one for any).
+                let want = name == "any";
+                for it in self.iterate(a.req(0, "iterable").map_err(&e)?, span)? {
+                    if self.truthy(&it, span)? == want {
+                        return Ok(Value::Bool(want));
+                    }
+                }
+                Ok(Value::Bool(!want))
+            }
             "sum" => {
                 let items = self.iterate(a.req(0, "iterable").map_err(&e)?, span)?;
                 let mut acc = a.get(1, "start").cloned().unwrap_or(Value::Int(0));
