@@ -258,29 +258,6 @@ impl<'m> Fz<'m> {
         self.call_body(f, env)
     }
 
-    fn math(&mut self, name: &str, pos: &[FV], span: Span) -> FR<FV> {
-        let num = |v: Option<&FV>| match v {
-            Some(FV::Int(i)) => Some(*i as f64),
-            Some(FV::Float(f)) => Some(*f),
-            Some(FV::Bool(b)) => Some(*b as i64 as f64),
-            _ => None,
-        };
-        let Some(x) = num(pos.first()) else {
-            return diag(span, format!("math.{name}() needs a number known before the program runs"));
-        };
-        if pos.len() == 2 {
-            let Some(y) = num(pos.get(1)) else {
-                return diag(span, format!("math.{name}() needs numbers known before the program runs"));
-            };
-            return crate::interp::calls::math2(name, x, y).map(FV::Float).map_err(err(span));
-        }
-        match crate::interp::calls::math1(name, x) {
-            Some(crate::tensor::Scalar::I(i)) => Ok(FV::Int(i)),
-            Some(v) => Ok(FV::Float(v.to_f64())),
-            None => diag(span, format!("unsupported function `math.{name}`")),
-        }
-    }
-
     fn builtin(&mut self, name: &str, a: &A) -> FR<FV> {
         let span = a.span;
         match name {

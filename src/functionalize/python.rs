@@ -122,10 +122,16 @@ impl<'m> Fz<'m> {
 
     /// `d[key] = v`: replaces the entry of `key` or appends one (`key` must be known before the program runs).
     pub(super) fn dict_set(dict: &std::cell::RefCell<Vec<(FV, FV)>>, key: &FV, v: &FV, span: Span) -> FR<()> {
-        let Some(k) = fv_static(key).filter(|x| {
-            matches!(x, Value::Str(_) | Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_))
-        }) else {
-            return diag(span, format!("dict keys must be numbers, strings or None known before the program runs, not {}", key.type_name()));
+        let Some(k) = fv_static(key)
+            .filter(|x| matches!(x, Value::Str(_) | Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_)))
+        else {
+            return diag(
+                span,
+                format!(
+                    "dict keys must be numbers, strings or None known before the program runs, not {}",
+                    key.type_name()
+                ),
+            );
         };
         let mut d = dict.borrow_mut();
         match d.iter_mut().find(|(x, _)| fv_static(x).is_some_and(|x| key_eq(&x, &k))) {
@@ -152,11 +158,14 @@ impl<'m> Fz<'m> {
                 }
                 (_, Some(v), _) => {
                     let kv = fv_static(k);
-                    dict.borrow_mut().retain(|(x, _)| !(fv_static(x).is_some_and(|x| kv.as_ref().is_some_and(|k| key_eq(&x, k)))));
+                    dict.borrow_mut()
+                        .retain(|(x, _)| !(fv_static(x).is_some_and(|x| kv.as_ref().is_some_and(|k| key_eq(&x, k)))));
                     Ok(v)
                 }
                 (_, None, Some(dflt)) => Ok(dflt.clone()),
-                (_, None, None) => diag(span, format!("KeyError: {}", fv_static(k).map(|k| pyfmt::py_repr(&k)).unwrap_or_default())),
+                (_, None, None) => {
+                    diag(span, format!("KeyError: {}", fv_static(k).map(|k| pyfmt::py_repr(&k)).unwrap_or_default()))
+                }
             };
         }
         let d = dict.borrow();
@@ -228,6 +237,30 @@ impl<'m> Fz<'m> {
                 _ => unsupported(),
             },
             _ => unsupported(),
+        }
+    }
+
+    /// `math.NAME(...)` on numbers known before the program runs.
+    pub(super) fn math(&mut self, name: &str, pos: &[FV], span: Span) -> FR<FV> {
+        let num = |v: Option<&FV>| match v {
+            Some(FV::Int(i)) => Some(*i as f64),
+            Some(FV::Float(f)) => Some(*f),
+            Some(FV::Bool(b)) => Some(*b as i64 as f64),
+            _ => None,
+        };
+        let Some(x) = num(pos.first()) else {
+            return diag(span, format!("math.{name}() needs a number known before the program runs"));
+        };
+        if pos.len() == 2 {
+            let Some(y) = num(pos.get(1)) else {
+                return diag(span, format!("math.{name}() needs numbers known before the program runs"));
+            };
+            return crate::interp::calls::math2(name, x, y).map(FV::Float).map_err(Self::tyerr(span));
+        }
+        match crate::interp::calls::math1(name, x) {
+            Some(crate::tensor::Scalar::I(i)) => Ok(FV::Int(i)),
+            Some(v) => Ok(FV::Float(v.to_f64())),
+            None => diag(span, format!("unsupported function `math.{name}`")),
         }
     }
 

@@ -304,15 +304,7 @@ impl<'m> Interp<'m> {
                 l.borrow_mut()[k as usize] = v.clone();
                 Ok(())
             }
-            Value::Dict(d) => {
-                super::python::check_key(idx, span)?;
-                let mut d = d.borrow_mut();
-                match d.iter_mut().find(|(k, _)| super::python::key_eq(k, idx)) {
-                    Some(slot) => slot.1 = v.clone(),
-                    None => d.push((idx.clone(), v.clone())),
-                }
-                Ok(())
-            }
+            Value::Dict(d) => super::python::dict_set(d, idx, v, span),
             other => err(span, format!("'{}' object does not support item assignment", other.type_name())),
         }
     }

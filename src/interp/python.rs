@@ -43,6 +43,17 @@ pub(crate) fn not_cpu(what: &str) -> String {
     format!("device {what}: programs run with CPU semantics; use `x.device` or \"cpu\"")
 }
 
+/// `d[key] = v`: replaces the entry of `key` or appends one.
+pub(super) fn dict_set(d: &RefCell<Vec<(Value, Value)>>, key: &Value, v: &Value, span: Span) -> Result<(), Diagnostic> {
+    check_key(key, span)?;
+    let mut d = d.borrow_mut();
+    match d.iter_mut().find(|(k, _)| key_eq(k, key)) {
+        Some(slot) => slot.1 = v.clone(),
+        None => d.push((key.clone(), v.clone())),
+    }
+    Ok(())
+}
+
 /// Whether a dict key equals another (Python equality for the hashable values dict displays may use).
 pub(crate) fn key_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
@@ -134,7 +145,9 @@ impl<'m> Interp<'m> {
             let mut d = dict.borrow_mut();
             let at = d.iter().position(|(x, _)| key_eq(x, k));
             return match (name, at, pos.get(1)) {
-                (_, _, _) if pos.len() > 2 => err(span, format!("{name} expected at most 2 arguments, got {}", pos.len())),
+                (_, _, _) if pos.len() > 2 => {
+                    err(span, format!("{name} expected at most 2 arguments, got {}", pos.len()))
+                }
                 ("setdefault", Some(i), _) => Ok(d[i].1.clone()),
                 ("setdefault", None, dflt) => {
                     let v = dflt.cloned().unwrap_or(Value::None);
