@@ -76,3 +76,7 @@ def index_add(x: f32[5, 3], src: f32[4, 3]) -> f32[5, 3]:
     x.index_add_(0, idx, src)
     x.index_fill_(1, torch.tensor([1]), -1.0)
     return x
+
+
+def group_norms(x: f32[2, 6, 3, 2], w: f32[6], b: f32[6], z: f32[4, 8]) -> tuple[f32[2, 6, 3, 2], f32[4, 8]]:
+    return F.group_norm(x * 3.0 + 1.0, 3, w, b), torch.group_norm(z, 2, eps=1e-3)

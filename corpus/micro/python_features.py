@@ -73,3 +73,27 @@ def int_tensor_math(a: i64[6], b: i64[6]) -> tuple[i64[6], i64[6], f32[6], bool[
 
 def mean_max(x: f32[3, 4, 5]) -> tuple[f32[3], f32[3, 4], i64[3, 5]]:
     return x.mean(dim=(1, 2)), x.max(-1)[0], x.argmin(dim=1)
+
+
+def _cat_scaled(dim: int, *tensors, scale: float = 1.0):
+    assert len(tensors) > 0, f"{tensors} must not be empty"
+    return torch.cat([t * scale for t in tensors], dim=dim)
+
+
+def _apply(fn, *xs):
+    return fn(*xs)
+
+
+def _fma(a, b, c):
+    return a + b * c
+
+
+def varargs_and_dicts(x: f32[2, 3], y: f32[2, 3]) -> tuple[f32[2, 9], f32[2, 3], f32[2, 3], f32[2, 3]]:
+    parts = (x, y)
+    state = {}
+    for i, t in enumerate(parts):
+        state.setdefault("sum", torch.zeros_like(t))
+        state["sum"] += t * (i + 1)
+        state[i] = t.clone()
+    state[0].mul_(2.0)
+    return _cat_scaled(1, *parts, x, scale=2.0), _apply(_fma, x, y, 2.0), state["sum"], state[0]

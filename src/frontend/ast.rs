@@ -60,10 +60,19 @@ impl Module {
     }
 }
 
+impl Function {
+    /// How many parameters positional arguments fill (all of them, unless `*args` comes first).
+    pub fn positional(&self) -> usize {
+        self.vararg.as_ref().map_or(self.params.len(), |(n, _)| *n)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Function {
     pub name: String,
     pub params: Vec<Param>,
+    /// `*args`: the number of parameters before it (those after it are keyword-only) and its name and place.
+    pub vararg: Option<(usize, Param)>,
     pub returns: Option<TypeAnn>,
     pub body: Vec<Stmt>,
     pub span: Span,

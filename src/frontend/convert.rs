@@ -238,9 +238,16 @@ impl Cx {
             return err(self.sp(&f.decorator_list[0]), "decorators are not supported");
         }
         let p = &f.parameters;
-        if let Some(v) = &p.vararg {
-            return err(self.sp(v.as_ref()), "`*args` parameters are not supported");
-        }
+        let vararg = match &p.vararg {
+            Some(v) => {
+                if v.annotation.is_some() {
+                    return err(self.sp(v.as_ref()), "an annotated `*args` parameter is not supported");
+                }
+                let n = p.posonlyargs.len() + p.args.len();
+                Some((n, Param { name: v.name.to_string(), ann: None, default: None, span: self.sp(v.as_ref()) }))
+            }
+            None => None,
+        };
         if let Some(v) = &p.kwarg {
             return err(self.sp(v.as_ref()), "`**kwargs` parameters are not supported");
         }
@@ -249,7 +256,7 @@ impl Cx {
             Some(r) => Some(self.annotation(r)?),
             None => None,
         };
-        Ok(Function { name: f.name.to_string(), params, returns, body: self.block(&f.body)?, span })
+        Ok(Function { name: f.name.to_string(), params, vararg, returns, body: self.block(&f.body)?, span })
     }
 
     fn params(&self, p: &py::Parameters) -> Result<Vec<Param>, Diagnostic> {

@@ -16,7 +16,7 @@ fn refers_to(v: &FV, r: usize) -> bool {
         FV::Tensor(t) => t.roots().contains(&r),
         FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().any(|x| refers_to(x, r)),
         FV::List(xs) => xs.borrow().iter().any(|x| refers_to(x, r)),
-        FV::Dict(xs) => xs.iter().any(|(_, x)| refers_to(x, r)),
+        FV::Dict(xs) => xs.borrow().iter().any(|(_, x)| refers_to(x, r)),
         _ => false,
     }
 }
@@ -132,12 +132,7 @@ impl<'m> Fz<'m> {
         // An arm that fails with an error PyTorch raises too (a shape error, an index known to be out of range)
         // raises only if it runs: the other arm's state goes on, under a check that raises when the failing arm
         // is chosen.
-        let changed_lists = |snap: &Snap| {
-            snap.lists.iter().any(|(l, items)| {
-                let now = l.borrow();
-                now.len() != items.len() || now.iter().zip(items).any(|(a, b)| !a.same(b))
-            })
-        };
+        let changed_lists = |snap: &Snap| snap.containers_changed();
         self.t.open_scope();
         let r1 = super::checks::raising_arm(arm(self, env, body))?;
         let made1 = self.t.take_scope();
@@ -185,11 +180,8 @@ impl<'m> Fz<'m> {
                 );
             }
         };
-        for (l, items) in &snap.lists {
-            let now = l.borrow();
-            if now.len() != items.len() || now.iter().zip(items).any(|(a, b)| !a.same(b)) {
-                return needs_static(span, "a list changed inside an `if` on a run-time value");
-            }
+        if snap.containers_changed() {
+            return needs_static(span, "a list or dict changed inside an `if` on a run-time value");
         }
         // Components: root versions that differ, then names that differ.
         let mut then_parts = Vec::new();

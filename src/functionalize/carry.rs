@@ -104,11 +104,8 @@ impl<'m> Fz<'m> {
                 carries.push(Carry::Root(i));
             }
         }
-        for (l, items) in &snap.lists {
-            let now = l.borrow();
-            if now.len() != items.len() || now.iter().zip(items).any(|(a, b)| !a.same(b)) {
-                return needs_static(span, "a list that changes inside the loop");
-            }
+        if snap.containers_changed() {
+            return needs_static(span, "a list or dict that changes inside the loop");
         }
         let mut names: Vec<&String> = env.keys().collect();
         names.sort();
@@ -354,7 +351,7 @@ fn refers_to(v: &FV, root: usize) -> bool {
         FV::Tensor(t) => t.roots().contains(&root),
         FV::Tuple(items) | FV::Named(items, _) => items.iter().any(|i| refers_to(i, root)),
         FV::List(l) => l.borrow().iter().any(|i| refers_to(i, root)),
-        FV::Dict(d) => d.iter().any(|(_, i)| refers_to(i, root)),
+        FV::Dict(d) => d.borrow().iter().any(|(_, i)| refers_to(i, root)),
         _ => false,
     }
 }

@@ -29,6 +29,8 @@ pub(super) struct Snap {
     pub env: Env,
     pub roots: Vec<Root>,
     pub lists: Vec<(Rc<RefCell<Vec<FV>>>, Vec<FV>)>,
+    /// The dicts reachable from the bindings, with their entries.
+    pub dicts: Vec<DictSnap>,
     /// The open scopes' checks (see [`super::checks`]).
     pub checks: Vec<Vec<super::state::TId>>,
 }
@@ -102,7 +104,9 @@ pub(super) fn count_names(body: &[Stmt], out: &mut HashMap<String, usize>) {
     }
 }
 
-fn lists_in(v: &FV, out: &mut Vec<(Rc<RefCell<Vec<FV>>>, Vec<FV>)>) {
+type DictSnap = (Rc<RefCell<Vec<(FV, FV)>>>, Vec<(FV, FV)>);
+
+fn lists_in(v: &FV, out: &mut Vec<(Rc<RefCell<Vec<FV>>>, Vec<FV>)>, dicts: &mut Vec<DictSnap>) {
     match v {
         FV::List(l) => {
             if out.iter().any(|(x, _)| Rc::ptr_eq(x, l)) {
@@ -110,19 +114,41 @@ fn lists_in(v: &FV, out: &mut Vec<(Rc<RefCell<Vec<FV>>>, Vec<FV>)>) {
             }
             let items = l.borrow().clone();
             out.push((l.clone(), items.clone()));
-            items.iter().for_each(|i| lists_in(i, out));
+            items.iter().for_each(|i| lists_in(i, out, dicts));
         }
-        FV::Tuple(items) | FV::Named(items, _) => items.iter().for_each(|i| lists_in(i, out)),
-        FV::Dict(items) => items.iter().for_each(|(_, i)| lists_in(i, out)),
+        FV::Tuple(items) | FV::Named(items, _) => items.iter().for_each(|i| lists_in(i, out, dicts)),
+        FV::Dict(d) => {
+            if dicts.iter().any(|(x, _)| Rc::ptr_eq(x, d)) {
+                return;
+            }
+            let items = d.borrow().clone();
+            dicts.push((d.clone(), items.clone()));
+            items.iter().for_each(|(_, i)| lists_in(i, out, dicts));
+        }
         _ => {}
+    }
+}
+
+impl Snap {
+    /// Whether a list or dict reachable at the snapshot changed since (length or an element's binding).
+    pub(super) fn containers_changed(&self) -> bool {
+        let lists = self.lists.iter().any(|(l, items)| {
+            let now = l.borrow();
+            now.len() != items.len() || now.iter().zip(items).any(|(a, b)| !a.same(b))
+        });
+        lists
+            || self.dicts.iter().any(|(d, items)| {
+                let now = d.borrow();
+                now.len() != items.len() || now.iter().zip(items).any(|(a, b)| !a.0.same(&b.0) || !a.1.same(&b.1))
+            })
     }
 }
 
 impl<'m> Fz<'m> {
     pub(super) fn snapshot(&self, env: &Env) -> Snap {
-        let mut lists = Vec::new();
-        env.values().for_each(|v| lists_in(v, &mut lists));
-        Snap { env: env.clone(), roots: self.roots.clone(), lists, checks: self.t.scopes.clone() }
+        let (mut lists, mut dicts) = (Vec::new(), Vec::new());
+        env.values().for_each(|v| lists_in(v, &mut lists, &mut dicts));
+        Snap { env: env.clone(), roots: self.roots.clone(), lists, dicts, checks: self.t.scopes.clone() }
     }
 
     pub(super) fn restore(&mut self, env: &mut Env, snap: &Snap) {
@@ -131,6 +157,9 @@ impl<'m> Fz<'m> {
         self.t.scopes = snap.checks.clone();
         for (l, items) in &snap.lists {
             *l.borrow_mut() = items.clone();
+        }
+        for (d, items) in &snap.dicts {
+            *d.borrow_mut() = items.clone();
         }
     }
 

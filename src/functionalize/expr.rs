@@ -244,7 +244,7 @@ impl<'m> Fz<'m> {
             FV::Str(s) => Cond::Static(!s.is_empty()),
             FV::Tuple(items) | FV::Named(items, _) => Cond::Static(!items.is_empty()),
             FV::List(items) => Cond::Static(!items.borrow().is_empty()),
-            FV::Dict(items) => Cond::Static(!items.is_empty()),
+            FV::Dict(items) => Cond::Static(!items.borrow().is_empty()),
             FV::DynBool(t) => Cond::Dyn(*t),
             v @ FV::Masked(_) => return super::state::masked_use(v),
             FV::DynInt(_) | FV::DynFloat(_) => {
@@ -519,7 +519,7 @@ impl<'m> Fz<'m> {
             }
             CmpOp::In | CmpOp::NotIn => {
                 if let FV::Dict(d) = b {
-                    let found = Self::dict_contains(d, a, span)?;
+                    let found = Self::dict_contains(&d.borrow(), a, span)?;
                     return Ok(FV::Bool(found == (op == CmpOp::In)));
                 }
                 let items = b
@@ -604,7 +604,7 @@ impl<'m> Fz<'m> {
                     })
                     .collect()
             }
-            FV::Dict(d) => Ok(d.iter().map(|(k, _)| k.clone()).collect()),
+            FV::Dict(d) => Ok(d.borrow().iter().map(|(k, _)| k.clone()).collect()),
             other => other.items().ok_or_else(|| {
                 Stop::Diag(
                     crate::diag::Diagnostic::new(format!("'{}' object is not iterable", other.type_name())).at(span),
@@ -617,7 +617,7 @@ impl<'m> Fz<'m> {
         match obj {
             v @ FV::Masked(_) => super::state::masked_use(v),
             FV::Tensor(t) => self.tensor_getitem(t, idx, span),
-            FV::Dict(d) => Self::dict_get(d, idx, span),
+            FV::Dict(d) => Self::dict_get(&d.borrow(), idx, span),
             FV::Tuple(_) | FV::List(_) | FV::Named(..) => {
                 let items = obj.items().unwrap_or_default();
                 let n = items.len() as i64;
@@ -675,7 +675,9 @@ pub(super) fn value_to_fv(v: &Value) -> FV {
         Value::Module(m) => FV::Module(m),
         Value::Ellipsis => FV::Ellipsis,
         Value::Named(items, names) => FV::Named(Rc::new(items.iter().map(value_to_fv).collect()), names),
-        Value::Dict(items) => FV::Dict(Rc::new(items.iter().map(|(k, v)| (value_to_fv(k), value_to_fv(v))).collect())),
+        Value::Dict(items) => FV::Dict(Rc::new(std::cell::RefCell::new(
+            items.borrow().iter().map(|(k, v)| (value_to_fv(k), value_to_fv(v))).collect(),
+        ))),
         // Never `None` in its place: a program that tested it would silently take another path.
         Value::Tensor(_) | Value::Slice(..) | Value::Range(..) => FV::Poisoned(
             "is a module-level tensor, slice or range, which the functional engines do not take as a constant",

@@ -103,6 +103,64 @@ impl<'m> Fz<'m> {
         }
     }
 
+    /// `F.group_norm`, composed as `crate::interp::nn_ops` composes it: the input as `[N, G, rest]`, the biased
+    /// variance over `rest`, `rsqrt(var + eps)`, back to the input's shape, then the per-channel weight and bias.
+    fn group_norm(&mut self, a: &A) -> FR<FV> {
+        let span = a.span;
+        let x = a.tensor(0, "input")?;
+        let g = a.int(1, "num_groups")?;
+        let tensor_at = |i: usize, k: &str| match a.opt(i, k) {
+            None | Some(FV::None) => Ok(None),
+            Some(FV::Tensor(t)) => Ok(Some(t.clone())),
+            Some(o) => diag(span, format!("group_norm(): argument '{k}' must be Tensor, not {}", o.type_name())),
+        };
+        let (w, b) = (tensor_at(2, "weight")?, tensor_at(3, "bias")?);
+        let eps = match a.opt(4, "eps") {
+            Some(v) => match a.number(v) {
+                Some(e) => e.to_f64(),
+                None => return diag(span, "group_norm(): eps must be a number known before the program runs"),
+            },
+            None => 1e-5,
+        };
+        let dt = self.roots[x.root].dtype;
+        let ps: Vec<_> = [&w, &b].iter().filter_map(|t| t.as_ref().map(|t| self.roots[t.root].dtype)).collect();
+        let shape_of = |t: &Option<super::state::TRef>| t.as_ref().map(|t| t.shape.clone());
+        let (grouped, param) = crate::interp::nn_ops::group_norm_shapes(
+            &x.shape,
+            dt,
+            g,
+            shape_of(&w).as_deref(),
+            shape_of(&b).as_deref(),
+            &ps,
+        )
+        .map_err(err(span))?;
+        let ints = |v: &[i64]| FV::Tuple(std::rc::Rc::new(v.iter().map(|&i| FV::Int(i)).collect()));
+        let full: Vec<i64> = x.shape.iter().map(|&s| s as i64).collect();
+        let xg = self.op("reshape", vec![FV::Tensor(x), ints(&grouped)], span)?;
+        let FV::Tensor(xt) = &xg else { unreachable!("a reshaped tensor is a tensor") };
+        let m = self.reduce_op(OpName::Mean, xt, &[2], true, None, span)?;
+        let d = self.elementwise(Binary::Sub, &[xg.clone(), m], span)?;
+        let sq = self.elementwise(Binary::Mul, &[d.clone(), d.clone()], span)?;
+        let FV::Tensor(sq) = sq else { unreachable!("a product of tensors is a tensor") };
+        let var = self.reduce_op(OpName::Mean, &sq, &[2], true, None, span)?;
+        let ve = self.elementwise(Binary::Add, &[var, FV::Float(eps)], span)?;
+        let r = self.unary(Unary::Rsqrt, &ve, span)?;
+        let y = self.elementwise(Binary::Mul, &[d, r], span)?;
+        let mut y = self.op("reshape", vec![y, ints(&full)], span)?;
+        if let Some(w) = w {
+            let w = self.op("reshape", vec![FV::Tensor(w), ints(&param)], span)?;
+            y = self.elementwise(Binary::Mul, &[y, w], span)?;
+        }
+        if let Some(b) = b {
+            let b = self.op("reshape", vec![FV::Tensor(b), ints(&param)], span)?;
+            y = self.elementwise(Binary::Add, &[y, b], span)?;
+        }
+        match &y {
+            FV::Tensor(t) if self.roots[t.root].dtype != dt => self.op("to", vec![y, FV::DType(dt)], span),
+            _ => Ok(y),
+        }
+    }
+
     pub(super) fn nn_ops(&mut self, name: &str, a: &A) -> FR<FV> {
         let span = a.span;
         let float_only = |me: &Self, x: &super::state::TRef| {
@@ -243,6 +301,7 @@ impl<'m> Fz<'m> {
                 self.add_scaled(a, m, span)
             }
             "layer_norm" | "rms_norm" => self.layer_norm(name, a),
+            "group_norm" => self.group_norm(a),
             _ => {
                 // A function call carries its module (`torch.sigmod`); a method call only its name.
                 let full = if a.name.contains('.') { a.name.clone() } else { format!("torch.Tensor.{name}") };

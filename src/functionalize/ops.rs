@@ -65,6 +65,7 @@ impl<'m> Fz<'m> {
         }
         let kw = crate::interp::python::spread_kwargs(kw, |v| match v {
             FV::Dict(d) => Ok(d
+                .borrow()
                 .iter()
                 .map(|(k, v)| (if let FV::Str(s) = k { Some(s.to_string()) } else { None }, v.clone()))
                 .collect()),
@@ -102,6 +103,12 @@ impl<'m> Fz<'m> {
                     FV::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
                     FV::Module("torch") if crate::interp::python::complex_refusal(name).is_some() => {
                         diag(span, crate::interp::python::complex_refusal(name).expect("checked"))
+                    }
+                    FV::Module(m) if crate::interp::python::run_mode_predicate(&format!("{m}.{name}")) => {
+                        if !pos.is_empty() || !kw.is_empty() {
+                            return diag(span, format!("{m}.{name}() takes no arguments"));
+                        }
+                        Ok(FV::Bool(false))
                     }
                     FV::Module(m) => {
                         let mut kw = kw;
@@ -219,16 +226,21 @@ impl<'m> Fz<'m> {
     fn inline(&mut self, name: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
         let module = self.module;
         let f = module.function(name).expect("functions named by Func exist");
-        if pos.len() > f.params.len() {
-            return diag(span, format!("{}() takes {} arguments but {} were given", f.name, f.params.len(), pos.len()));
+        let npos = f.positional();
+        if f.vararg.is_none() && pos.len() > npos {
+            return diag(span, format!("{}() takes {} arguments but {} were given", f.name, npos, pos.len()));
         }
         if let Some((k, _)) = kw.iter().find(|(k, _)| !f.params.iter().any(|p| p.name == *k)) {
             return diag(span, format!("{}() got an unexpected keyword argument '{k}'", f.name));
         }
         let mut env = Env::new();
         let mut pos = pos.into_iter();
-        for p in &f.params {
-            let v = match pos.next() {
+        for (i, p) in f.params.iter().enumerate() {
+            let next = if i < npos { pos.next() } else { None };
+            if next.is_some() && kw.iter().any(|(k, _)| *k == p.name) {
+                return diag(span, format!("{}() got multiple values for argument '{}'", f.name, p.name));
+            }
+            let v = match next {
                 Some(v) => v,
                 None => match kw.iter().find(|(k, _)| *k == p.name) {
                     Some((_, v)) => v.clone(),
@@ -240,20 +252,10 @@ impl<'m> Fz<'m> {
             };
             env.insert(p.name.clone(), v);
         }
-        self.call_body(f, env)
-    }
-
-    fn math(&mut self, name: &str, pos: &[FV], span: Span) -> FR<FV> {
-        let x = match pos.first() {
-            Some(FV::Int(i)) => *i as f64,
-            Some(FV::Float(f)) => *f,
-            _ => return diag(span, format!("math.{name}() needs a number known before the program runs")),
-        };
-        match crate::interp::calls::math1(name, x) {
-            Some(crate::tensor::Scalar::I(i)) => Ok(FV::Int(i)),
-            Some(v) => Ok(FV::Float(v.to_f64())),
-            None => diag(span, format!("unsupported function `math.{name}`")),
+        if let Some((_, va)) = &f.vararg {
+            env.insert(va.name.clone(), FV::Tuple(Rc::new(pos.collect())));
         }
+        self.call_body(f, env)
     }
 
     fn builtin(&mut self, name: &str, a: &A) -> FR<FV> {
@@ -279,7 +281,7 @@ impl<'m> Fz<'m> {
                 FV::Tensor(t) if t.shape.is_empty() => diag(span, "len() of a 0-d tensor"),
                 FV::Tensor(t) => Ok(FV::Int(t.shape[0] as i64)),
                 v @ FV::Range(..) => Ok(FV::Int(self.iterate(v, span)?.len() as i64)),
-                FV::Dict(d) => Ok(FV::Int(d.len() as i64)),
+                FV::Dict(d) => Ok(FV::Int(d.borrow().len() as i64)),
                 other => match other.items() {
                     Some(items) => Ok(FV::Int(items.len() as i64)),
                     None => diag(span, format!("object of type '{}' has no len()", other.type_name())),
@@ -347,10 +349,13 @@ impl<'m> Fz<'m> {
                         }
                         Ok(items[best].clone())
                     }
-                    _ => {
-                        diag(span, format!("{name}() over run-time values is not supported; use torch.maximum/minimum"))
-                    }
+                    _ => self.dyn_minmax(name, &items, span),
                 }
+            }
+            "pow" if a.pos.len() == 2 && a.kw.is_empty() => self.binop(&a.pos[0], BinOp::Pow, &a.pos[1], span),
+            "all" | "any" => {
+                let items = self.iterate(a.req(0, "iterable")?, span)?;
+                self.all_any(name == "any", &items, span)
             }
             "sum" => {
                 let items = self.iterate(a.req(0, "iterable")?, span)?;
@@ -454,6 +459,10 @@ impl<'m> Fz<'m> {
                     "torch.Tensor" => FV::Module("torch.Tensor"),
                     "torch.nn.functional" => FV::Module("torch.nn.functional"),
                     "torch.linalg" => FV::Module("torch.linalg"),
+                    "torch.onnx" => FV::Module("torch.onnx"),
+                    "torch.jit" => FV::Module("torch.jit"),
+                    "torch.compiler" => FV::Module("torch.compiler"),
+                    f if crate::interp::python::MEMORY_FORMATS.contains(&f) => FV::Str(f.into()),
                     "math.pi" | "torch.pi" => FV::Float(std::f64::consts::PI),
                     "math.e" | "torch.e" => FV::Float(std::f64::consts::E),
                     "math.inf" | "torch.inf" => FV::Float(f64::INFINITY),

@@ -26,9 +26,9 @@ pub(super) fn fv_static(v: &FV) -> Option<Value> {
             Value::tuple(items.iter().map(fv_static).collect::<Option<Vec<_>>>()?)
         }
         FV::List(items) => Value::list(items.borrow().iter().map(fv_static).collect::<Option<Vec<_>>>()?),
-        FV::Dict(items) => Value::Dict(Rc::new(
-            items.iter().map(|(k, v)| Some((fv_static(k)?, fv_static(v)?))).collect::<Option<Vec<_>>>()?,
-        )),
+        FV::Dict(items) => Value::Dict(Rc::new(std::cell::RefCell::new(
+            items.borrow().iter().map(|(k, v)| Some((fv_static(k)?, fv_static(v)?))).collect::<Option<Vec<_>>>()?,
+        ))),
         _ => return None,
     })
 }
@@ -59,7 +59,7 @@ impl<'m> Fz<'m> {
                 ExprKind::Starred(inner) => {
                     let v = self.expr(env, inner)?;
                     match &v {
-                        FV::Dict(d) => out.extend(d.iter().map(|(k, _)| k.clone())),
+                        FV::Dict(d) => out.extend(d.borrow().iter().map(|(k, _)| k.clone())),
                         FV::Range(..) | FV::Tensor(_) | FV::Tuple(_) | FV::List(_) | FV::Named(..) => {
                             out.extend(self.iterate(&v, it.span)?)
                         }
@@ -96,7 +96,7 @@ impl<'m> Fz<'m> {
                 None => out.push((key, val)),
             }
         }
-        Ok(FV::Dict(Rc::new(out)))
+        Ok(FV::Dict(Rc::new(std::cell::RefCell::new(out))))
     }
 
     /// The entry of `key` in a dict, if any (`key` must be known before the program runs).
@@ -120,9 +120,56 @@ impl<'m> Fz<'m> {
         Ok(Self::dict_find(d, key, span)?.is_some())
     }
 
-    /// Dict methods: `get`, `keys`, `values`, `items`.
-    pub(super) fn dict_method(d: &[(FV, FV)], name: &str, pos: &[FV], span: Span) -> FR<FV> {
+    /// `d[key] = v`: replaces the entry of `key` or appends one (`key` must be known before the program runs).
+    pub(super) fn dict_set(dict: &std::cell::RefCell<Vec<(FV, FV)>>, key: &FV, v: &FV, span: Span) -> FR<()> {
+        let Some(k) = fv_static(key)
+            .filter(|x| matches!(x, Value::Str(_) | Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_)))
+        else {
+            return diag(
+                span,
+                format!(
+                    "dict keys must be numbers, strings or None known before the program runs, not {}",
+                    key.type_name()
+                ),
+            );
+        };
+        let mut d = dict.borrow_mut();
+        match d.iter_mut().find(|(x, _)| fv_static(x).is_some_and(|x| key_eq(&x, &k))) {
+            Some(slot) => slot.1 = v.clone(),
+            None => d.push((key.clone(), v.clone())),
+        }
+        Ok(())
+    }
+
+    /// Dict methods: `get`, `keys`, `values`, `items`, `setdefault`, `pop`.
+    pub(super) fn dict_method(dict: &std::cell::RefCell<Vec<(FV, FV)>>, name: &str, pos: &[FV], span: Span) -> FR<FV> {
         let list = |items: Vec<FV>| FV::List(Rc::new(std::cell::RefCell::new(items)));
+        if let ("setdefault", [k, ..]) | ("pop", [k, ..]) = (name, pos) {
+            if pos.len() > 2 {
+                return diag(span, format!("{name} expected at most 2 arguments, got {}", pos.len()));
+            }
+            let found = Self::dict_find(&dict.borrow(), k, span)?;
+            return match (name, found, pos.get(1)) {
+                ("setdefault", Some(v), _) => Ok(v),
+                ("setdefault", None, dflt) => {
+                    let v = dflt.cloned().unwrap_or(FV::None);
+                    Self::dict_set(dict, k, &v, span)?;
+                    Ok(v)
+                }
+                (_, Some(v), _) => {
+                    let kv = fv_static(k);
+                    dict.borrow_mut()
+                        .retain(|(x, _)| !(fv_static(x).is_some_and(|x| kv.as_ref().is_some_and(|k| key_eq(&x, k)))));
+                    Ok(v)
+                }
+                (_, None, Some(dflt)) => Ok(dflt.clone()),
+                (_, None, None) => {
+                    diag(span, format!("KeyError: {}", fv_static(k).map(|k| pyfmt::py_repr(&k)).unwrap_or_default()))
+                }
+            };
+        }
+        let d = dict.borrow();
+        let d = d.as_slice();
         match (name, pos) {
             ("get", [k]) | ("get", [k, _]) => {
                 Ok(Self::dict_find(d, k, span)?.unwrap_or_else(|| pos.get(1).cloned().unwrap_or(FV::None)))
@@ -192,6 +239,72 @@ impl<'m> Fz<'m> {
             _ => unsupported(),
         }
     }
+
+    /// `math.NAME(...)` on numbers known before the program runs.
+    pub(super) fn math(&mut self, name: &str, pos: &[FV], span: Span) -> FR<FV> {
+        let num = |v: Option<&FV>| match v {
+            Some(FV::Int(i)) => Some(*i as f64),
+            Some(FV::Float(f)) => Some(*f),
+            Some(FV::Bool(b)) => Some(*b as i64 as f64),
+            _ => None,
+        };
+        let Some(x) = num(pos.first()) else {
+            return diag(span, format!("math.{name}() needs a number known before the program runs"));
+        };
+        if pos.len() == 2 {
+            let Some(y) = num(pos.get(1)) else {
+                return diag(span, format!("math.{name}() needs numbers known before the program runs"));
+            };
+            return crate::interp::calls::math2(name, x, y).map(FV::Float).map_err(Self::tyerr(span));
+        }
+        match crate::interp::calls::math1(name, x) {
+            Some(crate::tensor::Scalar::I(i)) => Ok(FV::Int(i)),
+            Some(v) => Ok(FV::Float(v.to_f64())),
+            None => diag(span, format!("unsupported function `math.{name}`")),
+        }
+    }
+
+    /// Python's `all(items)` / `any(items)`: items known before the program runs decide statically (the first one
+    /// that decides ends it, as in Python); the truth values of run-time items are combined as a run-time bool.
+    pub(super) fn all_any(&mut self, any: bool, items: &[FV], span: Span) -> FR<FV> {
+        let mut dynamic: Option<FV> = None;
+        for it in items {
+            match self.cond(it, span)? {
+                // A deciding item decides whatever the run-time items before it are.
+                super::expr::Cond::Static(b) if b == any => return Ok(FV::Bool(any)),
+                super::expr::Cond::Static(_) => {}
+                super::expr::Cond::Dyn(t) => {
+                    let op = if any { crate::tensor::ops::Binary::BitOr } else { crate::tensor::ops::Binary::BitAnd };
+                    dynamic = Some(match dynamic {
+                        None => FV::DynBool(t),
+                        Some(d) => self.elementwise(op, &[d, FV::DynBool(t)], span)?,
+                    });
+                }
+            }
+        }
+        Ok(dynamic.unwrap_or(FV::Bool(!any)))
+    }
+
+    /// `max(...)`/`min(...)` over numbers some of which are floats known only at run time: Python's choice (the
+    /// first item that no later one beats by `>`/`<`), as a run-time float (an int that wins is the same number).
+    pub(super) fn dyn_minmax(&mut self, name: &str, items: &[FV], span: Span) -> FR<FV> {
+        let numeric = |v: &FV| matches!(v, FV::Int(_) | FV::Float(_) | FV::Bool(_) | FV::DynFloat(_));
+        if items.is_empty() || !items.iter().all(numeric) || !items.iter().any(|v| matches!(v, FV::DynFloat(_))) {
+            return diag(span, format!("{name}() over run-time values is not supported; use torch.maximum/minimum"));
+        }
+        let f64 = Some(crate::tensor::DType::F64);
+        let gt = super::expr::binop_name(crate::tensor::ops::Binary::Gt);
+        let mut best = self.scalar_tensor(&items[0], f64, span)?.0;
+        for it in &items[1..] {
+            let x = self.scalar_tensor(it, f64, span)?.0;
+            let (l, r) = if name == "max" { (x, best) } else { (best, x) };
+            let (l, r) = (self.t.at(l), self.t.at(r));
+            let c = self.t.op(gt, vec![l, r]).map_err(Self::tyerr(span))?;
+            let (c, xi, bi) = (self.t.at(c), self.t.at(x), self.t.at(best));
+            best = self.t.op(crate::ir::OpName::Where, vec![c, xi, bi]).map_err(Self::tyerr(span))?;
+        }
+        Ok(FV::DynFloat(best))
+    }
 }
 
 /// The refusal of an op whose output shape depends on the data (`torch.where(condition)` with one argument,
@@ -224,6 +337,8 @@ pub(super) fn strip_device(name: &str, pos: &mut Vec<FV>, kw: &mut Vec<(String, 
         check(&kw[k].1)?;
         kw.remove(k);
     }
+    let default_format = |v: &FV| matches!(v, FV::Str(f) if crate::interp::python::default_memory_format(name, f));
+    kw.retain(|(k, v)| !(k == "memory_format" && default_format(v)));
     if matches!(name, "to" | "cpu") {
         kw.retain(|(k, v)| !(k == "non_blocking" || (k == "copy" && matches!(v, FV::Bool(false)))));
         if name == "to" && matches!(pos.get(1), Some(FV::Device | FV::Str(_))) {

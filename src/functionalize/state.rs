@@ -152,8 +152,8 @@ pub(super) enum FV {
     Range(i64, i64, i64),
     Module(&'static str),
     Func(Rc<str>),
-    /// A dict with keys known before the program runs (see `python.rs`); read-only.
-    Dict(Rc<Vec<(FV, FV)>>),
+    /// A dict with keys known before the program runs (see `python.rs`): shared and mutable like a list.
+    Dict(Rc<RefCell<Vec<(FV, FV)>>>),
     /// A `torch.device`: the CPU (programs run with CPU semantics).
     Device,
     /// A name whose binding is not expressible (a view rebound per iteration, at the start of a loop iteration; a
@@ -216,10 +216,7 @@ impl FV {
                 Rc::ptr_eq(a, b) || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y)))
             }
             (FV::List(a), FV::List(b)) => Rc::ptr_eq(a, b),
-            (FV::Dict(a), FV::Dict(b)) => {
-                Rc::ptr_eq(a, b)
-                    || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.0.same(&y.0) && x.1.same(&y.1)))
-            }
+            (FV::Dict(a), FV::Dict(b)) => Rc::ptr_eq(a, b),
             (FV::Device, FV::Device) => true,
             (FV::Range(a, b, c), FV::Range(d, e, f)) => (a, b, c) == (d, e, f),
             (FV::Module(a), FV::Module(b)) => a == b,
@@ -270,7 +267,7 @@ pub(super) fn find_masked(v: &FV) -> Option<FV> {
         FV::Masked(_) => Some(v.clone()),
         FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().find_map(find_masked),
         FV::List(xs) => xs.borrow().iter().find_map(find_masked),
-        FV::Dict(xs) => xs.iter().find_map(|(_, x)| find_masked(x)),
+        FV::Dict(xs) => xs.borrow().iter().find_map(|(_, x)| find_masked(x)),
         _ => None,
     }
 }

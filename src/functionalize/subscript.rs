@@ -222,7 +222,7 @@ impl<'m> Fz<'m> {
                 Ok(())
             }
             FV::Tensor(t) => self.tensor_setitem(t, idx, v, span),
-            FV::Dict(_) => diag(span, crate::interp::python::DICT_READ_ONLY),
+            FV::Dict(d) => Self::dict_set(d, idx, v, span),
             other => diag(span, format!("'{}' object does not support item assignment", other.type_name())),
         }
     }

@@ -46,6 +46,12 @@ impl<'m> Interp<'m> {
                     Value::Module("torch") if super::python::complex_refusal(name).is_some() => {
                         err(span, super::python::complex_refusal(name).expect("checked"))
                     }
+                    Value::Module(m) if super::python::run_mode_predicate(&format!("{m}.{name}")) => {
+                        if !pos.is_empty() || !kw.is_empty() {
+                            return err(span, format!("{m}.{name}() takes no arguments"));
+                        }
+                        Ok(Value::Bool(false))
+                    }
                     Value::Module(m) => {
                         let full = format!("{m}.{name}");
                         let mut kw = kw;
@@ -254,7 +260,7 @@ impl<'m> Interp<'m> {
                     Value::Tensor(t) if t.dim() == 0 => err(span, "len() of a 0-d tensor"),
                     Value::Tensor(t) => Ok(Value::Int(t.shape[0] as i64)),
                     Value::Range(..) => Ok(Value::Int(self.iterate(v, span)?.len() as i64)),
-                    Value::Dict(d) => Ok(Value::Int(d.len() as i64)),
+                    Value::Dict(d) => Ok(Value::Int(d.borrow().len() as i64)),
                     other => match other.items() {
                         Some(items) => Ok(Value::Int(items.len() as i64)),
                         None => err(span, format!("object of type '{}' has no len()", other.type_name())),
@@ -320,6 +326,17 @@ impl<'m> Interp<'m> {
                     }
                 }
                 Ok(best)
+            }
+            "pow" if a.pos.len() == 2 && a.kw.is_empty() => self.binop(&a.pos[0], BinOp::Pow, &a.pos[1], span),
+            "all" | "any" => {
+                // Python's: the first item whose truth decides (a falsy one for all, a truthy one for any).
+                let want = name == "any";
+                for it in self.iterate(a.req(0, "iterable").map_err(&e)?, span)? {
+                    if self.truthy(&it, span)? == want {
+                        return Ok(Value::Bool(want));
+                    }
+                }
+                Ok(Value::Bool(!want))
             }
             "sum" => {
                 let items = self.iterate(a.req(0, "iterable").map_err(&e)?, span)?;
@@ -444,6 +461,10 @@ impl<'m> Interp<'m> {
                     "torch.nn.functional" => Value::Module("torch.nn.functional"),
                     "torch.Tensor" => Value::Module("torch.Tensor"),
                     "torch.linalg" => Value::Module("torch.linalg"),
+                    "torch.onnx" => Value::Module("torch.onnx"),
+                    "torch.jit" => Value::Module("torch.jit"),
+                    "torch.compiler" => Value::Module("torch.compiler"),
+                    f if super::python::MEMORY_FORMATS.contains(&f) => Value::Str(f.into()),
                     "math.pi" | "torch.pi" => Value::Float(std::f64::consts::PI),
                     "math.e" | "torch.e" => Value::Float(std::f64::consts::E),
                     "math.inf" | "torch.inf" => Value::Float(f64::INFINITY),
@@ -475,6 +496,10 @@ pub(super) fn shape_value(t: &Tensor) -> Value {
 
 fn math_call(name: &str, a: &Args) -> Result<Value, String> {
     let x = a.req(0, "x")?.as_scalar().ok_or_else(|| format!("math.{name}() needs a number"))?.to_f64();
+    if a.pos.len() == 2 {
+        let y = a.pos[1].as_scalar().ok_or_else(|| format!("math.{name}() needs numbers"))?.to_f64();
+        return math2(name, x, y).map(Value::Float);
+    }
     math1(name, x).map(Value::from_scalar).ok_or_else(|| format!("unsupported function `math.{name}`"))
 }
 
@@ -490,6 +515,28 @@ pub(crate) fn range_args(ints: &[i64]) -> Result<(i64, i64, i64), &'static str> 
         return Err("range() arg 3 must not be zero");
     }
     Ok((s, t, st))
+}
+
+/// `math.NAME(x, y)` for the two-argument functions programs use (always a float, as in Python).
+pub(crate) fn math2(name: &str, x: f64, y: f64) -> Result<f64, String> {
+    let r = match name {
+        "pow" => {
+            if x == 0.0 && y < 0.0 {
+                return Err("ValueError: math domain error".into());
+            }
+            x.powf(y)
+        }
+        "atan2" => x.atan2(y),
+        "hypot" => x.hypot(y),
+        "fmod" => x % y,
+        "copysign" => x.copysign(y),
+        "log" => x.ln() / y.ln(),
+        _ => return Err(format!("unsupported function `math.{name}` (with 2 arguments)")),
+    };
+    if r.is_nan() && !x.is_nan() && !y.is_nan() {
+        return Err("ValueError: math domain error".into());
+    }
+    Ok(r)
 }
 
 /// `math.NAME(x)` for the one-argument functions programs use.

@@ -67,13 +67,18 @@ impl<'m> Interp<'m> {
         if self.depth >= MAX_DEPTH {
             return err(span, format!("call depth exceeds {MAX_DEPTH} (recursion is not supported)"));
         }
-        if args.len() > f.params.len() {
-            return err(span, format!("{}() takes {} arguments but {} were given", f.name, f.params.len(), args.len()));
+        let npos = f.positional();
+        if f.vararg.is_none() && args.len() > npos {
+            return err(span, format!("{}() takes {} arguments but {} were given", f.name, npos, args.len()));
         }
         let mut frame = Frame::new();
         let mut args = args.into_iter();
-        for p in &f.params {
-            let v = match args.next() {
+        for (i, p) in f.params.iter().enumerate() {
+            let next = if i < npos { args.next() } else { None };
+            if next.is_some() && kwargs.iter().any(|(k, _)| *k == p.name) {
+                return err(span, format!("{}() got multiple values for argument '{}'", f.name, p.name));
+            }
+            let v = match next {
                 Some(v) => v,
                 None => match kwargs.iter().find(|(k, _)| *k == p.name) {
                     Some((_, v)) => v.clone(),
@@ -87,6 +92,9 @@ impl<'m> Interp<'m> {
                 },
             };
             frame.insert(p.name.clone(), v);
+        }
+        if let Some((_, va)) = &f.vararg {
+            frame.insert(va.name.clone(), Value::tuple(args.collect()));
         }
         for (k, _) in &kwargs {
             if !f.params.iter().any(|p| p.name == *k) {
@@ -220,7 +228,7 @@ impl<'m> Interp<'m> {
                 }
                 Ok(t.unbind(0).map_err(tensor_err(span))?.into_iter().map(Value::Tensor).collect())
             }
-            Value::Dict(d) => Ok(d.iter().map(|(k, _)| k.clone()).collect()),
+            Value::Dict(d) => Ok(d.borrow().iter().map(|(k, _)| k.clone()).collect()),
             other => other
                 .items()
                 .ok_or_else(|| Diagnostic::new(format!("'{}' object is not iterable", other.type_name())).at(span)),
@@ -245,7 +253,7 @@ impl<'m> Interp<'m> {
             }
             Value::Tuple(v) | Value::Named(v, _) => !v.is_empty(),
             Value::List(v) => !v.borrow().is_empty(),
-            Value::Dict(v) => !v.is_empty(),
+            Value::Dict(v) => !v.borrow().is_empty(),
             Value::Range(a, b, s) => (*s > 0 && a < b) || (*s < 0 && a > b),
             _ => true,
         })
@@ -295,7 +303,7 @@ impl<'m> Interp<'m> {
                 l.borrow_mut()[k as usize] = v.clone();
                 Ok(())
             }
-            Value::Dict(_) => err(span, super::python::DICT_READ_ONLY),
+            Value::Dict(d) => super::python::dict_set(d, idx, v, span),
             other => err(span, format!("'{}' object does not support item assignment", other.type_name())),
         }
     }
@@ -486,7 +494,7 @@ impl<'m> Interp<'m> {
     pub(super) fn getitem(&mut self, obj: &Value, idx: &Value, span: Span) -> Result<Value, Diagnostic> {
         match obj {
             Value::Tensor(t) => Ok(Value::Tensor(subscript::getitem(t, idx).map_err(tensor_err(span))?)),
-            Value::Dict(d) => Self::dict_get(d, idx, span),
+            Value::Dict(d) => Self::dict_get(&d.borrow(), idx, span),
             Value::Tuple(_) | Value::List(_) | Value::Named(..) => {
                 let items = obj.items().expect("sequences have items");
                 let n = items.len() as i64;
@@ -575,7 +583,7 @@ impl<'m> Interp<'m> {
             }
             CmpOp::In | CmpOp::NotIn => {
                 if let Value::Dict(d) = b {
-                    let found = d.iter().any(|(k, _)| super::python::key_eq(k, a));
+                    let found = d.borrow().iter().any(|(k, _)| super::python::key_eq(k, a));
                     return Ok(Value::Bool(found == (op == CmpOp::In)));
                 }
                 let items = b.items().ok_or_else(|| Diagnostic::new("`in` needs a tuple, list or dict").at(span))?;

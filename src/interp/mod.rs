@@ -72,6 +72,9 @@ impl RunOutput {
 /// The tensor parameters of a program and their annotated types, checking that every parameter is annotated.
 pub fn tensor_params(f: &Function) -> Result<Vec<(String, crate::tensor::DType, Vec<usize>)>, Diagnostic> {
     let mut out = Vec::new();
+    if let Some((_, va)) = &f.vararg {
+        return err(va.span, format!("a program cannot take `*{}`: its parameters are its inputs, each annotated (`*args` is supported in the helpers it calls)", va.name));
+    }
     for p in &f.params {
         match &p.ann {
             Some(TypeAnn::Tensor { dtype, shape }) => out.push((p.name.clone(), *dtype, shape.clone())),

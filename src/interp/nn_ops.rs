@@ -189,8 +189,87 @@ pub(super) fn nn_op(name: &str, a: &Args) -> AResult<Value> {
             }
             t(if y.dtype() == x.dtype() { y } else { y.to_dtype(x.dtype())? })
         }
+        "group_norm" => group_norm(a),
         _ => Err(format!("{UNKNOWN_OP}{name}")),
     }
+}
+
+/// `F.group_norm`: the input as `[N, G, rest]`, the biased variance over `rest`, `rsqrt(var + eps)`, back to the
+/// input's shape, then the per-channel weight and bias.
+fn group_norm(a: &Args) -> AResult<Value> {
+    let x = a.tensor(0, "input")?;
+    let g = a.int(1, "num_groups")?;
+    let tensor_at = |i: usize, k: &str| match a.opt(i, k) {
+        None | Some(Value::None) => Ok(None),
+        Some(Value::Tensor(t)) => Ok(Some(t.clone())),
+        Some(o) => Err(format!("group_norm(): argument '{k}' must be Tensor, not {}", o.type_name())),
+    };
+    let (w, b) = (tensor_at(2, "weight")?, tensor_at(3, "bias")?);
+    let eps = match a.opt(4, "eps") {
+        Some(v) => v.as_scalar().ok_or("group_norm(): argument 'eps' must be float")?.to_f64(),
+        None => 1e-5,
+    };
+    let shape_of = |t: &Option<Tensor>| t.as_ref().map(|t| t.shape.clone());
+    let ps: Vec<DType> = [&w, &b].iter().filter_map(|t| t.as_ref().map(|t| t.dtype())).collect();
+    let (grouped, param) =
+        group_norm_shapes(&x.shape, x.dtype(), g, shape_of(&w).as_deref(), shape_of(&b).as_deref(), &ps)?;
+    let xg = x.reshape(&grouped)?;
+    let m = reduce::mean(&xg, Some(&[2]), true, None)?;
+    let d = bin(Binary::Sub, &xg, tt(&m))?;
+    let var = reduce::mean(&bin(Binary::Mul, &d, tt(&d))?, Some(&[2]), true, None)?;
+    let r = ops::unary(Unary::Rsqrt, &bin(Binary::Add, &var, f(eps))?)?;
+    let shape: Vec<i64> = x.shape.iter().map(|&s| s as i64).collect();
+    let mut y = bin(Binary::Mul, &d, tt(&r))?.reshape(&shape)?;
+    if let Some(w) = w {
+        y = bin(Binary::Mul, &y, tt(&w.reshape(&param)?))?;
+    }
+    if let Some(b) = b {
+        y = bin(Binary::Add, &y, tt(&b.reshape(&param)?))?;
+    }
+    t(if y.dtype() == x.dtype() { y } else { y.to_dtype(x.dtype())? })
+}
+
+/// `F.group_norm`'s checks, as PyTorch makes them: the shape the input is normalized in (`[N, G, rest]`) and the
+/// shape the weight and bias broadcast in (`[C, 1, ...]`).
+pub(crate) fn group_norm_shapes(
+    x: &[usize],
+    dt: DType,
+    g: i64,
+    w: Option<&[usize]>,
+    b: Option<&[usize]>,
+    params: &[DType],
+) -> AResult<(Vec<i64>, Vec<i64>)> {
+    let fs = crate::tensor::fmt_shape;
+    if x.len() < 2 {
+        return Err(format!("Expected at least 2 dimensions for input tensor but received {}", x.len()));
+    }
+    if !dt.is_float() {
+        return Err(format!("\"GroupNormKernelImpl\" not implemented for '{}'", dt.name()));
+    }
+    let c = x[1] as i64;
+    if g <= 0 || c % g != 0 {
+        return Err(format!(
+            "Expected number of channels in input to be divisible by num_groups, but got input of shape {} and num_groups={g}",
+            fs(x)
+        ));
+    }
+    for (k, s) in [("weight", w), ("bias", b)] {
+        if let Some(s) = s {
+            if s.len() != 1 || s[0] as i64 != c {
+                return Err(format!(
+                    "Expected {k} to be a vector of size equal to the number of channels in input, but got {k} of shape {} and input of shape {}",
+                    fs(s),
+                    fs(x)
+                ));
+            }
+        }
+    }
+    if let Some(p) = params.iter().find(|&&p| p != dt) {
+        let _ = p;
+        return Err(format!("mixed dtype (CPU): expect parameter to have scalar type of {}", dt.name()));
+    }
+    let param = std::iter::once(c).chain(std::iter::repeat_n(1, x.len() - 2)).collect();
+    Ok((vec![x[0] as i64, g, -1], param))
 }
 
 /// `eps` of `F.layer_norm` (1e-5) and `F.rms_norm` (the machine epsilon of the input's dtype) when not given.

@@ -1,6 +1,7 @@
 //! Python-level features of the reference interpreter that real PyTorch code leans on: `*args` in calls and
 //! displays, dicts with constant keys, f-strings, `raise`, and `torch.device` values (CPU semantics).
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::exec::{Frame, Interp};
@@ -32,9 +33,6 @@ pub(crate) fn exception_message(class: &str, args: &[String]) -> String {
     }
 }
 
-/// The refusal of `d[k] = v`.
-pub(crate) const DICT_READ_ONLY: &str = "assigning into a dict is not supported (dicts are read-only here)";
-
 /// Whether a string names the CPU as a device (`"cpu"`, `"cpu:0"`).
 pub(crate) fn is_cpu_name(s: &str) -> bool {
     s == "cpu" || s.strip_prefix("cpu:").is_some_and(|n| n.parse::<u32>().is_ok())
@@ -43,6 +41,17 @@ pub(crate) fn is_cpu_name(s: &str) -> bool {
 /// The refusal of a device other than the CPU.
 pub(crate) fn not_cpu(what: &str) -> String {
     format!("device {what}: programs run with CPU semantics; use `x.device` or \"cpu\"")
+}
+
+/// `d[key] = v`: replaces the entry of `key` or appends one.
+pub(super) fn dict_set(d: &RefCell<Vec<(Value, Value)>>, key: &Value, v: &Value, span: Span) -> Result<(), Diagnostic> {
+    check_key(key, span)?;
+    let mut d = d.borrow_mut();
+    match d.iter_mut().find(|(k, _)| key_eq(k, key)) {
+        Some(slot) => slot.1 = v.clone(),
+        None => d.push((key.clone(), v.clone())),
+    }
+    Ok(())
 }
 
 /// Whether a dict key equals another (Python equality for the hashable values dict displays may use).
@@ -57,7 +66,7 @@ pub(crate) fn key_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn check_key(k: &Value, span: Span) -> Result<(), Diagnostic> {
+pub(super) fn check_key(k: &Value, span: Span) -> Result<(), Diagnostic> {
     match k {
         Value::Str(_) | Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) => Ok(()),
         Value::Tuple(items) => items.iter().try_for_each(|i| check_key(i, span)),
@@ -79,7 +88,7 @@ impl<'m> Interp<'m> {
                 ExprKind::Starred(inner) => {
                     let v = self.eval(frame, inner)?;
                     let spread = match &v {
-                        Value::Dict(d) => Some(d.iter().map(|(k, _)| k.clone()).collect()),
+                        Value::Dict(d) => Some(d.borrow().iter().map(|(k, _)| k.clone()).collect()),
                         Value::Range(..) | Value::Tensor(_) | Value::Tuple(_) | Value::List(_) | Value::Named(..) => {
                             Some(self.iterate(&v, it.span)?)
                         }
@@ -113,7 +122,7 @@ impl<'m> Interp<'m> {
                 None => out.push((key, val)),
             }
         }
-        Ok(Value::Dict(Rc::new(out)))
+        Ok(Value::Dict(Rc::new(std::cell::RefCell::new(out))))
     }
 
     /// `d[key]`.
@@ -124,13 +133,33 @@ impl<'m> Interp<'m> {
         }
     }
 
-    /// Dict methods: `get`, `keys`, `values`, `items`.
+    /// Dict methods: `get`, `keys`, `values`, `items`, `setdefault`, `pop`.
     pub(super) fn dict_method(
-        d: &[(Value, Value)],
+        dict: &RefCell<Vec<(Value, Value)>>,
         name: &str,
         pos: &[Value],
         span: Span,
     ) -> Result<Value, Diagnostic> {
+        if let ("setdefault", [k, ..]) | ("pop", [k, ..]) = (name, pos) {
+            check_key(k, span)?;
+            let mut d = dict.borrow_mut();
+            let at = d.iter().position(|(x, _)| key_eq(x, k));
+            return match (name, at, pos.get(1)) {
+                (_, _, _) if pos.len() > 2 => {
+                    err(span, format!("{name} expected at most 2 arguments, got {}", pos.len()))
+                }
+                ("setdefault", Some(i), _) => Ok(d[i].1.clone()),
+                ("setdefault", None, dflt) => {
+                    let v = dflt.cloned().unwrap_or(Value::None);
+                    d.push((k.clone(), v.clone()));
+                    Ok(v)
+                }
+                (_, Some(i), _) => Ok(d.remove(i).1),
+                (_, None, Some(dflt)) => Ok(dflt.clone()),
+                (_, None, None) => err(span, format!("KeyError: {}", pyfmt::py_repr(k))),
+            };
+        }
+        let d = dict.borrow();
         match (name, pos) {
             ("get", [k]) | ("get", [k, _]) => Ok(match d.iter().find(|(x, _)| key_eq(x, k)) {
                 Some((_, v)) => v.clone(),
@@ -213,6 +242,7 @@ pub(crate) fn spread_kwargs<V: Clone>(
 pub(super) fn dict_entries(v: &Value) -> Result<Vec<(Option<String>, Value)>, String> {
     match v {
         Value::Dict(d) => Ok(d
+            .borrow()
             .iter()
             .map(|(k, v)| (if let Value::Str(s) = k { Some(s.to_string()) } else { None }, v.clone()))
             .collect()),
@@ -234,6 +264,7 @@ pub(super) fn strip_device(name: &str, pos: &mut Vec<Value>, kw: &mut Vec<(Strin
         check(&kw[k].1)?;
         kw.remove(k);
     }
+    kw.retain(|(k, v)| !(k == "memory_format" && matches!(v, Value::Str(f) if default_memory_format(name, f))));
     if matches!(name, "to" | "cpu") {
         kw.retain(|(k, v)| !(k == "non_blocking" || (k == "copy" && matches!(v, Value::Bool(false)))));
         // `x.to(device)`, `x.to(device, dtype)`, `x.to("cpu")` (position 1: position 0 is the tensor).
@@ -243,6 +274,31 @@ pub(super) fn strip_device(name: &str, pos: &mut Vec<Value>, kw: &mut Vec<(Strin
         }
     }
     Ok(())
+}
+
+/// The memory formats a program may name: PyTorch's defaults, so passing them changes nothing.
+pub(crate) const MEMORY_FORMATS: &[&str] = &["torch.preserve_format", "torch.contiguous_format"];
+
+/// Whether `memory_format=FORMAT` in a call to `name` is that call's default (`preserve_format` for copies,
+/// `contiguous_format` for `contiguous`), which may then be dropped.
+pub(crate) fn default_memory_format(name: &str, format: &str) -> bool {
+    match format {
+        "torch.preserve_format" => name != "contiguous",
+        "torch.contiguous_format" => name == "contiguous",
+        _ => false,
+    }
+}
+
+/// The module predicates that say how the program is being run (exported, scripted, traced, compiled): never, here.
+pub(crate) fn run_mode_predicate(full: &str) -> bool {
+    matches!(
+        full,
+        "torch.onnx.is_in_onnx_export"
+            | "torch.jit.is_scripting"
+            | "torch.jit.is_tracing"
+            | "torch.compiler.is_compiling"
+            | "torch.compiler.is_dynamo_compiling"
+    )
 }
 
 /// `torch.device(...)`.

@@ -26,9 +26,9 @@ pub enum Value {
     Module(&'static str),
     /// A function defined in the program file.
     Func(Rc<str>),
-    /// A dict (displays with keys that are numbers, strings or None), in insertion order. Read-only: a dict
-    /// written in a loop or a branch would need the functionalizer to track it, which it does not.
-    Dict(Rc<Vec<(Value, Value)>>),
+    /// A dict (keys that are numbers, strings or None), in insertion order: shared and mutable like a list
+    /// (`d[k] = v`, `d[k] += v`).
+    Dict(Rc<RefCell<Vec<(Value, Value)>>>),
     /// A `torch.device`: programs run with CPU semantics, so the only device is the CPU.
     Device,
 }

@@ -106,7 +106,7 @@ impl Cx {
         let body = self.expr(&l.body)?;
         let name = format!("_<lambda>@{}:{}", span.line, span.col);
         let ret = Stmt { span: body.span, kind: StmtKind::Return(Some(body)) };
-        self.lambdas.borrow_mut().push(Function { name: name.clone(), params, returns: None, body: vec![ret], span });
+        self.lambdas.borrow_mut().push(Function { name: name.clone(), params, vararg: None, returns: None, body: vec![ret], span });
         Ok(ExprKind::Name(name))
     }
 

@@ -1,0 +1,126 @@
+"""Detection code ported from detectron2 (level assignment for ROI pooling) and mmdetection (distance-to-box decoding, pairwise IoU/GIoU). Coordinates arrive uniform in [-1, 1) and are mapped to
+boxes inside an image by `_xyxy`."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def _xyxy(raw, size: float):
+    """Valid xyxy boxes from uniform [-1, 1) numbers: (x1, y1) in [0, size/2), widths and heights in [1, size/2)."""
+    xy = (raw[..., :2] + 1.0) * (size / 4.0)
+    wh = (raw[..., 2:] + 1.0) * (size / 4.0) + 1.0
+    return torch.cat([xy, xy + wh], dim=-1)
+
+
+# detectron2, detectron2/layers/wrappers.py: cat
+def _cat(tensors, dim: int = 0):
+    assert isinstance(tensors, (list, tuple))
+    if len(tensors) == 1:
+        return tensors[0]
+    return torch.cat(tensors, dim)
+
+
+# detectron2, detectron2/structures/boxes.py: Boxes.area
+def _area(box):
+    area = (box[:, 2] - box[:, 0]) * (box[:, 3] - box[:, 1])
+    return area
+
+
+# detectron2, detectron2/modeling/poolers.py: assign_boxes_to_levels (levels 2 to 5, canonical box size 224 at
+# level 4), for the boxes of two images
+def d2_assign_boxes_to_levels(raw0: f32[30, 4], raw1: f32[20, 4]) -> i64[50]:
+    box_lists = [_xyxy(raw0, 800.0), _xyxy(raw1, 800.0)]
+    min_level, max_level, canonical_box_size, canonical_level = 2, 5, 224, 4
+    box_sizes = torch.sqrt(_cat([_area(boxes) for boxes in box_lists]))
+    level_assignments = torch.floor(canonical_level + torch.log2(box_sizes / canonical_box_size + 1e-8))
+    level_assignments = torch.clamp(level_assignments, min=min_level, max=max_level)
+    return level_assignments.to(torch.int64) - min_level
+
+
+# mmdetection (v2.x), mmdet/core/bbox/transforms.py: distance2bbox with max_shape (48, 64), 2-D inputs
+def mmdet_distance2bbox(raw_points: f32[40, 2], raw_distance: f32[40, 4]) -> f32[40, 4]:
+    points = (raw_points + 1.0) * torch.tensor([32.0, 24.0])
+    distance = (raw_distance + 1.0) * 10.0
+    max_shape = (48, 64)
+    x1 = points[..., 0] - distance[..., 0]
+    y1 = points[..., 1] - distance[..., 1]
+    x2 = points[..., 0] + distance[..., 2]
+    y2 = points[..., 1] + distance[..., 3]
+
+    bboxes = torch.stack([x1, y1, x2, y2], -1)
+
+    if max_shape is not None:
+        if bboxes.dim() == 2 and not torch.onnx.is_in_onnx_export():
+            # speed up
+            bboxes[:, 0::2].clamp_(min=0, max=max_shape[1])
+            bboxes[:, 1::2].clamp_(min=0, max=max_shape[0])
+            return bboxes
+    return bboxes
+
+
+# mmdetection, mmdet/structures/bbox/bbox_overlaps.py: fp16_clamp
+def _fp16_clamp(x, min=None, max=None):
+    if not x.is_cuda and x.dtype == torch.float16:
+        # clamp for cpu float16, tensor fp16 has no clamp implementation
+        return x.float().clamp(min, max).half()
+
+    return x.clamp(min, max)
+
+
+# mmdetection, mmdet/structures/bbox/bbox_overlaps.py: bbox_overlaps (mode "giou", is_aligned False, eps 1e-6)
+def mmdet_bbox_overlaps_giou(raw1: f32[2, 12, 4], raw2: f32[2, 9, 4]) -> f32[2, 12, 9]:
+    bboxes1 = _xyxy(raw1, 64.0)
+    bboxes2 = _xyxy(raw2, 64.0)
+    mode, is_aligned, eps = "giou", False, 1e-6
+    assert mode in ["iou", "iof", "giou"], f"Unsupported mode {mode}"
+    # Either the boxes are empty or the length of boxes' last dimension is 4
+    assert bboxes1.size(-1) == 4 or bboxes1.size(0) == 0
+    assert bboxes2.size(-1) == 4 or bboxes2.size(0) == 0
+
+    # Batch dim must be the same
+    # Batch dim: (B1, B2, ... Bn)
+    assert bboxes1.shape[:-2] == bboxes2.shape[:-2]
+    batch_shape = bboxes1.shape[:-2]
+
+    rows = bboxes1.size(-2)
+    cols = bboxes2.size(-2)
+    if is_aligned:
+        assert rows == cols
+
+    if rows * cols == 0:
+        if is_aligned:
+            return bboxes1.new(batch_shape + (rows,))
+        else:
+            return bboxes1.new(batch_shape + (rows, cols))
+
+    area1 = (bboxes1[..., 2] - bboxes1[..., 0]) * (bboxes1[..., 3] - bboxes1[..., 1])
+    area2 = (bboxes2[..., 2] - bboxes2[..., 0]) * (bboxes2[..., 3] - bboxes2[..., 1])
+
+    lt = torch.max(bboxes1[..., :, None, :2], bboxes2[..., None, :, :2])  # [B, rows, cols, 2]
+    rb = torch.min(bboxes1[..., :, None, 2:], bboxes2[..., None, :, 2:])  # [B, rows, cols, 2]
+
+    wh = _fp16_clamp(rb - lt, min=0)
+    overlap = wh[..., 0] * wh[..., 1]
+
+    if mode in ["iou", "giou"]:
+        union = area1[..., None] + area2[..., None, :] - overlap
+    else:
+        union = area1[..., None]
+    if mode == "giou":
+        enclosed_lt = torch.min(bboxes1[..., :, None, :2], bboxes2[..., None, :, :2])
+        enclosed_rb = torch.max(bboxes1[..., :, None, 2:], bboxes2[..., None, :, 2:])
+
+    eps = union.new_tensor([eps])
+    union = torch.max(union, eps)
+    ious = overlap / union
+    if mode in ["iou", "iof"]:
+        return ious
+    # calculate gious
+    enclose_wh = _fp16_clamp(enclosed_rb - enclosed_lt, min=0)
+    enclose_area = enclose_wh[..., 0] * enclose_wh[..., 1]
+    enclose_area = torch.max(enclose_area, eps)
+    gious = ious - (enclose_area - union) / enclose_area
+    return gious

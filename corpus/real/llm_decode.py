@@ -1,0 +1,79 @@
+"""LLM decode-step code ported from Mistral's reference implementation (a rotating KV cache written with scatter_)
+and Hugging Face transformers' logits processors."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+# Mistral (mistralai/mistral-src), one_file_ref.py: repeat_kv
+def _repeat_kv(keys, values, repeats: int):
+    keys = torch.repeat_interleave(keys, repeats=repeats, dim=2)
+    values = torch.repeat_interleave(values, repeats=repeats, dim=2)
+    return keys, values
+
+
+# Mistral (mistralai/mistral-src), one_file_ref.py: Attention.forward after the rotary embedding, prefill of 12
+# positions into a rotating cache of sliding_window 8 (scatter_ at positions % sliding_window), then attention of
+# the prompt over its own keys and values with the sliding-window causal mask
+def mistral_rotating_cache_prefill(
+    xq: f32[1, 12, 4, 8], xk: f32[1, 12, 2, 8], xv: f32[1, 12, 2, 8], cache_k: f32[1, 8, 2, 8],
+    cache_v: f32[1, 8, 2, 8]
+) -> f32[1, 12, 32]:
+    bsz, seqlen, n_heads, head_dim = xq.shape
+    n_kv_heads, sliding_window = 2, 8
+    repeats = n_heads // n_kv_heads
+    positions = torch.arange(0, seqlen)
+    scatter_pos = (positions[-sliding_window:] % sliding_window)[None, :, None, None]
+    scatter_pos = scatter_pos.repeat(bsz, 1, n_kv_heads, head_dim)
+    cache_k[:bsz].scatter_(dim=1, index=scatter_pos, src=xk[:, -sliding_window:])
+    cache_v[:bsz].scatter_(dim=1, index=scatter_pos, src=xv[:, -sliding_window:])
+    if positions.shape[0] > 1:
+        key, value = _repeat_kv(xk, xv, repeats)
+    else:
+        cur_pos = positions[-1].item() + 1
+        key, value = _repeat_kv(cache_k[:bsz, :cur_pos, ...], cache_v[:bsz, :cur_pos, ...], repeats)
+    query = xq.transpose(1, 2)
+    key = key.transpose(1, 2)
+    value = value.transpose(1, 2)
+    scores = torch.matmul(query, key.transpose(2, 3)) * (head_dim**-0.5)
+    tensor = torch.full((seqlen, seqlen), dtype=xq.dtype, fill_value=1)
+    mask = torch.tril(tensor, diagonal=0).to(xq.dtype)
+    mask = torch.triu(mask, diagonal=-sliding_window)
+    mask = torch.log(mask)
+    scores += mask[None, None, ...]
+    scores = scores.float()
+    scores = F.softmax(scores, dim=-1).type_as(query)
+    output = torch.matmul(scores, value)
+    output = output.transpose(1, 2).contiguous().view(bsz, seqlen, -1)
+    return output
+
+
+# Hugging Face transformers, generation/logits_process.py: ExponentialDecayLengthPenalty.__call__ (exponential_decay
+# (5, 1.5), eos ids [2, 7], input length 3)
+def hf_exponential_decay_length_penalty(input_ids: i64[2, 9], scores: f32[2, 32]) -> f32[2, 32]:
+    regulation_start, regulation_factor = 5 + 3, 1.5
+    eos_token_id = [2, 7]
+    cur_len = input_ids.shape[-1]
+    penalties = torch.zeros_like(scores)
+    penalized_scores = scores
+    if cur_len > regulation_start:
+        penalty_idx = cur_len - regulation_start
+        penalty = torch.abs(scores[:, eos_token_id]) * (pow(regulation_factor, penalty_idx) - 1)
+        penalties[:, eos_token_id] = penalty
+        penalized_scores = scores + penalties
+    return penalized_scores
+
+
+# Hugging Face transformers, generation/logits_process.py: UnbatchedClassifierFreeGuidanceLogitsProcessor.__call__
+# (guidance_scale 1.5; the unconditional model's logits given)
+def hf_unbatched_cfg(input_ids: i64[2, 6], scores: f32[2, 32], logits: f32[2, 6, 32]) -> f32[2, 32]:
+    guidance_scale = 1.5
+    scores = torch.nn.functional.log_softmax(scores, dim=-1)
+    if guidance_scale == 1:
+        return scores
+    unconditional_logits = torch.nn.functional.log_softmax(logits[:, -1], dim=-1)
+    scores_processed = guidance_scale * (scores - unconditional_logits) + unconditional_logits
+    return scores_processed

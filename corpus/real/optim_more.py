@@ -1,0 +1,211 @@
+"""More optimizer steps, ported from torch.optim (Adadelta, NAdam, Rprop, ASGD), lion-pytorch and Hugging
+Face transformers' Adafactor, with per-parameter state kept in dicts the way `Optimizer.state[p]` keeps it."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+# PyTorch, torch/optim/adadelta.py: Adadelta.step's state initialisation (state["step"], state["square_avg"],
+# state["acc_delta"] in a dict per parameter) and _single_tensor_adadelta (rho 0.9, weight_decay 1e-2)
+def adadelta_first_steps(
+    w0: f32[16, 8], w1: f32[16], g0: f32[16, 8], g1: f32[16], lr: float = 1.0
+) -> tuple[f32[16, 8], f32[16]]:
+    params = [w0, w1]
+    grads = [g0, g1]
+    state = {}
+    rho, eps, weight_decay, maximize = 0.9, 1e-6, 1e-2, False
+    for k in range(2):
+        for i, param in enumerate(params):
+            if i not in state:
+                state[i] = {}
+            st = state[i]
+            if len(st) == 0:
+                st["step"] = 0
+                st["square_avg"] = torch.zeros_like(param)
+                st["acc_delta"] = torch.zeros_like(param)
+            grad = grads[i] if not maximize else -grads[i]
+            square_avg, acc_delta = st["square_avg"], st["acc_delta"]
+            st["step"] += 1
+            if weight_decay != 0:
+                grad = grad.add(param, alpha=weight_decay)
+            square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
+            std = square_avg.add(eps).sqrt_()
+            delta = acc_delta.add(eps).sqrt_()
+            delta.div_(std).mul_(grad)
+            acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+            param.add_(delta, alpha=-lr)
+    return state[0]["acc_delta"], state[1]["square_avg"]
+
+
+# PyTorch, torch/optim/nadam.py: _single_tensor_nadam (momentum_decay 4e-3, not decoupled, weight_decay 1e-3)
+def nadam_step(
+    w0: f32[16, 8], w1: f32[16], g0: f32[16, 8], g1: f32[16], m0: f32[16, 8], m1: f32[16], v0: f32[16, 8],
+    v1: f32[16], step: int = 3, lr: float = 2e-3
+) -> None:
+    for v in (v0, v1):
+        v.abs_()
+    params = [w0, w1]
+    grads = [g0, g1]
+    exp_avgs = [m0, m1]
+    exp_avg_sqs = [v0, v1]
+    state_steps = [torch.tensor(float(step)), torch.tensor(float(step))]
+    mu_products = [torch.tensor(0.8), torch.tensor(0.8)]
+    beta1, beta2, eps, weight_decay, momentum_decay = 0.9, 0.999, 1e-8, 1e-3, 4e-3
+    for i, param in enumerate(params):
+        grad = grads[i]
+        exp_avg = exp_avgs[i]
+        exp_avg_sq = exp_avg_sqs[i]
+        mu_product = mu_products[i]
+        step_t = state_steps[i]
+        step_t += 1
+        step = step_t.item()
+        bias_correction2 = 1 - beta2**step
+        if weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
+        mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+        mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+        mu_product *= mu
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom = exp_avg_sq.div(bias_correction2).sqrt()
+        mu_product_next = mu_product.item() * mu_next
+        denom.add_(eps)
+        param.addcdiv_(grad, denom, value=(-lr * (1.0 - mu) / (1.0 - mu_product.item())))
+        param.addcdiv_(exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product_next))
+
+
+# PyTorch, torch/optim/rprop.py: _single_tensor_rprop (etas (0.5, 1.2), step sizes (1e-6, 50))
+def rprop_step(
+    w0: f32[16, 8], w1: f32[16], g0: f32[16, 8], g1: f32[16], p0: f32[16, 8], p1: f32[16], s0: f32[16, 8],
+    s1: f32[16]
+) -> None:
+    for s in (s0, s1):
+        s.abs_().mul_(0.01)
+    params = [w0, w1]
+    grads = [g0, g1]
+    prevs = [p0, p1]
+    step_sizes = [s0, s1]
+    etaminus, etaplus, step_size_min, step_size_max = 0.5, 1.2, 1e-6, 50.0
+    for i, param in enumerate(params):
+        grad = grads[i]
+        prev = prevs[i]
+        step_size = step_sizes[i]
+        sign = grad.mul(prev).sign()
+        sign[sign.gt(0)] = etaplus
+        sign[sign.lt(0)] = etaminus
+        sign[sign.eq(0)] = 1
+        step_size.mul_(sign).clamp_(step_size_min, step_size_max)
+        grad = grad.clone(memory_format=torch.preserve_format)
+        grad[sign.eq(etaminus)] = 0
+        param.addcmul_(grad.sign(), step_size, value=-1)
+        prev.copy_(grad)
+
+
+# PyTorch, torch/optim/asgd.py: _single_tensor_asgd (lambd 1e-4, alpha 0.75, t0 2: averaging starts at step 3)
+def asgd_steps(
+    w0: f32[16, 8], w1: f32[16], g0: f32[16, 8], g1: f32[16], lr: float = 1e-2
+) -> tuple[f32[16, 8], f32[16]]:
+    params = [w0, w1]
+    grads = [g0, g1]
+    axs = [torch.zeros_like(w0), torch.zeros_like(w1)]
+    mus = [torch.ones(()), torch.ones(())]
+    etas = [torch.tensor(lr), torch.tensor(lr)]
+    state_steps = [torch.zeros(()), torch.zeros(())]
+    lambd, alpha, t0, weight_decay = 1e-4, 0.75, 2.0, 0.0
+    for _ in range(4):
+        for i, param in enumerate(params):
+            grad = grads[i]
+            mu = mus[i]
+            ax = axs[i]
+            eta = etas[i]
+            step_t = state_steps[i]
+            step_t += 1
+            step = step_t.item()
+            if weight_decay != 0:
+                grad = grad.add(param, alpha=weight_decay)
+            eta_value = eta.item()
+            param.mul_(1 - lambd * eta_value)
+            param.add_(grad, alpha=-eta_value)
+            if mu.item() != 1:
+                ax.add_(param.sub(ax).mul_(mu))
+            else:
+                ax.copy_(param)
+            new_eta = torch.as_tensor(lr / ((1 + lambd * lr * step) ** alpha))
+            eta.copy_(new_eta)
+            new_mu = torch.as_tensor(1 / max(1, step - t0))
+            mu.copy_(new_mu)
+    return axs[0], axs[1]
+
+
+# lion-pytorch (lucidrains), lion_pytorch/lion_pytorch.py: update_fn (lr 1e-4, wd 1e-2, betas (0.9, 0.99))
+def _lion_update_fn(p, grad, exp_avg, lr, wd, beta1, beta2):
+    p.data.mul_(1.0 - lr * wd)
+    update = exp_avg.clone().mul_(beta1).add(grad, alpha=1.0 - beta1).sign_()
+    p.add_(update, alpha=-lr)
+    exp_avg.mul_(beta2).add_(grad, alpha=1.0 - beta2)
+
+
+# lion-pytorch (lucidrains), lion_pytorch/lion_pytorch.py: Lion.step over two parameters (exp_avg in the state dict)
+def lion_step(w0: f32[16, 8], w1: f32[16], g0: f32[16, 8], g1: f32[16], m0: f32[16, 8], m1: f32[16]) -> None:
+    group = {"lr": 1e-4, "weight_decay": 1e-2, "betas": (0.9, 0.99)}
+    states = [{"exp_avg": m0}, {"exp_avg": m1}]
+    for p, grad, state in zip([w0, w1], [g0, g1], states):
+        lr, wd, beta1, beta2 = group["lr"], group["weight_decay"], *group["betas"]
+        exp_avg = state["exp_avg"]
+        _lion_update_fn(p, grad, exp_avg, lr, wd, beta1, beta2)
+
+
+# Hugging Face transformers, optimization.py: Adafactor._rms and Adafactor._approx_sq_grad
+def _rms(tensor):
+    return tensor.norm(2) / (tensor.numel() ** 0.5)
+
+
+def _approx_sq_grad(exp_avg_sq_row, exp_avg_sq_col):
+    r_factor = (exp_avg_sq_row / exp_avg_sq_row.mean(dim=-1, keepdim=True)).rsqrt_().unsqueeze(-1)
+    c_factor = exp_avg_sq_col.unsqueeze(-2).rsqrt()
+    return torch.mul(r_factor, c_factor)
+
+
+# Hugging Face transformers, optimization.py: Adafactor.step for one factored 2-D parameter (scale_parameter=False,
+# relative_step=False, warmup_init=False, lr 1e-3, beta1 None), two steps from an empty state
+def adafactor_steps(p: f32[16, 12], grad0: f32[16, 12], grad1: f32[16, 12]) -> tuple[f32[16], f32[12]]:
+    group = {"lr": 1e-3, "eps": (1e-30, 1e-3), "clip_threshold": 1.0, "decay_rate": -0.8, "beta1": None,
+             "weight_decay": 0.0, "scale_parameter": False, "relative_step": False, "warmup_init": False}
+    state = {}
+    for grad in (grad0, grad1):
+        grad_shape = grad.shape
+        factored = len(grad_shape) >= 2
+        use_first_moment = group["beta1"] is not None
+        if len(state) == 0:
+            state["step"] = 0
+            if factored:
+                state["exp_avg_sq_row"] = torch.zeros(grad_shape[:-1]).to(grad)
+                state["exp_avg_sq_col"] = torch.zeros(grad_shape[:-2] + grad_shape[-1:]).to(grad)
+            else:
+                state["exp_avg_sq"] = torch.zeros_like(grad)
+            state["RMS"] = 0
+        p_data_fp32 = p
+        state["step"] += 1
+        state["RMS"] = _rms(p_data_fp32)
+        lr = group["lr"]
+        beta2t = 1.0 - math.pow(state["step"], group["decay_rate"])
+        update = (grad**2) + group["eps"][0]
+        if factored:
+            exp_avg_sq_row = state["exp_avg_sq_row"]
+            exp_avg_sq_col = state["exp_avg_sq_col"]
+            exp_avg_sq_row.mul_(beta2t).add_(update.mean(dim=-1), alpha=(1.0 - beta2t))
+            exp_avg_sq_col.mul_(beta2t).add_(update.mean(dim=-2), alpha=(1.0 - beta2t))
+            update = _approx_sq_grad(exp_avg_sq_row, exp_avg_sq_col)
+            update.mul_(grad)
+        else:
+            exp_avg_sq = state["exp_avg_sq"]
+            exp_avg_sq.mul_(beta2t).add_(update, alpha=(1.0 - beta2t))
+            update = exp_avg_sq.rsqrt().mul_(grad)
+        update.div_((_rms(update) / group["clip_threshold"]).clamp_(min=1.0))
+        update.mul_(lr)
+        if group["weight_decay"] != 0:
+            p_data_fp32.add_(p_data_fp32, alpha=(-group["weight_decay"] * lr))
+        p_data_fp32.add_(-update)
+    return state["exp_avg_sq_row"], state["exp_avg_sq_col"]

@@ -1,0 +1,99 @@
+"""Hand-written recurrent cells: Salesforce's QRNN (its CPU ForgetMult), ChatRWKV's RWKV-5 time mixing (a group norm
+over heads) and lucidrains' minGRU in its sequential mode. Weights arrive uniform in [-1, 1) and are scaled by about
+1/sqrt(fan_in) as the layers initialize them."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+# Salesforce pytorch-qrnn, torchqrnn/forget_mult.py: CPUForgetMult.forward
+def _cpu_forget_mult(f, x, hidden_init=None):
+    result = []
+    forgets = f.split(1, dim=0)
+    prev_h = hidden_init
+    for i, h in enumerate((f * x).split(1, dim=0)):
+        if prev_h is not None:
+            h = h + (1 - forgets[i]) * prev_h
+        # h is (1, batch, hidden) when it needs to be (batch_hidden): the size()[1:] drops the 1
+        h = h.view(h.size()[1:])
+        result.append(h)
+        prev_h = h
+    return torch.stack(result)
+
+
+# Salesforce pytorch-qrnn, torchqrnn/qrnn.py: QRNNLayer.forward (window 1, output_gate, no zoneout), with
+# CPUForgetMult as ForgetMult runs it without CUDA
+def qrnn_layer(
+    X: f32[7, 3, 16], hidden: f32[3, 24], w: f32[72, 16], b: f32[72]
+) -> tuple[f32[7, 3, 24], f32[1, 3, 24]]:
+    w, b = w * 0.25, b * 0.25
+    seq_len, batch_size, _ = X.size()
+    source = X
+    Y = F.linear(source, w, b)
+    hidden_size = 24
+    Y = Y.view(seq_len, batch_size, 3 * hidden_size)
+    Z, Fg, O = Y.chunk(3, dim=2)
+    Z = torch.tanh(Z)
+    Fg = torch.sigmoid(Fg)
+    Z = Z.contiguous()
+    Fg = Fg.contiguous()
+    C = _cpu_forget_mult(Fg, Z, hidden)
+    H = torch.sigmoid(O) * C
+    return H, C[-1:]
+
+
+# ChatRWKV (BlinkDL), RWKV_v5_demo.py: RWKV_RNN.time_mixing for layer i (head_size 8, 4 heads, the state's
+# (2 + head_size) rows per layer, ln_x as F.group_norm over heads with eps 64e-5)
+def rwkv5_time_mixing(
+    x: f32[32], state: f32[20, 32], time_mix_k: f32[32], time_mix_v: f32[32], time_mix_r: f32[32],
+    time_mix_g: f32[32], time_first: f32[4, 8, 1], time_decay_raw: f32[4, 8, 1], kw: f32[32, 32], vw: f32[32, 32],
+    rw: f32[32, 32], gw: f32[32, 32], ow: f32[32, 32], ln_w: f32[32], ln_b: f32[32], i: int = 1
+) -> tuple[f32[32], f32[20, 32]]:
+    kw, vw, rw, gw, ow = kw * 0.17, vw * 0.17, rw * 0.17, gw * 0.17, ow * 0.17
+    time_decay = torch.exp(-torch.exp(time_decay_raw.float()))
+    H = 4
+    S = 8
+    i1 = (2 + S) * i + 1
+    xk = x * time_mix_k + state[i1] * (1 - time_mix_k)
+    xv = x * time_mix_v + state[i1] * (1 - time_mix_v)
+    xr = x * time_mix_r + state[i1] * (1 - time_mix_r)
+    xg = x * time_mix_g + state[i1] * (1 - time_mix_g)
+    state[i1] = x
+    r = (rw @ xr).view(H, 1, S)
+    k = (kw @ xk).view(H, S, 1)
+    v = (vw @ xv).view(H, 1, S)
+    g = F.silu(gw @ xg)
+    s = state[(2 + S) * i + 2:(2 + S) * (i + 1), :].reshape(H, S, S)
+    x = torch.zeros(H, S)
+    a = k @ v
+    x = r @ (time_first * a + s)
+    s = a + time_decay * s
+    state[(2 + S) * i + 2:(2 + S) * (i + 1), :] = s.reshape(S, -1)
+    x = x.flatten()
+    x = F.group_norm(x.unsqueeze(0), num_groups=H, weight=ln_w, bias=ln_b, eps=64e-5).squeeze(0) * g
+    return ow @ x, state
+
+
+# minGRU-pytorch (lucidrains), minGRU_pytorch/minGRU.py: g
+def _g(x):
+    return torch.where(x >= 0, x + 0.5, x.sigmoid())
+
+
+# minGRU-pytorch (lucidrains), minGRU_pytorch/minGRU.py: MinGRU.forward's sequential branch (seq_len 1, prev_hidden
+# given, expansion_factor 1, no out projection), run token by token as its decoding does
+def mingru_decode(x: f32[2, 6, 16], prev_hidden: f32[2, 1, 16], w: f32[32, 16]) -> tuple[f32[2, 6, 16], f32[2, 1, 16]]:
+    w = w * 0.25
+    outs = []
+    for t in range(x.shape[1]):
+        xt = x[:, t:t + 1]
+        seq_len = xt.shape[1]
+        hidden, gate = F.linear(xt, w).chunk(2, dim=-1)
+        if seq_len == 1:
+            hidden = _g(hidden)
+            gate = gate.sigmoid()
+            out = torch.lerp(prev_hidden, hidden, gate) if prev_hidden is not None else (hidden * gate)
+        next_prev_hidden = out[:, -1:]
+        outs.append(out)
+        prev_hidden = next_prev_hidden
+    return torch.cat(outs, dim=1), prev_hidden
