@@ -231,6 +231,7 @@ fn explain_compare_and_the_report_print_one_set_of_figures() {
     let o = funcfuse(&["compare", "corpus/micro/python_features.py::while_break", "--out", out.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
     assert!(o.stdout.contains("predicted (this run: "), "{}", o.stdout);
+}
 
 /// `run --costs FILE` extracts and plans by that profile, as `optimize` does: where a launch costs a millisecond the
 /// plan launches fewer kernels than where it costs a nanosecond, both plans give the reference engine's outputs, and
