@@ -145,7 +145,7 @@ def cell(x: f32[16], y: f32[16]) -> tuple[f32[64, 16], f32[64, 16]]:
     assert!(!p.describe().contains("= mul f32[16]: kernel"), "{}", p.describe());
     let module = funcfuse::frontend::parse_module("test.py", src).unwrap();
     let inputs = common::seeded_inputs(&module, "cell", 3);
-    for target in [funcfuse::lower::Target::C, funcfuse::lower::Target::CudaEmu] {
+    for target in [funcfuse::backend::Target::C, funcfuse::backend::Target::CudaEmu] {
         common::check_plan_on(&module, "cell", &inputs, Policy::Fused, target).unwrap();
     }
 }

@@ -3,7 +3,7 @@
 //! result was wrong. Needs `python3` with numpy; without them the tests say so and pass (set
 //! `FUNCFUSE_REQUIRE_NUMPY` to make that a failure).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 mod common;
