@@ -49,16 +49,12 @@ pub fn planning_cost(plan: &Plan, profile: &Profile) -> f64 {
         let size = |id: egg::Id| plan.tensor(id).map_or(0, |(d, s)| d.size() * s.iter().product::<usize>()) as f64;
         let one = match how {
             How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) => {
-                let (bytes, ops) = plan.kernels[*k].traffic(
-                    plan.launches[*k].args.iter().map(|&a| plan.tensor(a).map_or(1, |(_, s)| s.iter().product())),
-                );
+                let (bytes, ops) = traffic(plan, *k);
                 let copy = match how {
                     How::CopyInPlace(_) => profile.launch_s + 2.0 * size(egg::Id::from(i)) / profile.bytes_per_s,
                     _ => 0.0,
                 };
-                // A kernel group launches once, for its first member.
-                let launched = plan.group_of.get(*k).copied().flatten().is_none_or(|g| plan.groups[g][0] == *k);
-                let launch = if launched { profile.launch_s } else { 0.0 };
+                let launch = if launches(plan, *k) { profile.launch_s } else { 0.0 };
                 launch + (bytes / profile.bytes_per_s).max(ops / profile.ops_per_s) + copy
             }
             How::Fallback => profile.launch_s + 4.0 * size(egg::Id::from(i)) / profile.bytes_per_s,
@@ -158,15 +154,9 @@ pub fn plan_stats(plan: &Plan) -> (Stats, f64) {
                 if let (How::CopyInPlace(_), Some(base)) = (how, written_base(&plan.term, id)) {
                     w.copy(m, numel(base));
                 }
-                let kernel = &plan.kernels[*k];
-                let launch = &plan.launches[*k];
-                let (bytes, ops) = kernel.traffic(
-                    launch.args.iter().map(|&a| plan.tensor(a).map_or(1, |(_, s)| s.iter().product::<usize>())),
-                );
+                let (bytes, ops) = traffic(plan, *k);
                 let (c, trans) = plan.class_of(*k);
-                // A kernel group launches once, for its first member.
-                let launched = plan.group_of.get(*k).copied().flatten().is_none_or(|g| plan.groups[g][0] == *k);
-                let l = if launched { m } else { 0.0 };
+                let l = if launches(plan, *k) { m } else { 0.0 };
                 w.add(c, l, m * bytes, m * ops, m * trans);
                 w.stats.flops += m * ops;
             }
@@ -199,6 +189,17 @@ pub fn plan_stats(plan: &Plan) -> (Stats, f64) {
     stats.copies = w.copies.round() as usize;
     stats.fallbacks = w.fallbacks.round() as usize;
     (stats, launches)
+}
+
+/// Bytes moved and ops of one launch of kernel `k`, at its arguments' planned sizes.
+fn traffic(plan: &Plan, k: usize) -> (f64, f64) {
+    plan.kernels[k]
+        .traffic(plan.launches[k].args.iter().map(|&a| plan.tensor(a).map_or(1, |(_, s)| s.iter().product())))
+}
+
+/// Whether kernel `k` launches: a kernel group launches once, for its first member.
+fn launches(plan: &Plan, k: usize) -> bool {
+    plan.group_of.get(k).copied().flatten().is_none_or(|g| plan.groups[g][0] == k)
 }
 
 /// The loop-state copies of loop node `id` (run `m` times), where the plan's executor copies loop state: every
