@@ -59,6 +59,7 @@ pub fn text(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estim
     for (name, cost) in &r.optimized.candidates {
         let _ = writeln!(s, "    {name:<11} planning cost {:.4} ms", cost * 1e3);
     }
+    let _ = writeln!(s, "  search: {}", r.optimized.search);
     let _ = writeln!(s, "  plans (predicted with {which}):");
     for (name, p, e) in plans {
         let fallbacks = p.how.iter().filter(|h| **h == How::Fallback).count();
@@ -110,4 +111,23 @@ pub fn record(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Est
         .collect();
     record["plans"] = serde_json::Value::Object(figures);
     record
+}
+
+/// `explain --measure`: each distinct extraction candidate's planning cost and measured time on the C backend, in
+/// predicted order (candidates whose term equals an earlier one are not run again).
+pub fn measured_text(tried: &[crate::autotune::Tried], runs: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "  candidates measured on the C backend (random inputs, median of {runs} runs):");
+    for t in tried {
+        let note = if t.agrees { "" } else { "  (outputs differ from the first candidate's!)" };
+        let _ = writeln!(
+            s,
+            "    {:<11} planning cost {:.4} ms, predicted {:.4} ms, measured {:.4} ms{note}",
+            t.candidate,
+            t.predicted_s * 1e3,
+            t.predicted_class_s * 1e3,
+            t.measured_s * 1e3
+        );
+    }
+    s
 }

@@ -133,6 +133,11 @@ impl<'a, CF: egg::CostFunction<Node>, N: Analysis<Node>> TreeExtractor<'a, CF, N
         &self.costs[&self.g.find(class)].1
     }
 
+    /// The chosen node of every class that has a finite cost.
+    pub fn choice(&self) -> Choice {
+        self.costs.iter().map(|(c, (_, n))| (*c, n.clone())).collect()
+    }
+
     /// The cheapest tree of `class` and its cost.
     pub fn find_best(&self, class: Id) -> (CF::Cost, Term) {
         let (cost, root) = self.costs[&self.g.find(class)].clone();
@@ -178,4 +183,137 @@ pub fn dag_choice<N: Analysis<Node>>(g: &EGraph<Node, N>, root: Id, rounds: usiz
         }
     }
     choice
+}
+
+/// What [`plan_search`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SearchStats {
+    /// Candidate terms planned and priced by the search (the seeds not included).
+    pub priced: usize,
+    /// How many of them were cheaper than the best before them, and kept.
+    pub improvements: usize,
+    /// Whether the budget stopped the search (otherwise a whole pass over the reachable classes found nothing
+    /// cheaper).
+    pub budget_spent: bool,
+}
+
+impl std::fmt::Display for SearchStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let stop = if self.budget_spent { "its budget is spent" } else { "no single change prices cheaper" };
+        match self.priced {
+            0 if !self.budget_spent => write!(f, "no other choice of the e-graph to price"),
+            n => write!(
+                f,
+                "priced {n} other choices of the e-graph, kept {} cheaper; stopped: {stop}",
+                self.improvements
+            ),
+        }
+    }
+}
+
+/// How much a [`plan_search`] may price: at most `candidates` terms, and at most `nodes` term nodes over all of them
+/// (planning costs time in proportion to a term's size, so a large program gets fewer candidates). Both are counts,
+/// so the search, and the plan it chooses, are the same on every run.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    pub candidates: usize,
+    pub nodes: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget { candidates: 64, nodes: 200_000 }
+    }
+}
+
+/// Local search over the e-graph's choices with a whole-plan price: from the cheapest of `seeds` (choices and their
+/// known prices), passes over the classes the current choice reaches, the root's first; in each class it tries
+/// the other nodes, builds the term, and prices it with `price` (`None`: the term cannot be planned); the first
+/// cheaper one is kept. A node that is the current one with its children permuted is not tried (it plans the same),
+/// nor a choice that is cyclic, nor a term already priced. Stops after a pass that keeps nothing, or when `budget`
+/// is spent. Returns the best choice, its price and what the search did.
+pub fn plan_search<N: Analysis<Node>>(
+    g: &EGraph<Node, N>,
+    root: Id,
+    seeds: &[(Choice, f64)],
+    budget: Budget,
+    mut price: impl FnMut(&Term) -> Option<f64>,
+) -> Option<(Choice, f64, SearchStats)> {
+    let root = g.find(root);
+    let (mut best, mut best_cost) = seeds
+        .iter()
+        .filter(|(c, _)| dag_cost(g, c, root).is_some())
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, p)| (c.clone(), *p))?;
+    let mut seen: HashSet<Vec<Node>> = seeds
+        .iter()
+        .filter(|(c, _)| dag_cost(g, c, root).is_some())
+        .map(|(c, _)| build(g, c, root).as_ref().to_vec())
+        .collect();
+    let mut stats = SearchStats::default();
+    let mut nodes_spent = 0usize;
+    loop {
+        let mut order = Vec::new();
+        topo(g, &best, root, &mut HashSet::new(), &mut HashSet::new(), &mut order);
+        let mut improved = false;
+        for &c in order.iter().rev() {
+            let current = best[&c].clone();
+            for alt in alternatives(g, c, &current) {
+                if stats.priced >= budget.candidates || nodes_spent >= budget.nodes {
+                    stats.budget_spent = true;
+                    return Some((best, best_cost, stats));
+                }
+                best.insert(c, alt);
+                let term = dag_cost(g, &best, root).map(|_| build(g, &best, root));
+                let fresh = term.as_ref().is_some_and(|t| seen.insert(t.as_ref().to_vec()));
+                let cost = match (&term, fresh) {
+                    (Some(t), true) => {
+                        stats.priced += 1;
+                        nodes_spent += t.as_ref().len();
+                        price(t)
+                    }
+                    _ => None,
+                };
+                match cost {
+                    Some(p) if p < best_cost => {
+                        best_cost = p;
+                        stats.improvements += 1;
+                        improved = true;
+                        break;
+                    }
+                    _ => {
+                        best.insert(c, current.clone());
+                    }
+                }
+            }
+        }
+        if !improved {
+            return Some((best, best_cost, stats));
+        }
+    }
+}
+
+/// The nodes of class `c` worth trying instead of `current`: those with another operator first, then those with the
+/// same operator and other children; not `current`, nor `current` with its children permuted. In the e-graph's
+/// order within each group, so the search is deterministic.
+fn alternatives<N: Analysis<Node>>(g: &EGraph<Node, N>, c: Id, current: &Node) -> Vec<Node> {
+    let canon = |n: &Node| n.clone().map_children(|k| g.find(k));
+    let op = |n: &Node| n.clone().map_children(|_| Id::from(0usize));
+    let sorted = |n: &Node| {
+        let mut k: Vec<Id> = n.children().iter().map(|&k| g.find(k)).collect();
+        k.sort();
+        k
+    };
+    let cur = canon(current);
+    let (mut other_op, mut same_op) = (Vec::new(), Vec::new());
+    for n in &g[c].nodes {
+        let n = canon(n);
+        if op(&n) != op(&cur) {
+            other_op.push(n);
+        } else if sorted(&n) != sorted(&cur) {
+            same_op.push(n);
+        }
+    }
+    other_op.extend(same_op);
+    other_op
 }

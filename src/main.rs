@@ -98,6 +98,10 @@ enum Cmd {
         /// A cost profile (JSON from `calibrate`) to extract, plan and predict by; the shipped CPU profile by default.
         #[arg(long)]
         costs: Option<PathBuf>,
+        /// Also run every distinct extraction candidate on the C backend (on random inputs, the median of RUNS timed
+        /// runs after a checked one) and print its measured time beside its planning cost.
+        #[arg(long, value_name = "RUNS", num_args = 0..=1, default_missing_value = "7")]
+        measure: Option<usize>,
     },
     /// Measure a cost profile of a backend and write it as JSON: launch overhead, bandwidth and throughput, and per
     /// kernel class (elementwise, transcendental, gather, reduction, matmul, copy, fallback, run) the costs fitted to
@@ -341,8 +345,8 @@ fn command(cmd: Cmd) -> Result<(), Failure> {
         Cmd::Functionalize { target, args, format } => functionalize_cmd(&target, &args, &format),
         Cmd::Optimize { paths, args } => optimize_cmd(&paths, &args),
         Cmd::Compare { paths, args } => compare_cmd(&paths, &args),
-        Cmd::Explain { target, rules, dump, dot, costs } => {
-            explain_cmd(&target, &rules, dump.as_deref(), dot.as_deref(), costs.as_deref())
+        Cmd::Explain { target, rules, dump, dot, costs, measure } => {
+            explain_cmd(&target, &rules, dump.as_deref(), dot.as_deref(), costs.as_deref(), measure)
         }
         Cmd::Calibrate { backend, out, from, from_records, runs } => {
             calibrate_cmd(backend, &out, &from, &from_records, runs)

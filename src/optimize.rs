@@ -61,6 +61,11 @@ pub fn record(program: &str, r: &ProgramResult) -> Value {
         "extraction": {
             "chosen": r.optimized.chosen,
             "predicted_s": r.optimized.candidates.iter().map(|(n, c)| (n.clone(), json!(c))).collect::<serde_json::Map<_, _>>(),
+            "search": {
+                "priced": r.optimized.search.priced,
+                "improvements": r.optimized.search.improvements,
+                "budget_spent": r.optimized.search.budget_spent,
+            },
         },
     })
 }

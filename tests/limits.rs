@@ -323,7 +323,12 @@ fn the_node_limit_holds_between_rule_applications() {
     let defs = funcfuse::rewrite::rules::parse_rules("grow.rules", rule).unwrap();
     let rules = funcfuse::rewrite::rules::to_rewrites(&defs).unwrap();
     for nodes in [500, 2000, 5000] {
-        let limits = funcfuse::rewrite::saturate::Limits { iterations: 100, nodes, time: Duration::from_secs(60) };
+        let limits = funcfuse::rewrite::saturate::Limits {
+            iterations: 100,
+            nodes,
+            time: Duration::from_secs(60),
+            search: Default::default(),
+        };
         let o = funcfuse::rewrite::saturate::optimize(&f, &rules, limits).unwrap();
         assert!(o.stop_reason.contains("node limit"), "{nodes}: {}", o.stop_reason);
         let margin = funcfuse::rewrite::schedule::MAX_OVERSHOOT;

@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use funcfuse::extract::{check, dag_choice, dag_cost, tree_choice};
+use funcfuse::extract::{build, check, dag_choice, dag_cost, plan_search, tree_choice, Budget};
 use funcfuse::lower::Policy;
 use funcfuse::rewrite::TermAnalysis;
 
@@ -65,6 +65,43 @@ fn check_rejects_broken_choices() {
         g[c].nodes.iter().find(|n| matches!(n, funcfuse::ir::Node::Op(funcfuse::ir::OpName::Neg, _))).unwrap().clone();
     cyclic.insert(c, neg);
     assert!(check(&g, &cyclic, c).unwrap_err().contains("cyclic"));
+}
+
+#[test]
+fn plan_search_keeps_what_prices_cheaper_within_its_budget() {
+    let inputs: Vec<_> = ["a", "b"].iter().map(|n| (n.to_string(), funcfuse::tensor::DType::F32, vec![4])).collect();
+    let mut g = funcfuse::rewrite::TermGraph::new(TermAnalysis::new(&inputs));
+    let short = g.add_expr(&"(exp (input %a))".parse().unwrap());
+    let long = g.add_expr(&"(neg (neg (input %b)))".parse().unwrap());
+    let root = g.add_expr(&"(add (neg (neg (input %b))) (input %a))".parse().unwrap());
+    g.union(short, long);
+    g.rebuild();
+    // The seed chooses the longer alternative; the price is the term's size, so the shorter one is cheaper.
+    let mut seed = tree_choice(&g);
+    let c = g.find(short);
+    let neg = g[c].nodes.iter().find(|n| matches!(n, funcfuse::ir::Node::Op(funcfuse::ir::OpName::Neg, _))).unwrap();
+    seed.insert(c, neg.clone());
+    let size = |t: &funcfuse::ir::Term| t.as_ref().len() as f64;
+    let seed_price = size(&build(&g, &seed, root));
+    let mut priced = Vec::new();
+    let (best, price, stats) = plan_search(&g, root, &[(seed.clone(), seed_price)], Budget::default(), |t| {
+        priced.push(t.to_string());
+        Some(size(t))
+    })
+    .unwrap();
+    check(&g, &best, root).unwrap();
+    assert_eq!(build(&g, &best, root).to_string(), r#"(add (exp (input "%a")) (input "%a"))"#);
+    assert_eq!((price, seed_price), (4.0, 7.0));
+    assert_eq!((stats.priced, stats.improvements, stats.budget_spent), (priced.len(), 1, false));
+    // Each priced term once, never the seed's.
+    assert!(!priced.contains(&build(&g, &seed, root).to_string()));
+    let mut unique = priced.clone();
+    unique.dedup();
+    assert_eq!(unique, priced);
+    // No budget: the seed comes back, and the search says its budget stopped it.
+    let none = Budget { candidates: 0, nodes: 0 };
+    let (kept, p, stats) = plan_search(&g, root, &[(seed.clone(), seed_price)], none, |t| Some(size(t))).unwrap();
+    assert_eq!((kept == seed, p, stats.priced, stats.budget_spent), (true, 7.0, 0, true));
 }
 
 /// Programs whose plan launches more kernels than the unfunctionalized baseline, each with why (known gaps).

@@ -13,6 +13,7 @@ pub(crate) fn explain_cmd(
     dump: Option<&str>,
     dot: Option<&Path>,
     costs: Option<&Path>,
+    measure: Option<usize>,
 ) -> Result<(), Failure> {
     let (file, func) = target
         .split_once("::")
@@ -78,6 +79,19 @@ pub(crate) fn explain_cmd(
         None => "the shipped CPU profile".into(),
     };
     out!("{}", funcfuse::explain::text(target, &r, &plans, &which));
+    if let Some(runs) = measure {
+        let mut o = r.optimized.clone();
+        let tried = funcfuse::autotune::autotune(
+            &r.functional,
+            &mut o,
+            usize::MAX,
+            runs.max(1),
+            &session.profile,
+            session.target,
+        )
+        .map_err(|e| Failure(1, format!("{target}: measuring the candidates: {e}")))?;
+        out!("{}", funcfuse::explain::measured_text(&tried, runs.max(1)));
+    }
     Ok(())
 }
 

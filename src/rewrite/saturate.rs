@@ -17,11 +17,13 @@ pub struct Limits {
     pub iterations: usize,
     pub nodes: usize,
     pub time: Duration,
+    /// How much extraction's search may plan and price ([`crate::extract::Budget`]).
+    pub search: crate::extract::Budget,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { iterations: 30, nodes: 50_000, time: Duration::from_millis(500) }
+        Limits { iterations: 30, nodes: 50_000, time: Duration::from_millis(500), search: Default::default() }
     }
 }
 
@@ -47,6 +49,8 @@ pub struct Optimized {
     pub rejected: BTreeMap<String, usize>,
     /// Why loop nests were left as they are (the dependence or shape that stopped `loops/interchange`).
     pub notes: Vec<String>,
+    /// What extraction's search over the e-graph did ([`crate::extract::plan_search`]).
+    pub search: crate::extract::SearchStats,
     fusion_term: Option<Term>,
     dag_term: Option<Term>,
 }
@@ -129,13 +133,14 @@ pub fn optimize_for(
         let fired: usize = o.fired.values().sum();
         let candidates: Vec<String> = o.candidates.iter().map(|(n, c)| format!("{n} {:.4} ms", c * 1e3)).collect();
         format!(
-            "{} iterations ({}), {} e-nodes, {} rule applications; extraction chose `{}` among {}; in {:.2} ms",
+            "{} iterations ({}), {} e-nodes, {} rule applications; extraction chose `{}` among {} (search {}); in {:.2} ms",
             o.iterations,
             o.stop_reason,
             o.egraph_nodes,
             fired,
             o.chosen,
             candidates.join(", "),
+            o.search,
             t.elapsed().as_secs_f64() * 1e3
         )
     });
@@ -162,15 +167,16 @@ fn saturate_and_extract(
         alternatives: Vec::new(),
         rejected: BTreeMap::new(),
         notes: Vec::new(),
+        search: Default::default(),
         fusion_term: None,
         dag_term: None,
     };
-    let phase = |out: &mut Optimized| -> Result<(), String> {
+    let phase = |out: &mut Optimized| -> Result<Searchable, String> {
         crate::limits::check()?;
         let left = limits.time.saturating_sub(start.elapsed());
         saturate(out, &f.inputs, rules, Limits { time: left / 2, ..limits })
     };
-    phase(&mut out)?;
+    let mut graph = phase(&mut out)?;
     let mut changed = false;
     crate::limits::check()?;
     let (swapped, n, notes) = super::interchange::interchange_explained(&out.term, &f.inputs);
@@ -212,7 +218,7 @@ fn saturate_and_extract(
         }
     }
     if changed {
-        phase(&mut out)?;
+        graph = phase(&mut out)?;
     }
     // Extraction: the smallest term, the fusion-friendly term and the functional term, planned and costed.
     let fused = out.fusion_term.take();
@@ -235,6 +241,32 @@ fn saturate_and_extract(
         out.candidates.push((name.clone(), cost));
         if best.is_none_or(|(c, _)| cost < c) {
             best = Some((cost, k));
+        }
+    }
+    // The search: from the fixed extractors' choices, other choices of the last e-graph, each planned and priced.
+    if let Some(sg) = graph {
+        let seeds: Vec<(crate::extract::Choice, f64)> = sg
+            .seeds
+            .into_iter()
+            .filter_map(|(name, c)| out.candidates.iter().find(|(n, _)| *n == name).map(|(_, p)| (c, *p)))
+            .collect();
+        let price = |t: &Term| -> Option<f64> {
+            crate::limits::check().ok()?;
+            verify(t, &f.inputs).ok()?;
+            let p = crate::lower::plan_for(t, &f.inputs, crate::lower::Policy::Fused, profile).ok()?;
+            Some(crate::lower::estimate::planning_cost(&p, profile))
+        };
+        let found = crate::extract::plan_search(&sg.graph, sg.root, &seeds, limits.search, price);
+        crate::limits::check()?;
+        if let Some((choice, cost, stats)) = found {
+            out.search = stats;
+            if stats.improvements > 0 {
+                out.candidates.push(("search".into(), cost));
+                cands.push(("search".into(), crate::extract::build(&sg.graph, &choice, sg.root)));
+                if best.is_none_or(|(c, _)| cost < c) {
+                    best = Some((cost, cands.len() - 1));
+                }
+            }
         }
     }
     let (_, k) = best.expect("at least the functional term");
@@ -264,7 +296,7 @@ fn saturate(
     inputs: &[(String, crate::tensor::DType, Vec<usize>)],
     rules: &[Rewrite<Node, TermAnalysis>],
     limits: Limits,
-) -> Result<(), String> {
+) -> Result<Searchable, String> {
     let runner = Runner::<Node, TermAnalysis>::new(TermAnalysis::new(inputs))
         .with_iter_limit(limits.iterations)
         .with_node_limit(limits.nodes)
@@ -279,15 +311,23 @@ fn saturate(
     let (_, term) = extractor.find_best(root);
     crate::limits::check()?;
     verify(&term, inputs).map_err(|e| format!("the extracted term does not verify: {e}"))?;
-    let (_, fused) = crate::extract::TreeExtractor::new(&runner.egraph, FusionCost).find_best(root);
-    out.fusion_term = verify(&fused, inputs).is_ok().then_some(fused);
+    let mut seeds = vec![("size".to_string(), extractor.choice())];
+    let fusion = crate::extract::TreeExtractor::new(&runner.egraph, FusionCost);
+    let (_, fused) = fusion.find_best(root);
+    if verify(&fused, inputs).is_ok() {
+        out.fusion_term = Some(fused);
+        seeds.push(("fusion".to_string(), fusion.choice()));
+    }
     // The DAG-aware search costs a DAG walk per alternative node: only for e-graphs of moderate size.
     if runner.egraph.number_of_classes() <= crate::extract::MAX_CLASSES {
         crate::limits::check()?;
         let choice = crate::extract::dag_choice(&runner.egraph, root, 4);
         crate::extract::check(&runner.egraph, &choice, root).map_err(|e| format!("DAG extraction: {e}"))?;
         let dag = crate::extract::build(&runner.egraph, &choice, root);
-        out.dag_term = verify(&dag, inputs).is_ok().then_some(dag);
+        if verify(&dag, inputs).is_ok() {
+            out.dag_term = Some(dag);
+            seeds.push(("dag".to_string(), choice));
+        }
     }
     for it in &runner.iterations {
         for (name, n) in &it.applied {
@@ -309,5 +349,16 @@ fn saturate(
     out.stop_reason =
         if out.stop_reason.is_empty() { stop_reason } else { format!("{}; {stop_reason}", out.stop_reason) };
     out.conflicts.extend(runner.egraph.analysis.conflicts.iter().cloned());
-    Ok(())
+    let small = runner.egraph.number_of_classes() <= crate::extract::MAX_CLASSES;
+    Ok(small.then(|| SearchGraph { graph: runner.egraph, root, seeds }))
+}
+
+/// The e-graph of the last saturation, kept for extraction's search: its root and the choices the fixed extractors
+/// made (by name, as in [`Optimized::candidates`]). `None` for e-graphs too large to search.
+type Searchable = Option<SearchGraph>;
+
+struct SearchGraph {
+    graph: super::TermGraph,
+    root: egg::Id,
+    seeds: Vec<(String, crate::extract::Choice)>,
 }
