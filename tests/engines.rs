@@ -254,6 +254,10 @@ fn new_ops_refuse_what_pytorch_refuses_and_what_has_no_plan() {
         ("def f(x: f32[4, 1]) -> f32[4]:\n    l = [x]\n    x.squeeze_(1)\n    return x\n", "`squeeze_` on a tensor that a list or tuple also holds is not supported"),
         ("def _g(t):\n    t.unsqueeze_(0)\n    return t\n\ndef f(x: f32[4]) -> f32[1, 4]:\n    return _g(x)\n", "`unsqueeze_` inside a helper function is not supported"),
         ("def f(x: f32[4, 1]) -> f32[4]:\n    return x[0:4].squeeze_(1)\n", "`squeeze_` on an expression other than a local name is not supported"),
+        ("def f(x: f32[4], y: f32[4]) -> f32[()]:\n    return F.binary_cross_entropy_with_logits(x, y, reduction='avg')\n", "avg is not a valid value for reduction"),
+        ("def f(x: f32[4, 2], y: f32[2]) -> f32[()]:\n    return F.binary_cross_entropy_with_logits(x, y)\n", "Target size (torch.Size([2])) must be the same as input size (torch.Size([4, 2]))"),
+        ("def f(x: i64[4], y: i64[4]) -> f32[()]:\n    return F.binary_cross_entropy_with_logits(x, y)\n", "\"log_sigmoid_cpu\" not implemented for 'Long'"),
+        ("def f(x: f32[4], y: f32[4], w: f32[4]) -> f32[()]:\n    return F.binary_cross_entropy_with_logits(x, y, w)\n", "pass weight, reduction and pos_weight by keyword"),
     ];
     for (src, want) in cases {
         every_engine_raises(src, "f", want);

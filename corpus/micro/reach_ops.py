@@ -247,3 +247,13 @@ def pad_repeat_baddbmm(
     s = torch.baddbmm(bad, x, b, beta=0.0, alpha=0.5)
     t = torch.baddbmm(m, x, b, beta=2.0)
     return p, kk, flat, s, t
+
+
+# After torchvision's sigmoid_focal_loss and detection heads' objectness losses: binary_cross_entropy_with_logits
+# with the default mean, a weight and pos_weight summed, and large logits unreduced (log-sigmoid must not overflow).
+def bce_with_logits_forms(x: f32[6, 5], t: f32[6, 5], w: f32[5], pw: f32[5]):
+    y = (t > 0.5).float()
+    a = F.binary_cross_entropy_with_logits(x * 4.0, y)
+    b = F.binary_cross_entropy_with_logits(x, t, weight=w, pos_weight=pw + 1.0, reduction="sum")
+    c = torch.nn.functional.binary_cross_entropy_with_logits(x * 30.0, y, reduction="none")
+    return a, b, c

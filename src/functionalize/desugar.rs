@@ -56,6 +56,71 @@ impl<'m> Fz<'m> {
 
     /// `x / y` rounded toward zero (`rounding_mode='trunc'`): `trunc(x / y)` for floats; for integers `x // y`
     /// plus one where the remainder is nonzero and the signs differ, exact for every i64.
+    /// `binary_cross_entropy_with_logits`, as PyTorch computes it (the reference interpreter's `more_ops` has the
+    /// same formula): (1 - y) * x - log_sigmoid(x) [* ((pos_weight - 1) * y + 1)] [* weight], then the reduction.
+    fn bce_with_logits(&mut self, a: &A, span: Span) -> FR<FV> {
+        let name = "binary_cross_entropy_with_logits";
+        if a.pos.len() > 2 {
+            return diag(span, format!("{name}(): pass weight, reduction and pos_weight by keyword"));
+        }
+        if a.opt(usize::MAX, "size_average").is_some() || a.opt(usize::MAX, "reduce").is_some() {
+            return diag(span, format!("{name}(): size_average and reduce are deprecated; use reduction"));
+        }
+        let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);
+        if x.shape != y.shape {
+            let size = |s: &[usize]| format!("torch.Size({s:?})");
+            return diag(
+                span,
+                format!("Target size ({}) must be the same as input size ({})", size(&y.shape), size(&x.shape)),
+            );
+        }
+        self.float_input("log_sigmoid_cpu", &x, span)?;
+        let (dx, dy) = (self.roots[x.root].dtype, self.roots[y.root].dtype);
+        if dx != dy {
+            return diag(
+                span,
+                format!(
+                    "{name}(): an input of dtype {} and a target of dtype {} are not supported; give both the same dtype",
+                    dx.name(),
+                    dy.name()
+                ),
+            );
+        }
+        let reduction = match a.opt(usize::MAX, "reduction") {
+            None => "mean".to_string(),
+            Some(FV::Str(s)) if matches!(s.as_ref(), "none" | "mean" | "sum") => s.to_string(),
+            Some(FV::Str(s)) => return diag(span, format!("{s} is not a valid value for reduction")),
+            Some(other) => {
+                return diag(span, format!("{name}(): argument 'reduction' must be str, not {}", other.type_name()))
+            }
+        };
+        let (xv, yv) = (FV::Tensor(x), FV::Tensor(y));
+        let ab = self.unary(Unary::Abs, &xv, span)?;
+        let neg = self.unary(Unary::Neg, &ab, span)?;
+        let e = self.unary(Unary::Exp, &neg, span)?;
+        let l1p = self.unary(Unary::Log1p, &e, span)?;
+        let min0 = self.elementwise(Binary::Minimum, &[xv.clone(), FV::Float(0.0)], span)?;
+        let mut log_sig = self.elementwise(Binary::Sub, &[min0, l1p], span)?;
+        if let Some(pw) = a.opt(usize::MAX, "pos_weight").cloned() {
+            let FV::Tensor(_) = pw else { return diag(span, format!("{name}(): pos_weight must be a Tensor")) };
+            let pm1 = self.elementwise(Binary::Sub, &[pw, FV::Int(1)], span)?;
+            let scaled = self.elementwise(Binary::Mul, &[pm1, yv.clone()], span)?;
+            let lw = self.elementwise(Binary::Add, &[scaled, FV::Int(1)], span)?;
+            log_sig = self.elementwise(Binary::Mul, &[log_sig, lw], span)?;
+        }
+        let one_minus = self.elementwise(Binary::Sub, &[FV::Int(1), yv], span)?;
+        let lin = self.elementwise(Binary::Mul, &[one_minus, xv], span)?;
+        let mut loss = self.elementwise(Binary::Sub, &[lin, log_sig], span)?;
+        if let Some(w) = a.opt(usize::MAX, "weight").cloned() {
+            let FV::Tensor(_) = w else { return diag(span, format!("{name}(): weight must be a Tensor")) };
+            loss = self.elementwise(Binary::Mul, &[loss, w], span)?;
+        }
+        match reduction.as_str() {
+            "none" => Ok(loss),
+            r => self.call_op(r, vec![loss], span),
+        }
+    }
+
     pub(super) fn trunc_div(&mut self, x: FV, y: FV, span: Span) -> FR<FV> {
         let (ox, oy) = (self.dummy_operand(&x)?, self.dummy_operand(&y)?);
         let (c, _) = ops::binary_dtypes(Binary::Add, &ox, &oy).map_err(err(span))?;
@@ -261,6 +326,7 @@ impl<'m> Fz<'m> {
                 }
                 self.call_op("where", vec![big, xv, sp], span)
             }
+            "binary_cross_entropy_with_logits" => self.bce_with_logits(a, span),
             "atan" | "arctan" => {
                 let x = a.tensor(0, "input")?;
                 self.elementwise(Binary::Atan2, &[FV::Tensor(x), FV::Int(1)], span)

@@ -1,5 +1,6 @@
 //! Ops optimizer steps, LLM decode steps and detection code reach for: `lerp`, `addcmul`/`addcdiv`,
-//! `softplus`, `atan`, vector norms, `einsum`, `index_copy`/`index_add`, and division with a rounding mode. Each is
+//! `softplus`, `binary_cross_entropy_with_logits`, `atan`, vector norms, `einsum`, `index_copy`/`index_add`, and
+//! division with a rounding mode. Each is
 //! written with PyTorch's formula in terms of the runtime's ops, the same composition the functionalizer builds
 //! (`crate::functionalize::desugar`), so every engine computes the same thing.
 
@@ -178,6 +179,39 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
             let sp = if beta == 1.0 { sp } else { bin(Binary::Div, &tt(&sp), &Operand::S(Scalar::F(beta)))? };
             t(ops::where_(&big, &tt(&x), &tt(&sp))?)
         }
+        "binary_cross_entropy_with_logits" => {
+            let (x, y, reduction) = bce_args(a)?;
+            // PyTorch's formula: (1 - y) * x - log_sigmoid(x) [* ((pos_weight - 1) * y + 1)] [* weight], with
+            // log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)).
+            let one = Operand::S(Scalar::I(1));
+            let e = ops::unary(Unary::Exp, &ops::unary(Unary::Neg, &ops::unary(Unary::Abs, &x)?)?)?;
+            let min0 = bin(Binary::Minimum, &tt(&x), &Operand::S(Scalar::F(0.0)))?;
+            let mut log_sig = bin(Binary::Sub, &tt(&min0), &tt(&ops::unary(Unary::Log1p, &e)?))?;
+            if let Some(pw) = a.opt(usize::MAX, "pos_weight") {
+                let Value::Tensor(pw) = pw else {
+                    return Err("binary_cross_entropy_with_logits(): pos_weight must be a Tensor".into());
+                };
+                let lw =
+                    bin(Binary::Add, &tt(&bin(Binary::Mul, &tt(&bin(Binary::Sub, &tt(&pw), &one)?), &tt(&y))?), &one)?;
+                log_sig = bin(Binary::Mul, &tt(&log_sig), &tt(&lw))?;
+            }
+            let mut loss = bin(
+                Binary::Sub,
+                &tt(&bin(Binary::Mul, &tt(&bin(Binary::Sub, &one, &tt(&y))?), &tt(&x))?),
+                &tt(&log_sig),
+            )?;
+            if let Some(w) = a.opt(usize::MAX, "weight") {
+                let Value::Tensor(w) = w else {
+                    return Err("binary_cross_entropy_with_logits(): weight must be a Tensor".into());
+                };
+                loss = bin(Binary::Mul, &tt(&loss), &tt(&w))?;
+            }
+            t(match reduction {
+                "none" => loss,
+                "sum" => reduce::sum(&loss, None, false, None)?,
+                _ => reduce::mean(&loss, None, false, None)?,
+            })
+        }
         "atan" | "arctan" => {
             let x = a.tensor(0, "input")?;
             t(bin(Binary::Atan2, &tt(&x), &Operand::S(Scalar::I(1)))?)
@@ -325,4 +359,46 @@ impl<'m> super::exec::Interp<'m> {
         frame.insert(n.clone(), r.clone());
         Ok(r)
     }
+}
+
+/// `binary_cross_entropy_with_logits`'s input and target (same shape, floating point) and its reduction.
+/// `weight`, `reduction` and `pos_weight` must be keywords: `torch.binary_cross_entropy_with_logits` and
+/// `torch.nn.functional.binary_cross_entropy_with_logits` order their positional arguments differently.
+fn bce_args(a: &Args) -> AResult<(Tensor, Tensor, &'static str)> {
+    if a.pos.len() > 2 {
+        return Err("binary_cross_entropy_with_logits(): pass weight, reduction and pos_weight by keyword".into());
+    }
+    if a.opt(usize::MAX, "size_average").is_some() || a.opt(usize::MAX, "reduce").is_some() {
+        return Err("binary_cross_entropy_with_logits(): size_average and reduce are deprecated; use reduction".into());
+    }
+    let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);
+    if x.shape != y.shape {
+        let size = |s: &[usize]| format!("torch.Size({s:?})");
+        return Err(format!("Target size ({}) must be the same as input size ({})", size(&y.shape), size(&x.shape)));
+    }
+    float_input("log_sigmoid_cpu", &x)?;
+    if x.dtype() != y.dtype() {
+        return Err(format!(
+            "binary_cross_entropy_with_logits(): an input of dtype {} and a target of dtype {} are not supported; \
+             give both the same dtype",
+            x.dtype().name(),
+            y.dtype().name()
+        ));
+    }
+    let reduction = match a.opt(usize::MAX, "reduction") {
+        None => "mean",
+        Some(Value::Str(s)) if matches!(s.as_ref(), "none" | "mean" | "sum") => match s.as_ref() {
+            "none" => "none",
+            "sum" => "sum",
+            _ => "mean",
+        },
+        Some(Value::Str(s)) => return Err(format!("{s} is not a valid value for reduction")),
+        Some(other) => {
+            return Err(format!(
+                "binary_cross_entropy_with_logits(): argument 'reduction' must be str, not {}",
+                other.type_name()
+            ))
+        }
+    };
+    Ok((x, y, reduction))
 }
