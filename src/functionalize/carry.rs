@@ -30,7 +30,8 @@ fn mentions(e: &Expr, name: &str) -> bool {
     m.contains_key(name)
 }
 
-/// Whether the first statement of `body` that mentions `name` assigns it (at the top level) without reading it.
+/// Whether the first statement of `body` that mentions `name` assigns it without reading it: at the top level, or
+/// in both arms of an `if` whose test does not read it (a name each arm of a run-time `if` binds to its own view).
 fn assigned_before_read(name: &str, body: &[Stmt]) -> bool {
     for s in body {
         let mut m = HashMap::new();
@@ -48,6 +49,9 @@ fn assigned_before_read(name: &str, body: &[Stmt]) -> bool {
                         }
                         _ => false,
                     })
+            }
+            StmtKind::If { test, body, orelse } => {
+                !mentions(test, name) && assigned_before_read(name, body) && assigned_before_read(name, orelse)
             }
             _ => false,
         };
