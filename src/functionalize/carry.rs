@@ -154,6 +154,56 @@ impl<'m> Fz<'m> {
         Ok(carries)
     }
 
+    /// A data-dependent loop's carried state, to a fixed point. `discover` runs the body once from the values before
+    /// the loop, where a number the loop carries is still known (`k` in `while ...: if k == 2: x.add_(1); k += 1`),
+    /// so writes under a test of it may not run; the loop itself sees it at run time. The body is run again with the
+    /// state found so far carried, until that finds nothing more (the terms are discarded).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn settle_carries(
+        &mut self,
+        env: &mut Env,
+        snap: &Snap,
+        body: &'m [Stmt],
+        extra: Option<(&'m Expr, Option<&'m Expr>)>,
+        mut carries: Vec<Carry>,
+        level: usize,
+        span: Span,
+    ) -> FR<Vec<Carry>> {
+        let key = |c: &Carry| format!("{c:?}");
+        for _ in 0..4 {
+            if carries.iter().any(|c| matches!(c, Carry::View(_))) {
+                break;
+            }
+            let tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
+            self.t.frames.push(super::state::LoopFrame { range: None, carried: tys });
+            self.t.open_scope();
+            let more = self
+                .bind_carried(env, &carries, span)
+                .and_then(|()| self.discover(env, snap, body, extra, None, level, span));
+            self.t.take_scope();
+            self.t.frames.pop();
+            self.restore(env, snap);
+            let new: Vec<Carry> = more?.into_iter().filter(|c| !carries.iter().any(|k| key(k) == key(c))).collect();
+            if new.is_empty() {
+                break;
+            }
+            carries.extend(new);
+            // Roots first, by index; then names, by name (the order `discover` gives).
+            carries.sort_by_key(|c| match c {
+                Carry::Root(r) => (0, *r, String::new()),
+                Carry::Value(n, ..) | Carry::Number(n, _) | Carry::View(n) => (1, 0, n.clone()),
+            });
+            carries.dedup_by(|a, b| match (a, b) {
+                (
+                    Carry::Value(x, ..) | Carry::Number(x, _) | Carry::View(x),
+                    Carry::Value(y, ..) | Carry::Number(y, _) | Carry::View(y),
+                ) => x == y,
+                _ => false,
+            });
+        }
+        Ok(carries)
+    }
+
     /// The type a carried value has in the loop state.
     pub(super) fn carry_ty(&self, c: &Carry) -> Ty {
         match c {
