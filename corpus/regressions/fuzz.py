@@ -6,7 +6,7 @@ and writes go through whichever view the taken arm chose (fuzz seeds 831, 1753, 
 
 Also: `index_put_` and indexed assignment into an `expand`ed view; a name bound to views by both arms of an `if` inside
 a data-dependent `while`; a write under a test of a counter that a data-dependent `while` carries; an in-place write
-that reads exactly the memory it writes through a strided view."""
+that reads exactly the memory it writes through a strided view; a name an inner `while` binds before reading it."""
 from __future__ import annotations
 
 import torch
@@ -200,3 +200,22 @@ def square_in_place_through_strided_view_by_data(a: f32[2, 5], s: f32[3]) -> f32
         else:
             a.add_(0.5)
     return a
+
+
+def view_bound_in_inner_while_loop(a: f32[3], b: f32[4, 3], s: f32[4]) -> tuple[f32[3], f32[3]]:
+    # Seed 14697: an inner data-dependent `while` binds `v` before reading it; the outer loop need not carry `v`.
+    acc = torch.zeros(3)
+    k = 0
+    while k < 3:
+        j = 0
+        while j < 2:
+            v = b[k].contiguous()
+            v.mul_(2.0)
+            acc = acc + v
+            j += 1
+            if v.sum().item() > 50.0:
+                break
+        k += 1
+        if s[k].item() > 2.0:
+            break
+    return a, acc

@@ -30,33 +30,56 @@ fn mentions(e: &Expr, name: &str) -> bool {
     m.contains_key(name)
 }
 
-/// Whether the first statement of `body` that mentions `name` assigns it without reading it: at the top level, or
-/// in both arms of an `if` whose test does not read it (a name each arm of a run-time `if` binds to its own view).
+/// Whether `body` mentions `name` and no path through it reads `name` before assigning it: the value `name` has
+/// when `body` starts is never read there (a name each arm of a run-time `if`, or an inner loop, binds afresh).
 fn assigned_before_read(name: &str, body: &[Stmt]) -> bool {
-    for s in body {
+    let mut m = HashMap::new();
+    count_names(body, &mut m);
+    m.contains_key(name) && !reads_first(name, body).0
+}
+
+/// Whether some path through `stmts` may read `name` before assigning it, and whether every path assigns it.
+/// Conservative: a statement that mentions `name` in any other way counts as a read.
+fn reads_first(name: &str, stmts: &[Stmt]) -> (bool, bool) {
+    for s in stmts {
         let mut m = HashMap::new();
         count_names(std::slice::from_ref(s), &mut m);
         if !m.contains_key(name) {
             continue;
         }
-        return match &s.kind {
-            StmtKind::Assign { targets, value } => {
-                !mentions(value, name)
-                    && targets.iter().any(|t| match &t.kind {
-                        ExprKind::Name(n) => n == name,
-                        ExprKind::Tuple(ts) | ExprKind::List(ts) => {
-                            ts.iter().any(|x| matches!(&x.kind, ExprKind::Name(n) if n == name))
-                        }
-                        _ => false,
-                    })
+        match &s.kind {
+            StmtKind::Assign { targets, value } if !mentions(value, name) => {
+                // A target that mentions `name` only as a plain name (alone or as an element of a tuple).
+                let is_name = |x: &Expr| matches!(&x.kind, ExprKind::Name(n) if n == name);
+                let plain = |t: &Expr| match &t.kind {
+                    ExprKind::Tuple(ts) | ExprKind::List(ts) => ts.iter().all(|x| is_name(x) || !mentions(x, name)),
+                    _ => is_name(t),
+                };
+                if targets.iter().any(plain) && targets.iter().all(|t| plain(t) || !mentions(t, name)) {
+                    return (false, true);
+                }
+                return (true, false);
             }
-            StmtKind::If { test, body, orelse } => {
-                !mentions(test, name) && assigned_before_read(name, body) && assigned_before_read(name, orelse)
+            StmtKind::If { test, body, orelse } if !mentions(test, name) => {
+                let (r1, w1) = reads_first(name, body);
+                let (r2, w2) = reads_first(name, orelse);
+                if r1 || r2 {
+                    return (true, false);
+                }
+                if w1 && w2 {
+                    return (false, true);
+                }
             }
-            _ => false,
-        };
+            // A loop may run no iteration: it never assigns for sure.
+            StmtKind::While { test, body } if !mentions(test, name) => {
+                if reads_first(name, body).0 {
+                    return (true, false);
+                }
+            }
+            _ => return (true, false),
+        }
     }
-    false
+    (false, false)
 }
 
 /// Substitutes a loop variable by a value in an affine form.
