@@ -2,7 +2,11 @@
 
 A name bound in the two arms of an `if` on a run-time value to views with different strides (a strided view of one
 tensor in one arm, a fresh contiguous tensor or a transposed view in the other): PyTorch runs it, and later reads
-and writes go through whichever view the taken arm chose (fuzz seeds 831, 1753, 6008, 6291, 9145)."""
+and writes go through whichever view the taken arm chose (fuzz seeds 831, 1753, 6008, 6291, 9145).
+
+Also: `index_put_` and indexed assignment into an `expand`ed view; a name bound to views by both arms of an `if` inside
+a data-dependent `while`; a write under a test of a counter that a data-dependent `while` carries; an in-place write
+that reads exactly the memory it writes through a strided view; a name an inner `while` binds before reading it."""
 from __future__ import annotations
 
 import torch
@@ -130,3 +134,88 @@ def in_place_writes_each_after_readers_of_the_other(
     for i8 in range(2):
         xs7.append(t1[i8] * 2.0 + (a * 2.0))
     return v3, a
+
+
+def index_put_into_expanded_rows(b: f32[5], s: f32[2, 5]) -> f32[5]:
+    # Seed 1778: the rows of `b.expand(3, 5)` are one memory; `index_put_` writes each memory position once per
+    # index entry, the last entry winning (PyTorch warns that this is deprecated, and runs it).
+    b.expand(3, 5).index_put_((torch.tensor([2, 0]),), s)
+    return b
+
+
+def index_put_into_expanded_dim_with_duplicates(b: f32[1, 2, 4]) -> f32[1, 2, 4]:
+    # Seed 497: both indices of the expanded dim reach the same memory; the later one wins.
+    v = torch.arange(16.0).reshape(2, 2, 4, 1)
+    b.permute(1, 2, 0).expand(3, -1, -1, -1).chunk(1, 1)[-1].index_put_((torch.tensor([0, -1]),), v)
+    return b
+
+
+def setitem_into_expanded_view(d: f32[5], e: f32[4, 1, 3], s: f32[3, 2]) -> tuple[f32[5], f32[4, 1, 3], f32[4, 5, 3]]:
+    # Seed 5182: an indexed assignment into an expanded view: along a dim the index does not cover (every value of
+    # that dim reaches one memory position: the last wins), and with index tensors on both sides of it.
+    d.expand(3, 5)[:, torch.tensor([1, 3])] = s
+    x = e.expand(4, 5, 3)
+    x[torch.tensor([3, 0, 3]), :, torch.tensor([2, 1, 0])] = torch.arange(15.0).reshape(3, 5) - 7.0
+    return d, e, x
+
+
+def view_chosen_by_data_in_while_loop(a: f32[3, 4], b: f32[3, 4], s: f32[4]) -> tuple[f32[3, 4], f32[3, 4]]:
+    # Seeds 1936, 4304, 9742: in a data-dependent `while`, both arms of an `if` on data bind `w` (a view of `a` or
+    # of `b`) before anything reads it, so `w` is local to an iteration and need not be carried.
+    k = 0
+    while k < 4:
+        if s[k].item() < 0.0:
+            w = a[k % 3, :3]
+        else:
+            w = b[:, k]
+        w += 1.0
+        k += 1
+        if a.sum().item() > 100.0:
+            break
+    return a, b
+
+
+def while_write_under_a_carried_counter(a: f32[2], b: f32[4]) -> tuple[f32[4], f32[4]]:
+    # Seed 1845: the loop becomes data-dependent after its first iteration; the write under `k == 2` was not seen
+    # when finding what the loop carries (with `k` still a known number), and the loop was refused.
+    v = b.view(-1)
+    k = 0
+    while k < 3:
+        if k == 2:
+            b[3:].mul_(0.5)
+            b[3:].add_(1.0)
+        k += 1
+        if a.abs().sum().item() < -1.0:
+            break
+    return v, b
+
+
+def square_in_place_through_strided_view_by_data(a: f32[2, 5], s: f32[3]) -> f32[2, 5]:
+    # Seed 9157: `v.unsqueeze(0).mul_(v)` through a strided view reads exactly the memory each element writes:
+    # PyTorch runs it. It was refused as an overlap, even in an arm that never ran.
+    v = a[..., 2:]
+    for i in range(3):
+        if s[i] > 0.0:
+            v.unsqueeze(0).mul_(v)
+        else:
+            a.add_(0.5)
+    return a
+
+
+def view_bound_in_inner_while_loop(a: f32[3], b: f32[4, 3], s: f32[4]) -> tuple[f32[3], f32[3]]:
+    # Seed 14697: an inner data-dependent `while` binds `v` before reading it; the outer loop need not carry `v`.
+    acc = torch.zeros(3)
+    k = 0
+    while k < 3:
+        j = 0
+        while j < 2:
+            v = b[k].contiguous()
+            v.mul_(2.0)
+            acc = acc + v
+            j += 1
+            if v.sum().item() > 50.0:
+                break
+        k += 1
+        if s[k].item() > 2.0:
+            break
+    return a, acc

@@ -30,29 +30,56 @@ fn mentions(e: &Expr, name: &str) -> bool {
     m.contains_key(name)
 }
 
-/// Whether the first statement of `body` that mentions `name` assigns it (at the top level) without reading it.
+/// Whether `body` mentions `name` and no path through it reads `name` before assigning it: the value `name` has
+/// when `body` starts is never read there (a name each arm of a run-time `if`, or an inner loop, binds afresh).
 fn assigned_before_read(name: &str, body: &[Stmt]) -> bool {
-    for s in body {
+    let mut m = HashMap::new();
+    count_names(body, &mut m);
+    m.contains_key(name) && !reads_first(name, body).0
+}
+
+/// Whether some path through `stmts` may read `name` before assigning it, and whether every path assigns it.
+/// Conservative: a statement that mentions `name` in any other way counts as a read.
+fn reads_first(name: &str, stmts: &[Stmt]) -> (bool, bool) {
+    for s in stmts {
         let mut m = HashMap::new();
         count_names(std::slice::from_ref(s), &mut m);
         if !m.contains_key(name) {
             continue;
         }
-        return match &s.kind {
-            StmtKind::Assign { targets, value } => {
-                !mentions(value, name)
-                    && targets.iter().any(|t| match &t.kind {
-                        ExprKind::Name(n) => n == name,
-                        ExprKind::Tuple(ts) | ExprKind::List(ts) => {
-                            ts.iter().any(|x| matches!(&x.kind, ExprKind::Name(n) if n == name))
-                        }
-                        _ => false,
-                    })
+        match &s.kind {
+            StmtKind::Assign { targets, value } if !mentions(value, name) => {
+                // A target that mentions `name` only as a plain name (alone or as an element of a tuple).
+                let is_name = |x: &Expr| matches!(&x.kind, ExprKind::Name(n) if n == name);
+                let plain = |t: &Expr| match &t.kind {
+                    ExprKind::Tuple(ts) | ExprKind::List(ts) => ts.iter().all(|x| is_name(x) || !mentions(x, name)),
+                    _ => is_name(t),
+                };
+                if targets.iter().any(plain) && targets.iter().all(|t| plain(t) || !mentions(t, name)) {
+                    return (false, true);
+                }
+                return (true, false);
             }
-            _ => false,
-        };
+            StmtKind::If { test, body, orelse } if !mentions(test, name) => {
+                let (r1, w1) = reads_first(name, body);
+                let (r2, w2) = reads_first(name, orelse);
+                if r1 || r2 {
+                    return (true, false);
+                }
+                if w1 && w2 {
+                    return (false, true);
+                }
+            }
+            // A loop may run no iteration: it never assigns for sure.
+            StmtKind::While { test, body } if !mentions(test, name) => {
+                if reads_first(name, body).0 {
+                    return (true, false);
+                }
+            }
+            _ => return (true, false),
+        }
     }
-    false
+    (false, false)
 }
 
 /// Substitutes a loop variable by a value in an affine form.
@@ -146,6 +173,56 @@ impl<'m> Fz<'m> {
                     return needs_static(span, format!("`{name}` becomes a {} inside the loop", other.type_name()))
                 }
             }
+        }
+        Ok(carries)
+    }
+
+    /// A data-dependent loop's carried state, to a fixed point. `discover` runs the body once from the values before
+    /// the loop, where a number the loop carries is still known (`k` in `while ...: if k == 2: x.add_(1); k += 1`),
+    /// so writes under a test of it may not run; the loop itself sees it at run time. The body is run again with the
+    /// state found so far carried, until that finds nothing more (the terms are discarded).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn settle_carries(
+        &mut self,
+        env: &mut Env,
+        snap: &Snap,
+        body: &'m [Stmt],
+        extra: Option<(&'m Expr, Option<&'m Expr>)>,
+        mut carries: Vec<Carry>,
+        level: usize,
+        span: Span,
+    ) -> FR<Vec<Carry>> {
+        let key = |c: &Carry| format!("{c:?}");
+        for _ in 0..4 {
+            if carries.iter().any(|c| matches!(c, Carry::View(_))) {
+                break;
+            }
+            let tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
+            self.t.frames.push(super::state::LoopFrame { range: None, carried: tys });
+            self.t.open_scope();
+            let more = self
+                .bind_carried(env, &carries, span)
+                .and_then(|()| self.discover(env, snap, body, extra, None, level, span));
+            self.t.take_scope();
+            self.t.frames.pop();
+            self.restore(env, snap);
+            let new: Vec<Carry> = more?.into_iter().filter(|c| !carries.iter().any(|k| key(k) == key(c))).collect();
+            if new.is_empty() {
+                break;
+            }
+            carries.extend(new);
+            // Roots first, by index; then names, by name (the order `discover` gives).
+            carries.sort_by_key(|c| match c {
+                Carry::Root(r) => (0, *r, String::new()),
+                Carry::Value(n, ..) | Carry::Number(n, _) | Carry::View(n) => (1, 0, n.clone()),
+            });
+            carries.dedup_by(|a, b| match (a, b) {
+                (
+                    Carry::Value(x, ..) | Carry::Number(x, _) | Carry::View(x),
+                    Carry::Value(y, ..) | Carry::Number(y, _) | Carry::View(y),
+                ) => x == y,
+                _ => false,
+            });
         }
         Ok(carries)
     }

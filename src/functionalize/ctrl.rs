@@ -562,7 +562,7 @@ impl<'m> Fz<'m> {
         let carries = self.discover(env, &snap, body, Some((test, guard)), None, level, span);
         self.t.frames.pop();
         self.restore(env, &snap);
-        let carries = carries?;
+        let carries = self.settle_carries(env, &snap, body, Some((test, guard)), carries?, level, span)?;
         if let Some(name) = self.aliased_on_entry(&snap, &carries, body) {
             let why = format!("`{name}` enters the loop as a view of a tensor the loop writes, and is a new tensor in later iterations");
             return needs_static(span, why);

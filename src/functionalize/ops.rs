@@ -741,6 +741,10 @@ impl<'m> Fz<'m> {
                 let dt = self.roots[dst.root].dtype;
                 if acc && dst.alt.is_none() && self.dummy(&dst, dt).has_internal_overlap() {
                     self.index_accumulate_expanded(&dst, &idx, &FV::Tensor(values), span)?;
+                } else if self.is_expanded_write(&dst)
+                    && self.index_write_expanded(&dst, &idx, &FV::Tensor(values.clone()), false, span)?.is_some()
+                {
+                    // Written as PyTorch writes into an expanded view (the last element per memory position).
                 } else {
                     self.check_partial_write(&dst, name, span)?;
                     self.index_write(&dst, &idx, &FV::Tensor(values), acc, span)?;

@@ -309,8 +309,11 @@ impl<'m> Fz<'m> {
             }
             self.check_inplace(t, &[val], false, span)?;
         }
-        self.check_partial_write(&r.view, "indexed assignment", span)?;
         let list = self.adv_list(&r);
+        if self.is_expanded_write(&r.view) && self.index_write_expanded(&r.view, &list, v, true, span)?.is_some() {
+            return Ok(());
+        }
+        self.check_partial_write(&r.view, "indexed assignment", span)?;
         self.index_write(&r.view, &list, v, false, span)
     }
 
@@ -413,5 +416,105 @@ impl<'m> Fz<'m> {
             });
         }
         self.t.op(OpName::IndexPut, args).map_err(err(span))
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// Whether a write of some elements through `view` must go through [`Fz::index_write_expanded`]: its elements
+    /// share memory because of an `expand` (stride-0 dims), and the memory view without them does not.
+    pub(super) fn is_expanded_write(&self, view: &TRef) -> bool {
+        let dt = self.roots[view.root].dtype;
+        if view.alt.is_some() || view.shape.iter().any(|&n| n == 0) || !self.dummy(view, dt).has_internal_overlap() {
+            return false;
+        }
+        let (_, base) = super::views::memory_view(view);
+        !self.dummy(&base, dt).has_internal_overlap()
+    }
+
+    /// `index_put_` (or `x[idx] = v`, `setitem`) without accumulate into a view whose elements share memory (an
+    /// `expand`). The reference, like PyTorch on the CPU, writes the indexing result's elements in row-major order,
+    /// so each memory position keeps the value of the last element that refers to it. The same write on the memory
+    /// view (the expanded dims at size 1): an index into an expanded dim becomes `zeros(n)[idx]` (0, checked against
+    /// the expanded size), and the value at a non-indexed expanded dim is its last entry. The elements reaching one
+    /// memory position are a product of index entries and of a whole dim, so the last of them in row-major order is
+    /// the last index entry (which `index_put` keeps) with the dim's last entry. `None` where the indices are not
+    /// of that form (a boolean mask), and the caller refuses.
+    pub(super) fn index_write_expanded(
+        &mut self,
+        view: &TRef,
+        idx: &[FV],
+        value: &FV,
+        setitem: bool,
+        span: Span,
+    ) -> FR<Option<()>> {
+        let dt = self.roots[view.root].dtype;
+        let nd = view.shape.len();
+        let mut indexed = Vec::new();
+        let mut bshape: Vec<usize> = Vec::new();
+        for (d, i) in idx.iter().enumerate() {
+            match i {
+                FV::None => {}
+                FV::Tensor(t) if self.roots[t.root].dtype != DType::Bool && !self.roots[t.root].dtype.is_float() => {
+                    bshape = crate::tensor::ops::broadcast_shapes(&bshape, &t.shape).map_err(err(span))?;
+                    indexed.push(d);
+                }
+                _ => return Ok(None),
+            }
+        }
+        if indexed.is_empty() || idx.len() > nd {
+            return Ok(None);
+        }
+        if let FV::Tensor(v) = value {
+            self.check_no_overlap(view, &[v], span)?;
+        }
+        // Where each non-indexed dim of the view lands in the indexing result.
+        let adjacent = indexed[indexed.len() - 1] - indexed[0] + 1 == indexed.len();
+        let rest: Vec<usize> = (0..nd).filter(|d| !indexed.contains(d)).collect();
+        let pos_of = |d: usize, k: usize| {
+            if !adjacent {
+                bshape.len() + k
+            } else if d < indexed[0] {
+                d
+            } else {
+                d - indexed.len() + bshape.len()
+            }
+        };
+        let mut rshape: Vec<usize> = rest.iter().map(|&d| view.shape[d]).collect();
+        let at = if adjacent { indexed[0] } else { 0 };
+        rshape.splice(at..at, bshape.iter().copied());
+        let (expanded, base) = super::views::memory_view(view);
+        // The value, broadcast to the indexing result, at the last entry of each non-indexed expanded dim.
+        let v = self.term_as(value, dt, span)?;
+        let v = self.fresh(TId { id: v, depth: self.t.depth() }, None, span)?;
+        let sizes: Vec<i64> = rshape.iter().map(|&n| n as i64).collect();
+        let v = self
+            .tview(&v, |t| {
+                let mut t = t.clone();
+                while setitem && t.dim() > sizes.len() && t.shape[0] == 1 {
+                    t = t.select(0, 0)?;
+                }
+                let mut t = t.expand(&sizes)?;
+                for (k, &d) in rest.iter().enumerate() {
+                    if expanded.contains(&(d as i64)) {
+                        t = t.narrow(pos_of(d, k) as i64, view.shape[d] as i64 - 1, 1)?;
+                    }
+                }
+                Ok(t)
+            })
+            .map_err(err(span))?;
+        // Indices into expanded dims, checked against the expanded size, all 0.
+        let mut new_idx = idx.to_vec();
+        for &d in &indexed {
+            if expanded.contains(&(d as i64)) {
+                let zeros = self.full(&[view.shape[d]], DType::I64, Scalar::I(0)).map_err(err(span))?;
+                let zeros = self.fresh(zeros, None, span)?;
+                new_idx[d] = self.index_read(&zeros, &idx[d..d + 1], span)?;
+            }
+        }
+        let old = self.read(&base, span)?;
+        let old = self.t.at(old);
+        let r = self.index_put_term(&base, old, &new_idx, &FV::Tensor(v), false, span)?;
+        self.write(&base, r, span)?;
+        Ok(Some(()))
     }
 }
