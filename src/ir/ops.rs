@@ -154,9 +154,10 @@ macro_rules! op_table {
     (@unary $c:ident $($k:ident)?) => { None };
     (@binary Binary $k:ident) => { Some(Binary::$k) };
     (@binary $c:ident $($k:ident)?) => { None };
-    (@trans transcendental) => { true };
-    (@trans) => { false };
-    ($($variant:ident = $text:literal: $class:ident $(($kernel:ident))?, $arity:tt, $dtype:ident $(, $trans:ident)?;)*) => {
+    (@flag transcendental transcendental) => { true };
+    (@flag raises raises) => { true };
+    (@flag $want:ident $flag:ident) => { false };
+    ($($variant:ident = $text:literal: $class:ident $(($kernel:ident))?, $arity:tt, $dtype:ident $(, $flag:ident)*;)*) => {
         /// The closed set of operators on tensors and integers. A name outside it fails to parse.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum OpName { $($variant,)* }
@@ -182,7 +183,13 @@ macro_rules! op_table {
 
             /// Priced as transcendental work (many arithmetic ops per element) by the cost model.
             pub fn transcendental(self) -> bool {
-                match self { $(OpName::$variant => op_table!(@trans $($trans)?),)* }
+                match self { $(OpName::$variant => false $(|| op_table!(@flag transcendental $flag))*,)* }
+            }
+
+            /// Raises for some values of well-typed operands (integer division by zero, integer powers with negative
+            /// exponents), so computing it on more elements than asked may raise where the program does not.
+            pub fn raises(self) -> bool {
+                match self { $(OpName::$variant => false $(|| op_table!(@flag raises $flag))*,)* }
             }
 
             /// The runtime's elementwise op of one tensor that computes this operator.
@@ -205,7 +212,7 @@ macro_rules! op_table {
     };
 }
 
-// One row per operator: `Variant = "name": Class(runtime op), arity, dtype rule[, transcendental];`
+// One row per operator: `Variant = "name": Class(runtime op), arity, dtype rule[, transcendental][, raises];`
 // (`(2 ..)` is "at least 2").
 op_table! {
     // Integer (index) arithmetic on loop variables and offsets.
@@ -264,10 +271,10 @@ op_table! {
     Sub = "sub": Binary(Sub), 2, Same;
     Mul = "mul": Binary(Mul), 2, Same;
     Div = "div": Binary(Div), 2, Float;
-    FloorDiv = "floordiv": Binary(FloorDiv), 2, Same;
-    Rem = "rem": Binary(Rem), 2, Same;
-    Fmod = "fmod": Binary(Fmod), 2, Same;
-    Pow = "pow": Binary(Pow), 2, Same, transcendental;
+    FloorDiv = "floordiv": Binary(FloorDiv), 2, Same, raises;
+    Rem = "rem": Binary(Rem), 2, Same, raises;
+    Fmod = "fmod": Binary(Fmod), 2, Same, raises;
+    Pow = "pow": Binary(Pow), 2, Same, transcendental, raises;
     Maximum = "maximum": Binary(Maximum), 2, Same;
     Minimum = "minimum": Binary(Minimum), 2, Same;
     Atan2 = "atan2": Binary(Atan2), 2, Float, transcendental;
@@ -428,6 +435,14 @@ mod tests {
             assert_eq!(op.unary().is_some(), op.class() == OpClass::Unary, "{op}");
             assert_eq!(op.binary().is_some(), op.class() == OpClass::Binary, "{op}");
             assert_eq!(op.as_str().parse::<OpName>(), Ok(op));
+        }
+        // `raises` is said of exactly the binary ops that raise for some integer operands.
+        use crate::tensor::ops::{binary, Operand};
+        for op in OpName::members(OpClass::Binary, None) {
+            let int =
+                |v: i64| Operand::T(Tensor::from_scalars(DType::I64, &[1], &[crate::tensor::Scalar::I(v)]).unwrap());
+            let fails = [0, -1].iter().any(|&v| binary(op.binary().unwrap(), &int(3), &int(v)).is_err());
+            assert_eq!(fails, op.raises(), "{op}");
         }
         assert_eq!(OpName::members(OpClass::Unary, None).len(), 25);
         assert_eq!(OpName::members(OpClass::Binary, None).len(), 20);
