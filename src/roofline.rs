@@ -19,7 +19,7 @@ use crate::cost::Profile;
 use crate::lower::index::{Atom, Idx};
 use crate::lower::kernel::{Expr, Kernel};
 use crate::lower::{How, Plan};
-use crate::tensor::ops::{Binary, Unary};
+use crate::tensor::ops::Binary;
 use crate::tensor::DType;
 
 /// A program's roofline figures.
@@ -95,11 +95,8 @@ pub fn kernel_transcendentals(k: &Kernel) -> f64 {
 }
 
 fn is_transcendental(e: &Expr) -> bool {
-    use Unary::*;
     match e {
-        Expr::Unary(op, _, _) => {
-            matches!(op, Exp | Log | Log1p | Expm1 | Sigmoid | Tanh | Sin | Cos | Erf | Silu | Gelu)
-        }
+        Expr::Unary(op, _, _) => crate::ir::OpName::of_unary(*op).transcendental(),
         // A power by a small integer constant is a few multiplications.
         Expr::Binary(Binary::Pow, _, _, _, b) => !matches!(**b, Expr::Const(c, _) if c == c.trunc() && c.abs() <= 4.0),
         Expr::Binary(Binary::Atan2, ..) => true,
@@ -155,6 +152,7 @@ fn atom_vars(a: &Atom, out: &mut BTreeSet<(usize, i64)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::ops::Unary;
 
     fn load(vars: &[(usize, usize)]) -> Expr {
         let mut at = Idx::constant(0);

@@ -67,6 +67,20 @@ fn bad_rule_files_are_reported_with_file_and_line() {
         ("# id\nviews/a: (access ?x ?v) -> ?x\n", "views.rules:2: expected `=>` or `<=>`, found `->`"),
         ("# id\nviews/a: (access ?x ?v => ?x\n", "views.rules:2: missing or unbalanced left-hand side"),
         ("# id\nviews/a: (access ?x ?v) => ?x if fills(?x)\n", "views.rules:2: `fills` takes 2 arguments, got 1"),
+        // Arity from the op table, located at the pattern at fault.
+        ("# id\nviews/a: (access (neg ?x ?y) ?v) => ?x\n", "views.rules:2:18: `neg` takes 1 children, not 2"),
+        ("# id\nviews/a: (exp ?x) => (where ?x ?x)\n", "views.rules:2:22: `where` takes 3 children, not 2"),
+        ("# id\nviews/a: (cat ?x) => ?x\n", "views.rules:2:10: `cat` takes at least 2 children, not 1"),
+        // Op-class variables.
+        ("# id\nviews/a: (?f:unary ?x ?y) => ?x\n", "views.rules:2:10: `neg` takes 1 children, not 2 (`?f:unary` is"),
+        ("# id\nviews/a: (?f:unray ?x) => ?x\n", "views.rules:2:11: unknown op class `unray` (known: int,"),
+        ("# id\nviews/a: (?f:unary.pink ?x) => ?x\n", "views.rules:2:11: unknown dtype rule `pink`"),
+        ("# id\nviews/a: (?f:binary.given ?x ?y) => ?x\n", "views.rules:2:11: op class `binary.given` has no"),
+        ("# id\nviews/a: (exp ?f:unary) => ?x\n", "views.rules:2:15: `?f:unary` stands for an operator"),
+        ("# id\nviews/a: (?f:unary ?x) => ?f\n", "views.rules:2:27: `?f` stands for an operator"),
+        ("# id\nviews/a: (?f:unary ?x) => (?f:unary ?x)\n", "views.rules:2:28: write the op-class variable"),
+        ("# id\nviews/a: (?f:unary (?g:unary ?x)) => ?x\n", "views.rules:2:21: `?g:unary`: a rule ranges over at"),
+        ("# id\nviews/a: (?f:unary ?x) => ?x if float(?f)\n", "views.rules:2: the op-class variable `?f` cannot"),
     ];
     for (text, want) in cases {
         let e = parse_rules("views.rules", text).unwrap_err().to_string();
@@ -82,6 +96,39 @@ fn bad_rule_files_are_reported_with_file_and_line() {
     .unwrap();
     let e = load_dir(&dir).unwrap_err().to_string();
     assert!(e.contains("views.rules:4: duplicate rule name `views/a` (first at"), "{e}");
+}
+
+#[test]
+fn a_rule_over_an_op_class_is_one_rule_per_member() {
+    use funcfuse::ir::{DtypeRule, OpClass, OpName};
+    let text = "# id\nfusion/a: (access (?f:unary ?x) ?v) <=> (?f (access ?x ?v))\n\
+                # id\nfusion/b: (?f:binary.bool ?x (?f ?y ?x)) => (?f ?x ?y) if same_shape(?x, ?y)\n";
+    let defs = parse_rules("fusion.rules", text).unwrap();
+    let unary = OpName::members(OpClass::Unary, None);
+    let bool_binary = OpName::members(OpClass::Binary, Some(DtypeRule::Bool));
+    assert_eq!(unary.len(), 25);
+    assert_eq!(bool_binary.iter().map(|o| o.as_str()).collect::<Vec<_>>(), ["eq", "ne", "lt", "le", "gt", "ge"]);
+    assert_eq!(defs.len(), unary.len() + bool_binary.len());
+    let neg = &defs[0];
+    assert_eq!(neg.name, "fusion/a[neg]");
+    assert_eq!((neg.lhs.as_str(), neg.rhs.as_str()), ("(access (neg ?x) ?v)", "(neg (access ?x ?v))"));
+    assert_eq!(neg.family, Some(("fusion/a".to_string(), "unary".to_string())));
+    let lt = defs.iter().find(|d| d.name == "fusion/b[lt]").unwrap();
+    assert_eq!((lt.lhs.as_str(), lt.rhs.as_str()), ("(lt ?x (lt ?y ?x))", "(lt ?x ?y)"));
+    assert_eq!(lt.conditions.len(), 1);
+    // `total(?f)` leaves out the ops that raise for some operands, and is no run-time condition.
+    let total = "# id\nfusion/c: (?f:binary.same ?x ?y) => (?f ?y ?x) if total(?f) if same_shape(?x, ?y)\n";
+    let defs = parse_rules("fusion.rules", total).unwrap();
+    let ops: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
+    assert!(
+        ops.contains(&"fusion/c[add]") && !ops.iter().any(|o| o.contains("floordiv") || o.contains("pow")),
+        "{ops:?}"
+    );
+    assert!(defs.iter().all(|d| d.conditions.len() == 1));
+    assert_eq!(defs[0].family, Some(("fusion/c".to_string(), "binary.same if total(?f)".to_string())));
+    let e = parse_rules("fusion.rules", "# id\nfusion/d: (exp ?x) => ?x if total(?x)\n").unwrap_err().to_string();
+    assert!(e.starts_with("fusion.rules:2: `total` takes the rule's op-class variable"), "{e}");
+    funcfuse::rewrite::rules::to_rewrites(&defs).unwrap();
 }
 
 #[test]

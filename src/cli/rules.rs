@@ -77,6 +77,19 @@ pub(crate) fn rules_check(rules: &RuleArgs, samples: usize) -> Result<(), Failur
     for (name, what) in funcfuse::rewrite::saturate::RUST_REWRITES {
         outln!("rust  {name:<32} {what} (checked by the corpus tests against the reference engine)");
     }
+    // A rule over an op class is checked once per member op (its lines above, `NAME[op]`).
+    let mut families: Vec<(&str, &str, Vec<&str>)> = Vec::new();
+    for d in &defs {
+        let Some((family, class)) = &d.family else { continue };
+        let op = d.name.rsplit_once('[').map_or("", |(_, o)| o.trim_end_matches(']'));
+        match families.last_mut() {
+            Some(f) if f.0 == family => f.2.push(op),
+            _ => families.push((family, class, vec![op])),
+        }
+    }
+    for (family, class, ops) in &families {
+        outln!("class {family:<32} ?f:{class}: checked for each of its {} ops: {}", ops.len(), ops.join(", "));
+    }
     outln!(
         "{} rules checked, {failed} failed; {proved} proved on every small instance, the others sampled; {real} marked @real (used only with --fast-math)",
         reports.len()

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use egg::{Id, Language};
 
 use super::{Node, OpName, Term};
-use crate::tensor::ops::{self, Binary, Operand, Unary};
+use crate::tensor::ops::{self, Operand};
 use crate::tensor::{index, reduce, DType, Scalar, Tensor};
 
 /// A runtime value of a term node.
@@ -367,29 +367,22 @@ impl Evaluator<'_> {
 
     fn op(&mut self, op: OpName, args: &[Id]) -> R<V> {
         use OpName::*;
-        let arity = |n: usize| {
-            if args.len() == n {
-                Ok(())
-            } else {
-                fail(format!("{} takes {n} arguments, got {}", op.as_str(), args.len()))
-            }
-        };
+        if !op.arity().admits(args.len()) {
+            return fail(format!("{} takes {} arguments, got {}", op.as_str(), op.arity(), args.len()));
+        }
         let t = |e: &mut Self, i: usize| e.tensor(args[i]);
         let operand = |e: &mut Self, i: usize| -> R<Operand> { Ok(Operand::T(e.tensor(args[i])?)) };
         let out = |r: Result<Tensor, String>| -> R<V> { Ok(V::T(r?)) };
-        if let Some(u) = unary(op) {
-            arity(1)?;
+        if let Some(u) = op.unary() {
             let x = t(self, 0)?;
             return out(ops::unary(u, &x));
         }
-        if let Some(b) = binary(op) {
-            arity(2)?;
+        if let Some(b) = op.binary() {
             let (x, y) = (operand(self, 0)?, operand(self, 1)?);
             return out(ops::binary(b, &x, &y));
         }
         match op {
             IAdd | ISub | IMul | IFloorDiv | IMod => {
-                arity(2)?;
                 let (a, b) = (self.int(args[0])?, self.int(args[1])?);
                 // Python ints do not wrap: a result outside 64 bits is an error.
                 let fits = |r: Option<i64>| r.ok_or_else(|| RUNTIME_INT_OVERFLOW.to_string());
@@ -416,21 +409,13 @@ impl Evaluator<'_> {
                 Ok(V::I(run_time_start(op, &vals)?))
             }
             After => {
-                arity(2)?;
                 self.eval(args[0])?;
                 self.eval(args[1])
             }
             Raise => fail(RAISES),
-            ToInt => {
-                arity(1)?;
-                Ok(V::I(t(self, 0)?.item()?.to_i64_trunc()))
-            }
-            ITensor => {
-                arity(1)?;
-                out(Tensor::scalar(DType::I64, Scalar::I(self.int(args[0])?)))
-            }
+            ToInt => Ok(V::I(t(self, 0)?.item()?.to_i64_trunc())),
+            ITensor => out(Tensor::scalar(DType::I64, Scalar::I(self.int(args[0])?))),
             Full => {
-                arity(3)?;
                 let shape: Vec<usize> = self.ints(args[0])?.into_iter().map(|d| d as usize).collect();
                 let V::D(dt) = self.eval(args[1])? else {
                     return fail("full: expected a dtype");
@@ -444,7 +429,6 @@ impl Evaluator<'_> {
                 out(Tensor::full(dt, &shape, value))
             }
             Arange => {
-                arity(4)?;
                 let V::D(dt) = self.eval(args[0])? else {
                     return fail("arange: expected a dtype");
                 };
@@ -459,26 +443,22 @@ impl Evaluator<'_> {
                 out(Tensor::from_scalars(dt, &[n], &vals))
             }
             Cast => {
-                arity(2)?;
                 let V::D(dt) = self.eval(args[0])? else {
                     return fail("cast: expected a dtype");
                 };
                 out(t(self, 1)?.to_dtype(dt))
             }
             Reshape => {
-                arity(2)?;
                 let x = t(self, 0)?;
                 let shape = self.ints(args[1])?;
                 out(x.contiguous_copy().reshape(&shape))
             }
             Where => {
-                arity(3)?;
                 let c = t(self, 0)?;
                 let (a, b) = (operand(self, 1)?, operand(self, 2)?);
                 out(ops::where_(&c, &a, &b))
             }
             Clamp => {
-                arity(3)?;
                 let x = t(self, 0)?;
                 let lo = match self.eval(args[1])? {
                     V::T(l) => Some(Operand::T(l)),
@@ -491,7 +471,6 @@ impl Evaluator<'_> {
                 out(ops::clamp(&x, lo.as_ref(), hi.as_ref()))
             }
             Sum | Mean | Prod | Amax | Amin | Any | All => {
-                arity(3)?;
                 let x = t(self, 0)?;
                 let dims = self.ints(args[1])?;
                 let keep = self.boolean(args[2])?;
@@ -504,7 +483,6 @@ impl Evaluator<'_> {
                 })
             }
             MaxVal | MaxIdx | MinVal | MinIdx => {
-                arity(3)?;
                 let x = t(self, 0)?;
                 let d = self.int(args[1])?;
                 let keep = self.boolean(args[2])?;
@@ -512,7 +490,6 @@ impl Evaluator<'_> {
                 Ok(V::T(if matches!(op, MaxVal | MinVal) { v } else { i }))
             }
             Softmax | LogSoftmax | Cumsum | Cumprod => {
-                arity(2)?;
                 let x = t(self, 0)?;
                 let d = self.int(args[1])?;
                 out(if op == Cumsum {
@@ -524,20 +501,15 @@ impl Evaluator<'_> {
                 })
             }
             Matmul => {
-                arity(2)?;
                 let (a, b) = (t(self, 0)?, t(self, 1)?);
                 out(reduce::matmul(&a, &b))
             }
             Cat => {
-                if args.len() < 2 {
-                    return fail("cat needs a dim and at least one tensor");
-                }
                 let d = self.int(args[0])?;
                 let parts: Vec<Tensor> = args[1..].iter().map(|&a| self.tensor(a)).collect::<R<_>>()?;
                 out(reduce::cat(&parts, d))
             }
             InView => {
-                arity(2)?;
                 let x = t(self, 0)?;
                 let mask = Tensor::zeros(DType::Bool, &x.shape)?;
                 let view = self.viewed(&mask, args[1])?;
@@ -545,7 +517,6 @@ impl Evaluator<'_> {
                 Ok(V::T(mask))
             }
             Triu | Tril => {
-                arity(2)?;
                 let x = t(self, 0)?;
                 let k = self.int(args[1])?;
                 out(reduce::triangle(&x, k, op == Triu))
@@ -556,9 +527,6 @@ impl Evaluator<'_> {
                 out(index::index(&x, &idx))
             }
             IndexPut => {
-                if args.len() < 3 {
-                    return fail("index_put takes x, accumulate, value and indices");
-                }
                 let x = t(self, 0)?.contiguous_copy();
                 let acc = self.boolean(args[1])?;
                 let v = t(self, 2)?;
@@ -567,7 +535,6 @@ impl Evaluator<'_> {
                 Ok(V::T(x))
             }
             Gather => {
-                arity(3)?;
                 let x = t(self, 0)?.contiguous_copy();
                 let d = crate::tensor::views::wrap_dim(self.int(args[1])?, x.dim())?;
                 let idx = t(self, 2)?;
@@ -577,7 +544,6 @@ impl Evaluator<'_> {
                 out(Tensor::from_scalars(x.dtype(), &idx.shape, &vals))
             }
             Scatter => {
-                arity(5)?;
                 let x = t(self, 0)?.contiguous_copy();
                 let d = crate::tensor::views::wrap_dim(self.int(args[1])?, x.dim())?;
                 let idx = t(self, 2)?;
@@ -589,7 +555,6 @@ impl Evaluator<'_> {
                 Ok(V::T(x))
             }
             SortVal | SortIdx => {
-                arity(3)?;
                 let x = t(self, 0)?;
                 let d = self.int(args[1])?;
                 let desc = self.boolean(args[2])?;
@@ -618,63 +583,4 @@ fn num(v: &V) -> f64 {
         V::B(b) => *b as u8 as f64,
         _ => f64::NAN,
     }
-}
-
-pub(crate) fn unary(op: OpName) -> Option<Unary> {
-    use OpName::*;
-    Some(match op {
-        Neg => Unary::Neg,
-        Abs => Unary::Abs,
-        Relu => Unary::Relu,
-        Exp => Unary::Exp,
-        Log => Unary::Log,
-        Log1p => Unary::Log1p,
-        Expm1 => Unary::Expm1,
-        Sqrt => Unary::Sqrt,
-        Rsqrt => Unary::Rsqrt,
-        Sigmoid => Unary::Sigmoid,
-        Tanh => Unary::Tanh,
-        Sin => Unary::Sin,
-        Cos => Unary::Cos,
-        Floor => Unary::Floor,
-        Ceil => Unary::Ceil,
-        Round => Unary::Round,
-        Trunc => Unary::Trunc,
-        Sign => Unary::Sign,
-        LogicalNot => Unary::LogicalNot,
-        BitNot => Unary::BitNot,
-        Reciprocal => Unary::Reciprocal,
-        Square => Unary::Square,
-        Erf => Unary::Erf,
-        Silu => Unary::Silu,
-        Gelu => Unary::Gelu,
-        _ => return None,
-    })
-}
-
-pub(crate) fn binary(op: OpName) -> Option<Binary> {
-    use OpName::*;
-    Some(match op {
-        Add => Binary::Add,
-        Sub => Binary::Sub,
-        Mul => Binary::Mul,
-        Div => Binary::Div,
-        FloorDiv => Binary::FloorDiv,
-        Rem => Binary::Rem,
-        Fmod => Binary::Fmod,
-        Pow => Binary::Pow,
-        Maximum => Binary::Maximum,
-        Minimum => Binary::Minimum,
-        Atan2 => Binary::Atan2,
-        BitAnd => Binary::BitAnd,
-        BitOr => Binary::BitOr,
-        BitXor => Binary::BitXor,
-        Eq => Binary::Eq,
-        Ne => Binary::Ne,
-        Lt => Binary::Lt,
-        Le => Binary::Le,
-        Gt => Binary::Gt,
-        Ge => Binary::Ge,
-        _ => return None,
-    })
 }

@@ -17,27 +17,19 @@
 mod eval;
 pub mod geometry;
 mod literals;
+mod ops;
 mod print;
 mod verify;
 
 use egg::{define_language, Id, Language, RecExpr};
 
-pub(crate) use eval::{binary as binary_of, dependent_nodes, unary as unary_of, RUNTIME_INT_OVERFLOW};
+pub(crate) use eval::{dependent_nodes, RUNTIME_INT_OVERFLOW};
 pub use eval::{eval_program, run_time_start, EvalError, RAISES};
-pub use literals::{BoolLit, FloatLit, OpName, ParamName};
+pub use literals::{BoolLit, FloatLit, ParamName};
+pub use ops::{parse_class, Arity, DtypeRule, OpClass, OpName};
 pub use print::{display_dag, term_stats, TermStats};
 pub(crate) use verify::{matmul_shape, op_type, OpCx};
 pub use verify::{node_types, top_level_types, unambiguous_types, verify, Ty};
-
-/// Is `op` an elementwise operator of one tensor?
-pub fn is_unary(op: OpName) -> bool {
-    eval::unary(op).is_some()
-}
-
-/// Is `op` an elementwise operator of two tensors of one dtype?
-pub fn is_binary(op: OpName) -> bool {
-    eval::binary(op).is_some()
-}
 
 use crate::tensor::DType;
 

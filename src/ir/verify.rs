@@ -5,7 +5,6 @@
 
 use egg::Id;
 
-use super::eval::{binary, unary};
 use super::{Node, OpName, Term};
 use crate::tensor::ops::{self, Operand};
 use crate::tensor::views::wrap_dim;
@@ -315,21 +314,15 @@ impl Verifier<'_> {
 pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
     let args = cx.ids;
     use OpName::*;
-    let arity = |n: usize| {
-        if args.len() == n {
-            Ok(())
-        } else {
-            Err(format!("takes {n} arguments, got {}", args.len()))
-        }
-    };
-    if let Some(u) = unary(op) {
-        arity(1)?;
+    if !op.arity().admits(args.len()) {
+        return Err(format!("takes {} arguments, got {}", op.arity(), args.len()));
+    }
+    if let Some(u) = op.unary() {
         let (d, s) = cx.tensor(0)?;
         let r = ops::unary(u, &Tensor::zeros(d, &[1])?)?;
         return Ok(Ty::Tensor(r.dtype(), s));
     }
-    if let Some(b) = binary(op) {
-        arity(2)?;
+    if let Some(b) = op.binary() {
         let (da, sa) = cx.tensor(0)?;
         let (db, sb) = cx.tensor(1)?;
         if da != db {
@@ -345,27 +338,17 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
     }
     Ok(match op {
         IAdd | ISub | IMul | IFloorDiv | IMod => {
-            arity(2)?;
             cx.int(0)?;
             cx.int(1)?;
             Ty::Int
         }
         IIndex | ISlice | INarrow => {
-            let n = if op == ISlice { 4 } else { 3 };
-            arity(n)?;
-            (0..n).try_for_each(|k| cx.int(k).map(|_| ()))?;
+            (0..args.len()).try_for_each(|k| cx.int(k).map(|_| ()))?;
             Ty::Int
         }
-        After => {
-            arity(2)?;
-            cx.tys[1].clone()
-        }
-        Raise => {
-            arity(0)?;
-            Ty::Int
-        }
+        After => cx.tys[1].clone(),
+        Raise => Ty::Int,
         ToInt => {
-            arity(1)?;
             let (d, s) = cx.tensor(0)?;
             if d.is_float() || s.iter().product::<usize>() != 1 {
                 return Err("toint needs a one-element integer tensor".into());
@@ -373,12 +356,10 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             Ty::Int
         }
         ITensor => {
-            arity(1)?;
             cx.int(0)?;
             Ty::Tensor(DType::I64, vec![])
         }
         Full => {
-            arity(3)?;
             let shape = cx.lit_ints(0)?;
             let d = cx.lit_dtype(1)?;
             if !matches!(cx.term[args[2]], Node::Int(_) | Node::Float(_) | Node::Bool(_)) {
@@ -387,25 +368,21 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             Ty::Tensor(d, shape.into_iter().map(|x| x.max(0) as usize).collect())
         }
         Arange => {
-            arity(4)?;
             let d = cx.lit_dtype(0)?;
             let n = cx.lit_int(3)?;
             Ty::Tensor(d, vec![n.max(0) as usize])
         }
         Cast => {
-            arity(2)?;
             let d = cx.lit_dtype(0)?;
             Ty::Tensor(d, cx.tensor(1)?.1)
         }
         Reshape => {
-            arity(2)?;
             let (d, s) = cx.tensor(0)?;
             let shape = cx.lit_ints(1)?;
             let shape = crate::tensor::views::infer_shape(&shape, s.iter().product())?;
             Ty::Tensor(d, shape)
         }
         Where => {
-            arity(3)?;
             let (dc, sc) = cx.tensor(0)?;
             let (da, sa) = cx.tensor(1)?;
             let (db, sb) = cx.tensor(2)?;
@@ -415,7 +392,6 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             Ty::Tensor(da, ops::broadcast_shapes(&ops::broadcast_shapes(&sc, &sa)?, &sb)?)
         }
         Clamp => {
-            arity(3)?;
             let (d, s) = cx.tensor(0)?;
             for k in 1..args.len() {
                 match cx.ty(k)? {
@@ -429,7 +405,6 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             Ty::Tensor(d, s)
         }
         Sum | Mean | Prod | Amax | Amin | Any | All => {
-            arity(3)?;
             let (d, s) = cx.tensor(0)?;
             let dims = cx.lit_ints(1)?;
             let keep = cx.lit_bool(2)?;
@@ -455,7 +430,6 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             Ty::Tensor(out, shape)
         }
         MaxVal | MaxIdx | MinVal | MinIdx => {
-            arity(3)?;
             let (d, s) = cx.tensor(0)?;
             let dim = wrap_dim(cx.lit_int(1)?, s.len())?;
             let keep = cx.lit_bool(2)?;
@@ -464,7 +438,6 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             Ty::Tensor(if matches!(op, MaxIdx | MinIdx) { DType::I64 } else { d }, reduced(&s, &dims, keep))
         }
         Softmax | LogSoftmax | Cumsum | Cumprod => {
-            arity(2)?;
             let (d, s) = cx.tensor(0)?;
             wrap_dim(cx.lit_int(1)?, s.len())?;
             let scan = matches!(op, Cumsum | Cumprod);
@@ -475,7 +448,6 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             Ty::Tensor(out, s)
         }
         Matmul => {
-            arity(2)?;
             let (da, sa) = cx.tensor(0)?;
             let (db, sb) = cx.tensor(1)?;
             if da != db {
@@ -485,9 +457,6 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             Ty::Tensor(da, shape)
         }
         Cat => {
-            if args.len() < 2 {
-                return Err("cat takes a dim and tensors".into());
-            }
             let dim = cx.lit_int(0)?;
             let mut parts = Vec::new();
             for k in 1..args.len() {
@@ -509,7 +478,6 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             Ty::Tensor(d0, shape)
         }
         InView => {
-            arity(2)?;
             let (_, s) = cx.tensor(0)?;
             match cx.ty(1)? {
                 Ty::View(_) => Ty::Tensor(DType::Bool, s),
@@ -517,7 +485,6 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             }
         }
         Triu | Tril => {
-            arity(2)?;
             cx.int(1)?;
             let (d, s) = cx.tensor(0)?;
             if s.len() < 2 {
@@ -527,9 +494,6 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
         }
         Index | IndexPut => {
             let base = if op == Index { 1 } else { 3 };
-            if args.len() < base {
-                return Err("index ops take a tensor and indices".into());
-            }
             let (d, s) = cx.tensor(0)?;
             let mut idx = Vec::new();
             for k in base..args.len() {
@@ -555,7 +519,6 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             }
         }
         Gather => {
-            arity(3)?;
             let (d, s) = cx.tensor(0)?;
             wrap_dim(cx.lit_int(1)?, s.len())?;
             let (di, si) = cx.tensor(2)?;
@@ -565,7 +528,6 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             Ty::Tensor(d, si)
         }
         Scatter => {
-            arity(5)?;
             let (d, s) = cx.tensor(0)?;
             wrap_dim(cx.lit_int(1)?, s.len())?;
             let (di, si) = cx.tensor(2)?;
@@ -577,7 +539,6 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             Ty::Tensor(d, s)
         }
         SortVal | SortIdx => {
-            arity(3)?;
             let (d, s) = cx.tensor(0)?;
             wrap_dim(cx.lit_int(1)?, s.len())?;
             cx.lit_bool(2)?;

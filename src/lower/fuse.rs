@@ -7,7 +7,7 @@ use egg::Id;
 use super::index::{contiguous, ravel, unravel, Atom, Idx};
 use super::kernel::{Expr, Kernel, RedOp, Reduction};
 use super::plan::{lit, lits, How, IndexCheck, Planner};
-use crate::ir::{binary_of, unary_of, Node, OpName};
+use crate::ir::{Node, OpName};
 use crate::tensor::ops::Binary;
 use crate::tensor::DType;
 
@@ -204,11 +204,11 @@ impl Planner<'_> {
                 let value = if value.dtype() == dtype { value } else { Expr::Cast(dtype, Box::new(value)) };
                 Expr::Where(Box::new(cond), Box::new(value), Box::new(self.expr(kb, x, idx)?))
             }
-            Node::Op(op, args) if unary_of(op).is_some() => {
-                Expr::Unary(unary_of(op).expect("unary"), dtype, Box::new(self.operand(kb, args[0], idx)?))
+            Node::Op(op, args) if op.unary().is_some() => {
+                Expr::Unary(op.unary().expect("unary"), dtype, Box::new(self.operand(kb, args[0], idx)?))
             }
-            Node::Op(op, args) if binary_of(op).is_some() => {
-                let b = binary_of(op).expect("binary");
+            Node::Op(op, args) if op.binary().is_some() => {
+                let b = op.binary().expect("binary");
                 let (da, _) = self.tensor(args[0]).ok_or("operand")?;
                 let (l, r) = (self.operand(kb, args[0], idx)?, self.operand(kb, args[1], idx)?);
                 Expr::Binary(b, compute_dtype(b, da), dtype, Box::new(l), Box::new(r))

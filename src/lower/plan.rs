@@ -13,7 +13,7 @@ use super::fuse::{compute_dtype, KernelBuilder};
 use super::kernel::{binary_supported, Kernel};
 use super::prepare::{decompose, elide_whole_writes, unshare};
 use super::why::Why;
-use crate::ir::{binary_of, dependent_nodes, node_types, unary_of, Node, OpName, Term, Ty};
+use crate::ir::{dependent_nodes, node_types, Node, OpName, Term, Ty};
 use crate::tensor::DType;
 
 /// Which fusion the plan may do.
@@ -339,9 +339,9 @@ impl Planner<'_> {
             Node::Access([_, v]) => self.view_parts(*v).is_some(),
             Node::Assign([_, v, _]) => self.view_parts(*v).is_some_and(|(s, st, _)| nests(&s, &st)),
             Node::Op(op, args) => match op {
-                _ if unary_of(*op).is_some() => true,
-                _ if binary_of(*op).is_some() => {
-                    let b = binary_of(*op).expect("a binary op");
+                _ if op.unary().is_some() => true,
+                _ if op.binary().is_some() => {
+                    let b = op.binary().expect("a binary op");
                     let (da, _) = self.tensor(args[0]).expect("typed");
                     let compute = compute_dtype(b, da);
                     binary_supported(b, compute) || self.integer_division_by_constant(b, compute, args[1])
@@ -365,11 +365,7 @@ impl Planner<'_> {
     }
 
     pub(super) fn reduction(&self, id: Id) -> bool {
-        use OpName::*;
-        matches!(
-            &self.term[id],
-            Node::Op(Sum | Mean | Prod | Amax | Amin | Any | All | MaxVal | MaxIdx | MinVal | MinIdx | Matmul, _)
-        )
+        matches!(&self.term[id], Node::Op(op, _) if op.is_reduction() || *op == OpName::Matmul)
     }
 
     /// (shape, strides, offset term) of a view node with literal shape and strides.
@@ -660,10 +656,13 @@ impl Planner<'_> {
                 if v == assign {
                     return true;
                 }
-                let elementwise = matches!(&p.term[v], Node::Op(op, _) if crate::ir::is_unary(*op) || crate::ir::is_binary(*op)
-                    || matches!(op, OpName::Where | OpName::Clamp | OpName::Cast));
+                let elementwise = matches!(&p.term[v], Node::Op(op, _) if op.is_elementwise());
                 let shape_ok = p.tensor(v).map(|(_, s)| s) == *ws;
-                if depth < 64 && deps[usize::from(v)] && p.how[usize::from(v)] == How::Inline && (!same || (elementwise && shape_ok)) {
+                if depth < 64
+                    && deps[usize::from(v)]
+                    && p.how[usize::from(v)] == How::Inline
+                    && (!same || (elementwise && shape_ok))
+                {
                     reaches(p, v, assign, deps, same, ws, depth + 1)
                 } else {
                     safe(p, v, assign, deps, depth + 1)

@@ -12,8 +12,7 @@ use crate::ir::{Node, OpName};
 const TRANSCENDENTAL_OPS: i64 = 8;
 
 fn transcendental(op: OpName) -> bool {
-    use OpName::*;
-    matches!(op, Exp | Log | Log1p | Expm1 | Tanh | Sigmoid | Erf | Pow | Sin | Cos | Silu | Gelu | Atan2)
+    op.transcendental()
 }
 
 /// Why the planner made a node a buffer.

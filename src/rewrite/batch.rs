@@ -9,7 +9,7 @@
 use egg::{Id, Language};
 use hashbrown::HashMap;
 
-use crate::ir::{Builder, Node, OpName};
+use crate::ir::{Builder, Node, OpClass, OpName};
 use crate::tensor::DType;
 
 use super::vectorize::MAX_ELEMENTS;
@@ -310,8 +310,8 @@ impl<'b> Batch<'b> {
             Node::Op(OpName::Full, args) => lits(b, args[0]).map(|s| s.into_iter().map(|d| d as usize).collect()),
             Node::Op(OpName::Cast, args) => self.shape_of(args[1]),
             Node::Op(OpName::Clamp, args) => self.shape_of(args[0]),
-            Node::Op(op, args) if crate::ir::is_unary(*op) => self.shape_of(args[0]),
-            Node::Op(op, args) if crate::ir::is_binary(*op) || *op == OpName::Where => {
+            Node::Op(op, args) if op.class() == OpClass::Unary => self.shape_of(args[0]),
+            Node::Op(op, args) if op.class() == OpClass::Binary || *op == OpName::Where => {
                 let mut out = Vec::new();
                 for &a in args.iter() {
                     out = crate::tensor::ops::broadcast_shapes(&out, &self.shape_of(a)?).ok()?;
@@ -404,8 +404,7 @@ impl<'b> Batch<'b> {
 
     pub(super) fn batch_op(&mut self, op: OpName, args: &[Id]) -> Option<B> {
         use OpName::*;
-        let elementwise = crate::ir::is_unary(op) || crate::ir::is_binary(op) || matches!(op, Where | Clamp | Cast);
-        if elementwise {
+        if op.is_elementwise() {
             let first = usize::from(op == Cast);
             let mut parts = Vec::new();
             for &a in &args[first..] {
@@ -455,7 +454,7 @@ impl<'b> Batch<'b> {
         };
         let keep = |b: &Builder, k: Id| matches!(b.node(k), Node::Bool(x) if x.0);
         match op {
-            Sum | Mean | Prod | Amax | Amin | Any | All | MaxVal | MaxIdx | MinVal | MinIdx => {
+            _ if op.is_reduction() => {
                 let dims = match op {
                     MaxVal | MaxIdx | MinVal | MinIdx => vec![lit(self.b, args[1])?],
                     _ => lits(self.b, args[1])?,

@@ -3,7 +3,13 @@
 //! A rule is one line `topic/name: LHS => RHS [if pred(?a, ...)]...` (`<=>` for both directions), preceded by a
 //! comment line stating its identity. Errors name `file:line`: a malformed line, an unknown operator (the term
 //! language fails to parse it), an unknown predicate, a variable on the right or in a condition that the left does
-//! not bind, a topic that is not the file's, a duplicate name, a rule without its comment.
+//! not bind, a topic that is not the file's, a duplicate name, a rule without its comment, an operator with the
+//! wrong number of children (`file:line:col`, from the op table `ir::OpName::arity`).
+//!
+//! A rule may range over an op class: `?f:CLASS` (or `?f:CLASS.RULE`, only the class's ops of that dtype rule) in the
+//! head of a left-hand pattern, and `(?f ...)` elsewhere in it or on the right, stand for each op of the class in
+//! turn (`ir::OpClass`, `ir::DtypeRule`). Such a rule is loaded as one rule per member op, named `NAME[op]`, each
+//! checked and used on its own.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -14,7 +20,7 @@ use super::analysis::{Lit, TermAnalysis};
 use super::TermGraph;
 use crate::diag::Diagnostic;
 use crate::ir::geometry::{disjoint, no_overlap};
-use crate::ir::{Node, Ty};
+use crate::ir::{parse_class, Node, OpName, Ty};
 
 /// A rule as written: where, what, and its conditions.
 #[derive(Clone, Debug)]
@@ -29,6 +35,9 @@ pub struct RuleDef {
     /// Written `@real`: the identity holds in real arithmetic but not always in floating point (reassociation,
     /// cancellation). Such a rule is used only with `--fast-math`, and checked within an error bound.
     pub real: bool,
+    /// For one member of a rule over an op class (`?f:unary`): the rule's name as written and the class, e.g.
+    /// (`fusion/access-unary`, `unary`); this rule's name is that name with the member's op, `fusion/access-unary[neg]`.
+    pub family: Option<(String, String)>,
 }
 
 /// How deep a rule's pattern may nest (deeper is an error, not a stack overflow while parsing it).
@@ -45,8 +54,28 @@ pub const PREDICATES: &[(&str, usize, &str)] = &[
     ("disjoint", 2, "views ?a and ?b, whose offsets differ by a known constant, share no element"),
 ];
 
+/// Conditions on the op a class variable stands for, decided when the rule loads (a member that fails one is left
+/// out): `total(?f)`.
+pub const OP_PREDICATES: &[(&str, &str)] =
+    &[("total", "op ?f raises for no values of its operands (not integer division, not `pow`: `ir::OpName::raises`)")];
+
+fn op_predicate(p: &str, op: OpName) -> bool {
+    match p {
+        "total" => !op.raises(),
+        _ => false,
+    }
+}
+
 fn err(file: &str, line: usize, m: impl Into<String>) -> Diagnostic {
     Diagnostic::new(format!("{file}:{line}: {}", m.into()))
+}
+
+/// An error at `file:line:col` (or `file:line` where no column is known).
+fn err_at(file: &str, line: usize, col: Option<usize>, m: impl Into<String>) -> Diagnostic {
+    match col {
+        Some(c) => Diagnostic::new(format!("{file}:{line}:{c}: {}", m.into())),
+        None => err(file, line, m),
+    }
 }
 
 /// The deepest nesting of parentheses in `text`.
@@ -146,6 +175,7 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<RuleDef>, Diagnostic> {
             let args: Vec<String> =
                 r[open + 1..close].split(',').map(|a| a.trim().to_string()).filter(|a| !a.is_empty()).collect();
             match PREDICATES.iter().find(|(p, _, _)| *p == pname) {
+                None if OP_PREDICATES.iter().any(|(p, _)| *p == pname) && args.len() == 1 => {}
                 None => {
                     let known: Vec<&str> = PREDICATES.iter().map(|(p, _, _)| *p).collect();
                     return Err(err(file, n, format!("unknown predicate `{pname}` (known: {})", known.join(", "))));
@@ -178,32 +208,72 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<RuleDef>, Diagnostic> {
                 format!("the right-hand side `{rhs}` is a bare variable, so the reverse of this `<=>` rule would match every term; write it one way (`=>`)"),
             ));
         }
-        let lv = vars_of(lhs);
-        let rv = vars_of(rhs);
-        for v in rv.iter().chain(conditions.iter().flat_map(|(_, a)| a.iter())) {
-            if !lv.contains(v) {
-                return Err(err(file, n, format!("variable `{v}` is not bound by the left-hand side")));
-            }
-        }
         if both_ways && !conditions.is_empty() {
             return Err(err(file, n, "a rule with conditions must be written one way (`=>`)"));
         }
-        if both_ways && !lv.iter().all(|v| rv.contains(v)) {
-            return Err(err(file, n, "a `<=>` rule must bind the same variables on both sides"));
+        let col = |side: &str| side.as_ptr() as usize - raw.as_ptr() as usize + 1;
+        let (on_ops, conditions): (Vec<_>, Vec<_>) =
+            conditions.into_iter().partition(|(p, _)| OP_PREDICATES.iter().any(|(q, _)| q == p));
+        let mut class = class_var(lhs, rhs, &conditions)
+            .map_err(|(m, at)| err_at(file, n, at.map(|(side, k)| col(side) + k), m))?;
+        for (p, args) in &on_ops {
+            match &mut class {
+                Some((var, spec, ops)) if args[0] == *var => {
+                    ops.retain(|o| op_predicate(p, *o));
+                    if ops.is_empty() {
+                        return Err(err(file, n, format!("no op of class `{spec}` satisfies `{p}({var})`")));
+                    }
+                }
+                _ => return Err(err(file, n, format!("`{p}` takes the rule's op-class variable (`{p}(?f)`)"))),
+            }
         }
-        for side in [lhs, rhs] {
-            side.parse::<Pattern<Node>>().map_err(|e| err(file, n, format!("cannot parse `{side}`: {e}")))?;
+        // The class as `rules check` reports it, with the conditions on its ops.
+        let shown = class
+            .as_ref()
+            .map(|(var, spec, _)| on_ops.iter().fold(spec.clone(), |s, (p, _)| format!("{s} if {p}({var})")));
+        let members: Vec<Option<OpName>> = match &class {
+            Some((_, _, ops)) => ops.iter().map(|&o| Some(o)).collect(),
+            None => vec![None],
+        };
+        for member in members {
+            let (l, r) = match (&class, member) {
+                (Some((var, spec, _)), Some(op)) => {
+                    (instantiate(lhs, var, Some(spec), op), instantiate(rhs, var, None, op))
+                }
+                _ => (lhs.to_string(), rhs.to_string()),
+            };
+            let lv = vars_of(&l);
+            let rv = vars_of(&r);
+            for v in rv.iter().chain(conditions.iter().flat_map(|(_, a)| a.iter())) {
+                if !lv.contains(v) {
+                    return Err(err(file, n, format!("variable `{v}` is not bound by the left-hand side")));
+                }
+            }
+            if both_ways && !lv.iter().all(|v| rv.contains(v)) {
+                return Err(err(file, n, "a `<=>` rule must bind the same variables on both sides"));
+            }
+            for (side, text) in [(lhs, &l), (rhs, &r)] {
+                text.parse::<Pattern<Node>>().map_err(|e| err(file, n, format!("cannot parse `{text}`: {e}")))?;
+                check_arity(side, member).map_err(|(m, k)| err_at(file, n, Some(col(side) + k), m))?;
+            }
+            let (name, family) = match (&class, member) {
+                (Some(_), Some(op)) => {
+                    (format!("{name}[{op}]"), Some((name.clone(), shown.clone().unwrap_or_default())))
+                }
+                _ => (name.clone(), None),
+            };
+            out.push(RuleDef {
+                name,
+                file: file.to_string(),
+                line: n,
+                lhs: l,
+                rhs: r,
+                both_ways,
+                conditions: conditions.clone(),
+                real,
+                family,
+            });
         }
-        out.push(RuleDef {
-            name,
-            file: file.to_string(),
-            line: n,
-            lhs: lhs.to_string(),
-            rhs: rhs.to_string(),
-            both_ways,
-            conditions,
-            real,
-        });
     }
     Ok(out)
 }
@@ -377,4 +447,123 @@ pub fn to_rewrites(defs: &[RuleDef]) -> Result<Vec<Rewrite<Node, TermAnalysis>>,
         }
     }
     Ok(out)
+}
+
+/// The tokens of a pattern: `(`, `)` and words, each with its byte offset in `text`.
+fn tokens(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        if c == '(' || c == ')' || c.is_whitespace() {
+            if let Some(s) = start.take() {
+                out.push((s, &text[s..i]));
+            }
+            if !c.is_whitespace() {
+                out.push((i, &text[i..i + 1]));
+            }
+        } else if start.is_none() {
+            start = Some(i);
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, &text[s..]));
+    }
+    out
+}
+
+/// Where a rule error points: (the side's text, byte offset in it).
+type At<'a> = Option<(&'a str, usize)>;
+
+/// The op-class variable of a rule, if it has one: (`?f`, the class as written, its member ops). The class is
+/// written once, `?f:CLASS`, at the head of a left-hand pattern; `?f` may head other patterns on either side and
+/// stands nowhere else (not as an operand, not in a condition).
+#[allow(clippy::type_complexity)]
+fn class_var<'a>(
+    lhs: &'a str,
+    rhs: &'a str,
+    conditions: &[(String, Vec<String>)],
+) -> Result<Option<(String, String, Vec<OpName>)>, (String, At<'a>)> {
+    let classed = |side: &'a str| -> Vec<(usize, &'a str)> {
+        tokens(side).into_iter().filter(|(_, w)| w.starts_with('?') && w.contains(':')).collect()
+    };
+    if let Some(&(k, w)) = classed(rhs).first() {
+        return Err((
+            format!("write the op-class variable `{w}` without its class on the right (`(?f ...)`)"),
+            Some((rhs, k)),
+        ));
+    }
+    let found = classed(lhs);
+    let Some(&(k, word)) = found.first() else { return Ok(None) };
+    if let Some(&(k2, w2)) = found.get(1) {
+        return Err((format!("`{w2}`: a rule ranges over at most one op class"), Some((lhs, k2))));
+    }
+    let (var, spec) = word.split_once(':').expect("has a colon");
+    let (class, rule) = parse_class(spec).map_err(|m| (m, Some((lhs, k))))?;
+    for side in [lhs, rhs] {
+        let toks = tokens(side);
+        for (j, &(k, w)) in toks.iter().enumerate() {
+            if (w == var || w == word) && (j == 0 || toks[j - 1].1 != "(") {
+                return Err((
+                    format!(
+                        "`{w}` stands for an operator of class `{spec}`: it may only head a pattern, `({var} ...)`"
+                    ),
+                    Some((side, k)),
+                ));
+            }
+        }
+    }
+    if conditions.iter().any(|(_, args)| args.iter().any(|a| a == var)) {
+        return Err((format!("the op-class variable `{var}` cannot be a condition's argument"), None));
+    }
+    Ok(Some((var.to_string(), spec.to_string(), OpName::members(class, rule))))
+}
+
+/// `text` with the op-class variable (`var`, and `var:spec` where `spec` is given) replaced by `op`.
+fn instantiate(text: &str, var: &str, spec: Option<&str>, op: OpName) -> String {
+    let classed = spec.map(|s| format!("{var}:{s}"));
+    let mut out = text.to_string();
+    for (k, w) in tokens(text).into_iter().rev() {
+        if w == var || Some(w) == classed.as_deref() {
+            out.replace_range(k..k + w.len(), op.as_str());
+        }
+    }
+    out
+}
+
+/// Checks that every operator of a pattern has as many children as the op table says (`member` is the op the
+/// class variable stands for); on failure the message and the byte offset of the pattern at fault.
+fn check_arity(side: &str, member: Option<OpName>) -> Result<(), (String, usize)> {
+    // Per open parenthesis: its offset, its head word, its children so far.
+    let mut stack: Vec<(usize, Option<&str>, usize)> = Vec::new();
+    for (k, w) in tokens(side) {
+        match w {
+            "(" => stack.push((k, None, 0)),
+            ")" => {
+                let Some((at, head, n)) = stack.pop() else { return Ok(()) };
+                if let Some(top) = stack.last_mut() {
+                    top.2 += top.1.is_some() as usize;
+                    top.1 = top.1.or(Some(""));
+                }
+                let Some(head) = head else { continue };
+                let (op, via) = match (head.strip_prefix('?'), member) {
+                    (Some(_), Some(m)) => (Some(m), format!(" (`{head}` is `{m}` here)")),
+                    _ => (head.parse::<OpName>().ok(), String::new()),
+                };
+                if let Some(op) = op {
+                    if !op.arity().admits(n) {
+                        return Err((format!("`{op}` takes {} children, not {n}{via}", op.arity()), at));
+                    }
+                }
+            }
+            _ => {
+                if let Some(top) = stack.last_mut() {
+                    match top.1 {
+                        None => top.1 = Some(w),
+                        Some(_) => top.2 += 1,
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }

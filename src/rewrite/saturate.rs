@@ -89,8 +89,7 @@ impl egg::CostFunction<Node> for FusionCost {
         if matches!(enode, Node::Op(crate::ir::OpName::InView, _)) {
             total += 30.0;
         }
-        let elementwise = matches!(enode, Node::Op(op, _) if crate::ir::is_unary(*op) || crate::ir::is_binary(*op)
-            || matches!(op, crate::ir::OpName::Where | crate::ir::OpName::Clamp | crate::ir::OpName::Cast));
+        let elementwise = matches!(enode, Node::Op(op, _) if op.is_elementwise());
         FCost { total, elementwise }
     }
 }

@@ -24,7 +24,7 @@ use egg::{ENodeOrVar, Id, Language, Pattern, RecExpr, Var};
 use super::analysis::TermAnalysis;
 use super::rules::{check as predicate, RuleDef};
 use super::TermGraph;
-use crate::ir::{eval_program, node_types, verify, Builder, Node, OpName, Term, Ty};
+use crate::ir::{eval_program, node_types, verify, Builder, Node, OpClass, OpName, Term, Ty};
 use crate::tensor::{DType, Scalar, Tensor};
 
 pub use draw::Instance;
@@ -338,17 +338,12 @@ pub(crate) fn var_kinds(ast: &RecExpr<ENodeOrVar<Node>>) -> Result<BTreeMap<Var,
                 (Node::Assign(_), 2) => value,
                 (Node::View(_), 2) => Kind::Int,
                 (Node::Op(Where, _), 0) => Kind::Tensor { base: false, cond: true },
-                (Node::Op(op, _), _) if crate::ir::is_unary(*op) || crate::ir::is_binary(*op) => value,
+                (Node::Op(op, _), _) if matches!(op.class(), OpClass::Unary | OpClass::Binary) => value,
                 (Node::Op(Triu | Tril, _), 1) => Kind::Int,
                 (Node::Op(Where | Clamp | Matmul | Triu | Tril, _), _) => value,
-                (
-                    Node::Op(
-                        Sum | Mean | Prod | Amax | Amin | Any | All | MaxVal | MaxIdx | MinVal | MinIdx | Softmax
-                        | LogSoftmax | Cumsum | Cumprod | Reshape,
-                        _,
-                    ),
-                    0,
-                ) => value,
+                (Node::Op(op, _), 0) if matches!(op.class(), OpClass::Reduction | OpClass::Scan | OpClass::Reshape) => {
+                    value
+                }
                 (Node::Op(Cast, _), 1) => value,
                 (Node::Op(Cat, _), k) if k >= 1 => value,
                 (Node::Op(IAdd | ISub | IMul | IFloorDiv | IMod | ITensor, _), _) => Kind::Int,
