@@ -115,7 +115,8 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         ind.push_str("  ");
     }
     if let Some((b, mr)) = block {
-        if let Some(tiles) = super::gemm::tiled_rows(k, row, b, &ind) {
+        let tiles = super::gemm::tiled_rows(k, row, b, &ind).or_else(|| super::gemm::packed_rows(k, row, b, &ind));
+        if let Some(tiles) = tiles {
             s.push_str(&tiles);
             for _ in &outer {
                 ind.truncate(ind.len() - 2);
