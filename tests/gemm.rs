@@ -66,6 +66,10 @@ def packed_batched(x: f32[3, 5, 80], w: f32[80, 24]) -> f32[3, 5, 24]:
     return torch.sigmoid(x) @ w
 
 
+def softmax_sum(x: f32[2, 81, 40], m: f32[2, 40]) -> f32[2, 40]:
+    return torch.exp(x - m[:, None, :]).sum(dim=1)
+
+
 def two_sums(a: f32[5, 7, 6], b: f32[5, 7, 10]) -> f32[6, 10]:
     return (a[:, :, :, None] * b[:, :, None, :]).sum(dim=(0, 1))
 "#;
@@ -87,7 +91,9 @@ fn rendered(func: &str) -> (funcfuse::frontend::Module, String) {
 fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
     // (program, the layout's mark in the source, blocked rows per pass). Packed (a reduction over more than 64
     // indices): the column operand, prologue and all, packed 16 row elements wide, then blocks of up to 6 outputs
-    // of the block variable (and a shorter last block) with their 4 partial sums each in registers. Tiled: `mr` outputs of the block variable
+    // of the block variable (and a shorter last block) with their 4 partial sums each in registers. A row
+    // operand that does not move with the reduction (the softmax's maximum) is computed once per row element
+    // into `h0` before the reduction. Tiled: `mr` outputs of the block variable
     // times a tile of 16 row elements (or the shorter last tile) in registers; blocked (a reduction over several
     // variables): `mr` outputs per pass over the row operand; dot: 16 partial sums over chunks of the contiguous
     // reduction. The crop mask (an and of comparisons) converts to float as a select, which GCC vectorizes.
@@ -103,6 +109,7 @@ fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
         ("packed_swapped", "float pk[70][16]", "float acc[4][3][8]"),
         ("packed_batched", "float pk[80][16]", "float acc[4][5][8]"),
         ("gemv", "float acc[4][70]", "part[i1] +="),
+        ("softmax_sum", "float acc[4][40]", "float h0[40];"),
         ("matvec", "double acc[16];", "acc[i1 - 32] +="),
         ("scores", "double acc[16];", "c += 16"),
         ("row_mean", "double acc[16];", "/ 35.0"),
