@@ -54,6 +54,22 @@ def tiled_masks(p: f32[1, 5, 6, 19], c: f32[10, 5], box: f32[10, 4]) -> f32[6, 1
     return m * inside.float()
 
 
+def packed(a: f32[9, 70], b: f32[70, 40], bias: f32[40]) -> f32[9, 40]:
+    return torch.relu(a @ (b * 0.5) + bias)
+
+
+def packed_swapped(b: f32[70, 40], a: f32[9, 70]) -> f32[40, 9]:
+    return torch.tanh(b.t() @ a.t())
+
+
+def packed_batched(x: f32[3, 5, 80], w: f32[80, 24]) -> f32[3, 5, 24]:
+    return torch.sigmoid(x) @ w
+
+
+def softmax_sum(x: f32[2, 81, 40], m: f32[2, 40]) -> f32[2, 40]:
+    return torch.exp(x - m[:, None, :]).sum(dim=1)
+
+
 def two_sums(a: f32[5, 7, 6], b: f32[5, 7, 10]) -> f32[6, 10]:
     return (a[:, :, :, None] * b[:, :, None, :]).sum(dim=(0, 1))
 "#;
@@ -73,7 +89,11 @@ fn rendered(func: &str) -> (funcfuse::frontend::Module, String) {
 
 #[test]
 fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
-    // (program, the layout's mark in the source, blocked rows per pass). Tiled: `mr` outputs of the block variable
+    // (program, the layout's mark in the source, blocked rows per pass). Packed (a reduction over more than 64
+    // indices): the column operand, prologue and all, packed 16 row elements wide, then blocks of up to 6 outputs
+    // of the block variable (and a shorter last block) with their 4 partial sums each in registers. A row
+    // operand that does not move with the reduction (the softmax's maximum) is computed once per row element
+    // into `h0` before the reduction. Tiled: `mr` outputs of the block variable
     // times a tile of 16 row elements (or the shorter last tile) in registers; blocked (a reduction over several
     // variables): `mr` outputs per pass over the row operand; dot: 16 partial sums over chunks of the contiguous
     // reduction. The crop mask (an and of comparisons) converts to float as a select, which GCC vectorizes.
@@ -85,7 +105,11 @@ fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
         ("tiled_short", "bb += 6", "float acc[6][4]"),
         ("tiled_masks", "float acc[", "? (float)1 : (float)0"),
         ("two_sums", "bb += 6", "acc[6][4][10]"),
+        ("packed", "float pk[70][16]", "const int64_t bb = 6;"),
+        ("packed_swapped", "float pk[70][16]", "float acc[4][3][8]"),
+        ("packed_batched", "float pk[80][16]", "float acc[4][5][8]"),
         ("gemv", "float acc[4][70]", "part[i1] +="),
+        ("softmax_sum", "float acc[4][40]", "float h0[40];"),
         ("matvec", "double acc[16];", "acc[i1 - 32] +="),
         ("scores", "double acc[16];", "c += 16"),
         ("row_mean", "double acc[16];", "/ 35.0"),
@@ -110,29 +134,44 @@ fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
 fn blocked_rows_give_the_unblocked_bits() {
     // The blocked layout folds each output's products in the same order as the row layout does for one output
     // at a time: rows of the same matmul computed alone (a [1, K] @ [K, N] GEMV, never blocked) match exactly.
-    let (module, c) = rendered("blocked");
-    assert!(c.contains("bb += 5"), "{c}");
-    let inputs = common::seeded_inputs(&module, "blocked", 3);
-    let f = common::optimized(&module, "blocked").unwrap();
+    same_bits_as_one_row("blocked", (20, 40, 48), "bb += 5");
+}
+
+#[test]
+fn packed_rows_give_the_unblocked_bits() {
+    // So does the packed layout (the column operand's prologue stored as the f32 the product rounds it to), in
+    // full blocks and in the shorter last one.
+    same_bits_as_one_row("packed", (9, 70, 40), "float pk[70][16]");
+}
+
+/// Runs `func` (`relu(a @ (b * 0.5) + bias)` with `a: [m, k]`, `b: [k, n]`), whose source must contain `mark`,
+/// and checks rows of its result against the same matmul of one row.
+fn same_bits_as_one_row(func: &str, (m, k, n): (usize, usize, usize), mark: &str) {
+    let (module, c) = rendered(func);
+    assert!(c.contains(mark), "{c}");
+    let inputs = common::seeded_inputs(&module, func, 3);
+    let f = common::optimized(&module, func).unwrap();
     let (all, _) = funcfuse::backend::run_c(&f, Policy::Fused, &inputs).unwrap();
     let all = common::output_files(&all).into_values().next().unwrap().to_f64_vec();
     let (a, b, bias) = (&inputs["a"], &inputs["b"], &inputs["bias"]);
-    let dir = common::scratch("gemm", "one_row");
+    let dir = common::scratch("gemm", &format!("one_row_{func}"));
     let path = common::program(
         &dir,
-        "def one_row(a: f32[1, 40], b: f32[40, 48], bias: f32[48]) -> f32[1, 48]:\n    return torch.relu(a @ (b * \
-         0.5) + bias)\n",
+        &format!(
+            "def one_row(a: f32[1, {k}], b: f32[{k}, {n}], bias: f32[{n}]) -> f32[1, {n}]:\n    return \
+             torch.relu(a @ (b * 0.5) + bias)\n"
+        ),
     );
     let one = funcfuse::frontend::load_module(&path).unwrap();
     let g = common::optimized(&one, "one_row").unwrap();
     let av = a.to_f64_vec();
-    for r in [0usize, 7, 19] {
-        let row = funcfuse::tensor::Tensor::from_f64(funcfuse::tensor::DType::F32, &[1, 40], &av[r * 40..r * 40 + 40])
-            .unwrap();
+    for r in [0usize, m / 2, m - 1] {
+        let row =
+            funcfuse::tensor::Tensor::from_f64(funcfuse::tensor::DType::F32, &[1, k], &av[r * k..r * k + k]).unwrap();
         let ins =
             BTreeMap::from([("a".to_string(), row), ("b".to_string(), b.clone()), ("bias".to_string(), bias.clone())]);
         let (out, _) = funcfuse::backend::run_c(&g, Policy::Fused, &ins).unwrap();
         let got = common::output_files(&out).into_values().next().unwrap().to_f64_vec();
-        assert_eq!(got, all[r * 48..r * 48 + 48], "row {r}");
+        assert_eq!(got, all[r * n..r * n + n], "{func}: row {r}");
     }
 }

@@ -7,8 +7,9 @@
 use std::fmt::Write;
 
 use super::source::store_result;
-use crate::lower::index::Atom;
+use crate::lower::index::{Atom, Idx};
 use crate::lower::kernel::{render, Expr, Kernel, RedOp};
+use crate::tensor::ops::Binary;
 use crate::tensor::DType;
 
 /// Partial sums of a dot product: a chunk of this many consecutive reduction indices is one vector iteration
@@ -275,4 +276,167 @@ fn tile(
     );
     let _ = writeln!(s, "{ind}}}");
     s
+}
+
+/// Values of the block variable per block of the packed layout: its `LANES * PACKED_MR` vector accumulators
+/// (24) leave registers for the panel's vector and the products (32 AVX-512 registers).
+pub const PACKED_MR: usize = 6;
+
+/// The longest reduction the packed layout takes: its panel of [`TILE`] row elements per reduction index stays
+/// within 64 KiB of stack.
+pub const PACKED_MAX_K: usize = 1024;
+
+/// The row layout of an f32 sum blocked by `b` (see [`block_var`]) for a reduction longer than the tiled layout
+/// takes, where the summand is a product `x * y` computed in f32 with `x` independent of the row variable and `y`
+/// independent of `b` (a matmul with its prologues: `x` the row operand's, `y` the column operand's). For each
+/// tile of [`TILE`] row elements, `y` is evaluated once per reduction index into a contiguous panel (packing: the
+/// column operand's rows lie a whole row apart, and a tile walking them strided thrashed L1 on rows 4 KiB or 8 KiB
+/// apart), and then every block of [`PACKED_MR`] values of `b` (and a shorter last block) reduces over the panel,
+/// which stays in L1 (or L2) while the blocks go by, with all its accumulators in registers (see
+/// [`packed_block`]). Each output folds the same products (`y` is stored as the f32 the product rounds it to) in
+/// the same lane order as the blocked and tiled layouts: the same bits. `None` where this does not apply (the
+/// summand is not such a product, or the reduction has several variables of extent over 1 or more than
+/// [`PACKED_MAX_K`] indices).
+pub fn packed_rows(k: &Kernel, row: usize, b: usize, ind: &str) -> Option<String> {
+    let red = k.reduce.as_ref()?;
+    let nontrivial: Vec<usize> = (0..red.extents.len()).filter(|&j| red.extents[j] > 1).collect();
+    let &[j] = nontrivial.as_slice() else { return None };
+    let (kv, kn) = (k.domain.len() + j, red.extents[j]);
+    if kn > PACKED_MAX_K {
+        return None;
+    }
+    let Expr::Binary(Binary::Mul, DType::F32, out, x, y) = &k.value else { return None };
+    // The operand packed per row element (independent of `b`) and the one per value of `b` (of the row).
+    let pack_y = !uses_var(y, b) && !uses_var(x, row);
+    let (per_b, packed) = if pack_y {
+        (x, y)
+    } else if !uses_var(x, b) && !uses_var(y, row) {
+        (y, x)
+    } else {
+        return None;
+    };
+    if packed.dtype() != DType::F32 || per_b.dtype() != DType::F32 {
+        return None;
+    }
+    let mr = k.domain[b].min(PACKED_MR);
+    // The panel is argument `panel_arg` (past the kernel's own), read at `TILE * i<kv> + i<col>` with `col` a
+    // variable past the kernel's.
+    let (panel_arg, col) = (k.args.len(), k.domain.len() + red.extents.len());
+    let at = Idx::var(kv, kn).scale(TILE as i64).add(&Idx::var(col, TILE));
+    let panel = Box::new(Expr::Load { arg: panel_arg, at, dtype: DType::F32 });
+    let (l, r) = if pack_y { (x.clone(), panel) } else { (panel, y.clone()) };
+    let product = render(&Expr::Binary(Binary::Mul, DType::F32, *out, l, r), "a");
+    let n = k.domain[row];
+    let lanes = super::source::LANES;
+    let full = n / TILE;
+    let mut s = String::new();
+    let _ = writeln!(s, "{ind}{{\n{ind}  float pk[{kn}][{TILE}];\n{ind}  const float* a{panel_arg} = &pk[0][0];");
+    let ind1 = format!("{ind}  ");
+    let ctx = Packed { row, b, mr, kv, kn, lanes, col, y: render(packed, "a"), product };
+    if full > 0 {
+        let _ = writeln!(s, "{ind1}for (int64_t w0 = 0; w0 < {}; w0 += {TILE}) {{", full * TILE);
+        s.push_str(&packed_tile(k, &ctx, ("w0", TILE), &format!("{ind1}  ")));
+        let _ = writeln!(s, "{ind1}}}");
+    }
+    if n % TILE != 0 {
+        s.push_str(&packed_tile(k, &ctx, (&(full * TILE).to_string(), n % TILE), &ind1));
+    }
+    let _ = writeln!(s, "{ind}}}");
+    Some(s)
+}
+
+/// What [`packed_tile`] renders with: the row, block and reduction variables (`mr` values of `b` per block, `kn`
+/// reduction indices in `lanes` partial sums), the panel's column variable, and the packed operand `y` and the
+/// product (reading the panel) as C.
+struct Packed {
+    row: usize,
+    b: usize,
+    mr: usize,
+    kv: usize,
+    kn: usize,
+    lanes: usize,
+    col: usize,
+    y: String,
+    product: String,
+}
+
+/// One tile of [`packed_rows`]: row elements `w0 .. w0 + w` packed into the panel, then every block of `b`
+/// reduced over it in registers and stored (through the epilogue), row element innermost.
+fn packed_tile(k: &Kernel, c: &Packed, (w0, w): (&str, usize), ind: &str) -> String {
+    let Packed { row, b, mr, kv, kn, .. } = *c;
+    let mut s = String::new();
+    let _ = writeln!(s, "{ind}for (int64_t i{kv} = 0; i{kv} < {kn}; i{kv}++) {{");
+    // See `c.rs`'s inner_loop_pragmas: GCC 12.2 miscompiled selects in short loops it unrolled completely.
+    let _ = writeln!(s, "{ind}  #pragma GCC unroll 1\n{ind}  FF_SIMD");
+    let _ = writeln!(
+        s,
+        "{ind}  for (int w = 0; w < {w}; w++) {{ int64_t i{row} = {w0} + w; pk[i{kv}][w] = (float)({}); }}\n{ind}}}",
+        c.y
+    );
+    let e = k.domain[b];
+    let tail = e % mr;
+    if e >= mr {
+        let _ = writeln!(s, "{ind}for (int64_t bb = 0; bb < {}; bb += {mr}) {{", e - tail);
+        s.push_str(&packed_block(k, c, (w0, w), mr, &format!("{ind}  ")));
+        let _ = writeln!(s, "{ind}}}");
+    }
+    if tail > 0 {
+        let _ = writeln!(s, "{ind}{{\n{ind}  const int64_t bb = {};", e - tail);
+        s.push_str(&packed_block(k, c, (w0, w), tail, &format!("{ind}  ")));
+        let _ = writeln!(s, "{ind}}}");
+    }
+    s
+}
+
+/// `m` values of `b` from `bb` on over one packed tile: the `lanes` partial sums of each output are all live at
+/// once (`lanes * m` vector accumulators), the reduction index walking the panel in order and going round the
+/// lanes, so that the adds of consecutive indices do not wait on one another.
+fn packed_block(k: &Kernel, c: &Packed, (w0, w): (&str, usize), m: usize, ind: &str) -> String {
+    let red = k.reduce.as_ref().expect("a reduction");
+    let Packed { row, b, kv, kn, lanes, col, .. } = *c;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{ind}float acc[{lanes}][{m}][{w}];\n{ind}for (int l = 0; l < {lanes}; l++) for (int r = 0; r < {m}; r++) \
+         for (int w = 0; w < {w}; w++) acc[l][r][w] = 0.0f;"
+    );
+    let updates = |s: &mut String, first: &str, lanes_here: usize, ind: &str| {
+        let _ = writeln!(s, "{ind}#pragma GCC unroll 1\n{ind}FF_SIMD");
+        let _ = writeln!(s, "{ind}for (int w = 0; w < {w}; w++) {{\n{ind}  int64_t i{col} = w;");
+        for l in 0..lanes_here {
+            let _ = write!(s, "{ind}  {{ int64_t i{kv} = {first} + {l};");
+            for r in 0..m {
+                let _ = write!(s, " {{ int64_t i{b} = bb + {r}; acc[{l}][{r}][w] += (float)({}); }}", c.product);
+            }
+            let _ = writeln!(s, " }}");
+        }
+        let _ = writeln!(s, "{ind}}}");
+    };
+    let full = kn - kn % lanes;
+    if full > 0 {
+        let _ = writeln!(s, "{ind}for (int64_t q = 0; q < {full}; q += {lanes}) {{");
+        updates(&mut s, "q", lanes, &format!("{ind}  "));
+        let _ = writeln!(s, "{ind}}}");
+    }
+    if kn % lanes > 0 {
+        updates(&mut s, &full.to_string(), kn % lanes, ind);
+    }
+    let parts: Vec<String> = (0..lanes).map(|j| format!("acc[{j}][r][w]")).collect();
+    let total = format!("(({}) + ({}))", parts[..lanes / 2].join(" + "), parts[lanes / 2..].join(" + "));
+    let count: usize = red.extents.iter().product();
+    let fin = if red.op == RedOp::Mean { format!("{total} / {count}.0") } else { total };
+    let _ = writeln!(
+        s,
+        "{ind}for (int r = 0; r < {m}; r++) {{ int64_t i{b} = bb + r; for (int w = 0; w < {w}; w++) {{ int64_t \
+         i{row} = {w0} + w; {} }} }}",
+        store_result(k, &fin)
+    );
+    s
+}
+
+/// Whether `e` depends on loop variable `v` (through a load's or gather's index, or as a value).
+fn uses_var(e: &Expr, v: usize) -> bool {
+    let mut loads = Vec::new();
+    load_idxs(e, &mut loads);
+    loads.iter().any(|i| i.mentions(v)) || mentions_as_value(e, v)
 }

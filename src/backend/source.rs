@@ -115,7 +115,8 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         ind.push_str("  ");
     }
     if let Some((b, mr)) = block {
-        if let Some(tiles) = super::gemm::tiled_rows(k, row, b, &ind) {
+        let tiles = super::gemm::tiled_rows(k, row, b, &ind).or_else(|| super::gemm::packed_rows(k, row, b, &ind));
+        if let Some(tiles) = tiles {
             s.push_str(&tiles);
             for _ in &outer {
                 ind.truncate(ind.len() - 2);
@@ -125,6 +126,8 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         }
         return Some(blocked_rows(k, row, (b, mr), count, s, ind, outer.len()));
     }
+    let (pre, value) = hoist_row_operands(k, row, &ind);
+    s.push_str(&pre);
     let init = match red.op {
         RedOp::Max | RedOp::ArgMax => "-INFINITY",
         RedOp::Min | RedOp::ArgMin => "INFINITY",
@@ -184,14 +187,12 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     if lanes > 1 {
         let _ = writeln!(
             s,
-            "{inner_ind}FF_SIMD\n{inner_ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) part[i{row}] += (float)({});",
-            render(&k.value, "a")
+            "{inner_ind}FF_SIMD\n{inner_ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) part[i{row}] += (float)({value});"
         );
     } else {
         let _ = writeln!(
             s,
-            "{inner_ind}FF_SIMD\n{inner_ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) {{ double v = (double)({}); {update} }}",
-            render(&k.value, "a")
+            "{inner_ind}FF_SIMD\n{inner_ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) {{ double v = (double)({value}); {update} }}"
         );
     }
     for _ in &red.extents {
@@ -216,6 +217,81 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         let _ = writeln!(s, "{ind}}}");
     }
     Some(s)
+}
+
+/// At most this many operands are hoisted per kernel (each an array of up to 8192 floats on the stack).
+const MAX_HOISTED: usize = 4;
+
+/// For the row layout over `row`: the summand of `k` as C, with every f32 operand that reads memory but does not
+/// depend on the reduction's variables (a softmax's row maximum, read at a stride for each reduction index) computed
+/// once per row element before the reduction, into an array read as argument `a<n>` past the kernel's own; and the
+/// statements that compute those arrays (at indent `ind`). The array holds the f32 the operand's expression
+/// rounds to, so the summand's value is unchanged.
+fn hoist_row_operands(k: &Kernel, row: usize, ind: &str) -> (String, String) {
+    let red = k.reduce.as_ref().expect("a reduction");
+    let reduction: Vec<usize> = (0..red.extents.len()).map(|j| k.domain.len() + j).collect();
+    let n = k.domain[row];
+    let mut hoisted = Vec::new();
+    let value = hoist(&k.value, &reduction, &mut |e: &Expr| {
+        if hoisted.len() == MAX_HOISTED {
+            return e.clone();
+        }
+        let arg = k.args.len() + hoisted.len();
+        hoisted.push(render(e, "a"));
+        Expr::Load { arg, at: Idx::var(row, n), dtype: DType::F32 }
+    });
+    let mut s = String::new();
+    for (j, e) in hoisted.iter().enumerate() {
+        let arg = k.args.len() + j;
+        let _ = writeln!(s, "{ind}float h{j}[{n}]; const float* a{arg} = h{j};");
+        let _ = writeln!(s, "{ind}#pragma GCC unroll 1\n{ind}FF_SIMD");
+        let _ = writeln!(s, "{ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) h{j}[i{row}] = (float)({e});");
+    }
+    (s, render(&value, "a"))
+}
+
+/// `e` with each largest f32 sub-expression that reads memory (a load or gather), mentions none of the `vars` and
+/// is evaluated wherever `e` is (not in an arm of a select) replaced by `put(sub-expression)`.
+fn hoist(e: &Expr, vars: &[usize], put: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
+    if e.dtype() == DType::F32 && reads_memory(e) && !vars.iter().any(|&v| mentions(e, v)) {
+        return put(e);
+    }
+    match e {
+        Expr::Unary(op, d, a) => Expr::Unary(*op, *d, Box::new(hoist(a, vars, put))),
+        Expr::Cast(d, a) => Expr::Cast(*d, Box::new(hoist(a, vars, put))),
+        Expr::Binary(op, c, d, a, b) => {
+            let a = hoist(a, vars, put);
+            Expr::Binary(*op, *c, *d, Box::new(a), Box::new(hoist(b, vars, put)))
+        }
+        // Only the condition: an arm is evaluated where the condition selects it (a load through a view may be
+        // in bounds only there).
+        Expr::Where(c, a, b) => Expr::Where(Box::new(hoist(c, vars, put)), a.clone(), b.clone()),
+        _ => e.clone(),
+    }
+}
+
+/// Whether `e` loads or gathers from a buffer.
+fn reads_memory(e: &Expr) -> bool {
+    match e {
+        Expr::Load { .. } | Expr::Gather { .. } => true,
+        Expr::Unary(_, _, a) | Expr::Cast(_, a) => reads_memory(a),
+        Expr::Binary(_, _, _, a, b) => reads_memory(a) || reads_memory(b),
+        Expr::Where(c, a, b) => reads_memory(c) || reads_memory(a) || reads_memory(b),
+        _ => false,
+    }
+}
+
+/// Whether `e` depends on loop variable `v` (through an index it reads at, or as a value).
+fn mentions(e: &Expr, v: usize) -> bool {
+    match e {
+        Expr::Load { at, .. } => at.mentions(v),
+        Expr::Gather { at, index, .. } => at.mentions(v) || mentions(index, v),
+        Expr::Index(i) | Expr::NonNeg(i) => i.mentions(v),
+        Expr::Unary(_, _, a) | Expr::Cast(_, a) => mentions(a, v),
+        Expr::Binary(_, _, _, a, b) => mentions(a, v) || mentions(b, v),
+        Expr::Where(c, a, b) => mentions(c, v) || mentions(a, v) || mentions(b, v),
+        Expr::Const(..) | Expr::Acc(_) => false,
+    }
 }
 
 /// Partial sums per output of an f32 row sum.

@@ -188,8 +188,8 @@ pub fn c_type(d: DType) -> &'static str {
 
 /// Helpers every kernel source starts with (valid C and CUDA C; `FF_FN` is `static inline` or `__device__`).
 pub const PRELUDE: &str = r#"
-FF_FN int64_t ff_div(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
-FF_FN int64_t ff_mod(int64_t a, int64_t b) { int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+FF_FN int64_t ff_div(int64_t a, int64_t b) { int64_t q = a / b; return q - (int64_t)((a % b != 0) & ((a < 0) != (b < 0))); }
+FF_FN int64_t ff_mod(int64_t a, int64_t b) { int64_t r = a % b; return r + (b & -(int64_t)((r != 0) & ((r < 0) != (b < 0)))); }
 FF_FN double ff_floordiv(double a, double b) {
   if (b == 0.0) return a / b;
   double m = fmod(a, b), d = (a - m) / b;
