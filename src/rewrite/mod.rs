@@ -1,9 +1,10 @@
 //! The e-graph over the term language (egg `=0.11.0`).
 //!
-//! This is the first part of the optimizer: an e-class analysis that knows every class's dtype and static shape (and
-//! the literal a literal class holds), so that conditions on rewrites can ask for them. A union of two classes of
-//! different types is recorded as a conflict (an unsound rewrite) and never panics.
-//! Deliberately absent so far: rule files, saturation phases and extraction (issue #4).
+//! An e-class analysis that knows every class's dtype and static shape (and the literal a literal class holds), so
+//! that conditions on rewrites can ask for them; a union of two classes of different types is recorded as a conflict
+//! (an unsound rewrite) and never panics. Around it: the text rules and their loader and checker (`rules`, `check`,
+//! `usable`), the Rust rewrites on loops and views (`vectorize`, `hoist`, `interchange`, `compose`, `cover`), and
+//! saturation in phases with extraction among candidate terms and a search of the last e-graph (`saturate`).
 
 mod analysis;
 mod batch;
