@@ -27,6 +27,17 @@ pub struct Tried {
     pub agrees: bool,
 }
 
+/// A candidate loaded for timing: its index in `alternatives`, plan, loaded kernels, what its checked run did, and
+/// its timed runs so far.
+struct Candidate {
+    index: usize,
+    plan: crate::lower::Plan,
+    dev: crate::backend::Loaded,
+    stats: crate::lower::exec::Stats,
+    agrees: bool,
+    times: Vec<f64>,
+}
+
 /// Measures the `k` best-predicted distinct candidates of `o` (`runs` timed runs each, the median) and makes the
 /// fastest `o`'s term and choice. Returns what was tried, in predicted order.
 pub fn autotune(
@@ -67,7 +78,7 @@ pub fn autotune(
     let mut loaded = Vec::new();
     let mut reference: Option<Vec<crate::tensor::Tensor>> = None;
     for &i in &picked {
-        let (name, term) = &o.alternatives[i];
+        let term = &o.alternatives[i].1;
         crate::limits::check()?;
         let p = crate::lower::plan_for(term, &f.inputs, Policy::Fused, profile)?;
         let mut dev = crate::backend::Loaded::new(&p, target)?;
@@ -82,27 +93,27 @@ pub fn autotune(
         if reference.is_none() {
             reference = Some(out);
         }
-        loaded.push((i, name.clone(), p, dev, stats, agrees, Vec::new()));
+        loaded.push(Candidate { index: i, plan: p, dev, stats, agrees, times: Vec::new() });
     }
     for _ in 0..runs.max(1) {
-        for (_, _, p, dev, _, _, times) in loaded.iter_mut() {
+        for c in loaded.iter_mut() {
             crate::limits::check()?;
             let set = fresh();
             let t = Instant::now();
-            dev.run(p, &set)?;
-            times.push(t.elapsed().as_secs_f64());
+            c.dev.run(&c.plan, &set)?;
+            c.times.push(t.elapsed().as_secs_f64());
         }
     }
     let mut tried = Vec::new();
-    for (i, name, _, _, stats, agrees, mut times) in loaded {
-        times.sort_by(f64::total_cmp);
+    for mut c in loaded {
+        c.times.sort_by(f64::total_cmp);
         tried.push(Tried {
-            candidate: name,
-            predicted_s: cost(i),
-            predicted_class_s: profile.predict(&stats),
-            measured_s: times[times.len() / 2],
-            features: stats.by_class,
-            agrees,
+            candidate: o.alternatives[c.index].0.clone(),
+            predicted_s: cost(c.index),
+            predicted_class_s: profile.predict(&c.stats),
+            measured_s: c.times[c.times.len() / 2],
+            features: c.stats.by_class,
+            agrees: c.agrees,
         });
     }
     let best = tried

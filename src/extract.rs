@@ -240,16 +240,9 @@ pub fn plan_search<N: Analysis<Node>>(
     mut price: impl FnMut(&Term) -> Option<f64>,
 ) -> Option<(Choice, f64, SearchStats)> {
     let root = g.find(root);
-    let (mut best, mut best_cost) = seeds
-        .iter()
-        .filter(|(c, _)| dag_cost(g, c, root).is_some())
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(c, p)| (c.clone(), *p))?;
-    let mut seen: HashSet<Vec<Node>> = seeds
-        .iter()
-        .filter(|(c, _)| dag_cost(g, c, root).is_some())
-        .map(|(c, _)| build(g, c, root).as_ref().to_vec())
-        .collect();
+    let acyclic: Vec<&(Choice, f64)> = seeds.iter().filter(|(c, _)| dag_cost(g, c, root).is_some()).collect();
+    let (mut best, mut best_cost) = acyclic.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|(c, p)| (c.clone(), *p))?;
+    let mut seen: HashSet<Vec<Node>> = acyclic.iter().map(|(c, _)| build(g, c, root).as_ref().to_vec()).collect();
     let mut stats = SearchStats::default();
     let mut nodes_spent = 0usize;
     loop {

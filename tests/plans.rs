@@ -96,8 +96,9 @@ fn plan_search_keeps_what_prices_cheaper_within_its_budget() {
     // Each priced term once, never the seed's.
     assert!(!priced.contains(&build(&g, &seed, root).to_string()));
     let mut unique = priced.clone();
+    unique.sort();
     unique.dedup();
-    assert_eq!(unique, priced);
+    assert_eq!(unique.len(), priced.len(), "{priced:?}");
     // No budget: the seed comes back, and the search says its budget stopped it.
     let none = Budget { candidates: 0, nodes: 0 };
     let (kept, p, stats) = plan_search(&g, root, &[(seed.clone(), seed_price)], none, |t| Some(size(t))).unwrap();

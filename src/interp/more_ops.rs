@@ -387,12 +387,12 @@ fn bce_args(a: &Args) -> AResult<(Tensor, Tensor, &'static str)> {
     }
     let reduction = match a.opt(usize::MAX, "reduction") {
         None => "mean",
-        Some(Value::Str(s)) if matches!(s.as_ref(), "none" | "mean" | "sum") => match s.as_ref() {
+        Some(Value::Str(s)) => match s.as_ref() {
             "none" => "none",
+            "mean" => "mean",
             "sum" => "sum",
-            _ => "mean",
+            other => return Err(format!("{other} is not a valid value for reduction")),
         },
-        Some(Value::Str(s)) => return Err(format!("{s} is not a valid value for reduction")),
         Some(other) => {
             return Err(format!(
                 "binary_cross_entropy_with_logits(): argument 'reduction' must be str, not {}",
