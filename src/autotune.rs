@@ -17,9 +17,9 @@ use crate::rewrite::saturate::Optimized;
 #[derive(Clone, Debug)]
 pub struct Tried {
     pub candidate: String,
-    /// The plan's predicted seconds as extraction priced it (the planning figures).
+    /// The plan's cost as extraction priced it ([`crate::lower::estimate::decision_cost`]).
     pub predicted_s: f64,
-    /// The profile's prediction for what the run did, class by class.
+    /// The profile's prediction for what its checked run did (its own trip counts and arms), class by class.
     pub predicted_class_s: f64,
     pub measured_s: f64,
     pub features: [ClassStats; N],

@@ -60,6 +60,13 @@ pub struct Timings {
     pub render: f64,
 }
 
+impl Timings {
+    /// The program's whole optimization time, every stage together.
+    pub fn total(&self) -> f64 {
+        self.functionalize + self.saturate + self.plan + self.render
+    }
+}
+
 /// What happened to one program.
 #[derive(Clone, Debug)]
 pub enum Outcome {

@@ -54,10 +54,12 @@ pub fn text(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estim
     for why in crate::rewrite::vectorize::why_loops_stay(&r.optimized.term, &r.functional.inputs) {
         let _ = writeln!(s, "  {why}");
     }
-    // Extraction decides by the planning cost (`lower::estimate::planning_cost`), not the figures below; labelled as such.
-    let _ = writeln!(s, "  extraction: chose `{}` by planning cost among:", r.optimized.chosen);
+    // Extraction decides by `lower::estimate::decision_cost`: the predicted time below, or with a profile of three
+    // numbers only, the planning cost; labelled as such.
+    let by = r.optimized.decided_by;
+    let _ = writeln!(s, "  extraction: chose `{}` by {by} among:", r.optimized.chosen);
     for (name, cost) in &r.optimized.candidates {
-        let _ = writeln!(s, "    {name:<11} planning cost {:.4} ms", cost * 1e3);
+        let _ = writeln!(s, "    {name:<11} {by} {:.4} ms", cost * 1e3);
     }
     let _ = writeln!(s, "  search: {}", r.optimized.search);
     let _ = writeln!(s, "  plans (predicted with {which}):");
@@ -113,16 +115,17 @@ pub fn record(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Est
     record
 }
 
-/// `explain --measure`: each distinct extraction candidate's planning cost and measured time on the C backend, in
-/// predicted order (candidates whose term equals an earlier one are not run again).
-pub fn measured_text(tried: &[crate::autotune::Tried], runs: usize) -> String {
+/// `explain --measure`: each distinct extraction candidate's decision cost (`by` names it), the prediction for what
+/// its checked run did, and its measured time on the C backend, in predicted order (candidates whose term equals an
+/// earlier one are not run again).
+pub fn measured_text(tried: &[crate::autotune::Tried], runs: usize, by: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "  candidates measured on the C backend (random inputs, median of {runs} runs):");
     for t in tried {
         let note = if t.agrees { "" } else { "  (outputs differ from the first candidate's!)" };
         let _ = writeln!(
             s,
-            "    {:<11} planning cost {:.4} ms, predicted {:.4} ms, measured {:.4} ms{note}",
+            "    {:<11} {by} {:.4} ms, predicted for its run {:.4} ms, measured {:.4} ms{note}",
             t.candidate,
             t.predicted_s * 1e3,
             t.predicted_class_s * 1e3,

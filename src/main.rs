@@ -99,7 +99,7 @@ enum Cmd {
         #[arg(long)]
         costs: Option<PathBuf>,
         /// Also run every distinct extraction candidate on the C backend (on random inputs, the median of RUNS timed
-        /// runs after a checked one) and print its measured time beside its planning cost.
+        /// runs after a checked one) and print its measured time beside its predicted cost.
         #[arg(long, value_name = "RUNS", num_args = 0..=1, default_missing_value = "7")]
         measure: Option<usize>,
     },

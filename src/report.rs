@@ -146,9 +146,12 @@ fn stages(timings: &[Option<Timings>]) -> String {
 /// The self-contained HTML report (no scripts, no network).
 /// `links` gives, per record, the program's output folder relative to the report (its plan, kernels and record).
 pub fn html(records: &[Value], timings: &[Option<Timings>], links: &[Option<String>]) -> String {
-    let links: Vec<(&Value, Option<&str>)> =
-        records.iter().enumerate().map(|(i, r)| (r, links.get(i).and_then(|l| l.as_deref()))).collect();
-    let links: Vec<(&Value, Option<&str>)> = links.into_iter().filter(|(r, _)| r["status"] == "ok").collect();
+    let rows: Vec<Row> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r, links.get(i).and_then(|l| l.as_deref()), timings.get(i).copied().flatten()))
+        .filter(|(r, _, _)| r["status"] == "ok")
+        .collect();
     let ok: Vec<&Value> = records.iter().filter(|r| r["status"] == "ok").collect();
     let failed: Vec<&Value> = records.iter().filter(|r| r["status"] != "ok").collect();
     let mut s = String::from(
@@ -163,7 +166,7 @@ pub fn html(records: &[Value], timings: &[Option<Timings>], links: &[Option<Stri
         failed.len()
     );
     s.push_str(&headline(&ok));
-    s.push_str(&table(&links));
+    s.push_str(&table(&rows));
     s.push_str("<h2>Kernel launches per program (predicted, log scale)</h2>\n");
     s.push_str(&bars(&ok, "kernels", "launches", 1.0));
     s.push_str("<h2>Predicted time per program (ms, cost profile, log scale)</h2>\n");
@@ -217,9 +220,12 @@ fn headline(ok: &[&Value]) -> String {
     s
 }
 
+/// A program's record, its output folder relative to the report, and how long it took to optimize.
+type Row<'a> = (&'a Value, Option<&'a str>, Option<Timings>);
+
 /// One row per program, sorted by predicted speedup over eager (largest first; ties by name).
-fn table(ok: &[(&Value, Option<&str>)]) -> String {
-    let mut rows: Vec<&(&Value, Option<&str>)> = ok.iter().collect();
+fn table(ok: &[Row]) -> String {
+    let mut rows: Vec<&Row> = ok.iter().collect();
     rows.sort_by(|a, b| {
         ratio(b.0, "eager", "predicted_s")
             .total_cmp(&ratio(a.0, "eager", "predicted_s"))
@@ -228,9 +234,10 @@ fn table(ok: &[(&Value, Option<&str>)]) -> String {
     let mut s = String::from(
         "<h2>Programs</h2>\n<p>Sorted by predicted speedup over eager. Times and bytes are the cost profile's \
          predictions.</p>\n<table><tr><th>program</th><th>kernels eager / unfunc. / ours</th><th>MB eager / ours</th>\
-         <th>predicted ms eager / ours</th><th>speedup vs eager</th><th>vs unfunc.</th><th>rules fired</th></tr>\n",
+         <th>predicted ms eager / ours</th><th>speedup vs eager</th><th>vs unfunc.</th><th>rules fired</th>\
+         <th>optimized in ms</th></tr>\n",
     );
-    for (r, link) in rows {
+    for (r, link, t) in rows {
         let name = esc(r["program"].as_str().unwrap_or(""));
         let cell = match link {
             Some(l) => format!("<a href=\"{}/plan.txt\">{name}</a>", esc(l)),
@@ -247,7 +254,8 @@ fn table(ok: &[(&Value, Option<&str>)]) -> String {
         let _ = writeln!(
             s,
             "<tr><td>{cell}</td><td class=\"n\">{} / {} / {}</td><td class=\"n\">{:.3} / {:.3}</td>\
-             <td class=\"n\">{:.4} / {:.4}</td><td class=\"n\">{:.2}x</td><td class=\"n\">{:.2}x</td><td>{}{}</td></tr>",
+             <td class=\"n\">{:.4} / {:.4}</td><td class=\"n\">{:.2}x</td><td class=\"n\">{:.2}x</td><td>{}{}</td>\
+             <td class=\"n\">{}</td></tr>",
             k("eager"),
             k("unfunctionalized"),
             k("ours"),
@@ -259,6 +267,7 @@ fn table(ok: &[(&Value, Option<&str>)]) -> String {
             ratio(r, "unfunctionalized", "predicted_s"),
             fired.join(", "),
             if more > 0 { format!(", +{more} more") } else { String::new() },
+            t.map_or(String::new(), |t| format!("{:.1}", t.total() * 1e3)),
         );
     }
     s.push_str("</table>\n");

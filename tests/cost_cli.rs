@@ -282,11 +282,11 @@ fn explain_reports_the_search_and_measures_every_candidate() {
     let o = funcfuse(&["explain", "corpus/real/rnn.py::fastrnns_premul_lstm", "--measure", "2"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     // The search over the e-graph found a cheaper choice than the fixed extractors' and extraction kept it.
-    assert!(o.stdout.contains("extraction: chose `search` by planning cost"), "{}", o.stdout);
+    assert!(o.stdout.contains("extraction: chose `search` by predicted time"), "{}", o.stdout);
     let search = o.stdout.lines().find(|l| l.trim_start().starts_with("search: priced ")).expect(&o.stdout);
     let priced: usize = search.split_whitespace().nth(2).unwrap().parse().unwrap();
     assert!(priced >= 1 && !search.contains("kept 0 cheaper"), "{search}");
-    // Every distinct candidate ran; each line has its planning cost, prediction and a positive measured time.
+    // Every distinct candidate ran; each line has its predicted time, its run's prediction and a positive measured time.
     let start = o.stdout.find("candidates measured on the C backend").expect(&o.stdout);
     let measured: Vec<&str> = o.stdout[start..].lines().skip(1).filter(|l| l.contains(" measured ")).collect();
     assert!(measured.len() >= 2 && measured[0].trim_start().starts_with("search "), "{}", &o.stdout[start..]);

@@ -106,11 +106,13 @@ fn plan_search_keeps_what_prices_cheaper_within_its_budget() {
 }
 
 /// Programs whose plan launches more kernels than the unfunctionalized baseline, each with why (known gaps).
-const MORE_LAUNCHES_THAN_UNFUNCTIONALIZED: &[(&str, &str)] = &[(
-    "micro/recurrent_cells::lstm_layers_outside",
-    "interchange and hoisting give 168 launches against the baseline's 142; extraction prices that term cheaper \
-     by its planning figures, and the unfunctionalized plan is not one of its candidates (issue #16)",
-)];
+const MORE_LAUNCHES_THAN_UNFUNCTIONALIZED: &[(&str, &str)] = &[
+    (
+        "micro/recurrences::rnn_leaky",
+        "the loop-invariant tanh is computed once before the loop (21 launches against 20): the class model predicts \
+         0.0196 ms against 0.0273 ms, but it measured 3-5% slower (interleaved timing); a class-model error (#17)",
+    ),
+];
 
 #[test]
 fn ours_launches_no_more_kernels_than_unfunctionalized_which_launches_no_more_than_eager() {
@@ -254,14 +256,19 @@ fn the_cost_profile_decides_between_storing_and_recomputing() {
     let module = common::load(&p);
     let f = common::optimized(&module, &p.func).unwrap();
     let shipped = funcfuse::cost::Profile::shipped_c();
-    let slow_launch = funcfuse::cost::Profile { launch_s: 1e-3, ..shipped.clone() };
+    // Every class's launch costs a millisecond too: the shipped profile decides by its classes.
+    let classes = shipped.classes.map(|mut c| {
+        c.iter_mut().for_each(|row| row[0] = 1e-3);
+        c
+    });
+    let slow_launch = funcfuse::cost::Profile { launch_s: 1e-3, classes, ..shipped.clone() };
     let cpu = funcfuse::lower::plan_for(&f.term, &f.inputs, Policy::Fused, &shipped).unwrap();
     let launchy = funcfuse::lower::plan_for(&f.term, &f.inputs, Policy::Fused, &slow_launch).unwrap();
     let launches = |pl: &funcfuse::lower::Plan| funcfuse::lower::estimate::plan_estimate(pl, &shipped).launches;
     assert!(launches(&launchy) < launches(&cpu), "{} vs {}", launches(&launchy), launches(&cpu));
     // Each is cheaper by the figures the planner decides by.
     let cost =
-        |pl: &funcfuse::lower::Plan, pr: &funcfuse::cost::Profile| funcfuse::lower::estimate::planning_cost(pl, pr);
+        |pl: &funcfuse::lower::Plan, pr: &funcfuse::cost::Profile| funcfuse::lower::estimate::decision_cost(pl, pr);
     assert!(cost(&launchy, &slow_launch) < cost(&cpu, &slow_launch));
     assert!(cost(&cpu, &shipped) <= cost(&launchy, &shipped));
 }

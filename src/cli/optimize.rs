@@ -55,6 +55,7 @@ pub(crate) fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Fai
         } else {
             let extra = match o {
                 funcfuse::batch::Outcome::Failed { error } => format!(": {}", error.lines().next().unwrap_or("")),
+                funcfuse::batch::Outcome::Ok { timings, .. } => format!(" ({:.1} ms)", timings.total() * 1e3),
                 _ => String::new(),
             };
             eprintln!("[{done}/{total}] {} {label}{extra}", o.status());
@@ -117,6 +118,17 @@ pub(crate) fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Fai
     write("report.json", serde_json::to_string_pretty(&report).unwrap_or_default() + "\n")?;
     write("report.md", funcfuse::report::markdown(&records))?;
     write("report.html", funcfuse::report::html(&records, &timings, &links))?;
+    let slowest =
+        records.iter().zip(&timings).filter_map(|(r, t)| t.map(|t| (t.total(), r))).max_by(|a, b| a.0.total_cmp(&b.0));
+    if let Some((s, r)) = slowest {
+        let all: f64 = timings.iter().flatten().map(|t| t.total()).sum();
+        eprintln!(
+            "optimization time: {:.2} s over {ok} programs (per program in report.html), slowest {} ({:.1} ms)",
+            all,
+            r["program"].as_str().unwrap_or(""),
+            s * 1e3
+        );
+    }
     outln!(
         "{ok} programs optimized, {failed} failed, {timed_out} timed out; report in {}",
         out.join("report.md").display()

@@ -90,7 +90,7 @@ pub(crate) fn explain_cmd(
             session.target,
         )
         .map_err(|e| Failure(1, format!("{target}: measuring the candidates: {e}")))?;
-        out!("{}", funcfuse::explain::measured_text(&tried, runs.max(1)));
+        out!("{}", funcfuse::explain::measured_text(&tried, runs.max(1), r.optimized.decided_by));
     }
     Ok(())
 }
@@ -123,24 +123,33 @@ pub(crate) fn calibrate_cmd(
     let session = Session::new(&rules, base, target);
     samples.extend(cal::kernel_samples(&session, runs).map_err(|e| Failure(1, e))?);
     let mut failed = 0;
+    let (mut modules, mut programs) = (Vec::new(), Vec::new());
     for (file, _, only) in targets {
         let shown = file.display().to_string();
-        let module = match funcfuse::frontend::load_module(&shown) {
-            Ok(m) => m,
+        match funcfuse::frontend::load_module(&shown) {
+            Ok(module) => {
+                let funcs = only.map_or_else(|| module.program_names(), |f| vec![f]);
+                programs.extend(funcs.into_iter().map(|f| (modules.len(), f)));
+                modules.push(module);
+            }
             Err(d) => {
                 failed += 1;
                 eprintln!("calibrate: skipped {d}");
-                continue;
             }
-        };
-        let funcs = only.map_or_else(|| module.program_names(), |f| vec![f]);
-        for f in funcs {
-            match cal::program_samples(&module, &f, &session, runs) {
-                Ok(s) => samples.extend(s),
-                Err(d) => {
-                    failed += 1;
-                    eprintln!("calibrate: skipped {shown}::{f}: {d}");
-                }
+        }
+    }
+    // Every program's kernels are compiled (and run once) before any is timed: a plan timed right after its
+    // kernels were compiled measures slower than it runs later, and those times would skew the fit.
+    for (m, f) in &programs {
+        let _ = cal::program_samples(&modules[*m], f, &session, 1);
+    }
+    for (m, f) in &programs {
+        let module = &modules[*m];
+        match cal::program_samples(module, f, &session, runs) {
+            Ok(s) => samples.extend(s),
+            Err(d) => {
+                failed += 1;
+                eprintln!("calibrate: skipped {}::{f}: {d}", module.path);
             }
         }
     }

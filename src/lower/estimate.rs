@@ -30,14 +30,10 @@ pub struct Estimate {
     pub stats: Stats,
 }
 
-/// What the planner and extraction decide by: the profile's planning figures (`launch_s`, `bytes_per_s`,
-/// `ops_per_s`), per kernel its launch plus the larger of its bytes over the bandwidth and its ops over the op
-/// rate, copies before in-place writes and host fallbacks included, times how often it runs ([`run_counts`]).
-///
-/// Not the figures commands print ([`plan_estimate`], which prices by the profile's classes where it has them):
-/// the shipped class fit is not yet trusted to decide (issue #17: planning by it stores too much, and a class the
-/// calibration runs exercise little, such as gathers computing transcendentals, is priced far off), so decisions
-/// stay on these three figures and `explain` labels its extraction candidates as planning costs.
+/// The profile's three planning figures (`launch_s`, `bytes_per_s`, `ops_per_s`) applied per kernel: its launch
+/// plus the larger of its bytes over the bandwidth and its ops over the op rate, copies before in-place writes and
+/// host fallbacks included, times how often it runs ([`run_counts`]). What decisions are made by when a profile has
+/// no class coefficients ([`decision_cost`]).
 pub fn planning_cost(plan: &Plan, profile: &Profile) -> f64 {
     let times = run_counts(plan);
     let mut seconds = 0.0;
@@ -63,6 +59,28 @@ pub fn planning_cost(plan: &Plan, profile: &Profile) -> f64 {
         seconds += m * one;
     }
     seconds
+}
+
+/// What the planner and extraction decide by: the plan's predicted time ([`plan_estimate`], the figure every command
+/// prints) where the profile has class coefficients, as the shipped and calibrated profiles do; else, for a profile
+/// of three numbers only, [`planning_cost`], which prices each kernel by the larger of its bytes and its ops rather
+/// than the whole plan's. So with a class profile, the cost `explain` lists for extraction's chosen candidate is the
+/// time it predicts for our plan.
+pub fn decision_cost(plan: &Plan, profile: &Profile) -> f64 {
+    if profile.classes.is_some() {
+        plan_estimate(plan, profile).seconds
+    } else {
+        planning_cost(plan, profile)
+    }
+}
+
+/// The name of what [`decision_cost`] gives for `profile`, as `explain` labels it.
+pub fn decision_label(profile: &Profile) -> &'static str {
+    if profile.classes.is_some() {
+        "predicted time"
+    } else {
+        "planning cost"
+    }
 }
 
 /// The plan's predicted figures: [`plan_stats`], priced by `profile` ([`Profile::predict`]), as a run's are.

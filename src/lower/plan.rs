@@ -144,7 +144,7 @@ fn plan_chosen(
     }
     crate::limits::check()?;
     let (stored, _) = plan_with(&prepared, inputs, policy, profile, true)?;
-    let cost = |p: &Plan| super::estimate::planning_cost(p, profile);
+    let cost = |p: &Plan| super::estimate::decision_cost(p, profile);
     Ok(if cost(&stored) < cost(&recomputed) { stored } else { recomputed })
 }
 

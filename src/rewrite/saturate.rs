@@ -39,9 +39,11 @@ pub struct Optimized {
     pub fired: BTreeMap<String, usize>,
     /// Unions of classes of different types (a rule that is not sound); empty when all is well.
     pub conflicts: Vec<String>,
-    /// The candidate terms extraction chose among, with their predicted plan costs (seconds); `term` is the
-    /// cheapest, the first on ties.
+    /// The candidate terms extraction chose among, with their plans' decision costs in seconds
+    /// ([`crate::lower::estimate::decision_cost`]); `term` is the cheapest, the first on ties.
     pub candidates: Vec<(String, f64)>,
+    /// What those costs are ([`crate::lower::estimate::decision_label`]: `predicted time` or `planning cost`).
+    pub decided_by: &'static str,
     pub chosen: String,
     /// Every candidate term, in the order of `candidates` (for autotuning, [`crate::autotune`]).
     pub alternatives: Vec<(String, Term)>,
@@ -162,6 +164,7 @@ fn saturate_and_extract(
         fired: BTreeMap::new(),
         conflicts: Vec::new(),
         candidates: Vec::new(),
+        decided_by: crate::lower::estimate::decision_label(profile),
         chosen: String::new(),
         alternatives: Vec::new(),
         rejected: BTreeMap::new(),
@@ -232,7 +235,7 @@ fn saturate_and_extract(
     let mut best: Option<(f64, usize)> = None;
     for (k, (name, t)) in cands.iter().enumerate() {
         let cost = match crate::lower::plan_for(t, &f.inputs, crate::lower::Policy::Fused, profile) {
-            Ok(p) => crate::lower::estimate::planning_cost(&p, profile),
+            Ok(p) => crate::lower::estimate::decision_cost(&p, profile),
             Err(_) => f64::INFINITY,
         };
         // A candidate that could not be planned in time is not a candidate: the whole optimization is out of time.
@@ -253,7 +256,7 @@ fn saturate_and_extract(
             crate::limits::check().ok()?;
             verify(t, &f.inputs).ok()?;
             let p = crate::lower::plan_for(t, &f.inputs, crate::lower::Policy::Fused, profile).ok()?;
-            Some(crate::lower::estimate::planning_cost(&p, profile))
+            Some(crate::lower::estimate::decision_cost(&p, profile))
         };
         let found = crate::extract::plan_search(&sg.graph, sg.root, &seeds, limits.search, price);
         crate::limits::check()?;
@@ -283,7 +286,7 @@ fn cheaper(
     profile: &crate::cost::Profile,
 ) -> bool {
     let cost = |t: &Term| match crate::lower::plan_for(t, inputs, crate::lower::Policy::Fused, profile) {
-        Ok(p) => crate::lower::estimate::planning_cost(&p, profile),
+        Ok(p) => crate::lower::estimate::decision_cost(&p, profile),
         Err(_) => f64::INFINITY,
     };
     cost(new) < cost(old)
