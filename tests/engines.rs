@@ -130,6 +130,22 @@ fn an_overlap_through_a_data_dependent_index_is_pytorchs_error() {
 }
 
 #[test]
+fn an_overlap_in_a_middle_iteration_only_is_pytorchs_error() {
+    // Fuzz seed 28112: the overlap check of a write in a loop looked at the first and last iterations only, and the
+    // functional engine ran a program PyTorch refuses in its third iteration (`i = 4`).
+    let src =
+        "def f(c: f32[8]) -> f32[8]:\n    for i in range(0, 8, 2):\n        c[4:6].copy_(c[i:i + 1])\n    return c\n";
+    every_engine_raises(
+        src,
+        "f",
+        "some elements of the input tensor and the written-to tensor refer to a single memory location",
+    );
+    // The same read through a strided view (PyTorch's result would depend on its vector width: refused).
+    let src = "def f(b: f32[30]) -> f32[30]:\n    v = b.clone()\n    for i in range(1, 23):\n        v[9::3][4:].copy_(v[i + 1])\n    return v\n";
+    every_engine_raises(src, "f", "the value read overlaps the tensor written through a strided view");
+}
+
+#[test]
 fn views_of_zero_dim_tensors_are_pytorchs_errors() {
     for (call, want) in [
         ("narrow(0, 0, 1)", "narrow() cannot be applied to a 0-dim tensor."),

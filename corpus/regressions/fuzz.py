@@ -219,3 +219,9 @@ def view_bound_in_inner_while_loop(a: f32[3], b: f32[4, 3], s: f32[4]) -> tuple[
         if s[k].item() > 2.0:
             break
     return a, acc
+
+
+def reductions_of_zero_size_tensors(d: f32[2, 0, 2], e: f32[2, 3]) -> tuple[f32[2, 0, 1], f32[2, 2], f32[2, 2], f32[2, 0], f32[2, 3]]:
+    # Seed 10283: a reduction whose output has no elements (`mean` over dim 2 of f32[2, 0, 2]) compiled to a C kernel
+    # that named a loop variable it had left out. A reduction over a zero-length dim is its identity: sum 0, mean nan.
+    return d.mean(2, keepdim=True), d.sum(1), d.mean(1), d.amax(2), e + d.sum(1).sum(1, keepdim=True)

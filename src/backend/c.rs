@@ -47,6 +47,13 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
         s.push_str(&def);
         let _ = writeln!(s, "void {}(void** b, const int64_t* p) {{\n  (void)p;", k.name);
         s.push_str(&buffer_decls(k));
+        // A kernel of no points (a zero-size dim of its output) writes nothing: its loop nest would name the
+        // variables of the dims it leaves out, and layouts assume at least one point.
+        if k.domain.contains(&0) {
+            s.push_str("  (void)b;\n}\n");
+            s.push_str(&undef);
+            continue;
+        }
         // Each piece of the domain (of a reduction's output domain) gets its own loop nest: a reduction's row
         // layout where that pays, else the plain nest. A reduction's piece is a block of its own (its accumulators).
         // A scatter runs its points in row-major order, in one nest (see `Kernel::ordered`).

@@ -147,7 +147,9 @@ pub fn config(k: &Kernel, sms: u32, reduce_threads: u32) -> Config {
             let rows = k.domain[0];
             let rest: usize = k.domain[1..].iter().product();
             let block = threads_for(rest);
-            let y = rows.min(65535);
+            // No rows (a zero-size dim): one layer, whose grid-stride loop over the rows runs no iteration (a grid
+            // of zero blocks is not a valid launch).
+            let y = rows.clamp(1, 65535);
             Config { grid: (grid(rest.div_ceil(block as usize), cap / y), y as u32, 1), block }
         }
         Layout::BlockReduce => {

@@ -198,7 +198,7 @@ impl<'m> Fz<'m> {
                 break;
             }
             let tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
-            self.t.frames.push(super::state::LoopFrame { range: None, carried: tys });
+            self.t.frames.push(super::state::LoopFrame { range: None, step: 1, carried: tys });
             self.t.open_scope();
             let more = self
                 .bind_carried(env, &carries, span)

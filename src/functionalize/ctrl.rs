@@ -432,7 +432,11 @@ impl<'m> Fz<'m> {
         let level = self.t.depth();
         let last = (a as i128 + (n as i128 - 1) * s as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64;
         // Pass 1: find what the body changes.
-        self.t.frames.push(LoopFrame { range: Some((a.min(last), a.max(last))), carried: vec![] });
+        self.t.frames.push(LoopFrame {
+            range: Some((a.min(last), a.max(last))),
+            step: s.unsigned_abs().max(1) as i64,
+            carried: vec![],
+        });
         let carries = self.discover(env, snap, body, None, Some(var), level, span);
         self.t.frames.pop();
         self.restore(env, snap);
@@ -443,7 +447,11 @@ impl<'m> Fz<'m> {
         // Pass 2: the body over the carried state.
         let mut tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
         let mut init = self.carried_terms(env, &carries, true, span)?;
-        self.t.frames.push(LoopFrame { range: Some((a.min(last), a.max(last))), carried: tys.clone() });
+        self.t.frames.push(LoopFrame {
+            range: Some((a.min(last), a.max(last))),
+            step: s.unsigned_abs().max(1) as i64,
+            carried: tys.clone(),
+        });
         self.t.open_scope();
         let result = (|| -> FR<(egg::Id, HashMap<String, TRef>, bool)> {
             self.bind_carried(env, &carries, span)?;
@@ -558,7 +566,7 @@ impl<'m> Fz<'m> {
     ) -> FR<()> {
         let level = self.t.depth();
         let snap = self.snapshot(env);
-        self.t.frames.push(LoopFrame { range: None, carried: vec![] });
+        self.t.frames.push(LoopFrame { range: None, step: 1, carried: vec![] });
         let carries = self.discover(env, &snap, body, Some((test, guard)), None, level, span);
         self.t.frames.pop();
         self.restore(env, &snap);
@@ -569,7 +577,7 @@ impl<'m> Fz<'m> {
         }
         let mut tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
         let mut init = self.carried_terms(env, &carries, true, span)?;
-        self.t.frames.push(LoopFrame { range: None, carried: tys.clone() });
+        self.t.frames.push(LoopFrame { range: None, step: 1, carried: tys.clone() });
         self.t.open_scope();
         let result = (|| -> FR<(egg::Id, egg::Id, HashMap<String, TRef>, bool)> {
             self.bind_carried(env, &carries, span)?;

@@ -294,10 +294,12 @@ pub(super) fn needs_static<T>(span: Span, m: impl Into<String>) -> FR<T> {
     Err(Stop::NeedsStatic(span, m.into()))
 }
 
-/// A loop being processed: its nesting level and, for `for` loops, the first and last values of its variable.
+/// A loop being processed: its nesting level and, for `for` loops, the least and greatest values of its variable and
+/// the distance between its successive values.
 #[derive(Clone, Debug)]
 pub(super) struct LoopFrame {
     pub range: Option<(i64, i64)>,
+    pub step: i64,
     pub carried: Vec<Ty>,
 }
 
