@@ -77,6 +77,7 @@ pub fn py_repr(v: &Value) -> String {
         Value::Range(a, b, s) => format!("range({a}, {b}, {s})"),
         Value::Module(m) => format!("<module '{m}'>"),
         Value::Func(f) => format!("<function {f}>"),
+        Value::Closure(f, _) => format!("<function {f}>"),
         Value::Device => "device(type='cpu')".into(),
     }
 }
