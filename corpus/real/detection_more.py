@@ -1,9 +1,11 @@
-"""Detection code ported from detectron2 (level assignment for ROI pooling) and mmdetection (distance-to-box decoding, pairwise IoU/GIoU). Coordinates arrive uniform in [-1, 1) and are mapped to
-boxes inside an image by `_xyxy`."""
+"""Detection code ported from detectron2 (level assignment for ROI pooling), mmdetection (distance-to-box decoding,
+pairwise IoU/GIoU, delta decoding with numpy on constants) and yolov5 (box format). Coordinates arrive uniform in
+[-1, 1) and are mapped to boxes inside an image by `_xyxy`."""
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -149,3 +151,13 @@ def tv_sigmoid_focal_loss(inputs: f32[64, 5], raw_targets: f32[64, 5]) -> f32[()
             f"Invalid Value for arg 'reduction': '{reduction} \n Supported reduction modes: 'none', 'mean', 'sum'"
         )
     return loss
+
+
+# yolov5, utils/general.py: xywh2xyxy
+def yolo_xywh2xyxy(x: f32[300, 4]) -> f32[300, 4]:
+    y = x.clone() if isinstance(x, torch.Tensor) else np.copy(x)
+    y[..., 0] = x[..., 0] - x[..., 2] / 2
+    y[..., 1] = x[..., 1] - x[..., 3] / 2
+    y[..., 2] = x[..., 0] + x[..., 2] / 2
+    y[..., 3] = x[..., 1] + x[..., 3] / 2
+    return y

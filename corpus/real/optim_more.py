@@ -1,4 +1,4 @@
-"""More optimizer steps, ported from torch.optim (Adadelta, NAdam, Rprop, ASGD), lion-pytorch and Hugging
+"""More optimizer steps, ported from torch.optim (Adadelta, NAdam, Rprop, ASGD, Adamax, RAdam), lion-pytorch and Hugging
 Face transformers' Adafactor, with per-parameter state kept in dicts the way `Optimizer.state[p]` keeps it."""
 from __future__ import annotations
 
@@ -209,3 +209,32 @@ def adafactor_steps(p: f32[16, 12], grad0: f32[16, 12], grad1: f32[16, 12]) -> t
             p_data_fp32.add_(p_data_fp32, alpha=(-group["weight_decay"] * lr))
         p_data_fp32.add_(-update)
     return state["exp_avg_sq_row"], state["exp_avg_sq_col"]
+
+
+# PyTorch, torch/optim/adamax.py: _single_tensor_adamax (beta1 0.9, beta2 0.999, not differentiable)
+def adamax_step(
+    w0: f32[16, 8], w1: f32[16], g0: f32[16, 8], g1: f32[16], m0: f32[16, 8], m1: f32[16], u0: f32[16, 8],
+    u1: f32[16], step: int = 5, lr: float = 2e-3
+) -> None:
+    for u in (u0, u1):
+        u.abs_()
+    params = [w0, w1]
+    grads = [g0, g1]
+    exp_avgs = [m0, m1]
+    exp_infs = [u0, u1]
+    state_steps = [torch.tensor(float(step)), torch.tensor(float(step))]
+    beta1, beta2, eps, weight_decay = 0.9, 0.999, 1e-8, 0.0
+    for i, param in enumerate(params):
+        grad = grads[i]
+        exp_avg = exp_avgs[i]
+        exp_inf = exp_infs[i]
+        step_t = state_steps[i]
+        step_t += 1
+        if weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
+        exp_avg.lerp_(grad, 1 - beta1)
+        norm_buf = torch.cat([exp_inf.mul_(beta2).unsqueeze(0), grad.abs().add_(eps).unsqueeze_(0)], 0)
+        exp_inf.copy_(torch.amax(norm_buf, 0, keepdim=False))
+        bias_correction = 1 - beta1 ** step_t.item()
+        clr = lr / bias_correction
+        param.addcdiv_(exp_avg, exp_inf, value=-clr)

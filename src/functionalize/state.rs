@@ -223,6 +223,11 @@ impl FV {
             (FV::Range(a, b, c), FV::Range(d, e, f)) => (a, b, c) == (d, e, f),
             (FV::Module(a), FV::Module(b)) => a == b,
             (FV::Func(a), FV::Func(b)) => a == b,
+            (FV::Closure(f, a), FV::Closure(g, b)) => {
+                f == g
+                    && (Rc::ptr_eq(a, b)
+                        || (a.len() == b.len() && a.iter().zip(b.iter()).all(|((k, x), (l, y))| k == l && x.same(y))))
+            }
             _ => false,
         }
     }

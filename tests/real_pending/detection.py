@@ -66,8 +66,8 @@ def mmdet_delta2bbox(raw: f32[50, 4], deltas: f32[50, 8]) -> f32[50, 8]:
     return bboxes
 
 
-# yolov5, utils/general.py: xywh2xyxy
-def yolo_xywh2xyxy(x: f32[300, 4]) -> f32[300, 4]:
+# yolov5, utils/general.py: xywh2xyxy (a program of corpus/real/detection_more.py; here the helper of the next one)
+def _xywh2xyxy(x):
     y = x.clone() if isinstance(x, torch.Tensor) else np.copy(x)
     y[..., 0] = x[..., 0] - x[..., 2] / 2
     y[..., 1] = x[..., 1] - x[..., 3] / 2
@@ -88,7 +88,7 @@ def yolo_nms_candidates(prediction: f32[1, 200, 9]) -> f32[1, 200, 6]:
     for xi, x in enumerate(prediction):
         x = x[xc[xi]]
         x[:, 5:] *= x[:, 4:5]
-        box = yolo_xywh2xyxy(x[:, :4])
+        box = _xywh2xyxy(x[:, :4])
         conf, j = x[:, 5:mi].max(1, keepdim=True)
         x = torch.cat((box, conf, j.float()), 1)[conf.view(-1) > conf_thres]
         n = x.shape[0]

@@ -39,7 +39,7 @@ pub(super) fn fold(f: &mut Function, np: &str) -> Result<(), Diagnostic> {
                     let mut v = value.clone();
                     cx.consts = consts.clone();
                     if cx.expr(&mut v).is_ok() {
-                        if let Some(x) = num(&v) {
+                        if let Some(x) = cx.value(&v) {
                             consts.push((n.clone(), x, s.span));
                         }
                     }
