@@ -1,6 +1,6 @@
 """Hand-written recurrent cells: Salesforce's QRNN (its CPU ForgetMult), ChatRWKV's RWKV-5 time mixing (a group norm
-over heads) lucidrains' minGRU in its sequential mode and SRU's CPU recurrence. Weights arrive uniform in [-1, 1) and are scaled by about
-1/sqrt(fan_in) as the layers initialize them."""
+over heads), lucidrains' minGRU in its sequential mode, SRU's CPU recurrence and IndRNN's elementwise recurrence.
+Weights arrive uniform in [-1, 1) and are scaled by about 1/sqrt(fan_in) as the layers initialize them."""
 from __future__ import annotations
 
 import torch
@@ -127,3 +127,17 @@ def sru_compute_cpu(u: f32[5, 2, 24], x: f32[5, 2, 8], bias: f32[16], init: f32[
             h[t, :, di, :] = h_t
         c_final.append(c_t)
     return h.view(length, batch, -1), torch.stack(c_final, dim=1).view(batch, -1)
+
+
+# IndRNN (Sunnydreamrain/IndRNN_pytorch), IndRNN_onlyrecurrent.py: IndRNN_onlyrecurrent.forward's plain PyTorch path
+# (relu, h0 given): the recurrence is elementwise, h_t = relu(x_t + w_hh * h_{t-1})
+def indrnn_onlyrecurrent(input: f32[7, 3, 16], weight_hh: f32[16], h0: f32[3, 16]) -> f32[7, 3, 16]:
+    assert input.dim() == 2 or input.dim() == 3
+    if (h0.size(-1) != input.size(-1)) or (h0.size(-2) != input.size(-2)):
+        raise RuntimeError("The initial hidden size must be equal to input_size")
+    hx = h0
+    outputs = []
+    for input_x in input:
+        hx = F.relu(input_x + hx * weight_hh)
+        outputs.append(hx)
+    return torch.stack(outputs, 0)
