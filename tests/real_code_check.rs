@@ -117,7 +117,8 @@ fn isolate_runs_a_program_without_the_constructs_of_its_neighbours() {
     std::fs::write(&file, src).unwrap();
     // Goldens from the same computation without scipy (a file outside the checked folder).
     let plain = dir.join("plain.py");
-    std::fs::write(&plain, src.replace("from scipy import special\n", "").replace("special.expit(3.0)", "3.0")).unwrap();
+    std::fs::write(&plain, src.replace("from scipy import special\n", "").replace("special.expit(3.0)", "3.0"))
+        .unwrap();
     for f in ["good", "bad"] {
         golden(&progs.join("goldens").join("fam").join(f), &plain, f);
     }
@@ -131,7 +132,9 @@ fn isolate_runs_a_program_without_the_constructs_of_its_neighbours() {
     // The unsupported import fails only the function that uses its name, at the use.
     let f = file.display();
     assert!(
-        bad.contains(&format!("refused: {f}:11:16: `special` cannot be used: {f}:2:1: unsupported import from `scipy`")),
+        bad.contains(&format!(
+            "refused: {f}:11:16: `special` cannot be used: {f}:2:1: unsupported import from `scipy`"
+        )),
         "{alone}"
     );
     assert!(row(&whole, "good").ends_with("| ok | ok | ok |"), "{whole}");

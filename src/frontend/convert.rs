@@ -61,7 +61,14 @@ impl Cx {
 }
 
 pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagnostic> {
-    let cx = Cx { lines: Lines::new(source), depth: std::cell::Cell::new(0), lambdas: Default::default(), nested: Default::default(), in_nested: Default::default(), numpy: Default::default() };
+    let cx = Cx {
+        lines: Lines::new(source),
+        depth: std::cell::Cell::new(0),
+        lambdas: Default::default(),
+        nested: Default::default(),
+        in_nested: Default::default(),
+        numpy: Default::default(),
+    };
     // The parser recurses per bracket: reject deeper nesting before it sees the text.
     if let Some((offset, _)) = too_deep_brackets(source, crate::limits::MAX_NESTING) {
         return err(
@@ -121,7 +128,8 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     let name = alias.name.as_str();
                     imports_torch |= alias.asname.is_none() && (name == "torch" || name.starts_with("torch."));
                     if name == "numpy" {
-                        *cx.numpy.borrow_mut() = Some(alias.asname.as_ref().map_or("numpy".to_string(), |a| a.to_string()));
+                        *cx.numpy.borrow_mut() =
+                            Some(alias.asname.as_ref().map_or("numpy".to_string(), |a| a.to_string()));
                         continue;
                     }
                     if !matches!(name, "torch" | "torch.nn.functional" | "math") {

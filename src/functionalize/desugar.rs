@@ -467,7 +467,9 @@ impl<'m> Fz<'m> {
                 None => format!("on a temporary with the storage and shape of `{k}` is not supported (it may be the same tensor object, whose shape PyTorch would change)"),
             });
         }
-        if env.values().any(|v| !matches!(v, FV::Tensor(_)) && holds(v, &t)) || self.consts.values().any(|v| holds(v, &t)) {
+        if env.values().any(|v| !matches!(v, FV::Tensor(_)) && holds(v, &t))
+            || self.consts.values().any(|v| holds(v, &t))
+        {
             return refuse("on a tensor that a list or tuple (or a dict or constant) also holds is not supported (PyTorch would change the shape seen through both)");
         }
         if self.depth_calls == 1 && self.entry_args.iter().any(|v| holds(v, &t)) {

@@ -40,7 +40,8 @@ pub(super) fn tensor_err(span: Span) -> impl Fn(String) -> Diagnostic {
 
 impl<'m> Interp<'m> {
     pub fn new(module: &'m Module) -> Result<Self, Diagnostic> {
-        let mut it = Interp { module, globals: HashMap::new(), entry_args: Vec::new(), written: HashSet::new(), depth: 0 };
+        let mut it =
+            Interp { module, globals: HashMap::new(), entry_args: Vec::new(), written: HashSet::new(), depth: 0 };
         for (name, e) in &module.constants {
             let mut frame = Frame::new();
             let v = it.eval(&mut frame, e)?;

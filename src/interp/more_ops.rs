@@ -363,7 +363,9 @@ impl<'m> super::exec::Interp<'m> {
                 None => format!("on a temporary with the storage and shape of `{k}` is not supported (it may be the same tensor object, whose shape PyTorch would change)"),
             });
         }
-        if frame.values().any(|v| !matches!(v, Value::Tensor(_)) && holds(v, &t)) || self.globals.values().any(|v| holds(v, &t)) {
+        if frame.values().any(|v| !matches!(v, Value::Tensor(_)) && holds(v, &t))
+            || self.globals.values().any(|v| holds(v, &t))
+        {
             return refuse("on a tensor that a list or tuple (or a dict or constant) also holds is not supported (PyTorch would change the shape seen through both)");
         }
         if self.depth == 1 && self.entry_args.iter().any(|v| holds(v, &t)) {

@@ -30,7 +30,11 @@ pub(super) fn placeholder(name: &str, helper: &str, span: Span) -> StmtKind {
     StmtKind::Assign {
         targets: vec![name_expr(name)],
         value: Expr {
-            kind: ExprKind::Call { func: Box::new(name_expr(MAKE_CLOSURE)), args: vec![name_expr(helper)], kwargs: vec![] },
+            kind: ExprKind::Call {
+                func: Box::new(name_expr(MAKE_CLOSURE)),
+                args: vec![name_expr(helper)],
+                kwargs: vec![],
+            },
             span,
         },
     }
@@ -43,7 +47,10 @@ fn bindings(body: &[Stmt], loops: &mut Vec<Span>, out: &mut Vec<(String, Span, V
         match &s.kind {
             StmtKind::Assign { .. } | StmtKind::AugAssign { .. } => bound_names(std::slice::from_ref(s), &mut names),
             StmtKind::For { target, .. } => {
-                let t = Stmt { span: s.span, kind: StmtKind::Assign { targets: vec![target.clone()], value: target.clone() } };
+                let t = Stmt {
+                    span: s.span,
+                    kind: StmtKind::Assign { targets: vec![target.clone()], value: target.clone() },
+                };
                 bound_names(std::slice::from_ref(&t), &mut names);
             }
             _ => {}
@@ -68,7 +75,10 @@ fn bindings(body: &[Stmt], loops: &mut Vec<Span>, out: &mut Vec<(String, Span, V
     for s in body {
         visit_exprs(std::slice::from_ref(s), &mut |e| {
             if let ExprKind::ListComp { target, .. } = &e.kind {
-                let t = Stmt { span: s.span, kind: StmtKind::Assign { targets: vec![(**target).clone()], value: (**target).clone() } };
+                let t = Stmt {
+                    span: s.span,
+                    kind: StmtKind::Assign { targets: vec![(**target).clone()], value: (**target).clone() },
+                };
                 let mut names = Vec::new();
                 bound_names(std::slice::from_ref(&t), &mut names);
                 out.extend(names.into_iter().map(|n| (n, s.span, loops.clone())));
@@ -141,7 +151,9 @@ pub(super) fn close_over(f: &mut Function, nested: &mut [Nested]) -> Result<(), 
                         n.name, def_span.line
                     ));
                 }
-                if loops.iter().any(|l| def_loops.contains(l)) && !called_in_its_iteration(f, nested_reads(&others, &n.name), &n.name, def_span, &def_loops) {
+                if loops.iter().any(|l| def_loops.contains(l))
+                    && !called_in_its_iteration(f, nested_reads(&others, &n.name), &n.name, def_span, &def_loops)
+                {
                     return err(def_span, format!(
                         "nested function `{}` is defined in a loop that assigns `{c}`, which it reads (line {}), and is used otherwise than called later in the same iteration: not supported; define it outside the loop and pass `{c}` as an argument",
                         n.name, at.line
@@ -149,8 +161,10 @@ pub(super) fn close_over(f: &mut Function, nested: &mut [Nested]) -> Result<(), 
                 }
             }
         }
-        let kwargs: Vec<(String, Expr)> =
-            captures.iter().map(|(c, _)| (c.clone(), Expr { kind: ExprKind::Name(c.clone()), span: def_span })).collect();
+        let kwargs: Vec<(String, Expr)> = captures
+            .iter()
+            .map(|(c, _)| (c.clone(), Expr { kind: ExprKind::Name(c.clone()), span: def_span }))
+            .collect();
         for (c, _) in &captures {
             g.params.push(Param { name: c.clone(), ann: None, default: None, span: def_span });
         }

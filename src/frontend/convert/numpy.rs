@@ -125,7 +125,11 @@ impl Fold<'_> {
                         self.expr(m)?;
                     }
                 }
-                StmtKind::Return(None) | StmtKind::Raise(None) | StmtKind::Pass | StmtKind::Break | StmtKind::Continue => {}
+                StmtKind::Return(None)
+                | StmtKind::Raise(None)
+                | StmtKind::Pass
+                | StmtKind::Break
+                | StmtKind::Continue => {}
             }
             out.push(s);
         }
@@ -146,7 +150,10 @@ impl Fold<'_> {
         if let ExprKind::IfExp { test, body, orelse } = &mut e.kind {
             self.expr(test)?;
             if let ExprKind::Bool(b) = test.kind {
-                let mut taken = std::mem::replace(if b { body } else { orelse }, Box::new(Expr { kind: ExprKind::NoneLit, span: e.span }));
+                let mut taken = std::mem::replace(
+                    if b { body } else { orelse },
+                    Box::new(Expr { kind: ExprKind::NoneLit, span: e.span }),
+                );
                 self.expr(&mut taken)?;
                 *e = *taken;
                 return Ok(());
@@ -166,7 +173,8 @@ impl Fold<'_> {
                 e.kind = ExprKind::Float(v);
                 return Ok(());
             }
-            ExprKind::Call { func, args, kwargs } if matches!(&func.kind, ExprKind::Attr(a, _) if matches!(&a.kind, ExprKind::Name(n) if n == self.np)) => {
+            ExprKind::Call { func, args, kwargs } if matches!(&func.kind, ExprKind::Attr(a, _) if matches!(&a.kind, ExprKind::Name(n) if n == self.np)) =>
+            {
                 let ExprKind::Attr(_, name) = &func.kind else { unreachable!() };
                 let name = name.clone();
                 self.exprs(args)?;
@@ -204,7 +212,13 @@ impl Fold<'_> {
             _ => {}
         }
         match &mut e.kind {
-            ExprKind::Name(_) | ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::NoneLit | ExprKind::Ellipsis | ExprKind::Str(_) => Ok(()),
+            ExprKind::Name(_)
+            | ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Bool(_)
+            | ExprKind::NoneLit
+            | ExprKind::Ellipsis
+            | ExprKind::Str(_) => Ok(()),
             ExprKind::Bin(_, a, b) | ExprKind::Subscript(a, b) => {
                 self.expr(a)?;
                 self.expr(b)

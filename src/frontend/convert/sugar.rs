@@ -106,7 +106,14 @@ impl Cx {
         let body = self.expr(&l.body)?;
         let name = format!("_<lambda>@{}:{}", span.line, span.col);
         let ret = Stmt { span: body.span, kind: StmtKind::Return(Some(body)) };
-        self.lambdas.borrow_mut().push(Function { name: name.clone(), params, vararg: None, returns: None, body: vec![ret], span });
+        self.lambdas.borrow_mut().push(Function {
+            name: name.clone(),
+            params,
+            vararg: None,
+            returns: None,
+            body: vec![ret],
+            span,
+        });
         Ok(ExprKind::Name(name))
     }
 
@@ -188,7 +195,12 @@ impl Cx {
     }
 
     /// `[ELT for TARGET in ITER if COND...]` with a single `for`.
-    pub(super) fn comprehension(&self, elt: &py::Expr, gens: &[py::Comprehension], span: Span) -> Result<ExprKind, Diagnostic> {
+    pub(super) fn comprehension(
+        &self,
+        elt: &py::Expr,
+        gens: &[py::Comprehension],
+        span: Span,
+    ) -> Result<ExprKind, Diagnostic> {
         if gens.len() != 1 || gens[0].is_async {
             return err(span, "only list comprehensions with a single `for` are supported");
         }
