@@ -267,9 +267,11 @@ fn new_ops_refuse_what_pytorch_refuses_and_what_has_no_plan() {
         ("def f(a: i64[3], b: i64[3]) -> i64[3]:\n    return torch.lerp(a, b, 0.5)\n", "not implemented for 'Long'"),
         ("def f(a: i64[3], b: i64[3]) -> i64[3]:\n    return torch.addcdiv(a, a, b)\n", "Integer division with addcdiv is no longer supported"),
         ("def f(x: f32[4, 1]) -> f32[4]:\n    y = x\n    x.squeeze_(1)\n    return y\n", "`squeeze_` on a tensor that another name also refers to is not supported"),
-        ("def f(x: f32[4, 1]) -> f32[4]:\n    l = [x]\n    x.squeeze_(1)\n    return x\n", "`squeeze_` on a tensor that a list or tuple also holds is not supported"),
+        ("def f(x: f32[4, 1]) -> f32[4]:\n    l = [x]\n    x.squeeze_(1)\n    return x\n", "`squeeze_` on a tensor that a list or tuple (or a dict or constant) also holds is not supported"),
         ("def _g(t):\n    t.unsqueeze_(0)\n    return t\n\ndef f(x: f32[4]) -> f32[1, 4]:\n    return _g(x)\n", "`unsqueeze_` inside a helper function is not supported"),
-        ("def f(x: f32[4, 1]) -> f32[4]:\n    return x[0:4].squeeze_(1)\n", "`squeeze_` on an expression other than a local name is not supported"),
+        ("def f(x: f32[4, 1]) -> f32[4]:\n    return x[0:4].squeeze_(1)\n", "`squeeze_` on a temporary with the storage and shape of `x` is not supported"),
+        ("def f(x: f32[4, 1]) -> f32[4]:\n    x.squeeze_(1)\n    return x * 1.0\n", "`squeeze_` on a program parameter is not supported"),
+        ("def f(x: f32[4, 1]) -> f32[4]:\n    y = x.mul_(2.0).squeeze_(1)\n    return y\n", "`squeeze_` on a temporary with the storage and shape of `x` is not supported"),
         ("def f(x: f32[4], y: f32[4]) -> f32[()]:\n    return F.binary_cross_entropy_with_logits(x, y, reduction='avg')\n", "avg is not a valid value for reduction"),
         ("def f(x: f32[4, 2], y: f32[2]) -> f32[()]:\n    return F.binary_cross_entropy_with_logits(x, y)\n", "Target size (torch.Size([2])) must be the same as input size (torch.Size([4, 2]))"),
         ("def f(x: i64[4], y: i64[4]) -> f32[()]:\n    return F.binary_cross_entropy_with_logits(x, y)\n", "\"log_sigmoid_cpu\" not implemented for 'Long'"),
@@ -472,4 +474,54 @@ fn complex_ops_are_refused_as_complex() {
     every_engine_raises_at(polar, "f", "5:9", "complex tensors are not supported (`torch.polar`)");
     let vac = "def f(x: f32[3, 2]) -> f32[3, 2]:\n    c = torch.view_as_complex(x)\n    return x\n";
     every_engine_raises_at(vac, "f", "5:9", "complex tensors are not supported (`torch.view_as_complex`)");
+}
+
+/// A nested `def` captures the values of the enclosing function's locals it reads, when it is defined: what that
+/// would get wrong (Python's closures read a variable when they run) is refused while parsing, located, and the
+/// other functions of the file still convert.
+#[test]
+fn nested_function_refusals_are_located() {
+    for (body, at, want) in [
+        ("    k = 2.0\n    def g(t):\n        return t * k\n    k = 3.0\n    return g(x)\n", "8:5", "`k` is assigned here, after nested function `g` (line 6) that reads it is defined"),
+        ("    k = 2.0\n    def g(t):\n        return t * k\n    k += 1.0\n    return g(x)\n", "8:5", "`k` is assigned here, after nested function `g` (line 6) that reads it is defined"),
+        ("    fs = []\n    for i in range(2):\n        k = float(i)\n        def g(t):\n            return t * k\n        fs.append(g)\n    return fs[0](x)\n", "8:9", "nested function `g` is defined in a loop that assigns `k`, which it reads (line 7), and is used otherwise than called later in the same iteration"),
+        ("    y = x\n    for i in range(2):\n        k = float(i)\n        if k > 0.5:\n            def g(t):\n                return t * k\n        y = g(y)\n    return y\n", "9:13", "nested function `g` is defined in a loop that assigns `k`, which it reads (line 7)"),
+        ("    k = 2.0\n    def g(t):\n        nonlocal k\n        k = 3.0\n        return t * k\n    return g(x)\n", "7:9", "`nonlocal` is not supported: a nested function cannot assign a variable of the enclosing function"),
+        ("    def g(t, n=2):\n        return g(t, n - 1) if n > 0 else t\n    return g(x)\n", "6:16", "nested function `g` calls itself (recursion is not supported)"),
+        ("    k = 2.0\n    def g(t, s=k):\n        return t * s\n    return g(x)\n", "6:16", "a default of nested function `g` reads `k`, a local variable of `f`"),
+        ("    def g(t):\n        def h(u):\n            return u\n        return h(t)\n    return g(x)\n", "6:9", "a function defined inside a nested function is not supported"),
+    ] {
+        let src = format!("{HEADER}def f(x: f32[3]) -> f32[3]:\n{body}\ndef ok(x: f32[3]) -> f32[3]:\n    return x\n");
+        let module = frontend::parse_module("case.py", &src).unwrap();
+        let failed: Vec<String> = module.failed.iter().map(|f| f.error.to_string()).collect();
+        let want = format!("case.py:{at}: {want}");
+        assert!(failed.len() == 1 && failed[0].contains(&want), "expected `{want}`, got {failed:?}");
+        assert!(module.function("ok").is_some(), "the other function of the file still converts");
+    }
+    // Calls of a nested function are checked as Python checks them: its captures are not parameters.
+    let extra = "def f(x: f32[3]) -> f32[3]:\n    k = 2.0\n    def g(t):\n        return t * k\n    return g(x, 1.0)\n";
+    every_engine_raises(extra, "f", "g() takes 1 positional arguments but 2 were given");
+    let kw = "def f(x: f32[3]) -> f32[3]:\n    k = 2.0\n    def g(t):\n        return t * k\n    return g(x, k=1.0)\n";
+    every_engine_raises(kw, "f", "g() got an unexpected keyword argument 'k'");
+}
+
+/// numpy on numbers known before the program runs is folded while parsing; any other use is refused there,
+/// located, and the other functions of the file still convert.
+#[test]
+fn numpy_refusals_are_located() {
+    for (body, at, want) in [
+        ("    return x * np.log(x)\n", "6:16", "`np.log(...)` is not supported: numpy is supported only as np.abs"),
+        ("    k = 2.0\n    k = k + 1.0\n    return x * np.sqrt(k)\n", "8:16", "`np.sqrt(...)` is not supported"),
+        ("    return torch.from_numpy(np.copy(x))\n", "6:29", "`np.copy(...)` is not supported"),
+        ("    return x * np.float32(2.0)\n", "6:16", "`np.float32` is not supported"),
+        ("    m = np\n    return x\n", "6:9", "numpy is supported only as np.abs"),
+        ("    return x + np.nan\n", "6:16", "`np.nan` is not supported"),
+    ] {
+        let src = format!("{HEADER}import numpy as np\ndef f(x: f32[3]) -> f32[3]:\n{body}\ndef ok(x: f32[3]) -> f32[3]:\n    return x * np.abs(np.log(16 / 1000)) + np.pi\n");
+        let module = frontend::parse_module("case.py", &src).unwrap();
+        let failed: Vec<String> = module.failed.iter().map(|f| f.error.to_string()).collect();
+        let want = format!("case.py:{at}: {want}");
+        assert!(failed.len() == 1 && failed[0].contains(&want), "expected `{want}`, got {failed:?}");
+        assert!(module.function("ok").is_some(), "the other function of the file still converts");
+    }
 }

@@ -110,19 +110,20 @@ fn isolate_runs_a_program_without_the_constructs_of_its_neighbours() {
     let progs = dir.join("progs");
     std::fs::create_dir_all(&progs).unwrap();
     let file = progs.join("fam.py");
-    // `good` alone runs; `bad` needs numpy, which funcfuse does not import.
-    let src = "from __future__ import annotations\nimport numpy as np\nimport torch\n\n\n\
+    // `good` alone runs; `bad` needs scipy, which funcfuse does not import.
+    let src = "from __future__ import annotations\nfrom scipy import special\nimport torch\n\n\n\
                def good(x: f32[4, 3]) -> f32[4, 3]:\n    return x * 3.0\n\n\n\
-               def bad(x: f32[4, 3]) -> f32[4, 3]:\n    return x * np.float32(3.0)\n";
+               def bad(x: f32[4, 3]) -> f32[4, 3]:\n    return x * special.expit(3.0)\n";
     std::fs::write(&file, src).unwrap();
-    // Goldens from the same computation without numpy (a file outside the checked folder).
+    // Goldens from the same computation without scipy (a file outside the checked folder).
     let plain = dir.join("plain.py");
-    std::fs::write(&plain, src.replace("import numpy as np\n", "").replace("np.float32(3.0)", "3.0")).unwrap();
+    std::fs::write(&plain, src.replace("from scipy import special\n", "").replace("special.expit(3.0)", "3.0"))
+        .unwrap();
     for f in ["good", "bad"] {
         golden(&progs.join("goldens").join("fam").join(f), &plain, f);
     }
     let (_, whole) = check(&[progs.to_str().unwrap()]);
-    assert!(row(&whole, "bad").contains("fam.py:2:8: unsupported import `numpy`"), "{whole}");
+    assert!(row(&whole, "bad").contains("fam.py:2:1: unsupported import from `scipy`"), "{whole}");
     let (code, alone) = check(&[progs.to_str().unwrap(), "--isolate"]);
     assert_eq!(code, 0, "{alone}");
     assert!(row(&alone, "good").ends_with("| ok | ok | ok |"), "{alone}");
@@ -131,7 +132,9 @@ fn isolate_runs_a_program_without_the_constructs_of_its_neighbours() {
     // The unsupported import fails only the function that uses its name, at the use.
     let f = file.display();
     assert!(
-        bad.contains(&format!("refused: {f}:11:16: `np` cannot be used: {f}:2:8: unsupported import `numpy`")),
+        bad.contains(&format!(
+            "refused: {f}:11:16: `special` cannot be used: {f}:2:1: unsupported import from `scipy`"
+        )),
         "{alone}"
     );
     assert!(row(&whole, "good").ends_with("| ok | ok | ok |"), "{whole}");

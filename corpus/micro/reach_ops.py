@@ -257,3 +257,34 @@ def bce_with_logits_forms(x: f32[6, 5], t: f32[6, 5], w: f32[5], pw: f32[5]):
     b = F.binary_cross_entropy_with_logits(x, t, weight=w, pos_weight=pw + 1.0, reduction="sum")
     c = torch.nn.functional.binary_cross_entropy_with_logits(x * 30.0, y, reduction="none")
     return a, b, c
+
+
+# Nested functions (closures, as in Hugging Face's feed_forward_chunk passed to apply_chunking_to_forward): the
+# captured tensor is the same object, so an in-place write after the `def` is seen by the closure; a closure
+# passed to a helper with `*args`, and one that returns a tuple.
+def _apply_each(fn, *xs):
+    return [fn(x) for x in xs]
+
+
+def nested_closures(x: f32[4, 3], w: f32[3, 3]) -> tuple[f32[4, 3], f32[4, 3], f32[4, 3]]:
+    scale = 0.5
+    acc = torch.zeros(4, 3)
+
+    def proj(h):
+        return h @ w * scale + acc
+
+    def both(h, k=2.0):
+        return proj(h), h * k
+
+    acc.add_(1.0)
+    a, b = _apply_each(proj, x, x * 2.0)
+    c, d = both(x, k=3.0)
+    return a + b, c, d
+
+
+# In-place view ops on temporaries (as in torch.optim's Adamax `grad.abs().add_(eps).unsqueeze_(0)`): only the
+# temporary's shape changes; the tensors it was computed from keep theirs.
+def unsqueeze_on_temporaries(g: f32[5, 2], u: f32[5, 2]) -> tuple[f32[2, 5, 2], f32[5, 2], f32[5]]:
+    norm_buf = torch.cat([u.abs().unsqueeze(0), g.abs().add_(1e-3).unsqueeze_(0)], 0)
+    col = (g * 2.0)[:, 1:2].squeeze_(1)
+    return norm_buf, g, col

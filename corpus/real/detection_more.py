@@ -1,9 +1,11 @@
-"""Detection code ported from detectron2 (level assignment for ROI pooling) and mmdetection (distance-to-box decoding, pairwise IoU/GIoU). Coordinates arrive uniform in [-1, 1) and are mapped to
-boxes inside an image by `_xyxy`."""
+"""Detection code ported from detectron2 (level assignment for ROI pooling), mmdetection (distance-to-box decoding,
+pairwise IoU/GIoU, delta decoding with numpy on constants) and yolov5 (box format). Coordinates arrive uniform in
+[-1, 1) and are mapped to boxes inside an image by `_xyxy`."""
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -149,3 +151,45 @@ def tv_sigmoid_focal_loss(inputs: f32[64, 5], raw_targets: f32[64, 5]) -> f32[()
             f"Invalid Value for arg 'reduction': '{reduction} \n Supported reduction modes: 'none', 'mean', 'sum'"
         )
     return loss
+
+
+# yolov5, utils/general.py: xywh2xyxy
+def yolo_xywh2xyxy(x: f32[300, 4]) -> f32[300, 4]:
+    y = x.clone() if isinstance(x, torch.Tensor) else np.copy(x)
+    y[..., 0] = x[..., 0] - x[..., 2] / 2
+    y[..., 1] = x[..., 1] - x[..., 3] / 2
+    y[..., 2] = x[..., 0] + x[..., 2] / 2
+    y[..., 3] = x[..., 1] + x[..., 3] / 2
+    return y
+
+
+# mmdetection, mmdet/models/task_modules/coders/delta_xywh_bbox_coder.py: delta2bbox (stds (0.1, 0.1, 0.2, 0.2),
+# max_shape (48, 64), clip_border)
+def mmdet_delta2bbox(raw: f32[50, 4], deltas: f32[50, 8]) -> f32[50, 8]:
+    rois = _xyxy(raw, 24.0)
+    means = (0.0, 0.0, 0.0, 0.0)
+    stds = (0.1, 0.1, 0.2, 0.2)
+    max_shape = (48, 64)
+    wh_ratio_clip = 16 / 1000
+    num_bboxes, num_classes = deltas.size(0), deltas.size(1) // 4
+    deltas = deltas.reshape(-1, 4)
+    means = deltas.new_tensor(means).view(1, -1)
+    stds = deltas.new_tensor(stds).view(1, -1)
+    denorm_deltas = deltas * stds + means
+    dxy = denorm_deltas[:, :2]
+    dwh = denorm_deltas[:, 2:]
+    rois_ = rois.repeat(1, num_classes).reshape(-1, 4)
+    pxy = (rois_[:, :2] + rois_[:, 2:]) * 0.5
+    pwh = rois_[:, 2:] - rois_[:, :2]
+    dxy_wh = pwh * dxy
+    max_ratio = np.abs(np.log(wh_ratio_clip))
+    dwh = dwh.clamp(min=-max_ratio, max=max_ratio)
+    gxy = pxy + dxy_wh
+    gwh = pwh * dwh.exp()
+    x1y1 = gxy - (gwh * 0.5)
+    x2y2 = gxy + (gwh * 0.5)
+    bboxes = torch.cat([x1y1, x2y2], dim=-1)
+    bboxes[..., 0::2].clamp_(min=0, max=max_shape[1])
+    bboxes[..., 1::2].clamp_(min=0, max=max_shape[0])
+    bboxes = bboxes.reshape(num_bboxes, -1)
+    return bboxes

@@ -1,5 +1,5 @@
 """LLM decode-step code ported from Mistral's reference implementation (a rotating KV cache written with scatter_)
-and Hugging Face transformers' logits processors."""
+and Hugging Face transformers' logits processors and chunked feed-forward (a nested function)."""
 from __future__ import annotations
 
 import math
@@ -77,3 +77,42 @@ def hf_unbatched_cfg(input_ids: i64[2, 6], scores: f32[2, 32], logits: f32[2, 6,
     unconditional_logits = torch.nn.functional.log_softmax(logits[:, -1], dim=-1)
     scores_processed = guidance_scale * (scores - unconditional_logits) + unconditional_logits
     return scores_processed
+
+
+# Hugging Face transformers, pytorch_utils.py: apply_chunking_to_forward (the inspect.signature check left out)
+def _apply_chunking_to_forward(forward_fn, chunk_size: int, chunk_dim: int, *input_tensors):
+    assert len(input_tensors) > 0, f"{input_tensors} has to be a tuple/list of tensors"
+    if chunk_size > 0:
+        tensor_shape = input_tensors[0].shape[chunk_dim]
+        for input_tensor in input_tensors:
+            if input_tensor.shape[chunk_dim] != tensor_shape:
+                raise ValueError(
+                    f"All input tenors have to be of the same shape: {tensor_shape}, "
+                    f"found shape {input_tensor.shape[chunk_dim]}"
+                )
+        if input_tensors[0].shape[chunk_dim] % chunk_size != 0:
+            raise ValueError(
+                f"The dimension to be chunked {input_tensors[0].shape[chunk_dim]} has to be a multiple of the chunk "
+                f"size {chunk_size}"
+            )
+        num_chunks = input_tensors[0].shape[chunk_dim] // chunk_size
+        input_tensors_chunks = tuple(input_tensor.chunk(num_chunks, dim=chunk_dim) for input_tensor in input_tensors)
+        output_chunks = tuple(forward_fn(*input_tensors_chunk) for input_tensors_chunk in zip(*input_tensors_chunks))
+        return torch.cat(output_chunks, dim=chunk_dim)
+    return forward_fn(*input_tensors)
+
+
+# Hugging Face transformers, models/bert/modeling_bert.py: BertIntermediate, BertOutput and BertLayer.feed_forward_chunk
+# (gelu, no dropout), run through apply_chunking_to_forward with chunk_size_feed_forward 4 over the sequence
+def hf_bert_chunked_feed_forward(
+    attention_output: f32[2, 8, 16], w_in: f32[32, 16], b_in: f32[32], w_out: f32[16, 32], b_out: f32[16],
+    ln_w: f32[16], ln_b: f32[16]
+) -> f32[2, 8, 16]:
+    w_in, w_out = w_in * 0.25, w_out * 0.18
+
+    def feed_forward_chunk(attention_output):
+        intermediate_output = F.gelu(F.linear(attention_output, w_in, b_in))
+        hidden_states = F.linear(intermediate_output, w_out, b_out)
+        return F.layer_norm(hidden_states + attention_output, (16,), ln_w, ln_b, eps=1e-12)
+
+    return _apply_chunking_to_forward(feed_forward_chunk, 4, 1, attention_output)

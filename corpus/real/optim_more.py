@@ -1,4 +1,4 @@
-"""More optimizer steps, ported from torch.optim (Adadelta, NAdam, Rprop, ASGD), lion-pytorch and Hugging
+"""More optimizer steps, ported from torch.optim (Adadelta, NAdam, Rprop, ASGD, Adamax, RAdam), lion-pytorch and Hugging
 Face transformers' Adafactor, with per-parameter state kept in dicts the way `Optimizer.state[p]` keeps it."""
 from __future__ import annotations
 
@@ -209,3 +209,77 @@ def adafactor_steps(p: f32[16, 12], grad0: f32[16, 12], grad1: f32[16, 12]) -> t
             p_data_fp32.add_(p_data_fp32, alpha=(-group["weight_decay"] * lr))
         p_data_fp32.add_(-update)
     return state["exp_avg_sq_row"], state["exp_avg_sq_col"]
+
+
+# PyTorch, torch/optim/adamax.py: _single_tensor_adamax (beta1 0.9, beta2 0.999, not differentiable)
+def adamax_step(
+    w0: f32[16, 8], w1: f32[16], g0: f32[16, 8], g1: f32[16], m0: f32[16, 8], m1: f32[16], u0: f32[16, 8],
+    u1: f32[16], step: int = 5, lr: float = 2e-3
+) -> None:
+    for u in (u0, u1):
+        u.abs_()
+    params = [w0, w1]
+    grads = [g0, g1]
+    exp_avgs = [m0, m1]
+    exp_infs = [u0, u1]
+    state_steps = [torch.tensor(float(step)), torch.tensor(float(step))]
+    beta1, beta2, eps, weight_decay = 0.9, 0.999, 1e-8, 0.0
+    for i, param in enumerate(params):
+        grad = grads[i]
+        exp_avg = exp_avgs[i]
+        exp_inf = exp_infs[i]
+        step_t = state_steps[i]
+        step_t += 1
+        if weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
+        exp_avg.lerp_(grad, 1 - beta1)
+        norm_buf = torch.cat([exp_inf.mul_(beta2).unsqueeze(0), grad.abs().add_(eps).unsqueeze_(0)], 0)
+        exp_inf.copy_(torch.amax(norm_buf, 0, keepdim=False))
+        bias_correction = 1 - beta1 ** step_t.item()
+        clr = lr / bias_correction
+        param.addcdiv_(exp_avg, exp_inf, value=-clr)
+
+
+# PyTorch, torch/optim/radam.py: _single_tensor_radam (betas (0.9, 0.999), eps 1e-8, weight_decay 1e-2, not
+# decoupled; the nested _compute_rect and _compute_adaptive_lr as written there), steps 3 and 7: one parameter takes
+# the rectified branch (rho_t > 5), the other the plain one
+def radam_step(
+    w0: f32[8, 4], w1: f32[6], g0: f32[8, 4], g1: f32[6], m0: f32[8, 4], m1: f32[6], v0: f32[8, 4], v1: f32[6],
+    lr: float = 1e-3
+) -> None:
+    v0.abs_()
+    v1.abs_()
+    params, grads, exp_avgs, exp_avg_sqs = [w0, w1], [g0, g1], [m0, m1], [v0, v1]
+    state_steps = [torch.tensor(6.0), torch.tensor(2.0)]
+    beta1, beta2, eps, weight_decay = 0.9, 0.999, 1e-8, 1e-2
+    for i, param in enumerate(params):
+        grad = grads[i]
+        exp_avg = exp_avgs[i]
+        exp_avg_sq = exp_avg_sqs[i]
+        step_t = state_steps[i]
+        step_t += 1
+        step = step_t.item()
+        if weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        bias_correction1 = 1 - beta1**step
+        bias_correction2 = 1 - beta2**step
+        bias_corrected_exp_avg = exp_avg / bias_correction1
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * step * (beta2**step) / bias_correction2
+
+        def _compute_rect():
+            return (
+                (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
+            ) ** 0.5
+
+        def _compute_adaptive_lr():
+            exp_avg_sq_sqrt = exp_avg_sq.sqrt()
+            exp_avg_sq_sqrt = exp_avg_sq_sqrt.add(eps)
+            return (bias_correction2**0.5) / exp_avg_sq_sqrt
+
+        if rho_t > 5.0:
+            param.add_(bias_corrected_exp_avg * lr * _compute_adaptive_lr() * _compute_rect(), alpha=-1.0)
+        else:
+            param.add_(bias_corrected_exp_avg * lr, alpha=-1.0)

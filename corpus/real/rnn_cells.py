@@ -1,6 +1,6 @@
 """Hand-written recurrent cells: Salesforce's QRNN (its CPU ForgetMult), ChatRWKV's RWKV-5 time mixing (a group norm
-over heads) and lucidrains' minGRU in its sequential mode. Weights arrive uniform in [-1, 1) and are scaled by about
-1/sqrt(fan_in) as the layers initialize them."""
+over heads), lucidrains' minGRU in its sequential mode, SRU's CPU recurrence and IndRNN's elementwise recurrence.
+Weights arrive uniform in [-1, 1) and are scaled by about 1/sqrt(fan_in) as the layers initialize them."""
 from __future__ import annotations
 
 import torch
@@ -97,3 +97,47 @@ def mingru_decode(x: f32[2, 6, 16], prev_hidden: f32[2, 1, 16], w: f32[32, 16]) 
         outs.append(out)
         prev_hidden = next_prev_hidden
     return torch.cat(outs, dim=1), prev_hidden
+
+
+# SRU (taolei87/sru), sru/ops.py: sru_compute_cpu, unidirectional, k == 3 (the skip term is the input itself),
+# tanh activation, no masks; `x.new(...)` (uninitialized) written as new_zeros
+def sru_compute_cpu(u: f32[5, 2, 24], x: f32[5, 2, 8], bias: f32[16], init: f32[2, 8]) -> tuple[f32[5, 2, 8], f32[2, 8]]:
+    d, bidir, scale_x = 8, 1, 1
+    length = x.size(0) if x.dim() == 3 else 1
+    batch = x.size(-2)
+    k = u.size(-1) // d // bidir
+    u = u.view(length, batch, bidir, d, k)
+    forget_bias, reset_bias = bias.view(2, bidir, d)
+    x_prime = x.view(length, batch, bidir, d)
+    x_prime = x_prime * scale_x if scale_x != 1 else x_prime
+    h = x.new_zeros(length, batch, bidir, d)
+    c_init = init.view(batch, bidir, d)
+    c_final = []
+    for di in range(bidir):
+        time_seq = range(length) if di == 0 else range(length - 1, -1, -1)
+        c_prev = c_init[:, di, :]
+        fb, rb = forget_bias[di], reset_bias[di]
+        for t in time_seq:
+            f_t = (u[t, :, di, :, 1] + fb).sigmoid()
+            r_t = (u[t, :, di, :, 2] + rb).sigmoid()
+            c_t = u[t, :, di, :, 0] + (c_prev - u[t, :, di, :, 0]) * f_t
+            c_prev = c_t
+            g_c_t = c_t.tanh()
+            h_t = (g_c_t - x_prime[t, :, di, :]) * r_t + x_prime[t, :, di, :]
+            h[t, :, di, :] = h_t
+        c_final.append(c_t)
+    return h.view(length, batch, -1), torch.stack(c_final, dim=1).view(batch, -1)
+
+
+# IndRNN (Sunnydreamrain/IndRNN_pytorch), IndRNN_onlyrecurrent.py: IndRNN_onlyrecurrent.forward's plain PyTorch path
+# (relu, h0 given): the recurrence is elementwise, h_t = relu(x_t + w_hh * h_{t-1})
+def indrnn_onlyrecurrent(input: f32[7, 3, 16], weight_hh: f32[16], h0: f32[3, 16]) -> f32[7, 3, 16]:
+    assert input.dim() == 2 or input.dim() == 3
+    if (h0.size(-1) != input.size(-1)) or (h0.size(-2) != input.size(-2)):
+        raise RuntimeError("The initial hidden size must be equal to input_size")
+    hx = h0
+    outputs = []
+    for input_x in input:
+        hx = F.relu(input_x + hx * weight_hh)
+        outputs.append(hx)
+    return torch.stack(outputs, 0)

@@ -209,7 +209,12 @@ pub enum FPart {
     },
 }
 
+/// The callee of the call a nested `def` becomes: `NAME = <closure>(HELPER, CAPTURED=CAPTURED, ...)` makes a function
+/// value that calls the top-level `HELPER` with the captured values as keywords (not a name Python code can write).
+pub const MAKE_CLOSURE: &str = "<closure>";
+
 /// Calls `f` on every expression of `body` (nested statements and subexpressions included).
+
 pub fn visit_exprs<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Expr)) {
     for s in body {
         match &s.kind {

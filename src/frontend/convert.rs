@@ -7,6 +7,8 @@ use super::ast::*;
 use crate::diag::{err, Diagnostic, Span};
 use crate::tensor::DType;
 
+mod closure;
+mod numpy;
 mod sugar;
 use sugar::lambdas_read_no_locals;
 
@@ -44,6 +46,12 @@ struct Cx {
     depth: std::cell::Cell<usize>,
     /// The `lambda`s converted so far, each as a top-level helper function named `_<lambda>@LINE:COL`.
     lambdas: std::cell::RefCell<Vec<Function>>,
+    /// The nested `def`s of the top-level function being converted (see `closure`), and whether one is being
+    /// converted now.
+    nested: std::cell::RefCell<Vec<closure::Nested>>,
+    in_nested: std::cell::Cell<bool>,
+    /// The name `import numpy [as NAME]` binds, if any (see `numpy`).
+    numpy: std::cell::RefCell<Option<String>>,
 }
 
 impl Cx {
@@ -53,7 +61,14 @@ impl Cx {
 }
 
 pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagnostic> {
-    let cx = Cx { lines: Lines::new(source), depth: std::cell::Cell::new(0), lambdas: Default::default() };
+    let cx = Cx {
+        lines: Lines::new(source),
+        depth: std::cell::Cell::new(0),
+        lambdas: Default::default(),
+        nested: Default::default(),
+        in_nested: Default::default(),
+        numpy: Default::default(),
+    };
     // The parser recurses per bracket: reject deeper nesting before it sees the text.
     if let Some((offset, _)) = too_deep_brackets(source, crate::limits::MAX_NESTING) {
         return err(
@@ -84,9 +99,24 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                 // Each function converts on its own: one outside the subset fails alone.
                 let converted = cx.function(f);
                 let lambdas = std::mem::take(&mut *cx.lambdas.borrow_mut());
-                match converted.and_then(|func| lambdas_read_no_locals(&func, &lambdas).map(|()| func)) {
+                let mut nested = std::mem::take(&mut *cx.nested.borrow_mut());
+                let numpy = cx.numpy.borrow().clone();
+                let checked = converted.and_then(|mut func| {
+                    if let Some(np) = &numpy {
+                        numpy::fold(&mut func, np)?;
+                        nested.iter_mut().try_for_each(|n| numpy::fold(&mut n.func, np))?;
+                    }
+                    closure::close_over(&mut func, &mut nested)?;
+                    lambdas_read_no_locals(&func, &lambdas)?;
+                    for n in &nested {
+                        lambdas_read_no_locals(&n.func, &lambdas)?;
+                    }
+                    Ok(func)
+                });
+                match checked {
                     Ok(func) => {
                         functions.push(func);
+                        functions.extend(nested.into_iter().map(|n| n.func));
                         functions.extend(lambdas);
                     }
                     Err(d) => failed.push(FailedFunction { name, span, error: d.in_file(_path) }),
@@ -97,6 +127,11 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                 for alias in &imp.names {
                     let name = alias.name.as_str();
                     imports_torch |= alias.asname.is_none() && (name == "torch" || name.starts_with("torch."));
+                    if name == "numpy" {
+                        *cx.numpy.borrow_mut() =
+                            Some(alias.asname.as_ref().map_or("numpy".to_string(), |a| a.to_string()));
+                        continue;
+                    }
                     if !matches!(name, "torch" | "torch.nn.functional" | "math") {
                         let bound = match &alias.asname {
                             Some(a) => a.to_string(),
@@ -432,8 +467,19 @@ impl Cx {
             py::Stmt::Pass(_) => StmtKind::Pass,
             py::Stmt::Break(_) => StmtKind::Break,
             py::Stmt::Continue(_) => StmtKind::Continue,
-            py::Stmt::FunctionDef(_) => {
-                return err(span, "nested function definitions are not supported; define helpers at the top level")
+            py::Stmt::FunctionDef(f) => {
+                if self.in_nested.get() {
+                    return err(span, "a function defined inside a nested function is not supported; define it at the top level");
+                }
+                self.in_nested.set(true);
+                let func = self.function(f);
+                self.in_nested.set(false);
+                let mut func = func?;
+                let name = func.name.clone();
+                func.name = closure::lifted_name(&name, span);
+                let kind = closure::placeholder(&name, &func.name, span);
+                self.nested.borrow_mut().push(closure::Nested { name, func });
+                kind
             }
             py::Stmt::ClassDef(_) => return err(span, "class definitions are not supported"),
             py::Stmt::With(_) => {
@@ -445,7 +491,10 @@ impl Cx {
                 None => None,
             }),
             py::Stmt::Delete(_) => return err(span, "`del` is not supported"),
-            py::Stmt::Global(_) | py::Stmt::Nonlocal(_) => return err(span, "`global`/`nonlocal` are not supported"),
+            py::Stmt::Global(_) => return err(span, "`global` is not supported"),
+            py::Stmt::Nonlocal(_) => {
+                return err(span, "`nonlocal` is not supported: a nested function cannot assign a variable of the enclosing function; return the new value instead")
+            }
             py::Stmt::Import(_) | py::Stmt::ImportFrom(_) => {
                 return err(span, "imports are only supported at the top level")
             }
@@ -604,7 +653,12 @@ impl Cx {
             py::Expr::Call(c) => {
                 let mut args = Vec::new();
                 for a in c.arguments.args.iter() {
-                    args.push(self.item(a)?);
+                    match a {
+                        py::Expr::Generator(g) if sugar::consumes_generator(&c.func, c.arguments.len()) => {
+                            args.push(self.generator(g)?)
+                        }
+                        _ => args.push(self.item(a)?),
+                    }
                 }
                 let mut kwargs = Vec::new();
                 for k in c.arguments.keywords.iter() {
@@ -626,18 +680,7 @@ impl Cx {
                 body: self.boxed(&i.body)?,
                 orelse: self.boxed(&i.orelse)?,
             },
-            py::Expr::ListComp(l) => {
-                if l.generators.len() != 1 || l.generators[0].is_async {
-                    return err(span, "only list comprehensions with a single `for` are supported");
-                }
-                let g = &l.generators[0];
-                ExprKind::ListComp {
-                    elt: self.boxed(&l.elt)?,
-                    target: Box::new(self.expr(&g.target)?),
-                    iter: Box::new(self.expr(&g.iter)?),
-                    conds: g.ifs.iter().map(|c| self.expr(c)).collect::<Result<_, _>>()?,
-                }
-            }
+            py::Expr::ListComp(l) => self.comprehension(&l.elt, &l.generators, span)?,
             py::Expr::Starred(_) => return err(span, "starred expressions are not supported"),
             py::Expr::Lambda(l) => self.lambda(l, span)?,
             py::Expr::Dict(d) => {
@@ -652,7 +695,9 @@ impl Cx {
             }
             py::Expr::DictComp(_) => return err(span, "dict comprehensions are not supported"),
             py::Expr::Set(_) | py::Expr::SetComp(_) => return err(span, "sets are not supported"),
-            py::Expr::Generator(_) => return err(span, "generator expressions are not supported"),
+            py::Expr::Generator(_) => {
+                return err(span, "generator expressions are supported only as the one argument of tuple(), list(), sum(), min(), max(), sorted(), torch.cat() or torch.stack() (write a list comprehension)")
+            }
             py::Expr::FString(f) => ExprKind::FString(self.fstring(f)?),
             py::Expr::TString(_) => return err(span, "t-strings are not supported"),
             py::Expr::Named(_) => return err(span, "assignment expressions (`:=`) are not supported"),

@@ -672,6 +672,9 @@ pub(super) fn value_to_fv(v: &Value) -> FV {
         Value::DType(d) => FV::DType(*d),
         Value::Device => FV::Device,
         Value::Func(f) => FV::Func(f.clone()),
+        Value::Closure(f, captured) => {
+            FV::Closure(f.clone(), Rc::new(captured.iter().map(|(k, v)| (k.clone(), value_to_fv(v))).collect()))
+        }
         Value::Module(m) => FV::Module(m),
         Value::Ellipsis => FV::Ellipsis,
         Value::Named(items, names) => FV::Named(Rc::new(items.iter().map(value_to_fv).collect()), names),

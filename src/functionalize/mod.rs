@@ -102,6 +102,7 @@ fn functionalize_as_written(
         t: Terms::new(),
         roots: Vec::new(),
         depth_calls: 0,
+        entry_args: Vec::new(),
         fn_names: HashMap::new(),
         consts,
         fn_stack: Vec::new(),
@@ -127,6 +128,8 @@ pub(super) struct Fz<'m> {
     t: Terms,
     roots: Vec<Root>,
     depth_calls: usize,
+    /// The program's arguments (the caller's objects: see `desugar::shape_inplace`).
+    entry_args: Vec<FV>,
     /// For each function, how often each name occurs in it (to tell loop-local names from names used after).
     fn_names: HashMap<String, HashMap<String, usize>>,
     consts: HashMap<String, FV>,

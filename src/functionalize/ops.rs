@@ -178,10 +178,22 @@ impl<'m> Fz<'m> {
                     }
                 }
             }
+            ExprKind::Name(n) if n == crate::frontend::ast::MAKE_CLOSURE => match pos.first() {
+                Some(FV::Func(f)) => Ok(FV::Closure(f.clone(), Rc::new(kw))),
+                _ => unreachable!("the frontend makes closures of helpers only"),
+            },
             ExprKind::Name(n) => {
                 let known = env.contains_key(n) || self.consts.contains_key(n) || self.module.function(n).is_some();
                 if known {
-                    if let FV::Func(fname) = self.lookup(env, n, func.span)? {
+                    let callee = self.lookup(env, n, func.span)?;
+                    if let FV::Closure(fname, captured) = &callee {
+                        let module = self.module;
+                        let f = module.function(fname).expect("Closure values name module functions");
+                        let kw = crate::interp::calls::closure_args(f, &pos, kw, captured)
+                            .map_err(|m| Stop::Diag(Diagnostic::new(m).at(span)))?;
+                        return self.inline(fname, pos, kw, span);
+                    }
+                    if let FV::Func(fname) = callee {
                         if let Some((_, op)) = fname.rsplit_once('.') {
                             let a = A::new(pos, kw, span, fname.to_string());
                             let r = self.torch(op, &a, false)?;

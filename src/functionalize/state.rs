@@ -152,6 +152,8 @@ pub(super) enum FV {
     Range(i64, i64, i64),
     Module(&'static str),
     Func(Rc<str>),
+    /// A nested function with the values it captured (see `crate::interp::value::Value::Closure`).
+    Closure(Rc<str>, Rc<Vec<(String, FV)>>),
     /// A dict with keys known before the program runs (see `python.rs`): shared and mutable like a list.
     Dict(Rc<RefCell<Vec<(FV, FV)>>>),
     /// A `torch.device`: the CPU (programs run with CPU semantics).
@@ -183,7 +185,7 @@ impl FV {
             FV::Ellipsis => "ellipsis",
             FV::Range(..) => "range",
             FV::Module(_) => "module",
-            FV::Func(_) => "function",
+            FV::Func(_) | FV::Closure(..) => "function",
             FV::Dict(_) => "dict",
             FV::Device => "torch.device",
             FV::Poisoned(_) => "value",
@@ -221,6 +223,11 @@ impl FV {
             (FV::Range(a, b, c), FV::Range(d, e, f)) => (a, b, c) == (d, e, f),
             (FV::Module(a), FV::Module(b)) => a == b,
             (FV::Func(a), FV::Func(b)) => a == b,
+            (FV::Closure(f, a), FV::Closure(g, b)) => {
+                f == g
+                    && (Rc::ptr_eq(a, b)
+                        || (a.len() == b.len() && a.iter().zip(b.iter()).all(|((k, x), (l, y))| k == l && x.same(y))))
+            }
             _ => false,
         }
     }

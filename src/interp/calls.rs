@@ -127,6 +127,10 @@ impl<'m> Interp<'m> {
                     other => err(span, format!("unsupported method `{name}` on a value of type {}", other.type_name())),
                 }
             }
+            ExprKind::Name(n) if n == crate::frontend::ast::MAKE_CLOSURE => match pos.first() {
+                Some(Value::Func(f)) => Ok(Value::Closure(f.clone(), std::rc::Rc::new(kw))),
+                _ => unreachable!("the frontend makes closures of helpers only"),
+            },
             ExprKind::Name(n) => {
                 let known = frame.contains_key(n) || self.globals.contains_key(n) || self.module.function(n).is_some();
                 if known {
@@ -163,6 +167,12 @@ impl<'m> Interp<'m> {
             Value::Func(name) => {
                 let module = self.module;
                 let func = module.function(&name).expect("Func values name module functions");
+                self.call_function(func, pos, kw, span)
+            }
+            Value::Closure(name, captured) => {
+                let module = self.module;
+                let func = module.function(&name).expect("Closure values name module functions");
+                let kw = closure_args(func, &pos, kw, &captured).map_err(|m| Diagnostic::new(m).at(span))?;
                 self.call_function(func, pos, kw, span)
             }
             other => err(span, format!("'{}' object is not callable", other.type_name())),
@@ -563,4 +573,25 @@ fn check_keywords(a: &Args, callee: &str) -> Result<(), Diagnostic> {
         Some(k) => err(a.span, format!("unexpected keyword argument '{k}' for {callee}")),
         None => Ok(()),
     }
+}
+
+/// The keywords a call of a nested function passes to its helper: the call's own, then the captured values (which
+/// are keyword-only parameters of the helper, after its own); Python's errors for what the nested function itself
+/// would refuse (too many positional arguments, a keyword that names a captured variable).
+pub(crate) fn closure_args<V: Clone>(
+    func: &crate::frontend::ast::Function,
+    pos: &[V],
+    mut kw: Vec<(String, V)>,
+    captured: &[(String, V)],
+) -> Result<Vec<(String, V)>, String> {
+    let own = func.params.len() - captured.len();
+    let shown = func.name.split_once('>').map_or(func.name.as_str(), |(a, _)| a.trim_start_matches("_<def "));
+    if func.vararg.is_none() && pos.len() > own {
+        return Err(format!("{shown}() takes {own} positional arguments but {} were given", pos.len()));
+    }
+    if let Some((k, _)) = kw.iter().find(|(k, _)| captured.iter().any(|(c, _)| c == k)) {
+        return Err(format!("{shown}() got an unexpected keyword argument '{k}'"));
+    }
+    kw.extend(captured.iter().cloned());
+    Ok(kw)
 }

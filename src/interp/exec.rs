@@ -25,6 +25,8 @@ pub(super) enum Flow {
 pub struct Interp<'m> {
     pub(super) module: &'m Module,
     pub(super) globals: HashMap<String, Value>,
+    /// The program's arguments (the caller's objects: see `more_ops::shape_inplace`).
+    pub(super) entry_args: Vec<Value>,
     /// Storage buffers written in place (by address); PyTorch's version counter, per root buffer.
     pub written: HashSet<usize>,
     pub(super) depth: usize,
@@ -38,7 +40,8 @@ pub(super) fn tensor_err(span: Span) -> impl Fn(String) -> Diagnostic {
 
 impl<'m> Interp<'m> {
     pub fn new(module: &'m Module) -> Result<Self, Diagnostic> {
-        let mut it = Interp { module, globals: HashMap::new(), written: HashSet::new(), depth: 0 };
+        let mut it =
+            Interp { module, globals: HashMap::new(), entry_args: Vec::new(), written: HashSet::new(), depth: 0 };
         for (name, e) in &module.constants {
             let mut frame = Frame::new();
             let v = it.eval(&mut frame, e)?;
@@ -100,6 +103,9 @@ impl<'m> Interp<'m> {
             if !f.params.iter().any(|p| p.name == *k) {
                 return err(span, format!("{}() got an unexpected keyword argument '{}'", f.name, k));
             }
+        }
+        if self.depth == 0 {
+            self.entry_args = frame.values().cloned().collect();
         }
         self.depth += 1;
         let flow = self.exec_block(&mut frame, &f.body);

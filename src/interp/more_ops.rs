@@ -317,15 +317,18 @@ fn holds(v: &Value, t: &Tensor) -> bool {
         Value::Tensor(u) => {
             std::rc::Rc::ptr_eq(&u.buf, &t.buf) && u.shape == t.shape && u.strides == t.strides && u.offset == t.offset
         }
+        Value::Dict(d) => d.borrow().iter().any(|(_, x)| holds(x, t)),
+        Value::Closure(_, captured) => captured.iter().any(|(_, x)| holds(x, t)),
         other => other.items().is_some_and(|items| items.iter().any(|x| holds(x, t))),
     }
 }
 
 impl<'m> super::exec::Interp<'m> {
-    /// `NAME.squeeze_(...)` / `NAME.unsqueeze_(...)`: the tensor's own shape changes, so `NAME` is rebound to the
-    /// new view; every other view keeps its shape. Refused where another name, list or caller may hold the same
-    /// tensor object (PyTorch would change the shape seen there too): in helpers, and when any other binding holds
-    /// a tensor with the same storage and metadata.
+    /// `X.squeeze_(...)` / `X.unsqueeze_(...)`: the tensor object's own shape changes. Where `X` is a local name,
+    /// it is rebound to the new view; where it is a temporary (`g.abs().add_(eps).unsqueeze_(0)`), only the value of
+    /// the expression changes. Every other view keeps its shape. Refused where another name, list, dict, constant
+    /// or the caller may hold the same tensor object (PyTorch would change the shape seen there too): a name in a
+    /// helper; a program parameter's own object; a tensor with the same storage and metadata as any other binding.
     pub(super) fn shape_inplace(
         &mut self,
         frame: &mut super::exec::Frame,
@@ -337,26 +340,44 @@ impl<'m> super::exec::Interp<'m> {
         let base = &name[..name.len() - 1];
         let refuse =
             |why: &str| crate::diag::err(span, format!("`{name}` {why}; rebind instead (`x = x.{base}(...)`)"));
-        let crate::frontend::ast::ExprKind::Name(n) = &obj.kind else {
-            return refuse("on an expression other than a local name is not supported");
+        let local = match &obj.kind {
+            crate::frontend::ast::ExprKind::Name(n) => Some(n),
+            _ => None,
         };
-        if self.depth > 1 {
+        if local.is_some() && self.depth > 1 {
             return refuse("inside a helper function is not supported (the caller may hold the same tensor)");
         }
-        let Some(Value::Tensor(t)) = frame.get(n).cloned() else {
-            return refuse("on a name that is not a local tensor is not supported");
+        let t = match (local, a.pos.first()) {
+            (Some(n), _) => match frame.get(n) {
+                Some(Value::Tensor(t)) => t.clone(),
+                _ => return refuse("on a name that is not a local tensor is not supported"),
+            },
+            (None, Some(Value::Tensor(t))) => t.clone(),
+            (None, _) => return refuse("on a value that is not a tensor is not supported"),
         };
-        if frame.iter().any(|(k, v)| k != n && matches!(v, Value::Tensor(_)) && holds(v, &t)) {
-            return refuse("on a tensor that another name also refers to is not supported (PyTorch would change the shape seen through both)");
+        let other = |k: &String| local != Some(k);
+        let shared = frame.iter().filter(|(k, v)| other(k) && matches!(v, Value::Tensor(_)) && holds(v, &t));
+        if let Some(k) = shared.map(|(k, _)| k).min() {
+            return refuse(&match local {
+                Some(_) => "on a tensor that another name also refers to is not supported (PyTorch would change the shape seen through both)".to_string(),
+                None => format!("on a temporary with the storage and shape of `{k}` is not supported (it may be the same tensor object, whose shape PyTorch would change)"),
+            });
         }
-        if frame.values().any(|v| !matches!(v, Value::Tensor(_)) && holds(v, &t)) {
-            return refuse("on a tensor that a list or tuple also holds is not supported (PyTorch would change the shape seen through both)");
+        if frame.values().any(|v| !matches!(v, Value::Tensor(_)) && holds(v, &t))
+            || self.globals.values().any(|v| holds(v, &t))
+        {
+            return refuse("on a tensor that a list or tuple (or a dict or constant) also holds is not supported (PyTorch would change the shape seen through both)");
+        }
+        if self.depth == 1 && self.entry_args.iter().any(|v| holds(v, &t)) {
+            return refuse("on a program parameter is not supported (PyTorch would change the shape the caller sees)");
         }
         let r = self.torch_op(base, &a, true).map_err(super::exec::tensor_err(span))?;
         if let Some(k) = a.unexpected() {
             return crate::diag::err(span, format!("unexpected keyword argument '{k}' for Tensor.{name}"));
         }
-        frame.insert(n.clone(), r.clone());
+        if let Some(n) = local {
+            frame.insert(n.clone(), r.clone());
+        }
         Ok(r)
     }
 }

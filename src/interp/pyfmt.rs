@@ -64,7 +64,8 @@ pub fn py_repr(v: &Value) -> String {
         Value::Tuple(items) | Value::Named(items, _) => format!("({})", seq(items)),
         Value::List(items) => format!("[{}]", seq(&items.borrow())),
         Value::Dict(items) => {
-            let kv: Vec<String> = items.borrow().iter().map(|(k, v)| format!("{}: {}", py_repr(k), py_repr(v))).collect();
+            let kv: Vec<String> =
+                items.borrow().iter().map(|(k, v)| format!("{}: {}", py_repr(k), py_repr(v))).collect();
             format!("{{{}}}", kv.join(", "))
         }
         Value::Slice(a, b, c) => {
@@ -77,6 +78,7 @@ pub fn py_repr(v: &Value) -> String {
         Value::Range(a, b, s) => format!("range({a}, {b}, {s})"),
         Value::Module(m) => format!("<module '{m}'>"),
         Value::Func(f) => format!("<function {f}>"),
+        Value::Closure(f, _) => format!("<function {f}>"),
         Value::Device => "device(type='cpu')".into(),
     }
 }

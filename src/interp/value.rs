@@ -26,6 +26,9 @@ pub enum Value {
     Module(&'static str),
     /// A function defined in the program file.
     Func(Rc<str>),
+    /// A nested function (a top-level helper, see `frontend::convert::closure`) with the values it captured, passed
+    /// to it as keywords on each call.
+    Closure(Rc<str>, Rc<Vec<(String, Value)>>),
     /// A dict (keys that are numbers, strings or None), in insertion order: shared and mutable like a list
     /// (`d[k] = v`, `d[k] += v`).
     Dict(Rc<RefCell<Vec<(Value, Value)>>>),
@@ -49,7 +52,7 @@ impl Value {
             Value::DType(_) => "torch.dtype",
             Value::Range(..) => "range",
             Value::Module(_) => "module",
-            Value::Func(_) => "function",
+            Value::Func(_) | Value::Closure(..) => "function",
             Value::Dict(_) => "dict",
             Value::Device => "torch.device",
         }

@@ -34,40 +34,8 @@ def tv_matcher_low_quality(match_quality_matrix: f32[6, 200]) -> i64[200]:
     return matches
 
 
-# mmdetection, mmdet/models/task_modules/coders/delta_xywh_bbox_coder.py: delta2bbox (stds (0.1, 0.1, 0.2, 0.2),
-# max_shape (48, 64), clip_border)
-def mmdet_delta2bbox(raw: f32[50, 4], deltas: f32[50, 8]) -> f32[50, 8]:
-    rois = _xyxy(raw, 24.0)
-    means = (0.0, 0.0, 0.0, 0.0)
-    stds = (0.1, 0.1, 0.2, 0.2)
-    max_shape = (48, 64)
-    wh_ratio_clip = 16 / 1000
-    num_bboxes, num_classes = deltas.size(0), deltas.size(1) // 4
-    deltas = deltas.reshape(-1, 4)
-    means = deltas.new_tensor(means).view(1, -1)
-    stds = deltas.new_tensor(stds).view(1, -1)
-    denorm_deltas = deltas * stds + means
-    dxy = denorm_deltas[:, :2]
-    dwh = denorm_deltas[:, 2:]
-    rois_ = rois.repeat(1, num_classes).reshape(-1, 4)
-    pxy = (rois_[:, :2] + rois_[:, 2:]) * 0.5
-    pwh = rois_[:, 2:] - rois_[:, :2]
-    dxy_wh = pwh * dxy
-    max_ratio = np.abs(np.log(wh_ratio_clip))
-    dwh = dwh.clamp(min=-max_ratio, max=max_ratio)
-    gxy = pxy + dxy_wh
-    gwh = pwh * dwh.exp()
-    x1y1 = gxy - (gwh * 0.5)
-    x2y2 = gxy + (gwh * 0.5)
-    bboxes = torch.cat([x1y1, x2y2], dim=-1)
-    bboxes[..., 0::2].clamp_(min=0, max=max_shape[1])
-    bboxes[..., 1::2].clamp_(min=0, max=max_shape[0])
-    bboxes = bboxes.reshape(num_bboxes, -1)
-    return bboxes
-
-
-# yolov5, utils/general.py: xywh2xyxy
-def yolo_xywh2xyxy(x: f32[300, 4]) -> f32[300, 4]:
+# yolov5, utils/general.py: xywh2xyxy (a program of corpus/real/detection_more.py; here the helper of the next one)
+def _xywh2xyxy(x):
     y = x.clone() if isinstance(x, torch.Tensor) else np.copy(x)
     y[..., 0] = x[..., 0] - x[..., 2] / 2
     y[..., 1] = x[..., 1] - x[..., 3] / 2
@@ -88,7 +56,7 @@ def yolo_nms_candidates(prediction: f32[1, 200, 9]) -> f32[1, 200, 6]:
     for xi, x in enumerate(prediction):
         x = x[xc[xi]]
         x[:, 5:] *= x[:, 4:5]
-        box = yolo_xywh2xyxy(x[:, :4])
+        box = _xywh2xyxy(x[:, :4])
         conf, j = x[:, 5:mi].max(1, keepdim=True)
         x = torch.cat((box, conf, j.float()), 1)[conf.view(-1) > conf_thres]
         n = x.shape[0]

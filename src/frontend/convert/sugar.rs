@@ -106,7 +106,14 @@ impl Cx {
         let body = self.expr(&l.body)?;
         let name = format!("_<lambda>@{}:{}", span.line, span.col);
         let ret = Stmt { span: body.span, kind: StmtKind::Return(Some(body)) };
-        self.lambdas.borrow_mut().push(Function { name: name.clone(), params, vararg: None, returns: None, body: vec![ret], span });
+        self.lambdas.borrow_mut().push(Function {
+            name: name.clone(),
+            params,
+            vararg: None,
+            returns: None,
+            body: vec![ret],
+            span,
+        });
         Ok(ExprKind::Name(name))
     }
 
@@ -161,5 +168,48 @@ impl Cx {
         body.extend(self.block(&t.orelse)?);
         body.extend(self.block(&t.finalbody)?);
         Ok(body)
+    }
+}
+
+/// Whether a generator expression passed as the one argument (of `nargs`) of a call of `func` is consumed at once,
+/// in order and to the end, so that a list comprehension computes the same: `tuple`, `list`, `sum`, `min`, `max`,
+/// `sorted`, `torch.cat`, `torch.stack` (not `any`/`all`, which stop early).
+pub(super) fn consumes_generator(func: &py::Expr, nargs: usize) -> bool {
+    let name = match func {
+        py::Expr::Name(n) => n.id.to_string(),
+        py::Expr::Attribute(a) => match a.value.as_ref() {
+            py::Expr::Name(m) if m.id.as_str() == "torch" => format!("torch.{}", a.attr),
+            _ => return false,
+        },
+        _ => return false,
+    };
+    nargs == 1
+        && matches!(name.as_str(), "tuple" | "list" | "sum" | "min" | "max" | "sorted" | "torch.cat" | "torch.stack")
+}
+
+impl Cx {
+    /// A generator expression that its call consumes at once (see [`consumes_generator`]): a list comprehension.
+    pub(super) fn generator(&self, g: &py::ExprGenerator) -> Result<Expr, Diagnostic> {
+        let span = self.sp(g);
+        Ok(Expr { kind: self.comprehension(&g.elt, &g.generators, span)?, span })
+    }
+
+    /// `[ELT for TARGET in ITER if COND...]` with a single `for`.
+    pub(super) fn comprehension(
+        &self,
+        elt: &py::Expr,
+        gens: &[py::Comprehension],
+        span: Span,
+    ) -> Result<ExprKind, Diagnostic> {
+        if gens.len() != 1 || gens[0].is_async {
+            return err(span, "only list comprehensions with a single `for` are supported");
+        }
+        let g = &gens[0];
+        Ok(ExprKind::ListComp {
+            elt: Box::new(self.expr(elt)?),
+            target: Box::new(self.expr(&g.target)?),
+            iter: Box::new(self.expr(&g.iter)?),
+            conds: g.ifs.iter().map(|c| self.expr(c)).collect::<Result<_, _>>()?,
+        })
     }
 }

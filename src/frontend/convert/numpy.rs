@@ -1,0 +1,299 @@
+//! `import numpy as np` in code that uses numpy only on Python numbers known when the program is converted
+//! (`np.abs(np.log(16 / 1000))`, as mmdetection writes its clamp bounds) and in a branch of
+//! `isinstance(x, torch.Tensor)` that a tensor parameter never takes (yolov5's `x.clone() if isinstance(x,
+//! torch.Tensor) else np.copy(x)`): the `isinstance` test of a tensor or number parameter the function never
+//! rebinds is decided, the branch it does not take is dropped, and numpy calls on constants are folded to numbers.
+//! Any other use of numpy is refused, located.
+
+use super::bound_names;
+use crate::diag::{err, Diagnostic, Span};
+use crate::frontend::ast::*;
+
+/// Folds `f`'s uses of the numpy module bound to `np`, or refuses the first one that is not a call of a known
+/// function on constants or a known constant.
+pub(super) fn fold(f: &mut Function, np: &str) -> Result<(), Diagnostic> {
+    let mut local = Vec::new();
+    bound_names(&f.body, &mut local);
+    if local.iter().any(|n| n == np) || f.params.iter().any(|p| p.name == np) {
+        return Ok(()); // a local named like the module: not numpy here
+    }
+    let mut kinds: Vec<(String, bool)> = Vec::new(); // (parameter, is a tensor) for parameters never rebound
+    for p in &f.params {
+        let tensor = match &p.ann {
+            Some(TypeAnn::Tensor { .. }) => true,
+            Some(TypeAnn::Int | TypeAnn::Float | TypeAnn::Bool) => false,
+            _ => continue,
+        };
+        if !local.contains(&p.name) {
+            kinds.push((p.name.clone(), tensor));
+        }
+    }
+    // Names bound once in the whole function, by a top-level `NAME = constant`: their value, and where.
+    let mut consts: Vec<(String, Num, Span)> = Vec::new();
+    let mut cx = Fold { np, kinds, consts: Vec::new() };
+    for s in &f.body {
+        if let StmtKind::Assign { targets, value } = &s.kind {
+            if let [Expr { kind: ExprKind::Name(n), .. }] = targets.as_slice() {
+                let once = local.iter().filter(|m| *m == n).count() == 1 && !f.params.iter().any(|p| p.name == *n);
+                if once {
+                    let mut v = value.clone();
+                    cx.consts = consts.clone();
+                    if cx.expr(&mut v).is_ok() {
+                        if let Some(x) = cx.value(&v) {
+                            consts.push((n.clone(), x, s.span));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    cx.consts = consts;
+    cx.block(&mut f.body)
+}
+
+#[derive(Clone, Copy)]
+enum Num {
+    Int(i64),
+    Float(f64),
+}
+
+fn num(e: &Expr) -> Option<Num> {
+    match &e.kind {
+        ExprKind::Int(i) => Some(Num::Int(*i)),
+        ExprKind::Float(x) => Some(Num::Float(*x)),
+        ExprKind::Unary(UnaryOp::Neg, a) => match num(a)? {
+            Num::Int(i) => i.checked_neg().map(Num::Int),
+            Num::Float(x) => Some(Num::Float(-x)),
+        },
+        _ => None,
+    }
+}
+
+fn as_f64(n: Num) -> f64 {
+    match n {
+        Num::Int(i) => i as f64,
+        Num::Float(x) => x,
+    }
+}
+
+struct Fold<'a> {
+    np: &'a str,
+    kinds: Vec<(String, bool)>,
+    consts: Vec<(String, Num, Span)>,
+}
+
+const FUNCS: &str = "np.abs, np.log, np.log2, np.log10, np.exp, np.sqrt, np.sin, np.cos, np.tan, np.arctan, np.tanh";
+
+impl Fold<'_> {
+    fn block(&self, body: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        let mut out = Vec::with_capacity(body.len());
+        for mut s in std::mem::take(body) {
+            match &mut s.kind {
+                StmtKind::Assign { targets, value } => {
+                    targets.iter_mut().try_for_each(|t| self.expr(t))?;
+                    self.expr(value)?;
+                }
+                StmtKind::AugAssign { target, value, .. } => {
+                    self.expr(target)?;
+                    self.expr(value)?;
+                }
+                StmtKind::Expr(e) | StmtKind::Return(Some(e)) | StmtKind::Raise(Some(e)) => self.expr(e)?,
+                StmtKind::For { target, iter, body } => {
+                    self.expr(target)?;
+                    self.expr(iter)?;
+                    self.block(body)?;
+                }
+                StmtKind::While { test, body } => {
+                    self.expr(test)?;
+                    self.block(body)?;
+                }
+                StmtKind::If { test, body, orelse } => {
+                    self.expr(test)?;
+                    if let ExprKind::Bool(b) = test.kind {
+                        // Decided: only the branch taken stays (the other may use numpy on tensors).
+                        let mut taken = std::mem::take(if b { body } else { orelse });
+                        self.block(&mut taken)?;
+                        out.extend(taken);
+                        continue;
+                    }
+                    self.block(body)?;
+                    self.block(orelse)?;
+                }
+                StmtKind::Assert { test, msg } => {
+                    self.expr(test)?;
+                    if let Some(m) = msg {
+                        self.expr(m)?;
+                    }
+                }
+                StmtKind::Return(None)
+                | StmtKind::Raise(None)
+                | StmtKind::Pass
+                | StmtKind::Break
+                | StmtKind::Continue => {}
+            }
+            out.push(s);
+        }
+        *body = out;
+        Ok(())
+    }
+
+    fn exprs(&self, xs: &mut [Expr]) -> Result<(), Diagnostic> {
+        xs.iter_mut().try_for_each(|x| self.expr(x))
+    }
+
+    fn expr(&self, e: &mut Expr) -> Result<(), Diagnostic> {
+        // `isinstance(P, torch.Tensor)` of a parameter never rebound is known; a decided `a if T else b` is one arm.
+        if let Some(b) = self.isinstance(e) {
+            e.kind = ExprKind::Bool(b);
+            return Ok(());
+        }
+        if let ExprKind::IfExp { test, body, orelse } = &mut e.kind {
+            self.expr(test)?;
+            if let ExprKind::Bool(b) = test.kind {
+                let mut taken = std::mem::replace(
+                    if b { body } else { orelse },
+                    Box::new(Expr { kind: ExprKind::NoneLit, span: e.span }),
+                );
+                self.expr(&mut taken)?;
+                *e = *taken;
+                return Ok(());
+            }
+        }
+        match &mut e.kind {
+            ExprKind::Name(n) if n == self.np => {
+                return err(e.span, format!("numpy is supported only as {FUNCS} of numbers known before the program runs, and np.pi, np.e, np.inf"));
+            }
+            ExprKind::Attr(a, attr) if matches!(&a.kind, ExprKind::Name(n) if n == self.np) => {
+                let v = match attr.as_str() {
+                    "pi" => std::f64::consts::PI,
+                    "e" => std::f64::consts::E,
+                    "inf" => f64::INFINITY,
+                    _ => return err(e.span, format!("`{}.{attr}` is not supported: numpy is supported only as {FUNCS} of numbers known before the program runs, and np.pi, np.e, np.inf", self.np)),
+                };
+                e.kind = ExprKind::Float(v);
+                return Ok(());
+            }
+            ExprKind::Call { func, args, kwargs } if matches!(&func.kind, ExprKind::Attr(a, _) if matches!(&a.kind, ExprKind::Name(n) if n == self.np)) =>
+            {
+                let ExprKind::Attr(_, name) = &func.kind else { unreachable!() };
+                let name = name.clone();
+                self.exprs(args)?;
+                let arg = match (args.as_slice(), kwargs.is_empty()) {
+                    ([a], true) => self.value(a),
+                    _ => None,
+                };
+                let Some(x) = arg else {
+                    return err(e.span, format!("`{}.{name}(...)` is not supported: numpy is supported only as {FUNCS} of one number known before the program runs", self.np));
+                };
+                let f = as_f64(x);
+                let v = match name.as_str() {
+                    "abs" => match x {
+                        Num::Int(i) => Num::Int(i.wrapping_abs()),
+                        Num::Float(y) => Num::Float(y.abs()),
+                    },
+                    "log" => Num::Float(f.ln()),
+                    "log2" => Num::Float(f.log2()),
+                    "log10" => Num::Float(f.log10()),
+                    "exp" => Num::Float(f.exp()),
+                    "sqrt" => Num::Float(f.sqrt()),
+                    "sin" => Num::Float(f.sin()),
+                    "cos" => Num::Float(f.cos()),
+                    "tan" => Num::Float(f.tan()),
+                    "arctan" => Num::Float(f.atan()),
+                    "tanh" => Num::Float(f.tanh()),
+                    _ => return err(e.span, format!("`{}.{name}` is not supported: numpy is supported only as {FUNCS} of numbers known before the program runs", self.np)),
+                };
+                e.kind = match v {
+                    Num::Int(i) => ExprKind::Int(i),
+                    Num::Float(y) => ExprKind::Float(y),
+                };
+                return Ok(());
+            }
+            _ => {}
+        }
+        match &mut e.kind {
+            ExprKind::Name(_)
+            | ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Bool(_)
+            | ExprKind::NoneLit
+            | ExprKind::Ellipsis
+            | ExprKind::Str(_) => Ok(()),
+            ExprKind::Bin(_, a, b) | ExprKind::Subscript(a, b) => {
+                self.expr(a)?;
+                self.expr(b)
+            }
+            ExprKind::Unary(_, a) | ExprKind::Attr(a, _) | ExprKind::Starred(a) => self.expr(a),
+            ExprKind::Compare(a, rest) => {
+                self.expr(a)?;
+                rest.iter_mut().try_for_each(|(_, x)| self.expr(x))
+            }
+            ExprKind::BoolOp(_, xs) | ExprKind::Tuple(xs) | ExprKind::List(xs) => self.exprs(xs),
+            ExprKind::Call { func, args, kwargs } => {
+                self.expr(func)?;
+                self.exprs(args)?;
+                kwargs.iter_mut().try_for_each(|(_, x)| self.expr(x))
+            }
+            ExprKind::Slice(a, b, c) => [a, b, c].into_iter().flatten().try_for_each(|x| self.expr(x)),
+            ExprKind::IfExp { test, body, orelse } => {
+                self.expr(test)?;
+                self.expr(body)?;
+                self.expr(orelse)
+            }
+            ExprKind::ListComp { elt, target, iter, conds } => {
+                self.expr(elt)?;
+                self.expr(target)?;
+                self.expr(iter)?;
+                self.exprs(conds)
+            }
+            ExprKind::Dict(items) => items.iter_mut().try_for_each(|(k, v)| {
+                self.expr(k)?;
+                self.expr(v)
+            }),
+            ExprKind::FString(parts) => parts.iter_mut().try_for_each(|p| match p {
+                FPart::Field { value, .. } => self.expr(value),
+                FPart::Lit(_) => Ok(()),
+            }),
+        }
+    }
+
+    /// A number known now: a literal, arithmetic on numbers, or a name bound once to one before `e`.
+    fn value(&self, e: &Expr) -> Option<Num> {
+        if let Some(n) = num(e) {
+            return Some(n);
+        }
+        match &e.kind {
+            ExprKind::Name(n) => self.consts.iter().find(|(m, _, at)| m == n && *at < e.span).map(|(_, v, _)| *v),
+            ExprKind::Bin(op, a, b) => {
+                let (x, y) = (self.value(a)?, self.value(b)?);
+                match (op, x, y) {
+                    (BinOp::Add, Num::Int(p), Num::Int(q)) => p.checked_add(q).map(Num::Int),
+                    (BinOp::Sub, Num::Int(p), Num::Int(q)) => p.checked_sub(q).map(Num::Int),
+                    (BinOp::Mul, Num::Int(p), Num::Int(q)) => p.checked_mul(q).map(Num::Int),
+                    (BinOp::Add, ..) => Some(Num::Float(as_f64(x) + as_f64(y))),
+                    (BinOp::Sub, ..) => Some(Num::Float(as_f64(x) - as_f64(y))),
+                    (BinOp::Mul, ..) => Some(Num::Float(as_f64(x) * as_f64(y))),
+                    (BinOp::Div, ..) if as_f64(y) != 0.0 => Some(Num::Float(as_f64(x) / as_f64(y))),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// `isinstance(P, torch.Tensor)` (or `int`, `float`, `bool`) of a parameter with a type and never rebound.
+    fn isinstance(&self, e: &Expr) -> Option<bool> {
+        let ExprKind::Call { func, args, kwargs } = &e.kind else { return None };
+        if !matches!(&func.kind, ExprKind::Name(n) if n == "isinstance") || args.len() != 2 || !kwargs.is_empty() {
+            return None;
+        }
+        let ExprKind::Name(p) = &args[0].kind else { return None };
+        let (_, tensor) = self.kinds.iter().find(|(n, _)| n == p)?;
+        let is_tensor_type = match &args[1].kind {
+            ExprKind::Attr(m, t) => matches!(&m.kind, ExprKind::Name(n) if n == "torch") && t == "Tensor",
+            ExprKind::Name(t) if t == "Tensor" => true,
+            _ => return None,
+        };
+        is_tensor_type.then_some(*tensor)
+    }
+}
