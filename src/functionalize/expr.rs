@@ -399,7 +399,7 @@ impl<'m> Fz<'m> {
 
     pub(super) fn binop(&mut self, a: &FV, op: BinOp, b: &FV, span: Span) -> FR<FV> {
         if let (Some(x), Some(y)) = (static_scalar(a), static_scalar(b)) {
-            return crate::interp::exec::py_arith(x, op, y)
+            return crate::interp::pyarith::py_arith(x, op, y)
                 .map(from_value)
                 .map_err(|m| Stop::Diag(crate::diag::Diagnostic::new(m).at(span)));
         }
@@ -487,7 +487,7 @@ impl<'m> Fz<'m> {
         match (v, op) {
             (FV::Int(i), UnaryOp::Neg) => match i.checked_neg() {
                 Some(v) => Ok(FV::Int(v)),
-                None => diag(span, crate::interp::exec::int_range_error(-(*i as i128))),
+                None => diag(span, crate::interp::pyarith::int_range_error(-(*i as i128))),
             },
             (FV::Float(f), UnaryOp::Neg) => Ok(FV::Float(-f)),
             (FV::Int(i), UnaryOp::Invert) => Ok(FV::Int(!i)),
@@ -541,7 +541,7 @@ impl<'m> Fz<'m> {
             _ => {}
         }
         if let (Some(x), Some(y)) = (static_scalar(a), static_scalar(b)) {
-            return Ok(FV::Bool(crate::interp::exec::py_compare(x, op, y)));
+            return Ok(FV::Bool(crate::interp::pyarith::py_compare(x, op, y)));
         }
         // Values compared by identity of kind: strings, dtypes, devices, None.
         let same = match (a, b) {

@@ -311,7 +311,7 @@ impl<'m> Fz<'m> {
                     other => other,
                 };
                 Ok(match (name, v) {
-                    ("int", FV::Float(f)) => FV::Int(crate::interp::exec::float_to_int(f).map_err(err(span))?),
+                    ("int", FV::Float(f)) => FV::Int(crate::interp::pyarith::float_to_int(f).map_err(err(span))?),
                     ("int", FV::Bool(b)) => FV::Int(b as i64),
                     ("int", v @ (FV::Int(_) | FV::DynInt(_))) => v,
                     ("float", FV::Int(i)) => FV::Float(i as f64),
@@ -337,7 +337,7 @@ impl<'m> Fz<'m> {
             "abs" => match a.req(0, "x")?.clone() {
                 FV::Int(i) => match i.checked_abs() {
                     Some(v) => Ok(FV::Int(v)),
-                    None => diag(span, crate::interp::exec::int_range_error(-(i as i128))),
+                    None => diag(span, crate::interp::pyarith::int_range_error(-(i as i128))),
                 },
                 FV::Float(f) => Ok(FV::Float(f.abs())),
                 v @ FV::Tensor(_) => self.unary(ops::Unary::Abs, &v, span),

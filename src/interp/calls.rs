@@ -2,8 +2,9 @@
 //! methods to the op table in `torch_ops`.
 
 use super::args::{to_int, Args};
-use super::exec::{int_range_error, operand, tensor_err, Frame, Interp};
+use super::exec::{operand, tensor_err, Frame, Interp};
 use super::out_arg::{check_out, out_kind, overlap_error, OutKind};
+use super::pyarith::int_range_error;
 use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
 use crate::frontend::ast::*;
@@ -303,7 +304,7 @@ impl<'m> Interp<'m> {
                 };
                 Ok(match name {
                     "int" => match s {
-                        crate::tensor::Scalar::F(f) => Value::Int(super::exec::float_to_int(f).map_err(&e)?),
+                        crate::tensor::Scalar::F(f) => Value::Int(super::pyarith::float_to_int(f).map_err(&e)?),
                         s => Value::Int(s.to_i64_trunc()),
                     },
                     "float" => Value::Float(s.to_f64()),

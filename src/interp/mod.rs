@@ -14,6 +14,7 @@ mod extra_ops;
 pub(crate) mod more_ops;
 pub(crate) mod nn_ops;
 pub(crate) mod out_arg;
+pub(crate) mod pyarith;
 pub(crate) mod pyfmt;
 pub(crate) mod python;
 pub mod returns;

@@ -60,7 +60,7 @@ pub(crate) fn key_eq(a: &Value, b: &Value) -> bool {
         (Value::Str(x), Value::Str(y)) => x == y,
         (Value::None, Value::None) => true,
         (x, y) => match (x.as_scalar(), y.as_scalar()) {
-            (Some(p), Some(q)) => crate::interp::exec::py_compare(p, CmpOp::Eq, q),
+            (Some(p), Some(q)) => crate::interp::pyarith::py_compare(p, CmpOp::Eq, q),
             _ => false,
         },
     }

@@ -1,0 +1,148 @@
+//! Python's number semantics, shared by the reference interpreter and the functionalizer: comparisons (ints
+//! exactly, floats as floats), arithmetic with Python's rules (bools count as ints, floor division and modulo round
+//! toward negative infinity, 64-bit overflow is an error), and `int()` of a float.
+
+use super::value::Value;
+use crate::frontend::ast::{BinOp, CmpOp};
+use crate::tensor::Scalar;
+
+/// A comparison of two Python numbers, as Python makes it (ints exactly, floats as floats).
+pub(crate) fn py_compare(x: Scalar, op: CmpOp, y: Scalar) -> bool {
+    if x.kind() == crate::tensor::Kind::Float || y.kind() == crate::tensor::Kind::Float {
+        let (p, q) = (x.to_f64(), y.to_f64());
+        cmp(op, p.partial_cmp(&q), p == q)
+    } else {
+        let (p, q) = (x.to_i64_trunc(), y.to_i64_trunc());
+        cmp(op, p.partial_cmp(&q), p == q)
+    }
+}
+
+fn cmp(op: CmpOp, ord: Option<std::cmp::Ordering>, eq: bool) -> bool {
+    use std::cmp::Ordering::*;
+    match op {
+        CmpOp::Eq => eq,
+        CmpOp::Ne => !eq,
+        CmpOp::Lt => ord == Some(Less),
+        CmpOp::Le => matches!(ord, Some(Less | Equal)),
+        CmpOp::Gt => ord == Some(Greater),
+        CmpOp::Ge => matches!(ord, Some(Greater | Equal)),
+        _ => false,
+    }
+}
+
+/// The error for a Python int result that leaves the 64-bit range.
+pub(crate) fn int_range_error(v: i128) -> String {
+    format!(
+        "integer overflow: the Python int {} does not fit in 64 bits (arbitrary-precision ints are not supported)",
+        if v.unsigned_abs() < 1u128 << 100 { v.to_string() } else { "result".into() }
+    )
+}
+
+/// Python's `int(f)` of a float: truncation, with Python's errors for NaN and infinities, and ours for a value
+/// outside 64 bits.
+pub(crate) fn float_to_int(f: f64) -> Result<i64, String> {
+    if f.is_nan() {
+        return Err("ValueError: cannot convert float NaN to integer".into());
+    }
+    if f.is_infinite() {
+        return Err("OverflowError: cannot convert float infinity to integer".into());
+    }
+    let t = f.trunc();
+    if t < -9.223_372_036_854_775_808e18 || t >= 9.223_372_036_854_775_808e18 {
+        return Err(int_range_error(i128::MAX));
+    }
+    Ok(t as i64)
+}
+
+fn int_overflow(x: i64, op: BinOp, y: i64) -> String {
+    let exact = match op {
+        BinOp::Add => Some(x as i128 + y as i128),
+        BinOp::Sub => Some(x as i128 - y as i128),
+        BinOp::Mul => Some(x as i128 * y as i128),
+        BinOp::FloorDiv => Some(-(x as i128)),
+        BinOp::Pow => u32::try_from(y).ok().and_then(|e| (x as i128).checked_pow(e)),
+        _ => None,
+    };
+    match exact {
+        Some(v) => int_range_error(v),
+        None => int_range_error(i128::MAX),
+    }
+}
+
+/// Arithmetic on Python numbers, with Python's semantics (bools count as ints).
+pub(crate) fn py_arith(a: Scalar, op: BinOp, b: Scalar) -> Result<Value, String> {
+    let float = matches!(a, Scalar::F(_)) || matches!(b, Scalar::F(_));
+    if !float {
+        let (x, y) = (a.to_i64_trunc(), b.to_i64_trunc());
+        let bools = matches!((a, b), (Scalar::B(_), Scalar::B(_)));
+        // Python ints have arbitrary precision; ours are 64-bit, so a result outside that range is an error rather
+        // than a wrapped value.
+        let fits = |r: Option<i64>| r.map(Value::Int).ok_or_else(|| int_overflow(x, op, y));
+        return Ok(match op {
+            BinOp::Add => fits(x.checked_add(y))?,
+            BinOp::Sub => fits(x.checked_sub(y))?,
+            BinOp::Mul => fits(x.checked_mul(y))?,
+            BinOp::Div => {
+                if y == 0 {
+                    return Err("ZeroDivisionError: division by zero".into());
+                }
+                Value::Float(x as f64 / y as f64)
+            }
+            BinOp::FloorDiv | BinOp::Mod => {
+                if y == 0 {
+                    return Err("ZeroDivisionError: integer division or modulo by zero".into());
+                }
+                // Only i64::MIN // -1 leaves the range.
+                let q = fits(x.checked_div_euclid(y))?;
+                let (Value::Int(q), r) = (q, x.rem_euclid(y)) else { unreachable!() };
+                let (q, r) = if y < 0 && r != 0 { (q - 1, r + y) } else { (q, r) };
+                Value::Int(if op == BinOp::FloorDiv { q } else { r })
+            }
+            BinOp::Pow => {
+                if y < 0 {
+                    Value::Float((x as f64).powf(y as f64))
+                } else {
+                    fits(u32::try_from(y).ok().and_then(|e| x.checked_pow(e)))?
+                }
+            }
+            BinOp::BitAnd if bools => Value::Bool(x & y != 0),
+            BinOp::BitOr if bools => Value::Bool((x | y) != 0),
+            BinOp::BitXor if bools => Value::Bool((x ^ y) != 0),
+            BinOp::BitAnd => Value::Int(x & y),
+            BinOp::BitOr => Value::Int(x | y),
+            BinOp::BitXor => Value::Int(x ^ y),
+            BinOp::MatMul => return Err("unsupported operand types for @: numbers".into()),
+        });
+    }
+    let (x, y) = (a.to_f64(), b.to_f64());
+    Ok(Value::Float(match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => {
+            if y == 0.0 {
+                return Err("ZeroDivisionError: float division by zero".into());
+            }
+            x / y
+        }
+        BinOp::FloorDiv => {
+            if y == 0.0 {
+                return Err("ZeroDivisionError: float floor division by zero".into());
+            }
+            (x / y).floor()
+        }
+        BinOp::Mod => {
+            if y == 0.0 {
+                return Err("ZeroDivisionError: float modulo".into());
+            }
+            let r = x % y;
+            if r != 0.0 && (r < 0.0) != (y < 0.0) {
+                r + y
+            } else {
+                r
+            }
+        }
+        BinOp::Pow => x.powf(y),
+        _ => return Err(format!("unsupported operand types for {}: 'float'", op.symbol())),
+    }))
+}
