@@ -58,7 +58,8 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
         // layout where that pays, else the plain nest. A reduction's piece is a block of its own (its accumulators).
         // A scatter runs its points in row-major order, in one nest (see `Kernel::ordered`).
         let pieces = match crate::lower::specialize::pieces(k) {
-            Some(ps) if !k.ordered() => ps.iter().map(|p| p.kernel(k)).collect(),
+            // Each piece's adjacent loops that its index forms move together run as one (longer rows to vectorize).
+            Some(ps) if !k.ordered() => ps.iter().map(|p| crate::lower::coalesce::coalesce(&p.kernel(k))).collect(),
             _ => vec![k.clone()],
         };
         for (n, piece) in pieces.iter().enumerate() {

@@ -135,6 +135,13 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         _ => "0",
     };
     let arg = matches!(red.op, RedOp::ArgMax | RedOp::ArgMin);
+    // A max, min or arg of f32 values compares them in f32 (the same outcomes as in double: each is a float),
+    // twice as many lanes per vector; products and other dtypes accumulate in double.
+    let compares = matches!(red.op, RedOp::Max | RedOp::Min | RedOp::ArgMax | RedOp::ArgMin);
+    let acc_ty = if compares && k.value.dtype() == DType::F32 { "float" } else { "double" };
+    // The index an arg reduction keeps, in 32 bits beside f32 values where every position fits (as many lanes as
+    // the values'); stored as the output's i64.
+    let arg_ty = if acc_ty == "float" && count <= i32::MAX as usize { "int32_t" } else { "int64_t" };
     if lanes > 1 {
         let _ = writeln!(
             s,
@@ -144,13 +151,13 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     } else {
         let _ = writeln!(
             s,
-            "{ind}double acc[{n}];\n{ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) acc[i{row}] = {init};"
+            "{ind}{acc_ty} acc[{n}];\n{ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) acc[i{row}] = {init};"
         );
     }
     if arg {
         let _ = writeln!(
             s,
-            "{ind}int64_t arg[{n}];\n{ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) arg[i{row}] = 0;"
+            "{ind}{arg_ty} arg[{n}];\n{ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) arg[i{row}] = 0;"
         );
     }
     let base = k.domain.len();
@@ -161,7 +168,7 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     }
     if arg {
         let vars: Vec<Idx> = red.extents.iter().enumerate().map(|(j, &m)| Idx::var(base + j, m)).collect();
-        let _ = writeln!(s, "{inner_ind}int64_t r = {};", ravel(&vars, &red.extents).render());
+        let _ = writeln!(s, "{inner_ind}{arg_ty} r = ({arg_ty})({});", ravel(&vars, &red.extents).render());
     }
     let a = format!("acc[i{row}]");
     let update = match red.op {
@@ -192,7 +199,7 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     } else {
         let _ = writeln!(
             s,
-            "{inner_ind}FF_SIMD\n{inner_ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) {{ double v = (double)({value}); {update} }}"
+            "{inner_ind}FF_SIMD\n{inner_ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) {{ {acc_ty} v = ({acc_ty})({value}); {update} }}"
         );
     }
     for _ in &red.extents {
