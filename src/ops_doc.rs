@@ -30,10 +30,16 @@ fn probe_source(call: &str) -> String {
 }
 
 /// Whether both engines route `full` to an implementation: a method call `x.NAME()` or, failing that, the attribute
-/// `x.NAME`; a function call `MODULE.NAME(x)` (`MODULE.NAME([x])` for `torch._foreach_*`, which take lists).
+/// `x.NAME` or the call on a temporary `x.clone().NAME()`; a function call `MODULE.NAME(x)` (`MODULE.NAME([x])` for `torch._foreach_*`, which take lists).
 fn supported(full: &str) -> bool {
     match full.strip_prefix("torch.Tensor.") {
-        Some(m) => dispatched(full, &format!("x.{m}()")) || dispatched(full, &format!("x.{m}")),
+        // A temporary too: an in-place view op (`squeeze_`) is refused on the program's own parameter, whose
+        // shape the caller would see change, and runs on a temporary.
+        Some(m) => {
+            dispatched(full, &format!("x.{m}()"))
+                || dispatched(full, &format!("x.{m}"))
+                || dispatched(full, &format!("x.clone().{m}()"))
+        }
         None if full.starts_with("torch._foreach_") => dispatched(full, &format!("{full}([x])")),
         None => dispatched(full, &format!("{full}(x)")),
     }
