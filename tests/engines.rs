@@ -490,6 +490,8 @@ fn nested_function_refusals_are_located() {
         ("    def g(t, n=2):\n        return g(t, n - 1) if n > 0 else t\n    return g(x)\n", "6:16", "nested function `g` calls itself (recursion is not supported)"),
         ("    k = 2.0\n    def g(t, s=k):\n        return t * s\n    return g(x)\n", "6:16", "a default of nested function `g` reads `k`, a local variable of `f`"),
         ("    def g(t):\n        def h(u):\n            return u\n        return h(t)\n    return g(x)\n", "6:9", "a function defined inside a nested function is not supported"),
+        // The loop's own variable: Python's `g` reads `s` when it runs (2.0 here), not when it was defined.
+        ("    for s in [1.0, 2.0]:\n        def g(t):\n            return t * s\n        if s == 1.0:\n            first = g\n    return first(x)\n", "6:9", "nested function `g` is defined in a loop that assigns `s`, which it reads (line 5)"),
     ] {
         let src = format!("{HEADER}def f(x: f32[3]) -> f32[3]:\n{body}\ndef ok(x: f32[3]) -> f32[3]:\n    return x\n");
         let module = frontend::parse_module("case.py", &src).unwrap();
@@ -505,6 +507,32 @@ fn nested_function_refusals_are_located() {
     every_engine_raises(kw, "f", "g() got an unexpected keyword argument 'k'");
 }
 
+/// `isinstance` is decided from annotations only for a program's own parameters, which are checked against the
+/// arguments: a helper's annotation may be wrong (`s: float` given a tensor), so its test runs.
+#[test]
+fn isinstance_in_a_helper_is_not_decided_from_its_annotations() {
+    let src = "import numpy as np\n\ndef _apply(x, s: float):\n    return x * (s.clamp(min=0.0) if isinstance(s, torch.Tensor) else s)\n\ndef f(x: f32[3], t: f32[3]) -> f32[3]:\n    return _apply(x, t - 1.0)\n";
+    let module: Module = frontend::parse_module("case.py", &format!("{HEADER}{src}")).unwrap();
+    let inputs = common::seeded_inputs(&module, "f", 3);
+    let (x, t) = (inputs["x"].to_f64_vec(), inputs["t"].to_f64_vec());
+    let want: Vec<f64> = x.iter().zip(&t).map(|(x, t)| x * (t - 1.0).max(0.0)).collect();
+    let out = common::run_reference(&module, "f", &inputs).unwrap();
+    let got = out.returns[0].to_f64_vec();
+    assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5), "{got:?} against {want:?}");
+    let f = funcfuse::functionalize::functionalize(&module, "f", &BTreeMap::new()).unwrap();
+    let fresh = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect::<BTreeMap<_, _>>();
+    let got = funcfuse::functionalize::run_functional(&f, &fresh).unwrap().returns[0].to_f64_vec();
+    assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5), "{got:?} against {want:?}");
+}
+
+/// In a helper, `squeeze_`/`unsqueeze_` of a temporary may change a tensor its caller holds (`xs.pop()` of the
+/// caller's list): PyTorch changes the caller's `y` to shape (1, 3). Refused on every engine.
+#[test]
+fn an_in_place_view_op_on_a_temporary_in_a_helper_is_refused() {
+    let src = "def _pop_unsq(xs):\n    return xs.pop().unsqueeze_(0)\n\ndef f(x: f32[3]):\n    y = x * 2.0\n    z = _pop_unsq([y])\n    return y + 1.0, z\n";
+    every_engine_raises(src, "f", "inside a helper function is not supported");
+}
+
 /// numpy on numbers known before the program runs is folded while parsing; any other use is refused there,
 /// located, and the other functions of the file still convert.
 #[test]
@@ -516,6 +544,12 @@ fn numpy_refusals_are_located() {
         ("    return x * np.float32(2.0)\n", "6:16", "`np.float32` is not supported"),
         ("    m = np\n    return x\n", "6:9", "numpy is supported only as np.abs"),
         ("    return x + np.nan\n", "6:16", "`np.nan` is not supported"),
+        // numpy's float64 would make `torch.tensor` a float64 tensor; folded to a Python float it would be float32.
+        (
+            "    return x * torch.tensor(np.log(2.0))\n",
+            "6:29",
+            "`np.log(...)` gives a numpy float64, and this function calls `torch.tensor` (line 6)",
+        ),
     ] {
         let src = format!("{HEADER}import numpy as np\ndef f(x: f32[3]) -> f32[3]:\n{body}\ndef ok(x: f32[3]) -> f32[3]:\n    return x * np.abs(np.log(16 / 1000)) + np.pi\n");
         let module = frontend::parse_module("case.py", &src).unwrap();

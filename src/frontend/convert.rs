@@ -103,8 +103,11 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                 let numpy = cx.numpy.borrow().clone();
                 let checked = converted.and_then(|mut func| {
                     if let Some(np) = &numpy {
-                        numpy::fold(&mut func, np)?;
-                        nested.iter_mut().try_for_each(|n| numpy::fold(&mut n.func, np))?;
+                        // Only a program's parameters are checked against their annotations; a function named
+                        // anywhere else in the file may be called as a helper with anything.
+                        let program_only = mentions(source, &name) == 1;
+                        numpy::fold(&mut func, np, program_only)?;
+                        nested.iter_mut().try_for_each(|n| numpy::fold(&mut n.func, np, false))?;
                     }
                     closure::close_over(&mut func, &mut nested)?;
                     lambdas_read_no_locals(&func, &lambdas)?;
@@ -770,4 +773,13 @@ mod tests {
         assert_eq!(too_deep_brackets("x = '((('  # (((\ny = \"\"\"(((\n\"\"\" + \"\\\"(\"\n", 1), None);
         assert_eq!(too_deep_brackets("a = [[1]]\n", 1), Some((5, 2)));
     }
+}
+
+/// How often `name` stands in `source` as a whole identifier (a function's own `def` is one).
+fn mentions(source: &str, name: &str) -> usize {
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    source
+        .match_indices(name)
+        .filter(|(i, _)| !ident(source[..*i].chars().next_back()) && !ident(source[i + name.len()..].chars().next()))
+        .count()
 }

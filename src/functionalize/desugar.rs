@@ -448,7 +448,9 @@ impl<'m> Fz<'m> {
             ExprKind::Name(n) => Some(n),
             _ => None,
         };
-        if local.is_some() && self.depth_calls > 1 {
+        // In a helper, the caller may hold the tensor even where nothing of the helper's does (`xs.pop()` of the
+        // caller's list), so neither a name nor a temporary is changed there.
+        if self.depth_calls > 1 {
             return refuse("inside a helper function is not supported (the caller may hold the same tensor)");
         }
         let t = match (local, a.pos.first()) {

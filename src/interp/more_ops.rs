@@ -327,7 +327,7 @@ impl<'m> super::exec::Interp<'m> {
     /// `X.squeeze_(...)` / `X.unsqueeze_(...)`: the tensor object's own shape changes. Where `X` is a local name,
     /// it is rebound to the new view; where it is a temporary (`g.abs().add_(eps).unsqueeze_(0)`), only the value of
     /// the expression changes. Every other view keeps its shape. Refused where another name, list, dict, constant
-    /// or the caller may hold the same tensor object (PyTorch would change the shape seen there too): a name in a
+    /// or the caller may hold the same tensor object (PyTorch would change the shape seen there too): anything in a
     /// helper; a program parameter's own object; a tensor with the same storage and metadata as any other binding.
     pub(super) fn shape_inplace(
         &mut self,
@@ -344,7 +344,9 @@ impl<'m> super::exec::Interp<'m> {
             crate::frontend::ast::ExprKind::Name(n) => Some(n),
             _ => None,
         };
-        if local.is_some() && self.depth > 1 {
+        // In a helper, the caller may hold the tensor even where nothing of the helper's does (`xs.pop()` of the
+        // caller's list), so neither a name nor a temporary is changed there.
+        if self.depth > 1 {
             return refuse("inside a helper function is not supported (the caller may hold the same tensor)");
         }
         let t = match (local, a.pos.first()) {

@@ -55,8 +55,13 @@ fn bindings(body: &[Stmt], loops: &mut Vec<Span>, out: &mut Vec<(String, Span, V
             }
             _ => {}
         }
+        // A `for` loop's target is assigned on every iteration: it binds inside the loop, not before it.
+        let mut around = loops.clone();
+        if matches!(s.kind, StmtKind::For { .. }) {
+            around.push(s.span);
+        }
         for n in names {
-            out.push((n, s.span, loops.clone()));
+            out.push((n, s.span, around.clone()));
         }
         match &s.kind {
             StmtKind::For { body, .. } | StmtKind::While { body, .. } => {

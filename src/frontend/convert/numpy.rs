@@ -11,14 +11,16 @@ use crate::frontend::ast::*;
 
 /// Folds `f`'s uses of the numpy module bound to `np`, or refuses the first one that is not a call of a known
 /// function on constants or a known constant.
-pub(super) fn fold(f: &mut Function, np: &str) -> Result<(), Diagnostic> {
+/// `isinstance` is decided only where `program_only` says `f` runs as a program alone (its parameters' annotations
+/// are then checked against the arguments; a helper's are not).
+pub(super) fn fold(f: &mut Function, np: &str, program_only: bool) -> Result<(), Diagnostic> {
     let mut local = Vec::new();
     bound_names(&f.body, &mut local);
     if local.iter().any(|n| n == np) || f.params.iter().any(|p| p.name == np) {
         return Ok(()); // a local named like the module: not numpy here
     }
     let mut kinds: Vec<(String, bool)> = Vec::new(); // (parameter, is a tensor) for parameters never rebound
-    for p in &f.params {
+    for p in f.params.iter().filter(|_| program_only) {
         let tensor = match &p.ann {
             Some(TypeAnn::Tensor { .. }) => true,
             Some(TypeAnn::Int | TypeAnn::Float | TypeAnn::Bool) => false,
@@ -30,7 +32,7 @@ pub(super) fn fold(f: &mut Function, np: &str) -> Result<(), Diagnostic> {
     }
     // Names bound once in the whole function, by a top-level `NAME = constant`: their value, and where.
     let mut consts: Vec<(String, Num, Span)> = Vec::new();
-    let mut cx = Fold { np, kinds, consts: Vec::new() };
+    let mut cx = Fold { np, kinds, consts: Vec::new(), constructor: dtype_from_data(&f.body) };
     for s in &f.body {
         if let StmtKind::Assign { targets, value } = &s.kind {
             if let [Expr { kind: ExprKind::Name(n), .. }] = targets.as_slice() {
@@ -80,6 +82,26 @@ struct Fold<'a> {
     np: &'a str,
     kinds: Vec<(String, bool)>,
     consts: Vec<(String, Num, Span)>,
+    /// A call in `f` that takes its dtype from a value (`torch.tensor(v)`): numpy's functions give `np.float64`,
+    /// of which it makes a float64 tensor, where the Python float they fold to would give float32.
+    constructor: Option<(Span, String)>,
+}
+
+/// The first call in `body` of a constructor whose dtype follows its data.
+fn dtype_from_data(body: &[Stmt]) -> Option<(Span, String)> {
+    let mut found = None;
+    visit_exprs(body, &mut |e| {
+        if let ExprKind::Call { func, .. } = &e.kind {
+            if let ExprKind::Attr(m, name) = &func.kind {
+                let torch = matches!(&m.kind, ExprKind::Name(n) if n == "torch");
+                let infers = ["tensor", "as_tensor", "asarray", "scalar_tensor", "full"].contains(&name.as_str());
+                if torch && infers && found.is_none() {
+                    found = Some((e.span, format!("torch.{name}")));
+                }
+            }
+        }
+    });
+    found
 }
 
 const FUNCS: &str = "np.abs, np.log, np.log2, np.log10, np.exp, np.sqrt, np.sin, np.cos, np.tan, np.arctan, np.tanh";
@@ -203,6 +225,12 @@ impl Fold<'_> {
                     "tanh" => Num::Float(f.tanh()),
                     _ => return err(e.span, format!("`{}.{name}` is not supported: numpy is supported only as {FUNCS} of numbers known before the program runs", self.np)),
                 };
+                if let (Num::Float(_), Some((at, c))) = (v, &self.constructor) {
+                    return err(e.span, format!(
+                        "`{}.{name}(...)` gives a numpy float64, and this function calls `{c}` (line {}), which makes a float64 tensor of one where funcfuse, folding numpy to Python numbers, would make float32: not supported; use the `math` module",
+                        self.np, at.line
+                    ));
+                }
                 e.kind = match v {
                     Num::Int(i) => ExprKind::Int(i),
                     Num::Float(y) => ExprKind::Float(y),

@@ -173,18 +173,10 @@ impl Cx {
 
 /// Whether a generator expression passed as the one argument (of `nargs`) of a call of `func` is consumed at once,
 /// in order and to the end, so that a list comprehension computes the same: `tuple`, `list`, `sum`, `min`, `max`,
-/// `sorted`, `torch.cat`, `torch.stack` (not `any`/`all`, which stop early).
+/// `sorted` (not `any`/`all`, which stop early; not `torch.cat`/`torch.stack`, which raise on a generator).
 pub(super) fn consumes_generator(func: &py::Expr, nargs: usize) -> bool {
-    let name = match func {
-        py::Expr::Name(n) => n.id.to_string(),
-        py::Expr::Attribute(a) => match a.value.as_ref() {
-            py::Expr::Name(m) if m.id.as_str() == "torch" => format!("torch.{}", a.attr),
-            _ => return false,
-        },
-        _ => return false,
-    };
-    nargs == 1
-        && matches!(name.as_str(), "tuple" | "list" | "sum" | "min" | "max" | "sorted" | "torch.cat" | "torch.stack")
+    let py::Expr::Name(n) = func else { return false };
+    nargs == 1 && matches!(n.id.as_str(), "tuple" | "list" | "sum" | "min" | "max" | "sorted")
 }
 
 impl Cx {
