@@ -438,6 +438,9 @@ fn optimize_records_every_program_and_is_deterministic() {
         let o = funcfuse(&["optimize", progs.to_str().unwrap(), "--out", dir.join(out).to_str().unwrap()]);
         assert_eq!(o.code, 1, "{}", o.stderr);
         assert!(o.stdout.contains("1 programs optimized, 2 failed"), "{}", o.stdout);
+        // Each program's optimization time is on its progress line, and the batch's total at the end (stderr).
+        assert!(o.stderr.lines().any(|l| l.contains("] ok ") && l.ends_with(" ms)")), "{}", o.stderr);
+        assert!(o.stderr.contains("optimization time: "), "{}", o.stderr);
         std::fs::read_to_string(dir.join(out).join("report.json")).unwrap()
     };
     let first = run("o1");

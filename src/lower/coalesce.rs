@@ -119,23 +119,8 @@ fn map_indices(e: &Expr, f: &dyn Fn(&Idx) -> Idx) -> Expr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lower::specialize::tests::kernel;
     use crate::tensor::DType;
-
-    fn kernel(domain: Vec<usize>, value: Expr, store: Idx) -> Kernel {
-        Kernel {
-            name: "k0".into(),
-            domain,
-            reduce: None,
-            value,
-            epilogue: None,
-            store,
-            out_dtype: DType::F32,
-            args: vec![DType::F32, DType::F32],
-            params: 0,
-            views: vec![],
-            in_place: false,
-        }
-    }
 
     fn lin(terms: &[(usize, usize, i64)]) -> Idx {
         terms.iter().fold(Idx::constant(0), |acc, &(v, n, c)| acc.add(&Idx::var(v, n).scale(c)))

@@ -385,14 +385,15 @@ fn monotone_between(op: Binary, lo: i64, hi: i64) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn load(at: Idx) -> Expr {
         Expr::Load { arg: 1, at, dtype: DType::F32 }
     }
 
-    fn kernel(domain: Vec<usize>, value: Expr, store: Idx) -> Kernel {
+    /// A one-output elementwise f32 kernel over `domain` (shared with `coalesce`'s tests).
+    pub(in crate::lower) fn kernel(domain: Vec<usize>, value: Expr, store: Idx) -> Kernel {
         Kernel {
             name: "k0".into(),
             domain,
