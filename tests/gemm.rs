@@ -22,7 +22,7 @@ def batched(x: f32[1, 12, 1, 64], w: f32[64, 64]) -> f32[1, 12, 1, 64]:
     return x @ w
 
 
-def gemv(x: f32[1, 96], w: f32[96, 70]) -> f32[1, 70]:
+def gemv(x: f32[1, 99], w: f32[99, 70]) -> f32[1, 70]:
     return x @ w
 
 
@@ -54,7 +54,7 @@ def tiled_masks(p: f32[1, 5, 6, 19], c: f32[10, 5], box: f32[10, 4]) -> f32[6, 1
     return m * inside.float()
 
 
-def packed(a: f32[9, 70], b: f32[70, 40], bias: f32[40]) -> f32[9, 40]:
+def packed(a: f32[10, 70], b: f32[70, 44], bias: f32[44]) -> f32[10, 44]:
     return torch.relu(a @ (b * 0.5) + bias)
 
 
@@ -90,8 +90,11 @@ fn rendered(func: &str) -> (funcfuse::frontend::Module, String) {
 #[test]
 fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
     // (program, the layout's mark in the source, blocked rows per pass). Packed (a reduction over more than 64
-    // indices): the column operand, prologue and all, packed 16 row elements wide, then blocks of up to 6 outputs
-    // of the block variable (and a shorter last block) with their 4 partial sums each in registers. A row
+    // indices): the column operand, prologue and all, packed 8 row elements wide (one AVX2 vector), then blocks
+    // of up to 3 outputs of the block variable (and a shorter last block) with their 4 partial sums each in vector
+    // variables; a last tile narrower than 8 takes the scalar form (blocks of 6 and a shorter one). GEMV (no
+    // block variable, at least 32 reduction indices): each lane's accumulator row is loaded once per 8 of its
+    // indices (groups of 32), the indices past the last group going round the lanes one at a time. A row
     // operand that does not move with the reduction (the softmax's maximum) is computed once per row element
     // into `h0` before the reduction. Tiled: `mr` outputs of the block variable
     // times a tile of 16 row elements (or the shorter last tile) in registers; blocked (a reduction over several
@@ -106,11 +109,14 @@ fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
         ("tiled_short", "bb += 6", "float acc[6][4]"),
         ("tiled_masks", "float acc[", "? (float)1 : (float)0"),
         ("two_sums", "bb += 6", "acc[6][4][10]"),
-        ("packed", "float pk[70][16]", "const int64_t bb = 6;"),
-        ("packed_swapped", "float pk[70][16]", "float acc[4][3][8]"),
-        // The batch [3, 5] coalesces into 15 rows of A: blocks of 6, 6 and a last one of 3.
-        ("packed_batched", "float pk[80][16]", "float acc[4][3][16]"),
-        ("gemv", "float acc[4][70]", "part[i1] +="),
+        // 10 rows of A: vector blocks of 3 and a last one of 1 (`bb = 9`); 44 columns: 5 vector tiles and a
+        // scalar one of 4 (blocks of 6 and 4: `bb = 6`).
+        ("packed", "const int64_t bb = 9;", "float acc[4][4][4]"),
+        ("packed_swapped", "float pk[70][8]", "ff_v8 c3_0 = {0}, c3_1 = {0}, c3_2 = {0};"),
+        // The batch [3, 5] coalesces into 15 rows of A: vector blocks of 3.
+        ("packed_batched", "float pk[80][8]", "bb += 3"),
+        // 99 reduction indices: groups of 32 up to 96, then 3 going round the lanes.
+        ("gemv", "q += 32", "% 4]"),
         ("softmax_sum", "float acc[4][40]", "float h0[40];"),
         ("matvec", "double acc[16];", "acc[i1 - 32] +="),
         ("scores", "double acc[16];", "c += 16"),
@@ -142,8 +148,9 @@ fn blocked_rows_give_the_unblocked_bits() {
 #[test]
 fn packed_rows_give_the_unblocked_bits() {
     // So does the packed layout (the column operand's prologue stored as the f32 the product rounds it to), in
-    // full blocks and in the shorter last one.
-    same_bits_as_one_row("packed", (9, 70, 40), "float pk[70][16]");
+    // full blocks and in the shorter last one, in vector tiles and in the scalar last tile; the one-row GEMVs
+    // these compare with take the grouped lanes (70 and 40 reduction indices: a group of 32 and a tail).
+    same_bits_as_one_row("packed", (10, 70, 44), "float pk[70][8]");
 }
 
 /// Runs `func` (`relu(a @ (b * 0.5) + bias)` with `a: [m, k]`, `b: [k, n]`), whose source must contain `mark`,

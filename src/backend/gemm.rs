@@ -278,20 +278,32 @@ fn tile(
     s
 }
 
-/// Values of the block variable per block of the packed layout: its `LANES * PACKED_MR` vector accumulators
-/// (24) leave registers for the panel's vector and the products (32 AVX-512 registers).
+/// Values of the block variable per block of the packed layout's scalar form (a tile shorter than
+/// [`PACKED_TILE`]).
 pub const PACKED_MR: usize = 6;
 
-/// The longest reduction the packed layout takes: its panel of [`TILE`] row elements per reduction index stays
+/// Values of the block variable per block of the packed layout's vector form: its `LANES * PACKED_VMR` vector
+/// accumulators (12) leave registers for the panel's vector and the broadcast scalars (16 AVX2 registers). With
+/// the accumulators in an array, GCC kept them on the stack (a load and a store per product): nasrnn's
+/// [50, 256] @ [256, 2048] took 1.7 ms so and 1.27 ms with accumulators in vector variables, measured alone on
+/// this loaded machine.
+pub const PACKED_VMR: usize = 3;
+
+/// Row elements per tile of the packed layout: one AVX2 vector of f32 (`ff_v8`, GCC's vector extension).
+pub const PACKED_TILE: usize = 8;
+
+/// The longest reduction the packed layout takes: its panel of [`PACKED_TILE`] row elements per reduction index stays
 /// within 64 KiB of stack.
 pub const PACKED_MAX_K: usize = 1024;
 
 /// The row layout of an f32 sum blocked by `b` (see [`block_var`]) for a reduction longer than the tiled layout
 /// takes, where the summand is a product `x * y` computed in f32 with `x` independent of the row variable and `y`
 /// independent of `b` (a matmul with its prologues: `x` the row operand's, `y` the column operand's). For each
-/// tile of [`TILE`] row elements, `y` is evaluated once per reduction index into a contiguous panel (packing: the
+/// tile of [`PACKED_TILE`] row elements, `y` is evaluated once per reduction index into a contiguous panel (packing: the
 /// column operand's rows lie a whole row apart, and a tile walking them strided thrashed L1 on rows 4 KiB or 8 KiB
-/// apart), and then every block of [`PACKED_MR`] values of `b` (and a shorter last block) reduces over the panel,
+/// apart), and then every block of [`PACKED_VMR`] values of `b` (and a shorter last block) reduces over the panel
+/// with its accumulators in vector variables ([`packed_block_vec`]; a last tile narrower than [`PACKED_TILE`]
+/// takes the scalar form, blocks of [`PACKED_MR`]),
 /// which stays in L1 (or L2) while the blocks go by, with all its accumulators in registers (see
 /// [`packed_block`]). Each output folds the same products (`y` is stored as the f32 the product rounds it to) in
 /// the same lane order as the blocked and tiled layouts: the same bits. `None` where this does not apply (the
@@ -319,27 +331,34 @@ pub fn packed_rows(k: &Kernel, row: usize, b: usize, ind: &str) -> Option<String
         return None;
     }
     let mr = k.domain[b].min(PACKED_MR);
-    // The panel is argument `panel_arg` (past the kernel's own), read at `TILE * i<kv> + i<col>` with `col` a
+    // The panel is argument `panel_arg` (past the kernel's own), read at `PACKED_TILE * i<kv> + i<col>` with `col` a
     // variable past the kernel's.
     let (panel_arg, col) = (k.args.len(), k.domain.len() + red.extents.len());
-    let at = Idx::var(kv, kn).scale(TILE as i64).add(&Idx::var(col, TILE));
+    let at = Idx::var(kv, kn).scale(PACKED_TILE as i64).add(&Idx::var(col, PACKED_TILE));
     let panel = Box::new(Expr::Load { arg: panel_arg, at, dtype: DType::F32 });
     let (l, r) = if pack_y { (x.clone(), panel) } else { (panel, y.clone()) };
     let product = render(&Expr::Binary(Binary::Mul, DType::F32, *out, l, r), "a");
     let n = k.domain[row];
     let lanes = super::source::LANES;
-    let full = n / TILE;
+    let full = n / PACKED_TILE;
     let mut s = String::new();
-    let _ = writeln!(s, "{ind}{{\n{ind}  float pk[{kn}][{TILE}];\n{ind}  const float* a{panel_arg} = &pk[0][0];");
+    let _ = writeln!(
+        s,
+        "{ind}{{\n{ind}  typedef float ff_v8 __attribute__((vector_size(32)));\n{ind}  float pk[{kn}][{PACKED_TILE}] \
+         __attribute__((aligned(32)));\n{ind}  const float* a{panel_arg} = &pk[0][0];"
+    );
     let ind1 = format!("{ind}  ");
-    let ctx = Packed { row, b, mr, kv, kn, lanes, col, y: render(packed, "a"), product };
+    // The vector form multiplies a panel vector by the other operand as an f32 scalar: the same product, rounded
+    // once in f32, as the scalar form's (a product of f32 values rounded to f32).
+    let scalar = (*out == DType::F32).then(|| render(per_b, "a"));
+    let ctx = Packed { row, b, mr, kv, kn, lanes, col, y: render(packed, "a"), product, scalar };
     if full > 0 {
-        let _ = writeln!(s, "{ind1}for (int64_t w0 = 0; w0 < {}; w0 += {TILE}) {{", full * TILE);
-        s.push_str(&packed_tile(k, &ctx, ("w0", TILE), &format!("{ind1}  ")));
+        let _ = writeln!(s, "{ind1}for (int64_t w0 = 0; w0 < {}; w0 += {PACKED_TILE}) {{", full * PACKED_TILE);
+        s.push_str(&packed_tile(k, &ctx, ("w0", PACKED_TILE), &format!("{ind1}  ")));
         let _ = writeln!(s, "{ind1}}}");
     }
-    if n % TILE != 0 {
-        s.push_str(&packed_tile(k, &ctx, (&(full * TILE).to_string(), n % TILE), &ind1));
+    if n % PACKED_TILE != 0 {
+        s.push_str(&packed_tile(k, &ctx, (&(full * PACKED_TILE).to_string(), n % PACKED_TILE), &ind1));
     }
     let _ = writeln!(s, "{ind}}}");
     Some(s)
@@ -358,6 +377,9 @@ struct Packed {
     col: usize,
     y: String,
     product: String,
+    /// The operand that is not packed, as a C scalar (at the block and reduction variables), where the vector
+    /// form applies.
+    scalar: Option<String>,
 }
 
 /// One tile of [`packed_rows`]: row elements `w0 .. w0 + w` packed into the panel, then every block of `b`
@@ -374,6 +396,21 @@ fn packed_tile(k: &Kernel, c: &Packed, (w0, w): (&str, usize), ind: &str) -> Str
         c.y
     );
     let e = k.domain[b];
+    if let (Some(x), PACKED_TILE) = (&c.scalar, w) {
+        let mr = e.min(PACKED_VMR);
+        let tail = e % mr;
+        if e >= mr {
+            let _ = writeln!(s, "{ind}for (int64_t bb = 0; bb < {}; bb += {mr}) {{", e - tail);
+            s.push_str(&packed_block_vec(k, c, x, w0, mr, &format!("{ind}  ")));
+            let _ = writeln!(s, "{ind}}}");
+        }
+        if tail > 0 {
+            let _ = writeln!(s, "{ind}{{\n{ind}  const int64_t bb = {};", e - tail);
+            s.push_str(&packed_block_vec(k, c, x, w0, tail, &format!("{ind}  ")));
+            let _ = writeln!(s, "{ind}}}");
+        }
+        return s;
+    }
     let tail = e % mr;
     if e >= mr {
         let _ = writeln!(s, "{ind}for (int64_t bb = 0; bb < {}; bb += {mr}) {{", e - tail);
@@ -431,6 +468,50 @@ fn packed_block(k: &Kernel, c: &Packed, (w0, w): (&str, usize), m: usize, ind: &
          i{row} = {w0} + w; {} }} }}",
         store_result(k, &fin)
     );
+    s
+}
+
+/// [`packed_block`] on a full tile of [`PACKED_TILE`] row elements with the accumulators in vector variables
+/// (`c<lane>_<r>`, GCC keeps them in registers): for each reduction index, one aligned load of the panel's row
+/// times each block value's scalar `x`, added into that index's lane. Each output folds the same f32 products in
+/// the same lane order, combined as the scalar form combines them: the same bits.
+fn packed_block_vec(k: &Kernel, c: &Packed, x: &str, w0: &str, m: usize, ind: &str) -> String {
+    let red = k.reduce.as_ref().expect("a reduction");
+    let Packed { row, b, kv, kn, lanes, .. } = *c;
+    let mut s = String::new();
+    for l in 0..lanes {
+        let decl: Vec<String> = (0..m).map(|r| format!("c{l}_{r} = {{0}}")).collect();
+        let _ = writeln!(s, "{ind}ff_v8 {};", decl.join(", "));
+    }
+    let step = |s: &mut String, first: &str, lanes_here: usize, ind: &str| {
+        for l in 0..lanes_here {
+            let _ = write!(s, "{ind}{{ int64_t i{kv} = {first} + {l}; ff_v8 pv = *(const ff_v8*)&pk[i{kv}][0];");
+            for r in 0..m {
+                let _ = write!(s, " {{ int64_t i{b} = bb + {r}; c{l}_{r} += pv * (float)({x}); }}");
+            }
+            let _ = writeln!(s, " }}");
+        }
+    };
+    let full = kn - kn % lanes;
+    if full > 0 {
+        let _ = writeln!(s, "{ind}for (int64_t q = 0; q < {full}; q += {lanes}) {{");
+        step(&mut s, "q", lanes, &format!("{ind}  "));
+        let _ = writeln!(s, "{ind}}}");
+    }
+    if kn % lanes > 0 {
+        step(&mut s, &full.to_string(), kn % lanes, ind);
+    }
+    let count: usize = red.extents.iter().product();
+    for r in 0..m {
+        let parts: Vec<String> = (0..lanes).map(|l| format!("c{l}_{r}[w]")).collect();
+        let total = format!("(({}) + ({}))", parts[..lanes / 2].join(" + "), parts[lanes / 2..].join(" + "));
+        let fin = if red.op == RedOp::Mean { format!("{total} / {count}.0") } else { total };
+        let _ = writeln!(
+            s,
+            "{ind}{{ int64_t i{b} = bb + {r}; for (int w = 0; w < {PACKED_TILE}; w++) {{ int64_t i{row} = {w0} + w; {} }} }}",
+            store_result(k, &fin)
+        );
+    }
     s
 }
 
