@@ -215,12 +215,8 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     if lanes > 1 {
         return Some(finish_rows(k, (row, lanes, count), s, ind, outer.len()));
     }
-    let total = if lanes > 1 {
-        let parts: Vec<String> = (0..lanes).map(|j| format!("acc[{j}][i{row}]")).collect();
-        format!("(({}) + ({}))", parts[..lanes / 2].join(" + "), parts[lanes / 2..].join(" + "))
-    } else {
-        format!("acc[i{row}]")
-    };
+    // One accumulator per row element from here on (f32 sums returned above, their lanes combined).
+    let total = format!("acc[i{row}]");
     let fin = match red.op {
         RedOp::Sum => total,
         RedOp::Mean => format!("{total} / {count}.0"),
