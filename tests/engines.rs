@@ -282,6 +282,30 @@ fn new_ops_refuse_what_pytorch_refuses_and_what_has_no_plan() {
     }
 }
 
+/// `cosine_similarity` and `logsigmoid` refuse what PyTorch refuses (integers), and name what funcfuse does not take
+/// (mixed dtypes, inputs that would broadcast).
+#[test]
+fn cosine_similarity_and_logsigmoid_refusals() {
+    let cases = [
+        (
+            "def f(x: i64[4, 3], y: i64[4, 3]) -> f32[4]:\n    return F.cosine_similarity(x, y)\n",
+            "expected common dtype to be floating point, yet common dtype is Long",
+        ),
+        (
+            "def f(x: f32[4, 3], y: f64[4, 3]) -> f32[4]:\n    return F.cosine_similarity(x, y)\n",
+            "cosine_similarity(): inputs of dtypes Float and Double are not supported; give both the same dtype",
+        ),
+        (
+            "def f(x: f32[4, 3], y: f32[3]) -> f32[4]:\n    return torch.cosine_similarity(x, y, dim=-1)\n",
+            "cosine_similarity(): inputs of shapes [4, 3] and [3] are not supported; expand them to one shape first",
+        ),
+        ("def f(x: i64[4]) -> f32[4]:\n    return F.logsigmoid(x)\n", "\"log_sigmoid_cpu\" not implemented for 'Long'"),
+    ];
+    for (src, want) in cases {
+        every_engine_raises(src, "f", want);
+    }
+}
+
 /// `F.pad` crops and other modes, `repeat_interleave` with a tensor of counts (a data-dependent shape) and a
 /// `dropout` that would be random are refused alike by every engine.
 #[test]

@@ -1,5 +1,6 @@
 """Detection code ported from detectron2 (level assignment for ROI pooling), mmdetection (distance-to-box decoding,
-pairwise IoU/GIoU, delta decoding with numpy on constants) and yolov5 (box format). Coordinates arrive uniform in
+pairwise IoU/GIoU, delta decoding with numpy on constants), yolov5 (box format) and ultralytics (the task-aligned
+assigner's candidate selection). Coordinates arrive uniform in
 [-1, 1) and are mapped to boxes inside an image by `_xyxy`."""
 from __future__ import annotations
 
@@ -193,3 +194,42 @@ def mmdet_delta2bbox(raw: f32[50, 4], deltas: f32[50, 8]) -> f32[50, 8]:
     bboxes[..., 1::2].clamp_(min=0, max=max_shape[0])
     bboxes = bboxes.reshape(num_bboxes, -1)
     return bboxes
+
+
+# ultralytics, ultralytics/utils/tal.py: TaskAlignedAssigner.select_candidates_in_gts (eps 1e-9)
+def _select_candidates_in_gts(xy_centers, gt_bboxes, eps=1e-9):
+    n_anchors = xy_centers.shape[0]
+    bs, n_boxes, _ = gt_bboxes.shape
+    lt, rb = gt_bboxes.view(-1, 1, 4).chunk(2, 2)
+    bbox_deltas = torch.cat((xy_centers[None] - lt, rb - xy_centers[None]), dim=2).view(bs, n_boxes, n_anchors, -1)
+    return bbox_deltas.amin(3).gt_(eps)
+
+
+# ultralytics, ultralytics/utils/tal.py: TaskAlignedAssigner.select_highest_overlaps
+def _select_highest_overlaps(mask_pos, overlaps, n_max_boxes: int):
+    fg_mask = mask_pos.sum(-2)
+    if fg_mask.max() > 1:
+        mask_multi_gts = (fg_mask.unsqueeze(1) > 1).expand(-1, n_max_boxes, -1)
+        max_overlaps_idx = overlaps.argmax(1)
+        is_max_overlaps = torch.zeros(mask_pos.shape, dtype=mask_pos.dtype, device=mask_pos.device)
+        is_max_overlaps.scatter_(1, max_overlaps_idx.unsqueeze(1), 1)
+        mask_pos = torch.where(mask_multi_gts, is_max_overlaps, mask_pos).float()
+        fg_mask = mask_pos.sum(-2)
+    target_gt_idx = mask_pos.argmax(-2)
+    return target_gt_idx, fg_mask, mask_pos
+
+
+# ultralytics, ultralytics/utils/tal.py: the two helpers above as TaskAlignedAssigner.get_pos_mask and _forward chain
+# them (anchor points of an 8x8 grid of stride 8; mask_pos is the in-box mask, the top-k metric left out)
+def tal_assign_candidates(
+    raw_boxes: f32[2, 5, 4], overlaps: f32[2, 5, 64]
+) -> tuple[i64[2, 64], f32[2, 64], f32[2, 5, 64]]:
+    xy = (raw_boxes[..., :2] + 1.0) * 24.0
+    wh = raw_boxes[..., 2:].abs() * 32.0 + 4.0
+    gt_bboxes = torch.cat([xy, xy + wh], -1)
+    sx = torch.arange(8, dtype=torch.float32) + 0.5
+    sy, sx = torch.meshgrid(sx, sx, indexing="ij")
+    anc_points = torch.stack((sx, sy), -1).view(-1, 2) * 8.0
+    mask_in_gts = _select_candidates_in_gts(anc_points, gt_bboxes)
+    mask_pos = mask_in_gts * 1.0
+    return _select_highest_overlaps(mask_pos, overlaps.abs(), 5)

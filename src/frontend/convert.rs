@@ -143,7 +143,9 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                             Some(a) => a.to_string(),
                             None => name.split('.').next().unwrap_or(name).to_string(),
                         };
-                        let msg = format!("unsupported import `{name}` (only torch, torch.nn as nn, torch.nn.functional and math)");
+                        let msg = format!(
+                            "unsupported import `{name}` (only torch, torch.nn as nn, torch.nn.functional and math)"
+                        );
                         let d = Diagnostic::new(msg).at(cx.sp(alias)).in_file(_path);
                         unusable.push(FailedFunction { name: bound, span: cx.sp(alias), error: d });
                     }
