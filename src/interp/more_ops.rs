@@ -455,10 +455,6 @@ fn bce_args(a: &Args) -> AResult<(Tensor, Tensor, &'static str)> {
 
 /// What `cosine_similarity` accepts: inputs of one floating dtype and one shape (PyTorch's message for integers;
 /// broadcasting and mixed dtypes are refused by name).
-pub(crate) fn cosine_args(x: &Tensor, y: &Tensor) -> AResult<()> {
-    cosine_check(x.dtype(), y.dtype(), &x.shape, &y.shape)
-}
-
 pub(crate) fn cosine_check(dx: DType, dy: DType, sx: &[usize], sy: &[usize]) -> AResult<()> {
     if dx != dy {
         return Err(format!(
