@@ -7,7 +7,7 @@ Inputs come from the same seeded generator as `funcfuse run --seed N` (specified
 so large inputs need not be stored: the goldens keep the outputs, and the inputs only where they are small (they are
 then also a check of the generator). For each program `FILE.py::FUNC` the folder `OUT/<FILE without .py>/<FUNC>/`
 holds `return.npy` or `return.K.npy`, `NAME.npy` for every tensor parameter PyTorch's version counter says was written
-in place, `inputs/NAME.npy` when small, and `meta.json`.
+in place or whose values changed (a write through `.data`, which the version counter does not see), `inputs/NAME.npy` when small, and `meta.json`.
 """
 import argparse
 import importlib.util
@@ -80,6 +80,12 @@ def save(path, value):
         raise TypeError(f"cannot store a {type(value).__name__} as a golden")
 
 
+def written_through_data(t, arr):
+    """Whether a parameter's values differ from its input's (bit for bit, so NaNs compare equal to themselves)."""
+    now = t.detach().numpy()
+    return now.shape != arr.shape or now.tobytes() != np.ascontiguousarray(arr).tobytes()
+
+
 def run_one(path, name, fn, out_dir, seed):
     sig = inspect.signature(fn)
     args = {}
@@ -109,7 +115,9 @@ def run_one(path, name, fn, out_dir, seed):
     else:
         kind = "single"
         save(out_dir / "return.npy", result)
-    mutated = [n for n, t in args.items() if t._version != before[n]]
+    # Written in place: PyTorch's version counter says so, or the values changed (a write through `p.data`, which
+    # the version counter does not see, as optimizers write parameters).
+    mutated = [n for n, t in args.items() if t._version != before[n] or written_through_data(t, inputs[n])]
     for n in mutated:
         save(out_dir / f"{n}.npy", args[n])
     stored = sum(a.nbytes for a in inputs.values()) < STORE_INPUTS_UNDER

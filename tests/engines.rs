@@ -282,6 +282,51 @@ fn new_ops_refuse_what_pytorch_refuses_and_what_has_no_plan() {
     }
 }
 
+/// `cosine_similarity`, `logsigmoid` and `max_pool2d` refuse what PyTorch refuses (integers, bools, padding over half
+/// the kernel, windows that do not fit), and name what funcfuse does not take (mixed dtypes, inputs that would
+/// broadcast, `ceil_mode`).
+#[test]
+fn cosine_similarity_logsigmoid_and_max_pool_refusals() {
+    let cases = [
+        (
+            "def f(x: f32[1, 1, 4, 4]) -> f32[1, 1, 4, 4]:\n    return F.max_pool2d(x, 3, 1, 2)\n",
+            "pad should be at most half of effective kernel size, but got pad=2, kernel_size=3 and dilation=1",
+        ),
+        (
+            "def f(x: f32[1, 2, 2]) -> f32[1, 1, 1]:\n    return F.max_pool2d(x, 3, 1, 0)\n",
+            "Given input size: (1x2x2). Calculated output size: (1x0x0). Output size is too small",
+        ),
+        (
+            "def f(x: f32[4, 4]) -> f32[2, 2]:\n    return F.max_pool2d(x, 2)\n",
+            "non-empty 3D or 4D (batch mode) tensor expected for input",
+        ),
+        (
+            "def f(x: bool[1, 4, 4]) -> bool[1, 2, 2]:\n    return F.max_pool2d(x, 2)\n",
+            "\"max_pool2d\" not implemented for 'Bool'",
+        ),
+        (
+            "def f(x: f32[1, 5, 5]) -> f32[1, 3, 3]:\n    return F.max_pool2d(x, 2, ceil_mode=True)\n",
+            "max_pool2d with ceil_mode=True or return_indices=True is not supported",
+        ),
+        (
+            "def f(x: i64[4, 3], y: i64[4, 3]) -> f32[4]:\n    return F.cosine_similarity(x, y)\n",
+            "expected common dtype to be floating point, yet common dtype is Long",
+        ),
+        (
+            "def f(x: f32[4, 3], y: f64[4, 3]) -> f32[4]:\n    return F.cosine_similarity(x, y)\n",
+            "cosine_similarity(): inputs of dtypes Float and Double are not supported; give both the same dtype",
+        ),
+        (
+            "def f(x: f32[4, 3], y: f32[3]) -> f32[4]:\n    return torch.cosine_similarity(x, y, dim=-1)\n",
+            "cosine_similarity(): inputs of shapes [4, 3] and [3] are not supported; expand them to one shape first",
+        ),
+        ("def f(x: i64[4]) -> f32[4]:\n    return F.logsigmoid(x)\n", "\"log_sigmoid_cpu\" not implemented for 'Long'"),
+    ];
+    for (src, want) in cases {
+        every_engine_raises(src, "f", want);
+    }
+}
+
 /// `F.pad` crops and other modes, `repeat_interleave` with a tensor of counts (a data-dependent shape) and a
 /// `dropout` that would be random are refused alike by every engine.
 #[test]

@@ -124,3 +124,19 @@ _ACT = F.silu
 def module_level_function_values(x: f32[4, 5]) -> tuple[f32[4, 5], bool]:
     h = lambda t: _SCALE(t) + 1.0
     return _ACT(h(x)), _ACT is None
+
+
+# After CenterNet's _nms (a 3x3 max pool, stride 1, padding 1, keeping the peaks), with other max_pool2d settings
+# PyTorch takes (a stride, dilation, an int64 input with the default stride); AdamP's _cosine_similarity and xLSTM's
+# logsigmoid gate; and Hugging Face's `torch.tensor([-1], dtype=int)` (a Python type as the dtype).
+def pool_similarity_logsigmoid(
+    heat: f32[2, 3, 9, 10], ids: i64[1, 7, 8], a: f32[6, 5], b: f32[6, 5]
+) -> tuple[f32[2, 3, 9, 10], f32[2, 3, 5, 4], i64[1, 3, 4], f32[6], f32[6, 5], i64[2]]:
+    hmax = F.max_pool2d(heat, (3, 3), stride=1, padding=1)
+    peaks = heat * (hmax == heat).float()
+    strided = F.max_pool2d(heat, 3, stride=2, padding=1, dilation=(1, 2))
+    pooled_ids = F.max_pool2d(ids, 2)
+    cos = F.cosine_similarity(a, b, dim=-1, eps=1e-6).abs_()
+    gate = F.logsigmoid(a * 40.0)
+    index = torch.tensor([-1, 2], dtype=int) * ids.shape[0]
+    return peaks, strided, pooled_ids, cos, gate, index

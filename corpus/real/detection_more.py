@@ -1,5 +1,6 @@
 """Detection code ported from detectron2 (level assignment for ROI pooling), mmdetection (distance-to-box decoding,
-pairwise IoU/GIoU, delta decoding with numpy on constants) and yolov5 (box format). Coordinates arrive uniform in
+pairwise IoU/GIoU, delta decoding with numpy on constants), yolov5 (box format), ultralytics (the task-aligned
+assigner's candidate selection) and CenterNet (heatmap peaks by max pooling, top-k decoding). Coordinates arrive uniform in
 [-1, 1) and are mapped to boxes inside an image by `_xyxy`."""
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 
 import numpy as np
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 
@@ -193,3 +195,116 @@ def mmdet_delta2bbox(raw: f32[50, 4], deltas: f32[50, 8]) -> f32[50, 8]:
     bboxes[..., 1::2].clamp_(min=0, max=max_shape[0])
     bboxes = bboxes.reshape(num_bboxes, -1)
     return bboxes
+
+
+# ultralytics, ultralytics/utils/tal.py: TaskAlignedAssigner.select_candidates_in_gts (eps 1e-9)
+def _select_candidates_in_gts(xy_centers, gt_bboxes, eps=1e-9):
+    n_anchors = xy_centers.shape[0]
+    bs, n_boxes, _ = gt_bboxes.shape
+    lt, rb = gt_bboxes.view(-1, 1, 4).chunk(2, 2)
+    bbox_deltas = torch.cat((xy_centers[None] - lt, rb - xy_centers[None]), dim=2).view(bs, n_boxes, n_anchors, -1)
+    return bbox_deltas.amin(3).gt_(eps)
+
+
+# ultralytics, ultralytics/utils/tal.py: TaskAlignedAssigner.select_highest_overlaps
+def _select_highest_overlaps(mask_pos, overlaps, n_max_boxes: int):
+    fg_mask = mask_pos.sum(-2)
+    if fg_mask.max() > 1:
+        mask_multi_gts = (fg_mask.unsqueeze(1) > 1).expand(-1, n_max_boxes, -1)
+        max_overlaps_idx = overlaps.argmax(1)
+        is_max_overlaps = torch.zeros(mask_pos.shape, dtype=mask_pos.dtype, device=mask_pos.device)
+        is_max_overlaps.scatter_(1, max_overlaps_idx.unsqueeze(1), 1)
+        mask_pos = torch.where(mask_multi_gts, is_max_overlaps, mask_pos).float()
+        fg_mask = mask_pos.sum(-2)
+    target_gt_idx = mask_pos.argmax(-2)
+    return target_gt_idx, fg_mask, mask_pos
+
+
+# ultralytics, ultralytics/utils/tal.py: the two helpers above as TaskAlignedAssigner.get_pos_mask and _forward chain
+# them (anchor points of an 8x8 grid of stride 8; mask_pos is the in-box mask, the top-k metric left out)
+def tal_assign_candidates(
+    raw_boxes: f32[2, 5, 4], overlaps: f32[2, 5, 64]
+) -> tuple[i64[2, 64], f32[2, 64], f32[2, 5, 64]]:
+    xy = (raw_boxes[..., :2] + 1.0) * 24.0
+    wh = raw_boxes[..., 2:].abs() * 32.0 + 4.0
+    gt_bboxes = torch.cat([xy, xy + wh], -1)
+    sx = torch.arange(8, dtype=torch.float32) + 0.5
+    sy, sx = torch.meshgrid(sx, sx, indexing="ij")
+    anc_points = torch.stack((sx, sy), -1).view(-1, 2) * 8.0
+    mask_in_gts = _select_candidates_in_gts(anc_points, gt_bboxes)
+    mask_pos = mask_in_gts * 1.0
+    return _select_highest_overlaps(mask_pos, overlaps.abs(), 5)
+
+
+# CenterNet (xingyizhou), src/lib/models/utils.py: _gather_feat and _transpose_and_gather_feat
+def _gather_feat(feat, ind, mask=None):
+    dim = feat.size(2)
+    ind = ind.unsqueeze(2).expand(ind.size(0), ind.size(1), dim)
+    feat = feat.gather(1, ind)
+    if mask is not None:
+        mask = mask.unsqueeze(2).expand_as(feat)
+        feat = feat[mask]
+        feat = feat.view(-1, dim)
+    return feat
+
+
+def _transpose_and_gather_feat(feat, ind):
+    feat = feat.permute(0, 2, 3, 1).contiguous()
+    feat = feat.view(feat.size(0), -1, feat.size(3))
+    feat = _gather_feat(feat, ind)
+    return feat
+
+
+# CenterNet (xingyizhou), src/lib/models/decode.py: _nms and _topk
+def _nms(heat, kernel=3):
+    pad = (kernel - 1) // 2
+    hmax = nn.functional.max_pool2d(heat, (kernel, kernel), stride=1, padding=pad)
+    keep = (hmax == heat).float()
+    return heat * keep
+
+
+def _topk(scores, K=40):
+    batch, cat, height, width = scores.size()
+    topk_scores, topk_inds = torch.topk(scores.view(batch, cat, -1), K)
+    topk_inds = topk_inds % (height * width)
+    topk_ys = (topk_inds / width).int().float()
+    topk_xs = (topk_inds % width).int().float()
+    topk_score, topk_ind = torch.topk(topk_scores.view(batch, -1), K)
+    topk_clses = (topk_ind / K).int()
+    topk_inds = _gather_feat(topk_inds.view(batch, -1, 1), topk_ind).view(batch, K)
+    topk_ys = _gather_feat(topk_ys.view(batch, -1, 1), topk_ind).view(batch, K)
+    topk_xs = _gather_feat(topk_xs.view(batch, -1, 1), topk_ind).view(batch, K)
+    return topk_score, topk_inds, topk_clses, topk_ys, topk_xs
+
+
+# CenterNet (xingyizhou), src/lib/models/decode.py: ctdet_decode (reg given, cat_spec_wh False, K 10); the heatmap
+# is the sigmoid of the raw head output, as ctdet's process() applies it
+def centernet_ctdet_decode(hm: f32[1, 3, 16, 16], wh: f32[1, 2, 16, 16], reg: f32[1, 2, 16, 16]) -> f32[1, 10, 6]:
+    heat = hm.sigmoid_()
+    K = 10
+    cat_spec_wh = False
+    batch, cat, height, width = heat.size()
+    heat = _nms(heat)
+    scores, inds, clses, ys, xs = _topk(heat, K=K)
+    if reg is not None:
+        reg = _transpose_and_gather_feat(reg, inds)
+        reg = reg.view(batch, K, 2)
+        xs = xs.view(batch, K, 1) + reg[:, :, 0:1]
+        ys = ys.view(batch, K, 1) + reg[:, :, 1:2]
+    else:
+        xs = xs.view(batch, K, 1) + 0.5
+        ys = ys.view(batch, K, 1) + 0.5
+    wh = _transpose_and_gather_feat(wh, inds)
+    if cat_spec_wh:
+        wh = wh.view(batch, K, cat, 2)
+        clses_ind = clses.view(batch, K, 1, 1).expand(batch, K, 1, 2).long()
+        wh = wh.gather(2, clses_ind).view(batch, K, 2)
+    else:
+        wh = wh.view(batch, K, 2)
+    clses = clses.view(batch, K, 1).float()
+    scores = scores.view(batch, K, 1)
+    bboxes = torch.cat(
+        [xs - wh[..., 0:1] / 2, ys - wh[..., 1:2] / 2, xs + wh[..., 0:1] / 2, ys + wh[..., 1:2] / 2], dim=2
+    )
+    detections = torch.cat([bboxes, scores, clses], dim=2)
+    return detections

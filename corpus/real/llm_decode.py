@@ -1,5 +1,5 @@
 """LLM decode-step code ported from Mistral's reference implementation (a rotating KV cache written with scatter_)
-and Hugging Face transformers' logits processors and chunked feed-forward (a nested function)."""
+and Hugging Face transformers' logits processors, chunked feed-forward (a nested function) and sliding-window cache."""
 from __future__ import annotations
 
 import math
@@ -116,3 +116,41 @@ def hf_bert_chunked_feed_forward(
         return F.layer_norm(hidden_states + attention_output, (16,), ln_w, ln_b, eps=1e-12)
 
     return _apply_chunking_to_forward(feed_forward_chunk, 4, 1, attention_output)
+
+
+# Hugging Face transformers, cache_utils.py: SlidingWindowLayer.update (max_cache_len 6), a prompt of 4 positions
+# then 4 decode steps: index_copy_ while the window has room, roll and write at index -1 once it is full
+def hf_sliding_window_cache(
+    keys: f32[1, 2, 6, 8], values: f32[1, 2, 6, 8], prompt_k: f32[1, 2, 4, 8], prompt_v: f32[1, 2, 4, 8],
+    new_k: f32[4, 1, 2, 1, 8], new_v: f32[4, 1, 2, 1, 8]
+) -> tuple[f32[1, 2, 6, 8], f32[1, 2, 6, 8]]:
+    max_cache_len = 6
+    cumulative_length = 0
+    keys.zero_()
+    values.zero_()
+    steps = [(prompt_k, prompt_v, torch.arange(4))]
+    for i in range(4):
+        steps.append((new_k[i], new_v[i], torch.tensor([4 + i])))
+    for key_states, value_states, cache_position in steps:
+        is_full = cumulative_length >= max_cache_len
+        cumulative_length += key_states.shape[-2]
+        if cache_position.shape[0] > max_cache_len:
+            keys.copy_(key_states[:, :, -max_cache_len:, :])
+            values.copy_(value_states[:, :, -max_cache_len:, :])
+            continue
+        if is_full:
+            new_keys = keys.roll(-1, dims=-2)
+            new_values = values.roll(-1, dims=-2)
+            index = torch.tensor([-1], dtype=int)
+            new_keys[:, :, index] = key_states
+            new_values[:, :, index] = value_states
+            keys.copy_(new_keys)
+            values.copy_(new_values)
+        else:
+            try:
+                keys.index_copy_(2, cache_position, key_states)
+                values.index_copy_(2, cache_position, value_states)
+            except NotImplementedError:
+                keys[:, :, cache_position] = key_states
+                values[:, :, cache_position] = value_states
+    return keys, values

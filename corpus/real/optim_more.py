@@ -1,10 +1,11 @@
-"""More optimizer steps, ported from torch.optim (Adadelta, NAdam, Rprop, ASGD, Adamax, RAdam), lion-pytorch and Hugging
-Face transformers' Adafactor, with per-parameter state kept in dicts the way `Optimizer.state[p]` keeps it."""
+"""More optimizer steps, ported from torch.optim (Adadelta, NAdam, Rprop, ASGD, Adamax, RAdam), lion-pytorch, Hugging
+Face transformers' Adafactor, MADGRAD and AdamP, with per-parameter state kept in dicts the way `Optimizer.state[p]` keeps it."""
 from __future__ import annotations
 
 import math
 
 import torch
+import torch.nn.functional as F
 
 
 # PyTorch, torch/optim/adadelta.py: Adadelta.step's state initialisation (state["step"], state["square_avg"],
@@ -283,3 +284,103 @@ def radam_step(
             param.add_(bias_corrected_exp_avg * lr * _compute_adaptive_lr() * _compute_rect(), alpha=-1.0)
         else:
             param.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
+
+
+# MADGRAD (facebookresearch/madgrad), madgrad/madgrad.py: MADGRAD.step, dense gradients (lr 1e-2, momentum 0.9,
+# weight_decay 0, eps 1e-6), two steps from an empty state (the gradient scaled per step as a stand-in for new
+# gradients); the parameters returned, as their writes go through `p.data`
+def madgrad_steps(
+    w0: f32[8, 16], w1: f32[16], g0: f32[8, 16], g1: f32[16]
+) -> tuple[f32[8, 16], f32[16], f32[8, 16], f32[16]]:
+    params = [w0, w1]
+    grads = [g0, g1]
+    state = {}
+    eps, lr, decay, momentum = 1e-6, 1e-2, 0.0, 0.9
+    k = 0
+    ck = 1 - momentum
+    for _ in range(2):
+        lamb = lr * math.pow(k + 1, 0.5)
+        for i, p in enumerate(params):
+            grad = grads[i] * (1.0 + 0.5 * k)
+            if i not in state:
+                state[i] = {}
+            st = state[i]
+            if "grad_sum_sq" not in st:
+                st["grad_sum_sq"] = torch.zeros_like(p.data).detach()
+                st["s"] = torch.zeros_like(p.data).detach()
+                if momentum != 0:
+                    st["x0"] = torch.clone(p.data).detach()
+            grad_sum_sq = st["grad_sum_sq"]
+            s = st["s"]
+            if momentum == 0:
+                rms = grad_sum_sq.pow(1 / 3).add_(eps)
+                x0 = p.data.addcdiv(s, rms, value=1)
+            else:
+                x0 = st["x0"]
+            grad_sum_sq.addcmul_(grad, grad, value=lamb)
+            rms = grad_sum_sq.pow(1 / 3).add_(eps)
+            s.data.add_(grad, alpha=lamb)
+            if momentum == 0:
+                p.data.copy_(x0.addcdiv(s, rms, value=-1))
+            else:
+                z = x0.addcdiv(s, rms, value=-1)
+                p.data.mul_(1 - ck).add_(z, alpha=ck)
+        k += 1
+    return state[0]["s"], state[1]["grad_sum_sq"], w0, w1
+
+
+# AdamP (clovaai/AdamP), adamp/adamp.py: AdamP._channel_view, _layer_view, _cosine_similarity, _projection and
+# AdamP.step for one 2-D and one 1-D parameter (betas (0.9, 0.999), eps 1e-8, weight_decay 1e-2, delta 0.1,
+# wd_ratio 0.1, nesterov False), state at step 2; the methods as nested functions, and the parameters returned
+# (PyTorch's version counter does not see the writes through `p.data`, so its goldens would not record them). The
+# 2-D gradient is first made orthogonal to its weight as a whole, as for a scale-invariant weight, so that the
+# layer-wise projection (not the channel-wise one) applies
+def adamp_step(
+    w0: f32[8, 16], w1: f32[16], g0: f32[8, 16], g1: f32[16], m0: f32[8, 16], m1: f32[16], v0: f32[8, 16],
+    v1: f32[16], lr: float = 1e-3
+) -> tuple[f32[8, 16], f32[16]]:
+    def _channel_view(x):
+        return x.view(x.size(0), -1)
+
+    def _layer_view(x):
+        return x.view(1, -1)
+
+    def _cosine_similarity(x, y, eps, view_func):
+        x = view_func(x)
+        y = view_func(y)
+        return F.cosine_similarity(x, y, dim=1, eps=eps).abs_()
+
+    def _projection(p, grad, perturb, delta, wd_ratio, eps):
+        wd = 1
+        expand_size = [-1] + [1] * (len(p.shape) - 1)
+        for view_func in [_channel_view, _layer_view]:
+            cosine_sim = _cosine_similarity(grad, p.data, eps, view_func)
+            if cosine_sim.max() < delta / math.sqrt(view_func(p.data).size(1)):
+                p_n = p.data / view_func(p.data).norm(dim=1).view(expand_size).add_(eps)
+                perturb -= p_n * view_func(p_n * perturb).sum(dim=1).view(expand_size)
+                wd = wd_ratio
+                return perturb, wd
+        return perturb, wd
+
+    g0 = g0 - (g0 * w0).sum() / (w0 * w0).sum() * w0
+    beta1, beta2, eps, weight_decay, delta, wd_ratio_, nesterov = 0.9, 0.999, 1e-8, 1e-2, 0.1, 0.1, False
+    for p, grad, exp_avg, exp_avg_sq in zip([w0, w1], [g0, g1], [m0, m1], [v0, v1]):
+        exp_avg_sq.abs_()
+        step = 2
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(eps)
+        step_size = lr / bias_correction1
+        if nesterov:
+            perturb = (beta1 * exp_avg + (1 - beta1) * grad) / denom
+        else:
+            perturb = exp_avg / denom
+        wd_ratio = 1
+        if len(p.shape) > 1:
+            perturb, wd_ratio = _projection(p, grad, perturb, delta, wd_ratio_, eps)
+        if weight_decay > 0:
+            p.data.mul_(1 - lr * weight_decay * wd_ratio)
+        p.data.add_(perturb, alpha=-step_size)
+    return w0, w1

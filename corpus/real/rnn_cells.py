@@ -1,5 +1,6 @@
 """Hand-written recurrent cells: Salesforce's QRNN (its CPU ForgetMult), ChatRWKV's RWKV-5 time mixing (a group norm
-over heads), lucidrains' minGRU in its sequential mode, SRU's CPU recurrence and IndRNN's elementwise recurrence.
+over heads), lucidrains' minGRU in its sequential mode, SRU's CPU recurrence, IndRNN's elementwise recurrence and
+xLSTM's sLSTM pointwise step.
 Weights arrive uniform in [-1, 1) and are scaled by about 1/sqrt(fan_in) as the layers initialize them."""
 from __future__ import annotations
 
@@ -141,3 +142,31 @@ def indrnn_onlyrecurrent(input: f32[7, 3, 16], weight_hh: f32[16], h0: f32[3, 16
         hx = F.relu(input_x + hx * weight_hh)
         outputs.append(hx)
     return torch.stack(outputs, 0)
+
+
+# xLSTM (NX-AI/xlstm), xlstm/blocks/slstm/src/vanilla/slstm.py: slstm_forward_pointwise, run over 5 steps with the
+# recurrent projection Ry = y @ R as slstm_forward does it (one head)
+def xlstm_slstm_steps(
+    Wx: f32[5, 2, 32], R: f32[8, 32], b: f32[1, 32], states: f32[4, 2, 8]
+) -> tuple[f32[4, 2, 8], f32[4, 2, 8]]:
+    states = states.clone()
+    states[1:3] = 0.0
+    states[3] = 0.0
+    for t in range(Wx.shape[0]):
+        Ry = states[0] @ R
+        raw = Wx[t] + Ry + b
+        _, c, n, m = torch.unbind(states.view(4, states.shape[1], -1), dim=0)
+        iraw, fraw, zraw, oraw = torch.unbind(raw.view(raw.shape[0], 4, -1), dim=1)
+        logfplusm = m + torch.nn.functional.logsigmoid(fraw)
+        if torch.all(n == 0.0):
+            mnew = iraw
+        else:
+            mnew = torch.max(iraw, logfplusm)
+        ogate = torch.sigmoid(oraw)
+        igate = torch.exp(iraw - mnew)
+        fgate = torch.exp(logfplusm - mnew)
+        cnew = fgate * c + igate * torch.tanh(zraw)
+        nnew = fgate * n + igate
+        ynew = ogate * cnew / nnew
+        states, gates = torch.stack((ynew, cnew, nnew, mnew), dim=0), torch.stack((igate, fgate, zraw, ogate), dim=0)
+    return states, gates

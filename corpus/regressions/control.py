@@ -189,3 +189,27 @@ def index_put_accumulate_through_expand(a: f32[4], b: f32[3, 1], v: f32[2, 4]) -
     b.expand(3, 5).index_put_((torch.tensor([1, 1, -1]),), torch.ones(3, 5), accumulate=True)
     a.unsqueeze(0).expand(0, 4).index_put_((torch.tensor([], dtype=torch.long),), torch.ones(4))
     return a * 1.0, b * 1.0
+
+
+# A `return` under an `if` on a run-time value inside a `for` over a list display (AdamP's _projection): the loop is
+# unrolled so the return lifts; the display is evaluated once, before a body that rebinds a name it read.
+def return_in_loop_over_display(x: f32[4]) -> f32[4]:
+    a = x * 2
+    for y in [a, x]:
+        a = a + 1
+        if y.sum() > 0.5:
+            return y + a
+        a.mul_(3)
+    return a
+
+
+# The same over a tuple display of pairs, returning a float or an int by the arm taken, with a write to a parameter
+# before the return.
+def return_in_loop_over_pairs(x: f32[4], w: f32[4]) -> tuple[f32[4], float]:
+    r = 1
+    for k, t in ((2, x), (3, w)):
+        if (t * k).sum() > 0:
+            w.add_(t)
+            return t * k, 0.5
+        r = r + k
+    return w, r

@@ -121,6 +121,10 @@ impl A {
     pub(super) fn dtype(&self, i: usize, name: &str) -> FR<Option<DType>> {
         match self.opt(i, name) {
             Some(FV::DType(d)) => Ok(Some(*d)),
+            // Python's types stand for dtypes (`dtype=int` is torch.int64, float torch.float64, bool torch.bool).
+            Some(FV::Module("int")) => Ok(Some(DType::I64)),
+            Some(FV::Module("float")) => Ok(Some(DType::F64)),
+            Some(FV::Module("bool")) => Ok(Some(DType::Bool)),
             Some(other) => diag(
                 self.span,
                 format!("{}(): argument '{name}' must be torch.dtype, not {}", self.name, other.type_name()),

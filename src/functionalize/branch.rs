@@ -58,6 +58,8 @@ fn map_chain(t: &TRef, roots: &[(usize, usize)], conds: &[(TId, TId)]) -> TRef {
 
 /// Why a name bound in one arm only of an `if` on a run-time value cannot be read after it.
 const ONE_ARM: &str = "is bound in one arm only of an `if` on a run-time value";
+/// Why a name is unreadable after an `if` on a run-time value whose arms both return (nothing can read it).
+const AFTER_RETURN: &str = "is read after a `return`";
 
 /// The prefix of the names that carry a returned value through the merge of an `if`'s arms.
 const RET: &str = "%return.";
@@ -221,6 +223,12 @@ impl<'m> Fz<'m> {
             let shown = if name.starts_with(RET) { "the returned value".to_string() } else { format!("`{name}`") };
             if v1.same(v2) {
                 merged_env.insert(name.clone(), v1.clone());
+                continue;
+            }
+            // Both arms returned: the function's own names are never read again (only the returned value, the
+            // written tensors and the containers merge), so they need not have one kind.
+            if ret.is_some() && !name.starts_with(RET) {
+                merged_env.insert(name.clone(), FV::Poisoned(AFTER_RETURN));
                 continue;
             }
             match (v1, v2) {

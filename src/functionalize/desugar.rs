@@ -1,5 +1,5 @@
 //! Ops the functionalizer spells with terms it already has, the same compositions the reference interpreter
-//! computes (`crate::interp::more_ops`): `lerp`, `addcmul`/`addcdiv`, `softplus`, `atan`, vector norms, `einsum`
+//! computes (`crate::interp::more_ops`): `lerp`, `addcmul`/`addcdiv`, `softplus`, `logsigmoid`, `atan`, vector norms, `einsum`
 //! (permutes, sums and batched matmuls), `index_copy`/`index_add` (a `scatter` with the index expanded along the
 //! source), `new_tensor`, and division rounding toward zero. The e-graph, the planner and the kernels get them
 //! for free.
@@ -235,6 +235,37 @@ impl<'m> Fz<'m> {
         Ok(FV::Tensor(slots.swap_remove(0)))
     }
 
+    /// `cosine_similarity`, as the reference interpreter (`more_ops`) and PyTorch compute it: each input over its
+    /// 2-norm along `dim` clamped below at eps, then the product summed along `dim`.
+    fn cosine_similarity(&mut self, a: &A, span: Span) -> FR<FV> {
+        let (x, y) = (a.tensor(0, "x1")?, a.tensor(1, "x2")?);
+        let (dx, dy) = (self.roots[x.root].dtype, self.roots[y.root].dtype);
+        crate::interp::more_ops::cosine_check(dx, dy, &x.shape, &y.shape).map_err(|m| err(span)(m))?;
+        let dim = a.int_or(2, "dim", 1)?;
+        let eps = a.opt(3, "eps").and_then(|v| a.number(v)).map(|s| s.to_f64()).unwrap_or(1e-8);
+        let mut units = Vec::new();
+        for v in [x, y] {
+            let n = self.vector_norm(v.clone(), 2.0, &[dim], true, span)?;
+            let n = self.elementwise(Binary::Maximum, &[n, FV::Float(eps)], span)?;
+            units.push(self.elementwise(Binary::Div, &[FV::Tensor(v), n], span)?);
+        }
+        let prod = Self::as_tensor(self.elementwise(Binary::Mul, &units, span)?, span)?;
+        self.reduce_op(OpName::Sum, &prod, &[dim], false, None, span)
+    }
+
+    /// `logsigmoid`: min(x, 0) - log1p(exp(-|x|)), as the reference interpreter and PyTorch's CPU kernel compute it.
+    fn log_sigmoid(&mut self, a: &A, span: Span) -> FR<FV> {
+        let x = a.tensor(0, "input")?;
+        self.float_input("log_sigmoid_cpu", &x, span)?;
+        let xv = FV::Tensor(x);
+        let ab = self.unary(Unary::Abs, &xv, span)?;
+        let neg = self.unary(Unary::Neg, &ab, span)?;
+        let e = self.unary(Unary::Exp, &neg, span)?;
+        let l1p = self.unary(Unary::Log1p, &e, span)?;
+        let min0 = self.elementwise(Binary::Minimum, &[xv, FV::Float(0.0)], span)?;
+        self.elementwise(Binary::Sub, &[min0, l1p], span)
+    }
+
     pub(super) fn desugared(&mut self, name: &str, a: &A, _method: bool) -> FR<FV> {
         let span = a.span;
         match name {
@@ -326,6 +357,8 @@ impl<'m> Fz<'m> {
                 }
                 self.call_op("where", vec![big, xv, sp], span)
             }
+            "cosine_similarity" => self.cosine_similarity(a, span),
+            "logsigmoid" => self.log_sigmoid(a, span),
             "binary_cross_entropy_with_logits" => self.bce_with_logits(a, span),
             "atan" | "arctan" => {
                 let x = a.tensor(0, "input")?;

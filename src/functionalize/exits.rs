@@ -1,5 +1,6 @@
 //! `break` and `continue` under an `if` on a run-time value, rewritten into flags that guard the rest of the loop;
-//! `return` under such an `if`, lifted to the end of its path.
+//! `return` under such an `if`, lifted to the end of its path (a `for` over a list or tuple display that holds a
+//! `return` is unrolled first, so that its returns can be lifted).
 //!
 //! A functional loop has no early exit, so a loop whose body may leave it at a data-dependent point becomes a loop
 //! that carries two flags: `broken` (set by `break`, and from then on every iteration does nothing) and `skipped`
@@ -22,6 +23,9 @@ pub(super) fn desugar(module: &Module) -> Module {
     let mut n = 0;
     for f in &mut m.functions {
         let mut body = std::mem::take(&mut f.body);
+        if returns_in_literal_loop(&body) {
+            body = unroll_literal_loops(body, &mut n);
+        }
         if returns_under_if(&body, false) {
             let span = body.last().map(|s| s.span).unwrap_or(f.span);
             let mut with_end = body.clone();
@@ -76,6 +80,83 @@ fn lift_returns(stmts: Vec<Stmt>, budget: &mut usize) -> Option<Vec<Stmt>> {
         }
     }
     Some(out)
+}
+
+/// Whether a `for` over a list or tuple display (outside other loops) holds a `return`.
+fn returns_in_literal_loop(stmts: &[Stmt]) -> bool {
+    stmts.iter().any(|s| match &s.kind {
+        StmtKind::For { iter, body, .. } => literal_items(iter).is_some() && returns_anywhere(body),
+        StmtKind::If { body, orelse, .. } => returns_in_literal_loop(body) || returns_in_literal_loop(orelse),
+        _ => false,
+    })
+}
+
+fn returns_anywhere(stmts: &[Stmt]) -> bool {
+    stmts.iter().any(|s| match &s.kind {
+        StmtKind::Return(_) => true,
+        StmtKind::If { body, orelse, .. } => returns_anywhere(body) || returns_anywhere(orelse),
+        StmtKind::For { body, .. } | StmtKind::While { body, .. } => returns_anywhere(body),
+        _ => false,
+    })
+}
+
+/// Whether `stmts` hold a `break` or `continue` of the enclosing loop (not of an inner one).
+fn exits_loop(stmts: &[Stmt]) -> bool {
+    stmts.iter().any(|s| match &s.kind {
+        StmtKind::Break | StmtKind::Continue => true,
+        StmtKind::If { body, orelse, .. } => exits_loop(body) || exits_loop(orelse),
+        _ => false,
+    })
+}
+
+/// The number of items of a list or tuple display without `*` items (at most `MAX_UNROLL`).
+fn literal_items(e: &Expr) -> Option<usize> {
+    match &e.kind {
+        ExprKind::List(xs) | ExprKind::Tuple(xs)
+            if xs.len() <= MAX_UNROLL && !xs.iter().any(|x| matches!(x.kind, ExprKind::Starred(_))) =>
+        {
+            Some(xs.len())
+        }
+        _ => None,
+    }
+}
+
+/// The most items of a `for` over a display that `unroll_literal_loops` unrolls.
+const MAX_UNROLL: usize = 64;
+
+/// Each `for` (outside other loops) over a list or tuple display whose body holds a `return`, unrolled, so that
+/// `lift_returns` can lift the return (AdamP's `for view_func in [self._channel_view, self._layer_view]:` with a
+/// `return` under an `if` on a run-time value): `for x in [a, b]: body` becomes `%items = [a, b]`, then
+/// `x = %items[0]`, body, `x = %items[1]`, body. The display is evaluated once, before the first iteration, as
+/// Python does, and the target is bound as the loop binds it. A body that may `break` or `continue` stays a loop.
+fn unroll_literal_loops(stmts: Vec<Stmt>, n: &mut usize) -> Vec<Stmt> {
+    let mut out = Vec::new();
+    for s in stmts {
+        let span = s.span;
+        match s.kind {
+            StmtKind::For { target, iter, body }
+                if literal_items(&iter).is_some() && returns_anywhere(&body) && !exits_loop(&body) =>
+            {
+                let count = literal_items(&iter).unwrap_or(0);
+                let body = unroll_literal_loops(body, n);
+                *n += 1;
+                let items = format!("%items{n}");
+                out.push(Stmt { kind: StmtKind::Assign { targets: vec![name(&items, span)], value: iter }, span });
+                for k in 0..count {
+                    let at = Expr { kind: ExprKind::Int(k as i64), span };
+                    let value = Expr { kind: ExprKind::Subscript(Box::new(name(&items, span)), Box::new(at)), span };
+                    out.push(Stmt { kind: StmtKind::Assign { targets: vec![target.clone()], value }, span });
+                    out.extend(body.iter().cloned());
+                }
+            }
+            StmtKind::If { test, body, orelse } => {
+                let (body, orelse) = (unroll_literal_loops(body, n), unroll_literal_loops(orelse, n));
+                out.push(Stmt { kind: StmtKind::If { test, body, orelse }, span })
+            }
+            kind => out.push(Stmt { kind, span }),
+        }
+    }
+    out
 }
 
 /// The most statements `lift_returns` copies for one function.

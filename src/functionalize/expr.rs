@@ -82,6 +82,7 @@ impl<'m> Fz<'m> {
         Ok(match name {
             "torch" => FV::Module("torch"),
             "F" => FV::Module("torch.nn.functional"),
+            "nn" => FV::Module("torch.nn"),
             "math" => FV::Module("math"),
             "Tensor" => FV::Module("torch.Tensor"),
             // Builtin types, as values (`isinstance(n, int)`); calls to them are builtins.

@@ -92,6 +92,10 @@ impl Args {
     pub fn dtype(&self, i: usize, name: &str) -> AResult<Option<DType>> {
         match self.opt(i, name) {
             Some(Value::DType(d)) => Ok(Some(*d)),
+            // Python's types stand for dtypes (`dtype=int` is torch.int64, float torch.float64, bool torch.bool).
+            Some(Value::Module("int")) => Ok(Some(DType::I64)),
+            Some(Value::Module("float")) => Ok(Some(DType::F64)),
+            Some(Value::Module("bool")) => Ok(Some(DType::Bool)),
             Some(other) => {
                 Err(format!("{}(): argument '{}' must be torch.dtype, not {}", self.name, name, other.type_name()))
             }

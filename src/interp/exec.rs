@@ -383,6 +383,7 @@ impl<'m> Interp<'m> {
         Ok(match name {
             "torch" => Value::Module("torch"),
             "F" => Value::Module("torch.nn.functional"),
+            "nn" => Value::Module("torch.nn"),
             "math" => Value::Module("math"),
             "Tensor" => Value::Module("torch.Tensor"),
             // Builtin types, as values (`isinstance(n, int)`); calls to them are builtins.

@@ -1,6 +1,6 @@
 //! Ops optimizer steps, LLM decode steps and detection code reach for: `lerp`, `addcmul`/`addcdiv`,
-//! `softplus`, `binary_cross_entropy_with_logits`, `atan`, vector norms, `einsum`, `index_copy`/`index_add`, and
-//! division with a rounding mode. Each is
+//! `softplus`, `logsigmoid`, `cosine_similarity`, `binary_cross_entropy_with_logits`, `atan`, vector norms,
+//! `einsum`, `index_copy`/`index_add`, and division with a rounding mode. Each is
 //! written with PyTorch's formula in terms of the runtime's ops, the same composition the functionalizer builds
 //! (`crate::functionalize::desugar`), so every engine computes the same thing.
 
@@ -106,6 +106,31 @@ pub(crate) fn linalg_norm_p(ord: Option<&Value>, ndim: usize, dims: Option<&[i64
     }
 }
 
+/// `cosine_similarity` as PyTorch computes it: each input divided by its 2-norm over `dim` (clamped below at eps),
+/// then the product summed over `dim`.
+fn cosine_similarity(a: &Args) -> AResult<Value> {
+    let (x, y) = (a.tensor(0, "x1")?, a.tensor(1, "x2")?);
+    cosine_check(x.dtype(), y.dtype(), &x.shape, &y.shape)?;
+    let dim = a.int_or(2, "dim", 1)?;
+    let eps = a.opt(3, "eps").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(1e-8);
+    let unit = |v: &Tensor| -> AResult<Tensor> {
+        let n = vector_norm(v, 2.0, Some(&[dim]), true)?;
+        let n = bin(Binary::Maximum, &tt(&n), &Operand::S(Scalar::F(eps)))?;
+        bin(Binary::Div, &tt(v), &tt(&n))
+    };
+    let prod = bin(Binary::Mul, &tt(&unit(&x)?), &tt(&unit(&y)?))?;
+    t(reduce::sum(&prod, Some(&[dim]), false, None)?)
+}
+
+/// `logsigmoid` as PyTorch's CPU kernel computes it: min(x, 0) - log1p(exp(-|x|)).
+fn log_sigmoid(a: &Args) -> AResult<Value> {
+    let x = a.tensor(0, "input")?;
+    float_input("log_sigmoid_cpu", &x)?;
+    let e = ops::unary(Unary::Exp, &ops::unary(Unary::Neg, &ops::unary(Unary::Abs, &x)?)?)?;
+    let min0 = bin(Binary::Minimum, &tt(&x), &Operand::S(Scalar::F(0.0)))?;
+    t(bin(Binary::Sub, &tt(&min0), &tt(&ops::unary(Unary::Log1p, &e)?))?)
+}
+
 pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
     match name {
         "lerp" => {
@@ -179,6 +204,8 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
             let sp = if beta == 1.0 { sp } else { bin(Binary::Div, &tt(&sp), &Operand::S(Scalar::F(beta)))? };
             t(ops::where_(&big, &tt(&x), &tt(&sp))?)
         }
+        "cosine_similarity" => cosine_similarity(a),
+        "logsigmoid" => log_sigmoid(a),
         "binary_cross_entropy_with_logits" => {
             let (x, y, reduction) = bce_args(a)?;
             // PyTorch's formula: (1 - y) * x - log_sigmoid(x) [* ((pos_weight - 1) * y + 1)] [* weight], with
@@ -424,4 +451,25 @@ fn bce_args(a: &Args) -> AResult<(Tensor, Tensor, &'static str)> {
         }
     };
     Ok((x, y, reduction))
+}
+
+/// What `cosine_similarity` accepts: inputs of one floating dtype and one shape (PyTorch's message for integers;
+/// broadcasting and mixed dtypes are refused by name).
+pub(crate) fn cosine_check(dx: DType, dy: DType, sx: &[usize], sy: &[usize]) -> AResult<()> {
+    if dx != dy {
+        return Err(format!(
+            "cosine_similarity(): inputs of dtypes {} and {} are not supported; give both the same dtype",
+            dx.name(),
+            dy.name()
+        ));
+    }
+    if !dx.is_float() {
+        return Err(format!("expected common dtype to be floating point, yet common dtype is {}", dx.name()));
+    }
+    if sx != sy {
+        return Err(format!(
+            "cosine_similarity(): inputs of shapes {sx:?} and {sy:?} are not supported; expand them to one shape first"
+        ));
+    }
+    Ok(())
 }
