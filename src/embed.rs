@@ -8,6 +8,7 @@
 //! and the caller (any thread) exchanges plain buffers with it.
 
 use std::collections::BTreeMap;
+use std::ptr::NonNull;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ use crate::interp::ScalarArg;
 use crate::lower::Plan;
 use crate::optimize::ProgramResult;
 use crate::pipeline::Session;
-use crate::tensor::{Buf, DType, Tensor};
+use crate::tensor::{Buf, DType, Store, Tensor};
 
 /// What a parameter is bound to: a tensor of this dtype and shape, or a scalar with this value.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,6 +45,71 @@ pub struct Raw {
     pub dtype: DType,
     pub shape: Vec<usize>,
     pub buf: Buf,
+}
+
+/// A tensor parameter's elements for [`Compiled::run`] (row-major): owned, or read in place from the caller's
+/// memory for the length of one run (zero-copy; see [`Input::borrowed`]).
+pub enum Input {
+    Owned(Buf),
+    Borrowed(Borrowed),
+}
+
+/// A caller's memory, read in place during one run: made by [`Input::borrowed`].
+pub struct Borrowed {
+    dtype: DType,
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: [`Input::borrowed`]'s contract: the memory stays valid and unwritten until the run given it returns, and
+// the worker thread that reads it ends every borrow before it replies ([`end_borrows`]).
+unsafe impl Send for Borrowed {}
+
+impl Input {
+    /// `len` elements of `dtype` at `ptr`, read in place (no copy) by the run they are given to. Bool elements are
+    /// not accepted (a byte other than 0 and 1 is not a bool): copy them into an owned [`Buf`].
+    ///
+    /// # Safety
+    /// `ptr` is aligned for `dtype` and valid for reads of `len` elements, and the memory is neither written nor
+    /// freed, by anyone, until the [`Compiled::run`] given this input returns.
+    pub unsafe fn borrowed(dtype: DType, ptr: *const u8, len: usize) -> Result<Input, String> {
+        let ptr = NonNull::new(ptr as *mut u8).ok_or("a null pointer")?;
+        match dtype {
+            DType::F32 | DType::F64 | DType::I32 | DType::I64 => Ok(Input::Borrowed(Borrowed { dtype, ptr, len })),
+            _ => Err(format!("{} elements are copied, not read in place", dtype.annotation())),
+        }
+    }
+
+    fn dtype_len(&self) -> (DType, usize) {
+        match self {
+            Input::Owned(b) => (b.dtype(), b.len()),
+            Input::Borrowed(b) => (b.dtype, b.len),
+        }
+    }
+
+    fn into_buf(self) -> Buf {
+        let Input::Borrowed(Borrowed { dtype, ptr, len }) = self else {
+            let Input::Owned(b) = self else { unreachable!() };
+            return b;
+        };
+        // SAFETY: `Input::borrowed`'s contract covers the run, and `end_borrows` ends each borrow before the run
+        // returns; alignment and length are the caller's promise for `dtype`, checked against the plan's shape.
+        unsafe {
+            match dtype {
+                DType::F32 => Buf::F32(Store::borrowed(ptr.cast(), len)),
+                DType::F64 => Buf::F64(Store::borrowed(ptr.cast(), len)),
+                DType::I32 => Buf::I32(Store::borrowed(ptr.cast(), len)),
+                DType::I64 => Buf::I64(Store::borrowed(ptr.cast(), len)),
+                _ => unreachable!("refused by Input::borrowed"),
+            }
+        }
+    }
+}
+
+impl From<Buf> for Input {
+    fn from(b: Buf) -> Input {
+        Input::Owned(b)
+    }
 }
 
 /// What one run produced: the returned tensors (a tuple or not) and the final values of the parameters it writes.
@@ -109,26 +175,6 @@ pub fn reindent(mut d: Diagnostic, indents: &[(u32, u32, u32)]) -> Diagnostic {
     d
 }
 
-/// Turns a tensor parameter's bytes (row-major, native byte order) into a buffer of `dtype`.
-pub fn buf_from_bytes(dtype: DType, n: usize, bytes: &[u8]) -> Result<Buf, String> {
-    if dtype.size() * n != bytes.len() || matches!(dtype, DType::F16 | DType::BF16) {
-        return Err(format!("{} bytes given for {n} elements of {}", bytes.len(), dtype.annotation()));
-    }
-    macro_rules! cast {
-        ($t:ty, $w:expr) => {
-            bytes.chunks_exact($w).map(|c| <$t>::from_ne_bytes(c.try_into().expect("chunk of its size"))).collect()
-        };
-    }
-    Ok(match dtype {
-        DType::F32 => Buf::F32(cast!(f32, 4)),
-        DType::F64 => Buf::F64(cast!(f64, 8)),
-        DType::I64 => Buf::I64(cast!(i64, 8)),
-        DType::I32 => Buf::I32(cast!(i32, 4)),
-        DType::Bool => Buf::Bool(bytes.iter().map(|b| *b != 0).collect()),
-        DType::F16 | DType::BF16 => unreachable!("refused above"),
-    })
-}
-
 /// Writes a buffer's elements as bytes (native byte order; bools as 0 and 1) into `out`, which holds exactly
 /// `buf.len() * dtype.size()` bytes.
 pub fn write_bytes(buf: &Buf, out: &mut [u8]) {
@@ -184,12 +230,12 @@ fn prepare(
 pub type Inputs = Vec<(String, DType, Vec<usize>)>;
 
 enum Request {
-    Run(BTreeMap<String, Buf>),
-    Locate(BTreeMap<String, Buf>, Diagnostic),
+    Run(BTreeMap<String, Input>),
+    Locate(BTreeMap<String, Input>, Diagnostic),
 }
 
 enum Reply {
-    Ready(Result<(Inputs, String, String), Diagnostic>),
+    Ready(Result<(Inputs, Vec<String>, String, String), Diagnostic>),
     Ran(Result<Outputs, Diagnostic>, bool),
     Located(Diagnostic),
 }
@@ -199,6 +245,7 @@ pub struct Compiled {
     tx: Sender<Request>,
     rx: Receiver<Reply>,
     inputs: Inputs,
+    mutated: Vec<String>,
     explanation: String,
     record: String,
 }
@@ -219,7 +266,9 @@ impl Compiled {
             .spawn(move || worker(src, params, rules, target, worker_rx, worker_tx))
             .map_err(|e| Diagnostic::new(format!("cannot start funcfuse's worker thread: {e}")))?;
         match rx.recv() {
-            Ok(Reply::Ready(Ok((inputs, explanation, record)))) => Ok(Compiled { tx, rx, inputs, explanation, record }),
+            Ok(Reply::Ready(Ok((inputs, mutated, explanation, record)))) => {
+                Ok(Compiled { tx, rx, inputs, mutated, explanation, record })
+            }
             Ok(Reply::Ready(Err(d))) => Err(d),
             _ => Err(Diagnostic::new("funcfuse's worker thread stopped while compiling")),
         }
@@ -228,6 +277,11 @@ impl Compiled {
     /// The plan's tensor parameters (name, dtype, shape), in signature order.
     pub fn inputs(&self) -> &Inputs {
         &self.inputs
+    }
+
+    /// The tensor parameters the function writes in place (their final values are in [`Outputs::mutated`]).
+    pub fn mutated(&self) -> &[String] {
+        &self.mutated
     }
 
     /// What `funcfuse explain` prints for this function.
@@ -240,12 +294,14 @@ impl Compiled {
         &self.record
     }
 
-    /// Runs the plan on one buffer per tensor parameter, by name. `pristine` gives the inputs again when a run
+    /// Runs the plan on one input per tensor parameter, by name. `pristine` gives the inputs again when a run
     /// fails without a location: the reference interpreter reruns the program on them to locate the error.
+    /// Borrowed inputs are read in place until this returns, and never written: a parameter the program writes is
+    /// in [`Outputs::mutated`], for the caller to write back.
     pub fn run(
         &self,
-        inputs: BTreeMap<String, Buf>,
-        pristine: impl FnOnce() -> Result<BTreeMap<String, Buf>, String>,
+        inputs: BTreeMap<String, Input>,
+        pristine: impl FnOnce() -> Result<BTreeMap<String, Input>, String>,
     ) -> Result<Outputs, Diagnostic> {
         let gone = || Diagnostic::new("funcfuse's worker thread stopped");
         self.tx.send(Request::Run(inputs)).map_err(|_| gone())?;
@@ -265,19 +321,29 @@ impl Compiled {
     }
 }
 
-fn tensors(inputs: BTreeMap<String, Buf>, shapes: &Inputs) -> Result<BTreeMap<String, Tensor>, Diagnostic> {
+fn tensors(inputs: BTreeMap<String, Input>, shapes: &Inputs) -> Result<BTreeMap<String, Tensor>, Diagnostic> {
     let mut out = BTreeMap::new();
-    for (name, buf) in inputs {
+    for (name, input) in inputs {
         let (_, dtype, shape) = shapes
             .iter()
             .find(|(n, _, _)| *n == name)
             .ok_or_else(|| Diagnostic::new(format!("no tensor parameter `{name}`")))?;
-        if buf.dtype() != *dtype || buf.len() != crate::tensor::numel(shape) {
+        if input.dtype_len() != (*dtype, crate::tensor::numel(shape)) {
             return Err(Diagnostic::new(format!("input `{name}` does not match {}", dtype.annotation())));
         }
-        out.insert(name, Tensor::from_buf(buf, shape.clone()));
+        out.insert(name, Tensor::from_buf(input.into_buf(), shape.clone()));
     }
     Ok(out)
+}
+
+/// Ends every borrow of the caller's memory before a run returns: an input buffer that something still holds
+/// (nothing should; this makes sure) gets its own copy of the elements.
+fn end_borrows(ts: BTreeMap<String, Tensor>) {
+    for t in ts.into_values() {
+        if std::rc::Rc::strong_count(&t.buf) > 1 {
+            t.buf.borrow_mut().make_owned();
+        }
+    }
 }
 
 fn worker(
@@ -307,7 +373,13 @@ fn worker(
     let text = crate::explain::text(&label, &p.result, &p.plans, which);
     let record = crate::explain::record(&label, &p.result, &p.plans).to_string();
     let inputs = p.result.functional.inputs.clone();
-    if tx.send(Reply::Ready(Ok((inputs.clone(), text, record)))).is_err() {
+    let mutated = (p.result.functional.outputs.iter())
+        .filter_map(|o| match o {
+            crate::functionalize::Output::Mutated(n) => Some(n.clone()),
+            crate::functionalize::Output::Return(_) => None,
+        })
+        .collect();
+    if tx.send(Reply::Ready(Ok((inputs.clone(), mutated, text, record)))).is_err() {
         return;
     }
     let mut f = p.result.functional.clone();
@@ -316,35 +388,41 @@ fn worker(
     let limit = Duration::from_secs_f64(crate::limits::RUN_TIME_LIMIT_S);
     while let Ok(req) = rx.recv() {
         let reply = match req {
-            Request::Run(bufs) => {
-                let r = crate::limits::with_deadline(Some(limit), || {
-                    let ts = tensors(bufs, &inputs)?;
-                    let Some(dev) = loaded.as_mut() else {
-                        return Err(Diagnostic::new("compiled without a backend: nothing to run"));
+            Request::Run(bufs) => match tensors(bufs, &inputs) {
+                Err(d) => Reply::Ran(Err(d), true),
+                Ok(ts) => {
+                    let r = crate::limits::with_deadline(Some(limit), || {
+                        let Some(dev) = loaded.as_mut() else {
+                            return Err(Diagnostic::new("compiled without a backend: nothing to run"));
+                        };
+                        crate::functionalize::run_with(&f, &ts, |_, ts| dev.run(plan, ts).map(|(t, _)| t))
+                    });
+                    // The outputs are copied out (`raw`) and dropped before the borrows end.
+                    let reply = match r {
+                        Ok(o) => Reply::Ran(
+                            Ok(Outputs {
+                                returns: o.returns.iter().map(raw).collect(),
+                                returns_tuple: o.returns_tuple,
+                                mutated: o.mutated.iter().map(|(n, t)| (n.clone(), raw(t))).collect(),
+                            }),
+                            true,
+                        ),
+                        Err(d) => {
+                            let located = d.span.is_some();
+                            let d = d.in_file(&src.path);
+                            Reply::Ran(Err(if located { reindent(d, &p.indents) } else { d }), located)
+                        }
                     };
-                    crate::functionalize::run_with(&f, &ts, |_, ts| dev.run(plan, ts).map(|(t, _)| t))
-                });
-                match r {
-                    Ok(o) => Reply::Ran(
-                        Ok(Outputs {
-                            returns: o.returns.iter().map(raw).collect(),
-                            returns_tuple: o.returns_tuple,
-                            mutated: o.mutated.iter().map(|(n, t)| (n.clone(), raw(t))).collect(),
-                        }),
-                        true,
-                    ),
-                    Err(d) => {
-                        let located = d.span.is_some();
-                        let d = d.in_file(&src.path);
-                        Reply::Ran(Err(if located { reindent(d, &p.indents) } else { d }), located)
-                    }
+                    end_borrows(ts);
+                    reply
                 }
-            }
+            },
             Request::Locate(bufs, d) => Reply::Located(match tensors(bufs, &inputs) {
                 Ok(ts) => {
                     let d = crate::limits::with_deadline(Some(limit), || {
                         crate::interp::locate(&p.module, &p.func, &ts, &p.scalars, d)
                     });
+                    end_borrows(ts);
                     reindent(d, &p.indents)
                 }
                 Err(e) => e,
@@ -365,23 +443,90 @@ mod tests {
     }
 
     #[test]
-    fn bytes_round_trip_for_every_dtype() {
-        let cases = [
-            Buf::F32(vec![1.5, -0.0, f32::NAN]),
-            Buf::F64(vec![2.25, f64::INFINITY]),
-            Buf::I64(vec![i64::MIN, 7]),
-            Buf::I32(vec![-3, i32::MAX]),
-            Buf::Bool(vec![true, false, true]),
+    fn buffers_are_written_as_native_bytes() {
+        let cases: [(Buf, Vec<u8>); 3] = [
+            (Buf::F32(vec![1.5, -0.0].into()), [1.5f32.to_ne_bytes(), (-0.0f32).to_ne_bytes()].concat()),
+            (Buf::I64(vec![i64::MIN].into()), i64::MIN.to_ne_bytes().to_vec()),
+            (Buf::Bool(vec![true, false, true].into()), vec![1, 0, 1]),
         ];
-        for b in cases {
+        for (b, want) in cases {
             let mut bytes = vec![0u8; b.len() * b.dtype().size()];
             write_bytes(&b, &mut bytes);
-            let back = buf_from_bytes(b.dtype(), b.len(), &bytes).unwrap();
-            assert_eq!(format!("{back:?}"), format!("{b:?}"));
+            assert_eq!(bytes, want, "{b:?}");
         }
-        assert!(buf_from_bytes(DType::F32, 2, &[0; 7]).is_err());
-        // Any non-zero byte is true, as NumPy reads it.
-        assert_eq!(buf_from_bytes(DType::Bool, 2, &[0, 2]).unwrap(), Buf::Bool(vec![false, true]));
+    }
+
+    /// Compiles `text` (a function `f`) for `params` and runs it the way [`Compiled::run`]'s worker does, on
+    /// inputs borrowed from `caller`; returns whether the plan shares its inputs with its kernels, whether each
+    /// input's buffer was still borrowed after the run (never copied on write), and the outputs.
+    fn run_in_place(text: &str, params: Vec<(String, Param)>, caller: &[(&str, &[f32])]) -> (bool, Vec<bool>, Outputs) {
+        let p = prepare(&src(text, vec![]), &params, &[]).unwrap();
+        let plan = &p.plans[2].1;
+        let shares = crate::lower::exec::shares_inputs(plan);
+        let mut dev = Loaded::new(plan, Target::C).unwrap();
+        let mut f = p.result.functional.clone();
+        f.term = p.result.optimized.term.clone();
+        let inputs = caller
+            .iter()
+            // SAFETY: `caller`'s vectors outlive the run, and nothing writes them while it runs.
+            .map(|(n, v)| (n.to_string(), unsafe { Input::borrowed(DType::F32, v.as_ptr().cast(), v.len()) }.unwrap()))
+            .collect();
+        let ts = tensors(inputs, &f.inputs).unwrap();
+        let o = crate::functionalize::run_with(&f, &ts, |_, ts| dev.run(plan, ts).map(|(t, _)| t)).unwrap();
+        let in_place = ts.values().map(|t| t.buf.borrow().is_borrowed()).collect();
+        let out = Outputs {
+            returns: o.returns.iter().map(raw).collect(),
+            returns_tuple: o.returns_tuple,
+            mutated: o.mutated.iter().map(|(n, t)| (n.clone(), raw(t))).collect(),
+        };
+        drop(o);
+        end_borrows(ts);
+        (shares, in_place, out)
+    }
+
+    fn params2() -> Vec<(String, Param)> {
+        vec![
+            ("x".to_string(), Param::Tensor(DType::F32, vec![2, 3])),
+            ("y".to_string(), Param::Tensor(DType::F32, vec![2, 3])),
+        ]
+    }
+
+    #[test]
+    fn kernels_read_inputs_in_place_and_never_write_the_callers_memory() {
+        let x = ("x".to_string(), Param::Tensor(DType::F32, vec![2, 3]));
+        let y = ("y".to_string(), Param::Tensor(DType::F32, vec![2, 3]));
+        let (xs, ys) = (vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], vec![0.5f32; 6]);
+        // A plan that only reads its inputs shares them with its kernels: the C device hands a kernel the input
+        // tensor itself (`CDevice::share`), whose store is still the borrowed one, so the kernels read the caller's
+        // memory and nothing is copied.
+        let text = "def f(x, y):\n    return (x * y + 1.0).sum(1)\n";
+        let (shares, in_place, out) = run_in_place(text, vec![x.clone(), y.clone()], &[("x", &xs), ("y", &ys)]);
+        assert!(shares);
+        assert_eq!(in_place, vec![true, true]);
+        assert_eq!(out.returns[0].buf, Buf::F32(vec![6.0, 10.5].into()));
+        // A plan that writes `y` in place copies its inputs once (`Device::upload`); the caller's `y` is left
+        // alone and its new value is an output, for the caller to write back.
+        let text = "def f(x, y):\n    y[1:] += x[:1] * 2.0\n    return x.sum()\n";
+        let (shares, _, out) = run_in_place(text, vec![x, y], &[("x", &xs), ("y", &ys)]);
+        assert!(!shares);
+        assert_eq!(ys, vec![0.5; 6], "the caller's memory is never written");
+        assert_eq!(out.returns[0].buf, Buf::F32(vec![21.0].into()));
+        assert_eq!(out.mutated[0].1.buf, Buf::F32(vec![0.5, 0.5, 0.5, 2.5, 4.5, 6.5].into()));
+        // Whatever a plan says, a kernel never writes a buffer read in place: its launch is refused. (Kernel 0
+        // writes 2 elements; the borrowed buffer holds 6, so even without the check nothing would overrun.)
+        let p = prepare(&src("def f(x, y):\n    return (x * y + 1.0).sum(1)\n", vec![]), &params2(), &[]).unwrap();
+        let Ok(Loaded::C(mut dev)) = Loaded::new(&p.plans[2].1, Target::C) else { panic!("a C device") };
+        let mut out = vec![0.0f32; 6];
+        // SAFETY: `out` outlives the tensor, and the launch is refused before any kernel runs.
+        let borrowed = unsafe { Input::borrowed(DType::F32, out.as_mut_ptr().cast(), 6) }.unwrap();
+        let t = Tensor::from_buf(borrowed.into_buf(), vec![6]);
+        let x = Tensor::from_buf(Buf::F32(xs.clone().into()), vec![2, 3]);
+        let e = crate::lower::exec::Device::launch(&mut dev, 0, &[&t, &x, &x], &[]).unwrap_err();
+        assert!(e.contains("read in place"), "{e}");
+        assert_eq!(out, vec![0.0; 6]);
+        // Bool elements are never read in place (a byte other than 0 and 1 is not a bool).
+        // SAFETY: not read: refused.
+        assert!(unsafe { Input::borrowed(DType::Bool, [1u8].as_ptr(), 1) }.is_err());
     }
 
     #[test]
@@ -423,14 +568,14 @@ mod tests {
         assert!(record["plans"]["ours"]["kernels"].as_f64().unwrap() >= 1.0, "{record}");
         assert_eq!(c.inputs().len(), 2);
         let inputs = BTreeMap::from([
-            ("x".to_string(), Buf::F32(vec![1.0; 6])),
-            ("y".to_string(), Buf::F32(vec![0.0, -5.0, 0.0, 0.0, 0.0, 0.0])),
+            ("x".to_string(), Buf::F32(vec![1.0; 6].into()).into()),
+            ("y".to_string(), Buf::F32(vec![0.0, -5.0, 0.0, 0.0, 0.0, 0.0].into()).into()),
         ]);
         let out = c.run(inputs, || Err("not needed".into())).unwrap();
-        assert_eq!(out.returns[0].buf, Buf::F32(vec![4.0, 4.0]));
+        assert_eq!(out.returns[0].buf, Buf::F32(vec![4.0, 4.0].into()));
         assert!(!out.returns_tuple);
         assert_eq!(out.mutated.len(), 1);
-        assert_eq!(out.mutated[0].1.buf, Buf::F32(vec![0.0, -5.0, 2.0, 2.0, 2.0, 2.0]));
+        assert_eq!(out.mutated[0].1.buf, Buf::F32(vec![0.0, -5.0, 2.0, 2.0, 2.0, 2.0].into()));
         // An unsupported construct is refused with the file's line and column (the indent added back).
         let bad = Source { text: "\n\ndef f(x):\n    return x.frobnicate_()\n".into(), ..src("", vec![(3, 4, 4)]) };
         let e = Compiled::new(bad, vec![("x".into(), Param::Tensor(DType::F32, vec![2]))], Vec::new(), None);

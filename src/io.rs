@@ -79,11 +79,11 @@ pub fn read_npy(path: &Path) -> Result<Tensor, Diagnostic> {
     let code = descr.trim_start_matches(['<', '>', '|', '=']);
     let bad = |e: std::io::Error| fail(format!("cannot read data: {e}"));
     let buf = match code {
-        "f4" => Buf::F32(npy.into_vec::<f32>().map_err(bad)?),
-        "f8" => Buf::F64(npy.into_vec::<f64>().map_err(bad)?),
-        "i8" => Buf::I64(npy.into_vec::<i64>().map_err(bad)?),
-        "i4" => Buf::I32(npy.into_vec::<i32>().map_err(bad)?),
-        "b1" => Buf::Bool(npy.into_vec::<bool>().map_err(bad)?),
+        "f4" => Buf::F32(npy.into_vec::<f32>().map_err(bad)?.into()),
+        "f8" => Buf::F64(npy.into_vec::<f64>().map_err(bad)?.into()),
+        "i8" => Buf::I64(npy.into_vec::<i64>().map_err(bad)?.into()),
+        "i4" => Buf::I32(npy.into_vec::<i32>().map_err(bad)?.into()),
+        "b1" => Buf::Bool(npy.into_vec::<bool>().map_err(bad)?.into()),
         other => return Err(fail(format!("unsupported .npy dtype `{other}` (supported: f4, f8, i8, i4, b1)"))),
     };
     if buf.len() != shape.iter().product::<usize>() {

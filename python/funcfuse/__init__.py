@@ -321,20 +321,17 @@ class Optimized:
                 )
         _check_no_aliasing(args)
         by_name = {a.name: a for a in args}
-        data = []
-        for name, _, _ in self._plan.inputs:
-            arr = by_name[name].array
-            native = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
-            data.append(native.tobytes())
-        returns, is_tuple, mutated = self._plan.run(data)
-        writes = []
-        for name, out in mutated:
-            dest = by_name[name].array
-            if not dest.flags.writeable:
+        for name in self._plan.mutated:
+            if not by_name[name].array.flags.writeable:
                 raise ValueError(f"{self.__qualname__}(): argument `{name}` is written in place but is read-only")
-            writes.append((dest, _array(out)))
-        for dest, value in writes:
-            np.copyto(dest, value, casting="no" if dest.dtype == value.dtype else "unsafe")
+        # C-contiguous arrays in native byte order are read in place (no copy); the plan writes parameters it
+        # mutates straight into the caller's arrays once it has run.
+        data = [_native_order(by_name[name].array) for name, _, _ in self._plan.inputs]
+        dests = [(n, _as_buffer(by_name[n].array)) for n in self._plan.mutated if _writable_in_place(by_name[n].array)]
+        returns, is_tuple, mutated = self._plan.run(data, dests)
+        for name, out in mutated:  # parameters in another byte order, or misaligned
+            dest = by_name[name].array
+            np.copyto(dest, _array(out), casting="unsafe")
         results = [_array(r) for r in returns]
         if any(a.torch for a in args):
             results = [_to_torch(r) for r in results]
@@ -350,6 +347,28 @@ def _describe_spec(spec):
     if kind in _NP_OF:
         return f"{kind}[{', '.join(map(str, v))}]"
     return f"{kind.replace('pybool', 'bool')} {v!r}"
+
+
+def _as_buffer(arr):
+    """A view of the array as the native module takes it: bools as their bytes (it checks every byte), a 0-d array
+    as one element (the buffer protocol gives a 0-d array no shape)."""
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    return arr.view(np.uint8) if arr.dtype == np.bool_ else arr
+
+
+def _writable_in_place(arr):
+    """Whether the native module can write a parameter's new values straight into the array."""
+    return arr.dtype.isnative and arr.flags.aligned
+
+
+def _native_order(arr):
+    """The array as the native module reads it: in native byte order and aligned (copied only when it is not)."""
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    elif not arr.flags.aligned:
+        arr = arr.copy()
+    return _as_buffer(arr)
 
 
 def _array(out):

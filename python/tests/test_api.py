@@ -52,6 +52,11 @@ def counts(x, mask, k):
     return y, (y > 3).sum()
 
 
+def flip_mask(mask, x):
+    mask[0] = x[0] > 1.0
+    return x.sum()
+
+
 def annotated(x: torch.Tensor, k: float = 2.0) -> torch.Tensor:
     return x * k
 
@@ -146,6 +151,47 @@ class NumpyTests(unittest.TestCase):
         np.testing.assert_array_equal(out, want)
         np.testing.assert_array_equal(base[:, ::2], want_y)
         np.testing.assert_array_equal(base[:, 1::2], np.arange(24, dtype=np.float32).reshape(4, 6)[:, 1::2])
+
+    def test_arrays_read_in_place_and_written_back_in_every_layout(self):
+        # A read-only array the function only reads is read in place; Fortran order is copied in row-major order.
+        g = funcfuse.optimize(shift, np.ones((4, 3), np.float32), np.zeros((4, 3), np.float32))
+        x = np.arange(12, dtype=np.float32).reshape(4, 3)
+        x.setflags(write=False)
+        y = np.asfortranarray(np.ones((4, 3), np.float32))
+        want_y = y.copy()
+        want = shift_numpy(x, want_y)
+        np.testing.assert_array_equal(g(x, y), want)
+        np.testing.assert_array_equal(y, want_y)
+        np.testing.assert_array_equal(x, np.arange(12, dtype=np.float32).reshape(4, 3))
+        # A big-endian parameter the function writes gets its new values in its own byte order.
+        yb = np.ones((4, 3), dtype=">f4")
+        g(np.array(x), yb)
+        np.testing.assert_array_equal(yb, want_y)
+        self.assertEqual(yb.dtype, np.dtype(">f4"))
+        # A bool parameter written in place, as a strided view.
+        h = funcfuse.optimize(flip_mask, np.zeros((2, 3), np.bool_), np.zeros((2, 3), np.float32))
+        base = np.zeros((2, 6), np.bool_)
+        xs = np.array([[0.0, 2.0, 3.0], [9.0, 9.0, 9.0]], np.float32)
+        self.assertEqual(float(h(base[:, ::2], xs)), 32.0)
+        np.testing.assert_array_equal(base, [[False, False, True, False, True, False], [False] * 6])
+
+    def test_zero_d_and_misaligned_arrays(self):
+        # A 0-d array (the buffer protocol gives it no shape) read and written in place.
+        g = funcfuse.optimize(only_writes, np.array(2.0))
+        x = np.array(2.0)
+        self.assertIsNone(g(x))
+        self.assertEqual(float(x), 6.0)
+        # Misaligned arrays (a float32 view at an odd byte offset): the input is copied, the written parameter
+        # gets its new values all the same.
+        h = funcfuse.optimize(shift, np.ones((4, 3), np.float32), np.zeros((4, 3), np.float32))
+        xa = np.frombuffer(bytearray(49), np.float32, offset=1, count=12).reshape(4, 3)
+        ya = np.frombuffer(bytearray(49), np.float32, offset=1, count=12).reshape(4, 3)
+        self.assertFalse(xa.flags.aligned or ya.flags.aligned)
+        xa[:] = np.arange(12, dtype=np.float32).reshape(4, 3)
+        want_y = ya.copy()
+        want = shift_numpy(xa.copy(), want_y)
+        np.testing.assert_array_equal(h(xa, ya), want)
+        np.testing.assert_array_equal(ya, want_y)
 
     def test_scalars_defaults_and_tuple_returns(self):
         a, b = np.zeros((5, 4), np.float32), np.arange(20, dtype=np.float32).reshape(5, 4)

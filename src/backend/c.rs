@@ -216,14 +216,17 @@ impl CDevice {
     }
 }
 
+/// A buffer's address for a kernel. An input borrowed from the caller ([`crate::tensor::Store::borrowed`]) is
+/// passed as it is, not copied: the executor shares inputs only with plans whose kernels write in place into
+/// buffers they made ([`crate::lower::exec::shares_inputs`]), so no kernel writes through it.
 fn ptr(t: &Tensor) -> *mut std::ffi::c_void {
     let mut b = t.buf.borrow_mut();
     match &mut *b {
-        Buf::Bool(v) => v.as_mut_ptr() as *mut _,
-        Buf::I32(v) => v.as_mut_ptr() as *mut _,
-        Buf::I64(v) => v.as_mut_ptr() as *mut _,
-        Buf::F32(v) => v.as_mut_ptr() as *mut _,
-        Buf::F64(v) => v.as_mut_ptr() as *mut _,
+        Buf::Bool(v) => v.kernel_ptr() as *mut _,
+        Buf::I32(v) => v.kernel_ptr() as *mut _,
+        Buf::I64(v) => v.kernel_ptr() as *mut _,
+        Buf::F32(v) => v.kernel_ptr() as *mut _,
+        Buf::F64(v) => v.kernel_ptr() as *mut _,
     }
 }
 
@@ -299,6 +302,10 @@ impl Device for CDevice {
     }
 
     fn launch(&mut self, k: usize, bufs: &[&Tensor], params: &[i64]) -> Result<(), String> {
+        // A kernel writes `bufs[0]`: never a caller's memory read in place (see `ptr`), whatever the planner says.
+        if bufs.first().is_some_and(|t| t.buf.borrow().is_borrowed()) {
+            return Err(format!("kernel {k} would write into an input read in place (a planner bug)"));
+        }
         let f = self.fns[k];
         self.call(f, bufs, params).map_err(|e| format!("emulated CUDA kernel {k}: {e}"))
     }

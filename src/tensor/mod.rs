@@ -11,6 +11,7 @@ pub mod einsum;
 pub mod index;
 pub mod ops;
 pub mod reduce;
+mod store;
 pub mod views;
 
 use std::cell::RefCell;
@@ -18,6 +19,7 @@ use std::rc::Rc;
 
 pub use close::compare_close;
 pub use dtype::{DType, Kind, Scalar};
+pub use store::Store;
 
 /// An error from a tensor operation: a message in PyTorch's words. The interpreter adds the source location.
 pub type TResult<T> = Result<T, String>;
@@ -28,11 +30,11 @@ pub const MAX_ELEMENTS: usize = 1 << 31;
 /// Element storage of one root buffer.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Buf {
-    Bool(Vec<bool>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    F32(Vec<f32>),
-    F64(Vec<f64>),
+    Bool(Store<bool>),
+    I32(Store<i32>),
+    I64(Store<i64>),
+    F32(Store<f32>),
+    F64(Store<f64>),
 }
 
 impl Buf {
@@ -41,11 +43,11 @@ impl Buf {
             return Err(format!("a tensor of {n} elements is larger than this interpreter allows ({MAX_ELEMENTS})"));
         }
         Ok(match dtype {
-            DType::Bool => Buf::Bool(vec![false; n]),
-            DType::I32 => Buf::I32(vec![0; n]),
-            DType::I64 => Buf::I64(vec![0; n]),
-            DType::F32 => Buf::F32(vec![0.0; n]),
-            DType::F64 => Buf::F64(vec![0.0; n]),
+            DType::Bool => Buf::Bool(vec![false; n].into()),
+            DType::I32 => Buf::I32(vec![0; n].into()),
+            DType::I64 => Buf::I64(vec![0; n].into()),
+            DType::F32 => Buf::F32(vec![0.0; n].into()),
+            DType::F64 => Buf::F64(vec![0.0; n].into()),
             DType::F16 | DType::BF16 => {
                 return Err(format!("dtype {} is not supported by the interpreter yet", dtype.name()))
             }
@@ -69,6 +71,28 @@ impl Buf {
             Buf::I64(v) => v.len(),
             Buf::F32(v) => v.len(),
             Buf::F64(v) => v.len(),
+        }
+    }
+
+    /// Ends a borrow of a caller's memory ([`Store::make_owned`]): the elements are copied if still borrowed.
+    pub fn make_owned(&mut self) {
+        match self {
+            Buf::Bool(v) => v.make_owned(),
+            Buf::I32(v) => v.make_owned(),
+            Buf::I64(v) => v.make_owned(),
+            Buf::F32(v) => v.make_owned(),
+            Buf::F64(v) => v.make_owned(),
+        }
+    }
+
+    /// Whether the elements are read in place from a caller's memory ([`Store::borrowed`]).
+    pub fn is_borrowed(&self) -> bool {
+        match self {
+            Buf::Bool(v) => v.is_borrowed(),
+            Buf::I32(v) => v.is_borrowed(),
+            Buf::I64(v) => v.is_borrowed(),
+            Buf::F32(v) => v.is_borrowed(),
+            Buf::F64(v) => v.is_borrowed(),
         }
     }
 
@@ -313,11 +337,11 @@ impl Tensor {
             let (start, n) = (self.offset, self.numel());
             let b = self.buf.borrow();
             let buf = match &*b {
-                Buf::Bool(v) => Buf::Bool(v[start..start + n].to_vec()),
-                Buf::I32(v) => Buf::I32(v[start..start + n].to_vec()),
-                Buf::I64(v) => Buf::I64(v[start..start + n].to_vec()),
-                Buf::F32(v) => Buf::F32(v[start..start + n].to_vec()),
-                Buf::F64(v) => Buf::F64(v[start..start + n].to_vec()),
+                Buf::Bool(v) => Buf::Bool(v[start..start + n].to_vec().into()),
+                Buf::I32(v) => Buf::I32(v[start..start + n].to_vec().into()),
+                Buf::I64(v) => Buf::I64(v[start..start + n].to_vec().into()),
+                Buf::F32(v) => Buf::F32(v[start..start + n].to_vec().into()),
+                Buf::F64(v) => Buf::F64(v[start..start + n].to_vec().into()),
             };
             drop(b);
             return Tensor::from_buf(buf, self.shape.clone());
