@@ -192,6 +192,19 @@ impl Plan {
     }
 }
 
+/// `$e` with `$b` bound to the buffer of whichever element type `$v` holds.
+macro_rules! each {
+    ($v:expr, $b:ident => $e:expr) => {
+        match $v {
+            View::F32($b) => $e,
+            View::F64($b) => $e,
+            View::I32($b) => $e,
+            View::I64($b) => $e,
+            View::Bool($b) => $e,
+        }
+    };
+}
+
 /// One tensor argument's buffer, exported for the length of a run.
 enum View {
     F32(PyBuffer<f32>),
@@ -225,13 +238,7 @@ impl View {
     /// Whether the buffer's format names no byte order or the native one (PyO3 0.30.1's own check of `<` and `>`
     /// is reversed, so it is not relied on).
     fn native_order(&self) -> bool {
-        let format = match self {
-            View::F32(b) => b.format(),
-            View::F64(b) => b.format(),
-            View::I32(b) => b.format(),
-            View::I64(b) => b.format(),
-            View::Bool(b) => b.format(),
-        };
+        let format = each!(self, b => b.format());
         let native = if cfg!(target_endian = "little") { b'<' } else { b'>' };
         match format.to_bytes().first() {
             Some(b'>' | b'<' | b'!') => format.to_bytes()[0] == native,
@@ -240,13 +247,7 @@ impl View {
     }
 
     fn item_count(&self) -> usize {
-        match self {
-            View::F32(b) => b.item_count(),
-            View::F64(b) => b.item_count(),
-            View::I32(b) => b.item_count(),
-            View::I64(b) => b.item_count(),
-            View::Bool(b) => b.item_count(),
-        }
+        each!(self, b => b.item_count())
     }
 
     /// The elements for a run: read in place where the buffer is C-contiguous, else copied in row-major order.
@@ -276,17 +277,9 @@ impl View {
             View::Bool(b) => Input::Owned(Buf::Bool(b.to_vec(py)?.into_iter().map(|x| x != 0).collect())),
         })
     }
-}
 
-impl View {
     fn writable(self, name: &str) -> PyResult<View> {
-        let readonly = match &self {
-            View::F32(b) => b.readonly(),
-            View::F64(b) => b.readonly(),
-            View::I32(b) => b.readonly(),
-            View::I64(b) => b.readonly(),
-            View::Bool(b) => b.readonly(),
-        };
+        let readonly = each!(&self, b => b.readonly());
         if readonly {
             return Err(PyValueError::new_err(format!("parameter `{name}` is written in place but is read-only")));
         }

@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use super::source::store_result;
+use super::source::{lanes_result, store_result};
 use crate::lower::index::{Atom, Idx};
 use crate::lower::kernel::{render, Expr, Kernel, RedOp};
 use crate::tensor::ops::Binary;
@@ -264,10 +264,8 @@ fn tile(
         s,
         "{ind}    for (int r = 0; r < {mr}; r++) for (int w = 0; w < {w}; w++) part[ln][r][w] = acc[r][w];\n{ind}  }}"
     );
-    let parts: Vec<String> = (0..lanes).map(|j| format!("part[{j}][r][w]")).collect();
-    let total = format!("(({}) + ({}))", parts[..lanes / 2].join(" + "), parts[lanes / 2..].join(" + "));
     let count: usize = red.extents.iter().product();
-    let fin = if red.op == RedOp::Mean { format!("{total} / {count}.0") } else { total };
+    let fin = lanes_result(red, (0..lanes).map(|j| format!("part[{j}][r][w]")).collect(), count);
     let _ = writeln!(
         s,
         "{ind}  for (int r = 0; r < {mr}; r++) {{ int64_t i{b} = bb + r; for (int w = 0; w < {w}; w++) {{ int64_t \
@@ -449,19 +447,9 @@ fn packed_block(k: &Kernel, c: &Packed, (w0, w): (&str, usize), m: usize, ind: &
         }
         let _ = writeln!(s, "{ind}}}");
     };
-    let full = kn - kn % lanes;
-    if full > 0 {
-        let _ = writeln!(s, "{ind}for (int64_t q = 0; q < {full}; q += {lanes}) {{");
-        updates(&mut s, "q", lanes, &format!("{ind}  "));
-        let _ = writeln!(s, "{ind}}}");
-    }
-    if kn % lanes > 0 {
-        updates(&mut s, &full.to_string(), kn % lanes, ind);
-    }
-    let parts: Vec<String> = (0..lanes).map(|j| format!("acc[{j}][r][w]")).collect();
-    let total = format!("(({}) + ({}))", parts[..lanes / 2].join(" + "), parts[lanes / 2..].join(" + "));
+    lane_steps(&mut s, (kn, lanes), ind, updates);
     let count: usize = red.extents.iter().product();
-    let fin = if red.op == RedOp::Mean { format!("{total} / {count}.0") } else { total };
+    let fin = lanes_result(red, (0..lanes).map(|j| format!("acc[{j}][r][w]")).collect(), count);
     let _ = writeln!(
         s,
         "{ind}for (int r = 0; r < {m}; r++) {{ int64_t i{b} = bb + r; for (int w = 0; w < {w}; w++) {{ int64_t \
@@ -469,6 +457,20 @@ fn packed_block(k: &Kernel, c: &Packed, (w0, w): (&str, usize), m: usize, ind: &
         store_result(k, &fin)
     );
     s
+}
+
+/// The reduction loop of the packed layouts: `step(s, first, n, ind)` writes the updates of reduction indices
+/// `first..first + n` (one per lane), called in a loop over whole groups of `lanes` indices, then once for the rest.
+fn lane_steps(s: &mut String, (kn, lanes): (usize, usize), ind: &str, step: impl Fn(&mut String, &str, usize, &str)) {
+    let full = kn - kn % lanes;
+    if full > 0 {
+        let _ = writeln!(s, "{ind}for (int64_t q = 0; q < {full}; q += {lanes}) {{");
+        step(s, "q", lanes, &format!("{ind}  "));
+        let _ = writeln!(s, "{ind}}}");
+    }
+    if kn % lanes > 0 {
+        step(s, &full.to_string(), kn % lanes, ind);
+    }
 }
 
 /// [`packed_block`] on a full tile of [`PACKED_TILE`] row elements with the accumulators in vector variables
@@ -492,20 +494,10 @@ fn packed_block_vec(k: &Kernel, c: &Packed, x: &str, w0: &str, m: usize, ind: &s
             let _ = writeln!(s, " }}");
         }
     };
-    let full = kn - kn % lanes;
-    if full > 0 {
-        let _ = writeln!(s, "{ind}for (int64_t q = 0; q < {full}; q += {lanes}) {{");
-        step(&mut s, "q", lanes, &format!("{ind}  "));
-        let _ = writeln!(s, "{ind}}}");
-    }
-    if kn % lanes > 0 {
-        step(&mut s, &full.to_string(), kn % lanes, ind);
-    }
+    lane_steps(&mut s, (kn, lanes), ind, step);
     let count: usize = red.extents.iter().product();
     for r in 0..m {
-        let parts: Vec<String> = (0..lanes).map(|l| format!("c{l}_{r}[w]")).collect();
-        let total = format!("(({}) + ({}))", parts[..lanes / 2].join(" + "), parts[lanes / 2..].join(" + "));
-        let fin = if red.op == RedOp::Mean { format!("{total} / {count}.0") } else { total };
+        let fin = lanes_result(red, (0..lanes).map(|l| format!("c{l}_{r}[w]")).collect(), count);
         let _ = writeln!(
             s,
             "{ind}{{ int64_t i{b} = bb + {r}; for (int w = 0; w < {PACKED_TILE}; w++) {{ int64_t i{row} = {w0} + w; {} }} }}",

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::lower::index::{ravel, Atom, Idx};
-use crate::lower::kernel::{c_type, reduction_parts, render, view_helpers, Expr, Kernel, RedOp, PRELUDE};
+use crate::lower::kernel::{c_type, reduction_parts, render, view_helpers, Expr, Kernel, RedOp, Reduction, PRELUDE};
 use crate::tensor::DType;
 
 /// The prelude every source file starts with, with `FF_FN` defined as `fn_kw`; `FF_SIMD` asks for the loop after
@@ -299,15 +299,26 @@ fn finish_rows(
 ) -> String {
     let red = k.reduce.as_ref().expect("a reduction");
     let n = k.domain[row];
-    let parts: Vec<String> = (0..lanes).map(|j| format!("acc[{j}][i{row}]")).collect();
-    let total = format!("(({}) + ({}))", parts[..lanes / 2].join(" + "), parts[lanes / 2..].join(" + "));
-    let fin = if red.op == RedOp::Mean { format!("{total} / {count}.0") } else { total };
+    let fin = lanes_result(red, (0..lanes).map(|j| format!("acc[{j}][i{row}]")).collect(), count);
     let _ = writeln!(s, "{ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) {}", store_result(k, &fin));
     for _ in 0..outer {
         ind.truncate(ind.len() - 2);
         let _ = writeln!(s, "{ind}}}");
     }
     s
+}
+
+/// What an f32 sum or mean over `count` elements stores, from its partial sums `parts` (one per lane): each half of
+/// the lanes added in order, then the two halves. Every layout combines its lanes this way, so layouts that fold
+/// the same products into the same lanes give the same bits.
+pub(super) fn lanes_result(red: &Reduction, parts: Vec<String>, count: usize) -> String {
+    let half = parts.len() / 2;
+    let total = format!("(({}) + ({}))", parts[..half].join(" + "), parts[half..].join(" + "));
+    if red.op == RedOp::Mean {
+        format!("{total} / {count}.0")
+    } else {
+        total
+    }
 }
 
 /// At most this many operands are hoisted per kernel (each an array of up to 8192 floats on the stack).
@@ -429,9 +440,7 @@ fn blocked_rows(
         inner_ind.truncate(inner_ind.len() - 2);
         let _ = writeln!(s, "{inner_ind}}}");
     }
-    let parts: Vec<String> = (0..LANES).map(|j| format!("acc[r][{j}][i{row}]")).collect();
-    let total = format!("(({}) + ({}))", parts[..LANES / 2].join(" + "), parts[LANES / 2..].join(" + "));
-    let fin = if red.op == RedOp::Mean { format!("{total} / {count}.0") } else { total };
+    let fin = lanes_result(red, (0..LANES).map(|j| format!("acc[r][{j}][i{row}]")).collect(), count);
     let _ = writeln!(
         s,
         "{ind}for (int r = 0; r < {mr}; r++) {{ int64_t i{b} = bb + r; for (int64_t i{row} = 0; i{row} < {n}; \
