@@ -266,97 +266,126 @@ impl<'m> Fz<'m> {
         self.elementwise(Binary::Sub, &[min0, l1p], span)
     }
 
+    /// `lerp`: PyTorch's two formulas, `start + weight * (end - start)` where |weight| < 0.5, else
+    /// `end - (end - start) * (1 - weight)`.
+    fn lerp(&mut self, a: &A, span: Span) -> FR<FV> {
+        let s = a.tensor(0, "input")?;
+        let e = a.tensor(1, "end")?;
+        self.float_input("lerp_kernel_scalar", &s, span)?;
+        let dt = self.roots[s.root].dtype;
+        if self.roots[e.root].dtype != dt {
+            let ed = self.roots[e.root].dtype;
+            return diag(span, format!("expected dtype {} for `end` but got dtype {}", cname(dt), cname(ed)));
+        }
+        let (sv, ev) = (FV::Tensor(s), FV::Tensor(e));
+        let diff = self.elementwise(Binary::Sub, &[ev.clone(), sv.clone()], span)?;
+        let w = a.req(2, "weight")?.clone();
+        if let Some(w) = a.number(&w) {
+            let w = crate::interp::more_ops::round_to(dt, w.to_f64());
+            return if w.abs() < 0.5 {
+                let step = self.elementwise(Binary::Mul, &[FV::Float(w), diff], span)?;
+                self.elementwise(Binary::Add, &[sv, step], span)
+            } else {
+                let om = crate::interp::more_ops::round_to(dt, 1.0 - w);
+                let step = self.elementwise(Binary::Mul, &[diff, FV::Float(om)], span)?;
+                self.elementwise(Binary::Sub, &[ev, step], span)
+            };
+        }
+        let w = match w {
+            FV::Tensor(w) if self.roots[w.root].dtype != dt => {
+                let wd = self.roots[w.root].dtype;
+                return diag(span, format!("expected dtype {} for `weight` but got dtype {}", cname(dt), cname(wd)));
+            }
+            FV::Tensor(w) => FV::Tensor(w),
+            FV::DynFloat(_) | FV::DynInt(_) => {
+                let (t, _) = self.scalar_tensor(&w, Some(dt), span)?;
+                FV::Tensor(self.fresh(t, None, span)?)
+            }
+            other => {
+                return diag(
+                    span,
+                    format!("lerp(): argument 'weight' must be Tensor or Number, not {}", other.type_name()),
+                )
+            }
+        };
+        let aw = self.unary(Unary::Abs, &w, span)?;
+        let small = self.elementwise(Binary::Lt, &[aw, FV::Float(0.5)], span)?;
+        let st = self.elementwise(Binary::Mul, &[w.clone(), diff.clone()], span)?;
+        let lo = self.elementwise(Binary::Add, &[sv, st], span)?;
+        let om = self.elementwise(Binary::Sub, &[FV::Int(1), w], span)?;
+        let st = self.elementwise(Binary::Mul, &[diff, om], span)?;
+        let hi = self.elementwise(Binary::Sub, &[ev, st], span)?;
+        self.call_op("where", vec![small, lo, hi], span)
+    }
+
+    /// `addcmul` and `addcdiv`: `input + value * tensor1 OP tensor2`.
+    fn addc(&mut self, name: &str, a: &A, span: Span) -> FR<FV> {
+        let x = self.operand_fv(a, 0, "input")?;
+        let p = a.tensor(1, "tensor1")?;
+        let q = a.tensor(2, "tensor2")?;
+        if name == "addcdiv" && !self.roots[p.root].dtype.is_float() && !self.roots[q.root].dtype.is_float() {
+            return diag(span, "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.");
+        }
+        // PyTorch's order: self + value * tensor1 OP tensor2.
+        let scaled = match a.opt(3, "value").cloned() {
+            Some(v) => self.elementwise(Binary::Mul, &[v, FV::Tensor(p)], span)?,
+            None => FV::Tensor(p),
+        };
+        let op = if name == "addcmul" { Binary::Mul } else { Binary::Div };
+        let r = self.elementwise(op, &[scaled, FV::Tensor(q)], span)?;
+        self.elementwise(Binary::Add, &[x, r], span)
+    }
+
+    /// `softplus`: `log1p(exp(beta * x)) / beta`, or `x` where `beta * x` is over the threshold.
+    fn softplus(&mut self, a: &A, span: Span) -> FR<FV> {
+        let x = a.tensor(0, "input")?;
+        self.float_input("softplus_cpu", &x, span)?;
+        let num = |v: Option<&FV>, d: f64| v.and_then(|v| a.number(v)).map(|s| s.to_f64()).unwrap_or(d);
+        let beta = num(a.opt(1, "beta"), 1.0);
+        let thr = num(a.opt(2, "threshold"), 20.0);
+        let xv = FV::Tensor(x);
+        let xb =
+            if beta == 1.0 { xv.clone() } else { self.elementwise(Binary::Mul, &[xv.clone(), FV::Float(beta)], span)? };
+        let big = self.elementwise(Binary::Gt, &[xb.clone(), FV::Float(thr)], span)?;
+        let ex = self.unary(Unary::Exp, &xb, span)?;
+        let mut sp = self.unary(Unary::Log1p, &ex, span)?;
+        if beta != 1.0 {
+            sp = self.elementwise(Binary::Div, &[sp, FV::Float(beta)], span)?;
+        }
+        self.call_op("where", vec![big, xv, sp], span)
+    }
+
+    /// `index_copy` and `index_add`: a scatter along one dim, checked as PyTorch checks it.
+    fn index_along(&mut self, name: &str, a: &A, span: Span) -> FR<FV> {
+        let x = a.tensor(0, "input")?;
+        let d = wrap_dim(a.int(1, "dim")?, x.shape.len().max(1)).map_err(err(span))?;
+        let ix = a.tensor(2, "index")?;
+        let src = a.tensor(3, "source")?;
+        let (xd, id, sd) = (self.roots[x.root].dtype, self.roots[ix.root].dtype, self.roots[src.root].dtype);
+        let view = crate::tensor::index::check_index_along(name, &x.shape, xd, d, &ix.shape, id, &src.shape, sd)
+            .map_err(err(span))?;
+        let sizes: Vec<i64> = src.shape.iter().map(|&n| n as i64).collect();
+        let mut src = FV::Tensor(src);
+        if name == "index_add" {
+            if let Some(al) = a.opt(4, "alpha").cloned() {
+                src = self.elementwise(Binary::Mul, &[src, al], span)?;
+            }
+        }
+        let idx = self.tview(&ix, |t| t.view(&view)?.expand(&sizes)).map_err(err(span))?;
+        let xt = self.term_as(&FV::Tensor(x.clone()), xd, span)?;
+        let it = self.term_as(&FV::Tensor(idx), DType::I64, span)?;
+        let st = self.term_as(&src, xd, span)?;
+        let dd = self.t.leaf(Node::Int(d as i64));
+        let add = self.t.leaf(Node::Bool(BoolLit(name == "index_add")));
+        self.fresh_op(OpName::Scatter, vec![xt, dd, it, st, add], None, span)
+    }
+
     pub(super) fn desugared(&mut self, name: &str, a: &A, _method: bool) -> FR<FV> {
         let span = a.span;
         match name {
-            "lerp" => {
-                let s = a.tensor(0, "input")?;
-                let e = a.tensor(1, "end")?;
-                self.float_input("lerp_kernel_scalar", &s, span)?;
-                let dt = self.roots[s.root].dtype;
-                if self.roots[e.root].dtype != dt {
-                    let ed = self.roots[e.root].dtype;
-                    return diag(span, format!("expected dtype {} for `end` but got dtype {}", cname(dt), cname(ed)));
-                }
-                let (sv, ev) = (FV::Tensor(s), FV::Tensor(e));
-                let diff = self.elementwise(Binary::Sub, &[ev.clone(), sv.clone()], span)?;
-                let w = a.req(2, "weight")?.clone();
-                if let Some(w) = a.number(&w) {
-                    let w = crate::interp::more_ops::round_to(dt, w.to_f64());
-                    return if w.abs() < 0.5 {
-                        let step = self.elementwise(Binary::Mul, &[FV::Float(w), diff], span)?;
-                        self.elementwise(Binary::Add, &[sv, step], span)
-                    } else {
-                        let om = crate::interp::more_ops::round_to(dt, 1.0 - w);
-                        let step = self.elementwise(Binary::Mul, &[diff, FV::Float(om)], span)?;
-                        self.elementwise(Binary::Sub, &[ev, step], span)
-                    };
-                }
-                let w = match w {
-                    FV::Tensor(w) if self.roots[w.root].dtype != dt => {
-                        let wd = self.roots[w.root].dtype;
-                        return diag(
-                            span,
-                            format!("expected dtype {} for `weight` but got dtype {}", cname(dt), cname(wd)),
-                        );
-                    }
-                    FV::Tensor(w) => FV::Tensor(w),
-                    FV::DynFloat(_) | FV::DynInt(_) => {
-                        let (t, _) = self.scalar_tensor(&w, Some(dt), span)?;
-                        FV::Tensor(self.fresh(t, None, span)?)
-                    }
-                    other => {
-                        return diag(
-                            span,
-                            format!("lerp(): argument 'weight' must be Tensor or Number, not {}", other.type_name()),
-                        )
-                    }
-                };
-                let aw = self.unary(Unary::Abs, &w, span)?;
-                let small = self.elementwise(Binary::Lt, &[aw, FV::Float(0.5)], span)?;
-                let st = self.elementwise(Binary::Mul, &[w.clone(), diff.clone()], span)?;
-                let lo = self.elementwise(Binary::Add, &[sv, st], span)?;
-                let om = self.elementwise(Binary::Sub, &[FV::Int(1), w], span)?;
-                let st = self.elementwise(Binary::Mul, &[diff, om], span)?;
-                let hi = self.elementwise(Binary::Sub, &[ev, st], span)?;
-                self.call_op("where", vec![small, lo, hi], span)
-            }
-            "addcmul" | "addcdiv" => {
-                let x = self.operand_fv(a, 0, "input")?;
-                let p = a.tensor(1, "tensor1")?;
-                let q = a.tensor(2, "tensor2")?;
-                if name == "addcdiv" && !self.roots[p.root].dtype.is_float() && !self.roots[q.root].dtype.is_float() {
-                    return diag(span, "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.");
-                }
-                // PyTorch's order: self + value * tensor1 OP tensor2.
-                let scaled = match a.opt(3, "value").cloned() {
-                    Some(v) => self.elementwise(Binary::Mul, &[v, FV::Tensor(p)], span)?,
-                    None => FV::Tensor(p),
-                };
-                let op = if name == "addcmul" { Binary::Mul } else { Binary::Div };
-                let r = self.elementwise(op, &[scaled, FV::Tensor(q)], span)?;
-                self.elementwise(Binary::Add, &[x, r], span)
-            }
-            "softplus" => {
-                let x = a.tensor(0, "input")?;
-                self.float_input("softplus_cpu", &x, span)?;
-                let num = |v: Option<&FV>, d: f64| v.and_then(|v| a.number(v)).map(|s| s.to_f64()).unwrap_or(d);
-                let beta = num(a.opt(1, "beta"), 1.0);
-                let thr = num(a.opt(2, "threshold"), 20.0);
-                let xv = FV::Tensor(x);
-                let xb = if beta == 1.0 {
-                    xv.clone()
-                } else {
-                    self.elementwise(Binary::Mul, &[xv.clone(), FV::Float(beta)], span)?
-                };
-                let big = self.elementwise(Binary::Gt, &[xb.clone(), FV::Float(thr)], span)?;
-                let ex = self.unary(Unary::Exp, &xb, span)?;
-                let mut sp = self.unary(Unary::Log1p, &ex, span)?;
-                if beta != 1.0 {
-                    sp = self.elementwise(Binary::Div, &[sp, FV::Float(beta)], span)?;
-                }
-                self.call_op("where", vec![big, xv, sp], span)
-            }
+            "lerp" => self.lerp(a, span),
+            "addcmul" | "addcdiv" => self.addc(name, a, span),
+            "softplus" => self.softplus(a, span),
             "cosine_similarity" => self.cosine_similarity(a, span),
             "logsigmoid" => self.log_sigmoid(a, span),
             "binary_cross_entropy_with_logits" => self.bce_with_logits(a, span),
@@ -423,30 +452,7 @@ impl<'m> Fz<'m> {
                     _ => diag(span, "dropout in training mode is random; pass training=False or remove it"),
                 }
             }
-            "index_copy" | "index_add" => {
-                let x = a.tensor(0, "input")?;
-                let d = wrap_dim(a.int(1, "dim")?, x.shape.len().max(1)).map_err(err(span))?;
-                let ix = a.tensor(2, "index")?;
-                let src = a.tensor(3, "source")?;
-                let (xd, id, sd) = (self.roots[x.root].dtype, self.roots[ix.root].dtype, self.roots[src.root].dtype);
-                let view =
-                    crate::tensor::index::check_index_along(name, &x.shape, xd, d, &ix.shape, id, &src.shape, sd)
-                        .map_err(err(span))?;
-                let sizes: Vec<i64> = src.shape.iter().map(|&n| n as i64).collect();
-                let mut src = FV::Tensor(src);
-                if name == "index_add" {
-                    if let Some(al) = a.opt(4, "alpha").cloned() {
-                        src = self.elementwise(Binary::Mul, &[src, al], span)?;
-                    }
-                }
-                let idx = self.tview(&ix, |t| t.view(&view)?.expand(&sizes)).map_err(err(span))?;
-                let xt = self.term_as(&FV::Tensor(x.clone()), xd, span)?;
-                let it = self.term_as(&FV::Tensor(idx), DType::I64, span)?;
-                let st = self.term_as(&src, xd, span)?;
-                let dd = self.t.leaf(Node::Int(d as i64));
-                let add = self.t.leaf(Node::Bool(BoolLit(name == "index_add")));
-                self.fresh_op(OpName::Scatter, vec![xt, dd, it, st, add], None, span)
-            }
+            "index_copy" | "index_add" => self.index_along(name, a, span),
             "new_tensor" => {
                 let x = a.tensor(0, "self")?;
                 let dt = a.dtype(99, "dtype")?.unwrap_or(self.roots[x.root].dtype);
