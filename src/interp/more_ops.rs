@@ -131,49 +131,156 @@ fn log_sigmoid(a: &Args) -> AResult<Value> {
     t(bin(Binary::Sub, &tt(&min0), &tt(&ops::unary(Unary::Log1p, &e)?))?)
 }
 
-pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
-    match name {
-        "lerp" => {
-            let s = a.tensor(0, "input")?;
-            let e = a.tensor(1, "end")?;
-            float_input("lerp_kernel_scalar", &s)?;
-            if e.dtype() != s.dtype() {
+/// `lerp` with PyTorch's two formulas: `start + weight * (end - start)` where |weight| < 0.5, else
+/// `end - (end - start) * (1 - weight)`.
+fn lerp(a: &Args) -> AResult<Value> {
+    let s = a.tensor(0, "input")?;
+    let e = a.tensor(1, "end")?;
+    float_input("lerp_kernel_scalar", &s)?;
+    if e.dtype() != s.dtype() {
+        return Err(format!("expected dtype {} for `end` but got dtype {}", cname(s.dtype()), cname(e.dtype())));
+    }
+    let diff = bin(Binary::Sub, &tt(&e), &tt(&s))?;
+    match a.req(2, "weight")? {
+        Value::Tensor(w) => {
+            if w.dtype() != s.dtype() {
                 return Err(format!(
-                    "expected dtype {} for `end` but got dtype {}",
+                    "expected dtype {} for `weight` but got dtype {}",
                     cname(s.dtype()),
-                    cname(e.dtype())
+                    cname(w.dtype())
                 ));
             }
-            let diff = bin(Binary::Sub, &tt(&e), &tt(&s))?;
-            match a.req(2, "weight")? {
-                Value::Tensor(w) => {
-                    if w.dtype() != s.dtype() {
-                        return Err(format!(
-                            "expected dtype {} for `weight` but got dtype {}",
-                            cname(s.dtype()),
-                            cname(w.dtype())
-                        ));
-                    }
-                    let small = bin(Binary::Lt, &Operand::T(ops::unary(Unary::Abs, w)?), &Operand::S(Scalar::F(0.5)))?;
-                    let lo = bin(Binary::Add, &tt(&s), &Operand::T(bin(Binary::Mul, &tt(w), &tt(&diff))?))?;
-                    let om = bin(Binary::Sub, &Operand::S(Scalar::I(1)), &tt(w))?;
-                    let hi = bin(Binary::Sub, &tt(&e), &Operand::T(bin(Binary::Mul, &tt(&diff), &tt(&om))?))?;
-                    t(ops::where_(&small, &tt(&lo), &tt(&hi))?)
-                }
-                v => {
-                    let w = v.as_scalar().ok_or("lerp(): argument 'weight' must be Tensor or Number")?.to_f64();
-                    let w = round_to(s.dtype(), w);
-                    if w.abs() < 0.5 {
-                        let step = bin(Binary::Mul, &Operand::S(Scalar::F(w)), &tt(&diff))?;
-                        t(bin(Binary::Add, &tt(&s), &tt(&step))?)
-                    } else {
-                        let om = round_to(s.dtype(), 1.0 - w);
-                        let step = bin(Binary::Mul, &tt(&diff), &Operand::S(Scalar::F(om)))?;
-                        t(bin(Binary::Sub, &tt(&e), &tt(&step))?)
-                    }
-                }
+            let small = bin(Binary::Lt, &Operand::T(ops::unary(Unary::Abs, w)?), &Operand::S(Scalar::F(0.5)))?;
+            let lo = bin(Binary::Add, &tt(&s), &Operand::T(bin(Binary::Mul, &tt(w), &tt(&diff))?))?;
+            let om = bin(Binary::Sub, &Operand::S(Scalar::I(1)), &tt(w))?;
+            let hi = bin(Binary::Sub, &tt(&e), &Operand::T(bin(Binary::Mul, &tt(&diff), &tt(&om))?))?;
+            t(ops::where_(&small, &tt(&lo), &tt(&hi))?)
+        }
+        v => {
+            let w = v.as_scalar().ok_or("lerp(): argument 'weight' must be Tensor or Number")?.to_f64();
+            let w = round_to(s.dtype(), w);
+            if w.abs() < 0.5 {
+                let step = bin(Binary::Mul, &Operand::S(Scalar::F(w)), &tt(&diff))?;
+                t(bin(Binary::Add, &tt(&s), &tt(&step))?)
+            } else {
+                let om = round_to(s.dtype(), 1.0 - w);
+                let step = bin(Binary::Mul, &tt(&diff), &Operand::S(Scalar::F(om)))?;
+                t(bin(Binary::Sub, &tt(&e), &tt(&step))?)
             }
         }
+    }
+}
+
+/// `binary_cross_entropy_with_logits`, as PyTorch computes it.
+fn bce_with_logits(a: &Args) -> AResult<Value> {
+    let (x, y, reduction) = bce_args(a)?;
+    // PyTorch's formula: (1 - y) * x - log_sigmoid(x) [* ((pos_weight - 1) * y + 1)] [* weight], with
+    // log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)).
+    let one = Operand::S(Scalar::I(1));
+    let e = ops::unary(Unary::Exp, &ops::unary(Unary::Neg, &ops::unary(Unary::Abs, &x)?)?)?;
+    let min0 = bin(Binary::Minimum, &tt(&x), &Operand::S(Scalar::F(0.0)))?;
+    let mut log_sig = bin(Binary::Sub, &tt(&min0), &tt(&ops::unary(Unary::Log1p, &e)?))?;
+    if let Some(pw) = a.opt(usize::MAX, "pos_weight") {
+        let Value::Tensor(pw) = pw else {
+            return Err("binary_cross_entropy_with_logits(): pos_weight must be a Tensor".into());
+        };
+        let lw = bin(Binary::Add, &tt(&bin(Binary::Mul, &tt(&bin(Binary::Sub, &tt(&pw), &one)?), &tt(&y))?), &one)?;
+        log_sig = bin(Binary::Mul, &tt(&log_sig), &tt(&lw))?;
+    }
+    let mut loss =
+        bin(Binary::Sub, &tt(&bin(Binary::Mul, &tt(&bin(Binary::Sub, &one, &tt(&y))?), &tt(&x))?), &tt(&log_sig))?;
+    if let Some(w) = a.opt(usize::MAX, "weight") {
+        let Value::Tensor(w) = w else {
+            return Err("binary_cross_entropy_with_logits(): weight must be a Tensor".into());
+        };
+        loss = bin(Binary::Mul, &tt(&loss), &tt(&w))?;
+    }
+    t(match reduction {
+        "none" => loss,
+        "sum" => reduce::sum(&loss, None, false, None)?,
+        _ => reduce::mean(&loss, None, false, None)?,
+    })
+}
+
+/// `einsum`: the equation and its operands.
+fn einsum(a: &Args) -> AResult<Value> {
+    let eq = match a.req(0, "equation")? {
+        Value::Str(s) => s.to_string(),
+        other => return Err(format!("einsum(): argument 'equation' must be str, not {}", other.type_name())),
+    };
+    let rest: Vec<Value> = match (a.pos.len(), a.pos.get(1).and_then(|v| v.items())) {
+        (2, Some(items)) => items,
+        _ => a.pos.get(1..).unwrap_or(&[]).to_vec(),
+    };
+    let mut slots = Vec::new();
+    for v in rest {
+        match v {
+            Value::Tensor(x) => slots.push(x),
+            other => return Err(format!("einsum(): expected Tensor operands, got {}", other.type_name())),
+        }
+    }
+    let shapes: Vec<Vec<usize>> = slots.iter().map(|x| x.shape.clone()).collect();
+    for step in einsum::plan(&eq, &shapes)? {
+        match step {
+            Step::Prep { slot, expand, sum, perm, reshape } => {
+                let mut x = slots[slot].clone();
+                if let Some(e) = expand {
+                    x = x.expand(&e)?;
+                }
+                if !sum.is_empty() {
+                    x = reduce::sum(&x, Some(&sum), false, None)?;
+                }
+                if !einsum::is_identity(&perm) {
+                    x = x.permute(&perm)?;
+                }
+                if let Some(r) = reshape {
+                    x = x.reshape(&r)?;
+                }
+                slots[slot] = x;
+            }
+            Step::Matmul { a: i, b: j, reshape } => {
+                if slots[i].dtype() != slots[j].dtype() {
+                    return Err(format!(
+                        "einsum(): operands must have the same dtype, got {} and {}",
+                        slots[i].dtype().name(),
+                        slots[j].dtype().name()
+                    ));
+                }
+                slots[i] = reduce::matmul(&slots[i], &slots[j])?.reshape(&reshape)?;
+            }
+        }
+    }
+    t(slots.swap_remove(0))
+}
+
+/// `index_copy` and `index_add`: a scatter along one dim, checked as PyTorch checks it.
+fn index_along(name: &str, a: &Args) -> AResult<Value> {
+    let x = a.tensor(0, "input")?;
+    let d = wrap_dim(a.int(1, "dim")?, x.dim().max(1))?;
+    let ix = a.tensor(2, "index")?;
+    let src = a.tensor(3, "source")?;
+    let view = index::check_index_along(name, &x.shape, x.dtype(), d, &ix.shape, ix.dtype(), &src.shape, src.dtype())?;
+    let alpha = if name == "index_add" { a.opt(4, "alpha") } else { None };
+    let src = match alpha {
+        Some(v) => {
+            let al = v.as_scalar().ok_or("index_add(): argument 'alpha' must be a number")?;
+            bin(Binary::Mul, &tt(&src), &Operand::S(al))?.to_dtype(x.dtype())?
+        }
+        None => src,
+    };
+    let sizes: Vec<i64> = src.shape.iter().map(|&n| n as i64).collect();
+    let idx = ix.reshape(&view)?.expand(&sizes)?;
+    let out = x.contiguous_copy();
+    let offs = index::along_dim_offsets(&out, d, &idx)?;
+    // Duplicate indices: index_copy keeps the last source slice (PyTorch leaves it unspecified; its CPU
+    // kernel does the same), index_add sums them.
+    index::scatter_values(&out, &offs, src.scalars(), name == "index_add");
+    t(out)
+}
+
+pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
+    match name {
+        "lerp" => lerp(a),
         "addcmul" | "addcdiv" => {
             let x = operand_arg(a, 0, "input")?;
             let p = a.tensor(1, "tensor1")?;
@@ -206,39 +313,7 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "cosine_similarity" => cosine_similarity(a),
         "logsigmoid" => log_sigmoid(a),
-        "binary_cross_entropy_with_logits" => {
-            let (x, y, reduction) = bce_args(a)?;
-            // PyTorch's formula: (1 - y) * x - log_sigmoid(x) [* ((pos_weight - 1) * y + 1)] [* weight], with
-            // log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)).
-            let one = Operand::S(Scalar::I(1));
-            let e = ops::unary(Unary::Exp, &ops::unary(Unary::Neg, &ops::unary(Unary::Abs, &x)?)?)?;
-            let min0 = bin(Binary::Minimum, &tt(&x), &Operand::S(Scalar::F(0.0)))?;
-            let mut log_sig = bin(Binary::Sub, &tt(&min0), &tt(&ops::unary(Unary::Log1p, &e)?))?;
-            if let Some(pw) = a.opt(usize::MAX, "pos_weight") {
-                let Value::Tensor(pw) = pw else {
-                    return Err("binary_cross_entropy_with_logits(): pos_weight must be a Tensor".into());
-                };
-                let lw =
-                    bin(Binary::Add, &tt(&bin(Binary::Mul, &tt(&bin(Binary::Sub, &tt(&pw), &one)?), &tt(&y))?), &one)?;
-                log_sig = bin(Binary::Mul, &tt(&log_sig), &tt(&lw))?;
-            }
-            let mut loss = bin(
-                Binary::Sub,
-                &tt(&bin(Binary::Mul, &tt(&bin(Binary::Sub, &one, &tt(&y))?), &tt(&x))?),
-                &tt(&log_sig),
-            )?;
-            if let Some(w) = a.opt(usize::MAX, "weight") {
-                let Value::Tensor(w) = w else {
-                    return Err("binary_cross_entropy_with_logits(): weight must be a Tensor".into());
-                };
-                loss = bin(Binary::Mul, &tt(&loss), &tt(&w))?;
-            }
-            t(match reduction {
-                "none" => loss,
-                "sum" => reduce::sum(&loss, None, false, None)?,
-                _ => reduce::mean(&loss, None, false, None)?,
-            })
-        }
+        "binary_cross_entropy_with_logits" => bce_with_logits(a),
         "atan" | "arctan" => {
             let x = a.tensor(0, "input")?;
             t(bin(Binary::Atan2, &tt(&x), &Operand::S(Scalar::I(1)))?)
@@ -260,79 +335,8 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
             let p = linalg_norm_p(ord.as_ref(), x.dim(), dims.as_deref())?;
             t(vector_norm(&x, p, dims.as_deref(), a.bool_or(3, "keepdim", false)?)?)
         }
-        "einsum" => {
-            let eq = match a.req(0, "equation")? {
-                Value::Str(s) => s.to_string(),
-                other => return Err(format!("einsum(): argument 'equation' must be str, not {}", other.type_name())),
-            };
-            let rest: Vec<Value> = match (a.pos.len(), a.pos.get(1).and_then(|v| v.items())) {
-                (2, Some(items)) => items,
-                _ => a.pos.get(1..).unwrap_or(&[]).to_vec(),
-            };
-            let mut slots = Vec::new();
-            for v in rest {
-                match v {
-                    Value::Tensor(x) => slots.push(x),
-                    other => return Err(format!("einsum(): expected Tensor operands, got {}", other.type_name())),
-                }
-            }
-            let shapes: Vec<Vec<usize>> = slots.iter().map(|x| x.shape.clone()).collect();
-            for step in einsum::plan(&eq, &shapes)? {
-                match step {
-                    Step::Prep { slot, expand, sum, perm, reshape } => {
-                        let mut x = slots[slot].clone();
-                        if let Some(e) = expand {
-                            x = x.expand(&e)?;
-                        }
-                        if !sum.is_empty() {
-                            x = reduce::sum(&x, Some(&sum), false, None)?;
-                        }
-                        if !einsum::is_identity(&perm) {
-                            x = x.permute(&perm)?;
-                        }
-                        if let Some(r) = reshape {
-                            x = x.reshape(&r)?;
-                        }
-                        slots[slot] = x;
-                    }
-                    Step::Matmul { a: i, b: j, reshape } => {
-                        if slots[i].dtype() != slots[j].dtype() {
-                            return Err(format!(
-                                "einsum(): operands must have the same dtype, got {} and {}",
-                                slots[i].dtype().name(),
-                                slots[j].dtype().name()
-                            ));
-                        }
-                        slots[i] = reduce::matmul(&slots[i], &slots[j])?.reshape(&reshape)?;
-                    }
-                }
-            }
-            t(slots.swap_remove(0))
-        }
-        "index_copy" | "index_add" => {
-            let x = a.tensor(0, "input")?;
-            let d = wrap_dim(a.int(1, "dim")?, x.dim().max(1))?;
-            let ix = a.tensor(2, "index")?;
-            let src = a.tensor(3, "source")?;
-            let view =
-                index::check_index_along(name, &x.shape, x.dtype(), d, &ix.shape, ix.dtype(), &src.shape, src.dtype())?;
-            let alpha = if name == "index_add" { a.opt(4, "alpha") } else { None };
-            let src = match alpha {
-                Some(v) => {
-                    let al = v.as_scalar().ok_or("index_add(): argument 'alpha' must be a number")?;
-                    bin(Binary::Mul, &tt(&src), &Operand::S(al))?.to_dtype(x.dtype())?
-                }
-                None => src,
-            };
-            let sizes: Vec<i64> = src.shape.iter().map(|&n| n as i64).collect();
-            let idx = ix.reshape(&view)?.expand(&sizes)?;
-            let out = x.contiguous_copy();
-            let offs = index::along_dim_offsets(&out, d, &idx)?;
-            // Duplicate indices: index_copy keeps the last source slice (PyTorch leaves it unspecified; its CPU
-            // kernel does the same), index_add sums them.
-            index::scatter_values(&out, &offs, src.scalars(), name == "index_add");
-            t(out)
-        }
+        "einsum" => einsum(a),
+        "index_copy" | "index_add" => index_along(name, a),
         _ => super::nn_ops::nn_op(name, a),
     }
 }
