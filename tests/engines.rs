@@ -146,6 +146,23 @@ fn an_overlap_in_a_middle_iteration_only_is_pytorchs_error() {
 }
 
 #[test]
+fn fill_from_a_tensor_checks_overlap_and_a_view_without_elements_never_overlaps() {
+    // Fuzz seed 60808, checked in PyTorch 2.15: `fill_` with a tensor value is `copy_` there, which refuses an output
+    // whose elements share memory (with a number it is not checked); every engine ran it.
+    let src = "def f(a: f32[1], c: f32[1]) -> f32[()]:\n    r = a.sum()\n    r.expand(3).fill_(c[0])\n    return r\n";
+    every_engine_raises(src, "f", "more than one element of the written-to tensor refers to a single memory location");
+    // Seeds 60209, 60297: a view with no elements has no internal overlap whatever its strides; PyTorch runs these
+    // writes, every engine refused them.
+    let src = "def f(b: f32[3, 1]) -> f32[3, 1]:\n    b[3:].expand(0, 2).sigmoid_()\n    b[3:].expand(0, 2).copy_(torch.ones(0, 2))\n    return b\n";
+    let bad: Vec<String> = errors(src, "f")
+        .into_iter()
+        .filter(|(_, m)| m != "returned without an error")
+        .map(|(e, m)| format!("  {e}: {m}"))
+        .collect();
+    assert!(bad.is_empty(), "expected every engine to run the writes of no elements:\n{}", bad.join("\n"));
+}
+
+#[test]
 fn views_of_zero_dim_tensors_are_pytorchs_errors() {
     for (call, want) in [
         ("narrow(0, 0, 1)", "narrow() cannot be applied to a 0-dim tensor."),

@@ -724,6 +724,8 @@ impl<'m> Fz<'m> {
                 let dt = self.roots[dst.root].dtype;
                 let t = match v {
                     FV::Tensor(t) if t.shape.is_empty() => {
+                        // As the reference: from a tensor, PyTorch fills with `copy_`, which checks internal overlap.
+                        self.check_inplace(&dst, &[], true, span)?;
                         let x = self.read(&t, span)?;
                         self.cast(x, dt, span)?
                     }

@@ -208,7 +208,13 @@ impl<'m> Interp<'m> {
                 ops::write_result(&dst, &src, false)?;
             }
             "fill_" => {
-                let s = fill_value(a.req(1, "value")?, "fill_")?;
+                let v = a.req(1, "value")?;
+                // PyTorch fills from a tensor with `copy_`, which checks that no two elements written share memory
+                // (from a number it does not check).
+                if matches!(v, Value::Tensor(_)) {
+                    ops::check_overlap(&dst, &[], true)?;
+                }
+                let s = fill_value(v, "fill_")?;
                 dst.write_scalars(&vec![s; dst.numel()]);
             }
             "zero_" => dst.write_scalars(&vec![Scalar::I(0); dst.numel()]),

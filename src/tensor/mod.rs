@@ -414,9 +414,10 @@ impl Tensor {
         }
     }
 
-    /// Whether some dimension of size > 1 has stride 0, so several indices name one element.
+    /// Whether some dimension of size > 1 has stride 0, so several indices name one element. Never for a tensor
+    /// with no elements (PyTorch counts those as contiguous, so its overlap checks pass them).
     pub fn has_internal_overlap(&self) -> bool {
-        self.shape.iter().zip(&self.strides).any(|(&n, &s)| n > 1 && s == 0)
+        !self.shape.contains(&0) && self.shape.iter().zip(&self.strides).any(|(&n, &s)| n > 1 && s == 0)
     }
 
     /// Whether the elements form one dense block (contiguous after some permutation of dims).
