@@ -198,7 +198,3 @@ pub fn check_cuda(plans: &[&Plan], arch: &'static str) -> Vec<Result<(), String>
         Err(_) => plans.iter().map(|p| cuda::compile(&cuda::render(p), arch).map(|_| ())).collect(),
     }
 }
-
-#[cfg(test)]
-#[path = "many_tests.rs"]
-mod tests;

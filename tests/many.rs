@@ -1,9 +1,15 @@
+//! Batches of plans compiled into one library (`funcfuse::backend::many`): the same results as each plan's own
+//! library, bit for bit; each distinct kernel once, under a name of its own; and a batch that does not compile
+//! falls back to compiling plan by plan, where only the bad plan fails.
+
 use std::collections::BTreeMap;
 
-use super::*;
-use crate::functionalize::Functional;
-use crate::lower::{plan, Policy};
-use crate::tensor::{Buf, Tensor};
+use funcfuse::backend::many::{load, source, Compiled};
+use funcfuse::backend::{Loaded, Target};
+use funcfuse::functionalize::Functional;
+use funcfuse::lower::kernel::Kernel;
+use funcfuse::lower::{plan, Plan, Policy};
+use funcfuse::tensor::{Buf, Tensor};
 
 /// Programs whose plans take every kind of kernel: elementwise, a scatter, a kernel group (`swap_rows`), row
 /// reductions and tiled matmuls with epilogues.
@@ -16,14 +22,14 @@ const PROGRAMS: &[(&str, &str)] = &[
 
 /// Each program's term under each policy (ours optimized with the shipped rules) and its plan.
 fn plans() -> Vec<(Functional, Plan)> {
-    let rules = crate::rewrite::rules::to_rewrites(&crate::rewrite::rules::shipped().unwrap()).unwrap();
+    let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped().unwrap()).unwrap();
     let mut out = Vec::new();
     for (file, func) in PROGRAMS {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
-        let module = crate::frontend::load_module(path.to_str().unwrap()).unwrap();
-        let f = crate::functionalize::functionalize(&module, func, &BTreeMap::new()).unwrap();
+        let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
+        let f = funcfuse::functionalize::functionalize(&module, func, &BTreeMap::new()).unwrap();
         let mut g = f.clone();
-        g.term = crate::rewrite::saturate::optimize(&f, &rules, Default::default()).unwrap().term;
+        g.term = funcfuse::rewrite::saturate::optimize(&f, &rules, Default::default()).unwrap().term;
         for (policy, h) in [(Policy::Eager, &f), (Policy::Unfunctionalized, &f), (Policy::Fused, &g)] {
             let p = plan(&h.term, &h.inputs, policy).unwrap();
             out.push((h.clone(), p));
@@ -51,9 +57,9 @@ fn run(f: &Functional, p: &Plan, dev: &mut Loaded) -> BTreeMap<String, (Vec<usiz
         .inputs
         .iter()
         .enumerate()
-        .map(|(i, (name, d, shape))| (name.clone(), crate::io::random_input(3, i, *d, shape).unwrap()))
+        .map(|(i, (name, d, shape))| (name.clone(), funcfuse::io::random_input(3, i, *d, shape).unwrap()))
         .collect();
-    let (out, _) = crate::backend::run_loaded(f, p, dev, &inputs).unwrap();
+    let (out, _) = funcfuse::backend::run_loaded(f, p, dev, &inputs).unwrap();
     out.files().into_iter().map(|(name, t)| (name, (t.shape.clone(), bytes(&t)))).collect()
 }
 
@@ -76,6 +82,18 @@ fn a_batch_runs_every_plan_bit_for_bit_as_its_own_library_does() {
     }
 }
 
+/// A kernel's source for `target`, under a fixed name.
+fn unnamed_source(k: &Kernel, target: Target) -> String {
+    use funcfuse::backend::cuda_src::{render_kernel, Dialect};
+    use funcfuse::backend::emu::{EMU_REDUCE_THREADS, EMU_SMS};
+    let k = Kernel { name: "x".into(), ..k.clone() };
+    match target {
+        Target::C => funcfuse::backend::c::render_kernel(&k),
+        Target::CudaEmu => render_kernel(&k, Dialect::Emu { sms: EMU_SMS, reduce_threads: EMU_REDUCE_THREADS }),
+        Target::Cuda => render_kernel(&k, Dialect::Cuda),
+    }
+}
+
 #[test]
 fn each_distinct_kernel_is_compiled_once_under_a_name_of_its_own() {
     let planned = plans();
@@ -85,18 +103,18 @@ fn each_distinct_kernel_is_compiled_once_under_a_name_of_its_own() {
         let units: usize = refs.iter().map(|p| p.kernels.len() + p.groups.len()).sum();
         // The eager and unfunctionalized plans of these programs share kernels: fewer units than plans have.
         assert!(s.units < units, "{target:?}: {} units of {units}", s.units);
+        // The same name for kernels of the same source (up to their names), different names for different ones.
         let mut by_name: BTreeMap<&str, String> = BTreeMap::new();
         for (p, syms) in refs.iter().zip(&s.symbols) {
             assert_eq!((syms.kernels.len(), syms.groups.len()), (p.kernels.len(), p.groups.len()));
             for (k, name) in p.kernels.iter().zip(&syms.kernels) {
-                // The same name for the same kernel (its source under a fixed name), and the other way round.
-                let text = render_kernel(&Kernel { name: PLACEHOLDER.into(), ..k.clone() }, target);
+                let text = unnamed_source(k, target);
                 assert_eq!(by_name.entry(name).or_insert_with(|| text.clone()), &text, "{name}");
                 assert_eq!(s.text.matches(&format!("void {name}(")).count(), 1, "{target:?}: {name} defined once");
             }
         }
-        let names: std::collections::BTreeSet<&String> = by_name.values().collect();
-        assert_eq!(names.len(), by_name.len(), "different kernels, different names");
+        let texts: std::collections::BTreeSet<&String> = by_name.values().collect();
+        assert_eq!(texts.len(), by_name.len(), "{target:?}: one kernel under two names");
         // The same plans give the same source (the kernel cache finds it again).
         assert_eq!(source(&refs, target).unwrap().text, s.text);
     }
@@ -108,7 +126,7 @@ fn a_batch_that_does_not_compile_is_compiled_plan_by_plan_and_the_bad_plan_names
     // A kernel reading an argument it does not have: `a99` is undeclared, and the C compiler rejects it.
     let bad = 4;
     let k = &mut planned[bad].1.kernels[0];
-    k.value = crate::lower::kernel::Expr::Load { arg: 99, at: k.store.clone(), dtype: k.out_dtype };
+    k.value = funcfuse::lower::kernel::Expr::Load { arg: 99, at: k.store.clone(), dtype: k.out_dtype };
     let refs: Vec<&Plan> = planned.iter().map(|(_, p)| p).collect();
     for target in [Target::C, Target::CudaEmu] {
         let compiled = Compiled::new(&refs, target);
