@@ -1,6 +1,7 @@
 //! Generated tests per corpus program: the reference interpreter against the PyTorch goldens, the functional engine,
 //! the optimized term and every plan (on the C backend, ours also as CUDA kernels on the emulator) against the
-//! reference interpreter, and our C plan against the goldens.
+//! reference interpreter, and our C plan against the goldens. The plans of a file are made once and their kernels
+//! compiled as one library per backend (`common::file_batch`), shared by the file's tests.
 //!
 //! Run with `cargo test --test corpus`; filter by program as with any test (`cargo test --test corpus yolov3`).
 
@@ -29,30 +30,31 @@ fn main() {
             ("eager_plan_matches_reference", funcfuse::lower::Policy::Eager, 5),
             ("unfunctionalized_plan_matches_reference", funcfuse::lower::Policy::Unfunctionalized, 6),
         ] {
-            let (file3, func3) = (p.file.clone(), p.func.clone());
+            let p3 = p.clone();
             trials.push(Trial::test(format!("{what}::{label}"), move || {
-                let module = funcfuse::frontend::load_module(file3.to_str().unwrap()).map_err(|d| d.to_string())?;
-                let inputs = common::seeded_inputs(&module, &func3, seed);
-                common::check_plan(&module, &func3, &inputs, policy)?;
+                let module = common::load(&p3);
+                let inputs = common::seeded_inputs(&module, &p3.func, seed);
+                common::check_corpus_plan(&p3, &module, &inputs, policy, funcfuse::backend::Target::C)?;
                 Ok(())
             }));
         }
         // The CUDA kernels of our plan (block reductions, tiled matmuls, 2-D grids), run by the emulator.
-        let (file5, func5) = (p.file.clone(), p.func.clone());
+        let p5 = p.clone();
         trials.push(Trial::test(format!("cuda_emulator_plan_matches_reference::{label}"), move || {
-            let module = funcfuse::frontend::load_module(file5.to_str().unwrap()).map_err(|d| d.to_string())?;
-            let inputs = common::seeded_inputs(&module, &func5, 7);
-            let policy = funcfuse::lower::Policy::Fused;
-            common::check_plan_on(&module, &func5, &inputs, policy, funcfuse::backend::Target::CudaEmu)?;
+            let module = common::load(&p5);
+            let inputs = common::seeded_inputs(&module, &p5.func, 7);
+            let (policy, target) = (funcfuse::lower::Policy::Fused, funcfuse::backend::Target::CudaEmu);
+            common::check_corpus_plan(&p5, &module, &inputs, policy, target)?;
             Ok(())
         }));
-        let (file4, func4, p4) = (p.file.clone(), p.func.clone(), p.clone());
+        let p4 = p.clone();
         trials.push(Trial::test(format!("c_plan_matches_pytorch::{label}"), move || {
-            let module = funcfuse::frontend::load_module(file4.to_str().unwrap()).map_err(|d| d.to_string())?;
+            let module = common::load(&p4);
             let inputs = common::golden_inputs(&p4, &module)?;
-            let f = common::optimized(&module, &func4)?;
-            let (out, _) =
-                funcfuse::backend::run_c(&f, funcfuse::lower::Policy::Fused, &inputs).map_err(|d| d.to_string())?;
+            let batch = common::file_batch(&p4.file);
+            let (f, plan, mut dev) =
+                batch.plan(&p4.func, funcfuse::lower::Policy::Fused, funcfuse::backend::Target::C)?;
+            let (out, _) = funcfuse::backend::run_loaded(f, plan, &mut dev, &inputs).map_err(|d| d.to_string())?;
             common::check_goldens(&p4, &out)?;
             Ok(())
         }));

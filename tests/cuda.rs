@@ -10,7 +10,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use funcfuse::backend::cuda;
+use funcfuse::backend::{cuda, many};
 use funcfuse::lower::{plan, Policy};
 
 #[test]
@@ -20,44 +20,82 @@ fn every_corpus_program_compiles_with_nvrtc_for_sm_90() {
         eprintln!("NVRTC not found: the CUDA compile check did not run");
         return;
     }
-    // Planning is quick; compiling is what takes the time (about a third of a second a source): identical sources
-    // are compiled once, and on as many threads as the machine has (NVRTC compiles separate programs concurrently).
-    let mut sources: BTreeMap<String, String> = BTreeMap::new();
-    let mut plans = 0;
-    for p in common::corpus_programs() {
-        let module = common::load(&p);
-        let functional = funcfuse::functionalize::functionalize(&module, &p.func, &BTreeMap::new()).unwrap();
-        let ours = common::optimized(&module, &p.func).unwrap();
-        for (policy, f) in
-            [(Policy::Eager, &functional), (Policy::Unfunctionalized, &functional), (Policy::Fused, &ours)]
-        {
-            let pl = plan(&f.term, &f.inputs, policy).unwrap();
-            sources.entry(cuda::render(&pl)).or_insert_with(|| format!("{} ({policy:?})", p.label()));
-            plans += 1;
-        }
-    }
-    let sources: Vec<(String, String)> = sources.into_iter().collect();
+    // Programs are planned on every core; compiling is what takes the time (NVRTC takes about a third of a second a
+    // program, whatever it holds): the plans go to NVRTC in batches, one program each, every distinct kernel once
+    // (`funcfuse::backend::many::check_cuda`; a batch that does not compile is compiled plan by plan, so that the
+    // failing plan is named), on as many threads as the machine has (NVRTC compiles programs concurrently).
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
+    let programs = common::corpus_programs();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let planned = std::sync::Mutex::new(BTreeMap::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(p) = programs.get(i) else { break };
+                let module = common::load(p);
+                let functional = funcfuse::functionalize::functionalize(&module, &p.func, &BTreeMap::new()).unwrap();
+                let ours = common::optimized(&module, &p.func).unwrap();
+                let mut three = Vec::new();
+                for (policy, f) in
+                    [(Policy::Eager, &functional), (Policy::Unfunctionalized, &functional), (Policy::Fused, &ours)]
+                {
+                    three.push((format!("{} ({policy:?})", p.label()), plan(&f.term, &f.inputs, policy).unwrap()));
+                }
+                planned.lock().unwrap().insert(i, three);
+            });
+        }
+    });
+    let plans: Vec<(String, funcfuse::lower::Plan)> = planned.into_inner().unwrap().into_values().flatten().collect();
+    let refs: Vec<&funcfuse::lower::Plan> = plans.iter().map(|(_, p)| p).collect();
+    let batches: Vec<&[&funcfuse::lower::Plan]> = refs.chunks(PLANS_PER_NVRTC_PROGRAM).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failures = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((src, label)) = sources.get(i) else { break };
-                if let Err(e) = cuda::compile(src, cuda::DEFAULT_ARCH) {
-                    failures.lock().unwrap().push((label.clone(), e));
+                let b = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(batch) = batches.get(b) else { break };
+                for (j, r) in many::check_cuda(batch, cuda::DEFAULT_ARCH).into_iter().enumerate() {
+                    if let Err(e) = r {
+                        failures.lock().unwrap().push(format!("{}: {e}", plans[b * PLANS_PER_NVRTC_PROGRAM + j].0));
+                    }
                 }
             });
         }
     });
     let mut failures = failures.into_inner().unwrap();
     failures.sort();
-    let failures: Vec<String> = failures.into_iter().map(|(l, e)| format!("{l}: {e}")).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    let compiled = sources.len();
-    eprintln!("{plans} plans, {compiled} distinct sources compiled on {threads} threads");
-    assert!(compiled >= 240, "only {compiled} plans compiled");
+    let units = many::source(&refs, funcfuse::backend::Target::Cuda).unwrap().units;
+    eprintln!(
+        "{} plans ({units} distinct kernels and groups) compiled as {} programs on {threads} threads",
+        plans.len(),
+        batches.len()
+    );
+    assert!(units >= 5000, "only {units} kernels and groups compiled");
+}
+
+/// Plans compiled as one NVRTC program by the corpus check.
+const PLANS_PER_NVRTC_PROGRAM: usize = 40;
+
+/// A batch NVRTC rejects is compiled plan by plan: the plan with the bad kernel gets NVRTC's error, the others pass.
+#[test]
+fn a_batch_nvrtc_rejects_names_the_bad_plan() {
+    if !cuda::nvrtc_available() {
+        assert!(std::env::var_os("FUNCFUSE_REQUIRE_NVRTC").is_none(), "NVRTC is required but was not found");
+        return;
+    }
+    let good = kernels_of("corpus/micro/loops.py", "shift_rows");
+    let mut bad = kernels_of("corpus/micro/reductions.py", "tiled_matmuls");
+    // A kernel reading an argument it does not have: `a99` is undeclared.
+    let k = &mut bad.kernels[1];
+    k.value = funcfuse::lower::kernel::Expr::Load { arg: 99, at: k.store.clone(), dtype: k.out_dtype };
+    let checked = many::check_cuda(&[&good, &bad, &good], cuda::DEFAULT_ARCH);
+    assert!(checked[0].is_ok() && checked[2].is_ok(), "{checked:?}");
+    let e = checked[1].as_ref().unwrap_err();
+    assert!(e.contains("NVRTC rejected") && e.contains("a99"), "{e}");
+    assert_eq!(many::check_cuda(&[&good, &good], cuda::DEFAULT_ARCH), [Ok(()), Ok(())]);
 }
 
 fn kernels_of(file: &str, func: &str) -> funcfuse::lower::Plan {

@@ -12,9 +12,11 @@ fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// Checks seeds `first..first + count` on every engine, on all cores; verdicts in seed order.
+/// Checks seeds `first..first + count` on every engine, on all cores, in batches whose C kernels compile as one
+/// library per backend (`fuzz::check_seeds`); verdicts in seed order.
 fn check_all(first: u64, count: u64) -> Vec<(u64, String, Verdict)> {
     let seeds: Vec<u64> = (first..first + count).collect();
+    let chunks: Vec<&[u64]> = seeds.chunks(fuzz::SEEDS_PER_BATCH).collect();
     let next = AtomicUsize::new(0);
     let out: Mutex<Vec<Option<(u64, String, Verdict)>>> = Mutex::new(vec![None; seeds.len()]);
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -23,12 +25,12 @@ fn check_all(first: u64, count: u64) -> Vec<(u64, String, Verdict)> {
             s.spawn(|| {
                 let rules = fuzz::shipped_rewrites().expect("the shipped rules load");
                 loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    if i >= seeds.len() {
-                        break;
+                    let c = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(chunk) = chunks.get(c) else { break };
+                    for (j, (src, v)) in fuzz::check_seeds(chunk, &Engine::ALL, &rules).into_iter().enumerate() {
+                        let i = c * fuzz::SEEDS_PER_BATCH + j;
+                        out.lock().unwrap()[i] = Some((seeds[i], src, v));
                     }
-                    let (src, v) = fuzz::check_seed(seeds[i], &Engine::ALL, &rules);
-                    out.lock().unwrap()[i] = Some((seeds[i], src, v));
                 }
             });
         }

@@ -106,13 +106,11 @@ fn plan_search_keeps_what_prices_cheaper_within_its_budget() {
 }
 
 /// Programs whose plan launches more kernels than the unfunctionalized baseline, each with why (known gaps).
-const MORE_LAUNCHES_THAN_UNFUNCTIONALIZED: &[(&str, &str)] = &[
-    (
-        "micro/recurrences::rnn_leaky",
-        "the loop-invariant tanh is computed once before the loop (21 launches against 20): the class model predicts \
+const MORE_LAUNCHES_THAN_UNFUNCTIONALIZED: &[(&str, &str)] = &[(
+    "micro/recurrences::rnn_leaky",
+    "the loop-invariant tanh is computed once before the loop (21 launches against 20): the class model predicts \
          0.0196 ms against 0.0273 ms, but it measured 3-5% slower (interleaved timing); a class-model error (#17)",
-    ),
-];
+)];
 
 #[test]
 fn ours_launches_no_more_kernels_than_unfunctionalized_which_launches_no_more_than_eager() {
@@ -121,8 +119,9 @@ fn ours_launches_no_more_kernels_than_unfunctionalized_which_launches_no_more_th
         let inputs = common::seeded_inputs(&module, &p.func, 7);
         let mut k = Vec::new();
         for policy in [Policy::Fused, Policy::Unfunctionalized, Policy::Eager] {
-            let stats =
-                common::check_plan(&module, &p.func, &inputs, policy).unwrap_or_else(|e| panic!("{}: {e}", p.label()));
+            // The plans and kernels of the corpus tests (`tests/corpus.rs`): the same libraries, compiled once.
+            let stats = common::check_corpus_plan(&p, &module, &inputs, policy, funcfuse::backend::Target::C)
+                .unwrap_or_else(|e| panic!("{}: {e}", p.label()));
             k.push(stats.launches);
         }
         let label = p.label();
@@ -279,23 +278,25 @@ fn the_cost_profile_decides_between_storing_and_recomputing() {
 fn buffers_reused_across_runs_give_the_same_results() {
     for p in common::corpus_programs().into_iter().filter(|p| p.label().starts_with("workloads/")) {
         let module = common::load(&p);
-        let f = common::optimized(&module, &p.func).unwrap();
-        let plan = funcfuse::lower::plan(&f.term, &f.inputs, Policy::Fused).unwrap();
+        // Our plan and its kernels from the corpus tests' batch of the file (`common::file_batch`).
+        let batch = common::file_batch(&p.file);
+        let ours = || batch.plan(&p.func, Policy::Fused, funcfuse::backend::Target::C).unwrap();
+        let (_, plan, mut dev) = ours();
         let bits = |out: &[funcfuse::tensor::Tensor]| -> Vec<Vec<u64>> {
             out.iter().map(|t| t.to_f64_vec().iter().map(|v| v.to_bits()).collect()).collect()
         };
         let inputs = |seed| common::seeded_inputs(&module, &p.func, seed);
-        let mut dev = funcfuse::backend::Loaded::new(&plan, funcfuse::backend::Target::C).unwrap();
         let given = inputs(1);
         let before: Vec<Vec<u64>> = bits(&given.values().cloned().collect::<Vec<_>>());
-        let first = bits(&dev.run(&plan, &given).unwrap().0);
+        let first = bits(&dev.run(plan, &given).unwrap().0);
         let after: Vec<Vec<u64>> = bits(&given.values().cloned().collect::<Vec<_>>());
         assert_eq!(before, after, "{}: the run wrote into the caller's inputs", p.label());
-        let between = bits(&dev.run(&plan, &inputs(2)).unwrap().0);
-        let again = bits(&dev.run(&plan, &inputs(1)).unwrap().0);
+        let between = bits(&dev.run(plan, &inputs(2)).unwrap().0);
+        let again = bits(&dev.run(plan, &inputs(1)).unwrap().0);
         assert_eq!(first, again, "{}: a second run on the same device differs", p.label());
-        let mut fresh = funcfuse::backend::Loaded::new(&plan, funcfuse::backend::Target::C).unwrap();
-        assert_eq!(between, bits(&fresh.run(&plan, &inputs(2)).unwrap().0), "{}: reused buffers differ", p.label());
+        // A fresh device (buffers of its own) on the same kernels.
+        let (_, _, mut fresh) = ours();
+        assert_eq!(between, bits(&fresh.run(plan, &inputs(2)).unwrap().0), "{}: reused buffers differ", p.label());
     }
 }
 
@@ -306,22 +307,27 @@ fn no_plan_writes_into_the_callers_inputs() {
     let bits = |ts: Vec<funcfuse::tensor::Tensor>| -> Vec<Vec<u64>> {
         ts.iter().map(|t| t.to_f64_vec().iter().map(|v| v.to_bits()).collect()).collect()
     };
-    for p in common::corpus_programs().into_iter().filter(|p| !p.label().starts_with("workloads/")) {
-        let module = common::load(&p);
-        let Ok(f) = funcfuse::functionalize::functionalize(&module, &p.func, &BTreeMap::new()) else { continue };
-        for policy in [Policy::Fused, Policy::Eager, Policy::Unfunctionalized] {
-            let plan = funcfuse::lower::plan(&f.term, &f.inputs, policy).unwrap();
-            let given = common::seeded_inputs(&module, &p.func, 3);
+    let programs: Vec<common::Program> =
+        common::corpus_programs().into_iter().filter(|p| !p.label().starts_with("workloads/")).collect();
+    // A file's plans compiled as one library (`funcfuse::backend::many`).
+    for file in programs.chunk_by(|a, b| a.file == b.file) {
+        let mut plans = Vec::new();
+        for p in file {
+            let module = common::load(p);
+            let Ok(f) = funcfuse::functionalize::functionalize(&module, &p.func, &BTreeMap::new()) else { continue };
+            for policy in [Policy::Fused, Policy::Eager, Policy::Unfunctionalized] {
+                let plan = funcfuse::lower::plan(&f.term, &f.inputs, policy).unwrap();
+                plans.push((p.label(), policy, plan, common::seeded_inputs(&module, &p.func, 3)));
+            }
+        }
+        let refs: Vec<&funcfuse::lower::Plan> = plans.iter().map(|(_, _, plan, _)| plan).collect();
+        let devices = funcfuse::backend::many::load(&refs, funcfuse::backend::Target::C);
+        for ((label, policy, plan, given), dev) in plans.iter().zip(devices) {
             let before = bits(given.values().cloned().collect());
-            let mut dev = funcfuse::backend::Loaded::new(&plan, funcfuse::backend::Target::C).unwrap();
+            let mut dev = dev.unwrap();
             // A run-time error (a bad index on these inputs) is the corpus tests' business, not this one's.
-            let _ = dev.run(&plan, &given);
-            assert_eq!(
-                before,
-                bits(given.values().cloned().collect()),
-                "{} ({policy:?}) wrote into its inputs",
-                p.label()
-            );
+            let _ = dev.run(plan, given);
+            assert_eq!(before, bits(given.values().cloned().collect()), "{label} ({policy:?}) wrote into its inputs");
         }
     }
 }

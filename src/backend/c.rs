@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use hashbrown::HashMap;
 
@@ -21,64 +22,83 @@ type KernelFn = unsafe extern "C" fn(*const *mut std::ffi::c_void, *const i64);
 pub fn render(plan: &Plan) -> String {
     let mut s = render_kernels(&plan.kernels);
     for (g, members) in plan.groups.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "\n/* group g{g}: one call for independent kernels */\nvoid g{g}(void** b, const int64_t* p) {{"
-        );
-        let (mut b0, mut p0) = (0, 1);
-        for (j, &m) in members.iter().enumerate() {
-            let k = &plan.kernels[m];
-            let _ = writeln!(s, "  if ((p[0] >> {j}) & 1) {}(b + {b0}, p + {p0});", k.name);
-            b0 += k.args.len();
-            p0 += k.params;
-        }
-        s.push_str("}\n");
+        let ks: Vec<&Kernel> = members.iter().map(|&m| &plan.kernels[m]).collect();
+        s.push_str(&render_group(&format!("g{g}"), &ks));
     }
     s
 }
 
 pub fn render_kernels(kernels: &[Kernel]) -> String {
+    let mut s = header();
+    for k in kernels {
+        s.push_str(&render_kernel(k));
+    }
+    s
+}
+
+/// What every C source starts with: the includes, the vectorizable math ([`VMATH`]) and the prelude.
+pub fn header() -> String {
     let mut s = String::from("#include <stdint.h>\n#include <math.h>\n#define FF_VMATH\n");
     s.push_str(VMATH);
     s.push_str(&prelude("static inline"));
-    for k in kernels {
-        let (def, undef) = helpers(k, "static inline");
-        let _ = writeln!(s, "\n/* {}: {} point(s) */", k.name, k.domain.iter().product::<usize>());
-        s.push_str(&def);
-        let _ = writeln!(s, "void {}(void** b, const int64_t* p) {{\n  (void)p;", k.name);
-        s.push_str(&buffer_decls(k));
-        // A kernel of no points (a zero-size dim of its output) writes nothing: its loop nest would name the
-        // variables of the dims it leaves out, and layouts assume at least one point.
-        if k.domain.contains(&0) {
-            s.push_str("  (void)b;\n}\n");
-            s.push_str(&undef);
-            continue;
-        }
-        // Each piece of the domain (of a reduction's output domain) gets its own loop nest: a reduction's row
-        // layout where that pays, else the plain nest. A reduction's piece is a block of its own (its accumulators).
-        // A scatter runs its points in row-major order, in one nest (see `Kernel::ordered`).
-        let pieces = match crate::lower::specialize::pieces(k) {
-            // Each piece's adjacent loops that its index forms move together run as one (longer rows to vectorize).
-            Some(ps) if !k.ordered() => ps.iter().map(|p| crate::lower::coalesce::coalesce(&p.kernel(k))).collect(),
-            _ => vec![k.clone()],
-        };
-        for (n, piece) in pieces.iter().enumerate() {
-            if pieces.len() > 1 {
-                let _ = writeln!(s, "  /* piece {n}: {:?} */", piece.domain);
-            }
-            if k.reduce.is_some() {
-                s.push_str("  {\n");
-            }
-            s.push_str(
-                &row_reduction(piece, "  ").or_else(|| dot_reduction(piece, "  ")).unwrap_or_else(|| nest(piece)),
-            );
-            if k.reduce.is_some() {
-                s.push_str("  }\n");
-            }
-        }
-        s.push_str("}\n");
+    s
+}
+
+/// Kernel `k` as the C function `k.name` (its helpers named after it), after [`header`].
+pub fn render_kernel(k: &Kernel) -> String {
+    let mut s = String::new();
+    let (def, undef) = helpers(k, "static inline");
+    let _ = writeln!(s, "\n/* {}: {} point(s) */", k.name, k.domain.iter().product::<usize>());
+    s.push_str(&def);
+    let _ = writeln!(s, "void {}(void** b, const int64_t* p) {{\n  (void)p;", k.name);
+    s.push_str(&buffer_decls(k));
+    // A kernel of no points (a zero-size dim of its output) writes nothing: its loop nest would name the
+    // variables of the dims it leaves out, and layouts assume at least one point.
+    if k.domain.contains(&0) {
+        s.push_str("  (void)b;\n}\n");
         s.push_str(&undef);
+        return s;
     }
+    // Each piece of the domain (of a reduction's output domain) gets its own loop nest: a reduction's row
+    // layout where that pays, else the plain nest. A reduction's piece is a block of its own (its accumulators).
+    // A scatter runs its points in row-major order, in one nest (see `Kernel::ordered`).
+    let pieces = match crate::lower::specialize::pieces(k) {
+        // Each piece's adjacent loops that its index forms move together run as one (longer rows to vectorize).
+        Some(ps) if !k.ordered() => ps.iter().map(|p| crate::lower::coalesce::coalesce(&p.kernel(k))).collect(),
+        _ => vec![k.clone()],
+    };
+    for (n, piece) in pieces.iter().enumerate() {
+        if pieces.len() > 1 {
+            let _ = writeln!(s, "  /* piece {n}: {:?} */", piece.domain);
+        }
+        if k.reduce.is_some() {
+            s.push_str("  {\n");
+        }
+        s.push_str(&row_reduction(piece, "  ").or_else(|| dot_reduction(piece, "  ")).unwrap_or_else(|| nest(piece)));
+        if k.reduce.is_some() {
+            s.push_str("  }\n");
+        }
+    }
+    s.push_str("}\n");
+    s.push_str(&undef);
+    s
+}
+
+/// A kernel group as the C function `name`: one call for independent kernels (the members, by their names), bit
+/// `j` of `p[0]` saying whether member `j` runs; each member's buffers and integers follow the previous one's.
+pub fn render_group(name: &str, members: &[&Kernel]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n/* group {name}: one call for independent kernels */\nvoid {name}(void** b, const int64_t* p) {{"
+    );
+    let (mut b0, mut p0) = (0, 1);
+    for (j, k) in members.iter().enumerate() {
+        let _ = writeln!(s, "  if ((p[0] >> {j}) & 1) {}(b + {b0}, p + {p0});", k.name);
+        b0 += k.args.len();
+        p0 += k.params;
+    }
+    s.push_str("}\n");
     s
 }
 
@@ -165,7 +185,8 @@ fn sanitizer_flags() -> Vec<String> {
 /// Host buffers and compiled kernels (C, or the CUDA emulator's).
 pub struct CDevice {
     pool: Pool,
-    _lib: libloading::Library,
+    /// The library the kernels are in (a plan's own, or a batch's shared with other plans: [`super::many`]).
+    _lib: Arc<libloading::Library>,
     fns: Vec<KernelFn>,
     groups: Vec<KernelFn>,
     /// The emulator's check for a barrier that not every thread of a block reached.
@@ -175,7 +196,7 @@ pub struct CDevice {
 impl CDevice {
     /// Compiles and loads the kernels of `plan`.
     pub fn new(plan: &Plan) -> Result<CDevice, String> {
-        CDevice::load(compile(&render(plan))?, plan, false)
+        CDevice::load(Arc::new(compile(&render(plan))?), &Symbols::of(plan), false)
     }
 
     /// Compiles and loads the CUDA kernels of `plan` for the emulator ([`super::emu`]).
@@ -186,22 +207,24 @@ impl CDevice {
     /// [`CDevice::emulated`] with the launch configurations of a device of `sms` multiprocessors and block
     /// reductions of up to `reduce_threads` threads (`emulated_as(plan, 132, 256)`: an H200's).
     pub fn emulated_as(plan: &Plan, sms: u32, reduce_threads: u32) -> Result<CDevice, String> {
-        CDevice::load(compile_emu(&super::emu::render_as(plan, sms, reduce_threads))?, plan, true)
+        let lib = compile_emu(&super::emu::render_as(plan, sms, reduce_threads))?;
+        CDevice::load(Arc::new(lib), &Symbols::of(plan), true)
     }
 
-    fn load(lib: libloading::Library, plan: &Plan, emulated: bool) -> Result<CDevice, String> {
+    /// A device running the kernels and groups `symbols` names in `lib` (`emulated`: a library of the emulator).
+    pub fn load(lib: Arc<libloading::Library>, symbols: &Symbols, emulated: bool) -> Result<CDevice, String> {
         let mut fns = Vec::new();
-        for k in &plan.kernels {
+        for name in &symbols.kernels {
             // SAFETY: every kernel is rendered with exactly this signature.
             let f: libloading::Symbol<KernelFn> =
-                unsafe { lib.get(k.name.as_bytes()) }.map_err(|e| format!("kernel {}: {e}", k.name))?;
+                unsafe { lib.get(name.as_bytes()) }.map_err(|e| format!("kernel {name}: {e}"))?;
             fns.push(*f);
         }
         let mut groups = Vec::new();
-        for g in 0..plan.groups.len() {
+        for name in &symbols.groups {
             // SAFETY: every group is rendered with exactly this signature.
             let f: libloading::Symbol<KernelFn> =
-                unsafe { lib.get(format!("g{g}").as_bytes()) }.map_err(|e| format!("kernel group g{g}: {e}"))?;
+                unsafe { lib.get(name.as_bytes()) }.map_err(|e| format!("kernel group {name}: {e}"))?;
             groups.push(*f);
         }
         let emu_error = if emulated {
@@ -213,6 +236,23 @@ impl CDevice {
             None
         };
         Ok(CDevice { pool: Pool::default(), _lib: lib, fns, groups, emu_error })
+    }
+}
+
+/// The symbols of a plan's kernels (in the plan's order) and of its kernel groups in a compiled library.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Symbols {
+    pub kernels: Vec<String>,
+    pub groups: Vec<String>,
+}
+
+impl Symbols {
+    /// The names a plan's own library gives them: each kernel's name, `g<n>` for group `n`.
+    pub fn of(plan: &Plan) -> Symbols {
+        Symbols {
+            kernels: plan.kernels.iter().map(|k| k.name.clone()).collect(),
+            groups: (0..plan.groups.len()).map(|g| format!("g{g}")).collect(),
+        }
     }
 }
 

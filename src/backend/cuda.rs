@@ -19,7 +19,7 @@ use crate::tensor::{DType, Tensor};
 /// The architecture CI compiles for (an H200 is sm_90).
 pub const DEFAULT_ARCH: &str = "sm_90";
 
-const HEADER: &str = r#"typedef long long int64_t;
+pub(crate) const HEADER: &str = r#"typedef long long int64_t;
 typedef unsigned long long uint64_t;
 typedef int int32_t;
 typedef unsigned char uint8_t;

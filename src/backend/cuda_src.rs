@@ -266,11 +266,23 @@ fn helpers32(k: &Kernel) -> (String, String) {
 
 /// The source of every kernel in `kernels` (without a header: [`super::cuda`] and [`super::emu`] add theirs).
 pub fn render_body(kernels: &[Kernel], dialect: Dialect) -> String {
-    let mut s = format!("{PRELUDE}{PRELUDE32}");
+    let mut s = body_prelude();
     for k in kernels {
-        let w = width(k);
-        with_width(w, || kernel_source(&mut s, k, w, dialect));
+        s.push_str(&render_kernel(k, dialect));
     }
+    s
+}
+
+/// What the kernels of [`render_body`] follow: the prelude's helpers, in 64-bit and 32-bit indices.
+pub fn body_prelude() -> String {
+    format!("{PRELUDE}{PRELUDE32}")
+}
+
+/// The source of kernel `k` (its entry point named `k.name`, its helpers after it), after [`body_prelude`].
+pub fn render_kernel(k: &Kernel, dialect: Dialect) -> String {
+    let mut s = String::new();
+    let w = width(k);
+    with_width(w, || kernel_source(&mut s, k, w, dialect));
     s
 }
 
@@ -366,60 +378,62 @@ pub fn group_config(members: &[&Kernel], sms: u32, reduce_threads: u32) -> Confi
 pub fn render_groups(kernels: &[Kernel], groups: &[Vec<usize>], dialect: Dialect) -> String {
     let mut s = String::new();
     for (g, members) in groups.iter().enumerate() {
-        let mut cases = String::new();
-        let mut params = vec!["int64_t mask".to_string()];
-        let (mut b0, mut p0) = (0, 1);
-        for (j, &m) in members.iter().enumerate() {
-            let k = &kernels[m];
-            let layer = if layout(k) == Layout::Rows { String::new() } else { " && blockIdx.y == 0".into() };
-            let args: Vec<String> = match dialect {
-                Dialect::Cuda => {
-                    let mut a: Vec<String> = (0..k.args.len()).map(|n| format!("m{j}a{n}")).collect();
-                    a.extend((0..k.params).map(|n| format!("m{j}p{n}")));
-                    params.extend(
-                        k.args
-                            .iter()
-                            .enumerate()
-                            .map(|(n, d)| format!("{}{}* m{j}a{n}", if n == 0 { "" } else { "const " }, c_type(*d))),
-                    );
-                    params.extend((0..k.params).map(|n| format!("int64_t m{j}p{n}")));
-                    a
-                }
-                Dialect::Emu { .. } => host_args(k, b0, p0),
-            };
-            b0 += k.args.len();
-            p0 += k.params;
+        let ks: Vec<&Kernel> = members.iter().map(|&m| &kernels[m]).collect();
+        s.push_str(&render_group(&format!("g{g}"), &ks, dialect));
+    }
+    s
+}
+
+/// The entry point `name` of a kernel group of `members` (called by their names), as [`render_groups`] renders it.
+pub fn render_group(name: &str, members: &[&Kernel], dialect: Dialect) -> String {
+    let mut s = String::new();
+    let mut cases = String::new();
+    let mut params = vec!["int64_t mask".to_string()];
+    let (mut b0, mut p0) = (0, 1);
+    for (j, k) in members.iter().enumerate() {
+        let layer = if layout(k) == Layout::Rows { String::new() } else { " && blockIdx.y == 0".into() };
+        let args: Vec<String> = match dialect {
+            Dialect::Cuda => {
+                let mut a: Vec<String> = (0..k.args.len()).map(|n| format!("m{j}a{n}")).collect();
+                a.extend((0..k.params).map(|n| format!("m{j}p{n}")));
+                params.extend(
+                    k.args
+                        .iter()
+                        .enumerate()
+                        .map(|(n, d)| format!("{}{}* m{j}a{n}", if n == 0 { "" } else { "const " }, c_type(*d))),
+                );
+                params.extend((0..k.params).map(|n| format!("int64_t m{j}p{n}")));
+                a
+            }
+            Dialect::Emu { .. } => host_args(k, b0, p0),
+        };
+        b0 += k.args.len();
+        p0 += k.params;
+        let _ =
+            writeln!(cases, "    case {j}: if ((mask >> {j}) & 1{layer}) {}_dev({}); break;", k.name, args.join(", "));
+    }
+    match dialect {
+        Dialect::Cuda => {
             let _ = writeln!(
-                cases,
-                "    case {j}: if ((mask >> {j}) & 1{layer}) {}_dev({}); break;",
-                k.name,
-                args.join(", ")
+                s,
+                "\nextern \"C\" __global__ void {name}({}) {{\n  switch (blockIdx.z) {{\n{cases}  }}\n}}",
+                params.join(", ")
             );
         }
-        match dialect {
-            Dialect::Cuda => {
-                let _ = writeln!(
-                    s,
-                    "\nextern \"C\" __global__ void g{g}({}) {{\n  switch (blockIdx.z) {{\n{cases}  }}\n}}",
-                    params.join(", ")
-                );
-            }
-            Dialect::Emu { sms, reduce_threads } => {
-                let ks: Vec<&Kernel> = members.iter().map(|&m| &kernels[m]).collect();
-                let c = group_config(&ks, sms, reduce_threads);
-                let any_coop = ks.iter().any(|k| coop(k));
-                let _ = writeln!(
-                    s,
-                    "\nstatic void g{g}_thread(void** b, const int64_t* p) {{\n  const int64_t mask = p[0];\n  \
-                     switch (blockIdx.z) {{\n{cases}  }}\n}}\n\
-                     void g{g}(void** b, const int64_t* p) {{ ff_launch({}, {}, {}, {}, {}, g{g}_thread, b, p); }}",
-                    c.grid.0,
-                    c.grid.1,
-                    c.grid.2,
-                    c.block,
-                    u8::from(any_coop)
-                );
-            }
+        Dialect::Emu { sms, reduce_threads } => {
+            let c = group_config(members, sms, reduce_threads);
+            let any_coop = members.iter().any(|k| coop(k));
+            let _ = writeln!(
+                s,
+                "\nstatic void {name}_thread(void** b, const int64_t* p) {{\n  const int64_t mask = p[0];\n  \
+                 switch (blockIdx.z) {{\n{cases}  }}\n}}\n\
+                 void {name}(void** b, const int64_t* p) {{ ff_launch({}, {}, {}, {}, {}, {name}_thread, b, p); }}",
+                c.grid.0,
+                c.grid.1,
+                c.grid.2,
+                c.block,
+                u8::from(any_coop)
+            );
         }
     }
     s

@@ -85,11 +85,27 @@ pub fn run_on(
     target: Target,
     inputs: &BTreeMap<String, Tensor>,
 ) -> Result<(RunOutput, exec::Stats), Diagnostic> {
-    let p = plan(&f.term, &f.inputs, policy).map_err(|e| Diagnostic::new(format!("planning failed: {e}")))?;
+    let p = plan_for_run(f, policy)?;
     let mut dev = Loaded::new(&p, target).map_err(Diagnostic::new)?;
+    run_loaded(f, &p, &mut dev, inputs)
+}
+
+/// Plans `f`'s term under `policy`, with [`run_on`]'s error.
+pub fn plan_for_run(f: &Functional, policy: Policy) -> Result<Plan, Diagnostic> {
+    plan(&f.term, &f.inputs, policy).map_err(|e| Diagnostic::new(format!("planning failed: {e}")))
+}
+
+/// Runs plan `p` of `f`'s term, its kernels loaded in `dev` (by [`Loaded::new`] or a batch,
+/// [`super::many::Compiled`]); returns the outputs and what ran.
+pub fn run_loaded(
+    f: &Functional,
+    p: &Plan,
+    dev: &mut Loaded,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<(RunOutput, exec::Stats), Diagnostic> {
     let mut stats = exec::Stats::default();
     let out = crate::functionalize::run_with(f, inputs, |_, inputs| {
-        let (t, s) = dev.run(&p, inputs)?;
+        let (t, s) = dev.run(p, inputs)?;
         stats = s;
         Ok(t)
     })?;

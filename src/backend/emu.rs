@@ -20,7 +20,7 @@ pub const EMU_SMS: u32 = 2;
 /// Threads of the emulator's block reductions (a GPU gets up to 256; the kernels work with any count).
 pub const EMU_REDUCE_THREADS: u32 = 32;
 
-const HEADER: &str = r#"#include <stdint.h>
+pub(crate) const HEADER: &str = r#"#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <pthread.h>
@@ -30,7 +30,9 @@ const HEADER: &str = r#"#include <stdint.h>
 #define __shared__ static
 struct ff_dim3 { unsigned x, y, z; };
 static struct ff_dim3 threadIdx, blockIdx, blockDim, gridDim;
-static int ff_error, ff_coop;
+/* Per thread: the error of this thread's last launches (devices sharing a batch's library run on several). */
+static __thread int ff_error;
+static int ff_coop;
 static unsigned ff_cap, ff_cur;
 static int* ff_state;
 static char* ff_stacks;

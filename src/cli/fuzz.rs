@@ -89,8 +89,11 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
     let results: Mutex<Vec<Option<(String, Verdict)>>> = Mutex::new(vec![None; seeds.len()]);
     let tty = std::io::stderr().is_terminal();
     let failure: Mutex<Option<Failure>> = Mutex::new(None);
+    // Seeds go to the threads in batches whose kernels compile together (`fuzz::check_seeds`).
+    let per = fuzz::SEEDS_PER_BATCH.min(seeds.len().div_ceil(jobs)).max(1);
+    let chunks: Vec<&[u64]> = seeds.chunks(per).collect();
     std::thread::scope(|s| {
-        for _ in 0..jobs.min(seeds.len()) {
+        for _ in 0..jobs.min(chunks.len()) {
             s.spawn(|| {
                 let rules = match fuzz::shipped_rewrites() {
                     Ok(r) => r,
@@ -100,28 +103,28 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
                     }
                 };
                 loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    if i >= seeds.len() {
-                        break;
-                    }
-                    let r = fuzz::check_seed(seeds[i], &engines, &rules);
-                    if let Some(sig) = r.1.signature() {
-                        // Said at once (reduction comes at the end), so a long run shows what it finds as it goes.
-                        let bad = diverged.fetch_add(1, Ordering::SeqCst) + 1;
-                        eprintln!(
-                            "{}fuzz: seed {}: {} {} (divergence {bad})",
-                            if tty { "\r" } else { "" },
-                            seeds[i],
-                            sig.engine.name(),
-                            sig.kind.name()
-                        );
-                    }
-                    results.lock().unwrap()[i] = Some(r);
-                    let d = done.fetch_add(1, Ordering::SeqCst) + 1;
-                    if tty {
-                        eprint!("\rfuzz: {d}/{} programs checked", seeds.len());
-                    } else if d % PROGRESS_EVERY == 0 && d < seeds.len() {
-                        eprintln!("fuzz: {d}/{} programs checked", seeds.len());
+                    let c = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(chunk) = chunks.get(c) else { break };
+                    for (j, r) in fuzz::check_seeds(chunk, &engines, &rules).into_iter().enumerate() {
+                        let i = c * per + j;
+                        if let Some(sig) = r.1.signature() {
+                            // Said at once (reduction comes at the end), so a long run shows what it finds as it goes.
+                            let bad = diverged.fetch_add(1, Ordering::SeqCst) + 1;
+                            eprintln!(
+                                "{}fuzz: seed {}: {} {} (divergence {bad})",
+                                if tty { "\r" } else { "" },
+                                seeds[i],
+                                sig.engine.name(),
+                                sig.kind.name()
+                            );
+                        }
+                        results.lock().unwrap()[i] = Some(r);
+                        let d = done.fetch_add(1, Ordering::SeqCst) + 1;
+                        if tty {
+                            eprint!("\rfuzz: {d}/{} programs checked", seeds.len());
+                        } else if d % PROGRESS_EVERY == 0 && d < seeds.len() {
+                            eprintln!("fuzz: {d}/{} programs checked", seeds.len());
+                        }
                     }
                 }
             });

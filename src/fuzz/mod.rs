@@ -179,24 +179,93 @@ pub fn check_source(
     engines: &[Engine],
     rules: &[egg::Rewrite<Node, TermAnalysis>],
 ) -> Verdict {
-    let module = match crate::frontend::parse_module(path, source) {
-        Ok(m) => m,
-        Err(d) => return Verdict { reference_error: Some(d.to_string()), divergences: Vec::new() },
+    check_sources(&[(path, source, func)], engines, rules).pop().expect("one verdict per program")
+}
+
+/// [`check_source`] for each of `programs` (path, source, function), their C kernels compiled together: every
+/// plan the C backend runs in one library, every plan the emulator runs in another ([`crate::backend::many`]).
+/// The verdicts are [`check_source`]'s, one per program, in order.
+pub fn check_sources(
+    programs: &[(&str, &str, &str)],
+    engines: &[Engine],
+    rules: &[egg::Rewrite<Node, TermAnalysis>],
+) -> Vec<Verdict> {
+    let prepared: Vec<Result<Prepared, Verdict>> =
+        programs.iter().map(|(path, source, func)| prepare(path, source, func, engines, rules)).collect();
+    // Each plan's place in its backend's batch, by program and engine.
+    let (mut c, mut emu) = (Vec::new(), Vec::new());
+    let mut place: BTreeMap<(usize, Engine), usize> = BTreeMap::new();
+    for (i, p) in prepared.iter().enumerate() {
+        for (engine, plan) in p.iter().flat_map(|p| &p.plans) {
+            if let Ok(plan) = plan {
+                let batch = if *engine == Engine::CudaEmu { &mut emu } else { &mut c };
+                place.insert((i, *engine), batch.len());
+                batch.push(plan);
+            }
+        }
+    }
+    // A panic while rendering or compiling a batch: each plan then loads on its own, where its engine reports it.
+    let compiled = catch_unwind(AssertUnwindSafe(|| {
+        crate::backend::many::compile_all(&[(c.clone(), Target::C), (emu.clone(), Target::CudaEmu)])
+    }))
+    .ok();
+    let device = |i: usize, engine: Engine, plan: &crate::lower::Plan| {
+        let target = if engine == Engine::CudaEmu { Target::CudaEmu } else { Target::C };
+        match (&compiled, place.get(&(i, engine))) {
+            (Some(batches), Some(&at)) => batches[usize::from(target == Target::CudaEmu)].device(at),
+            _ => crate::backend::Loaded::new(plan, target),
+        }
     };
-    let f = match module.get(func) {
-        Ok(f) => f,
-        Err(d) => return Verdict { reference_error: Some(d.to_string()), divergences: Vec::new() },
-    };
-    let inputs: BTreeMap<String, Tensor> = match crate::interp::tensor_params(f) {
-        Ok(ps) => ps
-            .iter()
-            .enumerate()
-            .filter_map(|(i, (n, d, s))| crate::io::random_input(0, i, *d, s).ok().map(|t| (n.clone(), t)))
-            .collect(),
-        Err(d) => return Verdict { reference_error: Some(d.to_string()), divergences: Vec::new() },
-    };
-    let fresh =
-        || -> BTreeMap<String, Tensor> { inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect() };
+    prepared
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| match p {
+            Ok(p) => p.finish(engines, &|engine, plan| device(i, engine, plan)),
+            Err(v) => v,
+        })
+        .collect()
+}
+
+type Caught<T> = std::thread::Result<T>;
+
+/// A program parsed, run by the reference, functionalized, optimized and planned: all but running its plans.
+struct Prepared {
+    inputs: BTreeMap<String, Tensor>,
+    reference: Outcome,
+    functional: Caught<Result<crate::functionalize::Functional, String>>,
+    optimized: Option<Caught<Result<crate::functionalize::Functional, String>>>,
+    /// Per engine that runs a plan: its plan, or what planning did instead.
+    plans: Vec<(Engine, Result<crate::lower::Plan, Outcome>)>,
+}
+
+/// The engines that run a plan on a backend, and the plan's policy.
+fn policy_of(engine: Engine) -> Option<Policy> {
+    match engine {
+        Engine::C | Engine::CudaEmu => Some(Policy::Fused),
+        Engine::Eager => Some(Policy::Eager),
+        Engine::Unfunctionalized => Some(Policy::Unfunctionalized),
+        Engine::Reference | Engine::Functional | Engine::Optimized => None,
+    }
+}
+
+/// Everything of [`check_source`] before the plans run; `Err`: the verdict already (the program did not parse).
+fn prepare(
+    path: &str,
+    source: &str,
+    func: &str,
+    engines: &[Engine],
+    rules: &[egg::Rewrite<Node, TermAnalysis>],
+) -> Result<Prepared, Verdict> {
+    let rejected = |d: crate::Diagnostic| Verdict { reference_error: Some(d.to_string()), divergences: Vec::new() };
+    let module = crate::frontend::parse_module(path, source).map_err(rejected)?;
+    let f = module.get(func).map_err(rejected)?;
+    let inputs: BTreeMap<String, Tensor> = crate::interp::tensor_params(f)
+        .map_err(rejected)?
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (n, d, s))| crate::io::random_input(0, i, *d, s).ok().map(|t| (n.clone(), t)))
+        .collect();
+    let fresh = || fresh_copy(&inputs);
     let reference = guarded(|| {
         crate::interp::run_program(&module, func, &fresh(), &BTreeMap::new())
             .map(|o| o.files())
@@ -217,58 +286,95 @@ pub fn check_source(
         }))),
         _ => None,
     };
-    let mut out = Verdict { reference_error: None, divergences: Vec::new() };
-    let want = match &reference {
-        Outcome::Ran(files) => Some(files),
-        Outcome::Error(e) => {
-            out.reference_error = Some(e.clone());
-            None
-        }
-        Outcome::Panic(p) => {
-            out.divergences.push(Divergence { engine: Engine::Reference, kind: Kind::Panic, detail: p.clone() });
-            return out;
-        }
-    };
+    let mut plans = Vec::new();
     for &engine in engines {
-        if engine == Engine::Reference {
-            continue;
-        }
-        let outcome = match (&functional, engine) {
-            (Err(p), _) => Outcome::Panic(format!("functionalize: {}", panic_text(&**p))),
-            (Ok(Err(e)), _) => Outcome::Error(e.clone()),
-            (Ok(Ok(f)), Engine::Functional) => guarded(|| {
-                crate::functionalize::run_functional(f, &fresh()).map(|o| o.files()).map_err(|d| d.to_string())
-            }),
-            (Ok(Ok(f)), Engine::Eager | Engine::Unfunctionalized) => {
-                let policy = if engine == Engine::Eager { Policy::Eager } else { Policy::Unfunctionalized };
-                guarded(|| {
-                    crate::backend::run_on(f, policy, Target::C, &fresh())
+        let Some(policy) = policy_of(engine) else { continue };
+        let term = if policy == Policy::Fused { optimized.as_ref().and_then(|o| o.as_ref().ok()) } else { None };
+        let f = match (&functional, term) {
+            (Ok(Ok(f)), None) if policy != Policy::Fused => f,
+            (_, Some(Ok(g))) => g,
+            _ => continue,
+        };
+        let planned = catch_unwind(AssertUnwindSafe(|| {
+            crate::limits::with_deadline(Some(ENGINE_TIME_LIMIT), || {
+                crate::backend::plan_for_run(f, policy).map_err(|d| d.to_string())
+            })
+        }));
+        plans.push((
+            engine,
+            match planned {
+                Ok(Ok(p)) => Ok(p),
+                Ok(Err(e)) => Err(Outcome::Error(e)),
+                Err(p) => Err(Outcome::Panic(panic_text(&*p))),
+            },
+        ));
+    }
+    Ok(Prepared { inputs, reference, functional, optimized, plans })
+}
+
+fn fresh_copy(inputs: &BTreeMap<String, Tensor>) -> BTreeMap<String, Tensor> {
+    inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect()
+}
+
+impl Prepared {
+    /// Runs the engines (`device`: a plan's kernels, loaded for an engine) and judges each against the reference.
+    fn finish(
+        &self,
+        engines: &[Engine],
+        device: &dyn Fn(Engine, &crate::lower::Plan) -> Result<crate::backend::Loaded, String>,
+    ) -> Verdict {
+        let fresh = || fresh_copy(&self.inputs);
+        let mut out = Verdict { reference_error: None, divergences: Vec::new() };
+        let want = match &self.reference {
+            Outcome::Ran(files) => Some(files),
+            Outcome::Error(e) => {
+                out.reference_error = Some(e.clone());
+                None
+            }
+            Outcome::Panic(p) => {
+                out.divergences.push(Divergence { engine: Engine::Reference, kind: Kind::Panic, detail: p.clone() });
+                return out;
+            }
+        };
+        let run_plan = |engine: Engine, f: &crate::functionalize::Functional| -> Outcome {
+            match self.plans.iter().find(|(e, _)| *e == engine).map(|(_, p)| p) {
+                Some(Ok(plan)) => guarded(|| {
+                    let mut dev = device(engine, plan)?;
+                    crate::backend::run_loaded(f, plan, &mut dev, &fresh())
                         .map(|o| o.0.files())
                         .map_err(|d| d.to_string())
-                })
-            }
-            (Ok(Ok(_)), _) => match optimized.as_ref() {
-                None => Outcome::Error("not optimized".into()),
-                Some(Err(p)) => Outcome::Panic(format!("saturate: {}", panic_text(&**p))),
-                Some(Ok(Err(e))) => Outcome::Error(e.clone()),
-                Some(Ok(Ok(g))) => guarded(|| match engine {
-                    Engine::Optimized => {
-                        crate::functionalize::run_functional(g, &fresh()).map(|o| o.files()).map_err(|d| d.to_string())
-                    }
-                    _ => {
-                        let target = if engine == Engine::C { Target::C } else { Target::CudaEmu };
-                        crate::backend::run_on(g, Policy::Fused, target, &fresh())
-                            .map(|o| o.0.files())
-                            .map_err(|d| d.to_string())
-                    }
                 }),
-            },
+                Some(Err(outcome)) => outcome.clone(),
+                None => Outcome::Error("not planned".into()),
+            }
         };
-        if let Some(d) = judge(engine, want, &outcome, &inputs) {
-            out.divergences.push(d);
+        for &engine in engines {
+            if engine == Engine::Reference {
+                continue;
+            }
+            let outcome = match (&self.functional, engine) {
+                (Err(p), _) => Outcome::Panic(format!("functionalize: {}", panic_text(&**p))),
+                (Ok(Err(e)), _) => Outcome::Error(e.clone()),
+                (Ok(Ok(f)), Engine::Functional) => guarded(|| {
+                    crate::functionalize::run_functional(f, &fresh()).map(|o| o.files()).map_err(|d| d.to_string())
+                }),
+                (Ok(Ok(f)), Engine::Eager | Engine::Unfunctionalized) => run_plan(engine, f),
+                (Ok(Ok(_)), _) => match self.optimized.as_ref() {
+                    None => Outcome::Error("not optimized".into()),
+                    Some(Err(p)) => Outcome::Panic(format!("saturate: {}", panic_text(&**p))),
+                    Some(Ok(Err(e))) => Outcome::Error(e.clone()),
+                    Some(Ok(Ok(g))) if engine == Engine::Optimized => guarded(|| {
+                        crate::functionalize::run_functional(g, &fresh()).map(|o| o.files()).map_err(|d| d.to_string())
+                    }),
+                    Some(Ok(Ok(g))) => run_plan(engine, g),
+                },
+            };
+            if let Some(d) = judge(engine, want, &outcome, &self.inputs) {
+                out.divergences.push(d);
+            }
         }
+        out
     }
-    out
 }
 
 /// Compares one engine's outcome with the reference's files (`None`: the reference raised).
@@ -329,6 +435,26 @@ pub fn check_seed(seed: u64, engines: &[Engine], rules: &[egg::Rewrite<Node, Ter
     let v = check_source(&format!("{name}.py"), &source, &name, engines, rules);
     (source, v)
 }
+
+/// [`check_seed`] for each of `seeds`, their kernels compiled together ([`check_sources`]): in seed order.
+pub fn check_seeds(
+    seeds: &[u64],
+    engines: &[Engine],
+    rules: &[egg::Rewrite<Node, TermAnalysis>],
+) -> Vec<(String, Verdict)> {
+    let sources: Vec<(String, String, String)> = seeds
+        .iter()
+        .map(|&seed| (format!("{}.py", program_name(seed)), gen::generate(seed), program_name(seed)))
+        .collect();
+    let programs: Vec<(&str, &str, &str)> =
+        sources.iter().map(|(path, src, name)| (path.as_str(), src.as_str(), name.as_str())).collect();
+    let verdicts = check_sources(&programs, engines, rules);
+    sources.into_iter().map(|(_, src, _)| src).zip(verdicts).collect()
+}
+
+/// Seeds whose programs [`check_seeds`] is best given at once: small enough that the threads share the work
+/// evenly, large enough that a C library holds many programs' kernels.
+pub const SEEDS_PER_BATCH: usize = 10;
 
 /// Counts over a batch of verdicts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

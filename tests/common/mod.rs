@@ -4,10 +4,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use funcfuse::backend::{many, Loaded, Target};
 use funcfuse::frontend::{self, Module};
+use funcfuse::functionalize::Functional;
 use funcfuse::interp::{self, RunOutput, ScalarArg};
 use funcfuse::io;
+use funcfuse::lower::{Plan, Policy};
 use funcfuse::tensor::Tensor;
 
 pub const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/corpus");
@@ -234,6 +239,131 @@ pub fn check_plan_on(
     }
     let plan = funcfuse::lower::plan(&f.term, &f.inputs, policy)?;
     check_estimate(&plan, &stats)?;
+    Ok(stats)
+}
+
+/// The plans of every program of a corpus file, their C kernels compiled together (`funcfuse::backend::many`): one
+/// library for the C backend (each program's eager, unfunctionalized and optimized plans) and one for the CUDA
+/// emulator (the optimized plans), built at once by two compiler processes. Made by the first test of the file
+/// that asks ([`file_batch`]) and shared by the rest: two libraries per file rather than four per program.
+pub struct FileBatch {
+    /// Per program: its terms and plans, or why it has none.
+    programs: BTreeMap<String, Result<Planned, String>>,
+    c: many::Compiled,
+    emu: many::Compiled,
+    /// Where each plan (program, policy's index in [`POLICIES`]) is in `c`, and each of ours in `emu`.
+    c_at: BTreeMap<(String, usize), usize>,
+    emu_at: BTreeMap<String, usize>,
+}
+
+/// A program's functional and optimized terms, and its plan per policy of [`POLICIES`] (or why there is none).
+struct Planned {
+    functional: Functional,
+    optimized: Functional,
+    plans: Vec<Result<Plan, String>>,
+}
+
+/// The policies of a corpus program's plans, in the order of the file's C library.
+const POLICIES: [Policy; 3] = [Policy::Eager, Policy::Unfunctionalized, Policy::Fused];
+
+impl FileBatch {
+    fn new(file: &Path) -> FileBatch {
+        let funcs: Vec<String> = match frontend::load_module(file.to_str().unwrap()) {
+            Ok(m) => m.programs().map(|f| f.name.clone()).collect(),
+            Err(_) => Vec::new(),
+        };
+        // Functionalized, optimized and planned on every core (the file's other tests wait for this one).
+        let next = AtomicUsize::new(0);
+        let programs: Mutex<BTreeMap<String, Result<Planned, String>>> = Mutex::default();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(funcs.len().max(1));
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    let module = frontend::load_module(file.to_str().unwrap()).unwrap();
+                    while let Some(func) = funcs.get(next.fetch_add(1, Ordering::SeqCst)) {
+                        let planned = Planned::new(&module, func);
+                        programs.lock().unwrap().insert(func.clone(), planned);
+                    }
+                });
+            }
+        });
+        let programs = programs.into_inner().unwrap();
+        let (mut c_plans, mut emu_plans) = (Vec::new(), Vec::new());
+        let (mut c_at, mut emu_at) = (BTreeMap::new(), BTreeMap::new());
+        for func in &funcs {
+            let Ok(p) = &programs[func] else { continue };
+            for (i, plan) in p.plans.iter().enumerate() {
+                let Ok(plan) = plan else { continue };
+                c_at.insert((func.clone(), i), c_plans.len());
+                c_plans.push(plan);
+                if POLICIES[i] == Policy::Fused {
+                    emu_at.insert(func.clone(), emu_plans.len());
+                    emu_plans.push(plan);
+                }
+            }
+        }
+        let mut libs = many::compile_all(&[(c_plans, Target::C), (emu_plans, Target::CudaEmu)]).into_iter();
+        let (c, emu) = (libs.next().unwrap(), libs.next().unwrap());
+        FileBatch { programs, c, emu, c_at, emu_at }
+    }
+
+    /// Program `func`'s term for `policy` (ours: the optimized term), its plan, and a device running its kernels on
+    /// `target` (the C backend, or for ours also the emulator).
+    pub fn plan(&self, func: &str, policy: Policy, target: Target) -> Result<(&Functional, &Plan, Loaded), String> {
+        let p = self.programs.get(func).ok_or(format!("no program {func}"))?.as_ref().map_err(|e| e.clone())?;
+        let i = POLICIES.iter().position(|&q| q == policy).unwrap();
+        let plan = p.plans[i].as_ref().map_err(|e| e.clone())?;
+        let key = (func.to_string(), i);
+        let dev = match target {
+            Target::C => self.c.device(self.c_at[&key])?,
+            Target::CudaEmu if policy == Policy::Fused => self.emu.device(self.emu_at[func])?,
+            _ => return Err(format!("a file's batch has no {policy:?} plan for {target:?}")),
+        };
+        Ok((if policy == Policy::Fused { &p.optimized } else { &p.functional }, plan, dev))
+    }
+}
+
+impl Planned {
+    fn new(module: &Module, func: &str) -> Result<Planned, String> {
+        let functional =
+            funcfuse::functionalize::functionalize(module, func, &BTreeMap::new()).map_err(|d| d.to_string())?;
+        let optimized = optimized(module, func)?;
+        let plans = POLICIES
+            .iter()
+            .map(|&policy| {
+                let f = if policy == Policy::Fused { &optimized } else { &functional };
+                funcfuse::lower::plan(&f.term, &f.inputs, policy)
+            })
+            .collect();
+        Ok(Planned { functional, optimized, plans })
+    }
+}
+
+/// The [`FileBatch`] of corpus file `file`, made once per test binary.
+pub fn file_batch(file: &Path) -> Arc<FileBatch> {
+    static BATCHES: OnceLock<Mutex<BTreeMap<PathBuf, Arc<OnceLock<Arc<FileBatch>>>>>> = OnceLock::new();
+    let cell = BATCHES.get_or_init(Default::default).lock().unwrap().entry(file.to_path_buf()).or_default().clone();
+    cell.get_or_init(|| Arc::new(FileBatch::new(file))).clone()
+}
+
+/// [`check_plan_on`] for a corpus program, its plan and kernels from its file's batch ([`file_batch`]).
+pub fn check_corpus_plan(
+    p: &Program,
+    module: &Module,
+    inputs: &BTreeMap<String, Tensor>,
+    policy: Policy,
+    target: Target,
+) -> Result<funcfuse::lower::exec::Stats, String> {
+    let batch = file_batch(&p.file);
+    let (f, plan, mut dev) = batch.plan(&p.func, policy, target)?;
+    let fresh: BTreeMap<String, Tensor> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
+    let (got, stats) = funcfuse::backend::run_loaded(f, plan, &mut dev, &fresh).map_err(|d| d.to_string())?;
+    let want = run_reference(module, &p.func, inputs)?;
+    let (g, w) = (output_files(&got), output_files(&want));
+    for (name, t) in &w {
+        compare(name, g.get(name).ok_or(format!("no {name}"))?, t)?;
+    }
+    check_estimate(plan, &stats)?;
     Ok(stats)
 }
 
