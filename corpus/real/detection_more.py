@@ -410,11 +410,12 @@ def _generalized_box_iou(boxes1, boxes2):
 # DETR (facebookresearch/detr), models/matcher.py: HungarianMatcher.forward up to the cost matrix C (cost_class 1,
 # cost_bbox 5, cost_giou 2), before scipy's linear_sum_assignment; util/box_ops.py's box_cxcywh_to_xyxy,
 # box_iou and generalized_box_iou. The outputs and targets dicts are built from the inputs (boxes through the model's
-# final sigmoid); two images with 3 and 2 targets
+# final sigmoid); two images with 3 and 2 targets. Inputs in float64: C sums terms of opposite signs, so where it
+# is near zero float32 rounding (which differs by plan in the last bits) exceeds the corpus tolerance
 def detr_hungarian_cost(
-    pred_logits: f32[2, 10, 6], pred_boxes_raw: f32[2, 10, 4], labels0: i64[3], labels1: i64[2],
-    boxes0_raw: f32[3, 4], boxes1_raw: f32[2, 4]
-) -> f32[2, 10, 5]:
+    pred_logits: f64[2, 10, 6], pred_boxes_raw: f64[2, 10, 4], labels0: i64[3], labels1: i64[2],
+    boxes0_raw: f64[3, 4], boxes1_raw: f64[2, 4]
+) -> f64[2, 10, 5]:
     outputs = {"pred_logits": pred_logits, "pred_boxes": pred_boxes_raw.sigmoid()}
     targets = [
         {"labels": labels0 % 6, "boxes": boxes0_raw.sigmoid()},
