@@ -494,6 +494,11 @@ fn lambda_closure_and_legacy_constructor_refusals() {
             "this lambda reads `k`, which the loop around it assigns (line 6)",
         ),
         (
+            "def f(x: f32[3]) -> f32[3]:\n    s = 2.0\n    def g(t, act=lambda u: u * s):\n        return act(t)\n    return g(x)\n",
+            "case.py:6:32: ",
+            "a lambda in a default of a nested function reads `s`, a local variable of `f`",
+        ),
+        (
             "def f(x: f32[3]) -> f32[3]:\n    x = (lambda: x * 2.0)()\n    return x\n",
             "case.py:5:5: ",
             "`x` is assigned here, on or after line 5 where a lambda that reads it is evaluated",

@@ -21,6 +21,8 @@ enum Unit {
     Top,
     Nested(usize),
     Lambda(usize),
+    /// In a parameter's default (or an annotation): evaluated where the function is defined.
+    Elsewhere,
 }
 
 /// Whether `e` is the `<closure>(HELPER)` a lambda named `helper` became.
@@ -96,7 +98,7 @@ pub(super) fn close_lambdas(
         } else if let Some(k) = lambdas.iter().position(|m| contains_placeholder(&m.body, &l.name)) {
             Unit::Lambda(k)
         } else {
-            Unit::Top // a lambda of a default or an annotation: it reads no local (checked below)
+            Unit::Elsewhere
         };
         units.push(unit);
     }
@@ -107,7 +109,7 @@ pub(super) fn close_lambdas(
         let mut out = Vec::new();
         loop {
             match u {
-                Unit::Top => {
+                Unit::Top | Unit::Elsewhere => {
                     out.extend(top.iter().cloned());
                     return out;
                 }
@@ -145,6 +147,9 @@ pub(super) fn close_lambdas(
         let captures: Vec<(String, Span)> =
             free_names(l).into_iter().filter(|(x, _)| visible_here.contains(x)).collect();
         let helper = l.name.clone();
+        if let (Unit::Elsewhere, Some((c, at))) = (units[j], captures.first()) {
+            return err(*at, format!("a lambda in a default of a nested function reads `{c}`, a local variable of `{}`: not supported; pass it as an argument", f.name));
+        }
         if captures.is_empty() {
             // Not a closure: the helper itself, as a lambda that reads only globals always was.
             let replace = &mut |e: &mut Expr| {
@@ -156,6 +161,7 @@ pub(super) fn close_lambdas(
                 Unit::Top => visit_exprs_mut(&mut f.body, replace),
                 Unit::Nested(i) => visit_exprs_mut(&mut nested[i].func.body, replace),
                 Unit::Lambda(k) => visit_exprs_mut(&mut lambdas[k].body, replace),
+                Unit::Elsewhere => {} // `<closure>(HELPER)` without captures: the helper itself when called
             }
             continue;
         }
@@ -173,6 +179,7 @@ pub(super) fn close_lambdas(
             Unit::Top => (&f.body, top.clone()),
             Unit::Nested(i) => (&nested[i].func.body, nested_locals[i].clone()),
             Unit::Lambda(k) => (&lambdas[k].body, own_locals(&lambdas[k])),
+            Unit::Elsewhere => unreachable!("refused above"),
         };
         if let Some((stmt, loops)) = statement_of(unit_body, &helper, &mut Vec::new()) {
             let mut binds = Vec::new();
@@ -214,6 +221,7 @@ pub(super) fn close_lambdas(
             Unit::Top => visit_exprs_mut(&mut f.body, fill),
             Unit::Nested(i) => visit_exprs_mut(&mut nested[i].func.body, fill),
             Unit::Lambda(k) => visit_exprs_mut(&mut lambdas[k].body, fill),
+            Unit::Elsewhere => unreachable!("refused above"),
         }
     }
     let mut j = 0;
