@@ -1,6 +1,7 @@
 """Detection code ported from detectron2 (level assignment for ROI pooling), mmdetection (distance-to-box decoding,
 pairwise IoU/GIoU, delta decoding with numpy on constants), yolov5 (box format), ultralytics (the task-aligned
-assigner's candidate selection) and CenterNet (heatmap peaks by max pooling, top-k decoding). Coordinates arrive uniform in
+assigner's candidate selection), CenterNet (heatmap peaks by max pooling, top-k decoding), torchvision (complete IoU),
+DETR (the Hungarian matcher's cost matrix) and mmdetection's FCOS centerness targets. Coordinates arrive uniform in
 [-1, 1) and are mapped to boxes inside an image by `_xyxy`."""
 from __future__ import annotations
 

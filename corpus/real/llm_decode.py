@@ -1,5 +1,5 @@
 """LLM decode-step code ported from Mistral's reference implementation (a rotating KV cache written with scatter_)
-and Hugging Face transformers' logits processors, chunked feed-forward (a nested function) and sliding-window cache."""
+and Hugging Face transformers' logits processors and llama3 RoPE frequencies, vLLM's top-k/top-p filter, chunked feed-forward (a nested function) and sliding-window cache."""
 from __future__ import annotations
 
 import math

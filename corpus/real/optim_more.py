@@ -1,5 +1,5 @@
 """More optimizer steps, ported from torch.optim (Adadelta, NAdam, Rprop, ASGD, Adamax, RAdam), lion-pytorch, Hugging
-Face transformers' Adafactor, MADGRAD and AdamP, with per-parameter state kept in dicts the way `Optimizer.state[p]` keeps it."""
+Face transformers' Adafactor, MADGRAD, AdamP, Adan (sail-sg) and SophiaG (Liuhong99/Sophia), with per-parameter state kept in dicts the way `Optimizer.state[p]` keeps it."""
 from __future__ import annotations
 
 import math

@@ -1,6 +1,6 @@
 """Hand-written recurrent cells: Salesforce's QRNN (its CPU ForgetMult), ChatRWKV's RWKV-5 time mixing (a group norm
 over heads), lucidrains' minGRU in its sequential mode, SRU's CPU recurrence, IndRNN's elementwise recurrence and
-xLSTM's sLSTM pointwise step.
+xLSTM's sLSTM pointwise step, Hugging Face's RWKV linear attention (CPU path) and SpeechBrain's LiGRU layer.
 Weights arrive uniform in [-1, 1) and are scaled by about 1/sqrt(fan_in) as the layers initialize them."""
 from __future__ import annotations
 
