@@ -481,23 +481,50 @@ fn foreach_refusals() {
     }
 }
 
-/// A lambda that reads a local of its function (a closure) and the legacy `torch.Tensor(sizes)` constructor
-/// (uninitialized memory) are refused at their location, alike on every engine; a torch function used as a value
-/// that is not one of the known ones stays an unsupported attribute.
+/// A lambda that reads a local of its function is a closure: exact where the local is not assigned again, refused
+/// at the assignment (or the loop) where Python's late binding could give another value, and a lambda default that
+/// reads a local is refused; the legacy `torch.Tensor(sizes)` constructor (uninitialized memory) is refused at its
+/// location, alike on every engine; a torch function used as a value that is not one of the known ones stays an
+/// unsupported attribute.
 #[test]
 fn lambda_closure_and_legacy_constructor_refusals() {
+    let closure =
+        "def f(x: f32[3]) -> f32[3]:\n    k = 2.0\n    g = lambda t: t * k\n    return g(x) + (lambda: k)()\n";
+    let src = format!("{HEADER}{closure}");
+    let module = frontend::parse_module("case.py", &src).unwrap();
+    assert!(module.failed.is_empty(), "a lambda reading a local converts: {:?}", module.failed);
     // Refused while parsing, before any engine runs: the function is reported failed, the rest of the file runs.
-    for (src, at) in [
-        ("def f(x: f32[3]) -> f32[3]:\n    k = 2.0\n    g = lambda t: t * k\n    return g(x)\n", "case.py:6:23: "),
+    for (src, at, want) in [
         (
             "def f(x: f32[3], k: float = 2.0) -> f32[3]:\n    g = lambda t, s=k: t * s\n    return g(x)\n",
             "case.py:5:21: ",
+            "a default of a lambda reads `k`, a local variable of `f`",
+        ),
+        (
+            "def f(x: f32[3]) -> f32[3]:\n    k = 2.0\n    g = lambda t: t * k\n    k = 3.0\n    return g(x)\n",
+            "case.py:7:5: ",
+            "`k` is assigned here, after nested function `g` (line 6)",
+        ),
+        (
+            "def f(x: f32[3]) -> f32[3]:\n    y = x\n    for k in range(2):\n        y = (lambda: x * k)()\n    return y\n",
+            "case.py:7:14: ",
+            "this lambda reads `k`, which the loop around it assigns (line 6)",
+        ),
+        (
+            "def f(x: f32[3]) -> f32[3]:\n    s = 2.0\n    def g(t, act=lambda u: u * s):\n        return act(t)\n    return g(x)\n",
+            "case.py:6:32: ",
+            "a lambda in a default of a nested function reads `s`, a local variable of `f`",
+        ),
+        (
+            "def f(x: f32[3]) -> f32[3]:\n    x = (lambda: x * 2.0)()\n    return x\n",
+            "case.py:5:5: ",
+            "`x` is assigned here, on or after line 5 where a lambda that reads it is evaluated",
         ),
     ] {
         let src = format!("{HEADER}{src}\ndef ok(x: f32[3]) -> f32[3]:\n    g = lambda t: t * 2.0\n    return g(x)\n");
         let module = frontend::parse_module("case.py", &src).unwrap();
         let failed: Vec<String> = module.failed.iter().map(|f| f.error.to_string()).collect();
-        let want = format!("{at}a lambda that reads `k`, a local variable of `f`, is not supported");
+        let want = format!("{at}{want}");
         assert!(failed.len() == 1 && failed[0].contains(&want), "expected `{want}`, got {failed:?}");
         assert!(module.function("ok").is_some(), "the other function of the file still converts");
     }
@@ -595,6 +622,27 @@ fn an_in_place_view_op_on_a_temporary_in_a_helper_is_refused() {
     every_engine_raises(src, "f", "inside a helper function is not supported");
 }
 
+/// `torch.full` and `torch.scalar_tensor` give float32 for a numpy float64 as for a Python float, so a numpy float
+/// folded into them runs; `torch.scalar_tensor` is float32 whatever the kind of its value, on every engine.
+#[test]
+fn numpy_floats_into_full_and_scalar_tensor_run() {
+    let src = format!(
+        "{HEADER}import numpy as np\ndef f(x: f32[3]) -> tuple[f32[3], f32[()], f32[()]]:\n    c = np.log(2.0)\n    return x + torch.full((3,), c), torch.scalar_tensor(c), torch.scalar_tensor(2)\n"
+    );
+    let module = frontend::parse_module("case.py", &src).unwrap();
+    assert!(module.failed.is_empty(), "{:?}", module.failed);
+    let inputs = common::seeded_inputs(&module, "f", 1);
+    let c = 2.0f64.ln() as f32;
+    let out = common::run_reference(&module, "f", &inputs).unwrap();
+    assert_eq!(out.returns[1].dtype(), funcfuse::tensor::DType::F32);
+    assert_eq!(out.returns[1].to_f64_vec(), vec![c as f64]);
+    assert_eq!(out.returns[2].to_f64_vec(), vec![2.0]);
+    let f = funcfuse::functionalize::functionalize(&module, "f", &BTreeMap::new()).unwrap();
+    let got = funcfuse::functionalize::run_functional(&f, &inputs).unwrap();
+    assert_eq!(got.returns[1].dtype(), funcfuse::tensor::DType::F32);
+    assert_eq!(got.returns[1].to_f64_vec(), vec![c as f64]);
+}
+
 /// numpy on numbers known before the program runs is folded while parsing; any other use is refused there,
 /// located, and the other functions of the file still convert.
 #[test]
@@ -610,7 +658,13 @@ fn numpy_refusals_are_located() {
         (
             "    return x * torch.tensor(np.log(2.0))\n",
             "6:29",
-            "`np.log(...)` gives a numpy float64, and this function calls `torch.tensor` (line 6)",
+            "`np.log(...)` gives a numpy float64, and `f` calls `torch.tensor` (line 6)",
+        ),
+        // ... and so would a helper's `torch.tensor` that the value reaches.
+        (
+            "    return x * _mk(np.log(2.0))\ndef _mk(v):\n    return torch.tensor(v)\n",
+            "6:20",
+            "`np.log(...)` gives a numpy float64, and `_mk` calls `torch.tensor` (line 8)",
         ),
     ] {
         let src = format!("{HEADER}import numpy as np\ndef f(x: f32[3]) -> f32[3]:\n{body}\ndef ok(x: f32[3]) -> f32[3]:\n    return x * np.abs(np.log(16 / 1000)) + np.pi\n");

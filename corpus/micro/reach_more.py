@@ -140,3 +140,38 @@ def pool_similarity_logsigmoid(
     gate = F.logsigmoid(a * 40.0)
     index = torch.tensor([-1, 2], dtype=int) * ids.shape[0]
     return peaks, strided, pooled_ids, cos, gate, index
+
+
+# Lambdas that read locals (closures, as optimizers write `lambda p: p * lr`): a lambda bound to a name, one called
+# where it is written, one inside another lambda and one inside a nested def; the captured tensor is the same
+# object, so an in-place write after the lambda is seen when it runs.
+def lambda_closures(x: f32[4, 3], w: f32[3, 3]) -> tuple[f32[4, 3], f32[4, 3], f32[4, 3]]:
+    scale = 0.5
+    acc = torch.zeros(4, 3)
+    proj = lambda h: h @ w * scale + acc
+    twice = lambda h: (lambda k: proj(k) * 2.0)(h)
+
+    def inner(h):
+        return (lambda k: k * scale + 1.0)(h)
+
+    acc.add_(1.0)
+    return proj(x), twice(x) + (lambda: scale)(), inner(x)
+
+
+# `dict(...)` with keywords (Adan's `kwargs = dict(...)` then `f(**kwargs)`), `torch.scalar_tensor` (float32 whatever
+# the kind of its value), `torch.cumsum(p, out=p)` over its own input (vLLM's sampler), `F.batch_norm` in evaluation
+# mode and `torch.cdist` with p = 1, 2 (25 rows or fewer), infinity and 0.
+def _scaled(x, *, lr, eps):
+    return x * lr + eps
+
+
+def dict_scalar_scan_norm_dist(
+    x: f32[3, 4, 5], m: f32[4], v: f32[4], a: f32[6, 5], b: f32[7, 5]
+) -> tuple[f32[3, 4, 5], f32[()], f32[6, 5], f32[3, 4, 5], f32[6, 7], f32[6, 7], f32[6, 7], f32[6, 7]]:
+    kwargs = dict(lr=0.5, eps=1e-3)
+    y = _scaled(x, **dict(kwargs, lr=2.0))
+    s = torch.scalar_tensor(3) + torch.scalar_tensor(True, dtype=torch.float32)
+    p = a.softmax(-1)
+    torch.cumsum(p, dim=-1, out=p)
+    n = F.batch_norm(x, m, v.abs() + 0.1, m * 2.0, v, False, 0.1, 1e-3)
+    return y, s, p, n, torch.cdist(a, b, p=1), torch.cdist(a, b), torch.cdist(a, b, p=float("inf")), torch.cdist(a, b, p=0)

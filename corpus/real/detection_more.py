@@ -1,6 +1,7 @@
 """Detection code ported from detectron2 (level assignment for ROI pooling), mmdetection (distance-to-box decoding,
 pairwise IoU/GIoU, delta decoding with numpy on constants), yolov5 (box format), ultralytics (the task-aligned
-assigner's candidate selection) and CenterNet (heatmap peaks by max pooling, top-k decoding). Coordinates arrive uniform in
+assigner's candidate selection), CenterNet (heatmap peaks by max pooling, top-k decoding), torchvision (complete IoU),
+DETR (the Hungarian matcher's cost matrix) and mmdetection's FCOS centerness targets. Coordinates arrive uniform in
 [-1, 1) and are mapped to boxes inside an image by `_xyxy`."""
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch import Tensor
 
 
 def _xyxy(raw, size: float):
@@ -308,3 +310,146 @@ def centernet_ctdet_decode(hm: f32[1, 3, 16, 16], wh: f32[1, 2, 16, 16], reg: f3
     )
     detections = torch.cat([bboxes, scores, clses], dim=2)
     return detections
+
+
+def _upcast(t: Tensor) -> Tensor:
+    if t.is_floating_point():
+        return t if t.dtype in (torch.float32, torch.float64) else t.float()
+    else:
+        return t if t.dtype in (torch.int32, torch.int64) else t.int()
+
+
+def _box_area(boxes: Tensor) -> Tensor:
+    boxes = _upcast(boxes)
+    return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+
+
+def _box_inter_union(boxes1: Tensor, boxes2: Tensor):
+    area1 = _box_area(boxes1)
+    area2 = _box_area(boxes2)
+    lt = torch.max(boxes1[:, None, :2], boxes2[:, :2])
+    rb = torch.min(boxes1[:, None, 2:], boxes2[:, 2:])
+    wh = _upcast(rb - lt).clamp(min=0)
+    inter = wh[:, :, 0] * wh[:, :, 1]
+    union = area1[:, None] + area2 - inter
+    return inter, union
+
+
+def _box_iou(boxes1: Tensor, boxes2: Tensor) -> Tensor:
+    inter, union = _box_inter_union(boxes1, boxes2)
+    iou = inter / union
+    return iou
+
+
+def _box_diou_iou(boxes1: Tensor, boxes2: Tensor, eps: float = 1e-7):
+    iou = _box_iou(boxes1, boxes2)
+    lti = torch.min(boxes1[:, None, :2], boxes2[:, :2])
+    rbi = torch.max(boxes1[:, None, 2:], boxes2[:, 2:])
+    whi = _upcast(rbi - lti).clamp(min=0)
+    diagonal_distance_squared = (whi[:, :, 0] ** 2) + (whi[:, :, 1] ** 2) + eps
+    x_p = (boxes1[:, 0] + boxes1[:, 2]) / 2
+    y_p = (boxes1[:, 1] + boxes1[:, 3]) / 2
+    x_g = (boxes2[:, 0] + boxes2[:, 2]) / 2
+    y_g = (boxes2[:, 1] + boxes2[:, 3]) / 2
+    centers_distance_squared = (_upcast((x_p[:, None] - x_g[None, :])) ** 2) + (
+        _upcast((y_p[:, None] - y_g[None, :])) ** 2
+    )
+    return iou - (centers_distance_squared / diagonal_distance_squared), iou
+
+
+# torchvision, torchvision/ops/boxes.py: complete_box_iou (with _box_diou_iou, box_iou, _box_inter_union, box_area,
+# _upcast); boxes made from the inputs as (x1, y1) in [0, 40) and sizes in [1, 11)
+def tv_complete_box_iou(raw1: f32[20, 4], raw2: f32[12, 4]) -> f32[20, 12]:
+    boxes1 = torch.cat([raw1[:, :2] * 20 + 20, raw1[:, :2] * 20 + 21 + raw1[:, 2:].abs() * 10], dim=1)
+    boxes2 = torch.cat([raw2[:, :2] * 20 + 20, raw2[:, :2] * 20 + 21 + raw2[:, 2:].abs() * 10], dim=1)
+    eps = 1e-7
+    boxes1 = _upcast(boxes1)
+    boxes2 = _upcast(boxes2)
+    diou, iou = _box_diou_iou(boxes1, boxes2, eps)
+
+    w_pred = boxes1[:, None, 2] - boxes1[:, None, 0]
+    h_pred = boxes1[:, None, 3] - boxes1[:, None, 1]
+
+    w_gt = boxes2[:, 2] - boxes2[:, 0]
+    h_gt = boxes2[:, 3] - boxes2[:, 1]
+
+    v = (4 / (torch.pi**2)) * torch.pow(torch.atan(w_pred / h_pred) - torch.atan(w_gt / h_gt), 2)
+    with torch.no_grad():
+        alpha = v / (1 - iou + v + eps)
+    return diou - alpha * v
+
+
+def _box_cxcywh_to_xyxy(x):
+    x_c, y_c, w, h = x.unbind(-1)
+    b = [(x_c - 0.5 * w), (y_c - 0.5 * h), (x_c + 0.5 * w), (y_c + 0.5 * h)]
+    return torch.stack(b, dim=-1)
+
+
+def _detr_box_iou(boxes1, boxes2):
+    area1 = (boxes1[:, 2] - boxes1[:, 0]) * (boxes1[:, 3] - boxes1[:, 1])
+    area2 = (boxes2[:, 2] - boxes2[:, 0]) * (boxes2[:, 3] - boxes2[:, 1])
+    lt = torch.max(boxes1[:, None, :2], boxes2[:, :2])
+    rb = torch.min(boxes1[:, None, 2:], boxes2[:, 2:])
+    wh = (rb - lt).clamp(min=0)
+    inter = wh[:, :, 0] * wh[:, :, 1]
+    union = area1[:, None] + area2 - inter
+    iou = inter / union
+    return iou, union
+
+
+def _generalized_box_iou(boxes1, boxes2):
+    assert (boxes1[:, 2:] >= boxes1[:, :2]).all()
+    assert (boxes2[:, 2:] >= boxes2[:, :2]).all()
+    iou, union = _detr_box_iou(boxes1, boxes2)
+    lt = torch.min(boxes1[:, None, :2], boxes2[:, :2])
+    rb = torch.max(boxes1[:, None, 2:], boxes2[:, 2:])
+    wh = (rb - lt).clamp(min=0)
+    area = wh[:, :, 0] * wh[:, :, 1]
+    return iou - (area - union) / area
+
+
+# DETR (facebookresearch/detr), models/matcher.py: HungarianMatcher.forward up to the cost matrix C (cost_class 1,
+# cost_bbox 5, cost_giou 2), before scipy's linear_sum_assignment; util/box_ops.py's box_cxcywh_to_xyxy,
+# box_iou and generalized_box_iou. The outputs and targets dicts are built from the inputs (boxes through the model's
+# final sigmoid); two images with 3 and 2 targets. Inputs in float64: C sums terms of opposite signs, so where it
+# is near zero float32 rounding (which differs by plan in the last bits) exceeds the corpus tolerance
+def detr_hungarian_cost(
+    pred_logits: f64[2, 10, 6], pred_boxes_raw: f64[2, 10, 4], labels0: i64[3], labels1: i64[2],
+    boxes0_raw: f64[3, 4], boxes1_raw: f64[2, 4]
+) -> f64[2, 10, 5]:
+    outputs = {"pred_logits": pred_logits, "pred_boxes": pred_boxes_raw.sigmoid()}
+    targets = [
+        {"labels": labels0 % 6, "boxes": boxes0_raw.sigmoid()},
+        {"labels": labels1 % 6, "boxes": boxes1_raw.sigmoid()},
+    ]
+    cost_class_w, cost_bbox_w, cost_giou_w = 1.0, 5.0, 2.0
+    bs, num_queries = outputs["pred_logits"].shape[:2]
+
+    out_prob = outputs["pred_logits"].flatten(0, 1).softmax(-1)
+    out_bbox = outputs["pred_boxes"].flatten(0, 1)
+
+    tgt_ids = torch.cat([v["labels"] for v in targets])
+    tgt_bbox = torch.cat([v["boxes"] for v in targets])
+
+    cost_class = -out_prob[:, tgt_ids]
+    cost_bbox = torch.cdist(out_bbox, tgt_bbox, p=1)
+    cost_giou = -_generalized_box_iou(_box_cxcywh_to_xyxy(out_bbox), _box_cxcywh_to_xyxy(tgt_bbox))
+
+    C = cost_bbox_w * cost_bbox + cost_class_w * cost_class + cost_giou_w * cost_giou
+    C = C.view(bs, num_queries, -1).cpu()
+    return C
+
+
+# mmdetection, mmdet/models/dense_heads/fcos_head.py: FCOSHead.centerness_target (distances made positive from the
+# inputs)
+def mmdet_fcos_centerness_target(raw: f32[50, 4]) -> f32[50]:
+    pos_bbox_targets = raw.abs() * 8 + 0.5
+    left_right = pos_bbox_targets[:, [0, 2]]
+    top_bottom = pos_bbox_targets[:, [1, 3]]
+    if len(left_right) == 0:
+        centerness_targets = left_right[..., 0]
+    else:
+        centerness_targets = (left_right.min(dim=-1)[0] / left_right.max(dim=-1)[0]) * (
+            top_bottom.min(dim=-1)[0] / top_bottom.max(dim=-1)[0]
+        )
+    return torch.sqrt(centerness_targets)

@@ -1,5 +1,5 @@
 """LLM decode-step code ported from Mistral's reference implementation (a rotating KV cache written with scatter_)
-and Hugging Face transformers' logits processors, chunked feed-forward (a nested function) and sliding-window cache."""
+and Hugging Face transformers' logits processors and llama3 RoPE frequencies, vLLM's top-k/top-p filter, chunked feed-forward (a nested function) and sliding-window cache."""
 from __future__ import annotations
 
 import math
@@ -154,3 +154,61 @@ def hf_sliding_window_cache(
                 keys[:, :, cache_position] = key_states
                 values[:, :, cache_position] = value_states
     return keys, values
+
+
+# Hugging Face transformers, modeling_rope_utils.py: _compute_default_rope_parameters and
+# _compute_llama3_parameters (rope_theta 500000, head_dim 32, factor 8, low_freq_factor 1, high_freq_factor 4,
+# original_max_position_embeddings 8192); then LlamaRotaryEmbedding.forward's cos and sin for the positions (the
+# config object's fields are locals and a dict; positions are scaled by 900 to reach the long wavelengths)
+def hf_llama3_rope(position_ids: i64[2, 7]) -> tuple[f32[2, 7, 32], f32[2, 7, 32]]:
+    position_ids = position_ids * 900
+    base = 500000.0
+    dim = 32
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).to(device=None, dtype=torch.float) / dim))
+    attention_factor = 1.0
+    rope_scaling = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    factor = rope_scaling["factor"]
+    low_freq_factor = rope_scaling["low_freq_factor"]
+    high_freq_factor = rope_scaling["high_freq_factor"]
+    old_context_len = rope_scaling["original_max_position_embeddings"]
+
+    low_freq_wavelen = old_context_len / low_freq_factor
+    high_freq_wavelen = old_context_len / high_freq_factor
+
+    wavelen = 2 * math.pi / inv_freq
+    inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    smooth_factor = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    inv_freq_llama = torch.where(is_medium_freq, smoothed_inv_freq, inv_freq_llama)
+
+    inv_freq_expanded = inv_freq_llama[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+    position_ids_expanded = position_ids[:, None, :].float()
+    freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos = emb.cos() * attention_factor
+    sin = emb.sin() * attention_factor
+    return cos, sin
+
+
+# vLLM, vllm/v1/sample/ops/topk_topp_sampler.py: apply_top_k_top_p_pytorch with both k and p (the k of each request
+# is 1 + a 0..9 input, p maps the input to [0.5, 1))
+def vllm_top_k_top_p(logits: f32[4, 64], k_raw: i64[4], p_raw: f32[4]) -> f32[4, 64]:
+    k = k_raw + 1
+    p = p_raw / 4 + 0.75
+    logits_sort, logits_idx = logits.sort(dim=-1, descending=False)
+
+    if k is not None:
+        top_k_mask = logits_sort.size(1) - k.to(torch.long)
+        top_k_mask = logits_sort.gather(1, top_k_mask.unsqueeze(dim=1))
+        top_k_mask = logits_sort < top_k_mask
+        logits_sort.masked_fill_(top_k_mask, -float("inf"))
+
+    if p is not None:
+        probs_sort = logits_sort.softmax(dim=-1)
+        probs_sum = torch.cumsum(probs_sort, dim=-1, out=probs_sort)
+        top_p_mask = probs_sum <= 1 - p.unsqueeze(dim=1)
+        top_p_mask[:, -1] = False
+        logits_sort.masked_fill_(top_p_mask, -float("inf"))
+
+    return logits.scatter_(dim=-1, index=logits_idx, src=logits_sort)

@@ -1,11 +1,13 @@
 """More optimizer steps, ported from torch.optim (Adadelta, NAdam, Rprop, ASGD, Adamax, RAdam), lion-pytorch, Hugging
-Face transformers' Adafactor, MADGRAD and AdamP, with per-parameter state kept in dicts the way `Optimizer.state[p]` keeps it."""
+Face transformers' Adafactor, MADGRAD, AdamP, Adan (sail-sg) and SophiaG (Liuhong99/Sophia), with per-parameter state kept in dicts the way `Optimizer.state[p]` keeps it."""
 from __future__ import annotations
 
 import math
+from typing import List
 
 import torch
 import torch.nn.functional as F
+from torch import Tensor
 
 
 # PyTorch, torch/optim/adadelta.py: Adadelta.step's state initialisation (state["step"], state["square_avg"],
@@ -384,3 +386,180 @@ def adamp_step(
             p.data.mul_(1 - lr * weight_decay * wd_ratio)
         p.data.add_(perturb, alpha=-step_size)
     return w0, w1
+
+
+def _single_tensor_adan(
+    params: List[Tensor],
+    grads: List[Tensor],
+    exp_avgs: List[Tensor],
+    exp_avg_sqs: List[Tensor],
+    exp_avg_diffs: List[Tensor],
+    neg_pre_grads: List[Tensor],
+    *,
+    beta1: float,
+    beta2: float,
+    beta3: float,
+    bias_correction1: float,
+    bias_correction2: float,
+    bias_correction3_sqrt: float,
+    lr: float,
+    weight_decay: float,
+    eps: float,
+    no_prox: bool,
+    clip_global_grad_norm: Tensor,
+):
+    for i, param in enumerate(params):
+        grad = grads[i]
+        exp_avg = exp_avgs[i]
+        exp_avg_sq = exp_avg_sqs[i]
+        exp_avg_diff = exp_avg_diffs[i]
+        neg_grad_or_diff = neg_pre_grads[i]
+
+        grad.mul_(clip_global_grad_norm)
+        neg_grad_or_diff.add_(grad)
+
+        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+        exp_avg_diff.mul_(beta2).add_(neg_grad_or_diff, alpha=1 - beta2)
+
+        neg_grad_or_diff.mul_(beta2).add_(grad)
+        exp_avg_sq.mul_(beta3).addcmul_(neg_grad_or_diff, neg_grad_or_diff, value=1 - beta3)
+
+        denom = ((exp_avg_sq).sqrt() / bias_correction3_sqrt).add_(eps)
+        step_size_diff = lr * beta2 / bias_correction2
+        step_size = lr / bias_correction1
+
+        if no_prox:
+            param.mul_(1 - lr * weight_decay)
+            param.addcdiv_(exp_avg, denom, value=-step_size)
+            param.addcdiv_(exp_avg_diff, denom, value=-step_size_diff)
+        else:
+            param.addcdiv_(exp_avg, denom, value=-step_size)
+            param.addcdiv_(exp_avg_diff, denom, value=-step_size_diff)
+            param.div_(1 + lr * weight_decay)
+
+        neg_grad_or_diff.zero_().add_(grad, alpha=-1.0)
+
+
+# Adan (sail-sg/Adan), adan.py: Adan.step (max_grad_norm 0, so clip_global_grad_norm is 1.0; betas (0.98, 0.92,
+# 0.99), eps 1e-8, weight_decay 0.02, no_prox False, foreach False) at step 3 of two parameters whose state is given,
+# then _single_tensor_adan; the group and state dicts become locals
+def adan_step(
+    w0: f32[16, 8], w1: f32[8], g0: f32[16, 8], g1: f32[8], m0: f32[16, 8], m1: f32[8], v0: f32[16, 8], v1: f32[8],
+    n0: f32[16, 8], n1: f32[8], pre0: f32[16, 8], pre1: f32[8]
+) -> None:
+    group = {"lr": 1e-3, "betas": (0.98, 0.92, 0.99), "eps": 1e-8, "weight_decay": 0.02, "no_prox": False, "step": 2}
+    clip_global_grad_norm = 1.0
+    params_with_grad = [w0, w1]
+    grads = [g0, g1]
+    exp_avgs = [m0, m1]
+    exp_avg_sqs = [n0.abs(), n1.abs()]
+    exp_avg_diffs = [v0, v1]
+    neg_pre_grads = [pre0, pre1]
+    beta1, beta2, beta3 = group["betas"]
+    if "step" in group:
+        group["step"] += 1
+    else:
+        group["step"] = 1
+    bias_correction1 = 1.0 - beta1 ** group["step"]
+    bias_correction2 = 1.0 - beta2 ** group["step"]
+    bias_correction3 = 1.0 - beta3 ** group["step"]
+    kwargs = dict(
+        params=params_with_grad,
+        grads=grads,
+        exp_avgs=exp_avgs,
+        exp_avg_sqs=exp_avg_sqs,
+        exp_avg_diffs=exp_avg_diffs,
+        neg_pre_grads=neg_pre_grads,
+        beta1=beta1,
+        beta2=beta2,
+        beta3=beta3,
+        bias_correction1=bias_correction1,
+        bias_correction2=bias_correction2,
+        bias_correction3_sqrt=math.sqrt(bias_correction3),
+        lr=group["lr"],
+        weight_decay=group["weight_decay"],
+        eps=group["eps"],
+        no_prox=group["no_prox"],
+        clip_global_grad_norm=clip_global_grad_norm,
+    )
+    _single_tensor_adan(**kwargs)
+
+
+def _single_tensor_sophiag(
+    params: List[Tensor],
+    grads: List[Tensor],
+    exp_avgs: List[Tensor],
+    hessian: List[Tensor],
+    state_steps: List[Tensor],
+    *,
+    beta1: float,
+    beta2: float,
+    gamma: float,
+    lr: float,
+    weight_decay: float,
+    maximize: bool,
+    capturable: bool
+):
+    for i, param in enumerate(params):
+        grad = grads[i] if not maximize else -grads[i]
+        exp_avg = exp_avgs[i]
+        hess = hessian[i]
+        step_t = state_steps[i]
+
+        if capturable:
+            assert param.is_cuda and step_t.is_cuda, "If capturable=True, params and state_steps must be CUDA tensors."
+
+        if torch.is_complex(param):
+            grad = torch.view_as_real(grad)
+            exp_avg = torch.view_as_real(exp_avg)
+            hess = torch.view_as_real(hess)
+            param = torch.view_as_real(param)
+
+        step_t += 1
+        param.mul_(1 - lr * weight_decay)
+        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+
+        if capturable:
+            step = step_t
+            step_size = lr
+            step_size_neg = step_size.neg()
+            ratio = (exp_avg.abs() / (hess + 1e-15)).clamp(None, gamma)
+            param.addcmul_(exp_avg.sign(), ratio, value=step_size_neg)
+        else:
+            step = step_t.item()
+            step_size_neg = -lr
+            ratio = (exp_avg.abs() / (hess + 1e-15)).clamp(None, gamma)
+            param.addcmul_(exp_avg.sign(), ratio, value=step_size_neg)
+
+
+# Sophia (Liuhong99/Sophia), sophia.py: SophiaG's first step on two parameters (lr 1e-4, betas (0.965, 0.99),
+# rho 0.04, weight_decay 0.1): the state initialized as SophiaG.step does (step torch.tensor(0.), exp_avg and hessian
+# zeros), SophiaG.update_hessian with the gradients, then _single_tensor_sophiag; state dicts become locals
+def sophiag_first_step(w0: f32[12, 8], w1: f32[8], g0: f32[12, 8], g1: f32[8]) -> tuple[f32[12, 8], f32[8]]:
+    beta1, beta2 = (0.965, 0.99)
+    params_with_grad = [w0, w1]
+    grads = [g0, g1]
+    state_steps = []
+    exp_avgs = []
+    hessian = []
+    for p in params_with_grad:
+        state_steps.append(torch.tensor(0.0))
+        exp_avgs.append(torch.zeros_like(p, memory_format=torch.preserve_format))
+        hessian.append(torch.zeros_like(p, memory_format=torch.preserve_format))
+    for p, g, h in zip(params_with_grad, grads, hessian):
+        h.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+    _single_tensor_sophiag(
+        params_with_grad,
+        grads,
+        exp_avgs,
+        hessian,
+        state_steps,
+        beta1=beta1,
+        beta2=beta2,
+        gamma=0.04,
+        lr=1e-4,
+        weight_decay=1e-1,
+        maximize=False,
+        capturable=False,
+    )
+    return exp_avgs[0], hessian[1]

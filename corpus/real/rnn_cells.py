@@ -1,6 +1,6 @@
 """Hand-written recurrent cells: Salesforce's QRNN (its CPU ForgetMult), ChatRWKV's RWKV-5 time mixing (a group norm
 over heads), lucidrains' minGRU in its sequential mode, SRU's CPU recurrence, IndRNN's elementwise recurrence and
-xLSTM's sLSTM pointwise step.
+xLSTM's sLSTM pointwise step, Hugging Face's RWKV linear attention (CPU path) and SpeechBrain's LiGRU layer.
 Weights arrive uniform in [-1, 1) and are scaled by about 1/sqrt(fan_in) as the layers initialize them."""
 from __future__ import annotations
 
@@ -170,3 +170,72 @@ def xlstm_slstm_steps(
         ynew = ogate * cnew / nnew
         states, gates = torch.stack((ynew, cnew, nnew, mnew), dim=0), torch.stack((igate, fgate, zraw, ogate), dim=0)
     return states, gates
+
+
+# Hugging Face transformers, models/rwkv/modeling_rwkv.py: rwkv_linear_attention_cpu with state None and
+# return_state True (the state list returned as a tuple)
+def hf_rwkv_linear_attention_cpu(
+    time_decay: f32[16], time_first: f32[16], key: f32[2, 6, 16], value: f32[2, 6, 16]
+) -> tuple[f32[2, 6, 16], f32[2, 16], f32[2, 16], f32[2, 16]]:
+    state = None
+    return_state = True
+    _, seq_length, _ = key.size()
+    output = torch.zeros_like(key)
+
+    if state is None:
+        num_state = torch.zeros_like(key[:, 0], dtype=torch.float32)
+        den_state = torch.zeros_like(key[:, 0], dtype=torch.float32)
+        max_state = torch.zeros_like(key[:, 0], dtype=torch.float32) - 1e38
+    else:
+        num_state, den_state, max_state = state
+
+    time_decay = -torch.exp(time_decay)
+
+    for current_index in range(seq_length):
+        current_key = key[:, current_index].float()
+        current_value = value[:, current_index]
+
+        max_for_output = torch.maximum(max_state, current_key + time_first)
+        e1 = torch.exp(max_state - max_for_output)
+        e2 = torch.exp(current_key + time_first - max_for_output)
+        numerator = e1 * num_state + e2 * current_value
+        denominator = e1 * den_state + e2
+        output[:, current_index] = (numerator / denominator).to(output.dtype)
+
+        max_for_state = torch.maximum(max_state + time_decay, current_key)
+        e1 = torch.exp(max_state + time_decay - max_for_state)
+        e2 = torch.exp(current_key - max_for_state)
+        num_state = e1 * num_state + e2 * current_value
+        den_state = e1 * den_state + e2
+        max_state = max_for_state
+
+    if return_state or state is not None:
+        state = [num_state, den_state, max_state]
+
+    return output, state[0], state[1], state[2]
+
+
+# SpeechBrain, speechbrain/nnet/RNN.py: LiGRU_Layer.forward and _ligru_cell in eval mode (relu, batch normalization
+# with a fresh BatchNorm1d's running statistics, drop mask torch.tensor([1.0]), h_init zeros); self.w and self.u
+# (bias-free nn.Linear) become F.linear with weight parameters
+def speechbrain_ligru(x: f32[2, 6, 8], w_w: f32[32, 8], u_w: f32[32, 16]) -> f32[2, 6, 16]:
+    hidden_size = 16
+    w = F.linear(x, w_w)
+    running_mean = torch.zeros(2 * hidden_size)
+    running_var = torch.ones(2 * hidden_size)
+    w_bn = F.batch_norm(
+        w.reshape(w.shape[0] * w.shape[1], w.shape[2]), running_mean, running_var, None, None, False, 0.05, 1e-5
+    )
+    w = w_bn.reshape(w.shape[0], w.shape[1], w.shape[2])
+    ht = torch.zeros(1, hidden_size)
+    hiddens = []
+    drop_mask = torch.tensor([1.0]).float()
+    for k in range(w.shape[1]):
+        gates = w[:, k] + F.linear(ht, u_w)
+        at, zt = gates.chunk(2, 1)
+        zt = torch.sigmoid(zt)
+        hcand = torch.relu(at) * drop_mask
+        ht = zt * ht + (1 - zt) * hcand
+        hiddens.append(ht)
+    h = torch.stack(hiddens, dim=1)
+    return h

@@ -302,6 +302,96 @@ pub fn visit_expr<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
     }
 }
 
+/// Calls `f` on every expression of `body` that may be changed, outermost first (see [`visit_expr_mut`]).
+pub fn visit_exprs_mut(body: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
+    for s in body {
+        match &mut s.kind {
+            StmtKind::Assign { targets, value } => {
+                targets.iter_mut().for_each(|t| visit_expr_mut(t, f));
+                visit_expr_mut(value, f);
+            }
+            StmtKind::AugAssign { target, value, .. } => {
+                visit_expr_mut(target, f);
+                visit_expr_mut(value, f);
+            }
+            StmtKind::Expr(e) | StmtKind::Return(Some(e)) | StmtKind::Raise(Some(e)) => visit_expr_mut(e, f),
+            StmtKind::For { target, iter, body } => {
+                visit_expr_mut(target, f);
+                visit_expr_mut(iter, f);
+                visit_exprs_mut(body, f);
+            }
+            StmtKind::While { test, body } => {
+                visit_expr_mut(test, f);
+                visit_exprs_mut(body, f);
+            }
+            StmtKind::If { test, body, orelse } => {
+                visit_expr_mut(test, f);
+                visit_exprs_mut(body, f);
+                visit_exprs_mut(orelse, f);
+            }
+            StmtKind::Assert { test, msg } => {
+                visit_expr_mut(test, f);
+                if let Some(m) = msg {
+                    visit_expr_mut(m, f);
+                }
+            }
+            StmtKind::Return(None) | StmtKind::Raise(None) | StmtKind::Pass | StmtKind::Break | StmtKind::Continue => {}
+        }
+    }
+}
+
+/// Calls `f` on `e`, then on every subexpression of what `f` left, outermost first.
+pub fn visit_expr_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+    f(e);
+    match &mut e.kind {
+        ExprKind::Name(_)
+        | ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Bool(_)
+        | ExprKind::NoneLit
+        | ExprKind::Ellipsis
+        | ExprKind::Str(_) => {}
+        ExprKind::Bin(_, a, b) | ExprKind::Subscript(a, b) => {
+            visit_expr_mut(a, f);
+            visit_expr_mut(b, f);
+        }
+        ExprKind::Unary(_, a) | ExprKind::Attr(a, _) | ExprKind::Starred(a) => visit_expr_mut(a, f),
+        ExprKind::Compare(a, rest) => {
+            visit_expr_mut(a, f);
+            rest.iter_mut().for_each(|(_, x)| visit_expr_mut(x, f));
+        }
+        ExprKind::BoolOp(_, xs) | ExprKind::Tuple(xs) | ExprKind::List(xs) => {
+            xs.iter_mut().for_each(|x| visit_expr_mut(x, f))
+        }
+        ExprKind::Call { func, args, kwargs } => {
+            visit_expr_mut(func, f);
+            args.iter_mut().for_each(|x| visit_expr_mut(x, f));
+            kwargs.iter_mut().for_each(|(_, x)| visit_expr_mut(x, f));
+        }
+        ExprKind::Slice(a, b, c) => [a, b, c].into_iter().flatten().for_each(|x| visit_expr_mut(x, f)),
+        ExprKind::IfExp { test, body, orelse } => {
+            visit_expr_mut(test, f);
+            visit_expr_mut(body, f);
+            visit_expr_mut(orelse, f);
+        }
+        ExprKind::ListComp { elt, target, iter, conds } => {
+            visit_expr_mut(elt, f);
+            visit_expr_mut(target, f);
+            visit_expr_mut(iter, f);
+            conds.iter_mut().for_each(|x| visit_expr_mut(x, f));
+        }
+        ExprKind::Dict(items) => items.iter_mut().for_each(|(k, v)| {
+            visit_expr_mut(k, f);
+            visit_expr_mut(v, f);
+        }),
+        ExprKind::FString(parts) => parts.iter_mut().for_each(|p| {
+            if let FPart::Field { value, .. } = p {
+                visit_expr_mut(value, f);
+            }
+        }),
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinOp {
     Add,

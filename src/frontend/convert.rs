@@ -8,9 +8,9 @@ use crate::diag::{err, Diagnostic, Span};
 use crate::tensor::DType;
 
 mod closure;
+mod lambdas;
 mod numpy;
 mod sugar;
-use sugar::lambdas_read_no_locals;
 
 struct Lines {
     starts: Vec<usize>,
@@ -50,6 +50,8 @@ struct Cx {
     /// converted now.
     nested: std::cell::RefCell<Vec<closure::Nested>>,
     in_nested: std::cell::Cell<bool>,
+    /// Whether a top-level `def` is being converted: its lambdas become closures (see `lambdas`).
+    in_def: std::cell::Cell<bool>,
     /// The name `import numpy [as NAME]` binds, if any (see `numpy`).
     numpy: std::cell::RefCell<Option<String>>,
 }
@@ -67,6 +69,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
         lambdas: Default::default(),
         nested: Default::default(),
         in_nested: Default::default(),
+        in_def: Default::default(),
         numpy: Default::default(),
     };
     // The parser recurses per bracket: reject deeper nesting before it sees the text.
@@ -88,6 +91,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     let mut constants = Vec::new();
     let mut unusable: Vec<FailedFunction> = Vec::new();
     let (mut imports_torch, mut future_annotations) = (false, false);
+    let constructors = numpy::reachable_constructors(&cx, &module.body);
     for stmt in &module.body {
         match stmt {
             py::Stmt::FunctionDef(f) => {
@@ -97,8 +101,10 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     return err(span, format!("function `{name}` is defined twice"));
                 }
                 // Each function converts on its own: one outside the subset fails alone.
+                cx.in_def.set(true);
                 let converted = cx.function(f);
-                let lambdas = std::mem::take(&mut *cx.lambdas.borrow_mut());
+                cx.in_def.set(false);
+                let mut lambdas = std::mem::take(&mut *cx.lambdas.borrow_mut());
                 let mut nested = std::mem::take(&mut *cx.nested.borrow_mut());
                 let numpy = cx.numpy.borrow().clone();
                 let checked = converted.and_then(|mut func| {
@@ -106,14 +112,12 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                         // Only a program's parameters are checked against their annotations; a function named
                         // anywhere else in the file may be called as a helper with anything.
                         let program_only = mentions(source, &name) == 1;
-                        numpy::fold(&mut func, np, program_only)?;
-                        nested.iter_mut().try_for_each(|n| numpy::fold(&mut n.func, np, false))?;
+                        let c = constructors.get(&name);
+                        numpy::fold(&mut func, np, program_only, c)?;
+                        nested.iter_mut().try_for_each(|n| numpy::fold(&mut n.func, np, false, c))?;
                     }
+                    lambdas::close_lambdas(&mut func, &mut nested, &mut lambdas)?;
                     closure::close_over(&mut func, &mut nested)?;
-                    lambdas_read_no_locals(&func, &lambdas)?;
-                    for n in &nested {
-                        lambdas_read_no_locals(&n.func, &lambdas)?;
-                    }
                     Ok(func)
                 });
                 match checked {

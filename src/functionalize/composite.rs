@@ -285,6 +285,44 @@ impl<'m> Fz<'m> {
                 let r = self.full(&shape, dt, value).map_err(err(span))?;
                 Ok(FV::Tensor(self.fresh(r, None, span)?))
             }
+            "scalar_tensor" if !method => {
+                // As the reference interpreter: `torch.full((), s)` in float32 unless `dtype=` says otherwise.
+                let v = a.req(0, "s")?.clone();
+                let s = match &v {
+                    FV::Tensor(x) if x.shape.is_empty() => {
+                        return diag(span, "torch.scalar_tensor of a tensor is not supported; use x.to(dtype)")
+                    }
+                    FV::Tensor(_) | FV::Str(_) | FV::None => {
+                        return diag(
+                            span,
+                            format!("scalar_tensor(): argument 's' (position 1) must be Number, not {}", v.type_name()),
+                        )
+                    }
+                    _ => {
+                        let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
+                        // A value known at run time converts without PyTorch's overflow check only where it cannot
+                        // overflow and rounds once: a number into float64, a bool into any dtype.
+                        let exact = match &v {
+                            FV::DynFloat(_) | FV::DynInt(_) => dt == DType::F64,
+                            FV::DynBool(_) => true,
+                            _ => false,
+                        };
+                        if exact {
+                            let (r, _) = self.scalar_tensor(&v, Some(dt), span)?;
+                            return Ok(FV::Tensor(self.fresh(r, None, span)?));
+                        }
+                        a.number(&v).ok_or_else(|| {
+                            Stop::NeedsStatic(
+                                span,
+                                "a scalar_tensor value known only at run time that could overflow its dtype".into(),
+                            )
+                        })?
+                    }
+                };
+                let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
+                let r = self.full(&[], dt, s).map_err(err(span))?;
+                Ok(FV::Tensor(self.fresh(r, None, span)?))
+            }
             "zeros_like" | "ones_like" | "empty_like" | "full_like" => {
                 let x = a.tensor(0, "input")?;
                 let value = match name {

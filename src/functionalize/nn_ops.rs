@@ -105,6 +105,116 @@ impl<'m> Fz<'m> {
         }
     }
 
+    /// `F.batch_norm` in evaluation mode, composed as `crate::interp::nn_ops` composes it: per channel
+    /// `alpha = weight / sqrt(var + eps)` and `beta = bias - mean * alpha`, then `x * alpha + beta`.
+    fn batch_norm(&mut self, a: &A) -> FR<FV> {
+        let span = a.span;
+        let x = a.tensor(0, "input")?;
+        let tensor_at = |i: usize, k: &str| match a.opt(i, k) {
+            None => Ok(None),
+            Some(FV::Tensor(t)) => Ok(Some(t.clone())),
+            Some(o) => diag(span, format!("batch_norm(): argument '{k}' must be Tensor, not {}", o.type_name())),
+        };
+        let ps = [
+            tensor_at(1, "running_mean")?,
+            tensor_at(2, "running_var")?,
+            tensor_at(3, "weight")?,
+            tensor_at(4, "bias")?,
+        ];
+        let training = match a.opt(5, "training") {
+            None => false,
+            Some(FV::Bool(b)) => *b,
+            Some(o) => {
+                return diag(
+                    span,
+                    format!(
+                        "batch_norm(): argument 'training' must be bool known before the program runs, not {}",
+                        o.type_name()
+                    ),
+                )
+            }
+        };
+        let _momentum = a.opt(6, "momentum");
+        let eps = match a.opt(7, "eps") {
+            Some(v) => match a.number(v) {
+                Some(e) => e.to_f64(),
+                None => return diag(span, "batch_norm(): eps must be a number known before the program runs"),
+            },
+            None => 1e-5,
+        };
+        let dt = self.roots[x.root].dtype;
+        let info: Vec<Option<(&[usize], crate::tensor::DType)>> =
+            ps.iter().map(|p| p.as_ref().map(|t| (&t.shape[..], self.roots[t.root].dtype))).collect();
+        let names = ["running_mean", "running_var", "weight", "bias"];
+        let c = crate::interp::nn_ops::batch_norm_channels(
+            (&x.shape, dt),
+            training,
+            [(names[0], info[0]), (names[1], info[1]), (names[2], info[2]), (names[3], info[3])],
+        )
+        .map_err(err(span))?;
+        let [Some(mean), Some(var), w, b] = ps else { unreachable!("checked") };
+        let ve = self.elementwise(Binary::Add, &[FV::Tensor(var), FV::Float(eps)], span)?;
+        let sd = self.unary(Unary::Sqrt, &ve, span)?;
+        let invstd = self.elementwise(Binary::Div, &[FV::Float(1.0), sd], span)?;
+        let alpha = match w {
+            Some(w) => self.elementwise(Binary::Mul, &[invstd, FV::Tensor(w)], span)?,
+            None => invstd,
+        };
+        let ma = self.elementwise(Binary::Mul, &[FV::Tensor(mean), alpha.clone()], span)?;
+        let beta = match b {
+            Some(b) => self.elementwise(Binary::Sub, &[FV::Tensor(b), ma], span)?,
+            None => self.elementwise(Binary::Sub, &[FV::Float(0.0), ma], span)?,
+        };
+        let mut view = vec![1i64; x.shape.len()];
+        view[1] = c as i64;
+        let alpha = self.op("reshape", vec![alpha, ints(&view)], span)?;
+        let beta = self.op("reshape", vec![beta, ints(&view)], span)?;
+        let y = self.elementwise(Binary::Mul, &[FV::Tensor(x), alpha], span)?;
+        self.elementwise(Binary::Add, &[y, beta], span)
+    }
+
+    /// `torch.cdist`, composed as `crate::interp::nn_ops` composes it: the differences of every pair of rows, then
+    /// the reduction over the columns that `p` selects.
+    fn cdist(&mut self, a: &A) -> FR<FV> {
+        let span = a.span;
+        let (x1, x2) = (a.tensor(0, "x1")?, a.tensor(1, "x2")?);
+        let p = match a.opt(2, "p") {
+            Some(v) => match a.number(v) {
+                Some(p) => p.to_f64(),
+                None => return diag(span, "cdist(): p must be a number known before the program runs"),
+            },
+            None => 2.0,
+        };
+        if a.opt(3, "compute_mode").is_some() {
+            return diag(span, "cdist(): compute_mode is not supported");
+        }
+        let dt = self.roots[x1.root].dtype;
+        let d2 = self.roots[x2.root].dtype;
+        crate::interp::nn_ops::cdist_check((&x1.shape, dt), (&x2.shape, d2), p).map_err(err(span))?;
+        let u1 = self.tview(&x1, |t| t.unsqueeze(-2)).map_err(err(span))?;
+        let u2 = self.tview(&x2, |t| t.unsqueeze(-3)).map_err(err(span))?;
+        let d = self.elementwise(Binary::Sub, &[FV::Tensor(u1), FV::Tensor(u2)], span)?;
+        let ad = self.unary(Unary::Abs, &d, span)?;
+        let last = FV::Int(-1);
+        if p == 0.0 {
+            let nz = self.elementwise(Binary::Ne, &[d, FV::Float(0.0)], span)?;
+            let nz = self.op("to", vec![nz, FV::DType(dt)], span)?;
+            self.op("sum", vec![nz, last], span)
+        } else if p == 1.0 {
+            self.op("sum", vec![ad, last], span)
+        } else if p == 2.0 {
+            let sq = self.elementwise(Binary::Mul, &[d.clone(), d], span)?;
+            let s = self.op("sum", vec![sq, last], span)?;
+            self.unary(Unary::Sqrt, &s, span)
+        } else if p.is_infinite() {
+            self.op("amax", vec![ad, last], span)
+        } else {
+            let pw = self.elementwise(Binary::Pow, &[ad, FV::Float(p)], span)?;
+            let s = self.op("sum", vec![pw, last], span)?;
+            self.elementwise(Binary::Pow, &[s, FV::Float(1.0 / p)], span)
+        }
+    }
+
     /// `F.group_norm`, composed as `crate::interp::nn_ops` composes it: the input as `[N, G, rest]`, the biased
     /// variance over `rest`, `rsqrt(var + eps)`, back to the input's shape, then the per-channel weight and bias.
     fn group_norm(&mut self, a: &A) -> FR<FV> {
@@ -370,6 +480,9 @@ impl<'m> Fz<'m> {
             }
             "layer_norm" | "rms_norm" => self.layer_norm(name, a),
             "group_norm" => self.group_norm(a),
+            // `torch.batch_norm` takes its arguments in another order: only `F.batch_norm` is this.
+            "batch_norm" if a.name == "torch.nn.functional.batch_norm" => self.batch_norm(a),
+            "cdist" => self.cdist(a),
             _ => {
                 // A function call carries its module (`torch.sigmod`); a method call only its name.
                 let full = if a.name.contains('.') { a.name.clone() } else { format!("torch.Tensor.{name}") };

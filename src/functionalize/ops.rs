@@ -58,6 +58,11 @@ impl<'m> Fz<'m> {
         kwargs: &'m [(String, Expr)],
         span: Span,
     ) -> FR<FV> {
+        if matches!(&func.kind, ExprKind::Name(n) if n == crate::frontend::ast::MAKE_CLOSURE) {
+            if let Some((n, at)) = crate::interp::python::unbound_capture(kwargs, |n| env.contains_key(n)) {
+                return diag(at, crate::interp::python::unbound_capture_message(n));
+            }
+        }
         let mut pos = self.expr_items(env, args, true)?;
         let mut kw = Vec::new();
         for (k, v) in kwargs {
@@ -186,30 +191,18 @@ impl<'m> Fz<'m> {
                 let known = env.contains_key(n) || self.consts.contains_key(n) || self.module.function(n).is_some();
                 if known {
                     let callee = self.lookup(env, n, func.span)?;
-                    if let FV::Closure(fname, captured) = &callee {
-                        let module = self.module;
-                        let f = module.function(fname).expect("Closure values name module functions");
-                        let kw = crate::interp::calls::closure_args(f, &pos, kw, captured)
-                            .map_err(|m| Stop::Diag(Diagnostic::new(m).at(span)))?;
-                        return self.inline(fname, pos, kw, span);
-                    }
-                    if let FV::Func(fname) = callee {
-                        if let Some((_, op)) = fname.rsplit_once('.') {
-                            let a = A::new(pos, kw, span, fname.to_string());
-                            let r = self.torch(op, &a, false)?;
-                            a.check_keywords(&fname)?;
-                            return Ok(r);
-                        }
-                        return self.inline(&fname, pos, kw, span);
-                    }
-                    return diag(span, format!("`{n}` is not callable"));
+                    return self.call_value(callee, pos, kw, span, &format!("`{n}`"));
                 }
                 let a = A::new(pos, kw, span, n.clone());
                 let r = self.builtin(n, &a)?;
                 a.check_keywords(n)?;
                 Ok(r)
             }
-            _ => diag(span, "unsupported call"),
+            _ => {
+                // A function value made by an expression: `(lambda: s)()`, `fs[0](x)`.
+                let callee = self.expr(env, func)?;
+                self.call_value(callee, pos, kw, span, "the value")
+            }
         }
     }
 
@@ -235,7 +228,7 @@ impl<'m> Fz<'m> {
         Ok(if method.ends_with('_') { FV::None } else { FV::List(Rc::new(std::cell::RefCell::new(out))) })
     }
 
-    fn inline(&mut self, name: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
+    pub(super) fn inline(&mut self, name: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
         let module = self.module;
         let f = module.function(name).expect("functions named by Func exist");
         let npos = f.positional();
@@ -384,6 +377,7 @@ impl<'m> Fz<'m> {
                 };
                 Ok(if name == "list" { FV::List(Rc::new(RefCell::new(items))) } else { FV::Tuple(Rc::new(items)) })
             }
+            "dict" => self.dict_call(a),
             "enumerate" => {
                 let items = self.iterate(a.req(0, "iterable")?, span)?;
                 let start = a.int_or(1, "start", 0)?;
@@ -691,8 +685,10 @@ impl<'m> Fz<'m> {
             }
         }
         let refs: Vec<&TRef> = inputs.iter().collect();
+        let scan = crate::interp::out_arg::out_may_be_input(name);
         self.check_at_corners(&out, &refs, span, |d, ins| {
-            ops::check_out_overlap(d, ins, kind == OutKind::Elementwise).map_err(|e| {
+            let ins: Vec<&Tensor> = ins.iter().copied().filter(|t| !(scan && t.same_view(d))).collect();
+            ops::check_out_overlap(d, &ins, kind == OutKind::Elementwise).map_err(|e| {
                 if e.is_empty() {
                     overlap_error(name)
                 } else {

@@ -78,6 +78,59 @@ impl<'m> Fz<'m> {
         Ok(out)
     }
 
+    /// `dict(**kw)` or `dict(d, **kw)`, as the reference interpreter builds it.
+    pub(super) fn dict_call(&mut self, a: &super::ops::A) -> FR<FV> {
+        let span = a.span;
+        let mut out: Vec<(FV, FV)> = match a.pos.as_slice() {
+            [] => vec![],
+            [FV::Dict(d)] => d.borrow().clone(),
+            [other] => {
+                return diag(
+                    span,
+                    format!("dict() is supported with a dict and keyword arguments, not a {}", other.type_name()),
+                )
+            }
+            more => return diag(span, format!("dict expected at most 1 argument, got {}", more.len())),
+        };
+        for (k, v) in &a.kw {
+            a.get(usize::MAX, k);
+            let same = |x: &FV| matches!(x, FV::Str(s) if s.as_ref() == k.as_str());
+            match out.iter_mut().find(|(x, _)| same(x)) {
+                Some(slot) => slot.1 = v.clone(),
+                None => out.push((FV::Str(k.as_str().into()), v.clone())),
+            }
+        }
+        Ok(FV::Dict(Rc::new(std::cell::RefCell::new(out))))
+    }
+
+    /// Calls a function value (a closure, a program function or a torch function) with evaluated arguments.
+    pub(super) fn call_value(
+        &mut self,
+        callee: FV,
+        pos: Vec<FV>,
+        kw: Vec<(String, FV)>,
+        span: Span,
+        shown: &str,
+    ) -> FR<FV> {
+        if let FV::Closure(fname, captured) = &callee {
+            let module = self.module;
+            let f = module.function(fname).expect("Closure values name module functions");
+            let kw = crate::interp::calls::closure_args(f, &pos, kw, captured)
+                .map_err(|m| Stop::Diag(Diagnostic::new(m).at(span)))?;
+            return self.inline(fname, pos, kw, span);
+        }
+        if let FV::Func(fname) = callee {
+            if let Some((_, op)) = fname.rsplit_once('.') {
+                let a = super::ops::A::new(pos, kw, span, fname.to_string());
+                let r = self.torch(op, &a, false)?;
+                a.check_keywords(&fname)?;
+                return Ok(r);
+            }
+            return self.inline(&fname, pos, kw, span);
+        }
+        diag(span, format!("{shown} is not callable"))
+    }
+
     pub(super) fn dict_display(&mut self, env: &mut Env, items: &'m [(Expr, Expr)]) -> FR<FV> {
         let mut out: Vec<(FV, FV)> = Vec::new();
         for (k, v) in items {

@@ -20,6 +20,11 @@ impl<'m> Interp<'m> {
         kwargs: &'m [(String, Expr)],
         span: Span,
     ) -> Result<Value, Diagnostic> {
+        if matches!(&func.kind, ExprKind::Name(n) if n == crate::frontend::ast::MAKE_CLOSURE) {
+            if let Some((n, at)) = super::python::unbound_capture(kwargs, |n| frame.contains_key(n)) {
+                return err(at, super::python::unbound_capture_message(n));
+            }
+        }
         let mut pos = self.eval_items(frame, args, true)?;
         let mut kw = Vec::with_capacity(kwargs.len());
         for (k, v) in kwargs {
@@ -238,7 +243,8 @@ impl<'m> Interp<'m> {
                 })),
             }
         }
-        let refs: Vec<&Tensor> = inputs.iter().collect();
+        let scan = super::out_arg::out_may_be_input(name);
+        let refs: Vec<&Tensor> = inputs.iter().filter(|t| !(scan && t.same_view(&out))).collect();
         ops::check_out_overlap(&out, &refs, kind == OutKind::Elementwise).map_err(|e| {
             if e.is_empty() {
                 overlap_error(name)
@@ -363,6 +369,32 @@ impl<'m> Interp<'m> {
                     None => vec![],
                 };
                 Ok(if name == "list" { Value::list(items) } else { Value::tuple(items) })
+            }
+            "dict" => {
+                // `dict(**kw)` or `dict(d, **kw)`: a new dict, the keywords (string keys) after `d`'s entries.
+                let mut out: Vec<(Value, Value)> = match a.pos.as_slice() {
+                    [] => vec![],
+                    [Value::Dict(d)] => d.borrow().clone(),
+                    [other] => {
+                        return err(
+                            span,
+                            format!(
+                                "dict() is supported with a dict and keyword arguments, not a {}",
+                                other.type_name()
+                            ),
+                        )
+                    }
+                    more => return err(span, format!("dict expected at most 1 argument, got {}", more.len())),
+                };
+                for (k, v) in &a.kw {
+                    a.get(usize::MAX, k);
+                    let key = Value::Str(k.as_str().into());
+                    match out.iter_mut().find(|(x, _)| super::python::key_eq(x, &key)) {
+                        Some(slot) => slot.1 = v.clone(),
+                        None => out.push((key, v.clone())),
+                    }
+                }
+                Ok(Value::Dict(std::rc::Rc::new(std::cell::RefCell::new(out))))
             }
             "enumerate" => {
                 let items = self.iterate(a.req(0, "iterable").map_err(&e)?, span)?;

@@ -67,6 +67,16 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
             let dt = if name == "full" { creation_dtype(a, Some(value))? } else { creation_dtype(a, None)? };
             t(Tensor::full(dt, &shape_of(name, &sizes)?, value)?)
         }
+        "scalar_tensor" if !method => {
+            // `torch.full((), s)` in the default dtype (float32) whatever the kind of `s`; a 0-d tensor is a number.
+            let v = match a.req(0, "s")? {
+                Value::Tensor(x) if x.dim() == 0 => x.item()?,
+                v => v.as_scalar().filter(|_| !matches!(v, Value::Tensor(_))).ok_or_else(|| {
+                    format!("scalar_tensor(): argument 's' (position 1) must be Number, not {}", v.type_name())
+                })?,
+            };
+            t(Tensor::full(a.dtype(99, "dtype")?.unwrap_or(DType::F32), &[], v)?)
+        }
         "zeros_like" | "ones_like" | "empty_like" | "full_like" | "rand_like" => {
             let x = a.tensor(0, "input")?;
             let value = match name {

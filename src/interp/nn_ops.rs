@@ -192,6 +192,9 @@ pub(super) fn nn_op(name: &str, a: &Args) -> AResult<Value> {
             t(if y.dtype() == x.dtype() { y } else { y.to_dtype(x.dtype())? })
         }
         "group_norm" => group_norm(a),
+        // `torch.batch_norm` takes its arguments in another order: only `F.batch_norm` is this.
+        "batch_norm" if a.name == "torch.nn.functional.batch_norm" => batch_norm(a),
+        "cdist" => cdist(a),
         _ => Err(format!("{UNKNOWN_OP}{name}")),
     }
 }
@@ -485,4 +488,163 @@ fn max_pool2d(a: &Args) -> AResult<Value> {
         }
     }
     t(acc.ok_or("max_pool2d: an empty kernel")?)
+}
+
+/// The channel count of `F.batch_norm`'s input after PyTorch's checks, or the reason it is refused: batch statistics
+/// (`training=True`, which also writes the running statistics in place) are not supported, and the running mean and
+/// variance (and the weight and bias, when given) must be float tensors of the input's dtype with one element per
+/// channel (dim 1).
+pub(crate) fn batch_norm_channels(
+    x: (&[usize], DType),
+    training: bool,
+    params: [(&str, Option<(&[usize], DType)>); 4],
+) -> Result<usize, String> {
+    if training {
+        return Err("F.batch_norm with training=True (batch statistics, the running statistics updated in place) is not supported; pass training=False".into());
+    }
+    if !x.1.is_float() {
+        return Err(format!("\"batch_norm\" not implemented for '{}'", x.1.name()));
+    }
+    if x.0.len() < 2 {
+        return Err(format!("batch_norm(): expected 2D or more input (got {}D input)", x.0.len()));
+    }
+    let c = x.0[1];
+    for (i, (what, p)) in params.iter().enumerate() {
+        match p {
+            None if i < 2 => return Err(format!("{what} must be defined in evaluation mode")),
+            None => {}
+            Some((shape, d)) => {
+                if *d != x.1 {
+                    return Err(format!(
+                        "batch_norm(): {what} of dtype {} with an input of dtype {}: mixed dtypes are not supported",
+                        d.name(),
+                        x.1.name()
+                    ));
+                }
+                if shape.iter().product::<usize>() != c || shape.len() != 1 {
+                    return Err(format!("{what} should contain {c} elements not {}", shape.iter().product::<usize>()));
+                }
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// `F.batch_norm` in evaluation mode as PyTorch's CPU kernel computes it: per channel `alpha = weight / sqrt(var +
+/// eps)` (`1 / sqrt(var + eps)` without a weight) and `beta = bias - mean * alpha` (`0 - mean * alpha`), then
+/// `x * alpha + beta` with the channel on dim 1.
+fn batch_norm(a: &Args) -> AResult<Value> {
+    let x = a.tensor(0, "input")?;
+    let tensor_at = |i: usize, k: &str| match a.opt(i, k) {
+        None => Ok(None),
+        Some(Value::Tensor(t)) => Ok(Some(t.clone())),
+        Some(o) => Err(format!("batch_norm(): argument '{k}' must be Tensor, not {}", o.type_name())),
+    };
+    let ps =
+        [tensor_at(1, "running_mean")?, tensor_at(2, "running_var")?, tensor_at(3, "weight")?, tensor_at(4, "bias")?];
+    let training = match a.opt(5, "training") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(o) => return Err(format!("batch_norm(): argument 'training' must be bool, not {}", o.type_name())),
+    };
+    let _momentum = a.opt(6, "momentum");
+    let eps = match a.opt(7, "eps") {
+        Some(v) => v.as_scalar().ok_or("batch_norm(): argument 'eps' must be float")?.to_f64(),
+        None => 1e-5,
+    };
+    let names = ["running_mean", "running_var", "weight", "bias"];
+    let info: Vec<Option<(&[usize], DType)>> =
+        ps.iter().map(|p| p.as_ref().map(|t| (&t.shape[..], t.dtype()))).collect();
+    let c = batch_norm_channels(
+        (&x.shape, x.dtype()),
+        training,
+        [(names[0], info[0]), (names[1], info[1]), (names[2], info[2]), (names[3], info[3])],
+    )?;
+    let [Some(mean), Some(var), w, b] = ps else { unreachable!("checked") };
+    let sd = ops::unary(Unary::Sqrt, &bin(Binary::Add, &var, f(eps))?)?;
+    let invstd = ops::binary(Binary::Div, &f(1.0), &tt(&sd))?;
+    let alpha = match &w {
+        Some(w) => bin(Binary::Mul, &invstd, tt(w))?,
+        None => invstd,
+    };
+    let ma = bin(Binary::Mul, &mean, tt(&alpha))?;
+    let beta = match &b {
+        Some(b) => bin(Binary::Sub, b, tt(&ma))?,
+        None => ops::binary(Binary::Sub, &f(0.0), &tt(&ma))?,
+    };
+    let mut view = vec![1i64; x.dim()];
+    view[1] = c as i64;
+    let y = bin(Binary::Mul, &x, tt(&alpha.reshape(&view)?))?;
+    t(bin(Binary::Add, &y, tt(&beta.reshape(&view)?))?)
+}
+
+/// `torch.cdist`'s checks and what funcfuse supports of it: float inputs of one dtype, of at least 2 dims with equal
+/// leading (batch) dims and as many columns, and `p >= 0`. With `p=2` over more than 25 rows of either input PyTorch
+/// switches to a matrix-product formula whose rounding is not reproduced: refused.
+pub(crate) fn cdist_check(x1: (&[usize], DType), x2: (&[usize], DType), p: f64) -> Result<(), String> {
+    for (i, (shape, d)) in [x1, x2].iter().enumerate() {
+        if shape.len() < 2 {
+            return Err(format!("cdist only supports at least 2D tensors, X{} got: {}D", i + 1, shape.len()));
+        }
+        if !d.is_float() {
+            return Err(format!("cdist only supports floating-point dtypes, X{} got: {}", i + 1, d.name()));
+        }
+    }
+    let (n1, n2) = (x1.0.len(), x2.0.len());
+    if x1.0[n1 - 1] != x2.0[n2 - 1] {
+        return Err(format!(
+            "X1 and X2 must have the same number of columns. X1: {} X2: {}",
+            x1.0[n1 - 1],
+            x2.0[n2 - 1]
+        ));
+    }
+    if x1.1 != x2.1 {
+        return Err(format!(
+            "cdist(): X1 of dtype {} and X2 of dtype {}: mixed dtypes are not supported",
+            x1.1.name(),
+            x2.1.name()
+        ));
+    }
+    if x1.0[..n1 - 2] != x2.0[..n2 - 2] {
+        return Err("cdist() with batch dims that differ (broadcast) is not supported".into());
+    }
+    if p.is_nan() || p < 0.0 {
+        return Err("cdist only supports non-negative p values".into());
+    }
+    if p == 2.0 && (x1.0[n1 - 2] > 25 || x2.0[n2 - 2] > 25) {
+        return Err("torch.cdist with p=2 over more than 25 rows computes through a matrix product whose rounding funcfuse does not reproduce: not supported; write the distances as ((x1[..., :, None] - x2[..., None, :]) ** 2).sum(-1).sqrt()".into());
+    }
+    Ok(())
+}
+
+/// `torch.cdist(x1, x2, p)`: the differences of every pair of rows, then PyTorch's per-`p` reduction over the
+/// columns (a count of nonzero differences for 0, the sum of absolute values for 1, the square root of the sum of
+/// squares for 2, the maximum for infinity, else the `1/p`-th power of the sum of `p`-th powers).
+fn cdist(a: &Args) -> AResult<Value> {
+    let (x1, x2) = (a.tensor(0, "x1")?, a.tensor(1, "x2")?);
+    let p = match a.opt(2, "p") {
+        Some(v) => v.as_scalar().ok_or("cdist(): argument 'p' must be float")?.to_f64(),
+        None => 2.0,
+    };
+    if a.opt(3, "compute_mode").is_some() {
+        return Err("cdist(): compute_mode is not supported".into());
+    }
+    cdist_check((&x1.shape, x1.dtype()), (&x2.shape, x2.dtype()), p)?;
+    let d = bin(Binary::Sub, &x1.unsqueeze(-2)?, tt(&x2.unsqueeze(-3)?))?;
+    let ad = ops::unary(Unary::Abs, &d)?;
+    let last = Some(&[-1i64][..]);
+    let r = if p == 0.0 {
+        let nz = bin(Binary::Ne, &d, f(0.0))?;
+        reduce::sum(&nz, last, false, Some(x1.dtype()))?
+    } else if p == 1.0 {
+        reduce::sum(&ad, last, false, None)?
+    } else if p == 2.0 {
+        ops::unary(Unary::Sqrt, &reduce::sum(&bin(Binary::Mul, &d, tt(&d))?, last, false, None)?)?
+    } else if p.is_infinite() {
+        reduce::amax(&ad, last, false, true)?
+    } else {
+        let s = reduce::sum(&bin(Binary::Pow, &ad, f(p))?, last, false, None)?;
+        bin(Binary::Pow, &s, f(1.0 / p))?
+    };
+    t(r)
 }

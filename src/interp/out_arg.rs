@@ -147,6 +147,14 @@ pub fn check_out(
     Ok(())
 }
 
+/// Whether `out=` may be exactly (the same view of) an input of the non-elementwise op `name`: the scans, whose
+/// element `i` reads input elements up to `i` only, which PyTorch's kernel reads before it writes element `i`, so
+/// the result is the scan of the old values (vLLM's sampler writes `torch.cumsum(p, dim=-1, out=p)`). Any other
+/// overlap stays refused.
+pub fn out_may_be_input(name: &str) -> bool {
+    matches!(name, "cumsum" | "cumprod")
+}
+
 /// The error for an `out=` that overlaps an input of a non-elementwise op.
 pub fn overlap_error(name: &str) -> String {
     format!("{name}(): out= overlaps an input, which is not supported; clone() the input first")

@@ -378,3 +378,23 @@ pub(crate) fn complex_refusal(name: &str) -> Option<String> {
         )
     })
 }
+
+/// The first variable a closure captures (the keywords `NAME=NAME` of a `<closure>(HELPER, ...)` call) that is not
+/// assigned where the closure is made, with where: funcfuse captures values then, and Python reads them only when
+/// the function runs (where it would raise `NameError` if they are still unassigned, or see a value assigned since).
+pub(crate) fn unbound_capture<'e>(
+    kwargs: &'e [(String, Expr)],
+    bound: impl Fn(&str) -> bool,
+) -> Option<(&'e str, Span)> {
+    kwargs.iter().find_map(|(_, v)| match &v.kind {
+        ExprKind::Name(n) if !bound(n) => Some((n.as_str(), v.span)),
+        _ => None,
+    })
+}
+
+/// The message for [`unbound_capture`].
+pub(crate) fn unbound_capture_message(name: &str) -> String {
+    format!(
+        "`{name}` is not assigned when the function defined here is made (a closure that reads it): funcfuse captures it then, where Python would read it when the function runs; not supported; assign `{name}` before the `def` or `lambda`"
+    )
+}

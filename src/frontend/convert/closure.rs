@@ -41,7 +41,7 @@ pub(super) fn placeholder(name: &str, helper: &str, span: Span) -> StmtKind {
 }
 
 /// Every binding of a name in `body`: the name, the binding statement's span and the spans of the loops around it.
-fn bindings(body: &[Stmt], loops: &mut Vec<Span>, out: &mut Vec<(String, Span, Vec<Span>)>) {
+pub(super) fn bindings(body: &[Stmt], loops: &mut Vec<Span>, out: &mut Vec<(String, Span, Vec<Span>)>) {
     for s in body {
         let mut names = Vec::new();
         match &s.kind {
@@ -93,7 +93,7 @@ fn bindings(body: &[Stmt], loops: &mut Vec<Span>, out: &mut Vec<(String, Span, V
 }
 
 /// The names `g` reads that are not its own locals, in order of first read, with where each is first read.
-fn free_names(g: &Function) -> Vec<(String, Span)> {
+pub(super) fn free_names(g: &Function) -> Vec<(String, Span)> {
     let mut own: Vec<String> = g.params.iter().map(|p| p.name.clone()).collect();
     if let Some((_, v)) = &g.vararg {
         own.push(v.name.clone());

@@ -5,7 +5,12 @@
 //! rebinds is decided, the branch it does not take is dropped, and numpy calls on constants are folded to numbers.
 //! Any other use of numpy is refused, located.
 
-use super::bound_names;
+use std::collections::HashMap;
+
+use ruff_python_ast as py;
+use ruff_python_ast::visitor::{walk_expr, Visitor};
+
+use super::{bound_names, Cx};
 use crate::diag::{err, Diagnostic, Span};
 use crate::frontend::ast::*;
 
@@ -13,7 +18,14 @@ use crate::frontend::ast::*;
 /// function on constants or a known constant.
 /// `isinstance` is decided only where `program_only` says `f` runs as a program alone (its parameters' annotations
 /// are then checked against the arguments; a helper's are not).
-pub(super) fn fold(f: &mut Function, np: &str, program_only: bool) -> Result<(), Diagnostic> {
+/// `constructor`: a call of `torch.tensor`/`as_tensor`/`asarray` that a float folded here could reach (see
+/// [`reachable_constructors`]), with the function it is in.
+pub(super) fn fold(
+    f: &mut Function,
+    np: &str,
+    program_only: bool,
+    constructor: Option<&(Span, String, String)>,
+) -> Result<(), Diagnostic> {
     let mut local = Vec::new();
     bound_names(&f.body, &mut local);
     if local.iter().any(|n| n == np) || f.params.iter().any(|p| p.name == np) {
@@ -32,7 +44,7 @@ pub(super) fn fold(f: &mut Function, np: &str, program_only: bool) -> Result<(),
     }
     // Names bound once in the whole function, by a top-level `NAME = constant`: their value, and where.
     let mut consts: Vec<(String, Num, Span)> = Vec::new();
-    let mut cx = Fold { np, kinds, consts: Vec::new(), constructor: dtype_from_data(&f.body) };
+    let mut cx = Fold { np, kinds, consts: Vec::new(), constructor };
     for s in &f.body {
         if let StmtKind::Assign { targets, value } = &s.kind {
             if let [Expr { kind: ExprKind::Name(n), .. }] = targets.as_slice() {
@@ -82,26 +94,82 @@ struct Fold<'a> {
     np: &'a str,
     kinds: Vec<(String, bool)>,
     consts: Vec<(String, Num, Span)>,
-    /// A call in `f` that takes its dtype from a value (`torch.tensor(v)`): numpy's functions give `np.float64`,
-    /// of which it makes a float64 tensor, where the Python float they fold to would give float32.
+    /// A call that `f`'s values may reach and that takes its dtype from a value (`torch.tensor(v)`), with the
+    /// function it is in: numpy's functions give `np.float64`, of which it makes a float64 tensor, where the Python
+    /// float they fold to would give float32.
+    constructor: Option<&'a (Span, String, String)>,
+}
+
+/// Constructors whose dtype follows their data: a numpy float64 makes a float64 tensor there, a Python float a
+/// float32 one. (`torch.full` and `torch.scalar_tensor` give float32 for either.)
+const FROM_DATA: &[&str] = &["tensor", "as_tensor", "asarray"];
+
+/// Names read and the first constructor call of [`FROM_DATA`] in one top-level `def` (nested `def`s and lambdas
+/// included).
+struct Scan<'c> {
+    cx: &'c Cx,
+    names: Vec<String>,
     constructor: Option<(Span, String)>,
 }
 
-/// The first call in `body` of a constructor whose dtype follows its data.
-fn dtype_from_data(body: &[Stmt]) -> Option<(Span, String)> {
-    let mut found = None;
-    visit_exprs(body, &mut |e| {
-        if let ExprKind::Call { func, .. } = &e.kind {
-            if let ExprKind::Attr(m, name) = &func.kind {
-                let torch = matches!(&m.kind, ExprKind::Name(n) if n == "torch");
-                let infers = ["tensor", "as_tensor", "asarray", "scalar_tensor", "full"].contains(&name.as_str());
-                if torch && infers && found.is_none() {
-                    found = Some((e.span, format!("torch.{name}")));
+impl<'a> Visitor<'a> for Scan<'_> {
+    fn visit_expr(&mut self, e: &'a py::Expr) {
+        match e {
+            py::Expr::Name(n) => self.names.push(n.id.to_string()),
+            py::Expr::Call(c) if self.constructor.is_none() => {
+                if let py::Expr::Attribute(a) = &*c.func {
+                    let torch = matches!(&*a.value, py::Expr::Name(m) if m.id.as_str() == "torch");
+                    if torch && FROM_DATA.contains(&a.attr.as_str()) {
+                        self.constructor = Some((self.cx.sp(e), format!("torch.{}", a.attr)));
+                    }
                 }
             }
+            _ => {}
         }
-    });
-    found
+        walk_expr(self, e);
+    }
+}
+
+/// For each top-level function, a call of a constructor whose dtype follows its data (`torch.tensor`, ...) that a
+/// numpy float folded in it could reach: the first one in source order among the functions connected to it by
+/// naming one another (the helpers it calls, its callers, theirs, closures passed along), with the function that
+/// makes it. A folded numpy float is refused where such a call exists; elsewhere it acts as the Python float it
+/// folds to.
+pub(super) fn reachable_constructors(cx: &Cx, body: &[py::Stmt]) -> HashMap<String, (Span, String, String)> {
+    let mut defs: Vec<(String, Vec<String>, Option<(Span, String)>)> = Vec::new();
+    for s in body {
+        if let py::Stmt::FunctionDef(f) = s {
+            let mut scan = Scan { cx, names: Vec::new(), constructor: None };
+            scan.visit_stmt(s);
+            defs.push((f.name.to_string(), scan.names, scan.constructor));
+        }
+    }
+    let mut parent: Vec<usize> = (0..defs.len()).collect();
+    fn root(p: &mut [usize], mut i: usize) -> usize {
+        while p[i] != i {
+            p[i] = p[p[i]];
+            i = p[i];
+        }
+        i
+    }
+    for i in 0..defs.len() {
+        for j in 0..defs.len() {
+            if i != j && defs[i].1.contains(&defs[j].0) {
+                let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+                parent[a.max(b)] = a.min(b);
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    for i in 0..defs.len() {
+        let r = root(&mut parent, i);
+        let first = (0..defs.len()).find(|&j| root(&mut parent, j) == r && defs[j].2.is_some());
+        if let Some(j) = first {
+            let (at, c) = defs[j].2.clone().unwrap_or_default();
+            out.insert(defs[i].0.clone(), (at, c, defs[j].0.clone()));
+        }
+    }
+    out
 }
 
 const FUNCS: &str = "np.abs, np.log, np.log2, np.log10, np.exp, np.sqrt, np.sin, np.cos, np.tan, np.arctan, np.tanh";
@@ -225,9 +293,9 @@ impl Fold<'_> {
                     "tanh" => Num::Float(f.tanh()),
                     _ => return err(e.span, format!("`{}.{name}` is not supported: numpy is supported only as {FUNCS} of numbers known before the program runs", self.np)),
                 };
-                if let (Num::Float(_), Some((at, c))) = (v, &self.constructor) {
+                if let (Num::Float(_), Some((at, c, in_fn))) = (v, self.constructor) {
                     return err(e.span, format!(
-                        "`{}.{name}(...)` gives a numpy float64, and this function calls `{c}` (line {}), which makes a float64 tensor of one where funcfuse, folding numpy to Python numbers, would make float32: not supported; use the `math` module",
+                        "`{}.{name}(...)` gives a numpy float64, and `{in_fn}` calls `{c}` (line {}), which makes a float64 tensor of one where funcfuse, folding numpy to Python numbers, would make float32: not supported; use the `math` module",
                         self.np, at.line
                     ));
                 }

@@ -3,7 +3,7 @@
 
 use ruff_python_ast as py;
 
-use super::{bound_names, Cx};
+use super::Cx;
 use crate::diag::{err, Diagnostic, Span};
 use crate::frontend::ast::*;
 
@@ -48,48 +48,9 @@ fn visit_stmts<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
     }
 }
 
-/// A `lambda` becomes a top-level helper, so it must not read a name that is local to the function it is written
-/// in (a closure): that is refused, at the read. Names local to the function are its parameters, the names its body
-/// binds and the parameters of its lambdas; any other name a lambda reads is a global either way.
-pub(super) fn lambdas_read_no_locals(f: &Function, lambdas: &[Function]) -> Result<(), Diagnostic> {
-    let mut local: Vec<String> = f.params.iter().map(|p| p.name.clone()).collect();
-    bound_names(&f.body, &mut local);
-    local.extend(lambdas.iter().flat_map(|l| l.params.iter().map(|p| p.name.clone())));
-    for l in lambdas {
-        let mut own: Vec<String> = l.params.iter().map(|p| p.name.clone()).collect();
-        bound_names(&l.body, &mut own);
-        let defaults: Vec<Stmt> = l
-            .params
-            .iter()
-            .filter_map(|p| p.default.clone())
-            .map(|d| Stmt { span: d.span, kind: StmtKind::Expr(d) })
-            .collect();
-        let mut hit = None;
-        let mut check = |e: &Expr, own: &[String]| {
-            if let ExprKind::Name(n) = &e.kind {
-                if hit.is_none() && local.contains(n) && !own.contains(n) {
-                    hit = Some((n.clone(), e.span));
-                }
-            }
-        };
-        visit_exprs(&l.body, &mut |e| check(e, &own));
-        visit_exprs(&defaults, &mut |e| check(e, &[]));
-        if let Some((n, span)) = hit {
-            return err(
-                span,
-                format!(
-                    "a lambda that reads `{n}`, a local variable of `{}`, is not supported (a closure); pass it as an argument",
-                    f.name
-                ),
-            );
-        }
-    }
-    Ok(())
-}
-
 impl Cx {
     /// `lambda PARAMS: BODY`: a top-level helper `def _<lambda>@LINE:COL(PARAMS): return BODY`, named by the lambda
-    /// expression (the enclosing function's conversion checks that it reads none of its locals).
+    /// expression.
     pub(super) fn lambda(&self, l: &py::ExprLambda, span: Span) -> Result<ExprKind, Diagnostic> {
         let params = match &l.parameters {
             Some(p) => {
@@ -114,7 +75,13 @@ impl Cx {
             body: vec![ret],
             span,
         });
-        Ok(ExprKind::Name(name))
+        if !self.in_def.get() {
+            return Ok(ExprKind::Name(name));
+        }
+        // In a function: `<closure>(HELPER)`, whose captures `lambdas::close_lambdas` fills in (or which it turns
+        // back into the helper's name when the lambda reads no local).
+        let name_expr = |n: &str| Expr { kind: ExprKind::Name(n.to_string()), span };
+        Ok(ExprKind::Call { func: Box::new(name_expr(MAKE_CLOSURE)), args: vec![name_expr(&name)], kwargs: vec![] })
     }
 
     /// `try: BODY except NotImplementedError: HANDLER [else: ELSE] [finally: FINALLY]` is `BODY ELSE FINALLY` when
