@@ -225,3 +225,18 @@ def reductions_of_zero_size_tensors(d: f32[2, 0, 2], e: f32[2, 3]) -> tuple[f32[
     # Seed 10283: a reduction whose output has no elements (`mean` over dim 2 of f32[2, 0, 2]) compiled to a C kernel
     # that named a loop variable it had left out. A reduction over a zero-length dim is its identity: sum 0, mean nan.
     return d.mean(2, keepdim=True), d.sum(1), d.mean(1), d.amax(2), e + d.sum(1).sum(1, keepdim=True)
+
+
+def softmax_and_logsumexp_over_zero_length_dims(a: f32[2, 0, 3], b: f32[0]) -> tuple[f32[0], f32[2, 0, 3], f32[2, 0, 3], f32[2, 3], f32[()], f32[2, 0, 1], f32[3]]:
+    # Seed 57553: the planned engines spell softmax as amax/sub/exp/sum/div, and the amax over a zero-length dim
+    # raised (PyTorch checks that on a user's amax, never inside softmax), so every planned engine refused what
+    # PyTorch runs (an empty result). logsumexp over a zero-length dim is -inf in PyTorch; both engines raised.
+    return (
+        torch.softmax(b, 0),
+        torch.log_softmax(a, 1),
+        torch.softmax(a * 2.0, 2) + 1.0,
+        torch.logsumexp(a, 1),
+        torch.logsumexp(b, 0),
+        torch.logsumexp(a, 2, keepdim=True),
+        torch.logsumexp(a, [0, 1]),
+    )
