@@ -240,3 +240,31 @@ def softmax_and_logsumexp_over_zero_length_dims(a: f32[2, 0, 3], b: f32[0]) -> t
         torch.logsumexp(a, 2, keepdim=True),
         torch.logsumexp(a, [0, 1]),
     )
+
+
+def index_out_of_range_past_a_break_on_data(c: f32[3, 2], s: f32[4]) -> tuple[f32[3, 2], f32[3]]:
+    # Seed 28079: `c.select(1, i - 1)` is out of range at i = 3, which a `break` on data may never reach; PyTorch
+    # raises only if it does. The functionalizer refused the program: it checked the index over every iteration,
+    # before it met the `break`. Such an index is now checked when the program runs.
+    acc = torch.zeros(3)
+    for i in range(1, 4):
+        c.select(1, i - 1).mul_(2.0)
+        acc = acc + c[:, i - 1]
+        if s[i] > -10.0:
+            break
+    return c, acc
+
+
+def index_out_of_range_in_iterations_an_if_on_data_skips(c: f32[2, 3], s: f32[5]) -> tuple[f32[2, 3], f32[3]]:
+    # The same under an `if` on data (`c[i - 1]` is out of range at i = 3, where the condition is false) and past a
+    # `continue` on data (`c[:, i]` at i = 3); the functionalizer raised whenever the arm ran.
+    acc = torch.zeros(3)
+    for i in range(1, 4):
+        if s[i] * 0.0 + i < 3:
+            c[i - 1] += 1.0
+            acc = acc + c[i - 1]
+    for i in range(4):
+        if s[i] * 0.0 + i > 2.5:
+            continue
+        acc[:2] = acc[:2] + c[:, i]
+    return c, acc

@@ -118,7 +118,10 @@ impl<'m> Fz<'m> {
         // (`%return.K`, one per tensor or number in it), so it is merged as bindings are.
         let arm = |this: &mut Self, env: &mut Env, stmts: &'m [Stmt]| -> FR<(Env, Vec<Root>, Option<Ret>)> {
             // A `raise` in an arm fails the arm, which then raises only when it runs (see `checks.rs`).
-            match this.block(env, stmts)? {
+            this.t.arms += 1;
+            let flow = this.block(env, stmts);
+            this.t.arms -= 1;
+            match flow? {
                 Flow::Normal => Ok((env.clone(), this.roots.clone(), None)),
                 Flow::Return(v) => {
                     let mut e = env.clone();

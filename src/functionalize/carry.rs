@@ -115,6 +115,23 @@ impl<'m> Fz<'m> {
         level: usize,
         span: Span,
     ) -> FR<Vec<Carry>> {
+        self.t.discovering += 1;
+        let r = self.discover_once(env, snap, body, extra, var, level, span);
+        self.t.discovering -= 1;
+        r
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn discover_once(
+        &mut self,
+        env: &mut Env,
+        snap: &Snap,
+        body: &'m [Stmt],
+        extra: Option<(&'m Expr, Option<&'m Expr>)>,
+        var: Option<&str>,
+        level: usize,
+        span: Span,
+    ) -> FR<Vec<Carry>> {
         if let Some(v) = var {
             env.insert(v.to_string(), FV::DynInt(Affine::sym(Sym::Loop(level))));
         }
@@ -198,7 +215,7 @@ impl<'m> Fz<'m> {
                 break;
             }
             let tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
-            self.t.frames.push(super::state::LoopFrame { range: None, step: 1, carried: tys });
+            self.t.frames.push(super::state::LoopFrame { range: None, step: 1, carried: tys, arms: self.t.arms });
             self.t.open_scope();
             let more = self
                 .bind_carried(env, &carries, span)
