@@ -268,3 +268,39 @@ def index_out_of_range_in_iterations_an_if_on_data_skips(c: f32[2, 3], s: f32[5]
             continue
         acc[:2] = acc[:2] + c[:, i]
     return c, acc
+
+
+def setitem_of_a_view_of_the_same_memory(b: f32[5, 6], t: f32[1, 6], x: f32[3, 4], idx: i64[2]) -> tuple[f32[5, 6], f32[1, 6], f32[3, 4]]:
+    # Seed 36370: `b[-1:] = b[k]` with k = 4 writes a row onto itself. PyTorch drops the value's leading size-1 dims,
+    # expands it to the target (a new leading dim's stride is the next dim's size times its stride) and finds the
+    # same memory with the same strides, so it copies nothing; every engine raised PyTorch's partial-overlap error
+    # there (the functional engine refused, the index being known at run time only). A value that the expansion
+    # repeats (`x[:, :] = x[0]`) is not checked by PyTorch: it is exact where each position is written from itself.
+    b.mul_(0.5)
+    v2 = b.select(0, idx[0].item() % 5)
+    b[-1:] = v2
+    b[4:] = b[-1]
+    b[4] += v2 - 1.0
+    t2 = t * 2.0
+    t2[:, :] = t2.select(0, 0)
+    x[:, :] = x[0]
+    x[1:, :] = x[1]
+    return b, t2, x
+
+
+def names_local_to_a_for_loop_in_a_while_loop(b: f32[3, 4, 1], c: f32[2]) -> tuple[f32[3, 4, 1], f32[1]]:
+    # Seeds 39312, 39723: names bound only inside a `for` loop in the body of a data-dependent `while` (a copy bound
+    # to two names; a view of a parameter) were carried by the `while` and refused: a `for` loop that assigns a name
+    # before reading it in each iteration does not read it first.
+    k = 0
+    acc = torch.zeros(1)
+    while k < 2:
+        for i in range(1, 2):
+            v3 = b.permute(2, 1, 0).select(1, i + 1).squeeze(0).contiguous()
+            t5 = v3
+            v4 = c.unsqueeze(1)[k].chunk(3, 0)[0]
+            acc = acc + t5[:1] + v4
+        k += 1
+        if b.abs().sum() < 0.0:
+            break
+    return b, acc

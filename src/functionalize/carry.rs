@@ -76,6 +76,12 @@ fn reads_first(name: &str, stmts: &[Stmt]) -> (bool, bool) {
                     return (true, false);
                 }
             }
+            // A `for` loop's iterations each read `name` only after assigning it (fuzz seeds 39312, 39723).
+            StmtKind::For { target, iter, body } if !mentions(iter, name) && !mentions(target, name) => {
+                if reads_first(name, body).0 {
+                    return (true, false);
+                }
+            }
             _ => return (true, false),
         }
     }
