@@ -304,3 +304,21 @@ def names_local_to_a_for_loop_in_a_while_loop(b: f32[3, 4, 1], c: f32[2]) -> tup
         if b.abs().sum() < 0.0:
             break
     return b, acc
+
+
+def empty_views_and_one_shared_element(a: f32[5, 5], b: f32[4, 2, 5], d: f32[3, 5], idx: i64[1]) -> tuple[f32[5, 5], f32[4, 2, 5], f32[0]]:
+    # Seed 30690: `v1` is an empty view of `d` or an empty tensor made in the loop, chosen by a `break` on data;
+    # refused as a view chosen by several run-time `if`s, though an empty tensor holds nothing to alias.
+    # Seed 40214: an in-place op on an expanded empty view raised PyTorch's internal-overlap error; PyTorch finds an
+    # empty tensor contiguous and runs it. Seed 40229: `a[:, 4].copy_(a[-1])` meets its value at one element, which
+    # it reads and writes at the same position: PyTorch does not check, and the result does not depend on the copy
+    # order; it was refused as a strided overlap (`a[:, 3].copy_(a[-1])`, where they meet at different positions,
+    # still is: PyTorch's result would depend on its copy order).
+    v1 = d[3:4].flatten()
+    for i in range(3):
+        if idx[0] > 7:
+            break
+        v1 = v1 * 0.5 + torch.sigmoid(v1)
+    b.narrow(1, 2, 0).expand(2, -1, -1, -1).add_(2.0)
+    a[:, 4].copy_(a[-1])
+    return a, b, v1

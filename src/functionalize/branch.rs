@@ -246,6 +246,17 @@ impl<'m> Fz<'m> {
                     else_parts.push(self.affine_term(&b.off));
                     merges.push(Merge::Offset(name.clone(), a.clone(), b.off.clone()));
                 }
+                // Empty tensors of one type hold nothing to alias: whichever the arms chose, a read gives an empty
+                // tensor and a write writes nothing (fuzz seed 30690: an empty view or a fresh empty tensor).
+                (FV::Tensor(a), FV::Tensor(b))
+                    if a.shape.contains(&0) && a.shape == b.shape && roots1[a.root].dtype == roots2[b.root].dtype =>
+                {
+                    let dt = roots1[a.root].dtype;
+                    let z = self.full(&a.shape, dt, crate::tensor::Scalar::I(0)).map_err(Self::tyerr(span))?;
+                    then_parts.push(self.t.at(z));
+                    else_parts.push(self.t.at(z));
+                    merges.push(Merge::Value(name.clone(), dt, a.shape.clone()));
+                }
                 (FV::Tensor(a), FV::Tensor(b))
                     if a.alt.is_none()
                         && b.alt.is_none()

@@ -555,9 +555,11 @@ pub fn check_overlap(dst: &Tensor, inputs: &[&Tensor], check_internal: bool) -> 
         if dst.is_non_overlapping_and_dense() && inp.is_non_overlapping_and_dense() {
             return Err(E_PARTIAL.into());
         }
-        // Each element reads the very memory it writes (`x.unsqueeze(0).mul_(x)` through a strided `x`): PyTorch
-        // does not check, and the result does not depend on the order of the element loop.
-        if inp.broadcast_to(&dst.shape).is_ok_and(|b| b.offsets() == dst.offsets()) {
+        // Each element that reads written memory reads the very memory it writes (`x.unsqueeze(0).mul_(x)` through
+        // a strided `x`; `a[:, 4].copy_(a[-1])`, which meet at one element): PyTorch does not check, and the result
+        // does not depend on the order of the element loop, since no other element reads what one writes.
+        let reads_own = |b: Tensor| b.offsets().iter().zip(dst.offsets()).all(|(r, w)| !set.contains(r) || *r == w);
+        if inp.broadcast_to(&dst.shape).is_ok_and(reads_own) {
             continue;
         }
         return Err("unsupported in-place write: the value read overlaps the tensor written through a strided view, and PyTorch's result then depends on the CPU's vector width; clone() the value first".into());
