@@ -225,3 +225,100 @@ def reductions_of_zero_size_tensors(d: f32[2, 0, 2], e: f32[2, 3]) -> tuple[f32[
     # Seed 10283: a reduction whose output has no elements (`mean` over dim 2 of f32[2, 0, 2]) compiled to a C kernel
     # that named a loop variable it had left out. A reduction over a zero-length dim is its identity: sum 0, mean nan.
     return d.mean(2, keepdim=True), d.sum(1), d.mean(1), d.amax(2), e + d.sum(1).sum(1, keepdim=True)
+
+
+def softmax_and_logsumexp_over_zero_length_dims(a: f32[2, 0, 3], b: f32[0]) -> tuple[f32[0], f32[2, 0, 3], f32[2, 0, 3], f32[2, 3], f32[()], f32[2, 0, 1], f32[3]]:
+    # Seed 57553: the planned engines spell softmax as amax/sub/exp/sum/div, and the amax over a zero-length dim
+    # raised (PyTorch checks that on a user's amax, never inside softmax), so every planned engine refused what
+    # PyTorch runs (an empty result). logsumexp over a zero-length dim is -inf in PyTorch; both engines raised.
+    return (
+        torch.softmax(b, 0),
+        torch.log_softmax(a, 1),
+        torch.softmax(a * 2.0, 2) + 1.0,
+        torch.logsumexp(a, 1),
+        torch.logsumexp(b, 0),
+        torch.logsumexp(a, 2, keepdim=True),
+        torch.logsumexp(a, [0, 1]),
+    )
+
+
+def index_out_of_range_past_a_break_on_data(c: f32[3, 2], s: f32[4]) -> tuple[f32[3, 2], f32[3]]:
+    # Seed 28079: `c.select(1, i - 1)` is out of range at i = 3, which a `break` on data may never reach; PyTorch
+    # raises only if it does. The functionalizer refused the program: it checked the index over every iteration,
+    # before it met the `break`. Such an index is now checked when the program runs.
+    acc = torch.zeros(3)
+    for i in range(1, 4):
+        c.select(1, i - 1).mul_(2.0)
+        acc = acc + c[:, i - 1]
+        if s[i] > -10.0:
+            break
+    return c, acc
+
+
+def index_out_of_range_in_iterations_an_if_on_data_skips(c: f32[2, 3], s: f32[5]) -> tuple[f32[2, 3], f32[3]]:
+    # The same under an `if` on data (`c[i - 1]` is out of range at i = 3, where the condition is false) and past a
+    # `continue` on data (`c[:, i]` at i = 3); the functionalizer raised whenever the arm ran.
+    acc = torch.zeros(3)
+    for i in range(1, 4):
+        if s[i] * 0.0 + i < 3:
+            c[i - 1] += 1.0
+            acc = acc + c[i - 1]
+    for i in range(4):
+        if s[i] * 0.0 + i > 2.5:
+            continue
+        acc[:2] = acc[:2] + c[:, i]
+    return c, acc
+
+
+def setitem_of_a_view_of_the_same_memory(b: f32[5, 6], t: f32[1, 6], x: f32[3, 4], idx: i64[2]) -> tuple[f32[5, 6], f32[1, 6], f32[3, 4]]:
+    # Seed 36370: `b[-1:] = b[k]` with k = 4 writes a row onto itself. PyTorch drops the value's leading size-1 dims,
+    # expands it to the target (a new leading dim's stride is the next dim's size times its stride) and finds the
+    # same memory with the same strides, so it copies nothing; every engine raised PyTorch's partial-overlap error
+    # there (the functional engine refused, the index being known at run time only). A value that the expansion
+    # repeats (`x[:, :] = x[0]`) is not checked by PyTorch: it is exact where each position is written from itself.
+    b.mul_(0.5)
+    v2 = b.select(0, idx[0].item() % 5)
+    b[-1:] = v2
+    b[4:] = b[-1]
+    b[4] += v2 - 1.0
+    t2 = t * 2.0
+    t2[:, :] = t2.select(0, 0)
+    x[:, :] = x[0]
+    x[1:, :] = x[1]
+    return b, t2, x
+
+
+def names_local_to_a_for_loop_in_a_while_loop(b: f32[3, 4, 1], c: f32[2]) -> tuple[f32[3, 4, 1], f32[1]]:
+    # Seeds 39312, 39723: names bound only inside a `for` loop in the body of a data-dependent `while` (a copy bound
+    # to two names; a view of a parameter) were carried by the `while` and refused: a `for` loop that assigns a name
+    # before reading it in each iteration does not read it first.
+    k = 0
+    acc = torch.zeros(1)
+    while k < 2:
+        for i in range(1, 2):
+            v3 = b.permute(2, 1, 0).select(1, i + 1).squeeze(0).contiguous()
+            t5 = v3
+            v4 = c.unsqueeze(1)[k].chunk(3, 0)[0]
+            acc = acc + t5[:1] + v4
+        k += 1
+        if b.abs().sum() < 0.0:
+            break
+    return b, acc
+
+
+def empty_views_and_one_shared_element(a: f32[5, 5], b: f32[4, 2, 5], d: f32[3, 5], idx: i64[1]) -> tuple[f32[5, 5], f32[4, 2, 5], f32[0]]:
+    # Seed 30690: `v1` is an empty view of `d` or an empty tensor made in the loop, chosen by a `break` on data;
+    # refused as a view chosen by several run-time `if`s, though an empty tensor holds nothing to alias.
+    # Seed 40214: an in-place op on an expanded empty view raised PyTorch's internal-overlap error; PyTorch finds an
+    # empty tensor contiguous and runs it. Seed 40229: `a[:, 4].copy_(a[-1])` meets its value at one element, which
+    # it reads and writes at the same position: PyTorch does not check, and the result does not depend on the copy
+    # order; it was refused as a strided overlap (`a[:, 3].copy_(a[-1])`, where they meet at different positions,
+    # still is: PyTorch's result would depend on its copy order).
+    v1 = d[3:4].flatten()
+    for i in range(3):
+        if idx[0] > 7:
+            break
+        v1 = v1 * 0.5 + torch.sigmoid(v1)
+    b.narrow(1, 2, 0).expand(2, -1, -1, -1).add_(2.0)
+    a[:, 4].copy_(a[-1])
+    return a, b, v1

@@ -76,6 +76,12 @@ fn reads_first(name: &str, stmts: &[Stmt]) -> (bool, bool) {
                     return (true, false);
                 }
             }
+            // A `for` loop's iterations each read `name` only after assigning it (fuzz seeds 39312, 39723).
+            StmtKind::For { target, iter, body } if !mentions(iter, name) && !mentions(target, name) => {
+                if reads_first(name, body).0 {
+                    return (true, false);
+                }
+            }
             _ => return (true, false),
         }
     }
@@ -106,6 +112,23 @@ impl<'m> Fz<'m> {
 
     /// What a loop body changes, found by running it once from the current state (the terms are discarded).
     pub(super) fn discover(
+        &mut self,
+        env: &mut Env,
+        snap: &Snap,
+        body: &'m [Stmt],
+        extra: Option<(&'m Expr, Option<&'m Expr>)>,
+        var: Option<&str>,
+        level: usize,
+        span: Span,
+    ) -> FR<Vec<Carry>> {
+        self.t.discovering += 1;
+        let r = self.discover_once(env, snap, body, extra, var, level, span);
+        self.t.discovering -= 1;
+        r
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn discover_once(
         &mut self,
         env: &mut Env,
         snap: &Snap,
@@ -198,7 +221,7 @@ impl<'m> Fz<'m> {
                 break;
             }
             let tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
-            self.t.frames.push(super::state::LoopFrame { range: None, step: 1, carried: tys });
+            self.t.frames.push(super::state::LoopFrame { range: None, step: 1, carried: tys, arms: self.t.arms });
             self.t.open_scope();
             let more = self
                 .bind_carried(env, &carries, span)

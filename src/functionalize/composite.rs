@@ -56,6 +56,12 @@ impl<'m> Fz<'m> {
                 let x = a.tensor(0, "input")?;
                 let dims = a.dims(1, "dim")?.unwrap_or_default();
                 let keep = a.bool_or(2, "keepdim", false)?;
+                if x.shape.contains(&0) {
+                    // No max to subtract, as in the reference: the log of an empty sum is -inf.
+                    let FV::Tensor(e) = self.unary(ops::Unary::Exp, &FV::Tensor(x), span)? else { unreachable!() };
+                    let s = self.reduce_op(OpName::Sum, &e, &dims, keep, None, span)?;
+                    return self.unary(ops::Unary::Log, &s, span);
+                }
                 let m = self.reduce_op(OpName::Amax, &x, &dims, true, None, span)?;
                 // An infinite maximum is replaced by 0, as PyTorch does, so that inf - inf never appears.
                 let inf = self.unary(ops::Unary::Abs, &m, span)?;

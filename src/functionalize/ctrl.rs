@@ -439,6 +439,7 @@ impl<'m> Fz<'m> {
             range: Some((a.min(last), a.max(last))),
             step: s.unsigned_abs().max(1) as i64,
             carried: vec![],
+            arms: self.t.arms,
         });
         let carries = self.discover(env, snap, body, None, Some(var), level, span);
         self.t.frames.pop();
@@ -454,6 +455,7 @@ impl<'m> Fz<'m> {
             range: Some((a.min(last), a.max(last))),
             step: s.unsigned_abs().max(1) as i64,
             carried: tys.clone(),
+            arms: self.t.arms,
         });
         self.t.open_scope();
         let result = (|| -> FR<(egg::Id, HashMap<String, TRef>, bool)> {
@@ -569,7 +571,7 @@ impl<'m> Fz<'m> {
     ) -> FR<()> {
         let level = self.t.depth();
         let snap = self.snapshot(env);
-        self.t.frames.push(LoopFrame { range: None, step: 1, carried: vec![] });
+        self.t.frames.push(LoopFrame { range: None, step: 1, carried: vec![], arms: self.t.arms });
         let carries = self.discover(env, &snap, body, Some((test, guard)), None, level, span);
         self.t.frames.pop();
         self.restore(env, &snap);
@@ -580,7 +582,7 @@ impl<'m> Fz<'m> {
         }
         let mut tys: Vec<Ty> = carries.iter().map(|c| self.carry_ty(c)).filter(|t| *t != Ty::None).collect();
         let mut init = self.carried_terms(env, &carries, true, span)?;
-        self.t.frames.push(LoopFrame { range: None, step: 1, carried: tys.clone() });
+        self.t.frames.push(LoopFrame { range: None, step: 1, carried: tys.clone(), arms: self.t.arms });
         self.t.open_scope();
         let result = (|| -> FR<(egg::Id, egg::Id, HashMap<String, TRef>, bool)> {
             self.bind_carried(env, &carries, span)?;

@@ -41,6 +41,19 @@ pub(super) fn desugar(module: &Module) -> Module {
     m
 }
 
+/// Whether some function of `module` has a loop that may leave an iteration under an `if` (which [`desugar`] turns
+/// into flags, wherever the condition is known only at run time).
+pub(super) fn has_exits_under_if(module: &Module) -> bool {
+    fn any(stmts: &[Stmt]) -> bool {
+        stmts.iter().any(|s| match &s.kind {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => exits_under_if(body, false) || any(body),
+            StmtKind::If { body, orelse, .. } => any(body) || any(orelse),
+            _ => false,
+        })
+    }
+    module.functions.iter().any(|f| any(&f.body))
+}
+
 /// Whether `stmts` hold a `return` inside an `if` (outside loops), or anywhere outside loops when `under_if` holds.
 fn returns_under_if(stmts: &[Stmt], under_if: bool) -> bool {
     stmts.iter().any(|s| match &s.kind {

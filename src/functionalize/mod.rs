@@ -71,6 +71,12 @@ pub fn functionalize(
     let f = match functionalize_as_written(module, name, scalars) {
         // A loop left under an `if` on a run-time value: functionalize it again with its exits as flags.
         Err((_, true)) => functionalize_as_written(&exits::desugar(module), name, scalars).map_err(|(d, _)| d),
+        // Any other failure of a program with such loops, too: it may come before the exit is met, from what only
+        // the iterations the exit does not skip run (an index out of range in a later iteration: fuzz seed 28079).
+        // The flags are exact wherever they apply; where that fails too, the first error stands.
+        Err((d, false)) if exits::has_exits_under_if(module) => {
+            functionalize_as_written(&exits::desugar(module), name, scalars).map_err(|_| d)
+        }
         r => r.map_err(|(d, _)| d),
     }?;
     crate::log::log(crate::log::Stage::Functionalize, || {

@@ -308,6 +308,8 @@ pub(super) struct LoopFrame {
     pub range: Option<(i64, i64)>,
     pub step: i64,
     pub carried: Vec<Ty>,
+    /// How many arms of `if`s on run-time values were open where the loop began ([`Terms::arms`]).
+    pub arms: usize,
 }
 
 /// Terms under construction: a hash-consing builder, the type of every node in its loop context, and shifts.
@@ -320,6 +322,13 @@ pub(super) struct Terms {
     inputs: HashMap<Id, Ty>,
     /// The run-time checks made in each open scope, innermost last (see [`super::checks`]).
     pub scopes: Vec<Vec<TId>>,
+    /// How many arms of `if`s on run-time values are being functionalized, outermost included: inside a loop, an
+    /// arm opened after the loop began (a run-time `if`, or the flags of a `break` or `continue`) may skip some
+    /// iterations.
+    pub arms: usize,
+    /// How many discovery passes of loops (whose terms are dropped) are open: the state they start from is the
+    /// first iteration's, so they cannot tell which iterations reach a statement.
+    pub discovering: usize,
 }
 
 impl Terms {
@@ -332,6 +341,8 @@ impl Terms {
             free: HashMap::new(),
             inputs: HashMap::new(),
             scopes: Vec::new(),
+            arms: 0,
+            discovering: 0,
         }
     }
 

@@ -237,15 +237,17 @@ impl<'m> Fz<'m> {
             return match v {
                 // Writing a view's own value back (the setitem of `x[i] += y`) changes nothing.
                 FV::Tensor(val) if *val == r.view => Ok(()),
-                FV::Tensor(val) => {
+                FV::Tensor(v0) => {
                     // setitem drops the value's leading size-1 dims, then expands it to the view.
-                    let mut val = val.clone();
+                    let mut val = v0.clone();
                     while val.shape.len() > r.view.shape.len() && val.shape[0] == 1 {
                         val = self.tview(&val, |d| d.select(0, 0)).map_err(err(span))?;
                     }
                     let sizes: Vec<i64> = r.view.shape.iter().map(|&d| d as i64).collect();
                     let e = self.tview(&val, |d| d.expand(&sizes)).map_err(err(span))?;
-                    self.check_inplace(&r.view, &[&val], true, span)?;
+                    self.check_at_corners(&r.view, &[v0], span, |d, ins| {
+                        crate::tensor::ops::check_setitem_overlap(d, ins[0])
+                    })?;
                     let x = self.read(&e, span)?;
                     self.write(&r.view, x, span)
                 }

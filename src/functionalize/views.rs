@@ -527,13 +527,19 @@ impl Fz<'_> {
     /// A run-time index into a dim of size `n`, as Python reads it: a negative index counts from the end (once), and
     /// one outside `-n..n` is PyTorch's IndexError. Where the loop variables alone decide the index, the first and
     /// last iterations bound it (it is affine), so it is checked here and wrapped by a constant where it keeps one
-    /// sign; otherwise an `iindex` term wraps and checks it when the program runs.
+    /// sign; otherwise an `iindex` term wraps and checks it when the program runs. So does an index out of range in
+    /// some iteration of a loop whose iterations may not all reach it (an `if` on a run-time value, or a `break` or
+    /// `continue` on one, between the loop and the index: fuzz seed 28079): PyTorch raises only if that iteration
+    /// gets there.
     fn wrapped_index(&mut self, idx: &Affine, n: usize, dim: usize, span: Span) -> FR<Affine> {
         let n = n as i64;
         let values: Option<Vec<i64>> = self.corners().iter().map(|c| Self::eval_affine(idx, c)).collect();
         if let Some(vs) = values {
             if let Some(v) = vs.iter().find(|&&v| v < -n || v >= n) {
-                return diag(span, format!("index {v} is out of bounds for dimension {dim} with size {n}"));
+                if !self.skippable(idx) {
+                    return diag(span, format!("index {v} is out of bounds for dimension {dim} with size {n}"));
+                }
+                return self.checked_index(idx, n, dim, span);
             }
             if vs.iter().all(|&v| v >= 0) {
                 return Ok(idx.clone());
@@ -542,10 +548,29 @@ impl Fz<'_> {
                 return Ok(idx.add(&Affine::constant(n)));
             }
         }
+        self.checked_index(idx, n, dim, span)
+    }
+
+    /// `idx` wrapped and checked against a dim of size `n` when the program runs (an `iindex` term).
+    fn checked_index(&mut self, idx: &Affine, n: i64, dim: usize, span: Span) -> FR<Affine> {
         let i = self.affine_term(idx);
         let (nn, dd) = (self.t.leaf(Node::Int(n)), self.t.leaf(Node::Int(dim as i64)));
         let t = self.t.add(Node::Op(OpName::IIndex, vec![i, nn, dd])).map_err(Self::tyerr(span))?;
         Ok(Affine::sym(Sym::Opaque(super::state::TIdKey::of(t))))
+    }
+
+    /// Whether some iteration of a loop whose variable `idx` reads may not reach it: an arm of an `if` on a
+    /// run-time value opened inside that loop is being functionalized, or a loop's discovery pass, which runs the
+    /// body from the state before the loop (where the flags of a `break` on data are still false).
+    fn skippable(&self, idx: &Affine) -> bool {
+        if self.t.discovering > 0 {
+            return true;
+        }
+        let outer = idx.terms.iter().filter_map(|(s, _)| match s {
+            Sym::Loop(l) => Some(*l),
+            Sym::Opaque(_) => None,
+        });
+        outer.min().and_then(|l| self.t.frames.get(l)).is_some_and(|f| self.t.arms > f.arms)
     }
 
     /// A select with an index known at run time: static shape, offset moved by `index * stride`.

@@ -199,6 +199,12 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let x = a.tensor(0, "input")?;
             let dims = a.dims(1, "dim")?;
             let keep = a.bool_or(2, "keepdim", false)?;
+            if x.numel() == 0 {
+                // No max to subtract (it would raise over a zero-length dim): the sum of no exponentials is 0 and
+                // its log -inf, as PyTorch gives.
+                let e = ops::unary(Unary::Exp, &x)?;
+                return t(ops::unary(Unary::Log, &reduce::sum(&e, dims.as_deref(), keep, None)?)?);
+            }
             let m = reduce::amax(&x, dims.as_deref(), true, true)?;
             let m = ops::map_n(&[&Operand::T(m.clone())], m.dtype(), m.dtype(), |v| {
                 Ok(if v[0].to_f64().is_infinite() { Scalar::F(0.0) } else { v[0] })

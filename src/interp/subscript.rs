@@ -148,7 +148,7 @@ pub fn setitem(t: &Tensor, idx: &Value, value: &Value) -> AResult<()> {
             let v2 = strip_leading_ones(v, r.view.dim())?;
             let sizes: Vec<i64> = r.view.shape.iter().map(|&d| d as i64).collect();
             let expanded = v2.expand(&sizes)?;
-            ops::check_overlap(&r.view, &[v], true)?;
+            ops::check_setitem_overlap(&r.view, v)?;
             let vals = expanded.scalars();
             r.view.write_scalars(&vals);
             Ok(())

@@ -159,8 +159,16 @@ struct Prepared {
 
 impl Prepared {
     fn new(term: &Term, inputs: &[(String, DType, Vec<usize>)]) -> Result<Prepared, String> {
-        let term = unshare(&decompose(term));
+        let term = unshare(term);
         let types = node_types(&term, inputs)?;
+        let (term, types) = match decompose(&term, &types) {
+            Some(t) => {
+                let t = unshare(&t);
+                let types = node_types(&t, inputs)?;
+                (t, types)
+            }
+            None => (term, types),
+        };
         let (term, types) = match elide_whole_writes(&term, &types) {
             Some(t) => {
                 let t = unshare(&t);

@@ -5,14 +5,28 @@ use egg::{Id, Language};
 use crate::ir::{Node, OpName, Term};
 
 /// The term with softmax and log-softmax spelled as the reductions and elementwise ops they are (a max, a sum of
-/// exponentials, a division), so that they fuse like any other ops instead of running on the host.
-pub(super) fn decompose(term: &Term) -> Term {
+/// exponentials, a division), so that they fuse like any other ops instead of running on the host; `None` where the
+/// term has neither. `types` are the term's node types (`node_types` of an unshared term). Over an empty input the
+/// result is that empty input itself: PyTorch's softmax of no elements is an empty tensor, while the max it is spelled
+/// with would raise over a zero-length dim (fuzz seed 57553).
+pub(super) fn decompose(term: &Term, types: &[Option<crate::ir::Ty>]) -> Option<Term> {
+    use crate::ir::Ty;
+    let nodes = term.as_ref();
+    if !nodes.iter().any(|n| matches!(n, Node::Op(OpName::Softmax | OpName::LogSoftmax, _))) {
+        return None;
+    }
+    let empty = |x: Id| matches!(&types[usize::from(x)], Some(Ty::Tensor(_, s)) if s.contains(&0));
     let mut b = crate::ir::Builder::default();
-    let mut map: Vec<Id> = Vec::with_capacity(term.as_ref().len());
-    for node in term.as_ref() {
+    let mut map: Vec<Id> = Vec::with_capacity(nodes.len());
+    for (i, node) in nodes.iter().enumerate() {
         let n = node.clone().map_children(|c| map[usize::from(c)]);
-        let id = match &n {
-            Node::Op(op @ (OpName::Softmax | OpName::LogSoftmax), args) => {
+        let id = match (node, &n) {
+            (Node::Op(OpName::Softmax | OpName::LogSoftmax, old), _)
+                if empty(old[0]) && types[i] == types[usize::from(old[0])] =>
+            {
+                map[usize::from(old[0])]
+            }
+            (_, Node::Op(op @ (OpName::Softmax | OpName::LogSoftmax), args)) => {
                 let (x, d) = (args[0], args[1]);
                 let dims = b.add(Node::List(vec![d].into()));
                 let keep = b.add(Node::Bool(crate::ir::BoolLit(true)));
@@ -32,7 +46,7 @@ pub(super) fn decompose(term: &Term) -> Term {
         map.push(id);
     }
     let root = map[usize::from(term.root())];
-    b.extract(root)
+    Some(b.extract(root))
 }
 
 /// The term with every node that depends on a loop's variable or state copied per loop that runs it, so that each

@@ -414,10 +414,11 @@ impl Tensor {
         }
     }
 
-    /// Whether some dimension of size > 1 has stride 0, so several indices name one element. Never for a tensor
-    /// with no elements (PyTorch counts those as contiguous, so its overlap checks pass them).
+    /// Whether some dimension of size > 1 has stride 0, so several indices name one element. An empty tensor has
+    /// no elements to share (PyTorch's test finds it contiguous first: `x.narrow(1, 2, 0).expand(2, -1, -1).add_(1)`
+    /// runs).
     pub fn has_internal_overlap(&self) -> bool {
-        !self.shape.contains(&0) && self.shape.iter().zip(&self.strides).any(|(&n, &s)| n > 1 && s == 0)
+        self.numel() > 0 && self.shape.iter().zip(&self.strides).any(|(&n, &s)| n > 1 && s == 0)
     }
 
     /// Whether the elements form one dense block (contiguous after some permutation of dims).

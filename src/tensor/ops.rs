@@ -555,14 +555,73 @@ pub fn check_overlap(dst: &Tensor, inputs: &[&Tensor], check_internal: bool) -> 
         if dst.is_non_overlapping_and_dense() && inp.is_non_overlapping_and_dense() {
             return Err(E_PARTIAL.into());
         }
-        // Each element reads the very memory it writes (`x.unsqueeze(0).mul_(x)` through a strided `x`): PyTorch
-        // does not check, and the result does not depend on the order of the element loop.
-        if inp.broadcast_to(&dst.shape).is_ok_and(|b| b.offsets() == dst.offsets()) {
+        // Each element that reads written memory reads the very memory it writes (`x.unsqueeze(0).mul_(x)` through
+        // a strided `x`; `a[:, 4].copy_(a[-1])`, which meet at one element): PyTorch does not check, and the result
+        // does not depend on the order of the element loop, since no other element reads what one writes.
+        let reads_own = |b: Tensor| b.offsets().iter().zip(dst.offsets()).all(|(r, w)| !set.contains(r) || *r == w);
+        if inp.broadcast_to(&dst.shape).is_ok_and(reads_own) {
             continue;
         }
         return Err("unsupported in-place write: the value read overlaps the tensor written through a strided view, and PyTorch's result then depends on the CPU's vector width; clone() the value first".into());
     }
     Ok(())
+}
+
+/// PyTorch's checks of `dst[...] = value` without advanced indices. PyTorch copies the value as it is where the
+/// shapes are equal, and fills from a 0-dim value; otherwise it drops the value's leading size-1 dims and `expand`s it
+/// to `dst` (a new leading dim's stride is the next dim's size times its stride, every stride of a 0-dim source is
+/// 0), then `copy_`s: the same memory with the same strides copies nothing, else an in-place write's checks run on the
+/// expanded value, which PyTorch does not check where the expansion repeats elements (not non-overlapping and
+/// dense). There the copy is exact only where each memory position it both reads and writes is written from itself
+/// (`x[:, :] = x[0]`); any other overlap is refused, since PyTorch's result would depend on its copy order.
+pub fn check_setitem_overlap(dst: &Tensor, value: &Tensor) -> TResult<()> {
+    if value.dim() == 0 || !value.same_storage(dst) || value.numel() == 0 || dst.numel() == 0 {
+        return Ok(());
+    }
+    let src = if value.shape == dst.shape {
+        value.clone()
+    } else {
+        let lead = value.shape.iter().take_while(|&&n| n == 1).count();
+        let (vs, vst) = (&value.shape[lead..], &value.strides[lead..]);
+        let n = dst.dim();
+        if vs.len() > n {
+            return Ok(()); // a shape error, reported by the write
+        }
+        let mut strides = vec![0isize; n];
+        for i in (0..n).rev() {
+            let k = i as isize - (n - vs.len()) as isize;
+            strides[i] = if k >= 0 {
+                if vs[k as usize] == dst.shape[i] {
+                    vst[k as usize]
+                } else {
+                    0
+                }
+            } else if vs.is_empty() {
+                0
+            } else {
+                dst.shape[i + 1] as isize * strides[i + 1]
+            };
+        }
+        value.restride(dst.shape.clone(), strides, value.offset)
+    };
+    if src.same_view(dst) {
+        return Ok(());
+    }
+    if dst.has_internal_overlap() {
+        return Err(E_INTERNAL.into());
+    }
+    let (d, r) = (dst.offsets(), src.offsets());
+    let read: std::collections::HashSet<usize> = r.iter().copied().collect();
+    if !d.iter().any(|o| read.contains(o)) {
+        return Ok(());
+    }
+    if dst.is_non_overlapping_and_dense() && src.is_non_overlapping_and_dense() {
+        return Err(E_PARTIAL.into());
+    }
+    if d.iter().zip(&r).all(|(w, v)| !read.contains(w) || w == v) {
+        return Ok(());
+    }
+    Err("unsupported write: the value assigned overlaps the tensor written, and PyTorch's result then depends on the order of its copy; clone() the value first".into())
 }
 
 /// Checks a write into `dst` that must not overlap `inputs` at all, not even exactly (`index_put_`, `index_add_`, and
