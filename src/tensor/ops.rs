@@ -621,7 +621,7 @@ pub fn check_setitem_overlap(dst: &Tensor, value: &Tensor) -> TResult<()> {
     if d.iter().zip(&r).all(|(w, v)| !read.contains(w) || w == v) {
         return Ok(());
     }
-    Err("unsupported write: the value assigned overlaps the tensor written, and PyTorch's result then depends on the order of its copy; clone() the value first".into())
+    Err("unsupported write: the value assigned overlaps the tensor written, and PyTorch's result then depends on the CPU's vector width (the order of its copy); clone() the value first".into())
 }
 
 /// Checks a write into `dst` that must not overlap `inputs` at all, not even exactly (`index_put_`, `index_add_`, and
