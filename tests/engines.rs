@@ -163,6 +163,21 @@ fn fill_from_a_tensor_checks_overlap_and_a_view_without_elements_never_overlaps(
 }
 
 #[test]
+fn assigning_a_tensor_into_an_expanded_view_is_pytorchs_error() {
+    // PyTorch 2.15 copies a tensor value with `copy_`, which refuses a destination whose elements share memory; the
+    // engines wrote it, the last row winning (found in review). A number is filled, unchecked.
+    for stmt in ["e[:] = c", "e[0:2] = c[0:2]", "e[:] = c[0, 0]"] {
+        let src =
+            format!("def f(r: f32[4], c: f32[3, 4]) -> f32[4]:\n    e = r.expand(3, 4)\n    {stmt}\n    return r\n");
+        every_engine_raises(
+            &src,
+            "f",
+            "more than one element of the written-to tensor refers to a single memory location",
+        );
+    }
+}
+
+#[test]
 fn views_of_zero_dim_tensors_are_pytorchs_errors() {
     for (call, want) in [
         ("narrow(0, 0, 1)", "narrow() cannot be applied to a 0-dim tensor."),

@@ -322,3 +322,21 @@ def empty_views_and_one_shared_element(a: f32[5, 5], b: f32[4, 2, 5], d: f32[3, 
     b.narrow(1, 2, 0).expand(2, -1, -1, -1).add_(2.0)
     a[:, 4].copy_(a[-1])
     return a, b, v1
+
+
+def setitem_rows_from_row_zero(x: f32[3, 4], y: f32[2, 4]) -> tuple[f32[3, 4], f32[2, 4]]:
+    # Review of the setitem overlap rule: the value `x[0]` expanded to `x[1:3, :]` repeats along the new dim
+    # (stride 0), so it reads row 0 only and never meets the rows written; PyTorch runs it (every engine refused it).
+    x[1:3, :] = x[0]
+    y[1:2, :] = y[0]
+    return x, y
+
+
+def cdist_p0_of_nan_and_p_inf_without_columns(
+    a: f32[3, 4], b: f32[2, 4], e1: f32[3, 0], e2: f32[2, 0]
+) -> tuple[f32[3, 2], f32[3, 2], f32[3, 2]]:
+    # PyTorch's p = 0 distance is the sum of min(ceil(|d|), 1): a NaN difference gives NaN (it was counted as 1);
+    # with no columns every distance is 0, p = inf included (an empty max raised).
+    n = a / 0.0 * 0.0
+    return torch.cdist(n, b, p=0.0), torch.cdist(a, b, p=0.0), torch.cdist(e1, e2, p=float("inf"))
+

@@ -197,10 +197,11 @@ impl<'m> Fz<'m> {
         let ad = self.unary(Unary::Abs, &d, span)?;
         let last = FV::Int(-1);
         if p == 0.0 {
-            let nz = self.elementwise(Binary::Ne, &[d, FV::Float(0.0)], span)?;
-            let nz = self.op("to", vec![nz, FV::DType(dt)], span)?;
+            // As the reference: min(ceil(|d|), 1), so that a NaN difference gives NaN.
+            let c = self.unary(Unary::Ceil, &ad, span)?;
+            let nz = self.elementwise(Binary::Minimum, &[c, FV::Float(1.0)], span)?;
             self.op("sum", vec![nz, last], span)
-        } else if p == 1.0 {
+        } else if p == 1.0 || (p.is_infinite() && x1.shape.last() == Some(&0)) {
             self.op("sum", vec![ad, last], span)
         } else if p == 2.0 {
             let sq = self.elementwise(Binary::Mul, &[d.clone(), d], span)?;

@@ -235,8 +235,9 @@ impl<'m> Fz<'m> {
         }
         if r.adv.is_empty() {
             return match v {
-                // Writing a view's own value back (the setitem of `x[i] += y`) changes nothing.
-                FV::Tensor(val) if *val == r.view => Ok(()),
+                // Writing a view's own value back (the setitem of `x[i] += y`) changes nothing, but is a `copy_`
+                // (checked for elements sharing memory) as in the reference.
+                FV::Tensor(val) if *val == r.view => self.check_inplace(&r.view, &[], true, span),
                 FV::Tensor(v0) => {
                     // setitem drops the value's leading size-1 dims, then expands it to the view.
                     let mut val = v0.clone();

@@ -633,10 +633,13 @@ fn cdist(a: &Args) -> AResult<Value> {
     let d = bin(Binary::Sub, &x1.unsqueeze(-2)?, tt(&x2.unsqueeze(-3)?))?;
     let ad = ops::unary(Unary::Abs, &d)?;
     let last = Some(&[-1i64][..]);
+    // No columns: every distance is 0, also for p = inf (an empty max would raise).
+    let no_columns = x1.shape.last() == Some(&0);
     let r = if p == 0.0 {
-        let nz = bin(Binary::Ne, &d, f(0.0))?;
-        reduce::sum(&nz, last, false, Some(x1.dtype()))?
-    } else if p == 1.0 {
+        // PyTorch's min(ceil(|d|), 1): a NaN difference gives NaN, not a count.
+        let nz = bin(Binary::Minimum, &ops::unary(Unary::Ceil, &ad)?, f(1.0))?;
+        reduce::sum(&nz, last, false, None)?
+    } else if p == 1.0 || (p.is_infinite() && no_columns) {
         reduce::sum(&ad, last, false, None)?
     } else if p == 2.0 {
         ops::unary(Unary::Sqrt, &reduce::sum(&bin(Binary::Mul, &d, tt(&d))?, last, false, None)?)?

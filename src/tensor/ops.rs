@@ -569,12 +569,17 @@ pub fn check_overlap(dst: &Tensor, inputs: &[&Tensor], check_internal: bool) -> 
 
 /// PyTorch's checks of `dst[...] = value` without advanced indices. PyTorch copies the value as it is where the
 /// shapes are equal, and fills from a 0-dim value; otherwise it drops the value's leading size-1 dims and `expand`s it
-/// to `dst` (a new leading dim's stride is the next dim's size times its stride, every stride of a 0-dim source is
-/// 0), then `copy_`s: the same memory with the same strides copies nothing, else an in-place write's checks run on the
+/// to `dst` (a new leading dim of size 1 has the next dim's size times its stride as stride, any other new dim
+/// stride 0, as has every dim of a 0-dim source), then `copy_`s: the same memory with the same strides copies nothing, else an in-place write's checks run on the
 /// expanded value, which PyTorch does not check where the expansion repeats elements (not non-overlapping and
 /// dense). There the copy is exact only where each memory position it both reads and writes is written from itself
 /// (`x[:, :] = x[0]`); any other overlap is refused, since PyTorch's result would depend on its copy order.
 pub fn check_setitem_overlap(dst: &Tensor, value: &Tensor) -> TResult<()> {
+    // A tensor value (0-dim included) is copied with `copy_`, which refuses a destination whose elements share
+    // memory (`e = x.expand(3, 4)` then `e[:] = y`); only a number is filled unchecked.
+    if dst.has_internal_overlap() {
+        return Err(E_INTERNAL.into());
+    }
     if value.dim() == 0 || !value.same_storage(dst) || value.numel() == 0 || dst.numel() == 0 {
         return Ok(());
     }
@@ -596,7 +601,8 @@ pub fn check_setitem_overlap(dst: &Tensor, value: &Tensor) -> TResult<()> {
                 } else {
                     0
                 }
-            } else if vs.is_empty() {
+            } else if vs.is_empty() || dst.shape[i] != 1 {
+                // A new leading dim: `expand` repeats the value along it (stride 0) unless its size is 1.
                 0
             } else {
                 dst.shape[i + 1] as isize * strides[i + 1]
