@@ -5,9 +5,9 @@
 //! Blocks run one after another, last to first (and threads last to first), so that a result that depends on the
 //! order of blocks or threads differs from the reference; on a GPU there is no order. A kernel without barriers runs its threads as plain calls; a kernel with
 //! `__syncthreads()` runs each thread of a block as a fiber (`ucontext`) and switches at every barrier, so that
-//! no thread passes a barrier before all have reached it, and shared memory (`__shared__`, a thread-local static)
-//! is shared by the block. A barrier that some threads of a block never reach is reported as an error (on a GPU it
-//! is undefined behaviour). Launch configurations are those of a device with [`EMU_SMS`] multiprocessors: small,
+//! no thread passes a barrier before all have reached it, and shared memory (`__shared__`, a plain static of the
+//! library: safe because launches of one library are serialized) is shared by the block. A barrier that some
+//! threads of a block never reach is reported as an error (on a GPU it is undefined behaviour). Launch configurations are those of a device with [`EMU_SMS`] multiprocessors: small,
 //! so that grid-stride loops and block loops wrap around.
 //!
 //! This is for checking, not speed (`--backend cuda-emu`).
