@@ -13,7 +13,7 @@ use egg::{Id, Language};
 use hashbrown::HashMap;
 
 use super::plan::{How, Plan};
-use crate::ir::{eval_program, Builder, Node, Term, Ty};
+use crate::ir::{eval_program, Builder, Node, Ty};
 use crate::tensor::{DType, Tensor};
 
 /// Where buffers live and kernels run.
@@ -634,6 +634,23 @@ impl<D: Device> Executor<'_, D> {
 
     /// Runs one op with the functional interpreter: its tensor operands are downloaded, the op is evaluated as a
     /// one-node term, and the result is uploaded.
+    /// The sub-term at `id` (a view, a list of dims) copied for a fallback's own term, with every integer in it
+    /// evaluated here: an integer may read a loop's index or carried state, which the copy, outside the loop, has not
+    /// (fuzz seed 4212: a write into a view whose offset is `2 - i`).
+    fn copy_with_ints(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>, b: &mut Builder) -> R<Id> {
+        let node = self.plan.term[id].clone();
+        if matches!(self.plan.types[usize::from(id)], Some(Ty::Int)) && !matches!(node, Node::Int(_)) {
+            let v = self.int(id, inputs)?;
+            return Ok(b.int(v));
+        }
+        let mut kids = Vec::new();
+        for &c in node.children() {
+            kids.push(self.copy_with_ints(c, inputs, b)?);
+        }
+        let mut it = kids.into_iter();
+        Ok(b.add(node.map_children(|_| it.next().expect("one new child per child"))))
+    }
+
     fn fallback(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
         let plan = self.plan;
         let mut b = Builder::default();
@@ -656,7 +673,7 @@ impl<D: Device> Executor<'_, D> {
                     let v = self.int(c, inputs)?;
                     b.int(v)
                 }
-                _ => copy_subterm(&plan.term, c, &mut b),
+                _ => self.copy_with_ints(c, inputs, &mut b)?,
             };
             kids.push(new);
         }
@@ -674,11 +691,6 @@ impl<D: Device> Executor<'_, D> {
         let (d, s) = (t.dtype(), t.shape.clone());
         Ok(Val::T(self.dev.upload(&t)?, d, s.into()))
     }
-}
-
-fn copy_subterm(term: &Term, id: Id, b: &mut Builder) -> Id {
-    let n = term[id].clone().map_children(|c| copy_subterm(term, c, b));
-    b.add(n)
 }
 
 /// The base buffer a node writes into, where it is a write (an `assign` through a view, or a scatter through index
