@@ -341,12 +341,11 @@ def cdist_p0_of_nan_and_p_inf_without_columns(
     return torch.cdist(n, b, p=0.0), torch.cdist(a, b, p=0.0), torch.cdist(e1, e2, p=float("inf"))
 
 
-def write_of_nothing_at_a_loop_dependent_offset(a: f32[3, 0], b: f32[4]) -> tuple[f32[3, 0], f32[4]]:
+def write_of_nothing_at_a_loop_dependent_offset(a: f32[3, 0]) -> f32[3, 0]:
     # Fuzz seed 4212: the write into a view with no elements runs on the host, and its view's offset (`2 - i`) was
     # copied out of the loop unevaluated: every planned engine failed with "loop reference 0 outside of 0 enclosing
     # loops". PyTorch writes nothing.
     for i in range(1, 3):
         a[2 - i].expand(2, 0)[:, :-1].sigmoid_()
-        b[i:i + 2] += 1.0
-    return a, b
+    return a
 
