@@ -37,6 +37,10 @@ pub const OPTIMIZE_TIME_LIMIT_S: f64 = 60.0;
 /// functional interpreter and the plan executor).
 pub const MAX_WHILE_ITERATIONS: u64 = 10_000_000;
 
+/// The most items a Python-level combination builder (`itertools.product`) may make before the program is refused:
+/// far above any shape-sized loop, far below what would exhaust memory.
+pub const MAX_LIST_ITEMS: usize = 10_000_000;
+
 /// Parses a `--time-limit` value: a finite number of seconds, above zero and at most [`MAX_TIME_LIMIT_S`].
 pub fn parse_time_limit(s: &str) -> Result<f64, String> {
     let v: f64 = s.trim().parse().map_err(|_| format!("`{s}` is not a number of seconds"))?;

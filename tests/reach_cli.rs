@@ -168,6 +168,12 @@ fn data_dependent_shapes_are_refused_where_they_are_made() {
             "def f(x: f32[4], t: i64[3]) -> f32[0]:\n    t[-1] = 0\n    return x.new_ones(t[-1])\n",
             "prog.py:6:12: new_ones(): argument 'size' comes from tensor data, so the result's shape depends on the data",
         ),
+        // Selections by one mask combine elementwise, but not through an op that could raise where the selection
+        // would not (integer floor division by the unselected zeros).
+        (
+            "def f(a: i64[6], b: i64[6]) -> i64[6]:\n    m = b > 0\n    a[m] = a[m] // b[m]\n    return a\n",
+            "prog.py:6:12: indexing with a boolean mask gives a data-dependent shape",
+        ),
     ];
     for (k, (src, want)) in cases.iter().enumerate() {
         let d = dir.join(k.to_string());
@@ -254,5 +260,57 @@ fn an_unsupported_import_fails_only_the_functions_that_use_it() {
     for engine in ["reference", "functional", "optimized"] {
         let o = funcfuse(&["run", &format!("{f}::good"), "--engine", engine, "--output", s(&out)]);
         assert_eq!(o.code, 0, "{engine}: {}", o.stderr);
+    }
+}
+
+/// `from math import NAME` and `from itertools import product` bind names the engines read as `math.NAME` and
+/// `itertools.product`, except in a function that binds the name itself; another itertools name fails only the
+/// functions that use it.
+#[test]
+fn names_imported_from_math_and_itertools() {
+    let dir = scratch("from_imports");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("prog.py");
+    let src = "from __future__ import annotations\nimport torch\nfrom math import sqrt as sq, pi\n\
+               from itertools import product, chain\n\n\n\
+               def grid(x: f32[4]) -> f32[4]:\n    return x + torch.tensor([sq(i) * pi + j for i, j in product(range(2), repeat=2)])\n\n\n\
+               def own(x: f32[4]) -> f32[4]:\n    product = 3.0\n    return x * product\n\n\n\
+               def chained(x: f32[4]) -> f32[4]:\n    return x * len(list(chain([1], [2])))\n";
+    std::fs::write(&file, src).unwrap();
+    let f = s(&file);
+    let o = funcfuse(&["list", f]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let want = format!(
+        "{f}::chained: failed: {f}:17:25: `chain` cannot be used: {f}:4:1: `itertools.chain` is not supported (of \
+         itertools, only `product` is)"
+    );
+    assert!(o.stdout.contains(&want), "{}\nwant {want}", o.stdout);
+    let expect_grid: Vec<f64> = [(0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (1.0, 1.0)]
+        .iter()
+        .map(|(i, j): &(f64, f64)| i.sqrt() * std::f64::consts::PI + j)
+        .collect();
+    for engine in ["reference", "functional", "optimized"] {
+        let out = dir.join(engine);
+        let inputs = dir.join("in");
+        std::fs::create_dir_all(&inputs).unwrap();
+        let x = funcfuse::tensor::Tensor::zeros(funcfuse::tensor::DType::F32, &[4]).unwrap();
+        funcfuse::io::write_npy(&inputs.join("x.npy"), &x).unwrap();
+        for (prog, want) in [("grid", expect_grid.clone()), ("own", vec![0.0; 4])] {
+            let o = funcfuse(&[
+                "run",
+                &format!("{f}::{prog}"),
+                "--engine",
+                engine,
+                "--inputs",
+                s(&inputs),
+                "--output",
+                s(&out),
+            ]);
+            assert_eq!(o.code, 0, "{engine} {prog}: {}", o.stderr);
+            let got = funcfuse::io::read_npy(&out.join("return.npy")).unwrap().to_f64_vec();
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 1e-6, "{engine} {prog}: {got:?} vs {want:?}");
+            }
+        }
     }
 }

@@ -61,3 +61,25 @@ def gather_wrapped(table: f32[12, 5], x: f32[4, 5]) -> tuple[f32[4, 5], f32[3, 2
     rows = table[idx] * x
     pairs = torch.arange(6).reshape(3, 2) - 3
     return rows, torch.relu(table[pairs] + 1.0)
+
+
+def mask_selection_arithmetic(a: f32[8], b: f32[8]) -> tuple[f32[8], f32[()], f32[()], f32[()]]:
+    # Selections by one mask combined elementwise, then assigned through it (fvcore's GIoU intersection), summed
+    # and averaged: none of the results depends on how many elements the mask selects.
+    m = a > b
+    out = torch.zeros_like(a)
+    out[m] = (a[m] - b[m]) * 2.0 + torch.exp(b[m]).abs()
+    return out, a[m].sum(), torch.sum(b[m] * a[m]), (a[b > 0.5] + 1.0).mean()
+
+
+def mask_rows_product(a: f32[6, 3], b: f32[6, 3]) -> tuple[f32[6, 3], f32[()]]:
+    # A mask over the leading dim selects whole rows.
+    m = a[:, 0] > 0
+    a[m] = a[m] * b[m]
+    return a, b[m].mean()
+
+
+def mask_selects_nothing(a: f32[4]) -> tuple[f32[()], f32[()]]:
+    # The sum of an empty selection is 0 and its mean NaN, as in PyTorch.
+    m = a > 5.0
+    return a[m].sum(), a[m].mean()

@@ -109,3 +109,19 @@ def factory_kwargs(x: f32[3, 5]) -> tuple[f32[3, 5], f32[3, 4]]:
     s = x.sum(**opts)
     c = torch.ones(3, 4, **{"dtype": torch.float32}) * s
     return h + x.softmax(**{"dim": 1}), c
+
+
+def imported_names(x: f32[4, 2]) -> tuple[f32[4, 2], f32[4, 2]]:
+    # `from math import sqrt as sq` and `from itertools import product` (imported at the end of this file; Python
+    # binds them before the function runs), `import itertools`, legacy type names and `torch.isin`.
+    cells = [(i + 0.5) / sq(4.0) * j for i, j in product(range(2), repeat=2)]
+    pairs = list(itertools.product([1.0, 2.0], (3.0, 4.0)))
+    grid = torch.tensor(cells).view(2, 2).repeat(2, 1) + torch.tensor(pairs)
+    y = (x > 0).type(x.type()) * grid
+    hit = torch.isin(torch.arange(8).view(4, 2), torch.tensor([1, 4, 6]), invert=x.type() != "torch.FloatTensor")
+    return y, torch.where(hit, x, grid)
+
+
+import itertools  # noqa: E402
+from itertools import product  # noqa: E402
+from math import sqrt as sq  # noqa: E402

@@ -8,6 +8,7 @@ use crate::diag::{err, Diagnostic, Span};
 use crate::tensor::DType;
 
 mod closure;
+mod imports;
 mod lambdas;
 mod numpy;
 mod sugar;
@@ -91,6 +92,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     let mut constants = Vec::new();
     let mut unusable: Vec<FailedFunction> = Vec::new();
     let (mut imports_torch, mut future_annotations) = (false, false);
+    let mut from_imports: Vec<imports::FromImport> = Vec::new();
     let constructors = numpy::reachable_constructors(&cx, &module.body);
     for stmt in &module.body {
         match stmt {
@@ -142,13 +144,14 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     // `import torch.nn as nn` binds `nn` (`nn.functional.max_pool2d`), as `F` stands for
                     // torch.nn.functional; another alias of torch.nn is not known to the engines.
                     let nn_alias = name == "torch.nn" && alias.asname.as_ref().is_none_or(|a| a.as_str() == "nn");
-                    if !matches!(name, "torch" | "torch.nn.functional" | "math") && !nn_alias {
+                    if !matches!(name, "torch" | "torch.nn.functional" | "math" | "itertools") && !nn_alias {
                         let bound = match &alias.asname {
                             Some(a) => a.to_string(),
                             None => name.split('.').next().unwrap_or(name).to_string(),
                         };
                         let msg = format!(
-                            "unsupported import `{name}` (only torch, torch.nn as nn, torch.nn.functional and math)"
+                            "unsupported import `{name}` (only torch, torch.nn as nn, torch.nn.functional, math and \
+                             itertools)"
                         );
                         let d = Diagnostic::new(msg).at(cx.sp(alias)).in_file(_path);
                         unusable.push(FailedFunction { name: bound, span: cx.sp(alias), error: d });
@@ -159,15 +162,8 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                 let module = imp.module.as_ref().map(|m| m.as_str()).unwrap_or("");
                 future_annotations |=
                     module == "__future__" && imp.names.iter().any(|a| a.name.as_str() == "annotations");
-                if !matches!(module, "__future__" | "torch" | "typing" | "torch.nn" | "torch.nn.functional") {
-                    for alias in &imp.names {
-                        let bound = alias.asname.as_ref().unwrap_or(&alias.name).to_string();
-                        let d = Diagnostic::new(format!("unsupported import from `{module}`"))
-                            .at(cx.sp(imp))
-                            .in_file(_path);
-                        unusable.push(FailedFunction { name: bound, span: cx.sp(imp), error: d });
-                    }
-                }
+                let at = cx.sp(imp);
+                imports::from_import(_path, module, &imp.names, at, &mut from_imports, &mut unusable);
             }
             py::Stmt::Assign(a) if a.targets.len() == 1 && a.targets[0].is_name_expr() => {
                 let name = a.targets[0].as_name_expr().map(|n| n.id.to_string()).unwrap_or_default();
@@ -180,6 +176,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             }
         }
     }
+    imports::qualify(&mut functions, &from_imports);
     fail_callers(_path, &mut functions, &mut failed, &unusable);
     let warnings = python_would_not_run(_path, &cx, imports_torch, future_annotations || functions.is_empty());
     Ok(Module { path: _path.to_string(), functions, constants, failed, warnings })

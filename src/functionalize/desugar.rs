@@ -56,6 +56,34 @@ impl<'m> Fz<'m> {
 
     /// `x / y` rounded toward zero (`rounding_mode='trunc'`): `trunc(x / y)` for floats; for integers `x // y`
     /// plus one where the remainder is nonzero and the signs differ, exact for every i64.
+    /// `torch.isin(elements, test_elements, *, assume_unique=False, invert=False)`: every element compared with
+    /// every test element (`elements[..., None] == test_elements.flatten()`), then `any` over the last dim; the
+    /// reference interpreter's `more_ops::isin` computes the same.
+    fn isin(&mut self, a: &A, span: Span) -> FR<FV> {
+        let e = self.operand_fv(a, 0, "elements")?;
+        let test = self.operand_fv(a, 1, "test_elements")?;
+        a.bool_or(2, "assume_unique", false)?;
+        let invert = a.bool_or(3, "invert", false)?;
+        let hit = match (&e, &test) {
+            (_, FV::Tensor(t)) => {
+                let flat = self.call_op("reshape", vec![FV::Tensor(t.clone()), ints(&[-1])], span)?;
+                let e = match e {
+                    FV::Tensor(x) => FV::Tensor(self.tview(&x, |v| v.unsqueeze(-1)).map_err(err(span))?),
+                    scalar => scalar,
+                };
+                let eq = self.elementwise(Binary::Eq, &[e, flat], span)?;
+                self.call_op("any", vec![eq, FV::Int(-1)], span)?
+            }
+            (FV::Tensor(_), scalar) => self.elementwise(Binary::Eq, &[e.clone(), scalar.clone()], span)?,
+            _ => return diag(span, "isin(): at least one of elements and test_elements must be a tensor"),
+        };
+        if invert {
+            self.unary(Unary::LogicalNot, &hit, span)
+        } else {
+            Ok(hit)
+        }
+    }
+
     /// `binary_cross_entropy_with_logits`, as PyTorch computes it (the reference interpreter's `more_ops` has the
     /// same formula): (1 - y) * x - log_sigmoid(x) [* ((pos_weight - 1) * y + 1)] [* weight], then the reduction.
     fn bce_with_logits(&mut self, a: &A, span: Span) -> FR<FV> {
@@ -453,6 +481,7 @@ impl<'m> Fz<'m> {
                 }
             }
             "index_copy" | "index_add" => self.index_along(name, a, span),
+            "isin" => self.isin(a, span),
             "new_tensor" => {
                 let x = a.tensor(0, "self")?;
                 let dt = a.dtype(99, "dtype")?.unwrap_or(self.roots[x.root].dtype);

@@ -84,6 +84,7 @@ impl<'m> Fz<'m> {
             "F" => FV::Module("torch.nn.functional"),
             "nn" => FV::Module("torch.nn"),
             "math" => FV::Module("math"),
+            "itertools" => FV::Module("itertools"),
             "Tensor" => FV::Module("torch.Tensor"),
             // Builtin types, as values (`isinstance(n, int)`); calls to them are builtins.
             "int" => FV::Module("int"),
@@ -310,6 +311,9 @@ impl<'m> Fz<'m> {
     /// An elementwise op with PyTorch's promotion over tensors and Python numbers; the result is a fresh root.
     /// With only run-time Python numbers as operands, the result is a run-time Python number.
     pub(super) fn elementwise(&mut self, op: Binary, args: &[FV], span: Span) -> FR<FV> {
+        if args.iter().any(|a| matches!(a, FV::Masked(_))) {
+            return self.masked_elementwise(op, args, span);
+        }
         let mut operands = Vec::new();
         let mut any_tensor = false;
         for a in args {
@@ -549,6 +553,9 @@ impl<'m> Fz<'m> {
             (FV::Str(x), FV::Str(y)) => Some(x == y),
             (FV::DType(x), FV::DType(y)) => Some(x == y),
             (FV::Device, FV::Device) | (FV::None, FV::None) => Some(true),
+            // None equals only None (Python's `==` falls back to identity); a tensor compared with None is left to
+            // the op, as in PyTorch.
+            (FV::None, x) | (x, FV::None) if !matches!(x, FV::Tensor(_) | FV::Masked(_)) => Some(false),
             _ => None,
         };
         if let (Some(same), CmpOp::Eq | CmpOp::Ne) = (same, op) {

@@ -79,13 +79,16 @@ impl<'m> Fz<'m> {
         .map_err(err(span))?;
         // A boolean-mask selection passed to anything is refused where the selection was made.
         if let Some(m) = pos.iter().chain(kw.iter().map(|(_, v)| v)).find_map(super::state::find_masked) {
-            return super::state::masked_use(&m);
+            return self.torch_call_on_masked(env, func, &pos, &kw, m, span);
         }
         match &func.kind {
             ExprKind::Attr(obj, name) => {
                 let o = self.expr(env, obj)?;
                 match o {
-                    m @ FV::Masked(_) => super::state::masked_use(&m),
+                    FV::Masked(sel) => match self.masked_call(name, &sel, &pos, &kw, span)? {
+                        Some(r) => Ok(r),
+                        None => super::state::masked_use(&FV::Masked(sel)),
+                    },
                     FV::Module("math") => {
                         if let Some((k, _)) = kw.first() {
                             return diag(span, format!("unexpected keyword argument '{k}' for math.{name}"));
@@ -106,6 +109,7 @@ impl<'m> Fz<'m> {
                         Ok(FV::Named(Rc::new(v.iter().map(super::expr::value_to_fv).collect()), names))
                     }
                     FV::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
+                    FV::Module("itertools") => self.itertools(name, &pos, &kw, span),
                     FV::Module("torch") if crate::interp::python::complex_refusal(name).is_some() => {
                         diag(span, crate::interp::python::complex_refusal(name).expect("checked"))
                     }

@@ -3,12 +3,14 @@
 
 use std::rc::Rc;
 
-use super::state::{diag, Stop, FR, FV};
+use super::args::err;
+use super::state::{diag, needs_static, Stop, FR, FV};
 use super::{Env, Fz};
 use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::*;
 use crate::interp::python::{exception_message, is_cpu_name, key_eq, not_cpu, EXCEPTIONS};
 use crate::interp::{pyfmt, Value};
+use std::cell::RefCell;
 
 /// A value known before the program runs, as the reference interpreter's value (for keys, messages and formats).
 pub(super) fn fv_static(v: &FV) -> Option<Value> {
@@ -294,6 +296,30 @@ impl<'m> Fz<'m> {
     }
 
     /// `math.NAME(...)` on numbers known before the program runs.
+    /// `itertools.NAME(...)`: `product` only, as a list of tuples; `repeat` must be known before the program runs.
+    pub(super) fn itertools(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
+        if name != "product" {
+            return diag(span, crate::interp::python::unsupported_itertools(name));
+        }
+        let mut repeat = 1;
+        for (k, v) in kw {
+            match (k.as_str(), v) {
+                ("repeat", FV::Int(r)) => repeat = *r,
+                ("repeat", FV::DynInt(_)) => {
+                    return needs_static(span, "itertools.product(): `repeat` must be known before the program runs")
+                }
+                ("repeat", other) => {
+                    return diag(span, format!("'{}' object cannot be interpreted as an integer", other.type_name()))
+                }
+                _ => return diag(span, format!("product() got an unexpected keyword argument '{k}'")),
+            }
+        }
+        let seqs = pos.iter().map(|v| self.iterate(v, span)).collect::<FR<Vec<_>>>()?;
+        let combos = crate::interp::python::cartesian_product(&seqs, repeat).map_err(err(span))?;
+        let items = combos.into_iter().map(|c| FV::Tuple(Rc::new(c))).collect();
+        Ok(FV::List(Rc::new(RefCell::new(items))))
+    }
+
     pub(super) fn math(&mut self, name: &str, pos: &[FV], span: Span) -> FR<FV> {
         let num = |v: Option<&FV>| match v {
             Some(FV::Int(i)) => Some(*i as f64),

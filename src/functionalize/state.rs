@@ -162,8 +162,9 @@ pub(super) enum FV {
     /// name bound in one arm only of an `if` on a run-time value): reading it is unsupported, for the reason given,
     /// unless the enclosing loop is unrolled (which may make the binding static).
     Poisoned(&'static str),
-    /// `y[mask]`: a selection whose size depends on the data. It is only usable as the value of `x[mask] = y[mask]`
-    /// (a predicated select); anything else is reported.
+    /// `y[mask]`: a selection whose size depends on the data. It is usable where the result does not depend on
+    /// how many elements it selects (`masked`): as the value of `x[mask] = ...` (a predicated select), in elementwise
+    /// ops with selections by the same mask, and summed or averaged; anything else is reported.
     /// Holds the selected-from value and the mask's value (terms read at the subscript), the view's shape and the
     /// mask's position, and where the selection was made (errors about it point there).
     Masked(Box<(TId, TId, Vec<usize>, usize, Span)>),
@@ -289,7 +290,9 @@ pub(super) fn masked_use<T>(v: &FV) -> FR<T> {
         at,
         "indexing with a boolean mask gives a data-dependent shape (how many elements it selects depends on the \
          data): the functional and optimized engines cannot express it (the reference engine runs it); only \
-         `x[mask] = y[mask]` and `x[mask] = value` are supported",
+         `x[mask] = value`, `x[mask] = y[mask]`, elementwise arithmetic between selections made with the same mask \
+         (`x[mask] = (y[mask] - z[mask]) * 2`), elementwise ops of one, and `y[mask].sum()` / `.mean()` are \
+         supported",
     )
 }
 

@@ -309,7 +309,11 @@ impl<'m> Fz<'m> {
                 Ok(FV::Tensor(self.fresh(v, None, span)?))
             }
             "detach" | "cpu" => Ok(FV::Tensor(a.tensor(0, "input")?)),
-            "float" | "double" | "long" | "int" | "bool" | "to" | "type_as" => {
+            "type" if a.opt(1, "dtype").is_none() => {
+                let x = a.tensor(0, "input")?;
+                Ok(FV::Str(self.roots[x.root].dtype.legacy_type_name().into()))
+            }
+            "float" | "double" | "long" | "int" | "bool" | "to" | "type" | "type_as" => {
                 let x = a.tensor(0, "input")?;
                 let dt = match name {
                     m if DType::of_method(m).is_some() => DType::of_method(m).expect("checked"),
@@ -317,6 +321,10 @@ impl<'m> Fz<'m> {
                     _ => match a.opt(1, "dtype") {
                         Some(FV::DType(d)) => *d,
                         Some(FV::Tensor(o)) => self.roots[o.root].dtype,
+                        Some(FV::Str(s)) if name == "type" => match DType::from_legacy_type_name(s) {
+                            Some(d) => d,
+                            None => return diag(span, crate::interp::python::unknown_legacy_type(s)),
+                        },
                         // `.to(device)` with the device taken out (`python::strip_device`): the tensor itself.
                         None if name == "to" => self.roots[x.root].dtype,
                         _ => return diag(span, format!("{name}(): only a dtype argument is supported")),

@@ -49,6 +49,7 @@ impl<'m> Interp<'m> {
                         Ok(Value::Named(std::rc::Rc::new(v), names))
                     }
                     Value::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
+                    Value::Module("itertools") => self.itertools(name, &pos, &kw, span),
                     Value::Module("torch") if super::python::complex_refusal(name).is_some() => {
                         err(span, super::python::complex_refusal(name).expect("checked"))
                     }
@@ -457,6 +458,26 @@ impl<'m> Interp<'m> {
             "print" => Ok(Value::None),
             _ => err(span, format!("unsupported function `{name}`")),
         }
+    }
+
+    /// `itertools.NAME(...)`: `product` only, as a list of tuples.
+    fn itertools(&self, name: &str, pos: &[Value], kw: &[(String, Value)], span: Span) -> Result<Value, Diagnostic> {
+        if name != "product" {
+            return err(span, super::python::unsupported_itertools(name));
+        }
+        let mut repeat = 1;
+        for (k, v) in kw {
+            match (k.as_str(), v) {
+                ("repeat", Value::Int(r)) => repeat = *r,
+                ("repeat", other) => {
+                    return err(span, format!("'{}' object cannot be interpreted as an integer", other.type_name()))
+                }
+                _ => return err(span, format!("product() got an unexpected keyword argument '{k}'")),
+            }
+        }
+        let seqs = pos.iter().map(|v| self.iterate(v, span)).collect::<Result<Vec<_>, _>>()?;
+        let combos = super::python::cartesian_product(&seqs, repeat).map_err(tensor_err(span))?;
+        Ok(Value::list(combos.into_iter().map(Value::tuple).collect()))
     }
 
     /// `a OP b` as a Python truth value (for `min`/`max` over values).

@@ -385,6 +385,7 @@ impl<'m> Interp<'m> {
             "F" => Value::Module("torch.nn.functional"),
             "nn" => Value::Module("torch.nn"),
             "math" => Value::Module("math"),
+            "itertools" => Value::Module("itertools"),
             "Tensor" => Value::Module("torch.Tensor"),
             // Builtin types, as values (`isinstance(n, int)`); calls to them are builtins.
             "int" => Value::Module("int"),

@@ -312,6 +312,7 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
             t(ops::where_(&big, &tt(&x), &tt(&sp))?)
         }
         "cosine_similarity" => cosine_similarity(a),
+        "isin" => isin(a),
         "logsigmoid" => log_sigmoid(a),
         "binary_cross_entropy_with_logits" => bce_with_logits(a),
         "atan" | "arctan" => {
@@ -476,4 +477,27 @@ pub(crate) fn cosine_check(dx: DType, dy: DType, sx: &[usize], sy: &[usize]) -> 
         ));
     }
     Ok(())
+}
+
+/// `torch.isin(elements, test_elements, *, assume_unique=False, invert=False)`: every element compared with every
+/// test element (`elements[..., None] == test_elements.flatten()`), then `any` over the last dim, as the
+/// functionalizer's `desugar` spells it.
+fn isin(a: &Args) -> AResult<Value> {
+    let e = operand_arg(a, 0, "elements")?;
+    let test = operand_arg(a, 1, "test_elements")?;
+    a.bool_or(2, "assume_unique", false)?;
+    let invert = a.bool_or(3, "invert", false)?;
+    let hit = match (&e, &test) {
+        (_, Operand::T(t)) => {
+            let flat = t.reshape(&[-1])?;
+            let e = match e {
+                Operand::T(x) => Operand::T(x.unsqueeze(-1)?),
+                scalar => scalar,
+            };
+            reduce::any_all(&bin(Binary::Eq, &e, &tt(&flat))?, Some(&[-1]), false, false)?
+        }
+        (Operand::T(_), scalar) => bin(Binary::Eq, &e, scalar)?,
+        _ => return Err("isin(): at least one of elements and test_elements must be a tensor".into()),
+    };
+    t(if invert { ops::unary(Unary::LogicalNot, &hit)? } else { hit })
 }

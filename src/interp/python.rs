@@ -398,3 +398,36 @@ pub(crate) fn unbound_capture_message(name: &str) -> String {
         "`{name}` is not assigned when the function defined here is made (a closure that reads it): funcfuse captures it then, where Python would read it when the function runs; not supported; assign `{name}` before the `def` or `lambda`"
     )
 }
+
+/// The error of `x.type(NAME)` with a type name that is not one of the CPU tensor types funcfuse has.
+pub fn unknown_legacy_type(name: &str) -> String {
+    format!(
+        "invalid type: '{name}' (the CPU tensor types are torch.FloatTensor, torch.DoubleTensor, torch.HalfTensor, \
+         torch.BFloat16Tensor, torch.LongTensor, torch.IntTensor and torch.BoolTensor)"
+    )
+}
+
+/// `itertools.product(*seqs, repeat=repeat)`: every combination of one item of each sequence (the sequences
+/// repeated `repeat` times), the last sequence advancing fastest, as tuples' items.
+pub fn cartesian_product<T: Clone>(seqs: &[Vec<T>], repeat: i64) -> Result<Vec<Vec<T>>, String> {
+    if repeat < 0 {
+        return Err("repeat argument cannot be negative".into());
+    }
+    let all: Vec<&Vec<T>> = (0..repeat).flat_map(|_| seqs.iter()).collect();
+    let mut out: Vec<Vec<T>> = vec![Vec::new()];
+    for seq in all {
+        if out.len().saturating_mul(seq.len()) > crate::limits::MAX_LIST_ITEMS {
+            return Err(format!("itertools.product(): more than {} combinations", crate::limits::MAX_LIST_ITEMS));
+        }
+        out = out
+            .iter()
+            .flat_map(|prefix| seq.iter().map(move |x| [prefix.as_slice(), std::slice::from_ref(x)].concat()))
+            .collect();
+    }
+    Ok(out)
+}
+
+/// The refusal of an `itertools` function other than `product`.
+pub fn unsupported_itertools(name: &str) -> String {
+    format!("`itertools.{name}` is not supported (of itertools, only `product` is)")
+}

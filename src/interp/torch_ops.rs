@@ -489,6 +489,9 @@ impl<'m> Interp<'m> {
                 let x = a.tensor(0, "input")?;
                 t(x.restride(x.shape.clone(), x.strides.clone(), x.offset))
             }
+            "type" if a.opt(1, "dtype").is_none() => {
+                Ok(Value::Str(a.tensor(0, "input")?.dtype().legacy_type_name().into()))
+            }
             "float" | "double" | "long" | "int" | "bool" | "to" | "type" | "type_as" => {
                 let x = a.tensor(0, "input")?;
                 let dt = match name {
@@ -497,6 +500,9 @@ impl<'m> Interp<'m> {
                     _ => match a.opt(1, "dtype") {
                         Some(Value::DType(d)) => *d,
                         Some(Value::Tensor(o)) => o.dtype(),
+                        Some(Value::Str(s)) if name == "type" => {
+                            DType::from_legacy_type_name(s).ok_or_else(|| super::python::unknown_legacy_type(s))?
+                        }
                         // `.to(device)` with the device taken out (`python::strip_device`): the tensor itself.
                         None if name == "to" => x.dtype(),
                         _ => return Err(format!("{name}(): only a dtype argument is supported")),

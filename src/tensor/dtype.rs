@@ -86,6 +86,18 @@ impl DType {
         }
     }
 
+    /// The legacy tensor type name that `x.type()` returns on the CPU (`torch.FloatTensor`, `torch.LongTensor`, ...).
+    pub fn legacy_type_name(self) -> String {
+        format!("torch.{}Tensor", self.name())
+    }
+
+    /// The dtype of a legacy tensor type name (`x.type('torch.FloatTensor')`, `x.type(y.type())`).
+    pub fn from_legacy_type_name(name: &str) -> Option<DType> {
+        [DType::Bool, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64]
+            .into_iter()
+            .find(|d| d.legacy_type_name() == name)
+    }
+
     /// `torch.float32` and so on.
     pub fn torch_name(self) -> &'static str {
         match self {

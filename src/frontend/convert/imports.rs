@@ -1,0 +1,86 @@
+//! Names bound by `from math import sqrt` and `from itertools import product` (ssd.pytorch's prior boxes import
+//! both): each function that reads such a name without binding it itself reads `math.sqrt` / `itertools.product`,
+//! which both engines know as module attributes. A function that binds the name, or the module's name, keeps its
+//! own binding (Python's scoping), and any other module stays an unsupported import.
+
+use ruff_python_ast as py;
+
+use super::bound_names;
+use crate::diag::{Diagnostic, Span};
+use crate::frontend::ast::*;
+
+/// One name a `from MODULE import ATTR [as BOUND]` binds.
+pub(super) struct FromImport {
+    pub bound: String,
+    pub module: &'static str,
+    pub attr: String,
+}
+
+/// The modules whose names `from MODULE import NAME` may bind, and the names of each the engines have (`None`: any
+/// name; a name the module lacks fails where it is called, as `math.NAME` does).
+pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str, String>> {
+    match module {
+        "math" => Some(Ok("math")),
+        "itertools" if name == "product" => Some(Ok("itertools")),
+        "itertools" => Some(Err(crate::interp::python::unsupported_itertools(name))),
+        _ => None,
+    }
+}
+
+/// `from MODULE import NAMES` at `at`: the names of `math` and `itertools` the engines know go to `from_imports`;
+/// every other name of any other module but `__future__`, `typing` and torch's is `unusable` (only the functions
+/// reading it fail).
+pub(super) fn from_import(
+    path: &str,
+    module: &str,
+    names: &[py::Alias],
+    at: Span,
+    from_imports: &mut Vec<FromImport>,
+    unusable: &mut Vec<FailedFunction>,
+) {
+    if matches!(module, "__future__" | "torch" | "typing" | "torch.nn" | "torch.nn.functional") {
+        return;
+    }
+    for alias in names {
+        let bound = alias.asname.as_ref().unwrap_or(&alias.name).to_string();
+        let attr = alias.name.to_string();
+        let why = match importable(module, &attr) {
+            Some(Ok(module)) if attr != "*" => {
+                from_imports.push(FromImport { bound, module, attr });
+                continue;
+            }
+            Some(Ok(_)) => format!("`from {module} import *` is not supported; import the names"),
+            Some(Err(why)) => why,
+            None => format!("unsupported import from `{module}`"),
+        };
+        let error = Diagnostic::new(why).at(at).in_file(path);
+        unusable.push(FailedFunction { name: bound, span: at, error });
+    }
+}
+
+/// Reads of imported names in `functions` become attribute reads of their module.
+pub(super) fn qualify(functions: &mut [Function], imports: &[FromImport]) {
+    if imports.is_empty() {
+        return;
+    }
+    for f in functions {
+        let mut local: Vec<String> = f.params.iter().map(|p| p.name.clone()).collect();
+        if let Some((_, v)) = &f.vararg {
+            local.push(v.name.clone());
+        }
+        bound_names(&f.body, &mut local);
+        let active: Vec<&FromImport> =
+            imports.iter().filter(|i| !local.iter().any(|l| *l == i.bound || l == i.module)).collect();
+        if active.is_empty() {
+            continue;
+        }
+        visit_exprs_mut(&mut f.body, &mut |e| {
+            if let ExprKind::Name(n) = &e.kind {
+                if let Some(i) = active.iter().find(|i| i.bound == *n) {
+                    let module = Box::new(Expr { kind: ExprKind::Name(i.module.to_string()), span: e.span });
+                    e.kind = ExprKind::Attr(module, i.attr.clone());
+                }
+            }
+        });
+    }
+}
