@@ -288,3 +288,26 @@ def unsqueeze_on_temporaries(g: f32[5, 2], u: f32[5, 2]) -> tuple[f32[2, 5, 2], 
     norm_buf = torch.cat([u.abs().unsqueeze(0), g.abs().add_(1e-3).unsqueeze_(0)], 0)
     col = (g * 2.0)[:, 1:2].squeeze_(1)
     return norm_buf, g, col
+
+
+def sdpa_masks(q: f32[2, 2, 3, 4], k: f32[2, 2, 5, 4], v: f32[2, 2, 5, 6], bias: f32[3, 5]) -> tuple[f32[2, 2, 3, 6], f32[2, 2, 3, 6], f32[2, 2, 3, 6], f32[2, 2, 3, 6]]:
+    # F.scaled_dot_product_attention with a boolean mask (its middle row masked out entirely: PyTorch gives zeros
+    # there), causal, a float mask, and an explicit scale.
+    keep = torch.ones(3, 5, dtype=torch.bool)
+    keep[1] = False
+    a = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    b = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    c = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    d = F.scaled_dot_product_attention(q, k, v, scale=0.3, dropout_p=0.0)
+    return a, b, c, d
+
+
+def losses_pointwise(x: f32[4, 5], y: f32[4, 5]) -> tuple[f32[()], f32[4, 5], f32[()], f32[()], f32[4, 5]]:
+    # F.l1_loss, F.mse_loss and F.smooth_l1_loss with each reduction and beta.
+    return (
+        F.l1_loss(x, y),
+        F.mse_loss(x, y, reduction="none"),
+        F.smooth_l1_loss(x, y, reduction="sum"),
+        F.smooth_l1_loss(x * 3.0, y, beta=0.5),
+        F.smooth_l1_loss(x, y, reduction="none", beta=0.0),
+    )

@@ -213,6 +213,18 @@ pub enum FPart {
 /// value that calls the top-level `HELPER` with the captured values as keywords (not a name Python code can write).
 pub const MAKE_CLOSURE: &str = "<closure>";
 
+/// The name of the value a lambda's parameter default that reads a local variable took when the lambda was made
+/// (`lambda x, f=f: ...`, the idiom that freezes a loop variable): a capture of the closure, which the engines make
+/// visible, alone, where they evaluate that parameter's default (`Name(default_capture(p))`).
+pub fn default_capture(param: &str) -> String {
+    format!("<default {param}>")
+}
+
+/// Whether `name` is a [`default_capture`] name.
+pub fn is_default_capture(name: &str) -> bool {
+    name.starts_with("<default ")
+}
+
 /// Calls `f` on every expression of `body` (nested statements and subexpressions included).
 
 pub fn visit_exprs<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Expr)) {

@@ -281,7 +281,11 @@ impl<'m> Fz<'m> {
                 self.setitem(&o, &i, &v, target.span)
             }
             ExprKind::Starred(_) => diag(target.span, "starred assignment targets (`a, *b = ...`) are not supported"),
-            ExprKind::Attr(_, a) => diag(target.span, format!("assigning to attribute `{a}` is not supported")),
+            ExprKind::Attr(obj, a) => match self.expr(env, obj)? {
+                FV::Tensor(_) => crate::interp::python::tensor_attr_assign(a, matches!(v, FV::Bool(false)))
+                    .map_err(|m| Stop::Diag(crate::diag::Diagnostic::new(m).at(target.span))),
+                _ => diag(target.span, format!("assigning to attribute `{a}` is not supported")),
+            },
             _ => diag(target.span, "unsupported assignment target"),
         }
     }

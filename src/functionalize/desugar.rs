@@ -84,44 +84,145 @@ impl<'m> Fz<'m> {
         }
     }
 
+    /// `F.scaled_dot_product_attention`, as the reference interpreter's `more_ops::sdpa` computes it: a row whose
+    /// scores are all `-inf` gives zeros.
+    fn sdpa(&mut self, a: &A, span: Span) -> FR<FV> {
+        let (q, k, v) = (a.tensor(0, "query")?, a.tensor(1, "key")?, a.tensor(2, "value")?);
+        let mask = match a.opt(3, "attn_mask") {
+            None | Some(FV::None) => None,
+            Some(FV::Tensor(m)) => Some(m.clone()),
+            Some(other) => {
+                return diag(
+                    span,
+                    format!("scaled_dot_product_attention(): attn_mask must be a Tensor, not {}", other.type_name()),
+                )
+            }
+        };
+        let number = |i: usize, n: &str| -> FR<Option<f64>> {
+            match a.opt(i, n) {
+                None | Some(FV::None) => Ok(None),
+                Some(x) => match a.number(x) {
+                    Some(x) => Ok(Some(x.to_f64())),
+                    None => {
+                        diag(span, format!("scaled_dot_product_attention(): {n} must be known before the program runs"))
+                    }
+                },
+            }
+        };
+        let (dropout, scale) = (number(4, "dropout_p")?, number(6, "scale")?);
+        let causal = a.bool_or(5, "is_causal", false)?;
+        let gqa = a.bool_or(7, "enable_gqa", false)?;
+        crate::interp::more_ops::sdpa_options(dropout, causal, mask.is_some(), gqa).map_err(err(span))?;
+        if q.shape.len() < 2 || k.shape.len() < 2 || v.shape.len() < 2 {
+            return diag(span, "scaled_dot_product_attention(): query, key and value need at least 2 dims");
+        }
+        let e = *q.shape.last().expect("2 dims");
+        let scale = scale.unwrap_or(1.0 / (e as f64).sqrt());
+        let kt = self.tview(&k, |t| t.transpose(-2, -1)).map_err(err(span))?;
+        let scores = self.matmul(&FV::Tensor(q.clone()), &FV::Tensor(kt), span)?;
+        let scores = self.elementwise(Binary::Mul, &[scores, FV::Float(scale)], span)?;
+        let (l, s_len) = (q.shape[q.shape.len() - 2], k.shape[k.shape.len() - 2]);
+        let keep = if causal {
+            let ones = self.full(&[l, s_len], DType::Bool, crate::tensor::Scalar::B(true)).map_err(err(span))?;
+            let ones = FV::Tensor(self.fresh(ones, None, span)?);
+            Some(self.call_op("tril", vec![ones], span)?)
+        } else {
+            mask.clone().filter(|m| self.roots[m.root].dtype == DType::Bool).map(FV::Tensor)
+        };
+        let scores = match (keep, &mask) {
+            (Some(keep), _) => self.call_op("where", vec![keep, scores, FV::Float(f64::NEG_INFINITY)], span)?,
+            (None, Some(m)) => self.elementwise(Binary::Add, &[scores, FV::Tensor(m.clone())], span)?,
+            (None, None) => scores,
+        };
+        let p = self.call_op("softmax", vec![scores.clone(), FV::Int(-1)], span)?;
+        let out = self.matmul(&p, &FV::Tensor(v), span)?;
+        let top =
+            self.torch("amax", &A::new(vec![scores, FV::Int(-1), FV::Bool(true)], vec![], span, "amax".into()), false)?;
+        let live = self.elementwise(Binary::Gt, &[top, FV::Float(f64::NEG_INFINITY)], span)?;
+        self.call_op("where", vec![live, out, FV::Float(0.0)], span)
+    }
+
+    /// The input, target and reduction of a loss, checked as the reference interpreter checks them
+    /// (`more_ops::loss_check`).
+    fn loss_args(
+        &mut self,
+        a: &A,
+        name: &str,
+        kernel: &str,
+        keywords: &str,
+        span: Span,
+    ) -> FR<(TRef, TRef, &'static str)> {
+        let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);
+        let reduction = match a.opt(usize::MAX, "reduction") {
+            None => None,
+            Some(FV::Str(s)) => Some(Ok(s.to_string())),
+            Some(other) => Some(Err(other.type_name())),
+        };
+        let deprecated = a.opt(usize::MAX, "size_average").is_some() || a.opt(usize::MAX, "reduce").is_some();
+        let dtypes = (self.roots[x.root].dtype, self.roots[y.root].dtype);
+        let shapes = (&x.shape[..], &y.shape[..]);
+        let r = crate::interp::more_ops::loss_check(
+            name,
+            kernel,
+            keywords,
+            a.pos.len(),
+            deprecated,
+            shapes,
+            dtypes,
+            reduction,
+        )
+        .map_err(err(span))?;
+        Ok((x, y, r))
+    }
+
+    /// `l1_loss`, `mse_loss` and `smooth_l1_loss`, as the reference interpreter's `more_ops::pointwise_loss`
+    /// computes them (its argument checks included).
+    fn pointwise_loss(&mut self, name: &str, a: &A, span: Span) -> FR<FV> {
+        let kernel = match name {
+            "l1_loss" => "abs_cpu",
+            "mse_loss" => "mse_cpu",
+            _ => "smooth_l1_cpu",
+        };
+        let (x, y, reduction) = self.loss_args(a, name, kernel, "reduction", span)?;
+        let d = self.elementwise(Binary::Sub, &[FV::Tensor(x), FV::Tensor(y)], span)?;
+        let loss = match name {
+            "l1_loss" => self.unary(Unary::Abs, &d, span)?,
+            "mse_loss" => self.elementwise(Binary::Mul, &[d.clone(), d], span)?,
+            _ => {
+                let beta = match a.opt(usize::MAX, "beta") {
+                    None => 1.0,
+                    Some(v) => match a.number(v) {
+                        Some(b) => b.to_f64(),
+                        None => return diag(span, "smooth_l1_loss(): beta must be known before the program runs"),
+                    },
+                };
+                if beta < 0.0 {
+                    return diag(span, "smooth_l1_loss does not support negative values for beta.");
+                }
+                let z = self.unary(Unary::Abs, &d, span)?;
+                if beta == 0.0 {
+                    z
+                } else {
+                    let small = self.elementwise(Binary::Lt, &[z.clone(), FV::Float(beta)], span)?;
+                    let half_z = self.elementwise(Binary::Mul, &[FV::Float(0.5), z.clone()], span)?;
+                    let q = self.elementwise(Binary::Mul, &[half_z, z.clone()], span)?;
+                    let q = self.elementwise(Binary::Div, &[q, FV::Float(beta)], span)?;
+                    let l = self.elementwise(Binary::Sub, &[z, FV::Float(0.5 * beta)], span)?;
+                    self.call_op("where", vec![small, q, l], span)?
+                }
+            }
+        };
+        match reduction {
+            "none" => Ok(loss),
+            r => self.call_op(r, vec![loss], span),
+        }
+    }
+
     /// `binary_cross_entropy_with_logits`, as PyTorch computes it (the reference interpreter's `more_ops` has the
     /// same formula): (1 - y) * x - log_sigmoid(x) [* ((pos_weight - 1) * y + 1)] [* weight], then the reduction.
     fn bce_with_logits(&mut self, a: &A, span: Span) -> FR<FV> {
         let name = "binary_cross_entropy_with_logits";
-        if a.pos.len() > 2 {
-            return diag(span, format!("{name}(): pass weight, reduction and pos_weight by keyword"));
-        }
-        if a.opt(usize::MAX, "size_average").is_some() || a.opt(usize::MAX, "reduce").is_some() {
-            return diag(span, format!("{name}(): size_average and reduce are deprecated; use reduction"));
-        }
-        let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);
-        if x.shape != y.shape {
-            let size = |s: &[usize]| format!("torch.Size({s:?})");
-            return diag(
-                span,
-                format!("Target size ({}) must be the same as input size ({})", size(&y.shape), size(&x.shape)),
-            );
-        }
-        self.float_input("log_sigmoid_cpu", &x, span)?;
-        let (dx, dy) = (self.roots[x.root].dtype, self.roots[y.root].dtype);
-        if dx != dy {
-            return diag(
-                span,
-                format!(
-                    "{name}(): an input of dtype {} and a target of dtype {} are not supported; give both the same dtype",
-                    dx.name(),
-                    dy.name()
-                ),
-            );
-        }
-        let reduction = match a.opt(usize::MAX, "reduction") {
-            None => "mean".to_string(),
-            Some(FV::Str(s)) if matches!(s.as_ref(), "none" | "mean" | "sum") => s.to_string(),
-            Some(FV::Str(s)) => return diag(span, format!("{s} is not a valid value for reduction")),
-            Some(other) => {
-                return diag(span, format!("{name}(): argument 'reduction' must be str, not {}", other.type_name()))
-            }
-        };
+        let (x, y, reduction) = self.loss_args(a, name, "log_sigmoid_cpu", "weight, reduction and pos_weight", span)?;
         let (xv, yv) = (FV::Tensor(x), FV::Tensor(y));
         let ab = self.unary(Unary::Abs, &xv, span)?;
         let neg = self.unary(Unary::Neg, &ab, span)?;
@@ -143,7 +244,7 @@ impl<'m> Fz<'m> {
             let FV::Tensor(_) = w else { return diag(span, format!("{name}(): weight must be a Tensor")) };
             loss = self.elementwise(Binary::Mul, &[loss, w], span)?;
         }
-        match reduction.as_str() {
+        match reduction {
             "none" => Ok(loss),
             r => self.call_op(r, vec![loss], span),
         }
@@ -482,6 +583,8 @@ impl<'m> Fz<'m> {
             }
             "index_copy" | "index_add" => self.index_along(name, a, span),
             "isin" => self.isin(a, span),
+            "l1_loss" | "mse_loss" | "smooth_l1_loss" => self.pointwise_loss(name, a, span),
+            "scaled_dot_product_attention" => self.sdpa(a, span),
             "new_tensor" => {
                 let x = a.tensor(0, "self")?;
                 let dt = a.dtype(99, "dtype")?.unwrap_or(self.roots[x.root].dtype);

@@ -110,6 +110,7 @@ impl<'m> Fz<'m> {
                     }
                     FV::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
                     FV::Module("itertools") => self.itertools(name, &pos, &kw, span),
+                    FV::Module("torch.nn.init") if kw.is_empty() && !pos.is_empty() => self.nn_init(name, &pos, span),
                     FV::Module("torch") if crate::interp::python::complex_refusal(name).is_some() => {
                         diag(span, crate::interp::python::complex_refusal(name).expect("checked"))
                     }
@@ -210,28 +211,6 @@ impl<'m> Fz<'m> {
         }
     }
 
-    /// `torch._foreach_NAME(tensors, ...)`: the tensor method `NAME` on each tensor of the list, as the reference
-    /// interpreter runs it (`crate::interp::foreach`); `None` for an in-place op, else the list of results.
-    fn foreach(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
-        let (method, calls) = crate::interp::foreach::foreach_calls(
-            name,
-            pos,
-            kw,
-            FV::items,
-            |v| matches!(v, FV::Tensor(_)),
-            |v| v.type_name(),
-        )
-        .map_err(err(span))?;
-        let mut out = Vec::with_capacity(calls.len());
-        for (p, k) in calls {
-            let a = A::new(p, k, span, method.clone());
-            let r = if method.ends_with('_') { self.inplace(&method, &a)? } else { self.torch(&method, &a, true)? };
-            a.check_keywords(&format!("torch.{name}"))?;
-            out.push(r);
-        }
-        Ok(if method.ends_with('_') { FV::None } else { FV::List(Rc::new(std::cell::RefCell::new(out))) })
-    }
-
     pub(super) fn inline(&mut self, name: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
         let module = self.module;
         let f = module.function(name).expect("functions named by Func exist");
@@ -254,7 +233,14 @@ impl<'m> Fz<'m> {
                 None => match kw.iter().find(|(k, _)| *k == p.name) {
                     Some((_, v)) => v.clone(),
                     None => match &p.default {
-                        Some(d) => self.expr(&mut Env::new(), d)?,
+                        Some(d) => {
+                            // Evaluated where the function was defined: only a lambda's frozen defaults are seen.
+                            let mut frozen = Env::new();
+                            for (k, v) in kw.iter().filter(|(k, _)| crate::frontend::ast::is_default_capture(k)) {
+                                frozen.insert(k.clone(), v.clone());
+                            }
+                            self.expr(&mut frozen, d)?
+                        }
                         None => return diag(span, format!("{}() missing required argument '{}'", f.name, p.name)),
                     },
                 },
@@ -393,6 +379,7 @@ impl<'m> Fz<'m> {
                         .collect(),
                 ))))
             }
+            "map" => self.map_builtin(a, span),
             "zip" => {
                 let seqs: Vec<Vec<FV>> = a.pos.iter().map(|v| self.iterate(v, span)).collect::<FR<_>>()?;
                 let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
@@ -454,6 +441,9 @@ impl<'m> Fz<'m> {
                 "data" => o.clone(),
                 "device" => FV::Device,
                 "is_cuda" => FV::Bool(false),
+                n if crate::interp::python::cpu_dense_flag(n).is_some() => {
+                    FV::Bool(crate::interp::python::cpu_dense_flag(n).expect("checked"))
+                }
                 _ => return diag(span, format!("unsupported tensor attribute `.{name}`")),
             }),
             FV::Named(items, names) => match names.iter().position(|n| *n == name) {
@@ -468,6 +458,7 @@ impl<'m> Fz<'m> {
                     "torch.nn" => FV::Module("torch.nn"),
                     "torch.Tensor" => FV::Module("torch.Tensor"),
                     "torch.nn.functional" => FV::Module("torch.nn.functional"),
+                    "torch.nn.init" => FV::Module("torch.nn.init"),
                     "torch.linalg" => FV::Module("torch.linalg"),
                     "torch.onnx" => FV::Module("torch.onnx"),
                     "torch.jit" => FV::Module("torch.jit"),
@@ -704,7 +695,7 @@ impl<'m> Fz<'m> {
         Ok(FV::Tensor(out))
     }
 
-    fn inplace(&mut self, name: &str, a: &A) -> FR<FV> {
+    pub(super) fn inplace(&mut self, name: &str, a: &A) -> FR<FV> {
         let span = a.span;
         let dst = a.tensor(0, "self")?;
         match name {

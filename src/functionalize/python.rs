@@ -296,6 +296,54 @@ impl<'m> Fz<'m> {
     }
 
     /// `math.NAME(...)` on numbers known before the program runs.
+    /// `torch._foreach_NAME(tensors, ...)`: the tensor method `NAME` on each tensor of the list, as the reference
+    /// interpreter runs it (`crate::interp::foreach`); `None` for an in-place op, else the list of results.
+    pub(super) fn foreach(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
+        let (method, calls) = crate::interp::foreach::foreach_calls(
+            name,
+            pos,
+            kw,
+            FV::items,
+            |v| matches!(v, FV::Tensor(_)),
+            |v| v.type_name(),
+        )
+        .map_err(err(span))?;
+        let mut out = Vec::with_capacity(calls.len());
+        for (p, k) in calls {
+            let a = super::ops::A::new(p, k, span, method.clone());
+            let r = if method.ends_with('_') { self.inplace(&method, &a)? } else { self.torch(&method, &a, true)? };
+            a.check_keywords(&format!("torch.{name}"))?;
+            out.push(r);
+        }
+        Ok(if method.ends_with('_') { FV::None } else { FV::List(Rc::new(std::cell::RefCell::new(out))) })
+    }
+
+    /// `map(func, *iterables)`: Python's `map` is lazy; every consumer here takes all of it at once, in order.
+    pub(super) fn map_builtin(&mut self, a: &super::ops::A, span: Span) -> FR<FV> {
+        let f = a.req(0, "func")?.clone();
+        let seqs: Vec<Vec<FV>> = a.pos[1..].iter().map(|v| self.iterate(v, span)).collect::<FR<_>>()?;
+        if seqs.is_empty() {
+            return diag(span, "map() must have at least two arguments.");
+        }
+        let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let args = seqs.iter().map(|s| s[i].clone()).collect();
+            out.push(self.call_value(f.clone(), args, vec![], span, "map()'s function")?);
+        }
+        Ok(FV::List(Rc::new(RefCell::new(out))))
+    }
+
+    /// `torch.nn.init.NAME(tensor, ...)`: the in-place fill it is (`crate::interp::python::nn_init`); the tensor.
+    pub(super) fn nn_init(&mut self, name: &str, pos: &[FV], span: Span) -> FR<FV> {
+        let (method, rest) =
+            crate::interp::python::nn_init(name, &pos[1..], FV::Float(1.0), FV::Float(0.0)).map_err(err(span))?;
+        let mut args = vec![pos[0].clone()];
+        args.extend(rest);
+        self.inplace(method, &super::ops::A::new(args, vec![], span, name.into()))?;
+        Ok(pos[0].clone())
+    }
+
     /// `itertools.NAME(...)`: `product` only, as a list of tuples; `repeat` must be known before the program runs.
     pub(super) fn itertools(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
         if name != "product" {

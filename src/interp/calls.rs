@@ -50,6 +50,15 @@ impl<'m> Interp<'m> {
                     }
                     Value::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
                     Value::Module("itertools") => self.itertools(name, &pos, &kw, span),
+                    Value::Module("torch.nn.init") if kw.is_empty() && !pos.is_empty() => {
+                        let (method, rest) =
+                            super::python::nn_init(name, &pos[1..], Value::Float(1.0), Value::Float(0.0))
+                                .map_err(tensor_err(span))?;
+                        let mut args = vec![pos[0].clone()];
+                        args.extend(rest);
+                        self.tensor_method_call(method, Args::new(args, vec![], span, name.clone()), span)?;
+                        Ok(pos[0].clone())
+                    }
                     Value::Module("torch") if super::python::complex_refusal(name).is_some() => {
                         err(span, super::python::complex_refusal(name).expect("checked"))
                     }
@@ -408,6 +417,22 @@ impl<'m> Interp<'m> {
                         .collect(),
                 ))
             }
+            "map" => {
+                // Python's `map` is lazy; every consumer here takes all of it at once, in order.
+                let f = a.req(0, "func").map_err(&e)?.clone();
+                let seqs: Vec<Vec<Value>> =
+                    a.pos[1..].iter().map(|v| self.iterate(v, span)).collect::<Result<_, _>>()?;
+                if seqs.is_empty() {
+                    return err(span, "map() must have at least two arguments.");
+                }
+                let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
+                let mut out = Vec::with_capacity(n);
+                for i in 0..n {
+                    let args = seqs.iter().map(|s| s[i].clone()).collect();
+                    out.push(self.call_value(f.clone(), args, vec![], span)?);
+                }
+                Ok(Value::list(out))
+            }
             "zip" => {
                 let seqs: Vec<Vec<Value>> = a.pos.iter().map(|v| self.iterate(v, span)).collect::<Result<_, _>>()?;
                 let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
@@ -508,6 +533,9 @@ impl<'m> Interp<'m> {
                 "data" => Value::Tensor(t.clone()),
                 "device" => Value::Device,
                 "is_cuda" => Value::Bool(false),
+                n if super::python::cpu_dense_flag(n).is_some() => {
+                    Value::Bool(super::python::cpu_dense_flag(n).expect("checked"))
+                }
                 "real" => Value::Tensor(t.clone()),
                 _ => return err(span, format!("unsupported tensor attribute `.{name}`")),
             }),
@@ -523,6 +551,7 @@ impl<'m> Interp<'m> {
                 Ok(match full.as_str() {
                     "torch.nn" => Value::Module("torch.nn"),
                     "torch.nn.functional" => Value::Module("torch.nn.functional"),
+                    "torch.nn.init" => Value::Module("torch.nn.init"),
                     "torch.Tensor" => Value::Module("torch.Tensor"),
                     "torch.linalg" => Value::Module("torch.linalg"),
                     "torch.onnx" => Value::Module("torch.onnx"),

@@ -88,8 +88,12 @@ impl<'m> Interp<'m> {
                     Some((_, v)) => v.clone(),
                     None => match &p.default {
                         Some(d) => {
-                            let mut empty = Frame::new();
-                            self.eval(&mut empty, d)?
+                            // Evaluated where the function was defined: only a lambda's frozen defaults are seen.
+                            let mut frozen = Frame::new();
+                            for (k, v) in kwargs.iter().filter(|(k, _)| is_default_capture(k)) {
+                                frozen.insert(k.clone(), v.clone());
+                            }
+                            self.eval(&mut frozen, d)?
                         }
                         None => return err(span, format!("{}() missing required argument '{}'", f.name, p.name)),
                     },
@@ -287,7 +291,11 @@ impl<'m> Interp<'m> {
                 let i = self.eval(frame, idx)?;
                 self.setitem(&o, &i, &v, target.span)
             }
-            ExprKind::Attr(_, a) => err(target.span, format!("assigning to attribute `{a}` is not supported")),
+            ExprKind::Attr(obj, a) => match self.eval(frame, obj)? {
+                Value::Tensor(_) => super::python::tensor_attr_assign(a, matches!(v, Value::Bool(false)))
+                    .map_err(|m| Diagnostic::new(m).at(target.span)),
+                _ => err(target.span, format!("assigning to attribute `{a}` is not supported")),
+            },
             ExprKind::Starred(_) => err(target.span, "starred assignment targets (`a, *b = ...`) are not supported"),
             _ => err(target.span, "unsupported assignment target"),
         }

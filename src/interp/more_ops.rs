@@ -313,6 +313,8 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "cosine_similarity" => cosine_similarity(a),
         "isin" => isin(a),
+        "l1_loss" | "mse_loss" | "smooth_l1_loss" => pointwise_loss(name, a),
+        "scaled_dot_product_attention" => sdpa(a),
         "logsigmoid" => log_sigmoid(a),
         "binary_cross_entropy_with_logits" => bce_with_logits(a),
         "atan" | "arctan" => {
@@ -420,42 +422,110 @@ impl<'m> super::exec::Interp<'m> {
 /// `weight`, `reduction` and `pos_weight` must be keywords: `torch.binary_cross_entropy_with_logits` and
 /// `torch.nn.functional.binary_cross_entropy_with_logits` order their positional arguments differently.
 fn bce_args(a: &Args) -> AResult<(Tensor, Tensor, &'static str)> {
-    if a.pos.len() > 2 {
-        return Err("binary_cross_entropy_with_logits(): pass weight, reduction and pos_weight by keyword".into());
-    }
-    if a.opt(usize::MAX, "size_average").is_some() || a.opt(usize::MAX, "reduce").is_some() {
-        return Err("binary_cross_entropy_with_logits(): size_average and reduce are deprecated; use reduction".into());
-    }
+    loss_args(a, "binary_cross_entropy_with_logits", "log_sigmoid_cpu", "weight, reduction and pos_weight")
+}
+
+/// The input, target and reduction of a loss `name` whose kernel (`kernel`, for PyTorch's message on integer
+/// inputs) takes floats: input and target of one shape and dtype (broadcasting and mixed dtypes are refused by
+/// name), the options after them by keyword (`keywords`), reduction `mean` by default.
+pub(crate) fn loss_args(a: &Args, name: &str, kernel: &str, keywords: &str) -> AResult<(Tensor, Tensor, &'static str)> {
     let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);
-    if x.shape != y.shape {
-        let size = |s: &[usize]| format!("torch.Size({s:?})");
-        return Err(format!("Target size ({}) must be the same as input size ({})", size(&y.shape), size(&x.shape)));
+    let reduction = match a.opt(usize::MAX, "reduction") {
+        None => None,
+        Some(Value::Str(s)) => Some(Ok(s.to_string())),
+        Some(other) => Some(Err(other.type_name())),
+    };
+    let deprecated = a.opt(usize::MAX, "size_average").is_some() || a.opt(usize::MAX, "reduce").is_some();
+    let shapes = (&x.shape[..], &y.shape[..]);
+    let r = loss_check(name, kernel, keywords, a.pos.len(), deprecated, shapes, (x.dtype(), y.dtype()), reduction)?;
+    Ok((x, y, r))
+}
+
+/// The checks of [`loss_args`] on what they read (the functionalizer's losses make the same): `npos` positional
+/// arguments, whether a deprecated `size_average`/`reduce` was given, the shapes and dtypes of input and target, and
+/// the reduction given (a string, or the type name of something else).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn loss_check(
+    name: &str,
+    kernel: &str,
+    keywords: &str,
+    npos: usize,
+    deprecated: bool,
+    (xs, ys): (&[usize], &[usize]),
+    (dx, dy): (DType, DType),
+    reduction: Option<Result<String, &str>>,
+) -> AResult<&'static str> {
+    if npos > 2 {
+        return Err(format!("{name}(): pass {keywords} by keyword"));
     }
-    float_input("log_sigmoid_cpu", &x)?;
-    if x.dtype() != y.dtype() {
+    if deprecated {
+        return Err(format!("{name}(): size_average and reduce are deprecated; use reduction"));
+    }
+    if xs != ys {
+        let size = |s: &[usize]| format!("torch.Size({s:?})");
+        return Err(format!("Target size ({}) must be the same as input size ({})", size(ys), size(xs)));
+    }
+    if !dx.is_float() {
+        return Err(format!("\"{kernel}\" not implemented for '{}'", dx.name()));
+    }
+    if dx != dy {
         return Err(format!(
-            "binary_cross_entropy_with_logits(): an input of dtype {} and a target of dtype {} are not supported; \
-             give both the same dtype",
-            x.dtype().name(),
-            y.dtype().name()
+            "{name}(): an input of dtype {} and a target of dtype {} are not supported; give both the same dtype",
+            dx.name(),
+            dy.name()
         ));
     }
-    let reduction = match a.opt(usize::MAX, "reduction") {
-        None => "mean",
-        Some(Value::Str(s)) => match s.as_ref() {
-            "none" => "none",
-            "mean" => "mean",
-            "sum" => "sum",
-            other => return Err(format!("{other} is not a valid value for reduction")),
+    match reduction {
+        None => Ok("mean"),
+        Some(Ok(s)) => match s.as_str() {
+            "none" => Ok("none"),
+            "mean" => Ok("mean"),
+            "sum" => Ok("sum"),
+            other => Err(format!("{other} is not a valid value for reduction")),
         },
-        Some(other) => {
-            return Err(format!(
-                "binary_cross_entropy_with_logits(): argument 'reduction' must be str, not {}",
-                other.type_name()
-            ))
+        Some(Err(ty)) => Err(format!("{name}(): argument 'reduction' must be str, not {ty}")),
+    }
+}
+
+/// `l1_loss`, `mse_loss` and `smooth_l1_loss` (`beta`, default 1), as PyTorch computes them: with `z = |x - y|`,
+/// `z`, `(x - y)^2`, and `z < beta ? 0.5 * z * z / beta : z - 0.5 * beta` (`z` when beta is 0); then the reduction.
+/// The functionalizer's `desugar::pointwise_loss` spells the same.
+fn pointwise_loss(name: &str, a: &Args) -> AResult<Value> {
+    let kernel = match name {
+        "l1_loss" => "abs_cpu",
+        "mse_loss" => "mse_cpu",
+        _ => "smooth_l1_cpu",
+    };
+    let (x, y, reduction) = loss_args(a, name, kernel, "reduction")?;
+    let d = bin(Binary::Sub, &tt(&x), &tt(&y))?;
+    let loss = match name {
+        "l1_loss" => ops::unary(Unary::Abs, &d)?,
+        "mse_loss" => bin(Binary::Mul, &tt(&d), &tt(&d))?,
+        _ => {
+            let beta = match a.opt(usize::MAX, "beta") {
+                None => 1.0,
+                Some(v) => v.as_scalar().ok_or("smooth_l1_loss(): argument 'beta' must be a number")?.to_f64(),
+            };
+            if beta < 0.0 {
+                return Err("smooth_l1_loss does not support negative values for beta.".into());
+            }
+            let z = ops::unary(Unary::Abs, &d)?;
+            if beta == 0.0 {
+                z
+            } else {
+                let small = bin(Binary::Lt, &tt(&z), &Operand::S(Scalar::F(beta)))?;
+                let half_z = bin(Binary::Mul, &Operand::S(Scalar::F(0.5)), &tt(&z))?;
+                let q = bin(Binary::Div, &tt(&bin(Binary::Mul, &tt(&half_z), &tt(&z))?), &Operand::S(Scalar::F(beta)))?;
+                let l = bin(Binary::Sub, &tt(&z), &Operand::S(Scalar::F(0.5 * beta)))?;
+                ops::where_(&small, &tt(&q), &tt(&l))?
+            }
         }
     };
-    Ok((x, y, reduction))
+    t(match reduction {
+        "none" => loss,
+        "sum" => reduce::sum(&loss, None, false, None)?,
+        _ => reduce::mean(&loss, None, false, None)?,
+    })
 }
 
 /// What `cosine_similarity` accepts: inputs of one floating dtype and one shape (PyTorch's message for integers;
@@ -500,4 +570,78 @@ fn isin(a: &Args) -> AResult<Value> {
         _ => return Err("isin(): at least one of elements and test_elements must be a tensor".into()),
     };
     t(if invert { ops::unary(Unary::LogicalNot, &hit)? } else { hit })
+}
+
+/// The options of `scaled_dot_product_attention` after query, key and value, checked as PyTorch does; both engines
+/// read them through this: (mask, is_causal, scale).
+pub(crate) fn sdpa_options(
+    dropout_p: Option<f64>,
+    is_causal: bool,
+    has_mask: bool,
+    enable_gqa: bool,
+) -> Result<(), String> {
+    if dropout_p.is_some_and(|p| p != 0.0) {
+        return Err("scaled_dot_product_attention(): dropout_p other than 0 is random; pass 0.0".into());
+    }
+    if is_causal && has_mask {
+        return Err("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True".into());
+    }
+    if enable_gqa {
+        return Err(
+            "scaled_dot_product_attention(): enable_gqa is not supported; repeat_interleave key and value".into()
+        );
+    }
+    Ok(())
+}
+
+/// `F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None)`:
+/// `softmax(q @ k^T * scale + bias) @ v` with `scale = 1/sqrt(E)` by default and the bias `-inf` where a boolean
+/// mask (or the causal mask) is false, or a float mask added; a row whose scores are all `-inf` gives zeros, as
+/// PyTorch 2.15's CPU kernel does. The functionalizer's `desugar::sdpa` spells the same.
+fn sdpa(a: &Args) -> AResult<Value> {
+    let (q, k, v) = (a.tensor(0, "query")?, a.tensor(1, "key")?, a.tensor(2, "value")?);
+    let mask = match a.opt(3, "attn_mask") {
+        None | Some(Value::None) => None,
+        Some(Value::Tensor(m)) => Some(m.clone()),
+        Some(other) => {
+            return Err(format!(
+                "scaled_dot_product_attention(): attn_mask must be a Tensor, not {}",
+                other.type_name()
+            ))
+        }
+    };
+    let dropout = a.opt(4, "dropout_p").and_then(|x| x.as_scalar()).map(|x| x.to_f64());
+    let causal = a.bool_or(5, "is_causal", false)?;
+    let scale = match a.opt(6, "scale") {
+        None | Some(Value::None) => None,
+        Some(x) => Some(x.as_scalar().ok_or("scaled_dot_product_attention(): scale must be a number")?.to_f64()),
+    };
+    sdpa_options(dropout, causal, mask.is_some(), a.bool_or(7, "enable_gqa", false)?)?;
+    if q.dim() < 2 || k.dim() < 2 || v.dim() < 2 {
+        return Err("scaled_dot_product_attention(): query, key and value need at least 2 dims".into());
+    }
+    let e = *q.shape.last().expect("2 dims");
+    let scale = scale.unwrap_or(1.0 / (e as f64).sqrt());
+    let scores = reduce::matmul(&q, &k.transpose(-2, -1)?)?;
+    let scores = bin(Binary::Mul, &tt(&scores), &Operand::S(Scalar::F(scale)))?;
+    let (l, s_len) = (q.shape[q.dim() - 2], k.shape[k.dim() - 2]);
+    let keep = if causal {
+        let ones = Tensor::full(DType::Bool, &[l, s_len], Scalar::B(true))?;
+        Some(reduce::triangle(&ones, 0, false)?)
+    } else {
+        mask.clone().filter(|m| m.dtype() == DType::Bool)
+    };
+    let scores = match (&keep, &mask) {
+        (Some(keep), _) => ops::where_(keep, &tt(&scores), &Operand::S(Scalar::F(f64::NEG_INFINITY)))?,
+        (None, Some(m)) => bin(Binary::Add, &tt(&scores), &tt(m))?,
+        (None, None) => scores,
+    };
+    let p = reduce::softmax(&scores, -1, None, false)?;
+    let out = reduce::matmul(&p, &v)?;
+    let live = bin(
+        Binary::Gt,
+        &tt(&reduce::amax(&scores, Some(&[-1]), true, true)?),
+        &Operand::S(Scalar::F(f64::NEG_INFINITY)),
+    )?;
+    t(ops::where_(&live, &tt(&out), &Operand::S(Scalar::F(0.0)))?)
 }

@@ -364,7 +364,7 @@ pub(crate) fn function_value(full: &str) -> bool {
         "log_softmax",
     ];
     match full.rsplit_once('.') {
-        Some(("torch", n)) => TORCH.contains(&n),
+        Some(("torch", n)) => TORCH.contains(&n) || super::torch_ops::unary_op(n).is_some(),
         Some(("torch.nn.functional", n)) => NNF.contains(&n),
         _ => false,
     }
@@ -430,4 +430,40 @@ pub fn cartesian_product<T: Clone>(seqs: &[Vec<T>], repeat: i64) -> Result<Vec<V
 /// The refusal of an `itertools` function other than `product`.
 pub fn unsupported_itertools(name: &str) -> String {
     format!("`itertools.{name}` is not supported (of itertools, only `product` is)")
+}
+
+/// The flags of a tensor that are constant here (a dense CPU tensor outside autograd): `is_sparse`, `is_quantized`,
+/// `is_meta`, `is_mkldnn`, `is_nested` and `requires_grad` are false, `is_leaf` true.
+pub fn cpu_dense_flag(name: &str) -> Option<bool> {
+    match name {
+        "is_sparse" | "is_quantized" | "is_meta" | "is_mkldnn" | "is_nested" | "requires_grad" => Some(false),
+        "is_leaf" => Some(true),
+        _ => None,
+    }
+}
+
+/// `x.ATTR = value` on a tensor: only `requires_grad = False` (what it already is; optimizers' slow-weight copies
+/// write it), a no-op; anything else is refused.
+pub fn tensor_attr_assign(attr: &str, value_is_false: bool) -> Result<(), String> {
+    match (attr, value_is_false) {
+        ("requires_grad", true) => Ok(()),
+        ("requires_grad", false) => Err("`requires_grad = True`: autograd is not supported".into()),
+        _ => Err(format!("assigning to attribute `{attr}` is not supported")),
+    }
+}
+
+/// `torch.nn.init.NAME(tensor, ...)` as the tensor's in-place method and arguments after the tensor: `constant_(t,
+/// val)` is `t.fill_(val)`, `zeros_` and `ones_` fill 0 and 1. The random initializers are refused (a result that
+/// depends on a random generator cannot match PyTorch's).
+pub fn nn_init<V: Clone>(name: &str, rest: &[V], one: V, zero: V) -> Result<(&'static str, Vec<V>), String> {
+    match (name, rest) {
+        ("constant_", [v]) => Ok(("fill_", vec![v.clone()])),
+        ("zeros_", []) => Ok(("fill_", vec![zero])),
+        ("ones_", []) => Ok(("fill_", vec![one])),
+        ("constant_" | "zeros_" | "ones_", _) => Err(format!("torch.nn.init.{name}(): unexpected arguments")),
+        _ => Err(format!(
+            "`torch.nn.init.{name}` is not supported (only constant_, zeros_ and ones_: random initialization cannot \
+             match PyTorch's generator)"
+        )),
+    }
 }

@@ -128,8 +128,14 @@ pub(super) fn close_lambdas(
     let mut moved = vec![false; lambdas.len()];
     for j in 0..lambdas.len() {
         let visible_here = visible(units[j], lambdas);
-        let l = &lambdas[j];
-        for p in &l.params {
+        let helper = lambdas[j].name.clone();
+        // A default that reads a local is evaluated when the lambda is made (`lambda x, f=f: ...` freezes a loop
+        // variable): its value becomes a capture, `default_capture(param)`, that the default then reads. A lambda
+        // that becomes a nested `def` or sits in another default keeps the refusal.
+        let inline = !matches!(units[j], Unit::Elsewhere)
+            && !(units[j] == Unit::Top && bound_by_statement(&f.body, &helper).is_some());
+        let mut frozen: Vec<(String, Expr)> = Vec::new();
+        for p in lambdas[j].params.iter_mut() {
             if let Some(d) = &p.default {
                 let mut hit = None;
                 visit_expr(d, &mut |e| {
@@ -139,18 +145,27 @@ pub(super) fn close_lambdas(
                         }
                     }
                 });
-                if let Some((x, at)) = hit {
-                    return err(at, format!("a default of a lambda reads `{x}`, a local variable of `{}`: not supported; pass it as an argument", f.name));
+                match hit {
+                    Some((x, at)) if !inline => {
+                        return err(at, format!("a default of a lambda reads `{x}`, a local variable of `{}`: not supported; pass it as an argument", f.name));
+                    }
+                    Some(_) => {
+                        let name = default_capture(&p.name);
+                        let span = d.span;
+                        frozen.push((name.clone(), d.clone()));
+                        p.default = Some(Expr { kind: ExprKind::Name(name), span });
+                    }
+                    None => {}
                 }
             }
         }
+        let l = &lambdas[j];
         let captures: Vec<(String, Span)> =
             free_names(l).into_iter().filter(|(x, _)| visible_here.contains(x)).collect();
-        let helper = l.name.clone();
         if let (Unit::Elsewhere, Some((c, at))) = (units[j], captures.first()) {
             return err(*at, format!("a lambda in a default of a nested function reads `{c}`, a local variable of `{}`: not supported; pass it as an argument", f.name));
         }
-        if captures.is_empty() {
+        if captures.is_empty() && frozen.is_empty() {
             // Not a closure: the helper itself, as a lambda that reads only globals always was.
             let replace = &mut |e: &mut Expr| {
                 if is_placeholder(e, &helper) {
@@ -204,11 +219,15 @@ pub(super) fn close_lambdas(
                 }
             }
         }
-        let kwargs: Vec<(String, Expr)> =
+        let mut kwargs: Vec<(String, Expr)> =
             captures.iter().map(|(c, _)| (c.clone(), Expr { kind: ExprKind::Name(c.clone()), span: l.span })).collect();
         let span = l.span;
         for (c, _) in &captures {
             lambdas[j].params.push(Param { name: c.clone(), ann: None, default: None, span });
+        }
+        for (c, value) in frozen {
+            lambdas[j].params.push(Param { name: c.clone(), ann: None, default: None, span });
+            kwargs.push((c, value));
         }
         let fill = &mut |e: &mut Expr| {
             if is_placeholder(e, &helper) {

@@ -20,6 +20,7 @@ const PY_BUILTINS: &[&str] = &[
     "sum",
     "enumerate",
     "zip",
+    "map",
     "list",
     "tuple",
     "round",
