@@ -121,3 +121,8 @@ mod tests {
         assert!(version().starts_with(char::is_numeric));
     }
 }
+
+/// The refusal of an `itertools` function other than `product` (`from itertools import chain`, `itertools.chain(...)`).
+pub fn unsupported_itertools(name: &str) -> String {
+    format!("`itertools.{name}` is not supported (of itertools, only `product` is)")
+}

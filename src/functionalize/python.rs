@@ -347,7 +347,7 @@ impl<'m> Fz<'m> {
     /// `itertools.NAME(...)`: `product` only, as a list of tuples; `repeat` must be known before the program runs.
     pub(super) fn itertools(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
         if name != "product" {
-            return diag(span, crate::interp::python::unsupported_itertools(name));
+            return diag(span, crate::frontend::torch_api::unsupported_itertools(name));
         }
         let mut repeat = 1;
         for (k, v) in kw {

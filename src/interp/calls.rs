@@ -488,7 +488,7 @@ impl<'m> Interp<'m> {
     /// `itertools.NAME(...)`: `product` only, as a list of tuples.
     fn itertools(&self, name: &str, pos: &[Value], kw: &[(String, Value)], span: Span) -> Result<Value, Diagnostic> {
         if name != "product" {
-            return err(span, super::python::unsupported_itertools(name));
+            return err(span, crate::frontend::torch_api::unsupported_itertools(name));
         }
         let mut repeat = 1;
         for (k, v) in kw {

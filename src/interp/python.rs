@@ -427,11 +427,6 @@ pub fn cartesian_product<T: Clone>(seqs: &[Vec<T>], repeat: i64) -> Result<Vec<V
     Ok(out)
 }
 
-/// The refusal of an `itertools` function other than `product`.
-pub fn unsupported_itertools(name: &str) -> String {
-    format!("`itertools.{name}` is not supported (of itertools, only `product` is)")
-}
-
 /// The flags of a tensor that are constant here (a dense CPU tensor outside autograd): `is_sparse`, `is_quantized`,
 /// `is_meta`, `is_mkldnn`, `is_nested` and `requires_grad` are false, `is_leaf` true.
 pub fn cpu_dense_flag(name: &str) -> Option<bool> {

@@ -22,7 +22,7 @@ pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str
     match module {
         "math" => Some(Ok("math")),
         "itertools" if name == "product" => Some(Ok("itertools")),
-        "itertools" => Some(Err(crate::interp::python::unsupported_itertools(name))),
+        "itertools" => Some(Err(crate::frontend::torch_api::unsupported_itertools(name))),
         _ => None,
     }
 }
