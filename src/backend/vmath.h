@@ -8,11 +8,12 @@
  * float at the end gives a result within 1 ulp. Subnormal inputs and outputs, overflow to inf and underflow to 0 are
  * handled without special cases (see each function). Bit casts go through memcpy. Written so that GCC -O3
  * -march=native -fno-math-errno -ffp-contract=off vectorizes a loop calling them (32-bit integer adds/shifts, float
- * arithmetic and blends; float<->double conversions and 64-bit integers for the double ones); nothing relies on
- * fused multiply-add, so the bounds hold with and without FMA hardware.
+ * arithmetic and blends; float<->double conversions and 64-bit integers for the double ones). Polynomial steps are
+ * FF__MADD: fused where the target has FMA, else a product and a sum; nothing else relies on either.
  *
  * Stated bounds (ulp distance to libm's double result rounded to float; NaN in gives NaN out), each the maximum over
- * all 2^32 inputs (checked once by hand; tests/vmath.rs checks every 307th f32 bit pattern and the special values):
+ * all 2^32 inputs for the unfused form (checked once by hand); tests/vmath.rs checks every 307th f32 bit pattern and
+ * the special values, for both forms (the fused one has been swept only that way):
  *   ff_expf, ff_logf, ff_tanhf: <= 1 ulp.
  *   ff_sigmoidf, ff_expm1f, ff_log1pf, ff_erff: <= 2 ulp.
  *   ff_powf, ff_rsqrtf: <= 1 ulp (powf on structured sets of pairs). For sqrt itself use sqrtf: exact, and
