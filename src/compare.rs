@@ -115,11 +115,14 @@ pub fn compare_program(
         if *policy == Policy::Fused {
             let outs: Vec<(crate::tensor::DType, Vec<usize>)> =
                 want.iter().flatten().map(|t| (t.dtype(), t.shape.clone())).collect();
+            // The eager plan computes each op once per element: our plan's count may include recomputation.
+            let eager = session.plan(&functional.term, &functional.inputs, Policy::Eager).ok();
+            let plans: Vec<&crate::lower::Plan> = std::iter::once(&p).chain(eager.as_ref()).collect();
             roofline = Some(crate::roofline::roofline(
                 profile,
                 params.iter().map(|(_, d, s)| (*d, s.as_slice())),
                 outs.iter().map(|(d, s)| (*d, s.as_slice())),
-                &p,
+                &plans,
             ));
         }
         let mut dev = session.load_plan(&p).map_err(Diagnostic::new)?;

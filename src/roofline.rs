@@ -3,7 +3,9 @@
 //!
 //! - Minimum bytes: every input tensor read once and every output (returned tensor or final value of a mutated
 //!   parameter) written once, at their dtypes' sizes. Intermediate buffers, re-reads and loops add nothing.
-//! - Minimum transcendental work: an estimate from our plan. Each transcendental op of a kernel's expression (exp,
+//! - Minimum transcendental work: an estimate from plans, the least of ours and the eager plan's (one kernel per
+//!   op, so each op once per element of its result; ours may compute a fused producer in several kernels). In a
+//!   plan, each transcendental op of a kernel's expression (exp,
 //!   log, log1p, expm1, sigmoid, tanh, sin, cos, erf, silu, gelu, pow, atan2) counts once per distinct element it
 //!   computes: the product of the extents of the loop variables its operands depend on (so a producer fused into
 //!   a broadcasting consumer counts at its own size, and one inside a reduction at the reduced input's size), times
@@ -27,7 +29,7 @@ use crate::tensor::DType;
 pub struct Roofline {
     /// Every input read once, every output written once.
     pub bytes: f64,
-    /// Transcendental elements our plan computes, counted at their own sizes.
+    /// Transcendental elements computed, counted at their own sizes: the least of the plans given.
     pub transcendentals: f64,
     /// The lower-bound time under the profile, in seconds.
     pub bound_s: f64,
@@ -44,15 +46,16 @@ pub fn tensor_bytes<'a>(tensors: impl IntoIterator<Item = (DType, &'a [usize])>)
 }
 
 /// The roofline of a program whose inputs and outputs are given as (dtype, shape), with its transcendental work
-/// taken from `plan` (ours).
+/// the least that any of `plans` computes (ours, and the eager plan: ours may compute a fused producer in two
+/// kernels, a softmax's `exp` in its sum and in each reduction reading it, which is not the program's minimum).
 pub fn roofline<'a>(
     profile: &Profile,
     inputs: impl IntoIterator<Item = (DType, &'a [usize])>,
     outputs: impl IntoIterator<Item = (DType, &'a [usize])>,
-    plan: &Plan,
+    plans: &[&Plan],
 ) -> Roofline {
     let bytes = tensor_bytes(inputs) + tensor_bytes(outputs);
-    let transcendentals = plan_transcendentals(plan);
+    let transcendentals = plans.iter().map(|p| plan_transcendentals(p)).reduce(f64::min).unwrap_or(0.0);
     Roofline { bytes, transcendentals, bound_s: bound(profile, bytes, transcendentals) }
 }
 

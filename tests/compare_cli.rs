@@ -298,6 +298,20 @@ fn the_roofline_bound_counts_inputs_and_outputs_once() {
     }
 }
 
+/// A softmax read by a max and an argmax: our plan computes its `exp` in the sum and again in each reduction
+/// reading it (fused), the program only once per element; the bound counts the program's work (the eager plan's).
+#[test]
+fn the_roofline_does_not_count_our_recomputation() {
+    let dir = scratch("roofline-recompute");
+    let file = common::program(
+        &dir,
+        "def f(x: f32[64, 81]):\n    s = torch.softmax(x, dim=1)\n    b = s[:, 1:].max(dim=1)\n    return b.values, b.indices\n",
+    );
+    let (_, _, json) = compare_ok(&dir, &file, false);
+    let r = &json["programs"][0]["roofline"];
+    assert_eq!(r["transcendentals"].as_f64(), Some(64.0 * 81.0), "{r}");
+}
+
 #[test]
 fn a_profile_without_a_transcendental_cost_loads_with_the_default() {
     let dir = scratch("profile");

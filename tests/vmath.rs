@@ -43,15 +43,30 @@ fn run(cmd: &mut Command) -> String {
     text
 }
 
-/// The harness compiled as the issue asks: `-O2 -march=native -fno-math-errno -ffp-contract=off`.
+/// The harness compiled as the issue asks: `-O2 -march=native -fno-math-errno -ffp-contract=off` (and without
+/// floating-point traps, as the kernels are).
 fn harness(name: &str) -> PathBuf {
+    harness_with(name, &[])
+}
+
+/// The harness with extra compiler flags (`-mno-fma`: polynomials unfused, as on a CPU without FMA).
+fn harness_with(name: &str, extra: &[&str]) -> PathBuf {
     let dir = common::scratch("vmath", name);
     let src = dir.join("harness.c");
     std::fs::write(&src, HARNESS).unwrap();
     let exe = dir.join("harness");
     run(Command::new(cc())
-        .args(["-O2", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-std=c99", "-D_POSIX_C_SOURCE=199309L"])
+        .args([
+            "-O2",
+            "-march=native",
+            "-fno-math-errno",
+            "-fno-trapping-math",
+            "-ffp-contract=off",
+            "-std=c99",
+            "-D_POSIX_C_SOURCE=199309L",
+        ])
         .args(["-Wall", "-Wextra", "-Werror"])
+        .args(extra)
         .arg(format!("-DVMATH_H=\"{HEADER}\""))
         .arg(&src)
         .arg("-o")
@@ -84,8 +99,20 @@ fn bound(name: &str) -> i64 {
 
 #[test]
 fn sweep_max_ulp_within_stated_bounds() {
-    let exe = harness("sweep");
-    let out = run(Command::new(&exe).args(["sweep", &STRIDE.to_string()]));
+    check_sweep(&harness("sweep"));
+}
+
+/// The same sweep with the polynomials unfused (`FF__MADD` without FMA), as a CPU without FMA computes them; on
+/// x86-64 only, where `-mno-fma` turns off what `-march=native` turned on.
+#[test]
+fn sweep_without_fma_within_stated_bounds() {
+    if cfg!(target_arch = "x86_64") {
+        check_sweep(&harness_with("sweep-nofma", &["-mno-fma"]));
+    }
+}
+
+fn check_sweep(exe: &std::path::Path) {
+    let out = run(Command::new(exe).args(["sweep", &STRIDE.to_string()]));
     let mut seen = Vec::new();
     for line in out.lines() {
         let w: Vec<&str> = line.split_whitespace().collect();
@@ -286,7 +313,14 @@ fn loops_vectorize_without_calls() {
     std::fs::write(&file, &src).unwrap();
     let obj = dir.join("loops.o");
     let out = run(Command::new(cc())
-        .args(["-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-fopt-info-vec-optimized"])
+        .args([
+            "-O3",
+            "-march=native",
+            "-fno-math-errno",
+            "-fno-trapping-math",
+            "-ffp-contract=off",
+            "-fopt-info-vec-optimized",
+        ])
         .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-c"])
         .arg(&file)
         .arg("-o")
@@ -326,7 +360,7 @@ fn float_lane_functions_do_no_double_arithmetic() {
     std::fs::write(&file, &src).unwrap();
     let asm = dir.join("lanes.s");
     run(Command::new(cc())
-        .args(["-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-std=c99", "-S"])
+        .args(["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-std=c99", "-S"])
         .arg(&file)
         .arg("-o")
         .arg(&asm));
