@@ -198,7 +198,9 @@ fn candidate(plan: &Plan, k: usize, pinned: &hashbrown::HashSet<Id>, scope: &[Op
 fn refuse(plan: &Plan, chain: &[usize], k: usize, copies: bool, ranges: &Ranges) -> Option<String> {
     let nodes: Vec<Id> = chain.iter().map(|&m| plan.launches[m].node).collect();
     let launch = &plan.launches[k];
-    let outside = launch.args.iter().chain(launch.checks.iter().map(|c| &c.node)).filter(|a| !nodes.contains(a));
+    // Buffers, index buffers and integers (a launch parameter the host computes from a member's buffer).
+    let operands = launch.args.iter().chain(launch.checks.iter().map(|c| &c.node)).chain(&launch.params);
+    let outside = operands.filter(|a| !nodes.contains(a));
     for &a in outside {
         if let Some(&m) = nodes.iter().find(|&&m| reaches(plan, a, m)) {
             return Some(format!("it reads ${a}, which needs ${m} of the chain first"));
