@@ -198,10 +198,13 @@ fn candidate(plan: &Plan, k: usize, pinned: &hashbrown::HashSet<Id>, scope: &[Op
 fn refuse(plan: &Plan, chain: &[usize], k: usize, copies: bool, ranges: &Ranges) -> Option<String> {
     let nodes: Vec<Id> = chain.iter().map(|&m| plan.launches[m].node).collect();
     let launch = &plan.launches[k];
-    // Buffers, index buffers and integers (a launch parameter the host computes from a member's buffer).
-    let operands = launch.args.iter().chain(launch.checks.iter().map(|c| &c.node)).chain(&launch.params);
-    let outside = operands.filter(|a| !nodes.contains(a));
-    for &a in outside {
+    // The host reads index buffers (bounds checks) and integers before the launch: none may be a member or need one.
+    for c in launch.checks.iter().map(|c| c.node).chain(launch.params.iter().copied()) {
+        if let Some(&m) = nodes.iter().find(|&&m| reaches(plan, c, m)) {
+            return Some(format!("the host reads ${c} before its launch, which needs ${m} of the chain first"));
+        }
+    }
+    for &a in launch.args.iter().filter(|a| !nodes.contains(a)) {
         if let Some(&m) = nodes.iter().find(|&&m| reaches(plan, a, m)) {
             return Some(format!("it reads ${a}, which needs ${m} of the chain first"));
         }
