@@ -86,6 +86,19 @@ pub fn text(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estim
             };
             let _ = writeln!(s, "    k{k} (${i} {op}): {why}");
         }
+        let _ = writeln!(s, "  ours, kernels launched together:");
+        for (g, members) in p.groups.iter().enumerate() {
+            let names: Vec<String> = members.iter().map(|m| format!("k{m}")).collect();
+            let how = if p.chained[g] {
+                "one multi-output kernel over one domain, run in order at each point (each reads what another writes only at the point it computes)"
+            } else {
+                "independent kernels in one launch"
+            };
+            let _ = writeln!(s, "    g{g} = {}: {how}", names.join(", "));
+        }
+        for note in &p.merge_notes {
+            let _ = writeln!(s, "    not merged: {note}");
+        }
     }
     if let Some((_, _, ours)) = plans.iter().find(|(n, _, _)| *n == "ours") {
         for (name, _, e) in plans.iter().filter(|(n, _, _)| *n != "ours") {

@@ -331,3 +331,81 @@ fn no_plan_writes_into_the_callers_inputs() {
         }
     }
 }
+
+#[test]
+fn elementwise_kernels_of_one_step_run_as_one_multi_output_kernel_only_where_each_reads_its_own_point() {
+    let src = r#"
+import torch
+def cell(x: f32[6, 16, 16], w: f32[16, 16]) -> tuple[f32[16, 16], f32[16, 16]]:
+    h = torch.zeros(16, 16)
+    c = torch.zeros(16, 16)
+    for t in range(6):
+        g = x[t] + h @ w
+        c = torch.tanh(g) + c * 0.5
+        h = torch.sigmoid(c) * torch.tanh(g)
+    return h, c
+
+def transposed(x: f32[6, 16, 16], w: f32[16, 16]) -> tuple[f32[16, 16], f32[16, 16]]:
+    h = torch.zeros(16, 16)
+    c = torch.zeros(16, 16)
+    for t in range(6):
+        g = x[t] + h @ w
+        c = torch.tanh(g) + c * 0.5
+        h = torch.sigmoid(c.t()) * torch.tanh(g)
+    return h, c
+
+def stacked(x: f32[6, 16], w: f32[16, 16]) -> tuple[f32[4, 16], f32[4, 16]]:
+    hs = torch.zeros(4, 16)
+    cs = torch.zeros(4, 16)
+    for t in range(6):
+        inp = x[t]
+        for j in range(4):
+            g = inp + hs[j] @ w
+            c = torch.sigmoid(g) * cs[j] + torch.tanh(g)
+            hs[j] = torch.tanh(c) * torch.sigmoid(g)
+            cs[j] = c
+            inp = hs[j]
+    return hs, cs
+
+def neighbour(x: f32[6, 16], w: f32[16, 16]) -> tuple[f32[4, 16], f32[4, 16]]:
+    hs = torch.zeros(4, 16)
+    cs = torch.zeros(4, 16)
+    for t in range(6):
+        inp = x[t]
+        for j in range(4):
+            g = inp + hs[j] @ w
+            c = torch.sigmoid(g) * cs[3 - j] + torch.tanh(g)
+            hs[j] = torch.tanh(c) * torch.sigmoid(g)
+            cs[j] = c
+            inp = hs[j]
+    return hs, cs
+"#;
+    let chained = |p: &funcfuse::lower::Plan| -> Vec<Vec<usize>> {
+        p.groups.iter().zip(&p.chained).filter(|(_, c)| **c).map(|(g, _)| g.clone()).collect()
+    };
+    // c and h of one step: h reads c where it computes it, one launch per step.
+    let p = fused_plan(src, "cell");
+    assert_eq!(chained(&p).len(), 1, "{}", p.describe());
+    // h reads c transposed: another point's value, which another thread may not have written yet. Not merged, and
+    // the plan says why.
+    let q = fused_plan(src, "transposed");
+    assert!(
+        chained(&q).iter().all(|g| g.len() < 2 || !g.iter().any(|&k| q.kernels[k].domain == vec![16, 16])),
+        "{}",
+        q.describe()
+    );
+    // Writes of rows of stacked state, each step's cell reading `cs[j]` where `cs[j] = c` writes: chained.
+    let s = fused_plan(src, "stacked");
+    assert!(chained(&s).iter().any(|g| g.len() >= 2), "{}", s.describe());
+    // A cell reading row `3 - j` of the state that another kernel of the step writes at row `j`: not at the point it
+    // writes, so not merged (conservative: the check compares positions, not whether they can meet), and explained.
+    let n = fused_plan(src, "neighbour");
+    assert!(n.merge_notes.iter().any(|m| m.contains("at another point")), "{:?}\n{}", n.merge_notes, n.describe());
+    let module = funcfuse::frontend::parse_module("test.py", src).unwrap();
+    for func in ["cell", "transposed", "stacked", "neighbour"] {
+        let inputs = common::seeded_inputs(&module, func, 3);
+        for target in [funcfuse::backend::Target::C, funcfuse::backend::Target::CudaEmu] {
+            common::check_plan_on(&module, func, &inputs, Policy::Fused, target).unwrap();
+        }
+    }
+}

@@ -34,7 +34,11 @@ typedef unsigned char uint8_t;
 
 /// The CUDA C source of a plan's kernels and kernel groups.
 pub fn render(plan: &Plan) -> String {
-    format!("{}{}", render_kernels(&plan.kernels), render_groups(&plan.kernels, &plan.groups, Dialect::Cuda))
+    format!(
+        "{}{}",
+        render_kernels(&plan.kernels),
+        render_groups(&plan.kernels, &plan.groups, &plan.chained, Dialect::Cuda)
+    )
 }
 
 pub fn render_kernels(kernels: &[Kernel]) -> String {
@@ -135,7 +139,7 @@ impl CudaDevice {
         for (g, members) in plan.groups.iter().enumerate() {
             let f = module.load_function(&format!("g{g}")).map_err(|e| format!("CUDA: kernel group g{g}: {e:?}"))?;
             let ks: Vec<&Kernel> = members.iter().map(|&m| &plan.kernels[m]).collect();
-            let c = driver_config(group_config(&ks, sms, 256));
+            let c = driver_config(group_config(&ks, plan.chained[g], sms, 256));
             groups.push((f, c, ks.iter().map(|k| (k.args.len(), k.params)).collect()));
         }
         Ok(CudaDevice { stream: ctx.default_stream(), fns, configs, groups })

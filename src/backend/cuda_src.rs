@@ -360,8 +360,13 @@ fn host_args(k: &Kernel, b0: usize, p0: usize) -> Vec<String> {
     args
 }
 
-/// The launch configuration of a group: the widest grid and block of its members, one grid layer per member.
-pub fn group_config(members: &[&Kernel], sms: u32, reduce_threads: u32) -> Config {
+/// The launch configuration of a group: the widest grid and block of its members, one grid layer per member. A
+/// chain's members share one domain, hence one layout and configuration (`lower::chain`): each thread runs every
+/// member at its points, so what an earlier member wrote at a point is there for a later one.
+pub fn group_config(members: &[&Kernel], chained: bool, sms: u32, reduce_threads: u32) -> Config {
+    if chained {
+        return config(members[0], sms, reduce_threads);
+    }
     let cs: Vec<Config> = members.iter().map(|k| config(k, sms, reduce_threads)).collect();
     Config {
         grid: (
@@ -375,23 +380,25 @@ pub fn group_config(members: &[&Kernel], sms: u32, reduce_threads: u32) -> Confi
 
 /// The entry points of a plan's kernel groups (`g<n>`): the third grid dimension picks the member, the mask (first
 /// parameter) says which members run. Members that do not use the second grid dimension run on its first layer.
-pub fn render_groups(kernels: &[Kernel], groups: &[Vec<usize>], dialect: Dialect) -> String {
+pub fn render_groups(kernels: &[Kernel], groups: &[Vec<usize>], chained: &[bool], dialect: Dialect) -> String {
     let mut s = String::new();
     for (g, members) in groups.iter().enumerate() {
         let ks: Vec<&Kernel> = members.iter().map(|&m| &kernels[m]).collect();
-        s.push_str(&render_group(&format!("g{g}"), &ks, dialect));
+        let chain = chained.get(g).copied().unwrap_or(false);
+        s.push_str(&render_group(&format!("g{g}"), &ks, chain, dialect));
     }
     s
 }
 
-/// The entry point `name` of a kernel group of `members` (called by their names), as [`render_groups`] renders it.
-pub fn render_group(name: &str, members: &[&Kernel], dialect: Dialect) -> String {
+/// The entry point `name` of a kernel group of `members` (called by their names), as [`render_groups`] renders it;
+/// a chain's members run one after another in every thread, in order.
+pub fn render_group(name: &str, members: &[&Kernel], chained: bool, dialect: Dialect) -> String {
     let mut s = String::new();
     let mut cases = String::new();
     let mut params = vec!["int64_t mask".to_string()];
     let (mut b0, mut p0) = (0, 1);
     for (j, k) in members.iter().enumerate() {
-        let layer = if layout(k) == Layout::Rows { String::new() } else { " && blockIdx.y == 0".into() };
+        let layer = if layout(k) == Layout::Rows || chained { String::new() } else { " && blockIdx.y == 0".into() };
         let args: Vec<String> = match dialect {
             Dialect::Cuda => {
                 let mut a: Vec<String> = (0..k.args.len()).map(|n| format!("m{j}a{n}")).collect();
@@ -409,24 +416,20 @@ pub fn render_group(name: &str, members: &[&Kernel], dialect: Dialect) -> String
         };
         b0 += k.args.len();
         p0 += k.params;
-        let _ =
-            writeln!(cases, "    case {j}: if ((mask >> {j}) & 1{layer}) {}_dev({}); break;", k.name, args.join(", "));
+        let call = format!("if ((mask >> {j}) & 1{layer}) {}_dev({});", k.name, args.join(", "));
+        let _ = if chained { writeln!(cases, "    {call}") } else { writeln!(cases, "    case {j}: {call} break;") };
     }
+    let body = if chained { cases } else { format!("  switch (blockIdx.z) {{\n{cases}  }}\n") };
     match dialect {
         Dialect::Cuda => {
-            let _ = writeln!(
-                s,
-                "\nextern \"C\" __global__ void {name}({}) {{\n  switch (blockIdx.z) {{\n{cases}  }}\n}}",
-                params.join(", ")
-            );
+            let _ = writeln!(s, "\nextern \"C\" __global__ void {name}({}) {{\n{body}}}", params.join(", "));
         }
         Dialect::Emu { sms, reduce_threads } => {
-            let c = group_config(members, sms, reduce_threads);
+            let c = group_config(members, chained, sms, reduce_threads);
             let any_coop = members.iter().any(|k| coop(k));
             let _ = writeln!(
                 s,
-                "\nstatic void {name}_thread(void** b, const int64_t* p) {{\n  const int64_t mask = p[0];\n  \
-                 switch (blockIdx.z) {{\n{cases}  }}\n}}\n\
+                "\nstatic void {name}_thread(void** b, const int64_t* p) {{\n  const int64_t mask = p[0];\n{body}}}\n\
                  void {name}(void** b, const int64_t* p) {{ ff_launch({}, {}, {}, {}, {}, {name}_thread, b, p); }}",
                 c.grid.0,
                 c.grid.1,

@@ -135,7 +135,7 @@ pub fn render(plan: &Plan) -> String {
 /// [`render`] for a device of `sms` multiprocessors, block reductions of up to `reduce_threads` threads.
 pub fn render_as(plan: &Plan, sms: u32, reduce_threads: u32) -> String {
     let d = Dialect::Emu { sms, reduce_threads };
-    format!("{HEADER}{}{}", render_body(&plan.kernels, d), render_groups(&plan.kernels, &plan.groups, d))
+    format!("{HEADER}{}{}", render_body(&plan.kernels, d), render_groups(&plan.kernels, &plan.groups, &plan.chained, d))
 }
 
 #[cfg(test)]

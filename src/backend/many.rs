@@ -64,10 +64,10 @@ fn render_kernel(k: &Kernel, target: Target) -> String {
     }
 }
 
-fn render_group(name: &str, members: &[&Kernel], target: Target) -> String {
+fn render_group(name: &str, members: &[&Kernel], chained: bool, target: Target) -> String {
     match dialect(target) {
         None => c::render_group(name, members),
-        Some(d) => cuda_src::render_group(name, members, d),
+        Some(d) => cuda_src::render_group(name, members, chained, d),
     }
 }
 
@@ -105,9 +105,9 @@ pub fn source(plans: &[&Plan], target: Target) -> Result<Source, String> {
             renamed.push(Kernel { name, ..k.clone() });
         }
         let mut groups = Vec::new();
-        for members in &p.groups {
+        for (g, members) in p.groups.iter().enumerate() {
             let ks: Vec<&Kernel> = members.iter().map(|&m| &renamed[m]).collect();
-            let (name, src) = unit("ff_g", |n| render_group(n, &ks, target));
+            let (name, src) = unit("ff_g", |n| render_group(n, &ks, p.chained[g], target));
             add(&name, src, &mut text)?;
             groups.push(name);
         }

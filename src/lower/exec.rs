@@ -551,6 +551,33 @@ impl<D: Device> Executor<'_, D> {
         Ok((bufs, params))
     }
 
+    /// A chain member's buffers and integers ([`Executor::operands`]), where an operand written by an earlier
+    /// member of the same launch (`earlier`) is that member's buffer.
+    #[allow(clippy::type_complexity)]
+    fn chain_operands(
+        &mut self,
+        launch: &super::plan::Launch,
+        earlier: &[(Id, D::Buf)],
+        inputs: &BTreeMap<String, Tensor>,
+    ) -> R<(Vec<(D::Buf, DType, Rc<[usize]>)>, Vec<i64>)> {
+        self.check_indices(launch, inputs)?;
+        let mut bufs = Vec::new();
+        for &a in &launch.args {
+            match earlier.iter().find(|(n, _)| *n == a) {
+                Some((_, b)) => {
+                    let (d, s) = self.plan.tensor(a).ok_or("a kernel of a non-tensor")?;
+                    bufs.push((b.clone(), d, Rc::from(s)));
+                }
+                None => bufs.push(self.tensor(a, inputs)?),
+            }
+        }
+        let mut params = Vec::new();
+        for &p in &launch.params {
+            params.push(self.int(p, inputs)?);
+        }
+        Ok((bufs, params))
+    }
+
     /// A gather's indices must lie in `[-extent, extent)`, as PyTorch requires (a kernel cannot report it).
     fn check_indices(&mut self, launch: &super::plan::Launch, inputs: &BTreeMap<String, Tensor>) -> R<()> {
         for c in &launch.checks {
@@ -574,7 +601,8 @@ impl<D: Device> Executor<'_, D> {
         inputs: &BTreeMap<String, Tensor>,
     ) -> R<Val<D::Buf>> {
         let plan = self.plan;
-        let mut members = Vec::new();
+        let chained = plan.chained.get(g).copied().unwrap_or(false);
+        let mut members: Vec<Option<Member<D::Buf>>> = Vec::new();
         let mut mask = 0i64;
         for (j, &m) in plan.groups[g].iter().enumerate() {
             // A member computed alone while an earlier member's operands were computed is not computed again.
@@ -584,9 +612,20 @@ impl<D: Device> Executor<'_, D> {
             }
             mask |= 1 << j;
             let launch = &plan.launches[m];
-            let (bufs, params) = self.operands(launch, inputs)?;
+            let (bufs, params) = if chained {
+                // A chain member reads what earlier members of the launch write: their buffers, not evaluated.
+                let earlier: Vec<(Id, D::Buf)> = (0..j)
+                    .filter_map(|i| members[i].as_ref().map(|mb| (plan.launches[plan.groups[g][i]].node, mb.0.clone())))
+                    .collect();
+                self.chain_operands(launch, &earlier, inputs)?
+            } else {
+                self.operands(launch, inputs)?
+            };
             let (d, shape) = plan.tensor(launch.node).ok_or("a kernel of a non-tensor")?;
-            let out = self.fresh(m, d, shape.iter().product())?;
+            let out = match (&plan.how[usize::from(launch.node)], written_base(&plan.term, launch.node)) {
+                (How::InPlace(_), Some(x)) if chained => self.tensor(x, inputs)?.0,
+                _ => self.fresh(m, d, shape.iter().product())?,
+            };
             members.push(Some((out, d, Rc::<[usize]>::from(shape), bufs, params)));
         }
         let filler = members.iter().flatten().next().map(|m| m.0.clone()).ok_or("an empty kernel group")?;
@@ -692,6 +731,9 @@ impl<D: Device> Executor<'_, D> {
         Ok(Val::T(self.dev.upload(&t)?, d, s.into()))
     }
 }
+
+/// A group member about to launch: its output, dtype and shape, its argument buffers and its integers.
+type Member<B> = (B, DType, Rc<[usize]>, Vec<(B, DType, Rc<[usize]>)>, Vec<i64>);
 
 /// The base buffer a node writes into, where it is a write (an `assign` through a view, or a scatter through index
 /// tensors: `index_put`, `scatter`).

@@ -15,7 +15,7 @@ pub const MAX_MEMBERS: usize = 8;
 
 /// Whether `to` is reachable from `from` through children (nodes have smaller ids than their users, so the walk
 /// stops below `to`); conservatively true past a budget of visited nodes.
-fn reaches(plan: &Plan, from: Id, to: Id) -> bool {
+pub(super) fn reaches(plan: &Plan, from: Id, to: Id) -> bool {
     let mut seen = hashbrown::HashSet::new();
     let mut stack = vec![from];
     while let Some(c) = stack.pop() {
@@ -35,7 +35,7 @@ fn reaches(plan: &Plan, from: Id, to: Id) -> bool {
 
 /// Per node, the scope that computes it whenever it runs: the root, a loop body, or a while loop (its condition
 /// and body); `None` for nodes reached only through a branch's arms.
-fn scopes(plan: &Plan) -> Vec<Option<Id>> {
+pub(super) fn scopes(plan: &Plan) -> Vec<Option<Id>> {
     let term = &plan.term;
     let mut scope = vec![None; term.as_ref().len()];
     let mut stack = vec![(term.root(), term.root())];
@@ -58,7 +58,6 @@ fn scopes(plan: &Plan) -> Vec<Option<Id>> {
 
 /// Forms the groups of `plan` (ours only: the baselines launch what eager and the unfunctionalized fusers do).
 pub(super) fn group_siblings(plan: &mut Plan) {
-    plan.group_of = vec![None; plan.kernels.len()];
     if plan.policy != Policy::Fused {
         return;
     }
@@ -94,6 +93,7 @@ pub(super) fn group_siblings(plan: &mut Plan) {
                 plan.group_of[m] = Some(g);
             }
             plan.groups.push(members);
+            plan.chained.push(false);
         }
     }
 }

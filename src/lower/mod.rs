@@ -4,6 +4,7 @@
 //! host loops, branches and fallbacks, counting launches and bytes. Which device runs a plan is the backend's choice
 //! (`crate::backend::Loaded`): lowering knows no backend.
 
+mod chain;
 pub mod coalesce;
 pub mod estimate;
 pub mod exec;

@@ -83,6 +83,11 @@ pub struct Plan {
     /// Independent kernels launched together (kernel indices), and each kernel's group.
     pub groups: Vec<Vec<usize>>,
     pub group_of: Vec<Option<usize>>,
+    /// Per group: whether it is a chain (a multi-output kernel, `chain.rs`): members over one domain run in order at
+    /// each point, a later one reading what an earlier one wrote there; else its members are independent.
+    pub chained: Vec<bool>,
+    /// Why kernels of one domain and scope were not merged into one launch (`explain`).
+    pub merge_notes: Vec<String>,
     /// Each kernel's cost class and transcendental elements per launch ([`crate::cost::class::classify`]), computed
     /// on the first run and kept: classifying walks expression trees, too slow to repeat on every run.
     pub classes: std::sync::OnceLock<Vec<(usize, f64)>>,
@@ -236,6 +241,8 @@ fn plan_with(
         before: p.before.clone(),
         groups: Vec::new(),
         group_of: Vec::new(),
+        chained: Vec::new(),
+        merge_notes: Vec::new(),
         classes: Default::default(),
         why: Vec::new(),
     };
@@ -256,6 +263,8 @@ fn plan_with(
             plan.launches.push(Launch { node: id, args: kb.args, params: kb.params, checks: kb.checks });
         }
     }
+    plan.group_of = vec![None; plan.kernels.len()];
+    plan.merge_notes = super::chain::chain_kernels(&mut plan);
     super::group::group_siblings(&mut plan);
     Ok((plan, p.alternative))
 }
