@@ -349,3 +349,22 @@ def write_of_nothing_at_a_loop_dependent_offset(a: f32[3, 0]) -> f32[3, 0]:
         a[2 - i].expand(2, 0)[:, :-1].sigmoid_()
     return a
 
+
+
+def overlap_decided_by_run_time_positions(
+    b: f32[3, 1], c: f32[5, 1], x: f32[2]
+) -> tuple[f32[3, 1], f32[5, 1]]:
+    # Seed 40652: whether `c[:1] = c[j]` meets its value depends on `j`, read from data; seed 1408: the counter of
+    # a `while` that may break on data decides whether `b[k - 1]` is the element written. PyTorch raises its overlap
+    # error only where they meet (tests/engines.rs has those runs); the functional and planned engines refused both.
+    j = (x.abs() < -1.0).sum().item()
+    c[:1].split(1, 1)[0][:, 0:] = c[j + 2]
+    for i in range(1, 3):
+        c[i : i + 1] = c[j + 4] * 0.5 + c[i - 1]
+    k = 0
+    while k < 4:
+        b.select(0, 0)[0::2].index_put_((torch.tensor([-1]),), b[k - 1], accumulate=True)
+        k += 1
+        if x.abs().sum() >= 0.0:
+            break
+    return b, c

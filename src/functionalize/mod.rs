@@ -23,6 +23,7 @@ mod exits;
 mod expr;
 mod nn_ops;
 mod ops;
+mod overlap;
 mod python;
 mod state;
 mod subscript;
