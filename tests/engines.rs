@@ -725,3 +725,19 @@ fn an_overlap_decided_by_run_time_positions_raises_only_where_they_meet() {
         }
     }
 }
+
+/// Fuzz seed 74577 (issue #12): a value computed with a run-time index, written and then overwritten (or never read
+/// again), still raises PyTorch's IndexError; the rewrites that drop a write's value or a view (`assign-twice`,
+/// `read-past-write`, ...) dropped the check with it, and the optimized term and every plan returned.
+#[test]
+fn a_check_in_a_value_that_is_overwritten_still_raises() {
+    let head = "def f(b: f32[1], c: f32[4], x: f32[3]) -> f32[4]:\n    j = (x.abs() >= 0.0).sum().item() + 3\n";
+    let bodies = [
+        "    b.copy_(c[0] * b[j])\n    b.zero_()\n    return c\n",
+        "    t = torch.zeros(4)\n    t[0:1] = c[0] * b[j]\n    return c + t[1:].sum()\n",
+        "    t = c.clone()\n    t[1] = c[0] * b[j]\n    t[1] = 2.0\n    return t\n",
+    ];
+    for body in bodies {
+        every_engine_raises(&format!("{head}{body}"), "f", "index 6 is out of bounds for dimension 0 with size 1");
+    }
+}
