@@ -368,3 +368,12 @@ def overlap_decided_by_run_time_positions(
         if x.abs().sum() >= 0.0:
             break
     return b, c
+
+
+def write_of_nothing_beside_a_write_in_the_same_loop(a: f32[3, 0], b: f32[4]) -> tuple[f32[3, 0], f32[4]]:
+    # Fuzz seed 4212 as generated: with the write of nothing, the plan's run made 2 copies where its estimate
+    # (`plan_estimate`, which every command prints) counted 1.
+    for i in range(1, 3):
+        a[2 - i].expand(2, 0)[:, :-1].sigmoid_()
+        b[i : i + 2] += 1.0
+    return a, b
