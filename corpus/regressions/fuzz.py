@@ -377,3 +377,27 @@ def write_of_nothing_beside_a_write_in_the_same_loop(a: f32[3, 0], b: f32[4]) ->
         a[2 - i].expand(2, 0)[:, :-1].sigmoid_()
         b[i : i + 2] += 1.0
     return a, b
+
+
+def names_the_arms_bind_differently_and_nobody_reads(
+    a: f32[3, 1], c: f32[1, 2], d: f32[2, 1, 1]
+) -> tuple[f32[1], f32[1, 1], f32[1, 1]]:
+    # Seed 72836: the loop target `x` is a row of `a` before the `if` on data and a row of `d` (another shape) in
+    # it; seed 74333: `v` is a view chosen by a `break` on data in both arms of the `if` its flags make. Neither is
+    # read after: PyTorch runs it, every engine but the reference refused it at the `if`.
+    t = a[0] * 1.0
+    for x in [a[1], a[2]]:
+        t = t + x
+    u = d[0] * 1.0
+    if t.abs().sum() >= 0.0:
+        for x in [d[1]]:
+            u = u + x
+    v = c[:, 1::3].split(1, 1)[0]
+    w = v * 1.0
+    for i in range(0, 1):
+        for j in range(2):
+            if c.sum() > 0.5:
+                break
+            v = v * 0.5 + torch.full((1, 1), -1.25)
+            w = w + v
+    return t, u, w
