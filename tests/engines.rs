@@ -711,6 +711,11 @@ fn an_overlap_decided_by_run_time_positions_raises_only_where_they_meet() {
         let src = format!("def f(b: f32[3, 1], x: f32[2]) -> f32[3, 1]:\n    k = 0\n    while k < 4:\n        b.select(0, 0)[0::2].index_put_((torch.tensor([-1]),), b[k - 1], accumulate=True)\n        k += 1\n        if {cond}:\n            break\n    return b\n");
         cases.push((src, raises));
     }
+    for (cond, raises) in [("x.abs().sum() >= 0.0", true), ("x.abs().sum() < 0.0", false)] {
+        // Offsets merged from the arms of an `if` on data: `a[1:4]` partly overlaps `a[0:3]`, `a[0:3]` is itself.
+        let src = format!("def f(a: f32[4], x: f32[2]) -> f32[4]:\n    if {cond}:\n        v = a[1:4]\n    else:\n        v = a[0:3]\n    v.add_(a[0:3])\n    return a\n");
+        cases.push((src, raises));
+    }
     for (src, raises) in cases {
         let errs = errors(&src, "f");
         if raises {
