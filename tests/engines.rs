@@ -690,3 +690,59 @@ fn numpy_refusals_are_located() {
         assert!(module.function("ok").is_some(), "the other function of the file still converts");
     }
 }
+
+/// Fuzz seeds 40652 and 1408 (issue #12): whether a write overlaps what it reads can depend on positions known only
+/// when the program runs (an index from data; a counter of a `while` loop that may break on data first). PyTorch
+/// raises its overlap error exactly where they meet and writes otherwise; every engine used to refuse these writes.
+#[test]
+fn an_overlap_decided_by_run_time_positions_raises_only_where_they_meet() {
+    let overlap = "some elements of the input tensor and the written-to tensor refer to a single memory location";
+    let mut cases = Vec::new();
+    for k in 0..5 {
+        // `j` is 0, known only at run time: the row read meets the row written where `k` is 0.
+        let src = format!("def f(c: f32[5, 1], x: f32[3]) -> f32[5, 1]:\n    j = (x.abs() < -1.0).sum().item() + {k}\n    c[:1].split(1, 1)[0][:, 0:] = c[j]\n    return c\n");
+        cases.push((src, k == 0));
+        // In a loop, the distance moves with the loop variable: they meet where `i` is `k`.
+        let src = format!("def f(c: f32[5, 1], x: f32[3]) -> f32[5, 1]:\n    j = (x.abs() < -1.0).sum().item() + {k}\n    for i in range(1, 4):\n        c[i : i + 1] = c[j] * 1.0 + c[j]\n        c[i : i + 1] = c[j]\n    return c\n");
+        cases.push((src, (1..4).contains(&k)));
+    }
+    for (cond, raises) in [("x.abs().sum() >= 0.0", false), ("x.abs().sum() < 0.0", true)] {
+        // The second iteration reads `b[0]`, the element written, unless the loop broke after the first.
+        let src = format!("def f(b: f32[3, 1], x: f32[2]) -> f32[3, 1]:\n    k = 0\n    while k < 4:\n        b.select(0, 0)[0::2].index_put_((torch.tensor([-1]),), b[k - 1], accumulate=True)\n        k += 1\n        if {cond}:\n            break\n    return b\n");
+        cases.push((src, raises));
+    }
+    for (cond, raises) in [("x.abs().sum() >= 0.0", true), ("x.abs().sum() < 0.0", false)] {
+        // Offsets merged from the arms of an `if` on data: `a[1:4]` partly overlaps `a[0:3]`, `a[0:3]` is itself.
+        let src = format!("def f(a: f32[4], x: f32[2]) -> f32[4]:\n    if {cond}:\n        v = a[1:4]\n    else:\n        v = a[0:3]\n    v.add_(a[0:3])\n    return a\n");
+        cases.push((src, raises));
+    }
+    for (src, raises) in cases {
+        let errs = errors(&src, "f");
+        if raises {
+            assert!(errs[0].1.contains(overlap), "{src}\nreference: {}", errs[0].1);
+            for (e, m) in &errs[1..] {
+                assert!(m.contains(funcfuse::ir::RAISES), "{src}\n{e}: {m}");
+            }
+        } else {
+            for (e, m) in &errs {
+                assert_eq!(m, "returned without an error", "{src}\n{e}");
+            }
+        }
+    }
+}
+
+/// Fuzz seed 74577 (issue #12): a value computed with a run-time index, written and then overwritten (or never read
+/// again), still raises PyTorch's IndexError; the rewrites that drop a write's value or a view (`assign-twice`,
+/// `read-past-write`, ...) dropped the check with it, and the optimized term and every plan returned.
+#[test]
+fn a_check_in_a_value_that_is_overwritten_still_raises() {
+    let head = "def f(b: f32[1], c: f32[4], x: f32[3]) -> f32[4]:\n    j = (x.abs() >= 0.0).sum().item() + 3\n";
+    let bodies = [
+        "    b.copy_(c[0] * b[j])\n    b.zero_()\n    return c\n",
+        "    t = torch.zeros(4)\n    t[0:1] = c[0] * b[j]\n    return c + t[1:].sum()\n",
+        "    t = c.clone()\n    t[1] = c[0] * b[j]\n    t[1] = 2.0\n    return t\n",
+    ];
+    for body in bodies {
+        every_engine_raises(&format!("{head}{body}"), "f", "index 6 is out of bounds for dimension 0 with size 1");
+    }
+}

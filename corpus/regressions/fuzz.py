@@ -349,3 +349,55 @@ def write_of_nothing_at_a_loop_dependent_offset(a: f32[3, 0]) -> f32[3, 0]:
         a[2 - i].expand(2, 0)[:, :-1].sigmoid_()
     return a
 
+
+
+def overlap_decided_by_run_time_positions(
+    b: f32[3, 1], c: f32[5, 1], x: f32[2]
+) -> tuple[f32[3, 1], f32[5, 1]]:
+    # Seed 40652: whether `c[:1] = c[j]` meets its value depends on `j`, read from data; seed 1408: the counter of
+    # a `while` that may break on data decides whether `b[k - 1]` is the element written. PyTorch raises its overlap
+    # error only where they meet (tests/engines.rs has those runs); the functional and planned engines refused both.
+    j = (x.abs() < -1.0).sum().item()
+    c[:1].split(1, 1)[0][:, 0:] = c[j + 2]
+    for i in range(1, 3):
+        c[i : i + 1] = c[j + 4] * 0.5 + c[i - 1]
+    k = 0
+    while k < 4:
+        b.select(0, 0)[0::2].index_put_((torch.tensor([-1]),), b[k - 1], accumulate=True)
+        k += 1
+        if x.abs().sum() >= 0.0:
+            break
+    return b, c
+
+
+def write_of_nothing_beside_a_write_in_the_same_loop(a: f32[3, 0], b: f32[4]) -> tuple[f32[3, 0], f32[4]]:
+    # Fuzz seed 4212 as generated: with the write of nothing, the plan's run made 2 copies where its estimate
+    # (`plan_estimate`, which every command prints) counted 1.
+    for i in range(1, 3):
+        a[2 - i].expand(2, 0)[:, :-1].sigmoid_()
+        b[i : i + 2] += 1.0
+    return a, b
+
+
+def names_the_arms_bind_differently_and_nobody_reads(
+    a: f32[3, 1], c: f32[1, 2], d: f32[2, 1, 1]
+) -> tuple[f32[1], f32[1, 1], f32[1, 1]]:
+    # Seed 72836: the loop target `x` is a row of `a` before the `if` on data and a row of `d` (another shape) in
+    # it; seed 74333: `v` is a view chosen by a `break` on data in both arms of the `if` its flags make. Neither is
+    # read after: PyTorch runs it, every engine but the reference refused it at the `if`.
+    t = a[0] * 1.0
+    for x in [a[1], a[2]]:
+        t = t + x
+    u = d[0] * 1.0
+    if t.abs().sum() >= 0.0:
+        for x in [d[1]]:
+            u = u + x
+    v = c[:, 1::3].split(1, 1)[0]
+    w = v * 1.0
+    for i in range(0, 1):
+        for j in range(2):
+            if c.sum() > 0.5:
+                break
+            v = v * 0.5 + torch.full((1, 1), -1.25)
+            w = w + v
+    return t, u, w

@@ -103,6 +103,11 @@ fn rebuild(r: &Ret, env: &mut Env, k: &mut usize) -> FV {
     }
 }
 
+/// Why a name the arms of an `if` on a run-time value bind differently cannot be read after it (`FV::Poisoned`).
+const DIFFERENT_TYPES: &str = "gets tensors of different types in the two arms of an `if` on a run-time value";
+const DIFFERENT_VIEWS: &str = "is bound to views of different shapes or dtypes in the two arms of an `if` on a run-time value (a shape decided by data)";
+const CHOSEN_VIEWS: &str = "is bound in both arms of an `if` on a run-time value to views that other such `if`s chose";
+
 impl<'m> Fz<'m> {
     /// A data-dependent `if`: both arms run from the same state; what differs becomes an `if` term.
     pub(super) fn dyn_if(
@@ -265,7 +270,11 @@ impl<'m> Fz<'m> {
                 {
                     let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
                     if da != db || a.shape != b.shape {
-                        return needs_static(span, format!("{shown} gets tensors of different types in the two arms of an `if` on a run-time value"));
+                        if !name.starts_with(RET) {
+                            merged_env.insert(name.clone(), FV::Poisoned(DIFFERENT_TYPES));
+                            continue;
+                        }
+                        return needs_static(span, format!("{shown} {DIFFERENT_TYPES}"));
                     }
                     self.roots = roots1.clone();
                     let ta = self.read(a, span)?;
@@ -280,11 +289,21 @@ impl<'m> Fz<'m> {
                     let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
                     // The views may differ in strides and offset (each is read and written as its own view; see
                     // `views.rs`), not in shape: a shape decided by data is not static.
-                    if da != db || a.shape != b.shape {
-                        return needs_static(span, format!("{shown} is bound to views of different shapes or dtypes in the two arms of an `if` on a run-time value (a shape decided by data)"));
-                    }
-                    if a.alt.is_some() && b.alt.is_some() {
-                        return needs_static(span, format!("{shown} is bound in both arms of an `if` on a run-time value to views that other such `if`s chose"));
+                    // Such a name is refused where it is read (fuzz seeds 33667, 70491, 72836, 74333: names never
+                    // read again, a loop's target or a value rebound in each iteration).
+                    let why = if da != db || a.shape != b.shape {
+                        Some(DIFFERENT_VIEWS)
+                    } else if a.alt.is_some() && b.alt.is_some() {
+                        Some(CHOSEN_VIEWS)
+                    } else {
+                        None
+                    };
+                    if let Some(why) = why {
+                        if !name.starts_with(RET) {
+                            merged_env.insert(name.clone(), FV::Poisoned(why));
+                            continue;
+                        }
+                        return needs_static(span, format!("{shown} {why}"));
                     }
                     // What each arm's view refers to that the arm made: tensors (which join the merge as wholes,
                     // the other arm filling them with zeros that no read can see) and, for a view an inner `if`

@@ -24,6 +24,7 @@ mod expr;
 mod masked;
 mod nn_ops;
 mod ops;
+mod overlap;
 mod python;
 mod state;
 mod subscript;

@@ -59,6 +59,10 @@ pub struct ClassInfo {
     pub lit: Option<Lit>,
     /// For integer classes: the class as an affine form.
     pub affine: Option<AffineInt>,
+    /// Whether evaluating some term of the class may raise (a run-time index check, an integer division by a
+    /// run-time value, a gather or scatter, `raise`, or such a term below it): rules that drop a subterm require it
+    /// not to (`infallible`), since PyTorch raises there. Merged classes keep it if either had it.
+    pub may_fail: bool,
 }
 
 /// The analysis state: the types of the program's inputs, and the conflicts found when classes merged.
@@ -162,7 +166,8 @@ impl Analysis<Node> for TermAnalysis {
             _ if ty == Some(Ty::Int) => Some(AffineInt::atom(id)),
             _ => None,
         };
-        ClassInfo { ty, lit, affine }
+        let may_fail = enode_may_fail(egraph, enode);
+        ClassInfo { ty, lit, affine, may_fail }
     }
 
     fn merge(&mut self, a: &mut ClassInfo, b: ClassInfo) -> DidMerge {
@@ -201,6 +206,27 @@ impl Analysis<Node> for TermAnalysis {
             (Some(_), None) => b_differs = true,
             _ => {}
         }
+        if b.may_fail && !a.may_fail {
+            a.may_fail = true;
+            changed_a = true;
+        } else if a.may_fail && !b.may_fail {
+            b_differs = true;
+        }
         DidMerge(changed_a, b_differs)
     }
+}
+
+/// Whether `enode` may raise when evaluated, itself or through a child (as `functionalize::checks::can_fail` says
+/// of terms).
+fn enode_may_fail(egraph: &egg::EGraph<Node, TermAnalysis>, enode: &Node) -> bool {
+    use crate::ir::OpName::*;
+    use egg::Language;
+    let literal = |id: &Id| matches!(info(egraph, *id).lit, Some(Lit::Leaf(Node::Int(_))));
+    let own = match enode {
+        Node::Op(IIndex | ISlice | INarrow, a) => !a.first().is_some_and(literal),
+        Node::Op(IFloorDiv | IMod, a) => !a.get(1).is_some_and(literal),
+        Node::Op(Index | IndexPut | Gather | Scatter | Raise, _) => true,
+        _ => false,
+    };
+    own || enode.children().iter().any(|&c| info(egraph, c).may_fail)
 }

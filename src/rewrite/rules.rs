@@ -52,6 +52,7 @@ pub const PREDICATES: &[(&str, usize, &str)] = &[
     ("fills", 2, "tensor ?a has exactly the shape of view ?b"),
     ("no_overlap", 1, "no two indices of view ?a name one element (checked by enumeration)"),
     ("disjoint", 2, "views ?a and ?b, whose offsets differ by a known constant, share no element"),
+    ("infallible", 1, "evaluating ?a raises for no input (no run-time index check, division by a run-time integer, gather or scatter in it)"),
 ];
 
 /// Conditions on the op a class variable stands for, decided when the rule loads (a member that fails one is left
@@ -421,6 +422,8 @@ pub(crate) fn check(g: &TermGraph, pred: &str, ids: &[Id]) -> bool {
             }
             _ => false,
         },
+        // A rule that drops a subterm must not drop an error PyTorch raises there (fuzz seed 74577).
+        "infallible" => !g[ids[0]].data.may_fail,
         _ => false,
     }
 }
