@@ -86,7 +86,9 @@ pub fn text(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estim
             };
             let _ = writeln!(s, "    k{k} (${i} {op}): {why}");
         }
-        let _ = writeln!(s, "  ours, kernels launched together:");
+        if !p.groups.is_empty() || !p.merge_notes.is_empty() {
+            let _ = writeln!(s, "  ours, kernels launched together:");
+        }
         for (g, members) in p.groups.iter().enumerate() {
             let names: Vec<String> = members.iter().map(|m| format!("k{m}")).collect();
             let how = if p.chained[g] {

@@ -294,9 +294,13 @@ fn names_imported_from_math_and_itertools() {
         let out = dir.join(engine);
         let inputs = dir.join("in");
         std::fs::create_dir_all(&inputs).unwrap();
-        let x = funcfuse::tensor::Tensor::zeros(funcfuse::tensor::DType::F32, &[4]).unwrap();
+        let xs = [0.5, -1.0, 2.0, 0.25];
+        let vals: Vec<funcfuse::tensor::Scalar> = xs.iter().map(|&v| funcfuse::tensor::Scalar::F(v)).collect();
+        let x = funcfuse::tensor::Tensor::from_scalars(funcfuse::tensor::DType::F32, &[4], &vals).unwrap();
         funcfuse::io::write_npy(&inputs.join("x.npy"), &x).unwrap();
-        for (prog, want) in [("grid", expect_grid.clone()), ("own", vec![0.0; 4])] {
+        let grid: Vec<f64> = xs.iter().zip(&expect_grid).map(|(x, g)| x + g).collect();
+        let own: Vec<f64> = xs.iter().map(|x| x * 3.0).collect();
+        for (prog, want) in [("grid", grid), ("own", own)] {
             let o = funcfuse(&[
                 "run",
                 &format!("{f}::{prog}"),
@@ -309,9 +313,35 @@ fn names_imported_from_math_and_itertools() {
             ]);
             assert_eq!(o.code, 0, "{engine} {prog}: {}", o.stderr);
             let got = funcfuse::io::read_npy(&out.join("return.npy")).unwrap().to_f64_vec();
+            assert_eq!(got.len(), want.len(), "{engine} {prog}");
             for (g, w) in got.iter().zip(&want) {
                 assert!((g - w).abs() < 1e-6, "{engine} {prog}: {got:?} vs {want:?}");
             }
         }
     }
+}
+
+/// Python's `map` and `itertools.product` are lazy, read-once iterators; funcfuse builds them at once, so each is
+/// accepted only where it is consumed at once, and refused, located, where it is stored (a later write to what its
+/// function reads would show). A name both imported and defined at the top level is refused where it is imported.
+#[test]
+fn lazy_iterators_and_imported_names_defined_twice_are_refused() {
+    let dir = scratch("lazy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("prog.py");
+    let src = "from __future__ import annotations\nimport torch\nfrom math import sqrt\n\n\n\
+               def stored(x: f32[3]) -> f32[3]:\n    t = x * 1.0\n    ys = map(lambda a: a + t, [x])\n    t.add_(10.0)\n    return list(ys)[0]\n\n\n\
+               def sqrt(v):\n    return v * 2.0\n\n\n\
+               def uses_sqrt(x: f32[3]) -> f32[3]:\n    return x + sqrt(4.0)\n";
+    std::fs::write(&file, src).unwrap();
+    let f = s(&file);
+    let o = funcfuse(&["list", f]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let lazy = format!("{f}::stored: failed: {f}:8:10: `map(...)` returns an iterator");
+    assert!(o.stdout.contains(&lazy), "{}\nwant {lazy}", o.stdout);
+    let twice = format!(
+        "{f}::uses_sqrt: failed: {f}:18:16: `sqrt` cannot be used: {f}:3:1: `sqrt` is imported from math and also \
+         defined at the top level"
+    );
+    assert!(o.stdout.contains(&twice), "{}\nwant {twice}", o.stdout);
 }

@@ -83,3 +83,9 @@ def mask_selects_nothing(a: f32[4]) -> tuple[f32[()], f32[()]]:
     # The sum of an empty selection is 0 and its mean NaN, as in PyTorch.
     m = a > 5.0
     return a[m].sum(), a[m].mean()
+
+
+def mask_on_a_later_dim_mean(a: f32[2, 4]) -> tuple[f32[()], f32[()]]:
+    # A mask over dim 1 selects every row's columns: the mean divides by rows times selected columns.
+    m = torch.tensor([True, False, True, True])
+    return a[:, m].mean(), torch.mean(a[:, m] * 2.0)

@@ -1,6 +1,8 @@
 """Python that real PyTorch code uses around tensors: `*args` in calls and displays, f-strings in asserts and raises
 (evaluated only when they fail), dicts with constant keys, `x.device` and dtype checks."""
 from __future__ import annotations
+from math import pi
+
 import torch
 
 LAYER = {"scale": 3.0, "repeats": 2, "names": ("q", "k")}
@@ -120,6 +122,16 @@ def imported_names(x: f32[4, 2]) -> tuple[f32[4, 2], f32[4, 2]]:
     y = (x > 0).type(x.type()) * grid
     hit = torch.isin(torch.arange(8).view(4, 2), torch.tensor([1, 4, 6]), invert=x.type() != "torch.FloatTensor")
     return y, torch.where(hit, x, grid)
+
+
+def map_consumed_and_none_compared(x: f32[3], s: float = pi) -> f32[3]:
+    # `map` consumed where it is made (unpacked, summed, listed); a tensor compared with None is False; an imported
+    # name in a parameter's default.
+    a, b = map(lambda v: v * 2.0, (x, x))
+    y = a + sum(map(lambda v: v + 1.0, [x, x])) + torch.stack(list(map(torch.sin, [b]))).sum(0)
+    if x == None or not (x != None):
+        return x
+    return y * s + sq(4.0)
 
 
 import itertools  # noqa: E402

@@ -9,6 +9,7 @@ use crate::tensor::DType;
 
 mod closure;
 mod imports;
+mod iterators;
 mod lambdas;
 mod numpy;
 mod sugar;
@@ -176,7 +177,8 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             }
         }
     }
-    imports::qualify(&mut functions, &from_imports);
+    imports::qualify(_path, &mut functions, &constants, from_imports, &mut unusable);
+    iterators::check_all(_path, &mut functions, &mut failed);
     fail_callers(_path, &mut functions, &mut failed, &unusable);
     let warnings = python_would_not_run(_path, &cx, imports_torch, future_annotations || functions.is_empty());
     Ok(Module { path: _path.to_string(), functions, constants, failed, warnings })

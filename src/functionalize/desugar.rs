@@ -138,7 +138,7 @@ impl<'m> Fz<'m> {
         let out = self.matmul(&p, &FV::Tensor(v), span)?;
         let top =
             self.torch("amax", &A::new(vec![scores, FV::Int(-1), FV::Bool(true)], vec![], span, "amax".into()), false)?;
-        let live = self.elementwise(Binary::Gt, &[top, FV::Float(f64::NEG_INFINITY)], span)?;
+        let live = self.elementwise(Binary::Ne, &[top, FV::Float(f64::NEG_INFINITY)], span)?;
         self.call_op("where", vec![live, out, FV::Float(0.0)], span)
     }
 

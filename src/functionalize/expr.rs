@@ -553,9 +553,9 @@ impl<'m> Fz<'m> {
             (FV::Str(x), FV::Str(y)) => Some(x == y),
             (FV::DType(x), FV::DType(y)) => Some(x == y),
             (FV::Device, FV::Device) | (FV::None, FV::None) => Some(true),
-            // None equals only None (Python's `==` falls back to identity); a tensor compared with None is left to
-            // the op, as in PyTorch.
-            (FV::None, x) | (x, FV::None) if !matches!(x, FV::Tensor(_) | FV::Masked(_)) => Some(false),
+            // None equals only None: Python's `==` falls back to identity, and so does a tensor's (`t == None` is
+            // False, as the reference interpreter has it).
+            (FV::None, x) | (x, FV::None) if !matches!(x, FV::Masked(_)) => Some(false),
             _ => None,
         };
         if let (Some(same), CmpOp::Eq | CmpOp::Ne) = (same, op) {

@@ -112,8 +112,9 @@ impl<'m> Fz<'m> {
         if name == "sum" {
             return Ok(Some(total));
         }
-        // mean: the sum over the number of selected elements (each mask element selects the dims after it).
-        let per: usize = shape[pos + mshape.len()..].iter().product();
+        // mean: the sum over the number of selected elements (each true mask element selects every position of the
+        // dims before and after the mask's).
+        let per: usize = shape[..pos].iter().product::<usize>() * shape[pos + mshape.len()..].iter().product::<usize>();
         let mask = FV::Tensor(self.fresh(m, None, span)?);
         let count = self.torch("sum", &super::ops::A::new(vec![mask], vec![], span, "sum".into()), true)?;
         let count = self.elementwise(Binary::Mul, &[count, FV::Int(per as i64)], span)?;

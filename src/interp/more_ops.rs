@@ -441,7 +441,8 @@ pub(crate) fn loss_args(a: &Args, name: &str, kernel: &str, keywords: &str) -> A
     Ok((x, y, r))
 }
 
-/// The checks of [`loss_args`] on what they read (the functionalizer's losses make the same): `npos` positional
+/// The checks of [`loss_args`] on what they read (PyTorch's messages for BCE, which raises them; for the pointwise
+/// losses, which PyTorch broadcasts and runs on integers, funcfuse's own limits) (the functionalizer's losses make the same): `npos` positional
 /// arguments, whether a deprecated `size_average`/`reduce` was given, the shapes and dtypes of input and target, and
 /// the reduction given (a string, or the type name of something else).
 #[allow(clippy::too_many_arguments)]
@@ -461,12 +462,26 @@ pub(crate) fn loss_check(
     if deprecated {
         return Err(format!("{name}(): size_average and reduce are deprecated; use reduction"));
     }
+    let bce = name == "binary_cross_entropy_with_logits";
     if xs != ys {
         let size = |s: &[usize]| format!("torch.Size({s:?})");
-        return Err(format!("Target size ({}) must be the same as input size ({})", size(ys), size(xs)));
+        return Err(if bce {
+            format!("Target size ({}) must be the same as input size ({})", size(ys), size(xs))
+        } else {
+            format!(
+                "{name}(): an input of shape {} and a target of shape {} are not supported (PyTorch broadcasts them, \
+                 with a warning); give both the same shape",
+                size(xs),
+                size(ys)
+            )
+        });
     }
     if !dx.is_float() {
-        return Err(format!("\"{kernel}\" not implemented for '{}'", dx.name()));
+        return Err(if bce {
+            format!("\"{kernel}\" not implemented for '{}'", dx.name())
+        } else {
+            format!("{name}() of {} tensors is not supported; convert them to a floating dtype", dx.name())
+        });
     }
     if dx != dy {
         return Err(format!(
@@ -597,7 +612,7 @@ pub(crate) fn sdpa_options(
 /// `F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None)`:
 /// `softmax(q @ k^T * scale + bias) @ v` with `scale = 1/sqrt(E)` by default and the bias `-inf` where a boolean
 /// mask (or the causal mask) is false, or a float mask added; a row whose scores are all `-inf` gives zeros, as
-/// PyTorch 2.15's CPU kernel does. The functionalizer's `desugar::sdpa` spells the same.
+/// PyTorch 2.15's CPU kernel does (a NaN row stays NaN). The functionalizer's `desugar::sdpa` spells the same.
 fn sdpa(a: &Args) -> AResult<Value> {
     let (q, k, v) = (a.tensor(0, "query")?, a.tensor(1, "key")?, a.tensor(2, "value")?);
     let mask = match a.opt(3, "attn_mask") {
@@ -610,7 +625,10 @@ fn sdpa(a: &Args) -> AResult<Value> {
             ))
         }
     };
-    let dropout = a.opt(4, "dropout_p").and_then(|x| x.as_scalar()).map(|x| x.to_f64());
+    let dropout = match a.opt(4, "dropout_p") {
+        None => None,
+        Some(x) => Some(x.as_scalar().ok_or("scaled_dot_product_attention(): dropout_p must be a number")?.to_f64()),
+    };
     let causal = a.bool_or(5, "is_causal", false)?;
     let scale = match a.opt(6, "scale") {
         None | Some(Value::None) => None,
@@ -639,7 +657,7 @@ fn sdpa(a: &Args) -> AResult<Value> {
     let p = reduce::softmax(&scores, -1, None, false)?;
     let out = reduce::matmul(&p, &v)?;
     let live = bin(
-        Binary::Gt,
+        Binary::Ne,
         &tt(&reduce::amax(&scores, Some(&[-1]), true, true)?),
         &Operand::S(Scalar::F(f64::NEG_INFINITY)),
     )?;

@@ -14,6 +14,8 @@ pub(super) struct FromImport {
     pub bound: String,
     pub module: &'static str,
     pub attr: String,
+    /// The import statement.
+    pub at: Span,
 }
 
 /// The modules whose names `from MODULE import NAME` may bind, and the names of each the engines have (`None`: any
@@ -46,7 +48,7 @@ pub(super) fn from_import(
         let attr = alias.name.to_string();
         let why = match importable(module, &attr) {
             Some(Ok(module)) if attr != "*" => {
-                from_imports.push(FromImport { bound, module, attr });
+                from_imports.push(FromImport { bound, module, attr, at });
                 continue;
             }
             Some(Ok(_)) => format!("`from {module} import *` is not supported; import the names"),
@@ -58,12 +60,51 @@ pub(super) fn from_import(
     }
 }
 
-/// Reads of imported names in `functions` become attribute reads of their module.
-pub(super) fn qualify(functions: &mut [Function], imports: &[FromImport]) {
+/// Reads of imported names in `functions` become attribute reads of their module. A name the module also binds at
+/// its top level (a `def` or `NAME = ...`; in Python whichever runs last wins) is `unusable` instead, with a message
+/// that asks for another name.
+pub(super) fn qualify(
+    path: &str,
+    functions: &mut [Function],
+    constants: &[(String, Expr)],
+    imports: Vec<FromImport>,
+    unusable: &mut Vec<FailedFunction>,
+) {
+    let mut kept = Vec::new();
+    for i in imports {
+        let clash = functions.iter().any(|f| f.name == i.bound) || constants.iter().any(|(n, _)| *n == i.bound);
+        if clash {
+            let msg = format!(
+                "`{}` is imported from {} and also defined at the top level of the file (Python would use whichever \
+                 runs last): rename one",
+                i.bound, i.module
+            );
+            let error = Diagnostic::new(msg).at(i.at).in_file(path);
+            unusable.push(FailedFunction { name: i.bound, span: i.at, error });
+        } else {
+            kept.push(i);
+        }
+    }
+    let imports = kept;
     if imports.is_empty() {
         return;
     }
+    let qualified = |active: &[&FromImport], e: &mut Expr| {
+        if let ExprKind::Name(n) = &e.kind {
+            if let Some(i) = active.iter().find(|i| i.bound == *n) {
+                let module = Box::new(Expr { kind: ExprKind::Name(i.module.to_string()), span: e.span });
+                e.kind = ExprKind::Attr(module, i.attr.clone());
+            }
+        }
+    };
     for f in functions {
+        // Defaults are evaluated where the function is defined, at the top level, where every import is visible.
+        let all: Vec<&FromImport> = imports.iter().collect();
+        for p in f.params.iter_mut() {
+            if let Some(d) = p.default.as_mut() {
+                visit_expr_mut(d, &mut |e| qualified(&all, e));
+            }
+        }
         let mut local: Vec<String> = f.params.iter().map(|p| p.name.clone()).collect();
         if let Some((_, v)) = &f.vararg {
             local.push(v.name.clone());
@@ -74,13 +115,6 @@ pub(super) fn qualify(functions: &mut [Function], imports: &[FromImport]) {
         if active.is_empty() {
             continue;
         }
-        visit_exprs_mut(&mut f.body, &mut |e| {
-            if let ExprKind::Name(n) = &e.kind {
-                if let Some(i) = active.iter().find(|i| i.bound == *n) {
-                    let module = Box::new(Expr { kind: ExprKind::Name(i.module.to_string()), span: e.span });
-                    e.kind = ExprKind::Attr(module, i.attr.clone());
-                }
-            }
-        });
+        visit_exprs_mut(&mut f.body, &mut |e| qualified(&active, e));
     }
 }

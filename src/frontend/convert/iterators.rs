@@ -1,0 +1,100 @@
+//! `map(...)` and `itertools.product(...)` return iterators in Python: lazy (`map` calls its function when the
+//! iterator is read, seeing values as they are then) and read once. Both engines build the whole list when the call
+//! runs, which is the same only where the iterator is consumed at once, in full: as a `for` loop's or a
+//! comprehension's iterable, an argument of a builtin that reads its argument to the end (`list`, `tuple`, `sorted`,
+//! `sum`, `zip`, ...) or the value of an unpacking assignment (`q, k, v = map(f, (q, k, v))`). Anywhere else (stored
+//! in a variable, returned, passed to a function) the call is refused where it is written.
+
+use crate::diag::{err, Diagnostic, Span};
+use crate::frontend::ast::*;
+
+/// Builtins that read an iterable argument to its end when called.
+const CONSUMERS: &[&str] = &["list", "tuple", "sorted", "sum", "min", "max", "any", "all", "zip", "enumerate", "dict"];
+
+/// `Some(name)` if `e` is a call of a lazy iterator this module checks.
+fn lazy(e: &Expr) -> Option<&'static str> {
+    let ExprKind::Call { func, .. } = &e.kind else { return None };
+    match &func.kind {
+        ExprKind::Name(n) if n == "map" => Some("map"),
+        ExprKind::Attr(m, a) if a == "product" && matches!(&m.kind, ExprKind::Name(n) if n == "itertools") => {
+            Some("itertools.product")
+        }
+        _ => None,
+    }
+}
+
+/// The spans of the lazy calls in `body` that are consumed at once.
+fn consumed(body: &[Stmt], out: &mut Vec<Span>) {
+    for s in body {
+        match &s.kind {
+            StmtKind::For { iter, body, .. } => {
+                out.push(iter.span);
+                consumed(body, out);
+            }
+            StmtKind::While { body, .. } => consumed(body, out),
+            StmtKind::If { body, orelse, .. } => {
+                consumed(body, out);
+                consumed(orelse, out);
+            }
+            StmtKind::Assign { targets, value }
+                if matches!(targets.as_slice(), [Expr { kind: ExprKind::Tuple(_) | ExprKind::List(_), .. }]) =>
+            {
+                out.push(value.span)
+            }
+            _ => {}
+        }
+    }
+    visit_exprs(body, &mut |e| match &e.kind {
+        ExprKind::ListComp { iter, .. } => out.push(iter.span),
+        ExprKind::Call { func, args, .. } if matches!(&func.kind, ExprKind::Name(n) if CONSUMERS.contains(&n.as_str())) => {
+            out.extend(args.iter().map(|a| a.span))
+        }
+        _ => {}
+    });
+}
+
+/// Refuses, located, a lazy iterator of `f` that is not consumed at once (see the module doc). A function that binds
+/// `map` or `itertools` itself is left alone (its own binding is called).
+pub(super) fn check(f: &Function) -> Result<(), Diagnostic> {
+    let mut local: Vec<String> = f.params.iter().map(|p| p.name.clone()).collect();
+    super::bound_names(&f.body, &mut local);
+    if local.iter().any(|n| n == "map" || n == "itertools") {
+        return Ok(());
+    }
+    let mut ok = Vec::new();
+    consumed(&f.body, &mut ok);
+    let mut bad = None;
+    visit_exprs(&f.body, &mut |e| {
+        if let Some(name) = lazy(e) {
+            if bad.is_none() && !ok.contains(&e.span) {
+                bad = Some((name, e.span));
+            }
+        }
+    });
+    match bad {
+        Some((name, at)) => err(
+            at,
+            format!(
+                "`{name}(...)` returns an iterator, which Python computes as it is read and reads once; funcfuse \
+                 computes it at once, which is the same only where it is consumed at once: iterate over it, unpack it \
+                 or pass it to `list(...)` where it is made"
+            ),
+        ),
+        None => Ok(()),
+    }
+}
+
+/// [`check`] on every function of a module (after `imports::qualify`, so a qualified `itertools.product` is seen): a
+/// function that fails it moves to `failed`.
+pub(super) fn check_all(path: &str, functions: &mut Vec<Function>, failed: &mut Vec<FailedFunction>) {
+    let mut k = 0;
+    while k < functions.len() {
+        match check(&functions[k]) {
+            Ok(()) => k += 1,
+            Err(d) => {
+                let f = functions.remove(k);
+                failed.push(FailedFunction { name: f.name, span: f.span, error: d.in_file(path) });
+            }
+        }
+    }
+}
