@@ -746,3 +746,23 @@ fn a_check_in_a_value_that_is_overwritten_still_raises() {
         every_engine_raises(&format!("{head}{body}"), "f", "index 6 is out of bounds for dimension 0 with size 1");
     }
 }
+
+/// The refusals of this round's reach additions, alike on every engine: a random initializer, an unknown legacy type
+/// name, `requires_grad = True`, an explicit mask with `is_causal`, and a pointwise loss over shapes funcfuse does
+/// not broadcast.
+#[test]
+fn reach_additions_refuse_what_they_do_not_support_on_every_engine() {
+    let cases = [
+        ("def f(x: f32[3]) -> f32[3]:\n    torch.nn.init.normal_(x)\n    return x\n", "`torch.nn.init.normal_` is not supported"),
+        ("def f(x: f32[3]) -> f32[3]:\n    return x.type(\"torch.FooTensor\")\n", "invalid type: 'torch.FooTensor'"),
+        ("def f(x: f32[3]) -> f32[3]:\n    y = x * 2.0\n    y.requires_grad = True\n    return y\n", "autograd is not supported"),
+        (
+            "def f(q: f32[2, 3], m: bool[2, 3]) -> f32[2, 3]:\n    return F.scaled_dot_product_attention(q, q, q, attn_mask=m, is_causal=True)\n",
+            "Explicit attn_mask should not be set when is_causal=True",
+        ),
+        ("def f(x: f32[3, 4], y: f32[4]) -> f32[()]:\n    return F.mse_loss(x, y)\n", "are not supported (PyTorch broadcasts them"),
+    ];
+    for (src, want) in cases {
+        every_engine_raises(src, "f", want);
+    }
+}

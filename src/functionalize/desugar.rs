@@ -148,7 +148,7 @@ impl<'m> Fz<'m> {
         &mut self,
         a: &A,
         name: &str,
-        kernel: &str,
+        kernel: Option<&str>,
         keywords: &str,
         span: Span,
     ) -> FR<(TRef, TRef, &'static str)> {
@@ -178,12 +178,7 @@ impl<'m> Fz<'m> {
     /// `l1_loss`, `mse_loss` and `smooth_l1_loss`, as the reference interpreter's `more_ops::pointwise_loss`
     /// computes them (its argument checks included).
     fn pointwise_loss(&mut self, name: &str, a: &A, span: Span) -> FR<FV> {
-        let kernel = match name {
-            "l1_loss" => "abs_cpu",
-            "mse_loss" => "mse_cpu",
-            _ => "smooth_l1_cpu",
-        };
-        let (x, y, reduction) = self.loss_args(a, name, kernel, "reduction", span)?;
+        let (x, y, reduction) = self.loss_args(a, name, None, "reduction", span)?;
         let d = self.elementwise(Binary::Sub, &[FV::Tensor(x), FV::Tensor(y)], span)?;
         let loss = match name {
             "l1_loss" => self.unary(Unary::Abs, &d, span)?,
@@ -222,7 +217,8 @@ impl<'m> Fz<'m> {
     /// same formula): (1 - y) * x - log_sigmoid(x) [* ((pos_weight - 1) * y + 1)] [* weight], then the reduction.
     fn bce_with_logits(&mut self, a: &A, span: Span) -> FR<FV> {
         let name = "binary_cross_entropy_with_logits";
-        let (x, y, reduction) = self.loss_args(a, name, "log_sigmoid_cpu", "weight, reduction and pos_weight", span)?;
+        let (x, y, reduction) =
+            self.loss_args(a, name, Some("log_sigmoid_cpu"), "weight, reduction and pos_weight", span)?;
         let (xv, yv) = (FV::Tensor(x), FV::Tensor(y));
         let ab = self.unary(Unary::Abs, &xv, span)?;
         let neg = self.unary(Unary::Neg, &ab, span)?;

@@ -441,10 +441,10 @@ impl<'m> Fz<'m> {
                 "data" => o.clone(),
                 "device" => FV::Device,
                 "is_cuda" => FV::Bool(false),
-                n if crate::interp::python::cpu_dense_flag(n).is_some() => {
-                    FV::Bool(crate::interp::python::cpu_dense_flag(n).expect("checked"))
-                }
-                _ => return diag(span, format!("unsupported tensor attribute `.{name}`")),
+                _ => match crate::interp::python::cpu_dense_flag(name) {
+                    Some(b) => FV::Bool(b),
+                    None => return diag(span, format!("unsupported tensor attribute `.{name}`")),
+                },
             }),
             FV::Named(items, names) => match names.iter().position(|n| *n == name) {
                 Some(i) => Ok(items[i].clone()),

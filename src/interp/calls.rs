@@ -533,11 +533,11 @@ impl<'m> Interp<'m> {
                 "data" => Value::Tensor(t.clone()),
                 "device" => Value::Device,
                 "is_cuda" => Value::Bool(false),
-                n if super::python::cpu_dense_flag(n).is_some() => {
-                    Value::Bool(super::python::cpu_dense_flag(n).expect("checked"))
-                }
                 "real" => Value::Tensor(t.clone()),
-                _ => return err(span, format!("unsupported tensor attribute `.{name}`")),
+                _ => match super::python::cpu_dense_flag(name) {
+                    Some(b) => Value::Bool(b),
+                    None => return err(span, format!("unsupported tensor attribute `.{name}`")),
+                },
             }),
             Value::Named(items, names) => match names.iter().position(|n| *n == name) {
                 Some(i) => Ok(items[i].clone()),

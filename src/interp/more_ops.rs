@@ -422,13 +422,18 @@ impl<'m> super::exec::Interp<'m> {
 /// `weight`, `reduction` and `pos_weight` must be keywords: `torch.binary_cross_entropy_with_logits` and
 /// `torch.nn.functional.binary_cross_entropy_with_logits` order their positional arguments differently.
 fn bce_args(a: &Args) -> AResult<(Tensor, Tensor, &'static str)> {
-    loss_args(a, "binary_cross_entropy_with_logits", "log_sigmoid_cpu", "weight, reduction and pos_weight")
+    loss_args(a, "binary_cross_entropy_with_logits", Some("log_sigmoid_cpu"), "weight, reduction and pos_weight")
 }
 
 /// The input, target and reduction of a loss `name` whose kernel (`kernel`, for PyTorch's message on integer
 /// inputs) takes floats: input and target of one shape and dtype (broadcasting and mixed dtypes are refused by
 /// name), the options after them by keyword (`keywords`), reduction `mean` by default.
-pub(crate) fn loss_args(a: &Args, name: &str, kernel: &str, keywords: &str) -> AResult<(Tensor, Tensor, &'static str)> {
+pub(crate) fn loss_args(
+    a: &Args,
+    name: &str,
+    kernel: Option<&str>,
+    keywords: &str,
+) -> AResult<(Tensor, Tensor, &'static str)> {
     let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);
     let reduction = match a.opt(usize::MAX, "reduction") {
         None => None,
@@ -441,14 +446,15 @@ pub(crate) fn loss_args(a: &Args, name: &str, kernel: &str, keywords: &str) -> A
     Ok((x, y, r))
 }
 
-/// The checks of [`loss_args`] on what they read (PyTorch's messages for BCE, which raises them; for the pointwise
-/// losses, which PyTorch broadcasts and runs on integers, funcfuse's own limits) (the functionalizer's losses make the same): `npos` positional
+/// The checks of [`loss_args`], which the functionalizer's losses make too, on what they read: `npos` positional
 /// arguments, whether a deprecated `size_average`/`reduce` was given, the shapes and dtypes of input and target, and
-/// the reduction given (a string, or the type name of something else).
+/// the reduction given (a string, or the type name of something else). With `kernel` (BCE's, whose checks PyTorch
+/// makes) the messages are PyTorch's; without it (the pointwise losses, which PyTorch broadcasts and runs on
+/// integers) they state funcfuse's own limits.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn loss_check(
     name: &str,
-    kernel: &str,
+    kernel: Option<&str>,
     keywords: &str,
     npos: usize,
     deprecated: bool,
@@ -462,10 +468,9 @@ pub(crate) fn loss_check(
     if deprecated {
         return Err(format!("{name}(): size_average and reduce are deprecated; use reduction"));
     }
-    let bce = name == "binary_cross_entropy_with_logits";
     if xs != ys {
         let size = |s: &[usize]| format!("torch.Size({s:?})");
-        return Err(if bce {
+        return Err(if kernel.is_some() {
             format!("Target size ({}) must be the same as input size ({})", size(ys), size(xs))
         } else {
             format!(
@@ -477,7 +482,7 @@ pub(crate) fn loss_check(
         });
     }
     if !dx.is_float() {
-        return Err(if bce {
+        return Err(if let Some(kernel) = kernel {
             format!("\"{kernel}\" not implemented for '{}'", dx.name())
         } else {
             format!("{name}() of {} tensors is not supported; convert them to a floating dtype", dx.name())
@@ -506,12 +511,7 @@ pub(crate) fn loss_check(
 /// `z`, `(x - y)^2`, and `z < beta ? 0.5 * z * z / beta : z - 0.5 * beta` (`z` when beta is 0); then the reduction.
 /// The functionalizer's `desugar::pointwise_loss` spells the same.
 fn pointwise_loss(name: &str, a: &Args) -> AResult<Value> {
-    let kernel = match name {
-        "l1_loss" => "abs_cpu",
-        "mse_loss" => "mse_cpu",
-        _ => "smooth_l1_cpu",
-    };
-    let (x, y, reduction) = loss_args(a, name, kernel, "reduction")?;
+    let (x, y, reduction) = loss_args(a, name, None, "reduction")?;
     let d = bin(Binary::Sub, &tt(&x), &tt(&y))?;
     let loss = match name {
         "l1_loss" => ops::unary(Unary::Abs, &d)?,
@@ -587,8 +587,8 @@ fn isin(a: &Args) -> AResult<Value> {
     t(if invert { ops::unary(Unary::LogicalNot, &hit)? } else { hit })
 }
 
-/// The options of `scaled_dot_product_attention` after query, key and value, checked as PyTorch does; both engines
-/// read them through this: (mask, is_causal, scale).
+/// The checks of `scaled_dot_product_attention`'s options, shared by both engines: `dropout_p` must be 0 (dropout
+/// is random), an explicit mask excludes `is_causal` (PyTorch's error), `enable_gqa` is not supported.
 pub(crate) fn sdpa_options(
     dropout_p: Option<f64>,
     is_causal: bool,
