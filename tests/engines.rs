@@ -766,3 +766,35 @@ fn reach_additions_refuse_what_they_do_not_support_on_every_engine() {
         every_engine_raises(src, "f", want);
     }
 }
+
+#[test]
+fn kwargs_string_methods_and_masked_updates_raise_as_python_does() {
+    let cases = [
+        // `x[m] /= y[m]` updates the int copy `x[m]` in place: PyTorch's cast error, not an index-put message.
+        (
+            "def f(x: i64[6], y: f32[6]) -> i64[6]:\n    x[x > 4] /= y[x > 4]\n    return x\n",
+            "result type Float can't be cast to the desired output type Long",
+        ),
+        (
+            "def _g(x, a=1.0):\n    return x * a\n\n\ndef f(x: f32[3]) -> f32[3]:\n    return _g(x, b=2.0)\n",
+            "_g() got an unexpected keyword argument 'b'",
+        ),
+        (
+            "def f(x: f32[3]) -> f32[3]:\n    if \"ab\".startswith(1):\n        return x\n    return x\n",
+            "TypeError: startswith first arg must be str or a tuple of str, not int",
+        ),
+        (
+            "def f(x: f32[3]) -> f32[3]:\n    n = \"a\".format(1)\n    return x\n",
+            "unsupported method `format` on a value of type str",
+        ),
+    ];
+    for (src, want) in cases {
+        every_engine_raises(src, "f", want);
+    }
+    // A program's parameters are its inputs: `**kw` is for the helpers it calls.
+    let module =
+        frontend::parse_module("case.py", &format!("{HEADER}def f(x: f32[3], **kw) -> f32[3]:\n    return x\n"))
+            .unwrap();
+    let e = funcfuse::interp::tensor_params(module.function("f").unwrap()).unwrap_err().to_string();
+    assert!(e.contains("4:18: a program cannot take `**kw`"), "{e}");
+}

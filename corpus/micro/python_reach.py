@@ -3,6 +3,7 @@
 from __future__ import annotations
 from math import pi
 
+import numpy as np
 import torch
 
 LAYER = {"scale": 3.0, "repeats": 2, "names": ("q", "k")}
@@ -132,6 +133,29 @@ def map_consumed_and_none_compared(x: f32[3], s: float = pi) -> f32[3]:
     if x == None or not (x != None):
         return x
     return y * s + sq(4.0)
+
+
+def _shifted(x, factor=2.0, period=np.pi, **kwargs):
+    # `**kwargs` as Hugging Face's attention helpers take it: extra keywords collected in order, read as a dict.
+    y = x * factor + kwargs.get("shift", 0.0)
+    if "bias" in kwargs:
+        y = y + kwargs["bias"]
+    for name, v in kwargs.items():
+        if name.startswith("scale"):
+            y = y * v
+    return torch.remainder(y, period) + len(kwargs)
+
+
+def kwargs_collected_and_numpy_default(x: f32[2, 3], b: f32[3]) -> tuple[f32[2, 3], f32[2, 3], f32[2, 3]]:
+    return _shifted(x), _shifted(x, 3.0, shift=0.5, bias=b, scale_a=2.0), _shifted(x, config=None, factor=1.5)
+
+
+def masked_update_by_selection(x: f32[4, 5], y: f32[4, 5]) -> f32[4, 5]:
+    # vLLM's penalties: `x[m] op= v[m]` with the mask written twice (one value: `x` is unchanged in between).
+    x[x > 0] /= (y.abs() + 1.0)[x > 0]
+    x[x <= 0] *= torch.where(y > 0, y, 2.0)[x <= 0]
+    x[y > 0.5] -= y[y > 0.5] * 3
+    return x
 
 
 import itertools  # noqa: E402

@@ -65,6 +65,19 @@ impl Function {
     pub fn positional(&self) -> usize {
         self.vararg.as_ref().map_or(self.params.len(), |(n, _)| *n)
     }
+
+    /// The names its parameters bind: the named ones, then `*args` and `**kwargs`.
+    pub fn param_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.params.iter().map(|p| p.name.clone()).collect();
+        names.extend(self.vararg.iter().map(|(_, v)| v.name.clone()));
+        names.extend(self.kwarg.iter().map(|v| v.name.clone()));
+        names
+    }
+
+    /// Whether keyword `name` binds one of its named parameters (else it goes to `**kwargs`, if it has one).
+    pub fn takes_keyword(&self, name: &str) -> bool {
+        self.params.iter().any(|p| p.name == name)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -73,6 +86,8 @@ pub struct Function {
     pub params: Vec<Param>,
     /// `*args`: the number of parameters before it (those after it are keyword-only) and its name and place.
     pub vararg: Option<(usize, Param)>,
+    /// `**kwargs`: the keyword arguments no named parameter takes, as a dict in the order given.
+    pub kwarg: Option<Param>,
     pub returns: Option<TypeAnn>,
     pub body: Vec<Stmt>,
     pub span: Span,

@@ -294,15 +294,19 @@ impl Cx {
             }
             None => None,
         };
-        if let Some(v) = &p.kwarg {
-            return err(self.sp(v.as_ref()), "`**kwargs` parameters are not supported");
-        }
+        let kwarg = match &p.kwarg {
+            Some(v) if v.annotation.is_some() => {
+                return err(self.sp(v.as_ref()), "an annotated `**kwargs` parameter is not supported")
+            }
+            Some(v) => Some(Param { name: v.name.to_string(), ann: None, default: None, span: self.sp(v.as_ref()) }),
+            None => None,
+        };
         let params = self.params(p)?;
         let returns = match &f.returns {
             Some(r) => Some(self.annotation(r)?),
             None => None,
         };
-        Ok(Function { name: f.name.to_string(), params, vararg, returns, body: self.block(&f.body)?, span })
+        Ok(Function { name: f.name.to_string(), params, vararg, kwarg, returns, body: self.block(&f.body)?, span })
     }
 
     fn params(&self, p: &py::Parameters) -> Result<Vec<Param>, Diagnostic> {

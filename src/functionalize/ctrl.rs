@@ -304,6 +304,13 @@ impl<'m> Fz<'m> {
                 let i = self.expr(env, idx)?;
                 let rhs = self.expr(env, value)?;
                 if let FV::Tensor(t) = &o {
+                    if let FV::Masked(_) = rhs {
+                        // `x[m] op= y[m]`: the selection `x[m]` updated in place, then written back through `m`.
+                        let cur = self.getitem(&o, &i, target.span)?;
+                        let dt = self.roots[t.root].dtype;
+                        let new = self.masked_update(&cur, op, &rhs, dt, span)?;
+                        return self.setitem(&o, &i, &new, span);
+                    }
                     if let Some(r) = self.masked_aug_assign(t, &i, op, &rhs, span)? {
                         return Ok(r);
                     }

@@ -6,12 +6,14 @@
 //! other positions are never read. Ops that can raise on some value (integer floor division, remainder and powers)
 //! are refused: over the whole view they could raise where the selection would not.
 
-use super::state::{masked_use, FR, FV};
+use super::state::{diag, masked_use, FR, FV};
 use super::Fz;
 use crate::diag::Span;
-use crate::frontend::ast::{Expr, ExprKind};
+
+use crate::frontend::ast::{BinOp, Expr, ExprKind};
 use crate::ir::OpName;
 use crate::tensor::ops::Binary;
+use crate::tensor::DType;
 
 /// What a selection holds: the selected-from value, the mask's value, the view's shape, the mask's position and
 /// where the selection was made.
@@ -48,6 +50,27 @@ impl<'m> Fz<'m> {
         }
         let v = self.read(&r, span)?;
         Ok(FV::Masked(Box::new((v, sel.1, sel.2, sel.3, sel.4))))
+    }
+
+    /// `cur op= rhs` where both are selections (`x[m] /= y[m]`): PyTorch updates the copy `x[m]` in place, so the
+    /// result keeps `x`'s dtype, and a result type it cannot be cast to is PyTorch's error.
+    pub(super) fn masked_update(&mut self, cur: &FV, op: BinOp, rhs: &FV, dt: DType, span: Span) -> FR<FV> {
+        let Some(bin) = op.elementwise() else {
+            return masked_use(rhs);
+        };
+        let FV::Masked(r) = self.masked_elementwise(bin, &[cur.clone(), rhs.clone()], span)? else {
+            return masked_use(rhs);
+        };
+        let (v, m, shape, pos, at) = *r;
+        let (rd, _) = self.tensor_ty(v, span)?;
+        if !dt.can_cast_from(rd) {
+            return diag(
+                span,
+                format!("result type {} can't be cast to the desired output type {}", rd.name(), dt.name()),
+            );
+        }
+        let v = self.cast(v, dt, span)?;
+        Ok(FV::Masked(Box::new((v, m, shape, pos, at))))
     }
 
     /// A call given a selection `m` among its arguments: `torch.exp(y[m])`, `torch.sum(y[m])` where `masked_call`

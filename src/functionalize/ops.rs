@@ -183,6 +183,7 @@ impl<'m> Fz<'m> {
                         _ => diag(span, format!("unsupported list method `{name}`")),
                     },
                     FV::Dict(d) if kw.is_empty() => Self::dict_method(&d, name, &pos, span),
+                    FV::Str(text) if kw.is_empty() => super::python::str_method(&text, name, &pos, span),
                     other => {
                         diag(span, format!("unsupported method `{name}` on a value of type {}", other.type_name()))
                     }
@@ -218,7 +219,7 @@ impl<'m> Fz<'m> {
         if f.vararg.is_none() && pos.len() > npos {
             return diag(span, format!("{}() takes {} arguments but {} were given", f.name, npos, pos.len()));
         }
-        if let Some((k, _)) = kw.iter().find(|(k, _)| !f.params.iter().any(|p| p.name == *k)) {
+        if let Some((k, _)) = kw.iter().find(|(k, _)| f.kwarg.is_none() && !f.takes_keyword(k)) {
             return diag(span, format!("{}() got an unexpected keyword argument '{k}'", f.name));
         }
         let mut env = Env::new();
@@ -249,6 +250,10 @@ impl<'m> Fz<'m> {
         }
         if let Some((_, va)) = &f.vararg {
             env.insert(va.name.clone(), FV::Tuple(Rc::new(pos.collect())));
+        }
+        if let Some(k) = &f.kwarg {
+            let d = kw.into_iter().filter(|(k, _)| !f.takes_keyword(k)).map(|(k, v)| (FV::Str(k.as_str().into()), v));
+            env.insert(k.name.clone(), FV::Dict(Rc::new(std::cell::RefCell::new(d.collect()))));
         }
         self.call_body(f, env)
     }

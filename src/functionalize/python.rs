@@ -486,3 +486,13 @@ pub(super) fn torch_device(pos: &[FV]) -> Result<FV, String> {
         _ => Err("torch.device() takes a device name such as \"cpu\"".into()),
     }
 }
+
+/// `text.NAME(*pos)`: strings are known before the program runs, so the reference's string methods compute it.
+pub(super) fn str_method(text: &str, name: &str, pos: &[FV], span: Span) -> FR<FV> {
+    use crate::interp::pystr;
+    let args = pos.iter().map(|v| fv_static(v).map_or(pystr::StrArg::Other(v.type_name()), |x| pystr::value_arg(&x)));
+    match pystr::call(text, name, args.collect()) {
+        Ok(v) => Ok(super::expr::value_to_fv(&v)),
+        Err(m) => diag(span, m),
+    }
+}

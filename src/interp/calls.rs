@@ -140,6 +140,7 @@ impl<'m> Interp<'m> {
                         _ => err(span, format!("unsupported list method `{name}`")),
                     },
                     Value::Dict(d) if kw.is_empty() => Self::dict_method(&d, name, &pos, span),
+                    Value::Str(text) if kw.is_empty() => str_method(&text, name, &pos, span),
                     other => err(span, format!("unsupported method `{name}` on a value of type {}", other.type_name())),
                 }
             }
@@ -677,4 +678,10 @@ pub(crate) fn closure_args<V: Clone>(
     }
     kw.extend(captured.iter().cloned());
     Ok(kw)
+}
+
+/// `text.NAME(*pos)` (see `pystr`).
+fn str_method(text: &str, name: &str, pos: &[Value], span: Span) -> Result<Value, Diagnostic> {
+    super::pystr::call(text, name, pos.iter().map(super::pystr::value_arg).collect())
+        .map_err(|m| Diagnostic::new(m).at(span))
 }

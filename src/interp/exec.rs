@@ -104,9 +104,16 @@ impl<'m> Interp<'m> {
         if let Some((_, va)) = &f.vararg {
             frame.insert(va.name.clone(), Value::tuple(args.collect()));
         }
-        for (k, _) in &kwargs {
-            if !f.params.iter().any(|p| p.name == *k) {
-                return err(span, format!("{}() got an unexpected keyword argument '{}'", f.name, k));
+        let extra = kwargs.iter().filter(|(k, _)| !f.takes_keyword(k));
+        match &f.kwarg {
+            Some(kw) => {
+                let d = extra.map(|(k, v)| (Value::Str(k.as_str().into()), v.clone())).collect();
+                frame.insert(kw.name.clone(), Value::Dict(Rc::new(std::cell::RefCell::new(d))));
+            }
+            None => {
+                if let Some((k, _)) = extra.into_iter().next() {
+                    return err(span, format!("{}() got an unexpected keyword argument '{}'", f.name, k));
+                }
             }
         }
         if self.depth == 0 {

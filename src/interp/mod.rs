@@ -17,6 +17,7 @@ pub(crate) mod out_arg;
 pub(crate) mod pyarith;
 pub(crate) mod pyfmt;
 pub(crate) mod python;
+pub(crate) mod pystr;
 pub mod returns;
 mod subscript;
 pub(crate) mod torch_ops;
@@ -75,6 +76,9 @@ pub fn tensor_params(f: &Function) -> Result<Vec<(String, crate::tensor::DType, 
     let mut out = Vec::new();
     if let Some((_, va)) = &f.vararg {
         return err(va.span, format!("a program cannot take `*{}`: its parameters are its inputs, each annotated (`*args` is supported in the helpers it calls)", va.name));
+    }
+    if let Some(kw) = &f.kwarg {
+        return err(kw.span, format!("a program cannot take `**{}`: its parameters are its inputs, each annotated (`**kwargs` is supported in the helpers it calls)", kw.name));
     }
     for p in &f.params {
         match &p.ann {

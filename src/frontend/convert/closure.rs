@@ -94,10 +94,7 @@ pub(super) fn bindings(body: &[Stmt], loops: &mut Vec<Span>, out: &mut Vec<(Stri
 
 /// The names `g` reads that are not its own locals, in order of first read, with where each is first read.
 pub(super) fn free_names(g: &Function) -> Vec<(String, Span)> {
-    let mut own: Vec<String> = g.params.iter().map(|p| p.name.clone()).collect();
-    if let Some((_, v)) = &g.vararg {
-        own.push(v.name.clone());
-    }
+    let mut own = g.param_names();
     bound_names(&g.body, &mut own);
     let mut free: Vec<(String, Span)> = Vec::new();
     visit_exprs(&g.body, &mut |e| {
@@ -113,10 +110,7 @@ pub(super) fn free_names(g: &Function) -> Vec<(String, Span)> {
 /// Fills in the captures of each nested `def` of `f` (its placeholder's keywords and the helper's keyword-only
 /// parameters), or refuses, located, what capturing values at the `def` would get wrong.
 pub(super) fn close_over(f: &mut Function, nested: &mut [Nested]) -> Result<(), Diagnostic> {
-    let mut local: Vec<String> = f.params.iter().map(|p| p.name.clone()).collect();
-    if let Some((_, v)) = &f.vararg {
-        local.push(v.name.clone());
-    }
+    let mut local = f.param_names();
     bound_names(&f.body, &mut local);
     let mut binds = Vec::new();
     bindings(&f.body, &mut Vec::new(), &mut binds);

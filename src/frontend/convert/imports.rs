@@ -105,10 +105,7 @@ pub(super) fn qualify(
                 visit_expr_mut(d, &mut |e| qualified(&all, e));
             }
         }
-        let mut local: Vec<String> = f.params.iter().map(|p| p.name.clone()).collect();
-        if let Some((_, v)) = &f.vararg {
-            local.push(v.name.clone());
-        }
+        let mut local = f.param_names();
         bound_names(&f.body, &mut local);
         let active: Vec<&FromImport> =
             imports.iter().filter(|i| !local.iter().any(|l| *l == i.bound || l == i.module)).collect();

@@ -44,10 +44,7 @@ fn contains_placeholder(body: &[Stmt], helper: &str) -> bool {
 
 /// The locals a function declares: parameters, `*args` and the names its body binds.
 fn own_locals(g: &Function) -> Vec<String> {
-    let mut own: Vec<String> = g.params.iter().map(|p| p.name.clone()).collect();
-    if let Some((_, v)) = &g.vararg {
-        own.push(v.name.clone());
-    }
+    let mut own = g.param_names();
     bound_names(&g.body, &mut own);
     own
 }

@@ -26,6 +26,13 @@ pub(super) fn fold(
     program_only: bool,
     constructor: Option<&(Span, String, String)>,
 ) -> Result<(), Diagnostic> {
+    // Defaults are evaluated where the `def` is, in the module's scope: `period=np.pi` folds whatever the body binds.
+    let outer = Fold { np, kinds: Vec::new(), consts: Vec::new(), constructor };
+    for p in &mut f.params {
+        if let Some(d) = &mut p.default {
+            outer.expr(d)?;
+        }
+    }
     let mut local = Vec::new();
     bound_names(&f.body, &mut local);
     if local.iter().any(|n| n == np) || f.params.iter().any(|p| p.name == np) {

@@ -72,6 +72,7 @@ impl Cx {
             name: name.clone(),
             params,
             vararg: None,
+            kwarg: None,
             returns: None,
             body: vec![ret],
             span,
