@@ -787,14 +787,40 @@ fn kwargs_string_methods_and_masked_updates_raise_as_python_does() {
             "def f(x: f32[3]) -> f32[3]:\n    n = \"a\".format(1)\n    return x\n",
             "unsupported method `format` on a value of type str",
         ),
+        (
+            "def f(x: f32[3]) -> f32[3]:\n    if hasattr(torch, \"float32_but_not\"):\n        return x\n    return x\n",
+            "hasattr(torch, 'float32_but_not'): funcfuse cannot tell",
+        ),
+        ("def f(x: f32[3]) -> f32[3]:\n    if hasattr(3, \"real\"):\n        return x\n    return x\n", "hasattr() on a value of type int"),
     ];
     for (src, want) in cases {
         every_engine_raises(src, "f", want);
     }
+    let interpolate = [
+        ("size=4, scale_factor=2.0", "ValueError: only one of size or scale_factor should be defined"),
+        ("size=(4,)", "ValueError: Input and output must have the same number of spatial dimensions, but got input with spatial dimensions of [3, 2] and output size of (4,)."),
+        ("size=4, mode=\"nearest\", align_corners=True", "ValueError: align_corners option can only be set with the interpolating modes"),
+        ("size=4, mode=\"linear\"", "NotImplementedError: Got 4D input, but linear mode needs 3D input"),
+        ("size=4, mode=\"bicubic\"", "F.interpolate(mode='bicubic') is not supported by funcfuse"),
+        ("scale_factor=0.2", "Input and output sizes should be greater than 0"),
+    ];
+    for (args, want) in interpolate {
+        let src = format!(
+            "def f(x: f32[1, 2, 3, 2]) -> f32[1, 2, 4, 4]:\n    return torch.nn.functional.interpolate(x, {args})\n"
+        );
+        every_engine_raises(&src, "f", want);
+    }
+    let src = "def f(x: i64[1, 2, 3, 2]) -> i64[1, 2, 4, 4]:\n    return torch.nn.functional.interpolate(x, size=4)\n";
+    every_engine_raises(src, "f", "F.interpolate of a Long tensor: PyTorch upsamples floating-point tensors only");
     // A program's parameters are its inputs: `**kw` is for the helpers it calls.
     let module =
         frontend::parse_module("case.py", &format!("{HEADER}def f(x: f32[3], **kw) -> f32[3]:\n    return x\n"))
             .unwrap();
     let e = funcfuse::interp::tensor_params(module.function("f").unwrap()).unwrap_err().to_string();
     assert!(e.contains("4:18: a program cannot take `**kw`"), "{e}");
+    // A conditional expression on data in a loop: the loop is unrolled in case the test becomes known, then refused.
+    let src = "def f(x: f32[3]) -> f32[3]:\n    for i in range(2):\n        x = x * 2.0 if x.sum() > 0 else x\n    return x\n";
+    let module = frontend::parse_module("case.py", &format!("{HEADER}{src}")).unwrap();
+    let e = funcfuse::functionalize::functionalize(&module, "f", &BTreeMap::new()).unwrap_err().to_string();
+    assert!(e.contains("6:13: a conditional expression on a run-time value is not supported; use torch.where"), "{e}");
 }

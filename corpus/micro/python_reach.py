@@ -158,6 +158,24 @@ def masked_update_by_selection(x: f32[4, 5], y: f32[4, 5]) -> f32[4, 5]:
     return x
 
 
+def old_overloads_hasattr_and_loop_conditionals(
+    x: f32[3, 4], g: f32[3, 4], w0: f32[4, 4], w1: f32[4, 2]
+) -> tuple[f32[3, 4], f32[3, 4], f32[3, 2]]:
+    # Older optimizers: `addcmul_(value, t1, t2)`, `torch.max(a, b, out=a)`; timm's `hasattr(torch, ...)` switch;
+    # a conditional expression on a loop variable choosing weights of different shapes (unrolled).
+    m = torch.zeros_like(x)
+    m.addcmul_(0.5, g, g).addcdiv_(0.25, g, x.abs() + 1.0)
+    torch.max(m, x, out=m)
+    torch.min(x, g * 0.5, out=x)
+    if hasattr(torch, "_foreach_lerp_") and hasattr(x, "addcmul_") and not hasattr(x, "no_such_attribute"):
+        torch._foreach_lerp_([m], [g], weight=0.25)
+    h = x
+    for i in range(2):
+        w = w0 if i == 0 else w1
+        h = torch.tanh(h @ w)
+    return m, x, h
+
+
 import itertools  # noqa: E402
 from itertools import product  # noqa: E402
 from math import sqrt as sq  # noqa: E402

@@ -446,13 +446,16 @@ impl<'m> Fz<'m> {
     /// `addcmul` and `addcdiv`: `input + value * tensor1 OP tensor2`.
     fn addc(&mut self, name: &str, a: &A, span: Span) -> FR<FV> {
         let x = self.operand_fv(a, 0, "input")?;
-        let p = a.tensor(1, "tensor1")?;
-        let q = a.tensor(2, "tensor2")?;
+        // PyTorch's deprecated overload `addcmul(input, value, tensor1, tensor2)`, as older optimizers write it.
+        let old = a.pos.len() == 4 && matches!(a.pos[1], FV::Int(_) | FV::Float(_) | FV::DynFloat(_) | FV::DynInt(_));
+        let (at, value) = if old { (2, a.pos.get(1).cloned()) } else { (1, a.opt(3, "value").cloned()) };
+        let p = a.tensor(at, "tensor1")?;
+        let q = a.tensor(at + 1, "tensor2")?;
         if name == "addcdiv" && !self.roots[p.root].dtype.is_float() && !self.roots[q.root].dtype.is_float() {
             return diag(span, "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.");
         }
         // PyTorch's order: self + value * tensor1 OP tensor2.
-        let scaled = match a.opt(3, "value").cloned() {
+        let scaled = match value {
             Some(v) => self.elementwise(Binary::Mul, &[v, FV::Tensor(p)], span)?,
             None => FV::Tensor(p),
         };

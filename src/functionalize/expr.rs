@@ -154,6 +154,10 @@ impl<'m> Fz<'m> {
                 match self.cond(&c, test.span)? {
                     Cond::Static(true) => self.expr(env, body)?,
                     Cond::Static(false) => self.expr(env, orelse)?,
+                    // In a loop, the test may be known once the loop is unrolled (`w0 if l == 0 else w1`).
+                    Cond::Dyn(_) if self.t.depth() > 0 => {
+                        return needs_static(span, "a conditional expression on a value known only at run time")
+                    }
                     Cond::Dyn(_) => {
                         return diag(
                             span,

@@ -26,6 +26,7 @@ mod nn_ops;
 mod ops;
 mod overlap;
 mod python;
+mod resample;
 mod state;
 mod subscript;
 mod table;

@@ -406,6 +406,7 @@ impl<'m> Fz<'m> {
                 self.elementwise(Binary::Mul, &[xv, th], span)
             }
             "max_pool2d" => self.max_pool2d(a),
+            "interpolate" => self.interpolate(a),
             "pad" => {
                 let x = a.tensor(0, "input")?;
                 let pad: Vec<i64> = match a.req(1, "pad")?.items() {

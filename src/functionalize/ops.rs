@@ -124,7 +124,7 @@ impl<'m> Fz<'m> {
                         let mut kw = kw;
                         super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
                         let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
-                        let out = match out_kind(name, has_dim) {
+                        let out = match out_kind(name, has_dim, matches!(pos.get(1), Some(FV::Tensor(_)))) {
                             Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
                                 Some(k) => Some((kind, kw.remove(k).1)),
                                 None => None,
@@ -398,6 +398,7 @@ impl<'m> Fz<'m> {
                 Ok(FV::List(Rc::new(RefCell::new(items))))
             }
             "print" => Ok(FV::None),
+            "hasattr" => super::python::hasattr(a.req(0, "obj")?, a.req(1, "name")?, span),
             "isinstance" => {
                 let v = a.req(0, "obj")?;
                 let classes = match a.req(1, "class_or_tuple")? {

@@ -496,3 +496,15 @@ pub(super) fn str_method(text: &str, name: &str, pos: &[FV], span: Span) -> FR<F
         Err(m) => diag(span, m),
     }
 }
+
+/// `hasattr(obj, name)` (see `interp::python::hasattr`).
+pub(super) fn hasattr(obj: &FV, name: &FV, span: Span) -> FR<FV> {
+    use crate::interp::python::{hasattr, AttrOwner};
+    let FV::Str(name) = name else { return diag(span, "hasattr(): attribute name must be string") };
+    let owner = match obj {
+        FV::Module(m) => AttrOwner::Module(m),
+        FV::Tensor(_) => AttrOwner::Tensor,
+        other => AttrOwner::Other(other.type_name()),
+    };
+    hasattr(owner, name).map(FV::Bool).or_else(|m| diag(span, m))
+}

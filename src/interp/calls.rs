@@ -73,7 +73,7 @@ impl<'m> Interp<'m> {
                         let mut kw = kw;
                         super::python::strip_device(name, &mut pos, &mut kw).map_err(tensor_err(span))?;
                         let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
-                        let out = match out_kind(name, has_dim) {
+                        let out = match out_kind(name, has_dim, matches!(pos.get(1), Some(Value::Tensor(_)))) {
                             Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
                                 Some(k) => Some((kind, kw.remove(k).1)),
                                 None => None,
@@ -455,6 +455,18 @@ impl<'m> Interp<'m> {
                 Value::Int(i) => Ok(Value::Int(*i)),
                 other => err(span, format!("type {} doesn't define __round__ method", other.type_name())),
             },
+            "hasattr" => {
+                use super::python::{hasattr, AttrOwner};
+                let Value::Str(name) = a.req(1, "name").map_err(&e)? else {
+                    return err(span, "hasattr(): attribute name must be string");
+                };
+                let owner = match a.req(0, "obj").map_err(&e)? {
+                    Value::Module(m) => AttrOwner::Module(m),
+                    Value::Tensor(_) => AttrOwner::Tensor,
+                    other => AttrOwner::Other(other.type_name()),
+                };
+                hasattr(owner, name).map(Value::Bool).map_err(|m| Diagnostic::new(m).at(span))
+            }
             "isinstance" => {
                 let v = a.req(0, "obj").map_err(&e)?;
                 let classes = match a.req(1, "class_or_tuple").map_err(&e)? {

@@ -18,6 +18,7 @@ pub(crate) mod pyarith;
 pub(crate) mod pyfmt;
 pub(crate) mod python;
 pub(crate) mod pystr;
+pub(crate) mod resample;
 pub mod returns;
 mod subscript;
 pub(crate) mod torch_ops;

@@ -283,13 +283,16 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
         "lerp" => lerp(a),
         "addcmul" | "addcdiv" => {
             let x = operand_arg(a, 0, "input")?;
-            let p = a.tensor(1, "tensor1")?;
-            let q = a.tensor(2, "tensor2")?;
+            // PyTorch's deprecated overload `addcmul(input, value, tensor1, tensor2)`, as older optimizers write it.
+            let old = a.pos.len() == 4 && a.pos[1].as_scalar().is_some();
+            let (at, value) = if old { (2, a.pos.get(1)) } else { (1, a.opt(3, "value")) };
+            let p = a.tensor(at, "tensor1")?;
+            let q = a.tensor(at + 1, "tensor2")?;
             if name == "addcdiv" && !p.dtype().is_float() && !q.dtype().is_float() {
                 return Err("Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.".into());
             }
             // PyTorch's order: self + value * tensor1 OP tensor2.
-            let scaled = match a.opt(3, "value") {
+            let scaled = match value {
                 Some(v) => {
                     let s = v.as_scalar().ok_or("addcmul(): argument 'value' must be a number")?;
                     bin(Binary::Mul, &Operand::S(s), &tt(&p))?

@@ -101,6 +101,7 @@ pub(super) fn nn_op(name: &str, a: &Args) -> AResult<Value> {
             t(bin(Binary::Mul, &x, tt(&ops::unary(Unary::Tanh, &sp)?))?)
         }
         "max_pool2d" => max_pool2d(a),
+        "interpolate" => super::resample::interpolate(a),
         "pad" => {
             let x = a.tensor(0, "input")?;
             let pad = super::args::int_list(a.req(1, "pad")?)?;

@@ -100,9 +100,10 @@ const OTHER: &[&str] =
 const WITH_DIM: &[&str] = &["sum", "mean", "amax", "amin", "cumsum", "cumprod", "logsumexp"];
 
 /// How `torch.NAME` writes into `out=`, or `None` if it takes no `out=` (then the argument is unexpected).
-/// `has_dim` says whether the call passes a `dim` (positionally or by keyword).
-pub fn out_kind(name: &str, has_dim: bool) -> Option<OutKind> {
-    if ELEMENTWISE.contains(&name) {
+/// `has_dim` says whether the call passes a `dim` (positionally or by keyword), `binary` whether its second
+/// positional argument is a tensor (`torch.max(a, b, out=a)` is `maximum`).
+pub fn out_kind(name: &str, has_dim: bool, binary: bool) -> Option<OutKind> {
+    if ELEMENTWISE.contains(&name) || (matches!(name, "max" | "min") && binary) {
         Some(OutKind::Elementwise)
     } else if OTHER.contains(&name) || (WITH_DIM.contains(&name) && has_dim) {
         Some(OutKind::Other)

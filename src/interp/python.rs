@@ -462,3 +462,37 @@ pub fn nn_init<V: Clone>(name: &str, rest: &[V], one: V, zero: V) -> Result<(&'s
         )),
     }
 }
+
+/// What `hasattr(obj, name)` asks about.
+pub enum AttrOwner<'a> {
+    /// A module value (`torch`, `torch.nn.functional`, `math`) or the class `torch.Tensor`.
+    Module(&'a str),
+    Tensor,
+    /// Any other value, by Python's type name.
+    Other(&'static str),
+}
+
+/// `hasattr(obj, name)` where the answer is PyTorch's own: the names of its public callables and every public
+/// attribute of `torch.Tensor` (`frontend::torch_api`, generated from one PyTorch version), and the dtypes. Where the
+/// list cannot tell (a private tensor attribute, a module attribute that is not a callable), the refusal says so.
+pub fn hasattr(owner: AttrOwner, name: &str) -> Result<bool, String> {
+    use crate::frontend::torch_api;
+    let unknown = |what: &str| {
+        Err(format!("hasattr({what}, '{name}'): funcfuse cannot tell (it knows PyTorch {}'s public callables, tensor attributes and dtypes)", torch_api::version()))
+    };
+    match owner {
+        AttrOwner::Module(m @ ("torch" | "torch.nn.functional" | "torch.linalg" | "torch.special")) => {
+            if torch_api::has(&format!("{m}.{name}")) || (m == "torch" && DType::from_torch_name(name).is_some()) {
+                Ok(true)
+            } else {
+                unknown(m)
+            }
+        }
+        AttrOwner::Module("torch.Tensor") | AttrOwner::Tensor if !name.starts_with('_') => {
+            Ok(torch_api::has(&format!("torch.Tensor.{name}")))
+        }
+        AttrOwner::Module(m) => unknown(m),
+        AttrOwner::Tensor => unknown("a tensor"),
+        AttrOwner::Other(t) => Err(format!("hasattr() on a value of type {t} is not supported")),
+    }
+}
