@@ -104,3 +104,53 @@ fn lane_extrema_are_exactly_the_serial_fold() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+fn is_gcc(cc: &str) -> bool {
+    std::process::Command::new(cc).arg("--version").output().is_ok_and(|o| {
+        let v = String::from_utf8_lossy(&o.stdout).to_string();
+        v.contains("Free Software Foundation") || v.contains("gcc")
+    })
+}
+
+/// The lane loops vectorize with the C backend's flags: written with `||` they stayed scalar, with branches,
+/// slower than the plain nest.
+#[test]
+fn lane_loops_vectorize() {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    if !is_gcc(&cc) {
+        eprintln!("skipped: `{cc}` is not GCC (-fopt-info-vec is GCC's)");
+        return;
+    }
+    let dir = common::scratch("extrema", "vectorize");
+    let path = common::program(&dir, PROGRAMS);
+    let module = funcfuse::frontend::load_module(&path).unwrap();
+    let f = common::optimized(&module, "extremes").unwrap();
+    let p = plan(&f.term, &f.inputs, Policy::Fused).unwrap();
+    let src = funcfuse::backend::c::render(&p);
+    let file = dir.join("kernels.c");
+    std::fs::write(&file, &src).unwrap();
+    let out = std::process::Command::new(&cc)
+        .args(["-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math"])
+        .args(["-fPIC", "-w", "-fopt-info-vec-optimized", "-c"])
+        .arg(&file)
+        .arg("-o")
+        .arg(dir.join("kernels.o"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let info = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let lanes: Vec<usize> = src
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("for (int l = 0; l < 8; l++) { int64_t i"))
+        .map(|(n, _)| n + 1)
+        .collect();
+    assert!(lanes.len() >= 4, "four reductions, each with a lane loop:\n{src}");
+    for line in lanes {
+        let at = format!("kernels.c:{line}:");
+        assert!(
+            info.lines().any(|l| l.contains(&at) && l.contains("loop vectorized")),
+            "the lane loop at line {line} did not vectorize:\n{info}"
+        );
+    }
+}
