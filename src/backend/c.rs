@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use hashbrown::HashMap;
 
+use super::extrema::extrema_reduction;
 use super::gemm::dot_reduction;
 use super::source::{buffer_decls, helpers, point_body, prelude, row_reduction};
 use crate::lower::exec::Device;
@@ -74,7 +75,11 @@ pub fn render_kernel(k: &Kernel) -> String {
         if k.reduce.is_some() {
             s.push_str("  {\n");
         }
-        s.push_str(&row_reduction(piece, "  ").or_else(|| dot_reduction(piece, "  ")).unwrap_or_else(|| nest(piece)));
+        let layout = row_reduction(piece, "  ")
+            .or_else(|| dot_reduction(piece, "  "))
+            .or_else(|| extrema_reduction(piece, "  "))
+            .unwrap_or_else(|| nest(piece));
+        s.push_str(&layout);
         if k.reduce.is_some() {
             s.push_str("  }\n");
         }

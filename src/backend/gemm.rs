@@ -93,7 +93,7 @@ fn tree(mut terms: Vec<String>) -> String {
 
 /// Whether variable `v` steps every load of `e` by 0 or 1 element (no division, modulo or view inverse of it, and
 /// no use of it as a value).
-fn unit_stride(e: &Expr, v: usize) -> bool {
+pub(super) fn unit_stride(e: &Expr, v: usize) -> bool {
     let here = match e {
         Expr::Load { at, .. } | Expr::Gather { at, .. } => at.terms.iter().all(|(a, k)| match a {
             Atom::Var(u, _) if *u == v => *k == 1,

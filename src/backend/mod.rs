@@ -11,6 +11,7 @@ pub mod cuda;
 pub mod cuda_src;
 mod device;
 pub mod emu;
+pub mod extrema;
 pub mod gemm;
 pub mod many;
 pub mod source;

@@ -184,9 +184,11 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         RedOp::Min => format!("{a} = (v < {a} || v != v) ? v : {a};"),
         RedOp::ArgMax | RedOp::ArgMin => {
             let cmp = if red.op == RedOp::ArgMax { ">" } else { "<" };
+            // The index goes in by a bit mask, not a select: GCC made `arg = take ? r : arg` a masked store
+            // behind a branch (vpmaskmovd, slow on AMD), yolact's argmax over 80 softmax classes 0.56 -> 0.36 ms.
             format!(
-                "int take = v {cmp} {a} || (v != v && {a} == {a}); arg[i{row}] = take ? r : arg[i{row}]; \
-                 {a} = take ? v : {a};"
+                "{acc_ty} a = {a}; int take = v {cmp} a || (v != v && a == a); {arg_ty} m = -({arg_ty})take; \
+                 arg[i{row}] = (arg[i{row}] & ~m) | (r & m); {a} = take ? v : a;"
             )
         }
         RedOp::Any | RedOp::All => unreachable!("refused above"),
