@@ -21,7 +21,6 @@ const TABLES: &[(&str, &str, &str)] = &[
 /// test fails on any other, and on an entry that is gone.
 const PENDING: &[(&str, &str)] = &[
     ("frontend/convert/lambdas.rs", "close_lambdas"),
-    ("functionalize/nn_ops.rs", "nn_ops"),
     ("functionalize/ops.rs", "call"),
     ("functionalize/ops.rs", "builtin"),
     ("fuzz/gen/views.rs", "view_step"),
