@@ -26,7 +26,6 @@ const PENDING: &[(&str, &str)] = &[
     ("fuzz/gen/views.rs", "view_step"),
     ("interp/calls.rs", "call"),
     ("interp/calls.rs", "builtin"),
-    ("interp/creation.rs", "creation_op"),
     ("interp/extra_ops.rs", "extra_op"),
 ];
 

@@ -413,13 +413,7 @@ impl<'m> Fz<'m> {
         let all_int = [start, end, step].iter().all(|s| !matches!(s, Scalar::F(_)));
         let dt = a.dtype(99, "dtype")?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
         let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
-        if st == 0.0 {
-            return diag(span, "step must be nonzero");
-        }
-        if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
-            return diag(span, "upper bound and lower bound inconsistent with step sign");
-        }
-        let n = ((e - s) / st).ceil().max(0.0) as i64;
+        let n = crate::interp::creation::arange_len(s, e, st).map_err(err(span))? as i64;
         let d = self.t.leaf(Node::DType(dt));
         let lit = |x: Scalar| {
             if all_int {
@@ -511,10 +505,7 @@ impl<'m> Fz<'m> {
             .to_f64();
         let n = count_arg(name, "steps", a.int(2, "steps")?).map_err(err(span))?;
         let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
-        let step = if n > 1 { (e - s) / (n - 1) as f64 } else { 0.0 };
-        let vals: Vec<Scalar> = (0..n)
-            .map(|i| Scalar::F(if i < n / 2 { s + step * i as f64 } else { e - step * (n - 1 - i) as f64 }))
-            .collect();
+        let vals: Vec<Scalar> = crate::interp::creation::linspace_values(s, e, n).into_iter().map(Scalar::F).collect();
         self.const_data(dt, &[n], &vals, span)
     }
 
