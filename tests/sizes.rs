@@ -23,7 +23,6 @@ const PENDING: &[(&str, &str)] = &[
     ("frontend/convert/lambdas.rs", "close_lambdas"),
     ("functionalize/ops.rs", "call"),
     ("functionalize/ops.rs", "builtin"),
-    ("fuzz/gen/views.rs", "view_step"),
     ("interp/calls.rs", "call"),
     ("interp/calls.rs", "builtin"),
     ("interp/extra_ops.rs", "extra_op"),
