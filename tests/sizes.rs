@@ -23,7 +23,6 @@ const PENDING: &[(&str, &str)] = &[
     ("functionalize/ops.rs", "call"),
     ("functionalize/ops.rs", "builtin"),
     ("interp/calls.rs", "call"),
-    ("interp/calls.rs", "builtin"),
     ("interp/extra_ops.rs", "extra_op"),
 ];
 

@@ -4,7 +4,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::exec::{Frame, Interp};
+use super::args::Args;
+use super::exec::{tensor_err, Frame, Interp};
 use super::pyfmt;
 use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
@@ -460,5 +461,179 @@ pub fn nn_init<V: Clone>(name: &str, rest: &[V], one: V, zero: V) -> Result<(&'s
             "`torch.nn.init.{name}` is not supported (only constant_, zeros_ and ones_: random initialization cannot \
              match PyTorch's generator)"
         )),
+    }
+}
+
+/// The class `isinstance` sees of a value (a bool is an int too, as in Python), for both engines.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum PyClass {
+    Tensor,
+    Int,
+    Bool,
+    Float,
+    Str,
+    Tuple,
+    List,
+    Dict,
+    Other,
+}
+
+/// `isinstance` of a value of `class`: `classes` names each class given (`None` for a value that is not a class,
+/// which Python refuses, as it refuses a class this tool does not know). Both engines call it.
+pub(crate) fn isinstance_of<'c>(
+    class: PyClass,
+    classes: impl IntoIterator<Item = Option<&'c str>>,
+) -> Result<bool, String> {
+    const NOT_A_TYPE: &str = "isinstance() arg 2 must be a type or tuple of types";
+    let mut hit = false;
+    for c in classes {
+        hit |= match c.ok_or(NOT_A_TYPE)? {
+            "torch.Tensor" => class == PyClass::Tensor,
+            "int" => matches!(class, PyClass::Int | PyClass::Bool),
+            "float" => class == PyClass::Float,
+            "bool" => class == PyClass::Bool,
+            "str" => class == PyClass::Str,
+            "tuple" => class == PyClass::Tuple,
+            "list" => class == PyClass::List,
+            "dict" => class == PyClass::Dict,
+            _ => return Err(NOT_A_TYPE.into()),
+        };
+    }
+    Ok(hit)
+}
+
+/// Python builtins of `Interp::builtin` that take more than a few lines.
+impl<'m> Interp<'m> {
+    /// `len(x)`: a tensor's first dim, a range's, dict's or sequence's length.
+    pub(super) fn len_builtin(&mut self, a: &Args) -> Result<Value, Diagnostic> {
+        let span = a.span;
+        let e = tensor_err(span);
+        let v = a.req(0, "obj").map_err(&e)?;
+        match v {
+            Value::Tensor(t) if t.dim() == 0 => err(span, "len() of a 0-d tensor"),
+            Value::Tensor(t) => Ok(Value::Int(t.shape[0] as i64)),
+            Value::Range(..) => Ok(Value::Int(self.iterate(v, span)?.len() as i64)),
+            Value::Dict(d) => Ok(Value::Int(d.borrow().len() as i64)),
+            other => match other.items() {
+                Some(items) => Ok(Value::Int(items.len() as i64)),
+                None => err(span, format!("object of type '{}' has no len()", other.type_name())),
+            },
+        }
+    }
+
+    /// `int(x)`, `float(x)`, `bool(x)` of a number, a one-element tensor, or (`float`) a string.
+    pub(super) fn number_builtin(&mut self, name: &str, a: &Args) -> Result<Value, Diagnostic> {
+        let span = a.span;
+        let e = tensor_err(span);
+        let v = a.req(0, "x").map_err(&e)?;
+        if let (Value::Str(text), "float") = (v, name) {
+            return super::pyarith::parse_float(text).map(Value::Float).map_err(&e);
+        }
+        let s = match v {
+            Value::Tensor(t) => {
+                if t.numel() != 1 {
+                    return err(span, "only one element tensors can be converted to Python scalars");
+                }
+                t.item().map_err(&e)?
+            }
+            other => other.as_scalar().ok_or_else(|| {
+                Diagnostic::new(format!("{name}() argument must be a number, not '{}'", other.type_name())).at(span)
+            })?,
+        };
+        Ok(match name {
+            "int" => match s {
+                crate::tensor::Scalar::F(f) => Value::Int(super::pyarith::float_to_int(f).map_err(&e)?),
+                s => Value::Int(s.to_i64_trunc()),
+            },
+            "float" => Value::Float(s.to_f64()),
+            _ => Value::Bool(s.to_bool()),
+        })
+    }
+
+    /// `min`/`max` of an iterable or of the arguments: the first item no other beats, by Python's comparison.
+    pub(super) fn min_max(&mut self, name: &str, a: &Args) -> Result<Value, Diagnostic> {
+        let span = a.span;
+        let items = if a.pos.len() == 1 { self.iterate(&a.pos[0], span)? } else { a.pos.clone() };
+        if items.is_empty() {
+            return err(span, format!("{name}() arg is an empty sequence"));
+        }
+        let op = if name == "max" { CmpOp::Gt } else { CmpOp::Lt };
+        let mut best = items[0].clone();
+        for it in &items[1..] {
+            let better = self.binop_compare(it, op, &best, span)?;
+            if better {
+                best = it.clone();
+            }
+        }
+        Ok(best)
+    }
+
+    /// `dict(**kw)` or `dict(d, **kw)`: a new dict, the keywords (string keys) after `d`'s entries.
+    pub(super) fn dict_call(&mut self, a: &Args) -> Result<Value, Diagnostic> {
+        let span = a.span;
+        // `dict(**kw)` or `dict(d, **kw)`: a new dict, the keywords (string keys) after `d`'s entries.
+        let mut out: Vec<(Value, Value)> = match a.pos.as_slice() {
+            [] => vec![],
+            [Value::Dict(d)] => d.borrow().clone(),
+            [other] => {
+                return err(
+                    span,
+                    format!("dict() is supported with a dict and keyword arguments, not a {}", other.type_name()),
+                )
+            }
+            more => return err(span, format!("dict expected at most 1 argument, got {}", more.len())),
+        };
+        for (k, v) in &a.kw {
+            a.get(usize::MAX, k);
+            let key = Value::Str(k.as_str().into());
+            match out.iter_mut().find(|(x, _)| super::python::key_eq(x, &key)) {
+                Some(slot) => slot.1 = v.clone(),
+                None => out.push((key, v.clone())),
+            }
+        }
+        Ok(Value::Dict(std::rc::Rc::new(std::cell::RefCell::new(out))))
+    }
+
+    /// `map(f, *iterables)`, taken at once (every consumer here reads all of it, in order).
+    pub(super) fn map_builtin(&mut self, a: &Args) -> Result<Value, Diagnostic> {
+        let span = a.span;
+        let e = tensor_err(span);
+        // Python's `map` is lazy; every consumer here takes all of it at once, in order.
+        let f = a.req(0, "func").map_err(&e)?.clone();
+        let seqs: Vec<Vec<Value>> = a.pos[1..].iter().map(|v| self.iterate(v, span)).collect::<Result<_, _>>()?;
+        if seqs.is_empty() {
+            return err(span, "map() must have at least two arguments.");
+        }
+        let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let args = seqs.iter().map(|s| s[i].clone()).collect();
+            out.push(self.call_value(f.clone(), args, vec![], span)?);
+        }
+        Ok(Value::list(out))
+    }
+
+    /// `isinstance(x, class_or_tuple)` for the classes a program can name.
+    pub(super) fn isinstance(&mut self, a: &Args) -> Result<Value, Diagnostic> {
+        let span = a.span;
+        let e = tensor_err(span);
+        let v = a.req(0, "obj").map_err(&e)?;
+        let classes = match a.req(1, "class_or_tuple").map_err(&e)? {
+            Value::Tuple(items) => items.as_ref().clone(),
+            one => vec![one.clone()],
+        };
+        let class = match v {
+            Value::Tensor(_) => PyClass::Tensor,
+            Value::Int(_) => PyClass::Int,
+            Value::Float(_) => PyClass::Float,
+            Value::Bool(_) => PyClass::Bool,
+            Value::Str(_) => PyClass::Str,
+            Value::Tuple(_) | Value::Named(..) => PyClass::Tuple,
+            Value::List(_) => PyClass::List,
+            Value::Dict(_) => PyClass::Dict,
+            _ => PyClass::Other,
+        };
+        let names = classes.iter().map(|c| if let Value::Module(m) = c { Some(*m) } else { None });
+        Ok(Value::Bool(isinstance_of(class, names).map_err(&e)?))
     }
 }
