@@ -4,7 +4,6 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::expr::Cond;
 use super::state::{diag, Affine, Stop, Sym, TIdKey, TRef, FR, FV};
 use super::{Env, Fz};
 use crate::diag::{Diagnostic, Span};
@@ -282,41 +281,7 @@ impl<'m> Fz<'m> {
                     None => diag(span, format!("object of type '{}' has no len()", other.type_name())),
                 },
             },
-            "int" | "float" | "bool" => {
-                let v = a.req(0, "x")?.clone();
-                let v = match v {
-                    FV::Tensor(t) => {
-                        if t.shape.iter().product::<usize>() != 1 {
-                            return diag(span, "only one element tensors can be converted to Python scalars");
-                        }
-                        self.item(&t, span)?
-                    }
-                    other => other,
-                };
-                Ok(match (name, v) {
-                    ("int", FV::Float(f)) => FV::Int(crate::interp::pyarith::float_to_int(f).map_err(err(span))?),
-                    ("int", FV::Bool(b)) => FV::Int(b as i64),
-                    ("int", v @ (FV::Int(_) | FV::DynInt(_))) => v,
-                    ("float", FV::Int(i)) => FV::Float(i as f64),
-                    ("float", FV::Str(s)) => match s.trim().to_ascii_lowercase().as_str() {
-                        "inf" | "+inf" | "infinity" => FV::Float(f64::INFINITY),
-                        "-inf" | "-infinity" => FV::Float(f64::NEG_INFINITY),
-                        "nan" => FV::Float(f64::NAN),
-                        t => FV::Float(t.parse::<f64>().map_err(|_| {
-                            Stop::Diag(Diagnostic::new(format!("could not convert string to float: '{s}'")).at(span))
-                        })?),
-                    },
-                    ("float", v @ (FV::Float(_) | FV::DynFloat(_))) => v,
-                    ("float", FV::DynInt(x)) => {
-                        FV::DynFloat(self.scalar_tensor(&FV::DynInt(x), Some(DType::F64), span)?.0)
-                    }
-                    ("bool", v) => match self.cond(&v, span)? {
-                        Cond::Static(b) => FV::Bool(b),
-                        Cond::Dyn(t) => FV::DynBool(t),
-                    },
-                    (_, v) => return diag(span, format!("{name}() of a {} is not supported here", v.type_name())),
-                })
-            }
+            "int" | "float" | "bool" => self.number_builtin(name, a),
             "abs" => match a.req(0, "x")?.clone() {
                 FV::Int(i) => match i.checked_abs() {
                     Some(v) => Ok(FV::Int(v)),
@@ -326,27 +291,7 @@ impl<'m> Fz<'m> {
                 v @ FV::Tensor(_) => self.unary(ops::Unary::Abs, &v, span),
                 other => diag(span, format!("abs() of a {} is not supported here", other.type_name())),
             },
-            "min" | "max" => {
-                let items = if a.pos.len() == 1 { self.iterate(&a.pos[0], span)? } else { a.pos.clone() };
-                let nums: Option<Vec<Scalar>> = items.iter().map(|v| a.number(v)).collect();
-                match nums {
-                    Some(ns) if !ns.is_empty() => {
-                        let mut best = 0;
-                        for (i, n) in ns.iter().enumerate() {
-                            let better = if name == "max" {
-                                n.to_f64() > ns[best].to_f64()
-                            } else {
-                                n.to_f64() < ns[best].to_f64()
-                            };
-                            if better {
-                                best = i;
-                            }
-                        }
-                        Ok(items[best].clone())
-                    }
-                    _ => self.dyn_minmax(name, &items, span),
-                }
-            }
+            "min" | "max" => self.min_max(name, a),
             "pow" if a.pos.len() == 2 && a.kw.is_empty() => self.binop(&a.pos[0], BinOp::Pow, &a.pos[1], span),
             "all" | "any" => {
                 let items = self.iterate(a.req(0, "iterable")?, span)?;
@@ -393,31 +338,7 @@ impl<'m> Fz<'m> {
                 Ok(FV::List(Rc::new(RefCell::new(items))))
             }
             "print" => Ok(FV::None),
-            "isinstance" => {
-                let v = a.req(0, "obj")?;
-                let classes = match a.req(1, "class_or_tuple")? {
-                    FV::Tuple(items) => items.as_ref().clone(),
-                    one => vec![one.clone()],
-                };
-                let mut hit = false;
-                for c in &classes {
-                    let FV::Module(m) = c else {
-                        return diag(span, "isinstance() arg 2 must be a type or tuple of types");
-                    };
-                    hit |= match *m {
-                        "torch.Tensor" => matches!(v, FV::Tensor(_)),
-                        "int" => matches!(v, FV::Int(_) | FV::DynInt(_) | FV::Bool(_) | FV::DynBool(_)),
-                        "float" => matches!(v, FV::Float(_) | FV::DynFloat(_)),
-                        "bool" => matches!(v, FV::Bool(_) | FV::DynBool(_)),
-                        "str" => matches!(v, FV::Str(_)),
-                        "tuple" => matches!(v, FV::Tuple(_) | FV::Named(..)),
-                        "list" => matches!(v, FV::List(_)),
-                        "dict" => matches!(v, FV::Dict(_)),
-                        _ => return diag(span, "isinstance() arg 2 must be a type or tuple of types"),
-                    };
-                }
-                Ok(FV::Bool(hit))
-            }
+            "isinstance" => self.isinstance(a),
             "str" => {
                 let v = a.req(0, "object")?;
                 Ok(FV::Str(self.fv_str(v).into()))
