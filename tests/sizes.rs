@@ -21,7 +21,6 @@ const TABLES: &[(&str, &str, &str)] = &[
 /// test fails on any other, and on an entry that is gone.
 const PENDING: &[(&str, &str)] = &[
     ("functionalize/ops.rs", "call"),
-    ("interp/calls.rs", "call"),
     ("interp/extra_ops.rs", "extra_op"),
 ];
 

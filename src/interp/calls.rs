@@ -68,41 +68,7 @@ impl<'m> Interp<'m> {
                         }
                         Ok(Value::Bool(false))
                     }
-                    Value::Module(m) => {
-                        let full = format!("{m}.{name}");
-                        let mut kw = kw;
-                        super::python::strip_device(name, &mut pos, &mut kw).map_err(tensor_err(span))?;
-                        let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
-                        let out = match out_kind(name, has_dim) {
-                            Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
-                                Some(k) => Some((kind, kw.remove(k).1)),
-                                None => None,
-                            },
-                            _ => None,
-                        };
-                        let a = Args::new(pos, kw, span, full.clone());
-                        let r = if m == "math" {
-                            math_call(name, &a).map_err(tensor_err(span))
-                        } else if m == "torch.Tensor" {
-                            return self.tensor_method_call(name, a, span);
-                        } else {
-                            let op = if m == "torch.linalg" && name == "norm" { "linalg_norm" } else { name };
-                            self.torch_op(op, &a, false).map_err(|e| {
-                                if e.starts_with(super::torch_ops::UNKNOWN_OP) {
-                                    Diagnostic::new(crate::frontend::torch_api::unsupported(&full)).at(span)
-                                } else {
-                                    Diagnostic::new(e).at(span)
-                                }
-                            })
-                        }?;
-                        check_keywords(&a, &full)?;
-                        match out {
-                            Some((kind, out)) if !matches!(out, Value::None) => {
-                                self.write_out(name, kind, &a, r, out).map_err(tensor_err(span))
-                            }
-                            _ => Ok(r),
-                        }
-                    }
+                    Value::Module(m) => self.module_call(m, name, pos, kw, span),
                     Value::Tensor(t) => {
                         pos.insert(0, Value::Tensor(t));
                         if name == "cuda" {
@@ -162,6 +128,50 @@ impl<'m> Interp<'m> {
                 let f = self.eval(frame, func)?;
                 self.call_value(f, pos, kw, span)
             }
+        }
+    }
+
+    /// `MODULE.NAME(...)`: a `math` function, a `torch.Tensor` method called as a function, or an op of the table
+    /// (`torch.*`, `F.*`, `torch.linalg.*`), writing its result through `out=` where the op takes it.
+    fn module_call(
+        &mut self,
+        m: &str,
+        name: &str,
+        mut pos: Vec<Value>,
+        mut kw: Vec<(String, Value)>,
+        span: Span,
+    ) -> Result<Value, Diagnostic> {
+        let full = format!("{m}.{name}");
+        super::python::strip_device(name, &mut pos, &mut kw).map_err(tensor_err(span))?;
+        let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
+        let out = match out_kind(name, has_dim) {
+            Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
+                Some(k) => Some((kind, kw.remove(k).1)),
+                None => None,
+            },
+            _ => None,
+        };
+        let a = Args::new(pos, kw, span, full.clone());
+        let r = if m == "math" {
+            math_call(name, &a).map_err(tensor_err(span))
+        } else if m == "torch.Tensor" {
+            return self.tensor_method_call(name, a, span);
+        } else {
+            let op = if m == "torch.linalg" && name == "norm" { "linalg_norm" } else { name };
+            self.torch_op(op, &a, false).map_err(|e| {
+                if e.starts_with(super::torch_ops::UNKNOWN_OP) {
+                    Diagnostic::new(crate::frontend::torch_api::unsupported(&full)).at(span)
+                } else {
+                    Diagnostic::new(e).at(span)
+                }
+            })
+        }?;
+        check_keywords(&a, &full)?;
+        match out {
+            Some((kind, out)) if !matches!(out, Value::None) => {
+                self.write_out(name, kind, &a, r, out).map_err(tensor_err(span))
+            }
+            _ => Ok(r),
         }
     }
 
