@@ -119,30 +119,7 @@ impl<'m> Fz<'m> {
                         }
                         Ok(FV::Bool(false))
                     }
-                    FV::Module(m) => {
-                        let mut kw = kw;
-                        super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
-                        let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
-                        let out = match out_kind(name, has_dim) {
-                            Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
-                                Some(k) => Some((kind, kw.remove(k).1)),
-                                None => None,
-                            },
-                            _ => None,
-                        };
-                        let full = format!("{m}.{name}");
-                        if let Some(why) = super::python::data_dependent(name, pos.len(), kw.len(), false) {
-                            return diag(span, why);
-                        }
-                        let a = A::new(pos, kw, span, full.clone());
-                        let op = if m == "torch.linalg" && name == "norm" { "linalg_norm" } else { name };
-                        let r = self.torch(op, &a, false)?;
-                        a.check_keywords(&full)?;
-                        match out {
-                            Some((kind, out)) if !matches!(out, FV::None) => self.write_out(name, kind, &a, r, out),
-                            _ => Ok(r),
-                        }
-                    }
+                    FV::Module(m) => self.module_call(m, name, pos, kw, span),
                     FV::Tensor(t) => {
                         pos.insert(0, FV::Tensor(t));
                         if name == "cuda" {
@@ -207,6 +184,32 @@ impl<'m> Fz<'m> {
                 let callee = self.expr(env, func)?;
                 self.call_value(callee, pos, kw, span, "the value")
             }
+        }
+    }
+
+    /// `MODULE.NAME(...)`: an op of the table (`torch.*`, `F.*`, `torch.linalg.*`), writing its result through `out=`
+    /// where the op takes it.
+    fn module_call(&mut self, m: &str, name: &str, mut pos: Vec<FV>, mut kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
+        super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
+        let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
+        let out = match out_kind(name, has_dim) {
+            Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
+                Some(k) => Some((kind, kw.remove(k).1)),
+                None => None,
+            },
+            _ => None,
+        };
+        let full = format!("{m}.{name}");
+        if let Some(why) = super::python::data_dependent(name, pos.len(), kw.len(), false) {
+            return diag(span, why);
+        }
+        let a = A::new(pos, kw, span, full.clone());
+        let op = if m == "torch.linalg" && name == "norm" { "linalg_norm" } else { name };
+        let r = self.torch(op, &a, false)?;
+        a.check_keywords(&full)?;
+        match out {
+            Some((kind, out)) if !matches!(out, FV::None) => self.write_out(name, kind, &a, r, out),
+            _ => Ok(r),
         }
     }
 
