@@ -374,40 +374,16 @@ impl<'m> Fz<'m> {
                 Some(i) => Ok(items[i].clone()),
                 None => diag(span, format!("result has no attribute `{name}`")),
             },
+            // Attributes of modules, dtypes and the device are plain Python values, the interpreter's.
             FV::Module(m) => {
-                if let Some(d) = DType::from_torch_name(name).filter(|_| *m == "torch") {
-                    return Ok(FV::DType(d));
-                }
-                Ok(match format!("{m}.{name}").as_str() {
-                    "torch.nn" => FV::Module("torch.nn"),
-                    "torch.Tensor" => FV::Module("torch.Tensor"),
-                    "torch.nn.functional" => FV::Module("torch.nn.functional"),
-                    "torch.nn.init" => FV::Module("torch.nn.init"),
-                    "torch.linalg" => FV::Module("torch.linalg"),
-                    "torch.onnx" => FV::Module("torch.onnx"),
-                    "torch.jit" => FV::Module("torch.jit"),
-                    "torch.compiler" => FV::Module("torch.compiler"),
-                    f if crate::interp::python::MEMORY_FORMATS.contains(&f) => FV::Str(f.into()),
-                    "math.pi" | "torch.pi" => FV::Float(std::f64::consts::PI),
-                    "math.e" | "torch.e" => FV::Float(std::f64::consts::E),
-                    "math.inf" | "torch.inf" => FV::Float(f64::INFINITY),
-                    "math.nan" | "torch.nan" => FV::Float(f64::NAN),
-                    f if crate::interp::python::function_value(f) => FV::Func(Rc::from(f)),
-                    other => return diag(span, format!("unsupported attribute `{other}`")),
-                })
+                crate::interp::python::module_attr(m, name).map(|v| super::expr::value_to_fv(&v)).map_err(err(span))
             }
-            FV::DType(d) => match name {
-                "is_floating_point" => Ok(FV::Bool(d.is_float())),
-                "is_complex" => Ok(FV::Bool(false)),
-                "is_signed" => Ok(FV::Bool(!matches!(d, DType::Bool))),
-                "itemsize" => Ok(FV::Int(d.size() as i64)),
-                _ => diag(span, format!("'torch.dtype' object has no attribute '{name}'")),
-            },
-            FV::Device => match name {
-                "type" => Ok(FV::Str("cpu".into())),
-                "index" => Ok(FV::None),
-                _ => diag(span, format!("'torch.device' object has no attribute '{name}'")),
-            },
+            FV::DType(d) => {
+                crate::interp::python::dtype_attr(*d, name).map(|v| super::expr::value_to_fv(&v)).map_err(err(span))
+            }
+            FV::Device => {
+                crate::interp::python::device_attr(name).map(|v| super::expr::value_to_fv(&v)).map_err(err(span))
+            }
             other => diag(span, format!("'{}' object has no attribute '{name}'", other.type_name())),
         }
     }

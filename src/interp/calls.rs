@@ -9,7 +9,7 @@ use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
 use crate::frontend::ast::*;
 use crate::tensor::ops::{self, Unary};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 
 impl<'m> Interp<'m> {
     pub(super) fn call(
@@ -431,41 +431,9 @@ impl<'m> Interp<'m> {
                 Some(i) => Ok(items[i].clone()),
                 None => err(span, format!("result has no attribute `{name}`")),
             },
-            Value::Module(m) => {
-                let full = format!("{m}.{name}");
-                if let Some(d) = DType::from_torch_name(name).filter(|_| *m == "torch") {
-                    return Ok(Value::DType(d));
-                }
-                Ok(match full.as_str() {
-                    "torch.nn" => Value::Module("torch.nn"),
-                    "torch.nn.functional" => Value::Module("torch.nn.functional"),
-                    "torch.nn.init" => Value::Module("torch.nn.init"),
-                    "torch.Tensor" => Value::Module("torch.Tensor"),
-                    "torch.linalg" => Value::Module("torch.linalg"),
-                    "torch.onnx" => Value::Module("torch.onnx"),
-                    "torch.jit" => Value::Module("torch.jit"),
-                    "torch.compiler" => Value::Module("torch.compiler"),
-                    f if super::python::MEMORY_FORMATS.contains(&f) => Value::Str(f.into()),
-                    "math.pi" | "torch.pi" => Value::Float(std::f64::consts::PI),
-                    "math.e" | "torch.e" => Value::Float(std::f64::consts::E),
-                    "math.inf" | "torch.inf" => Value::Float(f64::INFINITY),
-                    "math.nan" | "torch.nan" => Value::Float(f64::NAN),
-                    f if super::python::function_value(f) => Value::Func(std::rc::Rc::from(f)),
-                    _ => return err(span, format!("unsupported attribute `{full}`")),
-                })
-            }
-            Value::DType(d) => match name {
-                "is_floating_point" => Ok(Value::Bool(d.is_float())),
-                "is_complex" => Ok(Value::Bool(false)),
-                "is_signed" => Ok(Value::Bool(!matches!(d, DType::Bool))),
-                "itemsize" => Ok(Value::Int(d.size() as i64)),
-                _ => err(span, format!("'torch.dtype' object has no attribute '{name}'")),
-            },
-            Value::Device => match name {
-                "type" => Ok(Value::Str("cpu".into())),
-                "index" => Ok(Value::None),
-                _ => err(span, format!("'torch.device' object has no attribute '{name}'")),
-            },
+            Value::Module(m) => super::python::module_attr(m, name).map_err(&e),
+            Value::DType(d) => super::python::dtype_attr(*d, name).map_err(&e),
+            Value::Device => super::python::device_attr(name).map_err(&e),
             other => err(span, format!("'{}' object has no attribute '{name}'", other.type_name())),
         }
     }

@@ -464,6 +464,52 @@ pub fn nn_init<V: Clone>(name: &str, rest: &[V], one: V, zero: V) -> Result<(&'s
     }
 }
 
+/// `MODULE.NAME` that is not a call: a submodule, a dtype, a memory format, a constant (`math.pi`) or a function value
+/// (`F.relu`), as a plain Python value (both engines; the functionalizer converts it).
+pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
+    let full = format!("{m}.{name}");
+    if let Some(d) = DType::from_torch_name(name).filter(|_| m == "torch") {
+        return Ok(Value::DType(d));
+    }
+    Ok(match full.as_str() {
+        "torch.nn" => Value::Module("torch.nn"),
+        "torch.nn.functional" => Value::Module("torch.nn.functional"),
+        "torch.nn.init" => Value::Module("torch.nn.init"),
+        "torch.Tensor" => Value::Module("torch.Tensor"),
+        "torch.linalg" => Value::Module("torch.linalg"),
+        "torch.onnx" => Value::Module("torch.onnx"),
+        "torch.jit" => Value::Module("torch.jit"),
+        "torch.compiler" => Value::Module("torch.compiler"),
+        f if MEMORY_FORMATS.contains(&f) => Value::Str(f.into()),
+        "math.pi" | "torch.pi" => Value::Float(std::f64::consts::PI),
+        "math.e" | "torch.e" => Value::Float(std::f64::consts::E),
+        "math.inf" | "torch.inf" => Value::Float(f64::INFINITY),
+        "math.nan" | "torch.nan" => Value::Float(f64::NAN),
+        f if function_value(f) => Value::Func(Rc::from(f)),
+        _ => return Err(format!("unsupported attribute `{full}`")),
+    })
+}
+
+/// `dtype.NAME`: what a dtype says of itself (both engines).
+pub(crate) fn dtype_attr(d: DType, name: &str) -> Result<Value, String> {
+    match name {
+        "is_floating_point" => Ok(Value::Bool(d.is_float())),
+        "is_complex" => Ok(Value::Bool(false)),
+        "is_signed" => Ok(Value::Bool(!matches!(d, DType::Bool))),
+        "itemsize" => Ok(Value::Int(d.size() as i64)),
+        _ => Err(format!("'torch.dtype' object has no attribute '{name}'")),
+    }
+}
+
+/// `device.NAME` of the one device, the CPU (both engines).
+pub(crate) fn device_attr(name: &str) -> Result<Value, String> {
+    match name {
+        "type" => Ok(Value::Str("cpu".into())),
+        "index" => Ok(Value::None),
+        _ => Err(format!("'torch.device' object has no attribute '{name}'")),
+    }
+}
+
 /// The class `isinstance` sees of a value (a bool is an int too, as in Python), for both engines.
 #[derive(Clone, Copy, PartialEq)]
 pub(crate) enum PyClass {
