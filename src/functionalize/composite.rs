@@ -536,16 +536,7 @@ fn flatten_fv(v: &FV, shape: &mut Vec<usize>, depth: usize, out: &mut Vec<FV>) -
     match v {
         FV::List(_) | FV::Tuple(_) => {
             let items = v.items().unwrap_or_default();
-            if shape.len() == depth {
-                shape.push(items.len());
-            } else if shape[depth] != items.len() {
-                return Err(format!(
-                    "expected sequence of length {} at dim {} (got {})",
-                    shape[depth],
-                    depth,
-                    items.len()
-                ));
-            }
+            crate::interp::torch_ops::nested_len(shape, depth, items.len())?;
             for it in &items {
                 flatten_fv(it, shape, depth + 1, out)?;
             }
