@@ -216,42 +216,15 @@ impl<'m> Fz<'m> {
     pub(super) fn inline(&mut self, name: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
         let module = self.module;
         let f = module.function(name).expect("functions named by Func exist");
-        let npos = f.positional();
-        if f.vararg.is_none() && pos.len() > npos {
-            return diag(span, format!("{}() takes {} arguments but {} were given", f.name, npos, pos.len()));
-        }
-        if let Some((k, _)) = kw.iter().find(|(k, _)| !f.params.iter().any(|p| p.name == *k)) {
-            return diag(span, format!("{}() got an unexpected keyword argument '{k}'", f.name));
-        }
-        let mut env = Env::new();
-        let mut pos = pos.into_iter();
-        for (i, p) in f.params.iter().enumerate() {
-            let next = if i < npos { pos.next() } else { None };
-            if next.is_some() && kw.iter().any(|(k, _)| *k == p.name) {
-                return diag(span, format!("{}() got multiple values for argument '{}'", f.name, p.name));
-            }
-            let v = match next {
-                Some(v) => v,
-                None => match kw.iter().find(|(k, _)| *k == p.name) {
-                    Some((_, v)) => v.clone(),
-                    None => match &p.default {
-                        Some(d) => {
-                            // Evaluated where the function was defined: only a lambda's frozen defaults are seen.
-                            let mut frozen = Env::new();
-                            for (k, v) in kw.iter().filter(|(k, _)| crate::frontend::ast::is_default_capture(k)) {
-                                frozen.insert(k.clone(), v.clone());
-                            }
-                            self.expr(&mut frozen, d)?
-                        }
-                        None => return diag(span, format!("{}() missing required argument '{}'", f.name, p.name)),
-                    },
-                },
-            };
-            env.insert(p.name.clone(), v);
-        }
-        if let Some((_, va)) = &f.vararg {
-            env.insert(va.name.clone(), FV::Tuple(Rc::new(pos.collect())));
-        }
+        let bound = crate::interp::bind::bind_args(
+            f,
+            pos,
+            &kw,
+            |d, frozen| self.expr(&mut frozen.into_iter().collect(), d),
+            err(span),
+            |items| FV::Tuple(Rc::new(items)),
+        )?;
+        let env: Env = bound.into_iter().collect();
         self.call_body(f, env)
     }
 
