@@ -378,6 +378,8 @@ impl<'m> Interp<'m> {
         })
     }
 
+    /// An expression's value. The functionalizer's `Fz::expr` walks the same syntax on purpose (it builds terms
+    /// where this computes values); what both do alike lives here in `interp` and is called by both.
     pub(super) fn eval(&mut self, frame: &mut Frame, e: &'m Expr) -> Result<Value, Diagnostic> {
         let span = e.span;
         Ok(match &e.kind {
