@@ -95,7 +95,9 @@ impl<'m> Fz<'m> {
                         self.math(name, &pos, span)
                     }
                     FV::Module("torch") if name == "device" && kw.is_empty() => {
-                        super::python::torch_device(&pos).map_err(err(span))
+                        crate::interp::python::torch_device(&pos, super::python::fv_lit)
+                            .map(|()| FV::Device)
+                            .map_err(err(span))
                     }
                     FV::Module("torch") if matches!(name.as_str(), "finfo" | "iinfo") && kw.is_empty() => {
                         let d = match pos.as_slice() {
@@ -126,7 +128,14 @@ impl<'m> Fz<'m> {
                             return diag(span, crate::interp::python::not_cpu("'cuda'"));
                         }
                         let mut kw = kw;
-                        super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
+                        crate::interp::python::strip_device(
+                            name,
+                            &mut pos,
+                            &mut kw,
+                            super::python::fv_lit,
+                            FV::type_name,
+                        )
+                        .map_err(err(span))?;
                         if let Some(why) = super::python::data_dependent(name, pos.len() - 1, kw.len(), true) {
                             return diag(span, why);
                         }
@@ -190,7 +199,8 @@ impl<'m> Fz<'m> {
     /// `MODULE.NAME(...)`: an op of the table (`torch.*`, `F.*`, `torch.linalg.*`), writing its result through `out=`
     /// where the op takes it.
     fn module_call(&mut self, m: &str, name: &str, mut pos: Vec<FV>, mut kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
-        super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
+        crate::interp::python::strip_device(name, &mut pos, &mut kw, super::python::fv_lit, FV::type_name)
+            .map_err(err(span))?;
         let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
         let out = match out_kind(name, has_dim) {
             Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {

@@ -10,7 +10,7 @@ use super::state::{diag, needs_static, Stop, FR, FV};
 use super::{Env, Fz};
 use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::*;
-use crate::interp::python::{exception_message, is_cpu_name, isinstance_of, key_eq, not_cpu, PyClass, EXCEPTIONS};
+use crate::interp::python::{exception_message, isinstance_of, key_eq, Lit, PyClass, EXCEPTIONS};
 use crate::interp::{pyfmt, Value};
 use crate::tensor::{DType, Scalar};
 use std::cell::RefCell;
@@ -455,38 +455,16 @@ pub(super) fn data_dependent(name: &str, npos: usize, nkw: usize, is_method: boo
     ))
 }
 
-/// Takes the device arguments out of a call (see `interp::python::strip_device`, which this mirrors).
-pub(super) fn strip_device(name: &str, pos: &mut Vec<FV>, kw: &mut Vec<(String, FV)>) -> Result<(), String> {
-    let check = |v: &FV| match v {
-        FV::Device | FV::None => Ok(()),
-        FV::Str(s) if is_cpu_name(s) => Ok(()),
-        FV::Str(s) => Err(not_cpu(&format!("'{s}'"))),
-        other => Err(format!("{name}(): argument 'device' must be torch.device, not {}", other.type_name())),
-    };
-    if let Some(k) = kw.iter().position(|(k, _)| k == "device") {
-        check(&kw[k].1)?;
-        kw.remove(k);
-    }
-    let default_format = |v: &FV| matches!(v, FV::Str(f) if crate::interp::python::default_memory_format(name, f));
-    kw.retain(|(k, v)| !(k == "memory_format" && default_format(v)));
-    if matches!(name, "to" | "cpu") {
-        kw.retain(|(k, v)| !(k == "non_blocking" || (k == "copy" && matches!(v, FV::Bool(false)))));
-        if name == "to" && matches!(pos.get(1), Some(FV::Device | FV::Str(_))) {
-            check(&pos[1])?;
-            pos.remove(1);
-        }
-    }
-    Ok(())
-}
-
-/// `torch.device(...)`.
-pub(super) fn torch_device(pos: &[FV]) -> Result<FV, String> {
-    match pos {
-        [FV::Device] => Ok(FV::Device),
-        [FV::Str(s)] if is_cpu_name(s) => Ok(FV::Device),
-        [FV::Str(s), FV::Int(_)] if &**s == "cpu" => Ok(FV::Device),
-        [FV::Str(s), ..] => Err(not_cpu(&format!("'{s}'"))),
-        _ => Err("torch.device() takes a device name such as \"cpu\"".into()),
+/// The functionalizer's values as the shared device helpers see them (`interp::python::strip_device`,
+/// `torch_device`): a value known only at run time is none of theirs.
+pub(super) fn fv_lit(v: &FV) -> Lit<'_> {
+    match v {
+        FV::Device => Lit::Device,
+        FV::None => Lit::None,
+        FV::Str(s) => Lit::Str(s),
+        FV::Int(_) => Lit::Int,
+        FV::Bool(b) => Lit::Bool(*b),
+        _ => Lit::Other,
     }
 }
 

@@ -36,7 +36,9 @@ impl<'m> Interp<'m> {
                 let o = self.eval(frame, obj)?;
                 match o {
                     Value::Module("torch") if name == "device" && kw.is_empty() => {
-                        super::python::torch_device(&pos).map_err(tensor_err(span))
+                        super::python::torch_device(&pos, super::python::value_lit)
+                            .map(|()| Value::Device)
+                            .map_err(tensor_err(span))
                     }
                     Value::Module("torch") if matches!(name.as_str(), "finfo" | "iinfo") && kw.is_empty() => {
                         let d = match pos.as_slice() {
@@ -75,7 +77,14 @@ impl<'m> Interp<'m> {
                             return err(span, super::python::not_cpu("'cuda'"));
                         }
                         let mut kw = kw;
-                        super::python::strip_device(name, &mut pos, &mut kw).map_err(tensor_err(span))?;
+                        super::python::strip_device(
+                            name,
+                            &mut pos,
+                            &mut kw,
+                            super::python::value_lit,
+                            Value::type_name,
+                        )
+                        .map_err(tensor_err(span))?;
                         let a = Args::new(pos, kw, span, name.clone());
                         if matches!(name.as_str(), "squeeze_" | "unsqueeze_") {
                             return self.shape_inplace(frame, obj, name, a);
@@ -142,7 +151,8 @@ impl<'m> Interp<'m> {
         span: Span,
     ) -> Result<Value, Diagnostic> {
         let full = format!("{m}.{name}");
-        super::python::strip_device(name, &mut pos, &mut kw).map_err(tensor_err(span))?;
+        super::python::strip_device(name, &mut pos, &mut kw, super::python::value_lit, Value::type_name)
+            .map_err(tensor_err(span))?;
         let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
         let out = match out_kind(name, has_dim) {
             Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {

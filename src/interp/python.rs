@@ -251,25 +251,54 @@ pub(super) fn dict_entries(v: &Value) -> Result<Vec<(Option<String>, Value)>, St
     }
 }
 
+/// How the device helpers both engines share see a value: a device, `None`, a string, an int, a bool, or another
+/// value (the functionalizer's values known only at run time are others).
+pub(crate) enum Lit<'v> {
+    Device,
+    None,
+    Str(&'v str),
+    Int,
+    Bool(bool),
+    Other,
+}
+
+/// The interpreter's values as [`Lit`]s.
+pub(super) fn value_lit(v: &Value) -> Lit<'_> {
+    match v {
+        Value::Device => Lit::Device,
+        Value::None => Lit::None,
+        Value::Str(s) => Lit::Str(s),
+        Value::Int(_) => Lit::Int,
+        Value::Bool(b) => Lit::Bool(*b),
+        _ => Lit::Other,
+    }
+}
+
 /// Takes the device arguments out of a call to `name` (`device=` anywhere; for `.to`, a device or device name in
 /// first position): the CPU is the only device, so they change nothing; another device is refused. `non_blocking`
-/// and `copy=False` go with them for `.to`.
-pub(super) fn strip_device(name: &str, pos: &mut Vec<Value>, kw: &mut Vec<(String, Value)>) -> Result<(), String> {
-    let check = |v: &Value| match v {
-        Value::Device | Value::None => Ok(()),
-        Value::Str(s) if is_cpu_name(s) => Ok(()),
-        Value::Str(s) => Err(not_cpu(&format!("'{s}'"))),
-        other => Err(format!("{name}(): argument 'device' must be torch.device, not {}", other.type_name())),
+/// and `copy=False` go with them for `.to`. Both engines call it, `lit` and `type_name` seeing their values.
+pub(crate) fn strip_device<V>(
+    name: &str,
+    pos: &mut Vec<V>,
+    kw: &mut Vec<(String, V)>,
+    lit: impl Fn(&V) -> Lit<'_>,
+    type_name: impl Fn(&V) -> &'static str,
+) -> Result<(), String> {
+    let check = |v: &V| match lit(v) {
+        Lit::Device | Lit::None => Ok(()),
+        Lit::Str(s) if is_cpu_name(s) => Ok(()),
+        Lit::Str(s) => Err(not_cpu(&format!("'{s}'"))),
+        _ => Err(format!("{name}(): argument 'device' must be torch.device, not {}", type_name(v))),
     };
     if let Some(k) = kw.iter().position(|(k, _)| k == "device") {
         check(&kw[k].1)?;
         kw.remove(k);
     }
-    kw.retain(|(k, v)| !(k == "memory_format" && matches!(v, Value::Str(f) if default_memory_format(name, f))));
+    kw.retain(|(k, v)| !(k == "memory_format" && matches!(lit(v), Lit::Str(f) if default_memory_format(name, f))));
     if matches!(name, "to" | "cpu") {
-        kw.retain(|(k, v)| !(k == "non_blocking" || (k == "copy" && matches!(v, Value::Bool(false)))));
+        kw.retain(|(k, v)| !(k == "non_blocking" || (k == "copy" && matches!(lit(v), Lit::Bool(false)))));
         // `x.to(device)`, `x.to(device, dtype)`, `x.to("cpu")` (position 1: position 0 is the tensor).
-        if name == "to" && matches!(pos.get(1), Some(Value::Device | Value::Str(_))) {
+        if name == "to" && matches!(pos.get(1).map(&lit), Some(Lit::Device | Lit::Str(_))) {
             check(&pos[1])?;
             pos.remove(1);
         }
@@ -302,13 +331,14 @@ pub(crate) fn run_mode_predicate(full: &str) -> bool {
     )
 }
 
-/// `torch.device(...)`.
-pub(super) fn torch_device(pos: &[Value]) -> Result<Value, String> {
-    match pos {
-        [Value::Device] => Ok(Value::Device),
-        [Value::Str(s)] if is_cpu_name(s) => Ok(Value::Device),
-        [Value::Str(s), Value::Int(_)] if &**s == "cpu" => Ok(Value::Device),
-        [Value::Str(s), ..] => Err(not_cpu(&format!("'{s}'"))),
+/// `torch.device(...)` of its arguments `pos`: `Ok` where they name the CPU, the one device (both engines).
+pub(crate) fn torch_device<V>(pos: &[V], lit: impl Fn(&V) -> Lit<'_>) -> Result<(), String> {
+    let lits: Vec<Lit> = pos.iter().map(lit).collect();
+    match lits.as_slice() {
+        [Lit::Device] => Ok(()),
+        [Lit::Str(s)] if is_cpu_name(s) => Ok(()),
+        [Lit::Str("cpu"), Lit::Int] => Ok(()),
+        [Lit::Str(s), ..] => Err(not_cpu(&format!("'{s}'"))),
         _ => Err("torch.device() takes a device name such as \"cpu\"".into()),
     }
 }
