@@ -609,6 +609,9 @@ fn nested_function_refusals_are_located() {
     every_engine_raises(extra, "f", "g() takes 1 positional arguments but 2 were given");
     let kw = "def f(x: f32[3]) -> f32[3]:\n    k = 2.0\n    def g(t):\n        return t * k\n    return g(x, k=1.0)\n";
     every_engine_raises(kw, "f", "g() got an unexpected keyword argument 'k'");
+    // One binding of a helper's arguments for every engine: an unexpected keyword is reported before a missing one.
+    let both = "def _g(t, s):\n    return t * s\n\ndef f(x: f32[3]) -> f32[3]:\n    return _g(x, z=1.0)\n";
+    every_engine_raises(both, "f", "_g() got an unexpected keyword argument 'z'");
 }
 
 /// `isinstance` is decided from annotations only for a program's own parameters, which are checked against the

@@ -2,6 +2,8 @@
 
 use std::rc::Rc;
 
+use egg::Id;
+
 use super::ctrl::{Flow, Snap};
 use super::state::{diag, needs_static, Affine, Root, Sym, TId, TIdKey, TRef, FR, FV};
 use super::{Env, Fz};
@@ -108,6 +110,39 @@ const DIFFERENT_TYPES: &str = "gets tensors of different types in the two arms o
 const DIFFERENT_VIEWS: &str = "is bound to views of different shapes or dtypes in the two arms of an `if` on a run-time value (a shape decided by data)";
 const CHOSEN_VIEWS: &str = "is bound in both arms of an `if` on a run-time value to views that other such `if`s chose";
 
+/// What one arm of an `if` on a run-time value leaves: its bindings, its roots, and the structure of what it
+/// returned.
+type ArmEnd = (Env, Vec<Root>, Option<Ret>);
+
+/// What a slot of the `if` term merges after it.
+enum Merge {
+    Root(usize),
+    Value(String, DType, Vec<usize>),
+    Offset(String, TRef, Affine),
+    Number(String, DType),
+    /// A conditional view: the arms' views, and for each arm made in it, the merge slot of its root.
+    CondView(String, TRef, TRef, [Vec<Made>; 2]),
+    /// A slot read by a `CondView`.
+    Placeholder,
+}
+
+/// The `if` term being built: each slot's term in the then arm and in the else arm, and what the slots merge (a
+/// `CondView` has no slot of its own).
+#[derive(Default)]
+struct Parts {
+    then: Vec<Id>,
+    els: Vec<Id>,
+    merges: Vec<Merge>,
+}
+
+impl Parts {
+    fn push(&mut self, then: Id, els: Id, merge: Merge) {
+        self.then.push(then);
+        self.els.push(els);
+        self.merges.push(merge);
+    }
+}
+
 impl<'m> Fz<'m> {
     /// A data-dependent `if`: both arms run from the same state; what differs becomes an `if` term.
     pub(super) fn dyn_if(
@@ -119,103 +154,139 @@ impl<'m> Fz<'m> {
         span: Span,
     ) -> FR<Flow> {
         let snap = self.snapshot(env);
-        // An arm's bindings and roots, and what it returns. A returned value joins the merge as names
-        // (`%return.K`, one per tensor or number in it), so it is merged as bindings are.
-        let arm = |this: &mut Self, env: &mut Env, stmts: &'m [Stmt]| -> FR<(Env, Vec<Root>, Option<Ret>)> {
-            // A `raise` in an arm fails the arm, which then raises only when it runs (see `checks.rs`).
-            this.t.arms += 1;
-            let flow = this.block(env, stmts);
-            this.t.arms -= 1;
-            match flow? {
-                Flow::Normal => Ok((env.clone(), this.roots.clone(), None)),
-                Flow::Return(v) => {
-                    let mut e = env.clone();
-                    let shape = flatten(&v, &mut e, &mut 0);
-                    Ok((e, this.roots.clone(), Some(shape)))
-                }
-                _ => {
-                    this.exit_under_dyn_if = true;
-                    diag(span, "`break` or `continue` inside an `if` on a run-time value is not supported here")
-                }
-            }
-        };
-        // An arm that fails with an error PyTorch raises too (a shape error, an index known to be out of range)
-        // raises only if it runs: the other arm's state goes on, under a check that raises when the failing arm
-        // is chosen.
-        let changed_lists = |snap: &Snap| snap.containers_changed();
-        self.t.open_scope();
-        let r1 = super::checks::raising_arm(arm(self, env, body))?;
-        let made1 = self.t.take_scope();
-        if r1.is_ok() && changed_lists(&snap) {
-            return needs_static(span, "a list changed inside an `if` on a run-time value");
-        }
-        // The second arm starts from the same state, but its new roots are numbered after the first arm's.
-        let roots_after1 = self.roots.clone();
-        self.restore(env, &snap);
-        let n0 = snap.roots.len();
-        self.roots = roots_after1;
-        self.roots[..n0].clone_from_slice(&snap.roots);
-        self.t.open_scope();
-        let r2 = super::checks::raising_arm(arm(self, env, orelse))?;
-        let made2 = self.t.take_scope();
-        let ((env1, roots1, ret1), (env2, roots2, ret2)) = match (r1, r2) {
-            (Ok(a), Ok(b)) => (a, b),
-            (Err(d), Err(_)) => return Err(super::state::Stop::Diag(d)),
-            (Err(_), Ok(b)) => {
-                if changed_lists(&snap) {
-                    return needs_static(span, "a list changed inside an `if` on a run-time value");
-                }
-                return self.one_arm_raises(env, cond, true, b, &made2, span);
-            }
-            (Ok(a), Err(_)) => {
-                self.restore(env, &snap);
-                return self.one_arm_raises(env, cond, false, a, &made1, span);
-            }
-        };
-        let ret = match (ret1, ret2) {
-            (None, None) => None,
-            (Some(a), Some(b)) if a == b => Some(a),
-            (Some(_), Some(_)) => {
-                return needs_static(
-                    span,
-                    "the two arms of an `if` on a run-time value return values of different kinds",
-                )
-            }
-            _ => {
-                // Only the desugared program (`exits::lift_returns`) has returns in both arms.
-                self.exit_under_dyn_if = true;
-                return diag(
-                    span,
-                    "`return` under an `if` on a run-time value is supported outside loops only (break, and return after the loop), and after at most about 20,000 statements copied by lifting returns",
-                );
-            }
-        };
+        let ((env1, roots1, ret1), made1, (env2, roots2, ret2), made2) =
+            match self.run_arms(env, cond, body, orelse, &snap, span)? {
+                Ok(arms) => arms,
+                Err(flow) => return Ok(flow),
+            };
+        let ret = self.merged_return(ret1, ret2, span)?;
         if snap.containers_changed() {
             return needs_static(span, "a list or dict changed inside an `if` on a run-time value");
         }
         // Components: root versions that differ, then names that differ.
-        let mut then_parts = Vec::new();
-        let mut else_parts = Vec::new();
-        enum Merge {
-            Root(usize),
-            Value(String, DType, Vec<usize>),
-            Offset(String, TRef, Affine),
-            Number(String, DType),
-            /// A conditional view: the arms' views, and for each arm made in it, the merge slot of its root.
-            CondView(String, TRef, TRef, [Vec<Made>; 2]),
-            /// A slot read by a `CondView`.
-            Placeholder,
-        }
-        let mut merges = Vec::new();
-        let helper = self.depth_calls > 1;
-        let in_helper = |r: usize| helper && r < n0;
+        let mut parts = Parts::default();
+        let n0 = snap.roots.len();
         for i in 0..n0 {
             if roots1[i].version != snap.roots[i].version || roots2[i].version != snap.roots[i].version {
-                then_parts.push(self.t.at(roots1[i].version));
-                else_parts.push(self.t.at(roots2[i].version));
-                merges.push(Merge::Root(i));
+                let (th, el) = (self.t.at(roots1[i].version), self.t.at(roots2[i].version));
+                parts.push(th, el, Merge::Root(i));
             }
         }
+        let arms = [(&env1, &roots1), (&env2, &roots2)];
+        let mut merged_env = self.merge_names(&snap, arms, ret.is_some(), &mut parts, span)?;
+        self.roots = roots2.clone();
+        self.roots[..n0].clone_from_slice(&snap.roots);
+        let (node, gets) = self.if_term(cond, &mut parts, [&made1, &made2], span)?;
+        self.bind_merges(parts.merges, node, &gets, cond, [&roots1, &roots2], &mut merged_env, span)?;
+        match ret {
+            None => {
+                *env = merged_env;
+                Ok(Flow::Normal)
+            }
+            Some(shape) => {
+                let v = rebuild(&shape, &mut merged_env, &mut 0);
+                merged_env.retain(|k, _| !k.starts_with(RET));
+                *env = merged_env;
+                Ok(Flow::Return(v))
+            }
+        }
+    }
+
+    /// Runs one arm of an `if` on a run-time value: its bindings and roots, and what it returns. A returned value
+    /// joins the merge as names (`%return.K`, one per tensor or number in it), so it is merged as bindings are.
+    fn run_arm(&mut self, env: &mut Env, stmts: &'m [Stmt], span: Span) -> FR<ArmEnd> {
+        // A `raise` in an arm fails the arm, which then raises only when it runs (see `checks.rs`).
+        self.t.arms += 1;
+        let flow = self.block(env, stmts);
+        self.t.arms -= 1;
+        match flow? {
+            Flow::Normal => Ok((env.clone(), self.roots.clone(), None)),
+            Flow::Return(v) => {
+                let mut e = env.clone();
+                let shape = flatten(&v, &mut e, &mut 0);
+                Ok((e, self.roots.clone(), Some(shape)))
+            }
+            _ => {
+                self.exit_under_dyn_if = true;
+                diag(span, "`break` or `continue` inside an `if` on a run-time value is not supported here")
+            }
+        }
+    }
+
+    /// Runs both arms from the state `snap`, each with the checks it made. Where one arm fails with an error PyTorch
+    /// raises too (a shape error, an index known to be out of range), it raises only if it runs: the other arm's
+    /// state goes on, under a check that raises when the failing arm is chosen, and that is the `if`'s flow (`Err`).
+    #[allow(clippy::type_complexity)]
+    fn run_arms(
+        &mut self,
+        env: &mut Env,
+        cond: TId,
+        body: &'m [Stmt],
+        orelse: &'m [Stmt],
+        snap: &Snap,
+        span: Span,
+    ) -> FR<Result<(ArmEnd, Vec<TId>, ArmEnd, Vec<TId>), Flow>> {
+        self.t.open_scope();
+        let r1 = super::checks::raising_arm(self.run_arm(env, body, span))?;
+        let made1 = self.t.take_scope();
+        if r1.is_ok() && snap.containers_changed() {
+            return needs_static(span, "a list changed inside an `if` on a run-time value");
+        }
+        // The second arm starts from the same state, but its new roots are numbered after the first arm's.
+        let roots_after1 = self.roots.clone();
+        self.restore(env, snap);
+        let n0 = snap.roots.len();
+        self.roots = roots_after1;
+        self.roots[..n0].clone_from_slice(&snap.roots);
+        self.t.open_scope();
+        let r2 = super::checks::raising_arm(self.run_arm(env, orelse, span))?;
+        let made2 = self.t.take_scope();
+        match (r1, r2) {
+            (Ok(a), Ok(b)) => Ok(Ok((a, made1, b, made2))),
+            (Err(d), Err(_)) => Err(super::state::Stop::Diag(d)),
+            (Err(_), Ok(b)) => {
+                if snap.containers_changed() {
+                    return needs_static(span, "a list changed inside an `if` on a run-time value");
+                }
+                self.one_arm_raises(env, cond, true, b, &made2, span).map(Err)
+            }
+            (Ok(a), Err(_)) => {
+                self.restore(env, snap);
+                self.one_arm_raises(env, cond, false, a, &made1, span).map(Err)
+            }
+        }
+    }
+
+    /// The structure of the value both arms return (they must agree), or `None` where neither returns.
+    fn merged_return(&mut self, ret1: Option<Ret>, ret2: Option<Ret>, span: Span) -> FR<Option<Ret>> {
+        match (ret1, ret2) {
+            (None, None) => Ok(None),
+            (Some(a), Some(b)) if a == b => Ok(Some(a)),
+            (Some(_), Some(_)) => {
+                needs_static(span, "the two arms of an `if` on a run-time value return values of different kinds")
+            }
+            _ => {
+                // Only the desugared program (`exits::lift_returns`) has returns in both arms.
+                self.exit_under_dyn_if = true;
+                diag(
+                    span,
+                    "`return` under an `if` on a run-time value is supported outside loops only (break, and return after the loop), and after at most about 20,000 statements copied by lifting returns",
+                )
+            }
+        }
+    }
+
+    /// The bindings after the `if`: names the arms left alike keep their value, the others get a slot of the `if`
+    /// term in `parts` (bound by [`Self::bind_merges`]) or are left unreadable.
+    fn merge_names(
+        &mut self,
+        snap: &Snap,
+        arms: [(&Env, &Vec<Root>); 2],
+        returns: bool,
+        parts: &mut Parts,
+        span: Span,
+    ) -> FR<Env> {
+        let (env1, env2) = (arms[0].0, arms[1].0);
         let mut names: Vec<&String> = env1.keys().filter(|k| env2.contains_key(*k)).collect();
         names.sort();
         let mut merged_env = snap.env.clone();
@@ -228,180 +299,227 @@ impl<'m> Fz<'m> {
         }
         for name in names {
             let (v1, v2) = (&env1[name], &env2[name]);
-            let shown = if name.starts_with(RET) { "the returned value".to_string() } else { format!("`{name}`") };
             if v1.same(v2) {
                 merged_env.insert(name.clone(), v1.clone());
                 continue;
             }
             // Both arms returned: the function's own names are never read again (only the returned value, the
             // written tensors and the containers merge), so they need not have one kind.
-            if ret.is_some() && !name.starts_with(RET) {
+            if returns && !name.starts_with(RET) {
                 merged_env.insert(name.clone(), FV::Poisoned(AFTER_RETURN));
                 continue;
             }
-            match (v1, v2) {
+            let poisoned = match (v1, v2) {
                 // Unreadable in one arm: unreadable after the `if` too (only reading it is refused).
-                (FV::Poisoned(why), _) | (_, FV::Poisoned(why)) => {
-                    merged_env.insert(name.clone(), FV::Poisoned(why));
-                }
-                (FV::Tensor(a), FV::Tensor(b))
-                    if a.root == b.root && a.root < n0 && same_layout(a, b) && a.alt.is_none() && b.alt.is_none() =>
-                {
-                    then_parts.push(self.affine_term(&a.off));
-                    else_parts.push(self.affine_term(&b.off));
-                    merges.push(Merge::Offset(name.clone(), a.clone(), b.off.clone()));
-                }
-                // Empty tensors of one type hold nothing to alias: whichever the arms chose, a read gives an empty
-                // tensor and a write writes nothing (fuzz seed 30690: an empty view or a fresh empty tensor).
-                (FV::Tensor(a), FV::Tensor(b))
-                    if a.shape.contains(&0) && a.shape == b.shape && roots1[a.root].dtype == roots2[b.root].dtype =>
-                {
-                    let dt = roots1[a.root].dtype;
-                    let z = self.full(&a.shape, dt, crate::tensor::Scalar::I(0)).map_err(Self::tyerr(span))?;
-                    then_parts.push(self.t.at(z));
-                    else_parts.push(self.t.at(z));
-                    merges.push(Merge::Value(name.clone(), dt, a.shape.clone()));
-                }
-                (FV::Tensor(a), FV::Tensor(b))
-                    if a.alt.is_none()
-                        && b.alt.is_none()
-                        && only_name(&env1, &env2, name, a.root, &roots1, in_helper(a.root))
-                        && only_name(&env2, &env1, name, b.root, &roots2, in_helper(b.root)) =>
-                {
-                    let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
-                    if da != db || a.shape != b.shape {
-                        if !name.starts_with(RET) {
-                            merged_env.insert(name.clone(), FV::Poisoned(DIFFERENT_TYPES));
-                            continue;
-                        }
-                        return needs_static(span, format!("{shown} {DIFFERENT_TYPES}"));
-                    }
-                    self.roots = roots1.clone();
-                    let ta = self.read(a, span)?;
-                    then_parts.push(self.t.at(ta));
-                    self.roots = roots2.clone();
-                    let tb = self.read(b, span)?;
-                    else_parts.push(self.t.at(tb));
-                    merges.push(Merge::Value(name.clone(), da, a.shape.clone()));
-                }
+                (FV::Poisoned(why), _) | (_, FV::Poisoned(why)) => Some(*why),
                 (FV::Tensor(a), FV::Tensor(b)) => {
-                    // A conditional view: later reads choose, later writes update both roots under the predicate.
-                    let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
-                    // The views may differ in strides and offset (each is read and written as its own view; see
-                    // `views.rs`), not in shape: a shape decided by data is not static.
-                    // Such a name is refused where it is read (fuzz seeds 33667, 70491, 72836, 74333: names never
-                    // read again, a loop's target or a value rebound in each iteration).
-                    let why = if da != db || a.shape != b.shape {
-                        Some(DIFFERENT_VIEWS)
-                    } else if a.alt.is_some() && b.alt.is_some() {
-                        Some(CHOSEN_VIEWS)
-                    } else {
-                        None
-                    };
-                    if let Some(why) = why {
-                        if !name.starts_with(RET) {
-                            merged_env.insert(name.clone(), FV::Poisoned(why));
-                            continue;
-                        }
-                        return needs_static(span, format!("{shown} {why}"));
-                    }
-                    // What each arm's view refers to that the arm made: tensors (which join the merge as wholes,
-                    // the other arm filling them with zeros that no read can see) and, for a view an inner `if`
-                    // chose, its conditions (the other arm's stand-in is never read either).
-                    let mut made: [Vec<Made>; 2] = [Vec::new(), Vec::new()];
-                    for (k, (t, env_k, other, roots_k)) in
-                        [(a, &env1, &env2, &roots1), (b, &env2, &env1, &roots2)].into_iter().enumerate()
-                    {
-                        for r in t.roots() {
-                            if r < n0 || made[k].iter().any(|m| matches!(m, Made::Root(q, ..) if *q == r)) {
-                                continue;
-                            }
-                            if !only_name(env_k, other, name, r, roots_k, false) {
-                                return needs_static(span, format!("{shown} is bound to a tensor made in one arm of an `if` on a run-time value and also reachable otherwise"));
-                            }
-                            let r_ = &roots_k[r];
-                            let v = self.t.at(r_.version);
-                            let zeros = self
-                                .full(&r_.shape, r_.dtype, crate::tensor::Scalar::I(0))
-                                .map_err(Self::tyerr(span))?;
-                            let zeros = self.t.at(zeros);
-                            let (th, el) = if k == 0 { (v, zeros) } else { (zeros, v) };
-                            then_parts.push(th);
-                            else_parts.push(el);
-                            made[k].push(Made::Root(r, then_parts.len() - 1, r_.dtype, r_.shape.clone()));
-                            merges.push(Merge::Placeholder);
-                        }
-                        let mut c = t;
-                        while let Some(alt) = &c.alt {
-                            let (d, sh) = self.tensor_ty(alt.0, span)?;
-                            let v = self.t.at(alt.0);
-                            let zeros = self.full(&sh, d, crate::tensor::Scalar::I(0)).map_err(Self::tyerr(span))?;
-                            let zeros = self.t.at(zeros);
-                            let (th, el) = if k == 0 { (v, zeros) } else { (zeros, v) };
-                            then_parts.push(th);
-                            else_parts.push(el);
-                            made[k].push(Made::Cond(alt.0, then_parts.len() - 1));
-                            merges.push(Merge::Placeholder);
-                            c = &alt.1;
-                        }
-                    }
-                    let new_root = made;
-                    merges.push(Merge::CondView(name.clone(), a.clone(), b.clone(), new_root));
+                    self.merge_tensors(name, a, b, snap.roots.len(), arms, parts, span)?
                 }
-                (x, y) if matches!(x, FV::Int(_) | FV::DynInt(_)) && matches!(y, FV::Int(_) | FV::DynInt(_)) => {
-                    then_parts.push(self.int_term(x));
-                    else_parts.push(self.int_term(y));
-                    merges.push(Merge::Number(name.clone(), DType::I64));
-                }
-                (x, y)
-                    if matches!(x, FV::Float(_) | FV::DynFloat(_) | FV::Int(_))
-                        && matches!(y, FV::Float(_) | FV::DynFloat(_) | FV::Int(_)) =>
-                {
-                    let a = self.scalar_tensor(x, Some(DType::F64), span)?.0;
-                    let b = self.scalar_tensor(y, Some(DType::F64), span)?.0;
-                    then_parts.push(self.t.at(a));
-                    else_parts.push(self.t.at(b));
-                    merges.push(Merge::Number(name.clone(), DType::F64));
-                }
-                (x, y) if matches!(x, FV::Bool(_) | FV::DynBool(_)) && matches!(y, FV::Bool(_) | FV::DynBool(_)) => {
-                    let a = self.dyn_bool_of(x, span)?;
-                    let b = self.dyn_bool_of(y, span)?;
-                    then_parts.push(self.t.at(a));
-                    else_parts.push(self.t.at(b));
-                    merges.push(Merge::Number(name.clone(), DType::Bool));
-                }
-                _ => {
-                    return needs_static(
-                        span,
-                        format!(
-                            "{shown} gets values of different kinds in the two arms of an `if` on a run-time value"
-                        ),
-                    )
-                }
+                _ => self.merge_numbers(name, v1, v2, parts, span).map(|()| None)?,
+            };
+            if let Some(why) = poisoned {
+                merged_env.insert(name.clone(), FV::Poisoned(why));
             }
         }
-        self.roots = roots2.clone();
-        self.roots[..n0].clone_from_slice(&snap.roots);
-        // Each arm's checks that its parts do not reach go on an extra integer part, run only with that arm.
-        let (dead1, dead2) = (self.t.unreached(&made1, &then_parts), self.t.unreached(&made2, &else_parts));
+        Ok(merged_env)
+    }
+
+    /// How the text of an error names `name` (a returned value has none).
+    fn shown(name: &str) -> String {
+        if name.starts_with(RET) {
+            "the returned value".to_string()
+        } else {
+            format!("`{name}`")
+        }
+    }
+
+    /// Merges a name bound to different tensors in the two arms (`n0` roots existed before the `if`): a view of one
+    /// root at two offsets, a fresh value, or a conditional view. `Some(why)` where the name is unreadable after.
+    #[allow(clippy::too_many_arguments)]
+    fn merge_tensors(
+        &mut self,
+        name: &String,
+        a: &TRef,
+        b: &TRef,
+        n0: usize,
+        arms: [(&Env, &Vec<Root>); 2],
+        parts: &mut Parts,
+        span: Span,
+    ) -> FR<Option<&'static str>> {
+        let ((env1, roots1), (env2, roots2)) = (arms[0], arms[1]);
+        let helper = self.depth_calls > 1;
+        let in_helper = |r: usize| helper && r < n0;
+        if a.root == b.root && a.root < n0 && same_layout(a, b) && a.alt.is_none() && b.alt.is_none() {
+            let (th, el) = (self.affine_term(&a.off), self.affine_term(&b.off));
+            parts.push(th, el, Merge::Offset(name.clone(), a.clone(), b.off.clone()));
+        } else if a.shape.contains(&0) && a.shape == b.shape && roots1[a.root].dtype == roots2[b.root].dtype {
+            // Empty tensors of one type hold nothing to alias: whichever the arms chose, a read gives an empty
+            // tensor and a write writes nothing (fuzz seed 30690: an empty view or a fresh empty tensor).
+            let dt = roots1[a.root].dtype;
+            let z = self.full(&a.shape, dt, crate::tensor::Scalar::I(0)).map_err(Self::tyerr(span))?;
+            let z = self.t.at(z);
+            parts.push(z, z, Merge::Value(name.clone(), dt, a.shape.clone()));
+        } else if a.alt.is_none()
+            && b.alt.is_none()
+            && only_name(env1, env2, name, a.root, roots1, in_helper(a.root))
+            && only_name(env2, env1, name, b.root, roots2, in_helper(b.root))
+        {
+            let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
+            if da != db || a.shape != b.shape {
+                if !name.starts_with(RET) {
+                    return Ok(Some(DIFFERENT_TYPES));
+                }
+                return needs_static(span, format!("{} {DIFFERENT_TYPES}", Self::shown(name)));
+            }
+            self.roots = roots1.clone();
+            let ta = self.read(a, span)?;
+            let th = self.t.at(ta);
+            self.roots = roots2.clone();
+            let tb = self.read(b, span)?;
+            let el = self.t.at(tb);
+            parts.push(th, el, Merge::Value(name.clone(), da, a.shape.clone()));
+        } else {
+            // A conditional view: later reads choose, later writes update both roots under the predicate.
+            let (da, db) = (roots1[a.root].dtype, roots2[b.root].dtype);
+            // The views may differ in strides and offset (each is read and written as its own view; see
+            // `views.rs`), not in shape: a shape decided by data is not static.
+            // Such a name is refused where it is read (fuzz seeds 33667, 70491, 72836, 74333: names never
+            // read again, a loop's target or a value rebound in each iteration).
+            let why = if da != db || a.shape != b.shape {
+                Some(DIFFERENT_VIEWS)
+            } else if a.alt.is_some() && b.alt.is_some() {
+                Some(CHOSEN_VIEWS)
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                if !name.starts_with(RET) {
+                    return Ok(Some(why));
+                }
+                return needs_static(span, format!("{} {why}", Self::shown(name)));
+            }
+            let made = self.made_in_arms(name, a, b, n0, arms, parts, span)?;
+            parts.merges.push(Merge::CondView(name.clone(), a.clone(), b.clone(), made));
+        }
+        Ok(None)
+    }
+
+    /// What each arm's view of a conditional view refers to that the arm made: tensors (which join the merge as
+    /// wholes, the other arm filling them with zeros that no read can see) and, for a view an inner `if` chose, its
+    /// conditions (the other arm's stand-in is never read either).
+    #[allow(clippy::too_many_arguments)]
+    fn made_in_arms(
+        &mut self,
+        name: &String,
+        a: &TRef,
+        b: &TRef,
+        n0: usize,
+        arms: [(&Env, &Vec<Root>); 2],
+        parts: &mut Parts,
+        span: Span,
+    ) -> FR<[Vec<Made>; 2]> {
+        let ((env1, roots1), (env2, roots2)) = (arms[0], arms[1]);
+        let mut made: [Vec<Made>; 2] = [Vec::new(), Vec::new()];
+        for (k, (t, env_k, other, roots_k)) in
+            [(a, env1, env2, roots1), (b, env2, env1, roots2)].into_iter().enumerate()
+        {
+            for r in t.roots() {
+                if r < n0 || made[k].iter().any(|m| matches!(m, Made::Root(q, ..) if *q == r)) {
+                    continue;
+                }
+                if !only_name(env_k, other, name, r, roots_k, false) {
+                    return needs_static(span, format!("{} is bound to a tensor made in one arm of an `if` on a run-time value and also reachable otherwise", Self::shown(name)));
+                }
+                let r_ = &roots_k[r];
+                let v = self.t.at(r_.version);
+                let zeros = self.full(&r_.shape, r_.dtype, crate::tensor::Scalar::I(0)).map_err(Self::tyerr(span))?;
+                let zeros = self.t.at(zeros);
+                let (th, el) = if k == 0 { (v, zeros) } else { (zeros, v) };
+                parts.push(th, el, Merge::Placeholder);
+                made[k].push(Made::Root(r, parts.then.len() - 1, r_.dtype, r_.shape.clone()));
+            }
+            let mut c = t;
+            while let Some(alt) = &c.alt {
+                let (d, sh) = self.tensor_ty(alt.0, span)?;
+                let v = self.t.at(alt.0);
+                let zeros = self.full(&sh, d, crate::tensor::Scalar::I(0)).map_err(Self::tyerr(span))?;
+                let zeros = self.t.at(zeros);
+                let (th, el) = if k == 0 { (v, zeros) } else { (zeros, v) };
+                parts.push(th, el, Merge::Placeholder);
+                made[k].push(Made::Cond(alt.0, parts.then.len() - 1));
+                c = &alt.1;
+            }
+        }
+        Ok(made)
+    }
+
+    /// Merges a name bound to different numbers (or booleans) in the two arms into a slot of the `if` term.
+    fn merge_numbers(&mut self, name: &String, x: &FV, y: &FV, parts: &mut Parts, span: Span) -> FR<()> {
+        let int = |v: &FV| matches!(v, FV::Int(_) | FV::DynInt(_));
+        let float = |v: &FV| matches!(v, FV::Float(_) | FV::DynFloat(_) | FV::Int(_));
+        let boolean = |v: &FV| matches!(v, FV::Bool(_) | FV::DynBool(_));
+        if int(x) && int(y) {
+            let (th, el) = (self.int_term(x), self.int_term(y));
+            parts.push(th, el, Merge::Number(name.clone(), DType::I64));
+        } else if float(x) && float(y) {
+            let a = self.scalar_tensor(x, Some(DType::F64), span)?.0;
+            let b = self.scalar_tensor(y, Some(DType::F64), span)?.0;
+            let (th, el) = (self.t.at(a), self.t.at(b));
+            parts.push(th, el, Merge::Number(name.clone(), DType::F64));
+        } else if boolean(x) && boolean(y) {
+            let a = self.dyn_bool_of(x, span)?;
+            let b = self.dyn_bool_of(y, span)?;
+            let (th, el) = (self.t.at(a), self.t.at(b));
+            parts.push(th, el, Merge::Number(name.clone(), DType::Bool));
+        } else {
+            return needs_static(
+                span,
+                format!(
+                    "{} gets values of different kinds in the two arms of an `if` on a run-time value",
+                    Self::shown(name)
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// The `if` term over the arms' tuples of parts, and one `get` per slot (a `CondView` has none of its own).
+    /// Each arm's checks that its parts do not reach go on an extra integer part, run only with that arm.
+    fn if_term(&mut self, cond: TId, parts: &mut Parts, made: [&[TId]; 2], span: Span) -> FR<(TId, Vec<TId>)> {
+        let (dead1, dead2) = (self.t.unreached(made[0], &parts.then), self.t.unreached(made[1], &parts.els));
         if !dead1.is_empty() || !dead2.is_empty() {
             let zero = self.t.leaf(Node::Int(0));
-            then_parts.push(self.t.after_checks(&dead1, zero).map_err(Self::tyerr(span))?);
-            else_parts.push(self.t.after_checks(&dead2, zero).map_err(Self::tyerr(span))?);
+            parts.then.push(self.t.after_checks(&dead1, zero).map_err(Self::tyerr(span))?);
+            parts.els.push(self.t.after_checks(&dead2, zero).map_err(Self::tyerr(span))?);
         }
-        let th = self.t.add(Node::Tuple(then_parts.into())).map_err(Self::tyerr(span))?;
-        let el = self.t.add(Node::Tuple(else_parts.into())).map_err(Self::tyerr(span))?;
+        let th = self.t.add(Node::Tuple(std::mem::take(&mut parts.then).into())).map_err(Self::tyerr(span))?;
+        let el = self.t.add(Node::Tuple(std::mem::take(&mut parts.els).into())).map_err(Self::tyerr(span))?;
         let c = self.t.at(cond);
         let node = self.t.add(Node::If([c, th.id, el.id])).map_err(Self::tyerr(span))?;
-        if !made1.is_empty() || !made2.is_empty() {
+        if !made[0].is_empty() || !made[1].is_empty() {
             self.t.note_check(node);
         }
-        // One `get` per slot of the tuples; a `CondView` has none of its own.
         let mut gets = Vec::new();
-        for j in 0..merges.iter().filter(|m| !matches!(m, Merge::CondView(..))).count() {
+        for j in 0..parts.merges.iter().filter(|m| !matches!(m, Merge::CondView(..))).count() {
             let jj = self.t.leaf(Node::Int(j as i64));
             gets.push(self.t.add(Node::Get([node.id, jj])).map_err(Self::tyerr(span))?);
         }
+        Ok((node, gets))
+    }
+
+    /// Binds what each slot of the `if` term merges: root versions, fresh values, offsets, numbers and conditional
+    /// views (whose tensors and conditions made in an arm are replaced by their slots).
+    #[allow(clippy::too_many_arguments)]
+    fn bind_merges(
+        &mut self,
+        merges: Vec<Merge>,
+        node: TId,
+        gets: &[TId],
+        cond: TId,
+        roots: [&Vec<Root>; 2],
+        merged_env: &mut Env,
+        span: Span,
+    ) -> FR<()> {
         let mut slot = 0;
         for m in merges {
             let g = gets.get(slot).copied().unwrap_or(node);
@@ -438,7 +556,7 @@ impl<'m> Fz<'m> {
                 }
                 Merge::Root(i) => {
                     self.roots[i].version = g;
-                    self.roots[i].written = roots1[i].written || roots2[i].written;
+                    self.roots[i].written = roots[0][i].written || roots[1][i].written;
                 }
                 Merge::Value(name, d, s) => {
                     let root = self.new_root(g, d, s, None);
@@ -462,18 +580,7 @@ impl<'m> Fz<'m> {
                 }
             }
         }
-        match ret {
-            None => {
-                *env = merged_env;
-                Ok(Flow::Normal)
-            }
-            Some(shape) => {
-                let v = rebuild(&shape, &mut merged_env, &mut 0);
-                merged_env.retain(|k, _| !k.starts_with(RET));
-                *env = merged_env;
-                Ok(Flow::Return(v))
-            }
-        }
+        Ok(())
     }
 
     /// The rest of an `if` on a run-time value of which one arm fails: the other arm's state goes on, and a check

@@ -197,6 +197,9 @@ impl<'m> Fz<'m> {
         Ok(Flow::Normal)
     }
 
+    /// One statement. It mirrors the reference interpreter's statement executor (`interp/exec.rs`) on purpose: there
+    /// a loop runs and an `if` takes one arm; here a loop becomes a `loop` term (or unrolls) and an `if` on a
+    /// run-time value runs both arms and merges them.
     fn stmt(&mut self, env: &mut Env, s: &'m Stmt) -> FR<Flow> {
         crate::limits::check().map_err(|t| crate::diag::Diagnostic::from(t).at(s.span))?;
         match &s.kind {

@@ -1,8 +1,9 @@
 //! Ops the functionalizer spells with terms it already has, the same compositions the reference interpreter
-//! computes (`crate::interp::more_ops`): `lerp`, `addcmul`/`addcdiv`, `softplus`, `logsigmoid`, `atan`, vector norms, `einsum`
-//! (permutes, sums and batched matmuls), `index_copy`/`index_add` (a `scatter` with the index expanded along the
-//! source), `new_tensor`, and division rounding toward zero. The e-graph, the planner and the kernels get them
-//! for free.
+//! computes (`crate::interp::more_ops`; written twice on purpose, as terms here and as values there, so that the
+//! engines agree by computing the same formula): `lerp`, `addcmul`/`addcdiv`, `softplus`, `logsigmoid`, `atan`,
+//! vector norms, `einsum` (permutes, sums and batched matmuls), `index_copy`/`index_add` (a `scatter` with the index
+//! expanded along the source), `new_tensor`, and division rounding toward zero. The e-graph, the planner and the
+//! kernels get them for free.
 
 use std::rc::Rc;
 

@@ -98,6 +98,10 @@ impl<'m> Fz<'m> {
         })
     }
 
+    /// An expression's value: a Python value known now, or a term. It walks the same syntax as the reference
+    /// interpreter's `Interp::eval` on purpose, not by copy: that one computes values, this one also builds terms
+    /// for what is known only at run time. What both do alike (argument binding, Python's builtins on numbers,
+    /// attributes of modules, `isinstance`, creation shapes) is shared in `crate::interp`.
     pub(super) fn expr(&mut self, env: &mut Env, e: &'m Expr) -> FR<FV> {
         let span = e.span;
         Ok(match &e.kind {

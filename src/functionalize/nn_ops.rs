@@ -407,74 +407,8 @@ impl<'m> Fz<'m> {
             }
             "max_pool2d" => self.max_pool2d(a),
             "interpolate" => self.interpolate(a),
-            "pad" => {
-                let x = a.tensor(0, "input")?;
-                let pad: Vec<i64> = match a.req(1, "pad")?.items() {
-                    Some(items) => items.iter().map(|v| a.int_of(v, "pad")).collect::<FR<_>>()?,
-                    None => return diag(span, "pad(): argument 'pad' must be a tuple of ints"),
-                };
-                if let Some(FV::Str(m)) = a.opt(2, "mode") {
-                    if m.as_ref() != "constant" {
-                        return diag(span, format!("F.pad(mode='{m}') is not supported; only mode='constant'"));
-                    }
-                }
-                let value = match a.opt(3, "value") {
-                    None => Scalar::I(0),
-                    Some(v) => a.number(v).ok_or_else(|| {
-                        super::state::Stop::NeedsStatic(span, "a pad value known only at run time".into())
-                    })?,
-                };
-                let (shape, start) = pad_layout(&x.shape, &pad).map_err(err(span))?;
-                let dt = self.roots[x.root].dtype;
-                let r = self.full(&shape, dt, value).map_err(err(span))?;
-                let out = self.fresh(r, None, span)?;
-                let lens = x.shape.clone();
-                let view = self
-                    .tview(&out, |t| {
-                        let mut v = t.clone();
-                        for (d, (&s, &n)) in start.iter().zip(&lens).enumerate() {
-                            v = v.narrow(d as i64, s as i64, n as i64)?;
-                        }
-                        Ok(v)
-                    })
-                    .map_err(err(span))?;
-                let v = self.read(&x, span)?;
-                self.write(&view, v, span)?;
-                self.roots[out.root].written = false;
-                Ok(FV::Tensor(out))
-            }
-            "repeat_interleave" => {
-                let x = a.tensor(0, "input")?;
-                let r = match a.req(1, "repeats")? {
-                    FV::Int(r) if *r >= 0 => *r,
-                    FV::Int(_) => return diag(span, "repeat_interleave: repeats can not be negative"),
-                    _ => {
-                        return diag(
-                            span,
-                            "repeat_interleave with a tensor of repeats has a data-dependent shape; pass an int",
-                        )
-                    }
-                };
-                let (x, d) = match a.opt_int(2, "dim")? {
-                    Some(d) => {
-                        let d = wrap_dim(d, x.shape.len().max(1)).map_err(err(span))?;
-                        (x, d)
-                    }
-                    None => {
-                        let FV::Tensor(f) = self.op("reshape", vec![FV::Tensor(x), ints(&[-1])], span)? else {
-                            unreachable!("reshape gives a tensor")
-                        };
-                        (f, 0)
-                    }
-                };
-                let x = if x.shape.is_empty() { self.tview(&x, |t| t.reshape(&[1])).map_err(err(span))? } else { x };
-                let mut sizes: Vec<i64> = x.shape.iter().map(|&n| n as i64).collect();
-                let mut merged = sizes.clone();
-                merged[d] *= r;
-                sizes.insert(d + 1, r);
-                let e = self.tview(&x, |t| t.unsqueeze(d as i64 + 1)?.expand(&sizes)).map_err(err(span))?;
-                self.op("reshape", vec![FV::Tensor(e), ints(&merged)], span)
-            }
+            "pad" => self.pad(a),
+            "repeat_interleave" => self.repeat_interleave(a),
             "baddbmm" | "addmm" => {
                 let (p, q) = if name == "addmm" { ("mat1", "mat2") } else { ("batch1", "batch2") };
                 let m = self.matmul(&FV::Tensor(a.tensor(1, p)?), &FV::Tensor(a.tensor(2, q)?), span)?;
@@ -491,5 +425,77 @@ impl<'m> Fz<'m> {
                 diag(span, crate::frontend::torch_api::unsupported(&full))
             }
         }
+    }
+
+    /// `F.pad` in `constant` mode: the input written into a tensor of the value, at its place in the padded shape.
+    fn pad(&mut self, a: &A) -> FR<FV> {
+        let span = a.span;
+        let x = a.tensor(0, "input")?;
+        let pad: Vec<i64> = match a.req(1, "pad")?.items() {
+            Some(items) => items.iter().map(|v| a.int_of(v, "pad")).collect::<FR<_>>()?,
+            None => return diag(span, "pad(): argument 'pad' must be a tuple of ints"),
+        };
+        if let Some(FV::Str(m)) = a.opt(2, "mode") {
+            if m.as_ref() != "constant" {
+                return diag(span, format!("F.pad(mode='{m}') is not supported; only mode='constant'"));
+            }
+        }
+        let value = match a.opt(3, "value") {
+            None => Scalar::I(0),
+            Some(v) => a
+                .number(v)
+                .ok_or_else(|| super::state::Stop::NeedsStatic(span, "a pad value known only at run time".into()))?,
+        };
+        let (shape, start) = pad_layout(&x.shape, &pad).map_err(err(span))?;
+        let dt = self.roots[x.root].dtype;
+        let r = self.full(&shape, dt, value).map_err(err(span))?;
+        let out = self.fresh(r, None, span)?;
+        let lens = x.shape.clone();
+        let view = self
+            .tview(&out, |t| {
+                let mut v = t.clone();
+                for (d, (&s, &n)) in start.iter().zip(&lens).enumerate() {
+                    v = v.narrow(d as i64, s as i64, n as i64)?;
+                }
+                Ok(v)
+            })
+            .map_err(err(span))?;
+        let v = self.read(&x, span)?;
+        self.write(&view, v, span)?;
+        self.roots[out.root].written = false;
+        Ok(FV::Tensor(out))
+    }
+
+    /// `repeat_interleave` by an int: an unsqueezed, expanded view along `dim` (the flattened input without it),
+    /// reshaped to merge the repeats.
+    fn repeat_interleave(&mut self, a: &A) -> FR<FV> {
+        let span = a.span;
+        let x = a.tensor(0, "input")?;
+        let r = match a.req(1, "repeats")? {
+            FV::Int(r) if *r >= 0 => *r,
+            FV::Int(_) => return diag(span, "repeat_interleave: repeats can not be negative"),
+            _ => {
+                return diag(span, "repeat_interleave with a tensor of repeats has a data-dependent shape; pass an int")
+            }
+        };
+        let (x, d) = match a.opt_int(2, "dim")? {
+            Some(d) => {
+                let d = wrap_dim(d, x.shape.len().max(1)).map_err(err(span))?;
+                (x, d)
+            }
+            None => {
+                let FV::Tensor(f) = self.op("reshape", vec![FV::Tensor(x), ints(&[-1])], span)? else {
+                    unreachable!("reshape gives a tensor")
+                };
+                (f, 0)
+            }
+        };
+        let x = if x.shape.is_empty() { self.tview(&x, |t| t.reshape(&[1])).map_err(err(span))? } else { x };
+        let mut sizes: Vec<i64> = x.shape.iter().map(|&n| n as i64).collect();
+        let mut merged = sizes.clone();
+        merged[d] *= r;
+        sizes.insert(d + 1, r);
+        let e = self.tview(&x, |t| t.unsqueeze(d as i64 + 1)?.expand(&sizes)).map_err(err(span))?;
+        self.op("reshape", vec![FV::Tensor(e), ints(&merged)], span)
     }
 }

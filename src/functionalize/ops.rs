@@ -4,7 +4,6 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::expr::Cond;
 use super::state::{diag, Affine, Stop, Sym, TIdKey, TRef, FR, FV};
 use super::{Env, Fz};
 use crate::diag::{Diagnostic, Span};
@@ -96,7 +95,9 @@ impl<'m> Fz<'m> {
                         self.math(name, &pos, span)
                     }
                     FV::Module("torch") if name == "device" && kw.is_empty() => {
-                        super::python::torch_device(&pos).map_err(err(span))
+                        crate::interp::python::torch_device(&pos, super::python::fv_lit)
+                            .map(|()| FV::Device)
+                            .map_err(err(span))
                     }
                     FV::Module("torch") if matches!(name.as_str(), "finfo" | "iinfo") && kw.is_empty() => {
                         let d = match pos.as_slice() {
@@ -120,37 +121,21 @@ impl<'m> Fz<'m> {
                         }
                         Ok(FV::Bool(false))
                     }
-                    FV::Module(m) => {
-                        let mut kw = kw;
-                        super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
-                        let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
-                        let out = match out_kind(name, has_dim, matches!(pos.get(1), Some(FV::Tensor(_)))) {
-                            Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
-                                Some(k) => Some((kind, kw.remove(k).1)),
-                                None => None,
-                            },
-                            _ => None,
-                        };
-                        let full = format!("{m}.{name}");
-                        if let Some(why) = super::python::data_dependent(name, pos.len(), kw.len(), false) {
-                            return diag(span, why);
-                        }
-                        let a = A::new(pos, kw, span, full.clone());
-                        let op = if m == "torch.linalg" && name == "norm" { "linalg_norm" } else { name };
-                        let r = self.torch(op, &a, false)?;
-                        a.check_keywords(&full)?;
-                        match out {
-                            Some((kind, out)) if !matches!(out, FV::None) => self.write_out(name, kind, &a, r, out),
-                            _ => Ok(r),
-                        }
-                    }
+                    FV::Module(m) => self.module_call(m, name, pos, kw, span),
                     FV::Tensor(t) => {
                         pos.insert(0, FV::Tensor(t));
                         if name == "cuda" {
                             return diag(span, crate::interp::python::not_cpu("'cuda'"));
                         }
                         let mut kw = kw;
-                        super::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
+                        crate::interp::python::strip_device(
+                            name,
+                            &mut pos,
+                            &mut kw,
+                            super::python::fv_lit,
+                            FV::type_name,
+                        )
+                        .map_err(err(span))?;
                         if let Some(why) = super::python::data_dependent(name, pos.len() - 1, kw.len(), true) {
                             return diag(span, why);
                         }
@@ -212,49 +197,49 @@ impl<'m> Fz<'m> {
         }
     }
 
+    /// `MODULE.NAME(...)`: an op of the table (`torch.*`, `F.*`, `torch.linalg.*`), writing its result through `out=`
+    /// where the op takes it.
+    fn module_call(&mut self, m: &str, name: &str, mut pos: Vec<FV>, mut kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
+        crate::interp::python::strip_device(name, &mut pos, &mut kw, super::python::fv_lit, FV::type_name)
+            .map_err(err(span))?;
+        let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
+        let out = match out_kind(name, has_dim, matches!(pos.get(1), Some(FV::Tensor(_)))) {
+            Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
+                Some(k) => Some((kind, kw.remove(k).1)),
+                None => None,
+            },
+            _ => None,
+        };
+        let full = format!("{m}.{name}");
+        if let Some(why) = super::python::data_dependent(name, pos.len(), kw.len(), false) {
+            return diag(span, why);
+        }
+        let a = A::new(pos, kw, span, full.clone());
+        let op = if m == "torch.linalg" && name == "norm" { "linalg_norm" } else { name };
+        let r = self.torch(op, &a, false)?;
+        a.check_keywords(&full)?;
+        match out {
+            Some((kind, out)) if !matches!(out, FV::None) => self.write_out(name, kind, &a, r, out),
+            _ => Ok(r),
+        }
+    }
+
     pub(super) fn inline(&mut self, name: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
         let module = self.module;
         let f = module.function(name).expect("functions named by Func exist");
-        let npos = f.positional();
-        if f.vararg.is_none() && pos.len() > npos {
-            return diag(span, format!("{}() takes {} arguments but {} were given", f.name, npos, pos.len()));
-        }
-        if let Some((k, _)) = kw.iter().find(|(k, _)| f.kwarg.is_none() && !f.takes_keyword(k)) {
-            return diag(span, format!("{}() got an unexpected keyword argument '{k}'", f.name));
-        }
-        let mut env = Env::new();
-        let mut pos = pos.into_iter();
-        for (i, p) in f.params.iter().enumerate() {
-            let next = if i < npos { pos.next() } else { None };
-            if next.is_some() && kw.iter().any(|(k, _)| *k == p.name) {
-                return diag(span, format!("{}() got multiple values for argument '{}'", f.name, p.name));
-            }
-            let v = match next {
-                Some(v) => v,
-                None => match kw.iter().find(|(k, _)| *k == p.name) {
-                    Some((_, v)) => v.clone(),
-                    None => match &p.default {
-                        Some(d) => {
-                            // Evaluated where the function was defined: only a lambda's frozen defaults are seen.
-                            let mut frozen = Env::new();
-                            for (k, v) in kw.iter().filter(|(k, _)| crate::frontend::ast::is_default_capture(k)) {
-                                frozen.insert(k.clone(), v.clone());
-                            }
-                            self.expr(&mut frozen, d)?
-                        }
-                        None => return diag(span, format!("{}() missing required argument '{}'", f.name, p.name)),
-                    },
-                },
-            };
-            env.insert(p.name.clone(), v);
-        }
-        if let Some((_, va)) = &f.vararg {
-            env.insert(va.name.clone(), FV::Tuple(Rc::new(pos.collect())));
-        }
-        if let Some(k) = &f.kwarg {
-            let d = kw.into_iter().filter(|(k, _)| !f.takes_keyword(k)).map(|(k, v)| (FV::Str(k.as_str().into()), v));
-            env.insert(k.name.clone(), FV::Dict(Rc::new(std::cell::RefCell::new(d.collect()))));
-        }
+        let bound = crate::interp::bind::bind_args(
+            f,
+            pos,
+            &kw,
+            |d, frozen| self.expr(&mut frozen.into_iter().collect(), d),
+            err(span),
+            |items| FV::Tuple(Rc::new(items)),
+            |items| {
+                let d = items.into_iter().map(|(k, v)| (FV::Str(k.as_str().into()), v)).collect();
+                FV::Dict(Rc::new(RefCell::new(d)))
+            },
+        )?;
+        let env: Env = bound.into_iter().collect();
         self.call_body(f, env)
     }
 
@@ -287,41 +272,7 @@ impl<'m> Fz<'m> {
                     None => diag(span, format!("object of type '{}' has no len()", other.type_name())),
                 },
             },
-            "int" | "float" | "bool" => {
-                let v = a.req(0, "x")?.clone();
-                let v = match v {
-                    FV::Tensor(t) => {
-                        if t.shape.iter().product::<usize>() != 1 {
-                            return diag(span, "only one element tensors can be converted to Python scalars");
-                        }
-                        self.item(&t, span)?
-                    }
-                    other => other,
-                };
-                Ok(match (name, v) {
-                    ("int", FV::Float(f)) => FV::Int(crate::interp::pyarith::float_to_int(f).map_err(err(span))?),
-                    ("int", FV::Bool(b)) => FV::Int(b as i64),
-                    ("int", v @ (FV::Int(_) | FV::DynInt(_))) => v,
-                    ("float", FV::Int(i)) => FV::Float(i as f64),
-                    ("float", FV::Str(s)) => match s.trim().to_ascii_lowercase().as_str() {
-                        "inf" | "+inf" | "infinity" => FV::Float(f64::INFINITY),
-                        "-inf" | "-infinity" => FV::Float(f64::NEG_INFINITY),
-                        "nan" => FV::Float(f64::NAN),
-                        t => FV::Float(t.parse::<f64>().map_err(|_| {
-                            Stop::Diag(Diagnostic::new(format!("could not convert string to float: '{s}'")).at(span))
-                        })?),
-                    },
-                    ("float", v @ (FV::Float(_) | FV::DynFloat(_))) => v,
-                    ("float", FV::DynInt(x)) => {
-                        FV::DynFloat(self.scalar_tensor(&FV::DynInt(x), Some(DType::F64), span)?.0)
-                    }
-                    ("bool", v) => match self.cond(&v, span)? {
-                        Cond::Static(b) => FV::Bool(b),
-                        Cond::Dyn(t) => FV::DynBool(t),
-                    },
-                    (_, v) => return diag(span, format!("{name}() of a {} is not supported here", v.type_name())),
-                })
-            }
+            "int" | "float" | "bool" => self.number_builtin(name, a),
             "abs" => match a.req(0, "x")?.clone() {
                 FV::Int(i) => match i.checked_abs() {
                     Some(v) => Ok(FV::Int(v)),
@@ -331,27 +282,7 @@ impl<'m> Fz<'m> {
                 v @ FV::Tensor(_) => self.unary(ops::Unary::Abs, &v, span),
                 other => diag(span, format!("abs() of a {} is not supported here", other.type_name())),
             },
-            "min" | "max" => {
-                let items = if a.pos.len() == 1 { self.iterate(&a.pos[0], span)? } else { a.pos.clone() };
-                let nums: Option<Vec<Scalar>> = items.iter().map(|v| a.number(v)).collect();
-                match nums {
-                    Some(ns) if !ns.is_empty() => {
-                        let mut best = 0;
-                        for (i, n) in ns.iter().enumerate() {
-                            let better = if name == "max" {
-                                n.to_f64() > ns[best].to_f64()
-                            } else {
-                                n.to_f64() < ns[best].to_f64()
-                            };
-                            if better {
-                                best = i;
-                            }
-                        }
-                        Ok(items[best].clone())
-                    }
-                    _ => self.dyn_minmax(name, &items, span),
-                }
-            }
+            "min" | "max" => self.min_max(name, a),
             "pow" if a.pos.len() == 2 && a.kw.is_empty() => self.binop(&a.pos[0], BinOp::Pow, &a.pos[1], span),
             "all" | "any" => {
                 let items = self.iterate(a.req(0, "iterable")?, span)?;
@@ -399,31 +330,7 @@ impl<'m> Fz<'m> {
             }
             "print" => Ok(FV::None),
             "hasattr" => super::python::hasattr(a.req(0, "obj")?, a.req(1, "name")?, span),
-            "isinstance" => {
-                let v = a.req(0, "obj")?;
-                let classes = match a.req(1, "class_or_tuple")? {
-                    FV::Tuple(items) => items.as_ref().clone(),
-                    one => vec![one.clone()],
-                };
-                let mut hit = false;
-                for c in &classes {
-                    let FV::Module(m) = c else {
-                        return diag(span, "isinstance() arg 2 must be a type or tuple of types");
-                    };
-                    hit |= match *m {
-                        "torch.Tensor" => matches!(v, FV::Tensor(_)),
-                        "int" => matches!(v, FV::Int(_) | FV::DynInt(_) | FV::Bool(_) | FV::DynBool(_)),
-                        "float" => matches!(v, FV::Float(_) | FV::DynFloat(_)),
-                        "bool" => matches!(v, FV::Bool(_) | FV::DynBool(_)),
-                        "str" => matches!(v, FV::Str(_)),
-                        "tuple" => matches!(v, FV::Tuple(_) | FV::Named(..)),
-                        "list" => matches!(v, FV::List(_)),
-                        "dict" => matches!(v, FV::Dict(_)),
-                        _ => return diag(span, "isinstance() arg 2 must be a type or tuple of types"),
-                    };
-                }
-                Ok(FV::Bool(hit))
-            }
+            "isinstance" => self.isinstance(a),
             "str" => {
                 let v = a.req(0, "object")?;
                 Ok(FV::Str(self.fv_str(v).into()))
@@ -456,40 +363,16 @@ impl<'m> Fz<'m> {
                 Some(i) => Ok(items[i].clone()),
                 None => diag(span, format!("result has no attribute `{name}`")),
             },
+            // Attributes of modules, dtypes and the device are plain Python values, the interpreter's.
             FV::Module(m) => {
-                if let Some(d) = DType::from_torch_name(name).filter(|_| *m == "torch") {
-                    return Ok(FV::DType(d));
-                }
-                Ok(match format!("{m}.{name}").as_str() {
-                    "torch.nn" => FV::Module("torch.nn"),
-                    "torch.Tensor" => FV::Module("torch.Tensor"),
-                    "torch.nn.functional" => FV::Module("torch.nn.functional"),
-                    "torch.nn.init" => FV::Module("torch.nn.init"),
-                    "torch.linalg" => FV::Module("torch.linalg"),
-                    "torch.onnx" => FV::Module("torch.onnx"),
-                    "torch.jit" => FV::Module("torch.jit"),
-                    "torch.compiler" => FV::Module("torch.compiler"),
-                    f if crate::interp::python::MEMORY_FORMATS.contains(&f) => FV::Str(f.into()),
-                    "math.pi" | "torch.pi" => FV::Float(std::f64::consts::PI),
-                    "math.e" | "torch.e" => FV::Float(std::f64::consts::E),
-                    "math.inf" | "torch.inf" => FV::Float(f64::INFINITY),
-                    "math.nan" | "torch.nan" => FV::Float(f64::NAN),
-                    f if crate::interp::python::function_value(f) => FV::Func(Rc::from(f)),
-                    other => return diag(span, format!("unsupported attribute `{other}`")),
-                })
+                crate::interp::python::module_attr(m, name).map(|v| super::expr::value_to_fv(&v)).map_err(err(span))
             }
-            FV::DType(d) => match name {
-                "is_floating_point" => Ok(FV::Bool(d.is_float())),
-                "is_complex" => Ok(FV::Bool(false)),
-                "is_signed" => Ok(FV::Bool(!matches!(d, DType::Bool))),
-                "itemsize" => Ok(FV::Int(d.size() as i64)),
-                _ => diag(span, format!("'torch.dtype' object has no attribute '{name}'")),
-            },
-            FV::Device => match name {
-                "type" => Ok(FV::Str("cpu".into())),
-                "index" => Ok(FV::None),
-                _ => diag(span, format!("'torch.device' object has no attribute '{name}'")),
-            },
+            FV::DType(d) => {
+                crate::interp::python::dtype_attr(*d, name).map(|v| super::expr::value_to_fv(&v)).map_err(err(span))
+            }
+            FV::Device => {
+                crate::interp::python::device_attr(name).map(|v| super::expr::value_to_fv(&v)).map_err(err(span))
+            }
             other => diag(span, format!("'{}' object has no attribute '{name}'", other.type_name())),
         }
     }

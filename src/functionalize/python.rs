@@ -4,12 +4,15 @@
 use std::rc::Rc;
 
 use super::args::err;
+use super::expr::Cond;
+use super::ops::A;
 use super::state::{diag, needs_static, Stop, FR, FV};
 use super::{Env, Fz};
 use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::*;
-use crate::interp::python::{exception_message, is_cpu_name, key_eq, not_cpu, EXCEPTIONS};
+use crate::interp::python::{exception_message, isinstance_of, key_eq, Lit, PyClass, EXCEPTIONS};
 use crate::interp::{pyfmt, Value};
+use crate::tensor::{DType, Scalar};
 use std::cell::RefCell;
 
 /// A value known before the program runs, as the reference interpreter's value (for keys, messages and formats).
@@ -452,38 +455,94 @@ pub(super) fn data_dependent(name: &str, npos: usize, nkw: usize, is_method: boo
     ))
 }
 
-/// Takes the device arguments out of a call (see `interp::python::strip_device`, which this mirrors).
-pub(super) fn strip_device(name: &str, pos: &mut Vec<FV>, kw: &mut Vec<(String, FV)>) -> Result<(), String> {
-    let check = |v: &FV| match v {
-        FV::Device | FV::None => Ok(()),
-        FV::Str(s) if is_cpu_name(s) => Ok(()),
-        FV::Str(s) => Err(not_cpu(&format!("'{s}'"))),
-        other => Err(format!("{name}(): argument 'device' must be torch.device, not {}", other.type_name())),
-    };
-    if let Some(k) = kw.iter().position(|(k, _)| k == "device") {
-        check(&kw[k].1)?;
-        kw.remove(k);
+/// The functionalizer's values as the shared device helpers see them (`interp::python::strip_device`,
+/// `torch_device`): a value known only at run time is none of theirs.
+pub(super) fn fv_lit(v: &FV) -> Lit<'_> {
+    match v {
+        FV::Device => Lit::Device,
+        FV::None => Lit::None,
+        FV::Str(s) => Lit::Str(s),
+        FV::Int(_) => Lit::Int,
+        FV::Bool(b) => Lit::Bool(*b),
+        _ => Lit::Other,
     }
-    let default_format = |v: &FV| matches!(v, FV::Str(f) if crate::interp::python::default_memory_format(name, f));
-    kw.retain(|(k, v)| !(k == "memory_format" && default_format(v)));
-    if matches!(name, "to" | "cpu") {
-        kw.retain(|(k, v)| !(k == "non_blocking" || (k == "copy" && matches!(v, FV::Bool(false)))));
-        if name == "to" && matches!(pos.get(1), Some(FV::Device | FV::Str(_))) {
-            check(&pos[1])?;
-            pos.remove(1);
-        }
-    }
-    Ok(())
 }
 
-/// `torch.device(...)`.
-pub(super) fn torch_device(pos: &[FV]) -> Result<FV, String> {
-    match pos {
-        [FV::Device] => Ok(FV::Device),
-        [FV::Str(s)] if is_cpu_name(s) => Ok(FV::Device),
-        [FV::Str(s), FV::Int(_)] if &**s == "cpu" => Ok(FV::Device),
-        [FV::Str(s), ..] => Err(not_cpu(&format!("'{s}'"))),
-        _ => Err("torch.device() takes a device name such as \"cpu\"".into()),
+/// Python builtins of `Fz::builtin` that take more than a few lines.
+impl<'m> Fz<'m> {
+    /// `int(x)`, `float(x)`, `bool(x)` of a number (known now or at run time), a one-element tensor, or (`float`)
+    /// a string.
+    pub(super) fn number_builtin(&mut self, name: &str, a: &A) -> FR<FV> {
+        let span = a.span;
+        let v = a.req(0, "x")?.clone();
+        let v = match v {
+            FV::Tensor(t) => {
+                if t.shape.iter().product::<usize>() != 1 {
+                    return diag(span, "only one element tensors can be converted to Python scalars");
+                }
+                self.item(&t, span)?
+            }
+            other => other,
+        };
+        Ok(match (name, v) {
+            ("int", FV::Float(f)) => FV::Int(crate::interp::pyarith::float_to_int(f).map_err(err(span))?),
+            ("int", FV::Bool(b)) => FV::Int(b as i64),
+            ("int", v @ (FV::Int(_) | FV::DynInt(_))) => v,
+            ("float", FV::Int(i)) => FV::Float(i as f64),
+            ("float", FV::Str(s)) => FV::Float(crate::interp::pyarith::parse_float(&s).map_err(err(span))?),
+            ("float", v @ (FV::Float(_) | FV::DynFloat(_))) => v,
+            ("float", FV::DynInt(x)) => FV::DynFloat(self.scalar_tensor(&FV::DynInt(x), Some(DType::F64), span)?.0),
+            ("bool", v) => match self.cond(&v, span)? {
+                Cond::Static(b) => FV::Bool(b),
+                Cond::Dyn(t) => FV::DynBool(t),
+            },
+            (_, v) => return diag(span, format!("{name}() of a {} is not supported here", v.type_name())),
+        })
+    }
+
+    /// `min`/`max` of an iterable or of the arguments: chosen now where all are numbers known now, else a term.
+    pub(super) fn min_max(&mut self, name: &str, a: &A) -> FR<FV> {
+        let span = a.span;
+        let items = if a.pos.len() == 1 { self.iterate(&a.pos[0], span)? } else { a.pos.clone() };
+        let nums: Option<Vec<Scalar>> = items.iter().map(|v| a.number(v)).collect();
+        match nums {
+            Some(ns) if !ns.is_empty() => {
+                let mut best = 0;
+                for (i, n) in ns.iter().enumerate() {
+                    let better =
+                        if name == "max" { n.to_f64() > ns[best].to_f64() } else { n.to_f64() < ns[best].to_f64() };
+                    if better {
+                        best = i;
+                    }
+                }
+                Ok(items[best].clone())
+            }
+            _ => self.dyn_minmax(name, &items, span),
+        }
+    }
+
+    /// `isinstance(x, class_or_tuple)` for the classes a program can name (a value known at run time has its class now).
+    pub(super) fn isinstance(&mut self, a: &A) -> FR<FV> {
+        let span = a.span;
+        let v = a.req(0, "obj")?;
+        let classes = match a.req(1, "class_or_tuple")? {
+            FV::Tuple(items) => items.as_ref().clone(),
+            one => vec![one.clone()],
+        };
+        // A value known only at run time has its class now.
+        let class = match v {
+            FV::Tensor(_) => PyClass::Tensor,
+            FV::Int(_) | FV::DynInt(_) => PyClass::Int,
+            FV::Float(_) | FV::DynFloat(_) => PyClass::Float,
+            FV::Bool(_) | FV::DynBool(_) => PyClass::Bool,
+            FV::Str(_) => PyClass::Str,
+            FV::Tuple(_) | FV::Named(..) => PyClass::Tuple,
+            FV::List(_) => PyClass::List,
+            FV::Dict(_) => PyClass::Dict,
+            _ => PyClass::Other,
+        };
+        let names = classes.iter().map(|c| if let FV::Module(m) = c { Some(*m) } else { None });
+        Ok(FV::Bool(isinstance_of(class, names).map_err(err(span))?))
     }
 }
 

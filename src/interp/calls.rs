@@ -9,7 +9,7 @@ use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
 use crate::frontend::ast::*;
 use crate::tensor::ops::{self, Unary};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 
 impl<'m> Interp<'m> {
     pub(super) fn call(
@@ -36,7 +36,9 @@ impl<'m> Interp<'m> {
                 let o = self.eval(frame, obj)?;
                 match o {
                     Value::Module("torch") if name == "device" && kw.is_empty() => {
-                        super::python::torch_device(&pos).map_err(tensor_err(span))
+                        super::python::torch_device(&pos, super::python::value_lit)
+                            .map(|()| Value::Device)
+                            .map_err(tensor_err(span))
                     }
                     Value::Module("torch") if matches!(name.as_str(), "finfo" | "iinfo") && kw.is_empty() => {
                         let d = match pos.as_slice() {
@@ -68,48 +70,21 @@ impl<'m> Interp<'m> {
                         }
                         Ok(Value::Bool(false))
                     }
-                    Value::Module(m) => {
-                        let full = format!("{m}.{name}");
-                        let mut kw = kw;
-                        super::python::strip_device(name, &mut pos, &mut kw).map_err(tensor_err(span))?;
-                        let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
-                        let out = match out_kind(name, has_dim, matches!(pos.get(1), Some(Value::Tensor(_)))) {
-                            Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
-                                Some(k) => Some((kind, kw.remove(k).1)),
-                                None => None,
-                            },
-                            _ => None,
-                        };
-                        let a = Args::new(pos, kw, span, full.clone());
-                        let r = if m == "math" {
-                            math_call(name, &a).map_err(tensor_err(span))
-                        } else if m == "torch.Tensor" {
-                            return self.tensor_method_call(name, a, span);
-                        } else {
-                            let op = if m == "torch.linalg" && name == "norm" { "linalg_norm" } else { name };
-                            self.torch_op(op, &a, false).map_err(|e| {
-                                if e.starts_with(super::torch_ops::UNKNOWN_OP) {
-                                    Diagnostic::new(crate::frontend::torch_api::unsupported(&full)).at(span)
-                                } else {
-                                    Diagnostic::new(e).at(span)
-                                }
-                            })
-                        }?;
-                        check_keywords(&a, &full)?;
-                        match out {
-                            Some((kind, out)) if !matches!(out, Value::None) => {
-                                self.write_out(name, kind, &a, r, out).map_err(tensor_err(span))
-                            }
-                            _ => Ok(r),
-                        }
-                    }
+                    Value::Module(m) => self.module_call(m, name, pos, kw, span),
                     Value::Tensor(t) => {
                         pos.insert(0, Value::Tensor(t));
                         if name == "cuda" {
                             return err(span, super::python::not_cpu("'cuda'"));
                         }
                         let mut kw = kw;
-                        super::python::strip_device(name, &mut pos, &mut kw).map_err(tensor_err(span))?;
+                        super::python::strip_device(
+                            name,
+                            &mut pos,
+                            &mut kw,
+                            super::python::value_lit,
+                            Value::type_name,
+                        )
+                        .map_err(tensor_err(span))?;
                         let a = Args::new(pos, kw, span, name.clone());
                         if matches!(name.as_str(), "squeeze_" | "unsqueeze_") {
                             return self.shape_inplace(frame, obj, name, a);
@@ -166,7 +141,52 @@ impl<'m> Interp<'m> {
         }
     }
 
-    fn call_value(
+    /// `MODULE.NAME(...)`: a `math` function, a `torch.Tensor` method called as a function, or an op of the table
+    /// (`torch.*`, `F.*`, `torch.linalg.*`), writing its result through `out=` where the op takes it.
+    fn module_call(
+        &mut self,
+        m: &str,
+        name: &str,
+        mut pos: Vec<Value>,
+        mut kw: Vec<(String, Value)>,
+        span: Span,
+    ) -> Result<Value, Diagnostic> {
+        let full = format!("{m}.{name}");
+        super::python::strip_device(name, &mut pos, &mut kw, super::python::value_lit, Value::type_name)
+            .map_err(tensor_err(span))?;
+        let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
+        let out = match out_kind(name, has_dim, matches!(pos.get(1), Some(Value::Tensor(_)))) {
+            Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
+                Some(k) => Some((kind, kw.remove(k).1)),
+                None => None,
+            },
+            _ => None,
+        };
+        let a = Args::new(pos, kw, span, full.clone());
+        let r = if m == "math" {
+            math_call(name, &a).map_err(tensor_err(span))
+        } else if m == "torch.Tensor" {
+            return self.tensor_method_call(name, a, span);
+        } else {
+            let op = if m == "torch.linalg" && name == "norm" { "linalg_norm" } else { name };
+            self.torch_op(op, &a, false).map_err(|e| {
+                if e.starts_with(super::torch_ops::UNKNOWN_OP) {
+                    Diagnostic::new(crate::frontend::torch_api::unsupported(&full)).at(span)
+                } else {
+                    Diagnostic::new(e).at(span)
+                }
+            })
+        }?;
+        check_keywords(&a, &full)?;
+        match out {
+            Some((kind, out)) if !matches!(out, Value::None) => {
+                self.write_out(name, kind, &a, r, out).map_err(tensor_err(span))
+            }
+            _ => Ok(r),
+        }
+    }
+
+    pub(super) fn call_value(
         &mut self,
         f: Value,
         pos: Vec<Value>,
@@ -282,52 +302,8 @@ impl<'m> Interp<'m> {
                 let (s, t, st) = range_args(&ints).map_err(|m| Diagnostic::new(m).at(span))?;
                 Ok(Value::Range(s, t, st))
             }
-            "len" => {
-                let v = a.req(0, "obj").map_err(&e)?;
-                match v {
-                    Value::Tensor(t) if t.dim() == 0 => err(span, "len() of a 0-d tensor"),
-                    Value::Tensor(t) => Ok(Value::Int(t.shape[0] as i64)),
-                    Value::Range(..) => Ok(Value::Int(self.iterate(v, span)?.len() as i64)),
-                    Value::Dict(d) => Ok(Value::Int(d.borrow().len() as i64)),
-                    other => match other.items() {
-                        Some(items) => Ok(Value::Int(items.len() as i64)),
-                        None => err(span, format!("object of type '{}' has no len()", other.type_name())),
-                    },
-                }
-            }
-            "int" | "float" | "bool" => {
-                let v = a.req(0, "x").map_err(&e)?;
-                if let (Value::Str(text), "float") = (v, name) {
-                    return match text.trim().to_ascii_lowercase().as_str() {
-                        "inf" | "+inf" | "infinity" => Ok(Value::Float(f64::INFINITY)),
-                        "-inf" | "-infinity" => Ok(Value::Float(f64::NEG_INFINITY)),
-                        "nan" => Ok(Value::Float(f64::NAN)),
-                        t => t.parse::<f64>().map(Value::Float).map_err(|_| {
-                            Diagnostic::new(format!("could not convert string to float: '{text}'")).at(span)
-                        }),
-                    };
-                }
-                let s = match v {
-                    Value::Tensor(t) => {
-                        if t.numel() != 1 {
-                            return err(span, "only one element tensors can be converted to Python scalars");
-                        }
-                        t.item().map_err(&e)?
-                    }
-                    other => other.as_scalar().ok_or_else(|| {
-                        Diagnostic::new(format!("{name}() argument must be a number, not '{}'", other.type_name()))
-                            .at(span)
-                    })?,
-                };
-                Ok(match name {
-                    "int" => match s {
-                        crate::tensor::Scalar::F(f) => Value::Int(super::pyarith::float_to_int(f).map_err(&e)?),
-                        s => Value::Int(s.to_i64_trunc()),
-                    },
-                    "float" => Value::Float(s.to_f64()),
-                    _ => Value::Bool(s.to_bool()),
-                })
-            }
+            "len" => self.len_builtin(a),
+            "int" | "float" | "bool" => self.number_builtin(name, a),
             "abs" => {
                 let v = a.req(0, "x").map_err(&e)?;
                 match v {
@@ -340,21 +316,7 @@ impl<'m> Interp<'m> {
                     other => err(span, format!("bad operand type for abs(): '{}'", other.type_name())),
                 }
             }
-            "min" | "max" => {
-                let items = if a.pos.len() == 1 { self.iterate(&a.pos[0], span)? } else { a.pos.clone() };
-                if items.is_empty() {
-                    return err(span, format!("{name}() arg is an empty sequence"));
-                }
-                let op = if name == "max" { CmpOp::Gt } else { CmpOp::Lt };
-                let mut best = items[0].clone();
-                for it in &items[1..] {
-                    let better = self.binop_compare(it, op, &best, span)?;
-                    if better {
-                        best = it.clone();
-                    }
-                }
-                Ok(best)
-            }
+            "min" | "max" => self.min_max(name, a),
             "pow" if a.pos.len() == 2 && a.kw.is_empty() => self.binop(&a.pos[0], BinOp::Pow, &a.pos[1], span),
             "all" | "any" => {
                 // Python's: the first item whose truth decides (a falsy one for all, a truthy one for any).
@@ -381,32 +343,7 @@ impl<'m> Interp<'m> {
                 };
                 Ok(if name == "list" { Value::list(items) } else { Value::tuple(items) })
             }
-            "dict" => {
-                // `dict(**kw)` or `dict(d, **kw)`: a new dict, the keywords (string keys) after `d`'s entries.
-                let mut out: Vec<(Value, Value)> = match a.pos.as_slice() {
-                    [] => vec![],
-                    [Value::Dict(d)] => d.borrow().clone(),
-                    [other] => {
-                        return err(
-                            span,
-                            format!(
-                                "dict() is supported with a dict and keyword arguments, not a {}",
-                                other.type_name()
-                            ),
-                        )
-                    }
-                    more => return err(span, format!("dict expected at most 1 argument, got {}", more.len())),
-                };
-                for (k, v) in &a.kw {
-                    a.get(usize::MAX, k);
-                    let key = Value::Str(k.as_str().into());
-                    match out.iter_mut().find(|(x, _)| super::python::key_eq(x, &key)) {
-                        Some(slot) => slot.1 = v.clone(),
-                        None => out.push((key, v.clone())),
-                    }
-                }
-                Ok(Value::Dict(std::rc::Rc::new(std::cell::RefCell::new(out))))
-            }
+            "dict" => self.dict_call(a),
             "enumerate" => {
                 let items = self.iterate(a.req(0, "iterable").map_err(&e)?, span)?;
                 let start = a.int_or(1, "start", 0).map_err(&e)?;
@@ -418,22 +355,7 @@ impl<'m> Interp<'m> {
                         .collect(),
                 ))
             }
-            "map" => {
-                // Python's `map` is lazy; every consumer here takes all of it at once, in order.
-                let f = a.req(0, "func").map_err(&e)?.clone();
-                let seqs: Vec<Vec<Value>> =
-                    a.pos[1..].iter().map(|v| self.iterate(v, span)).collect::<Result<_, _>>()?;
-                if seqs.is_empty() {
-                    return err(span, "map() must have at least two arguments.");
-                }
-                let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
-                let mut out = Vec::with_capacity(n);
-                for i in 0..n {
-                    let args = seqs.iter().map(|s| s[i].clone()).collect();
-                    out.push(self.call_value(f.clone(), args, vec![], span)?);
-                }
-                Ok(Value::list(out))
-            }
+            "map" => self.map_builtin(a),
             "zip" => {
                 let seqs: Vec<Vec<Value>> = a.pos.iter().map(|v| self.iterate(v, span)).collect::<Result<_, _>>()?;
                 let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
@@ -467,31 +389,7 @@ impl<'m> Interp<'m> {
                 };
                 hasattr(owner, name).map(Value::Bool).map_err(|m| Diagnostic::new(m).at(span))
             }
-            "isinstance" => {
-                let v = a.req(0, "obj").map_err(&e)?;
-                let classes = match a.req(1, "class_or_tuple").map_err(&e)? {
-                    Value::Tuple(items) => items.as_ref().clone(),
-                    one => vec![one.clone()],
-                };
-                let mut hit = false;
-                for c in &classes {
-                    let Value::Module(m) = c else {
-                        return err(span, "isinstance() arg 2 must be a type or tuple of types");
-                    };
-                    hit |= match *m {
-                        "torch.Tensor" => matches!(v, Value::Tensor(_)),
-                        "int" => matches!(v, Value::Int(_) | Value::Bool(_)),
-                        "float" => matches!(v, Value::Float(_)),
-                        "bool" => matches!(v, Value::Bool(_)),
-                        "str" => matches!(v, Value::Str(_)),
-                        "tuple" => matches!(v, Value::Tuple(_) | Value::Named(..)),
-                        "list" => matches!(v, Value::List(_)),
-                        "dict" => matches!(v, Value::Dict(_)),
-                        _ => return err(span, "isinstance() arg 2 must be a type or tuple of types"),
-                    };
-                }
-                Ok(Value::Bool(hit))
-            }
+            "isinstance" => self.isinstance(a),
             "str" => Ok(Value::Str(super::pyfmt::py_str(a.req(0, "object").map_err(&e)?).into())),
             "print" => Ok(Value::None),
             _ => err(span, format!("unsupported function `{name}`")),
@@ -519,7 +417,7 @@ impl<'m> Interp<'m> {
     }
 
     /// `a OP b` as a Python truth value (for `min`/`max` over values).
-    fn binop_compare(&mut self, a: &Value, op: CmpOp, b: &Value, span: Span) -> Result<bool, Diagnostic> {
+    pub(super) fn binop_compare(&mut self, a: &Value, op: CmpOp, b: &Value, span: Span) -> Result<bool, Diagnostic> {
         let bin = if op == CmpOp::Gt { ops::Binary::Gt } else { ops::Binary::Lt };
         if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
             return Ok(if op == CmpOp::Gt { x.to_f64() > y.to_f64() } else { x.to_f64() < y.to_f64() });
@@ -556,41 +454,9 @@ impl<'m> Interp<'m> {
                 Some(i) => Ok(items[i].clone()),
                 None => err(span, format!("result has no attribute `{name}`")),
             },
-            Value::Module(m) => {
-                let full = format!("{m}.{name}");
-                if let Some(d) = DType::from_torch_name(name).filter(|_| *m == "torch") {
-                    return Ok(Value::DType(d));
-                }
-                Ok(match full.as_str() {
-                    "torch.nn" => Value::Module("torch.nn"),
-                    "torch.nn.functional" => Value::Module("torch.nn.functional"),
-                    "torch.nn.init" => Value::Module("torch.nn.init"),
-                    "torch.Tensor" => Value::Module("torch.Tensor"),
-                    "torch.linalg" => Value::Module("torch.linalg"),
-                    "torch.onnx" => Value::Module("torch.onnx"),
-                    "torch.jit" => Value::Module("torch.jit"),
-                    "torch.compiler" => Value::Module("torch.compiler"),
-                    f if super::python::MEMORY_FORMATS.contains(&f) => Value::Str(f.into()),
-                    "math.pi" | "torch.pi" => Value::Float(std::f64::consts::PI),
-                    "math.e" | "torch.e" => Value::Float(std::f64::consts::E),
-                    "math.inf" | "torch.inf" => Value::Float(f64::INFINITY),
-                    "math.nan" | "torch.nan" => Value::Float(f64::NAN),
-                    f if super::python::function_value(f) => Value::Func(std::rc::Rc::from(f)),
-                    _ => return err(span, format!("unsupported attribute `{full}`")),
-                })
-            }
-            Value::DType(d) => match name {
-                "is_floating_point" => Ok(Value::Bool(d.is_float())),
-                "is_complex" => Ok(Value::Bool(false)),
-                "is_signed" => Ok(Value::Bool(!matches!(d, DType::Bool))),
-                "itemsize" => Ok(Value::Int(d.size() as i64)),
-                _ => err(span, format!("'torch.dtype' object has no attribute '{name}'")),
-            },
-            Value::Device => match name {
-                "type" => Ok(Value::Str("cpu".into())),
-                "index" => Ok(Value::None),
-                _ => err(span, format!("'torch.device' object has no attribute '{name}'")),
-            },
+            Value::Module(m) => super::python::module_attr(m, name).map_err(&e),
+            Value::DType(d) => super::python::dtype_attr(*d, name).map_err(&e),
+            Value::Device => super::python::device_attr(name).map_err(&e),
             other => err(span, format!("'{}' object has no attribute '{name}'", other.type_name())),
         }
     }

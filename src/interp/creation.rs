@@ -90,93 +90,16 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
             out.write_scalars(&vec![value; out.numel()]);
             t(out)
         }
-        "arange" => {
-            let num = |v: &Value| match v {
-                Value::Tensor(t) if t.numel() == 1 => t.item(),
-                o => o.as_scalar().ok_or_else(|| format!("arange(): arguments must be numbers, not {}", o.type_name())),
-            };
-            let (s, e, st) = arange_bind(&a.pos, |k| a.get(usize::MAX, k))?;
-            let start = s.map(num).transpose()?.unwrap_or(Scalar::I(0));
-            let (end, step) = (num(e)?, st.map(num).transpose()?.unwrap_or(Scalar::I(1)));
-            let all_int = [start, end, step].iter().all(|s| !matches!(s, Scalar::F(_)));
-            let dt = a.dtype(99, "dtype")?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
-            let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
-            if st == 0.0 {
-                return Err("step must be nonzero".into());
-            }
-            if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
-                return Err("upper bound and lower bound inconsistent with step sign".into());
-            }
-            let n = ((e - s) / st).ceil().max(0.0);
-            if !n.is_finite() || n > crate::tensor::MAX_ELEMENTS as f64 {
-                return Err(format!("arange(): {n} elements is more than this interpreter allows"));
-            }
-            let n = n as usize;
-            let vals: Vec<Scalar> = (0..n)
-                .map(|i| {
-                    if all_int {
-                        Scalar::I(start.to_i64_trunc() + i as i64 * step.to_i64_trunc())
-                    } else {
-                        Scalar::F(s + i as f64 * st)
-                    }
-                })
-                .collect();
-            t(Tensor::from_scalars(dt, &[n], &vals)?)
-        }
+        "arange" => arange(a),
         "linspace" => {
             let s = a.req(0, "start")?.as_scalar().ok_or("linspace(): start must be a number")?.to_f64();
             let e = a.req(1, "end")?.as_scalar().ok_or("linspace(): end must be a number")?.to_f64();
             let n = count_arg(name, "steps", a.int(2, "steps")?)?.min(crate::tensor::MAX_ELEMENTS);
             let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
-            let step = if n > 1 { (e - s) / (n - 1) as f64 } else { 0.0 };
-            let half = n / 2;
-            let vals: Vec<f64> =
-                (0..n).map(|i| if i < half { s + step * i as f64 } else { e - step * (n - 1 - i) as f64 }).collect();
-            t(Tensor::from_f64(dt, &[n], &vals)?)
+            t(Tensor::from_f64(dt, &[n], &linspace_values(s, e, n))?)
         }
-        "tensor" | "as_tensor" => {
-            let v = a.req(0, "data")?;
-            let mut shape = Vec::new();
-            let mut vals = Vec::new();
-            flatten_data(v, &mut shape, 0, &mut vals)?;
-            let inferred = match v {
-                Value::Tensor(t) => t.dtype(),
-                _ => {
-                    let k = vals.iter().map(|s| s.kind()).max();
-                    match k {
-                        Some(crate::tensor::Kind::Bool) => DType::Bool,
-                        Some(crate::tensor::Kind::Int) => DType::I64,
-                        _ => DType::F32,
-                    }
-                }
-            };
-            let dt = a.dtype(1, "dtype")?.unwrap_or(inferred);
-            t(Tensor::from_scalars(dt, &shape, &vals)?)
-        }
-        "meshgrid" => {
-            let ts = if a.pos.len() == 1 && a.pos[0].items().is_some() {
-                tensor_list(a, 0, "tensors")?
-            } else {
-                a.pos
-                    .iter()
-                    .map(|v| match v {
-                        Value::Tensor(t) => Ok(t.clone()),
-                        _ => Err("meshgrid expects tensors".to_string()),
-                    })
-                    .collect::<AResult<_>>()?
-            };
-            let ij = match a.opt(99, "indexing") {
-                Some(Value::Str(s)) if s.as_ref() == "xy" => false,
-                _ => true,
-            };
-            let numels: Vec<usize> = ts.iter().map(|t| t.numel()).collect();
-            let (views, sizes) = crate::tensor::views::meshgrid_shapes(&numels, ij);
-            let mut out = Vec::new();
-            for (x, shape) in ts.iter().zip(views) {
-                out.push(x.reshape(&shape)?.expand(&sizes)?);
-            }
-            tensors(out)
-        }
+        "tensor" | "as_tensor" => tensor_of(a),
+        "meshgrid" => meshgrid(a),
         "new_zeros" | "new_ones" | "new_empty" | "new_full" => {
             let x = a.tensor(0, "self")?;
             let (sizes, value) = if name == "new_full" {
@@ -218,6 +141,102 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
         }
         _ => super::extra_ops::extra_op(name, a),
     }
+}
+
+/// `torch.arange`: the values from `start` by `step` below `end`, integers where every bound is one.
+fn arange(a: &Args) -> AResult<Value> {
+    let num = |v: &Value| match v {
+        Value::Tensor(t) if t.numel() == 1 => t.item(),
+        o => o.as_scalar().ok_or_else(|| format!("arange(): arguments must be numbers, not {}", o.type_name())),
+    };
+    let (s, e, st) = arange_bind(&a.pos, |k| a.get(usize::MAX, k))?;
+    let start = s.map(num).transpose()?.unwrap_or(Scalar::I(0));
+    let (end, step) = (num(e)?, st.map(num).transpose()?.unwrap_or(Scalar::I(1)));
+    let all_int = [start, end, step].iter().all(|s| !matches!(s, Scalar::F(_)));
+    let dt = a.dtype(99, "dtype")?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
+    let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
+    let n = arange_len(s, e, st)?;
+    if !n.is_finite() || n > crate::tensor::MAX_ELEMENTS as f64 {
+        return Err(format!("arange(): {n} elements is more than this interpreter allows"));
+    }
+    let n = n as usize;
+    let vals: Vec<Scalar> = (0..n)
+        .map(|i| {
+            if all_int {
+                Scalar::I(start.to_i64_trunc() + i as i64 * step.to_i64_trunc())
+            } else {
+                Scalar::F(s + i as f64 * st)
+            }
+        })
+        .collect();
+    t(Tensor::from_scalars(dt, &[n], &vals)?)
+}
+
+/// `torch.tensor`/`as_tensor`: the nested data's numbers in a new tensor, its dtype inferred from the widest kind.
+fn tensor_of(a: &Args) -> AResult<Value> {
+    let v = a.req(0, "data")?;
+    let mut shape = Vec::new();
+    let mut vals = Vec::new();
+    flatten_data(v, &mut shape, 0, &mut vals)?;
+    let inferred = match v {
+        Value::Tensor(t) => t.dtype(),
+        _ => {
+            let k = vals.iter().map(|s| s.kind()).max();
+            match k {
+                Some(crate::tensor::Kind::Bool) => DType::Bool,
+                Some(crate::tensor::Kind::Int) => DType::I64,
+                _ => DType::F32,
+            }
+        }
+    };
+    let dt = a.dtype(1, "dtype")?.unwrap_or(inferred);
+    t(Tensor::from_scalars(dt, &shape, &vals)?)
+}
+
+/// `torch.meshgrid`: each input viewed along its own dim and expanded to the grid (`indexing='ij'` unless `'xy'`).
+fn meshgrid(a: &Args) -> AResult<Value> {
+    let ts = if a.pos.len() == 1 && a.pos[0].items().is_some() {
+        tensor_list(a, 0, "tensors")?
+    } else {
+        a.pos
+            .iter()
+            .map(|v| match v {
+                Value::Tensor(t) => Ok(t.clone()),
+                _ => Err("meshgrid expects tensors".to_string()),
+            })
+            .collect::<AResult<_>>()?
+    };
+    let ij = match a.opt(99, "indexing") {
+        Some(Value::Str(s)) if s.as_ref() == "xy" => false,
+        _ => true,
+    };
+    let numels: Vec<usize> = ts.iter().map(|t| t.numel()).collect();
+    let (views, sizes) = crate::tensor::views::meshgrid_shapes(&numels, ij);
+    let mut out = Vec::new();
+    for (x, shape) in ts.iter().zip(views) {
+        out.push(x.reshape(&shape)?.expand(&sizes)?);
+    }
+    tensors(out)
+}
+
+/// The number of values `arange` gives from `start` by `step` below `end`, after PyTorch's checks of the step (both
+/// engines; each bounds the count as it can hold it).
+pub(crate) fn arange_len(start: f64, end: f64, step: f64) -> Result<f64, String> {
+    if step == 0.0 {
+        return Err("step must be nonzero".into());
+    }
+    if (step > 0.0 && end < start) || (step < 0.0 && end > start) {
+        return Err("upper bound and lower bound inconsistent with step sign".into());
+    }
+    Ok(((end - start) / step).ceil().max(0.0))
+}
+
+/// `linspace`'s `n` values from `start` to `end`: as PyTorch computes them, the first half stepping up from `start`
+/// and the second half stepping down from `end` (both engines).
+pub(crate) fn linspace_values(start: f64, end: f64, n: usize) -> Vec<f64> {
+    let step = if n > 1 { (end - start) / (n - 1) as f64 } else { 0.0 };
+    let half = n / 2;
+    (0..n).map(|i| if i < half { start + step * i as f64 } else { end - step * (n - 1 - i) as f64 }).collect()
 }
 
 /// `torch.arange`'s bounds bound as PyTorch's parser binds them: `(end)` alone, or `(start, end[, step])` with each

@@ -71,51 +71,19 @@ impl<'m> Interp<'m> {
         if self.depth >= MAX_DEPTH {
             return err(span, format!("call depth exceeds {MAX_DEPTH} (recursion is not supported)"));
         }
-        let npos = f.positional();
-        if f.vararg.is_none() && args.len() > npos {
-            return err(span, format!("{}() takes {} arguments but {} were given", f.name, npos, args.len()));
-        }
-        let mut frame = Frame::new();
-        let mut args = args.into_iter();
-        for (i, p) in f.params.iter().enumerate() {
-            let next = if i < npos { args.next() } else { None };
-            if next.is_some() && kwargs.iter().any(|(k, _)| *k == p.name) {
-                return err(span, format!("{}() got multiple values for argument '{}'", f.name, p.name));
-            }
-            let v = match next {
-                Some(v) => v,
-                None => match kwargs.iter().find(|(k, _)| *k == p.name) {
-                    Some((_, v)) => v.clone(),
-                    None => match &p.default {
-                        Some(d) => {
-                            // Evaluated where the function was defined: only a lambda's frozen defaults are seen.
-                            let mut frozen = Frame::new();
-                            for (k, v) in kwargs.iter().filter(|(k, _)| is_default_capture(k)) {
-                                frozen.insert(k.clone(), v.clone());
-                            }
-                            self.eval(&mut frozen, d)?
-                        }
-                        None => return err(span, format!("{}() missing required argument '{}'", f.name, p.name)),
-                    },
-                },
-            };
-            frame.insert(p.name.clone(), v);
-        }
-        if let Some((_, va)) = &f.vararg {
-            frame.insert(va.name.clone(), Value::tuple(args.collect()));
-        }
-        let extra = kwargs.iter().filter(|(k, _)| !f.takes_keyword(k));
-        match &f.kwarg {
-            Some(kw) => {
-                let d = extra.map(|(k, v)| (Value::Str(k.as_str().into()), v.clone())).collect();
-                frame.insert(kw.name.clone(), Value::Dict(Rc::new(std::cell::RefCell::new(d))));
-            }
-            None => {
-                if let Some((k, _)) = extra.into_iter().next() {
-                    return err(span, format!("{}() got an unexpected keyword argument '{}'", f.name, k));
-                }
-            }
-        }
+        let bound = super::bind::bind_args(
+            f,
+            args,
+            &kwargs,
+            |d, frozen| self.eval(&mut frozen.into_iter().collect(), d),
+            tensor_err(span),
+            Value::tuple,
+            |items| {
+                let d = items.into_iter().map(|(k, v)| (Value::Str(k.as_str().into()), v)).collect();
+                Value::Dict(Rc::new(std::cell::RefCell::new(d)))
+            },
+        )?;
+        let mut frame: Frame = bound.into_iter().collect();
         if self.depth == 0 {
             self.entry_args = frame.values().cloned().collect();
         }
@@ -414,6 +382,8 @@ impl<'m> Interp<'m> {
         })
     }
 
+    /// An expression's value. The functionalizer's `Fz::expr` walks the same syntax on purpose (it builds terms
+    /// where this computes values); what both do alike lives here in `interp` and is called by both.
     pub(super) fn eval(&mut self, frame: &mut Frame, e: &'m Expr) -> Result<Value, Diagnostic> {
         let span = e.span;
         Ok(match &e.kind {

@@ -47,30 +47,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let vals: Vec<Scalar> = offs.iter().map(|&o| b.get(o)).collect();
             t(Tensor::from_scalars(x.dtype(), &idx.shape, &vals)?)
         }
-        "scatter" | "scatter_add" => {
-            let x = a.tensor(0, "input")?.contiguous_copy();
-            let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
-            let idx = a.tensor(2, "index")?;
-            let offs = index::along_dim_offsets(&x, d, &idx)?;
-            let src: Vec<Scalar> = match a.opt(3, "src").or(a.opt(3, "value")) {
-                Some(Value::Tensor(s)) => {
-                    let n = idx.numel();
-                    let sl = (0..s.dim()).try_fold(s.clone(), |acc, k| acc.narrow(k as i64, 0, idx.shape[k] as i64))?;
-                    let v = sl.scalars();
-                    if v.len() != n {
-                        return Err("scatter(): src is smaller than index".into());
-                    }
-                    v
-                }
-                Some(v) => {
-                    vec![v.as_scalar().ok_or("scatter(): value must be a number")?; idx.numel()]
-                }
-                None => return Err("scatter() missing argument 'src'".into()),
-            };
-            let add = name == "scatter_add" || matches!(a.opt(4, "reduce"), Some(Value::Str(s)) if s.as_ref() == "add");
-            index::scatter_values(&x, &offs, src, add);
-            t(x)
-        }
+        "scatter" | "scatter_add" => scatter_op(name, a),
         "index_fill" => {
             let x = a.tensor(0, "input")?.contiguous_copy();
             let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
@@ -120,50 +97,8 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             }
             Ok(named(v.narrow(d as i64, 0, k)?.contiguous_copy(), i.narrow(d as i64, 0, k)?.contiguous_copy()))
         }
-        "flip" => {
-            let x = a.tensor(0, "input")?;
-            let dims = a.sizes(1, "dims")?;
-            let mut v = x.clone();
-            for d in dims {
-                let d = wrap_dim(d, x.dim())?;
-                let n = v.shape.get(d).copied().unwrap_or(1);
-                if n > 1 {
-                    let mut strides = v.strides.clone();
-                    let off = (v.offset as isize + (n as isize - 1) * strides[d]) as usize;
-                    strides[d] = -strides[d];
-                    v = v.restride(v.shape.clone(), strides, off);
-                }
-            }
-            t(v.contiguous_copy())
-        }
-        "roll" => {
-            let x = a.tensor(0, "input")?;
-            let shifts = int_list(a.req(1, "shifts")?)?;
-            let dims = match a.opt(2, "dims") {
-                Some(d) => int_list(d)?,
-                None => {
-                    let flat = x.reshape(&[-1])?;
-                    let n = flat.numel() as i64;
-                    let s = if n > 0 { shifts[0].rem_euclid(n) } else { 0 };
-                    let parts = [flat.narrow(0, n - s, s)?, flat.narrow(0, 0, n - s)?];
-                    return t(reduce::cat(&parts, 0)?.reshape(&x.shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?);
-                }
-            };
-            let mut v = x.clone();
-            for (s, d) in shifts.iter().zip(dims) {
-                if x.dim() == 0 {
-                    return Err(format!("Dimension specified as {d} but tensor has no dimensions"));
-                }
-                let d = wrap_dim(d, x.dim())? as i64;
-                let n = v.shape[d as usize] as i64;
-                if n == 0 {
-                    continue;
-                }
-                let s = s.rem_euclid(n);
-                v = reduce::cat(&[v.narrow(d, n - s, s)?, v.narrow(d, 0, n - s)?], d)?;
-            }
-            t(v.contiguous_copy())
-        }
+        "flip" => flip(a),
+        "roll" => roll(a),
         "outer" | "ger" => {
             let x = a.tensor(0, "input")?;
             let y = a.tensor(1, "vec2")?;
@@ -195,25 +130,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let v = var(&x, a)?;
             t(if name == "std" { ops::unary(Unary::Sqrt, &v)? } else { v })
         }
-        "logsumexp" => {
-            let x = a.tensor(0, "input")?;
-            let dims = a.dims(1, "dim")?;
-            let keep = a.bool_or(2, "keepdim", false)?;
-            if x.numel() == 0 {
-                // No max to subtract (it would raise over a zero-length dim): the sum of no exponentials is 0 and
-                // its log -inf, as PyTorch gives.
-                let e = ops::unary(Unary::Exp, &x)?;
-                return t(ops::unary(Unary::Log, &reduce::sum(&e, dims.as_deref(), keep, None)?)?);
-            }
-            let m = reduce::amax(&x, dims.as_deref(), true, true)?;
-            let m = ops::map_n(&[&Operand::T(m.clone())], m.dtype(), m.dtype(), |v| {
-                Ok(if v[0].to_f64().is_infinite() { Scalar::F(0.0) } else { v[0] })
-            })?;
-            let e = ops::unary(Unary::Exp, &bin(Binary::Sub, Operand::T(x), Operand::T(m.clone()))?)?;
-            let s = ops::unary(Unary::Log, &reduce::sum(&e, dims.as_deref(), true, None)?)?;
-            let r = bin(Binary::Add, Operand::T(s), Operand::T(m))?;
-            t(if keep { r } else { r.squeeze(dims.as_deref().or(Some(&[])))? })
-        }
+        "logsumexp" => logsumexp(a),
         "leaky_relu" => {
             let x = a.tensor(0, "input")?;
             if !x.dtype().is_float() {
@@ -224,21 +141,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let neg = bin(Binary::Mul, Operand::T(x.clone()), Operand::S(Scalar::F(slope)))?;
             t(ops::where_(&pos, &Operand::T(x), &Operand::T(neg))?)
         }
-        "normalize" => {
-            let x = a.tensor(0, "input")?;
-            let p = a.opt(1, "p").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(2.0);
-            let dim = a.int_or(2, "dim", 1)?;
-            let eps = a.opt(3, "eps").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(1e-12);
-            let ab = ops::unary(Unary::Abs, &x)?;
-            let pw = bin(Binary::Pow, Operand::T(ab), Operand::S(Scalar::F(p)))?;
-            let n = bin(
-                Binary::Pow,
-                Operand::T(reduce::sum(&pw, Some(&[dim]), true, None)?),
-                Operand::S(Scalar::F(1.0 / p)),
-            )?;
-            let n = ops::clamp(&n, Some(&Operand::S(Scalar::F(eps))), None)?;
-            t(bin(Binary::Div, Operand::T(x), Operand::T(n))?)
-        }
+        "normalize" => normalize(a),
         "embedding" => {
             let idx = a.tensor(0, "input")?;
             let w = a.tensor(1, "weight")?;
@@ -265,6 +168,117 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         }
         _ => super::more_ops::more_op(name, a),
     }
+}
+
+/// `scatter`/`scatter_add`: a copy of the input with `src` (a tensor, or a value) written (or added, for `reduce='add'`)
+/// at the `index`ed positions along `dim`.
+fn scatter_op(name: &str, a: &Args) -> AResult<Value> {
+    let x = a.tensor(0, "input")?.contiguous_copy();
+    let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
+    let idx = a.tensor(2, "index")?;
+    let offs = index::along_dim_offsets(&x, d, &idx)?;
+    let src: Vec<Scalar> = match a.opt(3, "src").or(a.opt(3, "value")) {
+        Some(Value::Tensor(s)) => {
+            let n = idx.numel();
+            let sl = (0..s.dim()).try_fold(s.clone(), |acc, k| acc.narrow(k as i64, 0, idx.shape[k] as i64))?;
+            let v = sl.scalars();
+            if v.len() != n {
+                return Err("scatter(): src is smaller than index".into());
+            }
+            v
+        }
+        Some(v) => {
+            vec![v.as_scalar().ok_or("scatter(): value must be a number")?; idx.numel()]
+        }
+        None => return Err("scatter() missing argument 'src'".into()),
+    };
+    let add = name == "scatter_add" || matches!(a.opt(4, "reduce"), Some(Value::Str(s)) if s.as_ref() == "add");
+    index::scatter_values(&x, &offs, src, add);
+    t(x)
+}
+
+/// `flip`: a copy with the given dims reversed.
+fn flip(a: &Args) -> AResult<Value> {
+    let x = a.tensor(0, "input")?;
+    let dims = a.sizes(1, "dims")?;
+    let mut v = x.clone();
+    for d in dims {
+        let d = wrap_dim(d, x.dim())?;
+        let n = v.shape.get(d).copied().unwrap_or(1);
+        if n > 1 {
+            let mut strides = v.strides.clone();
+            let off = (v.offset as isize + (n as isize - 1) * strides[d]) as usize;
+            strides[d] = -strides[d];
+            v = v.restride(v.shape.clone(), strides, off);
+        }
+    }
+    t(v.contiguous_copy())
+}
+
+/// `roll`: each element moved `shifts` places along its dim, wrapping around (the flattened tensor without `dims`).
+fn roll(a: &Args) -> AResult<Value> {
+    let x = a.tensor(0, "input")?;
+    let shifts = int_list(a.req(1, "shifts")?)?;
+    let dims = match a.opt(2, "dims") {
+        Some(d) => int_list(d)?,
+        None => {
+            let flat = x.reshape(&[-1])?;
+            let n = flat.numel() as i64;
+            let s = if n > 0 { shifts[0].rem_euclid(n) } else { 0 };
+            let parts = [flat.narrow(0, n - s, s)?, flat.narrow(0, 0, n - s)?];
+            return t(reduce::cat(&parts, 0)?.reshape(&x.shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?);
+        }
+    };
+    let mut v = x.clone();
+    for (s, d) in shifts.iter().zip(dims) {
+        if x.dim() == 0 {
+            return Err(format!("Dimension specified as {d} but tensor has no dimensions"));
+        }
+        let d = wrap_dim(d, x.dim())? as i64;
+        let n = v.shape[d as usize] as i64;
+        if n == 0 {
+            continue;
+        }
+        let s = s.rem_euclid(n);
+        v = reduce::cat(&[v.narrow(d, n - s, s)?, v.narrow(d, 0, n - s)?], d)?;
+    }
+    t(v.contiguous_copy())
+}
+
+/// `logsumexp`: the maximum subtracted before `exp` and added back after `log` (an infinite maximum counts as 0).
+fn logsumexp(a: &Args) -> AResult<Value> {
+    let bin = |op: Binary, x: Operand, y: Operand| ops::binary(op, &x, &y);
+    let x = a.tensor(0, "input")?;
+    let dims = a.dims(1, "dim")?;
+    let keep = a.bool_or(2, "keepdim", false)?;
+    if x.numel() == 0 {
+        // No max to subtract (it would raise over a zero-length dim): the sum of no exponentials is 0 and
+        // its log -inf, as PyTorch gives.
+        let e = ops::unary(Unary::Exp, &x)?;
+        return t(ops::unary(Unary::Log, &reduce::sum(&e, dims.as_deref(), keep, None)?)?);
+    }
+    let m = reduce::amax(&x, dims.as_deref(), true, true)?;
+    let m = ops::map_n(&[&Operand::T(m.clone())], m.dtype(), m.dtype(), |v| {
+        Ok(if v[0].to_f64().is_infinite() { Scalar::F(0.0) } else { v[0] })
+    })?;
+    let e = ops::unary(Unary::Exp, &bin(Binary::Sub, Operand::T(x), Operand::T(m.clone()))?)?;
+    let s = ops::unary(Unary::Log, &reduce::sum(&e, dims.as_deref(), true, None)?)?;
+    let r = bin(Binary::Add, Operand::T(s), Operand::T(m))?;
+    t(if keep { r } else { r.squeeze(dims.as_deref().or(Some(&[])))? })
+}
+
+/// `F.normalize`: `x` over its `p`-norm along `dim`, the norm clamped below by `eps`.
+fn normalize(a: &Args) -> AResult<Value> {
+    let bin = |op: Binary, x: Operand, y: Operand| ops::binary(op, &x, &y);
+    let x = a.tensor(0, "input")?;
+    let p = a.opt(1, "p").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(2.0);
+    let dim = a.int_or(2, "dim", 1)?;
+    let eps = a.opt(3, "eps").and_then(|v| v.as_scalar()).map(|s| s.to_f64()).unwrap_or(1e-12);
+    let ab = ops::unary(Unary::Abs, &x)?;
+    let pw = bin(Binary::Pow, Operand::T(ab), Operand::S(Scalar::F(p)))?;
+    let n = bin(Binary::Pow, Operand::T(reduce::sum(&pw, Some(&[dim]), true, None)?), Operand::S(Scalar::F(1.0 / p)))?;
+    let n = ops::clamp(&n, Some(&Operand::S(Scalar::F(eps))), None)?;
+    t(bin(Binary::Div, Operand::T(x), Operand::T(n))?)
 }
 
 fn to_list(x: &Tensor) -> Value {

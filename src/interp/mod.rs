@@ -6,11 +6,12 @@
 //! reject the program instead of guessing.
 
 mod args;
+pub(crate) mod bind;
 pub(crate) mod calls;
 pub(crate) mod creation;
-pub(crate) mod foreach;
 pub(crate) mod exec;
 mod extra_ops;
+pub(crate) mod foreach;
 pub(crate) mod more_ops;
 pub(crate) mod nn_ops;
 pub(crate) mod out_arg;

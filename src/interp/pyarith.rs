@@ -146,3 +146,13 @@ pub(crate) fn py_arith(a: Scalar, op: BinOp, b: Scalar) -> Result<Value, String>
         _ => return Err(format!("unsupported operand types for {}: 'float'", op.symbol())),
     }))
 }
+
+/// `float(text)`: Python's parse of a string, with its spellings of infinity and NaN (both engines).
+pub(crate) fn parse_float(text: &str) -> Result<f64, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" => Ok(f64::INFINITY),
+        "-inf" | "-infinity" => Ok(f64::NEG_INFINITY),
+        "nan" => Ok(f64::NAN),
+        t => t.parse::<f64>().map_err(|_| format!("could not convert string to float: '{text}'")),
+    }
+}

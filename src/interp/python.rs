@@ -4,7 +4,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::exec::{Frame, Interp};
+use super::args::Args;
+use super::exec::{tensor_err, Frame, Interp};
 use super::pyfmt;
 use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
@@ -250,25 +251,54 @@ pub(super) fn dict_entries(v: &Value) -> Result<Vec<(Option<String>, Value)>, St
     }
 }
 
+/// How the device helpers both engines share see a value: a device, `None`, a string, an int, a bool, or another
+/// value (the functionalizer's values known only at run time are others).
+pub(crate) enum Lit<'v> {
+    Device,
+    None,
+    Str(&'v str),
+    Int,
+    Bool(bool),
+    Other,
+}
+
+/// The interpreter's values as [`Lit`]s.
+pub(super) fn value_lit(v: &Value) -> Lit<'_> {
+    match v {
+        Value::Device => Lit::Device,
+        Value::None => Lit::None,
+        Value::Str(s) => Lit::Str(s),
+        Value::Int(_) => Lit::Int,
+        Value::Bool(b) => Lit::Bool(*b),
+        _ => Lit::Other,
+    }
+}
+
 /// Takes the device arguments out of a call to `name` (`device=` anywhere; for `.to`, a device or device name in
 /// first position): the CPU is the only device, so they change nothing; another device is refused. `non_blocking`
-/// and `copy=False` go with them for `.to`.
-pub(super) fn strip_device(name: &str, pos: &mut Vec<Value>, kw: &mut Vec<(String, Value)>) -> Result<(), String> {
-    let check = |v: &Value| match v {
-        Value::Device | Value::None => Ok(()),
-        Value::Str(s) if is_cpu_name(s) => Ok(()),
-        Value::Str(s) => Err(not_cpu(&format!("'{s}'"))),
-        other => Err(format!("{name}(): argument 'device' must be torch.device, not {}", other.type_name())),
+/// and `copy=False` go with them for `.to`. Both engines call it, `lit` and `type_name` seeing their values.
+pub(crate) fn strip_device<V>(
+    name: &str,
+    pos: &mut Vec<V>,
+    kw: &mut Vec<(String, V)>,
+    lit: impl Fn(&V) -> Lit<'_>,
+    type_name: impl Fn(&V) -> &'static str,
+) -> Result<(), String> {
+    let check = |v: &V| match lit(v) {
+        Lit::Device | Lit::None => Ok(()),
+        Lit::Str(s) if is_cpu_name(s) => Ok(()),
+        Lit::Str(s) => Err(not_cpu(&format!("'{s}'"))),
+        _ => Err(format!("{name}(): argument 'device' must be torch.device, not {}", type_name(v))),
     };
     if let Some(k) = kw.iter().position(|(k, _)| k == "device") {
         check(&kw[k].1)?;
         kw.remove(k);
     }
-    kw.retain(|(k, v)| !(k == "memory_format" && matches!(v, Value::Str(f) if default_memory_format(name, f))));
+    kw.retain(|(k, v)| !(k == "memory_format" && matches!(lit(v), Lit::Str(f) if default_memory_format(name, f))));
     if matches!(name, "to" | "cpu") {
-        kw.retain(|(k, v)| !(k == "non_blocking" || (k == "copy" && matches!(v, Value::Bool(false)))));
+        kw.retain(|(k, v)| !(k == "non_blocking" || (k == "copy" && matches!(lit(v), Lit::Bool(false)))));
         // `x.to(device)`, `x.to(device, dtype)`, `x.to("cpu")` (position 1: position 0 is the tensor).
-        if name == "to" && matches!(pos.get(1), Some(Value::Device | Value::Str(_))) {
+        if name == "to" && matches!(pos.get(1).map(&lit), Some(Lit::Device | Lit::Str(_))) {
             check(&pos[1])?;
             pos.remove(1);
         }
@@ -301,13 +331,14 @@ pub(crate) fn run_mode_predicate(full: &str) -> bool {
     )
 }
 
-/// `torch.device(...)`.
-pub(super) fn torch_device(pos: &[Value]) -> Result<Value, String> {
-    match pos {
-        [Value::Device] => Ok(Value::Device),
-        [Value::Str(s)] if is_cpu_name(s) => Ok(Value::Device),
-        [Value::Str(s), Value::Int(_)] if &**s == "cpu" => Ok(Value::Device),
-        [Value::Str(s), ..] => Err(not_cpu(&format!("'{s}'"))),
+/// `torch.device(...)` of its arguments `pos`: `Ok` where they name the CPU, the one device (both engines).
+pub(crate) fn torch_device<V>(pos: &[V], lit: impl Fn(&V) -> Lit<'_>) -> Result<(), String> {
+    let lits: Vec<Lit> = pos.iter().map(lit).collect();
+    match lits.as_slice() {
+        [Lit::Device] => Ok(()),
+        [Lit::Str(s)] if is_cpu_name(s) => Ok(()),
+        [Lit::Str("cpu"), Lit::Int] => Ok(()),
+        [Lit::Str(s), ..] => Err(not_cpu(&format!("'{s}'"))),
         _ => Err("torch.device() takes a device name such as \"cpu\"".into()),
     }
 }
@@ -494,5 +525,225 @@ pub fn hasattr(owner: AttrOwner, name: &str) -> Result<bool, String> {
         AttrOwner::Module(m) => unknown(m),
         AttrOwner::Tensor => unknown("a tensor"),
         AttrOwner::Other(t) => Err(format!("hasattr() on a value of type {t} is not supported")),
+    }
+}
+
+/// `MODULE.NAME` that is not a call: a submodule, a dtype, a memory format, a constant (`math.pi`) or a function value
+/// (`F.relu`), as a plain Python value (both engines; the functionalizer converts it).
+pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
+    let full = format!("{m}.{name}");
+    if let Some(d) = DType::from_torch_name(name).filter(|_| m == "torch") {
+        return Ok(Value::DType(d));
+    }
+    Ok(match full.as_str() {
+        "torch.nn" => Value::Module("torch.nn"),
+        "torch.nn.functional" => Value::Module("torch.nn.functional"),
+        "torch.nn.init" => Value::Module("torch.nn.init"),
+        "torch.Tensor" => Value::Module("torch.Tensor"),
+        "torch.linalg" => Value::Module("torch.linalg"),
+        "torch.onnx" => Value::Module("torch.onnx"),
+        "torch.jit" => Value::Module("torch.jit"),
+        "torch.compiler" => Value::Module("torch.compiler"),
+        f if MEMORY_FORMATS.contains(&f) => Value::Str(f.into()),
+        "math.pi" | "torch.pi" => Value::Float(std::f64::consts::PI),
+        "math.e" | "torch.e" => Value::Float(std::f64::consts::E),
+        "math.inf" | "torch.inf" => Value::Float(f64::INFINITY),
+        "math.nan" | "torch.nan" => Value::Float(f64::NAN),
+        f if function_value(f) => Value::Func(Rc::from(f)),
+        _ => return Err(format!("unsupported attribute `{full}`")),
+    })
+}
+
+/// `dtype.NAME`: what a dtype says of itself (both engines).
+pub(crate) fn dtype_attr(d: DType, name: &str) -> Result<Value, String> {
+    match name {
+        "is_floating_point" => Ok(Value::Bool(d.is_float())),
+        "is_complex" => Ok(Value::Bool(false)),
+        "is_signed" => Ok(Value::Bool(!matches!(d, DType::Bool))),
+        "itemsize" => Ok(Value::Int(d.size() as i64)),
+        _ => Err(format!("'torch.dtype' object has no attribute '{name}'")),
+    }
+}
+
+/// `device.NAME` of the one device, the CPU (both engines).
+pub(crate) fn device_attr(name: &str) -> Result<Value, String> {
+    match name {
+        "type" => Ok(Value::Str("cpu".into())),
+        "index" => Ok(Value::None),
+        _ => Err(format!("'torch.device' object has no attribute '{name}'")),
+    }
+}
+
+/// The class `isinstance` sees of a value (a bool is an int too, as in Python), for both engines.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum PyClass {
+    Tensor,
+    Int,
+    Bool,
+    Float,
+    Str,
+    Tuple,
+    List,
+    Dict,
+    Other,
+}
+
+/// `isinstance` of a value of `class`: `classes` names each class given (`None` for a value that is not a class,
+/// which Python refuses, as it refuses a class this tool does not know). Both engines call it.
+pub(crate) fn isinstance_of<'c>(
+    class: PyClass,
+    classes: impl IntoIterator<Item = Option<&'c str>>,
+) -> Result<bool, String> {
+    const NOT_A_TYPE: &str = "isinstance() arg 2 must be a type or tuple of types";
+    let mut hit = false;
+    for c in classes {
+        hit |= match c.ok_or(NOT_A_TYPE)? {
+            "torch.Tensor" => class == PyClass::Tensor,
+            "int" => matches!(class, PyClass::Int | PyClass::Bool),
+            "float" => class == PyClass::Float,
+            "bool" => class == PyClass::Bool,
+            "str" => class == PyClass::Str,
+            "tuple" => class == PyClass::Tuple,
+            "list" => class == PyClass::List,
+            "dict" => class == PyClass::Dict,
+            _ => return Err(NOT_A_TYPE.into()),
+        };
+    }
+    Ok(hit)
+}
+
+/// Python builtins of `Interp::builtin` that take more than a few lines.
+impl<'m> Interp<'m> {
+    /// `len(x)`: a tensor's first dim, a range's, dict's or sequence's length.
+    pub(super) fn len_builtin(&mut self, a: &Args) -> Result<Value, Diagnostic> {
+        let span = a.span;
+        let e = tensor_err(span);
+        let v = a.req(0, "obj").map_err(&e)?;
+        match v {
+            Value::Tensor(t) if t.dim() == 0 => err(span, "len() of a 0-d tensor"),
+            Value::Tensor(t) => Ok(Value::Int(t.shape[0] as i64)),
+            Value::Range(..) => Ok(Value::Int(self.iterate(v, span)?.len() as i64)),
+            Value::Dict(d) => Ok(Value::Int(d.borrow().len() as i64)),
+            other => match other.items() {
+                Some(items) => Ok(Value::Int(items.len() as i64)),
+                None => err(span, format!("object of type '{}' has no len()", other.type_name())),
+            },
+        }
+    }
+
+    /// `int(x)`, `float(x)`, `bool(x)` of a number, a one-element tensor, or (`float`) a string.
+    pub(super) fn number_builtin(&mut self, name: &str, a: &Args) -> Result<Value, Diagnostic> {
+        let span = a.span;
+        let e = tensor_err(span);
+        let v = a.req(0, "x").map_err(&e)?;
+        if let (Value::Str(text), "float") = (v, name) {
+            return super::pyarith::parse_float(text).map(Value::Float).map_err(&e);
+        }
+        let s = match v {
+            Value::Tensor(t) => {
+                if t.numel() != 1 {
+                    return err(span, "only one element tensors can be converted to Python scalars");
+                }
+                t.item().map_err(&e)?
+            }
+            other => other.as_scalar().ok_or_else(|| {
+                Diagnostic::new(format!("{name}() argument must be a number, not '{}'", other.type_name())).at(span)
+            })?,
+        };
+        Ok(match name {
+            "int" => match s {
+                crate::tensor::Scalar::F(f) => Value::Int(super::pyarith::float_to_int(f).map_err(&e)?),
+                s => Value::Int(s.to_i64_trunc()),
+            },
+            "float" => Value::Float(s.to_f64()),
+            _ => Value::Bool(s.to_bool()),
+        })
+    }
+
+    /// `min`/`max` of an iterable or of the arguments: the first item no other beats, by Python's comparison.
+    pub(super) fn min_max(&mut self, name: &str, a: &Args) -> Result<Value, Diagnostic> {
+        let span = a.span;
+        let items = if a.pos.len() == 1 { self.iterate(&a.pos[0], span)? } else { a.pos.clone() };
+        if items.is_empty() {
+            return err(span, format!("{name}() arg is an empty sequence"));
+        }
+        let op = if name == "max" { CmpOp::Gt } else { CmpOp::Lt };
+        let mut best = items[0].clone();
+        for it in &items[1..] {
+            let better = self.binop_compare(it, op, &best, span)?;
+            if better {
+                best = it.clone();
+            }
+        }
+        Ok(best)
+    }
+
+    /// `dict(**kw)` or `dict(d, **kw)`: a new dict, the keywords (string keys) after `d`'s entries.
+    pub(super) fn dict_call(&mut self, a: &Args) -> Result<Value, Diagnostic> {
+        let span = a.span;
+        // `dict(**kw)` or `dict(d, **kw)`: a new dict, the keywords (string keys) after `d`'s entries.
+        let mut out: Vec<(Value, Value)> = match a.pos.as_slice() {
+            [] => vec![],
+            [Value::Dict(d)] => d.borrow().clone(),
+            [other] => {
+                return err(
+                    span,
+                    format!("dict() is supported with a dict and keyword arguments, not a {}", other.type_name()),
+                )
+            }
+            more => return err(span, format!("dict expected at most 1 argument, got {}", more.len())),
+        };
+        for (k, v) in &a.kw {
+            a.get(usize::MAX, k);
+            let key = Value::Str(k.as_str().into());
+            match out.iter_mut().find(|(x, _)| super::python::key_eq(x, &key)) {
+                Some(slot) => slot.1 = v.clone(),
+                None => out.push((key, v.clone())),
+            }
+        }
+        Ok(Value::Dict(std::rc::Rc::new(std::cell::RefCell::new(out))))
+    }
+
+    /// `map(f, *iterables)`, taken at once (every consumer here reads all of it, in order).
+    pub(super) fn map_builtin(&mut self, a: &Args) -> Result<Value, Diagnostic> {
+        let span = a.span;
+        let e = tensor_err(span);
+        // Python's `map` is lazy; every consumer here takes all of it at once, in order.
+        let f = a.req(0, "func").map_err(&e)?.clone();
+        let seqs: Vec<Vec<Value>> = a.pos[1..].iter().map(|v| self.iterate(v, span)).collect::<Result<_, _>>()?;
+        if seqs.is_empty() {
+            return err(span, "map() must have at least two arguments.");
+        }
+        let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let args = seqs.iter().map(|s| s[i].clone()).collect();
+            out.push(self.call_value(f.clone(), args, vec![], span)?);
+        }
+        Ok(Value::list(out))
+    }
+
+    /// `isinstance(x, class_or_tuple)` for the classes a program can name.
+    pub(super) fn isinstance(&mut self, a: &Args) -> Result<Value, Diagnostic> {
+        let span = a.span;
+        let e = tensor_err(span);
+        let v = a.req(0, "obj").map_err(&e)?;
+        let classes = match a.req(1, "class_or_tuple").map_err(&e)? {
+            Value::Tuple(items) => items.as_ref().clone(),
+            one => vec![one.clone()],
+        };
+        let class = match v {
+            Value::Tensor(_) => PyClass::Tensor,
+            Value::Int(_) => PyClass::Int,
+            Value::Float(_) => PyClass::Float,
+            Value::Bool(_) => PyClass::Bool,
+            Value::Str(_) => PyClass::Str,
+            Value::Tuple(_) | Value::Named(..) => PyClass::Tuple,
+            Value::List(_) => PyClass::List,
+            Value::Dict(_) => PyClass::Dict,
+            _ => PyClass::Other,
+        };
+        let names = classes.iter().map(|c| if let Value::Module(m) = c { Some(*m) } else { None });
+        Ok(Value::Bool(isinstance_of(class, names).map_err(&e)?))
     }
 }

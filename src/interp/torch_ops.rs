@@ -144,21 +144,23 @@ pub(super) fn fill_value(v: &Value, what: &str) -> AResult<Scalar> {
     }
 }
 
+/// One sequence of nested data for `torch.tensor`, `len` items at `depth`: the first at a depth sets that dim's length,
+/// every later one must have it (both engines).
+pub(crate) fn nested_len(shape: &mut Vec<usize>, depth: usize, len: usize) -> Result<(), String> {
+    if shape.len() == depth {
+        shape.push(len);
+    } else if shape[depth] != len {
+        return Err(format!("expected sequence of length {} at dim {} (got {})", shape[depth], depth, len));
+    }
+    Ok(())
+}
+
 /// Nested Python lists of numbers (or 0-dim tensors) for `torch.tensor`.
 pub(super) fn flatten_data(v: &Value, shape: &mut Vec<usize>, depth: usize, out: &mut Vec<Scalar>) -> AResult<()> {
     match v {
         Value::List(_) | Value::Tuple(_) => {
             let items = v.items().unwrap_or_default();
-            if shape.len() == depth {
-                shape.push(items.len());
-            } else if shape[depth] != items.len() {
-                return Err(format!(
-                    "expected sequence of length {} at dim {} (got {})",
-                    shape[depth],
-                    depth,
-                    items.len()
-                ));
-            }
+            nested_len(shape, depth, items.len())?;
             for it in &items {
                 flatten_data(it, shape, depth + 1, out)?;
             }

@@ -85,20 +85,7 @@ pub(super) fn close_lambdas(
     nested: &mut Vec<Nested>,
     lambdas: &mut Vec<Function>,
 ) -> Result<(), Diagnostic> {
-    // Where each lambda is written. A lambda is converted (and pushed) before a lambda it is written in.
-    let mut units = Vec::with_capacity(lambdas.len());
-    for l in lambdas.iter() {
-        let unit = if contains_placeholder(&f.body, &l.name) {
-            Unit::Top
-        } else if let Some(i) = nested.iter().position(|n| contains_placeholder(&n.func.body, &l.name)) {
-            Unit::Nested(i)
-        } else if let Some(k) = lambdas.iter().position(|m| contains_placeholder(&m.body, &l.name)) {
-            Unit::Lambda(k)
-        } else {
-            Unit::Elsewhere
-        };
-        units.push(unit);
-    }
+    let units = lambda_units(f, nested, lambdas);
     let top = own_locals(f);
     let nested_locals: Vec<Vec<String>> = nested.iter().map(|n| own_locals(&n.func)).collect();
     // The locals visible where each lambda is written: its unit's own and those of the units around it.
@@ -131,31 +118,7 @@ pub(super) fn close_lambdas(
         // that becomes a nested `def` or sits in another default keeps the refusal.
         let inline = !matches!(units[j], Unit::Elsewhere)
             && !(units[j] == Unit::Top && bound_by_statement(&f.body, &helper).is_some());
-        let mut frozen: Vec<(String, Expr)> = Vec::new();
-        for p in lambdas[j].params.iter_mut() {
-            if let Some(d) = &p.default {
-                let mut hit = None;
-                visit_expr(d, &mut |e| {
-                    if let ExprKind::Name(x) = &e.kind {
-                        if hit.is_none() && visible_here.contains(x) {
-                            hit = Some((x.clone(), e.span));
-                        }
-                    }
-                });
-                match hit {
-                    Some((x, at)) if !inline => {
-                        return err(at, format!("a default of a lambda reads `{x}`, a local variable of `{}`: not supported; pass it as an argument", f.name));
-                    }
-                    Some(_) => {
-                        let name = default_capture(&p.name);
-                        let span = d.span;
-                        frozen.push((name.clone(), d.clone()));
-                        p.default = Some(Expr { kind: ExprKind::Name(name), span });
-                    }
-                    None => {}
-                }
-            }
-        }
+        let frozen = freeze_defaults(&mut lambdas[j], &visible_here, inline, &f.name)?;
         let l = &lambdas[j];
         let captures: Vec<(String, Span)> =
             free_names(l).into_iter().filter(|(x, _)| visible_here.contains(x)).collect();
@@ -193,29 +156,7 @@ pub(super) fn close_lambdas(
             Unit::Lambda(k) => (&lambdas[k].body, own_locals(&lambdas[k])),
             Unit::Elsewhere => unreachable!("refused above"),
         };
-        if let Some((stmt, loops)) = statement_of(unit_body, &helper, &mut Vec::new()) {
-            let mut binds = Vec::new();
-            bindings(unit_body, &mut Vec::new(), &mut binds);
-            for (c, _) in captures.iter().filter(|(c, _)| unit_locals.contains(c)) {
-                for (b, at, around) in &binds {
-                    if b != c {
-                        continue;
-                    }
-                    if *at >= stmt {
-                        return err(*at, format!(
-                            "`{c}` is assigned here, on or after line {} where a lambda that reads it is evaluated: the lambda would see the new value when it runs, which is not supported; assign it before, or pass it as an argument",
-                            stmt.line
-                        ));
-                    }
-                    if around.iter().any(|x| loops.contains(x)) {
-                        return err(l.span, format!(
-                            "this lambda reads `{c}`, which the loop around it assigns (line {}): a lambda called in a later iteration would see the new value, which is not supported; pass `{c}` as an argument",
-                            at.line
-                        ));
-                    }
-                }
-            }
-        }
+        captures_not_reassigned(unit_body, &unit_locals, &helper, &captures, l.span)?;
         let mut kwargs: Vec<(String, Expr)> =
             captures.iter().map(|(c, _)| (c.clone(), Expr { kind: ExprKind::Name(c.clone()), span: l.span })).collect();
         let span = l.span;
@@ -245,6 +186,98 @@ pub(super) fn close_lambdas(
         j += 1;
         !moved[j - 1]
     });
+    Ok(())
+}
+
+/// Where each lambda of `f` is written: in `f`'s body, a nested function's, another lambda's, or elsewhere (a default
+/// of a nested function). A lambda is converted (and pushed) before a lambda it is written in.
+fn lambda_units(f: &Function, nested: &[Nested], lambdas: &[Function]) -> Vec<Unit> {
+    let mut units = Vec::with_capacity(lambdas.len());
+    for l in lambdas.iter() {
+        let unit = if contains_placeholder(&f.body, &l.name) {
+            Unit::Top
+        } else if let Some(i) = nested.iter().position(|n| contains_placeholder(&n.func.body, &l.name)) {
+            Unit::Nested(i)
+        } else if let Some(k) = lambdas.iter().position(|m| contains_placeholder(&m.body, &l.name)) {
+            Unit::Lambda(k)
+        } else {
+            Unit::Elsewhere
+        };
+        units.push(unit);
+    }
+    units
+}
+
+/// A default of `lambda` that reads a local (one of `visible`) is evaluated when the lambda is made (`lambda x, f=f:
+/// ...` freezes a loop variable): its value becomes a capture, `default_capture(param)`, that the default then reads;
+/// the captures and their values are returned. A lambda that is not `inline` (it becomes a nested `def` or sits in
+/// another default) keeps the refusal.
+fn freeze_defaults(
+    lambda: &mut Function,
+    visible: &[String],
+    inline: bool,
+    fname: &str,
+) -> Result<Vec<(String, Expr)>, Diagnostic> {
+    let mut frozen: Vec<(String, Expr)> = Vec::new();
+    for p in lambda.params.iter_mut() {
+        if let Some(d) = &p.default {
+            let mut hit = None;
+            visit_expr(d, &mut |e| {
+                if let ExprKind::Name(x) = &e.kind {
+                    if hit.is_none() && visible.contains(x) {
+                        hit = Some((x.clone(), e.span));
+                    }
+                }
+            });
+            match hit {
+                Some((x, at)) if !inline => {
+                    return err(at, format!("a default of a lambda reads `{x}`, a local variable of `{fname}`: not supported; pass it as an argument"));
+                }
+                Some(_) => {
+                    let name = default_capture(&p.name);
+                    let span = d.span;
+                    frozen.push((name.clone(), d.clone()));
+                    p.default = Some(Expr { kind: ExprKind::Name(name), span });
+                }
+                None => {}
+            }
+        }
+    }
+    Ok(frozen)
+}
+
+/// An inline lambda's captures from its own unit (`unit_body`, whose locals are `unit_locals`) must not be assigned
+/// from the statement that evaluates it on, nor by a loop around it: the lambda would see the new value.
+fn captures_not_reassigned(
+    unit_body: &[Stmt],
+    unit_locals: &[String],
+    helper: &str,
+    captures: &[(String, Span)],
+    lambda_span: Span,
+) -> Result<(), Diagnostic> {
+    if let Some((stmt, loops)) = statement_of(unit_body, helper, &mut Vec::new()) {
+        let mut binds = Vec::new();
+        bindings(unit_body, &mut Vec::new(), &mut binds);
+        for (c, _) in captures.iter().filter(|(c, _)| unit_locals.contains(c)) {
+            for (b, at, around) in &binds {
+                if b != c {
+                    continue;
+                }
+                if *at >= stmt {
+                    return err(*at, format!(
+                        "`{c}` is assigned here, on or after line {} where a lambda that reads it is evaluated: the lambda would see the new value when it runs, which is not supported; assign it before, or pass it as an argument",
+                        stmt.line
+                    ));
+                }
+                if around.iter().any(|x| loops.contains(x)) {
+                    return err(lambda_span, format!(
+                        "this lambda reads `{c}`, which the loop around it assigns (line {}): a lambda called in a later iteration would see the new value, which is not supported; pass `{c}` as an argument",
+                        at.line
+                    ));
+                }
+            }
+        }
+    }
     Ok(())
 }
 
