@@ -1,8 +1,7 @@
-"""Held-out real code, issue 14's ninth round (7 of 13 ran on every engine before the fixes of that round):
+"""Held-out real code, issue 14's ninth round (7 of 12 ran on every engine before the fixes of that round):
 mmdetection's YOLOBBoxCoder and bbox2roi, YOLACT's mask post-processing, a multiplicative LSTM, a recurrent highway
 network, GPT-2's attention with a past, a Mamba decode step, NovoGrad, AdaBound, SGD with gradient centralization,
-Hugging Face's begin-suppression and eta sampling, and timm's ModelEmaV3. Inputs arrive uniform in [-1, 1); integer
-inputs in [0, 10)."""
+Hugging Face's begin-suppression, and timm's ModelEmaV3. Inputs arrive uniform in [-1, 1); integer inputs in [0, 10)."""
 from __future__ import annotations
 
 import math
