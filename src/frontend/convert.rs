@@ -400,10 +400,11 @@ impl Cx {
                     continue; // docstring
                 }
             }
-            // `with torch.no_grad():` changes nothing here (there is no autograd): its body runs in place.
+            // `with torch.no_grad():` changes nothing here (there is no autograd), nor does a disabled autocast: the
+            // body runs in place.
             if let py::Stmt::With(w) = s {
-                if !w.is_async && w.items.iter().all(|it| it.optional_vars.is_none() && is_grad_mode(&it.context_expr))
-                {
+                let inert = |e: &py::Expr| is_grad_mode(e) || is_disabled_autocast(e);
+                if !w.is_async && w.items.iter().all(|it| it.optional_vars.is_none() && inert(&it.context_expr)) {
                     out.extend(self.block(&w.body)?);
                     continue;
                 }
@@ -498,7 +499,7 @@ impl Cx {
             }
             py::Stmt::ClassDef(_) => return err(span, "class definitions are not supported"),
             py::Stmt::With(_) => {
-                return err(span, "`with` statements are not supported (except `with torch.no_grad():`)")
+                return err(span, "`with` statements are not supported (except grad modes such as `with torch.no_grad():` and `with torch.autocast(..., enabled=False):`)")
             }
             py::Stmt::Try(_) => return err(span, "`try` is supported only as a statement of a block"),
             py::Stmt::Raise(r) => StmtKind::Raise(match &r.exc {
@@ -730,6 +731,34 @@ fn is_grad_mode(e: &py::Expr) -> bool {
     };
     let is_torch = matches!(a.value.as_ref(), py::Expr::Name(n) if n.id.as_str() == "torch");
     is_torch && matches!(a.attr.as_str(), "no_grad" | "inference_mode" | "enable_grad")
+}
+
+/// `torch.autocast(..., enabled=False)` (also `torch.amp.`, `torch.cpu.amp.` and `torch.cuda.amp.autocast`), as
+/// Hugging Face's rotary embeddings force float32: with `enabled=False` written out, nothing changes inside. (Its
+/// other arguments are names and constants there; they are not evaluated.)
+fn is_disabled_autocast(e: &py::Expr) -> bool {
+    let py::Expr::Call(c) = e else { return false };
+    let path = |mut x: &py::Expr| {
+        let mut parts = Vec::new();
+        while let py::Expr::Attribute(a) = x {
+            parts.push(a.attr.to_string());
+            x = a.value.as_ref();
+        }
+        if let py::Expr::Name(n) = x {
+            parts.push(n.id.to_string());
+        }
+        parts.reverse();
+        parts.join(".")
+    };
+    let autocast = matches!(
+        path(c.func.as_ref()).as_str(),
+        "torch.autocast" | "torch.amp.autocast" | "torch.cpu.amp.autocast" | "torch.cuda.amp.autocast"
+    );
+    let disabled = c.arguments.keywords.iter().any(|k| {
+        k.arg.as_ref().is_some_and(|a| a.as_str() == "enabled")
+            && matches!(&k.value, py::Expr::BooleanLiteral(b) if !b.value)
+    });
+    autocast && disabled
 }
 
 /// The byte offset of the first bracket that opens more than `limit` levels deep, if any (brackets in strings and

@@ -200,6 +200,16 @@ impl<'m> Fz<'m> {
     /// `MODULE.NAME(...)`: an op of the table (`torch.*`, `F.*`, `torch.linalg.*`), writing its result through `out=`
     /// where the op takes it.
     fn module_call(&mut self, m: &str, name: &str, mut pos: Vec<FV>, mut kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
+        let (m, name) = if m == "torch.autograd" {
+            let flags: Vec<(String, Option<bool>)> =
+                kw.iter().map(|(k, v)| (k.clone(), if let FV::Bool(b) = v { Some(*b) } else { None })).collect();
+            crate::interp::python::autograd_variable(name, pos.len(), pos.first().map(FV::type_name), &flags)
+                .map_err(err(span))?;
+            kw.clear();
+            ("torch", "detach")
+        } else {
+            (m, name)
+        };
         crate::interp::python::strip_device(name, &mut pos, &mut kw, super::python::fv_lit, FV::type_name)
             .map_err(err(span))?;
         let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");

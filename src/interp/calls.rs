@@ -151,6 +151,16 @@ impl<'m> Interp<'m> {
         mut kw: Vec<(String, Value)>,
         span: Span,
     ) -> Result<Value, Diagnostic> {
+        let (m, name) = if m == "torch.autograd" {
+            let flags: Vec<(String, Option<bool>)> =
+                kw.iter().map(|(k, v)| (k.clone(), if let Value::Bool(b) = v { Some(*b) } else { None })).collect();
+            super::python::autograd_variable(name, pos.len(), pos.first().map(Value::type_name), &flags)
+                .map_err(tensor_err(span))?;
+            kw.clear();
+            ("torch", "detach")
+        } else {
+            (m, name)
+        };
         let full = format!("{m}.{name}");
         super::python::strip_device(name, &mut pos, &mut kw, super::python::value_lit, Value::type_name)
             .map_err(tensor_err(span))?;

@@ -541,6 +541,7 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
         "torch.nn.init" => Value::Module("torch.nn.init"),
         "torch.Tensor" => Value::Module("torch.Tensor"),
         "torch.linalg" => Value::Module("torch.linalg"),
+        "torch.autograd" => Value::Module("torch.autograd"),
         "torch.onnx" => Value::Module("torch.onnx"),
         "torch.jit" => Value::Module("torch.jit"),
         "torch.compiler" => Value::Module("torch.compiler"),
@@ -746,4 +747,34 @@ impl<'m> Interp<'m> {
         let names = classes.iter().map(|c| if let Value::Module(m) = c { Some(*m) } else { None });
         Ok(Value::Bool(isinstance_of(class, names).map_err(&e)?))
     }
+}
+
+/// `torch.autograd.Variable(data, requires_grad=False)` (older code wraps tensors in it): since PyTorch 0.4 it is a
+/// new tensor over `data`'s storage, `data.detach()`; `Ok(())` where the call is that, else Python's error or the
+/// refusal. `data` is the type name of the first positional argument; `kw` the keywords with their values where they
+/// are `bool`s.
+pub(crate) fn autograd_variable(
+    name: &str,
+    npos: usize,
+    data: Option<&'static str>,
+    kw: &[(String, Option<bool>)],
+) -> Result<(), String> {
+    if name != "Variable" {
+        return Err(crate::frontend::torch_api::unsupported(&format!("torch.autograd.{name}")));
+    }
+    match (npos, data) {
+        (1, Some("Tensor")) => {}
+        (1, Some(t)) => return Err(format!("TypeError: Variable data has to be a tensor, but got {t}")),
+        _ => return Err("Variable(): funcfuse supports one positional argument, the data".into()),
+    }
+    for (k, v) in kw {
+        match (k.as_str(), v) {
+            ("requires_grad", Some(false)) | ("volatile", Some(false)) => {}
+            ("requires_grad" | "volatile", Some(true)) => {
+                return Err(format!("Variable({k}=True): autograd is not supported"))
+            }
+            (k, _) => return Err(format!("Variable(): unexpected keyword argument '{k}'")),
+        }
+    }
+    Ok(())
 }

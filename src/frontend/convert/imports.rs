@@ -24,6 +24,7 @@ pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str
     match module {
         "math" => Some(Ok("math")),
         "itertools" if name == "product" => Some(Ok("itertools")),
+        "torch.autograd" if name == "Variable" => Some(Ok("torch.autograd")),
         "itertools" => Some(Err(crate::frontend::torch_api::unsupported_itertools(name))),
         _ => None,
     }
@@ -92,8 +93,12 @@ pub(super) fn qualify(
     let qualified = |active: &[&FromImport], e: &mut Expr| {
         if let ExprKind::Name(n) = &e.kind {
             if let Some(i) = active.iter().find(|i| i.bound == *n) {
-                let module = Box::new(Expr { kind: ExprKind::Name(i.module.to_string()), span: e.span });
-                e.kind = ExprKind::Attr(module, i.attr.clone());
+                // `torch.autograd` is `Attr(Name("torch"), "autograd")`.
+                let mut parts = i.module.split('.');
+                let first = Expr { kind: ExprKind::Name(parts.next().unwrap_or_default().to_string()), span: e.span };
+                let module =
+                    parts.fold(first, |m, p| Expr { kind: ExprKind::Attr(Box::new(m), p.to_string()), span: e.span });
+                e.kind = ExprKind::Attr(Box::new(module), i.attr.clone());
             }
         }
     };
