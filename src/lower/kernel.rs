@@ -97,6 +97,7 @@ impl Expr {
     pub fn counts(&self) -> (usize, usize) {
         match self {
             Expr::Load { .. } => (1, 0),
+            // A product and an add per index.
             Expr::Dot(d) => (2 * d.len, 2 * d.len),
             Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => (0, 0),
             Expr::Unary(_, _, a) | Expr::Cast(_, a) => {
