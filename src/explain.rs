@@ -101,6 +101,12 @@ pub fn text(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estim
         for note in &p.merge_notes {
             let _ = writeln!(s, "    not merged: {note}");
         }
+        if !p.dot_notes.is_empty() {
+            let _ = writeln!(s, "  ours, matmuls fused into their readers (dot products per output element):");
+        }
+        for note in &p.dot_notes {
+            let _ = writeln!(s, "    {note}");
+        }
     }
     if let Some((_, _, ours)) = plans.iter().find(|(n, _, _)| *n == "ours") {
         for (name, _, e) in plans.iter().filter(|(n, _, _)| *n != "ours") {

@@ -129,6 +129,10 @@ fn count(e: &Expr, acc: &BTreeSet<(usize, i64)>, total: &mut f64) -> BTreeSet<(u
             idx_vars(at, &mut vars);
             vars.extend(count(index, acc, total));
         }
+        Expr::Dot(d) => {
+            idx_vars(&d.a_at, &mut vars);
+            idx_vars(&d.b_at, &mut vars);
+        }
     }
     if is_transcendental(e) {
         *total += vars.iter().map(|&(_, n)| n as f64).product::<f64>();

@@ -11,9 +11,10 @@ use hashbrown::HashMap;
 
 use super::extrema::extrema_reduction;
 use super::gemm::dot_reduction;
-use super::source::{buffer_decls, helpers, point_body, prelude, row_reduction};
+use super::source::{buffer_decls, helpers, point_body, prelude, row_reduction, LANE_GROUP};
 use crate::lower::exec::Device;
-use crate::lower::kernel::Kernel;
+use crate::lower::index::{ravel, Idx};
+use crate::lower::kernel::{Dot, Expr, Kernel, MAX_DOT_POINTS};
 use crate::lower::Plan;
 use crate::tensor::{Buf, DType, Tensor};
 
@@ -112,6 +113,18 @@ pub fn render_group(name: &str, members: &[&Kernel]) -> String {
 fn nest(k: &Kernel) -> String {
     let mut s = String::new();
     let loops: Vec<(usize, usize)> = k.domain.iter().copied().enumerate().filter(|&(_, n)| n != 1).collect();
+    let (original, dotted);
+    original = k;
+    let k = match dot_prepass(k, &loops) {
+        Some((pre, kernel)) => {
+            // A block of its own: the arrays are the piece's.
+            s.push_str("  {\n");
+            s.push_str(&pre);
+            dotted = kernel;
+            &dotted
+        }
+        None => k,
+    };
     let mut ind = String::from("  ");
     for (j, &(v, n)) in loops.iter().enumerate() {
         // A scatter's points may write one element (duplicate indices): no `ivdep` for it.
@@ -126,7 +139,155 @@ fn nest(k: &Kernel) -> String {
         ind.truncate(ind.len() - 2);
         let _ = writeln!(s, "{ind}}}");
     }
+    if !std::ptr::eq(k, original) {
+        s.push_str("  }\n");
+    }
     s
+}
+
+/// For an elementwise kernel whose value holds dot products (a matmul fused into it, [`Expr::Dot`]): statements
+/// that compute every dot at every point before the nest, the reduction outermost and the points inside it (so the
+/// innermost loop streams a row of the matmul's right operand, vectorized, as the GEMV layout does), each product
+/// added to partial sum `k % 4` of its point and the partial sums combined as [`Expr::Dot`] says (the same bits as
+/// `ff_dotf`); and the kernel with each dot read from its array. `None` where there is no dot (or it would not fit
+/// the stack: the dots are then computed per point by `ff_dotf`).
+fn dot_prepass(k: &Kernel, loops: &[(usize, usize)]) -> Option<(String, Kernel)> {
+    let mut dots = Vec::new();
+    collect_dots(&k.value, &mut dots);
+    let points: usize = k.domain.iter().product();
+    if dots.is_empty() || k.reduce.is_some() || k.ordered() || points > MAX_DOT_POINTS {
+        return None;
+    }
+    let vars: Vec<Idx> = k.domain.iter().enumerate().map(|(v, &n)| Idx::var(v, n)).collect();
+    let pos = ravel(&vars, &k.domain);
+    // Dots that read the same row of `a` and rows of `b` at a constant distance (the chunks of one matmul's
+    // result) are computed together, so each index's row of `b` is read as one run.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (d, dot) in dots.iter().enumerate() {
+        let joins = |g: &Vec<usize>| {
+            let f = &dots[g[0]];
+            g.len() < DOT_BLOCK
+                && (f.a, &f.a_at, f.a_step, f.b, f.b_step, f.len)
+                    == (dot.a, &dot.a_at, dot.a_step, dot.b, dot.b_step, dot.len)
+                && dot.b_at.add(&f.b_at.scale(-1)).as_const().is_some()
+        };
+        match groups.iter_mut().find(|g| joins(g)) {
+            Some(g) => g.push(d),
+            None => groups.push(vec![d]),
+        }
+    }
+    let mut s = String::new();
+    for d in 0..dots.len() {
+        let _ = writeln!(s, "  float ffd{d}[{points}]; const float* a{} = ffd{d};", k.args.len() + d);
+    }
+    for g in &groups {
+        s.push_str(&dot_group(&dots, g, points, loops, &pos.render()));
+    }
+    let mut out = k.clone();
+    let mut next = k.args.len();
+    out.value = replace_dots(&k.value, &mut |_| {
+        next += 1;
+        Expr::Load { arg: next - 1, at: pos.clone(), dtype: DType::F32 }
+    });
+    Some((s, out))
+}
+
+/// At most this many dots are computed in one pass over their operands (each with 4 partial sums per point).
+const DOT_BLOCK: usize = 4;
+
+/// The statements computing the dots `group` (indices into `dots`, all reading one row of `a`) into `ffd<d>`.
+fn dot_group(dots: &[Dot], group: &[usize], points: usize, loops: &[(usize, usize)], p: &str) -> String {
+    let f = &dots[group[0]];
+    let n = group.len();
+    let mut s = format!("  {{\n  float ffl[4][{n}][{points}];\n");
+    let _ = writeln!(s, "  for (int64_t q = 0; q < {}; q++) ((float*)ffl)[q] = 0.0f;", 4 * n * points);
+    let a = format!("a{}[{} + kk * {}]", f.a, f.a_at.render(), f.a_step);
+    let b = |d: usize| format!("a{}[{} + kk * {}]", dots[d].b, dots[d].b_at.render(), dots[d].b_step);
+    // Groups of LANE_GROUP indices per lane: each point's partial sums are loaded once per group, fed their
+    // indices in increasing order and stored (as the GEMV layout's `grouped_lanes`); the rest one at a time.
+    let lanes_group = 4 * LANE_GROUP;
+    let full = f.len - f.len % lanes_group;
+    let mut body = String::new();
+    for (j, _) in group.iter().enumerate() {
+        let _ = write!(body, "float t{j} = fl[{j}][{p}]; ");
+    }
+    for g in 0..LANE_GROUP {
+        let _ = write!(body, "{{ int64_t kk = q + {o} + ln; float av = {a};", o = 4 * g);
+        for (j, &d) in group.iter().enumerate() {
+            let _ = write!(body, " t{j} += av * {};", b(d));
+        }
+        body.push_str(" } ");
+    }
+    for (j, _) in group.iter().enumerate() {
+        let _ = write!(body, "fl[{j}][{p}] = t{j}; ");
+    }
+    let head = format!(
+        "for (int64_t q = 0; q < {full}; q += {lanes_group}) for (int ln = 0; ln < 4; ln++) {{\n    float (*fl)[{points}] = ffl[ln];"
+    );
+    s.push_str(&point_loops(&head, loops, &body));
+    let mut body = format!("float av = {a};");
+    for (j, &d) in group.iter().enumerate() {
+        let _ = write!(body, " fl[{j}][{p}] += av * {};", b(d));
+    }
+    let head = format!("for (int64_t kk = {full}; kk < {}; kk++) {{\n    float (*fl)[{points}] = ffl[kk & 3];", f.len);
+    s.push_str(&point_loops(&head, loops, &body));
+    for (j, &d) in group.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "  for (int64_t q = 0; q < {points}; q++) ffd{d}[q] = (ffl[0][{j}][q] + ffl[1][{j}][q]) + (ffl[2][{j}][q] + ffl[3][{j}][q]);"
+        );
+    }
+    s.push_str("  }\n");
+    s
+}
+
+/// `head {` then the loops over the points (`loops`, the innermost vectorized) around `body`, then `}`.
+fn point_loops(head: &str, loops: &[(usize, usize)], body: &str) -> String {
+    let mut s = format!("  {head}\n");
+    let mut ind = String::from("    ");
+    for (j, &(v, n)) in loops.iter().enumerate() {
+        if j + 1 == loops.len() {
+            s.push_str(&inner_loop_pragmas(&ind));
+        }
+        let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {n}; i{v}++) {{");
+        ind.push_str("  ");
+    }
+    let _ = writeln!(s, "{ind}{body}");
+    for _ in loops {
+        ind.truncate(ind.len() - 2);
+        let _ = writeln!(s, "{ind}}}");
+    }
+    s.push_str("  }\n");
+    s
+}
+
+fn collect_dots(e: &Expr, out: &mut Vec<Dot>) {
+    replace_dots(e, &mut |d| {
+        out.push(d.clone());
+        Expr::Const(0.0, DType::F32)
+    });
+}
+
+/// `e` with each dot that is evaluated wherever `e` is replaced by `f(dot)`, left to right. Dots in an arm of a select
+/// stay (`ff_dotf` per point): their positions may be in bounds only where the condition selects that arm.
+fn replace_dots(e: &Expr, f: &mut dyn FnMut(&Dot) -> Expr) -> Expr {
+    if let Expr::Dot(d) = e {
+        return f(d);
+    }
+    let mut r = |a: &Expr| Box::new(replace_dots(a, f));
+    match e {
+        Expr::Unary(op, t, a) => Expr::Unary(*op, *t, r(a)),
+        Expr::Cast(t, a) => Expr::Cast(*t, r(a)),
+        Expr::Binary(op, c, t, a, b) => {
+            let a = r(a);
+            Expr::Binary(*op, *c, *t, a, r(b))
+        }
+        Expr::Where(c, a, b) => Expr::Where(r(c), a.clone(), b.clone()),
+        Expr::Gather { arg, at, index, stride, extent, dtype } => {
+            Expr::Gather { arg: *arg, at: at.clone(), index: r(index), stride: *stride, extent: *extent, dtype: *dtype }
+        }
+        _ => e.clone(),
+    }
 }
 
 /// Pragmas before a kernel's innermost loop. `ivdep`: iterations carry no dependence (a kernel in place reads, at

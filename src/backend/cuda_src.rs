@@ -70,6 +70,7 @@ pub fn uses_var(e: &Expr, v: usize) -> bool {
         Expr::Binary(_, _, _, a, b) => uses_var(a, v) || uses_var(b, v),
         Expr::Where(c, a, b) => uses_var(c, v) || uses_var(a, v) || uses_var(b, v),
         Expr::Gather { at, index, .. } => at.mentions(v) || uses_var(index, v),
+        Expr::Dot(d) => d.a_at.mentions(v) || d.b_at.mentions(v),
     }
 }
 
@@ -193,6 +194,8 @@ fn expr_fits(e: &Expr) -> bool {
     match e {
         Expr::Load { at, .. } | Expr::Index(at) | Expr::NonNeg(at) => at.fits_i32(),
         Expr::Gather { at, index, .. } => at.fits_i32() && expr_fits(index),
+        // The dot's own steps are 64-bit (`ff_dotf`); its first positions are index forms.
+        Expr::Dot(d) => d.a_at.fits_i32() && d.b_at.fits_i32(),
         Expr::Const(..) | Expr::Acc(_) => true,
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => expr_fits(a),
         Expr::Binary(_, _, _, a, b) => expr_fits(a) && expr_fits(b),

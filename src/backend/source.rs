@@ -377,7 +377,7 @@ fn hoist(e: &Expr, vars: &[usize], put: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
 /// Whether `e` loads or gathers from a buffer.
 fn reads_memory(e: &Expr) -> bool {
     match e {
-        Expr::Load { .. } | Expr::Gather { .. } => true,
+        Expr::Load { .. } | Expr::Gather { .. } | Expr::Dot(_) => true,
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => reads_memory(a),
         Expr::Binary(_, _, _, a, b) => reads_memory(a) || reads_memory(b),
         Expr::Where(c, a, b) => reads_memory(c) || reads_memory(a) || reads_memory(b),
@@ -390,6 +390,7 @@ fn mentions(e: &Expr, v: usize) -> bool {
     match e {
         Expr::Load { at, .. } => at.mentions(v),
         Expr::Gather { at, index, .. } => at.mentions(v) || mentions(index, v),
+        Expr::Dot(d) => d.a_at.mentions(v) || d.b_at.mentions(v),
         Expr::Index(i) | Expr::NonNeg(i) => i.mentions(v),
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => mentions(a, v),
         Expr::Binary(_, _, _, a, b) => mentions(a, v) || mentions(b, v),

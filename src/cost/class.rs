@@ -52,6 +52,8 @@ pub fn classify(k: &Kernel) -> (usize, f64) {
         Some(r) if r.op == RedOp::Sum && is_product(&k.value) && k.domain.iter().product::<usize>() > 1 => MATMUL,
         Some(_) => REDUCTION,
         None if has_gather(&k.value) || !k.views.is_empty() => GATHER,
+        // A matmul fused into its reader: the dots are the kernel's work.
+        None if has_dot(&k.value) => MATMUL,
         None if trans > 0.0 => TRANSCENDENTAL,
         None => ELEMENTWISE,
     };
@@ -69,7 +71,7 @@ fn is_product(e: &Expr) -> bool {
 
 fn loads(e: &Expr) -> bool {
     match e {
-        Expr::Load { .. } | Expr::Gather { .. } => true,
+        Expr::Load { .. } | Expr::Gather { .. } | Expr::Dot(_) => true,
         Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => false,
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => loads(a),
         Expr::Binary(_, _, _, a, b) => loads(a) || loads(b),
@@ -77,10 +79,16 @@ fn loads(e: &Expr) -> bool {
     }
 }
 
+fn has_dot(e: &Expr) -> bool {
+    let mut dots = Vec::new();
+    crate::lower::kernel::dot_reads(e, &mut dots);
+    !dots.is_empty()
+}
+
 fn has_gather(e: &Expr) -> bool {
     match e {
         Expr::Gather { .. } => true,
-        Expr::Load { .. } | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => false,
+        Expr::Load { .. } | Expr::Dot(_) | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => false,
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => has_gather(a),
         Expr::Binary(_, _, _, a, b) => has_gather(a) || has_gather(b),
         Expr::Where(c, a, b) => has_gather(c) || has_gather(a) || has_gather(b),

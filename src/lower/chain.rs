@@ -17,7 +17,7 @@ use egg::{Id, Language};
 use super::exec::{copies_loop_state, written_base};
 use super::group::{reaches, scopes, MAX_MEMBERS};
 use super::index::{Atom, Idx};
-use super::kernel::{Expr, Kernel};
+use super::kernel::Expr;
 use super::plan::{How, Plan, Policy};
 use crate::ir::Node;
 
@@ -148,6 +148,13 @@ fn loads(e: &Expr, out: &mut Vec<(usize, Option<Idx>)>) {
             out.push((*arg, None));
             loads(index, out);
         }
+        // A dot reads a row or column: other points' elements.
+        Expr::Dot(d) => {
+            for (arg, at, _) in d.reads() {
+                out.push((arg, None));
+                idx_loads(at, out);
+            }
+        }
         Expr::Const(..) | Expr::Acc(_) => {}
         Expr::Index(at) | Expr::NonNeg(at) => idx_loads(at, out),
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => loads(a, out),
@@ -223,7 +230,7 @@ fn refuse(plan: &Plan, chain: &[usize], k: usize, copies: bool, ranges: &Ranges)
                     plan.kernels[m].name, plan.kernels[members[j]].name
                 ));
             }
-            if let Some(why) = reads_only_own_point(plan, m, w, &plan.kernels[members[j]], (copies, ranges)) {
+            if let Some(why) = reads_only_own_point(plan, m, w, members[j], (copies, ranges)) {
                 return Some(why);
             }
         }
@@ -236,16 +243,21 @@ fn write_of(plan: &Plan, m: usize, copies: bool, ranges: &Ranges) -> Write {
     Write { key: alias_key(plan, launch.node, copies), at: canon(&plan.kernels[m].store, &launch.params, ranges) }
 }
 
-/// Why member `m` reads buffer `w` (written by `writer`) elsewhere than at the point being computed, if it does.
-fn reads_only_own_point(plan: &Plan, m: usize, w: &Write, writer: &Kernel, ctx: (bool, &Ranges)) -> Option<String> {
+/// Why member `m` reads buffer `w` (written by kernel `writer`) elsewhere than at the point being computed, if it
+/// does. A fresh output is allocated when the chain launches, so only a read of that node itself reads it: any other
+/// node the member reads exists before the launch (`refuse` keeps out operands that need a member).
+fn reads_only_own_point(plan: &Plan, m: usize, w: &Write, writer: usize, ctx: (bool, &Ranges)) -> Option<String> {
     let (copies, ranges) = ctx;
     let launch = &plan.launches[m];
+    let fresh = matches!(plan.how[usize::from(plan.launches[writer].node)], How::Kernel(_))
+        .then_some(plan.launches[writer].node);
+    let writer = &plan.kernels[writer];
     let mut reads = Vec::new();
     loads(&plan.kernels[m].value, &mut reads);
     idx_loads(&plan.kernels[m].store, &mut reads);
     for (arg, at) in reads {
         let node = if arg == 0 { launch.node } else { launch.args[arg - 1] };
-        if !may_alias(alias_key(plan, node, copies), w.key) {
+        if !may_alias(alias_key(plan, node, copies), w.key) || fresh.is_some_and(|f| f != node) {
             continue;
         }
         let same = match (at.as_ref().and_then(|at| canon(at, &launch.params, ranges)), &w.at) {

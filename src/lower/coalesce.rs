@@ -79,6 +79,10 @@ fn merge(i: &Idx, v: usize, w: usize, n: i64) -> Idx {
 fn each_index(e: &Expr, f: &mut dyn FnMut(&Idx)) {
     match e {
         Expr::Load { at, .. } => f(at),
+        Expr::Dot(d) => {
+            f(&d.a_at);
+            f(&d.b_at);
+        }
         Expr::Gather { at, index, .. } => {
             f(at);
             each_index(index, f);
@@ -106,6 +110,7 @@ fn map_indices(e: &Expr, f: &dyn Fn(&Idx) -> Idx) -> Expr {
         Expr::Gather { arg, at, index, stride, extent, dtype } => {
             Expr::Gather { arg: *arg, at: f(at), index: m(index), stride: *stride, extent: *extent, dtype: *dtype }
         }
+        Expr::Dot(d) => Expr::Dot(Box::new(d.map(&mut |i| f(i)))),
         Expr::Index(i) => Expr::Index(f(i)),
         Expr::NonNeg(i) => Expr::NonNeg(f(i)),
         Expr::Const(..) | Expr::Acc(_) => e.clone(),

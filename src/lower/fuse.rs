@@ -5,7 +5,7 @@
 use egg::Id;
 
 use super::index::{contiguous, ravel, unravel, Atom, Idx};
-use super::kernel::{Expr, Kernel, RedOp, Reduction};
+use super::kernel::{Dot, Expr, Kernel, RedOp, Reduction};
 use super::plan::{lit, lits, How, IndexCheck, Planner};
 use crate::ir::{Node, OpName};
 use crate::tensor::ops::Binary;
@@ -321,8 +321,31 @@ impl Planner<'_> {
                 }
                 e
             }
+            Node::Op(Matmul, args) => self.dot(kb, args[0], args[1], idx)?,
             other => return Err(format!("`{other}` cannot be fused")),
         })
+    }
+
+    /// A matmul's element at `idx`, computed where it is read ([`Dot`]): both operands f32 reads of buffers whose
+    /// positions step by a constant along the reduction.
+    fn dot(&self, kb: &mut KernelBuilder, a: Id, b: Id, idx: &[Idx]) -> Result<Expr, String> {
+        const K: usize = usize::MAX >> 1;
+        let (_, sa) = self.tensor(a).ok_or("matmul")?;
+        let (_, sb) = self.tensor(b).ok_or("matmul")?;
+        let (ia, ib) = matmul_indices(idx, &sa, &sb, Idx::var(K, sa[sa.len() - 1]));
+        let split = |e: Expr| -> Result<(usize, Idx, i64), String> {
+            let Expr::Load { arg, mut at, dtype: DType::F32 } = e else {
+                return Err("a fused matmul's operands must be f32 reads of buffers".into());
+            };
+            let step = at.terms.remove(&Atom::Var(K, sa[sa.len() - 1] as i64)).unwrap_or(0);
+            if at.mentions(K) {
+                return Err("a fused matmul's operand must step by a constant along the reduction".into());
+            }
+            Ok((arg, at, step))
+        };
+        let (a, a_at, a_step) = split(self.expr(kb, a, &ia)?)?;
+        let (b, b_at, b_step) = split(self.expr(kb, b, &ib)?)?;
+        Ok(Expr::Dot(Box::new(Dot { a, a_at, a_step, b, b_at, b_step, len: sa[sa.len() - 1] })))
     }
 
     /// Whether the element at multi-index `idx` of a buffer of shape `shape` is in view `v`, and if so its
@@ -407,20 +430,7 @@ impl Planner<'_> {
                 let (_, sa) = self.tensor(a).ok_or("matmul")?;
                 let (_, sb) = self.tensor(b).ok_or("matmul")?;
                 let kdim = sa[sa.len() - 1];
-                let out = vars(&shape, 0);
-                let red = Idx::var(shape.len(), kdim);
-                let nb = shape.len() - usize::from(sa.len() > 1) - usize::from(sb.len() > 1);
-                let batch = &out[..nb];
-                let mut ia = broadcast(batch, &sa[..sa.len().saturating_sub(2)]);
-                if sa.len() > 1 {
-                    ia.push(out[nb].clone());
-                }
-                ia.push(red.clone());
-                let mut ib = broadcast(batch, &sb[..sb.len().saturating_sub(2)]);
-                ib.push(red);
-                if sb.len() > 1 {
-                    ib.push(out[shape.len() - 1].clone());
-                }
+                let (ia, ib) = matmul_indices(&vars(&shape, 0), &sa, &sb, Idx::var(shape.len(), kdim));
                 let (ea, eb) = (self.expr(kb, a, &ia)?, self.expr(kb, b, &ib)?);
                 // f32 operands multiply in f32 (and the C backend sums f32 in lanes, as PyTorch's CPU kernels do);
                 // others in double, where a product of two floats is exact.
@@ -490,6 +500,24 @@ impl Planner<'_> {
         k.views = kb.views.clone();
         Ok(k)
     }
+}
+
+/// The positions a matmul of operands of shapes `sa` and `sb` reads for its output element `out`, at reduction
+/// index `red`.
+fn matmul_indices(out: &[Idx], sa: &[usize], sb: &[usize], red: Idx) -> (Vec<Idx>, Vec<Idx>) {
+    let nb = out.len() - usize::from(sa.len() > 1) - usize::from(sb.len() > 1);
+    let batch = &out[..nb];
+    let mut ia = broadcast(batch, &sa[..sa.len().saturating_sub(2)]);
+    if sa.len() > 1 {
+        ia.push(out[nb].clone());
+    }
+    ia.push(red.clone());
+    let mut ib = broadcast(batch, &sb[..sb.len().saturating_sub(2)]);
+    ib.push(red);
+    if sb.len() > 1 {
+        ib.push(out[out.len() - 1].clone());
+    }
+    (ia, ib)
 }
 
 /// The multi-index of a kernel's own point over a domain of `shape` (its first variables).

@@ -36,7 +36,11 @@ pub(super) fn reaches(plan: &Plan, from: Id, to: Id) -> bool {
 /// Per node, the scope that computes it whenever it runs: the root, a loop body, or a while loop (its condition
 /// and body); `None` for nodes reached only through a branch's arms.
 pub(super) fn scopes(plan: &Plan) -> Vec<Option<Id>> {
-    let term = &plan.term;
+    scopes_of(&plan.term)
+}
+
+/// [`scopes`] of a term.
+pub(super) fn scopes_of(term: &crate::ir::Term) -> Vec<Option<Id>> {
     let mut scope = vec![None; term.as_ref().len()];
     let mut stack = vec![(term.root(), term.root())];
     while let Some((n, s)) = stack.pop() {

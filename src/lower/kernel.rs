@@ -42,6 +42,38 @@ pub enum Expr {
         extent: i64,
         dtype: DType,
     },
+    /// A matmul's element computed where it is read (the matmul fused into its reader, [`Dot`]): f32.
+    Dot(Box<Dot>),
+}
+
+/// At most this many points has a kernel with dot products (the C backend computes each dot at every point of a
+/// kernel piece before its nest, into arrays on the stack).
+pub const MAX_DOT_POINTS: usize = 2048;
+
+/// The dot product `sum over k < len of a[a_at + k * a_step] * b[b_at + k * b_step]` of f32 argument buffers `a`
+/// and `b`: each product rounded to f32, product k added in f32 to partial sum k % 4, and the partial sums combined
+/// as `(s0 + s1) + (s2 + s3)`, exactly as the C backend's row layout sums a matmul's output (the same bits).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dot {
+    pub a: usize,
+    pub a_at: Idx,
+    pub a_step: i64,
+    pub b: usize,
+    pub b_at: Idx,
+    pub b_step: i64,
+    pub len: usize,
+}
+
+impl Dot {
+    /// The two reads as (argument, position of the first element, step).
+    pub fn reads(&self) -> [(usize, &Idx, i64); 2] {
+        [(self.a, &self.a_at, self.a_step), (self.b, &self.b_at, self.b_step)]
+    }
+
+    /// The dot with both positions mapped by `f`.
+    pub fn map(&self, f: &mut dyn FnMut(&Idx) -> Idx) -> Dot {
+        Dot { a_at: f(&self.a_at), b_at: f(&self.b_at), ..self.clone() }
+    }
 }
 
 impl Expr {
@@ -52,6 +84,7 @@ impl Expr {
             | Expr::Cast(dtype, _)
             | Expr::Acc(dtype)
             | Expr::Gather { dtype, .. } => *dtype,
+            Expr::Dot(_) => DType::F32,
             Expr::Index(_) => DType::I64,
             Expr::NonNeg(_) => DType::Bool,
             Expr::Unary(_, d, _) => *d,
@@ -64,6 +97,8 @@ impl Expr {
     pub fn counts(&self) -> (usize, usize) {
         match self {
             Expr::Load { .. } => (1, 0),
+            // A product and an add per index.
+            Expr::Dot(d) => (2 * d.len, 2 * d.len),
             Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => (0, 0),
             Expr::Unary(_, _, a) | Expr::Cast(_, a) => {
                 let (l, o) = a.counts();
@@ -151,6 +186,7 @@ impl Kernel {
         fn reads(e: &Expr) -> bool {
             match e {
                 Expr::Load { arg: 0, .. } | Expr::Gather { arg: 0, .. } => true,
+                Expr::Dot(d) => d.a == 0 || d.b == 0,
                 Expr::Unary(_, _, a) | Expr::Cast(_, a) => reads(a),
                 Expr::Gather { index, .. } => reads(index),
                 Expr::Binary(_, _, _, a, b) => reads(a) || reads(b),
@@ -166,12 +202,35 @@ impl Kernel {
     pub fn traffic(&self, arg_numels: impl IntoIterator<Item = usize>) -> (f64, f64) {
         let points = self.points() as f64;
         let mut bytes = self.domain.iter().product::<usize>() as f64 * self.out_dtype.size() as f64;
-        for (n, d) in arg_numels.into_iter().zip(&self.args[1..]) {
-            bytes += points.min(n as f64) * d.size() as f64;
+        let mut dots = Vec::new();
+        dot_reads(&self.value, &mut dots);
+        for (a, (n, d)) in arg_numels.into_iter().zip(&self.args[1..]).enumerate() {
+            // An argument a dot reads: `len` elements per point (each read once where the points cover it).
+            let per_point: usize = dots.iter().filter(|(arg, _)| *arg == a + 1).map(|(_, len)| len).sum();
+            bytes += (points * per_point.max(1) as f64).min(n as f64) * d.size() as f64;
         }
         let outputs = self.domain.iter().product::<usize>() as f64;
         let epilogue = self.epilogue.as_ref().map_or(0.0, |(_, e)| outputs * e.counts().1 as f64);
         (bytes, points * self.value.counts().1 as f64 + epilogue)
+    }
+}
+
+/// The (argument, length) of every read of the dots in `e`.
+pub fn dot_reads(e: &Expr, out: &mut Vec<(usize, usize)>) {
+    match e {
+        Expr::Dot(d) => out.extend(d.reads().map(|(arg, _, _)| (arg, d.len))),
+        Expr::Unary(_, _, a) | Expr::Cast(_, a) => dot_reads(a, out),
+        Expr::Gather { index, .. } => dot_reads(index, out),
+        Expr::Binary(_, _, _, a, b) => {
+            dot_reads(a, out);
+            dot_reads(b, out);
+        }
+        Expr::Where(c, a, b) => {
+            dot_reads(c, out);
+            dot_reads(a, out);
+            dot_reads(b, out);
+        }
+        Expr::Load { .. } | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => {}
     }
 }
 
@@ -223,6 +282,17 @@ FF_FN float ff_cos32(float a) { return fabsf(a) < 0x1p30f ? ff_cosf(a) : cosf(a)
 FF_FN int64_t ff_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 FF_FN int64_t ff_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 FF_FN int64_t ff_wrap(int64_t i, int64_t n) { return i < 0 ? i + n : i; }
+FF_FN float ff_dotf(const float* a, int64_t sa, const float* b, int64_t sb, int64_t n) {
+  float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f; int64_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    s0 += a[k * sa] * b[k * sb]; s1 += a[(k + 1) * sa] * b[(k + 1) * sb];
+    s2 += a[(k + 2) * sa] * b[(k + 2) * sb]; s3 += a[(k + 3) * sa] * b[(k + 3) * sb];
+  }
+  if (k < n) s0 += a[k * sa] * b[k * sb];
+  if (k + 1 < n) s1 += a[(k + 1) * sa] * b[(k + 1) * sb];
+  if (k + 2 < n) s2 += a[(k + 2) * sa] * b[(k + 2) * sb];
+  return (s0 + s1) + (s2 + s3);
+}
 "#;
 
 /// The C expression of `e`, of the C type of its dtype.
@@ -248,6 +318,16 @@ pub fn render(e: &Expr, args: &str) -> String {
         },
         Expr::Index(i) => i.render(),
         Expr::Acc(_) => "red".into(),
+        Expr::Dot(d) => format!(
+            "ff_dotf({args}{} + ({}), {}, {args}{} + ({}), {}, {})",
+            d.a,
+            d.a_at.render(),
+            d.a_step,
+            d.b,
+            d.b_at.render(),
+            d.b_step,
+            d.len
+        ),
         Expr::Gather { arg, at, index, stride, extent, .. } => {
             format!("{args}{arg}[{} + ff_wrap((int64_t)({}), {extent}) * {stride}]", at.render(), render(index, args))
         }

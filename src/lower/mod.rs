@@ -6,6 +6,7 @@
 
 mod chain;
 pub mod coalesce;
+mod dots;
 pub mod estimate;
 pub mod exec;
 mod fuse;

@@ -93,6 +93,8 @@ pub struct Plan {
     pub classes: std::sync::OnceLock<Vec<(usize, f64)>>,
     /// Per kernel: why its node is a buffer of its own rather than fused into its readers (`explain`'s "why not").
     pub why: Vec<String>,
+    /// Per matmul: whether it is computed as dot products in its readers, and why not (`dots.rs`).
+    pub dot_notes: Vec<String>,
 }
 
 impl Plan {
@@ -143,14 +145,21 @@ fn plan_chosen(
 ) -> Result<Plan, String> {
     let prepared = Prepared::new(term, inputs)?;
     crate::limits::check()?;
-    let (recomputed, alternative) = plan_with(&prepared, inputs, policy, profile, false)?;
-    if !alternative {
-        return Ok(recomputed);
-    }
-    crate::limits::check()?;
-    let (stored, _) = plan_with(&prepared, inputs, policy, profile, true)?;
     let cost = |p: &Plan| super::estimate::decision_cost(p, profile);
-    Ok(if cost(&stored) < cost(&recomputed) { stored } else { recomputed })
+    let (recomputed, alternative) = plan_with(&prepared, inputs, policy, profile, (false, true))?;
+    let (chosen, store) = if alternative {
+        crate::limits::check()?;
+        let (stored, _) = plan_with(&prepared, inputs, policy, profile, (true, true))?;
+        if cost(&stored) < cost(&recomputed) {
+            (stored, true)
+        } else {
+            (recomputed, false)
+        }
+    } else {
+        (recomputed, false)
+    };
+    let without = || plan_with(&prepared, inputs, policy, profile, (store, false)).map(|(p, _)| p);
+    super::dots::keep_cheaper(chosen, without, &cost)
 }
 
 /// What planning needs of a term, whatever it decides: the term spelled out and unshared, its types, each node's
@@ -206,7 +215,7 @@ fn plan_with(
     inputs: &[(String, DType, Vec<usize>)],
     policy: Policy,
     profile: &crate::cost::Profile,
-    store_writes: bool,
+    (store_writes, dots): (bool, bool),
 ) -> Result<(Plan, bool), String> {
     let term = &prepared.term;
     let n = term.as_ref().len();
@@ -223,11 +232,15 @@ fn plan_with(
         alternative: false,
         profile: profile.clone(),
         why: vec![None; n],
+        dot_notes: Vec::new(),
     };
     p.classify();
     crate::limits::check()?;
     if policy == Policy::Fused {
         p.fuse_epilogues();
+        if dots {
+            p.fuse_dots(&super::group::scopes_of(term));
+        }
     }
     let mut plan = Plan {
         term: term.clone(),
@@ -245,6 +258,7 @@ fn plan_with(
         merge_notes: Vec::new(),
         classes: Default::default(),
         why: Vec::new(),
+        dot_notes: p.dot_notes.clone(),
     };
     for i in 0..n {
         let id = Id::from(i);
@@ -288,6 +302,8 @@ pub(super) struct Planner<'a> {
     pub(super) profile: crate::cost::Profile,
     /// Per node: why it is a buffer rather than fused into its readers ([`super::why`]), where the planner chose.
     pub(super) why: Vec<Option<Why>>,
+    /// Per matmul considered: whether it was fused into its readers as dot products, and why not (`dots.rs`).
+    pub(super) dot_notes: Vec<String>,
 }
 
 pub(super) fn lits(term: &Term, id: Id) -> Option<Vec<i64>> {

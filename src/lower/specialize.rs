@@ -235,6 +235,10 @@ fn indices(e: &Expr, f: &mut dyn FnMut(&Idx)) {
     match e {
         Expr::Load { at, .. } | Expr::Gather { at, .. } => f(at),
         Expr::Index(i) | Expr::NonNeg(i) => f(i),
+        Expr::Dot(d) => {
+            f(&d.a_at);
+            f(&d.b_at);
+        }
         _ => {}
     }
     for c in children(e) {
@@ -244,7 +248,7 @@ fn indices(e: &Expr, f: &mut dyn FnMut(&Idx)) {
 
 fn children(e: &Expr) -> Vec<&Expr> {
     match e {
-        Expr::Load { .. } | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => vec![],
+        Expr::Load { .. } | Expr::Dot(_) | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => vec![],
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => vec![a],
         Expr::Gather { index, .. } => vec![index],
         Expr::Binary(_, _, _, a, b) => vec![a, b],
@@ -270,6 +274,7 @@ fn subst_expr(e: &Expr, f: &dyn Fn(usize) -> Idx) -> Expr {
     let s = |a: &Expr| Box::new(subst_expr(a, f));
     match e {
         Expr::Load { arg, at, dtype } => Expr::Load { arg: *arg, at: at.subst(f), dtype: *dtype },
+        Expr::Dot(d) => Expr::Dot(Box::new(d.map(&mut |i| i.subst(f)))),
         Expr::Const(..) | Expr::Acc(_) => e.clone(),
         Expr::Index(i) => Expr::Index(i.subst(f)),
         Expr::NonNeg(i) => Expr::NonNeg(i.subst(f)),
@@ -374,7 +379,7 @@ fn simplify(e: &Expr) -> Expr {
             extent: *extent,
             dtype: *dtype,
         },
-        Expr::Load { .. } | Expr::Const(..) | Expr::Index(_) | Expr::Acc(_) => e.clone(),
+        Expr::Load { .. } | Expr::Dot(_) | Expr::Const(..) | Expr::Index(_) | Expr::Acc(_) => e.clone(),
     }
 }
 
