@@ -827,3 +827,67 @@ fn kwargs_string_methods_and_masked_updates_raise_as_python_does() {
     let e = funcfuse::functionalize::functionalize(&module, "f", &BTreeMap::new()).unwrap_err().to_string();
     assert!(e.contains("6:13: a conditional expression on a run-time value is not supported; use torch.where"), "{e}");
 }
+
+/// Round 10 and 11's forms (`F.one_hot`, `try`/`except ZeroDivisionError`, stateless `torch.nn` modules, the tanh
+/// GELU) refuse or raise what PyTorch does, on every engine.
+#[test]
+fn one_hot_try_and_module_forms_raise_as_pytorch_does() {
+    let cases = [
+        (
+            "def f(x: f32[4]) -> i64[4, 3]:\n    return torch.nn.functional.one_hot(x, 3)\n",
+            "one_hot is only applicable to index tensor of type LongTensor.",
+        ),
+        (
+            "def f(x: f32[3]) -> f32[3]:\n    return torch.nn.GELU(approximate=\"cubic\")(x)\n",
+            "approximate argument must be either none or tanh.",
+        ),
+        ("def f(x: f32[3]) -> f32[3]:\n    return torch.nn.ReLU(inplace=True)(x)\n", "torch.nn.ReLU(inplace=True) is not supported"),
+        (
+            "def f(x: f32[3]) -> f32[3]:\n    return torch.nn.Softmax(dim=0, beta=1)(x)\n",
+            "Softmax.__init__() got an unexpected keyword argument 'beta'",
+        ),
+        ("def f(x: f32[3]) -> f32[3]:\n    return torch.nn.Linear(3, 3)(x)\n", "`torch.nn.Linear` modules are not supported"),
+        // Not caught: the error is not one the handler names.
+        (
+            "def f(x: f32[3]) -> f32[3]:\n    try:\n        r = [1][2]\n    except ZeroDivisionError:\n        r = 0\n    return x * r\n",
+            "list index out of range",
+        ),
+    ];
+    for (src, want) in cases {
+        every_engine_raises(src, "f", want);
+    }
+    // Forms of `try` outside the subset are refused where they are written, before any engine runs.
+    let refused = [
+        (
+            "def f(x: f32[3], n: int = 0) -> f32[3]:\n    try:\n        r = 1 / n\n    except ZeroDivisionError as e:\n        r = 0\n    return x * r\n",
+            "`except ... as NAME` is not supported",
+        ),
+        (
+            "def f(x: f32[3], n: int = 0) -> f32[3]:\n    try:\n        r = 1 / n\n    except ValueError:\n        r = 0\n    return x * r\n",
+            "`try` is supported only with `except NotImplementedError` or `except ZeroDivisionError`",
+        ),
+    ];
+    for (src, want) in refused {
+        let module = frontend::parse_module("case.py", &format!("{HEADER}{src}")).unwrap();
+        let e = module.get("f").expect_err("refused while converting").message;
+        assert!(e.contains(want), "{e:?} lacks {want:?}");
+    }
+    // numpy in the arm of a helper's `isinstance` test that a tensor does not take: refused only where it runs.
+    let src = "import numpy as np\n\n\ndef _f(x):\n    return torch.cos(x) if isinstance(x, torch.Tensor) else np.cos(x)\n\n\ndef f(x: f32[3]) -> f32[3]:\n    return _f(x) + x * _f(2.0)\n";
+    every_engine_raises(src, "f", "`np.cos(...)` is not supported");
+    // A value out of range is PyTorch's error on the reference; every other engine raises where it runs.
+    let src = "def f(x: i64[8]) -> i64[8, 2]:\n    return torch.nn.functional.one_hot(x, num_classes=2)\n";
+    let errs = errors(src, "f");
+    assert!(errs[0].1.contains("Class values must be smaller than num_classes."), "reference: {}", errs[0].1);
+    for (e, m) in &errs[1..] {
+        assert_ne!(m, "returned without an error", "{e}");
+    }
+    // Around tensor code, whose errors are known only when it runs, a `try` is refused by the functional engines;
+    // the reference runs it (a tensor divided by zero raises nothing).
+    let src = "def f(x: f32[3]) -> f32[3]:\n    try:\n        y = x / 0\n    except ZeroDivisionError:\n        y = x\n    return y\n";
+    let errs = errors(src, "f");
+    assert_eq!(errs[0].1, "returned without an error");
+    for (e, m) in &errs[1..] {
+        assert!(m.contains("is supported only around Python arithmetic"), "{e}: {m}");
+    }
+}

@@ -77,7 +77,7 @@ fn a_function_outside_the_subset_fails_alone() {
     assert_eq!(lines[0], format!("{f}::first(x: f32[2, 6])"));
     assert_eq!(
         lines[1],
-        format!("{f}::odd: failed: {f}:18:5: `with` statements are not supported (except `with torch.no_grad():`)")
+        format!("{f}::odd: failed: {f}:18:5: `with` statements are not supported (except grad modes such as `with torch.no_grad():` and `with torch.autocast(..., enabled=False):`)")
     );
     assert_eq!(lines[2], format!("{f}::calls_bad: failed: {f}:25:12: `_bad` cannot be used: {f}:10:21: {CLOSURE}"));
     assert_eq!(lines[3], format!("{f}::last(x: f32[3])"));

@@ -228,6 +228,34 @@ pub enum FPart {
 /// value that calls the top-level `HELPER` with the captured values as keywords (not a name Python code can write).
 pub const MAKE_CLOSURE: &str = "<closure>";
 
+/// The callee of a call that fails, when it is evaluated, with its one argument as the message: an arm the
+/// frontend cannot convert (numpy on values known only at run time) in a branch on `isinstance` that the engines
+/// decide (a tensor never takes the numpy arm of `isinstance(x, torch.Tensor)`).
+pub const REFUSED: &str = "<refused>";
+
+/// The test of the `if` a `try: BODY except ERRORS: HANDLER` becomes (`if <try>("ZeroDivisionError", ...): BODY
+/// else: HANDLER`, so that every pass that walks statements sees both blocks as ones that may run): the engines run
+/// BODY, and HANDLER where BODY raised one of the errors (see [`try_catches`]).
+pub const TRY_MARKER: &str = "<try>";
+
+/// The errors a `try` caught, where `test` is the test of the `if` it became ([`TRY_MARKER`]).
+pub fn try_catches(test: &Expr) -> Option<Vec<&str>> {
+    let ExprKind::Call { func, args, .. } = &test.kind else { return None };
+    if !matches!(&func.kind, ExprKind::Name(n) if n == TRY_MARKER) {
+        return None;
+    }
+    Some(args.iter().filter_map(|a| if let ExprKind::Str(s) = &a.kind { Some(s.as_str()) } else { None }).collect())
+}
+
+/// Whether an error with `message` (`ZeroDivisionError: float division by zero`) is one of `caught` (Python's
+/// exception classes: `ArithmeticError` is the base of `ZeroDivisionError` and `OverflowError`).
+pub fn error_caught(caught: &[&str], message: &str) -> bool {
+    let class = message.split(':').next().unwrap_or("");
+    caught
+        .iter()
+        .any(|&c| c == class || (c == "ArithmeticError" && matches!(class, "ZeroDivisionError" | "OverflowError")))
+}
+
 /// The name of the value a lambda's parameter default that reads a local variable took when the lambda was made
 /// (`lambda x, f=f: ...`, the idiom that freezes a loop variable): a capture of the closure, which the engines make
 /// visible, alone, where they evaluate that parameter's default (`Name(default_capture(p))`).

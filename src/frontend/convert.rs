@@ -6,9 +6,11 @@ use ruff_text_size::{Ranged, TextSize};
 use super::ast::*;
 use crate::diag::{err, Diagnostic, Span};
 use crate::tensor::DType;
+use inert::{is_disabled_autocast, is_grad_mode, is_inert_decorator};
 
 mod closure;
 mod imports;
+mod inert;
 mod iterators;
 mod lambdas;
 mod numpy;
@@ -280,8 +282,11 @@ impl Cx {
         if f.is_async {
             return err(span, "async functions are not supported");
         }
-        if !f.decorator_list.is_empty() {
-            return err(self.sp(&f.decorator_list[0]), "decorators are not supported");
+        if let Some(d) = f.decorator_list.iter().find(|d| !is_inert_decorator(&d.expression)) {
+            return err(
+                self.sp(d),
+                "decorators are not supported (except `@torch.no_grad()` and the other grad modes, `@torch.jit.script` and `@torch.compile`, which change nothing here)",
+            );
         }
         let p = &f.parameters;
         let vararg = match &p.vararg {
@@ -427,7 +432,13 @@ impl Cx {
         let kind = match s {
             py::Stmt::Assign(a) => StmtKind::Assign {
                 targets: a.targets.iter().map(|t| self.expr(t)).collect::<Result<_, _>>()?,
-                value: self.expr(&a.value)?,
+                // `a, b, c = (f(i) for i in ...)`: unpacking consumes the generator at once, in order.
+                value: match &*a.value {
+                    py::Expr::Generator(g) if a.targets.iter().all(|t| t.is_tuple_expr() || t.is_list_expr()) => {
+                        self.generator(g)?
+                    }
+                    v => self.expr(v)?,
+                },
             },
             py::Stmt::AnnAssign(a) => match &a.value {
                 Some(v) => StmtKind::Assign { targets: vec![self.expr(&a.target)?], value: self.expr(v)? },
@@ -721,44 +732,6 @@ impl Cx {
         };
         Ok(Expr { kind, span })
     }
-}
-
-/// `torch.no_grad()`, `torch.inference_mode()` and `torch.enable_grad()`: grad modes, meaningless without autograd.
-fn is_grad_mode(e: &py::Expr) -> bool {
-    let py::Expr::Call(c) = e else { return false };
-    let py::Expr::Attribute(a) = c.func.as_ref() else {
-        return false;
-    };
-    let is_torch = matches!(a.value.as_ref(), py::Expr::Name(n) if n.id.as_str() == "torch");
-    is_torch && matches!(a.attr.as_str(), "no_grad" | "inference_mode" | "enable_grad")
-}
-
-/// `torch.autocast(..., enabled=False)` (also `torch.amp.`, `torch.cpu.amp.` and `torch.cuda.amp.autocast`), as
-/// Hugging Face's rotary embeddings force float32: with `enabled=False` written out, nothing changes inside. (Its
-/// other arguments are names and constants there; they are not evaluated.)
-fn is_disabled_autocast(e: &py::Expr) -> bool {
-    let py::Expr::Call(c) = e else { return false };
-    let path = |mut x: &py::Expr| {
-        let mut parts = Vec::new();
-        while let py::Expr::Attribute(a) = x {
-            parts.push(a.attr.to_string());
-            x = a.value.as_ref();
-        }
-        if let py::Expr::Name(n) = x {
-            parts.push(n.id.to_string());
-        }
-        parts.reverse();
-        parts.join(".")
-    };
-    let autocast = matches!(
-        path(c.func.as_ref()).as_str(),
-        "torch.autocast" | "torch.amp.autocast" | "torch.cpu.amp.autocast" | "torch.cuda.amp.autocast"
-    );
-    let disabled = c.arguments.keywords.iter().any(|k| {
-        k.arg.as_ref().is_some_and(|a| a.as_str() == "enabled")
-            && matches!(&k.value, py::Expr::BooleanLiteral(b) if !b.value)
-    });
-    autocast && disabled
 }
 
 /// The byte offset of the first bracket that opens more than `limit` levels deep, if any (brackets in strings and

@@ -75,6 +75,11 @@ pub fn unsupported(full: &str) -> String {
     if has(full) {
         return format!("`{full}` is not supported by funcfuse yet (it is a PyTorch operation; see docs/OPS.md)");
     }
+    if module == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return format!(
+            "`{full}` modules are not supported by funcfuse (only stateless ones: activations, Softmax, Flatten); pass the weights as tensors and call torch.nn.functional"
+        );
+    }
     let owner = if module == "torch.Tensor" { "'Tensor' object".to_string() } else { format!("module '{module}'") };
     let hint = match nearest(module, name) {
         Some(n) => format!(". Did you mean: '{n}'?"),

@@ -22,6 +22,8 @@ pub(super) fn err(span: Span) -> impl Fn(String) -> Stop {
 
 impl A {
     pub(super) fn new(pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span, name: String) -> A {
+        let mut kw = kw;
+        crate::interp::compat::numpy_aliases(&mut kw);
         let used = RefCell::new(vec![false; kw.len()]);
         A { pos, kw, span, name, used }
     }

@@ -221,6 +221,9 @@ impl<'m> Fz<'m> {
                 return Ok(Flow::Return(v));
             }
             StmtKind::If { test, body, orelse } => {
+                if let Some(caught) = crate::frontend::ast::try_catches(test) {
+                    return self.try_stmt(env, &caught, body, orelse, s.span);
+                }
                 let c = self.expr(env, test)?;
                 return match self.cond(&c, test.span)? {
                     Cond::Static(true) => self.block(env, body),
@@ -635,5 +638,36 @@ impl<'m> Fz<'m> {
             self.t.note_check(w);
         }
         self.bind_after(env, &snap, &carries, w, &views, span)
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// `try: BODY except CAUGHT: HANDLER` (the `if` [`crate::frontend::ast::TRY_MARKER`] makes of it): BODY, and
+    /// HANDLER where it raised one of CAUGHT, as Python runs them. Only where BODY computes nothing at run time, so
+    /// that every error it can raise is known here; a tensor computation's errors are known only when it runs.
+    fn try_stmt(
+        &mut self,
+        env: &mut Env,
+        caught: &[&str],
+        body: &'m [Stmt],
+        handler: &'m [Stmt],
+        span: Span,
+    ) -> FR<Flow> {
+        let before = self.t.made;
+        let r = self.block(env, body);
+        if self.t.made != before {
+            // In a loop the body may be Python arithmetic on the loop variable: unrolled, it is known here.
+            return needs_static(
+                span,
+                format!(
+                    "`try`/`except {}` is supported only around Python arithmetic; this body computes with tensors, whose errors are known only when the program runs",
+                    caught.join(", ")
+                ),
+            );
+        }
+        match r {
+            Err(Stop::Diag(d)) if crate::frontend::ast::error_caught(caught, &d.message) => self.block(env, handler),
+            r => r,
+        }
     }
 }

@@ -446,10 +446,23 @@ impl<'m> Fz<'m> {
                     x.borrow().iter().chain(y.borrow().iter()).cloned().collect(),
                 ))))
             }
-            (FV::List(x), FV::Int(n), BinOp::Mul) => {
+            (FV::List(x), FV::Int(n), BinOp::Mul) | (FV::Int(n), FV::List(x), BinOp::Mul) => {
                 let items = x.borrow();
                 let out: Vec<FV> = (0..(*n).max(0)).flat_map(|_| items.iter().cloned()).collect();
                 return Ok(FV::List(Rc::new(std::cell::RefCell::new(out))));
+            }
+            (FV::Tuple(x), FV::Int(n), BinOp::Mul) | (FV::Int(n), FV::Tuple(x), BinOp::Mul) => {
+                let n = (*n).max(0) as usize;
+                return Ok(FV::Tuple(Rc::new(x.iter().cycle().take(x.len() * n).cloned().collect())));
+            }
+            (FV::Str(x), FV::Str(y), BinOp::Add) => return Ok(FV::Str(format!("{x}{y}").into())),
+            (FV::Str(x), FV::Int(n), BinOp::Mul) | (FV::Int(n), FV::Str(x), BinOp::Mul) => {
+                return Ok(FV::Str(x.repeat((*n).max(0) as usize).into()));
+            }
+            // A sequence repeated a loop variable's number of times: its length differs between iterations.
+            (FV::List(_) | FV::Tuple(_) | FV::Str(_), FV::DynInt(_), BinOp::Mul)
+            | (FV::DynInt(_), FV::List(_) | FV::Tuple(_) | FV::Str(_), BinOp::Mul) => {
+                return super::state::needs_static(span, "a sequence repeated a run-time number of times");
             }
             (FV::Tensor(_), FV::Tensor(_), BinOp::MatMul) => return self.matmul(a, b, span),
             _ => {}

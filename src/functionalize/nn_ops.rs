@@ -350,6 +350,7 @@ impl<'m> Fz<'m> {
             }
         };
         match name {
+            "one_hot" => self.one_hot(a),
             "isnan" => {
                 let x = FV::Tensor(a.tensor(0, "input")?);
                 self.elementwise(Binary::Ne, &[x.clone(), x], span)
@@ -497,5 +498,43 @@ impl<'m> Fz<'m> {
         sizes.insert(d + 1, r);
         let e = self.tview(&x, |t| t.unsqueeze(d as i64 + 1)?.expand(&sizes)).map_err(err(span))?;
         self.op("reshape", vec![FV::Tensor(e), ints(&merged)], span)
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// `F.one_hot`: `x.unsqueeze(-1) == arange(num_classes)` as int64, with PyTorch's run-time checks that every
+    /// value is in range (`num_classes` must be known before the program runs: -1 infers it from the values).
+    fn one_hot(&mut self, a: &A) -> FR<FV> {
+        let span = a.span;
+        let x = a.tensor(0, "tensor")?;
+        let classes = match a.opt(1, "num_classes") {
+            None => -1,
+            Some(v) => match a.number(v) {
+                Some(Scalar::I(c)) => c,
+                _ => return diag(span, "one_hot(): num_classes must be an int known before the program runs"),
+            },
+        };
+        let numel = x.shape.iter().product::<usize>();
+        let dt = self.roots[x.root].dtype;
+        if let Some(c) = crate::interp::nn_ops::one_hot_static(dt, numel, classes).map_err(err(span))? {
+            let mut shape: Vec<i64> = x.shape.iter().map(|&s| s as i64).collect();
+            shape.push(c as i64);
+            return self.op("zeros", vec![ints(&shape), FV::DType(crate::tensor::DType::I64)], span);
+        }
+        if classes == -1 {
+            return diag(span, "one_hot(): num_classes=-1 takes the number of classes from the values, which are known only when the program runs; pass num_classes");
+        }
+        let xv = FV::Tensor(x.clone());
+        for (op, bound) in [(Binary::Ge, 0), (Binary::Lt, classes)] {
+            let ok = self.elementwise(op, &[xv.clone(), FV::Int(bound)], span)?;
+            let all = self.op("all", vec![ok], span)?;
+            if let super::expr::Cond::Dyn(t) = self.cond(&all, span)? {
+                self.runtime_assert(t, span)?;
+            }
+        }
+        let col = self.tview(&x, |t| t.unsqueeze(-1)).map_err(err(span))?;
+        let range = self.op("arange", vec![FV::Int(classes)], span)?;
+        let hot = self.elementwise(Binary::Eq, &[FV::Tensor(col), range], span)?;
+        self.op("to", vec![hot, FV::DType(crate::tensor::DType::I64)], span)
     }
 }

@@ -200,10 +200,15 @@ impl<'m> Fz<'m> {
     /// `MODULE.NAME(...)`: an op of the table (`torch.*`, `F.*`, `torch.linalg.*`), writing its result through `out=`
     /// where the op takes it.
     fn module_call(&mut self, m: &str, name: &str, mut pos: Vec<FV>, mut kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
+        if m == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) {
+            let (f, fixed) = crate::interp::compat::nn_module(name, pos, kw, FV::Int, |v| matches!(v, FV::Bool(true)))
+                .map_err(err(span))?;
+            return Ok(FV::Closure(Rc::from(f), Rc::new(fixed)));
+        }
         let (m, name) = if m == "torch.autograd" {
             let flags: Vec<(String, Option<bool>)> =
                 kw.iter().map(|(k, v)| (k.clone(), if let FV::Bool(b) = v { Some(*b) } else { None })).collect();
-            crate::interp::python::autograd_variable(name, pos.len(), pos.first().map(FV::type_name), &flags)
+            crate::interp::compat::autograd_variable(name, pos.len(), pos.first().map(FV::type_name), &flags)
                 .map_err(err(span))?;
             kw.clear();
             ("torch", "detach")
@@ -256,6 +261,11 @@ impl<'m> Fz<'m> {
     fn builtin(&mut self, name: &str, a: &A) -> FR<FV> {
         let span = a.span;
         match name {
+            // A refusal the frontend deferred to where it runs (see `ast::REFUSED`).
+            crate::frontend::ast::REFUSED => match a.pos.first() {
+                Some(FV::Str(m)) => diag(span, m.to_string()),
+                _ => unreachable!("the frontend gives a refusal its message"),
+            },
             "range" => {
                 let ints: Vec<i64> = a
                     .pos
@@ -277,6 +287,7 @@ impl<'m> Fz<'m> {
                 FV::Tensor(t) => Ok(FV::Int(t.shape[0] as i64)),
                 v @ FV::Range(..) => Ok(FV::Int(self.iterate(v, span)?.len() as i64)),
                 FV::Dict(d) => Ok(FV::Int(d.borrow().len() as i64)),
+                FV::Str(x) => Ok(FV::Int(x.chars().count() as i64)),
                 other => match other.items() {
                     Some(items) => Ok(FV::Int(items.len() as i64)),
                     None => diag(span, format!("object of type '{}' has no len()", other.type_name())),

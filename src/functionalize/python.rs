@@ -118,6 +118,11 @@ impl<'m> Fz<'m> {
         shown: &str,
     ) -> FR<FV> {
         if let FV::Closure(fname, captured) = &callee {
+            // A stateless `torch.nn` module: its function with the constructor's arguments.
+            if fname.contains('.') {
+                let kw = captured.iter().cloned().chain(kw).collect();
+                return self.call_value(FV::Func(fname.clone()), pos, kw, span, shown);
+            }
             let module = self.module;
             let f = module.function(fname).expect("Closure values name module functions");
             let kw = crate::interp::calls::closure_args(f, &pos, kw, captured)
@@ -199,7 +204,7 @@ impl<'m> Fz<'m> {
         Ok(())
     }
 
-    /// Dict methods: `get`, `keys`, `values`, `items`, `setdefault`, `pop`.
+    /// Dict methods: `get`, `keys`, `values`, `items`, `setdefault`, `pop`, `update` (from a dict).
     pub(super) fn dict_method(dict: &std::cell::RefCell<Vec<(FV, FV)>>, name: &str, pos: &[FV], span: Span) -> FR<FV> {
         let list = |items: Vec<FV>| FV::List(Rc::new(std::cell::RefCell::new(items)));
         if let ("setdefault", [k, ..]) | ("pop", [k, ..]) = (name, pos) {
@@ -225,6 +230,13 @@ impl<'m> Fz<'m> {
                     diag(span, format!("KeyError: {}", fv_static(k).map(|k| pyfmt::py_repr(&k)).unwrap_or_default()))
                 }
             };
+        }
+        if let ("update", [FV::Dict(other)]) = (name, pos) {
+            let items = other.borrow().clone();
+            for (k, v) in items {
+                Self::dict_set(dict, &k, &v, span)?;
+            }
+            return Ok(FV::None);
         }
         let d = dict.borrow();
         let d = d.as_slice();

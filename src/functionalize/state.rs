@@ -332,6 +332,9 @@ pub(super) struct Terms {
     /// How many discovery passes of loops (whose terms are dropped) are open: the state they start from is the
     /// first iteration's, so they cannot tell which iterations reach a statement.
     pub discovering: usize,
+    /// How many nodes [`Terms::add`] was asked for (hash-consed ones included): unchanged across a stretch of the
+    /// program where it computed nothing at run time.
+    pub made: usize,
 }
 
 impl Terms {
@@ -346,6 +349,7 @@ impl Terms {
             scopes: Vec::new(),
             arms: 0,
             discovering: 0,
+            made: 0,
         }
     }
 
@@ -364,6 +368,7 @@ impl Terms {
 
     /// Adds a node at the current depth and types it; a type error is returned as a message.
     pub fn add(&mut self, n: Node) -> Result<TId, String> {
+        self.made += 1;
         let check = super::checks::can_fail(&self.b, &n);
         let id = self.b.add(n);
         self.ty(id)?;

@@ -15,6 +15,26 @@ use crate::tensor::{DType, Scalar, Tensor};
 impl<'m> Fz<'m> {
     pub(super) fn torch(&mut self, name: &str, a: &A, method: bool) -> FR<FV> {
         let span = a.span;
+        let approximate = || {
+            a.opt(1, "approximate").map(|v| match v {
+                FV::Str(s) => Some(s.as_ref()),
+                _ => None,
+            })
+        };
+        if name == "gelu" && crate::interp::compat::gelu_tanh(approximate()).map_err(err(span))? {
+            // PyTorch's tanh approximation, in its kernel's order.
+            let x = FV::Tensor(a.tensor(0, "input")?);
+            let (k_beta, k_kappa) = crate::interp::compat::GELU_TANH;
+            let sq = self.elementwise(Binary::Mul, &[x.clone(), x.clone()], span)?;
+            let cube = self.elementwise(Binary::Mul, &[sq, x.clone()], span)?;
+            let k = self.elementwise(Binary::Mul, &[cube, FV::Float(k_kappa)], span)?;
+            let inner = self.elementwise(Binary::Add, &[x.clone(), k], span)?;
+            let scaled = self.elementwise(Binary::Mul, &[inner, FV::Float(k_beta)], span)?;
+            let th = self.unary(ops::Unary::Tanh, &scaled, span)?;
+            let one_plus = self.elementwise(Binary::Add, &[th, FV::Float(1.0)], span)?;
+            let half = self.elementwise(Binary::Mul, &[x, FV::Float(0.5)], span)?;
+            return self.elementwise(Binary::Mul, &[half, one_plus], span);
+        }
         if let Some(u) = unary_op(name) {
             let x = FV::Tensor(a.tensor(0, "input")?);
             return self.unary(u, &x, span);

@@ -21,6 +21,8 @@ pub type AResult<T> = Result<T, String>;
 
 impl Args {
     pub fn new(pos: Vec<Value>, kw: Vec<(String, Value)>, span: Span, name: String) -> Args {
+        let mut kw = kw;
+        crate::interp::compat::numpy_aliases(&mut kw);
         let used = RefCell::new(vec![false; kw.len()]);
         Args { pos, kw, span, name, used }
     }

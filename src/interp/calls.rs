@@ -151,10 +151,15 @@ impl<'m> Interp<'m> {
         mut kw: Vec<(String, Value)>,
         span: Span,
     ) -> Result<Value, Diagnostic> {
+        if m == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) {
+            let (f, fixed) = super::compat::nn_module(name, pos, kw, Value::Int, |v| matches!(v, Value::Bool(true)))
+                .map_err(tensor_err(span))?;
+            return Ok(Value::Closure(std::rc::Rc::from(f), std::rc::Rc::new(fixed)));
+        }
         let (m, name) = if m == "torch.autograd" {
             let flags: Vec<(String, Option<bool>)> =
                 kw.iter().map(|(k, v)| (k.clone(), if let Value::Bool(b) = v { Some(*b) } else { None })).collect();
-            super::python::autograd_variable(name, pos.len(), pos.first().map(Value::type_name), &flags)
+            super::compat::autograd_variable(name, pos.len(), pos.first().map(Value::type_name), &flags)
                 .map_err(tensor_err(span))?;
             kw.clear();
             ("torch", "detach")
@@ -215,6 +220,11 @@ impl<'m> Interp<'m> {
                 let module = self.module;
                 let func = module.function(&name).expect("Func values name module functions");
                 self.call_function(func, pos, kw, span)
+            }
+            // A stateless `torch.nn` module: its function with the constructor's arguments.
+            Value::Closure(name, captured) if name.contains('.') => {
+                let kw = captured.iter().cloned().chain(kw).collect();
+                self.call_value(Value::Func(name), pos, kw, span)
             }
             Value::Closure(name, captured) => {
                 let module = self.module;
@@ -302,6 +312,11 @@ impl<'m> Interp<'m> {
         let span = a.span;
         let e = tensor_err(span);
         match name {
+            // A refusal the frontend deferred to where it runs (see `ast::REFUSED`).
+            crate::frontend::ast::REFUSED => match a.pos.first() {
+                Some(Value::Str(m)) => err(span, m.to_string()),
+                _ => unreachable!("the frontend gives a refusal its message"),
+            },
             "range" => {
                 let ints: Vec<i64> = a
                     .pos

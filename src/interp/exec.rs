@@ -127,6 +127,14 @@ impl<'m> Interp<'m> {
                 return Ok(Flow::Return(v));
             }
             StmtKind::If { test, body, orelse } => {
+                if let Some(caught) = crate::frontend::ast::try_catches(test) {
+                    return match self.exec_block(frame, body) {
+                        Err(d) if crate::frontend::ast::error_caught(&caught, &d.message) => {
+                            self.exec_block(frame, orelse)
+                        }
+                        r => r,
+                    };
+                }
                 let c = self.eval(frame, test)?;
                 let branch = if self.truthy(&c, test.span)? { body } else { orelse };
                 return self.exec_block(frame, branch);
@@ -526,6 +534,14 @@ impl<'m> Interp<'m> {
                     out.extend(items.iter().cloned());
                 }
                 return Ok(Value::list(out));
+            }
+            (Value::Tuple(x), Value::Int(n), BinOp::Mul) | (Value::Int(n), Value::Tuple(x), BinOp::Mul) => {
+                let n = (*n).max(0) as usize;
+                return Ok(Value::tuple(x.iter().cycle().take(x.len() * n).cloned().collect()));
+            }
+            (Value::Str(x), Value::Str(y), BinOp::Add) => return Ok(Value::Str(format!("{x}{y}").into())),
+            (Value::Str(x), Value::Int(n), BinOp::Mul) | (Value::Int(n), Value::Str(x), BinOp::Mul) => {
+                return Ok(Value::Str(x.repeat((*n).max(0) as usize).into()));
             }
             (Value::Tensor(x), Value::Tensor(y), BinOp::MatMul) => {
                 return Ok(Value::Tensor(reduce::matmul(x, y).map_err(tensor_err(span))?));

@@ -8,6 +8,7 @@
 mod args;
 pub(crate) mod bind;
 pub(crate) mod calls;
+pub(crate) mod compat;
 pub(crate) mod creation;
 pub(crate) mod exec;
 mod extra_ops;
@@ -17,8 +18,8 @@ pub(crate) mod nn_ops;
 pub(crate) mod out_arg;
 pub(crate) mod pyarith;
 pub(crate) mod pyfmt;
-pub(crate) mod python;
 pub(crate) mod pystr;
+pub(crate) mod python;
 pub(crate) mod resample;
 pub mod returns;
 mod subscript;

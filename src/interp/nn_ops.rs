@@ -3,7 +3,7 @@
 //! `hardsigmoid`, `relu6`, `mish`, `F.pad` (constant), `F.max_pool2d` (the maximum of the strided windows of the input
 //! padded with the lowest value), `repeat_interleave` (an int count) and `baddbmm`.
 
-use super::args::{AResult, Args};
+use super::args::{to_int, AResult, Args};
 use super::torch_ops::{t, UNKNOWN_OP};
 use super::value::Value;
 use crate::tensor::ops::{self, Binary, Operand, Unary};
@@ -196,6 +196,7 @@ pub(super) fn nn_op(name: &str, a: &Args) -> AResult<Value> {
         // `torch.batch_norm` takes its arguments in another order: only `F.batch_norm` is this.
         "batch_norm" if a.name == "torch.nn.functional.batch_norm" => batch_norm(a),
         "cdist" => cdist(a),
+        "one_hot" => one_hot(a),
         _ => Err(format!("{UNKNOWN_OP}{name}")),
     }
 }
@@ -651,4 +652,49 @@ fn cdist(a: &Args) -> AResult<Value> {
         bin(Binary::Pow, &s, f(1.0 / p))?
     };
     t(r)
+}
+
+/// `F.one_hot(tensor, num_classes=-1)`: an int64 tensor with a trailing dim of `num_classes` (the largest value plus
+/// one where -1), 1 at each value's position; PyTorch's errors, in its order, for other dtypes, an empty input
+/// without a number of classes, and values out of range.
+fn one_hot(a: &Args) -> AResult<Value> {
+    let x = a.tensor(0, "tensor")?;
+    let classes = match a.opt(1, "num_classes") {
+        None => -1,
+        Some(v) => to_int(v)?,
+    };
+    let mut shape = x.shape.clone();
+    if let Some(c) = one_hot_static(x.dtype(), x.numel(), classes)? {
+        shape.push(c);
+        return t(Tensor::from_scalars(DType::I64, &shape, &[])?);
+    }
+    let vals: Vec<i64> = x.scalars().iter().map(|s| s.to_i64_trunc()).collect();
+    let max = vals.iter().copied().max().unwrap_or(0);
+    if vals.iter().any(|&v| v < 0) {
+        return Err("Class values must be non-negative.".into());
+    }
+    let c = match classes {
+        -1 => max + 1,
+        c if c > max => c,
+        _ => return Err("Class values must be smaller than num_classes.".into()),
+    } as usize;
+    let mut out = vec![Scalar::I(0); vals.len() * c];
+    for (i, &v) in vals.iter().enumerate() {
+        out[i * c + v as usize] = Scalar::I(1);
+    }
+    shape.push(c);
+    t(Tensor::from_scalars(DType::I64, &shape, &out)?)
+}
+
+/// `one_hot`'s checks that do not depend on the values (the input's dtype; an empty input's number of classes):
+/// `Some(classes)` where the input is empty (the result is too), `None` where the values decide the rest.
+pub(crate) fn one_hot_static(d: DType, numel: usize, classes: i64) -> Result<Option<usize>, String> {
+    if d != DType::I64 {
+        return Err("one_hot is only applicable to index tensor of type LongTensor.".into());
+    }
+    match numel {
+        0 if classes <= 0 => Err("Can not infer total number of classes from empty tensor.".into()),
+        0 => Ok(Some(classes as usize)),
+        _ => Ok(None),
+    }
 }

@@ -134,7 +134,7 @@ impl<'m> Interp<'m> {
         }
     }
 
-    /// Dict methods: `get`, `keys`, `values`, `items`, `setdefault`, `pop`.
+    /// Dict methods: `get`, `keys`, `values`, `items`, `setdefault`, `pop`, `update` (from a dict).
     pub(super) fn dict_method(
         dict: &RefCell<Vec<(Value, Value)>>,
         name: &str,
@@ -159,6 +159,17 @@ impl<'m> Interp<'m> {
                 (_, None, Some(dflt)) => Ok(dflt.clone()),
                 (_, None, None) => err(span, format!("KeyError: {}", pyfmt::py_repr(k))),
             };
+        }
+        if let ("update", [Value::Dict(other)]) = (name, pos) {
+            let items = other.borrow().clone();
+            for (k, v) in items {
+                let mut d = dict.borrow_mut();
+                match d.iter().position(|(x, _)| key_eq(x, &k)) {
+                    Some(i) => d[i].1 = v,
+                    None => d.push((k, v)),
+                }
+            }
+            return Ok(Value::None);
         }
         let d = dict.borrow();
         match (name, pos) {
@@ -378,7 +389,33 @@ pub(crate) fn type_info(which: &str, d: Option<DType>) -> Result<(Vec<Value>, &'
 /// The torch functions a program may use as values (`act_fn=F.relu`, then `act_fn(x)`): a function value names
 /// the op by its full dotted name, which no function of the program can have.
 pub(crate) fn function_value(full: &str) -> bool {
-    const TORCH: &[&str] = &["relu", "sigmoid", "tanh", "exp", "abs", "sqrt", "log", "softmax", "log_softmax"];
+    const TORCH: &[&str] = &[
+        "relu",
+        "sigmoid",
+        "tanh",
+        "exp",
+        "abs",
+        "sqrt",
+        "log",
+        "softmax",
+        "log_softmax",
+        "cat",
+        "concat",
+        "stack",
+        "matmul",
+        "bmm",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "maximum",
+        "minimum",
+        "where",
+        "sum",
+        "mean",
+        "flatten",
+        "clamp",
+    ];
     const NNF: &[&str] = &[
         "relu",
         "gelu",
@@ -625,6 +662,7 @@ impl<'m> Interp<'m> {
             Value::Tensor(t) => Ok(Value::Int(t.shape[0] as i64)),
             Value::Range(..) => Ok(Value::Int(self.iterate(v, span)?.len() as i64)),
             Value::Dict(d) => Ok(Value::Int(d.borrow().len() as i64)),
+            Value::Str(x) => Ok(Value::Int(x.chars().count() as i64)),
             other => match other.items() {
                 Some(items) => Ok(Value::Int(items.len() as i64)),
                 None => err(span, format!("object of type '{}' has no len()", other.type_name())),
@@ -747,34 +785,4 @@ impl<'m> Interp<'m> {
         let names = classes.iter().map(|c| if let Value::Module(m) = c { Some(*m) } else { None });
         Ok(Value::Bool(isinstance_of(class, names).map_err(&e)?))
     }
-}
-
-/// `torch.autograd.Variable(data, requires_grad=False)` (older code wraps tensors in it): since PyTorch 0.4 it is a
-/// new tensor over `data`'s storage, `data.detach()`; `Ok(())` where the call is that, else Python's error or the
-/// refusal. `data` is the type name of the first positional argument; `kw` the keywords with their values where they
-/// are `bool`s.
-pub(crate) fn autograd_variable(
-    name: &str,
-    npos: usize,
-    data: Option<&'static str>,
-    kw: &[(String, Option<bool>)],
-) -> Result<(), String> {
-    if name != "Variable" {
-        return Err(crate::frontend::torch_api::unsupported(&format!("torch.autograd.{name}")));
-    }
-    match (npos, data) {
-        (1, Some("Tensor")) => {}
-        (1, Some(t)) => return Err(format!("TypeError: Variable data has to be a tensor, but got {t}")),
-        _ => return Err("Variable(): funcfuse supports one positional argument, the data".into()),
-    }
-    for (k, v) in kw {
-        match (k.as_str(), v) {
-            ("requires_grad", Some(false)) | ("volatile", Some(false)) => {}
-            ("requires_grad" | "volatile", Some(true)) => {
-                return Err(format!("Variable({k}=True): autograd is not supported"))
-            }
-            (k, _) => return Err(format!("Variable(): unexpected keyword argument '{k}'")),
-        }
-    }
-    Ok(())
 }

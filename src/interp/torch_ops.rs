@@ -300,6 +300,26 @@ impl<'m> Interp<'m> {
 
     /// One op of the table; `method` tells whether `a.pos[0]` is the receiver of a method call.
     pub(super) fn torch_op(&mut self, name: &str, a: &Args, method: bool) -> AResult<Value> {
+        if name == "gelu"
+            && super::compat::gelu_tanh(a.opt(1, "approximate").map(|v| match v {
+                Value::Str(s) => Some(s.as_ref()),
+                _ => None,
+            }))?
+        {
+            // PyTorch's tanh approximation, in its kernel's order.
+            let x = a.tensor(0, "input")?;
+            let (k_beta, k_kappa) = super::compat::GELU_TANH;
+            let mul = |p: &Tensor, q: Operand| ops::binary(Binary::Mul, &Operand::T(p.clone()), &q);
+            let cube = mul(&mul(&x, Operand::T(x.clone()))?, Operand::T(x.clone()))?;
+            let inner = ops::binary(
+                Binary::Add,
+                &Operand::T(x.clone()),
+                &Operand::T(mul(&cube, Operand::S(Scalar::F(k_kappa)))?),
+            )?;
+            let th = ops::unary(Unary::Tanh, &mul(&inner, Operand::S(Scalar::F(k_beta)))?)?;
+            let one_plus = ops::binary(Binary::Add, &Operand::T(th), &Operand::S(Scalar::F(1.0)))?;
+            return t(mul(&mul(&x, Operand::S(Scalar::F(0.5)))?, Operand::T(one_plus))?);
+        }
         if let Some(u) = unary_op(name) {
             return t(ops::unary(u, &a.tensor(0, "input")?)?);
         }

@@ -185,12 +185,11 @@ impl Planner<'_> {
         use OpName::*;
         Ok(match self.term[id].clone() {
             Node::Access([x, v]) => {
-                let (vs, st, off) = self.view_parts(v).ok_or("view")?;
+                let (_, st, off) = self.view_parts(v).ok_or("view")?;
                 let mut o = self.int_form(kb, off);
                 for (i, &s) in idx.iter().zip(&st) {
                     o = o.add(&i.scale(s));
                 }
-                let _ = vs;
                 let (_, xs) = self.tensor(x).ok_or("access base")?;
                 self.expr(kb, x, &unravel(&o, &xs))?
             }

@@ -179,6 +179,23 @@ pub(super) fn reachable_constructors(cx: &Cx, body: &[py::Stmt]) -> HashMap<Stri
     out
 }
 
+/// Whether `e` is `isinstance(...)` or its negation.
+fn is_isinstance(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Unary(UnaryOp::Not, a) => is_isinstance(a),
+        ExprKind::Call { func, .. } => matches!(&func.kind, ExprKind::Name(n) if n == "isinstance"),
+        _ => false,
+    }
+}
+
+/// An expression that fails with `d` when it is evaluated (see [`crate::frontend::ast::REFUSED`]).
+fn refusal(d: Diagnostic, span: Span) -> Expr {
+    let span = d.span.unwrap_or(span);
+    let marker = Expr { kind: ExprKind::Name(REFUSED.to_string()), span };
+    let msg = Expr { kind: ExprKind::Str(d.message), span };
+    Expr { kind: ExprKind::Call { func: Box::new(marker), args: vec![msg], kwargs: vec![] }, span }
+}
+
 const FUNCS: &str = "np.abs, np.log, np.log2, np.log10, np.exp, np.sqrt, np.sin, np.cos, np.tan, np.arctan, np.tanh";
 
 impl Fold<'_> {
@@ -211,6 +228,17 @@ impl Fold<'_> {
                         let mut taken = std::mem::take(if b { body } else { orelse });
                         self.block(&mut taken)?;
                         out.extend(taken);
+                        continue;
+                    }
+                    if is_isinstance(test) {
+                        // Undecided here (a helper's parameter): an arm numpy cannot run in fails only if it runs.
+                        for arm in [&mut *body, &mut *orelse] {
+                            if let Err(d) = self.block(arm) {
+                                let span = arm.first().map(|s| s.span).unwrap_or(s.span);
+                                *arm = vec![Stmt { kind: StmtKind::Expr(refusal(d, span)), span }];
+                            }
+                        }
+                        out.push(s);
                         continue;
                     }
                     self.block(body)?;
@@ -246,6 +274,16 @@ impl Fold<'_> {
         }
         if let ExprKind::IfExp { test, body, orelse } = &mut e.kind {
             self.expr(test)?;
+            if is_isinstance(test) {
+                // Undecided here (a helper's parameter): an arm numpy cannot run in fails only if it runs.
+                for arm in [body, orelse] {
+                    if let Err(d) = self.expr(arm) {
+                        let span = arm.span;
+                        **arm = refusal(d, span);
+                    }
+                }
+                return Ok(());
+            }
             if let ExprKind::Bool(b) = test.kind {
                 let mut taken = std::mem::replace(
                     if b { body } else { orelse },

@@ -89,28 +89,41 @@ impl Cx {
     /// `try: BODY except NotImplementedError: HANDLER [else: ELSE] [finally: FINALLY]` is `BODY ELSE FINALLY` when
     /// BODY cannot raise what the handlers catch. Decidably so only for `NotImplementedError` (which the ops run
     /// here never raise on the CPU: an op without a kernel is refused before the program runs) around a body with
-    /// no `raise` and no call of a function of the program (which could raise it); anything else is refused.
+    /// no `raise` and no call of a function of the program (which could raise it).
+    ///
+    /// `try: BODY except ZeroDivisionError: HANDLER [finally: FINALLY]` (or `ArithmeticError`, as optimizers guard a
+    /// ratio of step counts) becomes `if <try>(...): BODY else: HANDLER` then FINALLY (see
+    /// [`crate::frontend::ast::TRY_MARKER`]): the engines catch the error where BODY raises it. Anything else is
+    /// refused.
     pub(super) fn try_body(&self, t: &py::StmtTry) -> Result<Vec<Stmt>, Diagnostic> {
         let span = self.sp(t);
         if t.is_star {
             return err(span, "`try`/`except*` is not supported");
         }
+        let mut caught: Vec<(String, Span)> = Vec::new();
         for h in &t.handlers {
             let py::ExceptHandler::ExceptHandler(h) = h;
             let names: Vec<&py::Expr> = match h.type_.as_deref() {
                 Some(py::Expr::Tuple(tu)) => tu.elts.iter().collect(),
                 Some(e) => vec![e],
-                None => return err(self.sp(h), "a bare `except:` catches every error, which the body could raise: `try` is supported only with `except NotImplementedError`"),
+                None => return err(self.sp(h), "a bare `except:` catches every error, which the body could raise: `try` is supported only with `except NotImplementedError` and `except ZeroDivisionError`"),
             };
             for n in names {
-                let ok = matches!(n, py::Expr::Name(x) if x.id.as_str() == "NotImplementedError");
-                if !ok {
-                    return err(
-                        self.sp(n),
-                        "`try` is supported only with `except NotImplementedError`: whether the body raises another error is known only when it runs",
-                    );
+                match n {
+                    py::Expr::Name(x) => caught.push((x.id.to_string(), self.sp(n))),
+                    _ => return err(self.sp(n), "`except` takes the name of an error class here"),
                 }
             }
+        }
+        let arithmetic = |c: &str| matches!(c, "ZeroDivisionError" | "ArithmeticError");
+        if !caught.is_empty() && caught.iter().all(|(c, _)| arithmetic(c)) {
+            return self.arithmetic_try(t, caught.iter().map(|(c, _)| c.clone()).collect());
+        }
+        if let Some((_, at)) = caught.iter().find(|(c, _)| c != "NotImplementedError") {
+            return err(
+                *at,
+                "`try` is supported only with `except NotImplementedError` or `except ZeroDivisionError`: whether the body raises another error is known only when it runs",
+            );
         }
         let mut body = self.block(&t.body)?;
         let mut bad = None;
@@ -137,6 +150,40 @@ impl Cx {
         body.extend(self.block(&t.orelse)?);
         body.extend(self.block(&t.finalbody)?);
         Ok(body)
+    }
+
+    /// `try: BODY except ZeroDivisionError: HANDLER [finally: FINALLY]` as the `if` the engines run as a `try`.
+    fn arithmetic_try(&self, t: &py::StmtTry, caught: Vec<String>) -> Result<Vec<Stmt>, Diagnostic> {
+        let span = self.sp(t);
+        if t.handlers.len() != 1 {
+            return err(span, "`try` with more than one `except` clause is not supported");
+        }
+        let py::ExceptHandler::ExceptHandler(h) = &t.handlers[0];
+        if h.name.is_some() {
+            return err(self.sp(h), "`except ... as NAME` is not supported");
+        }
+        if !t.orelse.is_empty() {
+            return err(span, "`try` with an `else:` clause is not supported (move it to the end of the body)");
+        }
+        let body = self.block(&t.body)?;
+        let handler = self.block(&h.body)?;
+        let mut exits = None;
+        for b in [&body, &handler] {
+            visit_stmts(b, &mut |s| {
+                if exits.is_none() && matches!(s.kind, StmtKind::Return(_) | StmtKind::Break | StmtKind::Continue) {
+                    exits = Some(s.span);
+                }
+            });
+        }
+        if let Some(at) = exits {
+            return err(at, "`return`, `break` and `continue` inside a `try` are not supported");
+        }
+        let marker = Expr { kind: ExprKind::Name(crate::frontend::ast::TRY_MARKER.into()), span };
+        let args = caught.into_iter().map(|c| Expr { kind: ExprKind::Str(c), span }).collect();
+        let test = Expr { kind: ExprKind::Call { func: Box::new(marker), args, kwargs: vec![] }, span };
+        let mut out = vec![Stmt { kind: StmtKind::If { test, body, orelse: handler }, span }];
+        out.extend(self.block(&t.finalbody)?);
+        Ok(out)
     }
 }
 

@@ -1,0 +1,70 @@
+//! Python constructs that change nothing here, where there is no autograd and one device: grad modes
+//! (`with torch.no_grad():`), a disabled autocast, and decorators that leave what a function computes as it is.
+
+use ruff_python_ast as py;
+
+/// `torch.no_grad()`, `torch.inference_mode()` and `torch.enable_grad()`: grad modes, meaningless without autograd.
+pub(super) fn is_grad_mode(e: &py::Expr) -> bool {
+    let py::Expr::Call(c) = e else { return false };
+    let py::Expr::Attribute(a) = c.func.as_ref() else {
+        return false;
+    };
+    let is_torch = matches!(a.value.as_ref(), py::Expr::Name(n) if n.id.as_str() == "torch");
+    is_torch && matches!(a.attr.as_str(), "no_grad" | "inference_mode" | "enable_grad")
+}
+
+/// A decorator that leaves what the function computes as it is: a grad mode (`@torch.no_grad()`, also without the
+/// call), `@torch.jit.script` (TorchScript's subset computes what Python does) and `@torch.compile` (bare, or called
+/// with keywords only: it compiles the same computation).
+pub(super) fn is_inert_decorator(e: &py::Expr) -> bool {
+    let path = |e: &py::Expr| match e {
+        py::Expr::Attribute(a) => match a.value.as_ref() {
+            py::Expr::Name(n) => format!("{}.{}", n.id, a.attr),
+            py::Expr::Attribute(b) => match b.value.as_ref() {
+                py::Expr::Name(n) => format!("{}.{}.{}", n.id, b.attr, a.attr),
+                _ => String::new(),
+            },
+            _ => String::new(),
+        },
+        _ => String::new(),
+    };
+    let grad = |p: &str| matches!(p, "torch.no_grad" | "torch.inference_mode" | "torch.enable_grad");
+    match e {
+        py::Expr::Call(c) => {
+            let p = path(c.func.as_ref());
+            (grad(&p) && c.arguments.len() == 0) || (p == "torch.compile" && c.arguments.args.is_empty())
+        }
+        e => {
+            let p = path(e);
+            grad(&p) || matches!(p.as_str(), "torch.jit.script" | "torch.compile")
+        }
+    }
+}
+
+/// `torch.autocast(..., enabled=False)` (also `torch.amp.`, `torch.cpu.amp.` and `torch.cuda.amp.autocast`), as
+/// Hugging Face's rotary embeddings force float32: with `enabled=False` written out, nothing changes inside. (Its
+/// other arguments are names and constants there; they are not evaluated.)
+pub(super) fn is_disabled_autocast(e: &py::Expr) -> bool {
+    let py::Expr::Call(c) = e else { return false };
+    let path = |mut x: &py::Expr| {
+        let mut parts = Vec::new();
+        while let py::Expr::Attribute(a) = x {
+            parts.push(a.attr.to_string());
+            x = a.value.as_ref();
+        }
+        if let py::Expr::Name(n) = x {
+            parts.push(n.id.to_string());
+        }
+        parts.reverse();
+        parts.join(".")
+    };
+    let autocast = matches!(
+        path(c.func.as_ref()).as_str(),
+        "torch.autocast" | "torch.amp.autocast" | "torch.cpu.amp.autocast" | "torch.cuda.amp.autocast"
+    );
+    let disabled = c.arguments.keywords.iter().any(|k| {
+        k.arg.as_ref().is_some_and(|a| a.as_str() == "enabled")
+            && matches!(&k.value, py::Expr::BooleanLiteral(b) if !b.value)
+    });
+    autocast && disabled
+}

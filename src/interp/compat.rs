@@ -1,0 +1,123 @@
+//! PyTorch's older and convenience spellings, each rewritten to the op it is, for both engines:
+//! `torch.autograd.Variable`, stateless `torch.nn` modules (a closure over the function their `forward` calls) and
+//! NumPy-style keyword aliases.
+
+/// `torch.autograd.Variable(data, requires_grad=False)` (older code wraps tensors in it): since PyTorch 0.4 it is a
+/// new tensor over `data`'s storage, `data.detach()`; `Ok(())` where the call is that, else Python's error or the
+/// refusal. `data` is the type name of the first positional argument; `kw` the keywords with their values where they
+/// are `bool`s.
+pub(crate) fn autograd_variable(
+    name: &str,
+    npos: usize,
+    data: Option<&'static str>,
+    kw: &[(String, Option<bool>)],
+) -> Result<(), String> {
+    if name != "Variable" {
+        return Err(crate::frontend::torch_api::unsupported(&format!("torch.autograd.{name}")));
+    }
+    match (npos, data) {
+        (1, Some("Tensor")) => {}
+        (1, Some(t)) => return Err(format!("TypeError: Variable data has to be a tensor, but got {t}")),
+        _ => return Err("Variable(): funcfuse supports one positional argument, the data".into()),
+    }
+    for (k, v) in kw {
+        match (k.as_str(), v) {
+            ("requires_grad", Some(false)) | ("volatile", Some(false)) => {}
+            ("requires_grad" | "volatile", Some(true)) => {
+                return Err(format!("Variable({k}=True): autograd is not supported"))
+            }
+            (k, _) => return Err(format!("Variable(): unexpected keyword argument '{k}'")),
+        }
+    }
+    Ok(())
+}
+
+/// `torch.nn.CLASS(...)` of a stateless module (an activation, `Softmax`, `Flatten`): the function its `forward`
+/// calls and the arguments the constructor fixes, as keywords (the positional ones named in the constructor's order;
+/// `Flatten`'s defaults differ from `torch.flatten`'s, so they are fixed too). Calling the module calls the function
+/// with them (both engines make it a closure over the function). `int` makes an int value; `is_true` says whether a
+/// value is `True`.
+pub(crate) fn nn_module<V: Clone>(
+    class: &str,
+    pos: Vec<V>,
+    kw: Vec<(String, V)>,
+    int: impl Fn(i64) -> V,
+    is_true: impl Fn(&V) -> bool,
+) -> Result<(&'static str, Vec<(String, V)>), String> {
+    let (func, params): (&'static str, &[&str]) = match class {
+        "Softmax" => ("torch.nn.functional.softmax", &["dim"]),
+        "LogSoftmax" => ("torch.nn.functional.log_softmax", &["dim"]),
+        "ReLU" => ("torch.nn.functional.relu", &["inplace"]),
+        "ReLU6" => ("torch.nn.functional.relu6", &["inplace"]),
+        "GELU" => ("torch.nn.functional.gelu", &["approximate"]),
+        "SiLU" => ("torch.nn.functional.silu", &["inplace"]),
+        "Mish" => ("torch.nn.functional.mish", &["inplace"]),
+        "Hardswish" => ("torch.nn.functional.hardswish", &["inplace"]),
+        "Hardsigmoid" => ("torch.nn.functional.hardsigmoid", &["inplace"]),
+        "LeakyReLU" => ("torch.nn.functional.leaky_relu", &["negative_slope", "inplace"]),
+        "ELU" => ("torch.nn.functional.elu", &["alpha", "inplace"]),
+        "Softplus" => ("torch.nn.functional.softplus", &["beta", "threshold"]),
+        "Sigmoid" => ("torch.sigmoid", &[]),
+        "Tanh" => ("torch.tanh", &[]),
+        "Flatten" => ("torch.flatten", &["start_dim", "end_dim"]),
+        _ => return Err(crate::frontend::torch_api::unsupported(&format!("torch.nn.{class}"))),
+    };
+    if pos.len() > params.len() {
+        return Err(format!(
+            "TypeError: {class}.__init__() takes from 1 to {} positional arguments but {} were given",
+            params.len() + 1,
+            pos.len() + 1
+        ));
+    }
+    let mut fixed: Vec<(String, V)> = params.iter().zip(pos).map(|(p, v)| (p.to_string(), v)).collect();
+    for (k, v) in kw {
+        if !params.contains(&k.as_str()) {
+            return Err(format!("TypeError: {class}.__init__() got an unexpected keyword argument '{k}'"));
+        }
+        if fixed.iter().any(|(p, _)| *p == k) {
+            return Err(format!("TypeError: {class}.__init__() got multiple values for argument '{k}'"));
+        }
+        fixed.push((k, v));
+    }
+    if let Some((_, v)) = fixed.iter().find(|(k, _)| k == "inplace") {
+        if is_true(v) {
+            return Err(format!(
+                "torch.nn.{class}(inplace=True) is not supported; use the functional form's in-place method"
+            ));
+        }
+    }
+    fixed.retain(|(k, _)| k != "inplace");
+    if class == "Flatten" {
+        for (k, d) in [("start_dim", 1), ("end_dim", -1)] {
+            if !fixed.iter().any(|(p, _)| p == k) {
+                fixed.push((k.to_string(), int(d)));
+            }
+        }
+    }
+    Ok((func, fixed))
+}
+
+/// PyTorch's NumPy-style keyword aliases (`axis` for `dim`, `keepdims` for `keepdim`), which its argument parser
+/// accepts for every op, renamed to the names the ops take.
+pub(crate) fn numpy_aliases<V>(kw: &mut [(String, V)]) {
+    for (k, _) in kw.iter_mut() {
+        match k.as_str() {
+            "axis" => *k = "dim".into(),
+            "keepdims" => *k = "keepdim".into(),
+            _ => {}
+        }
+    }
+}
+
+/// `gelu`'s tanh approximation's constants as PyTorch's kernel writes them: `sqrt(2 / pi)` and the cubic's factor.
+pub(crate) const GELU_TANH: (f64, f64) = (std::f64::consts::SQRT_2 * std::f64::consts::FRAC_2_SQRT_PI * 0.5, 0.044715);
+
+/// Whether `gelu(..., approximate=A)` is the tanh approximation (`A` as a string where it is one); PyTorch's error
+/// for anything but `'none'` and `'tanh'`.
+pub(crate) fn gelu_tanh(approximate: Option<Option<&str>>) -> Result<bool, String> {
+    match approximate {
+        None | Some(Some("none")) => Ok(false),
+        Some(Some("tanh")) => Ok(true),
+        Some(_) => Err("approximate argument must be either none or tanh.".into()),
+    }
+}
