@@ -856,6 +856,15 @@ fn one_hot_try_and_module_forms_raise_as_pytorch_does() {
     for (src, want) in cases {
         every_engine_raises(src, "f", want);
     }
+    let take = [
+        ("x: f32[3, 4], i: i32[3, 2]", "torch.take_along_dim(): dtype of indices should be Long but got Int"),
+        ("x: f32[3, 4], i: i64[3]", "torch.take_along_dim(): input and indices should have the same number of dimensions, but got 2 dimensions for input, and 1 dimensions for indices"),
+        ("x: f32[3, 4], i: i64[2, 2]", "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 0"),
+    ];
+    for (params, want) in take {
+        let src = format!("def f({params}) -> f32[3, 2]:\n    return torch.take_along_dim(x, i % 4, 1)\n");
+        every_engine_raises(&src, "f", want);
+    }
     // Forms of `try` outside the subset are refused where they are written, before any engine runs.
     let refused = [
         (

@@ -1,7 +1,7 @@
 """More Python and module forms real PyTorch code uses (issue 14's tenth and eleventh rounds): `Variable`, a disabled
 autocast and grad-mode decorators, `F.one_hot`, `try`/`except ZeroDivisionError` around Python arithmetic, string
 and sequence arithmetic, stateless `torch.nn` modules, NumPy-style `axis=`/`keepdims=`, torch functions as values
-and a generator unpacked."""
+a generator unpacked, union annotations on helpers, `take_along_dim` and `full` with a 0-dim tensor fill value."""
 from __future__ import annotations
 
 import torch
@@ -85,3 +85,26 @@ def modules_aliases_and_values(x: f32[4, 6], y: f32[2, 3, 4]) -> tuple[f32[4, 6]
     cat = torch.cat
     w, h, a = (x[..., i:i + 1] for i in range(3))
     return probs, flat, m, mean, cat([x, x], -1), w * h + a
+
+
+def _scale(x: torch.Tensor, s: float | None = None):
+    if s is None:
+        s = 2.0
+    return x * s
+
+
+def union_annotation(x: f32[4]) -> f32[4]:
+    return _scale(x)
+
+
+def take_along_dims(x: f32[3, 5], idx: i64[3, 2]) -> tuple[f32[3, 2], f32[6], f32[3, 2]]:
+    # Hugging Face's beam search gathers with take_along_dim (keywords, no dim: flattened, broadcast indices).
+    i = idx % 5
+    a = torch.take_along_dim(input=x, indices=i, dim=1)
+    return a, torch.take_along_dim(x, i), torch.take_along_dim(x, i[:1], dim=-1) * 1
+
+
+def full_of_tensor_values(x: f32[2, 3], ids: i64[4]) -> tuple[i64[2, 3], f32[2, 3], f32[2, 2]]:
+    # `pad_token_id or eos_token_id[0]`: a 0-dim tensor as the fill value.
+    eos = ids + 1
+    return torch.full((2, 3), fill_value=eos[0], dtype=torch.int64), torch.full((2, 3), x[0, 1]), x.new_full((2, 2), x.sum())

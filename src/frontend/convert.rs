@@ -5,9 +5,9 @@ use ruff_text_size::{Ranged, TextSize};
 
 use super::ast::*;
 use crate::diag::{err, Diagnostic, Span};
-use crate::tensor::DType;
 use inert::{is_disabled_autocast, is_grad_mode, is_inert_decorator};
 
+mod annotations;
 mod closure;
 mod imports;
 mod inert;
@@ -328,73 +328,6 @@ impl Cx {
             params.push(Param { name: pd.name().to_string(), ann, default, span: self.sp(pd) });
         }
         Ok(params)
-    }
-
-    fn annotation(&self, e: &py::Expr) -> Result<TypeAnn, Diagnostic> {
-        let span = self.sp(e);
-        match e {
-            py::Expr::Name(n) => match n.id.as_str() {
-                "int" => Ok(TypeAnn::Int),
-                "float" => Ok(TypeAnn::Float),
-                "bool" => Ok(TypeAnn::Bool),
-                "Tensor" => Ok(TypeAnn::Opaque),
-                d if DType::from_annotation(d).is_some() => err(
-                    span,
-                    format!("tensor annotation `{d}` needs a shape, e.g. `{d}[4, 8]` (or `{d}[()]` for 0-dim)"),
-                ),
-                other => err(span, format!("unsupported annotation `{other}`")),
-            },
-            py::Expr::Attribute(_) => Ok(TypeAnn::Opaque),
-            py::Expr::NoneLiteral(_) => Ok(TypeAnn::Tuple(vec![])),
-            py::Expr::Subscript(s) => {
-                let base = match s.value.as_ref() {
-                    py::Expr::Name(n) => n.id.to_string(),
-                    _ => return err(span, "unsupported annotation"),
-                };
-                let items: Vec<&py::Expr> = match s.slice.as_ref() {
-                    py::Expr::Tuple(t) => t.elts.iter().collect(),
-                    other => vec![other],
-                };
-                if let Some(dtype) = DType::from_annotation(&base) {
-                    let mut shape = Vec::new();
-                    for it in items {
-                        match it {
-                            py::Expr::NumberLiteral(py::ExprNumberLiteral { value: py::Number::Int(i), .. }) => {
-                                match i.as_u64() {
-                                    Some(v) => shape.push(v as usize),
-                                    None => return err(self.sp(it), "tensor dimension must be a non-negative integer"),
-                                }
-                            }
-                            _ => {
-                                return err(
-                                    self.sp(it),
-                                    "tensor dimension must be an integer literal (static shapes only)",
-                                )
-                            }
-                        }
-                    }
-                    return Ok(TypeAnn::Tensor { dtype, shape });
-                }
-                match base.as_str() {
-                    "tuple" | "Tuple" => {
-                        let mut elems = Vec::new();
-                        for it in items {
-                            if matches!(it, py::Expr::EllipsisLiteral(_)) {
-                                return Ok(TypeAnn::Opaque);
-                            }
-                            elems.push(self.annotation(it)?);
-                        }
-                        Ok(TypeAnn::Tuple(elems))
-                    }
-                    "list" | "List" | "Optional" => Ok(TypeAnn::Opaque),
-                    other => err(span, format!("unsupported annotation `{other}[...]`; tensors are written like `f32[4, 8]` with dtype f32, f64, f16, bf16, i64, i32 or bool")),
-                }
-            }
-            py::Expr::StringLiteral(_) => {
-                err(span, "string annotations are not supported; use `from __future__ import annotations`")
-            }
-            _ => err(span, "unsupported annotation"),
-        }
     }
 
     fn block(&self, body: &[py::Stmt]) -> Result<Vec<Stmt>, Diagnostic> {

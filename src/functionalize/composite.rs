@@ -23,6 +23,7 @@ impl<'m> Fz<'m> {
             "diag" => self.diag_op(a),
             "index_fill" => self.index_fill(a),
             "gather" => self.gather(a),
+            "take_along_dim" => self.take_along_dim(a),
             "scatter" | "scatter_add" => self.scatter(name, a),
             "sort" | "argsort" | "topk" => self.sort(name, a),
             _ => self.creation(name, a, method),
@@ -226,6 +227,33 @@ impl<'m> Fz<'m> {
         self.fresh_op(OpName::Gather, vec![xt, dd, it], None, span)
     }
 
+    /// `take_along_dim`: both operands expanded (or flattened) as PyTorch does, then one `gather`.
+    fn take_along_dim(&mut self, a: &A) -> FR<FV> {
+        let span = a.span;
+        let (x, idx) = (a.tensor(0, "input")?, a.tensor(1, "indices")?);
+        let dim = match a.opt(2, "dim") {
+            None | Some(FV::None) => None,
+            Some(_) => Some(a.int(2, "dim")?),
+        };
+        let idt = self.roots[idx.root].dtype;
+        let plan = crate::interp::compat::take_along_dim_plan(&x.shape, &idx.shape, idt, dim).map_err(err(span))?;
+        let ints = |v: &[i64]| FV::Tuple(Rc::new(v.iter().map(|&i| FV::Int(i)).collect()));
+        let call = |me: &mut Self, op: &str, pos: Vec<FV>| me.torch(op, &A::new(pos, vec![], span, op.into()), true);
+        let (xv, iv, d) = match plan {
+            Some((xs, is, d)) => (
+                call(self, "expand", vec![FV::Tensor(x), ints(&xs)])?,
+                call(self, "expand", vec![FV::Tensor(idx), ints(&is)])?,
+                d,
+            ),
+            None => (
+                call(self, "reshape", vec![FV::Tensor(x), ints(&[-1])])?,
+                call(self, "reshape", vec![FV::Tensor(idx), ints(&[-1])])?,
+                0,
+            ),
+        };
+        self.gather(&A::new(vec![xv, FV::Int(d), iv], vec![], span, "gather".into()))
+    }
+
     /// `scatter`/`scatter_add`: one `scatter` term along `dim`, its source a tensor or a value known now, adding where `reduce='add'`.
     fn scatter(&mut self, name: &str, a: &A) -> FR<FV> {
         let span = a.span;
@@ -326,6 +354,9 @@ impl<'m> Fz<'m> {
         let full = name.ends_with("full");
         let (sizes, value) = if full {
             let v = a.req(base + 1, "fill_value")?.clone();
+            if let Some(r) = self.full_of_tensor(name, a, base, &v)? {
+                return Ok(r);
+            }
             let v =
                 a.number(&v).ok_or_else(|| Stop::NeedsStatic(span, "a fill value known only at run time".into()))?;
             (a.int_list(a.req(base, "size")?)?, v)
@@ -343,6 +374,38 @@ impl<'m> Fz<'m> {
         let shape = crate::interp::creation::shape_of(name, &sizes).map_err(err(span))?;
         let r = self.full(&shape, dt, value).map_err(err(span))?;
         Ok(FV::Tensor(self.fresh(r, None, span)?))
+    }
+
+    /// `full`/`new_full` with a 0-dim tensor as the fill value (`pad_token_id or eos_token_id[0]`): its value
+    /// broadcast to the size, where converting it to the dtype cannot overflow (PyTorch checks that on the value);
+    /// `None` where the fill value is not a 0-dim tensor.
+    fn full_of_tensor(&mut self, name: &str, a: &A, base: usize, v: &FV) -> FR<Option<FV>> {
+        let span = a.span;
+        let FV::Tensor(t) = v else { return Ok(None) };
+        if !t.shape.is_empty() {
+            return Ok(None);
+        }
+        let td = self.roots[t.root].dtype;
+        let default = match (base, td) {
+            (1, _) => self.roots[a.tensor(0, "self")?.root].dtype,
+            (_, d) if d.is_float() => DType::F32,
+            (_, DType::Bool) => DType::Bool,
+            _ => DType::I64,
+        };
+        let dt = a.dtype(99, "dtype")?.unwrap_or(default);
+        if !(td == dt || td == DType::Bool || (dt == DType::F64 && td != DType::Bool)) {
+            return Err(Stop::NeedsStatic(
+                span,
+                "a fill value known only at run time that could overflow its dtype".into(),
+            ));
+        }
+        let sizes = a.int_list(a.req(base, "size")?)?;
+        let shape = crate::interp::creation::shape_of(name, &sizes).map_err(err(span))?;
+        let dims = FV::Tuple(Rc::new(shape.iter().map(|&d| FV::Int(d as i64)).collect()));
+        let call = |me: &mut Self, op: &str, pos: Vec<FV>| me.torch(op, &A::new(pos, vec![], span, op.into()), true);
+        let c = call(self, "to", vec![v.clone(), FV::DType(dt)])?;
+        let e = call(self, "expand", vec![c, dims])?;
+        Ok(Some(call(self, "clone", vec![e])?))
     }
 
     /// `torch.scalar_tensor`: a 0-dim tensor of a number, float32 unless `dtype=` says otherwise.

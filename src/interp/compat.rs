@@ -1,6 +1,8 @@
 //! PyTorch's older and convenience spellings, each rewritten to the op it is, for both engines:
 //! `torch.autograd.Variable`, stateless `torch.nn` modules (a closure over the function their `forward` calls) and
-//! NumPy-style keyword aliases.
+//! NumPy-style keyword aliases, GELU's tanh approximation, `take_along_dim` as a `gather`.
+
+use crate::tensor::DType;
 
 /// `torch.autograd.Variable(data, requires_grad=False)` (older code wraps tensors in it): since PyTorch 0.4 it is a
 /// new tensor over `data`'s storage, `data.detach()`; `Ok(())` where the call is that, else Python's error or the
@@ -120,4 +122,38 @@ pub(crate) fn gelu_tanh(approximate: Option<Option<&str>>) -> Result<bool, Strin
         Some(Some("tanh")) => Ok(true),
         Some(_) => Err("approximate argument must be either none or tanh.".into()),
     }
+}
+
+/// `torch.take_along_dim(input, indices, dim)`: PyTorch's checks, then the sizes both are expanded to and the dim
+/// they are gathered along (each keeps its own size along `dim`; the others broadcast); `None` where `dim` is `None`
+/// (both are flattened and gathered along 0).
+pub(crate) fn take_along_dim_plan(
+    x: &[usize],
+    idx: &[usize],
+    idx_dtype: DType,
+    dim: Option<i64>,
+) -> Result<Option<(Vec<i64>, Vec<i64>, i64)>, String> {
+    if idx_dtype != DType::I64 {
+        return Err(format!("torch.take_along_dim(): dtype of indices should be Long but got {}", idx_dtype.name()));
+    }
+    let Some(dim) = dim else { return Ok(None) };
+    if x.len() != idx.len() {
+        return Err(format!(
+            "torch.take_along_dim(): input and indices should have the same number of dimensions, but got {} dimensions for input, and {} dimensions for indices",
+            x.len(),
+            idx.len()
+        ));
+    }
+    let d = crate::tensor::views::wrap_dim(dim, x.len().max(1))?;
+    let (mut xs, mut is) = (x.to_vec(), idx.to_vec());
+    if !xs.is_empty() {
+        xs[d] = 1;
+        is[d] = 1;
+    }
+    let b = crate::tensor::ops::broadcast_shapes(&xs, &is)?;
+    let sized = |own: usize| -> Vec<i64> {
+        b.iter().enumerate().map(|(k, &s)| if k == d { own as i64 } else { s as i64 }).collect()
+    };
+    let (xo, io) = if x.is_empty() { (vec![], vec![]) } else { (sized(x[d]), sized(idx[d])) };
+    Ok(Some((xo, io, d as i64)))
 }

@@ -47,6 +47,20 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let vals: Vec<Scalar> = offs.iter().map(|&o| b.get(o)).collect();
             t(Tensor::from_scalars(x.dtype(), &idx.shape, &vals)?)
         }
+        "take_along_dim" => {
+            let (x, idx) = (a.tensor(0, "input")?, a.tensor(1, "indices")?);
+            let dim = match a.opt(2, "dim") {
+                None | Some(Value::None) => None,
+                Some(v) => Some(to_int(v)?),
+            };
+            let (x, idx, d) = match super::compat::take_along_dim_plan(&x.shape, &idx.shape, idx.dtype(), dim)? {
+                Some((xs, is, d)) => (x.expand(&xs)?, idx.expand(&is)?, d),
+                None => (x.reshape(&[-1])?, idx.reshape(&[-1])?, 0),
+            };
+            let g =
+                Args::new(vec![Value::Tensor(x), Value::Int(d), Value::Tensor(idx)], vec![], a.span, "gather".into());
+            extra_op("gather", &g)
+        }
         "scatter" | "scatter_add" => scatter_op(name, a),
         "index_fill" => {
             let x = a.tensor(0, "input")?.contiguous_copy();
