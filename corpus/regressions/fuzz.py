@@ -401,3 +401,19 @@ def names_the_arms_bind_differently_and_nobody_reads(
             v = v * 0.5 + torch.full((1, 1), -1.25)
             w = w + v
     return t, u, w
+
+
+# Fuzz seeds 100800 and 100829 (reduced): a matmul written through an empty view was fused into the write as dot
+# products, and the in-place write then found no buffer to write into ("node was fused but is read by the host").
+def matmul_written_through_an_empty_view(b: f32[4, 2]) -> f32[4, 4]:
+    t1 = b @ torch.maximum(torch.full((4, 2), 0.5), b).t()
+    t1[:, -1:-1:3] = torch.sigmoid(torch.full((4, 0), 2.0)) * 2.0
+    return t1
+
+
+def matmul_view_copied_into_an_empty_view(a: f32[2]) -> f32[0, 1]:
+    v1 = a.view(-1).unsqueeze(0).clone()
+    t2 = v1 @ torch.full((1, 2), 1.0).relu().t()
+    v3 = t2[2:1].narrow(1, 0, 1)
+    v3.split(1, 1)[0][:, -2:0].copy_((v3 * 2.0) + torch.zeros((0, 0)))
+    return v3

@@ -108,6 +108,12 @@ impl Planner<'_> {
                 continue;
             }
             let ui = usize::from(u);
+            if let (How::InPlace(_), Some(base)) = (&self.how[ui], self.in_place_base(u)) {
+                // The write needs the buffer it writes into (an empty view's write too).
+                if base == m || self.how[usize::from(base)] == How::Inline {
+                    return Err(format!("${u} writes into it in place"));
+                }
+            }
             match self.how[ui] {
                 How::Inline if !matches!(self.term[u], Node::Op(OpName::Matmul, _)) => {
                     stack.extend(self.users[ui].iter().copied())
@@ -175,13 +181,18 @@ impl Planner<'_> {
 
     /// Whether some kernel of the plan writes into `x`'s buffer in place (an assign or a scatter with base `x`).
     fn written_in_place(&self, x: Id) -> bool {
-        self.how.iter().enumerate().any(|(i, h)| {
-            matches!(h, How::InPlace(_))
-                && match &self.term[Id::from(i)] {
-                    Node::Assign([b, _, _]) => *b == x,
-                    Node::Op(OpName::IndexPut | OpName::Scatter, a) => a[0] == x,
-                    _ => false,
-                }
-        })
+        self.how
+            .iter()
+            .enumerate()
+            .any(|(i, h)| matches!(h, How::InPlace(_)) && self.in_place_base(Id::from(i)) == Some(x))
+    }
+
+    /// The buffer node `n` writes into where it is planned in place: an assign's or a scatter's base.
+    fn in_place_base(&self, n: Id) -> Option<Id> {
+        match &self.term[n] {
+            Node::Assign([b, _, _]) => Some(*b),
+            Node::Op(OpName::IndexPut | OpName::Scatter, a) => a.first().copied(),
+            _ => None,
+        }
     }
 }
