@@ -24,6 +24,12 @@ impl A {
     pub(super) fn new(pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span, name: String) -> A {
         let mut kw = kw;
         crate::interp::compat::numpy_aliases(&mut kw);
+        Self::builtin(pos, kw, span, name)
+    }
+
+    /// The arguments of a Python builtin: keywords as written (`dict(axis=1)` keeps its key; only torch ops take
+    /// NumPy's aliases).
+    pub(super) fn builtin(pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span, name: String) -> Self {
         let used = RefCell::new(vec![false; kw.len()]);
         A { pos, kw, span, name, used }
     }

@@ -251,6 +251,14 @@ impl<'m> Fz<'m> {
                 0,
             ),
         };
+        // Negative indices count from the end, as PyTorch's take_along_dim wraps them (gather does not).
+        let n = match &xv {
+            FV::Tensor(t) => t.shape.get(d as usize).copied().unwrap_or(1) as i64,
+            _ => 1,
+        };
+        let neg = self.elementwise(crate::tensor::ops::Binary::Lt, &[iv.clone(), FV::Int(0)], span)?;
+        let wrapped = self.elementwise(crate::tensor::ops::Binary::Add, &[iv.clone(), FV::Int(n)], span)?;
+        let iv = call(self, "where", vec![neg, wrapped, iv])?;
         self.gather(&A::new(vec![xv, FV::Int(d), iv], vec![], span, "gather".into()))
     }
 

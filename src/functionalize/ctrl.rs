@@ -656,7 +656,8 @@ impl<'m> Fz<'m> {
         let before = self.t.made;
         let r = self.block(env, body);
         if self.t.made != before {
-            // In a loop the body may be Python arithmetic on the loop variable: unrolled, it is known here.
+            // Asks for the enclosing loop to be unrolled (the body may be Python arithmetic on its variable, known
+            // then); at the top level this is the refusal.
             return needs_static(
                 span,
                 format!(

@@ -184,7 +184,7 @@ impl<'m> Fz<'m> {
                     let callee = self.lookup(env, n, func.span)?;
                     return self.call_value(callee, pos, kw, span, &format!("`{n}`"));
                 }
-                let a = A::new(pos, kw, span, n.clone());
+                let a = A::builtin(pos, kw, span, n.clone());
                 let r = self.builtin(n, &a)?;
                 a.check_keywords(n)?;
                 Ok(r)

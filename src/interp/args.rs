@@ -23,6 +23,12 @@ impl Args {
     pub fn new(pos: Vec<Value>, kw: Vec<(String, Value)>, span: Span, name: String) -> Args {
         let mut kw = kw;
         crate::interp::compat::numpy_aliases(&mut kw);
+        Self::builtin(pos, kw, span, name)
+    }
+
+    /// The arguments of a Python builtin: keywords as written (`dict(axis=1)` keeps its key; only torch ops take
+    /// NumPy's aliases).
+    pub(super) fn builtin(pos: Vec<Value>, kw: Vec<(String, Value)>, span: Span, name: String) -> Self {
         let used = RefCell::new(vec![false; kw.len()]);
         Args { pos, kw, span, name, used }
     }

@@ -129,7 +129,7 @@ impl<'m> Interp<'m> {
                     let f = self.lookup(frame, n, func.span)?;
                     return self.call_value(f, pos, kw, span);
                 }
-                let a = Args::new(pos, kw, span, n.clone());
+                let a = Args::builtin(pos, kw, span, n.clone());
                 let r = self.builtin(n, &a)?;
                 check_keywords(&a, n)?;
                 Ok(r)

@@ -57,7 +57,6 @@ pub(crate) fn nn_module<V: Clone>(
         "Hardswish" => ("torch.nn.functional.hardswish", &["inplace"]),
         "Hardsigmoid" => ("torch.nn.functional.hardsigmoid", &["inplace"]),
         "LeakyReLU" => ("torch.nn.functional.leaky_relu", &["negative_slope", "inplace"]),
-        "ELU" => ("torch.nn.functional.elu", &["alpha", "inplace"]),
         "Softplus" => ("torch.nn.functional.softplus", &["beta", "threshold"]),
         "Sigmoid" => ("torch.sigmoid", &[]),
         "Tanh" => ("torch.tanh", &[]),
@@ -65,11 +64,11 @@ pub(crate) fn nn_module<V: Clone>(
         _ => return Err(crate::frontend::torch_api::unsupported(&format!("torch.nn.{class}"))),
     };
     if pos.len() > params.len() {
-        return Err(format!(
-            "TypeError: {class}.__init__() takes from 1 to {} positional arguments but {} were given",
-            params.len() + 1,
-            pos.len() + 1
-        ));
+        let takes = match params.len() {
+            0 => "1 positional argument".to_string(),
+            n => format!("from 1 to {} positional arguments", n + 1),
+        };
+        return Err(format!("TypeError: {class}.__init__() takes {takes} but {} were given", pos.len() + 1));
     }
     let mut fixed: Vec<(String, V)> = params.iter().zip(pos).map(|(p, v)| (p.to_string(), v)).collect();
     for (k, v) in kw {

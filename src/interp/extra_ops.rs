@@ -57,6 +57,11 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
                 Some((xs, is, d)) => (x.expand(&xs)?, idx.expand(&is)?, d),
                 None => (x.reshape(&[-1])?, idx.reshape(&[-1])?, 0),
             };
+            // Negative indices count from the end, as PyTorch's take_along_dim wraps them (gather does not).
+            let n = Operand::S(Scalar::I(x.shape.get(d as usize).copied().unwrap_or(1) as i64));
+            let neg = bin(Binary::Lt, Operand::T(idx.clone()), Operand::S(Scalar::I(0)))?;
+            let wrapped = bin(Binary::Add, Operand::T(idx.clone()), n)?;
+            let idx = ops::where_(&neg, &Operand::T(wrapped), &Operand::T(idx))?;
             let g =
                 Args::new(vec![Value::Tensor(x), Value::Int(d), Value::Tensor(idx)], vec![], a.span, "gather".into());
             extra_op("gather", &g)

@@ -99,7 +99,9 @@ pub(crate) fn py_arith(a: Scalar, op: BinOp, b: Scalar) -> Result<Value, String>
                 Value::Int(if op == BinOp::FloorDiv { q } else { r })
             }
             BinOp::Pow => {
-                if y < 0 {
+                if y < 0 && x == 0 {
+                    return Err("ZeroDivisionError: 0.0 cannot be raised to a negative power".into());
+                } else if y < 0 {
                     Value::Float((x as f64).powf(y as f64))
                 } else {
                     fits(u32::try_from(y).ok().and_then(|e| x.checked_pow(e)))?
@@ -141,6 +143,13 @@ pub(crate) fn py_arith(a: Scalar, op: BinOp, b: Scalar) -> Result<Value, String>
             } else {
                 r
             }
+        }
+        BinOp::Pow if x == 0.0 && y < 0.0 => {
+            return Err("ZeroDivisionError: 0.0 cannot be raised to a negative power".into())
+        }
+        // Python's float power raises where a finite result would overflow.
+        BinOp::Pow if x.is_finite() && y.is_finite() && x.powf(y).is_infinite() => {
+            return Err("OverflowError: (34, 'Numerical result out of range')".into())
         }
         BinOp::Pow => x.powf(y),
         _ => return Err(format!("unsupported operand types for {}: 'float'", op.symbol())),

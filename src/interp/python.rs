@@ -163,11 +163,7 @@ impl<'m> Interp<'m> {
         if let ("update", [Value::Dict(other)]) = (name, pos) {
             let items = other.borrow().clone();
             for (k, v) in items {
-                let mut d = dict.borrow_mut();
-                match d.iter().position(|(x, _)| key_eq(x, &k)) {
-                    Some(i) => d[i].1 = v,
-                    None => d.push((k, v)),
-                }
+                dict_set(dict, &k, &v, span)?;
             }
             return Ok(Value::None);
         }

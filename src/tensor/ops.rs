@@ -268,7 +268,7 @@ fn apply_binary(op: Binary, kind: Kind, x: Scalar, y: Scalar) -> TResult<Scalar>
                 Add => a.wrapping_add(b),
                 Sub => a.wrapping_sub(b),
                 Mul => a.wrapping_mul(b),
-                FloorDiv | Rem | Fmod if b == 0 => return Err("ZeroDivisionError".into()),
+                FloorDiv | Rem | Fmod if b == 0 => return Err("RuntimeError: ZeroDivisionError".into()),
                 FloorDiv => {
                     let q = a.wrapping_div(b);
                     if (a.wrapping_rem(b) != 0) && ((a < 0) != (b < 0)) {
@@ -305,7 +305,7 @@ fn apply_binary(op: Binary, kind: Kind, x: Scalar, y: Scalar) -> TResult<Scalar>
                 Pow => a | !b,
                 FloorDiv | Rem | Fmod => {
                     if !b {
-                        return Err("ZeroDivisionError".into());
+                        return Err("RuntimeError: ZeroDivisionError".into());
                     }
                     if op == FloorDiv {
                         a

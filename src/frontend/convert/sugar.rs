@@ -119,7 +119,10 @@ impl Cx {
         if !caught.is_empty() && caught.iter().all(|(c, _)| arithmetic(c)) {
             return self.arithmetic_try(t, caught.iter().map(|(c, _)| c.clone()).collect());
         }
-        if let Some((_, at)) = caught.iter().find(|(c, _)| c != "NotImplementedError") {
+        if let Some((c, at)) = caught.iter().find(|(c, _)| c != "NotImplementedError") {
+            if arithmetic(c) {
+                return err(*at, "a `try` may catch `NotImplementedError` or `ZeroDivisionError`, not both");
+            }
             return err(
                 *at,
                 "`try` is supported only with `except NotImplementedError` or `except ZeroDivisionError`: whether the body raises another error is known only when it runs",
