@@ -884,6 +884,13 @@ fn one_hot_try_and_module_forms_raise_as_pytorch_does() {
     // numpy in the arm of a helper's `isinstance` test that a tensor does not take: refused only where it runs.
     let src = "import numpy as np\n\n\ndef _f(x):\n    return torch.cos(x) if isinstance(x, torch.Tensor) else np.cos(x)\n\n\ndef f(x: f32[3]) -> f32[3]:\n    return _f(x) + x * _f(2.0)\n";
     every_engine_raises(src, "f", "`np.cos(...)` is not supported");
+    // A tensor's integer division by zero is PyTorch's RuntimeError, which `except ZeroDivisionError` does not catch.
+    let src = "def f(x: f32[3]) -> f32[3]:\n    k = 1.0\n    try:\n        j = torch.tensor([1, 2]) // 0\n    except ZeroDivisionError:\n        k = 5.0\n    return x * k\n";
+    let errs = errors(src, "f");
+    assert!(errs[0].1.contains("RuntimeError: ZeroDivisionError"), "reference: {}", errs[0].1);
+    for (e, m) in &errs[1..] {
+        assert!(m.contains("is supported only around Python arithmetic"), "{e}: {m}");
+    }
     // A value out of range is PyTorch's error on the reference; every other engine raises where it runs.
     let src = "def f(x: i64[8]) -> i64[8, 2]:\n    return torch.nn.functional.one_hot(x, num_classes=2)\n";
     let errs = errors(src, "f");

@@ -108,3 +108,19 @@ def full_of_tensor_values(x: f32[2, 3], ids: i64[4]) -> tuple[i64[2, 3], f32[2, 
     # `pad_token_id or eos_token_id[0]`: a 0-dim tensor as the fill value.
     eos = ids + 1
     return torch.full((2, 3), fill_value=eos[0], dtype=torch.int64), torch.full((2, 3), x[0, 1]), x.new_full((2, 2), x.sum())
+
+
+def builtins_keep_keywords_and_python_raises(x: f32[3, 4], idx: i64[3, 1]) -> tuple[f32[3, 4], f32[3, 1]]:
+    # `dict(axis=...)` keeps its key (only torch ops take NumPy's aliases); Python's power errors are caught.
+    d = dict(axis=2.0, keepdims=3.0)
+    s = d["axis"] + d.get("keepdims", 0.0)
+    try:
+        s = s + 0.0 ** -1
+    except ZeroDivisionError:
+        s = s * 2.0
+    try:
+        s = s + 2.0 ** 10000
+    except ArithmeticError:
+        s = s + 1.0
+    # Negative indices count from the end in take_along_dim.
+    return x * s, torch.take_along_dim(x, -1 - idx % 4, dim=-1)

@@ -47,25 +47,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let vals: Vec<Scalar> = offs.iter().map(|&o| b.get(o)).collect();
             t(Tensor::from_scalars(x.dtype(), &idx.shape, &vals)?)
         }
-        "take_along_dim" => {
-            let (x, idx) = (a.tensor(0, "input")?, a.tensor(1, "indices")?);
-            let dim = match a.opt(2, "dim") {
-                None | Some(Value::None) => None,
-                Some(v) => Some(to_int(v)?),
-            };
-            let (x, idx, d) = match super::compat::take_along_dim_plan(&x.shape, &idx.shape, idx.dtype(), dim)? {
-                Some((xs, is, d)) => (x.expand(&xs)?, idx.expand(&is)?, d),
-                None => (x.reshape(&[-1])?, idx.reshape(&[-1])?, 0),
-            };
-            // Negative indices count from the end, as PyTorch's take_along_dim wraps them (gather does not).
-            let n = Operand::S(Scalar::I(x.shape.get(d as usize).copied().unwrap_or(1) as i64));
-            let neg = bin(Binary::Lt, Operand::T(idx.clone()), Operand::S(Scalar::I(0)))?;
-            let wrapped = bin(Binary::Add, Operand::T(idx.clone()), n)?;
-            let idx = ops::where_(&neg, &Operand::T(wrapped), &Operand::T(idx))?;
-            let g =
-                Args::new(vec![Value::Tensor(x), Value::Int(d), Value::Tensor(idx)], vec![], a.span, "gather".into());
-            extra_op("gather", &g)
-        }
+        "take_along_dim" => take_along_dim(a),
         "scatter" | "scatter_add" => scatter_op(name, a),
         "index_fill" => {
             let x = a.tensor(0, "input")?.contiguous_copy();
@@ -187,6 +169,27 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         }
         _ => super::more_ops::more_op(name, a),
     }
+}
+
+/// `take_along_dim`: both operands expanded (or flattened) as PyTorch does, negative indices wrapped, then `gather`.
+fn take_along_dim(a: &Args) -> AResult<Value> {
+    let bin = |op: Binary, x: Operand, y: Operand| ops::binary(op, &x, &y);
+    let (x, idx) = (a.tensor(0, "input")?, a.tensor(1, "indices")?);
+    let dim = match a.opt(2, "dim") {
+        None | Some(Value::None) => None,
+        Some(v) => Some(to_int(v)?),
+    };
+    let (x, idx, d) = match super::compat::take_along_dim_plan(&x.shape, &idx.shape, idx.dtype(), dim)? {
+        Some((xs, is, d)) => (x.expand(&xs)?, idx.expand(&is)?, d),
+        None => (x.reshape(&[-1])?, idx.reshape(&[-1])?, 0),
+    };
+    // Negative indices count from the end, as PyTorch's take_along_dim wraps them (gather does not).
+    let n = Operand::S(Scalar::I(x.shape.get(d as usize).copied().unwrap_or(1) as i64));
+    let neg = bin(Binary::Lt, Operand::T(idx.clone()), Operand::S(Scalar::I(0)))?;
+    let wrapped = bin(Binary::Add, Operand::T(idx.clone()), n)?;
+    let idx = ops::where_(&neg, &Operand::T(wrapped), &Operand::T(idx))?;
+    let g = Args::new(vec![Value::Tensor(x), Value::Int(d), Value::Tensor(idx)], vec![], a.span, "gather".into());
+    extra_op("gather", &g)
 }
 
 /// `scatter`/`scatter_add`: a copy of the input with `src` (a tensor, or a value) written (or added, for `reduce='add'`)
