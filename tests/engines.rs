@@ -847,6 +847,11 @@ fn one_hot_try_and_module_forms_raise_as_pytorch_does() {
             "Softmax.__init__() got an unexpected keyword argument 'beta'",
         ),
         ("def f(x: f32[3]) -> f32[3]:\n    return torch.nn.Linear(3, 3)(x)\n", "`torch.nn.Linear` modules are not supported"),
+        ("def f(x: f32[3]) -> f32[3]:\n    return torch.nn.Tanh(1)(x)\n", "Tanh.__init__() takes 1 positional argument but 2 were given"),
+        (
+            "def f(x: f32[3]) -> f32[3]:\n    return torch.nn.Softmax(0, dim=0)(x)\n",
+            "Softmax.__init__() got multiple values for argument 'dim'",
+        ),
         // Not caught: the error is not one the handler names.
         (
             "def f(x: f32[3]) -> f32[3]:\n    try:\n        r = [1][2]\n    except ZeroDivisionError:\n        r = 0\n    return x * r\n",
@@ -874,6 +879,22 @@ fn one_hot_try_and_module_forms_raise_as_pytorch_does() {
         (
             "def f(x: f32[3], n: int = 0) -> f32[3]:\n    try:\n        r = 1 / n\n    except ValueError:\n        r = 0\n    return x * r\n",
             "`try` is supported only with `except NotImplementedError` or `except ZeroDivisionError`",
+        ),
+        (
+            "def f(x: f32[3], n: int = 0) -> f32[3]:\n    try:\n        r = 1 / n\n    except ZeroDivisionError:\n        r = 0\n    else:\n        r = 2\n    return x * r\n",
+            "`try` with an `else:` clause is not supported",
+        ),
+        (
+            "def f(x: f32[3], n: int = 0) -> f32[3]:\n    try:\n        r = 1 / n\n    except ZeroDivisionError:\n        r = 0\n    except ArithmeticError:\n        r = 1\n    return x * r\n",
+            "`try` with more than one `except` clause is not supported",
+        ),
+        (
+            "def f(x: f32[3], n: int = 0) -> f32[3]:\n    try:\n        return x / n\n    except ZeroDivisionError:\n        r = 0\n    return x * r\n",
+            "`return`, `break` and `continue` inside a `try` are not supported",
+        ),
+        (
+            "def f(x: f32[3], n: int = 0) -> f32[3]:\n    try:\n        r = 1 / n\n    except (NotImplementedError, ZeroDivisionError):\n        r = 0\n    return x * r\n",
+            "may catch `NotImplementedError` or `ZeroDivisionError`, not both",
         ),
     ];
     for (src, want) in refused {

@@ -4,6 +4,7 @@
 use crate::interp::creation::count_arg;
 use std::rc::Rc;
 
+use super::desugar::ints;
 use super::ops::{err, A};
 use super::state::{diag, Affine, Stop, TRef, FR, FV};
 use super::Fz;
@@ -237,17 +238,15 @@ impl<'m> Fz<'m> {
         };
         let idt = self.roots[idx.root].dtype;
         let plan = crate::interp::compat::take_along_dim_plan(&x.shape, &idx.shape, idt, dim).map_err(err(span))?;
-        let ints = |v: &[i64]| FV::Tuple(Rc::new(v.iter().map(|&i| FV::Int(i)).collect()));
-        let call = |me: &mut Self, op: &str, pos: Vec<FV>| me.torch(op, &A::new(pos, vec![], span, op.into()), true);
         let (xv, iv, d) = match plan {
             Some((xs, is, d)) => (
-                call(self, "expand", vec![FV::Tensor(x), ints(&xs)])?,
-                call(self, "expand", vec![FV::Tensor(idx), ints(&is)])?,
+                self.method("expand", span, vec![FV::Tensor(x), ints(&xs)])?,
+                self.method("expand", span, vec![FV::Tensor(idx), ints(&is)])?,
                 d,
             ),
             None => (
-                call(self, "reshape", vec![FV::Tensor(x), ints(&[-1])])?,
-                call(self, "reshape", vec![FV::Tensor(idx), ints(&[-1])])?,
+                self.method("reshape", span, vec![FV::Tensor(x), ints(&[-1])])?,
+                self.method("reshape", span, vec![FV::Tensor(idx), ints(&[-1])])?,
                 0,
             ),
         };
@@ -258,8 +257,13 @@ impl<'m> Fz<'m> {
         };
         let neg = self.elementwise(crate::tensor::ops::Binary::Lt, &[iv.clone(), FV::Int(0)], span)?;
         let wrapped = self.elementwise(crate::tensor::ops::Binary::Add, &[iv.clone(), FV::Int(n)], span)?;
-        let iv = call(self, "where", vec![neg, wrapped, iv])?;
+        let iv = self.method("where", span, vec![neg, wrapped, iv])?;
         self.gather(&A::new(vec![xv, FV::Int(d), iv], vec![], span, "gather".into()))
+    }
+
+    /// The tensor method `op` on `pos` (the receiver first).
+    fn method(&mut self, op: &str, span: crate::diag::Span, pos: Vec<FV>) -> FR<FV> {
+        self.torch(op, &A::new(pos, vec![], span, op.into()), true)
     }
 
     /// `scatter`/`scatter_add`: one `scatter` term along `dim`, its source a tensor or a value known now, adding where `reduce='add'`.
@@ -409,11 +413,10 @@ impl<'m> Fz<'m> {
         }
         let sizes = a.int_list(a.req(base, "size")?)?;
         let shape = crate::interp::creation::shape_of(name, &sizes).map_err(err(span))?;
-        let dims = FV::Tuple(Rc::new(shape.iter().map(|&d| FV::Int(d as i64)).collect()));
-        let call = |me: &mut Self, op: &str, pos: Vec<FV>| me.torch(op, &A::new(pos, vec![], span, op.into()), true);
-        let c = call(self, "to", vec![v.clone(), FV::DType(dt)])?;
-        let e = call(self, "expand", vec![c, dims])?;
-        Ok(Some(call(self, "clone", vec![e])?))
+        let dims = ints(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>());
+        let c = self.method("to", span, vec![v.clone(), FV::DType(dt)])?;
+        let e = self.method("expand", span, vec![c, dims])?;
+        Ok(Some(self.method("clone", span, vec![e])?))
     }
 
     /// `torch.scalar_tensor`: a 0-dim tensor of a number, float32 unless `dtype=` says otherwise.

@@ -19,7 +19,8 @@ use crate::tensor::ops::{self, Binary, Unary};
 use crate::tensor::views::wrap_dim;
 use crate::tensor::DType;
 
-fn ints(v: &[i64]) -> FV {
+/// A tuple of ints, as ops take sizes.
+pub(super) fn ints(v: &[i64]) -> FV {
     FV::Tuple(Rc::new(v.iter().map(|&i| FV::Int(i)).collect()))
 }
 

@@ -2,8 +2,8 @@
 //! `hardswish`, `hardsigmoid`, `relu6`, `mish`, `F.pad` (constant), `repeat_interleave` (an int count), `baddbmm`
 //! and `addmm`.
 
-use std::rc::Rc;
 
+use super::desugar::ints;
 use super::ops::{err, A};
 use super::state::{diag, FR, FV};
 use super::Fz;
@@ -15,10 +15,6 @@ use crate::ir::OpName;
 use crate::tensor::ops::{Binary, Unary};
 use crate::tensor::views::wrap_dim;
 use crate::tensor::Scalar;
-
-fn ints(v: &[i64]) -> FV {
-    FV::Tuple(Rc::new(v.iter().map(|&i| FV::Int(i)).collect()))
-}
 
 impl<'m> Fz<'m> {
     fn op(&mut self, name: &str, pos: Vec<FV>, span: Span) -> FR<FV> {

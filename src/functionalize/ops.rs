@@ -206,10 +206,8 @@ impl<'m> Fz<'m> {
             return Ok(FV::Closure(Rc::from(f), Rc::new(fixed)));
         }
         let (m, name) = if m == "torch.autograd" {
-            let flags: Vec<(String, Option<bool>)> =
-                kw.iter().map(|(k, v)| (k.clone(), if let FV::Bool(b) = v { Some(*b) } else { None })).collect();
-            crate::interp::compat::autograd_variable(name, pos.len(), pos.first().map(FV::type_name), &flags)
-                .map_err(err(span))?;
+            let as_bool = |v: &FV| if let FV::Bool(b) = v { Some(*b) } else { None };
+            crate::interp::compat::autograd_variable(name, &pos, &kw, FV::type_name, as_bool).map_err(err(span))?;
             kw.clear();
             ("torch", "detach")
         } else {

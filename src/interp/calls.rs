@@ -157,10 +157,8 @@ impl<'m> Interp<'m> {
             return Ok(Value::Closure(std::rc::Rc::from(f), std::rc::Rc::new(fixed)));
         }
         let (m, name) = if m == "torch.autograd" {
-            let flags: Vec<(String, Option<bool>)> =
-                kw.iter().map(|(k, v)| (k.clone(), if let Value::Bool(b) = v { Some(*b) } else { None })).collect();
-            super::compat::autograd_variable(name, pos.len(), pos.first().map(Value::type_name), &flags)
-                .map_err(tensor_err(span))?;
+            let as_bool = |v: &Value| if let Value::Bool(b) = v { Some(*b) } else { None };
+            super::compat::autograd_variable(name, &pos, &kw, Value::type_name, as_bool).map_err(tensor_err(span))?;
             kw.clear();
             ("torch", "detach")
         } else {

@@ -6,14 +6,16 @@ use crate::tensor::DType;
 
 /// `torch.autograd.Variable(data, requires_grad=False)` (older code wraps tensors in it): since PyTorch 0.4 it is a
 /// new tensor over `data`'s storage, `data.detach()`; `Ok(())` where the call is that, else Python's error or the
-/// refusal. `data` is the type name of the first positional argument; `kw` the keywords with their values where they
-/// are `bool`s.
-pub(crate) fn autograd_variable(
+/// refusal (both engines; `type_name` names a value's type, `as_bool` reads a `bool`).
+pub(crate) fn autograd_variable<V>(
     name: &str,
-    npos: usize,
-    data: Option<&'static str>,
-    kw: &[(String, Option<bool>)],
+    pos: &[V],
+    kw: &[(String, V)],
+    type_name: impl Fn(&V) -> &'static str,
+    as_bool: impl Fn(&V) -> Option<bool>,
 ) -> Result<(), String> {
+    let (npos, data) = (pos.len(), pos.first().map(&type_name));
+    let kw: Vec<(&String, Option<bool>)> = kw.iter().map(|(k, v)| (k, as_bool(v))).collect();
     if name != "Variable" {
         return Err(crate::frontend::torch_api::unsupported(&format!("torch.autograd.{name}")));
     }
