@@ -806,16 +806,15 @@ fn every_engine_rejects_bad_keywords_sizes_ints_and_return_annotations() {
 
 #[test]
 fn fuzz_reports_reduces_and_keeps_a_diverging_program() {
-    // Seed 70491's program rebinds `t1` in a `for` loop that breaks on data and reads it in the next iteration, so
-    // after the flags of the `break` the name is a view chosen by two `if`s on run-time values; PyTorch runs it, the
-    // functional engine refuses it (a known gap, issue #12), which the fuzzer must report, reduce and keep, with exit
-    // status 1. (Seed 1408, used before, is fixed.)
+    // Seed 102541's program binds `v2` to a view chosen by an `if` on a run-time value inside a `while` loop that
+    // breaks on data; PyTorch runs it, the functional engine refuses it (a known gap, issue #12), which the fuzzer
+    // must report, reduce and keep, with exit status 1. (Seeds 1408 and 70491, used before, are fixed.)
     let dir = scratch("fuzz_keep");
     let keep = dir.join("kept");
     let o = funcfuse(&[
         "fuzz",
         "--seed",
-        "70491",
+        "102541",
         "--count",
         "1",
         "--engines",
@@ -824,14 +823,14 @@ fn fuzz_reports_reduces_and_keeps_a_diverging_program() {
         keep.to_str().unwrap(),
     ]);
     assert_eq!(o.code, 1, "{o:?}");
-    assert!(o.stdout.contains("seed 70491: functional refused"), "{o:?}");
+    assert!(o.stdout.contains("seed 102541: functional refused"), "{o:?}");
     assert!(o.stdout.contains("1 diverge (0 wrong, 0 panics, 1 refused)"), "{o:?}");
-    let reduced = std::fs::read_to_string(keep.join("fuzz_70491.py")).unwrap();
-    let original = std::fs::read_to_string(keep.join("fuzz_70491.orig.py")).unwrap();
+    let reduced = std::fs::read_to_string(keep.join("fuzz_102541.py")).unwrap();
+    let original = std::fs::read_to_string(keep.join("fuzz_102541.orig.py")).unwrap();
     assert!(reduced.lines().count() < original.lines().count(), "not reduced:\n{reduced}");
-    let verdict = std::fs::read_to_string(keep.join("fuzz_70491.txt")).unwrap();
+    let verdict = std::fs::read_to_string(keep.join("fuzz_102541.txt")).unwrap();
     assert!(
-        verdict.contains("functional refused") && verdict.contains("views that other such `if`s chose"),
+        verdict.contains("functional refused") && verdict.contains("a view chosen by an `if` on a run-time value"),
         "{verdict}"
     );
 }

@@ -279,6 +279,20 @@ fn integer_trunc_division_by_zero_is_an_error_on_every_engine() {
     every_engine_raises(src, "f", "ZeroDivisionError");
 }
 
+/// `math` functions raise Python's errors on every engine instead of returning an infinity or a NaN.
+#[test]
+fn math_functions_raise_pythons_errors() {
+    let src = "def f(x: f32[3]) -> f32[3]:\n    return x * math.CALL\n";
+    for (call, want) in [
+        ("exp(1000.0)", "OverflowError: math range error"),
+        ("log(0)", "ValueError: math domain error"),
+        ("sqrt(-1.0)", "ValueError: math domain error"),
+        ("floor(float('inf'))", "OverflowError: cannot convert float infinity to integer"),
+    ] {
+        every_engine_raises(&format!("import math\n{}", src.replace("CALL", call)), "f", want);
+    }
+}
+
 /// What the new ops refuse, each engine alike and with PyTorch's reason: mismatched `index_copy_` shapes and dtypes,
 /// `einsum` forms without a plan (ellipsis, a repeated subscript), a `lerp` between dtypes, and `squeeze_` on a
 /// tensor another name also holds (PyTorch would change the shape seen through both; we refuse, never guess).

@@ -417,3 +417,31 @@ def matmul_view_copied_into_an_empty_view(a: f32[2]) -> f32[0, 1]:
     v3 = t2[2:1].narrow(1, 0, 1)
     v3.split(1, 1)[0][:, -2:0].copy_((v3 * 2.0) + torch.zeros((0, 0)))
     return v3
+
+
+# Fuzz seed 100645 (reduced): a name bound in both arms of an `if` on a run-time value to views that earlier such
+# `if`s chose (a loop that may break on data makes each iteration one) was refused; the merged view is now a chain
+# of the choices, each under the conditions that lead to it.
+def views_chosen_by_ifs_in_turn(a: f32[1, 1], b: f32[3], c: f32[3]) -> tuple[f32[3], f32[3], f32[3]]:
+    v1 = b
+    for i in range(0, 6):
+        if (a.sum() * 0.0 + i % 2).item() > 0.5:
+            w = c[::2]
+            v1 = v1 * 0.5 + torch.exp(torch.tanh(v1).clamp(max=1.0))
+        else:
+            w = v1[::2]
+        w += w + torch.full((2,), -1.25)
+        if (a.sum() * 0.0 + i).item() > 3.5:
+            break
+    return v1, b, c
+
+
+# Fuzz seed 101816 (reduced): an overlapping write whose result PyTorch leaves to its vector width, in an arm of an
+# `if` on a run-time value that does not run, refused the whole program on the functional engines; it is now refused
+# only where the arm runs, as the reference does.
+def overlapping_write_in_an_arm_not_taken(a: f32[1, 1], b: f32[1, 6], c: f32[6, 6]) -> tuple[f32[1, 6], f32[6, 6]]:
+    if a.abs().mean().item() < 2.0:
+        b.split(5, 1)[0][:1].reshape(-1).masked_fill_(torch.full((5,), 1.0) < torch.full((5,), 2.0), -1.25)
+    else:
+        c.narrow(1, 3, 1).expand(6, 1).reshape(-1).copy_(c[-2])
+    return b, c

@@ -108,7 +108,6 @@ fn rebuild(r: &Ret, env: &mut Env, k: &mut usize) -> FV {
 /// Why a name the arms of an `if` on a run-time value bind differently cannot be read after it (`FV::Poisoned`).
 const DIFFERENT_TYPES: &str = "gets tensors of different types in the two arms of an `if` on a run-time value";
 const DIFFERENT_VIEWS: &str = "is bound to views of different shapes or dtypes in the two arms of an `if` on a run-time value (a shape decided by data)";
-const CHOSEN_VIEWS: &str = "is bound in both arms of an `if` on a run-time value to views that other such `if`s chose";
 
 /// What one arm of an `if` on a run-time value leaves: its bindings, its roots, and the structure of what it
 /// returned.
@@ -385,18 +384,11 @@ impl<'m> Fz<'m> {
             // `views.rs`), not in shape: a shape decided by data is not static.
             // Such a name is refused where it is read (fuzz seeds 33667, 70491, 72836, 74333: names never
             // read again, a loop's target or a value rebound in each iteration).
-            let why = if da != db || a.shape != b.shape {
-                Some(DIFFERENT_VIEWS)
-            } else if a.alt.is_some() && b.alt.is_some() {
-                Some(CHOSEN_VIEWS)
-            } else {
-                None
-            };
-            if let Some(why) = why {
+            if da != db || a.shape != b.shape {
                 if !name.starts_with(RET) {
-                    return Ok(Some(why));
+                    return Ok(Some(DIFFERENT_VIEWS));
                 }
-                return needs_static(span, format!("{} {why}", Self::shown(name)));
+                return needs_static(span, format!("{} {DIFFERENT_VIEWS}", Self::shown(name)));
             }
             let made = self.made_in_arms(name, a, b, n0, arms, parts, span)?;
             parts.merges.push(Merge::CondView(name.clone(), a.clone(), b.clone(), made));
@@ -545,13 +537,7 @@ impl<'m> Fz<'m> {
                     };
                     let a = remap(&a, &made[0]);
                     let b = remap(&b, &made[1]);
-                    let tr = if a.alt.is_none() {
-                        TRef { alt: Some(Rc::new((cond, b))), ..a }
-                    } else {
-                        let c = self.t.at(cond);
-                        let not = self.t.op(crate::ir::OpName::LogicalNot, vec![c]).map_err(Self::tyerr(span))?;
-                        TRef { alt: Some(Rc::new((not, a))), ..b }
-                    };
+                    let tr = self.choose_view(cond, a, b, span)?;
                     merged_env.insert(name, FV::Tensor(tr));
                 }
                 Merge::Root(i) => {
@@ -581,6 +567,24 @@ impl<'m> Fz<'m> {
             }
         }
         Ok(())
+    }
+
+    /// The conditional view `cond ? a : b`, where either may be a conditional view itself (a name an inner or an
+    /// earlier `if` chose, fuzz seed 100645). A chain `c1 ? v1 : (c2 ? v2 : ... vn)` under `cond` becomes
+    /// `cond & c1 ? v1 : (cond & c2 ? v2 : ... (cond ? vn : b))`: the first condition that holds chooses, as before.
+    fn choose_view(&mut self, cond: TId, a: TRef, b: TRef, span: Span) -> FR<TRef> {
+        let Some(alt) = a.alt.clone() else {
+            return Ok(TRef { alt: Some(Rc::new((cond, b))), ..a });
+        };
+        if b.alt.is_none() {
+            let c = self.t.at(cond);
+            let not = self.t.op(crate::ir::OpName::LogicalNot, vec![c]).map_err(Self::tyerr(span))?;
+            return Ok(TRef { alt: Some(Rc::new((not, a))), ..b });
+        }
+        let (c, c1) = (self.t.at(cond), self.t.at(alt.0));
+        let both = self.t.op(crate::ir::OpName::BitAnd, vec![c, c1]).map_err(Self::tyerr(span))?;
+        let rest = self.choose_view(cond, alt.1.clone(), b, span)?;
+        Ok(TRef { alt: Some(Rc::new((both, rest))), ..a.primary() })
     }
 
     /// The rest of an `if` on a run-time value of which one arm fails: the other arm's state goes on, and a check

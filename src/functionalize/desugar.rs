@@ -575,6 +575,20 @@ impl<'m> Fz<'m> {
                 let neg = self.elementwise(Binary::Mul, &[FV::Tensor(x.clone()), FV::Float(slope)], span)?;
                 self.call_op("where", vec![pos, FV::Tensor(x), neg], span)
             }
+            "elu" => {
+                let x = a.tensor(0, "input")?;
+                self.float_input("elu_cpu", &x, span)?;
+                let alpha = match a.opt(1, "alpha") {
+                    None => 1.0,
+                    Some(v) => a.number(v).map(|s| s.to_f64()).ok_or_else(|| {
+                        super::state::Stop::Diag(crate::diag::Diagnostic::new("elu(): alpha must be a number known before the program runs").at(span))
+                    })?,
+                };
+                let pos = self.elementwise(Binary::Gt, &[FV::Tensor(x.clone()), FV::Int(0)], span)?;
+                let e = self.unary(Unary::Expm1, &FV::Tensor(x.clone()), span)?;
+                let neg = self.elementwise(Binary::Mul, &[e, FV::Float(alpha)], span)?;
+                self.call_op("where", vec![pos, FV::Tensor(x), neg], span)
+            }
             "dropout" => {
                 a.opt(1, "p"); // the rate does not matter when not training
                 match a.opt(2, "training") {

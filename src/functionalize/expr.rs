@@ -85,6 +85,7 @@ impl<'m> Fz<'m> {
             "nn" => FV::Module("torch.nn"),
             "math" => FV::Module("math"),
             "itertools" => FV::Module("itertools"),
+            "copy" => FV::Module("copy"),
             "Tensor" => FV::Module("torch.Tensor"),
             // Builtin types, as values (`isinstance(n, int)`); calls to them are builtins.
             "int" => FV::Module("int"),

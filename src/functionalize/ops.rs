@@ -111,6 +111,7 @@ impl<'m> Fz<'m> {
                     }
                     FV::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
                     FV::Module("itertools") => self.itertools(name, &pos, &kw, span),
+                    FV::Module("copy") => self.deepcopy(name, &pos, &kw, span),
                     FV::Module("torch.nn.init") if kw.is_empty() && !pos.is_empty() => self.nn_init(name, &pos, span),
                     FV::Module("torch") if crate::interp::python::complex_refusal(name).is_some() => {
                         diag(span, crate::interp::python::complex_refusal(name).expect("checked"))
@@ -370,9 +371,10 @@ impl<'m> Fz<'m> {
                     FV::Tensor(self.tview(t, |d| d.permute(&rev)).map_err(err(span))?)
                 }
                 "mT" => FV::Tensor(self.tview(t, |d| d.transpose(-2, -1)).map_err(err(span))?),
-                "data" => o.clone(),
+                "data" | "real" => o.clone(),
                 "device" => FV::Device,
                 "is_cuda" => FV::Bool(false),
+                "grad" | "grad_fn" => FV::None,
                 _ => match crate::interp::python::cpu_dense_flag(name) {
                     Some(b) => FV::Bool(b),
                     None => return diag(span, format!("unsupported tensor attribute `.{name}`")),

@@ -399,7 +399,7 @@ impl<'m> Fz<'m> {
             };
             return crate::interp::calls::math2(name, x, y).map(FV::Float).map_err(Self::tyerr(span));
         }
-        match crate::interp::calls::math1(name, x) {
+        match crate::interp::calls::math1(name, x).map_err(Self::tyerr(span))? {
             Some(crate::tensor::Scalar::I(i)) => Ok(FV::Int(i)),
             Some(v) => Ok(FV::Float(v.to_f64())),
             None => diag(span, format!("unsupported function `math.{name}`")),
@@ -431,6 +431,11 @@ impl<'m> Fz<'m> {
     /// first item that no later one beats by `>`/`<`), as a run-time float (an int that wins is the same number).
     pub(super) fn dyn_minmax(&mut self, name: &str, items: &[FV], span: Span) -> FR<FV> {
         let numeric = |v: &FV| matches!(v, FV::Int(_) | FV::Float(_) | FV::Bool(_) | FV::DynFloat(_));
+        // An int known only at run time (a loop's index, `end = min(start + 2, n)`) is a slice bound or a shape more
+        // often than a number: the loop around it is unrolled, where it is known.
+        if items.iter().any(|v| matches!(v, FV::DynInt(_))) {
+            return super::state::needs_static(span, format!("{name}() of an int known only at run time"));
+        }
         if items.is_empty() || !items.iter().all(numeric) || !items.iter().any(|v| matches!(v, FV::DynFloat(_))) {
             return diag(span, format!("{name}() over run-time values is not supported; use torch.maximum/minimum"));
         }
@@ -578,4 +583,39 @@ pub(super) fn hasattr(obj: &FV, name: &FV, span: Span) -> FR<FV> {
         other => AttrOwner::Other(other.type_name()),
     };
     hasattr(owner, name).map(FV::Bool).or_else(|m| diag(span, m))
+}
+
+impl Fz<'_> {
+    /// `copy.deepcopy(v)`, as the reference does it (`interp::calls::deepcopy`): a tensor is a fresh copy, lists and
+    /// dicts new containers of copies, and a container holding a tensor is refused.
+    pub(super) fn deepcopy(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
+        crate::interp::compat::deepcopy_args(name, pos, kw).map_err(err(span))?;
+        self.deepcopy_in(&pos[0], true, span)
+    }
+
+    fn deepcopy_in(&mut self, v: &FV, top: bool, span: Span) -> FR<FV> {
+        let items = |xs: &[FV], fz: &mut Self| xs.iter().map(|x| fz.deepcopy_in(x, false, span)).collect::<FR<Vec<_>>>();
+        Ok(match v {
+            FV::Tensor(t) if top => {
+                let x = self.read(t, span)?;
+                FV::Tensor(self.fresh(x, None, span)?)
+            }
+            FV::Tensor(_) | FV::Masked(..) => return diag(span, crate::interp::compat::DEEPCOPY_CONTAINER),
+            FV::List(xs) => {
+                let xs = xs.borrow().clone();
+                FV::List(Rc::new(RefCell::new(items(&xs, self)?)))
+            }
+            FV::Tuple(xs) => FV::Tuple(Rc::new(items(xs, self)?)),
+            FV::Named(xs, names) => FV::Named(Rc::new(items(xs, self)?), names),
+            FV::Dict(d) => {
+                let entries = d.borrow().clone();
+                let mut copied = Vec::new();
+                for (k, x) in entries {
+                    copied.push((k, self.deepcopy_in(&x, false, span)?));
+                }
+                FV::Dict(Rc::new(RefCell::new(copied)))
+            }
+            other => other.clone(),
+        })
+    }
 }

@@ -328,7 +328,7 @@ impl<'m> Fz<'m> {
                 let v = self.read(&x, span)?;
                 Ok(FV::Tensor(self.fresh(v, None, span)?))
             }
-            "detach" | "cpu" => Ok(FV::Tensor(a.tensor(0, "input")?)),
+            "detach" | "cpu" | "conj" | "resolve_conj" | "resolve_neg" => Ok(FV::Tensor(a.tensor(0, "input")?)),
             "type" if a.opt(1, "dtype").is_none() => {
                 let x = a.tensor(0, "input")?;
                 Ok(FV::Str(self.roots[x.root].dtype.legacy_type_name().into()))

@@ -15,6 +15,9 @@ use crate::tensor::{ops, DType, Tensor};
 /// Dummy views carry their static offset above this base, so that view arithmetic never goes below zero.
 pub(super) const BASE: usize = 1 << 40;
 
+/// At most this many combinations of the views that conditional views may be are tried by an overlap check.
+const MAX_CHOICES: usize = 256;
+
 /// At most this many placements of run-time indices are tried by an overlap check; past it, views placed by them are
 /// not checked.
 const MAX_PLACEMENTS: usize = 4096;
@@ -297,37 +300,40 @@ impl Fz<'_> {
         span: Span,
         check: impl Fn(&Tensor, &[&Tensor]) -> Result<(), String>,
     ) -> FR<()> {
-        let mut conds: Vec<TId> = Vec::new();
+        // Every view each distinct conditional view may be: the same view read and written (`w += w + 1`) is the
+        // same choice, different ones are chosen independently (which may try choices no run makes: a failure
+        // only there refuses, never raises).
+        let mut chains: Vec<(&TRef, Vec<TRef>)> = Vec::new();
         for tr in std::iter::once(dst).chain(inputs.iter().copied()) {
-            let mut t = tr;
-            while let Some(a) = &t.alt {
-                if !conds.contains(&a.0) {
-                    conds.push(a.0);
-                }
-                t = &a.1;
+            if tr.alt.is_some() && !chains.iter().any(|(c, _)| *c == tr) {
+                chains.push((tr, tr.choices()));
             }
         }
-        if conds.len() > 8 {
-            return needs_static(span, "a write through more than 8 views chosen by `if`s on run-time values");
-        }
+        let combos = chains.iter().try_fold(1usize, |n, (_, c)| n.checked_mul(c.len()).filter(|&n| n <= MAX_CHOICES));
+        let Some(combos) = combos else {
+            return needs_static(
+                span,
+                format!("a write through views chosen by `if`s on run-time values in more than {MAX_CHOICES} ways"),
+            );
+        };
+        let conditional = !chains.is_empty();
         let mut first_err = None;
         let mut passed = false;
-        for choice in 0u32..1 << conds.len() {
+        for choice in 0..combos {
             let pick = |tr: &TRef| -> TRef {
-                let mut t = tr;
-                while let Some(a) = &t.alt {
-                    let k = conds.iter().position(|c| *c == a.0).expect("collected above");
-                    if choice >> k & 1 == 0 {
-                        break;
+                let mut rest = choice;
+                for (c, views) in &chains {
+                    if *c == tr {
+                        return views[rest % views.len()].clone();
                     }
-                    t = &a.1;
+                    rest /= views.len();
                 }
-                t.primary()
+                tr.clone()
             };
             let (d, ins) = (pick(dst), inputs.iter().map(|t| pick(t)).collect::<Vec<_>>());
             let (ok, err) = match self.check_chosen(&d, &ins.iter().collect::<Vec<_>>(), &check) {
                 Some(r) => r,
-                None if conds.is_empty() && self.runtime_overlap(dst, inputs, &check, span)? => return Ok(()),
+                None if !conditional && self.runtime_overlap(dst, inputs, &check, span)? => return Ok(()),
                 None => return needs_static(
                     span,
                     "an in-place write whose overlap with what it reads depends on positions known only at run time (or on more loop iterations than are checked)",
@@ -343,7 +349,7 @@ impl Fz<'_> {
             // pass checks the write where it runs.
             Some(_) if self.t.discovering > 0 => Ok(()),
             Some(m) if !passed => Err(super::state::Stop::Diag(crate::diag::Diagnostic::new(m).at(span))),
-            Some(_) if conds.is_empty() && self.runtime_overlap(dst, inputs, &check, span)? => Ok(()),
+            Some(_) if !conditional && self.runtime_overlap(dst, inputs, &check, span)? => Ok(()),
             Some(m) => needs_static(
                 span,
                 format!("a write whose overlap depends on run-time values (an index from data, or which arm of an `if` ran): {m}"),

@@ -50,7 +50,7 @@ pub fn reduce(
         let mut i = lines.len();
         while i > def + 1 {
             i -= 1;
-            if lines[i].trim_start().starts_with("return ") {
+            if lines[i].trim_start().starts_with("return ") || advances_a_while(&lines, i) {
                 continue;
             }
             let j = block_end(&lines, i);
@@ -190,4 +190,11 @@ mod tests {
         }
         assert_eq!(dims, [4, 12, 3]);
     }
+}
+
+/// Whether line `i` is `NAME += ...` for a `NAME` some `while` tests: without it the loop may run until the
+/// interpreters' iteration limit (ten million), for every candidate that drops it.
+fn advances_a_while(lines: &[String], i: usize) -> bool {
+    let Some((name, _)) = lines[i].trim_start().split_once(" += ") else { return false };
+    lines.iter().any(|l| l.trim_start().strip_prefix("while ").is_some_and(|c| c.split_whitespace().next() == Some(name)))
 }

@@ -52,6 +52,10 @@ impl<'m> Interp<'m> {
                     }
                     Value::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
                     Value::Module("itertools") => self.itertools(name, &pos, &kw, span),
+                    Value::Module("copy") => {
+                        super::compat::deepcopy_args(name, &pos, &kw).map_err(tensor_err(span))?;
+                        deepcopy(&pos[0]).map_err(tensor_err(span))
+                    }
                     Value::Module("torch.nn.init") if kw.is_empty() && !pos.is_empty() => {
                         let (method, rest) =
                             super::python::nn_init(name, &pos[1..], Value::Float(1.0), Value::Float(0.0))
@@ -468,6 +472,8 @@ impl<'m> Interp<'m> {
                 "device" => Value::Device,
                 "is_cuda" => Value::Bool(false),
                 "real" => Value::Tensor(t.clone()),
+                // Outside autograd a tensor has no gradient and was made by no graph node.
+                "grad" | "grad_fn" => Value::None,
                 _ => match super::python::cpu_dense_flag(name) {
                     Some(b) => Value::Bool(b),
                     None => return err(span, format!("unsupported tensor attribute `.{name}`")),
@@ -495,7 +501,7 @@ fn math_call(name: &str, a: &Args) -> Result<Value, String> {
         let y = a.pos[1].as_scalar().ok_or_else(|| format!("math.{name}() needs numbers"))?.to_f64();
         return math2(name, x, y).map(Value::Float);
     }
-    math1(name, x).map(Value::from_scalar).ok_or_else(|| format!("unsupported function `math.{name}`"))
+    math1(name, x)?.map(Value::from_scalar).ok_or_else(|| format!("unsupported function `math.{name}`"))
 }
 
 /// `range(...)`'s arguments as (start, stop, step).
@@ -534,22 +540,44 @@ pub(crate) fn math2(name: &str, x: f64, y: f64) -> Result<f64, String> {
     Ok(r)
 }
 
-/// `math.NAME(x)` for the one-argument functions programs use.
-pub(crate) fn math1(name: &str, x: f64) -> Option<crate::tensor::Scalar> {
+/// `math.NAME(x)` for the one-argument functions programs use, with Python's errors: `ValueError: math domain
+/// error` outside the domain, `OverflowError: math range error` where a finite argument has no finite result, and
+/// `floor`/`ceil` of an infinity or NaN (Python's int conversion). `Ok(None)`: not a function we know.
+pub(crate) fn math1(name: &str, x: f64) -> Result<Option<crate::tensor::Scalar>, String> {
     use crate::tensor::Scalar::{F, I};
-    Some(match name {
-        "sqrt" => F(x.sqrt()),
-        "exp" => F(x.exp()),
-        "log" => F(x.ln()),
-        "log2" => F(x.log2()),
-        "cos" => F(x.cos()),
-        "sin" => F(x.sin()),
-        "tanh" => F(x.tanh()),
-        "floor" => I(x.floor() as i64),
-        "ceil" => I(x.ceil() as i64),
-        "fabs" => F(x.abs()),
-        _ => return None,
-    })
+    let r = match name {
+        "sqrt" => x.sqrt(),
+        "exp" => x.exp(),
+        "log" => x.ln(),
+        "log2" => x.log2(),
+        "cos" => x.cos(),
+        "sin" => x.sin(),
+        "tanh" => x.tanh(),
+        "fabs" => x.abs(),
+        "floor" | "ceil" => {
+            if x.is_nan() {
+                return Err("ValueError: cannot convert float NaN to integer".into());
+            }
+            if x.is_infinite() {
+                return Err("OverflowError: cannot convert float infinity to integer".into());
+            }
+            let r = if name == "floor" { x.floor() } else { x.ceil() };
+            if r.abs() >= 9.2e18 {
+                return Err(format!("math.{name}({x}) does not fit in a 64-bit integer"));
+            }
+            return Ok(Some(I(r as i64)));
+        }
+        _ => return Ok(None),
+    };
+    // log(0) is -inf in IEEE arithmetic but a domain error in Python, as is anything that makes a NaN from a
+    // number (sqrt(-1), cos(inf)).
+    if (r.is_nan() && !x.is_nan()) || (matches!(name, "log" | "log2") && x == 0.0) {
+        return Err("ValueError: math domain error".into());
+    }
+    if r.is_infinite() && x.is_finite() {
+        return Err("OverflowError: math range error".into());
+    }
+    Ok(Some(F(r)))
 }
 
 /// Rejects a keyword argument the op never looked up (so did not understand), instead of ignoring it.
@@ -585,4 +613,26 @@ pub(crate) fn closure_args<V: Clone>(
 fn str_method(text: &str, name: &str, pos: &[Value], span: Span) -> Result<Value, Diagnostic> {
     super::pystr::call(text, name, pos.iter().map(super::pystr::value_arg).collect())
         .map_err(|m| Diagnostic::new(m).at(span))
+}
+
+/// `copy.deepcopy(v)`: a tensor is copied to new memory; lists and dicts are new containers of copies; numbers,
+/// strings and the like are themselves (immutable). A container holding a tensor is refused (see
+/// `compat::DEEPCOPY_CONTAINER`).
+fn deepcopy(v: &Value) -> Result<Value, String> {
+    fn inner(v: &Value, top: bool) -> Result<Value, String> {
+        let items = |xs: &[Value]| xs.iter().map(|x| inner(x, false)).collect::<Result<Vec<_>, _>>();
+        Ok(match v {
+            Value::Tensor(t) if top => Value::Tensor(t.contiguous_copy()),
+            Value::Tensor(_) => return Err(super::compat::DEEPCOPY_CONTAINER.into()),
+            Value::List(xs) => Value::List(std::rc::Rc::new(std::cell::RefCell::new(items(&xs.borrow())?))),
+            Value::Tuple(xs) => Value::Tuple(std::rc::Rc::new(items(xs)?)),
+            Value::Named(xs, names) => Value::Named(std::rc::Rc::new(items(xs)?), names),
+            Value::Dict(d) => {
+                let copied = d.borrow().iter().map(|(k, x)| Ok((k.clone(), inner(x, false)?))).collect::<Result<_, String>>()?;
+                Value::Dict(std::rc::Rc::new(std::cell::RefCell::new(copied)))
+            }
+            other => other.clone(),
+        })
+    }
+    inner(v, true)
 }

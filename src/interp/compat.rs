@@ -59,6 +59,7 @@ pub(crate) fn nn_module<V: Clone>(
         "Hardswish" => ("torch.nn.functional.hardswish", &["inplace"]),
         "Hardsigmoid" => ("torch.nn.functional.hardsigmoid", &["inplace"]),
         "LeakyReLU" => ("torch.nn.functional.leaky_relu", &["negative_slope", "inplace"]),
+        "ELU" => ("torch.nn.functional.elu", &["alpha", "inplace"]),
         "Softplus" => ("torch.nn.functional.softplus", &["beta", "threshold"]),
         "Sigmoid" => ("torch.sigmoid", &[]),
         "Tanh" => ("torch.tanh", &[]),
@@ -158,3 +159,19 @@ pub(crate) fn take_along_dim_plan(
     let (xo, io) = if x.is_empty() { (vec![], vec![]) } else { (sized(x[d]), sized(idx[d])) };
     Ok(Some((xo, io, d as i64)))
 }
+
+/// `copy.NAME(*pos, **kw)`'s arguments: `deepcopy(x)` is the one function of `copy` programs use.
+pub(crate) fn deepcopy_args<V>(name: &str, pos: &[V], kw: &[(String, V)]) -> Result<(), String> {
+    if name != "deepcopy" {
+        return Err(format!("unsupported function `copy.{name}` (only copy.deepcopy)"));
+    }
+    if pos.len() != 1 || !kw.is_empty() {
+        return Err("copy.deepcopy() takes one value here (no memo)".into());
+    }
+    Ok(())
+}
+
+/// Why `copy.deepcopy` of a container holding a tensor is refused: PyTorch's copy keeps tensors that share memory
+/// (twice the same tensor, two views of one) sharing their new memory, which a copy per tensor would not.
+pub(crate) const DEEPCOPY_CONTAINER: &str =
+    "copy.deepcopy() of a list, tuple or dict holding tensors is not supported (the copies would have to share memory as the originals do); copy each tensor with clone()";

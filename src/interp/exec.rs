@@ -377,6 +377,7 @@ impl<'m> Interp<'m> {
             "nn" => Value::Module("torch.nn"),
             "math" => Value::Module("math"),
             "itertools" => Value::Module("itertools"),
+            "copy" => Value::Module("copy"),
             "Tensor" => Value::Module("torch.Tensor"),
             // Builtin types, as values (`isinstance(n, int)`); calls to them are builtins.
             "int" => Value::Module("int"),

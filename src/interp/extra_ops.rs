@@ -142,6 +142,18 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let neg = bin(Binary::Mul, Operand::T(x.clone()), Operand::S(Scalar::F(slope)))?;
             t(ops::where_(&pos, &Operand::T(x), &Operand::T(neg))?)
         }
+        // PyTorch's vectorized CPU kernel: `x > 0 ? x : alpha * expm1(x)`.
+        "elu" => {
+            let x = a.tensor(0, "input")?;
+            if !x.dtype().is_float() {
+                return Err(format!("\"elu_cpu\" not implemented for '{}'", x.dtype().name()));
+            }
+            let alpha = a.opt(1, "alpha").map(|v| v.as_scalar().ok_or("elu(): alpha must be a number")).transpose()?;
+            let alpha = alpha.map_or(1.0, |s| s.to_f64());
+            let pos = bin(Binary::Gt, Operand::T(x.clone()), Operand::S(Scalar::I(0)))?;
+            let neg = bin(Binary::Mul, Operand::T(ops::unary(Unary::Expm1, &x)?), Operand::S(Scalar::F(alpha)))?;
+            t(ops::where_(&pos, &Operand::T(x), &Operand::T(neg))?)
+        }
         "normalize" => normalize(a),
         "embedding" => {
             let idx = a.tensor(0, "input")?;
@@ -157,7 +169,8 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "tolist" => Ok(to_list(&a.tensor(0, "input")?)),
         "is_contiguous" => Ok(Value::Bool(a.tensor(0, "input")?.is_contiguous())),
-        "cpu" => t(a.tensor(0, "input")?),
+        // No tensor here is complex or has its conjugate or negative bit set: each is the tensor itself.
+        "cpu" | "conj" | "resolve_conj" | "resolve_neg" => t(a.tensor(0, "input")?),
         "Size" => Ok(Value::tuple(int_list(a.req(0, "sizes")?)?.into_iter().map(Value::Int).collect())),
         "is_tensor" => Ok(Value::Bool(matches!(a.req(0, "obj")?, Value::Tensor(_)))),
         "fill_diagonal" => {

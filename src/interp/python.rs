@@ -545,8 +545,14 @@ pub fn hasattr(owner: AttrOwner, name: &str) -> Result<bool, String> {
         Err(format!("hasattr({what}, '{name}'): funcfuse cannot tell (it knows PyTorch {}'s public callables, tensor attributes and dtypes)", torch_api::version()))
     };
     match owner {
-        AttrOwner::Module(m @ ("torch" | "torch.nn.functional" | "torch.linalg" | "torch.special")) => {
-            if torch_api::has(&format!("{m}.{name}")) || (m == "torch" && DType::from_torch_name(name).is_some()) {
+        AttrOwner::Module(m) if m != "torch.Tensor" && (m == "torch" || m.starts_with("torch.")) => {
+            // A public callable, a dtype, or a submodule (ADOPT's `hasattr(torch, 'compiler')`).
+            let full = format!("{m}.{name}");
+            if torch_api::has(&full)
+                || run_mode_predicate(&full)
+                || (m == "torch" && DType::from_torch_name(name).is_some())
+                || matches!(module_attr(m, name), Ok(Value::Module(_)))
+            {
                 Ok(true)
             } else {
                 unknown(m)

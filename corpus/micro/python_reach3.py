@@ -1,0 +1,49 @@
+"""Python and module forms of issue 14's thirteenth round: `min`/`max` of a loop's index, `F.elu` and `nn.ELU`,
+`.grad_fn`/`.grad` outside autograd, `copy.deepcopy`, `hasattr` on torch's submodules, and `conj` of a real tensor
+(the tensor itself)."""
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+# Hugging Face's group beam search bounds each group with `min(start + size, n)` inside a loop over the groups.
+def min_max_of_a_loop_index(x: f32[7, 4]) -> tuple[f32[7, 4], f32[4]]:
+    acc = x[0] * 0.0
+    for g in range(3):
+        start = g * 3
+        end = min(start + 3, 7)
+        x[start:end] += float(g)
+        acc = acc + x[max(end - 1, 0)] * min(g, 1)
+    return x, acc
+
+
+def elu_forms(x: f32[3, 5]) -> tuple[f32[3, 5], f32[3, 5], f32[3, 5]]:
+    act = nn.ELU(alpha=0.5)
+    return F.elu(x * 3.0) + 1, act(x * 4.0), F.elu(x, 2.0)
+
+
+# fast-transformers tests `K.grad_fn is not None`; optimizers read `p.grad`; ADOPT asks for torch.compiler; timm's
+# optimizers call `grad.conj()`, which is the tensor itself for a real tensor (a write through it writes the tensor).
+def autograd_attributes_and_conj(p: f32[6], g: f32[6]) -> tuple[f32[6], f32[6]]:
+    scale = 2.0 if p.grad_fn is None and p.grad is None else 3.0
+    if hasattr(torch, 'compiler') and hasattr(torch.compiler, 'is_compiling') and not torch.compiler.is_compiling():
+        scale = scale + 1.0
+    c = g.conj()
+    c.mul_(0.5)
+    p.addcmul_(g, g.resolve_conj(), value=scale)
+    return p, g
+
+
+# AccSGD copies a parameter with `copy.deepcopy(p.data)`; a list of numbers is copied too.
+def deepcopy_values(p: f32[5]) -> tuple[f32[5], f32[5], f32[1]]:
+    buf = copy.deepcopy(p.data)
+    buf.mul_(2.0)
+    betas = [0.9, 0.99]
+    kept = copy.deepcopy(betas)
+    betas[0] = 0.5
+    p.add_(buf, alpha=betas[0])
+    return p, buf, torch.tensor([kept[0]])
