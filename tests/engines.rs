@@ -293,6 +293,25 @@ fn math_functions_raise_pythons_errors() {
     }
 }
 
+/// Convolutions refuse what PyTorch refuses, with its messages, on every engine.
+#[test]
+fn convolutions_check_their_arguments_as_pytorch_does() {
+    let src = "def f(x: f32[1, 3, 6, 6], w: f32[W]) -> f32[1, 4, 6, 6]:\n    return F.conv2d(x, wARGS)\n";
+    let case = |w: &str, args: &str| format!("import torch.nn.functional as F\n{}", src.replace("W", w).replace("ARGS", args));
+    for (w, args, want) in [
+        ("4, 2, 3, 3", "", "Given groups=1, weight of size [4, 2, 3, 3], expected input[1, 3, 6, 6] to have 2 channels, but got 3 channels instead"),
+        ("3, 2, 3, 3", ", groups=3", "Given groups=3, weight of size [3, 2, 3, 3], expected input[1, 3, 6, 6] to have 6 channels, but got 3 channels instead"),
+        ("4, 1, 3, 3", ", groups=3", "Given groups=3, expected weight to be divisible by 3 at dimension 0, but got weight of size [[4, 1, 3, 3]] instead"),
+        ("4, 3, 3, 3", ", stride=2, padding='same'", "padding='same' is not supported for strided convolutions"),
+        ("4, 3, 3, 3", ", padding='full'", "Invalid padding string: 'full'"),
+        ("4, 3, 7, 3", "", "Calculated padded input size per channel: (6 x 6). Kernel size: (7 x 3). Kernel size can't be greater than actual input size"),
+        ("4, 3, 3, 3", ", stride=0", "non-positive stride is not supported"),
+        ("4, 3, 3, 3", ", padding=-1", "negative padding is not supported"),
+    ] {
+        every_engine_raises(&case(w, args), "f", want);
+    }
+}
+
 /// What the new ops refuse, each engine alike and with PyTorch's reason: mismatched `index_copy_` shapes and dtypes,
 /// `einsum` forms without a plan (ellipsis, a repeated subscript), a `lerp` between dtypes, and `squeeze_` on a
 /// tensor another name also holds (PyTorch would change the shape seen through both; we refuse, never guess).

@@ -445,3 +445,12 @@ def overlapping_write_in_an_arm_not_taken(a: f32[1, 1], b: f32[1, 6], c: f32[6, 
     else:
         c.narrow(1, 3, 1).expand(6, 1).reshape(-1).copy_(c[-2])
     return b, c
+
+
+# Fuzz seed 146116 (reduced): a sum over a view with no elements (`[0, 20]`) read element 0 of the empty buffer in the
+# C kernels, a segmentation fault, since their loop nests treat extents of 0 like 1; a reduction over nothing is now
+# its identity (through the kernel's epilogue where it has one).
+def reductions_over_an_empty_view(a: f32[1, 1], b: f32[0, 1, 1]) -> tuple[f32[1], f32[20], f32[()], f32[()], bool[20]]:
+    v = b.squeeze(0).reshape(0, 20)
+    s = v.abs().sum()
+    return a[0] + s, v.sum(0), v.prod(), v.sum() * 2.0 + 1.0, v.any(0)

@@ -403,6 +403,7 @@ impl<'m> Fz<'m> {
                 self.elementwise(Binary::Mul, &[xv, th], span)
             }
             "max_pool2d" => self.max_pool2d(a),
+            "conv1d" | "conv2d" | "conv3d" => self.conv(name, a),
             "interpolate" => self.interpolate(a),
             "pad" => self.pad(a),
             "repeat_interleave" => self.repeat_interleave(a),
@@ -532,5 +533,76 @@ impl<'m> Fz<'m> {
         let range = self.op("arange", vec![FV::Int(classes)], span)?;
         let hot = self.elementwise(Binary::Eq, &[FV::Tensor(col), range], span)?;
         self.op("to", vec![hot, FV::DType(crate::tensor::DType::I64)], span)
+    }
+}
+
+impl Fz<'_> {
+    /// `F.conv1d`/`conv2d`/`conv3d` as the reference computes them (`crate::interp::conv`): the zero-padded input's
+    /// windows as one strided view, then one matmul with the weights.
+    fn conv(&mut self, name: &str, a: &A) -> FR<FV> {
+        use crate::interp::conv::{conv_plan, conv_spatial, ConvPadding};
+        let span = a.span;
+        let (x, w) = (a.tensor(0, "input")?, a.tensor(1, "weight")?);
+        let given = |i: usize, n: &str| a.opt(i, n).filter(|v| !matches!(v, FV::None)).cloned();
+        let bias = given(2, "bias").map(|_| a.tensor(2, "bias")).transpose()?;
+        let list = |v: &FV, n: &str| -> FR<Vec<i64>> {
+            match v.items() {
+                Some(items) => items.iter().map(|v| a.int_of(v, n)).collect(),
+                None => Ok(vec![a.int_of(v, n)?]),
+            }
+        };
+        let sizes = |i: usize, n: &str| given(i, n).map(|v| list(&v, n)).transpose().map(|v| v.unwrap_or(vec![1]));
+        let padding = match given(4, "padding") {
+            None => ConvPadding::Sizes(vec![0]),
+            Some(FV::Str(s)) => ConvPadding::named(&s).map_err(err(span))?,
+            Some(v) => ConvPadding::Sizes(list(&v, "padding")?),
+        };
+        let groups = given(6, "groups").map(|v| a.int_of(&v, "groups")).transpose()?.unwrap_or(1);
+        let (xd, wd) = (self.roots[x.root].dtype, self.roots[w.root].dtype);
+        let plan = conv_plan(
+            name,
+            conv_spatial(name).unwrap_or(2),
+            (&x.shape, xd),
+            (&w.shape, wd),
+            bias.as_ref().map(|b| b.shape.as_slice()),
+            sizes(3, "stride")?,
+            padding,
+            sizes(5, "dilation")?,
+            groups,
+        )
+        .map_err(err(span))?;
+        let xb = if plan.batched { x } else { self.tview(&x, |t| t.unsqueeze(0)).map_err(err(span))? };
+        let zeros = self.full(&plan.padded, xd, Scalar::I(0)).map_err(Self::tyerr(span))?;
+        let p = self.fresh(zeros, None, span)?;
+        let start = plan.start.clone();
+        let inside = self
+            .tview(&p, |t| {
+                let mut v = t.clone();
+                for (d, (&s, &n)) in start.iter().zip(&xb.shape).enumerate() {
+                    v = v.narrow(d as i64, s as i64, n as i64)?;
+                }
+                Ok(v)
+            })
+            .map_err(err(span))?;
+        let value = self.read(&xb, span)?;
+        self.write(&inside, value, span)?;
+        let ((shape, strides), perm) = (plan.cols.clone(), plan.perm.clone());
+        let cols = self
+            .tview(&p, |t| t.restride(shape.clone(), strides.clone(), t.offset).permute(&perm))
+            .map_err(err(span))?;
+        let cols = self.op("reshape", vec![FV::Tensor(cols), ints(&plan.cols_matrix)], span)?;
+        let wm = self.op("reshape", vec![FV::Tensor(w), ints(&plan.w_matrix)], span)?;
+        let wm = self.op("transpose", vec![wm, FV::Int(1), FV::Int(2)], span)?;
+        let out = self.matmul(&cols, &wm, span)?;
+        let out = self.op("permute", vec![out, ints(&[0, 1, 3, 2])], span)?;
+        let mut out = self.op("reshape", vec![out, ints(&plan.out)], span)?;
+        if let Some(b) = bias {
+            let b = self.op("reshape", vec![FV::Tensor(b), ints(&plan.bias)], span)?;
+            out = self.elementwise(Binary::Add, &[out, b], span)?;
+        }
+        if plan.batched {
+            return Ok(out);
+        }
+        self.op("squeeze", vec![out, FV::Int(0)], span)
     }
 }

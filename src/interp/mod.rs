@@ -9,6 +9,7 @@ mod args;
 pub(crate) mod bind;
 pub(crate) mod calls;
 pub(crate) mod compat;
+pub(crate) mod conv;
 pub(crate) mod creation;
 pub(crate) mod exec;
 mod extra_ops;

@@ -101,6 +101,7 @@ pub(super) fn nn_op(name: &str, a: &Args) -> AResult<Value> {
             t(bin(Binary::Mul, &x, tt(&ops::unary(Unary::Tanh, &sp)?))?)
         }
         "max_pool2d" => max_pool2d(a),
+        "conv1d" | "conv2d" | "conv3d" => super::conv::conv(name, super::conv::conv_spatial(name).unwrap_or(2), a),
         "interpolate" => super::resample::interpolate(a),
         "pad" => {
             let x = a.tensor(0, "input")?;

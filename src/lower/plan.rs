@@ -266,7 +266,7 @@ fn plan_with(
             crate::limits::check()?;
             let mut kb = KernelBuilder::default();
             let k = plan.kernels.len();
-            let kernel = p.kernel(&mut kb, id, format!("k{k}"))?;
+            let kernel = p.kernel(&mut kb, id, format!("k{k}"))?.without_empty_reduction();
             plan.how[i] = match p.how[i] {
                 How::Kernel(_) => How::Kernel(k),
                 How::InPlace(_) => How::InPlace(k),
