@@ -312,6 +312,23 @@ fn convolutions_check_their_arguments_as_pytorch_does() {
     }
 }
 
+/// A write through a view an `if` on a run-time value chose raises, on every engine, where the chosen view overlaps
+/// what the write reads in a way PyTorch leaves to its vector width (the other choice would run; fuzz seed 145179).
+#[test]
+fn an_overlap_of_one_chosen_view_raises_where_it_is_chosen() {
+    let src = "def f(a: f32[1, 1], c: f32[2, 2], t: f32[2, 2]) -> f32[2, 2]:\n    t1 = t * 1.0\n    if (a.sum() * 0.0).item() < 1.0:\n        w = t1[:, 0]\n    else:\n        w = c[:, 0]\n    w += t1[1]\n    return t1\n";
+    let errs = errors(src, "f");
+    assert!(errs[0].1.contains("depends on the CPU's vector width"), "reference: {}", errs[0].1);
+    // The others raise where the reference does, which gives `run` the message and location.
+    for (e, m) in &errs[1..] {
+        assert!(m.contains(funcfuse::ir::RAISES), "{e}: {m}");
+    }
+    let not_taken = src.replace("< 1.0", "> 1.0");
+    for (e, m) in errors(&not_taken, "f") {
+        assert_eq!(m, "returned without an error", "{e}");
+    }
+}
+
 /// What the new ops refuse, each engine alike and with PyTorch's reason: mismatched `index_copy_` shapes and dtypes,
 /// `einsum` forms without a plan (ellipsis, a repeated subscript), a `lerp` between dtypes, and `squeeze_` on a
 /// tensor another name also holds (PyTorch would change the shape seen through both; we refuse, never guess).

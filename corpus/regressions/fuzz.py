@@ -454,3 +454,16 @@ def reductions_over_an_empty_view(a: f32[1, 1], b: f32[0, 1, 1]) -> tuple[f32[1]
     v = b.squeeze(0).reshape(0, 20)
     s = v.abs().sum()
     return a[0] + s, v.sum(0), v.prod(), v.sum() * 2.0 + 1.0, v.any(0)
+
+
+# Fuzz seed 145179 (reduced): a write through a view an `if` on a run-time value chose, which overlaps what it reads
+# in a way PyTorch leaves to its vector width for one choice only, refused the program on the functional engines; the
+# write now raises (as the reference does) only where that choice is made.
+def overlap_for_one_choice_only(a: f32[1, 1], c: f32[2, 2], t: f32[2, 2]) -> tuple[f32[2, 2], f32[2, 2]]:
+    t1 = t * 1.0
+    if (a.sum() * 0.0).item() > 1.0:
+        w = t1[:, 0]
+    else:
+        w = c[:, 0]
+    w += t1[1]
+    return t1, c
