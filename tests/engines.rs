@@ -297,7 +297,8 @@ fn math_functions_raise_pythons_errors() {
 #[test]
 fn convolutions_check_their_arguments_as_pytorch_does() {
     let src = "def f(x: f32[1, 3, 6, 6], w: f32[W]) -> f32[1, 4, 6, 6]:\n    return F.conv2d(x, wARGS)\n";
-    let case = |w: &str, args: &str| format!("import torch.nn.functional as F\n{}", src.replace("W", w).replace("ARGS", args));
+    let case =
+        |w: &str, args: &str| format!("import torch.nn.functional as F\n{}", src.replace("W", w).replace("ARGS", args));
     for (w, args, want) in [
         ("4, 2, 3, 3", "", "Given groups=1, weight of size [4, 2, 3, 3], expected input[1, 3, 6, 6] to have 2 channels, but got 3 channels instead"),
         ("3, 2, 3, 3", ", groups=3", "Given groups=3, weight of size [3, 2, 3, 3], expected input[1, 3, 6, 6] to have 6 channels, but got 3 channels instead"),

@@ -47,7 +47,11 @@ const RANKS: &[(&str, u32)] = &[
 
 /// Imports against [`RANKS`] not undone yet: (file, the module it imports, why).
 const KNOWN: &[(&str, &str, &str)] = &[
-    ("cost/mod.rs", "lower", "Profile::predict prices the Stats lower's executor counts, and calibration plans its kernels"),
+    (
+        "cost/mod.rs",
+        "lower",
+        "Profile::predict prices the Stats lower's executor counts, and calibration plans its kernels",
+    ),
     ("cost/mod.rs", "backend", "calibration runs kernels on a backend; it belongs in backend/"),
     ("cost/class.rs", "lower", "kernel classes classify lower's kernel IR; they belong in lower/"),
     ("cost/class.rs", "roofline", "a kernel's transcendentals, counted by roofline; they belong in lower/"),

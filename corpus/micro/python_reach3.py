@@ -1,6 +1,6 @@
-"""Python and module forms of issue 14's thirteenth round: `min`/`max` of a loop's index, `F.elu` and `nn.ELU`,
-`.grad_fn`/`.grad` outside autograd, `copy.deepcopy`, `hasattr` on torch's submodules, and `conj` of a real tensor
-(the tensor itself)."""
+"""Python and module forms of issue 14's thirteenth and fourteenth rounds: `min`/`max` of a loop's index, `F.elu`
+and `nn.ELU`, `.grad_fn`/`.grad` outside autograd, `copy.deepcopy`, `hasattr` on torch's submodules, `conj` of a
+real tensor (the tensor itself), dtypes no tensor here has, `torch.get_default_dtype()` and `logcumsumexp`."""
 from __future__ import annotations
 
 import copy
@@ -47,3 +47,15 @@ def deepcopy_values(p: f32[5]) -> tuple[f32[5], f32[5], f32[1]]:
     betas[0] = 0.5
     p.add_(buf, alpha=betas[0])
     return p, buf, torch.tensor([kept[0]])
+
+
+# Round 14: ChatGLM2 tests `dtype in (torch.float16, torch.bfloat16, torch.int8)`; timm asks for the default dtype;
+# minGRU's log-space scan uses `logcumsumexp` (stable where a running sum of exponentials would underflow).
+def dtypes_and_logcumsumexp(x: f32[3, 5], y: f32[4]) -> tuple[f32[3, 5], f32[3, 5], f32[4], f32[3, 5]]:
+    scale = 2.0 if x.dtype in (torch.float16, torch.bfloat16, torch.int8) else 1.0
+    if x.dtype == torch.uint8 or torch.get_default_dtype() != torch.float32:
+        scale = 5.0
+    a = torch.logcumsumexp(x * 3.0, dim=1) * scale
+    b = x.logcumsumexp(0)
+    c = torch.logcumsumexp(torch.cat([y[:2] * 400.0 - 1000.0, y[2:]]), -1)
+    return a, b, c, torch.logcumsumexp(x.t(), 0).t()

@@ -10,6 +10,7 @@ use super::state::{diag, Affine, Stop, TRef, FR, FV};
 use super::Fz;
 use crate::ir::{Node, OpName};
 use crate::tensor::ops::{self, Binary};
+use crate::tensor::views::wrap_dim;
 use crate::tensor::{DType, Scalar};
 
 impl<'m> Fz<'m> {
@@ -18,6 +19,7 @@ impl<'m> Fz<'m> {
             "var" | "std" => self.var_std(name, a),
             "normalize" => self.normalize(a),
             "logsumexp" => self.logsumexp(a),
+            "logcumsumexp" => self.logcumsumexp(a),
             "flip" => self.flip(a),
             "roll" => self.roll(a),
             "fill_diagonal" => self.fill_diagonal(a),
@@ -74,6 +76,40 @@ impl<'m> Fz<'m> {
     }
 
     /// `logsumexp`: the maximum subtracted before `exp` and added back after `log` (an infinite maximum counts as 0).
+    /// `logcumsumexp(x, dim)` as the reference computes it: the `logsumexp` along a new last dim of `x` (moved to
+    /// the end) masked to -inf past each element.
+    fn logcumsumexp(&mut self, a: &A) -> FR<FV> {
+        let span = a.span;
+        let x = a.tensor(0, "input")?;
+        let dt = self.roots[x.root].dtype;
+        let d = wrap_dim(a.int(1, "dim")?, x.shape.len().max(1)).map_err(err(span))?;
+        if x.shape.is_empty() {
+            crate::interp::compat::logcumsumexp_check(dt, 1).map_err(err(span))?;
+            return self.torch("clone", &A::new(vec![FV::Tensor(x)], vec![], span, "clone".into()), false);
+        }
+        let n = x.shape[d];
+        crate::interp::compat::logcumsumexp_check(dt, n).map_err(err(span))?;
+        let last = x.shape.len() as i64 - 1;
+        let mut sizes: Vec<i64> = x.shape.iter().map(|&s| s as i64).collect();
+        sizes.swap(d, last as usize);
+        sizes.insert(sizes.len() - 1, n as i64);
+        let rows = self.tview(&x, |t| t.transpose(d as i64, last)?.unsqueeze(-2)?.expand(&sizes)).map_err(err(span))?;
+        let range = self.torch("arange", &A::new(vec![FV::Int(n as i64)], vec![], span, "arange".into()), false)?;
+        let FV::Tensor(r) = range else { unreachable!("arange makes a tensor") };
+        let col = self.tview(&r, |t| t.unsqueeze(1)).map_err(err(span))?;
+        let row = self.tview(&r, |t| t.unsqueeze(0)).map_err(err(span))?;
+        let upto = self.elementwise(Binary::Ge, &[FV::Tensor(col), FV::Tensor(row)], span)?;
+        let masked = self.torch(
+            "where",
+            &A::new(vec![upto, FV::Tensor(rows), FV::Float(f64::NEG_INFINITY)], vec![], span, "where".into()),
+            false,
+        )?;
+        let l = self.logsumexp(&A::new(vec![masked, FV::Int(-1)], vec![], span, "logsumexp".into()))?;
+        let FV::Tensor(l) = l else { unreachable!("logsumexp makes a tensor") };
+        let back = FV::Tensor(self.tview(&l, |t| t.transpose(d as i64, last)).map_err(err(span))?);
+        self.torch("contiguous", &A::new(vec![back], vec![], span, "contiguous".into()), true)
+    }
+
     fn logsumexp(&mut self, a: &A) -> FR<FV> {
         let span = a.span;
         let x = a.tensor(0, "input")?;

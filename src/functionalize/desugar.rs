@@ -581,7 +581,10 @@ impl<'m> Fz<'m> {
                 let alpha = match a.opt(1, "alpha") {
                     None => 1.0,
                     Some(v) => a.number(v).map(|s| s.to_f64()).ok_or_else(|| {
-                        super::state::Stop::Diag(crate::diag::Diagnostic::new("elu(): alpha must be a number known before the program runs").at(span))
+                        super::state::Stop::Diag(
+                            crate::diag::Diagnostic::new("elu(): alpha must be a number known before the program runs")
+                                .at(span),
+                        )
                     })?,
                 };
                 let pos = self.elementwise(Binary::Gt, &[FV::Tensor(x.clone()), FV::Int(0)], span)?;

@@ -575,6 +575,9 @@ impl<'m> Fz<'m> {
             (FV::Str(x), FV::Str(y)) => Some(x == y),
             (FV::DType(x), FV::DType(y)) => Some(x == y),
             (FV::Device, FV::Device) | (FV::None, FV::None) => Some(true),
+            // Different kinds of these are never equal (`x.dtype == torch.int8`, a dtype no tensor here has, is a
+            // string; see `interp::python::module_attr`).
+            (FV::Str(_) | FV::DType(_) | FV::Device, FV::Str(_) | FV::DType(_) | FV::Device) => Some(false),
             // None equals only None: Python's `==` falls back to identity, and so does a tensor's (`t == None` is
             // False, as the reference interpreter has it).
             (FV::None, x) | (x, FV::None) if !matches!(x, FV::Masked(_)) => Some(false),

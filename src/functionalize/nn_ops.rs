@@ -2,7 +2,6 @@
 //! `hardswish`, `hardsigmoid`, `relu6`, `mish`, `F.pad` (constant), `repeat_interleave` (an int count), `baddbmm`
 //! and `addmm`.
 
-
 use super::desugar::ints;
 use super::ops::{err, A};
 use super::state::{diag, FR, FV};

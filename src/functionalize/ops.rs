@@ -99,6 +99,7 @@ impl<'m> Fz<'m> {
                             .map(|()| FV::Device)
                             .map_err(err(span))
                     }
+                    FV::Module("torch") if name == "get_default_dtype" && pos.is_empty() => Ok(FV::DType(DType::F32)),
                     FV::Module("torch") if matches!(name.as_str(), "finfo" | "iinfo") && kw.is_empty() => {
                         let d = match pos.as_slice() {
                             [] => None,

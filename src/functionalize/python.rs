@@ -594,7 +594,8 @@ impl Fz<'_> {
     }
 
     fn deepcopy_in(&mut self, v: &FV, top: bool, span: Span) -> FR<FV> {
-        let items = |xs: &[FV], fz: &mut Self| xs.iter().map(|x| fz.deepcopy_in(x, false, span)).collect::<FR<Vec<_>>>();
+        let items =
+            |xs: &[FV], fz: &mut Self| xs.iter().map(|x| fz.deepcopy_in(x, false, span)).collect::<FR<Vec<_>>>();
         Ok(match v {
             FV::Tensor(t) if top => {
                 let x = self.read(t, span)?;

@@ -196,5 +196,7 @@ mod tests {
 /// interpreters' iteration limit (ten million), for every candidate that drops it.
 fn advances_a_while(lines: &[String], i: usize) -> bool {
     let Some((name, _)) = lines[i].trim_start().split_once(" += ") else { return false };
-    lines.iter().any(|l| l.trim_start().strip_prefix("while ").is_some_and(|c| c.split_whitespace().next() == Some(name)))
+    lines
+        .iter()
+        .any(|l| l.trim_start().strip_prefix("while ").is_some_and(|c| c.split_whitespace().next() == Some(name)))
 }

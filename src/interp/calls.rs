@@ -40,6 +40,9 @@ impl<'m> Interp<'m> {
                             .map(|()| Value::Device)
                             .map_err(tensor_err(span))
                     }
+                    Value::Module("torch") if name == "get_default_dtype" && pos.is_empty() && kw.is_empty() => {
+                        Ok(Value::DType(crate::tensor::DType::F32))
+                    }
                     Value::Module("torch") if matches!(name.as_str(), "finfo" | "iinfo") && kw.is_empty() => {
                         let d = match pos.as_slice() {
                             [] => None,
@@ -628,7 +631,8 @@ fn deepcopy(v: &Value) -> Result<Value, String> {
             Value::Tuple(xs) => Value::Tuple(std::rc::Rc::new(items(xs)?)),
             Value::Named(xs, names) => Value::Named(std::rc::Rc::new(items(xs)?), names),
             Value::Dict(d) => {
-                let copied = d.borrow().iter().map(|(k, x)| Ok((k.clone(), inner(x, false)?))).collect::<Result<_, String>>()?;
+                let copied =
+                    d.borrow().iter().map(|(k, x)| Ok((k.clone(), inner(x, false)?))).collect::<Result<_, String>>()?;
                 Value::Dict(std::rc::Rc::new(std::cell::RefCell::new(copied)))
             }
             other => other.clone(),

@@ -175,3 +175,18 @@ pub(crate) fn deepcopy_args<V>(name: &str, pos: &[V], kw: &[(String, V)]) -> Res
 /// (twice the same tensor, two views of one) sharing their new memory, which a copy per tensor would not.
 pub(crate) const DEEPCOPY_CONTAINER: &str =
     "copy.deepcopy() of a list, tuple or dict holding tensors is not supported (the copies would have to share memory as the originals do); copy each tensor with clone()";
+
+/// The longest dim `logcumsumexp` runs along: both engines compute element `i` as the `logsumexp` of the elements
+/// up to `i` (the others masked to -inf), which is stable (no running maximum to rescale) but quadratic in the length.
+pub(crate) const LOGCUMSUMEXP_MAX: usize = 4096;
+
+/// `logcumsumexp`'s checks: a floating dtype (PyTorch's message), and a length both engines compute.
+pub(crate) fn logcumsumexp_check(d: DType, len: usize) -> Result<(), String> {
+    if !d.is_float() {
+        return Err(format!("\"logcumsumexp_out_cpu\" not implemented for '{}'", d.name()));
+    }
+    if len > LOGCUMSUMEXP_MAX {
+        return Err(format!("logcumsumexp along a dim longer than {LOGCUMSUMEXP_MAX} is not supported"));
+    }
+    Ok(())
+}

@@ -8,7 +8,7 @@ use super::torch_ops::{operand_arg, t};
 use super::value::Value;
 use crate::tensor::ops::{self, Binary, Operand, Unary};
 use crate::tensor::views::wrap_dim;
-use crate::tensor::{index, reduce, Scalar, Tensor};
+use crate::tensor::{index, reduce, DType, Scalar, Tensor};
 
 /// In-place ops that change a tensor's shape or strides: our values share metadata by copy, so they are refused.
 pub(super) const METADATA_INPLACE: &[&str] =
@@ -132,6 +132,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             t(if name == "std" { ops::unary(Unary::Sqrt, &v)? } else { v })
         }
         "logsumexp" => logsumexp(a),
+        "logcumsumexp" => logcumsumexp(a),
         "leaky_relu" => {
             let x = a.tensor(0, "input")?;
             if !x.dtype().is_float() {
@@ -300,6 +301,32 @@ fn logsumexp(a: &Args) -> AResult<Value> {
     let s = ops::unary(Unary::Log, &reduce::sum(&e, dims.as_deref(), true, None)?)?;
     let r = bin(Binary::Add, Operand::T(s), Operand::T(m))?;
     t(if keep { r } else { r.squeeze(dims.as_deref().or(Some(&[])))? })
+}
+
+/// `logcumsumexp(x, dim)`: element `i` along `dim` is the `logsumexp` of the elements up to `i` (the later ones
+/// masked to -inf), as the functionalizer builds it (see `compat::LOGCUMSUMEXP_MAX`).
+fn logcumsumexp(a: &Args) -> AResult<Value> {
+    let x = a.tensor(0, "input")?;
+    let d = wrap_dim(a.int(1, "dim")?, x.dim().max(1))?;
+    if x.dim() == 0 {
+        super::compat::logcumsumexp_check(x.dtype(), 1)?;
+        return t(x.contiguous_copy());
+    }
+    let n = x.shape[d];
+    super::compat::logcumsumexp_check(x.dtype(), n)?;
+    let last = x.dim() as i64 - 1;
+    let xm = x.transpose(d as i64, last)?;
+    let mut sizes: Vec<i64> = xm.shape.iter().map(|&s| s as i64).collect();
+    sizes.insert(sizes.len() - 1, n as i64);
+    let rows = xm.unsqueeze(-2)?.expand(&sizes)?;
+    let idx: Vec<Scalar> = (0..n as i64).map(Scalar::I).collect();
+    let col = Tensor::from_scalars(DType::I64, &[n, 1], &idx)?;
+    let row = Tensor::from_scalars(DType::I64, &[1, n], &idx)?;
+    let upto = ops::binary(Binary::Ge, &Operand::T(col), &Operand::T(row))?;
+    let masked = ops::where_(&upto, &Operand::T(rows), &Operand::S(Scalar::F(f64::NEG_INFINITY)))?;
+    let l = Args::new(vec![Value::Tensor(masked), Value::Int(-1)], vec![], a.span, "logsumexp".into());
+    let Value::Tensor(r) = logsumexp(&l)? else { unreachable!("logsumexp makes a tensor") };
+    t(r.transpose(d as i64, last)?.contiguous_copy())
 }
 
 /// `F.normalize`: `x` over its `p`-norm along `dim`, the norm clamped below by `eps`.

@@ -33,6 +33,75 @@ pub(super) fn reaches(plan: &Plan, from: Id, to: Id) -> bool {
     false
 }
 
+/// [`reaches`], where a kernel of a group other than `own` also leads to that group's other members: launching one
+/// launches all, after the inputs of each.
+fn reaches_grouped(plan: &Plan, from: Id, to: Id, own: usize) -> bool {
+    let mut seen = hashbrown::HashSet::new();
+    let mut stack = vec![from];
+    while let Some(c) = stack.pop() {
+        if c == to {
+            return true;
+        }
+        if !seen.insert(c) {
+            continue;
+        }
+        if seen.len() > 50_000 {
+            return true;
+        }
+        if let How::Kernel(k) = plan.how[usize::from(c)] {
+            if let Some(g) = plan.group_of.get(k).copied().flatten().filter(|&g| g != own) {
+                stack.extend(plan.groups[g].iter().map(|&m| plan.launches[m].node));
+            }
+        }
+        // Below `to`, children cannot lead to it (they have smaller ids), but another group's member may.
+        if c > to {
+            stack.extend(plan.term[c].children().iter().copied());
+        }
+    }
+    false
+}
+
+/// Dissolves the groups (chained or sibling) whose members need one another through other groups: each group was
+/// formed with its members independent, but launching a group computes all its members, so a member whose inputs
+/// need a group holding a kernel that needs another member would run that member twice (vLLM's grouped_topk: `k0`
+/// chained with `k16`, whose inputs needed the chain of `k4` and `k14`, and `k4` needed `k0`). Groups dissolved
+/// earlier no longer count for the later ones.
+pub(super) fn drop_entangled_groups(plan: &mut Plan) {
+    let mut keep = vec![true; plan.groups.len()];
+    for g in 0..plan.groups.len() {
+        let nodes: Vec<Id> = plan.groups[g].iter().map(|&m| plan.launches[m].node).collect();
+        // What the host computes before the launch: each member's inputs other than the group's own (a chain's
+        // later member reads an earlier one in the launch), its bounds checks and its parameters.
+        let before: Vec<Id> = plan.groups[g]
+            .iter()
+            .flat_map(|&m| {
+                let l = &plan.launches[m];
+                l.args.iter().copied().chain(l.checks.iter().map(|c| c.node)).chain(l.params.iter().copied())
+            })
+            .filter(|x| !nodes.contains(x))
+            .collect();
+        let entangled = before.iter().any(|&x| nodes.iter().any(|&b| reaches_grouped(plan, x, b, g)));
+        if entangled {
+            keep[g] = false;
+            for &m in &plan.groups[g] {
+                plan.group_of[m] = None;
+            }
+        }
+    }
+    if keep.iter().all(|&k| k) {
+        return;
+    }
+    let (groups, chained) = (std::mem::take(&mut plan.groups), std::mem::take(&mut plan.chained));
+    for ((members, c), _) in groups.into_iter().zip(chained).zip(&keep).filter(|(_, &k)| k) {
+        let g = plan.groups.len();
+        for &m in &members {
+            plan.group_of[m] = Some(g);
+        }
+        plan.groups.push(members);
+        plan.chained.push(c);
+    }
+}
+
 /// Per node, the scope that computes it whenever it runs: the root, a loop body, or a while loop (its condition
 /// and body); `None` for nodes reached only through a branch's arms.
 pub(super) fn scopes(plan: &Plan) -> Vec<Option<Id>> {

@@ -613,14 +613,9 @@ fn replace_acc(e: &Expr, v: &Expr) -> Expr {
     let m = |a: &Expr| Box::new(replace_acc(a, v));
     match e {
         Expr::Acc(_) => v.clone(),
-        Expr::Gather { arg, at, index, stride, extent, dtype } => Expr::Gather {
-            arg: *arg,
-            at: at.clone(),
-            index: m(index),
-            stride: *stride,
-            extent: *extent,
-            dtype: *dtype,
-        },
+        Expr::Gather { arg, at, index, stride, extent, dtype } => {
+            Expr::Gather { arg: *arg, at: at.clone(), index: m(index), stride: *stride, extent: *extent, dtype: *dtype }
+        }
         Expr::Load { .. } | Expr::Dot(_) | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) => e.clone(),
         Expr::Unary(op, d, a) => Expr::Unary(*op, *d, m(a)),
         Expr::Cast(d, a) => Expr::Cast(*d, m(a)),

@@ -280,6 +280,7 @@ fn plan_with(
     plan.group_of = vec![None; plan.kernels.len()];
     plan.merge_notes = super::chain::chain_kernels(&mut plan);
     super::group::group_siblings(&mut plan);
+    super::group::drop_entangled_groups(&mut plan);
     Ok((plan, p.alternative))
 }
 
