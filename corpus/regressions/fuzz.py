@@ -467,3 +467,21 @@ def overlap_for_one_choice_only(a: f32[1, 1], c: f32[2, 2], t: f32[2, 2]) -> tup
         w = c[:, 0]
     w += t1[1]
     return t1, c
+
+
+# Fuzz seed 142187 (reduced): a view of no elements of `t1` (`w = t1[2:].t()[2:1]`) bound beside `t1` in one arm made
+# `t1` a conditional view after the `if`, which a data-dependent `while` cannot carry; a view of no elements aliases
+# nothing (it reads nothing and writes nothing), so `t1` is merged as a value.
+def empty_view_beside_a_rebound_name(a: f32[1, 1], b: f32[1, 1]) -> f32[1, 1]:
+    t1 = b.cumsum(1)
+    k = 0
+    while k < 3:
+        if a[0].mean().item() < 0.0:
+            w = a[2:].t()[2:1]
+            t1 = t1 * 0.5 + a
+        else:
+            w = t1[2:].t()[2:1]
+        k += 1
+        if (b.abs().sum() * 0.0 + k).item() >= 2.5:
+            break
+    return t1

@@ -445,16 +445,6 @@ impl<'m> Fz<'m> {
     }
 }
 
-/// Whether a value holds a view of `root` (directly, or inside a tuple or list).
-fn refers_to(v: &FV, root: usize) -> bool {
-    match v {
-        FV::Tensor(t) => t.roots().contains(&root),
-        FV::Tuple(items) | FV::Named(items, _) => items.iter().any(|i| refers_to(i, root)),
-        FV::List(l) => l.borrow().iter().any(|i| refers_to(i, root)),
-        FV::Dict(d) => d.borrow().iter().any(|(_, i)| refers_to(i, root)),
-        _ => false,
-    }
-}
 
 impl<'m> Fz<'m> {
     /// A name carried as a tensor made in the body whose value on entry is a view of a root that the body writes
@@ -476,7 +466,7 @@ impl<'m> Fz<'m> {
             let live = |n: &str| self.used_outside(n, body) || !assigned_before_read(n, body);
             let seen_elsewhere = self.roots[t.root].param.is_some()
                 || self.depth_calls > 1
-                || snap.env.iter().any(|(n, v)| n != name && live(n) && refers_to(v, t.root));
+                || snap.env.iter().any(|(n, v)| n != name && live(n) && super::branch::refers_to(v, t.root));
             if seen_elsewhere {
                 return Some(name.clone());
             }

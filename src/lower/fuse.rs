@@ -194,8 +194,12 @@ impl Planner<'_> {
                 self.expr(kb, x, &unravel(&o, &xs))?
             }
             Node::Assign([x, v, y]) => {
-                if self.view_parts(v).is_some_and(|(vs, _, _)| vs.contains(&0)) {
-                    // A write through an empty view changes nothing (and its value has no element to read).
+                if let Some((vs, _, _)) = self.view_parts(v).filter(|(vs, _, _)| vs.contains(&0)) {
+                    // A write through an empty view changes nothing, and its value has no element to read; but
+                    // PyTorch computes the value first, so the bounds checks of its run-time indices stay (fuzz
+                    // seed 162609: `e.copy_(a[idx[2].item()])` with `e` empty raised nowhere in the fused plan).
+                    // The expression is built for its checks only (a value the builder cannot express adds none).
+                    let _ = self.operand(kb, y, &vec![Idx::constant(0); vs.len()]);
                     return self.expr(kb, x, idx);
                 }
                 let (cond, vidx) = self.membership(kb, v, idx, shape)?;
