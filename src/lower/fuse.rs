@@ -174,6 +174,16 @@ impl Planner<'_> {
         self.expr(kb, id, &broadcast(idx, &s))
     }
 
+    /// Whether `v` is a view of no elements: a write through it changes nothing, and its value `y` has no element
+    /// to read. PyTorch computes the value first, so the bounds checks of its run-time indices are collected all the
+    /// same (fuzz seed 162609: `e.copy_(a[idx[2].item()])` with `e` empty raised nowhere in the fused plan); the
+    /// expression itself is dropped (a value the builder cannot express adds no check).
+    fn writes_nothing(&self, kb: &mut KernelBuilder, v: Id, y: Id) -> bool {
+        let Some((vs, _, _)) = self.view_parts(v).filter(|(vs, _, _)| vs.contains(&0)) else { return false };
+        let _ = self.operand(kb, y, &vec![Idx::constant(0); vs.len()]);
+        true
+    }
+
     fn inline(
         &self,
         kb: &mut KernelBuilder,
@@ -194,12 +204,7 @@ impl Planner<'_> {
                 self.expr(kb, x, &unravel(&o, &xs))?
             }
             Node::Assign([x, v, y]) => {
-                if let Some((vs, _, _)) = self.view_parts(v).filter(|(vs, _, _)| vs.contains(&0)) {
-                    // A write through an empty view changes nothing, and its value has no element to read; but
-                    // PyTorch computes the value first, so the bounds checks of its run-time indices stay (fuzz
-                    // seed 162609: `e.copy_(a[idx[2].item()])` with `e` empty raised nowhere in the fused plan).
-                    // The expression is built for its checks only (a value the builder cannot express adds none).
-                    let _ = self.operand(kb, y, &vec![Idx::constant(0); vs.len()]);
+                if self.writes_nothing(kb, v, y) {
                     return self.expr(kb, x, idx);
                 }
                 let (cond, vidx) = self.membership(kb, v, idx, shape)?;
