@@ -445,7 +445,6 @@ impl<'m> Fz<'m> {
     }
 }
 
-
 impl<'m> Fz<'m> {
     /// A name carried as a tensor made in the body whose value on entry is a view of a root that the body writes
     /// and that something else can see (a parameter, another live name, or a caller of the helper being inlined).
