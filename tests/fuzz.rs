@@ -115,12 +115,13 @@ fn an_unsound_rule_is_caught_and_the_program_reduced() {
 
 /// Seeds whose programs once diverged (each fixed this stop: a view chosen by `if`s in turn, an overlap refused in
 /// an arm that does not run, an empty view beside a rebound name, an overlap for one chosen view only, a sum over an
-/// empty view that crashed the C kernels, an index check dropped with a write into an empty view) agree on every
-/// engine now, or are rejected by every engine as the reference rejects them.
+/// empty view that crashed the C kernels, an index check dropped with a write into an empty view, and three chains of
+/// kernels launched before the in-place write they needed) agree on every engine now, or are rejected by every engine
+/// as the reference rejects them.
 #[test]
 fn seeds_that_once_diverged_agree_now() {
     let rules = fuzz::shipped_rewrites().expect("the shipped rules load");
-    let seeds = [100645, 101816, 142187, 145179, 146116, 162609];
+    let seeds = [100645, 101816, 142187, 145179, 146116, 162609, 165647, 167082, 168522];
     for (seed, (src, v)) in seeds.iter().zip(fuzz::check_seeds(&seeds, &Engine::ALL, &rules)) {
         assert!(v.divergences.is_empty(), "seed {seed} diverges: {:?}\n{src}", v.divergences);
     }

@@ -485,3 +485,15 @@ def empty_view_beside_a_rebound_name(a: f32[1, 1], b: f32[1, 1]) -> f32[1, 1]:
         if (b.abs().sum() * 0.0 + k).item() >= 2.5:
             break
     return t1
+
+
+# Fuzz seed 168522 (reduced): the in-place `zero_` of a sum was chained with the write the sum reads (`v[-1] -= v[2]`),
+# and launching the chain ran the sum first, on the unwritten `b` (the fused C plan's `b` differed); a group whose
+# in-place member writes into a buffer that needs another member is now dissolved.
+def in_place_write_of_a_sum_chained_with_what_it_reads(b: f32[1, 4]) -> tuple[f32[1, 4], f32[()]]:
+    v1 = b[0]
+    v1[-1] -= v1[2]
+    r2 = v1.sum(0)
+    for i in range(1):
+        r2.zero_()
+    return b, r2

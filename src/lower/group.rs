@@ -71,12 +71,23 @@ pub(super) fn drop_entangled_groups(plan: &mut Plan) {
     for g in 0..plan.groups.len() {
         let nodes: Vec<Id> = plan.groups[g].iter().map(|&m| plan.launches[m].node).collect();
         // What the host computes before the launch: each member's inputs other than the group's own (a chain's
-        // later member reads an earlier one in the launch), its bounds checks and its parameters.
+        // later member reads an earlier one in the launch), its bounds checks, its parameters, and the buffer an
+        // in-place member writes into (fuzz seed 168522: `r = v.sum(0)` then `r.zero_()` chained with the write
+        // of `v` that the sum reads: the sum ran before that write).
         let before: Vec<Id> = plan.groups[g]
             .iter()
             .flat_map(|&m| {
                 let l = &plan.launches[m];
-                l.args.iter().copied().chain(l.checks.iter().map(|c| c.node)).chain(l.params.iter().copied())
+                let base = match plan.how[usize::from(l.node)] {
+                    How::InPlace(_) | How::CopyInPlace(_) => super::exec::written_base(&plan.term, l.node),
+                    _ => None,
+                };
+                l.args
+                    .iter()
+                    .copied()
+                    .chain(l.checks.iter().map(|c| c.node))
+                    .chain(l.params.iter().copied())
+                    .chain(base)
             })
             .filter(|x| !nodes.contains(x))
             .collect();
