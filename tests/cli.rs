@@ -824,7 +824,7 @@ fn fuzz_reports_reduces_and_keeps_a_diverging_program() {
     ]);
     assert_eq!(o.code, 1, "{o:?}");
     assert!(o.stdout.contains("seed 102541: functional refused"), "{o:?}");
-    assert!(o.stdout.contains("1 diverge (0 wrong, 0 panics, 1 refused)"), "{o:?}");
+    assert!(o.stdout.contains("1 diverge (0 wrong, 0 crashed, 0 panics, 1 refused)"), "{o:?}");
     let reduced = std::fs::read_to_string(keep.join("fuzz_102541.py")).unwrap();
     let original = std::fs::read_to_string(keep.join("fuzz_102541.orig.py")).unwrap();
     assert!(reduced.lines().count() < original.lines().count(), "not reduced:\n{reduced}");
@@ -833,6 +833,28 @@ fn fuzz_reports_reduces_and_keeps_a_diverging_program() {
         verdict.contains("functional refused") && verdict.contains("a view chosen by an `if` on a run-time value"),
         "{verdict}"
     );
+}
+
+/// Programs are checked in worker processes: one that kills its process (here a test hook aborts the worker that
+/// checks seed 5003 on the C backend) is reported as a crash of that engine, and the other programs of its batch are
+/// still checked.
+#[test]
+fn fuzz_survives_and_reports_a_program_that_kills_its_process() {
+    let dir = scratch("fuzz_crash");
+    let keep = dir.join("kept");
+    let args = ["fuzz", "--seed", "5000", "--count", "8", "--engines", "functional,c", "--keep", keep.to_str().unwrap()];
+    let o = common::run_binary(common::binary().args(args).env("FUNCFUSE_FUZZ_DIE_AT", "5003:c"));
+    assert_eq!(o.code, 1, "{o:?}");
+    assert!(o.stdout.contains("seed 5003: c crash"), "{o:?}");
+    assert!(o.stdout.contains("8 programs: ") && o.stdout.contains("1 diverge (0 wrong, 1 crashed, 0 panics"), "{o:?}");
+    let verdict = std::fs::read_to_string(keep.join("fuzz_5003.txt")).unwrap();
+    assert!(verdict.contains("c crash: the process died of signal 6 (SIGABRT)"), "{verdict}");
+    // A crash is kept as generated: the reducer checks its candidates in process.
+    let kept = std::fs::read_to_string(keep.join("fuzz_5003.py")).unwrap();
+    assert_eq!(kept, std::fs::read_to_string(keep.join("fuzz_5003.orig.py")).unwrap());
+    // Without the hook the same seeds agree: the crash was the hook's, not the program's.
+    let o = funcfuse(&args[..7]);
+    assert_eq!(o.code, 0, "{o:?}");
 }
 
 #[test]

@@ -1,11 +1,15 @@
 //! `fuzz`: random programs through every engine, each held to the reference interpreter.
 
 use std::io::IsTerminal;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use funcfuse::fuzz::{self, Engine, Summary, Verdict};
+use std::io::{BufRead, Write};
+use std::process::{Command, Stdio};
+
+use funcfuse::fuzz::{self, Divergence, Engine, Kind, Summary, Verdict};
 
 use crate::Failure;
 
@@ -37,9 +41,13 @@ pub(crate) struct FuzzArgs {
     /// runs them in PyTorch against the reference interpreter).
     #[arg(long, value_name = "DIR")]
     write: Option<PathBuf>,
-    /// Worker threads (default: all cores). The verdicts do not depend on it.
+    /// Worker processes run side by side (default: all cores). The verdicts do not depend on it.
     #[arg(long)]
     jobs: Option<usize>,
+    /// Check the seeds in this process and print each verdict as a line of JSON (what the worker processes of a
+    /// `fuzz` run do).
+    #[arg(long, hide = true)]
+    worker: bool,
 }
 
 fn parse_engines(list: Option<&str>) -> Result<Vec<Engine>, Failure> {
@@ -79,52 +87,51 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
     if let Some(dir) = &a.keep {
         std::fs::create_dir_all(dir).map_err(|e| Failure(1, format!("{}: cannot create: {e}", dir.display())))?;
     }
-    // Panics are caught and reported per program; the default hook would print each one mid-progress.
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
+    if a.worker {
+        return worker(&seeds, &engines);
+    }
     let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let diverged = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<(String, Verdict)>>> = Mutex::new(vec![None; seeds.len()]);
+    let results: Mutex<Vec<Option<Verdict>>> = Mutex::new(vec![None; seeds.len()]);
     let tty = std::io::stderr().is_terminal();
     let failure: Mutex<Option<Failure>> = Mutex::new(None);
-    // Seeds go to the threads in batches whose kernels compile together (`fuzz::check_seeds`).
+    // Seeds go to the worker processes in batches whose kernels compile together (`fuzz::check_seeds`).
     let per = fuzz::SEEDS_PER_BATCH.min(seeds.len().div_ceil(jobs)).max(1);
     let chunks: Vec<&[u64]> = seeds.chunks(per).collect();
     std::thread::scope(|s| {
         for _ in 0..jobs.min(chunks.len()) {
-            s.spawn(|| {
-                let rules = match fuzz::shipped_rewrites() {
-                    Ok(r) => r,
-                    Err(d) => {
-                        *failure.lock().unwrap() = Some(Failure(1, d.to_string()));
-                        return;
+            s.spawn(|| loop {
+                let c = next.fetch_add(1, Ordering::SeqCst);
+                let Some(chunk) = chunks.get(c) else { break };
+                let verdicts = match check_isolated(chunk, &engines) {
+                    Ok(v) => v,
+                    Err(f) => {
+                        *failure.lock().unwrap() = Some(f);
+                        next.store(chunks.len(), Ordering::SeqCst);
+                        break;
                     }
                 };
-                loop {
-                    let c = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(chunk) = chunks.get(c) else { break };
-                    for (j, r) in fuzz::check_seeds(chunk, &engines, &rules).into_iter().enumerate() {
-                        let i = c * per + j;
-                        if let Some(sig) = r.1.signature() {
-                            // Said at once (reduction comes at the end), so a long run shows what it finds as it goes.
-                            let bad = diverged.fetch_add(1, Ordering::SeqCst) + 1;
-                            eprintln!(
-                                "{}fuzz: seed {}: {} {} (divergence {bad})",
-                                if tty { "\r" } else { "" },
-                                seeds[i],
-                                sig.engine.name(),
-                                sig.kind.name()
-                            );
-                        }
-                        results.lock().unwrap()[i] = Some(r);
-                        let d = done.fetch_add(1, Ordering::SeqCst) + 1;
-                        if tty {
-                            eprint!("\rfuzz: {d}/{} programs checked", seeds.len());
-                        } else if d % PROGRESS_EVERY == 0 && d < seeds.len() {
-                            eprintln!("fuzz: {d}/{} programs checked", seeds.len());
-                        }
+                for (j, v) in verdicts.into_iter().enumerate() {
+                    let i = c * per + j;
+                    if let Some(sig) = v.signature() {
+                        // Said at once (reduction comes at the end), so a long run shows what it finds as it goes.
+                        let bad = diverged.fetch_add(1, Ordering::SeqCst) + 1;
+                        eprintln!(
+                            "{}fuzz: seed {}: {} {} (divergence {bad})",
+                            if tty { "\r" } else { "" },
+                            seeds[i],
+                            sig.engine.name(),
+                            sig.kind.name()
+                        );
+                    }
+                    results.lock().unwrap()[i] = Some(v);
+                    let d = done.fetch_add(1, Ordering::SeqCst) + 1;
+                    if tty {
+                        eprint!("\rfuzz: {d}/{} programs checked", seeds.len());
+                    } else if d % PROGRESS_EVERY == 0 && d < seeds.len() {
+                        eprintln!("fuzz: {d}/{} programs checked", seeds.len());
                     }
                 }
             });
@@ -134,17 +141,21 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
         eprintln!();
     }
     if let Some(f) = failure.into_inner().unwrap() {
-        std::panic::set_hook(hook);
         return Err(f);
     }
+    // Panics while reducing are caught and reported per program; the default hook would print each one.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
     let rules = fuzz::shipped_rewrites()?;
     let mut summary = Summary::default();
     for (seed, r) in seeds.iter().zip(results.into_inner().unwrap()) {
-        let (source, verdict) = r.expect("every seed was checked");
+        let verdict = r.expect("every seed was checked");
         summary.add(&verdict);
         let Some(sig) = verdict.signature() else { continue };
+        let source = fuzz::gen::generate(*seed);
         let name = fuzz::program_name(*seed);
-        let (reduced, rv) = if a.no_reduce {
+        // The reducer checks its candidates in this process, where a crash would end the run.
+        let (reduced, rv) = if a.no_reduce || sig.kind == Kind::Crash {
             (source.clone(), None)
         } else {
             // A panic while reducing (in a candidate the engines do not guard) keeps the program as generated.
@@ -196,4 +207,130 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
         ));
     }
     Ok(())
+}
+
+/// `fuzz --worker`: checks `seeds` in this process, in batches, and prints one JSON line per seed as it is judged:
+/// `{"seed": S, "verdict": ...}` ([`Verdict::to_json`]). A crash loses only the lines not yet printed.
+fn worker(seeds: &[u64], engines: &[Engine]) -> Result<(), Failure> {
+    // Panics are caught and reported per program; the default hook would print each one.
+    std::panic::set_hook(Box::new(|_| {}));
+    let rules = fuzz::shipped_rewrites()?;
+    let mut out = std::io::stdout().lock();
+    // For the tests of crash isolation: `SEED:ENGINE` aborts this worker when it checks SEED with ENGINE.
+    let die_at = std::env::var("FUNCFUSE_FUZZ_DIE_AT").ok().and_then(|v| {
+        let (seed, engine) = v.split_once(':')?;
+        Some((seed.parse::<u64>().ok()?, Engine::parse(engine)?))
+    });
+    for batch in seeds.chunks(fuzz::SEEDS_PER_BATCH) {
+        if die_at.is_some_and(|(seed, engine)| batch.contains(&seed) && engines.contains(&engine)) {
+            std::process::abort();
+        }
+        for (seed, (_, v)) in batch.iter().zip(fuzz::check_seeds(batch, engines, &rules)) {
+            let line = serde_json::json!({"seed": seed, "verdict": v.to_json()});
+            writeln!(out, "{line}").and_then(|()| out.flush()).map_err(|e| Failure(1, format!("fuzz worker: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// How a worker process ended: the verdicts it printed, and why it died when it did (a signal, or an exit status
+/// other than success).
+fn run_worker(seeds: &[u64], engines: &[Engine]) -> Result<(BTreeMap<u64, Verdict>, Option<String>), Failure> {
+    let exe = std::env::current_exe().map_err(|e| Failure(1, format!("fuzz: cannot find this program: {e}")))?;
+    let list: Vec<&str> = engines.iter().filter(|e| **e != Engine::Reference).map(|e| e.name()).collect();
+    let first = seeds.first().copied().unwrap_or(0);
+    let mut child = Command::new(exe)
+        .args(["fuzz", "--worker", "--seed", &first.to_string(), "--count", &seeds.len().to_string()])
+        .args(["--engines", &list.join(",")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| Failure(1, format!("fuzz: cannot start a worker process: {e}")))?;
+    let mut got = BTreeMap::new();
+    let stdout = child.stdout.take().expect("stdout is piped");
+    for line in std::io::BufReader::new(stdout).lines() {
+        let Ok(line) = line else { break };
+        let parsed: Option<(u64, Verdict)> = serde_json::from_str::<serde_json::Value>(&line)
+            .ok()
+            .and_then(|v| Some((v["seed"].as_u64()?, Verdict::from_json(&v["verdict"])?)));
+        let (seed, v) = parsed.ok_or_else(|| Failure(1, format!("fuzz: a worker wrote `{line}`, not a verdict")))?;
+        got.insert(seed, v);
+    }
+    let status = child.wait().map_err(|e| Failure(1, format!("fuzz: a worker process: {e}")))?;
+    Ok((got, died(status)))
+}
+
+/// Why a process with exit status `status` died, `None` when it succeeded.
+fn died(status: std::process::ExitStatus) -> Option<String> {
+    use std::os::unix::process::ExitStatusExt;
+    if status.success() {
+        return None;
+    }
+    Some(match status.signal() {
+        Some(sig) => {
+            let name = match sig {
+                libc::SIGSEGV => " (SIGSEGV)",
+                libc::SIGBUS => " (SIGBUS)",
+                libc::SIGFPE => " (SIGFPE)",
+                libc::SIGILL => " (SIGILL)",
+                libc::SIGABRT => " (SIGABRT)",
+                libc::SIGKILL => " (SIGKILL)",
+                _ => "",
+            };
+            format!("the process died of signal {sig}{name}")
+        }
+        None => format!("the process exited with {status}"),
+    })
+}
+
+/// Checks `chunk` in a worker process. Where the worker dies, each seed it did not report is checked again in a
+/// process of its own, and a seed whose process dies again is judged a crash of the first engine that kills a
+/// process running the reference and it alone.
+fn check_isolated(chunk: &[u64], engines: &[Engine]) -> Result<Vec<Verdict>, Failure> {
+    let (mut got, why) = run_worker(chunk, engines)?;
+    if let Some(why) = why {
+        let missing: Vec<u64> = chunk.iter().copied().filter(|s| !got.contains_key(s)).collect();
+        let mut reproduced = false;
+        for &seed in &missing {
+            let (mut one, again) = run_worker(&[seed], engines)?;
+            let v = match (one.remove(&seed), again) {
+                (Some(v), _) => v,
+                (None, again) => {
+                    reproduced = true;
+                    crashed(seed, engines, again.unwrap_or_else(|| why.clone()))?
+                }
+            };
+            got.insert(seed, v);
+        }
+        if !reproduced {
+            eprintln!(
+                "fuzz: the worker checking seeds {}..={} failed ({why}) but none of its seeds does alone",
+                chunk[0],
+                chunk[chunk.len() - 1]
+            );
+        }
+    }
+    chunk
+        .iter()
+        .map(|s| got.remove(s).ok_or_else(|| Failure(1, format!("fuzz: no worker reported seed {s}"))))
+        .collect()
+}
+
+/// The verdict on a seed whose check kills its process: a crash of the first engine that kills it run alone with
+/// the reference (the reference itself when it kills a process alone; the last engine, said so, when none does).
+fn crashed(seed: u64, engines: &[Engine], why: String) -> Result<Verdict, Failure> {
+    let (alone, reference_died) = run_worker(&[seed], &[Engine::Reference])?;
+    let reference_error = alone.get(&seed).and_then(|v| v.reference_error.clone());
+    let mut culprit = reference_died.is_some().then_some(Engine::Reference);
+    for &e in engines.iter().filter(|e| **e != Engine::Reference) {
+        if culprit.is_none() && run_worker(&[seed], &[Engine::Reference, e])?.1.is_some() {
+            culprit = Some(e);
+        }
+    }
+    let (engine, detail) = match culprit {
+        Some(e) => (e, why),
+        None => (*engines.last().unwrap_or(&Engine::Reference), format!("{why}; no engine alone kills it")),
+    };
+    Ok(Verdict { reference_error, divergences: vec![Divergence { engine, kind: Kind::Crash, detail }] })
 }

@@ -82,6 +82,9 @@ pub enum Outcome {
 pub enum Kind {
     /// Different outputs, or outputs where the reference raised: silently wrong.
     Wrong,
+    /// The process died (a signal: say a kernel's access out of bounds). Found by `funcfuse fuzz`, which checks
+    /// programs in worker processes; never produced in process.
+    Crash,
     /// A panic: never acceptable.
     Panic,
     /// An error where the reference ran.
@@ -92,9 +95,14 @@ impl Kind {
     pub fn name(self) -> &'static str {
         match self {
             Kind::Wrong => "wrong",
+            Kind::Crash => "crash",
             Kind::Panic => "panic",
             Kind::Refused => "refused",
         }
+    }
+
+    pub fn parse(s: &str) -> Option<Kind> {
+        [Kind::Wrong, Kind::Crash, Kind::Panic, Kind::Refused].into_iter().find(|k| k.name() == s)
     }
 }
 
@@ -116,9 +124,40 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// The divergence a reduction must keep: the first wrong result, else the first panic, else the first refusal.
+    /// The divergence a reduction must keep: the first wrong result, else the first crash, else the first panic,
+    /// else the first refusal.
     pub fn signature(&self) -> Option<&Divergence> {
         self.divergences.iter().min_by_key(|d| (d.kind, d.engine))
+    }
+
+    /// The verdict as JSON, as a `fuzz` worker process reports it to its parent ([`Verdict::from_json`]).
+    pub fn to_json(&self) -> serde_json::Value {
+        let divergences: Vec<serde_json::Value> = self
+            .divergences
+            .iter()
+            .map(|d| serde_json::json!({"engine": d.engine.name(), "kind": d.kind.name(), "detail": d.detail}))
+            .collect();
+        serde_json::json!({"reference_error": self.reference_error, "divergences": divergences})
+    }
+
+    /// The verdict [`Verdict::to_json`] wrote; `None` when `v` is not one.
+    pub fn from_json(v: &serde_json::Value) -> Option<Verdict> {
+        let reference_error = match &v["reference_error"] {
+            serde_json::Value::Null => None,
+            e => Some(e.as_str()?.to_string()),
+        };
+        let divergences = v["divergences"]
+            .as_array()?
+            .iter()
+            .map(|d| {
+                Some(Divergence {
+                    engine: Engine::parse(d["engine"].as_str()?)?,
+                    kind: Kind::parse(d["kind"].as_str()?)?,
+                    detail: d["detail"].as_str()?.to_string(),
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Verdict { reference_error, divergences })
     }
 }
 
@@ -466,6 +505,8 @@ pub struct Summary {
     pub rejected: usize,
     /// Programs with at least one wrong result, panic or refusal.
     pub wrong: usize,
+    /// Programs whose check killed the process (only `funcfuse fuzz`'s worker processes see these).
+    pub crashes: usize,
     pub panics: usize,
     pub refused: usize,
 }
@@ -477,13 +518,14 @@ impl Summary {
             None if v.reference_error.is_some() => self.rejected += 1,
             None => self.agree += 1,
             Some(Kind::Wrong) => self.wrong += 1,
+            Some(Kind::Crash) => self.crashes += 1,
             Some(Kind::Panic) => self.panics += 1,
             Some(Kind::Refused) => self.refused += 1,
         }
     }
 
     pub fn diverged(&self) -> usize {
-        self.wrong + self.panics + self.refused
+        self.wrong + self.crashes + self.panics + self.refused
     }
 }
 
@@ -491,12 +533,13 @@ impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         write!(
             f,
-            "{} programs: {} agree, {} rejected by every engine, {} diverge ({} wrong, {} panics, {} refused)",
+            "{} programs: {} agree, {} rejected by every engine, {} diverge ({} wrong, {} crashed, {} panics, {} refused)",
             self.programs,
             self.agree,
             self.rejected,
             self.diverged(),
             self.wrong,
+            self.crashes,
             self.panics,
             self.refused
         )
