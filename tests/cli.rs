@@ -842,7 +842,8 @@ fn fuzz_reports_reduces_and_keeps_a_diverging_program() {
 fn fuzz_survives_and_reports_a_program_that_kills_its_process() {
     let dir = scratch("fuzz_crash");
     let keep = dir.join("kept");
-    let args = ["fuzz", "--seed", "5000", "--count", "8", "--engines", "functional,c", "--keep", keep.to_str().unwrap()];
+    let args =
+        ["fuzz", "--seed", "5000", "--count", "8", "--engines", "functional,c", "--keep", keep.to_str().unwrap()];
     let o = common::run_binary(common::binary().args(args).env("FUNCFUSE_FUZZ_DIE_AT", "5003:c"));
     assert_eq!(o.code, 1, "{o:?}");
     assert!(o.stdout.contains("seed 5003: c crash"), "{o:?}");

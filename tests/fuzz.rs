@@ -121,7 +121,7 @@ fn an_unsound_rule_is_caught_and_the_program_reduced() {
 #[test]
 fn seeds_that_once_diverged_agree_now() {
     let rules = fuzz::shipped_rewrites().expect("the shipped rules load");
-    let seeds = [100645, 101816, 142187, 145179, 146116, 162609, 165647, 167082, 168522];
+    let seeds = [100645, 101816, 142187, 145179, 146116, 162609, 165647, 167082, 168522, 175197, 178147];
     for (seed, (src, v)) in seeds.iter().zip(fuzz::check_seeds(&seeds, &Engine::ALL, &rules)) {
         assert!(v.divergences.is_empty(), "seed {seed} diverges: {:?}\n{src}", v.divergences);
     }

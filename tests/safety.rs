@@ -168,6 +168,10 @@ def dead_in_while(table: f32[4, 4], idx: i64[2], vals: f32[2, 4]) -> f32[4, 4]:
         r = table[idx]
         s = s - 1000.0
     return table * 2.0
+
+def dead_empty_view(table: f32[4, 4], idx: i64[2], vals: f32[2, 4]) -> f32[4, 4]:
+    table.narrow(1, 3, 0)[idx[1].item()].sigmoid_()
+    return table * 2.0
 ";
 
 #[test]
@@ -182,6 +186,8 @@ fn a_bad_index_in_dead_code_is_pytorchs_error_on_every_engine() {
         ("dead_loop", "21:13"),
         ("dead_in_arm", "26:13"),
         ("dead_in_while", "34:13"),
+        // Fuzz seed 175197: the write into an empty view writes nothing, but taking the view raises.
+        ("dead_empty_view", "39:5"),
     ];
     let bad = inputs(&dir, [1, 6]);
     let good = inputs(&dir, [1, 2]);

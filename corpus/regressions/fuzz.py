@@ -497,3 +497,16 @@ def in_place_write_of_a_sum_chained_with_what_it_reads(b: f32[1, 4]) -> tuple[f3
     for i in range(1):
         r2.zero_()
     return b, r2
+
+
+# Fuzz seed 178147 (reduced): two in-place writes of `c` went to different groups (`c[:, 0] = ...` with a reader of
+# `a`, `c[:, 0:1] = ...` with the first write of `a`); launching the second needed the first, whose group needed the
+# first write of `a`, so the fused C plan multiplied `a` twice. Group entanglement is now followed through in-place
+# members too.
+def in_place_writes_grouped_across_each_others_needs(a: f32[4, 2], c: f32[4, 1]) -> tuple[f32[4, 2], f32[4, 1], f32[4]]:
+    a.view(8)[::2].unsqueeze(1).mul_(torch.full((4, 1), 3.125))
+    c.unbind(1)[0].copy_(torch.full((4,), 0.75) / (torch.tanh(torch.full((4,), 0.0)).abs() + 1.0))
+    c[..., 0:1].copy_(torch.sigmoid(torch.full((1,), 2.0)))
+    a.select(0, -2).add_(torch.full((), 0.5) - 0.5)
+    t = a.relu() + a.clamp(min=-0.5, max=0.75)
+    return a, c, t[:, -1]

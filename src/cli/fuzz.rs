@@ -1,7 +1,7 @@
 //! `fuzz`: random programs through every engine, each held to the reference interpreter.
 
-use std::io::IsTerminal;
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;

@@ -368,7 +368,10 @@ impl Planner<'_> {
     ) -> Result<(Expr, Vec<Idx>), String> {
         let (vs, st, off) = self.view_parts(v).ok_or("view")?;
         if vs.contains(&0) || shape.contains(&0) {
-            // An empty view holds no element; its size-0 dims must not be taken for size-1 ones.
+            // An empty view holds no element; its size-0 dims must not be taken for size-1 ones. Its offset's
+            // run-time indices are still bounds-checked, as PyTorch checks them taking the view (fuzz seed 175197:
+            // `d.narrow(1, 3, 0)[idx[1].item()].sigmoid_()` raised nowhere in the fused plan).
+            let _ = self.int_form(kb, off);
             return Ok((Expr::Const(0.0, DType::Bool), vec![Idx::constant(0); vs.len()]));
         }
         let off = self.int_form(kb, off);

@@ -48,7 +48,10 @@ fn reaches_grouped(plan: &Plan, from: Id, to: Id, own: usize) -> bool {
         if seen.len() > 50_000 {
             return true;
         }
-        if let How::Kernel(k) = plan.how[usize::from(c)] {
+        // Any kernel, in-place ones included (fuzz seed 178147: `k7`, a write into `c` in place, was grouped with
+        // `k0`; `k7` needed the earlier in-place write `k6` of `c`, grouped with a reader of `k0`'s result, so the
+        // launch of `k7`'s group ran `k0` twice).
+        if let How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) = plan.how[usize::from(c)] {
             if let Some(g) = plan.group_of.get(k).copied().flatten().filter(|&g| g != own) {
                 stack.extend(plan.groups[g].iter().map(|&m| plan.launches[m].node));
             }
