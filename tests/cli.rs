@@ -806,33 +806,33 @@ fn every_engine_rejects_bad_keywords_sizes_ints_and_return_annotations() {
 
 #[test]
 fn fuzz_reports_reduces_and_keeps_a_diverging_program() {
-    // Seed 102541's program binds `v2` to a view chosen by an `if` on a run-time value inside a `while` loop that
-    // breaks on data; PyTorch runs it, the functional engine refuses it (a known gap, issue #12), which the fuzzer
-    // must report, reduce and keep, with exit status 1. (Seeds 1408 and 70491, used before, are fixed.)
+    // A planted unsound rule (`sigmoid(x) = x`) makes the optimized engine wrong on seed 5005's program (it takes a
+    // sigmoid), which the fuzzer must report, reduce and keep, with exit status 1. The rule checker refuses the rule
+    // unless `--unchecked-rules`. (Seeds 1408, 70491 and 102541, real refusals used before, are fixed.)
     let dir = scratch("fuzz_keep");
+    let rules = dir.join("planted.rules");
+    std::fs::write(&rules, "# sigmoid(x) = x (wrong: planted)\nplanted/sigmoid-id: (sigmoid ?x) => ?x\n").unwrap();
     let keep = dir.join("kept");
-    let o = funcfuse(&[
-        "fuzz",
-        "--seed",
-        "102541",
-        "--count",
-        "1",
-        "--engines",
-        "functional",
-        "--keep",
-        keep.to_str().unwrap(),
-    ]);
+    let mut args = vec!["fuzz", "--seed", "5005", "--count", "1", "--engines", "functional,optimized"];
+    args.extend(["--rules", rules.to_str().unwrap(), "--keep", keep.to_str().unwrap()]);
+    let o = funcfuse(&args);
     assert_eq!(o.code, 1, "{o:?}");
-    assert!(o.stdout.contains("seed 102541: functional refused"), "{o:?}");
-    assert!(o.stdout.contains("1 diverge (0 wrong, 0 crashed, 0 panics, 1 refused)"), "{o:?}");
-    let reduced = std::fs::read_to_string(keep.join("fuzz_102541.py")).unwrap();
-    let original = std::fs::read_to_string(keep.join("fuzz_102541.orig.py")).unwrap();
-    assert!(reduced.lines().count() < original.lines().count(), "not reduced:\n{reduced}");
-    let verdict = std::fs::read_to_string(keep.join("fuzz_102541.txt")).unwrap();
     assert!(
-        verdict.contains("functional refused") && verdict.contains("a view chosen by an `if` on a run-time value"),
-        "{verdict}"
+        o.stderr.contains("planted/sigmoid-id") && o.stderr.contains("--unchecked-rules uses them anyway"),
+        "{o:?}"
     );
+    assert!(!keep.exists(), "nothing checked with a refused rule");
+    args.push("--unchecked-rules");
+    let o = funcfuse(&args);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert!(o.stdout.contains("seed 5005: optimized wrong"), "{o:?}");
+    assert!(o.stdout.contains("1 diverge (1 wrong, 0 crashed, 0 panics, 0 refused)"), "{o:?}");
+    let reduced = std::fs::read_to_string(keep.join("fuzz_5005.py")).unwrap();
+    let original = std::fs::read_to_string(keep.join("fuzz_5005.orig.py")).unwrap();
+    assert!(reduced.lines().count() < original.lines().count(), "not reduced:\n{reduced}");
+    assert!(reduced.contains("torch.sigmoid("), "the reduction lost what diverges:\n{reduced}");
+    let verdict = std::fs::read_to_string(keep.join("fuzz_5005.txt")).unwrap();
+    assert!(verdict.contains("optimized wrong: ") && verdict.contains(" elements differ"), "{verdict}");
 }
 
 /// Programs are checked in worker processes: one that kills its process (here a test hook aborts the worker that

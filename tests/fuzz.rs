@@ -113,15 +113,18 @@ fn an_unsound_rule_is_caught_and_the_program_reduced() {
     assert!(reduced.contains("return d\n"), "{reduced}");
 }
 
-/// Seeds whose programs once diverged (each fixed this stop: a view chosen by `if`s in turn, an overlap refused in
-/// an arm that does not run, an empty view beside a rebound name, an overlap for one chosen view only, a sum over an
-/// empty view that crashed the C kernels, an index check dropped with a write into an empty view, and three chains of
-/// kernels launched before the in-place write they needed) agree on every engine now, or are rejected by every engine
-/// as the reference rejects them.
+/// Seeds whose programs once diverged (a view chosen by `if`s in turn, an overlap refused in an arm that does not run,
+/// an empty view beside a rebound name, an overlap for one chosen view only, a sum over an empty view that crashed the
+/// C kernels, index checks dropped with writes into empty views, kernels launched before the in-place write they
+/// needed, and views chosen on the counter of a `while` loop that breaks on data) agree on every engine now, or are
+/// rejected by every engine as the reference rejects them.
 #[test]
 fn seeds_that_once_diverged_agree_now() {
     let rules = fuzz::shipped_rewrites().expect("the shipped rules load");
-    let seeds = [100645, 101816, 142187, 145179, 146116, 162609, 165647, 167082, 168522, 175197, 178147];
+    let seeds = [
+        100645, 101816, 102541, 142187, 145179, 146116, 162609, 165647, 167082, 168522, 171808, 175197, 178147, 185586,
+        192565, 198693,
+    ];
     for (seed, (src, v)) in seeds.iter().zip(fuzz::check_seeds(&seeds, &Engine::ALL, &rules)) {
         assert!(v.divergences.is_empty(), "seed {seed} diverges: {:?}\n{src}", v.divergences);
     }

@@ -213,3 +213,17 @@ def return_in_loop_over_pairs(x: f32[4], w: f32[4]) -> tuple[f32[4], float]:
             return t * k, 0.5
         r = r + k
     return w, r
+
+
+# A `for` loop that may `break` on data left its target at the range's last value in the functional engines (after
+# the `break` its body runs under a flag, and the loop went on binding the target): silently wrong wherever the
+# target was read after the loop. It now keeps the value it broke at, as in Python.
+def for_target_after_a_break_on_data(x: f32[4]) -> tuple[f32[4], f32[4]]:
+    for i in range(4):
+        if x[i] > 0.0:
+            break
+    y = x * i
+    for j, v in enumerate(x.unbind(0)):
+        if v < 0.0:
+            break
+    return y, x * j + v

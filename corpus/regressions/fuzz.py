@@ -510,3 +510,38 @@ def in_place_writes_grouped_across_each_others_needs(a: f32[4, 2], c: f32[4, 1])
     a.select(0, -2).add_(torch.full((), 0.5) - 0.5)
     t = a.relu() + a.clamp(min=-0.5, max=0.75)
     return a, c, t[:, -1]
+
+
+# Fuzz seeds 102541, 171808, 185586, 192565, 198693 (reduced): a `while k < 3: ...; k += 1` loop that may `break` on
+# data was a `while` term, where the counter is a run-time value, so a view or tensor chosen by `if k == 2` was
+# refused. Such a counted loop (`k` set to an int literal before it, stepped by a literal once per iteration, a
+# literal bound of at most 64 iterations) is now functionalized as the `for` loop it is, exactly: `k` after the loop
+# is what the `while` leaves, also after a `break` before or after the step.
+def counted_while_with_a_view_chosen_on_the_counter(a: f32[1], b: f32[4, 1], idx: i64[1]) -> tuple[f32[1], f32[1]]:
+    v = b.unbind(0)[2]
+    k = 0
+    while k < 3:
+        if k == 2:
+            v = v * 0.5 + torch.exp((a / (v.abs() + 1.0)).clamp(max=1.0))
+        if idx[0] > 2:
+            break
+        k += 1
+    return v, a * k
+
+
+def counted_while_stepping_before_a_break(a: f32[3, 6], d: f32[3, 6], s: f32[4]) -> tuple[f32[3, 6], f32[6]]:
+    k = 1
+    t = d
+    while k <= 4:
+        if k == 2:
+            t = torch.exp(a.clamp(max=1.0)) - d
+            v = t.flatten()
+            if s[0] > 5.0:
+                break
+        else:
+            w = d.transpose(0, 1)
+            w += 1.0
+        k += 1
+        if s[k - 2] > 0.0:
+            break
+    return t * k, d[k - 3]

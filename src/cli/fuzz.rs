@@ -9,8 +9,12 @@ use std::sync::Mutex;
 use std::io::{BufRead, Write};
 use std::process::{Command, Stdio};
 
+use egg::Rewrite;
 use funcfuse::fuzz::{self, Divergence, Engine, Kind, Summary, Verdict};
+use funcfuse::ir::Node;
+use funcfuse::rewrite::TermAnalysis;
 
+use super::rules::UseRules;
 use crate::Failure;
 
 /// Off a terminal (CI logs, long runs piped to a file), progress is one line per this many programs.
@@ -48,6 +52,10 @@ pub(crate) struct FuzzArgs {
     /// `fuzz` run do).
     #[arg(long, hide = true)]
     worker: bool,
+    /// The rules the optimized engines saturate with (the shipped ones by default): `--rules` files are checked
+    /// first, as for `optimize`, unless `--unchecked-rules` (then the fuzzer tests them as they are).
+    #[command(flatten)]
+    rules: UseRules,
 }
 
 fn parse_engines(list: Option<&str>) -> Result<Vec<Engine>, Failure> {
@@ -84,12 +92,24 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
         return Ok(());
     }
     let engines = parse_engines(a.engines.as_deref())?;
+    let rules = to_rewrites(&a.rules.usable()?)?;
     if let Some(dir) = &a.keep {
         std::fs::create_dir_all(dir).map_err(|e| Failure(1, format!("{}: cannot create: {e}", dir.display())))?;
     }
     if a.worker {
-        return worker(&seeds, &engines);
+        return worker(&seeds, &engines, &rules);
     }
+    // The workers take the rules as checked here.
+    let mut ra: Vec<String> =
+        a.rules.paths.dirs.iter().flat_map(|d| ["--rules".into(), d.display().to_string()]).collect();
+    ra.push("--unchecked-rules".into());
+    if a.rules.paths.only_rules {
+        ra.push("--only-rules".into());
+    }
+    if a.rules.fast_math {
+        ra.push("--fast-math".into());
+    }
+    let ra = &ra;
     let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
@@ -105,7 +125,7 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
             s.spawn(|| loop {
                 let c = next.fetch_add(1, Ordering::SeqCst);
                 let Some(chunk) = chunks.get(c) else { break };
-                let verdicts = match check_isolated(chunk, &engines) {
+                let verdicts = match check_isolated(chunk, &engines, ra) {
                     Ok(v) => v,
                     Err(f) => {
                         *failure.lock().unwrap() = Some(f);
@@ -146,7 +166,6 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
     // Panics while reducing are caught and reported per program; the default hook would print each one.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let rules = fuzz::shipped_rewrites()?;
     let mut summary = Summary::default();
     for (seed, r) in seeds.iter().zip(results.into_inner().unwrap()) {
         let verdict = r.expect("every seed was checked");
@@ -211,10 +230,9 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
 
 /// `fuzz --worker`: checks `seeds` in this process, in batches, and prints one JSON line per seed as it is judged:
 /// `{"seed": S, "verdict": ...}` ([`Verdict::to_json`]). A crash loses only the lines not yet printed.
-fn worker(seeds: &[u64], engines: &[Engine]) -> Result<(), Failure> {
+fn worker(seeds: &[u64], engines: &[Engine], rules: &[Rewrite<Node, TermAnalysis>]) -> Result<(), Failure> {
     // Panics are caught and reported per program; the default hook would print each one.
     std::panic::set_hook(Box::new(|_| {}));
-    let rules = fuzz::shipped_rewrites()?;
     let mut out = std::io::stdout().lock();
     // For the tests of crash isolation: `SEED:ENGINE` aborts this worker when it checks SEED with ENGINE.
     let die_at = std::env::var("FUNCFUSE_FUZZ_DIE_AT").ok().and_then(|v| {
@@ -225,7 +243,7 @@ fn worker(seeds: &[u64], engines: &[Engine]) -> Result<(), Failure> {
         if die_at.is_some_and(|(seed, engine)| batch.contains(&seed) && engines.contains(&engine)) {
             std::process::abort();
         }
-        for (seed, (_, v)) in batch.iter().zip(fuzz::check_seeds(batch, engines, &rules)) {
+        for (seed, (_, v)) in batch.iter().zip(fuzz::check_seeds(batch, engines, rules)) {
             let line = serde_json::json!({"seed": seed, "verdict": v.to_json()});
             writeln!(out, "{line}").and_then(|()| out.flush()).map_err(|e| Failure(1, format!("fuzz worker: {e}")))?;
         }
@@ -233,15 +251,20 @@ fn worker(seeds: &[u64], engines: &[Engine]) -> Result<(), Failure> {
     Ok(())
 }
 
-/// How a worker process ended: the verdicts it printed, and why it died when it did (a signal, or an exit status
-/// other than success).
-fn run_worker(seeds: &[u64], engines: &[Engine]) -> Result<(BTreeMap<u64, Verdict>, Option<String>), Failure> {
+/// The outcome of a worker process that checks `seeds` on `engines` with rules `ra` (its `--rules` arguments): the
+/// verdicts it printed, and why it died when it did (a signal, or an exit status other than success).
+fn run_worker(
+    seeds: &[u64],
+    engines: &[Engine],
+    ra: &[String],
+) -> Result<(BTreeMap<u64, Verdict>, Option<String>), Failure> {
     let exe = std::env::current_exe().map_err(|e| Failure(1, format!("fuzz: cannot find this program: {e}")))?;
     let list: Vec<&str> = engines.iter().filter(|e| **e != Engine::Reference).map(|e| e.name()).collect();
     let first = seeds.first().copied().unwrap_or(0);
     let mut child = Command::new(exe)
         .args(["fuzz", "--worker", "--seed", &first.to_string(), "--count", &seeds.len().to_string()])
         .args(["--engines", &list.join(",")])
+        .args(ra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -287,18 +310,18 @@ fn died(status: std::process::ExitStatus) -> Option<String> {
 /// Checks `chunk` in a worker process. Where the worker dies, each seed it did not report is checked again in a
 /// process of its own, and a seed whose process dies again is judged a crash of the first engine that kills a
 /// process running the reference and it alone.
-fn check_isolated(chunk: &[u64], engines: &[Engine]) -> Result<Vec<Verdict>, Failure> {
-    let (mut got, why) = run_worker(chunk, engines)?;
+fn check_isolated(chunk: &[u64], engines: &[Engine], ra: &[String]) -> Result<Vec<Verdict>, Failure> {
+    let (mut got, why) = run_worker(chunk, engines, ra)?;
     if let Some(why) = why {
         let missing: Vec<u64> = chunk.iter().copied().filter(|s| !got.contains_key(s)).collect();
         let mut reproduced = false;
         for &seed in &missing {
-            let (mut one, again) = run_worker(&[seed], engines)?;
+            let (mut one, again) = run_worker(&[seed], engines, ra)?;
             let v = match (one.remove(&seed), again) {
                 (Some(v), _) => v,
                 (None, again) => {
                     reproduced = true;
-                    crashed(seed, engines, again.unwrap_or_else(|| why.clone()))?
+                    crashed(seed, engines, ra, again.unwrap_or_else(|| why.clone()))?
                 }
             };
             got.insert(seed, v);
@@ -319,12 +342,12 @@ fn check_isolated(chunk: &[u64], engines: &[Engine]) -> Result<Vec<Verdict>, Fai
 
 /// The verdict on a seed whose check kills its process: a crash of the first engine that kills it run alone with
 /// the reference (the reference itself when it kills a process alone; the last engine, said so, when none does).
-fn crashed(seed: u64, engines: &[Engine], why: String) -> Result<Verdict, Failure> {
-    let (alone, reference_died) = run_worker(&[seed], &[Engine::Reference])?;
+fn crashed(seed: u64, engines: &[Engine], ra: &[String], why: String) -> Result<Verdict, Failure> {
+    let (alone, reference_died) = run_worker(&[seed], &[Engine::Reference], ra)?;
     let reference_error = alone.get(&seed).and_then(|v| v.reference_error.clone());
     let mut culprit = reference_died.is_some().then_some(Engine::Reference);
     for &e in engines.iter().filter(|e| **e != Engine::Reference) {
-        if culprit.is_none() && run_worker(&[seed], &[Engine::Reference, e])?.1.is_some() {
+        if culprit.is_none() && run_worker(&[seed], &[Engine::Reference, e], ra)?.1.is_some() {
             culprit = Some(e);
         }
     }
@@ -333,4 +356,8 @@ fn crashed(seed: u64, engines: &[Engine], why: String) -> Result<Verdict, Failur
         None => (*engines.last().unwrap_or(&Engine::Reference), format!("{why}; no engine alone kills it")),
     };
     Ok(Verdict { reference_error, divergences: vec![Divergence { engine, kind: Kind::Crash, detail }] })
+}
+
+fn to_rewrites(defs: &[funcfuse::rewrite::rules::RuleDef]) -> Result<Vec<Rewrite<Node, TermAnalysis>>, Failure> {
+    Ok(funcfuse::rewrite::rules::to_rewrites(defs)?)
 }

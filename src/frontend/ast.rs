@@ -268,6 +268,39 @@ pub fn is_default_capture(name: &str) -> bool {
     name.starts_with("<default ")
 }
 
+/// The names a body binds: assignment, augmented assignment, `for` and comprehension targets.
+pub fn bound_names(body: &[Stmt], out: &mut Vec<String>) {
+    fn target(e: &Expr, out: &mut Vec<String>) {
+        match &e.kind {
+            ExprKind::Name(n) => out.push(n.clone()),
+            ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| target(x, out)),
+            ExprKind::Starred(x) => target(x, out),
+            _ => {}
+        }
+    }
+    for s in body {
+        match &s.kind {
+            StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| target(t, out)),
+            StmtKind::AugAssign { target: t, .. } => target(t, out),
+            StmtKind::For { target: t, body, .. } => {
+                target(t, out);
+                bound_names(body, out);
+            }
+            StmtKind::While { body, .. } => bound_names(body, out),
+            StmtKind::If { body, orelse, .. } => {
+                bound_names(body, out);
+                bound_names(orelse, out);
+            }
+            _ => {}
+        }
+    }
+    visit_exprs(body, &mut |e| {
+        if let ExprKind::ListComp { target: t, .. } = &e.kind {
+            target(t, out);
+        }
+    });
+}
+
 /// Calls `f` on every expression of `body` (nested statements and subexpressions included).
 
 pub fn visit_exprs<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Expr)) {

@@ -206,39 +206,6 @@ fn python_would_not_run(path: &str, cx: &Cx, imports_torch: bool, future_annotat
     warnings
 }
 
-/// The names a body binds: assignment, augmented assignment, `for` and comprehension targets.
-fn bound_names(body: &[Stmt], out: &mut Vec<String>) {
-    fn target(e: &Expr, out: &mut Vec<String>) {
-        match &e.kind {
-            ExprKind::Name(n) => out.push(n.clone()),
-            ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| target(x, out)),
-            ExprKind::Starred(x) => target(x, out),
-            _ => {}
-        }
-    }
-    for s in body {
-        match &s.kind {
-            StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| target(t, out)),
-            StmtKind::AugAssign { target: t, .. } => target(t, out),
-            StmtKind::For { target: t, body, .. } => {
-                target(t, out);
-                bound_names(body, out);
-            }
-            StmtKind::While { body, .. } => bound_names(body, out),
-            StmtKind::If { body, orelse, .. } => {
-                bound_names(body, out);
-                bound_names(orelse, out);
-            }
-            _ => {}
-        }
-    }
-    visit_exprs(body, &mut |e| {
-        if let ExprKind::ListComp { target: t, .. } = &e.kind {
-            target(t, out);
-        }
-    });
-}
-
 /// Moves every function that names a failed function or an `unusable` name (an unsupported import), directly or
 /// through others, to `failed`, with a message at its first such reference that gives the original error.
 fn fail_callers(

@@ -41,6 +41,74 @@ pub(super) fn desugar(module: &Module) -> Module {
     m
 }
 
+/// The most iterations of a `while` loop that [`counted_while`] makes a `for` loop: the `for` runs them all, each
+/// after a `break` doing nothing but test the flag (on a GPU a read of it by the host), where the `while` term stops.
+const COUNTED_WHILE_MAX: i64 = 64;
+
+/// `k` and `range(k, E, S)`, a `for` loop over which is the loop `while k < E: A; k += S; B` after `before`, whose
+/// last statement that binds `k` is `k = INT`: the same loop, exactly, where `E` and `S` are int literals, `S` at
+/// least 1 and at most [`COUNTED_WHILE_MAX`] steps from `k` to `E`, `A` and `B` do not rebind `k`, and `A` has no
+/// `continue` of this loop (which would skip the step); with `<=`, `range(k, E + 1, S)`. The body keeps its step:
+/// the `for` rebinds `k` to the value the `while` reaches at each iteration's start, and after the loop `k` is what
+/// the `while` leaves (the last step taken, or `k` as it was before a `break` in `A` or no iteration). A `while` that may `break` on a run-time value must be a `while` term, where a view chosen by
+/// an `if` on the counter is refused; as a `for` the counter stays known in every iteration (fuzz seeds 102541,
+/// 171808, 185586).
+fn counted_while(before: &[Stmt], test: &Expr, body: &[Stmt]) -> Option<(String, Expr)> {
+    let ExprKind::Compare(lhs, ops) = &test.kind else { return None };
+    let (ExprKind::Name(k), [(op @ (CmpOp::Lt | CmpOp::Le), end)]) = (&lhs.kind, ops.as_slice()) else { return None };
+    let ExprKind::Int(last) = end.kind else { return None };
+    // The statement that last bound `k` before the loop.
+    let binds_k = |st: &Stmt| {
+        let mut b = Vec::new();
+        bound_names(std::slice::from_ref(st), &mut b);
+        b.contains(k)
+    };
+    let prev = before.iter().rev().find(|st| binds_k(st))?;
+    let StmtKind::Assign { targets, value: Expr { kind: ExprKind::Int(first), .. } } = &prev.kind else {
+        return None;
+    };
+    if !matches!(targets.as_slice(), [Expr { kind: ExprKind::Name(n), .. }] if n == k) {
+        return None;
+    }
+    // The step: one statement of the body's top level.
+    let step_of = |st: &Stmt| match &st.kind {
+        StmtKind::AugAssign { target, op: BinOp::Add, value: Expr { kind: ExprKind::Int(step), .. } } => {
+            matches!(&target.kind, ExprKind::Name(n) if n == k).then_some(*step)
+        }
+        _ => None,
+    };
+    let at = body.iter().position(|st| step_of(st).is_some())?;
+    let step = step_of(&body[at])?;
+    let mut bound = Vec::new();
+    bound_names(&body[..at], &mut bound);
+    bound_names(&body[at + 1..], &mut bound);
+    if step < 1 || bound.contains(k) || continues(&body[..at]) {
+        return None;
+    }
+    // The exclusive end, and the iterations, in 128 bits (literals may be anywhere in i64).
+    let end = i128::from(last) + i128::from(*op == CmpOp::Le);
+    let trips = ((end - i128::from(*first)).max(0) + i128::from(step) - 1) / i128::from(step);
+    if trips > i128::from(COUNTED_WHILE_MAX) {
+        return None;
+    }
+    let span = test.span;
+    let int = |v: i64| Expr { kind: ExprKind::Int(v), span };
+    let args = vec![name(k, span), int(i64::try_from(end).ok()?), int(step)];
+    Some((
+        k.clone(),
+        Expr { kind: ExprKind::Call { func: Box::new(name("range", span)), args, kwargs: Vec::new() }, span },
+    ))
+}
+
+/// Whether `stmts` hold a `continue` of the enclosing loop (not of an inner one).
+fn continues(stmts: &[Stmt]) -> bool {
+    stmts.iter().any(|s| match &s.kind {
+        StmtKind::Continue => true,
+        StmtKind::If { body, orelse, .. } => continues(body) || continues(orelse),
+        _ => false,
+    })
+}
+
 /// Whether some function of `module` has a loop that may leave an iteration under an `if` (which [`desugar`] turns
 /// into flags, wherever the condition is known only at run time).
 pub(super) fn has_exits_under_if(module: &Module) -> bool {
@@ -204,17 +272,29 @@ fn unless(flag: &str, body: Vec<Stmt>, span: Span) -> Stmt {
 
 /// Rewrites the loops of a statement list (recursively).
 fn block(stmts: Vec<Stmt>, n: &mut usize) -> Vec<Stmt> {
-    let mut out = Vec::new();
+    let mut out: Vec<Stmt> = Vec::new();
     for s in stmts {
         let span = s.span;
-        match s.kind {
+        let kind = match s.kind {
+            StmtKind::While { test, body } if exits_under_if(&body, false) => match counted_while(&out, &test, &body) {
+                Some((k, iter)) => StmtKind::For { target: name(&k, span), iter, body },
+                None => StmtKind::While { test, body },
+            },
+            kind => kind,
+        };
+        match kind {
             StmtKind::For { target, iter, body } if exits_under_if(&body, false) => {
                 let (brk, skp) = flags(n);
                 out.push(set(&brk, false, span));
-                let mut inner = vec![set(&skp, false, span)];
+                // The target is bound only while the loop runs: after a `break` it keeps the value it broke at
+                // (`for i in range(4): if x[i] > 0: break` left `i` at 3, not where it broke).
+                let item = format!("%item{n}");
+                let at = target.span;
+                let bind = Stmt { kind: StmtKind::Assign { targets: vec![target], value: name(&item, at) }, span: at };
+                let mut inner = vec![bind, set(&skp, false, span)];
                 inner.extend(guard(block(body, n), &brk, &skp));
                 let body = vec![unless(&brk, inner, span)];
-                out.push(Stmt { kind: StmtKind::For { target, iter, body }, span });
+                out.push(Stmt { kind: StmtKind::For { target: name(&item, at), iter, body }, span });
             }
             StmtKind::While { test, body } if exits_under_if(&body, false) => {
                 let (brk, skp) = flags(n);
@@ -283,4 +363,72 @@ fn guard(stmts: Vec<Stmt>, brk: &str, skp: &str) -> Vec<Stmt> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kinds of the top-level loops of `f` in `src` after [`desugar`]: "for" or "while".
+    fn loops(src: &str) -> Vec<&'static str> {
+        let m = crate::frontend::parse_module("t.py", src).unwrap();
+        let d = desugar(&m);
+        let f = d.functions.iter().find(|f| f.name == "f").unwrap();
+        f.body
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::For { .. } => Some("for"),
+                StmtKind::While { .. } => Some("while"),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn program(before: &str, test: &str, body: &str) -> String {
+        format!("def f(x: f32[4], n: int = 3):\n{before}    while {test}:\n{body}    return x\n")
+    }
+
+    #[test]
+    fn counted_while_loops_that_break_on_data_become_for_loops() {
+        let brk = "        if x.sum() > 0.0:\n            break\n";
+        let cases = [
+            // (before, test, body, expected)
+            ("    k = 0\n", "k < 3", format!("{brk}        k += 1\n"), "for"),
+            ("    k = 1\n", "k <= 4", format!("        k += 2\n{brk}"), "for"),
+            ("    k = 0\n    y = x\n", "k < 3", format!("{brk}        x[k] += 1.0\n        k += 1\n"), "for"),
+            (
+                "    k = 0\n    y = x\n",
+                "k < 3",
+                format!("        if x.sum() > 1.0:\n            continue\n{brk}        k += 1\n"),
+                "while",
+            ),
+            (
+                "    k = 0\n",
+                "k < 3",
+                format!("{brk}        k += 1\n        if x.sum() > 1.0:\n            continue\n"),
+                "for",
+            ),
+            ("    k = 0\n", "k < 3", format!("{brk}        k += 1\n        k = k * 2\n"), "while"),
+            (
+                "    k = 0\n",
+                "k < 3",
+                format!("        if x.sum() < 0.0:\n            k += 1\n{brk}        k += 1\n"),
+                "while",
+            ),
+            ("    k = 0\n", "k < 3", format!("{brk}        if x.sum() < 0.0:\n            k += 1\n"), "while"),
+            ("    k = 0.0\n", "k < 3", format!("{brk}        k += 1\n"), "while"),
+            ("    k = 0\n    k = n\n", "k < 3", format!("{brk}        k += 1\n"), "while"),
+            ("    k = 0\n", "k < n", format!("{brk}        k += 1\n"), "while"),
+            ("    k = 0\n", "k < 3", format!("{brk}        k += 0\n"), "while"),
+            ("    k = 0\n", "k < 65", format!("{brk}        k += 1\n"), "while"),
+            ("    k = 0\n", "k < 64", format!("{brk}        k += 1\n"), "for"),
+            ("    k = 0\n", "k > -3", format!("{brk}        k -= 1\n"), "while"),
+            // No break on data: the loop is not rewritten at all.
+            ("    k = 0\n", "k < 3", "        x += 1.0\n        k += 1\n".to_string(), "while"),
+        ];
+        for (before, test, body, want) in cases {
+            let src = program(before, test, &body);
+            assert_eq!(loops(&src), vec![want], "{src}");
+        }
+    }
 }
