@@ -99,76 +99,12 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
     if a.worker {
         return worker(&seeds, &engines, &rules);
     }
-    // The workers take the rules as checked here.
-    let mut ra: Vec<String> =
-        a.rules.paths.dirs.iter().flat_map(|d| ["--rules".into(), d.display().to_string()]).collect();
-    ra.push("--unchecked-rules".into());
-    if a.rules.paths.only_rules {
-        ra.push("--only-rules".into());
-    }
-    if a.rules.fast_math {
-        ra.push("--fast-math".into());
-    }
-    let ra = &ra;
-    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let diverged = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Verdict>>> = Mutex::new(vec![None; seeds.len()]);
-    let tty = std::io::stderr().is_terminal();
-    let failure: Mutex<Option<Failure>> = Mutex::new(None);
-    // Seeds go to the worker processes in batches whose kernels compile together (`fuzz::check_seeds`).
-    let per = fuzz::SEEDS_PER_BATCH.min(seeds.len().div_ceil(jobs)).max(1);
-    let chunks: Vec<&[u64]> = seeds.chunks(per).collect();
-    std::thread::scope(|s| {
-        for _ in 0..jobs.min(chunks.len()) {
-            s.spawn(|| loop {
-                let c = next.fetch_add(1, Ordering::SeqCst);
-                let Some(chunk) = chunks.get(c) else { break };
-                let verdicts = match check_isolated(chunk, &engines, ra) {
-                    Ok(v) => v,
-                    Err(f) => {
-                        *failure.lock().unwrap() = Some(f);
-                        next.store(chunks.len(), Ordering::SeqCst);
-                        break;
-                    }
-                };
-                for (j, v) in verdicts.into_iter().enumerate() {
-                    let i = c * per + j;
-                    if let Some(sig) = v.signature() {
-                        // Said at once (reduction comes at the end), so a long run shows what it finds as it goes.
-                        let bad = diverged.fetch_add(1, Ordering::SeqCst) + 1;
-                        eprintln!(
-                            "{}fuzz: seed {}: {} {} (divergence {bad})",
-                            if tty { "\r" } else { "" },
-                            seeds[i],
-                            sig.engine.name(),
-                            sig.kind.name()
-                        );
-                    }
-                    results.lock().unwrap()[i] = Some(v);
-                    let d = done.fetch_add(1, Ordering::SeqCst) + 1;
-                    if tty {
-                        eprint!("\rfuzz: {d}/{} programs checked", seeds.len());
-                    } else if d % PROGRESS_EVERY == 0 && d < seeds.len() {
-                        eprintln!("fuzz: {d}/{} programs checked", seeds.len());
-                    }
-                }
-            });
-        }
-    });
-    if tty {
-        eprintln!();
-    }
-    if let Some(f) = failure.into_inner().unwrap() {
-        return Err(f);
-    }
+    let verdicts = check_all(&seeds, &engines, a)?;
     // Panics while reducing are caught and reported per program; the default hook would print each one.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let mut summary = Summary::default();
-    for (seed, r) in seeds.iter().zip(results.into_inner().unwrap()) {
-        let verdict = r.expect("every seed was checked");
+    for (seed, verdict) in seeds.iter().zip(verdicts) {
         summary.add(&verdict);
         let Some(sig) = verdict.signature() else { continue };
         let source = fuzz::gen::generate(*seed);
@@ -226,6 +162,76 @@ pub(crate) fn fuzz_cmd(a: &FuzzArgs) -> Result<(), Failure> {
         ));
     }
     Ok(())
+}
+
+/// Checks `seeds` in `--jobs` worker processes side by side, saying each divergence as it is found and the progress;
+/// the verdicts in seed order.
+fn check_all(seeds: &[u64], engines: &[Engine], a: &FuzzArgs) -> Result<Vec<Verdict>, Failure> {
+    // The workers take the rules as checked here.
+    let mut ra: Vec<String> =
+        a.rules.paths.dirs.iter().flat_map(|d| ["--rules".into(), d.display().to_string()]).collect();
+    ra.push("--unchecked-rules".into());
+    if a.rules.paths.only_rules {
+        ra.push("--only-rules".into());
+    }
+    if a.rules.fast_math {
+        ra.push("--fast-math".into());
+    }
+    let ra = &ra;
+    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let diverged = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Verdict>>> = Mutex::new(vec![None; seeds.len()]);
+    let tty = std::io::stderr().is_terminal();
+    let failure: Mutex<Option<Failure>> = Mutex::new(None);
+    // Seeds go to the worker processes in batches whose kernels compile together (`fuzz::check_seeds`).
+    let per = fuzz::SEEDS_PER_BATCH.min(seeds.len().div_ceil(jobs)).max(1);
+    let chunks: Vec<&[u64]> = seeds.chunks(per).collect();
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(chunks.len()) {
+            s.spawn(|| loop {
+                let c = next.fetch_add(1, Ordering::SeqCst);
+                let Some(chunk) = chunks.get(c) else { break };
+                let verdicts = match check_isolated(chunk, engines, ra) {
+                    Ok(v) => v,
+                    Err(f) => {
+                        *failure.lock().unwrap() = Some(f);
+                        next.store(chunks.len(), Ordering::SeqCst);
+                        break;
+                    }
+                };
+                for (j, v) in verdicts.into_iter().enumerate() {
+                    let i = c * per + j;
+                    if let Some(sig) = v.signature() {
+                        // Said at once (reduction comes at the end), so a long run shows what it finds as it goes.
+                        let bad = diverged.fetch_add(1, Ordering::SeqCst) + 1;
+                        eprintln!(
+                            "{}fuzz: seed {}: {} {} (divergence {bad})",
+                            if tty { "\r" } else { "" },
+                            seeds[i],
+                            sig.engine.name(),
+                            sig.kind.name()
+                        );
+                    }
+                    results.lock().unwrap()[i] = Some(v);
+                    let d = done.fetch_add(1, Ordering::SeqCst) + 1;
+                    if tty {
+                        eprint!("\rfuzz: {d}/{} programs checked", seeds.len());
+                    } else if d % PROGRESS_EVERY == 0 && d < seeds.len() {
+                        eprintln!("fuzz: {d}/{} programs checked", seeds.len());
+                    }
+                }
+            });
+        }
+    });
+    if tty {
+        eprintln!();
+    }
+    if let Some(f) = failure.into_inner().unwrap() {
+        return Err(f);
+    }
+    Ok(results.into_inner().unwrap().into_iter().map(|r| r.expect("every seed was checked")).collect())
 }
 
 /// `fuzz --worker`: checks `seeds` in this process, in batches, and prints one JSON line per seed as it is judged:

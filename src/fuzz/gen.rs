@@ -113,6 +113,9 @@ const HELPERS: &[(&str, &str)] = &[
 /// The generator's state while writing one program.
 pub struct Gen {
     rng: Rng,
+    /// A second stream for what the generator learned to write later, so that it leaves the first stream, and with
+    /// it every seed's program as it was, unchanged apart from the added lines.
+    later: Rng,
     body: Vec<String>,
     indent: usize,
     tensors: Vec<TVar>,
@@ -132,6 +135,7 @@ pub struct Gen {
 pub fn generate(seed: u64) -> String {
     let mut g = Gen {
         rng: Rng::new(seed),
+        later: Rng::new(seed ^ 0x6c61_7465_725f_7331),
         body: Vec::new(),
         indent: 1,
         tensors: Vec::new(),
@@ -187,6 +191,24 @@ impl Gen {
         let pad = "    ".repeat(self.indent);
         self.body.push(format!("{pad}{}", text.as_ref()));
         self.budget -= 1;
+    }
+
+    /// A line drawn from the [`Gen::later`] stream: it takes nothing from the statement budget.
+    fn later_line(&mut self, text: impl AsRef<str>) {
+        let pad = "    ".repeat(self.indent);
+        self.body.push(format!("{pad}{}", text.as_ref()));
+    }
+
+    /// Sometimes (the [`Gen::later`] stream) a loop's counter or target `var`, read after the loop, where a `break`
+    /// may have stopped it: added to the first writable float tensor, which the program returns or writes.
+    fn read_after_loop(&mut self, var: &str) {
+        if !self.later.pct(30) {
+            return;
+        }
+        if let Some(t) = self.tensors.iter().find(|t| t.dt == Dt::F32 && t.writable) {
+            let line = format!("{} += {var}", t.name);
+            self.later_line(line);
+        }
     }
 
     fn name(&mut self, prefix: &str) -> String {

@@ -46,6 +46,7 @@ impl Gen {
             if lo == 0 && self.rng.pct(50) { format!("range({hi_text})") } else { format!("range({lo}, {hi_text})") };
         self.line(format!("for {var} in {range}:"));
         let n = self.rng.range(1, 3);
+        let target = var.clone();
         self.block(|g| {
             g.in_loop += 1;
             let outer = std::mem::replace(&mut g.no_continue, false);
@@ -54,6 +55,10 @@ impl Gen {
             g.no_continue = outer;
             g.in_loop -= 1;
         });
+        // After no iteration the target is unbound.
+        if hi > lo {
+            self.read_after_loop(&target);
+        }
     }
 
     /// `while k < LIMIT:` with a counter, sometimes with a `break` on a run-time value.
@@ -77,6 +82,7 @@ impl Gen {
             g.no_continue = outer;
             g.in_loop -= 1;
         });
+        self.read_after_loop(&var);
     }
 
     /// `if <run-time value>: break`.
