@@ -123,7 +123,7 @@ fn seeds_that_once_diverged_agree_now() {
     let rules = fuzz::shipped_rewrites().expect("the shipped rules load");
     let seeds = [
         100645, 101816, 102541, 142187, 145179, 146116, 162609, 165647, 167082, 168522, 171808, 175197, 178147, 185586,
-        192565, 198693,
+        192565, 198693, 214204, 215892,
     ];
     for (seed, (src, v)) in seeds.iter().zip(fuzz::check_seeds(&seeds, &Engine::ALL, &rules)) {
         assert!(v.divergences.is_empty(), "seed {seed} diverges: {:?}\n{src}", v.divergences);

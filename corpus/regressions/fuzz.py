@@ -545,3 +545,32 @@ def counted_while_stepping_before_a_break(a: f32[3, 6], d: f32[3, 6], s: f32[4])
         if s[k - 2] > 0.0:
             break
     return t * k, d[k - 3]
+
+
+# Fuzz seed 214204 (reduced): the group of `d.clamp_` and the later `a[:, -3] *= ...` needed the in-place
+# `a.view(9).add_`, which had to wait for the `cat` that read `a` before it, and the `cat` needed `d.clamp_`: launching
+# the group ran the write first, so the `cat` read `a` already written (the fused C plan's result differed). Group
+# entanglement now follows an in-place write to the readers that run before it.
+def group_needing_a_write_that_waits_for_a_reader_of_the_group(a: f32[3, 3], d: f32[3]) -> f32[9]:
+    d.clamp_(-0.75, 0.0)
+    xs = []
+    for i in range(3):
+        xs.append(a[i] * 2.0 + (-d))
+    t = torch.cat(xs[::-1], 0)
+    a.view(9).add_(torch.full((9,), 0.5) + -1.25)
+    a[:, -3] *= (-d) - d.clamp(min=-0.5, max=0.75)
+    return t
+
+
+# Fuzz seed 215892 (reduced): `w += torch.tanh(w)` through a view chosen by an `if` on data wrote in place into the
+# zeros that `c`'s earlier copy also read; the planner took that copy for done before the write because the `if`
+# reads it, but the host runs one arm only, so the eager and unfunctionalized plans' copy read the written zeros.
+def in_place_write_over_a_buffer_read_only_in_an_arm(a: f32[3, 6, 3], b: f32[3], c: f32[3, 6, 3]) -> f32[6, 3, 3]:
+    b[0] += 4.0
+    c.reshape(-1).copy_(b[0] + torch.zeros((54,)))
+    if b.sum() > 0.5:
+        w = a.transpose(1, 0)
+    else:
+        w = c.transpose(1, 0)
+    w += torch.tanh(w)
+    return w

@@ -33,8 +33,9 @@ pub(super) fn reaches(plan: &Plan, from: Id, to: Id) -> bool {
     false
 }
 
-/// [`reaches`], where a kernel of a group other than `own` also leads to that group's other members: launching one
-/// launches all, after the inputs of each.
+/// [`reaches`], where a kernel of a group other than `own` also leads to that group's other members (launching one
+/// launches all, after the inputs of each), and an in-place write to the readers of its buffer that run before it
+/// (`Plan::before`).
 fn reaches_grouped(plan: &Plan, from: Id, to: Id, own: usize) -> bool {
     let mut seen = hashbrown::HashSet::new();
     let mut stack = vec![from];
@@ -55,6 +56,12 @@ fn reaches_grouped(plan: &Plan, from: Id, to: Id, own: usize) -> bool {
             if let Some(g) = plan.group_of.get(k).copied().flatten().filter(|&g| g != own) {
                 stack.extend(plan.groups[g].iter().map(|&m| plan.launches[m].node));
             }
+        }
+        // An in-place write runs after the readers of the buffer it overwrites (fuzz seed 214204: the group of
+        // `d.clamp_` and a later write into `a` needed the in-place `a.view(9).add_`, which had to wait for the
+        // `cat` that read `a` before it and needed `d.clamp_`: the `cat` read `a` already written).
+        if let Some(readers) = plan.before.get(&c) {
+            stack.extend(readers.iter().copied());
         }
         // Below `to`, children cannot lead to it (they have smaller ids), but another group's member may.
         if c > to {

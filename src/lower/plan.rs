@@ -640,9 +640,14 @@ impl Planner<'_> {
         let mut stack: Vec<Id> = self.term[assign].children().to_vec();
         while let Some(c) = stack.pop() {
             if !std::mem::replace(&mut deps[usize::from(c)], true) {
-                // Loop bodies are run by their loop: a body's nodes are not done before the loop is.
-                if !matches!(self.term[c], Node::Loop(_) | Node::While(_)) {
-                    stack.extend(self.term[c].children().iter().copied());
+                match self.term[c] {
+                    // Loop bodies are run by their loop: a body's nodes are not done before the loop is.
+                    Node::Loop(_) | Node::While(_) => {}
+                    // The host runs one arm of an `if`: what only an arm reads may not have run (fuzz seed 215892:
+                    // `c`'s copy read a buffer the write of a view chosen by the `if` overwrote first, the copy
+                    // being read only in the arm not taken).
+                    Node::If([cond, _, _]) => stack.push(cond),
+                    _ => stack.extend(self.term[c].children().iter().copied()),
                 }
             }
         }
