@@ -234,6 +234,26 @@ fn a_raise_under_a_run_time_condition_raises_only_when_it_runs() {
     }
 }
 
+/// `math.sqrt` of a number known only at run time (timm's NAdamW bias correction): computed in double where the
+/// number is not negative, and Python's "math domain error" where it is, on every engine.
+#[test]
+fn math_sqrt_of_a_run_time_number() {
+    let dir = scratch("dyn_sqrt");
+    for (shift, ok) in [("2.0", true), ("-2.0", false)] {
+        let src =
+            format!("import math\n\ndef f(x: f32[4]) -> f32[4]:\n    return x * math.sqrt(x[0].item() + {shift})\n");
+        for engine in ["reference", "functional", "optimized"] {
+            let o = run_f(&dir, &src, engine);
+            if ok {
+                assert_eq!(o.code, 0, "{engine}: {}", o.stderr);
+            } else {
+                assert_eq!(o.code, 1, "{engine}");
+                assert!(o.stderr.contains("ValueError: math domain error"), "{engine}: {}", o.stderr);
+            }
+        }
+    }
+}
+
 /// An unsupported import binds names that only the functions using them cannot use: the rest of the file runs.
 /// numpy is imported, but a use other than a function of numbers known before the program runs is refused there.
 #[test]

@@ -4,6 +4,7 @@ real tensor (the tensor itself), dtypes no tensor here has, `torch.get_default_d
 from __future__ import annotations
 
 import copy
+import math
 
 import torch
 import torch.nn as nn
@@ -59,3 +60,19 @@ def dtypes_and_logcumsumexp(x: f32[3, 5], y: f32[4]) -> tuple[f32[3, 5], f32[3, 
     b = x.logcumsumexp(0)
     c = torch.logcumsumexp(torch.cat([y[:2] * 400.0 - 1000.0, y[2:]]), -1)
     return a, b, c, torch.logcumsumexp(x.t(), 0).t()
+
+
+# Round 15 (PyTorch's LSTM decomposition, timm's NAdamW): `list.reverse()` and `list.insert()`, and `math.sqrt` of a
+# number known only at run time (a bias correction from a tensor step count read with `.item()`).
+def list_reverse_and_sqrt_of_a_step(x: f32[3, 4], p: f32[5]) -> tuple[f32[4, 4], f32[5]]:
+    outs = []
+    for row in x:
+        outs.append(row.unsqueeze(0) * 2.0)
+    outs.reverse()
+    outs.insert(-1, x[0:1])
+    step_t = torch.tensor(0.0)
+    for _ in range(3):
+        step_t += 1
+        step = step_t.item()
+        p.mul_(math.sqrt(1 - 0.999 ** step))
+    return torch.cat(outs, 0), p

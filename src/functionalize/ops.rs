@@ -167,6 +167,20 @@ impl<'m> Fz<'m> {
                             .borrow_mut()
                             .pop()
                             .ok_or_else(|| Stop::Diag(Diagnostic::new("pop from empty list").at(span))),
+                        ("reverse", 0) => {
+                            l.borrow_mut().reverse();
+                            Ok(FV::None)
+                        }
+                        ("insert", 2) => {
+                            let FV::Int(i) = pos[0] else {
+                                return diag(span, "list.insert() needs an index known before the program runs");
+                            };
+                            let mut v = l.borrow_mut();
+                            let n = v.len() as i64;
+                            let k = if i < 0 { (i + n).max(0) } else { i.min(n) };
+                            v.insert(k as usize, pos[1].clone());
+                            Ok(FV::None)
+                        }
                         _ => diag(span, format!("unsupported list method `{name}`")),
                     },
                     FV::Dict(d) if kw.is_empty() => Self::dict_method(&d, name, &pos, span),

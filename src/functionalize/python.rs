@@ -390,6 +390,9 @@ impl<'m> Fz<'m> {
             Some(FV::Bool(b)) => Some(*b as i64 as f64),
             _ => None,
         };
+        if let ([v @ (FV::DynFloat(_) | FV::DynInt(_))], "sqrt") = (pos, name) {
+            return self.dyn_sqrt(v, span);
+        }
         let Some(x) = num(pos.first()) else {
             return diag(span, format!("math.{name}() needs a number known before the program runs"));
         };
@@ -404,6 +407,22 @@ impl<'m> Fz<'m> {
             Some(v) => Ok(FV::Float(v.to_f64())),
             None => diag(span, format!("unsupported function `math.{name}`")),
         }
+    }
+
+    /// `math.sqrt(x)` of a number known only at run time (an optimizer's bias correction from a step counter read
+    /// with `.item()`): in double, as Python computes it, raising where `x < 0` (Python's "math domain error"; NaN
+    /// gives NaN).
+    fn dyn_sqrt(&mut self, v: &FV, span: Span) -> FR<FV> {
+        use crate::tensor::ops::Binary;
+        let x = self.scalar_tensor(v, Some(DType::F64), span)?.0;
+        let zero = self.scalar_tensor(&FV::Float(0.0), Some(DType::F64), span)?.0;
+        let negative = self.elementwise(Binary::Lt, &[FV::DynFloat(x), FV::DynFloat(zero)], span)?;
+        let negative = self.dyn_bool_of(&negative, span)?;
+        let n = self.t.at(negative);
+        let ok = self.t.op(crate::ir::OpName::LogicalNot, vec![n]).map_err(Self::tyerr(span))?;
+        self.runtime_assert(ok, span)?;
+        let x = self.t.at(x);
+        Ok(FV::DynFloat(self.t.op(crate::ir::OpName::Sqrt, vec![x]).map_err(Self::tyerr(span))?))
     }
 
     /// Python's `all(items)` / `any(items)`: items known before the program runs decide statically (the first one

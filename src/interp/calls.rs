@@ -111,6 +111,10 @@ impl<'m> Interp<'m> {
                         ("pop", 0) => {
                             l.borrow_mut().pop().ok_or_else(|| Diagnostic::new("pop from empty list").at(span))
                         }
+                        ("reverse", 0) => {
+                            l.borrow_mut().reverse();
+                            Ok(Value::None)
+                        }
                         ("insert", 2) => {
                             let i = to_int(&pos[0]).map_err(tensor_err(span))?;
                             let mut v = l.borrow_mut();
