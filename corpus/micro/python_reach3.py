@@ -4,7 +4,9 @@ real tensor (the tensor itself), dtypes no tensor here has, `torch.get_default_d
 from __future__ import annotations
 
 import copy
+import functools
 import math
+from functools import partial
 
 import torch
 import torch.nn as nn
@@ -76,3 +78,17 @@ def list_reverse_and_sqrt_of_a_step(x: f32[3, 4], p: f32[5]) -> tuple[f32[4, 4],
         step = step_t.item()
         p.mul_(math.sqrt(1 - 0.999 ** step))
     return torch.cat(outs, 0), p
+
+
+def _scaled(x, factor, shift=0.0):
+    return x * factor + shift
+
+
+# Round 15 (PyTorch's GRU decomposition binds its cell with `partial(one_layer_rnn, hidden_fn=gru_cell)`):
+# `functools.partial` of a program function or a torch function, by keyword; a call's keyword overrides the partial's,
+# and a partial of a partial merges their keywords.
+def partial_by_keyword(x: f32[4], y: f32[4]) -> tuple[f32[4], f32[4], f32[4], f32[4]]:
+    triple = partial(_scaled, factor=3.0)
+    shifted = functools.partial(triple, shift=1.0)
+    add2 = partial(torch.add, alpha=2.0)
+    return triple(x), triple(x, factor=2.0), shifted(y), add2(x, y)

@@ -2,11 +2,12 @@
 bbox_rescale, torchvision's box_convert, PyTorch's own LSTM (with projections, bidirectional) and GRU decompositions, a
 Mamba-2 decode step, Hugging Face's YaRN rotary embedding, Qwen2-MoE's sparse MoE block and Bark's EOS prioritizer,
 timm's NAdamW, torch-optimizer's SGDW and pytorch_optimizer's Tiger. Inputs arrive uniform in [-1, 1); integer inputs
-in [0, 10). The GRU decomposition (`functools.partial`) and the Qwen2-MoE block (`torch.where(cond)`, a data-dependent
-shape) are in tests/real_pending/heldout_r15.py."""
+in [0, 10). The Qwen2-MoE block (`torch.where(cond)`, a data-dependent shape) is in
+tests/real_pending/heldout_r15.py."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 import torch.nn as nn
@@ -671,3 +672,58 @@ def tiger_steps(p1: f32[6, 6], p2: f32[10], grads1: f32[4, 6, 6], grads2: f32[4,
 
                 p.add_(torch.sign(exp_avg), alpha=-group['lr'])
     return p1, p2
+
+
+def _one_layer_rnn(inp, hidden, params, has_biases, hidden_fn, reverse=False):
+    ih_weight = params[0]
+    hh_weight = params[1]
+    ih_bias = params[2] if has_biases else None
+    hh_bias = params[3] if has_biases else None
+
+    precomputed_input = F.linear(inp, ih_weight, ih_bias)
+    precomputed_input = precomputed_input.flip(0) if reverse else precomputed_input
+    cur_hidden = hidden.unsqueeze(0)
+    step_output = []
+    for i in precomputed_input:
+        cur_hidden = hidden_fn(i, cur_hidden, ih_weight, ih_bias, hh_weight, hh_bias)
+        step_output.append(cur_hidden)
+
+    if reverse:
+        step_output.reverse()
+
+    out = torch.cat(step_output, 0)
+
+    return out, cur_hidden.squeeze(0)
+
+
+def _gru_cell(inp, cur_hidden, ih_weight, ih_bias, hh_weight, hh_bias):
+    chunked_igates = inp.chunk(3, 1)
+    chunked_hgates = F.linear(cur_hidden, hh_weight, hh_bias).chunk(3, 2)
+    reset_gate = (chunked_hgates[0] + chunked_igates[0]).sigmoid()
+    input_gate = (chunked_hgates[1] + chunked_igates[1]).sigmoid()
+    new_gate = (chunked_igates[2] + (chunked_hgates[2] * reset_gate)).tanh()
+    return (cur_hidden - new_gate) * input_gate + new_gate
+
+
+# PyTorch, torch/_decomp/decompositions.py: gru_impl (aten.gru.input's decomposition) with _rnn_helper,
+# partial(one_layer_rnn, hidden_fn=gru_cell); two layers with biases (input 5, hidden 8, batch 3, 6 steps)
+def torch_decomp_gru_2layer(
+    input: f32[6, 3, 5], hx: f32[2, 3, 8], w_ih0: f32[24, 5], w_ih1: f32[24, 8], w_hh: f32[2, 24, 8],
+    b_ih: f32[2, 24], b_hh: f32[2, 24]
+) -> tuple[f32[6, 3, 8], f32[2, 3, 8]]:
+    params = [w_ih0, w_hh[0], b_ih[0], b_hh[0], w_ih1, w_hh[1], b_ih[1], b_hh[1]]
+    has_biases, num_layers, dropout, train, bidirectional, batch_first = True, 2, 0.0, False, False, False
+    params = _gather_params(params, has_biases, False)
+    out, final_hiddens = _rnn_helper(
+        input,
+        hx.unbind(0),
+        params,
+        has_biases,
+        num_layers,
+        dropout,
+        train,
+        bidirectional,
+        batch_first,
+        partial(_one_layer_rnn, hidden_fn=_gru_cell),
+    )
+    return out, torch.stack(final_hiddens, 0)

@@ -86,6 +86,7 @@ impl<'m> Fz<'m> {
             "math" => FV::Module("math"),
             "itertools" => FV::Module("itertools"),
             "copy" => FV::Module("copy"),
+            "functools" => FV::Module("functools"),
             "Tensor" => FV::Module("torch.Tensor"),
             // Builtin types, as values (`isinstance(n, int)`); calls to them are builtins.
             "int" => FV::Module("int"),

@@ -113,6 +113,7 @@ impl<'m> Fz<'m> {
                     FV::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
                     FV::Module("itertools") => self.itertools(name, &pos, &kw, span),
                     FV::Module("copy") => self.deepcopy(name, &pos, &kw, span),
+                    FV::Module("functools") => self.functools(name, &pos, kw, span),
                     FV::Module("torch.nn.init") if kw.is_empty() && !pos.is_empty() => self.nn_init(name, &pos, span),
                     FV::Module("torch") if crate::interp::python::complex_refusal(name).is_some() => {
                         diag(span, crate::interp::python::complex_refusal(name).expect("checked"))
@@ -153,36 +154,7 @@ impl<'m> Fz<'m> {
                         a.check_keywords(&format!("Tensor.{name}"))?;
                         Ok(r)
                     }
-                    FV::List(l) => match (name.as_str(), pos.len()) {
-                        ("append", 1) => {
-                            l.borrow_mut().push(pos.remove(0));
-                            Ok(FV::None)
-                        }
-                        ("extend", 1) => {
-                            let items = self.iterate(&pos[0], span)?;
-                            l.borrow_mut().extend(items);
-                            Ok(FV::None)
-                        }
-                        ("pop", 0) => l
-                            .borrow_mut()
-                            .pop()
-                            .ok_or_else(|| Stop::Diag(Diagnostic::new("pop from empty list").at(span))),
-                        ("reverse", 0) => {
-                            l.borrow_mut().reverse();
-                            Ok(FV::None)
-                        }
-                        ("insert", 2) => {
-                            let FV::Int(i) = pos[0] else {
-                                return diag(span, "list.insert() needs an index known before the program runs");
-                            };
-                            let mut v = l.borrow_mut();
-                            let n = v.len() as i64;
-                            let k = if i < 0 { (i + n).max(0) } else { i.min(n) };
-                            v.insert(k as usize, pos[1].clone());
-                            Ok(FV::None)
-                        }
-                        _ => diag(span, format!("unsupported list method `{name}`")),
-                    },
+                    FV::List(l) => self.list_method(&l, name, pos, span),
                     FV::Dict(d) if kw.is_empty() => Self::dict_method(&d, name, &pos, span),
                     FV::Str(text) if kw.is_empty() => super::python::str_method(&text, name, &pos, span),
                     other => {

@@ -118,6 +118,10 @@ impl<'m> Fz<'m> {
         shown: &str,
     ) -> FR<FV> {
         if let FV::Closure(fname, captured) = &callee {
+            if let Some(f) = fname.strip_prefix(crate::interp::compat::PARTIAL) {
+                let kw = crate::interp::compat::partial_keywords(captured, kw);
+                return self.call_value(FV::Func(f.into()), pos, kw, span, shown);
+            }
             // A stateless `torch.nn` module: its function with the constructor's arguments.
             if fname.contains('.') {
                 let kw = captured.iter().cloned().chain(kw).collect();
@@ -381,6 +385,44 @@ impl<'m> Fz<'m> {
         let combos = crate::interp::python::cartesian_product(&seqs, repeat).map_err(err(span))?;
         let items = combos.into_iter().map(|c| FV::Tuple(Rc::new(c))).collect();
         Ok(FV::List(Rc::new(RefCell::new(items))))
+    }
+
+    /// `LIST.NAME(*pos)`: the list methods both engines have.
+    pub(super) fn list_method(&mut self, l: &Rc<RefCell<Vec<FV>>>, name: &str, mut pos: Vec<FV>, span: Span) -> FR<FV> {
+        match (name, pos.len()) {
+            ("append", 1) => l.borrow_mut().push(pos.remove(0)),
+            ("extend", 1) => {
+                let items = self.iterate(&pos[0], span)?;
+                l.borrow_mut().extend(items);
+            }
+            ("pop", 0) => {
+                return l.borrow_mut().pop().ok_or_else(|| Stop::Diag(Diagnostic::new("pop from empty list").at(span)))
+            }
+            ("reverse", 0) => l.borrow_mut().reverse(),
+            ("insert", 2) => {
+                let FV::Int(i) = pos[0] else {
+                    return diag(span, "list.insert() needs an index known before the program runs");
+                };
+                let mut v = l.borrow_mut();
+                let n = v.len() as i64;
+                let k = if i < 0 { (i + n).max(0) } else { i.min(n) };
+                v.insert(k as usize, pos[1].clone());
+            }
+            _ => return diag(span, format!("unsupported list method `{name}`")),
+        }
+        Ok(FV::None)
+    }
+
+    /// `functools.NAME(*pos, **kw)`: `partial` by keyword ([`crate::interp::compat::functools_partial`]).
+    pub(super) fn functools(&mut self, name: &str, pos: &[FV], kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
+        use crate::interp::compat::{functools_partial, PARTIAL};
+        let func = match pos.first() {
+            Some(FV::Func(f)) => Some((&**f, &[][..])),
+            Some(FV::Closure(f, c)) if f.starts_with(PARTIAL) => Some((&**f, &c[..])),
+            _ => None,
+        };
+        let (f, kw) = functools_partial(name, pos.len(), func, kw).map_err(err(span))?;
+        Ok(FV::Closure(f.into(), Rc::new(kw)))
     }
 
     pub(super) fn math(&mut self, name: &str, pos: &[FV], span: Span) -> FR<FV> {

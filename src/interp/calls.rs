@@ -55,6 +55,16 @@ impl<'m> Interp<'m> {
                     }
                     Value::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
                     Value::Module("itertools") => self.itertools(name, &pos, &kw, span),
+                    Value::Module("functools") => {
+                        let func = match pos.first() {
+                            Some(Value::Func(f)) => Some((&**f, &[][..])),
+                            Some(Value::Closure(f, c)) if f.starts_with(super::compat::PARTIAL) => Some((&**f, &c[..])),
+                            _ => None,
+                        };
+                        let (f, kw) =
+                            super::compat::functools_partial(name, pos.len(), func, kw).map_err(tensor_err(span))?;
+                        Ok(Value::Closure(f.into(), std::rc::Rc::new(kw)))
+                    }
                     Value::Module("copy") => {
                         super::compat::deepcopy_args(name, &pos, &kw).map_err(tensor_err(span))?;
                         deepcopy(&pos[0]).map_err(tensor_err(span))
@@ -229,6 +239,11 @@ impl<'m> Interp<'m> {
                 let module = self.module;
                 let func = module.function(&name).expect("Func values name module functions");
                 self.call_function(func, pos, kw, span)
+            }
+            Value::Closure(name, captured) if name.starts_with(super::compat::PARTIAL) => {
+                let f = &name[super::compat::PARTIAL.len()..];
+                let kw = super::compat::partial_keywords(&captured, kw);
+                self.call_value(Value::Func(f.into()), pos, kw, span)
             }
             // A stateless `torch.nn` module: its function with the constructor's arguments.
             Value::Closure(name, captured) if name.contains('.') => {

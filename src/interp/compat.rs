@@ -190,3 +190,48 @@ pub(crate) fn logcumsumexp_check(d: DType, len: usize) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The name prefix of a `functools.partial` value: a closure (`Closure(PARTIAL + f, keywords)`) whose keywords a call
+/// may override, unlike a nested `def`'s captured values.
+pub const PARTIAL: &str = "<partial>";
+
+/// `functools.NAME(*pos, **kw)`: `partial(f, **keywords)` of a function (`func`: its name, or that of an earlier
+/// partial with `inner` its keywords): the name and keywords of the partial. Positional arguments after the function
+/// are not supported (PyTorch's GRU decomposition binds its cell by keyword).
+pub fn functools_partial<V: Clone>(
+    name: &str,
+    npos: usize,
+    func: Option<(&str, &[(String, V)])>,
+    kw: Vec<(String, V)>,
+) -> Result<(String, Vec<(String, V)>), String> {
+    if name != "partial" {
+        return Err(format!("unsupported function `functools.{name}` (only functools.partial)"));
+    }
+    let Some((f, inner)) = func else {
+        return Err(if npos == 0 {
+            "partial() missing required argument 'func'".into()
+        } else {
+            "the first argument of functools.partial must be a function".into()
+        });
+    };
+    if npos > 1 {
+        return Err("functools.partial with positional arguments after the function is not supported; pass them by \
+                    keyword"
+            .into());
+    }
+    let f = f.strip_prefix(PARTIAL).unwrap_or(f);
+    Ok((format!("{PARTIAL}{f}"), partial_keywords(inner, kw)))
+}
+
+/// The keywords of a call of a partial: the partial's, each overridden by the call's keyword of its name, then the
+/// call's others (Python's `{**self.keywords, **keywords}`).
+pub fn partial_keywords<V: Clone>(bound: &[(String, V)], kw: Vec<(String, V)>) -> Vec<(String, V)> {
+    let mut out: Vec<(String, V)> = bound.to_vec();
+    for (k, v) in kw {
+        match out.iter_mut().find(|(b, _)| *b == k) {
+            Some(slot) => slot.1 = v,
+            None => out.push((k, v)),
+        }
+    }
+    out
+}

@@ -378,6 +378,7 @@ impl<'m> Interp<'m> {
             "math" => Value::Module("math"),
             "itertools" => Value::Module("itertools"),
             "copy" => Value::Module("copy"),
+            "functools" => Value::Module("functools"),
             "Tensor" => Value::Module("torch.Tensor"),
             // Builtin types, as values (`isinstance(n, int)`); calls to them are builtins.
             "int" => Value::Module("int"),

@@ -641,11 +641,9 @@ impl Planner<'_> {
         while let Some(c) = stack.pop() {
             if !std::mem::replace(&mut deps[usize::from(c)], true) {
                 match self.term[c] {
-                    // Loop bodies are run by their loop: a body's nodes are not done before the loop is.
+                    // A loop runs its body, the host one arm of an `if`: neither is done before the loop or `if`
+                    // (fuzz seed 215892: a copy read only in the arm not taken read a buffer written over first).
                     Node::Loop(_) | Node::While(_) => {}
-                    // The host runs one arm of an `if`: what only an arm reads may not have run (fuzz seed 215892:
-                    // `c`'s copy read a buffer the write of a view chosen by the `if` overwrote first, the copy
-                    // being read only in the arm not taken).
                     Node::If([cond, _, _]) => stack.push(cond),
                     _ => stack.extend(self.term[c].children().iter().copied()),
                 }

@@ -2,142 +2,15 @@
 bbox_rescale, torchvision's box_convert, PyTorch's own LSTM (with projections, bidirectional) and GRU decompositions, a
 Mamba-2 decode step, Hugging Face's YaRN rotary embedding, Qwen2-MoE's sparse MoE block and Bark's EOS prioritizer,
 timm's NAdamW, torch-optimizer's SGDW and pytorch_optimizer's Tiger. Inputs arrive uniform in [-1, 1); integer inputs
-in [0, 10)."""
+in [0, 10). Here: the Qwen2-MoE block, refused by the functional and optimized engines (`torch.where(cond)`, a
+data-dependent shape); the other programs of the round are in corpus/real/heldout15.py."""
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch import Tensor
-
-
-def _gather_params(params, has_biases, has_projections):
-    if has_biases and has_projections:
-        group_size = 5
-    elif has_biases:
-        group_size = 4
-    elif has_projections:
-        group_size = 3
-    else:
-        group_size = 2
-
-    if len(params) % group_size != 0:
-        raise AssertionError(
-            f"len(params)={len(params)} is not divisible by group_size={group_size}"
-        )
-    return [
-        tuple(params[i : i + group_size]) for i in range(0, len(params), group_size)
-    ]
-
-
-def _params_hiddens(params, hiddens, i, bidirectional):
-    if bidirectional:
-        cur_params, cur_hidden = params[2 * i], hiddens[2 * i]
-        bidir_params, bidir_hidden = params[2 * i + 1], hiddens[2 * i + 1]
-    else:
-        cur_params, cur_hidden = params[i], hiddens[i]
-        bidir_params, bidir_hidden = None, None
-
-    return cur_params, cur_hidden, bidir_params, bidir_hidden
-
-
-def _rnn_helper(
-    input,
-    hidden,
-    params,
-    has_biases,
-    num_layers,
-    dropout,
-    train,
-    bidirectional,
-    batch_first,
-    layer_fn,
-):
-    input = input.transpose(0, 1) if batch_first else input
-    final_hiddens = []
-
-    for i in range(num_layers):
-        cur_params, cur_hidden, bidir_params, bidir_hidden = _params_hiddens(
-            params, hidden, i, bidirectional
-        )
-        dropout = dropout if (train and num_layers < i - 1) else 0.0
-        fwd_inp, fwd_hidden = layer_fn(input, cur_hidden, cur_params, has_biases)
-        final_hiddens.append(fwd_hidden)
-
-        if bidirectional:
-            bwd_inp, bwd_hidden = layer_fn(
-                input, bidir_hidden, bidir_params, has_biases, reverse=True
-            )
-            final_hiddens.append(bwd_hidden)
-
-        if bidirectional:
-            input = torch.cat([fwd_inp, bwd_inp], fwd_inp.dim() - 1)  # type: ignore[possibly-undefined]
-        else:
-            input = fwd_inp
-
-        if dropout != 0 and train and i < num_layers - 1:
-            input = torch.dropout(input, dropout, train=True)
-
-    input = input.transpose(0, 1) if batch_first else input
-    return input, final_hiddens
-
-
-def _one_layer_rnn(inp, hidden, params, has_biases, hidden_fn, reverse=False):
-    ih_weight = params[0]
-    hh_weight = params[1]
-    ih_bias = params[2] if has_biases else None
-    hh_bias = params[3] if has_biases else None
-
-    precomputed_input = F.linear(inp, ih_weight, ih_bias)
-    precomputed_input = precomputed_input.flip(0) if reverse else precomputed_input
-    cur_hidden = hidden.unsqueeze(0)
-    step_output = []
-    for i in precomputed_input:
-        cur_hidden = hidden_fn(i, cur_hidden, ih_weight, ih_bias, hh_weight, hh_bias)
-        step_output.append(cur_hidden)
-
-    if reverse:
-        step_output.reverse()
-
-    out = torch.cat(step_output, 0)
-
-    return out, cur_hidden.squeeze(0)
-
-
-def _gru_cell(inp, cur_hidden, ih_weight, ih_bias, hh_weight, hh_bias):
-    chunked_igates = inp.chunk(3, 1)
-    chunked_hgates = F.linear(cur_hidden, hh_weight, hh_bias).chunk(3, 2)
-    reset_gate = (chunked_hgates[0] + chunked_igates[0]).sigmoid()
-    input_gate = (chunked_hgates[1] + chunked_igates[1]).sigmoid()
-    new_gate = (chunked_igates[2] + (chunked_hgates[2] * reset_gate)).tanh()
-    return (cur_hidden - new_gate) * input_gate + new_gate
-
-
-# PyTorch, torch/_decomp/decompositions.py: gru_impl (aten.gru.input's decomposition) with _rnn_helper,
-# partial(one_layer_rnn, hidden_fn=gru_cell); two layers with biases (input 5, hidden 8, batch 3, 6 steps)
-def torch_decomp_gru_2layer(
-    input: f32[6, 3, 5], hx: f32[2, 3, 8], w_ih0: f32[24, 5], w_ih1: f32[24, 8], w_hh: f32[2, 24, 8],
-    b_ih: f32[2, 24], b_hh: f32[2, 24]
-) -> tuple[f32[6, 3, 8], f32[2, 3, 8]]:
-    params = [w_ih0, w_hh[0], b_ih[0], b_hh[0], w_ih1, w_hh[1], b_ih[1], b_hh[1]]
-    has_biases, num_layers, dropout, train, bidirectional, batch_first = True, 2, 0.0, False, False, False
-    params = _gather_params(params, has_biases, False)
-    out, final_hiddens = _rnn_helper(
-        input,
-        hx.unbind(0),
-        params,
-        has_biases,
-        num_layers,
-        dropout,
-        train,
-        bidirectional,
-        batch_first,
-        partial(_one_layer_rnn, hidden_fn=_gru_cell),
-    )
-    return out, torch.stack(final_hiddens, 0)
 
 
 def _qwen2moe_mlp(x, gate_proj, up_proj, down_proj):

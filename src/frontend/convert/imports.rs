@@ -26,6 +26,7 @@ pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str
         "itertools" if name == "product" => Some(Ok("itertools")),
         "torch.autograd" if name == "Variable" => Some(Ok("torch.autograd")),
         "copy" if name == "deepcopy" => Some(Ok("copy")),
+        "functools" if name == "partial" => Some(Ok("functools")),
         "itertools" => Some(Err(crate::frontend::torch_api::unsupported_itertools(name))),
         _ => None,
     }
