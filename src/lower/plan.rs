@@ -528,9 +528,7 @@ impl Planner<'_> {
                 let dead = if args[1..].contains(&x) { None } else { self.dead_after(x, id) };
                 if let Some(first) = dead.filter(|f| !super::order::would_cycle(self.term, &self.before, id, f)) {
                     self.how[i] = How::InPlace(0);
-                    if !first.is_empty() {
-                        self.before.insert(id, first);
-                    }
+                    self.before.extend((!first.is_empty()).then_some((id, first)));
                 } else {
                     self.how[i] = How::CopyInPlace(0);
                 }
@@ -541,9 +539,7 @@ impl Planner<'_> {
                 let dead = if self.how[usize::from(x)] != How::Inline { self.dead_after(x, id) } else { None };
                 if let Some(first) = dead.filter(|f| !super::order::would_cycle(self.term, &self.before, id, f)) {
                     self.how[i] = How::InPlace(0);
-                    if !first.is_empty() {
-                        self.before.insert(id, first);
-                    }
+                    self.before.extend((!first.is_empty()).then_some((id, first)));
                 } else if self.policy != Policy::Fused {
                     self.how[i] = How::CopyInPlace(0);
                     if self.how[usize::from(x)] == How::Inline {
