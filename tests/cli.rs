@@ -858,6 +858,20 @@ fn fuzz_survives_and_reports_a_program_that_kills_its_process() {
     assert_eq!(o.code, 0, "{o:?}");
 }
 
+/// A worker that stops giving verdicts (a kernel that never ends) is killed after `FUNCFUSE_FUZZ_SILENCE_S` seconds
+/// (300 by default) and its program reported as a crash of the engine that hangs alone with the reference.
+#[test]
+fn fuzz_kills_a_worker_that_hangs() {
+    let args = ["fuzz", "--seed", "5000", "--count", "4", "--engines", "functional,c", "--no-reduce"];
+    let o = common::run_binary(
+        common::binary().args(args).env("FUNCFUSE_FUZZ_DIE_AT", "5001:c:hang").env("FUNCFUSE_FUZZ_SILENCE_S", "2"),
+    );
+    assert_eq!(o.code, 1, "{o:?}");
+    assert!(o.stdout.contains("seed 5001: c crash"), "{o:?}");
+    assert!(o.stdout.contains("c crash: the process gave no verdict for 2 s and was killed"), "{o:?}");
+    assert!(o.stdout.contains("4 programs: ") && o.stdout.contains("(0 wrong, 1 crashed, 0 panics"), "{o:?}");
+}
+
 #[test]
 fn fuzz_rejects_an_unknown_engine() {
     let o = funcfuse(&["fuzz", "--count", "1", "--engines", "functional,gpu"]);

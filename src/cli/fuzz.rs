@@ -17,6 +17,14 @@ use funcfuse::rewrite::TermAnalysis;
 use super::rules::UseRules;
 use crate::Failure;
 
+/// A worker that prints no verdict for this long is killed, and its seeds are checked again one process each (a
+/// batch of programs takes seconds: each engine's run of a program has a 5 s limit, and compiling a batch's kernels
+/// takes a few seconds more). `FUNCFUSE_FUZZ_SILENCE_S` sets it (for the tests).
+fn worker_silence() -> std::time::Duration {
+    let s = std::env::var("FUNCFUSE_FUZZ_SILENCE_S").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    std::time::Duration::from_secs(s)
+}
+
 /// Off a terminal (CI logs, long runs piped to a file), progress is one line per this many programs.
 const PROGRESS_EVERY: usize = 100;
 
@@ -240,13 +248,18 @@ fn worker(seeds: &[u64], engines: &[Engine], rules: &[Rewrite<Node, TermAnalysis
     // Panics are caught and reported per program; the default hook would print each one.
     std::panic::set_hook(Box::new(|_| {}));
     let mut out = std::io::stdout().lock();
-    // For the tests of crash isolation: `SEED:ENGINE` aborts this worker when it checks SEED with ENGINE.
+    // For the tests of crash isolation: `SEED:ENGINE` aborts this worker when it checks SEED with ENGINE, and
+    // `SEED:ENGINE:hang` makes it hang there.
     let die_at = std::env::var("FUNCFUSE_FUZZ_DIE_AT").ok().and_then(|v| {
-        let (seed, engine) = v.split_once(':')?;
-        Some((seed.parse::<u64>().ok()?, Engine::parse(engine)?))
+        let mut parts = v.split(':');
+        let (seed, engine) = (parts.next()?.parse::<u64>().ok()?, Engine::parse(parts.next()?)?);
+        Some((seed, engine, parts.next() == Some("hang")))
     });
     for batch in seeds.chunks(fuzz::SEEDS_PER_BATCH) {
-        if die_at.is_some_and(|(seed, engine)| batch.contains(&seed) && engines.contains(&engine)) {
+        if let Some((_, _, hang)) = die_at.filter(|(s, e, _)| batch.contains(s) && engines.contains(e)) {
+            while hang {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            }
             std::process::abort();
         }
         for (seed, (_, v)) in batch.iter().zip(fuzz::check_seeds(batch, engines, rules)) {
@@ -278,16 +291,48 @@ fn run_worker(
         .map_err(|e| Failure(1, format!("fuzz: cannot start a worker process: {e}")))?;
     let mut got = BTreeMap::new();
     let stdout = child.stdout.take().expect("stdout is piped");
-    for line in std::io::BufReader::new(stdout).lines() {
-        let Ok(line) = line else { break };
-        let parsed: Option<(u64, Verdict)> = serde_json::from_str::<serde_json::Value>(&line)
-            .ok()
-            .and_then(|v| Some((v["seed"].as_u64()?, Verdict::from_json(&v["verdict"])?)));
-        let (seed, v) = parsed.ok_or_else(|| Failure(1, format!("fuzz: a worker wrote `{line}`, not a verdict")))?;
-        got.insert(seed, v);
+    // Lines come through a thread, so that a worker silent for too long (a kernel that never ends: the engines' time
+    // limits cannot stop compiled code) is killed instead of stalling the run.
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let (silence, mut hung) = (worker_silence(), false);
+    let bad_line = loop {
+        match rx.recv_timeout(silence) {
+            Ok(line) => {
+                let parsed: Option<(u64, Verdict)> = serde_json::from_str::<serde_json::Value>(&line)
+                    .ok()
+                    .and_then(|v| Some((v["seed"].as_u64()?, Verdict::from_json(&v["verdict"])?)));
+                match parsed {
+                    Some((seed, v)) => drop(got.insert(seed, v)),
+                    None => break Some(line),
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                hung = true;
+                break None;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break None,
+        }
+    };
+    if hung || bad_line.is_some() {
+        let _ = child.kill();
     }
     let status = child.wait().map_err(|e| Failure(1, format!("fuzz: a worker process: {e}")))?;
-    Ok((got, died(status)))
+    let _ = reader.join();
+    if let Some(line) = bad_line {
+        return Err(Failure(1, format!("fuzz: a worker wrote `{line}`, not a verdict")));
+    }
+    let why = match hung {
+        true => Some(format!("the process gave no verdict for {} s and was killed", silence.as_secs())),
+        false => died(status),
+    };
+    Ok((got, why))
 }
 
 /// Why a process with exit status `status` died, `None` when it succeeded.
