@@ -227,3 +227,12 @@ def for_target_after_a_break_on_data(x: f32[4]) -> tuple[f32[4], f32[4]]:
         if v < 0.0:
             break
     return y, x * j + v
+
+
+# A list comprehension's target is its own (Python 3): every engine left the enclosing `k` at the comprehension's last
+# value (silently wrong; found by review). The enclosing binding is now restored after the comprehension.
+def comprehension_target_does_not_leak(x: f32[6]) -> tuple[f32[6], f32[6]]:
+    k = 5
+    ys = [x[k] * 2.0 for k in range(2)]
+    zs = [x[j] + x[k] for j in range(3)]
+    return ys[0] + x * k, zs[2] + x

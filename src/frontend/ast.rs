@@ -270,14 +270,7 @@ pub fn is_default_capture(name: &str) -> bool {
 
 /// The names a body binds: assignment, augmented assignment, `for` and comprehension targets.
 pub fn bound_names(body: &[Stmt], out: &mut Vec<String>) {
-    fn target(e: &Expr, out: &mut Vec<String>) {
-        match &e.kind {
-            ExprKind::Name(n) => out.push(n.clone()),
-            ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| target(x, out)),
-            ExprKind::Starred(x) => target(x, out),
-            _ => {}
-        }
-    }
+    let target = target_names;
     for s in body {
         match &s.kind {
             StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| target(t, out)),
@@ -299,6 +292,16 @@ pub fn bound_names(body: &[Stmt], out: &mut Vec<String>) {
             target(t, out);
         }
     });
+}
+
+/// The names an assignment target binds (`a`, `a, (b, *c)`; not subscripts or attributes).
+pub fn target_names(e: &Expr, out: &mut Vec<String>) {
+    match &e.kind {
+        ExprKind::Name(n) => out.push(n.clone()),
+        ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| target_names(x, out)),
+        ExprKind::Starred(x) => target_names(x, out),
+        _ => {}
+    }
 }
 
 /// Calls `f` on every expression of `body` (nested statements and subexpressions included).

@@ -45,14 +45,16 @@ pub(super) fn desugar(module: &Module) -> Module {
 /// after a `break` doing nothing but test the flag (on a GPU a read of it by the host), where the `while` term stops.
 const COUNTED_WHILE_MAX: i64 = 64;
 
-/// `k` and `range(k, E, S)`, a `for` loop over which is the loop `while k < E: A; k += S; B` after `before`, whose
-/// last statement that binds `k` is `k = INT`: the same loop, exactly, where `E` and `S` are int literals, `S` at
-/// least 1 and at most [`COUNTED_WHILE_MAX`] steps from `k` to `E`, `A` and `B` do not rebind `k`, and `A` has no
-/// `continue` of this loop (which would skip the step); with `<=`, `range(k, E + 1, S)`. The body keeps its step:
-/// the `for` rebinds `k` to the value the `while` reaches at each iteration's start, and after the loop `k` is what
-/// the `while` leaves (the last step taken, or `k` as it was before a `break` in `A` or no iteration). A `while` that may `break` on a run-time value must be a `while` term, where a view chosen by
-/// an `if` on the counter is refused; as a `for` the counter stays known in every iteration (fuzz seeds 102541,
-/// 171808, 185586).
+/// Why: a `while` loop that may `break` on a run-time value becomes a `while` term, whose counter is a run-time
+/// value, so a view chosen by an `if` on the counter is refused; as a `for` loop the counter stays known in every
+/// iteration (fuzz seeds 102541, 171808, 185586, 192565, 198693).
+///
+/// What: `k` and `range(k, E, S)`, a `for` loop over which is exactly the loop `while k < E: A; k += S; B` (after
+/// `before`, whose last statement that binds `k` is `k = INT`), where `E` and `S` are int literals, `S` at least 1,
+/// at most [`COUNTED_WHILE_MAX`] steps from `k` to `E`, `A` and `B` do not rebind `k`, and `A` has no `continue` of
+/// this loop (which would skip the step); with `<=`, `range(k, E + 1, S)`. The body keeps its step: the `for` rebinds
+/// `k` to the value the `while` reaches at each iteration's start, and after the loop `k` is what the `while` leaves
+/// (the last step taken, or `k` as it was before a `break` in `A`, or before no iteration).
 fn counted_while(before: &[Stmt], test: &Expr, body: &[Stmt]) -> Option<(String, Expr)> {
     let ExprKind::Compare(lhs, ops) = &test.kind else { return None };
     let (ExprKind::Name(k), [(op @ (CmpOp::Lt | CmpOp::Le), end)]) = (&lhs.kind, ops.as_slice()) else { return None };

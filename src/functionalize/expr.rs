@@ -179,6 +179,10 @@ impl<'m> Fz<'m> {
             ExprKind::FString(parts) => self.fstring(env, parts)?,
             ExprKind::ListComp { elt, target, iter, conds } => {
                 let it = self.expr(env, iter)?;
+                // The target is the comprehension's own (Python 3): the enclosing names are restored after it.
+                let mut names = Vec::new();
+                crate::frontend::ast::target_names(target, &mut names);
+                let saved: Vec<(String, Option<FV>)> = names.into_iter().map(|n| (n.clone(), env.remove(&n))).collect();
                 let mut out = Vec::new();
                 'items: for item in self.iterate(&it, iter.span)? {
                     self.assign(env, target, item)?;
@@ -193,6 +197,12 @@ impl<'m> Fz<'m> {
                         }
                     }
                     out.push(self.expr(env, elt)?);
+                }
+                for (n, v) in saved {
+                    match v {
+                        Some(v) => env.insert(n, v),
+                        None => env.remove(&n),
+                    };
                 }
                 FV::List(Rc::new(std::cell::RefCell::new(out)))
             }

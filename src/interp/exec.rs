@@ -452,6 +452,11 @@ impl<'m> Interp<'m> {
             ExprKind::FString(parts) => self.eval_fstring(frame, parts)?,
             ExprKind::ListComp { elt, target, iter, conds } => {
                 let it = self.eval(frame, iter)?;
+                // The target is the comprehension's own (Python 3): the enclosing names are restored after it.
+                let mut names = Vec::new();
+                crate::frontend::ast::target_names(target, &mut names);
+                let saved: Vec<(String, Option<Value>)> =
+                    names.into_iter().map(|n| (n.clone(), frame.remove(&n))).collect();
                 let mut out = Vec::new();
                 'items: for item in self.iterate(&it, iter.span)? {
                     self.assign(frame, target, item)?;
@@ -462,6 +467,12 @@ impl<'m> Interp<'m> {
                         }
                     }
                     out.push(self.eval(frame, elt)?);
+                }
+                for (n, v) in saved {
+                    match v {
+                        Some(v) => frame.insert(n, v),
+                        None => frame.remove(&n),
+                    };
                 }
                 Value::list(out)
             }
