@@ -574,3 +574,16 @@ def in_place_write_over_a_buffer_read_only_in_an_arm(a: f32[3, 6, 3], b: f32[3],
         w = c.transpose(1, 0)
     w += torch.tanh(w)
     return w
+
+
+# Found by review: an in-place write over `y` waited for a reader of `y` that only an `if`'s arm computes, and the
+# eager and unfunctionalized plans ran that reader outside its arm, so its index check raised where the arm does not
+# run. A write no longer waits for such a reader (it writes into a copy).
+def in_place_write_after_a_reader_only_an_arm_computes(x: f32[4], c: f32[4], idx: i64[2]) -> tuple[f32[4], f32[()]]:
+    y = x * 2.0
+    if c.sum() > 100.0:
+        z = y[idx[0].item() + 20] * 3.0
+    else:
+        z = y[2] * 1.0
+    y[1:3] = 0.0
+    return y, z

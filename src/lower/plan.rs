@@ -10,6 +10,7 @@
 use egg::{Id, Language};
 
 use super::fuse::{compute_dtype, KernelBuilder};
+use super::group::scopes_of;
 use super::kernel::{binary_supported, Kernel};
 use super::prepare::{decompose, elide_whole_writes, unshare};
 use super::why::Why;
@@ -227,6 +228,7 @@ fn plan_with(
         how: vec![How::Host; n],
         policy,
         before: Default::default(),
+        arm_only: Default::default(),
         epilogue: Default::default(),
         store_writes,
         alternative: false,
@@ -293,6 +295,8 @@ pub(super) struct Planner<'a> {
     pub(super) policy: Policy,
     /// For an in-place write: materialized readers of its base that must run before it.
     pub(super) before: hashbrown::HashMap<Id, Vec<Id>>,
+    /// Per node: whether only an `if`'s arm computes it (no write waits for it outside the arm). Made when asked.
+    arm_only: std::cell::OnceCell<Vec<bool>>,
     /// Kernels that compute a reduction (value) and then their own elementwise expression over it (key).
     pub(super) epilogue: hashbrown::HashMap<Id, Id>,
     /// Store shared writes through views into buffers (rather than recompute them in each reader).
@@ -494,11 +498,10 @@ impl Planner<'_> {
                 self.how[i] = self.materialize(id, w);
             }
         }
-        // Assigns that are buffers write in place where their base is a dead buffer. Otherwise ours writes the
-        // whole new buffer as a predicated select; the baselines copy the base and write into the copy (as a
-        // clone and an in-place op would), which needs the base as a buffer.
-        // A scatter kernel writes into its base's buffer (in place where it is dead, else into a copy): a fused
-        // base becomes a buffer.
+        // Assigns that are buffers write in place where their base is a dead buffer. Otherwise ours writes the whole
+        // new buffer as a predicated select; the baselines copy the base and write into the copy (as a clone and an
+        // in-place op would). A scatter kernel writes into its base's buffer (in place where it is dead, else into a
+        // copy). Both need the base as a buffer.
         for i in 0..n {
             if let (How::Kernel(_), Node::Op(OpName::IndexPut | OpName::Scatter, args)) =
                 (&self.how[i], &self.term[Id::from(i)])
@@ -637,8 +640,7 @@ impl Planner<'_> {
         while let Some(c) = stack.pop() {
             if !std::mem::replace(&mut deps[usize::from(c)], true) {
                 match self.term[c] {
-                    // A loop runs its body, the host one arm of an `if`: neither is done before the loop or `if`
-                    // (fuzz seed 215892: a copy read only in the arm not taken read a buffer written over first).
+                    // Loop bodies and `if` arms are not done before (seed 215892: an arm's copy read a written buffer).
                     Node::Loop(_) | Node::While(_) => {}
                     Node::If([cond, _, _]) => stack.push(cond),
                     _ => stack.extend(self.term[c].children().iter().copied()),
@@ -654,9 +656,7 @@ impl Planner<'_> {
                     && !deps[usize::from(c)]
                     && self.reads_outer_state(c, j)
             });
-            if nested_reader {
-                return None;
-            }
+            (!nested_reader).then_some(())?;
         }
         fn safe(p: &Planner, c: Id, assign: Id, deps: &[bool], depth: usize) -> bool {
             if c == assign || !deps[usize::from(c)] || depth > 64 {
@@ -747,8 +747,9 @@ impl Planner<'_> {
         let mut frontier = Vec::new();
         let mut stack = vec![u];
         let mut seen = hashbrown::HashSet::new();
+        let arm = self.arm_only.get_or_init(|| scopes_of(self.term).iter().map(Option::is_none).collect());
         while let Some(c) = stack.pop() {
-            if c == assign || self.dependent[usize::from(c)] || seen.len() > 10_000 {
+            if c == assign || self.dependent[usize::from(c)] || arm[usize::from(c)] || seen.len() > 10_000 {
                 return false;
             }
             if !seen.insert(c) {
