@@ -254,6 +254,23 @@ fn math_sqrt_of_a_run_time_number() {
     }
 }
 
+/// `functools.partial` binds by keyword only: a positional argument after the function is a located refusal on every
+/// engine, never a wrong binding.
+#[test]
+fn partial_with_a_positional_argument_is_refused() {
+    let dir = scratch("partial_pos");
+    let src = "from functools import partial\n\ndef _scale(x, factor):\n    return x * factor\n\ndef f(x: f32[4]) -> f32[4]:\n    g = partial(_scale, x)\n    return g(factor=2.0)\n";
+    for engine in ["reference", "functional", "optimized"] {
+        let o = run_f(&dir, src, engine);
+        assert_eq!(o.code, 1, "{engine}");
+        assert!(
+            o.stderr.contains("functools.partial with positional arguments after the function"),
+            "{engine}: {}",
+            o.stderr
+        );
+    }
+}
+
 /// An unsupported import binds names that only the functions using them cannot use: the rest of the file runs.
 /// numpy is imported, but a use other than a function of numbers known before the program runs is refused there.
 #[test]
