@@ -27,6 +27,13 @@ fn every_shipped_rule_passes_and_view_rules_are_proved() {
         assert!(r.proved.is_some(), "{name} was not proved: {}", r.render());
         assert!(r.render().contains("proved on all"), "{}", r.render());
     }
+    // The matmul rules: the exact ones and those that hold in real arithmetic, each on drawn matrices.
+    for name in ["matmul/join-columns", "matmul/split-rows", "matmul/split-inner", "matmul/distribute-right"] {
+        let r = reports.iter().find(|r| r.name == name).unwrap();
+        assert!(r.render().contains("sampled: 400 instances met the conditions"), "{}", r.render());
+    }
+    let r = reports.iter().find(|r| r.name == "matmul/join-inner").unwrap();
+    assert!(r.real && r.applied >= 200, "{}", r.render());
     let r = reports.iter().find(|r| r.name == "fusion/access-binary[add]").unwrap();
     assert!(r.proved.is_none() && r.render().contains("sampled: 400 instances met the conditions"), "{}", r.render());
 }
@@ -190,6 +197,24 @@ bad/real-div-mul: (mul (div ?x ?y) ?y) => ?x if float(?x) if same_shape(?x, ?y) 
 
 # real arithmetic: (a + b) - a = a is wrong even there
 bad/real-wrong: (sub (add ?a ?b) ?a) => ?a if same_shape(?a, ?b) @real
+
+# wrong: joins the weights' rows instead of their columns
+bad/mm-columns-wrong-dim: (cat 1 (matmul ?x ?a) (matmul ?x ?b)) => (matmul ?x (cat 0 ?a ?b)) if matrix(?x) if matrix(?a) if matrix(?b)
+
+# wrong: a batched x joins its rows, not the product's columns
+bad/mm-columns-batched: (cat 1 (matmul ?x ?a) (matmul ?x ?b)) => (matmul ?x (cat 1 ?a ?b)) if matrix(?a) if matrix(?b)
+
+# wrong: a batched weight
+bad/mm-rows-batched: (cat 0 (matmul ?x ?w) (matmul ?y ?w)) => (matmul (cat 0 ?x ?y) ?w) if matrix(?x) if matrix(?y)
+
+# wrong: a sum of products is not exactly one product
+bad/mm-join-inner-exact: (add (matmul ?x ?a) (matmul ?y ?b)) => (matmul (cat 1 ?x ?y) (cat 0 ?a ?b)) if matrix(?x) if matrix(?y) if matrix(?a) if matrix(?b) if same_rows(?x, ?y) if same_cols(?a, ?b)
+
+# wrong: products of different rows broadcast in the sum
+bad/mm-join-inner-broadcast: (add (matmul ?x ?a) (matmul ?y ?b)) => (matmul (cat 1 ?x ?y) (cat 0 ?a ?b)) if matrix(?x) if matrix(?y) if matrix(?a) if matrix(?b) if same_cols(?a, ?b) @real
+
+# wrong: the inner dims may be split elsewhere
+bad/mm-split-inner-anywhere: (matmul (cat 1 ?x ?y) (cat 0 ?a ?b)) => (add (matmul ?x ?a) (matmul ?y ?b)) if matrix(?x) if matrix(?y) if matrix(?a) if matrix(?b) @real
 ";
 
 fn assert_counterexample(r: &RuleReport) {

@@ -144,6 +144,29 @@ fn real_arithmetic_rules_are_used_only_with_fast_math() {
 }
 
 #[test]
+fn shipped_matmul_rules_join_products_and_sums_of_products_only_with_fast_math() {
+    let dir = scratch("matmul_rules");
+    let file = "corpus/micro/matmul_merging.py";
+    // An exact rule: joined along rows, the two products of one weight are one product of the joined inputs.
+    let o = funcfuse(&dir, &["explain", &format!("{file}::shared_weight_rows"), "--dump", "plan"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stdout.matches("reducing Sum").count(), 1, "one product expected:\n{}", o.stdout);
+    // The sum of two products is one product only in real arithmetic.
+    let target = format!("{file}::cell_input_projection");
+    let o = funcfuse(&dir, &["explain", &target]);
+    assert!(o.code == 0 && !o.stdout.contains("matmul/join-inner"), "{}{}", o.stdout, o.stderr);
+    let o = funcfuse(&dir, &["explain", &target, "--fast-math"]);
+    assert!(o.code == 0 && o.stdout.contains("x matmul/join-inner"), "{}{}", o.stdout, o.stderr);
+    // A batched input joins rows along dim 1: the column rule must not fire there.
+    let o = funcfuse(&dir, &["explain", &format!("{file}::batched_input_joins_rows")]);
+    assert!(o.code == 0 && !o.stdout.contains("matmul/"), "{}{}", o.stdout, o.stderr);
+    // Every plan of every function, with the real-arithmetic rules too, matches the reference.
+    let out = dir.join("compare");
+    let o = funcfuse(&dir, &["compare", file, "--fast-math", "--out", s(&out)]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+}
+
+#[test]
 fn a_ten_megabyte_rules_file_loads_in_seconds() {
     let dir = scratch("big");
     let mut text = String::new();

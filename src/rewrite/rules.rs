@@ -53,6 +53,10 @@ pub const PREDICATES: &[(&str, usize, &str)] = &[
     ("no_overlap", 1, "no two indices of view ?a name one element (checked by enumeration)"),
     ("disjoint", 2, "views ?a and ?b, whose offsets differ by a known constant, share no element"),
     ("infallible", 1, "evaluating ?a raises for no input (no run-time index check, division by a run-time integer, gather or scatter in it)"),
+    ("matrix", 1, "?a is a tensor of exactly two dims"),
+    ("same_rows", 2, "?a and ?b are tensors of at least one dim whose first dims are equal"),
+    ("same_cols", 2, "?a and ?b are tensors of at least one dim whose last dims are equal"),
+    ("inner", 2, "?a's last dim equals ?b's first dim (both tensors of at least one dim)"),
 ];
 
 /// Conditions on the op a class variable stands for, decided when the rule loads (a member that fails one is left
@@ -282,6 +286,7 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<RuleDef>, Diagnostic> {
 /// The rule files shipped in `rules/`, compiled into the binary.
 const SHIPPED: &[(&str, &str)] = &[
     ("rules/fusion.rules", include_str!("../../rules/fusion.rules")),
+    ("rules/matmul.rules", include_str!("../../rules/matmul.rules")),
     ("rules/scatter.rules", include_str!("../../rules/scatter.rules")),
     ("rules/views.rules", include_str!("../../rules/views.rules")),
 ];
@@ -424,6 +429,18 @@ pub(crate) fn check(g: &TermGraph, pred: &str, ids: &[Id]) -> bool {
         },
         // A rule that drops a subterm must not drop an error PyTorch raises there (fuzz seed 74577).
         "infallible" => !g[ids[0]].data.may_fail,
+        "matrix" => matches!(tensor_ty(g, ids[0]), Some((_, s)) if s.len() == 2),
+        "same_rows" | "same_cols" | "inner" => {
+            let (Some((_, a)), Some((_, b))) = (tensor_ty(g, ids[0]), tensor_ty(g, ids[1])) else { return false };
+            let (Some(&a0), Some(&al), Some(&b0), Some(&bl)) = (a.first(), a.last(), b.first(), b.last()) else {
+                return false;
+            };
+            match pred {
+                "same_rows" => a0 == b0,
+                "same_cols" => al == bl,
+                _ => al == b0,
+            }
+        }
         _ => false,
     }
 }

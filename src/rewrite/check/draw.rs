@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use egg::{ENodeOrVar, Var};
 
 use super::{Kind, Rng, Rule};
-use crate::ir::{Node, Term};
+use crate::ir::{Node, OpName, Term};
 use crate::tensor::{DType, Scalar, Tensor};
 
 /// One instance: what each variable stands for, and the inputs the terms read.
@@ -122,11 +122,16 @@ pub(super) struct Drawer<'a> {
     /// The storage the rule's literal views need (elements).
     need: usize,
     real: bool,
+    /// The left side multiplies matrices: value tensors are mostly matrices (sometimes batches of them, or vectors)
+    /// whose dims come from two or three sizes the instance shares, so that products type-check and shape conditions
+    /// hold and fail.
+    matmul: bool,
 }
 
 impl<'a> Drawer<'a> {
     pub(super) fn new(rule: &'a Rule) -> Self {
-        Drawer { kinds: &rule.kinds, need: literal_need(&rule.lhs.ast), real: rule.real }
+        let matmul = rule.lhs.ast.as_ref().iter().any(|n| matches!(n, ENodeOrVar::ENode(Node::Op(OpName::Matmul, _))));
+        Drawer { kinds: &rule.kinds, need: literal_need(&rule.lhs.ast), real: rule.real, matmul }
     }
 
     pub(super) fn draw(&self, rng: &mut Rng) -> Instance {
@@ -150,6 +155,10 @@ impl<'a> Drawer<'a> {
         let mut values = BTreeMap::new();
         // Shapes of the value tensors drawn so far: later ones often take one, so that `same_shape` holds.
         let mut shapes: Vec<Vec<usize>> = Vec::new();
+        let sizes: Vec<usize> =
+            if self.matmul { (0..2 + rng.below(2)).map(|_| matrix_size(rng)).collect() } else { Vec::new() };
+        // Half the instances of a matmul rule multiply matrices alone.
+        let matrices_only = self.matmul && rng.pct(50);
         for (k, (v, kind)) in self.kinds.iter().enumerate() {
             match *kind {
                 Kind::View => {}
@@ -172,6 +181,15 @@ impl<'a> Drawer<'a> {
                         } else {
                             self.storage(rng)
                         }
+                    } else if self.matmul && rng.pct(90) {
+                        // Mostly matrices; batches of them and vectors, which multiply by other rules.
+                        let rank = match rng.below(20) {
+                            _ if matrices_only => 2,
+                            0..=13 => 2,
+                            14..=16 => 3,
+                            _ => 1,
+                        };
+                        (0..rank).map(|_| rng.pick(&sizes)).collect()
                     } else if !shapes.is_empty() && rng.pct(60) {
                         rng.pick(&shapes)
                     } else {
@@ -354,6 +372,15 @@ fn value_shape(storage: &[usize], views: &[View], rng: &mut Rng) -> Vec<usize> {
         (5, _) => vec![],
         (6 | 7, _) => storage.to_vec(),
         _ => (0..rng.below(4)).map(|_| 1 + rng.below(3) as usize).collect(),
+    }
+}
+
+/// One dim of the matrices of a rule that multiplies them: mostly small, sometimes empty or past a vector width.
+fn matrix_size(rng: &mut Rng) -> usize {
+    match rng.below(20) {
+        0 => 0,
+        1 => rng.pick(&[5, 8, 17]),
+        _ => 1 + rng.below(4) as usize,
     }
 }
 
