@@ -12,6 +12,7 @@ pub mod exec;
 mod fuse;
 pub mod group;
 pub mod index;
+mod inplace;
 pub mod kernel;
 mod order;
 pub mod plan;
