@@ -311,3 +311,26 @@ def losses_pointwise(x: f32[4, 5], y: f32[4, 5]) -> tuple[f32[()], f32[4, 5], f3
         F.smooth_l1_loss(x * 3.0, y, beta=0.5),
         F.smooth_l1_loss(x, y, reduction="none", beta=0.0),
     )
+
+
+def isclose_and_allclose(x: f32[8], y: f32[8]) -> tuple[bool[8], bool[8], f32[8], f32[8]]:
+    """`torch.isclose`, `Tensor.isclose` with `equal_nan`, and `allclose` deciding branches (torch-optimizer's SWATS
+    switches to SGD where `corrected_exp_avg.allclose(scaling, rtol=1e-6)`)."""
+    x[0] = float("nan")
+    y[0] = float("nan")
+    x[1] = float("inf")
+    y[1] = float("inf")
+    x[2] = float("inf")
+    y[3] = x[3] + 1e-6
+    y[4] = x[4] + 1e-3
+    a = torch.isclose(x, y)
+    b = x.isclose(y, rtol=1e-2, atol=0.0, equal_nan=True)
+    if x[3:5].allclose(y[3:5], atol=1e-2):
+        c = x * 2.0
+    else:
+        c = x * 3.0
+    if torch.allclose(x[5:], y[5:]):
+        d = y + 1.0
+    else:
+        d = y - 1.0
+    return a, b, c, d

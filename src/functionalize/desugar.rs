@@ -26,7 +26,7 @@ pub(super) fn ints(v: &[i64]) -> FV {
 
 impl<'m> Fz<'m> {
     /// `torch.NAME(pos...)` with positional arguments only.
-    fn call_op(&mut self, name: &str, pos: Vec<FV>, span: Span) -> FR<FV> {
+    pub(super) fn call_op(&mut self, name: &str, pos: Vec<FV>, span: Span) -> FR<FV> {
         self.torch(name, &A::new(pos, vec![], span, name.into()), false)
     }
 
@@ -519,6 +519,8 @@ impl<'m> Fz<'m> {
             "cosine_similarity" => self.cosine_similarity(a, span),
             "logsigmoid" => self.log_sigmoid(a, span),
             "binary_cross_entropy_with_logits" => self.bce_with_logits(a, span),
+            "cross_entropy" | "nll_loss" | "kl_div" => self.loss(name, a, span),
+            "isclose" | "allclose" => self.isclose(name, a, span),
             "atan" | "arctan" => {
                 let x = a.tensor(0, "input")?;
                 self.elementwise(Binary::Atan2, &[FV::Tensor(x), FV::Int(1)], span)

@@ -21,6 +21,7 @@ mod ctrl;
 mod desugar;
 mod exits;
 mod expr;
+mod losses;
 mod masked;
 mod nn_ops;
 mod ops;

@@ -14,6 +14,7 @@ pub(crate) mod creation;
 pub(crate) mod exec;
 mod extra_ops;
 pub(crate) mod foreach;
+pub(crate) mod losses;
 pub(crate) mod more_ops;
 pub(crate) mod nn_ops;
 pub(crate) mod out_arg;

@@ -202,6 +202,17 @@ fn bce_with_logits(a: &Args) -> AResult<Value> {
     })
 }
 
+/// `isclose`'s and `allclose`'s `rtol` and `atol` (1e-5 and 1e-8 by default), numbers (both engines).
+pub(crate) fn close_tolerances(a: &Args) -> AResult<(f64, f64)> {
+    let num = |i: usize, n: &str, d: f64| match a.opt(i, n) {
+        None => Ok(d),
+        Some(v) => {
+            v.as_scalar().map(|s| s.to_f64()).ok_or_else(|| format!("{}(): argument '{n}' must be a number", a.name))
+        }
+    };
+    Ok((num(2, "rtol", 1e-5)?, num(3, "atol", 1e-8)?))
+}
+
 /// `einsum`: the equation and its operands.
 fn einsum(a: &Args) -> AResult<Value> {
     let eq = match a.req(0, "equation")? {
@@ -320,6 +331,35 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
         "scaled_dot_product_attention" => sdpa(a),
         "logsigmoid" => log_sigmoid(a),
         "binary_cross_entropy_with_logits" => bce_with_logits(a),
+        "cross_entropy" | "nll_loss" | "kl_div" => super::losses::loss(name, a),
+        "isclose" | "allclose" => {
+            let (x, y) = (a.tensor(0, "input")?, operand_arg(a, 1, "other")?);
+            let (rtol, atol) = close_tolerances(a)?;
+            if !x.dtype().is_float() {
+                return Err(format!("{name}(): integer and bool tensors are not supported (only floating point)"));
+            }
+            let equal_nan = a.bool_or(4, "equal_nan", false)?;
+            // PyTorch's formula: equal, or both NaN (with equal_nan), or a finite |x - y| <= atol + |rtol * y|.
+            let mut close = bin(Binary::Eq, &tt(&x), &y)?;
+            if equal_nan {
+                let nan = bin(Binary::Ne, &tt(&x), &tt(&x))?;
+                let both = bin(Binary::BitAnd, &tt(&nan), &tt(&bin(Binary::Ne, &y, &y)?))?;
+                close = bin(Binary::BitOr, &tt(&close), &tt(&both))?;
+            }
+            let allowed = bin(
+                Binary::Add,
+                &Operand::S(Scalar::F(atol)),
+                &tt(&ops::unary(Unary::Abs, &bin(Binary::Mul, &Operand::S(Scalar::F(rtol)), &y)?)?),
+            )?;
+            let err = ops::unary(Unary::Abs, &bin(Binary::Sub, &tt(&x), &y)?)?;
+            let finite = bin(Binary::Lt, &tt(&err), &Operand::S(Scalar::F(f64::INFINITY)))?;
+            let within = bin(Binary::BitAnd, &tt(&finite), &tt(&bin(Binary::Le, &tt(&err), &tt(&allowed))?))?;
+            close = bin(Binary::BitOr, &tt(&close), &tt(&within))?;
+            if name == "allclose" {
+                return Ok(Value::Bool(close.scalars().iter().all(|v| v.to_bool())));
+            }
+            t(close)
+        }
         "atan" | "arctan" => {
             let x = a.tensor(0, "input")?;
             t(bin(Binary::Atan2, &tt(&x), &Operand::S(Scalar::I(1)))?)

@@ -1,0 +1,171 @@
+//! Classification losses as PyTorch computes them: `cross_entropy` (class indices or class probabilities),
+//! `nll_loss` and `kl_div`, composed of the runtime's ops. The functionalizer builds the same compositions
+//! (`crate::functionalize::losses`); the options both accept, and their refusals, are checked here once
+//! ([`options`]).
+//!
+//! With class indices, a row whose target is `ignore_index` contributes 0 and is not counted by the mean (all rows
+//! ignored: 0 / 0, NaN, as PyTorch gives). Supported shapes: input `[N, C]` with target `[N]`, and input `[C]` with a
+//! 0-dim target. Class weights and label smoothing are refused by name.
+
+use super::args::{AResult, Args};
+use super::torch_ops::t;
+use super::value::Value;
+use crate::tensor::ops::{self, Binary, Operand, Unary};
+use crate::tensor::{reduce, DType, Scalar, Tensor};
+
+/// What a loss call asks beyond input and target, read from its arguments by either engine.
+pub(crate) struct Given<'a> {
+    /// A class weight tensor was given (`weight=`).
+    pub weight: bool,
+    /// `label_smoothing` (cross entropy only).
+    pub smoothing: f64,
+    /// The reduction given: a string, or the type name of something else.
+    pub reduction: Option<Result<&'a str, &'static str>>,
+    /// A deprecated `size_average` or `reduce` was given.
+    pub deprecated: bool,
+}
+
+/// The reduction of loss `name`, after the checks both engines make: no class weights, no label smoothing, no
+/// deprecated arguments, and a reduction PyTorch knows (`batchmean` for `kl_div` only).
+pub(crate) fn options(name: &str, g: &Given) -> Result<&'static str, String> {
+    if g.weight {
+        return Err(format!("{name}(): class weights (`weight=`) are not supported"));
+    }
+    if g.smoothing != 0.0 {
+        return Err(format!("{name}(): label_smoothing is not supported"));
+    }
+    if g.deprecated {
+        return Err(format!("{name}(): size_average and reduce are deprecated and not supported; use reduction"));
+    }
+    match g.reduction {
+        None => Ok("mean"),
+        Some(Ok("mean")) => Ok("mean"),
+        Some(Ok("sum")) => Ok("sum"),
+        Some(Ok("none")) => Ok("none"),
+        Some(Ok("batchmean")) if name == "kl_div" => Ok("batchmean"),
+        Some(Ok(other)) => Err(format!("{other} is not a valid value for reduction")),
+        Some(Err(ty)) => Err(format!("{name}(): argument 'reduction' must be str, not {ty}")),
+    }
+}
+
+/// The class dim of a loss input: 1 for `[N, C]`, 0 for `[C]`; other ranks are refused.
+pub(crate) fn class_dim(name: &str, shape: &[usize]) -> Result<i64, String> {
+    match shape.len() {
+        1 => Ok(0),
+        2 => Ok(1),
+        r => Err(format!("{name}(): an input of {r} dims is not supported (only [N, C] and [C])")),
+    }
+}
+
+fn given<'a>(a: &'a Args, name: &str) -> Given<'a> {
+    let (w, s, r) = match name {
+        "kl_div" => (usize::MAX, usize::MAX, 4),
+        "cross_entropy" => (2, 7, 6),
+        _ => (2, usize::MAX, 6),
+    };
+    Given {
+        weight: a.opt(w, "weight").is_some(),
+        smoothing: a.opt(s, "label_smoothing").and_then(|v| v.as_scalar()).map_or(0.0, |v| v.to_f64()),
+        reduction: a.opt(r, "reduction").map(|v| match v {
+            Value::Str(s) => Ok(&**s),
+            other => Err(other.type_name()),
+        }),
+        deprecated: a.opt(if name == "kl_div" { 2 } else { 3 }, "size_average").is_some()
+            || a.opt(if name == "kl_div" { 3 } else { 5 }, "reduce").is_some(),
+    }
+}
+
+fn tt(x: &Tensor) -> Operand {
+    Operand::T(x.clone())
+}
+
+fn bin(op: Binary, x: &Tensor, y: &Operand) -> AResult<Tensor> {
+    ops::binary(op, &tt(x), y)
+}
+
+fn reduced(loss: Tensor, reduction: &str, count: Option<Tensor>) -> AResult<Tensor> {
+    match reduction {
+        "none" => Ok(loss),
+        "sum" => reduce::sum(&loss, None, false, None),
+        _ => match count {
+            Some(n) => bin(Binary::Div, &reduce::sum(&loss, None, false, None)?, &tt(&n)),
+            None => reduce::mean(&loss, None, false, None),
+        },
+    }
+}
+
+/// `cross_entropy`, `nll_loss` or `kl_div` with the reference interpreter's arguments.
+pub(crate) fn loss(name: &str, a: &Args) -> AResult<Value> {
+    let reduction = options(name, &given(a, name))?;
+    let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);
+    if !x.dtype().is_float() {
+        return Err(format!("{name}(): the input must be floating point, not {}", x.dtype().annotation()));
+    }
+    if name == "kl_div" {
+        return t(kl_div(&x, &y, reduction, a.bool_or(5, "log_target", false)?)?);
+    }
+    let d = class_dim(name, &x.shape)?;
+    let logp = if name == "cross_entropy" { reduce::softmax(&x, d, None, true)? } else { x.clone() };
+    if y.dtype().is_float() && name == "cross_entropy" {
+        // Class probabilities: -sum over classes of target * log_softmax, the mean over the rows.
+        if y.shape != x.shape || y.dtype() != x.dtype() {
+            return Err("cross_entropy(): a float target must have the input's shape and dtype".into());
+        }
+        let l = ops::unary(Unary::Neg, &reduce::sum(&bin(Binary::Mul, &logp, &tt(&y))?, Some(&[d]), false, None)?)?;
+        return t(reduced(l, reduction, None)?);
+    }
+    if !matches!(y.dtype(), DType::I64) || y.dim() + 1 != x.dim() || (d == 1 && y.shape[0] != x.shape[0]) {
+        return Err(format!("{name}(): the target must be int64 class indices with one dim fewer than the input"));
+    }
+    let ignore = a.int_or(4, "ignore_index", -100)?;
+    t(nll(&logp, &y, d, ignore, reduction, a.span)?)
+}
+
+/// -logp[row, target[row]] per row (0 where the target is `ignore`), reduced; the mean counts the rows not ignored.
+fn nll(logp: &Tensor, y: &Tensor, d: i64, ignore: i64, reduction: &str, span: crate::diag::Span) -> AResult<Tensor> {
+    let (logp, y) = if d == 0 { (logp.unsqueeze(0)?, y.unsqueeze(0)?) } else { (logp.clone(), y.clone()) };
+    let skip = bin(Binary::Eq, &y, &Operand::S(Scalar::I(ignore)))?;
+    let safe = ops::where_(&skip, &Operand::S(Scalar::I(0)), &tt(&y))?;
+    let args = Args::new(
+        vec![Value::Tensor(logp.clone()), Value::Int(1), Value::Tensor(safe.unsqueeze(1)?)],
+        vec![],
+        span,
+        "gather".into(),
+    );
+    let Value::Tensor(picked) = super::extra_ops::extra_op("gather", &args)? else { unreachable!("a tensor") };
+    let picked = picked.squeeze(Some(&[1]))?;
+    let zero = Operand::S(Scalar::F(0.0));
+    let l = ops::where_(&skip, &zero, &tt(&ops::unary(Unary::Neg, &picked)?))?;
+    let kept = ops::unary(Unary::LogicalNot, &skip)?.to_dtype(logp.dtype())?;
+    let out = reduced(l, reduction, Some(reduce::sum(&kept, None, false, None)?))?;
+    if d == 0 && reduction == "none" {
+        return out.squeeze(Some(&[0]));
+    }
+    Ok(out)
+}
+
+/// `kl_div`: xlogy(target, target) - target * input (0 where the target is 0), or exp(target) * (target - input)
+/// with `log_target`; `batchmean` divides the sum by the input's first dim.
+fn kl_div(x: &Tensor, y: &Tensor, reduction: &str, log_target: bool) -> AResult<Tensor> {
+    if y.dtype() != x.dtype() {
+        return Err("kl_div(): input and target must have one dtype".into());
+    }
+    let l = if log_target {
+        bin(Binary::Mul, &ops::unary(Unary::Exp, y)?, &tt(&bin(Binary::Sub, y, &tt(x))?))?
+    } else {
+        let zero = bin(Binary::Eq, y, &Operand::S(Scalar::F(0.0)))?;
+        let ylogy = ops::where_(
+            &zero,
+            &Operand::S(Scalar::F(0.0)),
+            &tt(&bin(Binary::Mul, y, &tt(&ops::unary(Unary::Log, y)?))?),
+        )?;
+        bin(Binary::Sub, &ylogy, &tt(&bin(Binary::Mul, y, &tt(x))?))?
+    };
+    match reduction {
+        "batchmean" => {
+            let n = x.shape.first().copied().unwrap_or(1) as f64;
+            bin(Binary::Div, &reduce::sum(&l, None, false, None)?, &Operand::S(Scalar::F(n)))
+        }
+        r => reduced(l, r, None),
+    }
+}
