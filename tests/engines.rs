@@ -721,13 +721,37 @@ fn numpy_floats_into_full_and_scalar_tensor_run() {
     assert_eq!(got.returns[1].to_f64_vec(), vec![c as f64]);
 }
 
+/// The losses' options that no engine computes are refused by name on every engine, as is a target of the wrong kind.
+#[test]
+fn loss_options_no_engine_computes_are_refused_by_name() {
+    for (call, want) in [
+        ("F.cross_entropy(x, t, weight=x[0])", "cross_entropy(): class weights (`weight=`) are not supported"),
+        ("F.cross_entropy(x, t, label_smoothing=0.1)", "cross_entropy(): label_smoothing is not supported"),
+        ("F.nll_loss(x, t, reduction='avg')", "avg is not a valid value for reduction"),
+        ("F.cross_entropy(x, t.float())", "cross_entropy(): a float target must have the input's shape and dtype"),
+        ("F.cross_entropy(x.reshape(1, 3, 4), t)", "an input of 3 dims is not supported (only [N, C] and [C])"),
+        ("F.kl_div(x, t, reduction='batchmean')", "kl_div(): input and target must have one dtype"),
+    ] {
+        let src = format!("import torch.nn.functional as F\n\ndef f(x: f32[3, 4], t: i64[3]):\n    return {call}\n");
+        every_engine_raises(&src, "f", want);
+    }
+}
+
 /// numpy on numbers known before the program runs is folded while parsing; any other use is refused there,
 /// located, and the other functions of the file still convert.
 #[test]
 fn numpy_refusals_are_located() {
     for (body, at, want) in [
-        ("    return x * np.log(x)\n", "6:16", "`np.log(...)` is not supported: numpy is supported only as np.abs"),
-        ("    k = 2.0\n    k = k + 1.0\n    return x * np.sqrt(k)\n", "8:16", "`np.sqrt(...)` is not supported"),
+        (
+            "    return x * np.log(x)\n",
+            "6:16",
+            "`np.log(...)` of a tensor is not supported: numpy is supported only as np.abs",
+        ),
+        (
+            "    return x * np.log(x, 2.0)\n",
+            "6:16",
+            "`np.log(...)` is not supported: numpy is supported only as np.abs",
+        ),
         ("    return torch.from_numpy(np.copy(x))\n", "6:29", "`np.copy(...)` is not supported"),
         ("    return x * np.float32(2.0)\n", "6:16", "`np.float32` is not supported"),
         ("    m = np\n    return x\n", "6:9", "numpy is supported only as np.abs"),
@@ -963,7 +987,7 @@ fn one_hot_try_and_module_forms_raise_as_pytorch_does() {
         assert!(e.contains(want), "{e:?} lacks {want:?}");
     }
     // numpy in the arm of a helper's `isinstance` test that a tensor does not take: refused only where it runs.
-    let src = "import numpy as np\n\n\ndef _f(x):\n    return torch.cos(x) if isinstance(x, torch.Tensor) else np.cos(x)\n\n\ndef f(x: f32[3]) -> f32[3]:\n    return _f(x) + x * _f(2.0)\n";
+    let src = "import numpy as np\n\n\ndef _f(x):\n    return torch.cos(x) if isinstance(x, torch.Tensor) else np.cos(x, 1.0)\n\n\ndef f(x: f32[3]) -> f32[3]:\n    return _f(x) + x * _f(2.0)\n";
     every_engine_raises(src, "f", "`np.cos(...)` is not supported");
     // A tensor's integer division by zero is PyTorch's RuntimeError, which `except ZeroDivisionError` does not catch.
     let src = "def f(x: f32[3]) -> f32[3]:\n    k = 1.0\n    try:\n        j = torch.tensor([1, 2]) // 0\n    except ZeroDivisionError:\n        k = 5.0\n    return x * k\n";

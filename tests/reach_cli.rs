@@ -271,6 +271,26 @@ fn partial_with_a_positional_argument_is_refused() {
     }
 }
 
+/// A dtype PyTorch has and no tensor here has is named as such wherever a dtype is taken (round 16: torchvision's
+/// `.to(dtype=torch.uint8)`, Ultralytics' `torch.zeros(..., dtype=torch.int8)`), not as a device or a string.
+#[test]
+fn dtypes_no_tensor_here_has_are_refused_by_name() {
+    let dir = scratch("uint8");
+    for (body, dtype) in [
+        ("    return (x > 0).to(dtype=torch.uint8).long()", "torch.uint8"),
+        ("    return (x > 0).to(torch.uint8).long()", "torch.uint8"),
+        ("    return torch.zeros(x.shape, dtype=torch.int8).long()", "torch.int8"),
+    ] {
+        let src = format!("def f(x: f32[4]) -> i64[4]:\n{body}\n");
+        for engine in ["reference", "functional", "optimized"] {
+            let o = run_f(&dir, &src, engine);
+            assert_eq!(o.code, 1, "{engine}: {body}");
+            let want = format!("prog.py:5:12: dtype {dtype} is not supported: tensors here are float32");
+            assert!(o.stderr.contains(&want), "{engine}: {body}: {}", o.stderr);
+        }
+    }
+}
+
 /// An unsupported import binds names that only the functions using them cannot use: the rest of the file runs.
 /// numpy is imported, but a use other than a function of numbers known before the program runs is refused there.
 #[test]

@@ -8,6 +8,8 @@ import functools
 import math
 from functools import partial
 
+import numpy as np
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -92,3 +94,23 @@ def partial_by_keyword(x: f32[4], y: f32[4]) -> tuple[f32[4], f32[4], f32[4], f3
     shifted = functools.partial(triple, shift=1.0)
     add2 = partial(torch.add, alpha=2.0)
     return triple(x), triple(x, factor=2.0), shifted(y), add2(x, y)
+
+
+def _log_ratio(x, relative_top=0.1):
+    """Hugging Face's DoLa takes `np.log(relative_top)` of its parameter: `math.log` of it (round 16)."""
+    return x + np.log(relative_top) - np.sqrt(relative_top * 4.0)
+
+
+def np_of_a_helper_parameter(x: f32[2, 5]) -> tuple[f32[2, 5], f32[2, 5]]:
+    return _log_ratio(x), _log_ratio(x, relative_top=0.5)
+
+
+def legacy_tensor_new(x: f32[2, 3]) -> tuple[f32[1], f32[2, 3], f32[2], f32[0]]:
+    """`w.new(1).fill_(0)` (torch-optimizer's SWATS), `x.new(2, 3)` (uninitialized in PyTorch; overwritten here),
+    `x.new(data)` and `x.new()`."""
+    a = x.new(1).fill_(0)
+    a.add_(x.sum())
+    b = x.new(2, 3).zero_() + x
+    c = x.new([1.5, 2.5])
+    d = x.new()
+    return a, b, c, d

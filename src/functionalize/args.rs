@@ -133,6 +133,9 @@ impl A {
             Some(FV::Module("int")) => Ok(Some(DType::I64)),
             Some(FV::Module("float")) => Ok(Some(DType::F64)),
             Some(FV::Module("bool")) => Ok(Some(DType::Bool)),
+            Some(FV::Str(s)) if crate::tensor::unsupported_torch_dtype(s).is_some() => {
+                diag(self.span, crate::tensor::unsupported_torch_dtype(s).expect("checked"))
+            }
             Some(other) => diag(
                 self.span,
                 format!("{}(): argument '{name}' must be torch.dtype, not {}", self.name, other.type_name()),

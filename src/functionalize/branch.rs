@@ -231,7 +231,7 @@ impl<'m> Fz<'m> {
         let r1 = super::checks::raising_arm(self.run_arm(env, body, span))?;
         let made1 = self.t.take_scope();
         if r1.is_ok() && snap.containers_changed() {
-            return needs_static(span, "a list changed inside an `if` on a run-time value");
+            return needs_static(span, "a list or dict changed inside an `if` on a run-time value");
         }
         // The second arm starts from the same state, but its new roots are numbered after the first arm's.
         let roots_after1 = self.roots.clone();
@@ -247,7 +247,7 @@ impl<'m> Fz<'m> {
             (Err(d), Err(_)) => Err(super::state::Stop::Diag(d)),
             (Err(_), Ok(b)) => {
                 if snap.containers_changed() {
-                    return needs_static(span, "a list changed inside an `if` on a run-time value");
+                    return needs_static(span, "a list or dict changed inside an `if` on a run-time value");
                 }
                 self.one_arm_raises(env, cond, true, b, &made2, span).map(Err)
             }

@@ -686,7 +686,7 @@ impl<'m> Fz<'m> {
                 let i = match idx {
                     FV::Int(i) => *i,
                     FV::Bool(b) => *b as i64,
-                    FV::DynInt(_) => return needs_static(span, "indexing a Python sequence with a loop variable"),
+                    FV::DynInt(_) => return needs_static(span, "indexing a Python sequence with an integer known only when the program runs (a loop variable, `.item()`)"),
                     other => {
                         return diag(span, format!("sequence indices must be integers, not {}", other.type_name()))
                     }

@@ -347,6 +347,9 @@ impl<'m> Fz<'m> {
                         },
                         // `.to(device)` with the device taken out (`python::strip_device`): the tensor itself.
                         None if name == "to" => self.roots[x.root].dtype,
+                        Some(FV::Str(s)) if crate::tensor::unsupported_torch_dtype(s).is_some() => {
+                            return diag(span, crate::tensor::unsupported_torch_dtype(s).expect("checked"))
+                        }
                         _ => return diag(span, format!("{name}(): only a dtype argument is supported")),
                     },
                 };

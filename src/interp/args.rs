@@ -104,6 +104,9 @@ impl Args {
             Some(Value::Module("int")) => Ok(Some(DType::I64)),
             Some(Value::Module("float")) => Ok(Some(DType::F64)),
             Some(Value::Module("bool")) => Ok(Some(DType::Bool)),
+            Some(Value::Str(s)) if crate::tensor::unsupported_torch_dtype(s).is_some() => {
+                Err(crate::tensor::unsupported_torch_dtype(s).expect("checked"))
+            }
             Some(other) => {
                 Err(format!("{}(): argument '{}' must be torch.dtype, not {}", self.name, name, other.type_name()))
             }

@@ -572,8 +572,13 @@ pub(crate) fn math1(name: &str, x: f64) -> Result<Option<crate::tensor::Scalar>,
         "exp" => x.exp(),
         "log" => x.ln(),
         "log2" => x.log2(),
+        "log10" => x.log10(),
         "cos" => x.cos(),
         "sin" => x.sin(),
+        "tan" => x.tan(),
+        "atan" => x.atan(),
+        "asin" => x.asin(),
+        "acos" => x.acos(),
         "tanh" => x.tanh(),
         "fabs" => x.abs(),
         "floor" | "ceil" => {
@@ -593,7 +598,7 @@ pub(crate) fn math1(name: &str, x: f64) -> Result<Option<crate::tensor::Scalar>,
     };
     // log(0) is -inf in IEEE arithmetic but a domain error in Python, as is anything that makes a NaN from a
     // number (sqrt(-1), cos(inf)).
-    if (r.is_nan() && !x.is_nan()) || (matches!(name, "log" | "log2") && x == 0.0) {
+    if (r.is_nan() && !x.is_nan()) || (matches!(name, "log" | "log2" | "log10") && x == 0.0) {
         return Err("ValueError: math domain error".into());
     }
     if r.is_infinite() && x.is_finite() {

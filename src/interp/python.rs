@@ -294,7 +294,7 @@ pub(crate) fn strip_device<V>(
     let check = |v: &V| match lit(v) {
         Lit::Device | Lit::None => Ok(()),
         Lit::Str(s) if is_cpu_name(s) => Ok(()),
-        Lit::Str(s) => Err(not_cpu(&format!("'{s}'"))),
+        Lit::Str(s) => Err(crate::tensor::unsupported_torch_dtype(s).unwrap_or_else(|| not_cpu(&format!("'{s}'")))),
         _ => Err(format!("{name}(): argument 'device' must be torch.device, not {}", type_name(v))),
     };
     if let Some(k) = kw.iter().position(|(k, _)| k == "device") {
@@ -587,7 +587,7 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
         f if MEMORY_FORMATS.contains(&f) => Value::Str(f.into()),
         // PyTorch's dtypes no tensor here has: a value that equals no dtype of ours and prints as PyTorch's, so
         // that `x.dtype in (torch.float16, torch.int8)` and `x.dtype == torch.uint8` work (making such a tensor fails).
-        f if OTHER_DTYPES.contains(&f) => Value::Str(f.into()),
+        f if crate::tensor::OTHER_TORCH_DTYPES.contains(&f) => Value::Str(f.into()),
         "math.pi" | "torch.pi" => Value::Float(std::f64::consts::PI),
         "math.e" | "torch.e" => Value::Float(std::f64::consts::E),
         "math.inf" | "torch.inf" => Value::Float(f64::INFINITY),
@@ -596,12 +596,6 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
         _ => return Err(format!("unsupported attribute `{full}`")),
     })
 }
-
-/// PyTorch's dtypes that no tensor here has (see `module_attr`).
-#[rustfmt::skip]
-const OTHER_DTYPES: &[&str] = &["torch.int8", "torch.uint8", "torch.int16", "torch.short", "torch.uint16",
-    "torch.uint32", "torch.uint64", "torch.complex32", "torch.complex64", "torch.complex128", "torch.cfloat",
-    "torch.cdouble", "torch.float8_e4m3fn", "torch.float8_e5m2"];
 
 /// `dtype.NAME`: what a dtype says of itself (both engines).
 pub(crate) fn dtype_attr(d: DType, name: &str) -> Result<Value, String> {

@@ -527,6 +527,9 @@ impl<'m> Interp<'m> {
                         }
                         // `.to(device)` with the device taken out (`python::strip_device`): the tensor itself.
                         None if name == "to" => x.dtype(),
+                        Some(Value::Str(s)) if crate::tensor::unsupported_torch_dtype(s).is_some() => {
+                            return Err(crate::tensor::unsupported_torch_dtype(s).expect("checked"))
+                        }
                         _ => return Err(format!("{name}(): only a dtype argument is supported")),
                     },
                 };

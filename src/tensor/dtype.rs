@@ -233,3 +233,19 @@ impl Scalar {
         }
     }
 }
+
+/// The refusal of a PyTorch dtype that no tensor here has (`torch.uint8`), given where a dtype is taken; None for
+/// any other string.
+pub fn unsupported_torch_dtype(s: &str) -> Option<String> {
+    OTHER_TORCH_DTYPES.contains(&s).then(|| {
+        format!(
+            "dtype {s} is not supported: tensors here are float32, float64, float16, bfloat16, int64, int32 or bool"
+        )
+    })
+}
+
+/// PyTorch's dtypes that no tensor here has (`torch.uint8` and friends are values that equal no dtype of ours, `interp::python::module_attr`).
+#[rustfmt::skip]
+pub const OTHER_TORCH_DTYPES: &[&str] = &["torch.int8", "torch.uint8", "torch.int16", "torch.short", "torch.uint16",
+    "torch.uint32", "torch.uint64", "torch.complex32", "torch.complex64", "torch.complex128", "torch.cfloat",
+    "torch.cdouble", "torch.float8_e4m3fn", "torch.float8_e5m2"];

@@ -3,7 +3,9 @@
 //! `isinstance(x, torch.Tensor)` that a tensor parameter never takes (yolov5's `x.clone() if isinstance(x,
 //! torch.Tensor) else np.copy(x)`): the `isinstance` test of a tensor or number parameter the function never
 //! rebinds is decided, the branch it does not take is dropped, and numpy calls on constants are folded to numbers.
-//! Any other use of numpy is refused, located.
+//! A numpy function of one number known only when the program runs (a helper's parameter, as Hugging Face's DoLa
+//! takes `np.log(relative_top)`) is `math`'s function of it, which differs only outside its domain (there `math`
+//! raises where numpy gives NaN or -inf). Any other use of numpy is refused, located.
 
 use std::collections::HashMap;
 
@@ -27,7 +29,7 @@ pub(super) fn fold(
     constructor: Option<&(Span, String, String)>,
 ) -> Result<(), Diagnostic> {
     // Defaults are evaluated where the `def` is, in the module's scope: `period=np.pi` folds whatever the body binds.
-    let outer = Fold { np, kinds: Vec::new(), consts: Vec::new(), constructor };
+    let outer = Fold { np, kinds: Vec::new(), consts: Vec::new(), constructor, math_free: false };
     for p in &mut f.params {
         if let Some(d) = &mut p.default {
             outer.expr(d)?;
@@ -51,7 +53,8 @@ pub(super) fn fold(
     }
     // Names bound once in the whole function, by a top-level `NAME = constant`: their value, and where.
     let mut consts: Vec<(String, Num, Span)> = Vec::new();
-    let mut cx = Fold { np, kinds, consts: Vec::new(), constructor };
+    let math_free = !local.iter().chain(f.params.iter().map(|p| &p.name)).any(|n| n == "math");
+    let mut cx = Fold { np, kinds, consts: Vec::new(), constructor, math_free };
     for s in &f.body {
         if let StmtKind::Assign { targets, value } = &s.kind {
             if let [Expr { kind: ExprKind::Name(n), .. }] = targets.as_slice() {
@@ -105,7 +108,24 @@ struct Fold<'a> {
     /// function it is in: numpy's functions give `np.float64`, of which it makes a float64 tensor, where the Python
     /// float they fold to would give float32.
     constructor: Option<&'a (Span, String, String)>,
+    /// The function does not bind `math`: a numpy function of a number known only when the program runs is
+    /// `math`'s function of it.
+    math_free: bool,
 }
+
+/// numpy's functions of one number that `math` has, by their `math` names.
+const MATH_EQUIVALENTS: &[(&str, &str)] = &[
+    ("log", "log"),
+    ("log2", "log2"),
+    ("log10", "log10"),
+    ("exp", "exp"),
+    ("sqrt", "sqrt"),
+    ("sin", "sin"),
+    ("cos", "cos"),
+    ("tan", "tan"),
+    ("arctan", "atan"),
+    ("tanh", "tanh"),
+];
 
 /// Constructors whose dtype follows their data: a numpy float64 makes a float64 tensor there, a Python float a
 /// float32 one. (`torch.full` and `torch.scalar_tensor` give float32 for either.)
@@ -317,6 +337,24 @@ impl Fold<'_> {
                     ([a], true) => self.value(a),
                     _ => None,
                 };
+                let math = MATH_EQUIVALENTS.iter().find(|(n, _)| *n == name).map(|(_, m)| *m);
+                let tensor_param =
+                    |a: &Expr| matches!(&a.kind, ExprKind::Name(n) if self.kinds.iter().any(|(p, t)| p == n && *t));
+                if let (None, Some(m), true, None, [a], true) =
+                    (arg, math, self.math_free, self.constructor, args.as_slice(), kwargs.is_empty())
+                {
+                    if tensor_param(a) {
+                        return err(e.span, format!("`{}.{name}(...)` of a tensor is not supported: numpy is supported only as {FUNCS} of one number", self.np));
+                    }
+                    // A number known only when the program runs (a helper's parameter): `math`'s function of it,
+                    // which differs from numpy's only outside its domain (an error where numpy gives NaN or -inf).
+                    let span = func.span;
+                    **func = Expr {
+                        kind: ExprKind::Attr(Box::new(Expr { kind: ExprKind::Name("math".into()), span }), m.into()),
+                        span,
+                    };
+                    return Ok(());
+                }
                 let Some(x) = arg else {
                     return err(e.span, format!("`{}.{name}(...)` is not supported: numpy is supported only as {FUNCS} of one number known before the program runs", self.np));
                 };
