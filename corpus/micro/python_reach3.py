@@ -114,3 +114,22 @@ def legacy_tensor_new(x: f32[2, 3]) -> tuple[f32[1], f32[2, 3], f32[2], f32[0]]:
     c = x.new([1.5, 2.5])
     d = x.new()
     return a, b, c, d
+
+
+def _pick_arm(a, b, c):
+    return a * 2.0 if c.sum() > 0 else b - 1.0
+
+
+def conditional_assignments_on_run_time_values(x: f32[4], y: f32[4]) -> tuple[f32[4], f32[4], f32[4], f32[4]]:
+    """`NAME = A if C else B` and `return A if C else B` on a condition known only at run time run as `if`
+    statements (Hugging Face's dynamic NTK rope: `seq_len if seq_len > max_len else max_len` after `int(...)` of a
+    tensor); nested, in a helper, and in a loop (where the test is the loop's index)."""
+    z = x + 1.0 if x.sum() > y.sum() else y * 3.0
+    n = int((x.abs().sum() * 10).long()) + 1
+    m = n if n > 20 else 20
+    w = x * m
+    v = x if x[0] > 0 else (y if y[0] > 0 else x + y)
+    acc = x
+    for i in range(3):
+        acc = acc * 2.0 if i == 1 else acc + 1.0
+    return z, w, v, _pick_arm(x, y, acc) + acc

@@ -1,9 +1,9 @@
 """Held-out real code, issue 14's tenth round (7 of 12 ran on every engine before that round's fixes; the round's
 first copy was lost with a machine, and its five refused programs were ported again): a hierarchical multiscale
 LSTM cell written with torch.autograd.Variable, Schedule-Free AdamW (`try`/`except ZeroDivisionError`) and SM3
-(accumulators keyed by concatenated strings, shapes from list arithmetic, `state.update`). Hugging Face's dynamic-NTK
-rotary embedding and Mixtral's sparse MoE block are in tests/real_pending/heldout_r10.py. Inputs arrive uniform in
-[-1, 1)."""
+(accumulators keyed by concatenated strings, shapes from list arithmetic, `state.update`), and Hugging Face's
+dynamic-NTK rotary embedding (a conditional expression on `int(torch.max(position_ids)) + 1`, known only at run
+time). Mixtral's sparse MoE block is in tests/real_pending/heldout_r10.py. Inputs arrive uniform in [-1, 1)."""
 from __future__ import annotations
 
 import math
@@ -193,3 +193,34 @@ def sm3_steps(p1: f32[6, 4], p2: f32[7], g1: f32[6, 4], g2: f32[7]) -> tuple[f32
             p.sub_(update, alpha=group['lr'])
             state['step'] += 1
     return p1, p2, states[0][_key(0)]
+
+
+def _dynamic_ntk_inv_freq(base, dim, max_position_embeddings, factor, seq_len=None):
+    attention_factor = 1.0
+    seq_len = seq_len if seq_len is not None and seq_len > max_position_embeddings else max_position_embeddings
+    base = base * ((factor * seq_len / max_position_embeddings) - (factor - 1)) ** (dim / (dim - 2))
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+    return inv_freq, attention_factor
+
+
+# Hugging Face transformers, modeling_rope_utils.py _compute_dynamic_ntk_parameters and LlamaRotaryEmbedding.forward
+# (dynamic rope type: the frequencies grow with the longest position seen; the product runs in float32 under a
+# disabled autocast)
+@torch.no_grad()
+def hf_dynamic_ntk_rope(x: f32[2, 20, 16]) -> tuple[f32[2, 20, 16], f32[2, 20, 16]]:
+    max_position_embeddings = 8
+    position_ids = torch.arange(20).unsqueeze(0).expand(2, -1)
+    seq_len = int(torch.max(position_ids)) + 1
+    inv_freq, attention_scaling = _dynamic_ntk_inv_freq(10000.0, 16, max_position_embeddings, 2.0, seq_len=seq_len)
+    inv_freq_expanded = inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+    position_ids_expanded = position_ids[:, None, :].float()
+    device_type = x.device.type
+    device_type = device_type if isinstance(device_type, str) and device_type != "mps" else "cpu"
+    with torch.autocast(device_type=device_type, enabled=False):
+        freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos = emb.cos()
+        sin = emb.sin()
+    cos = cos * attention_scaling
+    sin = sin * attention_scaling
+    return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)

@@ -123,6 +123,9 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     }
                     lambdas::close_lambdas(&mut func, &mut nested, &mut lambdas)?;
                     closure::close_over(&mut func, &mut nested)?;
+                    sugar::conditional_statements(&mut func.body);
+                    nested.iter_mut().for_each(|n| sugar::conditional_statements(&mut n.func.body));
+                    lambdas.iter_mut().for_each(|l| sugar::conditional_statements(&mut l.body));
                     Ok(func)
                 });
                 match checked {

@@ -167,7 +167,7 @@ impl<'m> Fz<'m> {
                     Cond::Dyn(_) => {
                         return diag(
                             span,
-                            "a conditional expression on a run-time value is not supported; use torch.where",
+                            "a conditional expression on a run-time value is not supported here (in a loop, or inside another expression); write it as an `if` statement, or use torch.where",
                         )
                     }
                 }

@@ -224,3 +224,52 @@ impl Cx {
         })
     }
 }
+
+/// `NAME = A if C else B` and `return A if C else B`, outside loops, become `if C:` statements with one arm each, as
+/// Python runs them (C first, then one arm). Every engine runs them alike; the functional engines can then take a
+/// condition known only at run time (Hugging Face's `seq_len if seq_len > max_len else max_len` after `int(...)` of a
+/// tensor) as they take an `if` on one, where as an expression it would be refused. Inside a loop the expression
+/// stays: there its test may become known when the loop unrolls.
+pub(super) fn conditional_statements(body: &mut [Stmt]) {
+    for s in body.iter_mut() {
+        let span = s.span;
+        let arms = |kind: &mut StmtKind| -> Option<(Expr, Expr, Expr)> {
+            let value = match kind {
+                StmtKind::Assign { targets, value }
+                    if targets.len() == 1 && matches!(targets[0].kind, ExprKind::Name(_)) =>
+                {
+                    value
+                }
+                StmtKind::Return(Some(value)) => value,
+                _ => return None,
+            };
+            if !matches!(value.kind, ExprKind::IfExp { .. }) {
+                return None;
+            }
+            let ExprKind::IfExp { test, body, orelse } = std::mem::replace(&mut value.kind, ExprKind::NoneLit) else {
+                unreachable!("checked")
+            };
+            Some((*test, *body, *orelse))
+        };
+        match &mut s.kind {
+            StmtKind::If { body, orelse, .. } => {
+                conditional_statements(body);
+                conditional_statements(orelse);
+            }
+            kind => {
+                let Some((test, a, b)) = arms(kind) else { continue };
+                let with = |v: Expr| {
+                    let kind = match &*kind {
+                        StmtKind::Assign { targets, .. } => StmtKind::Assign { targets: targets.clone(), value: v },
+                        _ => StmtKind::Return(Some(v)),
+                    };
+                    vec![Stmt { kind, span }]
+                };
+                let (mut yes, mut no) = (with(a), with(b));
+                conditional_statements(&mut yes);
+                conditional_statements(&mut no);
+                s.kind = StmtKind::If { test, body: yes, orelse: no };
+            }
+        }
+    }
+}
