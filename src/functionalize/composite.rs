@@ -381,14 +381,22 @@ impl<'m> Fz<'m> {
                 self.filled(name, a, method)
             }
             // The legacy `x.new(2, 3)` (uninitialized: zeros here), `x.new([data])` and `x.new()` (no elements).
-            "new" if method => match a.pos.get(1) {
-                Some(FV::List(_)) => self.desugared("new_tensor", a, true),
-                None => {
-                    let b = A::new(vec![a.pos[0].clone(), FV::Int(0)], vec![], a.span, "new".into());
-                    self.filled("new_empty", &b, true)
+            "new" if method => {
+                let kind = |i: usize| match &a.pos[i] {
+                    FV::List(_) => Some(true),
+                    FV::Tuple(_) | FV::Tensor(_) => None,
+                    _ => Some(false),
+                };
+                crate::tensor::legacy_new_check(a.kw.len(), a.pos.len(), kind).map_err(err(a.span))?;
+                match a.pos.get(1) {
+                    Some(FV::List(_)) => self.desugared("new_tensor", a, true),
+                    None => {
+                        let b = A::new(vec![a.pos[0].clone(), FV::Int(0)], vec![], a.span, "new".into());
+                        self.filled("new_empty", &b, true)
+                    }
+                    Some(_) => self.filled("new_empty", a, true),
                 }
-                Some(_) => self.filled("new_empty", a, true),
-            },
+            }
             "scalar_tensor" if !method => self.scalar_tensor_of(a),
             "zeros_like" | "ones_like" | "empty_like" | "full_like" => self.filled_like(name, a),
             "arange" => self.arange(a),

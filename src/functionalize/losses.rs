@@ -6,12 +6,13 @@ use super::ops::{err, A};
 use super::state::{diag, FR, FV};
 use super::Fz;
 use crate::diag::Span;
-use crate::interp::losses::{class_dim, options, Given};
+use crate::interp::losses::{class_dim, close_checks, options, spelled, Given};
 use crate::tensor::DType;
 
 impl<'m> Fz<'m> {
     /// `cross_entropy`, `nll_loss` or `kl_div`.
     pub(super) fn loss(&mut self, name: &str, a: &A, span: Span) -> FR<FV> {
+        spelled(name, &a.name).map_err(err(span))?;
         let (w, s, r) = match name {
             "kl_div" => (usize::MAX, usize::MAX, 4),
             "cross_entropy" => (2, 7, 6),
@@ -20,11 +21,7 @@ impl<'m> Fz<'m> {
         let reduction_arg = a.opt(r, "reduction").cloned();
         let given = Given {
             weight: a.opt(w, "weight").is_some(),
-            smoothing: match a.opt(s, "label_smoothing") {
-                Some(FV::Float(v)) => *v,
-                Some(FV::Int(v)) => *v as f64,
-                _ => 0.0,
-            },
+            smoothing: !matches!(a.opt(s, "label_smoothing"), None | Some(FV::Float(0.0) | FV::Int(0))),
             reduction: reduction_arg.as_ref().map(|v| match v {
                 FV::Str(s) => Ok(&**s),
                 other => Err(other.type_name()),
@@ -117,9 +114,12 @@ impl<'m> Fz<'m> {
             Some(_) => diag(span, format!("{name}(): argument '{n}' must be a number")),
         };
         let (rtol, atol) = (num(2, "rtol", 1e-5)?, num(3, "atol", 1e-8)?);
-        if !self.roots[x.root].dtype.is_float() {
-            return diag(span, format!("{name}(): integer and bool tensors are not supported (only floating point)"));
-        }
+        spelled(name, &a.name).map_err(err(span))?;
+        let other = match &y {
+            FV::Tensor(t) => Some(self.roots[t.root].dtype),
+            _ => None,
+        };
+        close_checks(name, self.roots[x.root].dtype, other, rtol, atol).map_err(err(span))?;
         let equal_nan = a.bool_or(4, "equal_nan", false)?;
         let xv = FV::Tensor(x);
         let mut close = self.call_op("eq", vec![xv.clone(), y.clone()], span)?;

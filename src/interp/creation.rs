@@ -111,11 +111,18 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
             t(Tensor::full(dt, &shape_of(name, &sizes)?, value)?)
         }
         // The legacy `x.new(2, 3)` (uninitialized: zeros here), `x.new([data])` and `x.new()` (no elements).
-        "new" if method => match a.pos.get(1) {
-            Some(Value::List(_)) => creation_op("new_tensor", a, true),
-            None => t(Tensor::zeros(a.tensor(0, "self")?.dtype(), &[0])?),
-            Some(_) => creation_op("new_empty", a, true),
-        },
+        "new" if method => {
+            crate::tensor::legacy_new_check(a.kw.len(), a.pos.len(), |i| match &a.pos[i] {
+                Value::List(_) => Some(true),
+                Value::Tuple(_) | Value::Tensor(_) => None,
+                _ => Some(false),
+            })?;
+            match a.pos.get(1) {
+                Some(Value::List(_)) => creation_op("new_tensor", a, true),
+                None => t(Tensor::zeros(a.tensor(0, "self")?.dtype(), &[0])?),
+                Some(_) => creation_op("new_empty", a, true),
+            }
+        }
         "new_tensor" => {
             let x = a.tensor(0, "self")?;
             let mut shape = Vec::new();

@@ -17,8 +17,8 @@ use crate::tensor::{reduce, DType, Scalar, Tensor};
 pub(crate) struct Given<'a> {
     /// A class weight tensor was given (`weight=`).
     pub weight: bool,
-    /// `label_smoothing` (cross entropy only).
-    pub smoothing: f64,
+    /// A `label_smoothing` other than a literal 0 was given (cross entropy only).
+    pub smoothing: bool,
     /// The reduction given: a string, or the type name of something else.
     pub reduction: Option<Result<&'a str, &'static str>>,
     /// A deprecated `size_average` or `reduce` was given.
@@ -31,7 +31,7 @@ pub(crate) fn options(name: &str, g: &Given) -> Result<&'static str, String> {
     if g.weight {
         return Err(format!("{name}(): class weights (`weight=`) are not supported"));
     }
-    if g.smoothing != 0.0 {
+    if g.smoothing {
         return Err(format!("{name}(): label_smoothing is not supported"));
     }
     if g.deprecated {
@@ -46,6 +46,52 @@ pub(crate) fn options(name: &str, g: &Given) -> Result<&'static str, String> {
         Some(Ok(other)) => Err(format!("{other} is not a valid value for reduction")),
         Some(Err(ty)) => Err(format!("{name}(): argument 'reduction' must be str, not {ty}")),
     }
+}
+
+/// Whether `full` (the call as written: `torch.nn.functional.kl_div`, or the bare name of a tensor method) is a
+/// spelling PyTorch has for op `name` with these arguments: the losses only as `torch.nn.functional` functions
+/// (`torch.kl_div` exists but takes its reduction as an int), `isclose`/`allclose` as `torch` functions and tensor
+/// methods.
+pub(crate) fn spelled(name: &str, full: &str) -> Result<(), String> {
+    let ok = match name {
+        "isclose" | "allclose" => full == name || full == format!("torch.{name}"),
+        _ => full == format!("torch.nn.functional.{name}"),
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(match full.rsplit_once('.') {
+        None => format!("'Tensor' object has no attribute '{name}'"),
+        Some(_) if crate::frontend::torch_api::has(full) => {
+            format!("`{full}` is not supported (it takes other arguments); use torch.nn.functional.{name}")
+        }
+        Some((module, _)) => format!("module '{module}' has no attribute '{name}'"),
+    })
+}
+
+/// PyTorch's checks of `isclose`/`allclose`: `other` a tensor of the input's dtype, tolerances not negative; the
+/// input floating point (integer inputs are not supported here).
+pub(crate) fn close_checks(name: &str, x: DType, other: Option<DType>, rtol: f64, atol: f64) -> Result<(), String> {
+    let Some(y) = other else {
+        return Err(format!("{name}(): argument 'other' (position 2) must be Tensor"));
+    };
+    if x != y {
+        return Err(format!(
+            "{name}(): input and other must have one dtype, not {} and {}",
+            x.annotation(),
+            y.annotation()
+        ));
+    }
+    if !x.is_float() {
+        return Err(format!("{name}(): integer and bool tensors are not supported (only floating point)"));
+    }
+    if rtol < 0.0 || rtol.is_nan() {
+        return Err(format!("rtol must be greater than or equal to zero, but got {rtol}"));
+    }
+    if atol < 0.0 || atol.is_nan() {
+        return Err(format!("atol must be greater than or equal to zero, but got {atol}"));
+    }
+    Ok(())
 }
 
 /// The class dim of a loss input: 1 for `[N, C]`, 0 for `[C]`; other ranks are refused.
@@ -65,7 +111,7 @@ fn given<'a>(a: &'a Args, name: &str) -> Given<'a> {
     };
     Given {
         weight: a.opt(w, "weight").is_some(),
-        smoothing: a.opt(s, "label_smoothing").and_then(|v| v.as_scalar()).map_or(0.0, |v| v.to_f64()),
+        smoothing: !matches!(a.opt(s, "label_smoothing"), None | Some(Value::Float(0.0) | Value::Int(0))),
         reduction: a.opt(r, "reduction").map(|v| match v {
             Value::Str(s) => Ok(&**s),
             other => Err(other.type_name()),
@@ -96,6 +142,7 @@ fn reduced(loss: Tensor, reduction: &str, count: Option<Tensor>) -> AResult<Tens
 
 /// `cross_entropy`, `nll_loss` or `kl_div` with the reference interpreter's arguments.
 pub(crate) fn loss(name: &str, a: &Args) -> AResult<Value> {
+    spelled(name, &a.name)?;
     let reduction = options(name, &given(a, name))?;
     let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);
     if !x.dtype().is_float() {

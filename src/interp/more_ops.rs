@@ -335,9 +335,12 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
         "isclose" | "allclose" => {
             let (x, y) = (a.tensor(0, "input")?, operand_arg(a, 1, "other")?);
             let (rtol, atol) = close_tolerances(a)?;
-            if !x.dtype().is_float() {
-                return Err(format!("{name}(): integer and bool tensors are not supported (only floating point)"));
-            }
+            super::losses::spelled(name, &a.name)?;
+            let other = match &y {
+                Operand::T(t) => Some(t.dtype()),
+                _ => None,
+            };
+            super::losses::close_checks(name, x.dtype(), other, rtol, atol)?;
             let equal_nan = a.bool_or(4, "equal_nan", false)?;
             // PyTorch's formula: equal, or both NaN (with equal_nan), or a finite |x - y| <= atol + |rtol * y|.
             let mut close = bin(Binary::Eq, &tt(&x), &y)?;

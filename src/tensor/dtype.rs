@@ -234,6 +234,33 @@ impl Scalar {
     }
 }
 
+/// The checks of the legacy `x.new(...)` that both engines run: no keywords; either sizes (ints) or one list of data.
+/// `kind(i)` says what positional argument `i` (1 up; 0 is the tensor) is: `Some(true)` a list, `Some(false)` anything
+/// else a size may be, `None` a tuple or a tensor, which PyTorch reads as data or as sizes by a type (`torch.Size`)
+/// that looks like a tuple here, so they are refused.
+pub fn legacy_new_check(nkw: usize, npos: usize, kind: impl Fn(usize) -> Option<bool>) -> Result<(), String> {
+    if nkw > 0 {
+        return Err(
+            "new(): keyword arguments are not supported (PyTorch's legacy constructor takes only device)".into()
+        );
+    }
+    for i in 1..npos {
+        match kind(i) {
+            None => {
+                return Err(
+                    "x.new(tuple or tensor) is not supported: PyTorch reads a torch.Size as sizes and a tuple or a \
+                            tensor as data, and a torch.Size looks like a tuple here; write x.new_empty(size) or \
+                            x.new_tensor(data)"
+                        .into(),
+                )
+            }
+            Some(true) if npos > 2 => return Err("new(): a list of data must be the only argument".into()),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// The refusal of a PyTorch dtype that no tensor here has (`torch.uint8`), given where a dtype is taken; None for
 /// any other string.
 pub fn unsupported_torch_dtype(s: &str) -> Option<String> {

@@ -18,7 +18,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 pub use close::compare_close;
-pub use dtype::{unsupported_torch_dtype, DType, Kind, Scalar, OTHER_TORCH_DTYPES};
+pub use dtype::{legacy_new_check, unsupported_torch_dtype, DType, Kind, Scalar, OTHER_TORCH_DTYPES};
 pub use store::Store;
 
 /// An error from a tensor operation: a message in PyTorch's words. The interpreter adds the source location.

@@ -4,8 +4,10 @@
 //! torch.Tensor) else np.copy(x)`): the `isinstance` test of a tensor or number parameter the function never
 //! rebinds is decided, the branch it does not take is dropped, and numpy calls on constants are folded to numbers.
 //! A numpy function of one number known only when the program runs (a helper's parameter, as Hugging Face's DoLa
-//! takes `np.log(relative_top)`) is `math`'s function of it, which differs only outside its domain (there `math`
-//! raises where numpy gives NaN or -inf). Any other use of numpy is refused, located.
+//! takes `np.log(relative_top)`) is `math`'s function of it. The values agree; what differs is outside the domain,
+//! where `math` raises (`np.log(0)` is -inf, `np.sqrt(-1)` NaN), and arithmetic on the result, a Python float
+//! (dividing by a zero one raises `ZeroDivisionError` where numpy's float64 gives inf); messages there name `math`.
+//! Any other use of numpy is refused, located.
 
 use std::collections::HashMap;
 
