@@ -489,8 +489,25 @@ impl Gen {
         let shape = self.tensors[*self.rng.pick(&fl)].shape.clone();
         let e = self.expr(&shape, 3);
         let name = self.name("t");
+        let e = self.conditional(e);
         self.line(format!("{name} = {e}"));
         self.define(TVar { name, dt: Dt::F32, shape, writable: true, contig: true });
+    }
+
+    /// Sometimes (the [`Gen::later`] stream), outside loops and `if`s, `e` as the arm of a conditional expression on
+    /// run-time data (`e if x.sum() > 0.25 else (e) * -0.5 + 1.0`), which the converter makes an `if` statement.
+    fn conditional(&mut self, e: String) -> String {
+        let fl = self.floats();
+        if self.indent != 1 || fl.is_empty() || !self.later.pct(20) {
+            return e;
+        }
+        let t = self.tensors[fl[self.later.range(0, fl.len() as i64 - 1) as usize]].name.clone();
+        // Never 0, as in `data_cond`.
+        let th = match self.later.range(-2, 2) {
+            0 => 0.125,
+            k => k as f64 / 4.0,
+        };
+        format!("{e} if {t}.sum() > {th:?} else ({e}) * -0.5 + 1.0")
     }
 
     /// `vN = <view of a live tensor>`; sometimes `.contiguous()` or `.clone()` of it.
