@@ -749,6 +749,12 @@ fn loss_options_no_engine_computes_are_refused_by_name() {
         ("x.allclose(1.0)", "allclose(): argument 'other' (position 2) must be Tensor"),
         ("x.new((2, 3))", "x.new(tuple or tensor) is not supported"),
         ("x.new(2, dtype=torch.float64)", "new(): keyword arguments are not supported"),
+        ("x.new([1.0], 2)", "new(): a list of data must be the only argument"),
+        ("torch.isclose(t, t)", "isclose(): integer and bool tensors are not supported"),
+        ("torch.isclose(x, x, atol=-0.5)", "atol must be greater than or equal to zero"),
+        ("F.nll_loss(x, t, size_average=True)", "size_average and reduce are deprecated and not supported"),
+        ("F.cross_entropy(x, t, reduction=1)", "cross_entropy(): argument 'reduction' must be str, not int"),
+        ("F.kl_div(t, t)", "kl_div(): the input must be floating point, not i64"),
     ] {
         let src = format!("import torch.nn.functional as F\n\ndef f(x: f32[3, 4], t: i64[3]):\n    return {call}\n");
         every_engine_raises(&src, "f", want);

@@ -6,76 +6,43 @@ use super::ops::{err, A};
 use super::state::{diag, FR, FV};
 use super::Fz;
 use crate::diag::Span;
-use crate::interp::losses::{class_dim, close_checks, options, spelled, Given};
+use crate::interp::losses::{close_checks, form, options, slots, spelled, Form, Given};
 use crate::tensor::DType;
 
 impl<'m> Fz<'m> {
     /// `cross_entropy`, `nll_loss` or `kl_div`.
     pub(super) fn loss(&mut self, name: &str, a: &A, span: Span) -> FR<FV> {
         spelled(name, &a.name).map_err(err(span))?;
-        let (w, s, r) = match name {
-            "kl_div" => (usize::MAX, usize::MAX, 4),
-            "cross_entropy" => (2, 7, 6),
-            _ => (2, usize::MAX, 6),
-        };
-        let reduction_arg = a.opt(r, "reduction").cloned();
+        let at = slots(name);
+        let reduction_arg = a.opt(at.reduction, "reduction").cloned();
         let given = Given {
-            weight: a.opt(w, "weight").is_some(),
-            smoothing: !matches!(a.opt(s, "label_smoothing"), None | Some(FV::Float(0.0) | FV::Int(0))),
+            weight: a.opt(at.weight, "weight").is_some(),
+            smoothing: !matches!(a.opt(at.smoothing, "label_smoothing"), None | Some(FV::Float(0.0) | FV::Int(0))),
             reduction: reduction_arg.as_ref().map(|v| match v {
                 FV::Str(s) => Ok(&**s),
                 other => Err(other.type_name()),
             }),
-            deprecated: a.opt(if name == "kl_div" { 2 } else { 3 }, "size_average").is_some()
-                || a.opt(if name == "kl_div" { 3 } else { 5 }, "reduce").is_some(),
+            deprecated: a.opt(at.size_average, "size_average").is_some() || a.opt(at.reduce, "reduce").is_some(),
         };
         let reduction = options(name, &given).map_err(err(span))?;
         let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);
-        let (dx, dy) = (self.roots[x.root].dtype, self.roots[y.root].dtype);
-        if !dx.is_float() {
-            return diag(span, format!("{name}(): the input must be floating point, not {}", dx.annotation()));
-        }
+        let dx = self.roots[x.root].dtype;
+        let form = form(name, (&x.shape, dx), (&y.shape, self.roots[y.root].dtype)).map_err(err(span))?;
         let (xv, yv) = (FV::Tensor(x.clone()), FV::Tensor(y.clone()));
-        if name == "kl_div" {
-            let log_target = a.bool_or(5, "log_target", false)?;
-            if dy != dx {
-                return diag(span, "kl_div(): input and target must have one dtype");
+        let (d, probabilities) = match form {
+            Form::Probabilities(d) => (d, true),
+            Form::Indices(d) => (d, false),
+            Form::KlDiv => {
+                let n = x.shape.first().copied().unwrap_or(1) as f64;
+                return self.kl_div(xv, yv, n, reduction, a.bool_or(5, "log_target", false)?, span);
             }
-            let l = if log_target {
-                let e = self.call_op("exp", vec![yv.clone()], span)?;
-                let d = self.call_op("sub", vec![yv, xv], span)?;
-                self.call_op("mul", vec![e, d], span)?
-            } else {
-                let zero = self.call_op("eq", vec![yv.clone(), FV::Float(0.0)], span)?;
-                let lg = self.call_op("log", vec![yv.clone()], span)?;
-                let ylogy = self.call_op("mul", vec![yv.clone(), lg], span)?;
-                let ylogy = self.call_op("where", vec![zero, FV::Float(0.0), ylogy], span)?;
-                let yx = self.call_op("mul", vec![yv, xv], span)?;
-                self.call_op("sub", vec![ylogy, yx], span)?
-            };
-            return match reduction {
-                "batchmean" => {
-                    let total = self.call_op("sum", vec![l], span)?;
-                    let n = x.shape.first().copied().unwrap_or(1) as f64;
-                    self.call_op("div", vec![total, FV::Float(n)], span)
-                }
-                r => self.reduced(l, r, None, span),
-            };
-        }
-        let d = class_dim(name, &x.shape).map_err(err(span))?;
+        };
         let logp = if name == "cross_entropy" { self.call_op("log_softmax", vec![xv, FV::Int(d)], span)? } else { xv };
-        if dy.is_float() && name == "cross_entropy" {
-            if y.shape != x.shape || dy != dx {
-                return diag(span, "cross_entropy(): a float target must have the input's shape and dtype");
-            }
+        if probabilities {
             let p = self.call_op("mul", vec![logp, yv], span)?;
             let s = self.call_op("sum", vec![p, FV::Int(d)], span)?;
             let l = self.call_op("neg", vec![s], span)?;
             return self.reduced(l, reduction, None, span);
-        }
-        if dy != DType::I64 || y.shape.len() + 1 != x.shape.len() || (d == 1 && y.shape[0] != x.shape[0]) {
-            let m = format!("{name}(): the target must be int64 class indices with one dim fewer than the input");
-            return diag(span, m);
         }
         let ignore = a.int_or(4, "ignore_index", -100)?;
         let (logp, yv) = if d == 0 {
@@ -144,6 +111,29 @@ impl<'m> Fz<'m> {
             return self.item(&t, span);
         }
         Ok(close)
+    }
+
+    /// `kl_div` of input `xv` and target `yv` (`n`: the input's first dim, which `batchmean` divides by).
+    fn kl_div(&mut self, xv: FV, yv: FV, n: f64, reduction: &str, log_target: bool, span: Span) -> FR<FV> {
+        let l = if log_target {
+            let e = self.call_op("exp", vec![yv.clone()], span)?;
+            let d = self.call_op("sub", vec![yv, xv], span)?;
+            self.call_op("mul", vec![e, d], span)?
+        } else {
+            let zero = self.call_op("eq", vec![yv.clone(), FV::Float(0.0)], span)?;
+            let lg = self.call_op("log", vec![yv.clone()], span)?;
+            let ylogy = self.call_op("mul", vec![yv.clone(), lg], span)?;
+            let ylogy = self.call_op("where", vec![zero, FV::Float(0.0), ylogy], span)?;
+            let yx = self.call_op("mul", vec![yv, xv], span)?;
+            self.call_op("sub", vec![ylogy, yx], span)?
+        };
+        match reduction {
+            "batchmean" => {
+                let total = self.call_op("sum", vec![l], span)?;
+                self.call_op("div", vec![total, FV::Float(n)], span)
+            }
+            r => self.reduced(l, r, None, span),
+        }
     }
 
     fn reduced(&mut self, l: FV, reduction: &str, count: Option<FV>, span: Span) -> FR<FV> {

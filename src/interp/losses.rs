@@ -94,30 +94,70 @@ pub(crate) fn close_checks(name: &str, x: DType, other: Option<DType>, rtol: f64
     Ok(())
 }
 
-/// The class dim of a loss input: 1 for `[N, C]`, 0 for `[C]`; other ranks are refused.
-pub(crate) fn class_dim(name: &str, shape: &[usize]) -> Result<i64, String> {
-    match shape.len() {
-        1 => Ok(0),
-        2 => Ok(1),
-        r => Err(format!("{name}(): an input of {r} dims is not supported (only [N, C] and [C])")),
+/// Where each option of loss `name` sits positionally (PyTorch's signatures; `usize::MAX`: by keyword only).
+pub(crate) struct Slots {
+    pub weight: usize,
+    pub smoothing: usize,
+    pub reduction: usize,
+    pub size_average: usize,
+    pub reduce: usize,
+}
+
+pub(crate) fn slots(name: &str) -> Slots {
+    let none = usize::MAX;
+    match name {
+        "kl_div" => Slots { weight: none, smoothing: none, reduction: 4, size_average: 2, reduce: 3 },
+        "cross_entropy" => Slots { weight: 2, smoothing: 7, reduction: 6, size_average: 3, reduce: 5 },
+        _ => Slots { weight: 2, smoothing: none, reduction: 6, size_average: 3, reduce: 5 },
     }
 }
 
-fn given<'a>(a: &'a Args, name: &str) -> Given<'a> {
-    let (w, s, r) = match name {
-        "kl_div" => (usize::MAX, usize::MAX, 4),
-        "cross_entropy" => (2, 7, 6),
-        _ => (2, usize::MAX, 6),
+/// What a loss computes, decided by the checks both engines make on its input and target.
+pub(crate) enum Form {
+    /// `kl_div`: a target of the input's dtype.
+    KlDiv,
+    /// `cross_entropy` of class probabilities (a float target of the input's shape and dtype), over class dim `d`.
+    Probabilities(i64),
+    /// Class indices: an int64 target with one dim fewer than the input, whose class dim is `d` (1 for `[N, C]`, 0
+    /// for `[C]`; other ranks are refused).
+    Indices(i64),
+}
+
+pub(crate) fn form(name: &str, (xs, xd): (&[usize], DType), (ys, yd): (&[usize], DType)) -> Result<Form, String> {
+    if !xd.is_float() {
+        return Err(format!("{name}(): the input must be floating point, not {}", xd.annotation()));
+    }
+    if name == "kl_div" {
+        return if yd == xd { Ok(Form::KlDiv) } else { Err("kl_div(): input and target must have one dtype".into()) };
+    }
+    let d = match xs.len() {
+        1 => 0,
+        2 => 1,
+        r => return Err(format!("{name}(): an input of {r} dims is not supported (only [N, C] and [C])")),
     };
+    if yd.is_float() && name == "cross_entropy" {
+        return if ys == xs && yd == xd {
+            Ok(Form::Probabilities(d))
+        } else {
+            Err("cross_entropy(): a float target must have the input's shape and dtype".into())
+        };
+    }
+    if yd != DType::I64 || ys.len() + 1 != xs.len() || (d == 1 && ys[0] != xs[0]) {
+        return Err(format!("{name}(): the target must be int64 class indices with one dim fewer than the input"));
+    }
+    Ok(Form::Indices(d))
+}
+
+fn given<'a>(a: &'a Args, name: &str) -> Given<'a> {
+    let at = slots(name);
     Given {
-        weight: a.opt(w, "weight").is_some(),
-        smoothing: !matches!(a.opt(s, "label_smoothing"), None | Some(Value::Float(0.0) | Value::Int(0))),
-        reduction: a.opt(r, "reduction").map(|v| match v {
+        weight: a.opt(at.weight, "weight").is_some(),
+        smoothing: !matches!(a.opt(at.smoothing, "label_smoothing"), None | Some(Value::Float(0.0) | Value::Int(0))),
+        reduction: a.opt(at.reduction, "reduction").map(|v| match v {
             Value::Str(s) => Ok(&**s),
             other => Err(other.type_name()),
         }),
-        deprecated: a.opt(if name == "kl_div" { 2 } else { 3 }, "size_average").is_some()
-            || a.opt(if name == "kl_div" { 3 } else { 5 }, "reduce").is_some(),
+        deprecated: a.opt(at.size_average, "size_average").is_some() || a.opt(at.reduce, "reduce").is_some(),
     }
 }
 
@@ -145,24 +185,16 @@ pub(crate) fn loss(name: &str, a: &Args) -> AResult<Value> {
     spelled(name, &a.name)?;
     let reduction = options(name, &given(a, name))?;
     let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);
-    if !x.dtype().is_float() {
-        return Err(format!("{name}(): the input must be floating point, not {}", x.dtype().annotation()));
-    }
-    if name == "kl_div" {
-        return t(kl_div(&x, &y, reduction, a.bool_or(5, "log_target", false)?)?);
-    }
-    let d = class_dim(name, &x.shape)?;
+    let (d, probabilities) = match form(name, (&x.shape, x.dtype()), (&y.shape, y.dtype()))? {
+        Form::KlDiv => return t(kl_div(&x, &y, reduction, a.bool_or(5, "log_target", false)?)?),
+        Form::Probabilities(d) => (d, true),
+        Form::Indices(d) => (d, false),
+    };
     let logp = if name == "cross_entropy" { reduce::softmax(&x, d, None, true)? } else { x.clone() };
-    if y.dtype().is_float() && name == "cross_entropy" {
+    if probabilities {
         // Class probabilities: -sum over classes of target * log_softmax, the mean over the rows.
-        if y.shape != x.shape || y.dtype() != x.dtype() {
-            return Err("cross_entropy(): a float target must have the input's shape and dtype".into());
-        }
         let l = ops::unary(Unary::Neg, &reduce::sum(&bin(Binary::Mul, &logp, &tt(&y))?, Some(&[d]), false, None)?)?;
         return t(reduced(l, reduction, None)?);
-    }
-    if !matches!(y.dtype(), DType::I64) || y.dim() + 1 != x.dim() || (d == 1 && y.shape[0] != x.shape[0]) {
-        return Err(format!("{name}(): the target must be int64 class indices with one dim fewer than the input"));
     }
     let ignore = a.int_or(4, "ignore_index", -100)?;
     t(nll(&logp, &y, d, ignore, reduction, a.span)?)
@@ -194,9 +226,6 @@ fn nll(logp: &Tensor, y: &Tensor, d: i64, ignore: i64, reduction: &str, span: cr
 /// `kl_div`: xlogy(target, target) - target * input (0 where the target is 0), or exp(target) * (target - input)
 /// with `log_target`; `batchmean` divides the sum by the input's first dim.
 fn kl_div(x: &Tensor, y: &Tensor, reduction: &str, log_target: bool) -> AResult<Tensor> {
-    if y.dtype() != x.dtype() {
-        return Err("kl_div(): input and target must have one dtype".into());
-    }
     let l = if log_target {
         bin(Binary::Mul, &ops::unary(Unary::Exp, y)?, &tt(&bin(Binary::Sub, y, &tt(x))?))?
     } else {

@@ -203,7 +203,7 @@ fn bce_with_logits(a: &Args) -> AResult<Value> {
 }
 
 /// `isclose`'s and `allclose`'s `rtol` and `atol` (1e-5 and 1e-8 by default), numbers (both engines).
-pub(crate) fn close_tolerances(a: &Args) -> AResult<(f64, f64)> {
+fn close_tolerances(a: &Args) -> AResult<(f64, f64)> {
     let num = |i: usize, n: &str, d: f64| match a.opt(i, n) {
         None => Ok(d),
         Some(v) => {
