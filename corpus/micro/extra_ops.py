@@ -32,6 +32,19 @@ def topk_sort(x: f32[5, 8]) -> tuple[f32[5, 3], i64[5, 3], f32[5, 8]]:
     return v, i, s
 
 
+def sorts_read_in_parts(
+    x: f32[6, 40], y: f32[30, 4]
+) -> tuple[f32[5, 4], i64[5, 4], f32[6, 4], f32[6, 3], f32[6, 3], i64[6, 5], f32[6, 5], i64[6, 2]]:
+    # The host sorts only as much of each line as is read: a topk along dim 0, the smallest values, a sort read at
+    # its end and at strided positions (whole lines), a slice from the middle, and indices used alone.
+    v0, i0 = torch.topk(y, 5, dim=0)
+    low, _ = torch.topk(x, 4, dim=1, largest=False)
+    s, order = torch.sort(x, dim=1)
+    s2, _ = torch.sort(x, dim=1, descending=True)
+    _, best = x.topk(2, dim=-1)
+    return v0, i0, low, s[:, -3:], s[:, 1:12:4], order[:, :5] * 1, s2[:, 2:7], best
+
+
 def stats(x: f32[6, 10]) -> tuple[f32[6], f32[6], f32[10], f32[6]]:
     return x.var(dim=1), x.std(1), x.norm(dim=0), torch.logsumexp(x, dim=1)
 

@@ -53,12 +53,19 @@ pub fn planning_cost(plan: &Plan, profile: &Profile) -> f64 {
                 let launch = if launches(plan, *k) { profile.launch_s } else { 0.0 };
                 launch + (bytes / profile.bytes_per_s).max(ops / profile.ops_per_s) + copy
             }
+            How::Fallback if sort_counted_by_sibling(plan, egg::Id::from(i)) => 0.0,
             How::Fallback => profile.launch_s + 4.0 * size(egg::Id::from(i)) / profile.bytes_per_s,
             _ => 0.0,
         };
         seconds += m * one;
     }
     seconds
+}
+
+/// Whether `id` is a host sort whose sibling (the other output of the same sort) is counted instead: the one with
+/// the smaller id counts both, as the run computes them at once ([`super::sorts`]).
+fn sort_counted_by_sibling(plan: &Plan, id: egg::Id) -> bool {
+    plan.host_sorts.get(&id).and_then(|s| s.sibling).is_some_and(|s| s < id)
 }
 
 /// What the planner and extraction decide by: the plan's predicted time ([`plan_estimate`], the figure every command
@@ -178,10 +185,13 @@ pub fn plan_stats(plan: &Plan) -> (Stats, f64) {
                 w.add(c, l, m * bytes, m * ops, m * trans);
                 w.stats.flops += m * ops;
             }
+            How::Fallback if sort_counted_by_sibling(plan, id) => {}
             How::Fallback => {
                 use egg::Language;
                 let operands: f64 = plan.term[id].children().iter().map(|&c| numel(c)).sum();
-                let bytes = operands + numel(id);
+                // A host sort writes its sibling's output too (values and indices from one sort).
+                let sibling = plan.host_sorts.get(&id).and_then(|s| s.sibling);
+                let bytes = operands + numel(id) + sibling.map_or(0.0, &numel);
                 w.add(class::FALLBACK, m, m * bytes, 0.0, 0.0);
                 w.fallbacks += m;
             }

@@ -695,6 +695,9 @@ impl<D: Device> Executor<'_, D> {
 
     fn fallback(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
         let plan = self.plan;
+        if let Some(&sort) = plan.host_sorts.get(&id) {
+            return self.sort(id, sort, inputs);
+        }
         let mut b = Builder::default();
         let mut tensors = BTreeMap::new();
         let node = plan.term[id].clone();
@@ -732,6 +735,40 @@ impl<D: Device> Executor<'_, D> {
         self.stats.class(crate::cost::class::FALLBACK, 1.0, (t.numel() * t.dtype().size()) as f64, 0.0, 0.0);
         let (d, s) = (t.dtype(), t.shape.clone());
         Ok(Val::T(self.dev.upload(&t)?, d, s.into()))
+    }
+}
+
+impl<D: Device> Executor<'_, D> {
+    /// A sort on the host ([`super::sorts`]): both outputs at once (the sibling's is remembered for its own
+    /// evaluation), and only the leading part of each line that is read.
+    fn sort(&mut self, id: Id, sort: super::sorts::HostSort, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
+        let Node::Op(op, args) = &self.plan.term[id] else { return Err(format!("node {id} is not a sort")) };
+        let (buf, d, s) = self.tensor(args[0], inputs)?;
+        let (dim, descending) = (self.int(args[1], inputs)?, self.int(args[2], inputs)? != 0);
+        let x = self.dev.download(&buf, d, &s)?;
+        let (values, indices) = crate::tensor::index::sort_prefix(&x, dim, descending, sort.prefix)?;
+        let bytes = (x.numel() * d.size()) as f64;
+        let (value_bytes, index_bytes) = ((values.numel() * d.size()) as f64, (indices.numel() * 8) as f64);
+        // What is uploaded: this node's output, and its sibling's where there is one.
+        let written = match (op, sort.sibling) {
+            (_, Some(_)) => value_bytes + index_bytes,
+            (crate::ir::OpName::SortVal, None) => value_bytes,
+            _ => index_bytes,
+        };
+        self.stats.fallbacks += 1;
+        self.stats.launches += 1;
+        self.stats.bytes += bytes + written;
+        self.stats.class(crate::cost::class::FALLBACK, 1.0, bytes + written, 0.0, 0.0);
+        let shape: Rc<[usize]> = values.shape.clone().into();
+        let (mine, other) = match op {
+            crate::ir::OpName::SortVal => ((values, d), (indices, DType::I64)),
+            _ => ((indices, DType::I64), (values, d)),
+        };
+        if let Some(sibling) = sort.sibling {
+            let v = Val::T(self.dev.upload(&other.0)?, other.1, shape.clone());
+            self.remember(sibling, v);
+        }
+        Ok(Val::T(self.dev.upload(&mine.0)?, mine.1, shape))
     }
 }
 

@@ -20,6 +20,7 @@ mod prepare;
 pub mod profile;
 mod scatter;
 mod show;
+pub mod sorts;
 pub mod specialize;
 mod why;
 

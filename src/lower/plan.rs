@@ -95,6 +95,8 @@ pub struct Plan {
     pub why: Vec<String>,
     /// Per matmul: whether it is computed as dot products in its readers, and why not (`dots.rs`).
     pub dot_notes: Vec<String>,
+    /// The sorts the host computes, each with its sibling output and the part of each line that is read.
+    pub host_sorts: hashbrown::HashMap<Id, super::sorts::HostSort>,
 }
 
 impl Plan {
@@ -260,6 +262,7 @@ fn plan_with(
         classes: Default::default(),
         why: Vec::new(),
         dot_notes: p.dot_notes.clone(),
+        host_sorts: super::sorts::host_sorts(term, &prepared.types, &prepared.users),
     };
     for i in 0..n {
         let id = Id::from(i);

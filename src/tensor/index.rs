@@ -5,7 +5,7 @@
 
 use super::ops::broadcast_shapes;
 use super::views::wrap_dim;
-use super::{contiguous_strides, fmt_shape, DType, Scalar, TResult, Tensor};
+use super::{contiguous_strides, fmt_shape, Buf, DType, Scalar, TResult, Tensor};
 
 /// The shape of an advanced-indexing result and, for each of its elements, the storage offset it reads or writes.
 pub struct AdvIndex {
@@ -219,38 +219,81 @@ pub fn along_dim_offsets(x: &Tensor, dim: usize, idx: &Tensor) -> TResult<Vec<us
 
 /// Stable sort of every line along `dim`: values and their original indices.
 pub fn sort(x: &Tensor, dim: i64, descending: bool) -> TResult<(Tensor, Tensor)> {
+    sort_prefix(x, dim, descending, usize::MAX)
+}
+
+/// [`sort`]'s first `k` positions of every line along `dim` (all of them where the line is shorter), in tensors of
+/// the full shape whose later positions hold zeros: what a plan computes when every reader of a sort reads only a
+/// leading part of each line (`topk`'s `sort(..)[:k]`). The first `k` are selected in linear time, then sorted.
+/// Ties keep their index order (each element is ordered by its key, then its index), so the result is the stable
+/// sort's whatever `k` is.
+pub fn sort_prefix(x: &Tensor, dim: i64, descending: bool, k: usize) -> TResult<(Tensor, Tensor)> {
     let d = wrap_dim(dim, x.dim())? as i64;
-    let moved = x.transpose(d, -1)?;
-    let vals = moved.scalars();
+    // Lines made contiguous (a copy of the elements, which are read once each).
+    let moved = x.transpose(d, -1)?.contiguous_copy();
     let len = moved.shape.last().copied().unwrap_or(1).max(1);
-    let mut sv = Vec::with_capacity(vals.len());
-    let mut si = Vec::with_capacity(vals.len());
-    for line in vals.chunks(len) {
-        let mut order: Vec<usize> = (0..line.len()).collect();
-        let key = |s: &Scalar| s.to_f64();
-        order.sort_by(|&i, &j| {
-            let (a, b) = (key(&line[i]), key(&line[j]));
-            // NaN sorts as the largest value, as in PyTorch.
-            let c = match (a.is_nan(), b.is_nan()) {
-                (true, true) => std::cmp::Ordering::Equal,
-                (true, false) => std::cmp::Ordering::Greater,
-                (false, true) => std::cmp::Ordering::Less,
-                _ => a.partial_cmp(&b).unwrap(),
-            };
-            if descending {
-                c.reverse()
-            } else {
-                c
-            }
-        });
-        for i in order {
-            sv.push(line[i]);
-            si.push(Scalar::I(i as i64));
+    let b = moved.buf.borrow();
+    let (values, indices) = match &*b {
+        Buf::Bool(v) => sort_lines(v, len, k, descending, |b| b as u64, Buf::Bool),
+        Buf::I32(v) => sort_lines(v, len, k, descending, |i| int_key(i as i64), Buf::I32),
+        Buf::I64(v) => sort_lines(v, len, k, descending, int_key, Buf::I64),
+        Buf::F32(v) => sort_lines(v, len, k, descending, |f| float_key(f as f64), Buf::F32),
+        Buf::F64(v) => sort_lines(v, len, k, descending, float_key, Buf::F64),
+    };
+    let back = |t: Tensor| -> TResult<Tensor> { Ok(t.transpose(d, -1)?.contiguous_copy()) };
+    Ok((back(Tensor::from_buf(values, moved.shape.clone()))?, back(Tensor::from_buf(indices, moved.shape.clone()))?))
+}
+
+/// Every `len`-element line of `data` sorted by `key` (descending: by its complement), ties by index, its first `k`
+/// positions computed and the rest left at `T::default()` (zero): the values (wrapped by `wrap`) and the indices.
+fn sort_lines<T: Copy + Default>(
+    data: &[T],
+    len: usize,
+    k: usize,
+    descending: bool,
+    key: impl Fn(T) -> u64,
+    wrap: impl Fn(super::store::Store<T>) -> Buf,
+) -> (Buf, Buf) {
+    let k = k.min(len);
+    let mut values = vec![T::default(); data.len()];
+    let mut indices = vec![0i64; data.len()];
+    let mut order: Vec<(u64, u32)> = Vec::with_capacity(len);
+    for (l, line) in data.chunks(len).enumerate() {
+        order.clear();
+        order.extend(line.iter().enumerate().map(|(i, &x)| {
+            let key = key(x);
+            (if descending { !key } else { key }, i as u32)
+        }));
+        if k < order.len() {
+            order.select_nth_unstable(k);
+            order.truncate(k);
+        }
+        order.sort_unstable();
+        for (j, &(_, i)) in order.iter().enumerate() {
+            values[l * len + j] = line[i as usize];
+            indices[l * len + j] = i as i64;
         }
     }
-    let v = Tensor::from_scalars(x.dtype(), &moved.shape, &sv)?.transpose(d, -1)?.contiguous_copy();
-    let i = Tensor::from_scalars(DType::I64, &moved.shape, &si)?.transpose(d, -1)?.contiguous_copy();
-    Ok((v, i))
+    (wrap(values.into()), Buf::I64(indices.into()))
+}
+
+/// A float's place in ascending order as an unsigned integer, as PyTorch's sort compares: by value (`-0.0` equal
+/// to `0.0`), NaN after everything (`u64::MAX`, above infinity's key).
+fn float_key(f: f64) -> u64 {
+    if f.is_nan() {
+        return u64::MAX;
+    }
+    let b = (f + 0.0).to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | 1 << 63
+    }
+}
+
+/// [`float_key`] for integers: their order, exactly.
+fn int_key(i: i64) -> u64 {
+    (i as u64) ^ 1 << 63
 }
 
 /// PyTorch's checks of `index_copy(x, dim, index, source)` and `index_add` (`op` names which), on shapes and
@@ -320,5 +363,66 @@ pub fn scatter_values(x: &Tensor, offs: &[usize], vals: Vec<Scalar>, add: bool) 
             Scalar::I(b.get(o).to_i64_trunc().wrapping_add(v.to_i64_trunc())).cast(dt)
         };
         b.set(o, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stable sort written the plain way: indices ordered by comparing elements (NaN last, `-0.0 == 0.0`,
+    /// integers exactly), ties by index.
+    fn plain_order(line: &[Scalar], descending: bool) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..line.len()).collect();
+        order.sort_by(|&i, &j| {
+            let c = match (line[i], line[j]) {
+                (Scalar::I(a), Scalar::I(b)) => a.cmp(&b),
+                (a, b) => {
+                    let (a, b) = (a.to_f64(), b.to_f64());
+                    a.is_nan().cmp(&b.is_nan()).then(a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal))
+                }
+            };
+            if descending {
+                c.reverse()
+            } else {
+                c
+            }
+        });
+        order
+    }
+
+    #[test]
+    fn every_prefix_of_a_sort_is_the_plain_stable_sorts() {
+        let floats = [3.0, -0.0, f64::NAN, 0.0, -1.5, f64::INFINITY, 3.0, f64::NEG_INFINITY, 1e-40, f64::NAN, -1.5];
+        let ints = [i64::MAX, 9007199254740993, 9007199254740992, -4, i64::MIN, 7, -4, 0, 7, 1, 2];
+        for (dtype, line) in [
+            (DType::F64, floats.iter().map(|&f| Scalar::F(f)).collect::<Vec<_>>()),
+            (DType::I64, ints.iter().map(|&i| Scalar::I(i)).collect()),
+        ] {
+            let x = Tensor::from_scalars(dtype, &[2, line.len()], &[line.clone(), line.clone()].concat()).unwrap();
+            for descending in [false, true] {
+                let order = plain_order(&line, descending);
+                for k in [0, 1, 3, 10, 11, 12, usize::MAX] {
+                    let (v, i) = sort_prefix(&x, -1, descending, k).unwrap();
+                    let (v, i) = (v.scalars(), i.scalars());
+                    for row in 0..2 {
+                        for (j, &o) in order.iter().enumerate() {
+                            let (got_v, got_i) = (v[row * line.len() + j], i[row * line.len() + j]);
+                            if j < k {
+                                assert_eq!(got_i, Scalar::I(o as i64), "{dtype:?} desc={descending} k={k} j={j}");
+                                assert_eq!(got_v.to_f64().to_bits(), line[o].to_f64().to_bits());
+                            } else {
+                                assert_eq!((got_v.to_f64(), got_i), (0.0, Scalar::I(0)), "unread positions are 0");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Along the first dim of a [3, 2] tensor: each column is a line.
+        let x = Tensor::from_f64(DType::F32, &[3, 2], &[2.0, 0.0, 1.0, 5.0, 3.0, -1.0]).unwrap();
+        let (v, i) = sort_prefix(&x, 0, true, 1).unwrap();
+        assert_eq!(v.to_f64_vec(), [3.0, 5.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(i.scalars(), [2, 1, 0, 0, 0, 0].map(Scalar::I));
     }
 }
