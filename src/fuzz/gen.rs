@@ -628,7 +628,7 @@ impl Gen {
         let neg = if self.rng.pct(30) { d as i64 - nd as i64 } else { d as i64 };
         let keep = self.rng.pct(30);
         let mut s = t.shape.clone();
-        let k = self.rng.weighted(&[10, 6, 6, 5, 5, 4, 3]);
+        let k = self.rng.weighted(&[10, 6, 6, 5, 5, 4, 3, 4]);
         if t.shape[d] == 0 && matches!(k, 2 | 4) && !self.rng.pct(10) {
             return;
         }
@@ -650,6 +650,7 @@ impl Gen {
                 self.define(TVar { name, dt: Dt::F32, shape: s, writable: true, contig: true });
                 return;
             }
+            7 => return self.sorted(&t, d, neg),
             _ => {
                 let name = self.name("m");
                 let m = self.mask(&t.shape);
@@ -666,6 +667,43 @@ impl Gen {
         let name = self.name("r");
         self.line(format!("{name} = {text}"));
         self.define(TVar { name, dt, shape: s, writable: true, contig: true });
+    }
+
+    /// A sort of `t` along dim `d` (spelled `neg`) into fresh names: a topk's values (PyTorch leaves the order of
+    /// tied indices open), or a stable sort's values and indices, each read whole or through a leading slice.
+    fn sorted(&mut self, t: &TVar, d: usize, neg: i64) {
+        let n = t.shape[d] as i64;
+        let desc = if self.rng.pct(50) { "True" } else { "False" };
+        let lead = |g: &mut Self, shape: &mut Vec<usize>| -> String {
+            if !g.rng.pct(50) {
+                return String::new();
+            }
+            let k = g.rng.range(0, n);
+            shape[d] = k as usize;
+            format!("[{}:{k}]", ":, ".repeat(d))
+        };
+        let mut s = t.shape.clone();
+        if self.rng.pct(50) {
+            let k = self.rng.range(0, n);
+            s[d] = k as usize;
+            let name = self.name("t");
+            self.line(format!("{name} = {}.topk({k}, {neg}, largest={desc}).values", t.name));
+            self.define(TVar { name, dt: Dt::F32, shape: s, writable: true, contig: true });
+            return;
+        }
+        let (v, i) = (self.name("t"), self.name("i"));
+        let (mut vs, mut is) = (s.clone(), s);
+        let (vl, il) = (lead(self, &mut vs), lead(self, &mut is));
+        self.line(format!("{v}, {i} = torch.sort({}, dim={neg}, descending={desc}, stable=True)", t.name));
+        let contig = vl.is_empty();
+        if !vl.is_empty() {
+            self.line(format!("{v} = {v}{vl}"));
+        }
+        if !il.is_empty() {
+            self.line(format!("{i} = {i}{il}"));
+        }
+        self.define(TVar { name: v, dt: Dt::F32, shape: vs, writable: true, contig });
+        self.define(TVar { name: i, dt: Dt::I64, shape: is, writable: false, contig: il.is_empty() });
     }
 
     /// A fresh tensor from several: matmul, cat, stack.
