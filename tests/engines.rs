@@ -761,6 +761,22 @@ fn loss_options_no_engine_computes_are_refused_by_name() {
     }
 }
 
+/// PyTorch takes `stable=` only where `dim` and `descending` are keywords: `torch.sort(x, 0, stable=True)` raises
+/// there (found by the fuzzer's sorts, which the reference used to accept).
+#[test]
+fn sort_with_stable_takes_dim_and_descending_only_as_keywords() {
+    for call in ["torch.sort(x, 0, stable=True)[0]", "x.sort(0, stable=True)[1]", "torch.argsort(x, 1, stable=True)",
+        "x.argsort(0, True, stable=True)", "torch.sort(x, 0, False, stable=False)[0]"]
+    {
+        let src = format!("import torch\n\ndef f(x: f32[3, 4]):\n    return {call}\n");
+        every_engine_raises(&src, "f", "with stable=, dim and descending are keyword-only");
+    }
+    let src = "import torch\n\ndef f(x: f32[3, 4]):\n    return torch.sort(x, dim=0, descending=True, stable=True)[0]\n";
+    for (engine, m) in errors(src, "f") {
+        assert_eq!(m, "returned without an error", "{engine}: the keyword form is PyTorch's and runs");
+    }
+}
+
 /// numpy on numbers known before the program runs is folded while parsing; any other use is refused there,
 /// located, and the other functions of the file still convert.
 #[test]

@@ -342,6 +342,8 @@ impl<'m> Fz<'m> {
             (a.int_or(2, "dim", -1)?, a.bool_or(3, "largest", true)?)
         } else {
             a.bool_or(99, "stable", false)?;
+            let stable = a.kw.iter().any(|(k, _)| k == "stable");
+            crate::interp::extra_ops::stable_keywords_only(&a.name, a.pos.len(), stable).map_err(err(span))?;
             (a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)
         };
         let d = crate::tensor::views::wrap_dim(dim, x.shape.len()).map_err(err(span))?;

@@ -14,6 +14,19 @@ use crate::tensor::{index, reduce, DType, Scalar, Tensor};
 pub(super) const METADATA_INPLACE: &[&str] =
     &["t_", "transpose_", "squeeze_", "unsqueeze_", "resize_", "as_strided_", "swapdims_", "swapaxes_"];
 
+/// PyTorch's `sort`/`argsort` take `stable=` only in the signature whose `dim` and `descending` are keyword-only:
+/// `torch.sort(x, 0, stable=True)` is an error there, so it is one here (`positional` counts the tensor itself).
+pub(crate) fn stable_keywords_only(name: &str, positional: usize, stable: bool) -> AResult<()> {
+    if stable && positional > 1 {
+        let op = name.rsplit('.').next().unwrap_or(name);
+        return Err(format!(
+            "{op}() received an invalid combination of arguments: with stable=, dim and descending are keyword-only \
+             (write {op}(x, dim=..., descending=..., stable=True))"
+        ));
+    }
+    Ok(())
+}
+
 fn named(values: Tensor, indices: Tensor) -> Value {
     Value::Named(Rc::new(vec![Value::Tensor(values), Value::Tensor(indices)]), &["values", "indices"])
 }
@@ -76,12 +89,14 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             // Our sort is always stable (ties keep their index order), which is what `stable=True` asks for and
             // one of the orders PyTorch may give without it.
             a.bool_or(99, "stable", false)?;
+            stable_keywords_only(&a.name, a.pos.len(), a.kw.iter().any(|(k, _)| k == "stable"))?;
             let (v, i) = index::sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)?;
             Ok(named(v, i))
         }
         "argsort" => {
             let x = a.tensor(0, "input")?;
             a.bool_or(99, "stable", false)?;
+            stable_keywords_only(&a.name, a.pos.len(), a.kw.iter().any(|(k, _)| k == "stable"))?;
             t(index::sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)?.1)
         }
         "topk" => {

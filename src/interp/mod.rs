@@ -12,7 +12,7 @@ pub(crate) mod compat;
 pub(crate) mod conv;
 pub(crate) mod creation;
 pub(crate) mod exec;
-mod extra_ops;
+pub(crate) mod extra_ops;
 pub(crate) mod foreach;
 pub(crate) mod losses;
 pub(crate) mod more_ops;
