@@ -229,18 +229,23 @@ pub fn sort(x: &Tensor, dim: i64, descending: bool) -> TResult<(Tensor, Tensor)>
 /// sort's whatever `k` is.
 pub fn sort_prefix(x: &Tensor, dim: i64, descending: bool, k: usize) -> TResult<(Tensor, Tensor)> {
     let d = wrap_dim(dim, x.dim())? as i64;
-    // Lines made contiguous (a copy of the elements, which are read once each).
-    let moved = x.transpose(d, -1)?.contiguous_copy();
+    // Lines made contiguous: the input as it is where they already are, else a copy.
+    let last = d as usize + 1 >= x.dim();
+    let whole = x.offset + x.numel() <= x.buf.borrow().len();
+    let moved = if last && whole && x.is_contiguous() { x.clone() } else { x.transpose(d, -1)?.contiguous_copy() };
     let len = moved.shape.last().copied().unwrap_or(1).max(1);
+    let (start, n) = (moved.offset, moved.numel());
     let b = moved.buf.borrow();
     let (values, indices) = match &*b {
-        Buf::Bool(v) => sort_lines(v, len, k, descending, |b| b as u64, Buf::Bool),
-        Buf::I32(v) => sort_lines(v, len, k, descending, |i| int_key(i as i64), Buf::I32),
-        Buf::I64(v) => sort_lines(v, len, k, descending, int_key, Buf::I64),
-        Buf::F32(v) => sort_lines(v, len, k, descending, |f| float_key(f as f64), Buf::F32),
-        Buf::F64(v) => sort_lines(v, len, k, descending, float_key, Buf::F64),
+        Buf::Bool(v) => sort_lines(&v[start..start + n], len, k, descending, |b| b as u64, Buf::Bool),
+        Buf::I32(v) => sort_lines(&v[start..start + n], len, k, descending, |i| int_key(i as i64), Buf::I32),
+        Buf::I64(v) => sort_lines(&v[start..start + n], len, k, descending, int_key, Buf::I64),
+        Buf::F32(v) => sort_lines(&v[start..start + n], len, k, descending, f32_key, Buf::F32),
+        Buf::F64(v) => sort_lines(&v[start..start + n], len, k, descending, float_key, Buf::F64),
     };
-    let back = |t: Tensor| -> TResult<Tensor> { Ok(t.transpose(d, -1)?.contiguous_copy()) };
+    let back = |t: Tensor| -> TResult<Tensor> {
+        Ok(if last { t } else { t.transpose(d, -1)?.contiguous_copy() })
+    };
     Ok((back(Tensor::from_buf(values, moved.shape.clone()))?, back(Tensor::from_buf(indices, moved.shape.clone()))?))
 }
 
@@ -260,15 +265,44 @@ fn sort_lines<T: Copy + Default>(
     let mut order: Vec<(u64, u32)> = Vec::with_capacity(len);
     for (l, line) in data.chunks(len).enumerate() {
         order.clear();
-        order.extend(line.iter().enumerate().map(|(i, &x)| {
-            let key = key(x);
-            (if descending { !key } else { key }, i as u32)
-        }));
-        if k < order.len() {
-            order.select_nth_unstable(k);
-            order.truncate(k);
+        if k * 16 <= len {
+            // A few of many (`topk`): the k smallest so far, kept in order; an element enters only if it is below
+            // the largest of them, which after the first few hundred elements is rare, so the keys are made and
+            // compared to it a block at a time (a loop the compiler vectorizes). An element comes after every kept
+            // one, so among equal keys it goes last, as its index says.
+            let mut keys = [0u64; 64];
+            for (b, block) in line.chunks(keys.len()).enumerate() {
+                for (slot, &x) in keys.iter_mut().zip(block) {
+                    *slot = if descending { !key(x) } else { key(x) };
+                }
+                let keys = &keys[..block.len()];
+                let worst = if order.len() == k { order.last().map_or(0, |&(w, _)| w) } else { u64::MAX };
+                if !keys.iter().fold(false, |any, &key| any | (key < worst)) && worst != u64::MAX {
+                    continue;
+                }
+                for (j, &key) in keys.iter().enumerate() {
+                    if order.len() == k && order.last().is_none_or(|&(worst, _)| key >= worst) {
+                        continue;
+                    }
+                    let at = order.partition_point(|&(kept, _)| kept <= key);
+                    if order.len() == k {
+                        order.pop();
+                    }
+                    order.insert(at, (key, (b * 64 + j) as u32));
+                }
+            }
+        } else {
+            let keyed = line.iter().enumerate().map(|(i, &x)| {
+                let key = key(x);
+                (if descending { !key } else { key }, i as u32)
+            });
+            order.extend(keyed);
+            if k < order.len() {
+                order.select_nth_unstable(k);
+                order.truncate(k);
+            }
+            order.sort_unstable();
         }
-        order.sort_unstable();
         for (j, &(_, i)) in order.iter().enumerate() {
             values[l * len + j] = line[i as usize];
             indices[l * len + j] = i as i64;
@@ -288,6 +322,17 @@ fn float_key(f: f64) -> u64 {
         !b
     } else {
         b | 1 << 63
+    }
+}
+
+/// [`float_key`] for an f32, from its own bits (the same order, without the widening).
+fn f32_key(f: f32) -> u64 {
+    let b = (f + 0.0).to_bits();
+    let key = if b >> 31 == 1 { !b } else { b | 1 << 31 };
+    if f.is_nan() {
+        u64::MAX
+    } else {
+        key as u64
     }
 }
 
@@ -395,14 +440,20 @@ mod tests {
     fn every_prefix_of_a_sort_is_the_plain_stable_sorts() {
         let floats = [3.0, -0.0, f64::NAN, 0.0, -1.5, f64::INFINITY, 3.0, f64::NEG_INFINITY, 1e-40, f64::NAN, -1.5];
         let ints = [i64::MAX, 9007199254740993, 9007199254740992, -4, i64::MIN, 7, -4, 0, 7, 1, 2];
+        // Long lines too (many ties, NaNs spread out), where a few positions are kept by a scan, not a selection.
+        let long = |n: usize| (0..n).map(move |j| (j * 7 + j / 11) % 11);
+        let f = |l: &mut dyn Iterator<Item = usize>| l.map(|j| Scalar::F(floats[j])).collect::<Vec<_>>();
         for (dtype, line) in [
-            (DType::F64, floats.iter().map(|&f| Scalar::F(f)).collect::<Vec<_>>()),
+            (DType::F64, f(&mut (0..11))),
             (DType::I64, ints.iter().map(|&i| Scalar::I(i)).collect()),
+            (DType::F32, f(&mut long(300))),
+            (DType::F64, f(&mut long(130))),
+            (DType::I64, long(200).map(|j| Scalar::I(ints[j])).collect()),
         ] {
             let x = Tensor::from_scalars(dtype, &[2, line.len()], &[line.clone(), line.clone()].concat()).unwrap();
             for descending in [false, true] {
                 let order = plain_order(&line, descending);
-                for k in [0, 1, 3, 10, 11, 12, usize::MAX] {
+                for k in [0, 1, 3, 8, 10, 11, 12, 18, 129, 300, usize::MAX] {
                     let (v, i) = sort_prefix(&x, -1, descending, k).unwrap();
                     let (v, i) = (v.scalars(), i.scalars());
                     for row in 0..2 {
@@ -410,7 +461,8 @@ mod tests {
                             let (got_v, got_i) = (v[row * line.len() + j], i[row * line.len() + j]);
                             if j < k {
                                 assert_eq!(got_i, Scalar::I(o as i64), "{dtype:?} desc={descending} k={k} j={j}");
-                                assert_eq!(got_v.to_f64().to_bits(), line[o].to_f64().to_bits());
+                                let want = Tensor::from_scalars(dtype, &[], &[line[o]]).unwrap().scalars()[0];
+                                assert_eq!(got_v.to_f64().to_bits(), want.to_f64().to_bits());
                             } else {
                                 assert_eq!((got_v.to_f64(), got_i), (0.0, Scalar::I(0)), "unread positions are 0");
                             }
