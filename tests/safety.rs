@@ -172,6 +172,13 @@ def dead_in_while(table: f32[4, 4], idx: i64[2], vals: f32[2, 4]) -> f32[4, 4]:
 def dead_empty_view(table: f32[4, 4], idx: i64[2], vals: f32[2, 4]) -> f32[4, 4]:
     table.narrow(1, 3, 0)[idx[1].item()].sigmoid_()
     return table * 2.0
+
+def dead_empty_select(table: f32[4, 4], idx: i64[2], vals: f32[2, 4]) -> f32[4, 4]:
+    k = 0
+    while k < 2:
+        table[:, 4:].select(0, k * idx[1].item()).copy_(vals[0, :0])
+        k += 1
+    return table * 2.0
 ";
 
 #[test]
@@ -188,6 +195,9 @@ fn a_bad_index_in_dead_code_is_pytorchs_error_on_every_engine() {
         ("dead_in_while", "34:13"),
         // Fuzz seed 175197: the write into an empty view writes nothing, but taking the view raises.
         ("dead_empty_view", "39:5"),
+        // Fuzz seed 260456 (of a generator version that wrote sorts mid-program): the same with a view whose index
+        // is computed in a loop, and a `copy_`; the C and CUDA plans checked the value's indices but not the view's.
+        ("dead_empty_select", "45:9"),
     ];
     let bad = inputs(&dir, [1, 6]);
     let good = inputs(&dir, [1, 2]);

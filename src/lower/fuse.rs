@@ -177,9 +177,12 @@ impl Planner<'_> {
     /// Whether `v` is a view of no elements: a write through it changes nothing, and its value `y` has no element
     /// to read. PyTorch computes the value first, so the bounds checks of its run-time indices are collected all the
     /// same (fuzz seed 162609: `e.copy_(a[idx[2].item()])` with `e` empty raised nowhere in the fused plan); the
-    /// expression itself is dropped (a value the builder cannot express adds no check).
+    /// expression itself is dropped (a value the builder cannot express adds no check). The view's own run-time
+    /// indices are checked as well, as [`Self::membership`] does (fuzz seed 260456: `e.select(2, k)` of an empty
+    /// `e`, with `k` out of range, raised nowhere in the C plan).
     fn writes_nothing(&self, kb: &mut KernelBuilder, v: Id, y: Id) -> bool {
-        let Some((vs, _, _)) = self.view_parts(v).filter(|(vs, _, _)| vs.contains(&0)) else { return false };
+        let Some((vs, _, off)) = self.view_parts(v).filter(|(vs, _, _)| vs.contains(&0)) else { return false };
+        let _ = self.int_form(kb, off);
         let _ = self.operand(kb, y, &vec![Idx::constant(0); vs.len()]);
         true
     }
