@@ -152,7 +152,10 @@ pub fn generate(seed: u64) -> String {
     while g.budget > 0 {
         g.statement();
     }
-    let ret = g.returns();
+    let mut ret = g.returns();
+    for extra in g.sorts() {
+        ret = format!("{ret}, {extra}");
+    }
     let mut out = String::from("from __future__ import annotations\n\nimport torch\n\n\n");
     let mut used = g.helpers_used.clone();
     used.sort();
@@ -628,7 +631,7 @@ impl Gen {
         let neg = if self.rng.pct(30) { d as i64 - nd as i64 } else { d as i64 };
         let keep = self.rng.pct(30);
         let mut s = t.shape.clone();
-        let k = self.rng.weighted(&[10, 6, 6, 5, 5, 4, 3, 4]);
+        let k = self.rng.weighted(&[10, 6, 6, 5, 5, 4, 3]);
         if t.shape[d] == 0 && matches!(k, 2 | 4) && !self.rng.pct(10) {
             return;
         }
@@ -650,7 +653,6 @@ impl Gen {
                 self.define(TVar { name, dt: Dt::F32, shape: s, writable: true, contig: true });
                 return;
             }
-            7 => return self.sorted(&t, d, neg),
             _ => {
                 let name = self.name("m");
                 let m = self.mask(&t.shape);
@@ -669,41 +671,38 @@ impl Gen {
         self.define(TVar { name, dt, shape: s, writable: true, contig: true });
     }
 
-    /// A sort of `t` along dim `d` (spelled `neg`) into fresh names: a topk's values (PyTorch leaves the order of
-    /// tied indices open), or a stable sort's values and indices, each read whole or through a leading slice.
-    fn sorted(&mut self, t: &TVar, d: usize, neg: i64) {
+    /// Sometimes (the [`Gen::later`] stream), at the end of the program, sorts of a float tensor along one dim: a
+    /// topk's values (PyTorch leaves the order of tied indices open), or a stable sort's values and indices, each
+    /// kept whole or through a leading slice, the values sometimes written in place. Returns the names to return
+    /// besides the program's own.
+    fn sorts(&mut self) -> Vec<String> {
+        let fl: Vec<usize> = self.floats().into_iter().filter(|&i| !self.tensors[i].shape.is_empty()).collect();
+        if fl.is_empty() || !self.later.pct(40) {
+            return Vec::new();
+        }
+        let t = self.tensors[*self.later.pick(&fl)].clone();
+        let d = self.later.range(0, t.shape.len() as i64 - 1) as usize;
+        let neg = if self.later.pct(30) { d as i64 - t.shape.len() as i64 } else { d as i64 };
         let n = t.shape[d] as i64;
-        let desc = if self.rng.pct(50) { "True" } else { "False" };
-        let lead = |g: &mut Self, shape: &mut Vec<usize>| -> String {
-            if !g.rng.pct(50) {
-                return String::new();
-            }
-            let k = g.rng.range(0, n);
-            shape[d] = k as usize;
-            format!("[{}:{k}]", ":, ".repeat(d))
-        };
-        let mut s = t.shape.clone();
-        if self.rng.pct(50) {
-            let k = self.rng.range(0, n);
-            s[d] = k as usize;
+        let desc = if self.later.pct(50) { "True" } else { "False" };
+        if self.later.pct(50) {
+            let k = self.later.range(0, n);
             let name = self.name("t");
-            self.line(format!("{name} = {}.topk({k}, {neg}, largest={desc}).values", t.name));
-            self.define(TVar { name, dt: Dt::F32, shape: s, writable: true, contig: true });
-            return;
+            self.later_line(format!("{name} = {}.topk({k}, {neg}, largest={desc}).values", t.name));
+            return vec![name];
         }
         let (v, i) = (self.name("t"), self.name("i"));
-        let (mut vs, mut is) = (s.clone(), s);
-        let (vl, il) = (lead(self, &mut vs), lead(self, &mut is));
-        self.line(format!("{v}, {i} = torch.sort({}, dim={neg}, descending={desc}, stable=True)", t.name));
-        let contig = vl.is_empty();
-        if !vl.is_empty() {
-            self.line(format!("{v} = {v}{vl}"));
+        self.later_line(format!("{v}, {i} = torch.sort({}, dim={neg}, descending={desc}, stable=True)", t.name));
+        for name in [&v, &i] {
+            if self.later.pct(50) {
+                let k = self.later.range(0, n);
+                self.later_line(format!("{name} = {name}[{}:{k}]", ":, ".repeat(d)));
+            }
         }
-        if !il.is_empty() {
-            self.line(format!("{i} = {i}{il}"));
+        if self.later.pct(30) {
+            self.later_line(format!("{v}.mul_(-2.0)"));
         }
-        self.define(TVar { name: v, dt: Dt::F32, shape: vs, writable: true, contig });
-        self.define(TVar { name: i, dt: Dt::I64, shape: is, writable: false, contig: il.is_empty() });
+        vec![v, i]
     }
 
     /// A fresh tensor from several: matmul, cat, stack.
