@@ -27,6 +27,12 @@ pub(crate) fn stable_keywords_only(name: &str, positional: usize, stable: bool) 
     Ok(())
 }
 
+/// `sort`'s and `argsort`'s `stable=`: any value gives our (stable) order; it must come with keyword-only dims.
+fn stable_arg(a: &Args) -> AResult<()> {
+    a.bool_or(99, "stable", false)?;
+    stable_keywords_only(&a.name, a.pos.len(), a.kw.iter().any(|(k, _)| k == "stable"))
+}
+
 fn named(values: Tensor, indices: Tensor) -> Value {
     Value::Named(Rc::new(vec![Value::Tensor(values), Value::Tensor(indices)]), &["values", "indices"])
 }
@@ -88,15 +94,13 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let x = a.tensor(0, "input")?;
             // Our sort is always stable (ties keep their index order), which is what `stable=True` asks for and
             // one of the orders PyTorch may give without it.
-            a.bool_or(99, "stable", false)?;
-            stable_keywords_only(&a.name, a.pos.len(), a.kw.iter().any(|(k, _)| k == "stable"))?;
+            stable_arg(a)?;
             let (v, i) = index::sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)?;
             Ok(named(v, i))
         }
         "argsort" => {
             let x = a.tensor(0, "input")?;
-            a.bool_or(99, "stable", false)?;
-            stable_keywords_only(&a.name, a.pos.len(), a.kw.iter().any(|(k, _)| k == "stable"))?;
+            stable_arg(a)?;
             t(index::sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)?.1)
         }
         "topk" => {
