@@ -765,13 +765,18 @@ fn loss_options_no_engine_computes_are_refused_by_name() {
 /// there (found by the fuzzer's sorts, which the reference used to accept).
 #[test]
 fn sort_with_stable_takes_dim_and_descending_only_as_keywords() {
-    for call in ["torch.sort(x, 0, stable=True)[0]", "x.sort(0, stable=True)[1]", "torch.argsort(x, 1, stable=True)",
-        "x.argsort(0, True, stable=True)", "torch.sort(x, 0, False, stable=False)[0]"]
-    {
+    for call in [
+        "torch.sort(x, 0, stable=True)[0]",
+        "x.sort(0, stable=True)[1]",
+        "torch.argsort(x, 1, stable=True)",
+        "x.argsort(0, True, stable=True)",
+        "torch.sort(x, 0, False, stable=False)[0]",
+    ] {
         let src = format!("import torch\n\ndef f(x: f32[3, 4]):\n    return {call}\n");
         every_engine_raises(&src, "f", "with stable=, dim and descending are keyword-only");
     }
-    let src = "import torch\n\ndef f(x: f32[3, 4]):\n    return torch.sort(x, dim=0, descending=True, stable=True)[0]\n";
+    let src =
+        "import torch\n\ndef f(x: f32[3, 4]):\n    return torch.sort(x, dim=0, descending=True, stable=True)[0]\n";
     for (engine, m) in errors(src, "f") {
         assert_eq!(m, "returned without an error", "{engine}: the keyword form is PyTorch's and runs");
     }
@@ -1050,5 +1055,66 @@ fn one_hot_try_and_module_forms_raise_as_pytorch_does() {
     assert_eq!(errs[0].1, "returned without an error");
     for (e, m) in &errs[1..] {
         assert!(m.contains("is supported only around Python arithmetic"), "{e}: {m}");
+    }
+}
+
+/// float16 and bfloat16 are refused by every engine, plans included: the kernels hold them as float32, so a
+/// conversion there would not round (the fused C plan returned `x.to(torch.bfloat16).float()` as `x`).
+#[test]
+fn half_precision_is_refused_by_every_engine() {
+    for (call, name) in [
+        ("x.to(torch.bfloat16).float()", "torch.bfloat16"),
+        ("x.bfloat16().float()", "torch.bfloat16"),
+        ("x.half().float() * 2", "torch.float16"),
+        ("x + torch.zeros(2, 3, dtype=torch.float16).float()", "torch.float16"),
+    ] {
+        let src = format!("import torch\n\ndef f(x: f32[2, 3]) -> f32[2, 3]:\n    return {call}\n");
+        every_engine_raises(&src, "f", &format!("dtype {name} is not supported yet"));
+    }
+}
+
+/// Factories take `requires_grad=False` and `pin_memory=False` (what every tensor here is); True is refused, and
+/// a value that is not a bool is Python's error.
+#[test]
+fn factory_requires_grad_and_pin_memory() {
+    for (call, want) in [
+        ("torch.zeros(3, requires_grad=True)", "zeros(requires_grad=True): autograd is not supported"),
+        ("torch.ones(3, pin_memory=True)", "ones(pin_memory=True): device 'pinned memory'"),
+        ("torch.zeros(3, requires_grad=1)", "zeros(): argument 'requires_grad' must be bool, not int"),
+        ("x.add(1.0, requires_grad=False)", "requires_grad"),
+    ] {
+        let src = format!("import torch\n\ndef f(x: f32[3]) -> f32[3]:\n    return x + {call}\n");
+        every_engine_raises(&src, "f", want);
+    }
+}
+
+/// `in` looks into strings (for a string on the left; otherwise Python's TypeError) and names what it cannot
+/// look into.
+#[test]
+fn membership_in_a_string_and_in_what_is_no_container() {
+    let src = "import torch\n\ndef f(x: f32[3]) -> f32[3]:\n    if 3 in \"abc\":\n        x = x + 1\n    return x\n";
+    every_engine_raises_at(src, "f", "7:8", "TypeError: 'in <string>' requires string as left operand, not int");
+    let src = "import torch\n\ndef f(x: f32[3]) -> f32[3]:\n    if 3 in 4:\n        x = x + 1\n    return x\n";
+    every_engine_raises_at(src, "f", "7:8", "`in` needs a tuple, list, dict or str, not int");
+}
+
+/// A dict entry the two arms of an `if` on a run-time value leave with different structures (a key added in one
+/// arm), or with values that cannot merge (a string and another string), is refused where the `if` is.
+#[test]
+fn container_entries_that_cannot_merge_after_a_run_time_if_are_refused() {
+    let src = "import torch\n\ndef f(x: f32[3]) -> f32[3]:\n    d = {\"a\": x}\n    if x.sum() > 0:\n        d[\"b\"] = x * 2\n    return d[\"a\"]\n";
+    for (engine, m) in errors(src, "f") {
+        if engine != "reference" {
+            assert!(
+                m.contains("8:5: cannot functionalize: a list or dict (in `d`) left with different lengths or keys"),
+                "{engine}: {m}"
+            );
+        }
+    }
+    let src = "import torch\n\ndef f(x: f32[3]) -> f32[3]:\n    d = {\"p\": \"adam\"}\n    if x.sum() > 0:\n        d[\"p\"] = \"sgd\"\n    return x\n";
+    for (engine, m) in errors(src, "f") {
+        if engine != "reference" {
+            assert!(m.contains("an entry of a list or dict (in `d`) gets values of different kinds"), "{engine}: {m}");
+        }
     }
 }

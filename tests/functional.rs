@@ -119,8 +119,8 @@ fn what_cannot_be_functionalized_is_reported_with_its_location() {
         ("def f(b: f32[5]) -> f32[5]:\n    b.expand(2, 5).index_put_((torch.tensor([True, False]),), torch.ones(5))\n    return b\n", "prog.py:4:5: `index_put_` into a tensor whose elements share memory (an `expand`ed view) is not supported"),
         // A tensor made in an arm and also viewed by another name: copying it into the merge would lose the alias.
         ("def f(a: f32[3], s: f32[2]) -> f32[3]:\n    if s[0] > 0.0:\n        t = a * 2.0\n        u = t[0:2]\n    else:\n        t = a + 1.0\n        u = t[1:3]\n    u += 10.0\n    return t\n", "prog.py:4:5: cannot functionalize: `t` is bound to a tensor made in one arm"),
-        // A list element replaced in one arm (the merge kept only the other arm's list).
-        ("def f(a: f32[3], s: f32[2]) -> f32[3]:\n    l = [a * 1.0]\n    if s[0] > 0.0:\n        l[0] = a * 5.0\n    return l[0]\n", "prog.py:5:5: cannot functionalize: a list or dict changed inside an `if` on a run-time value"),
+        // A list grown in one arm (entries replaced in either arm merge: corpus/micro/python_reach4.py).
+        ("def f(a: f32[3], s: f32[2]) -> f32[3]:\n    l = [a * 1.0]\n    if s[0] > 0.0:\n        l.append(a * 5.0)\n    return l[0]\n", "prog.py:5:5: cannot functionalize: a list or dict (in `l`) left with different lengths or keys"),
         // (Offsets merged from the arms, overlapping at one arm only, are checked when the program runs: tests/engines.rs.)
         ("def f(x: f32[8]) -> f32[1]:\n    return x[x > 0][:1]\n", "prog.py:4:12: indexing with a boolean mask gives a data-dependent shape"),
         // A module-level tensor was `None` to the functionalizer: `W is None` silently took the other path.

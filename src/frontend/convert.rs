@@ -574,7 +574,16 @@ impl Cx {
                         py::CmpOp::In => CmpOp::In,
                         py::CmpOp::NotIn => CmpOp::NotIn,
                     };
-                    rest.push((op, self.expr(rhs)?));
+                    let rhs = match rhs {
+                        // `x in {a, b}`: membership in a set literal is membership in the tuple of its items (each
+                        // compared with ==, as a set's hash lookup ends in).
+                        py::Expr::Set(set) if matches!(op, CmpOp::In | CmpOp::NotIn) => {
+                            let items = set.elts.iter().map(|v| self.item(v)).collect::<Result<_, _>>()?;
+                            Expr { kind: ExprKind::Tuple(items), span: self.sp(rhs) }
+                        }
+                        _ => self.expr(rhs)?,
+                    };
+                    rest.push((op, rhs));
                 }
                 ExprKind::Compare(self.boxed(&c.left)?, rest)
             }

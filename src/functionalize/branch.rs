@@ -5,6 +5,7 @@ use std::rc::Rc;
 use egg::Id;
 
 use super::ctrl::{Flow, Snap};
+use super::entries::{Containers, Entries, ENTRY};
 use super::state::{diag, needs_static, Affine, Root, Sym, TId, TIdKey, TRef, FR, FV};
 use super::{Env, Fz};
 use crate::diag::Span;
@@ -83,6 +84,12 @@ fn same_layout(a: &TRef, b: &TRef) -> bool {
             || a.shape.iter().zip(a.strides.iter().zip(&b.strides)).all(|(&n, (x, y))| n == 1 || x == y))
 }
 
+/// A tensor's type as annotations write it (`f32[2, 3]`).
+fn ty_text(d: DType, shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(|n| n.to_string()).collect();
+    format!("{}[{}]", d.annotation(), dims.join(", "))
+}
+
 fn flatten(v: &FV, env: &mut Env, k: &mut usize) -> Ret {
     match v {
         FV::Tuple(xs) => Ret::Tuple(xs.iter().map(|x| flatten(x, env, k)).collect(), None),
@@ -155,15 +162,16 @@ impl<'m> Fz<'m> {
         span: Span,
     ) -> FR<Flow> {
         let snap = self.snapshot(env);
-        let ((env1, roots1, ret1), made1, (env2, roots2, ret2), made2) =
-            match self.run_arms(env, cond, body, orelse, &snap, span)? {
+        let containers = Containers::of(&snap.env);
+        let ((mut env1, roots1, ret1), made1, (mut env2, roots2, ret2), made2, entries1) =
+            match self.run_arms(env, cond, body, orelse, &snap, &containers, span)? {
                 Ok(arms) => arms,
                 Err(flow) => return Ok(flow),
             };
         let ret = self.merged_return(ret1, ret2, span)?;
-        if snap.containers_changed() {
-            return needs_static(span, "a list or dict changed inside an `if` on a run-time value");
-        }
+        // Entries the arms set differently merge as names do.
+        let entries = containers.split(&entries1, &containers.now(), &mut env1, &mut env2);
+        let entries = entries.or_else(|m| needs_static(span, m))?;
         // Components: root versions that differ, then names that differ.
         let mut parts = Parts::default();
         let n0 = snap.roots.len();
@@ -179,6 +187,7 @@ impl<'m> Fz<'m> {
         self.roots[..n0].clone_from_slice(&snap.roots);
         let (node, gets) = self.if_term(cond, &mut parts, [&made1, &made2], span)?;
         self.bind_merges(parts.merges, node, &gets, cond, [&roots1, &roots2], &mut merged_env, span)?;
+        containers.write_back(&entries, &mut merged_env).or_else(|m| needs_static(span, m))?;
         match ret {
             None => {
                 *env = merged_env;
@@ -217,7 +226,8 @@ impl<'m> Fz<'m> {
     /// Runs both arms from the state `snap`, each with the checks it made. Where one arm fails with an error PyTorch
     /// raises too (a shape error, an index known to be out of range), it raises only if it runs: the other arm's
     /// state goes on, under a check that raises when the failing arm is chosen, and that is the `if`'s flow (`Err`).
-    #[allow(clippy::type_complexity)]
+    /// The first arm's entries of `containers` come with them (the second's are those left in place).
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn run_arms(
         &mut self,
         env: &mut Env,
@@ -225,14 +235,14 @@ impl<'m> Fz<'m> {
         body: &'m [Stmt],
         orelse: &'m [Stmt],
         snap: &Snap,
+        containers: &Containers,
         span: Span,
-    ) -> FR<Result<(ArmEnd, Vec<TId>, ArmEnd, Vec<TId>), Flow>> {
+    ) -> FR<Result<(ArmEnd, Vec<TId>, ArmEnd, Vec<TId>, Vec<Entries>), Flow>> {
         self.t.open_scope();
         let r1 = super::checks::raising_arm(self.run_arm(env, body, span))?;
         let made1 = self.t.take_scope();
-        if r1.is_ok() && snap.containers_changed() {
-            return needs_static(span, "a list or dict changed inside an `if` on a run-time value");
-        }
+        let changed1 = snap.containers_changed();
+        let entries1 = containers.now();
         // The second arm starts from the same state, but its new roots are numbered after the first arm's.
         let roots_after1 = self.roots.clone();
         self.restore(env, snap);
@@ -243,7 +253,7 @@ impl<'m> Fz<'m> {
         let r2 = super::checks::raising_arm(self.run_arm(env, orelse, span))?;
         let made2 = self.t.take_scope();
         match (r1, r2) {
-            (Ok(a), Ok(b)) => Ok(Ok((a, made1, b, made2))),
+            (Ok(a), Ok(b)) => Ok(Ok((a, made1, b, made2, entries1))),
             (Err(d), Err(_)) => Err(super::state::Stop::Diag(d)),
             (Err(_), Ok(b)) => {
                 if snap.containers_changed() {
@@ -252,6 +262,9 @@ impl<'m> Fz<'m> {
                 self.one_arm_raises(env, cond, true, b, &made2, span).map(Err)
             }
             (Ok(a), Err(_)) => {
+                if changed1 {
+                    return needs_static(span, "a list or dict changed inside an `if` on a run-time value");
+                }
                 self.restore(env, snap);
                 self.one_arm_raises(env, cond, false, a, &made1, span).map(Err)
             }
@@ -306,7 +319,7 @@ impl<'m> Fz<'m> {
             }
             // Both arms returned: the function's own names are never read again (only the returned value, the
             // written tensors and the containers merge), so they need not have one kind.
-            if returns && !name.starts_with(RET) {
+            if returns && !name.starts_with(RET) && !name.starts_with(ENTRY) {
                 merged_env.insert(name.clone(), FV::Poisoned(AFTER_RETURN));
                 continue;
             }
@@ -329,6 +342,8 @@ impl<'m> Fz<'m> {
     fn shown(name: &str) -> String {
         if name.starts_with(RET) {
             "the returned value".to_string()
+        } else if let Some(label) = name.strip_prefix(ENTRY) {
+            format!("an entry of a list or dict (in `{}`)", label.split('.').next().unwrap_or(label))
         } else {
             format!("`{name}`")
         }
@@ -370,7 +385,11 @@ impl<'m> Fz<'m> {
                 if !name.starts_with(RET) {
                     return Ok(Some(DIFFERENT_TYPES));
                 }
-                return needs_static(span, format!("{} {DIFFERENT_TYPES}", Self::shown(name)));
+                let (ta, tb) = (ty_text(da, &a.shape), ty_text(db, &b.shape));
+                return needs_static(
+                    span,
+                    format!("{} {DIFFERENT_TYPES}: {ta} in one, {tb} in the other", Self::shown(name)),
+                );
             }
             self.roots = roots1.clone();
             let ta = self.read(a, span)?;
@@ -390,7 +409,11 @@ impl<'m> Fz<'m> {
                 if !name.starts_with(RET) {
                     return Ok(Some(DIFFERENT_VIEWS));
                 }
-                return needs_static(span, format!("{} {DIFFERENT_VIEWS}", Self::shown(name)));
+                let (ta, tb) = (ty_text(da, &a.shape), ty_text(db, &b.shape));
+                return needs_static(
+                    span,
+                    format!("{} {DIFFERENT_VIEWS}: {ta} in one, {tb} in the other", Self::shown(name)),
+                );
             }
             let made = self.made_in_arms(name, a, b, n0, arms, parts, span)?;
             parts.merges.push(Merge::CondView(name.clone(), a.clone(), b.clone(), made));

@@ -560,9 +560,16 @@ impl<'m> Fz<'m> {
                     let found = Self::dict_contains(&d.borrow(), a, span)?;
                     return Ok(FV::Bool(found == (op == CmpOp::In)));
                 }
-                let items = b
-                    .items()
-                    .ok_or_else(|| Stop::Diag(crate::diag::Diagnostic::new("`in` needs a tuple or list").at(span)))?;
+                if let FV::Str(hay) = b {
+                    let found = match a {
+                        FV::Str(needle) => hay.contains(&**needle),
+                        _ => return diag(span, crate::interp::python::str_in_needs_str(a.type_name())),
+                    };
+                    return Ok(FV::Bool(found == (op == CmpOp::In)));
+                }
+                let Some(items) = b.items() else {
+                    return diag(span, crate::interp::python::in_needs_container(b.type_name()));
+                };
                 let mut found = false;
                 for it in items {
                     match self.compare(a, CmpOp::Eq, &it, span)? {

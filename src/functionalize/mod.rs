@@ -19,6 +19,7 @@ pub(crate) mod checks;
 mod composite;
 mod ctrl;
 mod desugar;
+mod entries;
 mod exits;
 mod expr;
 mod losses;

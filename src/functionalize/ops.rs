@@ -193,11 +193,26 @@ impl<'m> Fz<'m> {
                 .map_err(err(span))?;
             return Ok(FV::Closure(Rc::from(f), Rc::new(fixed)));
         }
+        if m == "torch.nn.functional._Reduction" {
+            let arg = match pos.first() {
+                Some(FV::Str(s)) => Some(&**s),
+                _ => None,
+            };
+            return crate::interp::compat::reduction_enum(name, pos.len(), arg, kw.len())
+                .map(FV::Int)
+                .map_err(err(span));
+        }
         let (m, name) = if m == "torch.autograd" {
             let as_bool = |v: &FV| if let FV::Bool(b) = v { Some(*b) } else { None };
             crate::interp::compat::autograd_variable(name, &pos, &kw, FV::type_name, as_bool).map_err(err(span))?;
             kw.clear();
             ("torch", "detach")
+        } else if let Some(dtype) =
+            crate::interp::compat::typed_tensor(name, pos.len(), pos.first().map(FV::type_name), kw.len())
+                .map_err(err(span))?
+        {
+            kw.push(("dtype".into(), FV::DType(dtype)));
+            ("torch", "tensor")
         } else {
             (m, name)
         };

@@ -371,7 +371,9 @@ impl Terms {
         self.made += 1;
         let check = super::checks::can_fail(&self.b, &n);
         let id = self.b.add(n);
-        self.ty(id)?;
+        if let Ty::Tensor(d @ (DType::F16 | DType::BF16), _) = self.ty(id)? {
+            return Err(crate::tensor::half_unsupported(d));
+        }
         let t = TId { id, depth: self.depth() };
         if check {
             self.note_check(t);

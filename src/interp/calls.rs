@@ -177,11 +177,26 @@ impl<'m> Interp<'m> {
                 .map_err(tensor_err(span))?;
             return Ok(Value::Closure(std::rc::Rc::from(f), std::rc::Rc::new(fixed)));
         }
+        if m == "torch.nn.functional._Reduction" {
+            let arg = match pos.first() {
+                Some(Value::Str(s)) => Some(&**s),
+                _ => None,
+            };
+            return super::compat::reduction_enum(name, pos.len(), arg, kw.len())
+                .map(Value::Int)
+                .map_err(tensor_err(span));
+        }
         let (m, name) = if m == "torch.autograd" {
             let as_bool = |v: &Value| if let Value::Bool(b) = v { Some(*b) } else { None };
             super::compat::autograd_variable(name, &pos, &kw, Value::type_name, as_bool).map_err(tensor_err(span))?;
             kw.clear();
             ("torch", "detach")
+        } else if let Some(dtype) =
+            super::compat::typed_tensor(name, pos.len(), pos.first().map(Value::type_name), kw.len())
+                .map_err(tensor_err(span))?
+        {
+            kw.push(("dtype".into(), Value::DType(dtype)));
+            ("torch", "tensor")
         } else {
             (m, name)
         };

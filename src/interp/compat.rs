@@ -36,6 +36,50 @@ pub(crate) fn autograd_variable<V>(
     Ok(())
 }
 
+/// `F._Reduction.get_enum(reduction)` (loss code written against PyTorch's internals): the number PyTorch gives
+/// each reduction name. `arg` is the single positional argument where it is a string.
+pub(crate) fn reduction_enum(name: &str, npos: usize, arg: Option<&str>, nkw: usize) -> Result<i64, String> {
+    if name != "get_enum" {
+        return Err(crate::frontend::torch_api::unsupported(&format!("torch.nn.functional._Reduction.{name}")));
+    }
+    match (npos, arg, nkw) {
+        (1, Some("none"), 0) => Ok(0),
+        (1, Some("mean" | "elementwise_mean"), 0) => Ok(1),
+        (1, Some("sum"), 0) => Ok(2),
+        (1, Some(s), 0) => Err(format!("ValueError: {s} is not a valid value for reduction")),
+        _ => Err("_Reduction.get_enum() takes one argument, a reduction name string".into()),
+    }
+}
+
+/// `torch.FloatTensor([..])` and the other legacy typed constructors over a list or tuple of data: `torch.tensor`
+/// with that dtype (`Some(dtype)`); `None` for any other name. Called with sizes (`torch.FloatTensor(2, 3)`), they
+/// make an uninitialized tensor, which is refused. `first` names the first argument's type.
+pub(crate) fn typed_tensor(name: &str, npos: usize, first: Option<&str>, nkw: usize) -> Result<Option<DType>, String> {
+    let dtype = match name {
+        "FloatTensor" => DType::F32,
+        "DoubleTensor" => DType::F64,
+        "LongTensor" => DType::I64,
+        "IntTensor" => DType::I32,
+        "ShortTensor" | "CharTensor" | "ByteTensor" => {
+            let t = match name {
+                "ShortTensor" => "torch.int16",
+                "CharTensor" => "torch.int8",
+                _ => "torch.uint8",
+            };
+            return Err(crate::tensor::unsupported_torch_dtype(t).unwrap_or_default());
+        }
+        "BoolTensor" => DType::Bool,
+        _ => return Ok(None),
+    };
+    match (npos, first, nkw) {
+        (1, Some("list" | "tuple"), 0) => Ok(Some(dtype)),
+        _ => Err(format!(
+            "torch.{name}(...): funcfuse supports the legacy constructor over a list or tuple of data only \
+             (`torch.{name}([..])`); for a tensor of a given size use torch.zeros or torch.empty with dtype="
+        )),
+    }
+}
+
 /// `torch.nn.CLASS(...)` of a stateless module (an activation, `Softmax`, `Flatten`): the function its `forward`
 /// calls and the arguments the constructor fixes, as keywords (the positional ones named in the constructor's order;
 /// `Flatten`'s defaults differ from `torch.flatten`'s, so they are fixed too). Calling the module calls the function

@@ -609,7 +609,16 @@ impl<'m> Interp<'m> {
                     let found = d.borrow().iter().any(|(k, _)| super::python::key_eq(k, a));
                     return Ok(Value::Bool(found == (op == CmpOp::In)));
                 }
-                let items = b.items().ok_or_else(|| Diagnostic::new("`in` needs a tuple, list or dict").at(span))?;
+                if let Value::Str(hay) = b {
+                    let found = match a {
+                        Value::Str(needle) => hay.contains(&**needle),
+                        _ => return err(span, crate::interp::python::str_in_needs_str(a.type_name())),
+                    };
+                    return Ok(Value::Bool(found == (op == CmpOp::In)));
+                }
+                let Some(items) = b.items() else {
+                    return err(span, crate::interp::python::in_needs_container(b.type_name()));
+                };
                 let mut found = false;
                 for it in items {
                     if let Value::Bool(true) = self.compare(a, CmpOp::Eq, &it, span)? {

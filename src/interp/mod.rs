@@ -11,6 +11,7 @@ pub(crate) mod calls;
 pub(crate) mod compat;
 pub(crate) mod conv;
 pub(crate) mod creation;
+pub(crate) mod device;
 pub(crate) mod exec;
 pub(crate) mod extra_ops;
 pub(crate) mod foreach;

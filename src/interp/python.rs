@@ -12,6 +12,8 @@ use crate::diag::{err, Diagnostic, Span};
 use crate::frontend::ast::*;
 use crate::tensor::DType;
 
+pub(crate) use super::device::*;
+
 /// Exception classes a program may raise by name (`raise ValueError(...)`).
 pub(crate) const EXCEPTIONS: &[&str] = &[
     "Exception",
@@ -32,16 +34,6 @@ pub(crate) fn exception_message(class: &str, args: &[String]) -> String {
         [one] => format!("{class}: {one}"),
         many => format!("{class}: ({})", many.join(", ")),
     }
-}
-
-/// Whether a string names the CPU as a device (`"cpu"`, `"cpu:0"`).
-pub(crate) fn is_cpu_name(s: &str) -> bool {
-    s == "cpu" || s.strip_prefix("cpu:").is_some_and(|n| n.parse::<u32>().is_ok())
-}
-
-/// The refusal of a device other than the CPU.
-pub(crate) fn not_cpu(what: &str) -> String {
-    format!("device {what}: programs run with CPU semantics; use `x.device` or \"cpu\"")
 }
 
 /// `d[key] = v`: replaces the entry of `key` or appends one.
@@ -258,72 +250,14 @@ pub(super) fn dict_entries(v: &Value) -> Result<Vec<(Option<String>, Value)>, St
     }
 }
 
-/// How the device helpers both engines share see a value: a device, `None`, a string, an int, a bool, or another
-/// value (the functionalizer's values known only at run time are others).
-pub(crate) enum Lit<'v> {
-    Device,
-    None,
-    Str(&'v str),
-    Int,
-    Bool(bool),
-    Other,
+/// `a in s` with a string `s` and `a` of another type: Python's TypeError.
+pub(crate) fn str_in_needs_str(a: &str) -> String {
+    format!("TypeError: 'in <string>' requires string as left operand, not {a}")
 }
 
-/// The interpreter's values as [`Lit`]s.
-pub(super) fn value_lit(v: &Value) -> Lit<'_> {
-    match v {
-        Value::Device => Lit::Device,
-        Value::None => Lit::None,
-        Value::Str(s) => Lit::Str(s),
-        Value::Int(_) => Lit::Int,
-        Value::Bool(b) => Lit::Bool(*b),
-        _ => Lit::Other,
-    }
-}
-
-/// Takes the device arguments out of a call to `name` (`device=` anywhere; for `.to`, a device or device name in
-/// first position): the CPU is the only device, so they change nothing; another device is refused. `non_blocking`
-/// and `copy=False` go with them for `.to`. Both engines call it, `lit` and `type_name` seeing their values.
-pub(crate) fn strip_device<V>(
-    name: &str,
-    pos: &mut Vec<V>,
-    kw: &mut Vec<(String, V)>,
-    lit: impl Fn(&V) -> Lit<'_>,
-    type_name: impl Fn(&V) -> &'static str,
-) -> Result<(), String> {
-    let check = |v: &V| match lit(v) {
-        Lit::Device | Lit::None => Ok(()),
-        Lit::Str(s) if is_cpu_name(s) => Ok(()),
-        Lit::Str(s) => Err(crate::tensor::unsupported_torch_dtype(s).unwrap_or_else(|| not_cpu(&format!("'{s}'")))),
-        _ => Err(format!("{name}(): argument 'device' must be torch.device, not {}", type_name(v))),
-    };
-    if let Some(k) = kw.iter().position(|(k, _)| k == "device") {
-        check(&kw[k].1)?;
-        kw.remove(k);
-    }
-    kw.retain(|(k, v)| !(k == "memory_format" && matches!(lit(v), Lit::Str(f) if default_memory_format(name, f))));
-    if matches!(name, "to" | "cpu") {
-        kw.retain(|(k, v)| !(k == "non_blocking" || (k == "copy" && matches!(lit(v), Lit::Bool(false)))));
-        // `x.to(device)`, `x.to(device, dtype)`, `x.to("cpu")` (position 1: position 0 is the tensor).
-        if name == "to" && matches!(pos.get(1).map(&lit), Some(Lit::Device | Lit::Str(_))) {
-            check(&pos[1])?;
-            pos.remove(1);
-        }
-    }
-    Ok(())
-}
-
-/// The memory formats a program may name: PyTorch's defaults, so passing them changes nothing.
-pub(crate) const MEMORY_FORMATS: &[&str] = &["torch.preserve_format", "torch.contiguous_format"];
-
-/// Whether `memory_format=FORMAT` in a call to `name` is that call's default (`preserve_format` for copies,
-/// `contiguous_format` for `contiguous`), which may then be dropped.
-pub(crate) fn default_memory_format(name: &str, format: &str) -> bool {
-    match format {
-        "torch.preserve_format" => name != "contiguous",
-        "torch.contiguous_format" => name == "contiguous",
-        _ => false,
-    }
+/// `a in b` where `b` is nothing `in` looks into here.
+pub(crate) fn in_needs_container(b: &str) -> String {
+    format!("`in` needs a tuple, list, dict or str, not {b}")
 }
 
 /// The module predicates that say how the program is being run (exported, scripted, traced, compiled): never, here.
@@ -336,18 +270,6 @@ pub(crate) fn run_mode_predicate(full: &str) -> bool {
             | "torch.compiler.is_compiling"
             | "torch.compiler.is_dynamo_compiling"
     )
-}
-
-/// `torch.device(...)` of its arguments `pos`: `Ok` where they name the CPU, the one device (both engines).
-pub(crate) fn torch_device<V>(pos: &[V], lit: impl Fn(&V) -> Lit<'_>) -> Result<(), String> {
-    let lits: Vec<Lit> = pos.iter().map(lit).collect();
-    match lits.as_slice() {
-        [Lit::Device] => Ok(()),
-        [Lit::Str(s)] if is_cpu_name(s) => Ok(()),
-        [Lit::Str("cpu"), Lit::Int] => Ok(()),
-        [Lit::Str(s), ..] => Err(not_cpu(&format!("'{s}'"))),
-        _ => Err("torch.device() takes a device name such as \"cpu\"".into()),
-    }
 }
 
 const FINFO: &[&str] = &["bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"];
@@ -577,6 +499,7 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
     Ok(match full.as_str() {
         "torch.nn" => Value::Module("torch.nn"),
         "torch.nn.functional" => Value::Module("torch.nn.functional"),
+        "torch.nn.functional._Reduction" => Value::Module("torch.nn.functional._Reduction"),
         "torch.nn.init" => Value::Module("torch.nn.init"),
         "torch.Tensor" => Value::Module("torch.Tensor"),
         "torch.linalg" => Value::Module("torch.linalg"),
@@ -605,15 +528,6 @@ pub(crate) fn dtype_attr(d: DType, name: &str) -> Result<Value, String> {
         "is_signed" => Ok(Value::Bool(!matches!(d, DType::Bool))),
         "itemsize" => Ok(Value::Int(d.size() as i64)),
         _ => Err(format!("'torch.dtype' object has no attribute '{name}'")),
-    }
-}
-
-/// `device.NAME` of the one device, the CPU (both engines).
-pub(crate) fn device_attr(name: &str) -> Result<Value, String> {
-    match name {
-        "type" => Ok(Value::Str("cpu".into())),
-        "index" => Ok(Value::None),
-        _ => Err(format!("'torch.device' object has no attribute '{name}'")),
     }
 }
 

@@ -54,6 +54,8 @@ impl DType {
         Some(match name {
             "float" => DType::F32,
             "double" => DType::F64,
+            "half" => DType::F16,
+            "bfloat16" => DType::BF16,
             "long" => DType::I64,
             "int" => DType::I32,
             "bool" => DType::Bool,
@@ -269,6 +271,16 @@ pub fn unsupported_torch_dtype(s: &str) -> Option<String> {
             "dtype {s} is not supported: tensors here are float32, float64, float16, bfloat16, int64, int32 or bool"
         )
     })
+}
+
+/// The refusal of a float16 or bfloat16 tensor: the dtypes are named, but no engine computes in them yet (the
+/// kernels would hold them as float32 without rounding, a silently different result).
+pub fn half_unsupported(d: DType) -> String {
+    format!(
+        "dtype {} is not supported yet: tensors here are float32, float64, int64, int32 or bool (convert with \
+         `.float()`)",
+        d.torch_name()
+    )
 }
 
 /// PyTorch's dtypes that no tensor here has (`torch.uint8` and friends are values that equal no dtype of ours, `interp::python::module_attr`).

@@ -243,9 +243,7 @@ pub fn sort_prefix(x: &Tensor, dim: i64, descending: bool, k: usize) -> TResult<
         Buf::F32(v) => sort_lines(&v[start..start + n], len, k, descending, f32_key, Buf::F32),
         Buf::F64(v) => sort_lines(&v[start..start + n], len, k, descending, float_key, Buf::F64),
     };
-    let back = |t: Tensor| -> TResult<Tensor> {
-        Ok(if last { t } else { t.transpose(d, -1)?.contiguous_copy() })
-    };
+    let back = |t: Tensor| -> TResult<Tensor> { Ok(if last { t } else { t.transpose(d, -1)?.contiguous_copy() }) };
     Ok((back(Tensor::from_buf(values, moved.shape.clone()))?, back(Tensor::from_buf(indices, moved.shape.clone()))?))
 }
 

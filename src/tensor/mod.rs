@@ -18,7 +18,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 pub use close::compare_close;
-pub use dtype::{legacy_new_check, unsupported_torch_dtype, DType, Kind, Scalar, OTHER_TORCH_DTYPES};
+pub use dtype::{half_unsupported, legacy_new_check, unsupported_torch_dtype, DType, Kind, Scalar, OTHER_TORCH_DTYPES};
 pub use store::Store;
 
 /// An error from a tensor operation: a message in PyTorch's words. The interpreter adds the source location.
@@ -48,9 +48,7 @@ impl Buf {
             DType::I64 => Buf::I64(vec![0; n].into()),
             DType::F32 => Buf::F32(vec![0.0; n].into()),
             DType::F64 => Buf::F64(vec![0.0; n].into()),
-            DType::F16 | DType::BF16 => {
-                return Err(format!("dtype {} is not supported by the interpreter yet", dtype.name()))
-            }
+            DType::F16 | DType::BF16 => return Err(dtype::half_unsupported(dtype)),
         })
     }
 
