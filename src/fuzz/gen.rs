@@ -153,7 +153,7 @@ pub fn generate(seed: u64) -> String {
         g.statement();
     }
     let mut ret = g.returns();
-    for extra in g.sorts() {
+    for extra in [g.sorts(), g.container_if()].concat() {
         ret = format!("{ret}, {extra}");
     }
     let mut out = String::from("from __future__ import annotations\n\nimport torch\n\n\n");

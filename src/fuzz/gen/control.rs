@@ -1,5 +1,5 @@
 //! The generator's blocks: `for` and `while` loops, `if` on run-time values, lists built in loops, names set inside
-//! loops, and helper calls. Names defined inside a block are dropped when it ends.
+//! loops, helper calls, and lists and dicts whose entries the arms of an `if` set. Names defined inside a block are dropped when it ends.
 
 use super::{Dt, Gen, IVar, TVar, HELPERS};
 
@@ -288,5 +288,57 @@ impl Gen {
         }
         self.helpers_used.push(h);
         self.define(TVar { name, dt: Dt::F32, shape, writable, contig: false });
+    }
+
+    /// Sometimes (the [`Gen::later`] stream decides), at the end of the program: a dict or a list of two tensors of
+    /// one shape whose first entry the arms of an `if` on a run-time value set differently (a fresh value, the other
+    /// entry, a writable tensor itself, or nothing), then written through in place; both entries are returned.
+    pub(super) fn container_if(&mut self) -> Vec<String> {
+        let fl = self.floats();
+        if fl.is_empty() || !self.later.pct(35) {
+            return Vec::new();
+        }
+        let t = self.tensors[*self.later.pick(&fl)].clone();
+        let (c, dict) = (self.name("st"), self.later.pct(50));
+        let (k0, k1) = if dict { ("[\"a\"]", "[\"b\"]") } else { ("[0]", "[1]") };
+        let e = self.expr(&t.shape, 1);
+        match dict {
+            true => self.line(format!("{c} = {{\"a\": {e}, \"b\": {}}}", t.name)),
+            false => self.line(format!("{c} = [{e}, {}]", t.name)),
+        }
+        let writable: Vec<String> = self
+            .writable_floats()
+            .into_iter()
+            .filter(|&i| self.tensors[i].shape == t.shape)
+            .map(|i| self.tensors[i].name.clone())
+            .collect();
+        let cond = self.data_cond();
+        self.line(format!("if {cond}:"));
+        let arms = if self.later.pct(70) { 2 } else { 1 };
+        for arm in 0..arms {
+            if arm == 1 {
+                self.line("else:");
+            }
+            let value = match self.later.weighted(&[3, 2, 2, 1]) {
+                0 => Some(self.expr(&t.shape, 1)),
+                1 if t.writable => Some(format!("{c}{k1}")),
+                2 if !writable.is_empty() => Some(self.later.pick(&writable).clone()),
+                _ => None,
+            };
+            self.indent += 1;
+            match value {
+                Some(v) => self.line(format!("{c}{k0} = {v}")),
+                None => self.line("pass"),
+            }
+            self.indent -= 1;
+        }
+        if self.later.pct(60) {
+            let e = self.expr(&t.shape, 1);
+            self.line(format!("{c}{k0} += {e}"));
+        }
+        let (a, b) = (self.name("t"), self.name("t"));
+        self.line(format!("{a} = {c}{k0} * 1.0"));
+        self.line(format!("{b} = {c}{k1} + 0.0"));
+        vec![a, b]
     }
 }
