@@ -479,7 +479,7 @@ fn dict_lookups_are_pythons() {
     let src = "def f(x: f32[4]) -> f32[4]:\n    d = {\"a\": x}\n    d[\"a\"] = x + 1\n    return d[\"c\"]\n";
     every_engine_raises_at(src, "f", "7:12", "KeyError: 'c'");
     let src = "def f(x: f32[4]) -> f32[4]:\n    d = {x: 1}\n    return x\n";
-    every_engine_raises_at(src, "f", "5:10", "dict keys must be numbers, strings or None here, not Tensor");
+    every_engine_raises_at(src, "f", "5:10", "dict keys must be numbers, strings, None or tuples of them here, not Tensor");
 }
 
 #[test]
@@ -820,6 +820,27 @@ fn numpy_refusals_are_located() {
         let want = format!("case.py:{at}: {want}");
         assert!(failed.len() == 1 && failed[0].contains(&want), "expected `{want}`, got {failed:?}");
         assert!(module.function("ok").is_some(), "the other function of the file still converts");
+    }
+}
+
+/// numpy in a module-level constant folds as in a function; a constant that cannot convert fails only the
+/// functions that read it, located at the constant.
+#[test]
+fn module_level_numpy_folds_and_a_bad_constant_fails_its_readers_only() {
+    let src = format!(
+        "{HEADER}import numpy as np\n_S = np.pi / 2.0\n_BAD = np.array([1.0, 2.0])\n\
+         def f(x: f32[3]) -> f32[3]:\n    return x * _BAD[0]\n\
+         def ok(x: f32[3]) -> f32[3]:\n    return x * _S\n"
+    );
+    let module = frontend::parse_module("case.py", &src).unwrap();
+    let failed: Vec<String> = module.failed.iter().map(|f| f.error.to_string()).collect();
+    assert!(
+        failed.len() == 1 && failed[0].contains("case.py:8:16: `_BAD` cannot be used: case.py:6:8: `np.array(...)` is not supported"),
+        "{failed:?}"
+    );
+    assert!(module.function("ok").is_some(), "the function reading the folded constant converts");
+    for (engine, m) in errors(&src[HEADER.len()..], "ok") {
+        assert_eq!(m, "returned without an error", "{engine}");
     }
 }
 

@@ -1,11 +1,15 @@
-"""Python and PyTorch spellings that held-out real code (round 17) used: reduction enums, factory keywords,
-legacy typed constructors, `in` over strings and set literals, and lists and dicts written in both arms of an `if`
-on a run-time value."""
+"""Python and PyTorch spellings that held-out real code (rounds 17 and 18) used: reduction enums, factory keywords,
+legacy typed constructors, `in` over strings and set literals, lists and dicts written in both arms of an `if` on a
+run-time value, dicts keyed by tuples, numpy at module level, `tolist()`, and device keywords."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+
+# numpy on numbers at module level folds as it does in a function.
+_HALF_PI = np.pi / 2.0
 
 
 def reduction_enum(x: f32[4], y: f32[4]) -> tuple[f32[()], f32[4]]:
@@ -48,7 +52,7 @@ def membership_in_strings_and_sets(x: f32[2]) -> f32[2]:
         x = x.float()
     if 3 in {1, 2, 3}:
         x = x - 0.5
-    return x
+    return x * _HALF_PI
 
 
 def dict_entry_written_in_both_arms(x: f32[3], pos: i64[4]) -> tuple[f32[3], f32[3], f32[3]]:
@@ -78,3 +82,36 @@ def list_entries_and_numbers_in_both_arms(x: f32[4]) -> tuple[f32[4], f32[()], f
     if x.sum() > 0:
         outs[0] = x.clamp(min=0.0)
     return outs[0], torch.tensor(group["d"]), outs[1]
+
+
+def dicts_keyed_by_tuples(x: f32[6]) -> tuple[f32[6], f32[()]]:
+    """Dicts keyed by tuples (Hugging Face's no-repeat-n-gram processor keys each n-gram's continuations by its
+    prefix): set, replaced, looked up with `get`, `in` and `[]`, with keys equal across int and float."""
+    d = {(1,): 2.0, (1, 2): 3.0}
+    d[(1, 2)] = 4.0
+    d[(2, 1)] = 5.0
+    bans = {}
+    for prefix, token in [((0, 1), 0), ((1, 1), 2), ((0, 1), 4)]:
+        bans[prefix] = bans.get(prefix, []) + [token]
+    scale = d[(1,)] * d.get((1, 2), 0.0) + len(d) + (1.0 if (1.0, 2) in d else 0.0)
+    y = x.clone()
+    for k, v in bans.items():
+        y[v[-1]] = -1.0 - k[0]
+    return y * scale, torch.tensor(float(len(bans)))
+
+
+def device_and_copy_keywords(x: f32[2, 3], y: f32[3]) -> f32[2, 3]:
+    """`torch.cuda.is_available()` (False: programs run with CPU semantics) and `copy_(src, non_blocking=True)`
+    (vLLM's cache writes)."""
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    z = x.to(device) * 2.0
+    z[0].copy_(y, non_blocking=True)
+    return z
+
+
+def tolist_as_indices(cache: f32[4, 3], v: f32[2, 3], slots: i64[2]) -> f32[4, 3]:
+    """`.tolist()` of a small tensor whose elements index a write (vLLM's reshape_and_cache reference)."""
+    lst = (slots % 4).tolist()
+    for i in range(2):
+        cache[lst[i]] = v[i] * 2.0
+    return cache

@@ -175,7 +175,19 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             }
             py::Stmt::Assign(a) if a.targets.len() == 1 && a.targets[0].is_name_expr() => {
                 let name = a.targets[0].as_name_expr().map(|n| n.id.to_string()).unwrap_or_default();
-                constants.push((name, cx.expr(&a.value)?));
+                // numpy on numbers folds as in a function (`OKS_SIGMA = np.array(...) / 10` aside); a value that
+                // cannot convert fails the functions that read it, not the file.
+                let numpy = cx.numpy.borrow().clone();
+                let value = cx.expr(&a.value).and_then(|mut e| {
+                    if let Some(np) = &numpy {
+                        numpy::fold_constant(&mut e, np, &constructors)?;
+                    }
+                    Ok(e)
+                });
+                match value {
+                    Ok(e) => constants.push((name, e)),
+                    Err(d) => unusable.push(FailedFunction { name, span: cx.sp(a), error: d.in_file(_path) }),
+                }
                 functions.append(&mut cx.lambdas.borrow_mut());
             }
             py::Stmt::Expr(e) if e.value.is_string_literal_expr() => {}

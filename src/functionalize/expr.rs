@@ -631,6 +631,22 @@ impl<'m> Fz<'m> {
     }
 
     /// Items a `for` loop visits when it is unrolled.
+    /// `x.tolist()`: nested lists of its elements, each a number known when the program runs (`.item()` of it).
+    pub(super) fn tolist(&mut self, x: &TRef, span: Span) -> FR<FV> {
+        if x.shape.iter().product::<usize>() > 4096 {
+            return diag(span, "tolist() of more than 4096 elements is not supported (each is a number of its own)");
+        }
+        if x.shape.is_empty() {
+            return self.item(x, span);
+        }
+        let mut items = Vec::new();
+        for row in self.iterate(&FV::Tensor(x.clone()), span)? {
+            let FV::Tensor(r) = row else { unreachable!("rows of a tensor are tensors") };
+            items.push(self.tolist(&r, span)?);
+        }
+        Ok(FV::List(Rc::new(std::cell::RefCell::new(items))))
+    }
+
     pub(super) fn iterate(&mut self, v: &FV, span: Span) -> FR<Vec<FV>> {
         match v {
             FV::Range(a, b, s) => {

@@ -149,13 +149,8 @@ impl<'m> Fz<'m> {
         let mut out: Vec<(FV, FV)> = Vec::new();
         for (k, v) in items {
             let key = self.expr(env, k)?;
-            let Some(kv) = fv_static(&key).filter(|x| {
-                matches!(x, Value::Str(_) | Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_))
-            }) else {
-                return diag(
-                    k.span,
-                    format!("dict keys must be numbers, strings or None here, not {}", key.type_name()),
-                );
+            let Some(kv) = fv_static(&key).filter(crate::interp::python::is_key) else {
+                return diag(k.span, Self::key_refusal(&key));
             };
             let val = self.expr(env, v)?;
             match out.iter_mut().find(|(x, _)| fv_static(x).is_some_and(|x| key_eq(&x, &kv))) {
@@ -164,6 +159,14 @@ impl<'m> Fz<'m> {
             }
         }
         Ok(FV::Dict(Rc::new(std::cell::RefCell::new(out))))
+    }
+
+    /// Why `key` cannot be a dict key here: its type, or that it is known only when the program runs.
+    fn key_refusal(key: &FV) -> String {
+        match fv_static(key) {
+            Some(_) => crate::interp::python::not_a_key(key.type_name()),
+            None => format!("a dict key must be known before the program runs (this {} is not)", key.type_name()),
+        }
     }
 
     /// The entry of `key` in a dict, if any (`key` must be known before the program runs).
@@ -189,16 +192,8 @@ impl<'m> Fz<'m> {
 
     /// `d[key] = v`: replaces the entry of `key` or appends one (`key` must be known before the program runs).
     pub(super) fn dict_set(dict: &std::cell::RefCell<Vec<(FV, FV)>>, key: &FV, v: &FV, span: Span) -> FR<()> {
-        let Some(k) = fv_static(key)
-            .filter(|x| matches!(x, Value::Str(_) | Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_)))
-        else {
-            return diag(
-                span,
-                format!(
-                    "dict keys must be numbers, strings or None known before the program runs, not {}",
-                    key.type_name()
-                ),
-            );
+        let Some(k) = fv_static(key).filter(crate::interp::python::is_key) else {
+            return diag(span, Self::key_refusal(key));
         };
         let mut d = dict.borrow_mut();
         match d.iter_mut().find(|(x, _)| fv_static(x).is_some_and(|x| key_eq(&x, &k))) {

@@ -516,6 +516,10 @@ impl<'m> Fz<'m> {
                 let x = a.tensor(0, "input")?;
                 self.item(&x, span)
             }
+            "tolist" => {
+                let x = a.tensor(0, "input")?;
+                self.tolist(&x, span)
+            }
             "numel" | "nelement" => Ok(FV::Int(a.tensor(0, "input")?.shape.iter().product::<usize>() as i64)),
             "dim" | "ndimension" => Ok(FV::Int(a.tensor(0, "input")?.shape.len() as i64)),
             "size" => {

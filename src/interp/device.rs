@@ -39,7 +39,7 @@ pub(super) fn value_lit(v: &Value) -> Lit<'_> {
 
 /// Takes the device arguments out of a call to `name` (`device=` anywhere; for `.to`, a device or device name in
 /// first position): the CPU is the only device, so they change nothing; another device is refused. `non_blocking`
-/// and `copy=False` go with them for `.to`. Both engines call it, `lit` and `type_name` seeing their values.
+/// and `copy=False` go with them for `.to`, `non_blocking` for `copy_`. Both engines call it, `lit` and `type_name` seeing their values.
 pub(crate) fn strip_device<V>(
     name: &str,
     pos: &mut Vec<V>,
@@ -74,6 +74,10 @@ pub(crate) fn strip_device<V>(
                 }
             }
         }
+    }
+    if name == "copy_" {
+        // A copy between devices may be asynchronous; on the one device it is an ordinary copy.
+        kw.retain(|(k, v)| !(k == "non_blocking" && matches!(lit(v), Lit::Bool(_))));
     }
     if matches!(name, "to" | "cpu") {
         kw.retain(|(k, v)| !(k == "non_blocking" || (k == "copy" && matches!(lit(v), Lit::Bool(false)))));

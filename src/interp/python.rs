@@ -52,6 +52,7 @@ pub(crate) fn key_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Str(x), Value::Str(y)) => x == y,
         (Value::None, Value::None) => true,
+        (Value::Tuple(x), Value::Tuple(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| key_eq(p, q)),
         (x, y) => match (x.as_scalar(), y.as_scalar()) {
             (Some(p), Some(q)) => crate::interp::pyarith::py_compare(p, CmpOp::Eq, q),
             _ => false,
@@ -60,11 +61,24 @@ pub(crate) fn key_eq(a: &Value, b: &Value) -> bool {
 }
 
 pub(super) fn check_key(k: &Value, span: Span) -> Result<(), Diagnostic> {
-    match k {
-        Value::Str(_) | Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) => Ok(()),
-        Value::Tuple(items) => items.iter().try_for_each(|i| check_key(i, span)),
-        other => err(span, format!("dict keys must be numbers, strings or None here, not {}", other.type_name())),
+    if is_key(k) {
+        return Ok(());
     }
+    err(span, not_a_key(k.type_name()))
+}
+
+/// Whether a value may be a dict key here: a number, a string, None, or a tuple of such (both engines).
+pub(crate) fn is_key(k: &Value) -> bool {
+    match k {
+        Value::Str(_) | Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) => true,
+        Value::Tuple(items) => items.iter().all(is_key),
+        _ => false,
+    }
+}
+
+/// The refusal of a dict key of type `ty`.
+pub(crate) fn not_a_key(ty: &str) -> String {
+    format!("dict keys must be numbers, strings, None or tuples of them here, not {ty}")
 }
 
 impl<'m> Interp<'m> {
@@ -260,11 +274,14 @@ pub(crate) fn in_needs_container(b: &str) -> String {
     format!("`in` needs a tuple, list, dict or str, not {b}")
 }
 
-/// The module predicates that say how the program is being run (exported, scripted, traced, compiled): never, here.
+/// The module predicates that say how the program is being run (exported, scripted, traced, compiled, on CUDA):
+/// never, here (programs run with CPU semantics).
 pub(crate) fn run_mode_predicate(full: &str) -> bool {
     matches!(
         full,
-        "torch.onnx.is_in_onnx_export"
+        "torch.cuda.is_available"
+            | "torch.backends.mps.is_available"
+            | "torch.onnx.is_in_onnx_export"
             | "torch.jit.is_scripting"
             | "torch.jit.is_tracing"
             | "torch.compiler.is_compiling"
@@ -505,6 +522,9 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
         "torch.linalg" => Value::Module("torch.linalg"),
         "torch.autograd" => Value::Module("torch.autograd"),
         "torch.onnx" => Value::Module("torch.onnx"),
+        "torch.cuda" => Value::Module("torch.cuda"),
+        "torch.backends" => Value::Module("torch.backends"),
+        "torch.backends.mps" => Value::Module("torch.backends.mps"),
         "torch.jit" => Value::Module("torch.jit"),
         "torch.compiler" => Value::Module("torch.compiler"),
         f if MEMORY_FORMATS.contains(&f) => Value::Str(f.into()),

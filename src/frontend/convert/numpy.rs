@@ -77,6 +77,17 @@ pub(super) fn fold(
     cx.block(&mut f.body)
 }
 
+/// Folds numpy in a module-level constant's value, evaluated in the module's scope. Any function may read it, so
+/// the first constructor whose dtype follows its data (`constructors`, by position) is the one it could reach.
+pub(super) fn fold_constant(
+    e: &mut Expr,
+    np: &str,
+    constructors: &HashMap<String, (Span, String, String)>,
+) -> Result<(), Diagnostic> {
+    let constructor = constructors.values().min_by_key(|c| (c.0.line, c.0.col, c.2.clone()));
+    Fold { np, kinds: Vec::new(), consts: Vec::new(), constructor, math_free: false }.expr(e)
+}
+
 #[derive(Clone, Copy)]
 enum Num {
     Int(i64),
