@@ -479,7 +479,12 @@ fn dict_lookups_are_pythons() {
     let src = "def f(x: f32[4]) -> f32[4]:\n    d = {\"a\": x}\n    d[\"a\"] = x + 1\n    return d[\"c\"]\n";
     every_engine_raises_at(src, "f", "7:12", "KeyError: 'c'");
     let src = "def f(x: f32[4]) -> f32[4]:\n    d = {x: 1}\n    return x\n";
-    every_engine_raises_at(src, "f", "5:10", "dict keys must be numbers, strings, None or tuples of them here, not Tensor");
+    every_engine_raises_at(
+        src,
+        "f",
+        "5:10",
+        "dict keys must be numbers, strings, None or tuples of them here, not Tensor",
+    );
 }
 
 #[test]
@@ -835,7 +840,8 @@ fn module_level_numpy_folds_and_a_bad_constant_fails_its_readers_only() {
     let module = frontend::parse_module("case.py", &src).unwrap();
     let failed: Vec<String> = module.failed.iter().map(|f| f.error.to_string()).collect();
     assert!(
-        failed.len() == 1 && failed[0].contains("case.py:8:16: `_BAD` cannot be used: case.py:6:8: `np.array(...)` is not supported"),
+        failed.len() == 1
+            && failed[0].contains("case.py:8:16: `_BAD` cannot be used: case.py:6:8: `np.array(...)` is not supported"),
         "{failed:?}"
     );
     assert!(module.function("ok").is_some(), "the function reading the folded constant converts");
@@ -1138,4 +1144,14 @@ fn container_entries_that_cannot_merge_after_a_run_time_if_are_refused() {
             assert!(m.contains("an entry of a list or dict (in `d`) gets values of different kinds"), "{engine}: {m}");
         }
     }
+}
+
+/// `int()` of a float known only when the program runs raises Python's error for NaN and the infinities on every
+/// engine (a check in the term), and truncates toward zero otherwise (`corpus/micro/python_reach4.py`).
+#[test]
+fn int_of_a_run_time_nan_or_infinity_raises() {
+    let src = "def f(x: f32[4]) -> f32[4]:\n    n = int(x[0].item() * 0.0 + float(\"nan\"))\n    return x * n\n";
+    every_engine_raises_at(src, "f", "5:9", "ValueError: cannot convert float NaN to integer");
+    let src = "def f(x: f32[4]) -> f32[4]:\n    n = int((x[0] * 0.0 + 1e39).item())\n    return x * n\n";
+    every_engine_raises_at(src, "f", "5:9", "OverflowError: cannot convert float infinity to integer");
 }

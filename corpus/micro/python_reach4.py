@@ -115,3 +115,23 @@ def tolist_as_indices(cache: f32[4, 3], v: f32[2, 3], slots: i64[2]) -> f32[4, 3
     for i in range(2):
         cache[lst[i]] = v[i] * 2.0
     return cache
+
+
+def int_of_a_run_time_float(x: f32[4]) -> tuple[f32[4], i64[4]]:
+    """`int()` of a float known only when the program runs, truncated toward zero (torchvision's heatmap decoding
+    takes `int()` of scaled sizes), as a multiplier and in integer arithmetic."""
+    n = int(x[0].item() * 4.0)
+    m = int(-2.75 + x[1].item() * 0.0)
+    return x * n, torch.arange(4) * m + n
+
+
+def str_format_keys(x: f32[2]) -> tuple[f32[2], f32[2]]:
+    """`'precond_{}'.format(dim_id)` as a state key (torch-optimizer's Shampoo), with numbered, named and
+    formatted fields."""
+    state = {}
+    for dim_id in range(2):
+        state["precond_{}".format(dim_id)] = x * (dim_id + 1)
+    key = "{0}_{1}{tag}".format("precond", 1, tag="")
+    label = "{:.2f}|{!r}".format(0.5, "a")
+    y = state[key] + len(label)
+    return state["precond_0"], y

@@ -163,9 +163,11 @@ impl<'m> Fz<'m> {
 
     /// Why `key` cannot be a dict key here: its type, or that it is known only when the program runs.
     fn key_refusal(key: &FV) -> String {
-        match fv_static(key) {
-            Some(_) => crate::interp::python::not_a_key(key.type_name()),
-            None => format!("a dict key must be known before the program runs (this {} is not)", key.type_name()),
+        match key {
+            FV::DynInt(_) | FV::DynFloat(_) | FV::DynBool(_) | FV::Tuple(_) if fv_static(key).is_none() => {
+                format!("a dict key must be known before the program runs (this {} is not)", key.type_name())
+            }
+            _ => crate::interp::python::not_a_key(key.type_name()),
         }
     }
 
@@ -561,6 +563,7 @@ impl<'m> Fz<'m> {
             ("int", FV::Float(f)) => FV::Int(crate::interp::pyarith::float_to_int(f).map_err(err(span))?),
             ("int", FV::Bool(b)) => FV::Int(b as i64),
             ("int", v @ (FV::Int(_) | FV::DynInt(_))) => v,
+            ("int", FV::DynFloat(t)) => self.int_of_run_time_float(t, span)?,
             ("float", FV::Int(i)) => FV::Float(i as f64),
             ("float", FV::Str(s)) => FV::Float(crate::interp::pyarith::parse_float(&s).map_err(err(span))?),
             ("float", v @ (FV::Float(_) | FV::DynFloat(_))) => v,
@@ -571,6 +574,24 @@ impl<'m> Fz<'m> {
             },
             (_, v) => return diag(span, format!("{name}() of a {} is not supported here", v.type_name())),
         })
+    }
+
+    /// `int(f)` of a float known only when the program runs: truncated toward zero, under a check that raises
+    /// where Python does (NaN, an infinity, a value outside int64; the reference gives the message).
+    fn int_of_run_time_float(&mut self, t: super::state::TId, span: Span) -> FR<FV> {
+        use crate::tensor::ops::Binary;
+        let two63 = 9_223_372_036_854_775_808.0;
+        let lo = self.elementwise(Binary::Ge, &[FV::DynFloat(t), FV::Float(-two63)], span)?;
+        let hi = self.elementwise(Binary::Lt, &[FV::DynFloat(t), FV::Float(two63)], span)?;
+        let ok = self.elementwise(Binary::BitAnd, &[lo, hi], span)?;
+        let FV::DynBool(ok) = ok else { return diag(span, "internal: a comparison of numbers is not a boolean") };
+        self.runtime_assert(ok, span)?;
+        let x = self.t.at(t);
+        let tr = self.t.op(crate::ir::OpName::Trunc, vec![x]).map_err(Self::tyerr(span))?;
+        let i = self.cast(tr, DType::I64, span)?;
+        let i = self.t.at(i);
+        let e = self.t.op(crate::ir::OpName::ToInt, vec![i]).map_err(Self::tyerr(span))?;
+        Ok(FV::DynInt(super::state::Affine::sym(super::state::Sym::Opaque(super::state::TIdKey::of(e)))))
     }
 
     /// `min`/`max` of an iterable or of the arguments: chosen now where all are numbers known now, else a term.
@@ -627,6 +648,19 @@ pub(super) fn str_method(text: &str, name: &str, pos: &[FV], span: Span) -> FR<F
         Ok(v) => Ok(super::expr::value_to_fv(&v)),
         Err(m) => diag(span, m),
     }
+}
+
+/// `text.format(*pos, **kw)` of values known before the program runs (see `interp::pyfmt::str_format`).
+pub(super) fn str_format(text: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
+    // A value known only when the program runs (a loop's variable, say) unrolls the loop, where it is known.
+    let known = |v: &FV| match fv_static(v) {
+        Some(x) => Ok(x),
+        None => needs_static(span, format!("str.format() of a {} known only when the program runs", v.type_name())),
+    };
+    let pos = pos.iter().map(known).collect::<FR<Vec<_>>>()?;
+    let kw = kw.iter().map(|(k, v)| Ok((k.clone(), known(v)?))).collect::<FR<Vec<_>>>()?;
+    let s = pyfmt::str_format(text, &pos, &kw).map_err(err(span))?;
+    Ok(FV::Str(s.into()))
 }
 
 /// `hasattr(obj, name)` (see `interp::python::hasattr`).

@@ -136,6 +136,10 @@ impl<'m> Interp<'m> {
                         _ => err(span, format!("unsupported list method `{name}`")),
                     },
                     Value::Dict(d) if kw.is_empty() => Self::dict_method(&d, name, &pos, span),
+                    Value::Str(text) if name == "format" => {
+                        let s = super::pyfmt::str_format(&text, &pos, &kw).map_err(tensor_err(span))?;
+                        Ok(Value::Str(s.into()))
+                    }
                     Value::Str(text) if kw.is_empty() => str_method(&text, name, &pos, span),
                     other => err(span, format!("unsupported method `{name}` on a value of type {}", other.type_name())),
                 }

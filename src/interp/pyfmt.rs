@@ -313,6 +313,81 @@ pub fn field(v: &Value, conv: Option<char>, spec: &str) -> Result<String, String
     }
 }
 
+/// `template.format(*pos, **kw)`: `{}` (numbered automatically), `{0}`, `{name}`, each with an optional
+/// conversion (`!r`) and format spec (`:.2f`), and `{{`/`}}`; Python's errors otherwise. Attribute and index fields
+/// (`{0.x}`, `{a[0]}`) and nested specs are refused.
+pub fn str_format(template: &str, pos: &[Value], kw: &[(String, Value)]) -> Result<String, String> {
+    let mut out = String::new();
+    let mut chars = template.chars().peekable();
+    let mut auto: Option<usize> = None;
+    let mut manual = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                out.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                out.push('}');
+            }
+            '}' => return Err("ValueError: Single '}' encountered in format string".into()),
+            '{' => {
+                let mut inner = String::new();
+                loop {
+                    match chars.next() {
+                        Some('}') => break,
+                        Some('{') => {
+                            return Err("str.format(): nested fields in a format spec are not supported".into())
+                        }
+                        Some(c) => inner.push(c),
+                        None => return Err("ValueError: expected '}' before end of string".into()),
+                    }
+                }
+                let (head, spec) = inner.split_once(':').unwrap_or((&inner, ""));
+                let (name, conv) = match head.split_once('!') {
+                    Some((n, c)) if c.len() == 1 && "rsa".contains(c) => (n, c.chars().next()),
+                    Some(_) => return Err("ValueError: Unknown conversion specifier".into()),
+                    None => (head, None),
+                };
+                let v = if name.is_empty() {
+                    if manual {
+                        return Err(
+                            "ValueError: cannot switch from manual field specification to automatic field numbering"
+                                .into(),
+                        );
+                    }
+                    let k = auto.map_or(0, |k| k + 1);
+                    auto = Some(k);
+                    pos.get(k).ok_or_else(|| {
+                        format!("IndexError: Replacement index {k} out of range for positional args tuple")
+                    })?
+                } else if let Ok(k) = name.parse::<usize>() {
+                    if auto.is_some() {
+                        return Err(
+                            "ValueError: cannot switch from automatic field numbering to manual field specification"
+                                .into(),
+                        );
+                    }
+                    manual = true;
+                    pos.get(k).ok_or_else(|| {
+                        format!("IndexError: Replacement index {k} out of range for positional args tuple")
+                    })?
+                } else if name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                    &kw.iter().find(|(k, _)| k == name).ok_or_else(|| format!("KeyError: '{name}'"))?.1
+                } else {
+                    return Err(format!(
+                        "str.format(): the field `{{{name}}}` is not supported (only positions and names)"
+                    ));
+                };
+                out.push_str(&field(v, conv, spec)?);
+            }
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,5 +428,18 @@ mod tests {
         assert_eq!(f(Value::Str("ab".into()), "*^6"), "**ab**");
         assert_eq!(f(Value::Str("ab".into()), "4"), "ab  ");
         assert!(format_value(&Value::Float(1.0), "d").is_err());
+    }
+
+    #[test]
+    fn str_format_follows_python() {
+        let (one, x) = (Value::Int(1), Value::Float(0.5));
+        let kw = vec![("name".to_string(), Value::Str("p".into()))];
+        assert_eq!(str_format("precond_{}", std::slice::from_ref(&one), &[]).unwrap(), "precond_1");
+        assert_eq!(str_format("{1}-{0}-{1:.2f}", &[one.clone(), x.clone()], &[]).unwrap(), "0.5-1-0.50");
+        assert_eq!(str_format("{name!r} {{x}} {:>4}", std::slice::from_ref(&one), &kw).unwrap(), "'p' {x}    1");
+        assert!(str_format("{} {1}", &[one.clone(), x.clone()], &[]).unwrap_err().contains("cannot switch"));
+        assert!(str_format("{2}", &[one], &[]).unwrap_err().starts_with("IndexError: Replacement index 2"));
+        assert_eq!(str_format("{a}", &[], &[]).unwrap_err(), "KeyError: 'a'");
+        assert!(str_format("}", &[], &[]).unwrap_err().contains("Single '}'"));
     }
 }
