@@ -619,6 +619,15 @@ impl<'m> Fz<'m> {
                 return Ok(FV::Bool(eq == (op == CmpOp::Eq)));
             }
         }
+        // Strings, tuples and lists known now order as Python orders them.
+        if matches!(a, FV::Str(_) | FV::Tuple(_) | FV::List(_)) || matches!(b, FV::Str(_) | FV::Tuple(_) | FV::List(_))
+        {
+            let (Some(x), Some(y)) = (super::python::fv_static(a), super::python::fv_static(b)) else {
+                return needs_static(span, "an ordering of sequences of values known only when the program runs");
+            };
+            let r = crate::interp::pyarith::py_ordered(&x, op, &y);
+            return r.map(FV::Bool).map_err(|m| Stop::Diag(crate::diag::Diagnostic::new(m).at(span)));
+        }
         let bin = match op {
             CmpOp::Eq => Binary::Eq,
             CmpOp::Ne => Binary::Ne,

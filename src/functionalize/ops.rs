@@ -351,6 +351,18 @@ impl<'m> Fz<'m> {
                 items.reverse();
                 Ok(FV::List(Rc::new(RefCell::new(items))))
             }
+            "sorted" => {
+                if a.get(99, "key").is_some_and(|k| !matches!(k, FV::None)) {
+                    return diag(span, "sorted() with key= is not supported");
+                }
+                let reverse = matches!(a.get(99, "reverse"), Some(FV::Bool(true)));
+                let items = self.iterate(a.req(0, "iterable")?, span)?;
+                let Some(known) = items.iter().map(super::python::fv_static).collect::<Option<Vec<_>>>() else {
+                    return super::state::needs_static(span, "sorted() of values known only when the program runs");
+                };
+                let sorted = crate::interp::pyarith::py_sorted(known, reverse).map_err(err(span))?;
+                Ok(FV::List(Rc::new(RefCell::new(sorted.iter().map(super::expr::value_to_fv).collect()))))
+            }
             "print" => Ok(FV::None),
             "hasattr" => super::python::hasattr(a.req(0, "obj")?, a.req(1, "name")?, span),
             "isinstance" => self.isinstance(a),

@@ -434,6 +434,14 @@ impl<'m> Interp<'m> {
                 items.reverse();
                 Ok(Value::list(items))
             }
+            "sorted" => {
+                if a.get(99, "key").is_some_and(|k| !matches!(k, Value::None)) {
+                    return err(span, "sorted() with key= is not supported");
+                }
+                let reverse = matches!(a.get(99, "reverse"), Some(Value::Bool(true)));
+                let items = self.iterate(a.req(0, "iterable").map_err(&e)?, span)?;
+                Ok(Value::list(super::pyarith::py_sorted(items, reverse).map_err(&e)?))
+            }
             "round" => match a.req(0, "number").map_err(&e)? {
                 Value::Float(f) => match a.opt_int(1, "ndigits").map_err(&e)? {
                     None => Ok(Value::Int(f.round_ties_even() as i64)),

@@ -661,6 +661,10 @@ impl<'m> Interp<'m> {
             if matches!(op, CmpOp::Eq | CmpOp::Ne) {
                 return Ok(Value::Bool(op == CmpOp::Ne));
             }
+            // Strings, tuples and lists order as Python orders them.
+            if !matches!(a, Value::Tensor(_)) && !matches!(b, Value::Tensor(_)) {
+                return super::pyarith::py_ordered(a, op, b).map(Value::Bool).map_err(|m| Diagnostic::new(m).at(span));
+            }
             return err(
                 span,
                 format!("'<' not supported between instances of '{}' and '{}'", a.type_name(), b.type_name()),

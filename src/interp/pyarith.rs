@@ -17,6 +17,80 @@ pub(crate) fn py_compare(x: Scalar, op: CmpOp, y: Scalar) -> bool {
     }
 }
 
+/// Python's ordering of two values known now: numbers (ints exactly), strings, and tuples or lists of such,
+/// lexicographically. `Err` with Python's TypeError where `<` is not defined between them; `Ok(None)` where the
+/// values are unordered (a NaN).
+pub(crate) fn py_order(a: &Value, b: &Value) -> Result<Option<std::cmp::Ordering>, String> {
+    use std::cmp::Ordering::Equal;
+    let seq = |v: &Value| match v {
+        Value::Tuple(xs) => Some(("tuple", xs.to_vec())),
+        Value::List(xs) => Some(("list", xs.borrow().clone())),
+        _ => None,
+    };
+    if let (Value::Str(x), Value::Str(y)) = (a, b) {
+        return Ok(Some(x.cmp(y)));
+    }
+    if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
+        return Ok(if py_compare(x, CmpOp::Lt, y) {
+            Some(std::cmp::Ordering::Less)
+        } else if py_compare(x, CmpOp::Gt, y) {
+            Some(std::cmp::Ordering::Greater)
+        } else if py_compare(x, CmpOp::Eq, y) {
+            Some(Equal)
+        } else {
+            None
+        });
+    }
+    if let (Some((ta, xs)), Some((tb, ys))) = (seq(a), seq(b)) {
+        if ta == tb {
+            for (x, y) in xs.iter().zip(&ys) {
+                match py_order(x, y)? {
+                    Some(Equal) => {}
+                    other => return Ok(other),
+                }
+            }
+            return Ok(Some(xs.len().cmp(&ys.len())));
+        }
+    }
+    Err(format!("TypeError: '<' not supported between instances of '{}' and '{}'", a.type_name(), b.type_name()))
+}
+
+/// `op` (an ordering) of two values by [`py_order`].
+pub(crate) fn py_ordered(a: &Value, op: CmpOp, b: &Value) -> Result<bool, String> {
+    let ord = py_order(a, b).map_err(|m| m.replace("'<'", &format!("'{}'", cmp_symbol(op))))?;
+    Ok(cmp(op, ord, ord == Some(std::cmp::Ordering::Equal)))
+}
+
+/// `sorted(items, reverse=...)` of values known now: Python's stable sort by [`py_order`] (unordered pairs, NaN,
+/// keep their order).
+pub(crate) fn py_sorted(mut items: Vec<Value>, reverse: bool) -> Result<Vec<Value>, String> {
+    for w in items.windows(2) {
+        py_order(&w[0], &w[1])?;
+    }
+    if let Some(first) = items.first() {
+        items.iter().try_for_each(|x| py_order(first, x).map(|_| ()))?;
+    }
+    let ord = |a: &Value, b: &Value| py_order(a, b).ok().flatten().unwrap_or(std::cmp::Ordering::Equal);
+    // With `reverse`, each comparison is reversed: equal items keep their order, as in Python.
+    if reverse {
+        items.sort_by(|a, b| ord(b, a));
+    } else {
+        items.sort_by(|a, b| ord(a, b));
+    }
+    Ok(items)
+}
+
+fn cmp_symbol(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Lt => "<",
+        CmpOp::Le => "<=",
+        CmpOp::Gt => ">",
+        CmpOp::Ge => ">=",
+        CmpOp::Eq => "==",
+        _ => "!=",
+    }
+}
+
 fn cmp(op: CmpOp, ord: Option<std::cmp::Ordering>, eq: bool) -> bool {
     use std::cmp::Ordering::*;
     match op {
