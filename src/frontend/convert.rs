@@ -603,6 +603,10 @@ impl Cx {
                 matches!(b.op, py::BoolOp::And),
                 b.values.iter().map(|v| self.expr(v)).collect::<Result<_, _>>()?,
             ),
+            // `torch.jit.annotate(T, value)` is `value` (its type only informs TorchScript).
+            py::Expr::Call(c) if is_jit_annotate(&c.func) && c.arguments.args.len() == 2 && c.arguments.keywords.is_empty() => {
+                return self.expr(&c.arguments.args[1]);
+            }
             py::Expr::Call(c) => {
                 let mut args = Vec::new();
                 for a in c.arguments.args.iter() {
@@ -722,4 +726,13 @@ fn mentions(source: &str, name: &str) -> usize {
         .match_indices(name)
         .filter(|(i, _)| !ident(source[..*i].chars().next_back()) && !ident(source[i + name.len()..].chars().next()))
         .count()
+}
+
+/// Whether `f` is `torch.jit.annotate`.
+fn is_jit_annotate(f: &py::Expr) -> bool {
+    let py::Expr::Attribute(a) = f else { return false };
+    let py::Expr::Attribute(jit) = a.value.as_ref() else { return false };
+    a.attr.as_str() == "annotate"
+        && jit.attr.as_str() == "jit"
+        && matches!(jit.value.as_ref(), py::Expr::Name(n) if n.id.as_str() == "torch")
 }

@@ -22,6 +22,7 @@ impl<'m> Fz<'m> {
             "logcumsumexp" => self.logcumsumexp(a),
             "flip" => self.flip(a),
             "roll" => self.roll(a),
+            "diff" => self.diff(a),
             "fill_diagonal" => self.fill_diagonal(a),
             "diag" => self.diag_op(a),
             "index_fill" => self.index_fill(a),
@@ -163,6 +164,51 @@ impl<'m> Fz<'m> {
     }
 
     /// `roll`: per shifted dim, the two narrowed parts concatenated in swapped order.
+    /// `diff`, as the reference computes it (`interp::extra_ops::diff`): views of the input (after `prepend` and
+    /// `append`) one step apart, subtracted (compared, for bools), `n` times.
+    fn diff(&mut self, a: &A) -> FR<FV> {
+        let span = a.span;
+        let x = a.tensor(0, "input")?;
+        let (n, d) = crate::interp::extra_ops::diff_args(x.shape.len(), a.int_or(1, "n", 1)?, a.int_or(2, "dim", -1)?)
+            .map_err(err(span))?;
+        let mut parts = Vec::new();
+        for (i, name) in [(3, "prepend"), (99, "input"), (4, "append")] {
+            match (name, a.opt(i, name)) {
+                ("input", _) => parts.push(FV::Tensor(x.clone())),
+                (_, Some(p @ FV::Tensor(_))) => parts.push(p.clone()),
+                (_, Some(v)) => {
+                    return diag(span, format!("diff(): argument '{name}' must be Tensor, not {}", v.type_name()))
+                }
+                (_, None) => {}
+            }
+        }
+        let mut v = if parts.len() > 1 {
+            let list = FV::List(Rc::new(std::cell::RefCell::new(parts)));
+            self.torch("cat", &A::new(vec![list, FV::Int(d)], vec![], span, "cat".into()), false)?
+        } else {
+            FV::Tensor(x.clone())
+        };
+        let boolean = self.roots[x.root].dtype == DType::Bool;
+        for _ in 0..n {
+            let FV::Tensor(c) = v.clone() else { unreachable!("diff of a tensor") };
+            let len = c.shape[d as usize] as i64;
+            if len == 0 {
+                break;
+            }
+            let hi = self.tview(&c, |t| t.narrow(d, 1, len - 1)).map_err(err(span))?;
+            let lo = self.tview(&c, |t| t.narrow(d, 0, len - 1)).map_err(err(span))?;
+            let op = if boolean { Binary::Ne } else { Binary::Sub };
+            v = self.elementwise(op, &[FV::Tensor(hi), FV::Tensor(lo)], span)?;
+        }
+        if let FV::Tensor(c) = &v {
+            if c.root == x.root {
+                let r = self.read(c, span)?;
+                return Ok(FV::Tensor(self.fresh(r, None, span)?));
+            }
+        }
+        Ok(v)
+    }
+
     fn roll(&mut self, a: &A) -> FR<FV> {
         let span = a.span;
         let x = a.tensor(0, "input")?;

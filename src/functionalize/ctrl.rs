@@ -325,6 +325,15 @@ impl<'m> Fz<'m> {
                 let new = self.inplace_binop(&cur, op, &rhs, span)?;
                 self.setitem(&o, &i, &new, span)
             }
+            // `p.data -= x`: in place on the tensor `p.data` is; setting `p.data` back to it changes nothing.
+            ExprKind::Attr(_, a) if a == "data" => {
+                let cur = self.expr(env, target)?;
+                if !matches!(cur, FV::Tensor(_)) {
+                    return diag(target.span, format!("'{}' object has no attribute 'data'", cur.type_name()));
+                }
+                let rhs = self.expr(env, value)?;
+                self.inplace_binop(&cur, op, &rhs, span).map(|_| ())
+            }
             _ => diag(target.span, "unsupported target of augmented assignment"),
         }
     }

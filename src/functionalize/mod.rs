@@ -203,7 +203,8 @@ impl<'m> Fz<'m> {
         let (rets, returns_tuple) = match ret {
             FV::Tensor(_) => (vec![ret], false),
             FV::None => (vec![], true),
-            FV::Tuple(items) => (items.as_ref().clone(), true),
+            // A named tuple (`torch.topk(x, 3)`) returns as the tuple it is.
+            FV::Tuple(items) | FV::Named(items, _) => (items.as_ref().clone(), true),
             other => (vec![other], false),
         };
         let mut parts = Vec::new();

@@ -331,6 +331,15 @@ impl<'m> Interp<'m> {
                 let new = self.inplace_binop(cur, op, rhs, span)?;
                 self.setitem(&o, &i, &new, span)
             }
+            // `p.data -= x`: in place on the tensor `p.data` is; setting `p.data` back to it changes nothing.
+            ExprKind::Attr(_, a) if a == "data" => {
+                let cur = self.eval(frame, target)?;
+                if !matches!(cur, Value::Tensor(_)) {
+                    return err(target.span, format!("'{}' object has no attribute 'data'", cur.type_name()));
+                }
+                let rhs = self.eval(frame, value)?;
+                self.inplace_binop(cur, op, rhs, span).map(|_| ())
+            }
             _ => err(target.span, "unsupported target of augmented assignment"),
         }
     }

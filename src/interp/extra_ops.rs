@@ -119,6 +119,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "flip" => flip(a),
         "roll" => roll(a),
+        "diff" => diff(a),
         "outer" | "ger" => {
             let x = a.tensor(0, "input")?;
             let y = a.tensor(1, "vec2")?;
@@ -298,6 +299,46 @@ fn roll(a: &Args) -> AResult<Value> {
         v = reduce::cat(&[v.narrow(d, n - s, s)?, v.narrow(d, 0, n - s)?], d)?;
     }
     t(v.contiguous_copy())
+}
+
+/// `diff(input, n, dim, prepend, append)`: `n` times, each element minus the one before along `dim` (for bools,
+/// whether they differ), after `prepend` and `append` are concatenated along it.
+fn diff(a: &Args) -> AResult<Value> {
+    let x = a.tensor(0, "input")?;
+    let (n, d) = diff_args(x.dim(), a.int_or(1, "n", 1)?, a.int_or(2, "dim", -1)?)?;
+    let mut parts = Vec::new();
+    for (i, name) in [(3, "prepend"), (99, "input"), (4, "append")] {
+        match (name, a.opt(i, name)) {
+            ("input", _) => parts.push(x.clone()),
+            (_, Some(Value::Tensor(p))) => parts.push(p.clone()),
+            (_, Some(v)) => return Err(format!("diff(): argument '{name}' must be Tensor, not {}", v.type_name())),
+            (_, None) => {}
+        }
+    }
+    let mut v = if parts.len() > 1 { reduce::cat(&parts, d)? } else { x };
+    for _ in 0..n {
+        let len = v.shape[d as usize] as i64;
+        if len == 0 {
+            break;
+        }
+        let (hi, lo) = (Operand::T(v.narrow(d, 1, len - 1)?), Operand::T(v.narrow(d, 0, len - 1)?));
+        v = ops::binary(if v.dtype() == crate::tensor::DType::Bool { Binary::Ne } else { Binary::Sub }, &hi, &lo)?;
+    }
+    t(v.contiguous_copy())
+}
+
+/// `diff`'s order and dim (wrapped), with PyTorch's errors; order 0 (the input itself) is refused.
+pub(crate) fn diff_args(ndim: usize, n: i64, dim: i64) -> AResult<(i64, i64)> {
+    if ndim == 0 {
+        return Err("diff expects input to be at least one-dimensional".into());
+    }
+    if n < 0 {
+        return Err(format!("order must be non-negative but got {n}"));
+    }
+    if n == 0 {
+        return Err("diff() with n=0 is not supported".into());
+    }
+    Ok((n, wrap_dim(dim, ndim)? as i64))
 }
 
 /// `logsumexp`: the maximum subtracted before `exp` and added back after `log` (an infinite maximum counts as 0).

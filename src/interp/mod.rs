@@ -158,7 +158,8 @@ pub fn run_program(
         let (returns, returns_tuple) = match ret {
             Value::Tensor(t) => (vec![t], false),
             Value::None => (vec![], true),
-            Value::Tuple(items) => {
+            // A named tuple (`torch.topk(x, 3)`) returns as the tuple it is.
+            Value::Tuple(items) | Value::Named(items, _) => {
                 let mut out = Vec::new();
                 for v in items.iter() {
                     out.push(return_tensor(v)?);
