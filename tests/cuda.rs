@@ -20,10 +20,10 @@ fn every_corpus_program_compiles_with_nvrtc_for_sm_90() {
         eprintln!("NVRTC not found: the CUDA compile check did not run");
         return;
     }
-    // Programs are planned on every core; compiling is what takes the time (NVRTC takes about a third of a second a
-    // program, whatever it holds): the plans go to NVRTC in batches, one program each, every distinct kernel once
-    // (`funcfuse::backend::many::check_cuda`; a batch that does not compile is compiled plan by plan, so that the
-    // failing plan is named), on as many threads as the machine has (NVRTC compiles programs concurrently).
+    // Programs are planned on every core; compiling is what takes the time: every distinct kernel and group of all
+    // the plans goes to NVRTC once (`funcfuse::backend::many::distinct_units`), in programs of a fixed number of
+    // units, on as many threads as the machine has (NVRTC compiles programs concurrently); where one does not
+    // compile, every plan is compiled on its own, so that the failing plans are named.
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
     let programs = common::corpus_programs();
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -48,36 +48,76 @@ fn every_corpus_program_compiles_with_nvrtc_for_sm_90() {
     });
     let plans: Vec<(String, funcfuse::lower::Plan)> = planned.into_inner().unwrap().into_values().flatten().collect();
     let refs: Vec<&funcfuse::lower::Plan> = plans.iter().map(|(_, p)| p).collect();
-    let batches: Vec<&[&funcfuse::lower::Plan]> = refs.chunks(PLANS_PER_NVRTC_PROGRAM).collect();
+    // Every distinct kernel and group once (many plans share kernels: the eager and unfunctionalized plans of a
+    // program, programs of one family), in programs of about `UNITS_PER_NVRTC_PROGRAM` units; a group calls its
+    // members, so it goes with them (a member compiled in another program is compiled again with it).
+    let (units, symbols) = many::distinct_units(&refs, funcfuse::backend::Target::Cuda).unwrap();
+    let source: std::collections::HashMap<&str, &str> = units.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let mut done = std::collections::HashSet::new();
+    let (mut chunks, mut cur, mut in_cur): (Vec<Vec<&str>>, Vec<&str>, std::collections::HashSet<&str>) =
+        Default::default();
+    for (p, sym) in refs.iter().zip(&symbols) {
+        let mut need: Vec<&str> = Vec::new();
+        for (g, name) in sym.groups.iter().enumerate() {
+            if !done.contains(name.as_str()) {
+                need.extend(p.groups[g].iter().map(|&m| sym.kernels[m].as_str()));
+                need.push(name);
+            }
+        }
+        need.extend(sym.kernels.iter().map(|k| k.as_str()).filter(|k| !done.contains(k)));
+        for n in need {
+            if in_cur.insert(n) {
+                cur.push(source[n]);
+            }
+            done.insert(n);
+        }
+        if cur.len() >= UNITS_PER_NVRTC_PROGRAM {
+            chunks.push(std::mem::take(&mut cur));
+            in_cur.clear();
+        }
+    }
+    chunks.push(cur);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let failures = std::sync::Mutex::new(Vec::new());
+    let failed = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
                 let b = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(batch) = batches.get(b) else { break };
-                for (j, r) in many::check_cuda(batch, cuda::DEFAULT_ARCH).into_iter().enumerate() {
-                    if let Err(e) = r {
-                        failures.lock().unwrap().push(format!("{}: {e}", plans[b * PLANS_PER_NVRTC_PROGRAM + j].0));
-                    }
+                let Some(chunk) = chunks.get(b) else { break };
+                if let Err(e) = many::check_cuda_units(chunk, cuda::DEFAULT_ARCH) {
+                    eprintln!("a program of {} units did not compile: {e}", chunk.len());
+                    failed.store(true, std::sync::atomic::Ordering::Relaxed);
                 }
             });
         }
     });
-    let mut failures = failures.into_inner().unwrap();
-    failures.sort();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-    let units = many::source(&refs, funcfuse::backend::Target::Cuda).unwrap().units;
+    if failed.into_inner() {
+        // Name the plans that do not compile: each plan on its own.
+        let mut failures: Vec<String> = refs
+            .iter()
+            .zip(&plans)
+            .filter_map(|(p, (label, _))| {
+                many::check_cuda(&[p], cuda::DEFAULT_ARCH).remove(0).err().map(|e| format!("{label}: {e}"))
+            })
+            .collect();
+        failures.sort();
+        assert!(
+            !failures.is_empty(),
+            "a program of distinct units did not compile (above), though every plan does alone"
+        );
+        panic!("{}", failures.join("\n"));
+    }
     eprintln!(
-        "{} plans ({units} distinct kernels and groups) compiled as {} programs on {threads} threads",
+        "{} plans ({} distinct kernels and groups) compiled as {} programs on {threads} threads",
         plans.len(),
-        batches.len()
+        units.len(),
+        chunks.len()
     );
-    assert!(units >= 5000, "only {units} kernels and groups compiled");
+    assert!(units.len() >= 5000, "only {} kernels and groups compiled", units.len());
 }
 
-/// Plans compiled as one NVRTC program by the corpus check.
-const PLANS_PER_NVRTC_PROGRAM: usize = 40;
+/// Distinct kernels and groups compiled as one NVRTC program by the corpus check.
+const UNITS_PER_NVRTC_PROGRAM: usize = 400;
 
 /// A batch NVRTC rejects is compiled plan by plan: the plan with the bad kernel gets NVRTC's error, the others pass.
 #[test]

@@ -83,14 +83,25 @@ fn unit(prefix: &str, render: impl Fn(&str) -> String) -> (String, String) {
 /// The source of `plans`' kernels and groups for `target` (the C backend, the emulator or NVRTC): the header once,
 /// each distinct unit once, in the order of first use. `Err` if two different units would share a symbol.
 pub fn source(plans: &[&Plan], target: Target) -> Result<Source, String> {
+    let (units, symbols) = distinct_units(plans, target)?;
     let mut text = header(target);
+    units.iter().for_each(|(_, u)| text.push_str(u));
+    Ok(Source { text, symbols, units: units.len() })
+}
+
+/// The distinct kernels and groups of `plans` for `target` (symbol, source), each once, in the order of first use,
+/// and per plan the symbols of its own (a group calls its members by their symbols). `Err` if two different units
+/// would share a symbol.
+#[allow(clippy::type_complexity)]
+pub fn distinct_units(plans: &[&Plan], target: Target) -> Result<(Vec<(String, String)>, Vec<Symbols>), String> {
+    let mut text = Vec::new();
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
-    let mut add = |name: &str, unit: String, text: &mut String| -> Result<(), String> {
+    let mut add = |name: &str, unit: String, text: &mut Vec<(String, String)>| -> Result<(), String> {
         match seen.get(name) {
             Some(other) if *other != unit => Err(format!("two different kernels hash to the symbol {name}")),
             Some(_) => Ok(()),
             None => {
-                text.push_str(&unit);
+                text.push((name.to_string(), unit.clone()));
                 seen.insert(name.to_string(), unit);
                 Ok(())
             }
@@ -113,8 +124,14 @@ pub fn source(plans: &[&Plan], target: Target) -> Result<Source, String> {
         }
         symbols.push(Symbols { kernels: renamed.into_iter().map(|k| k.name).collect(), groups });
     }
-    let units = seen.len();
-    Ok(Source { text, symbols, units })
+    Ok((text, symbols))
+}
+
+/// Compiles units (sources from [`distinct_units`], each group after its members) as one NVRTC program for `arch`.
+pub fn check_cuda_units(units: &[&str], arch: &'static str) -> Result<(), String> {
+    let mut text = header(Target::Cuda);
+    units.iter().for_each(|u| text.push_str(u));
+    cuda::compile(&text, arch).map(|_| ())
 }
 
 /// Plans' kernels compiled for the C backend or the CUDA emulator: one library for the whole batch, or, where that

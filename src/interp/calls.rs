@@ -108,33 +108,7 @@ impl<'m> Interp<'m> {
                         }
                         self.tensor_method_call(name, a, span)
                     }
-                    Value::List(l) => match (name.as_str(), pos.len()) {
-                        ("append", 1) => {
-                            l.borrow_mut().push(pos.remove(0));
-                            Ok(Value::None)
-                        }
-                        ("extend", 1) => {
-                            let items = self.iterate(&pos[0], span)?;
-                            l.borrow_mut().extend(items);
-                            Ok(Value::None)
-                        }
-                        ("pop", 0) => {
-                            l.borrow_mut().pop().ok_or_else(|| Diagnostic::new("pop from empty list").at(span))
-                        }
-                        ("reverse", 0) => {
-                            l.borrow_mut().reverse();
-                            Ok(Value::None)
-                        }
-                        ("insert", 2) => {
-                            let i = to_int(&pos[0]).map_err(tensor_err(span))?;
-                            let mut v = l.borrow_mut();
-                            let n = v.len() as i64;
-                            let k = if i < 0 { (i + n).max(0) } else { i.min(n) };
-                            v.insert(k as usize, pos[1].clone());
-                            Ok(Value::None)
-                        }
-                        _ => err(span, format!("unsupported list method `{name}`")),
-                    },
+                    Value::List(l) => self.list_method(&l, name, pos, span),
                     Value::Dict(d) if kw.is_empty() => Self::dict_method(&d, name, &pos, span),
                     Value::Str(text) if name == "format" => {
                         let s = super::pyfmt::str_format(&text, &pos, &kw).map_err(tensor_err(span))?;
@@ -163,6 +137,41 @@ impl<'m> Interp<'m> {
                 let f = self.eval(frame, func)?;
                 self.call_value(f, pos, kw, span)
             }
+        }
+    }
+
+    /// `list.NAME(*pos)`: `append`, `extend`, `pop()`, `reverse`, `insert`.
+    fn list_method(
+        &mut self,
+        l: &std::rc::Rc<std::cell::RefCell<Vec<Value>>>,
+        name: &str,
+        mut pos: Vec<Value>,
+        span: Span,
+    ) -> Result<Value, Diagnostic> {
+        match (name, pos.len()) {
+            ("append", 1) => {
+                l.borrow_mut().push(pos.remove(0));
+                Ok(Value::None)
+            }
+            ("extend", 1) => {
+                let items = self.iterate(&pos[0], span)?;
+                l.borrow_mut().extend(items);
+                Ok(Value::None)
+            }
+            ("pop", 0) => l.borrow_mut().pop().ok_or_else(|| Diagnostic::new("pop from empty list").at(span)),
+            ("reverse", 0) => {
+                l.borrow_mut().reverse();
+                Ok(Value::None)
+            }
+            ("insert", 2) => {
+                let i = to_int(&pos[0]).map_err(tensor_err(span))?;
+                let mut v = l.borrow_mut();
+                let n = v.len() as i64;
+                let k = if i < 0 { (i + n).max(0) } else { i.min(n) };
+                v.insert(k as usize, pos[1].clone());
+                Ok(Value::None)
+            }
+            _ => err(span, format!("unsupported list method `{name}`")),
         }
     }
 

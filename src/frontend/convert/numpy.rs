@@ -299,11 +299,12 @@ impl Fold<'_> {
         xs.iter_mut().try_for_each(|x| self.expr(x))
     }
 
-    fn expr(&self, e: &mut Expr) -> Result<(), Diagnostic> {
-        // `isinstance(P, torch.Tensor)` of a parameter never rebound is known; a decided `a if T else b` is one arm.
+    /// `isinstance(P, torch.Tensor)` of a parameter never rebound is known; a decided `a if T else b` is one arm.
+    /// `Ok(true)` where `e` was folded so.
+    fn decided(&self, e: &mut Expr) -> Result<bool, Diagnostic> {
         if let Some(b) = self.isinstance(e) {
             e.kind = ExprKind::Bool(b);
-            return Ok(());
+            return Ok(true);
         }
         if let ExprKind::IfExp { test, body, orelse } = &mut e.kind {
             self.expr(test)?;
@@ -315,7 +316,7 @@ impl Fold<'_> {
                         **arm = refusal(d, span);
                     }
                 }
-                return Ok(());
+                return Ok(true);
             }
             if let ExprKind::Bool(b) = test.kind {
                 let mut taken = std::mem::replace(
@@ -324,8 +325,15 @@ impl Fold<'_> {
                 );
                 self.expr(&mut taken)?;
                 *e = *taken;
-                return Ok(());
+                return Ok(true);
             }
+        }
+        Ok(false)
+    }
+
+    fn expr(&self, e: &mut Expr) -> Result<(), Diagnostic> {
+        if self.decided(e)? {
+            return Ok(());
         }
         match &mut e.kind {
             ExprKind::Name(n) if n == self.np => {
