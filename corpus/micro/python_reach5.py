@@ -47,3 +47,12 @@ def data_and_jit_annotate(p: f32[3, 4], x: f32[2, 4]) -> tuple[f32[3, 4], f32[2,
 def returns_a_named_tuple(x: f32[2, 12]) -> tuple[f32[2, 3], i64[2, 3]]:
     """`return torch.topk(x, 3)`: the named tuple returns as the tuple it is."""
     return torch.topk(x * 2.0, 3)
+
+
+def max_of_a_run_time_count(x: f32[8]) -> tuple[f32[()], f32[()], i64[3]]:
+    """`loss / max(1, num_foreground)` (torchvision's FCOS loss), with `num_foreground` from `.item()`: outside a loop
+    the chosen int is known when the program runs; also `min` and a count that is 0."""
+    n = (x > 0.0).sum().item()
+    none = (x > 5.0).sum().item()
+    k = min(n, 3, 7 - none)
+    return x.sum() / max(1, n), x.sum() / max(1, none), torch.arange(3) + k

@@ -492,7 +492,12 @@ impl<'m> Fz<'m> {
         // An int known only at run time (a loop's index, `end = min(start + 2, n)`) is a slice bound or a shape more
         // often than a number: the loop around it is unrolled, where it is known.
         if items.iter().any(|v| matches!(v, FV::DynInt(_))) {
-            return super::state::needs_static(span, format!("{name}() of an int known only at run time"));
+            let ints = items.iter().all(|v| matches!(v, FV::Int(_) | FV::DynInt(_)));
+            if !ints || !self.t.frames.is_empty() {
+                return super::state::needs_static(span, format!("{name}() of an int known only at run time"));
+            }
+            // Outside loops nothing would unroll: the int chosen when the program runs (`max(1, n)` of a count).
+            return self.dyn_int_minmax(name, items, span);
         }
         if items.is_empty() || !items.iter().all(numeric) || !items.iter().any(|v| matches!(v, FV::DynFloat(_))) {
             return diag(span, format!("{name}() over run-time values is not supported; use torch.maximum/minimum"));
@@ -574,6 +579,24 @@ impl<'m> Fz<'m> {
             },
             (_, v) => return diag(span, format!("{name}() of a {} is not supported here", v.type_name())),
         })
+    }
+
+    /// `min`/`max` of ints, some known only when the program runs: the chosen one, as a run-time int.
+    fn dyn_int_minmax(&mut self, name: &str, items: &[FV], span: Span) -> FR<FV> {
+        let i64 = Some(DType::I64);
+        let gt = super::expr::binop_name(crate::tensor::ops::Binary::Gt);
+        let mut best = self.scalar_tensor(&items[0], i64, span)?.0;
+        for it in &items[1..] {
+            let x = self.scalar_tensor(it, i64, span)?.0;
+            let (l, r) = if name == "max" { (x, best) } else { (best, x) };
+            let (l, r) = (self.t.at(l), self.t.at(r));
+            let c = self.t.op(gt, vec![l, r]).map_err(Self::tyerr(span))?;
+            let (c, xi, bi) = (self.t.at(c), self.t.at(x), self.t.at(best));
+            best = self.t.op(crate::ir::OpName::Where, vec![c, xi, bi]).map_err(Self::tyerr(span))?;
+        }
+        let b = self.t.at(best);
+        let e = self.t.op(crate::ir::OpName::ToInt, vec![b]).map_err(Self::tyerr(span))?;
+        Ok(FV::DynInt(super::state::Affine::sym(super::state::Sym::Opaque(super::state::TIdKey::of(e)))))
     }
 
     /// `int(f)` of a float known only when the program runs: truncated toward zero, under a check that raises
