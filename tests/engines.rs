@@ -1168,3 +1168,21 @@ fn int_of_a_run_time_nan_or_infinity_raises() {
         }
     }
 }
+
+/// What the round-17 to round-19 spellings refuse, as PyTorch or Python would or naming what is not supported, on
+/// every engine: a legacy constructor given sizes, an unknown reduction name, `sorted` with `key=`, `diff` of order
+/// below 1 or of a 0-d tensor.
+#[test]
+fn new_spellings_refuse_what_they_do_not_cover() {
+    for (expr, want) in [
+        ("x + torch.FloatTensor(2, 3)", "torch.FloatTensor(...): funcfuse supports the legacy constructor over a list"),
+        ("x * F._Reduction.get_enum(\"avg\")", "ValueError: avg is not a valid value for reduction"),
+        ("x * sorted([2, 1], key=lambda v: -v)[0]", "sorted() with key= is not supported"),
+        ("x.diff(n=-1)", "order must be non-negative but got -1"),
+        ("x.sum().diff()", "diff expects input to be at least one-dimensional"),
+        ("x * (\"a\" < 1)", "TypeError: '<' not supported between instances of 'str' and 'int'"),
+    ] {
+        let src = format!("import torch.nn.functional as F\n\ndef f(x: f32[2, 3]) -> f32[2, 3]:\n    return {expr}\n");
+        every_engine_raises(&src, "f", want);
+    }
+}

@@ -10,7 +10,7 @@ use super::state::{diag, needs_static, Affine, Root, Sym, TId, TIdKey, TRef, FR,
 use super::{Env, Fz};
 use crate::diag::Span;
 use crate::frontend::ast::*;
-use crate::ir::Node;
+use crate::ir::{Node, Ty};
 use crate::tensor::DType;
 
 /// Whether `v` holds a view of root `r` (directly, or in a tuple, list or dict) through which an alias can show: a
@@ -82,12 +82,6 @@ fn same_layout(a: &TRef, b: &TRef) -> bool {
     a.shape == b.shape
         && (a.shape.contains(&0)
             || a.shape.iter().zip(a.strides.iter().zip(&b.strides)).all(|(&n, (x, y))| n == 1 || x == y))
-}
-
-/// A tensor's type as annotations write it (`f32[2, 3]`).
-fn ty_text(d: DType, shape: &[usize]) -> String {
-    let dims: Vec<String> = shape.iter().map(|n| n.to_string()).collect();
-    format!("{}[{}]", d.annotation(), dims.join(", "))
 }
 
 fn flatten(v: &FV, env: &mut Env, k: &mut usize) -> Ret {
@@ -385,7 +379,7 @@ impl<'m> Fz<'m> {
                 if !name.starts_with(RET) {
                     return Ok(Some(DIFFERENT_TYPES));
                 }
-                let (ta, tb) = (ty_text(da, &a.shape), ty_text(db, &b.shape));
+                let (ta, tb) = (Ty::Tensor(da, a.shape.clone()), Ty::Tensor(db, b.shape.clone()));
                 return needs_static(
                     span,
                     format!("{} {DIFFERENT_TYPES}: {ta} in one, {tb} in the other", Self::shown(name)),
@@ -409,7 +403,7 @@ impl<'m> Fz<'m> {
                 if !name.starts_with(RET) {
                     return Ok(Some(DIFFERENT_VIEWS));
                 }
-                let (ta, tb) = (ty_text(da, &a.shape), ty_text(db, &b.shape));
+                let (ta, tb) = (Ty::Tensor(da, a.shape.clone()), Ty::Tensor(db, b.shape.clone()));
                 return needs_static(
                     span,
                     format!("{} {DIFFERENT_VIEWS}: {ta} in one, {tb} in the other", Self::shown(name)),

@@ -427,12 +427,15 @@ impl<'m> Fz<'m> {
         Ok(match d {
             DType::Bool => FV::DynBool(v),
             d if d.is_float() => FV::DynFloat(self.cast(v, DType::F64, span)?),
-            _ => {
-                let x = self.t.at(v);
-                let e = self.t.op(OpName::ToInt, vec![x]).map_err(err(span))?;
-                FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(e))))
-            }
+            _ => self.run_time_int(v, span)?,
         })
+    }
+
+    /// The Python int a 0-d integer tensor term holds when the program runs.
+    pub(super) fn run_time_int(&mut self, v: super::state::TId, span: Span) -> FR<FV> {
+        let x = self.t.at(v);
+        let e = self.t.op(OpName::ToInt, vec![x]).map_err(err(span))?;
+        Ok(FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(e)))))
     }
 
     pub(super) fn unary(&mut self, u: ops::Unary, v: &FV, span: Span) -> FR<FV> {

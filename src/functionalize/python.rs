@@ -497,23 +497,28 @@ impl<'m> Fz<'m> {
                 return super::state::needs_static(span, format!("{name}() of an int known only at run time"));
             }
             // Outside loops nothing would unroll: the int chosen when the program runs (`max(1, n)` of a count).
-            return self.dyn_int_minmax(name, items, span);
+            let best = self.chosen(name, items, DType::I64, span)?;
+            return self.run_time_int(best, span);
         }
         if items.is_empty() || !items.iter().all(numeric) || !items.iter().any(|v| matches!(v, FV::DynFloat(_))) {
             return diag(span, format!("{name}() over run-time values is not supported; use torch.maximum/minimum"));
         }
-        let f64 = Some(crate::tensor::DType::F64);
+        Ok(FV::DynFloat(self.chosen(name, items, DType::F64, span)?))
+    }
+
+    /// The term of `min`/`max` of numbers as `dtype`, chosen when the program runs (the first of equal ones).
+    fn chosen(&mut self, name: &str, items: &[FV], dtype: DType, span: Span) -> FR<super::state::TId> {
         let gt = super::expr::binop_name(crate::tensor::ops::Binary::Gt);
-        let mut best = self.scalar_tensor(&items[0], f64, span)?.0;
+        let mut best = self.scalar_tensor(&items[0], Some(dtype), span)?.0;
         for it in &items[1..] {
-            let x = self.scalar_tensor(it, f64, span)?.0;
+            let x = self.scalar_tensor(it, Some(dtype), span)?.0;
             let (l, r) = if name == "max" { (x, best) } else { (best, x) };
             let (l, r) = (self.t.at(l), self.t.at(r));
             let c = self.t.op(gt, vec![l, r]).map_err(Self::tyerr(span))?;
             let (c, xi, bi) = (self.t.at(c), self.t.at(x), self.t.at(best));
             best = self.t.op(crate::ir::OpName::Where, vec![c, xi, bi]).map_err(Self::tyerr(span))?;
         }
-        Ok(FV::DynFloat(best))
+        Ok(best)
     }
 }
 
@@ -581,24 +586,6 @@ impl<'m> Fz<'m> {
         })
     }
 
-    /// `min`/`max` of ints, some known only when the program runs: the chosen one, as a run-time int.
-    fn dyn_int_minmax(&mut self, name: &str, items: &[FV], span: Span) -> FR<FV> {
-        let i64 = Some(DType::I64);
-        let gt = super::expr::binop_name(crate::tensor::ops::Binary::Gt);
-        let mut best = self.scalar_tensor(&items[0], i64, span)?.0;
-        for it in &items[1..] {
-            let x = self.scalar_tensor(it, i64, span)?.0;
-            let (l, r) = if name == "max" { (x, best) } else { (best, x) };
-            let (l, r) = (self.t.at(l), self.t.at(r));
-            let c = self.t.op(gt, vec![l, r]).map_err(Self::tyerr(span))?;
-            let (c, xi, bi) = (self.t.at(c), self.t.at(x), self.t.at(best));
-            best = self.t.op(crate::ir::OpName::Where, vec![c, xi, bi]).map_err(Self::tyerr(span))?;
-        }
-        let b = self.t.at(best);
-        let e = self.t.op(crate::ir::OpName::ToInt, vec![b]).map_err(Self::tyerr(span))?;
-        Ok(FV::DynInt(super::state::Affine::sym(super::state::Sym::Opaque(super::state::TIdKey::of(e)))))
-    }
-
     /// `int(f)` of a float known only when the program runs: truncated toward zero, under a check that raises
     /// where Python does (NaN, an infinity, a value outside int64; the reference gives the message).
     fn int_of_run_time_float(&mut self, t: super::state::TId, span: Span) -> FR<FV> {
@@ -612,9 +599,7 @@ impl<'m> Fz<'m> {
         let x = self.t.at(t);
         let tr = self.t.op(crate::ir::OpName::Trunc, vec![x]).map_err(Self::tyerr(span))?;
         let i = self.cast(tr, DType::I64, span)?;
-        let i = self.t.at(i);
-        let e = self.t.op(crate::ir::OpName::ToInt, vec![i]).map_err(Self::tyerr(span))?;
-        Ok(FV::DynInt(super::state::Affine::sym(super::state::Sym::Opaque(super::state::TIdKey::of(e)))))
+        self.run_time_int(i, span)
     }
 
     /// `min`/`max` of an iterable or of the arguments: chosen now where all are numbers known now, else a term.
