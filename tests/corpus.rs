@@ -1,6 +1,7 @@
 //! Generated tests per corpus program: the reference interpreter against the PyTorch goldens, the functional engine,
 //! the optimized term and every plan (on the C backend, ours also as CUDA kernels on the emulator) against the
-//! reference interpreter, and our C plan against the goldens. The plans of a file are made once and their kernels
+//! reference interpreter, our C plan against the goldens, and ours launching no more kernels than the baselines; no
+//! plan may write into the tensors it is given (`common::check_corpus_plan`). The plans of a file are made once and their kernels
 //! compiled as one library per backend (`common::file_batch`), shared by the file's tests.
 //!
 //! Run with `cargo test --test corpus`; filter by program as with any test (`cargo test --test corpus yolov3`).
@@ -12,6 +13,40 @@ use libtest_mimic::{Arguments, Trial};
 /// Corpus programs the functionalizer reports as unsupported, with the reason it must give (at a source location).
 /// Each is still run by the reference interpreter against PyTorch; here the report itself is checked.
 const NOT_FUNCTIONALIZED: &[(&str, &str)] = &[];
+
+/// Programs whose plan launches more kernels than the unfunctionalized baseline, each with why (known gaps).
+const MORE_LAUNCHES_THAN_UNFUNCTIONALIZED: &[(&str, &str)] = &[(
+    "micro/recurrences::rnn_leaky",
+    "the loop-invariant tanh is computed once before the loop (21 launches against 20): the class model predicts \
+         0.0196 ms against 0.0273 ms, but it measured 3-5% slower (interleaved timing); a class-model error (#17)",
+)];
+
+/// Ours launches no more kernels than the unfunctionalized baseline, which launches no more than eager (the plans
+/// and kernels of the other tests of the file, run once more on the same inputs).
+fn launches_are_ordered(p: &common::Program) -> Result<(), String> {
+    use funcfuse::lower::Policy;
+    let module = common::load(p);
+    let inputs = common::seeded_inputs(&module, &p.func, 7);
+    let batch = common::file_batch(&p.file);
+    let mut k = Vec::new();
+    for policy in [Policy::Fused, Policy::Unfunctionalized, Policy::Eager] {
+        let (f, plan, mut dev) = batch.plan(&p.func, policy, funcfuse::backend::Target::C)?;
+        let (_, stats) = funcfuse::backend::run_loaded(f, plan, &mut dev, &inputs).map_err(|d| d.to_string())?;
+        k.push(stats.launches);
+    }
+    let label = p.label();
+    let (ours, unfunctionalized, eager) = (k[0], k[1], k[2]);
+    match MORE_LAUNCHES_THAN_UNFUNCTIONALIZED.iter().find(|(l, _)| *l == label) {
+        // Listed: still so (else take it off the list), and still no more than eager.
+        Some((_, why)) if !(ours > unfunctionalized && ours <= eager) => {
+            Err(format!("listed ({why}), but ours {ours}, unfunctionalized {unfunctionalized}, eager {eager}"))
+        }
+        None if !(ours <= unfunctionalized && unfunctionalized <= eager) => {
+            Err(format!("ours {ours}, unfunctionalized {unfunctionalized}, eager {eager}"))
+        }
+        _ => Ok(()),
+    }
+}
 
 fn main() {
     let args = Arguments::from_args();
@@ -38,6 +73,10 @@ fn main() {
                 Ok(())
             }));
         }
+        let p6 = p.clone();
+        trials.push(Trial::test(format!("launches_ours_le_unfunctionalized_le_eager::{label}"), move || {
+            Ok(launches_are_ordered(&p6)?)
+        }));
         // The CUDA kernels of our plan (block reductions, tiled matmuls, 2-D grids), run by the emulator.
         let p5 = p.clone();
         trials.push(Trial::test(format!("cuda_emulator_plan_matches_reference::{label}"), move || {
@@ -55,7 +94,7 @@ fn main() {
             let (f, plan, mut dev) =
                 batch.plan(&p4.func, funcfuse::lower::Policy::Fused, funcfuse::backend::Target::C)?;
             let (out, _) = funcfuse::backend::run_loaded(f, plan, &mut dev, &inputs).map_err(|d| d.to_string())?;
-            common::check_goldens(&p4, &out)?;
+            common::check_goldens(&p4, &out, &inputs)?;
             Ok(())
         }));
         let expected_report = NOT_FUNCTIONALIZED.iter().find(|(l, _)| *l == label).map(|(_, m)| *m);
@@ -80,7 +119,7 @@ fn main() {
             let module = common::load(&p);
             let inputs = common::golden_inputs(&p, &module)?;
             let out = common::run_reference(&module, &p.func, &inputs)?;
-            common::check_goldens(&p, &out)?;
+            common::check_goldens(&p, &out, &inputs)?;
             Ok(())
         }));
     }

@@ -56,3 +56,31 @@ def max_of_a_run_time_count(x: f32[8]) -> tuple[f32[()], f32[()], i64[3]]:
     none = (x > 5.0).sum().item()
     k = min(n, 3, 7 - none)
     return x.sum() / max(1, n), x.sum() / max(1, none), torch.arange(3) + k
+
+
+def number_or_scalar_tensor(w: f32[6, 4], g: f32[6, 4], i: i64[4]) -> tuple[f32[6, 4], f32[()], i64[4], f32[6, 4]]:
+    """A name that is a number in one arm of an `if` on data and a 0-d tensor in the other (pytorch-lamb's
+    `trust_ratio = 1 if w_norm == 0 or g_norm == 0 else w_norm / g_norm`), merged as a 0-d tensor of the tensor's
+    dtype; an int with an integer tensor, a float with a float tensor."""
+    w_norm = w.pow(2).sum().sqrt()
+    g_norm = g.pow(2).sum().sqrt()
+    if w_norm == 0 or g_norm > 2.8:
+        trust = 1
+    else:
+        trust = w_norm / g_norm
+    w.add_(g * (-0.01 * trust))
+    k = i.max() if g_norm > 2.8 else 2
+    s = g.abs().amax() if w_norm > 2.8 else 0.5
+    return w, (g * trust).sum(), i * k, g.clamp(max=s)
+
+
+def min_max_of_a_scalar_tensor_and_numbers(x: f32[8], n: i64[3]) -> tuple[f32[8], f32[8], f32[()], i64[()]]:
+    """`min(rms, 1)` and `max(1, rms)` of a 0-d tensor and a number (FAdam): Python returns the item it picks, the
+    tensor itself where it wins, so a write through the result writes into it."""
+    rms = x.pow(2).mean().sqrt()
+    eps = min(rms, 0.55) * 1e-3
+    divisor = max(1, rms, 0.5) / 2.0
+    s = x.sum().abs()
+    m = min(s, 100.0)
+    m.add_(1.0)
+    return x * eps, x / divisor, s, max(n.sum(), 2)

@@ -2,7 +2,8 @@
 tests/real_pending/heldout_r19.py): mmrotate's oriented-box coder, CenterNet's multi-person pose decode; the Long
 Expressive Memory (LEM) network, flash-linear-attention's naive DPLR delta-rule recurrence, torchrecurrent's peephole
 LSTM; text-generation-webui's tail-free and top-a warpers, vLLM's v1 sampler with logprob gathering, torchscale's xPos
-attention at decode time; AdafactorBigVision. Inputs arrive uniform in [-1, 1); integer inputs in [0, 10)."""
+attention at decode time; AdafactorBigVision; Nero (a dict entry set to a tensor or to a float by a run-time `if`)
+and FAdam (Python's `min` of a 0-d tensor and a number), which waited in tests/real_pending at first. Inputs arrive uniform in [-1, 1); integer inputs in [0, 10)."""
 from __future__ import annotations
 
 import math
@@ -1036,4 +1037,142 @@ def timm_adafactor_bv_steps(w: f32[6, 8], b: f32[8], gw: f32[3, 6, 8], gb: f32[3
     opt = {"state": {}, "defaults": defaults}
     for t in range(3):
         _abv_step(opt, [group], [gw[t], gb[t]])
+    return w, b
+
+
+def _nero_neuron_norm(x):
+    if x.dim() > 1:
+        view_shape = [x.shape[0]] + [1] * (x.dim() - 1)
+        x = x.view(x.shape[0], -1)
+        return x.norm(dim=1).view(*view_shape)
+    else:
+        return x.abs()
+
+
+def _nero_neuron_mean(x):
+    if x.dim() > 1:
+        view_shape = [x.shape[0]] + [1] * (x.dim() - 1)
+        x = x.view(x.shape[0], -1)
+        return x.mean(dim=1).view(*view_shape)
+    else:
+        raise Exception("neuron_mean not defined on 1D tensors.")
+
+
+def _nero_init(self, param_groups):
+    for group in param_groups:
+        for pi, p in enumerate(group['params']):
+            if self["constraints"] and p.dim() > 1:
+                p.data -= _nero_neuron_mean(p)
+                p.data /= _nero_neuron_norm(p)
+            state = self["state"].setdefault(pi, {})
+            state['step'] = 0
+            state['exp_avg_sq'] = torch.zeros_like(_nero_neuron_norm(p))
+            state['scale'] = _nero_neuron_norm(p).mean()
+            if state['scale'] == 0.0:
+                state['scale'] = 0.01
+
+
+def _nero_step(self, param_groups, grads):
+    loss = None
+    for group in param_groups:
+        for pi, (p, g) in enumerate(zip(group['params'], grads)):
+            if g is None:
+                continue
+            state = self["state"][pi]
+
+            state['step'] += 1
+            bias_correction = 1 - self["beta"] ** state['step']
+            state['exp_avg_sq'] = self["beta"] * state['exp_avg_sq'] + (1 - self["beta"]) * _nero_neuron_norm(g) ** 2
+
+            grad_normed = g / (state['exp_avg_sq'] / bias_correction).sqrt()
+            grad_normed[torch.isnan(grad_normed)] = 0
+
+            p.data -= group['lr'] * state['scale'] * grad_normed
+
+            if self["constraints"] and p.dim() > 1:
+                p.data -= _nero_neuron_mean(p)
+                p.data /= _nero_neuron_norm(p)
+
+    return loss
+
+
+# Nero (jxbz/nero), nero.py: neuron_norm, neuron_mean, Nero.__init__'s state set-up (constraints True: weights
+# centred and normalised per neuron; scale = mean neuron norm, 0.01 if zero) and Nero.step, three steps (lr 0.01,
+# beta 0.999) on a [6, 5] weight and a [6] bias; p.grad is each step's gradient slice, self.state (keyed by the
+# parameter tensor in the original) a dict keyed by the parameter's index in its group.
+def nero_steps(w: f32[6, 5], b: f32[6], gw: f32[3, 6, 5], gb: f32[3, 6]) -> tuple[f32[6, 5], f32[6]]:
+    nero = {"beta": 0.999, "constraints": True, "state": {}}
+    param_groups = [{"params": [w, b], "lr": 0.01}]
+    _nero_init(nero, param_groups)
+    for t in range(3):
+        _nero_step(nero, param_groups, [gw[t], gb[t]])
+    return w, b
+
+
+def _fadam_debias_beta(beta: float, step: int) -> float:
+    beta_n: float = math.pow(beta, step)
+    return (beta_n - beta) / (beta_n - 1.0)  # fmt: skip
+
+
+def _fadam_step(self, param_groups, grads):
+    loss = None
+    for group in param_groups:
+        if 'step' in group:
+            group['step'] += 1
+        else:
+            group['step'] = 1
+
+        beta1, beta2 = group['betas']
+
+        curr_beta2: float = _fadam_debias_beta(beta2, group['step'])
+
+        for pi, (p, grad) in enumerate(zip(group['params'], grads)):
+            if grad is None:
+                continue
+
+            state = self["state"].setdefault(pi, {})
+            if len(state) == 0:
+                state['momentum'] = torch.zeros_like(p, dtype=self["momentum_dtype"])
+                state['fim'] = torch.zeros_like(p, dtype=self["fim_dtype"])
+
+            momentum, fim = state['momentum'], state['fim']
+            fim.mul_(curr_beta2).addcmul_(grad, grad, value=1.0 - curr_beta2)
+
+            rms_grad = grad.pow(2).mean().sqrt_()
+            curr_eps = min(rms_grad, 1) * group['eps']
+
+            fim_base = fim.pow(group['p']).add_(curr_eps)
+            grad_nat = grad / fim_base
+
+            rms = grad_nat.pow(2).mean().sqrt_()
+            divisor = max(1, rms) / group['clip']
+            grad_nat.div_(divisor)
+
+            momentum.mul_(beta1).add_(grad_nat, alpha=1.0 - beta1)
+
+            grad_weights = p / fim_base
+
+            rms = torch.pow(grad_weights, 2).mean().sqrt_()
+            divisor = max(1, rms) / group['clip']
+            grad_weights.div_(divisor)
+
+            grad_weights.mul_(group['weight_decay']).add_(momentum)
+
+            p.add_(grad_weights, alpha=-group['lr'])
+
+    return loss
+
+
+# FAdam (Hwang, 2024), pytorch_optimizer (kozistr/pytorch_optimizer), pytorch_optimizer/optimizer/fadam.py:
+# FAdam.step with BaseOptimizer.debias_beta (lr 1e-2 instead of 1e-3, betas (0.9, 0.999), weight_decay 0.1, clip 1.0,
+# p 0.5, eps 1e-8, float32 momentum and fim), three steps on a [4, 6] weight and a [6] bias in one group; p.grad is
+# each step's gradient slice (scaled by 0.1 so the rms of the gradient is below 1 and min(rms_grad, 1) takes the
+# tensor), self.state (keyed by the parameter tensor in the original) a dict keyed by the parameter's index; @torch.no_grad
+# and the closure left out.
+def fadam_steps(w: f32[4, 6], b: f32[6], gw: f32[3, 4, 6], gb: f32[3, 6]) -> tuple[f32[4, 6], f32[6]]:
+    opt = {"state": {}, "momentum_dtype": torch.float32, "fim_dtype": torch.float32}
+    param_groups = [{"params": [w, b], "lr": 1e-2, "betas": (0.9, 0.999), "weight_decay": 0.1, "clip": 1.0,
+                     "p": 0.5, "eps": 1e-8}]
+    for t in range(3):
+        _fadam_step(opt, param_groups, [gw[t] * 0.1, gb[t] * 0.1])
     return w, b

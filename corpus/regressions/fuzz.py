@@ -587,3 +587,21 @@ def in_place_write_after_a_reader_only_an_arm_computes(x: f32[4], c: f32[4], idx
         z = y[2] * 1.0
     y[1:3] = 0.0
     return y, z
+
+
+# Fuzz seed 310478 (refused, not wrong): a partial write (`index_put_`, indexed assignment, `masked_fill_`) into an
+# expanded view of a name that an `if` on a run-time value bound to a parameter or to a fresh tensor. The functional
+# engine wrote expanded views exactly only when the view was one tensor's; a conditional view now gets the write on
+# each tensor it may be, and each tensor keeps the version its condition chooses.
+def expanded_write_through_a_view_chosen_at_run_time(a: f32[1, 2], b: f32[1, 2]) -> tuple[f32[1, 2], f32[1, 2]]:
+    t = a if b.sum() > 0.0 else a * -0.5 + 1.0
+    t.expand(2, 2, -1).index_put_((torch.tensor([0, 1]),), torch.ones(2, 2, 2) * b, accumulate=True)
+    return a, t
+
+
+def expanded_writes_through_views_chosen_at_run_time(a: f32[3, 1], b: f32[3, 1], m: bool[3, 4]) -> tuple[f32[3, 1], f32[3, 1], f32[3, 1]]:
+    s = b if a.sum() > 0.0 else a
+    s.expand(3, 4)[torch.tensor([2, 0]), torch.tensor([1, 3])] = torch.tensor([5.0, -5.0])
+    u = a if b[0, 0] > 0.0 else b
+    u.expand(3, 4).masked_fill_(m, 7.0)
+    return a, b, s + u

@@ -27,7 +27,7 @@ pub(super) fn refers_to(v: &FV, r: usize) -> bool {
 }
 
 /// Whether `name` is the only way to reach root `r` in `env`: no other name or list views it and the caller does not
-/// see it (not a parameter, nor, inside a helper, a tensor from before the `if`: the helper's caller may hold it).
+/// see it (not a parameter, nor, inside a helper, a tensor from before the helper was called: its callers may hold it).
 /// Then the arm's value of `name` may be copied into a fresh root without losing an alias. A returned value
 /// (`%return.K`) outlives the function's other names, so only the other parts of the returned value count for it.
 /// Names bound in one arm only do not outlive the `if` (`other` is the other arm's bindings), so they do not count.
@@ -110,6 +110,8 @@ fn rebuild(r: &Ret, env: &mut Env, k: &mut usize) -> FV {
 
 /// Why a name the arms of an `if` on a run-time value bind differently cannot be read after it (`FV::Poisoned`).
 const DIFFERENT_TYPES: &str = "gets tensors of different types in the two arms of an `if` on a run-time value";
+const NUMBER_OR_TENSOR: &str = "is a number in one arm of an `if` on a run-time value and a tensor in the other, \
+    which later code could tell apart (a number of a kind above the tensor's dtype, or a tensor reachable by other names)";
 const DIFFERENT_VIEWS: &str = "is bound to views of different shapes or dtypes in the two arms of an `if` on a run-time value (a shape decided by data)";
 
 /// What one arm of an `if` on a run-time value leaves: its bindings, its roots, and the structure of what it
@@ -323,6 +325,10 @@ impl<'m> Fz<'m> {
                 (FV::Tensor(a), FV::Tensor(b)) => {
                     self.merge_tensors(name, a, b, snap.roots.len(), arms, parts, span)?
                 }
+                (FV::Tensor(t), n) | (n, FV::Tensor(t)) if t.shape.is_empty() && Self::is_number(n) => {
+                    let tensor_first = matches!(v1, FV::Tensor(_));
+                    self.merge_number_and_scalar_tensor(name, t, n, tensor_first, snap.roots.len(), arms, parts, span)?
+                }
                 _ => self.merge_numbers(name, v1, v2, parts, span).map(|()| None)?,
             };
             if let Some(why) = poisoned {
@@ -357,8 +363,9 @@ impl<'m> Fz<'m> {
         span: Span,
     ) -> FR<Option<&'static str>> {
         let ((env1, roots1), (env2, roots2)) = (arms[0], arms[1]);
-        let helper = self.depth_calls > 1;
-        let in_helper = |r: usize| helper && r < n0;
+        // In a helper, a tensor made before it was called may have names in its callers.
+        let caller_base = if self.depth_calls > 1 { self.call_base.min(n0) } else { 0 };
+        let in_helper = |r: usize| r < caller_base;
         if a.root == b.root && a.root < n0 && same_layout(a, b) && a.alt.is_none() && b.alt.is_none() {
             let (th, el) = (self.affine_term(&a.off), self.affine_term(&b.off));
             parts.push(th, el, Merge::Offset(name.clone(), a.clone(), b.off.clone()));
@@ -462,6 +469,53 @@ impl<'m> Fz<'m> {
             }
         }
         Ok(made)
+    }
+
+    fn is_number(v: &FV) -> bool {
+        matches!(v, FV::Int(_) | FV::DynInt(_) | FV::Float(_) | FV::DynFloat(_) | FV::Bool(_) | FV::DynBool(_))
+    }
+
+    /// Merges a name bound to a Python number in one arm and to a 0-d tensor in the other (`trust_ratio = 1` or
+    /// `w_norm / g_norm`, as optimizers guard a division) as a fresh 0-d tensor of the tensor's dtype. Exact where
+    /// later code cannot tell them apart: the number's kind must not be above the dtype's (a bool, an int into an
+    /// integer or float tensor, a float into a float tensor), so that arithmetic with tensors promotes to the same
+    /// dtype either way; and the tensor must be reachable by that name only, as for any fresh value merged.
+    /// `Some(why)` where the name is unreadable after the `if`.
+    #[allow(clippy::too_many_arguments)]
+    fn merge_number_and_scalar_tensor(
+        &mut self,
+        name: &String,
+        t: &TRef,
+        n: &FV,
+        tensor_first: bool,
+        n0: usize,
+        arms: [(&Env, &Vec<Root>); 2],
+        parts: &mut Parts,
+        span: Span,
+    ) -> FR<Option<&'static str>> {
+        let k = if tensor_first { 0 } else { 1 };
+        let ((env_t, roots_t), (env_n, _)) = (arms[k], arms[1 - k]);
+        let d = roots_t[t.root].dtype;
+        let fits = match n {
+            FV::Bool(_) | FV::DynBool(_) => true,
+            FV::Int(_) | FV::DynInt(_) => d != DType::Bool,
+            _ => d.is_float(),
+        };
+        let helper = self.depth_calls > 1 && t.root < self.call_base.min(n0);
+        if !fits || t.alt.is_some() || !only_name(env_t, env_n, name, t.root, roots_t, helper) {
+            if !name.starts_with(RET) {
+                return Ok(Some(NUMBER_OR_TENSOR));
+            }
+            return needs_static(span, format!("{} {NUMBER_OR_TENSOR}", Self::shown(name)));
+        }
+        self.roots = roots_t.clone();
+        let tv = self.read(t, span)?;
+        let tv = self.t.at(tv);
+        let nv = self.scalar_tensor(n, Some(d), span)?.0;
+        let nv = self.t.at(nv);
+        let (th, el) = if tensor_first { (tv, nv) } else { (nv, tv) };
+        parts.push(th, el, Merge::Value(name.clone(), d, Vec::new()));
+        Ok(None)
     }
 
     /// Merges a name bound to different numbers (or booleans) in the two arms into a slot of the `if` term.

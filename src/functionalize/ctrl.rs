@@ -178,7 +178,9 @@ impl<'m> Fz<'m> {
             self.entry_args = env.values().cloned().collect();
         }
         self.depth_calls += 1;
+        let base = std::mem::replace(&mut self.call_base, self.roots.len());
         let flow = self.block(&mut env, &f.body);
+        self.call_base = base;
         self.depth_calls -= 1;
         self.fn_stack.pop();
         match flow? {

@@ -113,6 +113,7 @@ fn functionalize_as_written(
         t: Terms::new(),
         roots: Vec::new(),
         depth_calls: 0,
+        call_base: 0,
         entry_args: Vec::new(),
         fn_names: HashMap::new(),
         consts,
@@ -139,6 +140,9 @@ pub(super) struct Fz<'m> {
     t: Terms,
     roots: Vec<Root>,
     depth_calls: usize,
+    /// How many roots there were when the function being run was entered: its callers' names can refer to those
+    /// only (see `branch.rs`, where a tensor reachable by one name only merges as a fresh value).
+    call_base: usize,
     /// The program's arguments (the caller's objects: see `desugar::shape_inplace`).
     entry_args: Vec<FV>,
     /// For each function, how often each name occurs in it (to tell loop-local names from names used after).

@@ -624,8 +624,17 @@ impl<'m> Fz<'m> {
     }
 
     pub(super) fn inplace(&mut self, name: &str, a: &A) -> FR<FV> {
-        let span = a.span;
         let dst = a.tensor(0, "self")?;
+        if matches!(name, "index_put_" | "masked_fill_") && self.conditional_shared(&dst) {
+            self.on_each_choice(&dst, a.span, &mut |s, c| s.inplace_into(name, a, c.clone()).map(|_| ()))?;
+            return Ok(FV::Tensor(dst));
+        }
+        self.inplace_into(name, a, dst)
+    }
+
+    /// The in-place op `name` with arguments `a` (`self` at its place), writing into `dst`.
+    fn inplace_into(&mut self, name: &str, a: &A, dst: TRef) -> FR<FV> {
+        let span = a.span;
         match name {
             "copy_" => {
                 let src = match a.req(1, "src")?.clone() {

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use super::args::err;
 use super::expr::Cond;
 use super::ops::A;
-use super::state::{diag, needs_static, Stop, FR, FV};
+use super::state::{diag, needs_static, Stop, TRef, FR, FV};
 use super::{Env, Fz};
 use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::*;
@@ -488,6 +488,9 @@ impl<'m> Fz<'m> {
     /// `max(...)`/`min(...)` over numbers some of which are floats known only at run time: Python's choice (the
     /// first item that no later one beats by `>`/`<`), as a run-time float (an int that wins is the same number).
     pub(super) fn dyn_minmax(&mut self, name: &str, items: &[FV], span: Span) -> FR<FV> {
+        if let Some(d) = self.scalar_tensors_dtype(items) {
+            return self.minmax_of_scalar_tensors(name, items, d, span);
+        }
         let numeric = |v: &FV| matches!(v, FV::Int(_) | FV::Float(_) | FV::Bool(_) | FV::DynFloat(_));
         // An int known only at run time (a loop's index, `end = min(start + 2, n)`) is a slice bound or a shape more
         // often than a number: the loop around it is unrolled, where it is known.
@@ -504,6 +507,63 @@ impl<'m> Fz<'m> {
             return diag(span, format!("{name}() over run-time values is not supported; use torch.maximum/minimum"));
         }
         Ok(FV::DynFloat(self.chosen(name, items, DType::F64, span)?))
+    }
+
+    /// The dtype of the 0-d tensors among `items` where `min`/`max` of them is a 0-d tensor whichever item wins:
+    /// some items are 0-d tensors, all of one dtype, and the others numbers of a kind not above it (Python compares
+    /// a tensor and a number in the tensor's dtype).
+    fn scalar_tensors_dtype(&self, items: &[FV]) -> Option<DType> {
+        let mut d = None;
+        for it in items {
+            if let FV::Tensor(t) = it {
+                let dt = self.roots[t.root].dtype;
+                if !t.shape.is_empty() || d.is_some_and(|d| d != dt) {
+                    return None;
+                }
+                d = Some(dt);
+            }
+        }
+        let d = d?;
+        items
+            .iter()
+            .all(|it| match it {
+                FV::Tensor(_) | FV::Bool(_) | FV::DynBool(_) => true,
+                FV::Int(_) | FV::DynInt(_) => d != DType::Bool,
+                FV::Float(_) | FV::DynFloat(_) => d.is_float(),
+                _ => false,
+            })
+            .then_some(d)
+    }
+
+    /// `min(rms, 1)` of 0-d tensors and numbers (FAdam's `min(rms_grad, 1) * eps`): Python returns the item it
+    /// picks, the tensor itself (a write through the result writes into it) or the number. So the result is a
+    /// conditional view of the items, the numbers as fresh 0-d tensors of the tensors' dtype (a number that wins is
+    /// used as one, as where the arms of an `if` bind a number and a 0-d tensor: see `branch.rs`).
+    fn minmax_of_scalar_tensors(&mut self, name: &str, items: &[FV], d: DType, span: Span) -> FR<FV> {
+        let gt = super::expr::binop_name(crate::tensor::ops::Binary::Gt);
+        let view = |s: &mut Self, it: &FV| -> FR<TRef> {
+            match it {
+                FV::Tensor(t) if t.alt.is_some() => {
+                    diag(span, format!("{name}() of a tensor an `if` on a run-time value chose is not supported"))
+                }
+                FV::Tensor(t) => Ok(t.clone()),
+                other => {
+                    let v = s.scalar_tensor(other, Some(d), span)?.0;
+                    s.fresh(v, None, span)
+                }
+            }
+        };
+        let mut best = view(self, &items[0])?;
+        for it in &items[1..] {
+            let x = view(self, it)?;
+            // Python keeps the current item unless the next is strictly better.
+            let (xv, bv) = (self.read(&x, span)?, self.read(&best, span)?);
+            let (l, r) = if name == "max" { (xv, bv) } else { (bv, xv) };
+            let (l, r) = (self.t.at(l), self.t.at(r));
+            let c = self.t.op(gt, vec![l, r]).map_err(Self::tyerr(span))?;
+            best = TRef { alt: Some(Rc::new((c, best))), ..x };
+        }
+        Ok(FV::Tensor(best))
     }
 
     /// The term of `min`/`max` of numbers as `dtype`, chosen when the program runs (the first of equal ones).

@@ -228,6 +228,9 @@ impl<'m> Fz<'m> {
     }
 
     pub(super) fn tensor_setitem(&mut self, t: &TRef, idx: &FV, v: &FV, span: Span) -> FR<()> {
+        if self.conditional_shared(t) {
+            return self.on_each_choice(t, span, &mut |s, c| s.tensor_setitem(c, idx, v, span));
+        }
         let r = self.resolve(t, idx, span)?;
         let dt = self.roots[t.root].dtype;
         if matches!(v, FV::List(_) | FV::Tuple(_)) {

@@ -264,6 +264,41 @@ impl Fz<'_> {
         Ok(())
     }
 
+    /// Whether `dst` is a conditional view one of whose choices has elements that share memory (an `expand`): a
+    /// write of some of its elements is then made on each choice by [`Fz::on_each_choice`], since the exact forms
+    /// of such writes (e.g. [`Fz::masked_fill_expanded`]) are per memory view.
+    pub(super) fn conditional_shared(&self, dst: &TRef) -> bool {
+        dst.alt.is_some()
+            && dst.shape.iter().all(|&n| n > 0)
+            && dst.choices().iter().any(|c| self.dummy(c, self.roots[c.root].dtype).has_internal_overlap())
+    }
+
+    /// Runs the write `f` on the view a conditional view `dst` chooses: on each choice from the same state, then
+    /// every root one of them changed takes the version of the choice its condition picks.
+    pub(super) fn on_each_choice(
+        &mut self,
+        dst: &TRef,
+        span: Span,
+        f: &mut dyn FnMut(&mut Self, &TRef) -> FR<()>,
+    ) -> FR<()> {
+        let Some(alt) = &dst.alt else { return f(self, dst) };
+        let before: Vec<(TId, bool)> = self.roots.iter().map(|r| (r.version, r.written)).collect();
+        f(self, &dst.primary())?;
+        let chosen: Vec<(TId, bool)> = self.roots[..before.len()].iter().map(|r| (r.version, r.written)).collect();
+        for (r, &(v, w)) in self.roots.iter_mut().zip(&before) {
+            (r.version, r.written) = (v, w);
+        }
+        self.on_each_choice(&alt.1, span, f)?;
+        for (i, (v, w)) in chosen.into_iter().enumerate() {
+            if v != self.roots[i].version {
+                let other = self.roots[i].version;
+                self.roots[i].version = self.select(alt.0, v, other, span)?;
+            }
+            self.roots[i].written |= w;
+        }
+        Ok(())
+    }
+
     /// `masked_fill_` into a view whose elements share memory (an `expand`): PyTorch writes the value into each
     /// memory position that any masked element refers to, so the write is exact on the view with the expanded dims
     /// reduced to one entry: `where(any(mask over the expanded dims), value, old)`. `value` is the fill's term (of

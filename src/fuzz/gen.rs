@@ -673,8 +673,8 @@ impl Gen {
 
     /// Sometimes (the [`Gen::later`] stream), at the end of the program, sorts of a float tensor along one dim: a
     /// topk's values (PyTorch leaves the order of tied indices open), or a stable sort's values and indices, each
-    /// kept whole or through a leading slice, the values sometimes written in place. Returns the names to return
-    /// besides the program's own.
+    /// kept whole or through a leading slice, the values sometimes written in place (the input rounded to a grid).
+    /// Returns the names to return besides the program's own.
     fn sorts(&mut self) -> Vec<String> {
         let fl: Vec<usize> = self.floats().into_iter().filter(|&i| !self.tensors[i].shape.is_empty()).collect();
         if fl.is_empty() || !self.later.pct(40) {
@@ -692,7 +692,10 @@ impl Gen {
             return vec![name];
         }
         let (v, i) = (self.name("t"), self.name("i"));
-        self.later_line(format!("{v}, {i} = torch.sort({}, dim={neg}, descending={desc}, stable=True)", t.name));
+        // On a grid of 1/64, values an ulp apart (transcendentals within tolerance) are exact ties, which a stable
+        // sort orders, not near-ties, whose order (so the indices) could differ between engines (fuzz seed 300584).
+        let grid = format!("({} * 64.0).round()", t.name);
+        self.later_line(format!("{v}, {i} = torch.sort({grid}, dim={neg}, descending={desc}, stable=True)"));
         for name in [&v, &i] {
             if self.later.pct(50) {
                 let k = self.later.range(0, n);

@@ -105,7 +105,10 @@ pub fn compare(what: &str, got: &Tensor, want: &Tensor) -> Result<(), String> {
 }
 
 /// Compares a run's outputs with the stored PyTorch goldens of `p`: the same files, each within tolerance.
-pub fn check_goldens(p: &Program, out: &RunOutput) -> Result<(), String> {
+///
+/// A compiled plan reports every parameter an `if` on data may write, PyTorch (its version counter) only those
+/// written: a parameter file only the run wrote must hold that parameter's input (`inputs`) unchanged.
+pub fn check_goldens(p: &Program, out: &RunOutput, inputs: &BTreeMap<String, Tensor>) -> Result<(), String> {
     let dir = &p.golden_dir;
     if !dir.join("meta.json").exists() {
         return Err(format!("no goldens in {} (run scripts/make_goldens.py)", dir.display()));
@@ -121,10 +124,14 @@ pub fn check_goldens(p: &Program, out: &RunOutput) -> Result<(), String> {
         }
     }
     let got = output_files(out);
-    let gk: Vec<&String> = got.keys().collect();
+    let unwritten = |k: &String| !want.contains_key(k) && inputs.contains_key(k.trim_end_matches(".npy"));
+    let gk: Vec<&String> = got.keys().filter(|k| !unwritten(k)).collect();
     let wk: Vec<&String> = want.keys().collect();
     if gk != wk {
         return Err(format!("output files {gk:?} but PyTorch wrote {wk:?}"));
+    }
+    for (name, t) in got.iter().filter(|(k, _)| unwritten(k)) {
+        compare(&format!("{name} (PyTorch did not write it)"), t, &inputs[name.trim_end_matches(".npy")])?;
     }
     for (name, w) in &want {
         compare(name, &got[name], w)?;
@@ -357,7 +364,16 @@ pub fn check_corpus_plan(
     let batch = file_batch(&p.file);
     let (f, plan, mut dev) = batch.plan(&p.func, policy, target)?;
     let fresh: BTreeMap<String, Tensor> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
+    let bits = |ts: &BTreeMap<String, Tensor>| -> Vec<Vec<u64>> {
+        ts.values().map(|t| t.to_f64_vec().iter().map(|v| v.to_bits()).collect()).collect()
+    };
+    let given = bits(&fresh);
     let (got, stats) = funcfuse::backend::run_loaded(f, plan, &mut dev, &fresh).map_err(|d| d.to_string())?;
+    // Inputs a plan only reads are used in place, not copied (`Device::share`): no plan may write into the
+    // caller's tensors, parameters it mutates included (their new values are outputs).
+    if bits(&fresh) != given {
+        return Err(format!("the {policy:?} plan wrote into the caller's inputs"));
+    }
     let want = run_reference(module, &p.func, inputs)?;
     let (g, w) = (output_files(&got), output_files(&want));
     for (name, t) in &w {
