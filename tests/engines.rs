@@ -1186,3 +1186,23 @@ fn new_spellings_refuse_what_they_do_not_cover() {
         every_engine_raises(&src, "f", want);
     }
 }
+
+/// A list, tuple or dict indexed by an int known only when the program runs: where no entry matches, every engine
+/// raises when the program runs (the functional and optimized engines through a check in the term, at the pick; `run`
+/// then prints the reference's message), and not where one does (`corpus/micro/python_reach5.py`).
+#[test]
+fn a_pick_by_a_run_time_int_that_matches_nothing_raises() {
+    for (expr, want_ref) in [
+        ("x * [1.0, 2.0][k + 5]", "list index out of range"),
+        ("x * (1.0, 2.0)[k - 3]", "tuple index out of range"),
+        ("[x, x * 2.0][k + 2]", "list index out of range"),
+        ("{1: x, 2: x * 2.0}[k]", "KeyError: 0"),
+        ("x * {1: 0.5, 3: 2.0}[k + 2]", "KeyError: 2"),
+    ] {
+        let src = format!("def f(x: f32[2, 3]) -> f32[2, 3]:\n    k = int((x > 5.0).sum().item())\n    return {expr}\n");
+        for (engine, m) in errors(&src, "f") {
+            let want = if engine == "reference" { "case.py:6:".to_string() } else { "the program raises here".into() };
+            assert!(m.starts_with(&want) && (engine != "reference" || m.contains(want_ref)), "{engine}: {m}");
+        }
+    }
+}

@@ -84,3 +84,18 @@ def min_max_of_a_scalar_tensor_and_numbers(x: f32[8], n: i64[3]) -> tuple[f32[8]
     m = min(s, 100.0)
     m.add_(1.0)
     return x * eps, x / divisor, s, max(n.sum(), 2)
+
+
+def pick_by_a_run_time_int(x: f32[3, 4], w: f32[4]) -> tuple[f32[4], f32[4], f32[3, 4], f32[4]]:
+    """A list, tuple or dict indexed by an int known only when the program runs (DoLa's
+    `layers[int(js_divs.argmax().item())]` then `logits_by_layer[layer]`): numbers picked as a run-time number,
+    tensors as the tensor itself (a write through it writes into the one picked), negative indices from the end."""
+    layers = [0, 2, 5]
+    j = int(x.sum(1).argmax().item())
+    layer = layers[j]
+    by_layer = {0: x[0], 2: x[1], 5: x[2]}
+    picked = by_layer[layer]
+    scale = (0.5, 1.5, 2.5)[j - 3]
+    rows = [x[2], x[0], x[1]]
+    rows[-1 - j].mul_(2.0)
+    return picked * scale, w * layer, x, rows[j]

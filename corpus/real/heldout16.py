@@ -1,7 +1,8 @@
 """Held-out real code, issue 14's sixteenth round, the programs every engine runs (the round's others wait in
 tests/real_pending/heldout_r16.py): ncps' liquid time-constant (LTC) and closed-form continuous-time (CfC) cells,
 flash-linear-attention's naive simple GLA (recurrent and chunked), Hugging Face's Qwen2-VL multimodal rotary
-embedding and Mixtral's load-balancing loss, torch-optimizer's A2GradExp, and timm's MARS. Inputs arrive uniform in
+embedding and Mixtral's load-balancing loss, torch-optimizer's A2GradExp, timm's MARS, and Hugging Face's DoLa layer
+contrast (a list indexed by `.item()`), which waited in tests/real_pending at first. Inputs arrive uniform in
 [-1, 1); integer inputs in [0, 10)."""
 from __future__ import annotations
 
@@ -620,3 +621,95 @@ def timm_mars_steps(p1: f32[6, 5], p2: f32[7], grads1: f32[4, 6, 5], grads2: f32
 
             state['last_grad'] = grad
     return p1, p2
+
+
+def _relative_top_filter(
+    scores: torch.FloatTensor,
+    baseline_scores: torch.FloatTensor,
+    relative_top: float = 0.1,
+    filter_value: float = -float("Inf"),
+    base_filter_value=-1e-3,
+    min_tokens_to_keep: int = 1,
+) -> torch.FloatTensor:
+    scores_normalized = scores.log_softmax(dim=-1)
+    baseline_scores_normalized = baseline_scores.log_softmax(dim=-1)
+    sorted_logits, sorted_indices = torch.sort(scores_normalized, descending=True)
+    min_thresh = sorted_logits[..., min_tokens_to_keep - 1]
+    probs_max = torch.max(scores_normalized, dim=-1).values
+    probs_thresh = probs_max + np.log(relative_top)
+    probs_thresh = torch.min(min_thresh, probs_thresh)
+    probs_thresh = probs_thresh.unsqueeze(-1)
+    baseline_scores_normalized[scores_normalized < probs_thresh] = base_filter_value
+    scores_normalized[scores_normalized < probs_thresh] = filter_value
+    return scores_normalized, baseline_scores_normalized
+
+
+def _dola_select_contrast(candidate_premature_layers, candidate_premature_logits, final_logits):
+    if len(candidate_premature_layers) == 1:
+        base_logits = candidate_premature_logits[candidate_premature_layers[0]]
+        final_logits, base_logits = _relative_top_filter(final_logits, base_logits)
+        logits = final_logits - base_logits
+        return logits
+
+    # 1. Stacking all premature_layers into a new dimension
+    stacked_premature_layers = torch.stack([candidate_premature_logits[i] for i in candidate_premature_layers], dim=0)
+
+    # 2. Calculate the softmax values for mature_layer and all premature_layers
+    # shape: (batch_size, vocab_size)
+    softmax_mature_layer = F.softmax(final_logits, dim=-1)
+    # shape: (num_premature_layers, batch_size, vocab_size)
+    softmax_premature_layers = F.softmax(stacked_premature_layers, dim=-1)
+
+    # 3. Calculate the average distribution
+    # shape: (num_premature_layers, batch_size, vocab_size)
+    avg_dist = 0.5 * (softmax_mature_layer[None, :, :] + softmax_premature_layers)
+
+    # 4. Calculate log-softmax for the KL divergence
+    # shape: (batch_size, vocab_size)
+    log_softmax_mature_layer = F.log_softmax(final_logits, dim=-1)
+    # shape: (num_premature_layers, batch_size, vocab_size)
+    log_softmax_premature_layers = F.log_softmax(stacked_premature_layers, dim=-1)
+
+    # 5. Calculate the KL divergences and then the JS divergences
+    # shape: (num_premature_layers, batch_size)
+    kl1 = F.kl_div(log_softmax_mature_layer[None, :, :], avg_dist, reduction="none").mean(-1)
+    # shape: (num_premature_layers, batch_size)
+    kl2 = F.kl_div(log_softmax_premature_layers, avg_dist, reduction="none").mean(-1)
+    js_divs = 0.5 * (kl1 + kl2)  # shape: (num_premature_layers, batch_size)
+
+    # 6. Reduce the batchmean
+    js_divs = js_divs.mean(-1)  # shape: (num_premature_layers,)
+    premature_layer = candidate_premature_layers[int(js_divs.argmax().cpu().item())]
+
+    base_logits = candidate_premature_logits[premature_layer]
+    final_logits, base_logits = _relative_top_filter(final_logits, base_logits)
+    logits = final_logits - base_logits
+    return logits
+
+
+# Hugging Face transformers, generation/utils.py: _dola_select_contrast and _relative_top_filter (relative_top 0.1),
+# with the candidate-layer choice and the per-step part of _dola_decoding (dola_layers "low" of an 8-layer model
+# without tied embeddings: layers [0, 2]; premature logits through the lm_head; greedy, no logits processors); the
+# model a stand-in whose hidden states (embeddings and 8 layers, last position, batch 2) are inputs and whose lm_head
+# (vocabulary 40, hidden 16) is a weight input; the final layer's logits are the lm_head of the last hidden state
+def hf_dola_select_contrast(hidden_states: f32[9, 2, 16], lm_head_w: f32[40, 16]) -> tuple[f32[2, 40], i64[2]]:
+    final_layer = 8
+    start_layer = 0
+    dola_layers = "low"
+    if isinstance(dola_layers, str) and dola_layers == "low":
+        if start_layer == final_layer // 2:
+            candidate_premature_layers = [start_layer]
+        else:
+            candidate_premature_layers = (
+                list(range(start_layer, final_layer // 2, 2))
+                if final_layer <= 40
+                else list(range(start_layer, 20, 2))
+            )
+    w = lm_head_w * 1.5
+    final_logits = F.linear(hidden_states[final_layer], w).float()
+    candidate_premature_logits = {}
+    for candidate_premature_layer in candidate_premature_layers:
+        candidate_premature_logits[candidate_premature_layer] = F.linear(hidden_states[candidate_premature_layer], w)
+    next_token_logits = _dola_select_contrast(candidate_premature_layers, candidate_premature_logits, final_logits)
+    next_tokens = torch.argmax(next_token_logits, dim=-1)
+    return next_token_logits, next_tokens

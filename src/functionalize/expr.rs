@@ -693,6 +693,10 @@ impl<'m> Fz<'m> {
         match obj {
             v @ FV::Masked(_) => super::state::masked_use(v),
             FV::Tensor(t) => self.tensor_getitem(t, idx, span),
+            FV::Dict(d) if matches!(idx, FV::DynInt(_)) => {
+                let entries = d.borrow().clone();
+                self.pick_entry(&entries, idx, span)
+            }
             FV::Dict(d) => Self::dict_get(&d.borrow(), idx, span),
             FV::Tuple(_) | FV::List(_) | FV::Named(..) => {
                 let items = obj.items().unwrap_or_default();
@@ -718,7 +722,7 @@ impl<'m> Fz<'m> {
                 let i = match idx {
                     FV::Int(i) => *i,
                     FV::Bool(b) => *b as i64,
-                    FV::DynInt(_) => return needs_static(span, "indexing a Python sequence with an integer known only when the program runs (a loop variable, `.item()`)"),
+                    FV::DynInt(_) => return self.pick_item(&items, idx, span),
                     other => {
                         return diag(span, format!("sequence indices must be integers, not {}", other.type_name()))
                     }

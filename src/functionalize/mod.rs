@@ -27,6 +27,7 @@ mod masked;
 mod nn_ops;
 mod ops;
 mod overlap;
+mod pick;
 mod python;
 mod resample;
 mod state;
