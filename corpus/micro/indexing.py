@@ -89,3 +89,16 @@ def mask_on_a_later_dim_mean(a: f32[2, 4]) -> tuple[f32[()], f32[()]]:
     # A mask over dim 1 selects every row's columns: the mean divides by rows times selected columns.
     m = torch.tensor([True, False, True, True])
     return a[:, m].mean(), torch.mean(a[:, m] * 2.0)
+
+
+def write_by_mask_and_selections(logits: f32[2, 5, 4], cls: i64[2, 5], x: f32[6, 3], c: i64[6], y: f32[6]) -> tuple[f32[2, 5, 4], f32[6, 3]]:
+    """`t[m, i[m]] = v`: a boolean mask over the leading dims, then index tensors selected by the same mask
+    (torchvision FCOS's one-hot targets `gt_classes_targets[fg, classes[fg]] = 1.0`); the value a number or a
+    selection by the mask; negative selected indices count from the end."""
+    k = cls % 7 - 3
+    fg = k >= 0
+    t = torch.zeros_like(logits)
+    t[fg, k[fg]] = 1.0
+    m = c < 5
+    x[m, (c - 3)[m]] = y[m] * 2.0
+    return t, x

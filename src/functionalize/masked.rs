@@ -4,16 +4,18 @@
 //! selection. The arithmetic runs over the whole views and stays a selection, which `x[m] = ...` (a predicated
 //! select, `subscript`) or a reduction consumes: at the selected positions the values are the selection's, and the
 //! other positions are never read. Ops that can raise on some value (integer floor division, remainder and powers)
-//! are refused: over the whole view they could raise where the selection would not.
+//! are refused: over the whole view they could raise where the selection would not. A write indexed by the mask and
+//! by selections made with it (`x[m, i[m]] = v`) is an `index_put` over every position of the mask
+//! ([`Fz::mask_selection_write`]).
 
-use super::state::{diag, masked_use, FR, FV};
+use super::state::{diag, masked_use, TRef, FR, FV};
 use super::Fz;
 use crate::diag::Span;
 
 use crate::frontend::ast::{BinOp, Expr, ExprKind};
-use crate::ir::OpName;
+use crate::ir::{Node, OpName};
 use crate::tensor::ops::Binary;
-use crate::tensor::DType;
+use crate::tensor::{DType, Scalar};
 
 /// What a selection holds: the selected-from value, the mask's value, the view's shape, the mask's position and
 /// where the selection was made.
@@ -150,5 +152,79 @@ impl<'m> Fz<'m> {
             other => other,
         };
         Ok(Some(self.elementwise(Binary::Div, &[total, count], span)?))
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// `x[m, i[m], ...] = v`: a boolean mask over `x`'s leading dims, then index tensors selected by the same mask
+    /// (torchvision FCOS's `gt_classes_targets[fg, classes[fg]] = 1.0`). Each position where the mask holds writes
+    /// the element (or row) its selections index, and no two positions write the same one, so the write is an
+    /// `index_put` over every position of the mask: where it holds, the selections' indices and the value; elsewhere
+    /// index 0 and the element's own value. `None` where the subscript is not of that form.
+    pub(super) fn mask_selection_write(&mut self, t: &TRef, idx: &FV, v: &FV, span: Span) -> FR<Option<()>> {
+        let FV::Tuple(items) = idx else { return Ok(None) };
+        let Some(FV::Tensor(mask)) = items.first() else { return Ok(None) };
+        let k = mask.shape.len();
+        let is_index = |d: DType| d != DType::Bool && !d.is_float();
+        if self.roots[mask.root].dtype != DType::Bool || k == 0 || t.shape.len() < k || t.shape[..k] != mask.shape[..] {
+            return Ok(None);
+        }
+        let m = self.read(mask, span)?;
+        let mut sels = Vec::new();
+        for it in &items[1..] {
+            match it {
+                FV::Masked(sel) if sel.1 == m && sel.2 == mask.shape && sel.3 == 0 => {
+                    let (d, _) = self.tensor_ty(sel.0, span)?;
+                    if !is_index(d) {
+                        return Ok(None);
+                    }
+                    sels.push((sel.0, d));
+                }
+                _ => return Ok(None),
+            }
+        }
+        let (j, dt) = (sels.len(), self.roots[t.root].dtype);
+        if j == 0 || k + j > t.shape.len() || t.shape[k..k + j].contains(&0) {
+            return Ok(None);
+        }
+        // Per position of the mask: its own coordinates, then the selections' indices (0 where it does not hold).
+        let mut list = Vec::new();
+        for d in 0..k {
+            let n = mask.shape[d] as i64;
+            let args = vec![self.t.leaf(Node::DType(DType::I64)), self.t.leaf(Node::Int(0)), self.t.leaf(Node::Int(1)), self.t.leaf(Node::Int(n))];
+            let ar = self.t.op(OpName::Arange, args).map_err(Self::tyerr(span))?;
+            let mut shape = vec![1; k];
+            shape[d] = mask.shape[d];
+            let ar = self.reshape_value(ar, &shape, span)?;
+            list.push(FV::Tensor(self.fresh(ar, None, span)?));
+        }
+        for (src, d) in sels {
+            let zero = self.full(&[], d, Scalar::I(0)).map_err(Self::tyerr(span))?;
+            let (mi, s, z) = (self.t.at(m), self.t.at(src), self.t.at(zero));
+            let w = self.t.op(OpName::Where, vec![mi, s, z]).map_err(Self::tyerr(span))?;
+            list.push(FV::Tensor(self.fresh(w, None, span)?));
+        }
+        let rest = t.shape.len() - k - j;
+        let widened = |shape: &[usize]| [shape, &vec![1; rest][..]].concat();
+        let value = match v {
+            // A selection's values are one per position where the mask holds; against written rows (`rest` > 0) PyTorch
+            // would broadcast them along the rows' last dim, whose match with their count depends on the data.
+            FV::Masked(sel) if sel.1 == m && sel.2 == mask.shape && sel.3 == 0 && rest == 0 => self.cast(sel.0, dt, span)?,
+            FV::Tensor(x) if x.shape.iter().product::<usize>() == 1 => {
+                let x = self.read(x, span)?;
+                let x = self.reshape_value(x, &[], span)?;
+                self.cast(x, dt, span)?
+            }
+            FV::Tensor(_) | FV::Masked(_) => return Ok(None),
+            number => self.scalar_tensor(number, Some(dt), span)?.0,
+        };
+        let FV::Tensor(old) = self.index_read(t, &list, span)? else { return Ok(None) };
+        let old = self.read(&old, span)?;
+        let holds = self.reshape_value(m, &widened(&mask.shape), span)?;
+        let (h, x, o) = (self.t.at(holds), self.t.at(value), self.t.at(old));
+        let new = self.t.op(OpName::Where, vec![h, x, o]).map_err(Self::tyerr(span))?;
+        let new = FV::Tensor(self.fresh(new, None, span)?);
+        self.index_write(t, &list, &new, false, span)?;
+        Ok(Some(()))
     }
 }

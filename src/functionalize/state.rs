@@ -291,8 +291,8 @@ pub(super) fn masked_use<T>(v: &FV) -> FR<T> {
         "indexing with a boolean mask gives a data-dependent shape (how many elements it selects depends on the \
          data): the functional and optimized engines cannot express it (the reference engine runs it); only \
          `x[mask] = value`, `x[mask] = y[mask]`, elementwise arithmetic between selections made with the same mask \
-         (`x[mask] = (y[mask] - z[mask]) * 2`), elementwise ops of one, and `y[mask].sum()` / `.mean()` are \
-         supported",
+         (`x[mask] = (y[mask] - z[mask]) * 2`), elementwise ops of one, `y[mask].sum()` / `.mean()`, and writes \
+         indexed by the mask and selections made with it (`x[mask, i[mask]] = value`) are supported",
     )
 }
 

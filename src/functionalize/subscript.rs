@@ -231,6 +231,9 @@ impl<'m> Fz<'m> {
         if self.conditional_shared(t) {
             return self.on_each_choice(t, span, &mut |s, c| s.tensor_setitem(c, idx, v, span));
         }
+        if self.mask_selection_write(t, idx, v, span)?.is_some() {
+            return Ok(());
+        }
         let r = self.resolve(t, idx, span)?;
         let dt = self.roots[t.root].dtype;
         if matches!(v, FV::List(_) | FV::Tuple(_)) {
