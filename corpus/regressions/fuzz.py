@@ -605,3 +605,32 @@ def expanded_writes_through_views_chosen_at_run_time(a: f32[3, 1], b: f32[3, 1],
     u = a if b[0, 0] > 0.0 else b
     u.expand(3, 4).masked_fill_(m, 7.0)
     return a, b, s + u
+
+
+# Fuzz seed 328871 (the eager plan wrong): `index_put_(..., accumulate=True)` into an expanded view in a loop sums
+# the contributions into `zeros` that no loop state reaches, which the executor computes once for every iteration;
+# the planner wrote that sum in place into the `zeros` buffer, so later iterations started from the earlier sums. A
+# write in a loop body no longer goes into a buffer computed once.
+def accumulate_into_an_expanded_view_in_a_loop(b: f32[3, 1, 4]) -> f32[3, 1, 4]:
+    for i in range(1, 4):
+        b.expand(2, -1, 2, 4).index_put_((torch.tensor([0, -1]),), b + torch.zeros((2, 3, 2, 4)), accumulate=True)
+    return b
+
+
+# Fuzz seed 323810 (refused): an `if` on a run-time value whose one arm always raises (an index known to be out of
+# range) and whose other arm sets entries of a dict or list was refused; the arm that goes on now leaves its entries
+# in the containers, under the check that raises where the other arm is chosen.
+def containers_changed_beside_an_arm_that_raises(x: f32[4], n: int = 2) -> tuple[f32[4], f32[4], f32[4]]:
+    d = {"a": x * 2.0, "b": x}
+    xs = [x, x + 1.0]
+    if x.sum() > -100.0:
+        d["a"] = d["b"]
+        xs.append(x * 3.0)
+    else:
+        d["a"] = torch.sigmoid(x[n ** 3])
+    if x.sum() < -100.0:
+        xs[0] = x[n ** 3]
+    else:
+        xs[0] = x - 1.0
+        d["b"] = x * 4.0
+    return d["a"] + d["b"], xs[0], xs[2]

@@ -129,7 +129,26 @@ fn lists_in(v: &FV, out: &mut Vec<(Rc<RefCell<Vec<FV>>>, Vec<FV>)>, dicts: &mut 
     }
 }
 
+/// The entries of a snapshot's lists and dicts at one moment ([`Snap::containers_now`]).
+pub(super) type ContainerState = (Vec<Vec<FV>>, Vec<Vec<(FV, FV)>>);
+
 impl Snap {
+    /// The entries of the lists and dicts reachable at the snapshot, as they are now.
+    pub(super) fn containers_now(&self) -> ContainerState {
+        let lists = self.lists.iter().map(|(l, _)| l.borrow().clone()).collect();
+        (lists, self.dicts.iter().map(|(d, _)| d.borrow().clone()).collect())
+    }
+
+    /// Puts back the entries `containers_now` took.
+    pub(super) fn set_containers(&self, state: &ContainerState) {
+        for ((l, _), items) in self.lists.iter().zip(&state.0) {
+            *l.borrow_mut() = items.clone();
+        }
+        for ((d, _), items) in self.dicts.iter().zip(&state.1) {
+            *d.borrow_mut() = items.clone();
+        }
+    }
+
     /// Whether a list or dict reachable at the snapshot changed since (length or an element's binding).
     pub(super) fn containers_changed(&self) -> bool {
         let lists = self.lists.iter().any(|(l, items)| {

@@ -4,7 +4,8 @@
 //!
 //! A write goes in place where every other reader of its base is a materialized node the write waits for (or feeds
 //! only such nodes), a read fused into the writing kernel itself reads only what each point writes or what no point
-//! writes, and no loop nested in the base's loop body may read it after the write. Outside loops, a reader the write
+//! writes, no loop nested in the base's loop body may read it after the write, and a write in a loop body does not go
+//! into a buffer computed once for every iteration. Outside loops, a reader the write
 //! does not wait for is run first ([`Planner::run_first`]) where none of what it feeds needs the write, and it is not
 //! a node that only an `if`'s arm computes.
 
@@ -22,6 +23,12 @@ impl Planner<'_> {
         if !matches!(self.how[usize::from(x)], How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_))
             && !matches!(self.term[x], Node::Carried(_) | Node::Input(_))
         {
+            return None;
+        }
+        // A buffer that no loop's state reaches is computed once and kept for every iteration (the executor's global
+        // memo), so a write in a loop body must not go into it: the next iteration reads it again (fuzz seed 328871:
+        // the eager plan accumulated into a loop-invariant `zeros` across iterations).
+        if self.dependent[usize::from(assign)] && !self.dependent[usize::from(x)] {
             return None;
         }
         let mut deps = vec![false; self.term.as_ref().len()];
