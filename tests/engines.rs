@@ -1199,7 +1199,8 @@ fn a_pick_by_a_run_time_int_that_matches_nothing_raises() {
         ("{1: x, 2: x * 2.0}[k]", "KeyError: 0"),
         ("x * {1: 0.5, 3: 2.0}[k + 2]", "KeyError: 2"),
     ] {
-        let src = format!("def f(x: f32[2, 3]) -> f32[2, 3]:\n    k = int((x > 5.0).sum().item())\n    return {expr}\n");
+        let src =
+            format!("def f(x: f32[2, 3]) -> f32[2, 3]:\n    k = int((x > 5.0).sum().item())\n    return {expr}\n");
         for (engine, m) in errors(&src, "f") {
             let want = if engine == "reference" { "case.py:6:".to_string() } else { "the program raises here".into() };
             assert!(m.starts_with(&want) && (engine != "reference" || m.contains(want_ref)), "{engine}: {m}");

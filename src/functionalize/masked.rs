@@ -191,7 +191,12 @@ impl<'m> Fz<'m> {
         let mut list = Vec::new();
         for d in 0..k {
             let n = mask.shape[d] as i64;
-            let args = vec![self.t.leaf(Node::DType(DType::I64)), self.t.leaf(Node::Int(0)), self.t.leaf(Node::Int(1)), self.t.leaf(Node::Int(n))];
+            let args = vec![
+                self.t.leaf(Node::DType(DType::I64)),
+                self.t.leaf(Node::Int(0)),
+                self.t.leaf(Node::Int(1)),
+                self.t.leaf(Node::Int(n)),
+            ];
             let ar = self.t.op(OpName::Arange, args).map_err(Self::tyerr(span))?;
             let mut shape = vec![1; k];
             shape[d] = mask.shape[d];
@@ -209,7 +214,9 @@ impl<'m> Fz<'m> {
         let value = match v {
             // A selection's values are one per position where the mask holds; against written rows (`rest` > 0) PyTorch
             // would broadcast them along the rows' last dim, whose match with their count depends on the data.
-            FV::Masked(sel) if sel.1 == m && sel.2 == mask.shape && sel.3 == 0 && rest == 0 => self.cast(sel.0, dt, span)?,
+            FV::Masked(sel) if sel.1 == m && sel.2 == mask.shape && sel.3 == 0 && rest == 0 => {
+                self.cast(sel.0, dt, span)?
+            }
             FV::Tensor(x) if x.shape.iter().product::<usize>() == 1 => {
                 let x = self.read(x, span)?;
                 let x = self.reshape_value(x, &[], span)?;

@@ -19,8 +19,14 @@ impl<'m> Fz<'m> {
     /// `items[idx]` of a list or tuple with a run-time int `idx` (negative indices count from the end).
     pub(super) fn pick_item(&mut self, items: &[FV], idx: &FV, span: Span) -> FR<FV> {
         let n = items.len() as i64;
-        let entries: Vec<(Vec<i64>, FV)> = items.iter().enumerate().map(|(k, v)| (vec![k as i64, k as i64 - n], v.clone())).collect();
-        self.pick(&entries, idx, "indexing a Python sequence with an integer known only when the program runs (a loop variable, `.item()`)", span)
+        let entries: Vec<(Vec<i64>, FV)> =
+            items.iter().enumerate().map(|(k, v)| (vec![k as i64, k as i64 - n], v.clone())).collect();
+        self.pick(
+            &entries,
+            idx,
+            "indexing a Python sequence with an integer known only when the program runs (a loop variable, `.item()`)",
+            span,
+        )
     }
 
     /// `d[idx]` of a dict with a run-time int `idx`: only its int (and bool) keys can equal it.
@@ -106,10 +112,7 @@ impl<'m> Fz<'m> {
         }
         let FV::Tensor(first) = values.first()? else { return None };
         let ty = |t: &TRef| (s.roots[t.root].dtype, t.shape.clone());
-        values
-            .iter()
-            .all(|v| matches!(v, FV::Tensor(t) if t.alt.is_none() && ty(t) == ty(first)))
-            .then_some(None)
+        values.iter().all(|v| matches!(v, FV::Tensor(t) if t.alt.is_none() && ty(t) == ty(first))).then_some(None)
     }
 
     fn or(&mut self, a: TId, b: TId, span: Span) -> FR<TId> {
