@@ -1207,3 +1207,19 @@ fn a_pick_by_a_run_time_int_that_matches_nothing_raises() {
         }
     }
 }
+
+/// `del` unbinds names on every engine (reading one after is Python's NameError, at the read); a subscript or
+/// attribute target is refused where it is written.
+#[test]
+fn del_unbinds_names_and_refuses_other_targets() {
+    let read_after = "def f(x: f32[3]) -> f32[3]:\n    t = x * 2.0\n    del t\n    return t\n";
+    every_engine_raises(read_after, "f", "case.py:7:12: name `t` is not defined");
+    let subscript = "def f(x: f32[3]) -> f32[3]:\n    d = {\"a\": x}\n    del d[\"a\"]\n    return x\n";
+    let module = frontend::parse_module("case.py", subscript).unwrap();
+    let failed = module.failed.iter().find(|f| f.name == "f").expect("`f` fails on its own");
+    assert!(
+        failed.error.to_string().contains("case.py:3:9: `del` of a subscript or attribute is not supported"),
+        "{}",
+        failed.error
+    );
+}

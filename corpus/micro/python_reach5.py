@@ -99,3 +99,25 @@ def pick_by_a_run_time_int(x: f32[3, 4], w: f32[4]) -> tuple[f32[4], f32[4], f32
     rows = [x[2], x[0], x[1]]
     rows[-1 - j].mul_(2.0)
     return picked * scale, w * layer, x, rows[j]
+
+
+def _scaled_then_deleted(x):
+    a = x * 2.0
+    b = a + 1.0
+    del a
+    return b
+
+
+def del_of_names(x: f32[4], y: f32[4]) -> tuple[f32[4], f32[4]]:
+    """`del` of names (YOLOX's SimOTA frees its temporaries with `del topk_ious, dynamic_ks, pos_idx`): the names
+    are unbound, in loops and in the arm of an `if` on a run-time value too."""
+    t = x + y
+    u, v = t * 2.0, t * 3.0
+    del t, u
+    for i in range(3):
+        w = v * i
+        del w
+    if x.sum() > 0:
+        z = v * 2.0
+        del z
+    return _scaled_then_deleted(v), v

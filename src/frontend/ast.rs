@@ -156,6 +156,8 @@ pub enum StmtKind {
     },
     /// `raise EXC` (or a bare `raise`): the program fails with the exception's message where it is reached.
     Raise(Option<Expr>),
+    /// `del a, b`: the names are unbound (only names; a subscript or attribute target is refused when parsing).
+    Delete(Vec<Expr>),
     Pass,
     Break,
     Continue,
@@ -318,6 +320,7 @@ pub fn visit_exprs<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Expr)) {
                 visit_expr(value, f);
             }
             StmtKind::Expr(e) | StmtKind::Return(Some(e)) | StmtKind::Raise(Some(e)) => visit_expr(e, f),
+            StmtKind::Delete(targets) => targets.iter().for_each(|t| visit_expr(t, f)),
             StmtKind::For { target, iter, body } => {
                 visit_expr(target, f);
                 visit_expr(iter, f);
@@ -406,6 +409,7 @@ pub fn visit_exprs_mut(body: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
                 visit_expr_mut(value, f);
             }
             StmtKind::Expr(e) | StmtKind::Return(Some(e)) | StmtKind::Raise(Some(e)) => visit_expr_mut(e, f),
+            StmtKind::Delete(targets) => targets.iter_mut().for_each(|t| visit_expr_mut(t, f)),
             StmtKind::For { target, iter, body } => {
                 visit_expr_mut(target, f);
                 visit_expr_mut(iter, f);

@@ -434,7 +434,17 @@ impl Cx {
                 Some(e) => Some(self.expr(e)?),
                 None => None,
             }),
-            py::Stmt::Delete(_) => return err(span, "`del` is not supported"),
+            py::Stmt::Delete(d) => {
+                let mut targets = Vec::new();
+                for t in &d.targets {
+                    let e = self.expr(t)?;
+                    if !matches!(e.kind, ExprKind::Name(_)) {
+                        return err(e.span, "`del` of a subscript or attribute is not supported (only of names)");
+                    }
+                    targets.push(e);
+                }
+                StmtKind::Delete(targets)
+            }
             py::Stmt::Global(_) => return err(span, "`global` is not supported"),
             py::Stmt::Nonlocal(_) => {
                 return err(span, "`nonlocal` is not supported: a nested function cannot assign a variable of the enclosing function; return the new value instead")

@@ -99,6 +99,7 @@ pub(super) fn count_names(body: &[Stmt], out: &mut HashMap<String, usize>) {
                 count_names(orelse, out);
             }
             StmtKind::Assert { test, .. } => count_names_expr(test, out),
+            StmtKind::Delete(targets) => targets.iter().for_each(|t| count_names_expr(t, out)),
             _ => {}
         }
     }
@@ -273,6 +274,15 @@ impl<'m> Fz<'m> {
                 }
             }
             StmtKind::Raise(exc) => return Err(self.raise(env, exc, s.span)),
+            StmtKind::Delete(targets) => {
+                for t in targets {
+                    if let ExprKind::Name(n) = &t.kind {
+                        if env.remove(n).is_none() {
+                            return diag(t.span, format!("NameError: name '{n}' is not defined"));
+                        }
+                    }
+                }
+            }
             StmtKind::Pass => {}
             StmtKind::Break => return Ok(Flow::Break),
             StmtKind::Continue => return Ok(Flow::Continue),

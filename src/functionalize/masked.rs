@@ -222,7 +222,14 @@ impl<'m> Fz<'m> {
                 let x = self.reshape_value(x, &[], span)?;
                 self.cast(x, dt, span)?
             }
-            FV::Tensor(_) | FV::Masked(_) => return Ok(None),
+            FV::Tensor(_) | FV::Masked(_) => {
+                return diag(
+                    span,
+                    "a write indexed by a boolean mask and selections made with it takes a number, a one-element \
+                     tensor, or (where it writes single elements) a selection by the same mask: this value's match \
+                     with the number of positions the mask selects depends on the data",
+                )
+            }
             number => self.scalar_tensor(number, Some(dt), span)?.0,
         };
         let FV::Tensor(old) = self.index_read(t, &list, span)? else { return Ok(None) };

@@ -193,6 +193,15 @@ impl<'m> Interp<'m> {
                 }
             }
             StmtKind::Raise(exc) => return Err(self.raise(frame, exc, s.span)),
+            StmtKind::Delete(targets) => {
+                for t in targets {
+                    if let ExprKind::Name(n) = &t.kind {
+                        if frame.remove(n).is_none() {
+                            return err(t.span, format!("NameError: name '{n}' is not defined"));
+                        }
+                    }
+                }
+            }
             StmtKind::Pass => {}
             StmtKind::Break => return Ok(Flow::Break),
             StmtKind::Continue => return Ok(Flow::Continue),

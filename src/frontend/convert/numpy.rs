@@ -285,6 +285,7 @@ impl Fold<'_> {
                 }
                 StmtKind::Return(None)
                 | StmtKind::Raise(None)
+                | StmtKind::Delete(_)
                 | StmtKind::Pass
                 | StmtKind::Break
                 | StmtKind::Continue => {}
