@@ -1214,6 +1214,9 @@ fn a_pick_by_a_run_time_int_that_matches_nothing_raises() {
 fn del_unbinds_names_and_refuses_other_targets() {
     let read_after = "def f(x: f32[3]) -> f32[3]:\n    t = x * 2.0\n    del t\n    return t\n";
     every_engine_raises(read_after, "f", "case.py:7:12: name `t` is not defined");
+    // In a loop (which the functional engines unroll for it): the second iteration reads the deleted name.
+    let in_loop = "def f(x: f32[3]) -> f32[3]:\n    t = x * 2.0\n    for i in range(3):\n        x = x + t\n        del t\n    return x\n";
+    every_engine_raises(in_loop, "f", "case.py:7:17: name `t` is not defined");
     let subscript = "def f(x: f32[3]) -> f32[3]:\n    d = {\"a\": x}\n    del d[\"a\"]\n    return x\n";
     let module = frontend::parse_module("case.py", subscript).unwrap();
     let failed = module.failed.iter().find(|f| f.name == "f").expect("`f` fails on its own");
@@ -1222,4 +1225,27 @@ fn del_unbinds_names_and_refuses_other_targets() {
         "{}",
         failed.error
     );
+}
+
+/// A value that is a Python number or a 0-d tensor depending on the data (the arms of an `if`, `min`/`max`) runs
+/// where either promotes alike, and is refused where the result's dtype would depend on which it is
+/// (`idx_i64 * 2` is int64, `idx_i64 * tensor(2.0)` float32); the reference runs both.
+#[test]
+fn a_number_or_a_tensor_by_data_must_promote_alike() {
+    for (body, want) in [
+        (
+            "    s = x.sum()\n    k = 2 if s > 100.0 else s * 1.0\n    return (idx * k).float()\n",
+            "Long with the number, Float with the tensor",
+        ),
+        ("    return (max(x.sum(), 1) * idx).float()\n", "Long with the number, Float with the tensor"),
+    ] {
+        let src = format!("def f(x: f32[4], idx: i64[4]) -> f32[4]:\n{body}");
+        for (engine, m) in errors(&src, "f") {
+            if engine == "reference" {
+                assert_eq!(m, "returned without an error", "{engine}");
+            } else {
+                assert!(m.contains(want), "{engine}: {m}");
+            }
+        }
+    }
 }

@@ -124,6 +124,8 @@ enum Merge {
     Value(String, DType, Vec<usize>),
     Offset(String, TRef, Affine),
     Number(String, DType),
+    /// A name that is a Python number of this kind in one arm and a 0-d tensor of this dtype in the other.
+    NumberOrTensor(String, DType, crate::tensor::Kind),
     /// A conditional view: the arms' views, and for each arm made in it, the merge slot of its root.
     CondView(String, TRef, TRef, [Vec<Made>; 2]),
     /// A slot read by a `CondView`.
@@ -470,11 +472,11 @@ impl<'m> Fz<'m> {
     }
 
     /// Merges a name bound to a Python number in one arm and to a 0-d tensor in the other (`trust_ratio = 1` or
-    /// `w_norm / g_norm`, as optimizers guard a division) as a fresh 0-d tensor of the tensor's dtype. Exact where
-    /// later code cannot tell them apart: the number's kind must not be above the dtype's (a bool, an int into an
-    /// integer or float tensor, a float into a float tensor), so that arithmetic with tensors promotes to the same
-    /// dtype either way; and the tensor must be reachable by that name only, as for any fresh value merged.
-    /// `Some(why)` where the name is unreadable after the `if`.
+    /// `w_norm / g_norm`, as optimizers guard a division) as a fresh 0-d tensor of the tensor's dtype, its root
+    /// marked with the number's kind so that every elementwise op over it checks that its result's dtype is the same
+    /// either way (`numbers.rs`). The number's kind must not be above the dtype's (a bool, an int into an integer or
+    /// float tensor, a float into a float tensor: the value fits), and the tensor must be reachable by that name
+    /// only, as for any fresh value merged. `Some(why)` where the name is unreadable after the `if`.
     #[allow(clippy::too_many_arguments)]
     fn merge_number_and_scalar_tensor(
         &mut self,
@@ -508,7 +510,7 @@ impl<'m> Fz<'m> {
         let nv = self.scalar_tensor(n, Some(d), span)?.0;
         let nv = self.t.at(nv);
         let (th, el) = if tensor_first { (tv, nv) } else { (nv, tv) };
-        parts.push(th, el, Merge::Value(name.clone(), d, Vec::new()));
+        parts.push(th, el, Merge::NumberOrTensor(name.clone(), d, super::numbers::number_kind(n)));
         Ok(None)
     }
 
@@ -613,6 +615,11 @@ impl<'m> Fz<'m> {
                 }
                 Merge::Value(name, d, s) => {
                     let root = self.new_root(g, d, s, None);
+                    merged_env.insert(name, FV::Tensor(self.natural_view(root)));
+                }
+                Merge::NumberOrTensor(name, d, kind) => {
+                    let root = self.new_root(g, d, Vec::new(), None);
+                    self.roots[root].number = Some(kind);
                     merged_env.insert(name, FV::Tensor(self.natural_view(root)));
                 }
                 Merge::Offset(name, mut tr, other) => {

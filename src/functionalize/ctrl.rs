@@ -275,6 +275,11 @@ impl<'m> Fz<'m> {
             }
             StmtKind::Raise(exc) => return Err(self.raise(env, exc, s.span)),
             StmtKind::Delete(targets) => {
+                // A loop processed once for every iteration carries the names its body binds, not those it unbinds:
+                // unrolled, each iteration's `del` is seen.
+                if !self.t.frames.is_empty() {
+                    return needs_static(s.span, "`del` in a loop");
+                }
                 for t in targets {
                     if let ExprKind::Name(n) = &t.kind {
                         if env.remove(n).is_none() {

@@ -370,7 +370,7 @@ impl<'m> Fz<'m> {
             let d = ops::result_type(&refs);
             (d, d)
         };
-        let _ = out;
+        let as_number = self.check_number_or_tensor(op, args, &operands, out, span)?;
         let mut terms = Vec::new();
         for a in args {
             let t = match a {
@@ -402,7 +402,9 @@ impl<'m> Fz<'m> {
             });
         }
         let layout = self.layout_operand(args, span)?;
-        Ok(FV::Tensor(self.fresh(r, layout.as_ref(), span)?))
+        let r = self.fresh(r, layout.as_ref(), span)?;
+        self.roots[r.root].number = as_number;
+        Ok(FV::Tensor(r))
     }
 
     /// The operand whose layout an elementwise result keeps: the first tensor of the full shape that is not broadcast.

@@ -169,6 +169,10 @@ impl<'m> Fz<'m> {
         if self.roots[mask.root].dtype != DType::Bool || k == 0 || t.shape.len() < k || t.shape[..k] != mask.shape[..] {
             return Ok(None);
         }
+        // Into an expanded view (elements sharing memory) the write is not one per element: the general path refuses.
+        if t.choices().iter().any(|c| self.dummy(c, self.roots[c.root].dtype).has_internal_overlap()) {
+            return Ok(None);
+        }
         let m = self.read(mask, span)?;
         let mut sels = Vec::new();
         for it in &items[1..] {
@@ -215,9 +219,18 @@ impl<'m> Fz<'m> {
             // A selection's values are one per position where the mask holds; against written rows (`rest` > 0) PyTorch
             // would broadcast them along the rows' last dim, whose match with their count depends on the data.
             FV::Masked(sel) if sel.1 == m && sel.2 == mask.shape && sel.3 == 0 && rest == 0 => {
-                self.cast(sel.0, dt, span)?
+                let (d, _) = self.tensor_ty(sel.0, span)?;
+                if d != dt {
+                    return diag(span, dtype_mismatch(dt, d));
+                }
+                sel.0
             }
             FV::Tensor(x) if x.shape.iter().product::<usize>() == 1 => {
+                // As `index_put_`: the value's dtype must be the destination's, and it must not overlap it.
+                if self.roots[x.root].dtype != dt {
+                    return diag(span, dtype_mismatch(dt, self.roots[x.root].dtype));
+                }
+                self.check_inplace(t, &[x], false, span)?;
                 let x = self.read(x, span)?;
                 let x = self.reshape_value(x, &[], span)?;
                 self.cast(x, dt, span)?
@@ -241,4 +254,12 @@ impl<'m> Fz<'m> {
         self.index_write(t, &list, &new, false, span)?;
         Ok(Some(()))
     }
+}
+
+fn dtype_mismatch(dst: DType, src: DType) -> String {
+    format!(
+        "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
+        dst.name(),
+        src.name()
+    )
 }

@@ -25,6 +25,7 @@ mod expr;
 mod losses;
 mod masked;
 mod nn_ops;
+mod numbers;
 mod ops;
 mod overlap;
 mod pick;
@@ -257,7 +258,7 @@ impl<'m> Fz<'m> {
 
     fn new_root(&mut self, version: state::TId, dtype: DType, shape: Vec<usize>, param: Option<String>) -> usize {
         let dummy = crate::tensor::Tensor::zeros(DType::F32, &[]).expect("one element");
-        self.roots.push(Root { version, dtype, shape, written: false, param, dummy });
+        self.roots.push(Root { version, dtype, shape, written: false, param, dummy, number: None });
         self.roots.len() - 1
     }
 

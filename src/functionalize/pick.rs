@@ -39,7 +39,10 @@ impl<'m> Fz<'m> {
                 _ => None,
             })
             .collect();
-        self.pick(&entries, idx, "a dict key must be known before the program runs (this int is not)", span)
+        let refusal =
+            "a dict looked up by an int known only when the program runs, in a loop, or whose values are not \
+                       all numbers of one kind or all tensors of one shape and dtype";
+        self.pick(&entries, idx, refusal, span)
     }
 
     /// The entry whose keys hold the run-time int `idx`, under a check that one does; `refusal` where the entries are
@@ -98,16 +101,16 @@ impl<'m> Fz<'m> {
     }
 
     /// What a pick from `values` gives: `Some(None)` a tensor (all are tensors of one shape and dtype, none itself
-    /// chosen by an `if`), `Some(Some(dtype))` a number of that dtype (all are numbers), `None` neither.
+    /// chosen by an `if`), `Some(Some(dtype))` a number of that dtype (all are numbers of one kind), `None` neither.
     fn pick_kind(values: &[&FV], s: &Self) -> Option<Option<DType>> {
+        // Numbers of one kind only: a pick of an int or a float by data would be a value whose type the data decides.
         if values.iter().all(|v| matches!(v, FV::Bool(_) | FV::DynBool(_))) {
             return Some(Some(DType::Bool));
         }
-        if values.iter().all(|v| matches!(v, FV::Bool(_) | FV::DynBool(_) | FV::Int(_) | FV::DynInt(_))) {
+        if values.iter().all(|v| matches!(v, FV::Int(_) | FV::DynInt(_))) {
             return Some(Some(DType::I64));
         }
-        let number = |v: &&FV| matches!(v, FV::Bool(_) | FV::Int(_) | FV::DynInt(_) | FV::Float(_) | FV::DynFloat(_));
-        if values.iter().all(number) {
+        if values.iter().all(|v| matches!(v, FV::Float(_) | FV::DynFloat(_))) {
             return Some(Some(DType::F64));
         }
         let FV::Tensor(first) = values.first()? else { return None };

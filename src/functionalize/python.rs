@@ -537,8 +537,8 @@ impl<'m> Fz<'m> {
 
     /// `min(rms, 1)` of 0-d tensors and numbers (FAdam's `min(rms_grad, 1) * eps`): Python returns the item it
     /// picks, the tensor itself (a write through the result writes into it) or the number. So the result is a
-    /// conditional view of the items, the numbers as fresh 0-d tensors of the tensors' dtype (a number that wins is
-    /// used as one, as where the arms of an `if` bind a number and a 0-d tensor: see `branch.rs`).
+    /// conditional view of the items, the numbers as fresh 0-d tensors of the tensors' dtype, marked as numbers
+    /// (`numbers.rs`: arithmetic over the result must promote alike whichever item won).
     fn minmax_of_scalar_tensors(&mut self, name: &str, items: &[FV], d: DType, span: Span) -> FR<FV> {
         let gt = super::expr::binop_name(crate::tensor::ops::Binary::Gt);
         let view = |s: &mut Self, it: &FV| -> FR<TRef> {
@@ -549,7 +549,9 @@ impl<'m> Fz<'m> {
                 FV::Tensor(t) => Ok(t.clone()),
                 other => {
                     let v = s.scalar_tensor(other, Some(d), span)?.0;
-                    s.fresh(v, None, span)
+                    let t = s.fresh(v, None, span)?;
+                    s.roots[t.root].number = Some(super::numbers::number_kind(other));
+                    Ok(t)
                 }
             }
         };

@@ -245,6 +245,10 @@ pub(super) struct Root {
     pub param: Option<String>,
     /// A one-element stand-in buffer, so views of this root can be checked for overlap with the runtime's code.
     pub dummy: crate::tensor::Tensor,
+    /// A 0-d tensor that stands for a Python number of this kind where the data chose one (a name that is a number
+    /// in one arm of an `if` and a 0-d tensor in the other, `min(t, 1)`): arithmetic with it must promote as the
+    /// number would (`Fz::elementwise` checks).
+    pub number: Option<crate::tensor::Kind>,
 }
 
 /// Why functionalization stopped: a located, final error, or a construct that needs static loop variables (the loop

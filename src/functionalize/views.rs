@@ -289,6 +289,8 @@ impl Fz<'_> {
             (r.version, r.written) = (v, w);
         }
         self.on_each_choice(&alt.1, span, f)?;
+        // Roots the choices made (after `before`) are their own temporaries; the roots from before take the
+        // version their condition picks, and count as written if either choice wrote them (as for an `if`'s arms).
         for (i, (v, w)) in chosen.into_iter().enumerate() {
             if v != self.roots[i].version {
                 let other = self.roots[i].version;

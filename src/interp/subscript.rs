@@ -11,7 +11,8 @@ use crate::tensor::{DType, Scalar, Tensor};
 struct Resolved {
     view: Tensor,
     adv: Option<Vec<Option<Tensor>>>,
-    /// Whether an advanced index is a boolean mask (which relaxes the dtype rule of assignment).
+    /// Whether the advanced index is one boolean mask and nothing else: PyTorch then assigns a 0-d value with
+    /// `masked_fill_`, which casts it (with index tensors besides, `x[m, i[m]] = tensor(1)`, the dtypes must match).
     has_mask: bool,
 }
 
@@ -101,7 +102,7 @@ fn resolve(t: &Tensor, idx: &Value) -> AResult<Resolved> {
     if adv.is_empty() {
         return Ok(Resolved { view, adv: None, has_mask: false });
     }
-    let has_mask = adv.iter().any(|(_, ix)| ix.dtype() == DType::Bool);
+    let has_mask = adv.len() == 1 && adv[0].1.dtype() == DType::Bool;
     let mut list = Vec::new();
     let mut k = 0usize;
     while k < view.dim() {

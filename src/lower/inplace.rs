@@ -5,9 +5,9 @@
 //! A write goes in place where every other reader of its base is a materialized node the write waits for (or feeds
 //! only such nodes), a read fused into the writing kernel itself reads only what each point writes or what no point
 //! writes, no loop nested in the base's loop body may read it after the write, and a write in a loop body does not go
-//! into a buffer computed once for every iteration. Outside loops, a reader the write
-//! does not wait for is run first ([`Planner::run_first`]) where none of what it feeds needs the write, and it is not
-//! a node that only an `if`'s arm computes.
+//! into a buffer computed once for every iteration. Outside loops, a reader the write does not wait for is run first
+//! ([`Planner::run_first`]) where none of what it feeds needs the write, and it is not a node that only an `if`'s arm
+//! computes.
 
 use egg::{Id, Language};
 

@@ -107,8 +107,9 @@ pub fn compare(what: &str, got: &Tensor, want: &Tensor) -> Result<(), String> {
 /// Compares a run's outputs with the stored PyTorch goldens of `p`: the same files, each within tolerance.
 ///
 /// A compiled plan reports every parameter an `if` on data may write, PyTorch (its version counter) only those
-/// written: a parameter file only the run wrote must hold that parameter's input (`inputs`) unchanged.
-pub fn check_goldens(p: &Program, out: &RunOutput, inputs: &BTreeMap<String, Tensor>) -> Result<(), String> {
+/// written: for a plan (`inputs` given), a parameter file only the run wrote must hold that parameter's input
+/// unchanged. The reference interpreter (`None`) must write exactly the files PyTorch wrote.
+pub fn check_goldens(p: &Program, out: &RunOutput, inputs: Option<&BTreeMap<String, Tensor>>) -> Result<(), String> {
     let dir = &p.golden_dir;
     if !dir.join("meta.json").exists() {
         return Err(format!("no goldens in {} (run scripts/make_goldens.py)", dir.display()));
@@ -124,6 +125,8 @@ pub fn check_goldens(p: &Program, out: &RunOutput, inputs: &BTreeMap<String, Ten
         }
     }
     let got = output_files(out);
+    let none = BTreeMap::new();
+    let inputs = inputs.unwrap_or(&none);
     let unwritten = |k: &String| !want.contains_key(k) && inputs.contains_key(k.trim_end_matches(".npy"));
     let gk: Vec<&String> = got.keys().filter(|k| !unwritten(k)).collect();
     let wk: Vec<&String> = want.keys().collect();
