@@ -29,13 +29,15 @@ impl<'m> Fz<'m> {
         )
     }
 
-    /// `d[idx]` of a dict with a run-time int `idx`: only its int (and bool) keys can equal it.
+    /// `d[idx]` of a dict with a run-time int `idx`: only its int, bool and integral float keys can equal it.
     pub(super) fn pick_entry(&mut self, d: &[(FV, FV)], idx: &FV, span: Span) -> FR<FV> {
         let entries: Vec<(Vec<i64>, FV)> = d
             .iter()
             .filter_map(|(k, v)| match k {
                 FV::Int(i) => Some((vec![*i], v.clone())),
                 FV::Bool(b) => Some((vec![i64::from(*b)], v.clone())),
+                // `1.0 == 1` in Python, and so are their hashes.
+                FV::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e18 => Some((vec![*f as i64], v.clone())),
                 _ => None,
             })
             .collect();
