@@ -634,3 +634,17 @@ def containers_changed_beside_an_arm_that_raises(x: f32[4], n: int = 2) -> tuple
         xs[0] = x - 1.0
         d["b"] = x * 4.0
     return d["a"] + d["b"], xs[0], xs[2]
+
+
+# After fuzz seed 328871 (found by review): the same in-place hazard one loop level down, a buffer made in an outer
+# loop's body and written in an inner body, where every inner iteration must start from the outer body's value.
+def in_place_writes_in_an_inner_loop_over_outer_loop_values(b: f32[3, 1, 4], c: f32[3, 4], w: f32[3, 4]) -> tuple[f32[3, 1, 4], f32[3, 4]]:
+    for j in range(2):
+        z = torch.zeros((2, 3, 2, 4)) + j
+        v = w * (j + 1.0)
+        for i in range(3):
+            b.expand(2, -1, 2, 4).index_put_((torch.tensor([0, -1]),), b + z, accumulate=True)
+            y = v.clone()
+            y[1] += c[0]
+            c = c + y
+    return b, c
