@@ -1249,3 +1249,21 @@ fn a_number_or_a_tensor_by_data_must_promote_alike() {
         }
     }
 }
+
+/// `x[m, i[m]] = v` checks its value as `index_put_` does, on every engine: the dtypes must match and the value must
+/// not overlap `x`; a value whose length would have to match the number of selected rows is refused by the functional
+/// engines with that reason.
+#[test]
+fn a_write_by_mask_and_selections_checks_its_value() {
+    let head = "def f(x: f32[4, 3], i: i64[4]) -> f32[4, 3]:\n    m = i < 5\n";
+    let dtype = format!("{head}    x[m, (i % 3)[m]] = torch.tensor(1)\n    return x\n");
+    every_engine_raises(&dtype, "f", "Index put requires the source and destination dtypes match");
+    let overlap = format!("{head}    x[m, (i % 3)[m]] = x[0, 0]\n    return x\n");
+    every_engine_raises(&overlap, "f", "refer to a single memory location");
+    let rows = "def f(x: f32[4, 3, 2], i: i64[4], y: f32[4]) -> f32[4, 3, 2]:\n    m = i < 5\n    x[m, (i % 3)[m]] = y[m]\n    return x\n";
+    for (engine, m) in errors(rows, "f") {
+        if engine != "reference" {
+            assert!(m.contains("depends on the data"), "{engine}: {m}");
+        }
+    }
+}

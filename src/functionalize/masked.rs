@@ -170,7 +170,7 @@ impl<'m> Fz<'m> {
             return Ok(None);
         }
         // Into an expanded view (elements sharing memory) the write is not one per element: the general path refuses.
-        if t.choices().iter().any(|c| self.dummy(c, self.roots[c.root].dtype).has_internal_overlap()) {
+        if self.some_choice_shares_memory(t) {
             return Ok(None);
         }
         let m = self.read(mask, span)?;
@@ -221,14 +221,14 @@ impl<'m> Fz<'m> {
             FV::Masked(sel) if sel.1 == m && sel.2 == mask.shape && sel.3 == 0 && rest == 0 => {
                 let (d, _) = self.tensor_ty(sel.0, span)?;
                 if d != dt {
-                    return diag(span, dtype_mismatch(dt, d));
+                    return diag(span, super::subscript::index_put_dtypes(dt, d));
                 }
                 sel.0
             }
             FV::Tensor(x) if x.shape.iter().product::<usize>() == 1 => {
                 // As `index_put_`: the value's dtype must be the destination's, and it must not overlap it.
                 if self.roots[x.root].dtype != dt {
-                    return diag(span, dtype_mismatch(dt, self.roots[x.root].dtype));
+                    return diag(span, super::subscript::index_put_dtypes(dt, self.roots[x.root].dtype));
                 }
                 self.check_inplace(t, &[x], false, span)?;
                 let x = self.read(x, span)?;
@@ -254,12 +254,4 @@ impl<'m> Fz<'m> {
         self.index_write(t, &list, &new, false, span)?;
         Ok(Some(()))
     }
-}
-
-fn dtype_mismatch(dst: DType, src: DType) -> String {
-    format!(
-        "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
-        dst.name(),
-        src.name()
-    )
 }

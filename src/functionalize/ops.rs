@@ -676,7 +676,10 @@ impl<'m> Fz<'m> {
                 })?;
                 let values = a.tensor(2, "values")?;
                 if self.roots[values.root].dtype != self.roots[dst.root].dtype {
-                    return diag(span, format!("Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.", self.roots[dst.root].dtype.name(), self.roots[values.root].dtype.name()));
+                    return diag(
+                        span,
+                        super::subscript::index_put_dtypes(self.roots[dst.root].dtype, self.roots[values.root].dtype),
+                    );
                 }
                 let acc = a.bool_or(3, "accumulate", false)?;
                 self.check_inplace(&dst, &[&values], false, span)?;

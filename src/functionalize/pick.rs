@@ -51,7 +51,7 @@ impl<'m> Fz<'m> {
     /// neither all numbers nor all tensors of one shape and dtype, or in a loop (which unrolls).
     fn pick(&mut self, entries: &[(Vec<i64>, FV)], idx: &FV, refusal: &str, span: Span) -> FR<FV> {
         let values: Vec<&FV> = entries.iter().map(|(_, v)| v).collect();
-        let kind = Self::pick_kind(&values, self);
+        let kind = self.pick_kind(&values);
         let Some(kind) = kind.filter(|_| self.t.frames.is_empty() && !entries.is_empty()) else {
             return needs_static(span, refusal);
         };
@@ -104,7 +104,7 @@ impl<'m> Fz<'m> {
 
     /// What a pick from `values` gives: `Some(None)` a tensor (all are tensors of one shape and dtype, none itself
     /// chosen by an `if`), `Some(Some(dtype))` a number of that dtype (all are numbers of one kind), `None` neither.
-    fn pick_kind(values: &[&FV], s: &Self) -> Option<Option<DType>> {
+    fn pick_kind(&self, values: &[&FV]) -> Option<Option<DType>> {
         // Numbers of one kind only: a pick of an int or a float by data would be a value whose type the data decides.
         if values.iter().all(|v| matches!(v, FV::Bool(_) | FV::DynBool(_))) {
             return Some(Some(DType::Bool));
@@ -116,7 +116,7 @@ impl<'m> Fz<'m> {
             return Some(Some(DType::F64));
         }
         let FV::Tensor(first) = values.first()? else { return None };
-        let ty = |t: &TRef| (s.roots[t.root].dtype, t.shape.clone());
+        let ty = |t: &TRef| (self.roots[t.root].dtype, t.shape.clone());
         values.iter().all(|v| matches!(v, FV::Tensor(t) if t.alt.is_none() && ty(t) == ty(first))).then_some(None)
     }
 

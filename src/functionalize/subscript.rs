@@ -285,7 +285,7 @@ impl<'m> Fz<'m> {
                 }
                 let (sd, _) = self.tensor_ty(*src, span)?;
                 if sd != dt {
-                    return diag(span, format!("Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.", dt.name(), sd.name()));
+                    return diag(span, index_put_dtypes(dt, sd));
                 }
                 let m = self.mask_term(&r.view, pos, &mask, span)?;
                 let y = self.cast(*src, dt, span)?;
@@ -314,7 +314,7 @@ impl<'m> Fz<'m> {
         }
         if let FV::Tensor(val) = v {
             if self.roots[val.root].dtype != dt {
-                return diag(span, format!("Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.", dt.name(), self.roots[val.root].dtype.name()));
+                return diag(span, index_put_dtypes(dt, self.roots[val.root].dtype));
             }
             self.check_inplace(t, &[val], false, span)?;
         }
@@ -526,4 +526,13 @@ impl<'m> Fz<'m> {
         self.write(&base, r, span)?;
         Ok(Some(()))
     }
+}
+
+/// PyTorch's error for an index write (`index_put_`, `x[idx] = t`) whose value has another dtype than the destination.
+pub(super) fn index_put_dtypes(dst: DType, src: DType) -> String {
+    format!(
+        "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
+        dst.name(),
+        src.name()
+    )
 }

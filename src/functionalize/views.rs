@@ -255,7 +255,7 @@ impl Fz<'_> {
     pub(super) fn check_partial_write(&self, dst: &TRef, what: &str, span: Span) -> FR<()> {
         // A view of no elements writes nothing.
         let writes = dst.shape.iter().all(|&n| n > 0);
-        if writes && dst.choices().iter().any(|c| self.dummy(c, self.roots[c.root].dtype).has_internal_overlap()) {
+        if writes && self.some_choice_shares_memory(dst) {
             return diag(
                 span,
                 format!("`{what}` into a tensor whose elements share memory (an `expand`ed view) is not supported"),
@@ -264,13 +264,16 @@ impl Fz<'_> {
         Ok(())
     }
 
+    /// Whether some view `t` may be has elements that share memory (an `expand`).
+    pub(super) fn some_choice_shares_memory(&self, t: &TRef) -> bool {
+        t.choices().iter().any(|c| self.dummy(c, self.roots[c.root].dtype).has_internal_overlap())
+    }
+
     /// Whether `dst` is a conditional view one of whose choices has elements that share memory (an `expand`): a
     /// write of some of its elements is then made on each choice by [`Fz::on_each_choice`], since the exact forms
     /// of such writes (e.g. [`Fz::masked_fill_expanded`]) are per memory view.
     pub(super) fn conditional_shared(&self, dst: &TRef) -> bool {
-        dst.alt.is_some()
-            && dst.shape.iter().all(|&n| n > 0)
-            && dst.choices().iter().any(|c| self.dummy(c, self.roots[c.root].dtype).has_internal_overlap())
+        dst.alt.is_some() && dst.shape.iter().all(|&n| n > 0) && self.some_choice_shares_memory(dst)
     }
 
     /// Runs the write `f` on the view a conditional view `dst` chooses: on each choice from the same state, then
