@@ -140,7 +140,7 @@ pub fn record_json(model_choice: &str, chosen: &str, tried: &[Tried]) -> Value {
             "predicted_class_s": t.predicted_class_s,
             "measured_s": t.measured_s,
             "matches_model_choice": t.agrees,
-            "features": crate::cost::calibrate::features_json(&t.features),
+            "features": crate::cost::records::features_json(&t.features),
         })).collect::<Vec<_>>(),
     })
 }

@@ -199,7 +199,7 @@ pub fn rows_json(program: &str, rows: &[PlanRow], roofline: &crate::roofline::Ro
             "measured_s": r.measured_s,
             "run": { "kernels": r.stats.launches, "fallbacks": r.stats.fallbacks, "bytes": r.stats.bytes },
             "matches_reference": r.agrees,
-            "features": crate::cost::calibrate::features_json(&r.stats.by_class),
+            "features": crate::cost::records::features_json(&r.stats.by_class),
         })).collect::<Vec<_>>(),
     })
 }

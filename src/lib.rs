@@ -29,6 +29,7 @@
 pub mod autotune;
 pub mod backend;
 pub mod batch;
+pub mod calibrate;
 pub mod compare;
 pub mod cost;
 pub mod diag;

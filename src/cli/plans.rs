@@ -102,7 +102,7 @@ pub(crate) fn calibrate_cmd(
     from_records: &[std::path::PathBuf],
     runs: usize,
 ) -> Result<(), Failure> {
-    use funcfuse::cost::calibrate as cal;
+    use funcfuse::calibrate as cal;
     if runs == 0 {
         return Err(Failure(2, "--runs must be at least 1".into()));
     }
@@ -116,7 +116,7 @@ pub(crate) fn calibrate_cmd(
     }
     let targets = if from.is_empty() { Vec::new() } else { crate::collect_targets(from)? };
     let target = backend.target();
-    let base = funcfuse::cost::calibrate(target).map_err(|e| Failure(1, e))?;
+    let base = funcfuse::calibrate::calibrate(target).map_err(|e| Failure(1, e))?;
     let rules = funcfuse::rewrite::rules::to_rewrites(
         &funcfuse::rewrite::rules::shipped().map_err(|d| Failure(1, d.to_string()))?,
     )?;

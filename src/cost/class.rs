@@ -1,10 +1,8 @@
 //! Kernel classes: what a run did, split by the kind of work, so that a profile can price each kind at its own
-//! measured rates (issue #17). The executor adds each launch to its class ([`crate::lower::exec::Stats::by_class`]).
+//! measured rates (issue #17). `lower/class.rs` classifies each kernel; the executor adds each launch to its class
+//! ([`super::Stats::by_class`]).
 
-use crate::lower::kernel::{Expr, Kernel, RedOp};
-use crate::tensor::ops::Binary;
-
-/// The classes, in the order of [`crate::lower::exec::Stats::by_class`] and of a profile's `classes`.
+/// The classes, in the order of [`super::Stats::by_class`] and of a profile's `classes`.
 pub const CLASSES: [&str; 8] =
     ["elementwise", "transcendental", "gather", "reduction", "matmul", "copy", "fallback", "run"];
 pub const ELEMENTWISE: usize = 0;
@@ -42,55 +40,5 @@ impl ClassStats {
         self.bytes += o.bytes;
         self.ops += o.ops;
         self.transcendentals += o.transcendentals;
-    }
-}
-
-/// A kernel's class and the transcendental elements one launch computes.
-pub fn classify(k: &Kernel) -> (usize, f64) {
-    let trans = crate::roofline::kernel_transcendentals(k);
-    let class = match &k.reduce {
-        Some(r) if r.op == RedOp::Sum && is_product(&k.value) && k.domain.iter().product::<usize>() > 1 => MATMUL,
-        Some(_) => REDUCTION,
-        None if has_gather(&k.value) || !k.views.is_empty() => GATHER,
-        // A matmul fused into its reader: the dots are the kernel's work.
-        None if has_dot(&k.value) => MATMUL,
-        None if trans > 0.0 => TRANSCENDENTAL,
-        None => ELEMENTWISE,
-    };
-    (class, trans)
-}
-
-/// A product of two operands that both load (a matmul's or a GEMV's inner term, under casts).
-fn is_product(e: &Expr) -> bool {
-    match e {
-        Expr::Cast(_, a) => is_product(a),
-        Expr::Binary(Binary::Mul, _, _, a, b) => loads(a) && loads(b),
-        _ => false,
-    }
-}
-
-fn loads(e: &Expr) -> bool {
-    match e {
-        Expr::Load { .. } | Expr::Gather { .. } | Expr::Dot(_) => true,
-        Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => false,
-        Expr::Unary(_, _, a) | Expr::Cast(_, a) => loads(a),
-        Expr::Binary(_, _, _, a, b) => loads(a) || loads(b),
-        Expr::Where(c, a, b) => loads(c) || loads(a) || loads(b),
-    }
-}
-
-fn has_dot(e: &Expr) -> bool {
-    let mut dots = Vec::new();
-    crate::lower::kernel::dot_reads(e, &mut dots);
-    !dots.is_empty()
-}
-
-fn has_gather(e: &Expr) -> bool {
-    match e {
-        Expr::Gather { .. } => true,
-        Expr::Load { .. } | Expr::Dot(_) | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => false,
-        Expr::Unary(_, _, a) | Expr::Cast(_, a) => has_gather(a),
-        Expr::Binary(_, _, _, a, b) => has_gather(a) || has_gather(b),
-        Expr::Where(c, a, b) => has_gather(c) || has_gather(a) || has_gather(b),
     }
 }

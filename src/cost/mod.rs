@@ -2,25 +2,48 @@
 //! the time it predicts for a plan's launches, bytes and ops.
 //!
 //! `funcfuse calibrate` measures a profile with micro-kernels run through the same pipeline as programs and writes
-//! it as JSON; `corpus/costs/` ships one per machine kind. Predictions never measure.
+//! it as JSON (`crate::calibrate`, above the pipeline it runs); `corpus/costs/` ships one per machine kind.
+//! Predictions never measure.
 
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::lower::exec::Stats;
-use crate::tensor::{DType, Tensor};
-
-pub mod calibrate;
 pub mod class;
 pub mod fit;
+pub mod records;
 
 use class::{CLASSES, FEATURES};
 
 /// Per kernel class ([`class::CLASSES`]), the seconds per unit of each feature ([`class::FEATURES`]).
 pub type Coefficients = [[f64; 4]; class::N];
+
+/// What one run did: the counts the executor (`lower::exec`) keeps and [`Profile::predict`] prices.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Stats {
+    /// Kernels launched, buffer copies included.
+    pub launches: usize,
+    pub copies: usize,
+    /// Ops run on the host by the functional interpreter.
+    pub fallbacks: usize,
+    /// Bytes read and written by kernels (an estimate: each load site reads at most its buffer once per point).
+    pub bytes: f64,
+    /// Arithmetic ops executed by kernels (an estimate from the expression trees).
+    pub flops: f64,
+    /// The same work split by kernel class ([`class::CLASSES`]), which profiles price class by class.
+    pub by_class: [class::ClassStats; class::N],
+}
+
+impl Stats {
+    /// Adds one launch's (or copy's, or fallback's) features to class `c`.
+    pub fn class(&mut self, c: usize, launches: f64, bytes: f64, ops: f64, transcendentals: f64) {
+        let s = &mut self.by_class[c];
+        s.launches += launches;
+        s.bytes += bytes;
+        s.ops += ops;
+        s.transcendentals += transcendentals;
+    }
+}
 
 /// The profile format this build writes; it reads this and 1 (no `version`, no `classes`).
 pub const PROFILE_VERSION: u64 = 2;
@@ -184,71 +207,4 @@ fn parse_classes(v: &Value, prior: &Coefficients) -> Result<Coefficients, String
         }
     }
     Ok(out)
-}
-
-fn median_time(mut f: impl FnMut() -> Result<(), String>, runs: usize) -> Result<f64, String> {
-    f()?;
-    let mut times = Vec::new();
-    for _ in 0..runs {
-        let t = Instant::now();
-        f()?;
-        times.push(t.elapsed().as_secs_f64());
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
-}
-
-/// Measures a profile of the C backend with three micro-kernels: a one-element add (launch overhead), a copy of
-/// 32 MiB (bandwidth), and a chain of exp, mul and add over 1 Mi elements (throughput).
-pub fn calibrate_c() -> Result<Profile, String> {
-    calibrate(crate::backend::Target::C)
-}
-
-/// Measures a profile of `target`'s backend (see [`calibrate_c`]); on CUDA every run is synchronized.
-pub fn calibrate(target: crate::backend::Target) -> Result<Profile, String> {
-    let measure = |term: &str, shape: &[usize], runs: usize| -> Result<(f64, Stats), String> {
-        let inputs = vec![("x".to_string(), DType::F32, shape.to_vec())];
-        let term: crate::ir::Term = term.parse().map_err(|e| format!("{e}"))?;
-        let plan = crate::lower::plan(&term, &inputs, crate::lower::Policy::Fused)?;
-        let mut dev = crate::backend::Loaded::new(&plan, target)?;
-        let mut vals = BTreeMap::new();
-        vals.insert("x".to_string(), crate::io::random_input(0, 0, DType::F32, shape).map_err(|d| d.to_string())?);
-        let mut stats = Stats::default();
-        let t = median_time(
-            || {
-                stats = dev.run(&plan, &vals)?.1;
-                Ok(())
-            },
-            runs,
-        )?;
-        Ok((t, stats))
-    };
-    let (t_launch, s) = measure("(tuple (add (input %x) (input %x)))", &[1], 2000)?;
-    let launch_s = t_launch / s.launches.max(1) as f64;
-    // Every run copies its input into the device's buffers first (read and write): those bytes move too. Buffers
-    // are warm (the device's pool keeps them across runs), as a plan's are when it runs again.
-    let upload = |n: usize| 2.0 * (n * DType::F32.size()) as f64;
-    let n = 8 << 20;
-    let (t_copy, s) = measure("(tuple (neg (input %x)))", &[n], 9)?;
-    let bytes_per_s = (s.bytes + upload(n)) / (t_copy - launch_s).max(1e-9);
-    let m = 1 << 20;
-    let (t_ops, s) = measure("(tuple (add (mul (exp (input %x)) (input %x)) (sigmoid (input %x))))", &[m], 9)?;
-    let memory = (s.bytes + upload(m)) / bytes_per_s;
-    let ops_per_s = s.flops / (t_ops - launch_s - memory).max(t_ops * 0.1);
-    let _ = Tensor::zeros(DType::F32, &[1]);
-    let backend = match target {
-        crate::backend::Target::C => "c",
-        crate::backend::Target::Cuda => "cuda",
-        crate::backend::Target::CudaEmu => "cuda-emu",
-    };
-    Ok(Profile {
-        backend: backend.into(),
-        launch_s,
-        bytes_per_s,
-        ops_per_s,
-        transcendental_s: DEFAULT_TRANSCENDENTAL_S,
-        stream_bytes_per_s: bytes_per_s,
-        classes: None,
-        info: Value::Null,
-    })
 }

@@ -44,31 +44,7 @@ pub trait Device {
     }
 }
 
-/// What one run did.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Stats {
-    /// Kernels launched, buffer copies included.
-    pub launches: usize,
-    pub copies: usize,
-    /// Ops run on the host by the functional interpreter.
-    pub fallbacks: usize,
-    /// Bytes read and written by kernels (an estimate: each load site reads at most its buffer once per point).
-    pub bytes: f64,
-    /// Arithmetic ops executed by kernels (an estimate from the expression trees).
-    pub flops: f64,
-    /// The same work split by kernel class ([`crate::cost::class::CLASSES`]), which profiles price class by class.
-    pub by_class: [crate::cost::class::ClassStats; crate::cost::class::N],
-}
-
-impl Stats {
-    fn class(&mut self, c: usize, launches: f64, bytes: f64, ops: f64, transcendentals: f64) {
-        let s = &mut self.by_class[c];
-        s.launches += launches;
-        s.bytes += bytes;
-        s.ops += ops;
-        s.transcendentals += transcendentals;
-    }
-}
+pub use crate::cost::Stats;
 
 #[derive(Clone)]
 enum Val<B> {

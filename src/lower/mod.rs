@@ -5,6 +5,7 @@
 //! (`crate::backend::Loaded`): lowering knows no backend.
 
 mod chain;
+pub mod class;
 pub mod coalesce;
 mod dots;
 pub mod estimate;

@@ -88,7 +88,7 @@ pub struct Plan {
     pub chained: Vec<bool>,
     /// Why kernels of one domain and scope were not merged into one launch (`explain`).
     pub merge_notes: Vec<String>,
-    /// Each kernel's cost class and transcendental elements per launch ([`crate::cost::class::classify`]), computed
+    /// Each kernel's cost class and transcendental elements per launch ([`super::class::classify`]), computed
     /// on the first run and kept: classifying walks expression trees, too slow to repeat on every run.
     pub classes: std::sync::OnceLock<Vec<(usize, f64)>>,
     /// Per kernel: why its node is a buffer of its own rather than fused into its readers (`explain`'s "why not").
@@ -102,7 +102,7 @@ pub struct Plan {
 impl Plan {
     /// Kernel `k`'s cost class and transcendental elements per launch ([`Plan::classes`]).
     pub fn class_of(&self, k: usize) -> (usize, f64) {
-        self.classes.get_or_init(|| self.kernels.iter().map(crate::cost::class::classify).collect())[k]
+        self.classes.get_or_init(|| self.kernels.iter().map(super::class::classify).collect())[k]
     }
 
     pub fn tensor(&self, id: Id) -> Option<(DType, &[usize])> {

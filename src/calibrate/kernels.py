@@ -1,4 +1,4 @@
-"""Calibration kernels: one program per kernel class and size, run by `funcfuse calibrate` (src/cost/calibrate.rs)."""
+"""Calibration kernels: one program per kernel class and size, run by `funcfuse calibrate` (src/calibrate/mod.rs)."""
 import torch
 
 

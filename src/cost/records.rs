@@ -1,48 +1,10 @@
-//! Class-by-class calibration (issue #17): runs programs (the embedded calibration kernels, real programs with
-//! `calibrate --from`, and measurements recorded earlier with `--from-records`) and fits the profile's class
-//! coefficients to what they measured ([`super::fit`]).
+//! Measurements recorded as JSON (`compare.json`'s plans, `record.json`'s autotuned candidates): a run's class
+//! features written out ([`features_json`]) and read back as calibration samples ([`record_samples`]).
 
 use serde_json::{json, Value};
 
-use super::class::{ClassStats, CLASSES, FEATURES, N};
-use super::fit::{fit, Sample};
-use super::Profile;
-use crate::diag::Diagnostic;
-use crate::frontend::Module;
-
-/// One program per kernel class and size, measured by every calibration.
-pub const KERNELS: &str = include_str!("kernels.py");
-
-/// The measured samples of one program: each of its plans (eager, unfunctionalized, ours), `runs` timed runs each.
-pub fn program_samples(
-    module: &Module,
-    func: &str,
-    session: &crate::pipeline::Session,
-    runs: usize,
-) -> Result<Vec<Sample>, Diagnostic> {
-    let which: Vec<&str> = crate::pipeline::PLANS.iter().map(|(n, _)| *n).collect();
-    let c = crate::compare::compare_program(module, func, session, &which, Some(runs), false, 0)?;
-    Ok(c.rows
-        .iter()
-        .filter_map(|r| {
-            r.measured_s.filter(|m| *m > 0.0).map(|m| Sample {
-                label: format!("{}::{func} ({})", module.path, r.plan),
-                by_class: r.stats.by_class,
-                seconds: m,
-            })
-        })
-        .collect())
-}
-
-/// The samples of the embedded calibration kernels.
-pub fn kernel_samples(session: &crate::pipeline::Session, runs: usize) -> Result<Vec<Sample>, String> {
-    let module = crate::frontend::parse_module("<calibration kernels>", KERNELS).map_err(|d| d.to_string())?;
-    let mut out = Vec::new();
-    for f in module.program_names() {
-        out.extend(program_samples(&module, &f, session, runs).map_err(|d| d.to_string())?);
-    }
-    Ok(out)
-}
+use super::class::{ClassStats, CLASSES, N};
+use super::fit::Sample;
 
 /// The JSON form of a run's class features (in `compare.json` and `record.json`), read back by [`record_samples`].
 pub fn features_json(by_class: &[ClassStats; N]) -> Value {
@@ -136,52 +98,4 @@ fn collect(v: &Value, file: &str, out: &mut Vec<Sample>) {
         Value::Array(a) => a.iter().for_each(|x| collect(x, file, out)),
         _ => {}
     }
-}
-
-/// A profile whose class coefficients fit `samples`, starting from `base`'s three numbers; `info` records where it
-/// came from and how well it fits its own samples.
-pub fn fitted(base: &Profile, samples: &[Sample], sources: Value) -> Profile {
-    let classes = fit(samples, &base.prior());
-    let pairs: Vec<(f64, f64)> =
-        samples.iter().map(|s| (super::predict_classes(&classes, &s.by_class), s.seconds)).collect();
-    let quality = crate::compare::prediction_quality(&pairs);
-    let mut p = base.clone();
-    p.classes = Some(classes);
-    p.info = json!({
-        "machine": machine(),
-        "compiler": compiler(),
-        "measured": true,
-        "sources": sources,
-        "samples": samples.len(),
-        "fit_median_error": quality.map(|q| q.0),
-        "fit_spearman": quality.map(|q| q.1),
-        "model": format!(
-            "per class ({}): seconds = sum of feature * coefficient ({})",
-            CLASSES.join(", "),
-            FEATURES.join(", ")
-        ),
-    });
-    p
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    format!("{cpu} ({} {})", std::env::consts::OS, std::env::consts::ARCH)
-}
-
-fn compiler() -> String {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    std::process::Command::new(&cc)
-        .arg("--version")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).lines().next().map(str::to_string))
-        .unwrap_or(cc)
 }
