@@ -5,8 +5,9 @@ use std::rc::Rc;
 
 use super::state::{diag, needs_static, Affine, Stop, Sym, TId, TIdKey, TRef, FR, FV};
 use super::{Env, Fz};
-use crate::diag::Span;
+use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::*;
+use crate::interp::pyvalue;
 use crate::interp::value::Value;
 use crate::ir::{Node, OpName};
 use crate::tensor::ops::{self, Binary, Operand};
@@ -79,50 +80,24 @@ impl<'m> Fz<'m> {
         if self.module.function(name).is_some() {
             return Ok(FV::Func(Rc::from(name)));
         }
-        Ok(match name {
-            "torch" => FV::Module("torch"),
-            "F" => FV::Module("torch.nn.functional"),
-            "nn" => FV::Module("torch.nn"),
-            "math" => FV::Module("math"),
-            "itertools" => FV::Module("itertools"),
-            "copy" => FV::Module("copy"),
-            "functools" => FV::Module("functools"),
-            "Tensor" => FV::Module("torch.Tensor"),
-            // Builtin types, as values (`isinstance(n, int)`); calls to them are builtins.
-            "int" => FV::Module("int"),
-            "float" => FV::Module("float"),
-            "bool" => FV::Module("bool"),
-            "str" => FV::Module("str"),
-            "tuple" => FV::Module("tuple"),
-            "list" => FV::Module("list"),
-            "dict" => FV::Module("dict"),
-            _ => return diag(span, format!("name `{name}` is not defined")),
-        })
+        match pyvalue::builtin_name(name) {
+            Some(m) => Ok(FV::Module(m)),
+            None => diag(span, format!("name `{name}` is not defined")),
+        }
     }
 
-    /// An expression's value: a Python value known now, or a term. It walks the same syntax as the reference
-    /// interpreter's `Interp::eval` on purpose, not by copy: that one computes values, this one also builds terms
-    /// for what is known only at run time. What both do alike (argument binding, Python's builtins on numbers,
-    /// attributes of modules, `isinstance`, creation shapes) is shared in `crate::interp`.
+    /// An expression's value: a Python value known now, or a term. The walk is the reference interpreter's
+    /// (`crate::interp::pyvalue::eval`, shared); this engine's own are the expressions whose meaning depends on
+    /// whether a condition is known now ([`Fz::expr_other`]), and its values known only at run time.
     pub(super) fn expr(&mut self, env: &mut Env, e: &'m Expr) -> FR<FV> {
+        pyvalue::eval(self, env, e)
+    }
+
+    /// Comparisons, `and`/`or`, conditional expressions, comprehensions and slices: a condition may be known only
+    /// at run time, and slice bounds may be loop variables.
+    fn expr_other(&mut self, env: &mut Env, e: &'m Expr) -> FR<FV> {
         let span = e.span;
         Ok(match &e.kind {
-            ExprKind::Name(n) => self.lookup(env, n, span)?,
-            ExprKind::Int(i) => FV::Int(*i),
-            ExprKind::Float(f) => FV::Float(*f),
-            ExprKind::Bool(b) => FV::Bool(*b),
-            ExprKind::NoneLit => FV::None,
-            ExprKind::Ellipsis => FV::Ellipsis,
-            ExprKind::Str(s) => FV::Str(Rc::from(s.as_str())),
-            ExprKind::Bin(op, a, b) => {
-                let a = self.expr(env, a)?;
-                let b = self.expr(env, b)?;
-                self.binop(&a, *op, &b, span)?
-            }
-            ExprKind::Unary(op, a) => {
-                let v = self.expr(env, a)?;
-                self.unop(*op, &v, span)?
-            }
             ExprKind::Compare(first, rest) => {
                 let mut left = self.expr(env, first)?;
                 let mut acc: Option<FV> = None;
@@ -172,11 +147,6 @@ impl<'m> Fz<'m> {
                     }
                 }
             }
-            ExprKind::Tuple(items) => FV::Tuple(Rc::new(self.expr_items(env, items, false)?)),
-            ExprKind::List(items) => FV::List(Rc::new(std::cell::RefCell::new(self.expr_items(env, items, false)?))),
-            ExprKind::Starred(_) => return diag(span, "SyntaxError: can't use starred expression here"),
-            ExprKind::Dict(items) => self.dict_display(env, items)?,
-            ExprKind::FString(parts) => self.fstring(env, parts)?,
             ExprKind::ListComp { elt, target, iter, conds } => {
                 let it = self.expr(env, iter)?;
                 // The target is the comprehension's own (Python 3): the enclosing names are restored after it.
@@ -231,16 +201,7 @@ impl<'m> Fz<'m> {
                 };
                 FV::Slice(a, b, c)
             }
-            ExprKind::Subscript(obj, idx) => {
-                let o = self.expr(env, obj)?;
-                let i = self.expr(env, idx)?;
-                self.getitem(&o, &i, span)?
-            }
-            ExprKind::Attr(obj, name) => {
-                let o = self.expr(env, obj)?;
-                self.attribute(&o, name, span)?
-            }
-            ExprKind::Call { func, args, kwargs } => self.call(env, func, args, kwargs, span)?,
+            _ => unreachable!("pyvalue::eval walks the other expressions"),
         })
     }
 
@@ -430,6 +391,9 @@ impl<'m> Fz<'m> {
                 .map(from_value)
                 .map_err(|m| Stop::Diag(crate::diag::Diagnostic::new(m).at(span)));
         }
+        if let Some(v) = pyvalue::sequence_binop(a, op, b) {
+            return Ok(v);
+        }
         // Affine arithmetic on run-time ints (loop variables) keeps offsets exact.
         match (a, b, op) {
             (FV::DynInt(x), FV::Int(k), BinOp::Add) | (FV::Int(k), FV::DynInt(x), BinOp::Add) => {
@@ -451,27 +415,6 @@ impl<'m> Fz<'m> {
                 };
                 let e = self.t.op(name, vec![x, y]).map_err(Self::tyerr(span))?;
                 return Ok(FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(e)))));
-            }
-            (FV::Tuple(x), FV::Tuple(y), BinOp::Add) => {
-                return Ok(FV::Tuple(Rc::new(x.iter().chain(y.iter()).cloned().collect())))
-            }
-            (FV::List(x), FV::List(y), BinOp::Add) => {
-                return Ok(FV::List(Rc::new(std::cell::RefCell::new(
-                    x.borrow().iter().chain(y.borrow().iter()).cloned().collect(),
-                ))))
-            }
-            (FV::List(x), FV::Int(n), BinOp::Mul) | (FV::Int(n), FV::List(x), BinOp::Mul) => {
-                let items = x.borrow();
-                let out: Vec<FV> = (0..(*n).max(0)).flat_map(|_| items.iter().cloned()).collect();
-                return Ok(FV::List(Rc::new(std::cell::RefCell::new(out))));
-            }
-            (FV::Tuple(x), FV::Int(n), BinOp::Mul) | (FV::Int(n), FV::Tuple(x), BinOp::Mul) => {
-                let n = (*n).max(0) as usize;
-                return Ok(FV::Tuple(Rc::new(x.iter().cycle().take(x.len() * n).cloned().collect())));
-            }
-            (FV::Str(x), FV::Str(y), BinOp::Add) => return Ok(FV::Str(format!("{x}{y}").into())),
-            (FV::Str(x), FV::Int(n), BinOp::Mul) | (FV::Int(n), FV::Str(x), BinOp::Mul) => {
-                return Ok(FV::Str(x.repeat((*n).max(0) as usize).into()));
             }
             // A sequence repeated a loop variable's number of times: its length differs between iterations.
             (FV::List(_) | FV::Tuple(_) | FV::Str(_), FV::DynInt(_), BinOp::Mul)
@@ -545,44 +488,26 @@ impl<'m> Fz<'m> {
         }
     }
 
+    /// `a == b` known now; `what` names the comparison in the error where it is known only at run time.
+    fn static_eq(&mut self, a: &FV, b: &FV, what: &str, span: Span) -> FR<bool> {
+        match self.compare(a, CmpOp::Eq, b, span)? {
+            FV::Bool(r) => Ok(r),
+            _ => diag(span, format!("{what} is not supported")),
+        }
+    }
+
     pub(super) fn compare(&mut self, a: &FV, op: CmpOp, b: &FV, span: Span) -> FR<FV> {
         match op {
             CmpOp::Is | CmpOp::IsNot => {
-                let same = match (a, b) {
-                    (FV::None, FV::None) => true,
-                    (FV::None, _) | (_, FV::None) => false,
-                    (FV::Bool(x), FV::Bool(y)) => x == y,
-                    (FV::Tensor(x), FV::Tensor(y)) => x == y,
-                    _ => return diag(span, "`is` is only supported for None, bools and tensors"),
-                };
-                return Ok(FV::Bool(same == (op == CmpOp::Is)));
+                let same_root = |x: &FV, y: &FV| matches!((x, y), (FV::Tensor(x), FV::Tensor(y)) if x == y);
+                let r = pyvalue::identity(a, op, b, same_root).map_err(|m| Stop::Diag(Diagnostic::new(m).at(span)))?;
+                return Ok(FV::Bool(r));
             }
             CmpOp::In | CmpOp::NotIn => {
-                if let FV::Dict(d) = b {
-                    let found = Self::dict_contains(&d.borrow(), a, span)?;
-                    return Ok(FV::Bool(found == (op == CmpOp::In)));
-                }
-                if let FV::Str(hay) = b {
-                    let found = match a {
-                        FV::Str(needle) => hay.contains(&**needle),
-                        _ => return diag(span, crate::interp::python::str_in_needs_str(a.type_name())),
-                    };
-                    return Ok(FV::Bool(found == (op == CmpOp::In)));
-                }
-                let Some(items) = b.items() else {
-                    return diag(span, crate::interp::python::in_needs_container(b.type_name()));
+                let found = match b {
+                    FV::Dict(d) => Self::dict_contains(&d.borrow(), a, span)?,
+                    _ => pyvalue::contains(a, b, span, |x, y| self.static_eq(x, y, "`in` over run-time values", span))?,
                 };
-                let mut found = false;
-                for it in items {
-                    match self.compare(a, CmpOp::Eq, &it, span)? {
-                        FV::Bool(true) => {
-                            found = true;
-                            break;
-                        }
-                        FV::Bool(false) => {}
-                        _ => return diag(span, "`in` over run-time values is not supported"),
-                    }
-                }
                 return Ok(FV::Bool(found == (op == CmpOp::In)));
             }
             _ => {}
@@ -590,34 +515,20 @@ impl<'m> Fz<'m> {
         if let (Some(x), Some(y)) = (static_scalar(a), static_scalar(b)) {
             return Ok(FV::Bool(crate::interp::pyarith::py_compare(x, op, y)));
         }
-        // Values compared by identity of kind: strings, dtypes, devices, None.
-        let same = match (a, b) {
-            (FV::Str(x), FV::Str(y)) => Some(x == y),
-            (FV::DType(x), FV::DType(y)) => Some(x == y),
-            (FV::Device, FV::Device) | (FV::None, FV::None) => Some(true),
-            // Different kinds of these are never equal (`x.dtype == torch.int8`, a dtype no tensor here has, is a
-            // string; see `interp::python::module_attr`).
-            (FV::Str(_) | FV::DType(_) | FV::Device, FV::Str(_) | FV::DType(_) | FV::Device) => Some(false),
+        // Values compared by kind (strings, dtypes, devices, None), then tuples and lists item by item.
+        if matches!(op, CmpOp::Eq | CmpOp::Ne) {
             // None equals only None: Python's `==` falls back to identity, and so does a tensor's (`t == None` is
             // False, as the reference interpreter has it).
-            (FV::None, x) | (x, FV::None) if !matches!(x, FV::Masked(_)) => Some(false),
-            _ => None,
-        };
-        if let (Some(same), CmpOp::Eq | CmpOp::Ne) = (same, op) {
-            return Ok(FV::Bool(same == (op == CmpOp::Eq)));
-        }
-        if let (Some(x), Some(y)) = (a.items(), b.items()) {
-            if matches!(op, CmpOp::Eq | CmpOp::Ne) {
-                let mut eq = x.len() == y.len();
-                if eq {
-                    for (p, q) in x.iter().zip(&y) {
-                        match self.compare(p, CmpOp::Eq, q, span)? {
-                            FV::Bool(true) => {}
-                            FV::Bool(false) => eq = false,
-                            _ => return diag(span, "comparing sequences of run-time values is not supported"),
-                        }
-                    }
-                }
+            let none = |x: &FV, y: &FV| matches!(x, FV::None) && !matches!(y, FV::Masked(_));
+            let eq = match pyvalue::kind_eq(a, b) {
+                Some(eq) => Some(eq),
+                None if none(a, b) || none(b, a) => Some(false),
+                None => pyvalue::sequences_eq(a, b, |p, q| {
+                    self.static_eq(p, q, "comparing sequences of run-time values", span)
+                })
+                .transpose()?,
+            };
+            if let Some(eq) = eq {
                 return Ok(FV::Bool(eq == (op == CmpOp::Eq)));
             }
         }
@@ -767,5 +678,53 @@ pub(super) fn value_to_fv(v: &Value) -> FV {
         Value::Tensor(_) | Value::Slice(..) | Value::Range(..) => FV::Poisoned(
             "is a module-level tensor, slice or range, which the functional engines do not take as a constant",
         ),
+    }
+}
+
+/// The functionalizer's side of the walk both engines share: it delegates to the methods above.
+impl<'m> pyvalue::Walk<'m> for Fz<'m> {
+    type V = FV;
+    type Env = Env;
+    type Err = Stop;
+
+    fn eval(&mut self, env: &mut Env, e: &'m Expr) -> FR<FV> {
+        Fz::expr(self, env, e)
+    }
+    fn lookup(&mut self, env: &mut Env, name: &str, span: Span) -> FR<FV> {
+        Fz::lookup(self, env, name, span)
+    }
+    fn binop(&mut self, a: &FV, op: BinOp, b: &FV, span: Span) -> FR<FV> {
+        Fz::binop(self, a, op, b, span)
+    }
+    fn unop(&mut self, op: UnaryOp, v: &FV, span: Span) -> FR<FV> {
+        Fz::unop(self, op, v, span)
+    }
+    fn getitem(&mut self, obj: &FV, idx: &FV, span: Span) -> FR<FV> {
+        Fz::getitem(self, obj, idx, span)
+    }
+    fn attribute(&mut self, obj: &FV, name: &str, span: Span) -> FR<FV> {
+        Fz::attribute(self, obj, name, span)
+    }
+    fn items(&mut self, env: &mut Env, items: &'m [Expr], call: bool) -> FR<Vec<FV>> {
+        self.expr_items(env, items, call)
+    }
+    fn dict_display(&mut self, env: &mut Env, items: &'m [(Expr, Expr)]) -> FR<FV> {
+        Fz::dict_display(self, env, items)
+    }
+    fn fstring(&mut self, env: &mut Env, parts: &'m [FPart]) -> FR<FV> {
+        Fz::fstring(self, env, parts)
+    }
+    fn call(
+        &mut self,
+        env: &mut Env,
+        func: &'m Expr,
+        args: &'m [Expr],
+        kwargs: &'m [(String, Expr)],
+        span: Span,
+    ) -> FR<FV> {
+        Fz::call(self, env, func, args, kwargs, span)
+    }
+    fn eval_other(&mut self, env: &mut Env, e: &'m Expr) -> FR<FV> {
+        Fz::expr_other(self, env, e)
     }
 }

@@ -135,7 +135,7 @@ fn functionalize_as_written(
     }
 }
 
-type Env = HashMap<String, FV>;
+pub(crate) type Env = HashMap<String, FV>;
 
 pub(super) struct Fz<'m> {
     module: &'m Module,

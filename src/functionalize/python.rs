@@ -11,7 +11,7 @@ use super::{Env, Fz};
 use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::*;
 use crate::interp::python::{exception_message, isinstance_of, key_eq, Lit, PyClass, EXCEPTIONS};
-use crate::interp::{pyfmt, Value};
+use crate::interp::{pyfmt, pyvalue, Value};
 use crate::tensor::{DType, Scalar};
 use std::cell::RefCell;
 
@@ -63,18 +63,9 @@ impl<'m> Fz<'m> {
             match &it.kind {
                 ExprKind::Starred(inner) => {
                     let v = self.expr(env, inner)?;
-                    match &v {
-                        FV::Dict(d) => out.extend(d.borrow().iter().map(|(k, _)| k.clone())),
-                        FV::Range(..) | FV::Tensor(_) | FV::Tuple(_) | FV::List(_) | FV::Named(..) => {
-                            out.extend(self.iterate(&v, it.span)?)
-                        }
-                        _ if call => {
-                            return diag(
-                                it.span,
-                                format!("TypeError: Value after * must be an iterable, not {}", v.type_name()),
-                            )
-                        }
-                        _ => return diag(it.span, format!("TypeError: '{}' object is not iterable", v.type_name())),
+                    match pyvalue::spread(&v, call).map_err(|m| Stop::Diag(Diagnostic::new(m).at(it.span)))? {
+                        pyvalue::Spread::Keys(keys) => out.extend(keys),
+                        pyvalue::Spread::Iterate => out.extend(self.iterate(&v, it.span)?),
                     }
                 }
                 _ => out.push(self.expr(env, it)?),
@@ -83,29 +74,12 @@ impl<'m> Fz<'m> {
         Ok(out)
     }
 
-    /// `dict(**kw)` or `dict(d, **kw)`, as the reference interpreter builds it.
+    /// `dict(**kw)` or `dict(d, **kw)` (`pyvalue::dict_call`, as the reference interpreter builds it).
     pub(super) fn dict_call(&mut self, a: &super::ops::A) -> FR<FV> {
-        let span = a.span;
-        let mut out: Vec<(FV, FV)> = match a.pos.as_slice() {
-            [] => vec![],
-            [FV::Dict(d)] => d.borrow().clone(),
-            [other] => {
-                return diag(
-                    span,
-                    format!("dict() is supported with a dict and keyword arguments, not a {}", other.type_name()),
-                )
-            }
-            more => return diag(span, format!("dict expected at most 1 argument, got {}", more.len())),
-        };
-        for (k, v) in &a.kw {
+        for (k, _) in &a.kw {
             a.get(usize::MAX, k);
-            let same = |x: &FV| matches!(x, FV::Str(s) if s.as_ref() == k.as_str());
-            match out.iter_mut().find(|(x, _)| same(x)) {
-                Some(slot) => slot.1 = v.clone(),
-                None => out.push((FV::Str(k.as_str().into()), v.clone())),
-            }
         }
-        Ok(FV::Dict(Rc::new(std::cell::RefCell::new(out))))
+        pyvalue::dict_call(&a.pos, &a.kw).map_err(|m| Stop::Diag(Diagnostic::new(m).at(a.span)))
     }
 
     /// Calls a function value (a closure, a program function or a torch function) with evaluated arguments.

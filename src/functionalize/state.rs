@@ -8,19 +8,20 @@ use std::rc::Rc;
 use egg::{Id, Language};
 
 use crate::diag::{Diagnostic, Span};
+use crate::interp::pyvalue::{Made, Py, PyValue};
 use crate::ir::{op_type, Builder, Node, OpCx, OpName, Ty};
 use crate::tensor::DType;
 
 /// A term node and the loop depth at which its loop references are meant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) struct TId {
+pub(crate) struct TId {
     pub id: Id,
     pub depth: usize,
 }
 
 /// An integer unknown at functionalization time.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(super) enum Sym {
+pub(crate) enum Sym {
     /// The variable of the loop at this nesting level (0 = outermost).
     Loop(usize),
     /// Any other integer term (a `.item()`, a value carried around a loop).
@@ -29,7 +30,7 @@ pub(super) enum Sym {
 
 /// `TId` ordered, for use in sorted affine forms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(super) struct TIdKey(pub usize, pub usize);
+pub(crate) struct TIdKey(pub usize, pub usize);
 
 impl TIdKey {
     pub fn of(t: TId) -> Self {
@@ -42,7 +43,7 @@ impl TIdKey {
 
 /// `c + sum(k * sym)`: offsets, indices and Python ints that depend on loop variables.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(super) struct Affine {
+pub(crate) struct Affine {
     pub c: i64,
     pub terms: Vec<(Sym, i64)>,
 }
@@ -91,7 +92,7 @@ impl Affine {
 /// Both views have one shape and dtype. Reads select between the two; writes update both roots, each under the
 /// predicate that chose it (see `views.rs`).
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct TRef {
+pub(crate) struct TRef {
     pub root: usize,
     pub shape: Vec<usize>,
     pub strides: Vec<isize>,
@@ -130,7 +131,7 @@ impl TRef {
 
 /// A symbolic Python value.
 #[derive(Clone, Debug)]
-pub(super) enum FV {
+pub(crate) enum FV {
     None,
     Bool(bool),
     Int(i64),
@@ -172,34 +173,11 @@ pub(super) enum FV {
 
 impl FV {
     pub fn type_name(&self) -> &'static str {
-        match self {
-            FV::None => "NoneType",
-            FV::Bool(_) | FV::DynBool(_) => "bool",
-            FV::Int(_) | FV::DynInt(_) => "int",
-            FV::Float(_) | FV::DynFloat(_) => "float",
-            FV::Str(_) => "str",
-            FV::DType(_) => "torch.dtype",
-            FV::Tensor(_) => "Tensor",
-            FV::Tuple(_) | FV::Named(..) => "tuple",
-            FV::List(_) => "list",
-            FV::Slice(..) => "slice",
-            FV::Ellipsis => "ellipsis",
-            FV::Range(..) => "range",
-            FV::Module(_) => "module",
-            FV::Func(_) | FV::Closure(..) => "function",
-            FV::Dict(_) => "dict",
-            FV::Device => "torch.device",
-            FV::Poisoned(_) => "value",
-            FV::Masked(_) => "boolean-mask selection (its shape depends on the data)",
-        }
+        PyValue::type_name(self)
     }
 
     pub fn items(&self) -> Option<Vec<FV>> {
-        match self {
-            FV::Tuple(v) | FV::Named(v, _) => Some(v.as_ref().clone()),
-            FV::List(v) => Some(v.borrow().clone()),
-            _ => None,
-        }
+        PyValue::items(self)
     }
 
     /// Whether two values are the same binding (same root and view, same number, same term).
@@ -254,7 +232,7 @@ pub(super) struct Root {
 /// Why functionalization stopped: a located, final error, or a construct that needs static loop variables (the loop
 /// being processed symbolically is then unrolled instead).
 #[derive(Debug)]
-pub(super) enum Stop {
+pub(crate) enum Stop {
     Diag(Diagnostic),
     NeedsStatic(Span, String),
 }
@@ -536,5 +514,54 @@ fn lits(b: &Builder, id: Id) -> Vec<i64> {
     match b.node(id) {
         Node::List(items) => items.iter().map(|&i| lit(b, i)).collect(),
         _ => vec![],
+    }
+}
+
+impl PyValue for FV {
+    fn py(&self) -> Py<'_, Self> {
+        match self {
+            FV::None => Py::None,
+            FV::Bool(b) => Py::Bool(*b),
+            FV::Int(i) => Py::Int(*i),
+            FV::Float(_) => Py::Float,
+            FV::Str(s) => Py::Str(s),
+            FV::DType(d) => Py::DType(*d),
+            FV::Device => Py::Device,
+            FV::Ellipsis => Py::Ellipsis,
+            FV::Module(_) => Py::Module,
+            FV::Range(..) => Py::Range,
+            FV::Tuple(v) => Py::Tuple(v),
+            FV::Named(v, _) => Py::Named(v),
+            FV::List(v) => Py::List(v),
+            FV::Dict(d) => Py::Dict(d),
+            FV::Slice(..) => Py::Slice,
+            FV::Tensor(_) => Py::Tensor,
+            FV::Func(_) | FV::Closure(..) => Py::Function,
+            FV::DynInt(_) | FV::DynFloat(_) | FV::DynBool(_) | FV::Poisoned(_) | FV::Masked(_) => Py::Other,
+        }
+    }
+
+    fn make(m: Made<Self>) -> Self {
+        match m {
+            Made::None => FV::None,
+            Made::Bool(b) => FV::Bool(b),
+            Made::Int(i) => FV::Int(i),
+            Made::Float(f) => FV::Float(f),
+            Made::Str(s) => FV::Str(s),
+            Made::Ellipsis => FV::Ellipsis,
+            Made::Tuple(v) => FV::Tuple(Rc::new(v)),
+            Made::List(v) => FV::List(Rc::new(RefCell::new(v))),
+            Made::Dict(v) => FV::Dict(Rc::new(RefCell::new(v))),
+        }
+    }
+
+    fn other_type_name(&self) -> &'static str {
+        match self {
+            FV::DynBool(_) => "bool",
+            FV::DynInt(_) => "int",
+            FV::DynFloat(_) => "float",
+            FV::Masked(_) => "boolean-mask selection (its shape depends on the data)",
+            _ => "value",
+        }
     }
 }

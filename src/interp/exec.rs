@@ -5,6 +5,7 @@ use std::rc::Rc;
 
 use super::args::to_int;
 use super::pyarith::{int_range_error, py_arith, py_compare};
+use super::pyvalue;
 use super::subscript;
 use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
@@ -389,48 +390,22 @@ impl<'m> Interp<'m> {
         if self.module.function(name).is_some() {
             return Ok(Value::Func(Rc::from(name)));
         }
-        Ok(match name {
-            "torch" => Value::Module("torch"),
-            "F" => Value::Module("torch.nn.functional"),
-            "nn" => Value::Module("torch.nn"),
-            "math" => Value::Module("math"),
-            "itertools" => Value::Module("itertools"),
-            "copy" => Value::Module("copy"),
-            "functools" => Value::Module("functools"),
-            "Tensor" => Value::Module("torch.Tensor"),
-            // Builtin types, as values (`isinstance(n, int)`); calls to them are builtins.
-            "int" => Value::Module("int"),
-            "float" => Value::Module("float"),
-            "bool" => Value::Module("bool"),
-            "str" => Value::Module("str"),
-            "tuple" => Value::Module("tuple"),
-            "list" => Value::Module("list"),
-            "dict" => Value::Module("dict"),
-            _ => return err(span, format!("name `{name}` is not defined")),
-        })
+        match super::pyvalue::builtin_name(name) {
+            Some(m) => Ok(Value::Module(m)),
+            None => err(span, format!("name `{name}` is not defined")),
+        }
     }
 
-    /// An expression's value. The functionalizer's `Fz::expr` walks the same syntax on purpose (it builds terms
-    /// where this computes values); what both do alike lives here in `interp` and is called by both.
+    /// An expression's value: the walk both engines share (`pyvalue::eval`); the functionalizer's `Fz::expr` builds
+    /// terms where this computes values.
     pub(super) fn eval(&mut self, frame: &mut Frame, e: &'m Expr) -> Result<Value, Diagnostic> {
+        super::pyvalue::eval(self, frame, e)
+    }
+
+    /// The expressions whose walk differs between the engines (see [`super::pyvalue::Walk::eval_other`]).
+    fn eval_other(&mut self, frame: &mut Frame, e: &'m Expr) -> Result<Value, Diagnostic> {
         let span = e.span;
         Ok(match &e.kind {
-            ExprKind::Name(n) => self.lookup(frame, n, span)?,
-            ExprKind::Int(i) => Value::Int(*i),
-            ExprKind::Float(f) => Value::Float(*f),
-            ExprKind::Bool(b) => Value::Bool(*b),
-            ExprKind::NoneLit => Value::None,
-            ExprKind::Ellipsis => Value::Ellipsis,
-            ExprKind::Str(s) => Value::Str(Rc::from(s.as_str())),
-            ExprKind::Bin(op, a, b) => {
-                let a = self.eval(frame, a)?;
-                let b = self.eval(frame, b)?;
-                self.binop(&a, *op, &b, span)?
-            }
-            ExprKind::Unary(op, a) => {
-                let v = self.eval(frame, a)?;
-                self.unop(*op, &v, span)?
-            }
             ExprKind::Compare(first, rest) => {
                 let mut left = self.eval(frame, first)?;
                 let mut result = Value::Bool(true);
@@ -463,11 +438,6 @@ impl<'m> Interp<'m> {
                     self.eval(frame, orelse)?
                 }
             }
-            ExprKind::Tuple(items) => Value::tuple(self.eval_items(frame, items, false)?),
-            ExprKind::List(items) => Value::list(self.eval_items(frame, items, false)?),
-            ExprKind::Starred(_) => return err(span, "SyntaxError: can't use starred expression here"),
-            ExprKind::Dict(items) => self.eval_dict(frame, items)?,
-            ExprKind::FString(parts) => self.eval_fstring(frame, parts)?,
             ExprKind::ListComp { elt, target, iter, conds } => {
                 let it = self.eval(frame, iter)?;
                 // The target is the comprehension's own (Python 3): the enclosing names are restored after it.
@@ -511,16 +481,7 @@ impl<'m> Interp<'m> {
                 let c = bound(c, self)?;
                 Value::Slice(a, b, c)
             }
-            ExprKind::Subscript(obj, idx) => {
-                let o = self.eval(frame, obj)?;
-                let i = self.eval(frame, idx)?;
-                self.getitem(&o, &i, span)?
-            }
-            ExprKind::Attr(obj, name) => {
-                let o = self.eval(frame, obj)?;
-                self.attribute(&o, name, span)?
-            }
-            ExprKind::Call { func, args, kwargs } => self.call(frame, func, args, kwargs, span)?,
+            _ => unreachable!("pyvalue::eval walks the other expressions"),
         })
     }
 
@@ -551,29 +512,10 @@ impl<'m> Interp<'m> {
         if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
             return py_arith(x, op, y).map_err(tensor_err(span));
         }
+        if let Some(v) = super::pyvalue::sequence_binop(a, op, b) {
+            return Ok(v);
+        }
         match (a, b, op) {
-            (Value::Tuple(x), Value::Tuple(y), BinOp::Add) => {
-                return Ok(Value::tuple(x.iter().chain(y.iter()).cloned().collect()));
-            }
-            (Value::List(x), Value::List(y), BinOp::Add) => {
-                return Ok(Value::list(x.borrow().iter().chain(y.borrow().iter()).cloned().collect()));
-            }
-            (Value::List(x), Value::Int(n), BinOp::Mul) | (Value::Int(n), Value::List(x), BinOp::Mul) => {
-                let items = x.borrow();
-                let mut out = Vec::new();
-                for _ in 0..(*n).max(0) {
-                    out.extend(items.iter().cloned());
-                }
-                return Ok(Value::list(out));
-            }
-            (Value::Tuple(x), Value::Int(n), BinOp::Mul) | (Value::Int(n), Value::Tuple(x), BinOp::Mul) => {
-                let n = (*n).max(0) as usize;
-                return Ok(Value::tuple(x.iter().cycle().take(x.len() * n).cloned().collect()));
-            }
-            (Value::Str(x), Value::Str(y), BinOp::Add) => return Ok(Value::Str(format!("{x}{y}").into())),
-            (Value::Str(x), Value::Int(n), BinOp::Mul) | (Value::Int(n), Value::Str(x), BinOp::Mul) => {
-                return Ok(Value::Str(x.repeat((*n).max(0) as usize).into()));
-            }
             (Value::Tensor(x), Value::Tensor(y), BinOp::MatMul) => {
                 return Ok(Value::Tensor(reduce::matmul(x, y).map_err(tensor_err(span))?));
             }
@@ -613,37 +555,18 @@ impl<'m> Interp<'m> {
     fn compare(&mut self, a: &Value, op: CmpOp, b: &Value, span: Span) -> Result<Value, Diagnostic> {
         match op {
             CmpOp::Is | CmpOp::IsNot => {
-                let same = match (a, b) {
-                    (Value::None, Value::None) => true,
-                    (Value::None, _) | (_, Value::None) => false,
-                    (Value::Bool(x), Value::Bool(y)) => x == y,
-                    (Value::Tensor(x), Value::Tensor(y)) => x.same_view(y),
-                    _ => return err(span, "`is` is only supported for None, bools and tensors"),
-                };
-                return Ok(Value::Bool(same == (op == CmpOp::Is)));
+                let same_view =
+                    |x: &Value, y: &Value| matches!((x, y), (Value::Tensor(x), Value::Tensor(y)) if x.same_view(y));
+                let r = pyvalue::identity(a, op, b, same_view).map_err(|m| Diagnostic::new(m).at(span))?;
+                return Ok(Value::Bool(r));
             }
             CmpOp::In | CmpOp::NotIn => {
-                if let Value::Dict(d) = b {
-                    let found = d.borrow().iter().any(|(k, _)| super::python::key_eq(k, a));
-                    return Ok(Value::Bool(found == (op == CmpOp::In)));
-                }
-                if let Value::Str(hay) = b {
-                    let found = match a {
-                        Value::Str(needle) => hay.contains(&**needle),
-                        _ => return err(span, crate::interp::python::str_in_needs_str(a.type_name())),
-                    };
-                    return Ok(Value::Bool(found == (op == CmpOp::In)));
-                }
-                let Some(items) = b.items() else {
-                    return err(span, crate::interp::python::in_needs_container(b.type_name()));
+                let found = match b {
+                    Value::Dict(d) => d.borrow().iter().any(|(k, _)| super::python::key_eq(k, a)),
+                    _ => pyvalue::contains(a, b, span, |x, y| {
+                        Ok::<_, Diagnostic>(matches!(self.compare(x, CmpOp::Eq, y, span)?, Value::Bool(true)))
+                    })?,
                 };
-                let mut found = false;
-                for it in items {
-                    if let Value::Bool(true) = self.compare(a, CmpOp::Eq, &it, span)? {
-                        found = true;
-                        break;
-                    }
-                }
                 return Ok(Value::Bool(found == (op == CmpOp::In)));
             }
             _ => {}
@@ -651,27 +574,16 @@ impl<'m> Interp<'m> {
         if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
             return Ok(Value::Bool(py_compare(x, op, y)));
         }
-        // Values compared by identity of kind: strings, dtypes, devices, None.
-        let same = match (a, b) {
-            (Value::Str(x), Value::Str(y)) => Some(x == y),
-            (Value::DType(x), Value::DType(y)) => Some(x == y),
-            (Value::Device, Value::Device) | (Value::None, Value::None) => Some(true),
-            _ => None,
-        };
-        if let (Some(same), CmpOp::Eq | CmpOp::Ne) = (same, op) {
-            return Ok(Value::Bool(same == (op == CmpOp::Eq)));
-        }
-        if let (Some(x), Some(y)) = (a.items(), b.items()) {
-            if matches!(op, CmpOp::Eq | CmpOp::Ne) {
-                let mut eq = x.len() == y.len();
-                if eq {
-                    for (p, q) in x.iter().zip(&y) {
-                        if let Value::Bool(false) = self.compare(p, CmpOp::Eq, q, span)? {
-                            eq = false;
-                            break;
-                        }
-                    }
-                }
+        // Values compared by kind (strings, dtypes, devices, None), then tuples and lists item by item.
+        if matches!(op, CmpOp::Eq | CmpOp::Ne) {
+            let eq = match pyvalue::kind_eq(a, b) {
+                Some(eq) => Some(eq),
+                None => pyvalue::sequences_eq(a, b, |p, q| {
+                    Ok::<_, Diagnostic>(!matches!(self.compare(p, CmpOp::Eq, q, span)?, Value::Bool(false)))
+                })
+                .transpose()?,
+            };
+            if let Some(eq) = eq {
                 return Ok(Value::Bool(eq == (op == CmpOp::Eq)));
             }
         }
@@ -705,5 +617,53 @@ pub(super) fn operand(v: &Value) -> Option<Operand> {
     match v {
         Value::Tensor(t) => Some(Operand::T(t.clone())),
         other => other.as_scalar().map(Operand::S),
+    }
+}
+
+/// The reference interpreter's side of the walk both engines share: it delegates to the methods above.
+impl<'m> pyvalue::Walk<'m> for Interp<'m> {
+    type V = Value;
+    type Env = Frame;
+    type Err = Diagnostic;
+
+    fn eval(&mut self, frame: &mut Frame, e: &'m Expr) -> Result<Value, Diagnostic> {
+        Interp::eval(self, frame, e)
+    }
+    fn lookup(&mut self, frame: &mut Frame, name: &str, span: Span) -> Result<Value, Diagnostic> {
+        Interp::lookup(self, frame, name, span)
+    }
+    fn binop(&mut self, a: &Value, op: BinOp, b: &Value, span: Span) -> Result<Value, Diagnostic> {
+        Interp::binop(self, a, op, b, span)
+    }
+    fn unop(&mut self, op: UnaryOp, v: &Value, span: Span) -> Result<Value, Diagnostic> {
+        Interp::unop(self, op, v, span)
+    }
+    fn getitem(&mut self, obj: &Value, idx: &Value, span: Span) -> Result<Value, Diagnostic> {
+        Interp::getitem(self, obj, idx, span)
+    }
+    fn attribute(&mut self, obj: &Value, name: &str, span: Span) -> Result<Value, Diagnostic> {
+        Interp::attribute(self, obj, name, span)
+    }
+    fn items(&mut self, frame: &mut Frame, items: &'m [Expr], call: bool) -> Result<Vec<Value>, Diagnostic> {
+        self.eval_items(frame, items, call)
+    }
+    fn dict_display(&mut self, frame: &mut Frame, items: &'m [(Expr, Expr)]) -> Result<Value, Diagnostic> {
+        self.eval_dict(frame, items)
+    }
+    fn fstring(&mut self, frame: &mut Frame, parts: &'m [FPart]) -> Result<Value, Diagnostic> {
+        self.eval_fstring(frame, parts)
+    }
+    fn call(
+        &mut self,
+        frame: &mut Frame,
+        func: &'m Expr,
+        args: &'m [Expr],
+        kwargs: &'m [(String, Expr)],
+        span: Span,
+    ) -> Result<Value, Diagnostic> {
+        Interp::call(self, frame, func, args, kwargs, span)
+    }
+    fn eval_other(&mut self, frame: &mut Frame, e: &'m Expr) -> Result<Value, Diagnostic> {
+        Interp::eval_other(self, frame, e)
     }
 }

@@ -23,6 +23,7 @@ pub(crate) mod pyarith;
 pub(crate) mod pyfmt;
 pub(crate) mod pystr;
 pub(crate) mod python;
+pub(crate) mod pyvalue;
 pub(crate) mod resample;
 pub mod returns;
 mod subscript;

@@ -94,22 +94,9 @@ impl<'m> Interp<'m> {
             match &it.kind {
                 ExprKind::Starred(inner) => {
                     let v = self.eval(frame, inner)?;
-                    let spread = match &v {
-                        Value::Dict(d) => Some(d.borrow().iter().map(|(k, _)| k.clone()).collect()),
-                        Value::Range(..) | Value::Tensor(_) | Value::Tuple(_) | Value::List(_) | Value::Named(..) => {
-                            Some(self.iterate(&v, it.span)?)
-                        }
-                        _ => None,
-                    };
-                    match spread {
-                        Some(vs) => out.extend(vs),
-                        None if call => {
-                            return err(
-                                it.span,
-                                format!("TypeError: Value after * must be an iterable, not {}", v.type_name()),
-                            )
-                        }
-                        None => return err(it.span, format!("TypeError: '{}' object is not iterable", v.type_name())),
+                    match super::pyvalue::spread(&v, call).map_err(|m| Diagnostic::new(m).at(it.span))? {
+                        super::pyvalue::Spread::Keys(keys) => out.extend(keys),
+                        super::pyvalue::Spread::Iterate => out.extend(self.iterate(&v, it.span)?),
                     }
                 }
                 _ => out.push(self.eval(frame, it)?),
@@ -656,30 +643,12 @@ impl<'m> Interp<'m> {
         Ok(best)
     }
 
-    /// `dict(**kw)` or `dict(d, **kw)`: a new dict, the keywords (string keys) after `d`'s entries.
+    /// `dict(**kw)` or `dict(d, **kw)` (`pyvalue::dict_call`).
     pub(super) fn dict_call(&mut self, a: &Args) -> Result<Value, Diagnostic> {
-        let span = a.span;
-        // `dict(**kw)` or `dict(d, **kw)`: a new dict, the keywords (string keys) after `d`'s entries.
-        let mut out: Vec<(Value, Value)> = match a.pos.as_slice() {
-            [] => vec![],
-            [Value::Dict(d)] => d.borrow().clone(),
-            [other] => {
-                return err(
-                    span,
-                    format!("dict() is supported with a dict and keyword arguments, not a {}", other.type_name()),
-                )
-            }
-            more => return err(span, format!("dict expected at most 1 argument, got {}", more.len())),
-        };
-        for (k, v) in &a.kw {
+        for (k, _) in &a.kw {
             a.get(usize::MAX, k);
-            let key = Value::Str(k.as_str().into());
-            match out.iter_mut().find(|(x, _)| super::python::key_eq(x, &key)) {
-                Some(slot) => slot.1 = v.clone(),
-                None => out.push((key, v.clone())),
-            }
         }
-        Ok(Value::Dict(std::rc::Rc::new(std::cell::RefCell::new(out))))
+        super::pyvalue::dict_call(&a.pos, &a.kw).map_err(|m| Diagnostic::new(m).at(a.span))
     }
 
     /// `map(f, *iterables)`, taken at once (every consumer here reads all of it, in order).

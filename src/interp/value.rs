@@ -38,24 +38,7 @@ pub enum Value {
 
 impl Value {
     pub fn type_name(&self) -> &'static str {
-        match self {
-            Value::None => "NoneType",
-            Value::Bool(_) => "bool",
-            Value::Int(_) => "int",
-            Value::Float(_) => "float",
-            Value::Str(_) => "str",
-            Value::Tensor(_) => "Tensor",
-            Value::Tuple(_) | Value::Named(..) => "tuple",
-            Value::List(_) => "list",
-            Value::Slice(..) => "slice",
-            Value::Ellipsis => "ellipsis",
-            Value::DType(_) => "torch.dtype",
-            Value::Range(..) => "range",
-            Value::Module(_) => "module",
-            Value::Func(_) | Value::Closure(..) => "function",
-            Value::Dict(_) => "dict",
-            Value::Device => "torch.device",
-        }
+        super::pyvalue::PyValue::type_name(self)
     }
 
     pub fn list(items: Vec<Value>) -> Value {
@@ -86,11 +69,7 @@ impl Value {
 
     /// Elements of a sequence value (tuple, list, named tuple), if it is one.
     pub fn items(&self) -> Option<Vec<Value>> {
-        match self {
-            Value::Tuple(v) | Value::Named(v, _) => Some(v.as_ref().clone()),
-            Value::List(v) => Some(v.borrow().clone()),
-            _ => None,
-        }
+        super::pyvalue::PyValue::items(self)
     }
 }
 

@@ -1,0 +1,370 @@
+//! The Python layer both engines share: the reference interpreter's values ([`Value`]) and the functionalizer's
+//! (`functionalize::state::FV`, which also has values known only when the program runs) are both [`PyValue`]s, seen
+//! through one borrowed view ([`Py`]) and built through one constructor ([`Made`]). What Python does with the values
+//! both have (literals, the builtin names, sequence arithmetic, `dict(...)`, `*` in displays and calls, `is`, `in`,
+//! equality of kinds and of sequences, the expression walk itself) is written here once, over that view; each engine
+//! keeps only what differs (run-time values, tensors as terms or as data, conditions known only at run time).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::value::Value;
+use crate::diag::Diagnostic;
+use crate::diag::Span;
+use crate::frontend::ast::{BinOp, CmpOp, Expr, ExprKind, FPart, UnaryOp};
+use crate::tensor::DType;
+
+/// A value's Python kind, borrowed: the kinds both engines have, with their contents where Python reads them.
+pub enum Py<'a, V> {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float,
+    Str(&'a Rc<str>),
+    DType(DType),
+    Device,
+    Ellipsis,
+    Module,
+    Range,
+    Tuple(&'a [V]),
+    /// A named tuple (`torch.return_types.max`).
+    Named(&'a [V]),
+    List(&'a RefCell<Vec<V>>),
+    Dict(&'a RefCell<Vec<(V, V)>>),
+    /// A slice, a tensor, a function: kinds both engines have, with contents of engine-specific types.
+    Slice,
+    Tensor,
+    Function,
+    /// An engine's own kind (a value known only when the program runs).
+    Other,
+}
+
+/// A value to build: the kinds [`PyValue::make`] can make in either engine.
+pub enum Made<V> {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(Rc<str>),
+    Ellipsis,
+    Tuple(Vec<V>),
+    List(Vec<V>),
+    Dict(Vec<(V, V)>),
+}
+
+/// A Python value of one engine.
+pub trait PyValue: Clone + Sized {
+    fn py(&self) -> Py<'_, Self>;
+    fn make(m: Made<Self>) -> Self;
+    /// The type name of an engine's own kind ([`Py::Other`]), as errors print it.
+    fn other_type_name(&self) -> &'static str;
+
+    /// Python's name of the value's type, as errors print it.
+    fn type_name(&self) -> &'static str {
+        match self.py() {
+            Py::None => "NoneType",
+            Py::Bool(_) => "bool",
+            Py::Int(_) => "int",
+            Py::Float => "float",
+            Py::Str(_) => "str",
+            Py::DType(_) => "torch.dtype",
+            Py::Device => "torch.device",
+            Py::Ellipsis => "ellipsis",
+            Py::Module => "module",
+            Py::Range => "range",
+            Py::Tuple(_) | Py::Named(_) => "tuple",
+            Py::List(_) => "list",
+            Py::Dict(_) => "dict",
+            Py::Slice => "slice",
+            Py::Tensor => "Tensor",
+            Py::Function => "function",
+            Py::Other => self.other_type_name(),
+        }
+    }
+
+    /// The items of a tuple or list, copied.
+    fn items(&self) -> Option<Vec<Self>> {
+        match self.py() {
+            Py::Tuple(v) | Py::Named(v) => Some(v.to_vec()),
+            Py::List(v) => Some(v.borrow().clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The value a builtin name denotes when no binding shadows it: a module, or a builtin type (`isinstance(n, int)`;
+/// calls to them are builtins).
+pub fn builtin_name(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "torch" => "torch",
+        "F" => "torch.nn.functional",
+        "nn" => "torch.nn",
+        "math" => "math",
+        "itertools" => "itertools",
+        "copy" => "copy",
+        "functools" => "functools",
+        "Tensor" => "torch.Tensor",
+        "int" => "int",
+        "float" => "float",
+        "bool" => "bool",
+        "str" => "str",
+        "tuple" => "tuple",
+        "list" => "list",
+        "dict" => "dict",
+        _ => return None,
+    })
+}
+
+/// A literal's value (`1`, `2.5`, `True`, `None`, `...`, `"s"`); None for any other expression.
+pub fn literal<V: PyValue>(kind: &ExprKind) -> Option<V> {
+    Some(V::make(match kind {
+        ExprKind::Int(i) => Made::Int(*i),
+        ExprKind::Float(f) => Made::Float(*f),
+        ExprKind::Bool(b) => Made::Bool(*b),
+        ExprKind::NoneLit => Made::None,
+        ExprKind::Ellipsis => Made::Ellipsis,
+        ExprKind::Str(s) => Made::Str(Rc::from(s.as_str())),
+        _ => return None,
+    }))
+}
+
+/// Python's arithmetic on sequences: `+` of two tuples, lists or strings, and a tuple, list or string times an int
+/// (a negative count gives an empty one). None where the operands are not that.
+pub fn sequence_binop<V: PyValue>(a: &V, op: BinOp, b: &V) -> Option<V> {
+    let times = |n: i64, len: usize| len * n.max(0) as usize;
+    Some(V::make(match (a.py(), b.py(), op) {
+        (Py::Tuple(x), Py::Tuple(y), BinOp::Add) => Made::Tuple(x.iter().chain(y).cloned().collect()),
+        (Py::List(x), Py::List(y), BinOp::Add) => {
+            Made::List(x.borrow().iter().chain(y.borrow().iter()).cloned().collect())
+        }
+        (Py::List(x), Py::Int(n), BinOp::Mul) | (Py::Int(n), Py::List(x), BinOp::Mul) => {
+            let items = x.borrow();
+            Made::List(items.iter().cycle().take(times(n, items.len())).cloned().collect())
+        }
+        (Py::Tuple(x), Py::Int(n), BinOp::Mul) | (Py::Int(n), Py::Tuple(x), BinOp::Mul) => {
+            Made::Tuple(x.iter().cycle().take(times(n, x.len())).cloned().collect())
+        }
+        (Py::Str(x), Py::Str(y), BinOp::Add) => Made::Str(format!("{x}{y}").into()),
+        (Py::Str(x), Py::Int(n), BinOp::Mul) | (Py::Int(n), Py::Str(x), BinOp::Mul) => {
+            Made::Str(x.repeat(n.max(0) as usize).into())
+        }
+        _ => return None,
+    }))
+}
+
+/// `dict(**kw)` or `dict(d, **kw)`: a new dict, the keywords (string keys) after `d`'s entries, a keyword replacing
+/// an entry of the same key.
+pub fn dict_call<V: PyValue>(pos: &[V], kw: &[(String, V)]) -> Result<V, String> {
+    let mut out: Vec<(V, V)> = match pos {
+        [] => vec![],
+        [d] => match d.py() {
+            Py::Dict(d) => d.borrow().clone(),
+            _ => return Err(format!("dict() is supported with a dict and keyword arguments, not a {}", d.type_name())),
+        },
+        more => return Err(format!("dict expected at most 1 argument, got {}", more.len())),
+    };
+    for (k, v) in kw {
+        let same = |x: &V| matches!(x.py(), Py::Str(s) if s.as_ref() == k.as_str());
+        match out.iter_mut().find(|(x, _)| same(x)) {
+            Some(slot) => slot.1 = v.clone(),
+            None => out.push((V::make(Made::Str(k.as_str().into())), v.clone())),
+        }
+    }
+    Ok(V::make(Made::Dict(out)))
+}
+
+/// What `*v` spreads in a call's arguments or a display: a dict's keys, or the items of something iterable (the
+/// engine iterates it), or an error in Python's words.
+pub enum Spread<V> {
+    Keys(Vec<V>),
+    Iterate,
+}
+
+pub fn spread<V: PyValue>(v: &V, call: bool) -> Result<Spread<V>, String> {
+    match v.py() {
+        Py::Dict(d) => Ok(Spread::Keys(d.borrow().iter().map(|(k, _)| k.clone()).collect())),
+        Py::Range | Py::Tensor | Py::Tuple(_) | Py::List(_) | Py::Named(_) => Ok(Spread::Iterate),
+        _ if call => Err(format!("TypeError: Value after * must be an iterable, not {}", v.type_name())),
+        _ => Err(format!("TypeError: '{}' object is not iterable", v.type_name())),
+    }
+}
+
+/// `a is b` / `a is not b` where Python's identity is decided by the kinds (None, bools); `same_tensor` says whether
+/// two tensors are the same one. An error for other kinds, which no program here compares by identity.
+pub fn identity<V: PyValue>(a: &V, op: CmpOp, b: &V, same_tensor: impl Fn(&V, &V) -> bool) -> Result<bool, String> {
+    let same = match (a.py(), b.py()) {
+        (Py::None, Py::None) => true,
+        (Py::None, _) | (_, Py::None) => false,
+        (Py::Bool(x), Py::Bool(y)) => x == y,
+        (Py::Tensor, Py::Tensor) => same_tensor(a, b),
+        _ => return Err("`is` is only supported for None, bools and tensors".into()),
+    };
+    Ok(same == (op == CmpOp::Is))
+}
+
+/// Equality of values compared by kind: strings, dtypes, devices and None (a string is never a dtype or a device).
+/// None where the kinds are not these.
+pub fn kind_eq<V: PyValue>(a: &V, b: &V) -> Option<bool> {
+    match (a.py(), b.py()) {
+        (Py::Str(x), Py::Str(y)) => Some(x == y),
+        (Py::DType(x), Py::DType(y)) => Some(x == y),
+        (Py::Device, Py::Device) | (Py::None, Py::None) => Some(true),
+        (Py::Str(_) | Py::DType(_) | Py::Device, Py::Str(_) | Py::DType(_) | Py::Device) => Some(false),
+        _ => None,
+    }
+}
+
+/// `needle in hay` for a string or a sequence; `eq` compares the needle with one item (None: the engine cannot tell
+/// now, which is then an error of its own). Dicts are the engines' own (their keys compare by engine rules).
+pub fn contains<V: PyValue, E: From<Diagnostic>>(
+    needle: &V,
+    hay: &V,
+    span: Span,
+    mut eq: impl FnMut(&V, &V) -> Result<bool, E>,
+) -> Result<bool, E> {
+    let fail = |m: String| Err(Diagnostic::new(m).at(span).into());
+    if let Py::Str(h) = hay.py() {
+        return match needle.py() {
+            Py::Str(n) => Ok(h.contains(&**n)),
+            _ => fail(super::python::str_in_needs_str(needle.type_name())),
+        };
+    }
+    let Some(items) = hay.items() else {
+        return fail(super::python::in_needs_container(hay.type_name()));
+    };
+    for it in &items {
+        if eq(needle, it)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// `==` of two tuples or lists: equal lengths and equal items in order (`eq` compares two items). None where they
+/// are not both sequences.
+pub fn sequences_eq<V: PyValue, E>(
+    a: &V,
+    b: &V,
+    mut eq: impl FnMut(&V, &V) -> Result<bool, E>,
+) -> Option<Result<bool, E>> {
+    let (x, y) = (a.items()?, b.items()?);
+    if x.len() != y.len() {
+        return Some(Ok(false));
+    }
+    for (p, q) in x.iter().zip(&y) {
+        match eq(p, q) {
+            Ok(true) => {}
+            other => return Some(other),
+        }
+    }
+    Some(Ok(true))
+}
+
+/// An engine's expression evaluation, as far as both engines walk the syntax alike ([`eval`]). The engine supplies
+/// what differs: names, operators on its values, subscripts, attributes, calls, and the expressions whose meaning
+/// depends on whether a condition is known now ([`Walk::eval_other`]: comparisons, `and`/`or`, conditional
+/// expressions, comprehensions, slices).
+pub trait Walk<'m> {
+    type V: PyValue;
+    type Env;
+    type Err: From<Diagnostic>;
+
+    fn eval(&mut self, env: &mut Self::Env, e: &'m Expr) -> Result<Self::V, Self::Err>;
+    fn lookup(&mut self, env: &mut Self::Env, name: &str, span: Span) -> Result<Self::V, Self::Err>;
+    fn binop(&mut self, a: &Self::V, op: BinOp, b: &Self::V, span: Span) -> Result<Self::V, Self::Err>;
+    fn unop(&mut self, op: UnaryOp, v: &Self::V, span: Span) -> Result<Self::V, Self::Err>;
+    fn getitem(&mut self, obj: &Self::V, idx: &Self::V, span: Span) -> Result<Self::V, Self::Err>;
+    fn attribute(&mut self, obj: &Self::V, name: &str, span: Span) -> Result<Self::V, Self::Err>;
+    fn items(&mut self, env: &mut Self::Env, items: &'m [Expr], call: bool) -> Result<Vec<Self::V>, Self::Err>;
+    fn dict_display(&mut self, env: &mut Self::Env, items: &'m [(Expr, Expr)]) -> Result<Self::V, Self::Err>;
+    fn fstring(&mut self, env: &mut Self::Env, parts: &'m [FPart]) -> Result<Self::V, Self::Err>;
+    fn call(
+        &mut self,
+        env: &mut Self::Env,
+        func: &'m Expr,
+        args: &'m [Expr],
+        kwargs: &'m [(String, Expr)],
+        span: Span,
+    ) -> Result<Self::V, Self::Err>;
+    fn eval_other(&mut self, env: &mut Self::Env, e: &'m Expr) -> Result<Self::V, Self::Err>;
+}
+
+/// An expression's value, the walk both engines share (see [`Walk`]).
+pub fn eval<'m, W: Walk<'m>>(w: &mut W, env: &mut W::Env, e: &'m Expr) -> Result<W::V, W::Err> {
+    let span = e.span;
+    if let Some(v) = literal(&e.kind) {
+        return Ok(v);
+    }
+    Ok(match &e.kind {
+        ExprKind::Name(n) => w.lookup(env, n, span)?,
+        ExprKind::Bin(op, a, b) => {
+            let a = w.eval(env, a)?;
+            let b = w.eval(env, b)?;
+            w.binop(&a, *op, &b, span)?
+        }
+        ExprKind::Unary(op, a) => {
+            let v = w.eval(env, a)?;
+            w.unop(*op, &v, span)?
+        }
+        ExprKind::Tuple(items) => W::V::make(Made::Tuple(w.items(env, items, false)?)),
+        ExprKind::List(items) => W::V::make(Made::List(w.items(env, items, false)?)),
+        ExprKind::Starred(_) => {
+            return Err(Diagnostic::new("SyntaxError: can't use starred expression here").at(span).into())
+        }
+        ExprKind::Dict(items) => w.dict_display(env, items)?,
+        ExprKind::FString(parts) => w.fstring(env, parts)?,
+        ExprKind::Subscript(obj, idx) => {
+            let o = w.eval(env, obj)?;
+            let i = w.eval(env, idx)?;
+            w.getitem(&o, &i, span)?
+        }
+        ExprKind::Attr(obj, name) => {
+            let o = w.eval(env, obj)?;
+            w.attribute(&o, name, span)?
+        }
+        ExprKind::Call { func, args, kwargs } => w.call(env, func, args, kwargs, span)?,
+        _ => w.eval_other(env, e)?,
+    })
+}
+
+impl PyValue for Value {
+    fn py(&self) -> Py<'_, Self> {
+        match self {
+            Value::None => Py::None,
+            Value::Bool(b) => Py::Bool(*b),
+            Value::Int(i) => Py::Int(*i),
+            Value::Float(_) => Py::Float,
+            Value::Str(s) => Py::Str(s),
+            Value::DType(d) => Py::DType(*d),
+            Value::Device => Py::Device,
+            Value::Ellipsis => Py::Ellipsis,
+            Value::Module(_) => Py::Module,
+            Value::Range(..) => Py::Range,
+            Value::Tuple(v) => Py::Tuple(v),
+            Value::Named(v, _) => Py::Named(v),
+            Value::List(v) => Py::List(v),
+            Value::Dict(d) => Py::Dict(d),
+            Value::Slice(..) => Py::Slice,
+            Value::Tensor(_) => Py::Tensor,
+            Value::Func(_) | Value::Closure(..) => Py::Function,
+        }
+    }
+
+    fn make(m: Made<Self>) -> Self {
+        match m {
+            Made::None => Value::None,
+            Made::Bool(b) => Value::Bool(b),
+            Made::Int(i) => Value::Int(i),
+            Made::Float(f) => Value::Float(f),
+            Made::Str(s) => Value::Str(s),
+            Made::Ellipsis => Value::Ellipsis,
+            Made::Tuple(v) => Value::Tuple(Rc::new(v)),
+            Made::List(v) => Value::List(Rc::new(RefCell::new(v))),
+            Made::Dict(v) => Value::Dict(Rc::new(RefCell::new(v))),
+        }
+    }
+
+    fn other_type_name(&self) -> &'static str {
+        unreachable!("every reference value has a Python kind")
+    }
+}
