@@ -559,3 +559,19 @@ pub enum CmpOp {
     In,
     NotIn,
 }
+
+impl CmpOp {
+    /// The elementwise tensor comparison of a Python comparison operator (`is` and `in` have none).
+    pub fn elementwise(self) -> Option<crate::tensor::ops::Binary> {
+        use crate::tensor::ops::Binary;
+        Some(match self {
+            CmpOp::Eq => Binary::Eq,
+            CmpOp::Ne => Binary::Ne,
+            CmpOp::Lt => Binary::Lt,
+            CmpOp::Le => Binary::Le,
+            CmpOp::Gt => Binary::Gt,
+            CmpOp::Ge => Binary::Ge,
+            CmpOp::Is | CmpOp::IsNot | CmpOp::In | CmpOp::NotIn => return None,
+        })
+    }
+}

@@ -1,60 +1,24 @@
 //! Call arguments in the functionalizer: positional and keyword values looked up as Python binds them, with the
 //! messages of PyTorch's argument parser (and ours for values known only when the program runs).
 
-use std::cell::RefCell;
-
 use super::state::{diag, needs_static, Stop, Sym, TRef, FR, FV};
 use crate::diag::{Diagnostic, Span};
 use crate::tensor::{DType, Scalar};
 
-pub(super) struct A {
-    pub pos: Vec<FV>,
-    pub kw: Vec<(String, FV)>,
-    pub span: Span,
-    pub name: String,
-    /// Which keyword arguments the op has looked up; one never looked up is reported, not ignored.
-    used: RefCell<Vec<bool>>,
-}
+/// The functionalizer's call arguments (`crate::interp::args::CallArgs`, shared with the reference interpreter).
+pub(super) type A = crate::interp::args::CallArgs<FV>;
 
 pub(super) fn err(span: Span) -> impl Fn(String) -> Stop {
     move |m| Stop::Diag(Diagnostic::new(m).at(span))
 }
 
 impl A {
-    pub(super) fn new(pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span, name: String) -> A {
-        let mut kw = kw;
-        crate::interp::compat::numpy_aliases(&mut kw);
-        Self::builtin(pos, kw, span, name)
-    }
-
-    /// The arguments of a Python builtin: keywords as written (`dict(axis=1)` keeps its key; only torch ops take
-    /// NumPy's aliases).
-    pub(super) fn builtin(pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span, name: String) -> Self {
-        let used = RefCell::new(vec![false; kw.len()]);
-        A { pos, kw, span, name, used }
-    }
-    /// The keyword argument `name`, marked as looked up.
-    fn keyword(&self, name: &str) -> Option<&FV> {
-        let k = self.kw.iter().position(|(k, _)| k == name)?;
-        self.used.borrow_mut()[k] = true;
-        Some(&self.kw[k].1)
-    }
     /// Rejects a keyword argument the op never looked up (so did not understand), instead of ignoring it.
     pub(super) fn check_keywords(&self, callee: &str) -> FR<()> {
-        let used = self.used.borrow();
-        match self.kw.iter().zip(used.iter()).find(|(_, &u)| !u) {
-            Some(((k, _), _)) => diag(self.span, format!("unexpected keyword argument '{k}' for {callee}")),
+        match self.unexpected() {
+            Some(k) => diag(self.span, format!("unexpected keyword argument '{k}' for {callee}")),
             None => Ok(()),
         }
-    }
-    pub(super) fn get(&self, i: usize, name: &str) -> Option<&FV> {
-        if let Some(v) = self.keyword(name) {
-            return Some(v);
-        }
-        self.pos.get(i)
-    }
-    pub(super) fn opt(&self, i: usize, name: &str) -> Option<&FV> {
-        self.get(i, name).filter(|v| !matches!(v, FV::None))
     }
     pub(super) fn req(&self, i: usize, name: &str) -> FR<&FV> {
         self.get(i, name).ok_or_else(|| {
@@ -117,31 +81,10 @@ impl A {
         }
     }
     pub(super) fn bool_or(&self, i: usize, name: &str, d: bool) -> FR<bool> {
-        match self.opt(i, name) {
-            Some(FV::Bool(b)) => Ok(*b),
-            Some(FV::Int(v)) => Ok(*v != 0),
-            Some(other) => {
-                diag(self.span, format!("{}(): argument '{name}' must be bool, not {}", self.name, other.type_name()))
-            }
-            None => Ok(d),
-        }
+        self.bool_arg(i, name, d).map_err(err(self.span))
     }
     pub(super) fn dtype(&self, i: usize, name: &str) -> FR<Option<DType>> {
-        match self.opt(i, name) {
-            Some(FV::DType(d)) => Ok(Some(*d)),
-            // Python's types stand for dtypes (`dtype=int` is torch.int64, float torch.float64, bool torch.bool).
-            Some(FV::Module("int")) => Ok(Some(DType::I64)),
-            Some(FV::Module("float")) => Ok(Some(DType::F64)),
-            Some(FV::Module("bool")) => Ok(Some(DType::Bool)),
-            Some(FV::Str(s)) if crate::tensor::unsupported_torch_dtype(s).is_some() => {
-                diag(self.span, crate::tensor::unsupported_torch_dtype(s).expect("checked"))
-            }
-            Some(other) => diag(
-                self.span,
-                format!("{}(): argument '{name}' must be torch.dtype, not {}", self.name, other.type_name()),
-            ),
-            None => Ok(None),
-        }
+        self.dtype_arg(i, name).map_err(err(self.span))
     }
     pub(super) fn dims(&self, i: usize, name: &str) -> FR<Option<Vec<i64>>> {
         match self.opt(i, name) {

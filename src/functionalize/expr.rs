@@ -541,14 +541,7 @@ impl<'m> Fz<'m> {
             let r = crate::interp::pyarith::py_ordered(&x, op, &y);
             return r.map(FV::Bool).map_err(|m| Stop::Diag(crate::diag::Diagnostic::new(m).at(span)));
         }
-        let bin = match op {
-            CmpOp::Eq => Binary::Eq,
-            CmpOp::Ne => Binary::Ne,
-            CmpOp::Lt => Binary::Lt,
-            CmpOp::Le => Binary::Le,
-            CmpOp::Gt => Binary::Gt,
-            _ => Binary::Ge,
-        };
+        let bin = op.elementwise().expect("`is` and `in` are decided above");
         self.elementwise(bin, &[a.clone(), b.clone()], span)
     }
 
@@ -714,17 +707,20 @@ impl<'m> pyvalue::Walk<'m> for Fz<'m> {
     fn fstring(&mut self, env: &mut Env, parts: &'m [FPart]) -> FR<FV> {
         Fz::fstring(self, env, parts)
     }
-    fn call(
-        &mut self,
-        env: &mut Env,
-        func: &'m Expr,
-        args: &'m [Expr],
-        kwargs: &'m [(String, Expr)],
-        span: Span,
-    ) -> FR<FV> {
-        Fz::call(self, env, func, args, kwargs, span)
+    fn call(&mut self, env: &mut Env, call: &'m Expr) -> FR<FV> {
+        let ExprKind::Call { func, args, kwargs } = &call.kind else { unreachable!("pyvalue::eval passes calls") };
+        Fz::call(self, env, func, args, kwargs, call.span)
     }
     fn eval_other(&mut self, env: &mut Env, e: &'m Expr) -> FR<FV> {
         Fz::expr_other(self, env, e)
+    }
+    fn iterate(&mut self, v: &FV, span: Span) -> FR<Vec<FV>> {
+        Fz::iterate(self, v, span)
+    }
+    fn required<'a>(&self, a: &'a super::args::A, i: usize, name: &str) -> FR<&'a FV> {
+        a.req(i, name)
+    }
+    fn int_or(&self, a: &super::args::A, i: usize, name: &str, default: i64) -> FR<i64> {
+        a.int_or(i, name, default)
     }
 }

@@ -261,13 +261,11 @@ impl<'m> Fz<'m> {
     }
 
     fn builtin(&mut self, name: &str, a: &A) -> FR<FV> {
+        if let Some(r) = crate::interp::pyvalue::shared_builtin(self, name, a) {
+            return r;
+        }
         let span = a.span;
         match name {
-            // A refusal the frontend deferred to where it runs (see `ast::REFUSED`).
-            crate::frontend::ast::REFUSED => match a.pos.first() {
-                Some(FV::Str(m)) => diag(span, m.to_string()),
-                _ => unreachable!("the frontend gives a refusal its message"),
-            },
             "range" => {
                 let ints: Vec<i64> = a
                     .pos
@@ -311,46 +309,8 @@ impl<'m> Fz<'m> {
                 let items = self.iterate(a.req(0, "iterable")?, span)?;
                 self.all_any(name == "any", &items, span)
             }
-            "sum" => {
-                let items = self.iterate(a.req(0, "iterable")?, span)?;
-                let mut acc = a.get(1, "start").cloned().unwrap_or(FV::Int(0));
-                for it in items {
-                    acc = self.binop(&acc, BinOp::Add, &it, span)?;
-                }
-                Ok(acc)
-            }
-            "list" | "tuple" => {
-                let items = match a.pos.first() {
-                    Some(v) => self.iterate(v, span)?,
-                    None => vec![],
-                };
-                Ok(if name == "list" { FV::List(Rc::new(RefCell::new(items))) } else { FV::Tuple(Rc::new(items)) })
-            }
             "dict" => self.dict_call(a),
-            "enumerate" => {
-                let items = self.iterate(a.req(0, "iterable")?, span)?;
-                let start = a.int_or(1, "start", 0)?;
-                Ok(FV::List(Rc::new(RefCell::new(
-                    items
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, v)| FV::Tuple(Rc::new(vec![FV::Int(i as i64 + start), v])))
-                        .collect(),
-                ))))
-            }
             "map" => self.map_builtin(a, span),
-            "zip" => {
-                let seqs: Vec<Vec<FV>> = a.pos.iter().map(|v| self.iterate(v, span)).collect::<FR<_>>()?;
-                let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
-                Ok(FV::List(Rc::new(RefCell::new(
-                    (0..n).map(|i| FV::Tuple(Rc::new(seqs.iter().map(|s| s[i].clone()).collect()))).collect(),
-                ))))
-            }
-            "reversed" => {
-                let mut items = self.iterate(a.req(0, "seq")?, span)?;
-                items.reverse();
-                Ok(FV::List(Rc::new(RefCell::new(items))))
-            }
             "sorted" => {
                 if a.get(99, "key").is_some_and(|k| !matches!(k, FV::None)) {
                     return diag(span, "sorted() with key= is not supported");

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use egg::{Id, Language};
 
 use crate::diag::{Diagnostic, Span};
-use crate::interp::pyvalue::{Made, Py, PyValue};
+use crate::interp::pyvalue::PyValue;
 use crate::ir::{op_type, Builder, Node, OpCx, OpName, Ty};
 use crate::tensor::DType;
 
@@ -517,51 +517,14 @@ fn lits(b: &Builder, id: Id) -> Vec<i64> {
     }
 }
 
-impl PyValue for FV {
-    fn py(&self) -> Py<'_, Self> {
-        match self {
-            FV::None => Py::None,
-            FV::Bool(b) => Py::Bool(*b),
-            FV::Int(i) => Py::Int(*i),
-            FV::Float(_) => Py::Float,
-            FV::Str(s) => Py::Str(s),
-            FV::DType(d) => Py::DType(*d),
-            FV::Device => Py::Device,
-            FV::Ellipsis => Py::Ellipsis,
-            FV::Module(_) => Py::Module,
-            FV::Range(..) => Py::Range,
-            FV::Tuple(v) => Py::Tuple(v),
-            FV::Named(v, _) => Py::Named(v),
-            FV::List(v) => Py::List(v),
-            FV::Dict(d) => Py::Dict(d),
-            FV::Slice(..) => Py::Slice,
-            FV::Tensor(_) => Py::Tensor,
-            FV::Func(_) | FV::Closure(..) => Py::Function,
-            FV::DynInt(_) | FV::DynFloat(_) | FV::DynBool(_) | FV::Poisoned(_) | FV::Masked(_) => Py::Other,
-        }
+crate::interp::pyvalue::impl_py_value!(
+    FV,
+    other: [FV::DynInt(_), FV::DynFloat(_), FV::DynBool(_), FV::Poisoned(_), FV::Masked(_)],
+    name: |v: &FV| match v {
+        FV::DynBool(_) => "bool",
+        FV::DynInt(_) => "int",
+        FV::DynFloat(_) => "float",
+        FV::Masked(_) => "boolean-mask selection (its shape depends on the data)",
+        _ => "value",
     }
-
-    fn make(m: Made<Self>) -> Self {
-        match m {
-            Made::None => FV::None,
-            Made::Bool(b) => FV::Bool(b),
-            Made::Int(i) => FV::Int(i),
-            Made::Float(f) => FV::Float(f),
-            Made::Str(s) => FV::Str(s),
-            Made::Ellipsis => FV::Ellipsis,
-            Made::Tuple(v) => FV::Tuple(Rc::new(v)),
-            Made::List(v) => FV::List(Rc::new(RefCell::new(v))),
-            Made::Dict(v) => FV::Dict(Rc::new(RefCell::new(v))),
-        }
-    }
-
-    fn other_type_name(&self) -> &'static str {
-        match self {
-            FV::DynBool(_) => "bool",
-            FV::DynInt(_) => "int",
-            FV::DynFloat(_) => "float",
-            FV::Masked(_) => "boolean-mask selection (its shape depends on the data)",
-            _ => "value",
-        }
-    }
-}
+);

@@ -2,25 +2,32 @@
 
 use std::cell::RefCell;
 
+use super::pyvalue::{Py, PyValue};
 use super::value::Value;
 use crate::diag::Span;
 use crate::tensor::{DType, Tensor};
 
-pub struct Args {
-    pub pos: Vec<Value>,
-    pub kw: Vec<(String, Value)>,
+/// Call arguments of either engine (`V` is its value type): positional and keyword values, looked up by position
+/// or name as Python binds them. The reference interpreter's are [`Args`], the functionalizer's `CallArgs<FV>`; each
+/// adds its own conversions (ints known only at run time are the functionalizer's).
+pub struct CallArgs<V> {
+    pub pos: Vec<V>,
+    pub kw: Vec<(String, V)>,
     pub span: Span,
     /// The name of the called function or method, for messages.
     pub name: String,
     /// Which keyword arguments the op has looked up: one it never looked up was not understood, and is reported
-    /// rather than ignored (`Args::unexpected`).
+    /// rather than ignored ([`CallArgs::unexpected`]).
     used: RefCell<Vec<bool>>,
 }
 
+/// The reference interpreter's call arguments.
+pub type Args = CallArgs<Value>;
+
 pub type AResult<T> = Result<T, String>;
 
-impl Args {
-    pub fn new(pos: Vec<Value>, kw: Vec<(String, Value)>, span: Span, name: String) -> Args {
+impl<V: PyValue> CallArgs<V> {
+    pub fn new(pos: Vec<V>, kw: Vec<(String, V)>, span: Span, name: String) -> Self {
         let mut kw = kw;
         crate::interp::compat::numpy_aliases(&mut kw);
         Self::builtin(pos, kw, span, name)
@@ -28,13 +35,13 @@ impl Args {
 
     /// The arguments of a Python builtin: keywords as written (`dict(axis=1)` keeps its key; only torch ops take
     /// NumPy's aliases).
-    pub(super) fn builtin(pos: Vec<Value>, kw: Vec<(String, Value)>, span: Span, name: String) -> Self {
+    pub fn builtin(pos: Vec<V>, kw: Vec<(String, V)>, span: Span, name: String) -> Self {
         let used = RefCell::new(vec![false; kw.len()]);
-        Args { pos, kw, span, name, used }
+        CallArgs { pos, kw, span, name, used }
     }
 
     /// The keyword argument `name`, marked as looked up.
-    fn keyword(&self, name: &str) -> Option<&Value> {
+    pub(crate) fn keyword(&self, name: &str) -> Option<&V> {
         let k = self.kw.iter().position(|(k, _)| k == name)?;
         self.used.borrow_mut()[k] = true;
         Some(&self.kw[k].1)
@@ -47,16 +54,54 @@ impl Args {
     }
 
     /// The argument at position `i` or with keyword `name`.
-    pub fn get(&self, i: usize, name: &str) -> Option<&Value> {
+    pub fn get(&self, i: usize, name: &str) -> Option<&V> {
         if let Some(v) = self.keyword(name) {
             return Some(v);
         }
         self.pos.get(i)
     }
 
-    /// Like [`Args::get`], treating an explicit `None` as absent.
-    pub fn opt(&self, i: usize, name: &str) -> Option<&Value> {
-        self.get(i, name).filter(|v| !matches!(v, Value::None))
+    /// Like [`CallArgs::get`], treating an explicit `None` as absent.
+    pub fn opt(&self, i: usize, name: &str) -> Option<&V> {
+        self.get(i, name).filter(|v| !matches!(v.py(), Py::None))
+    }
+
+    /// A bool argument (an int stands for one), `default` when absent.
+    pub fn bool_arg(&self, i: usize, name: &str, default: bool) -> AResult<bool> {
+        match self.opt(i, name).map(|v| (v, v.py())) {
+            Some((_, Py::Bool(b))) => Ok(b),
+            Some((_, Py::Int(v))) => Ok(v != 0),
+            Some((other, _)) => {
+                Err(format!("{}(): argument '{}' must be bool, not {}", self.name, name, other.type_name()))
+            }
+            None => Ok(default),
+        }
+    }
+
+    /// A dtype argument: a `torch.dtype`, or Python's `int`, `float` and `bool` standing for int64, float64 and bool.
+    pub fn dtype_arg(&self, i: usize, name: &str) -> AResult<Option<DType>> {
+        let Some(v) = self.opt(i, name) else { return Ok(None) };
+        match v.py() {
+            Py::DType(d) => Ok(Some(d)),
+            // Python's types stand for dtypes (`dtype=int` is torch.int64, float torch.float64, bool torch.bool).
+            Py::Module("int") => Ok(Some(DType::I64)),
+            Py::Module("float") => Ok(Some(DType::F64)),
+            Py::Module("bool") => Ok(Some(DType::Bool)),
+            Py::Str(s) if crate::tensor::unsupported_torch_dtype(s).is_some() => {
+                Err(crate::tensor::unsupported_torch_dtype(s).expect("checked"))
+            }
+            _ => Err(format!("{}(): argument '{}' must be torch.dtype, not {}", self.name, name, v.type_name())),
+        }
+    }
+}
+
+impl Args {
+    pub fn bool_or(&self, i: usize, name: &str, default: bool) -> AResult<bool> {
+        self.bool_arg(i, name, default)
+    }
+
+    pub fn dtype(&self, i: usize, name: &str) -> AResult<Option<DType>> {
+        self.dtype_arg(i, name)
     }
 
     pub fn req(&self, i: usize, name: &str) -> AResult<&Value> {
@@ -84,32 +129,6 @@ impl Args {
     pub fn opt_int(&self, i: usize, name: &str) -> AResult<Option<i64>> {
         match self.opt(i, name) {
             Some(v) => Ok(Some(to_int(v).map_err(|e| format!("{}(): argument '{}' {}", self.name, name, e))?)),
-            None => Ok(None),
-        }
-    }
-
-    pub fn bool_or(&self, i: usize, name: &str, default: bool) -> AResult<bool> {
-        match self.opt(i, name) {
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(Value::Int(v)) => Ok(*v != 0),
-            Some(other) => Err(format!("{}(): argument '{}' must be bool, not {}", self.name, name, other.type_name())),
-            None => Ok(default),
-        }
-    }
-
-    pub fn dtype(&self, i: usize, name: &str) -> AResult<Option<DType>> {
-        match self.opt(i, name) {
-            Some(Value::DType(d)) => Ok(Some(*d)),
-            // Python's types stand for dtypes (`dtype=int` is torch.int64, float torch.float64, bool torch.bool).
-            Some(Value::Module("int")) => Ok(Some(DType::I64)),
-            Some(Value::Module("float")) => Ok(Some(DType::F64)),
-            Some(Value::Module("bool")) => Ok(Some(DType::Bool)),
-            Some(Value::Str(s)) if crate::tensor::unsupported_torch_dtype(s).is_some() => {
-                Err(crate::tensor::unsupported_torch_dtype(s).expect("checked"))
-            }
-            Some(other) => {
-                Err(format!("{}(): argument '{}' must be torch.dtype, not {}", self.name, name, other.type_name()))
-            }
             None => Ok(None),
         }
     }

@@ -361,14 +361,12 @@ impl<'m> Interp<'m> {
     }
 
     fn builtin(&mut self, name: &str, a: &Args) -> Result<Value, Diagnostic> {
+        if let Some(r) = crate::interp::pyvalue::shared_builtin(self, name, a) {
+            return r;
+        }
         let span = a.span;
         let e = tensor_err(span);
         match name {
-            // A refusal the frontend deferred to where it runs (see `ast::REFUSED`).
-            crate::frontend::ast::REFUSED => match a.pos.first() {
-                Some(Value::Str(m)) => err(span, m.to_string()),
-                _ => unreachable!("the frontend gives a refusal its message"),
-            },
             "range" => {
                 let ints: Vec<i64> = a
                     .pos
@@ -405,44 +403,8 @@ impl<'m> Interp<'m> {
                 }
                 Ok(Value::Bool(!want))
             }
-            "sum" => {
-                let items = self.iterate(a.req(0, "iterable").map_err(&e)?, span)?;
-                let mut acc = a.get(1, "start").cloned().unwrap_or(Value::Int(0));
-                for it in items {
-                    acc = self.binop(&acc, BinOp::Add, &it, span)?;
-                }
-                Ok(acc)
-            }
-            "list" | "tuple" => {
-                let items = match a.pos.first() {
-                    Some(v) => self.iterate(v, span)?,
-                    None => vec![],
-                };
-                Ok(if name == "list" { Value::list(items) } else { Value::tuple(items) })
-            }
             "dict" => self.dict_call(a),
-            "enumerate" => {
-                let items = self.iterate(a.req(0, "iterable").map_err(&e)?, span)?;
-                let start = a.int_or(1, "start", 0).map_err(&e)?;
-                Ok(Value::list(
-                    items
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, v)| Value::tuple(vec![Value::Int(i as i64 + start), v]))
-                        .collect(),
-                ))
-            }
             "map" => self.map_builtin(a),
-            "zip" => {
-                let seqs: Vec<Vec<Value>> = a.pos.iter().map(|v| self.iterate(v, span)).collect::<Result<_, _>>()?;
-                let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
-                Ok(Value::list((0..n).map(|i| Value::tuple(seqs.iter().map(|s| s[i].clone()).collect())).collect()))
-            }
-            "reversed" => {
-                let mut items = self.iterate(a.req(0, "seq").map_err(&e)?, span)?;
-                items.reverse();
-                Ok(Value::list(items))
-            }
             "sorted" => {
                 if a.get(99, "key").is_some_and(|k| !matches!(k, Value::None)) {
                     return err(span, "sorted() with key= is not supported");

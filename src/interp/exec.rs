@@ -10,7 +10,7 @@ use super::subscript;
 use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
 use crate::frontend::ast::*;
-use crate::tensor::ops::{self, Binary, Operand, Unary};
+use crate::tensor::ops::{self, Operand, Unary};
 use crate::tensor::{reduce, Tensor};
 
 /// Python's recursion is not what these programs are about; this bounds helper calls.
@@ -600,14 +600,7 @@ impl<'m> Interp<'m> {
                 format!("'<' not supported between instances of '{}' and '{}'", a.type_name(), b.type_name()),
             );
         };
-        let bin = match op {
-            CmpOp::Eq => Binary::Eq,
-            CmpOp::Ne => Binary::Ne,
-            CmpOp::Lt => Binary::Lt,
-            CmpOp::Le => Binary::Le,
-            CmpOp::Gt => Binary::Gt,
-            _ => Binary::Ge,
-        };
+        let bin = op.elementwise().expect("`is` and `in` are decided above");
         Ok(Value::Tensor(ops::binary(bin, &x, &y).map_err(tensor_err(span))?))
     }
 }
@@ -653,17 +646,20 @@ impl<'m> pyvalue::Walk<'m> for Interp<'m> {
     fn fstring(&mut self, frame: &mut Frame, parts: &'m [FPart]) -> Result<Value, Diagnostic> {
         self.eval_fstring(frame, parts)
     }
-    fn call(
-        &mut self,
-        frame: &mut Frame,
-        func: &'m Expr,
-        args: &'m [Expr],
-        kwargs: &'m [(String, Expr)],
-        span: Span,
-    ) -> Result<Value, Diagnostic> {
-        Interp::call(self, frame, func, args, kwargs, span)
+    fn call(&mut self, frame: &mut Frame, call: &'m Expr) -> Result<Value, Diagnostic> {
+        let ExprKind::Call { func, args, kwargs } = &call.kind else { unreachable!("pyvalue::eval passes calls") };
+        Interp::call(self, frame, func, args, kwargs, call.span)
     }
     fn eval_other(&mut self, frame: &mut Frame, e: &'m Expr) -> Result<Value, Diagnostic> {
         Interp::eval_other(self, frame, e)
+    }
+    fn iterate(&mut self, v: &Value, span: Span) -> Result<Vec<Value>, Diagnostic> {
+        Interp::iterate(self, v, span)
+    }
+    fn required<'a>(&self, a: &'a super::args::Args, i: usize, name: &str) -> Result<&'a Value, Diagnostic> {
+        a.req(i, name).map_err(tensor_err(a.span))
+    }
+    fn int_or(&self, a: &super::args::Args, i: usize, name: &str, default: i64) -> Result<i64, Diagnostic> {
+        a.int_or(i, name, default).map_err(tensor_err(a.span))
     }
 }

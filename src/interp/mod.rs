@@ -5,7 +5,7 @@
 //! Invariant: where PyTorch raises, we raise with the source location; where PyTorch's result depends on the CPU, we
 //! reject the program instead of guessing.
 
-mod args;
+pub(crate) mod args;
 pub(crate) mod bind;
 pub(crate) mod calls;
 pub(crate) mod compat;

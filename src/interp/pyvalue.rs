@@ -8,6 +8,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use super::args::CallArgs;
 use super::value::Value;
 use crate::diag::Diagnostic;
 use crate::diag::Span;
@@ -24,7 +25,7 @@ pub enum Py<'a, V> {
     DType(DType),
     Device,
     Ellipsis,
-    Module,
+    Module(&'static str),
     Range,
     Tuple(&'a [V]),
     /// A named tuple (`torch.return_types.max`).
@@ -70,7 +71,7 @@ pub trait PyValue: Clone + Sized {
             Py::DType(_) => "torch.dtype",
             Py::Device => "torch.device",
             Py::Ellipsis => "ellipsis",
-            Py::Module => "module",
+            Py::Module(_) => "module",
             Py::Range => "range",
             Py::Tuple(_) | Py::Named(_) => "tuple",
             Py::List(_) => "list",
@@ -278,15 +279,65 @@ pub trait Walk<'m> {
     fn items(&mut self, env: &mut Self::Env, items: &'m [Expr], call: bool) -> Result<Vec<Self::V>, Self::Err>;
     fn dict_display(&mut self, env: &mut Self::Env, items: &'m [(Expr, Expr)]) -> Result<Self::V, Self::Err>;
     fn fstring(&mut self, env: &mut Self::Env, parts: &'m [FPart]) -> Result<Self::V, Self::Err>;
-    fn call(
-        &mut self,
-        env: &mut Self::Env,
-        func: &'m Expr,
-        args: &'m [Expr],
-        kwargs: &'m [(String, Expr)],
-        span: Span,
-    ) -> Result<Self::V, Self::Err>;
+    /// A call expression (`ExprKind::Call`).
+    fn call(&mut self, env: &mut Self::Env, call: &'m Expr) -> Result<Self::V, Self::Err>;
     fn eval_other(&mut self, env: &mut Self::Env, e: &'m Expr) -> Result<Self::V, Self::Err>;
+    /// The items a `for` loop over `v` visits.
+    fn iterate(&mut self, v: &Self::V, span: Span) -> Result<Vec<Self::V>, Self::Err>;
+    /// The argument at position `i` or keyword `name`, or the engine's error for a missing one.
+    fn required<'a>(&self, a: &'a CallArgs<Self::V>, i: usize, name: &str) -> Result<&'a Self::V, Self::Err>;
+    /// An int argument, `default` when absent.
+    fn int_or(&self, a: &CallArgs<Self::V>, i: usize, name: &str, default: i64) -> Result<i64, Self::Err>;
+}
+
+/// The builtins both engines run alike: a refusal the frontend deferred to where it runs (`ast::REFUSED`), and
+/// Python's builtins over iterables (`sum`, `list`, `tuple`, `enumerate`, `zip`, `reversed`). None for another
+/// name.
+pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>) -> Option<Result<W::V, W::Err>> {
+    let span = a.span;
+    if name == crate::frontend::ast::REFUSED {
+        let Some(Py::Str(m)) = a.pos.first().map(|m| m.py()) else {
+            unreachable!("the frontend gives a refusal its message")
+        };
+        return Some(Err(Diagnostic::new(m.to_string()).at(span).into()));
+    }
+    let list = |items| W::V::make(Made::List(items));
+    let run = || -> Result<W::V, W::Err> {
+        Ok(match name {
+            "sum" => {
+                let items = w.iterate(w.required(a, 0, "iterable")?, span)?;
+                let mut acc = a.get(1, "start").cloned().unwrap_or(W::V::make(Made::Int(0)));
+                for it in items {
+                    acc = w.binop(&acc, BinOp::Add, &it, span)?;
+                }
+                acc
+            }
+            "list" | "tuple" => {
+                let items = match a.pos.first() {
+                    Some(v) => w.iterate(v, span)?,
+                    None => vec![],
+                };
+                W::V::make(if name == "list" { Made::List(items) } else { Made::Tuple(items) })
+            }
+            "enumerate" => {
+                let items = w.iterate(w.required(a, 0, "iterable")?, span)?;
+                let start = w.int_or(a, 1, "start", 0)?;
+                let pair = |(i, v)| W::V::make(Made::Tuple(vec![W::V::make(Made::Int(i as i64 + start)), v]));
+                list(items.into_iter().enumerate().map(pair).collect())
+            }
+            "zip" => {
+                let seqs: Vec<Vec<W::V>> = a.pos.iter().map(|v| w.iterate(v, span)).collect::<Result<_, _>>()?;
+                let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
+                list((0..n).map(|i| W::V::make(Made::Tuple(seqs.iter().map(|s| s[i].clone()).collect()))).collect())
+            }
+            _ => {
+                let mut items = w.iterate(w.required(a, 0, "seq")?, span)?;
+                items.reverse();
+                list(items)
+            }
+        })
+    };
+    matches!(name, "sum" | "list" | "tuple" | "enumerate" | "zip" | "reversed").then(run)
 }
 
 /// An expression's value, the walk both engines share (see [`Walk`]).
@@ -322,49 +373,63 @@ pub fn eval<'m, W: Walk<'m>>(w: &mut W, env: &mut W::Env, e: &'m Expr) -> Result
             let o = w.eval(env, obj)?;
             w.attribute(&o, name, span)?
         }
-        ExprKind::Call { func, args, kwargs } => w.call(env, func, args, kwargs, span)?,
+        ExprKind::Call { .. } => w.call(env, e)?,
         _ => w.eval_other(env, e)?,
     })
 }
 
-impl PyValue for Value {
-    fn py(&self) -> Py<'_, Self> {
-        match self {
-            Value::None => Py::None,
-            Value::Bool(b) => Py::Bool(*b),
-            Value::Int(i) => Py::Int(*i),
-            Value::Float(_) => Py::Float,
-            Value::Str(s) => Py::Str(s),
-            Value::DType(d) => Py::DType(*d),
-            Value::Device => Py::Device,
-            Value::Ellipsis => Py::Ellipsis,
-            Value::Module(_) => Py::Module,
-            Value::Range(..) => Py::Range,
-            Value::Tuple(v) => Py::Tuple(v),
-            Value::Named(v, _) => Py::Named(v),
-            Value::List(v) => Py::List(v),
-            Value::Dict(d) => Py::Dict(d),
-            Value::Slice(..) => Py::Slice,
-            Value::Tensor(_) => Py::Tensor,
-            Value::Func(_) | Value::Closure(..) => Py::Function,
-        }
-    }
+/// Implements [`PyValue`] for an engine's value enum `$t`: its variants for the kinds both engines have carry the
+/// same names and contents (both enums are written so), and `$other` are its own variants ([`Py::Other`], named in
+/// errors by `$name`).
+macro_rules! impl_py_value {
+    ($t:ident, other: [$($other:pat),*], name: $name:expr) => {
+        impl $crate::interp::pyvalue::PyValue for $t {
+            fn py(&self) -> $crate::interp::pyvalue::Py<'_, Self> {
+                use $crate::interp::pyvalue::Py;
+                match self {
+                    $t::None => Py::None,
+                    $t::Bool(b) => Py::Bool(*b),
+                    $t::Int(i) => Py::Int(*i),
+                    $t::Float(_) => Py::Float,
+                    $t::Str(s) => Py::Str(s),
+                    $t::DType(d) => Py::DType(*d),
+                    $t::Device => Py::Device,
+                    $t::Ellipsis => Py::Ellipsis,
+                    $t::Module(m) => Py::Module(m),
+                    $t::Range(..) => Py::Range,
+                    $t::Tuple(v) => Py::Tuple(v),
+                    $t::Named(v, _) => Py::Named(v),
+                    $t::List(v) => Py::List(v),
+                    $t::Dict(d) => Py::Dict(d),
+                    $t::Slice(..) => Py::Slice,
+                    $t::Tensor(_) => Py::Tensor,
+                    $t::Func(_) | $t::Closure(..) => Py::Function,
+                    $($other => Py::Other,)*
+                }
+            }
 
-    fn make(m: Made<Self>) -> Self {
-        match m {
-            Made::None => Value::None,
-            Made::Bool(b) => Value::Bool(b),
-            Made::Int(i) => Value::Int(i),
-            Made::Float(f) => Value::Float(f),
-            Made::Str(s) => Value::Str(s),
-            Made::Ellipsis => Value::Ellipsis,
-            Made::Tuple(v) => Value::Tuple(Rc::new(v)),
-            Made::List(v) => Value::List(Rc::new(RefCell::new(v))),
-            Made::Dict(v) => Value::Dict(Rc::new(RefCell::new(v))),
-        }
-    }
+            fn make(m: $crate::interp::pyvalue::Made<Self>) -> Self {
+                use $crate::interp::pyvalue::Made;
+                use std::{cell::RefCell, rc::Rc};
+                match m {
+                    Made::None => $t::None,
+                    Made::Bool(b) => $t::Bool(b),
+                    Made::Int(i) => $t::Int(i),
+                    Made::Float(f) => $t::Float(f),
+                    Made::Str(s) => $t::Str(s),
+                    Made::Ellipsis => $t::Ellipsis,
+                    Made::Tuple(v) => $t::Tuple(Rc::new(v)),
+                    Made::List(v) => $t::List(Rc::new(RefCell::new(v))),
+                    Made::Dict(v) => $t::Dict(Rc::new(RefCell::new(v))),
+                }
+            }
 
-    fn other_type_name(&self) -> &'static str {
-        unreachable!("every reference value has a Python kind")
-    }
+            fn other_type_name(&self) -> &'static str {
+                $name(self)
+            }
+        }
+    };
 }
+pub(crate) use impl_py_value;
+
+impl_py_value!(Value, other: [], name: |_: &Value| unreachable!("every reference value has a Python kind"));
