@@ -618,15 +618,6 @@ impl<'m> Fz<'m> {
 
 /// Whether `v` holds (itself, or inside a list, tuple or named tuple) the view `t`: possibly the same Python
 /// object, whose shape an in-place shape change would change too.
-fn holds(v: &FV, t: &TRef) -> bool {
-    match v {
-        FV::Tensor(u) => u == t,
-        FV::Dict(d) => d.borrow().iter().any(|(_, x)| holds(x, t)),
-        FV::Closure(_, captured) => captured.iter().any(|(_, x)| holds(x, t)),
-        other => other.items().is_some_and(|items| items.iter().any(|x| holds(x, t))),
-    }
-}
-
 impl<'m> Fz<'m> {
     /// `X.squeeze_(...)` / `X.unsqueeze_(...)`: a local name `X` is rebound to the new view, a temporary's value
     /// changes only (every other view keeps its shape), refused as the reference interpreter refuses it
@@ -634,40 +625,23 @@ impl<'m> Fz<'m> {
     pub(super) fn shape_inplace(&mut self, env: &mut super::Env, obj: &Expr, name: &str, a: A) -> FR<FV> {
         let span = a.span;
         let base = &name[..name.len() - 1];
-        let refuse = |why: &str| diag(span, format!("`{name}` {why}; rebind instead (`x = x.{base}(...)`)"));
         let local = match &obj.kind {
             ExprKind::Name(n) => Some(n),
             _ => None,
         };
-        // In a helper, the caller may hold the tensor even where nothing of the helper's does (`xs.pop()` of the
-        // caller's list), so neither a name nor a temporary is changed there.
-        if self.depth_calls > 1 {
-            return refuse("inside a helper function is not supported (the caller may hold the same tensor)");
-        }
-        let t = match (local, a.pos.first()) {
-            (Some(n), _) => match env.get(n) {
-                Some(FV::Tensor(t)) => t.clone(),
-                _ => return refuse("on a name that is not a local tensor is not supported"),
-            },
-            (None, Some(FV::Tensor(t))) => t.clone(),
-            (None, _) => return refuse("on a value that is not a tensor is not supported"),
-        };
-        let other = |k: &String| local != Some(k);
-        let shared = env.iter().filter(|(k, v)| other(k) && matches!(v, FV::Tensor(_)) && holds(v, &t));
-        if let Some(k) = shared.map(|(k, _)| k).min() {
-            return refuse(&match local {
-                Some(_) => "on a tensor that another name also refers to is not supported (PyTorch would change the shape seen through both)".to_string(),
-                None => format!("on a temporary with the storage and shape of `{k}` is not supported (it may be the same tensor object, whose shape PyTorch would change)"),
-            });
-        }
-        if env.values().any(|v| !matches!(v, FV::Tensor(_)) && holds(v, &t))
-            || self.consts.values().any(|v| holds(v, &t))
-        {
-            return refuse("on a tensor that a list or tuple (or a dict or constant) also holds is not supported (PyTorch would change the shape seen through both)");
-        }
-        if self.depth_calls == 1 && self.entry_args.iter().any(|v| holds(v, &t)) {
-            return refuse("on a program parameter is not supported (PyTorch would change the shape the caller sees)");
-        }
+        let same = |x: &FV, y: &FV| matches!((x, y), (FV::Tensor(x), FV::Tensor(y)) if x == y);
+        let (consts, entry) = (&self.consts, &self.entry_args);
+        crate::interp::pyvalue::shape_inplace_target(
+            name,
+            local,
+            a.pos.first(),
+            self.depth_calls,
+            env,
+            consts,
+            entry,
+            same,
+        )
+        .map_err(super::args::err(span))?;
         let r = self.torch(base, &a, true)?;
         a.check_keywords(&format!("Tensor.{name}"))?;
         if let Some(n) = local {

@@ -392,17 +392,6 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
 
 /// Whether `v` holds (itself, or inside a list, tuple or named tuple) a tensor with `t`'s storage and metadata:
 /// possibly the same Python object, which an in-place shape change would change too.
-fn holds(v: &Value, t: &Tensor) -> bool {
-    match v {
-        Value::Tensor(u) => {
-            std::rc::Rc::ptr_eq(&u.buf, &t.buf) && u.shape == t.shape && u.strides == t.strides && u.offset == t.offset
-        }
-        Value::Dict(d) => d.borrow().iter().any(|(_, x)| holds(x, t)),
-        Value::Closure(_, captured) => captured.iter().any(|(_, x)| holds(x, t)),
-        other => other.items().is_some_and(|items| items.iter().any(|x| holds(x, t))),
-    }
-}
-
 impl<'m> super::exec::Interp<'m> {
     /// `X.squeeze_(...)` / `X.unsqueeze_(...)`: the tensor object's own shape changes. Where `X` is a local name,
     /// it is rebound to the new view; where it is a temporary (`g.abs().add_(eps).unsqueeze_(0)`), only the value of
@@ -418,41 +407,22 @@ impl<'m> super::exec::Interp<'m> {
     ) -> Result<Value, crate::diag::Diagnostic> {
         let span = a.span;
         let base = &name[..name.len() - 1];
-        let refuse =
-            |why: &str| crate::diag::err(span, format!("`{name}` {why}; rebind instead (`x = x.{base}(...)`)"));
         let local = match &obj.kind {
             crate::frontend::ast::ExprKind::Name(n) => Some(n),
             _ => None,
         };
-        // In a helper, the caller may hold the tensor even where nothing of the helper's does (`xs.pop()` of the
-        // caller's list), so neither a name nor a temporary is changed there.
-        if self.depth > 1 {
-            return refuse("inside a helper function is not supported (the caller may hold the same tensor)");
-        }
-        let t = match (local, a.pos.first()) {
-            (Some(n), _) => match frame.get(n) {
-                Some(Value::Tensor(t)) => t.clone(),
-                _ => return refuse("on a name that is not a local tensor is not supported"),
-            },
-            (None, Some(Value::Tensor(t))) => t.clone(),
-            (None, _) => return refuse("on a value that is not a tensor is not supported"),
+        let same = |x: &Value, y: &Value| match (x, y) {
+            (Value::Tensor(u), Value::Tensor(t)) => {
+                std::rc::Rc::ptr_eq(&u.buf, &t.buf)
+                    && u.shape == t.shape
+                    && u.strides == t.strides
+                    && u.offset == t.offset
+            }
+            _ => false,
         };
-        let other = |k: &String| local != Some(k);
-        let shared = frame.iter().filter(|(k, v)| other(k) && matches!(v, Value::Tensor(_)) && holds(v, &t));
-        if let Some(k) = shared.map(|(k, _)| k).min() {
-            return refuse(&match local {
-                Some(_) => "on a tensor that another name also refers to is not supported (PyTorch would change the shape seen through both)".to_string(),
-                None => format!("on a temporary with the storage and shape of `{k}` is not supported (it may be the same tensor object, whose shape PyTorch would change)"),
-            });
-        }
-        if frame.values().any(|v| !matches!(v, Value::Tensor(_)) && holds(v, &t))
-            || self.globals.values().any(|v| holds(v, &t))
-        {
-            return refuse("on a tensor that a list or tuple (or a dict or constant) also holds is not supported (PyTorch would change the shape seen through both)");
-        }
-        if self.depth == 1 && self.entry_args.iter().any(|v| holds(v, &t)) {
-            return refuse("on a program parameter is not supported (PyTorch would change the shape the caller sees)");
-        }
+        let (globals, entry) = (&self.globals, &self.entry_args);
+        super::pyvalue::shape_inplace_target(name, local, a.pos.first(), self.depth, frame, globals, entry, same)
+            .map_err(super::exec::tensor_err(span))?;
         let r = self.torch_op(base, &a, true).map_err(super::exec::tensor_err(span))?;
         if let Some(k) = a.unexpected() {
             return crate::diag::err(span, format!("unexpected keyword argument '{k}' for Tensor.{name}"));

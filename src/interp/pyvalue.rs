@@ -32,10 +32,11 @@ pub enum Py<'a, V> {
     Named(&'a [V]),
     List(&'a RefCell<Vec<V>>),
     Dict(&'a RefCell<Vec<(V, V)>>),
-    /// A slice, a tensor, a function: kinds both engines have, with contents of engine-specific types.
+    /// A slice, a tensor: kinds both engines have, with contents of engine-specific types.
     Slice,
     Tensor,
-    Function,
+    /// A function: a closure has the values it captured.
+    Function(Option<&'a [(String, V)]>),
     /// An engine's own kind (a value known only when the program runs).
     Other,
 }
@@ -78,7 +79,7 @@ pub trait PyValue: Clone + Sized {
             Py::Dict(_) => "dict",
             Py::Slice => "slice",
             Py::Tensor => "Tensor",
-            Py::Function => "function",
+            Py::Function(_) => "function",
             Py::Other => self.other_type_name(),
         }
     }
@@ -261,6 +262,68 @@ pub fn sequences_eq<V: PyValue, E>(
     Some(Ok(true))
 }
 
+/// Whether `v` is, or holds (in a list, tuple, dict value or a closure's captured values), a value `is_it` picks.
+pub fn holds<V: PyValue>(v: &V, is_it: &impl Fn(&V) -> bool) -> bool {
+    if is_it(v) {
+        return true;
+    }
+    match v.py() {
+        Py::Dict(d) => d.borrow().iter().any(|(_, x)| holds(x, is_it)),
+        Py::Function(Some(captured)) => captured.iter().any(|(_, x)| holds(x, is_it)),
+        _ => v.items().is_some_and(|items| items.iter().any(|x| holds(x, is_it))),
+    }
+}
+
+/// Where `X.squeeze_(...)` / `X.unsqueeze_(...)` (`name`) may run, the tensor value whose shape it changes: the
+/// local name `local`'s, or the temporary `first` (the method's receiver). Refused, with the reason, where another
+/// name, list, dict, constant or the caller may hold the same tensor object (PyTorch would change the shape seen
+/// there too): anything in a helper (`depth` > 1); a program parameter's own object; a tensor that another binding
+/// holds (`same` tells two tensor values apart as the engine can).
+#[allow(clippy::too_many_arguments)]
+pub fn shape_inplace_target<V: PyValue>(
+    name: &str,
+    local: Option<&String>,
+    first: Option<&V>,
+    depth: usize,
+    env: &std::collections::HashMap<String, V>,
+    consts: &std::collections::HashMap<String, V>,
+    entry_args: &[V],
+    same: impl Fn(&V, &V) -> bool,
+) -> Result<V, String> {
+    let base = &name[..name.len() - 1];
+    let refuse = |why: &str| Err(format!("`{name}` {why}; rebind instead (`x = x.{base}(...)`)"));
+    // In a helper, the caller may hold the tensor even where nothing of the helper's does (`xs.pop()` of the
+    // caller's list), so neither a name nor a temporary is changed there.
+    if depth > 1 {
+        return refuse("inside a helper function is not supported (the caller may hold the same tensor)");
+    }
+    let is_tensor = |v: &&V| matches!(v.py(), Py::Tensor);
+    let t = match (local, first) {
+        (Some(n), _) => match env.get(n).filter(is_tensor) {
+            Some(t) => t.clone(),
+            None => return refuse("on a name that is not a local tensor is not supported"),
+        },
+        (None, Some(t)) if is_tensor(&t) => t.clone(),
+        (None, _) => return refuse("on a value that is not a tensor is not supported"),
+    };
+    let is_t = |v: &V| matches!(v.py(), Py::Tensor) && same(v, &t);
+    let other = |k: &String| local != Some(k);
+    let shared = env.iter().filter(|(k, v)| other(k) && is_tensor(v) && is_t(v));
+    if let Some(k) = shared.map(|(k, _)| k).min() {
+        return refuse(&match local {
+            Some(_) => "on a tensor that another name also refers to is not supported (PyTorch would change the shape seen through both)".to_string(),
+            None => format!("on a temporary with the storage and shape of `{k}` is not supported (it may be the same tensor object, whose shape PyTorch would change)"),
+        });
+    }
+    if env.values().any(|v| !is_tensor(&v) && holds(v, &is_t)) || consts.values().any(|v| holds(v, &is_t)) {
+        return refuse("on a tensor that a list or tuple (or a dict or constant) also holds is not supported (PyTorch would change the shape seen through both)");
+    }
+    if depth == 1 && entry_args.iter().any(|v| holds(v, &is_t)) {
+        return refuse("on a program parameter is not supported (PyTorch would change the shape the caller sees)");
+    }
+    Ok(t)
+}
+
 /// An engine's expression evaluation, as far as both engines walk the syntax alike ([`eval`]). The engine supplies
 /// what differs: names, operators on its values, subscripts, attributes, calls, and the expressions whose meaning
 /// depends on whether a condition is known now ([`Walk::eval_other`]: comparisons, `and`/`or`, conditional
@@ -403,7 +466,8 @@ macro_rules! impl_py_value {
                     $t::Dict(d) => Py::Dict(d),
                     $t::Slice(..) => Py::Slice,
                     $t::Tensor(_) => Py::Tensor,
-                    $t::Func(_) | $t::Closure(..) => Py::Function,
+                    $t::Func(_) => Py::Function(None),
+                    $t::Closure(_, captured) => Py::Function(Some(captured)),
                     $($other => Py::Other,)*
                 }
             }
