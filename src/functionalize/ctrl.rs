@@ -9,6 +9,7 @@ use super::carry::Carry;
 use super::expr::Cond;
 use super::state::{diag, needs_static, Affine, LoopFrame, Root, Stop, Sym, TRef, FR, FV};
 use super::{Env, Fz, UNROLL_LIMIT};
+use crate::interp::pyvalue;
 
 /// How many leading iterations of a `for` loop are peeled, at most, where a name's aliasing differs between the
 /// first iteration and the rest (a view on entry, a fresh tensor afterwards); past that the loop is unrolled.
@@ -17,12 +18,7 @@ use crate::diag::Span;
 use crate::frontend::ast::*;
 use crate::ir::{Node, Ty};
 
-pub(super) enum Flow {
-    Normal,
-    Break,
-    Continue,
-    Return(FV),
-}
+pub(super) type Flow = crate::interp::pyvalue::Flow<FV>;
 
 /// Everything a discarded pass may change: bindings, root versions and list contents.
 pub(super) struct Snap {
@@ -223,25 +219,12 @@ impl<'m> Fz<'m> {
     /// a loop runs and an `if` takes one arm; here a loop becomes a `loop` term (or unrolls) and an `if` on a
     /// run-time value runs both arms and merges them.
     fn stmt(&mut self, env: &mut Env, s: &'m Stmt) -> FR<Flow> {
-        crate::limits::check().map_err(|t| crate::diag::Diagnostic::from(t).at(s.span))?;
+        pyvalue::exec(self, env, s)
+    }
+
+    /// The statements whose walk differs from the reference interpreter's (see `pyvalue::Exec::exec_other`).
+    fn stmt_other(&mut self, env: &mut Env, s: &'m Stmt) -> FR<Flow> {
         match &s.kind {
-            StmtKind::Assign { targets, value } => {
-                let v = self.expr(env, value)?;
-                for t in targets {
-                    self.assign(env, t, v.clone())?;
-                }
-            }
-            StmtKind::AugAssign { target, op, value } => self.aug_assign(env, target, *op, value, s.span)?,
-            StmtKind::Expr(e) => {
-                self.expr(env, e)?;
-            }
-            StmtKind::Return(e) => {
-                let v = match e {
-                    Some(e) => self.expr(env, e)?,
-                    None => FV::None,
-                };
-                return Ok(Flow::Return(v));
-            }
             StmtKind::If { test, body, orelse } => {
                 if let Some(caught) = crate::frontend::ast::try_catches(test) {
                     return self.try_stmt(env, &caught, body, orelse, s.span);
@@ -280,56 +263,15 @@ impl<'m> Fz<'m> {
                 if !self.t.frames.is_empty() {
                     return needs_static(s.span, "`del` in a loop");
                 }
-                for t in targets {
-                    if let ExprKind::Name(n) = &t.kind {
-                        if env.remove(n).is_none() {
-                            return diag(t.span, format!("NameError: name '{n}' is not defined"));
-                        }
-                    }
-                }
+                pyvalue::delete_names(env, targets)?;
             }
-            StmtKind::Pass => {}
-            StmtKind::Break => return Ok(Flow::Break),
-            StmtKind::Continue => return Ok(Flow::Continue),
+            _ => unreachable!("pyvalue::exec runs the other statements"),
         }
         Ok(Flow::Normal)
     }
 
     pub(super) fn assign(&mut self, env: &mut Env, target: &'m Expr, v: FV) -> FR<()> {
-        match &target.kind {
-            ExprKind::Name(n) => {
-                env.insert(n.clone(), v);
-                Ok(())
-            }
-            ExprKind::Tuple(ts) | ExprKind::List(ts) => {
-                let items = match &v {
-                    FV::DynInt(_) | FV::DynFloat(_) => return diag(target.span, "cannot unpack a number"),
-                    other => self.iterate(other, target.span)?,
-                };
-                if items.len() != ts.len() {
-                    return diag(
-                        target.span,
-                        format!("cannot unpack {} values into {} targets", items.len(), ts.len()),
-                    );
-                }
-                for (t, item) in ts.iter().zip(items) {
-                    self.assign(env, t, item)?;
-                }
-                Ok(())
-            }
-            ExprKind::Subscript(obj, idx) => {
-                let o = self.expr(env, obj)?;
-                let i = self.expr(env, idx)?;
-                self.setitem(&o, &i, &v, target.span)
-            }
-            ExprKind::Starred(_) => diag(target.span, "starred assignment targets (`a, *b = ...`) are not supported"),
-            ExprKind::Attr(obj, a) => match self.expr(env, obj)? {
-                FV::Tensor(_) => crate::interp::python::tensor_attr_assign(a, matches!(v, FV::Bool(false)))
-                    .map_err(|m| Stop::Diag(crate::diag::Diagnostic::new(m).at(target.span))),
-                _ => diag(target.span, format!("assigning to attribute `{a}` is not supported")),
-            },
-            _ => diag(target.span, "unsupported assignment target"),
-        }
+        pyvalue::assign(self, env, target, v)
     }
 
     fn aug_assign(&mut self, env: &mut Env, target: &'m Expr, op: BinOp, value: &'m Expr, span: Span) -> FR<()> {
@@ -715,5 +657,24 @@ impl<'m> Fz<'m> {
             Err(Stop::Diag(d)) if crate::frontend::ast::error_caught(caught, &d.message) => self.block(env, handler),
             r => r,
         }
+    }
+}
+
+/// The functionalizer's side of the statement walk both engines share.
+impl<'m> pyvalue::Exec<'m> for Fz<'m> {
+    fn aug_assign(&mut self, env: &mut Env, target: &'m Expr, op: BinOp, value: &'m Expr, span: Span) -> FR<()> {
+        Fz::aug_assign(self, env, target, op, value, span)
+    }
+    fn setitem(&mut self, obj: &FV, idx: &FV, v: &FV, span: Span) -> FR<()> {
+        Fz::setitem(self, obj, idx, v, span)
+    }
+    fn unpack(&mut self, v: &FV, span: Span) -> FR<Vec<FV>> {
+        match v {
+            FV::DynInt(_) | FV::DynFloat(_) => diag(span, "cannot unpack a number"),
+            other => self.iterate(other, span),
+        }
+    }
+    fn exec_other(&mut self, env: &mut Env, s: &'m Stmt) -> FR<Flow> {
+        Fz::stmt_other(self, env, s)
     }
 }

@@ -17,12 +17,7 @@ use crate::tensor::{reduce, Tensor};
 const MAX_DEPTH: usize = 64;
 pub use crate::limits::MAX_WHILE_ITERATIONS;
 
-pub(super) enum Flow {
-    Normal,
-    Break,
-    Continue,
-    Return(Value),
-}
+pub(super) type Flow = pyvalue::Flow<Value>;
 
 pub struct Interp<'m> {
     pub(super) module: &'m Module,
@@ -108,25 +103,12 @@ impl<'m> Interp<'m> {
     }
 
     fn exec(&mut self, frame: &mut Frame, s: &'m Stmt) -> Result<Flow, Diagnostic> {
-        crate::limits::check().map_err(|t| Diagnostic::from(t).at(s.span))?;
+        pyvalue::exec(self, frame, s)
+    }
+
+    /// The statements whose walk differs between the engines (see [`pyvalue::Exec::exec_other`]).
+    fn exec_other(&mut self, frame: &mut Frame, s: &'m Stmt) -> Result<Flow, Diagnostic> {
         match &s.kind {
-            StmtKind::Assign { targets, value } => {
-                let v = self.eval(frame, value)?;
-                for t in targets {
-                    self.assign(frame, t, v.clone())?;
-                }
-            }
-            StmtKind::AugAssign { target, op, value } => self.aug_assign(frame, target, *op, value, s.span)?,
-            StmtKind::Expr(e) => {
-                self.eval(frame, e)?;
-            }
-            StmtKind::Return(e) => {
-                let v = match e {
-                    Some(e) => self.eval(frame, e)?,
-                    None => Value::None,
-                };
-                return Ok(Flow::Return(v));
-            }
             StmtKind::If { test, body, orelse } => {
                 if let Some(caught) = crate::frontend::ast::try_catches(test) {
                     return match self.exec_block(frame, body) {
@@ -194,18 +176,8 @@ impl<'m> Interp<'m> {
                 }
             }
             StmtKind::Raise(exc) => return Err(self.raise(frame, exc, s.span)),
-            StmtKind::Delete(targets) => {
-                for t in targets {
-                    if let ExprKind::Name(n) = &t.kind {
-                        if frame.remove(n).is_none() {
-                            return err(t.span, format!("NameError: name '{n}' is not defined"));
-                        }
-                    }
-                }
-            }
-            StmtKind::Pass => {}
-            StmtKind::Break => return Ok(Flow::Break),
-            StmtKind::Continue => return Ok(Flow::Continue),
+            StmtKind::Delete(targets) => pyvalue::delete_names(frame, targets)?,
+            _ => unreachable!("pyvalue::exec runs the other statements"),
         }
         Ok(Flow::Normal)
     }
@@ -264,34 +236,7 @@ impl<'m> Interp<'m> {
     }
 
     pub(super) fn assign(&mut self, frame: &mut Frame, target: &'m Expr, v: Value) -> Result<(), Diagnostic> {
-        match &target.kind {
-            ExprKind::Name(n) => {
-                frame.insert(n.clone(), v);
-                Ok(())
-            }
-            ExprKind::Tuple(ts) | ExprKind::List(ts) => {
-                let items = self.iterate(&v, target.span)?;
-                if items.len() != ts.len() {
-                    return err(target.span, format!("cannot unpack {} values into {} targets", items.len(), ts.len()));
-                }
-                for (t, item) in ts.iter().zip(items) {
-                    self.assign(frame, t, item)?;
-                }
-                Ok(())
-            }
-            ExprKind::Subscript(obj, idx) => {
-                let o = self.eval(frame, obj)?;
-                let i = self.eval(frame, idx)?;
-                self.setitem(&o, &i, &v, target.span)
-            }
-            ExprKind::Attr(obj, a) => match self.eval(frame, obj)? {
-                Value::Tensor(_) => super::python::tensor_attr_assign(a, matches!(v, Value::Bool(false)))
-                    .map_err(|m| Diagnostic::new(m).at(target.span)),
-                _ => err(target.span, format!("assigning to attribute `{a}` is not supported")),
-            },
-            ExprKind::Starred(_) => err(target.span, "starred assignment targets (`a, *b = ...`) are not supported"),
-            _ => err(target.span, "unsupported assignment target"),
-        }
+        pyvalue::assign(self, frame, target, v)
     }
 
     pub(super) fn setitem(&mut self, obj: &Value, idx: &Value, v: &Value, span: Span) -> Result<(), Diagnostic> {
@@ -661,5 +606,28 @@ impl<'m> pyvalue::Walk<'m> for Interp<'m> {
     }
     fn int_or(&self, a: &super::args::Args, i: usize, name: &str, default: i64) -> Result<i64, Diagnostic> {
         a.int_or(i, name, default).map_err(tensor_err(a.span))
+    }
+}
+
+/// The reference interpreter's side of the statement walk both engines share.
+impl<'m> pyvalue::Exec<'m> for Interp<'m> {
+    fn aug_assign(
+        &mut self,
+        frame: &mut Frame,
+        target: &'m Expr,
+        op: BinOp,
+        value: &'m Expr,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        Interp::aug_assign(self, frame, target, op, value, span)
+    }
+    fn setitem(&mut self, obj: &Value, idx: &Value, v: &Value, span: Span) -> Result<(), Diagnostic> {
+        Interp::setitem(self, obj, idx, v, span)
+    }
+    fn unpack(&mut self, v: &Value, span: Span) -> Result<Vec<Value>, Diagnostic> {
+        self.iterate(v, span)
+    }
+    fn exec_other(&mut self, frame: &mut Frame, s: &'m Stmt) -> Result<Flow, Diagnostic> {
+        Interp::exec_other(self, frame, s)
     }
 }

@@ -12,7 +12,7 @@ use super::args::CallArgs;
 use super::value::Value;
 use crate::diag::Diagnostic;
 use crate::diag::Span;
-use crate::frontend::ast::{BinOp, CmpOp, Expr, ExprKind, FPart, UnaryOp};
+use crate::frontend::ast::{BinOp, CmpOp, Expr, ExprKind, FPart, Stmt, StmtKind, UnaryOp};
 use crate::tensor::DType;
 
 /// A value's Python kind, borrowed: the kinds both engines have, with their contents where Python reads them.
@@ -322,6 +322,106 @@ pub fn shape_inplace_target<V: PyValue>(
         return refuse("on a program parameter is not supported (PyTorch would change the shape the caller sees)");
     }
     Ok(t)
+}
+
+/// How a statement ended: on to the next, out of the loop, to the loop's next iteration, or out of the function.
+pub enum Flow<V> {
+    Normal,
+    Break,
+    Continue,
+    Return(V),
+}
+
+/// An engine's statements, as far as both engines walk them alike ([`exec`], [`assign`]); the engine supplies the
+/// rest ([`Exec::exec_other`]: `if`, loops, `assert`, `raise`, `del`, where a condition may be known only at run
+/// time or a loop becomes a term).
+pub trait Exec<'m>: Walk<'m, Env = std::collections::HashMap<String, <Self as Walk<'m>>::V>> {
+    fn aug_assign(
+        &mut self,
+        env: &mut Self::Env,
+        target: &'m Expr,
+        op: BinOp,
+        value: &'m Expr,
+        span: Span,
+    ) -> Result<(), Self::Err>;
+    fn setitem(&mut self, obj: &Self::V, idx: &Self::V, v: &Self::V, span: Span) -> Result<(), Self::Err>;
+    /// The items `a, b = v` unpacks.
+    fn unpack(&mut self, v: &Self::V, span: Span) -> Result<Vec<Self::V>, Self::Err>;
+    fn exec_other(&mut self, env: &mut Self::Env, s: &'m Stmt) -> Result<Flow<Self::V>, Self::Err>;
+}
+
+/// One statement, the walk both engines share (see [`Exec`]).
+pub fn exec<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, s: &'m Stmt) -> Result<Flow<X::V>, X::Err> {
+    crate::limits::check().map_err(|t| Diagnostic::from(t).at(s.span))?;
+    match &s.kind {
+        StmtKind::Assign { targets, value } => {
+            let v = x.eval(env, value)?;
+            for t in targets {
+                assign(x, env, t, v.clone())?;
+            }
+        }
+        StmtKind::AugAssign { target, op, value } => x.aug_assign(env, target, *op, value, s.span)?,
+        StmtKind::Expr(e) => {
+            x.eval(env, e)?;
+        }
+        StmtKind::Return(e) => {
+            let v = match e {
+                Some(e) => x.eval(env, e)?,
+                None => X::V::make(Made::None),
+            };
+            return Ok(Flow::Return(v));
+        }
+        StmtKind::Pass => {}
+        StmtKind::Break => return Ok(Flow::Break),
+        StmtKind::Continue => return Ok(Flow::Continue),
+        _ => return x.exec_other(env, s),
+    }
+    Ok(Flow::Normal)
+}
+
+/// `target = v`: a name bound, a tuple or list of targets unpacked, an item set, a tensor's attribute (only
+/// `requires_grad = False`).
+pub fn assign<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, target: &'m Expr, v: X::V) -> Result<(), X::Err> {
+    let fail = |m: String| Err(Diagnostic::new(m).at(target.span).into());
+    match &target.kind {
+        ExprKind::Name(n) => {
+            env.insert(n.clone(), v);
+            Ok(())
+        }
+        ExprKind::Tuple(ts) | ExprKind::List(ts) => {
+            let items = x.unpack(&v, target.span)?;
+            if items.len() != ts.len() {
+                return fail(format!("cannot unpack {} values into {} targets", items.len(), ts.len()));
+            }
+            for (t, item) in ts.iter().zip(items) {
+                assign(x, env, t, item)?;
+            }
+            Ok(())
+        }
+        ExprKind::Subscript(obj, idx) => {
+            let o = x.eval(env, obj)?;
+            let i = x.eval(env, idx)?;
+            x.setitem(&o, &i, &v, target.span)
+        }
+        ExprKind::Attr(obj, a) => match x.eval(env, obj)?.py() {
+            Py::Tensor => super::python::tensor_attr_assign(a, matches!(v.py(), Py::Bool(false))).or_else(fail),
+            _ => fail(format!("assigning to attribute `{a}` is not supported")),
+        },
+        ExprKind::Starred(_) => fail("starred assignment targets (`a, *b = ...`) are not supported".into()),
+        _ => fail("unsupported assignment target".into()),
+    }
+}
+
+/// `del NAME, ...`: each name unbound (a NameError for one that is not bound); other targets are refused earlier.
+pub fn delete_names<V>(env: &mut std::collections::HashMap<String, V>, targets: &[Expr]) -> Result<(), Diagnostic> {
+    for t in targets {
+        if let ExprKind::Name(n) = &t.kind {
+            if env.remove(n).is_none() {
+                return Err(Diagnostic::new(format!("NameError: name '{n}' is not defined")).at(t.span));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// An engine's expression evaluation, as far as both engines walk the syntax alike ([`eval`]). The engine supplies
