@@ -13,6 +13,11 @@ pub(super) fn err(span: Span) -> impl Fn(String) -> Stop {
 }
 
 impl A {
+    /// The tensors given as arguments, positional then keyword.
+    pub(super) fn tensors(&self) -> Vec<&TRef> {
+        let all = self.pos.iter().chain(self.kw.iter().map(|(_, v)| v));
+        all.filter_map(|v| if let FV::Tensor(t) = v { Some(t) } else { None }).collect()
+    }
     /// Rejects a keyword argument the op never looked up (so did not understand), instead of ignoring it.
     pub(super) fn check_keywords(&self, callee: &str) -> FR<()> {
         match self.unexpected() {

@@ -155,12 +155,7 @@ impl<'m> Fz<'m> {
         span: Span,
     ) -> FR<(TRef, TRef, &'static str)> {
         let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);
-        let reduction = match a.opt(usize::MAX, "reduction") {
-            None => None,
-            Some(FV::Str(s)) => Some(Ok(s.to_string())),
-            Some(other) => Some(Err(other.type_name())),
-        };
-        let deprecated = a.opt(usize::MAX, "size_average").is_some() || a.opt(usize::MAX, "reduce").is_some();
+        let (reduction, deprecated) = crate::interp::more_ops::loss_keywords(a);
         let dtypes = (self.roots[x.root].dtype, self.roots[y.root].dtype);
         let shapes = (&x.shape[..], &y.shape[..]);
         let r = crate::interp::more_ops::loss_check(
@@ -310,23 +305,15 @@ impl<'m> Fz<'m> {
 
     fn einsum(&mut self, a: &A) -> FR<FV> {
         let span = a.span;
-        let eq = match a.req(0, "equation")? {
-            FV::Str(s) => s.to_string(),
-            other => {
-                return diag(span, format!("einsum(): argument 'equation' must be str, not {}", other.type_name()))
-            }
-        };
-        let rest: Vec<FV> = match (a.pos.len(), a.pos.get(1).and_then(|v| v.items())) {
-            (2, Some(items)) => items,
-            _ => a.pos.get(1..).unwrap_or(&[]).to_vec(),
-        };
-        let mut slots = Vec::new();
-        for v in rest {
-            match v {
-                FV::Tensor(x) => slots.push(x),
-                other => return diag(span, format!("einsum(): expected Tensor operands, got {}", other.type_name())),
-            }
-        }
+        let (eq, operands) =
+            crate::interp::pyvalue::einsum_operands(a.req(0, "equation")?, &a.pos).map_err(err(span))?;
+        let mut slots: Vec<TRef> = operands
+            .into_iter()
+            .filter_map(|v| match v {
+                FV::Tensor(x) => Some(x),
+                _ => None,
+            })
+            .collect();
         let shapes: Vec<Vec<usize>> = slots.iter().map(|x| x.shape.clone()).collect();
         for step in einsum::plan(&eq, &shapes).map_err(err(span))? {
             match step {

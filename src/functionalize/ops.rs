@@ -12,7 +12,7 @@ use crate::ir::{Node, OpName};
 use crate::tensor::ops::{self, Operand};
 use crate::tensor::{fmt_shape, DType, Scalar, Tensor};
 
-use crate::interp::out_arg::{check_out, out_kind, overlap_error, OutKind};
+use crate::interp::out_arg::{check_out, overlap_error, OutKind};
 use crate::interp::torch_ops::UNCHECKED_INPLACE;
 
 pub(super) use super::args::{err, A};
@@ -67,15 +67,7 @@ impl<'m> Fz<'m> {
         for (k, v) in kwargs {
             kw.push((k.clone(), self.expr(env, v)?));
         }
-        let kw = crate::interp::python::spread_kwargs(kw, |v| match v {
-            FV::Dict(d) => Ok(d
-                .borrow()
-                .iter()
-                .map(|(k, v)| (if let FV::Str(s) = k { Some(s.to_string()) } else { None }, v.clone()))
-                .collect()),
-            other => Err(format!("TypeError: argument after ** must be a mapping, not {}", other.type_name())),
-        })
-        .map_err(err(span))?;
+        let kw = crate::interp::python::spread_kwargs(kw, crate::interp::python::dict_entries).map_err(err(span))?;
         // A boolean-mask selection passed to anything is refused where the selection was made.
         if let Some(m) = pos.iter().chain(kw.iter().map(|(_, v)| v)).find_map(super::state::find_masked) {
             return self.torch_call_on_masked(env, func, &pos, &kw, m, span);
@@ -115,14 +107,10 @@ impl<'m> Fz<'m> {
                     FV::Module("copy") => self.deepcopy(name, &pos, &kw, span),
                     FV::Module("functools") => self.functools(name, &pos, kw, span),
                     FV::Module("torch.nn.init") if kw.is_empty() && !pos.is_empty() => self.nn_init(name, &pos, span),
-                    FV::Module("torch") if crate::interp::python::complex_refusal(name).is_some() => {
-                        diag(span, crate::interp::python::complex_refusal(name).expect("checked"))
-                    }
-                    FV::Module(m) if crate::interp::python::run_mode_predicate(&format!("{m}.{name}")) => {
-                        if !pos.is_empty() || !kw.is_empty() {
-                            return diag(span, format!("{m}.{name}() takes no arguments"));
-                        }
-                        Ok(FV::Bool(false))
+                    FV::Module(m) if crate::interp::pyvalue::module_call_answer(m, name, true).is_some() => {
+                        let no_args = pos.is_empty() && kw.is_empty();
+                        let answer = crate::interp::pyvalue::module_call_answer(m, name, no_args).expect("checked");
+                        Ok(FV::Bool(answer.map_err(err(span))?))
                     }
                     FV::Module(m) => self.module_call(m, name, pos, kw, span),
                     FV::Tensor(t) => {
@@ -219,14 +207,7 @@ impl<'m> Fz<'m> {
         };
         crate::interp::python::strip_device(name, &mut pos, &mut kw, super::python::fv_lit, FV::type_name)
             .map_err(err(span))?;
-        let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
-        let out = match out_kind(name, has_dim, matches!(pos.get(1), Some(FV::Tensor(_)))) {
-            Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
-                Some(k) => Some((kind, kw.remove(k).1)),
-                None => None,
-            },
-            _ => None,
-        };
+        let out = crate::interp::pyvalue::out_keyword(m, name, &pos, &mut kw);
         let full = format!("{m}.{name}");
         if let Some(why) = super::python::data_dependent(name, pos.len(), kw.len(), false) {
             return diag(span, why);
@@ -355,10 +336,7 @@ impl<'m> Fz<'m> {
                     None => return diag(span, format!("unsupported tensor attribute `.{name}`")),
                 },
             }),
-            FV::Named(items, names) => match names.iter().position(|n| *n == name) {
-                Some(i) => Ok(items[i].clone()),
-                None => diag(span, format!("result has no attribute `{name}`")),
-            },
+            FV::Named(items, names) => crate::interp::pyvalue::named_field(items, names, name).map_err(err(span)),
             // Attributes of modules, dtypes and the device are plain Python values, the interpreter's.
             FV::Module(m) => {
                 crate::interp::python::module_attr(m, name).map(|v| super::expr::value_to_fv(&v)).map_err(err(span))
@@ -557,16 +535,13 @@ impl<'m> Fz<'m> {
         };
         let (rd, od) = (self.roots[r.root].dtype, self.roots[out.root].dtype);
         check_out(name, kind, rd, &r.shape, od, &out.shape).map_err(err(span))?;
-        let mut inputs: Vec<TRef> = Vec::new();
-        for v in a.pos.iter().chain(a.kw.iter().map(|(_, v)| v)) {
-            match v {
-                FV::Tensor(t) => inputs.push(t.clone()),
-                other => inputs.extend(other.items().unwrap_or_default().into_iter().filter_map(|v| match v {
-                    FV::Tensor(t) => Some(t),
-                    _ => None,
-                })),
-            }
-        }
+        let inputs: Vec<TRef> = crate::interp::pyvalue::tensor_arguments(&a.pos, &a.kw)
+            .into_iter()
+            .filter_map(|v| match v {
+                FV::Tensor(t) => Some(t),
+                _ => None,
+            })
+            .collect();
         let refs: Vec<&TRef> = inputs.iter().collect();
         let scan = crate::interp::out_arg::out_may_be_input(name);
         self.check_at_corners(&out, &refs, span, |d, ins| {
@@ -664,12 +639,7 @@ impl<'m> Fz<'m> {
                     FV::Tensor(r) => r,
                     _ => return diag(span, format!("unsupported tensor method `.{name}()`")),
                 };
-                let inputs: Vec<TRef> = a
-                    .pos
-                    .iter()
-                    .chain(a.kw.iter().map(|(_, v)| v))
-                    .filter_map(|v| if let FV::Tensor(t) = v { Some(t.clone()) } else { None })
-                    .collect();
+                let inputs: Vec<TRef> = a.tensors().into_iter().cloned().collect();
                 let refs: Vec<&TRef> = inputs.iter().collect();
                 self.check_inplace(&dst, &refs, !UNCHECKED_INPLACE.contains(&name), span)?;
                 if UNCHECKED_INPLACE.contains(&name) {

@@ -289,15 +289,7 @@ impl<'m> Fz<'m> {
     /// `torch._foreach_NAME(tensors, ...)`: the tensor method `NAME` on each tensor of the list, as the reference
     /// interpreter runs it (`crate::interp::foreach`); `None` for an in-place op, else the list of results.
     pub(super) fn foreach(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
-        let (method, calls) = crate::interp::foreach::foreach_calls(
-            name,
-            pos,
-            kw,
-            FV::items,
-            |v| matches!(v, FV::Tensor(_)),
-            |v| v.type_name(),
-        )
-        .map_err(err(span))?;
+        let (method, calls) = crate::interp::foreach::foreach_calls(name, pos, kw).map_err(err(span))?;
         let mut out = Vec::with_capacity(calls.len());
         for (p, k) in calls {
             let a = super::ops::A::new(p, k, span, method.clone());

@@ -96,6 +96,12 @@ impl<V: PyValue> CallArgs<V> {
 }
 
 impl Args {
+    /// The tensors given as arguments, positional then keyword.
+    pub fn tensors(&self) -> Vec<&Tensor> {
+        let all = self.pos.iter().chain(self.kw.iter().map(|(_, v)| v));
+        all.filter_map(|v| if let Value::Tensor(t) = v { Some(t) } else { None }).collect()
+    }
+
     pub fn bool_or(&self, i: usize, name: &str, default: bool) -> AResult<bool> {
         self.bool_arg(i, name, default)
     }

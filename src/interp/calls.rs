@@ -3,7 +3,7 @@
 
 use super::args::{to_int, Args};
 use super::exec::{operand, tensor_err, Frame, Interp};
-use super::out_arg::{check_out, out_kind, overlap_error, OutKind};
+use super::out_arg::{check_out, overlap_error, OutKind};
 use super::pyarith::int_range_error;
 use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
@@ -78,14 +78,10 @@ impl<'m> Interp<'m> {
                         self.tensor_method_call(method, Args::new(args, vec![], span, name.clone()), span)?;
                         Ok(pos[0].clone())
                     }
-                    Value::Module("torch") if super::python::complex_refusal(name).is_some() => {
-                        err(span, super::python::complex_refusal(name).expect("checked"))
-                    }
-                    Value::Module(m) if super::python::run_mode_predicate(&format!("{m}.{name}")) => {
-                        if !pos.is_empty() || !kw.is_empty() {
-                            return err(span, format!("{m}.{name}() takes no arguments"));
-                        }
-                        Ok(Value::Bool(false))
+                    Value::Module(m) if crate::interp::pyvalue::module_call_answer(m, name, true).is_some() => {
+                        let no_args = pos.is_empty() && kw.is_empty();
+                        let answer = crate::interp::pyvalue::module_call_answer(m, name, no_args).expect("checked");
+                        Ok(Value::Bool(answer.map_err(tensor_err(span))?))
                     }
                     Value::Module(m) => self.module_call(m, name, pos, kw, span),
                     Value::Tensor(t) => {
@@ -216,14 +212,7 @@ impl<'m> Interp<'m> {
         let full = format!("{m}.{name}");
         super::python::strip_device(name, &mut pos, &mut kw, super::python::value_lit, Value::type_name)
             .map_err(tensor_err(span))?;
-        let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
-        let out = match out_kind(name, has_dim, matches!(pos.get(1), Some(Value::Tensor(_)))) {
-            Some(kind) if m == "torch" => match kw.iter().position(|(k, _)| k == "out") {
-                Some(k) => Some((kind, kw.remove(k).1)),
-                None => None,
-            },
-            _ => None,
-        };
+        let out = crate::interp::pyvalue::out_keyword(m, name, &pos, &mut kw);
         let a = Args::new(pos, kw, span, full.clone());
         let r = if m == "math" {
             math_call(name, &a).map_err(tensor_err(span))
@@ -291,15 +280,7 @@ impl<'m> Interp<'m> {
     /// `torch._foreach_NAME(tensors, ...)`: the tensor method `NAME` on each tensor of the list (see
     /// `super::foreach`); `None` for an in-place op, else the list of results.
     fn foreach(&mut self, name: &str, pos: &[Value], kw: &[(String, Value)], span: Span) -> Result<Value, Diagnostic> {
-        let (method, calls) = super::foreach::foreach_calls(
-            name,
-            pos,
-            kw,
-            Value::items,
-            |v| matches!(v, Value::Tensor(_)),
-            |v| v.type_name(),
-        )
-        .map_err(tensor_err(span))?;
+        let (method, calls) = super::foreach::foreach_calls(name, pos, kw).map_err(tensor_err(span))?;
         let mut out = Vec::with_capacity(calls.len());
         for (p, k) in calls {
             let a = Args::new(p, k, span, method.clone());
@@ -336,16 +317,13 @@ impl<'m> Interp<'m> {
             return Err(format!("{name}(): argument 'out' must be Tensor"));
         };
         check_out(name, kind, r.dtype(), &r.shape, out.dtype(), &out.shape)?;
-        let mut inputs: Vec<Tensor> = Vec::new();
-        for v in a.pos.iter().chain(a.kw.iter().map(|(_, v)| v)) {
-            match v {
-                Value::Tensor(t) => inputs.push(t.clone()),
-                other => inputs.extend(other.items().unwrap_or_default().into_iter().filter_map(|v| match v {
-                    Value::Tensor(t) => Some(t),
-                    _ => None,
-                })),
-            }
-        }
+        let inputs: Vec<Tensor> = crate::interp::pyvalue::tensor_arguments(&a.pos, &a.kw)
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::Tensor(t) => Some(t),
+                _ => None,
+            })
+            .collect();
         let scan = super::out_arg::out_may_be_input(name);
         let refs: Vec<&Tensor> = inputs.iter().filter(|t| !(scan && t.same_view(&out))).collect();
         ops::check_out_overlap(&out, &refs, kind == OutKind::Elementwise).map_err(|e| {
@@ -499,10 +477,9 @@ impl<'m> Interp<'m> {
                     None => return err(span, format!("unsupported tensor attribute `.{name}`")),
                 },
             }),
-            Value::Named(items, names) => match names.iter().position(|n| *n == name) {
-                Some(i) => Ok(items[i].clone()),
-                None => err(span, format!("result has no attribute `{name}`")),
-            },
+            Value::Named(items, names) => {
+                crate::interp::pyvalue::named_field(items, names, name).map_err(tensor_err(span))
+            }
             Value::Module(m) => super::python::module_attr(m, name).map_err(&e),
             Value::DType(d) => super::python::dtype_attr(*d, name).map_err(&e),
             Value::Device => super::python::device_attr(name).map_err(&e),

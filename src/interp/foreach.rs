@@ -2,19 +2,21 @@
 //! method, in place when `NAME` ends in `_`) over the tensors of a list, each other argument that is a list or tuple
 //! taken element by element and any other value passed to every call. Both engines bind the calls here.
 
+use super::pyvalue::{Py, PyValue};
+
 /// One call of the per-tensor op: its positional arguments (the tensor first) and keyword arguments.
 pub(crate) type Call<V> = (Vec<V>, Vec<(String, V)>);
 
 /// The per-tensor method of `_foreach_NAME` and its calls, one per tensor of the first argument, after PyTorch's
 /// checks that the first argument is a sequence of tensors and that every list argument has as many elements.
-pub(crate) fn foreach_calls<V: Clone>(
+pub(crate) fn foreach_calls<V: PyValue>(
     name: &str,
     pos: &[V],
     kw: &[(String, V)],
-    items: impl Fn(&V) -> Option<Vec<V>>,
-    is_tensor: impl Fn(&V) -> bool,
-    type_name: impl Fn(&V) -> &'static str,
 ) -> Result<(String, Vec<Call<V>>), String> {
+    let items = V::items;
+    let is_tensor = |v: &V| matches!(v.py(), Py::Tensor);
+    let type_name = V::type_name;
     let method = name.strip_prefix("_foreach_").unwrap_or(name).to_string();
     let first = pos.first().ok_or_else(|| format!("{name}() missing required argument 'self' (pos 1)"))?;
     let tensors = match items(first) {

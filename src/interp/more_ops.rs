@@ -215,21 +215,14 @@ fn close_tolerances(a: &Args) -> AResult<(f64, f64)> {
 
 /// `einsum`: the equation and its operands.
 fn einsum(a: &Args) -> AResult<Value> {
-    let eq = match a.req(0, "equation")? {
-        Value::Str(s) => s.to_string(),
-        other => return Err(format!("einsum(): argument 'equation' must be str, not {}", other.type_name())),
-    };
-    let rest: Vec<Value> = match (a.pos.len(), a.pos.get(1).and_then(|v| v.items())) {
-        (2, Some(items)) => items,
-        _ => a.pos.get(1..).unwrap_or(&[]).to_vec(),
-    };
-    let mut slots = Vec::new();
-    for v in rest {
-        match v {
-            Value::Tensor(x) => slots.push(x),
-            other => return Err(format!("einsum(): expected Tensor operands, got {}", other.type_name())),
-        }
-    }
+    let (eq, operands) = super::pyvalue::einsum_operands(a.req(0, "equation")?, &a.pos)?;
+    let mut slots: Vec<Tensor> = operands
+        .into_iter()
+        .filter_map(|v| match v {
+            Value::Tensor(x) => Some(x),
+            _ => None,
+        })
+        .collect();
     let shapes: Vec<Vec<usize>> = slots.iter().map(|x| x.shape.clone()).collect();
     for step in einsum::plan(&eq, &shapes)? {
         match step {
@@ -451,15 +444,23 @@ pub(crate) fn loss_args(
     keywords: &str,
 ) -> AResult<(Tensor, Tensor, &'static str)> {
     let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);
-    let reduction = match a.opt(usize::MAX, "reduction") {
-        None => None,
-        Some(Value::Str(s)) => Some(Ok(s.to_string())),
-        Some(other) => Some(Err(other.type_name())),
-    };
-    let deprecated = a.opt(usize::MAX, "size_average").is_some() || a.opt(usize::MAX, "reduce").is_some();
+    let (reduction, deprecated) = loss_keywords(a);
     let shapes = (&x.shape[..], &y.shape[..]);
     let r = loss_check(name, kernel, keywords, a.pos.len(), deprecated, shapes, (x.dtype(), y.dtype()), reduction)?;
     Ok((x, y, r))
+}
+
+/// A loss's `reduction` keyword (a string, or the type name of something else) and whether a deprecated
+/// `size_average`/`reduce` was given, in either engine's arguments.
+pub(crate) fn loss_keywords<V: super::pyvalue::PyValue>(
+    a: &super::args::CallArgs<V>,
+) -> (Option<Result<String, &'static str>>, bool) {
+    let reduction = a.opt(usize::MAX, "reduction").map(|v| match v.py() {
+        super::pyvalue::Py::Str(s) => Ok(s.to_string()),
+        _ => Err(v.type_name()),
+    });
+    let deprecated = a.opt(usize::MAX, "size_average").is_some() || a.opt(usize::MAX, "reduce").is_some();
+    (reduction, deprecated)
 }
 
 /// The checks of [`loss_args`], which the functionalizer's losses make too, on what they read: `npos` positional

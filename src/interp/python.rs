@@ -7,6 +7,7 @@ use std::rc::Rc;
 use super::args::Args;
 use super::exec::{tensor_err, Frame, Interp};
 use super::pyfmt;
+use super::pyvalue::{Py, PyValue};
 use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
 use crate::frontend::ast::*;
@@ -240,14 +241,14 @@ pub(crate) fn spread_kwargs<V: Clone>(
 }
 
 /// The entries of a `**mapping` argument.
-pub(super) fn dict_entries(v: &Value) -> Result<Vec<(Option<String>, Value)>, String> {
-    match v {
-        Value::Dict(d) => Ok(d
-            .borrow()
-            .iter()
-            .map(|(k, v)| (if let Value::Str(s) = k { Some(s.to_string()) } else { None }, v.clone()))
-            .collect()),
-        other => Err(format!("TypeError: argument after ** must be a mapping, not {}", other.type_name())),
+pub(crate) fn dict_entries<V: PyValue>(v: &V) -> Result<Vec<(Option<String>, V)>, String> {
+    let key = |k: &V| match k.py() {
+        Py::Str(s) => Some(s.to_string()),
+        _ => None,
+    };
+    match v.py() {
+        Py::Dict(d) => Ok(d.borrow().iter().map(|(k, v)| (key(k), v.clone())).collect()),
+        _ => Err(format!("TypeError: argument after ** must be a mapping, not {}", v.type_name())),
     }
 }
 

@@ -324,6 +324,76 @@ pub fn shape_inplace_target<V: PyValue>(
     Ok(t)
 }
 
+/// A torch function's `out=` keyword, taken out of `kw` where the function (`m.name`, with `pos` its positional
+/// arguments) is one whose result `out=` receives: the kind of write and the `out` value.
+pub fn out_keyword<V: PyValue>(
+    m: &str,
+    name: &str,
+    pos: &[V],
+    kw: &mut Vec<(String, V)>,
+) -> Option<(super::out_arg::OutKind, V)> {
+    let has_dim = pos.len() > 1 || kw.iter().any(|(k, _)| k == "dim");
+    let binary = matches!(pos.get(1).map(|v| v.py()), Some(Py::Tensor));
+    let kind = super::out_arg::out_kind(name, has_dim, binary).filter(|_| m == "torch")?;
+    let k = kw.iter().position(|(k, _)| k == "out")?;
+    Some((kind, kw.remove(k).1))
+}
+
+/// The tensors among a call's arguments, and in the lists and tuples among them (the inputs an `out=` may overlap).
+pub fn tensor_arguments<V: PyValue>(pos: &[V], kw: &[(String, V)]) -> Vec<V> {
+    let is_tensor = |v: &V| matches!(v.py(), Py::Tensor);
+    let mut out = Vec::new();
+    for v in pos.iter().chain(kw.iter().map(|(_, v)| v)) {
+        match is_tensor(v) {
+            true => out.push(v.clone()),
+            false => out.extend(v.items().unwrap_or_default().into_iter().filter(is_tensor)),
+        }
+    }
+    out
+}
+
+/// `einsum`'s equation and operand values (given one by one, or as one list or tuple), checked to be a string
+/// and tensors.
+pub fn einsum_operands<V: PyValue>(equation: &V, pos: &[V]) -> Result<(String, Vec<V>), String> {
+    let Py::Str(eq) = equation.py() else {
+        return Err(format!("einsum(): argument 'equation' must be str, not {}", equation.type_name()));
+    };
+    let rest: Vec<V> = match (pos.len(), pos.get(1).and_then(|v| v.items())) {
+        (2, Some(items)) => items,
+        _ => pos.get(1..).unwrap_or(&[]).to_vec(),
+    };
+    if let Some(other) = rest.iter().find(|v| !matches!(v.py(), Py::Tensor)) {
+        return Err(format!("einsum(): expected Tensor operands, got {}", other.type_name()));
+    }
+    Ok((eq.to_string(), rest))
+}
+
+/// A field of a named tuple (`torch.max(x, 0).values`) by its name.
+pub fn named_field<V: Clone>(items: &[V], names: &[&str], name: &str) -> Result<V, String> {
+    match names.iter().position(|n| *n == name) {
+        Some(i) => Ok(items[i].clone()),
+        None => Err(format!("result has no attribute `{name}`")),
+    }
+}
+
+/// A call of `m.name(...)` on a module that both engines answer before dispatching it: complex-number functions are
+/// refused by name, and run-mode predicates (`torch.is_grad_enabled()`, ...) are False, taking no arguments. None
+/// for any other call.
+pub fn module_call_answer(m: &str, name: &str, no_args: bool) -> Option<Result<bool, String>> {
+    if m == "torch" {
+        if let Some(why) = super::python::complex_refusal(name) {
+            return Some(Err(why));
+        }
+    }
+    if super::python::run_mode_predicate(&format!("{m}.{name}")) {
+        return Some(match no_args {
+            true => Ok(false),
+            false => Err(format!("{m}.{name}() takes no arguments")),
+        });
+    }
+    None
+}
+
 /// How a statement ended: on to the next, out of the loop, to the loop's next iteration, or out of the function.
 pub enum Flow<V> {
     Normal,

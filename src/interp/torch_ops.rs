@@ -268,12 +268,7 @@ impl<'m> Interp<'m> {
                     Value::Tensor(r) => r,
                     _ => return Err(format!("{UNKNOWN_OP}{name}")),
                 };
-                let inputs: Vec<Tensor> = a
-                    .pos
-                    .iter()
-                    .chain(a.kw.iter().map(|(_, v)| v))
-                    .filter_map(|v| if let Value::Tensor(t) = v { Some(t.clone()) } else { None })
-                    .collect();
+                let inputs: Vec<Tensor> = a.tensors().into_iter().cloned().collect();
                 let refs: Vec<&Tensor> = inputs.iter().collect();
                 ops::check_overlap(&dst, &refs, !UNCHECKED_INPLACE.contains(&name))?;
                 match (base, a.req(1, "mask")) {
