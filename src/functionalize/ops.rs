@@ -75,6 +75,9 @@ impl<'m> Fz<'m> {
         match &func.kind {
             ExprKind::Attr(obj, name) => {
                 let o = self.expr(env, obj)?;
+                if let Some(r) = crate::interp::pyvalue::answered_call(&o, name, &pos, &kw) {
+                    return r.map_err(err(span));
+                }
                 match o {
                     FV::Masked(sel) => match self.masked_call(name, &sel, &pos, &kw, span)? {
                         Some(r) => Ok(r),
@@ -107,11 +110,6 @@ impl<'m> Fz<'m> {
                     FV::Module("copy") => self.deepcopy(name, &pos, &kw, span),
                     FV::Module("functools") => self.functools(name, &pos, kw, span),
                     FV::Module("torch.nn.init") if kw.is_empty() && !pos.is_empty() => self.nn_init(name, &pos, span),
-                    FV::Module(m) if crate::interp::pyvalue::module_call_answer(m, name, true).is_some() => {
-                        let no_args = pos.is_empty() && kw.is_empty();
-                        let answer = crate::interp::pyvalue::module_call_answer(m, name, no_args).expect("checked");
-                        Ok(FV::Bool(answer.map_err(err(span))?))
-                    }
                     FV::Module(m) => self.module_call(m, name, pos, kw, span),
                     FV::Tensor(t) => {
                         pos.insert(0, FV::Tensor(t));

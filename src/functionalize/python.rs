@@ -10,7 +10,7 @@ use super::state::{diag, needs_static, Stop, TRef, FR, FV};
 use super::{Env, Fz};
 use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::*;
-use crate::interp::python::{exception_message, isinstance_of, key_eq, Lit, PyClass, EXCEPTIONS};
+use crate::interp::python::{isinstance_of, key_eq, Lit, PyClass};
 use crate::interp::{pyfmt, pyvalue, Value};
 use crate::tensor::{DType, Scalar};
 use std::cell::RefCell;
@@ -257,32 +257,8 @@ impl<'m> Fz<'m> {
                     .into(),
             );
         }
-        let Some(e) = exc else {
-            return stop(span, "RuntimeError: No active exception to reraise");
-        };
-        let unsupported =
-            || stop(e.span, format!("raise: unsupported exception (use one of {})", EXCEPTIONS.join(", ")));
-        match &e.kind {
-            ExprKind::Name(n) if EXCEPTIONS.contains(&n.as_str()) => stop(span, n.clone()),
-            ExprKind::Call { func, args, kwargs } if kwargs.is_empty() => match &func.kind {
-                ExprKind::Name(n) if EXCEPTIONS.contains(&n.as_str()) => {
-                    let vals = match self.expr_items(env, args, true) {
-                        Ok(v) => v,
-                        Err(s) => return s,
-                    };
-                    let strs: Vec<String> = if vals.len() == 1 {
-                        vec![self.fv_str(&vals[0])]
-                    } else {
-                        vals.iter()
-                            .map(|v| fv_static(v).map(|v| pyfmt::py_repr(&v)).unwrap_or_else(|| self.fv_str(v)))
-                            .collect()
-                    };
-                    stop(span, exception_message(n, &strs))
-                }
-                _ => unsupported(),
-            },
-            _ => unsupported(),
-        }
+        let repr = |fz: &mut Self, v: &FV| fv_static(v).map(|v| pyfmt::py_repr(&v)).unwrap_or_else(|| fz.fv_str(v));
+        pyvalue::raise(self, env, exc, span, |fz, v| fz.fv_str(v), repr)
     }
 
     /// `math.NAME(...)` on numbers known before the program runs.

@@ -34,6 +34,9 @@ impl<'m> Interp<'m> {
         match &func.kind {
             ExprKind::Attr(obj, name) => {
                 let o = self.eval(frame, obj)?;
+                if let Some(r) = crate::interp::pyvalue::answered_call(&o, name, &pos, &kw) {
+                    return r.map_err(tensor_err(span));
+                }
                 match o {
                     Value::Module("torch") if name == "device" && kw.is_empty() => {
                         super::python::torch_device(&pos, super::python::value_lit)
@@ -77,11 +80,6 @@ impl<'m> Interp<'m> {
                         args.extend(rest);
                         self.tensor_method_call(method, Args::new(args, vec![], span, name.clone()), span)?;
                         Ok(pos[0].clone())
-                    }
-                    Value::Module(m) if crate::interp::pyvalue::module_call_answer(m, name, true).is_some() => {
-                        let no_args = pos.is_empty() && kw.is_empty();
-                        let answer = crate::interp::pyvalue::module_call_answer(m, name, no_args).expect("checked");
-                        Ok(Value::Bool(answer.map_err(tensor_err(span))?))
                     }
                     Value::Module(m) => self.module_call(m, name, pos, kw, span),
                     Value::Tensor(t) => {

@@ -189,32 +189,9 @@ impl<'m> Interp<'m> {
         Ok(Value::Str(Rc::from(out.as_str())))
     }
 
-    /// `raise EXC`: the error the program stops with.
+    /// `raise EXC`: the error the program stops with (`pyvalue::raise`).
     pub(super) fn raise(&mut self, frame: &mut Frame, exc: &'m Option<Expr>, span: Span) -> Diagnostic {
-        let Some(e) = exc else {
-            return Diagnostic::new("RuntimeError: No active exception to reraise").at(span);
-        };
-        match &e.kind {
-            ExprKind::Name(n) if EXCEPTIONS.contains(&n.as_str()) => Diagnostic::new(n.clone()).at(span),
-            ExprKind::Call { func, args, kwargs } if kwargs.is_empty() => match &func.kind {
-                ExprKind::Name(n) if EXCEPTIONS.contains(&n.as_str()) => {
-                    let vals = match self.eval_items(frame, args, true) {
-                        Ok(v) => v,
-                        Err(d) => return d,
-                    };
-                    let strs: Vec<String> = if vals.len() == 1 {
-                        vec![pyfmt::py_str(&vals[0])]
-                    } else {
-                        vals.iter().map(pyfmt::py_repr).collect()
-                    };
-                    Diagnostic::new(exception_message(n, &strs)).at(span)
-                }
-                _ => Diagnostic::new(format!("raise: unsupported exception (use one of {})", EXCEPTIONS.join(", ")))
-                    .at(e.span),
-            },
-            _ => Diagnostic::new(format!("raise: unsupported exception (use one of {})", EXCEPTIONS.join(", ")))
-                .at(e.span),
-        }
+        super::pyvalue::raise(self, frame, exc, span, |_, v| pyfmt::py_str(v), |_, v| pyfmt::py_repr(v))
     }
 }
 

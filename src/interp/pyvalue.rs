@@ -376,22 +376,61 @@ pub fn named_field<V: Clone>(items: &[V], names: &[&str], name: &str) -> Result<
     }
 }
 
-/// A call of `m.name(...)` on a module that both engines answer before dispatching it: complex-number functions are
-/// refused by name, and run-mode predicates (`torch.is_grad_enabled()`, ...) are False, taking no arguments. None
-/// for any other call.
-pub fn module_call_answer(m: &str, name: &str, no_args: bool) -> Option<Result<bool, String>> {
+/// A call of `m.name(...)` on a module (`callee`) that both engines answer before dispatching it: complex-number
+/// functions are refused by name, and run-mode predicates (`torch.is_grad_enabled()`, ...) are False, taking no
+/// arguments. None for any other call.
+pub fn answered_call<V: PyValue>(callee: &V, name: &str, pos: &[V], kw: &[(String, V)]) -> Option<Result<V, String>> {
+    let Py::Module(m) = callee.py() else { return None };
     if m == "torch" {
         if let Some(why) = super::python::complex_refusal(name) {
             return Some(Err(why));
         }
     }
     if super::python::run_mode_predicate(&format!("{m}.{name}")) {
-        return Some(match no_args {
-            true => Ok(false),
+        return Some(match pos.is_empty() && kw.is_empty() {
+            true => Ok(V::make(Made::Bool(false))),
             false => Err(format!("{m}.{name}() takes no arguments")),
         });
     }
     None
+}
+
+/// `raise EXC` or `raise EXC(args)` (one of [`super::python::EXCEPTIONS`]): the error the program stops with, its
+/// message as Python prints it (`str_of` and `repr_of` print an argument). An error evaluating the arguments is
+/// the one raised.
+pub fn raise<'m, W: Walk<'m>>(
+    w: &mut W,
+    env: &mut W::Env,
+    exc: &'m Option<Expr>,
+    span: Span,
+    str_of: impl Fn(&mut W, &W::V) -> String,
+    repr_of: impl Fn(&mut W, &W::V) -> String,
+) -> W::Err {
+    use super::python::{exception_message, EXCEPTIONS};
+    let Some(e) = exc else {
+        return Diagnostic::new("RuntimeError: No active exception to reraise").at(span).into();
+    };
+    let exception = |n: &str| EXCEPTIONS.contains(&n);
+    match &e.kind {
+        ExprKind::Name(n) if exception(n) => Diagnostic::new(n.clone()).at(span).into(),
+        ExprKind::Call { func, args, kwargs }
+            if kwargs.is_empty() && matches!(&func.kind, ExprKind::Name(n) if exception(n)) =>
+        {
+            let ExprKind::Name(n) = &func.kind else { unreachable!("matched above") };
+            let vals = match w.items(env, args, true) {
+                Ok(v) => v,
+                Err(d) => return d,
+            };
+            let strs: Vec<String> = match vals.as_slice() {
+                [one] => vec![str_of(w, one)],
+                _ => vals.iter().map(|v| repr_of(w, v)).collect(),
+            };
+            Diagnostic::new(exception_message(n, &strs)).at(span).into()
+        }
+        _ => Diagnostic::new(format!("raise: unsupported exception (use one of {})", EXCEPTIONS.join(", ")))
+            .at(e.span)
+            .into(),
+    }
 }
 
 /// How a statement ended: on to the next, out of the loop, to the loop's next iteration, or out of the function.
