@@ -305,15 +305,9 @@ impl<'m> Fz<'m> {
 
     fn einsum(&mut self, a: &A) -> FR<FV> {
         let span = a.span;
-        let (eq, operands) =
-            crate::interp::pyvalue::einsum_operands(a.req(0, "equation")?, &a.pos).map_err(err(span))?;
-        let mut slots: Vec<TRef> = operands
-            .into_iter()
-            .filter_map(|v| match v {
-                FV::Tensor(x) => Some(x),
-                _ => None,
-            })
-            .collect();
+        let tensor = |v| if let FV::Tensor(t) = v { Some(t) } else { None };
+        let (eq, mut slots) =
+            crate::interp::pyvalue::einsum_operands(a.req(0, "equation")?, &a.pos, tensor).map_err(err(span))?;
         let shapes: Vec<Vec<usize>> = slots.iter().map(|x| x.shape.clone()).collect();
         for step in einsum::plan(&eq, &shapes).map_err(err(span))? {
             match step {

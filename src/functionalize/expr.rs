@@ -708,8 +708,7 @@ impl<'m> pyvalue::Walk<'m> for Fz<'m> {
         Fz::fstring(self, env, parts)
     }
     fn call(&mut self, env: &mut Env, call: &'m Expr) -> FR<FV> {
-        let ExprKind::Call { func, args, kwargs } = &call.kind else { unreachable!("pyvalue::eval passes calls") };
-        Fz::call(self, env, func, args, kwargs, call.span)
+        Fz::call(self, env, call)
     }
     fn eval_other(&mut self, env: &mut Env, e: &'m Expr) -> FR<FV> {
         Fz::expr_other(self, env, e)
@@ -719,6 +718,9 @@ impl<'m> pyvalue::Walk<'m> for Fz<'m> {
     }
     fn required<'a>(&self, a: &'a super::args::A, i: usize, name: &str) -> FR<&'a FV> {
         a.req(i, name)
+    }
+    fn call_value(&mut self, f: FV, pos: Vec<FV>, span: Span, shown: &str) -> FR<FV> {
+        self.call_value(f, pos, vec![], span, shown)
     }
     fn int_or(&self, a: &super::args::A, i: usize, name: &str, default: i64) -> FR<i64> {
         a.int_or(i, name, default)

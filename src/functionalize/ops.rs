@@ -49,25 +49,10 @@ pub(super) fn unary_name(u: ops::Unary) -> OpName {
 }
 
 impl<'m> Fz<'m> {
-    pub(super) fn call(
-        &mut self,
-        env: &mut Env,
-        func: &'m Expr,
-        args: &'m [Expr],
-        kwargs: &'m [(String, Expr)],
-        span: Span,
-    ) -> FR<FV> {
-        if matches!(&func.kind, ExprKind::Name(n) if n == crate::frontend::ast::MAKE_CLOSURE) {
-            if let Some((n, at)) = crate::interp::python::unbound_capture(kwargs, |n| env.contains_key(n)) {
-                return diag(at, crate::interp::python::unbound_capture_message(n));
-            }
-        }
-        let mut pos = self.expr_items(env, args, true)?;
-        let mut kw = Vec::new();
-        for (k, v) in kwargs {
-            kw.push((k.clone(), self.expr(env, v)?));
-        }
-        let kw = crate::interp::python::spread_kwargs(kw, crate::interp::python::dict_entries).map_err(err(span))?;
+    /// A call expression: its arguments evaluated (`pyvalue::call_arguments`), then the callee dispatched.
+    pub(super) fn call(&mut self, env: &mut Env, call: &'m Expr) -> FR<FV> {
+        let (span, ExprKind::Call { func, .. }) = (call.span, &call.kind) else { unreachable!("a call expression") };
+        let (mut pos, kw) = crate::interp::pyvalue::call_arguments(self, env, call)?;
         // A boolean-mask selection passed to anything is refused where the selection was made.
         if let Some(m) = pos.iter().chain(kw.iter().map(|(_, v)| v)).find_map(super::state::find_masked) {
             return self.torch_call_on_masked(env, func, &pos, &kw, m, span);
@@ -289,7 +274,6 @@ impl<'m> Fz<'m> {
                 self.all_any(name == "any", &items, span)
             }
             "dict" => self.dict_call(a),
-            "map" => self.map_builtin(a, span),
             "sorted" => {
                 if a.get(99, "key").is_some_and(|k| !matches!(k, FV::None)) {
                     return diag(span, "sorted() with key= is not supported");

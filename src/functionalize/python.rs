@@ -276,22 +276,6 @@ impl<'m> Fz<'m> {
         Ok(if method.ends_with('_') { FV::None } else { FV::List(Rc::new(std::cell::RefCell::new(out))) })
     }
 
-    /// `map(func, *iterables)`: Python's `map` is lazy; every consumer here takes all of it at once, in order.
-    pub(super) fn map_builtin(&mut self, a: &super::ops::A, span: Span) -> FR<FV> {
-        let f = a.req(0, "func")?.clone();
-        let seqs: Vec<Vec<FV>> = a.pos[1..].iter().map(|v| self.iterate(v, span)).collect::<FR<_>>()?;
-        if seqs.is_empty() {
-            return diag(span, "map() must have at least two arguments.");
-        }
-        let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
-        let mut out = Vec::with_capacity(n);
-        for i in 0..n {
-            let args = seqs.iter().map(|s| s[i].clone()).collect();
-            out.push(self.call_value(f.clone(), args, vec![], span, "map()'s function")?);
-        }
-        Ok(FV::List(Rc::new(RefCell::new(out))))
-    }
-
     /// `torch.nn.init.NAME(tensor, ...)`: the in-place fill it is (`crate::interp::python::nn_init`); the tensor.
     pub(super) fn nn_init(&mut self, name: &str, pos: &[FV], span: Span) -> FR<FV> {
         let (method, rest) =

@@ -12,25 +12,10 @@ use crate::tensor::ops::{self, Unary};
 use crate::tensor::Tensor;
 
 impl<'m> Interp<'m> {
-    pub(super) fn call(
-        &mut self,
-        frame: &mut Frame,
-        func: &'m Expr,
-        args: &'m [Expr],
-        kwargs: &'m [(String, Expr)],
-        span: Span,
-    ) -> Result<Value, Diagnostic> {
-        if matches!(&func.kind, ExprKind::Name(n) if n == crate::frontend::ast::MAKE_CLOSURE) {
-            if let Some((n, at)) = super::python::unbound_capture(kwargs, |n| frame.contains_key(n)) {
-                return err(at, super::python::unbound_capture_message(n));
-            }
-        }
-        let mut pos = self.eval_items(frame, args, true)?;
-        let mut kw = Vec::with_capacity(kwargs.len());
-        for (k, v) in kwargs {
-            kw.push((k.clone(), self.eval(frame, v)?));
-        }
-        let kw = super::python::spread_kwargs(kw, super::python::dict_entries).map_err(tensor_err(span))?;
+    /// A call expression: its arguments evaluated (`pyvalue::call_arguments`), then the callee dispatched.
+    pub(super) fn call(&mut self, frame: &mut Frame, call: &'m Expr) -> Result<Value, Diagnostic> {
+        let (span, ExprKind::Call { func, .. }) = (call.span, &call.kind) else { unreachable!("a call expression") };
+        let (mut pos, kw) = super::pyvalue::call_arguments(self, frame, call)?;
         match &func.kind {
             ExprKind::Attr(obj, name) => {
                 let o = self.eval(frame, obj)?;
@@ -380,7 +365,6 @@ impl<'m> Interp<'m> {
                 Ok(Value::Bool(!want))
             }
             "dict" => self.dict_call(a),
-            "map" => self.map_builtin(a),
             "sorted" => {
                 if a.get(99, "key").is_some_and(|k| !matches!(k, Value::None)) {
                     return err(span, "sorted() with key= is not supported");

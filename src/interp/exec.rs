@@ -592,8 +592,7 @@ impl<'m> pyvalue::Walk<'m> for Interp<'m> {
         self.eval_fstring(frame, parts)
     }
     fn call(&mut self, frame: &mut Frame, call: &'m Expr) -> Result<Value, Diagnostic> {
-        let ExprKind::Call { func, args, kwargs } = &call.kind else { unreachable!("pyvalue::eval passes calls") };
-        Interp::call(self, frame, func, args, kwargs, call.span)
+        Interp::call(self, frame, call)
     }
     fn eval_other(&mut self, frame: &mut Frame, e: &'m Expr) -> Result<Value, Diagnostic> {
         Interp::eval_other(self, frame, e)
@@ -603,6 +602,9 @@ impl<'m> pyvalue::Walk<'m> for Interp<'m> {
     }
     fn required<'a>(&self, a: &'a super::args::Args, i: usize, name: &str) -> Result<&'a Value, Diagnostic> {
         a.req(i, name).map_err(tensor_err(a.span))
+    }
+    fn call_value(&mut self, f: Value, pos: Vec<Value>, span: Span, _shown: &str) -> Result<Value, Diagnostic> {
+        self.call_value(f, pos, vec![], span)
     }
     fn int_or(&self, a: &super::args::Args, i: usize, name: &str, default: i64) -> Result<i64, Diagnostic> {
         a.int_or(i, name, default).map_err(tensor_err(a.span))

@@ -215,14 +215,8 @@ fn close_tolerances(a: &Args) -> AResult<(f64, f64)> {
 
 /// `einsum`: the equation and its operands.
 fn einsum(a: &Args) -> AResult<Value> {
-    let (eq, operands) = super::pyvalue::einsum_operands(a.req(0, "equation")?, &a.pos)?;
-    let mut slots: Vec<Tensor> = operands
-        .into_iter()
-        .filter_map(|v| match v {
-            Value::Tensor(x) => Some(x),
-            _ => None,
-        })
-        .collect();
+    let tensor = |v| if let Value::Tensor(t) = v { Some(t) } else { None };
+    let (eq, mut slots) = super::pyvalue::einsum_operands(a.req(0, "equation")?, &a.pos, tensor)?;
     let shapes: Vec<Vec<usize>> = slots.iter().map(|x| x.shape.clone()).collect();
     for step in einsum::plan(&eq, &shapes)? {
         match step {

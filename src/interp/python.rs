@@ -629,25 +629,6 @@ impl<'m> Interp<'m> {
         super::pyvalue::dict_call(&a.pos, &a.kw).map_err(|m| Diagnostic::new(m).at(a.span))
     }
 
-    /// `map(f, *iterables)`, taken at once (every consumer here reads all of it, in order).
-    pub(super) fn map_builtin(&mut self, a: &Args) -> Result<Value, Diagnostic> {
-        let span = a.span;
-        let e = tensor_err(span);
-        // Python's `map` is lazy; every consumer here takes all of it at once, in order.
-        let f = a.req(0, "func").map_err(&e)?.clone();
-        let seqs: Vec<Vec<Value>> = a.pos[1..].iter().map(|v| self.iterate(v, span)).collect::<Result<_, _>>()?;
-        if seqs.is_empty() {
-            return err(span, "map() must have at least two arguments.");
-        }
-        let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
-        let mut out = Vec::with_capacity(n);
-        for i in 0..n {
-            let args = seqs.iter().map(|s| s[i].clone()).collect();
-            out.push(self.call_value(f.clone(), args, vec![], span)?);
-        }
-        Ok(Value::list(out))
-    }
-
     /// `isinstance(x, class_or_tuple)` for the classes a program can name.
     pub(super) fn isinstance(&mut self, a: &Args) -> Result<Value, Diagnostic> {
         let span = a.span;

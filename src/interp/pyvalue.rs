@@ -352,9 +352,13 @@ pub fn tensor_arguments<V: PyValue>(pos: &[V], kw: &[(String, V)]) -> Vec<V> {
     out
 }
 
-/// `einsum`'s equation and operand values (given one by one, or as one list or tuple), checked to be a string
-/// and tensors.
-pub fn einsum_operands<V: PyValue>(equation: &V, pos: &[V]) -> Result<(String, Vec<V>), String> {
+/// `einsum`'s equation and operands (given one by one, or as one list or tuple), checked to be a string and
+/// tensors (`tensor` takes a tensor value's contents).
+pub fn einsum_operands<V: PyValue, T>(
+    equation: &V,
+    pos: &[V],
+    tensor: impl Fn(V) -> Option<T>,
+) -> Result<(String, Vec<T>), String> {
     let Py::Str(eq) = equation.py() else {
         return Err(format!("einsum(): argument 'equation' must be str, not {}", equation.type_name()));
     };
@@ -362,10 +366,12 @@ pub fn einsum_operands<V: PyValue>(equation: &V, pos: &[V]) -> Result<(String, V
         (2, Some(items)) => items,
         _ => pos.get(1..).unwrap_or(&[]).to_vec(),
     };
-    if let Some(other) = rest.iter().find(|v| !matches!(v.py(), Py::Tensor)) {
-        return Err(format!("einsum(): expected Tensor operands, got {}", other.type_name()));
+    let mut slots = Vec::with_capacity(rest.len());
+    for v in rest {
+        let name = v.type_name();
+        slots.push(tensor(v).ok_or_else(|| format!("einsum(): expected Tensor operands, got {name}"))?);
     }
-    Ok((eq.to_string(), rest))
+    Ok((eq.to_string(), slots))
 }
 
 /// A field of a named tuple (`torch.max(x, 0).values`) by its name.
@@ -431,6 +437,46 @@ pub fn raise<'m, W: Walk<'m>>(
             .at(e.span)
             .into(),
     }
+}
+
+/// A call's arguments, evaluated in order: positional ones with `*` spread, keyword ones with `**` spread. A
+/// nested function's captures (`MAKE_CLOSURE`'s keywords) must be bound where it is made.
+pub fn call_arguments<'m, W: Walk<'m, Env = std::collections::HashMap<String, <W as Walk<'m>>::V>>>(
+    w: &mut W,
+    env: &mut W::Env,
+    call: &'m Expr,
+) -> Result<(Vec<W::V>, Vec<(String, W::V)>), W::Err> {
+    let ExprKind::Call { func, args, kwargs } = &call.kind else { unreachable!("a call expression") };
+    if matches!(&func.kind, ExprKind::Name(n) if n == crate::frontend::ast::MAKE_CLOSURE) {
+        if let Some((n, at)) = super::python::unbound_capture(kwargs, |n| env.contains_key(n)) {
+            return Err(Diagnostic::new(super::python::unbound_capture_message(n)).at(at).into());
+        }
+    }
+    let pos = w.items(env, args, true)?;
+    let mut kw = Vec::with_capacity(kwargs.len());
+    for (k, v) in kwargs {
+        kw.push((k.clone(), w.eval(env, v)?));
+    }
+    let kw =
+        super::python::spread_kwargs(kw, super::python::dict_entries).map_err(|m| Diagnostic::new(m).at(call.span))?;
+    Ok((pos, kw))
+}
+
+/// `map(func, *iterables)`: Python's `map` is lazy; every consumer here takes all of it at once, in order.
+pub fn map_builtin<'m, W: Walk<'m>>(w: &mut W, a: &CallArgs<W::V>) -> Result<W::V, W::Err> {
+    let span = a.span;
+    let f = w.required(a, 0, "func")?.clone();
+    let seqs: Vec<Vec<W::V>> = a.pos[1..].iter().map(|v| w.iterate(v, span)).collect::<Result<_, _>>()?;
+    if seqs.is_empty() {
+        return Err(Diagnostic::new("map() must have at least two arguments.").at(span).into());
+    }
+    let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let args = seqs.iter().map(|s| s[i].clone()).collect();
+        out.push(w.call_value(f.clone(), args, span, "map()'s function")?);
+    }
+    Ok(W::V::make(Made::List(out)))
 }
 
 /// How a statement ended: on to the next, out of the loop, to the loop's next iteration, or out of the function.
@@ -558,12 +604,14 @@ pub trait Walk<'m> {
     fn iterate(&mut self, v: &Self::V, span: Span) -> Result<Vec<Self::V>, Self::Err>;
     /// The argument at position `i` or keyword `name`, or the engine's error for a missing one.
     fn required<'a>(&self, a: &'a CallArgs<Self::V>, i: usize, name: &str) -> Result<&'a Self::V, Self::Err>;
+    /// Calls a function value with positional arguments (`shown` names it in errors).
+    fn call_value(&mut self, f: Self::V, pos: Vec<Self::V>, span: Span, shown: &str) -> Result<Self::V, Self::Err>;
     /// An int argument, `default` when absent.
     fn int_or(&self, a: &CallArgs<Self::V>, i: usize, name: &str, default: i64) -> Result<i64, Self::Err>;
 }
 
 /// The builtins both engines run alike: a refusal the frontend deferred to where it runs (`ast::REFUSED`), and
-/// Python's builtins over iterables (`sum`, `list`, `tuple`, `enumerate`, `zip`, `reversed`). None for another
+/// Python's builtins over iterables (`sum`, `list`, `tuple`, `enumerate`, `zip`, `map`, `reversed`). None for another
 /// name.
 pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>) -> Option<Result<W::V, W::Err>> {
     let span = a.span;
@@ -602,6 +650,7 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
                 let n = seqs.iter().map(|s| s.len()).min().unwrap_or(0);
                 list((0..n).map(|i| W::V::make(Made::Tuple(seqs.iter().map(|s| s[i].clone()).collect()))).collect())
             }
+            "map" => map_builtin(w, a)?,
             _ => {
                 let mut items = w.iterate(w.required(a, 0, "seq")?, span)?;
                 items.reverse();
@@ -609,7 +658,7 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
             }
         })
     };
-    matches!(name, "sum" | "list" | "tuple" | "enumerate" | "zip" | "reversed").then(run)
+    matches!(name, "sum" | "list" | "tuple" | "enumerate" | "zip" | "map" | "reversed").then(run)
 }
 
 /// An expression's value, the walk both engines share (see [`Walk`]).
