@@ -288,7 +288,6 @@ impl<'m> Fz<'m> {
             }
             "print" => Ok(FV::None),
             "hasattr" => super::python::hasattr(a.req(0, "obj")?, a.req(1, "name")?, span),
-            "isinstance" => self.isinstance(a),
             "str" => {
                 let v = a.req(0, "object")?;
                 Ok(FV::Str(self.fv_str(v).into()))

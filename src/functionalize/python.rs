@@ -10,7 +10,7 @@ use super::state::{diag, needs_static, Stop, TRef, FR, FV};
 use super::{Env, Fz};
 use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::*;
-use crate::interp::python::{isinstance_of, key_eq, Lit, PyClass};
+use crate::interp::python::{key_eq, Lit};
 use crate::interp::{pyfmt, pyvalue, Value};
 use crate::tensor::{DType, Scalar};
 use std::cell::RefCell;
@@ -609,30 +609,6 @@ impl<'m> Fz<'m> {
             }
             _ => self.dyn_minmax(name, &items, span),
         }
-    }
-
-    /// `isinstance(x, class_or_tuple)` for the classes a program can name (a value known at run time has its class now).
-    pub(super) fn isinstance(&mut self, a: &A) -> FR<FV> {
-        let span = a.span;
-        let v = a.req(0, "obj")?;
-        let classes = match a.req(1, "class_or_tuple")? {
-            FV::Tuple(items) => items.as_ref().clone(),
-            one => vec![one.clone()],
-        };
-        // A value known only at run time has its class now.
-        let class = match v {
-            FV::Tensor(_) => PyClass::Tensor,
-            FV::Int(_) | FV::DynInt(_) => PyClass::Int,
-            FV::Float(_) | FV::DynFloat(_) => PyClass::Float,
-            FV::Bool(_) | FV::DynBool(_) => PyClass::Bool,
-            FV::Str(_) => PyClass::Str,
-            FV::Tuple(_) | FV::Named(..) => PyClass::Tuple,
-            FV::List(_) => PyClass::List,
-            FV::Dict(_) => PyClass::Dict,
-            _ => PyClass::Other,
-        };
-        let names = classes.iter().map(|c| if let FV::Module(m) = c { Some(*m) } else { None });
-        Ok(FV::Bool(isinstance_of(class, names).map_err(err(span))?))
     }
 }
 

@@ -396,7 +396,6 @@ impl<'m> Interp<'m> {
                 };
                 hasattr(owner, name).map(Value::Bool).map_err(|m| Diagnostic::new(m).at(span))
             }
-            "isinstance" => self.isinstance(a),
             "str" => Ok(Value::Str(super::pyfmt::py_str(a.req(0, "object").map_err(&e)?).into())),
             "print" => Ok(Value::None),
             _ => err(span, format!("unsupported function `{name}`")),

@@ -628,28 +628,4 @@ impl<'m> Interp<'m> {
         }
         super::pyvalue::dict_call(&a.pos, &a.kw).map_err(|m| Diagnostic::new(m).at(a.span))
     }
-
-    /// `isinstance(x, class_or_tuple)` for the classes a program can name.
-    pub(super) fn isinstance(&mut self, a: &Args) -> Result<Value, Diagnostic> {
-        let span = a.span;
-        let e = tensor_err(span);
-        let v = a.req(0, "obj").map_err(&e)?;
-        let classes = match a.req(1, "class_or_tuple").map_err(&e)? {
-            Value::Tuple(items) => items.as_ref().clone(),
-            one => vec![one.clone()],
-        };
-        let class = match v {
-            Value::Tensor(_) => PyClass::Tensor,
-            Value::Int(_) => PyClass::Int,
-            Value::Float(_) => PyClass::Float,
-            Value::Bool(_) => PyClass::Bool,
-            Value::Str(_) => PyClass::Str,
-            Value::Tuple(_) | Value::Named(..) => PyClass::Tuple,
-            Value::List(_) => PyClass::List,
-            Value::Dict(_) => PyClass::Dict,
-            _ => PyClass::Other,
-        };
-        let names = classes.iter().map(|c| if let Value::Module(m) = c { Some(*m) } else { None });
-        Ok(Value::Bool(isinstance_of(class, names).map_err(&e)?))
-    }
 }

@@ -462,6 +462,29 @@ pub fn call_arguments<'m, W: Walk<'m, Env = std::collections::HashMap<String, <W
     Ok((pos, kw))
 }
 
+/// `isinstance(v, class_or_tuple)` for the classes a program can name; a value known only at run time has its
+/// class now (its type name is the class's).
+pub fn isinstance<V: PyValue>(v: &V, class_or_tuple: &V) -> Result<bool, String> {
+    use super::python::{isinstance_of, PyClass};
+    let classes = match class_or_tuple.py() {
+        Py::Tuple(items) => items.to_vec(),
+        _ => vec![class_or_tuple.clone()],
+    };
+    let class = match v.type_name() {
+        "Tensor" => PyClass::Tensor,
+        "int" => PyClass::Int,
+        "float" => PyClass::Float,
+        "bool" => PyClass::Bool,
+        "str" => PyClass::Str,
+        "tuple" => PyClass::Tuple,
+        "list" => PyClass::List,
+        "dict" => PyClass::Dict,
+        _ => PyClass::Other,
+    };
+    let names = classes.iter().map(|c| if let Py::Module(m) = c.py() { Some(m) } else { None });
+    isinstance_of(class, names)
+}
+
 /// `map(func, *iterables)`: Python's `map` is lazy; every consumer here takes all of it at once, in order.
 pub fn map_builtin<'m, W: Walk<'m>>(w: &mut W, a: &CallArgs<W::V>) -> Result<W::V, W::Err> {
     let span = a.span;
@@ -611,7 +634,8 @@ pub trait Walk<'m> {
 }
 
 /// The builtins both engines run alike: a refusal the frontend deferred to where it runs (`ast::REFUSED`), and
-/// Python's builtins over iterables (`sum`, `list`, `tuple`, `enumerate`, `zip`, `map`, `reversed`). None for another
+/// Python's builtins over iterables (`sum`, `list`, `tuple`, `enumerate`, `zip`, `map`, `reversed`), and
+/// `isinstance`. None for another
 /// name.
 pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>) -> Option<Result<W::V, W::Err>> {
     let span = a.span;
@@ -651,6 +675,12 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
                 list((0..n).map(|i| W::V::make(Made::Tuple(seqs.iter().map(|s| s[i].clone()).collect()))).collect())
             }
             "map" => map_builtin(w, a)?,
+            "isinstance" => {
+                let v = w.required(a, 0, "obj")?.clone();
+                let classes = w.required(a, 1, "class_or_tuple")?.clone();
+                let r = isinstance(&v, &classes).map_err(|m| Diagnostic::new(m).at(span))?;
+                W::V::make(Made::Bool(r))
+            }
             _ => {
                 let mut items = w.iterate(w.required(a, 0, "seq")?, span)?;
                 items.reverse();
@@ -658,7 +688,7 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
             }
         })
     };
-    matches!(name, "sum" | "list" | "tuple" | "enumerate" | "zip" | "map" | "reversed").then(run)
+    matches!(name, "sum" | "list" | "tuple" | "enumerate" | "zip" | "map" | "reversed" | "isinstance").then(run)
 }
 
 /// An expression's value, the walk both engines share (see [`Walk`]).
