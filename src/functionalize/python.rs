@@ -38,10 +38,6 @@ pub(super) fn fv_static(v: &FV) -> Option<Value> {
     })
 }
 
-fn stop(span: Span, m: impl Into<String>) -> Stop {
-    Stop::Diag(Diagnostic::new(m).at(span))
-}
-
 impl<'m> Fz<'m> {
     /// Python's `str` of a value; tensors and values known only at run time are described, not printed.
     pub(super) fn fv_str(&self, v: &FV) -> String {
@@ -226,22 +222,12 @@ impl<'m> Fz<'m> {
         }
     }
 
-    /// An f-string's text; fields known only at run time are described (see [`Fz::fv_str`]).
+    /// An f-string's text (`pyvalue::fstring`); fields known only at run time are described (see [`Fz::fv_str`]).
     pub(super) fn fstring(&mut self, env: &mut Env, parts: &'m [FPart]) -> FR<FV> {
-        let mut out = String::new();
-        for p in parts {
-            match p {
-                FPart::Lit(s) => out.push_str(s),
-                FPart::Field { value, conv, spec } => {
-                    let v = self.expr(env, value)?;
-                    match fv_static(&v) {
-                        Some(v) => out.push_str(&pyfmt::field(&v, *conv, spec).map_err(|m| stop(value.span, m))?),
-                        None => out.push_str(&self.fv_str(&v)),
-                    }
-                }
-            }
-        }
-        Ok(FV::Str(Rc::from(out.as_str())))
+        pyvalue::fstring(self, env, parts, |fz, v, conv, spec| match fv_static(v) {
+            Some(v) => pyfmt::field(&v, conv, spec),
+            None => Ok(fz.fv_str(v)),
+        })
     }
 
     /// `raise EXC`: the error functionalization stops with. Under an `if` or loop on a run-time value the program
@@ -286,28 +272,13 @@ impl<'m> Fz<'m> {
         Ok(pos[0].clone())
     }
 
-    /// `itertools.NAME(...)`: `product` only, as a list of tuples; `repeat` must be known before the program runs.
+    /// `itertools.NAME(...)`: `product` only, as a list of tuples (`pyvalue::itertools`); `repeat` must be known
+    /// before the program runs.
     pub(super) fn itertools(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
-        if name != "product" {
-            return diag(span, crate::frontend::torch_api::unsupported_itertools(name));
+        if kw.iter().any(|(k, v)| k == "repeat" && matches!(v, FV::DynInt(_))) && name == "product" {
+            return needs_static(span, "itertools.product(): `repeat` must be known before the program runs");
         }
-        let mut repeat = 1;
-        for (k, v) in kw {
-            match (k.as_str(), v) {
-                ("repeat", FV::Int(r)) => repeat = *r,
-                ("repeat", FV::DynInt(_)) => {
-                    return needs_static(span, "itertools.product(): `repeat` must be known before the program runs")
-                }
-                ("repeat", other) => {
-                    return diag(span, format!("'{}' object cannot be interpreted as an integer", other.type_name()))
-                }
-                _ => return diag(span, format!("product() got an unexpected keyword argument '{k}'")),
-            }
-        }
-        let seqs = pos.iter().map(|v| self.iterate(v, span)).collect::<FR<Vec<_>>>()?;
-        let combos = crate::interp::python::cartesian_product(&seqs, repeat).map_err(err(span))?;
-        let items = combos.into_iter().map(|c| FV::Tuple(Rc::new(c))).collect();
-        Ok(FV::List(Rc::new(RefCell::new(items))))
+        pyvalue::itertools(self, name, pos, kw, span)
     }
 
     /// `LIST.NAME(*pos)`: the list methods both engines have.

@@ -402,24 +402,15 @@ impl<'m> Interp<'m> {
         }
     }
 
-    /// `itertools.NAME(...)`: `product` only, as a list of tuples.
-    fn itertools(&self, name: &str, pos: &[Value], kw: &[(String, Value)], span: Span) -> Result<Value, Diagnostic> {
-        if name != "product" {
-            return err(span, crate::frontend::torch_api::unsupported_itertools(name));
-        }
-        let mut repeat = 1;
-        for (k, v) in kw {
-            match (k.as_str(), v) {
-                ("repeat", Value::Int(r)) => repeat = *r,
-                ("repeat", other) => {
-                    return err(span, format!("'{}' object cannot be interpreted as an integer", other.type_name()))
-                }
-                _ => return err(span, format!("product() got an unexpected keyword argument '{k}'")),
-            }
-        }
-        let seqs = pos.iter().map(|v| self.iterate(v, span)).collect::<Result<Vec<_>, _>>()?;
-        let combos = super::python::cartesian_product(&seqs, repeat).map_err(tensor_err(span))?;
-        Ok(Value::list(combos.into_iter().map(Value::tuple).collect()))
+    /// `itertools.NAME(...)`: `product` only, as a list of tuples (`pyvalue::itertools`).
+    fn itertools(
+        &mut self,
+        name: &str,
+        pos: &[Value],
+        kw: &[(String, Value)],
+        span: Span,
+    ) -> Result<Value, Diagnostic> {
+        super::pyvalue::itertools(self, name, pos, kw, span)
     }
 
     /// `a OP b` as a Python truth value (for `min`/`max` over values).

@@ -174,19 +174,9 @@ impl<'m> Interp<'m> {
         }
     }
 
-    /// An f-string's text.
+    /// An f-string's text (`pyvalue::fstring`).
     pub(super) fn eval_fstring(&mut self, frame: &mut Frame, parts: &'m [FPart]) -> Result<Value, Diagnostic> {
-        let mut out = String::new();
-        for p in parts {
-            match p {
-                FPart::Lit(s) => out.push_str(s),
-                FPart::Field { value, conv, spec } => {
-                    let v = self.eval(frame, value)?;
-                    out.push_str(&pyfmt::field(&v, *conv, spec).map_err(|m| Diagnostic::new(m).at(value.span))?);
-                }
-            }
-        }
-        Ok(Value::Str(Rc::from(out.as_str())))
+        super::pyvalue::fstring(self, frame, parts, |_, v, conv, spec| pyfmt::field(v, conv, spec))
     }
 
     /// `raise EXC`: the error the program stops with (`pyvalue::raise`).

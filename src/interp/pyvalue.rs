@@ -485,6 +485,55 @@ pub fn isinstance<V: PyValue>(v: &V, class_or_tuple: &V) -> Result<bool, String>
     isinstance_of(class, names)
 }
 
+/// `itertools.product(*iterables, repeat=)` (the only `itertools` function here): the list of tuples. `repeat`
+/// must be an int (the functionalizer first refuses one known only at run time).
+pub fn itertools<'m, W: Walk<'m>>(
+    w: &mut W,
+    name: &str,
+    pos: &[W::V],
+    kw: &[(String, W::V)],
+    span: Span,
+) -> Result<W::V, W::Err> {
+    let fail = |m: String| -> W::Err { Diagnostic::new(m).at(span).into() };
+    if name != "product" {
+        return Err(fail(crate::frontend::torch_api::unsupported_itertools(name)));
+    }
+    let mut repeat = 1;
+    for (k, v) in kw {
+        match (k.as_str(), v.py()) {
+            ("repeat", Py::Int(r)) => repeat = r,
+            ("repeat", _) => {
+                return Err(fail(format!("'{}' object cannot be interpreted as an integer", v.type_name())))
+            }
+            _ => return Err(fail(format!("product() got an unexpected keyword argument '{k}'"))),
+        }
+    }
+    let seqs = pos.iter().map(|v| w.iterate(v, span)).collect::<Result<Vec<_>, _>>()?;
+    let combos = super::python::cartesian_product(&seqs, repeat).map_err(fail)?;
+    Ok(W::V::make(Made::List(combos.into_iter().map(|c| W::V::make(Made::Tuple(c))).collect())))
+}
+
+/// An f-string's text: its literal parts, and each field formatted by `field` (which prints a value as its
+/// conversion and format spec ask).
+pub fn fstring<'m, W: Walk<'m>>(
+    w: &mut W,
+    env: &mut W::Env,
+    parts: &'m [FPart],
+    field: impl Fn(&mut W, &W::V, Option<char>, &str) -> Result<String, String>,
+) -> Result<W::V, W::Err> {
+    let mut out = String::new();
+    for p in parts {
+        match p {
+            FPart::Lit(s) => out.push_str(s),
+            FPart::Field { value, conv, spec } => {
+                let v = w.eval(env, value)?;
+                out.push_str(&field(w, &v, *conv, spec).map_err(|m| Diagnostic::new(m).at(value.span))?);
+            }
+        }
+    }
+    Ok(W::V::make(Made::Str(Rc::from(out.as_str()))))
+}
+
 /// `map(func, *iterables)`: Python's `map` is lazy; every consumer here takes all of it at once, in order.
 pub fn map_builtin<'m, W: Walk<'m>>(w: &mut W, a: &CallArgs<W::V>) -> Result<W::V, W::Err> {
     let span = a.span;
