@@ -304,14 +304,7 @@ impl<'m> Fz<'m> {
                 self.setitem(&o, &i, &new, span)
             }
             // `p.data -= x`: in place on the tensor `p.data` is; setting `p.data` back to it changes nothing.
-            ExprKind::Attr(_, a) if a == "data" => {
-                let cur = self.expr(env, target)?;
-                if !matches!(cur, FV::Tensor(_)) {
-                    return diag(target.span, format!("'{}' object has no attribute 'data'", cur.type_name()));
-                }
-                let rhs = self.expr(env, value)?;
-                self.inplace_binop(&cur, op, &rhs, span).map(|_| ())
-            }
+            ExprKind::Attr(_, a) if a == "data" => pyvalue::aug_assign_data(self, env, target, op, value, span),
             _ => diag(target.span, "unsupported target of augmented assignment"),
         }
     }
@@ -416,15 +409,7 @@ impl<'m> Fz<'m> {
         items: impl Iterator<Item = FV>,
         body: &'m [Stmt],
     ) -> FR<Flow> {
-        for item in items {
-            self.assign(env, target, item)?;
-            match self.block(env, body)? {
-                Flow::Break => break,
-                Flow::Return(v) => return Ok(Flow::Return(v)),
-                _ => {}
-            }
-        }
-        Ok(Flow::Normal)
+        pyvalue::for_items(self, env, target, items, body)
     }
 
     fn symbolic_for(
@@ -676,5 +661,11 @@ impl<'m> pyvalue::Exec<'m> for Fz<'m> {
     }
     fn exec_other(&mut self, env: &mut Env, s: &'m Stmt) -> FR<Flow> {
         Fz::stmt_other(self, env, s)
+    }
+    fn block(&mut self, env: &mut Env, body: &'m [Stmt]) -> FR<Flow> {
+        Fz::block(self, env, body)
+    }
+    fn inplace_binop(&mut self, a: FV, op: BinOp, b: FV, span: Span) -> FR<FV> {
+        Fz::inplace_binop(self, &a, op, &b, span)
     }
 }

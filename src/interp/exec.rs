@@ -137,14 +137,7 @@ impl<'m> Interp<'m> {
                     }
                     other => Box::new(self.iterate(&other, iter.span)?.into_iter()),
                 };
-                for item in items {
-                    self.assign(frame, target, item)?;
-                    match self.exec_block(frame, body)? {
-                        Flow::Break => break,
-                        Flow::Return(v) => return Ok(Flow::Return(v)),
-                        _ => {}
-                    }
-                }
+                return pyvalue::for_items(self, frame, target, items, body);
             }
             StmtKind::While { test, body } => {
                 let mut n = 0u64;
@@ -287,14 +280,7 @@ impl<'m> Interp<'m> {
                 self.setitem(&o, &i, &new, span)
             }
             // `p.data -= x`: in place on the tensor `p.data` is; setting `p.data` back to it changes nothing.
-            ExprKind::Attr(_, a) if a == "data" => {
-                let cur = self.eval(frame, target)?;
-                if !matches!(cur, Value::Tensor(_)) {
-                    return err(target.span, format!("'{}' object has no attribute 'data'", cur.type_name()));
-                }
-                let rhs = self.eval(frame, value)?;
-                self.inplace_binop(cur, op, rhs, span).map(|_| ())
-            }
+            ExprKind::Attr(_, a) if a == "data" => pyvalue::aug_assign_data(self, frame, target, op, value, span),
             _ => err(target.span, "unsupported target of augmented assignment"),
         }
     }
@@ -631,5 +617,11 @@ impl<'m> pyvalue::Exec<'m> for Interp<'m> {
     }
     fn exec_other(&mut self, frame: &mut Frame, s: &'m Stmt) -> Result<Flow, Diagnostic> {
         Interp::exec_other(self, frame, s)
+    }
+    fn block(&mut self, frame: &mut Frame, body: &'m [Stmt]) -> Result<Flow, Diagnostic> {
+        self.exec_block(frame, body)
+    }
+    fn inplace_binop(&mut self, a: Value, op: BinOp, b: Value, span: Span) -> Result<Value, Diagnostic> {
+        Interp::inplace_binop(self, a, op, b, span)
     }
 }

@@ -575,6 +575,47 @@ pub trait Exec<'m>: Walk<'m, Env = std::collections::HashMap<String, <Self as Wa
     /// The items `a, b = v` unpacks.
     fn unpack(&mut self, v: &Self::V, span: Span) -> Result<Vec<Self::V>, Self::Err>;
     fn exec_other(&mut self, env: &mut Self::Env, s: &'m Stmt) -> Result<Flow<Self::V>, Self::Err>;
+    /// A block of statements, until one ends it.
+    fn block(&mut self, env: &mut Self::Env, body: &'m [Stmt]) -> Result<Flow<Self::V>, Self::Err>;
+    /// `a OP= b` on values: in place on a tensor or list, else `a OP b`.
+    fn inplace_binop(&mut self, a: Self::V, op: BinOp, b: Self::V, span: Span) -> Result<Self::V, Self::Err>;
+}
+
+/// A `for` loop run item by item: `target` bound to each, then `body`, until a `break` or `return`.
+pub fn for_items<'m, X: Exec<'m>>(
+    x: &mut X,
+    env: &mut X::Env,
+    target: &'m Expr,
+    items: impl Iterator<Item = X::V>,
+    body: &'m [Stmt],
+) -> Result<Flow<X::V>, X::Err> {
+    for item in items {
+        assign(x, env, target, item)?;
+        match x.block(env, body)? {
+            Flow::Break => break,
+            Flow::Return(v) => return Ok(Flow::Return(v)),
+            _ => {}
+        }
+    }
+    Ok(Flow::Normal)
+}
+
+/// `p.data OP= x`: in place on the tensor `p.data` is; setting `p.data` back to it changes nothing.
+pub fn aug_assign_data<'m, X: Exec<'m>>(
+    x: &mut X,
+    env: &mut X::Env,
+    target: &'m Expr,
+    op: BinOp,
+    value: &'m Expr,
+    span: Span,
+) -> Result<(), X::Err> {
+    let cur = x.eval(env, target)?;
+    if !matches!(cur.py(), Py::Tensor) {
+        let m = format!("'{}' object has no attribute 'data'", cur.type_name());
+        return Err(Diagnostic::new(m).at(target.span).into());
+    }
+    let rhs = x.eval(env, value)?;
+    x.inplace_binop(cur, op, rhs, span).map(|_| ())
 }
 
 /// One statement, the walk both engines share (see [`Exec`]).
