@@ -24,6 +24,7 @@ pub(crate) mod pyfmt;
 pub(crate) mod pystr;
 pub(crate) mod python;
 pub(crate) mod pyvalue;
+pub(crate) mod pywalk;
 pub(crate) mod resample;
 pub mod returns;
 mod subscript;
