@@ -1267,3 +1267,28 @@ fn a_write_by_mask_and_selections_checks_its_value() {
         }
     }
 }
+
+/// A list, tuple or string repeated more times than memory holds is Python's `MemoryError` on every engine (it was
+/// a panic, or a count that wrapped to an empty list in a release build); an empty one repeated any number of times
+/// is empty.
+#[test]
+fn a_sequence_repeated_past_memory_is_a_memory_error() {
+    for (expr, name) in [
+        ("[0, 0, 0, 0] * (2 ** 62)", "list"),
+        ("(2 ** 40) * [0]", "list left"),
+        ("(1.0, 2.0) * (2 ** 62)", "tuple"),
+        ("'ab' * (2 ** 62)", "str"),
+    ] {
+        let src = format!("def f(x: f32[3]) -> f32[3]:\n    n = len({expr})\n    return x + n\n");
+        let bad: Vec<String> = errors(&src, "f")
+            .into_iter()
+            .filter(|(_, m)| !m.contains("MemoryError"))
+            .map(|(e, m)| format!("  {e}: {m}"))
+            .collect();
+        assert!(bad.is_empty(), "{name}: expected MemoryError from every engine; these differ:\n{}", bad.join("\n"));
+    }
+    let src = "def f(x: f32[3]) -> f32[3]:\n    n = len([] * (10 ** 18)) + len(() * (10 ** 18))\n    return x + n\n";
+    for (engine, m) in errors(src, "f") {
+        assert_eq!(m, "returned without an error", "{engine}");
+    }
+}

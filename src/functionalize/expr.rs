@@ -392,7 +392,7 @@ impl<'m> Fz<'m> {
                 .map_err(|m| Stop::Diag(crate::diag::Diagnostic::new(m).at(span)));
         }
         if let Some(v) = pyvalue::sequence_binop(a, op, b) {
-            return Ok(v);
+            return v.map_err(|m| Stop::Diag(Diagnostic::new(m).at(span)));
         }
         // Affine arithmetic on run-time ints (loop variables) keeps offsets exact.
         match (a, b, op) {

@@ -444,7 +444,7 @@ impl<'m> Interp<'m> {
             return py_arith(x, op, y).map_err(tensor_err(span));
         }
         if let Some(v) = super::pyvalue::sequence_binop(a, op, b) {
-            return Ok(v);
+            return v.map_err(tensor_err(span));
         }
         match (a, b, op) {
             (Value::Tensor(x), Value::Tensor(y), BinOp::MatMul) => {

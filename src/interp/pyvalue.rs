@@ -131,28 +131,46 @@ pub fn literal<V: PyValue>(kind: &ExprKind) -> Option<V> {
     }))
 }
 
+/// The most items (or bytes of a string) a repeated sequence may have here: Python would try to allocate more and
+/// raise `MemoryError` (or `OverflowError` past an index-sized count); building one would exhaust memory.
+pub const MAX_REPEATED_ITEMS: usize = 1 << 28;
+
 /// Python's arithmetic on sequences: `+` of two tuples, lists or strings, and a tuple, list or string times an int
-/// (a negative count gives an empty one). None where the operands are not that.
-pub fn sequence_binop<V: PyValue>(a: &V, op: BinOp, b: &V) -> Option<V> {
-    let times = |n: i64, len: usize| len * n.max(0) as usize;
-    Some(V::make(match (a.py(), b.py(), op) {
+/// (a negative count gives an empty one; a result of more than [`MAX_REPEATED_ITEMS`] items is a `MemoryError`).
+/// None where the operands are not that.
+pub fn sequence_binop<V: PyValue>(a: &V, op: BinOp, b: &V) -> Option<Result<V, String>> {
+    let times = |n: i64, len: usize| {
+        match len.checked_mul(n.max(0) as usize) {
+        Some(total) if total <= MAX_REPEATED_ITEMS => Ok(total),
+        _ => Err(format!(
+            "MemoryError: a sequence of {len} items repeated {n} times is larger than funcfuse builds ({MAX_REPEATED_ITEMS} items)"
+        )),
+    }
+    };
+    let made = match (a.py(), b.py(), op) {
         (Py::Tuple(x), Py::Tuple(y), BinOp::Add) => Made::Tuple(x.iter().chain(y).cloned().collect()),
         (Py::List(x), Py::List(y), BinOp::Add) => {
             Made::List(x.borrow().iter().chain(y.borrow().iter()).cloned().collect())
         }
         (Py::List(x), Py::Int(n), BinOp::Mul) | (Py::Int(n), Py::List(x), BinOp::Mul) => {
             let items = x.borrow();
-            Made::List(items.iter().cycle().take(times(n, items.len())).cloned().collect())
+            match times(n, items.len()) {
+                Ok(total) => Made::List(items.iter().cycle().take(total).cloned().collect()),
+                Err(m) => return Some(Err(m)),
+            }
         }
-        (Py::Tuple(x), Py::Int(n), BinOp::Mul) | (Py::Int(n), Py::Tuple(x), BinOp::Mul) => {
-            Made::Tuple(x.iter().cycle().take(times(n, x.len())).cloned().collect())
-        }
+        (Py::Tuple(x), Py::Int(n), BinOp::Mul) | (Py::Int(n), Py::Tuple(x), BinOp::Mul) => match times(n, x.len()) {
+            Ok(total) => Made::Tuple(x.iter().cycle().take(total).cloned().collect()),
+            Err(m) => return Some(Err(m)),
+        },
         (Py::Str(x), Py::Str(y), BinOp::Add) => Made::Str(format!("{x}{y}").into()),
-        (Py::Str(x), Py::Int(n), BinOp::Mul) | (Py::Int(n), Py::Str(x), BinOp::Mul) => {
-            Made::Str(x.repeat(n.max(0) as usize).into())
-        }
+        (Py::Str(x), Py::Int(n), BinOp::Mul) | (Py::Int(n), Py::Str(x), BinOp::Mul) => match times(n, x.len()) {
+            Ok(_) => Made::Str(x.repeat(n.max(0) as usize).into()),
+            Err(m) => return Some(Err(m)),
+        },
         _ => return None,
-    }))
+    };
+    Some(Ok(V::make(made)))
 }
 
 /// `dict(**kw)` or `dict(d, **kw)`: a new dict, the keywords (string keys) after `d`'s entries, a keyword replacing
