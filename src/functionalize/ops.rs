@@ -516,13 +516,8 @@ impl<'m> Fz<'m> {
         };
         let (rd, od) = (self.roots[r.root].dtype, self.roots[out.root].dtype);
         check_out(name, kind, rd, &r.shape, od, &out.shape).map_err(err(span))?;
-        let inputs: Vec<TRef> = crate::interp::pyvalue::tensor_arguments(&a.pos, &a.kw)
-            .into_iter()
-            .filter_map(|v| match v {
-                FV::Tensor(t) => Some(t),
-                _ => None,
-            })
-            .collect();
+        let tensor = |v| if let FV::Tensor(t) = v { Some(t) } else { None };
+        let inputs: Vec<TRef> = crate::interp::pyvalue::tensor_arguments(&a.pos, &a.kw, tensor);
         let refs: Vec<&TRef> = inputs.iter().collect();
         let scan = crate::interp::out_arg::out_may_be_input(name);
         self.check_at_corners(&out, &refs, span, |d, ins| {

@@ -300,13 +300,8 @@ impl<'m> Interp<'m> {
             return Err(format!("{name}(): argument 'out' must be Tensor"));
         };
         check_out(name, kind, r.dtype(), &r.shape, out.dtype(), &out.shape)?;
-        let inputs: Vec<Tensor> = crate::interp::pyvalue::tensor_arguments(&a.pos, &a.kw)
-            .into_iter()
-            .filter_map(|v| match v {
-                Value::Tensor(t) => Some(t),
-                _ => None,
-            })
-            .collect();
+        let tensor = |v| if let Value::Tensor(t) = v { Some(t) } else { None };
+        let inputs: Vec<Tensor> = crate::interp::pyvalue::tensor_arguments(&a.pos, &a.kw, tensor);
         let scan = super::out_arg::out_may_be_input(name);
         let refs: Vec<&Tensor> = inputs.iter().filter(|t| !(scan && t.same_view(&out))).collect();
         ops::check_out_overlap(&out, &refs, kind == OutKind::Elementwise).map_err(|e| {

@@ -254,37 +254,6 @@ impl<'m> Interp<'m> {
         }
     }
 
-    fn aug_assign(
-        &mut self,
-        frame: &mut Frame,
-        target: &'m Expr,
-        op: BinOp,
-        value: &'m Expr,
-        span: Span,
-    ) -> Result<(), Diagnostic> {
-        match &target.kind {
-            ExprKind::Name(n) => {
-                let cur = self.lookup(frame, n, target.span)?;
-                let rhs = self.eval(frame, value)?;
-                let new = self.inplace_binop(cur, op, rhs, span)?;
-                frame.insert(n.clone(), new);
-                Ok(())
-            }
-            ExprKind::Subscript(obj, idx) => {
-                // Python: t = obj[idx]; t = t.__iop__(rhs); obj[idx] = t.
-                let o = self.eval(frame, obj)?;
-                let i = self.eval(frame, idx)?;
-                let cur = self.getitem(&o, &i, target.span)?;
-                let rhs = self.eval(frame, value)?;
-                let new = self.inplace_binop(cur, op, rhs, span)?;
-                self.setitem(&o, &i, &new, span)
-            }
-            // `p.data -= x`: in place on the tensor `p.data` is; setting `p.data` back to it changes nothing.
-            ExprKind::Attr(_, a) if a == "data" => pyvalue::aug_assign_data(self, frame, target, op, value, span),
-            _ => err(target.span, "unsupported target of augmented assignment"),
-        }
-    }
-
     /// `a op= b`: in place for tensors (`__iadd__`), a new value for Python numbers.
     fn inplace_binop(&mut self, a: Value, op: BinOp, b: Value, span: Span) -> Result<Value, Diagnostic> {
         match &a {
@@ -607,7 +576,27 @@ impl<'m> pyvalue::Exec<'m> for Interp<'m> {
         value: &'m Expr,
         span: Span,
     ) -> Result<(), Diagnostic> {
-        Interp::aug_assign(self, frame, target, op, value, span)
+        match &target.kind {
+            ExprKind::Name(n) => {
+                let cur = self.lookup(frame, n, target.span)?;
+                let rhs = self.eval(frame, value)?;
+                let new = self.inplace_binop(cur, op, rhs, span)?;
+                frame.insert(n.clone(), new);
+                Ok(())
+            }
+            ExprKind::Subscript(obj, idx) => {
+                // Python: t = obj[idx]; t = t.__iop__(rhs); obj[idx] = t.
+                let o = self.eval(frame, obj)?;
+                let i = self.eval(frame, idx)?;
+                let cur = self.getitem(&o, &i, target.span)?;
+                let rhs = self.eval(frame, value)?;
+                let new = self.inplace_binop(cur, op, rhs, span)?;
+                self.setitem(&o, &i, &new, span)
+            }
+            // `p.data -= x`: in place on the tensor `p.data` is; setting `p.data` back to it changes nothing.
+            ExprKind::Attr(_, a) if a == "data" => pyvalue::aug_assign_data(self, frame, target, op, value, span),
+            _ => err(target.span, "unsupported target of augmented assignment"),
+        }
     }
     fn setitem(&mut self, obj: &Value, idx: &Value, v: &Value, span: Span) -> Result<(), Diagnostic> {
         Interp::setitem(self, obj, idx, v, span)

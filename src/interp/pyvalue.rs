@@ -358,14 +358,14 @@ pub fn out_keyword<V: PyValue>(
     Some((kind, kw.remove(k).1))
 }
 
-/// The tensors among a call's arguments, and in the lists and tuples among them (the inputs an `out=` may overlap).
-pub fn tensor_arguments<V: PyValue>(pos: &[V], kw: &[(String, V)]) -> Vec<V> {
-    let is_tensor = |v: &V| matches!(v.py(), Py::Tensor);
+/// The tensors among a call's arguments, and in the lists and tuples among them (the inputs an `out=` may overlap),
+/// as the engine's tensors (`tensor` takes a tensor value's contents).
+pub fn tensor_arguments<V: PyValue, T>(pos: &[V], kw: &[(String, V)], tensor: impl Fn(V) -> Option<T>) -> Vec<T> {
     let mut out = Vec::new();
     for v in pos.iter().chain(kw.iter().map(|(_, v)| v)) {
-        match is_tensor(v) {
-            true => out.push(v.clone()),
-            false => out.extend(v.items().unwrap_or_default().into_iter().filter(is_tensor)),
+        match v.items() {
+            Some(items) if !matches!(v.py(), Py::Tensor) => out.extend(items.into_iter().filter_map(&tensor)),
+            _ => out.extend(tensor(v.clone())),
         }
     }
     out
