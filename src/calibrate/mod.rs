@@ -14,7 +14,7 @@ use crate::cost::fit::{fit, Sample};
 use crate::cost::{Profile, Stats, DEFAULT_TRANSCENDENTAL_S};
 use crate::diag::Diagnostic;
 use crate::frontend::Module;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::DType;
 
 pub use crate::cost::records::{features_json, record_samples};
 
@@ -149,7 +149,6 @@ pub fn calibrate(target: crate::backend::Target) -> Result<Profile, String> {
     let (t_ops, s) = measure("(tuple (add (mul (exp (input %x)) (input %x)) (sigmoid (input %x))))", &[m], 9)?;
     let memory = (s.bytes + upload(m)) / bytes_per_s;
     let ops_per_s = s.flops / (t_ops - launch_s - memory).max(t_ops * 0.1);
-    let _ = Tensor::zeros(DType::F32, &[1]);
     let backend = match target {
         crate::backend::Target::C => "c",
         crate::backend::Target::Cuda => "cuda",

@@ -2,7 +2,7 @@
 //! (`functionalize::state::FV`, which also has values known only when the program runs) are both [`PyValue`]s, seen
 //! through one borrowed view ([`Py`]) and built through one constructor ([`Made`]). What Python does with the values
 //! both have (literals, the builtin names, sequence arithmetic, `dict(...)`, `*` in displays and calls, `is`, `in`,
-//! equality of kinds and of sequences, the expression walk itself) is written here once, over that view; each engine
+//! equality of kinds and of sequences) is written here once, over that view; each engine
 //! keeps only what differs (run-time values, tensors as terms or as data, conditions known only at run time). The
 //! walks over the syntax and the builtins that call back into an engine are `pywalk.rs`, re-exported here.
 
@@ -11,8 +11,7 @@ use std::rc::Rc;
 
 pub use super::pywalk::*;
 use super::value::Value;
-use crate::diag::Diagnostic;
-use crate::diag::Span;
+use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::{BinOp, CmpOp, ExprKind};
 use crate::tensor::DType;
 
@@ -139,38 +138,32 @@ pub const MAX_REPEATED_ITEMS: usize = 1 << 28;
 /// (a negative count gives an empty one; a result of more than [`MAX_REPEATED_ITEMS`] items is a `MemoryError`).
 /// None where the operands are not that.
 pub fn sequence_binop<V: PyValue>(a: &V, op: BinOp, b: &V) -> Option<Result<V, String>> {
-    let times = |n: i64, len: usize| {
-        match len.checked_mul(n.max(0) as usize) {
+    let total = |n: i64, len: usize| match len.checked_mul(n.max(0) as usize) {
         Some(total) if total <= MAX_REPEATED_ITEMS => Ok(total),
         _ => Err(format!(
-            "MemoryError: a sequence of {len} items repeated {n} times is larger than funcfuse builds ({MAX_REPEATED_ITEMS} items)"
+            "MemoryError: a sequence of {len} items repeated {n} times is larger than funcfuse builds \
+             ({MAX_REPEATED_ITEMS} items)"
         )),
-    }
     };
     let made = match (a.py(), b.py(), op) {
-        (Py::Tuple(x), Py::Tuple(y), BinOp::Add) => Made::Tuple(x.iter().chain(y).cloned().collect()),
+        (Py::Tuple(x), Py::Tuple(y), BinOp::Add) => Ok(Made::Tuple(x.iter().chain(y).cloned().collect())),
         (Py::List(x), Py::List(y), BinOp::Add) => {
-            Made::List(x.borrow().iter().chain(y.borrow().iter()).cloned().collect())
+            Ok(Made::List(x.borrow().iter().chain(y.borrow().iter()).cloned().collect()))
         }
         (Py::List(x), Py::Int(n), BinOp::Mul) | (Py::Int(n), Py::List(x), BinOp::Mul) => {
             let items = x.borrow();
-            match times(n, items.len()) {
-                Ok(total) => Made::List(items.iter().cycle().take(total).cloned().collect()),
-                Err(m) => return Some(Err(m)),
-            }
+            total(n, items.len()).map(|t| Made::List(items.iter().cycle().take(t).cloned().collect()))
         }
-        (Py::Tuple(x), Py::Int(n), BinOp::Mul) | (Py::Int(n), Py::Tuple(x), BinOp::Mul) => match times(n, x.len()) {
-            Ok(total) => Made::Tuple(x.iter().cycle().take(total).cloned().collect()),
-            Err(m) => return Some(Err(m)),
-        },
-        (Py::Str(x), Py::Str(y), BinOp::Add) => Made::Str(format!("{x}{y}").into()),
-        (Py::Str(x), Py::Int(n), BinOp::Mul) | (Py::Int(n), Py::Str(x), BinOp::Mul) => match times(n, x.len()) {
-            Ok(_) => Made::Str(x.repeat(n.max(0) as usize).into()),
-            Err(m) => return Some(Err(m)),
-        },
+        (Py::Tuple(x), Py::Int(n), BinOp::Mul) | (Py::Int(n), Py::Tuple(x), BinOp::Mul) => {
+            total(n, x.len()).map(|t| Made::Tuple(x.iter().cycle().take(t).cloned().collect()))
+        }
+        (Py::Str(x), Py::Str(y), BinOp::Add) => Ok(Made::Str(format!("{x}{y}").into())),
+        (Py::Str(x), Py::Int(n), BinOp::Mul) | (Py::Int(n), Py::Str(x), BinOp::Mul) => {
+            total(n, x.len()).map(|_| Made::Str(x.repeat(n.max(0) as usize).into()))
+        }
         _ => return None,
     };
-    Some(Ok(V::make(made)))
+    Some(made.map(V::make))
 }
 
 /// `dict(**kw)` or `dict(d, **kw)`: a new dict, the keywords (string keys) after `d`'s entries, a keyword replacing
@@ -235,8 +228,8 @@ pub fn kind_eq<V: PyValue>(a: &V, b: &V) -> Option<bool> {
     }
 }
 
-/// `needle in hay` for a string or a sequence; `eq` compares the needle with one item (None: the engine cannot tell
-/// now, which is then an error of its own). Dicts are the engines' own (their keys compare by engine rules).
+/// `needle in hay` for a string or a sequence; `eq` compares the needle with one item (an error where the engine
+/// cannot tell now). Dicts are the engines' own (their keys compare by engine rules).
 pub fn contains<V: PyValue, E: From<Diagnostic>>(
     needle: &V,
     hay: &V,
@@ -327,7 +320,7 @@ pub fn shape_inplace_target<V: PyValue>(
     };
     let is_t = |v: &V| matches!(v.py(), Py::Tensor) && same(v, &t);
     let other = |k: &String| local != Some(k);
-    let shared = env.iter().filter(|(k, v)| other(k) && is_tensor(v) && is_t(v));
+    let shared = env.iter().filter(|(k, v)| other(k) && is_t(v));
     if let Some(k) = shared.map(|(k, _)| k).min() {
         return refuse(&match local {
             Some(_) => "on a tensor that another name also refers to is not supported (PyTorch would change the shape seen through both)".to_string(),
@@ -364,8 +357,8 @@ pub fn tensor_arguments<V: PyValue, T>(pos: &[V], kw: &[(String, V)], tensor: im
     let mut out = Vec::new();
     for v in pos.iter().chain(kw.iter().map(|(_, v)| v)) {
         match v.items() {
-            Some(items) if !matches!(v.py(), Py::Tensor) => out.extend(items.into_iter().filter_map(&tensor)),
-            _ => out.extend(tensor(v.clone())),
+            Some(items) => out.extend(items.into_iter().filter_map(&tensor)),
+            None => out.extend(tensor(v.clone())),
         }
     }
     out

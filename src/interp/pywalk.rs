@@ -26,25 +26,25 @@ pub fn raise<'m, W: Walk<'m>>(
         return Diagnostic::new("RuntimeError: No active exception to reraise").at(span).into();
     };
     let exception = |n: &str| EXCEPTIONS.contains(&n);
+    let unsupported =
+        || Diagnostic::new(format!("raise: unsupported exception (use one of {})", EXCEPTIONS.join(", ")));
     match &e.kind {
         ExprKind::Name(n) if exception(n) => Diagnostic::new(n.clone()).at(span).into(),
-        ExprKind::Call { func, args, kwargs }
-            if kwargs.is_empty() && matches!(&func.kind, ExprKind::Name(n) if exception(n)) =>
-        {
-            let ExprKind::Name(n) = &func.kind else { unreachable!("matched above") };
-            let vals = match w.items(env, args, true) {
-                Ok(v) => v,
-                Err(d) => return d,
-            };
-            let strs: Vec<String> = match vals.as_slice() {
-                [one] => vec![str_of(w, one)],
-                _ => vals.iter().map(|v| repr_of(w, v)).collect(),
-            };
-            Diagnostic::new(exception_message(n, &strs)).at(span).into()
-        }
-        _ => Diagnostic::new(format!("raise: unsupported exception (use one of {})", EXCEPTIONS.join(", ")))
-            .at(e.span)
-            .into(),
+        ExprKind::Call { func, args, kwargs } if kwargs.is_empty() => match &func.kind {
+            ExprKind::Name(n) if exception(n) => {
+                let vals = match w.items(env, args, true) {
+                    Ok(v) => v,
+                    Err(d) => return d,
+                };
+                let strs: Vec<String> = match vals.as_slice() {
+                    [one] => vec![str_of(w, one)],
+                    _ => vals.iter().map(|v| repr_of(w, v)).collect(),
+                };
+                Diagnostic::new(exception_message(n, &strs)).at(span).into()
+            }
+            _ => unsupported().at(e.span).into(),
+        },
+        _ => unsupported().at(e.span).into(),
     }
 }
 
@@ -332,10 +332,9 @@ pub trait Walk<'m> {
     fn int_or(&self, a: &CallArgs<Self::V>, i: usize, name: &str, default: i64) -> Result<i64, Self::Err>;
 }
 
-/// The builtins both engines run alike: a refusal the frontend deferred to where it runs (`ast::REFUSED`), and
-/// Python's builtins over iterables (`sum`, `list`, `tuple`, `enumerate`, `zip`, `map`, `reversed`), and
-/// `isinstance`. None for another
-/// name.
+/// The builtins both engines run alike: a refusal the frontend deferred to where it runs (`ast::REFUSED`), Python's
+/// builtins over iterables (`sum`, `list`, `tuple`, `enumerate`, `zip`, `map`, `reversed`), and `isinstance`. None
+/// for another name.
 pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>) -> Option<Result<W::V, W::Err>> {
     let span = a.span;
     if name == crate::frontend::ast::REFUSED {
@@ -345,8 +344,8 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
         return Some(Err(Diagnostic::new(m.to_string()).at(span).into()));
     }
     let list = |items| W::V::make(Made::List(items));
-    let run = || -> Result<W::V, W::Err> {
-        Ok(match name {
+    let mut run = || -> Result<Option<W::V>, W::Err> {
+        Ok(Some(match name {
             "sum" => {
                 let items = w.iterate(w.required(a, 0, "iterable")?, span)?;
                 let mut acc = a.get(1, "start").cloned().unwrap_or(W::V::make(Made::Int(0)));
@@ -380,14 +379,15 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
                 let r = isinstance(&v, &classes).map_err(|m| Diagnostic::new(m).at(span))?;
                 W::V::make(Made::Bool(r))
             }
-            _ => {
+            "reversed" => {
                 let mut items = w.iterate(w.required(a, 0, "seq")?, span)?;
                 items.reverse();
                 list(items)
             }
-        })
+            _ => return Ok(None),
+        }))
     };
-    matches!(name, "sum" | "list" | "tuple" | "enumerate" | "zip" | "map" | "reversed" | "isinstance").then(run)
+    run().transpose()
 }
 
 /// An expression's value, the walk both engines share (see [`Walk`]).
