@@ -121,3 +121,21 @@ def del_of_names(x: f32[4], y: f32[4]) -> tuple[f32[4], f32[4]]:
         z = v * 2.0
         del z
     return _scaled_then_deleted(v), v
+
+
+def _bumped(x, counter):
+    counter.append(len(counter))
+    return x + len(counter)
+
+
+def call_evaluation_order(x: f32[4], y: f32[4]) -> tuple[f32[4], f32[4], f32[4]]:
+    """A call reads its callee before its arguments, as Python does: the receiver of `xs.pop().sub(xs.pop())` is
+    the last item, and `fs[len(seen)](...)` picks its function before the argument appends to `seen`."""
+    xs = [x, y]
+    d = xs.pop().sub(xs.pop())
+    seen = []
+    fs = [torch.exp, torch.neg, torch.abs]
+    e = fs[len(seen)](_bumped(x, seen))
+    order = []
+    f = _bumped(y, order).mul(_bumped(x, order))
+    return d, e, f

@@ -12,7 +12,8 @@ use super::state::{diag, masked_use, TRef, FR, FV};
 use super::Fz;
 use crate::diag::Span;
 
-use crate::frontend::ast::{BinOp, Expr, ExprKind};
+use crate::frontend::ast::BinOp;
+use crate::interp::pyvalue::Callee;
 use crate::ir::{Node, OpName};
 use crate::tensor::ops::Binary;
 use crate::tensor::{DType, Scalar};
@@ -79,19 +80,16 @@ impl<'m> Fz<'m> {
     /// supports it, else the refusal located at the selection.
     pub(super) fn torch_call_on_masked(
         &mut self,
-        env: &mut super::Env,
-        func: &'m Expr,
+        callee: &Callee<FV>,
         pos: &[FV],
         kw: &[(String, FV)],
         m: FV,
         span: Span,
     ) -> FR<FV> {
-        if let (ExprKind::Attr(obj, name), Some(FV::Masked(sel))) = (&func.kind, pos.first()) {
-            if matches!(self.expr(env, obj)?, FV::Module("torch")) {
-                let sel = sel.as_ref().clone();
-                if let Some(r) = self.masked_call(name, &sel, &pos[1..], kw, span)? {
-                    return Ok(r);
-                }
+        if let (Callee::Method(FV::Module("torch"), name), Some(FV::Masked(sel))) = (callee, pos.first()) {
+            let sel = sel.as_ref().clone();
+            if let Some(r) = self.masked_call(name, &sel, &pos[1..], kw, span)? {
+                return Ok(r);
             }
         }
         masked_use(&m)

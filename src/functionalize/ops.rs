@@ -13,6 +13,7 @@ use crate::tensor::ops::{self, Operand};
 use crate::tensor::{fmt_shape, DType, Scalar, Tensor};
 
 use crate::interp::out_arg::{check_out, overlap_error, OutKind};
+use crate::interp::pyvalue::Callee;
 use crate::interp::torch_ops::UNCHECKED_INPLACE;
 
 pub(super) use super::args::{err, A};
@@ -49,96 +50,77 @@ pub(super) fn unary_name(u: ops::Unary) -> OpName {
 }
 
 impl<'m> Fz<'m> {
-    /// A call expression: its arguments evaluated (`pyvalue::call_arguments`), then the callee dispatched.
+    /// A call expression: its callee and arguments evaluated (`pyvalue::call_parts`), then the callee dispatched.
     pub(super) fn call(&mut self, env: &mut Env, call: &'m Expr) -> FR<FV> {
         let (span, ExprKind::Call { func, .. }) = (call.span, &call.kind) else { unreachable!("a call expression") };
-        let (mut pos, kw) = crate::interp::pyvalue::call_arguments(self, env, call)?;
+        let (callee, mut pos, kw) = crate::interp::pyvalue::call_parts(self, env, call)?;
         // A boolean-mask selection passed to anything is refused where the selection was made.
         if let Some(m) = pos.iter().chain(kw.iter().map(|(_, v)| v)).find_map(super::state::find_masked) {
-            return self.torch_call_on_masked(env, func, &pos, &kw, m, span);
+            return self.torch_call_on_masked(&callee, &pos, &kw, m, span);
         }
-        match &func.kind {
-            ExprKind::Attr(obj, name) => {
-                let o = self.expr(env, obj)?;
-                if let Some(r) = crate::interp::pyvalue::answered_call(&o, name, &pos, &kw) {
-                    return r.map_err(err(span));
+        match callee {
+            Callee::Answered(v) => Ok(v),
+            Callee::Method(o, name) => match o {
+                FV::Masked(sel) => match self.masked_call(name, &sel, &pos, &kw, span)? {
+                    Some(r) => Ok(r),
+                    None => super::state::masked_use(&FV::Masked(sel)),
+                },
+                FV::Module("math") => {
+                    if let Some((k, _)) = kw.first() {
+                        return diag(span, format!("unexpected keyword argument '{k}' for math.{name}"));
+                    }
+                    self.math(name, &pos, span)
                 }
-                match o {
-                    FV::Masked(sel) => match self.masked_call(name, &sel, &pos, &kw, span)? {
-                        Some(r) => Ok(r),
-                        None => super::state::masked_use(&FV::Masked(sel)),
-                    },
-                    FV::Module("math") => {
-                        if let Some((k, _)) = kw.first() {
-                            return diag(span, format!("unexpected keyword argument '{k}' for math.{name}"));
-                        }
-                        self.math(name, &pos, span)
-                    }
-                    FV::Module("torch") if name == "device" && kw.is_empty() => {
-                        crate::interp::python::torch_device(&pos, super::python::fv_lit)
-                            .map(|()| FV::Device)
-                            .map_err(err(span))
-                    }
-                    FV::Module("torch") if name == "get_default_dtype" && pos.is_empty() => Ok(FV::DType(DType::F32)),
-                    FV::Module("torch") if matches!(name.as_str(), "finfo" | "iinfo") && kw.is_empty() => {
-                        let d = match pos.as_slice() {
-                            [] => None,
-                            [FV::DType(d)] => Some(*d),
-                            [FV::Tensor(t)] => Some(self.roots[t.root].dtype),
-                            _ => return diag(span, format!("torch.{name}() takes a dtype")),
-                        };
-                        let (v, names) = crate::interp::python::type_info(name, d).map_err(err(span))?;
-                        Ok(FV::Named(Rc::new(v.iter().map(super::expr::value_to_fv).collect()), names))
-                    }
-                    FV::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
-                    FV::Module("itertools") => self.itertools(name, &pos, &kw, span),
-                    FV::Module("copy") => self.deepcopy(name, &pos, &kw, span),
-                    FV::Module("functools") => self.functools(name, &pos, kw, span),
-                    FV::Module("torch.nn.init") if kw.is_empty() && !pos.is_empty() => self.nn_init(name, &pos, span),
-                    FV::Module(m) => self.module_call(m, name, pos, kw, span),
-                    FV::Tensor(t) => {
-                        pos.insert(0, FV::Tensor(t));
-                        if name == "cuda" {
-                            return diag(span, crate::interp::python::not_cpu("'cuda'"));
-                        }
-                        let mut kw = kw;
-                        crate::interp::python::strip_device(
-                            name,
-                            &mut pos,
-                            &mut kw,
-                            super::python::fv_lit,
-                            FV::type_name,
-                        )
-                        .map_err(err(span))?;
-                        if let Some(why) = super::python::data_dependent(name, pos.len() - 1, kw.len(), true) {
-                            return diag(span, why);
-                        }
-                        let a = A::new(pos, kw, span, name.clone());
-                        if matches!(name.as_str(), "squeeze_" | "unsqueeze_") {
-                            return self.shape_inplace(env, obj, name, a);
-                        }
-                        let r = if name.ends_with('_') && !name.ends_with("__") {
-                            self.inplace(name, &a)?
-                        } else {
-                            self.torch(name, &a, true)?
-                        };
-                        a.check_keywords(&format!("Tensor.{name}"))?;
-                        Ok(r)
-                    }
-                    FV::List(l) => self.list_method(&l, name, pos, span),
-                    FV::Dict(d) if kw.is_empty() => Self::dict_method(&d, name, &pos, span),
-                    FV::Str(text) if name == "format" => super::python::str_format(&text, &pos, &kw, span),
-                    FV::Str(text) if kw.is_empty() => super::python::str_method(&text, name, &pos, span),
-                    other => {
-                        diag(span, format!("unsupported method `{name}` on a value of type {}", other.type_name()))
-                    }
+                FV::Module("torch") if matches!(name.as_str(), "finfo" | "iinfo") && kw.is_empty() => {
+                    let d = match pos.as_slice() {
+                        [] => None,
+                        [FV::DType(d)] => Some(*d),
+                        [FV::Tensor(t)] => Some(self.roots[t.root].dtype),
+                        _ => return diag(span, format!("torch.{name}() takes a dtype")),
+                    };
+                    let (v, names) = crate::interp::python::type_info(name, d).map_err(err(span))?;
+                    Ok(FV::Named(Rc::new(v.iter().map(super::expr::value_to_fv).collect()), names))
                 }
-            }
-            ExprKind::Name(n) if n == crate::frontend::ast::MAKE_CLOSURE => match pos.first() {
+                FV::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
+                FV::Module("itertools") => self.itertools(name, &pos, &kw, span),
+                FV::Module("copy") => self.deepcopy(name, &pos, &kw, span),
+                FV::Module("functools") => self.functools(name, &pos, kw, span),
+                FV::Module("torch.nn.init") if kw.is_empty() && !pos.is_empty() => self.nn_init(name, &pos, span),
+                FV::Module(m) => self.module_call(m, name, pos, kw, span),
+                FV::Tensor(t) => {
+                    pos.insert(0, FV::Tensor(t));
+                    if name == "cuda" {
+                        return diag(span, crate::interp::python::not_cpu("'cuda'"));
+                    }
+                    let mut kw = kw;
+                    crate::interp::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
+                    if let Some(why) = super::python::data_dependent(name, pos.len() - 1, kw.len(), true) {
+                        return diag(span, why);
+                    }
+                    let a = A::new(pos, kw, span, name.clone());
+                    if matches!(name.as_str(), "squeeze_" | "unsqueeze_") {
+                        let ExprKind::Attr(obj, _) = &func.kind else { unreachable!("a method call") };
+                        return self.shape_inplace(env, obj, name, a);
+                    }
+                    let r = if name.ends_with('_') && !name.ends_with("__") {
+                        self.inplace(name, &a)?
+                    } else {
+                        self.torch(name, &a, true)?
+                    };
+                    a.check_keywords(&format!("Tensor.{name}"))?;
+                    Ok(r)
+                }
+                FV::List(l) => self.list_method(&l, name, pos, span),
+                FV::Dict(d) if kw.is_empty() => Self::dict_method(&d, name, &pos, span),
+                FV::Str(text) if name == "format" => super::python::str_format(&text, &pos, &kw, span),
+                FV::Str(text) if kw.is_empty() => super::python::str_method(&text, name, &pos, span),
+                other => diag(span, format!("unsupported method `{name}` on a value of type {}", other.type_name())),
+            },
+            Callee::Name(n) if n == crate::frontend::ast::MAKE_CLOSURE => match pos.first() {
                 Some(FV::Func(f)) => Ok(FV::Closure(f.clone(), Rc::new(kw))),
                 _ => unreachable!("the frontend makes closures of helpers only"),
             },
-            ExprKind::Name(n) => {
+            Callee::Name(n) => {
                 let known = env.contains_key(n) || self.consts.contains_key(n) || self.module.function(n).is_some();
                 if known {
                     let callee = self.lookup(env, n, func.span)?;
@@ -149,11 +131,7 @@ impl<'m> Fz<'m> {
                 a.check_keywords(n)?;
                 Ok(r)
             }
-            _ => {
-                // A function value made by an expression: `(lambda: s)()`, `fs[0](x)`.
-                let callee = self.expr(env, func)?;
-                self.call_value(callee, pos, kw, span, "the value")
-            }
+            Callee::Value(f) => self.call_value(f, pos, kw, span, "the value"),
         }
     }
 
@@ -188,8 +166,7 @@ impl<'m> Fz<'m> {
         } else {
             (m, name)
         };
-        crate::interp::python::strip_device(name, &mut pos, &mut kw, super::python::fv_lit, FV::type_name)
-            .map_err(err(span))?;
+        crate::interp::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
         let out = crate::interp::pyvalue::out_keyword(m, name, &pos, &mut kw);
         let full = format!("{m}.{name}");
         if let Some(why) = super::python::data_dependent(name, pos.len(), kw.len(), false) {

@@ -10,7 +10,7 @@ use super::state::{diag, needs_static, Stop, TRef, FR, FV};
 use super::{Env, Fz};
 use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::*;
-use crate::interp::python::{key_eq, Lit};
+use crate::interp::python::key_eq;
 use crate::interp::{pyfmt, pyvalue, Value};
 use crate::tensor::{DType, Scalar};
 use std::cell::RefCell;
@@ -497,19 +497,6 @@ pub(super) fn data_dependent(name: &str, npos: usize, nkw: usize, is_method: boo
         "{what} depends on the data (a data-dependent output shape): the functional and optimized engines cannot \
          express it (the reference engine runs it)"
     ))
-}
-
-/// The functionalizer's values as the shared device helpers see them (`interp::python::strip_device`,
-/// `torch_device`): a value known only at run time is none of theirs.
-pub(super) fn fv_lit(v: &FV) -> Lit<'_> {
-    match v {
-        FV::Device => Lit::Device,
-        FV::None => Lit::None,
-        FV::Str(s) => Lit::Str(s),
-        FV::Int(_) => Lit::Int,
-        FV::Bool(b) => Lit::Bool(*b),
-        _ => Lit::Other,
-    }
 }
 
 /// Python builtins of `Fz::builtin` that take more than a few lines.

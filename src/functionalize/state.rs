@@ -1,7 +1,6 @@
 //! The functionalizer's state: symbolic values, root buffers and their versions, affine offsets, and the term
 //! builder with types and de Bruijn shifting.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -129,46 +128,35 @@ impl TRef {
     }
 }
 
-/// A symbolic Python value.
-#[derive(Clone, Debug)]
-pub(crate) enum FV {
-    None,
-    Bool(bool),
-    Int(i64),
-    Float(f64),
-    Str(Rc<str>),
-    DType(DType),
-    /// A Python int known at run time only.
-    DynInt(Affine),
-    /// A Python float known at run time only: a 0-dim f64 tensor term.
-    DynFloat(TId),
-    /// A Python bool known at run time only: a 0-dim bool tensor term.
-    DynBool(TId),
-    Tensor(TRef),
-    Tuple(Rc<Vec<FV>>),
-    Named(Rc<Vec<FV>>, &'static [&'static str]),
-    List(Rc<RefCell<Vec<FV>>>),
-    Slice(Option<Affine>, Option<Affine>, Option<i64>),
-    Ellipsis,
-    Range(i64, i64, i64),
-    Module(&'static str),
-    Func(Rc<str>),
-    /// A nested function with the values it captured (see `crate::interp::value::Value::Closure`).
-    Closure(Rc<str>, Rc<Vec<(String, FV)>>),
-    /// A dict with keys known before the program runs (see `python.rs`): shared and mutable like a list.
-    Dict(Rc<RefCell<Vec<(FV, FV)>>>),
-    /// A `torch.device`: the CPU (programs run with CPU semantics).
-    Device,
-    /// A name whose binding is not expressible (a view rebound per iteration, at the start of a loop iteration; a
-    /// name bound in one arm only of an `if` on a run-time value): reading it is unsupported, for the reason given,
-    /// unless the enclosing loop is unrolled (which may make the binding static).
-    Poisoned(&'static str),
-    /// `y[mask]`: a selection whose size depends on the data. It is usable where the result does not depend on
-    /// how many elements it selects (`masked`): as the value of `x[mask] = ...` (a predicated select), in elementwise
-    /// ops with selections by the same mask, and summed or averaged; anything else is reported.
-    /// Holds the selected-from value and the mask's value (terms read at the subscript), the view's shape and the
-    /// mask's position, and where the selection was made (errors about it point there).
-    Masked(Box<(TId, TId, Vec<usize>, usize, Span)>),
+crate::interp::pyvalue::py_values! {
+    /// A symbolic Python value: tensors are references to terms, and some numbers are known only at run time.
+    pub(crate) enum FV {
+        tensor: TRef,
+        slice_bound: Affine,
+        /// A Python int known at run time only.
+        DynInt(Affine),
+        /// A Python float known at run time only: a 0-dim f64 tensor term.
+        DynFloat(TId),
+        /// A Python bool known at run time only: a 0-dim bool tensor term.
+        DynBool(TId),
+        /// A name whose binding is not expressible (a view rebound per iteration, at the start of a loop iteration; a
+        /// name bound in one arm only of an `if` on a run-time value): reading it is unsupported, for the reason
+        /// given, unless the enclosing loop is unrolled (which may make the binding static).
+        Poisoned(&'static str),
+        /// `y[mask]`: a selection whose size depends on the data. It is usable where the result does not depend on
+        /// how many elements it selects (`masked`): as the value of `x[mask] = ...` (a predicated select), in
+        /// elementwise ops with selections by the same mask, and summed or averaged; anything else is reported.
+        /// Holds the selected-from value and the mask's value (terms read at the subscript), the view's shape and
+        /// the mask's position, and where the selection was made (errors about it point there).
+        Masked(Box<(TId, TId, Vec<usize>, usize, Span)>),
+    }
+    name: |v: &FV| match v {
+        FV::DynBool(_) => "bool",
+        FV::DynInt(_) => "int",
+        FV::DynFloat(_) => "float",
+        FV::Masked(_) => "boolean-mask selection (its shape depends on the data)",
+        _ => "value",
+    }
 }
 
 impl FV {
@@ -516,15 +504,3 @@ fn lits(b: &Builder, id: Id) -> Vec<i64> {
         _ => vec![],
     }
 }
-
-crate::interp::pyvalue::impl_py_value!(
-    FV,
-    other: [FV::DynInt(_), FV::DynFloat(_), FV::DynBool(_), FV::Poisoned(_), FV::Masked(_)],
-    name: |v: &FV| match v {
-        FV::DynBool(_) => "bool",
-        FV::DynInt(_) => "int",
-        FV::DynFloat(_) => "float",
-        FV::Masked(_) => "boolean-mask selection (its shape depends on the data)",
-        _ => "value",
-    }
-);

@@ -5,6 +5,7 @@ use super::args::{to_int, Args};
 use super::exec::{operand, tensor_err, Frame, Interp};
 use super::out_arg::{check_out, overlap_error, OutKind};
 use super::pyarith::int_range_error;
+use super::pyvalue::Callee;
 use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
 use crate::frontend::ast::*;
@@ -12,96 +13,76 @@ use crate::tensor::ops::{self, Unary};
 use crate::tensor::Tensor;
 
 impl<'m> Interp<'m> {
-    /// A call expression: its arguments evaluated (`pyvalue::call_arguments`), then the callee dispatched.
+    /// A call expression: its callee and arguments evaluated (`pyvalue::call_parts`), then the callee dispatched.
     pub(super) fn call(&mut self, frame: &mut Frame, call: &'m Expr) -> Result<Value, Diagnostic> {
         let (span, ExprKind::Call { func, .. }) = (call.span, &call.kind) else { unreachable!("a call expression") };
-        let (mut pos, kw) = super::pyvalue::call_arguments(self, frame, call)?;
-        match &func.kind {
-            ExprKind::Attr(obj, name) => {
-                let o = self.eval(frame, obj)?;
-                if let Some(r) = crate::interp::pyvalue::answered_call(&o, name, &pos, &kw) {
-                    return r.map_err(tensor_err(span));
+        let (callee, mut pos, kw) = super::pyvalue::call_parts(self, frame, call)?;
+        match callee {
+            Callee::Answered(v) => Ok(v),
+            Callee::Method(o, name) => match o {
+                Value::Module("torch") if matches!(name.as_str(), "finfo" | "iinfo") && kw.is_empty() => {
+                    let d = match pos.as_slice() {
+                        [] => None,
+                        [Value::DType(d)] => Some(*d),
+                        [Value::Tensor(t)] => Some(t.dtype()),
+                        _ => return err(span, format!("torch.{name}() takes a dtype")),
+                    };
+                    let (v, names) = super::python::type_info(name, d).map_err(tensor_err(span))?;
+                    Ok(Value::Named(std::rc::Rc::new(v), names))
                 }
-                match o {
-                    Value::Module("torch") if name == "device" && kw.is_empty() => {
-                        super::python::torch_device(&pos, super::python::value_lit)
-                            .map(|()| Value::Device)
-                            .map_err(tensor_err(span))
-                    }
-                    Value::Module("torch") if name == "get_default_dtype" && pos.is_empty() && kw.is_empty() => {
-                        Ok(Value::DType(crate::tensor::DType::F32))
-                    }
-                    Value::Module("torch") if matches!(name.as_str(), "finfo" | "iinfo") && kw.is_empty() => {
-                        let d = match pos.as_slice() {
-                            [] => None,
-                            [Value::DType(d)] => Some(*d),
-                            [Value::Tensor(t)] => Some(t.dtype()),
-                            _ => return err(span, format!("torch.{name}() takes a dtype")),
-                        };
-                        let (v, names) = super::python::type_info(name, d).map_err(tensor_err(span))?;
-                        Ok(Value::Named(std::rc::Rc::new(v), names))
-                    }
-                    Value::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
-                    Value::Module("itertools") => self.itertools(name, &pos, &kw, span),
-                    Value::Module("functools") => {
-                        let func = match pos.first() {
-                            Some(Value::Func(f)) => Some((&**f, &[][..])),
-                            Some(Value::Closure(f, c)) if f.starts_with(super::compat::PARTIAL) => Some((&**f, &c[..])),
-                            _ => None,
-                        };
-                        let (f, kw) =
-                            super::compat::functools_partial(name, pos.len(), func, kw).map_err(tensor_err(span))?;
-                        Ok(Value::Closure(f.into(), std::rc::Rc::new(kw)))
-                    }
-                    Value::Module("copy") => {
-                        super::compat::deepcopy_args(name, &pos, &kw).map_err(tensor_err(span))?;
-                        deepcopy(&pos[0]).map_err(tensor_err(span))
-                    }
-                    Value::Module("torch.nn.init") if kw.is_empty() && !pos.is_empty() => {
-                        let (method, rest) =
-                            super::python::nn_init(name, &pos[1..], Value::Float(1.0), Value::Float(0.0))
-                                .map_err(tensor_err(span))?;
-                        let mut args = vec![pos[0].clone()];
-                        args.extend(rest);
-                        self.tensor_method_call(method, Args::new(args, vec![], span, name.clone()), span)?;
-                        Ok(pos[0].clone())
-                    }
-                    Value::Module(m) => self.module_call(m, name, pos, kw, span),
-                    Value::Tensor(t) => {
-                        pos.insert(0, Value::Tensor(t));
-                        if name == "cuda" {
-                            return err(span, super::python::not_cpu("'cuda'"));
-                        }
-                        let mut kw = kw;
-                        super::python::strip_device(
-                            name,
-                            &mut pos,
-                            &mut kw,
-                            super::python::value_lit,
-                            Value::type_name,
-                        )
+                Value::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
+                Value::Module("itertools") => self.itertools(name, &pos, &kw, span),
+                Value::Module("functools") => {
+                    let func = match pos.first() {
+                        Some(Value::Func(f)) => Some((&**f, &[][..])),
+                        Some(Value::Closure(f, c)) if f.starts_with(super::compat::PARTIAL) => Some((&**f, &c[..])),
+                        _ => None,
+                    };
+                    let (f, kw) =
+                        super::compat::functools_partial(name, pos.len(), func, kw).map_err(tensor_err(span))?;
+                    Ok(Value::Closure(f.into(), std::rc::Rc::new(kw)))
+                }
+                Value::Module("copy") => {
+                    super::compat::deepcopy_args(name, &pos, &kw).map_err(tensor_err(span))?;
+                    deepcopy(&pos[0]).map_err(tensor_err(span))
+                }
+                Value::Module("torch.nn.init") if kw.is_empty() && !pos.is_empty() => {
+                    let (method, rest) = super::python::nn_init(name, &pos[1..], Value::Float(1.0), Value::Float(0.0))
                         .map_err(tensor_err(span))?;
-                        let a = Args::new(pos, kw, span, name.clone());
-                        if matches!(name.as_str(), "squeeze_" | "unsqueeze_") {
-                            return self.shape_inplace(frame, obj, name, a);
-                        }
-                        self.tensor_method_call(name, a, span)
-                    }
-                    Value::List(l) => self.list_method(&l, name, pos, span),
-                    Value::Dict(d) if kw.is_empty() => Self::dict_method(&d, name, &pos, span),
-                    Value::Str(text) if name == "format" => {
-                        let s = super::pyfmt::str_format(&text, &pos, &kw).map_err(tensor_err(span))?;
-                        Ok(Value::Str(s.into()))
-                    }
-                    Value::Str(text) if kw.is_empty() => str_method(&text, name, &pos, span),
-                    other => err(span, format!("unsupported method `{name}` on a value of type {}", other.type_name())),
+                    let mut args = vec![pos[0].clone()];
+                    args.extend(rest);
+                    self.tensor_method_call(method, Args::new(args, vec![], span, name.clone()), span)?;
+                    Ok(pos[0].clone())
                 }
-            }
-            ExprKind::Name(n) if n == crate::frontend::ast::MAKE_CLOSURE => match pos.first() {
+                Value::Module(m) => self.module_call(m, name, pos, kw, span),
+                Value::Tensor(t) => {
+                    pos.insert(0, Value::Tensor(t));
+                    if name == "cuda" {
+                        return err(span, super::python::not_cpu("'cuda'"));
+                    }
+                    let mut kw = kw;
+                    super::python::strip_device(name, &mut pos, &mut kw).map_err(tensor_err(span))?;
+                    let a = Args::new(pos, kw, span, name.clone());
+                    if matches!(name.as_str(), "squeeze_" | "unsqueeze_") {
+                        let ExprKind::Attr(obj, _) = &func.kind else { unreachable!("a method call") };
+                        return self.shape_inplace(frame, obj, name, a);
+                    }
+                    self.tensor_method_call(name, a, span)
+                }
+                Value::List(l) => self.list_method(&l, name, pos, span),
+                Value::Dict(d) if kw.is_empty() => Self::dict_method(&d, name, &pos, span),
+                Value::Str(text) if name == "format" => {
+                    let s = super::pyfmt::str_format(&text, &pos, &kw).map_err(tensor_err(span))?;
+                    Ok(Value::Str(s.into()))
+                }
+                Value::Str(text) if kw.is_empty() => str_method(&text, name, &pos, span),
+                other => err(span, format!("unsupported method `{name}` on a value of type {}", other.type_name())),
+            },
+            Callee::Name(n) if n == crate::frontend::ast::MAKE_CLOSURE => match pos.first() {
                 Some(Value::Func(f)) => Ok(Value::Closure(f.clone(), std::rc::Rc::new(kw))),
                 _ => unreachable!("the frontend makes closures of helpers only"),
             },
-            ExprKind::Name(n) => {
+            Callee::Name(n) => {
                 let known = frame.contains_key(n) || self.globals.contains_key(n) || self.module.function(n).is_some();
                 if known {
                     let f = self.lookup(frame, n, func.span)?;
@@ -112,10 +93,7 @@ impl<'m> Interp<'m> {
                 check_keywords(&a, n)?;
                 Ok(r)
             }
-            _ => {
-                let f = self.eval(frame, func)?;
-                self.call_value(f, pos, kw, span)
-            }
+            Callee::Value(f) => self.call_value(f, pos, kw, span),
         }
     }
 
@@ -193,8 +171,7 @@ impl<'m> Interp<'m> {
             (m, name)
         };
         let full = format!("{m}.{name}");
-        super::python::strip_device(name, &mut pos, &mut kw, super::python::value_lit, Value::type_name)
-            .map_err(tensor_err(span))?;
+        super::python::strip_device(name, &mut pos, &mut kw).map_err(tensor_err(span))?;
         let out = crate::interp::pyvalue::out_keyword(m, name, &pos, &mut kw);
         let a = Args::new(pos, kw, span, full.clone());
         let r = if m == "math" {

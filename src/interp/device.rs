@@ -2,6 +2,7 @@
 //! device (`device=`, `.to(device)`, `torch.device(...)`, `x.device.type`), default memory formats, and a factory's
 //! `requires_grad=False` / `pin_memory=False`.
 
+use super::pyvalue::{Py, PyValue};
 use super::value::Value;
 
 /// Whether a string names the CPU as a device (`"cpu"`, `"cpu:0"`).
@@ -16,7 +17,7 @@ pub(crate) fn not_cpu(what: &str) -> String {
 
 /// How the device helpers both engines share see a value: a device, `None`, a string, an int, a bool, or another
 /// value (the functionalizer's values known only at run time are others).
-pub(crate) enum Lit<'v> {
+enum Lit<'v> {
     Device,
     None,
     Str(&'v str),
@@ -25,33 +26,27 @@ pub(crate) enum Lit<'v> {
     Other,
 }
 
-/// The interpreter's values as [`Lit`]s.
-pub(super) fn value_lit(v: &Value) -> Lit<'_> {
-    match v {
-        Value::Device => Lit::Device,
-        Value::None => Lit::None,
-        Value::Str(s) => Lit::Str(s),
-        Value::Int(_) => Lit::Int,
-        Value::Bool(b) => Lit::Bool(*b),
+/// A value as the device helpers see it (an engine's values known only at run time are others).
+fn lit<V: PyValue>(v: &V) -> Lit<'_> {
+    match v.py() {
+        Py::Device => Lit::Device,
+        Py::None => Lit::None,
+        Py::Str(s) => Lit::Str(s),
+        Py::Int(_) => Lit::Int,
+        Py::Bool(b) => Lit::Bool(b),
         _ => Lit::Other,
     }
 }
 
 /// Takes the device arguments out of a call to `name` (`device=` anywhere; for `.to`, a device or device name in
 /// first position): the CPU is the only device, so they change nothing; another device is refused. `non_blocking`
-/// and `copy=False` go with them for `.to`, `non_blocking` for `copy_`. Both engines call it, `lit` and `type_name` seeing their values.
-pub(crate) fn strip_device<V>(
-    name: &str,
-    pos: &mut Vec<V>,
-    kw: &mut Vec<(String, V)>,
-    lit: impl Fn(&V) -> Lit<'_>,
-    type_name: impl Fn(&V) -> &'static str,
-) -> Result<(), String> {
+/// and `copy=False` go with them for `.to`, `non_blocking` for `copy_`. Both engines call it.
+pub(crate) fn strip_device<V: PyValue>(name: &str, pos: &mut Vec<V>, kw: &mut Vec<(String, V)>) -> Result<(), String> {
     let check = |v: &V| match lit(v) {
         Lit::Device | Lit::None => Ok(()),
         Lit::Str(s) if is_cpu_name(s) => Ok(()),
         Lit::Str(s) => Err(crate::tensor::unsupported_torch_dtype(s).unwrap_or_else(|| not_cpu(&format!("'{s}'")))),
-        _ => Err(format!("{name}(): argument 'device' must be torch.device, not {}", type_name(v))),
+        _ => Err(format!("{name}(): argument 'device' must be torch.device, not {}", v.type_name())),
     };
     if let Some(k) = kw.iter().position(|(k, _)| k == "device") {
         check(&kw[k].1)?;
@@ -70,7 +65,7 @@ pub(crate) fn strip_device<V>(
                         return Err(format!("{name}(requires_grad=True): autograd is not supported"));
                     }
                     Lit::Bool(true) => return Err(format!("{name}(pin_memory=True): {}", not_cpu("'pinned memory'"))),
-                    _ => return Err(format!("{name}(): argument '{key}' must be bool, not {}", type_name(&kw[k].1))),
+                    _ => return Err(format!("{name}(): argument '{key}' must be bool, not {}", kw[k].1.type_name())),
                 }
             }
         }
@@ -136,7 +131,7 @@ pub(crate) fn default_memory_format(name: &str, format: &str) -> bool {
 }
 
 /// `torch.device(...)` of its arguments `pos`: `Ok` where they name the CPU, the one device (both engines).
-pub(crate) fn torch_device<V>(pos: &[V], lit: impl Fn(&V) -> Lit<'_>) -> Result<(), String> {
+pub(crate) fn torch_device<V: PyValue>(pos: &[V]) -> Result<(), String> {
     let lits: Vec<Lit> = pos.iter().map(lit).collect();
     match lits.as_slice() {
         [Lit::Device] => Ok(()),

@@ -1,16 +1,16 @@
-//! The Python layer both engines share: the reference interpreter's values ([`Value`]) and the functionalizer's
-//! (`functionalize::state::FV`, which also has values known only when the program runs) are both [`PyValue`]s, seen
-//! through one borrowed view ([`Py`]) and built through one constructor ([`Made`]). What Python does with the values
-//! both have (literals, the builtin names, sequence arithmetic, `dict(...)`, `*` in displays and calls, `is`, `in`,
-//! equality of kinds and of sequences) is written here once, over that view; each engine
-//! keeps only what differs (run-time values, tensors as terms or as data, conditions known only at run time). The
-//! walks over the syntax and the builtins that call back into an engine are `pywalk.rs`, re-exported here.
+//! The Python layer both engines share: the reference interpreter's values ([`Value`](super::value::Value)) and the
+//! functionalizer's (`functionalize::state::FV`, which also has values known only when the program runs) are both
+//! [`PyValue`]s, declared by one macro ([`py_values`]), seen through one borrowed view ([`Py`]) and built through one
+//! constructor ([`Made`]). What Python does with the values both have (literals, the builtin names, sequence
+//! arithmetic, `dict(...)`, `*` in displays and calls, `is`, `in`, equality of kinds and of sequences) is written here
+//! once, over that view; each engine keeps only what differs (run-time values, tensors as terms or as data, conditions
+//! known only at run time). The walks over the syntax and the builtins that call back into an engine are `pywalk.rs`,
+//! re-exported here.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 pub use super::pywalk::*;
-use super::value::Value;
 use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::{BinOp, CmpOp, ExprKind};
 use crate::tensor::DType;
@@ -52,6 +52,8 @@ pub enum Made<V> {
     Tuple(Vec<V>),
     List(Vec<V>),
     Dict(Vec<(V, V)>),
+    DType(DType),
+    Device,
 }
 
 /// A Python value of one engine.
@@ -395,13 +397,20 @@ pub fn named_field<V: Clone>(items: &[V], names: &[&str], name: &str) -> Result<
 }
 
 /// A call of `m.name(...)` on a module (`callee`) that both engines answer before dispatching it: complex-number
-/// functions are refused by name, and run-mode predicates (`torch.is_grad_enabled()`, ...) are False, taking no
-/// arguments. None for any other call.
+/// functions are refused by name, `torch.device(...)` is the CPU, `torch.get_default_dtype()` is float32, and
+/// run-mode predicates (`torch.is_grad_enabled()`, ...) are False, taking no arguments. None for any other call.
 pub fn answered_call<V: PyValue>(callee: &V, name: &str, pos: &[V], kw: &[(String, V)]) -> Option<Result<V, String>> {
     let Py::Module(m) = callee.py() else { return None };
     if m == "torch" {
         if let Some(why) = super::python::complex_refusal(name) {
             return Some(Err(why));
+        }
+        match name {
+            "device" if kw.is_empty() => return Some(super::python::torch_device(pos).map(|()| V::make(Made::Device))),
+            "get_default_dtype" if pos.is_empty() && kw.is_empty() => {
+                return Some(Ok(V::make(Made::DType(DType::F32))))
+            }
+            _ => {}
         }
     }
     if super::python::run_mode_predicate(&format!("{m}.{name}")) {
@@ -413,11 +422,52 @@ pub fn answered_call<V: PyValue>(callee: &V, name: &str, pos: &[V], kw: &[(Strin
     None
 }
 
-/// Implements [`PyValue`] for an engine's value enum `$t`: its variants for the kinds both engines have carry the
-/// same names and contents (both enums are written so), and `$other` are its own variants ([`Py::Other`], named in
-/// errors by `$name`).
-macro_rules! impl_py_value {
-    ($t:ident, other: [$($other:pat),*], name: $name:expr) => {
+/// Declares an engine's value enum `$t` and implements [`PyValue`] for it. The variants for the kinds both engines
+/// have are written here once: a tensor is `$tensor` (data, or a reference to a term) and a slice's bounds are
+/// `$bound`. The engine's own variants follow them; each is [`Py::Other`], named in errors by `$name`.
+macro_rules! py_values {
+    (
+        $(#[$doc:meta])*
+        $vis:vis enum $t:ident {
+            tensor: $tensor:ty,
+            slice_bound: $bound:ty,
+            $($(#[$vdoc:meta])* $v:ident($($f:ty),*),)*
+        }
+        name: $name:expr
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug)]
+        $vis enum $t {
+            None,
+            Bool(bool),
+            Int(i64),
+            Float(f64),
+            Str(std::rc::Rc<str>),
+            DType($crate::tensor::DType),
+            Tensor($tensor),
+            Tuple(std::rc::Rc<Vec<$t>>),
+            /// A tuple whose fields also have names (`torch.return_types.max`: `values`, `indices`).
+            Named(std::rc::Rc<Vec<$t>>, &'static [&'static str]),
+            /// A Python list: shared and mutable, like the real thing.
+            List(std::rc::Rc<std::cell::RefCell<Vec<$t>>>),
+            Slice(Option<$bound>, Option<$bound>, Option<i64>),
+            Ellipsis,
+            Range(i64, i64, i64),
+            /// A module object: `torch`, `torch.nn`, `torch.nn.functional`, `math`.
+            Module(&'static str),
+            /// A function defined in the program file.
+            Func(std::rc::Rc<str>),
+            /// A nested function (a top-level helper, see `frontend::convert::closure`) with the values it
+            /// captured, passed to it as keywords on each call.
+            Closure(std::rc::Rc<str>, std::rc::Rc<Vec<(String, $t)>>),
+            /// A dict (keys that are numbers, strings or None, known before the program runs), in insertion order:
+            /// shared and mutable like a list (`d[k] = v`, `d[k] += v`).
+            Dict(std::rc::Rc<std::cell::RefCell<Vec<($t, $t)>>>),
+            /// A `torch.device`: programs run with CPU semantics, so the only device is the CPU.
+            Device,
+            $($(#[$vdoc])* $v($($f),*),)*
+        }
+
         impl $crate::interp::pyvalue::PyValue for $t {
             fn py(&self) -> $crate::interp::pyvalue::Py<'_, Self> {
                 use $crate::interp::pyvalue::Py;
@@ -440,7 +490,7 @@ macro_rules! impl_py_value {
                     $t::Tensor(_) => Py::Tensor,
                     $t::Func(_) => Py::Function(None),
                     $t::Closure(_, captured) => Py::Function(Some(captured)),
-                    $($other => Py::Other,)*
+                    $($t::$v(..) => Py::Other,)*
                 }
             }
 
@@ -457,6 +507,8 @@ macro_rules! impl_py_value {
                     Made::Tuple(v) => $t::Tuple(Rc::new(v)),
                     Made::List(v) => $t::List(Rc::new(RefCell::new(v))),
                     Made::Dict(v) => $t::Dict(Rc::new(RefCell::new(v))),
+                    Made::DType(d) => $t::DType(d),
+                    Made::Device => $t::Device,
                 }
             }
 
@@ -466,6 +518,4 @@ macro_rules! impl_py_value {
         }
     };
 }
-pub(crate) use impl_py_value;
-
-impl_py_value!(Value, other: [], name: |_: &Value| unreachable!("every reference value has a Python kind"));
+pub(crate) use py_values;

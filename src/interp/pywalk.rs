@@ -71,6 +71,40 @@ pub fn call_arguments<'m, W: Walk<'m, Env = HashMap<String, <W as Walk<'m>>::V>>
     Ok((pos, kw))
 }
 
+/// What a call expression calls, evaluated before its arguments as Python does (`a.f(b)` reads `a`, then `b`).
+pub enum Callee<'m, V> {
+    /// A call both engines answer without dispatching it (`answered_call`): its result.
+    Answered(V),
+    /// `obj.name(...)`: the receiver's value and the method's name.
+    Method(V, &'m String),
+    /// `name(...)`: the engine looks the name up (a program function, a closure, a builtin).
+    Name(&'m String),
+    /// Any other expression's value: `(lambda: s)()`, `fs[0](x)`.
+    Value(V),
+}
+
+/// A call expression's callee and then its arguments (`call_arguments`), in Python's order.
+#[allow(clippy::type_complexity)]
+pub fn call_parts<'m, W: Walk<'m, Env = HashMap<String, <W as Walk<'m>>::V>>>(
+    w: &mut W,
+    env: &mut W::Env,
+    call: &'m Expr,
+) -> Result<(Callee<'m, W::V>, Vec<W::V>, Vec<(String, W::V)>), W::Err> {
+    let ExprKind::Call { func, .. } = &call.kind else { unreachable!("a call expression") };
+    let callee = match &func.kind {
+        ExprKind::Attr(obj, name) => Callee::Method(w.eval(env, obj)?, name),
+        ExprKind::Name(n) => Callee::Name(n),
+        _ => Callee::Value(w.eval(env, func)?),
+    };
+    let (pos, kw) = call_arguments(w, env, call)?;
+    if let Callee::Method(o, name) = &callee {
+        if let Some(r) = super::pyvalue::answered_call(o, name, &pos, &kw) {
+            return Ok((Callee::Answered(r.map_err(|m| Diagnostic::new(m).at(call.span))?), pos, kw));
+        }
+    }
+    Ok((callee, pos, kw))
+}
+
 /// `isinstance(v, class_or_tuple)` for the classes a program can name; a value known only at run time has its
 /// class now (its type name is the class's).
 pub fn isinstance<V: PyValue>(v: &V, class_or_tuple: &V) -> Result<bool, String> {

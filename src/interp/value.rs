@@ -3,37 +3,15 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::tensor::{DType, Scalar, Tensor};
+use crate::tensor::{Scalar, Tensor};
 
-#[derive(Clone, Debug)]
-pub enum Value {
-    None,
-    Bool(bool),
-    Int(i64),
-    Float(f64),
-    Str(Rc<str>),
-    Tensor(Tensor),
-    Tuple(Rc<Vec<Value>>),
-    /// A tuple whose fields also have names (`torch.return_types.max`: `values`, `indices`).
-    Named(Rc<Vec<Value>>, &'static [&'static str]),
-    /// A Python list: shared and mutable, like the real thing.
-    List(Rc<RefCell<Vec<Value>>>),
-    Slice(Option<i64>, Option<i64>, Option<i64>),
-    Ellipsis,
-    DType(DType),
-    Range(i64, i64, i64),
-    /// A module object: `torch`, `torch.nn`, `torch.nn.functional`, `math`.
-    Module(&'static str),
-    /// A function defined in the program file.
-    Func(Rc<str>),
-    /// A nested function (a top-level helper, see `frontend::convert::closure`) with the values it captured, passed
-    /// to it as keywords on each call.
-    Closure(Rc<str>, Rc<Vec<(String, Value)>>),
-    /// A dict (keys that are numbers, strings or None), in insertion order: shared and mutable like a list
-    /// (`d[k] = v`, `d[k] += v`).
-    Dict(Rc<RefCell<Vec<(Value, Value)>>>),
-    /// A `torch.device`: programs run with CPU semantics, so the only device is the CPU.
-    Device,
+super::pyvalue::py_values! {
+    /// A Python value as the reference interpreter holds it: tensors are data, everything is known.
+    pub enum Value {
+        tensor: Tensor,
+        slice_bound: i64,
+    }
+    name: |_: &Value| unreachable!("every reference value has a Python kind")
 }
 
 impl Value {
