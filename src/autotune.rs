@@ -11,12 +11,12 @@ use crate::cost::class::{ClassStats, N};
 use crate::cost::Profile;
 use crate::functionalize::Functional;
 use crate::lower::Policy;
-use crate::rewrite::saturate::Optimized;
+use crate::rewrite::saturate::{Extractor, Optimized};
 
 /// One measured candidate.
 #[derive(Clone, Debug)]
 pub struct Tried {
-    pub candidate: String,
+    pub candidate: Extractor,
     /// The plan's cost as extraction priced it ([`crate::lower::estimate::decision_cost`]).
     pub predicted_s: f64,
     /// The profile's prediction for what its checked run did (its own trip counts and arms), class by class.
@@ -108,7 +108,7 @@ pub fn autotune(
     for mut c in loaded {
         c.times.sort_by(f64::total_cmp);
         tried.push(Tried {
-            candidate: o.alternatives[c.index].0.clone(),
+            candidate: o.alternatives[c.index].0,
             predicted_s: cost(c.index),
             predicted_class_s: profile.predict(&c.stats),
             measured_s: c.times[c.times.len() / 2],
@@ -123,19 +123,19 @@ pub fn autotune(
         .min_by(|a, b| a.1.measured_s.total_cmp(&b.1.measured_s).then(a.0.cmp(&b.0)))
         .map(|(j, _)| picked[j]);
     if let Some(i) = best {
-        o.chosen = o.alternatives[i].0.clone();
+        o.chosen = o.alternatives[i].0;
         o.term = o.alternatives[i].1.clone();
     }
     Ok(tried)
 }
 
 /// The record's `autotune` entry: the model's choice, the kept candidate and every tried one.
-pub fn record_json(model_choice: &str, chosen: &str, tried: &[Tried]) -> Value {
+pub fn record_json(model_choice: Extractor, chosen: Extractor, tried: &[Tried]) -> Value {
     json!({
-        "model_choice": model_choice,
-        "chosen": chosen,
+        "model_choice": model_choice.name(),
+        "chosen": chosen.name(),
         "tried": tried.iter().map(|t| json!({
-            "candidate": t.candidate,
+            "candidate": t.candidate.name(),
             "predicted_s": t.predicted_s,
             "predicted_class_s": t.predicted_class_s,
             "measured_s": t.measured_s,

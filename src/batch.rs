@@ -99,7 +99,7 @@ pub fn optimize_one(task: &Task, defs: &[RuleDef], opts: &Options) -> Result<Out
     let module = Session::load(&task.file.display().to_string()).map_err(|d| d.to_string())?;
     let mut r = session.optimize(&module, &task.func, &BTreeMap::new()).map_err(|d| d.to_string())?;
     let tuned = if opts.autotune > 0 {
-        let model = r.optimized.chosen.clone();
+        let model = r.optimized.chosen;
         Some((
             model,
             crate::autotune::autotune(
@@ -116,7 +116,7 @@ pub fn optimize_one(task: &Task, defs: &[RuleDef], opts: &Options) -> Result<Out
     };
     let mut record = crate::optimize::record(&task.label(), &r);
     if let Some((model, tried)) = tuned {
-        record["autotune"] = crate::autotune::record_json(&model, &r.optimized.chosen, &tried);
+        record["autotune"] = crate::autotune::record_json(model, r.optimized.chosen, &tried);
     }
     let (ft, ot) = crate::optimize::term_texts(&r);
     let mut files = vec![("functional.term".to_string(), ft), ("optimized.term".to_string(), ot)];

@@ -73,11 +73,11 @@ pub fn compare_program(
     let mut optimized = functional.clone();
     let mut o = session.saturate(&functional, &module.path)?;
     let tuned = if autotune > 0 {
-        let model = o.chosen.clone();
+        let model = o.chosen;
         let runs = measure.unwrap_or(crate::batch::AUTOTUNE_RUNS);
         let tried = crate::autotune::autotune(&functional, &mut o, autotune, runs, profile, target)
             .map_err(|m| Diagnostic::new(m).in_file(&module.path))?;
-        Some(crate::autotune::record_json(&model, &o.chosen, &tried))
+        Some(crate::autotune::record_json(model, o.chosen, &tried))
     } else {
         None
     };

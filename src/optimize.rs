@@ -59,8 +59,8 @@ pub fn record(program: &str, r: &ProgramResult) -> Value {
         "rules_fired": r.optimized.fired,
         "conflicts": r.optimized.conflicts,
         "extraction": {
-            "chosen": r.optimized.chosen,
-            "predicted_s": r.optimized.candidates.iter().map(|(n, c)| (n.clone(), json!(c))).collect::<serde_json::Map<_, _>>(),
+            "chosen": r.optimized.chosen.name(),
+            "predicted_s": r.optimized.candidates.iter().map(|(n, c)| (n.name().to_string(), json!(c))).collect::<serde_json::Map<_, _>>(),
             "search": {
                 "priced": r.optimized.search.priced,
                 "improvements": r.optimized.search.improvements,

@@ -53,7 +53,7 @@ impl Planner<'_> {
             self.before.iter().flat_map(|(k, v)| std::iter::once(*k).chain(v.iter().copied())).collect();
         for i in 0..self.term.as_ref().len() {
             let m = Id::from(i);
-            if !matches!(self.term[m], Node::Op(OpName::Matmul, _)) || self.how[i] != How::Kernel(0) {
+            if !matches!(self.term[m], Node::Op(OpName::Matmul, _)) || self.how[i] != How::Kernel(()) {
                 continue;
             }
             if self.epilogue.values().any(|&r| r == m) {
@@ -92,7 +92,7 @@ impl Planner<'_> {
         self.how[usize::from(m)] = How::Inline;
         let result = self.check_readers(m, &shape, &readers, earlier);
         if result.is_err() {
-            self.how[usize::from(m)] = How::Kernel(0);
+            self.how[usize::from(m)] = How::Kernel(());
         }
         result.map(|()| readers)
     }

@@ -28,9 +28,10 @@ pub enum Policy {
     Unfunctionalized,
 }
 
-/// How a node is computed.
-#[derive(Clone, Debug, PartialEq)]
-pub enum How {
+/// How a node is computed. `K` numbers the kernels: a plan's are `usize`, indices into `Plan::kernels`; while the
+/// planner decides, no kernel is numbered yet (`How<()>`), and the kernels are numbered in node order once it has.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum How<K = usize> {
     /// Not a tensor, or structure the host runs (tuples, loops, carried state, literals, integers).
     Host,
     /// An input buffer.
@@ -38,13 +39,36 @@ pub enum How {
     /// Fused into the kernels that read it.
     Inline,
     /// Kernel k writes a fresh buffer.
-    Kernel(usize),
+    Kernel(K),
     /// Kernel k writes the assign's view in place into its base's buffer (arg `base`).
-    InPlace(usize),
+    InPlace(K),
     /// A copy of the base buffer, then kernel k writes the view in place into the copy.
-    CopyInPlace(usize),
+    CopyInPlace(K),
     /// The functional interpreter's implementation of the op, on the host.
     Fallback,
+}
+
+impl How {
+    /// The planner's decisions with their kernels numbered in node order.
+    fn number(decided: &[How<()>]) -> Vec<How> {
+        let mut next = 0;
+        let mut number = || {
+            next += 1;
+            next - 1
+        };
+        decided
+            .iter()
+            .map(|h| match h {
+                How::Host => How::Host,
+                How::Input => How::Input,
+                How::Inline => How::Inline,
+                How::Fallback => How::Fallback,
+                How::Kernel(()) => How::Kernel(number()),
+                How::InPlace(()) => How::InPlace(number()),
+                How::CopyInPlace(()) => How::CopyInPlace(number()),
+            })
+            .collect()
+    }
 }
 
 /// A kernel's launch: the nodes whose buffers it reads and the integer nodes it takes as parameters.
@@ -248,7 +272,7 @@ fn plan_with(
     let mut plan = Plan {
         term: term.clone(),
         inputs: inputs.to_vec(),
-        how: p.how.clone(),
+        how: How::number(&p.how),
         types: prepared.types.clone(),
         kernels: Vec::new(),
         launches: Vec::new(),
@@ -266,16 +290,11 @@ fn plan_with(
     };
     for i in 0..n {
         let id = Id::from(i);
-        if matches!(p.how[i], How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_)) {
+        if let How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) = plan.how[i] {
             crate::limits::check()?;
+            debug_assert_eq!(k, plan.kernels.len(), "kernels are numbered in node order");
             let mut kb = KernelBuilder::default();
-            let k = plan.kernels.len();
             let kernel = p.kernel(&mut kb, id, format!("k{k}"))?.without_empty_reduction();
-            plan.how[i] = match p.how[i] {
-                How::Kernel(_) => How::Kernel(k),
-                How::InPlace(_) => How::InPlace(k),
-                _ => How::CopyInPlace(k),
-            };
             plan.kernels.push(kernel);
             plan.why.push(super::why::kernel_reason(&p, id));
             plan.launches.push(Launch { node: id, args: kb.args, params: kb.params, checks: kb.checks });
@@ -293,7 +312,7 @@ pub(super) struct Planner<'a> {
     pub(super) types: &'a [Option<Ty>],
     pub(super) users: &'a [Vec<Id>],
     pub(super) dependent: &'a [bool],
-    pub(super) how: Vec<How>,
+    pub(super) how: Vec<How<()>>,
     pub(super) policy: Policy,
     /// For an in-place write: materialized readers of its base that must run before it.
     pub(super) before: hashbrown::HashMap<Id, Vec<Id>>,
@@ -509,7 +528,7 @@ impl Planner<'_> {
                 (&self.how[i], &self.term[Id::from(i)])
             {
                 if self.how[usize::from(args[0])] == How::Inline {
-                    self.how[usize::from(args[0])] = How::Kernel(0);
+                    self.how[usize::from(args[0])] = How::Kernel(());
                 }
             }
         }
@@ -518,7 +537,7 @@ impl Planner<'_> {
             for i in (0..n).rev() {
                 if let (How::Kernel(_), Node::Assign([x, _, _])) = (&self.how[i], &self.term[Id::from(i)]) {
                     if self.how[usize::from(*x)] == How::Inline {
-                        self.how[usize::from(*x)] = How::Kernel(0);
+                        self.how[usize::from(*x)] = How::Kernel(());
                     }
                 }
             }
@@ -532,10 +551,10 @@ impl Planner<'_> {
                 // other points overwrite: it writes into a copy.
                 let dead = if args[1..].contains(&x) { None } else { self.dead_after(x, id) };
                 if let Some(first) = dead.filter(|f| !super::order::would_cycle(self.term, &self.before, id, f)) {
-                    self.how[i] = How::InPlace(0);
+                    self.how[i] = How::InPlace(());
                     self.before.extend((!first.is_empty()).then_some((id, first)));
                 } else {
-                    self.how[i] = How::CopyInPlace(0);
+                    self.how[i] = How::CopyInPlace(());
                 }
                 continue;
             }
@@ -543,12 +562,12 @@ impl Planner<'_> {
                 let x = *x;
                 let dead = if self.how[usize::from(x)] != How::Inline { self.dead_after(x, id) } else { None };
                 if let Some(first) = dead.filter(|f| !super::order::would_cycle(self.term, &self.before, id, f)) {
-                    self.how[i] = How::InPlace(0);
+                    self.how[i] = How::InPlace(());
                     self.before.extend((!first.is_empty()).then_some((id, first)));
                 } else if self.policy != Policy::Fused {
-                    self.how[i] = How::CopyInPlace(0);
+                    self.how[i] = How::CopyInPlace(());
                     if self.how[usize::from(x)] == How::Inline {
-                        self.how[usize::from(x)] = How::Kernel(0);
+                        self.how[usize::from(x)] = How::Kernel(());
                     }
                 }
             }
@@ -562,7 +581,7 @@ impl Planner<'_> {
         let pinned: hashbrown::HashSet<Id> = self.before.values().flatten().copied().collect();
         for i in 0..self.term.as_ref().len() {
             let e = Id::from(i);
-            if self.how[i] != How::Kernel(0) || self.reduction(e) || self.tensor(e).is_none() {
+            if self.how[i] != How::Kernel(()) || self.reduction(e) || self.tensor(e).is_none() {
                 continue;
             }
             let shape = self.tensor(e).map(|(_, s)| s);
@@ -593,7 +612,7 @@ impl Planner<'_> {
             self.epilogue.insert(e, r);
             // The kernel must read the reduction only at its own point; else the reduction stays a kernel.
             if self.kernel(&mut KernelBuilder::default(), e, String::new()).is_err() {
-                self.how[usize::from(r)] = How::Kernel(0);
+                self.how[usize::from(r)] = How::Kernel(());
                 self.epilogue.remove(&e);
             }
         }

@@ -72,12 +72,12 @@ impl Why {
 
 impl Planner<'_> {
     /// Makes `id` a kernel for `why` (the first reason given is kept).
-    pub(super) fn materialize(&mut self, id: Id, why: Why) -> How {
+    pub(super) fn materialize(&mut self, id: Id, why: Why) -> How<()> {
         let w = &mut self.why[usize::from(id)];
         if w.is_none() {
             *w = Some(why);
         }
-        How::Kernel(0)
+        How::Kernel(())
     }
 
     /// What computing a value inline in its readers costs against one kernel that stores it (a launch, a write

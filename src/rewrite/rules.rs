@@ -31,7 +31,7 @@ pub struct RuleDef {
     pub lhs: String,
     pub rhs: String,
     pub both_ways: bool,
-    pub conditions: Vec<(String, Vec<String>)>,
+    pub conditions: Vec<(Pred, Vec<String>)>,
     /// Written `@real`: the identity holds in real arithmetic but not always in floating point (reassociation,
     /// cancellation). Such a rule is used only with `--fast-math`, and checked within an error bound.
     pub real: bool,
@@ -43,31 +43,70 @@ pub struct RuleDef {
 /// How deep a rule's pattern may nest (deeper is an error, not a stack overflow while parsing it).
 pub const MAX_DEPTH: usize = 32;
 
-/// The predicates rule conditions may name.
-pub const PREDICATES: &[(&str, usize, &str)] = &[
-    ("same_dtype", 2, "both are tensors of one dtype"),
-    ("same_shape", 2, "both are tensors of one shape (so nothing broadcasts)"),
-    ("scalar", 1, "?a is a tensor of no dims (it broadcasts to every shape)"),
-    ("float", 1, "?a is a floating-point tensor"),
-    ("fills", 2, "tensor ?a has exactly the shape of view ?b"),
-    ("no_overlap", 1, "no two indices of view ?a name one element (checked by enumeration)"),
-    ("disjoint", 2, "views ?a and ?b, whose offsets differ by a known constant, share no element"),
-    ("infallible", 1, "evaluating ?a raises for no input (no run-time index check, division by a run-time integer, gather or scatter in it)"),
-    ("matrix", 1, "?a is a tensor of exactly two dims"),
-    ("same_rows", 2, "?a and ?b are tensors of at least one dim whose first dims are equal"),
-    ("same_cols", 2, "?a and ?b are tensors of at least one dim whose last dims are equal"),
-    ("inner", 2, "?a's last dim equals ?b's first dim (both tensors of at least one dim)"),
+/// A predicate a rule's condition names on the classes bound to its arguments, resolved from its name when the rule
+/// loads ([`PREDICATES`]) and evaluated by [`check`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pred {
+    SameDtype,
+    SameShape,
+    Scalar,
+    Float,
+    Fills,
+    NoOverlap,
+    Disjoint,
+    Infallible,
+    Matrix,
+    SameRows,
+    SameCols,
+    Inner,
+}
+
+/// The predicates rule conditions may name: the predicate, its name, its number of arguments, and what it says.
+pub const PREDICATES: &[(Pred, &str, usize, &str)] = &[
+    (Pred::SameDtype, "same_dtype", 2, "both are tensors of one dtype"),
+    (Pred::SameShape, "same_shape", 2, "both are tensors of one shape (so nothing broadcasts)"),
+    (Pred::Scalar, "scalar", 1, "?a is a tensor of no dims (it broadcasts to every shape)"),
+    (Pred::Float, "float", 1, "?a is a floating-point tensor"),
+    (Pred::Fills, "fills", 2, "tensor ?a has exactly the shape of view ?b"),
+    (Pred::NoOverlap, "no_overlap", 1, "no two indices of view ?a name one element (checked by enumeration)"),
+    (Pred::Disjoint, "disjoint", 2, "views ?a and ?b, whose offsets differ by a known constant, share no element"),
+    (Pred::Infallible, "infallible", 1, "evaluating ?a raises for no input (no run-time index check, division by a run-time integer, gather or scatter in it)"),
+    (Pred::Matrix, "matrix", 1, "?a is a tensor of exactly two dims"),
+    (Pred::SameRows, "same_rows", 2, "?a and ?b are tensors of at least one dim whose first dims are equal"),
+    (Pred::SameCols, "same_cols", 2, "?a and ?b are tensors of at least one dim whose last dims are equal"),
+    (Pred::Inner, "inner", 2, "?a's last dim equals ?b's first dim (both tensors of at least one dim)"),
 ];
 
-/// Conditions on the op a class variable stands for, decided when the rule loads (a member that fails one is left
-/// out): `total(?f)`.
-pub const OP_PREDICATES: &[(&str, &str)] =
-    &[("total", "op ?f raises for no values of its operands (not integer division, not `pow`: `ir::OpName::raises`)")];
+impl std::fmt::Display for Pred {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let name = PREDICATES.iter().find(|e| e.0 == *self).map_or("?", |e| e.1);
+        f.write_str(name)
+    }
+}
 
-fn op_predicate(p: &str, op: OpName) -> bool {
-    match p {
-        "total" => !op.raises(),
-        _ => false,
+/// A condition on the op a class variable stands for, decided when the rule loads (a member that fails one is left
+/// out): `total(?f)` ([`OP_PREDICATES`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpPred {
+    Total,
+}
+
+/// The conditions on a class variable's op: the condition, its name, and what it says.
+pub const OP_PREDICATES: &[(OpPred, &str, &str)] = &[(
+    OpPred::Total,
+    "total",
+    "op ?f raises for no values of its operands (not integer division, not `pow`: `ir::OpName::raises`)",
+)];
+
+impl OpPred {
+    fn holds(self, op: OpName) -> bool {
+        match self {
+            OpPred::Total => !op.raises(),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        OP_PREDICATES.iter().find(|e| e.0 == self).map_or("?", |e| e.1)
     }
 }
 
@@ -163,6 +202,7 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<RuleDef>, Diagnostic> {
         };
         let (rhs, mut rest) = take_item(rest).ok_or_else(|| err(file, n, "missing or unbalanced right-hand side"))?;
         let mut conditions = Vec::new();
+        let mut on_ops = Vec::new();
         let mut real = false;
         while let Some((kw, r)) = take_item(rest) {
             if kw == "@real" {
@@ -176,21 +216,21 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<RuleDef>, Diagnostic> {
             let r = r.trim_start();
             let open = r.find('(').ok_or_else(|| err(file, n, "a condition needs arguments in parentheses"))?;
             let close = open + r[open..].find(')').ok_or_else(|| err(file, n, "unclosed condition"))?;
-            let pname = r[..open].trim().to_string();
+            let pname = r[..open].trim();
             let args: Vec<String> =
                 r[open + 1..close].split(',').map(|a| a.trim().to_string()).filter(|a| !a.is_empty()).collect();
-            match PREDICATES.iter().find(|(p, _, _)| *p == pname) {
-                None if OP_PREDICATES.iter().any(|(p, _)| *p == pname) && args.len() == 1 => {}
-                None => {
-                    let known: Vec<&str> = PREDICATES.iter().map(|(p, _, _)| *p).collect();
-                    return Err(err(file, n, format!("unknown predicate `{pname}` (known: {})", known.join(", "))));
-                }
-                Some((_, arity, _)) if *arity != args.len() => {
+            if let Some(&(p, _, arity, _)) = PREDICATES.iter().find(|e| e.1 == pname) {
+                if arity != args.len() {
                     return Err(err(file, n, format!("`{pname}` takes {arity} arguments, got {}", args.len())));
                 }
-                _ => {}
+                conditions.push((p, args));
+            } else if let Some(&(p, _, _)) = OP_PREDICATES.iter().find(|e| e.1 == pname) {
+                on_ops.push((p, args));
+            } else {
+                let known: Vec<&str> =
+                    PREDICATES.iter().map(|e| e.1).chain(OP_PREDICATES.iter().map(|e| e.1)).collect();
+                return Err(err(file, n, format!("unknown predicate `{pname}` (known: {})", known.join(", "))));
             }
-            conditions.push((pname, args));
             rest = &r[close + 1..];
         }
         for (what, side) in [("left", lhs), ("right", rhs)] {
@@ -213,18 +253,17 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<RuleDef>, Diagnostic> {
                 format!("the right-hand side `{rhs}` is a bare variable, so the reverse of this `<=>` rule would match every term; write it one way (`=>`)"),
             ));
         }
-        if both_ways && !conditions.is_empty() {
+        if both_ways && !(conditions.is_empty() && on_ops.is_empty()) {
             return Err(err(file, n, "a rule with conditions must be written one way (`=>`)"));
         }
         let col = |side: &str| side.as_ptr() as usize - raw.as_ptr() as usize + 1;
-        let (on_ops, conditions): (Vec<_>, Vec<_>) =
-            conditions.into_iter().partition(|(p, _)| OP_PREDICATES.iter().any(|(q, _)| q == p));
         let mut class = class_var(lhs, rhs, &conditions)
             .map_err(|(m, at)| err_at(file, n, at.map(|(side, k)| col(side) + k), m))?;
-        for (p, args) in &on_ops {
+        for (on, args) in &on_ops {
+            let p = on.name();
             match &mut class {
-                Some((var, spec, ops)) if args[0] == *var => {
-                    ops.retain(|o| op_predicate(p, *o));
+                Some((var, spec, ops)) if args.len() == 1 && args[0] == *var => {
+                    ops.retain(|o| on.holds(*o));
                     if ops.is_empty() {
                         return Err(err(file, n, format!("no op of class `{spec}` satisfies `{p}({var})`")));
                     }
@@ -235,7 +274,7 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<RuleDef>, Diagnostic> {
         // The class as `rules check` reports it, with the conditions on its ops.
         let shown = class
             .as_ref()
-            .map(|(var, spec, _)| on_ops.iter().fold(spec.clone(), |s, (p, _)| format!("{s} if {p}({var})")));
+            .map(|(var, spec, _)| on_ops.iter().fold(spec.clone(), |s, (p, _)| format!("{s} if {}({var})", p.name())));
         let members: Vec<Option<OpName>> = match &class {
             Some((_, _, ops)) => ops.iter().map(|&o| Some(o)).collect(),
             None => vec![None],
@@ -403,45 +442,41 @@ fn static_view(g: &TermGraph, id: Id) -> Option<(Vec<usize>, Vec<isize>, super::
     ))
 }
 
-/// Evaluates a named predicate on the classes bound to its arguments.
-pub(crate) fn check(g: &TermGraph, pred: &str, ids: &[Id]) -> bool {
+/// Evaluates a predicate on the classes bound to its arguments.
+pub(crate) fn check(g: &TermGraph, pred: Pred, ids: &[Id]) -> bool {
+    let dims = |i: usize| tensor_ty(g, ids[i]).map(|(_, s)| s);
+    // The first and last dims of two tensors of at least one dim each.
+    let ends = || {
+        let (a, b) = (dims(0)?, dims(1)?);
+        Some(((*a.first()?, *a.last()?), (*b.first()?, *b.last()?)))
+    };
     match pred {
-        "same_dtype" => matches!((tensor_ty(g, ids[0]), tensor_ty(g, ids[1])), (Some((a, _)), Some((b, _))) if a == b),
-        "same_shape" => matches!((tensor_ty(g, ids[0]), tensor_ty(g, ids[1])), (Some((_, a)), Some((_, b))) if a == b),
-        "scalar" => matches!(tensor_ty(g, ids[0]), Some((_, s)) if s.is_empty()),
-        "float" => matches!(tensor_ty(g, ids[0]), Some((d, _)) if d.is_float()),
-        "fills" => match (tensor_ty(g, ids[0]), &g[ids[1]].data.ty) {
-            (Some((_, s)), Some(Ty::View(v))) => s == *v,
+        Pred::SameDtype => {
+            matches!((tensor_ty(g, ids[0]), tensor_ty(g, ids[1])), (Some((a, _)), Some((b, _))) if a == b)
+        }
+        Pred::SameShape => matches!((dims(0), dims(1)), (Some(a), Some(b)) if a == b),
+        Pred::Scalar => dims(0).is_some_and(|s| s.is_empty()),
+        Pred::Float => matches!(tensor_ty(g, ids[0]), Some((d, _)) if d.is_float()),
+        Pred::Fills => match (dims(0), &g[ids[1]].data.ty) {
+            (Some(s), Some(Ty::View(v))) => s == *v,
             _ => false,
         },
         // Every index names its own element.
-        "no_overlap" => static_view(g, ids[0]).is_some_and(|(shape, strides, _)| no_overlap(&shape, &strides)),
+        Pred::NoOverlap => static_view(g, ids[0]).is_some_and(|(shape, strides, _)| no_overlap(&shape, &strides)),
         // Two views whose offsets differ by a known constant (however they depend on loop variables).
-        "disjoint" => match (static_view(g, ids[0]), static_view(g, ids[1])) {
+        Pred::Disjoint => match (static_view(g, ids[0]), static_view(g, ids[1])) {
             (Some((sa, ta, oa)), Some((sb, tb, ob))) => {
                 let d = ob.add_scaled(&oa, -1, |c| g.find(c));
-                if !d.terms.is_empty() {
-                    return false;
-                }
-                disjoint(&sa, &ta, &sb, &tb, d.c)
+                d.terms.is_empty() && disjoint(&sa, &ta, &sb, &tb, d.c)
             }
             _ => false,
         },
         // A rule that drops a subterm must not drop an error PyTorch raises there (fuzz seed 74577).
-        "infallible" => !g[ids[0]].data.may_fail,
-        "matrix" => matches!(tensor_ty(g, ids[0]), Some((_, s)) if s.len() == 2),
-        "same_rows" | "same_cols" | "inner" => {
-            let (Some((_, a)), Some((_, b))) = (tensor_ty(g, ids[0]), tensor_ty(g, ids[1])) else { return false };
-            let (Some(&a0), Some(&al), Some(&b0), Some(&bl)) = (a.first(), a.last(), b.first(), b.last()) else {
-                return false;
-            };
-            match pred {
-                "same_rows" => a0 == b0,
-                "same_cols" => al == bl,
-                _ => al == b0,
-            }
-        }
-        _ => false,
+        Pred::Infallible => !g[ids[0]].data.may_fail,
+        Pred::Matrix => dims(0).is_some_and(|s| s.len() == 2),
+        Pred::SameRows => ends().is_some_and(|((a0, _), (b0, _))| a0 == b0),
+        Pred::SameCols => ends().is_some_and(|((_, al), (_, bl))| al == bl),
+        Pred::Inner => ends().is_some_and(|((_, al), (b0, _))| al == b0),
     }
 }
 
@@ -451,13 +486,13 @@ pub fn to_rewrites(defs: &[RuleDef]) -> Result<Vec<Rewrite<Node, TermAnalysis>>,
     for d in defs {
         let lhs: Pattern<Node> = d.lhs.parse().map_err(|e| err(&d.file, d.line, format!("{e}")))?;
         let rhs: Pattern<Node> = d.rhs.parse().map_err(|e| err(&d.file, d.line, format!("{e}")))?;
-        let conds: Vec<(String, Vec<Var>)> = d
+        let conds: Vec<(Pred, Vec<Var>)> = d
             .conditions
             .iter()
-            .map(|(p, a)| (p.clone(), a.iter().map(|v| v.parse().expect("checked variable")).collect()))
+            .map(|(p, a)| (*p, a.iter().map(|v| v.parse().expect("checked variable")).collect()))
             .collect();
         let condition = move |g: &mut TermGraph, _: Id, s: &Subst| {
-            conds.iter().all(|(p, vars)| check(g, p, &vars.iter().map(|v| s[*v]).collect::<Vec<_>>()))
+            conds.iter().all(|(p, vars)| check(g, *p, &vars.iter().map(|v| s[*v]).collect::<Vec<_>>()))
         };
         let rw = Rewrite::new(d.name.clone(), lhs.clone(), ConditionalApplier { condition, applier: rhs.clone() })
             .map_err(|e| err(&d.file, d.line, e))?;
@@ -501,7 +536,7 @@ type At<'a> = Option<(&'a str, usize)>;
 fn class_var<'a>(
     lhs: &'a str,
     rhs: &'a str,
-    conditions: &[(String, Vec<String>)],
+    conditions: &[(Pred, Vec<String>)],
 ) -> Result<Option<(String, String, Vec<OpName>)>, (String, At<'a>)> {
     let classed = |side: &'a str| -> Vec<(usize, &'a str)> {
         tokens(side).into_iter().filter(|(_, w)| w.starts_with('?') && w.contains(':')).collect()

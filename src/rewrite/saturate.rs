@@ -27,6 +27,41 @@ impl Default for Limits {
     }
 }
 
+/// The extractors whose terms are extraction's candidates, in the order they are priced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extractor {
+    /// The smallest term (egg's `AstSize`).
+    Size,
+    /// The fusion-friendly term (`FusionCost`: reading through a view of a computed elementwise value costs more).
+    Fusion,
+    /// The DAG-aware extraction ([`crate::extract::dag_choice`]), for e-graphs of moderate size.
+    Dag,
+    /// The functional term, as functionalization made it.
+    Functional,
+    /// Extraction's search over the e-graph's choices ([`crate::extract::plan_search`]), where it found a cheaper
+    /// term than the others.
+    Search,
+}
+
+impl Extractor {
+    /// The name reports and logs give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Extractor::Size => "size",
+            Extractor::Fusion => "fusion",
+            Extractor::Dag => "dag",
+            Extractor::Functional => "functional",
+            Extractor::Search => "search",
+        }
+    }
+}
+
+impl std::fmt::Display for Extractor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
 /// What one optimization did.
 #[derive(Clone, Debug)]
 pub struct Optimized {
@@ -41,12 +76,12 @@ pub struct Optimized {
     pub conflicts: Vec<String>,
     /// The candidate terms extraction chose among, with their plans' decision costs in seconds
     /// ([`crate::lower::estimate::decision_cost`]); `term` is the cheapest, the first on ties.
-    pub candidates: Vec<(String, f64)>,
+    pub candidates: Vec<(Extractor, f64)>,
     /// What those costs are ([`crate::lower::estimate::decision_label`]: `predicted time` or `planning cost`).
     pub decided_by: &'static str,
-    pub chosen: String,
+    pub chosen: Extractor,
     /// Every candidate term, in the order of `candidates` (for autotuning, [`crate::autotune`]).
-    pub alternatives: Vec<(String, Term)>,
+    pub alternatives: Vec<(Extractor, Term)>,
     /// Rust rewrites that applied but whose result the cost model predicted slower, with how many places.
     pub rejected: BTreeMap<String, usize>,
     /// Why loop nests were left as they are (the dependence or shape that stopped `loops/interchange`).
@@ -165,7 +200,7 @@ fn saturate_and_extract(
         conflicts: Vec::new(),
         candidates: Vec::new(),
         decided_by: crate::lower::estimate::decision_label(profile),
-        chosen: String::new(),
+        chosen: Extractor::Functional,
         alternatives: Vec::new(),
         rejected: BTreeMap::new(),
         notes: Vec::new(),
@@ -224,14 +259,14 @@ fn saturate_and_extract(
     }
     // Extraction: the smallest term, the fusion-friendly term and the functional term, planned and costed.
     let fused = out.fusion_term.take();
-    let mut cands: Vec<(String, Term)> = vec![("size".into(), out.term.clone())];
+    let mut cands: Vec<(Extractor, Term)> = vec![(Extractor::Size, out.term.clone())];
     if let Some(t) = fused {
-        cands.push(("fusion".into(), t));
+        cands.push((Extractor::Fusion, t));
     }
     if let Some(t) = out.dag_term.take() {
-        cands.push(("dag".into(), t));
+        cands.push((Extractor::Dag, t));
     }
-    cands.push(("functional".into(), f.term.clone()));
+    cands.push((Extractor::Functional, f.term.clone()));
     let mut best: Option<(f64, usize)> = None;
     for (k, (name, t)) in cands.iter().enumerate() {
         let cost = match crate::lower::plan_for(t, &f.inputs, crate::lower::Policy::Fused, profile) {
@@ -240,7 +275,7 @@ fn saturate_and_extract(
         };
         // A candidate that could not be planned in time is not a candidate: the whole optimization is out of time.
         crate::limits::check()?;
-        out.candidates.push((name.clone(), cost));
+        out.candidates.push((*name, cost));
         if best.is_none_or(|(c, _)| cost < c) {
             best = Some((cost, k));
         }
@@ -263,8 +298,8 @@ fn saturate_and_extract(
         if let Some((choice, cost, stats)) = found {
             out.search = stats;
             if stats.improvements > 0 {
-                out.candidates.push(("search".into(), cost));
-                cands.push(("search".into(), crate::extract::build(&sg.graph, &choice, sg.root)));
+                out.candidates.push((Extractor::Search, cost));
+                cands.push((Extractor::Search, crate::extract::build(&sg.graph, &choice, sg.root)));
                 if best.is_none_or(|(c, _)| cost < c) {
                     best = Some((cost, cands.len() - 1));
                 }
@@ -272,7 +307,7 @@ fn saturate_and_extract(
         }
     }
     let (_, k) = best.expect("at least the functional term");
-    out.chosen = cands[k].0.clone();
+    out.chosen = cands[k].0;
     out.term = cands[k].1.clone();
     out.alternatives = cands;
     Ok(out)
@@ -313,12 +348,12 @@ fn saturate(
     let (_, term) = extractor.find_best(root);
     crate::limits::check()?;
     verify(&term, inputs).map_err(|e| format!("the extracted term does not verify: {e}"))?;
-    let mut seeds = vec![("size".to_string(), extractor.choice())];
+    let mut seeds = vec![(Extractor::Size, extractor.choice())];
     let fusion = crate::extract::TreeExtractor::new(&runner.egraph, FusionCost);
     let (_, fused) = fusion.find_best(root);
     if verify(&fused, inputs).is_ok() {
         out.fusion_term = Some(fused);
-        seeds.push(("fusion".to_string(), fusion.choice()));
+        seeds.push((Extractor::Fusion, fusion.choice()));
     }
     // The DAG-aware search costs a DAG walk per alternative node: only for e-graphs of moderate size.
     if runner.egraph.number_of_classes() <= crate::extract::MAX_CLASSES {
@@ -328,7 +363,7 @@ fn saturate(
         let dag = crate::extract::build(&runner.egraph, &choice, root);
         if verify(&dag, inputs).is_ok() {
             out.dag_term = Some(dag);
-            seeds.push(("dag".to_string(), choice));
+            seeds.push((Extractor::Dag, choice));
         }
     }
     for it in &runner.iterations {
@@ -356,11 +391,11 @@ fn saturate(
 }
 
 /// The e-graph of the last saturation, kept for extraction's search: its root and the choices the fixed extractors
-/// made (by name, as in [`Optimized::candidates`]). `None` for e-graphs too large to search.
+/// made (by extractor, as in [`Optimized::candidates`]). `None` for e-graphs too large to search.
 type Searchable = Option<SearchGraph>;
 
 struct SearchGraph {
     graph: super::TermGraph,
     root: egg::Id,
-    seeds: Vec<(String, crate::extract::Choice)>,
+    seeds: Vec<(Extractor, crate::extract::Choice)>,
 }

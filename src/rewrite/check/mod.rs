@@ -22,7 +22,7 @@ use std::fmt::Write;
 use egg::{ENodeOrVar, Id, Language, Pattern, RecExpr, Var};
 
 use super::analysis::TermAnalysis;
-use super::rules::{check as predicate, RuleDef};
+use super::rules::{check as predicate, Pred, RuleDef};
 use super::TermGraph;
 use crate::ir::{eval_program, node_types, verify, Builder, Node, OpClass, OpName, Term, Ty};
 use crate::tensor::{DType, Scalar, Tensor};
@@ -151,7 +151,7 @@ pub fn check_rules(defs: &[RuleDef], samples: usize) -> Vec<RuleReport> {
 pub(crate) struct Rule<'a> {
     pub lhs: Pattern<Node>,
     pub rhs: Pattern<Node>,
-    pub conditions: &'a [(String, Vec<String>)],
+    pub conditions: &'a [(Pred, Vec<String>)],
     pub kinds: BTreeMap<Var, Kind>,
     pub real: bool,
 }
@@ -170,7 +170,7 @@ fn check_one(
     d: &RuleDef,
     lhs: &str,
     rhs: &str,
-    conditions: &[(String, Vec<String>)],
+    conditions: &[(Pred, Vec<String>)],
     name: &str,
     samples: usize,
 ) -> RuleReport {
@@ -390,7 +390,7 @@ pub(crate) fn instantiate(ast: &RecExpr<ENodeOrVar<Node>>, bind: &BTreeMap<Var, 
     b.extract(root)
 }
 
-pub(crate) fn conditions_hold(l: &Term, inst: &Instance, conditions: &[(String, Vec<String>)]) -> bool {
+pub(crate) fn conditions_hold(l: &Term, inst: &Instance, conditions: &[(Pred, Vec<String>)]) -> bool {
     if conditions.is_empty() {
         return true;
     }
@@ -403,7 +403,7 @@ pub(crate) fn conditions_hold(l: &Term, inst: &Instance, conditions: &[(String, 
     g.rebuild();
     conditions.iter().all(|(p, args)| {
         let ids: Option<Vec<Id>> = args.iter().map(|a| class.get(a).map(|&c| g.find(c))).collect();
-        ids.is_some_and(|ids| predicate(&g, p, &ids))
+        ids.is_some_and(|ids| predicate(&g, *p, &ids))
     })
 }
 
