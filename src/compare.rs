@@ -101,9 +101,12 @@ pub fn compare_program(
     for o in &functional.outputs {
         want.push(match o {
             crate::functionalize::Output::Return(k) => reference.returns.get(*k).cloned(),
-            crate::functionalize::Output::Mutated(n) => {
-                reference.mutated.iter().find(|(m, _)| m == n).map(|(_, t)| t.clone())
-            }
+            // A parameter the term may write (through a view chosen at run time) that this run left alone is its
+            // input as it was.
+            crate::functionalize::Output::Mutated(n) => match reference.mutated.iter().find(|(m, _)| m == n) {
+                Some((_, t)) => Some(t.clone()),
+                None => inputs.get(n).cloned(),
+            },
         });
     }
     for (name, policy) in PLANS {

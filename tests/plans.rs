@@ -336,3 +336,31 @@ def neighbour(x: f32[6, 16], w: f32[16, 16]) -> tuple[f32[4, 16], f32[4, 16]]:
         }
     }
 }
+
+#[test]
+fn a_copy_through_a_view_that_covers_a_fresh_buffer_runs_over_the_view() {
+    // `reshape` of a permuted tensor copies it into a fresh buffer through a view that names every element once
+    // (FCOS's box regression, then `stack`): the kernel runs over the view's points and stores through it, with no
+    // select over the buffer recovering each element's view position by divisions, and it writes the whole buffer,
+    // which the executor therefore does not zero. (The copy fused into it is still read through its view's inverse,
+    // as a copy is wherever it fuses into a reader instead of being stored.)
+    let src = r#"
+import torch
+def permuted_stack(x: f32[1, 4, 8, 8], p: f32[64, 2]) -> f32[64, 4]:
+    reg = torch.exp(x.permute(0, 2, 3, 1).reshape(-1, 4)) * 8.0
+    return torch.stack([p[:, 0] - reg[:, 0], p[:, 1] - reg[:, 1], p[:, 0] + reg[:, 2], p[:, 1] + reg[:, 3]], dim=1)
+"#;
+    // The functional term, planned as it is: the rewrites may fuse the copy elsewhere.
+    let module = funcfuse::frontend::parse_module("test.py", src).unwrap();
+    let f = funcfuse::functionalize::functionalize(&module, "permuted_stack", &BTreeMap::new()).unwrap();
+    let p = funcfuse::lower::plan(&f.term, &f.inputs, Policy::Fused).unwrap();
+    let described = p.describe();
+    assert!(described.contains("assign f32[256]: kernel k0 (new buffer) over [64, 4]"), "{described}");
+    let k = &p.kernels[0];
+    assert_eq!(k.store.render(), "(i0 + 64*i1)");
+    assert!(k.covers(), "{described}");
+    let inputs = common::seeded_inputs(&module, "permuted_stack", 3);
+    for target in [funcfuse::backend::Target::C, funcfuse::backend::Target::CudaEmu] {
+        common::check_plan_on(&module, "permuted_stack", &inputs, Policy::Fused, target).unwrap();
+    }
+}

@@ -194,13 +194,32 @@ impl Kernel {
     }
 
     /// Whether the kernel writes every element of a fresh output buffer of its domain's size: not in place, and
-    /// storing each point at its row-major position.
+    /// storing each point at its own position, row-major or in another order (a write through a view that names
+    /// every element once).
     pub fn covers(&self) -> bool {
         if self.in_place {
             return false;
         }
         let vars: Vec<Idx> = self.domain.iter().enumerate().map(|(v, &n)| Idx::var(v, n)).collect();
-        self.store == super::index::ravel(&vars, &self.domain)
+        if self.store == super::index::ravel(&vars, &self.domain) {
+            return true;
+        }
+        let mut strides = vec![0isize; self.domain.len()];
+        for (a, &coef) in &self.store.terms {
+            match a {
+                super::index::Atom::Var(v, _) if *v < strides.len() => strides[*v] = coef as isize,
+                _ => return false,
+            }
+        }
+        let numel: usize = self.domain.iter().product();
+        let span = |f: fn(i64) -> i64| -> i64 {
+            self.domain.iter().zip(&strides).map(|(&n, &s)| f((n as i64 - 1) * s as i64)).sum()
+        };
+        // numel distinct positions between the lowest and the highest, numel - 1 apart, are all of them.
+        numel > 0
+            && crate::ir::geometry::no_overlap(&self.domain, &strides)
+            && self.store.c + span(|d| d.min(0)) == 0
+            && self.store.c + span(|d| d.max(0)) == numel as i64 - 1
     }
 
     /// Whether the kernel's points must run one after another, in row-major order: a scatter, whose positions come
