@@ -101,8 +101,8 @@ pub fn compare_program(
     for o in &functional.outputs {
         want.push(match o {
             crate::functionalize::Output::Return(k) => reference.returns.get(*k).cloned(),
-            // A parameter the term may write (through a view chosen at run time) that this run left alone is its
-            // input as it was.
+            // A parameter the term may write that this run left alone (a view chosen at run time, an arm not
+            // taken, a loop run zero times) is its input as it was.
             crate::functionalize::Output::Mutated(n) => match reference.mutated.iter().find(|(m, _)| m == n) {
                 Some((_, t)) => Some(t.clone()),
                 None => inputs.get(n).cloned(),

@@ -900,6 +900,9 @@ fn a_check_in_a_value_that_is_overwritten_still_raises() {
         "    b.copy_(c[0] * b[j])\n    b.zero_()\n    return c\n",
         "    t = torch.zeros(4)\n    t[0:1] = c[0] * b[j]\n    return c + t[1:].sum()\n",
         "    t = c.clone()\n    t[1] = c[0] * b[j]\n    t[1] = 2.0\n    return t\n",
+        // Overwritten whole through a view that names every element once (a kernel over the view, which reads no
+        // base: only an input or a fill may go unread).
+        "    t = b[torch.tensor([0, j, 0, 0])].view(2, 2) * 2.0\n    t.t()[:] = c.view(2, 2)\n    return c + t.sum()\n",
     ];
     for body in bodies {
         every_engine_raises(&format!("{head}{body}"), "f", "index 6 is out of bounds for dimension 0 with size 1");

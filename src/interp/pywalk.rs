@@ -83,7 +83,9 @@ pub enum Callee<'m, V> {
     Value(V),
 }
 
-/// A call expression's callee and then its arguments (`call_arguments`), in Python's order.
+/// A call expression's callee and then its arguments (`call_arguments`), in Python's order: the receiver of a method
+/// and a callee expression are evaluated first. A plain name is looked up by the engine after the arguments (the
+/// lookup has no effects; only an unbound name's error would come first in Python).
 #[allow(clippy::type_complexity)]
 pub fn call_parts<'m, W: Walk<'m, Env = HashMap<String, <W as Walk<'m>>::V>>>(
     w: &mut W,

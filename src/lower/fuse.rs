@@ -387,13 +387,13 @@ impl Planner<'_> {
         Ok((Expr::NonNeg(j.clone()), unravel(&j, &vs)))
     }
 
-    /// The kernel that materializes node `id`.
     /// The view of an `assign` into base `x` as (shape, strides, offset), where it names every element of `x` exactly
     /// once (its offsets are `0..numel` in some order), so that the write needs none of the base's values. Only for
-    /// a base computed elsewhere or a fill: a base fused into the write could hold a check that must still raise
-    /// (an index out of range), which the select over the buffer keeps.
+    /// a base that loses nothing unread, an input or a fill: any other base could hold a check that must still raise
+    /// (an index out of range), in a kernel or host step that nothing else would run, or fused into the write, where
+    /// the select over the buffer keeps it.
     fn covering_view(&self, x: Id, v: Id) -> Option<(Vec<usize>, Vec<i64>, i64)> {
-        if self.how[usize::from(x)] == How::Inline && !matches!(self.term[x], Node::Op(OpName::Full, _)) {
+        if self.how[usize::from(x)] != How::Input && !matches!(self.term[x], Node::Op(OpName::Full, _)) {
             return None;
         }
         let (_, xs) = self.tensor(x)?;
@@ -413,6 +413,7 @@ impl Planner<'_> {
         (lo == 0 && hi == numel as i64 - 1).then_some((vs, st, off))
     }
 
+    /// The kernel that materializes node `id`.
     pub(super) fn kernel(&self, kb: &mut KernelBuilder, id: Id, name: String) -> Result<Kernel, String> {
         let (dtype, shape) = self.tensor(id).ok_or("a kernel of a non-tensor")?;
         if let Some(&r) = self.epilogue.get(&id) {

@@ -520,7 +520,8 @@ impl Planner<'_> {
             }
         }
         // Assigns that are buffers write in place where their base is a dead buffer. Otherwise ours writes the whole
-        // new buffer as a predicated select; the baselines copy the base and write into the copy (as a clone and an
+        // new buffer as a predicated select (or, where the view names every element once and the base is an input
+        // or a fill, over the view: `fuse.rs::covering_view`); the baselines copy the base and write into the copy (as a clone and an
         // in-place op would). A scatter kernel writes into its base's buffer (in place where it is dead, else into a
         // copy). Both need the base as a buffer.
         for i in 0..n {
