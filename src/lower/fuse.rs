@@ -387,30 +387,26 @@ impl Planner<'_> {
         Ok((Expr::NonNeg(j.clone()), unravel(&j, &vs)))
     }
 
-    /// The view of an `assign` into base `x` as (shape, strides, offset), where it names every element of `x` exactly
-    /// once (its offsets are `0..numel` in some order), so that the write needs none of the base's values. Only for
-    /// a base that loses nothing unread, an input or a fill: any other base could hold a check that must still raise
-    /// (an index out of range), in a kernel or host step that nothing else would run, or fused into the write, where
-    /// the select over the buffer keeps it.
-    fn covering_view(&self, x: Id, v: Id) -> Option<(Vec<usize>, Vec<i64>, i64)> {
+    /// Whether the view `v` of an `assign` into base `x` names every element of `x` exactly once (its offsets are
+    /// `0..numel` in some order), so that the write needs none of the base's values. Only for a base that loses
+    /// nothing unread, an input or a fill: any other base could hold a check that must still raise (an index out of
+    /// range), in a kernel or host step that nothing else would run, or fused into the write, where the select over
+    /// the buffer keeps it.
+    fn covering_view(&self, x: Id, v: Id) -> bool {
         if self.how[usize::from(x)] != How::Input && !matches!(self.term[x], Node::Op(OpName::Full, _)) {
-            return None;
+            return false;
         }
-        let (_, xs) = self.tensor(x)?;
-        let (vs, st, off) = self.view_parts(v)?;
-        let Node::Int(off) = self.term[off] else { return None };
+        let (Some((_, xs)), Some((vs, st, off))) = (self.tensor(x), self.view_parts(v)) else { return false };
+        let Node::Int(off) = self.term[off] else { return false };
         let numel: usize = xs.iter().product();
         if numel == 0 || vs.iter().product::<usize>() != numel || vs.len() != st.len() {
-            return None;
+            return false;
         }
         let strides: Vec<isize> = st.iter().map(|&s| s as isize).collect();
-        if !crate::ir::geometry::no_overlap(&vs, &strides) {
-            return None;
-        }
         // numel distinct offsets between the lowest and the highest, numel - 1 apart, are all of them.
         let span = |f: fn(i64) -> i64| vs.iter().zip(&st).map(|(&n, &s)| f((n as i64 - 1) * s)).sum::<i64>();
         let (lo, hi) = (off + span(|d| d.min(0)), off + span(|d| d.max(0)));
-        (lo == 0 && hi == numel as i64 - 1).then_some((vs, st, off))
+        crate::ir::geometry::no_overlap(&vs, &strides) && lo == 0 && hi == numel as i64 - 1
     }
 
     /// The kernel that materializes node `id`.
@@ -448,25 +444,15 @@ impl Planner<'_> {
         let how = self.how[usize::from(id)].clone();
         let covering = match (&self.term[id], &how) {
             (Node::Assign([x, v, _]), How::Kernel(_)) => self.covering_view(*x, *v),
-            _ => None,
+            _ => false,
         };
         match (&self.term[id], how) {
-            // A fresh buffer that the view writes whole: the kernel runs over the view and stores through it, with
-            // no select over the buffer (which would recover each element's view index by divisions).
-            (Node::Assign([x, _, y]), How::Kernel(_)) if covering.is_some() => {
-                let (vs, st, off) = covering.expect("checked");
-                let (xd, _) = self.tensor(*x).ok_or("assign base")?;
-                let idx = vars(&vs, 0);
-                let mut store = Idx::constant(off);
-                for (i, &s) in idx.iter().zip(&st) {
-                    store = store.add(&i.scale(s));
-                }
-                let value = self.operand(kb, *y, &idx)?;
-                k.value = if value.dtype() == xd { value } else { Expr::Cast(xd, Box::new(value)) };
-                k.domain = vs;
-                k.store = store;
-            }
-            (Node::Assign([x, v, y]), How::InPlace(_) | How::CopyInPlace(_)) => {
+            // A write into its base's buffer, or into a fresh buffer that the view writes whole: the kernel runs over
+            // the view and stores through it (for a fresh buffer, with no select over the buffer, which would
+            // recover each element's view index by divisions).
+            (Node::Assign([x, v, y]), How::InPlace(_) | How::CopyInPlace(_) | How::Kernel(_))
+                if covering || !matches!(how, How::Kernel(_)) =>
+            {
                 let (vs, st, off) =
                     self.view_parts(*v).ok_or("an in-place write through a view without literal strides")?;
                 let (xd, _) = self.tensor(*x).ok_or("assign base")?;
@@ -479,7 +465,7 @@ impl Planner<'_> {
                 k.value = if value.dtype() == xd { value } else { Expr::Cast(xd, Box::new(value)) };
                 k.domain = vs;
                 k.store = store;
-                k.in_place = true;
+                k.in_place = !covering;
             }
             (Node::Op(OpName::IndexPut | OpName::Scatter, _), How::InPlace(_) | How::CopyInPlace(_)) => {
                 self.scatter_kernel(kb, id, &mut k)?;
