@@ -818,6 +818,17 @@ fn numpy_refusals_are_located() {
             "6:20",
             "`np.log(...)` gives a numpy float64, and `_mk` calls `torch.tensor` (line 8)",
         ),
+        // An array of ints only: numpy's `/` of one gives float64 where a tensor's gives float32.
+        (
+            "    return x * torch.tensor(np.array([1, 2, 3]) / 2)\n",
+            "6:29",
+            "`np.array(...)` is supported only of a list of numbers",
+        ),
+        (
+            "    return x * np.array([0.5, x[0], 2.0])\n",
+            "6:16",
+            "`np.array(...)` is supported only of a list of numbers",
+        ),
     ] {
         let src = format!("{HEADER}import numpy as np\ndef f(x: f32[3]) -> f32[3]:\n{body}\ndef ok(x: f32[3]) -> f32[3]:\n    return x * np.abs(np.log(16 / 1000)) + np.pi\n");
         let module = frontend::parse_module("case.py", &src).unwrap();
@@ -841,7 +852,9 @@ fn module_level_numpy_folds_and_a_bad_constant_fails_its_readers_only() {
     let failed: Vec<String> = module.failed.iter().map(|f| f.error.to_string()).collect();
     assert!(
         failed.len() == 1
-            && failed[0].contains("case.py:8:16: `_BAD` cannot be used: case.py:6:8: `np.array(...)` is not supported"),
+            && failed[0].contains(
+                "case.py:8:16: `_BAD` cannot be used: case.py:6:8: `np.array(...)` of numbers becomes a float64 tensor"
+            ),
         "{failed:?}"
     );
     assert!(module.function("ok").is_some(), "the function reading the folded constant converts");
@@ -1287,6 +1300,19 @@ fn a_sequence_repeated_past_memory_is_a_memory_error() {
     }
     let src = "def f(x: f32[3]) -> f32[3]:\n    n = len([] * (10 ** 18)) + len(() * (10 ** 18))\n    return x + n\n";
     for (engine, m) in errors(src, "f") {
+        assert_eq!(m, "returned without an error", "{engine}");
+    }
+}
+
+/// `np.array` of numbers known before the program runs, one of them a float, is numpy's float64 array: a float64
+/// tensor on every engine, with PyTorch's promotion when a tensor meets it (`x + a` is float64), and as the data of
+/// `torch.tensor(a, dtype=...)` (Ultralytics' OKS sigmas, `corpus/real/heldout18.py::ultralytics_pose_kpts_oks`).
+#[test]
+fn a_numpy_array_of_floats_is_a_float64_tensor() {
+    let src = format!(
+        "{HEADER}import numpy as np\ndef f(x: f32[2, 2]) -> tuple[f64[2, 2], f32[2]]:\n    a = np.array([[0.5, 1], [2, -3]]) / 10.0\n    return x + a, torch.tensor(a[0], dtype=x.dtype) * 2\n"
+    );
+    for (engine, m) in errors(&src, "f") {
         assert_eq!(m, "returned without an error", "{engine}");
     }
 }

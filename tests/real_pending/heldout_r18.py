@@ -1,9 +1,9 @@
 """Held-out real code, issue 14's eighteenth round, the programs some engine refuses (the round's others are in
 corpus/real/heldout18.py): torchvision's keypoint decoding from heatmaps (bicubic `F.interpolate`, a resize size
-from data), Ultralytics' pose keypoints with OKS (`np.array`), the Legendre Memory Unit (`torch.linalg.matrix_exp`),
-vLLM's paged KV cache and decode attention (a loop bound from data), Hugging Face's no-repeat-n-gram processor (dict
-keys from data), and torch-optimizer's Shampoo (`torch.eye(out=)`, `str.format`, `transpose_`, `torch.svd`). Inputs
-arrive uniform in [-1, 1); integer inputs in [0, 10)."""
+from data), the Legendre Memory Unit (`torch.linalg.matrix_exp`), vLLM's paged KV cache and decode attention (a loop
+bound from data), Hugging Face's no-repeat-n-gram processor (dict keys from data), and torch-optimizer's Shampoo
+(`torch.eye(out=)`, `str.format`, `transpose_`, `torch.svd`). Inputs arrive uniform in [-1, 1); integer inputs in
+[0, 10)."""
 from __future__ import annotations
 
 import math
@@ -82,90 +82,6 @@ def tv_heatmaps_to_keypoints(
     boxes = [all_boxes[:3], all_boxes[3:]]
     kp_probs, kp_scores = _tv_keypointrcnn_inference(keypoint_logits, boxes)
     return kp_probs[0], kp_probs[1], kp_scores[0], kp_scores[1]
-
-
-def _ul_make_anchors(feats, strides, grid_cell_offset=0.5):
-    anchor_points, stride_tensor = [], []
-    assert feats is not None
-    dtype, device = feats[0].dtype, feats[0].device
-    for i, stride in enumerate(strides):
-        h, w = feats[i].shape[2:] if isinstance(feats, list) else (int(feats[i][0]), int(feats[i][1]))
-        sx = torch.arange(end=w, device=device, dtype=dtype) + grid_cell_offset  # shift x
-        sy = torch.arange(end=h, device=device, dtype=dtype) + grid_cell_offset  # shift y
-        sy, sx = torch.meshgrid(sy, sx, indexing="ij")
-        anchor_points.append(torch.stack((sx, sy), -1).view(-1, 2))
-        stride_tensor.append(torch.full((h * w, 1), stride, dtype=dtype, device=device))
-    return torch.cat(anchor_points), torch.cat(stride_tensor)
-
-
-def _ul_kpts_decode(self, bs, kpts):
-    ndim = self["kpt_shape"][1]
-    y = kpts.clone()
-    if ndim == 3:
-        y[:, 2::3] = y[:, 2::3].sigmoid()  # sigmoid (WARNING: inplace .sigmoid_() Apple MPS bug)
-    y[:, 0::ndim] = (y[:, 0::ndim] * 2.0 + (self["anchors"][0] - 0.5)) * self["strides"]
-    y[:, 1::ndim] = (y[:, 1::ndim] * 2.0 + (self["anchors"][1] - 0.5)) * self["strides"]
-    return y
-
-
-def _ul_xyxy2xywh(x):
-    assert x.shape[-1] == 4, f"input shape last dimension expected 4 but input shape is {x.shape}"
-    y = torch.empty_like(x)  # faster than clone/copy
-    y[..., 0] = (x[..., 0] + x[..., 2]) / 2  # x center
-    y[..., 1] = (x[..., 1] + x[..., 3]) / 2  # y center
-    y[..., 2] = x[..., 2] - x[..., 0]  # width
-    y[..., 3] = x[..., 3] - x[..., 1]  # height
-    return y
-
-
-def _ul_kpt_iou(kpt1, kpt2, area, sigma, eps=1e-7):
-    d = (kpt1[:, None, :, 0] - kpt2[..., 0]).pow(2) + (kpt1[:, None, :, 1] - kpt2[..., 1]).pow(2)  # (N, M, 17)
-    sigma = torch.tensor(sigma, device=kpt1.device, dtype=kpt1.dtype)  # (17, )
-    kpt_mask = kpt1[..., 2] != 0  # (N, 17)
-    e = d / ((2 * sigma).pow(2) * (area[:, None, None] + eps) * 2)  # from cocoeval
-    return ((-e).exp() * kpt_mask[:, None]).sum(-1) / (kpt_mask.sum(-1)[:, None] + eps)
-
-
-# Ultralytics (ultralytics/ultralytics), ultralytics/nn/modules/head.py: Pose.kpts_decode (not export, kpt_shape
-# (17, 3)) with the anchors and strides Detect.forward makes (`(x.transpose(0, 1) for x in make_anchors(x, stride,
-# 0.5))`), ultralytics/utils/tal.py's make_anchors; then as PoseValidator._process_batch scores keypoints:
-# ultralytics/utils/ops.py's xyxy2xywh for the area (w * h * 0.53) and ultralytics/utils/metrics.py's kpt_iou with
-# OKS_SIGMA (a numpy array, as the validator passes it). Two levels of 4x4 and 2x2 cells (strides 8 and 16), batch 1,
-# 3 ground-truth people; gt boxes and keypoints made from the raw inputs in pixels of a 32x32 image, keypoint
-# visibility 0 or 2 from a threshold. Deviations: no NMS between the head and the validator, every anchor's decoded
-# keypoints are the predictions (the [51, 20] output transposed to [20, 17, 3]); OKS_SIGMA, a module-level constant
-# of metrics.py, is defined in the function
-def ultralytics_pose_kpts_oks(
-    feat0: f32[1, 8, 4, 4], feat1: f32[1, 8, 2, 2], kpt: f32[1, 51, 20], gt_box_raw: f32[3, 4],
-    gt_kpt_raw: f32[3, 17, 3]
-) -> tuple[f32[1, 51, 20], f32[3, 20]]:
-    # ultralytics/utils/metrics.py's module-level OKS_SIGMA, here in the function: funcfuse refuses numpy at module
-    # level (`name np is not defined`, see the report)
-    OKS_SIGMA = (
-        np.array(
-            [0.26, 0.25, 0.25, 0.35, 0.35, 0.79, 0.79, 0.72, 0.72, 0.62, 0.62, 1.07, 1.07, 0.87, 0.87, 0.89, 0.89]
-        ) / 10.0
-    )
-    x = [feat0, feat1]
-    head = {"kpt_shape": (17, 3), "stride": torch.tensor([8.0, 16.0]), "shape": None}
-    bs = x[0].shape[0]
-    if head["shape"] != x[0].shape:
-        head["anchors"], head["strides"] = (t.transpose(0, 1) for t in _ul_make_anchors(x, head["stride"], 0.5))
-        head["shape"] = x[0].shape
-    pred_kpt = _ul_kpts_decode(head, bs, kpt)
-
-    x1 = (gt_box_raw[:, 0] + 1.0) * 8.0
-    y1 = (gt_box_raw[:, 1] + 1.0) * 8.0
-    gt_bboxes = torch.stack((x1, y1, x1 + gt_box_raw[:, 2] * 4.0 + 10.0, y1 + gt_box_raw[:, 3] * 4.0 + 10.0), 1)
-    gt_kpts = gt_kpt_raw.clone()
-    gt_kpts[..., 0] = (gt_kpt_raw[..., 0] + 1.0) * 16.0
-    gt_kpts[..., 1] = (gt_kpt_raw[..., 1] + 1.0) * 16.0
-    gt_kpts[..., 2] = (gt_kpt_raw[..., 2] > -0.3).float() * 2.0
-
-    pred_kpts = pred_kpt[0].transpose(0, 1).reshape(-1, *head["kpt_shape"])
-    area = _ul_xyxy2xywh(gt_bboxes)[:, 2:].prod(1) * 0.53
-    iou = _ul_kpt_iou(gt_kpts, pred_kpts, sigma=OKS_SIGMA, area=area)
-    return pred_kpt, iou
 
 
 def _lmu_state_space_matrices(memory_size, theta):

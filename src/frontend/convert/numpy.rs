@@ -7,7 +7,9 @@
 //! takes `np.log(relative_top)`) is `math`'s function of it. The values agree; what differs is outside the domain,
 //! where `math` raises (`np.log(0)` is -inf, `np.sqrt(-1)` NaN), and arithmetic on the result, a Python float
 //! (dividing by a zero one raises `ZeroDivisionError` where numpy's float64 gives inf); messages there name `math`.
-//! Any other use of numpy is refused, located.
+//! `np.array` of numbers known when the program is converted, one of them a float, is numpy's float64 array, which
+//! behaves as `torch.tensor(..., dtype=torch.float64)` under what programs do with it (`Fold::array`). Any other use of
+//! numpy is refused, located.
 
 use std::collections::HashMap;
 
@@ -31,7 +33,7 @@ pub(super) fn fold(
     constructor: Option<&(Span, String, String)>,
 ) -> Result<(), Diagnostic> {
     // Defaults are evaluated where the `def` is, in the module's scope: `period=np.pi` folds whatever the body binds.
-    let outer = Fold { np, kinds: Vec::new(), consts: Vec::new(), constructor, math_free: false };
+    let outer = Fold { np, kinds: Vec::new(), consts: Vec::new(), constructor, math_free: false, torch_free: false };
     for p in &mut f.params {
         if let Some(d) = &mut p.default {
             outer.expr(d)?;
@@ -55,8 +57,9 @@ pub(super) fn fold(
     }
     // Names bound once in the whole function, by a top-level `NAME = constant`: their value, and where.
     let mut consts: Vec<(String, Num, Span)> = Vec::new();
-    let math_free = !local.iter().chain(f.params.iter().map(|p| &p.name)).any(|n| n == "math");
-    let mut cx = Fold { np, kinds, consts: Vec::new(), constructor, math_free };
+    let binds = |m: &str| local.iter().chain(f.params.iter().map(|p| &p.name)).any(|n| n == m);
+    let (math_free, torch_free) = (!binds("math"), !binds("torch"));
+    let mut cx = Fold { np, kinds, consts: Vec::new(), constructor, math_free, torch_free };
     for s in &f.body {
         if let StmtKind::Assign { targets, value } = &s.kind {
             if let [Expr { kind: ExprKind::Name(n), .. }] = targets.as_slice() {
@@ -85,7 +88,7 @@ pub(super) fn fold_constant(
     constructors: &HashMap<String, (Span, String, String)>,
 ) -> Result<(), Diagnostic> {
     let constructor = constructors.values().min_by_key(|c| (c.0.line, c.0.col, c.2.clone()));
-    Fold { np, kinds: Vec::new(), consts: Vec::new(), constructor, math_free: false }.expr(e)
+    Fold { np, kinds: Vec::new(), consts: Vec::new(), constructor, math_free: false, torch_free: false }.expr(e)
 }
 
 #[derive(Clone, Copy)]
@@ -124,6 +127,8 @@ struct Fold<'a> {
     /// The function does not bind `math`: a numpy function of a number known only when the program runs is
     /// `math`'s function of it.
     math_free: bool,
+    /// The function does not bind `torch`: a float64 array of constants is `torch.tensor` of them.
+    torch_free: bool,
 }
 
 /// numpy's functions of one number that `math` has, by their `math` names.
@@ -355,6 +360,9 @@ impl Fold<'_> {
                 let ExprKind::Attr(_, name) = &func.kind else { unreachable!() };
                 let name = name.clone();
                 self.exprs(args)?;
+                if name == "array" {
+                    return self.array(e);
+                }
                 let arg = match (args.as_slice(), kwargs.is_empty()) {
                     ([a], true) => self.value(a),
                     _ => None,
@@ -468,6 +476,45 @@ impl Fold<'_> {
     }
 
     /// A number known now: a literal, arithmetic on numbers, or a name bound once to one before `e`.
+    /// `np.array(NUMBERS)`, a list or tuple (nested or not) of numbers known before the program runs, one of them a
+    /// float: numpy's float64 array, which is `torch.tensor(NUMBERS, dtype=torch.float64)` under what programs do
+    /// with it (arithmetic with numbers and tensors, `torch.tensor(a, dtype=...)`, indexing, `.shape`). An array of
+    /// ints only is refused: numpy's true division of one gives float64 where a tensor's gives float32. Left
+    /// accepted: the array on the left of an operator with a tensor, where PyTorch (with numpy 2) raises TypeError.
+    fn array(&self, e: &mut Expr) -> Result<(), Diagnostic> {
+        fn leaves(f: &Fold, e: &Expr, floats: &mut bool) -> bool {
+            match &e.kind {
+                ExprKind::List(xs) | ExprKind::Tuple(xs) => !xs.is_empty() && xs.iter().all(|x| leaves(f, x, floats)),
+                _ => match f.value(e) {
+                    Some(Num::Float(_)) => {
+                        *floats = true;
+                        true
+                    }
+                    Some(Num::Int(_)) => true,
+                    None => false,
+                },
+            }
+        }
+        let span = e.span;
+        let ExprKind::Call { func, args, kwargs } = &mut e.kind else { unreachable!("a call") };
+        let mut floats = false;
+        let numbers = matches!((args.as_slice(), kwargs.is_empty()), ([a], true)
+            if matches!(a.kind, ExprKind::List(_) | ExprKind::Tuple(_)) && leaves(self, a, &mut floats));
+        if !(numbers && floats) {
+            return err(span, format!("`{}.array(...)` is supported only of a list of numbers known before the program runs, one of them a float (a float64 array); other numpy is supported only as {FUNCS} of numbers known before the program runs", self.np));
+        }
+        if !self.torch_free {
+            return err(span, format!("`{}.array(...)` of numbers becomes a float64 tensor, which is supported only in the body of a function that does not bind `torch` (not in a module-level constant or a default)", self.np));
+        }
+        let torch = |attr: &str| {
+            let module = Expr { kind: ExprKind::Name("torch".into()), span };
+            Expr { kind: ExprKind::Attr(Box::new(module), attr.into()), span }
+        };
+        **func = torch("tensor");
+        kwargs.push(("dtype".into(), torch("float64")));
+        Ok(())
+    }
+
     fn value(&self, e: &Expr) -> Option<Num> {
         if let Some(n) = num(e) {
             return Some(n);
