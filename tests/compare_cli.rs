@@ -388,3 +388,22 @@ fn profile_lists_every_launch_of_our_plan_with_its_time_bytes_and_what_it_comput
     let (_, _, json) = compare_ok(&dir, &file, true);
     assert!(json["programs"][0].get("profile").is_none(), "{json}");
 }
+
+/// A parameter the program writes only in an arm this run does not take is expected unchanged: every plan matches
+/// the reference (compare once expected only the parameters the reference wrote, and reported every plan as
+/// differing).
+#[test]
+fn a_parameter_left_unwritten_by_this_run_is_expected_unchanged() {
+    let dir = scratch("unwritten-parameter");
+    let file = common::program(
+        &dir,
+        "def f(a: f32[3], b: f32[3]) -> f32[3]:\n    if b.sum() > 1e9:\n        a.add_(1.0)\n    return a * b\n",
+    );
+    let (o, _, json) = compare_ok(&dir, &file, false);
+    let plans = json["programs"][0]["plans"].as_array().unwrap();
+    assert_eq!(plans.len(), 3, "{json}");
+    for p in plans {
+        assert_eq!(p["matches_reference"], Value::Bool(true), "{p}");
+    }
+    assert!(!o.stdout.contains("differ"), "{}", o.stdout);
+}

@@ -67,6 +67,18 @@ pub fn disjoint(sa: &[usize], ta: &[isize], sb: &[usize], tb: &[isize], delta: i
     r
 }
 
+/// Whether a view names every element of a buffer of its own size exactly once: no two indices name one element,
+/// and its offsets (from `offset`) span exactly `0..numel` (numel distinct offsets that far apart are all of them).
+pub fn is_permutation(shape: &[usize], strides: &[isize], offset: i64) -> bool {
+    let numel: usize = shape.iter().product();
+    let span = |f: fn(i64) -> i64| shape.iter().zip(strides).map(|(&n, &s)| f((n as i64 - 1) * s as i64)).sum::<i64>();
+    numel > 0
+        && shape.len() == strides.len()
+        && offset + span(|d| d.min(0)) == 0
+        && offset + span(|d| d.max(0)) == numel as i64 - 1
+        && no_overlap(shape, strides)
+}
+
 /// Whether no two indices of a view name one element. Sorted by stride, each dim stepping past everything the
 /// smaller ones reach proves it; a small view that fails that test is enumerated, a large one is assumed to overlap
 /// (which only keeps a rule from firing).

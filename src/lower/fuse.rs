@@ -398,15 +398,9 @@ impl Planner<'_> {
         }
         let (Some((_, xs)), Some((vs, st, off))) = (self.tensor(x), self.view_parts(v)) else { return false };
         let Node::Int(off) = self.term[off] else { return false };
-        let numel: usize = xs.iter().product();
-        if numel == 0 || vs.iter().product::<usize>() != numel || vs.len() != st.len() {
-            return false;
-        }
         let strides: Vec<isize> = st.iter().map(|&s| s as isize).collect();
-        // numel distinct offsets between the lowest and the highest, numel - 1 apart, are all of them.
-        let span = |f: fn(i64) -> i64| vs.iter().zip(&st).map(|(&n, &s)| f((n as i64 - 1) * s)).sum::<i64>();
-        let (lo, hi) = (off + span(|d| d.min(0)), off + span(|d| d.max(0)));
-        crate::ir::geometry::no_overlap(&vs, &strides) && lo == 0 && hi == numel as i64 - 1
+        vs.iter().product::<usize>() == xs.iter().product::<usize>()
+            && crate::ir::geometry::is_permutation(&vs, &strides, off)
     }
 
     /// The kernel that materializes node `id`.
@@ -442,17 +436,16 @@ impl Planner<'_> {
             in_place: false,
         };
         let how = self.how[usize::from(id)].clone();
-        let covering = match (&self.term[id], &how) {
+        // A write into its base's buffer, or into a fresh buffer that the view writes whole: the kernel runs over the
+        // view and stores through it (for a fresh buffer, with no select over the buffer, which would recover each
+        // element's view index by divisions).
+        let through_view = match (&self.term[id], &how) {
+            (Node::Assign(_), How::InPlace(_) | How::CopyInPlace(_)) => true,
             (Node::Assign([x, v, _]), How::Kernel(_)) => self.covering_view(*x, *v),
             _ => false,
         };
         match (&self.term[id], how) {
-            // A write into its base's buffer, or into a fresh buffer that the view writes whole: the kernel runs over
-            // the view and stores through it (for a fresh buffer, with no select over the buffer, which would
-            // recover each element's view index by divisions).
-            (Node::Assign([x, v, y]), How::InPlace(_) | How::CopyInPlace(_) | How::Kernel(_))
-                if covering || !matches!(how, How::Kernel(_)) =>
-            {
+            (Node::Assign([x, v, y]), _) if through_view => {
                 let (vs, st, off) =
                     self.view_parts(*v).ok_or("an in-place write through a view without literal strides")?;
                 let (xd, _) = self.tensor(*x).ok_or("assign base")?;
@@ -465,7 +458,7 @@ impl Planner<'_> {
                 k.value = if value.dtype() == xd { value } else { Expr::Cast(xd, Box::new(value)) };
                 k.domain = vs;
                 k.store = store;
-                k.in_place = !covering;
+                k.in_place = !matches!(how, How::Kernel(_));
             }
             (Node::Op(OpName::IndexPut | OpName::Scatter, _), How::InPlace(_) | How::CopyInPlace(_)) => {
                 self.scatter_kernel(kb, id, &mut k)?;

@@ -211,15 +211,7 @@ impl Kernel {
                 _ => return false,
             }
         }
-        let numel: usize = self.domain.iter().product();
-        let span = |f: fn(i64) -> i64| -> i64 {
-            self.domain.iter().zip(&strides).map(|(&n, &s)| f((n as i64 - 1) * s as i64)).sum()
-        };
-        // numel distinct positions between the lowest and the highest, numel - 1 apart, are all of them.
-        numel > 0
-            && crate::ir::geometry::no_overlap(&self.domain, &strides)
-            && self.store.c + span(|d| d.min(0)) == 0
-            && self.store.c + span(|d| d.max(0)) == numel as i64 - 1
+        crate::ir::geometry::is_permutation(&self.domain, &strides, self.store.c)
     }
 
     /// Whether the kernel's points must run one after another, in row-major order: a scatter, whose positions come
