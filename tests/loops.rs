@@ -1,4 +1,4 @@
-//! The Rust rewrites `loops/vectorize` and `loops/hoist`: loops whose iterations are independent become loop-free,
+//! The Rust rewrites `loops/vectorize`, `loops/hoist`, `loops/interchange` and `loops/promote`: loops whose iterations are independent become loop-free,
 //! loops with a dependence between iterations stay loops, state-independent work of a recurrence moves out of it only
 //! where no carried state feeds it, and either way the result matches the reference engine (the corpus test checks
 //! every program; this one checks which loops go).
@@ -206,6 +206,65 @@ fn interchange_refuses_what_a_dependence_forbids() {
         assert_eq!(n, 0, "{func}");
         assert!(notes.iter().any(|w| w.contains(why)), "{func}: {notes:?}");
     }
+}
+
+/// Functionalizes `func`, interchanges its loops where `loops/interchange` can, runs `loops/promote` alone, checks
+/// that the result verifies and matches the reference interpreter, and returns how many slots were promoted and the
+/// term.
+fn promoted(file: &str, func: &str) -> (usize, String) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
+    let mut f = functionalize(&module, func, &BTreeMap::new()).unwrap_or_else(|d| panic!("{d}"));
+    let (swapped, _) = funcfuse::rewrite::interchange::interchange_loops(&f.term, &f.inputs);
+    let (term, n) = funcfuse::rewrite::promote::promote_views(&swapped, &f.inputs);
+    funcfuse::ir::verify(&term, &f.inputs).unwrap_or_else(|e| panic!("{func}: the term does not verify: {e}"));
+    f.term = term;
+    let inputs = common::seeded_inputs(&module, func, 5);
+    let want = common::run_reference(&module, func, &inputs).unwrap();
+    let got = funcfuse::functionalize::run_functional(&f, &inputs).unwrap_or_else(|d| panic!("{func}: {d}"));
+    let (g, w) = (common::output_files(&got), common::output_files(&want));
+    for (name, t) in &w {
+        common::compare(&format!("{func}: {name}"), &g[name], t).unwrap_or_else(|e| panic!("{e}"));
+    }
+    (n, f.term.to_string())
+}
+
+#[test]
+fn state_read_and_written_through_one_fixed_view_is_carried_as_that_region() {
+    for (file, func, n) in [
+        ("corpus/micro/promote.py", "state_row_promoted", 1),
+        ("corpus/micro/promote.py", "two_state_rows_promoted", 2),
+        ("corpus/micro/promote.py", "state_row_broadcast_write", 1),
+        // Interchanged, each layer's time loop carries its rows of state_h and state_c.
+        ("corpus/workloads/lstm.py", "lstm", 2),
+        ("corpus/micro/interchange.py", "lstm_small", 2),
+    ] {
+        let (k, term) = promoted(file, func);
+        assert_eq!(k, n, "{func}: {term}");
+    }
+    // The time loop carries a [4, 8] row; the stack is read through row j's view before it and written after.
+    let (_, term) = promoted("corpus/micro/promote.py", "state_row_promoted");
+    assert!(term.contains("(assign"), "{term}");
+    for func in [
+        // The whole stack is read every step.
+        "state_row_and_whole_state",
+        // Row j + 1 is read while row j is written.
+        "state_row_and_next_row",
+        // A float32 value written into a float64 stack: the row read back is the rounded value.
+        "state_row_cast_write",
+        // The row written is the step's own (`out[t] = h`).
+        "state_row_by_step",
+    ] {
+        let (k, term) = promoted("corpus/micro/promote.py", func);
+        assert_eq!(k, 0, "{func}: {term}");
+    }
+    // In the pipeline: lstm's step matmul then runs inside the cell kernel (one launch per step and layer).
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/workloads/lstm.py");
+    let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
+    let f = functionalize(&module, "lstm", &BTreeMap::new()).unwrap();
+    let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped().unwrap()).unwrap();
+    let o = optimize(&f, &rules, Default::default()).unwrap();
+    assert_eq!(o.fired.get("loops/promote"), Some(&2), "{:?}", o.fired);
 }
 
 /// Issue #20's "why not": `explain` says, for each loop that stayed, the dependence or construct that kept it.

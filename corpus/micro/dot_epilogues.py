@@ -55,10 +55,21 @@ def result_also_reduced(x: f32[6, 2, 8], w: f32[8, 16]) -> tuple[f32[2, 8], f32[
 
 
 def state_written_in_place(x: f32[6, 1, 8], w: f32[8, 16]) -> f32[3, 1, 8]:
-    """Stacked state rows written in place by the cell that reads their matmul."""
+    """Stacked state rows written in place by the cell that reads their matmul. Interchanged (layers outside), each
+    time loop carries its row (`loops/promote`): the cell then writes a new row, and the matmul fuses into it."""
     state = torch.zeros(3, 1, 8)
     for t in range(6):
         for j in range(3):
             g = (state[j] @ w).chunk(2, dim=1)
             state[j] = torch.tanh(g[0]) * torch.sigmoid(g[1]) + x[t]
+    return state
+
+
+def state_row_by_step_written_in_place(x: f32[6, 1, 8], w: f32[8, 16]) -> f32[3, 1, 8]:
+    """A state row chosen by the step, written in place by the cell that reads its matmul."""
+    state = torch.zeros(3, 1, 8)
+    for t in range(6):
+        j = t % 3
+        g = (state[j] @ w).chunk(2, dim=1)
+        state[j] = torch.tanh(g[0]) * torch.sigmoid(g[1]) + x[t]
     return state

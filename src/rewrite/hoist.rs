@@ -241,33 +241,40 @@ fn free_refs(b: &Builder, id: Id, d: i64, memo: &mut HashMap<(Id, i64), bool>) -
 /// `id`, a term of the context outside a loop, rewritten for its body: references to enclosing loops (seen `d`
 /// loops down) rise by one level.
 pub(super) fn shift_up(b: &mut Builder, id: Id, d: i64, memo: &mut HashMap<(Id, i64), Id>) -> Id {
+    shift(b, id, d, 1, memo)
+}
+
+/// `id` with every reference to a loop at level `d` or above (seen `d` loops down) moved `delta` levels: +1 takes a
+/// term of a loop's context into its body, -1 takes a term of a body that does not use its own loop (no reference at
+/// level `d` itself) out of it.
+pub(super) fn shift(b: &mut Builder, id: Id, d: i64, delta: i64, memo: &mut HashMap<(Id, i64), Id>) -> Id {
     if let Some(&r) = memo.get(&(id, d)) {
         return r;
     }
     let node = b.node(id).clone();
     let r = match &node {
         Node::Iter(x) | Node::Carried([x, _]) if lit(b, *x).is_some_and(|x| x >= d) => {
-            let higher = b.int(lit(b, *x).unwrap() + 1);
+            let level = b.int(lit(b, *x).unwrap() + delta);
             match node {
-                Node::Iter(_) => b.add(Node::Iter(higher)),
-                Node::Carried([_, j]) => b.add(Node::Carried([higher, j])),
+                Node::Iter(_) => b.add(Node::Iter(level)),
+                Node::Carried([_, j]) => b.add(Node::Carried([level, j])),
                 _ => unreachable!(),
             }
         }
         Node::Loop([a, e, s, init, body]) => {
-            let ch = [shift_up(b, *a, d, memo), shift_up(b, *e, d, memo), shift_up(b, *s, d, memo)];
-            let init = shift_up(b, *init, d, memo);
-            let body = shift_up(b, *body, d + 1, memo);
+            let ch = [shift(b, *a, d, delta, memo), shift(b, *e, d, delta, memo), shift(b, *s, d, delta, memo)];
+            let init = shift(b, *init, d, delta, memo);
+            let body = shift(b, *body, d + 1, delta, memo);
             b.add(Node::Loop([ch[0], ch[1], ch[2], init, body]))
         }
         Node::While([init, cond, body]) => {
-            let init = shift_up(b, *init, d, memo);
-            let (cond, body) = (shift_up(b, *cond, d + 1, memo), shift_up(b, *body, d + 1, memo));
+            let init = shift(b, *init, d, delta, memo);
+            let (cond, body) = (shift(b, *cond, d + 1, delta, memo), shift(b, *body, d + 1, delta, memo));
             b.add(Node::While([init, cond, body]))
         }
         _ if node.children().is_empty() => id,
         _ => {
-            let n = node.map_children(|c| shift_up(b, c, d, memo));
+            let n = node.map_children(|c| shift(b, c, d, delta, memo));
             b.add(n)
         }
     };

@@ -3,7 +3,8 @@
 //! An e-class analysis that knows every class's dtype and static shape (and the literal a literal class holds), so
 //! that conditions on rewrites can ask for them; a union of two classes of different types is recorded as a conflict
 //! (an unsound rewrite) and never panics. Around it: the text rules and their loader and checker (`rules`, `check`,
-//! `usable`), the Rust rewrites on loops and views (`vectorize`, `hoist`, `interchange`, `compose`, `cover`), and
+//! `usable`), the Rust rewrites on loops and views (`vectorize`, `hoist`, `interchange`,
+//! `promote`, `compose`, `cover`), and
 //! saturation in phases with extraction among candidate terms and a search of the last e-graph (`saturate`).
 
 mod analysis;
@@ -13,6 +14,7 @@ mod compose;
 mod cover;
 pub mod hoist;
 pub mod interchange;
+pub mod promote;
 pub mod rules;
 pub mod saturate;
 pub mod schedule;

@@ -142,6 +142,10 @@ pub const RUST_REWRITES: &[(&str, &str)] = &[
         "loops/hoist",
         "work in a counted loop that reads no carried state is done for all iterations before the loop (fission)",
     ),
+    (
+        "loops/promote",
+        "a loop that reads and writes carried state only through one view fixed for the loop carries the view's region",
+    ),
     ("scatter/cover-cat", "assigns through slices of one axis that together cover a buffer become one cat"),
     ("views/compose", "a read through a view of a read through a view is one read through the composed view"),
 ];
@@ -233,10 +237,11 @@ fn saturate_and_extract(
             out.rejected.insert("loops/interchange".to_string(), n);
         }
     }
-    let passes: [(&str, RustRewrite); 4] = [
+    let passes: [(&str, RustRewrite); 5] = [
         ("views/compose", super::compose::compose_views),
         ("loops/vectorize", super::vectorize::vectorize_loops),
         ("loops/hoist", super::hoist::hoist_loops),
+        ("loops/promote", super::promote::promote_views),
         ("scatter/cover-cat", super::cover::cover_cat),
     ];
     for (name, pass) in passes {
