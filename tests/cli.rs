@@ -768,6 +768,40 @@ fn a_gather_kernel_reports_an_index_out_of_range_as_the_reference_does() {
     }
 }
 
+/// `torch.gather` is a kernel (a load whose coordinate along `dim` comes from the index buffer, checked before the
+/// launch): an index past the end, or a negative one (gather does not wrap), fails as the reference fails.
+#[test]
+fn a_torch_gather_kernel_checks_its_indices_as_the_reference_does() {
+    let dir = scratch("torch_gather_bounds");
+    let file = common::program(
+        &dir,
+        "def f(x: f32[4, 3], k: int = 0) -> f32[4, 2]:\n    i = torch.tensor([[0, 1], [2, 0], [1, 1], [0, 2]]) + k\n    return torch.gather(x, 1, i) * 2.0\n",
+    );
+    let target = format!("{file}::f");
+    let plan = funcfuse(&["explain", &target, "--dump", "plan"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    // The gather fuses into the kernel that reads it; nothing runs on the host.
+    assert!(plan.stdout.contains("kernel k1") && !plan.stdout.contains("host fallback"), "{}", plan.stdout);
+    for (engine, backend) in [("reference", "c"), ("optimized", "c"), ("optimized", "cuda-emu")] {
+        let out = dir.join(format!("{engine}-{backend}"));
+        let run = |k: &str| {
+            let arg = format!("k={k}");
+            let o = out.to_str().unwrap();
+            funcfuse(&["run", &target, "--engine", engine, "--backend", backend, "--arg", &arg, "--output", o])
+        };
+        let ok = run("0");
+        assert_eq!(ok.code, 0, "{engine} on {backend}: {}", ok.stderr);
+        for (k, want) in [
+            ("1", "index 3 is out of bounds for dimension 1 with size 3"),
+            ("-1", "index -1 is out of bounds for dimension 1 with size 3"),
+        ] {
+            let bad = run(k);
+            assert_eq!(bad.code, 1, "{engine} on {backend}, k={k}: {}", bad.stderr);
+            assert!(bad.stderr.contains(want), "{engine} on {backend}, k={k}: {}", bad.stderr);
+        }
+    }
+}
+
 /// Issue #12: bad input every engine must reject with the same located message (reference, functional, optimized).
 /// A case is `NAME @ LINE:COL @ PROGRAM (lines joined by ⏎) @ MESSAGE`.
 #[test]

@@ -49,9 +49,10 @@ fn matmuls_read_by_cells_become_dot_products() {
 
 #[test]
 fn matmuls_read_elsewhere_or_with_written_operands_stay_kernels() {
-    for (func, why) in
-        [("result_also_reduced", "is read by the host"), ("state_row_by_step_written_in_place", "after it is written in place")]
-    {
+    for (func, why) in [
+        ("result_also_reduced", "is read by the host"),
+        ("state_row_by_step_written_in_place", "after it is written in place"),
+    ] {
         let plan = planned(func);
         assert_eq!(fused_matmuls(&plan), 0, "{func}");
         assert!(plan.dot_notes.iter().any(|n| n.contains(why)), "{func}: {:?}", plan.dot_notes);

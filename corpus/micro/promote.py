@@ -75,3 +75,67 @@ def state_row_by_step(x: f32[6, 4, 8], w: f32[8, 8]) -> f32[6, 4, 8]:
         h = torch.tanh(x[t] @ w + h)
         out[t] = h
     return out
+
+
+def state_row_written_backwards(x: f32[6, 4, 8], w: f32[8, 8]) -> f32[3, 4, 8]:
+    # A loop with a negative step: the row is carried all the same.
+    state = torch.ones(3, 4, 8)
+    for j in range(3):
+        for t in range(5, -1, -2):
+            state[j] = torch.tanh(x[t] @ w + state[j])
+    return state
+
+
+def state_row_read_by_an_inner_loop(x: f32[6, 8], w: f32[8, 8]) -> f32[4, 8]:
+    # The row, read before an inner loop that refines it: promoted.
+    h = torch.ones(4, 8)
+    for t in range(3):
+        r = h[1]
+        for k in range(2):
+            r = r * 0.5 + x[k]
+        h[1] = torch.tanh(r @ w)
+    return h
+
+
+def state_rows_read_by_an_inner_loop(x: f32[6, 8], w: f32[8, 8]) -> f32[4, 8]:
+    # An inner loop reads every row of the buffer the outer loop writes row 1 of.
+    h = torch.ones(4, 8)
+    for t in range(3):
+        s = torch.zeros(8)
+        for k in range(4):
+            s = s + h[k]
+        h[1] = torch.tanh(h[1] @ w + s)
+    return h
+
+
+def state_row_written_then_read_whole(x: f32[6, 8], w: f32[8, 8]) -> f32[4, 8]:
+    # Each step reads the whole buffer after writing row 0 (`acc + h`).
+    h = torch.zeros(4, 8)
+    acc = torch.zeros(4, 8)
+    for t in range(3):
+        h[0] = torch.tanh(x[t] @ w + h[0])
+        acc = acc + h
+    return acc
+
+
+def state_recorded_each_step(x: f32[6, 8], w: f32[8, 8]) -> f32[6, 2, 8]:
+    # Row 1 is the recurrence; every step records the whole buffer (`out[t] = h`).
+    h = torch.ones(2, 8)
+    out = torch.zeros(6, 2, 8)
+    for t in range(6):
+        h[1] = torch.tanh(x[t] @ w + h[1])
+        out[t] = h
+    return out
+
+
+def state_row_written_then_refined_whole(x: f32[6, 8], w: f32[8, 8]) -> f32[4, 8]:
+    # The buffer after the write starts an inner loop.
+    h = torch.ones(4, 8)
+    acc = torch.zeros(4, 8)
+    for t in range(3):
+        h[0] = torch.tanh(x[t] @ w + h[0])
+        s = h
+        for k in range(2):
+            s = s * 0.5
+        acc = acc + s
+    return acc

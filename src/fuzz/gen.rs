@@ -19,6 +19,7 @@
 use std::fmt::Write as _;
 
 mod control;
+mod ends;
 mod views;
 
 /// SplitMix64: small, fast and fully specified, so a seed means the same program everywhere.
@@ -116,6 +117,8 @@ pub struct Gen {
     /// A second stream for what the generator learned to write later, so that it leaves the first stream, and with
     /// it every seed's program as it was, unchanged apart from the added lines.
     later: Rng,
+    /// A third stream, for `torch.gather` (added after `later`'s users, for the same reason).
+    gathers: Rng,
     body: Vec<String>,
     indent: usize,
     tensors: Vec<TVar>,
@@ -136,6 +139,7 @@ pub fn generate(seed: u64) -> String {
     let mut g = Gen {
         rng: Rng::new(seed),
         later: Rng::new(seed ^ 0x6c61_7465_725f_7331),
+        gathers: Rng::new(seed ^ 0x6761_7468_6572_7332),
         body: Vec::new(),
         indent: 1,
         tensors: Vec::new(),
@@ -153,7 +157,7 @@ pub fn generate(seed: u64) -> String {
         g.statement();
     }
     let mut ret = g.returns();
-    for extra in [g.sorts(), g.container_if()].concat() {
+    for extra in [g.sorts(), g.container_if(), g.gathers()].concat() {
         ret = format!("{ret}, {extra}");
     }
     let mut out = String::from("from __future__ import annotations\n\nimport torch\n\n\n");
@@ -669,43 +673,6 @@ impl Gen {
         let name = self.name("r");
         self.line(format!("{name} = {text}"));
         self.define(TVar { name, dt, shape: s, writable: true, contig: true });
-    }
-
-    /// Sometimes (the [`Gen::later`] stream), at the end of the program, sorts of a float tensor along one dim: a
-    /// topk's values (PyTorch leaves the order of tied indices open), or a stable sort's values and indices, each
-    /// kept whole or through a leading slice, the values sometimes written in place (the input rounded to a grid).
-    /// Returns the names to return besides the program's own.
-    fn sorts(&mut self) -> Vec<String> {
-        let fl: Vec<usize> = self.floats().into_iter().filter(|&i| !self.tensors[i].shape.is_empty()).collect();
-        if fl.is_empty() || !self.later.pct(40) {
-            return Vec::new();
-        }
-        let t = self.tensors[*self.later.pick(&fl)].clone();
-        let d = self.later.range(0, t.shape.len() as i64 - 1) as usize;
-        let neg = if self.later.pct(30) { d as i64 - t.shape.len() as i64 } else { d as i64 };
-        let n = t.shape[d] as i64;
-        let desc = if self.later.pct(50) { "True" } else { "False" };
-        if self.later.pct(50) {
-            let k = self.later.range(0, n);
-            let name = self.name("t");
-            self.later_line(format!("{name} = {}.topk({k}, {neg}, largest={desc}).values", t.name));
-            return vec![name];
-        }
-        let (v, i) = (self.name("t"), self.name("i"));
-        // On a grid of 1/64, values an ulp apart (transcendentals within tolerance) are exact ties, which a stable
-        // sort orders, not near-ties, whose order (so the indices) could differ between engines (fuzz seed 300584).
-        let grid = format!("({} * 64.0).round()", t.name);
-        self.later_line(format!("{v}, {i} = torch.sort({grid}, dim={neg}, descending={desc}, stable=True)"));
-        for name in [&v, &i] {
-            if self.later.pct(50) {
-                let k = self.later.range(0, n);
-                self.later_line(format!("{name} = {name}[{}:{k}]", ":, ".repeat(d)));
-            }
-        }
-        if self.later.pct(30) {
-            self.later_line(format!("{v}.mul_(-2.0)"));
-        }
-        vec![v, i]
     }
 
     /// A fresh tensor from several: matmul, cat, stack.

@@ -293,6 +293,7 @@ impl Planner<'_> {
                 }
             }
             Node::Op(Index, _) => self.multi_gather(kb, id, idx)?,
+            Node::Op(Gather, _) => self.gather(kb, id, idx)?,
             Node::Op(op @ (Triu | Tril), args) => {
                 let k = lit(self.term, args[1]).ok_or("triangle")?;
                 let r = idx.len();

@@ -417,6 +417,7 @@ impl Planner<'_> {
                         && self.tensor(args[1]).is_some_and(|(d, _)| !d.is_float() && d != DType::Bool))
                         || self.multi_gather_form(id)
                 }
+                Gather => self.gather_form(id),
                 _ => false,
             },
             _ => false,

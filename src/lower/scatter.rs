@@ -125,12 +125,47 @@ impl Planner<'_> {
         }
     }
 
+    /// Whether the kernel IR reads `torch.gather(x, dim, index)`: a load of `x` at the point's position with the
+    /// coordinate along `dim` read from `index` (checked before the launch, not wrapped: gather raises on a negative
+    /// index). The reference's shape error (an index larger than the input off `dim`) stays the reference's: such a
+    /// gather runs on the host.
+    pub(super) fn gather_form(&self, id: Id) -> bool {
+        let Node::Op(OpName::Gather, args) = &self.term[id] else { return false };
+        let (Some((_, xs)), Some((idt, is))) = (self.tensor(args[0]), self.tensor(args[2])) else { return false };
+        let Some(Ok(dim)) = lit(self.term, args[1]).map(|d| crate::tensor::views::wrap_dim(d, xs.len())) else {
+            return false;
+        };
+        !xs.is_empty()
+            && !idt.is_float()
+            && idt != DType::Bool
+            && is.len() == xs.len()
+            && (0..xs.len()).all(|d| d == dim || is[d] <= xs[d])
+    }
+
+    /// `torch.gather(x, dim, index)` read by a kernel at point `idx` of its result (of the index's shape).
+    pub(super) fn gather(&self, kb: &mut KernelBuilder, id: Id, idx: &[Idx]) -> Result<Expr, String> {
+        let Node::Op(OpName::Gather, args) = &self.term[id] else { return Err("not a gather".into()) };
+        let (xd, xs) = self.tensor(args[0]).ok_or("gather input")?;
+        let (idt, is) = self.tensor(args[2]).ok_or("gather index")?;
+        let dim = crate::tensor::views::wrap_dim(lit(self.term, args[1]).ok_or("gather dim")?, xs.len())?;
+        if self.how[usize::from(args[0])] == How::Inline || self.how[usize::from(args[2])] == How::Inline {
+            return Err("a gather's input and index must be buffers".into());
+        }
+        let index = kb.arg(args[2], idt);
+        kb.check(IndexCheck { node: args[2], extent: xs[dim] as i64, dim, wraps: false });
+        let mut coord = idx.to_vec();
+        coord[dim] = Idx::atom(Atom::Load(index, Box::new(ravel(idx, &is)), xs[dim] as i64, false));
+        let arg = kb.arg(args[0], xd);
+        Ok(Expr::Load { arg, at: ravel(&coord, &xs), dtype: xd })
+    }
+
     /// Whether `id` is an index operand of a gather or scatter kernel (it must be a buffer the kernel reads).
     pub(super) fn index_operand_of(&self, id: Id, user: Id) -> bool {
         match &self.term[user] {
             Node::Op(OpName::Index, args) => args[1..].contains(&id),
             Node::Op(OpName::IndexPut, args) => args[3..].contains(&id),
             Node::Op(OpName::Scatter, args) => args[2] == id,
+            Node::Op(OpName::Gather, args) => args[0] == id || args[2] == id,
             _ => false,
         }
     }

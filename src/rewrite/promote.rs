@@ -11,8 +11,9 @@
 //!   (no broadcast, no cast: `x` is the region's next value as it is);
 //! - `v` is a view with literal shape and strides whose elements do not overlap (so reading the region back through
 //!   `v` gives `x`), and it does not depend on the loop's own variable or state (it may depend on enclosing loops);
-//! - every other use of `carried k` in the body is `access(carried k, v)` with that same view, and no nested loop
-//!   refers to it;
+//! - every other use of `carried k` in the body is `access(carried k, v)` with that same view, no nested loop
+//!   refers to it, and the written buffer `assign(carried k, v, x)` is only the slot's next value (nothing else in
+//!   the body reads the whole buffer after the write: not `acc = acc + h`, not `out[t] = h`);
 //! - the loop runs at least once (literal bounds): the view is then read in the first iteration anyway, so reading it
 //!   before the loop raises no error the loop would not raise.
 //!
@@ -28,8 +29,9 @@ use crate::tensor::DType;
 
 type Inputs = [(String, DType, Vec<usize>)];
 
-/// Promotes every qualifying slot of every counted loop of `term`, innermost loops first; returns the new term and
-/// how many slots were promoted (the original term and 0 where nothing qualified).
+/// Promotes every qualifying slot of every counted loop of `term` (each loop judged as written in `term`, in one
+/// pass); returns the new term and how many slots were promoted (the original term and 0 where nothing qualified,
+/// or where the result would not verify).
 pub fn promote_views(term: &Term, inputs: &Inputs) -> (Term, usize) {
     let Some(types) = crate::ir::unambiguous_types(term, inputs) else { return (term.clone(), 0) };
     let mut p = Promoter { src: term, types, out: Builder::default(), memo: HashMap::new(), count: 0 };
@@ -85,7 +87,7 @@ impl Promoter<'_> {
         };
         let node = src.map_children(|c| self.rebuild(c));
         let new = match node {
-            // A promoted loop is a tuple of its results: read its items directly.
+            // A promoted loop is a tuple of its results: a `get` of any tuple reads its item directly.
             Node::Get([t, i]) => match (self.out.node(t), self.out.node(i)) {
                 (Node::Tuple(xs), &Node::Int(i)) if (i as usize) < xs.len() => xs[i as usize],
                 _ => self.out.add(node),
@@ -120,7 +122,7 @@ impl Promoter<'_> {
                 continue;
             }
             let access = t.as_ref().iter().position(|n| *n == Node::Access([c, v])).map(Id::from);
-            let uses = Uses { t, slot: k, access, yielded: item, x, seen: HashSet::new() };
+            let uses = Uses { t, slot: k, access, x, seen: HashSet::new() };
             if uses.only_through_view(items) {
                 slots.push(Slot { k, view: v });
             }
@@ -216,16 +218,18 @@ struct Uses<'t> {
     slot: usize,
     /// `access(carried slot, v)`, where the term has it.
     access: Option<Id>,
-    /// The slot's item, `assign(carried slot, v, x)`.
-    yielded: Id,
+    /// The written value: the slot's item is `assign(carried slot, v, x)`.
     x: Id,
     seen: HashSet<(Id, i64)>,
 }
 
 impl Uses<'_> {
-    /// Whether the body's items use the slot's state only through the view (and the item that writes it back).
+    /// Whether the body's items use the slot's state only through the view and the slot's own item writes it
+    /// back. The written buffer (the slot's item) may stand nowhere else: another item, or a nested loop's start,
+    /// holding it uses the whole buffer after the write (`acc = acc + h`, `out[t] = h`), which `clean` finds.
     fn only_through_view(mut self, items: &[Id]) -> bool {
-        items.iter().all(|&i| self.clean(i, 0))
+        let (slot, x) = (self.slot, self.x);
+        items.iter().enumerate().all(|(j, &i)| if j == slot { self.clean(x, 0) } else { self.clean(i, 0) })
     }
 
     /// Whether `id`, seen `d` loops below the loop, uses the slot's state only through the view.
@@ -235,9 +239,6 @@ impl Uses<'_> {
         }
         if d == 0 && Some(id) == self.access {
             return true;
-        }
-        if d == 0 && id == self.yielded {
-            return self.clean(self.x, 0);
         }
         let t = self.t;
         match &t[id] {
