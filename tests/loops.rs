@@ -12,6 +12,7 @@ use std::path::Path;
 use funcfuse::functionalize::functionalize;
 use funcfuse::ir::term_stats;
 use funcfuse::rewrite::saturate::optimize;
+use funcfuse::tensor::DType;
 
 fn loops_after(file: &str, func: &str) -> (usize, usize) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
@@ -80,14 +81,19 @@ fn reads_of_reads_compose_into_one_view() {
     common::check_optimized(&module, "yolov3", &inputs).unwrap();
 }
 
-/// Functionalizes `func`, runs `loops/hoist` alone (whatever the cost model would say), checks that the result
-/// verifies and matches the reference interpreter, and returns how many subterms moved out of loops.
-fn hoisted(file: &str, func: &str) -> (usize, String) {
+/// Functionalizes `func`, applies `rewrite` to its term alone (whatever the cost model would say), checks that the
+/// result verifies and matches the reference interpreter, and returns `rewrite`'s count and notes and the term.
+fn rewritten(
+    file: &str,
+    func: &str,
+    rewrite: impl Fn(&funcfuse::ir::Term, &[(String, DType, Vec<usize>)]) -> (funcfuse::ir::Term, usize, Vec<String>),
+) -> (usize, Vec<String>, String) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
     let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
     let mut f = functionalize(&module, func, &BTreeMap::new()).unwrap_or_else(|d| panic!("{d}"));
-    let (term, n) = funcfuse::rewrite::hoist::hoist_loops(&f.term, &f.inputs);
-    funcfuse::ir::verify(&term, &f.inputs).unwrap_or_else(|e| panic!("{func}: the hoisted term does not verify: {e}"));
+    let (term, n, notes) = rewrite(&f.term, &f.inputs);
+    funcfuse::ir::verify(&term, &f.inputs)
+        .unwrap_or_else(|e| panic!("{func}: the rewritten term does not verify: {e}"));
     f.term = term;
     let inputs = common::seeded_inputs(&module, func, 5);
     let want = common::run_reference(&module, func, &inputs).unwrap();
@@ -96,7 +102,16 @@ fn hoisted(file: &str, func: &str) -> (usize, String) {
     for (name, t) in &w {
         common::compare(&format!("{func}: {name}"), &g[name], t).unwrap_or_else(|e| panic!("{e}"));
     }
-    (n, f.term.to_string())
+    (n, notes, f.term.to_string())
+}
+
+/// `loops/hoist` alone: how many subterms moved out of loops, and the term.
+fn hoisted(file: &str, func: &str) -> (usize, String) {
+    let (n, _, term) = rewritten(file, func, |t, i| {
+        let (t, n) = funcfuse::rewrite::hoist::hoist_loops(t, i);
+        (t, n, Vec::new())
+    });
+    (n, term)
 }
 
 #[test]
@@ -154,22 +169,9 @@ fn optimize_keeps_the_hoist_where_the_cost_model_predicts_it_cheaper() {
     }
 }
 
-/// Functionalizes `func`, runs `loops/interchange` alone (whatever the cost model would say), checks that the result
-/// verifies and matches the reference interpreter, and returns how many nests were interchanged and the notes.
+/// `loops/interchange` alone: how many nests were interchanged, and the notes.
 fn interchanged(file: &str, func: &str) -> (usize, Vec<String>) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
-    let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
-    let mut f = functionalize(&module, func, &BTreeMap::new()).unwrap_or_else(|d| panic!("{d}"));
-    let (term, n, notes) = funcfuse::rewrite::interchange::interchange_explained(&f.term, &f.inputs);
-    funcfuse::ir::verify(&term, &f.inputs).unwrap_or_else(|e| panic!("{func}: the term does not verify: {e}"));
-    f.term = term;
-    let inputs = common::seeded_inputs(&module, func, 5);
-    let want = common::run_reference(&module, func, &inputs).unwrap();
-    let got = funcfuse::functionalize::run_functional(&f, &inputs).unwrap_or_else(|d| panic!("{func}: {d}"));
-    let (g, w) = (common::output_files(&got), common::output_files(&want));
-    for (name, t) in &w {
-        common::compare(&format!("{func}: {name}"), &g[name], t).unwrap_or_else(|e| panic!("{e}"));
-    }
+    let (n, notes, _) = rewritten(file, func, funcfuse::rewrite::interchange::interchange_explained);
     (n, notes)
 }
 
@@ -209,25 +211,14 @@ fn interchange_refuses_what_a_dependence_forbids() {
     }
 }
 
-/// Functionalizes `func`, interchanges its loops where `loops/interchange` can, runs `loops/promote` alone, checks
-/// that the result verifies and matches the reference interpreter, and returns how many slots were promoted and the
-/// term.
+/// `loops/promote` alone after `loops/interchange` (where it applies): how many slots were promoted, and the term.
 fn promoted(file: &str, func: &str) -> (usize, String) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
-    let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
-    let mut f = functionalize(&module, func, &BTreeMap::new()).unwrap_or_else(|d| panic!("{d}"));
-    let (swapped, _) = funcfuse::rewrite::interchange::interchange_loops(&f.term, &f.inputs);
-    let (term, n) = funcfuse::rewrite::promote::promote_views(&swapped, &f.inputs);
-    funcfuse::ir::verify(&term, &f.inputs).unwrap_or_else(|e| panic!("{func}: the term does not verify: {e}"));
-    f.term = term;
-    let inputs = common::seeded_inputs(&module, func, 5);
-    let want = common::run_reference(&module, func, &inputs).unwrap();
-    let got = funcfuse::functionalize::run_functional(&f, &inputs).unwrap_or_else(|d| panic!("{func}: {d}"));
-    let (g, w) = (common::output_files(&got), common::output_files(&want));
-    for (name, t) in &w {
-        common::compare(&format!("{func}: {name}"), &g[name], t).unwrap_or_else(|e| panic!("{e}"));
-    }
-    (n, f.term.to_string())
+    let (n, _, term) = rewritten(file, func, |t, i| {
+        let (swapped, _) = funcfuse::rewrite::interchange::interchange_loops(t, i);
+        let (t, n) = funcfuse::rewrite::promote::promote_views(&swapped, i);
+        (t, n, Vec::new())
+    });
+    (n, term)
 }
 
 #[test]
