@@ -1316,3 +1316,22 @@ fn a_numpy_array_of_floats_is_a_float64_tensor() {
         assert_eq!(m, "returned without an error", "{engine}");
     }
 }
+
+/// `torch.distributions.Categorical(logits=NAME).entropy()` is PyTorch's formula on every engine (the corpus's
+/// `real/llm.py::hf_eta_warper` checks the values against PyTorch); a `Categorical` of an expression, or any other use
+/// of `torch.distributions`, is refused by every engine.
+#[test]
+fn categorical_entropy_of_named_logits_runs_and_other_distributions_are_refused() {
+    let ok = "def f(x: f32[2, 5]) -> f32[2]:\n    return torch.distributions.Categorical(logits=x).entropy()\n";
+    for (engine, m) in errors(ok, "f") {
+        assert_eq!(m, "returned without an error", "{engine}");
+    }
+    for src in [
+        "def f(x: f32[2, 5]) -> f32[2]:\n    return torch.distributions.Categorical(logits=x * 2.0).entropy()\n",
+        "def f(x: f32[2, 5]) -> f32[2, 5]:\n    return torch.distributions.Categorical(logits=x).probs\n",
+    ] {
+        for (engine, m) in errors(src, "f") {
+            assert!(m.contains("torch.distributions"), "{engine}: {m}");
+        }
+    }
+}

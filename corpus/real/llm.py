@@ -477,3 +477,20 @@ def hf_decode_step_attention(
     attn = attn.masked_fill(~visible, float("-inf"))
     attn = torch.softmax(attn, dim=-1)
     return torch.matmul(attn, values), keys, values
+
+
+# Hugging Face transformers, generation/logits_process.py: EtaLogitsWarper.__call__ (epsilon 0.05, min_tokens_to_keep
+# 1, filter_value -inf; self.epsilon is torch.tensor(epsilon))
+def hf_eta_warper(input_ids: i64[2, 6], scores: f32[2, 32]) -> f32[2, 32]:
+    scores = scores * 4.0
+    epsilon = torch.tensor(0.05)
+    min_tokens_to_keep = 1
+    filter_value = -float("Inf")
+    probabilities = scores.softmax(dim=-1)
+    entropy = torch.distributions.Categorical(logits=scores).entropy()
+    eta = torch.min(epsilon, torch.sqrt(epsilon) * torch.exp(-entropy))[..., None]
+    indices_to_remove = probabilities < eta
+    top_k = min(min_tokens_to_keep, scores.size(-1))
+    indices_to_remove = indices_to_remove & (scores < torch.topk(scores, top_k)[0][..., -1, None])
+    scores_processed = scores.masked_fill(indices_to_remove, filter_value)
+    return scores_processed

@@ -9,6 +9,7 @@ use inert::{is_disabled_autocast, is_grad_mode, is_inert_decorator};
 
 mod annotations;
 mod closure;
+mod distributions;
 mod imports;
 mod inert;
 mod iterators;
@@ -126,6 +127,9 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     sugar::conditional_statements(&mut func.body);
                     nested.iter_mut().for_each(|n| sugar::conditional_statements(&mut n.func.body));
                     lambdas.iter_mut().for_each(|l| sugar::conditional_statements(&mut l.body));
+                    distributions::categorical_entropy(&mut func.body);
+                    nested.iter_mut().for_each(|n| distributions::categorical_entropy(&mut n.func.body));
+                    lambdas.iter_mut().for_each(|l| distributions::categorical_entropy(&mut l.body));
                     Ok(func)
                 });
                 match checked {

@@ -1,7 +1,7 @@
 """Held-out real code of issue 14's third round that some engine refuses: xLSTM's mLSTM step (`squeeze_` on its
-parameters) and Hugging Face's eta sampling warper (`torch.distributions`). The round's other six ports (ultralytics'
-task-aligned assigner, CenterNet's decoder, xLSTM's sLSTM step, Hugging Face's sliding-window cache, AdamP, MADGRAD)
-run on every engine and are in corpus/real. Inputs arrive uniform in [-1, 1)."""
+parameters). The round's other seven ports (ultralytics' task-aligned assigner, CenterNet's decoder, xLSTM's sLSTM
+step, Hugging Face's sliding-window cache and eta warper, AdamP, MADGRAD) run on every engine and are in corpus/real.
+Inputs arrive uniform in [-1, 1)."""
 from __future__ import annotations
 
 import math
@@ -32,20 +32,3 @@ def xlstm_mlstm_recurrent_step(
     h_denom = torch.maximum(qn_dotproduct.abs(), max_val) + eps
     h = h_num / h_denom
     return h, c_state_new, n_state_new, m_state_new
-
-
-# Hugging Face transformers, generation/logits_process.py: EtaLogitsWarper.__call__ (epsilon 0.05, min_tokens_to_keep
-# 1, filter_value -inf; self.epsilon is torch.tensor(epsilon))
-def hf_eta_warper(input_ids: i64[2, 6], scores: f32[2, 32]) -> f32[2, 32]:
-    scores = scores * 4.0
-    epsilon = torch.tensor(0.05)
-    min_tokens_to_keep = 1
-    filter_value = -float("Inf")
-    probabilities = scores.softmax(dim=-1)
-    entropy = torch.distributions.Categorical(logits=scores).entropy()
-    eta = torch.min(epsilon, torch.sqrt(epsilon) * torch.exp(-entropy))[..., None]
-    indices_to_remove = probabilities < eta
-    top_k = min(min_tokens_to_keep, scores.size(-1))
-    indices_to_remove = indices_to_remove & (scores < torch.topk(scores, top_k)[0][..., -1, None])
-    scores_processed = scores.masked_fill(indices_to_remove, filter_value)
-    return scores_processed
