@@ -1335,3 +1335,27 @@ fn categorical_entropy_of_named_logits_runs_and_other_distributions_are_refused(
         }
     }
 }
+
+/// `torch.gather` and `scatter` check their indices as PyTorch does, on every engine and plan (a gather is a kernel
+/// whose indices the executor checks before the launch): the first index out of range in the index's order, a
+/// negative one (not wrapped), one past a 0-d tensor's single element, and an index that is not an integer tensor.
+#[test]
+fn gather_and_scatter_indices_are_checked_as_pytorch_checks_them() {
+    let gather = |rows: &str| {
+        format!(
+            "def f(x: f32[4, 3]) -> f32[4, 2]:\n    i = torch.tensor({rows})\n    return torch.gather(x, 1, i) * 2.0\n"
+        )
+    };
+    for (rows, want) in [
+        ("[[0, 1], [2, 3], [1, 1], [0, 5]]", "index 3 is out of bounds for dimension 1 with size 3"),
+        ("[[0, 1], [-1, 0], [1, 1], [0, 2]]", "index -1 is out of bounds for dimension 1 with size 3"),
+    ] {
+        every_engine_raises(&gather(rows), "f", want);
+    }
+    let zero_d = "def f(x: f32[3]) -> f32[()]:\n    return torch.gather(x.sum(), 0, torch.tensor(1))\n";
+    every_engine_raises(zero_d, "f", "index 1 is out of bounds for dimension 0 with size 1");
+    let float_gather = "def f(x: f32[2, 2]) -> f32[1, 2]:\n    return torch.gather(x, 1, torch.tensor([[0.0, 1.0]]))\n";
+    every_engine_raises(float_gather, "f", "gather(): Expected dtype int32/int64 for index");
+    let float_scatter = "def f(x: f32[2, 2]) -> f32[2, 2]:\n    return x.scatter(1, torch.tensor([[0.0, 1.0]]), 2.0)\n";
+    every_engine_raises(float_scatter, "f", "scatter(): Expected dtype int32/int64 for index");
+}

@@ -304,6 +304,7 @@ impl<'m> Fz<'m> {
         let x = a.tensor(0, "input")?;
         let d = crate::tensor::views::wrap_dim(a.int(1, "dim")?, x.shape.len()).map_err(err(span))?;
         let idx = a.tensor(2, "index")?;
+        crate::tensor::index::check_along_dim_index("gather", self.roots[idx.root].dtype).map_err(err(span))?;
         let xt = self.term_as(&FV::Tensor(x.clone()), self.roots[x.root].dtype, span)?;
         let it = self.term_as(&FV::Tensor(idx.clone()), self.roots[idx.root].dtype, span)?;
         let dd = self.t.leaf(Node::Int(d as i64));
@@ -355,6 +356,7 @@ impl<'m> Fz<'m> {
         let dt = self.roots[x.root].dtype;
         let d = crate::tensor::views::wrap_dim(a.int(1, "dim")?, x.shape.len()).map_err(err(span))?;
         let idx = a.tensor(2, "index")?;
+        crate::tensor::index::check_along_dim_index("scatter", self.roots[idx.root].dtype).map_err(err(span))?;
         let src = match a.opt(3, "src").or(a.opt(3, "value")).cloned() {
             Some(FV::Tensor(s)) => self.term_as(&FV::Tensor(s), dt, span)?,
             Some(v) => {

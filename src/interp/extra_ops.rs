@@ -61,6 +61,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             let x = a.tensor(0, "input")?;
             let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
             let idx = a.tensor(2, "index")?;
+            index::check_along_dim_index("gather", idx.dtype())?;
             let offs = index::along_dim_offsets(&x, d, &idx)?;
             let b = x.buf.borrow();
             let vals: Vec<Scalar> = offs.iter().map(|&o| b.get(o)).collect();
@@ -232,6 +233,7 @@ fn scatter_op(name: &str, a: &Args) -> AResult<Value> {
     let x = a.tensor(0, "input")?.contiguous_copy();
     let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
     let idx = a.tensor(2, "index")?;
+    index::check_along_dim_index("scatter", idx.dtype())?;
     let offs = index::along_dim_offsets(&x, d, &idx)?;
     let src: Vec<Scalar> = match a.opt(3, "src").or(a.opt(3, "value")) {
         Some(Value::Tensor(s)) => {

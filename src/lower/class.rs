@@ -48,10 +48,13 @@ fn has_dot(e: &Expr) -> bool {
     !dots.is_empty()
 }
 
+/// Whether `e` reads a buffer at positions read from another (`Expr::Gather`, or a load whose position holds an
+/// [`Atom::Load`]: `torch.gather` and gathers with several index tensors).
 fn has_gather(e: &Expr) -> bool {
     match e {
         Expr::Gather { .. } => true,
-        Expr::Load { .. } | Expr::Dot(_) | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => false,
+        Expr::Load { at, .. } => loads_index(at),
+        Expr::Dot(_) | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => false,
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => has_gather(a),
         Expr::Binary(_, _, _, a, b) => has_gather(a) || has_gather(b),
         Expr::Where(c, a, b) => has_gather(c) || has_gather(a) || has_gather(b),
@@ -122,6 +125,14 @@ fn count(e: &Expr, acc: &BTreeSet<(usize, i64)>, total: &mut f64) -> BTreeSet<(u
         *total += vars.iter().map(|&(_, n)| n as f64).product::<f64>();
     }
     vars
+}
+
+fn loads_index(i: &Idx) -> bool {
+    i.terms.keys().any(|a| match a {
+        Atom::Load(..) => true,
+        Atom::Var(..) | Atom::Param(_) => false,
+        Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) => loads_index(x),
+    })
 }
 
 fn idx_vars(i: &Idx, out: &mut BTreeSet<(usize, i64)>) {

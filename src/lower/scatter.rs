@@ -1,5 +1,6 @@
 //! Writes and reads through index tensors as kernels: `index_put` (`x[:, :, pos] = v`, with or without
-//! accumulate), `scatter` (`index_copy_`, `index_add_`, `scatter_`) and gathers with several index tensors.
+//! accumulate), `scatter` (`index_copy_`, `index_add_`, `scatter_`), gathers with several index tensors and
+//! `torch.gather` (a load whose coordinate along its dim is read from the index buffer).
 //!
 //! A scatter kernel's domain is the indexed result (the value's broadcast shape, or the scatter index's shape); it
 //! stores each point at the base position whose indexed dims come from the index buffers at run time
@@ -159,7 +160,8 @@ impl Planner<'_> {
         Ok(Expr::Load { arg, at: ravel(&coord, &xs), dtype: xd })
     }
 
-    /// Whether `id` is an index operand of a gather or scatter kernel (it must be a buffer the kernel reads).
+    /// Whether `id` is an operand a gather or scatter kernel reads at run-time positions or as positions (an index,
+    /// or `torch.gather`'s input): it must be a buffer.
     pub(super) fn index_operand_of(&self, id: Id, user: Id) -> bool {
         match &self.term[user] {
             Node::Op(OpName::Index, args) => args[1..].contains(&id),

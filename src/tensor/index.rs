@@ -189,6 +189,14 @@ pub fn along_dim_offsets(x: &Tensor, dim: usize, idx: &Tensor) -> TResult<Vec<us
     if idx.dim() != x.dim() {
         return Err("Index tensor must have the same number of dimensions as input tensor".into());
     }
+    if x.dim() == 0 {
+        // A 0-d tensor is one element along dim 0 (PyTorch checks its index against size 1).
+        let i = idx.scalars()[0].to_i64_trunc();
+        if i != 0 {
+            return Err(format!("index {i} is out of bounds for dimension 0 with size 1"));
+        }
+        return Ok(vec![x.offset]);
+    }
     let vals = idx.scalars();
     let istr = contiguous_strides(&idx.shape);
     let mut out = Vec::with_capacity(vals.len());
@@ -337,6 +345,14 @@ fn f32_key(f: f32) -> u64 {
 /// [`float_key`] for integers: their order, exactly.
 fn int_key(i: i64) -> u64 {
     (i as u64) ^ 1 << 63
+}
+
+/// PyTorch's check of the index dtype of `gather` and `scatter` (`op`): an integer tensor.
+pub fn check_along_dim_index(op: &str, index: DType) -> TResult<()> {
+    if index.is_float() || index == DType::Bool {
+        return Err(format!("{op}(): Expected dtype int32/int64 for index"));
+    }
+    Ok(())
 }
 
 /// PyTorch's checks of `index_copy(x, dim, index, source)` and `index_add` (`op` names which), on shapes and
