@@ -42,10 +42,11 @@ impl Gen {
         vec![v, i]
     }
 
-    /// Sometimes, at the end of the program, `torch.gather` of a float tensor along one dim with a literal index
-    /// tensor of its rank: each dim but the gathered one at most the tensor's, the gathered one of any length, the
-    /// entries in range; rarely one entry at the dim's size or negative (gather does not wrap), which every engine
-    /// must refuse as PyTorch does. Returns the name to return besides the program's own.
+    /// Sometimes, at the end of the program, `torch.gather` of a float tensor along one dim with an index tensor of
+    /// its rank: each dim but the gathered one at most the tensor's, the gathered one of any length, the entries in
+    /// range; rarely one entry at the dim's size or negative (gather does not wrap), which every engine must refuse
+    /// as PyTorch does. The index is a literal (int64 or int32), a literal broadcast along one dim, or the tensor's
+    /// argmax along the dim. Returns the name to return besides the program's own.
     pub(super) fn gathers(&mut self) -> Vec<String> {
         let ok = |t: &super::TVar| !t.shape.is_empty() && t.shape.iter().all(|&n| n > 0);
         let fl: Vec<usize> = self.floats().into_iter().filter(|&i| ok(&self.tensors[i])).collect();
@@ -68,11 +69,23 @@ impl Gen {
         }
         let name = self.name("g");
         let dims: Vec<String> = shape.iter().map(|k| k.to_string()).collect();
-        self.later_line(format!(
-            "{name} = torch.gather({}, {neg}, torch.tensor({entries:?}).reshape({}))",
-            t.name,
-            dims.join(", ")
-        ));
+        let literal = format!("torch.tensor({entries:?}).reshape({})", dims.join(", "));
+        // The index as a literal, an int32 literal, a literal broadcast along one dim (a stride-0 view), or the
+        // tensor's own argmax along the dim (indices computed from data).
+        let index = match self.gathers.weighted(&[5, 2, 2, 2]) {
+            0 => literal,
+            1 => format!("{literal}.int()"),
+            2 => {
+                let k = self.gathers.range(0, nd as i64 - 1) as usize;
+                let mut one = shape.clone();
+                one[k] = 1;
+                let row = &entries[..one.iter().product::<i64>() as usize];
+                let ones: Vec<String> = one.iter().map(|k| k.to_string()).collect();
+                format!("torch.tensor({row:?}).reshape({}).expand({})", ones.join(", "), dims.join(", "))
+            }
+            _ => format!("{}.argmax({neg}, keepdim=True)", t.name),
+        };
+        self.later_line(format!("{name} = torch.gather({}, {neg}, {index})", t.name));
         vec![name]
     }
 }
