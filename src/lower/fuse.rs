@@ -409,9 +409,13 @@ impl Planner<'_> {
         let (dtype, shape) = self.tensor(id).ok_or("a kernel of a non-tensor")?;
         if let Some(&r) = self.epilogue.get(&id) {
             let mut k = self.kernel(kb, r, name)?;
-            let (rd, _) = self.tensor(r).ok_or("a reduction of a non-tensor")?;
+            let (rd, rs) = self.tensor(r).ok_or("a reduction of a non-tensor")?;
             kb.acc = Some(r);
-            let e = self.inline(kb, id, &own_point(&shape), dtype, &shape);
+            // The kernel's points are the reduction's; a reader of another shape with as many elements (a reshape
+            // of it, `ctx = (attn @ memory).unsqueeze(0)`) is evaluated at the point of the same row-major position,
+            // which is where both store.
+            let at = if rs == shape { own_point(&shape) } else { unravel(&ravel(&own_point(&rs), &rs), &shape) };
+            let e = self.inline(kb, id, &at, dtype, &shape);
             kb.acc = None;
             k.epilogue = Some((rd, e?));
             k.out_dtype = dtype;

@@ -586,7 +586,7 @@ impl Planner<'_> {
             if self.how[i] != How::Kernel(()) || self.reduction(e) || self.tensor(e).is_none() {
                 continue;
             }
-            let shape = self.tensor(e).map(|(_, s)| s);
+            let numel = self.tensor(e).map(|(_, s)| s.iter().product::<usize>());
             // The reductions this kernel reads through fused nodes that nothing else reads.
             let mut stack: Vec<Id> = self.term[e].children().to_vec();
             let mut found = None;
@@ -599,7 +599,7 @@ impl Planner<'_> {
                     How::Inline => stack.extend(self.term[c].children().iter().copied()),
                     How::Kernel(_)
                         if self.reduction(c)
-                            && self.tensor(c).map(|(_, s)| s) == shape
+                            && self.tensor(c).map(|(_, s)| s.iter().product::<usize>()) == numel
                             && self.dependent[ci] == self.dependent[i]
                             && !pinned.contains(&c) =>
                     {
@@ -612,7 +612,8 @@ impl Planner<'_> {
             let Some(r) = found else { continue };
             self.how[usize::from(r)] = How::Inline;
             self.epilogue.insert(e, r);
-            // The kernel must read the reduction only at its own point; else the reduction stays a kernel.
+            // The kernel must read the reduction only at its own point (its own row-major position where the
+            // shapes differ); else the reduction stays a kernel.
             if self.kernel(&mut KernelBuilder::default(), e, String::new()).is_err() {
                 self.how[usize::from(r)] = How::Kernel(());
                 self.epilogue.remove(&e);
