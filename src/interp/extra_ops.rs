@@ -57,16 +57,7 @@ fn var(x: &Tensor, a: &Args) -> AResult<Tensor> {
 pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
     let bin = |op: Binary, x: Operand, y: Operand| ops::binary(op, &x, &y);
     match name {
-        "gather" => {
-            let x = a.tensor(0, "input")?;
-            let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
-            let idx = a.tensor(2, "index")?;
-            index::check_along_dim_index("gather", idx.dtype())?;
-            let offs = index::along_dim_offsets(&x, d, &idx)?;
-            let b = x.buf.borrow();
-            let vals: Vec<Scalar> = offs.iter().map(|&o| b.get(o)).collect();
-            t(Tensor::from_scalars(x.dtype(), &idx.shape, &vals)?)
-        }
+        "gather" => gather(a),
         "take_along_dim" => take_along_dim(a),
         "scatter" | "scatter_add" => scatter_op(name, a),
         "index_fill" => {
@@ -229,6 +220,19 @@ fn take_along_dim(a: &Args) -> AResult<Value> {
 
 /// `scatter`/`scatter_add`: a copy of the input with `src` (a tensor, or a value) written (or added, for `reduce='add'`)
 /// at the `index`ed positions along `dim`.
+/// `torch.gather(input, dim, index)`: the input's element at each index position, its coordinate along `dim` read
+/// from `index`.
+fn gather(a: &Args) -> AResult<Value> {
+    let x = a.tensor(0, "input")?;
+    let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
+    let idx = a.tensor(2, "index")?;
+    index::check_along_dim_index("gather", idx.dtype())?;
+    let offs = index::along_dim_offsets(&x, d, &idx)?;
+    let b = x.buf.borrow();
+    let vals: Vec<Scalar> = offs.iter().map(|&o| b.get(o)).collect();
+    t(Tensor::from_scalars(x.dtype(), &idx.shape, &vals)?)
+}
+
 fn scatter_op(name: &str, a: &Args) -> AResult<Value> {
     let x = a.tensor(0, "input")?.contiguous_copy();
     let d = wrap_dim(a.int(1, "dim")?, x.dim())?;
