@@ -369,13 +369,12 @@ def permuted_stack(x: f32[1, 4, 8, 8], p: f32[64, 2]) -> f32[64, 4]:
 fn a_reduction_read_through_a_reshape_carries_the_reader_as_its_epilogue() {
     // As seq2seq's `ctx = (attn @ memory).unsqueeze(0)` (loop state): a reduction's result read through a view of as
     // many elements in the same row-major order. The reader is evaluated at the reduction's point of the same
-    // position, so the sum and the reshape (with the tanh) are one kernel; a transposing reader is not such a view.
-    // (Where the reshape regroups dims, `reshape(2, 12)` of `[6, 4]`, the index form does not yet simplify
-    // `12 * (p / 12) + p % 12` back to `p`, and the reduction stays a kernel of its own.)
+    // position (`12 * (p / 12) + p % 12` is `p` again), so the sum and the reshape (with the tanh) are one kernel; a
+    // transposing reader is not such a view.
     let src = r#"
 import torch
-def reshaped(x: f32[6, 4, 500]) -> f32[1, 6, 4]:
-    return torch.tanh(x.sum(dim=2).unsqueeze(0))
+def reshaped(x: f32[6, 4, 500]) -> f32[2, 12]:
+    return torch.tanh(x.sum(dim=2).reshape(2, 12))
 
 def transposed(x: f32[6, 4, 500]) -> f32[4, 6]:
     return torch.tanh(x.sum(dim=2).t().contiguous())

@@ -89,7 +89,29 @@ impl Idx {
             *r.terms.entry(a.clone()).or_insert(0) += k;
         }
         r.terms.retain(|_, k| *k != 0);
-        r
+        r.recombine()
+    }
+
+    /// `k * m * floor(x / m) + k * (x mod m)` is `k * x` (floor division and a remainder in `[0, m)`): a position
+    /// unravelled into dims and ravelled back (a reshape read at its own row-major position) is the position.
+    fn recombine(mut self) -> Idx {
+        let mods: Vec<(Idx, i64, i64)> = self
+            .terms
+            .iter()
+            .filter_map(|(a, &k)| match a {
+                Atom::Mod(x, m) => Some(((**x).clone(), *m, k)),
+                _ => None,
+            })
+            .collect();
+        for (x, m, k) in mods {
+            let div = Atom::Div(Box::new(x.clone()), m);
+            if self.terms.get(&div) == Some(&(k * m)) {
+                self.terms.remove(&div);
+                self.terms.remove(&Atom::Mod(Box::new(x.clone()), m));
+                return self.add(&x.scale(k));
+            }
+        }
+        self
     }
 
     pub fn scale(&self, k: i64) -> Idx {
@@ -370,6 +392,18 @@ mod tests {
         // Substituting i = 10 * h + l (a delinearized loop) removes the division.
         let sub = Idx::var(0, 300).div(10).subst(&|_| Idx::var(0, 30).scale(10).add(&Idx::var(1, 10)));
         assert_eq!(sub, Idx::var(0, 30));
+    }
+
+    #[test]
+    fn a_position_unravelled_and_ravelled_back_is_the_position() {
+        // [6, 4] read as [2, 12]: point (a, b) of [6, 4] is position p = 4a + b; as [2, 12] it is (p / 12, p % 12),
+        // and 12 * (p / 12) + p % 12 is p again.
+        let p = Idx::var(0, 6).scale(4).add(&Idx::var(1, 4));
+        let back = ravel(&unravel(&p, &[2, 12]), &[2, 12]);
+        assert_eq!(back, p);
+        // Different multiples do not recombine.
+        let q = Idx::var(0, 50).div(12).scale(11).add(&Idx::var(0, 50).modulo(12));
+        assert!(q.terms.len() == 2, "{}", q.render());
     }
 
     #[test]
