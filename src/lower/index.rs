@@ -4,7 +4,8 @@
 //! `Idx` is `c + sum(k * atom)`. Atoms are a loop variable (with its extent), a launch parameter (an integer term,
 //! such as an offset that moves with a host loop), or a division / modulo of another form. Division by `C` of
 //! `C * q + r` where `r` is known to lie in `[0, C)` is `q` (and the modulo is `r`), which removes the div/mod of
-//! every view whose strides nest; what remains is rendered as C.
+//! every view whose strides nest; what remains is rendered as C. A sum `k * m * (x / m) + k * (x % m)` is `k * x`
+//! again (`Idx::add` recombines it), so a position unravelled into dims and ravelled back needs no division.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -105,7 +106,7 @@ impl Idx {
             .collect();
         for (x, m, k) in mods {
             let div = Atom::Div(Box::new(x.clone()), m);
-            if self.terms.get(&div) == Some(&(k * m)) {
+            if k.checked_mul(m).is_some_and(|km| self.terms.get(&div) == Some(&km)) {
                 self.terms.remove(&div);
                 self.terms.remove(&Atom::Mod(Box::new(x.clone()), m));
                 return self.add(&x.scale(k));

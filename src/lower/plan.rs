@@ -576,9 +576,10 @@ impl Planner<'_> {
         }
     }
 
-    /// Reductions (matmuls included) whose only reader is one elementwise kernel of the same shape, reading each
-    /// element at its own point, become that kernel's epilogue host: the kernel reduces, then applies its
-    /// expression to the reduced value (a matmul with its bias and activation is one kernel, one write).
+    /// Reductions (matmuls included) whose only reader is one elementwise kernel of as many elements, reading each
+    /// element at its own row-major position (the same shape, or a reshape of it), become that kernel's epilogue
+    /// host: the kernel reduces, then applies its expression to the reduced value (a matmul with its bias and
+    /// activation is one kernel, one write).
     fn fuse_epilogues(&mut self) {
         let pinned: hashbrown::HashSet<Id> = self.before.values().flatten().copied().collect();
         for i in 0..self.term.as_ref().len() {
