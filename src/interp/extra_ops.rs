@@ -218,8 +218,6 @@ fn take_along_dim(a: &Args) -> AResult<Value> {
     extra_op("gather", &g)
 }
 
-/// `scatter`/`scatter_add`: a copy of the input with `src` (a tensor, or a value) written (or added, for `reduce='add'`)
-/// at the `index`ed positions along `dim`.
 /// `torch.gather(input, dim, index)`: the input's element at each index position, its coordinate along `dim` read
 /// from `index`.
 fn gather(a: &Args) -> AResult<Value> {
@@ -233,6 +231,8 @@ fn gather(a: &Args) -> AResult<Value> {
     t(Tensor::from_scalars(x.dtype(), &idx.shape, &vals)?)
 }
 
+/// `scatter`/`scatter_add`: a copy of the input with `src` (a tensor, or a value) written (or added, for `reduce='add'`)
+/// at the `index`ed positions along `dim`.
 fn scatter_op(name: &str, a: &Args) -> AResult<Value> {
     let x = a.tensor(0, "input")?.contiguous_copy();
     let d = wrap_dim(a.int(1, "dim")?, x.dim())?;

@@ -61,6 +61,22 @@ define_language! {
 /// A term: a DAG of nodes whose last node is the root.
 pub type Term = RecExpr<Node>;
 
+/// The integer literal node `id` of `term` holds, if it is one.
+pub fn lit(term: &Term, id: Id) -> Option<i64> {
+    match term[id] {
+        Node::Int(i) => Some(i),
+        _ => None,
+    }
+}
+
+/// The integers of the list node `id` of `term`, where it is a list of integer literals.
+pub fn lits(term: &Term, id: Id) -> Option<Vec<i64>> {
+    match &term[id] {
+        Node::List(items) => items.iter().map(|&c| lit(term, c)).collect(),
+        _ => None,
+    }
+}
+
 /// Builds terms with hash-consing, so equal subterms are one node.
 #[derive(Default)]
 pub struct Builder {

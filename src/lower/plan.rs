@@ -14,6 +14,7 @@ use super::kernel::{binary_supported, Kernel};
 use super::prepare::{decompose, elide_whole_writes, unshare};
 use super::why::Why;
 use crate::ir::{dependent_nodes, node_types, Node, OpName, Term, Ty};
+pub(super) use crate::ir::{lit, lits};
 use crate::tensor::DType;
 
 /// Which fusion the plan may do.
@@ -330,26 +331,6 @@ pub(super) struct Planner<'a> {
     pub(super) why: Vec<Option<Why>>,
     /// Per matmul considered: whether it was fused into its readers as dot products, and why not (`dots.rs`).
     pub(super) dot_notes: Vec<String>,
-}
-
-pub(super) fn lits(term: &Term, id: Id) -> Option<Vec<i64>> {
-    match &term[id] {
-        Node::List(items) => items
-            .iter()
-            .map(|&c| match term[c] {
-                Node::Int(i) => Some(i),
-                _ => None,
-            })
-            .collect(),
-        _ => None,
-    }
-}
-
-pub(super) fn lit(term: &Term, id: Id) -> Option<i64> {
-    match term[id] {
-        Node::Int(i) => Some(i),
-        _ => None,
-    }
 }
 
 /// Whether a view's dims nest (so that its inverse is a chain of divisions).

@@ -137,8 +137,7 @@ impl Planner<'_> {
             return false;
         };
         !xs.is_empty()
-            && !idt.is_float()
-            && idt != DType::Bool
+            && crate::tensor::index::check_along_dim_index("gather", idt).is_ok()
             && is.len() == xs.len()
             && (0..xs.len()).all(|d| d == dim || is[d] <= xs[d])
     }

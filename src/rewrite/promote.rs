@@ -24,7 +24,7 @@ use egg::{Id, Language};
 use hashbrown::{HashMap, HashSet};
 
 use super::hoist::shift;
-use crate::ir::{Builder, Node, Term, Ty};
+use crate::ir::{lit, lits, Builder, Node, Term, Ty};
 use crate::tensor::DType;
 
 type Inputs = [(String, DType, Vec<usize>)];
@@ -61,20 +61,6 @@ struct Slot {
     view: Id,
 }
 
-fn int(t: &Term, id: Id) -> Option<i64> {
-    match t[id] {
-        Node::Int(v) => Some(v),
-        _ => None,
-    }
-}
-
-fn ints(t: &Term, id: Id) -> Option<Vec<i64>> {
-    match &t[id] {
-        Node::List(xs) => xs.iter().map(|&x| int(t, x)).collect(),
-        _ => None,
-    }
-}
-
 impl Promoter<'_> {
     fn rebuild(&mut self, id: Id) -> Id {
         if let Some(&n) = self.memo.get(&id) {
@@ -106,7 +92,7 @@ impl Promoter<'_> {
     fn promotable(&self, ch: [Id; 5]) -> Vec<Slot> {
         let t = self.src;
         let [start, end, step, _, body] = ch;
-        let runs = match (int(t, start), int(t, end), int(t, step)) {
+        let runs = match (lit(t, start), lit(t, end), lit(t, step)) {
             (Some(a), Some(e), Some(s)) => (s > 0 && a < e) || (s < 0 && a > e),
             _ => false,
         };
@@ -117,7 +103,7 @@ impl Promoter<'_> {
         let mut slots = Vec::new();
         for (k, &item) in items.iter().enumerate() {
             let Node::Assign([c, v, x]) = t[item] else { continue };
-            let own = matches!(t[c], Node::Carried([d, j]) if int(t, d) == Some(0) && int(t, j) == Some(k as i64));
+            let own = matches!(t[c], Node::Carried([d, j]) if lit(t, d) == Some(0) && lit(t, j) == Some(k as i64));
             if !own || !self.region_is_value(v, x, item) || refs_own_loop(t, v) {
                 continue;
             }
@@ -135,7 +121,7 @@ impl Promoter<'_> {
     fn region_is_value(&self, v: Id, x: Id, item: Id) -> bool {
         let t = self.src;
         let Node::View([shape, strides, _]) = t[v] else { return false };
-        let (Some(shape), Some(strides)) = (ints(t, shape), ints(t, strides)) else { return false };
+        let (Some(shape), Some(strides)) = (lits(t, shape), lits(t, strides)) else { return false };
         if shape.iter().any(|&n| n < 0) {
             return false;
         }
@@ -206,7 +192,7 @@ impl Promoter<'_> {
 /// Whether the view `v` refers to the loop it is in (its variable or state, level 0), or holds a loop.
 fn refs_own_loop(t: &Term, v: Id) -> bool {
     match &t[v] {
-        Node::Iter(x) | Node::Carried([x, _]) => int(t, *x).is_none_or(|x| x == 0),
+        Node::Iter(x) | Node::Carried([x, _]) => lit(t, *x).is_none_or(|x| x == 0),
         Node::Loop(_) | Node::While(_) => true,
         n => n.children().iter().any(|&c| refs_own_loop(t, c)),
     }
@@ -242,7 +228,7 @@ impl Uses<'_> {
         }
         let t = self.t;
         match &t[id] {
-            Node::Carried([x, j]) => !(int(t, *x) == Some(d) && int(t, *j) == Some(self.slot as i64)),
+            Node::Carried([x, j]) => !(lit(t, *x) == Some(d) && lit(t, *j) == Some(self.slot as i64)),
             Node::Loop([a, e, s, init, body]) => {
                 [*a, *e, *s, *init].iter().all(|&c| self.clean(c, d)) && self.clean(*body, d + 1)
             }
