@@ -90,7 +90,7 @@ fn matmul_operands(k: &Kernel) -> Option<(&Expr, &Expr)> {
 /// How kernel `k` maps onto the GPU.
 pub fn layout(k: &Kernel) -> Layout {
     let d = k.domain.len();
-    if k.reduce.is_none() && k.ordered() {
+    if k.flat || (k.reduce.is_none() && k.ordered()) {
         return Layout::Flat;
     }
     if k.reduce.is_none() {

@@ -126,7 +126,8 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         }
         return Some(blocked_rows(k, row, (b, mr), count, s, ind, outer.len()));
     }
-    let (pre, value) = hoist_row_operands(k, row, &ind);
+    let (pre, value_expr, free) = hoist_row_operands(k, row, &ind);
+    let value = render(&value_expr, "a");
     s.push_str(&pre);
     let init = match red.op {
         RedOp::Max | RedOp::ArgMax => "-INFINITY",
@@ -162,7 +163,7 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     }
     let base = k.domain.len();
     if lanes > 1 {
-        if let Some(grouped) = grouped_lanes(k, row, &value, &ind) {
+        if let Some(grouped) = grouped_lanes(k, row, (&value_expr, free), &ind) {
             s.push_str(&grouped);
             return Some(finish_rows(k, (row, lanes, count), s, ind, outer.len()));
         }
@@ -243,9 +244,13 @@ pub const LANE_GROUP: usize = 8;
 /// the last whole group go round the lanes one at a time. Every output folds the same values in the same order
 /// per lane as one index at a time does (the same bits), while the accumulators, which went through memory for
 /// every index, now do once per `LANE_GROUP`: nasrnn's GEMV `[1, 256] @ [256, 2048]` (its 2 MiB operand in L3)
-/// went from 46 to 68 GB/s, the bandwidth of a plain read of it, measured alone on this loaded machine. `None`
+/// went from 46 to 68 GB/s, the bandwidth of a plain read of it, measured alone on this loaded machine. Operands
+/// that depend on the reduction index but not on the row (a GEMV's left operand computed where it is read, a cat
+/// of two vectors) are computed once per index of the group before the pass over the row, into `cv<m>[g]` read as
+/// argument `a<free + m>` (f32, as [`hoist_row_operands`] holds them): a select of two loads inside the row loop
+/// kept GCC from vectorizing it (seq2seq's output projection over `cat([h, ctx])`, 5.6 against 25 GB/s). `None`
 /// where this does not apply.
-fn grouped_lanes(k: &Kernel, row: usize, value: &str, ind: &str) -> Option<String> {
+fn grouped_lanes(k: &Kernel, row: usize, (value, free): (&Expr, usize), ind: &str) -> Option<String> {
     let red = k.reduce.as_ref()?;
     let nontrivial: Vec<usize> = (0..red.extents.len()).filter(|&j| red.extents[j] > 1).collect();
     let &[j] = nontrivial.as_slice() else { return None };
@@ -256,6 +261,16 @@ fn grouped_lanes(k: &Kernel, row: usize, value: &str, ind: &str) -> Option<Strin
     }
     let base = k.domain.len();
     let kv = base + j;
+    let tail = render(value, "a");
+    let mut per_index = Vec::new();
+    let value = hoist(value, &[row], &mut |e: &Expr| {
+        if per_index.len() == MAX_HOISTED {
+            return e.clone();
+        }
+        per_index.push(render(e, "a"));
+        Expr::Load { arg: free + per_index.len() - 1, at: Idx::constant(0), dtype: DType::F32 }
+    });
+    let value = render(&value, "a");
     let mut s = String::new();
     let _ = writeln!(s, "{ind}{{");
     for (q, &m) in red.extents.iter().enumerate() {
@@ -266,6 +281,13 @@ fn grouped_lanes(k: &Kernel, row: usize, value: &str, ind: &str) -> Option<Strin
     let full = kn - kn % group;
     let _ = writeln!(s, "{ind}  for (int64_t q = 0; q < {full}; q += {group}) {{");
     let _ = writeln!(s, "{ind}    for (int ln = 0; ln < {lanes}; ln++) {{\n{ind}      float* part = acc[ln];");
+    for (m, e) in per_index.iter().enumerate() {
+        let _ = write!(s, "{ind}      float cv{m}[{LANE_GROUP}];");
+        for g in 0..LANE_GROUP {
+            let _ = write!(s, " {{ int64_t i{kv} = q + {o} + ln; cv{m}[{g}] = (float)({e}); }}", o = g * lanes);
+        }
+        s.push('\n');
+    }
     // See `c.rs`'s inner_loop_pragmas: GCC 12.2 miscompiled selects in short loops it unrolled completely.
     let _ = writeln!(s, "{ind}      #pragma GCC unroll 1\n{ind}      FF_SIMD");
     let _ = writeln!(
@@ -273,7 +295,10 @@ fn grouped_lanes(k: &Kernel, row: usize, value: &str, ind: &str) -> Option<Strin
         "{ind}      for (int64_t i{row} = 0; i{row} < {n}; i{row}++) {{\n{ind}        float t = part[i{row}];"
     );
     for g in 0..LANE_GROUP {
-        let _ = writeln!(s, "{ind}        {{ int64_t i{kv} = q + {o} + ln; t += (float)({value}); }}", o = g * lanes);
+        let ptrs: String =
+            (0..per_index.len()).map(|m| format!(" const float* a{a} = &cv{m}[{g}];", a = free + m)).collect();
+        let _ =
+            writeln!(s, "{ind}        {{ int64_t i{kv} = q + {o} + ln;{ptrs} t += (float)({value}); }}", o = g * lanes);
     }
     let _ = writeln!(s, "{ind}        part[i{row}] = t;\n{ind}      }}\n{ind}    }}\n{ind}  }}");
     if full < kn {
@@ -283,7 +308,7 @@ fn grouped_lanes(k: &Kernel, row: usize, value: &str, ind: &str) -> Option<Strin
             "{ind}    float* part = acc[i{kv} % {lanes}];\n{ind}    #pragma GCC unroll 1\n{ind}    FF_SIMD"
         );
         let _ =
-            writeln!(s, "{ind}    for (int64_t i{row} = 0; i{row} < {n}; i{row}++) part[i{row}] += (float)({value});");
+            writeln!(s, "{ind}    for (int64_t i{row} = 0; i{row} < {n}; i{row}++) part[i{row}] += (float)({tail});");
         let _ = writeln!(s, "{ind}  }}");
     }
     let _ = writeln!(s, "{ind}}}");
@@ -326,12 +351,12 @@ pub(super) fn lanes_result(red: &Reduction, parts: Vec<String>, count: usize) ->
 /// At most this many operands are hoisted per kernel (each an array of up to 8192 floats on the stack).
 const MAX_HOISTED: usize = 4;
 
-/// For the row layout over `row`: the summand of `k` as C, with every f32 operand that reads memory but does not
+/// For the row layout over `row`: the summand of `k`, with every f32 operand that reads memory but does not
 /// depend on the reduction's variables (a softmax's row maximum, read at a stride for each reduction index) computed
 /// once per row element before the reduction, into an array read as argument `a<n>` past the kernel's own; and the
 /// statements that compute those arrays (at indent `ind`). The array holds the f32 the operand's expression
-/// rounds to, so the summand's value is unchanged.
-fn hoist_row_operands(k: &Kernel, row: usize, ind: &str) -> (String, String) {
+/// rounds to, so the summand's value is unchanged. Also the first argument number past those arrays.
+fn hoist_row_operands(k: &Kernel, row: usize, ind: &str) -> (String, Expr, usize) {
     let red = k.reduce.as_ref().expect("a reduction");
     let reduction: Vec<usize> = (0..red.extents.len()).map(|j| k.domain.len() + j).collect();
     let n = k.domain[row];
@@ -351,7 +376,8 @@ fn hoist_row_operands(k: &Kernel, row: usize, ind: &str) -> (String, String) {
         let _ = writeln!(s, "{ind}#pragma GCC unroll 1\n{ind}FF_SIMD");
         let _ = writeln!(s, "{ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) h{j}[i{row}] = (float)({e});");
     }
-    (s, render(&value, "a"))
+    let free = k.args.len() + hoisted.len();
+    (s, value, free)
 }
 
 /// `e` with each largest f32 sub-expression that reads memory (a load or gather), mentions none of the `vars` and

@@ -117,6 +117,8 @@ fn canon(at: &Idx, params: &[Id], ranges: &Ranges) -> Option<Idx> {
     let mut out = Idx::constant(at.c);
     for (a, &k) in &at.terms {
         let form = match a {
+            // A dim of extent 1 is always 0 (so `[1]` and `[]` store at one position).
+            Atom::Var(_, 1) => Idx::constant(0),
             Atom::Var(..) => Idx::atom(a.clone()),
             Atom::Param(p) => Idx::atom(Atom::Param(1 << 40 | usize::from(*params.get(*p)?))),
             Atom::Div(x, d) => {
@@ -187,14 +189,23 @@ fn idx_loads(at: &Idx, out: &mut Vec<(usize, Option<Idx>)>) {
     }
 }
 
-/// Whether kernel `k` may be a chain member at all: elementwise (no reduction, no epilogue), points independent of
-/// each other (not a scatter, not accumulating), computed unconditionally, with no in-place ordering constraint.
+/// The most elements a reduction heading a chain folds per point, and in all: on CUDA one thread folds each point's
+/// serially (a large matmul keeps its tiled layout and launches alone).
+const MAX_HEAD_FOLD: usize = 4096;
+const MAX_HEAD_WORK: usize = 1 << 20;
+
+/// Whether kernel `k` may be a chain member at all: elementwise, or a small reduction ([`MAX_HEAD_FOLD`],
+/// [`MAX_HEAD_WORK`]; it only heads a chain), points independent of each other (not a scatter, not accumulating),
+/// computed unconditionally, with no in-place ordering constraint.
 fn candidate(plan: &Plan, k: usize, pinned: &hashbrown::HashSet<Id>, scope: &[Option<Id>]) -> bool {
     let kernel = &plan.kernels[k];
     let node = plan.launches[k].node;
     matches!(plan.how[usize::from(node)], How::Kernel(_) | How::InPlace(_))
-        && kernel.reduce.is_none()
-        && kernel.epilogue.is_none()
+        && kernel.reduce.as_ref().is_none_or(|r| {
+            let fold = r.extents.iter().product::<usize>();
+            fold <= MAX_HEAD_FOLD && fold * kernel.domain.iter().product::<usize>() <= MAX_HEAD_WORK
+        })
+        && (kernel.epilogue.is_none() || kernel.reduce.is_some())
         && !kernel.ordered()
         && kernel.views.is_empty()
         && !pinned.contains(&node)
@@ -296,9 +307,10 @@ pub(super) fn chain_kernels(plan: &mut Plan) -> Vec<String> {
         for chain in chains.iter_mut() {
             let first = plan.launches[chain[0]].node;
             if chain.len() == MAX_MEMBERS
+                || plan.kernels[k].reduce.is_some()
                 || scope[usize::from(first)] != scope[usize::from(node)]
                 || plan.dependent[usize::from(first)] != plan.dependent[usize::from(node)]
-                || plan.kernels[chain[0]].domain != plan.kernels[k].domain
+                || !same_points(&plan.kernels[chain[0]].domain, &plan.kernels[k].domain)
             {
                 continue;
             }
@@ -319,13 +331,20 @@ pub(super) fn chain_kernels(plan: &mut Plan) -> Vec<String> {
     }
     for chain in chains.into_iter().filter(|c| c.len() >= 2) {
         let g = plan.groups.len();
+        let headed = plan.kernels[chain[0]].reduce.is_some();
         for &m in &chain {
             plan.group_of[m] = Some(g);
+            plan.kernels[m].flat = headed;
         }
         plan.groups.push(chain);
         plan.chained.push(true);
     }
     notes
+}
+
+/// Whether two domains are one iteration space: equal, or both a single point (`[1]` and `[]`).
+fn same_points(a: &[usize], b: &[usize]) -> bool {
+    a == b || (a.iter().product::<usize>() == 1 && b.iter().product::<usize>() == 1)
 }
 
 fn names(plan: &Plan, chain: &[usize]) -> String {

@@ -178,6 +178,7 @@ mod tests {
             params: 0,
             views: Vec::new(),
             in_place: false,
+            flat: false,
         }
     }
 

@@ -339,17 +339,63 @@ impl Planner<'_> {
     }
 
     /// A matmul's element at `idx`, computed where it is read ([`Dot`]): both operands f32 reads of buffers whose
-    /// positions step by a constant along the reduction.
+    /// positions step by a constant along the reduction (a row of a gather's table too, at a position that reads the
+    /// index buffer). A left operand that is a fused `cat` along the reduction (`cat([x, h], 1) @ w`) is a sum of
+    /// one dot per piece, each with the rows of `b` the piece meets.
     fn dot(&self, kb: &mut KernelBuilder, a: Id, b: Id, idx: &[Idx]) -> Result<Expr, String> {
-        const K: usize = usize::MAX >> 1;
         let (_, sa) = self.tensor(a).ok_or("matmul")?;
+        let last = sa.len() - 1;
+        let pieces = match &self.term[a] {
+            Node::Op(OpName::Cat, args)
+                if self.how[usize::from(a)] == How::Inline && lit(self.term, args[0]) == Some(last as i64) =>
+            {
+                args[1..].to_vec()
+            }
+            _ => vec![a],
+        };
+        let mut sum: Option<Expr> = None;
+        let mut from = 0;
+        for p in pieces {
+            let (_, sp) = self.tensor(p).ok_or("matmul")?;
+            let dot = self.dot_piece(kb, (p, &sp), b, idx, from)?;
+            from += sp[last];
+            let f = DType::F32;
+            sum = Some(match sum {
+                None => dot,
+                Some(s) => Expr::Binary(Binary::Add, f, f, Box::new(s), Box::new(dot)),
+            });
+        }
+        sum.ok_or_else(|| "an empty cat".into())
+    }
+
+    /// The dot of operand `a` (of shape `sa`) with the rows `from..` of `b` at `idx`.
+    fn dot_piece(
+        &self,
+        kb: &mut KernelBuilder,
+        (a, sa): (Id, &[usize]),
+        b: Id,
+        idx: &[Idx],
+        from: usize,
+    ) -> Result<Expr, String> {
+        const K: usize = usize::MAX >> 1;
         let (_, sb) = self.tensor(b).ok_or("matmul")?;
-        let (ia, ib) = matmul_indices(idx, &sa, &sb, Idx::var(K, sa[sa.len() - 1]));
+        let len = sa[sa.len() - 1];
+        let (ia, _) = matmul_indices(idx, sa, &sb, Idx::var(K, len));
+        let (_, ib) = matmul_indices(idx, sa, &sb, Idx::var(K, len).add(&Idx::constant(from as i64)));
         let split = |e: Expr| -> Result<(usize, Idx, i64), String> {
-            let Expr::Load { arg, mut at, dtype: DType::F32 } = e else {
-                return Err("a fused matmul's operands must be f32 reads of buffers".into());
+            let (arg, mut at) = match e {
+                Expr::Load { arg, at, dtype: DType::F32 } => (arg, at),
+                // A row of a gather's table: its index read where the position is.
+                Expr::Gather { arg, at, index, stride, extent, dtype: DType::F32 } => match *index {
+                    Expr::Load { arg: i, at: ix, dtype: DType::I64 | DType::I32 } => {
+                        let row = Idx::atom(Atom::Load(i, Box::new(ix), extent, true));
+                        (arg, at.add(&row.scale(stride)))
+                    }
+                    _ => return Err("a fused matmul's gathered operand must read its index from a buffer".into()),
+                },
+                _ => return Err("a fused matmul's operands must be f32 reads of buffers".into()),
             };
-            let step = at.terms.remove(&Atom::Var(K, sa[sa.len() - 1] as i64)).unwrap_or(0);
+            let step = at.terms.remove(&Atom::Var(K, len as i64)).unwrap_or(0);
             if at.mentions(K) {
                 return Err("a fused matmul's operand must step by a constant along the reduction".into());
             }
@@ -357,7 +403,7 @@ impl Planner<'_> {
         };
         let (a, a_at, a_step) = split(self.expr(kb, a, &ia)?)?;
         let (b, b_at, b_step) = split(self.expr(kb, b, &ib)?)?;
-        Ok(Expr::Dot(Box::new(Dot { a, a_at, a_step, b, b_at, b_step, len: sa[sa.len() - 1] })))
+        Ok(Expr::Dot(Box::new(Dot { a, a_at, a_step, b, b_at, b_step, len })))
     }
 
     /// Whether the element at multi-index `idx` of a buffer of shape `shape` is in view `v`, and if so its
@@ -439,6 +485,7 @@ impl Planner<'_> {
             params: 0,
             views: Vec::new(),
             in_place: false,
+            flat: false,
         };
         let how = self.how[usize::from(id)].clone();
         // A write into its base's buffer, or into a fresh buffer that the view writes whole: the kernel runs over the

@@ -612,6 +612,10 @@ impl Planner<'_> {
             Node::Access([x, _]) => self.pure_read(*x),
             Node::Op(OpName::Reshape, args) => self.pure_read(args[0]),
             Node::Op(OpName::Cast, args) => self.pure_read(args[1]),
+            // Each element of a cat is one of its pieces' elements, read where it is.
+            Node::Op(OpName::Cat, args) => args[1..].iter().all(|&a| self.pure_read(a)),
+            // A row of a table at an index read from a buffer (an embedding lookup).
+            Node::Op(OpName::Index, args) if args.len() == 2 => self.pure_read(args[0]),
             Node::Op(OpName::Full, _) => true,
             _ => false,
         }

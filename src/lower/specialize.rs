@@ -411,6 +411,7 @@ pub(super) mod tests {
             params: 0,
             views: vec![],
             in_place: false,
+            flat: false,
         }
     }
 

@@ -1,0 +1,62 @@
+"""Decode-step shapes: a matmul over `cat([x, h])` and over an embedding row `emb[tok]` (fused as dot products per
+piece in their readers, or as a GEMV reading the cat where it is), a reduction whose readers write its result in
+place at the same point (`out[t] = logits`, `tokens[t] = tok[0]`: one launch with it), and the cases that must stay
+apart (a reader at another point, a write into what the reduction reads)."""
+from __future__ import annotations
+
+import torch
+
+
+def cat_gemv_written_in_place(h: f32[1, 16], ctx: f32[1, 8], w: f32[24, 20]) -> tuple[f32[4, 1, 20], i64[4]]:
+    out = torch.zeros(4, 1, 20)
+    tokens = torch.zeros(4, dtype=torch.int64)
+    for t in range(4):
+        logits = torch.cat([h, ctx], 1) @ w
+        out[t] = logits
+        tok = logits.argmax(dim=1)
+        tokens[t] = tok[0]
+        h = torch.tanh(h * 0.9 + logits[:, :16] * 0.1)
+    return out, tokens
+
+
+def embedding_cell(emb: f32[12, 8], w_x: f32[16, 32], w_h: f32[8, 32]) -> tuple[f32[1, 8], i64[5]]:
+    # An LSTM cell over cat([emb[tok], ctx]): its matmul is dot products over the embedding row and ctx.
+    h = torch.zeros(1, 8)
+    c = torch.zeros(1, 8)
+    ctx = torch.full((1, 8), 0.25)
+    tok = torch.zeros(1, dtype=torch.int64)
+    toks = torch.zeros(5, dtype=torch.int64)
+    for t in range(5):
+        gates = torch.cat([emb[tok], ctx], 1) @ w_x + h @ w_h
+        i, f, g, o = gates.chunk(4, 1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        ctx = ctx * 0.5 + h * 0.5
+        tok = (h @ emb.t()).argmax(dim=1)
+        toks[t] = tok[0]
+    return h, toks
+
+
+def negative_token_row(emb: f32[6, 4], h: f32[1, 4], w: f32[8, 6]) -> f32[1, 3]:
+    # A negative index counts from the end of the table; the cell reads the product's two chunks.
+    tok = torch.tensor([-2])
+    g = torch.cat([emb[tok], h], 1) @ w
+    a, b = g.chunk(2, 1)
+    return torch.sigmoid(a) * torch.tanh(b)
+
+
+def three_piece_cat(a: f32[2, 3], b: f32[2, 5], c: f32[2, 4], w: f32[12, 6]) -> f32[2, 6]:
+    return torch.relu(torch.cat([a, b, c], 1) @ w) * 2.0
+
+
+def sum_then_shifted_read(x: f32[6, 10]) -> f32[6]:
+    # The reader reads the sum at another row: it cannot run at the sum's point.
+    s = x.sum(1)
+    return s * 2.0 + s.roll(1, 0)
+
+
+def max_then_write_into_its_input(x: f32[5, 7]) -> f32[5, 7]:
+    # The write goes into the buffer the reduction reads: all of the reduction must come first.
+    m = x.amax(1, keepdim=True)
+    x[:, 0:1] = m * 0.5
+    return x
