@@ -1,11 +1,14 @@
-//! Multi-output kernels: elementwise kernels over one iteration domain that the executor would launch one after
-//! another in the same scope become one launch (a chained group, `Plan::chained`) that runs the members in order at
+//! Multi-output kernels: elementwise kernels and small reductions over one iteration domain that the executor
+//! would launch one after another in the same scope become one launch (a chained group, `Plan::chained`) that runs the members in order at
 //! each point. A later member may read what an earlier one wrote (nasrnn's `h_new` reads `c_new`; lstm's writes of
 //! `state_c[j]` and `state_h[j]` read the cell `c`), and an earlier member may read the old value of a buffer that a
 //! later one writes in place, but only at the point being computed: every load of a buffer some other member writes
 //! must be at that member's store position for the same point. Then running the members point by point (one thread
 //! per point, in order: CUDA and the emulator) computes exactly what launching them one after another does (the C
-//! backend still calls them one after another, which needs no condition).
+//! backend still calls them one after another, which needs no condition). A reduction reads other points of what it
+//! folds, so it only folds buffers no member writes; its readers in the chain read it at their own point (seq2seq's
+//! logits and `out[t] = logits`; a softmax's max and the sum of `exp(x - max)`). In a chain with a reduction every
+//! member is [`Kernel::flat`]: on CUDA each point is one thread's, which folds the reduction there serially.
 //!
 //! Members are fresh buffers or in-place writes whose ordering constraints the launch keeps: no `Plan::before`
 //! list names them, and no operand a member takes from outside the chain depends on another member (it would have
@@ -189,13 +192,13 @@ fn idx_loads(at: &Idx, out: &mut Vec<(usize, Option<Idx>)>) {
     }
 }
 
-/// The most elements a reduction heading a chain folds per point, and in all: on CUDA one thread folds each point's
+/// The most elements a reduction in a chain folds per point, and in all: on CUDA one thread folds each point's
 /// serially (a large matmul keeps its tiled layout and launches alone).
-const MAX_HEAD_FOLD: usize = 4096;
-const MAX_HEAD_WORK: usize = 1 << 20;
+const MAX_MEMBER_FOLD: usize = 4096;
+const MAX_MEMBER_WORK: usize = 1 << 20;
 
-/// Whether kernel `k` may be a chain member at all: elementwise, or a small reduction ([`MAX_HEAD_FOLD`],
-/// [`MAX_HEAD_WORK`]; it only heads a chain), points independent of each other (not a scatter, not accumulating),
+/// Whether kernel `k` may be a chain member at all: elementwise, or a small reduction ([`MAX_MEMBER_FOLD`],
+/// [`MAX_MEMBER_WORK`]), points independent of each other (not a scatter, not accumulating),
 /// computed unconditionally, with no in-place ordering constraint.
 fn candidate(plan: &Plan, k: usize, pinned: &hashbrown::HashSet<Id>, scope: &[Option<Id>]) -> bool {
     let kernel = &plan.kernels[k];
@@ -203,7 +206,7 @@ fn candidate(plan: &Plan, k: usize, pinned: &hashbrown::HashSet<Id>, scope: &[Op
     matches!(plan.how[usize::from(node)], How::Kernel(_) | How::InPlace(_))
         && kernel.reduce.as_ref().is_none_or(|r| {
             let fold = r.extents.iter().product::<usize>();
-            fold <= MAX_HEAD_FOLD && fold * kernel.domain.iter().product::<usize>() <= MAX_HEAD_WORK
+            fold <= MAX_MEMBER_FOLD && fold * kernel.domain.iter().product::<usize>() <= MAX_MEMBER_WORK
         })
         && (kernel.epilogue.is_none() || kernel.reduce.is_some())
         && !kernel.ordered()
@@ -307,7 +310,6 @@ pub(super) fn chain_kernels(plan: &mut Plan) -> Vec<String> {
         for chain in chains.iter_mut() {
             let first = plan.launches[chain[0]].node;
             if chain.len() == MAX_MEMBERS
-                || plan.kernels[k].reduce.is_some()
                 || scope[usize::from(first)] != scope[usize::from(node)]
                 || plan.dependent[usize::from(first)] != plan.dependent[usize::from(node)]
                 || !same_points(&plan.kernels[chain[0]].domain, &plan.kernels[k].domain)
@@ -331,10 +333,10 @@ pub(super) fn chain_kernels(plan: &mut Plan) -> Vec<String> {
     }
     for chain in chains.into_iter().filter(|c| c.len() >= 2) {
         let g = plan.groups.len();
-        let headed = plan.kernels[chain[0]].reduce.is_some();
+        let folds = chain.iter().any(|&m| plan.kernels[m].reduce.is_some());
         for &m in &chain {
             plan.group_of[m] = Some(g);
-            plan.kernels[m].flat = headed;
+            plan.kernels[m].flat = folds;
         }
         plan.groups.push(chain);
         plan.chained.push(true);

@@ -162,7 +162,7 @@ pub struct Kernel {
     pub views: Vec<(Vec<usize>, Vec<i64>)>,
     /// True when the output buffer is an input's buffer updated in place (an `assign` whose old value is dead).
     pub in_place: bool,
-    /// Set on the members of a chain headed by a reduction (`chain.rs`): on CUDA and the emulator every member maps
+    /// Set on the members of a chain that holds a reduction (`chain.rs`): on CUDA and the emulator every member maps
     /// one point to one thread (the flat layout, a reduction folded serially by that thread), so that the thread that
     /// computes the reduction at a point is the one that runs the later members there.
     pub flat: bool,
