@@ -303,3 +303,21 @@ fn explain_says_why_each_loop_stayed() {
     assert!(text.contains("amax): a reduction, not fused as its reader's prologue"), "{text}");
     assert!(text.contains("a matmul operand that is computed, not read"), "{text}");
 }
+
+/// `matmul/reassociate` alone: `a @ (x @ w)` with `x @ w` a vector, or a row of a product, becomes `(a @ w.T) @ x`
+/// (the same values, checked against the reference); a product that is a matrix stays.
+#[test]
+fn a_matrix_times_a_vector_product_reassociates() {
+    for (file, func, n) in [
+        ("corpus/micro/decode_steps.py", "attention_energies", 1),
+        ("corpus/micro/decode_steps.py", "vector_times_product", 2),
+        ("corpus/workloads/seq2seq.py", "seq2seq", 2),
+        ("corpus/micro/decode_steps.py", "embedding_cell", 0),
+    ] {
+        let (got, _, _) = rewritten(file, func, |t, i| {
+            let (t, n) = funcfuse::rewrite::reassoc::reassociate(t, i);
+            (t, n, Vec::new())
+        });
+        assert_eq!(got, n, "{func}");
+    }
+}

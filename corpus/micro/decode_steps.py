@@ -67,3 +67,19 @@ def softmax_statistics(x: f32[4, 9]) -> tuple[f32[4, 1], f32[4, 1]]:
     m = x.amax(1, keepdim=True)
     s = (x - m).exp().sum(1, keepdim=True)
     return m, s.log() + m
+
+
+def attention_energies(memory: f32[6, 8], w: f32[8, 8], x: f32[4, 1, 8]) -> f32[4, 6]:
+    # memory @ (h @ w)[0] is (memory @ w.T) @ h[0]: memory @ w.T is computed once, before the loop.
+    h = torch.zeros(1, 8)
+    out = torch.zeros(4, 6)
+    for t in range(4):
+        h = torch.tanh(x[t] + h * 0.5)
+        e = memory @ (h @ w)[0]
+        out[t] = torch.softmax(e, 0)
+    return out
+
+
+def vector_times_product(a: f32[5, 7], x: f32[3], w: f32[3, 7], y: f32[2, 3]) -> tuple[f32[5], f32[5], f32[5, 2]]:
+    # A vector product, the second row of a matrix product, and (not reassociated: a matrix) a whole product.
+    return a @ (x @ w), a @ (y @ w)[1], a @ (y @ w).t()

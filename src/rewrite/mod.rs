@@ -15,6 +15,7 @@ mod cover;
 pub mod hoist;
 pub mod interchange;
 pub mod promote;
+pub mod reassoc;
 pub mod rules;
 pub mod saturate;
 pub mod schedule;

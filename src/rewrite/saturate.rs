@@ -146,6 +146,10 @@ pub const RUST_REWRITES: &[(&str, &str)] = &[
         "loops/promote",
         "a loop that reads and writes carried state only through one view fixed for the loop carries the view's region",
     ),
+    (
+        "matmul/reassociate",
+        "a matrix times a product that is a vector, a @ (x @ w), becomes (a @ w.T) @ x, which a loop computes once where a and w are fixed",
+    ),
     ("scatter/cover-cat", "assigns through slices of one axis that together cover a buffer become one cat"),
     ("views/compose", "a read through a view of a read through a view is one read through the composed view"),
 ];
@@ -237,9 +241,10 @@ fn saturate_and_extract(
             out.rejected.insert("loops/interchange".to_string(), n);
         }
     }
-    let passes: [(&str, RustRewrite); 5] = [
+    let passes: [(&str, RustRewrite); 6] = [
         ("views/compose", super::compose::compose_views),
         ("loops/vectorize", super::vectorize::vectorize_loops),
+        ("matmul/reassociate", super::reassoc::reassociate),
         ("loops/hoist", super::hoist::hoist_loops),
         ("loops/promote", super::promote::promote_views),
         ("scatter/cover-cat", super::cover::cover_cat),
@@ -250,7 +255,7 @@ fn saturate_and_extract(
         if n > 0 {
             verify(&term, &f.inputs).map_err(|e| format!("{name} produced a term that does not verify: {e}"))?;
             // Fission trades per-iteration kernels for one batched kernel and a buffer: the cost model decides.
-            if name == "loops/hoist" && !cheaper(&term, &out.term, &f.inputs, profile) {
+            if matches!(name, "loops/hoist" | "matmul/reassociate") && !cheaper(&term, &out.term, &f.inputs, profile) {
                 out.rejected.insert(name.to_string(), n);
                 continue;
             }
