@@ -83,3 +83,43 @@ def attention_energies(memory: f32[6, 8], w: f32[8, 8], x: f32[4, 1, 8]) -> f32[
 def vector_times_product(a: f32[5, 7], x: f32[3], w: f32[3, 7], y: f32[2, 3]) -> tuple[f32[5], f32[5], f32[5, 2]]:
     # A vector product, the second row of a matrix product, and (not reassociated: a matrix) a whole product.
     return a @ (x @ w), a @ (y @ w)[1], a @ (y @ w).t()
+
+
+def greedy_until_eos(emb: f32[10, 6], w: f32[6, 10]) -> i64[8]:
+    # `done` is a Python bool made of Python ints: the host computes it, no plan launches a kernel for it.
+    tokens = torch.full((8,), -1, dtype=torch.int64)
+    tok = torch.zeros(1, dtype=torch.int64)
+    t = 0
+    done = False
+    while not done:
+        logits = emb[tok] @ w
+        tok = logits.argmax(dim=1)
+        tokens[t] = tok[0]
+        t += 1
+        done = t >= 8 or tok.item() == 3
+    return tokens
+
+
+def flag_read_by_a_kernel(x: f32[5]) -> tuple[f32[5], bool[()]]:
+    # The flag is also returned and multiplied in: it is a tensor, computed by a kernel.
+    y = x
+    done = False
+    n = 0
+    while not done:
+        y = y * 0.5 + 1.0
+        n += 1
+        done = n >= 3 or y.sum().item() > 100.0
+    flag = torch.tensor(n == 3)
+    return y * flag, flag
+
+
+def epilogue_reads_what_a_member_writes(x: f32[8, 16]) -> tuple[f32[9], f32[8]]:
+    # The sum's epilogue reads z flipped, where the write after it writes z[1:] in place: not one launch (a review
+    # found the CUDA emulator wrong when they were).
+    z = torch.zeros(9)
+    s = torch.zeros(8)
+    for t in range(3):
+        x = x * 0.5
+        s = x.sum(1) * z[:8].flip(0) + 1.0
+        z[1:] = s * 0.5
+    return z, s

@@ -364,8 +364,9 @@ fn host_args(k: &Kernel, b0: usize, p0: usize) -> Vec<String> {
 }
 
 /// The launch configuration of a group: the widest grid and block of its members, one grid layer per member. A
-/// chain's members share one domain, hence one layout and configuration (`lower::chain`): each thread runs every
-/// member at its points, so what an earlier member wrote at a point is there for a later one.
+/// chain's members share one iteration space (one domain, or a single point as `[1]` and `[]`), hence one layout
+/// (flat where one is a reduction, `Kernel::flat`) and configuration (`lower::chain`): each thread runs every member
+/// at its points, so what an earlier member wrote at a point is there for a later one.
 pub fn group_config(members: &[&Kernel], chained: bool, sms: u32, reduce_threads: u32) -> Config {
     if chained {
         return config(members[0], sms, reduce_threads);

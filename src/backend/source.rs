@@ -348,7 +348,8 @@ pub(super) fn lanes_result(red: &Reduction, parts: Vec<String>, count: usize) ->
     }
 }
 
-/// At most this many operands are hoisted per kernel (each an array of up to 8192 floats on the stack).
+/// At most this many operands are hoisted per kernel (each an array of up to 8192 floats on the stack), and as many
+/// per reduction index in the GEMV layout (`cv<m>`, 8 floats each).
 const MAX_HOISTED: usize = 4;
 
 /// For the row layout over `row`: the summand of `k`, with every f32 operand that reads memory but does not

@@ -193,8 +193,9 @@ fn idx_loads(at: &Idx, out: &mut Vec<(usize, Option<Idx>)>) {
 }
 
 /// The most elements a reduction in a chain folds per point, and in all: on CUDA one thread folds each point's
-/// serially (a large matmul keeps its tiled layout and launches alone).
-const MAX_MEMBER_FOLD: usize = 4096;
+/// serially, which for a long fold costs more than the launch it saves (six sums of 3000 terms keep their block
+/// reductions), and a large matmul keeps its tiled layout and launches alone.
+const MAX_MEMBER_FOLD: usize = 512;
 const MAX_MEMBER_WORK: usize = 1 << 20;
 
 /// Whether kernel `k` may be a chain member at all: elementwise, or a small reduction ([`MAX_MEMBER_FOLD`],
@@ -268,6 +269,10 @@ fn reads_only_own_point(plan: &Plan, m: usize, w: &Write, writer: usize, ctx: (b
     let writer = &plan.kernels[writer];
     let mut reads = Vec::new();
     loads(&plan.kernels[m].value, &mut reads);
+    // A reduction's epilogue reads at the point it stores (and other points, through views).
+    if let Some((_, e)) = &plan.kernels[m].epilogue {
+        loads(e, &mut reads);
+    }
     idx_loads(&plan.kernels[m].store, &mut reads);
     for (arg, at) in reads {
         let node = if arg == 0 { launch.node } else { launch.args[arg - 1] };

@@ -226,6 +226,35 @@ impl<D: Device> Executor<'_, D> {
         }
     }
 
+    /// An operand of a host scalar (`host.rs`), a 0-d boolean or integer, as an integer: a host integer read
+    /// through `itensor` and a literal `full` where they are, any other value as it is (a 0-d buffer downloaded).
+    fn scalar(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<i64> {
+        match &self.plan.term[id] {
+            Node::Op(crate::ir::OpName::ITensor, a) => return self.int(a[0], inputs),
+            Node::Op(crate::ir::OpName::Full, a) if self.plan.how[usize::from(id)] == How::Inline => {
+                return match &self.plan.term[a[2]] {
+                    Node::Int(i) => Ok(*i),
+                    Node::Bool(b) => Ok(i64::from(b.0)),
+                    other => Err(format!("internal: a host scalar reads `full` of {other}")),
+                };
+            }
+            _ => {}
+        }
+        Ok(match self.eval(id, inputs)? {
+            Val::T(b, d, s) => {
+                let item = self.dev.download(&b, d, &s)?.item()?;
+                if d == DType::Bool {
+                    i64::from(item.to_bool())
+                } else {
+                    item.to_i64_trunc()
+                }
+            }
+            Val::B(b) => i64::from(b),
+            Val::I(i) => i,
+            _ => return Err(format!("internal: a host scalar reads node {id}, not a scalar")),
+        })
+    }
+
     fn tensor(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<(D::Buf, DType, Rc<[usize]>)> {
         match self.eval(id, inputs)? {
             Val::T(b, d, s) => Ok((b, d, s)),
@@ -326,6 +355,10 @@ impl<D: Device> Executor<'_, D> {
                         self.eval(args[1], inputs)?
                     }
                     Raise => return Err(crate::ir::RAISES.into()),
+                    Eq | Ne | Lt | Le | Gt | Ge | BitAnd | BitOr | BitXor | LogicalNot => {
+                        let vals = args.iter().map(|&a| self.scalar(a, inputs)).collect::<R<Vec<i64>>>()?;
+                        Val::B(host_scalar(op, &vals)?)
+                    }
                     ToInt => {
                         let (b, d, s) = self.tensor(args[0], inputs)?;
                         Val::I(self.dev.download(&b, d, &s)?.item()?.to_i64_trunc())
@@ -759,4 +792,23 @@ pub fn written_base(term: &crate::ir::Term, id: Id) -> Option<Id> {
         Node::Op(crate::ir::OpName::IndexPut | crate::ir::OpName::Scatter, args) => args.first().copied(),
         _ => None,
     }
+}
+
+/// A host scalar's value (`host.rs`): a comparison of integers (booleans as 0 and 1, as Python compares them), or a
+/// logical op of booleans.
+fn host_scalar(op: crate::ir::OpName, v: &[i64]) -> R<bool> {
+    use crate::ir::OpName::*;
+    Ok(match (op, v) {
+        (LogicalNot, [a]) => *a == 0,
+        (Eq, [a, b]) => a == b,
+        (Ne, [a, b]) => a != b,
+        (Lt, [a, b]) => a < b,
+        (Le, [a, b]) => a <= b,
+        (Gt, [a, b]) => a > b,
+        (Ge, [a, b]) => a >= b,
+        (BitAnd, [a, b]) => (a & b) != 0,
+        (BitOr, [a, b]) => (a | b) != 0,
+        (BitXor, [a, b]) => (a ^ b) != 0,
+        _ => return Err(format!("internal: `{op}` is not a host scalar of {} operands", v.len())),
+    })
 }

@@ -12,6 +12,7 @@ pub mod estimate;
 pub mod exec;
 mod fuse;
 pub mod group;
+mod host;
 pub mod index;
 mod inplace;
 pub mod kernel;

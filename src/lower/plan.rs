@@ -261,7 +261,9 @@ fn plan_with(
         profile: profile.clone(),
         why: vec![None; n],
         dot_notes: Vec::new(),
+        host_scalars: Default::default(),
     };
+    p.host_scalars = p.host_scalars();
     p.classify();
     crate::limits::check()?;
     if policy == Policy::Fused {
@@ -331,6 +333,8 @@ pub(super) struct Planner<'a> {
     pub(super) why: Vec<Option<Why>>,
     /// Per matmul considered: whether it was fused into its readers as dot products, and why not (`dots.rs`).
     pub(super) dot_notes: Vec<String>,
+    /// The 0-d comparisons and logical ops the host evaluates as Python does (`host.rs`).
+    pub(super) host_scalars: hashbrown::HashSet<Id>,
 }
 
 /// Whether a view's dims nest (so that its inverse is a chain of divisions).
@@ -431,6 +435,7 @@ impl Planner<'_> {
                 continue;
             }
             self.how[i] = match &self.term[id] {
+                _ if self.host_scalars.contains(&id) => How::Host,
                 Node::Input(_) => How::Input,
                 // The host evaluates E for its checks, then yields V's buffer as it is.
                 Node::Op(OpName::After, _) => How::Host,
@@ -450,8 +455,14 @@ impl Planner<'_> {
                 continue;
             }
             let users = &self.users[i];
+            // A host scalar reads an `itensor` or a literal `full` where it is (`host.rs`), no buffer.
+            let literal = self.host_literal(id);
+            if literal && !users.is_empty() && users.iter().all(|u| self.host_scalars.contains(u)) {
+                continue;
+            }
             let host_user = users.iter().any(|&u| {
-                matches!(self.how[usize::from(u)], How::Host | How::Fallback)
+                (matches!(self.how[usize::from(u)], How::Host | How::Fallback)
+                    && !(literal && self.host_scalars.contains(&u)))
                     || matches!(self.term[u], Node::Op(OpName::ToInt, _))
             });
             // A shared write through a view into a buffer, stored, can go in place (only its view's elements);
@@ -603,7 +614,8 @@ impl Planner<'_> {
         }
     }
 
-    /// Whether a fused node only reads (through views, reshapes and casts) a buffer or a constant.
+    /// Whether a fused node only reads (through views, reshapes, casts and cats, or a row of a gather's table) a
+    /// buffer or a constant.
     fn pure_read(&self, id: Id) -> bool {
         if self.how[usize::from(id)] != How::Inline {
             return true;
