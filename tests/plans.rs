@@ -191,8 +191,7 @@ fn a_cache_written_step_by_step_is_written_in_place() {
     // attention writes k[:, :, t, :] and v[:, :, t, :] for 18 steps and reads the prefix after each. Recomputed in
     // their readers, the writes nest into ever longer chains of selects over the whole cache; stored, each writes
     // its 768 elements in place, and the cost model prefers that.
-    // (attention's two plans launch alike since its small reductions chain with their readers.)
-    let p = common::corpus_programs().into_iter().find(|p| p.func == "ssd").unwrap();
+    let p = common::corpus_programs().into_iter().find(|p| p.func == "attention").unwrap();
     let module = common::load(&p);
     let f = common::optimized(&module, &p.func).unwrap();
     let pl = funcfuse::lower::plan(&f.term, &f.inputs, Policy::Fused).unwrap();
