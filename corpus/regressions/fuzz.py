@@ -648,3 +648,12 @@ def in_place_writes_in_an_inner_loop_over_outer_loop_values(b: f32[3, 1, 4], c: 
             y[1] += c[0]
             c = c + y
     return b, c
+
+
+# After fuzz seed 481976: `matmul/reassociate` divided by zero taking the row a view of a product with no columns
+# reads (the offset's row was computed before the columns were checked to be there).
+def row_view_of_a_product_without_columns(a: f32[1, 1], b: f32[1, 0], c: f32[1, 0]) -> f32[1, 1]:
+    t3 = c @ b.t()
+    v7 = t3.transpose(1, 0)
+    st12 = {"a": (v7 - torch.full((2, 2), 1.0)), "b": t3}
+    return st12["b"] + 0.0

@@ -78,7 +78,7 @@ fn row_of(term: &Term, view: Id, s: Vec<usize>) -> Option<i64> {
     let (vs, st, off) = (lits(term, *vs)?, lits(term, *st)?, crate::ir::lit(term, *off)?);
     let [rows, n] = s[..] else { return None };
     let n = n as i64;
-    (vs == [n] && st == [1] && n > 0 && off % n == 0 && off / n < rows as i64).then_some(off / n)
+    (vs == [n] && st == [1] && n > 0 && off % n == 0 && off / n < rows as i64).then(|| off / n)
 }
 
 impl Match {
