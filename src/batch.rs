@@ -95,7 +95,8 @@ pub fn optimize_one(task: &Task, defs: &[RuleDef], opts: &Options) -> Result<Out
         Kernels::Cuda(_) => crate::backend::Target::Cuda,
     };
     let rules = crate::rewrite::rules::to_rewrites(defs).map_err(|d| d.to_string())?;
-    let session = Session::new(&rules, opts.profile.clone(), target);
+    // `@real` rules are in the set only with `--fast-math`.
+    let session = Session::new(&rules, opts.profile.clone(), target).fast_math(defs.iter().any(|d| d.real));
     let module = Session::load(&task.file.display().to_string()).map_err(|d| d.to_string())?;
     let mut r = session.optimize(&module, &task.func, &BTreeMap::new()).map_err(|d| d.to_string())?;
     let tuned = if opts.autotune > 0 {

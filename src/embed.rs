@@ -218,7 +218,8 @@ fn prepare(
     crate::limits::with_deadline(Some(limit), || {
         let (module, scalars) = typed_module(src, params)?;
         let rewrites = crate::rewrite::rules::to_rewrites(rules)?;
-        let session = Session::new(&rewrites, crate::cost::Profile::shipped_c(), crate::backend::Target::C);
+        let session = Session::new(&rewrites, crate::cost::Profile::shipped_c(), crate::backend::Target::C)
+            .fast_math(rules.iter().any(|d| d.real));
         let result = session.optimize(&module, &src.func, &scalars).map_err(|d| d.in_file(&src.path))?;
         let plans = crate::explain::plans(&result, &session).map_err(|e| Diagnostic::new(e).in_file(&src.path))?;
         Ok(Prepared { module, func: src.func.clone(), scalars, result, plans, indents: src.indents.clone() })

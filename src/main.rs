@@ -425,7 +425,7 @@ fn run_all(a: &RunArgs) -> Result<(), Failure> {
         ),
         _ => (Vec::new(), funcfuse::cost::Profile::shipped_c()),
     };
-    let session = Session::new(&rules, profile, a.backend.target());
+    let session = Session::new(&rules, profile, a.backend.target()).fast_math(a.rules.fast_math);
     match a.target.split_once("::") {
         Some((file, func)) => {
             let module = crate::cli::load_module(file)?;

@@ -56,6 +56,13 @@ impl<'r> Session<'r> {
         Session { rules, limits: Limits::default(), profile, target }
     }
 
+    /// The session with rewrites that hold in real arithmetic only allowed or not (`--fast-math`,
+    /// [`Limits::fast_math`]).
+    pub fn fast_math(mut self, on: bool) -> Session<'r> {
+        self.limits.fast_math = on;
+        self
+    }
+
     /// Parse: a program file into its module (functions outside the subset are kept with their located errors).
     pub fn load(path: &str) -> Result<Module, Diagnostic> {
         crate::frontend::load_module(path)

@@ -328,6 +328,7 @@ fn the_node_limit_holds_between_rule_applications() {
             nodes,
             time: Duration::from_secs(60),
             search: Default::default(),
+            fast_math: false,
         };
         let o = funcfuse::rewrite::saturate::optimize(&f, &rules, limits).unwrap();
         assert!(o.stop_reason.contains("node limit"), "{nodes}: {}", o.stop_reason);

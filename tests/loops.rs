@@ -321,3 +321,18 @@ fn a_matrix_times_a_vector_product_reassociates() {
         assert_eq!(got, n, "{func}");
     }
 }
+
+/// Grouped otherwise, products round otherwise (`memory @ w.T` may overflow where `h @ w` did not): seq2seq's
+/// energies are reassociated only with fast math, and then kept (the cost model prices it cheaper).
+#[test]
+fn reassociation_is_fast_math_only() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/workloads/seq2seq.py");
+    let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
+    let f = functionalize(&module, "seq2seq", &BTreeMap::new()).unwrap();
+    let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped().unwrap()).unwrap();
+    let plain = optimize(&f, &rules, Default::default()).unwrap();
+    assert!(!plain.fired.contains_key("matmul/reassociate") && !plain.rejected.contains_key("matmul/reassociate"));
+    let limits = funcfuse::rewrite::saturate::Limits { fast_math: true, ..Default::default() };
+    let fast = optimize(&f, &rules, limits).unwrap();
+    assert_eq!(fast.fired.get("matmul/reassociate"), Some(&2), "{:?}", fast.fired);
+}

@@ -123,3 +123,37 @@ def epilogue_reads_what_a_member_writes(x: f32[8, 16]) -> tuple[f32[9], f32[8]]:
         s = x.sum(1) * z[:8].flip(0) + 1.0
         z[1:] = s * 0.5
     return z, s
+
+
+# Found by review: `(k > 2, x)` is one tuple node, the initial state of both loops; the second loop (with a loop
+# inside) reads the flag with torch.where, as a tensor. It is not the host's.
+def flag_state_shared_with_a_loop_that_reads_it(x: f32[5], k: i64[()]) -> tuple[f32[5], f32[5]]:
+    f = k > 2
+    y = x
+    while f:
+        y = y * 0.5
+        f = y.sum() > 1.0
+    g = k > 2
+    z = x
+    while g:
+        for j in range(2):
+            z = z + 1.0
+        z = torch.where(g, z, z - 100.0)
+        g = z.sum() < 0.0
+    return y, z
+
+
+# Found by review: the `if` arm's `(k > 2, x * 2.0)` is the loop's initial state, and the flag is returned.
+def flag_state_shared_with_an_if_arm(x: f32[5], k: i64[()], s: f32[2]) -> tuple[f32[5], f32[5], bool[()]]:
+    f = k > 2
+    y = x * 2.0
+    while f:
+        y = y * 0.5
+        f = y.sum() > 1.0
+    if s[0] > 0.0:
+        g = k > 2
+        z = x * 2.0
+    else:
+        g = k < 0
+        z = x + 1.0
+    return y, z, g

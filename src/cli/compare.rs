@@ -45,7 +45,8 @@ fn cell_text(s: &str) -> String {
 pub(crate) fn compare_cmd(paths: &[String], a: &CompareArgs) -> Result<(), Failure> {
     let rules = funcfuse::rewrite::rules::to_rewrites(&a.rules.usable()?)?;
     let profile = funcfuse::cost::Profile::load_or_shipped(a.costs.as_deref()).map_err(|e| Failure(1, e))?;
-    let session = funcfuse::pipeline::Session::new(&rules, profile.clone(), a.backend.target());
+    let session =
+        funcfuse::pipeline::Session::new(&rules, profile.clone(), a.backend.target()).fast_math(a.rules.fast_math);
     let which = baselines(&a.baselines)?;
     let measure = a.measure.then_some(a.runs);
     let mut torch = open_torch(a)?;

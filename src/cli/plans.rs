@@ -21,7 +21,7 @@ pub(crate) fn explain_cmd(
     let module = crate::cli::load_module(file)?;
     let rewrites = funcfuse::rewrite::rules::to_rewrites(&rules.usable()?)?;
     let profile = funcfuse::cost::Profile::load_or_shipped(costs).map_err(|e| Failure(1, e))?;
-    let session = Session::new(&rewrites, profile, funcfuse::backend::Target::C);
+    let session = Session::new(&rewrites, profile, funcfuse::backend::Target::C).fast_math(rules.fast_math);
     let r = session.optimize(&module, func, &Default::default())?;
     let inputs = &r.functional.inputs;
     let plans = funcfuse::explain::plans(&r, &session).map_err(|e| Failure(1, e))?;

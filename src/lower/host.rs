@@ -36,7 +36,12 @@ impl Planner<'_> {
     pub(super) fn host_literal(&self, id: Id) -> bool {
         match &self.term[id] {
             Node::Op(OpName::ITensor, _) => true,
-            Node::Op(OpName::Full, a) => matches!(self.term[a[2]], Node::Int(_) | Node::Bool(_)),
+            // The literal as the dtype holds it (a bool `true`, an integer in range), so that reading it raw is right.
+            Node::Op(OpName::Full, a) => match (self.tensor(id).map(|(d, _)| d), &self.term[a[2]]) {
+                (Some(DType::Bool), Node::Bool(_)) | (Some(DType::I64), Node::Int(_)) => true,
+                (Some(DType::I32), Node::Int(i)) => i32::try_from(*i).is_ok(),
+                _ => false,
+            },
             _ => false,
         }
     }
@@ -73,14 +78,17 @@ impl Planner<'_> {
             _ if set.contains(&u) => true,
             Node::If([c, a, b]) => *c == id && *a != id && *b != id,
             Node::While([init, c, body]) => *c == id && *init != id && *body != id,
+            // A tuple that is only loops' state (hash-consing may share it with another loop, an `if`'s arm or an
+            // output, which would read the value as a tensor).
             Node::Tuple(items) => items.iter().enumerate().all(|(j, &x)| {
                 x != id
                     || slots.get(&u).is_some_and(|ls| {
-                        ls.iter().all(|&(lp, readers)| {
-                            let readers = &slots.readers[readers];
-                            readers.get(j).is_some_and(|r| r.iter().all(|&c| self.value_host_read(c, set)))
-                                && slots.gets(lp, j).all(|g| self.value_host_read(g, set))
-                        })
+                        self.users[usize::from(u)].iter().all(|l| ls.iter().any(|&(lp, _)| lp == *l))
+                            && ls.iter().all(|&(lp, readers)| {
+                                let readers = &slots.readers[readers];
+                                readers.get(j).is_some_and(|r| r.iter().all(|&c| self.value_host_read(c, set)))
+                                    && slots.gets(lp, j).all(|g| self.value_host_read(g, set))
+                            })
                     })
             }),
             _ => false,

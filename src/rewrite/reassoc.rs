@@ -3,7 +3,9 @@
 //! view of the product: `(h @ w)[0]`), the product `a @ w.T` is `[t, k]` and reads no value of `x`: where `a` and
 //! `w` are fixed for a loop and `x` is its state, the plan computes it once, before the loop, and each step is one
 //! matrix-vector product over `t * k` instead of two over `k * n + t * n` (seq2seq's attention energies
-//! `memory @ (h @ w_attn)[0]`). Every element is the same sum of products in another order (exact over the reals).
+//! `memory @ (h @ w_attn)[0]`). Every element is the same sum over the reals, but its products are grouped
+//! otherwise and round otherwise (`memory @ w.T` may overflow, or cancel, where `h @ w` did not): like the `@real`
+//! text rules it applies only with fast math (`Limits::fast_math`, `--fast-math`).
 //!
 //! Whether the result is kept is the cost model's decision (`saturate::optimize_for` plans both terms).
 
