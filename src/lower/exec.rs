@@ -357,7 +357,7 @@ impl<D: Device> Executor<'_, D> {
                     Raise => return Err(crate::ir::RAISES.into()),
                     Eq | Ne | Lt | Le | Gt | Ge | BitAnd | BitOr | BitXor | LogicalNot => {
                         let vals = args.iter().map(|&a| self.scalar(a, inputs)).collect::<R<Vec<i64>>>()?;
-                        Val::B(host_scalar(op, &vals)?)
+                        Val::B(super::host::host_scalar(op, &vals)?)
                     }
                     ToInt => {
                         let (b, d, s) = self.tensor(args[0], inputs)?;
@@ -792,23 +792,4 @@ pub fn written_base(term: &crate::ir::Term, id: Id) -> Option<Id> {
         Node::Op(crate::ir::OpName::IndexPut | crate::ir::OpName::Scatter, args) => args.first().copied(),
         _ => None,
     }
-}
-
-/// A host scalar's value (`host.rs`): a comparison of integers (booleans as 0 and 1, as Python compares them), or a
-/// logical op of booleans.
-fn host_scalar(op: crate::ir::OpName, v: &[i64]) -> R<bool> {
-    use crate::ir::OpName::*;
-    Ok(match (op, v) {
-        (LogicalNot, [a]) => *a == 0,
-        (Eq, [a, b]) => a == b,
-        (Ne, [a, b]) => a != b,
-        (Lt, [a, b]) => a < b,
-        (Le, [a, b]) => a <= b,
-        (Gt, [a, b]) => a > b,
-        (Ge, [a, b]) => a >= b,
-        (BitAnd, [a, b]) => (a & b) != 0,
-        (BitOr, [a, b]) => (a | b) != 0,
-        (BitXor, [a, b]) => (a ^ b) != 0,
-        _ => return Err(format!("internal: `{op}` is not a host scalar of {} operands", v.len())),
-    })
 }

@@ -175,3 +175,22 @@ fn own_slots(term: &crate::ir::Term, roots: &[Id], slots: usize) -> Option<Vec<V
     }
     Some(readers)
 }
+
+/// A host scalar's value (`host.rs`): a comparison of integers (booleans as 0 and 1, as Python compares them), or a
+/// logical op of booleans.
+pub(super) fn host_scalar(op: OpName, v: &[i64]) -> Result<bool, String> {
+    use OpName::*;
+    Ok(match (op, v) {
+        (LogicalNot, [a]) => *a == 0,
+        (Eq, [a, b]) => a == b,
+        (Ne, [a, b]) => a != b,
+        (Lt, [a, b]) => a < b,
+        (Le, [a, b]) => a <= b,
+        (Gt, [a, b]) => a > b,
+        (Ge, [a, b]) => a >= b,
+        (BitAnd, [a, b]) => (a & b) != 0,
+        (BitOr, [a, b]) => (a | b) != 0,
+        (BitXor, [a, b]) => (a ^ b) != 0,
+        _ => return Err(format!("internal: `{op}` is not a host scalar of {} operands", v.len())),
+    })
+}
