@@ -176,7 +176,7 @@ fn own_slots(term: &crate::ir::Term, roots: &[Id], slots: usize) -> Option<Vec<V
     Some(readers)
 }
 
-/// A host scalar's value (`host.rs`): a comparison of integers (booleans as 0 and 1, as Python compares them), or a
+/// A host scalar's value: a comparison of integers (booleans as 0 and 1, as Python compares them), or a
 /// logical op of booleans.
 pub(super) fn host_scalar(op: OpName, v: &[i64]) -> Result<bool, String> {
     use OpName::*;
