@@ -107,6 +107,17 @@ pub fn text(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estim
         for note in &p.dot_notes {
             let _ = writeln!(s, "    {note}");
         }
+        // Python's scalars the host evaluates (`lower/host.rs`): 0-d comparisons and logical ops planned on the host.
+        let host: Vec<String> = (0..p.how.len())
+            .filter(|&i| p.how[i] == crate::lower::How::Host)
+            .filter_map(|i| match &p.term[egg::Id::from(i)] {
+                crate::ir::Node::Op(op, _) if crate::lower::host_scalar_op(*op) => Some(format!("${i} {op}")),
+                _ => None,
+            })
+            .collect();
+        if !host.is_empty() {
+            let _ = writeln!(s, "  ours, Python scalars the host evaluates (no kernel): {}", host.join(", "));
+        }
     }
     if let Some((_, _, ours)) = plans.iter().find(|(n, _, _)| *n == "ours") {
         for (name, _, e) in plans.iter().filter(|(n, _, _)| *n != "ours") {

@@ -657,6 +657,20 @@ fn explain_names_loop_fission_or_why_it_was_not_kept() {
 }
 
 #[test]
+fn explain_lists_the_python_scalars_the_host_evaluates_and_the_reassociation_under_fast_math() {
+    let o = funcfuse(&["explain", "corpus/micro/decode_steps.py::greedy_until_eos"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let line = o.stdout.lines().find(|l| l.contains("Python scalars the host evaluates")).unwrap_or_default();
+    assert!(line.contains(" not") && line.contains(" bitor") && line.contains(" ge"), "{}", o.stdout);
+    let plain = funcfuse(&["explain", "corpus/micro/decode_steps.py::attention_energies"]);
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    assert!(!plain.stdout.contains("matmul/reassociate"), "{}", plain.stdout);
+    let fast = funcfuse(&["explain", "--fast-math", "corpus/micro/decode_steps.py::attention_energies"]);
+    assert_eq!(fast.code, 0, "{}", fast.stderr);
+    assert!(fast.stdout.contains("fired    1 x matmul/reassociate"), "{}", fast.stdout);
+}
+
+#[test]
 fn explain_names_loop_interchange_or_the_dependence_that_stopped_it() {
     let o = funcfuse(&["explain", "corpus/workloads/lstm.py::lstm"]);
     assert_eq!(o.code, 0, "{}", o.stderr);

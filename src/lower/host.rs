@@ -17,7 +17,7 @@ use crate::ir::{lit, Node, OpName};
 use crate::tensor::DType;
 
 /// The ops a host scalar may be.
-fn scalar_op(op: OpName) -> bool {
+pub fn scalar_op(op: OpName) -> bool {
     use OpName::*;
     matches!(op, Eq | Ne | Lt | Le | Gt | Ge | BitAnd | BitOr | BitXor | LogicalNot)
 }

@@ -13,6 +13,7 @@ pub mod exec;
 mod fuse;
 pub mod group;
 mod host;
+pub use host::scalar_op as host_scalar_op;
 pub mod index;
 mod inplace;
 pub mod kernel;
