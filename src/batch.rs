@@ -49,6 +49,8 @@ pub struct Options {
     pub profile: Profile,
     /// Candidates to measure per program (`optimize --autotune K`; 0: off, the model alone chooses).
     pub autotune: usize,
+    /// Rewrites that hold in real arithmetic only may apply (`--fast-math`, [`crate::pipeline::Session::fast_math`]).
+    pub fast_math: bool,
 }
 
 /// Seconds spent per stage (not part of any deterministic output).
@@ -95,8 +97,7 @@ pub fn optimize_one(task: &Task, defs: &[RuleDef], opts: &Options) -> Result<Out
         Kernels::Cuda(_) => crate::backend::Target::Cuda,
     };
     let rules = crate::rewrite::rules::to_rewrites(defs).map_err(|d| d.to_string())?;
-    // `@real` rules are in the set only with `--fast-math`.
-    let session = Session::new(&rules, opts.profile.clone(), target).fast_math(defs.iter().any(|d| d.real));
+    let session = Session::new(&rules, opts.profile.clone(), target).fast_math(opts.fast_math);
     let module = Session::load(&task.file.display().to_string()).map_err(|d| d.to_string())?;
     let mut r = session.optimize(&module, &task.func, &BTreeMap::new()).map_err(|d| d.to_string())?;
     let tuned = if opts.autotune > 0 {

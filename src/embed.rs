@@ -218,6 +218,7 @@ fn prepare(
     crate::limits::with_deadline(Some(limit), || {
         let (module, scalars) = typed_module(src, params)?;
         let rewrites = crate::rewrite::rules::to_rewrites(rules)?;
+        // The Python API's rules come from `usable`, which keeps `@real` rules only under its `fast_math`.
         let session = Session::new(&rewrites, crate::cost::Profile::shipped_c(), crate::backend::Target::C)
             .fast_math(rules.iter().any(|d| d.real));
         let result = session.optimize(&module, &src.func, &scalars).map_err(|d| d.in_file(&src.path))?;

@@ -294,6 +294,7 @@ fn a_timed_out_program_stops_its_own_work() {
         kernels: funcfuse::batch::Kernels::C,
         profile: funcfuse::cost::Profile::shipped_c(),
         autotune: 0,
+        fast_math: false,
     };
     let start = Instant::now();
     let r =

@@ -41,6 +41,7 @@ pub(crate) fn optimize_cmd(paths: &[String], a: &OptimizeArgs) -> Result<(), Fai
         },
         profile,
         autotune: a.autotune,
+        fast_math: a.rules.fast_math,
     };
     use std::io::IsTerminal;
     let tty = std::io::stderr().is_terminal();

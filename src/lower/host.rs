@@ -75,35 +75,40 @@ impl Planner<'_> {
     /// or next value) whose readers all are.
     fn host_read(&self, id: Id, set: &HashSet<Id>, slots: &Slots) -> bool {
         self.users[usize::from(id)].iter().all(|&u| match &self.term[u] {
-            _ if set.contains(&u) => true,
-            Node::If([c, a, b]) => *c == id && *a != id && *b != id,
-            Node::While([init, c, body]) => *c == id && *init != id && *body != id,
-            // A tuple that is only loops' state (hash-consing may share it with another loop, an `if`'s arm or an
-            // output, which would read the value as a tensor).
-            Node::Tuple(items) => items.iter().enumerate().all(|(j, &x)| {
-                x != id
-                    || slots.get(&u).is_some_and(|ls| {
-                        self.users[usize::from(u)].iter().all(|l| ls.iter().any(|&(lp, _)| lp == *l))
-                            && ls.iter().all(|&(lp, readers)| {
-                                let readers = &slots.readers[readers];
-                                readers.get(j).is_some_and(|r| r.iter().all(|&c| self.value_host_read(c, set)))
-                                    && slots.gets(lp, j).all(|g| self.value_host_read(g, set))
-                            })
-                    })
-            }),
+            _ if host_reader(&self.term[u], u, id, set) => true,
+            Node::Tuple(items) => {
+                items.iter().enumerate().all(|(j, &x)| x != id || self.slot_host_read(u, j, set, slots))
+            }
             _ => false,
         })
+    }
+
+    /// Whether slot `j` of tuple `tuple` is loop state only the host reads: the tuple is only loops' state (hash-
+    /// consing may share it with another loop, an `if`'s arm or an output, which would read the value as a tensor),
+    /// and in each of those loops, and after it through `get`, every reader of the slot is the host.
+    fn slot_host_read(&self, tuple: Id, j: usize, set: &HashSet<Id>, slots: &Slots) -> bool {
+        let Some(loops) = slots.of.get(&tuple) else { return false };
+        self.users[usize::from(tuple)].iter().all(|l| loops.iter().any(|&(lp, _)| lp == *l))
+            && loops.iter().all(|&(lp, k)| {
+                slots.readers[k].get(j).is_some_and(|r| r.iter().all(|&c| self.value_host_read(c, set)))
+                    && slots.gets(lp, j).all(|g| self.value_host_read(g, set))
+            })
     }
 
     /// Whether every reader of the value node `v` (loop state read in the loop, or a loop's result read after it)
     /// is a member of `set` or a condition.
     fn value_host_read(&self, v: Id, set: &HashSet<Id>) -> bool {
-        self.users[usize::from(v)].iter().all(|&u| match &self.term[u] {
-            _ if set.contains(&u) => true,
-            Node::If([c, a, b]) => *c == v && *a != v && *b != v,
-            Node::While([init, c, body]) => *c == v && *init != v && *body != v,
-            _ => false,
-        })
+        self.users[usize::from(v)].iter().all(|&u| host_reader(&self.term[u], u, v, set))
+    }
+}
+
+/// Whether node `u` (`node`) reads `v` as the host does: a member of `set`, or an `if`'s or `while`'s condition.
+fn host_reader(node: &Node, u: Id, v: Id, set: &HashSet<Id>) -> bool {
+    match node {
+        _ if set.contains(&u) => true,
+        Node::If([c, a, b]) => *c == v && *a != v && *b != v,
+        Node::While([init, c, body]) => *c == v && *init != v && *body != v,
+        _ => false,
     }
 }
 
@@ -116,10 +121,6 @@ struct Slots {
 }
 
 impl Slots {
-    fn get(&self, tuple: &Id) -> Option<&Vec<(Id, usize)>> {
-        self.of.get(tuple)
-    }
-
     fn gets(&self, lp: Id, j: usize) -> impl Iterator<Item = Id> + '_ {
         self.gets.iter().filter(move |&&(l, k, _)| l == lp && k == j as i64).map(|&(_, _, g)| g)
     }

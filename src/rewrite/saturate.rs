@@ -166,6 +166,26 @@ pub const RUST_REWRITES: &[(&str, &str)] = &[
 /// A Rust rewrite: the term rewritten, and how many places it changed.
 type RustRewrite = fn(&Term, &[(String, crate::tensor::DType, Vec<usize>)]) -> (Term, usize);
 
+/// A Rust rewrite of the phase after the first saturation, in order. `priced`: kept only where the cost profile
+/// predicts the plan cheaper (fission trades per-iteration kernels for a batched kernel and a buffer; a reassociated
+/// product may do more work). `real`: holds in real arithmetic only (products grouped otherwise round otherwise),
+/// so it runs with fast math alone, like the `@real` text rules.
+struct Pass {
+    name: &'static str,
+    run: RustRewrite,
+    priced: bool,
+    real: bool,
+}
+
+const PASSES: [Pass; 6] = [
+    Pass { name: "views/compose", run: super::compose::compose_views, priced: false, real: false },
+    Pass { name: "loops/vectorize", run: super::vectorize::vectorize_loops, priced: false, real: false },
+    Pass { name: "matmul/reassociate", run: super::reassoc::reassociate, priced: true, real: true },
+    Pass { name: "loops/hoist", run: super::hoist::hoist_loops, priced: true, real: false },
+    Pass { name: "loops/promote", run: super::promote::promote_views, priced: false, real: false },
+    Pass { name: "scatter/cover-cat", run: super::cover::cover_cat, priced: false, real: false },
+];
+
 /// Saturates and extracts in phases: the text rules, then the Rust rewrites on the extracted term, then the text
 /// rules again on what they produced. Each phase gets half of what is left of the time limit.
 pub fn optimize(f: &Functional, rules: &[Rewrite<Node, TermAnalysis>], limits: Limits) -> Result<Optimized, String> {
@@ -250,25 +270,15 @@ fn saturate_and_extract(
             out.rejected.insert("loops/interchange".to_string(), n);
         }
     }
-    let passes: [(&str, RustRewrite); 6] = [
-        ("views/compose", super::compose::compose_views),
-        ("loops/vectorize", super::vectorize::vectorize_loops),
-        ("matmul/reassociate", super::reassoc::reassociate),
-        ("loops/hoist", super::hoist::hoist_loops),
-        ("loops/promote", super::promote::promote_views),
-        ("scatter/cover-cat", super::cover::cover_cat),
-    ];
-    for (name, pass) in passes {
+    for &Pass { name, run, priced, real } in &PASSES {
         crate::limits::check()?;
-        // Products grouped otherwise round otherwise (a product that overflows, a cancellation): fast math only.
-        if name == "matmul/reassociate" && !limits.fast_math {
+        if real && !limits.fast_math {
             continue;
         }
-        let (term, n) = pass(&out.term, &f.inputs);
+        let (term, n) = run(&out.term, &f.inputs);
         if n > 0 {
             verify(&term, &f.inputs).map_err(|e| format!("{name} produced a term that does not verify: {e}"))?;
-            // Fission trades per-iteration kernels for one batched kernel and a buffer: the cost model decides.
-            if matches!(name, "loops/hoist" | "matmul/reassociate") && !cheaper(&term, &out.term, &f.inputs, profile) {
+            if priced && !cheaper(&term, &out.term, &f.inputs, profile) {
                 out.rejected.insert(name.to_string(), n);
                 continue;
             }
