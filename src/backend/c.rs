@@ -61,6 +61,7 @@ pub fn render_kernel(k: &Kernel) -> String {
         s.push_str(&undef);
         return s;
     }
+    s.push_str(&super::source::pre_values(k));
     // Each piece of the domain (of a reduction's output domain) gets its own loop nest: a reduction's row
     // layout where that pays, else the plain nest. A reduction's piece is a block of its own (its accumulators).
     // A scatter runs its points in row-major order, in one nest (see `Kernel::ordered`).

@@ -64,7 +64,7 @@ fn count(k: &Kernel) -> usize {
 /// Whether expression `e` reads domain or reduction variable `v`.
 pub fn uses_var(e: &Expr, v: usize) -> bool {
     match e {
-        Expr::Load { at, .. } | Expr::Index(at) | Expr::NonNeg(at) => at.mentions(v),
+        Expr::Load { at, .. } | Expr::Local { at, .. } | Expr::Index(at) | Expr::NonNeg(at) => at.mentions(v),
         Expr::Const(..) | Expr::Acc(_) => false,
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => uses_var(a, v),
         Expr::Binary(_, _, _, a, b) => uses_var(a, v) || uses_var(b, v),
@@ -182,7 +182,10 @@ pub fn width(k: &Kernel) -> Width {
             shape.iter().zip(strides).map(|(&d, &st)| d.saturating_sub(1) as u128 * st.unsigned_abs() as u128).sum();
         n <= limit as u128 && reach <= limit as u128
     });
-    let exprs = k.store.fits_i32() && expr_fits(&k.value) && k.epilogue.as_ref().is_none_or(|(_, e)| expr_fits(e));
+    let exprs = k.store.fits_i32()
+        && expr_fits(&k.value)
+        && k.epilogue.as_ref().is_none_or(|(_, e)| expr_fits(e))
+        && k.pre.iter().all(|p| width(p) == Width::I32);
     if sizes && views && exprs {
         Width::I32
     } else {
@@ -192,7 +195,7 @@ pub fn width(k: &Kernel) -> Width {
 
 fn expr_fits(e: &Expr) -> bool {
     match e {
-        Expr::Load { at, .. } | Expr::Index(at) | Expr::NonNeg(at) => at.fits_i32(),
+        Expr::Load { at, .. } | Expr::Local { at, .. } | Expr::Index(at) | Expr::NonNeg(at) => at.fits_i32(),
         Expr::Gather { at, index, .. } => at.fits_i32() && expr_fits(index),
         // The dot's own steps are 64-bit (`ff_dotf`); its first positions are index forms.
         Expr::Dot(d) => d.a_at.fits_i32() && d.b_at.fits_i32(),
@@ -308,6 +311,8 @@ fn kernel_source(s: &mut String, k: &Kernel, w: Width, dialect: Dialect) {
         let list: Vec<String> = (0..k.params).map(|n| format!("p{n}")).collect();
         let _ = writeln!(s, "  const int64_t p[{}] = {{{}}}; (void)p;", k.params, list.join(", "));
     }
+    // In 64-bit indices: the pres' loop variables are `int64_t`.
+    s.push_str(&with_width(Width::I64, || super::source::pre_values(k)));
     match lay {
         Layout::Flat => flat(s, k, w),
         Layout::Rows => rows(s, k, w),

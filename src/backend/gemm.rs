@@ -95,11 +95,13 @@ fn tree(mut terms: Vec<String>) -> String {
 /// no use of it as a value).
 pub(super) fn unit_stride(e: &Expr, v: usize) -> bool {
     let here = match e {
-        Expr::Load { at, .. } | Expr::Gather { at, .. } => at.terms.iter().all(|(a, k)| match a {
-            Atom::Var(u, _) if *u == v => *k == 1,
-            Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) => !x.mentions(v),
-            _ => true,
-        }),
+        Expr::Load { at, .. } | Expr::Local { at, .. } | Expr::Gather { at, .. } => {
+            at.terms.iter().all(|(a, k)| match a {
+                Atom::Var(u, _) if *u == v => *k == 1,
+                Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) => !x.mentions(v),
+                _ => true,
+            })
+        }
         Expr::Index(i) | Expr::NonNeg(i) => !i.mentions(v),
         _ => true,
     };
@@ -151,7 +153,7 @@ pub fn block_var(k: &Kernel, row: usize) -> Option<(usize, usize)> {
 /// The load and gather indices of `e`.
 fn load_idxs<'a>(e: &'a Expr, out: &mut Vec<&'a crate::lower::index::Idx>) {
     match e {
-        Expr::Load { at, .. } => out.push(at),
+        Expr::Load { at, .. } | Expr::Local { at, .. } => out.push(at),
         Expr::Gather { at, index, .. } => {
             out.push(at);
             load_idxs(index, out);

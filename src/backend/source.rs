@@ -34,6 +34,31 @@ pub fn helpers(k: &Kernel, fn_kw: &str) -> (String, String) {
     (def, undef)
 }
 
+/// The statements computing a kernel's pres ([`Kernel::pre`]) before its loop nest: pre `s` into the local array
+/// `fv<s>`, by its own serial loop nest (in a block whose `a0` is that array; the pre reads the kernel's other
+/// arguments). On CUDA every thread runs them: a pre is small (`lower/pre.rs` bounds it).
+pub fn pre_values(k: &Kernel) -> String {
+    let mut s = String::new();
+    for (slot, p) in k.pre.iter().enumerate() {
+        let t = c_type(p.out_dtype);
+        let n = p.domain.iter().product::<usize>().max(1);
+        let _ = writeln!(s, "  {t} fv{slot}[{n}];\n  {{\n    {t}* a0 = fv{slot};");
+        let mut ind = String::from("    ");
+        let loops: Vec<(usize, usize)> = p.domain.iter().copied().enumerate().filter(|&(_, n)| n != 1).collect();
+        for &(v, n) in &loops {
+            let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {n}; i{v}++) {{");
+            ind.push_str("  ");
+        }
+        s.push_str(&point_body(p, &ind));
+        for _ in &loops {
+            ind.truncate(ind.len() - 2);
+            let _ = writeln!(s, "{ind}}}");
+        }
+        s.push_str("  }\n");
+    }
+    s
+}
+
 /// The statements computing and storing the element at the current domain point (`i0..`), reducing over the
 /// kernel's inner variables where it has them.
 pub fn point_body(k: &Kernel, indent: &str) -> String {
@@ -404,7 +429,7 @@ fn hoist(e: &Expr, vars: &[usize], put: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
 /// Whether `e` loads or gathers from a buffer.
 fn reads_memory(e: &Expr) -> bool {
     match e {
-        Expr::Load { .. } | Expr::Gather { .. } | Expr::Dot(_) => true,
+        Expr::Load { .. } | Expr::Local { .. } | Expr::Gather { .. } | Expr::Dot(_) => true,
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => reads_memory(a),
         Expr::Binary(_, _, _, a, b) => reads_memory(a) || reads_memory(b),
         Expr::Where(c, a, b) => reads_memory(c) || reads_memory(a) || reads_memory(b),
@@ -415,7 +440,7 @@ fn reads_memory(e: &Expr) -> bool {
 /// Whether `e` depends on loop variable `v` (through an index it reads at, or as a value).
 fn mentions(e: &Expr, v: usize) -> bool {
     match e {
-        Expr::Load { at, .. } => at.mentions(v),
+        Expr::Load { at, .. } | Expr::Local { at, .. } => at.mentions(v),
         Expr::Gather { at, index, .. } => at.mentions(v) || mentions(index, v),
         Expr::Dot(d) => d.a_at.mentions(v) || d.b_at.mentions(v),
         Expr::Index(i) | Expr::NonNeg(i) => i.mentions(v),
@@ -489,7 +514,7 @@ fn blocked_rows(
 /// row would compute them per element, where the plain nest computes them once per output.
 fn stride_sum(e: &Expr, v: usize) -> i64 {
     let here = match e {
-        Expr::Load { at, .. } | Expr::Gather { at, .. } => at
+        Expr::Load { at, .. } | Expr::Local { at, .. } | Expr::Gather { at, .. } => at
             .terms
             .iter()
             .map(|(a, k)| match a {

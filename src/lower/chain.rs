@@ -160,7 +160,8 @@ fn loads(e: &Expr, out: &mut Vec<(usize, Option<Idx>)>) {
                 idx_loads(at, out);
             }
         }
-        Expr::Const(..) | Expr::Acc(_) => {}
+        // A pre's element: its reads are the pre's (see `reads_only_own_point`).
+        Expr::Const(..) | Expr::Acc(_) | Expr::Local { .. } => {}
         Expr::Index(at) | Expr::NonNeg(at) => idx_loads(at, out),
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => loads(a, out),
         Expr::Binary(_, _, _, a, b) => {
@@ -274,6 +275,12 @@ fn reads_only_own_point(plan: &Plan, m: usize, w: &Write, writer: usize, ctx: (b
         loads(e, &mut reads);
     }
     idx_loads(&plan.kernels[m].store, &mut reads);
+    // A pre reads every element it folds, before the member's first point.
+    for p in &plan.kernels[m].pre {
+        let mut pre_reads = Vec::new();
+        loads(&p.value, &mut pre_reads);
+        reads.extend(pre_reads.into_iter().map(|(arg, _)| (arg, None)));
+    }
     for (arg, at) in reads {
         let node = if arg == 0 { launch.node } else { launch.args[arg - 1] };
         if !may_alias(alias_key(plan, node, copies), w.key) || fresh.is_some_and(|f| f != node) {

@@ -34,7 +34,7 @@ fn is_product(e: &Expr) -> bool {
 
 fn loads(e: &Expr) -> bool {
     match e {
-        Expr::Load { .. } | Expr::Gather { .. } | Expr::Dot(_) => true,
+        Expr::Load { .. } | Expr::Local { .. } | Expr::Gather { .. } | Expr::Dot(_) => true,
         Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => false,
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => loads(a),
         Expr::Binary(_, _, _, a, b) => loads(a) || loads(b),
@@ -54,7 +54,7 @@ fn has_gather(e: &Expr) -> bool {
     match e {
         Expr::Gather { .. } => true,
         Expr::Load { at, .. } => loads_index(at),
-        Expr::Dot(_) | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => false,
+        Expr::Dot(_) | Expr::Local { .. } | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => false,
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => has_gather(a),
         Expr::Binary(_, _, _, a, b) => has_gather(a) || has_gather(b),
         Expr::Where(c, a, b) => has_gather(c) || has_gather(a) || has_gather(b),
@@ -66,10 +66,11 @@ fn has_gather(e: &Expr) -> bool {
 /// which its selects are decided, so that a select counts only the arm each element takes) and the smaller count is
 /// kept: the whole domain counts every arm of a select, the pieces count a broadcast operand once per piece.
 pub fn transcendentals(k: &Kernel) -> f64 {
-    let mut total = 0.0;
+    // Each pre once per launch (as the C backend computes it).
+    let mut total: f64 = k.pre.iter().map(transcendentals).sum();
     count(&k.value, &BTreeSet::new(), &mut total);
     if let Some(pieces) = super::specialize::pieces(k) {
-        let mut by_piece = 0.0;
+        let mut by_piece: f64 = k.pre.iter().map(transcendentals).sum();
         for p in &pieces {
             count(&p.value, &BTreeSet::new(), &mut by_piece);
         }
@@ -99,7 +100,7 @@ fn is_transcendental(e: &Expr) -> bool {
 fn count(e: &Expr, acc: &BTreeSet<(usize, i64)>, total: &mut f64) -> BTreeSet<(usize, i64)> {
     let mut vars = BTreeSet::new();
     match e {
-        Expr::Load { at, .. } | Expr::Index(at) | Expr::NonNeg(at) => idx_vars(at, &mut vars),
+        Expr::Load { at, .. } | Expr::Local { at, .. } | Expr::Index(at) | Expr::NonNeg(at) => idx_vars(at, &mut vars),
         Expr::Const(..) => {}
         Expr::Acc(_) => vars.extend(acc.iter().copied()),
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => vars = count(a, acc, total),
@@ -179,6 +180,7 @@ mod tests {
             views: Vec::new(),
             in_place: false,
             flat: false,
+            pre: Vec::new(),
         }
     }
 

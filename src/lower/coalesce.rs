@@ -78,7 +78,7 @@ fn merge(i: &Idx, v: usize, w: usize, n: i64) -> Idx {
 /// Calls `f` on every index form of `e` (loads, gathers, index values, view tests).
 fn each_index(e: &Expr, f: &mut dyn FnMut(&Idx)) {
     match e {
-        Expr::Load { at, .. } => f(at),
+        Expr::Load { at, .. } | Expr::Local { at, .. } => f(at),
         Expr::Dot(d) => {
             f(&d.a_at);
             f(&d.b_at);
@@ -107,6 +107,7 @@ fn map_indices(e: &Expr, f: &dyn Fn(&Idx) -> Idx) -> Expr {
     let m = |a: &Expr| Box::new(map_indices(a, f));
     match e {
         Expr::Load { arg, at, dtype } => Expr::Load { arg: *arg, at: f(at), dtype: *dtype },
+        Expr::Local { slot, at, dtype } => Expr::Local { slot: *slot, at: f(at), dtype: *dtype },
         Expr::Gather { arg, at, index, stride, extent, dtype } => {
             Expr::Gather { arg: *arg, at: f(at), index: m(index), stride: *stride, extent: *extent, dtype: *dtype }
         }

@@ -26,7 +26,8 @@ pub(super) fn keep_cheaper(
     without: impl FnOnce() -> Result<Plan, String>,
     cost: &dyn Fn(&Plan) -> f64,
 ) -> Result<Plan, String> {
-    let fused = with.how.iter().zip(with.term.as_ref()).any(|(h, n)| *h == How::Inline && is_matmul(n));
+    let fused = with.how.iter().zip(with.term.as_ref()).any(|(h, n)| *h == How::Inline && is_matmul(n))
+        || with.kernels.iter().any(|k| !k.pre.is_empty());
     if !fused {
         return Ok(with);
     }
@@ -180,7 +181,7 @@ impl Planner<'_> {
     }
 
     /// Whether some kernel of the plan writes into `x`'s buffer in place (an assign or a scatter with base `x`).
-    fn written_in_place(&self, x: Id) -> bool {
+    pub(super) fn written_in_place(&self, x: Id) -> bool {
         self.how
             .iter()
             .enumerate()
@@ -188,7 +189,7 @@ impl Planner<'_> {
     }
 
     /// The buffer node `n` writes into where it is planned in place: an assign's or a scatter's base.
-    fn in_place_base(&self, n: Id) -> Option<Id> {
+    pub(super) fn in_place_base(&self, n: Id) -> Option<Id> {
         match &self.term[n] {
             Node::Assign([b, _, _]) => Some(*b),
             Node::Op(OpName::IndexPut | OpName::Scatter, a) => a.first().copied(),

@@ -21,6 +21,8 @@ pub(super) struct KernelBuilder {
     acc: Option<Id>,
     /// Index buffers of gathers and scatters and the ranges they must lie in.
     pub(super) checks: Vec<IndexCheck>,
+    /// The small reductions the kernel computes before its nest ([`Kernel::pre`]), in order, with their nodes.
+    pres: Vec<(Id, Kernel)>,
 }
 
 impl KernelBuilder {
@@ -166,7 +168,21 @@ impl Planner<'_> {
             let arg = kb.arg(id, dtype);
             return Ok(Expr::Load { arg, at: ravel(idx, &shape), dtype });
         }
+        if self.pres.contains(&id) {
+            let slot = self.pre(kb, id)?;
+            return Ok(Expr::Local { slot, at: ravel(idx, &shape), dtype });
+        }
         self.inline(kb, id, idx, dtype, &shape)
+    }
+
+    /// The slot of small reduction `id` among the kernel's pres, built (after the pres it reads) where it is new.
+    fn pre(&self, kb: &mut KernelBuilder, id: Id) -> Result<usize, String> {
+        if let Some(slot) = kb.pres.iter().position(|(n, _)| *n == id) {
+            return Ok(slot);
+        }
+        let k = self.kernel_of(kb, id, format!("pre{}", kb.pres.len()))?.without_empty_reduction();
+        kb.pres.push((id, k));
+        Ok(kb.pres.len() - 1)
     }
 
     pub(super) fn operand(&self, kb: &mut KernelBuilder, id: Id, idx: &[Idx]) -> Result<Expr, String> {
@@ -450,11 +466,25 @@ impl Planner<'_> {
             && crate::ir::geometry::is_permutation(&vs, &strides, off)
     }
 
-    /// The kernel that materializes node `id`.
+    /// The kernel that materializes node `id`, with the small reductions it reads as its pres (which read its
+    /// arguments, and none its output: `pre.rs` refuses a pre over a buffer written in place).
     pub(super) fn kernel(&self, kb: &mut KernelBuilder, id: Id, name: String) -> Result<Kernel, String> {
+        let mut k = self.kernel_of(kb, id, name)?;
+        k.pre = std::mem::take(&mut kb.pres)
+            .into_iter()
+            .map(|(_, p)| {
+                let args = std::iter::once(p.out_dtype).chain(k.args[1..].iter().copied()).collect();
+                Kernel { args, params: k.params, views: k.views.clone(), ..p }
+            })
+            .collect();
+        Ok(k)
+    }
+
+    /// The kernel that materializes node `id`, its pres left in `kb`.
+    fn kernel_of(&self, kb: &mut KernelBuilder, id: Id, name: String) -> Result<Kernel, String> {
         let (dtype, shape) = self.tensor(id).ok_or("a kernel of a non-tensor")?;
         if let Some(&r) = self.epilogue.get(&id) {
-            let mut k = self.kernel(kb, r, name)?;
+            let mut k = self.kernel_of(kb, r, name)?;
             let (rd, rs) = self.tensor(r).ok_or("a reduction of a non-tensor")?;
             kb.acc = Some(r);
             // The kernel's points are the reduction's; a reader of another shape with as many elements (a reshape
@@ -486,6 +516,7 @@ impl Planner<'_> {
             views: Vec::new(),
             in_place: false,
             flat: false,
+            pre: Vec::new(),
         };
         let how = self.how[usize::from(id)].clone();
         // A write into its base's buffer, or into a fresh buffer that the view writes whole: the kernel runs over the

@@ -44,6 +44,13 @@ pub enum Expr {
     },
     /// A matmul's element computed where it is read (the matmul fused into its reader, [`Dot`]): f32.
     Dot(Box<Dot>),
+    /// Element `at` of the small reduction [`Kernel::pre`]`[slot]`, which the kernel computes before its loop nest
+    /// (into the local array `fv<slot>`).
+    Local {
+        slot: usize,
+        at: Idx,
+        dtype: DType,
+    },
 }
 
 /// At most this many points has a kernel with dot products (the C backend computes each dot at every point of a
@@ -83,6 +90,7 @@ impl Expr {
             | Expr::Const(_, dtype)
             | Expr::Cast(dtype, _)
             | Expr::Acc(dtype)
+            | Expr::Local { dtype, .. }
             | Expr::Gather { dtype, .. } => *dtype,
             Expr::Dot(_) => DType::F32,
             Expr::Index(_) => DType::I64,
@@ -96,7 +104,7 @@ impl Expr {
     /// Loads and arithmetic ops, for the cost model.
     pub fn counts(&self) -> (usize, usize) {
         match self {
-            Expr::Load { .. } => (1, 0),
+            Expr::Load { .. } | Expr::Local { .. } => (1, 0),
             // One op per product, as a matmul kernel counts its `a * b` per point (the add of its reduction is
             // not counted): a dot is priced at the matmul class's fitted rate, so its ops must be the same unit.
             Expr::Dot(d) => (2 * d.len, d.len),
@@ -166,6 +174,11 @@ pub struct Kernel {
     /// one point to one thread (the flat layout, a reduction folded serially by that thread), so that the thread that
     /// computes the reduction at a point is the one that runs the later members there.
     pub flat: bool,
+    /// Small reductions the kernel reads at any of their elements, computed before its loop nest, in order (a later
+    /// one may read an earlier one): pre `s` stores into the local array `fv<s>` (each CUDA thread computes its own
+    /// copy), and the value reads it as [`Expr::Local`]. Each reads the kernel's own arguments (never argument 0)
+    /// and has its own loop variables. `lower/pre.rs` decides which reductions are computed so.
+    pub pre: Vec<Kernel>,
 }
 
 impl Kernel {
@@ -252,7 +265,10 @@ impl Kernel {
         }
         let outputs = self.domain.iter().product::<usize>() as f64;
         let epilogue = self.epilogue.as_ref().map_or(0.0, |(_, e)| outputs * e.counts().1 as f64);
-        (bytes, points * self.value.counts().1 as f64 + epilogue)
+        // Each pre once per launch (the C backend's count; a CUDA thread computes each): its reads are of the
+        // kernel's arguments, counted above.
+        let pre: f64 = self.pre.iter().map(|p| p.traffic(std::iter::empty()).1).sum();
+        (bytes, points * self.value.counts().1 as f64 + epilogue + pre)
     }
 }
 
@@ -271,7 +287,7 @@ pub fn dot_reads(e: &Expr, out: &mut Vec<(usize, usize)>) {
             dot_reads(a, out);
             dot_reads(b, out);
         }
-        Expr::Load { .. } | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => {}
+        Expr::Load { .. } | Expr::Local { .. } | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => {}
     }
 }
 
@@ -359,6 +375,7 @@ pub fn render(e: &Expr, args: &str) -> String {
         },
         Expr::Index(i) => i.render(),
         Expr::Acc(_) => "red".into(),
+        Expr::Local { slot, at, .. } => format!("fv{slot}[{}]", at.render()),
         Expr::Dot(d) => format!(
             "ff_dotf({args}{} + ({}), {}, {args}{} + ({}), {}, {})",
             d.a,
@@ -632,7 +649,9 @@ fn replace_acc(e: &Expr, v: &Expr) -> Expr {
         Expr::Gather { arg, at, index, stride, extent, dtype } => {
             Expr::Gather { arg: *arg, at: at.clone(), index: m(index), stride: *stride, extent: *extent, dtype: *dtype }
         }
-        Expr::Load { .. } | Expr::Dot(_) | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) => e.clone(),
+        Expr::Load { .. } | Expr::Local { .. } | Expr::Dot(_) | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) => {
+            e.clone()
+        }
         Expr::Unary(op, d, a) => Expr::Unary(*op, *d, m(a)),
         Expr::Cast(d, a) => Expr::Cast(*d, m(a)),
         Expr::Binary(op, c, d, a, b) => Expr::Binary(*op, *c, *d, m(a), m(b)),

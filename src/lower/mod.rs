@@ -19,6 +19,7 @@ mod inplace;
 pub mod kernel;
 mod order;
 pub mod plan;
+mod pre;
 mod prepare;
 pub mod profile;
 mod scatter;

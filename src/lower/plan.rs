@@ -262,6 +262,7 @@ fn plan_with(
         why: vec![None; n],
         dot_notes: Vec::new(),
         host_scalars: Default::default(),
+        pres: Default::default(),
     };
     p.host_scalars = p.host_scalars();
     p.classify();
@@ -269,7 +270,9 @@ fn plan_with(
     if policy == Policy::Fused {
         p.fuse_epilogues();
         if dots {
-            p.fuse_dots(&super::group::scopes_of(term));
+            let scopes = super::group::scopes_of(term);
+            p.fuse_dots(&scopes);
+            p.fuse_pres(&scopes);
         }
     }
     let mut plan = Plan {
@@ -335,6 +338,9 @@ pub(super) struct Planner<'a> {
     pub(super) dot_notes: Vec<String>,
     /// The 0-d comparisons and logical ops the host evaluates as Python does (`host.rs`).
     pub(super) host_scalars: hashbrown::HashSet<Id>,
+    /// Small reductions computed by each kernel that reads them, before its loop nest ([`super::kernel::Kernel::pre`],
+    /// `pre.rs`); planned [`How::Inline`].
+    pub(super) pres: hashbrown::HashSet<Id>,
 }
 
 /// Whether a view's dims nest (so that its inverse is a chain of divisions).

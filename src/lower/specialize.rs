@@ -233,7 +233,7 @@ fn atoms(i: &Idx, f: &mut dyn FnMut(&Atom)) {
 /// Every index form in `e`.
 fn indices(e: &Expr, f: &mut dyn FnMut(&Idx)) {
     match e {
-        Expr::Load { at, .. } | Expr::Gather { at, .. } => f(at),
+        Expr::Load { at, .. } | Expr::Local { at, .. } | Expr::Gather { at, .. } => f(at),
         Expr::Index(i) | Expr::NonNeg(i) => f(i),
         Expr::Dot(d) => {
             f(&d.a_at);
@@ -248,7 +248,13 @@ fn indices(e: &Expr, f: &mut dyn FnMut(&Idx)) {
 
 fn children(e: &Expr) -> Vec<&Expr> {
     match e {
-        Expr::Load { .. } | Expr::Dot(_) | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => vec![],
+        Expr::Load { .. }
+        | Expr::Local { .. }
+        | Expr::Dot(_)
+        | Expr::Const(..)
+        | Expr::Index(_)
+        | Expr::NonNeg(_)
+        | Expr::Acc(_) => vec![],
         Expr::Unary(_, _, a) | Expr::Cast(_, a) => vec![a],
         Expr::Gather { index, .. } => vec![index],
         Expr::Binary(_, _, _, a, b) => vec![a, b],
@@ -274,6 +280,7 @@ fn subst_expr(e: &Expr, f: &dyn Fn(usize) -> Idx) -> Expr {
     let s = |a: &Expr| Box::new(subst_expr(a, f));
     match e {
         Expr::Load { arg, at, dtype } => Expr::Load { arg: *arg, at: at.subst(f), dtype: *dtype },
+        Expr::Local { slot, at, dtype } => Expr::Local { slot: *slot, at: at.subst(f), dtype: *dtype },
         Expr::Dot(d) => Expr::Dot(Box::new(d.map(&mut |i| i.subst(f)))),
         Expr::Const(..) | Expr::Acc(_) => e.clone(),
         Expr::Index(i) => Expr::Index(i.subst(f)),
@@ -379,7 +386,9 @@ fn simplify(e: &Expr) -> Expr {
             extent: *extent,
             dtype: *dtype,
         },
-        Expr::Load { .. } | Expr::Dot(_) | Expr::Const(..) | Expr::Index(_) | Expr::Acc(_) => e.clone(),
+        Expr::Load { .. } | Expr::Local { .. } | Expr::Dot(_) | Expr::Const(..) | Expr::Index(_) | Expr::Acc(_) => {
+            e.clone()
+        }
     }
 }
 
@@ -412,6 +421,7 @@ pub(super) mod tests {
             views: vec![],
             in_place: false,
             flat: false,
+            pre: Vec::new(),
         }
     }
 
