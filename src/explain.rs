@@ -102,7 +102,7 @@ pub fn text(target: &str, r: &ProgramResult, plans: &[(&'static str, Plan, Estim
             let _ = writeln!(s, "    not merged: {note}");
         }
         if !p.dot_notes.is_empty() {
-            let _ = writeln!(s, "  ours, reductions fused into their readers (a matmul as dot products per output element, a small reduction computed before their loop nest):");
+            let _ = writeln!(s, "  ours, reductions fused into their readers (a matmul as dot products per output element, a small value computed before their loop nest):");
         }
         for note in &p.dot_notes {
             let _ = writeln!(s, "    {note}");

@@ -420,3 +420,26 @@ fn python_bools_of_a_decode_loop_launch_no_kernel() {
     let p = funcfuse::lower::plan(&g.term, &g.inputs, Policy::Fused).unwrap();
     assert!(p.kernels.iter().any(|k| k.out_dtype == funcfuse::tensor::DType::Bool), "{}", p.describe());
 }
+
+/// issue #16: the energies of an attention step, their softmax and its max and sum are computed by the GEMV that
+/// reads the softmax (pres, `lower/pre.rs`); a reduction computed before a loop and read inside it, or over a buffer
+/// written in place, stays a kernel of its own.
+#[test]
+fn small_values_are_computed_by_the_kernels_that_read_them() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/micro/small_reductions.py");
+    let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
+    let plan = |name: &str| {
+        let f = common::optimized(&module, name).unwrap();
+        funcfuse::lower::plan(&f.term, &f.inputs, Policy::Fused).unwrap()
+    };
+    let p = plan("energies_softmax_context");
+    assert_eq!(p.kernels.len(), 1, "{}", p.describe());
+    assert_eq!(p.kernels[0].pre.len(), 4, "the GEMV, max, sum and softmax: {:?}", p.kernels[0].pre);
+    let p = plan("reduction_before_a_loop");
+    assert!(p.kernels.iter().all(|k| k.pre.is_empty()), "{}", p.describe());
+    let eager = {
+        let f = common::optimized(&module, "reduction_before_a_loop").unwrap();
+        funcfuse::lower::plan(&f.term, &f.inputs, Policy::Eager).unwrap()
+    };
+    assert!(eager.kernels.iter().all(|k| k.pre.is_empty()), "pres are ours only");
+}

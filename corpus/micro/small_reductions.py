@@ -81,3 +81,18 @@ def written_in_place_with_its_stats(x: f32[6, 8]) -> f32[6, 8]:
         r = x[t]
         out[t] = r - r.max()
     return out
+
+
+def chain_of_pres(x: f32[64, 64], y: f32[4, 64]) -> f32[4, 64]:
+    # Each sum reads the one before: the reader's pres together stay within their bound.
+    a = x.sum(0)
+    b = (x * a).sum(0)
+    c = (x * b).sum(0)
+    return y * c
+
+
+def energies_softmax_context(memory: f32[50, 64], v: f32[64]) -> f32[64]:
+    # A GEMV of 50 by 64, its softmax and the context that reads it: one kernel.
+    e = memory @ v
+    attn = torch.softmax(e, dim=0)
+    return attn @ memory

@@ -14,7 +14,7 @@ use super::gemm::dot_reduction;
 use super::source::{buffer_decls, helpers, point_body, prelude, row_reduction, LANE_GROUP};
 use crate::lower::exec::Device;
 use crate::lower::index::{ravel, Idx};
-use crate::lower::kernel::{Dot, Expr, Kernel, MAX_DOT_POINTS};
+use crate::lower::kernel::{c_type, Dot, Expr, Kernel, MAX_DOT_POINTS};
 use crate::lower::Plan;
 use crate::tensor::{Buf, DType, Tensor};
 
@@ -61,7 +61,7 @@ pub fn render_kernel(k: &Kernel) -> String {
         s.push_str(&undef);
         return s;
     }
-    s.push_str(&super::source::pre_values(k));
+    s.push_str(&pre_values(k));
     // Each piece of the domain (of a reduction's output domain) gets its own loop nest: a reduction's row
     // layout where that pays, else the plain nest. A reduction's piece is a block of its own (its accumulators).
     // A scatter runs its points in row-major order, in one nest (see `Kernel::ordered`).
@@ -88,6 +88,25 @@ pub fn render_kernel(k: &Kernel) -> String {
     }
     s.push_str("}\n");
     s.push_str(&undef);
+    s
+}
+
+/// The statements computing a kernel's pres ([`Kernel::pre`]) before its loop nest: pre `s` into the local array
+/// `fv<s>`, in a block whose `a0` is that array, by the layout its own kernel would take (the pre reads the
+/// kernel's other arguments).
+fn pre_values(k: &Kernel) -> String {
+    let mut s = String::new();
+    for (slot, p) in k.pre.iter().enumerate() {
+        let t = c_type(p.out_dtype);
+        let n = p.domain.iter().product::<usize>().max(1);
+        let _ = writeln!(s, "  {t} fv{slot}[{n}];\n  {{\n  {t}* a0 = fv{slot};");
+        let layout = row_reduction(p, "  ")
+            .or_else(|| dot_reduction(p, "  "))
+            .or_else(|| extrema_reduction(p, "  "))
+            .unwrap_or_else(|| nest(p));
+        s.push_str(&layout);
+        s.push_str("  }\n");
+    }
     s
 }
 

@@ -312,7 +312,7 @@ fn kernel_source(s: &mut String, k: &Kernel, w: Width, dialect: Dialect) {
         let _ = writeln!(s, "  const int64_t p[{}] = {{{}}}; (void)p;", k.params, list.join(", "));
     }
     // In 64-bit indices: the pres' loop variables are `int64_t`.
-    s.push_str(&with_width(Width::I64, || super::source::pre_values(k)));
+    s.push_str(&with_width(Width::I64, || super::source::pre_values_cuda(k)));
     match lay {
         Layout::Flat => flat(s, k, w),
         Layout::Rows => rows(s, k, w),
@@ -353,7 +353,7 @@ fn kernel_source(s: &mut String, k: &Kernel, w: Width, dialect: Dialect) {
 
 /// Whether a kernel's threads meet at barriers.
 fn coop(k: &Kernel) -> bool {
-    matches!(layout(k), Layout::BlockReduce | Layout::Tiled)
+    matches!(layout(k), Layout::BlockReduce | Layout::Tiled) || !k.pre.is_empty()
 }
 
 /// A kernel's arguments read from the C calling convention's `void** b` and `const int64_t* p`, from offsets.

@@ -34,27 +34,28 @@ pub fn helpers(k: &Kernel, fn_kw: &str) -> (String, String) {
     (def, undef)
 }
 
-/// The statements computing a kernel's pres ([`Kernel::pre`]) before its loop nest: pre `s` into the local array
-/// `fv<s>`, by its own serial loop nest (in a block whose `a0` is that array; the pre reads the kernel's other
-/// arguments). On CUDA every thread runs them: a pre is small (`lower/pre.rs` bounds it).
-pub fn pre_values(k: &Kernel) -> String {
+/// The statements computing a kernel's pres ([`Kernel::pre`]) before its loop nest, on CUDA: pre `s` into the
+/// shared array `fv<s>`, its points spread over the block's threads (each folding its points serially, in a block
+/// whose `a0` is that array; the pre reads the kernel's other arguments), each followed by a barrier. Every block computes
+/// them: `lower/pre.rs` bounds what that repeats. Every thread of a block reaches the barrier: a kernel's body
+/// starts here, and a group runs a member in a whole block or not at all.
+pub fn pre_values_cuda(k: &Kernel) -> String {
     let mut s = String::new();
     for (slot, p) in k.pre.iter().enumerate() {
         let t = c_type(p.out_dtype);
         let n = p.domain.iter().product::<usize>().max(1);
-        let _ = writeln!(s, "  {t} fv{slot}[{n}];\n  {{\n    {t}* a0 = fv{slot};");
-        let mut ind = String::from("    ");
-        let loops: Vec<(usize, usize)> = p.domain.iter().copied().enumerate().filter(|&(_, n)| n != 1).collect();
-        for &(v, n) in &loops {
-            let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {n}; i{v}++) {{");
-            ind.push_str("  ");
+        let _ = writeln!(s, "  __shared__ {t} fv{slot}[{n}];");
+        let _ = writeln!(s, "  for (int64_t t = threadIdx.x; t < {n}; t += blockDim.x) {{\n    {t}* a0 = fv{slot};");
+        let mut stride = 1;
+        for (v, &m) in p.domain.iter().enumerate().rev() {
+            if m != 1 {
+                let _ = writeln!(s, "    const int64_t i{v} = (t / {stride}) % {m};");
+            }
+            stride *= m;
         }
-        s.push_str(&point_body(p, &ind));
-        for _ in &loops {
-            ind.truncate(ind.len() - 2);
-            let _ = writeln!(s, "{ind}}}");
-        }
-        s.push_str("  }\n");
+        s.push_str(&point_body(p, "    "));
+        // Before the next pre (which may read this one) and the kernel's points.
+        s.push_str("  }\n  __syncthreads();\n");
     }
     s
 }

@@ -101,6 +101,29 @@ impl Expr {
         }
     }
 
+    /// Pushes the argument of every buffer read in `self` (loads, gathers, dots; index loads not included).
+    pub fn loaded_args(&self, out: &mut Vec<usize>) {
+        match self {
+            Expr::Load { arg, .. } => out.push(*arg),
+            Expr::Gather { arg, index, .. } => {
+                out.push(*arg);
+                index.loaded_args(out);
+            }
+            Expr::Dot(d) => out.extend([d.a, d.b]),
+            Expr::Unary(_, _, a) | Expr::Cast(_, a) => a.loaded_args(out),
+            Expr::Binary(_, _, _, a, b) => {
+                a.loaded_args(out);
+                b.loaded_args(out);
+            }
+            Expr::Where(c, a, b) => {
+                c.loaded_args(out);
+                a.loaded_args(out);
+                b.loaded_args(out);
+            }
+            Expr::Local { .. } | Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => {}
+        }
+    }
+
     /// Loads and arithmetic ops, for the cost model.
     pub fn counts(&self) -> (usize, usize) {
         match self {
@@ -174,9 +197,9 @@ pub struct Kernel {
     /// one point to one thread (the flat layout, a reduction folded serially by that thread), so that the thread that
     /// computes the reduction at a point is the one that runs the later members there.
     pub flat: bool,
-    /// Small reductions the kernel reads at any of their elements, computed before its loop nest, in order (a later
-    /// one may read an earlier one): pre `s` stores into the local array `fv<s>` (each CUDA thread computes its own
-    /// copy), and the value reads it as [`Expr::Local`]. Each reads the kernel's own arguments (never argument 0)
+    /// Small values the kernel reads at any of their elements, computed before its loop nest, in order (a later one
+    /// may read an earlier one): pre `s` stores into the local array `fv<s>` (on CUDA a shared array each block
+    /// computes), and the value reads it as [`Expr::Local`]. Each reads the kernel's own arguments (never argument 0)
     /// and has its own loop variables. `lower/pre.rs` decides which reductions are computed so.
     pub pre: Vec<Kernel>,
 }
@@ -258,10 +281,17 @@ impl Kernel {
         let mut bytes = self.domain.iter().product::<usize>() as f64 * self.out_dtype.size() as f64;
         let mut dots = Vec::new();
         dot_reads(&self.value, &mut dots);
+        // What a pre reads, it reads whole (the pre's points may be more than the kernel's).
+        let mut whole = Vec::new();
+        for p in &self.pre {
+            p.value.loaded_args(&mut whole);
+        }
         for (a, (n, d)) in arg_numels.into_iter().zip(&self.args[1..]).enumerate() {
             // An argument a dot reads: `len` elements per point (each read once where the points cover it).
             let per_point: usize = dots.iter().filter(|(arg, _)| *arg == a + 1).map(|(_, len)| len).sum();
-            bytes += (points * per_point.max(1) as f64).min(n as f64) * d.size() as f64;
+            let read =
+                if whole.contains(&(a + 1)) { n as f64 } else { (points * per_point.max(1) as f64).min(n as f64) };
+            bytes += read * d.size() as f64;
         }
         let outputs = self.domain.iter().product::<usize>() as f64;
         let epilogue = self.epilogue.as_ref().map_or(0.0, |(_, e)| outputs * e.counts().1 as f64);

@@ -8,13 +8,15 @@
 //! Legality, as for matmuls fused into their readers (`dots.rs`): a reader computes the value when it runs, later
 //! than the value's own kernel would have, so no buffer it reads may be written in place anywhere in the plan, nor
 //! may it be a write in place itself; its readers must be kernels in its scope (else a loop would recompute it per
-//! iteration; the host reads buffers). Cost: on CUDA each thread computes its kernel's pres, so a reader's points
-//! times the pre's folded elements is at most [`MAX_PRE_WORK`]; whether it pays is the cost model's (the plan is
-//! planned both ways, as with dots, [`super::dots::keep_cheaper`]).
+//! iteration; the host reads buffers). Cost: on C a launch computes each pre once, by the layout its own kernel
+//! would take; on CUDA every block computes its kernel's pres (its threads share the points, into shared memory),
+//! so a reader's blocks times the pre's folded elements is at most [`MAX_PRE_WORK`]. Whether it pays is the cost
+//! model's (the plan is planned both ways, as with dots, [`super::dots::keep_cheaper`]).
 
 use egg::Id;
 
 use super::fuse::KernelBuilder;
+use super::kernel::Kernel;
 use super::plan::{How, Planner};
 use crate::ir::{Node, OpName};
 
@@ -22,14 +24,21 @@ use crate::ir::{Node, OpName};
 pub const MAX_PRE_NUMEL: usize = 64;
 /// At most this many elements folds each element of a pre.
 pub const MAX_PRE_FOLD: usize = 512;
-/// At most this many elements folds a pre in all, with the pres it reads: a pre is computed by a plain serial loop
-/// nest (each CUDA thread computes it), so a GEMV of 50 by 256 stays a kernel of its own.
-pub const MAX_PRE_OWN: usize = 4096;
-/// At most this many folded elements per launch of a reader, over its points (a CUDA thread computes every pre of
-/// its kernel).
+/// At most this many elements folds a pre in all, with the pres it reads (seq2seq's energies, a GEMV of 50 by 256,
+/// with the softmax over them).
+pub const MAX_PRE_OWN: usize = 1 << 14;
+/// At most this many folded elements per launch of a reader, over its CUDA blocks (each computes every pre of its
+/// kernel), counted as [`PRE_BLOCK`] points each.
 pub const MAX_PRE_WORK: usize = 1 << 20;
+const PRE_BLOCK: usize = 256;
 
 const HOST: &str = " is read by the host";
+
+/// The elements kernel `k` (a pre) folds or computes, its own pres and the dots of its value included.
+fn pre_work(k: &Kernel) -> usize {
+    let (_, ops) = Kernel { pre: Vec::new(), ..k.clone() }.traffic(std::iter::empty());
+    k.points().max(ops as usize) + k.pre.iter().map(pre_work).sum::<usize>()
+}
 
 impl Planner<'_> {
     /// Makes each small reduction that may be a pre of its readers (ours only), latest first (so that a reduction
@@ -40,7 +49,7 @@ impl Planner<'_> {
         for i in (0..self.term.as_ref().len()).rev() {
             let r = Id::from(i);
             let candidate = self.how[i] == How::Kernel(())
-                && matches!(self.term[r], Node::Op(op, _) if !matches!(op, OpName::Matmul | OpName::IndexPut | OpName::Scatter))
+                && matches!(self.term[r], Node::Op(op, _) if !matches!(op, OpName::IndexPut | OpName::Scatter))
                 && !self.epilogue.contains_key(&r)
                 && !self.epilogue.values().any(|&x| x == r);
             if !candidate || !self.small(r) {
@@ -82,7 +91,12 @@ impl Planner<'_> {
             return true;
         }
         let Some((_, input)) = args.first().and_then(|&x| self.tensor(x)) else { return false };
-        input.iter().product::<usize>() / n <= MAX_PRE_FOLD
+        let fold = match self.term[r] {
+            // A matmul folds its left operand's last dim.
+            Node::Op(OpName::Matmul, _) => input.last().copied().unwrap_or(1),
+            _ => input.iter().product::<usize>() / n,
+        };
+        fold <= MAX_PRE_FOLD
     }
 
     /// Makes reduction `r` a pre of its readers where that is legal and every reader still builds; returns them.
@@ -97,9 +111,8 @@ impl Planner<'_> {
         if k.ordered() || k.in_place {
             return Err("its kernel writes in place".into());
         }
-        let work = k.points() + k.pre.iter().map(|p| p.points()).sum::<usize>();
-        if work > MAX_PRE_OWN {
-            return Err(format!("it folds {work} elements, more than {MAX_PRE_OWN}"));
+        if pre_work(&k) > MAX_PRE_OWN {
+            return Err(format!("it folds {} elements, more than {MAX_PRE_OWN}", pre_work(&k)));
         }
         let readers = self.pre_readers(r)?;
         for &u in &readers {
@@ -107,21 +120,34 @@ impl Planner<'_> {
             if scope[ui].is_none() || scope[ui] != scope[ri] || self.dependent[ui] != self.dependent[ri] {
                 return Err(format!("${u} reads it in another scope (a loop would compute it per iteration)"));
             }
-            let points: usize = self.tensor(u).map_or(0, |(_, s)| s.iter().product());
-            if points.saturating_mul(work) > MAX_PRE_WORK {
-                return Err(format!("${u} has {points} points, each would fold {work} elements"));
-            }
         }
         self.how[usize::from(r)] = How::Inline;
         self.pres.insert(r);
-        for &u in &readers {
-            if let Err(e) = self.kernel(&mut KernelBuilder::default(), u, String::new()) {
-                self.how[usize::from(r)] = How::Kernel(());
-                self.pres.remove(&r);
-                return Err(format!("${u} does not build with it: {e}"));
-            }
+        let checked = readers.iter().try_for_each(|&u| self.reader_fits(u));
+        if let Err(e) = checked {
+            self.how[usize::from(r)] = How::Kernel(());
+            self.pres.remove(&r);
+            return Err(e);
         }
         Ok(readers)
+    }
+
+    /// Whether reader `u` builds with the pres planned so far, and all of them together fold at most
+    /// [`MAX_PRE_OWN`] elements, at most [`MAX_PRE_WORK`] over its CUDA blocks (a pre that reads another pre
+    /// was bounded alone when it was decided: its reader's total is bounded here).
+    fn reader_fits(&self, u: Id) -> Result<(), String> {
+        let k = self
+            .kernel(&mut KernelBuilder::default(), u, String::new())
+            .map_err(|e| format!("${u} does not build with it: {e}"))?;
+        let work: usize = k.pre.iter().map(pre_work).sum();
+        if work > MAX_PRE_OWN {
+            return Err(format!("${u}'s pres would fold {work} elements, more than {MAX_PRE_OWN}"));
+        }
+        let points: usize = k.domain.iter().product();
+        if points.div_ceil(PRE_BLOCK).saturating_mul(work) > MAX_PRE_WORK {
+            return Err(format!("${u} has {points} points: each block of {PRE_BLOCK} would fold {work} elements"));
+        }
+        Ok(())
     }
 
     /// The materialized kernels that read `r` through fused nodes (other pres among them); an error where the host
