@@ -425,7 +425,13 @@ pub fn render_group(name: &str, members: &[&Kernel], chained: bool, dialect: Dia
         };
         b0 += k.args.len();
         p0 += k.params;
-        let call = format!("if ((mask >> {j}) & 1{layer}) {}_dev({});", k.name, args.join(", "));
+        let mut call = format!("if ((mask >> {j}) & 1{layer}) {}_dev({});", k.name, args.join(", "));
+        if chained && j > 0 && !k.pre.is_empty() {
+            // Every thread has finished the earlier members before this one's pres write their shared arrays: two
+            // members of one body (a batch's library names kernels by their source) share them (heldout15's
+            // `mamba2_step`: the second step's pres overwrote the first's while its points still read them).
+            call = format!("__syncthreads(); {call}");
+        }
         let _ = if chained { writeln!(cases, "    {call}") } else { writeln!(cases, "    case {j}: {call} break;") };
     }
     let body = if chained { cases } else { format!("  switch (blockIdx.z) {{\n{cases}  }}\n") };

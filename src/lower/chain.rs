@@ -201,8 +201,7 @@ const MAX_MEMBER_WORK: usize = 1 << 20;
 
 /// Whether kernel `k` may be a chain member at all: elementwise, or a small reduction ([`MAX_MEMBER_FOLD`],
 /// [`MAX_MEMBER_WORK`]), points independent of each other (not a scatter, not accumulating),
-/// computed unconditionally, with no in-place ordering constraint, and no pres (`pre.rs`: on the CUDA emulator a
-/// chain of members with pres gave wrong results, heldout15's `mamba2_step`, not yet understood; kept apart).
+/// computed unconditionally, with no in-place ordering constraint.
 fn candidate(plan: &Plan, k: usize, pinned: &hashbrown::HashSet<Id>, scope: &[Option<Id>]) -> bool {
     let kernel = &plan.kernels[k];
     let node = plan.launches[k].node;
@@ -214,7 +213,6 @@ fn candidate(plan: &Plan, k: usize, pinned: &hashbrown::HashSet<Id>, scope: &[Op
         && (kernel.epilogue.is_none() || kernel.reduce.is_some())
         && !kernel.ordered()
         && kernel.views.is_empty()
-        && kernel.pre.is_empty()
         && !pinned.contains(&node)
         && scope[usize::from(node)].is_some()
 }
