@@ -289,8 +289,8 @@ fn explain_says_why_each_loop_stayed() {
     // A loop that vectorized leaves nothing to explain.
     let text = explain("corpus/micro/loops.py::shift_rows");
     assert!(!text.contains("stayed"), "{text}");
-    // Every kernel of our plan says why it is a buffer: attention's softmax keeps its max and its sum as kernels
-    // (their readers read them broadcast), and its projections' scaled operands are computed before the matmuls.
+    // Every kernel of our plan says why it is a buffer: attention's softmax max and sum of one row are computed by
+    // the kernel that reads them (pres), and its projections' scaled operands are computed before the matmuls.
     let text = explain("corpus/workloads/attention.py::attention");
     let kernels: usize = text
         .lines()
@@ -300,7 +300,7 @@ fn explain_says_why_each_loop_stayed() {
         .unwrap_or_else(|| panic!("ours' kernel count in {text}"));
     let reasons: Vec<&str> = text.lines().filter(|l| l.starts_with("    k") && l.contains("): ")).collect();
     assert_eq!(reasons.len(), kernels, "{text}");
-    assert!(text.contains("amax): a reduction, not fused as its reader's prologue"), "{text}");
+    assert!(text.contains("amax: computed before the loop nest of its readers"), "{text}");
     assert!(text.contains("a matmul operand that is computed, not read"), "{text}");
 }
 
