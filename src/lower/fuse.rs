@@ -21,7 +21,7 @@ pub(super) struct KernelBuilder {
     acc: Option<Id>,
     /// Index buffers of gathers and scatters and the ranges they must lie in.
     pub(super) checks: Vec<IndexCheck>,
-    /// The small reductions the kernel computes before its nest ([`Kernel::pre`]), in order, with their nodes.
+    /// The small values the kernel computes before its nest ([`Kernel::pre`]), in order, with their nodes.
     pres: Vec<(Id, Kernel)>,
 }
 
@@ -175,7 +175,7 @@ impl Planner<'_> {
         self.inline(kb, id, idx, dtype, &shape)
     }
 
-    /// The slot of small reduction `id` among the kernel's pres, built (after the pres it reads) where it is new.
+    /// The slot of small value `id` among the kernel's pres, built (after the pres it reads) where it is new.
     fn pre(&self, kb: &mut KernelBuilder, id: Id) -> Result<usize, String> {
         if let Some(slot) = kb.pres.iter().position(|(n, _)| *n == id) {
             return Ok(slot);
@@ -466,7 +466,7 @@ impl Planner<'_> {
             && crate::ir::geometry::is_permutation(&vs, &strides, off)
     }
 
-    /// The kernel that materializes node `id`, with the small reductions it reads as its pres (which read its
+    /// The kernel that materializes node `id`, with the small values it reads as its pres (which read its
     /// arguments, and none its output: `pre.rs` refuses a pre over a buffer written in place).
     pub(super) fn kernel(&self, kb: &mut KernelBuilder, id: Id, name: String) -> Result<Kernel, String> {
         let mut k = self.kernel_of(kb, id, name)?;

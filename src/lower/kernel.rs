@@ -44,7 +44,7 @@ pub enum Expr {
     },
     /// A matmul's element computed where it is read (the matmul fused into its reader, [`Dot`]): f32.
     Dot(Box<Dot>),
-    /// Element `at` of the small reduction [`Kernel::pre`]`[slot]`, which the kernel computes before its loop nest
+    /// Element `at` of the small value [`Kernel::pre`]`[slot]`, which the kernel computes before its loop nest
     /// (into the local array `fv<slot>`).
     Local {
         slot: usize,

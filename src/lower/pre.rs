@@ -20,7 +20,7 @@ use super::kernel::Kernel;
 use super::plan::{How, Planner};
 use crate::ir::{Node, OpName};
 
-/// At most this many elements has a reduction computed as a pre.
+/// At most this many elements has a value computed as a pre.
 pub const MAX_PRE_NUMEL: usize = 64;
 /// At most this many elements folds each element of a pre.
 pub const MAX_PRE_FOLD: usize = 512;
@@ -41,8 +41,8 @@ fn pre_work(k: &Kernel) -> usize {
 }
 
 impl Planner<'_> {
-    /// Makes each small reduction that may be a pre of its readers (ours only), latest first (so that a reduction
-    /// read only by a pre is then read through it), recording for `explain` what it did and why not.
+    /// Makes each small value that may be a pre of its readers (ours only), latest first (so that a value read
+    /// only by a pre is then read through it), recording for `explain` what it did and why not.
     pub(super) fn fuse_pres(&mut self, scope: &[Option<Id>]) {
         let pinned: hashbrown::HashSet<Id> =
             self.before.iter().flat_map(|(k, v)| std::iter::once(*k).chain(v.iter().copied())).collect();
@@ -99,7 +99,7 @@ impl Planner<'_> {
         fold <= MAX_PRE_FOLD
     }
 
-    /// Makes reduction `r` a pre of its readers where that is legal and every reader still builds; returns them.
+    /// Makes node `r` a pre of its readers where that is legal and every reader still builds; returns them.
     fn try_pre(&mut self, r: Id, scope: &[Option<Id>]) -> Result<Vec<Id>, String> {
         let mut kb = KernelBuilder::default();
         let k = self.kernel(&mut kb, r, String::new())?;
@@ -111,8 +111,9 @@ impl Planner<'_> {
         if k.ordered() || k.in_place {
             return Err("its kernel writes in place".into());
         }
-        if pre_work(&k) > MAX_PRE_OWN {
-            return Err(format!("it folds {} elements, more than {MAX_PRE_OWN}", pre_work(&k)));
+        let work = pre_work(&k);
+        if work > MAX_PRE_OWN {
+            return Err(format!("it folds {work} elements, more than {MAX_PRE_OWN}"));
         }
         let readers = self.pre_readers(r)?;
         for &u in &readers {
