@@ -98,9 +98,10 @@ pub fn autotune(
     for _ in 0..runs.max(1) {
         for c in loaded.iter_mut() {
             crate::limits::check()?;
+            // Given up to the run, as `compare --measure` times plans ([`crate::backend::Loaded::run_donated`]).
             let set = fresh();
             let t = Instant::now();
-            c.dev.run(&c.plan, &set)?;
+            c.dev.run_donated(&c.plan, set)?;
             c.times.push(t.elapsed().as_secs_f64());
         }
     }

@@ -521,8 +521,8 @@ mod tests {
         let mut out = vec![0.0f32; 6];
         // SAFETY: `out` outlives the tensor, and the launch is refused before any kernel runs.
         let borrowed = unsafe { Input::borrowed(DType::F32, out.as_mut_ptr().cast(), 6) }.unwrap();
-        let t = Tensor::from_buf(borrowed.into_buf(), vec![6]);
-        let x = Tensor::from_buf(Buf::F32(xs.clone().into()), vec![2, 3]);
+        let t = std::rc::Rc::new(Tensor::from_buf(borrowed.into_buf(), vec![6]));
+        let x = std::rc::Rc::new(Tensor::from_buf(Buf::F32(xs.clone().into()), vec![2, 3]));
         let e = crate::lower::exec::Device::launch(&mut dev, 0, &[&t, &x, &x], &[]).unwrap_err();
         assert!(e.contains("read in place"), "{e}");
         assert_eq!(out, vec![0.0; 6]);

@@ -252,12 +252,43 @@ fn buffers_reused_across_runs_give_the_same_results() {
         let first = bits(&dev.run(plan, &given).unwrap().0);
         let after: Vec<Vec<u64>> = bits(&given.values().cloned().collect::<Vec<_>>());
         assert_eq!(before, after, "{}: the run wrote into the caller's inputs", p.label());
+        // The outputs a caller keeps are not buffers a later run may take from the pool.
+        let kept = dev.run(plan, &given).unwrap().0;
         let between = bits(&dev.run(plan, &inputs(2)).unwrap().0);
+        assert_eq!(first, bits(&kept), "{}: a later run wrote into outputs the caller kept", p.label());
         let again = bits(&dev.run(plan, &inputs(1)).unwrap().0);
         assert_eq!(first, again, "{}: a second run on the same device differs", p.label());
         // A fresh device (buffers of its own) on the same kernels.
         let (_, _, mut fresh) = ours();
         assert_eq!(between, bits(&fresh.run(plan, &inputs(2)).unwrap().0), "{}: reused buffers differ", p.label());
+        // Inputs given up to the run (written in place where the plan writes into them) give the same outputs;
+        // an input the caller still holds elsewhere is copied, not written.
+        let (donated, stats) = dev.run_donated(plan, inputs(1)).unwrap();
+        assert_eq!(first, bits(&donated), "{}: donated inputs", p.label());
+        // Where the plan writes into its inputs it copies them, unless they are given up: then nothing is copied.
+        let run = funcfuse::cost::class::RUN;
+        let copied = dev.run(plan, &inputs(1)).unwrap().1.by_class[run].bytes;
+        assert!(funcfuse::lower::exec::shares_inputs(plan) || stats.by_class[run].bytes < copied, "{}", p.label());
+        let held = inputs(1);
+        let out = dev.run_donated(plan, held.clone()).unwrap().0;
+        assert_eq!(first, bits(&out), "{}: donated inputs held elsewhere", p.label());
+        assert_eq!(before, bits(&held.values().cloned().collect::<Vec<_>>()), "{}: wrote a held input", p.label());
+    }
+}
+
+/// The kernels index an input by the plan's shape: an input of another shape or dtype is refused before any runs.
+#[test]
+fn an_input_of_another_shape_than_the_plans_is_refused() {
+    let src = "import torch\ndef f(x: f32[4, 4]) -> f32[4, 4]:\n    return x * 2.0\n";
+    let plan = fused_plan(src, "f");
+    let mut dev = funcfuse::backend::Loaded::new(&plan, funcfuse::backend::Target::C).unwrap();
+    let input = |d, s: &[usize]| BTreeMap::from([("x".to_string(), funcfuse::tensor::Tensor::zeros(d, s).unwrap())]);
+    assert!(dev.run(&plan, &input(funcfuse::tensor::DType::F32, &[4, 4])).is_ok());
+    for (d, s) in [(funcfuse::tensor::DType::F32, &[5, 5][..]), (funcfuse::tensor::DType::F64, &[4, 4][..])] {
+        let e = dev.run(&plan, &input(d, s)).unwrap_err();
+        assert!(e.contains("input `x` is") && e.contains("the plan takes f32[4, 4]"), "{e}");
+        let e = dev.run_donated(&plan, input(d, s)).unwrap_err();
+        assert!(e.contains("the plan takes f32[4, 4]"), "{e}");
     }
 }
 

@@ -465,7 +465,7 @@ fn ptr(t: &Tensor) -> *mut std::ffi::c_void {
 /// rather than faulting in fresh pages. At most [`Pool::MAX_BYTES`] are kept.
 #[derive(Default)]
 struct Pool {
-    free: HashMap<(DType, usize), Vec<Tensor>>,
+    free: HashMap<(DType, usize), Vec<CBuf>>,
     bytes: usize,
 }
 
@@ -473,15 +473,17 @@ impl Pool {
     const MAX_BYTES: usize = 1 << 30;
 
     /// A buffer of `n` elements of `d`: a free one from the pool (zeroed when `zero`), else a new zeroed one.
-    fn take(&mut self, d: DType, n: usize, zero: bool) -> Result<Tensor, String> {
-        if let Some(t) = self.free.get(&(d, n)).and_then(|v| v.iter().find(|t| Rc::strong_count(&t.buf) == 1)) {
+    fn take(&mut self, d: DType, n: usize, zero: bool) -> Result<CBuf, String> {
+        // Free: only the pool holds it, and no tensor a run gave out (an output, downloaded) holds its memory.
+        let free = |t: &&CBuf| Rc::strong_count(t) == 1 && Rc::strong_count(&t.buf) == 1;
+        if let Some(t) = self.free.get(&(d, n)).and_then(|v| v.iter().find(free)) {
             let t = t.clone();
             if zero {
                 t.buf.borrow_mut().fill_zero();
             }
             return Ok(t);
         }
-        let t = Tensor::zeros(d, &[n])?;
+        let t = Rc::new(Tensor::zeros(d, &[n])?);
         let size = n * d.size();
         if self.bytes + size <= Pool::MAX_BYTES {
             self.bytes += size;
@@ -491,47 +493,66 @@ impl Pool {
     }
 
     /// A contiguous copy of `t` in a buffer from the pool.
-    fn copy(&mut self, t: &Tensor) -> Result<Tensor, String> {
+    fn copy(&mut self, t: &Tensor) -> Result<CBuf, String> {
         if !t.is_contiguous() || t.offset + t.numel() > t.buf.borrow().len() {
-            return Ok(t.contiguous_copy());
+            return Ok(Rc::new(t.contiguous_copy()));
         }
         let out = self.take(t.dtype(), t.numel(), false)?;
         out.buf.borrow_mut().copy_range_from(&t.buf.borrow(), t.offset, t.numel());
-        Ok(out.restride(t.shape.clone(), crate::tensor::contiguous_strides(&t.shape), 0))
+        Ok(out)
     }
 }
 
+/// A buffer of the C device: a tensor behind a counted pointer, so that the executor's copies of a value (memos,
+/// loop state, operands) are pointer copies rather than copies of its shape and strides.
+pub type CBuf = Rc<Tensor>;
+
 impl Device for CDevice {
-    type Buf = Tensor;
+    type Buf = CBuf;
 
-    fn upload(&mut self, t: &Tensor) -> Result<Tensor, String> {
+    fn upload(&mut self, t: &Tensor) -> Result<CBuf, String> {
         self.pool.copy(t)
     }
 
-    fn share(&mut self, t: &Tensor) -> Result<Tensor, String> {
+    fn share(&mut self, t: &Tensor) -> Result<CBuf, String> {
         if t.is_contiguous() && t.offset == 0 && t.buf.borrow().len() == t.numel() {
-            return Ok(t.clone());
+            return Ok(Rc::new(t.clone()));
         }
-        self.pool.copy(t)
+        self.upload(t)
     }
 
-    fn download(&mut self, b: &Tensor, _: DType, shape: &[usize]) -> Result<Tensor, String> {
+    fn adopt(&mut self, t: &Tensor) -> Result<CBuf, String> {
+        if t.is_contiguous() && t.offset == 0 && t.buf.borrow().len() == t.numel() && !t.buf.borrow().is_borrowed() {
+            return Ok(Rc::new(t.clone()));
+        }
+        self.upload(t)
+    }
+
+    fn download(&mut self, b: &CBuf, _: DType, shape: &[usize]) -> Result<Tensor, String> {
         Ok(b.restride(shape.to_vec(), crate::tensor::contiguous_strides(shape), 0))
     }
 
-    fn alloc(&mut self, d: DType, n: usize) -> Result<Tensor, String> {
+    fn item(&mut self, b: &CBuf, _: DType) -> Result<crate::tensor::Scalar, String> {
+        let store = b.buf.borrow();
+        if store.len() != 1 {
+            return Err(format!("a Tensor with {} elements cannot be converted to Scalar", store.len()));
+        }
+        Ok(store.get(0))
+    }
+
+    fn alloc(&mut self, d: DType, n: usize) -> Result<CBuf, String> {
         self.pool.take(d, n, true)
     }
 
-    fn alloc_uninit(&mut self, d: DType, n: usize) -> Result<Tensor, String> {
+    fn alloc_uninit(&mut self, d: DType, n: usize) -> Result<CBuf, String> {
         self.pool.take(d, n, false)
     }
 
-    fn copy(&mut self, b: &Tensor, _: DType, _: usize) -> Result<Tensor, String> {
-        self.pool.copy(b)
+    fn copy(&mut self, b: &CBuf, _: DType, _: usize) -> Result<CBuf, String> {
+        self.upload(b)
     }
 
-    fn launch(&mut self, k: usize, bufs: &[&Tensor], params: &[i64]) -> Result<(), String> {
+    fn launch(&mut self, k: usize, bufs: &[&CBuf], params: &[i64]) -> Result<(), String> {
         // A kernel writes `bufs[0]`: never a caller's memory read in place (see `ptr`), whatever the planner says.
         if bufs.first().is_some_and(|t| t.buf.borrow().is_borrowed()) {
             return Err(format!("kernel {k} would write into an input read in place (a planner bug)"));
@@ -540,19 +561,19 @@ impl Device for CDevice {
         self.call(f, bufs, params).map_err(|e| format!("emulated CUDA kernel {k}: {e}"))
     }
 
-    fn launch_group(&mut self, g: usize, bufs: &[&Tensor], params: &[i64]) -> Result<(), String> {
+    fn launch_group(&mut self, g: usize, bufs: &[&CBuf], params: &[i64]) -> Result<(), String> {
         let f = self.groups[g];
         self.call(f, bufs, params).map_err(|e| format!("emulated CUDA kernel group g{g}: {e}"))
     }
 
-    fn same(a: &Tensor, b: &Tensor) -> bool {
+    fn same(a: &CBuf, b: &CBuf) -> bool {
         a.same_storage(b)
     }
 }
 
 impl CDevice {
     /// Calls a kernel (or group); the error is the emulator's, if it saw one.
-    fn call(&mut self, f: KernelFn, bufs: &[&Tensor], params: &[i64]) -> Result<(), &'static str> {
+    fn call(&mut self, f: KernelFn, bufs: &[&CBuf], params: &[i64]) -> Result<(), &'static str> {
         let ptrs: Vec<*mut std::ffi::c_void> = bufs.iter().map(|t| ptr(t)).collect();
         // SAFETY: the kernel reads and writes within the buffers' sizes, which the planner derived from the same
         // shapes the buffers were allocated with; buffers are contiguous and live for the call.

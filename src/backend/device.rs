@@ -34,6 +34,19 @@ impl Loaded {
         })
     }
 
+    /// [`Loaded::run`] with inputs the caller gives up ([`exec::execute_donated`]): an input that nothing else
+    /// holds may be written in place rather than copied first, as PyTorch writes into the tensors it is given.
+    pub fn run_donated(
+        &mut self,
+        p: &Plan,
+        inputs: BTreeMap<String, Tensor>,
+    ) -> Result<(Vec<Tensor>, exec::Stats), String> {
+        match self {
+            Loaded::C(d) => exec::execute_donated(p, d, inputs),
+            Loaded::Cuda(d) => exec::execute_donated(p, d, inputs),
+        }
+    }
+
     /// Runs the plan (synchronized: its outputs are back on the host when this returns).
     pub fn run(&mut self, p: &Plan, inputs: &BTreeMap<String, Tensor>) -> Result<(Vec<Tensor>, exec::Stats), String> {
         let t = std::time::Instant::now();

@@ -12,8 +12,10 @@ use std::rc::Rc;
 use egg::{Id, Language};
 use hashbrown::HashMap;
 
+mod fallback;
+
 use super::plan::{How, Plan};
-use crate::ir::{eval_program, Builder, Node, Ty};
+use crate::ir::{Node, Ty};
 use crate::tensor::{DType, Tensor};
 
 /// Where buffers live and kernels run.
@@ -33,6 +35,16 @@ pub trait Device {
         self.alloc(d, n)
     }
     fn copy(&mut self, b: &Self::Buf, d: DType, n: usize) -> Result<Self::Buf, String>;
+    /// An input the caller gave up for the run ([`execute_donated`]) and that nothing else holds: the device may
+    /// take its memory as the buffer, to be written in place (the C device does, for a contiguous tensor that is
+    /// its whole buffer and not memory borrowed from outside), where it would otherwise copy it.
+    fn adopt(&mut self, t: &Tensor) -> Result<Self::Buf, String> {
+        self.upload(t)
+    }
+    /// The one element of a buffer of one element (a condition, an integer read by the host).
+    fn item(&mut self, b: &Self::Buf, d: DType) -> Result<crate::tensor::Scalar, String> {
+        self.download(b, d, &[])?.item()
+    }
     /// Launches kernel `k` of the plan; `bufs[0]` is the output.
     fn launch(&mut self, k: usize, bufs: &[&Self::Buf], params: &[i64]) -> Result<(), String>;
     /// Launches kernel group `g` of the plan once: `bufs` holds each member's output and arguments in turn,
@@ -64,19 +76,22 @@ struct Frame<B> {
 pub struct Executor<'p, D: Device> {
     plan: &'p Plan,
     dev: &'p mut D,
-    global: HashMap<Id, Val<D::Buf>>,
+    /// Per node: its value, where it does not depend on a loop (those live in their frame's memo).
+    global: Vec<Option<Val<D::Buf>>>,
     frames: Vec<Frame<D::Buf>>,
+    /// Memos of frames popped, emptied, for the next frames to reuse (a loop of many short iterations would
+    /// otherwise grow a fresh table in every one).
+    spare: Vec<HashMap<Id, Val<D::Buf>>>,
     dependent: &'p [bool],
     pub stats: Stats,
     copy_loop_state: bool,
     /// Groups whose members' operands are being computed: a member needed meanwhile (two groups each reading a
     /// member of the other) is launched alone rather than by launching its group again, which would recurse forever.
     launching: Vec<usize>,
-    /// Per kernel: whether it writes every element of its fresh output ([`super::kernel::Kernel::covers`], over a
-    /// domain of the output's size), which then need not be zeroed.
-    covers: Vec<bool>,
-    /// Whether inputs may use the caller's memory ([`Device::share`]).
-    share_inputs: bool,
+    /// What every run needs of the plan ([`Plan::facts`]).
+    facts: &'p super::plan::RunFacts,
+    /// Whether the caller gave its inputs up for the run ([`execute_donated`]).
+    donated: bool,
     /// With [`execute_profiled`]: every launch, copy and fallback, timed, in the order they ran.
     timing: Option<Vec<Launched>>,
 }
@@ -126,7 +141,18 @@ pub fn shares_inputs(plan: &Plan) -> bool {
 
 /// Runs `plan` on `dev` with `inputs`; returns the outputs (the root tuple's tensors) and what ran.
 pub fn execute<D: Device>(plan: &Plan, dev: &mut D, inputs: &BTreeMap<String, Tensor>) -> R<(Vec<Tensor>, Stats)> {
-    execute_with(plan, dev, inputs, false).map(|(t, s, _)| (t, s))
+    execute_with(plan, dev, inputs, false, false).map(|(t, s, _)| (t, s))
+}
+
+/// [`execute`] with inputs the caller gives up: an input tensor that nothing but `inputs` holds is the buffer a
+/// kernel may write in place ([`Device::adopt`]), not copied first, as PyTorch writes into the tensors it is given.
+/// Its elements are then undefined after the run (the outputs say what the program left in them).
+pub fn execute_donated<D: Device>(
+    plan: &Plan,
+    dev: &mut D,
+    inputs: BTreeMap<String, Tensor>,
+) -> R<(Vec<Tensor>, Stats)> {
+    execute_with(plan, dev, &inputs, false, true).map(|(t, s, _)| (t, s))
 }
 
 /// [`execute`], timing every launch, copy and fallback (the device is synchronized around each, so the run is
@@ -136,7 +162,7 @@ pub fn execute_profiled<D: Device>(
     dev: &mut D,
     inputs: &BTreeMap<String, Tensor>,
 ) -> R<(Vec<Tensor>, Stats, Vec<Launched>)> {
-    execute_with(plan, dev, inputs, true)
+    execute_with(plan, dev, inputs, true, false)
 }
 
 fn execute_with<D: Device>(
@@ -144,28 +170,21 @@ fn execute_with<D: Device>(
     dev: &mut D,
     inputs: &BTreeMap<String, Tensor>,
     profile: bool,
+    donated: bool,
 ) -> R<(Vec<Tensor>, Stats, Vec<Launched>)> {
-    let copy_loop_state = copies_loop_state(plan);
-    let share_inputs = shares_inputs(plan);
+    let facts = plan.facts();
     let mut ex = Executor {
-        share_inputs,
+        facts,
+        donated,
         plan,
         dev,
-        global: HashMap::new(),
+        global: vec![None; plan.how.len()],
         frames: Vec::new(),
+        spare: Vec::new(),
         dependent: &plan.dependent,
         stats: Stats::default(),
-        copy_loop_state,
+        copy_loop_state: facts.copies_loop_state,
         launching: Vec::new(),
-        covers: plan
-            .kernels
-            .iter()
-            .zip(&plan.launches)
-            .map(|(k, l)| {
-                let numel = plan.tensor(l.node).map(|(_, s)| s.iter().product::<usize>());
-                k.covers() && numel == Some(k.domain.iter().product())
-            })
-            .collect(),
         timing: profile.then(Vec::new),
     };
     let root = plan.term.root();
@@ -191,7 +210,8 @@ fn execute_with<D: Device>(
 impl<D: Device> Executor<'_, D> {
     fn eval(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
         let dep = self.dependent[usize::from(id)];
-        let cached = if dep { self.frames.last().and_then(|f| f.memo.get(&id)) } else { self.global.get(&id) };
+        let cached =
+            if dep { self.frames.last().and_then(|f| f.memo.get(&id)) } else { self.global[usize::from(id)].as_ref() };
         if let Some(v) = cached {
             return Ok(v.clone());
         }
@@ -206,7 +226,7 @@ impl<D: Device> Executor<'_, D> {
                 f.memo.insert(id, v);
             }
         } else {
-            self.global.insert(id, v);
+            self.global[usize::from(id)] = Some(v);
         }
     }
 
@@ -214,7 +234,7 @@ impl<D: Device> Executor<'_, D> {
         if self.dependent[usize::from(id)] {
             self.frames.last().is_some_and(|f| f.memo.contains_key(&id))
         } else {
-            self.global.contains_key(&id)
+            self.global[usize::from(id)].is_some()
         }
     }
 
@@ -241,8 +261,8 @@ impl<D: Device> Executor<'_, D> {
             _ => {}
         }
         Ok(match self.eval(id, inputs)? {
-            Val::T(b, d, s) => {
-                let item = self.dev.download(&b, d, &s)?.item()?;
+            Val::T(b, d, _) => {
+                let item = self.dev.item(&b, d)?;
                 if d == DType::Bool {
                     i64::from(item.to_bool())
                 } else {
@@ -264,7 +284,7 @@ impl<D: Device> Executor<'_, D> {
 
     fn truth(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<bool> {
         Ok(match self.eval(id, inputs)? {
-            Val::T(b, d, s) => self.dev.download(&b, d, &s)?.item()?.to_bool(),
+            Val::T(b, d, _) => self.dev.item(&b, d)?.to_bool(),
             Val::B(b) => b,
             Val::I(i) => i != 0,
             _ => return Err("a condition that is not a tensor or a bool".into()),
@@ -303,15 +323,7 @@ impl<D: Device> Executor<'_, D> {
         Ok(match node {
             Node::Int(i) => Val::I(i),
             Node::Bool(b) => Val::B(b.0),
-            Node::Input(n) => {
-                let Node::Name(name) = &plan.term[n] else { return Err("input of a non-name".into()) };
-                let t = inputs.get(&name.0).ok_or_else(|| format!("no input named {}", name.0))?;
-                let b = if self.share_inputs { self.dev.share(t)? } else { self.dev.upload(t)? };
-                if !self.share_inputs {
-                    self.stats.class(crate::cost::class::RUN, 0.0, (t.numel() * t.dtype().size()) as f64, 0.0, 0.0);
-                }
-                Val::T(b, t.dtype(), t.shape.clone().into())
-            }
+            Node::Input(n) => self.input(id, n, inputs)?,
             Node::Tuple(items) => {
                 Val::Tup(Rc::new(items.iter().map(|&c| self.eval(c, inputs)).collect::<R<Vec<_>>>()?))
             }
@@ -360,8 +372,8 @@ impl<D: Device> Executor<'_, D> {
                         Val::B(super::host::host_scalar(op, &vals)?)
                     }
                     ToInt => {
-                        let (b, d, s) = self.tensor(args[0], inputs)?;
-                        Val::I(self.dev.download(&b, d, &s)?.item()?.to_i64_trunc())
+                        let (b, d, _) = self.tensor(args[0], inputs)?;
+                        Val::I(self.dev.item(&b, d)?.to_i64_trunc())
                     }
                     _ => return Err(format!("internal: `{op}` has no plan")),
                 }
@@ -379,9 +391,10 @@ impl<D: Device> Executor<'_, D> {
                 let mut i = start;
                 while (step > 0 && i < end) || (step < 0 && i > end) {
                     crate::limits::check()?;
-                    self.frames.push(Frame { iter: i, carried: state, memo: HashMap::new() });
+                    let memo = self.spare.pop().unwrap_or_default();
+                    self.frames.push(Frame { iter: i, carried: state, memo });
                     let r = self.eval(body, inputs);
-                    self.frames.pop();
+                    self.pop_frame();
                     state = self.next_state(r?, body)?;
                     match i.checked_add(step) {
                         Some(next) => i = next,
@@ -395,14 +408,15 @@ impl<D: Device> Executor<'_, D> {
                 let mut n = 0usize;
                 loop {
                     crate::limits::check()?;
-                    self.frames.push(Frame { iter: n as i64, carried: state.clone(), memo: HashMap::new() });
+                    let memo = self.spare.pop().unwrap_or_default();
+                    self.frames.push(Frame { iter: n as i64, carried: state.clone(), memo });
                     let go = self.truth(cond, inputs);
                     let r = match go {
                         Ok(true) => Some(self.eval(body, inputs)),
                         Ok(false) => None,
                         Err(e) => Some(Err(e)),
                     };
-                    self.frames.pop();
+                    self.pop_frame();
                     match r {
                         None => break,
                         Some(r) => state = self.next_state(r?, body)?,
@@ -416,6 +430,38 @@ impl<D: Device> Executor<'_, D> {
             }
             _ => Val::Other,
         })
+    }
+
+    /// Input node `id` (of name node `n`): the caller's tensor, checked against the plan's type, shared, adopted or
+    /// copied ([`RunFacts::shares_inputs`](super::plan::RunFacts), [`execute_donated`]).
+    fn input(&mut self, id: Id, n: Id, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
+        let Node::Name(name) = &self.plan.term[n] else { return Err("input of a non-name".into()) };
+        let t = inputs.get(&name.0).ok_or_else(|| format!("no input named {}", name.0))?;
+        // The kernels index the input by the plan's shape: any other would read past its buffer.
+        match self.plan.tensor(id) {
+            Some((d, s)) if d == t.dtype() && s == &t.shape[..] => {}
+            Some((d, s)) => {
+                return Err(format!("input `{}` is {}{:?}; the plan takes {d}{s:?}", name.0, t.dtype(), t.shape))
+            }
+            None => return Err(format!("internal: input `{}` is not a tensor in the plan", name.0)),
+        }
+        let b = if self.facts.shares_inputs {
+            self.dev.share(t)?
+        } else if self.donated && Rc::strong_count(&t.buf) == 1 {
+            self.dev.adopt(t)?
+        } else {
+            self.stats.class(crate::cost::class::RUN, 0.0, (t.numel() * t.dtype().size()) as f64, 0.0, 0.0);
+            self.dev.upload(t)?
+        };
+        Ok(Val::T(b, t.dtype(), t.shape.clone().into()))
+    }
+
+    /// Pops the innermost frame, keeping its memo's table for the next frame.
+    fn pop_frame(&mut self) {
+        if let Some(mut f) = self.frames.pop() {
+            f.memo.clear();
+            self.spare.push(f.memo);
+        }
     }
 
     fn kernel_class(&mut self, k: usize) -> (usize, f64) {
@@ -486,7 +532,6 @@ impl<D: Device> Executor<'_, D> {
                 self.eval(f, inputs)?;
             }
         }
-        let kernel = &plan.kernels[k];
         let (bufs, params) = self.operands(&plan.launches[k], inputs)?;
         let (d, shape) = plan.tensor(id).ok_or("a kernel of a non-tensor")?;
         let shape: Rc<[usize]> = shape.into();
@@ -506,7 +551,7 @@ impl<D: Device> Executor<'_, D> {
         let t = self.start()?;
         self.dev.launch(k, &refs, &params)?;
         self.stats.launches += 1;
-        let (bytes, ops) = kernel.traffic(bufs.iter().map(|(_, _, s)| s.iter().product::<usize>()));
+        let (bytes, ops) = self.facts.traffic[k];
         self.finish(t, Site::Kernel(k), bytes)?;
         self.stats.bytes += bytes;
         self.stats.flops += ops;
@@ -537,7 +582,7 @@ impl<D: Device> Executor<'_, D> {
 
     /// A fresh output buffer of `n` elements for kernel `k`: zeroed unless the kernel writes all of it.
     fn fresh(&mut self, k: usize, d: DType, n: usize) -> R<D::Buf> {
-        if self.covers[k] {
+        if self.facts.covers[k] {
             self.dev.alloc_uninit(d, n)
         } else {
             self.dev.alloc(d, n)
@@ -651,7 +696,7 @@ impl<D: Device> Executor<'_, D> {
                     refs.push(out);
                     refs.extend(bufs.iter().map(|(b, _, _)| b));
                     params.extend(ps);
-                    let (bytes, ops) = kernel.traffic(bufs.iter().map(|(_, _, s)| s.iter().product::<usize>()));
+                    let (bytes, ops) = self.facts.traffic[m];
                     self.stats.bytes += bytes;
                     self.stats.flops += ops;
                     let (c, trans) = self.kernel_class(m);
@@ -681,103 +726,6 @@ impl<D: Device> Executor<'_, D> {
             }
         }
         result.ok_or_else(|| "a kernel group without its kernel".into())
-    }
-
-    /// Runs one op with the functional interpreter: its tensor operands are downloaded, the op is evaluated as a
-    /// one-node term, and the result is uploaded.
-    /// The sub-term at `id` (a view, a list of dims) copied for a fallback's own term, with every integer in it
-    /// evaluated here: an integer may read a loop's index or carried state, which the copy, outside the loop, has not
-    /// (fuzz seed 4212: a write into a view whose offset is `2 - i`).
-    fn copy_with_ints(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>, b: &mut Builder) -> R<Id> {
-        let node = self.plan.term[id].clone();
-        if matches!(self.plan.types[usize::from(id)], Some(Ty::Int)) && !matches!(node, Node::Int(_)) {
-            let v = self.int(id, inputs)?;
-            return Ok(b.int(v));
-        }
-        let mut kids = Vec::new();
-        for &c in node.children() {
-            kids.push(self.copy_with_ints(c, inputs, b)?);
-        }
-        let mut it = kids.into_iter();
-        Ok(b.add(node.map_children(|_| it.next().expect("one new child per child"))))
-    }
-
-    fn fallback(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
-        let plan = self.plan;
-        if let Some(&sort) = plan.host_sorts.get(&id) {
-            return self.sort(id, sort, inputs);
-        }
-        let mut b = Builder::default();
-        let mut tensors = BTreeMap::new();
-        let node = plan.term[id].clone();
-        let mut kids = Vec::new();
-        for (k, &c) in node.children().iter().enumerate() {
-            let new = match &plan.types[usize::from(c)] {
-                Some(Ty::Tensor(..)) => {
-                    let (buf, d, s) = self.tensor(c, inputs)?;
-                    let name = format!("a{k}");
-                    let t = self.dev.download(&buf, d, &s)?;
-                    self.stats.bytes += (t.numel() * d.size()) as f64;
-                    self.stats.class(crate::cost::class::FALLBACK, 0.0, (t.numel() * d.size()) as f64, 0.0, 0.0);
-                    tensors.insert(name.clone(), t);
-                    let n = b.add(Node::Name(crate::ir::ParamName(name)));
-                    b.add(Node::Input(n))
-                }
-                Some(Ty::Int) => {
-                    let v = self.int(c, inputs)?;
-                    b.int(v)
-                }
-                _ => self.copy_with_ints(c, inputs, &mut b)?,
-            };
-            kids.push(new);
-        }
-        let mut it = kids.into_iter();
-        let n = node.map_children(|_| it.next().expect("one new child per child"));
-        let root = b.add(n);
-        let tup = b.add(Node::Tuple(vec![root].into()));
-        let term = b.extract(tup);
-        let out = eval_program(&term, &tensors).map_err(|e| e.0)?;
-        let t = out.into_iter().next().ok_or("a fallback op gave nothing")?;
-        self.stats.fallbacks += 1;
-        self.stats.launches += 1;
-        self.stats.bytes += (t.numel() * t.dtype().size()) as f64;
-        self.stats.class(crate::cost::class::FALLBACK, 1.0, (t.numel() * t.dtype().size()) as f64, 0.0, 0.0);
-        let (d, s) = (t.dtype(), t.shape.clone());
-        Ok(Val::T(self.dev.upload(&t)?, d, s.into()))
-    }
-}
-
-impl<D: Device> Executor<'_, D> {
-    /// A sort on the host ([`super::sorts`]): both outputs at once (the sibling's is remembered for its own
-    /// evaluation), and only the leading part of each line that is read.
-    fn sort(&mut self, id: Id, sort: super::sorts::HostSort, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
-        let Node::Op(op, args) = &self.plan.term[id] else { return Err(format!("node {id} is not a sort")) };
-        let (buf, d, s) = self.tensor(args[0], inputs)?;
-        let (dim, descending) = (self.int(args[1], inputs)?, self.int(args[2], inputs)? != 0);
-        let x = self.dev.download(&buf, d, &s)?;
-        let (values, indices) = crate::tensor::index::sort_prefix(&x, dim, descending, sort.prefix)?;
-        let bytes = (x.numel() * d.size()) as f64;
-        let (value_bytes, index_bytes) = ((values.numel() * d.size()) as f64, (indices.numel() * 8) as f64);
-        // What is uploaded: this node's output, and its sibling's where there is one.
-        let written = match (op, sort.sibling) {
-            (_, Some(_)) => value_bytes + index_bytes,
-            (crate::ir::OpName::SortVal, None) => value_bytes,
-            _ => index_bytes,
-        };
-        self.stats.fallbacks += 1;
-        self.stats.launches += 1;
-        self.stats.bytes += bytes + written;
-        self.stats.class(crate::cost::class::FALLBACK, 1.0, bytes + written, 0.0, 0.0);
-        let shape: Rc<[usize]> = values.shape.clone().into();
-        let (mine, other) = match op {
-            crate::ir::OpName::SortVal => ((values, d), (indices, DType::I64)),
-            _ => ((indices, DType::I64), (values, d)),
-        };
-        if let Some(sibling) = sort.sibling {
-            let v = Val::T(self.dev.upload(&other.0)?, other.1, shape.clone());
-            self.remember(sibling, v);
-        }
-        Ok(Val::T(self.dev.upload(&mine.0)?, mine.1, shape))
     }
 }
 

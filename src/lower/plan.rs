@@ -116,6 +116,8 @@ pub struct Plan {
     /// Each kernel's cost class and transcendental elements per launch ([`super::class::classify`]), computed
     /// on the first run and kept: classifying walks expression trees, too slow to repeat on every run.
     pub classes: std::sync::OnceLock<Vec<(usize, f64)>>,
+    /// What every run needs to know of the plan and no run changes ([`RunFacts`]), computed on the first run.
+    pub facts: std::sync::OnceLock<RunFacts>,
     /// Per kernel: why its node is a buffer of its own rather than fused into its readers (`explain`'s "why not").
     pub why: Vec<String>,
     /// Per matmul: whether it is computed as dot products in its readers, and why not (`dots.rs`).
@@ -125,6 +127,11 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// What the executor needs on every run ([`Plan::facts`]).
+    pub fn facts(&self) -> &RunFacts {
+        self.facts.get_or_init(|| RunFacts::of(self))
+    }
+
     /// Kernel `k`'s cost class and transcendental elements per launch ([`Plan::classes`]).
     pub fn class_of(&self, k: usize) -> (usize, f64) {
         self.classes.get_or_init(|| self.kernels.iter().map(super::class::classify).collect())[k]
@@ -134,6 +141,46 @@ impl Plan {
         match &self.types[usize::from(id)] {
             Some(Ty::Tensor(d, s)) => Some((*d, s)),
             _ => None,
+        }
+    }
+}
+
+/// Facts of a plan that the executor reads on every run, kept so that a run does not walk the plan to find them
+/// again: for small plans that walk costs more than the kernels.
+#[derive(Debug)]
+pub struct RunFacts {
+    /// Per kernel: whether it writes every element of its fresh output ([`Kernel::covers`], over a domain of the
+    /// output's size), which then need not be zeroed.
+    pub covers: Vec<bool>,
+    /// [`super::exec::copies_loop_state`].
+    pub copies_loop_state: bool,
+    /// [`super::exec::shares_inputs`].
+    pub shares_inputs: bool,
+    /// Per kernel: the bytes it moves and the ops it computes in one launch ([`Kernel::traffic`] over its
+    /// arguments' sizes, which the term's types fix).
+    pub traffic: Vec<(f64, f64)>,
+}
+
+impl RunFacts {
+    fn of(plan: &Plan) -> RunFacts {
+        let numel = |id: Id| plan.tensor(id).map_or(0, |(_, s)| s.iter().product::<usize>());
+        RunFacts {
+            covers: plan
+                .kernels
+                .iter()
+                .zip(&plan.launches)
+                .map(|(k, l)| {
+                    k.covers() && plan.tensor(l.node).is_some() && numel(l.node) == k.domain.iter().product::<usize>()
+                })
+                .collect(),
+            copies_loop_state: super::exec::copies_loop_state(plan),
+            shares_inputs: super::exec::shares_inputs(plan),
+            traffic: plan
+                .kernels
+                .iter()
+                .zip(&plan.launches)
+                .map(|(k, l)| k.traffic(l.args.iter().map(|&a| numel(a))))
+                .collect(),
         }
     }
 }
@@ -290,6 +337,7 @@ fn plan_with(
         chained: Vec::new(),
         merge_notes: Vec::new(),
         classes: Default::default(),
+        facts: Default::default(),
         why: Vec::new(),
         dot_notes: p.dot_notes.clone(),
         host_sorts: super::sorts::host_sorts(term, &prepared.types, &prepared.users),

@@ -1,0 +1,113 @@
+//! The host's part of a run: ops no kernel computes (fallbacks), run with the functional interpreter's
+//! implementation, and sorts.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use egg::{Id, Language};
+
+use super::{Device, Executor, Val, R};
+use crate::ir::{eval_program, Builder, Node, Ty};
+use crate::tensor::{DType, Tensor};
+
+impl<D: Device> Executor<'_, D> {
+    /// The sub-term at `id` (a view, a list of dims) copied for a fallback's own term, with every integer in it
+    /// evaluated here: an integer may read a loop's index or carried state, which the copy, outside the loop, has not
+    /// (fuzz seed 4212: a write into a view whose offset is `2 - i`).
+    fn copy_with_ints(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>, b: &mut Builder) -> R<Id> {
+        let node = self.plan.term[id].clone();
+        if matches!(self.plan.types[usize::from(id)], Some(Ty::Int)) && !matches!(node, Node::Int(_)) {
+            let v = self.int(id, inputs)?;
+            return Ok(b.int(v));
+        }
+        let mut kids = Vec::new();
+        for &c in node.children() {
+            kids.push(self.copy_with_ints(c, inputs, b)?);
+        }
+        let mut it = kids.into_iter();
+        Ok(b.add(node.map_children(|_| it.next().expect("one new child per child"))))
+    }
+
+    /// Runs one op with the functional interpreter: its tensor operands are downloaded, the op is evaluated as a
+    /// one-node term, and the result is uploaded.
+    pub(super) fn fallback(&mut self, id: Id, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
+        let plan = self.plan;
+        if let Some(&sort) = plan.host_sorts.get(&id) {
+            return self.sort(id, sort, inputs);
+        }
+        let mut b = Builder::default();
+        let mut tensors = BTreeMap::new();
+        let node = plan.term[id].clone();
+        let mut kids = Vec::new();
+        for (k, &c) in node.children().iter().enumerate() {
+            let new = match &plan.types[usize::from(c)] {
+                Some(Ty::Tensor(..)) => {
+                    let (buf, d, s) = self.tensor(c, inputs)?;
+                    let name = format!("a{k}");
+                    let t = self.dev.download(&buf, d, &s)?;
+                    self.stats.bytes += (t.numel() * d.size()) as f64;
+                    self.stats.class(crate::cost::class::FALLBACK, 0.0, (t.numel() * d.size()) as f64, 0.0, 0.0);
+                    tensors.insert(name.clone(), t);
+                    let n = b.add(Node::Name(crate::ir::ParamName(name)));
+                    b.add(Node::Input(n))
+                }
+                Some(Ty::Int) => {
+                    let v = self.int(c, inputs)?;
+                    b.int(v)
+                }
+                _ => self.copy_with_ints(c, inputs, &mut b)?,
+            };
+            kids.push(new);
+        }
+        let mut it = kids.into_iter();
+        let n = node.map_children(|_| it.next().expect("one new child per child"));
+        let root = b.add(n);
+        let tup = b.add(Node::Tuple(vec![root].into()));
+        let term = b.extract(tup);
+        let out = eval_program(&term, &tensors).map_err(|e| e.0)?;
+        let t = out.into_iter().next().ok_or("a fallback op gave nothing")?;
+        self.stats.fallbacks += 1;
+        self.stats.launches += 1;
+        self.stats.bytes += (t.numel() * t.dtype().size()) as f64;
+        self.stats.class(crate::cost::class::FALLBACK, 1.0, (t.numel() * t.dtype().size()) as f64, 0.0, 0.0);
+        let (d, s) = (t.dtype(), t.shape.clone());
+        Ok(Val::T(self.dev.upload(&t)?, d, s.into()))
+    }
+
+    /// A sort on the host ([`crate::lower::sorts`]): both outputs at once (the sibling's is remembered for its own
+    /// evaluation), and only the leading part of each line that is read.
+    fn sort(
+        &mut self,
+        id: Id,
+        sort: crate::lower::sorts::HostSort,
+        inputs: &BTreeMap<String, Tensor>,
+    ) -> R<Val<D::Buf>> {
+        let Node::Op(op, args) = &self.plan.term[id] else { return Err(format!("node {id} is not a sort")) };
+        let (buf, d, s) = self.tensor(args[0], inputs)?;
+        let (dim, descending) = (self.int(args[1], inputs)?, self.int(args[2], inputs)? != 0);
+        let x = self.dev.download(&buf, d, &s)?;
+        let (values, indices) = crate::tensor::index::sort_prefix(&x, dim, descending, sort.prefix)?;
+        let bytes = (x.numel() * d.size()) as f64;
+        let (value_bytes, index_bytes) = ((values.numel() * d.size()) as f64, (indices.numel() * 8) as f64);
+        // What is uploaded: this node's output, and its sibling's where there is one.
+        let written = match (op, sort.sibling) {
+            (_, Some(_)) => value_bytes + index_bytes,
+            (crate::ir::OpName::SortVal, None) => value_bytes,
+            _ => index_bytes,
+        };
+        self.stats.fallbacks += 1;
+        self.stats.launches += 1;
+        self.stats.bytes += bytes + written;
+        self.stats.class(crate::cost::class::FALLBACK, 1.0, bytes + written, 0.0, 0.0);
+        let shape: Rc<[usize]> = values.shape.clone().into();
+        let (mine, other) = match op {
+            crate::ir::OpName::SortVal => ((values, d), (indices, DType::I64)),
+            _ => ((indices, DType::I64), (values, d)),
+        };
+        if let Some(sibling) = sort.sibling {
+            let v = Val::T(self.dev.upload(&other.0)?, other.1, shape.clone());
+            self.remember(sibling, v);
+        }
+        Ok(Val::T(self.dev.upload(&mine.0)?, mine.1, shape))
+    }
+}
