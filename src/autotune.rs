@@ -99,9 +99,9 @@ pub fn autotune(
         for c in loaded.iter_mut() {
             crate::limits::check()?;
             // Given up to the run, as `compare --measure` times plans ([`crate::backend::Loaded::run_donated`]).
-            let set = fresh();
+            let mut set = fresh();
             let t = Instant::now();
-            c.dev.run_donated(&c.plan, set)?;
+            c.dev.run_donated(&c.plan, &mut set)?;
             c.times.push(t.elapsed().as_secs_f64());
         }
     }

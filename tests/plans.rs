@@ -263,14 +263,14 @@ fn buffers_reused_across_runs_give_the_same_results() {
         assert_eq!(between, bits(&fresh.run(plan, &inputs(2)).unwrap().0), "{}: reused buffers differ", p.label());
         // Inputs given up to the run (written in place where the plan writes into them) give the same outputs;
         // an input the caller still holds elsewhere is copied, not written.
-        let (donated, stats) = dev.run_donated(plan, inputs(1)).unwrap();
+        let (donated, stats) = dev.run_donated(plan, &mut inputs(1)).unwrap();
         assert_eq!(first, bits(&donated), "{}: donated inputs", p.label());
         // Where the plan writes into its inputs it copies them, unless they are given up: then nothing is copied.
         let run = funcfuse::cost::class::RUN;
         let copied = dev.run(plan, &inputs(1)).unwrap().1.by_class[run].bytes;
         assert!(funcfuse::lower::exec::shares_inputs(plan) || stats.by_class[run].bytes < copied, "{}", p.label());
         let held = inputs(1);
-        let out = dev.run_donated(plan, held.clone()).unwrap().0;
+        let out = dev.run_donated(plan, &mut held.clone()).unwrap().0;
         assert_eq!(first, bits(&out), "{}: donated inputs held elsewhere", p.label());
         assert_eq!(before, bits(&held.values().cloned().collect::<Vec<_>>()), "{}: wrote a held input", p.label());
     }
@@ -287,7 +287,7 @@ fn an_input_of_another_shape_than_the_plans_is_refused() {
     for (d, s) in [(funcfuse::tensor::DType::F32, &[5, 5][..]), (funcfuse::tensor::DType::F64, &[4, 4][..])] {
         let e = dev.run(&plan, &input(d, s)).unwrap_err();
         assert!(e.contains("input `x` is") && e.contains("the plan takes f32[4, 4]"), "{e}");
-        let e = dev.run_donated(&plan, input(d, s)).unwrap_err();
+        let e = dev.run_donated(&plan, &mut input(d, s)).unwrap_err();
         assert!(e.contains("the plan takes f32[4, 4]"), "{e}");
     }
 }

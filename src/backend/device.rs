@@ -35,11 +35,12 @@ impl Loaded {
     }
 
     /// [`Loaded::run`] with inputs the caller gives up ([`exec::execute_donated`]): an input that nothing else
-    /// holds may be written in place rather than copied first, as PyTorch writes into the tensors it is given.
+    /// holds may be written in place rather than copied first, as PyTorch writes into the tensors it is given; its
+    /// contents are unspecified after the run.
     pub fn run_donated(
         &mut self,
         p: &Plan,
-        inputs: BTreeMap<String, Tensor>,
+        inputs: &mut BTreeMap<String, Tensor>,
     ) -> Result<(Vec<Tensor>, exec::Stats), String> {
         match self {
             Loaded::C(d) => exec::execute_donated(p, d, inputs),

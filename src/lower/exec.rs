@@ -146,13 +146,13 @@ pub fn execute<D: Device>(plan: &Plan, dev: &mut D, inputs: &BTreeMap<String, Te
 
 /// [`execute`] with inputs the caller gives up: an input tensor that nothing but `inputs` holds is the buffer a
 /// kernel may write in place ([`Device::adopt`]), not copied first, as PyTorch writes into the tensors it is given.
-/// Its elements are then undefined after the run (the outputs say what the program left in them).
+/// Its elements are unspecified after the run (the outputs hold what the program leaves in its parameters).
 pub fn execute_donated<D: Device>(
     plan: &Plan,
     dev: &mut D,
-    inputs: BTreeMap<String, Tensor>,
+    inputs: &mut BTreeMap<String, Tensor>,
 ) -> R<(Vec<Tensor>, Stats)> {
-    execute_with(plan, dev, &inputs, false, true).map(|(t, s, _)| (t, s))
+    execute_with(plan, dev, inputs, false, true).map(|(t, s, _)| (t, s))
 }
 
 /// [`execute`], timing every launch, copy and fallback (the device is synchronized around each, so the run is
