@@ -82,7 +82,8 @@ pub fn autotune(
         crate::limits::check()?;
         let p = crate::lower::plan_for(term, &f.inputs, Policy::Fused, profile)?;
         let mut dev = crate::backend::Loaded::new(&p, target)?;
-        let (out, stats) = dev.run(&p, &fresh())?;
+        // Run as the timed runs are (inputs given up), so that its counts are of the work they time.
+        let (out, stats) = dev.run_donated(&p, &mut fresh())?;
         let agrees = match &reference {
             None => true,
             Some(want) => {

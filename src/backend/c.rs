@@ -521,11 +521,9 @@ impl Device for CDevice {
         self.upload(t)
     }
 
-    fn adopt(&mut self, t: &Tensor) -> Result<CBuf, String> {
-        if t.is_contiguous() && t.offset == 0 && t.buf.borrow().len() == t.numel() && !t.buf.borrow().is_borrowed() {
-            return Ok(Rc::new(t.clone()));
-        }
-        self.upload(t)
+    fn adopt(&mut self, t: &Tensor) -> Result<Option<CBuf>, String> {
+        let whole = t.is_contiguous() && t.offset == 0 && t.buf.borrow().len() == t.numel();
+        Ok((whole && !t.buf.borrow().is_borrowed()).then(|| Rc::new(t.clone())))
     }
 
     fn download(&mut self, b: &CBuf, _: DType, shape: &[usize]) -> Result<Tensor, String> {

@@ -35,11 +35,12 @@ pub trait Device {
         self.alloc(d, n)
     }
     fn copy(&mut self, b: &Self::Buf, d: DType, n: usize) -> Result<Self::Buf, String>;
-    /// An input the caller gave up for the run ([`execute_donated`]) and that nothing else holds: the device may
-    /// take its memory as the buffer, to be written in place (the C device does, for a contiguous tensor that is
-    /// its whole buffer and not memory borrowed from outside), where it would otherwise copy it.
-    fn adopt(&mut self, t: &Tensor) -> Result<Self::Buf, String> {
-        self.upload(t)
+    /// An input the caller gave up for the run ([`execute_donated`]) and that nothing else holds, as the buffer
+    /// the plan writes in place, where the device can take its memory without a copy (the C device can, for a
+    /// contiguous tensor that is its whole buffer and not memory borrowed from outside); `None` where it cannot,
+    /// and the input is uploaded (copied) as any other.
+    fn adopt(&mut self, _t: &Tensor) -> Result<Option<Self::Buf>, String> {
+        Ok(None)
     }
     /// The one element of a buffer of one element (a condition, an integer read by the host).
     fn item(&mut self, b: &Self::Buf, d: DType) -> Result<crate::tensor::Scalar, String> {
@@ -445,13 +446,17 @@ impl<D: Device> Executor<'_, D> {
             }
             None => return Err(format!("internal: input `{}` is not a tensor in the plan", name.0)),
         }
-        let b = if self.facts.shares_inputs {
-            self.dev.share(t)?
-        } else if self.donated && Rc::strong_count(&t.buf) == 1 {
-            self.dev.adopt(t)?
-        } else {
-            self.stats.class(crate::cost::class::RUN, 0.0, (t.numel() * t.dtype().size()) as f64, 0.0, 0.0);
-            self.dev.upload(t)?
+        let adopted = match self.donated && !self.facts.shares_inputs && Rc::strong_count(&t.buf) == 1 {
+            true => self.dev.adopt(t)?,
+            false => None,
+        };
+        let b = match adopted {
+            _ if self.facts.shares_inputs => self.dev.share(t)?,
+            Some(b) => b,
+            None => {
+                self.stats.class(crate::cost::class::RUN, 0.0, (t.numel() * t.dtype().size()) as f64, 0.0, 0.0);
+                self.dev.upload(t)?
+            }
         };
         Ok(Val::T(b, t.dtype(), t.shape.clone().into()))
     }
