@@ -90,7 +90,8 @@ fn rendered(func: &str) -> (funcfuse::frontend::Module, String) {
 #[test]
 fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
     // (program, the layout's mark in the source, blocked rows per pass). Packed (a reduction over more than 64
-    // indices): the column operand, prologue and all, packed 8 row elements wide (one AVX2 vector), then blocks
+    // indices): the column operand, prologue and all, packed 8 row elements wide (one AVX2 vector; 16, one
+    // AVX-512 vector, where the compiler targets AVX-512, then a tile of 8 where 8 or more are left), then blocks
     // of up to 3 outputs of the block variable (and a shorter last block) with their 4 partial sums each in vector
     // variables; a last tile narrower than 8 takes the scalar form (blocks of 6 and a shorter one). GEMV (no
     // block variable, at least 32 reduction indices): each lane's accumulator row is loaded once per 8 of its
@@ -150,7 +151,13 @@ fn packed_rows_give_the_unblocked_bits() {
     // So does the packed layout (the column operand's prologue stored as the f32 the product rounds it to), in
     // full blocks and in the shorter last one, in vector tiles and in the scalar last tile; the one-row GEMVs
     // these compare with take the grouped lanes (70 and 40 reduction indices: a group of 32 and a tail).
+    // Both panel widths are rendered, the compiler's target picking one: 44 columns are 2 tiles of 16, one of 8
+    // and a scalar one of 4 where it targets AVX-512 (as on the project's machines), else 5 of 8 and one of 4.
     same_bits_as_one_row("packed", (10, 70, 44), "float pk[70][8]");
+    let (_, c) = rendered("packed");
+    for mark in ["#if defined(__AVX512F__)", "float pk[70][16]", "ff_v16 c3_0 = {0}", "w0 += 16", "#else"] {
+        assert!(c.contains(mark), "no `{mark}` in {c}");
+    }
 }
 
 /// Runs `func` (`relu(a @ (b * 0.5) + bias)` with `a: [m, k]`, `b: [k, n]`), whose source must contain `mark`,
