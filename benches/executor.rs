@@ -4,13 +4,12 @@
 //! behind host decisions). Compare a change's figures against the same bench before it, in one sitting. Run with
 //! `cargo bench --bench executor`.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use funcfuse::backend::{Loaded, Target};
-use funcfuse::lower::Policy;
 use funcfuse::rewrite::rules::{shipped, to_rewrites};
+
+mod common;
 
 const PROGRAMS: &[(&str, &str)] = &[
     ("corpus/regressions/ops.py", "add_out"),
@@ -25,17 +24,7 @@ fn bench(c: &mut Criterion) {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
         let source = std::fs::read_to_string(&path).unwrap();
         let module = funcfuse::frontend::parse_module(path.to_str().unwrap(), &source).unwrap();
-        let f = funcfuse::functionalize::functionalize(&module, name, &BTreeMap::new()).unwrap();
-        let mut o = f.clone();
-        o.term = funcfuse::rewrite::saturate::optimize(&f, &rules, Default::default()).unwrap().term;
-        let plan = funcfuse::lower::plan(&o.term, &o.inputs, Policy::Fused).unwrap();
-        let mut dev = Loaded::new(&plan, Target::C).unwrap();
-        let inputs: BTreeMap<_, _> = o
-            .inputs
-            .iter()
-            .enumerate()
-            .map(|(i, (n, d, s))| (n.clone(), funcfuse::io::random_input(0, i, *d, s).unwrap()))
-            .collect();
+        let (plan, mut dev, inputs) = common::loaded_plan(&module, name, &rules);
         group.bench_function(*name, |b| b.iter(|| dev.run(&plan, &inputs).unwrap()));
     }
     group.finish();

@@ -1,6 +1,13 @@
-//! What the benchmarks share: the corpus's program files.
+//! What the benchmarks share: the corpus's program files, and a program's fused plan loaded on the C device.
 
+#![allow(dead_code)] // each bench uses a part
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use funcfuse::backend::{Loaded, Target};
+use funcfuse::lower::{Plan, Policy};
+use funcfuse::tensor::Tensor;
 
 /// Every `*.py` under `dir` (goldens excluded), sorted.
 pub fn py_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -13,4 +20,25 @@ pub fn py_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(e);
         }
     }
+}
+
+/// Program `name` of `module` through the real pipeline (functionalize, saturate with `rules`, plan as ours), its
+/// kernels compiled and loaded on the C device, with seed-0 inputs.
+pub fn loaded_plan(
+    module: &funcfuse::frontend::Module,
+    name: &str,
+    rules: &[egg::Rewrite<funcfuse::ir::Node, funcfuse::rewrite::TermAnalysis>],
+) -> (Plan, Loaded, BTreeMap<String, Tensor>) {
+    let f = funcfuse::functionalize::functionalize(module, name, &BTreeMap::new()).unwrap();
+    let mut o = f.clone();
+    o.term = funcfuse::rewrite::saturate::optimize(&f, rules, Default::default()).unwrap().term;
+    let plan = funcfuse::lower::plan(&o.term, &o.inputs, Policy::Fused).unwrap();
+    let dev = Loaded::new(&plan, Target::C).unwrap();
+    let inputs = o
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, (n, d, s))| (n.clone(), funcfuse::io::random_input(0, i, *d, s).unwrap()))
+        .collect();
+    (plan, dev, inputs)
 }
