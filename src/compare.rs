@@ -129,22 +129,18 @@ pub fn compare_program(
             ));
         }
         let mut dev = session.load_plan(&p).map_err(Diagnostic::new)?;
-        // The checked run is run as the timed ones are (inputs given up), so that its counts, which `compare.json`
-        // records beside the measured time as the features a profile is fitted to, are of the same work.
-        let run = |dev: &mut crate::backend::Loaded| -> Result<(Vec<crate::tensor::Tensor>, Stats), Diagnostic> {
-            let mut fresh: BTreeMap<_, _> = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect();
-            dev.run_donated(&p, &mut fresh).map_err(Diagnostic::new)
-        };
-        let (out, stats) = run(&mut dev)?;
+        // Fresh inputs for every run: runs are given them up, as PyTorch writes into the tensors it is timed on.
+        let fresh = || -> BTreeMap<_, _> { inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect() };
+        // The checked run is run as the timed ones are, so that its counts, which `compare.json` records beside the
+        // measured time as the features a profile is fitted to, are of the same work.
+        let (out, stats): (Vec<crate::tensor::Tensor>, Stats) =
+            dev.run_donated(&p, &mut fresh()).map_err(Diagnostic::new)?;
         let agrees =
             want.len() == out.len() && want.iter().zip(&out).all(|(w, o)| w.as_ref().is_some_and(|w| close(o, w)));
         let measured_s = match measure {
             Some(n) => {
-                // Fresh inputs for every run, made before the clock starts, and given up to the run: a program
-                // writes into them in place as PyTorch's does into the tensors it is timed on. As there, the
-                // outputs are dropped within the time and the inputs after it.
-                let fresh =
-                    || -> BTreeMap<_, _> { inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect() };
+                // The inputs are made before the clock starts; as in PyTorch's timing, the outputs are dropped
+                // within the time and the inputs after it.
                 let sets: Vec<BTreeMap<_, _>> = (0..n.max(1)).map(|_| fresh()).collect();
                 let mut times = Vec::new();
                 for mut set in sets {

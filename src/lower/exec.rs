@@ -446,13 +446,15 @@ impl<D: Device> Executor<'_, D> {
             }
             None => return Err(format!("internal: input `{}` is not a tensor in the plan", name.0)),
         }
-        let adopted = match self.donated && !self.facts.shares_inputs && Rc::strong_count(&t.buf) == 1 {
-            true => self.dev.adopt(t)?,
-            false => None,
+        // Donated, and held by nothing but the caller's map: the plan may write into it.
+        let adopted = if self.donated && !self.facts.shares_inputs && Rc::strong_count(&t.buf) == 1 {
+            self.dev.adopt(t)?
+        } else {
+            None
         };
         let b = match adopted {
-            _ if self.facts.shares_inputs => self.dev.share(t)?,
             Some(b) => b,
+            None if self.facts.shares_inputs => self.dev.share(t)?,
             None => {
                 self.stats.class(crate::cost::class::RUN, 0.0, (t.numel() * t.dtype().size()) as f64, 0.0, 0.0);
                 self.dev.upload(t)?
