@@ -196,7 +196,7 @@ fn indices_are_32_bit_where_they_fit_and_64_bit_past_2_pow_31() {
     let y = kernels_of("corpus/workloads/yolov3.py", "yolov3");
     assert!(y.kernels.iter().all(|k| width(k) == Width::I32));
     let src = cuda::render(&y);
-    assert!(src.contains("for (unsigned t = blockIdx.x * blockDim.x + threadIdx.x; t < 25500u;"), "{src}");
+    assert!(src.contains("for (unsigned t = blockIdx.x * blockDim.x + threadIdx.x; t < 535500u;"), "{src}");
     assert!(src.contains("const int i2 = (int)(rest % 85u); rest /= 85u;"), "{src}");
     assert!(src.contains("(int)((unsigned)(i1) / 100u)"), "{src}");
     let body = &src[src.find("/* k0:").unwrap()..];

@@ -57,15 +57,23 @@ fn loop_carried_dependences_stay_loops() {
 
 #[test]
 fn assigns_covering_an_axis_become_one_cat() {
-    for (file, func) in [("corpus/micro/extra_ops.py", "decode_boxes"), ("corpus/workloads/fcos.py", "fcos")] {
+    // Extraction then takes the cat where it prices cheaper: in fcos. decode_boxes's four writes through column
+    // views price the same per element as the cat (the C kernel's pieces compute each column's own expression), and
+    // the written-through form prices cheaper (`explain`: 0.0041 against 0.0046 ms), so the rule fires there and
+    // extraction keeps the writes.
+    for (file, func, chosen) in
+        [("corpus/micro/extra_ops.py", "decode_boxes", false), ("corpus/workloads/fcos.py", "fcos", true)]
+    {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
         let module = funcfuse::frontend::load_module(path.to_str().unwrap()).unwrap();
         let f = functionalize(&module, func, &BTreeMap::new()).unwrap_or_else(|d| panic!("{d}"));
         let rules = funcfuse::rewrite::rules::to_rewrites(&funcfuse::rewrite::rules::shipped().unwrap()).unwrap();
         let o = optimize(&f, &rules, Default::default()).unwrap();
         assert!(o.fired.get("scatter/cover-cat").is_some_and(|&n| n >= 1), "{func}: {:?}", o.fired);
-        assert!(o.term.to_string().contains("(cat "), "{func}");
-        assert!(term_stats(&o.term).assigns < term_stats(&f.term).assigns, "{func}");
+        if chosen {
+            assert!(o.term.to_string().contains("(cat "), "{func}");
+            assert!(term_stats(&o.term).assigns < term_stats(&f.term).assigns, "{func}");
+        }
     }
 }
 

@@ -80,6 +80,7 @@ pub fn render_kernel(k: &Kernel) -> String {
         let layout = row_reduction(piece, "  ")
             .or_else(|| dot_reduction(piece, "  "))
             .or_else(|| extrema_reduction(piece, "  "))
+            .or_else(|| super::tile::transposed(piece))
             .unwrap_or_else(|| nest(piece));
         s.push_str(&layout);
         if k.reduce.is_some() {

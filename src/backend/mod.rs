@@ -15,5 +15,6 @@ pub mod extrema;
 pub mod gemm;
 pub mod many;
 pub mod source;
+pub mod tile;
 
 pub use device::{plan_for_run, run_c, run_loaded, run_on, Loaded, Target};

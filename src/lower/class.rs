@@ -8,9 +8,22 @@ use super::kernel::{Expr, Kernel, RedOp};
 use crate::cost::class::{ELEMENTWISE, GATHER, MATMUL, REDUCTION, TRANSCENDENTAL};
 use crate::tensor::ops::Binary;
 
-/// A kernel's class and the transcendental elements one launch computes.
-pub fn classify(k: &Kernel) -> (usize, f64) {
-    let trans = transcendentals(k);
+/// What one launch of a kernel does, as the cost model counts it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Work {
+    /// Its class ([`crate::cost::class::CLASSES`]).
+    pub class: usize,
+    /// The transcendental elements it computes ([`transcendentals`]).
+    pub transcendentals: f64,
+    /// The ops it computes: [`Kernel::traffic`]'s count, or where fewer, the pieces' ([`ops`]).
+    pub ops: f64,
+}
+
+/// A kernel's class, the transcendental elements and the ops one launch computes.
+pub fn classify(k: &Kernel) -> Work {
+    let pieces = super::specialize::pieces(k);
+    let trans = transcendentals_of(k, pieces.as_deref());
+    let ops = ops(k, pieces.as_deref());
     let class = match &k.reduce {
         Some(r) if r.op == RedOp::Sum && is_product(&k.value) && k.domain.iter().product::<usize>() > 1 => MATMUL,
         Some(_) => REDUCTION,
@@ -20,7 +33,27 @@ pub fn classify(k: &Kernel) -> (usize, f64) {
         None if trans > 0.0 => TRANSCENDENTAL,
         None => ELEMENTWISE,
     };
-    (class, trans)
+    Work { class, transcendentals: trans, ops }
+}
+
+/// The ops one launch of `k` computes, counted as [`Kernel::traffic`] does (each op of the value once per point,
+/// the epilogue's once per output, each pre once), or piece by piece where that is fewer: over its whole domain a
+/// select counts every arm at every point, but each piece computes only the arms its points take (a reduction's
+/// pieces split its output domain). A `cat` of several levels, or a buffer written through several views, is a
+/// chain of selects that its pieces take apart.
+fn ops(k: &Kernel, pieces: Option<&[super::specialize::Piece]>) -> f64 {
+    let (_, whole) = k.traffic(std::iter::empty());
+    let Some(ps) = pieces else { return whole };
+    let pre: f64 = k.pre.iter().map(|p| p.traffic(std::iter::empty()).1).sum();
+    let by_piece: f64 = ps
+        .iter()
+        .map(|p| {
+            let outputs = p.extents.iter().product::<usize>() as f64;
+            let points = outputs * p.reduce.iter().product::<usize>() as f64;
+            points * p.value.counts().1 as f64 + p.epilogue.as_ref().map_or(0.0, |e| outputs * e.counts().1 as f64)
+        })
+        .sum();
+    whole.min(by_piece + pre)
 }
 
 /// A product of two operands that both load (a matmul's or a GEMV's inner term, under casts).
@@ -66,12 +99,17 @@ fn has_gather(e: &Expr) -> bool {
 /// which its selects are decided, so that a select counts only the arm each element takes) and the smaller count is
 /// kept: the whole domain counts every arm of a select, the pieces count a broadcast operand once per piece.
 pub fn transcendentals(k: &Kernel) -> f64 {
+    transcendentals_of(k, super::specialize::pieces(k).as_deref())
+}
+
+/// [`transcendentals`], given the kernel's pieces.
+fn transcendentals_of(k: &Kernel, pieces: Option<&[super::specialize::Piece]>) -> f64 {
     // Each pre once per launch (as the C backend computes it).
     let mut total: f64 = k.pre.iter().map(transcendentals).sum();
     count(&k.value, &BTreeSet::new(), &mut total);
-    if let Some(pieces) = super::specialize::pieces(k) {
+    if let Some(pieces) = pieces {
         let mut by_piece: f64 = k.pre.iter().map(transcendentals).sum();
-        for p in &pieces {
+        for p in pieces {
             count(&p.value, &BTreeSet::new(), &mut by_piece);
         }
         return total.min(by_piece);

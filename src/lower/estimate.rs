@@ -45,7 +45,7 @@ pub fn planning_cost(plan: &Plan, profile: &Profile) -> f64 {
         let size = |id: egg::Id| plan.tensor(id).map_or(0, |(d, s)| d.size() * s.iter().product::<usize>()) as f64;
         let one = match how {
             How::Kernel(k) | How::InPlace(k) | How::CopyInPlace(k) => {
-                let (bytes, ops) = traffic(plan, *k);
+                let (bytes, ops) = plan.traffic(*k);
                 let copy = match how {
                     How::CopyInPlace(_) => profile.launch_s + 2.0 * size(egg::Id::from(i)) / profile.bytes_per_s,
                     _ => 0.0,
@@ -179,8 +179,8 @@ pub fn plan_stats(plan: &Plan) -> (Stats, f64) {
                 if let (How::CopyInPlace(_), Some(base)) = (how, written_base(&plan.term, id)) {
                     w.copy(m, numel(base));
                 }
-                let (bytes, ops) = traffic(plan, *k);
-                let (c, trans) = plan.class_of(*k);
+                let (bytes, ops) = plan.traffic(*k);
+                let super::class::Work { class: c, transcendentals: trans, .. } = plan.class_of(*k);
                 let l = if launches(plan, *k) { m } else { 0.0 };
                 w.add(c, l, m * bytes, m * ops, m * trans);
                 w.stats.flops += m * ops;
@@ -217,12 +217,6 @@ pub fn plan_stats(plan: &Plan) -> (Stats, f64) {
     stats.copies = w.copies.round() as usize;
     stats.fallbacks = w.fallbacks.round() as usize;
     (stats, launches)
-}
-
-/// Bytes moved and ops of one launch of kernel `k`, at its arguments' planned sizes.
-fn traffic(plan: &Plan, k: usize) -> (f64, f64) {
-    plan.kernels[k]
-        .traffic(plan.launches[k].args.iter().map(|&a| plan.tensor(a).map_or(1, |(_, s)| s.iter().product())))
 }
 
 /// Whether kernel `k` launches: a kernel group launches once, for its first member.

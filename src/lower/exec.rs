@@ -472,7 +472,8 @@ impl<D: Device> Executor<'_, D> {
     }
 
     fn kernel_class(&mut self, k: usize) -> (usize, f64) {
-        self.plan.class_of(k)
+        let w = self.plan.class_of(k);
+        (w.class, w.transcendentals)
     }
 
     /// `v` in a buffer of its own: a copy, counted as one. A tensor of no elements is shared, as the estimate

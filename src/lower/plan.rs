@@ -115,7 +115,7 @@ pub struct Plan {
     pub merge_notes: Vec<String>,
     /// Each kernel's cost class and transcendental elements per launch ([`super::class::classify`]), computed
     /// on the first run and kept: classifying walks expression trees, too slow to repeat on every run.
-    pub classes: std::sync::OnceLock<Vec<(usize, f64)>>,
+    pub classes: std::sync::OnceLock<Vec<super::class::Work>>,
     /// What every run needs to know of the plan and no run changes ([`RunFacts`]), computed on the first run.
     pub facts: std::sync::OnceLock<RunFacts>,
     /// Per kernel: why its node is a buffer of its own rather than fused into its readers (`explain`'s "why not").
@@ -132,9 +132,17 @@ impl Plan {
         self.facts.get_or_init(|| RunFacts::of(self))
     }
 
-    /// Kernel `k`'s cost class and transcendental elements per launch ([`Plan::classes`]).
-    pub fn class_of(&self, k: usize) -> (usize, f64) {
+    /// Kernel `k`'s cost class, transcendental elements and ops per launch ([`Plan::classes`]).
+    pub fn class_of(&self, k: usize) -> super::class::Work {
         self.classes.get_or_init(|| self.kernels.iter().map(super::class::classify).collect())[k]
+    }
+
+    /// The bytes kernel `k` moves in one launch ([`Kernel::traffic`] over its arguments' planned sizes) and the
+    /// ops it computes ([`super::class::Work::ops`]: its pieces' where fewer).
+    pub fn traffic(&self, k: usize) -> (f64, f64) {
+        let numel = |id: Id| self.tensor(id).map_or(1, |(_, s)| s.iter().product::<usize>());
+        let (bytes, _) = self.kernels[k].traffic(self.launches[k].args.iter().map(|&a| numel(a)));
+        (bytes, self.class_of(k).ops)
     }
 
     pub fn tensor(&self, id: Id) -> Option<(DType, &[usize])> {
@@ -175,12 +183,7 @@ impl RunFacts {
                 .collect(),
             copies_loop_state: super::exec::copies_loop_state(plan),
             shares_inputs: super::exec::shares_inputs(plan),
-            traffic: plan
-                .kernels
-                .iter()
-                .zip(&plan.launches)
-                .map(|(k, l)| k.traffic(l.args.iter().map(|&a| numel(a))))
-                .collect(),
+            traffic: (0..plan.kernels.len()).map(|k| plan.traffic(k)).collect(),
         }
     }
 }
@@ -220,20 +223,41 @@ fn plan_chosen(
     let prepared = Prepared::new(term, inputs)?;
     crate::limits::check()?;
     let cost = |p: &Plan| super::estimate::decision_cost(p, profile);
-    let (recomputed, alternative) = plan_with(&prepared, inputs, policy, profile, (false, true))?;
-    let (chosen, store) = if alternative {
-        crate::limits::check()?;
-        let (stored, _) = plan_with(&prepared, inputs, policy, profile, (true, true))?;
-        if cost(&stored) < cost(&recomputed) {
-            (stored, true)
-        } else {
-            (recomputed, false)
+    let first = Choices { store_writes: false, dots: true, by_piece: true };
+    let (plan, arose) = plan_with(&prepared, inputs, policy, profile, first)?;
+    let mut best = (plan, first);
+    // Each choice that arose is planned the other way too, the cheaper plan kept.
+    let flips = [
+        (arose.store_writes, Choices { store_writes: true, ..first }),
+        (arose.by_piece, Choices { by_piece: false, ..first }),
+    ];
+    for (arose, choices) in flips {
+        if arose {
+            crate::limits::check()?;
+            let choices = Choices { store_writes: choices.store_writes || best.1.store_writes, ..choices };
+            let (plan, _) = plan_with(&prepared, inputs, policy, profile, choices)?;
+            if cost(&plan) < cost(&best.0) {
+                best = (plan, choices);
+            }
         }
-    } else {
-        (recomputed, false)
-    };
-    let without = || plan_with(&prepared, inputs, policy, profile, (store, false)).map(|(p, _)| p);
+    }
+    let (chosen, choices) = best;
+    let without = || plan_with(&prepared, inputs, policy, profile, Choices { dots: false, ..choices }).map(|(p, _)| p);
     super::dots::keep_cheaper(chosen, without, &cost)
+}
+
+/// The choices a plan is made with. Where one arises (some node would be planned differently), the planner plans
+/// it both ways and keeps the plan that prices cheaper ([`plan_chosen`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Choices {
+    /// Store shared writes through views into buffers, rather than recompute them in each reader.
+    store_writes: bool,
+    /// Compute matmuls as dot products in their readers and small reductions before their readers' nests.
+    dots: bool,
+    /// Price an inline `cat` recomputed in its readers by the piece each element reads, rather than by all of its
+    /// pieces ([`Planner::recompute_vs_store`]). Each element computes one piece, but where the pieces do not come
+    /// apart (`specialize.rs`'s budget) every element computes every piece.
+    by_piece: bool,
 }
 
 /// What planning needs of a term, whatever it decides: the term spelled out and unshared, its types, each node's
@@ -289,8 +313,9 @@ fn plan_with(
     inputs: &[(String, DType, Vec<usize>)],
     policy: Policy,
     profile: &crate::cost::Profile,
-    (store_writes, dots): (bool, bool),
-) -> Result<(Plan, bool), String> {
+    choices: Choices,
+) -> Result<(Plan, Choices), String> {
+    let Choices { store_writes, dots, by_piece } = choices;
     let term = &prepared.term;
     let n = term.as_ref().len();
     let mut p = Planner {
@@ -304,7 +329,9 @@ fn plan_with(
         arm_only: Default::default(),
         epilogue: Default::default(),
         store_writes,
+        by_piece,
         alternative: false,
+        priced_by_piece: Default::default(),
         profile: profile.clone(),
         why: vec![None; n],
         dot_notes: Vec::new(),
@@ -358,7 +385,8 @@ fn plan_with(
     plan.merge_notes = super::chain::chain_kernels(&mut plan);
     super::group::group_siblings(&mut plan);
     super::group::drop_entangled_groups(&mut plan);
-    Ok((plan, p.alternative))
+    let arose = Choices { store_writes: p.alternative, dots: false, by_piece: p.priced_by_piece.get() };
+    Ok((plan, arose))
 }
 
 pub(super) struct Planner<'a> {
@@ -378,6 +406,10 @@ pub(super) struct Planner<'a> {
     store_writes: bool,
     /// Whether some node would be planned differently with `store_writes` flipped.
     alternative: bool,
+    /// [`Choices::by_piece`].
+    pub(super) by_piece: bool,
+    /// Whether a decision priced a `cat` by its pieces, so that it may go the other way without.
+    pub(super) priced_by_piece: std::cell::Cell<bool>,
     /// The cost profile decisions are made by.
     pub(super) profile: crate::cost::Profile,
     /// Per node: why it is a buffer rather than fused into its readers ([`super::why`]), where the planner chose.

@@ -91,40 +91,51 @@ impl Planner<'_> {
         let (d, shape) = self.tensor(id).expect("a tensor");
         let n = shape.iter().product::<usize>() as f64;
         // A write of it through a view (`state[j] = h`) reads it at the view's elements, not the whole buffer's.
-        let reads = |u: Id| match self.term[u] {
-            Node::Assign([x, v, y]) if y == id && x != id => self.view_parts(v).map(|(s, _, _)| s),
-            _ => self.tensor(u).map(|(_, s)| s),
+        // A cat reads each of its pieces once per element, in its own slice of the result.
+        let reads = |u: Id| match &self.term[u] {
+            Node::Assign([x, v, y]) if *y == id && *x != id => self.view_parts(*v).map(|(s, _, _)| s.iter().product()),
+            Node::Op(OpName::Cat, args) if args[1..].contains(&id) => {
+                Some(args[1..].iter().filter(|&&a| a == id).count() * shape.iter().product::<usize>())
+            }
+            _ => self.tensor(u).map(|(_, s)| s.iter().product::<usize>()),
         };
-        let points: f64 =
-            users.iter().map(|&u| reads(u).map_or(n, |s| (s.iter().product::<usize>() as f64).max(n))).sum();
+        let points: f64 = users.iter().map(|&u| reads(u).map_or(n, |s| (s as f64).max(n))).sum();
         if points <= n {
             return None;
         }
-        let mut ops = 0i64;
-        fn count(pl: &Planner, id: Id, ops: &mut i64, heavy: &mut bool) {
-            *ops += match pl.term[id] {
+        // The ops of one element, inline. A cat's element is one of its pieces' (the C backend's pieces compute
+        // only that one), so with `by_piece` each piece weighs by the share of elements it computes.
+        fn count(pl: &Planner, id: Id, budget: &mut i64, heavy: &mut bool) -> f64 {
+            *budget -= 1;
+            let own = match pl.term[id] {
                 Node::Op(op, _) if transcendental(op) => {
                     *heavy = true;
-                    TRANSCENDENTAL_OPS
+                    TRANSCENDENTAL_OPS as f64
                 }
-                _ => 1,
+                _ => 1.0,
             };
-            if *ops > 1000 || pl.how[usize::from(id)] != How::Inline {
-                return;
+            if *budget < 0 || pl.how[usize::from(id)] != How::Inline {
+                return own;
             }
-            for &c in pl.term[id].children() {
-                count(pl, c, ops, heavy);
+            let numel = |x: Id| pl.tensor(x).map_or(1.0, |(_, s)| s.iter().product::<usize>() as f64);
+            let whole = numel(id).max(1.0);
+            match &pl.term[id] {
+                Node::Op(OpName::Cat, args) if pl.by_piece && args.len() > 2 => {
+                    pl.priced_by_piece.set(true);
+                    own + args[1..].iter().map(|&a| numel(a) / whole * count(pl, a, budget, heavy)).sum::<f64>()
+                }
+                node => own + node.children().iter().map(|&c| count(pl, c, budget, heavy)).sum::<f64>(),
             }
         }
         let mut heavy = false;
-        count(self, id, &mut ops, &mut heavy);
+        let ops = count(self, id, &mut 1000, &mut heavy);
         // Broadcasting readers weigh in only for transcendental work: cheap arithmetic recomputed per element
         // costs less than the profile's figures say (it vectorizes, and the loads hit the cache).
         let points = if heavy { points } else { users.len() as f64 * n };
         if points <= n {
             return None;
         }
-        let recompute = (points - n) * ops as f64 / p.ops_per_s;
+        let recompute = (points - n) * ops / p.ops_per_s;
         let store = p.launch_s + (1 + users.len()) as f64 * n * d.size() as f64 / p.bytes_per_s;
         Some((recompute, store))
     }

@@ -1,0 +1,118 @@
+//! The C layout of an elementwise kernel that transposes: its output is contiguous along one loop variable and its
+//! loads along another (yolov3's and fcos's `permute(...).contiguous()` with a sigmoid on the way, a channels-first
+//! tensor read channels-last). The plain nest walks the output in order and reads a column of the input: every load
+//! of the innermost loop is on a line of its own, and with a few dozen rows in flight the hardware prefetchers lose
+//! track. Here the two variables run in tiles of [`TILE`] x [`TILE`]: the tile's values are computed with the
+//! loads' variable innermost (rows of the input, vectorized) into a local array, then stored with the output's
+//! variable innermost (rows of the output). Every point computes the same expression as in the nest, so the bits are
+//! the same; the points run in another order, which an elementwise kernel allows (it reads, at each point, only the
+//! element it writes or elements no point writes, and reads all of a tile before it writes any of it).
+
+use std::fmt::Write;
+
+use crate::lower::index::{Atom, Idx};
+use crate::lower::kernel::{c_type, render, Expr, Kernel};
+
+/// The side of a tile: 16 f32 lanes, one AVX-512 vector or a 64-byte line.
+pub const TILE: usize = 16;
+
+/// The tiled layout of `k` (a piece of a kernel: see `c::render_kernel`), or `None` where it does not apply: a
+/// reduction or an ordered kernel (a scatter, one that reads its own output), a value with gathers or dots, a
+/// load or store through a division, modulo or view inverse of the two variables, or no pair of variables where the
+/// store is contiguous along the innermost loop `v`, the loads move at least [`TILE`] elements along `v` and at
+/// least 8 times less along another loop `u`, and the store moves at least [`TILE`] along `u`; both at least
+/// [`TILE`] long. `FUNCFUSE_TILE=0` turns it off (to measure the nest against it).
+pub fn transposed(k: &Kernel) -> Option<String> {
+    if std::env::var("FUNCFUSE_TILE").is_ok_and(|v| v == "0") {
+        return None;
+    }
+    if k.reduce.is_some() || k.epilogue.is_some() || k.ordered() {
+        return None;
+    }
+    let mut loads = Vec::new();
+    if !collect_loads(&k.value, &mut loads) || !affine(&k.store) {
+        return None;
+    }
+    // How far a variable moves the loads per step, in all (the sum) and at most (the largest).
+    let moves = |w: usize| loads.iter().map(|at| stride(at, w)).fold((0i64, 0i64), |(s, m), x| (s + x, m.max(x)));
+    let loops: Vec<(usize, usize)> = k.domain.iter().copied().enumerate().filter(|&(_, n)| n != 1).collect();
+    let &(v, nv) = loops.last()?;
+    let ((load_v, _), store_v) = (moves(v), stride(&k.store, v));
+    if nv < TILE || store_v != 1 || load_v < TILE as i64 {
+        return None;
+    }
+    // The other loop the loads move along least (the last such on ties: the innermost), each by at most one
+    // element. A load that steps further along it (yolact's and ssd's per-row maximum of a softmax, 3 and 6 apart)
+    // would be a strided read per element in the tile where the nest reads it once per row: both that and the
+    // load hoisted out of the tile's rows into a small array measured slower than the nest.
+    let mut best: Option<(i64, usize, usize)> = None;
+    for &(u, nu) in &loops[..loops.len() - 1] {
+        let ((lu, most), su) = (moves(u), stride(&k.store, u));
+        if nu >= TILE && su >= TILE as i64 && most <= 1 && lu * 8 <= load_v && best.is_none_or(|(l, _, _)| lu <= l) {
+            best = Some((lu, u, nu));
+        }
+    }
+    let (_, u, nu) = best?;
+    let t = c_type(k.out_dtype);
+    let mut s = String::new();
+    let mut ind = String::from("  ");
+    let outer: Vec<&(usize, usize)> = loops.iter().filter(|&&(w, _)| w != u && w != v).collect();
+    for &&(w, n) in &outer {
+        let _ = writeln!(s, "{ind}for (int64_t i{w} = 0; i{w} < {n}; i{w}++) {{");
+        ind.push_str("  ");
+    }
+    let tile = TILE;
+    let _ = writeln!(s, "{ind}for (int64_t tv = 0; tv < {nv}; tv += {tile}) {{");
+    let _ = writeln!(s, "{ind}  const int64_t ev = {nv} - tv < {tile} ? {nv} - tv : {tile};");
+    let _ = writeln!(s, "{ind}  for (int64_t tu = 0; tu < {nu}; tu += {tile}) {{");
+    let _ = writeln!(s, "{ind}    const int64_t eu = {nu} - tu < {tile} ? {nu} - tu : {tile};");
+    let _ = writeln!(s, "{ind}    {t} tl[{tile}][{tile}];");
+    let body = format!("tl[jv][ju] = ({t})({});", render(&k.value, "a"));
+    let store = format!("a0[{}] = tl[jv][ju];", k.store.render());
+    // (the tile's variable, its extent, its tile's start, the loop it steps)
+    let (along_v, along_u) = (("jv", "ev", "tv", v), ("ju", "eu", "tu", u));
+    for (first, second, text) in [(along_v, along_u, body), (along_u, along_v, store)] {
+        let _ = writeln!(s, "{ind}    for (int64_t {j} = 0; {j} < {e}; {j}++) {{", j = first.0, e = first.1);
+        let _ = writeln!(s, "{ind}      const int64_t i{} = {} + {};", first.3, first.2, first.0);
+        // The values' loop is left rolled as every innermost loop of a kernel (`c::inner_loop_pragmas`); the stores'
+        // loop is a copy with no select, which GCC may unroll.
+        let unroll = if first.3 == v { format!("\n{ind}      #pragma GCC unroll 1") } else { String::new() };
+        let _ = writeln!(s, "{ind}      #pragma GCC ivdep{unroll}");
+        let _ = writeln!(s, "{ind}      for (int64_t {j} = 0; {j} < {e}; {j}++) {{", j = second.0, e = second.1);
+        let _ = writeln!(s, "{ind}        const int64_t i{} = {} + {};", second.3, second.2, second.0);
+        let _ = writeln!(s, "{ind}        {text}\n{ind}      }}\n{ind}    }}");
+    }
+    let _ = writeln!(s, "{ind}  }}\n{ind}}}");
+    for _ in &outer {
+        ind.truncate(ind.len() - 2);
+        let _ = writeln!(s, "{ind}}}");
+    }
+    Some(s)
+}
+
+/// Collects the positions of `e`'s loads of arguments (a pre value is a small local array: its reads do not
+/// count); false where `e` has a gather or a dot, or a load or pre read at a position that is not affine.
+fn collect_loads<'a>(e: &'a Expr, out: &mut Vec<&'a Idx>) -> bool {
+    match e {
+        Expr::Load { at, .. } => {
+            out.push(at);
+            affine(at)
+        }
+        Expr::Local { at, .. } => affine(at),
+        Expr::Gather { .. } | Expr::Dot(_) => false,
+        Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => true,
+        Expr::Unary(_, _, a) | Expr::Cast(_, a) => collect_loads(a, out),
+        Expr::Binary(_, _, _, a, b) => collect_loads(a, out) && collect_loads(b, out),
+        Expr::Where(c, a, b) => collect_loads(c, out) && collect_loads(a, out) && collect_loads(b, out),
+    }
+}
+
+/// Whether `i` is a sum of loop variables and parameters times constants.
+fn affine(i: &Idx) -> bool {
+    i.terms.keys().all(|a| matches!(a, Atom::Var(..) | Atom::Param(_)))
+}
+
+/// How far loop variable `v` moves affine position `i` per step.
+fn stride(i: &Idx, v: usize) -> i64 {
+    i.terms.iter().filter(|(a, _)| matches!(a, Atom::Var(w, _) if *w == v)).map(|(_, k)| k.abs()).sum()
+}

@@ -1,0 +1,88 @@
+//! The C backend's tiled layout for kernels that transpose (`src/backend/tile.rs`): which kernels take it, and that
+//! each point computes what the plain loop nest computes, bit for bit.
+
+mod common;
+
+use funcfuse::lower::Policy;
+
+const PROGRAMS: &str = r#"
+def transposed(p: f32[3, 40, 50]) -> f32[3, 50, 40]:
+    return torch.sigmoid(p.permute(0, 2, 1).contiguous())
+
+
+def elementwise(p: f32[3, 40, 50]) -> f32[3, 40, 50]:
+    return torch.sigmoid(p)
+
+
+def transposed_scaled(p: f32[33, 70], c: f32[70]) -> f32[70, 33]:
+    return torch.sqrt(torch.sigmoid(p.t()) * c.abs()[:, None])
+
+
+def scaled(p: f32[33, 70], c: f32[70]) -> f32[33, 70]:
+    return torch.sqrt(torch.sigmoid(p) * c.abs()[None, :])
+
+
+def strided_operand(p: f32[40, 48], m: f32[48, 3]) -> f32[48, 40]:
+    return torch.exp(p.t() - m[:, 1:2])
+"#;
+
+/// The C source of `func`'s fused plan (checked against the reference engine) and its outputs on seeded inputs, as
+/// the bits of each value.
+fn run(func: &str) -> (String, Vec<u64>, Vec<usize>) {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = common::scratch("tile", &format!("{func}-{n}"));
+    let path = common::program(&dir, PROGRAMS);
+    let module = funcfuse::frontend::load_module(&path).unwrap();
+    let f = common::optimized(&module, func).unwrap();
+    let p = funcfuse::lower::plan(&f.term, &f.inputs, Policy::Fused).unwrap();
+    let source = funcfuse::backend::c::render(&p);
+    let inputs = common::seeded_inputs(&module, func, 0);
+    common::check_plan_on(&module, func, &inputs, Policy::Fused, funcfuse::backend::Target::C).unwrap();
+    let (out, _) = funcfuse::backend::run_c(&f, Policy::Fused, &inputs).unwrap();
+    let out = common::output_files(&out).into_values().next().unwrap();
+    (source, out.to_f64_vec().iter().map(|x| x.to_bits()).collect(), out.shape.clone())
+}
+
+/// `x` of shape [.., a, b] with its last two dims swapped.
+fn swap_last(x: &[u64], shape: &[usize]) -> Vec<u64> {
+    let (a, b) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    let mut out = vec![0; x.len()];
+    for (m, chunk) in x.chunks(a * b).enumerate() {
+        for i in 0..a {
+            for j in 0..b {
+                out[m * a * b + j * a + i] = chunk[i * b + j];
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_transposing_kernel_is_tiled_and_gives_the_nests_bits() {
+    // [3, 50, 40] from [3, 40, 50]: the output's row (40: two tiles of 16 and one of 8) reads down a column of the
+    // input (50: three tiles of 16 and one of 2). The elementwise program computes each element in the plain nest,
+    // in place: the same sigmoid of the same input element, so the same bits once swapped back.
+    let (c, got, shape) = run("transposed");
+    assert!(c.contains("float tl[16][16];") && c.contains("for (int64_t tv = 0; tv < 40; tv += 16)"), "{c}");
+    let (plain, want, _) = run("elementwise");
+    assert!(!plain.contains("tl[16][16]"), "{plain}");
+    assert_eq!(got, swap_last(&want, &[3, 40, 50]), "shape {shape:?}");
+}
+
+#[test]
+fn an_operand_broadcast_along_the_rows_is_read_in_the_tile() {
+    // fcos's scaled scores: `c` moves one element per step of the input's row, as the input does.
+    let (c, got, _) = run("transposed_scaled");
+    assert!(c.contains("tl[jv][ju] = "), "{c}");
+    let (_, want, _) = run("scaled");
+    assert_eq!(got, swap_last(&want, &[33, 70]));
+}
+
+#[test]
+fn an_operand_strided_along_the_rows_keeps_the_nest() {
+    // `m[:, 1:2]` steps 3 elements per row of `p`: in the tile it would be a strided read per element, where the
+    // nest reads it once per output row.
+    let (c, _, _) = run("strided_operand");
+    assert!(!c.contains("tl[16][16]"), "{c}");
+}
