@@ -56,7 +56,7 @@ fn loop_carried_dependences_stay_loops() {
 }
 
 #[test]
-fn assigns_covering_an_axis_become_one_cat() {
+fn assigns_covering_an_axis_become_one_cat_extracted_where_cheaper() {
     // Extraction then takes the cat where it prices cheaper: in fcos. decode_boxes's four writes through column
     // views price the same per element as the cat (the C kernel's pieces compute each column's own expression), and
     // the written-through form prices cheaper (`explain`: 0.0041 against 0.0046 ms), so the rule fires there and

@@ -113,8 +113,8 @@ pub struct Plan {
     pub chained: Vec<bool>,
     /// Why kernels of one domain and scope were not merged into one launch (`explain`).
     pub merge_notes: Vec<String>,
-    /// Each kernel's cost class and transcendental elements per launch ([`super::class::classify`]), computed
-    /// on the first run and kept: classifying walks expression trees, too slow to repeat on every run.
+    /// Each kernel's cost class, transcendental elements and ops per launch ([`super::class::classify`]), computed
+    /// when first asked and kept: classifying walks expression trees, too slow to repeat on every run.
     pub classes: std::sync::OnceLock<Vec<super::class::Work>>,
     /// What every run needs to know of the plan and no run changes ([`RunFacts`]), computed on the first run.
     pub facts: std::sync::OnceLock<RunFacts>,
@@ -164,8 +164,8 @@ pub struct RunFacts {
     pub copies_loop_state: bool,
     /// [`super::exec::shares_inputs`].
     pub shares_inputs: bool,
-    /// Per kernel: the bytes it moves and the ops it computes in one launch ([`Kernel::traffic`] over its
-    /// arguments' sizes, which the term's types fix).
+    /// Per kernel: the bytes it moves and the ops it computes in one launch ([`Plan::traffic`]: the bytes over its
+    /// arguments' sizes, which the term's types fix, and the ops its pieces compute).
     pub traffic: Vec<(f64, f64)>,
 }
 
@@ -194,9 +194,10 @@ pub fn plan(term: &Term, inputs: &[(String, DType, Vec<usize>)], policy: Policy)
 }
 
 /// Plans `term` under `policy`, deciding by `profile` whether a shared value is stored or recomputed in each
-/// reader. Ours is planned twice where it has shared writes through views into buffers: once recomputing them in
-/// their readers (as predicated selects), once storing them (so they can go in place); the plan `profile` predicts
-/// cheaper wins.
+/// reader. Ours is planned again where a choice arose ([`Choices`]): where it has shared writes through views into
+/// buffers, once recomputing them in their readers (as predicated selects) and once storing them (so they can go in
+/// place); where pricing a `cat` by the piece each element computes decided a value, once without that; and with
+/// and without matmuls as dot products in their readers. The plan `profile` predicts cheaper wins.
 pub fn plan_for(
     term: &Term,
     inputs: &[(String, DType, Vec<usize>)],
@@ -408,7 +409,7 @@ pub(super) struct Planner<'a> {
     alternative: bool,
     /// [`Choices::by_piece`].
     pub(super) by_piece: bool,
-    /// Whether a decision priced a `cat` by its pieces, so that it may go the other way without.
+    /// Whether pricing a `cat` by its pieces decided some value the other way than pricing it whole would.
     pub(super) priced_by_piece: std::cell::Cell<bool>,
     /// The cost profile decisions are made by.
     pub(super) profile: crate::cost::Profile,
