@@ -169,6 +169,25 @@ def cell(x: f32[16], y: f32[16]) -> tuple[f32[64, 16], f32[64, 16]]:
 }
 
 #[test]
+fn levels_of_a_cat_are_computed_where_the_cat_writes_them() {
+    // Each level is read by the cat at its own 4800 (1200, 300) elements, not at the cat's 6300: computing it where
+    // the cat writes it costs nothing more than a kernel of its own, which would store it and the cat copy it.
+    let src = r#"
+import torch
+def levels(a: f32[3, 40, 40], b: f32[3, 20, 20], c: f32[3, 10, 10]) -> f32[6300]:
+    parts = [torch.sigmoid(t).permute(1, 2, 0).reshape(-1) * 2.0 + torch.exp(t).permute(1, 2, 0).reshape(-1) for t in [a, b, c]]
+    return torch.cat(parts, 0)
+"#;
+    let p = fused_plan(src, "levels");
+    assert_eq!(p.kernels.len(), 1, "{}", p.describe());
+    let module = funcfuse::frontend::parse_module("test.py", src).unwrap();
+    let inputs = common::seeded_inputs(&module, "levels", 3);
+    for target in [funcfuse::backend::Target::C, funcfuse::backend::Target::CudaEmu] {
+        common::check_plan_on(&module, "levels", &inputs, Policy::Fused, target).unwrap();
+    }
+}
+
+#[test]
 fn the_worklist_tree_extractor_finds_egg_extractors_costs() {
     for p in common::corpus_programs() {
         let module = common::load(&p);
