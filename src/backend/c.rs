@@ -103,18 +103,8 @@ fn with_trig_fixup(k: &Kernel, layout: String) -> String {
     };
     let mut s = layout.replace("ff_sin32(", "ff_sinf(").replace("ff_cos32(", "ff_cosf(");
     let loops: Vec<(usize, usize)> = k.domain.iter().copied().enumerate().filter(|&(_, n)| n != 1).collect();
-    let mut ind = String::from("  ");
-    for &(v, n) in &loops {
-        let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {n}; i{v}++) {{");
-        ind.push_str("  ");
-    }
-    let _ = writeln!(s, "{ind}if ({cond}) {{");
-    s.push_str(&point_body(k, &format!("{ind}  ")));
-    let _ = writeln!(s, "{ind}}}");
-    for _ in &loops {
-        ind.truncate(ind.len() - 2);
-        let _ = writeln!(s, "{ind}}}");
-    }
+    let body = format!("if ({cond}) {{ {} }}", point_body(k, "").trim_end());
+    s.push_str(&point_loops("{", &loops, &body));
     s
 }
 

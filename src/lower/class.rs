@@ -39,9 +39,9 @@ pub fn classify(k: &Kernel) -> Work {
 /// The ops one launch of `k` computes, counted as [`Kernel::traffic`] does (each op of the value once per point,
 /// the epilogue's once per output, each pre once), or piece by piece where that is fewer: over its whole domain a
 /// select counts every arm at every point, but each piece computes only the arms its points take (a reduction's
-/// pieces split its output domain). An ordered kernel (a scatter) is not rendered by pieces, nor is any kernel on
-/// CUDA: their count is the whole domain's on C, and on CUDA too low where selects remain. A `cat` of several levels, or a buffer written through several views, is a
-/// chain of selects that its pieces take apart.
+/// pieces split its output domain). A `cat` of several levels, or a buffer written through several views, is a
+/// chain of selects that its pieces take apart. An ordered kernel (a scatter) is not rendered by pieces: its count
+/// is the whole domain's. Nor is any kernel on CUDA, where this count is too low where selects remain.
 fn ops(k: &Kernel, pieces: Option<&[super::specialize::Piece]>) -> f64 {
     let (_, whole) = k.traffic(std::iter::empty());
     // An ordered kernel runs as one nest (`c::render_kernel`), every arm at every point.

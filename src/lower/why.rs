@@ -103,9 +103,10 @@ impl Planner<'_> {
         if points <= n {
             return None;
         }
-        // The ops of one element, inline. A cat's element is one of its pieces' (the C backend's pieces compute
-        // only that one), so `by_piece` weighs each piece by the share of elements it computes.
-        fn count(pl: &Planner, id: Id, budget: &mut i64, heavy: &mut bool, by_piece: bool) -> f64 {
+        // The ops of one element, inline, as (with `by_piece`, whole): a cat's element is one of its pieces' (the
+        // C backend's pieces compute only that one), so `by_piece` weighs each piece by the share of elements it
+        // computes; whole, every piece counts.
+        fn count(pl: &Planner, id: Id, budget: &mut i64, heavy: &mut bool) -> (f64, f64) {
             *budget -= 1;
             let own = match pl.term[id] {
                 Node::Op(op, _) if transcendental(op) => {
@@ -115,20 +116,25 @@ impl Planner<'_> {
                 _ => 1.0,
             };
             if *budget < 0 || pl.how[usize::from(id)] != How::Inline {
-                return own;
+                return (own, own);
             }
             let numel = |x: Id| pl.tensor(x).map_or(1.0, |(_, s)| s.iter().product::<usize>() as f64);
             let whole = numel(id).max(1.0);
-            let mut c = |x: Id| count(pl, x, budget, heavy, by_piece);
-            match &pl.term[id] {
-                Node::Op(OpName::Cat, args) if by_piece && args.len() > 2 => {
-                    own + c(args[0]) + args[1..].iter().map(|&a| numel(a) / whole * c(a)).sum::<f64>()
-                }
-                node => own + node.children().iter().map(|&x| c(x)).sum::<f64>(),
+            let (mut by_piece, mut all) = (own, own);
+            for (j, &c) in pl.term[id].children().iter().enumerate() {
+                let (p, w) = count(pl, c, budget, heavy);
+                let share = match &pl.term[id] {
+                    Node::Op(OpName::Cat, args) if j > 0 && args.len() > 2 => numel(c) / whole,
+                    _ => 1.0,
+                };
+                by_piece += share * p;
+                all += w;
             }
+            (by_piece, all)
         }
         let mut heavy = false;
-        let ops = count(self, id, &mut 1000, &mut heavy, self.by_piece);
+        let (by_piece, all) = count(self, id, &mut 1000, &mut heavy);
+        let ops = if self.by_piece { by_piece } else { all };
         // Broadcasting readers weigh in only for transcendental work: cheap arithmetic recomputed per element
         // costs less than the profile's figures say (it vectorizes, and the loads hit the cache).
         let points = if heavy { points } else { users.len() as f64 * n };
@@ -138,11 +144,8 @@ impl Planner<'_> {
         let store = p.launch_s + (1 + users.len()) as f64 * n * d.size() as f64 / p.bytes_per_s;
         let recompute = (points - n) * ops / p.ops_per_s;
         // Where pricing cats by their pieces decides this value the other way, the plan is also made without it.
-        if self.by_piece {
-            let whole_cats = (points - n) * count(self, id, &mut 1000, &mut false, false) / p.ops_per_s;
-            if (whole_cats > store) != (recompute > store) {
-                self.priced_by_piece.set(true);
-            }
+        if self.by_piece && ((points - n) * all / p.ops_per_s > store) != (recompute > store) {
+            self.priced_by_piece.set(true);
         }
         Some((recompute, store))
     }
