@@ -362,7 +362,6 @@ fn new_ops_refuse_what_pytorch_refuses_and_what_has_no_plan() {
         ("def f(x: f32[4, 1]) -> f32[4]:\n    l = [x]\n    x.squeeze_(1)\n    return x\n", "`squeeze_` on a tensor that a list or tuple (or a dict or constant) also holds is not supported"),
         ("def _g(t):\n    t.unsqueeze_(0)\n    return t\n\ndef f(x: f32[4]) -> f32[1, 4]:\n    return _g(x)\n", "`unsqueeze_` inside a helper function is not supported"),
         ("def f(x: f32[4, 1]) -> f32[4]:\n    return x[0:4].squeeze_(1)\n", "`squeeze_` on a temporary with the storage and shape of `x` is not supported"),
-        ("def f(x: f32[4, 1]) -> f32[4]:\n    x.squeeze_(1)\n    return x * 1.0\n", "`squeeze_` on a program parameter is not supported"),
         ("def f(x: f32[4, 1]) -> f32[4]:\n    y = x.mul_(2.0).squeeze_(1)\n    return y\n", "`squeeze_` on a temporary with the storage and shape of `x` is not supported"),
         ("def f(x: f32[4], y: f32[4]) -> f32[()]:\n    return F.binary_cross_entropy_with_logits(x, y, reduction='avg')\n", "avg is not a valid value for reduction"),
         ("def f(x: f32[4, 2], y: f32[2]) -> f32[()]:\n    return F.binary_cross_entropy_with_logits(x, y)\n", "Target size (torch.Size([2])) must be the same as input size (torch.Size([4, 2]))"),
@@ -695,6 +694,34 @@ fn isinstance_in_a_helper_is_not_decided_from_its_annotations() {
     let fresh = inputs.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect::<BTreeMap<_, _>>();
     let got = funcfuse::functionalize::run_functional(&f, &fresh).unwrap().returns[0].to_f64_vec();
     assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5), "{got:?} against {want:?}");
+}
+
+/// `squeeze_`/`unsqueeze_` on a program parameter (xLSTM's `q.squeeze_(2)` on its decode step's inputs) runs on
+/// every engine: the name is rebound to the new view, and, as PyTorch counts it a mutation (the version counter
+/// moves), the parameter's final contents are an output, in the shape the caller's tensor now has.
+#[test]
+fn squeeze_in_place_on_a_parameter_runs_on_every_engine() {
+    let src = format!(
+        "{HEADER}def f(q: f32[2, 1, 3], k: f32[2, 3]) -> tuple[f32[2, 3, 1], f32[2, 3]]:\n    q.squeeze_(1)\n    k.unsqueeze_(0)\n    k.mul_(2.0)\n    return q.unsqueeze(-1) + 1.0, k[0] + q\n"
+    );
+    let module = frontend::parse_module("case.py", &src).unwrap();
+    assert!(module.failed.is_empty(), "{:?}", module.failed);
+    let inputs = common::seeded_inputs(&module, "f", 3);
+    let (q, k) = (inputs["q"].to_f64_vec(), inputs["k"].to_f64_vec());
+    let out = common::run_reference(&module, "f", &inputs).unwrap();
+    assert_eq!(out.returns[0].shape, [2, 3, 1]);
+    let want0: Vec<f64> = q.iter().map(|q| (*q as f32 + 1.0) as f64).collect();
+    let want1: Vec<f64> = k.iter().zip(&q).map(|(k, q)| (*k as f32 * 2.0 + *q as f32) as f64).collect();
+    assert_eq!(out.returns[0].to_f64_vec(), want0);
+    assert_eq!(out.returns[1].to_f64_vec(), want1);
+    let mutated: Vec<(&str, &[usize])> = out.mutated.iter().map(|(n, t)| (n.as_str(), t.shape.as_slice())).collect();
+    assert_eq!(mutated, [("q", &[2usize, 3][..]), ("k", &[1, 2, 3][..])]);
+    assert_eq!(out.mutated[0].1.to_f64_vec(), q);
+    let want_k: Vec<f64> = k.iter().map(|k| (*k as f32 * 2.0) as f64).collect();
+    assert_eq!(out.mutated[1].1.to_f64_vec(), want_k);
+    common::check_functional(&module, "f", &inputs).unwrap();
+    common::check_optimized(&module, "f", &inputs).unwrap();
+    common::check_plan(&module, "f", &inputs, Policy::Fused).unwrap();
 }
 
 /// In a helper, `squeeze_`/`unsqueeze_` of a temporary may change a tensor its caller holds (`xs.pop()` of the

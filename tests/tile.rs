@@ -29,6 +29,9 @@ def strided_operand(p: f32[40, 48], m: f32[48, 3]) -> f32[48, 40]:
 /// The C source of `func`'s fused plan (checked against the reference engine) and its outputs on seeded inputs, as
 /// the bits of each value.
 fn run(func: &str) -> (String, Vec<u64>, Vec<usize>) {
+    // The layout is opt-in; every test of this file wants it (and none wants it off), so setting it from any
+    // thread is the same.
+    std::env::set_var("FUNCFUSE_TILE", "1");
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let dir = common::scratch("tile", &format!("{func}-{n}"));

@@ -331,7 +331,8 @@ class Optimized:
         returns, is_tuple, mutated = self._plan.run(data, dests)
         for name, out in mutated:  # parameters in another byte order, or misaligned
             dest = by_name[name].array
-            np.copyto(dest, _array(out), casting="unsafe")
+            # (in the shape the parameter was declared with: `squeeze_` on it changes only the shape PyTorch reports)
+            np.copyto(dest, _array(out).reshape(dest.shape), casting="unsafe")
         results = [_array(r) for r in returns]
         if any(a.torch for a in args):
             results = [_to_torch(r) for r in results]

@@ -190,9 +190,6 @@ impl<'m> Fz<'m> {
             self.fn_names.insert(f.name.clone(), counts);
         }
         self.fn_stack.push(f.name.clone());
-        if self.depth_calls == 0 {
-            self.entry_args = env.values().cloned().collect();
-        }
         self.depth_calls += 1;
         let base = std::mem::replace(&mut self.call_base, self.roots.len());
         let flow = self.block(&mut env, &f.body);

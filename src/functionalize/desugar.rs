@@ -611,19 +611,37 @@ impl<'m> Fz<'m> {
             _ => None,
         };
         let same = |x: &FV, y: &FV| matches!((x, y), (FV::Tensor(x), FV::Tensor(y)) if x == y);
-        let (consts, entry) = (&self.consts, &self.entry_args);
-        crate::interp::pyvalue::shape_inplace_target(
+        let target = crate::interp::pyvalue::shape_inplace_target(
             name,
             local,
             a.pos.first(),
             self.depth_calls,
             env,
-            consts,
-            entry,
+            &self.consts,
             same,
         )
         .map_err(super::args::err(span))?;
         let r = self.torch(base, &a, true)?;
+        // A program parameter's own object: the caller's tensor changes shape (see `Fz::param_objects`).
+        if let (FV::Tensor(new), FV::Tensor(old), 1) = (&r, &target, self.depth_calls) {
+            if self.param_objects.iter().any(|(_, object, _)| object == old) {
+                // Changed once in a loop body, it would change on every iteration: the loop is unrolled instead.
+                if !self.t.frames.is_empty() {
+                    return super::state::needs_static(span, format!("`{name}` on a program parameter in a loop"));
+                }
+                if self.dyn_depth > 0 {
+                    return diag(
+                        span,
+                        format!("`{name}` on a program parameter under an `if` on a run-time value is not supported (the caller's tensor would change shape in one arm only)"),
+                    );
+                }
+            }
+            for (_, object, reshaped) in self.param_objects.iter_mut() {
+                if object == old {
+                    (*object, *reshaped) = (new.clone(), true);
+                }
+            }
+        }
         a.check_keywords(&format!("Tensor.{name}"))?;
         if let Some(n) = local {
             env.insert(n.clone(), r.clone());

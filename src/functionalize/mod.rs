@@ -116,13 +116,13 @@ fn functionalize_as_written(
         roots: Vec::new(),
         depth_calls: 0,
         call_base: 0,
-        entry_args: Vec::new(),
         fn_names: HashMap::new(),
         consts,
         fn_stack: Vec::new(),
         exit_under_dyn_if: false,
         offset_choices: HashMap::new(),
         dyn_depth: 0,
+        param_objects: Vec::new(),
     };
     let result = fz.program(f, &inputs, scalars);
     let exit = fz.exit_under_dyn_if;
@@ -145,8 +145,6 @@ pub(super) struct Fz<'m> {
     /// How many roots there were when the function being run was entered: its callers' names can refer to those
     /// only (see `branch.rs`, where a tensor reachable by one name only merges as a fresh value).
     call_base: usize,
-    /// The program's arguments (the caller's objects: see `desugar::shape_inplace`).
-    entry_args: Vec<FV>,
     /// For each function, how often each name occurs in it (to tell loop-local names from names used after).
     fn_names: HashMap<String, HashMap<String, usize>>,
     consts: HashMap<String, FV>,
@@ -160,6 +158,10 @@ pub(super) struct Fz<'m> {
     /// How many `if` arms or loop bodies on run-time values enclose the statement being functionalized (a `raise`
     /// there is refused: it would fail the program whatever the data).
     dyn_depth: usize,
+    /// Each tensor parameter's object as the caller holds it: its root, its current view (`squeeze_`/`unsqueeze_` on
+    /// the parameter's own object changes it, `desugar::shape_inplace`) and whether it changed so, which PyTorch
+    /// counts as a mutation of the parameter (its final contents are then an output, in the new shape).
+    param_objects: Vec<(usize, state::TRef, bool)>,
 }
 
 impl<'m> Fz<'m> {
@@ -170,15 +172,15 @@ impl<'m> Fz<'m> {
         scalars: &std::collections::BTreeMap<String, interp::ScalarArg>,
     ) -> FR<Functional> {
         let mut env = Env::new();
-        let mut params = Vec::new();
         self.t.open_scope();
         for (name, dtype, shape) in inputs {
             let n = self.t.leaf(Node::Name(ParamName(name.clone())));
             let id = self.t.leaf(Node::Input(n));
             self.t.set_ty(id, Ty::Tensor(*dtype, shape.clone()));
             let root = self.new_root(state::TId { id, depth: 0 }, *dtype, shape.clone(), Some(name.clone()));
-            params.push(root);
-            env.insert(name.clone(), FV::Tensor(self.natural_view(root)));
+            let object = self.natural_view(root);
+            self.param_objects.push((root, object.clone(), false));
+            env.insert(name.clone(), FV::Tensor(object));
         }
         for p in &f.params {
             if env.contains_key(&p.name) {
@@ -243,12 +245,16 @@ impl<'m> Fz<'m> {
             crate::interp::returns::check_returns(&f.name, ann, &got, returns_tuple)
                 .map_err(|m| Stop::Diag(Diagnostic::new(m).at(f.span)))?;
         }
-        for root in params {
-            if self.roots[root].written {
-                let v = self.roots[root].version;
+        for (root, object, reshaped) in std::mem::take(&mut self.param_objects) {
+            if reshaped {
+                let v = self.read(&object, f.span)?;
                 parts.push(self.t.at(v));
-                outputs.push(Output::Mutated(self.roots[root].param.clone().unwrap_or_default()));
+            } else if self.roots[root].written {
+                parts.push(self.t.at(self.roots[root].version));
+            } else {
+                continue;
             }
+            outputs.push(Output::Mutated(self.roots[root].param.clone().unwrap_or_default()));
         }
         self.checks_on_outputs(&mut parts, f.span)?;
         let top = self.t.add(Node::Tuple(parts.into())).map_err(|m| Stop::Diag(Diagnostic::new(m).at(f.span)))?;

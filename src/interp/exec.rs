@@ -22,11 +22,13 @@ pub(super) type Flow = pyvalue::Flow<Value>;
 pub struct Interp<'m> {
     pub(super) module: &'m Module,
     pub(super) globals: HashMap<String, Value>,
-    /// The program's arguments (the caller's objects: see `more_ops::shape_inplace`).
-    pub(super) entry_args: Vec<Value>,
     /// Storage buffers written in place (by address); PyTorch's version counter, per root buffer.
     pub written: HashSet<usize>,
     pub(super) depth: usize,
+    /// Each tensor parameter's object as the caller holds it: its name, its current view (a `squeeze_` or
+    /// `unsqueeze_` on the parameter's own object changes it) and whether it changed so (PyTorch counts that as a
+    /// mutation of the parameter: its version counter moves).
+    pub(super) params: Vec<(String, Tensor, bool)>,
 }
 
 pub(super) type Frame = HashMap<String, Value>;
@@ -37,8 +39,8 @@ pub(super) fn tensor_err(span: Span) -> impl Fn(String) -> Diagnostic {
 
 impl<'m> Interp<'m> {
     pub fn new(module: &'m Module) -> Result<Self, Diagnostic> {
-        let (globals, entry_args, written) = (HashMap::new(), Vec::new(), HashSet::new());
-        let mut it = Interp { module, globals, entry_args, written, depth: 0 };
+        let (globals, written) = (HashMap::new(), HashSet::new());
+        let mut it = Interp { module, globals, written, depth: 0, params: Vec::new() };
         for (name, e) in &module.constants {
             let mut frame = Frame::new();
             let v = it.eval(&mut frame, e)?;
@@ -80,9 +82,6 @@ impl<'m> Interp<'m> {
             },
         )?;
         let mut frame: Frame = bound.into_iter().collect();
-        if self.depth == 0 {
-            self.entry_args = frame.values().cloned().collect();
-        }
         self.depth += 1;
         let flow = self.exec_block(&mut frame, &f.body);
         self.depth -= 1;

@@ -156,6 +156,7 @@ pub fn run_program(
                 return Err(Diagnostic::new(format!("`{name}` has no parameter `{k}`")));
             }
         }
+        it.params = params.iter().map(|(n, t)| (n.clone(), t.clone(), false)).collect();
         let ret = it.call_function(f, Vec::new(), kwargs, f.span)?;
         let (returns, returns_tuple) = match ret {
             Value::Tensor(t) => (vec![t], false),
@@ -174,7 +175,12 @@ pub fn run_program(
             let got: Vec<_> = returns.iter().map(|t| (t.dtype(), t.shape.clone())).collect();
             returns::check_returns(&f.name, ann, &got, returns_tuple).map_err(|m| Diagnostic::new(m).at(f.span))?;
         }
-        let mutated = params.into_iter().filter(|(_, t)| it.written.contains(&(Rc::as_ptr(&t.buf) as usize))).collect();
+        // A parameter written in place, or whose object `squeeze_`/`unsqueeze_` changed: its final contents, in the
+        // shape the caller's object has now.
+        let mutated = (it.params.into_iter())
+            .filter(|(_, t, reshaped)| *reshaped || it.written.contains(&(Rc::as_ptr(&t.buf) as usize)))
+            .map(|(n, t, _)| (n, t))
+            .collect();
         Ok(RunOutput { returns, returns_tuple, mutated })
     };
     run().map_err(|d| d.in_file(&module.path))

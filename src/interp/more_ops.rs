@@ -383,8 +383,8 @@ impl<'m> super::exec::Interp<'m> {
     /// `X.squeeze_(...)` / `X.unsqueeze_(...)`: the tensor object's own shape changes. Where `X` is a local name,
     /// it is rebound to the new view; where it is a temporary (`g.abs().add_(eps).unsqueeze_(0)`), only the value of
     /// the expression changes. Every other view keeps its shape. Refused where another name, list, dict, constant
-    /// or the caller may hold the same tensor object (PyTorch would change the shape seen there too): anything in a
-    /// helper; a program parameter's own object; a tensor with the same storage and metadata as any other binding.
+    /// may hold the same tensor object (PyTorch would change the shape seen there too): anything in a helper; a
+    /// tensor with the same storage and metadata as any other binding.
     pub(super) fn shape_inplace(
         &mut self,
         frame: &mut super::exec::Frame,
@@ -407,10 +407,18 @@ impl<'m> super::exec::Interp<'m> {
             }
             _ => false,
         };
-        let (globals, entry) = (&self.globals, &self.entry_args);
-        super::pyvalue::shape_inplace_target(name, local, a.pos.first(), self.depth, frame, globals, entry, same)
-            .map_err(super::exec::tensor_err(span))?;
+        let target =
+            super::pyvalue::shape_inplace_target(name, local, a.pos.first(), self.depth, frame, &self.globals, same)
+                .map_err(super::exec::tensor_err(span))?;
         let r = self.torch_op(base, &a, true).map_err(super::exec::tensor_err(span))?;
+        // A program parameter's own object: the caller's tensor changes shape (see `Interp::params`).
+        if let (Value::Tensor(new), 1) = (&r, self.depth) {
+            for (_, object, reshaped) in self.params.iter_mut() {
+                if same(&target, &Value::Tensor(object.clone())) {
+                    (*object, *reshaped) = (new.clone(), true);
+                }
+            }
+        }
         if let Some(k) = a.unexpected() {
             return crate::diag::err(span, format!("unexpected keyword argument '{k}' for Tensor.{name}"));
         }

@@ -290,9 +290,9 @@ pub fn holds<V: PyValue>(v: &V, is_it: &impl Fn(&V) -> bool) -> bool {
 
 /// Where `X.squeeze_(...)` / `X.unsqueeze_(...)` (`name`) may run, the tensor value whose shape it changes: the
 /// local name `local`'s, or the temporary `first` (the method's receiver). Refused, with the reason, where another
-/// name, list, dict, constant or the caller may hold the same tensor object (PyTorch would change the shape seen
-/// there too): anything in a helper (`depth` > 1); a program parameter's own object; a tensor that another binding
-/// holds (`same` tells two tensor values apart as the engine can).
+/// name, list, dict or constant may hold the same tensor object (PyTorch would change the shape seen there too):
+/// anything in a helper (`depth` > 1); a tensor that another binding holds (`same` tells two tensor values apart as
+/// the engine can). A program parameter's own object is allowed (see the end).
 #[allow(clippy::too_many_arguments)]
 pub fn shape_inplace_target<V: PyValue>(
     name: &str,
@@ -301,7 +301,6 @@ pub fn shape_inplace_target<V: PyValue>(
     depth: usize,
     env: &std::collections::HashMap<String, V>,
     consts: &std::collections::HashMap<String, V>,
-    entry_args: &[V],
     same: impl Fn(&V, &V) -> bool,
 ) -> Result<V, String> {
     let base = &name[..name.len() - 1];
@@ -332,9 +331,10 @@ pub fn shape_inplace_target<V: PyValue>(
     if env.values().any(|v| !is_tensor(&v) && holds(v, &is_t)) || consts.values().any(|v| holds(v, &is_t)) {
         return refuse("on a tensor that a list or tuple (or a dict or constant) also holds is not supported (PyTorch would change the shape seen through both)");
     }
-    if depth == 1 && entry_args.iter().any(|v| holds(v, &is_t)) {
-        return refuse("on a program parameter is not supported (PyTorch would change the shape the caller sees)");
-    }
+    // A program parameter's own object (`q.squeeze_(2)` on the parameter `q`) is allowed: PyTorch changes the
+    // shape of the caller's tensor, which the program's results do not show (the returned values are what the
+    // program computes, and a mutated parameter's final contents are written in its declared shape, the same
+    // elements in the same order).
     Ok(t)
 }
 
