@@ -724,6 +724,27 @@ fn squeeze_in_place_on_a_parameter_runs_on_every_engine() {
     common::check_plan(&module, "f", &inputs, Policy::Fused).unwrap();
 }
 
+/// In a loop, `squeeze_` on a parameter changes its object on every iteration: the functional engine unrolls the
+/// loop and agrees with the reference (the parameter reported in its final shape). Under an `if` on a run-time value
+/// the caller's tensor would change shape in one arm only: the functional engine refuses, by name, where the
+/// reference runs it.
+#[test]
+fn squeeze_in_place_on_a_parameter_in_a_loop_unrolls_and_under_a_run_time_if_is_refused() {
+    let looped = format!("{HEADER}def f(x: f32[1, 1, 3]) -> f32[3]:\n    for i in range(2):\n        x.squeeze_(0)\n    return x * 2.0\n");
+    let module = frontend::parse_module("case.py", &looped).unwrap();
+    let inputs = common::seeded_inputs(&module, "f", 2);
+    let out = common::run_reference(&module, "f", &inputs).unwrap();
+    assert_eq!((out.mutated[0].0.as_str(), out.mutated[0].1.shape.as_slice()), ("x", &[3usize][..]));
+    common::check_functional(&module, "f", &inputs).unwrap();
+    common::check_plan(&module, "f", &inputs, Policy::Fused).unwrap();
+    let src =
+        "def f(x: f32[1, 3]) -> f32[3]:\n    if x.sum() > 0:\n        x.squeeze_(0)\n    return x.reshape(3) * 2.0\n";
+    let errs = errors(src, "f");
+    assert_eq!(errs[0], ("reference".to_string(), "returned without an error".to_string()));
+    let want = "`squeeze_` on a program parameter under an `if` on a run-time value is not supported";
+    assert!(errs[1..].iter().all(|(_, m)| m.contains(want)), "{errs:?}");
+}
+
 /// In a helper, `squeeze_`/`unsqueeze_` of a temporary may change a tensor its caller holds (`xs.pop()` of the
 /// caller's list): PyTorch changes the caller's `y` to shape (1, 3). Refused on every engine.
 #[test]

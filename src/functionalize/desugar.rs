@@ -629,7 +629,7 @@ impl<'m> Fz<'m> {
                 if !self.t.frames.is_empty() {
                     return super::state::needs_static(span, format!("`{name}` on a program parameter in a loop"));
                 }
-                if self.dyn_depth > 0 {
+                if self.dyn_depth > 0 || self.t.arms > 0 {
                     return diag(
                         span,
                         format!("`{name}` on a program parameter under an `if` on a run-time value is not supported (the caller's tensor would change shape in one arm only)"),
