@@ -1407,3 +1407,42 @@ fn gather_and_scatter_indices_are_checked_as_pytorch_checks_them() {
     let float_scatter = "def f(x: f32[2, 2]) -> f32[2, 2]:\n    return x.scatter(1, torch.tensor([[0.0, 1.0]]), 2.0)\n";
     every_engine_raises(float_scatter, "f", "scatter(): Expected dtype int32/int64 for index");
 }
+
+/// `bincount` with `minlength` (Hugging Face's Hamming diversity penalty counts previous groups' tokens so): counts
+/// and float32 and float64 weighted sums (integer weights sum as float64) on every engine, as PyTorch's CPU kernel
+/// adds them. Without `minlength` the number of bins is max(input) + 1, data-dependent: the functional engine
+/// refuses it by name, and a value that reaches `minlength` is an error when the plan runs (the reference, like
+/// PyTorch, returns more bins), never a smaller result.
+#[test]
+fn bincount_with_minlength_runs_on_every_engine_and_never_drops_a_bin() {
+    let src = format!(
+        "{HEADER}def f(x: i64[10], w: f32[10]) -> tuple[i64[12], f32[12], f64[9]]:\n    y = x % 7\n    return torch.bincount(y, minlength=12), y.bincount(w, minlength=12), torch.bincount(y + 2, weights=y, minlength=9)\n"
+    );
+    let module = frontend::parse_module("case.py", &src).unwrap();
+    let inputs = common::seeded_inputs(&module, "f", 5);
+    let y: Vec<usize> = inputs["x"].to_f64_vec().iter().map(|v| (*v as i64).rem_euclid(7) as usize).collect();
+    let w = inputs["w"].to_f64_vec();
+    let (mut counts, mut sums, mut by_y) = (vec![0.0; 12], vec![0f32; 12], vec![0.0; 9]);
+    for (&i, &v) in y.iter().zip(&w) {
+        counts[i] += 1.0;
+        sums[i] += v as f32;
+        by_y[i + 2] += i as f64;
+    }
+    let out = common::run_reference(&module, "f", &inputs).unwrap();
+    assert_eq!(out.returns[0].to_f64_vec(), counts);
+    assert_eq!(out.returns[1].to_f64_vec(), sums.iter().map(|&s| s as f64).collect::<Vec<_>>());
+    assert_eq!(out.returns[2].to_f64_vec(), by_y);
+    let dtypes: Vec<_> = out.returns.iter().map(|t| t.dtype()).collect();
+    use funcfuse::tensor::DType;
+    assert_eq!(dtypes, [DType::I64, DType::F32, DType::F64]);
+    common::check_functional(&module, "f", &inputs).unwrap();
+    common::check_plan(&module, "f", &inputs, Policy::Fused).unwrap();
+
+    let errs = errors("def f(x: i64[10]) -> i64[7]:\n    return torch.bincount(x % 7)\n", "f");
+    assert_eq!(errs[0].1, "returned without an error");
+    assert!(errs[1..].iter().all(|(_, m)| m.contains("`bincount` without `minlength`")), "{errs:?}");
+    // Values up to 6 into 5 bins: PyTorch makes 7.
+    let errs = errors("def f(x: i64[10]):\n    return torch.bincount(x % 7, minlength=5)\n", "f");
+    assert_eq!(errs[0].1, "returned without an error");
+    assert!(errs[1..].iter().all(|(_, m)| m.contains("out of bounds for dimension 0 with size 5")), "{errs:?}");
+}

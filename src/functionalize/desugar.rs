@@ -491,6 +491,43 @@ impl<'m> Fz<'m> {
         self.fresh_op(OpName::Scatter, vec![xt, dd, it, st, add], None, span)
     }
 
+    /// `bincount(input, weights, minlength)`: a scatter-add into `minlength` bins, which must be given (known
+    /// before the program runs). PyTorch makes `max(input) + 1` bins where a value reaches `minlength`: that shape
+    /// depends on the data, so such a value is an error when the program runs (the scatter's index check), never
+    /// a silently smaller result.
+    fn bincount(&mut self, a: &A, span: Span) -> FR<FV> {
+        let x = a.tensor(0, "input")?;
+        let w = match a.opt(1, "weights") {
+            None | Some(FV::None) => None,
+            Some(_) => Some(a.tensor(1, "weights")?),
+        };
+        let minlength = a.int_or(2, "minlength", 0)?;
+        let wt = w.as_ref().map(|w| (self.roots[w.root].dtype, w.shape.as_slice()));
+        let dtype = crate::tensor::index::check_bincount(self.roots[x.root].dtype, &x.shape, wt, minlength)
+            .map_err(err(span))?;
+        if minlength == 0 {
+            return diag(
+                span,
+                "`bincount` without `minlength` makes max(input) + 1 bins, a number that depends on the data (a \
+                 data-dependent output shape): the functional and optimized engines need `minlength`, with every \
+                 value below it (the reference engine runs it)",
+            );
+        }
+        let bins = self.full(&[minlength as usize], dtype, crate::tensor::Scalar::I(0)).map_err(err(span))?;
+        let bins = self.t.at(bins);
+        let src = match w {
+            Some(w) => self.term_as(&FV::Tensor(w), dtype, span)?,
+            None => {
+                let ones = self.full(&x.shape, dtype, crate::tensor::Scalar::I(1)).map_err(err(span))?;
+                self.t.at(ones)
+            }
+        };
+        let it = self.term_as(&FV::Tensor(x), DType::I64, span)?;
+        let dim = self.t.leaf(Node::Int(0));
+        let add = self.t.leaf(Node::Bool(BoolLit(true)));
+        self.fresh_op(OpName::Scatter, vec![bins, dim, it, src, add], None, span)
+    }
+
     pub(super) fn desugared(&mut self, name: &str, a: &A, _method: bool) -> FR<FV> {
         let span = a.span;
         match name {
@@ -583,6 +620,7 @@ impl<'m> Fz<'m> {
                 }
             }
             "index_copy" | "index_add" => self.index_along(name, a, span),
+            "bincount" => self.bincount(a, span),
             "isin" => self.isin(a, span),
             "l1_loss" | "mse_loss" | "smooth_l1_loss" => self.pointwise_loss(name, a, span),
             "scaled_dot_product_attention" => self.sdpa(a, span),

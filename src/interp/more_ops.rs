@@ -373,6 +373,14 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "einsum" => einsum(a),
         "index_copy" | "index_add" => index_along(name, a),
+        "bincount" => {
+            let x = a.tensor(0, "input")?;
+            let w = match a.opt(1, "weights") {
+                None | Some(Value::None) => None,
+                Some(_) => Some(a.tensor(1, "weights")?),
+            };
+            t(index::bincount(&x, w.as_ref(), a.int_or(2, "minlength", 0)?)?)
+        }
         _ => super::nn_ops::nn_op(name, a),
     }
 }

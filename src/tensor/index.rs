@@ -492,3 +492,60 @@ mod tests {
         assert_eq!(i.scalars(), [2, 1, 0, 0, 0, 0].map(Scalar::I));
     }
 }
+
+/// PyTorch's checks of `bincount(input, weights, minlength)` on dtypes and shapes (`weights` as (dtype, shape)):
+/// the dtype of the result (int64 counts, or the weights' float dtype; integer weights sum as float64).
+pub fn check_bincount(
+    x: DType,
+    shape: &[usize],
+    weights: Option<(DType, &[usize])>,
+    minlength: i64,
+) -> Result<DType, String> {
+    if x == DType::Bool || x.is_float() {
+        return Err(format!("\"bincount_cpu\" not implemented for '{}'", x.name()));
+    }
+    if shape.len() != 1 {
+        return Err("bincount only supports 1-d non-negative integral inputs.".into());
+    }
+    if minlength < 0 {
+        return Err("minlength should be >= 0".into());
+    }
+    match weights {
+        None => Ok(DType::I64),
+        Some((_, s)) if s != shape => Err("weights should be 1-d and have the same length as input".into()),
+        Some((DType::F32, _)) => Ok(DType::F32),
+        Some(_) => Ok(DType::F64),
+    }
+}
+
+/// `bincount` as PyTorch's CPU kernel computes it: `max(input) + 1` bins (at least `minlength`), each the count of
+/// its index in `input`, or the sum of the weights at those positions in input order (in float32 for float32
+/// weights, else in float64).
+pub fn bincount(x: &Tensor, weights: Option<&Tensor>, minlength: i64) -> TResult<Tensor> {
+    let dtype = check_bincount(x.dtype(), &x.shape, weights.map(|w| (w.dtype(), w.shape.as_slice())), minlength)?;
+    let idx: Vec<i64> = x.scalars().iter().map(|s| s.to_i64_trunc()).collect();
+    if idx.iter().any(|&i| i < 0) {
+        return Err("bincount only supports 1-d non-negative integral inputs.".into());
+    }
+    let bins = idx.iter().map(|&i| i.saturating_add(1)).max().unwrap_or(0).max(minlength);
+    let out = Tensor::zeros(dtype, &[usize::try_from(bins).map_err(|_| format!("bincount: {bins} bins"))?])?;
+    {
+        let mut b = out.buf.borrow_mut();
+        match weights {
+            None => {
+                for &i in &idx {
+                    let n = b.get(i as usize).to_i64_trunc();
+                    b.set(i as usize, Scalar::I(n + 1));
+                }
+            }
+            Some(w) => {
+                for (&i, v) in idx.iter().zip(w.to_f64_vec()) {
+                    // float32 weights add in float32: the sum of two floats rounded once, as PyTorch's `+=`.
+                    let sum = b.get(i as usize).to_f64() + v;
+                    b.set(i as usize, Scalar::F(if dtype == DType::F32 { sum as f32 as f64 } else { sum }));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
