@@ -104,10 +104,18 @@ impl<D: Device> Executor<'_, D> {
             crate::ir::OpName::SortVal => ((values, d), (indices, DType::I64)),
             _ => ((indices, DType::I64), (values, d)),
         };
+        // Both are fresh tensors that nothing else holds: a device that can take their memory (the C device)
+        // does so rather than copying.
+        let give = |dev: &mut D, t: &Tensor| -> R<D::Buf> {
+            match dev.adopt(t)? {
+                Some(b) => Ok(b),
+                None => dev.upload(t),
+            }
+        };
         if let Some(sibling) = sort.sibling {
-            let v = Val::T(self.dev.upload(&other.0)?, other.1, shape.clone());
+            let v = Val::T(give(self.dev, &other.0)?, other.1, shape.clone());
             self.remember(sibling, v);
         }
-        Ok(Val::T(self.dev.upload(&mine.0)?, mine.1, shape))
+        Ok(Val::T(give(self.dev, &mine.0)?, mine.1, shape))
     }
 }
