@@ -745,6 +745,18 @@ fn squeeze_in_place_on_a_parameter_in_a_loop_unrolls_and_under_a_run_time_if_is_
     assert!(errs[1..].iter().all(|(_, m)| m.contains(want)), "{errs:?}");
 }
 
+/// A tensor with a parameter's storage and layout that is not reached through the parameter's own name (the name
+/// rebound to a fresh view, `x = x.view(1, 3)`; the object under another name after the parameter's name was
+/// rebound) may or may not be the caller's object: every engine refuses `squeeze_` on it rather than guess.
+#[test]
+fn squeeze_in_place_on_what_may_be_a_parameter_is_refused() {
+    let want = "`squeeze_` on a tensor with the storage and shape of the program parameter `x` is not supported";
+    let rebound = "def f(x: f32[1, 3]) -> f32[3]:\n    x = x.view(1, 3)\n    x.squeeze_(0)\n    return x * 2.0\n";
+    every_engine_raises(rebound, "f", want);
+    let other = "def f(x: f32[1, 3]) -> f32[3]:\n    y = x\n    x = x * 2.0\n    y.squeeze_(0)\n    return y + x[0]\n";
+    every_engine_raises(other, "f", want);
+}
+
 /// In a helper, `squeeze_`/`unsqueeze_` of a temporary may change a tensor its caller holds (`xs.pop()` of the
 /// caller's list): PyTorch changes the caller's `y` to shape (1, 3). Refused on every engine.
 #[test]
@@ -1445,4 +1457,11 @@ fn bincount_with_minlength_runs_on_every_engine_and_never_drops_a_bin() {
     let errs = errors("def f(x: i64[10]):\n    return torch.bincount(x % 7, minlength=5)\n", "f");
     assert_eq!(errs[0].1, "returned without an error");
     assert!(errs[1..].iter().all(|(_, m)| m.contains("out of bounds for dimension 0 with size 5")), "{errs:?}");
+    // An empty input gives int64 zeros, weights or not (PyTorch returns before it reads them).
+    let src = format!("{HEADER}def f(x: i64[0], w: f32[0]) -> i64[4]:\n    return torch.bincount(x, w, minlength=4)\n");
+    let module = frontend::parse_module("case.py", &src).unwrap();
+    let inputs = common::seeded_inputs(&module, "f", 1);
+    let out = common::run_reference(&module, "f", &inputs).unwrap();
+    assert_eq!((out.returns[0].dtype(), out.returns[0].to_f64_vec()), (DType::I64, vec![0.0; 4]));
+    common::check_plan(&module, "f", &inputs, Policy::Fused).unwrap();
 }

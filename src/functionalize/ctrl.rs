@@ -644,6 +644,11 @@ impl<'m> Fz<'m> {
 
 /// The functionalizer's side of the statement walk both engines share.
 impl<'m> pyvalue::Exec<'m> for Fz<'m> {
+    fn binding(&mut self, n: &str) {
+        if self.depth_calls == 1 {
+            pyvalue::param_name_bound(&mut self.param_objects, n);
+        }
+    }
     fn aug_assign(&mut self, env: &mut Env, target: &'m Expr, op: BinOp, value: &'m Expr, span: Span) -> FR<()> {
         Fz::aug_assign(self, env, target, op, value, span)
     }

@@ -514,6 +514,9 @@ impl<'m> Fz<'m> {
             );
         }
         let bins = self.full(&[minlength as usize], dtype, crate::tensor::Scalar::I(0)).map_err(err(span))?;
+        if x.shape[0] == 0 {
+            return Ok(FV::Tensor(self.fresh(bins, None, span)?));
+        }
         let bins = self.t.at(bins);
         let src = match w {
             Some(w) => self.term_as(&FV::Tensor(w), dtype, span)?,
@@ -662,7 +665,9 @@ impl<'m> Fz<'m> {
         let r = self.torch(base, &a, true)?;
         // A program parameter's own object: the caller's tensor changes shape (see `Fz::param_objects`).
         if let (FV::Tensor(new), FV::Tensor(old), 1) = (&r, &target, self.depth_calls) {
-            if self.param_objects.iter().any(|(_, object, _)| object == old) {
+            let at = crate::interp::pyvalue::param_object_target(&self.param_objects, name, local, |o| o == old)
+                .map_err(super::args::err(span))?;
+            if let Some(i) = at {
                 // Changed once in a loop body, it would change on every iteration: the loop is unrolled instead.
                 if !self.t.frames.is_empty() {
                     return super::state::needs_static(span, format!("`{name}` on a program parameter in a loop"));
@@ -673,11 +678,7 @@ impl<'m> Fz<'m> {
                         format!("`{name}` on a program parameter under an `if` on a run-time value is not supported (the caller's tensor would change shape in one arm only)"),
                     );
                 }
-            }
-            for (_, object, reshaped) in self.param_objects.iter_mut() {
-                if object == old {
-                    (*object, *reshaped) = (new.clone(), true);
-                }
+                (self.param_objects[i].object, self.param_objects[i].reshaped) = (new.clone(), true);
             }
         }
         a.check_keywords(&format!("Tensor.{name}"))?;

@@ -158,10 +158,10 @@ pub(super) struct Fz<'m> {
     /// How many `if` arms or loop bodies on run-time values enclose the statement being functionalized (a `raise`
     /// there is refused: it would fail the program whatever the data).
     dyn_depth: usize,
-    /// Each tensor parameter's object as the caller holds it: its root, its current view (`squeeze_`/`unsqueeze_` on
-    /// the parameter's own object changes it, `desugar::shape_inplace`) and whether it changed so, which PyTorch
-    /// counts as a mutation of the parameter (its final contents are then an output, in the new shape).
-    param_objects: Vec<(usize, state::TRef, bool)>,
+    /// Each tensor parameter's object as the caller holds it (`squeeze_`/`unsqueeze_` on it change it,
+    /// `desugar::shape_inplace`; PyTorch counts that as a mutation of the parameter, whose final contents are
+    /// then an output, in the new shape).
+    param_objects: Vec<interp::pyvalue::ParamObject<state::TRef>>,
 }
 
 impl<'m> Fz<'m> {
@@ -179,7 +179,7 @@ impl<'m> Fz<'m> {
             self.t.set_ty(id, Ty::Tensor(*dtype, shape.clone()));
             let root = self.new_root(state::TId { id, depth: 0 }, *dtype, shape.clone(), Some(name.clone()));
             let object = self.natural_view(root);
-            self.param_objects.push((root, object.clone(), false));
+            self.param_objects.push(interp::pyvalue::ParamObject::new(name.clone(), object.clone()));
             env.insert(name.clone(), FV::Tensor(object));
         }
         for p in &f.params {
@@ -245,9 +245,10 @@ impl<'m> Fz<'m> {
             crate::interp::returns::check_returns(&f.name, ann, &got, returns_tuple)
                 .map_err(|m| Stop::Diag(Diagnostic::new(m).at(f.span)))?;
         }
-        for (root, object, reshaped) in std::mem::take(&mut self.param_objects) {
-            if reshaped {
-                let v = self.read(&object, f.span)?;
+        for p in std::mem::take(&mut self.param_objects) {
+            let root = p.object.root;
+            if p.reshaped {
+                let v = self.read(&p.object, f.span)?;
                 parts.push(self.t.at(v));
             } else if self.roots[root].written {
                 parts.push(self.t.at(self.roots[root].version));

@@ -25,10 +25,8 @@ pub struct Interp<'m> {
     /// Storage buffers written in place (by address); PyTorch's version counter, per root buffer.
     pub written: HashSet<usize>,
     pub(super) depth: usize,
-    /// Each tensor parameter's object as the caller holds it: its name, its current view (a `squeeze_` or
-    /// `unsqueeze_` on the parameter's own object changes it) and whether it changed so (PyTorch counts that as a
-    /// mutation of the parameter: its version counter moves).
-    pub(super) params: Vec<(String, Tensor, bool)>,
+    /// Each tensor parameter's object as the caller holds it (`squeeze_`/`unsqueeze_` on it change it).
+    pub(super) params: Vec<pyvalue::ParamObject<Tensor>>,
 }
 
 pub(super) type Frame = HashMap<String, Value>;
@@ -567,6 +565,12 @@ impl<'m> pyvalue::Walk<'m> for Interp<'m> {
 
 /// The reference interpreter's side of the statement walk both engines share.
 impl<'m> pyvalue::Exec<'m> for Interp<'m> {
+    fn binding(&mut self, n: &str) {
+        if self.depth == 1 {
+            pyvalue::param_name_bound(&mut self.params, n);
+        }
+    }
+
     fn aug_assign(
         &mut self,
         frame: &mut Frame,

@@ -156,7 +156,7 @@ pub fn run_program(
                 return Err(Diagnostic::new(format!("`{name}` has no parameter `{k}`")));
             }
         }
-        it.params = params.iter().map(|(n, t)| (n.clone(), t.clone(), false)).collect();
+        it.params = params.iter().map(|(n, t)| pyvalue::ParamObject::new(n.clone(), t.clone())).collect();
         let ret = it.call_function(f, Vec::new(), kwargs, f.span)?;
         let (returns, returns_tuple) = match ret {
             Value::Tensor(t) => (vec![t], false),
@@ -178,8 +178,8 @@ pub fn run_program(
         // A parameter written in place, or whose object `squeeze_`/`unsqueeze_` changed: its final contents, in the
         // shape the caller's object has now.
         let mutated = (it.params.into_iter())
-            .filter(|(_, t, reshaped)| *reshaped || it.written.contains(&(Rc::as_ptr(&t.buf) as usize)))
-            .map(|(n, t, _)| (n, t))
+            .filter(|p| p.reshaped || it.written.contains(&(Rc::as_ptr(&p.object.buf) as usize)))
+            .map(|p| (p.name, p.object))
             .collect();
         Ok(RunOutput { returns, returns_tuple, mutated })
     };

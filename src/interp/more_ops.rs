@@ -421,10 +421,11 @@ impl<'m> super::exec::Interp<'m> {
         let r = self.torch_op(base, &a, true).map_err(super::exec::tensor_err(span))?;
         // A program parameter's own object: the caller's tensor changes shape (see `Interp::params`).
         if let (Value::Tensor(new), 1) = (&r, self.depth) {
-            for (_, object, reshaped) in self.params.iter_mut() {
-                if same(&target, &Value::Tensor(object.clone())) {
-                    (*object, *reshaped) = (new.clone(), true);
-                }
+            let is_target = |o: &Tensor| same(&target, &Value::Tensor(o.clone()));
+            let at = super::pyvalue::param_object_target(&self.params, name, local, is_target)
+                .map_err(super::exec::tensor_err(span))?;
+            if let Some(i) = at {
+                (self.params[i].object, self.params[i].reshaped) = (new.clone(), true);
             }
         }
         if let Some(k) = a.unexpected() {

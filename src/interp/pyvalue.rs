@@ -331,11 +331,54 @@ pub fn shape_inplace_target<V: PyValue>(
     if env.values().any(|v| !is_tensor(&v) && holds(v, &is_t)) || consts.values().any(|v| holds(v, &is_t)) {
         return refuse("on a tensor that a list or tuple (or a dict or constant) also holds is not supported (PyTorch would change the shape seen through both)");
     }
-    // A program parameter's own object (`q.squeeze_(2)` on the parameter `q`) is allowed: PyTorch changes the
-    // shape of the caller's tensor, which the program's results do not show (the returned values are what the
-    // program computes, and a mutated parameter's final contents are written in its declared shape, the same
-    // elements in the same order).
+    // A program parameter's own object (`q.squeeze_(2)` on the parameter `q`) is allowed: the engines then report
+    // the parameter as mutated, in its new shape ([`param_object_target`]).
     Ok(t)
+}
+
+/// A program parameter's tensor object as the caller holds it, for `squeeze_`/`unsqueeze_` (PyTorch changes that
+/// object's shape and counts it a mutation: its version moves): its name, its current view, whether such an op
+/// changed it, and whether the name was bound to something else since (the name then no longer reaches it).
+pub struct ParamObject<T> {
+    pub name: String,
+    pub object: T,
+    pub reshaped: bool,
+    pub rebound: bool,
+}
+
+impl<T> ParamObject<T> {
+    pub fn new(name: String, object: T) -> Self {
+        ParamObject { name, object, reshaped: false, rebound: false }
+    }
+}
+
+/// Which parameter's object `X.squeeze_(...)` (`op`; `local` the name `X`, if a name) changes, where the receiver
+/// `is_target` a parameter's current object: reached through the parameter's own name, not rebound since, it is
+/// that parameter; reached otherwise (another name after the parameter's was rebound, a fresh view with the same
+/// storage and layout) it may or may not be the caller's object, so it is refused.
+pub fn param_object_target<T>(
+    params: &[ParamObject<T>],
+    op: &str,
+    local: Option<&String>,
+    is_target: impl Fn(&T) -> bool,
+) -> Result<Option<usize>, String> {
+    let Some(i) = params.iter().position(|p| is_target(&p.object)) else { return Ok(None) };
+    let p = &params[i];
+    if local == Some(&p.name) && !p.rebound {
+        return Ok(Some(i));
+    }
+    Err(format!(
+        "`{op}` on a tensor with the storage and shape of the program parameter `{}` is not supported (it may be the \
+         caller's tensor object, whose shape PyTorch would change); call it on the parameter's own name",
+        p.name
+    ))
+}
+
+/// A name bound by an assignment: a parameter of that name no longer reaches the caller's object through it.
+pub fn param_name_bound<T>(params: &mut [ParamObject<T>], name: &str) {
+    for p in params.iter_mut().filter(|p| p.name == name) {
+        p.rebound = true;
+    }
 }
 
 /// A torch function's `out=` keyword, taken out of `kw` where the function (`m.name`, with `pos` its positional

@@ -224,6 +224,8 @@ pub trait Exec<'m>: Walk<'m, Env = HashMap<String, <Self as Walk<'m>>::V>> {
     fn block(&mut self, env: &mut Self::Env, body: &'m [Stmt]) -> Result<Flow<Self::V>, Self::Err>;
     /// `a OP= b` on values: in place on a tensor or list, else `a OP b`.
     fn inplace_binop(&mut self, a: Self::V, op: BinOp, b: Self::V, span: Span) -> Result<Self::V, Self::Err>;
+    /// Name `n` is about to be bound by an assignment (see [`super::pyvalue::ParamObject`]).
+    fn binding(&mut self, _n: &str) {}
 }
 
 /// A `for` loop run item by item: `target` bound to each, then `body`, until a `break` or `return`.
@@ -298,6 +300,7 @@ pub fn assign<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, target: &'m Expr, v:
     let fail = |m: String| Err(Diagnostic::new(m).at(target.span).into());
     match &target.kind {
         ExprKind::Name(n) => {
+            x.binding(n);
             env.insert(n.clone(), v);
             Ok(())
         }

@@ -494,7 +494,8 @@ mod tests {
 }
 
 /// PyTorch's checks of `bincount(input, weights, minlength)` on dtypes and shapes (`weights` as (dtype, shape)):
-/// the dtype of the result (int64 counts, or the weights' float dtype; integer weights sum as float64).
+/// the dtype of the result (int64 counts, or the weights' float dtype; integer weights sum as float64). An empty
+/// input gives int64 zeros whatever the weights, as PyTorch's kernel returns before it looks at them.
 pub fn check_bincount(
     x: DType,
     shape: &[usize],
@@ -511,6 +512,7 @@ pub fn check_bincount(
         return Err("minlength should be >= 0".into());
     }
     match weights {
+        _ if shape[0] == 0 => Ok(DType::I64),
         None => Ok(DType::I64),
         Some((_, s)) if s != shape => Err("weights should be 1-d and have the same length as input".into()),
         Some((DType::F32, _)) => Ok(DType::F32),
