@@ -35,6 +35,9 @@ impl<D: Device> Executor<'_, D> {
         if let Some(&sort) = plan.host_sorts.get(&id) {
             return self.sort(id, sort, inputs);
         }
+        if let Node::Op(op @ (crate::ir::OpName::Cumsum | crate::ir::OpName::Cumprod), args) = &plan.term[id] {
+            return self.scan(*op, args[0], args[1], inputs);
+        }
         let mut b = Builder::default();
         let mut tensors = BTreeMap::new();
         let node = plan.term[id].clone();
@@ -72,6 +75,30 @@ impl<D: Device> Executor<'_, D> {
         self.stats.class(crate::cost::class::FALLBACK, 1.0, (t.numel() * t.dtype().size()) as f64, 0.0, 0.0);
         let (d, s) = (t.dtype(), t.shape.clone());
         Ok(Val::T(self.dev.upload(&t)?, d, s.into()))
+    }
+
+    /// `cumsum`/`cumprod` on the host, by the reference's own kernel (`reduce::cumsum`, as the one-node term of
+    /// [`Executor::fallback`] would evaluate it, without building one: on small tensors that was most of the time).
+    fn scan(&mut self, op: crate::ir::OpName, x: Id, dim: Id, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
+        let (buf, d, s) = self.tensor(x, inputs)?;
+        let dim = self.int(dim, inputs)?;
+        let x = self.dev.download(&buf, d, &s)?;
+        let out = match op {
+            crate::ir::OpName::Cumsum => crate::tensor::reduce::cumsum(&x, dim, None)?,
+            _ => crate::tensor::reduce::cumprod(&x, dim, None)?,
+        };
+        let (read, written) = ((x.numel() * d.size()) as f64, (out.numel() * out.dtype().size()) as f64);
+        self.stats.fallbacks += 1;
+        self.stats.launches += 1;
+        self.stats.bytes += read + written;
+        self.stats.class(crate::cost::class::FALLBACK, 1.0, read + written, 0.0, 0.0);
+        let (od, shape) = (out.dtype(), out.shape.clone());
+        // A fresh tensor nothing else holds: the C device takes its memory rather than copying it.
+        let b = match self.dev.adopt(&out)? {
+            Some(b) => b,
+            None => self.dev.upload(&out)?,
+        };
+        Ok(Val::T(b, od, shape.into()))
     }
 
     /// A sort on the host ([`crate::lower::sorts`]): both outputs at once (the sibling's is remembered for its own
