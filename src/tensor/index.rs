@@ -244,12 +244,22 @@ pub fn sort_prefix(x: &Tensor, dim: i64, descending: bool, k: usize) -> TResult<
     let len = moved.shape.last().copied().unwrap_or(1).max(1);
     let (start, n) = (moved.offset, moved.numel());
     let b = moved.buf.borrow();
+    // Whether `x` may come before `w` (true where unsure): by keys for integers, and for floats by a float
+    // comparison that a NaN on either side passes (-0.0 and 0.0 compare equal, as their keys do).
+    let by_key = |key: fn(i64) -> u64| move |x: i64, w: i64| if descending { key(x) > key(w) } else { key(x) < key(w) };
+    let (i32s, i64s) = (by_key(int_key), by_key(int_key));
+    let f32s = |x: f32, w: f32| if descending { !(x <= w) } else { !(x >= w) };
+    let f64s = |x: f64, w: f64| if descending { !(x <= w) } else { !(x >= w) };
+    let bools = |x: bool, w: bool| if descending { x & !w } else { !x & w };
     let (values, indices) = match &*b {
-        Buf::Bool(v) => sort_lines(&v[start..start + n], len, k, descending, |b| b as u64, Buf::Bool),
-        Buf::I32(v) => sort_lines(&v[start..start + n], len, k, descending, |i| int_key(i as i64), Buf::I32),
-        Buf::I64(v) => sort_lines(&v[start..start + n], len, k, descending, int_key, Buf::I64),
-        Buf::F32(v) => sort_lines(&v[start..start + n], len, k, descending, f32_key, Buf::F32),
-        Buf::F64(v) => sort_lines(&v[start..start + n], len, k, descending, float_key, Buf::F64),
+        Buf::Bool(v) => sort_lines(&v[start..start + n], len, k, descending, |b| b as u64, bools, Buf::Bool),
+        Buf::I32(v) => {
+            let before = |x: i32, w: i32| i32s(x as i64, w as i64);
+            sort_lines(&v[start..start + n], len, k, descending, |i| int_key(i as i64), before, Buf::I32)
+        }
+        Buf::I64(v) => sort_lines(&v[start..start + n], len, k, descending, int_key, i64s, Buf::I64),
+        Buf::F32(v) => sort_lines(&v[start..start + n], len, k, descending, f32_key, f32s, Buf::F32),
+        Buf::F64(v) => sort_lines(&v[start..start + n], len, k, descending, float_key, f64s, Buf::F64),
     };
     let back = |t: Tensor| -> TResult<Tensor> { Ok(if last { t } else { t.transpose(d, -1)?.contiguous_copy() }) };
     Ok((back(Tensor::from_buf(values, moved.shape.clone()))?, back(Tensor::from_buf(indices, moved.shape.clone()))?))
@@ -257,12 +267,16 @@ pub fn sort_prefix(x: &Tensor, dim: i64, descending: bool, k: usize) -> TResult<
 
 /// Every `len`-element line of `data` sorted by `key` (descending: by its complement), ties by index, its first `k`
 /// positions computed and the rest left at `T::default()` (zero): the values (wrapped by `wrap`) and the indices.
+/// `before(x, w)` says whether `x` may sort strictly before `w` (true where unsure): a cheap test on the values
+/// that lets most blocks of a long line skip making keys.
+#[allow(clippy::too_many_arguments)]
 fn sort_lines<T: Copy + Default>(
     data: &[T],
     len: usize,
     k: usize,
     descending: bool,
     key: impl Fn(T) -> u64,
+    before: impl Fn(T, T) -> bool,
     wrap: impl Fn(super::store::Store<T>) -> Buf,
 ) -> (Buf, Buf) {
     let k = k.min(len);
@@ -273,19 +287,22 @@ fn sort_lines<T: Copy + Default>(
         order.clear();
         if k * 16 <= len {
             // A few of many (`topk`): the k smallest so far, kept in order; an element enters only if it is below
-            // the largest of them, which after the first few hundred elements is rare, so the keys are made and
-            // compared to it a block at a time (a loop the compiler vectorizes). An element comes after every kept
-            // one, so among equal keys it goes last, as its index says.
+            // the largest of them, which after the first few hundred elements is rare, so a block of values is
+            // first compared with that one (`before`, a loop the compiler vectorizes) and its keys are made only
+            // where one may enter. An element comes after every kept one, so among equal keys it goes last, as its
+            // index says.
             let mut keys = [0u64; 64];
             for (b, block) in line.chunks(keys.len()).enumerate() {
+                if let Some(&(_, w)) = order.last().filter(|_| order.len() == k) {
+                    let w = line[w as usize];
+                    if !block.iter().fold(false, |any, &x| any | before(x, w)) {
+                        continue;
+                    }
+                }
                 for (slot, &x) in keys.iter_mut().zip(block) {
                     *slot = if descending { !key(x) } else { key(x) };
                 }
                 let keys = &keys[..block.len()];
-                let worst = if order.len() == k { order.last().map_or(0, |&(w, _)| w) } else { u64::MAX };
-                if !keys.iter().fold(false, |any, &key| any | (key < worst)) && worst != u64::MAX {
-                    continue;
-                }
                 for (j, &key) in keys.iter().enumerate() {
                     if order.len() == k && order.last().is_none_or(|&(worst, _)| key >= worst) {
                         continue;
@@ -463,6 +480,8 @@ mod tests {
             (DType::F32, f(&mut long(300))),
             (DType::F64, f(&mut long(130))),
             (DType::I64, long(200).map(|j| Scalar::I(ints[j])).collect()),
+            (DType::I32, long(200).map(|j| Scalar::I(j as i64 - 5)).collect()),
+            (DType::Bool, long(200).map(|j| Scalar::B(j % 4 == 1)).collect()),
         ] {
             let x = Tensor::from_scalars(dtype, &[2, line.len()], &[line.clone(), line.clone()].concat()).unwrap();
             for descending in [false, true] {
