@@ -291,19 +291,20 @@ fn sort_lines<T: Copy + Default>(
             // first compared with that one (`before`, a loop the compiler vectorizes) and its keys are made only
             // where one may enter. An element comes after every kept one, so among equal keys it goes last, as its
             // index says.
-            let mut keys = [0u64; 64];
-            for (b, block) in line.chunks(keys.len()).enumerate() {
-                if let Some(&(_, w)) = order.last().filter(|_| order.len() == k) {
-                    let w = line[w as usize];
-                    if !block.iter().fold(false, |any, &x| any | before(x, w)) {
-                        continue;
+            for (b, block) in line.chunks(64).enumerate() {
+                // The block's candidates as bits: those that may come before the worst kept value (all of them
+                // while fewer than k are kept).
+                let mut bits = match order.last().filter(|_| order.len() == k) {
+                    Some(&(_, w)) => {
+                        let w = line[w as usize];
+                        block.iter().enumerate().fold(0u64, |m, (j, &x)| m | (before(x, w) as u64) << j)
                     }
-                }
-                for (slot, &x) in keys.iter_mut().zip(block) {
-                    *slot = if descending { !key(x) } else { key(x) };
-                }
-                let keys = &keys[..block.len()];
-                for (j, &key) in keys.iter().enumerate() {
+                    None => u64::MAX >> (64 - block.len()),
+                };
+                while bits != 0 {
+                    let j = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let key = if descending { !key(block[j]) } else { key(block[j]) };
                     if order.len() == k && order.last().is_none_or(|&(worst, _)| key >= worst) {
                         continue;
                     }
