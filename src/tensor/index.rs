@@ -294,9 +294,13 @@ fn sort_lines<T: Copy + Default>(
             for (b, block) in line.chunks(64).enumerate() {
                 // The block's candidates as bits: those that may come before the worst kept value (all of them
                 // while fewer than k are kept).
+                // (A plain any-test first: it vectorizes, and most blocks of a long line stop there.)
                 let mut bits = match order.last().filter(|_| order.len() == k) {
                     Some(&(_, w)) => {
                         let w = line[w as usize];
+                        if !block.iter().fold(false, |any, &x| any | before(x, w)) {
+                            continue;
+                        }
                         block.iter().enumerate().fold(0u64, |m, (j, &x)| m | (before(x, w) as u64) << j)
                     }
                     None => u64::MAX >> (64 - block.len()),
