@@ -579,6 +579,14 @@ impl Device for CDevice {
         Ok(b.restride(shape.to_vec(), crate::tensor::contiguous_strides(shape), 0))
     }
 
+    fn host_memory(&self) -> bool {
+        true
+    }
+
+    fn host_view(&mut self, b: &CBuf, _: DType, shape: &[usize]) -> Option<Tensor> {
+        Some(b.restride(shape.to_vec(), crate::tensor::contiguous_strides(shape), 0))
+    }
+
     fn item(&mut self, b: &CBuf, _: DType) -> Result<crate::tensor::Scalar, String> {
         let store = b.buf.borrow();
         if store.len() != 1 {

@@ -42,6 +42,15 @@ pub trait Device {
     fn adopt(&mut self, _t: &Tensor) -> Result<Option<Self::Buf>, String> {
         Ok(None)
     }
+    /// Whether the device's buffers are host memory, which [`Device::host_view`] then shows (the C device).
+    fn host_memory(&self) -> bool {
+        false
+    }
+    /// A host tensor of `shape` over buffer `b`'s own memory, so that the host writes the buffer in place (a host
+    /// sort's results); `None` where the buffers are not host memory.
+    fn host_view(&mut self, _b: &Self::Buf, _d: DType, _shape: &[usize]) -> Option<Tensor> {
+        None
+    }
     /// The one element of a buffer of one element (a condition, an integer read by the host).
     fn item(&mut self, b: &Self::Buf, d: DType) -> Result<crate::tensor::Scalar, String> {
         self.download(b, d, &[])?.item()

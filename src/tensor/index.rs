@@ -3,6 +3,8 @@
 //! Both directions go through one function that lists, in the result's row-major order, the storage offset each
 //! result element comes from. Writes then happen in that order, so the last duplicate index wins, as in PyTorch.
 
+use std::rc::Rc;
+
 use super::ops::broadcast_shapes;
 use super::views::wrap_dim;
 use super::{contiguous_strides, fmt_shape, Buf, DType, Scalar, TResult, Tensor};
@@ -241,9 +243,29 @@ pub fn sort_prefix(x: &Tensor, dim: i64, descending: bool, k: usize) -> TResult<
     let last = d as usize + 1 >= x.dim();
     let whole = x.offset + x.numel() <= x.buf.borrow().len();
     let moved = if last && whole && x.is_contiguous() { x.clone() } else { x.transpose(d, -1)?.contiguous_copy() };
-    let len = moved.shape.last().copied().unwrap_or(1).max(1);
-    let (start, n) = (moved.offset, moved.numel());
-    let b = moved.buf.borrow();
+    let values = Tensor::zeros(moved.dtype(), &moved.shape)?;
+    let indices = Tensor::zeros(DType::I64, &moved.shape)?;
+    sort_prefix_into(&moved, descending, k, &values, &indices)?;
+    let back = |t: Tensor| -> TResult<Tensor> { Ok(if last { t } else { t.transpose(d, -1)?.contiguous_copy() }) };
+    Ok((back(values)?, back(indices)?))
+}
+
+/// [`sort_prefix`] along the last dim of `x` (contiguous), into `values` (x's dtype) and `indices` (int64),
+/// contiguous tensors of x's shape: the first `k` positions of each line are written, the others left as they are
+/// (the executor hands buffers whose later positions nothing reads: `lower::sorts`).
+pub fn sort_prefix_into(x: &Tensor, descending: bool, k: usize, values: &Tensor, indices: &Tensor) -> TResult<()> {
+    let fits = |t: &Tensor| t.is_contiguous() && t.shape == x.shape && t.offset + t.numel() <= t.buf.borrow().len();
+    if !fits(x) || !fits(values) || !fits(indices) || Rc::ptr_eq(&x.buf, &values.buf) {
+        return Err("sort: the lines and the results must be separate contiguous tensors of one shape".into());
+    }
+    let len = x.shape.last().copied().unwrap_or(1).max(1);
+    let (start, n) = (x.offset, x.numel());
+    let b = x.buf.borrow();
+    let mut vb = values.buf.borrow_mut();
+    let mut ib = indices.buf.borrow_mut();
+    let Buf::I64(iv) = &mut *ib else { return Err("sort: indices must be int64".into()) };
+    let iv = &mut iv[indices.offset..indices.offset + n];
+    let vs = values.offset..values.offset + n;
     // Whether `x` may come before `w` (true where unsure): by keys for integers, and for floats by a float
     // comparison that a NaN on either side passes (-0.0 and 0.0 compare equal, as their keys do).
     let by_key = |key: fn(i64) -> u64| move |x: i64, w: i64| if descending { key(x) > key(w) } else { key(x) < key(w) };
@@ -251,22 +273,23 @@ pub fn sort_prefix(x: &Tensor, dim: i64, descending: bool, k: usize) -> TResult<
     let f32s = |x: f32, w: f32| if descending { !(x <= w) } else { !(x >= w) };
     let f64s = |x: f64, w: f64| if descending { !(x <= w) } else { !(x >= w) };
     let bools = |x: bool, w: bool| if descending { x & !w } else { !x & w };
-    let (values, indices) = match &*b {
-        Buf::Bool(v) => sort_lines(&v[start..start + n], len, k, descending, |b| b as u64, bools, Buf::Bool),
-        Buf::I32(v) => {
+    let lines = start..start + n;
+    match (&*b, &mut *vb) {
+        (Buf::Bool(v), Buf::Bool(o)) => sort_lines(&v[lines], len, k, descending, |b| b as u64, bools, &mut o[vs], iv),
+        (Buf::I32(v), Buf::I32(o)) => {
             let before = |x: i32, w: i32| i32s(x as i64, w as i64);
-            sort_lines(&v[start..start + n], len, k, descending, |i| int_key(i as i64), before, Buf::I32)
+            sort_lines(&v[lines], len, k, descending, |i| int_key(i as i64), before, &mut o[vs], iv)
         }
-        Buf::I64(v) => sort_lines(&v[start..start + n], len, k, descending, int_key, i64s, Buf::I64),
-        Buf::F32(v) => sort_lines(&v[start..start + n], len, k, descending, f32_key, f32s, Buf::F32),
-        Buf::F64(v) => sort_lines(&v[start..start + n], len, k, descending, float_key, f64s, Buf::F64),
-    };
-    let back = |t: Tensor| -> TResult<Tensor> { Ok(if last { t } else { t.transpose(d, -1)?.contiguous_copy() }) };
-    Ok((back(Tensor::from_buf(values, moved.shape.clone()))?, back(Tensor::from_buf(indices, moved.shape.clone()))?))
+        (Buf::I64(v), Buf::I64(o)) => sort_lines(&v[lines], len, k, descending, int_key, i64s, &mut o[vs], iv),
+        (Buf::F32(v), Buf::F32(o)) => sort_lines(&v[lines], len, k, descending, f32_key, f32s, &mut o[vs], iv),
+        (Buf::F64(v), Buf::F64(o)) => sort_lines(&v[lines], len, k, descending, float_key, f64s, &mut o[vs], iv),
+        _ => return Err("sort: the values must have the input's dtype".into()),
+    }
+    Ok(())
 }
 
 /// Every `len`-element line of `data` sorted by `key` (descending: by its complement), ties by index, its first `k`
-/// positions computed and the rest left at `T::default()` (zero): the values (wrapped by `wrap`) and the indices.
+/// positions written to `values` and `indices` (the rest left as they are).
 /// `before(x, w)` says whether `x` may sort strictly before `w` (true where unsure): a cheap test on the values
 /// that lets most blocks of a long line skip making keys.
 #[allow(clippy::too_many_arguments)]
@@ -277,11 +300,10 @@ fn sort_lines<T: Copy + Default>(
     descending: bool,
     key: impl Fn(T) -> u64,
     before: impl Fn(T, T) -> bool,
-    wrap: impl Fn(super::store::Store<T>) -> Buf,
-) -> (Buf, Buf) {
+    values: &mut [T],
+    indices: &mut [i64],
+) {
     let k = k.min(len);
-    let mut values = vec![T::default(); data.len()];
-    let mut indices = vec![0i64; data.len()];
     let mut order: Vec<(u64, u32)> = Vec::with_capacity(len);
     for (l, line) in data.chunks(len).enumerate() {
         order.clear();
@@ -336,7 +358,6 @@ fn sort_lines<T: Copy + Default>(
             indices[l * len + j] = i as i64;
         }
     }
-    (wrap(values.into()), Buf::I64(indices.into()))
 }
 
 /// A float's place in ascending order as an unsigned integer, as PyTorch's sort compares: by value (`-0.0` equal

@@ -113,7 +113,19 @@ impl<D: Device> Executor<'_, D> {
         let (buf, d, s) = self.tensor(args[0], inputs)?;
         let (dim, descending) = (self.int(args[1], inputs)?, self.int(args[2], inputs)? != 0);
         let x = self.dev.download(&buf, d, &s)?;
-        let (values, indices) = crate::tensor::index::sort_prefix(&x, dim, descending, sort.prefix)?;
+        // Along the last dim on a device whose buffers are host memory, the results go straight into buffers of
+        // its own, uninitialized: nothing reads past the prefix (`sorts.rs`), so no full-size zeroing.
+        let last = crate::tensor::views::wrap_dim(dim, x.dim()).is_ok_and(|d| d + 1 >= x.dim());
+        let (values, indices, bufs) = if last && self.dev.host_memory() {
+            let (vb, ib) = (self.dev.alloc_uninit(d, x.numel())?, self.dev.alloc_uninit(DType::I64, x.numel())?);
+            let views = (self.dev.host_view(&vb, d, &s), self.dev.host_view(&ib, DType::I64, &s));
+            let (Some(v), Some(i)) = views else { return Err("a host-memory device gave no host view".into()) };
+            crate::tensor::index::sort_prefix_into(&x, descending, sort.prefix, &v, &i)?;
+            (v, i, Some((vb, ib)))
+        } else {
+            let (v, i) = crate::tensor::index::sort_prefix(&x, dim, descending, sort.prefix)?;
+            (v, i, None)
+        };
         let bytes = (x.numel() * d.size()) as f64;
         let (value_bytes, index_bytes) = ((values.numel() * d.size()) as f64, (indices.numel() * 8) as f64);
         // What is uploaded: this node's output, and its sibling's where there is one.
@@ -127,22 +139,29 @@ impl<D: Device> Executor<'_, D> {
         self.stats.bytes += bytes + written;
         self.stats.class(crate::cost::class::FALLBACK, 1.0, bytes + written, 0.0, 0.0);
         let shape: Rc<[usize]> = values.shape.clone().into();
-        let (mine, other) = match op {
-            crate::ir::OpName::SortVal => ((values, d), (indices, DType::I64)),
-            _ => ((indices, DType::I64), (values, d)),
-        };
-        // Both are fresh tensors that nothing else holds: a device that can take their memory (the C device)
-        // does so rather than copying.
+        // Fresh tensors that nothing else holds: a device that can take their memory (the C device) does so
+        // rather than copying.
         let give = |dev: &mut D, t: &Tensor| -> R<D::Buf> {
             match dev.adopt(t)? {
                 Some(b) => Ok(b),
                 None => dev.upload(t),
             }
         };
+        let is_val = *op == crate::ir::OpName::SortVal;
+        let (mine, other) =
+            if is_val { ((values, d), (indices, DType::I64)) } else { ((indices, DType::I64), (values, d)) };
+        let (mine_b, other_b) = match bufs {
+            Some((vb, ib)) if is_val => (vb, Some(ib)),
+            Some((vb, ib)) => (ib, Some(vb)),
+            None => (give(self.dev, &mine.0)?, None),
+        };
         if let Some(sibling) = sort.sibling {
-            let v = Val::T(give(self.dev, &other.0)?, other.1, shape.clone());
-            self.remember(sibling, v);
+            let b = match other_b {
+                Some(b) => b,
+                None => give(self.dev, &other.0)?,
+            };
+            self.remember(sibling, Val::T(b, other.1, shape.clone()));
         }
-        Ok(Val::T(give(self.dev, &mine.0)?, mine.1, shape))
+        Ok(Val::T(mine_b, mine.1, shape))
     }
 }
