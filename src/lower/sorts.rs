@@ -2,7 +2,8 @@
 //! indices of one sort) that no kernel computes: the executor sorts on the host. This pass lets it do the least
 //! work there: both outputs of one sort from a single sort, and, where every reader takes only a leading part of
 //! each line (`topk` is `sort(x)[..., :k]`), only that part, selected in linear time and then sorted
-//! ([`crate::tensor::index::sort_prefix`]). The positions after it are never read, so they are left zero.
+//! ([`crate::tensor::index::sort_prefix`]). The positions after it are never read: they are zero, or, where the
+//! C device's sort writes straight into its own buffers ([`crate::tensor::index::sort_prefix_into`]), unspecified.
 
 use egg::Id;
 use hashbrown::HashMap;

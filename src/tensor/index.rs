@@ -255,7 +255,9 @@ pub fn sort_prefix(x: &Tensor, dim: i64, descending: bool, k: usize) -> TResult<
 /// (the executor hands buffers whose later positions nothing reads: `lower::sorts`).
 pub fn sort_prefix_into(x: &Tensor, descending: bool, k: usize, values: &Tensor, indices: &Tensor) -> TResult<()> {
     let fits = |t: &Tensor| t.is_contiguous() && t.shape == x.shape && t.offset + t.numel() <= t.buf.borrow().len();
-    if !fits(x) || !fits(values) || !fits(indices) || Rc::ptr_eq(&x.buf, &values.buf) {
+    let shared =
+        Rc::ptr_eq(&x.buf, &values.buf) || Rc::ptr_eq(&x.buf, &indices.buf) || Rc::ptr_eq(&values.buf, &indices.buf);
+    if !fits(x) || !fits(values) || !fits(indices) || shared {
         return Err("sort: the lines and the results must be separate contiguous tensors of one shape".into());
     }
     let len = x.shape.last().copied().unwrap_or(1).max(1);
@@ -293,7 +295,7 @@ pub fn sort_prefix_into(x: &Tensor, descending: bool, k: usize, values: &Tensor,
 /// `before(x, w)` says whether `x` may sort strictly before `w` (true where unsure): a cheap test on the values
 /// that lets most blocks of a long line skip making keys.
 #[allow(clippy::too_many_arguments)]
-fn sort_lines<T: Copy + Default>(
+fn sort_lines<T: Copy>(
     data: &[T],
     len: usize,
     k: usize,
