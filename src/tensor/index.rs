@@ -307,6 +307,7 @@ fn sort_lines<T: Copy>(
 ) {
     let k = k.min(len);
     let mut order: Vec<(u64, u32)> = Vec::with_capacity(len);
+    let (mut packed, mut spare) = (Vec::new(), Vec::new());
     for (l, line) in data.chunks(len).enumerate() {
         order.clear();
         if k * 16 <= len {
@@ -349,17 +350,61 @@ fn sort_lines<T: Copy>(
                 (if descending { !key } else { key }, i as u32)
             });
             order.extend(keyed);
-            if k < order.len() {
-                order.select_nth_unstable(k);
-                order.truncate(k);
+            if len < RADIX_MIN || !radix_sort(&mut order, &mut packed, &mut spare) {
+                if k < order.len() {
+                    order.select_nth_unstable(k);
+                    order.truncate(k);
+                }
+                order.sort_unstable();
             }
-            order.sort_unstable();
+            order.truncate(k);
         }
         for (j, &(_, i)) in order.iter().enumerate() {
             values[l * len + j] = line[i as usize];
             indices[l * len + j] = i as i64;
         }
     }
+}
+
+/// The shortest line [`radix_sort`] sorts (shorter ones sort by comparisons).
+const RADIX_MIN: usize = 512;
+
+/// `order` ((key, index) pairs in index order) sorted by key, ties by index, where the keys span less than 2^32 (a
+/// float32 line without NaN, int32s, bools): each pair packed into one u64 (key less the least key above, index
+/// below), then a least-significant-digit radix sort of the upper half in three passes of 11 bits, which is stable,
+/// so equal keys keep their index order. False (and `order` untouched) where the keys span more.
+fn radix_sort(order: &mut [(u64, u32)], packed: &mut Vec<u64>, spare: &mut Vec<u64>) -> bool {
+    let (lo, hi) = order.iter().fold((u64::MAX, 0), |(lo, hi), &(k, _)| (lo.min(k), hi.max(k)));
+    if order.is_empty() || hi - lo > u32::MAX as u64 {
+        return false;
+    }
+    packed.clear();
+    packed.extend(order.iter().map(|&(k, i)| (k - lo) << 32 | i as u64));
+    spare.resize(packed.len(), 0);
+    for pass in 0..3 {
+        let shift = 32 + 11 * pass;
+        let mut count = [0usize; 2048];
+        for &v in packed.iter() {
+            count[(v >> shift & 2047) as usize] += 1;
+        }
+        if count.iter().any(|&c| c == packed.len()) {
+            continue; // one digit for all: this pass would not move anything
+        }
+        let mut at = 0;
+        for c in count.iter_mut() {
+            (*c, at) = (at, at + *c);
+        }
+        for &v in packed.iter() {
+            let d = (v >> shift & 2047) as usize;
+            spare[count[d]] = v;
+            count[d] += 1;
+        }
+        std::mem::swap(packed, spare);
+    }
+    for (slot, &v) in order.iter_mut().zip(packed.iter()) {
+        *slot = ((v >> 32) + lo, v as u32);
+    }
+    true
 }
 
 /// A float's place in ascending order as an unsigned integer, as PyTorch's sort compares: by value (`-0.0` equal
@@ -496,6 +541,28 @@ mod tests {
     }
 
     #[test]
+    fn the_radix_sort_orders_as_the_comparison_sort_and_declines_wide_keys() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut packed, mut spare) = (Vec::new(), Vec::new());
+        for span in [1u64, 7, 2048, 1 << 20, u32::MAX as u64] {
+            let mut order: Vec<(u64, u32)> = (0..3000u32).map(|i| ((1 << 40) + next() % span, i)).collect();
+            let mut want = order.clone();
+            want.sort_unstable();
+            assert!(radix_sort(&mut order, &mut packed, &mut spare), "span {span}");
+            assert_eq!(order, want, "span {span}");
+        }
+        let mut wide = vec![(0u64, 0u32), (1 << 33, 1)];
+        assert!(!radix_sort(&mut wide, &mut packed, &mut spare));
+        assert_eq!(wide, [(0, 0), (1 << 33, 1)]);
+    }
+
+    #[test]
     fn every_prefix_of_a_sort_is_the_plain_stable_sorts() {
         let floats = [3.0, -0.0, f64::NAN, 0.0, -1.5, f64::INFINITY, 3.0, f64::NEG_INFINITY, 1e-40, f64::NAN, -1.5];
         let ints = [i64::MAX, 9007199254740993, 9007199254740992, -4, i64::MIN, 7, -4, 0, 7, 1, 2];
@@ -510,11 +577,16 @@ mod tests {
             (DType::I64, long(200).map(|j| Scalar::I(ints[j])).collect()),
             (DType::I32, long(200).map(|j| Scalar::I(j as i64 - 5)).collect()),
             (DType::Bool, long(200).map(|j| Scalar::B(j % 4 == 1)).collect()),
+            // Lines the radix sort takes (at least RADIX_MIN long, keys spanning under 2^32): float32 without NaN
+            // (ties, -0.0 and 0.0, infinities, a subnormal), int32, bool.
+            (DType::F32, f(&mut long(700).map(|j| if j == 2 || j == 9 { 4 } else { j }))),
+            (DType::I32, long(600).map(|j| Scalar::I((j as i64 - 5) * 1_000_003)).collect()),
+            (DType::Bool, long(520).map(|j| Scalar::B(j % 3 == 1)).collect()),
         ] {
             let x = Tensor::from_scalars(dtype, &[2, line.len()], &[line.clone(), line.clone()].concat()).unwrap();
             for descending in [false, true] {
                 let order = plain_order(&line, descending);
-                for k in [0, 1, 3, 8, 10, 11, 12, 18, 129, 300, usize::MAX] {
+                for k in [0, 1, 3, 8, 10, 11, 12, 18, 129, 300, 650, usize::MAX] {
                     let (v, i) = sort_prefix(&x, -1, descending, k).unwrap();
                     let (v, i) = (v.scalars(), i.scalars());
                     for row in 0..2 {

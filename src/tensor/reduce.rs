@@ -7,7 +7,7 @@ use super::dtype::Kind;
 use super::ops::result_type;
 use super::ops::Operand;
 use super::views::wrap_dim;
-use super::{fmt_shape, numel, DType, Scalar, TResult, Tensor};
+use super::{fmt_shape, numel, Buf, DType, Scalar, TResult, Tensor};
 
 /// Reduced groups: for every output element (row-major over the kept dims), the input elements along `dims`.
 struct Groups {
@@ -244,8 +244,41 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> TResult
     })
 }
 
+/// `cumsum` (`prod` false) or `cumprod` of float32 or float64 lines that lie contiguous along the last dim, over the
+/// buffer itself: the running value in f64, each output rounded to the dtype, as [`cumsum`]'s general path (which
+/// goes through a `Scalar` per element). `None` where it does not apply.
+fn float_scan(x: &Tensor, dim: i64, out: DType, prod: bool) -> Option<TResult<Tensor>> {
+    let last = wrap_dim(dim, x.dim()).is_ok_and(|d| d + 1 == x.dim());
+    let whole = x.offset + x.numel() <= x.buf.borrow().len();
+    if !last || !whole || !x.is_contiguous() || out != x.dtype() || x.numel() == 0 {
+        return None;
+    }
+    let len = x.shape[x.dim() - 1];
+    let (start, n) = (x.offset, x.numel());
+    fn run<T: Copy>(v: &[T], len: usize, prod: bool, to: impl Fn(T) -> f64, from: impl Fn(f64) -> T) -> Vec<T> {
+        let mut out = Vec::with_capacity(v.len());
+        for line in v.chunks(len) {
+            let mut acc = if prod { 1.0 } else { 0.0 };
+            for &s in line {
+                acc = if prod { acc * to(s) } else { acc + to(s) };
+                out.push(from(acc));
+            }
+        }
+        out
+    }
+    let buf = match &*x.buf.borrow() {
+        Buf::F32(v) => Buf::F32(run(&v[start..start + n], len, prod, f64::from, |a| a as f32).into()),
+        Buf::F64(v) => Buf::F64(run(&v[start..start + n], len, prod, |s| s, |a| a).into()),
+        _ => return None,
+    };
+    Some(Ok(Tensor::from_buf(buf, x.shape.clone())))
+}
+
 pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> TResult<Tensor> {
     let out = dtype.unwrap_or(if x.dtype().is_float() { x.dtype() } else { DType::I64 });
+    if let Some(r) = float_scan(x, dim, out, false) {
+        return r;
+    }
     let float = out.is_float();
     along_dim(x, dim, out, |src, dst| {
         let (mut f, mut i) = (0f64, 0i64);
@@ -265,6 +298,9 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> TResult<Tensor> {
 /// in i64, wrapping), in the dtype `cumsum` would give.
 pub fn cumprod(x: &Tensor, dim: i64, dtype: Option<DType>) -> TResult<Tensor> {
     let out = dtype.unwrap_or(if x.dtype().is_float() { x.dtype() } else { DType::I64 });
+    if let Some(r) = float_scan(x, dim, out, true) {
+        return r;
+    }
     let float = out.is_float();
     along_dim(x, dim, out, |src, dst| {
         let (mut f, mut i) = (1f64, 1i64);
