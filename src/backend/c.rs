@@ -583,8 +583,8 @@ impl Device for CDevice {
         true
     }
 
-    fn host_view(&mut self, b: &CBuf, _: DType, shape: &[usize]) -> Option<Tensor> {
-        Some(b.restride(shape.to_vec(), crate::tensor::contiguous_strides(shape), 0))
+    fn host_view(&mut self, b: &CBuf, d: DType, shape: &[usize]) -> Option<Tensor> {
+        self.download(b, d, shape).ok() // a view of the buffer's own memory, not a copy
     }
 
     fn item(&mut self, b: &CBuf, _: DType) -> Result<crate::tensor::Scalar, String> {

@@ -293,7 +293,6 @@ pub fn holds<V: PyValue>(v: &V, is_it: &impl Fn(&V) -> bool) -> bool {
 /// name, list, dict or constant may hold the same tensor object (PyTorch would change the shape seen there too):
 /// anything in a helper (`depth` > 1); a tensor that another binding holds (`same` tells two tensor values apart as
 /// the engine can). A program parameter's own object is allowed (see the end).
-#[allow(clippy::too_many_arguments)]
 pub fn shape_inplace_target<V: PyValue>(
     name: &str,
     local: Option<&String>,

@@ -271,7 +271,7 @@ pub fn sort_prefix_into(x: &Tensor, descending: bool, k: usize, values: &Tensor,
     // Whether `x` may come before `w` (true where unsure): by keys for integers, and for floats by a float
     // comparison that a NaN on either side passes (-0.0 and 0.0 compare equal, as their keys do).
     let by_key = |key: fn(i64) -> u64| move |x: i64, w: i64| if descending { key(x) > key(w) } else { key(x) < key(w) };
-    let (i32s, i64s) = (by_key(int_key), by_key(int_key));
+    let ints = by_key(int_key);
     let f32s = |x: f32, w: f32| if descending { !(x <= w) } else { !(x >= w) };
     let f64s = |x: f64, w: f64| if descending { !(x <= w) } else { !(x >= w) };
     let bools = |x: bool, w: bool| if descending { x & !w } else { !x & w };
@@ -279,10 +279,10 @@ pub fn sort_prefix_into(x: &Tensor, descending: bool, k: usize, values: &Tensor,
     match (&*b, &mut *vb) {
         (Buf::Bool(v), Buf::Bool(o)) => sort_lines(&v[lines], len, k, descending, |b| b as u64, bools, &mut o[vs], iv),
         (Buf::I32(v), Buf::I32(o)) => {
-            let before = |x: i32, w: i32| i32s(x as i64, w as i64);
+            let before = |x: i32, w: i32| ints(x as i64, w as i64);
             sort_lines(&v[lines], len, k, descending, |i| int_key(i as i64), before, &mut o[vs], iv)
         }
-        (Buf::I64(v), Buf::I64(o)) => sort_lines(&v[lines], len, k, descending, int_key, i64s, &mut o[vs], iv),
+        (Buf::I64(v), Buf::I64(o)) => sort_lines(&v[lines], len, k, descending, int_key, ints, &mut o[vs], iv),
         (Buf::F32(v), Buf::F32(o)) => sort_lines(&v[lines], len, k, descending, f32_key, f32s, &mut o[vs], iv),
         (Buf::F64(v), Buf::F64(o)) => sort_lines(&v[lines], len, k, descending, float_key, f64s, &mut o[vs], iv),
         _ => return Err("sort: the values must have the input's dtype".into()),

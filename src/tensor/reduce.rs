@@ -247,7 +247,7 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> TResult
 /// `cumsum` (`prod` false) or `cumprod` of float32 or float64 lines that lie contiguous along the last dim, over the
 /// buffer itself: the running value in f64, each output rounded to the dtype, as [`cumsum`]'s general path (which
 /// goes through a `Scalar` per element). `None` where it does not apply.
-fn float_scan(x: &Tensor, dim: i64, out: DType, prod: bool) -> Option<TResult<Tensor>> {
+fn float_scan(x: &Tensor, dim: i64, out: DType, prod: bool) -> Option<Tensor> {
     let last = wrap_dim(dim, x.dim()).is_ok_and(|d| d + 1 == x.dim());
     let whole = x.offset + x.numel() <= x.buf.borrow().len();
     if !last || !whole || !x.is_contiguous() || out != x.dtype() || x.numel() == 0 {
@@ -271,13 +271,13 @@ fn float_scan(x: &Tensor, dim: i64, out: DType, prod: bool) -> Option<TResult<Te
         Buf::F64(v) => Buf::F64(run(&v[start..start + n], len, prod, |s| s, |a| a).into()),
         _ => return None,
     };
-    Some(Ok(Tensor::from_buf(buf, x.shape.clone())))
+    Some(Tensor::from_buf(buf, x.shape.clone()))
 }
 
 pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> TResult<Tensor> {
     let out = dtype.unwrap_or(if x.dtype().is_float() { x.dtype() } else { DType::I64 });
     if let Some(r) = float_scan(x, dim, out, false) {
-        return r;
+        return Ok(r);
     }
     let float = out.is_float();
     along_dim(x, dim, out, |src, dst| {
@@ -299,7 +299,7 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> TResult<Tensor> {
 pub fn cumprod(x: &Tensor, dim: i64, dtype: Option<DType>) -> TResult<Tensor> {
     let out = dtype.unwrap_or(if x.dtype().is_float() { x.dtype() } else { DType::I64 });
     if let Some(r) = float_scan(x, dim, out, true) {
-        return r;
+        return Ok(r);
     }
     let float = out.is_float();
     along_dim(x, dim, out, |src, dst| {
@@ -478,4 +478,29 @@ pub fn triangle(x: &Tensor, k: i64, upper: bool) -> TResult<Tensor> {
         })
         .collect();
     Tensor::from_scalars(x.dtype(), &x.shape, &vals)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The direct path over contiguous last-dim lines (`float_scan`) gives the general path's bits: the same lines
+    /// read through a transposed view take the general one.
+    #[test]
+    fn float_scans_over_the_buffer_match_the_general_path() {
+        let vals: Vec<f64> = (0..150).map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0 + 1e-3 * i as f64).collect();
+        for dtype in [DType::F32, DType::F64] {
+            let stored = Tensor::from_f64(dtype, &[50, 3], &vals).unwrap();
+            let strided = stored.transpose(0, 1).unwrap(); // [3, 50], lines 3 apart: the general path
+            let contiguous = strided.contiguous_copy(); // the same lines, contiguous: the direct path
+            assert!(float_scan(&strided, 1, dtype, false).is_none());
+            assert!(float_scan(&contiguous, 1, dtype, false).is_some());
+            for prod in [false, true] {
+                let scan = if prod { cumprod } else { cumsum };
+                let (want, got) = (scan(&strided, 1, None).unwrap(), scan(&contiguous, -1, None).unwrap());
+                let bits = |t: &Tensor| t.to_f64_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!((got.dtype(), bits(&got)), (dtype, bits(&want)), "{dtype:?} prod={prod}");
+            }
+        }
+    }
 }

@@ -87,18 +87,26 @@ impl<D: Device> Executor<'_, D> {
             crate::ir::OpName::Cumsum => crate::tensor::reduce::cumsum(&x, dim, None)?,
             _ => crate::tensor::reduce::cumprod(&x, dim, None)?,
         };
-        let (read, written) = ((x.numel() * d.size()) as f64, (out.numel() * out.dtype().size()) as f64);
+        self.count_host_op((x.numel() * d.size() + out.numel() * out.dtype().size()) as f64);
+        let (od, shape) = (out.dtype(), out.shape.clone());
+        Ok(Val::T(self.hand_over(&out)?, od, shape.into()))
+    }
+
+    /// One op the host ran, moving `bytes` in all (its reads and writes), in the run's counts.
+    fn count_host_op(&mut self, bytes: f64) {
         self.stats.fallbacks += 1;
         self.stats.launches += 1;
-        self.stats.bytes += read + written;
-        self.stats.class(crate::cost::class::FALLBACK, 1.0, read + written, 0.0, 0.0);
-        let (od, shape) = (out.dtype(), out.shape.clone());
-        // A fresh tensor nothing else holds: the C device takes its memory rather than copying it.
-        let b = match self.dev.adopt(&out)? {
-            Some(b) => b,
-            None => self.dev.upload(&out)?,
-        };
-        Ok(Val::T(b, od, shape.into()))
+        self.stats.bytes += bytes;
+        self.stats.class(crate::cost::class::FALLBACK, 1.0, bytes, 0.0, 0.0);
+    }
+
+    /// A fresh tensor that nothing else holds, as a device buffer: a device that can take its memory (the C
+    /// device) does so rather than copying it.
+    fn hand_over(&mut self, t: &Tensor) -> R<D::Buf> {
+        match self.dev.adopt(t)? {
+            Some(b) => Ok(b),
+            None => self.dev.upload(t),
+        }
     }
 
     /// A sort on the host ([`crate::lower::sorts`]): both outputs at once (the sibling's is remembered for its own
@@ -134,31 +142,20 @@ impl<D: Device> Executor<'_, D> {
             (crate::ir::OpName::SortVal, None) => value_bytes,
             _ => index_bytes,
         };
-        self.stats.fallbacks += 1;
-        self.stats.launches += 1;
-        self.stats.bytes += bytes + written;
-        self.stats.class(crate::cost::class::FALLBACK, 1.0, bytes + written, 0.0, 0.0);
+        self.count_host_op(bytes + written);
         let shape: Rc<[usize]> = values.shape.clone().into();
-        // Fresh tensors that nothing else holds: a device that can take their memory (the C device) does so
-        // rather than copying.
-        let give = |dev: &mut D, t: &Tensor| -> R<D::Buf> {
-            match dev.adopt(t)? {
-                Some(b) => Ok(b),
-                None => dev.upload(t),
-            }
-        };
         let is_val = *op == crate::ir::OpName::SortVal;
         let (mine, other) =
             if is_val { ((values, d), (indices, DType::I64)) } else { ((indices, DType::I64), (values, d)) };
         let (mine_b, other_b) = match bufs {
             Some((vb, ib)) if is_val => (vb, Some(ib)),
             Some((vb, ib)) => (ib, Some(vb)),
-            None => (give(self.dev, &mine.0)?, None),
+            None => (self.hand_over(&mine.0)?, None),
         };
         if let Some(sibling) = sort.sibling {
             let b = match other_b {
                 Some(b) => b,
-                None => give(self.dev, &other.0)?,
+                None => self.hand_over(&other.0)?,
             };
             self.remember(sibling, Val::T(b, other.1, shape.clone()));
         }
