@@ -1465,3 +1465,16 @@ fn bincount_with_minlength_runs_on_every_engine_and_never_drops_a_bin() {
     assert_eq!((out.returns[0].dtype(), out.returns[0].to_f64_vec()), (DType::I64, vec![0.0; 4]));
     common::check_plan(&module, "f", &inputs, Policy::Fused).unwrap();
 }
+
+/// Issue #14: `index_add_` at an index list of `torch.where(condition)` (the mixture-of-experts loop) adds the
+/// selected rows only, so a selected index out of range is PyTorch's error on every engine.
+#[test]
+fn index_add_at_a_where_list_is_bounds_checked() {
+    let src = "def f(x: f32[6, 3]) -> f32[6, 3]:\n    (r,) = torch.where(x[:, 0] > -2.0)\n    out = torch.zeros(6, 3)\n    out.index_add_(0, r + 4, x[r])\n    return out\n";
+    every_engine_raises(src, "f", "index 6 is out of bounds for dimension 0 with size 6");
+    // Where nothing is selected there is nothing to check (the other positions add -0.0 at row 0).
+    let src = "def f(x: f32[6, 3]) -> f32[6, 3]:\n    (r,) = torch.where(x[:, 0] > 2.0)\n    out = torch.zeros(6, 3)\n    out.index_add_(0, r + 4, x[r])\n    return out\n";
+    for (e, m) in errors(src, "f") {
+        assert_eq!(m, "returned without an error", "{e}");
+    }
+}

@@ -65,6 +65,10 @@ fn map_chain(t: &TRef, roots: &[(usize, usize)], conds: &[(TId, TId)]) -> TRef {
 const ONE_ARM: &str = "is bound in one arm only of an `if` on a run-time value";
 /// Why a name is unreadable after an `if` on a run-time value whose arms both return (nothing can read it).
 const AFTER_RETURN: &str = "is read after a `return`";
+/// Why a name is unreadable after an `if` on a run-time value that leaves it different selections of data-dependent
+/// length in its two arms.
+const SELECTIONS: &str = "holds selections of data-dependent length that differ between the arms of an `if` on a \
+                          run-time value";
 
 /// The prefix of the names that carry a returned value through the merge of an `if`'s arms.
 const RET: &str = "%return.";
@@ -318,6 +322,8 @@ impl<'m> Fz<'m> {
             let poisoned = match (v1, v2) {
                 // Unreadable in one arm: unreadable after the `if` too (only reading it is refused).
                 (FV::Poisoned(why), _) | (_, FV::Poisoned(why)) => Some(*why),
+                // Not merged (which positions each holds differs): unreadable after the `if`.
+                (FV::Masked(_), _) | (_, FV::Masked(_)) if !name.starts_with(RET) => Some(SELECTIONS),
                 (FV::Tensor(a), FV::Tensor(b)) => {
                     self.merge_tensors(name, a, b, snap.roots.len(), arms, parts, span)?
                 }

@@ -422,6 +422,12 @@ impl<'m> Fz<'m> {
                 return super::state::needs_static(span, "a sequence repeated a run-time number of times");
             }
             (FV::Tensor(_), FV::Tensor(_), BinOp::MatMul) => return self.matmul(a, b, span),
+            (FV::Masked(sel), FV::Tensor(_), BinOp::MatMul) => {
+                return match self.lifted_call("matmul", sel, std::slice::from_ref(b), &[], span)? {
+                    Some(r) => Ok(r),
+                    None => super::state::masked_use(a),
+                }
+            }
             _ => {}
         }
         let Some(bin) = op.elementwise() else { return diag(span, "`@` needs two tensors") };

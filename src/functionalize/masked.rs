@@ -18,32 +18,38 @@ use crate::ir::{Node, OpName};
 use crate::tensor::ops::Binary;
 use crate::tensor::{DType, Scalar};
 
-/// What a selection holds: the selected-from value, the mask's value, the view's shape, the mask's position and
-/// where the selection was made.
-pub(super) type Sel = (super::state::TId, super::state::TId, Vec<usize>, usize, Span);
+/// What a selection holds: the selected-from value, the mask's value, the view's shape, the mask's position,
+/// where the selection was made, and whether it descends from an index list of `torch.where(condition)` (its
+/// refusal then says so).
+pub(super) type Sel = (super::state::TId, super::state::TId, Vec<usize>, usize, Span, bool);
 
 impl<'m> Fz<'m> {
     /// `op` over `args`, at least one of them a selection (see the module doc).
     pub(super) fn masked_elementwise(&mut self, op: Binary, args: &[FV], span: Span) -> FR<FV> {
-        let mut first: Option<Sel> = None;
+        // Selections by one mask broadcast against each other where their mask dims line up (as many dims after
+        // them), and against tensors that reach no further than those dims.
+        let mut first: Option<(Sel, usize, usize)> = None;
+        for a in args {
+            if let FV::Masked(sel) = a {
+                let (_, mshape) = self.tensor_ty(sel.1, span)?;
+                let after = sel.2.len() - sel.3 - mshape.len();
+                match &first {
+                    None => first = Some((sel.as_ref().clone(), mshape.len(), after)),
+                    Some((f, _, fa)) if f.1 == sel.1 && *fa == after => {}
+                    Some(_) => return masked_use(a),
+                }
+            }
+        }
+        let (sel, mlen, after) = first.expect("called with a selection");
         let mut whole = Vec::with_capacity(args.len());
         for a in args {
             match a {
-                FV::Masked(sel) => {
-                    let (src, m, shape, pos, _) = sel.as_ref();
-                    match &first {
-                        None => first = Some(sel.as_ref().clone()),
-                        Some(f) if f.1 == *m && f.2 == *shape && f.3 == *pos => {}
-                        Some(_) => return masked_use(a),
-                    }
-                    whole.push(FV::Tensor(self.fresh(*src, None, span)?));
-                }
+                FV::Masked(s) => whole.push(FV::Tensor(self.fresh(s.0, None, span)?)),
                 // A tensor broadcast against a selection's data-dependent length: not expressible.
-                FV::Tensor(_) => return masked_use(args.iter().find(|x| matches!(x, FV::Masked(_))).expect("one")),
+                FV::Tensor(t) if t.shape.len() > after => return masked_use(&FV::Masked(Box::new(sel))),
                 other => whole.push(other.clone()),
             }
         }
-        let sel = first.expect("called with a selection");
         let r = self.elementwise(op, &whole, span)?;
         let FV::Tensor(r) = r else { return masked_use(&FV::Masked(Box::new(sel))) };
         if matches!(op, Binary::FloorDiv | Binary::Rem | Binary::Fmod | Binary::Pow)
@@ -52,7 +58,8 @@ impl<'m> Fz<'m> {
             return masked_use(&FV::Masked(Box::new(sel)));
         }
         let v = self.read(&r, span)?;
-        Ok(FV::Masked(Box::new((v, sel.1, sel.2, sel.3, sel.4))))
+        let pos = r.shape.len() - mlen - after;
+        Ok(FV::Masked(Box::new((v, sel.1, r.shape.clone(), pos, sel.4, sel.5))))
     }
 
     /// `cur op= rhs` where both are selections (`x[m] /= y[m]`): PyTorch updates the copy `x[m]` in place, so the
@@ -64,7 +71,7 @@ impl<'m> Fz<'m> {
         let FV::Masked(r) = self.masked_elementwise(bin, &[cur.clone(), rhs.clone()], span)? else {
             return masked_use(rhs);
         };
-        let (v, m, shape, pos, at) = *r;
+        let (v, m, shape, pos, at, listed) = *r;
         let (rd, _) = self.tensor_ty(v, span)?;
         if !dt.can_cast_from(rd) {
             return diag(
@@ -73,7 +80,7 @@ impl<'m> Fz<'m> {
             );
         }
         let v = self.cast(v, dt, span)?;
-        Ok(FV::Masked(Box::new((v, m, shape, pos, at))))
+        Ok(FV::Masked(Box::new((v, m, shape, pos, at, listed))))
     }
 
     /// A call given a selection `m` among its arguments: `torch.exp(y[m])`, `torch.sum(y[m])` where `masked_call`
@@ -86,7 +93,31 @@ impl<'m> Fz<'m> {
         m: FV,
         span: Span,
     ) -> FR<FV> {
-        if let (Callee::Method(FV::Module("torch"), name), Some(FV::Masked(sel))) = (callee, pos.first()) {
+        match callee {
+            Callee::Method(FV::Tensor(t), name) if matches!(name.as_str(), "index_add_" | "index_add") => {
+                let all = [vec![FV::Tensor(t.clone())], pos.to_vec()].concat();
+                if let Some(r) = self.masked_index_add(name, &all, kw, span)? {
+                    return Ok(r);
+                }
+            }
+            Callee::Method(FV::Masked(sel), name) => {
+                if let Some(r) = self.masked_call(name, sel, pos, kw, span)? {
+                    return Ok(r);
+                }
+            }
+            _ => {}
+        }
+        let op = match callee {
+            Callee::Method(FV::Module("torch" | "torch.nn.functional"), name) => Some(name.as_str()),
+            Callee::Value(FV::Func(f)) => f.strip_prefix("torch.").and_then(|f| f.rsplit('.').next()),
+            _ => None,
+        };
+        if op == Some("index_add") {
+            if let Some(r) = self.masked_index_add("index_add", pos, kw, span)? {
+                return Ok(r);
+            }
+        }
+        if let (Some(name), Some(FV::Masked(sel))) = (op, pos.first()) {
             let sel = sel.as_ref().clone();
             if let Some(r) = self.masked_call(name, &sel, &pos[1..], kw, span)? {
                 return Ok(r);
@@ -105,15 +136,16 @@ impl<'m> Fz<'m> {
         kw: &[(String, FV)],
         span: Span,
     ) -> FR<Option<FV>> {
-        if !rest.is_empty() || !kw.is_empty() {
-            return Ok(None);
+        let plain = crate::interp::torch_ops::unary_op(name).is_some() || matches!(name, "sum" | "mean");
+        if !rest.is_empty() || !kw.is_empty() || !plain {
+            return self.lifted_call(name, sel, rest, kw, span);
         }
-        let (src, m, shape, pos, at) = sel.clone();
+        let (src, m, shape, pos, at, listed) = sel.clone();
         if let Some(u) = crate::interp::torch_ops::unary_op(name) {
             let x = FV::Tensor(self.fresh(src, None, span)?);
             let FV::Tensor(r) = self.unary(u, &x, span)? else { return Ok(None) };
             let v = self.read(&r, span)?;
-            return Ok(Some(FV::Masked(Box::new((v, m, shape, pos, at)))));
+            return Ok(Some(FV::Masked(Box::new((v, m, shape, pos, at, listed)))));
         }
         if !matches!(name, "sum" | "mean") {
             return Ok(None);

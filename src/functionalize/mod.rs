@@ -31,6 +31,7 @@ mod overlap;
 mod pick;
 mod python;
 mod resample;
+mod selections;
 mod state;
 mod subscript;
 mod table;

@@ -55,8 +55,24 @@ impl<'m> Fz<'m> {
         let (span, ExprKind::Call { func, .. }) = (call.span, &call.kind) else { unreachable!("a call expression") };
         let (callee, mut pos, kw) = crate::interp::pyvalue::call_parts(self, env, call)?;
         // A boolean-mask selection passed to anything is refused where the selection was made.
+        // A program function takes it (each op in it decides).
         if let Some(m) = pos.iter().chain(kw.iter().map(|(_, v)| v)).find_map(super::state::find_masked) {
-            return self.torch_call_on_masked(&callee, &pos, &kw, m, span);
+            let program_fn = |v: &FV| match v {
+                FV::Func(f) | FV::Closure(f, _) => !f.contains('.') && !f.starts_with(crate::interp::compat::PARTIAL),
+                _ => false,
+            };
+            let inlined = match &callee {
+                Callee::Name(n) => {
+                    let known =
+                        env.contains_key(*n) || self.consts.contains_key(*n) || self.module.function(n).is_some();
+                    known && program_fn(&self.lookup(env, n, func.span)?)
+                }
+                Callee::Value(v) => program_fn(v),
+                _ => false,
+            };
+            if !inlined {
+                return self.torch_call_on_masked(&callee, &pos, &kw, m, span);
+            }
         }
         match callee {
             Callee::Answered(v) => Ok(v),
@@ -94,6 +110,9 @@ impl<'m> Fz<'m> {
                     }
                     let mut kw = kw;
                     crate::interp::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
+                    if let Some(r) = self.where_call(true, name, &pos, &kw, span)? {
+                        return Ok(r);
+                    }
                     if let Some(why) = super::python::data_dependent(name, pos.len() - 1, kw.len(), true) {
                         return diag(span, why);
                     }
@@ -169,6 +188,9 @@ impl<'m> Fz<'m> {
         crate::interp::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
         let out = crate::interp::pyvalue::out_keyword(m, name, &pos, &mut kw);
         let full = format!("{m}.{name}");
+        if let Some(r) = self.where_call(m == "torch", name, &pos, &kw, span)? {
+            return Ok(r);
+        }
         if let Some(why) = super::python::data_dependent(name, pos.len(), kw.len(), false) {
             return diag(span, why);
         }
@@ -275,7 +297,10 @@ impl<'m> Fz<'m> {
 
     pub(super) fn attribute(&mut self, o: &FV, name: &str, span: Span) -> FR<FV> {
         match o {
-            FV::Masked(_) => super::state::masked_use(o),
+            FV::Masked(sel) => match self.masked_attribute(sel, name, span)? {
+                Some(v) => Ok(v),
+                None => super::state::masked_use(o),
+            },
             FV::Tensor(t) => Ok(match name {
                 "shape" => FV::Tuple(Rc::new(t.shape.iter().map(|&d| FV::Int(d as i64)).collect())),
                 "dtype" => FV::DType(self.roots[t.root].dtype),

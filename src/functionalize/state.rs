@@ -148,7 +148,7 @@ crate::interp::pyvalue::py_values! {
         /// elementwise ops with selections by the same mask, and summed or averaged; anything else is reported.
         /// Holds the selected-from value and the mask's value (terms read at the subscript), the view's shape and
         /// the mask's position, and where the selection was made (errors about it point there).
-        Masked(Box<(TId, TId, Vec<usize>, usize, Span)>),
+        Masked(Box<(TId, TId, Vec<usize>, usize, Span, bool)>),
     }
     name: |v: &FV| match v {
         FV::DynBool(_) => "bool",
@@ -181,6 +181,7 @@ impl FV {
             (FV::DynInt(a), FV::DynInt(b)) => a == b,
             (FV::DynFloat(a), FV::DynFloat(b)) | (FV::DynBool(a), FV::DynBool(b)) => a == b,
             (FV::Tensor(a), FV::Tensor(b)) => a == b,
+            (FV::Masked(a), FV::Masked(b)) => (a.0, a.1, &a.2, a.3) == (b.0, b.1, &b.2, b.3),
             (FV::Tuple(a), FV::Tuple(b)) | (FV::Named(a, _), FV::Named(b, _)) => {
                 Rc::ptr_eq(a, b) || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y)))
             }
@@ -252,10 +253,21 @@ pub(super) fn find_masked(v: &FV) -> Option<FV> {
 
 /// The refusal of a boolean-mask selection used other than as `x[mask] = y[mask]`: located at the selection.
 pub(super) fn masked_use<T>(v: &FV) -> FR<T> {
-    let at = match v {
-        FV::Masked(sel) => sel.4,
-        _ => Span::default(),
+    let (at, listed) = match v {
+        FV::Masked(sel) => (sel.4, sel.5),
+        _ => (Span::default(), false),
     };
+    if listed {
+        return diag(
+            at,
+            "`torch.where(condition)` with one argument returns the indices of the true elements, whose number \
+             depends on the data (a data-dependent output shape): the functional and optimized engines express such \
+             index lists only in gathers (`x[i]`, `x[None, i]`, `w[i, j, None]`), row-wise work on what they gather \
+             (pointwise ops, casts, `linear` or `matmul` by a fixed matrix, reductions and softmax over the rows' \
+             own dims, `reshape(-1, ...)`), `index_add_` of such rows at such a list, and `.shape`; this use is not \
+             one of them (the reference engine runs it)",
+        );
+    }
     diag(
         at,
         "indexing with a boolean mask gives a data-dependent shape (how many elements it selects depends on the \

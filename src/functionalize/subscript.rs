@@ -177,6 +177,9 @@ impl<'m> Fz<'m> {
     }
 
     pub(super) fn tensor_getitem(&mut self, t: &TRef, idx: &FV, span: Span) -> FR<FV> {
+        if let Some(r) = self.masked_index_read(t, idx, span)? {
+            return Ok(r);
+        }
         let r = self.resolve(t, idx, span)?;
         if r.adv.is_empty() {
             return Ok(FV::Tensor(r.view));
@@ -184,7 +187,7 @@ impl<'m> Fz<'m> {
         if r.adv.len() == 1 && self.roots[r.adv[0].1.root].dtype == DType::Bool {
             let (pos, mask) = r.adv[0].clone();
             let (src, m) = (self.read(&r.view, span)?, self.read(&mask, span)?);
-            return Ok(FV::Masked(Box::new((src, m, r.view.shape.clone(), pos, span))));
+            return Ok(FV::Masked(Box::new((src, m, r.view.shape.clone(), pos, span, false))));
         }
         let list = self.adv_list(&r);
         self.index_read(&r.view, &list, span)
@@ -274,7 +277,7 @@ impl<'m> Fz<'m> {
             let (pos, mask) = masks[0].clone();
             // `x[m] = y[m]` with the same mask over views of one shape: where(m, y, x).
             if let FV::Masked(sel) = v {
-                let (src, m2, shape, p2, _) = sel.as_ref();
+                let (src, m2, shape, p2, ..) = sel.as_ref();
                 // The same mask, unchanged since the selection was made, over a view of the same shape.
                 let now = self.read(&mask, span)?;
                 if *p2 != pos || *shape != r.view.shape || now != *m2 {

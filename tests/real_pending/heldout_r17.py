@@ -1,7 +1,7 @@
 """Held-out real code, issue 14's seventeenth round, the programs some engine refuses (the round's others are in
 corpus/real/heldout17.py): mmdetection's EIoU loss (an early `return` of a sum where no weight is positive: the
 returned shape depends on the data), Phi-3 LongRoPE (a dict key cached in one arm of an `if` on a run-time value),
-DBRX's router and experts (`torch.where(cond)`), Muon (bfloat16), and Prodigy (a state tensor whose shape depends on
+Muon (bfloat16), and Prodigy (a state tensor whose shape depends on
 `p.any()`). Inputs arrive uniform in [-1, 1); integer inputs in [0, 10)."""
 from __future__ import annotations
 
@@ -229,94 +229,6 @@ def hf_phi3_longrope(q: f32[1, 2, 6, 8], k: f32[1, 2, 6, 8], position_ids: i64[1
         rope["rope_type"] = "dynamic_longrope"
     cos, sin = _rotary_forward(rope, q, position_ids)
     return _apply_rotary_pos_emb(q, k, cos, sin)
-
-
-def _dbrx_router_forward(self, hidden_states):
-    if self["training"] and self["moe_jitter_eps"] is not None:
-        hidden_states *= torch.empty_like(hidden_states).uniform_(
-            1.0 - self["moe_jitter_eps"], 1.0 + self["moe_jitter_eps"]
-        )
-    hidden_states = hidden_states.view(-1, hidden_states.shape[-1])
-    weights = F.linear(hidden_states, self["layer"]).softmax(dim=-1, dtype=torch.float32)
-    top_weights, top_experts = torch.topk(weights, self["moe_top_k"], dim=-1)
-
-    top_weights_scale = (
-        torch.norm(top_weights, p=self["moe_normalize_expert_weights"], dim=-1, keepdim=True)
-        if self["moe_normalize_expert_weights"] is not None
-        else 1.0
-    )
-    top_weights = top_weights / top_weights_scale
-
-    weights = weights.to(hidden_states.dtype)
-    top_weights = top_weights.to(hidden_states.dtype)
-    return weights, top_weights, top_experts
-
-
-def _dbrx_expert_glu(self, x, expert_w1, expert_v1, expert_w2):
-    gate_proj = x.matmul(expert_w1.t())
-    up_proj = x.matmul(expert_v1.t())
-    gate_proj = self["activation_fn"](gate_proj)
-    intermediate_states = gate_proj * up_proj
-    down_proj = intermediate_states.matmul(expert_w2)
-    return down_proj
-
-
-def _dbrx_experts_forward(self, x, weights, top_weights, top_experts):
-    bsz, q_len, hidden_size = x.shape
-    x = x.view(-1, hidden_size)
-    out = torch.zeros_like(x)
-
-    expert_mask = nn.functional.one_hot(top_experts, num_classes=self["moe_num_experts"]).permute(2, 1, 0)
-    mlp = self["mlp"]
-    # Chunk experts at once to avoid storing full parameter multiple times in autograd
-    w1_chunked = mlp["w1"].view(mlp["moe_num_experts"], mlp["ffn_hidden_size"], mlp["hidden_size"]).chunk(
-        self["moe_num_experts"], dim=0
-    )
-    v1_chunked = mlp["v1"].view(mlp["moe_num_experts"], mlp["ffn_hidden_size"], mlp["hidden_size"]).chunk(
-        self["moe_num_experts"], dim=0
-    )
-    w2_chunked = mlp["w2"].view(mlp["moe_num_experts"], mlp["ffn_hidden_size"], mlp["hidden_size"]).chunk(
-        self["moe_num_experts"], dim=0
-    )
-    w1_chunked = [w1.squeeze(dim=0) for w1 in w1_chunked]
-    v1_chunked = [v1.squeeze(dim=0) for v1 in v1_chunked]
-    w2_chunked = [w2.squeeze(dim=0) for w2 in w2_chunked]
-    for expert_idx in range(0, self["moe_num_experts"]):
-        topk_idx, token_idx = torch.where(expert_mask[expert_idx])
-        if token_idx.shape[0] == 0:
-            continue
-
-        token_list = token_idx
-        topk_list = topk_idx
-
-        expert_tokens = x[None, token_list].reshape(-1, hidden_size)
-        expert_out = (
-            _dbrx_expert_glu(mlp, expert_tokens, w1_chunked[expert_idx], v1_chunked[expert_idx],
-                             w2_chunked[expert_idx])
-            * top_weights[token_list, topk_list, None]
-        )
-
-        out.index_add_(0, token_idx, expert_out)
-
-    out = out.reshape(bsz, q_len, hidden_size)
-    return out
-
-
-# Hugging Face transformers, models/dbrx/modeling_dbrx.py: DbrxRouter.forward (moe_top_k 2,
-# moe_normalize_expert_weights 1, eval mode so no jitter), DbrxExpertGLU.forward (silu) and DbrxExperts.forward (the
-# per-expert loop over torch.where of the one-hot mask, index_add_), as DbrxFFN.forward chains them; 4 experts,
-# hidden 8, ffn_hidden 6, batch 2 x 4 tokens; modules as dicts, nn.Linear(bias=False) as F.linear
-def dbrx_router_experts(
-    hidden_states: f32[2, 4, 8], router_w: f32[4, 8], w1: f32[24, 8], v1: f32[24, 8], w2: f32[24, 8]
-) -> tuple[f32[2, 4, 8], f32[8, 4], f32[8, 2], i64[8, 2]]:
-    router = {"training": False, "moe_jitter_eps": None, "layer": router_w, "moe_top_k": 2,
-              "moe_normalize_expert_weights": 1}
-    mlp = {"w1": w1 * 0.4, "v1": v1 * 0.4, "w2": w2 * 0.4, "moe_num_experts": 4, "ffn_hidden_size": 6,
-           "hidden_size": 8, "activation_fn": F.silu}
-    experts = {"moe_num_experts": 4, "mlp": mlp}
-    weights, top_weights, top_experts = _dbrx_router_forward(router, hidden_states)
-    out = _dbrx_experts_forward(experts, hidden_states, weights, top_weights, top_experts)
-    return out, weights, top_weights, top_experts
 
 
 def _zeropower_via_newtonschulz5(G: torch.Tensor, steps: int) -> torch.Tensor:

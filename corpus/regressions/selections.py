@@ -1,0 +1,72 @@
+"""Regressions of issue #14: index lists of data-dependent length (`torch.where(condition)`, `nonzero(as_tuple=True)`)
+used for gathers, row-wise ops and `index_add_`, as the mixture-of-experts blocks of Mixtral, Qwen2-MoE and DBRX use
+them. The functional and optimized engines compute at every position of the condition and keep what it selects."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def experts_by_gate(x: f32[6, 4], w: f32[3, 5, 4], gate: f32[6, 3]) -> f32[6, 5]:
+    # Per expert: the rows whose gate is positive, a matmul, a softmax over the expert's outputs, the gate as weight,
+    # added back twice over (alpha) with index_add_.
+    out = torch.zeros(6, 5)
+    for e in range(3):
+        (rows,) = torch.where(gate[:, e] > 0)
+        h = F.relu(x[rows] @ w[e].t())
+        h = h.softmax(dim=-1) * gate[rows, e, None]
+        out.index_add_(0, rows, h, alpha=2.0)
+    return out
+
+
+def pairs_of_a_matrix(x: f32[4, 5]) -> tuple[f32[4], f32[5], i64[4], f32[4]]:
+    # A condition that is not bool, pairs gathered by two lists, nonzero(as_tuple=True), integer sums, and a
+    # reduction over the rows' own dim.
+    i, j = torch.where((x > 0.2).int())
+    rowsum = torch.zeros(4).index_add(0, i, x[i, j] * 3)
+    r, k = (x < -0.5).nonzero(as_tuple=True)
+    colsum = torch.zeros(5)
+    colsum.index_add_(0, k, x[r, k].abs())
+    cols = torch.zeros(4, dtype=torch.long).index_add_(0, i, j)
+    rows_max = torch.zeros(4).index_add_(0, i, x[i].amax(dim=1) - x[i, j])
+    return rowsum, colsum, cols, rows_max
+
+
+def skip_unused_experts(x: f32[5, 3], choice: i64[5]) -> tuple[f32[5, 3], i64[4]]:
+    # DBRX: an expert no token chose is skipped by a run-time test of its list's length.
+    out = torch.zeros_like(x)
+    sizes = torch.zeros(4, dtype=torch.long)
+    expert = choice.abs() % 4
+    for e in range(4):
+        (tok,) = torch.where(expert == e)
+        n = tok.shape[0]
+        sizes[e] = n
+        if tok.shape[0] == 0:
+            continue
+        out.index_add_(0, tok, torch.tanh(x[tok]).to(torch.float32) * (e + 1))
+    return out, sizes
+
+
+def top2_one_hot_loop(h: f32[2, 3, 4], gate: f32[3, 4], w: f32[3, 4, 4]) -> f32[2, 3, 4]:
+    # Mixtral's routing: top-2 of 3 experts, a one-hot mask permuted to [expert, k, token], lists of its
+    # coordinates, the rows gathered with a leading None and reshaped, weights gathered by two lists.
+    b, s, d = h.shape
+    x = h.view(-1, d)
+    weights, chosen = torch.topk(F.softmax(F.linear(x, gate), dim=1), 2, dim=-1)
+    weights /= weights.sum(dim=-1, keepdim=True)
+    out = torch.zeros(b * s, d, dtype=x.dtype)
+    mask = F.one_hot(chosen, num_classes=3).permute(2, 1, 0)
+    for e in range(3):
+        idx, top_x = torch.where(mask[e])
+        rows = x[None, top_x].reshape(-1, d)
+        y = F.silu(F.linear(rows, w[e])) * weights[top_x, idx, None]
+        out.index_add_(0, top_x, y.to(x.dtype))
+    return out.reshape(b, s, d)
+
+
+def negative_zero_untouched(x: f32[4, 2]) -> f32[4, 2]:
+    # Rows that no position selects keep their -0.0 (the other positions add -0.0, the identity).
+    out = -torch.zeros(4, 2)
+    (r,) = torch.where(x[:, 0] > 0.3)
+    out.index_add_(0, r, x[r] * 2)
+    return out
