@@ -123,6 +123,10 @@ fn what_cannot_be_functionalized_is_reported_with_its_location() {
         ("def f(a: f32[3], s: f32[2]) -> f32[3]:\n    l = [a * 1.0]\n    if s[0] > 0.0:\n        l.append(a * 5.0)\n    return l[0]\n", "prog.py:5:5: cannot functionalize: a list or dict (in `l`) left with different lengths or keys"),
         // (Offsets merged from the arms, overlapping at one arm only, are checked when the program runs: tests/engines.rs.)
         ("def f(x: f32[8]) -> f32[1]:\n    return x[x > 0][:1]\n", "prog.py:4:12: indexing with a boolean mask gives a data-dependent shape"),
+        // An in-place op on a selection rebinds its name: refused where another name, a view or a caller holds it.
+        ("def f(x: f32[6, 3]) -> f32[6, 3]:\n    (r,) = torch.where(x[:, 0] > 0.0)\n    a = x[r] * 2\n    b = a\n    a.clamp_(min=0.5)\n    x[r] = b\n    return x\n", "prog.py:7:5: an in-place op on a selection of data-dependent length that another name"),
+        ("def f(x: f32[6, 3]) -> f32[6, 3]:\n    (r,) = torch.where(x[:, 0] > 0.0)\n    a = x[r] * 2\n    b = a[:, 1:]\n    a += 1.0\n    x[r, 1:] = b\n    return x\n", "prog.py:7:5: an in-place op on a selection of data-dependent length that another name"),
+        ("def g(a):\n    a.mul_(2.0)\n\ndef f(x: f32[6, 3]) -> f32[6, 3]:\n    (r,) = torch.where(x[:, 0] > 0.0)\n    a = x[r] * 2\n    g(a)\n    x[r] = a\n    return x\n", "prog.py:4:5: an in-place op on a selection of data-dependent length that another name"),
         // A module-level tensor was `None` to the functionalizer: `W is None` silently took the other path.
         ("W = torch.ones(3)\n\ndef f(x: f32[3]) -> f32[3]:\n    if W is None:\n        return x\n    return x * W\n", "prog.py:6:8: cannot functionalize: `W` is a module-level tensor"),
     ];

@@ -70,3 +70,38 @@ def negative_zero_untouched(x: f32[4, 2]) -> f32[4, 2]:
     (r,) = torch.where(x[:, 0] > 0.3)
     out.index_add_(0, r, x[r] * 2)
     return out
+
+
+def writes_through_lists(x: f32[6, 3], i: i64[4]) -> tuple[f32[6, 3], f32[6, 3]]:
+    # A number written at a list and a column, an update at negative indices (they wrap), and a write at a list
+    # that may repeat an index (each time with the same value).
+    (r,) = torch.where(x[:, 0] > 0.0)
+    y = x.clone()
+    y[r, 1] = -5.0
+    y[r - 6, 2] += 1.0
+    z = torch.zeros(6, 3)
+    (k,) = torch.where(i > 4)
+    z[i[k] % 6] = x[i[k] % 6] + 1.0
+    return y, z
+
+
+def clipped_in_place(x: f32[6, 3]) -> f32[6, 3]:
+    # Detectron2's clip: a gathered column clamped in place, updated, and written back.
+    (r,) = torch.where(x[:, 2] > -0.5)
+    lo = x[r, 0] * 4
+    lo.clamp_(min=-1.0, max=1.0)
+    lo += 0.5
+    lo.mul_(x[r, 1])
+    x[r, 0] = lo
+    x[r, 2] = torch.max(x[r, 2], lo)
+    return x
+
+
+def pairs_stacked(x: f32[4, 6]) -> tuple[f32[6], i64[4]]:
+    # The pairs of a 2-d condition stacked into [N, 2] (nonzero's layout), columns taken from it, rows unsqueezed.
+    p = torch.stack(torch.where(x > 0.3), dim=1)
+    rows, cols = p[:, 0], p[..., 1]
+    per_col = torch.zeros(6).index_add_(0, cols, x[rows, cols].unsqueeze(1).squeeze(1))
+    hit = torch.full((4,), -1, dtype=torch.long)
+    hit[rows] = 1
+    return per_col, hit

@@ -190,11 +190,17 @@ impl<'m> Fz<'m> {
             self.fn_names.insert(f.name.clone(), counts);
         }
         self.fn_stack.push(f.name.clone());
+        let mut held = Vec::new();
+        for v in env.values() {
+            super::selections::selection_objects(v, &mut held);
+        }
+        self.entry_selections.push(held);
         self.depth_calls += 1;
         let base = std::mem::replace(&mut self.call_base, self.roots.len());
         let flow = self.block(&mut env, &f.body);
         self.call_base = base;
         self.depth_calls -= 1;
+        self.entry_selections.pop();
         self.fn_stack.pop();
         match flow? {
             Flow::Return(v) => Ok(v),
@@ -276,6 +282,9 @@ impl<'m> Fz<'m> {
             ExprKind::Name(n) => {
                 let cur = self.lookup(env, n, target.span)?;
                 let rhs = self.expr(env, value)?;
+                if let FV::Masked(sel) = &cur {
+                    self.sole_holder(env, sel, span)?;
+                }
                 let new = self.inplace_binop(&cur, op, &rhs, span)?;
                 env.insert(n.clone(), new);
                 Ok(())
@@ -326,6 +335,11 @@ impl<'m> Fz<'m> {
                 let extra = self.iterate(b, span)?;
                 l.borrow_mut().extend(extra);
                 Ok(a.clone())
+            }
+            FV::Masked(s) => {
+                // `x[i] op= v` through index lists: the gathered copy updated, keeping its dtype.
+                let (dt, _) = self.tensor_ty(s.src, span)?;
+                self.masked_update(a, op, b, dt, span)
             }
             _ => self.binop(a, op, b, span),
         }

@@ -603,7 +603,10 @@ impl<'m> Fz<'m> {
 
     pub(super) fn getitem(&mut self, obj: &FV, idx: &FV, span: Span) -> FR<FV> {
         match obj {
-            v @ FV::Masked(_) => super::state::masked_use(v),
+            v @ FV::Masked(sel) => match self.masked_getitem(sel, idx, span)? {
+                Some(r) => Ok(r),
+                None => super::state::masked_use(v),
+            },
             FV::Tensor(t) => self.tensor_getitem(t, idx, span),
             FV::Dict(d) if matches!(idx, FV::DynInt(_)) => {
                 let entries = d.borrow().clone();

@@ -18,10 +18,7 @@ use crate::ir::{Node, OpName};
 use crate::tensor::ops::Binary;
 use crate::tensor::{DType, Scalar};
 
-/// What a selection holds: the selected-from value, the mask's value, the view's shape, the mask's position,
-/// where the selection was made, and whether it descends from an index list of `torch.where(condition)` (its
-/// refusal then says so).
-pub(super) type Sel = (super::state::TId, super::state::TId, Vec<usize>, usize, Span, bool);
+pub(super) use super::state::Sel;
 
 impl<'m> Fz<'m> {
     /// `op` over `args`, at least one of them a selection (see the module doc).
@@ -31,11 +28,11 @@ impl<'m> Fz<'m> {
         let mut first: Option<(Sel, usize, usize)> = None;
         for a in args {
             if let FV::Masked(sel) = a {
-                let (_, mshape) = self.tensor_ty(sel.1, span)?;
-                let after = sel.2.len() - sel.3 - mshape.len();
+                let (_, mshape) = self.tensor_ty(sel.mask, span)?;
+                let after = sel.shape.len() - sel.pos - mshape.len();
                 match &first {
                     None => first = Some((sel.as_ref().clone(), mshape.len(), after)),
-                    Some((f, _, fa)) if f.1 == sel.1 && *fa == after => {}
+                    Some((f, _, fa)) if f.mask == sel.mask && *fa == after => {}
                     Some(_) => return masked_use(a),
                 }
             }
@@ -44,7 +41,7 @@ impl<'m> Fz<'m> {
         let mut whole = Vec::with_capacity(args.len());
         for a in args {
             match a {
-                FV::Masked(s) => whole.push(FV::Tensor(self.fresh(s.0, None, span)?)),
+                FV::Masked(s) => whole.push(FV::Tensor(self.fresh(s.src, None, span)?)),
                 // A tensor broadcast against a selection's data-dependent length: not expressible.
                 FV::Tensor(t) if t.shape.len() > after => return masked_use(&FV::Masked(Box::new(sel))),
                 other => whole.push(other.clone()),
@@ -52,14 +49,21 @@ impl<'m> Fz<'m> {
         }
         let r = self.elementwise(op, &whole, span)?;
         let FV::Tensor(r) = r else { return masked_use(&FV::Masked(Box::new(sel))) };
+        // Integer division by a nonzero number, or a power with a non-negative one, cannot raise.
+        let safe = match (op, args.last()) {
+            (Binary::FloorDiv | Binary::Rem | Binary::Fmod, Some(FV::Int(d))) => *d != 0,
+            (Binary::Pow, Some(FV::Int(e))) => *e >= 0,
+            _ => false,
+        };
         if matches!(op, Binary::FloorDiv | Binary::Rem | Binary::Fmod | Binary::Pow)
             && !self.roots[r.root].dtype.is_float()
+            && !safe
         {
             return masked_use(&FV::Masked(Box::new(sel)));
         }
         let v = self.read(&r, span)?;
         let pos = r.shape.len() - mlen - after;
-        Ok(FV::Masked(Box::new((v, sel.1, r.shape.clone(), pos, sel.4, sel.5))))
+        Ok(FV::Masked(Box::new(sel.with(v, r.shape.clone(), pos, false))))
     }
 
     /// `cur op= rhs` where both are selections (`x[m] /= y[m]`): PyTorch updates the copy `x[m]` in place, so the
@@ -71,16 +75,16 @@ impl<'m> Fz<'m> {
         let FV::Masked(r) = self.masked_elementwise(bin, &[cur.clone(), rhs.clone()], span)? else {
             return masked_use(rhs);
         };
-        let (v, m, shape, pos, at, listed) = *r;
-        let (rd, _) = self.tensor_ty(v, span)?;
+        let r = *r;
+        let (rd, _) = self.tensor_ty(r.src, span)?;
         if !dt.can_cast_from(rd) {
             return diag(
                 span,
                 format!("result type {} can't be cast to the desired output type {}", rd.name(), dt.name()),
             );
         }
-        let v = self.cast(v, dt, span)?;
-        Ok(FV::Masked(Box::new((v, m, shape, pos, at, listed))))
+        let v = self.cast(r.src, dt, span)?;
+        Ok(FV::Masked(Box::new(r.with(v, r.shape.clone(), r.pos, false))))
     }
 
     /// A call given a selection `m` among its arguments: `torch.exp(y[m])`, `torch.sum(y[m])` where `masked_call`
@@ -112,6 +116,12 @@ impl<'m> Fz<'m> {
             Callee::Value(FV::Func(f)) => f.strip_prefix("torch.").and_then(|f| f.rsplit('.').next()),
             _ => None,
         };
+        if let Some(name @ ("stack" | "cat" | "concat" | "concatenate")) = op {
+            let name = if name == "stack" { "stack" } else { "cat" };
+            if let Some(r) = self.masked_join(name, pos, kw, span)? {
+                return Ok(r);
+            }
+        }
         if op == Some("index_add") {
             if let Some(r) = self.masked_index_add("index_add", pos, kw, span)? {
                 return Ok(r);
@@ -140,12 +150,12 @@ impl<'m> Fz<'m> {
         if !rest.is_empty() || !kw.is_empty() || !plain {
             return self.lifted_call(name, sel, rest, kw, span);
         }
-        let (src, m, shape, pos, at, listed) = sel.clone();
+        let Sel { src, mask: m, shape, pos, .. } = sel.clone();
         if let Some(u) = crate::interp::torch_ops::unary_op(name) {
             let x = FV::Tensor(self.fresh(src, None, span)?);
             let FV::Tensor(r) = self.unary(u, &x, span)? else { return Ok(None) };
             let v = self.read(&r, span)?;
-            return Ok(Some(FV::Masked(Box::new((v, m, shape, pos, at, listed)))));
+            return Ok(Some(FV::Masked(Box::new(sel.with(v, shape, pos, false)))));
         }
         if !matches!(name, "sum" | "mean") {
             return Ok(None);
@@ -207,12 +217,12 @@ impl<'m> Fz<'m> {
         let mut sels = Vec::new();
         for it in &items[1..] {
             match it {
-                FV::Masked(sel) if sel.1 == m && sel.2 == mask.shape && sel.3 == 0 => {
-                    let (d, _) = self.tensor_ty(sel.0, span)?;
+                FV::Masked(sel) if sel.mask == m && sel.shape == mask.shape && sel.pos == 0 => {
+                    let (d, _) = self.tensor_ty(sel.src, span)?;
                     if !is_index(d) {
                         return Ok(None);
                     }
-                    sels.push((sel.0, d));
+                    sels.push((sel.src, d));
                 }
                 _ => return Ok(None),
             }
@@ -248,12 +258,12 @@ impl<'m> Fz<'m> {
         let value = match v {
             // A selection's values are one per position where the mask holds; against written rows (`rest` > 0) PyTorch
             // would broadcast them along the rows' last dim, whose match with their count depends on the data.
-            FV::Masked(sel) if sel.1 == m && sel.2 == mask.shape && sel.3 == 0 && rest == 0 => {
-                let (d, _) = self.tensor_ty(sel.0, span)?;
+            FV::Masked(sel) if sel.mask == m && sel.shape == mask.shape && sel.pos == 0 && rest == 0 => {
+                let (d, _) = self.tensor_ty(sel.src, span)?;
                 if d != dt {
                     return diag(span, super::subscript::index_put_dtypes(dt, d));
                 }
-                sel.0
+                sel.src
             }
             FV::Tensor(x) if x.shape.iter().product::<usize>() == 1 => {
                 // As `index_put_`: the value's dtype must be the destination's, and it must not overlap it.

@@ -124,6 +124,7 @@ fn functionalize_as_written(
         offset_choices: HashMap::new(),
         dyn_depth: 0,
         param_objects: Vec::new(),
+        entry_selections: Vec::new(),
     };
     let result = fz.program(f, &inputs, scalars);
     let exit = fz.exit_under_dyn_if;
@@ -163,6 +164,8 @@ pub(super) struct Fz<'m> {
     /// `desugar::shape_inplace`; PyTorch counts that as a mutation of the parameter, whose final contents are
     /// then an output, in the new shape).
     param_objects: Vec<interp::pyvalue::ParamObject<state::TRef>>,
+    /// Per function being run, the objects of the selections its arguments reach (its callers hold them too).
+    entry_selections: Vec<Vec<state::TId>>,
 }
 
 impl<'m> Fz<'m> {

@@ -54,6 +54,11 @@ impl<'m> Fz<'m> {
     pub(super) fn call(&mut self, env: &mut Env, call: &'m Expr) -> FR<FV> {
         let (span, ExprKind::Call { func, .. }) = (call.span, &call.kind) else { unreachable!("a call expression") };
         let (callee, mut pos, kw) = crate::interp::pyvalue::call_parts(self, env, call)?;
+        if let (Callee::Method(FV::Masked(sel), name), ExprKind::Attr(obj, _)) = (&callee, &func.kind) {
+            if let Some(r) = self.masked_inplace(env, obj, name, sel, &pos, &kw, span)? {
+                return Ok(r);
+            }
+        }
         // A boolean-mask selection passed to anything is refused where the selection was made.
         // A program function takes it (each op in it decides).
         if let Some(m) = pos.iter().chain(kw.iter().map(|(_, v)| v)).find_map(super::state::find_masked) {

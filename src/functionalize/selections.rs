@@ -19,8 +19,10 @@
 
 use super::ops::{err, A};
 use super::state::{diag, masked_use, TId, TRef, FR, FV};
+use super::Env;
 use super::Fz;
 use crate::diag::Span;
+use crate::frontend::ast::{Expr, ExprKind};
 use crate::ir::{Node, OpName};
 use crate::tensor::ops::Binary;
 use crate::tensor::views::wrap_dim;
@@ -107,7 +109,7 @@ impl<'m> Fz<'m> {
         let mut out = Vec::new();
         for d in 0..cond.shape.len() {
             let g = self.grid(&cond.shape, d, span)?;
-            out.push(FV::Masked(Box::new((g, m, cond.shape.clone(), 0, span, true))));
+            out.push(FV::Masked(Box::new(Sel::new(g, m, cond.shape.clone(), 0, span, true))));
         }
         Ok(FV::Tuple(Rc::new(out)))
     }
@@ -153,42 +155,42 @@ impl<'m> Fz<'m> {
 
     /// The mask's shape, and the number of dims after the mask's in the selection's view.
     fn sel_dims(&mut self, sel: &Sel, span: Span) -> FR<(Vec<usize>, usize)> {
-        let (_, mshape) = self.tensor_ty(sel.1, span)?;
-        let after = sel.2.len() - sel.3 - mshape.len();
+        let (_, mshape) = self.tensor_ty(sel.mask, span)?;
+        let after = sel.shape.len() - sel.pos - mshape.len();
         Ok((mshape, after))
     }
 
     /// `where(mask, values, fill)` over a selection's view: its values where the mask holds, `fill` elsewhere.
     fn sel_filled(&mut self, sel: &Sel, fill: Scalar, span: Span) -> FR<TId> {
         let (mshape, after) = self.sel_dims(sel, span)?;
-        let mut bshape = vec![1; sel.3];
+        let mut bshape = vec![1; sel.pos];
         bshape.extend(&mshape);
         bshape.extend(std::iter::repeat_n(1, after));
-        let mb = self.reshape_value(sel.1, &bshape, span)?;
-        let (dt, _) = self.tensor_ty(sel.0, span)?;
+        let mb = self.reshape_value(sel.mask, &bshape, span)?;
+        let (dt, _) = self.tensor_ty(sel.src, span)?;
         let fill = self.full(&[], dt, fill).map_err(Self::tyerr(span))?;
-        let (mt, st, ft) = (self.t.at(mb), self.t.at(sel.0), self.t.at(fill));
+        let (mt, st, ft) = (self.t.at(mb), self.t.at(sel.src), self.t.at(fill));
         self.t.op(OpName::Where, vec![mt, st, ft]).map_err(Self::tyerr(span))
     }
 
     /// The selection made again from `r`, a result computed over `like`'s whole view whose mask dims now start at
-    /// `pos`; `None` where `r` does not keep them there.
-    fn reselect(&mut self, like: &Sel, r: &FV, pos: usize, span: Span) -> FR<Option<FV>> {
+    /// `pos` (a view of `like` where `view`); `None` where `r` does not keep them there.
+    fn reselect(&mut self, like: &Sel, r: &FV, pos: usize, view: bool, span: Span) -> FR<Option<FV>> {
         let FV::Tensor(r) = r else { return Ok(None) };
         let (mshape, _) = self.sel_dims(like, span)?;
         if r.shape.len() < pos + mshape.len() || r.shape[pos..pos + mshape.len()] != mshape[..] {
             return Ok(None);
         }
         let v = self.read(r, span)?;
-        Ok(Some(FV::Masked(Box::new((v, like.1, r.shape.clone(), pos, like.4, like.5)))))
+        Ok(Some(FV::Masked(Box::new(like.with(v, r.shape.clone(), pos, view)))))
     }
 
     /// A dim of the selection as PyTorch sees it (its selected dim one dim at `pos`) as a dim of its view; `None`
     /// for the selected dim.
     fn view_dim(&mut self, sel: &Sel, d: i64, span: Span) -> FR<Option<usize>> {
         let (mshape, after) = self.sel_dims(sel, span)?;
-        let d = wrap_dim(d, sel.3 + 1 + after).map_err(err(span))?;
-        Ok(match d.cmp(&sel.3) {
+        let d = wrap_dim(d, sel.pos + 1 + after).map_err(err(span))?;
+        Ok(match d.cmp(&sel.pos) {
             std::cmp::Ordering::Less => Some(d),
             std::cmp::Ordering::Equal => None,
             std::cmp::Ordering::Greater => Some(d + mshape.len() - 1),
@@ -214,14 +216,14 @@ impl<'m> Fz<'m> {
             match it {
                 FV::Masked(s) => {
                     let (_, after) = self.sel_dims(s, span)?;
-                    if s.1 != first.1 || s.3 != 0 || after != after0 {
+                    if s.mask != first.mask || s.pos != 0 || after != after0 {
                         return diag(
                             span,
                             "indexing with index lists of data-dependent length made by different masks (or of \
                              different ranks): how they broadcast depends on the data",
                         );
                     }
-                    let (dt, _) = self.tensor_ty(s.0, span)?;
+                    let (dt, _) = self.tensor_ty(s.src, span)?;
                     if dt.is_float() || dt == DType::Bool {
                         return diag(span, "tensors used as indices must be long, int, byte or bool tensors");
                     }
@@ -250,7 +252,7 @@ impl<'m> Fz<'m> {
         let adjacent = placed.windows(2).all(|w| w[1] == w[0] + 1);
         let pos = if adjacent { placed[0] } else { 0 };
         let v = self.index_read(&r.view, &list, span)?;
-        match self.reselect(&first, &v, pos, span)? {
+        match self.reselect(&first, &v, pos, false, span)? {
             Some(v) => Ok(Some(v)),
             None => masked_use(&FV::Masked(Box::new(first))),
         }
@@ -275,7 +277,7 @@ impl<'m> Fz<'m> {
         let d = wrap_dim(a.int(1, "dim")?, x.shape.len().max(1)).map_err(err(span))?;
         let (mshape, after) = self.sel_dims(&ix, span)?;
         let (_, safter) = self.sel_dims(&src, span)?;
-        if ix.3 != 0 || after != 0 || src.1 != ix.1 || src.3 != d || safter + d + 1 != x.shape.len().max(1) {
+        if ix.pos != 0 || after != 0 || src.mask != ix.mask || src.pos != d || safter + d + 1 != x.shape.len().max(1) {
             return diag(
                 span,
                 "index_add_ with an index list of data-dependent length takes a source selected by the same mask, \
@@ -293,12 +295,12 @@ impl<'m> Fz<'m> {
         let n: usize = mshape.iter().product();
         let i = self.sel_filled(&ix, Scalar::I(0), span)?;
         let i = self.reshape_value(i, &[n], span)?;
-        let (sd, _) = self.tensor_ty(src.0, span)?;
+        let (sd, _) = self.tensor_ty(src.src, span)?;
         let zero = if sd.is_float() { Scalar::F(-0.0) } else { Scalar::I(0) };
         let v = self.sel_filled(&src, zero, span)?;
-        let mut vshape = src.2[..d].to_vec();
+        let mut vshape = src.shape[..d].to_vec();
         vshape.push(n);
-        vshape.extend(&src.2[d + mshape.len()..]);
+        vshape.extend(&src.shape[d + mshape.len()..]);
         let v = self.reshape_value(v, &vshape, span)?;
         let (i, v) = (FV::Tensor(self.fresh(i, None, span)?), FV::Tensor(self.fresh(v, None, span)?));
         let args = A::new(vec![FV::Tensor(x), FV::Int(d as i64), i, v], vec![], span, name.into());
@@ -312,16 +314,16 @@ impl<'m> Fz<'m> {
     pub(super) fn masked_attribute(&mut self, sel: &Sel, name: &str, span: Span) -> FR<Option<FV>> {
         let (mshape, after) = self.sel_dims(sel, span)?;
         Ok(Some(match name {
-            "dtype" => FV::DType(self.tensor_ty(sel.0, span)?.0),
-            "ndim" => FV::Int((sel.3 + 1 + after) as i64),
+            "dtype" => FV::DType(self.tensor_ty(sel.src, span)?.0),
+            "ndim" => FV::Int((sel.pos + 1 + after) as i64),
             "shape" => {
-                let m = FV::Tensor(self.fresh(sel.1, None, span)?);
+                let m = FV::Tensor(self.fresh(sel.mask, None, span)?);
                 let count = self.torch("sum", &A::new(vec![m], vec![], span, "sum".into()), true)?;
                 let FV::Tensor(count) = count else { return Ok(None) };
                 let count = self.read(&count, span)?;
-                let mut dims: Vec<FV> = sel.2[..sel.3].iter().map(|&n| FV::Int(n as i64)).collect();
+                let mut dims: Vec<FV> = sel.shape[..sel.pos].iter().map(|&n| FV::Int(n as i64)).collect();
                 dims.push(self.run_time_int(count, span)?);
-                dims.extend(sel.2[sel.3 + mshape.len()..].iter().map(|&n| FV::Int(n as i64)));
+                dims.extend(sel.shape[sel.pos + mshape.len()..].iter().map(|&n| FV::Int(n as i64)));
                 FV::Tuple(Rc::new(dims))
             }
             _ => return Ok(None),
@@ -338,24 +340,34 @@ impl<'m> Fz<'m> {
         kw: &[(String, FV)],
         span: Span,
     ) -> FR<Option<FV>> {
+        let bin = match name {
+            "add" => Some(Binary::Add),
+            "sub" => Some(Binary::Sub),
+            "mul" => Some(Binary::Mul),
+            "div" => Some(Binary::Div),
+            "maximum" | "max" => Some(Binary::Maximum),
+            "minimum" | "min" => Some(Binary::Minimum),
+            "eq" => Some(Binary::Eq),
+            "ne" => Some(Binary::Ne),
+            "lt" => Some(Binary::Lt),
+            "le" => Some(Binary::Le),
+            "gt" => Some(Binary::Gt),
+            "ge" => Some(Binary::Ge),
+            "atan2" => Some(Binary::Atan2),
+            _ => None,
+        };
+        // Binary ops with another selection, a tensor or a number (`torch.min(a, b)` of two tensors only).
+        if let (Some(op), [other], true) = (bin, rest, kw.is_empty()) {
+            let two_tensors = matches!(other, FV::Tensor(_) | FV::Masked(_));
+            if two_tensors || !matches!(name, "max" | "min") {
+                return Ok(Some(self.elementwise(op, &[FV::Masked(Box::new(sel.clone())), other.clone()], span)?));
+            }
+        }
         if rest.iter().chain(kw.iter().map(|(_, v)| v)).any(|v| super::state::find_masked(v).is_some()) {
-            return Ok(match (name, rest) {
-                ("add" | "sub" | "mul" | "div" | "maximum" | "minimum", [other]) if kw.is_empty() => {
-                    let op = match name {
-                        "add" => Binary::Add,
-                        "sub" => Binary::Sub,
-                        "mul" => Binary::Mul,
-                        "div" => Binary::Div,
-                        "maximum" => Binary::Maximum,
-                        _ => Binary::Minimum,
-                    };
-                    Some(self.elementwise(op, &[FV::Masked(Box::new(sel.clone())), other.clone()], span)?)
-                }
-                _ => None,
-            });
+            return Ok(None);
         }
         let (mshape, after) = self.sel_dims(sel, span)?;
-        let x = FV::Tensor(self.fresh(sel.0, None, span)?);
+        let x = FV::Tensor(self.fresh(sel.src, None, span)?);
         let call = |s: &mut Self, op: &str, rest: Vec<FV>, kw: Vec<(String, FV)>| -> FR<FV> {
             let a = A::new([vec![x.clone()], rest].concat(), kw, span, op.into());
             let r = s.torch(op, &a, true)?;
@@ -365,14 +377,14 @@ impl<'m> Fz<'m> {
         if POINTWISE.contains(&name) {
             let r = call(self, name, rest.to_vec(), kw.to_vec())?;
             return match r {
-                FV::Tensor(ref t) if t.shape == sel.2 => self.reselect(sel, &r, sel.3, span),
+                FV::Tensor(ref t) if t.shape == sel.shape => self.reselect(sel, &r, sel.pos, false, span),
                 _ => Ok(None),
             };
         }
         if matches!(name, "linear" | "matmul" | "mm") {
             let w = rest.first().or_else(|| kw.iter().find(|(k, _)| k == "weight" || k == "other").map(|(_, v)| v));
             let ok = match w {
-                Some(FV::Tensor(w)) => after >= 1 && w.shape.len() <= 2 && (name != "mm" || sel.3 + after == 1),
+                Some(FV::Tensor(w)) => after >= 1 && w.shape.len() <= 2 && (name != "mm" || sel.pos + after == 1),
                 _ => false,
             };
             if !ok {
@@ -380,10 +392,13 @@ impl<'m> Fz<'m> {
             }
             let op = if name == "mm" { "matmul" } else { name };
             let r = call(self, op, rest.to_vec(), kw.to_vec())?;
-            return self.reselect(sel, &r, sel.3, span);
+            return self.reselect(sel, &r, sel.pos, false, span);
         }
         if matches!(name, "reshape" | "view") {
             return self.masked_reshape(sel, rest, kw, &x, span);
+        }
+        if matches!(name, "squeeze" | "unsqueeze") && kw.is_empty() {
+            return self.masked_squeeze(name, sel, rest, span);
         }
         if !ALONG.contains(&name) {
             return Ok(None);
@@ -413,27 +428,27 @@ impl<'m> Fz<'m> {
                 None => return Ok(None),
             }
         }
-        let before = mapped.iter().filter(|&&v| v < sel.3).count();
+        let before = mapped.iter().filter(|&&v| v < sel.pos).count();
         *slot = match slot {
             FV::Int(_) => FV::Int(mapped[0] as i64),
             _ => FV::Tuple(Rc::new(mapped.iter().map(|&v| FV::Int(v as i64)).collect())),
         };
         let reduces = !matches!(name, "softmax" | "log_softmax" | "cumsum" | "cumprod");
-        let pos = if reduces && !keepdim { sel.3 - before } else { sel.3 };
+        let pos = if reduces && !keepdim { sel.pos - before } else { sel.pos };
         let _ = mshape;
         let r = call(self, name, rest, kw)?;
         match r {
             FV::Named(items, names) => {
                 let mut out = Vec::new();
                 for it in items.iter() {
-                    match self.reselect(sel, it, pos, span)? {
+                    match self.reselect(sel, it, pos, false, span)? {
                         Some(v) => out.push(v),
                         None => return Ok(None),
                     }
                 }
                 Ok(Some(FV::Named(Rc::new(out), names)))
             }
-            r => self.reselect(sel, &r, pos, span),
+            r => self.reselect(sel, &r, pos, false, span),
         }
     }
 
@@ -457,8 +472,8 @@ impl<'m> Fz<'m> {
         }
         let (mshape, after) = self.sel_dims(sel, span)?;
         let Some(k) = sizes.iter().position(|&n| n == -1) else { return Ok(None) };
-        let post = &sel.2[sel.3 + mshape.len()..];
-        let pre: usize = sel.2[..sel.3].iter().product();
+        let post = &sel.shape[sel.pos + mshape.len()..];
+        let pre: usize = sel.shape[..sel.pos].iter().product();
         let newpre = &sizes[..k];
         let tail: Vec<i64> = post.iter().map(|&n| n as i64).collect();
         if sizes[k + 1..] != tail[..] || sizes.len() - k - 1 != after || newpre.iter().any(|&n| n < 0) {
@@ -473,6 +488,331 @@ impl<'m> Fz<'m> {
         let FV::Tensor(t) = x else { return Ok(None) };
         let v = self.read(t, span)?;
         let v = self.reshape_value(v, &shape, span)?;
-        Ok(Some(FV::Masked(Box::new((v, sel.1, shape, k, sel.4, sel.5)))))
+        Ok(Some(FV::Masked(Box::new(sel.with(v, shape, k, true)))))
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// `x[i, ...] = v` with index lists of data-dependent length (as in `masked_index_read`): an `index_put` of every
+    /// position of the mask into `x` with one more row along the first listed dim, where the positions the mask does
+    /// not hold write (and that row is then dropped). The value there is the gather `x[i, ...]` at index 0, which
+    /// also raises PyTorch's error for a selected index out of range. `None` where no index is a selection.
+    pub(super) fn masked_index_write(&mut self, t: &TRef, idx: &FV, v: &FV, span: Span) -> FR<Option<()>> {
+        let items: Vec<FV> = match idx {
+            FV::Tuple(v) => v.as_ref().clone(),
+            other => vec![other.clone()],
+        };
+        let Some(first) = items.iter().find_map(|x| match x {
+            FV::Masked(s) => Some(s.as_ref().clone()),
+            _ => None,
+        }) else {
+            return Ok(None);
+        };
+        // The gather at every position (index 0 where the mask does not hold): its shape, and the bounds check.
+        let FV::Masked(old) = self.masked_index_read(t, idx, span)?.expect("an index is a selection") else {
+            unreachable!("a gather by index lists is a selection")
+        };
+        let dt = self.roots[t.root].dtype;
+        let (mshape, after) = self.sel_dims(&old, span)?;
+        let value = match v {
+            FV::Masked(s) => {
+                let (_, safter) = self.sel_dims(s, span)?;
+                if s.mask != old.mask || safter != after {
+                    return masked_use(v);
+                }
+                let (sd, _) = self.tensor_ty(s.src, span)?;
+                if sd != dt {
+                    return diag(span, super::subscript::index_put_dtypes(dt, sd));
+                }
+                s.src
+            }
+            FV::Tensor(x) if x.shape.len() <= after => {
+                if self.roots[x.root].dtype != dt {
+                    return diag(span, super::subscript::index_put_dtypes(dt, self.roots[x.root].dtype));
+                }
+                self.read(x, span)?
+            }
+            FV::Tensor(_) | FV::List(_) | FV::Tuple(_) => return masked_use(&FV::Masked(Box::new(first))),
+            number => self.scalar_tensor(number, Some(dt), span)?.0,
+        };
+        // The value broadcast to the gather's shape where the mask holds, the gathered element elsewhere.
+        let mut bshape = vec![1; old.pos];
+        bshape.extend(&mshape);
+        bshape.extend(std::iter::repeat_n(1, after));
+        let mb = self.reshape_value(old.mask, &bshape, span)?;
+        let (mt, vt, ot) = (self.t.at(mb), self.t.at(value), self.t.at(old.src));
+        let put = self.t.op(OpName::Where, vec![mt, vt, ot]).map_err(Self::tyerr(span))?;
+        let put = FV::Tensor(self.fresh(put, None, span)?);
+        // The index tensors: the first listed dim's sends the other positions to the extra row.
+        let mut dense = Vec::with_capacity(items.len());
+        let mut padded_dim = None;
+        for it in &items {
+            match it {
+                FV::Masked(s) => {
+                    let d = self.sel_filled(s, Scalar::I(0), span)?;
+                    dense.push(FV::Tensor(self.fresh(d, None, span)?));
+                }
+                other => dense.push(other.clone()),
+            }
+        }
+        let r = self.resolve(t, &FV::Tuple(Rc::new(dense)), span)?;
+        let mut list = self.adv_list(&r);
+        for (k, item) in list.iter_mut().enumerate() {
+            let FV::Tensor(_) = item else { continue };
+            if padded_dim.is_some() {
+                continue;
+            }
+            let n = r.view.shape[k] as i64;
+            // Where the mask holds: the index wrapped as PyTorch wraps it; elsewhere the extra row.
+            let s = items.iter().find_map(|x| match x {
+                FV::Masked(s) => Some(s.as_ref().clone()),
+                _ => None,
+            });
+            let s = s.expect("a selection");
+            let src = FV::Tensor(self.fresh(s.src, None, span)?);
+            let neg = self.elementwise(Binary::Lt, &[src.clone(), FV::Int(0)], span)?;
+            let up = self.elementwise(Binary::Add, &[src.clone(), FV::Int(n)], span)?;
+            let wrapped = self.call_op("where", vec![neg, up, src], span)?;
+            let FV::Tensor(w) = wrapped else { unreachable!("where of tensors") };
+            let w = self.read(&w, span)?;
+            let sel = s.with(w, s.shape.clone(), s.pos, false);
+            let d = self.sel_filled(&sel, Scalar::I(n), span)?;
+            *item = FV::Tensor(self.fresh(d, None, span)?);
+            padded_dim = Some(k);
+        }
+        let k = padded_dim.expect("an indexed dim");
+        let mut pad_shape = r.view.shape.clone();
+        pad_shape[k] = 1;
+        let pad = self.full(&pad_shape, dt, Scalar::I(0)).map_err(Self::tyerr(span))?;
+        let (cur, pad) = (FV::Tensor(r.view.clone()), FV::Tensor(self.fresh(pad, None, span)?));
+        let cat = A::new(
+            vec![FV::List(Rc::new(std::cell::RefCell::new(vec![cur, pad]))), FV::Int(k as i64)],
+            vec![],
+            span,
+            "cat".into(),
+        );
+        let FV::Tensor(padded) = self.torch("cat", &cat, false)? else { unreachable!("cat of tensors") };
+        let base = self.read(&padded, span)?;
+        let base = self.t.at(base);
+        let new = self.index_put_term(&padded, base, &list, &put, false, span)?;
+        let new = self.fresh(new, None, span)?;
+        let n = r.view.shape[k] as i64;
+        let kept = self.tview(&new, |x| x.slice(k as i64, Some(0), Some(n), 1)).map_err(err(span))?;
+        let kept = self.read(&kept, span)?;
+        self.write(&r.view, kept, span)?;
+        Ok(Some(()))
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// `sel[...]` with basic indices that leave the selected dim whole (`sel[:, 1]`, `sel[..., :4]`, `sel[:, None]`).
+    pub(super) fn masked_getitem(&mut self, sel: &Sel, idx: &FV, span: Span) -> FR<Option<FV>> {
+        let items: Vec<FV> = match idx {
+            FV::Tuple(v) => v.as_ref().clone(),
+            other => vec![other.clone()],
+        };
+        let (mshape, after) = self.sel_dims(sel, span)?;
+        let rank = sel.pos + 1 + after;
+        let named = items.iter().filter(|x| !matches!(x, FV::None | FV::Ellipsis)).count();
+        if named > rank || items.iter().filter(|x| matches!(x, FV::Ellipsis)).count() > 1 {
+            return Ok(None);
+        }
+        let full = |x: &FV| matches!(x, FV::Slice(None, None, None));
+        let (mut dense, mut d, mut pos) = (Vec::new(), 0usize, sel.pos);
+        for it in &items {
+            match it {
+                FV::Ellipsis => {
+                    for _ in 0..rank - named {
+                        if d == sel.pos {
+                            dense.extend(std::iter::repeat_n(FV::Slice(None, None, None), mshape.len()));
+                        } else {
+                            dense.push(FV::Slice(None, None, None));
+                        }
+                        d += 1;
+                    }
+                }
+                FV::None => {
+                    if d <= sel.pos {
+                        pos += 1;
+                    }
+                    dense.push(FV::None);
+                }
+                x if d == sel.pos => {
+                    if !full(x) {
+                        return Ok(None);
+                    }
+                    dense.extend(std::iter::repeat_n(FV::Slice(None, None, None), mshape.len()));
+                    d += 1;
+                }
+                FV::Int(_) | FV::Slice(..) => {
+                    if d < sel.pos && matches!(it, FV::Int(_)) {
+                        pos -= 1;
+                    }
+                    dense.push(it.clone());
+                    d += 1;
+                }
+                _ => return Ok(None),
+            }
+        }
+        let x = self.fresh(sel.src, None, span)?;
+        let r = self.tensor_getitem(&x, &FV::Tuple(Rc::new(dense)), span)?;
+        self.reselect(sel, &r, pos, true, span)
+    }
+
+    /// `torch.stack(sels, dim)` / `torch.cat(sels, dim)` of selections by one mask, along a dim of their rows.
+    pub(super) fn masked_join(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<Option<FV>> {
+        let a = A::new(pos.to_vec(), kw.to_vec(), span, name.into());
+        let Ok(items) = a.req(0, "tensors").map(|v| v.items().unwrap_or_default()) else { return Ok(None) };
+        let mut sels = Vec::new();
+        for it in &items {
+            match it {
+                FV::Masked(s) => sels.push(s.as_ref().clone()),
+                _ => return Ok(None),
+            }
+        }
+        let Some(first) = sels.first().cloned() else { return Ok(None) };
+        let (mshape, after) = self.sel_dims(&first, span)?;
+        for s in &sels {
+            let (_, sa) = self.sel_dims(s, span)?;
+            if s.mask != first.mask || s.pos != first.pos || sa != after {
+                return Ok(None);
+            }
+        }
+        let d = a.int_or(1, "dim", 0)?;
+        let (dense_dim, pos) = if name == "stack" {
+            let d = wrap_dim(d, first.pos + 2 + after).map_err(err(span))?;
+            if d <= first.pos {
+                (d, first.pos + 1)
+            } else {
+                (d + mshape.len() - 1, first.pos)
+            }
+        } else {
+            match self.view_dim(&first, d, span)? {
+                Some(v) => (v, first.pos),
+                None => return Ok(None),
+            }
+        };
+        let mut dense = Vec::new();
+        for s in &sels {
+            dense.push(FV::Tensor(self.fresh(s.src, None, span)?));
+        }
+        let list = FV::List(Rc::new(std::cell::RefCell::new(dense)));
+        let r = self.torch(name, &A::new(vec![list, FV::Int(dense_dim as i64)], vec![], span, name.into()), false)?;
+        self.reselect(&first, &r, pos, false, span)
+    }
+
+    /// `sel.unsqueeze(d)` / `sel.squeeze(d)` at a dim other than the selected one.
+    fn masked_squeeze(&mut self, name: &str, sel: &Sel, rest: &[FV], span: Span) -> FR<Option<FV>> {
+        let [FV::Int(d)] = rest else { return Ok(None) };
+        let (mshape, after) = self.sel_dims(sel, span)?;
+        let x = self.fresh(sel.src, None, span)?;
+        let (dense, pos) = if name == "unsqueeze" {
+            let d = wrap_dim(*d, sel.pos + 2 + after).map_err(err(span))?;
+            if d <= sel.pos {
+                (d, sel.pos + 1)
+            } else {
+                (d + mshape.len() - 1, sel.pos)
+            }
+        } else {
+            match self.view_dim(sel, *d, span)? {
+                Some(v) if x.shape[v] == 1 && v < sel.pos => (v, sel.pos - 1),
+                Some(v) => (v, sel.pos),
+                None => return Ok(None),
+            }
+        };
+        let r = self.view_fv(&x, span, |t| {
+            if name == "unsqueeze" {
+                t.unsqueeze(dense as i64)
+            } else {
+                t.squeeze(Some(&[dense as i64]))
+            }
+        })?;
+        self.reselect(sel, &r, pos, true, span)
+    }
+}
+
+/// The objects of the selections `v` reaches (itself, through containers and closures' captured values).
+pub(super) fn selection_objects(v: &FV, out: &mut Vec<TId>) {
+    match v {
+        FV::Masked(s) => out.push(s.obj),
+        FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().for_each(|x| selection_objects(x, out)),
+        FV::List(xs) => xs.borrow().iter().for_each(|x| selection_objects(x, out)),
+        FV::Dict(xs) => xs.borrow().iter().for_each(|(_, x)| selection_objects(x, out)),
+        FV::Closure(_, kw) => kw.iter().for_each(|(_, x)| selection_objects(x, out)),
+        _ => {}
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// An in-place op on the selection `sel` held by a name: PyTorch changes the tensor, so every holder of it (and
+    /// of its views) sees the change. The name alone is rebound, so it must be the only holder: no other name,
+    /// container, view or caller reaches the object.
+    pub(super) fn sole_holder(&mut self, env: &Env, sel: &Sel, span: Span) -> FR<()> {
+        let mut held = Vec::new();
+        for v in env.values() {
+            selection_objects(v, &mut held);
+        }
+        let holders = held.iter().filter(|o| **o == sel.obj).count();
+        if holders > 1 || self.entry_selections.iter().flatten().any(|o| *o == sel.obj) {
+            return diag(
+                span,
+                "an in-place op on a selection of data-dependent length that another name, a container, a view of \
+                 it or a calling function also holds: the functional and optimized engines update only this name \
+                 (the reference engine runs it)",
+            );
+        }
+        Ok(())
+    }
+
+    /// `name.op_(...)` on a selection bound to `name`, for the ops a selection supports out of place
+    /// (`x1.clamp_(min=0)`, detectron2's box clipping): the name is rebound to the result, in the selection's dtype.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn masked_inplace(
+        &mut self,
+        env: &mut Env,
+        obj: &Expr,
+        name: &str,
+        sel: &Sel,
+        pos: &[FV],
+        kw: &[(String, FV)],
+        span: Span,
+    ) -> FR<Option<FV>> {
+        let Some(base) = name.strip_suffix('_').filter(|b| !b.ends_with('_') && !b.is_empty()) else {
+            return Ok(None);
+        };
+        let ExprKind::Name(n) = &obj.kind else { return masked_use(&FV::Masked(Box::new(sel.clone()))) };
+        let me = FV::Masked(Box::new(sel.clone()));
+        let r = match (base, pos) {
+            ("add" | "sub" | "mul" | "div", [other]) if kw.is_empty() => {
+                let op = match base {
+                    "add" => Binary::Add,
+                    "sub" => Binary::Sub,
+                    "mul" => Binary::Mul,
+                    _ => Binary::Div,
+                };
+                Some(self.elementwise(op, &[me.clone(), other.clone()], span)?)
+            }
+            _ => match pos.iter().chain(kw.iter().map(|(_, v)| v)).any(|v| super::state::find_masked(v).is_some()) {
+                true => None,
+                false => self.masked_call(base, sel, pos, kw, span)?,
+            },
+        };
+        let Some(FV::Masked(new)) = r else { return masked_use(&me) };
+        if new.shape != sel.shape || new.pos != sel.pos {
+            return masked_use(&me);
+        }
+        self.sole_holder(env, sel, span)?;
+        let (dt, _) = self.tensor_ty(sel.src, span)?;
+        let (nd, _) = self.tensor_ty(new.src, span)?;
+        if !dt.can_cast_from(nd) {
+            return diag(
+                span,
+                format!("result type {} can't be cast to the desired output type {}", nd.name(), dt.name()),
+            );
+        }
+        let v = self.cast(new.src, dt, span)?;
+        let updated = FV::Masked(Box::new(Sel { src: v, ..sel.clone() }));
+        env.insert(n.clone(), updated.clone());
+        Ok(Some(updated))
     }
 }

@@ -148,7 +148,7 @@ crate::interp::pyvalue::py_values! {
         /// elementwise ops with selections by the same mask, and summed or averaged; anything else is reported.
         /// Holds the selected-from value and the mask's value (terms read at the subscript), the view's shape and
         /// the mask's position, and where the selection was made (errors about it point there).
-        Masked(Box<(TId, TId, Vec<usize>, usize, Span, bool)>),
+        Masked(Box<Sel>),
     }
     name: |v: &FV| match v {
         FV::DynBool(_) => "bool",
@@ -181,7 +181,7 @@ impl FV {
             (FV::DynInt(a), FV::DynInt(b)) => a == b,
             (FV::DynFloat(a), FV::DynFloat(b)) | (FV::DynBool(a), FV::DynBool(b)) => a == b,
             (FV::Tensor(a), FV::Tensor(b)) => a == b,
-            (FV::Masked(a), FV::Masked(b)) => (a.0, a.1, &a.2, a.3) == (b.0, b.1, &b.2, b.3),
+            (FV::Masked(a), FV::Masked(b)) => (a.src, a.mask, &a.shape, a.pos) == (b.src, b.mask, &b.shape, b.pos),
             (FV::Tuple(a), FV::Tuple(b)) | (FV::Named(a, _), FV::Named(b, _)) => {
                 Rc::ptr_eq(a, b) || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y)))
             }
@@ -198,6 +198,37 @@ impl FV {
             }
             _ => false,
         }
+    }
+}
+
+/// A selection whose length depends on the data ([`FV::Masked`]): `src` holds values at every position of the view
+/// (its shape `shape`), of which those where `mask` holds (its dims at `pos..`) are the selection's, in order.
+#[derive(Clone, Debug)]
+pub(crate) struct Sel {
+    pub src: TId,
+    pub mask: TId,
+    pub shape: Vec<usize>,
+    pub pos: usize,
+    /// Where the selection was made (refusals point there).
+    pub at: Span,
+    /// Made from an index list of `torch.where(condition)` (its refusal says so).
+    pub listed: bool,
+    /// The object it is, or views: the `src` it was made with. Two values with one `obj` may share memory, so an
+    /// in-place op on one is refused while the other is reachable (`selections::masked_inplace`).
+    pub obj: TId,
+}
+
+impl Sel {
+    /// A new object.
+    pub fn new(src: TId, mask: TId, shape: Vec<usize>, pos: usize, at: Span, listed: bool) -> Sel {
+        Sel { src, mask, shape, pos, at, listed, obj: src }
+    }
+
+    /// The same selection (mask, origin) with other values: a view of this object where `view` (or where the
+    /// values are this one's), else a new object.
+    pub fn with(&self, src: TId, shape: Vec<usize>, pos: usize, view: bool) -> Sel {
+        let obj = if view || src == self.src { self.obj } else { src };
+        Sel { src, mask: self.mask, shape, pos, at: self.at, listed: self.listed, obj }
     }
 }
 
@@ -254,7 +285,7 @@ pub(super) fn find_masked(v: &FV) -> Option<FV> {
 /// The refusal of a boolean-mask selection used other than as `x[mask] = y[mask]`: located at the selection.
 pub(super) fn masked_use<T>(v: &FV) -> FR<T> {
     let (at, listed) = match v {
-        FV::Masked(sel) => (sel.4, sel.5),
+        FV::Masked(sel) => (sel.at, sel.listed),
         _ => (Span::default(), false),
     };
     if listed {

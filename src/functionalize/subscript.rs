@@ -187,7 +187,7 @@ impl<'m> Fz<'m> {
         if r.adv.len() == 1 && self.roots[r.adv[0].1.root].dtype == DType::Bool {
             let (pos, mask) = r.adv[0].clone();
             let (src, m) = (self.read(&r.view, span)?, self.read(&mask, span)?);
-            return Ok(FV::Masked(Box::new((src, m, r.view.shape.clone(), pos, span, false))));
+            return Ok(FV::Masked(Box::new(super::state::Sel::new(src, m, r.view.shape.clone(), pos, span, false))));
         }
         let list = self.adv_list(&r);
         self.index_read(&r.view, &list, span)
@@ -237,6 +237,9 @@ impl<'m> Fz<'m> {
         if self.mask_selection_write(t, idx, v, span)?.is_some() {
             return Ok(());
         }
+        if self.masked_index_write(t, idx, v, span)?.is_some() {
+            return Ok(());
+        }
         let r = self.resolve(t, idx, span)?;
         let dt = self.roots[t.root].dtype;
         if matches!(v, FV::List(_) | FV::Tuple(_)) {
@@ -277,7 +280,7 @@ impl<'m> Fz<'m> {
             let (pos, mask) = masks[0].clone();
             // `x[m] = y[m]` with the same mask over views of one shape: where(m, y, x).
             if let FV::Masked(sel) = v {
-                let (src, m2, shape, p2, ..) = sel.as_ref();
+                let super::state::Sel { src, mask: m2, shape, pos: p2, .. } = sel.as_ref();
                 // The same mask, unchanged since the selection was made, over a view of the same shape.
                 let now = self.read(&mask, span)?;
                 if *p2 != pos || *shape != r.view.shape || now != *m2 {
@@ -405,7 +408,15 @@ impl<'m> Fz<'m> {
     }
 
     /// `(index_put BASE ACC VALUE INDICES...)` for a write through `view` (whose dtype the value takes).
-    fn index_put_term(&mut self, view: &TRef, base: Id, idx: &[FV], value: &FV, acc: bool, span: Span) -> FR<TId> {
+    pub(super) fn index_put_term(
+        &mut self,
+        view: &TRef,
+        base: Id,
+        idx: &[FV],
+        value: &FV,
+        acc: bool,
+        span: Span,
+    ) -> FR<TId> {
         let dt = self.roots[view.root].dtype;
         let v0 = base;
         let val = self.term_as(value, dt, span)?;

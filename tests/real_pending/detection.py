@@ -16,24 +16,6 @@ def _xyxy(raw, size: float):
     return torch.cat([xy, xy + wh], 1)
 
 
-# torchvision, torchvision/models/detection/_utils.py: Matcher.__call__ with set_low_quality_matches_
-def tv_matcher_low_quality(match_quality_matrix: f32[6, 200]) -> i64[200]:
-    match_quality_matrix = match_quality_matrix.abs()
-    matched_vals, matches = match_quality_matrix.max(dim=0)
-    all_matches = matches.clone()
-    below_low_threshold = matched_vals < 0.3
-    between_thresholds = (matched_vals >= 0.3) & (matched_vals < 0.7)
-    matches[below_low_threshold] = -1
-    matches[between_thresholds] = -2
-    highest_quality_foreach_gt, _ = match_quality_matrix.max(dim=1)
-    gt_pred_pairs_of_highest_quality = torch.stack(
-        torch.where((match_quality_matrix == highest_quality_foreach_gt[:, None]) > 0), dim=1
-    ).squeeze(1)
-    pred_inds_to_update = gt_pred_pairs_of_highest_quality[:, 1]
-    matches[pred_inds_to_update] = all_matches[pred_inds_to_update]
-    return matches
-
-
 # yolov5, utils/general.py: xywh2xyxy (a program of corpus/real/detection_more.py; here the helper of the next one)
 def _xywh2xyxy(x):
     y = x.clone() if isinstance(x, torch.Tensor) else np.copy(x)
