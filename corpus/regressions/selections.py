@@ -105,3 +105,20 @@ def pairs_stacked(x: f32[4, 6]) -> tuple[f32[6], i64[4]]:
     hit = torch.full((4,), -1, dtype=torch.long)
     hit[rows] = 1
     return per_col, hit
+
+
+def index_put_at_lists(x: f32[2, 3, 4]) -> tuple[f32[2, 3, 4], f32[2, 3, 4], f32[3, 3], f32[2, 3, 4]]:
+    # index_put_ at the lists of a 3-d condition (values gathered by them), accumulated onto ones, one-element
+    # values accumulated at a list (negative indices wrap) over whole rows, and a write at two of three lists.
+    idx = torch.where(x > 0.0)
+    out = torch.zeros(2, 3, 4)
+    out.index_put_(idx, x[idx] * 2)
+    acc = torch.ones(2, 3, 4)
+    acc.index_put_(idx, x[idx], accumulate=True)
+    (r,) = torch.where(x[0, :, 0] > -0.5)
+    m = torch.zeros(3, 3)
+    m.index_put_((r,), torch.tensor(2.5), accumulate=True)
+    m.index_put_((r - 1,), torch.tensor([1.0]), accumulate=True)
+    y = x.clone()
+    y.index_put_((idx[0], idx[1]), torch.tensor(7.0))
+    return out, acc, m, y

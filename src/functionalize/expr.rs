@@ -422,6 +422,8 @@ impl<'m> Fz<'m> {
                 return super::state::needs_static(span, "a sequence repeated a run-time number of times");
             }
             (FV::Tensor(_), FV::Tensor(_), BinOp::MatMul) => return self.matmul(a, b, span),
+            (FV::Tensor(_), FV::Masked(_), BinOp::MatMul) => return super::state::masked_use(b),
+            (FV::Masked(_), FV::Masked(_), BinOp::MatMul) => return super::state::masked_use(a),
             (FV::Masked(sel), FV::Tensor(_), BinOp::MatMul) => {
                 return match self.lifted_call("matmul", sel, std::slice::from_ref(b), &[], span)? {
                     Some(r) => Ok(r),

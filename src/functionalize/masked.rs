@@ -43,7 +43,10 @@ impl<'m> Fz<'m> {
             match a {
                 FV::Masked(s) => whole.push(FV::Tensor(self.fresh(s.src, None, span)?)),
                 // A tensor broadcast against a selection's data-dependent length: not expressible.
-                FV::Tensor(t) if t.shape.len() > after => return masked_use(&FV::Masked(Box::new(sel))),
+                // (A leading size-1 dim more lines up with the selected dim, as it does in PyTorch.)
+                FV::Tensor(t) if t.shape.len() > after + 1 || (t.shape.len() == after + 1 && t.shape[0] != 1) => {
+                    return masked_use(&FV::Masked(Box::new(sel)))
+                }
                 other => whole.push(other.clone()),
             }
         }
@@ -76,6 +79,18 @@ impl<'m> Fz<'m> {
             return masked_use(rhs);
         };
         let r = *r;
+        if let FV::Masked(c) = cur {
+            if c.shape != r.shape {
+                return diag(
+                    span,
+                    format!(
+                        "output with shape {} doesn't match the broadcast shape {}",
+                        crate::tensor::fmt_shape(&c.shape),
+                        crate::tensor::fmt_shape(&r.shape)
+                    ),
+                );
+            }
+        }
         let (rd, _) = self.tensor_ty(r.src, span)?;
         if !dt.can_cast_from(rd) {
             return diag(
@@ -98,6 +113,11 @@ impl<'m> Fz<'m> {
         span: Span,
     ) -> FR<FV> {
         match callee {
+            Callee::Method(FV::Tensor(t), name) if name.as_str() == "index_put_" => {
+                if let Some(r) = self.masked_index_put(name, t, pos, kw, span)? {
+                    return Ok(r);
+                }
+            }
             Callee::Method(FV::Tensor(t), name) if matches!(name.as_str(), "index_add_" | "index_add") => {
                 let all = [vec![FV::Tensor(t.clone())], pos.to_vec()].concat();
                 if let Some(r) = self.masked_index_add(name, &all, kw, span)? {

@@ -115,7 +115,7 @@ impl<'m> Fz<'m> {
                     }
                     let mut kw = kw;
                     crate::interp::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
-                    if let Some(r) = self.where_call(true, name, &pos, &kw, span)? {
+                    if let Some(r) = self.where_call(true, false, name, &pos, &kw, span)? {
                         return Ok(r);
                     }
                     if let Some(why) = super::python::data_dependent(name, pos.len() - 1, kw.len(), true) {
@@ -193,7 +193,7 @@ impl<'m> Fz<'m> {
         crate::interp::python::strip_device(name, &mut pos, &mut kw).map_err(err(span))?;
         let out = crate::interp::pyvalue::out_keyword(m, name, &pos, &mut kw);
         let full = format!("{m}.{name}");
-        if let Some(r) = self.where_call(m == "torch", name, &pos, &kw, span)? {
+        if let Some(r) = self.where_call(false, m == "torch", name, &pos, &kw, span)? {
             return Ok(r);
         }
         if let Some(why) = super::python::data_dependent(name, pos.len(), kw.len(), false) {

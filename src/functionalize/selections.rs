@@ -114,10 +114,11 @@ impl<'m> Fz<'m> {
         Ok(FV::Tuple(Rc::new(out)))
     }
 
-    /// `torch.where(c)`, `torch.nonzero(c, as_tuple=True)`, `c.nonzero(as_tuple=True)` (`torch_call`: from
-    /// `torch`); `None` for any other call.
+    /// `torch.where(c)`, `torch.nonzero(c, as_tuple=True)`, `c.nonzero(as_tuple=True)` (`method`: the last form;
+    /// else `torch_call`: from `torch`); `None` for any other call.
     pub(super) fn where_call(
         &mut self,
+        method: bool,
         torch_call: bool,
         name: &str,
         pos: &[FV],
@@ -127,7 +128,7 @@ impl<'m> Fz<'m> {
         let as_tuple = matches!(kw, [(k, FV::Bool(true))] if k == "as_tuple");
         match (name, pos, kw.is_empty()) {
             ("where", [FV::Tensor(c)], true) | ("nonzero", [FV::Tensor(c)], false)
-                if torch_call && (name == "where" || as_tuple) =>
+                if (torch_call && name == "where") || ((torch_call || method) && as_tuple) =>
             {
                 Ok(Some(self.where_indices(c, span)?))
             }
@@ -287,9 +288,14 @@ impl<'m> Fz<'m> {
         if x.shape.get(d).is_some_and(|&n| n == 0) {
             return diag(span, "an index list of data-dependent length into a dim of size 0");
         }
+        // A float source is scaled first (PyTorch adds `alpha * source`), so that the other positions add -0.0; an
+        // integer one takes `alpha` as PyTorch does (cast to an integer).
         let mut s = FV::Masked(src);
-        if let Some(al) = a.opt(4, "alpha").cloned() {
+        let mut alpha = a.opt(4, "alpha").cloned();
+        let (sd, _) = if let FV::Masked(m) = &s { self.tensor_ty(m.src, span)? } else { unreachable!() };
+        if let (Some(al), true) = (alpha.clone(), sd.is_float()) {
             s = self.elementwise(Binary::Mul, &[s, al], span)?;
+            alpha = None;
         }
         let FV::Masked(src) = s else { return masked_use(&s) };
         let n: usize = mshape.iter().product();
@@ -303,7 +309,8 @@ impl<'m> Fz<'m> {
         vshape.extend(&src.shape[d + mshape.len()..]);
         let v = self.reshape_value(v, &vshape, span)?;
         let (i, v) = (FV::Tensor(self.fresh(i, None, span)?), FV::Tensor(self.fresh(v, None, span)?));
-        let args = A::new(vec![FV::Tensor(x), FV::Int(d as i64), i, v], vec![], span, name.into());
+        let kw: Vec<(String, FV)> = alpha.map(|al| ("alpha".to_string(), al)).into_iter().collect();
+        let args = A::new(vec![FV::Tensor(x), FV::Int(d as i64), i, v], kw, span, name.into());
         Ok(Some(match name {
             "index_add_" => self.inplace(name, &args)?,
             _ => self.torch("index_add", &args, false)?,
@@ -374,7 +381,13 @@ impl<'m> Fz<'m> {
             a.check_keywords(op)?;
             Ok(r)
         };
+        // Tensor arguments broadcast against the rows only (`clamp(min=t)`), but give only a dtype to `to`.
+        let reaches = |v: &FV| matches!(v, FV::Tensor(t) if t.shape.len() > after);
+        let args_reach = rest.iter().chain(kw.iter().map(|(_, v)| v)).any(reaches);
         if POINTWISE.contains(&name) {
+            if args_reach && !matches!(name, "to" | "type_as") {
+                return Ok(None);
+            }
             let r = call(self, name, rest.to_vec(), kw.to_vec())?;
             return match r {
                 FV::Tensor(ref t) if t.shape == sel.shape => self.reselect(sel, &r, sel.pos, false, span),
@@ -383,10 +396,11 @@ impl<'m> Fz<'m> {
         }
         if matches!(name, "linear" | "matmul" | "mm") {
             let w = rest.first().or_else(|| kw.iter().find(|(k, _)| k == "weight" || k == "other").map(|(_, v)| v));
+            let bias = rest.get(1).or_else(|| kw.iter().find(|(k, _)| k == "bias").map(|(_, v)| v));
             let ok = match w {
                 Some(FV::Tensor(w)) => after >= 1 && w.shape.len() <= 2 && (name != "mm" || sel.pos + after == 1),
                 _ => false,
-            };
+            } && !matches!(bias, Some(FV::Tensor(b)) if b.shape.len() > 1);
             if !ok {
                 return Ok(None);
             }
@@ -814,5 +828,90 @@ impl<'m> Fz<'m> {
         let updated = FV::Masked(Box::new(Sel { src: v, ..sel.clone() }));
         env.insert(n.clone(), updated.clone());
         Ok(Some(updated))
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// `x.index_put_(indices, values, accumulate)` where the indices hold index lists
+    /// of data-dependent length: a write as `x[indices] = values` (`masked_index_write`), or with `accumulate` an
+    /// `index_put` that adds `-0.0` (integer 0) at the positions the mask does not hold.
+    pub(super) fn masked_index_put(
+        &mut self,
+        name: &str,
+        t: &TRef,
+        pos: &[FV],
+        kw: &[(String, FV)],
+        span: Span,
+    ) -> FR<Option<FV>> {
+        let a = A::new(pos.to_vec(), kw.to_vec(), span, name.into());
+        let (Ok(idx), Ok(v)) = (a.req(0, "indices").cloned(), a.req(1, "values").cloned()) else { return Ok(None) };
+        let accumulate = a.bool_or(2, "accumulate", false)?;
+        if !matches!(v, FV::Tensor(_) | FV::Masked(_)) {
+            let what = v.type_name();
+            return diag(span, format!("{name}(): argument 'values' (position 2) must be Tensor, not {what}"));
+        }
+        let items = match &idx {
+            FV::Tuple(_) => idx.clone(),
+            FV::List(l) => FV::Tuple(Rc::new(l.borrow().clone())),
+            _ => return Ok(None),
+        };
+        let target = t.clone();
+        if !accumulate {
+            return Ok(self.masked_index_write(&target, &items, &v, span)?.map(|()| FV::Tensor(target)));
+        }
+        let FV::Tuple(list) = &items else { unreachable!("made a tuple") };
+        let Some(first) = list.iter().find_map(|x| match x {
+            FV::Masked(s) => Some(s.as_ref().clone()),
+            _ => None,
+        }) else {
+            return Ok(None);
+        };
+        let mut dense = Vec::new();
+        for it in list.iter() {
+            match it {
+                FV::Masked(s) if s.mask == first.mask && s.pos == 0 && s.shape == first.shape => {
+                    let d = self.sel_filled(s, Scalar::I(0), span)?;
+                    dense.push(FV::Tensor(self.fresh(d, None, span)?));
+                }
+                _ => return masked_use(&FV::Masked(Box::new(first))),
+            }
+        }
+        let r = self.resolve(&target, &FV::Tuple(Rc::new(dense)), span)?;
+        if r.adv.iter().any(|(p, _)| r.view.shape[*p] == 0) {
+            return diag(span, "an index list of data-dependent length into a dim of size 0");
+        }
+        // The dims each position writes whole, after the indexed ones.
+        let rest = r.view.shape.len() - r.adv.len();
+        let (mshape, _) = self.sel_dims(&first, span)?;
+        let dt = self.roots[t.root].dtype;
+        let zero = if dt.is_float() { Scalar::F(-0.0) } else { Scalar::I(0) };
+        let vals = match &v {
+            FV::Masked(s) if s.mask == first.mask && s.pos == 0 && self.sel_dims(s, span)?.1 == rest => {
+                let (sd, _) = self.tensor_ty(s.src, span)?;
+                if sd != dt {
+                    return diag(span, super::subscript::index_put_dtypes(dt, sd));
+                }
+                self.sel_filled(s, zero, span)?
+            }
+            FV::Tensor(x) if x.shape.iter().product::<usize>() == 1 && x.shape.len() <= rest => {
+                if self.roots[x.root].dtype != dt {
+                    return diag(span, super::subscript::index_put_dtypes(dt, self.roots[x.root].dtype));
+                }
+                let x = self.read(x, span)?;
+                let x = self.reshape_value(x, &[], span)?;
+                let mut shape = mshape.clone();
+                shape.extend(std::iter::repeat_n(1, rest));
+                let sizes: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
+                let x = self.fresh(x, None, span)?;
+                let x = self.tview(&x, |t| t.expand(&sizes)).map_err(err(span))?;
+                let x = self.read(&x, span)?;
+                self.sel_filled(&Sel::new(x, first.mask, shape, 0, first.at, first.listed), zero, span)?
+            }
+            _ => return masked_use(&FV::Masked(Box::new(first))),
+        };
+        let vals = FV::Tensor(self.fresh(vals, None, span)?);
+        let list = self.adv_list(&r);
+        self.index_write(&r.view, &list, &vals, true, span)?;
+        Ok(Some(FV::Tensor(target)))
     }
 }

@@ -226,6 +226,7 @@ impl<'m> Fz<'m> {
             }
             FV::Tensor(t) => self.tensor_setitem(t, idx, v, span),
             FV::Dict(d) => Self::dict_set(d, idx, v, span),
+            m @ FV::Masked(_) => super::state::masked_use(m),
             other => diag(span, format!("'{}' object does not support item assignment", other.type_name())),
         }
     }
