@@ -192,7 +192,7 @@ impl<'m> Fz<'m> {
         self.fn_stack.push(f.name.clone());
         let mut held = Vec::new();
         for v in env.values() {
-            super::selections::selection_objects(v, &mut held);
+            super::list_writes::selection_objects(v, &mut held);
         }
         self.entry_selections.push(held);
         self.depth_calls += 1;

@@ -22,6 +22,7 @@ mod desugar;
 mod entries;
 mod exits;
 mod expr;
+mod list_writes;
 mod losses;
 mod masked;
 mod nn_ops;

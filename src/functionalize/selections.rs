@@ -15,14 +15,13 @@
 //! softmaxes over the rows' own dims, reshapes that keep the selected dim) never mix positions, and `index_add_`
 //! adds `-0.0` (the identity of floating-point addition, `-0.0` included) or integer 0 at the other positions.
 //! What would depend on how many positions are selected (a reduction over the selected dim, broadcasting against
-//! it, its size used as a number other than in comparisons) is refused, located at the selection.
+//! it, its size used as a number other than in comparisons) is refused, located at the selection. Writes,
+//! `index_add_`/`index_put_` and in-place ops at such lists are in `list_writes.rs`.
 
 use super::ops::{err, A};
 use super::state::{diag, masked_use, TId, TRef, FR, FV};
-use super::Env;
 use super::Fz;
 use crate::diag::Span;
-use crate::frontend::ast::{Expr, ExprKind};
 use crate::ir::{Node, OpName};
 use crate::tensor::ops::Binary;
 use crate::tensor::views::wrap_dim;
@@ -31,7 +30,7 @@ use std::rc::Rc;
 
 /// A selection's parts: the values over the whole view, the mask, the view's shape, the mask's first dim in it,
 /// and where the selection was made (`masked.rs`).
-type Sel = super::masked::Sel;
+pub(super) type Sel = super::masked::Sel;
 
 /// Pointwise ops a selection passes through as its own method, `torch.NAME` or `F.NAME`: the result has the
 /// selection's shape and each element depends only on its own position (casts, activations, clamps).
@@ -90,6 +89,19 @@ const ALONG: &[&str] = &[
     "all",
     "any",
 ];
+
+/// A subscript's items, and the first selection among them.
+pub(super) fn index_items(idx: &FV) -> (Vec<FV>, Option<Sel>) {
+    let items: Vec<FV> = match idx {
+        FV::Tuple(v) => v.as_ref().clone(),
+        other => vec![other.clone()],
+    };
+    let first = items.iter().find_map(|x| match x {
+        FV::Masked(s) => Some(s.as_ref().clone()),
+        _ => None,
+    });
+    (items, first)
+}
 
 impl<'m> Fz<'m> {
     /// `torch.where(condition)`: per dim of the condition, the selection of its coordinates where it holds.
@@ -155,14 +167,14 @@ impl<'m> Fz<'m> {
     }
 
     /// The mask's shape, and the number of dims after the mask's in the selection's view.
-    fn sel_dims(&mut self, sel: &Sel, span: Span) -> FR<(Vec<usize>, usize)> {
+    pub(super) fn sel_dims(&mut self, sel: &Sel, span: Span) -> FR<(Vec<usize>, usize)> {
         let (_, mshape) = self.tensor_ty(sel.mask, span)?;
         let after = sel.shape.len() - sel.pos - mshape.len();
         Ok((mshape, after))
     }
 
     /// `where(mask, values, fill)` over a selection's view: its values where the mask holds, `fill` elsewhere.
-    fn sel_filled(&mut self, sel: &Sel, fill: Scalar, span: Span) -> FR<TId> {
+    pub(super) fn sel_filled(&mut self, sel: &Sel, fill: Scalar, span: Span) -> FR<TId> {
         let (mshape, after) = self.sel_dims(sel, span)?;
         let mut bshape = vec![1; sel.pos];
         bshape.extend(&mshape);
@@ -176,7 +188,7 @@ impl<'m> Fz<'m> {
 
     /// The selection made again from `r`, a result computed over `like`'s whole view whose mask dims now start at
     /// `pos` (a view of `like` where `view`); `None` where `r` does not keep them there.
-    fn reselect(&mut self, like: &Sel, r: &FV, pos: usize, view: bool, span: Span) -> FR<Option<FV>> {
+    pub(super) fn reselect(&mut self, like: &Sel, r: &FV, pos: usize, view: bool, span: Span) -> FR<Option<FV>> {
         let FV::Tensor(r) = r else { return Ok(None) };
         let (mshape, _) = self.sel_dims(like, span)?;
         if r.shape.len() < pos + mshape.len() || r.shape[pos..pos + mshape.len()] != mshape[..] {
@@ -188,7 +200,7 @@ impl<'m> Fz<'m> {
 
     /// A dim of the selection as PyTorch sees it (its selected dim one dim at `pos`) as a dim of its view; `None`
     /// for the selected dim.
-    fn view_dim(&mut self, sel: &Sel, d: i64, span: Span) -> FR<Option<usize>> {
+    pub(super) fn view_dim(&mut self, sel: &Sel, d: i64, span: Span) -> FR<Option<usize>> {
         let (mshape, after) = self.sel_dims(sel, span)?;
         let d = wrap_dim(d, sel.pos + 1 + after).map_err(err(span))?;
         Ok(match d.cmp(&sel.pos) {
@@ -201,16 +213,8 @@ impl<'m> Fz<'m> {
     /// `x[i, j, ...]` where some indices are selections (made by one mask, each over the mask alone): a gather of
     /// every position of the mask, index 0 where it does not hold. `None` where no index is a selection.
     pub(super) fn masked_index_read(&mut self, t: &TRef, idx: &FV, span: Span) -> FR<Option<FV>> {
-        let items: Vec<FV> = match idx {
-            FV::Tuple(v) => v.as_ref().clone(),
-            other => vec![other.clone()],
-        };
-        let Some(first) = items.iter().find_map(|x| match x {
-            FV::Masked(s) => Some(s.as_ref().clone()),
-            _ => None,
-        }) else {
-            return Ok(None);
-        };
+        let (items, first) = index_items(idx);
+        let Some(first) = first else { return Ok(None) };
         let (_, after0) = self.sel_dims(&first, span)?;
         let mut dense = Vec::with_capacity(items.len());
         for it in &items {
@@ -257,64 +261,6 @@ impl<'m> Fz<'m> {
             Some(v) => Ok(Some(v)),
             None => masked_use(&FV::Masked(Box::new(first))),
         }
-    }
-
-    /// `x.index_add_(dim, index, source)` (or `index_add`, `torch.index_add`) with an index list of data-dependent
-    /// length and a source selected by the same mask: every position of the mask adds its row, those where the
-    /// mask does not hold add `-0.0` (0 for integers) to row 0.
-    pub(super) fn masked_index_add(
-        &mut self,
-        name: &str,
-        pos: &[FV],
-        kw: &[(String, FV)],
-        span: Span,
-    ) -> FR<Option<FV>> {
-        let a = A::new(pos.to_vec(), kw.to_vec(), span, name.into());
-        let (Ok(FV::Tensor(x)), Ok(FV::Masked(ix)), Ok(FV::Masked(src))) =
-            (a.req(0, "input").cloned(), a.req(2, "index").cloned(), a.req(3, "source").cloned())
-        else {
-            return Ok(None);
-        };
-        let d = wrap_dim(a.int(1, "dim")?, x.shape.len().max(1)).map_err(err(span))?;
-        let (mshape, after) = self.sel_dims(&ix, span)?;
-        let (_, safter) = self.sel_dims(&src, span)?;
-        if ix.pos != 0 || after != 0 || src.mask != ix.mask || src.pos != d || safter + d + 1 != x.shape.len().max(1) {
-            return diag(
-                span,
-                "index_add_ with an index list of data-dependent length takes a source selected by the same mask, \
-                 its selected dim at `dim`: otherwise their lengths match only depending on the data",
-            );
-        }
-        if x.shape.get(d).is_some_and(|&n| n == 0) {
-            return diag(span, "an index list of data-dependent length into a dim of size 0");
-        }
-        // A float source is scaled first (PyTorch adds `alpha * source`), so that the other positions add -0.0; an
-        // integer one takes `alpha` as PyTorch does (cast to an integer).
-        let mut s = FV::Masked(src);
-        let mut alpha = a.opt(4, "alpha").cloned();
-        let (sd, _) = if let FV::Masked(m) = &s { self.tensor_ty(m.src, span)? } else { unreachable!() };
-        if let (Some(al), true) = (alpha.clone(), sd.is_float()) {
-            s = self.elementwise(Binary::Mul, &[s, al], span)?;
-            alpha = None;
-        }
-        let FV::Masked(src) = s else { return masked_use(&s) };
-        let n: usize = mshape.iter().product();
-        let i = self.sel_filled(&ix, Scalar::I(0), span)?;
-        let i = self.reshape_value(i, &[n], span)?;
-        let (sd, _) = self.tensor_ty(src.src, span)?;
-        let zero = if sd.is_float() { Scalar::F(-0.0) } else { Scalar::I(0) };
-        let v = self.sel_filled(&src, zero, span)?;
-        let mut vshape = src.shape[..d].to_vec();
-        vshape.push(n);
-        vshape.extend(&src.shape[d + mshape.len()..]);
-        let v = self.reshape_value(v, &vshape, span)?;
-        let (i, v) = (FV::Tensor(self.fresh(i, None, span)?), FV::Tensor(self.fresh(v, None, span)?));
-        let kw: Vec<(String, FV)> = alpha.map(|al| ("alpha".to_string(), al)).into_iter().collect();
-        let args = A::new(vec![FV::Tensor(x), FV::Int(d as i64), i, v], kw, span, name.into());
-        Ok(Some(match name {
-            "index_add_" => self.inplace(name, &args)?,
-            _ => self.torch("index_add", &args, false)?,
-        }))
     }
 
     /// A selection's attribute: `shape` (its selected dim a number known at run time), `dtype`, `ndim`.
@@ -507,118 +453,6 @@ impl<'m> Fz<'m> {
 }
 
 impl<'m> Fz<'m> {
-    /// `x[i, ...] = v` with index lists of data-dependent length (as in `masked_index_read`): an `index_put` of every
-    /// position of the mask into `x` with one more row along the first listed dim, where the positions the mask does
-    /// not hold write (and that row is then dropped). The value there is the gather `x[i, ...]` at index 0, which
-    /// also raises PyTorch's error for a selected index out of range. `None` where no index is a selection.
-    pub(super) fn masked_index_write(&mut self, t: &TRef, idx: &FV, v: &FV, span: Span) -> FR<Option<()>> {
-        let items: Vec<FV> = match idx {
-            FV::Tuple(v) => v.as_ref().clone(),
-            other => vec![other.clone()],
-        };
-        let Some(first) = items.iter().find_map(|x| match x {
-            FV::Masked(s) => Some(s.as_ref().clone()),
-            _ => None,
-        }) else {
-            return Ok(None);
-        };
-        // The gather at every position (index 0 where the mask does not hold): its shape, and the bounds check.
-        let FV::Masked(old) = self.masked_index_read(t, idx, span)?.expect("an index is a selection") else {
-            unreachable!("a gather by index lists is a selection")
-        };
-        let dt = self.roots[t.root].dtype;
-        let (mshape, after) = self.sel_dims(&old, span)?;
-        let value = match v {
-            FV::Masked(s) => {
-                let (_, safter) = self.sel_dims(s, span)?;
-                if s.mask != old.mask || safter != after {
-                    return masked_use(v);
-                }
-                let (sd, _) = self.tensor_ty(s.src, span)?;
-                if sd != dt {
-                    return diag(span, super::subscript::index_put_dtypes(dt, sd));
-                }
-                s.src
-            }
-            FV::Tensor(x) if x.shape.len() <= after => {
-                if self.roots[x.root].dtype != dt {
-                    return diag(span, super::subscript::index_put_dtypes(dt, self.roots[x.root].dtype));
-                }
-                self.read(x, span)?
-            }
-            FV::Tensor(_) | FV::List(_) | FV::Tuple(_) => return masked_use(&FV::Masked(Box::new(first))),
-            number => self.scalar_tensor(number, Some(dt), span)?.0,
-        };
-        // The value broadcast to the gather's shape where the mask holds, the gathered element elsewhere.
-        let mut bshape = vec![1; old.pos];
-        bshape.extend(&mshape);
-        bshape.extend(std::iter::repeat_n(1, after));
-        let mb = self.reshape_value(old.mask, &bshape, span)?;
-        let (mt, vt, ot) = (self.t.at(mb), self.t.at(value), self.t.at(old.src));
-        let put = self.t.op(OpName::Where, vec![mt, vt, ot]).map_err(Self::tyerr(span))?;
-        let put = FV::Tensor(self.fresh(put, None, span)?);
-        // The index tensors: the first listed dim's sends the other positions to the extra row.
-        let mut dense = Vec::with_capacity(items.len());
-        let mut padded_dim = None;
-        for it in &items {
-            match it {
-                FV::Masked(s) => {
-                    let d = self.sel_filled(s, Scalar::I(0), span)?;
-                    dense.push(FV::Tensor(self.fresh(d, None, span)?));
-                }
-                other => dense.push(other.clone()),
-            }
-        }
-        let r = self.resolve(t, &FV::Tuple(Rc::new(dense)), span)?;
-        let mut list = self.adv_list(&r);
-        for (k, item) in list.iter_mut().enumerate() {
-            let FV::Tensor(_) = item else { continue };
-            if padded_dim.is_some() {
-                continue;
-            }
-            let n = r.view.shape[k] as i64;
-            // Where the mask holds: the index wrapped as PyTorch wraps it; elsewhere the extra row.
-            let s = items.iter().find_map(|x| match x {
-                FV::Masked(s) => Some(s.as_ref().clone()),
-                _ => None,
-            });
-            let s = s.expect("a selection");
-            let src = FV::Tensor(self.fresh(s.src, None, span)?);
-            let neg = self.elementwise(Binary::Lt, &[src.clone(), FV::Int(0)], span)?;
-            let up = self.elementwise(Binary::Add, &[src.clone(), FV::Int(n)], span)?;
-            let wrapped = self.call_op("where", vec![neg, up, src], span)?;
-            let FV::Tensor(w) = wrapped else { unreachable!("where of tensors") };
-            let w = self.read(&w, span)?;
-            let sel = s.with(w, s.shape.clone(), s.pos, false);
-            let d = self.sel_filled(&sel, Scalar::I(n), span)?;
-            *item = FV::Tensor(self.fresh(d, None, span)?);
-            padded_dim = Some(k);
-        }
-        let k = padded_dim.expect("an indexed dim");
-        let mut pad_shape = r.view.shape.clone();
-        pad_shape[k] = 1;
-        let pad = self.full(&pad_shape, dt, Scalar::I(0)).map_err(Self::tyerr(span))?;
-        let (cur, pad) = (FV::Tensor(r.view.clone()), FV::Tensor(self.fresh(pad, None, span)?));
-        let cat = A::new(
-            vec![FV::List(Rc::new(std::cell::RefCell::new(vec![cur, pad]))), FV::Int(k as i64)],
-            vec![],
-            span,
-            "cat".into(),
-        );
-        let FV::Tensor(padded) = self.torch("cat", &cat, false)? else { unreachable!("cat of tensors") };
-        let base = self.read(&padded, span)?;
-        let base = self.t.at(base);
-        let new = self.index_put_term(&padded, base, &list, &put, false, span)?;
-        let new = self.fresh(new, None, span)?;
-        let n = r.view.shape[k] as i64;
-        let kept = self.tview(&new, |x| x.slice(k as i64, Some(0), Some(n), 1)).map_err(err(span))?;
-        let kept = self.read(&kept, span)?;
-        self.write(&r.view, kept, span)?;
-        Ok(Some(()))
-    }
-}
-
-impl<'m> Fz<'m> {
     /// `sel[...]` with basic indices that leave the selected dim whole (`sel[:, 1]`, `sel[..., :4]`, `sel[:, None]`).
     pub(super) fn masked_getitem(&mut self, sel: &Sel, idx: &FV, span: Span) -> FR<Option<FV>> {
         let items: Vec<FV> = match idx {
@@ -742,176 +576,5 @@ impl<'m> Fz<'m> {
             }
         })?;
         self.reselect(sel, &r, pos, true, span)
-    }
-}
-
-/// The objects of the selections `v` reaches (itself, through containers and closures' captured values).
-pub(super) fn selection_objects(v: &FV, out: &mut Vec<TId>) {
-    match v {
-        FV::Masked(s) => out.push(s.obj),
-        FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().for_each(|x| selection_objects(x, out)),
-        FV::List(xs) => xs.borrow().iter().for_each(|x| selection_objects(x, out)),
-        FV::Dict(xs) => xs.borrow().iter().for_each(|(_, x)| selection_objects(x, out)),
-        FV::Closure(_, kw) => kw.iter().for_each(|(_, x)| selection_objects(x, out)),
-        _ => {}
-    }
-}
-
-impl<'m> Fz<'m> {
-    /// An in-place op on the selection `sel` held by a name: PyTorch changes the tensor, so every holder of it (and
-    /// of its views) sees the change. The name alone is rebound, so it must be the only holder: no other name,
-    /// container, view or caller reaches the object.
-    pub(super) fn sole_holder(&mut self, env: &Env, sel: &Sel, span: Span) -> FR<()> {
-        let mut held = Vec::new();
-        for v in env.values() {
-            selection_objects(v, &mut held);
-        }
-        let holders = held.iter().filter(|o| **o == sel.obj).count();
-        if holders > 1 || self.entry_selections.iter().flatten().any(|o| *o == sel.obj) {
-            return diag(
-                span,
-                "an in-place op on a selection of data-dependent length that another name, a container, a view of \
-                 it or a calling function also holds: the functional and optimized engines update only this name \
-                 (the reference engine runs it)",
-            );
-        }
-        Ok(())
-    }
-
-    /// `name.op_(...)` on a selection bound to `name`, for the ops a selection supports out of place
-    /// (`x1.clamp_(min=0)`, detectron2's box clipping): the name is rebound to the result, in the selection's dtype.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn masked_inplace(
-        &mut self,
-        env: &mut Env,
-        obj: &Expr,
-        name: &str,
-        sel: &Sel,
-        pos: &[FV],
-        kw: &[(String, FV)],
-        span: Span,
-    ) -> FR<Option<FV>> {
-        let Some(base) = name.strip_suffix('_').filter(|b| !b.ends_with('_') && !b.is_empty()) else {
-            return Ok(None);
-        };
-        let ExprKind::Name(n) = &obj.kind else { return masked_use(&FV::Masked(Box::new(sel.clone()))) };
-        let me = FV::Masked(Box::new(sel.clone()));
-        let r = match (base, pos) {
-            ("add" | "sub" | "mul" | "div", [other]) if kw.is_empty() => {
-                let op = match base {
-                    "add" => Binary::Add,
-                    "sub" => Binary::Sub,
-                    "mul" => Binary::Mul,
-                    _ => Binary::Div,
-                };
-                Some(self.elementwise(op, &[me.clone(), other.clone()], span)?)
-            }
-            _ => match pos.iter().chain(kw.iter().map(|(_, v)| v)).any(|v| super::state::find_masked(v).is_some()) {
-                true => None,
-                false => self.masked_call(base, sel, pos, kw, span)?,
-            },
-        };
-        let Some(FV::Masked(new)) = r else { return masked_use(&me) };
-        if new.shape != sel.shape || new.pos != sel.pos {
-            return masked_use(&me);
-        }
-        self.sole_holder(env, sel, span)?;
-        let (dt, _) = self.tensor_ty(sel.src, span)?;
-        let (nd, _) = self.tensor_ty(new.src, span)?;
-        if !dt.can_cast_from(nd) {
-            return diag(
-                span,
-                format!("result type {} can't be cast to the desired output type {}", nd.name(), dt.name()),
-            );
-        }
-        let v = self.cast(new.src, dt, span)?;
-        let updated = FV::Masked(Box::new(Sel { src: v, ..sel.clone() }));
-        env.insert(n.clone(), updated.clone());
-        Ok(Some(updated))
-    }
-}
-
-impl<'m> Fz<'m> {
-    /// `x.index_put_(indices, values, accumulate)` where the indices hold index lists
-    /// of data-dependent length: a write as `x[indices] = values` (`masked_index_write`), or with `accumulate` an
-    /// `index_put` that adds `-0.0` (integer 0) at the positions the mask does not hold.
-    pub(super) fn masked_index_put(
-        &mut self,
-        name: &str,
-        t: &TRef,
-        pos: &[FV],
-        kw: &[(String, FV)],
-        span: Span,
-    ) -> FR<Option<FV>> {
-        let a = A::new(pos.to_vec(), kw.to_vec(), span, name.into());
-        let (Ok(idx), Ok(v)) = (a.req(0, "indices").cloned(), a.req(1, "values").cloned()) else { return Ok(None) };
-        let accumulate = a.bool_or(2, "accumulate", false)?;
-        if !matches!(v, FV::Tensor(_) | FV::Masked(_)) {
-            let what = v.type_name();
-            return diag(span, format!("{name}(): argument 'values' (position 2) must be Tensor, not {what}"));
-        }
-        let items = match &idx {
-            FV::Tuple(_) => idx.clone(),
-            FV::List(l) => FV::Tuple(Rc::new(l.borrow().clone())),
-            _ => return Ok(None),
-        };
-        let target = t.clone();
-        if !accumulate {
-            return Ok(self.masked_index_write(&target, &items, &v, span)?.map(|()| FV::Tensor(target)));
-        }
-        let FV::Tuple(list) = &items else { unreachable!("made a tuple") };
-        let Some(first) = list.iter().find_map(|x| match x {
-            FV::Masked(s) => Some(s.as_ref().clone()),
-            _ => None,
-        }) else {
-            return Ok(None);
-        };
-        let mut dense = Vec::new();
-        for it in list.iter() {
-            match it {
-                FV::Masked(s) if s.mask == first.mask && s.pos == 0 && s.shape == first.shape => {
-                    let d = self.sel_filled(s, Scalar::I(0), span)?;
-                    dense.push(FV::Tensor(self.fresh(d, None, span)?));
-                }
-                _ => return masked_use(&FV::Masked(Box::new(first))),
-            }
-        }
-        let r = self.resolve(&target, &FV::Tuple(Rc::new(dense)), span)?;
-        if r.adv.iter().any(|(p, _)| r.view.shape[*p] == 0) {
-            return diag(span, "an index list of data-dependent length into a dim of size 0");
-        }
-        // The dims each position writes whole, after the indexed ones.
-        let rest = r.view.shape.len() - r.adv.len();
-        let (mshape, _) = self.sel_dims(&first, span)?;
-        let dt = self.roots[t.root].dtype;
-        let zero = if dt.is_float() { Scalar::F(-0.0) } else { Scalar::I(0) };
-        let vals = match &v {
-            FV::Masked(s) if s.mask == first.mask && s.pos == 0 && self.sel_dims(s, span)?.1 == rest => {
-                let (sd, _) = self.tensor_ty(s.src, span)?;
-                if sd != dt {
-                    return diag(span, super::subscript::index_put_dtypes(dt, sd));
-                }
-                self.sel_filled(s, zero, span)?
-            }
-            FV::Tensor(x) if x.shape.iter().product::<usize>() == 1 && x.shape.len() <= rest => {
-                if self.roots[x.root].dtype != dt {
-                    return diag(span, super::subscript::index_put_dtypes(dt, self.roots[x.root].dtype));
-                }
-                let x = self.read(x, span)?;
-                let x = self.reshape_value(x, &[], span)?;
-                let mut shape = mshape.clone();
-                shape.extend(std::iter::repeat_n(1, rest));
-                let sizes: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
-                let x = self.fresh(x, None, span)?;
-                let x = self.tview(&x, |t| t.expand(&sizes)).map_err(err(span))?;
-                let x = self.read(&x, span)?;
-                self.sel_filled(&Sel::new(x, first.mask, shape, 0, first.at, first.listed), zero, span)?
-            }
-            _ => return masked_use(&FV::Masked(Box::new(first))),
-        };
-        let vals = FV::Tensor(self.fresh(vals, None, span)?);
-        let list = self.adv_list(&r);
-        self.index_write(&r.view, &list, &vals, true, span)?;
-        Ok(Some(FV::Tensor(target)))
     }
 }
