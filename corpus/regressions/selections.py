@@ -122,3 +122,21 @@ def index_put_at_lists(x: f32[2, 3, 4]) -> tuple[f32[2, 3, 4], f32[2, 3, 4], f32
     y = x.clone()
     y.index_put_((idx[0], idx[1]), torch.tensor(7.0))
     return out, acc, m, y
+
+
+def _relu_mlp(x, w1, w2):
+    return F.linear(F.relu(F.linear(x, w1)), w2)
+
+
+def switch_experts_by_mask(h: f32[2, 5, 8], router_w: f32[3, 8], w1: f32[3, 16, 8], w2: f32[3, 8, 16]) -> f32[2, 5, 8]:
+    # Hugging Face's SwitchTransformersSparseMLP: each expert's MLP on a boolean-mask selection of tokens, assigned
+    # back through the mask. The loop over experts applies `linear` to 3-d activations: the optimizer's loop hoist
+    # batches those matmuls over the experts (its batched operand once lined its expert dim up with the
+    # activations' batch dim: a term that did not verify).
+    probs = F.softmax(F.linear(h, router_w), dim=-1)
+    mask = F.one_hot(torch.argmax(probs, dim=-1), num_classes=3)
+    out = h.clone()
+    for e in range(3):
+        tokens = mask[:, :, e].bool()
+        out[tokens] = _relu_mlp(h[tokens], w1[e], w2[e]).to(out.dtype)
+    return torch.max(probs, dim=-1).values.unsqueeze(-1) * out

@@ -504,9 +504,19 @@ impl<'b> Batch<'b> {
             _ => {}
         }
         let out = crate::ir::matmul_shape(&sa, &sb).ok()?;
-        let id = |p: &B| match p {
-            B::Bat(id, _) | B::Inv(id) => *id,
-        };
-        Some(B::Bat(self.b.op(OpName::Matmul, vec![id(&a), id(&b)]), out))
+        // The iteration dim must lead the result's batch dims: a batched matrix with fewer batch dims than the
+        // result gets ones after it (else it would line up with the other operand's own batch dims); a batched
+        // vector on the left is read as a matrix only beside a matrix.
+        if matches!(a, B::Bat(..)) && sa.len() < 2 && sb.len() > 2 {
+            return None;
+        }
+        let mut ids = Vec::new();
+        for (p, s) in [(&a, &sa), (&b, &sb)] {
+            ids.push(match p {
+                B::Bat(id, _) if s.len() >= 2 => self.lift(*id, s, out.len())?,
+                B::Bat(id, _) | B::Inv(id) => *id,
+            });
+        }
+        Some(B::Bat(self.b.op(OpName::Matmul, ids), out))
     }
 }
