@@ -140,3 +140,22 @@ def switch_experts_by_mask(h: f32[2, 5, 8], router_w: f32[3, 8], w1: f32[3, 16, 
         tokens = mask[:, :, e].bool()
         out[tokens] = _relu_mlp(h[tokens], w1[e], w2[e]).to(out.dtype)
     return torch.max(probs, dim=-1).values.unsqueeze(-1) * out
+
+
+def losses_on_lists(
+    class_logits: f32[12, 4], box_regression: f32[12, 16], raw_labels: i64[12], regression_targets: f32[12, 4]
+) -> tuple[f32[()], f32[()], f32[()], f32[12]]:
+    # torchvision's fastrcnn_loss: smooth L1 between the positive proposals' boxes of their class and their targets;
+    # cross entropy over the positives (mean over those not ignored, label 3 ignored), and per positive.
+    labels = raw_labels % 4
+    classification_loss = F.cross_entropy(class_logits, labels)
+    pos = torch.where(labels > 0)[0]
+    labels_pos = labels[pos]
+    N, num_classes = class_logits.shape
+    box_regression = box_regression.reshape(N, box_regression.size(-1) // 4, 4)
+    box_loss = F.smooth_l1_loss(box_regression[pos, labels_pos], regression_targets[pos], beta=1 / 9, reduction="sum")
+    box_loss = box_loss / labels.numel()
+    ce = F.cross_entropy(class_logits[pos], labels[pos], ignore_index=3)
+    per = torch.zeros(12)
+    per[pos] = F.cross_entropy(class_logits[pos], labels[pos], reduction="none")
+    return classification_loss, box_loss, ce, per

@@ -316,6 +316,12 @@ impl<'m> Fz<'m> {
                 return Ok(Some(self.elementwise(op, &[FV::Masked(Box::new(sel.clone())), other.clone()], span)?));
             }
         }
+        if matches!(
+            name,
+            "l1_loss" | "mse_loss" | "smooth_l1_loss" | "binary_cross_entropy_with_logits" | "cross_entropy"
+        ) {
+            return self.masked_loss(name, sel, rest, kw, span);
+        }
         if rest.iter().chain(kw.iter().map(|(_, v)| v)).any(|v| super::state::find_masked(v).is_some()) {
             return Ok(None);
         }
@@ -576,5 +582,74 @@ impl<'m> Fz<'m> {
             }
         })?;
         self.reselect(sel, &r, pos, true, span)
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// A loss between a selection and a target selected by the same mask (torchvision's `fastrcnn_loss`: smooth L1
+    /// on the positive proposals' boxes): per position (`reduction="none"`) over the whole view, then summed or
+    /// averaged over the selection. `cross_entropy` takes rows of class scores selected by a 1-d mask and their
+    /// targets, the other positions' targets replaced by `ignore_index` (so none can be out of range); its mean
+    /// divides by the number of selected targets that are not `ignore_index`, as PyTorch's does. Weights are
+    /// refused.
+    fn masked_loss(&mut self, name: &str, sel: &Sel, rest: &[FV], kw: &[(String, FV)], span: Span) -> FR<Option<FV>> {
+        let target = match (rest, kw.iter().find(|(k, _)| k == "target")) {
+            ([t], None) => t.clone(),
+            ([], Some((_, t))) => t.clone(),
+            _ => return Ok(None),
+        };
+        let FV::Masked(tg) = &target else { return Ok(None) };
+        let allowed = ["reduction", "target", "beta", "ignore_index", "label_smoothing"];
+        if kw.iter().any(|(k, _)| !allowed.contains(&k.as_str())) {
+            return Ok(None);
+        }
+        let reduction = match kw.iter().find(|(k, _)| k == "reduction") {
+            None => "mean".to_string(),
+            Some((_, FV::Str(s))) => s.to_string(),
+            Some(_) => return Ok(None),
+        };
+        let (mshape, after) = self.sel_dims(sel, span)?;
+        let (_, tafter) = self.sel_dims(tg, span)?;
+        if tg.mask != sel.mask || tg.pos != sel.pos || !matches!(reduction.as_str(), "none" | "sum" | "mean") {
+            return Ok(None);
+        }
+        let ce = name == "cross_entropy";
+        let ignore = match kw.iter().find(|(k, _)| k == "ignore_index") {
+            None => -100,
+            Some((_, FV::Int(i))) => *i,
+            Some(_) => return Ok(None),
+        };
+        if ce && (sel.pos != 0 || mshape.len() != 1 || after != 1 || tafter != 0) || !ce && tg.shape != sel.shape {
+            return Ok(None);
+        }
+        let x = FV::Tensor(self.fresh(sel.src, None, span)?);
+        let t = if ce { self.sel_filled(tg, Scalar::I(ignore), span)? } else { tg.src };
+        let t = FV::Tensor(self.fresh(t, None, span)?);
+        let mut kw2: Vec<(String, FV)> =
+            kw.iter().filter(|(k, _)| k != "reduction" && k != "target").cloned().collect();
+        kw2.push(("reduction".into(), FV::Str("none".into())));
+        let full = format!("torch.nn.functional.{name}");
+        let a = A::new(vec![x, t], kw2, span, full.clone());
+        let per = self.torch(name, &a, false)?;
+        a.check_keywords(&full)?;
+        let Some(FV::Masked(per)) = self.reselect(sel, &per, sel.pos, false, span)? else { return Ok(None) };
+        if reduction == "none" {
+            return Ok(Some(FV::Masked(per)));
+        }
+        if reduction == "sum" || !ce {
+            return self.masked_call(&reduction, &per, &[], &[], span);
+        }
+        // Cross entropy's mean: over the selected targets that are not ignored.
+        let total = self.masked_call("sum", &per, &[], &[], span)?.expect("a sum of a selection");
+        let tgt = FV::Masked(Box::new(tg.as_ref().clone()));
+        let counted = self.elementwise(Binary::Ne, &[tgt, FV::Int(ignore)], span)?;
+        let FV::Masked(counted) = counted else { return Ok(None) };
+        let n = self.masked_call("sum", &counted, &[], &[], span)?.expect("a sum of a selection");
+        let (dt, _) = self.tensor_ty(per.src, span)?;
+        let FV::Tensor(n) = n else { return Ok(None) };
+        let n = self.read(&n, span)?;
+        let n = self.cast(n, dt, span)?;
+        let n = FV::Tensor(self.fresh(n, None, span)?);
+        Ok(Some(self.elementwise(Binary::Div, &[total, n], span)?))
     }
 }
