@@ -126,6 +126,7 @@ fn what_cannot_be_functionalized_is_reported_with_its_location() {
         // An in-place op on a selection rebinds its name: refused where another name, a view or a caller holds it.
         ("def f(x: f32[6, 3]) -> f32[6, 3]:\n    (r,) = torch.where(x[:, 0] > 0.0)\n    a = x[r] * 2\n    b = a\n    a.clamp_(min=0.5)\n    x[r] = b\n    return x\n", "prog.py:7:5: an in-place op on a selection of data-dependent length that another name"),
         ("def f(x: f32[6, 3]) -> f32[6, 3]:\n    (r,) = torch.where(x[:, 0] > 0.0)\n    a = x[r] * 2\n    b = a[:, 1:]\n    a += 1.0\n    x[r, 1:] = b\n    return x\n", "prog.py:7:5: an in-place op on a selection of data-dependent length that another name"),
+        ("def f(x: f32[6, 3]) -> f32[6, 3]:\n    (r,) = torch.where(x[:, 0] > 0.0)\n    a = x[r, 0] * 2\n    b = a\n    a[a > 0.5] = 0.0\n    x[r, 0] = b\n    return x\n", "prog.py:7:5: an in-place op on a selection of data-dependent length that another name"),
         ("def g(a):\n    a.mul_(2.0)\n\ndef f(x: f32[6, 3]) -> f32[6, 3]:\n    (r,) = torch.where(x[:, 0] > 0.0)\n    a = x[r] * 2\n    g(a)\n    x[r] = a\n    return x\n", "prog.py:4:5: an in-place op on a selection of data-dependent length that another name"),
         // A module-level tensor was `None` to the functionalizer: `W is None` silently took the other path.
         ("W = torch.ones(3)\n\ndef f(x: f32[3]) -> f32[3]:\n    if W is None:\n        return x\n    return x * W\n", "prog.py:6:8: cannot functionalize: `W` is a module-level tensor"),

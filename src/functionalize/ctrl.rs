@@ -663,6 +663,11 @@ impl<'m> pyvalue::Exec<'m> for Fz<'m> {
             pyvalue::param_name_bound(&mut self.param_objects, n);
         }
     }
+    /// `sel[mask] = v` into a selection bound to a name rebinds the name (`list_writes::masked_setitem`).
+    fn setitem_named(&mut self, env: &mut Env, name: &str, o: &FV, idx: &FV, v: &FV, span: Span) -> Option<FR<()>> {
+        let FV::Masked(sel) = o else { return None };
+        Some(self.masked_setitem(env, name, sel, idx, v, span))
+    }
     fn aug_assign(&mut self, env: &mut Env, target: &'m Expr, op: BinOp, value: &'m Expr, span: Span) -> FR<()> {
         Fz::aug_assign(self, env, target, op, value, span)
     }

@@ -13,7 +13,7 @@ use crate::frontend::ast::{Expr, ExprKind};
 use crate::ir::OpName;
 use crate::tensor::ops::Binary;
 use crate::tensor::views::wrap_dim;
-use crate::tensor::Scalar;
+use crate::tensor::{DType, Scalar};
 use std::rc::Rc;
 
 impl<'m> Fz<'m> {
@@ -225,7 +225,13 @@ impl<'m> Fz<'m> {
         let Some(base) = name.strip_suffix('_').filter(|b| !b.ends_with('_') && !b.is_empty()) else {
             return Ok(None);
         };
-        let ExprKind::Name(n) = &obj.kind else { return masked_use(&FV::Masked(Box::new(sel.clone()))) };
+        // On a temporary (a call's or an operator's result) nothing else holds it; on a subscript or attribute
+        // something may.
+        let n = match &obj.kind {
+            ExprKind::Name(n) => Some(n),
+            ExprKind::Call { .. } | ExprKind::Bin(..) | ExprKind::Unary(..) => None,
+            _ => return masked_use(&FV::Masked(Box::new(sel.clone()))),
+        };
         let me = FV::Masked(Box::new(sel.clone()));
         let r = match (base, pos) {
             ("add" | "sub" | "mul" | "div", [other]) if kw.is_empty() => {
@@ -246,7 +252,9 @@ impl<'m> Fz<'m> {
         if new.shape != sel.shape || new.pos != sel.pos {
             return masked_use(&me);
         }
-        self.sole_holder(env, sel, span)?;
+        if n.is_some() {
+            self.sole_holder(env, sel, span)?;
+        }
         let (dt, _) = self.tensor_ty(sel.src, span)?;
         let (nd, _) = self.tensor_ty(new.src, span)?;
         if !dt.can_cast_from(nd) {
@@ -257,7 +265,9 @@ impl<'m> Fz<'m> {
         }
         let v = self.cast(new.src, dt, span)?;
         let updated = FV::Masked(Box::new(Sel { src: v, ..sel.clone() }));
-        env.insert(n.clone(), updated.clone());
+        if let Some(n) = n {
+            env.insert(n.clone(), updated.clone());
+        }
         Ok(Some(updated))
     }
 }
@@ -339,5 +349,51 @@ impl<'m> Fz<'m> {
         let list = self.adv_list(&r);
         self.index_write(&r.view, &list, &vals, true, span)?;
         Ok(Some(FV::Tensor(target)))
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// `name[m] = v` where `name` holds a selection and `m` is a boolean selection over the same positions (a
+    /// comparison of selections by the same mask, torchvision's GIoU loss on the foreground boxes): the selection
+    /// takes `v` where `m` holds (a `where` over the whole view), and the name is rebound, as the sole holder.
+    pub(super) fn masked_setitem(
+        &mut self,
+        env: &mut Env,
+        name: &str,
+        sel: &Sel,
+        idx: &FV,
+        v: &FV,
+        span: Span,
+    ) -> FR<()> {
+        let me = FV::Masked(Box::new(sel.clone()));
+        let FV::Masked(m) = idx else { return masked_use(&me) };
+        let (md, _) = self.tensor_ty(m.src, span)?;
+        if md != DType::Bool || m.mask != sel.mask || m.pos != sel.pos || m.shape != sel.shape {
+            return masked_use(&me);
+        }
+        self.sole_holder(env, sel, span)?;
+        let (dt, _) = self.tensor_ty(sel.src, span)?;
+        let narrowed = self.sel_filled(m, Scalar::B(false), span)?;
+        let value = match v {
+            // A selection by the same positions, narrowed by `m` (`x[m]` of a selection, `masked_getitem`).
+            FV::Masked(s) if s.shape == sel.shape && s.pos == sel.pos && s.mask == narrowed => {
+                let (sd, _) = self.tensor_ty(s.src, span)?;
+                if sd != dt {
+                    return diag(span, super::subscript::index_put_dtypes(dt, sd));
+                }
+                s.src
+            }
+            FV::Tensor(x) if x.shape.iter().product::<usize>() == 1 => {
+                let x = self.read(x, span)?;
+                let x = self.reshape_value(x, &[], span)?;
+                self.cast(x, dt, span)?
+            }
+            FV::Tensor(_) | FV::Masked(_) => return masked_use(&me),
+            number => self.scalar_tensor(number, Some(dt), span)?.0,
+        };
+        let (mt, vt, ot) = (self.t.at(m.src), self.t.at(value), self.t.at(sel.src));
+        let w = self.t.op(OpName::Where, vec![mt, vt, ot]).map_err(Self::tyerr(span))?;
+        env.insert(name.to_string(), FV::Masked(Box::new(Sel { src: w, ..sel.clone() })));
+        Ok(())
     }
 }

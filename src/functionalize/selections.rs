@@ -35,6 +35,25 @@ pub(super) type Sel = super::masked::Sel;
 /// Pointwise ops a selection passes through as its own method, `torch.NAME` or `F.NAME`: the result has the
 /// selection's shape and each element depends only on its own position (casts, activations, clamps).
 const POINTWISE: &[&str] = &[
+    "atan",
+    "arctan",
+    "asin",
+    "arcsin",
+    "acos",
+    "arccos",
+    "tan",
+    "sinh",
+    "cosh",
+    "log2",
+    "log10",
+    "exp2",
+    "deg2rad",
+    "rad2deg",
+    "frac",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
     "to",
     "float",
     "double",
@@ -307,6 +326,10 @@ impl<'m> Fz<'m> {
             "gt" => Some(Binary::Gt),
             "ge" => Some(Binary::Ge),
             "atan2" => Some(Binary::Atan2),
+            "pow" => Some(Binary::Pow),
+            "floor_divide" => Some(Binary::FloorDiv),
+            "remainder" => Some(Binary::Rem),
+            "fmod" => Some(Binary::Fmod),
             _ => None,
         };
         // Binary ops with another selection, a tensor or a number (`torch.min(a, b)` of two tensors only).
@@ -359,6 +382,29 @@ impl<'m> Fz<'m> {
             let op = if name == "mm" { "matmul" } else { name };
             let r = call(self, op, rest.to_vec(), kw.to_vec())?;
             return self.reselect(sel, &r, sel.pos, false, span);
+        }
+        match (name, rest, kw.is_empty()) {
+            ("is_floating_point", [], true) => return Ok(Some(FV::Bool(self.tensor_ty(sel.src, span)?.0.is_float()))),
+            ("dim" | "ndimension", [], true) => return Ok(Some(FV::Int((sel.pos + 1 + after) as i64))),
+            ("numel" | "nelement", [], true) => {
+                let FV::Tuple(dims) = self.masked_attribute(sel, "shape", span)?.expect("a shape") else {
+                    unreachable!("a tuple")
+                };
+                let mut n = FV::Int(1);
+                for d in dims.iter() {
+                    n = self.elementwise(Binary::Mul, &[n, d.clone()], span)?;
+                }
+                return Ok(Some(n));
+            }
+            ("size", [FV::Int(d)], true) => {
+                let FV::Tuple(dims) = self.masked_attribute(sel, "shape", span)?.expect("a shape") else {
+                    unreachable!("a tuple")
+                };
+                let d = wrap_dim(*d, dims.len()).map_err(err(span))?;
+                return Ok(Some(dims[d].clone()));
+            }
+            ("unbind" | "chunk" | "split", ..) => return self.masked_split(name, sel, rest, kw, span),
+            _ => {}
         }
         if matches!(name, "reshape" | "view") {
             return self.masked_reshape(sel, rest, kw, &x, span);
@@ -461,6 +507,23 @@ impl<'m> Fz<'m> {
 impl<'m> Fz<'m> {
     /// `sel[...]` with basic indices that leave the selected dim whole (`sel[:, 1]`, `sel[..., :4]`, `sel[:, None]`).
     pub(super) fn masked_getitem(&mut self, sel: &Sel, idx: &FV, span: Span) -> FR<Option<FV>> {
+        // `sel[m]` with `m` a boolean selection over the same positions (`xkis2[mask]` in torchvision's GIoU): a
+        // selection where both masks hold, its values those of `sel`; a new tensor, as in PyTorch.
+        if let FV::Masked(m) = idx {
+            let (md, _) = self.tensor_ty(m.src, span)?;
+            let (_, after) = self.sel_dims(sel, span)?;
+            if md != DType::Bool
+                || m.mask != sel.mask
+                || m.pos != 0
+                || sel.pos != 0
+                || m.shape != sel.shape
+                || after != 0
+            {
+                return Ok(None);
+            }
+            let both = self.sel_filled(m, Scalar::B(false), span)?;
+            return Ok(Some(FV::Masked(Box::new(Sel { mask: both, obj: both, ..sel.clone() }))));
+        }
         let items: Vec<FV> = match idx {
             FV::Tuple(v) => v.as_ref().clone(),
             other => vec![other.clone()],
@@ -651,5 +714,37 @@ impl<'m> Fz<'m> {
         let n = self.cast(n, dt, span)?;
         let n = FV::Tensor(self.fresh(n, None, span)?);
         Ok(Some(self.elementwise(Binary::Div, &[total, n], span)?))
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// `sel.unbind(d)`, `sel.chunk(k, d)`, `sel.split(size, d)` along a dim of the rows: a tuple of selections.
+    fn masked_split(&mut self, name: &str, sel: &Sel, rest: &[FV], kw: &[(String, FV)], span: Span) -> FR<Option<FV>> {
+        let dim_at = if name == "unbind" { 0 } else { 1 };
+        let d = match (rest.get(dim_at), kw.iter().find(|(k, _)| k == "dim")) {
+            (Some(FV::Int(d)), None) | (None, Some((_, FV::Int(d)))) => *d,
+            (None, None) => 0,
+            _ => return Ok(None),
+        };
+        if kw.iter().any(|(k, _)| k != "dim") || rest.len() > dim_at + 1 || rest.len() < dim_at {
+            return Ok(None);
+        }
+        let Some(vd) = self.view_dim(sel, d, span)? else { return Ok(None) };
+        let x = FV::Tensor(self.fresh(sel.src, None, span)?);
+        let mut args = vec![x];
+        args.extend(rest[..dim_at].iter().cloned());
+        args.push(FV::Int(vd as i64));
+        let a = A::new(args, vec![], span, name.into());
+        let r = self.torch(name, &a, true)?;
+        let items = r.items().unwrap_or_default();
+        let pos = if name == "unbind" && vd < sel.pos { sel.pos - 1 } else { sel.pos };
+        let mut out = Vec::new();
+        for it in &items {
+            match self.reselect(sel, it, pos, true, span)? {
+                Some(v) => out.push(v),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(FV::Tuple(Rc::new(out))))
     }
 }

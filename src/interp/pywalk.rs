@@ -226,6 +226,19 @@ pub trait Exec<'m>: Walk<'m, Env = HashMap<String, <Self as Walk<'m>>::V>> {
     fn inplace_binop(&mut self, a: Self::V, op: BinOp, b: Self::V, span: Span) -> Result<Self::V, Self::Err>;
     /// Name `n` is about to be bound by an assignment (see [`super::pyvalue::ParamObject`]).
     fn binding(&mut self, _n: &str) {}
+    /// `obj[idx] = v` where `obj` is a name bound to `o`: `Some(result)` where the engine sets the item by
+    /// rebinding the name (the functional engine's selections), `None` for `setitem`.
+    fn setitem_named(
+        &mut self,
+        _env: &mut Self::Env,
+        _name: &str,
+        _o: &Self::V,
+        _idx: &Self::V,
+        _v: &Self::V,
+        _span: Span,
+    ) -> Option<Result<(), Self::Err>> {
+        None
+    }
 }
 
 /// A `for` loop run item by item: `target` bound to each, then `body`, until a `break` or `return`.
@@ -317,6 +330,11 @@ pub fn assign<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, target: &'m Expr, v:
         ExprKind::Subscript(obj, idx) => {
             let o = x.eval(env, obj)?;
             let i = x.eval(env, idx)?;
+            if let ExprKind::Name(n) = &obj.kind {
+                if let Some(r) = x.setitem_named(env, n, &o, &i, &v, target.span) {
+                    return r;
+                }
+            }
             x.setitem(&o, &i, &v, target.span)
         }
         ExprKind::Attr(obj, a) => match x.eval(env, obj)?.py() {
