@@ -383,28 +383,8 @@ impl<'m> Fz<'m> {
             let r = call(self, op, rest.to_vec(), kw.to_vec())?;
             return self.reselect(sel, &r, sel.pos, false, span);
         }
-        match (name, rest, kw.is_empty()) {
-            ("is_floating_point", [], true) => return Ok(Some(FV::Bool(self.tensor_ty(sel.src, span)?.0.is_float()))),
-            ("dim" | "ndimension", [], true) => return Ok(Some(FV::Int((sel.pos + 1 + after) as i64))),
-            ("numel" | "nelement", [], true) => {
-                let FV::Tuple(dims) = self.masked_attribute(sel, "shape", span)?.expect("a shape") else {
-                    unreachable!("a tuple")
-                };
-                let mut n = FV::Int(1);
-                for d in dims.iter() {
-                    n = self.elementwise(Binary::Mul, &[n, d.clone()], span)?;
-                }
-                return Ok(Some(n));
-            }
-            ("size", [FV::Int(d)], true) => {
-                let FV::Tuple(dims) = self.masked_attribute(sel, "shape", span)?.expect("a shape") else {
-                    unreachable!("a tuple")
-                };
-                let d = wrap_dim(*d, dims.len()).map_err(err(span))?;
-                return Ok(Some(dims[d].clone()));
-            }
-            ("unbind" | "chunk" | "split", ..) => return self.masked_split(name, sel, rest, kw, span),
-            _ => {}
+        if let Some(r) = self.masked_method(name, sel, rest, kw, span)? {
+            return Ok(Some(r));
         }
         if matches!(name, "reshape" | "view") {
             return self.masked_reshape(sel, rest, kw, &x, span);
@@ -746,5 +726,37 @@ impl<'m> Fz<'m> {
             }
         }
         Ok(Some(FV::Tuple(Rc::new(out))))
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// A selection's methods that describe it or split it: `is_floating_point`, `dim`, `numel` and `size` (the
+    /// selected dim's length a run-time number), `unbind`/`chunk`/`split` along the rows.
+    fn masked_method(&mut self, name: &str, sel: &Sel, rest: &[FV], kw: &[(String, FV)], span: Span) -> FR<Option<FV>> {
+        let (_, after) = self.sel_dims(sel, span)?;
+        match (name, rest, kw.is_empty()) {
+            ("is_floating_point", [], true) => return Ok(Some(FV::Bool(self.tensor_ty(sel.src, span)?.0.is_float()))),
+            ("dim" | "ndimension", [], true) => return Ok(Some(FV::Int((sel.pos + 1 + after) as i64))),
+            ("numel" | "nelement", [], true) => {
+                let FV::Tuple(dims) = self.masked_attribute(sel, "shape", span)?.expect("a shape") else {
+                    unreachable!("a tuple")
+                };
+                let mut n = FV::Int(1);
+                for d in dims.iter() {
+                    n = self.elementwise(Binary::Mul, &[n, d.clone()], span)?;
+                }
+                return Ok(Some(n));
+            }
+            ("size", [FV::Int(d)], true) => {
+                let FV::Tuple(dims) = self.masked_attribute(sel, "shape", span)?.expect("a shape") else {
+                    unreachable!("a tuple")
+                };
+                let d = wrap_dim(*d, dims.len()).map_err(err(span))?;
+                return Ok(Some(dims[d].clone()));
+            }
+            ("unbind" | "chunk" | "split", ..) => return self.masked_split(name, sel, rest, kw, span),
+            _ => {}
+        }
+        Ok(None)
     }
 }
