@@ -306,6 +306,10 @@ impl<'m> Fz<'m> {
                     }
                 }
                 let cur = self.getitem(&o, &i, target.span)?;
+                // A selection held by a list or dict entry is rebound there: nothing else may hold it.
+                if let (FV::Masked(sel), false) = (&cur, matches!(o, FV::Tensor(_))) {
+                    self.sole_holder(env, sel, span)?;
+                }
                 let new = self.inplace_binop(&cur, op, &rhs, span)?;
                 self.setitem(&o, &i, &new, span)
             }
@@ -662,6 +666,9 @@ impl<'m> pyvalue::Exec<'m> for Fz<'m> {
         if self.depth_calls == 1 {
             pyvalue::param_name_bound(&mut self.param_objects, n);
         }
+    }
+    fn expression_statement(&mut self, e: &'m Expr) {
+        self.statement = Some(e.span);
     }
     /// `sel[mask] = v` into a selection bound to a name rebinds the name (`list_writes::masked_setitem`).
     fn setitem_named(&mut self, env: &mut Env, name: &str, o: &FV, idx: &FV, v: &FV, span: Span) -> Option<FR<()>> {

@@ -84,6 +84,14 @@ impl<'m> Fz<'m> {
     pub(super) fn masked_index_write(&mut self, t: &TRef, idx: &FV, v: &FV, span: Span) -> FR<Option<()>> {
         let (items, first) = super::selections::index_items(idx);
         let Some(first) = first else { return Ok(None) };
+        // Into an expanded view (elements sharing memory) the positions do not write one element each.
+        if self.some_choice_shares_memory(t) {
+            return diag(
+                span,
+                "a write at an index list of data-dependent length into a tensor whose elements share memory (an \
+                 `expand`) cannot be functionalized",
+            );
+        }
         // The gather at every position (index 0 where the mask does not hold): its shape, and the bounds check.
         let FV::Masked(old) = self.masked_index_read(t, idx, span)?.expect("an index is a selection") else {
             unreachable!("a gather by index lists is a selection")
@@ -106,6 +114,8 @@ impl<'m> Fz<'m> {
                 if self.roots[x.root].dtype != dt {
                     return diag(span, super::subscript::index_put_dtypes(dt, self.roots[x.root].dtype));
                 }
+                // As `index_put_`: the value must not overlap the written tensor.
+                self.check_inplace(t, &[x], false, span)?;
                 self.read(x, span)?
             }
             FV::Tensor(_) | FV::List(_) | FV::Tuple(_) => return masked_use(&FV::Masked(Box::new(first))),
@@ -225,13 +235,20 @@ impl<'m> Fz<'m> {
         let Some(base) = name.strip_suffix('_').filter(|b| !b.ends_with('_') && !b.is_empty()) else {
             return Ok(None);
         };
-        // On a temporary (a call's or an operator's result) nothing else holds it; on a subscript or attribute
-        // something may.
-        let n = match &obj.kind {
-            ExprKind::Name(n) => Some(n),
-            ExprKind::Call { .. } | ExprKind::Bin(..) | ExprKind::Unary(..) => None,
-            _ => return masked_use(&FV::Masked(Box::new(sel.clone()))),
-        };
+        // On an arithmetic operator's result nothing else holds it (a call may return its argument or a view of
+        // it). On a name, only as a statement of its own: an operand read earlier in the same expression would
+        // keep the old values (`a + a.mul_(2)`).
+        let n =
+            match &obj.kind {
+                ExprKind::Name(n) if self.statement == Some(span) => Some(n),
+                ExprKind::Bin(..) => None,
+                _ => return diag(
+                    span,
+                    "an in-place op on a selection of data-dependent length is supported as a statement of its own on \
+                     a name (`x1.clamp_(min=0)`) or on an arithmetic result; here its other holders or operands read \
+                     before it could keep the old values (the reference engine runs it)",
+                ),
+            };
         let me = FV::Masked(Box::new(sel.clone()));
         let r = match (base, pos) {
             ("add" | "sub" | "mul" | "div", [other]) if kw.is_empty() => {
@@ -296,6 +313,20 @@ impl<'m> Fz<'m> {
             FV::List(l) => FV::Tuple(Rc::new(l.borrow().clone())),
             _ => return Ok(None),
         };
+        // PyTorch's indices are tensors only (no `None`, ints or `...`).
+        if let Some(k) =
+            items.items().unwrap_or_default().iter().position(|x| !matches!(x, FV::Tensor(_) | FV::Masked(_)))
+        {
+            let what = items.items().unwrap_or_default()[k].type_name();
+            return diag(span, format!("expected Tensor as element {k} in argument 0, but got {what}"));
+        }
+        if accumulate && self.some_choice_shares_memory(t) {
+            return diag(
+                span,
+                "index_put_ with accumulate=True at an index list of data-dependent length into a tensor whose \
+                 elements share memory (an `expand`) cannot be functionalized",
+            );
+        }
         let target = t.clone();
         if !accumulate {
             return Ok(self.masked_index_write(&target, &items, &v, span)?.map(|()| FV::Tensor(target)));
@@ -333,6 +364,7 @@ impl<'m> Fz<'m> {
                 if self.roots[x.root].dtype != dt {
                     return diag(span, super::subscript::index_put_dtypes(dt, self.roots[x.root].dtype));
                 }
+                self.check_inplace(t, &[x], false, span)?;
                 let x = self.read(x, span)?;
                 let x = self.reshape_value(x, &[], span)?;
                 let mut shape = mshape.clone();

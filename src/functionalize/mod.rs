@@ -126,6 +126,7 @@ fn functionalize_as_written(
         dyn_depth: 0,
         param_objects: Vec::new(),
         entry_selections: Vec::new(),
+        statement: None,
     };
     let result = fz.program(f, &inputs, scalars);
     let exit = fz.exit_under_dyn_if;
@@ -167,6 +168,8 @@ pub(super) struct Fz<'m> {
     param_objects: Vec<interp::pyvalue::ParamObject<state::TRef>>,
     /// Per function being run, the objects of the selections its arguments reach (its callers hold them too).
     entry_selections: Vec<Vec<state::TId>>,
+    /// Where the expression statement being run is (an in-place op on a selection bound to a name must be one).
+    statement: Option<crate::diag::Span>,
 }
 
 impl<'m> Fz<'m> {

@@ -226,6 +226,8 @@ pub trait Exec<'m>: Walk<'m, Env = HashMap<String, <Self as Walk<'m>>::V>> {
     fn inplace_binop(&mut self, a: Self::V, op: BinOp, b: Self::V, span: Span) -> Result<Self::V, Self::Err>;
     /// Name `n` is about to be bound by an assignment (see [`super::pyvalue::ParamObject`]).
     fn binding(&mut self, _n: &str) {}
+    /// `e` is about to run as an expression statement (its value discarded).
+    fn expression_statement(&mut self, _e: &'m Expr) {}
     /// `obj[idx] = v` where `obj` is a name bound to `o`: `Some(result)` where the engine sets the item by
     /// rebinding the name (the functional engine's selections), `None` for `setitem`.
     fn setitem_named(
@@ -290,6 +292,7 @@ pub fn exec<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, s: &'m Stmt) -> Result
         }
         StmtKind::AugAssign { target, op, value } => x.aug_assign(env, target, *op, value, s.span)?,
         StmtKind::Expr(e) => {
+            x.expression_statement(e);
             x.eval(env, e)?;
         }
         StmtKind::Return(e) => {
