@@ -159,3 +159,18 @@ def losses_on_lists(
     per = torch.zeros(12)
     per[pos] = F.cross_entropy(class_logits[pos], labels[pos], reduction="none")
     return classification_loss, box_loss, ce, per
+
+
+def where_and_signs(x: f32[6, 3], b: f32[3]) -> tuple[f32[6, 3], bool[6, 3]]:
+    # torch.where between selections, tensors of the rows' shape and numbers; unary minus, plus and ~ of selections.
+    (r,) = torch.where(x[:, 0] > -0.2)
+    s = x[r]
+    t = torch.where(s > 0.1, s * 2, -s)
+    u = torch.where(x[r] < 0.0, b, 0.5)
+    v = torch.where(x[r] > 0.5, x[r], x[0])
+    out = torch.zeros(6, 3)
+    out.index_add_(0, r, t + u + v + (-s) + (+s))
+    m = x[:, 0] > -0.2
+    flags = torch.zeros(6, 3, dtype=torch.bool)
+    flags[m] = ~(x[m] > 0.0)
+    return out, flags

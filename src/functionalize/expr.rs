@@ -487,6 +487,14 @@ impl<'m> Fz<'m> {
                 Ok(v.clone())
             }
             (FV::Tensor(_), UnaryOp::Neg) => self.unary(crate::tensor::ops::Unary::Neg, v, span),
+            (FV::Masked(_), UnaryOp::Pos) => Ok(v.clone()),
+            (FV::Masked(sel), UnaryOp::Neg | UnaryOp::Invert) => {
+                let name = if op == UnaryOp::Neg { "neg" } else { "bitwise_not" };
+                match self.masked_call(name, sel, &[], &[], span)? {
+                    Some(r) => Ok(r),
+                    None => super::state::masked_use(v),
+                }
+            }
             (FV::Tensor(_), UnaryOp::Invert) => self.unary(crate::tensor::ops::Unary::BitNot, v, span),
             (FV::DynFloat(t), UnaryOp::Neg) => {
                 let x = self.t.at(*t);

@@ -23,8 +23,31 @@ pub(super) use super::state::Sel;
 impl<'m> Fz<'m> {
     /// `op` over `args`, at least one of them a selection (see the module doc).
     pub(super) fn masked_elementwise(&mut self, op: Binary, args: &[FV], span: Span) -> FR<FV> {
-        // Selections by one mask broadcast against each other where their mask dims line up (as many dims after
-        // them), and against tensors that reach no further than those dims.
+        let (sel, mlen, after, whole) = self.masked_operands(args, span)?;
+        let r = self.elementwise(op, &whole, span)?;
+        let FV::Tensor(r) = r else { return masked_use(&FV::Masked(Box::new(sel))) };
+        // Integer division by a nonzero number, or a power with a non-negative one, cannot raise.
+        let safe = match (op, args.last()) {
+            (Binary::FloorDiv | Binary::Rem | Binary::Fmod, Some(FV::Int(d))) => *d != 0,
+            (Binary::Pow, Some(FV::Int(e))) => *e >= 0,
+            _ => false,
+        };
+        if matches!(op, Binary::FloorDiv | Binary::Rem | Binary::Fmod | Binary::Pow)
+            && !self.roots[r.root].dtype.is_float()
+            && !safe
+        {
+            return masked_use(&FV::Masked(Box::new(sel)));
+        }
+        let v = self.read(&r, span)?;
+        let pos = r.shape.len() - mlen - after;
+        Ok(FV::Masked(Box::new(sel.with(v, r.shape.clone(), pos, false))))
+    }
+
+    /// The operands of an elementwise op among which are selections, each over its whole view: selections by one
+    /// mask broadcast against each other where their mask dims line up (as many dims after them), and against
+    /// tensors that reach no further than those dims. Returns the first selection, its mask's rank, the number of
+    /// dims after it, and the operands.
+    fn masked_operands(&mut self, args: &[FV], span: Span) -> FR<(Sel, usize, usize, Vec<FV>)> {
         let mut first: Option<(Sel, usize, usize)> = None;
         for a in args {
             if let FV::Masked(sel) = a {
@@ -50,20 +73,14 @@ impl<'m> Fz<'m> {
                 other => whole.push(other.clone()),
             }
         }
-        let r = self.elementwise(op, &whole, span)?;
+        Ok((sel, mlen, after, whole))
+    }
+
+    /// `torch.where(c, a, b)` where some of them are selections (by one mask, as `masked_operands` allows).
+    pub(super) fn masked_where(&mut self, args: &[FV], span: Span) -> FR<FV> {
+        let (sel, mlen, after, whole) = self.masked_operands(args, span)?;
+        let r = self.call_op("where", whole, span)?;
         let FV::Tensor(r) = r else { return masked_use(&FV::Masked(Box::new(sel))) };
-        // Integer division by a nonzero number, or a power with a non-negative one, cannot raise.
-        let safe = match (op, args.last()) {
-            (Binary::FloorDiv | Binary::Rem | Binary::Fmod, Some(FV::Int(d))) => *d != 0,
-            (Binary::Pow, Some(FV::Int(e))) => *e >= 0,
-            _ => false,
-        };
-        if matches!(op, Binary::FloorDiv | Binary::Rem | Binary::Fmod | Binary::Pow)
-            && !self.roots[r.root].dtype.is_float()
-            && !safe
-        {
-            return masked_use(&FV::Masked(Box::new(sel)));
-        }
         let v = self.read(&r, span)?;
         let pos = r.shape.len() - mlen - after;
         Ok(FV::Masked(Box::new(sel.with(v, r.shape.clone(), pos, false))))
@@ -141,6 +158,9 @@ impl<'m> Fz<'m> {
             if let Some(r) = self.masked_join(name, pos, kw, span)? {
                 return Ok(r);
             }
+        }
+        if let (Some("where"), 3, true) = (op, pos.len(), kw.is_empty()) {
+            return self.masked_where(pos, span);
         }
         if op == Some("index_add") {
             if let Some(r) = self.masked_index_add("index_add", pos, kw, span)? {
