@@ -159,16 +159,16 @@ fn data_dependent_shapes_are_refused_where_they_are_made() {
         ),
         (
             "def f(x: f32[4, 3]) -> i64[0]:\n    idx = torch.where(x > 5.0)\n    return idx[0]\n",
-            "prog.py:5:11: `torch.where(condition)` with one argument returns the indices of the true elements, whose number depends on the data",
+            "prog.py:5:11: `torch.where(condition)` with one argument (or `nonzero`) returns the indices of the true elements, whose number depends on the data",
         ),
         // Index lists gather rows and work on them row by row; a reduction across the rows depends on their number.
         (
             "def f(x: f32[4, 3]) -> f32[3]:\n    (r,) = torch.where(x[:, 0] > 5.0)\n    return x[r].sum(0)\n",
-            "prog.py:5:12: `torch.where(condition)` with one argument returns the indices of the true elements, whose number depends on the data",
+            "prog.py:5:12: `torch.where(condition)` with one argument (or `nonzero`) returns the indices of the true elements, whose number depends on the data",
         ),
         (
             "def f(x: f32[4, 3]) -> i64[0, 2]:\n    return (x > 5.0).nonzero()\n",
-            "prog.py:5:12: `nonzero` returns the indices of the nonzero elements, whose number depends on the data",
+            "prog.py:5:12: `torch.where(condition)` with one argument (or `nonzero`) returns the indices of the true elements, whose number depends on the data",
         ),
         (
             "def f(x: f32[4], t: i64[3]) -> f32[0]:\n    t[-1] = 0\n    return x.new_ones(t[-1])\n",

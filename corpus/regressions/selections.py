@@ -174,3 +174,18 @@ def where_and_signs(x: f32[6, 3], b: f32[3]) -> tuple[f32[6, 3], bool[6, 3]]:
     flags = torch.zeros(6, 3, dtype=torch.bool)
     flags[m] = ~(x[m] > 0.0)
     return out, flags
+
+
+def nonzero_rows(x: f32[8, 4], raw: i64[8]) -> tuple[f32[4], f32[8], f32[8, 4]]:
+    # mmdetection's positive and negative indices, `nonzero().squeeze(1)` and `nonzero(as_tuple=False).view(-1)`,
+    # and the pairs of a 2-d condition as the columns of `nonzero()`.
+    labels = raw % 3
+    pos_inds = (labels > 0).nonzero().squeeze(1)
+    neg_inds = torch.nonzero(labels == 0, as_tuple=False).view(-1)
+    a = torch.zeros(4).index_add_(0, labels[pos_inds], x[pos_inds, 0])
+    b = torch.zeros(8)
+    b[neg_inds] = 1.0
+    pairs = (x > 0.5).nonzero()
+    c = torch.zeros(8, 4)
+    c[pairs[:, 0], pairs[:, 1]] = 2.0
+    return a, b, c

@@ -157,6 +157,17 @@ impl<'m> Fz<'m> {
         span: Span,
     ) -> FR<Option<FV>> {
         let as_tuple = matches!(kw, [(k, FV::Bool(true))] if k == "as_tuple");
+        // `nonzero()` (`as_tuple=False`), `argwhere`: the lists stacked into [N, ndim], as mmdetection's
+        // `(labels > 0).nonzero().squeeze(1)` takes them.
+        let as_rows = kw.is_empty() || matches!(kw, [(k, FV::Bool(false))] if k == "as_tuple");
+        if let ("nonzero" | "argwhere", [FV::Tensor(c)], true) = (name, pos, as_rows && (torch_call || method)) {
+            if c.shape.is_empty() {
+                return Ok(None);
+            }
+            let lists = self.where_indices(c, span)?;
+            let list = FV::List(Rc::new(std::cell::RefCell::new(lists.items().unwrap_or_default())));
+            return self.masked_join("stack", &[list, FV::Int(1)], &[], span);
+        }
         match (name, pos, kw.is_empty()) {
             ("where", [FV::Tensor(c)], true) | ("nonzero", [FV::Tensor(c)], false)
                 if (torch_call && name == "where") || ((torch_call || method) && as_tuple) =>
@@ -462,13 +473,18 @@ impl<'m> Fz<'m> {
                 _ => return Ok(None),
             }
         }
-        let (mshape, after) = self.sel_dims(sel, span)?;
+        let (mshape, _) = self.sel_dims(sel, span)?;
         let Some(k) = sizes.iter().position(|&n| n == -1) else { return Ok(None) };
         let post = &sel.shape[sel.pos + mshape.len()..];
         let pre: usize = sel.shape[..sel.pos].iter().product();
         let newpre = &sizes[..k];
-        let tail: Vec<i64> = post.iter().map(|&n| n as i64).collect();
-        if sizes[k + 1..] != tail[..] || sizes.len() - k - 1 != after || newpre.iter().any(|&n| n < 0) {
+        // The dims after the selected one may regroup among themselves (`[N, 1] -> [N]`).
+        let tail = &sizes[k + 1..];
+        let post_n: usize = post.iter().product();
+        if tail.iter().any(|&n| n < 0)
+            || tail.iter().product::<i64>() as usize != post_n
+            || newpre.iter().any(|&n| n < 0)
+        {
             return Ok(None);
         }
         if newpre.iter().product::<i64>() as usize != pre {
@@ -476,7 +492,7 @@ impl<'m> Fz<'m> {
         }
         let mut shape: Vec<usize> = newpre.iter().map(|&n| n as usize).collect();
         shape.extend(&mshape);
-        shape.extend(post);
+        shape.extend(tail.iter().map(|&n| n as usize));
         let FV::Tensor(t) = x else { return Ok(None) };
         let v = self.read(t, span)?;
         let v = self.reshape_value(v, &shape, span)?;

@@ -291,9 +291,9 @@ pub(super) fn masked_use<T>(v: &FV) -> FR<T> {
     if listed {
         return diag(
             at,
-            "`torch.where(condition)` with one argument returns the indices of the true elements, whose number \
-             depends on the data (a data-dependent output shape): the functional and optimized engines express such \
-             index lists only in gathers (`x[i]`, `x[None, i]`, `w[i, j, None]`), row-wise work on what they gather \
+            "`torch.where(condition)` with one argument (or `nonzero`) returns the indices of the true elements, \
+             whose number depends on the data (a data-dependent output shape): the functional and optimized engines \
+             express such index lists only in gathers (`x[i]`, `x[None, i]`, `w[i, j, None]`), row-wise work on what they gather \
              (pointwise ops, casts, `linear` or `matmul` by a fixed matrix, reductions and softmax over the rows' \
              own dims, `reshape(-1, ...)`), `index_add_` of such rows at such a list, and `.shape`; this use is not \
              one of them (the reference engine runs it)",
