@@ -130,6 +130,12 @@ fn what_cannot_be_functionalized_is_reported_with_its_location() {
         ("def f(x: f32[6, 3]) -> f32[()]:\n    a = x[x[:, 0] > 0.0]\n    a.mul_(2.0).add_(1.0)\n    return a.sum()\n", "prog.py:5:5: an in-place op on a selection of data-dependent length is supported as a statement of its own"),
         ("def f(x: f32[6, 3]) -> f32[()]:\n    a = x[x[:, 0] > 0.0] * 1.0\n    b = a + a.mul_(2.0)\n    return b.sum()\n", "prog.py:5:13: an in-place op on a selection of data-dependent length is supported as a statement of its own"),
         ("def f(x: f32[6, 3]) -> f32[()]:\n    a = x[x[:, 0] > 0.0]\n    l = [a]\n    l[0] += 1.0\n    return a.sum()\n", "prog.py:6:5: an in-place op on a selection of data-dependent length that another name"),
+        // Writes at index lists PyTorch or the dense form cannot take: into an expanded tensor, non-tensor indices
+        // or values of index_put_, a value overlapping the destination.
+        ("def f(x: f32[6, 3]) -> f32[6, 3]:\n    (r,) = torch.where(x[:, 0] > 0.0)\n    z = torch.zeros(1, 3).expand(6, 3)\n    z[r] = 1.0\n    return z\n", "prog.py:6:5: a write at an index list of data-dependent length into a tensor whose elements share memory"),
+        ("def f(y: f32[6, 6]) -> f32[6, 6]:\n    (r,) = torch.where(y[:, 0] > 0.0)\n    y.index_put_((None, r), torch.tensor(5.0))\n    return y\n", "prog.py:5:5: expected Tensor as element 0 in argument 0, but got NoneType"),
+        ("def f(y: f32[6, 6]) -> f32[6, 6]:\n    (r,) = torch.where(y[:, 0] > 0.0)\n    y.index_put_((r,), 5.0)\n    return y\n", "prog.py:5:5: index_put_(): argument 'values' (position 2) must be Tensor, not float"),
+        ("def f(y: f32[6, 3]) -> f32[6, 3]:\n    (r,) = torch.where(y[:, 0] > 0.0)\n    y[r] = y[0]\n    return y\n", "prog.py:5:5: unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location"),
         ("def g(a):\n    a.mul_(2.0)\n\ndef f(x: f32[6, 3]) -> f32[6, 3]:\n    (r,) = torch.where(x[:, 0] > 0.0)\n    a = x[r] * 2\n    g(a)\n    x[r] = a\n    return x\n", "prog.py:4:5: an in-place op on a selection of data-dependent length that another name"),
         // A module-level tensor was `None` to the functionalizer: `W is None` silently took the other path.
         ("W = torch.ones(3)\n\ndef f(x: f32[3]) -> f32[3]:\n    if W is None:\n        return x\n    return x * W\n", "prog.py:6:8: cannot functionalize: `W` is a module-level tensor"),

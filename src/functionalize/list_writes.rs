@@ -250,21 +250,8 @@ impl<'m> Fz<'m> {
                 ),
             };
         let me = FV::Masked(Box::new(sel.clone()));
-        let r = match (base, pos) {
-            ("add" | "sub" | "mul" | "div", [other]) if kw.is_empty() => {
-                let op = match base {
-                    "add" => Binary::Add,
-                    "sub" => Binary::Sub,
-                    "mul" => Binary::Mul,
-                    _ => Binary::Div,
-                };
-                Some(self.elementwise(op, &[me.clone(), other.clone()], span)?)
-            }
-            _ => match pos.iter().chain(kw.iter().map(|(_, v)| v)).any(|v| super::state::find_masked(v).is_some()) {
-                true => None,
-                false => self.masked_call(base, sel, pos, kw, span)?,
-            },
-        };
+        // The op out of place (`lifted_call` takes binary ops with another selection, and refuses others).
+        let r = self.masked_call(base, sel, pos, kw, span)?;
         let Some(FV::Masked(new)) = r else { return masked_use(&me) };
         if new.shape != sel.shape || new.pos != sel.pos {
             return masked_use(&me);

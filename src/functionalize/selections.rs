@@ -359,7 +359,7 @@ impl<'m> Fz<'m> {
         if rest.iter().chain(kw.iter().map(|(_, v)| v)).any(|v| super::state::find_masked(v).is_some()) {
             return Ok(None);
         }
-        let (mshape, after) = self.sel_dims(sel, span)?;
+        let (_, after) = self.sel_dims(sel, span)?;
         let x = FV::Tensor(self.fresh(sel.src, None, span)?);
         let call = |s: &mut Self, op: &str, rest: Vec<FV>, kw: Vec<(String, FV)>| -> FR<FV> {
             let a = A::new([vec![x.clone()], rest].concat(), kw, span, op.into());
@@ -438,7 +438,6 @@ impl<'m> Fz<'m> {
         };
         let reduces = !matches!(name, "softmax" | "log_softmax" | "cumsum" | "cumprod");
         let pos = if reduces && !keepdim { sel.pos - before } else { sel.pos };
-        let _ = mshape;
         let r = call(self, name, rest, kw)?;
         match r {
             FV::Named(items, names) => {
