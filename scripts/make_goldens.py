@@ -24,8 +24,17 @@ import torch
 M64 = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
 STORE_INPUTS_UNDER = 256 * 1024  # bytes
-DTYPES = {"f32": np.float32, "f64": np.float64, "i64": np.int64, "i32": np.int32, "bool": np.bool_}
-ANN = re.compile(r"^\s*(f32|f64|i64|i32|bool)\[(.*)\]\s*$")
+DTYPES = {
+    "f32": np.float32,
+    "f64": np.float64,
+    "i64": np.int64,
+    "i32": np.int32,
+    "i16": np.int16,
+    "i8": np.int8,
+    "u8": np.uint8,
+    "bool": np.bool_,
+}
+ANN = re.compile(r"^\s*(f32|f64|i64|i32|i16|i8|u8|bool)\[(.*)\]\s*$")
 
 
 def mix(z):
@@ -43,7 +52,7 @@ def random_input(seed, p, dtype, shape):
         u = mix(key + i * np.uint64(GOLDEN))
     if dtype in ("f32", "f64"):
         vals = (u >> np.uint64(40)).astype(np.float64) / float(1 << 23) - 1.0
-    elif dtype in ("i64", "i32"):
+    elif dtype in ("i64", "i32", "i16", "i8", "u8"):
         vals = ((u >> np.uint64(32)) % np.uint64(10)).astype(np.int64)
     else:
         vals = (u >> np.uint64(63)) == 1

@@ -75,7 +75,9 @@ impl Input {
     pub unsafe fn borrowed(dtype: DType, ptr: *const u8, len: usize) -> Result<Input, String> {
         let ptr = NonNull::new(ptr as *mut u8).ok_or("a null pointer")?;
         match dtype {
-            DType::F32 | DType::F64 | DType::I32 | DType::I64 => Ok(Input::Borrowed(Borrowed { dtype, ptr, len })),
+            DType::F32 | DType::F64 | DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 => {
+                Ok(Input::Borrowed(Borrowed { dtype, ptr, len }))
+            }
             _ => Err(format!("{} elements are copied, not read in place", dtype.annotation())),
         }
     }
@@ -100,6 +102,9 @@ impl Input {
                 DType::F64 => Buf::F64(Store::borrowed(ptr.cast(), len)),
                 DType::I32 => Buf::I32(Store::borrowed(ptr.cast(), len)),
                 DType::I64 => Buf::I64(Store::borrowed(ptr.cast(), len)),
+                DType::I16 => Buf::I16(Store::borrowed(ptr.cast(), len)),
+                DType::I8 => Buf::I8(Store::borrowed(ptr.cast(), len)),
+                DType::U8 => Buf::U8(Store::borrowed(ptr.cast(), len)),
                 _ => unreachable!("refused by Input::borrowed"),
             }
         }
@@ -184,11 +189,14 @@ pub fn write_bytes(buf: &Buf, out: &mut [u8]) {
         };
     }
     match buf {
+        Buf::Bool(v) => out.iter_mut().zip(v.iter()).for_each(|(o, b)| *o = *b as u8),
         Buf::F32(v) => put!(v, 4),
         Buf::F64(v) => put!(v, 8),
         Buf::I64(v) => put!(v, 8),
         Buf::I32(v) => put!(v, 4),
-        Buf::Bool(v) => out.iter_mut().zip(v.iter()).for_each(|(o, b)| *o = *b as u8),
+        Buf::I16(v) => put!(v, 2),
+        Buf::I8(v) => put!(v, 1),
+        Buf::U8(v) => put!(v, 1),
     }
 }
 

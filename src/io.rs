@@ -34,6 +34,9 @@ pub fn random_input(seed: u64, param_index: usize, dtype: DType, shape: &[usize]
         DType::F64 => Buf::F64(u.map(float).collect()),
         DType::I64 => Buf::I64(u.map(|x| ((x >> 32) % 10) as i64).collect()),
         DType::I32 => Buf::I32(u.map(|x| ((x >> 32) % 10) as i32).collect()),
+        DType::I16 => Buf::I16(u.map(|x| ((x >> 32) % 10) as i16).collect()),
+        DType::I8 => Buf::I8(u.map(|x| ((x >> 32) % 10) as i8).collect()),
+        DType::U8 => Buf::U8(u.map(|x| ((x >> 32) % 10) as u8).collect()),
         DType::Bool => Buf::Bool(u.map(|x| (x >> 63) == 1).collect()),
         DType::F16 | DType::BF16 => {
             return Err(Diagnostic::new(format!("dtype {} is not supported yet", dtype.annotation())))
@@ -83,8 +86,13 @@ pub fn read_npy(path: &Path) -> Result<Tensor, Diagnostic> {
         "f8" => Buf::F64(npy.into_vec::<f64>().map_err(bad)?.into()),
         "i8" => Buf::I64(npy.into_vec::<i64>().map_err(bad)?.into()),
         "i4" => Buf::I32(npy.into_vec::<i32>().map_err(bad)?.into()),
+        "i2" => Buf::I16(npy.into_vec::<i16>().map_err(bad)?.into()),
+        "i1" => Buf::I8(npy.into_vec::<i8>().map_err(bad)?.into()),
+        "u1" => Buf::U8(npy.into_vec::<u8>().map_err(bad)?.into()),
         "b1" => Buf::Bool(npy.into_vec::<bool>().map_err(bad)?.into()),
-        other => return Err(fail(format!("unsupported .npy dtype `{other}` (supported: f4, f8, i8, i4, b1)"))),
+        other => {
+            return Err(fail(format!("unsupported .npy dtype `{other}` (supported: f4, f8, i8, i4, i2, i1, u1, b1)")))
+        }
     };
     if buf.len() != shape.iter().product::<usize>() {
         return Err(fail("truncated .npy file".into()));
@@ -113,6 +121,9 @@ pub fn write_npy(path: &Path, t: &Tensor) -> Result<(), Diagnostic> {
         Buf::F64(v) => put!(v, f64),
         Buf::I64(v) => put!(v, i64),
         Buf::I32(v) => put!(v, i32),
+        Buf::I16(v) => put!(v, i16),
+        Buf::I8(v) => put!(v, i8),
+        Buf::U8(v) => put!(v, u8),
         Buf::Bool(v) => put!(v, bool),
     }
     Ok(())

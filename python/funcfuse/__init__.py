@@ -64,6 +64,9 @@ _NP_DTYPES = {
     np.dtype(np.float64): "f64",
     np.dtype(np.int64): "i64",
     np.dtype(np.int32): "i32",
+    np.dtype(np.int16): "i16",
+    np.dtype(np.int8): "i8",
+    np.dtype(np.uint8): "u8",
     np.dtype(np.bool_): "bool",
 }
 _NP_OF = {v: k for k, v in _NP_DTYPES.items()}
@@ -199,7 +202,7 @@ class _Arg:
                 arr = value.detach().numpy()
             except (TypeError, RuntimeError):  # bfloat16 and others NumPy has no dtype for
                 raise Unsupported(
-                    f"argument `{name}` has dtype {value.dtype}; supported: float32, float64, int64, int32, bool"
+                    f"argument `{name}` has dtype {value.dtype}; supported: float32, float64, int64, int32, int16, int8, uint8, bool"
                 ) from None
             self._array(arr, arr.dtype)
         else:
@@ -211,7 +214,7 @@ class _Arg:
     def _array(self, arr, dtype):
         kind = _NP_DTYPES.get(np.dtype(dtype).newbyteorder("="))
         if kind is None:
-            raise Unsupported(f"argument `{self.name}` has dtype {dtype}; supported: float32, float64, int64, int32, bool")
+            raise Unsupported(f"argument `{self.name}` has dtype {dtype}; supported: float32, float64, int64, int32, int16, int8, uint8, bool")
         self.kind, self.shape, self.array = kind, tuple(int(d) for d in arr.shape), arr
 
     def spec(self):

@@ -51,8 +51,8 @@ struct Plan {
 
 #[pymethods]
 impl Plan {
-    /// `params`: one `(name, kind, shape, value)` per parameter; kind is a tensor dtype (`f32`, `f64`, `i64`, `i32`,
-    /// `bool`, with its shape) or `int`, `float`, `pybool` (with its value). `rules`: user rule files or folders,
+    /// `params`: one `(name, kind, shape, value)` per parameter; kind is a tensor dtype (`f32`, `f64`, `i64`,
+    /// `i32`, `i16`, `i8`, `u8`, `bool`, with its shape) or `int`, `float`, `pybool` (with its value). `rules`: user rule files or folders,
     /// checked before use. `backend`: `c`, `cuda`, `cuda-emu`, or None to plan without compiling kernels.
     #[new]
     #[pyo3(signature = (path, source, func, indents, params, rules, backend, unchecked_rules=false, fast_math=false))]
@@ -130,8 +130,8 @@ impl Plan {
     }
 
     /// Runs the plan on one array per tensor parameter, in `inputs` order: any object with the buffer protocol
-    /// holding that parameter's dtype (native byte order; bool as uint8) and element count. C-contiguous f32, f64,
-    /// i32 and i64 arrays are read in place, without a copy (they must not be written by another thread during
+    /// holding that parameter's dtype (native byte order; bool as uint8) and element count. C-contiguous arrays of
+    /// every dtype but bool are read in place, without a copy (they must not be written by another thread during
     /// the call); others are copied once. `dests`: for parameters the program writes, the array (same protocol,
     /// writable) its final value is written into once the run has succeeded.
     /// Returns `(returns, returns_tuple, mutated)`: returns as `(dtype, shape, bytearray)`, mutated (the written
@@ -200,6 +200,9 @@ macro_rules! each {
             View::F64($b) => $e,
             View::I32($b) => $e,
             View::I64($b) => $e,
+            View::I16($b) => $e,
+            View::I8($b) => $e,
+            View::U8($b) => $e,
             View::Bool($b) => $e,
         }
     };
@@ -211,6 +214,9 @@ enum View {
     F64(PyBuffer<f64>),
     I32(PyBuffer<i32>),
     I64(PyBuffer<i64>),
+    I16(PyBuffer<i16>),
+    I8(PyBuffer<i8>),
+    U8(PyBuffer<u8>),
     Bool(PyBuffer<u8>),
 }
 
@@ -222,6 +228,9 @@ impl View {
             "f64" => View::F64(PyBuffer::get(obj).map_err(bad)?),
             "i32" => View::I32(PyBuffer::get(obj).map_err(bad)?),
             "i64" => View::I64(PyBuffer::get(obj).map_err(bad)?),
+            "i16" => View::I16(PyBuffer::get(obj).map_err(bad)?),
+            "i8" => View::I8(PyBuffer::get(obj).map_err(bad)?),
+            "u8" => View::U8(PyBuffer::get(obj).map_err(bad)?),
             "bool" => View::Bool(PyBuffer::get(obj).map_err(bad)?),
             other => return Err(Unsupported::new_err(format!("tensors of dtype {other} are not supported"))),
         };
@@ -273,6 +282,9 @@ impl View {
             View::F64(b) => take!(b, DType::F64, F64),
             View::I32(b) => take!(b, DType::I32, I32),
             View::I64(b) => take!(b, DType::I64, I64),
+            View::I16(b) => take!(b, DType::I16, I16),
+            View::I8(b) => take!(b, DType::I8, I8),
+            View::U8(b) => take!(b, DType::U8, U8),
             // Copied: a byte other than 0 and 1 is not a bool.
             View::Bool(b) => Input::Owned(Buf::Bool(b.to_vec(py)?.into_iter().map(|x| x != 0).collect())),
         })
@@ -293,6 +305,9 @@ impl View {
             (View::F64(d), Buf::F64(v)) => d.copy_from_slice(py, v),
             (View::I32(d), Buf::I32(v)) => d.copy_from_slice(py, v),
             (View::I64(d), Buf::I64(v)) => d.copy_from_slice(py, v),
+            (View::I16(d), Buf::I16(v)) => d.copy_from_slice(py, v),
+            (View::I8(d), Buf::I8(v)) => d.copy_from_slice(py, v),
+            (View::U8(d), Buf::U8(v)) => d.copy_from_slice(py, v),
             (View::Bool(d), Buf::Bool(v)) => d.copy_from_slice(py, &v.iter().map(|&b| b as u8).collect::<Vec<u8>>()),
             _ => Err(PyValueError::new_err("a written parameter changed dtype")),
         }

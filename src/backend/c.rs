@@ -16,7 +16,7 @@ use crate::lower::exec::Device;
 use crate::lower::index::{ravel, Idx};
 use crate::lower::kernel::{c_type, Dot, Expr, Kernel, MAX_DOT_POINTS};
 use crate::lower::Plan;
-use crate::tensor::{Buf, DType, Tensor};
+use crate::tensor::{DType, Tensor};
 
 type KernelFn = unsafe extern "C" fn(*const *mut std::ffi::c_void, *const i64);
 
@@ -500,13 +500,7 @@ impl Symbols {
 /// buffers they made ([`crate::lower::exec::shares_inputs`]), so no kernel writes through it.
 fn ptr(t: &Tensor) -> *mut std::ffi::c_void {
     let mut b = t.buf.borrow_mut();
-    match &mut *b {
-        Buf::Bool(v) => v.kernel_ptr() as *mut _,
-        Buf::I32(v) => v.kernel_ptr() as *mut _,
-        Buf::I64(v) => v.kernel_ptr() as *mut _,
-        Buf::F32(v) => v.kernel_ptr() as *mut _,
-        Buf::F64(v) => v.kernel_ptr() as *mut _,
-    }
+    crate::each_buf!(&mut *b, v => v.kernel_ptr() as *mut _)
 }
 
 /// Buffers a device allocated, by dtype and length, handed out again once nothing but the pool holds them: a

@@ -23,6 +23,8 @@ pub(crate) const HEADER: &str = r#"typedef long long int64_t;
 typedef unsigned long long uint64_t;
 typedef int int32_t;
 typedef unsigned char uint8_t;
+typedef signed char int8_t;
+typedef short int16_t;
 #define INFINITY __longlong_as_double(0x7ff0000000000000ULL)
 #define NAN __longlong_as_double(0x7ff8000000000000ULL)
 #define INT64_MIN (-9223372036854775807LL - 1)
@@ -151,6 +153,9 @@ fn bytes_of(t: &Tensor) -> Vec<u8> {
     let b = t.buf.borrow();
     match &*b {
         crate::tensor::Buf::Bool(v) => v.iter().map(|&x| x as u8).collect(),
+        crate::tensor::Buf::U8(v) => v.to_vec(),
+        crate::tensor::Buf::I8(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        crate::tensor::Buf::I16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         crate::tensor::Buf::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         crate::tensor::Buf::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         crate::tensor::Buf::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
@@ -162,6 +167,9 @@ fn tensor_of(bytes: &[u8], d: DType, shape: &[usize]) -> Result<Tensor, String> 
     use crate::tensor::Buf;
     let buf = match d {
         DType::Bool => Buf::Bool(bytes.iter().map(|&b| b != 0).collect()),
+        DType::U8 => Buf::U8(bytes.to_vec().into()),
+        DType::I8 => Buf::I8(bytes.iter().map(|&b| b as i8).collect()),
+        DType::I16 => Buf::I16(bytes.chunks_exact(2).map(|c| i16::from_le_bytes(c.try_into().unwrap())).collect()),
         DType::I32 => Buf::I32(bytes.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()),
         DType::I64 => Buf::I64(bytes.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()),
         DType::F32 => Buf::F32(bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()),

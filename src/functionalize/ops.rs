@@ -489,7 +489,16 @@ impl<'m> Fz<'m> {
         let x = self.t.at(x);
         let l = self.lit_ints(dims);
         let k = self.t.leaf(Node::Bool(crate::ir::BoolLit(keep)));
-        self.fresh_op(op, vec![x, l, k], None, span)
+        match dtype {
+            // Integer sums accumulate in int64; `dtype=torch.int32` (or narrower) wraps the total into it, which
+            // accumulating in that dtype gives too (wrap-around is addition modulo 2^bits).
+            Some(d) if !d.is_float() => {
+                let r = self.t.op(op, vec![x, l, k]).map_err(Self::tyerr(span))?;
+                let r = self.cast(r, d, span)?;
+                Ok(FV::Tensor(self.fresh(r, None, span)?))
+            }
+            _ => self.fresh_op(op, vec![x, l, k], None, span),
+        }
     }
 
     /// A constant tensor from static values.

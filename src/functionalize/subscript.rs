@@ -58,7 +58,16 @@ impl<'m> Fz<'m> {
     /// A Python index value as an index tensor, if it is an advanced index.
     pub(super) fn index_tensor(&mut self, v: &FV, span: Span) -> FR<Option<TRef>> {
         match v {
+            // A uint8 index is a mask, as PyTorch reads it (with a deprecation warning), 0-d ones included.
+            FV::Tensor(t) if self.roots[t.root].dtype == DType::U8 => {
+                let x = self.read(t, span)?;
+                let m = self.cast(x, DType::Bool, span)?;
+                Ok(Some(self.fresh(m, None, span)?))
+            }
             FV::Tensor(t) if t.shape.is_empty() && self.roots[t.root].dtype != DType::Bool => Ok(None),
+            FV::Tensor(t) if matches!(self.roots[t.root].dtype, DType::I8 | DType::I16) => {
+                diag(span, "tensors used as indices must be long, int, byte or bool tensors")
+            }
             FV::Tensor(t) => Ok(Some(t.clone())),
             FV::List(_) => {
                 let items = v.items().unwrap_or_default();
@@ -243,6 +252,16 @@ impl<'m> Fz<'m> {
         }
         let r = self.resolve(t, idx, span)?;
         let dt = self.roots[t.root].dtype;
+        let items = match idx {
+            FV::Tuple(v) => v.as_ref().clone(),
+            other => vec![other.clone()],
+        };
+        let byte = items.iter().any(|i| matches!(i, FV::Tensor(x) if self.roots[x.root].dtype == DType::U8));
+        let zero_d = matches!(v, FV::Tensor(x) if x.shape.is_empty())
+            || matches!(v, FV::Int(_) | FV::Float(_) | FV::Bool(_) | FV::DynInt(_) | FV::DynFloat(_) | FV::DynBool(_));
+        if byte && r.adv.len() == 1 && zero_d {
+            return diag(span, crate::tensor::index::BYTE_MASK_FILL);
+        }
         if matches!(v, FV::List(_) | FV::Tuple(_)) {
             return diag(span, format!("can't assign a {} to a torch.{}Tensor", v.type_name(), dt.name()));
         }

@@ -105,7 +105,8 @@ impl<'m> Fz<'m> {
             }
             "where" => {
                 let c = a.tensor(0, "condition")?;
-                if self.roots[c.root].dtype != DType::Bool {
+                // PyTorch takes a uint8 condition as a boolean one.
+                if !matches!(self.roots[c.root].dtype, DType::Bool | DType::U8) {
                     return diag(
                         span,
                         format!(
@@ -333,7 +334,8 @@ impl<'m> Fz<'m> {
                 let x = a.tensor(0, "input")?;
                 Ok(FV::Str(self.roots[x.root].dtype.legacy_type_name().into()))
             }
-            "float" | "double" | "half" | "bfloat16" | "long" | "int" | "bool" | "to" | "type" | "type_as" => {
+            "float" | "double" | "half" | "bfloat16" | "long" | "int" | "short" | "char" | "byte" | "bool" | "to"
+            | "type" | "type_as" => {
                 let x = a.tensor(0, "input")?;
                 let dt = match name {
                     m if DType::of_method(m).is_some() => DType::of_method(m).expect("checked"),

@@ -60,14 +60,9 @@ pub(crate) fn typed_tensor(name: &str, npos: usize, first: Option<&str>, nkw: us
         "DoubleTensor" => DType::F64,
         "LongTensor" => DType::I64,
         "IntTensor" => DType::I32,
-        "ShortTensor" | "CharTensor" | "ByteTensor" => {
-            let t = match name {
-                "ShortTensor" => "torch.int16",
-                "CharTensor" => "torch.int8",
-                _ => "torch.uint8",
-            };
-            return Err(crate::tensor::unsupported_torch_dtype(t).unwrap_or_default());
-        }
+        "ShortTensor" => DType::I16,
+        "CharTensor" => DType::I8,
+        "ByteTensor" => DType::U8,
         "BoolTensor" => DType::Bool,
         _ => return Ok(None),
     };

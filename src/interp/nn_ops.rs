@@ -378,6 +378,9 @@ pub(crate) fn pool_pad_value(d: DType) -> Scalar {
     match d {
         DType::I64 => Scalar::I(i64::MIN),
         DType::I32 => Scalar::I(i32::MIN as i64),
+        DType::I16 => Scalar::I(i16::MIN as i64),
+        DType::I8 => Scalar::I(i8::MIN as i64),
+        DType::U8 => Scalar::I(0),
         _ => Scalar::F(f64::NEG_INFINITY),
     }
 }

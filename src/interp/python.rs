@@ -269,6 +269,9 @@ pub(crate) fn type_info(which: &str, d: Option<DType>) -> Result<(Vec<Value>, &'
         ("finfo", DType::BF16) => f(16, 0.0078125, 3.3895313892515355e38, f32::MIN_POSITIVE as f64, 0.01),
         ("iinfo", DType::I64) if d.is_some() => i(64, i64::MIN, i64::MAX),
         ("iinfo", DType::I32) => i(32, i32::MIN as i64, i32::MAX as i64),
+        ("iinfo", DType::I16) => i(16, i16::MIN as i64, i16::MAX as i64),
+        ("iinfo", DType::I8) => i(8, i8::MIN as i64, i8::MAX as i64),
+        ("iinfo", DType::U8) => i(8, 0, u8::MAX as i64),
         ("finfo", _) => {
             Err("torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'".into())
         }

@@ -39,7 +39,7 @@ fn matches_one(ann: &TypeAnn, (dtype, shape): &(DType, Vec<usize>)) -> bool {
 }
 
 fn show_one((dtype, shape): &(DType, Vec<usize>)) -> String {
-    format!("{}{}", dtype_ann(*dtype), fmt_shape(shape))
+    format!("{}{}", dtype.annotation(), fmt_shape(shape))
 }
 
 fn show_got(got: &[(DType, Vec<usize>)], tuple: bool) -> String {
@@ -51,24 +51,11 @@ fn show_got(got: &[(DType, Vec<usize>)], tuple: bool) -> String {
 
 fn show_ann(ann: &TypeAnn) -> String {
     match ann {
-        TypeAnn::Tensor { dtype, shape } => format!("{}{}", dtype_ann(*dtype), fmt_shape(shape)),
+        TypeAnn::Tensor { dtype, shape } => format!("{}{}", dtype.annotation(), fmt_shape(shape)),
         TypeAnn::Int => "int".into(),
         TypeAnn::Float => "float".into(),
         TypeAnn::Bool => "bool".into(),
         TypeAnn::Tuple(items) => format!("tuple[{}]", items.iter().map(show_ann).collect::<Vec<_>>().join(", ")),
         TypeAnn::Opaque => "...".into(),
-    }
-}
-
-/// The dtype as annotations spell it (`f32`, `i64`, ...).
-fn dtype_ann(d: DType) -> &'static str {
-    match d {
-        DType::F32 => "f32",
-        DType::F64 => "f64",
-        DType::I64 => "i64",
-        DType::I32 => "i32",
-        DType::Bool => "bool",
-        DType::F16 => "f16",
-        DType::BF16 => "bf16",
     }
 }

@@ -14,12 +14,19 @@ struct Resolved {
     /// Whether the advanced index is one boolean mask and nothing else: PyTorch then assigns a 0-d value with
     /// `masked_fill_`, which casts it (with index tensors besides, `x[m, i[m]] = tensor(1)`, the dtypes must match).
     has_mask: bool,
+    /// Whether that mask is a uint8 one: PyTorch's `masked_fill_` refuses it, so a 0-d value cannot be assigned.
+    byte_mask: bool,
 }
 
 /// A Python index value turned into an index tensor, if it is an advanced index.
 fn as_index_tensor(v: &Value) -> AResult<Option<Tensor>> {
     match v {
+        // A uint8 index is a mask, as PyTorch reads it (with a deprecation warning), 0-d ones included.
+        Value::Tensor(t) if t.dtype() == DType::U8 => Ok(Some(t.to_dtype(DType::Bool)?)),
         Value::Tensor(t) if t.dim() == 0 && t.dtype() != DType::Bool => Ok(None),
+        Value::Tensor(t) if matches!(t.dtype(), DType::I8 | DType::I16) => {
+            Err("tensors used as indices must be long, int, byte or bool tensors".into())
+        }
         Value::Tensor(t) => Ok(Some(t.clone())),
         Value::List(_) => {
             let mut shape = Vec::new();
@@ -60,12 +67,13 @@ fn resolve(t: &Tensor, idx: &Value) -> AResult<Resolved> {
     let mut d = 0usize;
     let mut adv: Vec<(usize, Tensor)> = Vec::new();
     let mut seen_ellipsis = false;
+    let mut byte = false;
     for it in &items {
         match it {
             Value::Int(_) => {
                 view = view.select(d as i64, to_int(it)?)?;
             }
-            Value::Tensor(ix) if ix.dim() == 0 && ix.dtype() != DType::Bool => {
+            Value::Tensor(ix) if ix.dim() == 0 && !matches!(ix.dtype(), DType::Bool | DType::U8) => {
                 if ix.dtype().is_float() {
                     return Err("tensors used as indices must be long, int, byte or bool tensors".into());
                 }
@@ -91,6 +99,7 @@ fn resolve(t: &Tensor, idx: &Value) -> AResult<Resolved> {
             }
             other => match as_index_tensor(other)? {
                 Some(ix) => {
+                    byte |= matches!(other, Value::Tensor(t) if t.dtype() == DType::U8);
                     let width = if ix.dtype() == DType::Bool { ix.dim() } else { 1 };
                     adv.push((d, ix));
                     d += width;
@@ -100,7 +109,7 @@ fn resolve(t: &Tensor, idx: &Value) -> AResult<Resolved> {
         }
     }
     if adv.is_empty() {
-        return Ok(Resolved { view, adv: None, has_mask: false });
+        return Ok(Resolved { view, adv: None, has_mask: false, byte_mask: false });
     }
     let has_mask = adv.len() == 1 && adv[0].1.dtype() == DType::Bool;
     let mut list = Vec::new();
@@ -117,7 +126,7 @@ fn resolve(t: &Tensor, idx: &Value) -> AResult<Resolved> {
             }
         }
     }
-    Ok(Resolved { view, adv: Some(list), has_mask })
+    Ok(Resolved { view, adv: Some(list), has_mask, byte_mask: has_mask && byte })
 }
 
 /// `t[idx]`.
@@ -160,6 +169,8 @@ pub fn setitem(t: &Tensor, idx: &Value, value: &Value) -> AResult<()> {
             r.view.write_scalars(&vec![s; n]);
             Ok(())
         }
+        (Some(_), Value::Tensor(v)) if r.byte_mask && v.dim() == 0 => Err(index::BYTE_MASK_FILL.into()),
+        (Some(_), v) if r.byte_mask && !matches!(v, Value::Tensor(_)) => Err(index::BYTE_MASK_FILL.into()),
         (Some(adv), Value::Tensor(v)) => {
             if v.dtype() != t.dtype() && !(r.has_mask && v.dim() == 0) {
                 return Err(format!(

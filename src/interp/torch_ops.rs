@@ -509,7 +509,8 @@ impl<'m> Interp<'m> {
             "type" if a.opt(1, "dtype").is_none() => {
                 Ok(Value::Str(a.tensor(0, "input")?.dtype().legacy_type_name().into()))
             }
-            "float" | "double" | "half" | "bfloat16" | "long" | "int" | "bool" | "to" | "type" | "type_as" => {
+            "float" | "double" | "half" | "bfloat16" | "long" | "int" | "short" | "char" | "byte" | "bool" | "to"
+            | "type" | "type_as" => {
                 let x = a.tensor(0, "input")?;
                 let dt = match name {
                     m if DType::of_method(m).is_some() => DType::of_method(m).expect("checked"),

@@ -327,7 +327,9 @@ pub fn c_type(d: DType) -> &'static str {
         DType::F64 => "double",
         DType::I64 => "int64_t",
         DType::I32 => "int32_t",
-        DType::Bool => "uint8_t",
+        DType::I16 => "int16_t",
+        DType::I8 => "int8_t",
+        DType::U8 | DType::Bool => "uint8_t",
         DType::F16 | DType::BF16 => "float",
     }
 }

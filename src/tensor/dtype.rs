@@ -4,6 +4,9 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     Bool,
+    U8,
+    I8,
+    I16,
     I32,
     I64,
     F16,
@@ -21,6 +24,20 @@ pub enum Kind {
 }
 
 impl DType {
+    /// Every dtype, in promotion order.
+    pub const ALL: [DType; 10] = [
+        DType::Bool,
+        DType::U8,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+
     /// The dtype named by a program annotation (`f32`, `i64`, ...).
     pub fn from_annotation(name: &str) -> Option<DType> {
         Some(match name {
@@ -30,6 +47,9 @@ impl DType {
             "bf16" => DType::BF16,
             "i64" => DType::I64,
             "i32" => DType::I32,
+            "i16" => DType::I16,
+            "i8" => DType::I8,
+            "u8" => DType::U8,
             "bool" => DType::Bool,
             _ => return None,
         })
@@ -44,6 +64,9 @@ impl DType {
             "bfloat16" => DType::BF16,
             "int64" | "long" => DType::I64,
             "int32" | "int" => DType::I32,
+            "int16" | "short" => DType::I16,
+            "int8" => DType::I8,
+            "uint8" => DType::U8,
             "bool" => DType::Bool,
             _ => return None,
         })
@@ -58,6 +81,9 @@ impl DType {
             "bfloat16" => DType::BF16,
             "long" => DType::I64,
             "int" => DType::I32,
+            "short" => DType::I16,
+            "char" => DType::I8,
+            "byte" => DType::U8,
             "bool" => DType::Bool,
             _ => return None,
         })
@@ -66,6 +92,9 @@ impl DType {
     pub fn annotation(self) -> &'static str {
         match self {
             DType::Bool => "bool",
+            DType::U8 => "u8",
+            DType::I8 => "i8",
+            DType::I16 => "i16",
             DType::I32 => "i32",
             DType::I64 => "i64",
             DType::F16 => "f16",
@@ -79,6 +108,9 @@ impl DType {
     pub fn name(self) -> &'static str {
         match self {
             DType::Bool => "Bool",
+            DType::U8 => "Byte",
+            DType::I8 => "Char",
+            DType::I16 => "Short",
             DType::I32 => "Int",
             DType::I64 => "Long",
             DType::F16 => "Half",
@@ -95,15 +127,16 @@ impl DType {
 
     /// The dtype of a legacy tensor type name (`x.type('torch.FloatTensor')`, `x.type(y.type())`).
     pub fn from_legacy_type_name(name: &str) -> Option<DType> {
-        [DType::Bool, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64]
-            .into_iter()
-            .find(|d| d.legacy_type_name() == name)
+        DType::ALL.into_iter().find(|d| d.legacy_type_name() == name)
     }
 
     /// `torch.float32` and so on.
     pub fn torch_name(self) -> &'static str {
         match self {
             DType::Bool => "torch.bool",
+            DType::U8 => "torch.uint8",
+            DType::I8 => "torch.int8",
+            DType::I16 => "torch.int16",
             DType::I32 => "torch.int32",
             DType::I64 => "torch.int64",
             DType::F16 => "torch.float16",
@@ -116,7 +149,7 @@ impl DType {
     pub fn kind(self) -> Kind {
         match self {
             DType::Bool => Kind::Bool,
-            DType::I32 | DType::I64 => Kind::Int,
+            DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64 => Kind::Int,
             _ => Kind::Float,
         }
     }
@@ -124,8 +157,8 @@ impl DType {
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
-            DType::Bool => 1,
-            DType::F16 | DType::BF16 => 2,
+            DType::Bool | DType::U8 | DType::I8 => 1,
+            DType::I16 | DType::F16 | DType::BF16 => 2,
             DType::I32 | DType::F32 => 4,
             DType::I64 | DType::F64 => 8,
         }
@@ -139,6 +172,9 @@ impl DType {
     pub fn promote(a: DType, b: DType) -> DType {
         if (a == DType::F16 && b == DType::BF16) || (a == DType::BF16 && b == DType::F16) {
             return DType::F32;
+        }
+        if (a == DType::U8 && b == DType::I8) || (a == DType::I8 && b == DType::U8) {
+            return DType::I16;
         }
         a.max(b)
     }
@@ -228,6 +264,9 @@ impl Scalar {
     pub fn cast(self, dtype: DType) -> Scalar {
         match dtype {
             DType::Bool => Scalar::B(self.to_bool()),
+            DType::U8 => Scalar::I(self.to_i32_wrapping() as u8 as i64),
+            DType::I8 => Scalar::I(self.to_i32_wrapping() as i8 as i64),
+            DType::I16 => Scalar::I(self.to_i32_wrapping() as i16 as i64),
             DType::I32 => Scalar::I(self.to_i32_wrapping() as i64),
             DType::I64 => Scalar::I(self.to_i64_trunc()),
             DType::F32 | DType::F16 | DType::BF16 => Scalar::F(self.to_f64() as f32 as f64),
@@ -268,7 +307,7 @@ pub fn legacy_new_check(nkw: usize, npos: usize, kind: impl Fn(usize) -> Option<
 pub fn unsupported_torch_dtype(s: &str) -> Option<String> {
     OTHER_TORCH_DTYPES.contains(&s).then(|| {
         format!(
-            "dtype {s} is not supported: tensors here are float32, float64, float16, bfloat16, int64, int32 or bool"
+            "dtype {s} is not supported: tensors here are float32, float64, float16, bfloat16, int64, int32, int16, int8, uint8 or bool"
         )
     })
 }
@@ -277,7 +316,7 @@ pub fn unsupported_torch_dtype(s: &str) -> Option<String> {
 /// kernels would hold them as float32 without rounding, a silently different result).
 pub fn half_unsupported(d: DType) -> String {
     format!(
-        "dtype {} is not supported yet: tensors here are float32, float64, int64, int32 or bool (convert with \
+        "dtype {} is not supported yet: tensors here are float32, float64, int64, int32, int16, int8, uint8 or bool (convert with \
          `.float()`)",
         d.torch_name()
     )
@@ -285,6 +324,6 @@ pub fn half_unsupported(d: DType) -> String {
 
 /// PyTorch's dtypes that no tensor here has (`torch.uint8` and friends are values that equal no dtype of ours, `interp::python::module_attr`).
 #[rustfmt::skip]
-pub const OTHER_TORCH_DTYPES: &[&str] = &["torch.int8", "torch.uint8", "torch.int16", "torch.short", "torch.uint16",
+pub const OTHER_TORCH_DTYPES: &[&str] = &["torch.uint16",
     "torch.uint32", "torch.uint64", "torch.complex32", "torch.complex64", "torch.complex128", "torch.cfloat",
     "torch.cdouble", "torch.float8_e4m3fn", "torch.float8_e5m2"];

@@ -15,6 +15,9 @@ pub struct AdvIndex {
     pub offsets: Vec<usize>,
 }
 
+/// PyTorch's error for `x[m] = 0` with a uint8 mask `m` (its `masked_fill_` takes only boolean masks).
+pub const BYTE_MASK_FILL: &str = "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char";
+
 /// Expands boolean masks into integer index tensors (one per masked dim), leaving `None` (a full slice) alone.
 pub fn expand_masks(x: &Tensor, idx: &[Option<Tensor>]) -> TResult<Vec<Option<Tensor>>> {
     let mut out = Vec::new();

@@ -31,10 +31,43 @@ pub const MAX_ELEMENTS: usize = 1 << 31;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Buf {
     Bool(Store<bool>),
+    U8(Store<u8>),
+    I8(Store<i8>),
+    I16(Store<i16>),
     I32(Store<i32>),
     I64(Store<i64>),
     F32(Store<f32>),
     F64(Store<f64>),
+}
+
+/// `$e` on the store of whichever variant `$b` is, bound to `$v` (`each_buf!(b, v => v.len())`); with `=> Buf`,
+/// the result is wrapped back into the same variant (`each_buf!(b, v => Buf v[..n].to_vec().into())`).
+#[macro_export]
+macro_rules! each_buf {
+    ($b:expr, $v:ident => Buf $e:expr) => {
+        match $b {
+            $crate::tensor::Buf::Bool($v) => $crate::tensor::Buf::Bool($e),
+            $crate::tensor::Buf::U8($v) => $crate::tensor::Buf::U8($e),
+            $crate::tensor::Buf::I8($v) => $crate::tensor::Buf::I8($e),
+            $crate::tensor::Buf::I16($v) => $crate::tensor::Buf::I16($e),
+            $crate::tensor::Buf::I32($v) => $crate::tensor::Buf::I32($e),
+            $crate::tensor::Buf::I64($v) => $crate::tensor::Buf::I64($e),
+            $crate::tensor::Buf::F32($v) => $crate::tensor::Buf::F32($e),
+            $crate::tensor::Buf::F64($v) => $crate::tensor::Buf::F64($e),
+        }
+    };
+    ($b:expr, $v:ident => $e:expr) => {
+        match $b {
+            $crate::tensor::Buf::Bool($v) => $e,
+            $crate::tensor::Buf::U8($v) => $e,
+            $crate::tensor::Buf::I8($v) => $e,
+            $crate::tensor::Buf::I16($v) => $e,
+            $crate::tensor::Buf::I32($v) => $e,
+            $crate::tensor::Buf::I64($v) => $e,
+            $crate::tensor::Buf::F32($v) => $e,
+            $crate::tensor::Buf::F64($v) => $e,
+        }
+    };
 }
 
 impl Buf {
@@ -44,6 +77,9 @@ impl Buf {
         }
         Ok(match dtype {
             DType::Bool => Buf::Bool(vec![false; n].into()),
+            DType::U8 => Buf::U8(vec![0; n].into()),
+            DType::I8 => Buf::I8(vec![0; n].into()),
+            DType::I16 => Buf::I16(vec![0; n].into()),
             DType::I32 => Buf::I32(vec![0; n].into()),
             DType::I64 => Buf::I64(vec![0; n].into()),
             DType::F32 => Buf::F32(vec![0.0; n].into()),
@@ -55,6 +91,9 @@ impl Buf {
     pub fn dtype(&self) -> DType {
         match self {
             Buf::Bool(_) => DType::Bool,
+            Buf::U8(_) => DType::U8,
+            Buf::I8(_) => DType::I8,
+            Buf::I16(_) => DType::I16,
             Buf::I32(_) => DType::I32,
             Buf::I64(_) => DType::I64,
             Buf::F32(_) => DType::F32,
@@ -63,45 +102,30 @@ impl Buf {
     }
 
     pub fn len(&self) -> usize {
-        match self {
-            Buf::Bool(v) => v.len(),
-            Buf::I32(v) => v.len(),
-            Buf::I64(v) => v.len(),
-            Buf::F32(v) => v.len(),
-            Buf::F64(v) => v.len(),
-        }
+        each_buf!(self, v => v.len())
     }
 
     /// Ends a borrow of a caller's memory ([`Store::make_owned`]): the elements are copied if still borrowed.
     pub fn make_owned(&mut self) {
-        match self {
-            Buf::Bool(v) => v.make_owned(),
-            Buf::I32(v) => v.make_owned(),
-            Buf::I64(v) => v.make_owned(),
-            Buf::F32(v) => v.make_owned(),
-            Buf::F64(v) => v.make_owned(),
-        }
+        each_buf!(self, v => v.make_owned())
     }
 
     /// Whether the elements are read in place from a caller's memory ([`Store::borrowed`]).
     pub fn is_borrowed(&self) -> bool {
-        match self {
-            Buf::Bool(v) => v.is_borrowed(),
-            Buf::I32(v) => v.is_borrowed(),
-            Buf::I64(v) => v.is_borrowed(),
-            Buf::F32(v) => v.is_borrowed(),
-            Buf::F64(v) => v.is_borrowed(),
-        }
+        each_buf!(self, v => v.is_borrowed())
     }
 
     /// Sets every element to zero (false).
     pub fn fill_zero(&mut self) {
         match self {
             Buf::Bool(v) => v.fill(false),
-            Buf::I32(v) => v.fill(0),
-            Buf::I64(v) => v.fill(0),
             Buf::F32(v) => v.fill(0.0),
             Buf::F64(v) => v.fill(0.0),
+            Buf::U8(v) => v.fill(0),
+            Buf::I8(v) => v.fill(0),
+            Buf::I16(v) => v.fill(0),
+            Buf::I32(v) => v.fill(0),
+            Buf::I64(v) => v.fill(0),
         }
     }
 
@@ -109,6 +133,9 @@ impl Buf {
     pub fn copy_range_from(&mut self, src: &Buf, start: usize, n: usize) {
         match (self, src) {
             (Buf::Bool(d), Buf::Bool(s)) => d[..n].copy_from_slice(&s[start..start + n]),
+            (Buf::U8(d), Buf::U8(s)) => d[..n].copy_from_slice(&s[start..start + n]),
+            (Buf::I8(d), Buf::I8(s)) => d[..n].copy_from_slice(&s[start..start + n]),
+            (Buf::I16(d), Buf::I16(s)) => d[..n].copy_from_slice(&s[start..start + n]),
             (Buf::I32(d), Buf::I32(s)) => d[..n].copy_from_slice(&s[start..start + n]),
             (Buf::I64(d), Buf::I64(s)) => d[..n].copy_from_slice(&s[start..start + n]),
             (Buf::F32(d), Buf::F32(s)) => d[..n].copy_from_slice(&s[start..start + n]),
@@ -125,6 +152,9 @@ impl Buf {
     pub fn get(&self, i: usize) -> Scalar {
         match self {
             Buf::Bool(v) => Scalar::B(v[i]),
+            Buf::U8(v) => Scalar::I(v[i] as i64),
+            Buf::I8(v) => Scalar::I(v[i] as i64),
+            Buf::I16(v) => Scalar::I(v[i] as i64),
             Buf::I32(v) => Scalar::I(v[i] as i64),
             Buf::I64(v) => Scalar::I(v[i]),
             Buf::F32(v) => Scalar::F(v[i] as f64),
@@ -137,6 +167,9 @@ impl Buf {
     pub fn set(&mut self, i: usize, s: Scalar) {
         match self {
             Buf::Bool(v) => v[i] = s.to_bool(),
+            Buf::U8(v) => v[i] = s.to_i32_wrapping() as u8,
+            Buf::I8(v) => v[i] = s.to_i32_wrapping() as i8,
+            Buf::I16(v) => v[i] = s.to_i32_wrapping() as i16,
             Buf::I32(v) => v[i] = s.to_i32_wrapping(),
             Buf::I64(v) => v[i] = s.to_i64_trunc(),
             Buf::F32(v) => v[i] = s.to_f64() as f32,
@@ -334,26 +367,14 @@ impl Tensor {
             // One block of the buffer: copy it as a slice.
             let (start, n) = (self.offset, self.numel());
             let b = self.buf.borrow();
-            let buf = match &*b {
-                Buf::Bool(v) => Buf::Bool(v[start..start + n].to_vec().into()),
-                Buf::I32(v) => Buf::I32(v[start..start + n].to_vec().into()),
-                Buf::I64(v) => Buf::I64(v[start..start + n].to_vec().into()),
-                Buf::F32(v) => Buf::F32(v[start..start + n].to_vec().into()),
-                Buf::F64(v) => Buf::F64(v[start..start + n].to_vec().into()),
-            };
+            let buf = each_buf!(&*b, v => Buf v[start..start + n].to_vec().into());
             drop(b);
             return Tensor::from_buf(buf, self.shape.clone());
         }
         let buf = {
             let b = self.buf.borrow();
             let offs = self.offsets();
-            match &*b {
-                Buf::Bool(v) => Buf::Bool(offs.iter().map(|&o| v[o]).collect()),
-                Buf::I32(v) => Buf::I32(offs.iter().map(|&o| v[o]).collect()),
-                Buf::I64(v) => Buf::I64(offs.iter().map(|&o| v[o]).collect()),
-                Buf::F32(v) => Buf::F32(offs.iter().map(|&o| v[o]).collect()),
-                Buf::F64(v) => Buf::F64(offs.iter().map(|&o| v[o]).collect()),
-            }
+            each_buf!(&*b, v => Buf offs.iter().map(|&o| v[o]).collect())
         };
         Tensor::from_buf(buf, self.shape.clone())
     }

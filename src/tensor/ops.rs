@@ -482,7 +482,8 @@ pub fn unary(op: Unary, x: &Tensor) -> TResult<Tensor> {
 
 /// `torch.where(cond, a, b)`.
 pub fn where_(cond: &Tensor, a: &Operand, b: &Operand) -> TResult<Tensor> {
-    if cond.dtype() != DType::Bool {
+    // PyTorch takes a uint8 condition as a boolean one.
+    if !matches!(cond.dtype(), DType::Bool | DType::U8) {
         return Err(format!(
             "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
             cond.dtype().name()
