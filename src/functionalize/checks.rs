@@ -162,9 +162,20 @@ pub(crate) fn raises_in_pytorch(message: &str) -> bool {
     if m.starts_with("unsupported operation:") || m.contains("depends on the cpu's vector width") {
         return true;
     }
-    !["supported", "functionaliz", "engine", "known before", "cannot stay", "limit", "recursion", "internal"]
-        .iter()
-        .any(|w| m.contains(w))
+    ![
+        "supported",
+        "functionaliz",
+        "engine",
+        "known before",
+        "cannot stay",
+        "limit",
+        "recursion",
+        "internal",
+        "depends on the data",
+        "data-dependent",
+    ]
+    .iter()
+    .any(|w| m.contains(w))
 }
 
 impl super::Fz<'_> {

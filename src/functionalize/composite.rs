@@ -404,6 +404,10 @@ impl<'m> Fz<'m> {
             return Ok(i);
         }
         let (v, i) = if name == "topk" {
+            let k = a.req(1, "k")?;
+            if self.run_time_count(k) {
+                return self.topk_run_time(&x.shape, d, &v, &i, &k.clone(), span);
+            }
             let k = a.int(1, "k")?;
             if k < 0 || (!x.shape.is_empty() && k as usize > x.shape[d]) {
                 return diag(span, "selected index k out of range");

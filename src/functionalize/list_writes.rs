@@ -82,6 +82,7 @@ impl<'m> Fz<'m> {
     /// not hold write (and that row is then dropped). The value there is the gather `x[i, ...]` at index 0, which
     /// also raises PyTorch's error for a selected index out of range. `None` where no index is a selection.
     pub(super) fn masked_index_write(&mut self, t: &TRef, idx: &FV, v: &FV, span: Span) -> FR<Option<()>> {
+        let idx = &self.mask_items_as_lists(idx, span)?;
         let (items, first) = super::selections::index_items(idx);
         let Some(first) = first else { return Ok(None) };
         // Into an expanded view (elements sharing memory) the positions do not write one element each.

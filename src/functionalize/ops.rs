@@ -75,6 +75,10 @@ impl<'m> Fz<'m> {
                 Callee::Value(v) => program_fn(v),
                 _ => false,
             };
+            // `len(sel)`: the builtin answers with the run-time count.
+            let len = matches!(&callee, Callee::Name(n) if n.as_str() == "len" && !env.contains_key("len")
+                && self.module.function("len").is_none());
+            let inlined = inlined || len;
             if !inlined {
                 return self.torch_call_on_masked(&callee, &pos, &kw, m, span);
             }
@@ -255,6 +259,14 @@ impl<'m> Fz<'m> {
                 FV::Tensor(t) => Ok(FV::Int(t.shape[0] as i64)),
                 v @ FV::Range(..) => Ok(FV::Int(self.iterate(v, span)?.len() as i64)),
                 FV::Dict(d) => Ok(FV::Int(d.borrow().len() as i64)),
+                // A selection's first dim: a fixed one before the selected dim, else the run-time count.
+                FV::Masked(sel) => {
+                    let sel = sel.as_ref().clone();
+                    match self.masked_attribute(&sel, "shape", span)? {
+                        Some(FV::Tuple(dims)) => Ok(dims[0].clone()),
+                        _ => diag(span, "len() of a boolean-mask selection"),
+                    }
+                }
                 FV::Str(x) => Ok(FV::Int(x.chars().count() as i64)),
                 other => match other.items() {
                     Some(items) => Ok(FV::Int(items.len() as i64)),

@@ -182,7 +182,7 @@ impl<'m> Fz<'m> {
     }
 
     /// The int64 coordinate along dim `d` at every position of `shape`.
-    fn grid(&mut self, shape: &[usize], d: usize, span: Span) -> FR<TId> {
+    pub(super) fn grid(&mut self, shape: &[usize], d: usize, span: Span) -> FR<TId> {
         let args = vec![
             self.t.leaf(Node::DType(DType::I64)),
             self.t.leaf(Node::Int(0)),
@@ -246,6 +246,7 @@ impl<'m> Fz<'m> {
     /// `x[i, j, ...]` where some indices are selections (made by one mask, each over the mask alone): a gather of
     /// every position of the mask, index 0 where it does not hold. `None` where no index is a selection.
     pub(super) fn masked_index_read(&mut self, t: &TRef, idx: &FV, span: Span) -> FR<Option<FV>> {
+        let idx = &self.mask_items_as_lists(idx, span)?;
         let (items, first) = index_items(idx);
         let Some(first) = first else { return Ok(None) };
         let (_, after0) = self.sel_dims(&first, span)?;

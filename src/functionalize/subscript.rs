@@ -304,10 +304,9 @@ impl<'m> Fz<'m> {
                 // The same mask, unchanged since the selection was made, over a view of the same shape.
                 let now = self.read(&mask, span)?;
                 if *p2 != pos || *shape != r.view.shape || now != *m2 {
-                    return diag(
-                        span,
-                        "assigning a boolean-mask selection through a different mask cannot be functionalized",
-                    );
+                    self.check_partial_write(&r.view, "masked assignment", span)?;
+                    let w = self.masked_assign_selection(&r.view, pos, &mask, sel, dt, span)?;
+                    return self.write(&r.view, w, span);
                 }
                 let (sd, _) = self.tensor_ty(*src, span)?;
                 if sd != dt {
@@ -320,6 +319,13 @@ impl<'m> Fz<'m> {
                 let v0 = self.t.at(v0);
                 let w = self.t.op(OpName::Where, vec![m, y, v0]).map_err(err(span))?;
                 return self.write(&r.view, w, span);
+            }
+            if let FV::Tensor(val) = v {
+                if val.shape.iter().product::<usize>() != 1 {
+                    self.check_partial_write(&r.view, "masked assignment", span)?;
+                    let w = self.masked_assign_tensor(t, &r.view, pos, &mask, val, dt, span)?;
+                    return self.write(&r.view, w, span);
+                }
             }
             let val = match v {
                 FV::Tensor(val) if val.shape.iter().product::<usize>() == 1 => self.term_as(v, dt, span).map(|x| (x, val.shape.len()))?,
