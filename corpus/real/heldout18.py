@@ -1,7 +1,8 @@
 """Held-out real code, issue 14's eighteenth round, the programs every engine runs (the round's others wait in
 tests/real_pending/heldout_r18.py): YOLACT's Fast NMS; the coupled oscillatory RNN (coRNN), flash-linear-attention's
 naive recurrent ABC; vLLM's rejection sampler for speculative decoding; AdEMAMix and Ranger (2020); Ultralytics'
-pose keypoints with OKS (its sigmas an `np.array`, which funcfuse runs as a float64 tensor). Inputs arrive
+pose keypoints with OKS (its sigmas an `np.array`, which funcfuse runs as a float64 tensor); the Legendre Memory Unit
+(`torch.linalg.matrix_exp`), which waited in tests/real_pending at first. Inputs arrive
 uniform in [-1, 1); integer inputs in [0, 10)."""
 from __future__ import annotations
 
@@ -675,3 +676,91 @@ def ultralytics_pose_kpts_oks(
     area = _ul_xyxy2xywh(gt_bboxes)[:, 2:].prod(1) * 0.53
     iou = _ul_kpt_iou(gt_kpts, pred_kpts, sigma=OKS_SIGMA, area=area)
     return pred_kpt, iou
+
+
+def _lmu_state_space_matrices(memory_size, theta):
+    """ Returns the discretized state space matrices A and B """
+    Q = torch.arange(memory_size, dtype=torch.float64).reshape(-1, 1)
+    R = (2 * Q + 1) / theta
+    i, j = torch.meshgrid(Q[:, 0], Q[:, 0], indexing="ij")
+
+    # Continuous
+    A = R * torch.where(i < j, -1.0, (-1.0) ** (i - j + 1))
+    B = R * ((-1.0) ** Q)
+
+    # Convert to discrete (zero-order hold, dt 1): the exponential of the augmented matrix [[A, B], [0, 0]]
+    em_upper = torch.cat((A, B), dim=1)
+    em_lower = torch.cat((torch.zeros((B.shape[1], B.shape[0]), dtype=A.dtype),
+                          torch.zeros((B.shape[1], B.shape[1]), dtype=A.dtype)), dim=1)
+    em = torch.cat((em_upper, em_lower), dim=0)
+    ms = torch.linalg.matrix_exp(1.0 * em)
+    ms = ms[:A.shape[0], :]
+    A = ms[:, :A.shape[1]]
+    B = ms[:, A.shape[1]:]
+    return A, B
+
+
+def _lmu_cell_forward(self, x, state):
+    h, m = state
+
+    # Equation (7) of the paper
+    u = F.linear(x, self["e_x"]) + F.linear(h, self["e_h"]) + F.linear(m, self["e_m"])  # [batch_size, 1]
+
+    # Equation (4) of the paper
+    m = F.linear(m, self["A"]) + F.linear(u, self["B"])  # [batch_size, memory_size]
+
+    # Equation (6) of the paper
+    h = self["f"](
+        F.linear(x, self["W_x"]) +
+        F.linear(h, self["W_h"]) +
+        F.linear(m, self["W_m"])
+    )  # [batch_size, hidden_size]
+
+    return h, m
+
+
+def _lmu_forward(self, x, state=None):
+    batch_size = x.size(0)
+    seq_len = x.size(1)
+
+    # Initial state (h_0, m_0)
+    if state == None:
+        h_0 = torch.zeros(batch_size, self["hidden_size"]).to(self["device"])
+        m_0 = torch.zeros(batch_size, self["memory_size"]).to(self["device"])
+        state = (h_0, m_0)
+
+    # Iterate over the timesteps
+    output = []
+    for t in range(seq_len):
+        x_t = x[:, t, :]  # [batch_size, input_size]
+        h_t, m_t = _lmu_cell_forward(self["cell"], x_t, state)
+        state = (h_t, m_t)
+        output.append(h_t)
+
+    output = torch.stack(output)  # [seq_len, batch_size, hidden_size]
+    output = output.permute(1, 0, 2)  # [batch_size, seq_len, hidden_size]
+
+    return output, state  # state is (h_n, m_n) where n = seq_len
+
+
+# Legendre Memory Unit (hrshtv/pytorch-lmu), src/lmu.py: LMUCell (stateSpaceMatrices, forward) and LMU.forward from
+# no state (input 3, hidden 8, memory 4, theta 6; learn_a and learn_b False, so A and B are float32 buffers), batch 2,
+# 5 steps; the modules as dicts, self.device "cpu". Deviation: stateSpaceMatrices builds A and B with numpy and
+# discretizes with scipy.signal.cont2discrete(method="zoh"); here the same float64 construction is written with
+# torch, and the zero-order hold as the matrix exponential of the augmented matrix [[A, B], [0, 0]] (what scipy's
+# zoh computes, and how the pure-PyTorch LMU ports write it). Encoders and kernels are raw inputs scaled to the
+# cell's init bounds (lecun-uniform encoders; e_m, zero at init, given small values)
+def lmu(
+    x: f32[2, 5, 3], e_x: f32[1, 3], e_h: f32[1, 8], e_m: f32[1, 4], W_x: f32[8, 3], W_h: f32[8, 8], W_m: f32[8, 4]
+) -> tuple[f32[2, 5, 8], f32[2, 8], f32[2, 4]]:
+    A, B = _lmu_state_space_matrices(4, 6)
+    cell = {
+        "hidden_size": 8, "memory_size": 4, "f": torch.tanh,
+        "A": A.float(), "B": B.float(),
+        "e_x": e_x * math.sqrt(3.0 / 3), "e_h": e_h * math.sqrt(3.0 / 8), "e_m": e_m * 0.1,
+        "W_x": W_x * math.sqrt(2.0 / 11), "W_h": W_h * math.sqrt(2.0 / 16), "W_m": W_m * math.sqrt(2.0 / 12),
+    }
+    layer = {"hidden_size": 8, "memory_size": 4, "cell": cell,
+             "device": "cuda" if torch.cuda.is_available() else "cpu"}
+    output, (h_n, m_n) = _lmu_forward(layer, x)
+    return output, h_n, m_n

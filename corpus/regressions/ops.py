@@ -118,3 +118,9 @@ def topk_ties_canonical(x: i64[30]) -> tuple[i64[6], i64[6], i64[6], i64[6]]:
     i = torch.where(x[i] > v[5], i, -1)
     j = torch.where(x[j] < w[5], j, -1)
     return v, torch.sort(i).values, w, torch.sort(j).values
+
+
+def matrix_exponentials(x: f32[3, 3], y: f64[2, 4, 4]) -> tuple[f32[3, 3], f64[2, 4, 4], f32[3, 3]]:
+    # torch.linalg.matrix_exp, torch.matrix_exp and the method, batched, in float32 and float64 (the LMU's and S4's
+    # zero-order-hold discretization); the 4x4 ones scaled up so that the scaling and squaring squares several times.
+    return torch.linalg.matrix_exp(x), torch.matrix_exp(y * 3), (x * 0.5).matrix_exp() @ x

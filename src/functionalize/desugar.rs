@@ -546,6 +546,13 @@ impl<'m> Fz<'m> {
                 let x = a.tensor(0, "input")?;
                 self.elementwise(Binary::Atan2, &[FV::Tensor(x), FV::Int(1)], span)
             }
+            "matrix_exp" => {
+                let x = a.tensor(0, "A")?;
+                let d = self.roots[x.root].dtype;
+                crate::tensor::linalg::matrix_exp_check(d, &x.shape).map_err(err(span))?;
+                let xt = self.term_as(&FV::Tensor(x.clone()), d, span)?;
+                self.fresh_op(OpName::MatrixExp, vec![xt], None, span)
+            }
             "vector_norm" | "norm" => {
                 let x = a.tensor(0, "input")?;
                 let p = self.norm_p(a.opt(1, if name == "norm" { "p" } else { "ord" }), name, span)?;

@@ -354,6 +354,7 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
             let x = a.tensor(0, "input")?;
             t(bin(Binary::Atan2, &tt(&x), &Operand::S(Scalar::I(1)))?)
         }
+        "matrix_exp" => t(crate::tensor::linalg::matrix_exp(&a.tensor(0, "A")?)?),
         "vector_norm" => {
             let x = a.tensor(0, "input")?;
             let p = norm_p(a.opt(1, "ord"), 2.0, "linalg.vector_norm")?;

@@ -516,6 +516,7 @@ impl Evaluator<'_> {
                 ops::write_result(&view, &Tensor::scalar(DType::Bool, Scalar::B(true))?, false)?;
                 Ok(V::T(mask))
             }
+            MatrixExp => out(crate::tensor::linalg::matrix_exp(&t(self, 0)?)),
             Triu | Tril => {
                 let x = t(self, 0)?;
                 let k = self.int(args[1])?;

@@ -307,6 +307,7 @@ op_table! {
     Cumprod = "cumprod": Scan, 2, Accumulate;
     // Linear algebra, concatenation, masks.
     Matmul = "matmul": Matmul, 2, Same;
+    MatrixExp = "matrix_exp": Matmul, 1, Same;
     Cat = "cat": Join, (2 ..), Same;
     Triu = "triu": Mask, 2, Same;
     Tril = "tril": Mask, 2, Same;

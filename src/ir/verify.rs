@@ -484,6 +484,13 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
                 other => return Err(format!("inview takes a tensor and a view, not {other}")),
             }
         }
+        MatrixExp => {
+            let (d, s) = cx.tensor(0)?;
+            if !d.is_float() || s.len() < 2 || s[s.len() - 1] != s[s.len() - 2] {
+                return Err("matrix_exp takes float tensors of square matrices".into());
+            }
+            Ty::Tensor(d, s)
+        }
         Triu | Tril => {
             cx.int(1)?;
             let (d, s) = cx.tensor(0)?;

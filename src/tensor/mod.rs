@@ -9,6 +9,7 @@ mod close;
 mod dtype;
 pub mod einsum;
 pub mod index;
+pub mod linalg;
 pub mod ops;
 pub mod reduce;
 mod store;
