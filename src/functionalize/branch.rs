@@ -153,16 +153,18 @@ impl Parts {
     }
 }
 
+/// What an arm of an `if` on a run-time value runs: its statements, or the rest of an unrolled loop whose `break`
+/// flag (`flag`, from `exits.rs`) may have been set by then: the loop goes on, the flag known to be false, over the
+/// remaining `items` (each bound to `target`, then `body`), so that the iterations after a data-dependent `break`
+/// run inside the arm where it did not happen, with the values that path left (`prev = cur` stays a number).
+pub(super) enum Arm<'m> {
+    Stmts(&'m [Stmt]),
+    LoopRest { target: &'m Expr, items: Vec<FV>, body: &'m [Stmt], flag: String },
+}
+
 impl<'m> Fz<'m> {
     /// A data-dependent `if`: both arms run from the same state; what differs becomes an `if` term.
-    pub(super) fn dyn_if(
-        &mut self,
-        env: &mut Env,
-        cond: TId,
-        body: &'m [Stmt],
-        orelse: &'m [Stmt],
-        span: Span,
-    ) -> FR<Flow> {
+    pub(super) fn dyn_if(&mut self, env: &mut Env, cond: TId, body: Arm<'m>, orelse: Arm<'m>, span: Span) -> FR<Flow> {
         let snap = self.snapshot(env);
         let containers = Containers::of(&snap.env);
         let ((mut env1, roots1, ret1), made1, (mut env2, roots2, ret2), made2, entries1) =
@@ -206,10 +208,16 @@ impl<'m> Fz<'m> {
 
     /// Runs one arm of an `if` on a run-time value: its bindings and roots, and what it returns. A returned value
     /// joins the merge as names (`%return.K`, one per tensor or number in it), so it is merged as bindings are.
-    fn run_arm(&mut self, env: &mut Env, stmts: &'m [Stmt], span: Span) -> FR<ArmEnd> {
+    fn run_arm(&mut self, env: &mut Env, arm: &Arm<'m>, span: Span) -> FR<ArmEnd> {
         // A `raise` in an arm fails the arm, which then raises only when it runs (see `checks.rs`).
         self.t.arms += 1;
-        let flow = self.block(env, stmts);
+        let flow = match arm {
+            Arm::Stmts(stmts) => self.block(env, stmts),
+            Arm::LoopRest { target, items, body, flag } => {
+                env.insert(flag.clone(), FV::Bool(false));
+                self.unrolled(env, target, items.clone(), body, span)
+            }
+        };
         self.t.arms -= 1;
         match flow? {
             Flow::Normal => Ok((env.clone(), self.roots.clone(), None)),
@@ -234,14 +242,14 @@ impl<'m> Fz<'m> {
         &mut self,
         env: &mut Env,
         cond: TId,
-        body: &'m [Stmt],
-        orelse: &'m [Stmt],
+        body: Arm<'m>,
+        orelse: Arm<'m>,
         snap: &Snap,
         containers: &Containers,
         span: Span,
     ) -> FR<Result<(ArmEnd, Vec<TId>, ArmEnd, Vec<TId>, Vec<Entries>), Flow>> {
         self.t.open_scope();
-        let r1 = super::checks::raising_arm(self.run_arm(env, body, span))?;
+        let r1 = super::checks::raising_arm(self.run_arm(env, &body, span))?;
         let made1 = self.t.take_scope();
         let after1 = snap.containers_now();
         let entries1 = containers.now();
@@ -252,7 +260,7 @@ impl<'m> Fz<'m> {
         self.roots = roots_after1;
         self.roots[..n0].clone_from_slice(&snap.roots);
         self.t.open_scope();
-        let r2 = super::checks::raising_arm(self.run_arm(env, orelse, span))?;
+        let r2 = super::checks::raising_arm(self.run_arm(env, &orelse, span))?;
         let made2 = self.t.take_scope();
         match (r1, r2) {
             (Ok(a), Ok(b)) => Ok(Ok((a, made1, b, made2, entries1))),

@@ -5,11 +5,12 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use super::branch::Arm;
 use super::carry::Carry;
 use super::expr::Cond;
 use super::state::{diag, needs_static, Affine, LoopFrame, Root, Stop, Sym, TRef, FR, FV};
 use super::{Env, Fz, UNROLL_LIMIT};
-use crate::interp::pyvalue;
+use crate::interp::{pyvalue, pywalk};
 
 /// How many leading iterations of a `for` loop are peeled, at most, where a name's aliasing differs between the
 /// first iteration and the rest (a view on entry, a fresh tensor afterwards); past that the loop is unrolled.
@@ -236,7 +237,7 @@ impl<'m> Fz<'m> {
                 return match self.cond(&c, test.span)? {
                     Cond::Static(true) => self.block(env, body),
                     Cond::Static(false) => self.block(env, orelse),
-                    Cond::Dyn(t) => self.dyn_if(env, t, body, orelse, s.span),
+                    Cond::Dyn(t) => self.dyn_if(env, t, Arm::Stmts(body), Arm::Stmts(orelse), s.span),
                 };
             }
             StmtKind::For { target, iter, body } => return self.for_stmt(env, target, iter, body, s.span),
@@ -353,7 +354,7 @@ impl<'m> Fz<'m> {
         let it = self.expr(env, iter)?;
         let FV::Range(mut a, b, s) = it else {
             let items = self.iterate(&it, iter.span)?;
-            return self.unrolled(env, target, items.into_iter(), body);
+            return self.unrolled(env, target, items, body, span);
         };
         // In 128 bits: a range may span all of i64 (its length then saturates, which no loop reaches).
         let mut n = if (s > 0 && a < b) || (s < 0 && a > b) {
@@ -365,7 +366,7 @@ impl<'m> Fz<'m> {
         let mut peeled = 0;
         loop {
             if n <= 1 {
-                return self.unrolled(env, target, (0..n).map(|k| FV::Int(a + k * s)), body);
+                return self.unrolled(env, target, (0..n).map(|k| FV::Int(a + k * s)).collect(), body, span);
             }
             let ExprKind::Name(var) = &target.kind else {
                 return self.unrolled_limited(env, target, a, s, n, body, span, "a loop target that is not a name");
@@ -414,17 +415,45 @@ impl<'m> Fz<'m> {
         if n > UNROLL_LIMIT {
             return diag(span, format!("this loop cannot stay a loop ({why}) and has {n} iterations, more than the {UNROLL_LIMIT} that are unrolled"));
         }
-        self.unrolled(env, target, (0..n).map(|k| FV::Int(a + k * s)), body)
+        self.unrolled(env, target, (0..n).map(|k| FV::Int(a + k * s)).collect(), body, span)
     }
 
-    fn unrolled(
+    /// A loop run item by item. A loop with a `break` under an `if` on a run-time value (its body guarded by the
+    /// flag `exits.rs` made) goes on, once the flag may be set, as an `if` on the flag whose other arm runs the
+    /// remaining iterations (`Arm::LoopRest`).
+    pub(super) fn unrolled(
         &mut self,
         env: &mut Env,
         target: &'m Expr,
-        items: impl Iterator<Item = FV>,
+        items: Vec<FV>,
         body: &'m [Stmt],
+        span: Span,
     ) -> FR<Flow> {
-        pyvalue::for_items(self, env, target, items, body)
+        let flag = match body {
+            [Stmt { kind: StmtKind::If { test, orelse, .. }, .. }] if orelse.is_empty() => match &test.kind {
+                ExprKind::Unary(UnaryOp::Not, f) => match &f.kind {
+                    ExprKind::Name(n) if n.starts_with("%broken") => Some(n.clone()),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        };
+        for (k, item) in items.iter().enumerate() {
+            pywalk::assign(self, env, target, item.clone())?;
+            match self.block(env, body)? {
+                Flow::Break => break,
+                Flow::Return(v) => return Ok(Flow::Return(v)),
+                _ => {}
+            }
+            if let (Some(f), true) = (&flag, k + 1 < items.len()) {
+                if let Some(FV::DynBool(broken)) = env.get(f) {
+                    let rest = Arm::LoopRest { target, items: items[k + 1..].to_vec(), body, flag: f.clone() };
+                    return self.dyn_if(env, *broken, Arm::Stmts(&[]), rest, span);
+                }
+            }
+        }
+        Ok(Flow::Normal)
     }
 
     fn symbolic_for(
