@@ -1478,3 +1478,42 @@ fn index_add_at_a_where_list_is_bounds_checked() {
         assert_eq!(m, "returned without an error", "{e}");
     }
 }
+
+/// Asserts that the reference fails with a message containing `want` and that every other engine fails too (a
+/// run-time check of the functional engines raises where PyTorch does; `run` reports the reference's message).
+fn every_engine_fails_as_pytorch(src: &str, func: &str, want: &str) {
+    let all = errors(src, func);
+    assert!(all[0].1.contains(want), "reference: expected `{want}`, got {}", all[0].1);
+    let ran: Vec<String> =
+        all.iter().filter(|(_, m)| m == "returned without an error").map(|(e, _)| e.clone()).collect();
+    assert!(ran.is_empty(), "these engines returned where PyTorch raises `{want}`: {ran:?}");
+}
+
+/// uint8 tensors index as masks, and PyTorch's `masked_fill_` refuses them: a value of one element through one is
+/// an error; int8 and int16 index tensors, and uint8 ones for `index_select`, `gather` and `embedding`, are
+/// PyTorch's errors too.
+#[test]
+fn small_integer_indices_fail_as_pytorchs_do() {
+    let fill = "def f(x: f32[4, 5], m: u8[4, 5]) -> f32[4, 5]:\n    y = x.clone()\n    y[m % 2] = torch.ones(1)\n    return y\n";
+    every_engine_raises(fill, "f", "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char");
+    let i8 = "def f(x: f32[4, 5], i: i8[3]) -> f32[3, 5]:\n    return x[i % 4]\n";
+    every_engine_raises(i8, "f", "tensors used as indices must be long, int, byte or bool tensors");
+    let sel = "def f(x: f32[4, 5], i: u8[3]) -> f32[4, 3]:\n    return x.index_select(1, i % 4)\n";
+    every_engine_raises(sel, "f", "index_select(): Expected dtype int32 or int64 for index");
+    let gat = "def f(x: f32[4, 5], i: u8[4, 5]) -> f32[4, 5]:\n    return x.gather(1, i % 5)\n";
+    every_engine_raises(gat, "f", "gather(): Expected dtype int32/int64 for index");
+    let emb = "def f(w: f32[10, 3], i: u8[4]) -> f32[4, 3]:\n    return F.embedding(i, w)\n";
+    every_engine_raises(emb, "f", "but got torch.ByteTensor instead (while checking arguments for embedding)");
+}
+
+/// Counts known only at run time are checked where PyTorch checks them: `topk` with a k from data beyond the
+/// line, a value with other than as many rows as a mask selects, a selection through a mask selecting otherwise.
+#[test]
+fn run_time_counts_are_checked() {
+    let k = "def f(x: f32[6], n: i64[2]) -> f32[()]:\n    v, _ = torch.topk(x, k=n[0] + 7)\n    return v.sum()\n";
+    every_engine_fails_as_pytorch(k, "f", "selected index k out of range");
+    let rows = "def f(x: f32[8]) -> f32[8]:\n    y = x.clone()\n    y[x > 0] = x[:5] * 2\n    return y\n";
+    every_engine_fails_as_pytorch(rows, "f", "shape mismatch: value tensor of shape [5] cannot be broadcast");
+    let two = "def f(x: f32[8], y: f32[8]) -> f32[8]:\n    z = x.clone()\n    z[x > 0] = y[y > 0.9]\n    return z\n";
+    every_engine_fails_as_pytorch(two, "f", "shape mismatch: value tensor of shape");
+}

@@ -25,15 +25,15 @@ def conversions(x: f32[8]) -> tuple[u8[8], i8[8], i16[8], f32[8], i64[()]]:
     return u, i, h, back, total
 
 
-def uint8_masks(x: f32[4, 5], m: u8[4, 5]) -> tuple[f32[4, 5], f32[4, 5], i64[5]]:
+def uint8_masks(x: f32[4, 5], m: u8[4, 5]) -> tuple[f32[()], f32[4, 5], i64[5]]:
     # A uint8 index tensor is a mask, as PyTorch reads it; torch.where takes uint8 conditions too. (`y[keep] = 0.0`
-    # is PyTorch's error: its masked_fill_ takes boolean masks only.)
+    # is PyTorch's error, its masked_fill_ taking boolean masks only, and so is `y[keep] += 2.0` where keep selects
+    # one element.)
     keep = (m % 2).byte()
-    y = x.clone()
-    y[keep] += 2.0
+    total = x[keep].sum()
     z = torch.where(keep, x, -x)
     counts = keep.sum(0)
-    return y, z, counts
+    return total, z, counts
 
 
 def matching_matrix(cost: f32[3, 8], k: i64[3]) -> tuple[u8[3, 8], i64[8], f32[8]]:
@@ -59,3 +59,12 @@ def int8_topk_mask(scores: f32[2, 6], valid: bool[2, 6]) -> tuple[i8[2, 6], u8[2
     count.masked_fill_(count > 1, 0)
     flags = (count.to(torch.uint8) * 4) | valid.to(torch.uint8)
     return count, flags, count.to(torch.int16).sum(-1, dtype=torch.int16)
+
+
+def scans_any_sort(a: u8[8], b: i8[8], x: f32[8]) -> tuple[i64[8], f32[8], u8[()], u8[8], i64[8], i16[8]]:
+    # Integer scans into a narrower dtype wrap; any/all of uint8 answer in uint8; a stable sort of uint8 values with
+    # ties; float to int16 beyond int32's range is what x86 converts it to (PyTorch's result).
+    c = (a * 30).cumsum(0, dtype=torch.uint8).long()
+    p = (b - 5).cumprod(0, dtype=torch.int8).float()
+    s, i = torch.sort(a * 29, stable=True)
+    return c, p, a.any(), s, i, (x * 3.0e9).short()

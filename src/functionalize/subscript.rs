@@ -257,10 +257,18 @@ impl<'m> Fz<'m> {
             other => vec![other.clone()],
         };
         let byte = items.iter().any(|i| matches!(i, FV::Tensor(x) if self.roots[x.root].dtype == DType::U8));
-        let zero_d = matches!(v, FV::Tensor(x) if x.shape.is_empty())
+        // PyTorch fills through a single mask (`masked_fill_`, boolean masks only) for any value of one element.
+        let one = matches!(v, FV::Tensor(x) if x.shape.iter().product::<usize>() == 1)
             || matches!(v, FV::Int(_) | FV::Float(_) | FV::Bool(_) | FV::DynInt(_) | FV::DynFloat(_) | FV::DynBool(_));
-        if byte && r.adv.len() == 1 && zero_d {
+        if byte && r.adv.len() == 1 && one {
             return diag(span, crate::tensor::index::BYTE_MASK_FILL);
+        }
+        if byte && r.adv.len() == 1 && matches!(v, FV::Masked(_)) {
+            return diag(
+                span,
+                "assigning a selection through a uint8 mask is not supported: PyTorch raises when the selection has \
+                 one element (masked_fill_ takes boolean masks only), which depends on the data; use a boolean mask",
+            );
         }
         if matches!(v, FV::List(_) | FV::Tuple(_)) {
             return diag(span, format!("can't assign a {} to a torch.{}Tensor", v.type_name(), dt.name()));

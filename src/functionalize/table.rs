@@ -153,7 +153,8 @@ impl<'m> Fz<'m> {
             "softmax" | "log_softmax" | "cumsum" | "cumprod" => {
                 let x = a.tensor(0, "input")?;
                 let dim = a.int(1, "dim")?;
-                let dt = a.dtype(2, "dtype")?.unwrap_or(self.roots[x.root].dtype);
+                let given = a.dtype(2, "dtype")?;
+                let dt = given.unwrap_or(self.roots[x.root].dtype);
                 let xt = self.term_as(&FV::Tensor(x), dt, span)?;
                 let d = self.t.leaf(Node::Int(dim));
                 let op = match name {
@@ -162,7 +163,16 @@ impl<'m> Fz<'m> {
                     "cumprod" => OpName::Cumprod,
                     _ => OpName::Cumsum,
                 };
-                self.fresh_op(op, vec![xt, d], None, span)
+                match given {
+                    // Integer scans accumulate in int64; `dtype=torch.int8` wraps the results into it, which
+                    // accumulating in that dtype gives too (wrap-around is arithmetic modulo 2^bits).
+                    Some(g) if !g.is_float() && g != DType::I64 && matches!(op, OpName::Cumsum | OpName::Cumprod) => {
+                        let r = self.t.op(op, vec![xt, d]).map_err(Self::tyerr(span))?;
+                        let r = self.cast(r, g, span)?;
+                        Ok(FV::Tensor(self.fresh(r, None, span)?))
+                    }
+                    _ => self.fresh_op(op, vec![xt, d], None, span),
+                }
             }
             "sum" | "mean" | "nansum" => {
                 let x = a.tensor(0, "input")?;
@@ -547,6 +557,8 @@ impl<'m> Fz<'m> {
                     let d = crate::tensor::views::wrap_dim(a.int(1, "dim")?, x.shape.len()).map_err(err(span))?;
                     (x, d, a.tensor(2, "index")?)
                 };
+                let op = if name == "embedding" { "embedding" } else { "index_select" };
+                crate::tensor::index::check_select_index(op, self.roots[ix.root].dtype).map_err(err(span))?;
                 let mut idx = vec![FV::None; d];
                 idx.push(FV::Tensor(ix));
                 self.index_read(&x, &idx, span)

@@ -171,6 +171,7 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         "embedding" => {
             let idx = a.tensor(0, "input")?;
             let w = a.tensor(1, "weight")?;
+            index::check_select_index("embedding", idx.dtype())?;
             t(index::index(&w, &[Some(idx)])?)
         }
         "dropout" => {

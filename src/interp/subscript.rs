@@ -169,7 +169,8 @@ pub fn setitem(t: &Tensor, idx: &Value, value: &Value) -> AResult<()> {
             r.view.write_scalars(&vec![s; n]);
             Ok(())
         }
-        (Some(_), Value::Tensor(v)) if r.byte_mask && v.dim() == 0 => Err(index::BYTE_MASK_FILL.into()),
+        // PyTorch fills through the mask (`masked_fill_`) for any value of one element.
+        (Some(_), Value::Tensor(v)) if r.byte_mask && v.numel() == 1 => Err(index::BYTE_MASK_FILL.into()),
         (Some(_), v) if r.byte_mask && !matches!(v, Value::Tensor(_)) => Err(index::BYTE_MASK_FILL.into()),
         (Some(adv), Value::Tensor(v)) => {
             if v.dtype() != t.dtype() && !(r.has_mask && v.dim() == 0) {

@@ -627,6 +627,7 @@ impl<'m> Interp<'m> {
                 let x = a.tensor(0, "input")?;
                 let d = crate::tensor::views::wrap_dim(a.int(1, "dim")?, x.dim())?;
                 let ix = a.tensor(2, "index")?;
+                index::check_select_index("index_select", ix.dtype())?;
                 let mut idx: Vec<Option<Tensor>> = vec![None; d];
                 idx.push(Some(ix));
                 t(index::index(&x, &idx)?)
@@ -640,6 +641,9 @@ pub(crate) fn cname(d: DType) -> &'static str {
     match d {
         DType::I64 => "long int",
         DType::I32 => "int",
+        DType::I16 => "short int",
+        DType::I8 => "signed char",
+        DType::U8 => "unsigned char",
         DType::F32 => "float",
         DType::F64 => "double",
         DType::Bool => "bool",

@@ -424,6 +424,7 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             let out = match op {
                 Sum | Prod if !d.is_float() => DType::I64,
                 Mean if !d.is_float() => return Err(format!("mean of {}", d.annotation())),
+                Any | All if d == DType::U8 => DType::U8,
                 Any | All => DType::Bool,
                 _ => d,
             };

@@ -371,6 +371,7 @@ FF_FN float ff_cos32(float a) { return fabsf(a) < 0x1p30f ? ff_cosf(a) : cosf(a)
 FF_FN int64_t ff_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 FF_FN int64_t ff_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 FF_FN int64_t ff_wrap(int64_t i, int64_t n) { return i < 0 ? i + n : i; }
+FF_FN int32_t ff_f2i32(double a) { return (a > -2147483649.0 && a < 2147483648.0) ? (int32_t)a : (int32_t)(-2147483647 - 1); }
 FF_FN float ff_dotf(const float* a, int64_t sa, const float* b, int64_t sb, int64_t n) {
   float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f; int64_t k = 0;
   for (; k + 4 <= n; k += 4) {
@@ -429,6 +430,10 @@ pub fn render(e: &Expr, args: &str) -> String {
                 // A select rather than a conversion: GCC 12 vectorizes no loop that converts a combination of
                 // comparisons (its mask type) to float (yolact's crop: four comparisons and-ed, times the masks).
                 (d, DType::Bool) if d.is_float() => format!("(({inner}) ? ({t})1 : ({t})0)", t = c_type(*d)),
+                // To int32 and narrower as x86 converts (PyTorch's result): INT32_MIN out of range, then wrapped.
+                (DType::I32 | DType::I16 | DType::I8 | DType::U8, s) if s.is_float() => {
+                    format!("(({})ff_f2i32((double)({inner})))", c_type(*d))
+                }
                 (d, s) if !d.is_float() && s.is_float() => format!("(({})(int64_t)({inner}))", c_type(*d)),
                 _ => format!("(({})({inner}))", c_type(*d)),
             }

@@ -285,6 +285,18 @@ pub fn sort_prefix_into(x: &Tensor, descending: bool, k: usize, values: &Tensor,
             let before = |x: i32, w: i32| ints(x as i64, w as i64);
             sort_lines(&v[lines], len, k, descending, |i| int_key(i as i64), before, &mut o[vs], iv)
         }
+        (Buf::I16(v), Buf::I16(o)) => {
+            let before = |x: i16, w: i16| ints(x as i64, w as i64);
+            sort_lines(&v[lines], len, k, descending, |i| int_key(i as i64), before, &mut o[vs], iv)
+        }
+        (Buf::I8(v), Buf::I8(o)) => {
+            let before = |x: i8, w: i8| ints(x as i64, w as i64);
+            sort_lines(&v[lines], len, k, descending, |i| int_key(i as i64), before, &mut o[vs], iv)
+        }
+        (Buf::U8(v), Buf::U8(o)) => {
+            let before = |x: u8, w: u8| ints(x as i64, w as i64);
+            sort_lines(&v[lines], len, k, descending, |i| int_key(i as i64), before, &mut o[vs], iv)
+        }
         (Buf::I64(v), Buf::I64(o)) => sort_lines(&v[lines], len, k, descending, int_key, ints, &mut o[vs], iv),
         (Buf::F32(v), Buf::F32(o)) => sort_lines(&v[lines], len, k, descending, f32_key, f32s, &mut o[vs], iv),
         (Buf::F64(v), Buf::F64(o)) => sort_lines(&v[lines], len, k, descending, float_key, f64s, &mut o[vs], iv),
@@ -442,10 +454,26 @@ fn int_key(i: i64) -> u64 {
 
 /// PyTorch's check of the index dtype of `gather` and `scatter` (`op`): an integer tensor.
 pub fn check_along_dim_index(op: &str, index: DType) -> TResult<()> {
-    if index.is_float() || index == DType::Bool {
+    if !matches!(index, DType::I64 | DType::I32) {
         return Err(format!("{op}(): Expected dtype int32/int64 for index"));
     }
     Ok(())
+}
+
+/// PyTorch's check of the index dtype of `index_select` and `F.embedding` (`op`): int64 or int32.
+pub fn check_select_index(op: &str, index: DType) -> TResult<()> {
+    if matches!(index, DType::I64 | DType::I32) {
+        return Ok(());
+    }
+    Err(if op == "embedding" {
+        format!(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got \
+             {} instead (while checking arguments for embedding)",
+            if index == DType::Bool { "CPUBoolType".to_string() } else { index.legacy_type_name() }
+        )
+    } else {
+        format!("{op}(): Expected dtype int32 or int64 for index")
+    })
 }
 
 /// PyTorch's checks of `index_copy(x, dim, index, source)` and `index_add` (`op` names which), on shapes and

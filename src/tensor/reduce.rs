@@ -202,7 +202,9 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, max: bool) -> TResult
 
 pub fn any_all(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, all: bool) -> TResult<Tensor> {
     let d = reduce_dims(x, dims)?;
-    reduce_with(x, &d, keepdim, DType::Bool, |v| {
+    // PyTorch answers in uint8 for uint8 input, in bool for any other.
+    let out = if x.dtype() == DType::U8 { DType::U8 } else { DType::Bool };
+    reduce_with(x, &d, keepdim, out, |v| {
         Ok(Scalar::B(if all { v.iter().all(|s| s.to_bool()) } else { v.iter().any(|s| s.to_bool()) }))
     })
 }
