@@ -635,13 +635,18 @@ fn try_refusals_are_located() {
     }
 }
 
-/// Complex tensors stay refused, with a message that says so, on every engine.
+/// Complex tensors (held as their real views) support what rotary embeddings use; anything else is refused on every
+/// engine with what is supported, and so is returning one.
 #[test]
-fn complex_ops_are_refused_as_complex() {
-    let polar = "def f(x: f32[3]) -> f32[3]:\n    c = torch.polar(torch.ones_like(x), x)\n    return x\n";
-    every_engine_raises_at(polar, "f", "5:9", "complex tensors are not supported (`torch.polar`)");
-    let vac = "def f(x: f32[3, 2]) -> f32[3, 2]:\n    c = torch.view_as_complex(x)\n    return x\n";
-    every_engine_raises_at(vac, "f", "5:9", "complex tensors are not supported (`torch.view_as_complex`)");
+fn complex_ops_beyond_rotary_embeddings_are_refused_as_complex() {
+    let div = "def f(x: f32[3]) -> f32[3]:\n    c = torch.polar(torch.ones_like(x), x)\n    return (c / c).real\n";
+    every_engine_raises_at(div, "f", "6:13", "`/` of a complex tensor and a complex tensor is not supported");
+    let exp = "def f(x: f32[3, 2]) -> f32[3]:\n    c = torch.view_as_complex(x)\n    return torch.exp(c).real\n";
+    every_engine_raises_at(exp, "f", "6:12", "`exp` of a complex tensor is not supported: complex tensors are");
+    let size = "def f(x: f32[3, 3]) -> f32[3, 3]:\n    c = torch.view_as_complex(x)\n    return x\n";
+    every_engine_raises_at(size, "f", "5:9", "Tensor must have a last dimension of size 2");
+    let ret = "def f(x: f32[3, 2]) -> f32[3, 2]:\n    return torch.view_as_complex(x)\n";
+    every_engine_raises(ret, "f", "not a complex tensor (return `torch.view_as_real` of it)");
 }
 
 /// A nested `def` captures the values of the enclosing function's locals it reads, when it is defined: what that

@@ -44,6 +44,9 @@ fn bytes(t: &Tensor) -> Vec<u8> {
     let b = t.buf.borrow();
     match &*b {
         Buf::Bool(v) => v.iter().map(|&x| x as u8).collect(),
+        Buf::U8(v) => v.to_vec(),
+        Buf::I8(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Buf::I16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         Buf::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         Buf::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         Buf::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),

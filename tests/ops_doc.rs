@@ -18,12 +18,18 @@ fn docs_ops_md_is_the_list_the_engines_give() {
 fn the_probe_lists_implemented_operations_and_leaves_out_limits() {
     let probed = probe_all();
     let supported = |n: &str| probed.iter().find(|p| p.full == n).unwrap_or_else(|| panic!("{n} not probed")).supported;
-    for n in ["torch.sigmoid", "torch.einsum", "torch.Tensor.index_copy_", "torch.nn.functional.relu", "torch.Tensor.T"]
-    {
+    for n in [
+        "torch.sigmoid",
+        "torch.einsum",
+        "torch.Tensor.index_copy_",
+        "torch.nn.functional.relu",
+        "torch.Tensor.T",
+        "torch.polar",
+    ] {
         assert!(supported(n), "{n} should be listed");
     }
-    // No implementation; complex numbers; a data-dependent output shape the functional engines cannot express.
-    for n in ["torch.stft", "torch.polar", "torch.nonzero", "torch.masked_select"] {
+    // No implementation; a data-dependent output shape the functional engines cannot express.
+    for n in ["torch.stft", "torch.nonzero", "torch.masked_select"] {
         assert!(!supported(n), "{n} should not be listed");
     }
 }

@@ -1,5 +1,5 @@
 """LLM decode-step pieces ported from gpt-fast, llama, nanoGPT and Hugging Face transformers: RMSNorm, SwiGLU,
-rotary embeddings, KV-cache writes by position, attention over a cache, and logits processing (temperature, top-k,
+rotary embeddings (llama's through complex tensors, which waited in tests/real_pending at first), KV-cache writes by position, attention over a cache, and logits processing (temperature, top-k,
 top-p, repetition penalty). Sampling itself (torch.multinomial) is random and left out; each program stops at the
 probabilities or the processed logits. Weights arrive uniform in [-1, 1) and are scaled down where a layer needs it."""
 from __future__ import annotations
@@ -494,3 +494,20 @@ def hf_eta_warper(input_ids: i64[2, 6], scores: f32[2, 32]) -> f32[2, 32]:
     indices_to_remove = indices_to_remove & (scores < torch.topk(scores, top_k)[0][..., -1, None])
     scores_processed = scores.masked_fill(indices_to_remove, filter_value)
     return scores_processed
+
+
+# llama, llama/model.py: precompute_freqs_cis and apply_rotary_emb (complex multiply via view_as_complex)
+def llama_apply_rotary_emb(xq: f32[1, 5, 4, 16], xk: f32[1, 5, 4, 16]) -> tuple[f32[1, 5, 4, 16], f32[1, 5, 4, 16]]:
+    dim, end, theta = 16, 5, 10000.0
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+    t = torch.arange(end, device=freqs.device)
+    freqs = torch.outer(t, freqs).float()
+    freqs_cis = torch.polar(torch.ones_like(freqs), freqs)
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    ndim = xq_.ndim
+    shape = [d if i == 1 or i == ndim - 1 else 1 for i, d in enumerate(xq_.shape)]
+    freqs_cis = freqs_cis.view(*shape)
+    xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(3)
+    xk_out = torch.view_as_real(xk_ * freqs_cis).flatten(3)
+    return xq_out.type_as(xq), xk_out.type_as(xk)

@@ -687,7 +687,7 @@ pub(super) fn value_to_fv(v: &Value) -> FV {
             items.borrow().iter().map(|(k, v)| (value_to_fv(k), value_to_fv(v))).collect(),
         ))),
         // Never `None` in its place: a program that tested it would silently take another path.
-        Value::Tensor(_) | Value::Slice(..) | Value::Range(..) => FV::Poisoned(
+        Value::Tensor(_) | Value::Slice(..) | Value::Range(..) | Value::Complex(_) => FV::Poisoned(
             "is a module-level tensor, slice or range, which the functional engines do not take as a constant",
         ),
     }

@@ -243,7 +243,10 @@ impl<'m> Fz<'m> {
                 other => {
                     return diag(
                         f.span,
-                        format!("programs return tensors or tuples of tensors, not a {}", other.type_name()),
+                        format!(
+                            "programs return tensors or tuples of tensors, not a {}",
+                            crate::interp::pyvalue::PyValue::shown_type(other)
+                        ),
                     )
                 }
             };

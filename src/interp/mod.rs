@@ -9,6 +9,7 @@ pub(crate) mod args;
 pub(crate) mod bind;
 pub(crate) mod calls;
 pub(crate) mod compat;
+pub(crate) mod complex;
 pub(crate) mod conv;
 pub(crate) mod creation;
 pub(crate) mod device;
@@ -217,7 +218,7 @@ fn return_tensor(v: &Value) -> Result<Tensor, Diagnostic> {
         Value::Bool(b) => Tensor::scalar(DType::Bool, Scalar::B(*b)).map_err(Diagnostic::new),
         other => Err(Diagnostic::new(format!(
             "programs return tensors, numbers or tuples of them, not a {}",
-            other.type_name()
+            pyvalue::PyValue::shown_type(other)
         ))),
     }
 }

@@ -60,6 +60,7 @@ pub fn py_repr(v: &Value) -> String {
         Value::Float(f) => float_repr(*f),
         Value::Str(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
         Value::Tensor(t) => format!("tensor(<{}{}>)", t.dtype().annotation(), crate::tensor::fmt_shape(&t.shape)),
+        Value::Complex(inner) => format!("complex {}", py_repr(inner)),
         Value::Tuple(items) | Value::Named(items, _) if items.len() == 1 => format!("({},)", seq(items)),
         Value::Tuple(items) | Value::Named(items, _) => format!("({})", seq(items)),
         Value::List(items) => format!("[{}]", seq(&items.borrow())),

@@ -295,6 +295,8 @@ pub(crate) fn function_value(full: &str) -> bool {
         "cat",
         "concat",
         "stack",
+        "reshape",
+        "unsqueeze",
         "matmul",
         "bmm",
         "add",
@@ -329,15 +331,6 @@ pub(crate) fn function_value(full: &str) -> bool {
         Some(("torch.nn.functional", n)) => NNF.contains(&n),
         _ => false,
     }
-}
-
-/// Why a torch op that makes or takes complex tensors is refused (funcfuse has no complex dtype), if `name` is one.
-pub(crate) fn complex_refusal(name: &str) -> Option<String> {
-    matches!(name, "polar" | "view_as_complex" | "view_as_real" | "complex").then(|| {
-        format!(
-            "complex tensors are not supported (`torch.{name}`); write the real and imaginary parts as real tensors"
-        )
-    })
 }
 
 /// The first variable a closure captures (the keywords `NAME=NAME` of a `<closure>(HELPER, ...)` call) that is not

@@ -62,6 +62,14 @@ pub trait PyValue: Clone + Sized {
     fn make(m: Made<Self>) -> Self;
     /// The type name of an engine's own kind ([`Py::Other`]), as errors print it.
     fn other_type_name(&self) -> &'static str;
+    /// A complex tensor's real view (`interp::complex`), if this is one.
+    fn complex_of(&self) -> Option<&Self>;
+    /// The complex tensor whose real view is `inner`.
+    fn make_complex(inner: Self) -> Self;
+    /// The function value of `torch.NAME`.
+    fn torch_function(name: &str) -> Self;
+    /// The slice `:`.
+    fn full_slice() -> Self;
 
     /// Python's name of the value's type, as errors print it.
     fn type_name(&self) -> &'static str {
@@ -83,6 +91,15 @@ pub trait PyValue: Clone + Sized {
             Py::Tensor => "Tensor",
             Py::Function(_) => "function",
             Py::Other => self.other_type_name(),
+        }
+    }
+
+    /// The type name as a refusal of the value shows it: a complex tensor says so.
+    fn shown_type(&self) -> &'static str {
+        if self.complex_of().is_some() {
+            "complex tensor (return `torch.view_as_real` of it)"
+        } else {
+            self.type_name()
         }
     }
 
@@ -444,9 +461,6 @@ pub fn named_field<V: Clone>(items: &[V], names: &[&str], name: &str) -> Result<
 pub fn answered_call<V: PyValue>(callee: &V, name: &str, pos: &[V], kw: &[(String, V)]) -> Option<Result<V, String>> {
     let Py::Module(m) = callee.py() else { return None };
     if m == "torch" {
-        if let Some(why) = super::python::complex_refusal(name) {
-            return Some(Err(why));
-        }
         match name {
             "device" if kw.is_empty() => return Some(super::python::torch_device(pos).map(|()| V::make(Made::Device))),
             "get_default_dtype" if pos.is_empty() && kw.is_empty() => {
@@ -507,6 +521,8 @@ macro_rules! py_values {
             Dict(std::rc::Rc<std::cell::RefCell<Vec<($t, $t)>>>),
             /// A `torch.device`: programs run with CPU semantics, so the only device is the CPU.
             Device,
+            /// A complex tensor, held as its real view (`interp::complex`).
+            Complex(std::rc::Rc<$t>),
             $($(#[$vdoc])* $v($($f),*),)*
         }
 
@@ -532,6 +548,7 @@ macro_rules! py_values {
                     $t::Tensor(_) => Py::Tensor,
                     $t::Func(_) => Py::Function(None),
                     $t::Closure(_, captured) => Py::Function(Some(captured)),
+                    $t::Complex(_) => Py::Other,
                     $($t::$v(..) => Py::Other,)*
                 }
             }
@@ -555,7 +572,29 @@ macro_rules! py_values {
             }
 
             fn other_type_name(&self) -> &'static str {
-                $name(self)
+                match self {
+                    $t::Complex(_) => "Tensor",
+                    other => $name(other),
+                }
+            }
+
+            fn complex_of(&self) -> Option<&Self> {
+                match self {
+                    $t::Complex(inner) => Some(inner),
+                    _ => None,
+                }
+            }
+
+            fn make_complex(inner: Self) -> Self {
+                $t::Complex(std::rc::Rc::new(inner))
+            }
+
+            fn torch_function(name: &str) -> Self {
+                $t::Func(std::rc::Rc::from(format!("torch.{name}").as_str()))
+            }
+
+            fn full_slice() -> Self {
+                $t::Slice(None, None, None)
             }
         }
     };

@@ -99,6 +99,10 @@ pub fn call_parts<'m, W: Walk<'m, Env = HashMap<String, <W as Walk<'m>>::V>>>(
         _ => Callee::Value(w.eval(env, func)?),
     };
     let (pos, kw) = call_arguments(w, env, call)?;
+    if super::complex::involves(&callee, &pos, &kw) {
+        let r = super::complex::call(w, &callee, &pos, &kw, call.span)?;
+        return Ok((Callee::Answered(r), pos, kw));
+    }
     if let Callee::Method(o, name) = &callee {
         if let Some(r) = super::pyvalue::answered_call(o, name, &pos, &kw) {
             return Ok((Callee::Answered(r.map_err(|m| Diagnostic::new(m).at(call.span))?), pos, kw));
@@ -461,10 +465,16 @@ pub fn eval<'m, W: Walk<'m>>(w: &mut W, env: &mut W::Env, e: &'m Expr) -> Result
         ExprKind::Bin(op, a, b) => {
             let a = w.eval(env, a)?;
             let b = w.eval(env, b)?;
+            if a.complex_of().is_some() || b.complex_of().is_some() {
+                return super::complex::binop(w, &a, *op, &b, span);
+            }
             w.binop(&a, *op, &b, span)?
         }
         ExprKind::Unary(op, a) => {
             let v = w.eval(env, a)?;
+            if v.complex_of().is_some() {
+                return super::complex::unop(w, *op, &v, span);
+            }
             w.unop(*op, &v, span)?
         }
         ExprKind::Tuple(items) => W::V::make(Made::Tuple(w.items(env, items, false)?)),
@@ -477,10 +487,16 @@ pub fn eval<'m, W: Walk<'m>>(w: &mut W, env: &mut W::Env, e: &'m Expr) -> Result
         ExprKind::Subscript(obj, idx) => {
             let o = w.eval(env, obj)?;
             let i = w.eval(env, idx)?;
+            if o.complex_of().is_some() {
+                return super::complex::getitem(w, &o, &i, span);
+            }
             w.getitem(&o, &i, span)?
         }
         ExprKind::Attr(obj, name) => {
             let o = w.eval(env, obj)?;
+            if o.complex_of().is_some() {
+                return super::complex::attribute(w, &o, name, span);
+            }
             w.attribute(&o, name, span)?
         }
         ExprKind::Call { .. } => w.call(env, e)?,
