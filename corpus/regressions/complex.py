@@ -1,6 +1,5 @@
 """Complex tensors as LLM code writes its rotary embeddings: `torch.polar`, `torch.view_as_complex`, products with
-broadcasting through `view`, `torch.view_as_real(...).flatten`, indexing by positions, `.real`/`.imag`, `conj()`,
-`abs()`. Each engine holds a complex tensor as its real view."""
+broadcasting through `view`, `torch.view_as_real(...).flatten`, indexing by positions, `.real`/`.imag`. Each engine holds a complex tensor as its real view."""
 from __future__ import annotations
 
 import torch
@@ -51,13 +50,20 @@ def mistral_positions(x: f32[3, 2, 8], pos: i64[3]) -> f32[3, 2, 8]:
 
 
 
-def parts(a: f32[3, 4], b: f32[3, 4]) -> tuple[f32[3, 4], f32[3, 4], f32[3, 4], f32[2, 4]]:
+def parts(a: f32[3, 4], b: f32[3, 4]) -> tuple[f32[3, 4], f32[3, 4], f32[3, 4], f32[2, 4], f32[3, 4, 2]]:
     c = torch.complex(a, b)
     d = torch.polar(b.abs(), a)
-    e = (c * d + c - d.conj()) * 0.5
+    e = (c * d + c - torch.complex(d.real, -d.imag)) * 0.5
     f = -e * a
-    return e.real, e.imag, f.abs(), torch.view_as_real(f[1:, ::2].unsqueeze(0))[0, ..., 1].repeat(1, 2)
-
+    # torch.complex broadcasts its parts; a real factor multiplies as a complex one with imaginary part 0.
+    g = torch.complex(a[:, :1], b[0]) * 2.0
+    return (
+        e.real,
+        e.imag,
+        torch.view_as_real(f).square().sum(-1),
+        torch.view_as_real(f[1:, ::2].unsqueeze(0))[0, ..., 1].repeat(1, 2),
+        torch.view_as_real(g),
+    )
 
 
 def rope_loop(x: f32[4, 2, 8]) -> f32[4, 2, 8]:

@@ -215,7 +215,17 @@ impl<'m> Fz<'m> {
             Arm::Stmts(stmts) => self.block(env, stmts),
             Arm::LoopRest { target, items, body, flag } => {
                 env.insert(flag.clone(), FV::Bool(false));
-                self.unrolled(env, target, items.clone(), body, span)
+                // The loop's own item name (`exits.rs`' `%itemN`) is dead after the loop: it keeps its value here,
+                // so that the arms need not merge it.
+                let item = match &target.kind {
+                    ExprKind::Name(n) => env.get(n).cloned().map(|v| (n.clone(), v)),
+                    _ => None,
+                };
+                let flow = self.unrolled(env, target, items.clone(), body, span);
+                if let Some((n, v)) = item {
+                    env.insert(n, v);
+                }
+                flow
             }
         };
         self.t.arms -= 1;

@@ -439,6 +439,7 @@ impl<'m> Fz<'m> {
             },
             _ => None,
         };
+        let mut nest = flag.is_some();
         for (k, item) in items.iter().enumerate() {
             pywalk::assign(self, env, target, item.clone())?;
             match self.block(env, body)? {
@@ -446,10 +447,17 @@ impl<'m> Fz<'m> {
                 Flow::Return(v) => return Ok(Flow::Return(v)),
                 _ => {}
             }
-            if let (Some(f), true) = (&flag, k + 1 < items.len()) {
-                if let Some(FV::DynBool(broken)) = env.get(f) {
-                    let rest = Arm::LoopRest { target, items: items[k + 1..].to_vec(), body, flag: f.clone() };
-                    return self.dyn_if(env, *broken, Arm::Stmts(&[]), rest, span);
+            let (Some(f), true) = (&flag, nest && k + 1 < items.len()) else { continue };
+            let Some(FV::DynBool(broken)) = env.get(f).cloned() else { continue };
+            // Where the nested form cannot be functionalized (a value the two arms leave differently), the
+            // iterations go on one after another, each guarded by the flag, as before.
+            let snap = self.snapshot(env);
+            let rest = Arm::LoopRest { target, items: items[k + 1..].to_vec(), body, flag: f.clone() };
+            match self.dyn_if(env, broken, Arm::Stmts(&[]), rest, span) {
+                Ok(flow) => return Ok(flow),
+                Err(_) => {
+                    self.restore(env, &snap);
+                    nest = false;
                 }
             }
         }

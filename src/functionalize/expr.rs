@@ -230,6 +230,9 @@ impl<'m> Fz<'m> {
             FV::Dict(items) => Cond::Static(!items.borrow().is_empty()),
             FV::DynBool(t) => Cond::Dyn(*t),
             v @ FV::Masked(_) => return super::state::masked_use(v),
+            FV::Complex(_) => {
+                return diag(span, crate::interp::complex::refusal("the truth value of a complex tensor"))
+            }
             FV::DynInt(_) | FV::DynFloat(_) => {
                 let (t, _) = self.scalar_tensor(v, None, span)?;
                 let z = self.scalar_tensor(&FV::Int(0), None, span)?;
@@ -527,6 +530,9 @@ impl<'m> Fz<'m> {
                 return Ok(FV::Bool(found == (op == CmpOp::In)));
             }
             _ => {}
+        }
+        if matches!(a, FV::Complex(_)) || matches!(b, FV::Complex(_)) {
+            return diag(span, crate::interp::complex::refusal("comparing complex tensors"));
         }
         if let (Some(x), Some(y)) = (static_scalar(a), static_scalar(b)) {
             return Ok(FV::Bool(crate::interp::pyarith::py_compare(x, op, y)));

@@ -12,7 +12,12 @@ use crate::tensor::DType;
 
 const SUPPORTED: &str = "complex tensors are supported as `torch.polar`, `torch.complex` and `torch.view_as_complex` \
     make them, in `*`, `+`, `-` among them (and `*` by real tensors and numbers), basic and advanced indexing, \
-    `reshape`/`view`/`unsqueeze`, `.shape`, `.ndim`, `.real`, `.imag`, `conj()`, `abs()`, and `torch.view_as_real`";
+    `reshape`/`view`/`unsqueeze`, `.shape`, `.ndim`, `size()`, `dim()`, `.real`, `.imag`, and `torch.view_as_real`";
+
+/// Refusals of what a complex tensor cannot do here, for the engines' own checks (truth tests, comparisons).
+pub fn refusal(what: &str) -> String {
+    format!("{what} is not supported: {SUPPORTED}")
+}
 
 /// The torch functions that make or take complex tensors.
 const TORCH_COMPLEX: &[&str] = &["polar", "view_as_complex", "view_as_real", "complex"];
@@ -22,7 +27,7 @@ fn fail<E: From<Diagnostic>>(m: impl Into<String>, span: Span) -> E {
 }
 
 fn unsupported<E: From<Diagnostic>>(what: &str, span: Span) -> E {
-    fail(format!("{what} is not supported: {SUPPORTED}"), span)
+    fail(refusal(what), span)
 }
 
 fn torch<'m, W: Walk<'m>>(w: &mut W, name: &str, args: Vec<W::V>, span: Span) -> Result<W::V, W::Err> {
@@ -90,7 +95,16 @@ pub fn call<'m, W: Walk<'m>>(
                 let (c, s) = (torch(w, "cos", vec![b.clone()], span)?, torch(w, "sin", vec![b], span)?);
                 (w.binop(&a, BinOp::Mul, &c, span)?, w.binop(&a, BinOp::Mul, &s, span)?)
             } else {
-                (a, b)
+                // `torch.complex` broadcasts its parts to one shape.
+                let (sa, sb) = (shape_of(w, &a, span)?, shape_of(w, &b, span)?);
+                let to = |s: &[i64]| -> Vec<usize> { s.iter().map(|&d| d as usize).collect() };
+                let shape =
+                    crate::tensor::ops::broadcast_shapes(&to(&sa), &to(&sb)).map_err(|m| fail::<W::Err>(m, span))?;
+                let sizes = W::V::make(Made::Tuple(shape.iter().map(|&d| W::V::make(Made::Int(d as i64))).collect()));
+                (
+                    torch(w, "broadcast_to", vec![a, sizes.clone()], span)?,
+                    torch(w, "broadcast_to", vec![b, sizes], span)?,
+                )
             };
             join(w, re, im, span)
         }
@@ -159,22 +173,27 @@ pub fn binop<'m, W: Walk<'m>>(w: &mut W, a: &W::V, op: BinOp, b: &W::V, span: Sp
             let (re, im) = (w.binop(&ar, op, &br, span)?, w.binop(&ai, op, &bi, span)?);
             join(w, re, im, span)
         }
-        (Some(x), None, BinOp::Mul) if real_operand(b) => {
-            let (xr, xi) = (part(w, &x, 0, span)?, part(w, &x, 1, span)?);
-            let (re, im) = (w.binop(&xr, op, b, span)?, w.binop(&xi, op, b, span)?);
-            join(w, re, im, span)
-        }
-        (None, Some(x), BinOp::Mul) if real_operand(a) => {
-            let (xr, xi) = (part(w, &x, 0, span)?, part(w, &x, 1, span)?);
-            let (re, im) = (w.binop(a, op, &xr, span)?, w.binop(a, op, &xi, span)?);
-            join(w, re, im, span)
-        }
+        // PyTorch makes the real operand a complex one (imaginary part 0) and multiplies in full, which decides
+        // infinities and NaNs (inf * 2 has a NaN imaginary part).
+        (Some(x), None, BinOp::Mul) if real_operand(b) => real_product(w, &x, b, span),
+        (None, Some(x), BinOp::Mul) if real_operand(a) => real_product(w, &x, a, span),
         _ => {
             let other = if a.complex_of().is_some() { b } else { a };
             let other = if other.complex_of().is_some() { "complex tensor" } else { other.type_name() };
             Err(unsupported(&format!("`{}` of a complex tensor and a {other}", op.symbol()), span))
         }
     }
+}
+
+/// `c * r` for a real tensor or number `r`, as `c * complex(r, 0)`.
+fn real_product<'m, W: Walk<'m>>(w: &mut W, x: &W::V, r: &W::V, span: Span) -> Result<W::V, W::Err> {
+    let (xr, xi) = (part(w, x, 0, span)?, part(w, x, 1, span)?);
+    let zero = W::V::make(Made::Float(0.0));
+    let (rr, iz) = (w.binop(&xr, BinOp::Mul, r, span)?, w.binop(&xi, BinOp::Mul, &zero, span)?);
+    let (rz, ir) = (w.binop(&xr, BinOp::Mul, &zero, span)?, w.binop(&xi, BinOp::Mul, r, span)?);
+    let re = w.binop(&rr, BinOp::Sub, &iz, span)?;
+    let im = w.binop(&rz, BinOp::Add, &ir, span)?;
+    join(w, re, im, span)
 }
 
 /// `-c` (`+c` is `c`).
@@ -255,7 +274,7 @@ fn method<'m, W: Walk<'m>>(
             Ok(W::V::make_complex(torch(w, "unsqueeze", vec![inner, W::V::make(Made::Int(d))], span)?))
         }
         "size" | "dim" | "ndimension" if kw.is_empty() => {
-            let shape = w.attribute(c, "shape", span)?;
+            let shape = attribute(w, c, "shape", span)?;
             match (name, pos) {
                 ("size", []) => Ok(shape),
                 ("size", [i]) => {
@@ -277,27 +296,17 @@ fn method<'m, W: Walk<'m>>(
                 _ => Err(unsupported(&format!("`{name}` with these arguments"), span)),
             }
         }
-        // Programs run on the CPU: moving there changes nothing.
+        // Programs run on the CPU: moving there changes nothing (a dtype is refused: no conversion is kept).
         "to" | "cpu"
-            if pos.iter().chain(kw.iter().map(|(_, v)| v)).all(|v| matches!(v.py(), Py::Device | Py::Str(_))) =>
+            if pos.iter().chain(kw.iter().map(|(_, v)| v)).all(|v| match v.py() {
+                Py::Device => true,
+                Py::Str(s) => s.as_ref() == "cpu",
+                _ => false,
+            }) =>
         {
             Ok(c.clone())
         }
-        "conj" | "abs" | "mul" if kw.is_empty() => match (name, pos) {
-            ("conj", []) => {
-                let (re, im) = (part(w, &inner, 0, span)?, part(w, &inner, 1, span)?);
-                let im = w.unop(UnaryOp::Neg, &im, span)?;
-                join(w, re, im, span)
-            }
-            ("abs", []) => {
-                let (re, im) = (part(w, &inner, 0, span)?, part(w, &inner, 1, span)?);
-                let (rr, ii) = (w.binop(&re, BinOp::Mul, &re, span)?, w.binop(&im, BinOp::Mul, &im, span)?);
-                let s = w.binop(&rr, BinOp::Add, &ii, span)?;
-                torch(w, "sqrt", vec![s], span)
-            }
-            ("mul", [o]) => binop(w, c, BinOp::Mul, o, span),
-            _ => Err(unsupported(&format!("`{name}` with these arguments"), span)),
-        },
+        "mul" if kw.is_empty() && pos.len() == 1 => binop(w, c, BinOp::Mul, &pos[0], span),
         _ => Err(unsupported(&format!("`.{name}()` of a complex tensor"), span)),
     }
 }

@@ -221,6 +221,7 @@ impl<'m> Interp<'m> {
             Value::List(v) => !v.borrow().is_empty(),
             Value::Dict(v) => !v.borrow().is_empty(),
             Value::Range(a, b, s) => (*s > 0 && a < b) || (*s < 0 && a > b),
+            Value::Complex(_) => return err(span, super::complex::refusal("the truth value of a complex tensor")),
             _ => true,
         })
     }
@@ -467,6 +468,9 @@ impl<'m> Interp<'m> {
                 return Ok(Value::Bool(found == (op == CmpOp::In)));
             }
             _ => {}
+        }
+        if matches!(a, Value::Complex(_)) || matches!(b, Value::Complex(_)) {
+            return err(span, super::complex::refusal("comparing complex tensors"));
         }
         if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
             return Ok(Value::Bool(py_compare(x, op, y)));

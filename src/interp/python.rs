@@ -297,6 +297,7 @@ pub(crate) fn function_value(full: &str) -> bool {
         "stack",
         "reshape",
         "unsqueeze",
+        "broadcast_to",
         "matmul",
         "bmm",
         "add",
