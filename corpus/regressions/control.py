@@ -236,3 +236,23 @@ def comprehension_target_does_not_leak(x: f32[6]) -> tuple[f32[6], f32[6]]:
     ys = [x[k] * 2.0 for k in range(2)]
     zs = [x[j] + x[k] for j in range(3)]
     return ys[0] + x * k, zs[2] + x
+
+
+# Real code of a fresh held-out round (mistral-inference's BufferCache, SAM's grad norm, TGI's next-token chooser,
+# yolov5's build_targets) used constructs every engine refused: a generator expression in any()/all(), a
+# comprehension with two `for`s, a `range` as an index, and `torch.argmax(..., out=)`.
+def generators_ranges_and_out(x: f32[2, 3], t: i64[4], y: f32[4, 5]) -> tuple[f32[2, 3], f32[6], f32[4, 5], i64[4]]:
+    seqlens = [3, 1, 2]
+    if any(n > 2 for n in seqlens):
+        x = x * 2
+    if all(n > 0 for n in seqlens if n != 1):
+        x = x + 1
+    rows = [x[0], x[1]]
+    vals = [v * 2 for r in rows for v in r.unbind(0)]
+    pairs = [a * b for a in range(3) if a > 0 for b in range(2)]
+    inter = [v for pair in zip([x[0, 0], x[0, 1]], [x[1, 0], x[1, 1]]) for v in pair]
+    z = y.clone()
+    z[range(4), t % 5] = 7.0
+    out = torch.zeros(4, dtype=torch.long)
+    torch.argmax(z[range(1, 4, 2)].sum(0, keepdim=True) + z, -1, out=out)
+    return x, torch.stack(vals) + sum(pairs) + torch.stack(inter).sum(), z, out

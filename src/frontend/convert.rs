@@ -626,7 +626,15 @@ impl Cx {
                 for a in c.arguments.args.iter() {
                     match a {
                         py::Expr::Generator(g) if sugar::consumes_generator(&c.func, c.arguments.len()) => {
-                            args.push(self.generator(g)?)
+                            let list = self.generator(g)?;
+                            if sugar::stops_early(&c.func) && !sugar::calls_nothing(&list) {
+                                return err(
+                                    self.sp(g),
+                                    "a generator expression in any() or all() whose items call functions is not \
+                                     supported (they stop at the first deciding item; write a loop)",
+                                );
+                            }
+                            args.push(list)
                         }
                         _ => args.push(self.item(a)?),
                     }
@@ -667,7 +675,7 @@ impl Cx {
             py::Expr::DictComp(_) => return err(span, "dict comprehensions are not supported"),
             py::Expr::Set(_) | py::Expr::SetComp(_) => return err(span, "sets are not supported"),
             py::Expr::Generator(_) => {
-                return err(span, "generator expressions are supported only as the one argument of tuple(), list(), sum(), min(), max(), sorted(), torch.cat() or torch.stack() (write a list comprehension)")
+                return err(span, "generator expressions are supported only as the one argument of tuple(), list(), sum(), min(), max(), sorted(), any(), all(), torch.cat() or torch.stack() (write a list comprehension)")
             }
             py::Expr::FString(f) => ExprKind::FString(self.fstring(f)?),
             py::Expr::TString(_) => return err(span, "t-strings are not supported"),

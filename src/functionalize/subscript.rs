@@ -69,6 +69,15 @@ impl<'m> Fz<'m> {
                 diag(span, "tensors used as indices must be long, int, byte or bool tensors")
             }
             FV::Tensor(t) => Ok(Some(t.clone())),
+            // A `range` indexes as the list of its values (`t[range(n), idx]`).
+            FV::Range(a, b, s) => {
+                let vals: Vec<Scalar> =
+                    crate::interp::value::range_values(*a, *b, *s).into_iter().map(Scalar::I).collect();
+                match self.const_data(DType::I64, &[vals.len()], &vals, span)? {
+                    FV::Tensor(t) => Ok(Some(t)),
+                    _ => unreachable!("constant data is a tensor"),
+                }
+            }
             FV::List(_) => {
                 let items = v.items().unwrap_or_default();
                 let all_bool = !items.is_empty() && items.iter().all(|x| matches!(x, FV::Bool(_)));

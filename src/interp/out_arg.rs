@@ -93,8 +93,22 @@ const ELEMENTWISE: &[&str] = &[
     "addcdiv",
 ];
 
-const OTHER: &[&str] =
-    &["matmul", "mm", "bmm", "mv", "dot", "outer", "ger", "addmm", "cat", "concat", "concatenate", "stack"];
+const OTHER: &[&str] = &[
+    "matmul",
+    "mm",
+    "bmm",
+    "mv",
+    "dot",
+    "outer",
+    "ger",
+    "addmm",
+    "cat",
+    "concat",
+    "concatenate",
+    "stack",
+    "argmax",
+    "argmin",
+];
 
 /// Reductions that take `out=` only in their overload with a `dim` argument (at position 1).
 const WITH_DIM: &[&str] = &["sum", "mean", "amax", "amin", "cumsum", "cumprod", "logsumexp"];

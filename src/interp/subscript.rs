@@ -39,6 +39,11 @@ fn as_index_tensor(v: &Value) -> AResult<Option<Tensor>> {
             let dt = if all_bool { DType::Bool } else { DType::I64 };
             Ok(Some(Tensor::from_scalars(dt, &shape, &vals)?))
         }
+        // A `range` indexes as the list of its values (`t[range(n), idx]`).
+        Value::Range(a, b, s) => {
+            let vals: Vec<Scalar> = super::value::range_values(*a, *b, *s).into_iter().map(Scalar::I).collect();
+            Ok(Some(Tensor::from_scalars(DType::I64, &[vals.len()], &vals)?))
+        }
         Value::Bool(_) => Err("indexing with a Python bool is not supported".into()),
         _ => Ok(None),
     }

@@ -79,3 +79,17 @@ pub fn slice_positions(n: i64, start: Option<i64>, stop: Option<i64>, step: Opti
     }
     Ok(out)
 }
+
+/// The values of `range(a, b, s)` (`s` nonzero).
+pub fn range_values(a: i64, b: i64, s: i64) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut i = a;
+    while (s > 0 && i < b) || (s < 0 && i > b) {
+        out.push(i);
+        i = match i.checked_add(s) {
+            Some(n) => n,
+            None => break,
+        };
+    }
+    out
+}

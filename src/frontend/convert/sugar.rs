@@ -192,10 +192,24 @@ impl Cx {
 
 /// Whether a generator expression passed as the one argument (of `nargs`) of a call of `func` is consumed at once,
 /// in order and to the end, so that a list comprehension computes the same: `tuple`, `list`, `sum`, `min`, `max`,
-/// `sorted` (not `any`/`all`, which stop early; not `torch.cat`/`torch.stack`, which raise on a generator).
+/// `sorted` (not `torch.cat`/`torch.stack`, which raise on a generator). `any` and `all` stop at the first item that
+/// decides them, which a list computes the same value as where evaluating the rest has no effect: they are taken
+/// when the items call nothing ([`calls_nothing`], checked on the comprehension).
 pub(super) fn consumes_generator(func: &py::Expr, nargs: usize) -> bool {
     let py::Expr::Name(n) = func else { return false };
-    nargs == 1 && matches!(n.id.as_str(), "tuple" | "list" | "sum" | "min" | "max" | "sorted")
+    nargs == 1 && matches!(n.id.as_str(), "tuple" | "list" | "sum" | "min" | "max" | "sorted" | "any" | "all")
+}
+
+/// Whether `func` stops consuming its generator early (`any`, `all`).
+pub(super) fn stops_early(func: &py::Expr) -> bool {
+    matches!(func, py::Expr::Name(n) if matches!(n.id.as_str(), "any" | "all"))
+}
+
+/// Whether a converted comprehension's items, conditions and iterables call nothing (no effects to skip).
+pub(super) fn calls_nothing(e: &Expr) -> bool {
+    let mut calls = false;
+    visit_expr(e, &mut |x| calls |= matches!(x.kind, ExprKind::Call { .. }));
+    !calls
 }
 
 impl Cx {
@@ -212,8 +226,25 @@ impl Cx {
         gens: &[py::Comprehension],
         span: Span,
     ) -> Result<ExprKind, Diagnostic> {
-        if gens.len() != 1 || gens[0].is_async {
-            return err(span, "only list comprehensions with a single `for` are supported");
+        if gens.iter().any(|g| g.is_async) {
+            return err(span, "async comprehensions are not supported");
+        }
+        if gens.len() > 1 {
+            // `[e for a in A if c for b in B(a)]` is the lists `[e for b in B(a)]` for each `a`, joined in order:
+            // `sum([[e for b in B(a)] for a in A if c], [])`.
+            let inner = Expr { kind: self.comprehension(elt, &gens[1..], span)?, span };
+            let g = &gens[0];
+            let outer = ExprKind::ListComp {
+                elt: Box::new(inner),
+                target: Box::new(self.expr(&g.target)?),
+                iter: Box::new(self.expr(&g.iter)?),
+                conds: g.ifs.iter().map(|c| self.expr(c)).collect::<Result<_, _>>()?,
+            };
+            return Ok(ExprKind::Call {
+                func: Box::new(Expr { kind: ExprKind::Name("sum".into()), span }),
+                args: vec![Expr { kind: outer, span }, Expr { kind: ExprKind::List(vec![]), span }],
+                kwargs: vec![],
+            });
         }
         let g = &gens[0];
         Ok(ExprKind::ListComp {
