@@ -276,15 +276,16 @@ fn partial_with_a_positional_argument_is_refused() {
     }
 }
 
-/// A dtype PyTorch has and no tensor here has is named as such wherever a dtype is taken (round 16: torchvision's
-/// `.to(dtype=torch.uint8)`, Ultralytics' `torch.zeros(..., dtype=torch.int8)`), not as a device or a string.
+/// A dtype PyTorch has and no tensor here has is named as such wherever a dtype is taken (`.to(dtype=...)`,
+/// `.to(...)`, `torch.zeros(..., dtype=...)`), not as a device or a string. (uint8 and int8, round 16's, are dtypes
+/// here now.)
 #[test]
 fn dtypes_no_tensor_here_has_are_refused_by_name() {
     let dir = scratch("uint8");
     for (body, dtype) in [
-        ("    return (x > 0).to(dtype=torch.uint8).long()", "torch.uint8"),
-        ("    return (x > 0).to(torch.uint8).long()", "torch.uint8"),
-        ("    return torch.zeros(x.shape, dtype=torch.int8).long()", "torch.int8"),
+        ("    return (x > 0).to(dtype=torch.uint16).long()", "torch.uint16"),
+        ("    return (x > 0).to(torch.complex64).long()", "torch.complex64"),
+        ("    return torch.zeros(x.shape, dtype=torch.uint32).long()", "torch.uint32"),
     ] {
         let src = format!("def f(x: f32[4]) -> i64[4]:\n{body}\n");
         for engine in ["reference", "functional", "optimized"] {

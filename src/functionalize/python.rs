@@ -16,6 +16,24 @@ use crate::tensor::{DType, Scalar};
 use std::cell::RefCell;
 
 /// A value known before the program runs, as the reference interpreter's value (for keys, messages and formats).
+/// Whether a value may be a dict key (see `interp::python::is_key`; a tensor by identity).
+fn fv_is_key(k: &FV) -> bool {
+    matches!(k, FV::Tensor(_)) || fv_static(k).is_some_and(|v| crate::interp::python::is_key(&v))
+}
+
+/// Whether two dict keys are one: tensors by identity (the same view of the same storage, as `is` compares them),
+/// other keys by Python equality.
+fn fv_key_eq(a: &FV, b: &FV) -> bool {
+    match (a, b) {
+        (FV::Tensor(x), FV::Tensor(y)) => x == y,
+        (FV::Tensor(_), _) | (_, FV::Tensor(_)) => false,
+        _ => match (fv_static(a), fv_static(b)) {
+            (Some(x), Some(y)) => key_eq(&x, &y),
+            _ => false,
+        },
+    }
+}
+
 pub(super) fn fv_static(v: &FV) -> Option<Value> {
     Some(match v {
         FV::None => Value::None,
@@ -119,11 +137,11 @@ impl<'m> Fz<'m> {
         let mut out: Vec<(FV, FV)> = Vec::new();
         for (k, v) in items {
             let key = self.expr(env, k)?;
-            let Some(kv) = fv_static(&key).filter(crate::interp::python::is_key) else {
+            if !fv_is_key(&key) {
                 return diag(k.span, Self::key_refusal(&key));
-            };
+            }
             let val = self.expr(env, v)?;
-            match out.iter_mut().find(|(x, _)| fv_static(x).is_some_and(|x| key_eq(&x, &kv))) {
+            match out.iter_mut().find(|(x, _)| fv_key_eq(x, &key)) {
                 Some(slot) => slot.1 = val,
                 None => out.push((key, val)),
             }
@@ -143,10 +161,10 @@ impl<'m> Fz<'m> {
 
     /// The entry of `key` in a dict, if any (`key` must be known before the program runs).
     fn dict_find(d: &[(FV, FV)], key: &FV, span: Span) -> FR<Option<FV>> {
-        let Some(k) = fv_static(key) else {
+        if !matches!(key, FV::Tensor(_)) && fv_static(key).is_none() {
             return diag(span, "a dict key must be known before the program runs");
-        };
-        Ok(d.iter().find(|(x, _)| fv_static(x).is_some_and(|x| key_eq(&x, &k))).map(|(_, v)| v.clone()))
+        }
+        Ok(d.iter().find(|(x, _)| fv_key_eq(x, key)).map(|(_, v)| v.clone()))
     }
 
     /// `d[key]`.
@@ -164,11 +182,11 @@ impl<'m> Fz<'m> {
 
     /// `d[key] = v`: replaces the entry of `key` or appends one (`key` must be known before the program runs).
     pub(super) fn dict_set(dict: &std::cell::RefCell<Vec<(FV, FV)>>, key: &FV, v: &FV, span: Span) -> FR<()> {
-        let Some(k) = fv_static(key).filter(crate::interp::python::is_key) else {
+        if !fv_is_key(key) {
             return diag(span, Self::key_refusal(key));
-        };
+        }
         let mut d = dict.borrow_mut();
-        match d.iter_mut().find(|(x, _)| fv_static(x).is_some_and(|x| key_eq(&x, &k))) {
+        match d.iter_mut().find(|(x, _)| fv_key_eq(x, key)) {
             Some(slot) => slot.1 = v.clone(),
             None => d.push((key.clone(), v.clone())),
         }
@@ -191,9 +209,7 @@ impl<'m> Fz<'m> {
                     Ok(v)
                 }
                 (_, Some(v), _) => {
-                    let kv = fv_static(k);
-                    dict.borrow_mut()
-                        .retain(|(x, _)| !(fv_static(x).is_some_and(|x| kv.as_ref().is_some_and(|k| key_eq(&x, k)))));
+                    dict.borrow_mut().retain(|(x, _)| !fv_key_eq(x, k));
                     Ok(v)
                 }
                 (_, None, Some(dflt)) => Ok(dflt.clone()),

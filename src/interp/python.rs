@@ -48,9 +48,13 @@ pub(super) fn dict_set(d: &RefCell<Vec<(Value, Value)>>, key: &Value, v: &Value,
     Ok(())
 }
 
-/// Whether a dict key equals another (Python equality for the hashable values dict displays may use).
+/// Whether a dict key equals another (Python equality for the hashable values dict displays may use). A tensor key
+/// (an optimizer's `self.state[p]`) is found by identity, as Python's dict finds it (`is` first, and tensors hash by
+/// identity): here the same view of the same storage, as `is` compares tensors.
 pub(crate) fn key_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
+        (Value::Tensor(x), Value::Tensor(y)) => x.same_view(y),
+        (Value::Tensor(_), _) | (_, Value::Tensor(_)) => false,
         (Value::Str(x), Value::Str(y)) => x == y,
         (Value::None, Value::None) => true,
         (Value::Tuple(x), Value::Tuple(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| key_eq(p, q)),
@@ -71,7 +75,7 @@ pub(super) fn check_key(k: &Value, span: Span) -> Result<(), Diagnostic> {
 /// Whether a value may be a dict key here: a number, a string, None, or a tuple of such (both engines).
 pub(crate) fn is_key(k: &Value) -> bool {
     match k {
-        Value::Str(_) | Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) => true,
+        Value::Str(_) | Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Tensor(_) => true,
         Value::Tuple(items) => items.iter().all(is_key),
         _ => false,
     }
@@ -79,7 +83,7 @@ pub(crate) fn is_key(k: &Value) -> bool {
 
 /// The refusal of a dict key of type `ty`.
 pub(crate) fn not_a_key(ty: &str) -> String {
-    format!("dict keys must be numbers, strings, None or tuples of them here, not {ty}")
+    format!("dict keys must be numbers, strings, None, tensors or tuples of them here, not {ty}")
 }
 
 impl<'m> Interp<'m> {
