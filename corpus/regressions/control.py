@@ -278,3 +278,20 @@ def tensor_keyed_state(w: f32[3, 4], b: f32[4], gw: f32[3, 3, 4], gb: f32[3, 4])
         _sgd_momentum(params, [gw[k], gb[k]], state)
     n = len(state) + (1 if w in state else 0) + (1 if gw[0] in state else 0)
     return w, b, torch.tensor(n)
+
+
+# A slice whose length is known only at run time, assigned one number: sequence masks from lengths
+# (`mask[i, :lens[i]] = 1`), padding after a length, and bounds Python clamps (negative, beyond the end). Every
+# functional engine refused them; each is now a select over the whole dim.
+def slices_of_run_time_length(x: f32[3, 6], lens: i64[3], codes: i64[2, 5]) -> tuple[f32[3, 6], f32[3, 6], i64[2, 5]]:
+    m = torch.zeros(3, 6)
+    for i in range(3):
+        m[i, : lens[i]] = 1.0
+    y = x.clone()
+    for i in range(3):
+        y[i, lens[i].item() :] = 0.0
+    y[1, -lens[0] :] = 5.0
+    c = codes.clone()
+    c[0, 2 : lens[1] + 7] = -1
+    c[:, lens[2] - 9 : lens[0]] = 7
+    return x * m, y, c

@@ -231,3 +231,73 @@ impl<'m> Fz<'m> {
         Ok(if changed { FV::Tuple(std::rc::Rc::new(out)) } else { idx.clone() })
     }
 }
+
+impl<'m> Fz<'m> {
+    /// `x[..., a:b] = v` where the slice's length is known only at run time (a sequence mask from lengths:
+    /// `m[i, :lens[i]] = 1`) and `v` is one number: the whole dim is written, `v` where the position lies in the
+    /// slice as Python clamps it, the old value elsewhere. `None` where this is not such a write (the items before
+    /// the slice must be integers or slices, none after it may be an index tensor, the step must be 1).
+    pub(super) fn ranged_write(&mut self, t: &TRef, idx: &FV, v: &FV, span: Span) -> FR<Option<()>> {
+        let items: Vec<FV> = match idx {
+            FV::Tuple(v) => v.as_ref().clone(),
+            other => vec![other.clone()],
+        };
+        let run_time = |it: &FV| match it {
+            FV::Slice(a, b, step) => {
+                let len = match (a, b) {
+                    (Some(a), Some(b)) => b.add(&a.neg()).as_const(),
+                    (None, Some(b)) => b.as_const(),
+                    (Some(a), None) => a.as_const(),
+                    (None, None) => Some(0),
+                };
+                len.is_none() && step.unwrap_or(1) == 1
+            }
+            _ => false,
+        };
+        let Some(k) = items.iter().position(run_time) else { return Ok(None) };
+        let number =
+            matches!(v, FV::Int(_) | FV::Float(_) | FV::Bool(_) | FV::DynInt(_) | FV::DynFloat(_) | FV::DynBool(_))
+                || matches!(v, FV::Tensor(x) if x.shape.is_empty());
+        if !number || !items[..k].iter().all(|it| matches!(it, FV::Int(_) | FV::DynInt(_) | FV::Slice(..))) {
+            return Ok(None);
+        }
+        let dim = items[..k].iter().filter(|it| matches!(it, FV::Slice(..))).count();
+        let FV::Slice(a, b, _) = items[k].clone() else { unreachable!("found as a slice") };
+        let mut whole = items.clone();
+        whole[k] = FV::Slice(None, None, None);
+        let r = self.resolve(t, &FV::Tuple(std::rc::Rc::new(whole)), span)?;
+        if !r.adv.is_empty() {
+            return Ok(None);
+        }
+        let n = r.view.shape[dim] as i64;
+        // A bound as Python clamps it: negative from the end, then within 0..=n.
+        let mut bound = |x: Option<super::state::Affine>, dflt: i64| -> FR<FV> {
+            let Some(x) = x else { return Ok(FV::Int(dflt)) };
+            let (b, _) = self.scalar_tensor(&FV::DynInt(x), Some(DType::I64), span)?;
+            let b = FV::Tensor(self.fresh(b, None, span)?);
+            let neg = self.elementwise(Binary::Lt, &[b.clone(), FV::Int(0)], span)?;
+            let up = self.elementwise(Binary::Add, &[b.clone(), FV::Int(n)], span)?;
+            let w = self.call_op("where", vec![neg, up, b], span)?;
+            self.call_op("clamp", vec![w, FV::Int(0), FV::Int(n)], span)
+        };
+        let (lo, hi) = (bound(a, 0)?, bound(b, n)?);
+        let grid = self.grid(&[r.view.shape[dim]], 0, span)?;
+        let grid = FV::Tensor(self.fresh(grid, None, span)?);
+        let ge = self.elementwise(Binary::Ge, &[grid.clone(), lo], span)?;
+        let lt = self.elementwise(Binary::Lt, &[grid, hi], span)?;
+        let inside = self.elementwise(Binary::BitAnd, &[ge, lt], span)?;
+        let mut dims = vec![FV::Int(1); r.view.shape.len()];
+        dims[dim] = FV::Int(n);
+        let inside = self.call_op("reshape", vec![inside, FV::Tuple(std::rc::Rc::new(dims))], span)?;
+        let dt = self.roots[t.root].dtype;
+        let (val, _) = self.scalar_tensor(v, Some(dt), span)?;
+        let val = FV::Tensor(self.fresh(val, None, span)?);
+        self.check_partial_write(&r.view, "an assignment through a slice of run-time length", span)?;
+        let FV::Tensor(new) = self.call_op("where", vec![inside, val, FV::Tensor(r.view.clone())], span)? else {
+            unreachable!("where of tensors is a tensor")
+        };
+        let new = self.read(&new, span)?;
+        self.write(&r.view, new, span)?;
+        Ok(Some(()))
+    }
+}

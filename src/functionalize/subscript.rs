@@ -259,6 +259,9 @@ impl<'m> Fz<'m> {
         if self.masked_index_write(t, idx, v, span)?.is_some() {
             return Ok(());
         }
+        if self.ranged_write(t, idx, v, span)?.is_some() {
+            return Ok(());
+        }
         let r = self.resolve(t, idx, span)?;
         let dt = self.roots[t.root].dtype;
         let items = match idx {
