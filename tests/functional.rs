@@ -137,6 +137,12 @@ fn what_cannot_be_functionalized_is_reported_with_its_location() {
         ("def f(y: f32[6, 6]) -> f32[6, 6]:\n    (r,) = torch.where(y[:, 0] > 0.0)\n    y.index_put_((r,), 5.0)\n    return y\n", "prog.py:5:5: index_put_(): argument 'values' (position 2) must be Tensor, not float"),
         ("def f(y: f32[6, 3]) -> f32[6, 3]:\n    (r,) = torch.where(y[:, 0] > 0.0)\n    y[r] = y[0]\n    return y\n", "prog.py:5:5: unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location"),
         ("def g(a):\n    a.mul_(2.0)\n\ndef f(x: f32[6, 3]) -> f32[6, 3]:\n    (r,) = torch.where(x[:, 0] > 0.0)\n    a = x[r] * 2\n    g(a)\n    x[r] = a\n    return x\n", "prog.py:4:5: an in-place op on a selection of data-dependent length that another name"),
+        // Masked assignments of several rows: the value must have the selection's shape, and a selection assigned
+        // through another mask must agree with it on the dims around the masks.
+        ("def f(x: f32[8]) -> f32[8]:\n    y = x.clone()\n    y[x > 0] = x[:3].unsqueeze(1)\n    return y\n", "prog.py:5:5: assigning a tensor through a boolean mask is supported for a value of the selection's shape"),
+        ("def f(z: f32[4, 6], y: f32[6]) -> f32[4, 6]:\n    z[:, z[0] > 0] = y[y > 0]\n    return z\n", "prog.py:4:5: assigning a boolean-mask selection through a different mask is supported where the dims"),
+        // `any()` stops at the first true item: over a generator whose items call something, refused.
+        ("def f(x: f32[3]) -> f32[3]:\n    if any(t.sum() > 0 for t in [x, x]):\n        return x\n    return -x\n", "prog.py:4:12: a generator expression in any() or all() whose items call functions is not supported"),
         // A module-level tensor was `None` to the functionalizer: `W is None` silently took the other path.
         ("W = torch.ones(3)\n\ndef f(x: f32[3]) -> f32[3]:\n    if W is None:\n        return x\n    return x * W\n", "prog.py:6:8: cannot functionalize: `W` is a module-level tensor"),
     ];

@@ -3,10 +3,9 @@
 //! run-time check of PyTorch's range for `k`.
 
 use super::ops::err;
-use super::state::{diag, Sel, TId, TRef, FR, FV};
+use super::state::{diag, Sel, TRef, FR, FV};
 use super::Fz;
 use crate::diag::Span;
-use crate::ir::OpName;
 use crate::tensor::ops::Binary;
 use crate::tensor::DType;
 
@@ -75,7 +74,8 @@ impl<'m> Fz<'m> {
     /// `x[mask] = v` (the mask at dim `pos` of `view`, a view of `base`) with a tensor value of several elements:
     /// the value's rows go to the mask's positions in order, which the position's rank among the selected ones
     /// (a cumulative count) picks, after a run-time check that the value has as many rows as the mask selects
-    /// (PyTorch's shape error otherwise; a value of one row is broadcast). Returns the view's new value.
+    /// (PyTorch's shape error otherwise; a value of one row is broadcast). Returns the value at every position of the
+    /// view (the caller writes it where the mask holds, `write_through_mask`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn masked_assign_tensor(
         &mut self,
@@ -86,7 +86,7 @@ impl<'m> Fz<'m> {
         val: &TRef,
         dt: DType,
         span: Span,
-    ) -> FR<TId> {
+    ) -> FR<egg::Id> {
         let vd = self.roots[val.root].dtype;
         if vd != dt {
             return diag(span, super::subscript::index_put_dtypes(dt, vd));
@@ -124,10 +124,7 @@ impl<'m> Fz<'m> {
         idx.push(at);
         let picked = self.index_read(&v, &idx, span)?;
         let picked = self.term_as(&picked, dt, span)?;
-        let m = self.mask_term(view, pos, mask, span)?;
-        let v0 = self.read(view, span)?;
-        let v0 = self.t.at(v0);
-        self.t.op(OpName::Where, vec![m, picked, v0]).map_err(err(span))
+        Ok(picked)
     }
 }
 
@@ -135,7 +132,7 @@ impl<'m> Fz<'m> {
     /// `x[b] = y[a]`: a selection by mask `a` assigned through another mask `b` (at dim `pos` of `view`). The j-th
     /// row `a` selects goes to the j-th position `b` selects: the stable sort of `~a` lists `a`'s positions in order,
     /// and each position of `b` reads the one of its rank, after a run-time check that `a` selects as many rows as
-    /// `b` (or one, which is broadcast). Returns the view's new value.
+    /// `b` (or one, which is broadcast). Returns the value at every position of the view, as `masked_assign_tensor`.
     pub(super) fn masked_assign_selection(
         &mut self,
         view: &TRef,
@@ -144,7 +141,7 @@ impl<'m> Fz<'m> {
         sel: &Sel,
         dt: DType,
         span: Span,
-    ) -> FR<TId> {
+    ) -> FR<egg::Id> {
         let (sd, _) = self.tensor_ty(sel.src, span)?;
         let (amask, _) = self.tensor_ty(sel.mask, span)?;
         if sd != dt {
@@ -201,10 +198,7 @@ impl<'m> Fz<'m> {
         out_shape.extend_from_slice(rest);
         let picked = self.reshape_value(picked, &out_shape, span)?;
         let picked = self.t.at(picked);
-        let m = self.mask_term(view, pos, mask, span)?;
-        let v0 = self.read(view, span)?;
-        let v0 = self.t.at(v0);
-        self.t.op(OpName::Where, vec![m, picked, v0]).map_err(err(span))
+        Ok(picked)
     }
 }
 

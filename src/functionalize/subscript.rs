@@ -226,6 +226,23 @@ impl<'m> Fz<'m> {
         Ok(self.t.at(m))
     }
 
+    /// Writes `value` (a term broadcastable against `view`) into `view` where the mask at dims `pos..` holds, the old
+    /// elements elsewhere: a predicated select over the view.
+    pub(super) fn write_through_mask(
+        &mut self,
+        view: &TRef,
+        pos: usize,
+        mask: &TRef,
+        value: egg::Id,
+        span: Span,
+    ) -> FR<()> {
+        let m = self.mask_term(view, pos, mask, span)?;
+        let v0 = self.read(view, span)?;
+        let v0 = self.t.at(v0);
+        let w = self.t.op(OpName::Where, vec![m, value, v0]).map_err(err(span))?;
+        self.write(view, w, span)
+    }
+
     pub(super) fn setitem(&mut self, obj: &FV, idx: &FV, v: &FV, span: Span) -> FR<()> {
         match obj {
             FV::List(l) => {
@@ -326,25 +343,21 @@ impl<'m> Fz<'m> {
                 if *p2 != pos || *shape != r.view.shape || now != *m2 {
                     self.check_partial_write(&r.view, "masked assignment", span)?;
                     let w = self.masked_assign_selection(&r.view, pos, &mask, sel, dt, span)?;
-                    return self.write(&r.view, w, span);
+                    return self.write_through_mask(&r.view, pos, &mask, w, span);
                 }
                 let (sd, _) = self.tensor_ty(*src, span)?;
                 if sd != dt {
                     return diag(span, index_put_dtypes(dt, sd));
                 }
-                let m = self.mask_term(&r.view, pos, &mask, span)?;
                 let y = self.cast(*src, dt, span)?;
                 let y = self.t.at(y);
-                let v0 = self.read(&r.view, span)?;
-                let v0 = self.t.at(v0);
-                let w = self.t.op(OpName::Where, vec![m, y, v0]).map_err(err(span))?;
-                return self.write(&r.view, w, span);
+                return self.write_through_mask(&r.view, pos, &mask, y, span);
             }
             if let FV::Tensor(val) = v {
                 if val.shape.iter().product::<usize>() != 1 {
                     self.check_partial_write(&r.view, "masked assignment", span)?;
                     let w = self.masked_assign_tensor(t, &r.view, pos, &mask, val, dt, span)?;
-                    return self.write(&r.view, w, span);
+                    return self.write_through_mask(&r.view, pos, &mask, w, span);
                 }
             }
             let val = match v {
@@ -358,11 +371,7 @@ impl<'m> Fz<'m> {
                 val.0
             };
             self.check_partial_write(&r.view, "masked assignment", span)?;
-            let m = self.mask_term(&r.view, pos, &mask, span)?;
-            let v0 = self.read(&r.view, span)?;
-            let v0 = self.t.at(v0);
-            let w = self.t.op(OpName::Where, vec![m, val, v0]).map_err(err(span))?;
-            return self.write(&r.view, w, span);
+            return self.write_through_mask(&r.view, pos, &mask, val, span);
         }
         if let FV::Tensor(val) = v {
             if self.roots[val.root].dtype != dt {
@@ -408,12 +417,8 @@ impl<'m> Fz<'m> {
                 format!("result type {} can't be cast to the desired output type {}", fd.name(), dt.name()),
             );
         }
-        let m = self.mask_term(&r.view, pos, &mask, span)?;
         let new = self.term_as(&FV::Tensor(full), dt, span)?;
-        let v0 = self.read(&r.view, span)?;
-        let v0 = self.t.at(v0);
-        let w = self.t.op(OpName::Where, vec![m, new, v0]).map_err(err(span))?;
-        self.write(&r.view, w, span)?;
+        self.write_through_mask(&r.view, pos, &mask, new, span)?;
         Ok(Some(()))
     }
 }

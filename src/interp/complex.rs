@@ -70,12 +70,11 @@ pub fn call<'m, W: Walk<'m>>(
             a.complex_of().cloned().ok_or_else(|| fail("view_as_real is only supported for complex tensors", span))
         }
         "view_as_complex" => {
-            let d = float_dtype(w, &a, name, span)?;
+            float_dtype(w, &a, name, span)?;
             let shape = shape_of(w, &a, span)?;
             if shape.last() != Some(&2) {
                 return Err(fail("Tensor must have a last dimension of size 2", span));
             }
-            let _ = d;
             Ok(W::V::make_complex(a))
         }
         _ => {

@@ -279,24 +279,19 @@ pub fn sort_prefix_into(x: &Tensor, descending: bool, k: usize, values: &Tensor,
     let f64s = |x: f64, w: f64| if descending { !(x <= w) } else { !(x >= w) };
     let bools = |x: bool, w: bool| if descending { x & !w } else { !x & w };
     let lines = start..start + n;
+    // Integers narrower than int64, keyed and compared as int64.
+    macro_rules! narrow {
+        ($v:expr, $o:expr, $t:ty) => {{
+            let before = |x: $t, w: $t| ints(x as i64, w as i64);
+            sort_lines(&$v[lines], len, k, descending, |i| int_key(i as i64), before, &mut $o[vs], iv)
+        }};
+    }
     match (&*b, &mut *vb) {
         (Buf::Bool(v), Buf::Bool(o)) => sort_lines(&v[lines], len, k, descending, |b| b as u64, bools, &mut o[vs], iv),
-        (Buf::I32(v), Buf::I32(o)) => {
-            let before = |x: i32, w: i32| ints(x as i64, w as i64);
-            sort_lines(&v[lines], len, k, descending, |i| int_key(i as i64), before, &mut o[vs], iv)
-        }
-        (Buf::I16(v), Buf::I16(o)) => {
-            let before = |x: i16, w: i16| ints(x as i64, w as i64);
-            sort_lines(&v[lines], len, k, descending, |i| int_key(i as i64), before, &mut o[vs], iv)
-        }
-        (Buf::I8(v), Buf::I8(o)) => {
-            let before = |x: i8, w: i8| ints(x as i64, w as i64);
-            sort_lines(&v[lines], len, k, descending, |i| int_key(i as i64), before, &mut o[vs], iv)
-        }
-        (Buf::U8(v), Buf::U8(o)) => {
-            let before = |x: u8, w: u8| ints(x as i64, w as i64);
-            sort_lines(&v[lines], len, k, descending, |i| int_key(i as i64), before, &mut o[vs], iv)
-        }
+        (Buf::I32(v), Buf::I32(o)) => narrow!(v, o, i32),
+        (Buf::I16(v), Buf::I16(o)) => narrow!(v, o, i16),
+        (Buf::I8(v), Buf::I8(o)) => narrow!(v, o, i8),
+        (Buf::U8(v), Buf::U8(o)) => narrow!(v, o, u8),
         (Buf::I64(v), Buf::I64(o)) => sort_lines(&v[lines], len, k, descending, int_key, ints, &mut o[vs], iv),
         (Buf::F32(v), Buf::F32(o)) => sort_lines(&v[lines], len, k, descending, f32_key, f32s, &mut o[vs], iv),
         (Buf::F64(v), Buf::F64(o)) => sort_lines(&v[lines], len, k, descending, float_key, f64s, &mut o[vs], iv),
