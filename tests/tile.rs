@@ -6,12 +6,16 @@ mod common;
 use funcfuse::lower::Policy;
 
 const PROGRAMS: &str = r#"
-def transposed(p: f32[3, 40, 50]) -> f32[3, 50, 40]:
+def transposed(p: f32[2, 40, 2100]) -> f32[2, 2100, 40]:
     return torch.sigmoid(p.permute(0, 2, 1).contiguous())
 
 
-def elementwise(p: f32[3, 40, 50]) -> f32[3, 40, 50]:
+def elementwise(p: f32[2, 40, 2100]) -> f32[2, 40, 2100]:
     return torch.sigmoid(p)
+
+
+def short_rows(p: f32[3, 40, 50]) -> f32[3, 50, 40]:
+    return torch.sigmoid(p.permute(0, 2, 1).contiguous())
 
 
 def transposed_scaled(p: f32[33, 70], c: f32[70]) -> f32[70, 33]:
@@ -22,16 +26,13 @@ def scaled(p: f32[33, 70], c: f32[70]) -> f32[33, 70]:
     return torch.sqrt(torch.sigmoid(p) * c.abs()[None, :])
 
 
-def strided_operand(p: f32[40, 48], m: f32[48, 3]) -> f32[48, 40]:
+def strided_operand(p: f32[40, 72], m: f32[72, 3]) -> f32[72, 40]:
     return torch.exp(p.t() - m[:, 1:2])
 "#;
 
 /// The C source of `func`'s fused plan (checked against the reference engine) and its outputs on seeded inputs, as
 /// the bits of each value.
 fn run(func: &str) -> (String, Vec<u64>, Vec<usize>) {
-    // The layout is opt-in; every test of this file wants it (and none wants it off), so setting it from any
-    // thread is the same.
-    std::env::set_var("FUNCFUSE_TILE", "1");
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let dir = common::scratch("tile", &format!("{func}-{n}"));
@@ -63,21 +64,30 @@ fn swap_last(x: &[u64], shape: &[usize]) -> Vec<u64> {
 
 #[test]
 fn a_transposing_kernel_is_tiled_and_gives_the_nests_bits() {
-    // [3, 50, 40] from [3, 40, 50]: the output's row (40: two tiles of 16 and one of 8) reads down a column of the
-    // input (50: three tiles of 16 and one of 2). The elementwise program computes each element in the plain nest,
-    // in place: the same sigmoid of the same input element, so the same bits once swapped back.
+    // [2, 2100, 40] from [2, 40, 2100]: the output's row (40: two bands of 16 and one of 8) reads down a column of
+    // the input; the input's rows (2100) are read in runs of 2048 (128 kB of f32 per 16 rows) and one of 52. The
+    // elementwise program computes each element in the plain nest, in place: the same sigmoid of the same input
+    // element, so the same bits once swapped back.
     let (c, got, shape) = run("transposed");
-    assert!(c.contains("float tl[16][16];") && c.contains("for (int64_t tv = 0; tv < 40; tv += 16)"), "{c}");
+    assert!(c.contains("float tl[16][2048];") && c.contains("for (int64_t tv = 0; tv < 40; tv += 16)"), "{c}");
+    assert!(c.contains("for (int64_t tu = 0; tu < 2100; tu += 2048)"), "{c}");
     let (plain, want, _) = run("elementwise");
-    assert!(!plain.contains("tl[16][16]"), "{plain}");
-    assert_eq!(got, swap_last(&want, &[3, 40, 50]), "shape {shape:?}");
+    assert!(!plain.contains("tl["), "{plain}");
+    assert_eq!(got, swap_last(&want, &[2, 40, 2100]), "shape {shape:?}");
+}
+
+#[test]
+fn short_input_rows_keep_the_nest() {
+    // Rows of 50: a run shorter than `MIN_RUN` is not a stream for the prefetchers.
+    let (c, _, _) = run("short_rows");
+    assert!(!c.contains("tl["), "{c}");
 }
 
 #[test]
 fn an_operand_broadcast_along_the_rows_is_read_in_the_tile() {
     // fcos's scaled scores: `c` moves one element per step of the input's row, as the input does.
     let (c, got, _) = run("transposed_scaled");
-    assert!(c.contains("tl[jv][ju] = "), "{c}");
+    assert!(c.contains("float tl[16][70];") && c.contains("tl[jv][ju] = "), "{c}");
     let (_, want, _) = run("scaled");
     assert_eq!(got, swap_last(&want, &[33, 70]));
 }
@@ -87,5 +97,5 @@ fn an_operand_strided_along_the_rows_keeps_the_nest() {
     // `m[:, 1:2]` steps 3 elements per row of `p`: in the tile it would be a strided read per element, where the
     // nest reads it once per output row.
     let (c, _, _) = run("strided_operand");
-    assert!(!c.contains("tl[16][16]"), "{c}");
+    assert!(!c.contains("tl["), "{c}");
 }

@@ -1,30 +1,42 @@
 //! The C layout of an elementwise kernel that transposes: its output is contiguous along one loop variable and its
 //! loads along another (yolov3's and fcos's `permute(...).contiguous()` with a sigmoid on the way, a channels-first
 //! tensor read channels-last). The plain nest walks the output in order and reads a column of the input: every load
-//! of the innermost loop is on a line of its own, and with a few dozen rows in flight the hardware prefetchers lose
-//! track. Here the two variables run in tiles of [`TILE`] x [`TILE`]: the tile's values are computed with the
-//! loads' variable innermost (rows of the input, vectorized) into a local array, then stored with the output's
-//! variable innermost (rows of the output). Every point computes the same expression as in the nest, so the bits are
-//! the same; the points run in another order, which an elementwise kernel allows (it reads, at each point, only the
-//! element it writes or elements no point writes, and reads all of a tile before it writes any of it).
+//! of the innermost loop is on a line of its own, and with dozens of rows in flight the hardware prefetchers lose
+//! track, so that a transposing kernel whose input comes from memory waits on it. Here the output's variable runs in
+//! bands of [`TILE`] and the loads' variable in long runs (whole rows of the input where they fit in
+//! [`STAGE_BYTES`]): the tile's values are computed with the loads' variable innermost (rows of the input read as
+//! streams, vectorized) into a local array, then stored with the output's variable innermost (rows of the output).
+//! Every point computes the same expression as in the nest, so the bits are the same; the points run in another
+//! order, which an elementwise kernel allows (it reads, at each point, only the element it writes or elements no
+//! point writes, and reads all of a tile before it writes any of it).
+//!
+//! Why long runs: a 16 x 16 tile reads 64 bytes of each input row per tile, which measured no faster than the nest
+//! with inputs read from memory; rows read whole (6.4 kB in yolov3) measured yolov3 0.68 -> 0.49 ms and fcos 0.22 ->
+//! 0.18 ms (`compare --measure`, one thread, two sittings; see ARCHITECTURE.md).
 
 use std::fmt::Write;
 
 use crate::lower::index::{Atom, Idx};
 use crate::lower::kernel::{c_type, render, Expr, Kernel};
 
-/// The side of a tile: 16 f32 lanes, one AVX-512 vector or a 64-byte line.
+/// The tile's side along the output's variable: 16 f32 lanes, one AVX-512 vector or a 64-byte line.
 pub const TILE: usize = 16;
+
+/// The most bytes of a tile (a local array: it must fit the stack of any thread that runs kernels, and stays in L2).
+pub const STAGE_BYTES: usize = 128 << 10;
+
+/// The fewest elements along the loads' variable for the tile to pay: a shorter run of each row is not a stream
+/// (ultralytics' DFL, 30 long, measured slower tiled).
+pub const MIN_RUN: usize = 64;
 
 /// The tiled layout of `k` (a piece of a kernel: see `c::render_kernel`), or `None` where it does not apply: a
 /// reduction or an ordered kernel (a scatter, one that reads its own output), a value with gathers or dots, a
 /// load or store through a division, modulo or view inverse of the two variables, or no pair of variables where the
 /// store is contiguous along the innermost loop `v`, the loads move at least [`TILE`] elements along `v` and at
-/// least 8 times less along another loop `u`, and the store moves at least [`TILE`] along `u`; both at least
-/// [`TILE`] long. Off unless `FUNCFUSE_TILE=1`: measured as `compare --measure` times a program (fresh inputs,
-/// read from memory), the nest was as fast or faster (see ARCHITECTURE.md).
+/// least 8 times less along another loop `u`, and the store moves at least [`TILE`] along `u`; `v` at least
+/// [`TILE`] long and `u` at least [`MIN_RUN`]. `FUNCFUSE_TILE=0` turns it off (the nest everywhere).
 pub fn transposed(k: &Kernel) -> Option<String> {
-    if !std::env::var("FUNCFUSE_TILE").is_ok_and(|v| v == "1") {
+    if std::env::var("FUNCFUSE_TILE").is_ok_and(|v| v == "0") {
         return None;
     }
     if k.reduce.is_some() || k.epilogue.is_some() || k.ordered() {
@@ -49,7 +61,7 @@ pub fn transposed(k: &Kernel) -> Option<String> {
     let mut best: Option<(i64, usize, usize)> = None;
     for &(u, nu) in &loops[..loops.len() - 1] {
         let ((lu, most), su) = (moves(u), stride(&k.store, u));
-        if nu >= TILE && su >= TILE as i64 && most <= 1 && lu * 8 <= load_v && best.is_none_or(|(l, _, _)| lu <= l) {
+        if nu >= MIN_RUN && su >= TILE as i64 && most <= 1 && lu * 8 <= load_v && best.is_none_or(|(l, _, _)| lu <= l) {
             best = Some((lu, u, nu));
         }
     }
@@ -62,12 +74,13 @@ pub fn transposed(k: &Kernel) -> Option<String> {
         let _ = writeln!(s, "{ind}for (int64_t i{w} = 0; i{w} < {n}; i{w}++) {{");
         ind.push_str("  ");
     }
-    let tile = TILE;
-    let _ = writeln!(s, "{ind}for (int64_t tv = 0; tv < {nv}; tv += {tile}) {{");
-    let _ = writeln!(s, "{ind}  const int64_t ev = {nv} - tv < {tile} ? {nv} - tv : {tile};");
-    let _ = writeln!(s, "{ind}  for (int64_t tu = 0; tu < {nu}; tu += {tile}) {{");
-    let _ = writeln!(s, "{ind}    const int64_t eu = {nu} - tu < {tile} ? {nu} - tu : {tile};");
-    let _ = writeln!(s, "{ind}    {t} tl[{tile}][{tile}];");
+    let tv_n = TILE;
+    let tu_n = (STAGE_BYTES / (TILE * k.out_dtype.size())).min(nu);
+    let _ = writeln!(s, "{ind}for (int64_t tv = 0; tv < {nv}; tv += {tv_n}) {{");
+    let _ = writeln!(s, "{ind}  const int64_t ev = {nv} - tv < {tv_n} ? {nv} - tv : {tv_n};");
+    let _ = writeln!(s, "{ind}  for (int64_t tu = 0; tu < {nu}; tu += {tu_n}) {{");
+    let _ = writeln!(s, "{ind}    const int64_t eu = {nu} - tu < {tu_n} ? {nu} - tu : {tu_n};");
+    let _ = writeln!(s, "{ind}    {t} tl[{tv_n}][{tu_n}];");
     let body = format!("tl[jv][ju] = ({t})({});", render(&k.value, "a"));
     let store = format!("a0[{}] = tl[jv][ju];", k.store.render());
     // (the tile's variable, its extent, its tile's start, the loop it steps)
