@@ -98,17 +98,17 @@ FF_FN float ff__orsign(float x, float s) { return ff__u2f(ff__f2u(x) | (ff__f2u(
  * propagates into the result (k is then garbage). k = 0 (|x| < ln 2 / 2) leaves r = x exactly. */
 FF_FN float ff__expf_red(float x, uint32_t *k) {
     const float shift = 0x1.8p23f;
-    float kf = x * 0x1.715476p+0f + shift;
+    float kf = FF__MADD(x, 0x1.715476p+0f, shift);
     *k = ff__f2u(kf) - 0x4b400000u;
     kf -= shift;
-    float r = x - kf * FF__LN2_HI;
-    r = r - kf * FF__LN2_LO;
+    float r = FF__MADD(-kf, FF__LN2_HI, x);
+    r = FF__MADD(-kf, FF__LN2_LO, r);
     float p = 0x1.6a2448p-10f;
     p = FF__MADD(p, r, 0x1.1239d4p-7f);
     p = FF__MADD(p, r, 0x1.5558f2p-5f);
     p = FF__MADD(p, r, 0x1.555492p-3f);
     p = FF__MADD(p, r, 0x1.fffffcp-2f);
-    return r + (r * r) * p;
+    return FF__MADD(r * r, p, r);
 }
 
 /* (1 + p) 2^k with 2^k built from exponent bits in two halves (k in [-150, 128]), so that 2^128 and the subnormal
@@ -268,7 +268,11 @@ FF_FN float ff_tanhf(float x) {
 /* 1 / (1 + e^-x) in float lanes from e = e^-|x| <= 1 (no overflow): 1 / (1 + e) for x >= 0, e / (1 + e) for x < 0
  * (tiny and subnormal results come from e itself). */
 FF_FN float ff_sigmoidf(float x) {
-    float e = ff__expf_core(-ff__u2f(ff__f2u(x) & 0x7fffffffu));
+    float y = -ff__u2f(ff__f2u(x) & 0x7fffffffu); /* <= 0: only the lower clamp of ff__expf_core applies */
+    y = ff__self(y < -104.0f, -104.0f, y);
+    uint32_t k;
+    float p = ff__expf_red(y, &k);
+    float e = ff__scale(p, k);
     return ff__self(x < 0.0f, e, 1.0f) / (1.0f + e);
 }
 
