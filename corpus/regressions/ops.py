@@ -124,3 +124,8 @@ def matrix_exponentials(x: f32[3, 3], y: f64[2, 4, 4]) -> tuple[f32[3, 3], f64[2
     # torch.linalg.matrix_exp, torch.matrix_exp and the method, batched, in float32 and float64 (the LMU's and S4's
     # zero-order-hold discretization); the 4x4 ones scaled up so that the scaling and squaring squares several times.
     return torch.linalg.matrix_exp(x), torch.matrix_exp(y * 3), (x * 0.5).matrix_exp() @ x
+
+
+def where_as_a_method(x: i64[4, 3], m: bool[4, 3], y: f32[4, 3]) -> tuple[i64[4, 3], f32[4, 3], f32[4, 3]]:
+    # `x.where(condition, other)` is `torch.where(condition, x, other)`: the tensor is the second argument
+    return x.where(m, 0), y.where(m, -y), y.where(condition=y > 0, other=x.float())

@@ -98,7 +98,19 @@ pub fn call_parts<'m, W: Walk<'m, Env = HashMap<String, <W as Walk<'m>>::V>>>(
         ExprKind::Name(n) => Callee::Name(n),
         _ => Callee::Value(w.eval(env, func)?),
     };
-    let (pos, kw) = call_arguments(w, env, call)?;
+    let (mut pos, mut kw) = call_arguments(w, env, call)?;
+    // `x.where(condition, y)` is `torch.where(condition, x, y)`: the one method whose tensor is not the first argument.
+    let callee = match callee {
+        Callee::Method(o, name) if name == "where" && o.type_name() == "Tensor" && o.complex_of().is_none() => {
+            if pos.is_empty() {
+                kw.push(("input".to_string(), o));
+            } else {
+                pos.insert(1, o);
+            }
+            Callee::Value(W::V::torch_function("where"))
+        }
+        c => c,
+    };
     if super::complex::involves(&callee, &pos, &kw) {
         let r = super::complex::call(w, &callee, &pos, &kw, call.span)?;
         return Ok((Callee::Answered(r), pos, kw));
