@@ -71,7 +71,7 @@ fn read_prefix(term: &Term, types: &[Option<Ty>], users: &[Vec<Id>], n: Id) -> u
 }
 
 /// One past the greatest position along a dim of `extent` positions `step` elements apart that view `v` (literal
-/// shape, strides and offset, at most [`WALK_LIMIT`] elements) reaches in a contiguous buffer; 0 for an empty view.
+/// shape, strides and offset, at most [`WALK_LIMIT`] distinct offsets) reaches in a contiguous buffer; 0 for an empty view.
 fn furthest_position(term: &Term, v: Id, step: usize, extent: usize) -> Option<usize> {
     let Node::View([s, st, off]) = term[v] else { return None };
     let shape = super::plan::lits(term, s)?;
@@ -80,8 +80,15 @@ fn furthest_position(term: &Term, v: Id, step: usize, extent: usize) -> Option<u
     if shape.iter().any(|&n| n <= 0) {
         return Some(0);
     }
+    if shape.len() != strides.len() {
+        return None;
+    }
+    // A dim of stride 0 (a broadcast: effdet's top-k indices expanded over 20 classes) or of one element moves no
+    // offset: only the others are walked.
+    let (shape, strides): (Vec<i64>, Vec<i64>) =
+        shape.iter().zip(&strides).filter(|&(&n, &st)| n > 1 && st != 0).map(|(&n, &st)| (n, st)).unzip();
     let count = shape.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n as usize))?;
-    if count > WALK_LIMIT || shape.len() != strides.len() {
+    if count > WALK_LIMIT {
         return None;
     }
     let mut index = vec![0i64; shape.len()];
