@@ -31,7 +31,7 @@ pub const MIN_RUN: usize = 64;
 
 /// The tiled layout of `k` (a piece of a kernel: see `c::render_kernel`), or `None` where it does not apply: a
 /// reduction or an ordered kernel (a scatter, one that reads its own output), a value with gathers or dots, a
-/// load or store through a division, modulo or view inverse of the two variables, or no pair of variables where the
+/// load or store through a division, modulo, view inverse or index read of a loop variable, or no pair of variables where the
 /// store is contiguous along the innermost loop `v`, the loads move at least [`TILE`] elements along `v` and at
 /// least 8 times less along another loop `u`, and the store moves at least [`TILE`] along `u`; `v` at least
 /// [`TILE`] long and `u` at least [`MIN_RUN`]. `FUNCFUSE_TILE=0` turns it off (the nest everywhere).
@@ -121,9 +121,22 @@ fn collect_loads<'a>(e: &'a Expr, out: &mut Vec<&'a Idx>) -> bool {
     }
 }
 
-/// Whether `i` is a sum of loop variables and parameters times constants.
+/// Whether `i` is a sum of loop variables and terms that no loop variable moves (parameters, and divisions,
+/// modulos or index reads of them: the depth loop's `hidden_w[d % 3]`), times constants.
 fn affine(i: &Idx) -> bool {
-    i.terms.keys().all(|a| matches!(a, Atom::Var(..) | Atom::Param(_)))
+    i.terms.keys().all(|a| match a {
+        Atom::Var(..) | Atom::Param(_) => true,
+        Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) | Atom::Load(_, x, _, _) => invariant(x),
+    })
+}
+
+/// Whether no loop variable occurs in `i`.
+fn invariant(i: &Idx) -> bool {
+    i.terms.keys().all(|a| match a {
+        Atom::Var(..) => false,
+        Atom::Param(_) => true,
+        Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) | Atom::Load(_, x, _, _) => invariant(x),
+    })
 }
 
 /// How far loop variable `v` moves affine position `i` per step.
