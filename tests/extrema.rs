@@ -30,6 +30,11 @@ def extremes(x: f32[8, 37]):
 def of_softmax(x: f32[8, 37]):
     s = torch.softmax(x * 2.0, dim=1)
     return s.max(dim=1).indices, s.amax(dim=1)
+
+
+def masked(x: f32[8, 37], m: bool[8, 37]):
+    y = x.masked_fill(m, float("-inf"))
+    return y.argmax(dim=1), torch.softmax(y, dim=1).argmax(dim=1), torch.exp(y).sum(dim=1)
 "#;
 
 /// Rows that a wrong lane combination gets wrong: ties across lanes, signed zeros, NaNs in several lanes, all
@@ -127,9 +132,55 @@ fn lane_loops_vectorize() {
     let f = common::optimized(&module, "extremes").unwrap();
     let p = plan(&f.term, &f.inputs, Policy::Fused).unwrap();
     let src = funcfuse::backend::c::render(&p);
+    let (lanes, info) = vectorized(&cc, &dir, &src, "for (int l = 0; l < 8; l++) { int64_t i");
+    assert!(lanes.len() >= 4, "four reductions, each with a lane loop:\n{src}");
+    for line in lanes {
+        let at = format!("kernels.c:{line}:");
+        assert!(
+            info.lines().any(|l| l.contains(&at) && l.contains("loop vectorized")),
+            "the lane loop at line {line} did not vectorize:\n{info}"
+        );
+    }
+}
+
+/// A row with a bool mask blended in (`masked_fill` with -inf: a select with a constant arm, rendered as a bit-mask
+/// blend, `FF_SELF`) folds in 16 lanes, which vectorize (8 lanes of bytes had no vector type: the fold stayed
+/// scalar), and gives the reference's indices and, for the sum of exps, its value within the tolerance.
+#[test]
+fn masked_rows_blend_and_fold_in_byte_lanes() {
+    let dir = common::scratch("extrema", "masked");
+    let path = common::program(&dir, PROGRAMS);
+    let module = funcfuse::frontend::load_module(&path).unwrap();
+    let f = common::optimized(&module, "masked").unwrap();
+    let p = plan(&f.term, &f.inputs, Policy::Fused).unwrap();
+    let src = funcfuse::backend::c::render(&p);
+    assert!(src.contains("FF_SELF(") && !src.contains("? (-INFINITY) :"), "{src}");
+    for seed in [0, 1, 2] {
+        let inputs = common::seeded_inputs(&module, "masked", seed);
+        common::check_plan_on(&module, "masked", &inputs, Policy::Fused, Target::C).unwrap();
+    }
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    if !is_gcc(&cc) {
+        eprintln!("skipped the vectorization check: `{cc}` is not GCC");
+        return;
+    }
+    let (lanes, info) = vectorized(&cc, &dir, &src, "for (int l = 0; l < 16; l++) { int64_t i");
+    assert!(lanes.len() >= 2, "two arg reductions in byte lanes:\n{src}");
+    for line in lanes {
+        let at = format!("kernels.c:{line}:");
+        assert!(
+            info.lines().any(|l| l.contains(&at) && l.contains("loop vectorized")),
+            "the lane loop at line {line} did not vectorize:\n{info}"
+        );
+    }
+}
+
+/// Compiles `src` with the C backend's flags and GCC's vectorizer report; the (1-based) lines containing `mark`
+/// and the report.
+fn vectorized(cc: &str, dir: &std::path::Path, src: &str, mark: &str) -> (Vec<usize>, String) {
     let file = dir.join("kernels.c");
-    std::fs::write(&file, &src).unwrap();
-    let out = std::process::Command::new(&cc)
+    std::fs::write(&file, src).unwrap();
+    let out = std::process::Command::new(cc)
         .args(["-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math"])
         .args(["-fPIC", "-w", "-fopt-info-vec-optimized", "-c"])
         .arg(&file)
@@ -139,18 +190,6 @@ fn lane_loops_vectorize() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let info = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
-    let lanes: Vec<usize> = src
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| l.contains("for (int l = 0; l < 8; l++) { int64_t i"))
-        .map(|(n, _)| n + 1)
-        .collect();
-    assert!(lanes.len() >= 4, "four reductions, each with a lane loop:\n{src}");
-    for line in lanes {
-        let at = format!("kernels.c:{line}:");
-        assert!(
-            info.lines().any(|l| l.contains(&at) && l.contains("loop vectorized")),
-            "the lane loop at line {line} did not vectorize:\n{info}"
-        );
-    }
+    let lines = src.lines().enumerate().filter(|(_, l)| l.contains(mark)).map(|(n, _)| n + 1).collect();
+    (lines, info)
 }

@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use super::index::{contiguous, Idx};
+use super::index::{contiguous, Atom, Idx};
 use crate::tensor::ops::{Binary, Unary};
 use crate::tensor::DType;
 
@@ -377,6 +377,13 @@ pub fn c_type(d: DType) -> &'static str {
 
 /// Helpers every kernel source starts with (valid C and CUDA C; `FF_FN` is `static inline` or `__device__`).
 pub const PRELUDE: &str = r#"
+#ifdef FF_VMATH
+#define FF_SELF(c, a, b) ff__self((c), (a), (b))
+#define FF_SELD(c, a, b) ff__seld((c), (a), (b))
+#else
+#define FF_SELF(c, a, b) ((c) ? (a) : (b))
+#define FF_SELD(c, a, b) ((c) ? (a) : (b))
+#endif
 FF_FN int64_t ff_div(int64_t a, int64_t b) { int64_t q = a / b; return q - (int64_t)((a % b != 0) & ((a < 0) != (b < 0))); }
 FF_FN int64_t ff_mod(int64_t a, int64_t b) { int64_t r = a % b; return r + (b & -(int64_t)((r != 0) & ((r < 0) != (b < 0)))); }
 FF_FN double ff_floordiv(double a, double b) {
@@ -479,9 +486,45 @@ pub fn render(e: &Expr, args: &str) -> String {
                 _ => format!("(({})({inner}))", c_type(*d)),
             }
         }
-        Expr::Where(c, a, b) => format!("({} ? {} : {})", render(c, args), render(a, args), render(b, args)),
+        Expr::Where(c, a, b) => {
+            let (c, x, y) = (render(c, args), render(a, args), render(b, args));
+            match blend(e) {
+                Some(f) => format!("{f}({c}, {x}, {y})"),
+                None => format!("({c} ? {x} : {y})"),
+            }
+        }
         Expr::Unary(op, out, a) => unary(*op, *out, a, args),
         Expr::Binary(op, compute, out, a, b) => binary(*op, *compute, *out, a, b, args),
+    }
+}
+
+/// The bit-mask blend a float `where` renders as (`FF_SELF`, `FF_SELD`: `vmath.h`'s on the C backend), where it
+/// may evaluate both arms: its condition is data (no loop index, no view test, every load at a position that is
+/// a plain function of the loop variables and parameters), and so are its arms' loads, so both arms read in bounds
+/// at every point whichever is taken; kernels' integer divisions are by nonzero constants and do not trap. GCC
+/// turns `c ? a : b` with a constant arm into branches it then does not if-convert, and the loop stays scalar:
+/// litgpt's top-p filter (`masked_fill` with -inf, then a softmax) summed 32000 exps in 0.24 ms so, 0.07 blended.
+/// `None`: the plain conditional (positions that are valid only where the condition holds: a pad, a `cat`).
+fn blend(e: &Expr) -> Option<&'static str> {
+    let Expr::Where(c, a, b) = e else { return None };
+    let f = match a.dtype() {
+        DType::F32 => "FF_SELF",
+        DType::F64 => "FF_SELD",
+        _ => return None,
+    };
+    (plain(c) && plain(a) && plain(b)).then_some(f)
+}
+
+/// Whether `e` uses no loop index as a value or view test, and loads only at positions made of loop variables and
+/// parameters (no view inverse, index read, division or modulo).
+fn plain(e: &Expr) -> bool {
+    match e {
+        Expr::Load { at, .. } => at.terms.keys().all(|a| matches!(a, Atom::Var(..) | Atom::Param(_))),
+        Expr::Const(..) | Expr::Acc(_) => true,
+        Expr::Unary(_, _, x) | Expr::Cast(_, x) => plain(x),
+        Expr::Binary(_, _, _, x, y) => plain(x) && plain(y),
+        Expr::Where(c, x, y) => plain(c) && plain(x) && plain(y),
+        Expr::Index(_) | Expr::NonNeg(_) | Expr::Local { .. } | Expr::Gather { .. } | Expr::Dot(_) => false,
     }
 }
 
