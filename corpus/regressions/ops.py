@@ -129,3 +129,11 @@ def matrix_exponentials(x: f32[3, 3], y: f64[2, 4, 4]) -> tuple[f32[3, 3], f64[2
 def where_as_a_method(x: i64[4, 3], m: bool[4, 3], y: f32[4, 3]) -> tuple[i64[4, 3], f32[4, 3], f32[4, 3]]:
     # `x.where(condition, other)` is `torch.where(condition, x, other)`: the tensor is the second argument
     return x.where(m, 0), y.where(m, -y), y.where(condition=y > 0, other=x.float())
+
+
+def ravel(x: f32[3, 4], s: f32[()]) -> tuple[f32[12], f32[6], f32[1], f32[3, 4]]:
+    # torch.ravel and Tensor.ravel: reshape(-1), a view of a contiguous tensor (the write below reaches x), a copy
+    # of a transposed one, one element from a 0-d tensor
+    v = x.ravel()
+    v[0] = 5.0
+    return v * 2, torch.ravel(x.t()[::2]), s.ravel(), x

@@ -372,7 +372,7 @@ impl<'m> Fz<'m> {
                 let v = self.cast(v, dt, span)?;
                 Ok(FV::Tensor(self.fresh(v, Some(&x), span)?))
             }
-            "view" | "reshape" | "view_as" | "reshape_as" | "flatten" => {
+            "view" | "reshape" | "view_as" | "reshape_as" | "flatten" | "ravel" => {
                 let x = a.tensor(0, "input")?;
                 let sizes = match name {
                     "view_as" | "reshape_as" => a.tensor(1, "other")?.shape.iter().map(|&d| d as i64).collect(),
@@ -386,6 +386,7 @@ impl<'m> Fz<'m> {
                             d.flatten(a.int_or(1, "start_dim", 0)?, a.int_or(2, "end_dim", -1)?).map_err(err(span))?;
                         f.shape.iter().map(|&s| s as i64).collect()
                     }
+                    "ravel" => vec![-1],
                     _ => a.sizes(1, "shape")?,
                 };
                 match self.tview(&x, |d| d.view(&sizes)) {

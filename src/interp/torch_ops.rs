@@ -549,6 +549,8 @@ impl<'m> Interp<'m> {
                 let x = a.tensor(0, "input")?;
                 t(x.flatten(a.int_or(1, "start_dim", 0)?, a.int_or(2, "end_dim", -1)?)?)
             }
+            // `ravel` is `reshape(-1)`: a view where the layout allows, else a copy (a 0-d tensor gives one element).
+            "ravel" => t(a.tensor(0, "input")?.reshape(&[-1])?),
             "t" => t(a.tensor(0, "input")?.t()?),
             "transpose" | "swapaxes" | "swapdims" => {
                 t(a.tensor(0, "input")?.transpose(a.int(1, "dim0")?, a.int(2, "dim1")?)?)
