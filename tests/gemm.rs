@@ -119,10 +119,10 @@ fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
         // 99 reduction indices: groups of 32 up to 96, then 3 going round the lanes.
         ("gemv", "q += 32", "% 4]"),
         ("softmax_sum", "float acc[4][40]", "float h0[40];"),
-        // Dots: 16 f32 partial sums per output of a block; the 7 rows of `m` share `v`: one block of 7 (a tail of 5 past 32).
-        ("matvec", "float acc[7][16];", "acc[6][i1 - 32] +="),
+        // Dots: 16 double partial sums per output; the 7 rows of `m` share `v`: one block of 7 (a tail of 5 past 32).
+        ("matvec", "double acc[7][16];", "acc[6][i1 - 32] +="),
         // The 9 keys share the query: a block of 8 and one of 1.
-        ("scores", "float acc[8][16];", "float acc[1][16];"),
+        ("scores", "double acc[8][16];", "double acc[1][16];"),
         // Every load moves with the row: one output at a time, a plain sum in double lanes.
         ("row_mean", "double acc[1][16];", "/ 35.0"),
     ];

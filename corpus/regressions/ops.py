@@ -137,3 +137,22 @@ def ravel(x: f32[3, 4], s: f32[()]) -> tuple[f32[12], f32[6], f32[1], f32[3, 4]]
     v = x.ravel()
     v[0] = 5.0
     return v * 2, torch.ravel(x.t()[::2]), s.ravel(), x
+
+
+def ravel_of_strided_views(x: f32[6, 4]) -> tuple[f32[3], f32[6], f32[6, 4]]:
+    # ravel copies any tensor that is not contiguous (contiguous().view(-1)), even where reshape could view it:
+    # the writes below must not reach x
+    v = x[::2, 0].ravel()
+    v[0] = 5.0
+    c = x[:, :1].ravel()
+    c.mul_(10.0)
+    return v, c, x
+
+
+def dot_blocks_in_double(x: f32[10, 40], w: f32[40, 40], y: f32[2, 65536], v: f32[65536]) -> tuple[f32[10, 40], f32[2], f32[2]]:
+    # Dot products in blocks of rows sharing an operand (linear layers, a sum of a broadcast operand): their partial
+    # sums must be double, as f32 ones left these outside the tolerance from the reference
+    h = x
+    for _ in range(3):
+        h = torch.tanh(h @ w.t())
+    return h, (y + v).sum(-1), (y * v).mean(-1)

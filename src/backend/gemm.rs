@@ -23,13 +23,11 @@ pub const DOT_LANES: usize = 16;
 pub const DOT_BLOCK: usize = 8;
 
 /// A loop nest for an f32 sum or mean whose innermost reduction variable (of extent at least [`DOT_LANES`]) has
-/// stride 0 or 1 in every load: per output, [`DOT_LANES`] partial sums over chunks of that variable (a tail
-/// shorter than a chunk goes round them too), combined as a balanced tree: f32 sums for the outputs of a block (see
-/// `dot_block`), as PyTorch's matmuls accumulate, double ones for a plain sum. Up to [`DOT_BLOCK`] outputs along the innermost domain variable (see [`outer_order`]) run together
-/// where some load does not move with it, so that its chunk is read once for all of them (a linear layer
-/// `x @ W.T` with 8 rows of `x`: 0.41 -> 0.12 ms for [8, 512] @ [512, 1024] hot in cache, measured alone in C;
-/// the double partial sums this layout had before cost a conversion and half-width vectors). Each output's sum is
-/// the same in a block or alone. `None` where this does not apply.
+/// stride 0 or 1 in every load: per output, [`DOT_LANES`] double partial sums over chunks of that variable (a tail
+/// shorter than a chunk goes round them too), combined as a balanced tree. Up to [`DOT_BLOCK`] outputs along the
+/// innermost domain variable (see [`outer_order`]) run together where some load does not move with it, so that
+/// its chunk is read once for all of them while the block's own rows stay in L1. Each output's sum is the same in a
+/// block or alone. `None` where this does not apply.
 pub fn dot_reduction(k: &Kernel, indent: &str) -> Option<String> {
     let red = k.reduce.as_ref()?;
     if k.value.dtype() != DType::F32 || !matches!(red.op, RedOp::Sum | RedOp::Mean) {
@@ -113,14 +111,14 @@ fn dot_block(
     let Some(red) = k.reduce.as_ref() else { return };
     let lanes = DOT_LANES;
     let rows = block.map_or(1, |(_, _, m)| m);
-    // A block's outputs are products summed (a matmul's dots): f32 lanes, as PyTorch's matmuls accumulate. A plain
-    // sum keeps double lanes: over a long row with cancellation (corpus/micro's sums of 3000), f32 lanes drifted
-    // past the tolerance from PyTorch's cascade sum, which the reference computes.
-    let (acc_t, zero, suffix) = if block.is_some() { ("float", "0.0f", "f") } else { ("double", "0.0", "") };
+    // Double lanes, blocks included: f32 lanes (PyTorch's matmul accumulation, about 3 times faster hot) left
+    // linear layers of 512 inputs and sums of a broadcast operand (0.1 summed a million times: 100060 for 100000)
+    // outside the tolerance from the reference, which a reviewer found; the sums of 3000 terms in corpus/micro too.
+    let acc_t = "double";
     // Each output's statements open with its row's variable bound.
     let bind = |q: usize| block.map_or(String::new(), |(r, start, _)| format!("const int64_t i{r} = {start} + {q}; "));
     let _ = writeln!(s, "{ind}{acc_t} acc[{rows}][{lanes}];");
-    let _ = writeln!(s, "{ind}for (int q = 0; q < {rows}; q++) for (int l = 0; l < {lanes}; l++) acc[q][l] = {zero};");
+    let _ = writeln!(s, "{ind}for (int q = 0; q < {rows}; q++) for (int l = 0; l < {lanes}; l++) acc[q][l] = 0.0;");
     let mut red_ind = ind.to_string();
     let base = k.domain.len();
     for (q, &m) in red.extents[..j].iter().enumerate() {
@@ -159,7 +157,7 @@ fn dot_block(
     let count: usize = red.extents.iter().product();
     for q in 0..rows {
         let total = tree((0..lanes).map(|l| format!("acc[{q}][{l}]")).collect());
-        let fin = if red.op == RedOp::Mean { format!("{total} / {count}.0{suffix}") } else { total };
+        let fin = if red.op == RedOp::Mean { format!("{total} / {count}.0") } else { total };
         let _ = writeln!(s, "{ind}{{ {}{} }}", bind(q), store_result(k, &fin));
     }
 }

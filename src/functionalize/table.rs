@@ -389,10 +389,18 @@ impl<'m> Fz<'m> {
                     "ravel" => vec![-1],
                     _ => a.sizes(1, "shape")?,
                 };
-                match self.tview(&x, |d| d.view(&sizes)) {
+                // `ravel` views only a contiguous tensor (`contiguous().view(-1)`); any other it copies.
+                let view = |d: &Tensor| {
+                    if name == "ravel" && !d.is_contiguous() {
+                        Err("not contiguous".to_string())
+                    } else {
+                        d.view(&sizes)
+                    }
+                };
+                match self.tview(&x, view) {
                     Ok(v) => Ok(FV::Tensor(v)),
                     Err(e) if name.starts_with("view") => diag(span, e),
-                    Err(_) if x.choices().iter().any(|c| self.tview(c, |d| d.view(&sizes)).is_ok()) => super::state::needs_static(
+                    Err(_) if x.choices().iter().any(|c| self.tview(c, view).is_ok()) => super::state::needs_static(
                         span,
                         format!("`{name}` of a view chosen by an `if` on a run-time value that is a view in one arm and a copy in the other"),
                     ),

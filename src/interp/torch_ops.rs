@@ -549,8 +549,12 @@ impl<'m> Interp<'m> {
                 let x = a.tensor(0, "input")?;
                 t(x.flatten(a.int_or(1, "start_dim", 0)?, a.int_or(2, "end_dim", -1)?)?)
             }
-            // `ravel` is `reshape(-1)`: a view where the layout allows, else a copy (a 0-d tensor gives one element).
-            "ravel" => t(a.tensor(0, "input")?.reshape(&[-1])?),
+            // `ravel` is `contiguous().view(-1)`: a view of a contiguous tensor, else a copy, even where a view would
+            // do (`x[::2].ravel()`); a 0-d tensor gives one element.
+            "ravel" => {
+                let x = a.tensor(0, "input")?;
+                t(if x.is_contiguous() { x.view(&[-1])? } else { x.contiguous_copy().view(&[-1])? })
+            }
             "t" => t(a.tensor(0, "input")?.t()?),
             "transpose" | "swapaxes" | "swapdims" => {
                 t(a.tensor(0, "input")?.transpose(a.int(1, "dim0")?, a.int(2, "dim1")?)?)
