@@ -41,10 +41,10 @@ pub fn dot_reduction(k: &Kernel, indent: &str) -> Option<String> {
     }
     let mut s = String::new();
     let mut ind = indent.to_string();
-    let mut outer = outer_order(k);
-    // The block variable: the innermost domain variable, where a load does not move with it.
     let mut loads = Vec::new();
     load_idxs(&k.value, &mut loads);
+    let mut outer = outer_order(k, &loads);
+    // The block variable: the innermost domain variable, where a load does not move with it.
     let block = outer.last().copied().filter(|&r| loads.iter().any(|at| !at.mentions(r)));
     if block.is_some() {
         outer.pop();
@@ -87,7 +87,7 @@ pub fn dot_reduction(k: &Kernel, indent: &str) -> Option<String> {
                 let _ = writeln!(s, "{ind}{head}");
                 let mut bind = format!("{ind}  ");
                 open(&mut s, &mut bind, &inside);
-                dot_block(&mut s, k, &bind, (j, n, inner), Some((r, "rb", rows)));
+                dot_block(&mut s, k, &bind, (j, n, inner), Some((r, rows)));
                 close(&mut s, &mut bind, &inside);
                 let _ = writeln!(s, "{ind}}}");
             }
@@ -98,7 +98,7 @@ pub fn dot_reduction(k: &Kernel, indent: &str) -> Option<String> {
     Some(s)
 }
 
-/// One block of [`dot_reduction`]: `rows` outputs along domain variable `r` from `start` (or the one output where
+/// One block of [`dot_reduction`]: `rows` outputs along domain variable `r` from `rb` (or the one output where
 /// the loops are), each with its [`DOT_LANES`] partial sums, over reduction variable `inner` (its `j`-th, of extent
 /// `n`), then stored.
 fn dot_block(
@@ -106,18 +106,17 @@ fn dot_block(
     k: &Kernel,
     ind: &str,
     (j, n, inner): (usize, usize, usize),
-    block: Option<(usize, &str, usize)>,
+    block: Option<(usize, usize)>,
 ) {
     let Some(red) = k.reduce.as_ref() else { return };
     let lanes = DOT_LANES;
-    let rows = block.map_or(1, |(_, _, m)| m);
+    let rows = block.map_or(1, |(_, m)| m);
     // Double lanes, blocks included: f32 lanes (PyTorch's matmul accumulation, about 3 times faster hot) left
     // linear layers of 512 inputs and sums of a broadcast operand (0.1 summed a million times: 100060 for 100000)
     // outside the tolerance from the reference, which a reviewer found; the sums of 3000 terms in corpus/micro too.
-    let acc_t = "double";
     // Each output's statements open with its row's variable bound.
-    let bind = |q: usize| block.map_or(String::new(), |(r, start, _)| format!("const int64_t i{r} = {start} + {q}; "));
-    let _ = writeln!(s, "{ind}{acc_t} acc[{rows}][{lanes}];");
+    let bind = |q: usize| block.map_or(String::new(), |(r, _)| format!("const int64_t i{r} = rb + {q}; "));
+    let _ = writeln!(s, "{ind}double acc[{rows}][{lanes}];");
     let _ = writeln!(s, "{ind}for (int q = 0; q < {rows}; q++) for (int l = 0; l < {lanes}; l++) acc[q][l] = 0.0;");
     let mut red_ind = ind.to_string();
     let base = k.domain.len();
@@ -135,7 +134,7 @@ fn dot_block(
         let _ = writeln!(
             s,
             "{red_ind}  {{ {}\n{red_ind}  #pragma GCC unroll 1\n{red_ind}  FF_SIMD\n{red_ind}  for (int l = 0; l < \
-             {lanes}; l++) {{ int64_t i{inner} = c + l; acc[{q}][l] += ({acc_t})({value}); }} }}",
+             {lanes}; l++) {{ int64_t i{inner} = c + l; acc[{q}][l] += (double)({value}); }} }}",
             bind(q).trim_end()
         );
     }
@@ -145,7 +144,7 @@ fn dot_block(
             let _ = writeln!(
                 s,
                 "{red_ind}{{ {}for (int64_t i{inner} = {full}; i{inner} < {n}; i{inner}++) acc[{q}][i{inner} - \
-                 {full}] += ({acc_t})({value}); }}",
+                 {full}] += (double)({value}); }}",
                 bind(q)
             );
         }
@@ -169,9 +168,7 @@ fn dot_block(
 /// streams all of `W` once per row of `x`. The data a variable moves: the sum over the loads that mention it of the
 /// points those loads range over (the product of the extents of the variables each mentions); ties keep the
 /// domain's order.
-fn outer_order(k: &Kernel) -> Vec<usize> {
-    let mut loads = Vec::new();
-    load_idxs(&k.value, &mut loads);
+fn outer_order(k: &Kernel, loads: &[&Idx]) -> Vec<usize> {
     let extents: Vec<usize> = k.domain.iter().chain(k.reduce.iter().flat_map(|r| r.extents.iter())).copied().collect();
     let points =
         |at: &Idx| -> usize { (0..extents.len()).filter(|&w| at.mentions(w)).map(|w| extents[w]).product::<usize>() };
