@@ -4,7 +4,7 @@
 Usage: diff_torch.py [--funcfuse BIN] [--seed N] PATH...   (PATH: a .py file or a directory searched for *.py)
 
 For trying programs the corpus does not hold: each program is run by funcfuse with seeded inputs, then by PyTorch on
-the inputs funcfuse wrote; returns and mutated parameters are compared (f32: rtol 1e-5, atol 1e-6; exact otherwise).
+the inputs funcfuse wrote; returns and mutated parameters are compared (the tolerance of src/tensor/close.rs; exact for integers and bools).
 A program PyTorch rejects should be rejected by funcfuse too; both messages are printed.
 """
 import argparse
@@ -19,15 +19,16 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from make_goldens import parse_ann, programs  # noqa: E402
+from real_code_check import compare as compare_close  # noqa: E402
 
 
 def compare(name, got, want):
     if got.dtype != want.dtype or got.shape != want.shape:
         return f"{name}: {got.dtype}{list(got.shape)} vs torch {want.dtype}{list(want.shape)}"
     if got.dtype.kind == "f":
-        tol = (1e-5, 1e-6) if got.dtype == np.float32 else (1e-9, 1e-12)
-        if not np.allclose(got, want, rtol=tol[0], atol=tol[1], equal_nan=True):
-            return f"{name}: max abs diff {np.nanmax(np.abs(got.astype(np.float64) - want)):.3e}"
+        why = compare_close(name, got, want)
+        if why:
+            return f"{why}; max abs diff {np.nanmax(np.abs(got.astype(np.float64) - want)):.3e}"
     elif not np.array_equal(got, want):
         return f"{name}: {int((got != want).sum())} elements differ"
     return None

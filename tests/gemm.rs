@@ -100,7 +100,8 @@ fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
     // into `h0` before the reduction. Tiled: `mr` outputs of the block variable
     // times a tile of 16 row elements (or the shorter last tile) in registers; blocked (a reduction over several
     // variables): `mr` outputs per pass over the row operand; dot: 16 partial sums over chunks of the contiguous
-    // reduction. The crop mask (an and of comparisons) converts to float as a select, which GCC vectorizes.
+    // reduction (f32 ones folded into double per panel of 512 indices where outputs run in blocks). The crop mask
+    // (an and of comparisons) converts to float as a select, which GCC vectorizes.
     let cases = [
         ("blocked", "bb += 5", "float acc[5][16]"),
         // [12, 10] pixels coalesce into one row of 120 (`lower::coalesce`): tiles of 16 and a last one of 8.
@@ -119,10 +120,11 @@ fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
         // 99 reduction indices: groups of 32 up to 96, then 3 going round the lanes.
         ("gemv", "q += 32", "% 4]"),
         ("softmax_sum", "float acc[4][40]", "float h0[40];"),
-        // Dots: 16 double partial sums per output; the 7 rows of `m` share `v`: one block of 7 (a tail of 5 past 32).
-        ("matvec", "double acc[7][16];", "acc[6][i1 - 32] +="),
+        // Dots: 16 f32 partial sums per output, folded into double ones per panel; the 7 rows of `m` share `v`: one
+        // block of 7 (a tail of 5 past 32, added to the double sums).
+        ("matvec", "float part[7][16];", "acc[6][i1 - 32] +="),
         // The 9 keys share the query: a block of 8 and one of 1.
-        ("scores", "double acc[8][16];", "double acc[1][16];"),
+        ("scores", "float part[8][16];", "float part[1][16];"),
         // Every load moves with the row: one output at a time, a plain sum in double lanes.
         ("row_mean", "double acc[1][16];", "/ 35.0"),
     ];

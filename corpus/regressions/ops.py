@@ -149,10 +149,14 @@ def ravel_of_strided_views(x: f32[6, 4]) -> tuple[f32[3], f32[6], f32[6, 4]]:
     return v, c, x
 
 
-def dot_blocks_in_double(x: f32[10, 40], w: f32[40, 40], y: f32[2, 65536], v: f32[65536]) -> tuple[f32[10, 40], f32[2], f32[2]]:
-    # Dot products in blocks of rows sharing an operand (linear layers, a sum of a broadcast operand): their partial
-    # sums must be double, as f32 ones left these outside the tolerance from the reference
+def dot_blocks_within_tolerance(
+    x: f32[10, 40], w: f32[40, 40], y: f32[2, 65536], v: f32[65536], a: f32[8, 512], b: f32[256, 512], c: f32[2, 300000]
+) -> tuple[f32[10, 40], f32[2], f32[2], f32[8, 256], f32[2]]:
+    # Dot products in blocks of rows sharing an operand (linear layers, sums of a broadcast operand): f32 partial
+    # sums folded into double ones per panel stay within the tolerance from the reference, where f32 lanes alone
+    # left long sums outside it; a linear layer of 512 inputs (PyTorch's own result too) needs the tolerance's
+    # rounding scale, its near-zero outputs off by rounding of the terms
     h = x
     for _ in range(3):
         h = torch.tanh(h @ w.t())
-    return h, (y + v).sum(-1), (y * v).mean(-1)
+    return h, (y + v).sum(-1), (y * v).mean(-1), a @ b.t(), (c.abs() + 0.1).sum(-1)

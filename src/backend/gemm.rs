@@ -22,9 +22,14 @@ pub const DOT_LANES: usize = 16;
 /// registers and L1).
 pub const DOT_BLOCK: usize = 8;
 
+/// A block's f32 partial sums are folded into double ones after this many reduction indices (this many over
+/// [`DOT_LANES`] terms each).
+pub const DOT_PANEL: usize = 512;
+
 /// A loop nest for an f32 sum or mean whose innermost reduction variable (of extent at least [`DOT_LANES`]) has
-/// stride 0 or 1 in every load: per output, [`DOT_LANES`] double partial sums over chunks of that variable (a tail
-/// shorter than a chunk goes round them too), combined as a balanced tree. Up to [`DOT_BLOCK`] outputs along the
+/// stride 0 or 1 in every load: per output, [`DOT_LANES`] partial sums over chunks of that variable (a tail
+/// shorter than a chunk goes round them too), combined as a balanced tree: f32 ones folded into double every
+/// [`DOT_PANEL`] indices for the outputs of a block (see `dot_block`), double ones for a plain sum. Up to [`DOT_BLOCK`] outputs along the
 /// innermost domain variable (see [`outer_order`]) run together where some load does not move with it, so that
 /// its chunk is read once for all of them while the block's own rows stay in L1. Each output's sum is the same in a
 /// block or alone. `None` where this does not apply.
@@ -111,13 +116,21 @@ fn dot_block(
     let Some(red) = k.reduce.as_ref() else { return };
     let lanes = DOT_LANES;
     let rows = block.map_or(1, |(_, m)| m);
-    // Double lanes, blocks included: f32 lanes (PyTorch's matmul accumulation, about 3 times faster hot) left
-    // linear layers of 512 inputs and sums of a broadcast operand (0.1 summed a million times: 100060 for 100000)
-    // outside the tolerance from the reference, which a reviewer found; the sums of 3000 terms in corpus/micro too.
+    // A block's outputs are products summed (a matmul's dots): f32 lanes, as PyTorch's matmuls accumulate (about 3
+    // times faster than double lanes hot: [8, 512] @ [512, 1024] 0.41 -> 0.12 ms), folded into double lanes after
+    // every panel of DOT_PANEL indices, so that no f32 partial sum grows over more than DOT_PANEL / lanes terms
+    // (0.1 summed a million times in f32 lanes alone gave 100060). A plain sum keeps double lanes: it is bound by
+    // memory, not by the adds.
+    let f32_lanes = block.is_some();
+    let (part, cast) = if f32_lanes { ("part", "(float)") } else { ("acc", "(double)") };
     // Each output's statements open with its row's variable bound.
     let bind = |q: usize| block.map_or(String::new(), |(r, _)| format!("const int64_t i{r} = rb + {q}; "));
-    let _ = writeln!(s, "{ind}double acc[{rows}][{lanes}];");
-    let _ = writeln!(s, "{ind}for (int q = 0; q < {rows}; q++) for (int l = 0; l < {lanes}; l++) acc[q][l] = 0.0;");
+    let zero = |s: &mut String, ind: &str, t: &str, name: &str| {
+        let _ = writeln!(s, "{ind}{t} {name}[{rows}][{lanes}];");
+        let _ =
+            writeln!(s, "{ind}for (int q = 0; q < {rows}; q++) for (int l = 0; l < {lanes}; l++) {name}[q][l] = 0;");
+    };
+    zero(s, ind, "double", "acc");
     let mut red_ind = ind.to_string();
     let base = k.domain.len();
     for (q, &m) in red.extents[..j].iter().enumerate() {
@@ -128,17 +141,37 @@ fn dot_block(
     }
     let value = render(&k.value, "a");
     let full = n - n % lanes;
-    let _ = writeln!(s, "{red_ind}for (int64_t c = 0; c < {full}; c += {lanes}) {{");
+    let chunk_ind = if f32_lanes && full > 0 {
+        let _ = writeln!(s, "{red_ind}for (int64_t c0 = 0; c0 < {full}; c0 += {DOT_PANEL}) {{");
+        let pind = format!("{red_ind}  ");
+        zero(s, &pind, "float", "part");
+        let _ = writeln!(
+            s,
+            "{pind}const int64_t c1 = c0 + {DOT_PANEL} < {full} ? c0 + {DOT_PANEL} : {full};\n{pind}for (int64_t c = \
+             c0; c < c1; c += {lanes}) {{"
+        );
+        pind
+    } else {
+        let _ = writeln!(s, "{red_ind}for (int64_t c = 0; c < {full}; c += {lanes}) {{");
+        red_ind.clone()
+    };
     for q in 0..rows {
         // See `c.rs`'s inner_loop_pragmas: GCC 12.2 miscompiled selects in short loops it unrolled completely.
         let _ = writeln!(
             s,
-            "{red_ind}  {{ {}\n{red_ind}  #pragma GCC unroll 1\n{red_ind}  FF_SIMD\n{red_ind}  for (int l = 0; l < \
-             {lanes}; l++) {{ int64_t i{inner} = c + l; acc[{q}][l] += (double)({value}); }} }}",
+            "{chunk_ind}  {{ {}\n{chunk_ind}  #pragma GCC unroll 1\n{chunk_ind}  FF_SIMD\n{chunk_ind}  for (int l = 0; l \
+             < {lanes}; l++) {{ int64_t i{inner} = c + l; {part}[{q}][l] += {cast}({value}); }} }}",
             bind(q).trim_end()
         );
     }
-    let _ = writeln!(s, "{red_ind}}}");
+    let _ = writeln!(s, "{chunk_ind}}}");
+    if f32_lanes && full > 0 {
+        let _ = writeln!(
+            s,
+            "{chunk_ind}for (int q = 0; q < {rows}; q++) for (int l = 0; l < {lanes}; l++) acc[q][l] += part[q][l];\n\
+             {red_ind}}}"
+        );
+    }
     if full < n {
         for q in 0..rows {
             let _ = writeln!(
