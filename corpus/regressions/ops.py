@@ -160,3 +160,29 @@ def dot_blocks_within_tolerance(
     for _ in range(3):
         h = torch.tanh(h @ w.t())
     return h, (y + v).sum(-1), (y * v).mean(-1), a @ b.t(), (c.abs() + 0.1).sum(-1)
+
+
+def full_of_an_int_element(x: f32[4, 2]) -> f32[9, 1]:
+    # YOLOv6's anchors: `torch.full(size, stride, dtype=torch.float)` with `stride` an int64 element of a tensor;
+    # an integer fills a float32 tensor without overflow, so the optimized engine runs it too
+    strides = torch.tensor([8, 16, 32])
+    outs = []
+    for s in strides:
+        outs.append(torch.full((3, 1), s, dtype=torch.float))
+    return torch.cat(outs) + x.sum()
+
+
+def new_of_a_size(g: f32[2, 5, 4]) -> tuple[f32[2, 5, 4], f32[2, 5, 4]]:
+    # faster-rcnn's `gt_boxes.new(gt_boxes.size()).zero_()`: a torch.Size is sizes
+    z = g.new(g.size()).zero_()
+    w = g.new(g.shape).fill_(2.0)
+    return z + g, w * g
+
+
+def type_of_values(x: f32[3], n: int = 3) -> tuple[f32[3], f32[3], f32[3]]:
+    # pytorch-esn's `type(seq_lengths) == list`: type() compared with a builtin type, by == and by `is`
+    lengths = [3, 2]
+    a = x * 2 if type(lengths) == list else x
+    b = x + 1 if type(x) is torch.Tensor else x
+    c = x - 1 if type(n) != float else x
+    return a, b, c

@@ -512,7 +512,14 @@ impl<'m> Fz<'m> {
             _ => DType::I64,
         };
         let dt = a.dtype(99, "dtype")?.unwrap_or(default);
-        if !(td == dt || td == DType::Bool || (dt == DType::F64 && td != DType::Bool)) {
+        // Every value of the fill's dtype converts without overflow: the same dtype, a bool, anything into f64, an
+        // integer or a narrower float into f32 or bf16 (YOLOv6's `torch.full(size, stride, dtype=torch.float)` with
+        // `stride` an int64 element: at most 9.3e18).
+        let fits = td == dt
+            || td == DType::Bool
+            || dt == DType::F64
+            || (matches!(dt, DType::F32 | DType::BF16) && !matches!(td, DType::F64 | DType::F32));
+        if !fits {
             return Err(Stop::NeedsStatic(
                 span,
                 "a fill value known only at run time that could overflow its dtype".into(),

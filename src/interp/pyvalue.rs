@@ -54,6 +54,8 @@ pub enum Made<V> {
     Dict(Vec<(V, V)>),
     DType(DType),
     Device,
+    /// A module or a builtin type (`type(x)` is `list`: the name [`builtin_name`] gives it).
+    Module(&'static str),
 }
 
 /// A Python value of one engine.
@@ -230,18 +232,23 @@ pub fn identity<V: PyValue>(a: &V, op: CmpOp, b: &V, same_tensor: impl Fn(&V, &V
         (Py::None, _) | (_, Py::None) => false,
         (Py::Bool(x), Py::Bool(y)) => x == y,
         (Py::Tensor, Py::Tensor) => same_tensor(a, b),
-        _ => return Err("`is` is only supported for None, bools and tensors".into()),
+        // Types and modules are one object each (`type(x) is torch.Tensor`).
+        (Py::Module(x), Py::Module(y)) => x == y,
+        _ => return Err("`is` is only supported for None, bools, tensors and types".into()),
     };
     Ok(same == (op == CmpOp::Is))
 }
 
-/// Equality of values compared by kind: strings, dtypes, devices and None (a string is never a dtype or a device).
-/// None where the kinds are not these.
+/// Equality of values compared by kind: strings, dtypes, devices, types (modules) and None (a string is never a
+/// dtype or a device). None where the kinds are not these.
 pub fn kind_eq<V: PyValue>(a: &V, b: &V) -> Option<bool> {
     match (a.py(), b.py()) {
         (Py::Str(x), Py::Str(y)) => Some(x == y),
         (Py::DType(x), Py::DType(y)) => Some(x == y),
         (Py::Device, Py::Device) | (Py::None, Py::None) => Some(true),
+        (Py::Module(x), Py::Module(y)) => Some(x == y),
+        (Py::Module(_), Py::Str(_) | Py::DType(_) | Py::Device | Py::None)
+        | (Py::Str(_) | Py::DType(_) | Py::Device | Py::None, Py::Module(_)) => Some(false),
         (Py::Str(_) | Py::DType(_) | Py::Device, Py::Str(_) | Py::DType(_) | Py::Device) => Some(false),
         _ => None,
     }
@@ -568,6 +575,7 @@ macro_rules! py_values {
                     Made::Dict(v) => $t::Dict(Rc::new(RefCell::new(v))),
                     Made::DType(d) => $t::DType(d),
                     Made::Device => $t::Device,
+                    Made::Module(m) => $t::Module(m),
                 }
             }
 

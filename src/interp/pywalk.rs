@@ -111,6 +111,18 @@ pub fn call_parts<'m, W: Walk<'m, Env = HashMap<String, <W as Walk<'m>>::V>>>(
         }
         c => c,
     };
+    // `x.new(y.size())` and `x.new(y.shape)`: PyTorch reads a torch.Size as sizes (any other tuple as data), so the
+    // sizes go as `x.new(d0, d1, ...)` (faster-rcnn's `gt_boxes.new(gt_boxes.size())`).
+    if let (Callee::Method(o, name), ExprKind::Call { args, .. }) = (&callee, &call.kind) {
+        if name.as_str() == "new" && o.type_name() == "Tensor" && kw.is_empty() && args.len() == 1 && is_size(&args[0])
+        {
+            if let Py::Tuple(items) = pos[0].py() {
+                if !items.is_empty() && items.iter().all(|v| matches!(v.py(), Py::Int(_))) {
+                    pos = items.to_vec();
+                }
+            }
+        }
+    }
     if super::complex::involves(&callee, &pos, &kw) {
         let r = super::complex::call(w, &callee, &pos, &kw, call.span)?;
         return Ok((Callee::Answered(r), pos, kw));
@@ -121,6 +133,17 @@ pub fn call_parts<'m, W: Walk<'m, Env = HashMap<String, <W as Walk<'m>>::V>>>(
         }
     }
     Ok((callee, pos, kw))
+}
+
+/// Whether `e` is a torch.Size by its form: `y.shape` or `y.size()`.
+fn is_size(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Attr(_, n) => n == "shape",
+        ExprKind::Call { func, args, kwargs } => {
+            args.is_empty() && kwargs.is_empty() && matches!(&func.kind, ExprKind::Attr(_, n) if n == "size")
+        }
+        _ => false,
+    }
 }
 
 /// `isinstance(v, class_or_tuple)` for the classes a program can name; a value known only at run time has its
@@ -144,6 +167,26 @@ pub fn isinstance<V: PyValue>(v: &V, class_or_tuple: &V) -> Result<bool, String>
     };
     let names = classes.iter().map(|c| if let Py::Module(m) = c.py() { Some(m) } else { None });
     isinstance_of(class, names)
+}
+
+/// `type(v)`: the builtin type a program can name and compare (`type(lengths) == list`, `type(x) is torch.Tensor`).
+fn type_of<V: PyValue>(v: &V) -> Result<&'static str, String> {
+    Ok(match v.py() {
+        Py::Tensor => "torch.Tensor",
+        Py::Bool(_) => "bool",
+        Py::Int(_) => "int",
+        Py::Float => "float",
+        Py::Str(_) => "str",
+        Py::Tuple(_) => "tuple",
+        Py::List(_) => "list",
+        Py::Dict(_) => "dict",
+        _ => {
+            return Err(format!(
+                "type() of a {} is not supported: only of tensors, numbers, strings, tuples, lists and dicts",
+                v.shown_type()
+            ))
+        }
+    })
 }
 
 /// `itertools.product(*iterables, repeat=)` (the only `itertools` function here): the list of tuples. `repeat`
@@ -454,6 +497,10 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
                 let classes = w.required(a, 1, "class_or_tuple")?.clone();
                 let r = isinstance(&v, &classes).map_err(|m| Diagnostic::new(m).at(span))?;
                 W::V::make(Made::Bool(r))
+            }
+            "type" if a.pos.len() == 1 && a.kw.is_empty() => {
+                let v = w.required(a, 0, "obj")?;
+                W::V::make(Made::Module(type_of(v).map_err(|m| Diagnostic::new(m).at(span))?))
             }
             "reversed" => {
                 let mut items = w.iterate(w.required(a, 0, "seq")?, span)?;

@@ -25,6 +25,7 @@ const PY_BUILTINS: &[&str] = &[
     "tuple",
     "round",
     "isinstance",
+    "type",
     "reversed",
     "sorted",
     "any",
