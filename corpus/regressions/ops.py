@@ -2,6 +2,8 @@
 order of tied values in sort and topk. Each program once diverged between the engines or from PyTorch."""
 from __future__ import annotations
 
+import math
+
 import torch
 
 
@@ -186,3 +188,40 @@ def type_of_values(x: f32[3], n: int = 3) -> tuple[f32[3], f32[3], f32[3]]:
     b = x + 1 if type(x) is torch.Tensor else x
     c = x - 1 if type(n) != float else x
     return a, b, c
+
+
+def math_of_a_one_element_tensor(p: f32[6, 4]) -> tuple[f32[6, 4], f32[6, 4]]:
+    # OpenNMT's Adafactor: `_rms(x)` is `math.sqrt(torch.mean(x.pow(2)))`, a Python float of a 0-d tensor; math's
+    # functions read a one-element tensor as a float
+    rms = math.sqrt(torch.mean(p.pow(2)))
+    scale = max(1e-3, rms)
+    return p / scale, p * math.sqrt(p[0, :1].abs())
+
+
+def while_over_python_ints_in_a_loop(inputs: f32[4, 6, 3], w: f32[3, 3]) -> f32[4, 6, 3]:
+    # AllenNLP's LstmCellWithProjection: a `while` over Python ints whose condition reads the timestep, inside the
+    # loop over timesteps (shrinking the batch to the sequences still running): the timestep loop unrolls
+    batch_lengths = [6, 5, 3, 2]
+    out = inputs.new_zeros(4, 6, 3)
+    state = inputs.new_zeros(4, 3)
+    current = 3
+    for timestep in range(6):
+        while batch_lengths[current] <= timestep:
+            current -= 1
+        prev = state[0 : current + 1].clone()
+        h = torch.tanh(inputs[0 : current + 1, timestep] + prev @ w)
+        state = state.clone()
+        state[0 : current + 1] = h
+        out[0 : current + 1, timestep] = h
+    return out
+
+
+def list_copy_clear_and_pop(x: f32[5]) -> tuple[f32[5], f32[5], f32[5], int]:
+    # pytorch-esn's `washout_tensor`: `seq_lengths.copy()`; `pop(i)` and `clear()` alike
+    lengths = [1, 2, 3]
+    kept = lengths.copy()
+    lengths.append(4)
+    last = lengths.pop(-2)
+    first = lengths.pop(0)
+    kept.clear()
+    return x * last, x + first, x * len(lengths), len(kept)

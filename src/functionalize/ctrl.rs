@@ -586,8 +586,12 @@ impl<'m> Fz<'m> {
                     }
                 }
                 Cond::Dyn(_) => {
+                    // Inside a loop kept symbolic, a condition may be known only at run time because it reads the
+                    // loop's variable (AllenNLP's `while batch_lengths[i] <= index` over Python ints, `index` from
+                    // the timestep): the refusal goes to that loop, which unrolls, making the condition known.
+                    let in_loop = !self.t.frames.is_empty();
                     self.symbolic_while(env, test, guard, rest, span).map_err(|e| match e {
-                        Stop::NeedsStatic(at, why) => Stop::Diag(
+                        Stop::NeedsStatic(at, why) if !in_loop => Stop::Diag(
                             crate::diag::Diagnostic::new(format!(
                                 "cannot functionalize this data-dependent `while` loop: {why} (at {}:{})",
                                 at.line, at.col

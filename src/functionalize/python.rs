@@ -309,6 +309,16 @@ impl<'m> Fz<'m> {
                 return l.borrow_mut().pop().ok_or_else(|| Stop::Diag(Diagnostic::new("pop from empty list").at(span)))
             }
             ("reverse", 0) => l.borrow_mut().reverse(),
+            ("copy", 0) => return Ok(FV::List(Rc::new(RefCell::new(l.borrow().clone())))),
+            ("clear", 0) => l.borrow_mut().clear(),
+            ("pop", 1) => {
+                let FV::Int(i) = pos[0] else {
+                    return diag(span, "list.pop() needs an index known before the program runs");
+                };
+                let mut v = l.borrow_mut();
+                let k = crate::interp::python::list_pop_index(i, v.len()).map_err(err(span))?;
+                return Ok(v.remove(k));
+            }
             ("insert", 2) => {
                 let FV::Int(i) = pos[0] else {
                     return diag(span, "list.insert() needs an index known before the program runs");
@@ -341,6 +351,19 @@ impl<'m> Fz<'m> {
             Some(FV::Float(f)) => Some(*f),
             Some(FV::Bool(b)) => Some(*b as i64 as f64),
             _ => None,
+        };
+        // A one-element tensor is a Python float (`__float__`) to math's functions: OpenNMT Adafactor's
+        // `math.sqrt(torch.mean(x.pow(2)))`.
+        let converted;
+        let pos = match pos {
+            [FV::Tensor(t)] if t.shape.iter().product::<usize>() == 1 => {
+                converted = [match self.item(t, span)? {
+                    FV::DynInt(i) => FV::DynFloat(self.scalar_tensor(&FV::DynInt(i), Some(DType::F64), span)?.0),
+                    v => v,
+                }];
+                &converted[..]
+            }
+            _ => pos,
         };
         if let ([v @ (FV::DynFloat(_) | FV::DynInt(_))], "sqrt") = (pos, name) {
             return self.dyn_sqrt(v, span);

@@ -97,7 +97,7 @@ impl<'m> Interp<'m> {
         }
     }
 
-    /// `list.NAME(*pos)`: `append`, `extend`, `pop()`, `reverse`, `insert`.
+    /// `list.NAME(*pos)`: `append`, `extend`, `pop`, `reverse`, `insert`, `copy`, `clear`.
     fn list_method(
         &mut self,
         l: &std::rc::Rc<std::cell::RefCell<Vec<Value>>>,
@@ -119,6 +119,17 @@ impl<'m> Interp<'m> {
             ("reverse", 0) => {
                 l.borrow_mut().reverse();
                 Ok(Value::None)
+            }
+            ("copy", 0) => Ok(Value::List(std::rc::Rc::new(std::cell::RefCell::new(l.borrow().clone())))),
+            ("clear", 0) => {
+                l.borrow_mut().clear();
+                Ok(Value::None)
+            }
+            ("pop", 1) => {
+                let i = to_int(&pos[0]).map_err(tensor_err(span))?;
+                let mut v = l.borrow_mut();
+                let k = super::python::list_pop_index(i, v.len()).map_err(tensor_err(span))?;
+                Ok(v.remove(k))
             }
             ("insert", 2) => {
                 let i = to_int(&pos[0]).map_err(tensor_err(span))?;
@@ -437,9 +448,14 @@ pub(super) fn shape_value(t: &Tensor) -> Value {
 }
 
 fn math_call(name: &str, a: &Args) -> Result<Value, String> {
-    let x = a.req(0, "x")?.as_scalar().ok_or_else(|| format!("math.{name}() needs a number"))?.to_f64();
+    // A one-element tensor is a Python float to math's functions (`__float__`): `math.sqrt(torch.mean(x ** 2))`.
+    let number = |v: &Value| match v {
+        Value::Tensor(t) if t.numel() == 1 => t.to_f64_vec().first().copied(),
+        v => v.as_scalar().map(|s| s.to_f64()),
+    };
+    let x = number(a.req(0, "x")?).ok_or_else(|| format!("math.{name}() needs a number"))?;
     if a.pos.len() == 2 {
-        let y = a.pos[1].as_scalar().ok_or_else(|| format!("math.{name}() needs numbers"))?.to_f64();
+        let y = number(&a.pos[1]).ok_or_else(|| format!("math.{name}() needs numbers"))?;
         return math2(name, x, y).map(Value::Float);
     }
     math1(name, x)?.map(Value::from_scalar).ok_or_else(|| format!("unsupported function `math.{name}`"))

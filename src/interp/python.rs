@@ -545,6 +545,18 @@ pub(crate) fn isinstance_of<'c>(
     Ok(hit)
 }
 
+/// The position `list.pop(i)` removes (negative `i` counts from the end), or Python's IndexError.
+pub(crate) fn list_pop_index(i: i64, n: usize) -> Result<usize, String> {
+    let k = if i < 0 { i + n as i64 } else { i };
+    if n == 0 {
+        return Err("IndexError: pop from empty list".into());
+    }
+    if !(0..n as i64).contains(&k) {
+        return Err("IndexError: pop index out of range".into());
+    }
+    Ok(k as usize)
+}
+
 /// Python builtins of `Interp::builtin` that take more than a few lines.
 impl<'m> Interp<'m> {
     /// `len(x)`: a tensor's first dim, a range's, dict's or sequence's length.
