@@ -225,3 +225,12 @@ def list_copy_clear_and_pop(x: f32[5]) -> tuple[f32[5], f32[5], f32[5], int]:
     first = lengths.pop(0)
     kept.clear()
     return x * last, x + first, x * len(lengths), len(kept)
+
+
+def sets_of_names(x: f32[3]) -> tuple[f32[3], f32[3]]:
+    # Adam-mini's parameter-name sets: a set of string literals tested with `in`, iterated by any(), counted
+    embd_names = {"embed", "embd", "wte", "embed"}
+    name = "model.wte.weight"
+    y = x * 2 if any(n in name for n in embd_names) else x
+    z = y + len(embd_names) if "wte" in embd_names and "bias" not in embd_names else y
+    return y, z

@@ -673,7 +673,19 @@ impl Cx {
                 ExprKind::Dict(items)
             }
             py::Expr::DictComp(_) => return err(span, "dict comprehensions are not supported"),
-            py::Expr::Set(_) | py::Expr::SetComp(_) => return err(span, "sets are not supported"),
+            // A set of strings written out (Adam-mini's `{"bias"}`, `{"q_proj", "k_proj"}`: names tested with `in`)
+            // is the dict of those keys: the same membership, length and iteration, in the order written, one of
+            // the orders Python's randomized string hashing gives.
+            py::Expr::Set(set) if set.elts.iter().all(|e| matches!(e, py::Expr::StringLiteral(_))) => {
+                let mut items = Vec::new();
+                for e in set.elts.iter() {
+                    items.push((self.expr(e)?, Expr { kind: ExprKind::NoneLit, span: self.sp(e) }));
+                }
+                ExprKind::Dict(items)
+            }
+            py::Expr::Set(_) | py::Expr::SetComp(_) => {
+                return err(span, "sets are supported only as a display of string literals (`{\"a\", \"b\"}`)")
+            }
             py::Expr::Generator(_) => {
                 return err(span, "generator expressions are supported only as the one argument of tuple(), list(), sum(), min(), max(), sorted(), any(), all(), torch.cat() or torch.stack() (write a list comprehension)")
             }
