@@ -154,16 +154,26 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     // `import torch.nn as nn` binds `nn` (`nn.functional.max_pool2d`), as `F` stands for
                     // torch.nn.functional; another alias of torch.nn is not known to the engines.
                     let nn_alias = name == "torch.nn" && alias.asname.as_ref().is_none_or(|a| a.as_str() == "nn");
-                    if !matches!(name, "torch" | "torch.nn.functional" | "math" | "itertools" | "copy" | "functools")
-                        && !nn_alias
-                    {
+                    let known = matches!(
+                        name,
+                        "torch"
+                            | "torch.nn.functional"
+                            | "math"
+                            | "itertools"
+                            | "copy"
+                            | "functools"
+                            | "logging"
+                            | "warnings"
+                            | "string"
+                    );
+                    if !known && !nn_alias {
                         let bound = match &alias.asname {
                             Some(a) => a.to_string(),
                             None => name.split('.').next().unwrap_or(name).to_string(),
                         };
                         let msg = format!(
                             "unsupported import `{name}` (only torch, torch.nn as nn, torch.nn.functional, math, \
-                             itertools, copy and functools)"
+                             itertools, copy, functools, logging, warnings and string)"
                         );
                         let d = Diagnostic::new(msg).at(cx.sp(alias)).in_file(_path);
                         unusable.push(FailedFunction { name: bound, span: cx.sp(alias), error: d });

@@ -345,7 +345,7 @@ impl<'m> Fz<'m> {
     }
 
     /// The tensor method `op` on `pos` (the receiver first).
-    fn method(&mut self, op: &str, span: crate::diag::Span, pos: Vec<FV>) -> FR<FV> {
+    pub(super) fn method(&mut self, op: &str, span: crate::diag::Span, pos: Vec<FV>) -> FR<FV> {
         self.torch(op, &A::new(pos, vec![], span, op.into()), true)
     }
 

@@ -554,7 +554,14 @@ impl<'m> Fz<'m> {
                 self.fresh_op(OpName::MatrixExp, vec![xt], None, span)
             }
             "vector_norm" | "norm" => {
-                let x = a.tensor(0, "input")?;
+                // `dtype=`: the input is cast to it first.
+                let x = match a.dtype(4, "dtype")? {
+                    Some(d) => match self.method("to", span, vec![FV::Tensor(a.tensor(0, "input")?), FV::DType(d)])? {
+                        FV::Tensor(x) => x,
+                        _ => return diag(span, "internal: a cast that is not a tensor"),
+                    },
+                    None => a.tensor(0, "input")?,
+                };
                 let p = self.norm_p(a.opt(1, if name == "norm" { "p" } else { "ord" }), name, span)?;
                 let dims = a.dims(2, "dim")?.unwrap_or_default();
                 let keep = a.bool_or(3, "keepdim", false)?;

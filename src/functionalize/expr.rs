@@ -508,7 +508,7 @@ impl<'m> Fz<'m> {
     }
 
     /// `a == b` known now; `what` names the comparison in the error where it is known only at run time.
-    fn static_eq(&mut self, a: &FV, b: &FV, what: &str, span: Span) -> FR<bool> {
+    pub(super) fn static_eq(&mut self, a: &FV, b: &FV, what: &str, span: Span) -> FR<bool> {
         match self.compare(a, CmpOp::Eq, b, span)? {
             FV::Bool(r) => Ok(r),
             _ => diag(span, format!("{what} is not supported")),
@@ -663,6 +663,23 @@ impl<'m> Fz<'m> {
                     return diag(span, format!("{} index out of range", obj.type_name()));
                 }
                 Ok(items[k as usize].clone())
+            }
+            FV::Str(s) => {
+                let r = match idx {
+                    FV::Int(i) => crate::interp::pystr::str_getitem(s, Some(*i), None),
+                    FV::Slice(a, b, c) => {
+                        let (a, b) = (a.as_ref().map(|x| x.as_const()), b.as_ref().map(|x| x.as_const()));
+                        let (Some(a), Some(b)) =
+                            (a.map_or(Some(None), |x| x.map(Some)), b.map_or(Some(None), |x| x.map(Some)))
+                        else {
+                            return needs_static(span, "slicing a string with a loop variable");
+                        };
+                        crate::interp::pystr::str_getitem(s, None, Some((a, b, *c)))
+                    }
+                    FV::DynInt(_) => return needs_static(span, "indexing a string with a loop variable"),
+                    other => return diag(span, format!("string indices must be integers, not {}", other.type_name())),
+                };
+                Ok(FV::Str(r.map_err(super::args::err(span))?.into()))
             }
             other => diag(span, format!("'{}' object is not subscriptable", other.type_name())),
         }

@@ -108,6 +108,9 @@ impl<'m> Fz<'m> {
                 }
                 FV::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
                 FV::Module("itertools") => self.itertools(name, &pos, &kw, span),
+                FV::Module(m @ ("logging" | "warnings")) => {
+                    Ok(crate::interp::compat::quiet_call(m, name).map_err(err(span))?.map_or(FV::None, FV::Module))
+                }
                 FV::Module("copy") => self.deepcopy(name, &pos, &kw, span),
                 FV::Module("functools") => self.functools(name, &pos, kw, span),
                 FV::Module("torch.nn.init") if kw.is_empty() && !pos.is_empty() => self.nn_init(name, &pos, span),

@@ -309,6 +309,15 @@ impl<'m> Fz<'m> {
                 return l.borrow_mut().pop().ok_or_else(|| Stop::Diag(Diagnostic::new("pop from empty list").at(span)))
             }
             ("reverse", 0) => l.borrow_mut().reverse(),
+            ("index", 1) => {
+                let items = l.borrow().clone();
+                for (k, it) in items.iter().enumerate() {
+                    if self.static_eq(it, &pos[0], "list.index() over run-time values", span)? {
+                        return Ok(FV::Int(k as i64));
+                    }
+                }
+                return diag(span, "ValueError: list.index(x): x not in list");
+            }
             ("copy", 0) => return Ok(FV::List(Rc::new(RefCell::new(l.borrow().clone())))),
             ("clear", 0) => l.borrow_mut().clear(),
             ("pop", 1) => {

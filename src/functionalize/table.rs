@@ -422,6 +422,13 @@ impl<'m> Fz<'m> {
                 let (x, dims) = (a.tensor(0, "input")?, a.sizes(1, "dims")?);
                 self.view_fv(&x, span, |d| d.permute(&dims))
             }
+            "movedim" | "moveaxis" => {
+                let x = a.tensor(0, "input")?;
+                let (src, dst) =
+                    (a.dims(1, "source")?.unwrap_or_default(), a.dims(2, "destination")?.unwrap_or_default());
+                let perm = crate::tensor::views::movedim_perm(x.shape.len(), &src, &dst).map_err(err(span))?;
+                self.view_fv(&x, span, |d| d.permute(&perm))
+            }
             "unsqueeze" => {
                 let (x, dim) = (a.tensor(0, "input")?, a.int(1, "dim")?);
                 self.view_fv(&x, span, |d| d.unsqueeze(dim))

@@ -42,6 +42,9 @@ impl<'m> Interp<'m> {
                         super::compat::functools_partial(name, pos.len(), func, kw).map_err(tensor_err(span))?;
                     Ok(Value::Closure(f.into(), std::rc::Rc::new(kw)))
                 }
+                Value::Module(m @ ("logging" | "warnings")) => {
+                    Ok(super::compat::quiet_call(m, name).map_err(tensor_err(span))?.map_or(Value::None, Value::Module))
+                }
                 Value::Module("copy") => {
                     super::compat::deepcopy_args(name, &pos, &kw).map_err(tensor_err(span))?;
                     deepcopy(&pos[0]).map_err(tensor_err(span))
@@ -97,7 +100,7 @@ impl<'m> Interp<'m> {
         }
     }
 
-    /// `list.NAME(*pos)`: `append`, `extend`, `pop`, `reverse`, `insert`, `copy`, `clear`.
+    /// `list.NAME(*pos)`: `append`, `extend`, `pop`, `reverse`, `insert`, `copy`, `clear`, `index`.
     fn list_method(
         &mut self,
         l: &std::rc::Rc<std::cell::RefCell<Vec<Value>>>,
@@ -119,6 +122,15 @@ impl<'m> Interp<'m> {
             ("reverse", 0) => {
                 l.borrow_mut().reverse();
                 Ok(Value::None)
+            }
+            ("index", 1) => {
+                let items = l.borrow().clone();
+                for (k, it) in items.iter().enumerate() {
+                    if matches!(self.compare(it, CmpOp::Eq, &pos[0], span)?, Value::Bool(true)) {
+                        return Ok(Value::Int(k as i64));
+                    }
+                }
+                err(span, "ValueError: list.index(x): x not in list")
             }
             ("copy", 0) => Ok(Value::List(std::rc::Rc::new(std::cell::RefCell::new(l.borrow().clone())))),
             ("clear", 0) => {

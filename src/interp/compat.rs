@@ -274,3 +274,15 @@ pub fn partial_keywords<V: Clone>(bound: &[(String, V)], kw: Vec<(String, V)>) -
     }
     out
 }
+
+/// A call into `logging` or `warnings`, which changes no value: `Ok(None)` where it returns None (`logging.info`,
+/// `warnings.warn`: Python prints; nothing here does), `Ok(Some(module))` where it returns a logger, which is the
+/// module again (`logger = logging.getLogger(__name__)`, then `logger.warning(...)`); an error for other names.
+pub(crate) fn quiet_call(module: &str, name: &str) -> Result<Option<&'static str>, String> {
+    match (module, name) {
+        ("logging", "getLogger") => Ok(Some("logging")),
+        ("logging", "debug" | "info" | "warning" | "warn" | "error" | "critical" | "exception" | "log") => Ok(None),
+        ("warnings", "warn") => Ok(None),
+        _ => Err(format!("unsupported function `{module}.{name}` (only logging's messages and warnings.warn)")),
+    }
+}

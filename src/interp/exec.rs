@@ -402,6 +402,16 @@ impl<'m> Interp<'m> {
                 }
                 Ok(items[k as usize].clone())
             }
+            Value::Str(s) => {
+                let r = match idx {
+                    Value::Slice(a, b, c) => super::pystr::str_getitem(s, None, Some((*a, *b, *c))),
+                    _ => {
+                        let i = to_int(idx).map_err(|e| Diagnostic::new(format!("string indices {e}")).at(span))?;
+                        super::pystr::str_getitem(s, Some(i), None)
+                    }
+                };
+                Ok(Value::Str(r.map_err(|m| Diagnostic::new(m).at(span))?.into()))
+            }
             other => err(span, format!("'{}' object is not subscriptable", other.type_name())),
         }
     }
@@ -450,7 +460,7 @@ impl<'m> Interp<'m> {
         }
     }
 
-    fn compare(&mut self, a: &Value, op: CmpOp, b: &Value, span: Span) -> Result<Value, Diagnostic> {
+    pub(super) fn compare(&mut self, a: &Value, op: CmpOp, b: &Value, span: Span) -> Result<Value, Diagnostic> {
         match op {
             CmpOp::Is | CmpOp::IsNot => {
                 let same_view =

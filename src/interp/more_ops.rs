@@ -356,12 +356,19 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "matrix_exp" => t(crate::tensor::linalg::matrix_exp(&a.tensor(0, "A")?)?),
         "vector_norm" => {
-            let x = a.tensor(0, "input")?;
+            // `dtype=`: the input is cast to it first (fairseq's `torch.norm(g, p=2, dtype=torch.float32)`).
+            let x = match a.dtype(4, "dtype")? {
+                Some(d) => a.tensor(0, "input")?.to_dtype(d)?,
+                None => a.tensor(0, "input")?,
+            };
             let p = norm_p(a.opt(1, "ord"), 2.0, "linalg.vector_norm")?;
             t(vector_norm(&x, p, a.dims(2, "dim")?.as_deref(), a.bool_or(3, "keepdim", false)?)?)
         }
         "norm" => {
-            let x = a.tensor(0, "input")?;
+            let x = match a.dtype(4, "dtype")? {
+                Some(d) => a.tensor(0, "input")?.to_dtype(d)?,
+                None => a.tensor(0, "input")?,
+            };
             let p = norm_p(a.opt(1, "p"), 2.0, "norm")?;
             t(vector_norm(&x, p, a.dims(2, "dim")?.as_deref(), a.bool_or(3, "keepdim", false)?)?)
         }

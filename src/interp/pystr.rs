@@ -76,6 +76,15 @@ pub fn str_method(s: &str, name: &str, args: &[StrArg]) -> Result<StrOut, Option
             [StrArg::Str(a), StrArg::Str(b)] => StrOut::Str(s.replace(a.as_str(), b)),
             _ => return Err(None),
         },
+        // By characters, as Python counts them; -1 where absent (`find`), Python's ValueError (`index`).
+        "find" | "index" => {
+            let sub = one_str(name, args).map_err(Some)?;
+            match s.find(sub) {
+                Some(b) => StrOut::Int(s[..b].chars().count() as i64),
+                None if name == "find" => StrOut::Int(-1),
+                None => return Err(Some("ValueError: substring not found".into())),
+            }
+        }
         "count" => StrOut::Int(s.matches(one_str(name, args).map_err(Some)?).count() as i64),
         "split" => match args {
             [] | [StrArg::None] => StrOut::Strs(s.split_whitespace().map(String::from).collect()),
@@ -123,7 +132,7 @@ pub fn call(text: &str, name: &str, args: Vec<StrArg>) -> Result<Value, String> 
 fn unsupported(name: &str) -> String {
     format!(
         "unsupported method `{name}` on a value of type str (supported: startswith, endswith, lower, upper, strip, \
-         lstrip, rstrip, isdigit, isidentifier, replace, count, split, join)"
+         lstrip, rstrip, isdigit, isidentifier, replace, count, find, index, split, join)"
     )
 }
 
@@ -153,4 +162,24 @@ mod tests {
         );
         assert!(matches!(str_method("x", "format", &[]), Err(None)));
     }
+}
+
+/// `s[i]` (`slice` None) or `s[a:b:c]` of a string, by characters as Python indexes them.
+pub fn str_getitem(
+    s: &str,
+    index: Option<i64>,
+    slice: Option<(Option<i64>, Option<i64>, Option<i64>)>,
+) -> Result<String, String> {
+    let chars: Vec<char> = s.chars().collect();
+    let n = chars.len() as i64;
+    if let Some((a, b, c)) = slice {
+        let at = super::value::slice_positions(n, a, b, c)?;
+        return Ok(at.into_iter().map(|i| chars[i]).collect());
+    }
+    let i = index.unwrap_or(0);
+    let k = if i < 0 { i + n } else { i };
+    if k < 0 || k >= n {
+        return Err("IndexError: string index out of range".into());
+    }
+    Ok(chars[k as usize].to_string())
 }

@@ -431,6 +431,62 @@ pub enum AttrOwner<'a> {
     Other(&'static str),
 }
 
+/// The private attributes a tensor has (`dir(torch.zeros(1))` of PyTorch 2.15, dunders aside): `hasattr` of another
+/// private name is False for the tensors here, which carry no attributes of their own (FSDP's `_fsdp_flattened`).
+const TENSOR_PRIVATE_ATTRS: &[&str] = &[
+    "_addmm_activation",
+    "_autocast_to_full_precision",
+    "_autocast_to_reduced_precision",
+    "_backward_hooks",
+    "_base",
+    "_cdata",
+    "_clear_non_serializable_cached_data",
+    "_coalesced_",
+    "_conj",
+    "_conj_physical",
+    "_dimI",
+    "_dimV",
+    "_dtensor__new__",
+    "_fix_weakref",
+    "_grad",
+    "_grad_fn",
+    "_has_grad_dtype_override",
+    "_has_symbolic_sizes_strides",
+    "_indices",
+    "_is_all_true",
+    "_is_any_true",
+    "_is_view",
+    "_is_zerotensor",
+    "_lazy_clone",
+    "_make_subclass",
+    "_make_wrapper_subclass",
+    "_neg_view",
+    "_nested_tensor_size",
+    "_nested_tensor_storage_offsets",
+    "_nested_tensor_strides",
+    "_nnz",
+    "_philox_normal_",
+    "_philox_randint_",
+    "_philox_uniform_",
+    "_post_accumulate_grad_hooks",
+    "_python_dispatch",
+    "_reduce_ex_internal",
+    "_rev_view_func_unsafe",
+    "_sparse_mask_projection",
+    "_to_dense",
+    "_to_sparse",
+    "_to_sparse_bsc",
+    "_to_sparse_bsr",
+    "_to_sparse_csc",
+    "_to_sparse_csr",
+    "_typed_storage",
+    "_use_count",
+    "_values",
+    "_version",
+    "_view_func",
+    "_view_func_unsafe",
+];
+
 /// `hasattr(obj, name)` where the answer is PyTorch's own: the names of its public callables and every public
 /// attribute of `torch.Tensor` (`frontend::torch_api`, generated from one PyTorch version), and the dtypes. Where the
 /// list cannot tell (a private tensor attribute, a module attribute that is not a callable), the refusal says so.
@@ -457,6 +513,7 @@ pub fn hasattr(owner: AttrOwner, name: &str) -> Result<bool, String> {
             Ok(torch_api::has(&format!("torch.Tensor.{name}")))
         }
         AttrOwner::Module(m) => unknown(m),
+        AttrOwner::Tensor if !name.starts_with("__") && !TENSOR_PRIVATE_ATTRS.contains(&name) => Ok(false),
         AttrOwner::Tensor => unknown("a tensor"),
         AttrOwner::Other(t) => Err(format!("hasattr() on a value of type {t} is not supported")),
     }
@@ -488,6 +545,11 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
         // that `x.dtype in (torch.float16, torch.int8)` and `x.dtype == torch.uint8` work (making such a tensor fails).
         f if crate::tensor::OTHER_TORCH_DTYPES.contains(&f) => Value::Str(f.into()),
         "math.pi" | "torch.pi" => Value::Float(std::f64::consts::PI),
+        "string.ascii_letters" => Value::Str("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".into()),
+        "string.ascii_lowercase" => Value::Str("abcdefghijklmnopqrstuvwxyz".into()),
+        "string.ascii_uppercase" => Value::Str("ABCDEFGHIJKLMNOPQRSTUVWXYZ".into()),
+        "string.digits" => Value::Str("0123456789".into()),
+        "string.punctuation" => Value::Str("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~".into()),
         "math.e" | "torch.e" => Value::Float(std::f64::consts::E),
         "math.inf" | "torch.inf" => Value::Float(f64::INFINITY),
         "math.nan" | "torch.nan" => Value::Float(f64::NAN),

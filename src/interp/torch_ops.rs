@@ -560,6 +560,12 @@ impl<'m> Interp<'m> {
                 t(a.tensor(0, "input")?.transpose(a.int(1, "dim0")?, a.int(2, "dim1")?)?)
             }
             "permute" => t(a.tensor(0, "input")?.permute(&a.sizes(1, "dims")?)?),
+            "movedim" | "moveaxis" => {
+                let x = a.tensor(0, "input")?;
+                let (src, dst) =
+                    (a.dims(1, "source")?.unwrap_or_default(), a.dims(2, "destination")?.unwrap_or_default());
+                t(x.permute(&crate::tensor::views::movedim_perm(x.dim(), &src, &dst)?)?)
+            }
             "unsqueeze" => t(a.tensor(0, "input")?.unsqueeze(a.int(1, "dim")?)?),
             "squeeze" => t(a.tensor(0, "input")?.squeeze(dims_kw(a)?.as_deref())?),
             "expand" => t(a.tensor(0, "input")?.expand(&a.sizes(1, "size")?)?),

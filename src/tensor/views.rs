@@ -18,6 +18,30 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> TResult<usize> {
     Ok(if dim < 0 { (dim + n) as usize } else { dim as usize })
 }
 
+/// The permutation `movedim(source, destination)` is (`moveaxis` too): each dim of `source` goes to the place of
+/// the same position in `destination`, the other dims keep their order in the places left.
+pub fn movedim_perm(ndim: usize, source: &[i64], destination: &[i64]) -> TResult<Vec<i64>> {
+    if source.len() != destination.len() {
+        return Err(format!(
+            "movedim: Invalid source or destination dims: source ({source:?} dims) should contain the same number of \
+             dims as destination ({destination:?} dims)"
+        ));
+    }
+    let src = source.iter().map(|&d| wrap_dim(d, ndim)).collect::<TResult<Vec<_>>>()?;
+    let dst = destination.iter().map(|&d| wrap_dim(d, ndim)).collect::<TResult<Vec<_>>>()?;
+    for (what, dims) in [("source", &src), ("destination", &dst)] {
+        if (1..dims.len()).any(|i| dims[..i].contains(&dims[i])) {
+            return Err(format!("movedim: repeated dim in `{what}` ({dims:?})"));
+        }
+    }
+    let mut perm: Vec<Option<usize>> = vec![None; ndim];
+    for (&s, &d) in src.iter().zip(&dst) {
+        perm[d] = Some(s);
+    }
+    let mut rest = (0..ndim).filter(|d| !src.contains(d));
+    Ok(perm.into_iter().map(|p| p.or_else(|| rest.next()).unwrap_or(0) as i64).collect())
+}
+
 /// Resolves one `-1` in a requested shape against `numel`.
 pub fn infer_shape(shape: &[i64], numel: usize) -> TResult<Vec<usize>> {
     let mut infer = None;

@@ -27,14 +27,20 @@ pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str
         "torch.autograd" if name == "Variable" => Some(Ok("torch.autograd")),
         "copy" if name == "deepcopy" => Some(Ok("copy")),
         "functools" if name == "partial" => Some(Ok("functools")),
+        // torch's own names (`from torch.nn.functional import scaled_dot_product_attention`, `from torch import
+        // nn`): a name the module lacks fails where it is read, as `torch.NAME` does.
+        "torch" => Some(Ok("torch")),
+        "torch.nn" => Some(Ok("torch.nn")),
+        "torch.nn.functional" => Some(Ok("torch.nn.functional")),
+        "torch.linalg" => Some(Ok("torch.linalg")),
         "itertools" => Some(Err(crate::frontend::torch_api::unsupported_itertools(name))),
         _ => None,
     }
 }
 
-/// `from MODULE import NAMES` at `at`: the names of `math` and `itertools` the engines know go to `from_imports`;
-/// every other name of any other module but `__future__`, `typing` and torch's is `unusable` (only the functions
-/// reading it fail).
+/// `from MODULE import NAMES` at `at`: the names of `math`, `itertools`, torch's modules and the others of
+/// [`importable`] go to `from_imports`; every other name of any other module but `__future__` and `typing` is
+/// `unusable` (only the functions reading it fail).
 pub(super) fn from_import(
     path: &str,
     module: &str,
@@ -43,7 +49,7 @@ pub(super) fn from_import(
     from_imports: &mut Vec<FromImport>,
     unusable: &mut Vec<FailedFunction>,
 ) {
-    if matches!(module, "__future__" | "torch" | "typing" | "torch.nn" | "torch.nn.functional") {
+    if matches!(module, "__future__" | "typing") {
         return;
     }
     for alias in names {
