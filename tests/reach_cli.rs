@@ -336,17 +336,18 @@ fn names_imported_from_math_and_itertools() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("prog.py");
     let src = "from __future__ import annotations\nimport torch\nfrom math import sqrt as sq, pi\n\
-               from itertools import product, chain\n\n\n\
+               from itertools import product, chain, accumulate\n\n\n\
                def grid(x: f32[4]) -> f32[4]:\n    return x + torch.tensor([sq(i) * pi + j for i, j in product(range(2), repeat=2)])\n\n\n\
                def own(x: f32[4]) -> f32[4]:\n    product = 3.0\n    return x * product\n\n\n\
-               def chained(x: f32[4]) -> f32[4]:\n    return x * len(list(chain([1], [2])))\n";
+               def chained(x: f32[4]) -> f32[4]:\n    return x * len(list(chain([1], [2])))\n\n\n\
+               def accumulated(x: f32[4]) -> f32[4]:\n    return x * len(list(accumulate([1, 2])))\n";
     std::fs::write(&file, src).unwrap();
     let f = s(&file);
     let o = funcfuse(&["list", f]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let want = format!(
-        "{f}::chained: failed: {f}:17:25: `chain` cannot be used: {f}:4:1: `itertools.chain` is not supported (of \
-         itertools, only `product` is)"
+        "{f}::accumulated: failed: {f}:21:25: `accumulate` cannot be used: {f}:4:1: `itertools.accumulate` is not \
+         supported (of itertools, only `product` and `chain` are)"
     );
     assert!(o.stdout.contains(&want), "{}\nwant {want}", o.stdout);
     let expect_grid: Vec<f64> = [(0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (1.0, 1.0)]
@@ -363,7 +364,8 @@ fn names_imported_from_math_and_itertools() {
         funcfuse::io::write_npy(&inputs.join("x.npy"), &x).unwrap();
         let grid: Vec<f64> = xs.iter().zip(&expect_grid).map(|(x, g)| x + g).collect();
         let own: Vec<f64> = xs.iter().map(|x| x * 3.0).collect();
-        for (prog, want) in [("grid", grid), ("own", own)] {
+        let chained: Vec<f64> = xs.iter().map(|x| x * 2.0).collect();
+        for (prog, want) in [("grid", grid), ("own", own), ("chained", chained)] {
             let o = funcfuse(&[
                 "run",
                 &format!("{f}::{prog}"),

@@ -2,11 +2,13 @@
 order of tied values in sort and topk. Each program once diverged between the engines or from PyTorch."""
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import string
 import warnings
 
+import numpy as np
 import torch
 from torch.nn.functional import scaled_dot_product_attention
 
@@ -262,3 +264,26 @@ def python_of_held_out_code(x: f32[2, 3, 4], g: f32[5]) -> tuple[f32[3, 4, 2], f
 def functional_imported_by_name(q: f32[1, 2, 3, 4], k: f32[1, 2, 5, 4], v: f32[1, 2, 5, 4]) -> f32[1, 2, 3, 4]:
     # SGLang's torch-native backend: `from torch.nn.functional import scaled_dot_product_attention`
     return scaled_dot_product_attention(q, k, v)
+
+
+def more_python_of_held_out_code(w: f32[5, 4], b: f32[5]) -> tuple[f32[5, 4], f32[5], i64[4], f32[()]]:
+    # Held-out ports (round 22): a dict comprehension (timm's EMA over a state dict), torch.optim's `(device,
+    # dtype)` group keys, `.is_cpu`, the legacy `torch.LongTensor(n)` as an `out=` of arange, numpy's ceil and
+    # floor of numbers (mmdetection's valid flags), itertools.chain
+    params = {"w": w, "b": b}
+    ema = {k: v * 0.9 for k, v in params.items() if k != "skip"}
+    groups = {}
+    for p in params.values():
+        key = (p.device, p.dtype)
+        groups.setdefault(key, []).append(p)
+    n = 0
+    for (device, dtype), ps in groups.items():
+        n += len(ps) if ps[0].is_cpu else 0
+    ids = torch.arange(0, 4, out=torch.LongTensor(4))
+    h = _valid_size(7, 2, 5)
+    flat = list(itertools.chain([1, 2], (3,)))
+    return ema["w"] + n, ema["b"] * h, ids, b.sum() * sum(flat)
+
+
+def _valid_size(feat: int, stride: int, limit: int):
+    return min(int(np.ceil(feat / stride)), limit) + int(np.floor(feat / stride))

@@ -682,7 +682,22 @@ impl Cx {
                 }
                 ExprKind::Dict(items)
             }
-            py::Expr::DictComp(_) => return err(span, "dict comprehensions are not supported"),
+            // `{k: v for ...}` is `dict([(k, v) for ...])`.
+            py::Expr::DictComp(d) => {
+                let Some(key) = d.key.as_deref() else {
+                    return err(span, "`**` in dict comprehensions is not supported");
+                };
+                let pair = py::Expr::Tuple(py::ExprTuple {
+                    node_index: Default::default(),
+                    range: d.range,
+                    elts: vec![key.clone(), (*d.value).clone()],
+                    ctx: py::ExprContext::Load,
+                    parenthesized: true,
+                });
+                let list = Expr { kind: self.comprehension(&pair, &d.generators, span)?, span };
+                let dict = Box::new(Expr { kind: ExprKind::Name("dict".into()), span });
+                ExprKind::Call { func: dict, args: vec![list], kwargs: vec![] }
+            }
             // A set of strings written out (Adam-mini's `{"bias"}`, `{"q_proj", "k_proj"}`: names tested with `in`)
             // is the dict of those keys: the same membership, length and iteration, in the order written, one of
             // the orders Python's randomized string hashing gives.

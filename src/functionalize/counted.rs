@@ -49,7 +49,14 @@ impl<'m> Fz<'m> {
         for v in [vals, idx] {
             let FV::Tensor(t) = v else { unreachable!("sorts give tensors") };
             let src = self.read(t, span)?;
-            out.push(FV::Masked(Box::new(Sel::new(src, mask, shape.to_vec(), d, span, true))));
+            out.push(FV::Masked(Box::new(Sel::new(
+                src,
+                mask,
+                shape.to_vec(),
+                d,
+                span,
+                super::state::SelOrigin::RunTimeK,
+            ))));
         }
         Ok(FV::Named(std::rc::Rc::new(out), &["values", "indices"]))
     }

@@ -361,7 +361,7 @@ impl<'m> Fz<'m> {
                 let x = self.fresh(x, None, span)?;
                 let x = self.tview(&x, |t| t.expand(&sizes)).map_err(err(span))?;
                 let x = self.read(&x, span)?;
-                self.sel_filled(&Sel::new(x, first.mask, shape, 0, first.at, first.listed), zero, span)?
+                self.sel_filled(&Sel::new(x, first.mask, shape, 0, first.at, first.origin), zero, span)?
             }
             _ => return masked_use(&FV::Masked(Box::new(first))),
         };

@@ -188,12 +188,15 @@ impl<'m> Fz<'m> {
             crate::interp::compat::autograd_variable(name, &pos, &kw, FV::type_name, as_bool).map_err(err(span))?;
             kw.clear();
             ("torch", "detach")
-        } else if let Some(dtype) =
+        } else if let Some((dtype, op)) =
             crate::interp::compat::typed_tensor(name, pos.len(), pos.first().map(FV::type_name), kw.len())
                 .map_err(err(span))?
         {
             kw.push(("dtype".into(), FV::DType(dtype)));
-            ("torch", "tensor")
+            if op == "empty" && pos.is_empty() {
+                pos.push(FV::Int(0));
+            }
+            ("torch", op)
         } else {
             (m, name)
         };

@@ -93,7 +93,8 @@ impl<'m> Fz<'m> {
         for (k, _) in &a.kw {
             a.get(usize::MAX, k);
         }
-        pyvalue::dict_call(&a.pos, &a.kw).map_err(|m| Stop::Diag(Diagnostic::new(m).at(a.span)))
+        let key = |k: &FV| fv_is_key(k).then_some(()).ok_or_else(|| Self::key_refusal(k));
+        pyvalue::dict_call(&a.pos, &a.kw, key, fv_key_eq).map_err(|m| Stop::Diag(Diagnostic::new(m).at(a.span)))
     }
 
     /// Calls a function value (a closure, a program function or a torch function) with evaluated arguments.

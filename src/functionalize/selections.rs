@@ -143,7 +143,14 @@ impl<'m> Fz<'m> {
         let mut out = Vec::new();
         for d in 0..cond.shape.len() {
             let g = self.grid(&cond.shape, d, span)?;
-            out.push(FV::Masked(Box::new(Sel::new(g, m, cond.shape.clone(), 0, span, true))));
+            out.push(FV::Masked(Box::new(Sel::new(
+                g,
+                m,
+                cond.shape.clone(),
+                0,
+                span,
+                super::state::SelOrigin::Listed,
+            ))));
         }
         Ok(FV::Tuple(Rc::new(out)))
     }

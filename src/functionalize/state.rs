@@ -201,6 +201,15 @@ impl FV {
     }
 }
 
+/// What made a [`Sel`]: a boolean mask (`x[mask]`), an index list (`torch.where(condition)`, `nonzero`), or `topk`
+/// with a `k` from tensor data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SelOrigin {
+    Mask,
+    Listed,
+    RunTimeK,
+}
+
 /// A selection whose length depends on the data ([`FV::Masked`]): `src` holds values at every position of the view
 /// (its shape `shape`), of which those where `mask` holds (its dims at `pos..`) are the selection's, in order.
 #[derive(Clone, Debug)]
@@ -211,8 +220,8 @@ pub(crate) struct Sel {
     pub pos: usize,
     /// Where the selection was made (refusals point there).
     pub at: Span,
-    /// Made from an index list of `torch.where(condition)` (its refusal says so).
-    pub listed: bool,
+    /// What made it (its refusal says so).
+    pub origin: SelOrigin,
     /// The object it is, or views: the `src` it was made with. Two values with one `obj` may share memory, so an
     /// in-place op on one is refused while the other is reachable (`selections::masked_inplace`).
     pub obj: TId,
@@ -220,15 +229,15 @@ pub(crate) struct Sel {
 
 impl Sel {
     /// A new object.
-    pub fn new(src: TId, mask: TId, shape: Vec<usize>, pos: usize, at: Span, listed: bool) -> Sel {
-        Sel { src, mask, shape, pos, at, listed, obj: src }
+    pub fn new(src: TId, mask: TId, shape: Vec<usize>, pos: usize, at: Span, origin: SelOrigin) -> Sel {
+        Sel { src, mask, shape, pos, at, origin, obj: src }
     }
 
     /// The same selection (mask, origin) with other values: a view of this object where `view` (or where the
     /// values are this one's), else a new object.
     pub fn with(&self, src: TId, shape: Vec<usize>, pos: usize, view: bool) -> Sel {
         let obj = if view || src == self.src { self.obj } else { src };
-        Sel { src, mask: self.mask, shape, pos, at: self.at, listed: self.listed, obj }
+        Sel { src, mask: self.mask, shape, pos, at: self.at, origin: self.origin, obj }
     }
 }
 
@@ -284,15 +293,20 @@ pub(super) fn find_masked(v: &FV) -> Option<FV> {
 
 /// The refusal of a boolean-mask selection used other than as `x[mask] = y[mask]`: located at the selection.
 pub(super) fn masked_use<T>(v: &FV) -> FR<T> {
-    let (at, listed) = match v {
-        FV::Masked(sel) => (sel.at, sel.listed),
-        _ => (Span::default(), false),
+    let (at, origin) = match v {
+        FV::Masked(sel) => (sel.at, sel.origin),
+        _ => (Span::default(), SelOrigin::Mask),
     };
-    if listed {
+    if origin != SelOrigin::Mask {
+        let what = if origin == SelOrigin::RunTimeK {
+            "`topk` with a `k` from tensor data returns as many values as that k"
+        } else {
+            "`torch.where(condition)` with one argument (or `nonzero`) returns the indices of the true elements"
+        };
         return diag(
             at,
-            "`torch.where(condition)` with one argument (or `nonzero`) returns the indices of the true elements, \
-             whose number depends on the data (a data-dependent output shape): the functional and optimized engines \
+            what.to_string()
+                + ", whose number depends on the data (a data-dependent output shape): the functional and optimized engines \
              express such index lists only in gathers (`x[i]`, `x[None, i]`, `w[i, j, None]`), row-wise work on what they gather \
              (pointwise ops, casts, `linear` or `matmul` by a fixed matrix, reductions and softmax over the rows' \
              own dims, `reshape(-1, ...)`), `index_add_` of such rows at such a list, and `.shape`; this use is not \

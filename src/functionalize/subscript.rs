@@ -205,7 +205,14 @@ impl<'m> Fz<'m> {
         if r.adv.len() == 1 && self.roots[r.adv[0].1.root].dtype == DType::Bool {
             let (pos, mask) = r.adv[0].clone();
             let (src, m) = (self.read(&r.view, span)?, self.read(&mask, span)?);
-            return Ok(FV::Masked(Box::new(super::state::Sel::new(src, m, r.view.shape.clone(), pos, span, false))));
+            return Ok(FV::Masked(Box::new(super::state::Sel::new(
+                src,
+                m,
+                r.view.shape.clone(),
+                pos,
+                span,
+                super::state::SelOrigin::Mask,
+            ))));
         }
         let list = self.adv_list(&r);
         self.index_read(&r.view, &list, span)

@@ -184,12 +184,15 @@ impl<'m> Interp<'m> {
             super::compat::autograd_variable(name, &pos, &kw, Value::type_name, as_bool).map_err(tensor_err(span))?;
             kw.clear();
             ("torch", "detach")
-        } else if let Some(dtype) =
+        } else if let Some((dtype, op)) =
             super::compat::typed_tensor(name, pos.len(), pos.first().map(Value::type_name), kw.len())
                 .map_err(tensor_err(span))?
         {
             kw.push(("dtype".into(), Value::DType(dtype)));
-            ("torch", "tensor")
+            if op == "empty" && pos.is_empty() {
+                pos.push(Value::Int(0));
+            }
+            ("torch", op)
         } else {
             (m, name)
         };

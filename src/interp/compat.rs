@@ -51,10 +51,16 @@ pub(crate) fn reduction_enum(name: &str, npos: usize, arg: Option<&str>, nkw: us
     }
 }
 
-/// `torch.FloatTensor([..])` and the other legacy typed constructors over a list or tuple of data: `torch.tensor`
-/// with that dtype (`Some(dtype)`); `None` for any other name. Called with sizes (`torch.FloatTensor(2, 3)`), they
-/// make an uninitialized tensor, which is refused. `first` names the first argument's type.
-pub(crate) fn typed_tensor(name: &str, npos: usize, first: Option<&str>, nkw: usize) -> Result<Option<DType>, String> {
+/// `torch.FloatTensor([..])` and the other legacy typed constructors: over a list or tuple of data `torch.tensor`
+/// with that dtype (`Some((dtype, "tensor"))`); with sizes (`torch.LongTensor(n)`, often an `out=` that is then
+/// overwritten) or none, `torch.empty` of that dtype (`"empty"`: zeros here, where PyTorch leaves memory
+/// uninitialized); `None` for any other name. `first` names the first argument's type.
+pub(crate) fn typed_tensor(
+    name: &str,
+    npos: usize,
+    first: Option<&str>,
+    nkw: usize,
+) -> Result<Option<(DType, &'static str)>, String> {
     let dtype = match name {
         "FloatTensor" => DType::F32,
         "DoubleTensor" => DType::F64,
@@ -67,10 +73,11 @@ pub(crate) fn typed_tensor(name: &str, npos: usize, first: Option<&str>, nkw: us
         _ => return Ok(None),
     };
     match (npos, first, nkw) {
-        (1, Some("list" | "tuple"), 0) => Ok(Some(dtype)),
+        (1, Some("list" | "tuple"), 0) => Ok(Some((dtype, "tensor"))),
+        (_, Some("int") | None, 0) => Ok(Some((dtype, "empty"))),
         _ => Err(format!(
-            "torch.{name}(...): funcfuse supports the legacy constructor over a list or tuple of data only \
-             (`torch.{name}([..])`); for a tensor of a given size use torch.zeros or torch.empty with dtype="
+            "torch.{name}(...): funcfuse supports the legacy constructor over a list or tuple of data \
+             (`torch.{name}([..])`) or over sizes (`torch.{name}(2, 3)`), without keywords"
         )),
     }
 }

@@ -106,6 +106,7 @@ const OTHER: &[&str] = &[
     "concat",
     "concatenate",
     "stack",
+    "arange",
     "argmax",
     "argmin",
 ];

@@ -56,7 +56,8 @@ pub(crate) fn key_eq(a: &Value, b: &Value) -> bool {
         (Value::Tensor(x), Value::Tensor(y)) => x.same_view(y),
         (Value::Tensor(_), _) | (_, Value::Tensor(_)) => false,
         (Value::Str(x), Value::Str(y)) => x == y,
-        (Value::None, Value::None) => true,
+        (Value::None, Value::None) | (Value::Device, Value::Device) => true,
+        (Value::DType(x), Value::DType(y)) => x == y,
         (Value::Tuple(x), Value::Tuple(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| key_eq(p, q)),
         (x, y) => match (x.as_scalar(), y.as_scalar()) {
             (Some(p), Some(q)) => crate::interp::pyarith::py_compare(p, CmpOp::Eq, q),
@@ -72,10 +73,13 @@ pub(super) fn check_key(k: &Value, span: Span) -> Result<(), Diagnostic> {
     err(span, not_a_key(k.type_name()))
 }
 
-/// Whether a value may be a dict key here: a number, a string, None, or a tuple of such (both engines).
+/// Whether a value may be a dict key here: a number, a string, None, a dtype, a device, a tensor, or a tuple of
+/// such (both engines).
 pub(crate) fn is_key(k: &Value) -> bool {
     match k {
         Value::Str(_) | Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Tensor(_) => true,
+        // torch.optim's `(device, dtype)` groups.
+        Value::DType(_) | Value::Device => true,
         Value::Tuple(items) => items.iter().all(is_key),
         _ => false,
     }
@@ -83,7 +87,7 @@ pub(crate) fn is_key(k: &Value) -> bool {
 
 /// The refusal of a dict key of type `ty`.
 pub(crate) fn not_a_key(ty: &str) -> String {
-    format!("dict keys must be numbers, strings, None, tensors or tuples of them here, not {ty}")
+    format!("dict keys must be numbers, strings, None, dtypes, devices, tensors or tuples of them here, not {ty}")
 }
 
 impl<'m> Interp<'m> {
@@ -390,8 +394,9 @@ pub fn cartesian_product<T: Clone>(seqs: &[Vec<T>], repeat: i64) -> Result<Vec<V
 /// `is_meta`, `is_mkldnn`, `is_nested` and `requires_grad` are false, `is_leaf` true.
 pub fn cpu_dense_flag(name: &str) -> Option<bool> {
     match name {
-        "is_sparse" | "is_quantized" | "is_meta" | "is_mkldnn" | "is_nested" | "requires_grad" => Some(false),
-        "is_leaf" => Some(true),
+        "is_sparse" | "is_quantized" | "is_meta" | "is_mkldnn" | "is_nested" | "requires_grad" | "is_cuda"
+        | "is_xpu" | "is_mps" | "is_xla" | "is_ipu" | "is_vulkan" | "is_mtia" | "is_maia" => Some(false),
+        "is_leaf" | "is_cpu" => Some(true),
         _ => None,
     }
 }
@@ -691,6 +696,12 @@ impl<'m> Interp<'m> {
         for (k, _) in &a.kw {
             a.get(usize::MAX, k);
         }
-        super::pyvalue::dict_call(&a.pos, &a.kw).map_err(|m| Diagnostic::new(m).at(a.span))
+        super::pyvalue::dict_call(
+            &a.pos,
+            &a.kw,
+            |k| is_key(k).then_some(()).ok_or_else(|| not_a_key(k.type_name())),
+            key_eq,
+        )
+        .map_err(|m| Diagnostic::new(m).at(a.span))
     }
 }

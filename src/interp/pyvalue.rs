@@ -192,12 +192,37 @@ pub fn sequence_binop<V: PyValue>(a: &V, op: BinOp, b: &V) -> Option<Result<V, S
 
 /// `dict(**kw)` or `dict(d, **kw)`: a new dict, the keywords (string keys) after `d`'s entries, a keyword replacing
 /// an entry of the same key.
-pub fn dict_call<V: PyValue>(pos: &[V], kw: &[(String, V)]) -> Result<V, String> {
+pub fn dict_call<V: PyValue>(
+    pos: &[V],
+    kw: &[(String, V)],
+    key: impl Fn(&V) -> Result<(), String>,
+    key_eq: impl Fn(&V, &V) -> bool,
+) -> Result<V, String> {
     let mut out: Vec<(V, V)> = match pos {
         [] => vec![],
         [d] => match d.py() {
             Py::Dict(d) => d.borrow().clone(),
-            _ => return Err(format!("dict() is supported with a dict and keyword arguments, not a {}", d.type_name())),
+            // Pairs (a dict comprehension is `dict([(k, v) for ...])`): a later key replaces an earlier one.
+            Py::List(_) | Py::Tuple(_) => {
+                let mut out: Vec<(V, V)> = Vec::new();
+                for (i, pair) in d.items().unwrap_or_default().into_iter().enumerate() {
+                    let kv = pair.items().filter(|kv| kv.len() == 2).ok_or_else(|| {
+                        format!("dictionary update sequence element #{i} is not a pair (a {})", pair.type_name())
+                    })?;
+                    key(&kv[0])?;
+                    match out.iter_mut().find(|(x, _)| key_eq(x, &kv[0])) {
+                        Some(slot) => slot.1 = kv[1].clone(),
+                        None => out.push((kv[0].clone(), kv[1].clone())),
+                    }
+                }
+                out
+            }
+            _ => {
+                return Err(format!(
+                    "dict() is supported with a dict, a list of pairs and keyword arguments, not a {}",
+                    d.type_name()
+                ))
+            }
         },
         more => return Err(format!("dict expected at most 1 argument, got {}", more.len())),
     };

@@ -189,7 +189,7 @@ fn type_of<V: PyValue>(v: &V) -> Result<&'static str, String> {
     })
 }
 
-/// `itertools.product(*iterables, repeat=)` (the only `itertools` function here): the list of tuples. `repeat`
+/// `itertools.product(*iterables, repeat=)`: the list of tuples; `itertools.chain(*iterables)`: the list of items. `repeat`
 /// must be an int (the functionalizer first refuses one known only at run time).
 pub fn itertools<'m, W: Walk<'m>>(
     w: &mut W,
@@ -199,6 +199,18 @@ pub fn itertools<'m, W: Walk<'m>>(
     span: Span,
 ) -> Result<W::V, W::Err> {
     let fail = |m: String| -> W::Err { Diagnostic::new(m).at(span).into() };
+    if name == "chain" {
+        // `chain(*iterables)`: their items one after the other, as a list (YOLOv3's
+        // `chain(*[layer.parameters() for ...])`-style flattening of lists of lists).
+        if let Some((k, _)) = kw.first() {
+            return Err(fail(format!("chain() got an unexpected keyword argument '{k}'")));
+        }
+        let mut items = Vec::new();
+        for v in pos {
+            items.extend(w.iterate(v, span)?);
+        }
+        return Ok(W::V::make(Made::List(items)));
+    }
     if name != "product" {
         return Err(fail(crate::frontend::torch_api::unsupported_itertools(name)));
     }

@@ -143,6 +143,8 @@ const MATH_EQUIVALENTS: &[(&str, &str)] = &[
     ("tan", "tan"),
     ("arctan", "atan"),
     ("tanh", "tanh"),
+    ("ceil", "ceil"),
+    ("floor", "floor"),
 ];
 
 /// Constructors whose dtype follows their data: a numpy float64 makes a float64 tensor there, a Python float a
@@ -234,7 +236,8 @@ fn refusal(d: Diagnostic, span: Span) -> Expr {
     Expr { kind: ExprKind::Call { func: Box::new(marker), args: vec![msg], kwargs: vec![] }, span }
 }
 
-const FUNCS: &str = "np.abs, np.log, np.log2, np.log10, np.exp, np.sqrt, np.sin, np.cos, np.tan, np.arctan, np.tanh";
+const FUNCS: &str =
+    "np.abs, np.log, np.log2, np.log10, np.exp, np.sqrt, np.sin, np.cos, np.tan, np.arctan, np.tanh, np.ceil, np.floor";
 
 impl Fold<'_> {
     fn block(&self, body: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
@@ -392,6 +395,12 @@ impl Fold<'_> {
                         kind: ExprKind::Attr(Box::new(Expr { kind: ExprKind::Name("math".into()), span }), m.into()),
                         span,
                     };
+                    // numpy's ceil and floor give a float (math's an int): `float(math.ceil(x))`.
+                    if matches!(name.as_str(), "ceil" | "floor") {
+                        let inner = Expr { kind: e.kind.clone(), span: e.span };
+                        let float = Box::new(Expr { kind: ExprKind::Name("float".into()), span });
+                        e.kind = ExprKind::Call { func: float, args: vec![inner], kwargs: vec![] };
+                    }
                     return Ok(());
                 }
                 let Some(x) = arg else {
@@ -413,6 +422,8 @@ impl Fold<'_> {
                     "tan" => Num::Float(f.tan()),
                     "arctan" => Num::Float(f.atan()),
                     "tanh" => Num::Float(f.tanh()),
+                    "ceil" => Num::Float(f.ceil()),
+                    "floor" => Num::Float(f.floor()),
                     _ => return err(e.span, format!("`{}.{name}` is not supported: numpy is supported only as {FUNCS} of numbers known before the program runs", self.np)),
                 };
                 if let (Num::Float(_), Some((at, c, in_fn))) = (v, self.constructor) {
