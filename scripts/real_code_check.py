@@ -98,10 +98,14 @@ def npy_files(folder):
 
 
 def rounding_scale(g, w):
-    """The largest magnitude among the finite elements where g and w differ, the smaller of the two there (0 where
-    none differ): the relative tolerance applies to the larger of an element and this (src/tensor/close.rs)."""
+    """The median magnitude among the finite elements where g and w differ, the smaller of the two at each (0 where
+    none differ; the upper median): the relative tolerance applies to the larger of an element and this
+    (src/tensor/close.rs)."""
     differ = (g != w) & np.isfinite(g) & np.isfinite(w)
-    return float(np.minimum(np.abs(g[differ]), np.abs(w[differ])).max()) if differ.any() else 0.0
+    if not differ.any():
+        return 0.0
+    m = np.sort(np.minimum(np.abs(g[differ]), np.abs(w[differ])))
+    return float(m[len(m) // 2])
 
 
 def compare(name, got, want):

@@ -483,7 +483,7 @@ fn dict_lookups_are_pythons() {
         src,
         "f",
         "5:10",
-        "dict keys must be numbers, strings, None, tensors or tuples of them here, not tuple",
+        "dict keys must be numbers, strings, None, dtypes, devices, tensors or tuples of them here, not tuple",
     );
 }
 
@@ -1252,12 +1252,12 @@ fn int_of_a_run_time_nan_or_infinity_raises() {
 }
 
 /// What the round-17 to round-19 spellings refuse, as PyTorch or Python would or naming what is not supported, on
-/// every engine: a legacy constructor given sizes, an unknown reduction name, `sorted` with `key=`, `diff` of order
+/// every engine: a legacy constructor given a tensor, an unknown reduction name, `sorted` with `key=`, `diff` of order
 /// below 1 or of a 0-d tensor.
 #[test]
 fn new_spellings_refuse_what_they_do_not_cover() {
     for (expr, want) in [
-        ("x + torch.FloatTensor(2, 3)", "torch.FloatTensor(...): funcfuse supports the legacy constructor over a list"),
+        ("x + torch.FloatTensor(x)", "torch.FloatTensor(...): funcfuse supports the legacy constructor over a list"),
         ("x * F._Reduction.get_enum(\"avg\")", "ValueError: avg is not a valid value for reduction"),
         ("x * sorted([2, 1], key=lambda v: -v)[0]", "sorted() with key= is not supported"),
         ("x.diff(n=-1)", "order must be non-negative but got -1"),

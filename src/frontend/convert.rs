@@ -682,35 +682,7 @@ impl Cx {
                 }
                 ExprKind::Dict(items)
             }
-            // `{k: v for ...}` is `dict([(k, v) for ...])`.
-            py::Expr::DictComp(d) => {
-                let Some(key) = d.key.as_deref() else {
-                    return err(span, "`**` in dict comprehensions is not supported");
-                };
-                let pair = py::Expr::Tuple(py::ExprTuple {
-                    node_index: Default::default(),
-                    range: d.range,
-                    elts: vec![key.clone(), (*d.value).clone()],
-                    ctx: py::ExprContext::Load,
-                    parenthesized: true,
-                });
-                let list = Expr { kind: self.comprehension(&pair, &d.generators, span)?, span };
-                let dict = Box::new(Expr { kind: ExprKind::Name("dict".into()), span });
-                ExprKind::Call { func: dict, args: vec![list], kwargs: vec![] }
-            }
-            // A set of strings written out (Adam-mini's `{"bias"}`, `{"q_proj", "k_proj"}`: names tested with `in`)
-            // is the dict of those keys: the same membership, length and iteration, in the order written, one of
-            // the orders Python's randomized string hashing gives.
-            py::Expr::Set(set) if set.elts.iter().all(|e| matches!(e, py::Expr::StringLiteral(_))) => {
-                let mut items = Vec::new();
-                for e in set.elts.iter() {
-                    items.push((self.expr(e)?, Expr { kind: ExprKind::NoneLit, span: self.sp(e) }));
-                }
-                ExprKind::Dict(items)
-            }
-            py::Expr::Set(_) | py::Expr::SetComp(_) => {
-                return err(span, "sets are supported only as a display of string literals (`{\"a\", \"b\"}`)")
-            }
+            py::Expr::Set(_) | py::Expr::SetComp(_) | py::Expr::DictComp(_) => self.set_or_dict_comp(e, span)?,
             py::Expr::Generator(_) => {
                 return err(span, "generator expressions are supported only as the one argument of tuple(), list(), sum(), min(), max(), sorted(), any(), all(), torch.cat() or torch.stack() (write a list comprehension)")
             }

@@ -313,6 +313,13 @@ impl<'m> Fz<'m> {
             ("index", 1) => {
                 let items = l.borrow().clone();
                 for (k, it) in items.iter().enumerate() {
+                    match (it, &pos[0]) {
+                        (FV::Tensor(a), FV::Tensor(b)) if a == b => return Ok(FV::Int(k as i64)),
+                        (FV::Tensor(_), _) | (_, FV::Tensor(_)) => {
+                            return diag(span, crate::interp::python::LIST_INDEX_TENSORS)
+                        }
+                        _ => {}
+                    }
                     if self.static_eq(it, &pos[0], "list.index() over run-time values", span)? {
                         return Ok(FV::Int(k as i64));
                     }

@@ -126,6 +126,14 @@ impl<'m> Interp<'m> {
             ("index", 1) => {
                 let items = l.borrow().clone();
                 for (k, it) in items.iter().enumerate() {
+                    // Python tries identity first; a tensor compared otherwise is an elementwise `==`.
+                    match (it, &pos[0]) {
+                        (Value::Tensor(a), Value::Tensor(b)) if a.same_view(b) => return Ok(Value::Int(k as i64)),
+                        (Value::Tensor(_), _) | (_, Value::Tensor(_)) => {
+                            return err(span, super::python::LIST_INDEX_TENSORS);
+                        }
+                        _ => {}
+                    }
                     if matches!(self.compare(it, CmpOp::Eq, &pos[0], span)?, Value::Bool(true)) {
                         return Ok(Value::Int(k as i64));
                     }

@@ -612,6 +612,11 @@ pub(crate) fn isinstance_of<'c>(
     Ok(hit)
 }
 
+/// The refusal of `list.index(v)` where a tensor meets another value: Python's `==` of tensors is elementwise.
+pub(crate) const LIST_INDEX_TENSORS: &str =
+    "list.index() of or over tensors is supported only where the tensor found is the one given (Python compares \
+     others with `==`, elementwise)";
+
 /// The position `list.pop(i)` removes (negative `i` counts from the end), or Python's IndexError.
 pub(crate) fn list_pop_index(i: i64, n: usize) -> Result<usize, String> {
     let k = if i < 0 { i + n as i64 } else { i };

@@ -111,11 +111,13 @@ pub fn call_parts<'m, W: Walk<'m, Env = HashMap<String, <W as Walk<'m>>::V>>>(
         }
         c => c,
     };
-    // `x.new(y.size())` and `x.new(y.shape)`: PyTorch reads a torch.Size as sizes (any other tuple as data), so the
-    // sizes go as `x.new(d0, d1, ...)` (faster-rcnn's `gt_boxes.new(gt_boxes.size())`).
+    // `x.new(y.size())` and `x.new(y.shape)`, `torch.FloatTensor(y.size())`: PyTorch reads a torch.Size as sizes
+    // (any other tuple as data), so the sizes go as `x.new(d0, d1, ...)` (faster-rcnn's
+    // `gt_boxes.new(gt_boxes.size())`).
     if let (Callee::Method(o, name), ExprKind::Call { args, .. }) = (&callee, &call.kind) {
-        if name.as_str() == "new" && o.type_name() == "Tensor" && kw.is_empty() && args.len() == 1 && is_size(&args[0])
-        {
+        let legacy = matches!(o.py(), Py::Module("torch")) && name.ends_with("Tensor");
+        let new = name.as_str() == "new" && o.type_name() == "Tensor";
+        if (new || legacy) && kw.is_empty() && args.len() == 1 && is_size(&args[0]) {
             if let Py::Tuple(items) = pos[0].py() {
                 if !items.is_empty() && items.iter().all(|v| matches!(v.py(), Py::Int(_))) {
                     pos = items.to_vec();
@@ -177,12 +179,17 @@ fn type_of<V: PyValue>(v: &V) -> Result<&'static str, String> {
         Py::Int(_) => "int",
         Py::Float => "float",
         Py::Str(_) => "str",
-        Py::Tuple(_) => "tuple",
         Py::List(_) => "list",
         Py::Dict(_) => "dict",
+        Py::Tuple(_) => {
+            return Err("type() of a tuple is not supported: a torch.Size (`x.shape`) looks like a tuple here, and \
+                        PyTorch's type of it is not tuple"
+                .into())
+        }
         _ => {
             return Err(format!(
-                "type() of a {} is not supported: only of tensors, numbers, strings, tuples, lists and dicts",
+                "type() of a {} is not supported: only of tensors, numbers known before the program runs, strings, \
+                 lists and dicts",
                 v.shown_type()
             ))
         }

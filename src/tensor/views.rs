@@ -34,6 +34,10 @@ pub fn movedim_perm(ndim: usize, source: &[i64], destination: &[i64]) -> TResult
             return Err(format!("movedim: repeated dim in `{what}` ({dims:?})"));
         }
     }
+    if ndim == 0 {
+        // A 0-d tensor takes dims 0 and -1 and stays itself.
+        return Ok(vec![]);
+    }
     let mut perm: Vec<Option<usize>> = vec![None; ndim];
     for (&s, &d) in src.iter().zip(&dst) {
         perm[d] = Some(s);

@@ -395,11 +395,9 @@ impl Fold<'_> {
                         kind: ExprKind::Attr(Box::new(Expr { kind: ExprKind::Name("math".into()), span }), m.into()),
                         span,
                     };
-                    // numpy's ceil and floor give a float (math's an int): `float(math.ceil(x))`.
                     if matches!(name.as_str(), "ceil" | "floor") {
-                        let inner = Expr { kind: e.kind.clone(), span: e.span };
-                        let float = Box::new(Expr { kind: ExprKind::Name("float".into()), span });
-                        e.kind = ExprKind::Call { func: float, args: vec![inner], kwargs: vec![] };
+                        let x = a.clone();
+                        e.kind = float_with_sign_of(Expr { kind: e.kind.clone(), span: e.span }, x, span);
                     }
                     return Ok(());
                 }
@@ -564,4 +562,13 @@ impl Fold<'_> {
         };
         is_tensor_type.then_some(*tensor)
     }
+}
+
+/// numpy's ceil and floor give a float (math's an int), with the sign of `x` where it is zero (`np.ceil(-0.5)` is
+/// -0.0): `math.copysign(float(call), x)` of `call`, math's ceil or floor of `x`.
+fn float_with_sign_of(call: Expr, x: Expr, span: Span) -> ExprKind {
+    let name = |n: &str| Box::new(Expr { kind: ExprKind::Name(n.into()), span });
+    let float = Expr { kind: ExprKind::Call { func: name("float"), args: vec![call], kwargs: vec![] }, span };
+    let copysign = Box::new(Expr { kind: ExprKind::Attr(name("math"), "copysign".into()), span });
+    ExprKind::Call { func: copysign, args: vec![float, x], kwargs: vec![] }
 }

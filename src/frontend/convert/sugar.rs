@@ -305,3 +305,37 @@ pub(super) fn conditional_statements(body: &mut [Stmt]) {
         }
     }
 }
+
+impl Cx {
+    /// A set display of string literals (Adam-mini's `{"bias"}`, `{"q_proj", "k_proj"}`: names tested with `in`)
+    /// is the dict of those keys: the same membership, length and iteration, in the order written, one of the
+    /// orders Python's randomized string hashing gives; other sets are refused. A dict comprehension
+    /// `{k: v for ...}` is `dict([(k, v) for ...])`.
+    pub(super) fn set_or_dict_comp(&self, e: &py::Expr, span: Span) -> Result<ExprKind, Diagnostic> {
+        match e {
+            py::Expr::Set(set) if set.elts.iter().all(|e| matches!(e, py::Expr::StringLiteral(_))) => {
+                let mut items = Vec::new();
+                for e in set.elts.iter() {
+                    items.push((self.expr(e)?, Expr { kind: ExprKind::NoneLit, span: self.sp(e) }));
+                }
+                Ok(ExprKind::Dict(items))
+            }
+            py::Expr::DictComp(d) => {
+                let Some(key) = d.key.as_deref() else {
+                    return err(span, "`**` in dict comprehensions is not supported");
+                };
+                let pair = py::Expr::Tuple(py::ExprTuple {
+                    node_index: Default::default(),
+                    range: d.range,
+                    elts: vec![key.clone(), (*d.value).clone()],
+                    ctx: py::ExprContext::Load,
+                    parenthesized: true,
+                });
+                let list = Expr { kind: self.comprehension(&pair, &d.generators, span)?, span };
+                let dict = Box::new(Expr { kind: ExprKind::Name("dict".into()), span });
+                Ok(ExprKind::Call { func: dict, args: vec![list], kwargs: vec![] })
+            }
+            _ => err(span, "sets are supported only as a display of string literals (`{\"a\", \"b\"}`)"),
+        }
+    }
+}
