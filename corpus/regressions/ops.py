@@ -246,13 +246,13 @@ def python_of_held_out_code(x: f32[2, 3, 4], g: f32[5]) -> tuple[f32[3, 4, 2], f
     # Held-out ports (round 22): a tensor's private attribute FSDP sets (`hasattr` is False here), `torch.norm`
     # with dtype=, strings indexed and searched (char-RNN's `all_letters.find(c)`, `line[i]`), list.index,
     # movedim/moveaxis, logging and warnings calls that change nothing, string's constants
-    logger = logging.getLogger("held_out")
+    logger = logging.getLogger(__name__)
     if hasattr(g, "_fsdp_flattened"):
         g = g * 2
     else:
         logger.info("plain tensor")
     if x.dim() > 5:
-        warnings.warn("never")
+        warnings.warn("never", UserWarning)
     n = torch.norm(g, p=2, dtype=torch.float64).float()
     letters = string.ascii_letters + " .,;'"
     line = "Abc"

@@ -572,6 +572,8 @@ impl Cx {
     fn expr_at(&self, e: &py::Expr) -> Result<Expr, Diagnostic> {
         let span = self.sp(e);
         let kind = match e {
+            // A program runs as Python's main module (`logging.getLogger(__name__)`).
+            py::Expr::Name(n) if n.id.as_str() == "__name__" => ExprKind::Str("__main__".into()),
             py::Expr::Name(n) => ExprKind::Name(n.id.to_string()),
             py::Expr::NumberLiteral(n) => match &n.value {
                 py::Number::Int(i) => match i.as_i64() {

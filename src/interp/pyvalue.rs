@@ -129,6 +129,11 @@ pub fn builtin_name(name: &str) -> Option<&'static str> {
         "logging" => "logging",
         "warnings" => "warnings",
         "string" => "string",
+        // Warning categories, which `warnings.warn(msg, UserWarning)` takes (and ignores here).
+        "UserWarning" => "UserWarning",
+        "DeprecationWarning" => "DeprecationWarning",
+        "FutureWarning" => "FutureWarning",
+        "RuntimeWarning" => "RuntimeWarning",
         "Tensor" => "torch.Tensor",
         "int" => "int",
         "float" => "float",
