@@ -410,3 +410,35 @@ fn lazy_iterators_and_imported_names_defined_twice_are_refused() {
     );
     assert!(o.stdout.contains(&twice), "{}\nwant {twice}", o.stdout);
 }
+
+/// Python's `==` of containers in the reference engine: dicts (and so the sets of string literals held as dicts)
+/// by keys and values, whatever their order; tensors inside lists by identity first, then by their one element's
+/// truth, and PyTorch's error for more elements. (Equal dicts compared unequal before.)
+#[test]
+fn containers_compare_as_in_python() {
+    let dir = scratch("container_eq");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("prog.py");
+    let src = "from __future__ import annotations\nimport torch\n\n\n\
+               def sets_and_dicts(x: f32[3]) -> f32[3]:\n    a = {\"a\", \"b\"}\n    d = {\"k\": 1, \"j\": 2.0}\n    \
+               ok = a == {\"b\", \"a\"} and d == {\"j\": 2, \"k\": 1} and {\"a\": 1} != {\"a\": 2}\n    \
+               return x * 2 if ok else x\n\n\n\
+               def same_tensor(x: f32[3]) -> f32[3]:\n    return x * 2 if [x] == [x] else x\n\n\n\
+               def other_tensor(x: f32[3], y: f32[3]) -> f32[3]:\n    return x if [x] == [y] else y\n";
+    std::fs::write(&file, src).unwrap();
+    let f = s(&file);
+    for prog in ["sets_and_dicts", "same_tensor"] {
+        let out = dir.join(prog);
+        let o =
+            funcfuse(&["run", &format!("{f}::{prog}"), "--engine", "reference", "--seed", "1", "--output", s(&out)]);
+        assert_eq!(o.code, 0, "{prog}: {}", o.stderr);
+        let x = funcfuse::io::read_npy(&out.join("inputs").join("x.npy")).unwrap().to_f64_vec();
+        let got = funcfuse::io::read_npy(&out.join("return.npy")).unwrap().to_f64_vec();
+        let want: Vec<f64> = x.iter().map(|v| v * 2.0).collect();
+        assert_eq!(got, want, "{prog}");
+    }
+    let out = dir.join("other");
+    let o = funcfuse(&["run", &format!("{f}::other_tensor"), "--engine", "reference", "--output", s(&out)]);
+    assert_ne!(o.code, 0);
+    assert!(o.stderr.contains("Boolean value of Tensor with more than one value is ambiguous"), "{}", o.stderr);
+}

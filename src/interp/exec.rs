@@ -487,12 +487,10 @@ impl<'m> Interp<'m> {
         }
         // Values compared by kind (strings, dtypes, devices, None), then tuples and lists item by item.
         if matches!(op, CmpOp::Eq | CmpOp::Ne) {
-            let eq = match pyvalue::kind_eq(a, b) {
-                Some(eq) => Some(eq),
-                None => pyvalue::sequences_eq(a, b, |p, q| {
-                    Ok::<_, Diagnostic>(!matches!(self.compare(p, CmpOp::Eq, q, span)?, Value::Bool(false)))
-                })
-                .transpose()?,
+            let eq = match (pyvalue::kind_eq(a, b), a, b) {
+                (Some(eq), ..) => Some(eq),
+                (None, Value::Dict(x), Value::Dict(y)) => Some(self.dicts_eq(&x.borrow(), &y.borrow(), span)?),
+                _ => pyvalue::sequences_eq(a, b, |p, q| self.item_eq(p, q, span)).transpose()?,
             };
             if let Some(eq) = eq {
                 return Ok(Value::Bool(eq == (op == CmpOp::Eq)));
@@ -513,6 +511,38 @@ impl<'m> Interp<'m> {
         };
         let bin = op.elementwise().expect("`is` and `in` are decided above");
         Ok(Value::Tensor(ops::binary(bin, &x, &y).map_err(tensor_err(span))?))
+    }
+}
+
+impl<'m> Interp<'m> {
+    /// Python's `p == q` of two items of containers being compared: identity first, then `==` and its truth (a
+    /// tensor's only where it has one element, else PyTorch's error).
+    fn item_eq(&mut self, p: &Value, q: &Value, span: Span) -> Result<bool, Diagnostic> {
+        if let (Value::Tensor(x), Value::Tensor(y)) = (p, q) {
+            if x.same_view(y) {
+                return Ok(true);
+            }
+        }
+        match self.compare(p, CmpOp::Eq, q, span)? {
+            Value::Bool(b) => Ok(b),
+            Value::Tensor(t) if t.numel() == 1 => Ok(t.to_f64_vec()[0] != 0.0),
+            Value::Tensor(_) => err(span, "Boolean value of Tensor with more than one value is ambiguous"),
+            other => Ok(!matches!(other, Value::Bool(false))),
+        }
+    }
+
+    /// `x == y` of two dicts: the same keys (by Python's key equality), each with equal values.
+    fn dicts_eq(&mut self, x: &[(Value, Value)], y: &[(Value, Value)], span: Span) -> Result<bool, Diagnostic> {
+        if x.len() != y.len() {
+            return Ok(false);
+        }
+        for (k, v) in x {
+            let Some((_, w)) = y.iter().find(|(l, _)| super::python::key_eq(k, l)) else { return Ok(false) };
+            if !self.item_eq(v, w, span)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 
