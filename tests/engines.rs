@@ -1523,3 +1523,22 @@ fn run_time_counts_are_checked() {
     let two = "def f(x: f32[8], y: f32[8]) -> f32[8]:\n    z = x.clone()\n    z[x > 0] = y[y > 0.9]\n    return z\n";
     every_engine_fails_as_pytorch(two, "f", "shape mismatch: value tensor of shape");
 }
+
+/// What the reach additions of issue 14's stop 52 refuse, as Python or PyTorch would or naming what is not
+/// supported, on every engine: a logging function that is not a message, a pop past the end, `type()` of a tuple
+/// (a torch.Size looks like one), `dict()` of items that are not pairs, `movedim` with unequal dims, a string index
+/// past the end.
+#[test]
+fn held_out_round_22_reach_refuses_what_it_does_not_cover() {
+    for (body, want) in [
+        ("logging.basicConfig()\n    return x", "unsupported function `logging.basicConfig`"),
+        ("l = [1, 2]\n    return x * l.pop(5)", "IndexError: pop index out of range"),
+        ("return x if type(x.shape) == list else x", "type() of a tuple is not supported"),
+        ("d = dict([1, 2])\n    return x", "dictionary update sequence element #0 is not a pair"),
+        ("return x.movedim((0, 1), 0)", "movedim: Invalid source or destination dims"),
+        ("return x * len(\"ab\"[2])", "IndexError: string index out of range"),
+    ] {
+        let src = format!("import logging\n\ndef f(x: f32[2, 3]) -> f32[2, 3]:\n    {body}\n");
+        every_engine_raises(&src, "f", want);
+    }
+}

@@ -127,20 +127,8 @@ fn lane_loops_vectorize() {
         return;
     }
     let dir = common::scratch("extrema", "vectorize");
-    let path = common::program(&dir, PROGRAMS);
-    let module = funcfuse::frontend::load_module(&path).unwrap();
-    let f = common::optimized(&module, "extremes").unwrap();
-    let p = plan(&f.term, &f.inputs, Policy::Fused).unwrap();
-    let src = funcfuse::backend::c::render(&p);
-    let (lanes, info) = vectorized(&cc, &dir, &src, "for (int l = 0; l < 8; l++) { int64_t i");
-    assert!(lanes.len() >= 4, "four reductions, each with a lane loop:\n{src}");
-    for line in lanes {
-        let at = format!("kernels.c:{line}:");
-        assert!(
-            info.lines().any(|l| l.contains(&at) && l.contains("loop vectorized")),
-            "the lane loop at line {line} did not vectorize:\n{info}"
-        );
-    }
+    let (_, src) = fused_c(&dir, "extremes");
+    lane_loops_vectorized(&cc, &dir, &src, 8, 4);
 }
 
 /// A row with a bool mask blended in (`masked_fill` with -inf: a select with a constant arm, rendered as a bit-mask
@@ -149,11 +137,7 @@ fn lane_loops_vectorize() {
 #[test]
 fn masked_rows_blend_and_fold_in_byte_lanes() {
     let dir = common::scratch("extrema", "masked");
-    let path = common::program(&dir, PROGRAMS);
-    let module = funcfuse::frontend::load_module(&path).unwrap();
-    let f = common::optimized(&module, "masked").unwrap();
-    let p = plan(&f.term, &f.inputs, Policy::Fused).unwrap();
-    let src = funcfuse::backend::c::render(&p);
+    let (module, src) = fused_c(&dir, "masked");
     assert!(src.contains("FF_SELF(") && !src.contains("? (-INFINITY) :"), "{src}");
     for seed in [0, 1, 2] {
         let inputs = common::seeded_inputs(&module, "masked", seed);
@@ -164,9 +148,24 @@ fn masked_rows_blend_and_fold_in_byte_lanes() {
         eprintln!("skipped the vectorization check: `{cc}` is not GCC");
         return;
     }
-    let (lanes, info) = vectorized(&cc, &dir, &src, "for (int l = 0; l < 16; l++) { int64_t i");
-    assert!(lanes.len() >= 2, "two arg reductions in byte lanes:\n{src}");
-    for line in lanes {
+    lane_loops_vectorized(&cc, &dir, &src, 16, 2);
+}
+
+/// The module of [`PROGRAMS`] (written into `dir`) and the C source of `func`'s fused plan.
+fn fused_c(dir: &std::path::Path, func: &str) -> (funcfuse::frontend::ast::Module, String) {
+    let path = common::program(dir, PROGRAMS);
+    let module = funcfuse::frontend::load_module(&path).unwrap();
+    let f = common::optimized(&module, func).unwrap();
+    let p = plan(&f.term, &f.inputs, Policy::Fused).unwrap();
+    let src = funcfuse::backend::c::render(&p);
+    (module, src)
+}
+
+/// Asserts that `src` has at least `least` lane loops of `lanes` lanes and that GCC vectorized every one.
+fn lane_loops_vectorized(cc: &str, dir: &std::path::Path, src: &str, lanes: usize, least: usize) {
+    let (lines, info) = vectorized(cc, dir, src, &format!("for (int l = 0; l < {lanes}; l++) {{ int64_t i"));
+    assert!(lines.len() >= least, "at least {least} reductions with a lane loop of {lanes}:\n{src}");
+    for line in lines {
         let at = format!("kernels.c:{line}:");
         assert!(
             info.lines().any(|l| l.contains(&at) && l.contains("loop vectorized")),

@@ -633,10 +633,7 @@ impl<'m> Fz<'m> {
                 let items = obj.items().unwrap_or_default();
                 let n = items.len() as i64;
                 if let FV::Slice(a, b, c) = idx {
-                    let (a, b) = (a.as_ref().map(|x| x.as_const()), b.as_ref().map(|x| x.as_const()));
-                    let (Some(a), Some(b)) =
-                        (a.map_or(Some(None), |x| x.map(Some)), b.map_or(Some(None), |x| x.map(Some)))
-                    else {
+                    let Some((a, b)) = static_bounds(a, b) else {
                         return needs_static(span, "slicing a Python sequence with a loop variable");
                     };
                     let at = match crate::interp::value::slice_positions(n, a, b, *c) {
@@ -668,10 +665,7 @@ impl<'m> Fz<'m> {
                 let r = match idx {
                     FV::Int(i) => crate::interp::pystr::str_getitem(s, Some(*i), None),
                     FV::Slice(a, b, c) => {
-                        let (a, b) = (a.as_ref().map(|x| x.as_const()), b.as_ref().map(|x| x.as_const()));
-                        let (Some(a), Some(b)) =
-                            (a.map_or(Some(None), |x| x.map(Some)), b.map_or(Some(None), |x| x.map(Some)))
-                        else {
+                        let Some((a, b)) = static_bounds(a, b) else {
                             return needs_static(span, "slicing a string with a loop variable");
                         };
                         crate::interp::pystr::str_getitem(s, None, Some((a, b, *c)))
@@ -767,4 +761,14 @@ impl<'m> pyvalue::Walk<'m> for Fz<'m> {
     fn int_or(&self, a: &super::args::A, i: usize, name: &str, default: i64) -> FR<i64> {
         a.int_or(i, name, default)
     }
+}
+
+/// A slice's start and stop where both are known before the program runs (each `None` where omitted); `None` where
+/// one depends on a loop variable.
+fn static_bounds(a: &Option<Affine>, b: &Option<Affine>) -> Option<(Option<i64>, Option<i64>)> {
+    let known = |x: &Option<Affine>| match x {
+        None => Some(None),
+        Some(x) => x.as_const().map(Some),
+    };
+    Some((known(a)?, known(b)?))
 }

@@ -512,9 +512,7 @@ impl<'m> Interp<'m> {
         let bin = op.elementwise().expect("`is` and `in` are decided above");
         Ok(Value::Tensor(ops::binary(bin, &x, &y).map_err(tensor_err(span))?))
     }
-}
 
-impl<'m> Interp<'m> {
     /// Python's `p == q` of two items of containers being compared: identity first, then `==` and its truth (a
     /// tensor's only where it has one element, else PyTorch's error).
     fn item_eq(&mut self, p: &Value, q: &Value, span: Span) -> Result<bool, Diagnostic> {
@@ -527,7 +525,7 @@ impl<'m> Interp<'m> {
             Value::Bool(b) => Ok(b),
             Value::Tensor(t) if t.numel() == 1 => Ok(t.to_f64_vec()[0] != 0.0),
             Value::Tensor(_) => err(span, "Boolean value of Tensor with more than one value is ambiguous"),
-            other => Ok(!matches!(other, Value::Bool(false))),
+            _ => Ok(true),
         }
     }
 

@@ -355,21 +355,16 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
             t(bin(Binary::Atan2, &tt(&x), &Operand::S(Scalar::I(1)))?)
         }
         "matrix_exp" => t(crate::tensor::linalg::matrix_exp(&a.tensor(0, "A")?)?),
-        "vector_norm" => {
+        "vector_norm" | "norm" => {
             // `dtype=`: the input is cast to it first (fairseq's `torch.norm(g, p=2, dtype=torch.float32)`).
             let x = match a.dtype(4, "dtype")? {
                 Some(d) => a.tensor(0, "input")?.to_dtype(d)?,
                 None => a.tensor(0, "input")?,
             };
-            let p = norm_p(a.opt(1, "ord"), 2.0, "linalg.vector_norm")?;
-            t(vector_norm(&x, p, a.dims(2, "dim")?.as_deref(), a.bool_or(3, "keepdim", false)?)?)
-        }
-        "norm" => {
-            let x = match a.dtype(4, "dtype")? {
-                Some(d) => a.tensor(0, "input")?.to_dtype(d)?,
-                None => a.tensor(0, "input")?,
+            let p = match name {
+                "norm" => norm_p(a.opt(1, "p"), 2.0, "norm")?,
+                _ => norm_p(a.opt(1, "ord"), 2.0, "linalg.vector_norm")?,
             };
-            let p = norm_p(a.opt(1, "p"), 2.0, "norm")?;
             t(vector_norm(&x, p, a.dims(2, "dim")?.as_deref(), a.bool_or(3, "keepdim", false)?)?)
         }
         "linalg_norm" => {
