@@ -11,6 +11,7 @@ use hashbrown::HashMap;
 
 use super::extrema::extrema_reduction;
 use super::gemm::dot_reduction;
+use super::microkernel::{gemm, GEMM_PRELUDE};
 use super::source::{buffer_decls, helpers, point_body, prelude, row_reduction, LANE_GROUP};
 use crate::lower::exec::Device;
 use crate::lower::index::{ravel, Idx};
@@ -42,6 +43,7 @@ pub fn render_kernels(kernels: &[Kernel]) -> String {
 pub fn header() -> String {
     let mut s = String::from("#include <stdint.h>\n#include <math.h>\n#define FF_VMATH\n");
     s.push_str(VMATH);
+    s.push_str(GEMM_PRELUDE);
     s.push_str(&prelude("static inline"));
     s
 }
@@ -77,7 +79,8 @@ pub fn render_kernel(k: &Kernel) -> String {
         if k.reduce.is_some() {
             s.push_str("  {\n");
         }
-        let layout = row_reduction(piece, "  ")
+        let layout = gemm(piece, "  ")
+            .or_else(|| row_reduction(piece, "  "))
             .or_else(|| dot_reduction(piece, "  "))
             .or_else(|| extrema_reduction(piece, "  "))
             .or_else(|| super::tile::transposed(piece))
@@ -149,7 +152,8 @@ fn pre_values(k: &Kernel) -> String {
         let t = c_type(p.out_dtype);
         let n = p.domain.iter().product::<usize>().max(1);
         let _ = writeln!(s, "  {t} fv{slot}[{n}];\n  {{\n  {t}* a0 = fv{slot};");
-        let layout = row_reduction(p, "  ")
+        let layout = gemm(p, "  ")
+            .or_else(|| row_reduction(p, "  "))
             .or_else(|| dot_reduction(p, "  "))
             .or_else(|| extrema_reduction(p, "  "))
             .unwrap_or_else(|| nest(p));

@@ -665,7 +665,7 @@ fn packed_block_vec(k: &Kernel, c: &Packed, x: &str, (w0, w): (&str, usize), m: 
 }
 
 /// Whether `e` depends on loop variable `v` (through a load's or gather's index, or as a value).
-fn uses_var(e: &Expr, v: usize) -> bool {
+pub(super) fn uses_var(e: &Expr, v: usize) -> bool {
     let mut loads = Vec::new();
     load_idxs(e, &mut loads);
     loads.iter().any(|i| i.mentions(v)) || mentions_as_value(e, v)

@@ -14,6 +14,7 @@ pub mod emu;
 pub mod extrema;
 pub mod gemm;
 pub mod many;
+pub mod microkernel;
 pub mod source;
 pub mod tile;
 
