@@ -1,4 +1,4 @@
-//! The C backend's matmul layouts (`src/backend/gemm.rs`, `source.rs`): which layout each matmul shape gets, and
+//! The C backend's matmul layouts (`src/backend/gemm.rs`, `microkernel.rs`, `source.rs`): which layout each matmul shape gets, and
 //! that each computes what the reference engine does (within the corpus tolerance), fused prologues and
 //! epilogues included.
 
@@ -74,7 +74,11 @@ def gemm_direct(a: f32[13, 50], b: f32[50, 83], bias: f32[83]) -> f32[13, 83]:
     return torch.relu(a @ b + bias)
 
 
-def gemm_weight(x: f32[9, 70], w: f32[45, 70]) -> f32[9, 45]:
+def gemm_weight(x: f32[65, 70], w: f32[45, 70]) -> f32[65, 45]:
+    return torch.tanh(x @ w.t())
+
+
+def gemm_weight_few_rows(x: f32[9, 70], w: f32[45, 70]) -> f32[9, 45]:
     return torch.tanh(x @ w.t())
 
 
@@ -145,8 +149,11 @@ fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
         // two and a last one of 1 from row 12) by tiles of 4 vectors of 16 columns in fused multiply-adds; 83
         // columns are one block, packed (its last vector is partial) to 128 columns.
         ("gemm_direct", "const int64_t ib = 12;", "float pb[50][128]"),
-        // `w.t()` is packed, along the reduction (its contiguous loop); 45 columns: a tile of 3 vectors.
-        ("gemm_weight", "float pb[70][64]", "c5_2 = FF_FMA16(b2, x, c5_2);"),
+        // `w.t()` is packed, along the reduction (its contiguous loop), where there are 64 rows or more (65: a last
+        // panel of 5 rows); 45 columns: a tile of 3 vectors.
+        ("gemm_weight", "float pb[70][64]", "c4_2 = FF_FMA16(b2, x, c4_2); }\n"),
+        // Fewer rows: the dot layout reads the weight in place.
+        ("gemm_weight_few_rows", "float part[8][16];", "for (int64_t rb = 0; rb < 8; rb += 8) {"),
         ("gemm_mean", "float pb[30][32]", "/ 30.0"),
         // The batch loops outside; 20 columns are packed to 32.
         ("gemm_batched", "for (int64_t i0 = 0; i0 < 3; i0++)", "float pb[40][32]"),

@@ -27,6 +27,12 @@ use crate::tensor::DType;
 /// of fewer rows is bound by reading the column operand, which the dot layout streams once.
 pub const GEMM_MIN_ROWS: usize = 8;
 
+/// The GEMM layout takes products whose column operand it packs (not read in place: a transposed weight,
+/// `x @ W.T`) with at least this many rows: packing transposes the operand element by element, which a
+/// product of a few rows does not repay (RHN's [8, 512] @ [512, 1024].T, packed: 1.5 ms against PyTorch's
+/// 0.3); the dot layout reads such a weight once, in place.
+pub const GEMM_MIN_ROWS_PACKED: usize = 64;
+
 /// The GEMM layout takes products with at least this many columns.
 pub const GEMM_MIN_COLS: usize = 16;
 
@@ -45,15 +51,17 @@ struct Shape {
     ty: &'static str,
     unaligned: &'static str,
     fma: &'static str,
+    set: &'static str,
 }
 
 /// AVX-512: 6 x 4 vectors of 16 floats (24 accumulators of 32 registers). Measured on this machine's Zen 4, one
 /// thread, hand-written C: [1376, 128] @ [128, 512] 2.0 ms (PyTorch 1.8), [50, 256] @ [256, 1024] 0.27 ms (0.31);
 /// 8 x 2 took 2.1 and 0.29 ms, 12 x 2 2.1 and 0.36 ms, and without fused multiply-adds 8 x 2 took 2.7 and 0.44 ms.
-const AVX512: Shape = Shape { v: 16, mr: 6, nv: 4, ty: "ff_gv16", unaligned: "ff_gv16u", fma: "FF_FMA16" };
+const AVX512: Shape =
+    Shape { v: 16, mr: 6, nv: 4, ty: "ff_gv16", unaligned: "ff_gv16u", fma: "FF_FMA16", set: "FF_SET16" };
 
 /// Other targets: 6 x 2 vectors of 8 floats (12 accumulators of AVX2's 16 registers).
-const NARROW: Shape = Shape { v: 8, mr: 6, nv: 2, ty: "ff_gv8", unaligned: "ff_gv8u", fma: "FF_FMA8" };
+const NARROW: Shape = Shape { v: 8, mr: 6, nv: 2, ty: "ff_gv8", unaligned: "ff_gv8u", fma: "FF_FMA8", set: "FF_SET8" };
 
 /// The C declarations the layout uses, for the source's header: the vector types and the fused multiply-add of
 /// each (`c + a * b` rounded once where the target has FMA instructions; elsewhere a product and a sum).
@@ -66,7 +74,9 @@ typedef float ff_gv8 __attribute__((vector_size(32)));
 typedef float ff_gv8u __attribute__((vector_size(32), aligned(4)));
 #if defined(__AVX512F__)
 #define FF_FMA16(a, b, c) ((ff_gv16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
+#define FF_SET16(s) ((ff_gv16)_mm512_set1_ps(s))
 #endif
+#define FF_SET8(s) ((ff_gv8){(s), (s), (s), (s), (s), (s), (s), (s)})
 #if defined(__x86_64__) && defined(__FMA__)
 #define FF_FMA8(a, b, c) ((ff_gv8)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
 #else
@@ -131,6 +141,9 @@ fn gemm_of(k: &Kernel) -> Option<Gemm<'_>> {
                     continue;
                 }
                 let direct = direct_load(y, j, kv);
+                if !direct && m < GEMM_MIN_ROWS_PACKED {
+                    continue;
+                }
                 let rank = (direct, j);
                 if best.as_ref().is_none_or(|(_, r)| rank > *r) {
                     best = Some((Gemm { i, j, kv, m, n, kn, x, y, direct }, rank));
@@ -269,7 +282,7 @@ fn panel(k: &Kernel, g: &Gemm, sh: &Shape, (cols, packed): (usize, bool), rows: 
 fn tile(k: &Kernel, g: &Gemm, sh: &Shape, (rows, nv, valid): (usize, usize, usize), packed: bool, ind: &str) -> String {
     let red = k.reduce.as_ref().expect("a reduction");
     let (i, j, kv, kn) = (g.i, g.j, g.kv, g.kn);
-    let Shape { v, ty, unaligned, fma, .. } = *sh;
+    let Shape { v, ty, unaligned, fma, set, .. } = *sh;
     let mut s = String::new();
     for r in 0..rows {
         let decl: Vec<String> = (0..nv).map(|c| format!("c{r}_{c} = {{0}}")).collect();
@@ -286,7 +299,7 @@ fn tile(k: &Kernel, g: &Gemm, sh: &Shape, (rows, nv, valid): (usize, usize, usiz
     let loads: Vec<String> = (0..nv).map(|c| format!("b{c} = *(const {unaligned}*)(bp + {})", c * v)).collect();
     let _ = writeln!(s, "{ind}  {ty} {};", loads.join(", "));
     for r in 0..rows {
-        let _ = write!(s, "{ind}  {{ {ty} x = ({ty}){{0}} + pa[kk][{r}];");
+        let _ = write!(s, "{ind}  {{ {ty} x = {set}(pa[kk][{r}]);");
         for c in 0..nv {
             let _ = write!(s, " c{r}_{c} = {fma}(b{c}, x, c{r}_{c});");
         }
