@@ -98,6 +98,10 @@ def gemm_blocks(a: f32[9, 600], b: f32[600, 300]) -> f32[9, 300]:
     return a @ b
 
 
+def blocked_f64(a: f64[4, 50], b: f64[50, 60]) -> f64[4, 60]:
+    return torch.tanh(a @ b)
+
+
 def two_sums(a: f32[5, 7, 6], b: f32[5, 7, 10]) -> f32[6, 10]:
     return (a[:, :, :, None] * b[:, :, None, :]).sum(dim=(0, 1))
 "#;
@@ -139,6 +143,8 @@ fn matmul_layouts_follow_the_shapes_and_agree_with_the_reference() {
         ("tiled_short", "bb += 6", "float acc[6][4]"),
         ("tiled_masks", "float acc[", "? (float)1 : (float)0"),
         ("two_sums", "bb += 6", "acc[6][4][10]"),
+        // float64: blocked too, one double sum per output (each in the unblocked order).
+        ("blocked_f64", "bb += 4", "double acc[4][1][60]"),
         // 5 rows of A: a vector block of 3 and a last one of 2 (`bb = 3`); 44 columns: 5 vector tiles and a
         // scalar one of 4 (one block of 5).
         ("packed", "const int64_t bb = 3;", "float acc[4][5][4]"),

@@ -133,7 +133,10 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     // An f32 sum or mean accumulates in f32, in LANES partial sums per output as PyTorch's CPU kernels do (its
     // goldens are f32 sums too); other reductions accumulate in double.
     let lanes = if k.value.dtype() == DType::F32 && matches!(red.op, RedOp::Sum | RedOp::Mean) { LANES } else { 1 };
-    let block = if lanes > 1 { super::gemm::block_var(k, row) } else { None };
+    // Sums block (a float64 one in one double lane per output: the ESN's [4, 500] @ [500, 500] reads its weight
+    // once per step, not per row), each output folding its terms in the same order as unblocked.
+    let sums = matches!(red.op, RedOp::Sum | RedOp::Mean);
+    let block = if sums { super::gemm::block_var(k, row) } else { None };
     let outer: Vec<usize> =
         (0..k.domain.len()).filter(|&v| v != row && k.domain[v] > 1 && block.is_none_or(|(b, _)| b != v)).collect();
     for &v in &outer {
@@ -141,7 +144,9 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
         ind.push_str("  ");
     }
     if let Some((b, mr)) = block {
-        let tiles = super::gemm::tiled_rows(k, row, b, &ind).or_else(|| super::gemm::packed_rows(k, row, b, &ind));
+        let tiles = (lanes > 1)
+            .then(|| super::gemm::tiled_rows(k, row, b, &ind).or_else(|| super::gemm::packed_rows(k, row, b, &ind)))
+            .flatten();
         if let Some(tiles) = tiles {
             s.push_str(&tiles);
             for _ in &outer {
@@ -150,7 +155,7 @@ pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
             }
             return Some(s);
         }
-        return Some(blocked_rows(k, row, (b, mr), count, s, ind, outer.len()));
+        return Some(blocked_rows(k, row, (b, mr, lanes), count, s, ind, outer.len()));
     }
     let (pre, value_expr, free) = hoist_row_operands(k, row, &ind);
     let value = render(&value_expr, "a");
@@ -462,7 +467,7 @@ pub const LANES: usize = 4;
 fn blocked_rows(
     k: &Kernel,
     row: usize,
-    (b, mr): (usize, usize),
+    (b, mr, lanes): (usize, usize, usize),
     count: usize,
     mut s: String,
     mut ind: String,
@@ -470,12 +475,14 @@ fn blocked_rows(
 ) -> String {
     let red = k.reduce.as_ref().expect("a reduction");
     let n = k.domain[row];
+    // f32 sums in LANES partial sums of f32; others in one double sum per output.
+    let t = if lanes > 1 { "float" } else { "double" };
     let _ = writeln!(s, "{ind}for (int64_t bb = 0; bb < {e}; bb += {mr}) {{", e = k.domain[b]);
     ind.push_str("  ");
     let _ = writeln!(
         s,
-        "{ind}float acc[{mr}][{LANES}][{n}]; int lane = 0;\n{ind}for (int r = 0; r < {mr}; r++) for (int j = 0; j < \
-         {LANES}; j++) for (int64_t i{row} = 0; i{row} < {n}; i{row}++) acc[r][j][i{row}] = 0.0f;"
+        "{ind}{t} acc[{mr}][{lanes}][{n}]; int lane = 0;\n{ind}for (int r = 0; r < {mr}; r++) for (int j = 0; j < \
+         {lanes}; j++) for (int64_t i{row} = 0; i{row} < {n}; i{row}++) acc[r][j][i{row}] = 0;"
     );
     let base = k.domain.len();
     let mut inner_ind = ind.clone();
@@ -483,20 +490,26 @@ fn blocked_rows(
         let _ = writeln!(s, "{inner_ind}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{", v = base + j);
         inner_ind.push_str("  ");
     }
-    let _ = writeln!(s, "{inner_ind}int ln = lane; lane = (lane + 1) % {LANES};");
+    let _ = writeln!(s, "{inner_ind}int ln = lane; lane = (lane + 1) % {lanes};");
     // See `c.rs`'s inner_loop_pragmas: GCC 12.2 miscompiled selects in short loops it unrolled completely.
     let _ = writeln!(s, "{inner_ind}#pragma GCC unroll 1\n{inner_ind}FF_SIMD");
     let _ = writeln!(s, "{inner_ind}for (int64_t i{row} = 0; i{row} < {n}; i{row}++) {{");
     let value = render(&k.value, "a");
     for r in 0..mr {
-        let _ = writeln!(s, "{inner_ind}  {{ int64_t i{b} = bb + {r}; acc[{r}][ln][i{row}] += (float)({value}); }}");
+        let _ = writeln!(s, "{inner_ind}  {{ int64_t i{b} = bb + {r}; acc[{r}][ln][i{row}] += ({t})({value}); }}");
     }
     let _ = writeln!(s, "{inner_ind}}}");
     for _ in &red.extents {
         inner_ind.truncate(inner_ind.len() - 2);
         let _ = writeln!(s, "{inner_ind}}}");
     }
-    let fin = lanes_result(red, (0..LANES).map(|j| format!("acc[r][{j}][i{row}]")).collect(), count);
+    let fin = if lanes > 1 {
+        lanes_result(red, (0..lanes).map(|j| format!("acc[r][{j}][i{row}]")).collect(), count)
+    } else if red.op == RedOp::Mean {
+        format!("acc[r][0][i{row}] / {count}.0")
+    } else {
+        format!("acc[r][0][i{row}]")
+    };
     let _ = writeln!(
         s,
         "{ind}for (int r = 0; r < {mr}; r++) {{ int64_t i{b} = bb + r; for (int64_t i{row} = 0; i{row} < {n}; \
