@@ -17,7 +17,7 @@
 use std::fmt::Write;
 
 use super::gemm::uses_var;
-use super::source::store_result;
+use super::source::{store_result, stride_sum};
 use crate::lower::index::Atom;
 use crate::lower::kernel::{render, Expr, Kernel, RedOp};
 use crate::tensor::ops::Binary;
@@ -129,7 +129,7 @@ fn gemm_of(k: &Kernel) -> Option<Gemm<'_>> {
     let vars: Vec<usize> = (0..k.domain.len()).filter(|&v| k.domain[v] > 1).collect();
     // Every (rows, columns) pair of variables and which operand is which; a column operand read in place first,
     // then the output's innermost column variable (the stores of a tile's row go side by side).
-    let mut best: Option<(Gemm, (bool, usize))> = None;
+    let mut best: Option<(Gemm, (bool, std::cmp::Reverse<i64>, usize))> = None;
     for &i in &vars {
         for &j in &vars {
             for (x, y) in [(a, b), (b, a)] {
@@ -144,7 +144,11 @@ fn gemm_of(k: &Kernel) -> Option<Gemm<'_>> {
                 if !direct && m < GEMM_MIN_ROWS_PACKED {
                     continue;
                 }
-                let rank = (direct, j);
+                // Packing a panel reads the row operand by reduction index and row: where neither steps it by a
+                // little, each of its loads is a cache line of its own (yolact's protos, read by pixel rows 80
+                // apart: 0.5 ms; by pixel columns, contiguous: see ARCHITECTURE.md).
+                let near = std::cmp::Reverse(stride_sum(x, i).min(stride_sum(x, kv)));
+                let rank = (direct, near, j);
                 if best.as_ref().is_none_or(|(_, r)| rank > *r) {
                     best = Some((Gemm { i, j, kv, m, n, kn, x, y, direct }, rank));
                 }

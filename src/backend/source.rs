@@ -526,7 +526,7 @@ fn blocked_rows(
 /// How far variable `v` moves the loads of `e`: the sum of its coefficients' magnitudes over every load index.
 /// A variable inside a division, modulo or view inverse counts as moving them far (`i64::MAX / 4`): such a
 /// row would compute them per element, where the plain nest computes them once per output.
-fn stride_sum(e: &Expr, v: usize) -> i64 {
+pub(super) fn stride_sum(e: &Expr, v: usize) -> i64 {
     let here = match e {
         Expr::Load { at, .. } | Expr::Local { at, .. } | Expr::Gather { at, .. } => at
             .terms
