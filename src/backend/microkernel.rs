@@ -40,7 +40,7 @@ pub const GEMM_MIN_COLS: usize = 16;
 pub const GEMM_MAX_K: usize = 1024;
 
 /// The column operand of a block of columns is about this many bytes (whole tiles of columns, at least one).
-pub const BLOCK_BYTES: usize = 128 * 1024;
+pub const BLOCK_BYTES: usize = 256 * 1024;
 
 /// One instruction set's tile shape: `v` floats per vector, `mr` rows by `nv` vectors of accumulators, and the C
 /// names of the vector types (aligned, unaligned) and the fused multiply-add.
@@ -97,6 +97,9 @@ struct Gemm<'a> {
     y: &'a Expr,
     /// Where `y` is a plain f32 load that steps by one element along `j`: its argument and index, read in place.
     direct: bool,
+    /// Where `x` is a plain f32 load that steps by one element along the reduction (a row-major `A`): its rows are
+    /// broadcast from in place, not packed (GaLore's products, a C microbenchmark: 2.1 -> 1.8 ms).
+    x_direct: bool,
 }
 
 /// The GEMM layout of `k` (its loops over the other domain variables outside), or `None` where it does not apply:
@@ -127,9 +130,9 @@ fn gemm_of(k: &Kernel) -> Option<Gemm<'_>> {
         return None;
     }
     let vars: Vec<usize> = (0..k.domain.len()).filter(|&v| k.domain[v] > 1).collect();
-    // Every (rows, columns) pair of variables and which operand is which; a column operand read in place first,
-    // then the output's innermost column variable (the stores of a tile's row go side by side).
-    let mut best: Option<(Gemm, (bool, std::cmp::Reverse<i64>, usize))> = None;
+    // Every (rows, columns) pair of variables and which operand is which: the one that packs the fewest elements
+    // (see `pack_cost`), then the output's innermost column variable.
+    let mut best: Option<(Gemm, (std::cmp::Reverse<usize>, usize))> = None;
     for &i in &vars {
         for &j in &vars {
             for (x, y) in [(a, b), (b, a)] {
@@ -140,17 +143,14 @@ fn gemm_of(k: &Kernel) -> Option<Gemm<'_>> {
                 if uses_var(x, j) || uses_var(y, i) || !uses_var(x, i) || !uses_var(y, j) {
                     continue;
                 }
-                let direct = direct_load(y, j, kv);
+                let (direct, x_direct) = (direct_load(y, j, kv), direct_load(x, kv, i));
                 if !direct && m < GEMM_MIN_ROWS_PACKED {
                     continue;
                 }
-                // Packing a panel reads the row operand by reduction index and row: where neither steps it by a
-                // little, each of its loads is a cache line of its own (yolact's protos, read by pixel rows 80
-                // apart: 0.5 ms; by pixel columns, contiguous: see ARCHITECTURE.md).
-                let near = std::cmp::Reverse(stride_sum(x, i).min(stride_sum(x, kv)));
-                let rank = (direct, near, j);
+                let g = Gemm { i, j, kv, m, n, kn, x, y, direct, x_direct };
+                let rank = (std::cmp::Reverse(pack_cost(&g)), j);
                 if best.as_ref().is_none_or(|(_, r)| rank > *r) {
-                    best = Some((Gemm { i, j, kv, m, n, kn, x, y, direct }, rank));
+                    best = Some((g, rank));
                 }
             }
         }
@@ -158,8 +158,27 @@ fn gemm_of(k: &Kernel) -> Option<Gemm<'_>> {
     best.map(|(g, _)| g)
 }
 
+/// The elements a GEMM packs, weighted by how far apart it reads them: the row operand once per panel of each
+/// block of columns, the column operand once; an operand that neither of its two variables steps by one element
+/// counts 4 times, each of its loads a cache line of its own (yolact's protos packed by pixel rows 80 apart: 0.50
+/// ms; by pixel columns, contiguous, 0.29). GaLore's `P.T @ G` ([512, 128] transposed, times [512, 1376]) packs
+/// `P.T` by rows of 128 once per block of 1376 columns (11 times), or `G.T` once as rows of 1376 by columns of 128.
+fn pack_cost(g: &Gemm) -> usize {
+    let weight = |e: &Expr, a: usize| if stride_sum(e, a).min(stride_sum(e, g.kv)) <= 1 { 1 } else { 4 };
+    let blocks = g.n.div_ceil(block_cols(g.kn, AVX512.v * AVX512.nv, g.n));
+    let x = if g.x_direct { 0 } else { g.m * g.kn * blocks * weight(g.x, g.i) };
+    let y = if g.direct { 0 } else { g.kn * g.n * weight(g.y, g.j) };
+    x + y
+}
+
+/// Columns per block of a GEMM with `kn` reduction indices, tiles of `nr` columns and `n` columns in all: whole
+/// tiles, the column operand's block about [`BLOCK_BYTES`].
+fn block_cols(kn: usize, nr: usize, n: usize) -> usize {
+    ((BLOCK_BYTES / (4 * kn) / nr).max(1) * nr).min(n.div_ceil(nr) * nr)
+}
+
 /// Whether `y` is a plain f32 load whose index steps by exactly one element along variable `j` (and along `j`
-/// and `kv` only linearly), so that a tile reads its vectors in place.
+/// and `kv` only linearly), so that a tile reads it in place.
 fn direct_load(y: &Expr, j: usize, kv: usize) -> bool {
     let Expr::Load { at, dtype: DType::F32, .. } = y else { return false };
     at.terms.iter().any(|(a, c)| matches!(a, Atom::Var(u, _) if *u == j) && *c == 1)
@@ -175,9 +194,7 @@ fn direct_load(y: &Expr, j: usize, kv: usize) -> bool {
 /// The layout for one instruction set's tile shape.
 fn render_gemm(k: &Kernel, g: &Gemm, sh: &Shape, indent: &str) -> String {
     let nr = sh.v * sh.nv;
-    // Columns per block: whole tiles, the column operand's block about BLOCK_BYTES.
-    let nc = (BLOCK_BYTES / (4 * g.kn) / nr).max(1) * nr;
-    let nc = nc.min(g.n.div_ceil(nr) * nr);
+    let nc = block_cols(g.kn, nr, g.n);
     let full_blocks = g.n / nc;
     let last = g.n % nc;
     // A block packs its column operand where that is not read in place, and where its last vector is partial.
@@ -186,7 +203,9 @@ fn render_gemm(k: &Kernel, g: &Gemm, sh: &Shape, indent: &str) -> String {
     let mut ind = indent.to_string();
     let _ = writeln!(s, "{ind}{{");
     ind.push_str("  ");
-    let _ = writeln!(s, "{ind}float pa[{}][{}] __attribute__((aligned(64)));", g.kn, sh.mr);
+    if !g.x_direct {
+        let _ = writeln!(s, "{ind}float pa[{}][{}] __attribute__((aligned(64)));", g.kn, sh.mr);
+    }
     if packs {
         let _ = writeln!(s, "{ind}float pb[{}][{}] __attribute__((aligned(64)));", g.kn, nc);
     }
@@ -258,7 +277,8 @@ fn panel(k: &Kernel, g: &Gemm, sh: &Shape, (cols, packed): (usize, bool), rows: 
     let (i, kv, kn) = (g.i, g.kv, g.kn);
     let x = render(g.x, "a");
     let body = format!("{{ int64_t i{i} = ib + r; pa[i{kv}][r] = (float)({x}); }}");
-    if super::gemm::unit_stride(g.x, kv) {
+    if g.x_direct {
+    } else if super::gemm::unit_stride(g.x, kv) {
         let _ =
             writeln!(s, "{ind}for (int r = 0; r < {rows}; r++) for (int64_t i{kv} = 0; i{kv} < {kn}; i{kv}++) {body}");
     } else {
@@ -292,6 +312,16 @@ fn tile(k: &Kernel, g: &Gemm, sh: &Shape, (rows, nv, valid): (usize, usize, usiz
         let decl: Vec<String> = (0..nv).map(|c| format!("c{r}_{c} = {{0}}")).collect();
         let _ = writeln!(s, "{ind}{ty} {};", decl.join(", "));
     }
+    // A row operand read in place: each row's start (its reduction index steps by one).
+    if let (true, Expr::Load { arg, at, .. }) = (g.x_direct, g.x) {
+        for r in 0..rows {
+            let _ = writeln!(
+                s,
+                "{ind}const float* ar{r}; {{ int64_t i{i} = ib + {r}; int64_t i{kv} = 0; ar{r} = &a{arg}[{}]; }}",
+                at.render()
+            );
+        }
+    }
     let _ = writeln!(s, "{ind}for (int64_t kk = 0; kk < {kn}; kk++) {{");
     let src = if packed {
         "const float* bp = &pb[kk][j0];".to_string()
@@ -303,7 +333,8 @@ fn tile(k: &Kernel, g: &Gemm, sh: &Shape, (rows, nv, valid): (usize, usize, usiz
     let loads: Vec<String> = (0..nv).map(|c| format!("b{c} = *(const {unaligned}*)(bp + {})", c * v)).collect();
     let _ = writeln!(s, "{ind}  {ty} {};", loads.join(", "));
     for r in 0..rows {
-        let _ = write!(s, "{ind}  {{ {ty} x = {set}(pa[kk][{r}]);");
+        let xr = if g.x_direct { format!("ar{r}[kk]") } else { format!("pa[kk][{r}]") };
+        let _ = write!(s, "{ind}  {{ {ty} x = {set}({xr});");
         for c in 0..nv {
             let _ = write!(s, " c{r}_{c} = {fma}(b{c}, x, c{r}_{c});");
         }
