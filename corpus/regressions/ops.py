@@ -287,3 +287,23 @@ def more_python_of_held_out_code(w: f32[5, 4], b: f32[5]) -> tuple[f32[5, 4], f3
 
 def _valid_size(feat: int, stride: int, limit: int):
     return min(int(np.ceil(feat / stride)), limit) + int(np.floor(feat / stride))
+
+
+def _tree_add_child(node, child):
+    child["parent"] = node
+    node["children"].append(child)
+
+
+def containers_that_hold_themselves(x: f32[3], y: f32[3]) -> f32[3]:
+    # Held-out ports (round 23): the Child-Sum Tree-LSTM's `Tree.add_child` links each child back to its parent,
+    # so a dict is reachable from itself twice (the functional engine's walkers over containers overflowed the
+    # stack); a list that holds itself too
+    root = {"parent": None, "children": [], "state": x}
+    _tree_add_child(root, {"parent": None, "children": [], "state": y})
+    _tree_add_child(root, {"parent": None, "children": [], "state": x * y})
+    loop = [x]
+    loop.append(loop)
+    total = root["state"]
+    for child in root["children"]:
+        total = total + child["state"] * len(child["parent"]["children"])
+    return total + loop[1][1][0]

@@ -17,11 +17,20 @@ use crate::tensor::DType;
 /// view of no elements reads nothing of `r` and writes nothing into it (fuzz seed 142187: `w = t[2:].t()[2:1]`
 /// beside `t` in a `while` loop made `t` a conditional view).
 pub(super) fn refers_to(v: &FV, r: usize) -> bool {
+    refers_in(v, r, &mut Vec::new())
+}
+
+/// [`refers_to`], each list and dict visited once (`seen`: their addresses; a container may hold itself).
+fn refers_in(v: &FV, r: usize, seen: &mut Vec<usize>) -> bool {
     match v {
         FV::Tensor(t) => !t.shape.contains(&0) && t.roots().contains(&r),
-        FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().any(|x| refers_to(x, r)),
-        FV::List(xs) => xs.borrow().iter().any(|x| refers_to(x, r)),
-        FV::Dict(xs) => xs.borrow().iter().any(|(_, x)| refers_to(x, r)),
+        FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().any(|x| refers_in(x, r, seen)),
+        FV::List(xs) if super::state::first_visit(seen, Rc::as_ptr(xs) as *const u8) => {
+            xs.borrow().iter().any(|x| refers_in(x, r, seen))
+        }
+        FV::Dict(xs) if super::state::first_visit(seen, Rc::as_ptr(xs) as *const u8) => {
+            xs.borrow().iter().any(|(_, x)| refers_in(x, r, seen))
+        }
         _ => false,
     }
 }

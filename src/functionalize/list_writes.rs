@@ -189,12 +189,22 @@ impl<'m> Fz<'m> {
 
 /// The objects of the selections `v` reaches (itself, through containers and closures' captured values).
 pub(super) fn selection_objects(v: &FV, out: &mut Vec<TId>) {
+    objects_in(v, out, &mut Vec::new());
+}
+
+/// [`selection_objects`], each list and dict visited once (`seen`: their addresses; a container may hold itself).
+fn objects_in(v: &FV, out: &mut Vec<TId>, seen: &mut Vec<usize>) {
+    use super::state::first_visit;
     match v {
         FV::Masked(s) => out.push(s.obj),
-        FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().for_each(|x| selection_objects(x, out)),
-        FV::List(xs) => xs.borrow().iter().for_each(|x| selection_objects(x, out)),
-        FV::Dict(xs) => xs.borrow().iter().for_each(|(_, x)| selection_objects(x, out)),
-        FV::Closure(_, kw) => kw.iter().for_each(|(_, x)| selection_objects(x, out)),
+        FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().for_each(|x| objects_in(x, out, seen)),
+        FV::List(xs) if first_visit(seen, std::rc::Rc::as_ptr(xs) as *const u8) => {
+            xs.borrow().iter().for_each(|x| objects_in(x, out, seen))
+        }
+        FV::Dict(xs) if first_visit(seen, std::rc::Rc::as_ptr(xs) as *const u8) => {
+            xs.borrow().iter().for_each(|(_, x)| objects_in(x, out, seen))
+        }
+        FV::Closure(_, kw) => kw.iter().for_each(|(_, x)| objects_in(x, out, seen)),
         _ => {}
     }
 }

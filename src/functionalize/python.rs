@@ -35,6 +35,31 @@ fn fv_key_eq(a: &FV, b: &FV) -> bool {
 }
 
 pub(super) fn fv_static(v: &FV) -> Option<Value> {
+    static_of(v, &mut Vec::new())
+}
+
+/// [`fv_static`], `None` for a list or dict that holds itself (`open`: the containers being converted).
+fn static_of(v: &FV, open: &mut Vec<usize>) -> Option<Value> {
+    let at = match v {
+        FV::List(xs) => Some(Rc::as_ptr(xs) as *const u8 as usize),
+        FV::Dict(xs) => Some(Rc::as_ptr(xs) as *const u8 as usize),
+        _ => None,
+    };
+    if let Some(at) = at {
+        if open.contains(&at) {
+            return None;
+        }
+        open.push(at);
+    }
+    let value = static_value(v, open);
+    if at.is_some() {
+        open.pop();
+    }
+    value
+}
+
+fn static_value(v: &FV, open: &mut Vec<usize>) -> Option<Value> {
+    let fv_static = |x: &FV| static_of(x, &mut open.clone());
     Some(match v {
         FV::None => Value::None,
         FV::Bool(b) => Value::Bool(*b),

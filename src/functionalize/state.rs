@@ -282,12 +282,32 @@ pub(super) type FR<T> = Result<T, Stop>;
 
 /// A boolean-mask selection in `v` (itself, or in a tuple, list or dict), if any.
 pub(super) fn find_masked(v: &FV) -> Option<FV> {
+    masked_in(v, &mut Vec::new())
+}
+
+/// [`find_masked`], each list and dict visited once (`seen`: their addresses): a container may hold itself
+/// (a tree whose children link back to their parent).
+fn masked_in(v: &FV, seen: &mut Vec<usize>) -> Option<FV> {
     match v {
         FV::Masked(_) => Some(v.clone()),
-        FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().find_map(find_masked),
-        FV::List(xs) => xs.borrow().iter().find_map(find_masked),
-        FV::Dict(xs) => xs.borrow().iter().find_map(|(_, x)| find_masked(x)),
+        FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().find_map(|x| masked_in(x, seen)),
+        FV::List(xs) if first_visit(seen, std::rc::Rc::as_ptr(xs) as *const u8) => {
+            xs.borrow().iter().find_map(|x| masked_in(x, seen))
+        }
+        FV::Dict(xs) if first_visit(seen, std::rc::Rc::as_ptr(xs) as *const u8) => {
+            xs.borrow().iter().find_map(|(_, x)| masked_in(x, seen))
+        }
         _ => None,
+    }
+}
+
+/// For the walkers of values that go through lists and dicts: whether the container at `at` is visited for the
+/// first time (then it is added to `seen`). Python's containers may hold themselves, directly or not.
+pub(super) fn first_visit(seen: &mut Vec<usize>, at: *const u8) -> bool {
+    let at = at as usize;
+    !seen.contains(&at) && {
+        seen.push(at);
+        true
     }
 }
 
