@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import torch
+import torch.onnx.operators
 from torch.nn.functional import scaled_dot_product_attention
 
 
@@ -307,3 +308,29 @@ def containers_that_hold_themselves(x: f32[3], y: f32[3]) -> f32[3]:
     for child in root["children"]:
         total = total + child["state"] * len(child["parent"]["children"])
     return total + loop[1][1][0]
+
+
+def filters_and_starred_maps(a: f32[3], b: f32[3]) -> f32[3]:
+    # Held-out ports (round 23): AdamAtan2's `for p in filter(exists, group["params"])`, the Tree-LSTM's
+    # `zip(*map(lambda x: x.state, children))` (read at once by the star), `filter(None, ...)`
+    params = [a, None, b]
+    total = torch.zeros(3)
+    for p in filter(_exists, params):
+        total = total + p
+    nums = list(filter(None, [0, 2, 0, 3]))
+    pairs = list(zip(*map(lambda t: (t, t * 2), [a, b])))
+    return total * sum(nums) + pairs[1][0]
+
+
+def _exists(v):
+    return v is not None
+
+
+def module_checks_and_inert_keywords(x: f32[4, 3], ids: i64[5], w: f32[10, 3]) -> tuple[f32[4, 3], f32[5, 3]]:
+    # Held-out ports (round 23): ESPnet's `isinstance(m, torch.nn.Module)` (a module is a dict here: False),
+    # PyTorch 0.4's `F.dropout(..., inplace=False)` in eval, fairseq's `F.embedding(..., padding_idx=1)`
+    state = {"w": w}
+    scale = 1.0 if isinstance(state, torch.nn.Module) else 2.0
+    h = torch.nn.functional.dropout(x, p=0.3, training=False, inplace=False)
+    e = torch.nn.functional.embedding(ids.abs() % 10, w, padding_idx=1)
+    return h * scale, e

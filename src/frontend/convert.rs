@@ -166,7 +166,10 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                             | "warnings"
                             | "string"
                     );
-                    if !known && !nn_alias {
+                    // `import torch.onnx.operators` binds `torch` itself, which is supported: only a use of
+                    // `torch.onnx` is not (an unsupported attribute, where it is used; fairseq's module imports).
+                    let binds_torch = alias.asname.is_none() && name.starts_with("torch.");
+                    if !known && !nn_alias && !binds_torch {
                         let bound = match &alias.asname {
                             Some(a) => a.to_string(),
                             None => name.split('.').next().unwrap_or(name).to_string(),

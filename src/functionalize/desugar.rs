@@ -630,7 +630,8 @@ impl<'m> Fz<'m> {
                 self.call_op("where", vec![pos, FV::Tensor(x), neg], span)
             }
             "dropout" => {
-                a.opt(1, "p"); // the rate does not matter when not training
+                a.opt(1, "p"); // the rate does not matter when not training, nor `inplace`
+                a.opt(3, "inplace");
                 match a.opt(2, "training") {
                     Some(FV::Bool(false)) => Ok(FV::Tensor(a.tensor(0, "input")?)),
                     _ => diag(span, "dropout in training mode is random; pass training=False or remove it"),

@@ -567,6 +567,14 @@ impl<'m> Fz<'m> {
             "is_tensor" => Ok(FV::Bool(matches!(a.req(0, "obj")?, FV::Tensor(_)))),
             "index_select" | "embedding" => {
                 let (x, d, ix) = if name == "embedding" {
+                    // Without gradients `padding_idx` and the rest change nothing; `max_norm` rescales the
+                    // weight's rows in place.
+                    for (i, n) in [(2, "padding_idx"), (4, "norm_type"), (5, "scale_grad_by_freq"), (6, "sparse")] {
+                        a.opt(i, n);
+                    }
+                    if !matches!(a.opt(3, "max_norm"), None | Some(FV::None)) {
+                        return diag(span, "embedding(max_norm=...) rescales the weight in place: not supported");
+                    }
                     (a.tensor(1, "weight")?, 0, a.tensor(0, "input")?)
                 } else {
                     let x = a.tensor(0, "input")?;

@@ -169,13 +169,20 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "normalize" => normalize(a),
         "embedding" => {
+            for (i, n) in [(2, "padding_idx"), (4, "norm_type"), (5, "scale_grad_by_freq"), (6, "sparse")] {
+                a.opt(i, n);
+            }
+            if !matches!(a.opt(3, "max_norm"), None | Some(Value::None)) {
+                return Err("embedding(max_norm=...) rescales the weight in place: not supported".into());
+            }
             let idx = a.tensor(0, "input")?;
             let w = a.tensor(1, "weight")?;
             index::check_select_index("embedding", idx.dtype())?;
             t(index::index(&w, &[Some(idx)])?)
         }
         "dropout" => {
-            a.opt(1, "p"); // the rate does not matter when not training
+            a.opt(1, "p"); // the rate does not matter when not training, nor `inplace`
+            a.opt(3, "inplace");
             match a.opt(2, "training") {
                 Some(Value::Bool(false)) => t(a.tensor(0, "input")?),
                 _ => Err("dropout in training mode is random; pass training=False or remove it".into()),

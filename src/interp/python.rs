@@ -536,6 +536,8 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
         "torch.nn.functional" => Value::Module("torch.nn.functional"),
         "torch.nn.functional._Reduction" => Value::Module("torch.nn.functional._Reduction"),
         "torch.nn.init" => Value::Module("torch.nn.init"),
+        // A class for `isinstance` only (ESPnet's `isinstance(m, torch.nn.Module)`): modules are dicts here.
+        "torch.nn.Module" => Value::Module("torch.nn.Module"),
         "torch.Tensor" => Value::Module("torch.Tensor"),
         "torch.linalg" => Value::Module("torch.linalg"),
         "torch.autograd" => Value::Module("torch.autograd"),
@@ -599,6 +601,8 @@ pub(crate) fn isinstance_of<'c>(
     for c in classes {
         hit |= match c.ok_or(NOT_A_TYPE)? {
             "torch.Tensor" => class == PyClass::Tensor,
+            // No value here is a module (a ported module is a dict, which Python's `isinstance` says is not one).
+            "torch.nn.Module" => false,
             "int" => matches!(class, PyClass::Int | PyClass::Bool),
             "float" => class == PyClass::Float,
             "bool" => class == PyClass::Bool,

@@ -16,6 +16,7 @@ fn lazy(e: &Expr) -> Option<&'static str> {
     let ExprKind::Call { func, .. } = &e.kind else { return None };
     match &func.kind {
         ExprKind::Name(n) if n == "map" => Some("map"),
+        ExprKind::Name(n) if n == "filter" => Some("filter"),
         ExprKind::Attr(m, a) if a == "product" && matches!(&m.kind, ExprKind::Name(n) if n == "itertools") => {
             Some("itertools.product")
         }
@@ -46,8 +47,15 @@ fn consumed(body: &[Stmt], out: &mut Vec<Span>) {
     }
     visit_exprs(body, &mut |e| match &e.kind {
         ExprKind::ListComp { iter, .. } => out.push(iter.span),
-        ExprKind::Call { func, args, .. } if matches!(&func.kind, ExprKind::Name(n) if CONSUMERS.contains(&n.as_str())) => {
-            out.extend(args.iter().map(|a| a.span))
+        ExprKind::Call { func, args, .. } => {
+            if matches!(&func.kind, ExprKind::Name(n) if CONSUMERS.contains(&n.as_str())) {
+                out.extend(args.iter().map(|a| a.span));
+            }
+            // `f(*map(g, xs))`: starred arguments are read at once.
+            out.extend(args.iter().filter_map(|a| match &a.kind {
+                ExprKind::Starred(x) => Some(x.span),
+                _ => None,
+            }));
         }
         _ => {}
     });
@@ -58,7 +66,7 @@ fn consumed(body: &[Stmt], out: &mut Vec<Span>) {
 pub(super) fn check(f: &Function) -> Result<(), Diagnostic> {
     let mut local: Vec<String> = f.params.iter().map(|p| p.name.clone()).collect();
     super::bound_names(&f.body, &mut local);
-    if local.iter().any(|n| n == "map" || n == "itertools") {
+    if local.iter().any(|n| n == "map" || n == "filter" || n == "itertools") {
         return Ok(());
     }
     let mut ok = Vec::new();
@@ -90,11 +98,45 @@ pub(super) fn check_all(path: &str, functions: &mut Vec<Function>, failed: &mut 
     let mut k = 0;
     while k < functions.len() {
         match check(&functions[k]) {
-            Ok(()) => k += 1,
+            Ok(()) => {
+                let mut local: Vec<String> = functions[k].params.iter().map(|p| p.name.clone()).collect();
+                super::bound_names(&functions[k].body, &mut local);
+                if !local.iter().any(|n| n == "filter") {
+                    visit_exprs_mut(&mut functions[k].body, &mut filter_as_comprehension);
+                }
+                k += 1
+            }
             Err(d) => {
                 let f = functions.remove(k);
                 failed.push(FailedFunction { name: f.name, span: f.span, error: d.in_file(path) });
             }
         }
     }
+}
+
+/// `filter(f, xs)` (consumed at once: see [`check`]) as the list `[v for v in xs if f(v)]`, `filter(None, xs)` as
+/// `[v for v in xs if v]`, so that both engines run it as the comprehension they know.
+fn filter_as_comprehension(e: &mut Expr) {
+    let ExprKind::Call { func, args, kwargs } = &e.kind else { return };
+    if !matches!(&func.kind, ExprKind::Name(n) if n == "filter") || args.len() != 2 || !kwargs.is_empty() {
+        return;
+    }
+    if args.iter().any(|a| matches!(a.kind, ExprKind::Starred(_))) {
+        return;
+    }
+    let span = e.span;
+    let item = Expr { kind: ExprKind::Name("__filter_item".into()), span };
+    let cond = match &args[0].kind {
+        ExprKind::NoneLit => item.clone(),
+        _ => Expr {
+            kind: ExprKind::Call { func: Box::new(args[0].clone()), args: vec![item.clone()], kwargs: vec![] },
+            span,
+        },
+    };
+    e.kind = ExprKind::ListComp {
+        elt: Box::new(item.clone()),
+        target: Box::new(item),
+        iter: Box::new(args[1].clone()),
+        conds: vec![cond],
+    };
 }
