@@ -141,7 +141,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     Err(d) => failed.push(FailedFunction { name, span, error: d.in_file(_path) }),
                 }
             }
-            // An unsupported import binds names that only the functions using them cannot use.
+            // An unsupported import binds names that only the functions using them cannot use (not `torch`).
             py::Stmt::Import(imp) => {
                 for alias in &imp.names {
                     let name = alias.name.as_str();
@@ -166,9 +166,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                             | "warnings"
                             | "string"
                     );
-                    // `import torch.onnx.operators` binds `torch` itself, which is supported: only a use of
-                    // `torch.onnx` is not (an unsupported attribute, where it is used; fairseq's module imports).
-                    let binds_torch = alias.asname.is_none() && name.starts_with("torch.");
+                    let binds_torch = alias.asname.is_none() && name.starts_with("torch."); // binds `torch` (supported)
                     if !known && !nn_alias && !binds_torch {
                         let bound = match &alias.asname {
                             Some(a) => a.to_string(),
