@@ -334,3 +334,11 @@ def module_checks_and_inert_keywords(x: f32[4, 3], ids: i64[5], w: f32[10, 3]) -
     h = torch.nn.functional.dropout(x, p=0.3, training=False, inplace=False)
     e = torch.nn.functional.embedding(ids.abs() % 10, w, padding_idx=1)
     return h * scale, e
+
+
+def maps_of_builtins_and_int_of_strings(x: f32[3]) -> f32[3]:
+    # Held-out ports (round 23): the Tree-LSTM's `list(map(int, line.split()))` reading a dependency parse
+    parents = list(map(int, "2 0 1".split()))
+    s = sum(map(abs, [-1, 2, -3]))
+    lens = [n for n in map(len, [[1], [1, 2]])]
+    return x * parents[0] + s + lens[1] + int(" -1_000 ") / 1000

@@ -603,6 +603,7 @@ impl<'m> Fz<'m> {
             ("int", FV::DynFloat(t)) => self.int_of_run_time_float(t, span)?,
             ("float", FV::Int(i)) => FV::Float(i as f64),
             ("float", FV::Str(s)) => FV::Float(crate::interp::pyarith::parse_float(&s).map_err(err(span))?),
+            ("int", FV::Str(s)) => FV::Int(crate::interp::pyarith::parse_int(&s).map_err(err(span))?),
             ("float", v @ (FV::Float(_) | FV::DynFloat(_))) => v,
             ("float", FV::DynInt(x)) => FV::DynFloat(self.scalar_tensor(&FV::DynInt(x), Some(DType::F64), span)?.0),
             ("bool", v) => match self.cond(&v, span)? {

@@ -230,6 +230,29 @@ pub(crate) fn py_arith(a: Scalar, op: BinOp, b: Scalar) -> Result<Value, String>
     }))
 }
 
+/// `int(text)`: Python's parse of a base-10 string (surrounding whitespace, a sign, digits with single underscores
+/// between them; both engines). Values past int64 are refused as this tool's ints are int64.
+pub(crate) fn parse_int(text: &str) -> Result<i64, String> {
+    let bad = || format!("ValueError: invalid literal for int() with base 10: '{text}'");
+    let t = text.trim();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let ok = !digits.is_empty()
+        && !digits.starts_with('_')
+        && !digits.ends_with('_')
+        && !digits.contains("__")
+        && digits.chars().all(|c| c.is_ascii_digit() || c == '_');
+    if !ok {
+        return Err(bad());
+    }
+    let magnitude: String = digits.chars().filter(|&c| c != '_').collect();
+    let signed = if neg { format!("-{magnitude}") } else { magnitude };
+    signed.parse::<i64>().map_err(|_| format!("int('{text}') is past int64, which funcfuse's ints are"))
+}
+
 /// `float(text)`: Python's parse of a string, with its spellings of infinity and NaN (both engines).
 pub(crate) fn parse_float(text: &str) -> Result<f64, String> {
     match text.trim().to_ascii_lowercase().as_str() {
@@ -237,5 +260,21 @@ pub(crate) fn parse_float(text: &str) -> Result<f64, String> {
         "-inf" | "-infinity" => Ok(f64::NEG_INFINITY),
         "nan" => Ok(f64::NAN),
         t => t.parse::<f64>().map_err(|_| format!("could not convert string to float: '{text}'")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_int;
+
+    #[test]
+    fn int_of_a_string_parses_as_python_does() {
+        assert_eq!(parse_int(" -1_000 "), Ok(-1000));
+        assert_eq!(parse_int("+7"), Ok(7));
+        assert_eq!(parse_int("007"), Ok(7));
+        for bad in ["", " ", "1__0", "_1", "1_", "1.5", "0x10", "--1", "1 2"] {
+            assert!(parse_int(bad).unwrap_err().starts_with("ValueError: invalid literal"), "{bad:?}");
+        }
+        assert!(parse_int("99999999999999999999").unwrap_err().contains("int64"));
     }
 }

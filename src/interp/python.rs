@@ -661,6 +661,9 @@ impl<'m> Interp<'m> {
         if let (Value::Str(text), "float") = (v, name) {
             return super::pyarith::parse_float(text).map(Value::Float).map_err(&e);
         }
+        if let (Value::Str(text), "int") = (v, name) {
+            return super::pyarith::parse_int(text).map(Value::Int).map_err(&e);
+        }
         let s = match v {
             Value::Tensor(t) => {
                 if t.numel() != 1 {

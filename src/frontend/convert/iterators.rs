@@ -101,9 +101,8 @@ pub(super) fn check_all(path: &str, functions: &mut Vec<Function>, failed: &mut 
             Ok(()) => {
                 let mut local: Vec<String> = functions[k].params.iter().map(|p| p.name.clone()).collect();
                 super::bound_names(&functions[k].body, &mut local);
-                if !local.iter().any(|n| n == "filter") {
-                    visit_exprs_mut(&mut functions[k].body, &mut filter_as_comprehension);
-                }
+                let free = |n: &str| !local.iter().any(|l| l == n);
+                visit_exprs_mut(&mut functions[k].body, &mut |e| as_comprehension(e, &free));
                 k += 1
             }
             Err(d) => {
@@ -114,29 +113,32 @@ pub(super) fn check_all(path: &str, functions: &mut Vec<Function>, failed: &mut 
     }
 }
 
-/// `filter(f, xs)` (consumed at once: see [`check`]) as the list `[v for v in xs if f(v)]`, `filter(None, xs)` as
-/// `[v for v in xs if v]`, so that both engines run it as the comprehension they know.
-fn filter_as_comprehension(e: &mut Expr) {
+/// Builtins that `map` may take as its function by name (`map(int, line.split())`): called as the comprehension's
+/// element, where the engines call them as builtins (a builtin type is not a function value here).
+const MAPPED_BUILTINS: &[&str] = &["int", "float", "str", "bool", "abs", "len", "round"];
+
+/// Calls consumed at once (see [`check`]) as the lists both engines build as comprehensions: `filter(f, xs)` as
+/// `[v for v in xs if f(v)]` (`filter(None, xs)`: `if v`), and `map(B, xs)` of a builtin `B` of [`MAPPED_BUILTINS`]
+/// as `[B(v) for v in xs]`. `free(name)`: the function does not bind `name` itself.
+fn as_comprehension(e: &mut Expr, free: &dyn Fn(&str) -> bool) {
     let ExprKind::Call { func, args, kwargs } = &e.kind else { return };
-    if !matches!(&func.kind, ExprKind::Name(n) if n == "filter") || args.len() != 2 || !kwargs.is_empty() {
-        return;
-    }
-    if args.iter().any(|a| matches!(a.kind, ExprKind::Starred(_))) {
+    let ExprKind::Name(f) = &func.kind else { return };
+    if args.len() != 2 || !kwargs.is_empty() || args.iter().any(|a| matches!(a.kind, ExprKind::Starred(_))) {
         return;
     }
     let span = e.span;
-    let item = Expr { kind: ExprKind::Name("__filter_item".into()), span };
-    let cond = match &args[0].kind {
-        ExprKind::NoneLit => item.clone(),
-        _ => Expr {
-            kind: ExprKind::Call { func: Box::new(args[0].clone()), args: vec![item.clone()], kwargs: vec![] },
-            span,
-        },
+    let item = Expr { kind: ExprKind::Name("__comprehension_item".into()), span };
+    let call = |g: &Expr| Expr {
+        kind: ExprKind::Call { func: Box::new(g.clone()), args: vec![item.clone()], kwargs: vec![] },
+        span,
     };
-    e.kind = ExprKind::ListComp {
-        elt: Box::new(item.clone()),
-        target: Box::new(item),
-        iter: Box::new(args[1].clone()),
-        conds: vec![cond],
+    let (elt, conds) = match (f.as_str(), &args[0].kind) {
+        ("filter", ExprKind::NoneLit) if free("filter") => (item.clone(), vec![item.clone()]),
+        ("filter", _) if free("filter") => (item.clone(), vec![call(&args[0])]),
+        ("map", ExprKind::Name(b)) if free("map") && free(b) && MAPPED_BUILTINS.contains(&b.as_str()) => {
+            (call(&args[0]), vec![])
+        }
+        _ => return,
     };
+    e.kind = ExprKind::ListComp { elt: Box::new(elt), target: Box::new(item), iter: Box::new(args[1].clone()), conds };
 }
