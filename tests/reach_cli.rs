@@ -442,3 +442,37 @@ fn containers_compare_as_in_python() {
     assert_ne!(o.code, 0);
     assert!(o.stderr.contains("Boolean value of Tensor with more than one value is ambiguous"), "{}", o.stderr);
 }
+
+/// The refusals next to held-out round 23's reach: a `filter` kept as an iterator (Python's is read once), a
+/// `F.embedding` with `max_norm` (it rescales the weight in place), an unsupported `torch.X` after
+/// `import torch.X.Y` (refused where used, not for the file), and `int()` of a string that is not a base-10 int.
+#[test]
+fn round_23_refusals_are_located_and_per_function() {
+    let dir = scratch("round23_refusals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("prog.py");
+    let src = "from __future__ import annotations\nimport torch\nimport torch.onnx.operators\n\n\n\
+               def stored_filter(x: f32[3]) -> f32[3]:\n    it = filter(None, [1, 2])\n    return x\n\n\n\
+               def max_norm(i: i64[2], w: f32[4, 3]) -> f32[2, 3]:\n    \
+               return torch.nn.functional.embedding(i.abs() % 4, w, max_norm=1.0)\n\n\n\
+               def onnx(x: f32[3]) -> i64[1]:\n    return torch.onnx.operators.shape_as_tensor(x)\n\n\n\
+               def bad_int(x: f32[3]) -> f32[3]:\n    return x * int(\"1.5\")\n\n\n\
+               def fine(x: f32[3]) -> f32[3]:\n    return x + 1\n";
+    std::fs::write(&file, src).unwrap();
+    let f = s(&file);
+    let cases = [
+        ("stored_filter", "7:10: `filter(...)` returns an iterator"),
+        ("max_norm", "embedding(max_norm=...) rescales the weight in place"),
+        ("onnx", "16:12: unsupported attribute `torch.onnx.operators`"),
+        ("bad_int", "invalid literal for int() with base 10: '1.5'"),
+    ];
+    for engine in ["reference", "optimized"] {
+        for (prog, want) in cases {
+            let o = funcfuse(&["run", &format!("{f}::{prog}"), "--engine", engine, "--output", s(&dir.join(prog))]);
+            assert_eq!(o.code, 1, "{prog} ({engine}): {}", o.stderr);
+            assert!(o.stderr.contains(want), "{prog} ({engine}): {}", o.stderr);
+        }
+        let o = funcfuse(&["run", &format!("{f}::fine"), "--engine", engine, "--output", s(&dir.join("fine"))]);
+        assert_eq!(o.code, 0, "fine ({engine}): {}", o.stderr);
+    }
+}

@@ -177,16 +177,17 @@ fn block_cols(kn: usize, nr: usize, n: usize) -> usize {
     ((BLOCK_BYTES / (4 * kn) / nr).max(1) * nr).min(n.div_ceil(nr) * nr)
 }
 
-/// Whether `y` is a plain f32 load whose index steps by exactly one element along variable `j` (and along `j`
-/// and `kv` only linearly), so that a tile reads it in place.
-fn direct_load(y: &Expr, j: usize, kv: usize) -> bool {
-    let Expr::Load { at, dtype: DType::F32, .. } = y else { return false };
-    at.terms.iter().any(|(a, c)| matches!(a, Atom::Var(u, _) if *u == j) && *c == 1)
+/// Whether `e` is a plain f32 load whose index steps by exactly one element along variable `along` (and along
+/// `along` and `other` only linearly), so that a tile reads it in place: the column operand along the columns
+/// (`other` the reduction), the row operand along the reduction (`other` the rows).
+fn direct_load(e: &Expr, along: usize, other: usize) -> bool {
+    let Expr::Load { at, dtype: DType::F32, .. } = e else { return false };
+    at.terms.iter().any(|(a, c)| matches!(a, Atom::Var(u, _) if *u == along) && *c == 1)
         && at.terms.iter().all(|(a, c)| match a {
-            Atom::Var(u, _) => *u != j || *c == 1,
+            Atom::Var(u, _) => *u != along || *c == 1,
             Atom::Param(_) => true,
             Atom::Div(x, _) | Atom::Mod(x, _) | Atom::ViewInv(_, x, _) | Atom::Load(_, x, _, _) => {
-                !x.mentions(j) && !x.mentions(kv)
+                !x.mentions(along) && !x.mentions(other)
             }
         })
 }
@@ -195,10 +196,9 @@ fn direct_load(y: &Expr, j: usize, kv: usize) -> bool {
 fn render_gemm(k: &Kernel, g: &Gemm, sh: &Shape, indent: &str) -> String {
     let nr = sh.v * sh.nv;
     let nc = block_cols(g.kn, nr, g.n);
-    let full_blocks = g.n / nc;
-    let last = g.n % nc;
-    // A block packs its column operand where that is not read in place, and where its last vector is partial.
-    let packs = !g.direct || last % sh.v != 0 || (last == 0 && g.n % sh.v != 0);
+    // A block packs its column operand where that is not read in place, and where its last vector is partial
+    // (only the last block's can be: a block is whole tiles).
+    let packed = |cols: usize| !g.direct || cols % sh.v != 0;
     let mut s = String::new();
     let mut ind = indent.to_string();
     let _ = writeln!(s, "{ind}{{");
@@ -206,7 +206,7 @@ fn render_gemm(k: &Kernel, g: &Gemm, sh: &Shape, indent: &str) -> String {
     if !g.x_direct {
         let _ = writeln!(s, "{ind}float pa[{}][{}] __attribute__((aligned(64)));", g.kn, sh.mr);
     }
-    if packs {
+    if packed(g.n % nc) {
         let _ = writeln!(s, "{ind}float pb[{}][{}] __attribute__((aligned(64)));", g.kn, nc);
     }
     let outer: Vec<usize> = (0..k.domain.len()).filter(|&v| k.domain[v] > 1 && v != g.i && v != g.j).collect();
@@ -214,16 +214,7 @@ fn render_gemm(k: &Kernel, g: &Gemm, sh: &Shape, indent: &str) -> String {
         let _ = writeln!(s, "{ind}for (int64_t i{v} = 0; i{v} < {m}; i{v}++) {{", m = k.domain[v]);
         ind.push_str("  ");
     }
-    if full_blocks > 0 {
-        let _ = writeln!(s, "{ind}for (int64_t jc = 0; jc < {}; jc += {nc}) {{", full_blocks * nc);
-        s.push_str(&block(k, g, sh, nc, !g.direct, &format!("{ind}  ")));
-        let _ = writeln!(s, "{ind}}}");
-    }
-    if last > 0 {
-        let _ = writeln!(s, "{ind}{{\n{ind}  const int64_t jc = {};", full_blocks * nc);
-        s.push_str(&block(k, g, sh, last, !g.direct || last % sh.v != 0, &format!("{ind}  ")));
-        let _ = writeln!(s, "{ind}}}");
-    }
+    steps(&mut s, &ind, ("jc", g.n, nc), |s, cols, ind| s.push_str(&block(k, g, sh, cols, packed(cols), ind)));
     for _ in &outer {
         ind.truncate(ind.len() - 2);
         let _ = writeln!(s, "{ind}}}");
@@ -257,47 +248,43 @@ fn block(k: &Kernel, g: &Gemm, sh: &Shape, cols: usize, packed: bool, ind: &str)
             );
         }
     }
-    let full = g.m - g.m % sh.mr;
-    if full > 0 {
-        let _ = writeln!(s, "{ind}for (int64_t ib = 0; ib < {full}; ib += {}) {{", sh.mr);
-        s.push_str(&panel(k, g, sh, (cols, packed), sh.mr, &format!("{ind}  ")));
-        let _ = writeln!(s, "{ind}}}");
-    }
-    if g.m > full {
-        let _ = writeln!(s, "{ind}{{\n{ind}  const int64_t ib = {full};");
-        s.push_str(&panel(k, g, sh, (cols, packed), g.m - full, &format!("{ind}  ")));
-        let _ = writeln!(s, "{ind}}}");
-    }
+    steps(&mut s, ind, ("ib", g.m, sh.mr), |s, rows, ind| s.push_str(&panel(k, g, sh, (cols, packed), rows, ind)));
     s
+}
+
+/// Statements over `n` indices in steps of `step` from variable `var` (a C `int64_t`): a loop over the whole
+/// steps, then the rest with `var` fixed; `each(s, count, ind)` writes one step of `count` indices.
+fn steps(s: &mut String, ind: &str, (var, n, step): (&str, usize, usize), each: impl Fn(&mut String, usize, &str)) {
+    let full = n - n % step;
+    let inner = format!("{ind}  ");
+    if full > 0 {
+        let _ = writeln!(s, "{ind}for (int64_t {var} = 0; {var} < {full}; {var} += {step}) {{");
+        each(s, step, &inner);
+        let _ = writeln!(s, "{ind}}}");
+    }
+    if n > full {
+        let _ = writeln!(s, "{ind}{{\n{inner}const int64_t {var} = {full};");
+        each(s, n - full, &inner);
+        let _ = writeln!(s, "{ind}}}");
+    }
 }
 
 /// One panel of `rows` rows from `ib`: the row operand packed, then the block's tiles.
 fn panel(k: &Kernel, g: &Gemm, sh: &Shape, (cols, packed): (usize, bool), rows: usize, ind: &str) -> String {
     let mut s = String::new();
     let (i, kv, kn) = (g.i, g.kv, g.kn);
-    let x = render(g.x, "a");
-    let body = format!("{{ int64_t i{i} = ib + r; pa[i{kv}][r] = (float)({x}); }}");
-    if g.x_direct {
-    } else if super::gemm::unit_stride(g.x, kv) {
-        let _ =
-            writeln!(s, "{ind}for (int r = 0; r < {rows}; r++) for (int64_t i{kv} = 0; i{kv} < {kn}; i{kv}++) {body}");
-    } else {
-        let _ =
-            writeln!(s, "{ind}for (int64_t i{kv} = 0; i{kv} < {kn}; i{kv}++) for (int r = 0; r < {rows}; r++) {body}");
+    // The row operand is packed unless read in place, along its contiguous loop.
+    if !g.x_direct {
+        let x = render(g.x, "a");
+        let body = format!("{{ int64_t i{i} = ib + r; pa[i{kv}][r] = (float)({x}); }}");
+        let (rows_loop, k_loop) =
+            (format!("for (int r = 0; r < {rows}; r++)"), format!("for (int64_t i{kv} = 0; i{kv} < {kn}; i{kv}++)"));
+        let (outer, inner) = if super::gemm::unit_stride(g.x, kv) { (rows_loop, k_loop) } else { (k_loop, rows_loop) };
+        let _ = writeln!(s, "{ind}{outer} {inner} {body}");
     }
-    let nr = sh.v * sh.nv;
-    let full = cols / nr * nr;
-    if full > 0 {
-        let _ = writeln!(s, "{ind}for (int64_t j0 = 0; j0 < {full}; j0 += {nr}) {{");
-        s.push_str(&tile(k, g, sh, (rows, sh.nv, nr), packed, &format!("{ind}  ")));
-        let _ = writeln!(s, "{ind}}}");
-    }
-    if cols > full {
-        let rest = cols - full;
-        let _ = writeln!(s, "{ind}{{\n{ind}  const int64_t j0 = {full};");
-        s.push_str(&tile(k, g, sh, (rows, rest.div_ceil(sh.v), rest), packed, &format!("{ind}  ")));
-        let _ = writeln!(s, "{ind}}}");
-    }
+    steps(&mut s, ind, ("j0", cols, sh.v * sh.nv), |s, n, ind| {
+        s.push_str(&tile(k, g, sh, (rows, n.div_ceil(sh.v), n), packed, ind))
+    });
     s
 }
 

@@ -59,7 +59,8 @@ fn static_of(v: &FV, open: &mut Vec<usize>) -> Option<Value> {
 }
 
 fn static_value(v: &FV, open: &mut Vec<usize>) -> Option<Value> {
-    let fv_static = |x: &FV| static_of(x, &mut open.clone());
+    // Each call pops what it pushed, so the items share the path.
+    let mut of = |x: &FV| static_of(x, open);
     Some(match v {
         FV::None => Value::None,
         FV::Bool(b) => Value::Bool(*b),
@@ -70,12 +71,10 @@ fn static_value(v: &FV, open: &mut Vec<usize>) -> Option<Value> {
         FV::Device => Value::Device,
         FV::Ellipsis => Value::Ellipsis,
         FV::Range(a, b, s) => Value::Range(*a, *b, *s),
-        FV::Tuple(items) | FV::Named(items, _) => {
-            Value::tuple(items.iter().map(fv_static).collect::<Option<Vec<_>>>()?)
-        }
-        FV::List(items) => Value::list(items.borrow().iter().map(fv_static).collect::<Option<Vec<_>>>()?),
+        FV::Tuple(items) | FV::Named(items, _) => Value::tuple(items.iter().map(&mut of).collect::<Option<Vec<_>>>()?),
+        FV::List(items) => Value::list(items.borrow().iter().map(&mut of).collect::<Option<Vec<_>>>()?),
         FV::Dict(items) => Value::Dict(Rc::new(std::cell::RefCell::new(
-            items.borrow().iter().map(|(k, v)| Some((fv_static(k)?, fv_static(v)?))).collect::<Option<Vec<_>>>()?,
+            items.borrow().iter().map(|(k, v)| Some((of(k)?, of(v)?))).collect::<Option<Vec<_>>>()?,
         ))),
         _ => return None,
     })
