@@ -342,3 +342,25 @@ def maps_of_builtins_and_int_of_strings(x: f32[3]) -> f32[3]:
     s = sum(map(abs, [-1, 2, -3]))
     lens = [n for n in map(len, [[1], [1, 2]])]
     return x * parents[0] + s + lens[1] + int(" -1_000 ") / 1000
+
+
+def tensors_of_one_element_tensors(x: f32[3], idx: i64[3]):
+    # Held-out port (round 23): Hugging Face's contrastive search, `torch.tensor([x + i * top_k for i, x in
+    # enumerate(selected_idx)])`; the dtype is PyTorch's promotion over the items, a uint8 takes -1 as 255
+    a = torch.tensor([v + i * 4 for i, v in enumerate(idx)])
+    b = torch.tensor([x[0], 2.5])
+    c = torch.tensor([x.double()[1], x[2]])
+    d = torch.tensor([[idx[0].int()], [idx[1].int()]])
+    e = torch.tensor([idx[0] % 3, True], dtype=torch.float32)
+    g = torch.tensor([-1, 255], dtype=torch.uint8)
+    return a, b, c, d, e, g
+
+
+def lists_of_tensors_index_as_tuples(x: f32[3, 4]):
+    # A list holding tensors, lists or None indexes as the tuple of its items (PyTorch keeps NumPy's old rule):
+    # `x[[a, b]]` is `x[a, b]`, not the rows a and b
+    a = torch.tensor(1)
+    b = torch.tensor(2)
+    y = x.clone()
+    y[[torch.tensor([0, 2]), torch.tensor([1, 3])]] = 5.0
+    return x[[a, b]], x[[[0, 1], [1, 2]]], x[[0, None]], x[[1, 2]], y

@@ -2,11 +2,12 @@
 //! creation ops.
 
 use crate::interp::creation::count_arg;
+use crate::interp::torch_ops::{check_int_data, DataKind};
 use std::rc::Rc;
 
 use super::desugar::ints;
 use super::ops::{err, A};
-use super::state::{diag, Affine, Stop, TRef, FR, FV};
+use super::state::{diag, needs_static, Affine, Stop, TRef, FR, FV};
 use super::Fz;
 use crate::ir::{Node, OpName};
 use crate::tensor::ops::{self, Binary};
@@ -629,31 +630,44 @@ impl<'m> Fz<'m> {
         let mut flat = Vec::new();
         flatten_fv(&v, &mut shape, 0, &mut flat).map_err(err(span))?;
         let statics: Option<Vec<Scalar>> = flat.iter().map(|x| a.number(x)).collect();
-        let kinds = flat.iter().map(|x| match x {
-            FV::Bool(_) | FV::DynBool(_) => 0,
-            FV::Int(_) | FV::DynInt(_) => 1,
-            _ => 2,
-        });
-        let inferred = match kinds.max() {
-            Some(0) => DType::Bool,
-            Some(1) => DType::I64,
-            _ => DType::F32,
-        };
-        let dt = a.dtype(1, "dtype")?.unwrap_or(inferred);
-        match statics {
-            Some(vals) => self.const_data(dt, &shape, &vals, span),
-            None => {
-                let mut parts = vec![self.t.leaf(Node::Int(0))];
-                for x in &flat {
-                    let (t, _) = self.scalar_tensor(x, Some(dt), span)?;
-                    let t = self.reshape_value(t, &[1], span)?;
-                    parts.push(self.t.at(t));
-                }
-                let c = self.t.op(OpName::Cat, parts).map_err(err(span))?;
-                let c = self.reshape_value(c, &shape, span)?;
-                Ok(FV::Tensor(self.fresh(c, None, span)?))
+        let mut kind = DataKind::default();
+        for x in &flat {
+            match x {
+                FV::Tensor(t) => kind.add(self.roots[t.root].dtype, true),
+                FV::Bool(_) | FV::DynBool(_) => kind.add(DType::Bool, false),
+                FV::Int(_) | FV::DynInt(_) => kind.add(DType::I64, false),
+                _ => kind.add(DType::F32, false),
             }
         }
+        let dt = kind.resolve(a.dtype(1, "dtype")?).map_err(err(span))?;
+        if let Some(vals) = statics {
+            check_int_data(dt, &vals).map_err(err(span))?;
+            return self.const_data(dt, &shape, &vals, span);
+        }
+        let mut parts = vec![self.t.leaf(Node::Int(0))];
+        for x in &flat {
+            // PyTorch checks that an integer fits a narrower integer dtype, which only the data can tell.
+            let from = match x {
+                FV::Tensor(t) => self.roots[t.root].dtype,
+                FV::DynInt(_) => DType::I64,
+                _ => DType::Bool,
+            };
+            if !int_fits(from, dt) {
+                return needs_static(span, format!("an integer known only at run time stored as {}, which PyTorch checks for overflow", dt.torch_name().trim_start_matches("torch.")));
+            }
+            let t = match x {
+                FV::Tensor(t) => {
+                    let v = self.read(t, span)?;
+                    self.cast(v, dt, span)?
+                }
+                _ => self.scalar_tensor(x, Some(dt), span)?.0,
+            };
+            let t = self.reshape_value(t, &[1], span)?;
+            parts.push(self.t.at(t));
+        }
+        let c = self.t.op(OpName::Cat, parts).map_err(err(span))?;
+        let c = self.reshape_value(c, &shape, span)?;
+        Ok(FV::Tensor(self.fresh(c, None, span)?))
     }
 
     /// `meshgrid`: each input viewed along its own dim and expanded to the grid (`indexing='ij'` unless `'xy'`).
@@ -730,10 +744,29 @@ fn flatten_fv(v: &FV, shape: &mut Vec<usize>, depth: usize, out: &mut Vec<FV>) -
             }
             Ok(())
         }
-        FV::Tensor(_) => Err("torch.tensor of a list of tensors is not functionalized; use torch.stack".into()),
         other => {
+            if depth < shape.len() {
+                return Err(format!("expected sequence at dim {depth}"));
+            }
+            if let FV::Tensor(t) = other {
+                if t.shape.iter().product::<usize>() != 1 {
+                    return Err("only one element tensors can be converted to Python scalars".into());
+                }
+            }
             out.push(other.clone());
             Ok(())
         }
+    }
+}
+
+/// Whether every value of integer dtype `from` fits `to` as `torch.tensor` checks it (see [`check_int_data`]).
+fn int_fits(from: DType, to: DType) -> bool {
+    use DType::*;
+    match to {
+        U8 => matches!(from, Bool | U8 | I8),
+        I8 => matches!(from, Bool | I8),
+        I16 => matches!(from, Bool | U8 | I8 | I16),
+        I32 => matches!(from, Bool | U8 | I8 | I16 | I32),
+        _ => true,
     }
 }

@@ -4,6 +4,7 @@
 use super::ops::err;
 use super::state::{diag, needs_static, Affine, TId, TRef, FR, FV};
 use super::Fz;
+use crate::interp::pyvalue::PyValue;
 use crate::diag::Span;
 use crate::frontend::ast::BinOp;
 use crate::ir::{Node, OpName};
@@ -195,6 +196,7 @@ impl<'m> Fz<'m> {
     }
 
     pub(super) fn tensor_getitem(&mut self, t: &TRef, idx: &FV, span: Span) -> FR<FV> {
+        let idx = &idx.tensor_index().unwrap_or_else(|| idx.clone());
         if let Some(r) = self.masked_index_read(t, idx, span)? {
             return Ok(r);
         }
@@ -274,6 +276,7 @@ impl<'m> Fz<'m> {
     }
 
     pub(super) fn tensor_setitem(&mut self, t: &TRef, idx: &FV, v: &FV, span: Span) -> FR<()> {
+        let idx = &idx.tensor_index().unwrap_or_else(|| idx.clone());
         if self.conditional_shared(t) {
             return self.on_each_choice(t, span, &mut |s, c| s.tensor_setitem(c, idx, v, span));
         }

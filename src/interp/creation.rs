@@ -1,7 +1,7 @@
 //! Creation ops: `zeros`, `ones`, `full`, `*_like`, `new_*`, `arange`, `linspace`, `tensor`, `eye`, `meshgrid`.
 
 use super::args::{int_list, AResult, Args};
-use super::torch_ops::{fill_value, flatten_data, t, tensor_list, tensors, UNKNOWN_OP};
+use super::torch_ops::{check_int_data, fill_value, flatten_data, t, tensor_list, tensors, DataKind, UNKNOWN_OP};
 use super::value::Value;
 use crate::tensor::{DType, Scalar, Tensor};
 
@@ -125,10 +125,13 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
         }
         "new_tensor" => {
             let x = a.tensor(0, "self")?;
-            let mut shape = Vec::new();
-            let mut vals = Vec::new();
-            flatten_data(a.req(1, "data")?, &mut shape, 0, &mut vals)?;
-            t(Tensor::from_scalars(a.dtype(99, "dtype")?.unwrap_or(x.dtype()), &shape, &vals)?)
+            let data = a.req(1, "data")?;
+            let (shape, vals, kind) = data_of(data)?;
+            let dt = kind.resolve(Some(a.dtype(99, "dtype")?.unwrap_or(x.dtype())))?;
+            if !matches!(data, Value::Tensor(_)) {
+                check_int_data(dt, &vals)?;
+            }
+            t(Tensor::from_scalars(dt, &shape, &vals)?)
         }
         "eye" => {
             let n = count_arg(name, "n", a.int(0, "n")?)?;
@@ -185,25 +188,22 @@ fn arange(a: &Args) -> AResult<Value> {
     t(Tensor::from_scalars(dt, &[n], &vals)?)
 }
 
-/// `torch.tensor`/`as_tensor`: the nested data's numbers in a new tensor, its dtype inferred from the widest kind.
+/// `torch.tensor`/`as_tensor`: the nested data's numbers in a new tensor, its dtype PyTorch's promotion over the items.
 fn tensor_of(a: &Args) -> AResult<Value> {
     let v = a.req(0, "data")?;
-    let mut shape = Vec::new();
-    let mut vals = Vec::new();
-    flatten_data(v, &mut shape, 0, &mut vals)?;
-    let inferred = match v {
-        Value::Tensor(t) => t.dtype(),
-        _ => {
-            let k = vals.iter().map(|s| s.kind()).max();
-            match k {
-                Some(crate::tensor::Kind::Bool) => DType::Bool,
-                Some(crate::tensor::Kind::Int) => DType::I64,
-                _ => DType::F32,
-            }
-        }
-    };
-    let dt = a.dtype(1, "dtype")?.unwrap_or(inferred);
+    let (shape, vals, kind) = data_of(v)?;
+    let dt = kind.resolve(a.dtype(1, "dtype")?)?;
+    if !matches!(v, Value::Tensor(_)) {
+        check_int_data(dt, &vals)?;
+    }
     t(Tensor::from_scalars(dt, &shape, &vals)?)
+}
+
+/// The shape, numbers and kind of `torch.tensor`'s nested data.
+fn data_of(v: &Value) -> AResult<(Vec<usize>, Vec<Scalar>, DataKind)> {
+    let (mut shape, mut vals, mut kind) = (Vec::new(), Vec::new(), DataKind::default());
+    flatten_data(v, &mut shape, 0, &mut vals, &mut kind)?;
+    Ok((shape, vals, kind))
 }
 
 /// `torch.meshgrid`: each input viewed along its own dim and expanded to the grid (`indexing='ij'` unless `'xy'`).

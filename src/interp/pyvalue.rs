@@ -113,6 +113,30 @@ pub trait PyValue: Clone + Sized {
             _ => None,
         }
     }
+
+    /// A tensor's subscript as PyTorch reads it: a list of fewer than 32 items of which one is a tensor, a
+    /// sequence, a slice, `...` or `None` is the tuple of its items (NumPy's old rule, which PyTorch keeps:
+    /// `x[[i, j]]` with tensors `i` and `j` is `x[i, j]`, and `x[[[0, 1], [1, 2]]]` is `x[[0, 1], [1, 2]]`);
+    /// anything else (a list of numbers: one index tensor) is itself.
+    fn tensor_index(&self) -> Option<Self> {
+        let Py::List(items) = self.py() else { return None };
+        let items = items.borrow();
+        let tuple_like = |v: &Self| {
+            matches!(
+                v.py(),
+                Py::Tensor
+                    | Py::Tuple(_)
+                    | Py::Named(_)
+                    | Py::List(_)
+                    | Py::Str(_)
+                    | Py::Range
+                    | Py::Slice
+                    | Py::Ellipsis
+                    | Py::None
+            ) || v.complex_of().is_some()
+        };
+        (items.len() < 32 && items.iter().any(tuple_like)).then(|| Self::make(Made::Tuple(items.clone())))
+    }
 }
 
 /// The value a builtin name denotes when no binding shadows it: a module, or a builtin type (`isinstance(n, int)`;

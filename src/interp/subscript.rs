@@ -2,6 +2,7 @@
 //! following PyTorch's `__getitem__`/`__setitem__`.
 
 use super::args::{to_int, AResult};
+use super::pyvalue::PyValue;
 use super::value::Value;
 use crate::tensor::index;
 use crate::tensor::ops;
@@ -31,7 +32,7 @@ fn as_index_tensor(v: &Value) -> AResult<Option<Tensor>> {
         Value::List(_) => {
             let mut shape = Vec::new();
             let mut vals = Vec::new();
-            super::torch_ops::flatten_data(v, &mut shape, 0, &mut vals)?;
+            super::torch_ops::flatten_data(v, &mut shape, 0, &mut vals, &mut Default::default())?;
             let all_bool = !vals.is_empty() && vals.iter().all(|x| matches!(x, Scalar::B(_)));
             if vals.iter().any(|x| matches!(x, Scalar::F(_))) {
                 return Err("tensors used as indices must be long, int, byte or bool tensors".into());
@@ -136,7 +137,7 @@ fn resolve(t: &Tensor, idx: &Value) -> AResult<Resolved> {
 
 /// `t[idx]`.
 pub fn getitem(t: &Tensor, idx: &Value) -> AResult<Tensor> {
-    let r = resolve(t, idx)?;
+    let r = resolve(t, &idx.tensor_index().unwrap_or_else(|| idx.clone()))?;
     match r.adv {
         None => Ok(r.view),
         Some(adv) => index::index(&r.view, &adv),
@@ -154,7 +155,7 @@ fn strip_leading_ones(v: &Tensor, target_dim: usize) -> AResult<Tensor> {
 
 /// `t[idx] = value`.
 pub fn setitem(t: &Tensor, idx: &Value, value: &Value) -> AResult<()> {
-    let r = resolve(t, idx)?;
+    let r = resolve(t, &idx.tensor_index().unwrap_or_else(|| idx.clone()))?;
     match (&r.adv, value) {
         (_, Value::List(_) | Value::Tuple(_)) => {
             Err(format!("can't assign a {} to a torch.{}Tensor", value.type_name(), t.dtype().name()))

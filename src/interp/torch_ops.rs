@@ -155,29 +155,92 @@ pub(crate) fn nested_len(shape: &mut Vec<usize>, depth: usize, len: usize) -> Re
     Ok(())
 }
 
-/// Nested Python lists of numbers (or 0-dim tensors) for `torch.tensor`.
-pub(super) fn flatten_data(v: &Value, shape: &mut Vec<usize>, depth: usize, out: &mut Vec<Scalar>) -> AResult<()> {
+/// What nested data says of the dtype `torch.tensor` gives it: PyTorch's `promote_types` over the items (a
+/// tensor's dtype, `bool`, `int64` for an int, the default `float32` for a float), and whether a floating-point
+/// tensor is among them (which cannot go into an integer dtype: PyTorch converts it as an index, and raises).
+#[derive(Default)]
+pub(crate) struct DataKind {
+    pub dtype: Option<DType>,
+    pub float_tensor: bool,
+}
+
+impl DataKind {
+    pub fn add(&mut self, d: DType, tensor: bool) {
+        self.dtype = Some(self.dtype.map_or(d, |c| DType::promote(c, d)));
+        self.float_tensor |= tensor && d.is_float();
+    }
+
+    /// The dtype of the new tensor: `given`, or the inferred one (`float32` for no items).
+    pub fn resolve(&self, given: Option<DType>) -> Result<DType, String> {
+        match given {
+            Some(d) if self.float_tensor && !d.is_float() => {
+                Err("only integer tensors of a single element can be converted to an index".into())
+            }
+            Some(d) => Ok(d),
+            None => Ok(self.dtype.unwrap_or(DType::F32)),
+        }
+    }
+}
+
+/// PyTorch's check of an integer stored by `torch.tensor` into an integer dtype: a signed one must hold it; `uint8`
+/// takes -255..=255 (a negative value wraps).
+pub(crate) fn check_int_data(dt: DType, vals: &[Scalar]) -> Result<(), String> {
+    let (lo, hi) = match dt {
+        DType::U8 => (-255, 255),
+        DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+        DType::I16 => (i16::MIN.into(), i16::MAX.into()),
+        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+        _ => return Ok(()),
+    };
+    match vals.iter().find(|v| matches!(v, Scalar::I(i) if *i < lo || *i > hi)) {
+        Some(_) => Err(format!("value cannot be converted to type {} without overflow", dt.torch_name().trim_start_matches("torch."))),
+        None => Ok(()),
+    }
+}
+
+/// Nested Python lists of numbers and one-element tensors for `torch.tensor` (data that is a tensor itself: its
+/// elements), their kinds added to `kind`.
+pub(super) fn flatten_data(
+    v: &Value,
+    shape: &mut Vec<usize>,
+    depth: usize,
+    out: &mut Vec<Scalar>,
+    kind: &mut DataKind,
+) -> AResult<()> {
     match v {
         Value::List(_) | Value::Tuple(_) => {
             let items = v.items().unwrap_or_default();
             nested_len(shape, depth, items.len())?;
             for it in &items {
-                flatten_data(it, shape, depth + 1, out)?;
+                flatten_data(it, shape, depth + 1, out, kind)?;
             }
             Ok(())
         }
-        Value::Tensor(t) => {
-            if depth == shape.len() {
-                shape.extend(&t.shape);
-            }
+        // A copy, cast to a given dtype as `.to` casts.
+        Value::Tensor(t) if depth == 0 => {
+            shape.extend(&t.shape);
             out.extend(t.scalars());
+            kind.add(t.dtype(), false);
             Ok(())
         }
         other => {
             if depth < shape.len() {
                 return Err(format!("expected sequence at dim {depth}"));
             }
-            out.push(other.as_scalar().ok_or_else(|| format!("Could not infer dtype of {}", other.type_name()))?);
+            match other {
+                Value::Tensor(t) if t.numel() != 1 => {
+                    return Err("only one element tensors can be converted to Python scalars".into())
+                }
+                Value::Tensor(t) => {
+                    out.extend(t.scalars());
+                    kind.add(t.dtype(), true);
+                }
+                _ => {
+                    let s = other.as_scalar().ok_or_else(|| format!("Could not infer dtype of {}", other.type_name()))?;
+                    kind.add(s.default_dtype(), false);
+                    out.push(s);
+                }
+            }
             Ok(())
         }
     }
