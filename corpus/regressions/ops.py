@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import torch
 import torch.onnx.operators
+import torch.distributed as dist
 from torch.nn.functional import scaled_dot_product_attention
 
 
@@ -364,3 +365,26 @@ def lists_of_tensors_index_as_tuples(x: f32[3, 4]):
     y = x.clone()
     y[[torch.tensor([0, 2]), torch.tensor([1, 3])]] = 5.0
     return x[[a, b]], x[[[0, 1], [1, 2]]], x[[0, None]], x[[1, 2]], y
+
+
+def finally_blocks_and_one_process(x: f32[2, 3], fsdp: bool = False) -> tuple[f32[2, 3], i64[2], f32[2]]:
+    # Held-out ports (round 23): Whisper's `try: <decode loop> finally: cleanup()` (a `break` in the loop stays
+    # inside), D-Adaptation's `dist.all_reduce` under a flag that is off and `dist.is_initialized()`, and fairseq's
+    # `torch.onnx.operators.shape_as_tensor`
+    cache = {"n": 0}
+    try:
+        for i in range(5):
+            x = _add_one(x)
+            if i == 2:
+                break
+    finally:
+        cache["n"] = 7
+    total = x.sum(1)
+    if fsdp or dist.is_initialized():
+        dist.all_reduce(total, op=dist.ReduceOp.SUM)
+    shape = torch.onnx.operators.shape_as_tensor(x)
+    return x * cache["n"], shape, total
+
+
+def _add_one(t):
+    return t + 1

@@ -167,6 +167,14 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                             | "string"
                     );
                     let binds_torch = alias.asname.is_none() && name.starts_with("torch."); // binds `torch` (supported)
+                                                                                            // `import torch.distributed as dist` is `from torch import distributed as dist`.
+                    if let (Some(bound), false, Some((module, attr))) = (&alias.asname, known, name.rsplit_once('.')) {
+                        if let Some(Ok(module)) = imports::importable(module, attr) {
+                            let (bound, attr) = (bound.to_string(), attr.to_string());
+                            from_imports.push(imports::FromImport { bound, module, attr, at: cx.sp(alias) });
+                            continue;
+                        }
+                    }
                     if !known && !nn_alias && !binds_torch {
                         let bound = match &alias.asname {
                             Some(a) => a.to_string(),

@@ -653,7 +653,13 @@ impl<'m> Fz<'m> {
                 _ => DType::Bool,
             };
             if !int_fits(from, dt) {
-                return needs_static(span, format!("an integer known only at run time stored as {}, which PyTorch checks for overflow", dt.torch_name().trim_start_matches("torch.")));
+                return needs_static(
+                    span,
+                    format!(
+                        "an integer known only at run time stored as {}, which PyTorch checks for overflow",
+                        dt.torch_name().trim_start_matches("torch.")
+                    ),
+                );
             }
             let t = match x {
                 FV::Tensor(t) => {

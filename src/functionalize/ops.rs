@@ -183,7 +183,12 @@ impl<'m> Fz<'m> {
                 .map(FV::Int)
                 .map_err(err(span));
         }
-        let (m, name) = if m == "torch.autograd" {
+        if m == "torch.distributed" {
+            return Err(crate::interp::compat::distributed(name)).map_err(err(span));
+        }
+        let (m, name) = if (m, name) == ("torch.onnx.operators", "shape_as_tensor") {
+            ("torch", "_shape_as_tensor")
+        } else if m == "torch.autograd" {
             let as_bool = |v: &FV| if let FV::Bool(b) = v { Some(*b) } else { None };
             crate::interp::compat::autograd_variable(name, &pos, &kw, FV::type_name, as_bool).map_err(err(span))?;
             kw.clear();

@@ -4,9 +4,9 @@
 use super::ops::err;
 use super::state::{diag, needs_static, Affine, TId, TRef, FR, FV};
 use super::Fz;
-use crate::interp::pyvalue::PyValue;
 use crate::diag::Span;
 use crate::frontend::ast::BinOp;
+use crate::interp::pyvalue::PyValue;
 use crate::ir::{Node, OpName};
 use crate::tensor::{DType, Scalar};
 use egg::Id;

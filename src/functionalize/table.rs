@@ -549,6 +549,11 @@ impl<'m> Fz<'m> {
                 self.tolist(&x, span)
             }
             "numel" | "nelement" => Ok(FV::Int(a.tensor(0, "input")?.shape.iter().product::<usize>() as i64)),
+            "_shape_as_tensor" => {
+                let x = a.tensor(0, "input")?;
+                let dims: Vec<Scalar> = x.shape.iter().map(|&n| Scalar::I(n as i64)).collect();
+                self.const_data(DType::I64, &[dims.len()], &dims, a.span)
+            }
             "dim" | "ndimension" => Ok(FV::Int(a.tensor(0, "input")?.shape.len() as i64)),
             "size" => {
                 let x = a.tensor(0, "input")?;

@@ -187,7 +187,12 @@ impl<'m> Interp<'m> {
                 .map(Value::Int)
                 .map_err(tensor_err(span));
         }
-        let (m, name) = if m == "torch.autograd" {
+        if m == "torch.distributed" {
+            return Err(crate::interp::compat::distributed(name)).map_err(tensor_err(span));
+        }
+        let (m, name) = if (m, name) == ("torch.onnx.operators", "shape_as_tensor") {
+            ("torch", "_shape_as_tensor")
+        } else if m == "torch.autograd" {
             let as_bool = |v: &Value| if let Value::Bool(b) = v { Some(*b) } else { None };
             super::compat::autograd_variable(name, &pos, &kw, Value::type_name, as_bool).map_err(tensor_err(span))?;
             kw.clear();

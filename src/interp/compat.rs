@@ -293,3 +293,12 @@ pub(crate) fn quiet_call(module: &str, name: &str) -> Result<Option<&'static str
         _ => Err(format!("unsupported function `{module}.{name}` (only logging's messages and warnings.warn)")),
     }
 }
+
+/// `torch.distributed.NAME(...)`, but `is_initialized()` (False): the program runs in one process, without the
+/// process group that every other function of the module needs.
+pub(crate) fn distributed(name: &str) -> String {
+    format!(
+        "`torch.distributed.{name}` needs a process group; funcfuse runs a program in one process, where \
+         `torch.distributed.is_initialized()` is False"
+    )
+}

@@ -237,8 +237,8 @@ pub(crate) fn in_needs_container(b: &str) -> String {
     format!("`in` needs a tuple, list, dict or str, not {b}")
 }
 
-/// The module predicates that say how the program is being run (exported, scripted, traced, compiled, on CUDA):
-/// never, here (programs run with CPU semantics).
+/// The module predicates that say how the program is being run (exported, scripted, traced, compiled, on CUDA, in
+/// a process group): never, here (programs run with CPU semantics, in one process).
 pub(crate) fn run_mode_predicate(full: &str) -> bool {
     matches!(
         full,
@@ -249,6 +249,7 @@ pub(crate) fn run_mode_predicate(full: &str) -> bool {
             | "torch.jit.is_tracing"
             | "torch.compiler.is_compiling"
             | "torch.compiler.is_dynamo_compiling"
+            | "torch.distributed.is_initialized"
     )
 }
 
@@ -542,6 +543,8 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
         "torch.linalg" => Value::Module("torch.linalg"),
         "torch.autograd" => Value::Module("torch.autograd"),
         "torch.onnx" => Value::Module("torch.onnx"),
+        "torch.onnx.operators" => Value::Module("torch.onnx.operators"),
+        "torch.distributed" => Value::Module("torch.distributed"),
         "torch.cuda" => Value::Module("torch.cuda"),
         "torch.backends" => Value::Module("torch.backends"),
         "torch.backends.mps" => Value::Module("torch.backends.mps"),

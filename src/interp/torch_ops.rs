@@ -193,7 +193,10 @@ pub(crate) fn check_int_data(dt: DType, vals: &[Scalar]) -> Result<(), String> {
         _ => return Ok(()),
     };
     match vals.iter().find(|v| matches!(v, Scalar::I(i) if *i < lo || *i > hi)) {
-        Some(_) => Err(format!("value cannot be converted to type {} without overflow", dt.torch_name().trim_start_matches("torch."))),
+        Some(_) => Err(format!(
+            "value cannot be converted to type {} without overflow",
+            dt.torch_name().trim_start_matches("torch.")
+        )),
         None => Ok(()),
     }
 }
@@ -236,7 +239,8 @@ pub(super) fn flatten_data(
                     kind.add(t.dtype(), true);
                 }
                 _ => {
-                    let s = other.as_scalar().ok_or_else(|| format!("Could not infer dtype of {}", other.type_name()))?;
+                    let s =
+                        other.as_scalar().ok_or_else(|| format!("Could not infer dtype of {}", other.type_name()))?;
                     kind.add(s.default_dtype(), false);
                     out.push(s);
                 }
@@ -684,6 +688,12 @@ impl<'m> Interp<'m> {
             }
             "item" => Ok(Value::from_scalar(a.tensor(0, "input")?.item()?)),
             "numel" | "nelement" => Ok(Value::Int(a.tensor(0, "input")?.numel() as i64)),
+            // `torch.onnx.operators.shape_as_tensor`
+            "_shape_as_tensor" => {
+                let x = a.tensor(0, "input")?;
+                let dims: Vec<Scalar> = x.shape.iter().map(|&n| Scalar::I(n as i64)).collect();
+                t(Tensor::from_scalars(DType::I64, &[dims.len()], &dims)?)
+            }
             "dim" | "ndimension" => Ok(Value::Int(a.tensor(0, "input")?.dim() as i64)),
             "size" => {
                 let x = a.tensor(0, "input")?;

@@ -130,6 +130,16 @@ impl Cx {
             );
         }
         let mut body = self.block(&t.body)?;
+        if caught.is_empty() {
+            // `try: BODY finally: FINALLY` catches nothing: an error in BODY fails the program either way, and
+            // FINALLY runs after BODY unless BODY leaves the `try` early, which would run FINALLY first.
+            if let Some(at) = leaves_block(&body, false) {
+                return err(at, "`return`, `break` and `continue` that leave a `try: ... finally:` are not supported (the `finally` block would run first)");
+            }
+            body.extend(self.block(&t.orelse)?);
+            body.extend(self.block(&t.finalbody)?);
+            return Ok(body);
+        }
         let mut bad = None;
         visit_stmts(&body, &mut |s| {
             if bad.is_none() && matches!(s.kind, StmtKind::Raise(_)) {
@@ -338,4 +348,16 @@ impl Cx {
             _ => err(span, "sets are supported only as a display of string literals (`{\"a\", \"b\"}`)"),
         }
     }
+}
+
+/// The first statement of `body` that leaves it early: a `return`, or a `break`/`continue` outside any loop of
+/// `body` (`in_loop`: inside one).
+fn leaves_block(body: &[Stmt], in_loop: bool) -> Option<Span> {
+    body.iter().find_map(|s| match &s.kind {
+        StmtKind::Return(_) => Some(s.span),
+        StmtKind::Break | StmtKind::Continue if !in_loop => Some(s.span),
+        StmtKind::For { body, .. } | StmtKind::While { body, .. } => leaves_block(body, true),
+        StmtKind::If { body, orelse, .. } => leaves_block(body, in_loop).or_else(|| leaves_block(orelse, in_loop)),
+        _ => None,
+    })
 }
