@@ -121,14 +121,17 @@ FF_FN float ff__scale(float p, uint32_t k) {
     return ((1.0f + p) * s1) * s2;
 }
 
-/* e^x in float lanes. x is clamped to [-104, 89], beyond which every result is 0 or inf; NaN propagates (the clamps
- * compare false). */
+/* e^x in float lanes. x is clamped to 89, beyond which every result is inf; below -104 (-inf too) the result is 0,
+ * computed on x = 0 and then replaced: the scaling of a clamped x would go through subnormal products, which cost
+ * x86 cores a microcode assist per lane (softmax's masked -inf logits ran at half speed). NaN propagates (the
+ * comparisons are false). */
 FF_FN float ff__expf_core(float x) {
+    int tiny = x < -104.0f;
     x = ff__self(x > 89.0f, 89.0f, x);
-    x = ff__self(x < -104.0f, -104.0f, x);
+    x = ff__self(tiny, 0.0f, x);
     uint32_t k;
     float p = ff__expf_red(x, &k);
-    return ff__scale(p, k);
+    return ff__self(tiny, 0.0f, ff__scale(p, k));
 }
 
 /* ln(1 + f) for f in [sqrt(2)/2 - 1, sqrt(2) - 1], in float lanes: s = f / (2 + f), ln(1 + f) = 2 atanh(s)
@@ -268,11 +271,11 @@ FF_FN float ff_tanhf(float x) {
 /* 1 / (1 + e^-x) in float lanes from e = e^-|x| <= 1 (no overflow): 1 / (1 + e) for x >= 0, e / (1 + e) for x < 0
  * (tiny and subnormal results come from e itself). */
 FF_FN float ff_sigmoidf(float x) {
-    float y = -ff__u2f(ff__f2u(x) & 0x7fffffffu); /* <= 0: only the lower clamp of ff__expf_core applies */
-    y = ff__self(y < -104.0f, -104.0f, y);
+    float y = -ff__u2f(ff__f2u(x) & 0x7fffffffu); /* <= 0: only the lower bound of ff__expf_core applies */
+    int tiny = y < -104.0f;
     uint32_t k;
-    float p = ff__expf_red(y, &k);
-    float e = ff__scale(p, k);
+    float p = ff__expf_red(ff__self(tiny, 0.0f, y), &k);
+    float e = ff__self(tiny, 0.0f, ff__scale(p, k));
     return ff__self(x < 0.0f, e, 1.0f) / (1.0f + e);
 }
 
