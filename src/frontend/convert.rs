@@ -144,49 +144,8 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             // An unsupported import binds names that only the functions using them cannot use (not `torch`).
             py::Stmt::Import(imp) => {
                 for alias in &imp.names {
-                    let name = alias.name.as_str();
-                    imports_torch |= alias.asname.is_none() && (name == "torch" || name.starts_with("torch."));
-                    if name == "numpy" {
-                        *cx.numpy.borrow_mut() =
-                            Some(alias.asname.as_ref().map_or("numpy".to_string(), |a| a.to_string()));
-                        continue;
-                    }
-                    // `import torch.nn as nn` binds `nn` (`nn.functional.max_pool2d`), as `F` stands for
-                    // torch.nn.functional; another alias of torch.nn is not known to the engines.
-                    let nn_alias = name == "torch.nn" && alias.asname.as_ref().is_none_or(|a| a.as_str() == "nn");
-                    let known = matches!(
-                        name,
-                        "torch"
-                            | "torch.nn.functional"
-                            | "math"
-                            | "itertools"
-                            | "copy"
-                            | "functools"
-                            | "logging"
-                            | "warnings"
-                            | "string"
-                    );
-                    let binds_torch = alias.asname.is_none() && name.starts_with("torch."); // binds `torch` (supported)
-                                                                                            // `import torch.distributed as dist` is `from torch import distributed as dist`.
-                    if let (Some(bound), false, Some((module, attr))) = (&alias.asname, known, name.rsplit_once('.')) {
-                        if let Some(Ok(module)) = imports::importable(module, attr) {
-                            let (bound, attr) = (bound.to_string(), attr.to_string());
-                            from_imports.push(imports::FromImport { bound, module, attr, at: cx.sp(alias) });
-                            continue;
-                        }
-                    }
-                    if !known && !nn_alias && !binds_torch {
-                        let bound = match &alias.asname {
-                            Some(a) => a.to_string(),
-                            None => name.split('.').next().unwrap_or(name).to_string(),
-                        };
-                        let msg = format!(
-                            "unsupported import `{name}` (only torch, torch.nn as nn, torch.nn.functional, math, \
-                             itertools, copy, functools, logging, warnings and string)"
-                        );
-                        let d = Diagnostic::new(msg).at(cx.sp(alias)).in_file(_path);
-                        unusable.push(FailedFunction { name: bound, span: cx.sp(alias), error: d });
-                    }
+                    let at = cx.sp(alias);
+                    imports_torch |= imports::import(_path, alias, at, &cx.numpy, &mut from_imports, &mut unusable);
                 }
             }
             py::Stmt::ImportFrom(imp) => {

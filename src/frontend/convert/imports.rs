@@ -69,6 +69,58 @@ pub(super) fn from_import(
     }
 }
 
+/// `import NAME [as BOUND]` at `at`: numpy's name goes to `numpy`; `import torch.X.Y as Z` is `from torch.X import
+/// Y as Z` (to `from_imports`); a module the engines do not know fails only the functions that name it (`unusable`).
+/// True where the statement binds `torch` itself.
+pub(super) fn import(
+    path: &str,
+    alias: &py::Alias,
+    at: Span,
+    numpy: &std::cell::RefCell<Option<String>>,
+    from_imports: &mut Vec<FromImport>,
+    unusable: &mut Vec<FailedFunction>,
+) -> bool {
+    let name = alias.name.as_str();
+    let binds_torch = alias.asname.is_none() && (name == "torch" || name.starts_with("torch."));
+    if name == "numpy" {
+        *numpy.borrow_mut() = Some(alias.asname.as_ref().map_or("numpy".to_string(), |a| a.to_string()));
+        return binds_torch;
+    }
+    // `import torch.nn as nn` binds `nn` (`nn.functional.max_pool2d`), as `F` stands for torch.nn.functional.
+    let nn_alias = name == "torch.nn" && alias.asname.as_ref().is_none_or(|a| a.as_str() == "nn");
+    let known = matches!(
+        name,
+        "torch"
+            | "torch.nn.functional"
+            | "math"
+            | "itertools"
+            | "copy"
+            | "functools"
+            | "logging"
+            | "warnings"
+            | "string"
+    );
+    if let (Some(bound), false, Some((module, attr))) = (&alias.asname, known || nn_alias, name.rsplit_once('.')) {
+        if let Some(Ok(module)) = importable(module, attr) {
+            from_imports.push(FromImport { bound: bound.to_string(), module, attr: attr.to_string(), at });
+            return binds_torch;
+        }
+    }
+    if !known && !nn_alias && !binds_torch {
+        let bound = match &alias.asname {
+            Some(a) => a.to_string(),
+            None => name.split('.').next().unwrap_or(name).to_string(),
+        };
+        let msg = format!(
+            "unsupported import `{name}` (only torch, torch.nn as nn, torch.nn.functional, math, itertools, copy, \
+             functools, logging, warnings and string)"
+        );
+        let error = Diagnostic::new(msg).at(at).in_file(path);
+        unusable.push(FailedFunction { name: bound, span: at, error });
+    }
+    binds_torch
+}
+
 /// Reads of imported names in `functions` become attribute reads of their module. A name the module also binds at
 /// its top level (a `def` or `NAME = ...`; in Python whichever runs last wins) is `unusable` instead, with a message
 /// that asks for another name.
