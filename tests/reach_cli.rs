@@ -451,21 +451,23 @@ fn round_23_refusals_are_located_and_per_function() {
     let dir = scratch("round23_refusals");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("prog.py");
-    let src = "from __future__ import annotations\nimport torch\nimport torch.distributed as dist\n\n\n\
+    let src = "from __future__ import annotations\nimport random\nimport torch\nimport torch.distributed as dist\n\n\n\
                def stored_filter(x: f32[3]) -> f32[3]:\n    it = filter(None, [1, 2])\n    return x\n\n\n\
                def max_norm(i: i64[2], w: f32[4, 3]) -> f32[2, 3]:\n    \
                return torch.nn.functional.embedding(i.abs() % 4, w, max_norm=1.0)\n\n\n\
                def rank(x: f32[3]) -> f32[3]:\n    return x * dist.get_rank()\n\n\n\
                def bad_int(x: f32[3]) -> f32[3]:\n    return x * int(\"1.5\")\n\n\n\
                def early_return(x: f32[3]) -> f32[3]:\n    try:\n        return x\n    finally:\n        x.add_(1)\n\n\n\
+               def rnd(x: f32[3]) -> f32[3]:\n    return x * random.random()\n\n\n\
                def fine(x: f32[3]) -> f32[3]:\n    return x + 1\n";
     std::fs::write(&file, src).unwrap();
     let f = s(&file);
     let cases = [
-        ("early_return", "25:9: `return`, `break` and `continue` that leave a `try: ... finally:` are not supported"),
-        ("stored_filter", "7:10: `filter(...)` returns an iterator"),
+        ("rnd", "32:16: `random.random`: the module `random` is not supported"),
+        ("early_return", "26:9: `return`, `break` and `continue` that leave a `try: ... finally:` are not supported"),
+        ("stored_filter", "8:10: `filter(...)` returns an iterator"),
         ("max_norm", "embedding(max_norm=...) rescales the weight in place"),
-        ("rank", "16:16: `torch.distributed.get_rank` needs a process group; funcfuse runs a program in one process"),
+        ("rank", "17:16: `torch.distributed.get_rank` needs a process group; funcfuse runs a program in one process"),
         ("bad_int", "invalid literal for int() with base 10: '1.5'"),
     ];
     for engine in ["reference", "optimized"] {

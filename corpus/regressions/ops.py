@@ -5,13 +5,16 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import random
 import string
 import warnings
 
 import numpy as np
 import torch
-import torch.onnx.operators
+import torch as th
 import torch.distributed as dist
+import torch.nn as tnn
+import torch.onnx.operators
 from torch.nn.functional import scaled_dot_product_attention
 
 
@@ -388,3 +391,17 @@ def finally_blocks_and_one_process(x: f32[2, 3], fsdp: bool = False) -> tuple[f3
 
 def _add_one(t):
     return t + 1
+
+
+def grad_modes_as_wrappers_and_aliases(x: f32[2, 3, 4], y: f32[5], steps: f32[2]) -> tuple[f32[2, 3, 4], ...]:
+    # Held-out ports (round 24): torch.optim's LBFGS `torch.enable_grad()(closure)` and `clone(memory_format=
+    # torch.contiguous_format)`, Adafactor's `all(isinstance(t, torch.Tensor) for t in state_steps)`, lstms.pth's
+    # `import torch as th`, PointerNet's `nn.Softmax()` without dim (PyTorch's implicit dim, 0 for 1-D and 3-D
+    # inputs, else 1), DiffusionDet's `random.shuffle` in a branch its shapes never take
+    closure = torch.enable_grad()(_add_one)
+    ok = all(isinstance(t, torch.Tensor) for t in [x, steps])
+    if x.shape[0] > 5:
+        random.shuffle([1, 2])
+    sm = tnn.Softmax()
+    c = x.transpose(0, 2).clone(memory_format=torch.contiguous_format)
+    return sm(x) * ok, torch.nn.functional.softmax(y), sm(x[0]), th.tanh(closure(x)), c.view(-1), abs(steps.sum().item()) + x

@@ -183,6 +183,9 @@ impl<'m> Fz<'m> {
                 .map(FV::Int)
                 .map_err(err(span));
         }
+        if crate::interp::python::UNSUPPORTED_MODULES.contains(&m) {
+            return Err(crate::interp::python::unsupported_module(m, name)).map_err(err(span));
+        }
         if m == "torch.distributed" {
             return Err(crate::interp::compat::distributed(name)).map_err(err(span));
         }
@@ -292,6 +295,11 @@ impl<'m> Fz<'m> {
                 },
                 FV::Float(f) => Ok(FV::Float(f.abs())),
                 v @ FV::Tensor(_) => self.unary(ops::Unary::Abs, &v, span),
+                // A float known at run time: the 0-d float64 term's absolute value (exact, as Python's).
+                FV::DynFloat(t) => {
+                    let x = self.t.at(t);
+                    Ok(FV::DynFloat(self.t.op(OpName::Abs, vec![x]).map_err(err(span))?))
+                }
                 other => diag(span, format!("abs() of a {} is not supported here", other.type_name())),
             },
             "min" | "max" => self.min_max(name, a),

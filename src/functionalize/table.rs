@@ -152,7 +152,12 @@ impl<'m> Fz<'m> {
             }
             "softmax" | "log_softmax" | "cumsum" | "cumprod" => {
                 let x = a.tensor(0, "input")?;
-                let dim = a.int(1, "dim")?;
+                let implicit = crate::interp::torch_ops::implicit_softmax_dim(&a.name, x.shape.len())
+                    .filter(|_| name.ends_with("softmax") && matches!(a.opt(1, "dim"), None | Some(FV::None)));
+                let dim = match implicit {
+                    Some(d) => d,
+                    None => a.int(1, "dim")?,
+                };
                 let given = a.dtype(2, "dtype")?;
                 let dt = given.unwrap_or(self.roots[x.root].dtype);
                 let xt = self.term_as(&FV::Tensor(x), dt, span)?;
@@ -321,8 +326,18 @@ impl<'m> Fz<'m> {
             }
             "clone" => {
                 let x = a.tensor(0, "input")?;
+                let layout = match a.opt(99, "memory_format") {
+                    Some(FV::Str(f)) if &**f == "torch.contiguous_format" => None,
+                    Some(_) => {
+                        return diag(
+                            span,
+                            "clone(): memory_format must be torch.contiguous_format or torch.preserve_format",
+                        )
+                    }
+                    None => Some(&x),
+                };
                 let v = self.read(&x, span)?;
-                Ok(FV::Tensor(self.fresh(v, Some(&x), span)?))
+                Ok(FV::Tensor(self.fresh(v, layout, span)?))
             }
             "contiguous" => {
                 let x = a.tensor(0, "input")?;

@@ -187,6 +187,9 @@ impl<'m> Interp<'m> {
                 .map(Value::Int)
                 .map_err(tensor_err(span));
         }
+        if crate::interp::python::UNSUPPORTED_MODULES.contains(&m) {
+            return Err(crate::interp::python::unsupported_module(m, name)).map_err(tensor_err(span));
+        }
         if m == "torch.distributed" {
             return Err(crate::interp::compat::distributed(name)).map_err(tensor_err(span));
         }

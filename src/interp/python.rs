@@ -529,6 +529,9 @@ pub fn hasattr(owner: AttrOwner, name: &str) -> Result<bool, String> {
 /// (`F.relu`), as a plain Python value (both engines; the functionalizer converts it).
 pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
     let full = format!("{m}.{name}");
+    if UNSUPPORTED_MODULES.contains(&m) {
+        return Err(unsupported_module(m, name));
+    }
     if let Some(d) = DType::from_torch_name(name).filter(|_| m == "torch") {
         return Ok(Value::DType(d));
     }
@@ -719,4 +722,40 @@ impl<'m> Interp<'m> {
         )
         .map_err(|m| Diagnostic::new(m).at(a.span))
     }
+}
+
+/// Modules of Python's standard library a program may import without using on the path it runs (DiffusionDet's
+/// `random.shuffle` in a branch its shapes never take): the import binds the module, and any use of it is refused
+/// where it runs (both engines).
+pub(crate) const UNSUPPORTED_MODULES: &[&str] = &[
+    "random",
+    "collections",
+    "os",
+    "sys",
+    "time",
+    "re",
+    "json",
+    "operator",
+    "numbers",
+    "dataclasses",
+    "enum",
+    "abc",
+    "inspect",
+    "types",
+    "contextlib",
+    "pathlib",
+    "datetime",
+    "traceback",
+    "pprint",
+    "bisect",
+    "heapq",
+    "statistics",
+];
+
+/// The refusal of `MODULE.NAME` for a module of [`UNSUPPORTED_MODULES`].
+pub(crate) fn unsupported_module(m: &str, name: &str) -> String {
+    format!(
+        "`{m}.{name}`: the module `{m}` is not supported (only torch, torch.nn, torch.nn.functional, math, itertools, \
+         copy, functools, logging, warnings and string)"
+    )
 }

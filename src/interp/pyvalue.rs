@@ -153,6 +153,9 @@ pub fn builtin_name(name: &str) -> Option<&'static str> {
         "logging" => "logging",
         "warnings" => "warnings",
         "string" => "string",
+        m if super::python::UNSUPPORTED_MODULES.contains(&m) => {
+            super::python::UNSUPPORTED_MODULES.iter().copied().find(|u| *u == m).unwrap_or("random")
+        }
         // Warning categories, which `warnings.warn(msg, UserWarning)` takes (and ignores here).
         "UserWarning" => "UserWarning",
         "DeprecationWarning" => "DeprecationWarning",

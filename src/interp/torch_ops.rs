@@ -463,10 +463,12 @@ impl<'m> Interp<'m> {
             }
             "softmax" | "log_softmax" => {
                 let x = a.tensor(0, "input")?;
-                let dim = a
-                    .get(1, "dim")
-                    .ok_or_else(|| format!("{name}() missing 1 required positional arguments: \"dim\""))?;
-                t(reduce::softmax(&x, to_int(dim)?, a.dtype(2, "dtype")?, name == "log_softmax")?)
+                let dim = match a.get(1, "dim") {
+                    Some(d) if !matches!(d, Value::None) => to_int(d)?,
+                    _ => implicit_softmax_dim(&a.name, x.dim())
+                        .ok_or_else(|| format!("{name}() missing 1 required positional arguments: \"dim\""))?,
+                };
+                t(reduce::softmax(&x, dim, a.dtype(2, "dtype")?, name == "log_softmax")?)
             }
             "cumsum" => t(reduce::cumsum(&a.tensor(0, "input")?, a.int(1, "dim")?, a.dtype(2, "dtype")?)?),
             "cumprod" => t(reduce::cumprod(&a.tensor(0, "input")?, a.int(1, "dim")?, a.dtype(2, "dtype")?)?),
@@ -563,7 +565,14 @@ impl<'m> Interp<'m> {
             "stack" => t(reduce::stack(&tensor_list(a, 0, "tensors")?, a.int_or(1, "dim", 0)?)?),
             "clone" => {
                 let x = a.tensor(0, "input")?;
-                t(x.clone_like_layout(x.dtype())?)
+                match a.get(99, "memory_format") {
+                    // `clone(memory_format=torch.contiguous_format)` (torch.optim's LBFGS): a row-major copy.
+                    Some(Value::Str(f)) if &**f == "torch.contiguous_format" => t(x.contiguous_copy()),
+                    Some(_) => {
+                        Err("clone(): memory_format must be torch.contiguous_format or torch.preserve_format".into())
+                    }
+                    None => t(x.clone_like_layout(x.dtype())?),
+                }
             }
             "contiguous" => {
                 let x = a.tensor(0, "input")?;
@@ -734,4 +743,11 @@ pub(crate) fn cname(d: DType) -> &'static str {
         DType::Bool => "bool",
         _ => "half",
     }
+}
+
+/// `F.softmax` and `F.log_softmax` without `dim` (or with `dim=None`, as `nn.Softmax()` passes it): PyTorch's legacy
+/// implicit dim (with a deprecation warning), 0 for inputs of 0, 1 or 3 dims, else 1. `None` for `torch.softmax` and
+/// the method, which need a dim (both engines).
+pub(crate) fn implicit_softmax_dim(call: &str, ndim: usize) -> Option<i64> {
+    call.starts_with("torch.nn.functional.").then_some(if matches!(ndim, 0 | 1 | 3) { 0 } else { 1 })
 }

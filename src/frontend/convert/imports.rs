@@ -69,6 +69,10 @@ pub(super) fn from_import(
     }
 }
 
+/// The modules `import NAME` binds for the engines (`torch.nn` too, as `nn`).
+const KNOWN: &[&str] =
+    &["torch", "torch.nn.functional", "math", "itertools", "copy", "functools", "logging", "warnings", "string"];
+
 /// `import NAME [as BOUND]` at `at`: numpy's name goes to `numpy`; `import torch.X.Y as Z` is `from torch.X import
 /// Y as Z` (to `from_imports`); a module the engines do not know fails only the functions that name it (`unusable`).
 /// True where the statement binds `torch` itself.
@@ -100,6 +104,21 @@ pub(super) fn import(
             | "warnings"
             | "string"
     );
+    // `import torch as th`, `import torch.nn.functional as fn`, `import math as m`: the name reads the module.
+    if let (Some(bound), true) = (&alias.asname, known || name == "torch.nn") {
+        let module = KNOWN.iter().copied().chain(["torch.nn"]).find(|m| *m == name).unwrap_or("torch");
+        if crate::interp::pyvalue::builtin_name(bound.as_str()) != Some(module) {
+            from_imports.push(FromImport { bound: bound.to_string(), module, attr: String::new(), at });
+        }
+        return binds_torch;
+    }
+    // A standard-library module: bound, and refused where a program uses it (see `UNSUPPORTED_MODULES`).
+    if let Some(module) = crate::interp::python::UNSUPPORTED_MODULES.iter().copied().find(|m| *m == name) {
+        if let Some(bound) = alias.asname.as_ref().filter(|b| b.as_str() != name) {
+            from_imports.push(FromImport { bound: bound.to_string(), module, attr: String::new(), at });
+        }
+        return binds_torch;
+    }
     if let (Some(bound), false, Some((module, attr))) = (&alias.asname, known || nn_alias, name.rsplit_once('.')) {
         if let Some(Ok(module)) = importable(module, attr) {
             from_imports.push(FromImport { bound: bound.to_string(), module, attr: attr.to_string(), at });
@@ -158,7 +177,11 @@ pub(super) fn qualify(
                 let first = Expr { kind: ExprKind::Name(parts.next().unwrap_or_default().to_string()), span: e.span };
                 let module =
                     parts.fold(first, |m, p| Expr { kind: ExprKind::Attr(Box::new(m), p.to_string()), span: e.span });
-                e.kind = ExprKind::Attr(Box::new(module), i.attr.clone());
+                // `import torch as th`: the module itself.
+                e.kind = match i.attr.as_str() {
+                    "" => module.kind,
+                    attr => ExprKind::Attr(Box::new(module), attr.to_string()),
+                };
             }
         }
     };

@@ -216,10 +216,16 @@ pub(super) fn stops_early(func: &py::Expr) -> bool {
     matches!(func, py::Expr::Name(n) if matches!(n.id.as_str(), "any" | "all"))
 }
 
-/// Whether a converted comprehension's items, conditions and iterables call nothing (no effects to skip).
+/// Whether a converted comprehension's items, conditions and iterables call nothing (no effects to skip) but
+/// `isinstance`, which has none and cannot raise on a class (torch.optim's `all(isinstance(t, torch.Tensor) for t in
+/// state_steps)`).
 pub(super) fn calls_nothing(e: &Expr) -> bool {
     let mut calls = false;
-    visit_expr(e, &mut |x| calls |= matches!(x.kind, ExprKind::Call { .. }));
+    visit_expr(e, &mut |x| {
+        if let ExprKind::Call { func, .. } = &x.kind {
+            calls |= !matches!(&func.kind, ExprKind::Name(n) if n == "isinstance");
+        }
+    });
     !calls
 }
 
