@@ -405,3 +405,39 @@ def grad_modes_as_wrappers_and_aliases(x: f32[2, 3, 4], y: f32[5], steps: f32[2]
     sm = tnn.Softmax()
     c = x.transpose(0, 2).clone(memory_format=torch.contiguous_format)
     return sm(x) * ok, torch.nn.functional.softmax(y), sm(x[0]), th.tanh(closure(x)), c.view(-1), abs(steps.sum().item()) + x
+
+
+def sets_of_ints_in_cpythons_order(x: f32[8], ids: i64[6]) -> tuple[f32[8], f32[8], f32[8]]:
+    # Held-out ports (round 24): vLLM's `all_stop_token_ids: {2, 7}` and `set()`, Hugging Face v2's `for token in
+    # set(prev_tokens)` (the reference runs it on data; here on numbers known before the program runs). A set is
+    # iterated in CPython's order (its hash table's), not the insertion order: {7, 2} iterates 2 then 7
+    stop = {7, 2}
+    big = {10, 20, 30, 40, 50}
+    seen = set([5, 3, 5, 8, -1])
+    empty = set()
+    squares = {i * i % 7 for i in range(6)}
+    out = x.clone()
+    order = []
+    for t in stop:
+        order.append(t)
+    for t in big:
+        order.append(t)
+    for t in seen:
+        order.append(t)
+    for t in squares:
+        order.append(t)
+    y = x.clone()
+    for k, t in enumerate(order):
+        y[k % 8] = y[k % 8] * 0.5 + t
+    for t in sorted(seen):
+        out[t % 8] += 1.0
+    return out + len(empty) + (3 in seen) + (4 not in stop), y, x * len(order)
+
+
+def numpy_nan_placeholders(x: f32[2, 3]) -> f32[2, 3]:
+    # Held-out port (round 23): Whisper's `no_speech_probs = [np.nan] * n_batch`, filled in later
+    probs = [np.nan] * 2
+    probs[0] = x[0, 0].item()
+    probs[1] = x[1, 0].item()
+    scale = probs[1] if not math.isnan(probs[1]) else 0.0
+    return x * scale + probs[0] + math.isinf(probs[0]) + math.isfinite(probs[1])

@@ -309,6 +309,19 @@ impl<'m> Fz<'m> {
                 self.all_any(name == "any", &items, span)
             }
             "dict" => self.dict_call(a),
+            "set" | "frozenset" => {
+                let items = match a.opt(0, "iterable") {
+                    Some(v) => self.iterate(&v.clone(), span)?,
+                    None => Vec::new(),
+                };
+                if items.iter().any(|v| matches!(v, FV::DynInt(_) | FV::DynBool(_))) {
+                    return super::state::needs_static(
+                        span,
+                        "a set of numbers known only at run time (its size and order depend on them)",
+                    );
+                }
+                crate::interp::pyset::set_of(items, false).map_err(err(span))
+            }
             "sorted" => {
                 if a.get(99, "key").is_some_and(|k| !matches!(k, FV::None)) {
                     return diag(span, "sorted() with key= is not supported");

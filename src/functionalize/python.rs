@@ -409,6 +409,12 @@ impl<'m> Fz<'m> {
         if let ([v @ (FV::DynFloat(_) | FV::DynInt(_))], "sqrt") = (pos, name) {
             return self.dyn_sqrt(v, span);
         }
+        if let ([v @ (FV::DynFloat(_) | FV::DynInt(_))], "isnan" | "isinf" | "isfinite") = (pos, name) {
+            return self.dyn_float_class(name, v, span);
+        }
+        if let Some(b) = num(pos.first()).and_then(|x| crate::interp::calls::float_class(name, x)) {
+            return Ok(FV::Bool(b));
+        }
         let Some(x) = num(pos.first()) else {
             return diag(span, format!("math.{name}() needs a number known before the program runs"));
         };
@@ -423,6 +429,27 @@ impl<'m> Fz<'m> {
             Some(v) => Ok(FV::Float(v.to_f64())),
             None => diag(span, format!("unsupported function `math.{name}`")),
         }
+    }
+
+    /// `math.isnan(x)`, `math.isinf(x)`, `math.isfinite(x)` of a number known only at run time: `x != x`,
+    /// `|x| == inf`, `x - x == 0` (NaN for infinities and NaN) in double, as a run-time bool.
+    fn dyn_float_class(&mut self, name: &str, v: &FV, span: Span) -> FR<FV> {
+        use crate::tensor::ops::Binary;
+        let x = FV::DynFloat(self.scalar_tensor(v, Some(DType::F64), span)?.0);
+        let r = match name {
+            "isnan" => self.elementwise(Binary::Ne, &[x.clone(), x], span)?,
+            "isinf" => {
+                let FV::DynFloat(t) = x else { unreachable!("a run-time float") };
+                let t = self.t.at(t);
+                let a = FV::DynFloat(self.t.op(crate::ir::OpName::Abs, vec![t]).map_err(Self::tyerr(span))?);
+                self.elementwise(Binary::Eq, &[a, FV::Float(f64::INFINITY)], span)?
+            }
+            _ => {
+                let d = self.elementwise(Binary::Sub, &[x.clone(), x], span)?;
+                self.elementwise(Binary::Eq, &[d, FV::Float(0.0)], span)?
+            }
+        };
+        Ok(FV::DynBool(self.dyn_bool_of(&r, span)?))
     }
 
     /// `math.sqrt(x)` of a number known only at run time (an optimizer's bias correction from a step counter read

@@ -379,6 +379,13 @@ impl<'m> Interp<'m> {
                 Ok(Value::Bool(!want))
             }
             "dict" => self.dict_call(a),
+            "set" | "frozenset" => {
+                let items = match a.get(0, "iterable") {
+                    Some(v) => self.iterate(v, span)?,
+                    None => Vec::new(),
+                };
+                super::pyset::set_of(items, false).map_err(&e)
+            }
             "sorted" => {
                 if a.get(99, "key").is_some_and(|k| !matches!(k, Value::None)) {
                     return err(span, "sorted() with key= is not supported");
@@ -485,11 +492,24 @@ fn math_call(name: &str, a: &Args) -> Result<Value, String> {
         v => v.as_scalar().map(|s| s.to_f64()),
     };
     let x = number(a.req(0, "x")?).ok_or_else(|| format!("math.{name}() needs a number"))?;
+    if let Some(b) = float_class(name, x) {
+        return Ok(Value::Bool(b));
+    }
     if a.pos.len() == 2 {
         let y = number(&a.pos[1]).ok_or_else(|| format!("math.{name}() needs numbers"))?;
         return math2(name, x, y).map(Value::Float);
     }
     math1(name, x)?.map(Value::from_scalar).ok_or_else(|| format!("unsupported function `math.{name}`"))
+}
+
+/// `math.isnan`, `math.isinf`, `math.isfinite` of `x` (both engines); `None` for another function.
+pub(crate) fn float_class(name: &str, x: f64) -> Option<bool> {
+    match name {
+        "isnan" => Some(x.is_nan()),
+        "isinf" => Some(x.is_infinite()),
+        "isfinite" => Some(x.is_finite()),
+        _ => None,
+    }
 }
 
 /// `range(...)`'s arguments as (start, stop, step).

@@ -22,6 +22,7 @@ pub(crate) mod nn_ops;
 pub(crate) mod out_arg;
 pub(crate) mod pyarith;
 pub(crate) mod pyfmt;
+pub(crate) mod pyset;
 pub(crate) mod pystr;
 pub(crate) mod python;
 pub(crate) mod pyvalue;

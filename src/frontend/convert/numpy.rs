@@ -346,14 +346,15 @@ impl Fold<'_> {
         }
         match &mut e.kind {
             ExprKind::Name(n) if n == self.np => {
-                return err(e.span, format!("numpy is supported only as {FUNCS} of numbers known before the program runs, and np.pi, np.e, np.inf"));
+                return err(e.span, format!("numpy is supported only as {FUNCS} of numbers known before the program runs, and np.pi, np.e, np.inf, np.nan"));
             }
             ExprKind::Attr(a, attr) if matches!(&a.kind, ExprKind::Name(n) if n == self.np) => {
                 let v = match attr.as_str() {
                     "pi" => std::f64::consts::PI,
                     "e" => std::f64::consts::E,
                     "inf" => f64::INFINITY,
-                    _ => return err(e.span, format!("`{}.{attr}` is not supported: numpy is supported only as {FUNCS} of numbers known before the program runs, and np.pi, np.e, np.inf", self.np)),
+                    "nan" => f64::NAN,
+                    _ => return err(e.span, format!("`{}.{attr}` is not supported: numpy is supported only as {FUNCS} of numbers known before the program runs, and np.pi, np.e, np.inf, np.nan", self.np)),
                 };
                 e.kind = ExprKind::Float(v);
                 return Ok(());

@@ -351,7 +351,42 @@ impl Cx {
                 let dict = Box::new(Expr { kind: ExprKind::Name("dict".into()), span });
                 Ok(ExprKind::Call { func: dict, args: vec![list], kwargs: vec![] })
             }
-            _ => err(span, "sets are supported only as a display of string literals (`{\"a\", \"b\"}`)"),
+            // Another display: a set of ints (or bools) as the engines hold one (`interp::pyset`), in CPython's
+            // order, known now for constants (CPython builds a display of three or more from a frozenset constant),
+            // else `set([ITEMS])`, which adds them in order as CPython's display does.
+            py::Expr::Set(set) if !set.elts.iter().any(|e| matches!(e, py::Expr::Starred(_))) => {
+                let items: Vec<Expr> = set.elts.iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?;
+                let consts: Option<Vec<i64>> = items
+                    .iter()
+                    .map(|e| match &e.kind {
+                        ExprKind::Int(i) => Some(*i),
+                        ExprKind::Bool(b) => Some(i64::from(*b)),
+                        ExprKind::Unary(UnaryOp::Neg, x) => match x.kind {
+                            ExprKind::Int(i) => i.checked_neg(),
+                            _ => None,
+                        },
+                        _ => None,
+                    })
+                    .collect();
+                let Some(v) = consts else {
+                    let set = Box::new(Expr { kind: ExprKind::Name("set".into()), span });
+                    let list = Expr { kind: ExprKind::List(items), span };
+                    return Ok(ExprKind::Call { func: set, args: vec![list], kwargs: vec![] });
+                };
+                let hashes: Vec<i64> = v.iter().map(|&x| crate::interp::pyset::int_hash(x)).collect();
+                let order = crate::interp::pyset::iteration_order(&hashes, &|a, b| v[a] == v[b], v.len() >= 3);
+                let none = |e: &Expr| Expr { kind: ExprKind::NoneLit, span: e.span };
+                Ok(ExprKind::Dict(order.into_iter().map(|k| (items[k].clone(), none(&items[k]))).collect()))
+            }
+            // `{E for ...}` is `set([E for ...])`.
+            py::Expr::SetComp(c) => {
+                let list = Expr { kind: self.comprehension(&c.elt, &c.generators, span)?, span };
+                let set = Box::new(Expr { kind: ExprKind::Name("set".into()), span });
+                Ok(ExprKind::Call { func: set, args: vec![list], kwargs: vec![] })
+            }
+            _ => {
+                err(span, "sets are supported only as displays without `*` (`{1, 2}`, `{\"a\", \"b\"}`) and `set(...)`")
+            }
         }
     }
 }
