@@ -871,7 +871,7 @@ fn numpy_refusals_are_located() {
         ("    return torch.from_numpy(np.copy(x))\n", "6:29", "`np.copy(...)` is not supported"),
         ("    return x * np.float32(2.0)\n", "6:16", "`np.float32` is not supported"),
         ("    m = np\n    return x\n", "6:9", "numpy is supported only as np.abs"),
-        ("    return x + np.nan\n", "6:16", "`np.nan` is not supported"),
+        ("    return x + np.newaxis\n", "6:16", "`np.newaxis` is not supported"),
         // numpy's float64 would make `torch.tensor` a float64 tensor; folded to a Python float it would be float32.
         (
             "    return x * torch.tensor(np.log(2.0))\n",

@@ -601,10 +601,11 @@ impl Cx {
             py::Expr::Call(c) if is_jit_annotate(&c.func) && c.arguments.args.len() == 2 && c.arguments.keywords.is_empty() => {
                 return self.expr(&c.arguments.args[1]);
             }
-            // `torch.enable_grad()(closure)` (torch.optim's LBFGS), `torch.compile(f)`: a grad mode or compiler applied
-            // as a decorator is the function itself.
+            // `torch.enable_grad()(closure)` (torch.optim's LBFGS), `torch.compile(mode=...)(f)`: a grad mode or
+            // compiler made and then applied as a decorator is the function itself.
             py::Expr::Call(c)
-                if inert::is_inert_decorator(&c.func)
+                if matches!(c.func.as_ref(), py::Expr::Call(_))
+                    && inert::is_inert_decorator(&c.func)
                     && c.arguments.args.len() == 1
                     && c.arguments.keywords.is_empty()
                     && !matches!(c.arguments.args[0], py::Expr::Starred(_)) =>

@@ -5,6 +5,7 @@
 
 pub mod ast;
 mod convert;
+pub mod cpython;
 pub mod torch_api;
 
 use crate::diag::Diagnostic;

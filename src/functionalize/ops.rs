@@ -320,7 +320,7 @@ impl<'m> Fz<'m> {
                         "a set of numbers known only at run time (its size and order depend on them)",
                     );
                 }
-                crate::interp::pyset::set_of(items, false).map_err(err(span))
+                crate::interp::pyset::set_of(items).map_err(err(span))
             }
             "sorted" => {
                 if a.get(99, "key").is_some_and(|k| !matches!(k, FV::None)) {
@@ -671,9 +671,14 @@ impl<'m> Fz<'m> {
             }
             _ => {
                 let base = &name[..name.len() - 1];
-                let r = match self.torch(base, a, true)? {
-                    FV::Tensor(r) => r,
-                    _ => return diag(span, format!("unsupported tensor method `.{name}()`")),
+                let unsupported = |m: &str| crate::frontend::torch_api::unsupported(&format!("torch.Tensor.{m}"));
+                let r = match self.torch(base, a, true) {
+                    // `x.set_(...)`: the in-place method is what the program names (there is no `set`).
+                    Err(Stop::Diag(d)) if d.message == unsupported(base) => return diag(span, unsupported(name)),
+                    r => match r? {
+                        FV::Tensor(r) => r,
+                        _ => return diag(span, format!("unsupported tensor method `.{name}()`")),
+                    },
                 };
                 let inputs: Vec<TRef> = a.tensors().into_iter().cloned().collect();
                 let refs: Vec<&TRef> = inputs.iter().collect();

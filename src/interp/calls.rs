@@ -384,7 +384,7 @@ impl<'m> Interp<'m> {
                     Some(v) => self.iterate(v, span)?,
                     None => Vec::new(),
                 };
-                super::pyset::set_of(items, false).map_err(&e)
+                super::pyset::set_of(items).map_err(&e)
             }
             "sorted" => {
                 if a.get(99, "key").is_some_and(|k| !matches!(k, Value::None)) {

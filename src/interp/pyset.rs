@@ -1,108 +1,16 @@
 //! Python sets of ints, bools and strings, as both engines hold them: a dict whose keys are the set's items in the
 //! order CPython iterates them, its values None (`in`, `len`, iteration, `sorted`, `list` and `==` then behave as the
-//! set's). CPython iterates a set in the order of its hash table's slots, which for ints (whose hash is the value,
-//! reduced modulo 2^61 - 1) is fixed: [`iteration_order`] replays CPython's insertions (`setobject.c`: linear probes
-//! of 9, then perturbed open addressing; the table grows to hold 4 times its items once it is 3/5 full). A set of
-//! strings keeps its insertion order: CPython's order for strings depends on the interpreter's hash seed, so a
-//! program whose result depends on it differs from one Python run to the next.
+//! set's). CPython iterates a set in the order of its hash table's slots, which for ints is fixed and
+//! `frontend::cpython::iteration_order` replays. A set of strings keeps its insertion order: CPython's order for
+//! strings depends on the interpreter's hash seed, so a program whose result depends on it differs from one Python
+//! run to the next.
 
 use super::pyvalue::{Made, Py, PyValue};
+use crate::frontend::cpython::{int_hash, iteration_order};
 
-const LINEAR_PROBES: u64 = 9;
-const PERTURB_SHIFT: u32 = 5;
-const MIN_SIZE: usize = 8;
-
-/// Python's `hash` of an int.
-pub fn int_hash(v: i64) -> i64 {
-    const P: i128 = (1 << 61) - 1;
-    let m = (i128::from(v).abs() % P) as i64;
-    let h = if v < 0 { -m } else { m };
-    if h == -1 {
-        -2
-    } else {
-        h
-    }
-}
-
-/// Inserts `item` (with `hash`) into `table` (slots of item indices), as `set_insert_clean` does (no equal key there).
-fn insert_clean(table: &mut [Option<usize>], hash: i64, item: usize) {
-    let mask = table.len() as u64 - 1;
-    let mut perturb = hash as u64;
-    let mut i = hash as u64 & mask;
-    loop {
-        let probes = if i + LINEAR_PROBES <= mask { LINEAR_PROBES } else { 0 };
-        for j in 0..=probes {
-            if table[(i + j) as usize].is_none() {
-                table[(i + j) as usize] = Some(item);
-                return;
-            }
-        }
-        perturb >>= PERTURB_SHIFT;
-        i = (i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb)) & mask;
-    }
-}
-
-/// The table after growing to hold `min_used` items: the smallest power of two (from 8) above it, the old slots'
-/// items reinserted in slot order.
-fn resized(table: &[Option<usize>], hashes: &[i64], min_used: usize) -> Vec<Option<usize>> {
-    let mut size = MIN_SIZE;
-    while size <= min_used {
-        size <<= 1;
-    }
-    let mut new = vec![None; size];
-    for &item in table.iter().flatten() {
-        insert_clean(&mut new, hashes[item], item);
-    }
-    new
-}
-
-/// The slots of a set built by adding `hashes` in order, where `same(a, b)` says items `a` and `b` are equal (the
-/// later one is then not added).
-fn built(hashes: &[i64], same: &dyn Fn(usize, usize) -> bool) -> Vec<Option<usize>> {
-    let mut table = vec![None; MIN_SIZE];
-    let (mut used, mut fill) = (0usize, 0usize);
-    'items: for (item, &hash) in hashes.iter().enumerate() {
-        let mask = table.len() as u64 - 1;
-        let mut perturb = hash as u64;
-        let mut i = hash as u64 & mask;
-        loop {
-            let probes = if i + LINEAR_PROBES <= mask { LINEAR_PROBES } else { 0 };
-            for j in 0..=probes {
-                match table[(i + j) as usize] {
-                    None => {
-                        table[(i + j) as usize] = Some(item);
-                        (used, fill) = (used + 1, fill + 1);
-                        if fill * 5 >= mask as usize * 3 {
-                            table = resized(&table, hashes, if used > 50000 { used * 2 } else { used * 4 });
-                            fill = used;
-                        }
-                        continue 'items;
-                    }
-                    Some(other) if hashes[other] == hash && same(other, item) => continue 'items,
-                    Some(_) => {}
-                }
-            }
-            perturb >>= PERTURB_SHIFT;
-            i = (i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb)) & mask;
-        }
-    }
-    table
-}
-
-/// The items (indices into `hashes`) of a set built from them, in CPython's iteration order, duplicates left out.
-/// `constant_display`: a display of three or more constants (`{2, 7, 11}`), which CPython compiles to an empty set
-/// updated from a frozenset constant (a larger table copies that one's slots in order).
-pub fn iteration_order(hashes: &[i64], same: &dyn Fn(usize, usize) -> bool, constant_display: bool) -> Vec<usize> {
-    let mut table = built(hashes, same);
-    let used = table.iter().flatten().count();
-    if constant_display && used * 5 >= (MIN_SIZE - 1) * 3 {
-        table = resized(&table, hashes, used * 2);
-    }
-    table.into_iter().flatten().collect()
-}
-
-/// `set(items)` in either engine: the dict standing for it (see the module's documentation).
-pub fn set_of<V: PyValue>(items: Vec<V>, constant_display: bool) -> Result<V, String> {
+/// `set(items)` in either engine (the items added in order): the dict standing for it (see the module's
+/// documentation).
+pub fn set_of<V: PyValue>(items: Vec<V>) -> Result<V, String> {
     let ints: Option<Vec<i64>> = items
         .iter()
         .map(|v| match v.py() {
@@ -114,7 +22,7 @@ pub fn set_of<V: PyValue>(items: Vec<V>, constant_display: bool) -> Result<V, St
     let order: Vec<usize> = match ints {
         Some(ints) => {
             let hashes: Vec<i64> = ints.iter().map(|&v| int_hash(v)).collect();
-            iteration_order(&hashes, &|a, b| ints[a] == ints[b], constant_display)
+            iteration_order(&hashes, &|a, b| ints[a] == ints[b], false)
         }
         None => {
             let strs: Option<Vec<&str>> =
@@ -130,37 +38,4 @@ pub fn set_of<V: PyValue>(items: Vec<V>, constant_display: bool) -> Result<V, St
         }
     };
     Ok(V::make(Made::Dict(order.into_iter().map(|k| (items[k].clone(), V::make(Made::None))).collect())))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn order(v: &[i64], display: bool) -> Vec<i64> {
-        let hashes: Vec<i64> = v.iter().map(|&x| int_hash(x)).collect();
-        iteration_order(&hashes, &|a, b| v[a] == v[b], display).into_iter().map(|k| v[k]).collect()
-    }
-
-    /// Orders printed by CPython 3.11 (`list(set([...]))`, `list({...})`).
-    #[test]
-    fn orders_are_cpythons() {
-        assert_eq!(order(&[7, 2], false), [2, 7]);
-        assert_eq!(order(&[8, 1], false), [8, 1]);
-        assert_eq!(order(&[3, 1, 3, 2], false), [1, 2, 3]);
-        assert_eq!(order(&[-1, -2, 5], false), [5, -1, -2]);
-        assert_eq!(order(&[100, 3, 17, 42, 9, 64], false), [64, 3, 100, 9, 42, 17]);
-        assert_eq!(order(&[32000, 2, 13, 31999], false), [32000, 2, 13, 31999]);
-        let sevens: Vec<i64> = (0..200).step_by(7).collect();
-        let want = [
-            0, 133, 7, 140, 14, 147, 21, 154, 28, 161, 35, 168, 42, 175, 49, 182, 56, 189, 63, 196, 70, 77, 84, 91, 98,
-            105, 112, 119, 126,
-        ];
-        assert_eq!(order(&sevens, false), want);
-        let big = [1 << 62, -(1 << 62), 5, (1 << 61) - 1, 1 << 61];
-        assert_eq!(order(&big, false), [(1 << 61) - 1, 1 << 61, 1 << 62, 5, -(1 << 62)]);
-        assert_eq!(order(&[10, 20, 30, 40, 50], true), [50, 20, 40, 10, 30]);
-        assert_eq!(order(&[5, 99, 1000, 7], true), [1000, 99, 5, 7]);
-        let many = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 33, 65];
-        assert_eq!(order(&many, true), many);
-    }
 }

@@ -724,33 +724,7 @@ impl<'m> Interp<'m> {
     }
 }
 
-/// Modules of Python's standard library a program may import without using on the path it runs (DiffusionDet's
-/// `random.shuffle` in a branch its shapes never take): the import binds the module, and any use of it is refused
-/// where it runs (both engines).
-pub(crate) const UNSUPPORTED_MODULES: &[&str] = &[
-    "random",
-    "collections",
-    "os",
-    "sys",
-    "time",
-    "re",
-    "json",
-    "operator",
-    "numbers",
-    "dataclasses",
-    "enum",
-    "abc",
-    "inspect",
-    "types",
-    "contextlib",
-    "pathlib",
-    "datetime",
-    "traceback",
-    "pprint",
-    "bisect",
-    "heapq",
-    "statistics",
-];
+pub(crate) use crate::frontend::cpython::UNSUPPORTED_MODULES;
 
 /// The refusal of `MODULE.NAME` for a module of [`UNSUPPORTED_MODULES`].
 pub(crate) fn unsupported_module(m: &str, name: &str) -> String {

@@ -107,13 +107,19 @@ pub(super) fn import(
     // `import torch as th`, `import torch.nn.functional as fn`, `import math as m`: the name reads the module.
     if let (Some(bound), true) = (&alias.asname, known || name == "torch.nn") {
         let module = KNOWN.iter().copied().chain(["torch.nn"]).find(|m| *m == name).unwrap_or("torch");
-        if crate::interp::pyvalue::builtin_name(bound.as_str()) != Some(module) {
+        // The names the engines give these modules without an import: `torch`, `F`, `nn`, `math`, ...
+        let own = match module {
+            "torch.nn.functional" => "F",
+            "torch.nn" => "nn",
+            m => m,
+        };
+        if bound.as_str() != own {
             from_imports.push(FromImport { bound: bound.to_string(), module, attr: String::new(), at });
         }
         return binds_torch;
     }
     // A standard-library module: bound, and refused where a program uses it (see `UNSUPPORTED_MODULES`).
-    if let Some(module) = crate::interp::python::UNSUPPORTED_MODULES.iter().copied().find(|m| *m == name) {
+    if let Some(module) = crate::frontend::cpython::UNSUPPORTED_MODULES.iter().copied().find(|m| *m == name) {
         if let Some(bound) = alias.asname.as_ref().filter(|b| b.as_str() != name) {
             from_imports.push(FromImport { bound: bound.to_string(), module, attr: String::new(), at });
         }

@@ -51,6 +51,11 @@ fn consumed(body: &[Stmt], out: &mut Vec<Span>) {
             if matches!(&func.kind, ExprKind::Name(n) if CONSUMERS.contains(&n.as_str())) {
                 out.extend(args.iter().map(|a| a.span));
             }
+            // `xs.extend(product(a, b))` (vLLM's min-tokens penalty): a list's `extend` reads it to the end. (On
+            // another object `extend` fails where it runs.)
+            if matches!(&func.kind, ExprKind::Attr(_, m) if m == "extend") && args.len() == 1 {
+                out.push(args[0].span);
+            }
             // `f(*map(g, xs))`: starred arguments are read at once.
             out.extend(args.iter().filter_map(|a| match &a.kind {
                 ExprKind::Starred(x) => Some(x.span),

@@ -351,7 +351,7 @@ impl Cx {
                 let dict = Box::new(Expr { kind: ExprKind::Name("dict".into()), span });
                 Ok(ExprKind::Call { func: dict, args: vec![list], kwargs: vec![] })
             }
-            // Another display: a set of ints (or bools) as the engines hold one (`interp::pyset`), in CPython's
+            // Another display: a set of ints (or bools) as the engines hold one (`frontend::cpython`), in CPython's
             // order, known now for constants (CPython builds a display of three or more from a frozenset constant),
             // else `set([ITEMS])`, which adds them in order as CPython's display does.
             py::Expr::Set(set) if !set.elts.iter().any(|e| matches!(e, py::Expr::Starred(_))) => {
@@ -373,8 +373,8 @@ impl Cx {
                     let list = Expr { kind: ExprKind::List(items), span };
                     return Ok(ExprKind::Call { func: set, args: vec![list], kwargs: vec![] });
                 };
-                let hashes: Vec<i64> = v.iter().map(|&x| crate::interp::pyset::int_hash(x)).collect();
-                let order = crate::interp::pyset::iteration_order(&hashes, &|a, b| v[a] == v[b], v.len() >= 3);
+                let hashes: Vec<i64> = v.iter().map(|&x| crate::frontend::cpython::int_hash(x)).collect();
+                let order = crate::frontend::cpython::iteration_order(&hashes, &|a, b| v[a] == v[b], v.len() >= 3);
                 let none = |e: &Expr| Expr { kind: ExprKind::NoneLit, span: e.span };
                 Ok(ExprKind::Dict(order.into_iter().map(|k| (items[k].clone(), none(&items[k]))).collect()))
             }
