@@ -441,3 +441,13 @@ def numpy_nan_placeholders(x: f32[2, 3]) -> f32[2, 3]:
     probs[1] = x[1, 0].item()
     scale = probs[1] if not math.isnan(probs[1]) else 0.0
     return x * scale + probs[0] + math.isinf(probs[0]) + math.isfinite(probs[1])
+
+
+def tuples_of_index_sequences(x: f32[4, 5]) -> tuple[f32[4, 5], f32[2], f32[2, 5]]:
+    # Held-out port (round 24): vLLM's `logits[tuple(zip(*logits_to_penalize))] = -float("inf")` over the pairs
+    # `itertools.product` gave `list.extend`: a tuple inside the index tuple is a sequence of indices
+    pairs = []
+    pairs.extend(itertools.product([1, 3], [0, 2]))
+    y = x.clone()
+    y[tuple(zip(*pairs))] = -float("inf")
+    return y, x[(0, 2), (1, 4)], x[((0, 1),)]

@@ -79,7 +79,8 @@ impl<'m> Fz<'m> {
                     _ => unreachable!("constant data is a tensor"),
                 }
             }
-            FV::List(_) => {
+            // A tuple inside the index tuple is a sequence of indices too (`x[tuple(zip(*pairs))]`, vLLM).
+            FV::List(_) | FV::Tuple(_) => {
                 let items = v.items().unwrap_or_default();
                 let all_bool = !items.is_empty() && items.iter().all(|x| matches!(x, FV::Bool(_)));
                 let vals: Vec<Scalar> = items

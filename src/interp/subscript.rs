@@ -29,7 +29,8 @@ fn as_index_tensor(v: &Value) -> AResult<Option<Tensor>> {
             Err("tensors used as indices must be long, int, byte or bool tensors".into())
         }
         Value::Tensor(t) => Ok(Some(t.clone())),
-        Value::List(_) => {
+        // A tuple inside the index tuple is a sequence of indices too (`x[tuple(zip(*pairs))]`, vLLM).
+        Value::List(_) | Value::Tuple(_) => {
             let mut shape = Vec::new();
             let mut vals = Vec::new();
             super::torch_ops::flatten_data(v, &mut shape, 0, &mut vals, &mut Default::default())?;
