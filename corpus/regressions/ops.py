@@ -451,3 +451,21 @@ def tuples_of_index_sequences(x: f32[4, 5]) -> tuple[f32[4, 5], f32[2], f32[2, 5
     y = x.clone()
     y[tuple(zip(*pairs))] = -float("inf")
     return y, x[(0, 2), (1, 4)], x[((0, 1),)]
+
+
+def continue_skips_the_rest_of_the_loop(x: f32[3, 4], counts: i64[3]) -> tuple[f32[3], f32[3, 4]]:
+    # Held-out port (round 24): RetinaNet's focal loss, per image `if <no annotations>: losses.append(zero);
+    # continue` then `losses.append(loss)`, on a condition known only at run time: every path appends once
+    losses = []
+    y = x.clone()
+    for j in range(3):
+        if (counts[j] + j) % 3 == 0:
+            losses.append(x[j].sum() * 0)
+            continue
+        if (counts[j] + j) % 3 == 1:
+            y[j] = -1.0
+            losses.append(x[j].max())
+            continue
+        y[j] += 1.0
+        losses.append(x[j].sum())
+    return torch.stack(losses), y

@@ -124,6 +124,8 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     }
                     lambdas::close_lambdas(&mut func, &mut nested, &mut lambdas)?;
                     closure::close_over(&mut func, &mut nested)?;
+                    sugar::continue_as_else(&mut func.body);
+                    nested.iter_mut().for_each(|n| sugar::continue_as_else(&mut n.func.body));
                     sugar::conditional_statements(&mut func.body);
                     nested.iter_mut().for_each(|n| sugar::conditional_statements(&mut n.func.body));
                     lambdas.iter_mut().for_each(|l| sugar::conditional_statements(&mut l.body));

@@ -322,11 +322,51 @@ pub(super) fn conditional_statements(body: &mut [Stmt]) {
     }
 }
 
+/// In every loop of `body`, `if C: A; continue` followed by the rest of the loop's body R is `if C: A else: R` (the
+/// `continue` skips R, which then runs only where C is false), so that an `if` on a run-time value sees both arms
+/// (RetinaNet's `if bbox_annotation.shape[0] == 0: losses.append(...); continue` then `losses.append(...)`: as two
+/// arms, each appends once; as a skip, the lists' lengths disagreed). Only an `if` without `else` at the top level of
+/// the loop's body whose arm ends with the `continue`.
+pub(super) fn continue_as_else(body: &mut [Stmt]) {
+    for s in body.iter_mut() {
+        match &mut s.kind {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
+                in_loop(body);
+                continue_as_else(body);
+            }
+            StmtKind::If { body, orelse, .. } => {
+                continue_as_else(body);
+                continue_as_else(orelse);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// [`continue_as_else`] at the top level of one loop body.
+fn in_loop(body: &mut Vec<Stmt>) {
+    let at = body.iter().enumerate().position(|(i, s)| {
+        i + 1 < body.len()
+            && matches!(&s.kind, StmtKind::If { body, orelse, .. }
+                if orelse.is_empty() && matches!(body.last(), Some(Stmt { kind: StmtKind::Continue, .. })))
+    });
+    let Some(i) = at else { return };
+    let mut rest: Vec<Stmt> = body.drain(i + 1..).collect();
+    in_loop(&mut rest);
+    let StmtKind::If { body: arm, orelse, .. } = &mut body[i].kind else { unreachable!("found above") };
+    let end = arm.pop().expect("the arm ends with `continue`").span;
+    if arm.is_empty() {
+        arm.push(Stmt { kind: StmtKind::Pass, span: end });
+    }
+    *orelse = rest;
+}
+
 impl Cx {
     /// A set display of string literals (Adam-mini's `{"bias"}`, `{"q_proj", "k_proj"}`: names tested with `in`)
     /// is the dict of those keys: the same membership, length and iteration, in the order written, one of the
-    /// orders Python's randomized string hashing gives; other sets are refused. A dict comprehension
-    /// `{k: v for ...}` is `dict([(k, v) for ...])`.
+    /// orders Python's randomized string hashing gives; a set of int constants the dict of its items in CPython's
+    /// order; another set display or comprehension `set([...])`. A dict comprehension `{k: v for ...}` is
+    /// `dict([(k, v) for ...])`.
     pub(super) fn set_or_dict_comp(&self, e: &py::Expr, span: Span) -> Result<ExprKind, Diagnostic> {
         match e {
             py::Expr::Set(set) if set.elts.iter().all(|e| matches!(e, py::Expr::StringLiteral(_))) => {
