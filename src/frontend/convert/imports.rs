@@ -92,18 +92,7 @@ pub(super) fn import(
     }
     // `import torch.nn as nn` binds `nn` (`nn.functional.max_pool2d`), as `F` stands for torch.nn.functional.
     let nn_alias = name == "torch.nn" && alias.asname.as_ref().is_none_or(|a| a.as_str() == "nn");
-    let known = matches!(
-        name,
-        "torch"
-            | "torch.nn.functional"
-            | "math"
-            | "itertools"
-            | "copy"
-            | "functools"
-            | "logging"
-            | "warnings"
-            | "string"
-    );
+    let known = KNOWN.contains(&name);
     // `import torch as th`, `import torch.nn.functional as fn`, `import math as m`: the name reads the module.
     if let (Some(bound), true) = (&alias.asname, known || name == "torch.nn") {
         let module = KNOWN.iter().copied().chain(["torch.nn"]).find(|m| *m == name).unwrap_or("torch");
