@@ -480,3 +480,42 @@ fn round_23_refusals_are_located_and_per_function() {
         assert_eq!(o.code, 0, "fine ({engine}): {}", o.stderr);
     }
 }
+
+/// `torch.tensor` of nested data and sets: PyTorch's refusals, on every engine, where the data tells; refusals of
+/// what only the run would tell on the functional and optimized engines (the reference runs those).
+#[test]
+fn tensor_data_and_set_refusals_are_located() {
+    let dir = scratch("data_and_set_refusals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("prog.py");
+    let src = "from __future__ import annotations\nimport torch\n\n\n\
+               def float_into_int(x: f32[3]) -> i64[2]:\n    return torch.tensor([x[0], 2], dtype=torch.int64)\n\n\n\
+               def several(x: f32[3]) -> f32[2, 2]:\n    return torch.tensor([x[:2], x[1:]])\n\n\n\
+               def overflow(x: f32[3]) -> f32[3]:\n    return x + torch.tensor([300], dtype=torch.uint8)\n\n\n\
+               def floats(x: f32[3]) -> f32[3]:\n    s = set([0.5, 1])\n    return x * len(s)\n\n\n\
+               def run_time_int32(x: f32[3], i: i64[3]) -> i32[2]:\n    return torch.tensor([i[0], 1], dtype=torch.int32)\n\n\n\
+               def run_time_set(x: f32[3], i: i64[3]) -> f32[3]:\n    return x * len(set(i.tolist()))\n";
+    std::fs::write(&file, src).unwrap();
+    let f = s(&file);
+    let everywhere = [
+        ("float_into_int", "6:12: only integer tensors of a single element can be converted to an index"),
+        ("several", "10:12: only one element tensors can be converted to Python scalars"),
+        ("overflow", "14:16: value cannot be converted to type uint8 without overflow"),
+        ("floats", "18:9: sets are supported of ints, bools (known before the program runs) or strings, not of float"),
+    ];
+    let functional_only = [
+        ("run_time_int32", "23:12: cannot functionalize: an integer known only at run time stored as int32"),
+        ("run_time_set", "27:20: cannot functionalize: a set of numbers known only at run time"),
+    ];
+    for engine in ["reference", "optimized"] {
+        for (prog, want) in everywhere.iter().chain(functional_only.iter().filter(|_| engine == "optimized")) {
+            let o = funcfuse(&["run", &format!("{f}::{prog}"), "--engine", engine, "--output", s(&dir.join(prog))]);
+            assert_eq!(o.code, 1, "{prog} ({engine}): {}", o.stderr);
+            assert!(o.stderr.contains(want), "{prog} ({engine}): {}", o.stderr);
+        }
+    }
+    for (prog, _) in functional_only {
+        let o = funcfuse(&["run", &format!("{f}::{prog}"), "--engine", "reference", "--output", s(&dir.join(prog))]);
+        assert_eq!(o.code, 0, "{prog} (reference): {}", o.stderr);
+    }
+}

@@ -48,26 +48,23 @@ pub fn int_hash(v: i64) -> i64 {
     }
 }
 
-/// Inserts `item` (with `hash`) into `table` (slots of item indices), as `set_insert_clean` does (no equal key there).
-fn insert_clean(table: &mut [Option<usize>], hash: i64, item: usize) {
-    let mask = table.len() as u64 - 1;
-    let mut perturb = hash as u64;
-    let mut i = hash as u64 & mask;
-    loop {
-        let probes = if i + LINEAR_PROBES <= mask { LINEAR_PROBES } else { 0 };
-        for j in 0..=probes {
-            if table[(i + j) as usize].is_none() {
-                table[(i + j) as usize] = Some(item);
-                return;
-            }
-        }
+/// The slots a key of `hash` tries in a table of `mask + 1` slots, in CPython's order (`set_add_entry`,
+/// `set_insert_clean`): from slot `hash & mask`, that slot and the 9 after it where they fit in the table, then the
+/// next start `i * 5 + 1 + perturb` with `perturb` shifted right by 5 each time. Endless: a table always has a free slot.
+fn probes(hash: i64, mask: u64) -> impl Iterator<Item = usize> {
+    let (mut i, mut perturb) = (hash as u64 & mask, hash as u64);
+    std::iter::from_fn(move || {
+        let run = if i + LINEAR_PROBES <= mask { LINEAR_PROBES } else { 0 };
+        let start = i;
         perturb >>= PERTURB_SHIFT;
-        i = (i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb)) & mask;
-    }
+        i = i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb) & mask;
+        Some((start..=start + run).map(|j| j as usize))
+    })
+    .flatten()
 }
 
 /// The table after growing to hold `min_used` items: the smallest power of two (from 8) above it, the old slots'
-/// items reinserted in slot order.
+/// items reinserted in slot order (`set_insert_clean`: the first free slot, no key there being equal).
 fn resized(table: &[Option<usize>], hashes: &[i64], min_used: usize) -> Vec<Option<usize>> {
     let mut size = MIN_SIZE;
     while size <= min_used {
@@ -75,39 +72,30 @@ fn resized(table: &[Option<usize>], hashes: &[i64], min_used: usize) -> Vec<Opti
     }
     let mut new = vec![None; size];
     for &item in table.iter().flatten() {
-        insert_clean(&mut new, hashes[item], item);
+        let slot = probes(hashes[item], size as u64 - 1).find(|&k| new[k].is_none()).expect("a free slot");
+        new[slot] = Some(item);
     }
     new
 }
 
 /// The slots of a set built by adding `hashes` in order, where `same(a, b)` says items `a` and `b` are equal (the
-/// later one is then not added).
+/// later one is then not added). Nothing is removed, so every filled slot holds an item (CPython's `fill` is `used`).
 fn built(hashes: &[i64], same: &dyn Fn(usize, usize) -> bool) -> Vec<Option<usize>> {
     let mut table = vec![None; MIN_SIZE];
-    let (mut used, mut fill) = (0usize, 0usize);
-    'items: for (item, &hash) in hashes.iter().enumerate() {
+    let mut used = 0usize;
+    for (item, &hash) in hashes.iter().enumerate() {
         let mask = table.len() as u64 - 1;
-        let mut perturb = hash as u64;
-        let mut i = hash as u64 & mask;
-        loop {
-            let probes = if i + LINEAR_PROBES <= mask { LINEAR_PROBES } else { 0 };
-            for j in 0..=probes {
-                match table[(i + j) as usize] {
-                    None => {
-                        table[(i + j) as usize] = Some(item);
-                        (used, fill) = (used + 1, fill + 1);
-                        if fill * 5 >= mask as usize * 3 {
-                            table = resized(&table, hashes, if used > 50000 { used * 2 } else { used * 4 });
-                            fill = used;
-                        }
-                        continue 'items;
-                    }
-                    Some(other) if hashes[other] == hash && same(other, item) => continue 'items,
-                    Some(_) => {}
-                }
-            }
-            perturb >>= PERTURB_SHIFT;
-            i = (i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb)) & mask;
+        // The first free slot, unless an equal key comes first.
+        let slot = probes(hash, mask)
+            .find(|&k| table[k].is_none_or(|other| hashes[other] == hash && same(other, item)))
+            .expect("a free slot");
+        if table[slot].is_some() {
+            continue;
+        }
+        table[slot] = Some(item);
+        used += 1;
+        if used * 5 >= mask as usize * 3 {
+            table = resized(&table, hashes, if used > 50000 { used * 2 } else { used * 4 });
         }
     }
     table

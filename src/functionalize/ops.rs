@@ -183,15 +183,8 @@ impl<'m> Fz<'m> {
                 .map(FV::Int)
                 .map_err(err(span));
         }
-        if crate::interp::python::UNSUPPORTED_MODULES.contains(&m) {
-            return Err(crate::interp::python::unsupported_module(m, name)).map_err(err(span));
-        }
-        if m == "torch.distributed" {
-            return Err(crate::interp::compat::distributed(name)).map_err(err(span));
-        }
-        let (m, name) = if (m, name) == ("torch.onnx.operators", "shape_as_tensor") {
-            ("torch", "_shape_as_tensor")
-        } else if m == "torch.autograd" {
+        let (m, name) = crate::interp::compat::module_call_target(m, name).map_err(err(span))?;
+        let (m, name) = if m == "torch.autograd" {
             let as_bool = |v: &FV| if let FV::Bool(b) = v { Some(*b) } else { None };
             crate::interp::compat::autograd_variable(name, &pos, &kw, FV::type_name, as_bool).map_err(err(span))?;
             kw.clear();
@@ -295,11 +288,7 @@ impl<'m> Fz<'m> {
                 },
                 FV::Float(f) => Ok(FV::Float(f.abs())),
                 v @ FV::Tensor(_) => self.unary(ops::Unary::Abs, &v, span),
-                // A float known at run time: the 0-d float64 term's absolute value (exact, as Python's).
-                FV::DynFloat(t) => {
-                    let x = self.t.at(t);
-                    Ok(FV::DynFloat(self.t.op(OpName::Abs, vec![x]).map_err(err(span))?))
-                }
+                FV::DynFloat(t) => self.dyn_abs(t, span),
                 other => diag(span, format!("abs() of a {} is not supported here", other.type_name())),
             },
             "min" | "max" => self.min_max(name, a),
@@ -311,7 +300,7 @@ impl<'m> Fz<'m> {
             "dict" => self.dict_call(a),
             "set" | "frozenset" => {
                 let items = match a.opt(0, "iterable") {
-                    Some(v) => self.iterate(&v.clone(), span)?,
+                    Some(v) => self.iterate(v, span)?,
                     None => Vec::new(),
                 };
                 if items.iter().any(|v| matches!(v, FV::DynInt(_) | FV::DynBool(_))) {

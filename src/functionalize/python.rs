@@ -6,7 +6,7 @@ use std::rc::Rc;
 use super::args::err;
 use super::expr::Cond;
 use super::ops::A;
-use super::state::{diag, needs_static, Stop, TRef, FR, FV};
+use super::state::{diag, needs_static, Stop, TId, TRef, FR, FV};
 use super::{Env, Fz};
 use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::*;
@@ -435,13 +435,12 @@ impl<'m> Fz<'m> {
     /// `|x| == inf`, `x - x == 0` (NaN for infinities and NaN) in double, as a run-time bool.
     fn dyn_float_class(&mut self, name: &str, v: &FV, span: Span) -> FR<FV> {
         use crate::tensor::ops::Binary;
-        let x = FV::DynFloat(self.scalar_tensor(v, Some(DType::F64), span)?.0);
+        let t = self.scalar_tensor(v, Some(DType::F64), span)?.0;
+        let x = FV::DynFloat(t);
         let r = match name {
             "isnan" => self.elementwise(Binary::Ne, &[x.clone(), x], span)?,
             "isinf" => {
-                let FV::DynFloat(t) = x else { unreachable!("a run-time float") };
-                let t = self.t.at(t);
-                let a = FV::DynFloat(self.t.op(crate::ir::OpName::Abs, vec![t]).map_err(Self::tyerr(span))?);
+                let a = self.dyn_abs(t, span)?;
                 self.elementwise(Binary::Eq, &[a, FV::Float(f64::INFINITY)], span)?
             }
             _ => {
@@ -450,6 +449,12 @@ impl<'m> Fz<'m> {
             }
         };
         Ok(FV::DynBool(self.dyn_bool_of(&r, span)?))
+    }
+
+    /// `abs(x)` of a float known only at run time (its 0-d float64 term `t`): exact, as Python's.
+    pub(super) fn dyn_abs(&mut self, t: TId, span: Span) -> FR<FV> {
+        let x = self.t.at(t);
+        Ok(FV::DynFloat(self.t.op(crate::ir::OpName::Abs, vec![x]).map_err(Self::tyerr(span))?))
     }
 
     /// `math.sqrt(x)` of a number known only at run time (an optimizer's bias correction from a step counter read

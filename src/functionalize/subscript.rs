@@ -197,7 +197,7 @@ impl<'m> Fz<'m> {
     }
 
     pub(super) fn tensor_getitem(&mut self, t: &TRef, idx: &FV, span: Span) -> FR<FV> {
-        let idx = &idx.tensor_index().unwrap_or_else(|| idx.clone());
+        let idx = &*idx.tensor_index();
         if let Some(r) = self.masked_index_read(t, idx, span)? {
             return Ok(r);
         }
@@ -277,7 +277,7 @@ impl<'m> Fz<'m> {
     }
 
     pub(super) fn tensor_setitem(&mut self, t: &TRef, idx: &FV, v: &FV, span: Span) -> FR<()> {
-        let idx = &idx.tensor_index().unwrap_or_else(|| idx.clone());
+        let idx = &*idx.tensor_index();
         if self.conditional_shared(t) {
             return self.on_each_choice(t, span, &mut |s, c| s.tensor_setitem(c, idx, v, span));
         }

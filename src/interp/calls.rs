@@ -187,15 +187,8 @@ impl<'m> Interp<'m> {
                 .map(Value::Int)
                 .map_err(tensor_err(span));
         }
-        if crate::interp::python::UNSUPPORTED_MODULES.contains(&m) {
-            return Err(crate::interp::python::unsupported_module(m, name)).map_err(tensor_err(span));
-        }
-        if m == "torch.distributed" {
-            return Err(crate::interp::compat::distributed(name)).map_err(tensor_err(span));
-        }
-        let (m, name) = if (m, name) == ("torch.onnx.operators", "shape_as_tensor") {
-            ("torch", "_shape_as_tensor")
-        } else if m == "torch.autograd" {
+        let (m, name) = crate::interp::compat::module_call_target(m, name).map_err(tensor_err(span))?;
+        let (m, name) = if m == "torch.autograd" {
             let as_bool = |v: &Value| if let Value::Bool(b) = v { Some(*b) } else { None };
             super::compat::autograd_variable(name, &pos, &kw, Value::type_name, as_bool).map_err(tensor_err(span))?;
             kw.clear();

@@ -294,11 +294,20 @@ pub(crate) fn quiet_call(module: &str, name: &str) -> Result<Option<&'static str
     }
 }
 
-/// `torch.distributed.NAME(...)`, but `is_initialized()` (False): the program runs in one process, without the
-/// process group that every other function of the module needs.
-pub(crate) fn distributed(name: &str) -> String {
-    format!(
-        "`torch.distributed.{name}` needs a process group; funcfuse runs a program in one process, where \
-         `torch.distributed.is_initialized()` is False"
-    )
+/// `MODULE.NAME(...)` as both engines dispatch it: `torch.onnx.operators.shape_as_tensor` is `torch._shape_as_tensor`;
+/// a call into `torch.distributed` (but `is_initialized()`, False, a run-mode predicate) is refused, the program
+/// running in one process without the process group the module needs, as is one into a standard-library module of
+/// `UNSUPPORTED_MODULES`; any other call is itself.
+pub(crate) fn module_call_target<'a>(m: &'a str, name: &'a str) -> Result<(&'a str, &'a str), String> {
+    if super::python::UNSUPPORTED_MODULES.contains(&m) {
+        return Err(super::python::unsupported_module(m, name));
+    }
+    match (m, name) {
+        ("torch.distributed", _) => Err(format!(
+            "`torch.distributed.{name}` needs a process group; funcfuse runs a program in one process, where \
+             `torch.distributed.is_initialized()` is False"
+        )),
+        ("torch.onnx.operators", "shape_as_tensor") => Ok(("torch", "_shape_as_tensor")),
+        _ => Ok((m, name)),
+    }
 }

@@ -118,8 +118,8 @@ pub trait PyValue: Clone + Sized {
     /// sequence, a slice, `...` or `None` is the tuple of its items (NumPy's old rule, which PyTorch keeps:
     /// `x[[i, j]]` with tensors `i` and `j` is `x[i, j]`, and `x[[[0, 1], [1, 2]]]` is `x[[0, 1], [1, 2]]`);
     /// anything else (a list of numbers: one index tensor) is itself.
-    fn tensor_index(&self) -> Option<Self> {
-        let Py::List(items) = self.py() else { return None };
+    fn tensor_index(&self) -> std::borrow::Cow<'_, Self> {
+        let Py::List(items) = self.py() else { return std::borrow::Cow::Borrowed(self) };
         let items = items.borrow();
         let tuple_like = |v: &Self| {
             matches!(
@@ -135,7 +135,10 @@ pub trait PyValue: Clone + Sized {
                     | Py::None
             ) || v.complex_of().is_some()
         };
-        (items.len() < 32 && items.iter().any(tuple_like)).then(|| Self::make(Made::Tuple(items.clone())))
+        match items.len() < 32 && items.iter().any(tuple_like) {
+            true => std::borrow::Cow::Owned(Self::make(Made::Tuple(items.clone()))),
+            false => std::borrow::Cow::Borrowed(self),
+        }
     }
 }
 

@@ -138,7 +138,7 @@ fn resolve(t: &Tensor, idx: &Value) -> AResult<Resolved> {
 
 /// `t[idx]`.
 pub fn getitem(t: &Tensor, idx: &Value) -> AResult<Tensor> {
-    let r = resolve(t, &idx.tensor_index().unwrap_or_else(|| idx.clone()))?;
+    let r = resolve(t, &idx.tensor_index())?;
     match r.adv {
         None => Ok(r.view),
         Some(adv) => index::index(&r.view, &adv),
@@ -156,7 +156,7 @@ fn strip_leading_ones(v: &Tensor, target_dim: usize) -> AResult<Tensor> {
 
 /// `t[idx] = value`.
 pub fn setitem(t: &Tensor, idx: &Value, value: &Value) -> AResult<()> {
-    let r = resolve(t, &idx.tensor_index().unwrap_or_else(|| idx.clone()))?;
+    let r = resolve(t, &idx.tensor_index())?;
     match (&r.adv, value) {
         (_, Value::List(_) | Value::Tuple(_)) => {
             Err(format!("can't assign a {} to a torch.{}Tensor", value.type_name(), t.dtype().name()))
