@@ -242,6 +242,8 @@ pub type Inputs = Vec<(String, DType, Vec<usize>)>;
 enum Request {
     Run(BTreeMap<String, Input>),
     Locate(BTreeMap<String, Input>, Diagnostic),
+    /// A run on the reference interpreter: the plan, specialized to one arm of an `if`, met the other.
+    Reference(BTreeMap<String, Input>),
 }
 
 enum Reply {
@@ -318,6 +320,14 @@ impl Compiled {
         match self.rx.recv() {
             Ok(Reply::Ran(Ok(out), _)) => Ok(out),
             Ok(Reply::Ran(Err(d), true)) => Err(d),
+            Ok(Reply::Ran(Err(d), false)) if d.message.contains(crate::ir::FALLBACK) => {
+                let again = pristine().map_err(Diagnostic::new)?;
+                self.tx.send(Request::Reference(again)).map_err(|_| gone())?;
+                match self.rx.recv() {
+                    Ok(Reply::Ran(r, _)) => r,
+                    _ => Err(gone()),
+                }
+            }
             Ok(Reply::Ran(Err(d), false)) => {
                 let again = pristine().map_err(Diagnostic::new)?;
                 self.tx.send(Request::Locate(again, d)).map_err(|_| gone())?;
@@ -425,6 +435,28 @@ fn worker(
                     };
                     end_borrows(ts);
                     reply
+                }
+            },
+            Request::Reference(bufs) => match tensors(bufs, &inputs) {
+                Err(d) => Reply::Ran(Err(d), true),
+                Ok(ts) => {
+                    // The reference writes parameters in place: it gets its own buffers.
+                    let copies = ts.iter().map(|(k, t)| (k.clone(), t.contiguous_copy())).collect();
+                    end_borrows(ts);
+                    let r = crate::limits::with_deadline(Some(limit), || {
+                        crate::interp::run_program(&p.module, &p.func, &copies, &p.scalars)
+                    });
+                    Reply::Ran(
+                        match r {
+                            Ok(o) => Ok(Outputs {
+                                returns: o.returns.iter().map(raw).collect(),
+                                returns_tuple: o.returns_tuple,
+                                mutated: o.mutated.iter().map(|(n, t)| (n.clone(), raw(t))).collect(),
+                            }),
+                            Err(d) => Err(reindent(d.in_file(&src.path), &p.indents)),
+                        },
+                        true,
+                    )
                 }
             },
             Request::Locate(bufs, d) => Reply::Located(match tensors(bufs, &inputs) {

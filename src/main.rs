@@ -538,21 +538,26 @@ fn run_one(
             }
         }
     }
-    let out = match a.engine {
+    let ran = match a.engine {
         Engine::Functional => {
             let f = session.functionalize(module, func, scalars)?;
             funcfuse::functionalize::run_functional(&f, &inputs)
-                .map_err(|d| interp::locate(module, func, &inputs, scalars, d))?
         }
         Engine::Optimized => {
             let mut f = session.functionalize(module, func, scalars)?;
             f.term = session.saturate(&f, file)?.term;
-            session
-                .run(&f, funcfuse::lower::Policy::Fused, &inputs)
-                .map_err(|d| interp::locate(module, func, &inputs, scalars, d))?
-                .0
+            session.run(&f, funcfuse::lower::Policy::Fused, &inputs).map(|r| r.0)
         }
-        Engine::Reference => interp::run_program(module, func, &inputs, scalars)?,
+        Engine::Reference => Ok(interp::run_program(module, func, &inputs, scalars)?),
+    };
+    let out = match ran {
+        Ok(out) => out,
+        // A plan specialized to one arm of an `if` met the other: the reference interpreter runs the program.
+        Err(d) if d.message.contains(funcfuse::ir::FALLBACK) => {
+            eprintln!("note: {file}::{func}: {}; ran it on the reference engine", d.message);
+            interp::run_program(module, func, &inputs, scalars)?
+        }
+        Err(d) => return Err(interp::locate(module, func, &inputs, scalars, d).into()),
     };
     write_outputs(output, &out.returns, out.returns_tuple, &out.mutated)
 }

@@ -234,14 +234,71 @@ fn an_arm_that_fails_raises_only_when_it_runs() {
 }
 
 /// An arm that calls an operation the functional engines cannot express (a data-dependent shape) is a limit of
-/// funcfuse, refused whichever arm runs, not an error PyTorch would raise when the arm runs.
+/// funcfuse, not an error PyTorch would raise when the arm runs: where the sample inputs (seed 0) take it, the
+/// program is refused whichever arm a run takes; where they take the other arm, the program is specialized to that
+/// arm, and a run that takes this one stops with the fallback error (`specialized_ifs_fall_back_...`).
 #[test]
 fn an_arm_the_functional_engines_cannot_express_is_refused_not_a_raise() {
-    let src = "def f(x: f32[4]) -> f32[()]:\n    if x.sum() > 100.0:\n        return torch.masked_select(x, x > 0.0).sum()\n    return x.sum()\n";
+    let src = "def f(x: f32[4]) -> f32[()]:\n    if x.sum() > -100.0:\n        return torch.masked_select(x, x > 0.0).sum()\n    return x.sum()\n";
     let errs = errors(src, "f");
-    assert_eq!(errs[0].1, "returned without an error", "the reference runs the other arm");
+    assert_eq!(errs[0].1, "returned without an error", "the reference runs it");
     for (e, m) in &errs[1..] {
         assert!(m.contains("data-dependent output shape") && !m.contains(funcfuse::ir::RAISES), "{e}: {m}");
+    }
+    let src = "def f(x: f32[4]) -> f32[()]:\n    if x.sum() > 100.0:\n        return torch.masked_select(x, x > 0.0).sum()\n    return x.sum()\n";
+    for (e, m) in errors(src, "f") {
+        assert_eq!(m, "returned without an error", "{e}: the program follows the arm the inputs take");
+    }
+}
+
+/// `addcmul`/`addcdiv` take `value` as a keyword (a Number: a 0-d tensor converts) or first, in the deprecated
+/// overload; a fourth positional argument in the current order and a `value` of several elements are PyTorch's
+/// TypeErrors on every engine.
+#[test]
+fn addcdiv_value_is_keyword_only_or_first() {
+    every_engine_raises(
+        "def f(x: f32[4], g: f32[4]) -> f32[4]:\n    return torch.addcdiv(x, g, g.abs() + 1.0, 0.5)\n",
+        "f",
+        "addcdiv() takes 3 positional arguments but 4 were given",
+    );
+    every_engine_raises(
+        "def f(x: f32[4], g: f32[4]) -> f32[4]:\n    return x.addcmul(g, g, value=x[:1])\n",
+        "f",
+        "addcmul(): argument 'value' must be Number, not Tensor",
+    );
+}
+
+/// An `if` whose arms cannot be joined (here they return tensors of different dtypes and shapes) follows the arm the
+/// sample inputs take; every engine computes it where a run takes that arm, and stops with the fallback error
+/// (never a wrong result) where a run takes the other, which `funcfuse run` then hands to the reference engine.
+#[test]
+fn specialized_ifs_fall_back_where_the_other_arm_runs() {
+    let src =
+        "def f(x: f32[4]):\n    if x.sum() > 100.0:\n        return x[:2].int()\n    y = x * 2.0\n    return y + 1.0\n";
+    let module: Module = frontend::parse_module("case.py", &format!("{HEADER}{src}")).unwrap();
+    let f = funcfuse::functionalize::functionalize(&module, "f", &BTreeMap::new()).unwrap();
+    let small: BTreeMap<String, funcfuse::tensor::Tensor> = common::seeded_inputs(&module, "f", 5);
+    let big: BTreeMap<String, funcfuse::tensor::Tensor> = small
+        .iter()
+        .map(|(k, t)| {
+            let v: Vec<f64> = t.to_f64_vec().iter().map(|x| x + 100.0).collect();
+            (k.clone(), funcfuse::tensor::Tensor::from_f64(t.dtype(), &t.shape, &v).unwrap())
+        })
+        .collect();
+    let want = common::run_reference(&module, "f", &small).unwrap();
+    let got = funcfuse::functionalize::run_functional(&f, &small).unwrap();
+    assert_eq!(got.returns[0].to_f64_vec(), want.returns[0].to_f64_vec());
+    let e = funcfuse::functionalize::run_functional(&f, &big).unwrap_err().to_string();
+    assert!(e.contains(funcfuse::ir::FALLBACK) && e.contains("line 5, column 5"), "{e}");
+    let opt = common::optimized(&module, "f").unwrap();
+    for (policy, target) in [(Policy::Fused, Target::C), (Policy::Eager, Target::C), (Policy::Fused, Target::CudaEmu)] {
+        let fresh = |m: &BTreeMap<String, funcfuse::tensor::Tensor>| {
+            m.iter().map(|(k, v)| (k.clone(), v.contiguous_copy())).collect::<BTreeMap<_, _>>()
+        };
+        let got = funcfuse::backend::run_on(&opt, policy, target, &fresh(&small)).unwrap();
+        assert_eq!(got.0.returns[0].to_f64_vec(), want.returns[0].to_f64_vec(), "{policy:?} {target:?}");
+        let e = funcfuse::backend::run_on(&opt, policy, target, &fresh(&big)).unwrap_err().to_string();
+        assert!(e.contains(funcfuse::ir::FALLBACK), "{policy:?} {target:?}: {e}");
     }
 }
 
@@ -1208,22 +1265,30 @@ fn membership_in_a_string_and_in_what_is_no_container() {
 }
 
 /// A dict entry the two arms of an `if` on a run-time value leave with different structures (a key added in one
-/// arm), or with values that cannot merge (a string and another string), is refused where the `if` is.
+/// arm), or with values that cannot merge (a string and another string), cannot be one term: the program follows
+/// the arm the sample inputs take (`specialize.rs`), and a run that takes the other stops with the fallback error.
+/// Inside a loop too long to unroll, where no sample decides, it is refused where the `if` is.
 #[test]
-fn container_entries_that_cannot_merge_after_a_run_time_if_are_refused() {
-    let src = "import torch\n\ndef f(x: f32[3]) -> f32[3]:\n    d = {\"a\": x}\n    if x.sum() > 0:\n        d[\"b\"] = x * 2\n    return d[\"a\"]\n";
-    for (engine, m) in errors(src, "f") {
-        if engine != "reference" {
-            assert!(
-                m.contains("8:5: cannot functionalize: a list or dict (in `d`) left with different lengths or keys"),
-                "{engine}: {m}"
-            );
+fn container_entries_that_cannot_merge_after_a_run_time_if_are_specialized() {
+    for (body, why) in [
+        ("    d = {\"a\": x}\n{I}if x.sum() > 0:\n{I}    d[\"b\"] = x * 2\n", "left with different lengths or keys"),
+        (
+            "    d = {\"p\": \"adam\"}\n{I}if x.sum() > 0:\n{I}    d[\"p\"] = \"sgd\"\n",
+            "gets values of different kinds",
+        ),
+    ] {
+        let src = format!("import torch\n\ndef f(x: f32[3]) -> f32[3]:\n{}    return x\n", body.replace("{I}", "    "));
+        for (engine, m) in errors(&src, "f") {
+            assert!(m == "returned without an error" || m.contains(funcfuse::ir::FALLBACK), "{engine}: {m}");
         }
-    }
-    let src = "import torch\n\ndef f(x: f32[3]) -> f32[3]:\n    d = {\"p\": \"adam\"}\n    if x.sum() > 0:\n        d[\"p\"] = \"sgd\"\n    return x\n";
-    for (engine, m) in errors(src, "f") {
-        if engine != "reference" {
-            assert!(m.contains("an entry of a list or dict (in `d`) gets values of different kinds"), "{engine}: {m}");
+        let looped = format!(
+            "import torch\n\ndef f(x: f32[3]) -> f32[3]:\n    for i in range(2000):\n    {}    return x\n",
+            body.replace("{I}", "        ")
+        );
+        for (engine, m) in errors(&looped, "f") {
+            if engine != "reference" {
+                assert!(m.contains(why) && m.contains("2000 iterations"), "{engine}: {m}");
+            }
         }
     }
 }

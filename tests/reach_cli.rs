@@ -239,6 +239,32 @@ fn a_raise_under_a_run_time_condition_raises_only_when_it_runs() {
     }
 }
 
+/// A program whose `if` arms cannot be joined (they return different dtypes) follows the arm the default inputs
+/// take; given inputs that take the other arm, `run` notes the fallback and the reference engine's results are
+/// written, the same on every engine.
+#[test]
+fn a_specialized_if_falls_back_to_the_reference_engine() {
+    let dir = scratch("specialized");
+    let src = "def f(x: f32[4]):\n    if x.sum() > 100.0:\n        return x[:2].int()\n    return x * 2.0\n";
+    let file = common::program(&dir, src);
+    let inputs = dir.join("big");
+    std::fs::create_dir_all(&inputs).unwrap();
+    let big = funcfuse::tensor::Tensor::from_f64(funcfuse::tensor::DType::F32, &[4], &[60.5, 50.0, 1.0, 2.0]).unwrap();
+    funcfuse::io::write_npy(&inputs.join("x.npy"), &big).unwrap();
+    for engine in ["reference", "functional", "optimized"] {
+        let out = dir.join(engine);
+        let o =
+            funcfuse(&["run", &format!("{file}::f"), "--engine", engine, "--output", s(&out), "--inputs", s(&inputs)]);
+        assert_eq!(o.code, 0, "{engine}: {}", o.stderr);
+        assert_eq!(o.stderr.contains(funcfuse::ir::FALLBACK), engine != "reference", "{engine}: {}", o.stderr);
+        let r = funcfuse::io::read_npy(&out.join("return.npy")).unwrap();
+        assert_eq!((r.dtype(), r.to_f64_vec()), (funcfuse::tensor::DType::I32, vec![60.0, 50.0]), "{engine}");
+        // The default inputs take the arm the program follows: no fallback.
+        let o = funcfuse(&["run", &format!("{file}::f"), "--engine", engine, "--output", s(&dir.join("seeded"))]);
+        assert!(o.code == 0 && !o.stderr.contains(funcfuse::ir::FALLBACK), "{engine}: {}", o.stderr);
+    }
+}
+
 /// `math.sqrt` of a number known only at run time (timm's NAdamW bias correction): computed in double where the
 /// number is not negative, and Python's "math domain error" where it is, on every engine.
 #[test]
@@ -325,6 +351,74 @@ fn an_unsupported_import_fails_only_the_functions_that_use_it() {
         let o = funcfuse(&["run", &format!("{f}::good"), "--engine", engine, "--output", s(&out)]);
         assert_eq!(o.code, 0, "{engine}: {}", o.stderr);
     }
+}
+
+/// Module-level statements beside imports, `def` and `NAME = value` fail only the functions that read what they
+/// bind: a class, a namedtuple constant, a name bound under an `if` funcfuse cannot decide, a constant changed by
+/// `+=` (and a constant computed from it). An `if` decided by constants stands for its arm (an identity decorator
+/// defined there is inert, as CUDA's `autocast` is); `if __name__ == "__main__":` is skipped; seeding is skipped, and
+/// a call that may change every function fails the file.
+#[test]
+fn module_level_statements_fail_only_the_functions_that_read_them() {
+    let dir = scratch("module_level");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("prog.py");
+    let src = "from __future__ import annotations\nimport collections\nimport torch\n\
+               from torch.cuda.amp import autocast\n\
+               _mode = None\nK = 2\n\
+               if _mode is None:\n    def deco(func):\n        return func\nelse:\n    deco = torch.compile(mode=_mode)\n\
+               Node = collections.namedtuple('Node', ['id', 'name'])\n\
+               class Params:\n    def __init__(self, n):\n        self.n = n\n\
+               try:\n    import flash_attn\nexcept ImportError:\n    flash_attn = None\n\
+               SCALE = 3.0\nSCALE += 1.0\nDOUBLE = SCALE * 2\n\
+               torch.manual_seed(0)\n\n\n\
+               @deco\ndef good(x: f32[3]) -> f32[3]:\n    return x * K\n\n\n\
+               @autocast()\ndef cast(x: f32[3]) -> f32[3]:\n    return x + 1.0\n\n\n\
+               def uses_node(x: f32[3]) -> f32[3]:\n    return x * Node(1, 'a').id\n\n\n\
+               def uses_class(x: f32[3]) -> f32[3]:\n    return x * Params(2).n\n\n\n\
+               def uses_flash(x: f32[3]) -> f32[3]:\n    return x if flash_attn is None else -x\n\n\n\
+               def uses_double(x: f32[3]) -> f32[3]:\n    return x * DOUBLE\n\n\n\
+               if __name__ == \"__main__\":\n    print(good(torch.ones(3)))\n";
+    std::fs::write(&file, src).unwrap();
+    let f = s(&file);
+    let o = funcfuse(&["list", f]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for good in ["good", "cast"] {
+        assert!(o.stdout.contains(&format!("{f}::{good}(")), "{}", o.stdout);
+    }
+    for (func, want) in [
+        ("uses_class", "`Params` cannot be used: {f}:13:1: `class Params`: classes are not supported"),
+        (
+            "uses_flash",
+            "`flash_attn` cannot be used: {f}:16:1: it is bound by a module-level `for`, `while`, `with` or `try`",
+        ),
+    ] {
+        let want = want.replace("{f}", f);
+        assert!(
+            o.stdout.contains(&format!("{f}::{func}: failed: ")) && o.stdout.contains(&want),
+            "{func}: {}",
+            o.stdout
+        );
+    }
+    let out = dir.join("out");
+    for engine in ["reference", "functional", "optimized"] {
+        for func in ["good", "cast"] {
+            let o = funcfuse(&["run", &format!("{f}::{func}"), "--engine", engine, "--output", s(&out)]);
+            assert_eq!(o.code, 0, "{engine} {func}: {}", o.stderr);
+        }
+        for (func, want) in [
+            ("uses_node", "`Node` cannot be used: "),
+            ("uses_class", "`Params` cannot be used: "),
+            ("uses_flash", "`flash_attn` cannot be used: "),
+            ("uses_double", "`SCALE` cannot be used: "),
+        ] {
+            let o = funcfuse(&["run", &format!("{f}::{func}"), "--engine", engine, "--output", s(&out)]);
+            assert!(o.code != 0 && o.stderr.contains(want), "{engine} {func}: {}", o.stderr);
+        }
+    }
+    std::fs::write(&file, src.replace("torch.manual_seed(0)", "torch.set_default_dtype(torch.float64)")).unwrap();
+    let o = funcfuse(&["list", f]);
+    assert!(o.code != 0 && o.stderr.contains(":23:1: a module-level call"), "{}", o.stderr);
 }
 
 /// `from math import NAME` and `from itertools import product` bind names the engines read as `math.NAME` and

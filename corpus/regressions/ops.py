@@ -469,3 +469,32 @@ def continue_skips_the_rest_of_the_loop(x: f32[3, 4], counts: i64[3]) -> tuple[f
         y[j] += 1.0
         losses.append(x[j].sum())
     return torch.stack(losses), y
+
+
+def addcdiv_with_the_value_first(x: f32[4], g: f32[4]) -> tuple[f32[4], f32[4], f32[4], f32[4]]:
+    # Held-out port (round 25): over9000's Ralamb `p.addcdiv_(-step * trust_ratio, exp_avg, denom)` with a 0-d
+    # tensor `trust_ratio`: PyTorch's deprecated overload `addcdiv_(value, tensor1, tensor2)`, the 0-d tensor read
+    # as the Number `value` (the functional engines read it as `tensor1` and got a wrong answer)
+    y = x.clone()
+    trust = x.pow(2).sum().sqrt() / (x.pow(2).sum().sqrt() + 1.0)
+    y.addcdiv_(-0.1 * trust, g, g.abs() + 1.0)
+    z = x.addcmul(torch.tensor(2), g, g)
+    w = torch.addcdiv(x, 0.5, g, g.abs() + 2.0)
+    v = x.addcmul(g, g, value=trust)
+    return y, z, w, v
+
+
+def sorted_by_key_and_dict_equality(x: f32[5]) -> tuple[f32[5], f32[()]]:
+    # Held-out port (round 25): Medusa's `sorted(medusa_choices, key=lambda x: (len(x), x))` and Muon's
+    # `assert set(group.keys()) == {...}` (sets and dicts compare by their keys, and dicts by their values)
+    choices = [(1, 0), (0,), (0, 1, 2), (2,), (0, 0)]
+    ordered = sorted(choices, key=lambda c: (len(c), c))
+    by_last = sorted(choices, key=lambda c: c[-1], reverse=True)
+    group = {"lr": 0.1, "params": [x]}
+    assert set(group.keys()) == {"params", "lr"}
+    same = {"a": 1, "b": 2} == {"b": 2, "a": 1}
+    differ = {"a": 1} != {"a": 2}
+    y = x.clone()
+    for k, c in enumerate(ordered):
+        y[k] = y[k] + len(c) * 10 + c[0]
+    return y + by_last[0][-1] * 100, torch.tensor(float(same) + 2 * float(differ))

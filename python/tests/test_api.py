@@ -65,6 +65,12 @@ def only_writes(x):
     x.mul_(3)
 
 
+def count_or_total(x):
+    if x.sum() > 100.0:
+        return (x > 0.5).sum()
+    return x.sum() * 2.0
+
+
 def uses_try(x):
     try:
         y = x * 2.0
@@ -225,6 +231,17 @@ class NumpyTests(unittest.TestCase):
         g = funcfuse.optimize(annotated, x)
         np.testing.assert_array_equal(g(x), x * 2.0)
         self.assertEqual(g.signature, "x: f64[3], k: float 2.0")
+
+    def test_specialized_if_falls_back_to_the_reference(self):
+        # The arms return different dtypes: the plan follows the arm the example takes, and a call that takes the
+        # other runs on the reference interpreter, with the same results.
+        x = np.ones(4, np.float32)
+        g = funcfuse.optimize(count_or_total, x)
+        self.assertEqual(float(g(x)), 8.0)
+        big = np.array([60.0, 50.0, 0.25, 1.0], np.float32)
+        n = g(big)
+        self.assertEqual((n.dtype, int(n)), (np.int64, 3))
+        self.assertEqual(float(g(x)), 8.0)
 
     def test_function_without_return_gives_none(self):
         x = np.arange(4, dtype=np.float64)

@@ -15,6 +15,9 @@ pub struct Module {
     /// Top-level functions that use a construct outside the subset, or call one that does: each fails on its own
     /// (with its own `file:line:col`), and the other functions of the file still run.
     pub failed: Vec<FailedFunction>,
+    /// Module-level names that cannot be used (an unsupported import, a class, a name a module-level statement
+    /// funcfuse does not run binds or changes), with why: what reads them fails, the rest of the file runs.
+    pub unusable: Vec<FailedFunction>,
     /// What funcfuse accepts but Python would not run (a file without `import torch`), located; the command line
     /// prints them, and they change no result.
     pub warnings: Vec<crate::diag::Diagnostic>,

@@ -1,5 +1,7 @@
 //! Conversion from `ruff_python_ast` to our AST, with spans and rejection of unsupported constructs.
 
+use std::collections::HashMap;
+
 use ruff_python_ast as py;
 use ruff_text_size::{Ranged, TextSize};
 
@@ -16,6 +18,7 @@ mod iterators;
 mod lambdas;
 mod numpy;
 mod sugar;
+mod toplevel;
 
 struct Lines {
     starts: Vec<usize>,
@@ -59,6 +62,9 @@ struct Cx {
     in_def: std::cell::Cell<bool>,
     /// The name `import numpy [as NAME]` binds, if any (see `numpy`).
     numpy: std::cell::RefCell<Option<String>>,
+    /// Module-level names bound to decorators that change nothing here: a `def` that returns its one argument,
+    /// and `autocast` from `torch.cuda.amp` (CUDA's autocast leaves CPU tensors alone), called.
+    inert_decorators: std::cell::RefCell<std::collections::HashSet<String>>,
 }
 
 impl Cx {
@@ -76,6 +82,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
         in_nested: Default::default(),
         in_def: Default::default(),
         numpy: Default::default(),
+        inert_decorators: Default::default(),
     };
     // The parser recurses per bracket: reject deeper nesting before it sees the text.
     if let Some((offset, _)) = too_deep_brackets(source, crate::limits::MAX_NESTING) {
@@ -98,11 +105,21 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     let (mut imports_torch, mut future_annotations) = (false, false);
     let mut from_imports: Vec<imports::FromImport> = Vec::new();
     let constructors = numpy::reachable_constructors(&cx, &module.body);
-    for stmt in &module.body {
+    // Module-level `NAME = literal` values, which decide module-level `if`s (`toplevel.rs`).
+    let mut known: HashMap<String, toplevel::Lit> = HashMap::new();
+    let mut work: std::collections::VecDeque<&py::Stmt> = module.body.iter().collect();
+    while let Some(stmt) = work.pop_front() {
         match stmt {
             py::Stmt::FunctionDef(f) => {
                 let name = f.name.to_string();
                 let span = cx.sp(f);
+                known.remove(&name);
+                unusable.retain(|u| u.name != name);
+                if inert::returns_its_argument(f) {
+                    cx.inert_decorators.borrow_mut().insert(name.clone());
+                } else {
+                    cx.inert_decorators.borrow_mut().remove(&name);
+                }
                 if functions.iter().any(|g| g.name == name) || failed.iter().any(|g: &FailedFunction| g.name == name) {
                     return err(span, format!("function `{name}` is defined twice"));
                 }
@@ -152,6 +169,11 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             }
             py::Stmt::ImportFrom(imp) => {
                 let module = imp.module.as_ref().map(|m| m.as_str()).unwrap_or("");
+                if matches!(module, "torch.cuda.amp" | "torch.cuda") {
+                    let autocast = imp.names.iter().filter(|a| a.name.as_str() == "autocast");
+                    let mut inert = cx.inert_decorators.borrow_mut();
+                    inert.extend(autocast.map(|a| format!("{}()", a.asname.as_ref().unwrap_or(&a.name))));
+                }
                 future_annotations |=
                     module == "__future__" && imp.names.iter().any(|a| a.name.as_str() == "annotations");
                 let at = cx.sp(imp);
@@ -159,6 +181,12 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             }
             py::Stmt::Assign(a) if a.targets.len() == 1 && a.targets[0].is_name_expr() => {
                 let name = a.targets[0].as_name_expr().map(|n| n.id.to_string()).unwrap_or_default();
+                match toplevel::Lit::of(&a.value, &known) {
+                    Some(v) => known.insert(name.clone(), v),
+                    None => known.remove(&name),
+                };
+                cx.inert_decorators.borrow_mut().remove(&name);
+                unusable.retain(|u| u.name != name);
                 // numpy on numbers folds as in a function (`OKS_SIGMA = np.array(...) / 10` aside); a value that
                 // cannot convert fails the functions that read it, not the file.
                 let numpy = cx.numpy.borrow().clone();
@@ -175,16 +203,14 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                 functions.append(&mut cx.lambdas.borrow_mut());
             }
             py::Stmt::Expr(e) if e.value.is_string_literal_expr() => {}
-            other => {
-                return err(cx.sp(other), "unsupported top-level statement (only imports, `def` and `NAME = value`)")
-            }
+            other => toplevel::take(&cx, _path, other, &mut known, &mut work, &mut unusable)?,
         }
     }
     imports::qualify(_path, &mut functions, &constants, from_imports, &mut unusable);
     iterators::check_all(_path, &mut functions, &mut failed);
     fail_callers(_path, &mut functions, &mut failed, &unusable);
     let warnings = python_would_not_run(_path, &cx, imports_torch, future_annotations || functions.is_empty());
-    Ok(Module { path: _path.to_string(), functions, constants, failed, warnings })
+    Ok(Module { path: _path.to_string(), functions, constants, failed, unusable, warnings })
 }
 
 /// Warnings for a file funcfuse accepts but Python cannot run as written: without `import torch`, `torch` is
@@ -250,7 +276,15 @@ impl Cx {
         if f.is_async {
             return err(span, "async functions are not supported");
         }
-        if let Some(d) = f.decorator_list.iter().find(|d| !is_inert_decorator(&d.expression)) {
+        let inert = |e: &py::Expr| match e {
+            py::Expr::Name(n) => self.inert_decorators.borrow().contains(n.id.as_str()),
+            py::Expr::Call(c) => match c.func.as_ref() {
+                py::Expr::Name(n) => self.inert_decorators.borrow().contains(&format!("{}()", n.id)),
+                _ => is_inert_decorator(e),
+            },
+            e => is_inert_decorator(e),
+        };
+        if let Some(d) = f.decorator_list.iter().find(|d| !inert(&d.expression)) {
             return err(
                 self.sp(d),
                 "decorators are not supported (except `@torch.no_grad()` and the other grad modes, `@torch.jit.script` and `@torch.compile`, which change nothing here)",

@@ -43,7 +43,7 @@ fn refers_in(v: &FV, r: usize, seen: &mut Vec<usize>) -> bool {
 fn only_name(env: &Env, other: &Env, name: &str, r: usize, roots: &[Root], in_helper_before_if: bool) -> bool {
     // A name unreadable in the other arm (poisoned) is unreadable after the `if` too.
     let counts = |k: &str| {
-        other.get(k).is_some_and(|v| !matches!(v, FV::Poisoned(_))) && (!name.starts_with(RET) || k.starts_with(RET))
+        other.get(k).is_some_and(|v| !matches!(v, FV::Poisoned(..))) && (!name.starts_with(RET) || k.starts_with(RET))
     };
     roots[r].param.is_none()
         && !in_helper_before_if
@@ -84,7 +84,7 @@ const RET: &str = "%return.";
 
 /// The structure of a returned value: tuples (and named tuples) of leaves, each carried by a name `%return.K`.
 #[derive(PartialEq)]
-enum Ret {
+pub(super) enum Ret {
     Leaf,
     Tuple(Vec<Ret>, Option<&'static [&'static str]>),
 }
@@ -112,7 +112,7 @@ fn flatten(v: &FV, env: &mut Env, k: &mut usize) -> Ret {
 fn rebuild(r: &Ret, env: &mut Env, k: &mut usize) -> FV {
     match r {
         Ret::Leaf => {
-            let v = env.get(&format!("{RET}{k}")).cloned().unwrap_or(FV::Poisoned(ONE_ARM));
+            let v = env.get(&format!("{RET}{k}")).cloned().unwrap_or(FV::Poisoned(ONE_ARM, None));
             *k += 1;
             v
         }
@@ -129,7 +129,7 @@ const DIFFERENT_VIEWS: &str = "is bound to views of different shapes or dtypes i
 
 /// What one arm of an `if` on a run-time value leaves: its bindings, its roots, and the structure of what it
 /// returned.
-type ArmEnd = (Env, Vec<Root>, Option<Ret>);
+pub(super) type ArmEnd = (Env, Vec<Root>, Option<Ret>);
 
 /// What a slot of the `if` term merges after it.
 enum Merge {
@@ -166,6 +166,7 @@ impl Parts {
 /// flag (`flag`, from `exits.rs`) may have been set by then: the loop goes on, the flag known to be false, over the
 /// remaining `items` (each bound to `target`, then `body`), so that the iterations after a data-dependent `break`
 /// run inside the arm where it did not happen, with the values that path left (`prev = cur` stays a number).
+#[derive(Clone)]
 pub(super) enum Arm<'m> {
     Stmts(&'m [Stmt]),
     LoopRest { target: &'m Expr, items: Vec<FV>, body: &'m [Stmt], flag: String },
@@ -173,7 +174,14 @@ pub(super) enum Arm<'m> {
 
 impl<'m> Fz<'m> {
     /// A data-dependent `if`: both arms run from the same state; what differs becomes an `if` term.
-    pub(super) fn dyn_if(&mut self, env: &mut Env, cond: TId, body: Arm<'m>, orelse: Arm<'m>, span: Span) -> FR<Flow> {
+    pub(super) fn joined_if(
+        &mut self,
+        env: &mut Env,
+        cond: TId,
+        body: Arm<'m>,
+        orelse: Arm<'m>,
+        span: Span,
+    ) -> FR<Flow> {
         let snap = self.snapshot(env);
         let containers = Containers::of(&snap.env);
         let ((mut env1, roots1, ret1), made1, (mut env2, roots2, ret2), made2, entries1) =
@@ -217,7 +225,7 @@ impl<'m> Fz<'m> {
 
     /// Runs one arm of an `if` on a run-time value: its bindings and roots, and what it returns. A returned value
     /// joins the merge as names (`%return.K`, one per tensor or number in it), so it is merged as bindings are.
-    fn run_arm(&mut self, env: &mut Env, arm: &Arm<'m>, span: Span) -> FR<ArmEnd> {
+    pub(super) fn run_arm(&mut self, env: &mut Env, arm: &Arm<'m>, span: Span) -> FR<ArmEnd> {
         // A `raise` in an arm fails the arm, which then raises only when it runs (see `checks.rs`).
         self.t.arms += 1;
         let flow = match arm {
@@ -331,7 +339,7 @@ impl<'m> Fz<'m> {
         // loop, that unrolls the loop, where a condition on the loop variable becomes static).
         for (k, _) in env1.iter().chain(env2.iter()) {
             if !(env1.contains_key(k) && env2.contains_key(k)) && !k.starts_with(RET) {
-                merged_env.insert(k.clone(), FV::Poisoned(ONE_ARM));
+                merged_env.insert(k.clone(), FV::Poisoned(ONE_ARM, Some(span)));
             }
         }
         for name in names {
@@ -343,12 +351,12 @@ impl<'m> Fz<'m> {
             // Both arms returned: the function's own names are never read again (only the returned value, the
             // written tensors and the containers merge), so they need not have one kind.
             if returns && !name.starts_with(RET) && !name.starts_with(ENTRY) {
-                merged_env.insert(name.clone(), FV::Poisoned(AFTER_RETURN));
+                merged_env.insert(name.clone(), FV::Poisoned(AFTER_RETURN, Some(span)));
                 continue;
             }
             let poisoned = match (v1, v2) {
                 // Unreadable in one arm: unreadable after the `if` too (only reading it is refused).
-                (FV::Poisoned(why), _) | (_, FV::Poisoned(why)) => Some(*why),
+                (FV::Poisoned(why, _), _) | (_, FV::Poisoned(why, _)) => Some(*why),
                 // Not merged (which positions each holds differs): unreadable after the `if`.
                 (FV::Masked(_), _) | (_, FV::Masked(_)) if !name.starts_with(RET) => Some(SELECTIONS),
                 (FV::Tensor(a), FV::Tensor(b)) => {
@@ -361,7 +369,7 @@ impl<'m> Fz<'m> {
                 _ => self.merge_numbers(name, v1, v2, parts, span).map(|()| None)?,
             };
             if let Some(why) = poisoned {
-                merged_env.insert(name.clone(), FV::Poisoned(why));
+                merged_env.insert(name.clone(), FV::Poisoned(why, Some(span)));
             }
         }
         Ok(merged_env)
@@ -701,8 +709,25 @@ impl<'m> Fz<'m> {
         env: &mut Env,
         cond: TId,
         then_raises: bool,
-        (ok_env, ok_roots, ret): (Env, Vec<Root>, Option<Ret>),
+        ok: ArmEnd,
         made_ok: &[TId],
+        span: Span,
+    ) -> FR<Flow> {
+        let raise = self.t.op(crate::ir::OpName::Raise, vec![]).map_err(Self::tyerr(span))?.id;
+        self.one_arm_fails(env, cond, then_raises, ok, made_ok, raise, span)
+    }
+
+    /// The rest of an `if` on a run-time value of which one arm does not go on: the other arm's state goes on, and
+    /// `fail` (`raise`, or `fallback` where the plan is specialized) is evaluated where the failing arm is chosen.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn one_arm_fails(
+        &mut self,
+        env: &mut Env,
+        cond: TId,
+        then_fails: bool,
+        (ok_env, ok_roots, ret): ArmEnd,
+        made_ok: &[TId],
+        fail: Id,
         span: Span,
     ) -> FR<Flow> {
         self.roots = ok_roots;
@@ -711,9 +736,8 @@ impl<'m> Fz<'m> {
         for &t in made_ok {
             self.t.note_check(t);
         }
-        let raise = self.t.op(crate::ir::OpName::Raise, vec![]).map_err(Self::tyerr(span))?.id;
         let zero = self.t.leaf(Node::Int(0));
-        let (a, b) = if then_raises { (raise, zero) } else { (zero, raise) };
+        let (a, b) = if then_fails { (fail, zero) } else { (zero, fail) };
         let th = self.t.add(Node::Tuple(vec![a].into())).map_err(Self::tyerr(span))?;
         let el = self.t.add(Node::Tuple(vec![b].into())).map_err(Self::tyerr(span))?;
         let c = self.t.at(cond);

@@ -266,7 +266,7 @@ impl<'m> Fz<'m> {
         let mut j = 0;
         for c in carries {
             if let Carry::View(name) = c {
-                env.insert(name.clone(), FV::Poisoned("is rebound to a different view on every iteration"));
+                env.insert(name.clone(), FV::Poisoned("is rebound to a different view on every iteration", None));
                 continue;
             }
             let d0 = self.t.leaf(Node::Int(0));

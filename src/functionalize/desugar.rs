@@ -430,8 +430,20 @@ impl<'m> Fz<'m> {
     fn addc(&mut self, name: &str, a: &A, span: Span) -> FR<FV> {
         let x = self.operand_fv(a, 0, "input")?;
         // PyTorch's deprecated overload `addcmul(input, value, tensor1, tensor2)`, as older optimizers write it.
-        let old = a.pos.len() == 4 && matches!(a.pos[1], FV::Int(_) | FV::Float(_) | FV::DynFloat(_) | FV::DynInt(_));
-        let (at, value) = if old { (2, a.pos.get(1).cloned()) } else { (1, a.opt(3, "value").cloned()) };
+        // `value` is a Number, which a 0-d tensor converts to; in the current overload it is keyword-only.
+        let number = |v: &FV| match v {
+            FV::Tensor(t) => t.shape.is_empty(),
+            other => matches!(other, FV::Int(_) | FV::Float(_) | FV::Bool(_) | FV::DynFloat(_) | FV::DynInt(_)),
+        };
+        let old = a.pos.len() == 4 && number(&a.pos[1]);
+        if a.pos.len() > 3 && !old {
+            return diag(span, format!("{name}() takes 3 positional arguments but {} were given", a.pos.len()));
+        }
+        let (at, value) = if old { (2, a.pos.get(1).cloned()) } else { (1, a.keyword("value").cloned()) };
+        if let Some(v) = value.as_ref().filter(|v| !number(v)) {
+            let shown = crate::interp::pyvalue::PyValue::type_name(v);
+            return diag(span, format!("{name}(): argument 'value' must be Number, not {shown}"));
+        }
         let p = a.tensor(at, "tensor1")?;
         let q = a.tensor(at + 1, "tensor2")?;
         if name == "addcdiv" && !self.roots[p.root].dtype.is_float() && !self.roots[q.root].dtype.is_float() {

@@ -139,7 +139,7 @@ impl Containers {
     pub(super) fn write_back(&self, slots: &[(usize, usize, String)], env: &mut Env) -> Result<(), String> {
         for (i, j, name) in slots {
             match env.remove(name) {
-                Some(FV::Poisoned(why)) => {
+                Some(FV::Poisoned(why, _)) => {
                     return Err(format!("an entry of a list or dict (in `{}`) {why}", shown(&self.0[*i].0)))
                 }
                 Some(v) => self.put(*i, *j, v),

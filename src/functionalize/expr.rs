@@ -66,16 +66,23 @@ fn from_value(v: Value) -> FV {
 impl<'m> Fz<'m> {
     pub(super) fn lookup(&self, env: &Env, name: &str, span: Span) -> FR<FV> {
         if let Some(v) = env.get(name) {
-            if let FV::Poisoned(why) = v {
-                return needs_static(span, format!("`{name}` {why}"));
+            if let FV::Poisoned(why, at) = v {
+                let e = Stop::NeedsStatic(span, format!("`{name}` {why}"));
+                if let Some(at) = at {
+                    self.blame(&e, *at);
+                }
+                return Err(e);
             }
             return Ok(v.clone());
         }
         if let Some(v) = self.consts.get(name) {
-            if let FV::Poisoned(why) = v {
+            if let FV::Poisoned(why, _) = v {
                 return needs_static(span, format!("`{name}` {why}"));
             }
             return Ok(v.clone());
+        }
+        if let Some(d) = self.failed_consts.get(name) {
+            return diag(span, format!("`{name}` cannot be used: {d}"));
         }
         if self.module.function(name).is_some() {
             return Ok(FV::Func(Rc::from(name)));
@@ -508,6 +515,22 @@ impl<'m> Fz<'m> {
     }
 
     /// `a == b` known now; `what` names the comparison in the error where it is known only at run time.
+    /// Python's `==` of two dicts (and of sets, which are dicts here): the same keys, with equal values.
+    fn dicts_eq(&mut self, a: &FV, b: &FV, span: Span) -> FR<bool> {
+        let (FV::Dict(x), FV::Dict(y)) = (a, b) else { return Ok(false) };
+        let (x, y) = (x.borrow().clone(), y.borrow().clone());
+        if x.len() != y.len() {
+            return Ok(false);
+        }
+        for (k, v) in &x {
+            let Some((_, w)) = y.iter().find(|(l, _)| super::python::fv_key_eq(k, l)) else { return Ok(false) };
+            if !self.static_eq(v, w, "comparing dicts of run-time values", span)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     pub(super) fn static_eq(&mut self, a: &FV, b: &FV, what: &str, span: Span) -> FR<bool> {
         match self.compare(a, CmpOp::Eq, b, span)? {
             FV::Bool(r) => Ok(r),
@@ -545,6 +568,7 @@ impl<'m> Fz<'m> {
             let eq = match pyvalue::kind_eq(a, b) {
                 Some(eq) => Some(eq),
                 None if none(a, b) || none(b, a) => Some(false),
+                None if matches!((a, b), (FV::Dict(_), FV::Dict(_))) => Some(self.dicts_eq(a, b, span)?),
                 None => pyvalue::sequences_eq(a, b, |p, q| {
                     self.static_eq(p, q, "comparing sequences of run-time values", span)
                 })
@@ -706,6 +730,7 @@ pub(super) fn value_to_fv(v: &Value) -> FV {
         // Never `None` in its place: a program that tested it would silently take another path.
         Value::Tensor(_) | Value::Slice(..) | Value::Range(..) | Value::Complex(_) => FV::Poisoned(
             "is a module-level tensor, slice or range, which the functional engines do not take as a constant",
+            None,
         ),
     }
 }

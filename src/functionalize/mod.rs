@@ -34,6 +34,7 @@ mod pick;
 mod python;
 mod resample;
 mod selections;
+mod specialize;
 mod state;
 mod subscript;
 mod table;
@@ -78,17 +79,23 @@ pub fn functionalize(
     scalars: &std::collections::BTreeMap<String, interp::ScalarArg>,
 ) -> Result<Functional, Diagnostic> {
     let t = std::time::Instant::now();
-    let f = match functionalize_as_written(module, name, scalars) {
-        // A loop left under an `if` on a run-time value: functionalize it again with its exits as flags.
-        Err((_, true)) => functionalize_as_written(&exits::desugar(module), name, scalars).map_err(|(d, _)| d),
-        // Any other failure of a program with such loops, too: it may come before the exit is met, from what only
-        // the iterations the exit does not skip run (an index out of range in a later iteration: fuzz seed 28079).
-        // The flags are exact wherever they apply; where that fails too, the first error stands.
-        Err((d, false)) if exits::has_exits_under_if(module) => {
-            functionalize_as_written(&exits::desugar(module), name, scalars).map_err(|_| d)
-        }
-        r => r.map_err(|(d, _)| d),
-    }?;
+    // Where no exact form exists, the `if` blamed for the failure follows the arm the sample inputs take, under a
+    // guard that hands the run to the reference interpreter where the other is taken (`specialize.rs`), one `if` at
+    // a time; the first reason stands where that fails too.
+    let mut follow = Vec::new();
+    let f = match functionalize_with_exits(module, name, scalars, &follow) {
+        Ok(f) => f,
+        Err((first, mut blamed)) => loop {
+            match blamed {
+                Some(at) if !follow.contains(&at) && follow.len() < specialize::MAX_FOLLOWED => follow.push(at),
+                _ => return Err(first),
+            }
+            match functionalize_with_exits(module, name, scalars, &follow) {
+                Ok(f) => break f,
+                Err((_, b)) => blamed = b,
+            }
+        },
+    };
     crate::log::log(crate::log::Stage::Functionalize, || {
         let s = crate::ir::term_stats(&f.term);
         let ms = t.elapsed().as_secs_f64() * 1e3;
@@ -100,19 +107,45 @@ pub fn functionalize(
     Ok(f)
 }
 
+/// Functionalizes the program as written, then with its loop exits as flags where that helps.
+/// Functionalizes the program as written, then with its loop exits as flags where that helps; an error comes with
+/// the `if` blamed for it.
+fn functionalize_with_exits(
+    module: &Module,
+    name: &str,
+    scalars: &std::collections::BTreeMap<String, interp::ScalarArg>,
+    follow: &[crate::diag::Span],
+) -> Result<Functional, (Diagnostic, Option<crate::diag::Span>)> {
+    let as_written = |m: &Module| functionalize_as_written(m, name, scalars, follow);
+    match as_written(module) {
+        // A loop left under an `if` on a run-time value: functionalize it again with its exits as flags.
+        Err((_, true, _)) => as_written(&exits::desugar(module)).map_err(|(d, _, b)| (d, b)),
+        // Any other failure of a program with such loops, too: it may come before the exit is met, from what only
+        // the iterations the exit does not skip run (an index out of range in a later iteration: fuzz seed 28079).
+        // The flags are exact wherever they apply; where that fails too, the first error stands.
+        Err((d, false, b)) if exits::has_exits_under_if(module) => {
+            as_written(&exits::desugar(module)).map_err(|(_, _, b2)| (d, b.or(b2)))
+        }
+        r => r.map_err(|(d, _, b)| (d, b)),
+    }
+}
+
 /// Functionalizes the program as it is written; on failure, also says whether a `break` or `continue` under an `if`
 /// on a run-time value was met (which [`exits::desugar`] removes).
 fn functionalize_as_written(
     module: &Module,
     name: &str,
     scalars: &std::collections::BTreeMap<String, interp::ScalarArg>,
-) -> Result<Functional, (Diagnostic, bool)> {
-    let f = module.get(name).map_err(|d| (d, false))?;
-    let inputs = interp::tensor_params(f).map_err(|d| (d.in_file(&module.path), false))?;
+    follow: &[crate::diag::Span],
+) -> Result<Functional, (Diagnostic, bool, Option<crate::diag::Span>)> {
+    let f = module.get(name).map_err(|d| (d, false, None))?;
+    let inputs = interp::tensor_params(f).map_err(|d| (d.in_file(&module.path), false, None))?;
     // Module constants are plain Python data, evaluated once with the reference interpreter's rules.
-    let it = interp::Interp::new(module).map_err(|d| (d.in_file(&module.path), false))?;
+    let it = interp::Interp::new(module).map_err(|d| (d.in_file(&module.path), false, None))?;
     let consts =
         module.constants.iter().filter_map(|(n, _)| it.global(n).map(|v| (n.clone(), expr::value_to_fv(&v)))).collect();
+    let failed_consts =
+        module.constants.iter().filter_map(|(n, _)| it.failed_global(n).map(|d| (n.clone(), d.clone()))).collect();
     let mut fz = Fz {
         module,
         t: Terms::new(),
@@ -121,6 +154,7 @@ fn functionalize_as_written(
         call_base: 0,
         fn_names: HashMap::new(),
         consts,
+        failed_consts,
         fn_stack: Vec::new(),
         exit_under_dyn_if: false,
         offset_choices: HashMap::new(),
@@ -128,14 +162,22 @@ fn functionalize_as_written(
         param_objects: Vec::new(),
         entry_selections: Vec::new(),
         statement: None,
+        follow: follow.to_vec(),
+        blamed: Default::default(),
+        sample_spec: inputs.clone(),
+        sample: None,
     };
     let result = fz.program(f, &inputs, scalars);
     let exit = fz.exit_under_dyn_if;
     match result {
         Ok(out) => Ok(out),
-        Err(Stop::Diag(d)) => Err((d.in_file(&module.path), exit)),
-        Err(Stop::NeedsStatic(span, why)) => {
-            Err((Diagnostic::new(format!("cannot functionalize: {why}")).at(span).in_file(&module.path), exit))
+        Err(e) => {
+            let blamed = fz.blamed.borrow().get(&specialize::blame_key(&e)).copied();
+            let d = match e {
+                Stop::Diag(d) => d,
+                Stop::NeedsStatic(span, why) => Diagnostic::new(format!("cannot functionalize: {why}")).at(span),
+            };
+            Err((d.in_file(&module.path), exit, blamed))
         }
     }
 }
@@ -153,6 +195,8 @@ pub(super) struct Fz<'m> {
     /// For each function, how often each name occurs in it (to tell loop-local names from names used after).
     fn_names: HashMap<String, HashMap<String, usize>>,
     consts: HashMap<String, FV>,
+    /// Module constants the reference interpreter could not compute, with why (`Interp::failed_global`).
+    failed_consts: HashMap<String, Diagnostic>,
     /// The functions being inlined, innermost last.
     fn_stack: Vec<String>,
     /// A `break` or `continue` under an `if` on a run-time value was met (see [`exits`]).
@@ -171,6 +215,13 @@ pub(super) struct Fz<'m> {
     entry_selections: Vec<Vec<state::TId>>,
     /// Where the expression statement being run is (an in-place op on a selection bound to a name must be one).
     statement: Option<crate::diag::Span>,
+    /// The `if`s (by location) that follow the arm the sample inputs take ([`specialize`]).
+    follow: Vec<crate::diag::Span>,
+    /// For each error met, the `if` on a run-time value that caused it, if any ([`specialize::blame_key`]).
+    blamed: std::cell::RefCell<HashMap<(u32, u32, String), crate::diag::Span>>,
+    /// The tensor parameters, whose seed-0 values are the sample inputs (made when first needed, in `sample`).
+    sample_spec: Vec<(String, DType, Vec<usize>)>,
+    sample: Option<std::collections::BTreeMap<String, crate::tensor::Tensor>>,
 }
 
 impl<'m> Fz<'m> {

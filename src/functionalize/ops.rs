@@ -312,15 +312,28 @@ impl<'m> Fz<'m> {
                 crate::interp::pyset::set_of(items).map_err(err(span))
             }
             "sorted" => {
-                if a.get(99, "key").is_some_and(|k| !matches!(k, FV::None)) {
-                    return diag(span, "sorted() with key= is not supported");
-                }
                 let reverse = matches!(a.get(99, "reverse"), Some(FV::Bool(true)));
                 let items = self.iterate(a.req(0, "iterable")?, span)?;
                 let Some(known) = items.iter().map(super::python::fv_static).collect::<Option<Vec<_>>>() else {
                     return super::state::needs_static(span, "sorted() of values known only when the program runs");
                 };
-                let sorted = crate::interp::pyarith::py_sorted(known, reverse).map_err(err(span))?;
+                let sorted = match a.get(99, "key").filter(|k| !matches!(k, FV::None)).cloned() {
+                    None => crate::interp::pyarith::py_sorted(known, reverse).map_err(err(span))?,
+                    Some(key) => {
+                        let mut keys = Vec::new();
+                        for x in &items {
+                            let k = self.call_value(key.clone(), vec![x.clone()], vec![], span, "key")?;
+                            let Some(k) = super::python::fv_static(&k) else {
+                                return super::state::needs_static(
+                                    span,
+                                    "sorted() by keys known only when the program runs",
+                                );
+                            };
+                            keys.push(k);
+                        }
+                        crate::interp::pyarith::py_sorted_by(known, keys, reverse).map_err(err(span))?
+                    }
+                };
                 Ok(FV::List(Rc::new(RefCell::new(sorted.iter().map(super::expr::value_to_fv).collect()))))
             }
             "print" => Ok(FV::None),
@@ -329,7 +342,11 @@ impl<'m> Fz<'m> {
                 let v = a.req(0, "object")?;
                 Ok(FV::Str(self.fv_str(v).into()))
             }
-            _ => diag(span, format!("unsupported function `{name}`")),
+            // A module-level name whose value could not be made says why.
+            _ => match self.failed_consts.get(name) {
+                Some(d) => diag(span, format!("`{name}` cannot be used: {d}")),
+                None => diag(span, format!("unsupported function `{name}`")),
+            },
         }
     }
 

@@ -23,7 +23,7 @@ fn fv_is_key(k: &FV) -> bool {
 
 /// Whether two dict keys are one: tensors by identity (the same view of the same storage, as `is` compares them),
 /// other keys by Python equality.
-fn fv_key_eq(a: &FV, b: &FV) -> bool {
+pub(super) fn fv_key_eq(a: &FV, b: &FV) -> bool {
     match (a, b) {
         (FV::Tensor(x), FV::Tensor(y)) => x == y,
         (FV::Tensor(_), _) | (_, FV::Tensor(_)) => false,
@@ -633,6 +633,8 @@ impl<'m> Fz<'m> {
             ("int", v @ (FV::Int(_) | FV::DynInt(_))) => v,
             ("int", FV::DynFloat(t)) => self.int_of_run_time_float(t, span)?,
             ("float", FV::Int(i)) => FV::Float(i as f64),
+            ("float", FV::Bool(b)) => FV::Float(f64::from(u8::from(b))),
+            ("float", FV::DynBool(x)) => FV::DynFloat(self.scalar_tensor(&FV::DynBool(x), Some(DType::F64), span)?.0),
             ("float", FV::Str(s)) => FV::Float(crate::interp::pyarith::parse_float(&s).map_err(err(span))?),
             ("int", FV::Str(s)) => FV::Int(crate::interp::pyarith::parse_int(&s).map_err(err(span))?),
             ("float", v @ (FV::Float(_) | FV::DynFloat(_))) => v,

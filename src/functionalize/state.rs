@@ -141,8 +141,9 @@ crate::interp::pyvalue::py_values! {
         DynBool(TId),
         /// A name whose binding is not expressible (a view rebound per iteration, at the start of a loop iteration; a
         /// name bound in one arm only of an `if` on a run-time value): reading it is unsupported, for the reason
-        /// given, unless the enclosing loop is unrolled (which may make the binding static).
-        Poisoned(&'static str),
+        /// given, unless the enclosing loop is unrolled (which may make the binding static). Where an `if` on a
+        /// run-time value left it so, the `if`'s location (which a specialized program follows one arm of).
+        Poisoned(&'static str, Option<Span>),
         /// `y[mask]`: a selection whose size depends on the data. It is usable where the result does not depend on
         /// how many elements it selects (`masked`): as the value of `x[mask] = ...` (a predicated select), in
         /// elementwise ops with selections by the same mask, and summed or averaged; anything else is reported.
@@ -172,7 +173,7 @@ impl FV {
     pub fn same(&self, o: &FV) -> bool {
         match (self, o) {
             (FV::None, FV::None) | (FV::Ellipsis, FV::Ellipsis) => true,
-            (FV::Poisoned(a), FV::Poisoned(b)) => a == b,
+            (FV::Poisoned(a, x), FV::Poisoned(b, y)) => a == b && x == y,
             (FV::Bool(a), FV::Bool(b)) => a == b,
             (FV::Int(a), FV::Int(b)) => a == b,
             (FV::Float(a), FV::Float(b)) => a.to_bits() == b.to_bits(),

@@ -380,12 +380,17 @@ impl<'m> Interp<'m> {
                 super::pyset::set_of(items).map_err(&e)
             }
             "sorted" => {
-                if a.get(99, "key").is_some_and(|k| !matches!(k, Value::None)) {
-                    return err(span, "sorted() with key= is not supported");
-                }
                 let reverse = matches!(a.get(99, "reverse"), Some(Value::Bool(true)));
                 let items = self.iterate(a.req(0, "iterable").map_err(&e)?, span)?;
-                Ok(Value::list(super::pyarith::py_sorted(items, reverse).map_err(&e)?))
+                match a.get(99, "key").filter(|k| !matches!(k, Value::None)).cloned() {
+                    None => Ok(Value::list(super::pyarith::py_sorted(items, reverse).map_err(&e)?)),
+                    Some(key) => {
+                        let keys = (items.iter())
+                            .map(|x| self.call_value(key.clone(), vec![x.clone()], vec![], span))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        Ok(Value::list(super::pyarith::py_sorted_by(items, keys, reverse).map_err(&e)?))
+                    }
+                }
             }
             "round" => match a.req(0, "number").map_err(&e)? {
                 Value::Float(f) => match a.opt_int(1, "ndigits").map_err(&e)? {
@@ -412,7 +417,11 @@ impl<'m> Interp<'m> {
             }
             "str" => Ok(Value::Str(super::pyfmt::py_str(a.req(0, "object").map_err(&e)?).into())),
             "print" => Ok(Value::None),
-            _ => err(span, format!("unsupported function `{name}`")),
+            // A module-level name whose value could not be made says why.
+            _ => match self.lookup(&super::exec::Frame::new(), name, span) {
+                Err(d) if d.message.contains("cannot be used") => Err(d),
+                _ => err(span, format!("unsupported function `{name}`")),
+            },
         }
     }
 

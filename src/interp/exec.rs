@@ -22,6 +22,8 @@ pub(super) type Flow = pyvalue::Flow<Value>;
 pub struct Interp<'m> {
     pub(super) module: &'m Module,
     pub(super) globals: HashMap<String, Value>,
+    /// Module constants whose value could not be computed, with why: only the functions that read them fail.
+    pub(super) failed_globals: HashMap<String, Diagnostic>,
     /// Storage buffers written in place (by address); PyTorch's version counter, per root buffer.
     pub written: HashSet<usize>,
     pub(super) depth: usize,
@@ -38,13 +40,29 @@ pub(super) fn tensor_err(span: Span) -> impl Fn(String) -> Diagnostic {
 impl<'m> Interp<'m> {
     pub fn new(module: &'m Module) -> Result<Self, Diagnostic> {
         let (globals, written) = (HashMap::new(), HashSet::new());
-        let mut it = Interp { module, globals, written, depth: 0, params: Vec::new() };
+        let failed_globals = HashMap::new();
+        let mut it = Interp { module, globals, failed_globals, written, depth: 0, params: Vec::new() };
         for (name, e) in &module.constants {
             let mut frame = Frame::new();
-            let v = it.eval(&mut frame, e)?;
-            it.globals.insert(name.clone(), v);
+            match it.eval(&mut frame, e) {
+                Ok(v) => {
+                    it.globals.insert(name.clone(), v);
+                }
+                // What Python raises fails the import, and so every function; what this tool does not support
+                // fails the functions that read the constant.
+                Err(d) if !(d.message.contains("support") || d.message.contains("cannot be used")) => return Err(d),
+                Err(d) => {
+                    it.globals.remove(name);
+                    it.failed_globals.insert(name.clone(), d.in_file(&module.path));
+                }
+            }
         }
         Ok(it)
+    }
+
+    /// Why a module constant has no value (its expression failed), where it failed.
+    pub fn failed_global(&self, name: &str) -> Option<&Diagnostic> {
+        self.failed_globals.get(name)
     }
 
     /// The value of a module constant (`NAME = expr` at the top level).
@@ -282,8 +300,14 @@ impl<'m> Interp<'m> {
         if let Some(v) = frame.get(name) {
             return Ok(v.clone());
         }
+        if let Some(bad) = self.module.unusable.iter().find(|u| u.name == name) {
+            return err(span, format!("`{name}` cannot be used: {}", bad.error));
+        }
         if let Some(v) = self.globals.get(name) {
             return Ok(v.clone());
+        }
+        if let Some(d) = self.failed_globals.get(name) {
+            return err(span, format!("`{name}` cannot be used: {d}"));
         }
         if self.module.function(name).is_some() {
             return Ok(Value::Func(Rc::from(name)));

@@ -41,10 +41,16 @@ pub(crate) fn foreach_calls<V: PyValue>(
             }
         }
     };
+    // `_foreach_addcmul(self, tensor1, tensor2, value)` takes `value` positionally, where the per-tensor op takes
+    // it as a keyword only.
+    let (pos, value) = match (method.trim_end_matches('_'), pos.len()) {
+        ("addcmul" | "addcdiv", 4) if !is_tensor(&pos[3]) => (&pos[..3], Some(("value".to_string(), pos[3].clone()))),
+        _ => (pos, None),
+    };
     let rest: Vec<(V, Option<Vec<V>>)> =
         pos[1..].iter().map(|v| Ok((v.clone(), spread(v)?))).collect::<Result<_, String>>()?;
     let kws: Vec<(String, V, Option<Vec<V>>)> =
-        kw.iter().map(|(k, v)| Ok((k.clone(), v.clone(), spread(v)?))).collect::<Result<_, String>>()?;
+        kw.iter().cloned().chain(value).map(|(k, v)| Ok((k, v.clone(), spread(&v)?))).collect::<Result<_, String>>()?;
     let pick = |i: usize, v: &V, s: &Option<Vec<V>>| s.as_ref().map(|s| s[i].clone()).unwrap_or_else(|| v.clone());
     let calls = tensors
         .into_iter()

@@ -282,8 +282,16 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
         "addcmul" | "addcdiv" => {
             let x = operand_arg(a, 0, "input")?;
             // PyTorch's deprecated overload `addcmul(input, value, tensor1, tensor2)`, as older optimizers write it.
-            let old = a.pos.len() == 4 && a.pos[1].as_scalar().is_some();
-            let (at, value) = if old { (2, a.pos.get(1)) } else { (1, a.opt(3, "value")) };
+            // `value` is a Number, which a 0-d tensor converts to; in the current overload it is keyword-only.
+            let number = |v: &Value| match v {
+                Value::Tensor(t) if t.shape.is_empty() => t.item().ok(),
+                other => other.as_scalar(),
+            };
+            let old = a.pos.len() == 4 && number(&a.pos[1]).is_some();
+            if a.pos.len() > 3 && !old {
+                return Err(format!("{name}() takes 3 positional arguments but {} were given", a.pos.len()).into());
+            }
+            let (at, value) = if old { (2, a.pos.get(1)) } else { (1, a.keyword("value")) };
             let p = a.tensor(at, "tensor1")?;
             let q = a.tensor(at + 1, "tensor2")?;
             if name == "addcdiv" && !p.dtype().is_float() && !q.dtype().is_float() {
@@ -292,7 +300,12 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
             // PyTorch's order: self + value * tensor1 OP tensor2.
             let scaled = match value {
                 Some(v) => {
-                    let s = v.as_scalar().ok_or("addcmul(): argument 'value' must be a number")?;
+                    let s = number(v).ok_or_else(|| {
+                        format!(
+                            "{name}(): argument 'value' must be Number, not {}",
+                            super::pyvalue::PyValue::type_name(v)
+                        )
+                    })?;
                     bin(Binary::Mul, &Operand::S(s), &tt(&p))?
                 }
                 None => p,

@@ -80,6 +80,23 @@ pub(crate) fn py_sorted(mut items: Vec<Value>, reverse: bool) -> Result<Vec<Valu
     Ok(items)
 }
 
+/// `sorted(items, key=..., reverse=...)` given each item's key: stable, and Python's TypeError where two keys do
+/// not compare.
+pub(crate) fn py_sorted_by<T>(items: Vec<T>, keys: Vec<Value>, reverse: bool) -> Result<Vec<T>, String> {
+    // Python's TypeError where two keys do not compare.
+    py_sorted(keys.clone(), false)?;
+    let ord = |a: &usize, b: &usize| py_order(&keys[*a], &keys[*b]).ok().flatten().unwrap_or(std::cmp::Ordering::Equal);
+    let mut idx: Vec<usize> = (0..keys.len()).collect();
+    // Stable either way: equal keys keep their order, as in Python.
+    if reverse {
+        idx.sort_by(|a, b| ord(b, a));
+    } else {
+        idx.sort_by(ord);
+    }
+    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    Ok(idx.into_iter().filter_map(|i| slots.get_mut(i).and_then(Option::take)).collect())
+}
+
 fn cmp_symbol(op: CmpOp) -> &'static str {
     match op {
         CmpOp::Lt => "<",

@@ -63,6 +63,15 @@ impl From<String> for EvalError {
 /// The error of `(raise)`; run-time errors get PyTorch's located message from the reference interpreter.
 pub const RAISES: &str = "the program raises here: an arm of an `if` on a run-time value fails when it runs";
 
+/// The error of `(fallback LINE COL)`: the run took the arm of an `if` on a run-time value that the plan was not
+/// specialized for; callers run the program on the reference interpreter instead ([`fallback_message`]).
+pub const FALLBACK: &str = "the run took an arm of an `if` on a run-time value that the plan was not specialized for";
+
+/// The message of `(fallback LINE COL)`, which names the `if`.
+pub fn fallback_message(line: i64, col: i64) -> String {
+    format!("{FALLBACK} (the `if` at line {line}, column {col})")
+}
+
 /// Runs a program term (its root is a tuple of outputs) on named inputs; returns the tuple's tensors.
 
 pub fn eval_program(term: &Term, inputs: &BTreeMap<String, Tensor>) -> Result<Vec<Tensor>, EvalError> {
@@ -413,6 +422,7 @@ impl Evaluator<'_> {
                 self.eval(args[1])
             }
             Raise => fail(RAISES),
+            Fallback => fail(fallback_message(self.int(args[0])?, self.int(args[1])?)),
             ToInt => Ok(V::I(t(self, 0)?.item()?.to_i64_trunc())),
             ITensor => out(Tensor::scalar(DType::I64, Scalar::I(self.int(args[0])?))),
             Full => {

@@ -24,7 +24,7 @@ mod verify;
 use egg::{define_language, Id, Language, RecExpr};
 
 pub(crate) use eval::{dependent_nodes, RUNTIME_INT_OVERFLOW};
-pub use eval::{eval_program, run_time_start, EvalError, RAISES};
+pub use eval::{eval_program, fallback_message, run_time_start, EvalError, FALLBACK, RAISES};
 pub use literals::{BoolLit, FloatLit, ParamName};
 pub use ops::{parse_class, Arity, DtypeRule, OpClass, OpName};
 pub use print::{display_dag, term_stats, TermStats};

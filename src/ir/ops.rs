@@ -235,6 +235,9 @@ op_table! {
     After = "after": Control, 2, Last;
     // `(raise)`: an error PyTorch raises where this is evaluated (the arm of an `if` on a run-time value that fails).
     Raise = "raise": Control, 0, Int;
+    // `(fallback LINE COL)`: the arm of an `if` on a run-time value (at LINE:COL) that the plan was not specialized
+    // for; where it is evaluated the run stops, and the reference interpreter runs the program instead.
+    Fallback = "fallback": Control, 2, Int;
     // Creation and conversion.
     Full = "full": Creation, 3, Given;
     Arange = "arange": Creation, 4, Given;

@@ -377,6 +377,9 @@ impl<D: Device> Executor<'_, D> {
                         self.eval(args[1], inputs)?
                     }
                     Raise => return Err(crate::ir::RAISES.into()),
+                    Fallback => {
+                        return Err(crate::ir::fallback_message(self.int(args[0], inputs)?, self.int(args[1], inputs)?))
+                    }
                     Eq | Ne | Lt | Le | Gt | Ge | BitAnd | BitOr | BitXor | LogicalNot => {
                         let vals = args.iter().map(|&a| self.scalar(a, inputs)).collect::<R<Vec<i64>>>()?;
                         Val::B(super::host::host_scalar(op, &vals)?)

@@ -225,7 +225,7 @@ fn enode_may_fail(egraph: &egg::EGraph<Node, TermAnalysis>, enode: &Node) -> boo
     let own = match enode {
         Node::Op(IIndex | ISlice | INarrow, a) => !a.first().is_some_and(literal),
         Node::Op(IFloorDiv | IMod, a) => !a.get(1).is_some_and(literal),
-        Node::Op(Index | IndexPut | Gather | Scatter | Raise, _) => true,
+        Node::Op(Index | IndexPut | Gather | Scatter | Raise | Fallback, _) => true,
         _ => false,
     };
     own || enode.children().iter().any(|&c| info(egraph, c).may_fail)

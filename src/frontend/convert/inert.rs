@@ -32,13 +32,30 @@ pub(super) fn is_inert_decorator(e: &py::Expr) -> bool {
     match e {
         py::Expr::Call(c) => {
             let p = path(c.func.as_ref());
-            (grad(&p) && c.arguments.len() == 0) || (p == "torch.compile" && c.arguments.args.is_empty())
+            (grad(&p) && c.arguments.len() == 0)
+                || (p == "torch.compile" && c.arguments.args.is_empty())
+                // CUDA's autocast leaves the CPU tensors funcfuse's semantics are about as they are.
+                || (p == "torch.cuda.amp.autocast" && c.arguments.args.is_empty())
         }
         e => {
             let p = path(e);
             grad(&p) || matches!(p.as_str(), "torch.jit.script" | "torch.compile")
         }
     }
+}
+
+/// Whether a `def` returns its one parameter unchanged (`def decorator(func): return func`, maybe after a
+/// docstring): as a decorator it changes nothing.
+pub(super) fn returns_its_argument(f: &py::StmtFunctionDef) -> bool {
+    let p = &f.parameters;
+    let [only] = p.args.as_slice() else { return false };
+    if !(p.posonlyargs.is_empty() && p.kwonlyargs.is_empty() && p.vararg.is_none() && p.kwarg.is_none()) {
+        return false;
+    }
+    let body: Vec<&py::Stmt> =
+        f.body.iter().filter(|s| !matches!(s, py::Stmt::Expr(e) if e.value.is_string_literal_expr())).collect();
+    matches!(body.as_slice(), [py::Stmt::Return(r)]
+        if matches!(r.value.as_deref(), Some(py::Expr::Name(n)) if n.id == only.parameter.name.id))
 }
 
 /// `torch.autocast(..., enabled=False)` (also `torch.amp.`, `torch.cpu.amp.` and `torch.cuda.amp.autocast`), as
