@@ -498,3 +498,41 @@ def sorted_by_key_and_dict_equality(x: f32[5]) -> tuple[f32[5], f32[()]]:
     for k, c in enumerate(ordered):
         y[k] = y[k] + len(c) * 10 + c[0]
     return y + by_last[0][-1] * 100, torch.tensor(float(same) + 2 * float(differ))
+
+
+def sizes_read_back_from_a_tensor_of_literals(memory: f32[2, 20, 4]) -> tuple[f32[2, 2, 4], i64[2], f32[()]]:
+    # Held-out port (round 23): Deformable DETR's `spatial_shapes = torch.as_tensor([(h, w), ...])`, whose rows are
+    # then read back as slice bounds and view sizes (`memory[:, cur:cur + H_ * W_].view(N_, H_, W_, 1)`): a tensor
+    # made from literals alone has values known before the program runs
+    shapes = []
+    for h, w in [(4, 4), (2, 2)]:
+        shapes.append((h, w))
+    spatial_shapes = torch.as_tensor(shapes, dtype=torch.long)
+    level_start = torch.cat((spatial_shapes.new_zeros((1,)), spatial_shapes.prod(1).cumsum(0)[:-1]))
+    outs = []
+    cur = 0
+    for lvl, (H_, W_) in enumerate(spatial_shapes):
+        m = memory[:, cur:(cur + H_ * W_)].view(2, H_, W_, 4)
+        outs.append(m.mean((1, 2)) * (lvl + 1))
+        cur += H_ * W_
+    return torch.stack(outs, 1), level_start, memory[:, int(level_start[1]):].sum()
+
+
+def data_set_leaves_the_tensor_alone(h: f32[4], m: f32[4]) -> tuple[f32[4], f32[2, 8]]:
+    # Held-out ports (rounds 24 and 25): lstms.pth's Gal dropout `h_t.data.set_(th.mul(h_t, self.mask).data)` and
+    # bnlstm's `self.weight_hh.data.set_(weight_hh_data)`: `x.data` is a new tensor object, so `set_` on it rebinds
+    # that temporary only and `x` keeps its values (PyTorch 2)
+    h = h * 1.0
+    h.data.set_(torch.mul(h, m).data)
+    h.data *= 2.0
+    w = torch.zeros(2, 8)
+    w.data.set_(torch.eye(2).repeat(1, 4))
+    return h, w
+
+
+def nn_init_with_keywords(b: f32[4], w: f32[2, 3]) -> f32[4]:
+    # Held-out port (round 25): bnlstm's `nn.init.constant_(self.bias.data, val=0)`, the value given by keyword
+    b = b.clone()
+    torch.nn.init.constant_(b.data, val=0.5)
+    torch.nn.init.constant_(tensor=w, val=2)
+    return b

@@ -384,7 +384,12 @@ impl Cx {
                 op: self.binop(a.op, span)?,
                 value: self.expr(&a.value)?,
             },
-            py::Stmt::Expr(e) => StmtKind::Expr(self.expr(&e.value)?),
+            // `x.data.set_(y)` rebinds the storage of the temporary `x.data` only: `x` is unchanged (PyTorch 2; the
+            // Gal dropout of lstms.pth and bnlstm's initialization write it). What is left is evaluating `y`.
+            py::Stmt::Expr(e) => match inert::data_set_argument(&e.value) {
+                Some(y) => StmtKind::Expr(self.expr(y)?),
+                None => StmtKind::Expr(self.expr(&e.value)?),
+            },
             py::Stmt::Return(r) => StmtKind::Return(match &r.value {
                 Some(v) => Some(self.expr(v)?),
                 None => None,

@@ -219,6 +219,9 @@ impl<'m> Fz<'m> {
             return diag(span, "only integer tensors of a single element can be converted to an index");
         }
         let v = self.read(t, span)?;
+        if let Some(crate::tensor::Scalar::I(i)) = self.constant_scalar(v) {
+            return Ok(Affine::constant(i));
+        }
         let v = self.t.at(v);
         let e = self.t.op(OpName::ToInt, vec![v]).map_err(Self::tyerr(span))?;
         Ok(Affine::sym(Sym::Opaque(TIdKey::of(e))))
@@ -515,22 +518,6 @@ impl<'m> Fz<'m> {
     }
 
     /// `a == b` known now; `what` names the comparison in the error where it is known only at run time.
-    /// Python's `==` of two dicts (and of sets, which are dicts here): the same keys, with equal values.
-    fn dicts_eq(&mut self, a: &FV, b: &FV, span: Span) -> FR<bool> {
-        let (FV::Dict(x), FV::Dict(y)) = (a, b) else { return Ok(false) };
-        let (x, y) = (x.borrow().clone(), y.borrow().clone());
-        if x.len() != y.len() {
-            return Ok(false);
-        }
-        for (k, v) in &x {
-            let Some((_, w)) = y.iter().find(|(l, _)| super::python::fv_key_eq(k, l)) else { return Ok(false) };
-            if !self.static_eq(v, w, "comparing dicts of run-time values", span)? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
     pub(super) fn static_eq(&mut self, a: &FV, b: &FV, what: &str, span: Span) -> FR<bool> {
         match self.compare(a, CmpOp::Eq, b, span)? {
             FV::Bool(r) => Ok(r),

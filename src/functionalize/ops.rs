@@ -113,7 +113,10 @@ impl<'m> Fz<'m> {
                 }
                 FV::Module("copy") => self.deepcopy(name, &pos, &kw, span),
                 FV::Module("functools") => self.functools(name, &pos, kw, span),
-                FV::Module("torch.nn.init") if kw.is_empty() && !pos.is_empty() => self.nn_init(name, &pos, span),
+                FV::Module("torch.nn.init") if crate::interp::python::nn_init_positional(&pos, &kw).is_some() => {
+                    let pos = crate::interp::python::nn_init_positional(&pos, &kw).unwrap_or_default();
+                    self.nn_init(name, &pos, span)
+                }
                 FV::Module(m) => self.module_call(m, name, pos, kw, span),
                 FV::Tensor(t) => {
                     pos.insert(0, FV::Tensor(t));
@@ -400,6 +403,13 @@ impl<'m> Fz<'m> {
         let v = self.read(t, span)?;
         let v = self.reshape_value(v, &[], span)?;
         let d = self.roots[t.root].dtype;
+        if let Some(x) = self.constant_scalar(v) {
+            return Ok(match x {
+                Scalar::B(b) => FV::Bool(b),
+                Scalar::I(i) => FV::Int(i),
+                Scalar::F(f) => FV::Float(f),
+            });
+        }
         Ok(match d {
             DType::Bool => FV::DynBool(v),
             d if d.is_float() => FV::DynFloat(self.cast(v, DType::F64, span)?),
@@ -407,8 +417,32 @@ impl<'m> Fz<'m> {
         })
     }
 
+    /// The value of a one-element tensor term that reads no input (made from literals: Deformable DETR's
+    /// `spatial_shapes = torch.as_tensor([(h, w), ...])` read back as sizes), computed now; `None` otherwise.
+    pub(super) fn constant_scalar(&mut self, v: super::state::TId) -> Option<Scalar> {
+        if v.depth != 0 || self.t.depth() != 0 {
+            return None;
+        }
+        let top = self.t.b.add(Node::Tuple(vec![v.id].into()));
+        let term = self.t.b.extract(top);
+        let reads_data = term.as_ref().iter().any(|n| {
+            matches!(
+                n,
+                Node::Input(_) | Node::Carried(_) | Node::Iter(_) | Node::Op(OpName::Fallback | OpName::Raise, _)
+            )
+        });
+        if reads_data || term.as_ref().len() > 4096 {
+            return None;
+        }
+        let out = crate::ir::eval_program(&term, &std::collections::BTreeMap::new()).ok()?;
+        out.first().filter(|t| t.shape.iter().product::<usize>() == 1)?.item().ok()
+    }
+
     /// The Python int a 0-d integer tensor term holds when the program runs.
     pub(super) fn run_time_int(&mut self, v: super::state::TId, span: Span) -> FR<FV> {
+        if let Some(Scalar::I(i)) = self.constant_scalar(v) {
+            return Ok(FV::Int(i));
+        }
         let x = self.t.at(v);
         let e = self.t.op(OpName::ToInt, vec![x]).map_err(err(span))?;
         Ok(FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(e)))))

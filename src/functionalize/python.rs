@@ -612,6 +612,24 @@ pub(super) fn data_dependent(name: &str, npos: usize, nkw: usize, is_method: boo
 }
 
 /// Python builtins of `Fz::builtin` that take more than a few lines.
+impl Fz<'_> {
+    /// Python's `==` of two dicts (and of sets, which are dicts here): the same keys, with equal values.
+    pub(super) fn dicts_eq(&mut self, a: &FV, b: &FV, span: Span) -> FR<bool> {
+        let (FV::Dict(x), FV::Dict(y)) = (a, b) else { return Ok(false) };
+        let (x, y) = (x.borrow().clone(), y.borrow().clone());
+        if x.len() != y.len() {
+            return Ok(false);
+        }
+        for (k, v) in &x {
+            let Some((_, w)) = y.iter().find(|(l, _)| fv_key_eq(k, l)) else { return Ok(false) };
+            if !self.static_eq(v, w, "comparing dicts of run-time values", span)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
 impl<'m> Fz<'m> {
     /// `int(x)`, `float(x)`, `bool(x)` of a number (known now or at run time), a one-element tensor, or (`float`)
     /// a string.

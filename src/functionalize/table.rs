@@ -15,6 +15,21 @@ use crate::tensor::{DType, Scalar, Tensor};
 impl<'m> Fz<'m> {
     pub(super) fn torch(&mut self, name: &str, a: &A, method: bool) -> FR<FV> {
         let span = a.span;
+        // `arange`, `linspace` read every argument as a number, the others their arguments after `self`.
+        let from = usize::from(!matches!(name, "arange" | "linspace"));
+        if SIZE_TAKERS.contains(&name) || from == 0 {
+            if let Some(folded) = self.constant_sizes(a, from) {
+                let r = self.torch(name, &folded, method)?;
+                // The caller checks the keywords it gave were all read: those the op read of its copy were.
+                if let Some(k) = folded.unexpected() {
+                    return diag(span, format!("unexpected keyword argument '{k}' for {}", a.name));
+                }
+                a.kw.iter().for_each(|(k, _)| {
+                    a.keyword(k);
+                });
+                return Ok(r);
+            }
+        }
         let approximate = || {
             a.opt(1, "approximate").map(|v| match v {
                 FV::Str(s) => Some(s.as_ref()),
@@ -609,5 +624,40 @@ impl<'m> Fz<'m> {
             }
             _ => self.composite(name, a, method),
         }
+    }
+}
+
+/// Ops whose arguments after the first are sizes, read as ints (`__index__`).
+const SIZE_TAKERS: &[&str] =
+    &["view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty", "narrow", "unflatten", "tile"];
+
+impl Fz<'_> {
+    /// The arguments (from position `from` on) of a size-taking op with every one-element integer tensor made from literals alone (its value
+    /// known now: [`Fz::constant_scalar`]) read as the int it is; `None` where there is none.
+    fn constant_sizes(&mut self, a: &A, from: usize) -> Option<A> {
+        let mut changed = false;
+        let mut fold = |fz: &mut Self, v: &FV| -> FV {
+            let FV::Tensor(t) = v else { return v.clone() };
+            if fz.roots[t.root].dtype.is_float() || t.shape.iter().product::<usize>() != 1 {
+                return v.clone();
+            }
+            let Ok(term) = fz.read(t, a.span) else { return v.clone() };
+            match fz.constant_scalar(term) {
+                Some(crate::tensor::Scalar::I(i)) => {
+                    changed = true;
+                    FV::Int(i)
+                }
+                _ => v.clone(),
+            }
+        };
+        let mut pos: Vec<FV> = a.pos.iter().take(from).cloned().collect();
+        for v in a.pos.iter().skip(from) {
+            pos.push(match v {
+                FV::Tuple(items) => FV::Tuple(std::rc::Rc::new(items.iter().map(|x| fold(self, x)).collect())),
+                v => fold(self, v),
+            });
+        }
+        let kw = a.kw.iter().map(|(k, v)| (k.clone(), fold(self, v))).collect();
+        changed.then(|| A::new(pos, kw, a.span, a.name.clone()))
     }
 }

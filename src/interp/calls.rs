@@ -49,7 +49,8 @@ impl<'m> Interp<'m> {
                     super::compat::deepcopy_args(name, &pos, &kw).map_err(tensor_err(span))?;
                     deepcopy(&pos[0]).map_err(tensor_err(span))
                 }
-                Value::Module("torch.nn.init") if kw.is_empty() && !pos.is_empty() => {
+                Value::Module("torch.nn.init") if super::python::nn_init_positional(&pos, &kw).is_some() => {
+                    let pos = super::python::nn_init_positional(&pos, &kw).unwrap_or_default();
                     let (method, rest) = super::python::nn_init(name, &pos[1..], Value::Float(1.0), Value::Float(0.0))
                         .map_err(tensor_err(span))?;
                     let mut args = vec![pos[0].clone()];

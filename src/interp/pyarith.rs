@@ -64,8 +64,9 @@ pub(crate) fn py_ordered(a: &Value, op: CmpOp, b: &Value) -> Result<bool, String
 /// `sorted(items, reverse=...)` of values known now: Python's stable sort by [`py_order`] (unordered pairs, NaN,
 /// keep their order).
 pub(crate) fn py_sorted(mut items: Vec<Value>, reverse: bool) -> Result<Vec<Value>, String> {
+    // Python's sort first asks whether each item is less than the one before it.
     for w in items.windows(2) {
-        py_order(&w[0], &w[1])?;
+        py_order(&w[1], &w[0])?;
     }
     if let Some(first) = items.first() {
         items.iter().try_for_each(|x| py_order(first, x).map(|_| ()))?;

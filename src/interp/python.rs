@@ -428,6 +428,22 @@ pub fn nn_init<V: Clone>(name: &str, rest: &[V], one: V, zero: V) -> Result<(&'s
     }
 }
 
+/// The arguments of a `torch.nn.init` call as positions (`constant_(tensor=t, val=0)` is `constant_(t, 0)`); `None`
+/// where a keyword is neither, or no tensor is given.
+pub fn nn_init_positional<V: Clone>(pos: &[V], kw: &[(String, V)]) -> Option<Vec<V>> {
+    let mut out = pos.to_vec();
+    for (i, name) in ["tensor", "val"].iter().enumerate() {
+        if let Some((_, v)) = kw.iter().find(|(k, _)| k == name) {
+            if out.len() != i {
+                return None;
+            }
+            out.push(v.clone());
+        }
+    }
+    let known = kw.iter().all(|(k, _)| k == "tensor" || k == "val");
+    (known && !out.is_empty()).then_some(out)
+}
+
 /// What `hasattr(obj, name)` asks about.
 pub enum AttrOwner<'a> {
     /// A module value (`torch`, `torch.nn.functional`, `math`) or the class `torch.Tensor`.

@@ -85,3 +85,17 @@ pub(super) fn is_disabled_autocast(e: &py::Expr) -> bool {
     });
     autocast && disabled
 }
+
+/// `X.data.set_(Y)` as a statement: `Y`, the one argument (see `convert.rs`).
+pub(super) fn data_set_argument(e: &py::Expr) -> Option<&py::Expr> {
+    let py::Expr::Call(c) = e else { return None };
+    let py::Expr::Attribute(set) = c.func.as_ref() else { return None };
+    let py::Expr::Attribute(data) = set.value.as_ref() else { return None };
+    if set.attr.as_str() != "set_" || data.attr.as_str() != "data" || !c.arguments.keywords.is_empty() {
+        return None;
+    }
+    match c.arguments.args.as_ref() {
+        [y] if !y.is_starred_expr() => Some(y),
+        _ => None,
+    }
+}
