@@ -536,3 +536,27 @@ def nn_init_with_keywords(b: f32[4], w: f32[2, 3]) -> f32[4]:
     torch.nn.init.constant_(b.data, val=0.5)
     torch.nn.init.constant_(tensor=w, val=2)
     return b
+
+
+def _annotated_helper(model: Module, cfg: "Config", fn: Callable[[int], int], x):
+    import math
+
+    if callable(fn) and not callable(x):
+        return x * math.pi
+    return x
+
+
+def helper_annotations_inplace_transposes_and_imports(x: f32[3, 4]) -> tuple[f32[4, 3], f32[4, 3], f32[3, 3]]:
+    # Held-out ports (round 26): x-transformers' `model: Module` and `callable(...)`, Shampoo's
+    # `torch.eye(dim, out=grad.new(dim, dim))` and `transpose_`, gru_ode_bayes' `import ipdb` in a branch that does not
+    # run; a helper's annotations are read by nobody here
+    y = x * 1.0
+    y.transpose_(0, 1)
+    z = x.clone()
+    z.t_()
+    e = torch.eye(3, out=x.new(3, 3))
+    if x.sum() > 100.0:
+        import ipdb
+
+        ipdb.set_trace()
+    return _annotated_helper(None, None, lambda v: v, y), z, e

@@ -132,7 +132,10 @@ impl<'m> Fz<'m> {
                         return diag(span, why);
                     }
                     let a = A::new(pos, kw, span, name.clone());
-                    if matches!(name.as_str(), "squeeze_" | "unsqueeze_") {
+                    if matches!(
+                        name.as_str(),
+                        "squeeze_" | "unsqueeze_" | "t_" | "transpose_" | "swapdims_" | "swapaxes_"
+                    ) {
                         let ExprKind::Attr(obj, _) = &func.kind else { unreachable!("a method call") };
                         return self.shape_inplace(env, obj, name, a);
                     }
@@ -340,6 +343,7 @@ impl<'m> Fz<'m> {
                 Ok(FV::List(Rc::new(RefCell::new(sorted.iter().map(super::expr::value_to_fv).collect()))))
             }
             "print" => Ok(FV::None),
+            "callable" => Ok(FV::Bool(matches!(a.req(0, "obj")?, FV::Func(_) | FV::Closure(..)))),
             "hasattr" => super::python::hasattr(a.req(0, "obj")?, a.req(1, "name")?, span),
             "str" => {
                 let v = a.req(0, "object")?;

@@ -67,7 +67,10 @@ impl<'m> Interp<'m> {
                     let mut kw = kw;
                     super::python::strip_device(name, &mut pos, &mut kw).map_err(tensor_err(span))?;
                     let a = Args::new(pos, kw, span, name.clone());
-                    if matches!(name.as_str(), "squeeze_" | "unsqueeze_") {
+                    if matches!(
+                        name.as_str(),
+                        "squeeze_" | "unsqueeze_" | "t_" | "transpose_" | "swapdims_" | "swapaxes_"
+                    ) {
                         let ExprKind::Attr(obj, _) = &func.kind else { unreachable!("a method call") };
                         return self.shape_inplace(frame, obj, name, a);
                     }
@@ -404,6 +407,7 @@ impl<'m> Interp<'m> {
                 Value::Int(i) => Ok(Value::Int(*i)),
                 other => err(span, format!("type {} doesn't define __round__ method", other.type_name())),
             },
+            "callable" => Ok(Value::Bool(matches!(a.req(0, "obj").map_err(&e)?, Value::Func(_) | Value::Closure(..)))),
             "hasattr" => {
                 use super::python::{hasattr, AttrOwner};
                 let Value::Str(name) = a.req(1, "name").map_err(&e)? else {

@@ -107,6 +107,7 @@ const OTHER: &[&str] = &[
     "concatenate",
     "stack",
     "arange",
+    "eye",
     "argmax",
     "argmin",
 ];

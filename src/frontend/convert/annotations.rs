@@ -21,6 +21,9 @@ impl Cx {
                     span,
                     format!("tensor annotation `{d}` needs a shape, e.g. `{d}[4, 8]` (or `{d}[()]` for 0-dim)"),
                 ),
+                // A class the file or a library defines (`model: Module`, `config: LlamaConfig`): a helper's
+                // annotation is read by nobody here; a program's parameters need a tensor or number annotation.
+                other if !dtype_like(other) => Ok(TypeAnn::Opaque),
                 other => err(span, format!("unsupported annotation `{other}`")),
             },
             py::Expr::Attribute(_) => Ok(TypeAnn::Opaque),
@@ -72,13 +75,20 @@ impl Cx {
                         Ok(TypeAnn::Tuple(elems))
                     }
                     "list" | "List" | "Optional" | "Union" | "dict" | "Dict" | "Sequence" => Ok(TypeAnn::Opaque),
+                    // `Callable[...]`, `Iterable[...]`, `Mapping[...]`, a generic class: opaque, as above.
+                    other if !dtype_like(other) => Ok(TypeAnn::Opaque),
                     other => err(span, format!("unsupported annotation `{other}[...]`; tensors are written like `f32[4, 8]` with dtype f32, f64, f16, bf16, i64, i32 or bool")),
                 }
             }
-            py::Expr::StringLiteral(_) => {
-                err(span, "string annotations are not supported; use `from __future__ import annotations`")
-            }
+            // A forward reference (`"LlamaConfig"`), as `from __future__ import annotations` makes every annotation.
+            py::Expr::StringLiteral(_) => Ok(TypeAnn::Opaque),
             _ => err(span, "unsupported annotation"),
         }
     }
+}
+
+/// Whether a name looks like a tensor dtype (`f32`, `i64`, `u8`, ...) that is not one: a typo, better reported.
+fn dtype_like(name: &str) -> bool {
+    let mut c = name.chars();
+    matches!(c.next(), Some('f' | 'i' | 'u' | 'b')) && name.len() > 1 && c.all(|c| c.is_ascii_digit())
 }

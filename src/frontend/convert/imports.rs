@@ -76,6 +76,11 @@ const KNOWN: &[&str] =
 /// `import NAME [as BOUND]` at `at`: numpy's name goes to `numpy`; `import torch.X.Y as Z` is `from torch.X import
 /// Y as Z` (to `from_imports`); a module the engines do not know fails only the functions that name it (`unusable`).
 /// True where the statement binds `torch` itself.
+/// Whether `import NAME` binds a module the engines know under that name (`math`, `torch`, ...).
+pub(super) fn is_known(name: &str) -> bool {
+    KNOWN.contains(&name)
+}
+
 pub(super) fn import(
     path: &str,
     alias: &py::Alias,

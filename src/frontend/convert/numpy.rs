@@ -229,7 +229,7 @@ fn is_isinstance(e: &Expr) -> bool {
 }
 
 /// An expression that fails with `d` when it is evaluated (see [`crate::frontend::ast::REFUSED`]).
-fn refusal(d: Diagnostic, span: Span) -> Expr {
+pub(super) fn refusal(d: Diagnostic, span: Span) -> Expr {
     let span = d.span.unwrap_or(span);
     let marker = Expr { kind: ExprKind::Name(REFUSED.to_string()), span };
     let msg = Expr { kind: ExprKind::Str(d.message), span };
