@@ -560,3 +560,16 @@ def helper_annotations_inplace_transposes_and_imports(x: f32[3, 4]) -> tuple[f32
 
         ipdb.set_trace()
     return _annotated_helper(None, None, lambda v: v, y), z, e
+
+
+def searchsorted_for_sampling(p: f32[2, 6], u: f32[2, 3], s: f32[5]) -> tuple[i64[2, 3], i64[5], i64[()], i32[1]]:
+    # Held-out ports (round 26): inverse-CDF sampling as x-transformers and Speculative-Decoding write it,
+    # `torch.searchsorted(cdf, uniforms)`, and the `right=`, `side=`, `out_int32=` and scalar forms
+    probs = torch.softmax(p, -1)
+    cdf = probs.cumsum(-1)
+    idx = torch.searchsorted(cdf, (u + 1.0) / 2.0)
+    bounds = torch.sort(s).values
+    a = torch.searchsorted(bounds, s, right=True)
+    b = torch.searchsorted(bounds, 0.1)
+    c = torch.searchsorted(bounds, bounds[2:3], side="left", out_int32=True)
+    return idx, a, b, c

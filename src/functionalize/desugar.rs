@@ -543,10 +543,55 @@ impl<'m> Fz<'m> {
         self.fresh_op(OpName::Scatter, vec![bins, dim, it, src, add], None, span)
     }
 
+    /// `searchsorted`: for each value, how many boundaries of its row are below it (`right`: at most it), as the
+    /// reference computes it (`crate::interp::more_ops`): `(b.unsqueeze(-2) < v.unsqueeze(-1)).sum(-1)`.
+    fn searchsorted(&mut self, a: &A, span: Span) -> FR<FV> {
+        let b = a.tensor(0, "sorted_sequence")?;
+        let v = match a.req(1, "input")? {
+            FV::Tensor(t) => FV::Tensor(t.clone()),
+            other => {
+                let other = other.clone();
+                let (t, _) = self.scalar_tensor(&other, None, span)?;
+                FV::Tensor(self.fresh(t, None, span)?)
+            }
+        };
+        let FV::Tensor(vt) = &v else { return diag(span, "internal: searchsorted input") };
+        let right = match a.opt(99, "right") {
+            None => None,
+            Some(r) => Some(a.number(r).ok_or_else(|| {
+                super::state::Stop::NeedsStatic(span, "searchsorted(right=) known only at run time".into())
+            })?),
+        };
+        let side = a.opt(99, "side").map(|s| match s {
+            FV::Str(x) => crate::interp::value::Value::Str(x.clone()),
+            FV::None => crate::interp::value::Value::None,
+            _ => crate::interp::value::Value::Int(0),
+        });
+        let right = crate::interp::more_ops::searchsorted_side(right, side.as_ref()).map_err(err(span))?;
+        if a.opt(99, "sorter").is_some_and(|s| !matches!(s, FV::None)) {
+            return diag(span, "searchsorted(sorter=) is not supported");
+        }
+        crate::interp::more_ops::searchsorted_check(&b.shape, &vt.shape).map_err(err(span))?;
+        let op = if right { Binary::Le } else { Binary::Lt };
+        let cmp = if vt.shape.is_empty() {
+            self.elementwise(op, &[FV::Tensor(b), v], span)?
+        } else {
+            let bu = self.method("unsqueeze", span, vec![FV::Tensor(b), FV::Int(-2)])?;
+            let vu = self.method("unsqueeze", span, vec![v, FV::Int(-1)])?;
+            self.elementwise(op, &[bu, vu], span)?
+        };
+        let counts = self.method("sum", span, vec![cmp, FV::Int(-1)])?;
+        match a.opt(99, "out_int32").and_then(|v| a.number(v)) {
+            Some(s) if s.to_f64() != 0.0 => self.method("to", span, vec![counts, FV::DType(DType::I32)]),
+            _ => Ok(counts),
+        }
+    }
+
     pub(super) fn desugared(&mut self, name: &str, a: &A, _method: bool) -> FR<FV> {
         let span = a.span;
         match name {
             "lerp" => self.lerp(a, span),
+            "searchsorted" => self.searchsorted(a, span),
             "addcmul" | "addcdiv" => self.addc(name, a, span),
             "softplus" => self.softplus(a, span),
             "cosine_similarity" => self.cosine_similarity(a, span),

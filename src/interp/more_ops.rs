@@ -133,6 +133,74 @@ fn log_sigmoid(a: &Args) -> AResult<Value> {
 
 /// `lerp` with PyTorch's two formulas: `start + weight * (end - start)` where |weight| < 0.5, else
 /// `end - (end - start) * (1 - weight)`.
+/// `torch.searchsorted(boundaries, input, right=, side=, out_int32=)`: for each value, how many boundaries of its
+/// row are below it (`right`: at most it), which is the insertion point where the boundaries are sorted. The
+/// functional engines compose the same count (`functionalize::desugar`).
+fn searchsorted(a: &Args) -> AResult<Value> {
+    let b = a.tensor(0, "sorted_sequence")?;
+    let v = match a.req(1, "input")? {
+        Value::Tensor(t) => t.clone(),
+        other => {
+            let s = other.as_scalar().ok_or("searchsorted(): argument 'input' must be Tensor or Number")?;
+            Tensor::scalar(s.default_dtype(), s)?
+        }
+    };
+    let right = searchsorted_side(a.opt(99, "right").and_then(Value::as_scalar), a.opt(99, "side"))?;
+    if a.opt(99, "sorter").is_some_and(|s| !matches!(s, Value::None)) {
+        return Err("searchsorted(sorter=) is not supported".into());
+    }
+    searchsorted_check(&b.shape, &v.shape)?;
+    let n = *b.shape.last().unwrap_or(&1);
+    let (bs, vs) = (b.contiguous_copy().to_f64_vec(), v.contiguous_copy().to_f64_vec());
+    let per_row = v.shape.last().copied().unwrap_or(1).max(1);
+    let counts: Vec<f64> = (vs.iter().enumerate())
+        .map(|(i, &x)| {
+            let row = if b.shape.len() > 1 { i / per_row } else { 0 };
+            let bound = &bs[row * n..(row + 1) * n];
+            bound.iter().filter(|&&y| if right { y <= x } else { y < x }).count() as f64
+        })
+        .collect();
+    let dt = if a.opt(99, "out_int32").and_then(Value::as_scalar).is_some_and(|s| s.to_f64() != 0.0) {
+        DType::I32
+    } else {
+        DType::I64
+    };
+    t(Tensor::from_f64(dt, &v.shape, &counts)?)
+}
+
+/// `right=` and `side=` of `searchsorted`, as PyTorch checks them: whether values equal to a boundary go after it.
+pub(crate) fn searchsorted_side(right: Option<Scalar>, side: Option<&Value>) -> AResult<bool> {
+    let right = right.is_some_and(|r| r.to_f64() != 0.0);
+    match side {
+        None | Some(Value::None) => Ok(right),
+        Some(Value::Str(s)) if s.as_ref() == "left" && !right => Ok(false),
+        Some(Value::Str(s)) if s.as_ref() == "right" => Ok(true),
+        Some(Value::Str(s)) if s.as_ref() == "left" => {
+            Err("torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True"
+                .into())
+        }
+        Some(other) => {
+            Err(format!("torch.searchsorted(): side can only be 'left' or 'right' but got {}", other.type_name()))
+        }
+    }
+}
+
+/// PyTorch's shape checks of `searchsorted`: a 1-D sequence, or one whose leading dims are the input's.
+pub(crate) fn searchsorted_check(b: &[usize], v: &[usize]) -> AResult<()> {
+    if b.is_empty() {
+        return Err(
+            "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension".into()
+        );
+    }
+    if b.len() > 1 && v.is_empty() {
+        return Err(format!("torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension is 1, but we got boundaries tensor dim({}) and input value's dim(0) numel(1)", b.len()));
+    }
+    if b.len() > 1 && (b.len() != v.len() || b[..b.len() - 1] != v[..v.len() - 1]) {
+        return Err(format!("torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor {b:?} and input value tensor {v:?}"));
+    }
+    Ok(())
+}
+
 fn lerp(a: &Args) -> AResult<Value> {
     let s = a.tensor(0, "input")?;
     let e = a.tensor(1, "end")?;
@@ -279,6 +347,7 @@ fn index_along(name: &str, a: &Args) -> AResult<Value> {
 pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
     match name {
         "lerp" => lerp(a),
+        "searchsorted" => searchsorted(a),
         "addcmul" | "addcdiv" => {
             let x = operand_arg(a, 0, "input")?;
             // PyTorch's deprecated overload `addcmul(input, value, tensor1, tensor2)`, as older optimizers write it.
