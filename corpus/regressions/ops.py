@@ -573,3 +573,13 @@ def searchsorted_for_sampling(p: f32[2, 6], u: f32[2, 3], s: f32[5]) -> tuple[i6
     b = torch.searchsorted(bounds, 0.1)
     c = torch.searchsorted(bounds, bounds[2:3], side="left", out_int32=True)
     return idx, a, b, c
+
+
+def pad_with_negative_padding_crops(x: f32[2, 5], m: f32[2, 5]) -> tuple[bool[2, 5], f32[2, 4], f32[2, 3]]:
+    # Held-out port (round 26): x-transformers' `F.pad(sorted_indices_to_remove, (1, -1), value=False)`, a shift
+    # right by one: a negative pad crops that side
+    mask = m > 0.0
+    a = torch.nn.functional.pad(mask, (1, -1), value=False)
+    b = torch.nn.functional.pad(x, (-2, 1, 1, -1))
+    c = torch.nn.functional.pad(x, (-1, -1))
+    return a, b, c

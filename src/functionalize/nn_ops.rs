@@ -443,21 +443,21 @@ impl<'m> Fz<'m> {
                 .number(v)
                 .ok_or_else(|| super::state::Stop::NeedsStatic(span, "a pad value known only at run time".into()))?,
         };
-        let (shape, start) = pad_layout(&x.shape, &pad).map_err(err(span))?;
+        let p = pad_layout(&x.shape, &pad).map_err(err(span))?;
         let dt = self.roots[x.root].dtype;
-        let r = self.full(&shape, dt, value).map_err(err(span))?;
+        let r = self.full(&p.shape, dt, value).map_err(err(span))?;
         let out = self.fresh(r, None, span)?;
-        let lens = x.shape.clone();
-        let view = self
-            .tview(&out, |t| {
-                let mut v = t.clone();
-                for (d, (&s, &n)) in start.iter().zip(&lens).enumerate() {
-                    v = v.narrow(d as i64, s as i64, n as i64)?;
-                }
-                Ok(v)
-            })
-            .map_err(err(span))?;
-        let v = self.read(&x, span)?;
+        let narrowed = |t: &crate::tensor::Tensor, at: &[usize]| {
+            let mut v = t.clone();
+            for (d, (&s, &n)) in at.iter().zip(&p.len).enumerate() {
+                v = v.narrow(d as i64, s as i64, n as i64)?;
+            }
+            Ok(v)
+        };
+        let view = self.tview(&out, |t| narrowed(t, &p.dst)).map_err(err(span))?;
+        // A negative pad crops the input's side first.
+        let kept = self.tview(&x, |t| narrowed(t, &p.src)).map_err(err(span))?;
+        let v = self.read(&kept, span)?;
         self.write(&view, v, span)?;
         self.roots[out.root].written = false;
         Ok(FV::Tensor(out))

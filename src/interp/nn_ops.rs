@@ -39,25 +39,38 @@ pub(crate) fn float_max(d: DType) -> f64 {
     }
 }
 
-/// `F.pad`'s output shape and the start of the input in every dim (constant mode, non-negative pads).
-pub(crate) fn pad_layout(shape: &[usize], pad: &[i64]) -> Result<(Vec<usize>, Vec<usize>), String> {
+/// `F.pad`'s layout in constant mode: the output shape, and per dim where the input's kept part goes in the output,
+/// where it starts in the input and its length (a negative pad crops that side).
+pub(crate) struct PadLayout {
+    pub shape: Vec<usize>,
+    pub dst: Vec<usize>,
+    pub src: Vec<usize>,
+    pub len: Vec<usize>,
+}
+
+pub(crate) fn pad_layout(shape: &[usize], pad: &[i64]) -> Result<PadLayout, String> {
     if pad.len() % 2 != 0 {
         return Err("Padding length must be divisible by 2".into());
     }
     if pad.len() / 2 > shape.len() {
         return Err("Padding length should be less than or equal to two times the input dimension".into());
     }
-    if pad.iter().any(|&p| p < 0) {
-        return Err("F.pad with a negative padding (a crop) is not supported; slice instead".into());
-    }
-    let mut out = shape.to_vec();
-    let mut start = vec![0; shape.len()];
+    let (mut dst, mut src) = (vec![0; shape.len()], vec![0; shape.len()]);
+    let (mut out, mut len) = (shape.to_vec(), shape.to_vec());
     for (i, lr) in pad.chunks(2).enumerate() {
         let d = shape.len() - 1 - i;
-        out[d] += (lr[0] + lr[1]) as usize;
-        start[d] = lr[0] as usize;
+        let (n, l, r) = (shape[d] as i64, lr[0], lr[1]);
+        // What is kept of the input (never more than the output): PyTorch narrows the input to it.
+        let kept = n + l.min(0) + r.min(0);
+        if kept < 0 {
+            return Err("narrow(): length must be non-negative.".into());
+        }
+        out[d] = (n + l + r) as usize;
+        dst[d] = l.max(0) as usize;
+        src[d] = (-l).max(0) as usize;
+        len[d] = kept as usize;
     }
-    Ok((out, start))
+    Ok(PadLayout { shape: out, dst, src, len })
 }
 
 pub(super) fn nn_op(name: &str, a: &Args) -> AResult<Value> {
@@ -112,13 +125,14 @@ pub(super) fn nn_op(name: &str, a: &Args) -> AResult<Value> {
                 }
             }
             let value = a.opt(3, "value").and_then(|v| v.as_scalar()).unwrap_or(Scalar::I(0));
-            let (shape, start) = pad_layout(&x.shape, &pad)?;
-            let out = Tensor::full(x.dtype(), &shape, value)?;
-            let mut view = out.clone();
-            for (d, (&s, &n)) in start.iter().zip(&x.shape).enumerate() {
-                view = view.narrow(d as i64, s as i64, n as i64)?;
+            let p = pad_layout(&x.shape, &pad)?;
+            let out = Tensor::full(x.dtype(), &p.shape, value)?;
+            let (mut view, mut kept) = (out.clone(), x.clone());
+            for d in 0..x.shape.len() {
+                view = view.narrow(d as i64, p.dst[d] as i64, p.len[d] as i64)?;
+                kept = kept.narrow(d as i64, p.src[d] as i64, p.len[d] as i64)?;
             }
-            ops::write_result(&view, &x, false)?;
+            ops::write_result(&view, &kept, false)?;
             t(out)
         }
         "repeat_interleave" => {
