@@ -68,8 +68,12 @@ def parse_ann(text):
 
 
 def programs(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
+    # Registered under a name of its own before it runs: `@dataclass` resolves the string annotations of
+    # `from __future__ import annotations` through sys.modules (two files may share a stem).
+    name = f"_funcfuse_golden_{len(sys.modules)}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
     spec.loader.exec_module(mod)
     for name, fn in inspect.getmembers(mod, inspect.isfunction):
         if fn.__module__ == mod.__name__ and not name.startswith("_"):
