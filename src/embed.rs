@@ -200,6 +200,15 @@ pub fn write_bytes(buf: &Buf, out: &mut [u8]) {
     }
 }
 
+/// A run's outputs, copied out of its tensors.
+fn outputs(o: &crate::interp::RunOutput) -> Outputs {
+    Outputs {
+        returns: o.returns.iter().map(raw).collect(),
+        returns_tuple: o.returns_tuple,
+        mutated: o.mutated.iter().map(|(n, t)| (n.clone(), raw(t))).collect(),
+    }
+}
+
 fn raw(t: &Tensor) -> Raw {
     let c = t.contiguous_copy();
     // The copy's buffer is its own: take it rather than copy it again.
@@ -419,14 +428,7 @@ fn worker(
                     });
                     // The outputs are copied out (`raw`) and dropped before the borrows end.
                     let reply = match r {
-                        Ok(o) => Reply::Ran(
-                            Ok(Outputs {
-                                returns: o.returns.iter().map(raw).collect(),
-                                returns_tuple: o.returns_tuple,
-                                mutated: o.mutated.iter().map(|(n, t)| (n.clone(), raw(t))).collect(),
-                            }),
-                            true,
-                        ),
+                        Ok(o) => Reply::Ran(Ok(outputs(&o)), true),
                         Err(d) => {
                             let located = d.span.is_some();
                             let d = d.in_file(&src.path);
@@ -446,17 +448,7 @@ fn worker(
                     let r = crate::limits::with_deadline(Some(limit), || {
                         crate::interp::run_program(&p.module, &p.func, &copies, &p.scalars)
                     });
-                    Reply::Ran(
-                        match r {
-                            Ok(o) => Ok(Outputs {
-                                returns: o.returns.iter().map(raw).collect(),
-                                returns_tuple: o.returns_tuple,
-                                mutated: o.mutated.iter().map(|(n, t)| (n.clone(), raw(t))).collect(),
-                            }),
-                            Err(d) => Err(reindent(d.in_file(&src.path), &p.indents)),
-                        },
-                        true,
-                    )
+                    Reply::Ran(r.map(|o| outputs(&o)).map_err(|d| reindent(d.in_file(&src.path), &p.indents)), true)
                 }
             },
             Request::Locate(bufs, d) => Reply::Located(match tensors(bufs, &inputs) {

@@ -268,6 +268,28 @@ fn addcdiv_value_is_keyword_only_or_first() {
     );
 }
 
+/// `searchsorted`'s argument checks are PyTorch's, on every engine.
+#[test]
+fn searchsorted_checks_its_arguments_as_pytorch_does() {
+    for (call, want) in [
+        (
+            "torch.searchsorted(x.reshape(2, 3), x.reshape(3, 2))",
+            "boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor [2, 3] and input value tensor [3, 2]",
+        ),
+        (
+            "torch.searchsorted(x, x, right=True, side=\"left\")",
+            "side and right can't be set to opposites, got side of left while right was True",
+        ),
+        (
+            "torch.searchsorted(x.reshape(2, 3), 0.5)",
+            "input value can be a scalar only when boundaries tensor dimension is 1, but we got boundaries tensor dim(2)",
+        ),
+    ] {
+        let src = format!("def f(x: f32[6]) -> i64[6]:\n    return {call}\n");
+        every_engine_raises(&src, "f", want);
+    }
+}
+
 /// An `if` whose arms cannot be joined (here they return tensors of different dtypes and shapes) follows the arm the
 /// sample inputs take; every engine computes it where a run takes that arm, and stops with the fallback error
 /// (never a wrong result) where a run takes the other, which `funcfuse run` then hands to the reference engine.

@@ -17,6 +17,14 @@ fn scratch(name: &str) -> PathBuf {
     common::scratch("reach_cli", name)
 }
 
+/// Writes `src`, a whole file, as `prog.py` in `dir` (created first); its path.
+fn program_file(dir: &Path, src: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let file = dir.join("prog.py");
+    std::fs::write(&file, src).unwrap();
+    file
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -328,13 +336,11 @@ fn dtypes_no_tensor_here_has_are_refused_by_name() {
 #[test]
 fn an_unsupported_import_fails_only_the_functions_that_use_it() {
     let dir = scratch("import");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("prog.py");
     let src = "from __future__ import annotations\nimport numpy as np\nfrom scipy import special\nimport torch\n\n\n\
                def good(x: f32[3]) -> f32[3]:\n    return x * 3.0\n\n\n\
                def uses_np(x: f32[3]) -> f32[3]:\n    return x * np.float32(3.0)\n\n\n\
                def uses_special(x: f32[3]) -> f32[3]:\n    return special.expit(x)\n";
-    std::fs::write(&file, src).unwrap();
+    let file = program_file(&dir, src);
     let o = funcfuse(&["list", s(&file)]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let f = s(&file);
@@ -361,8 +367,6 @@ fn an_unsupported_import_fails_only_the_functions_that_use_it() {
 #[test]
 fn module_level_statements_fail_only_the_functions_that_read_them() {
     let dir = scratch("module_level");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("prog.py");
     let src = "from __future__ import annotations\nimport collections\nimport torch\n\
                from torch.cuda.amp import autocast\n\
                _mode = None\nK = 2\n\
@@ -379,7 +383,7 @@ fn module_level_statements_fail_only_the_functions_that_read_them() {
                def uses_flash(x: f32[3]) -> f32[3]:\n    return x if flash_attn is None else -x\n\n\n\
                def uses_double(x: f32[3]) -> f32[3]:\n    return x * DOUBLE\n\n\n\
                if __name__ == \"__main__\":\n    print(good(torch.ones(3)))\n";
-    std::fs::write(&file, src).unwrap();
+    let file = program_file(&dir, src);
     let f = s(&file);
     let o = funcfuse(&["list", f]);
     assert_eq!(o.code, 0, "{}", o.stderr);
@@ -421,21 +425,43 @@ fn module_level_statements_fail_only_the_functions_that_read_them() {
     assert!(o.code != 0 && o.stderr.contains(":23:1: a module-level call"), "{}", o.stderr);
 }
 
+/// A module constant this tool cannot compute fails only its readers, and a later assignment gives the name a
+/// value again; a constant that raises in Python fails the import, so every function.
+#[test]
+fn failed_module_constants_fail_their_readers_and_raising_ones_the_file() {
+    let dir = scratch("failed_constants");
+    let src = "from __future__ import annotations\nimport collections\nimport torch\n\
+               Pair = collections.namedtuple('Pair', ['a', 'b'])\nK = Pair(1, 2)\nK = 3\n\n\n\
+               def uses_k(x: f32[3]) -> f32[3]:\n    return x * K\n";
+    let file = program_file(&dir, src);
+    for engine in ["reference", "functional", "optimized"] {
+        let o = funcfuse(&["run", &format!("{}::uses_k", s(&file)), "--engine", engine, "--output", s(&dir.join("o"))]);
+        assert_eq!(o.code, 0, "{engine}: {}", o.stderr);
+    }
+    let file = program_file(&dir, &src.replace("K = 3\n", "BAD = int(\"x\")\n"));
+    for engine in ["reference", "functional"] {
+        let o = funcfuse(&["run", &format!("{}::uses_k", s(&file)), "--engine", engine, "--output", s(&dir.join("o"))]);
+        assert!(
+            o.code != 0 && o.stderr.contains("invalid literal for int() with base 10: 'x'"),
+            "{engine}: {}",
+            o.stderr
+        );
+    }
+}
+
 /// `from math import NAME` and `from itertools import product` bind names the engines read as `math.NAME` and
 /// `itertools.product`, except in a function that binds the name itself; another itertools name fails only the
 /// functions that use it.
 #[test]
 fn names_imported_from_math_and_itertools() {
     let dir = scratch("from_imports");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("prog.py");
     let src = "from __future__ import annotations\nimport torch\nfrom math import sqrt as sq, pi\n\
                from itertools import product, chain, accumulate\n\n\n\
                def grid(x: f32[4]) -> f32[4]:\n    return x + torch.tensor([sq(i) * pi + j for i, j in product(range(2), repeat=2)])\n\n\n\
                def own(x: f32[4]) -> f32[4]:\n    product = 3.0\n    return x * product\n\n\n\
                def chained(x: f32[4]) -> f32[4]:\n    return x * len(list(chain([1], [2])))\n\n\n\
                def accumulated(x: f32[4]) -> f32[4]:\n    return x * len(list(accumulate([1, 2])))\n";
-    std::fs::write(&file, src).unwrap();
+    let file = program_file(&dir, src);
     let f = s(&file);
     let o = funcfuse(&["list", f]);
     assert_eq!(o.code, 0, "{}", o.stderr);
@@ -486,13 +512,11 @@ fn names_imported_from_math_and_itertools() {
 #[test]
 fn lazy_iterators_and_imported_names_defined_twice_are_refused() {
     let dir = scratch("lazy");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("prog.py");
     let src = "from __future__ import annotations\nimport torch\nfrom math import sqrt\n\n\n\
                def stored(x: f32[3]) -> f32[3]:\n    t = x * 1.0\n    ys = map(lambda a: a + t, [x])\n    t.add_(10.0)\n    return list(ys)[0]\n\n\n\
                def sqrt(v):\n    return v * 2.0\n\n\n\
                def uses_sqrt(x: f32[3]) -> f32[3]:\n    return x + sqrt(4.0)\n";
-    std::fs::write(&file, src).unwrap();
+    let file = program_file(&dir, src);
     let f = s(&file);
     let o = funcfuse(&["list", f]);
     assert_eq!(o.code, 0, "{}", o.stderr);
@@ -511,15 +535,13 @@ fn lazy_iterators_and_imported_names_defined_twice_are_refused() {
 #[test]
 fn containers_compare_as_in_python() {
     let dir = scratch("container_eq");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("prog.py");
     let src = "from __future__ import annotations\nimport torch\n\n\n\
                def sets_and_dicts(x: f32[3]) -> f32[3]:\n    a = {\"a\", \"b\"}\n    d = {\"k\": 1, \"j\": 2.0}\n    \
                ok = a == {\"b\", \"a\"} and d == {\"j\": 2, \"k\": 1} and {\"a\": 1} != {\"a\": 2}\n    \
                return x * 2 if ok else x\n\n\n\
                def same_tensor(x: f32[3]) -> f32[3]:\n    return x * 2 if [x] == [x] else x\n\n\n\
                def other_tensor(x: f32[3], y: f32[3]) -> f32[3]:\n    return x if [x] == [y] else y\n";
-    std::fs::write(&file, src).unwrap();
+    let file = program_file(&dir, src);
     let f = s(&file);
     for prog in ["sets_and_dicts", "same_tensor"] {
         let out = dir.join(prog);
@@ -543,8 +565,6 @@ fn containers_compare_as_in_python() {
 #[test]
 fn round_23_refusals_are_located_and_per_function() {
     let dir = scratch("round23_refusals");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("prog.py");
     let src = "from __future__ import annotations\nimport random\nimport torch\nimport torch.distributed as dist\n\n\n\
                def stored_filter(x: f32[3]) -> f32[3]:\n    it = filter(None, [1, 2])\n    return x\n\n\n\
                def max_norm(i: i64[2], w: f32[4, 3]) -> f32[2, 3]:\n    \
@@ -554,7 +574,7 @@ fn round_23_refusals_are_located_and_per_function() {
                def early_return(x: f32[3]) -> f32[3]:\n    try:\n        return x\n    finally:\n        x.add_(1)\n\n\n\
                def rnd(x: f32[3]) -> f32[3]:\n    return x * random.random()\n\n\n\
                def fine(x: f32[3]) -> f32[3]:\n    return x + 1\n";
-    std::fs::write(&file, src).unwrap();
+    let file = program_file(&dir, src);
     let f = s(&file);
     let cases = [
         ("rnd", "32:16: `random.random`: the module `random` is not supported"),
@@ -580,8 +600,6 @@ fn round_23_refusals_are_located_and_per_function() {
 #[test]
 fn tensor_data_and_set_refusals_are_located() {
     let dir = scratch("data_and_set_refusals");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("prog.py");
     let src = "from __future__ import annotations\nimport torch\n\n\n\
                def float_into_int(x: f32[3]) -> i64[2]:\n    return torch.tensor([x[0], 2], dtype=torch.int64)\n\n\n\
                def several(x: f32[3]) -> f32[2, 2]:\n    return torch.tensor([x[:2], x[1:]])\n\n\n\
@@ -589,7 +607,7 @@ fn tensor_data_and_set_refusals_are_located() {
                def floats(x: f32[3]) -> f32[3]:\n    s = set([0.5, 1])\n    return x * len(s)\n\n\n\
                def run_time_int32(x: f32[3], i: i64[3]) -> i32[2]:\n    return torch.tensor([i[0], 1], dtype=torch.int32)\n\n\n\
                def run_time_set(x: f32[3], i: i64[3]) -> f32[3]:\n    return x * len(set(i.tolist()))\n";
-    std::fs::write(&file, src).unwrap();
+    let file = program_file(&dir, src);
     let f = s(&file);
     let everywhere = [
         ("float_into_int", "6:12: only integer tensors of a single element can be converted to an index"),

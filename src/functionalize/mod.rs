@@ -107,7 +107,6 @@ pub fn functionalize(
     Ok(f)
 }
 
-/// Functionalizes the program as written, then with its loop exits as flags where that helps.
 /// Functionalizes the program as written, then with its loop exits as flags where that helps; an error comes with
 /// the `if` blamed for it.
 fn functionalize_with_exits(

@@ -113,10 +113,10 @@ impl<'m> Fz<'m> {
                 }
                 FV::Module("copy") => self.deepcopy(name, &pos, &kw, span),
                 FV::Module("functools") => self.functools(name, &pos, kw, span),
-                FV::Module("torch.nn.init") if crate::interp::python::nn_init_positional(&pos, &kw).is_some() => {
-                    let pos = crate::interp::python::nn_init_positional(&pos, &kw).unwrap_or_default();
-                    self.nn_init(name, &pos, span)
-                }
+                FV::Module(m @ "torch.nn.init") => match crate::interp::python::nn_init_positional(&pos, &kw) {
+                    Some(pos) => self.nn_init(name, &pos, span),
+                    None => self.module_call(m, name, pos, kw, span),
+                },
                 FV::Module(m) => self.module_call(m, name, pos, kw, span),
                 FV::Tensor(t) => {
                     pos.insert(0, FV::Tensor(t));
@@ -132,10 +132,7 @@ impl<'m> Fz<'m> {
                         return diag(span, why);
                     }
                     let a = A::new(pos, kw, span, name.clone());
-                    if matches!(
-                        name.as_str(),
-                        "squeeze_" | "unsqueeze_" | "t_" | "transpose_" | "swapdims_" | "swapaxes_"
-                    ) {
+                    if crate::interp::pyvalue::SHAPE_INPLACE.contains(&name.as_str()) {
                         let ExprKind::Attr(obj, _) = &func.kind else { unreachable!("a method call") };
                         return self.shape_inplace(env, obj, name, a);
                     }
@@ -424,22 +421,18 @@ impl<'m> Fz<'m> {
     /// The value of a one-element tensor term that reads no input (made from literals: Deformable DETR's
     /// `spatial_shapes = torch.as_tensor([(h, w), ...])` read back as sizes), computed now; `None` otherwise.
     pub(super) fn constant_scalar(&mut self, v: super::state::TId) -> Option<Scalar> {
-        if v.depth != 0 || self.t.depth() != 0 {
-            return None;
-        }
-        let top = self.t.b.add(Node::Tuple(vec![v.id].into()));
-        let term = self.t.b.extract(top);
-        let reads_data = term.as_ref().iter().any(|n| {
-            matches!(
-                n,
-                Node::Input(_) | Node::Carried(_) | Node::Iter(_) | Node::Op(OpName::Fallback | OpName::Raise, _)
-            )
-        });
-        if reads_data || term.as_ref().len() > 4096 {
-            return None;
-        }
-        let out = crate::ir::eval_program(&term, &std::collections::BTreeMap::new()).ok()?;
-        out.first().filter(|t| t.shape.iter().product::<usize>() == 1)?.item().ok()
+        super::specialize::scalar_now(&mut self.t, v, &std::collections::BTreeMap::new(), |term| {
+            term.as_ref().len() <= 4096
+                && !term.as_ref().iter().any(|n| {
+                    matches!(
+                        n,
+                        Node::Input(_)
+                            | Node::Carried(_)
+                            | Node::Iter(_)
+                            | Node::Op(OpName::Fallback | OpName::Raise, _)
+                    )
+                })
+        })
     }
 
     /// The Python int a 0-d integer tensor term holds when the program runs.

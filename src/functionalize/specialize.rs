@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 
 use super::branch::Arm;
 use super::ctrl::Flow;
-use super::state::{Stop, TId, FR};
+use super::state::{Stop, TId, Terms, FR};
 use super::{Env, Fz};
 use crate::diag::Span;
 use crate::ir::{Node, OpName};
-use crate::tensor::Tensor;
+use crate::tensor::{Scalar, Tensor};
 
 /// How many `if`s one program may be specialized at.
 pub const MAX_FOLLOWED: usize = 16;
@@ -66,7 +66,7 @@ impl<'m> Fz<'m> {
 
     /// The value of `cond` on the sample inputs, where it is known outside every loop term and evaluates.
     fn sample_cond(&mut self, cond: TId) -> Option<bool> {
-        if self.t.depth() != 0 || self.t.discovering > 0 || cond.depth != 0 {
+        if self.t.discovering > 0 {
             return None;
         }
         if self.sample.is_none() {
@@ -76,12 +76,29 @@ impl<'m> Fz<'m> {
             }
             self.sample = Some(inputs);
         }
-        // A tuple of the condition alone, outside the builder's accounting: nothing the program computes.
-        let top = self.t.b.add(Node::Tuple(vec![cond.id].into()));
-        let term = self.t.b.extract(top);
-        let out: Vec<Tensor> = crate::ir::eval_program(&term, self.sample.as_ref()?).ok()?;
-        Some(out.first()?.item().ok()?.to_f64() != 0.0)
+        let value = scalar_now(&mut self.t, cond, self.sample.as_ref()?, |_| true)?;
+        Some(value.to_f64() != 0.0)
     }
+}
+
+/// The one element of term `v` (made outside every loop term), evaluated now by the functional interpreter on
+/// `inputs`, where `admissible` accepts the term and it evaluates. The term is extracted from a tuple node added
+/// outside the builder's accounting: nothing the program computes.
+pub(super) fn scalar_now(
+    t: &mut Terms,
+    v: TId,
+    inputs: &BTreeMap<String, Tensor>,
+    admissible: impl Fn(&crate::ir::Term) -> bool,
+) -> Option<Scalar> {
+    if v.depth != 0 || t.depth() != 0 {
+        return None;
+    }
+    let top = t.b.add(Node::Tuple(vec![v.id].into()));
+    let term = t.b.extract(top);
+    if !admissible(&term) {
+        return None;
+    }
+    crate::ir::eval_program(&term, inputs).ok()?.first()?.item().ok()
 }
 
 /// What identifies an error for [`Fz::blame`]: where and what.

@@ -49,15 +49,18 @@ impl<'m> Interp<'m> {
                     super::compat::deepcopy_args(name, &pos, &kw).map_err(tensor_err(span))?;
                     deepcopy(&pos[0]).map_err(tensor_err(span))
                 }
-                Value::Module("torch.nn.init") if super::python::nn_init_positional(&pos, &kw).is_some() => {
-                    let pos = super::python::nn_init_positional(&pos, &kw).unwrap_or_default();
-                    let (method, rest) = super::python::nn_init(name, &pos[1..], Value::Float(1.0), Value::Float(0.0))
-                        .map_err(tensor_err(span))?;
-                    let mut args = vec![pos[0].clone()];
-                    args.extend(rest);
-                    self.tensor_method_call(method, Args::new(args, vec![], span, name.clone()), span)?;
-                    Ok(pos[0].clone())
-                }
+                Value::Module(m @ "torch.nn.init") => match super::python::nn_init_positional(&pos, &kw) {
+                    Some(pos) => {
+                        let (method, rest) =
+                            super::python::nn_init(name, &pos[1..], Value::Float(1.0), Value::Float(0.0))
+                                .map_err(tensor_err(span))?;
+                        let mut args = vec![pos[0].clone()];
+                        args.extend(rest);
+                        self.tensor_method_call(method, Args::new(args, vec![], span, name.clone()), span)?;
+                        Ok(pos[0].clone())
+                    }
+                    None => self.module_call(m, name, pos, kw, span),
+                },
                 Value::Module(m) => self.module_call(m, name, pos, kw, span),
                 Value::Tensor(t) => {
                     pos.insert(0, Value::Tensor(t));
@@ -67,10 +70,7 @@ impl<'m> Interp<'m> {
                     let mut kw = kw;
                     super::python::strip_device(name, &mut pos, &mut kw).map_err(tensor_err(span))?;
                     let a = Args::new(pos, kw, span, name.clone());
-                    if matches!(
-                        name.as_str(),
-                        "squeeze_" | "unsqueeze_" | "t_" | "transpose_" | "swapdims_" | "swapaxes_"
-                    ) {
+                    if crate::interp::pyvalue::SHAPE_INPLACE.contains(&name.as_str()) {
                         let ExprKind::Attr(obj, _) = &func.kind else { unreachable!("a method call") };
                         return self.shape_inplace(frame, obj, name, a);
                     }
@@ -423,9 +423,9 @@ impl<'m> Interp<'m> {
             "str" => Ok(Value::Str(super::pyfmt::py_str(a.req(0, "object").map_err(&e)?).into())),
             "print" => Ok(Value::None),
             // A module-level name whose value could not be made says why.
-            _ => match self.lookup(&super::exec::Frame::new(), name, span) {
-                Err(d) if d.message.contains("cannot be used") => Err(d),
-                _ => err(span, format!("unsupported function `{name}`")),
+            _ => match self.unusable_global(name, span) {
+                Some(d) => Err(d),
+                None => err(span, format!("unsupported function `{name}`")),
             },
         }
     }

@@ -92,13 +92,8 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
         }
         "arange" => arange(a),
         "linspace" => {
-            // A 0-d tensor is a number here, as PyTorch reads it.
-            let number = |v: &Value| match v {
-                Value::Tensor(t) if t.shape.is_empty() => t.item().ok(),
-                v => v.as_scalar(),
-            };
-            let s = number(a.req(0, "start")?).ok_or("linspace(): start must be a number")?.to_f64();
-            let e = number(a.req(1, "end")?).ok_or("linspace(): end must be a number")?.to_f64();
+            let s = a.req(0, "start")?.as_number().ok_or("linspace(): start must be a number")?.to_f64();
+            let e = a.req(1, "end")?.as_number().ok_or("linspace(): end must be a number")?.to_f64();
             let n = count_arg(name, "steps", a.int(2, "steps")?)?.min(crate::tensor::MAX_ELEMENTS);
             let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
             t(Tensor::from_f64(dt, &[n], &linspace_values(s, e, n))?)

@@ -46,6 +46,7 @@ impl<'m> Interp<'m> {
             let mut frame = Frame::new();
             match it.eval(&mut frame, e) {
                 Ok(v) => {
+                    it.failed_globals.remove(name);
                     it.globals.insert(name.clone(), v);
                 }
                 // What Python raises fails the import, and so every function; what this tool does not support
@@ -58,6 +59,16 @@ impl<'m> Interp<'m> {
             }
         }
         Ok(it)
+    }
+
+    /// Why a module-level name cannot be used, at `span` where it is read: a name an unsupported module-level
+    /// statement binds (`Module::unusable`), or a constant whose value could not be made (`failed_globals`).
+    pub(super) fn unusable_global(&self, name: &str, span: Span) -> Option<Diagnostic> {
+        let why = match self.module.unusable.iter().find(|u| u.name == name) {
+            Some(bad) => &bad.error,
+            None => self.failed_globals.get(name)?,
+        };
+        Some(Diagnostic::new(format!("`{name}` cannot be used: {why}")).at(span))
     }
 
     /// Why a module constant has no value (its expression failed), where it failed.
@@ -300,14 +311,11 @@ impl<'m> Interp<'m> {
         if let Some(v) = frame.get(name) {
             return Ok(v.clone());
         }
-        if let Some(bad) = self.module.unusable.iter().find(|u| u.name == name) {
-            return err(span, format!("`{name}` cannot be used: {}", bad.error));
+        if let Some(d) = self.unusable_global(name, span) {
+            return Err(d);
         }
         if let Some(v) = self.globals.get(name) {
             return Ok(v.clone());
-        }
-        if let Some(d) = self.failed_globals.get(name) {
-            return err(span, format!("`{name}` cannot be used: {d}"));
         }
         if self.module.function(name).is_some() {
             return Ok(Value::Func(Rc::from(name)));

@@ -131,8 +131,6 @@ fn log_sigmoid(a: &Args) -> AResult<Value> {
     t(bin(Binary::Sub, &tt(&min0), &tt(&ops::unary(Unary::Log1p, &e)?))?)
 }
 
-/// `lerp` with PyTorch's two formulas: `start + weight * (end - start)` where |weight| < 0.5, else
-/// `end - (end - start) * (1 - weight)`.
 /// `torch.searchsorted(boundaries, input, right=, side=, out_int32=)`: for each value, how many boundaries of its
 /// row are below it (`right`: at most it), which is the insertion point where the boundaries are sorted. The
 /// functional engines compose the same count (`functionalize::desugar`).
@@ -201,6 +199,8 @@ pub(crate) fn searchsorted_check(b: &[usize], v: &[usize]) -> AResult<()> {
     Ok(())
 }
 
+/// `lerp` with PyTorch's two formulas: `start + weight * (end - start)` where |weight| < 0.5, else
+/// `end - (end - start) * (1 - weight)`.
 fn lerp(a: &Args) -> AResult<Value> {
     let s = a.tensor(0, "input")?;
     let e = a.tensor(1, "end")?;
@@ -352,11 +352,7 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
             let x = operand_arg(a, 0, "input")?;
             // PyTorch's deprecated overload `addcmul(input, value, tensor1, tensor2)`, as older optimizers write it.
             // `value` is a Number, which a 0-d tensor converts to; in the current overload it is keyword-only.
-            let number = |v: &Value| match v {
-                Value::Tensor(t) if t.shape.is_empty() => t.item().ok(),
-                other => other.as_scalar(),
-            };
-            let old = a.pos.len() == 4 && number(&a.pos[1]).is_some();
+            let old = a.pos.len() == 4 && a.pos[1].as_number().is_some();
             if a.pos.len() > 3 && !old {
                 return Err(format!("{name}() takes 3 positional arguments but {} were given", a.pos.len()).into());
             }
@@ -369,7 +365,7 @@ pub(super) fn more_op(name: &str, a: &Args) -> AResult<Value> {
             // PyTorch's order: self + value * tensor1 OP tensor2.
             let scaled = match value {
                 Some(v) => {
-                    let s = number(v).ok_or_else(|| {
+                    let s = v.as_number().ok_or_else(|| {
                         format!(
                             "{name}(): argument 'value' must be Number, not {}",
                             super::pyvalue::PyValue::type_name(v)

@@ -375,7 +375,11 @@ pub fn holds<V: PyValue>(v: &V, is_it: &impl Fn(&V) -> bool) -> bool {
     }
 }
 
-/// Where `X.squeeze_(...)` / `X.unsqueeze_(...)` (`name`) may run, the tensor value whose shape it changes: the
+/// The in-place ops that change a tensor's shape which both engines run as a rebinding (`shape_inplace_target`);
+/// the others of `extra_ops::METADATA_INPLACE` (`resize_`, `as_strided_`) are refused.
+pub const SHAPE_INPLACE: &[&str] = &["squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_", "swapaxes_"];
+
+/// Where `X.squeeze_(...)` / `X.unsqueeze_(...)` (`name`, one of [`SHAPE_INPLACE`]) may run, the tensor value whose shape it changes: the
 /// local name `local`'s, or the temporary `first` (the method's receiver). Refused, with the reason, where another
 /// name, list, dict or constant may hold the same tensor object (PyTorch would change the shape seen there too):
 /// anything in a helper (`depth` > 1); a tensor that another binding holds (`same` tells two tensor values apart as

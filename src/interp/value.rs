@@ -37,6 +37,14 @@ impl Value {
         }
     }
 
+    /// What an argument PyTorch reads as a Number holds: a Python number, or the element of a 0-d tensor.
+    pub fn as_number(&self) -> Option<Scalar> {
+        match self {
+            Value::Tensor(t) if t.shape.is_empty() => t.item().ok(),
+            other => other.as_scalar(),
+        }
+    }
+
     pub fn from_scalar(s: Scalar) -> Value {
         match s {
             Scalar::B(b) => Value::Bool(b),

@@ -73,14 +73,14 @@ pub(super) fn from_import(
 const KNOWN: &[&str] =
     &["torch", "torch.nn.functional", "math", "itertools", "copy", "functools", "logging", "warnings", "string"];
 
-/// `import NAME [as BOUND]` at `at`: numpy's name goes to `numpy`; `import torch.X.Y as Z` is `from torch.X import
-/// Y as Z` (to `from_imports`); a module the engines do not know fails only the functions that name it (`unusable`).
-/// True where the statement binds `torch` itself.
 /// Whether `import NAME` binds a module the engines know under that name (`math`, `torch`, ...).
 pub(super) fn is_known(name: &str) -> bool {
     KNOWN.contains(&name)
 }
 
+/// `import NAME [as BOUND]` at `at`: numpy's name goes to `numpy`; `import torch.X.Y as Z` is `from torch.X import
+/// Y as Z` (to `from_imports`); a module the engines do not know fails only the functions that name it (`unusable`).
+/// True where the statement binds `torch` itself.
 pub(super) fn import(
     path: &str,
     alias: &py::Alias,
@@ -97,7 +97,7 @@ pub(super) fn import(
     }
     // `import torch.nn as nn` binds `nn` (`nn.functional.max_pool2d`), as `F` stands for torch.nn.functional.
     let nn_alias = name == "torch.nn" && alias.asname.as_ref().is_none_or(|a| a.as_str() == "nn");
-    let known = KNOWN.contains(&name);
+    let known = is_known(name);
     // `import torch as th`, `import torch.nn.functional as fn`, `import math as m`: the name reads the module.
     if let (Some(bound), true) = (&alias.asname, known || name == "torch.nn") {
         let module = KNOWN.iter().copied().chain(["torch.nn"]).find(|m| *m == name).unwrap_or("torch");
