@@ -596,10 +596,11 @@ fn a_double_starred_argument_is_bound_as_python_binds_it() {
     every_engine_raises_at(src, "f", "5:12", "TypeError: keywords must be strings");
 }
 
-/// `F.layer_norm`/`F.rms_norm` and `torch.arange` with keyword bounds refuse what PyTorch refuses, with its message,
+/// `F.layer_norm`/`F.rms_norm`, `F.batch_norm` and `torch.arange` with keyword bounds refuse what PyTorch refuses,
+/// with its message,
 /// on every engine.
 #[test]
-fn layer_norm_and_arange_keyword_refusals() {
+fn layer_norm_batch_norm_and_arange_keyword_refusals() {
     let cases = [
         ("def f(x: f32[2, 3, 4]) -> f32[2, 3, 4]:\n    return torch.nn.functional.layer_norm(x, [3])\n", "Given normalized_shape=[3], expected input with shape [*, 3], but got input of size[2, 3, 4]"),
         ("def f(x: f32[2, 3, 4], w: f32[3]) -> f32[2, 3, 4]:\n    return torch.nn.functional.layer_norm(x, [4], w)\n", "Expected weight to be of same shape as normalized_shape, but got weight of shape [3] and normalized_shape = [4]"),
@@ -609,6 +610,9 @@ fn layer_norm_and_arange_keyword_refusals() {
         ("def f(x: f32[2, 4], w: f64[4]) -> f32[2, 4]:\n    return torch.nn.functional.layer_norm(x, [4], w)\n", "mixed dtype (CPU): expect parameter to have scalar type of Float"),
         ("def f(x: f64[2, 4], b: f32[4]) -> f64[2, 4]:\n    return torch.nn.functional.layer_norm(x, [4], None, b)\n", "mixed dtype (CPU): all inputs must share same datatype."),
         ("def f(x: f32[2, 4]) -> f32[2, 4]:\n    return torch.nn.functional.rms_norm(x, [5])\n", "Given normalized_shape=[5], expected input with shape [*5], but got input of size[2, 4]"),
+        ("def f(x: f32[1, 4], m: f32[4], v: f32[4]) -> f32[1, 4]:\n    return torch.nn.functional.batch_norm(x, m, v, training=True)\n", "Expected more than 1 value per channel when training, got input size torch.Size([1, 4])"),
+        ("def f(x: f32[2, 4]) -> f32[2, 4]:\n    return torch.nn.functional.batch_norm(x, None, None)\n", "running_mean must be defined in evaluation mode"),
+        ("def f(x: f32[2, 4], m: f32[3], v: f32[3]) -> f32[2, 4]:\n    return torch.nn.functional.batch_norm(x, m, v, training=True)\n", "running_mean should contain 4 elements not 3"),
         ("def f(x: f32[2, 4]) -> i64[3]:\n    return torch.arange(start=2)\n", "arange() missing 1 required positional arguments: \"end\""),
         ("def f(x: f32[2, 4]) -> i64[3]:\n    return torch.arange(5, step=2)\n", "arange() received an invalid combination of arguments"),
         ("def f(x: f32[2, 4]) -> i64[3]:\n    return torch.arange(5, start=1)\n", "arange() received an invalid combination of arguments"),

@@ -583,3 +583,16 @@ def pad_with_negative_padding_crops(x: f32[2, 5], m: f32[2, 5]) -> tuple[bool[2,
     b = torch.nn.functional.pad(x, (-2, 1, 1, -1))
     c = torch.nn.functional.pad(x, (-1, -1))
     return a, b, c
+
+
+def batch_norm_in_training_mode(
+    x: f32[6, 4, 5], h: f32[6, 8], rm: f32[4], rv: f32[4], w: f32[4], b: f32[4], rm_h: f32[8], rv_h: f32[8]
+) -> tuple[f32[6, 4, 5], f32[6, 8], f32[6, 8]]:
+    # Held-out port (round 25): jihunchoi/recurrent-batch-normalization's SeparatedBatchNorm1d, batch statistics
+    # with the running ones updated in place (`F.batch_norm(..., training=True, momentum=...)`), per time step
+    y = torch.nn.functional.batch_norm(x, rm, rv, w, b, training=True, momentum=0.2, eps=1e-5)
+    hs = []
+    for t in range(2):
+        hs.append(torch.nn.functional.batch_norm(h, rm_h, rv_h, training=True, momentum=0.1, eps=1e-3))
+    no_stats = torch.nn.functional.batch_norm(h * 2.0, None, None, training=True)
+    return y, hs[0] + hs[1], no_stats

@@ -100,8 +100,9 @@ impl<'m> Fz<'m> {
         }
     }
 
-    /// `F.batch_norm` in evaluation mode, composed as `crate::interp::nn_ops` composes it: per channel
-    /// `alpha = weight / sqrt(var + eps)` and `beta = bias - mean * alpha`, then `x * alpha + beta`.
+    /// `F.batch_norm`, composed as `crate::interp::nn_ops` composes it: per channel `alpha = weight / sqrt(var +
+    /// eps)` and `beta = bias - mean * alpha`, then `x * alpha + beta`; in training mode with the batch's statistics,
+    /// the running ones (where given) updated in place.
     fn batch_norm(&mut self, a: &A) -> FR<FV> {
         let span = a.span;
         let x = a.tensor(0, "input")?;
@@ -129,14 +130,14 @@ impl<'m> Fz<'m> {
                 )
             }
         };
-        let _momentum = a.opt(6, "momentum");
-        let eps = match a.opt(7, "eps") {
+        let number = |i: usize, k: &str, default: f64| match a.opt(i, k) {
             Some(v) => match a.number(v) {
-                Some(e) => e.to_f64(),
-                None => return diag(span, "batch_norm(): eps must be a number known before the program runs"),
+                Some(e) => Ok(e.to_f64()),
+                None => diag(span, format!("batch_norm(): {k} must be a number known before the program runs")),
             },
-            None => 1e-5,
+            None => Ok(default),
         };
+        let (momentum, eps) = (number(6, "momentum", 0.1)?, number(7, "eps", 1e-5)?);
         let dt = self.roots[x.root].dtype;
         let info: Vec<Option<(&[usize], crate::tensor::DType)>> =
             ps.iter().map(|p| p.as_ref().map(|t| (&t.shape[..], self.roots[t.root].dtype))).collect();
@@ -147,21 +148,42 @@ impl<'m> Fz<'m> {
             [(names[0], info[0]), (names[1], info[1]), (names[2], info[2]), (names[3], info[3])],
         )
         .map_err(err(span))?;
-        let [Some(mean), Some(var), w, b] = ps else { unreachable!("checked") };
-        let ve = self.elementwise(Binary::Add, &[FV::Tensor(var), FV::Float(eps)], span)?;
+        let [running_mean, running_var, w, b] = ps;
+        let mut view = vec![1i64; x.shape.len()];
+        view[1] = c as i64;
+        let (mean, var) = if training {
+            let dims: Vec<i64> = (0..x.shape.len() as i64).filter(|&d| d != 1).collect();
+            let mean = self.op("mean", vec![FV::Tensor(x.clone()), ints(&dims)], span)?;
+            let m = self.op("reshape", vec![mean.clone(), ints(&view)], span)?;
+            let centered = self.elementwise(Binary::Sub, &[FV::Tensor(x.clone()), m], span)?;
+            let sq = self.elementwise(Binary::Mul, &[centered.clone(), centered], span)?;
+            let var = self.op("mean", vec![sq, ints(&dims)], span)?;
+            let n = (x.shape.iter().product::<usize>() / c) as f64;
+            for (running, batch, scale) in [(&running_mean, &mean, 1.0), (&running_var, &var, n / (n - 1.0))] {
+                if let Some(r) = running {
+                    let batch = self.elementwise(Binary::Mul, &[batch.clone(), FV::Float(scale * momentum)], span)?;
+                    let kept =
+                        self.elementwise(Binary::Mul, &[FV::Tensor(r.clone()), FV::Float(1.0 - momentum)], span)?;
+                    let new = self.elementwise(Binary::Add, &[batch, kept], span)?;
+                    self.inplace("copy_", &A::new(vec![FV::Tensor(r.clone()), new], vec![], span, "copy_".into()))?;
+                }
+            }
+            (mean, var)
+        } else {
+            (FV::Tensor(running_mean.expect("checked")), FV::Tensor(running_var.expect("checked")))
+        };
+        let ve = self.elementwise(Binary::Add, &[var, FV::Float(eps)], span)?;
         let sd = self.unary(Unary::Sqrt, &ve, span)?;
         let invstd = self.elementwise(Binary::Div, &[FV::Float(1.0), sd], span)?;
         let alpha = match w {
             Some(w) => self.elementwise(Binary::Mul, &[invstd, FV::Tensor(w)], span)?,
             None => invstd,
         };
-        let ma = self.elementwise(Binary::Mul, &[FV::Tensor(mean), alpha.clone()], span)?;
+        let ma = self.elementwise(Binary::Mul, &[mean, alpha.clone()], span)?;
         let beta = match b {
             Some(b) => self.elementwise(Binary::Sub, &[FV::Tensor(b), ma], span)?,
             None => self.elementwise(Binary::Sub, &[FV::Float(0.0), ma], span)?,
         };
-        let mut view = vec![1i64; x.shape.len()];
-        view[1] = c as i64;
         let alpha = self.op("reshape", vec![alpha, ints(&view)], span)?;
         let beta = self.op("reshape", vec![beta, ints(&view)], span)?;
         let y = self.elementwise(Binary::Mul, &[FV::Tensor(x), alpha], span)?;

@@ -510,18 +510,14 @@ fn max_pool2d(a: &Args) -> AResult<Value> {
     t(acc.ok_or("max_pool2d: an empty kernel")?)
 }
 
-/// The channel count of `F.batch_norm`'s input after PyTorch's checks, or the reason it is refused: batch statistics
-/// (`training=True`, which also writes the running statistics in place) are not supported, and the running mean and
-/// variance (and the weight and bias, when given) must be float tensors of the input's dtype with one element per
-/// channel (dim 1).
+/// The channel count of `F.batch_norm`'s input after PyTorch's checks, or the reason it is refused: the running mean
+/// and variance (required in evaluation mode) and the weight and bias, when given, must be float tensors of the
+/// input's dtype with one element per channel (dim 1); in training mode each channel needs more than one value.
 pub(crate) fn batch_norm_channels(
     x: (&[usize], DType),
     training: bool,
     params: [(&str, Option<(&[usize], DType)>); 4],
 ) -> Result<usize, String> {
-    if training {
-        return Err("F.batch_norm with training=True (batch statistics, the running statistics updated in place) is not supported; pass training=False".into());
-    }
     if !x.1.is_float() {
         return Err(format!("\"batch_norm\" not implemented for '{}'", x.1.name()));
     }
@@ -529,9 +525,15 @@ pub(crate) fn batch_norm_channels(
         return Err(format!("batch_norm(): expected 2D or more input (got {}D input)", x.0.len()));
     }
     let c = x.0[1];
+    if training && x.0.iter().product::<usize>() / c.max(1) <= 1 {
+        return Err(format!(
+            "Expected more than 1 value per channel when training, got input size torch.Size([{}])",
+            x.0.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+        ));
+    }
     for (i, (what, p)) in params.iter().enumerate() {
         match p {
-            None if i < 2 => return Err(format!("{what} must be defined in evaluation mode")),
+            None if i < 2 && !training => return Err(format!("{what} must be defined in evaluation mode")),
             None => {}
             Some((shape, d)) => {
                 if *d != x.1 {
@@ -550,9 +552,11 @@ pub(crate) fn batch_norm_channels(
     Ok(c)
 }
 
-/// `F.batch_norm` in evaluation mode as PyTorch's CPU kernel computes it: per channel `alpha = weight / sqrt(var +
-/// eps)` (`1 / sqrt(var + eps)` without a weight) and `beta = bias - mean * alpha` (`0 - mean * alpha`), then
-/// `x * alpha + beta` with the channel on dim 1.
+/// `F.batch_norm` as PyTorch's CPU kernel computes it: per channel `alpha = weight / sqrt(var + eps)` (`1 / sqrt(var +
+/// eps)` without a weight) and `beta = bias - mean * alpha` (`0 - mean * alpha`), then `x * alpha + beta` with the
+/// channel on dim 1. In evaluation mode `mean` and `var` are the running statistics; in training mode (`training=True`)
+/// they are the batch's, per channel over every other dim (the variance biased), and the running statistics, where
+/// given, are updated in place: `momentum * batch + (1 - momentum) * running`, the variance unbiased (`* n / (n - 1)`).
 fn batch_norm(a: &Args) -> AResult<Value> {
     let x = a.tensor(0, "input")?;
     let tensor_at = |i: usize, k: &str| match a.opt(i, k) {
@@ -567,11 +571,15 @@ fn batch_norm(a: &Args) -> AResult<Value> {
         Some(Value::Bool(b)) => *b,
         Some(o) => return Err(format!("batch_norm(): argument 'training' must be bool, not {}", o.type_name())),
     };
-    let _momentum = a.opt(6, "momentum");
-    let eps = match a.opt(7, "eps") {
-        Some(v) => v.as_scalar().ok_or("batch_norm(): argument 'eps' must be float")?.to_f64(),
-        None => 1e-5,
+    let number = |i: usize, k: &str, default: f64| match a.opt(i, k) {
+        Some(v) => Ok(v
+            .as_scalar()
+            .ok_or(format!("batch_norm(): argument '{k}' must be float, not {}", v.type_name()))?
+            .to_f64()),
+        None => Ok::<f64, String>(default),
     };
+    let momentum = number(6, "momentum", 0.1)?;
+    let eps = number(7, "eps", 1e-5)?;
     let names = ["running_mean", "running_var", "weight", "bias"];
     let info: Vec<Option<(&[usize], DType)>> =
         ps.iter().map(|p| p.as_ref().map(|t| (&t.shape[..], t.dtype()))).collect();
@@ -580,7 +588,26 @@ fn batch_norm(a: &Args) -> AResult<Value> {
         training,
         [(names[0], info[0]), (names[1], info[1]), (names[2], info[2]), (names[3], info[3])],
     )?;
-    let [Some(mean), Some(var), w, b] = ps else { unreachable!("checked") };
+    let [running_mean, running_var, w, b] = ps;
+    let mut view = vec![1i64; x.dim()];
+    view[1] = c as i64;
+    let (mean, var) = if training {
+        let dims: Vec<i64> = (0..x.dim() as i64).filter(|&d| d != 1).collect();
+        let mean = reduce::mean(&x, Some(&dims), false, None)?;
+        let centered = bin(Binary::Sub, &x, tt(&mean.reshape(&view)?))?;
+        let var = reduce::mean(&bin(Binary::Mul, &centered, tt(&centered))?, Some(&dims), false, None)?;
+        let n = (x.numel() / c) as f64;
+        for (running, batch, scale) in [(&running_mean, &mean, 1.0), (&running_var, &var, n / (n - 1.0))] {
+            if let Some(r) = running {
+                let batch = bin(Binary::Mul, batch, f(scale * momentum))?;
+                let kept = bin(Binary::Mul, r, f(1.0 - momentum))?;
+                ops::write_result(r, &bin(Binary::Add, &batch, tt(&kept))?, false)?;
+            }
+        }
+        (mean, var)
+    } else {
+        (running_mean.expect("checked"), running_var.expect("checked"))
+    };
     let sd = ops::unary(Unary::Sqrt, &bin(Binary::Add, &var, f(eps))?)?;
     let invstd = ops::binary(Binary::Div, &f(1.0), &tt(&sd))?;
     let alpha = match &w {
@@ -592,8 +619,6 @@ fn batch_norm(a: &Args) -> AResult<Value> {
         Some(b) => bin(Binary::Sub, b, tt(&ma))?,
         None => ops::binary(Binary::Sub, &f(0.0), &tt(&ma))?,
     };
-    let mut view = vec![1i64; x.dim()];
-    view[1] = c as i64;
     let y = bin(Binary::Mul, &x, tt(&alpha.reshape(&view)?))?;
     t(bin(Binary::Add, &y, tt(&beta.reshape(&view)?))?)
 }

@@ -362,6 +362,16 @@ impl<'m> Interp<'m> {
 
     /// One op of the table; `method` tells whether `a.pos[0]` is the receiver of a method call.
     pub(super) fn torch_op(&mut self, name: &str, a: &Args, method: bool) -> AResult<Value> {
+        if a.name == "torch.nn.functional.batch_norm" && matches!(a.opt(5, "training"), Some(Value::Bool(true))) {
+            // Training mode writes the running statistics in place (`nn_ops::batch_norm`).
+            let r = super::more_ops::more_op(name, a)?;
+            for (i, k) in [(1, "running_mean"), (2, "running_var")] {
+                if let Some(Value::Tensor(t)) = a.opt(i, k) {
+                    self.mark_written(t);
+                }
+            }
+            return Ok(r);
+        }
         if name == "gelu"
             && super::compat::gelu_tanh(a.opt(1, "approximate").map(|v| match v {
                 Value::Str(s) => Some(s.as_ref()),
