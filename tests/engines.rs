@@ -597,8 +597,7 @@ fn a_double_starred_argument_is_bound_as_python_binds_it() {
 }
 
 /// `F.layer_norm`/`F.rms_norm`, `F.batch_norm` and `torch.arange` with keyword bounds refuse what PyTorch refuses,
-/// with its message,
-/// on every engine.
+/// with its message, on every engine.
 #[test]
 fn layer_norm_batch_norm_and_arange_keyword_refusals() {
     let cases = [
