@@ -452,11 +452,11 @@ fn new_ops_refuse_what_pytorch_refuses_and_what_has_no_plan() {
     }
 }
 
-/// `cosine_similarity`, `logsigmoid` and `max_pool2d` refuse what PyTorch refuses (integers, bools, padding over half
+/// `cosine_similarity`, `logsigmoid` and pooling refuse what PyTorch refuses (integers, bools, padding over half
 /// the kernel, windows that do not fit), and name what funcfuse does not take (mixed dtypes, inputs that would
-/// broadcast, `ceil_mode`).
+/// broadcast, `ceil_mode`, integer averages, `count_include_pad=False` with padding).
 #[test]
-fn cosine_similarity_logsigmoid_and_max_pool_refusals() {
+fn cosine_similarity_logsigmoid_and_pooling_refusals() {
     let cases = [
         (
             "def f(x: f32[1, 1, 4, 4]) -> f32[1, 1, 4, 4]:\n    return F.max_pool2d(x, 3, 1, 2)\n",
@@ -477,6 +477,26 @@ fn cosine_similarity_logsigmoid_and_max_pool_refusals() {
         (
             "def f(x: f32[1, 5, 5]) -> f32[1, 3, 3]:\n    return F.max_pool2d(x, 2, ceil_mode=True)\n",
             "max_pool2d with ceil_mode=True or return_indices=True is not supported",
+        ),
+        (
+            "def f(x: f32[1, 5, 5]) -> f32[1, 2, 2]:\n    return F.avg_pool2d(x, 2, stride=0)\n",
+            "stride should not be zero",
+        ),
+        (
+            "def f(x: f32[8]) -> f32[4]:\n    return F.avg_pool1d(x, 2)\n",
+            "Expected 2 to 3 dimensions, but got 1-dimensional tensor for argument #1 'self' (while checking arguments for avg_pool1d)",
+        ),
+        (
+            "def f(x: f32[2, 3, 8]) -> f32[2, 3, 1]:\n    return F.avg_pool1d(x, 9)\n",
+            "Given input size: (3x1x8). Calculated output size: (3x1x0). Output size is too small",
+        ),
+        (
+            "def f(x: f32[2, 3, 8]) -> f32[2, 3, 6]:\n    return F.avg_pool1d(x, 3, 1, 1, count_include_pad=False)\n",
+            "avg_pool1d with count_include_pad=False and padding is not supported",
+        ),
+        (
+            "def f(x: i64[2, 3, 8]) -> i64[2, 3, 4]:\n    return F.avg_pool1d(x, 2)\n",
+            "avg_pool1d of an integer tensor (a truncated average) is not supported",
         ),
         (
             "def f(x: i64[4, 3], y: i64[4, 3]) -> f32[4]:\n    return F.cosine_similarity(x, y)\n",

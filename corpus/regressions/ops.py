@@ -596,3 +596,18 @@ def batch_norm_in_training_mode(
         hs.append(torch.nn.functional.batch_norm(h, rm_h, rv_h, training=True, momentum=0.1, eps=1e-3))
     no_stats = torch.nn.functional.batch_norm(h * 2.0, None, None, training=True)
     return y, hs[0] + hs[1], no_stats
+
+
+def average_and_max_pooling(
+    x: f32[2, 3, 9, 8], y: f32[2, 4, 17], z: f32[3, 10]
+) -> tuple[f32[2, 3, 4, 4], f32[2, 3, 5, 9], f32[2, 3, 9, 8], f32[2, 4, 9], f32[2, 4, 7], f32[3, 5], f32[3, 8]]:
+    # Held-out ports (rounds 25-26): `F.avg_pool1d` over time steps, `F.avg_pool2d` and `F.max_pool1d`, with
+    # strides, padding (zeros for an average), dilation and `divisor_override`
+    a = torch.nn.functional.avg_pool2d(x, 2)
+    b = torch.nn.functional.avg_pool2d(x, (3, 2), stride=(2, 1), padding=1)
+    c = torch.nn.functional.avg_pool2d(x, 3, 1, 1, divisor_override=4)
+    d = torch.nn.functional.avg_pool1d(y, 3, stride=2, padding=1)
+    e = torch.nn.functional.max_pool1d(y, 4, 2, 1, 2)
+    f = torch.nn.functional.avg_pool1d(z, 2)
+    g = torch.nn.functional.max_pool1d(z, 3, stride=1)
+    return a, b, c, d, e, f, g

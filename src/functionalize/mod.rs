@@ -31,6 +31,7 @@ mod numbers;
 mod ops;
 mod overlap;
 mod pick;
+mod pool;
 mod python;
 mod resample;
 mod selections;

@@ -7,9 +7,7 @@ use super::ops::{err, A};
 use super::state::{diag, FR, FV};
 use super::Fz;
 use crate::diag::Span;
-use crate::interp::nn_ops::{
-    float_max, norm_dims, norm_eps, norm_param_dtypes, pad_layout, pool2d_layout, pool_pad_value,
-};
+use crate::interp::nn_ops::{float_max, norm_dims, norm_eps, norm_param_dtypes, pad_layout};
 use crate::ir::OpName;
 use crate::tensor::ops::{Binary, Unary};
 use crate::tensor::views::wrap_dim;
@@ -291,71 +289,6 @@ impl<'m> Fz<'m> {
         }
     }
 
-    /// `F.max_pool2d`, as the reference interpreter (`crate::interp::nn_ops`) computes it: the input padded with its
-    /// dtype's lowest value, then the NaN-propagating maximum over the kernel's strided windows.
-    fn max_pool2d(&mut self, a: &A) -> FR<FV> {
-        let span = a.span;
-        let x = a.tensor(0, "input")?;
-        let list = |v: &FV, name: &str| -> FR<Vec<i64>> {
-            match v.items() {
-                Some(items) => items.iter().map(|v| a.int_of(v, name)).collect(),
-                None => Ok(vec![a.int_of(v, name)?]),
-            }
-        };
-        let given = |i: usize, name: &str| a.opt(i, name).filter(|v| !matches!(v, FV::None));
-        let stride = given(2, "stride").map(|v| list(v, "stride")).transpose()?;
-        let padding = given(3, "padding").map(|v| list(v, "padding")).transpose()?.unwrap_or(vec![0]);
-        let dilation = given(4, "dilation").map(|v| list(v, "dilation")).transpose()?.unwrap_or(vec![1]);
-        let dt = self.roots[x.root].dtype;
-        let pool = pool2d_layout(
-            &x.shape,
-            dt,
-            list(a.req(1, "kernel_size")?, "kernel_size")?,
-            stride,
-            padding,
-            dilation,
-            a.bool_or(5, "ceil_mode", false)?,
-            a.bool_or(6, "return_indices", false)?,
-        )
-        .map_err(err(span))?;
-        let padded = if pool.p == [0, 0] {
-            x
-        } else {
-            let value = match pool_pad_value(dt) {
-                Scalar::F(v) => FV::Float(v),
-                other => FV::Int(other.to_i64_trunc()),
-            };
-            let pads = ints(&[pool.p[1], pool.p[1], pool.p[0], pool.p[0]]);
-            let args = A::new(vec![FV::Tensor(x), pads, FV::Str("constant".into()), value], vec![], span, "pad".into());
-            match self.nn_ops("pad", &args)? {
-                FV::Tensor(t) => t,
-                other => return diag(span, format!("max_pool2d: padding gave {}", other.type_name())),
-            }
-        };
-        let mut acc: Option<FV> = None;
-        for i in 0..pool.k[0] {
-            for j in 0..pool.k[1] {
-                let (r0, c0) = (i * pool.d[0], j * pool.d[1]);
-                let (s, out) = (pool.s, pool.out);
-                let win = self
-                    .tview(&padded, |t| {
-                        t.slice(-2, Some(r0), Some(r0 + s[0] * (out[0] - 1) + 1), s[0])?.slice(
-                            -1,
-                            Some(c0),
-                            Some(c0 + s[1] * (out[1] - 1) + 1),
-                            s[1],
-                        )
-                    })
-                    .map_err(err(span))?;
-                let win = FV::Tensor(win);
-                // The first window joins the maximum with itself, so that even a 1x1 kernel gives a new tensor.
-                let prev = acc.take().unwrap_or_else(|| win.clone());
-                acc = Some(self.elementwise(Binary::Maximum, &[prev, win], span)?);
-            }
-        }
-        acc.map_or_else(|| diag(span, "max_pool2d: an empty kernel"), Ok)
-    }
-
     pub(super) fn nn_ops(&mut self, name: &str, a: &A) -> FR<FV> {
         let span = a.span;
         let float_only = |me: &Self, x: &super::state::TRef| {
@@ -423,7 +356,7 @@ impl<'m> Fz<'m> {
                 let th = self.unary(Unary::Tanh, &sp, span)?;
                 self.elementwise(Binary::Mul, &[xv, th], span)
             }
-            "max_pool2d" => self.max_pool2d(a),
+            "max_pool2d" | "max_pool1d" | "avg_pool2d" | "avg_pool1d" => self.pool(name, a),
             "conv1d" | "conv2d" | "conv3d" => self.conv(name, a),
             "interpolate" => self.interpolate(a),
             "pad" => self.pad(a),

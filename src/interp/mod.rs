@@ -20,6 +20,7 @@ pub(crate) mod losses;
 pub(crate) mod more_ops;
 pub(crate) mod nn_ops;
 pub(crate) mod out_arg;
+pub(crate) mod pool;
 pub(crate) mod pyarith;
 pub(crate) mod pyfmt;
 pub(crate) mod pyset;

@@ -1,7 +1,7 @@
 //! More ops detection, LLM and activation code uses, written with the runtime's ops exactly as
 //! `crate::functionalize::nn_ops` builds them as terms: `isnan`/`isinf`/`isfinite`, `nan_to_num`, `hardswish`,
-//! `hardsigmoid`, `relu6`, `mish`, `F.pad` (constant), `F.max_pool2d` (the maximum of the strided windows of the input
-//! padded with the lowest value), `repeat_interleave` (an int count) and `baddbmm`.
+//! `hardsigmoid`, `relu6`, `mish`, `F.pad` (constant), pooling (`super::pool`),
+//! `repeat_interleave` (an int count) and `baddbmm`.
 
 use super::args::{to_int, AResult, Args};
 use super::torch_ops::{t, UNKNOWN_OP};
@@ -113,7 +113,7 @@ pub(super) fn nn_op(name: &str, a: &Args) -> AResult<Value> {
             let sp = ops::unary(Unary::Log1p, &ops::unary(Unary::Exp, &x)?)?;
             t(bin(Binary::Mul, &x, tt(&ops::unary(Unary::Tanh, &sp)?))?)
         }
-        "max_pool2d" => max_pool2d(a),
+        "max_pool2d" | "max_pool1d" | "avg_pool2d" | "avg_pool1d" => super::pool::pool(name, a),
         "conv1d" | "conv2d" | "conv3d" => super::conv::conv(name, super::conv::conv_spatial(name).unwrap_or(2), a),
         "interpolate" => super::resample::interpolate(a),
         "pad" => {
@@ -375,139 +375,6 @@ pub(crate) fn add_scaled(input: &Tensor, beta: Scalar, m: &Tensor, alpha: Scalar
     }
     let bias = if beta.to_f64() == 1.0 { input.clone() } else { bin(Binary::Mul, input, Operand::S(beta))? };
     bin(Binary::Add, &bias, tt(&prod))
-}
-
-/// `max_pool2d`'s windows: per spatial dim (height, width) the kernel size, stride, padding and dilation, and the
-/// output size, with PyTorch's checks and messages (`ceil_mode` and `return_indices` are refused by name).
-pub(crate) struct Pool2d {
-    pub k: [i64; 2],
-    pub s: [i64; 2],
-    pub p: [i64; 2],
-    pub d: [i64; 2],
-    pub out: [i64; 2],
-}
-
-/// The lowest value of a dtype, the padding of `max_pool2d` (which never wins a window).
-pub(crate) fn pool_pad_value(d: DType) -> Scalar {
-    match d {
-        DType::I64 => Scalar::I(i64::MIN),
-        DType::I32 => Scalar::I(i32::MIN as i64),
-        DType::I16 => Scalar::I(i16::MIN as i64),
-        DType::I8 => Scalar::I(i8::MIN as i64),
-        DType::U8 => Scalar::I(0),
-        _ => Scalar::F(f64::NEG_INFINITY),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn pool2d_layout(
-    shape: &[usize],
-    dtype: DType,
-    k: Vec<i64>,
-    s: Option<Vec<i64>>,
-    p: Vec<i64>,
-    d: Vec<i64>,
-    ceil_mode: bool,
-    return_indices: bool,
-) -> AResult<Pool2d> {
-    if ceil_mode || return_indices {
-        return Err("max_pool2d with ceil_mode=True or return_indices=True is not supported".into());
-    }
-    if dtype == DType::Bool {
-        return Err("\"max_pool2d\" not implemented for 'Bool'".into());
-    }
-    if !(shape.len() == 3 || shape.len() == 4) || shape.contains(&0) {
-        return Err("non-empty 3D or 4D (batch mode) tensor expected for input".into());
-    }
-    let two = |v: Vec<i64>, what: &str| -> AResult<[i64; 2]> {
-        match v.as_slice() {
-            [a] => Ok([*a, *a]),
-            [a, b] => Ok([*a, *b]),
-            _ => Err(format!("max_pool2d: {what} must either be a single int, or a tuple of two ints")),
-        }
-    };
-    let k = two(k, "kernel_size")?;
-    let s = match s {
-        Some(v) if !v.is_empty() => two(v, "stride")?,
-        _ => k,
-    };
-    let (p, d) = (two(p, "padding")?, two(d, "dilation")?);
-    if k.iter().any(|&v| v <= 0) || s.iter().any(|&v| v <= 0) || d.iter().any(|&v| v <= 0) || p.iter().any(|&v| v < 0) {
-        return Err(
-            "max_pool2d: kernel_size, stride and dilation must be greater than zero, padding non-negative".into()
-        );
-    }
-    for i in 0..2 {
-        if p[i] > (d[i] * (k[i] - 1) + 1) / 2 {
-            return Err(format!(
-                "pad should be at most half of effective kernel size, but got pad={}, kernel_size={} and dilation={}",
-                p[i], k[i], d[i]
-            ));
-        }
-    }
-    let n = shape.len();
-    let (h, w) = (shape[n - 2] as i64, shape[n - 1] as i64);
-    let size = |len: i64, i: usize| (len + 2 * p[i] - d[i] * (k[i] - 1) - 1).div_euclid(s[i]) + 1;
-    let out = [size(h, 0), size(w, 1)];
-    if out[0] < 1 || out[1] < 1 {
-        let c = shape[n - 3];
-        return Err(format!(
-            "Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{}x{}). Output size is too small",
-            out[0].max(0),
-            out[1].max(0)
-        ));
-    }
-    Ok(Pool2d { k, s, p, d, out })
-}
-
-/// `F.max_pool2d`: the input padded with its dtype's lowest value, then the maximum (NaN-propagating, as PyTorch's
-/// kernel) over the kernel's strided windows.
-fn max_pool2d(a: &Args) -> AResult<Value> {
-    let x = a.tensor(0, "input")?;
-    let list = |i: usize, name: &str, d: Vec<i64>| -> AResult<Vec<i64>> {
-        a.opt(i, name)
-            .filter(|v| !matches!(v, Value::None))
-            .map(super::args::int_list)
-            .transpose()
-            .map(|v| v.unwrap_or(d))
-    };
-    let pool = pool2d_layout(
-        &x.shape,
-        x.dtype(),
-        super::args::int_list(a.req(1, "kernel_size")?)?,
-        a.opt(2, "stride").filter(|v| !matches!(v, Value::None)).map(super::args::int_list).transpose()?,
-        list(3, "padding", vec![0])?,
-        list(4, "dilation", vec![1])?,
-        a.bool_or(5, "ceil_mode", false)?,
-        a.bool_or(6, "return_indices", false)?,
-    )?;
-    let n = x.shape.len();
-    let mut padded = x.clone();
-    if pool.p != [0, 0] {
-        let mut shape = x.shape.clone();
-        shape[n - 2] += 2 * pool.p[0] as usize;
-        shape[n - 1] += 2 * pool.p[1] as usize;
-        padded = Tensor::full(x.dtype(), &shape, pool_pad_value(x.dtype()))?;
-        let view = padded.narrow(-2, pool.p[0], x.shape[n - 2] as i64)?.narrow(-1, pool.p[1], x.shape[n - 1] as i64)?;
-        ops::write_result(&view, &x, false)?;
-    }
-    let mut acc: Option<Tensor> = None;
-    for i in 0..pool.k[0] {
-        for j in 0..pool.k[1] {
-            let (r0, c0) = (i * pool.d[0], j * pool.d[1]);
-            let win = padded.slice(-2, Some(r0), Some(r0 + pool.s[0] * (pool.out[0] - 1) + 1), pool.s[0])?.slice(
-                -1,
-                Some(c0),
-                Some(c0 + pool.s[1] * (pool.out[1] - 1) + 1),
-                pool.s[1],
-            )?;
-            acc = Some(match acc {
-                None => win.contiguous_copy(),
-                Some(m) => bin(Binary::Maximum, &m, tt(&win))?,
-            });
-        }
-    }
-    t(acc.ok_or("max_pool2d: an empty kernel")?)
 }
 
 /// The channel count of `F.batch_norm`'s input after PyTorch's checks, or the reason it is refused: the running mean
