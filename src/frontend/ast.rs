@@ -18,6 +18,9 @@ pub struct Module {
     /// Module-level names that cannot be used (an unsupported import, a class, a name a module-level statement
     /// funcfuse does not run binds or changes), with why: what reads them fails, the rest of the file runs.
     pub unusable: Vec<FailedFunction>,
+    /// The file's classes (`frontend::convert::classes`): their constructors and methods (`CLASS::NAME`) are
+    /// functions, not programs.
+    pub classes: Vec<String>,
     /// What funcfuse accepts but Python would not run (a file without `import torch`), located; the command line
     /// prints them, and they change no result.
     pub warnings: Vec<crate::diag::Diagnostic>,
@@ -54,12 +57,16 @@ impl Module {
         let mut all: Vec<(Span, &str)> = self.functions.iter().map(|f| (f.span, f.name.as_str())).collect();
         all.extend(self.failed.iter().map(|f| (f.span, f.name.as_str())));
         all.sort();
-        all.into_iter().filter(|(_, n)| !n.starts_with('_')).map(|(_, n)| n.to_string()).collect()
+        all.into_iter().filter(|(_, n)| self.is_program(n)).map(|(_, n)| n.to_string()).collect()
     }
 
-    /// Programs are the top-level functions whose names do not start with `_`; the rest are helpers.
+    /// Programs are the top-level functions whose names do not start with `_`; the rest are helpers (and classes).
     pub fn programs(&self) -> impl Iterator<Item = &Function> {
-        self.functions.iter().filter(|f| !f.name.starts_with('_'))
+        self.functions.iter().filter(|f| self.is_program(&f.name))
+    }
+
+    fn is_program(&self, name: &str) -> bool {
+        !name.starts_with('_') && !name.contains("::") && !self.classes.iter().any(|c| c == name)
     }
 }
 
@@ -228,6 +235,11 @@ pub enum FPart {
         spec: String,
     },
 }
+
+/// The key of an object's class in the dict that holds its attributes: an instance of a class of the program file
+/// (`frontend::convert::classes`) is a dict of its attributes with this entry, the class's name
+/// (`crate::interp::objects`).
+pub const CLASS_KEY: &str = "__class__";
 
 /// The callee of the call a nested `def` becomes: `NAME = <closure>(HELPER, CAPTURED=CAPTURED, ...)` makes a function
 /// value that calls the top-level `HELPER` with the captured values as keywords (not a name Python code can write).

@@ -10,6 +10,7 @@ use crate::diag::{err, Diagnostic, Span};
 use inert::{is_disabled_autocast, is_grad_mode, is_inert_decorator};
 
 mod annotations;
+mod classes;
 mod closure;
 mod distributions;
 mod imports;
@@ -107,7 +108,8 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     let constructors = numpy::reachable_constructors(&cx, &module.body);
     // Module-level `NAME = literal` values, which decide module-level `if`s (`toplevel.rs`).
     let mut known: HashMap<String, toplevel::Lit> = HashMap::new();
-    let mut work: std::collections::VecDeque<&py::Stmt> = module.body.iter().collect();
+    let (mut classes, class_order, class_defs) = classes::collect(&cx, _path, &module.body, &mut unusable);
+    let mut work = classes::statements(&module.body, &class_defs);
     while let Some(stmt) = work.pop_front() {
         match stmt {
             py::Stmt::FunctionDef(f) => {
@@ -206,11 +208,12 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             other => toplevel::take(&cx, _path, other, &mut known, &mut work, &mut unusable)?,
         }
     }
+    classes::settle(_path, &class_order, &mut classes, &mut functions, &failed, &mut unusable, &|e| cx.expr(e));
     imports::qualify(_path, &mut functions, &constants, from_imports, &mut unusable);
     iterators::check_all(_path, &mut functions, &mut failed);
     fail_callers(_path, &mut functions, &mut failed, &unusable);
     let warnings = python_would_not_run(_path, &cx, imports_torch, future_annotations || functions.is_empty());
-    Ok(Module { path: _path.to_string(), functions, constants, failed, unusable, warnings })
+    Ok(Module { path: _path.to_string(), functions, constants, failed, unusable, classes: class_order, warnings })
 }
 
 /// Warnings for a file funcfuse accepts but Python cannot run as written: without `import torch`, `torch` is

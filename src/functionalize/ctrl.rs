@@ -316,6 +316,17 @@ impl<'m> Fz<'m> {
             }
             // `p.data -= x`: in place on the tensor `p.data` is; setting `p.data` back to it changes nothing.
             ExprKind::Attr(_, a) if a == "data" => pyvalue::aug_assign_data(self, env, target, op, value, span),
+            // `self.n += 1` on an object: its attribute, as a dict entry (`crate::interp::objects`).
+            ExprKind::Attr(obj, a) => {
+                let o = self.expr(env, obj)?;
+                let Some(cls) = pyvalue::object_class(&o) else {
+                    return diag(target.span, "unsupported target of augmented assignment");
+                };
+                let cur = crate::interp::objects::attribute(self, &o, &cls, a, target.span)?;
+                let rhs = self.expr(env, value)?;
+                let new = self.inplace_binop(&cur, op, &rhs, span)?;
+                self.setitem(&o, &crate::interp::objects::key(a), &new, span)
+            }
             _ => diag(target.span, "unsupported target of augmented assignment"),
         }
     }

@@ -773,6 +773,9 @@ impl<'m> pyvalue::Walk<'m> for Fz<'m> {
     fn int_or(&self, a: &super::args::A, i: usize, name: &str, default: i64) -> FR<i64> {
         a.int_or(i, name, default)
     }
+    fn has_function(&self, name: &str) -> bool {
+        self.module.function(name).is_some()
+    }
 }
 
 /// A slice's start and stop where both are known before the program runs (each `None` where omitted); `None` where

@@ -635,6 +635,9 @@ impl<'m> pyvalue::Walk<'m> for Interp<'m> {
     fn int_or(&self, a: &super::args::Args, i: usize, name: &str, default: i64) -> Result<i64, Diagnostic> {
         a.int_or(i, name, default).map_err(tensor_err(a.span))
     }
+    fn has_function(&self, name: &str) -> bool {
+        self.module.function(name).is_some()
+    }
 }
 
 /// The reference interpreter's side of the statement walk both engines share.
@@ -672,6 +675,17 @@ impl<'m> pyvalue::Exec<'m> for Interp<'m> {
             }
             // `p.data -= x`: in place on the tensor `p.data` is; setting `p.data` back to it changes nothing.
             ExprKind::Attr(_, a) if a == "data" => pyvalue::aug_assign_data(self, frame, target, op, value, span),
+            // `self.n += 1` on an object: its attribute, as a dict entry (`super::objects`).
+            ExprKind::Attr(obj, a) => {
+                let o = self.eval(frame, obj)?;
+                let Some(cls) = pyvalue::object_class(&o) else {
+                    return err(target.span, "unsupported target of augmented assignment");
+                };
+                let cur = super::objects::attribute(self, &o, &cls, a, target.span)?;
+                let rhs = self.eval(frame, value)?;
+                let new = self.inplace_binop(cur, op, rhs, span)?;
+                self.setitem(&o, &super::objects::key(a), &new, span)
+            }
             _ => err(target.span, "unsupported target of augmented assignment"),
         }
     }

@@ -19,6 +19,7 @@ pub(crate) mod foreach;
 pub(crate) mod losses;
 pub(crate) mod more_ops;
 pub(crate) mod nn_ops;
+pub(crate) mod objects;
 pub(crate) mod out_arg;
 pub(crate) mod pool;
 pub(crate) mod pyarith;

@@ -56,6 +56,8 @@ pub enum Made<V> {
     Device,
     /// A module or a builtin type (`type(x)` is `list`: the name [`builtin_name`] gives it).
     Module(&'static str),
+    /// A function of the program file, by name (a class's method is `CLASS::NAME`: `frontend::convert::classes`).
+    Func(Rc<str>),
 }
 
 /// A Python value of one engine.
@@ -643,6 +645,7 @@ macro_rules! py_values {
                     Made::DType(d) => $t::DType(d),
                     Made::Device => $t::Device,
                     Made::Module(m) => $t::Module(m),
+                    Made::Func(f) => $t::Func(f),
                 }
             }
 
@@ -675,3 +678,15 @@ macro_rules! py_values {
     };
 }
 pub(crate) use py_values;
+
+pub use crate::frontend::ast::CLASS_KEY;
+
+/// The class of `v` where it is an instance of a class of the program file (a dict with a [`CLASS_KEY`] entry).
+pub fn object_class<V: PyValue>(v: &V) -> Option<Rc<str>> {
+    let Py::Dict(d) = v.py() else { return None };
+    let d = d.borrow();
+    d.iter().find_map(|(k, c)| match (k.py(), c.py()) {
+        (Py::Str(k), Py::Str(c)) if &**k == CLASS_KEY => Some(c.clone()),
+        _ => None,
+    })
+}

@@ -125,6 +125,29 @@ pub fn call_parts<'m, W: Walk<'m, Env = HashMap<String, <W as Walk<'m>>::V>>>(
             }
         }
     }
+    // Calls of the program's objects: a method with the object first, an attribute holding a callable, `__call__`.
+    let named_object = |n: &str| env.get(n).filter(|v| super::pyvalue::object_class(*v).is_some()).cloned();
+    let target = match &callee {
+        Callee::Method(o, name) => match super::pyvalue::object_class(o) {
+            Some(cls) => Some(super::objects::method(w, o, &cls, name, call.span)?),
+            None => None,
+        },
+        Callee::Name(n) => match named_object(n) {
+            Some(o) => Some(super::objects::callable(w, o, call.span)?),
+            None => None,
+        },
+        Callee::Value(v) if super::pyvalue::object_class(v).is_some() => {
+            Some(super::objects::callable(w, v.clone(), call.span)?)
+        }
+        _ => None,
+    };
+    let callee = match target {
+        Some((f, this)) => {
+            pos.splice(0..0, this);
+            Callee::Value(f)
+        }
+        None => callee,
+    };
     if super::complex::involves(&callee, &pos, &kw) {
         let r = super::complex::call(w, &callee, &pos, &kw, call.span)?;
         return Ok((Callee::Answered(r), pos, kw));
@@ -418,10 +441,16 @@ pub fn assign<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, target: &'m Expr, v:
             }
             x.setitem(&o, &i, &v, target.span)
         }
-        ExprKind::Attr(obj, a) => match x.eval(env, obj)?.py() {
-            Py::Tensor => super::python::tensor_attr_assign(a, matches!(v.py(), Py::Bool(false))).or_else(fail),
-            _ => fail(format!("assigning to attribute `{a}` is not supported")),
-        },
+        ExprKind::Attr(obj, a) => {
+            let o = x.eval(env, obj)?;
+            if super::pyvalue::object_class(&o).is_some() {
+                return x.setitem(&o, &super::objects::key(a), &v, target.span);
+            }
+            match o.py() {
+                Py::Tensor => super::python::tensor_attr_assign(a, matches!(v.py(), Py::Bool(false))).or_else(fail),
+                _ => fail(format!("assigning to attribute `{a}` is not supported")),
+            }
+        }
         ExprKind::Starred(_) => fail("starred assignment targets (`a, *b = ...`) are not supported".into()),
         _ => fail("unsupported assignment target".into()),
     }
@@ -468,6 +497,8 @@ pub trait Walk<'m> {
     fn call_value(&mut self, f: Self::V, pos: Vec<Self::V>, span: Span, shown: &str) -> Result<Self::V, Self::Err>;
     /// An int argument, `default` when absent.
     fn int_or(&self, a: &CallArgs<Self::V>, i: usize, name: &str, default: i64) -> Result<i64, Self::Err>;
+    /// Whether the program file defines a function of this name (a class's method: `super::objects`).
+    fn has_function(&self, name: &str) -> bool;
 }
 
 /// The builtins both engines run alike: a refusal the frontend deferred to where it runs (`ast::REFUSED`), Python's
@@ -475,6 +506,11 @@ pub trait Walk<'m> {
 /// for another name.
 pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>) -> Option<Result<W::V, W::Err>> {
     let span = a.span;
+    if let (Some(o), "len") = (a.pos.first(), name) {
+        if let Some(cls) = super::pyvalue::object_class(o) {
+            return Some(super::objects::len(w, &o.clone(), &cls, span));
+        }
+    }
     if name == crate::frontend::ast::REFUSED {
         let Some(Py::Str(m)) = a.pos.first().map(|m| m.py()) else {
             unreachable!("the frontend gives a refusal its message")
@@ -574,6 +610,9 @@ pub fn eval<'m, W: Walk<'m>>(w: &mut W, env: &mut W::Env, e: &'m Expr) -> Result
             let o = w.eval(env, obj)?;
             if o.complex_of().is_some() {
                 return super::complex::attribute(w, &o, name, span);
+            }
+            if let Some(cls) = super::pyvalue::object_class(&o) {
+                return super::objects::attribute(w, &o, &cls, name, span);
             }
             w.attribute(&o, name, span)?
         }

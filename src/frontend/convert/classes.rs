@@ -1,0 +1,395 @@
+//! Module-level classes as functions (`crate::interp::objects` runs them). A class `C` becomes: each method `m` a
+//! function `C::m` (a property's getter `C::@m`; a static method `C::!m`), the methods of a base class of the file
+//! that `C` does not define copied as `C`'s, `__call__` standing for an `nn.Module`'s `forward`, and a constructor
+//! function `C` taking `__init__`'s parameters: it makes the instance (a dict holding the class's name and its
+//! class-level values), runs `C::__init__` on it and returns it. A `@dataclass` gets the `__init__` its annotated
+//! fields give. After the functions convert, `super().m(...)` becomes the base's `B::m(self, ...)` (nothing for
+//! `object` or `nn.Module`'s `__init__`), and `C.m(...)` the function `C::m`. What a class body may hold: methods,
+//! `NAME = value` and `NAME: type [= value]`, a docstring, `pass`; bases: none, `object`, `nn.Module`, or a class of
+//! the file. Anything else makes the class unusable (only the functions that use it fail).
+
+use std::collections::{HashMap, VecDeque};
+
+use ruff_python_ast as py;
+
+use super::Cx;
+use crate::diag::{Diagnostic, Span};
+use crate::frontend::ast::*;
+
+/// The file's classes (by name, and in order) and, per class statement, the functions its methods become; a class
+/// that is not supported goes to `unusable` (only what uses it fails).
+#[allow(clippy::type_complexity)]
+pub(super) fn collect(
+    cx: &Cx,
+    path: &str,
+    body: &[py::Stmt],
+    unusable: &mut Vec<FailedFunction>,
+) -> (HashMap<String, Class>, Vec<String>, Vec<Vec<py::Stmt>>) {
+    let (mut classes, mut order, mut defs) = (HashMap::new(), Vec::new(), Vec::new());
+    for stmt in body {
+        if let py::Stmt::ClassDef(c) = stmt {
+            match expand(c, &classes, |r| cx.lines.span(r.start())) {
+                Ok((class, fs)) => {
+                    classes.insert(c.name.to_string(), class);
+                    order.push(c.name.to_string());
+                    defs.push(fs.into_iter().map(py::Stmt::FunctionDef).collect());
+                }
+                Err(m) => {
+                    let error = Diagnostic::new(m).at(cx.sp(c)).in_file(path);
+                    unusable.push(FailedFunction { name: c.name.to_string(), span: cx.sp(c), error });
+                    defs.push(Vec::new());
+                }
+            }
+        }
+    }
+    (classes, order, defs)
+}
+
+/// The module's statements in order, each class statement replaced by the functions its methods become (`defs`, one
+/// list per class statement, from [`collect`]).
+pub(super) fn statements<'a>(body: &'a [py::Stmt], defs: &'a [Vec<py::Stmt>]) -> VecDeque<&'a py::Stmt> {
+    let mut defs = defs.iter();
+    let mut work = VecDeque::new();
+    for stmt in body {
+        match stmt {
+            py::Stmt::ClassDef(_) => work.extend(defs.next().expect("one per class")),
+            other => work.push_back(other),
+        }
+    }
+    work
+}
+
+/// After the file's functions converted: each class's added functions ([`finish`]); a class whose values or one of
+/// whose methods failed becomes unusable with that error, and its functions are dropped.
+pub(super) fn settle(
+    path: &str,
+    order: &[String],
+    classes: &mut HashMap<String, Class>,
+    functions: &mut Vec<Function>,
+    failed: &[FailedFunction],
+    unusable: &mut Vec<FailedFunction>,
+    convert: &dyn Fn(&py::Expr) -> Result<Expr, Diagnostic>,
+) {
+    for (name, span, d) in finish(order, classes, functions, convert) {
+        unusable.push(FailedFunction { name, span, error: d.in_file(path) });
+    }
+    for f in failed {
+        if let Some((c, _)) = f.name.split_once("::") {
+            if !unusable.iter().any(|u| u.name == c) {
+                unusable.push(FailedFunction { name: c.to_string(), span: f.span, error: f.error.clone() });
+            }
+        }
+    }
+    functions.retain(|f| !unusable.iter().any(|u| f.name.split_once("::").is_some_and(|(c, _)| c == u.name)));
+}
+
+/// What the conversion needs to know of a class: its base of the file, its methods (their function names), and the
+/// name of each method's first parameter.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Class {
+    pub base: Option<String>,
+    pub module_base: bool,
+    pub methods: Vec<String>,
+    pub dataclass: bool,
+    /// Class-level `NAME = value`, the source expressions.
+    pub attrs: Vec<(String, py::Expr)>,
+    /// Annotated fields in order, with their defaults (a dataclass's `__init__` parameters).
+    pub fields: Vec<(String, Option<py::Expr>, Span)>,
+    pub span: Span,
+}
+
+/// The function definitions class `c` stands for (its methods renamed), or why it is not supported.
+pub(super) fn expand(
+    c: &py::StmtClassDef,
+    classes: &HashMap<String, Class>,
+    sp: impl Fn(ruff_text_size::TextRange) -> Span,
+) -> Result<(Class, Vec<py::StmtFunctionDef>), String> {
+    let name = c.name.as_str();
+    let mut class = Class { span: sp(c.range), ..Class::default() };
+    for d in &c.decorator_list {
+        match &d.expression {
+            py::Expr::Name(n) if n.id.as_str() == "dataclass" => class.dataclass = true,
+            py::Expr::Attribute(a) if a.attr.as_str() == "dataclass" => class.dataclass = true,
+            py::Expr::Call(call) if matches!(call.func.as_ref(), py::Expr::Name(n) if n.id.as_str() == "dataclass") => {
+                class.dataclass = true
+            }
+            _ => return Err(format!("`class {name}`: its decorator is not supported (only `@dataclass`)")),
+        }
+    }
+    let bases: Vec<&py::Expr> = c.arguments.as_ref().map(|a| a.args.iter().collect()).unwrap_or_default();
+    if c.arguments.as_ref().is_some_and(|a| !a.keywords.is_empty()) || bases.len() > 1 {
+        return Err(format!("`class {name}`: several bases or class keywords are not supported"));
+    }
+    let mut inherited: Vec<py::StmtFunctionDef> = Vec::new();
+    match bases.first() {
+        None => {}
+        Some(py::Expr::Name(n)) if n.id.as_str() == "object" => {}
+        Some(py::Expr::Attribute(a)) if a.attr.as_str() == "Module" => class.module_base = true,
+        Some(py::Expr::Name(n)) if n.id.as_str() == "Module" => class.module_base = true,
+        Some(py::Expr::Name(n)) if classes.contains_key(n.id.as_str()) => {
+            let b = &classes[n.id.as_str()];
+            class.base = Some(n.id.to_string());
+            class.module_base = b.module_base;
+            class.attrs = b.attrs.clone();
+            class.fields = b.fields.clone();
+            let _ = &mut inherited;
+        }
+        Some(_) => {
+            return Err(format!(
+                "`class {name}`: its base class is not supported (only `object`, `nn.Module` or a class of this file)"
+            ))
+        }
+    }
+    let mut defs = Vec::new();
+    for s in &c.body {
+        match s {
+            py::Stmt::FunctionDef(f) => {
+                let mut f = f.clone();
+                let mut kind = "";
+                let mut kept = Vec::new();
+                for d in std::mem::take(&mut f.decorator_list) {
+                    match &d.expression {
+                        py::Expr::Name(n) if n.id.as_str() == "property" => kind = "@",
+                        py::Expr::Name(n) if n.id.as_str() == "staticmethod" => kind = "!",
+                        py::Expr::Name(n) if n.id.as_str() == "classmethod" => {
+                            return Err(format!("`class {name}`: class methods are not supported"))
+                        }
+                        _ => kept.push(d),
+                    }
+                }
+                f.decorator_list = kept.into_iter().collect();
+                if kind != "!" && f.parameters.posonlyargs.is_empty() && f.parameters.args.is_empty() {
+                    return Err(format!("`class {name}`: method `{}` takes no `self`", f.name));
+                }
+                let fname = format!("{name}::{kind}{}", f.name);
+                f.name = py::Identifier::new(fname.clone(), f.name.range);
+                class.methods.push(fname);
+                defs.push(f);
+            }
+            py::Stmt::Assign(a) if a.targets.len() == 1 && a.targets[0].is_name_expr() => {
+                let n = a.targets[0].as_name_expr().expect("a name").id.to_string();
+                class.attrs.retain(|(m, _)| *m != n);
+                class.attrs.push((n, (*a.value).clone()));
+            }
+            py::Stmt::AnnAssign(a) if a.target.is_name_expr() => {
+                let n = a.target.as_name_expr().expect("a name").id.to_string();
+                let is_classvar = format!("{:?}", a.annotation).contains("ClassVar");
+                if class.dataclass && !is_classvar {
+                    class.fields.retain(|(m, _, _)| *m != n);
+                    class.fields.push((n, a.value.as_deref().cloned(), sp(a.range)));
+                } else if let Some(v) = &a.value {
+                    class.attrs.retain(|(m, _)| *m != n);
+                    class.attrs.push((n, (**v).clone()));
+                }
+            }
+            py::Stmt::Expr(e) if e.value.is_string_literal_expr() => {}
+            py::Stmt::Pass(_) => {}
+            _ => return Err(format!("`class {name}`: only methods and `NAME = value` are supported in a class body")),
+        }
+    }
+    Ok((class, defs))
+}
+
+fn name(n: &str, span: Span) -> Expr {
+    Expr { kind: ExprKind::Name(n.to_string()), span }
+}
+
+fn stmt(kind: StmtKind, span: Span) -> Stmt {
+    Stmt { kind, span }
+}
+
+/// After the file's functions converted: the functions each class adds (inherited methods, `__call__`, a
+/// dataclass's `__init__`, the constructor), and `super()` and `C.m(...)` calls rewritten. `convert` converts a
+/// class-level expression; a class whose values do not convert becomes unusable with its error (`Err` by name).
+fn finish(
+    order: &[String],
+    classes: &mut HashMap<String, Class>,
+    functions: &mut Vec<Function>,
+    convert: &dyn Fn(&py::Expr) -> Result<Expr, Diagnostic>,
+) -> Vec<(String, Span, Diagnostic)> {
+    let mut failed = Vec::new();
+    supers(classes, functions);
+    for cname in order {
+        let class = classes[cname].clone();
+        let span = class.span;
+        let find = |fs: &Vec<Function>, n: &str| fs.iter().position(|f| f.name == n);
+        let mut methods = class.methods.clone();
+        // Methods of the base the class does not define.
+        if let Some(b) = &class.base {
+            for m in classes[b].methods.clone() {
+                let own = format!("{cname}::{}", &m[b.len() + 2..]);
+                if !methods.contains(&own) {
+                    if let Some(i) = find(functions, &m) {
+                        let mut f = functions[i].clone();
+                        f.name = own.clone();
+                        functions.push(f);
+                        methods.push(own);
+                    }
+                }
+            }
+        }
+        let fwd = format!("{cname}::forward");
+        let call = format!("{cname}::__call__");
+        // An `nn.Module` is called through its `forward` (its own, or the one it inherits), unless the class
+        // itself defines `__call__` (an inherited `__call__` is the base's `forward`).
+        if class.module_base && !class.methods.contains(&call) {
+            if let Some(i) = find(functions, &fwd) {
+                let mut f = functions[i].clone();
+                f.name = call.clone();
+                functions.retain(|g| g.name != call);
+                functions.push(f);
+                if !methods.contains(&call) {
+                    methods.push(call);
+                }
+            }
+        }
+        let init = format!("{cname}::__init__");
+        let fields: Result<Vec<Param>, _> = class
+            .fields
+            .iter()
+            .map(|(n, d, at)| {
+                Ok::<Param, crate::diag::Diagnostic>(Param {
+                    name: n.clone(),
+                    ann: None,
+                    default: d.as_ref().map(convert).transpose()?,
+                    span: *at,
+                })
+            })
+            .collect();
+        let attrs: Result<Vec<(String, Expr)>, _> =
+            class.attrs.iter().map(|(n, e)| Ok::<_, crate::diag::Diagnostic>((n.clone(), convert(e)?))).collect();
+        let (fields, attrs) = match (fields, attrs) {
+            (Ok(f), Ok(a)) => (f, a),
+            (Err(d), _) | (_, Err(d)) => {
+                failed.push((cname.clone(), span, d));
+                continue;
+            }
+        };
+        if class.dataclass && !methods.contains(&init) {
+            let this = Param { name: "self".into(), ann: None, default: None, span };
+            let body = fields
+                .iter()
+                .map(|p| {
+                    let target =
+                        Expr { kind: ExprKind::Attr(Box::new(name("self", p.span)), p.name.clone()), span: p.span };
+                    stmt(StmtKind::Assign { targets: vec![target], value: name(&p.name, p.span) }, p.span)
+                })
+                .collect();
+            let params = std::iter::once(this).chain(fields.iter().cloned()).collect();
+            functions.push(Function {
+                name: init.clone(),
+                params,
+                vararg: None,
+                kwarg: None,
+                returns: None,
+                body,
+                span,
+            });
+            methods.push(init.clone());
+        }
+        let ctor = constructor(cname, span, attrs, functions.iter().find(|f| f.name == init));
+        functions.push(ctor);
+        classes.get_mut(cname).expect("a class").methods = methods;
+    }
+    // `C.m(...)` anywhere, once every class has its methods.
+    let snapshot = classes.clone();
+    for f in functions.iter_mut() {
+        visit_exprs_mut(&mut f.body, &mut |e| {
+            let ExprKind::Call { func, .. } = &mut e.kind else { return };
+            let ExprKind::Attr(obj, m) = &func.kind else { return };
+            let ExprKind::Name(c) = &obj.kind else { return };
+            let Some(cls) = snapshot.get(c) else { return };
+            for prefix in ["", "!", "@"] {
+                let full = format!("{c}::{prefix}{m}");
+                if cls.methods.contains(&full) {
+                    let span = func.span;
+                    **func = name(&full, span);
+                    return;
+                }
+            }
+        });
+    }
+    failed
+}
+
+/// `super().m(...)` in a method of class `C` (before methods are copied into subclasses: `super()` is the base of the
+/// class that defines the method): the base's `B::m(self, ...)`, or nothing for `__init__` where no base of the file
+/// defines it (`object`, `nn.Module`).
+fn supers(classes: &HashMap<String, Class>, functions: &mut [Function]) {
+    for f in functions.iter_mut() {
+        let Some((owner, _)) = f.name.split_once("::") else { continue };
+        let owner = owner.to_string();
+        let Some(this) = f.params.first().map(|p| p.name.clone()) else { continue };
+        visit_exprs_mut(&mut f.body, &mut |e| {
+            let ExprKind::Call { func, args, .. } = &mut e.kind else { return };
+            let ExprKind::Attr(obj, m) = &func.kind else { return };
+            let ExprKind::Call { func: s, args: sargs, kwargs } = &obj.kind else { return };
+            if !sargs.is_empty() || !kwargs.is_empty() || !matches!(&s.kind, ExprKind::Name(n) if n == "super") {
+                return;
+            }
+            let (m, span) = (m.clone(), func.span);
+            let base = classes.get(&owner).and_then(|c| c.base.clone());
+            // The nearest base of the file that defines `m` (its methods as defined, before copies).
+            let mut b = base;
+            while let Some(bn) = b.clone() {
+                if classes[&bn].methods.contains(&format!("{bn}::{m}")) {
+                    **func = name(&format!("{bn}::{m}"), span);
+                    args.insert(0, name(&this, span));
+                    return;
+                }
+                b = classes[&bn].base.clone();
+            }
+            if m == "__init__" {
+                e.kind = ExprKind::NoneLit;
+            }
+        });
+    }
+}
+
+/// The constructor of class `cname`: `self = {"__class__": C, attrs...}; C::__init__(self, params...); return self`,
+/// taking `__init__`'s parameters after `self` (`init`; none without one).
+fn constructor(cname: &str, span: Span, attrs: Vec<(String, Expr)>, init: Option<&Function>) -> Function {
+    let mut ctor = Function {
+        name: cname.to_string(),
+        params: vec![],
+        vararg: None,
+        kwarg: None,
+        returns: None,
+        body: vec![],
+        span,
+    };
+    let mut items = vec![(
+        Expr { kind: ExprKind::Str(CLASS_KEY.into()), span },
+        Expr { kind: ExprKind::Str(cname.to_string()), span },
+    )];
+    items.extend(attrs.into_iter().map(|(n, e)| (Expr { kind: ExprKind::Str(n), span }, e)));
+    ctor.body.push(stmt(
+        StmtKind::Assign { targets: vec![name("self", span)], value: Expr { kind: ExprKind::Dict(items), span } },
+        span,
+    ));
+    if let Some(f) = init {
+        let skip = usize::from(!f.params.is_empty());
+        ctor.params = f.params[skip..].to_vec();
+        ctor.vararg = f.vararg.clone().map(|(n, p)| (n.saturating_sub(skip), p));
+        ctor.kwarg = f.kwarg.clone();
+        let mut args = vec![name("self", span)];
+        let mut kwargs = Vec::new();
+        for (k, p) in ctor.params.iter().enumerate() {
+            if k < ctor.positional() {
+                args.push(name(&p.name, p.span));
+            } else {
+                kwargs.push((p.name.clone(), name(&p.name, p.span)));
+            }
+        }
+        if let Some((_, p)) = &ctor.vararg {
+            args.push(Expr { kind: ExprKind::Starred(Box::new(name(&p.name, p.span))), span });
+        }
+        if let Some(p) = &ctor.kwarg {
+            kwargs.push(("**".into(), name(&p.name, p.span)));
+        }
+        let call = Expr { kind: ExprKind::Call { func: Box::new(name(&f.name, span)), args, kwargs }, span };
+        ctor.body.push(stmt(StmtKind::Expr(call), span));
+    }
+    ctor.body.push(stmt(StmtKind::Return(Some(name("self", span))), span));
+    ctor
+}

@@ -1,0 +1,87 @@
+//! Instances of the classes a program file defines, for both engines. `frontend::convert::classes` turns a class
+//! into functions: its constructor (named as the class), which makes a dict holding the class's name under
+//! [`CLASS_KEY`] and its class-level values, then runs `__init__`; each method as `CLASS::NAME` (a property's getter
+//! as `CLASS::@NAME`, a static method with an ignored first parameter). An instance is that dict, so both engines
+//! track it as they track any dict (a write in one arm of an `if`, in a loop); what is an object's own is here:
+//! `o.name` reads its attribute or calls its property, `o.name = v` and `o.name op= v` write the attribute, and
+//! `o.name(...)` calls the attribute if the object has one, else the method with `o` first; calling an object calls
+//! its `__call__` (an `nn.Module`'s `forward`), and `len(o)` its `__len__`.
+
+use std::rc::Rc;
+
+use super::pyvalue::{object_class, Made, Py, PyValue, Walk, CLASS_KEY};
+use crate::diag::{Diagnostic, Span};
+
+/// The key of attribute `name` in an object's dict.
+pub fn key<V: PyValue>(name: &str) -> V {
+    V::make(Made::Str(name.into()))
+}
+
+/// The attribute `name` of object `o`, if its dict holds it.
+fn entry<V: PyValue>(o: &V, name: &str) -> Option<V> {
+    let Py::Dict(d) = o.py() else { return None };
+    let d = d.borrow();
+    d.iter().find_map(|(k, v)| matches!(k.py(), Py::Str(s) if &**s == name && name != CLASS_KEY).then(|| v.clone()))
+}
+
+fn no_attribute(cls: &str, name: &str, span: Span) -> Diagnostic {
+    Diagnostic::new(format!("AttributeError: '{cls}' object has no attribute '{name}'")).at(span)
+}
+
+/// `o.name` for an instance `o` of class `cls`: its attribute, else its class's property called on it.
+pub fn attribute<'m, W: Walk<'m>>(w: &mut W, o: &W::V, cls: &str, name: &str, span: Span) -> Result<W::V, W::Err> {
+    if let Some(v) = entry(o, name) {
+        return Ok(v);
+    }
+    let getter = format!("{cls}::@{name}");
+    if w.has_function(&getter) {
+        return w.call_value(W::V::make(Made::Func(getter.into())), vec![o.clone()], span, name);
+    }
+    if w.has_function(&format!("{cls}::{name}")) {
+        let m = format!("`{name}` of a `{cls}` as a value (a bound method) is not supported; call it where it is read");
+        return Err(Diagnostic::new(m).at(span).into());
+    }
+    Err(no_attribute(cls, name, span).into())
+}
+
+/// What calling `v` calls, and the object that goes first where `v` is an instance (its class's `__call__`).
+pub fn callable<'m, W: Walk<'m>>(w: &W, v: W::V, span: Span) -> Result<(W::V, Option<W::V>), W::Err> {
+    let Some(cls) = object_class(&v) else { return Ok((v, None)) };
+    let call = format!("{cls}::__call__");
+    if !w.has_function(&call) {
+        return Err(Diagnostic::new(format!("TypeError: '{cls}' object is not callable")).at(span).into());
+    }
+    Ok((W::V::make(Made::Func(call.into())), Some(v)))
+}
+
+/// What `o.name(...)` calls for an instance `o` of class `cls`, and the object that goes first: an attribute holding
+/// a callable (`self.act = torch.tanh`, a sub-module), else the method with `o` first.
+pub fn method<'m, W: Walk<'m>>(
+    w: &W,
+    o: &W::V,
+    cls: &str,
+    name: &str,
+    span: Span,
+) -> Result<(W::V, Option<W::V>), W::Err> {
+    if let Some(v) = entry(o, name) {
+        return callable(w, v, span);
+    }
+    let m = format!("{cls}::{name}");
+    if w.has_function(&m) {
+        return Ok((W::V::make(Made::Func(Rc::from(m))), Some(o.clone())));
+    }
+    let stat = format!("{cls}::!{name}");
+    if w.has_function(&stat) {
+        return Ok((W::V::make(Made::Func(Rc::from(stat))), None));
+    }
+    Err(no_attribute(cls, name, span).into())
+}
+
+/// `len(o)` for an instance of class `cls`: its `__len__`, else Python's TypeError.
+pub fn len<'m, W: Walk<'m>>(w: &mut W, o: &W::V, cls: &str, span: Span) -> Result<W::V, W::Err> {
+    let f = format!("{cls}::__len__");
+    if !w.has_function(&f) {
+        return Err(Diagnostic::new(format!("TypeError: object of type '{cls}' has no len()")).at(span).into());
+    }
+    w.call_value(W::V::make(Made::Func(f.into())), vec![o.clone()], span, "__len__")
+}
