@@ -1656,3 +1656,40 @@ fn held_out_round_22_reach_refuses_what_it_does_not_cover() {
         every_engine_raises(&src, "f", want);
     }
 }
+
+/// Objects of the file's classes raise Python's errors on every engine (a missing attribute, calling an object
+/// without `__call__`, `len` without `__len__`), a bound method read as a value is refused, and a class funcfuse
+/// does not take fails the functions that use it with the reason (corpus `regressions/classes.py` runs the rest).
+#[test]
+fn class_errors_are_pythons_and_unsupported_classes_are_named() {
+    let class = "class _C:\n    def __init__(self, s):\n        self.s = s\n\n    def twice(self, x):\n        return x * 2.0\n\n\n";
+    let cases = [
+        ("return x * _C(2.0).t", "AttributeError: '_C' object has no attribute 't'"),
+        ("return x * _C(2.0).missing(1)", "AttributeError: '_C' object has no attribute 'missing'"),
+        ("return _C(2.0)(x)", "TypeError: '_C' object is not callable"),
+        ("return x * len(_C(2.0))", "TypeError: object of type '_C' has no len()"),
+        ("f = _C(2.0).twice\n    return f(x)", "`twice` of a `_C` as a value (a bound method) is not supported"),
+        ("c = _C(2.0)\n    c.t += 1.0\n    return x", "AttributeError: '_C' object has no attribute 't'"),
+    ];
+    for (body, want) in cases {
+        every_engine_raises(&format!("{class}def f(x: f32[3]) -> f32[3]:\n    {body}\n"), "f", want);
+    }
+    let refused = [
+        ("class _D(dict):\n    pass\n", "`class _D`: its base class is not supported"),
+        (
+            "class _D:\n    @classmethod\n    def make(cls):\n        return 1\n",
+            "`class _D`: class methods are not supported",
+        ),
+        ("class _D:\n    def f():\n        return 1\n", "`class _D`: method `f` takes no `self`"),
+        (
+            "class _D:\n    for i in range(2):\n        pass\n",
+            "`class _D`: only methods and `NAME = value` are supported",
+        ),
+    ];
+    for (class, want) in refused {
+        let src = format!("{HEADER}{class}\n\ndef f(x: f32[3]) -> f32[3]:\n    return x * _D().s\n");
+        let module: Module = frontend::parse_module("case.py", &src).unwrap();
+        let e = module.get("f").expect_err("a function using an unsupported class fails").to_string();
+        assert!(e.contains("`_D` cannot be used") && e.contains(want), "{e}");
+    }
+}

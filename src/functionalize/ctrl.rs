@@ -318,14 +318,10 @@ impl<'m> Fz<'m> {
             ExprKind::Attr(_, a) if a == "data" => pyvalue::aug_assign_data(self, env, target, op, value, span),
             // `self.n += 1` on an object: its attribute, as a dict entry (`crate::interp::objects`).
             ExprKind::Attr(obj, a) => {
-                let o = self.expr(env, obj)?;
-                let Some(cls) = pyvalue::object_class(&o) else {
-                    return diag(target.span, "unsupported target of augmented assignment");
-                };
-                let cur = crate::interp::objects::attribute(self, &o, &cls, a, target.span)?;
-                let rhs = self.expr(env, value)?;
-                let new = self.inplace_binop(&cur, op, &rhs, span)?;
-                self.setitem(&o, &crate::interp::objects::key(a), &new, span)
+                match pyvalue::aug_assign_attribute(self, env, obj, a, op, value, span, target.span)? {
+                    Some(()) => Ok(()),
+                    None => diag(target.span, "unsupported target of augmented assignment"),
+                }
             }
             _ => diag(target.span, "unsupported target of augmented assignment"),
         }

@@ -677,14 +677,10 @@ impl<'m> pyvalue::Exec<'m> for Interp<'m> {
             ExprKind::Attr(_, a) if a == "data" => pyvalue::aug_assign_data(self, frame, target, op, value, span),
             // `self.n += 1` on an object: its attribute, as a dict entry (`super::objects`).
             ExprKind::Attr(obj, a) => {
-                let o = self.eval(frame, obj)?;
-                let Some(cls) = pyvalue::object_class(&o) else {
-                    return err(target.span, "unsupported target of augmented assignment");
-                };
-                let cur = super::objects::attribute(self, &o, &cls, a, target.span)?;
-                let rhs = self.eval(frame, value)?;
-                let new = self.inplace_binop(cur, op, rhs, span)?;
-                self.setitem(&o, &super::objects::key(a), &new, span)
+                match pyvalue::aug_assign_attribute(self, frame, obj, a, op, value, span, target.span)? {
+                    Some(()) => Ok(()),
+                    None => err(target.span, "unsupported target of augmented assignment"),
+                }
             }
             _ => err(target.span, "unsupported target of augmented assignment"),
         }

@@ -1,7 +1,7 @@
 //! Instances of the classes a program file defines, for both engines. `frontend::convert::classes` turns a class
 //! into functions: its constructor (named as the class), which makes a dict holding the class's name under
 //! [`CLASS_KEY`] and its class-level values, then runs `__init__`; each method as `CLASS::NAME` (a property's getter
-//! as `CLASS::@NAME`, a static method with an ignored first parameter). An instance is that dict, so both engines
+//! as `CLASS::@NAME`, a static method as `CLASS::!NAME`, called without the object). An instance is that dict, so both engines
 //! track it as they track any dict (a write in one arm of an `if`, in a loop); what is an object's own is here:
 //! `o.name` reads its attribute or calls its property, `o.name = v` and `o.name op= v` write the attribute, and
 //! `o.name(...)` calls the attribute if the object has one, else the method with `o` first; calling an object calls

@@ -681,12 +681,13 @@ pub(crate) use py_values;
 
 pub use crate::frontend::ast::CLASS_KEY;
 
-/// The class of `v` where it is an instance of a class of the program file (a dict with a [`CLASS_KEY`] entry).
+/// The class of `v` where it is an instance of a class of the program file: a dict whose first entry is
+/// [`CLASS_KEY`] (the constructor puts it first), so that the check costs one entry on every attribute and call.
 pub fn object_class<V: PyValue>(v: &V) -> Option<Rc<str>> {
     let Py::Dict(d) = v.py() else { return None };
     let d = d.borrow();
-    d.iter().find_map(|(k, c)| match (k.py(), c.py()) {
-        (Py::Str(k), Py::Str(c)) if &**k == CLASS_KEY => Some(c.clone()),
+    match d.first().map(|(k, c)| (k.py(), c.py())) {
+        Some((Py::Str(k), Py::Str(c))) if &**k == CLASS_KEY => Some(c.clone()),
         _ => None,
-    })
+    }
 }

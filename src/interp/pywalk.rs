@@ -381,6 +381,28 @@ pub fn aug_assign_data<'m, X: Exec<'m>>(
     x.inplace_binop(cur, op, rhs, span).map(|_| ())
 }
 
+/// `o.name op= value` where `o` is an object of the program file (`super::objects`): Python's `t = o.name; t =
+/// t.__iop__(value); o.name = t` (in place on a tensor), the attribute written as its dict entry. `None` where `obj`
+/// is not such an object (the engine's own error then).
+#[allow(clippy::too_many_arguments)]
+pub fn aug_assign_attribute<'m, X: Exec<'m>>(
+    x: &mut X,
+    env: &mut X::Env,
+    obj: &'m Expr,
+    name: &str,
+    op: BinOp,
+    value: &'m Expr,
+    span: Span,
+    at: Span,
+) -> Result<Option<()>, X::Err> {
+    let o = x.eval(env, obj)?;
+    let Some(cls) = super::pyvalue::object_class(&o) else { return Ok(None) };
+    let cur = super::objects::attribute(x, &o, &cls, name, at)?;
+    let rhs = x.eval(env, value)?;
+    let new = x.inplace_binop(cur, op, rhs, span)?;
+    x.setitem(&o, &super::objects::key(name), &new, span).map(Some)
+}
+
 /// One statement, the walk both engines share (see [`Exec`]).
 pub fn exec<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, s: &'m Stmt) -> Result<Flow<X::V>, X::Err> {
     crate::limits::check().map_err(|t| Diagnostic::from(t).at(s.span))?;
@@ -508,7 +530,7 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
     let span = a.span;
     if let (Some(o), "len") = (a.pos.first(), name) {
         if let Some(cls) = super::pyvalue::object_class(o) {
-            return Some(super::objects::len(w, &o.clone(), &cls, span));
+            return Some(super::objects::len(w, o, &cls, span));
         }
     }
     if name == crate::frontend::ast::REFUSED {

@@ -83,8 +83,8 @@ pub(super) fn settle(
     functions.retain(|f| !unusable.iter().any(|u| f.name.split_once("::").is_some_and(|(c, _)| c == u.name)));
 }
 
-/// What the conversion needs to know of a class: its base of the file, its methods (their function names), and the
-/// name of each method's first parameter.
+/// What the conversion needs to know of a class: its base of the file (and whether it is an `nn.Module`), its methods
+/// (their function names), whether it is a dataclass, its class-level values and annotated fields.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Class {
     pub base: Option<String>,
@@ -120,7 +120,6 @@ pub(super) fn expand(
     if c.arguments.as_ref().is_some_and(|a| !a.keywords.is_empty()) || bases.len() > 1 {
         return Err(format!("`class {name}`: several bases or class keywords are not supported"));
     }
-    let mut inherited: Vec<py::StmtFunctionDef> = Vec::new();
     match bases.first() {
         None => {}
         Some(py::Expr::Name(n)) if n.id.as_str() == "object" => {}
@@ -132,7 +131,6 @@ pub(super) fn expand(
             class.module_base = b.module_base;
             class.attrs = b.attrs.clone();
             class.fields = b.fields.clone();
-            let _ = &mut inherited;
         }
         Some(_) => {
             return Err(format!(
@@ -173,7 +171,7 @@ pub(super) fn expand(
             }
             py::Stmt::AnnAssign(a) if a.target.is_name_expr() => {
                 let n = a.target.as_name_expr().expect("a name").id.to_string();
-                let is_classvar = format!("{:?}", a.annotation).contains("ClassVar");
+                let is_classvar = is_classvar(&a.annotation);
                 if class.dataclass && !is_classvar {
                     class.fields.retain(|(m, _, _)| *m != n);
                     class.fields.push((n, a.value.as_deref().cloned(), sp(a.range)));
@@ -188,6 +186,20 @@ pub(super) fn expand(
         }
     }
     Ok((class, defs))
+}
+
+/// Whether a field's annotation is `ClassVar[...]` (`typing.ClassVar` too): a class-level value, not a dataclass
+/// field.
+fn is_classvar(ann: &py::Expr) -> bool {
+    let head = match ann {
+        py::Expr::Subscript(s) => s.value.as_ref(),
+        other => other,
+    };
+    match head {
+        py::Expr::Name(n) => n.id.as_str() == "ClassVar",
+        py::Expr::Attribute(a) => a.attr.as_str() == "ClassVar",
+        _ => false,
+    }
 }
 
 fn name(n: &str, span: Span) -> Expr {
@@ -299,7 +311,8 @@ fn finish(
             let ExprKind::Attr(obj, m) = &func.kind else { return };
             let ExprKind::Name(c) = &obj.kind else { return };
             let Some(cls) = snapshot.get(c) else { return };
-            for prefix in ["", "!", "@"] {
+            // (a property is not callable on the class: `C.p(...)` stays Python's error)
+            for prefix in ["", "!"] {
                 let full = format!("{c}::{prefix}{m}");
                 if cls.methods.contains(&full) {
                     let span = func.span;
