@@ -397,13 +397,15 @@ def grad_modes_as_wrappers_and_aliases(x: f32[2, 3, 4], y: f32[5], steps: f32[2]
     # Held-out ports (round 24): torch.optim's LBFGS `torch.enable_grad()(closure)` and `clone(memory_format=
     # torch.contiguous_format)`, Adafactor's `all(isinstance(t, torch.Tensor) for t in state_steps)`, lstms.pth's
     # `import torch as th`, PointerNet's `nn.Softmax()` without dim (PyTorch's implicit dim, 0 for 1-D and 3-D
-    # inputs, else 1), DiffusionDet's `random.shuffle` in a branch its shapes never take
+    # inputs, else 1), DiffusionDet's `random.shuffle` in a branch its shapes never take; (round 27) improved-
+    # diffusion's `with th.no_grad():`, a grad mode through the alias
     closure = torch.enable_grad()(_add_one)
     ok = all(isinstance(t, torch.Tensor) for t in [x, steps])
     if x.shape[0] > 5:
         random.shuffle([1, 2])
     sm = tnn.Softmax()
-    c = x.transpose(0, 2).clone(memory_format=torch.contiguous_format)
+    with th.no_grad(), th.autocast("cpu", enabled=False):
+        c = x.transpose(0, 2).clone(memory_format=torch.contiguous_format)
     return sm(x) * ok, torch.nn.functional.softmax(y), sm(x[0]), th.tanh(closure(x)), c.view(-1), abs(steps.sum().item()) + x
 
 

@@ -66,6 +66,8 @@ struct Cx {
     /// Module-level names bound to decorators that change nothing here: a `def` that returns its one argument,
     /// and `autocast` from `torch.cuda.amp` (CUDA's autocast leaves CPU tensors alone), called.
     inert_decorators: std::cell::RefCell<std::collections::HashSet<String>>,
+    /// The names `import torch as NAME` binds (see `inert::torch_aliases`).
+    torch: std::cell::RefCell<Vec<String>>,
 }
 
 impl Cx {
@@ -84,6 +86,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
         in_def: Default::default(),
         numpy: Default::default(),
         inert_decorators: Default::default(),
+        torch: Default::default(),
     };
     // The parser recurses per bracket: reject deeper nesting before it sees the text.
     if let Some((offset, _)) = too_deep_brackets(source, crate::limits::MAX_NESTING) {
@@ -99,6 +102,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
         }
     };
     let module = parsed.into_syntax();
+    *cx.torch.borrow_mut() = inert::torch_aliases(&module.body);
     let mut functions: Vec<Function> = Vec::new();
     let mut failed: Vec<FailedFunction> = Vec::new();
     let mut constants = Vec::new();
@@ -171,11 +175,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             }
             py::Stmt::ImportFrom(imp) => {
                 let module = imp.module.as_ref().map(|m| m.as_str()).unwrap_or("");
-                if matches!(module, "torch.cuda.amp" | "torch.cuda") {
-                    let autocast = imp.names.iter().filter(|a| a.name.as_str() == "autocast");
-                    let mut inert = cx.inert_decorators.borrow_mut();
-                    inert.extend(autocast.map(|a| format!("{}()", a.asname.as_ref().unwrap_or(&a.name))));
-                }
+                cx.inert_decorators.borrow_mut().extend(imports::autocast(module, &imp.names));
                 future_annotations |=
                     module == "__future__" && imp.names.iter().any(|a| a.name.as_str() == "annotations");
                 let at = cx.sp(imp);
@@ -281,11 +281,10 @@ impl Cx {
         }
         let inert = |e: &py::Expr| match e {
             py::Expr::Name(n) => self.inert_decorators.borrow().contains(n.id.as_str()),
-            py::Expr::Call(c) => match c.func.as_ref() {
-                py::Expr::Name(n) => self.inert_decorators.borrow().contains(&format!("{}()", n.id)),
-                _ => is_inert_decorator(e),
-            },
-            e => is_inert_decorator(e),
+            py::Expr::Call(c) if c.func.is_name_expr() => {
+                c.func.as_name_expr().is_some_and(|n| self.inert_decorators.borrow().contains(&format!("{}()", n.id)))
+            }
+            e => is_inert_decorator(e, &self.torch.borrow()),
         };
         if let Some(d) = f.decorator_list.iter().find(|d| !inert(&d.expression)) {
             return err(
@@ -346,7 +345,8 @@ impl Cx {
             // `with torch.no_grad():` changes nothing here (there is no autograd), nor does a disabled autocast: the
             // body runs in place.
             if let py::Stmt::With(w) = s {
-                let inert = |e: &py::Expr| is_grad_mode(e) || is_disabled_autocast(e);
+                let torch = self.torch.borrow();
+                let inert = |e: &py::Expr| is_grad_mode(e, &torch) || is_disabled_autocast(e, &torch);
                 if !w.is_async && w.items.iter().all(|it| it.optional_vars.is_none() && inert(&it.context_expr)) {
                     out.extend(self.block(&w.body)?);
                     continue;
@@ -655,7 +655,7 @@ impl Cx {
             // compiler made and then applied as a decorator is the function itself.
             py::Expr::Call(c)
                 if matches!(c.func.as_ref(), py::Expr::Call(_))
-                    && inert::is_inert_decorator(&c.func)
+                    && inert::is_inert_decorator(&c.func, &self.torch.borrow())
                     && c.arguments.args.len() == 1
                     && c.arguments.keywords.is_empty()
                     && !matches!(c.arguments.args[0], py::Expr::Starred(_)) =>

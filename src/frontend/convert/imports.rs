@@ -69,6 +69,14 @@ pub(super) fn from_import(
     }
 }
 
+/// The calls `from torch.cuda.amp import autocast [as NAME]` makes inert decorators (`NAME()`; CUDA's autocast leaves
+/// CPU tensors alone).
+pub(super) fn autocast(module: &str, names: &[py::Alias]) -> Vec<String> {
+    let cuda = matches!(module, "torch.cuda.amp" | "torch.cuda");
+    let autocast = names.iter().filter(|a| cuda && a.name.as_str() == "autocast");
+    autocast.map(|a| format!("{}()", a.asname.as_ref().unwrap_or(&a.name))).collect()
+}
+
 /// The modules `import NAME` binds for the engines (`torch.nn` too, as `nn`).
 const KNOWN: &[&str] =
     &["torch", "torch.nn.functional", "math", "itertools", "copy", "functools", "logging", "warnings", "string"];
@@ -80,7 +88,7 @@ pub(super) fn is_known(name: &str) -> bool {
 
 /// `import NAME [as BOUND]` at `at`: numpy's name goes to `numpy`; `import torch.X.Y as Z` is `from torch.X import
 /// Y as Z` (to `from_imports`); a module the engines do not know fails only the functions that name it (`unusable`).
-/// True where the statement binds `torch` itself.
+/// True where the statement binds `torch` itself (maybe as another name).
 pub(super) fn import(
     path: &str,
     alias: &py::Alias,
@@ -90,7 +98,8 @@ pub(super) fn import(
     unusable: &mut Vec<FailedFunction>,
 ) -> bool {
     let name = alias.name.as_str();
-    let binds_torch = alias.asname.is_none() && (name == "torch" || name.starts_with("torch."));
+    // `import torch as th` counts: the file's programs name torch as `th`.
+    let binds_torch = name == "torch" || (alias.asname.is_none() && name.starts_with("torch."));
     if name == "numpy" {
         *numpy.borrow_mut() = Some(alias.asname.as_ref().map_or("numpy".to_string(), |a| a.to_string()));
         return binds_torch;

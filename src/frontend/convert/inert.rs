@@ -3,31 +3,39 @@
 
 use ruff_python_ast as py;
 
+/// The names `import torch as NAME` binds at the top of a module (`th`), which stand for `torch` in the constructs
+/// below.
+pub(super) fn torch_aliases(body: &[py::Stmt]) -> Vec<String> {
+    let imports = body.iter().filter_map(|s| s.as_import_stmt());
+    let aliases = imports.flat_map(|i| i.names.iter()).filter(|a| a.name.as_str() == "torch");
+    aliases.filter_map(|a| a.asname.as_ref().map(|n| n.to_string())).collect()
+}
+
+/// The dotted name `e` reads (`torch.cuda.amp.autocast`), with an alias of `torch` (`th.no_grad`) read as `torch`;
+/// empty for anything else.
+fn dotted(mut e: &py::Expr, torch: &[String]) -> String {
+    let mut parts = Vec::new();
+    while let py::Expr::Attribute(a) = e {
+        parts.push(a.attr.to_string());
+        e = a.value.as_ref();
+    }
+    let py::Expr::Name(n) = e else { return String::new() };
+    parts.push(if torch.iter().any(|t| *t == n.id) { "torch".to_string() } else { n.id.to_string() });
+    parts.reverse();
+    parts.join(".")
+}
+
 /// `torch.no_grad()`, `torch.inference_mode()` and `torch.enable_grad()`: grad modes, meaningless without autograd.
-pub(super) fn is_grad_mode(e: &py::Expr) -> bool {
+pub(super) fn is_grad_mode(e: &py::Expr, torch: &[String]) -> bool {
     let py::Expr::Call(c) = e else { return false };
-    let py::Expr::Attribute(a) = c.func.as_ref() else {
-        return false;
-    };
-    let is_torch = matches!(a.value.as_ref(), py::Expr::Name(n) if n.id.as_str() == "torch");
-    is_torch && matches!(a.attr.as_str(), "no_grad" | "inference_mode" | "enable_grad")
+    matches!(dotted(&c.func, torch).as_str(), "torch.no_grad" | "torch.inference_mode" | "torch.enable_grad")
 }
 
 /// A decorator that leaves what the function computes as it is: a grad mode (`@torch.no_grad()`, also without the
 /// call), `@torch.jit.script` (TorchScript's subset computes what Python does) and `@torch.compile` (bare, or called
 /// with keywords only: it compiles the same computation).
-pub(super) fn is_inert_decorator(e: &py::Expr) -> bool {
-    let path = |e: &py::Expr| match e {
-        py::Expr::Attribute(a) => match a.value.as_ref() {
-            py::Expr::Name(n) => format!("{}.{}", n.id, a.attr),
-            py::Expr::Attribute(b) => match b.value.as_ref() {
-                py::Expr::Name(n) => format!("{}.{}.{}", n.id, b.attr, a.attr),
-                _ => String::new(),
-            },
-            _ => String::new(),
-        },
-        _ => String::new(),
-    };
+pub(super) fn is_inert_decorator(e: &py::Expr, torch: &[String]) -> bool {
+    let path = |e: &py::Expr| dotted(e, torch);
     let grad = |p: &str| matches!(p, "torch.no_grad" | "torch.inference_mode" | "torch.enable_grad");
     match e {
         py::Expr::Call(c) => {
@@ -61,22 +69,10 @@ pub(super) fn returns_its_argument(f: &py::StmtFunctionDef) -> bool {
 /// `torch.autocast(..., enabled=False)` (also `torch.amp.`, `torch.cpu.amp.` and `torch.cuda.amp.autocast`), as
 /// Hugging Face's rotary embeddings force float32: with `enabled=False` written out, nothing changes inside. (Its
 /// other arguments are names and constants there; they are not evaluated.)
-pub(super) fn is_disabled_autocast(e: &py::Expr) -> bool {
+pub(super) fn is_disabled_autocast(e: &py::Expr, torch: &[String]) -> bool {
     let py::Expr::Call(c) = e else { return false };
-    let path = |mut x: &py::Expr| {
-        let mut parts = Vec::new();
-        while let py::Expr::Attribute(a) = x {
-            parts.push(a.attr.to_string());
-            x = a.value.as_ref();
-        }
-        if let py::Expr::Name(n) = x {
-            parts.push(n.id.to_string());
-        }
-        parts.reverse();
-        parts.join(".")
-    };
     let autocast = matches!(
-        path(c.func.as_ref()).as_str(),
+        dotted(&c.func, torch).as_str(),
         "torch.autocast" | "torch.amp.autocast" | "torch.cpu.amp.autocast" | "torch.cuda.amp.autocast"
     );
     let disabled = c.arguments.keywords.iter().any(|k| {
