@@ -1661,6 +1661,29 @@ fn held_out_round_22_reach_refuses_what_it_does_not_cover() {
 /// without `__call__`, `len` without `__len__`), a bound method read as a value is refused, and a class funcfuse
 /// does not take fails the functions that use it with the reason (corpus `regressions/classes.py` runs the rest).
 #[test]
+fn defaultdicts_outside_the_supported_forms_are_refused_where_written() {
+    let cases = [
+        ("d = defaultdict(list)\n    d = {}\n    return x", "7:5: `d` is bound both to a `defaultdict` and to another value"),
+        ("l = [defaultdict(list)]\n    return x", "6:10: `defaultdict(...)` is supported only bound to a name"),
+        ("d = defaultdict(list, a=1)\n    return x", "6:9: `defaultdict(...)`: funcfuse supports one argument"),
+        (
+            "d = defaultdict(int)\n    k = [1]\n    d[k.pop()] += 1\n    return x",
+            "8:7: `NAME[k] op= v` on a `defaultdict` whose key `k` calls a method that changes its object",
+        ),
+    ];
+    for (body, want) in cases {
+        let src = format!("{HEADER}from collections import defaultdict\ndef f(x: f32[3]) -> f32[3]:\n    {body}\n");
+        let module: Module = frontend::parse_module("case.py", &src).unwrap();
+        let e = module.get("f").expect_err("refused").to_string();
+        assert!(e.contains(want), "{e}");
+    }
+    // A plain read of a missing key is Python's KeyError: only the name bound to the defaultdict defaults.
+    let src = "from collections import defaultdict\n\ndef f(x: f32[3]) -> f32[3]:\n    d = defaultdict(int)\n    \
+               e = {}\n    return x * d[1] + e[2]\n";
+    every_engine_raises(src, "f", "KeyError: 2");
+}
+
+#[test]
 fn class_errors_are_pythons_and_unsupported_classes_are_named() {
     let class = "class _C:\n    def __init__(self, s):\n        self.s = s\n\n    def twice(self, x):\n        return x * 2.0\n\n\n";
     let cases = [
@@ -1670,6 +1693,16 @@ fn class_errors_are_pythons_and_unsupported_classes_are_named() {
         ("return x * len(_C(2.0))", "TypeError: object of type '_C' has no len()"),
         ("f = _C(2.0).twice\n    return f(x)", "`twice` of a `_C` as a value (a bound method) is not supported"),
         ("c = _C(2.0)\n    c.t += 1.0\n    return x", "AttributeError: '_C' object has no attribute 't'"),
+        ("return x * getattr(_C(2.0), 't')", "AttributeError: '_C' object has no attribute 't'"),
+        ("return x * getattr(_C(2.0), 1)", "TypeError: attribute name must be string"),
+        ("return x * getattr(_C(2.0))", "TypeError: getattr expected 2 or 3 arguments, got 1"),
+        ("return x * getattr(x, 'T', 1.0)", "getattr() with a default on a value of type Tensor is not supported"),
+        ("return getattr(torch, 'tanhh')(x)", "unsupported attribute `torch.tanhh`"),
+        ("return torch.nn.Parameter(2.0) * x", "AttributeError: 'float' object has no attribute 'detach'"),
+        (
+            "return torch.nn.Parameter(x, foo=3)",
+            "TypeError: Parameter.__new__() got an unexpected keyword argument 'foo'",
+        ),
     ];
     for (body, want) in cases {
         every_engine_raises(&format!("{class}def f(x: f32[3]) -> f32[3]:\n    {body}\n"), "f", want);

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 
 class _Cache:
@@ -50,6 +51,18 @@ class _Scaled(_Cell):
         return x + 1
 
 
+class _ConvCell(nn.Module):
+    def __init__(self, w, act):
+        super().__init__()
+        self.weight = nn.Parameter(w)
+        self.act = act
+        self.state = None
+
+    def forward(self, x):
+        setattr(self, "state", getattr(torch, self.act)(x @ self.weight))
+        return self.state
+
+
 @dataclass
 class _Params:
     lr: float
@@ -71,3 +84,17 @@ def objects_of_the_files_classes(
         c.pos = 10
     y.mul_(p.beta)
     return c.k, c.v, y + c.pos, torch.tensor(p.lr)
+
+
+def attributes_by_name_and_parameters(
+    x: f32[2, 3], w: f32[3, 3]
+) -> tuple[f32[2, 3], f32[3, 3], f32[2, 3], f32[2, 3]]:
+    # Held-out ports (round 27): ConvLSTM's `setattr(self, name, value)` and `getattr(module, name)`, D-FINE's
+    # `nn.Parameter(tensor)` (a tensor over the same storage: scaling its `.data` scales `w`)
+    cell = _ConvCell(w, "tanh")
+    y = cell(x)
+    cell.weight.data.mul_(0.5)
+    extra = getattr(cell, "missing", 1.5) + getattr(cell, "weight").sum()
+    for name in ["state", "weight"]:
+        y = y + getattr(cell, name).sum()
+    return y * extra, w, getattr(F, "relu")(x), cell(x) + cell.state

@@ -2,12 +2,14 @@
 order of tied values in sort and topk. Each program once diverged between the engines or from PyTorch."""
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import math
 import random
 import string
 import warnings
+from collections import defaultdict
 
 import numpy as np
 import torch
@@ -613,3 +615,20 @@ def average_and_max_pooling(
     f = torch.nn.functional.avg_pool1d(z, 2)
     g = torch.nn.functional.max_pool1d(z, 3, stride=1)
     return a, b, c, d, e, f, g
+
+
+def defaultdicts_group_and_count(x: f32[4, 8]) -> tuple[f32[3, 8], f32[8], int, int, bool, int]:
+    # Held-out ports (round 27): AdaHessian's `defaultdict(dict)` state and detection post-processing's per-class
+    # `defaultdict(list)`: a read of a missing key inserts the factory's value (`counts[7]` makes a fourth key)
+    groups = defaultdict(list)
+    counts = collections.defaultdict(int)
+    scores = defaultdict(lambda: torch.zeros(8))
+    for i, k in enumerate([0, 1, 0, 2]):
+        groups[k].append(x[i])
+        counts[k] += 1
+        scores[k] += x[i]
+    out = []
+    for k in sorted(groups):
+        out.append(torch.stack(groups[k]).sum(0) * counts[k])
+    return torch.stack(out), scores[0] + scores[3], len(groups), counts[7], "a" in groups, len(counts)
+

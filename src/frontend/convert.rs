@@ -12,6 +12,7 @@ use inert::{is_disabled_autocast, is_grad_mode, is_inert_decorator};
 mod annotations;
 mod classes;
 mod closure;
+mod defaultdict;
 mod distributions;
 mod imports;
 mod inert;
@@ -147,14 +148,9 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     }
                     lambdas::close_lambdas(&mut func, &mut nested, &mut lambdas)?;
                     closure::close_over(&mut func, &mut nested)?;
-                    sugar::continue_as_else(&mut func.body);
-                    nested.iter_mut().for_each(|n| sugar::continue_as_else(&mut n.func.body));
-                    sugar::conditional_statements(&mut func.body);
-                    nested.iter_mut().for_each(|n| sugar::conditional_statements(&mut n.func.body));
-                    lambdas.iter_mut().for_each(|l| sugar::conditional_statements(&mut l.body));
-                    distributions::categorical_entropy(&mut func.body);
-                    nested.iter_mut().for_each(|n| distributions::categorical_entropy(&mut n.func.body));
-                    lambdas.iter_mut().for_each(|l| distributions::categorical_entropy(&mut l.body));
+                    sugar::desugar(&mut func.body)?;
+                    nested.iter_mut().try_for_each(|n| sugar::desugar(&mut n.func.body))?;
+                    lambdas.iter_mut().try_for_each(|l| sugar::desugar(&mut l.body))?;
                     Ok(func)
                 });
                 match checked {

@@ -172,7 +172,7 @@ impl<'m> Fz<'m> {
     /// `MODULE.NAME(...)`: an op of the table (`torch.*`, `F.*`, `torch.linalg.*`), writing its result through `out=`
     /// where the op takes it.
     fn module_call(&mut self, m: &str, name: &str, mut pos: Vec<FV>, mut kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
-        if m == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) {
+        if m == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) && name != "Parameter" {
             let (f, fixed) = crate::interp::compat::nn_module(name, pos, kw, FV::Int, |v| matches!(v, FV::Bool(true)))
                 .map_err(err(span))?;
             return Ok(FV::Closure(Rc::from(f), Rc::new(fixed)));
@@ -187,10 +187,11 @@ impl<'m> Fz<'m> {
                 .map_err(err(span));
         }
         let (m, name) = crate::interp::compat::module_call_target(m, name).map_err(err(span))?;
-        let (m, name) = if m == "torch.autograd" {
+        let (m, name) = if m == "torch.autograd" || (m, name) == ("torch.nn", "Parameter") {
             let as_bool = |v: &FV| if let FV::Bool(b) = v { Some(*b) } else { None };
             crate::interp::compat::autograd_variable(name, &pos, &kw, FV::type_name, as_bool).map_err(err(span))?;
             kw.clear();
+            pos.truncate(1);
             ("torch", "detach")
         } else if let Some((dtype, op)) =
             crate::interp::compat::typed_tensor(name, pos.len(), pos.first().map(FV::type_name), kw.len())

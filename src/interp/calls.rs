@@ -177,7 +177,7 @@ impl<'m> Interp<'m> {
         mut kw: Vec<(String, Value)>,
         span: Span,
     ) -> Result<Value, Diagnostic> {
-        if m == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) {
+        if m == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) && name != "Parameter" {
             let (f, fixed) = super::compat::nn_module(name, pos, kw, Value::Int, |v| matches!(v, Value::Bool(true)))
                 .map_err(tensor_err(span))?;
             return Ok(Value::Closure(std::rc::Rc::from(f), std::rc::Rc::new(fixed)));
@@ -192,10 +192,11 @@ impl<'m> Interp<'m> {
                 .map_err(tensor_err(span));
         }
         let (m, name) = crate::interp::compat::module_call_target(m, name).map_err(tensor_err(span))?;
-        let (m, name) = if m == "torch.autograd" {
+        let (m, name) = if m == "torch.autograd" || (m, name) == ("torch.nn", "Parameter") {
             let as_bool = |v: &Value| if let Value::Bool(b) = v { Some(*b) } else { None };
             super::compat::autograd_variable(name, &pos, &kw, Value::type_name, as_bool).map_err(tensor_err(span))?;
             kw.clear();
+            pos.truncate(1);
             ("torch", "detach")
         } else if let Some((dtype, op)) =
             super::compat::typed_tensor(name, pos.len(), pos.first().map(Value::type_name), kw.len())

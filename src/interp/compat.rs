@@ -5,8 +5,11 @@
 use crate::tensor::DType;
 
 /// `torch.autograd.Variable(data, requires_grad=False)` (older code wraps tensors in it): since PyTorch 0.4 it is a
-/// new tensor over `data`'s storage, `data.detach()`; `Ok(())` where the call is that, else Python's error or the
-/// refusal (both engines; `type_name` names a value's type, `as_bool` reads a `bool`).
+/// new tensor over `data`'s storage, `data.detach()`; so is `torch.nn.Parameter(data, requires_grad=True)` (`name`
+/// is `Variable` or `Parameter`). `Ok(())` where the call is that, else Python's error or the refusal (both engines;
+/// `type_name` names a value's type, `as_bool` reads a `bool`); the caller keeps the first positional argument.
+/// Without autograd a parameter's `requires_grad` changes nothing here; PyTorch's refusal of an in-place op on a
+/// leaf that requires grad (outside `torch.no_grad()`) is not reproduced.
 pub(crate) fn autograd_variable<V>(
     name: &str,
     pos: &[V],
@@ -16,19 +19,26 @@ pub(crate) fn autograd_variable<V>(
 ) -> Result<(), String> {
     let (npos, data) = (pos.len(), pos.first().map(&type_name));
     let kw: Vec<(&String, Option<bool>)> = kw.iter().map(|(k, v)| (k, as_bool(v))).collect();
-    if name != "Variable" {
+    let parameter = name == "Parameter";
+    if !parameter && name != "Variable" {
         return Err(crate::frontend::torch_api::unsupported(&format!("torch.autograd.{name}")));
     }
     match (npos, data) {
         (1, Some("Tensor")) => {}
+        (2, Some("Tensor")) if parameter && pos.get(1).and_then(&as_bool).is_some() => {}
+        (1 | 2, Some(t)) if parameter => return Err(format!("AttributeError: '{t}' object has no attribute 'detach'")),
         (1, Some(t)) => return Err(format!("TypeError: Variable data has to be a tensor, but got {t}")),
-        _ => return Err("Variable(): funcfuse supports one positional argument, the data".into()),
+        _ => return Err(format!("{name}(): funcfuse supports the data as the first positional argument")),
     }
     for (k, v) in kw {
         match (k.as_str(), v) {
+            ("requires_grad", Some(_)) if parameter => {}
             ("requires_grad", Some(false)) | ("volatile", Some(false)) => {}
             ("requires_grad" | "volatile", Some(true)) => {
                 return Err(format!("Variable({k}=True): autograd is not supported"))
+            }
+            (k, _) if parameter => {
+                return Err(format!("TypeError: Parameter.__new__() got an unexpected keyword argument '{k}'"))
             }
             (k, _) => return Err(format!("Variable(): unexpected keyword argument '{k}'")),
         }

@@ -5,7 +5,8 @@
 //! track it as they track any dict (a write in one arm of an `if`, in a loop); what is an object's own is here:
 //! `o.name` reads its attribute or calls its property, `o.name = v` and `o.name op= v` write the attribute, and
 //! `o.name(...)` calls the attribute if the object has one, else the method with `o` first; calling an object calls
-//! its `__call__` (an `nn.Module`'s `forward`), and `len(o)` its `__len__`.
+//! its `__call__` (an `nn.Module`'s `forward`), and `len(o)` its `__len__`. `getattr(v, name[, default])` is here
+//! too, for objects and every other value.
 
 use std::rc::Rc;
 
@@ -84,4 +85,41 @@ pub fn len<'m, W: Walk<'m>>(w: &mut W, o: &W::V, cls: &str, span: Span) -> Resul
         return Err(Diagnostic::new(format!("TypeError: object of type '{cls}' has no len()")).at(span).into());
     }
     w.call_value(W::V::make(Made::Func(f.into())), vec![o.clone()], span, "__len__")
+}
+
+/// `getattr(v, name[, default])` (`args`: the call's positional arguments; keywords are refused before): `v.name`
+/// for a name known only as a string (`getattr(F, activation)`), the default where an object or a torch module lacks
+/// the attribute.
+pub fn getattr<'m, W: Walk<'m>>(w: &mut W, args: &[W::V], span: Span) -> Result<W::V, W::Err> {
+    let fail = |m: String| -> Result<W::V, W::Err> { Err(Diagnostic::new(m).at(span).into()) };
+    let (o, name, default) = match args {
+        [o, n] => (o, n, None),
+        [o, n, d] => (o, n, Some(d)),
+        _ => return fail(format!("TypeError: getattr expected 2 or 3 arguments, got {}", args.len())),
+    };
+    let Py::Str(name) = name.py() else { return fail("TypeError: attribute name must be string".into()) };
+    let name = name.to_string();
+    if let Some(cls) = object_class(o) {
+        let has =
+            entry(o, &name).is_some() || ["@", "", "!"].iter().any(|k| w.has_function(&format!("{cls}::{k}{name}")));
+        return match default {
+            Some(d) if !has => Ok(d.clone()),
+            _ => attribute(w, o, &cls, &name, span),
+        };
+    }
+    if o.complex_of().is_some() && default.is_none() {
+        return super::complex::attribute(w, o, &name, span);
+    }
+    match (o.py(), default) {
+        (_, None) => w.attribute(o, &name, span),
+        (Py::Module(m), Some(d)) => {
+            let owner = super::python::AttrOwner::Module(m);
+            match super::python::hasattr(owner, &name) {
+                Ok(true) => w.attribute(o, &name, span),
+                Ok(false) => Ok(d.clone()),
+                Err(m) => fail(m),
+            }
+        }
+        _ => fail(format!("getattr() with a default on a value of type {} is not supported", o.type_name())),
+    }
 }

@@ -533,6 +533,9 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
             return Some(super::objects::len(w, o, &cls, span));
         }
     }
+    if name == "getattr" && a.kw.is_empty() {
+        return Some(super::objects::getattr(w, &a.pos, span));
+    }
     if name == crate::frontend::ast::REFUSED {
         let Some(Py::Str(m)) = a.pos.first().map(|m| m.py()) else {
             unreachable!("the frontend gives a refusal its message")

@@ -26,6 +26,8 @@ pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str
         "itertools" if matches!(name, "product" | "chain") => Some(Ok("itertools")),
         "torch.autograd" if name == "Variable" => Some(Ok("torch.autograd")),
         "copy" if name == "deepcopy" => Some(Ok("copy")),
+        // Rewritten where it is bound to a name (`convert::defaultdict`).
+        "collections" if name == "defaultdict" => Some(Ok("collections")),
         "functools" if name == "partial" => Some(Ok("functools")),
         // torch's own names (`from torch.nn.functional import scaled_dot_product_attention`, `from torch import
         // nn`): a name the module lacks fails where it is read, as `torch.NAME` does.

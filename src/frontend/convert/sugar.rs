@@ -278,7 +278,7 @@ impl Cx {
 /// condition known only at run time (Hugging Face's `seq_len if seq_len > max_len else max_len` after `int(...)` of a
 /// tensor) as they take an `if` on one, where as an expression it would be refused. Inside a loop the expression
 /// stays: there its test may become known when the loop unrolls.
-pub(super) fn conditional_statements(body: &mut [Stmt]) {
+fn conditional_statements(body: &mut [Stmt]) {
     for s in body.iter_mut() {
         let span = s.span;
         let arms = |kind: &mut StmtKind| -> Option<(Expr, Expr, Expr)> {
@@ -322,12 +322,48 @@ pub(super) fn conditional_statements(body: &mut [Stmt]) {
     }
 }
 
+/// The rewrites of this file, `distributions` and `defaultdict` on the body of a converted function.
+pub(super) fn desugar(body: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+    continue_as_else(body);
+    conditional_statements(body);
+    setattr_as_assignment(body);
+    super::distributions::categorical_entropy(body);
+    super::defaultdict::rewrite(body)
+}
+
+/// `setattr(o, "name", v)` as a statement is `o.name = v` (ConvLSTM's cells set their hidden state so), where the name
+/// is a string written out; with any other name it stays a call, which the engines refuse.
+fn setattr_as_assignment(body: &mut [Stmt]) {
+    for s in body.iter_mut() {
+        match &mut s.kind {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => setattr_as_assignment(body),
+            StmtKind::If { body, orelse, .. } => {
+                setattr_as_assignment(body);
+                setattr_as_assignment(orelse);
+            }
+            StmtKind::Expr(Expr { kind: ExprKind::Call { func, args, kwargs }, span })
+                if matches!(&func.kind, ExprKind::Name(n) if n == "setattr")
+                    && kwargs.is_empty()
+                    && matches!(args.as_slice(), [_, Expr { kind: ExprKind::Str(_), .. }, _]) =>
+            {
+                let (span, value, name, obj) = (*span, args.pop(), args.pop(), args.pop());
+                let (Some(obj), Some(Expr { kind: ExprKind::Str(name), .. }), Some(value)) = (obj, name, value) else {
+                    unreachable!("matched above")
+                };
+                let target = Expr { kind: ExprKind::Attr(Box::new(obj), name), span };
+                s.kind = StmtKind::Assign { targets: vec![target], value };
+            }
+            _ => {}
+        }
+    }
+}
+
 /// In every loop of `body`, `if C: A; continue` followed by the rest of the loop's body R is `if C: A else: R` (the
 /// `continue` skips R, which then runs only where C is false), so that an `if` on a run-time value sees both arms
 /// (RetinaNet's `if bbox_annotation.shape[0] == 0: losses.append(...); continue` then `losses.append(...)`: as two
 /// arms, each appends once; as a skip, the lists' lengths disagreed). Only an `if` without `else` at the top level of
 /// the loop's body whose arm ends with the `continue`.
-pub(super) fn continue_as_else(body: &mut [Stmt]) {
+fn continue_as_else(body: &mut [Stmt]) {
     for s in body.iter_mut() {
         match &mut s.kind {
             StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
