@@ -1663,7 +1663,10 @@ fn held_out_round_22_reach_refuses_what_it_does_not_cover() {
 #[test]
 fn defaultdicts_outside_the_supported_forms_are_refused_where_written() {
     let cases = [
-        ("d = defaultdict(list)\n    d = {}\n    return x", "7:5: `d` is bound both to a `defaultdict` and to another value"),
+        (
+            "d = defaultdict(list)\n    d = {}\n    return x",
+            "7:5: `d` is bound both to a `defaultdict` and to another value",
+        ),
         ("l = [defaultdict(list)]\n    return x", "6:10: `defaultdict(...)` is supported only bound to a name"),
         ("d = defaultdict(list, a=1)\n    return x", "6:9: `defaultdict(...)`: funcfuse supports one argument"),
         (

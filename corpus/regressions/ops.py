@@ -19,6 +19,14 @@ import torch.nn as tnn
 import torch.onnx.operators
 from torch.nn.functional import scaled_dot_product_attention
 
+# entropix's device choice (held-out round 27): decided before the program runs, where CUDA is never available
+if torch.cuda.is_available() and not torch.backends.mps.is_available():
+    _DEVICE = torch.device("cuda")
+elif torch.backends.mps.is_available():
+    _DEVICE = torch.device("mps")
+else:
+    _DEVICE = torch.device("cpu")
+
 
 def reversed_unbind(x: f32[4, 3]) -> f32[4, 3]:
     # A reversed layer order, as in a bidirectional LSTM: the tuple slice with step -1 reverses.
@@ -631,4 +639,8 @@ def defaultdicts_group_and_count(x: f32[4, 8]) -> tuple[f32[3, 8], f32[8], int, 
     for k in sorted(groups):
         out.append(torch.stack(groups[k]).sum(0) * counts[k])
     return torch.stack(out), scores[0] + scores[3], len(groups), counts[7], "a" in groups, len(counts)
+
+
+def device_chosen_at_module_level(x: f32[3, 4]) -> f32[3, 4]:
+    return torch.ones(3, 4, device=_DEVICE) + x.to(_DEVICE)
 

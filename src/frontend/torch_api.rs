@@ -68,6 +68,22 @@ fn distance(a: &str, b: &str) -> usize {
     d[a.len() * w + b.len()]
 }
 
+/// Whether `full` (`torch.cuda.is_available`) asks about the run mode, where funcfuse's answer is false: one CPU
+/// process, no GPU, no ONNX export, no TorchScript, no compiler, no process group.
+pub fn run_mode_predicate(full: &str) -> bool {
+    matches!(
+        full,
+        "torch.cuda.is_available"
+            | "torch.backends.mps.is_available"
+            | "torch.onnx.is_in_onnx_export"
+            | "torch.jit.is_scripting"
+            | "torch.jit.is_tracing"
+            | "torch.compiler.is_compiling"
+            | "torch.compiler.is_dynamo_compiling"
+            | "torch.distributed.is_initialized"
+    )
+}
+
 /// The error for a call to `full` that neither engine runs: `module.name` for a function (`torch.sigmod`,
 /// `torch.nn.functional.relux`) or `torch.Tensor.name` for a method.
 pub fn unsupported(full: &str) -> String {

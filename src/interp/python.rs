@@ -240,17 +240,7 @@ pub(crate) fn in_needs_container(b: &str) -> String {
 /// The module predicates that say how the program is being run (exported, scripted, traced, compiled, on CUDA, in
 /// a process group): never, here (programs run with CPU semantics, in one process).
 pub(crate) fn run_mode_predicate(full: &str) -> bool {
-    matches!(
-        full,
-        "torch.cuda.is_available"
-            | "torch.backends.mps.is_available"
-            | "torch.onnx.is_in_onnx_export"
-            | "torch.jit.is_scripting"
-            | "torch.jit.is_tracing"
-            | "torch.compiler.is_compiling"
-            | "torch.compiler.is_dynamo_compiling"
-            | "torch.distributed.is_initialized"
-    )
+    crate::frontend::torch_api::run_mode_predicate(full)
 }
 
 const FINFO: &[&str] = &["bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"];

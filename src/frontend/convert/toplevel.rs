@@ -35,6 +35,12 @@ impl Lit {
             // A file funcfuse reads is imported, never run as the main script.
             py::Expr::Name(n) if n.id.as_str() == "__name__" => Lit::Str("<module>".into()),
             py::Expr::Name(n) => known.get(n.id.as_str())?.clone(),
+            // `torch.cuda.is_available()` and the other questions about the run mode: false (one CPU process).
+            py::Expr::Call(c)
+                if c.arguments.is_empty() && crate::frontend::torch_api::run_mode_predicate(&dotted(&c.func)) =>
+            {
+                Lit::Bool(false)
+            }
             _ => return None,
         })
     }
@@ -146,6 +152,16 @@ pub(super) fn take<'a>(
 fn decide(e: &py::Expr, known: &HashMap<String, Lit>) -> Option<bool> {
     match e {
         py::Expr::UnaryOp(u) if u.op == py::UnaryOp::Not => decide(&u.operand, known).map(|b| !b),
+        // `a and b` is false where one is, true where all are (and `or` the other way round): undecided otherwise.
+        py::Expr::BoolOp(b) => {
+            let and = b.op == py::BoolOp::And;
+            let each: Vec<Option<bool>> = b.values.iter().map(|v| decide(v, known)).collect();
+            if each.contains(&Some(!and)) {
+                Some(!and)
+            } else {
+                each.iter().all(Option::is_some).then_some(and)
+            }
+        }
         py::Expr::Compare(c) if c.ops.len() == 1 => {
             let (l, r) = (Lit::of(&c.left, known)?, Lit::of(&c.comparators[0], known)?);
             match c.ops[0] {
