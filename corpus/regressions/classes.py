@@ -53,7 +53,7 @@ class _Scaled(_Cell):
 
 class _ConvCell(nn.Module):
     def __init__(self, w, act):
-        super().__init__()
+        super(_ConvCell, self).__init__()
         self.weight = nn.Parameter(w)
         self.act = act
         self.state = None
@@ -89,10 +89,15 @@ def objects_of_the_files_classes(
 def attributes_by_name_and_parameters(
     x: f32[2, 3], w: f32[3, 3]
 ) -> tuple[f32[2, 3], f32[3, 3], f32[2, 3], f32[2, 3]]:
-    # Held-out ports (round 27): ConvLSTM's `setattr(self, name, value)` and `getattr(module, name)`, D-FINE's
+    # Held-out ports (round 27): ConvLSTM's `setattr(self, name, value)` and `getattr(module, name)`, torchdiffeq's
+    # `super(Class, self).__init__()`, D-FINE's
     # `nn.Parameter(tensor)` (a tensor over the same storage: scaling its `.data` scales `w`)
     cell = _ConvCell(w, "tanh")
-    y = cell(x)
+    for i in range(2):
+        setattr(cell, "half{}".format(i), w * 0.5 * i)
+    y = cell(x) + getattr(cell, "half1").sum() * hasattr(cell, "half1") + hasattr(cell, "forward") * 3.0
+    if hasattr(cell, "missing"):
+        y = y * 100.0
     cell.weight.data.mul_(0.5)
     extra = getattr(cell, "missing", 1.5) + getattr(cell, "weight").sum()
     for name in ["state", "weight"]:

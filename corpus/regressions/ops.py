@@ -644,3 +644,12 @@ def defaultdicts_group_and_count(x: f32[4, 8]) -> tuple[f32[3, 8], f32[8], int, 
 def device_chosen_at_module_level(x: f32[3, 4]) -> f32[3, 4]:
     return torch.ones(3, 4, device=_DEVICE) + x.to(_DEVICE)
 
+
+
+def numpy_arrays_made_into_tensors(x: f32[4]) -> tuple[f32[4], bool, i64[2]]:
+    # Held-out ports (round 27): torchdiffeq's `torch.from_numpy(np.array([2. * np.pi])).float()` and
+    # signatrix/efficientdet's `torch.from_numpy(np.array([0, 0, 0, 0]).astype(np.float32))`
+    const = torch.from_numpy(np.array([2.0 * np.pi])).float()
+    mean = torch.from_numpy(np.array([0, 0, 0, 0]).astype(np.float32))
+    std = torch.from_numpy(np.array([0.1, 0.1, 0.2, 0.2]).astype(np.float32))
+    return x * const + mean + std, const.dtype == torch.float32, torch.from_numpy(np.array([1, 2]).astype(np.int64)) + 1

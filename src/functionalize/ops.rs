@@ -247,6 +247,11 @@ impl<'m> Fz<'m> {
         if let Some(r) = crate::interp::pyvalue::shared_builtin(self, name, a) {
             return r;
         }
+        if name == "setattr" && a.kw.is_empty() {
+            if let Some(r) = crate::interp::objects::setattr(self, &a.pos, a.span) {
+                return r;
+            }
+        }
         let span = a.span;
         match name {
             "range" => {

@@ -100,10 +100,8 @@ pub fn getattr<'m, W: Walk<'m>>(w: &mut W, args: &[W::V], span: Span) -> Result<
     let Py::Str(name) = name.py() else { return fail("TypeError: attribute name must be string".into()) };
     let name = name.to_string();
     if let Some(cls) = object_class(o) {
-        let has =
-            entry(o, &name).is_some() || ["@", "", "!"].iter().any(|k| w.has_function(&format!("{cls}::{k}{name}")));
         return match default {
-            Some(d) if !has => Ok(d.clone()),
+            Some(d) if !has_attribute(w, o, &cls, &name) => Ok(d.clone()),
             _ => attribute(w, o, &cls, &name, span),
         };
     }
@@ -122,4 +120,29 @@ pub fn getattr<'m, W: Walk<'m>>(w: &mut W, args: &[W::V], span: Span) -> Result<
         }
         _ => fail(format!("getattr() with a default on a value of type {} is not supported", o.type_name())),
     }
+}
+
+/// Whether instance `o` of class `cls` has attribute `name`: its own, a property, a method or a static method.
+pub fn has_attribute<'m, W: Walk<'m>>(w: &W, o: &W::V, cls: &str, name: &str) -> bool {
+    entry(o, name).is_some() || ["@", "", "!"].iter().any(|k| w.has_function(&format!("{cls}::{k}{name}")))
+}
+
+/// `hasattr(o, name)` for an instance `o`: `None` where `o` is not one (the engines answer for other values).
+pub fn hasattr<'m, W: Walk<'m>>(w: &W, args: &[W::V]) -> Option<W::V> {
+    let [o, name] = args else { return None };
+    let (Some(cls), Py::Str(name)) = (object_class(o), name.py()) else { return None };
+    Some(W::V::make(Made::Bool(has_attribute(w, o, &cls, name))))
+}
+
+/// `setattr(o, name, v)` for an instance `o` and a name known only as a string (ConvLSTM's `setattr(self,
+/// 'cell{}'.format(i), cell)`; with a name written out it is an assignment already): `o.name = v`. `None` where `o`
+/// is not an instance (the engines refuse `setattr` on anything else).
+pub fn setattr<'m, W: super::pywalk::Exec<'m>>(w: &mut W, args: &[W::V], span: Span) -> Option<Result<W::V, W::Err>> {
+    let [o, name, v] = args else { return None };
+    object_class(o)?;
+    let Py::Str(name) = name.py() else {
+        let m = format!("TypeError: attribute name must be string, not '{}'", name.type_name());
+        return Some(Err(Diagnostic::new(m).at(span).into()));
+    };
+    Some(w.setitem(o, &key(name), v, span).map(|()| W::V::make(Made::None)))
 }

@@ -536,6 +536,9 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
     if name == "getattr" && a.kw.is_empty() {
         return Some(super::objects::getattr(w, &a.pos, span));
     }
+    if let (Some(v), "hasattr", true) = (super::objects::hasattr(w, &a.pos), name, a.kw.is_empty()) {
+        return Some(Ok(v));
+    }
     if name == crate::frontend::ast::REFUSED {
         let Some(Py::Str(m)) = a.pos.first().map(|m| m.py()) else {
             unreachable!("the frontend gives a refusal its message")

@@ -327,7 +327,7 @@ fn finish(
 
 /// `super().m(...)` in a method of class `C` (before methods are copied into subclasses: `super()` is the base of the
 /// class that defines the method): the base's `B::m(self, ...)`, or nothing for `__init__` where no base of the file
-/// defines it (`object`, `nn.Module`).
+/// defines it (`object`, `nn.Module`). `super(D, self)` starts from `D`'s base instead.
 fn supers(classes: &HashMap<String, Class>, functions: &mut [Function]) {
     for f in functions.iter_mut() {
         let Some((owner, _)) = f.name.split_once("::") else { continue };
@@ -337,11 +337,21 @@ fn supers(classes: &HashMap<String, Class>, functions: &mut [Function]) {
             let ExprKind::Call { func, args, .. } = &mut e.kind else { return };
             let ExprKind::Attr(obj, m) = &func.kind else { return };
             let ExprKind::Call { func: s, args: sargs, kwargs } = &obj.kind else { return };
-            if !sargs.is_empty() || !kwargs.is_empty() || !matches!(&s.kind, ExprKind::Name(n) if n == "super") {
+            if !kwargs.is_empty() || !matches!(&s.kind, ExprKind::Name(n) if n == "super") {
                 return;
             }
+            // `super()`, or `super(C, self)` as older code writes it (C: this class or another of the file).
+            let start = match sargs.as_slice() {
+                [] => owner.clone(),
+                [Expr { kind: ExprKind::Name(c), .. }, Expr { kind: ExprKind::Name(o), .. }]
+                    if *o == this && classes.contains_key(c) =>
+                {
+                    c.clone()
+                }
+                _ => return,
+            };
             let (m, span) = (m.clone(), func.span);
-            let base = classes.get(&owner).and_then(|c| c.base.clone());
+            let base = classes.get(&start).and_then(|c| c.base.clone());
             // The nearest base of the file that defines `m` (its methods as defined, before copies).
             let mut b = base;
             while let Some(bn) = b.clone() {

@@ -8,8 +8,10 @@
 //! where `math` raises (`np.log(0)` is -inf, `np.sqrt(-1)` NaN), and arithmetic on the result, a Python float
 //! (dividing by a zero one raises `ZeroDivisionError` where numpy's float64 gives inf); messages there name `math`.
 //! `np.array` of numbers known when the program is converted, one of them a float, is numpy's float64 array, which
-//! behaves as `torch.tensor(..., dtype=torch.float64)` under what programs do with it (`Fold::array`). Any other use of
-//! numpy is refused, located.
+//! behaves as `torch.tensor(..., dtype=torch.float64)` under what programs do with it (`Fold::array`);
+//! `np.array(NUMBERS).astype(np.float32)` (ints too) is that tensor in that dtype, and `torch.from_numpy` of either is
+//! the tensor itself (torchdiffeq's `torch.from_numpy(np.array([2. * np.pi]))`). Any other use of numpy is refused,
+//! located.
 
 use std::collections::HashMap;
 
@@ -359,13 +361,36 @@ impl Fold<'_> {
                 e.kind = ExprKind::Float(v);
                 return Ok(());
             }
+            // `torch.from_numpy(A)` of an array folded here (a tensor already): `A`.
+            ExprKind::Call { func, args, kwargs }
+                if is_path(func, "torch", "from_numpy")
+                    && kwargs.is_empty()
+                    && args.len() == 1
+                    && self.is_array(&args[0]) =>
+            {
+                let mut a = args.pop().expect("one argument");
+                self.expr(&mut a)?;
+                *e = a;
+                return Ok(());
+            }
+            // `np.array(NUMBERS).astype(np.DTYPE)`: `torch.tensor(NUMBERS, dtype=torch.DTYPE)`, ints or floats.
+            ExprKind::Call { func, args, kwargs }
+                if kwargs.is_empty() && args.len() == 1 && self.astype_of_array(func, &args[0]).is_some() =>
+            {
+                let dtype = self.astype_of_array(func, &args[0]).expect("checked").to_string();
+                let ExprKind::Attr(made, _) = &mut func.kind else { unreachable!("checked") };
+                let mut made = std::mem::replace(&mut **made, Expr { kind: ExprKind::NoneLit, span: e.span });
+                self.array_of(&mut made, Some(&dtype))?;
+                *e = made;
+                return Ok(());
+            }
             ExprKind::Call { func, args, kwargs } if matches!(&func.kind, ExprKind::Attr(a, _) if matches!(&a.kind, ExprKind::Name(n) if n == self.np)) =>
             {
                 let ExprKind::Attr(_, name) = &func.kind else { unreachable!() };
                 let name = name.clone();
                 self.exprs(args)?;
                 if name == "array" {
-                    return self.array(e);
+                    return self.array(e, None);
                 }
                 let arg = match (args.as_slice(), kwargs.is_empty()) {
                     ([a], true) => self.value(a),
@@ -491,7 +516,41 @@ impl Fold<'_> {
     /// with it (arithmetic with numbers and tensors, `torch.tensor(a, dtype=...)`, indexing, `.shape`). An array of
     /// ints only is refused: numpy's true division of one gives float64 where a tensor's gives float32. Left
     /// accepted: the array on the left of an operator with a tensor, where PyTorch (with numpy 2) raises TypeError.
-    fn array(&self, e: &mut Expr) -> Result<(), Diagnostic> {
+    /// Whether `e` is `np.array(...)`, maybe followed by `.astype(np.DTYPE)`.
+    fn is_array(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Call { func, args, .. } => {
+                is_path(func, self.np, "array") || (args.len() == 1 && self.astype_of_array(func, &args[0]).is_some())
+            }
+            _ => false,
+        }
+    }
+
+    /// The torch dtype of `np.array(...).astype(np.DTYPE)` where `func` is its `np.array(...).astype` and `arg` its
+    /// argument.
+    fn astype_of_array(&self, func: &Expr, arg: &Expr) -> Option<&'static str> {
+        let ExprKind::Attr(made, m) = &func.kind else { return None };
+        let made_by_array = matches!(&made.kind, ExprKind::Call { func, .. } if is_path(func, self.np, "array"));
+        if m != "astype" || !made_by_array {
+            return None;
+        }
+        let ExprKind::Attr(module, dtype) = &arg.kind else { return None };
+        if !matches!(&module.kind, ExprKind::Name(n) if n == self.np) {
+            return None;
+        }
+        ["float32", "float64", "int64", "int32"].into_iter().find(|d| d == dtype)
+    }
+
+    /// `np.array(...)` (see [`Fold::array`]), made with `dtype` (a torch dtype's name) where one is given: then of
+    /// any numbers.
+    fn array_of(&self, e: &mut Expr, dtype: Option<&str>) -> Result<(), Diagnostic> {
+        if let ExprKind::Call { args, .. } = &mut e.kind {
+            self.exprs(args)?;
+        }
+        self.array(e, dtype)
+    }
+
+    fn array(&self, e: &mut Expr, dtype: Option<&str>) -> Result<(), Diagnostic> {
         fn leaves(f: &Fold, e: &Expr, floats: &mut bool) -> bool {
             match &e.kind {
                 ExprKind::List(xs) | ExprKind::Tuple(xs) => !xs.is_empty() && xs.iter().all(|x| leaves(f, x, floats)),
@@ -510,7 +569,7 @@ impl Fold<'_> {
         let mut floats = false;
         let numbers = matches!((args.as_slice(), kwargs.is_empty()), ([a], true)
             if matches!(a.kind, ExprKind::List(_) | ExprKind::Tuple(_)) && leaves(self, a, &mut floats));
-        if !(numbers && floats) {
+        if !(numbers && (floats || dtype.is_some())) {
             return err(span, format!("`{}.array(...)` is supported only of a list of numbers known before the program runs, one of them a float (a float64 array); other numpy is supported only as {FUNCS} of numbers known before the program runs", self.np));
         }
         if !self.torch_free {
@@ -521,7 +580,7 @@ impl Fold<'_> {
             Expr { kind: ExprKind::Attr(Box::new(module), attr.into()), span }
         };
         **func = torch("tensor");
-        kwargs.push(("dtype".into(), torch("float64")));
+        kwargs.push(("dtype".into(), torch(dtype.unwrap_or("float64"))));
         Ok(())
     }
 
@@ -567,6 +626,11 @@ impl Fold<'_> {
 
 /// numpy's ceil and floor give a float (math's an int), with the sign of `x` where it is zero (`np.ceil(-0.5)` is
 /// -0.0): `math.copysign(float(call), x)` of `call`, math's ceil or floor of `x`.
+/// Whether `e` is `MODULE.NAME`.
+fn is_path(e: &Expr, module: &str, name: &str) -> bool {
+    matches!(&e.kind, ExprKind::Attr(m, n) if n == name && matches!(&m.kind, ExprKind::Name(x) if x == module))
+}
+
 fn float_with_sign_of(call: Expr, x: Expr, span: Span) -> ExprKind {
     let name = |n: &str| Box::new(Expr { kind: ExprKind::Name(n.into()), span });
     let float = Expr { kind: ExprKind::Call { func: name("float"), args: vec![call], kwargs: vec![] }, span };
