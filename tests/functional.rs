@@ -135,7 +135,9 @@ fn what_cannot_be_functionalized_is_reported_with_its_location() {
         ("def f(x: f32[8]) -> f32[8]:\n    y = x.clone()\n    y[x > 0] = x[:3].unsqueeze(1)\n    return y\n", "prog.py:5:5: assigning a tensor through a boolean mask is supported for a value of the selection's shape"),
         ("def f(z: f32[4, 6], y: f32[6]) -> f32[4, 6]:\n    z[:, z[0] > 0] = y[y > 0]\n    return z\n", "prog.py:4:5: assigning a boolean-mask selection through a different mask is supported where the dims"),
         // `any()` stops at the first true item: over a generator whose items call something, refused.
-        ("def f(x: f32[3]) -> f32[3]:\n    if any(t.sum() > 0 for t in [x, x]):\n        return x\n    return -x\n", "prog.py:4:12: a generator expression in any() or all() whose items call functions is not supported"),
+        ("def f(x: f32[3]) -> f32[3]:\n    if any(t.sum() > 0 for t in [x, x]):\n        return x\n    return -x\n", "prog.py:4:12: a generator expression in any() or all() whose items call what may have effects (a function of the program, a method of its values, a random draw)"),
+        // ... and over items that draw random numbers (drawing more than Python would changes later draws).
+        ("def f(x: f32[3]) -> f32[3]:\n    if any(torch.rand(1) > 0.5 for t in [x, x]):\n        return x\n    return -x\n", "prog.py:4:12: a generator expression in any() or all() whose items call what may have effects"),
         // A module-level tensor was `None` to the functionalizer: `W is None` silently took the other path.
         ("W = torch.ones(3)\n\ndef f(x: f32[3]) -> f32[3]:\n    if W is None:\n        return x\n    return x * W\n", "prog.py:6:8: cannot functionalize: `W` is a module-level tensor"),
     ];

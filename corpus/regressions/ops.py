@@ -653,3 +653,13 @@ def numpy_arrays_made_into_tensors(x: f32[4]) -> tuple[f32[4], bool, i64[2]]:
     mean = torch.from_numpy(np.array([0, 0, 0, 0]).astype(np.float32))
     std = torch.from_numpy(np.array([0.1, 0.1, 0.2, 0.2]).astype(np.float32))
     return x * const + mean + std, const.dtype == torch.float32, torch.from_numpy(np.array([1, 2]).astype(np.int64)) + 1
+
+
+def any_and_all_over_torch_calls(x: f32[2, 3], y: f32[3]) -> tuple[f32[2, 3], bool, bool]:
+    # Held-out ports (round 27): improved-diffusion's `any(not th.isfinite(p.grad).all() for p in params)`: items
+    # that call only torch's functions (no effects) are all computed, which gives what stopping early gives
+    bad = any(not th.isfinite(p).all() for p in [x, y])
+    big = all(torch.abs(p).max() < 100.0 for p in [x, y * 1000.0])
+    if bad:
+        x = x * 0.0
+    return x + 1.0, bad, big

@@ -664,11 +664,12 @@ impl Cx {
                     match a {
                         py::Expr::Generator(g) if sugar::consumes_generator(&c.func, c.arguments.len()) => {
                             let list = self.generator(g)?;
-                            if sugar::stops_early(&c.func) && !sugar::calls_nothing(&list) {
+                            if sugar::stops_early(&c.func) && !sugar::calls_nothing(&list, &self.torch.borrow()) {
                                 return err(
                                     self.sp(g),
-                                    "a generator expression in any() or all() whose items call functions is not \
-                                     supported (they stop at the first deciding item; write a loop)",
+                                    "a generator expression in any() or all() whose items call what may have \
+                                     effects (a function of the program, a method of its values, a random draw) is \
+                                     not supported (they stop at the first deciding item; write a loop)",
                                 );
                             }
                             args.push(list)

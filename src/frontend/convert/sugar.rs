@@ -216,17 +216,70 @@ pub(super) fn stops_early(func: &py::Expr) -> bool {
     matches!(func, py::Expr::Name(n) if matches!(n.id.as_str(), "any" | "all"))
 }
 
-/// Whether a converted comprehension's items, conditions and iterables call nothing (no effects to skip) but
-/// `isinstance`, which has none and cannot raise on a class (torch.optim's `all(isinstance(t, torch.Tensor) for t in
-/// state_steps)`).
-pub(super) fn calls_nothing(e: &Expr) -> bool {
-    let mut calls = false;
+/// Whether a converted comprehension's items, conditions and iterables call nothing with an effect, so that
+/// computing every item computes what stopping at the deciding one does: `isinstance` and the other builtins of
+/// [`PURE_BUILTINS`], functions of `torch` (`torch` also as `torch`), `F` and `math` but those that draw random numbers
+/// or write an `out=`, and methods (not in place, not of a list or dict) of what such a call returns (improved-
+/// diffusion's `any(not th.isfinite(p.grad).all() for p in params)`). A function or method of the program is never
+/// taken: it may have effects. Evaluating the rest may raise where Python would have stopped (a refusal, not a wrong
+/// value).
+pub(super) fn calls_nothing(e: &Expr, torch: &[String]) -> bool {
+    let mut effects = false;
     visit_expr(e, &mut |x| {
-        if let ExprKind::Call { func, .. } = &x.kind {
-            calls |= !matches!(&func.kind, ExprKind::Name(n) if n == "isinstance");
+        if let ExprKind::Call { .. } = &x.kind {
+            effects |= !pure_call(x, torch);
         }
     });
-    !calls
+    !effects
+}
+
+/// The builtins that have no effect on what they are given.
+const PURE_BUILTINS: &[&str] = &["isinstance", "len", "abs", "float", "int", "bool", "round", "min", "max", "sum"];
+
+/// Whether `call` (a call expression) is one [`calls_nothing`] takes.
+fn pure_call(call: &Expr, torch: &[String]) -> bool {
+    let ExprKind::Call { func, kwargs, .. } = &call.kind else { return false };
+    if kwargs.iter().any(|(k, _)| matches!(k.as_str(), "out" | "generator")) {
+        return false;
+    }
+    let random = |name: &str| {
+        [
+            "rand",
+            "normal",
+            "bernoulli",
+            "multinomial",
+            "seed",
+            "poisson",
+            "exponential",
+            "cauchy",
+            "geometric",
+            "uniform",
+        ]
+        .iter()
+        .any(|r| name.contains(r))
+    };
+    match &func.kind {
+        ExprKind::Name(n) => PURE_BUILTINS.contains(&n.as_str()),
+        ExprKind::Attr(base, m) => {
+            if m.ends_with('_') || random(m) {
+                return false;
+            }
+            // A module's function: `torch.isfinite`, `torch.linalg.norm`, `F.relu`, `math.sqrt`.
+            let mut root = base.as_ref();
+            while let ExprKind::Attr(b, _) = &root.kind {
+                root = b;
+            }
+            match &root.kind {
+                ExprKind::Name(n) if matches!(&base.kind, ExprKind::Name(_) | ExprKind::Attr(..)) => {
+                    n == "torch" || n == "F" || n == "math" || torch.iter().any(|t| t == n)
+                }
+                // A method of what a taken call returns: a fresh value, not the program's.
+                ExprKind::Call { .. } => pure_call(root, torch) && matches!(&base.kind, ExprKind::Call { .. }),
+                _ => false,
+            }
+        }
+        _ => false,
+    }
 }
 
 impl Cx {
