@@ -1702,6 +1702,8 @@ fn class_errors_are_pythons_and_unsupported_classes_are_named() {
         ("return x * getattr(x, 'T', 1.0)", "getattr() with a default on a value of type Tensor is not supported"),
         ("return getattr(torch, 'tanhh')(x)", "unsupported attribute `torch.tanhh`"),
         ("return torch.nn.Parameter(2.0) * x", "AttributeError: 'float' object has no attribute 'detach'"),
+        ("d = {'a': x, **_C(2.0)}\n    return x", "TypeError: '_C' object is not a mapping"),
+        ("d = {'a': x, **[1]}\n    return x", "TypeError: 'list' object is not a mapping"),
         (
             "return torch.nn.Parameter(x, foo=3)",
             "TypeError: Parameter.__new__() got an unexpected keyword argument 'foo'",

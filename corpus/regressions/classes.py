@@ -63,6 +63,19 @@ class _ConvCell(nn.Module):
         return self.state
 
 
+class _Head(nn.Module):
+    def __init__(self, w):
+        super().__init__()
+        self.inner = _Cell(w)
+        self.stats = {"calls": 0}
+
+    def forward(self, x):
+        scale = 2.0 if self.training else 1.0
+        if self.inner.training:
+            scale = scale + 10.0
+        return self.inner(x) * scale
+
+
 @dataclass
 class _Params:
     lr: float
@@ -103,3 +116,19 @@ def attributes_by_name_and_parameters(
     for name in ["state", "weight"]:
         y = y + getattr(cell, name).sum()
     return y * extra, w, getattr(F, "relu")(x), cell(x) + cell.state
+
+
+def module_training_modes_and_spread_dicts(
+    x: f32[2, 3], w: f32[3, 3]
+) -> tuple[f32[2, 3], f32[2, 3], f32[2, 3], bool, f32[2, 3]]:
+    # Held-out ports (round 28): RT-DETR's `deploy()` calling `self.eval()` on its nn.Module (its sub-modules leave
+    # training mode too), dreamerv3's `{"stoch": stoch, "deter": deter, **stats}`
+    head = _Head(w)
+    a = head(x)
+    b = head.eval()(x)
+    c = head.train()(x)
+    head.inner.eval()
+    stats = {"mean": x.mean(0), "deter": x * 0.0}
+    state = {"stoch": x, "deter": x + 1.0, **stats, "last": a}
+    return a, b, c + head(x), head.training and not head.inner.training, state["deter"] + state["last"]
+

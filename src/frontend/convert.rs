@@ -289,20 +289,15 @@ impl Cx {
             );
         }
         let p = &f.parameters;
+        // An annotation of `*args` or `**kwargs` (`*iterables: Iterable`) types each item: it is not checked.
         let vararg = match &p.vararg {
             Some(v) => {
-                if v.annotation.is_some() {
-                    return err(self.sp(v.as_ref()), "an annotated `*args` parameter is not supported");
-                }
                 let n = p.posonlyargs.len() + p.args.len();
                 Some((n, Param { name: v.name.to_string(), ann: None, default: None, span: self.sp(v.as_ref()) }))
             }
             None => None,
         };
         let kwarg = match &p.kwarg {
-            Some(v) if v.annotation.is_some() => {
-                return err(self.sp(v.as_ref()), "an annotated `**kwargs` parameter is not supported")
-            }
             Some(v) => Some(Param { name: v.name.to_string(), ann: None, default: None, span: self.sp(v.as_ref()) }),
             None => None,
         };
@@ -703,10 +698,14 @@ impl Cx {
             py::Expr::Dict(d) => {
                 let mut items = Vec::new();
                 for it in d.items.iter() {
-                    let Some(k) = &it.key else {
-                        return err(self.sp(&it.value), "`**` in dict displays is not supported");
-                    };
-                    items.push((self.expr(k)?, self.expr(&it.value)?));
+                    // `**m` is the item `(*m, None)`, which the engines spread (`pyvalue::spread_into`).
+                    items.push(match &it.key {
+                        Some(k) => (self.expr(k)?, self.expr(&it.value)?),
+                        None => {
+                            let (m, at) = (self.boxed(&it.value)?, self.sp(&it.value));
+                            (Expr { kind: ExprKind::Starred(m), span: at }, Expr { kind: ExprKind::NoneLit, span: at })
+                        }
+                    });
                 }
                 ExprKind::Dict(items)
             }

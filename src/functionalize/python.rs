@@ -161,6 +161,11 @@ impl<'m> Fz<'m> {
     pub(super) fn dict_display(&mut self, env: &mut Env, items: &'m [(Expr, Expr)]) -> FR<FV> {
         let mut out: Vec<(FV, FV)> = Vec::new();
         for (k, v) in items {
+            if let ExprKind::Starred(m) = &k.kind {
+                let m = self.expr(env, m)?;
+                crate::interp::pyvalue::spread_into(&m, &mut out, fv_key_eq, k.span)?;
+                continue;
+            }
             let key = self.expr(env, k)?;
             if !fv_is_key(&key) {
                 return diag(k.span, Self::key_refusal(&key));

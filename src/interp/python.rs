@@ -117,6 +117,11 @@ impl<'m> Interp<'m> {
     pub(super) fn eval_dict(&mut self, frame: &mut Frame, items: &'m [(Expr, Expr)]) -> Result<Value, Diagnostic> {
         let mut out: Vec<(Value, Value)> = Vec::new();
         for (k, v) in items {
+            if let ExprKind::Starred(m) = &k.kind {
+                let m = self.eval(frame, m)?;
+                super::pyvalue::spread_into(&m, &mut out, key_eq, k.span)?;
+                continue;
+            }
             let key = self.eval(frame, k)?;
             check_key(&key, k.span)?;
             let val = self.eval(frame, v)?;

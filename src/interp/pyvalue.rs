@@ -691,3 +691,31 @@ pub fn object_class<V: PyValue>(v: &V) -> Option<Rc<str>> {
         _ => None,
     }
 }
+
+/// `{..., **m}`: the entries of dict `m` put into `out` in their order, each replacing an equal key's value (`eq`
+/// compares keys as the engine does); Python's TypeError for anything but a dict (an instance of a class of the file
+/// too: it has no `keys()` here).
+pub fn spread_into<V: PyValue>(
+    m: &V,
+    out: &mut Vec<(V, V)>,
+    eq: impl Fn(&V, &V) -> bool,
+    span: crate::diag::Span,
+) -> Result<(), crate::diag::Diagnostic> {
+    let entries = match (m.py(), object_class(m)) {
+        (Py::Dict(d), None) => d.borrow().clone(),
+        (_, Some(c)) => {
+            return Err(crate::diag::Diagnostic::new(format!("TypeError: '{c}' object is not a mapping")).at(span))
+        }
+        _ => {
+            let m = format!("TypeError: '{}' object is not a mapping", m.type_name());
+            return Err(crate::diag::Diagnostic::new(m).at(span));
+        }
+    };
+    for (k, v) in entries {
+        match out.iter_mut().find(|(x, _)| eq(x, &k)) {
+            Some(slot) => slot.1 = v,
+            None => out.push((k, v)),
+        }
+    }
+    Ok(())
+}

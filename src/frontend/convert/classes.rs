@@ -270,13 +270,16 @@ fn finish(
             .collect();
         let attrs: Result<Vec<(String, Expr)>, _> =
             class.attrs.iter().map(|(n, e)| Ok::<_, crate::diag::Diagnostic>((n.clone(), convert(e)?))).collect();
-        let (fields, attrs) = match (fields, attrs) {
+        let (fields, mut attrs) = match (fields, attrs) {
             (Ok(f), Ok(a)) => (f, a),
             (Err(d), _) | (_, Err(d)) => {
                 failed.push((cname.clone(), span, d));
                 continue;
             }
         };
+        if class.module_base {
+            module_mode(cname, span, &mut attrs, &mut methods, functions);
+        }
         if class.dataclass && !methods.contains(&init) {
             let this = Param { name: "self".into(), ann: None, default: None, span };
             let body = fields
@@ -323,6 +326,87 @@ fn finish(
         });
     }
     failed
+}
+
+/// What an `nn.Module` subclass `cname` inherits of PyTorch's mode: the class value `training = True`, and the
+/// methods it does not define, `train(self, mode=True)` (sets `training` on itself and on every attribute that is
+/// an `nn.Module` of the file, as PyTorch does on its registered children, and returns itself) and `eval(self)`,
+/// which is `train(False)` (RT-DETR's `deploy()` calls `self.eval()`).
+fn module_mode(
+    cname: &str,
+    span: Span,
+    attrs: &mut Vec<(String, Expr)>,
+    methods: &mut Vec<String>,
+    functions: &mut Vec<Function>,
+) {
+    let e = |kind| Expr { kind, span };
+    let attr = |o: &str, a: &str| e(ExprKind::Attr(Box::new(name(o, span)), a.into()));
+    let call = |f: Expr, args| e(ExprKind::Call { func: Box::new(f), args, kwargs: vec![] });
+    let param = |n: &str, default| Param { name: n.into(), ann: None, default, span };
+    let method = |m: &str, params, body| Function {
+        name: format!("{cname}::{m}"),
+        params,
+        vararg: None,
+        kwarg: None,
+        returns: None,
+        body,
+        span,
+    };
+    if !attrs.iter().any(|(n, _)| n == "training") {
+        attrs.push(("training".into(), e(ExprKind::Bool(true))));
+    }
+    let train = format!("{cname}::train");
+    if !methods.contains(&train) {
+        // for _k in self: _v = self[_k]; if isinstance(_v, dict) and "training" in _v: _v.train(mode)
+        let child = e(ExprKind::BoolOp(
+            true,
+            vec![
+                call(name("isinstance", span), vec![name("_v", span), name("dict", span)]),
+                e(ExprKind::Compare(
+                    Box::new(e(ExprKind::Str("training".into()))),
+                    vec![(CmpOp::In, name("_v", span))],
+                )),
+            ],
+        ));
+        let recurse = stmt(
+            StmtKind::For {
+                target: name("_k", span),
+                iter: name("self", span),
+                body: vec![
+                    stmt(
+                        StmtKind::Assign {
+                            targets: vec![name("_v", span)],
+                            value: e(ExprKind::Subscript(Box::new(name("self", span)), Box::new(name("_k", span)))),
+                        },
+                        span,
+                    ),
+                    stmt(
+                        StmtKind::If {
+                            test: child,
+                            body: vec![stmt(StmtKind::Expr(call(attr("_v", "train"), vec![name("mode", span)])), span)],
+                            orelse: vec![],
+                        },
+                        span,
+                    ),
+                ],
+            },
+            span,
+        );
+        let body = vec![
+            stmt(StmtKind::Assign { targets: vec![attr("self", "training")], value: name("mode", span) }, span),
+            recurse,
+            stmt(StmtKind::Return(Some(name("self", span))), span),
+        ];
+        functions.push(method("train", vec![param("self", None), param("mode", Some(e(ExprKind::Bool(true))))], body));
+        methods.push(train);
+    }
+    let eval = format!("{cname}::eval");
+    if !methods.contains(&eval) {
+        let body =
+            vec![stmt(StmtKind::Return(Some(call(attr("self", "train"), vec![e(ExprKind::Bool(false))]))), span)];
+        functions.push(method("eval", vec![param("self", None)], body));
+        methods.push(eval);
+    }
 }
 
 /// `super().m(...)` in a method of class `C` (before methods are copied into subclasses: `super()` is the base of the
