@@ -1704,6 +1704,7 @@ fn class_errors_are_pythons_and_unsupported_classes_are_named() {
         ("return torch.nn.Parameter(2.0) * x", "AttributeError: 'float' object has no attribute 'detach'"),
         ("d = {'a': x, **_C(2.0)}\n    return x", "TypeError: '_C' object is not a mapping"),
         ("d = {'a': x, **[1]}\n    return x", "TypeError: 'list' object is not a mapping"),
+        ("return x * id(2.0)", "id() of a float is not supported (only of tensors, lists, dicts and objects)"),
         (
             "return torch.nn.Parameter(x, foo=3)",
             "TypeError: Parameter.__new__() got an unexpected keyword argument 'foo'",

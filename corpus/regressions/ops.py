@@ -663,3 +663,26 @@ def any_and_all_over_torch_calls(x: f32[2, 3], y: f32[3]) -> tuple[f32[2, 3], bo
     if bad:
         x = x * 0.0
     return x + 1.0, bad, big
+
+
+def tile_pads_repeats_with_ones(x: f32[2, 3]) -> tuple[f32[2, 6], f32[2, 2, 6], f32[6, 3], f32[2, 6]]:
+    # Held-out ports (round 28): RT-DETR's `scores.flatten(1).topk(...)` labels and boxes `.tile(...)`: fewer
+    # repeats than dims are padded with leading ones
+    return x.tile((2,)), torch.tile(x, (2, 1, 2)), x.tile(3, 1), x[0].tile(2, 2)
+
+
+def optimizer_state_keyed_by_id(w: f32[3], b: f32[2], gw: f32[4, 3], gb: f32[4, 2]) -> tuple[f32[3], f32[2], bool]:
+    # Held-out ports (round 28): RAdam's and Padam's per-parameter state keyed by `id(p)` (one number per tensor
+    # object: the same for the same object, different for different ones)
+    state = {id(w): {}, id(b): {}}
+    for t in range(4):
+        for p, g in [(w, gw[t]), (b, gb[t])]:
+            s = state[id(p)]
+            if len(s) == 0:
+                s["step"] = 0
+                s["exp_avg"] = torch.zeros_like(p)
+            s["step"] += 1
+            s["exp_avg"].mul_(0.9).add_(g, alpha=0.1)
+            p.add_(s["exp_avg"], alpha=-0.5 / s["step"])
+    alias = w
+    return w, b, id(alias) == id(w) and id(w) != id(b) and id(state) == id(state)

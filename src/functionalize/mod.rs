@@ -166,6 +166,7 @@ fn functionalize_as_written(
         blamed: Default::default(),
         sample_spec: inputs.clone(),
         sample: None,
+        ids: Vec::new(),
     };
     let result = fz.program(f, &inputs, scalars);
     let exit = fz.exit_under_dyn_if;
@@ -222,6 +223,8 @@ pub(super) struct Fz<'m> {
     /// The tensor parameters, whose seed-0 values are the sample inputs (made when first needed, in `sample`).
     sample_spec: Vec<(String, DType, Vec<usize>)>,
     sample: Option<std::collections::BTreeMap<String, crate::tensor::Tensor>>,
+    /// The values `id()` was asked for, in order (`pywalk::identity_number`).
+    ids: Vec<FV>,
 }
 
 impl<'m> Fz<'m> {

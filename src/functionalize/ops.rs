@@ -252,6 +252,19 @@ impl<'m> Fz<'m> {
                 return r;
             }
         }
+        if let ("id", [v], true) = (name, a.pos.as_slice(), a.kw.is_empty()) {
+            if let FV::Tensor(t) = v {
+                if t.alt.is_some() || !t.off.terms.is_empty() {
+                    return diag(
+                        a.span,
+                        "id() of a view chosen by run-time data or by a loop variable is not supported",
+                    );
+                }
+            }
+            let same = |x: &FV, y: &FV| matches!((x, y), (FV::Tensor(x), FV::Tensor(y)) if x == y);
+            let n = crate::interp::pyvalue::identity_number(&mut self.ids, v, same).map_err(err(a.span))?;
+            return Ok(FV::Int(n));
+        }
         let span = a.span;
         match name {
             "range" => {

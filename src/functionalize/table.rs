@@ -544,9 +544,13 @@ impl<'m> Fz<'m> {
                 }
                 Ok(FV::Tuple(Rc::new(out)))
             }
-            "repeat" => {
+            // `tile` is `repeat` with ones put before fewer repeats than dims.
+            "repeat" | "tile" => {
                 let x = a.tensor(0, "input")?;
-                let reps = a.sizes(1, "repeats")?;
+                let mut reps = a.sizes(1, if name == "tile" { "dims" } else { "repeats" })?;
+                if name == "tile" && reps.len() < x.shape.len() {
+                    reps.splice(0..0, std::iter::repeat_n(1, x.shape.len() - reps.len()));
+                }
                 if reps.len() < x.shape.len() {
                     return diag(
                         span,

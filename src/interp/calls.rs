@@ -342,6 +342,11 @@ impl<'m> Interp<'m> {
                 return r;
             }
         }
+        if let ("id", [v], true) = (name, a.pos.as_slice(), a.kw.is_empty()) {
+            let same = |x: &Value, y: &Value| matches!((x, y), (Value::Tensor(x), Value::Tensor(y)) if x.same_view(y));
+            let n = crate::interp::pyvalue::identity_number(&mut self.ids, v, same).map_err(tensor_err(a.span))?;
+            return Ok(Value::Int(n));
+        }
         let span = a.span;
         let e = tensor_err(span);
         match name {

@@ -29,6 +29,8 @@ pub struct Interp<'m> {
     pub(super) depth: usize,
     /// Each tensor parameter's object as the caller holds it (`squeeze_`/`unsqueeze_` on it change it).
     pub(super) params: Vec<pyvalue::ParamObject<Tensor>>,
+    /// The values `id()` was asked for, in order (`pywalk::identity_number`).
+    pub(super) ids: Vec<Value>,
 }
 
 pub(super) type Frame = HashMap<String, Value>;
@@ -41,7 +43,7 @@ impl<'m> Interp<'m> {
     pub fn new(module: &'m Module) -> Result<Self, Diagnostic> {
         let (globals, written) = (HashMap::new(), HashSet::new());
         let failed_globals = HashMap::new();
-        let mut it = Interp { module, globals, failed_globals, written, depth: 0, params: Vec::new() };
+        let mut it = Interp { module, globals, failed_globals, written, depth: 0, params: Vec::new(), ids: Vec::new() };
         for (name, e) in &module.constants {
             let mut frame = Frame::new();
             match it.eval(&mut frame, e) {

@@ -648,3 +648,34 @@ pub fn eval<'m, W: Walk<'m>>(w: &mut W, env: &mut W::Env, e: &'m Expr) -> Result
         _ => w.eval_other(env, e)?,
     })
 }
+
+/// `id(v)`: the same number for the same object and different numbers for different ones, which is what programs
+/// use it for (torch.optim-style state keyed by `id(p)`). Tensors are the same object where `same_tensor` says so
+/// (the view `is` compares), lists and dicts where they are one container. The numbers are not CPython's addresses:
+/// they count the objects `id()` was asked for (`seen`, in the order asked), from an address-like base.
+pub fn identity_number<V: PyValue>(
+    seen: &mut Vec<V>,
+    v: &V,
+    same_tensor: impl Fn(&V, &V) -> bool,
+) -> Result<i64, String> {
+    let same = |a: &V, b: &V| match (a.py(), b.py()) {
+        (Py::Tensor, Py::Tensor) => same_tensor(a, b),
+        (Py::List(x), Py::List(y)) => std::ptr::eq(x, y),
+        (Py::Dict(x), Py::Dict(y)) => std::ptr::eq(x, y),
+        _ => false,
+    };
+    if !matches!(v.py(), Py::Tensor | Py::List(_) | Py::Dict(_)) {
+        return Err(format!(
+            "id() of a {} is not supported (only of tensors, lists, dicts and objects)",
+            v.type_name()
+        ));
+    }
+    let i = match seen.iter().position(|s| same(s, v)) {
+        Some(i) => i,
+        None => {
+            seen.push(v.clone());
+            seen.len() - 1
+        }
+    };
+    Ok(140_000_000_000_000 + 64 * i as i64)
+}

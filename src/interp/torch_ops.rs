@@ -678,9 +678,13 @@ impl<'m> Interp<'m> {
                     None => x.split_even(to_int(s)?, dim)?,
                 })
             }
-            "repeat" => {
+            // `tile` is `repeat` with ones put before fewer repeats than dims.
+            "repeat" | "tile" => {
                 let x = a.tensor(0, "input")?;
-                let reps = a.sizes(1, "repeats")?;
+                let mut reps = a.sizes(1, if name == "tile" { "dims" } else { "repeats" })?;
+                if name == "tile" && reps.len() < x.dim() {
+                    reps.splice(0..0, std::iter::repeat_n(1, x.dim() - reps.len()));
+                }
                 if reps.len() < x.dim() {
                     return Err(
                         "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
