@@ -1661,6 +1661,24 @@ fn held_out_round_22_reach_refuses_what_it_does_not_cover() {
 /// without `__call__`, `len` without `__len__`), a bound method read as a value is refused, and a class funcfuse
 /// does not take fails the functions that use it with the reason (corpus `regressions/classes.py` runs the rest).
 #[test]
+fn generators_that_compute_or_write_are_refused_where_they_do() {
+    let cases = [
+        ("for p in ps:\n        yield p * 2", "6:15: a generator function whose body computes with an operator"),
+        ("for p in ps:\n        yield p.sum()", "6:15: a generator function whose body calls `p.sum`"),
+        ("for p in ps:\n        yield torch.relu(p)", "6:15: a generator function whose body calls `torch.relu`"),
+        ("for p in ps:\n        p[0] = 1.0\n        yield p", "5:5: a generator function whose body writes through"),
+        ("yield ps[0]\n    return 3", "6:5: `return VALUE` in a generator function is not supported"),
+    ];
+    for (body, want) in cases {
+        let src =
+            format!("{HEADER}def _g(ps):\n    {body}\n\ndef f(x: f32[3]) -> f32[3]:\n    return list(_g([x]))[0]\n");
+        let module: Module = frontend::parse_module("case.py", &src).unwrap();
+        let e = module.get("f").expect_err("refused").to_string();
+        assert!(e.contains("`_g` cannot be used") && e.contains(want), "{e}");
+    }
+}
+
+#[test]
 fn defaultdicts_outside_the_supported_forms_are_refused_where_written() {
     let cases = [
         (

@@ -686,3 +686,29 @@ def optimizer_state_keyed_by_id(w: f32[3], b: f32[2], gw: f32[4, 3], gb: f32[4, 
             p.add_(s["exp_avg"], alpha=-0.5 / s["step"])
     alias = w
     return w, b, id(alias) == id(w) and id(w) != id(b) and id(state) == id(state)
+
+
+def _params_iter(model, skip):
+    for name, p in model.items():
+        if name in skip:
+            continue
+        yield name, p
+
+
+def _zip_strict(*iterables):
+    yield from zip(*iterables)
+    return
+
+
+def generator_helpers_yield_references(w: f32[3], b: f32[2], v: f32[3]) -> tuple[f32[3], f32[2], f32[3], int]:
+    # Held-out ports (rounds 27 and 28): ema-pytorch's `get_params_iter` (a generator skipping some names) zipped
+    # over the EMA and the online model, stable-baselines3's `zip_strict` (`yield from`): each call runs to its end
+    # and gives the list of what it yields, which is what iterating it lazily gives where the body only picks objects
+    online = {"w": w, "b": b, "v": v}
+    ema = {"w": w.clone(), "b": b.clone(), "v": v.clone()}
+    for (_, ma), (_, cur) in zip(_params_iter(ema, ["v"]), _params_iter(online, ["v"])):
+        ma.lerp_(cur * 2.0, 0.1)
+        cur.mul_(0.5)
+    out = [x + y for x, y in _zip_strict([w, w], [v, v])]
+    return ema["w"], ema["b"], out[1], len(list(_params_iter(online, [])))
+

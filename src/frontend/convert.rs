@@ -14,6 +14,7 @@ mod classes;
 mod closure;
 mod defaultdict;
 mod distributions;
+mod generators;
 mod imports;
 mod inert;
 mod iterators;
@@ -306,7 +307,8 @@ impl Cx {
             Some(r) => Some(self.annotation(r)?),
             None => None,
         };
-        Ok(Function { name: f.name.to_string(), params, vararg, kwarg, returns, body: self.block(&f.body)?, span })
+        let body = generators::finish(self.block(&f.body)?, span)?;
+        Ok(Function { name: f.name.to_string(), params, vararg, kwarg, returns, body, span })
     }
 
     fn params(&self, p: &py::Parameters) -> Result<Vec<Param>, Diagnostic> {
@@ -716,6 +718,8 @@ impl Cx {
             py::Expr::FString(f) => ExprKind::FString(self.fstring(f)?),
             py::Expr::TString(_) => return err(span, "t-strings are not supported"),
             py::Expr::Named(_) => return err(span, "assignment expressions (`:=`) are not supported"),
+            py::Expr::Yield(y) => generators::yield_expr(y.value.as_deref().map(|v| self.expr(v)).transpose()?, false, span),
+            py::Expr::YieldFrom(y) => generators::yield_expr(Some(self.expr(&y.value)?), true, span),
             _ => return err(span, "unsupported expression"),
         };
         Ok(Expr { kind, span })
