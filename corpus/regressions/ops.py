@@ -3,6 +3,7 @@ order of tied values in sort and topk. Each program once diverged between the en
 from __future__ import annotations
 
 import collections
+import copy
 import itertools
 import logging
 import math
@@ -711,4 +712,14 @@ def generator_helpers_yield_references(w: f32[3], b: f32[2], v: f32[3]) -> tuple
         cur.mul_(0.5)
     out = [x + y for x, y in _zip_strict([w, w], [v, v])]
     return ema["w"], ema["b"], out[1], len(list(_params_iter(online, [])))
+
+
+def deepcopy_of_a_dict_of_weights(w: f32[3], b: f32[2]) -> tuple[f32[3], f32[3], f32[2], int]:
+    # Held-out ports (round 27): ema-pytorch's `copy.deepcopy(model)`, here a dict of separate weights (tensors that
+    # share no memory are each copied; the containers are new)
+    online = {"w": w, "b": b, "cfg": [1, 2]}
+    ema = copy.deepcopy(online)
+    ema["w"].mul_(0.5)
+    ema["cfg"].append(3)
+    return ema["w"], w, ema["b"] + b, len(online["cfg"]) + len(ema["cfg"])
 

@@ -745,21 +745,28 @@ pub(super) fn hasattr(obj: &FV, name: &FV, span: Span) -> FR<FV> {
 
 impl Fz<'_> {
     /// `copy.deepcopy(v)`, as the reference does it (`interp::calls::deepcopy`): a tensor is a fresh copy, lists and
-    /// dicts new containers of copies, and a container holding a tensor is refused.
+    /// dicts new containers of copies, and a container holding tensors that may share memory (the same root, or a
+    /// view chosen at run time) is refused.
     pub(super) fn deepcopy(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
         crate::interp::compat::deepcopy_args(name, pos, kw).map_err(err(span))?;
-        self.deepcopy_in(&pos[0], true, span)
+        let shares = |a: &FV, b: &FV| match (a, b) {
+            (FV::Tensor(a), FV::Tensor(b)) => a.roots().iter().any(|r| b.roots().contains(r)),
+            _ => false,
+        };
+        if crate::interp::pyvalue::tensors_share(&pos[0], shares) {
+            return diag(span, crate::interp::compat::DEEPCOPY_CONTAINER);
+        }
+        self.deepcopy_in(&pos[0], span)
     }
 
-    fn deepcopy_in(&mut self, v: &FV, top: bool, span: Span) -> FR<FV> {
-        let items =
-            |xs: &[FV], fz: &mut Self| xs.iter().map(|x| fz.deepcopy_in(x, false, span)).collect::<FR<Vec<_>>>();
+    fn deepcopy_in(&mut self, v: &FV, span: Span) -> FR<FV> {
+        let items = |xs: &[FV], fz: &mut Self| xs.iter().map(|x| fz.deepcopy_in(x, span)).collect::<FR<Vec<_>>>();
         Ok(match v {
-            FV::Tensor(t) if top => {
+            FV::Tensor(t) => {
                 let x = self.read(t, span)?;
                 FV::Tensor(self.fresh(x, None, span)?)
             }
-            FV::Tensor(_) | FV::Masked(..) => return diag(span, crate::interp::compat::DEEPCOPY_CONTAINER),
+            FV::Masked(..) => return diag(span, crate::interp::compat::DEEPCOPY_CONTAINER),
             FV::List(xs) => {
                 let xs = xs.borrow().clone();
                 FV::List(Rc::new(RefCell::new(items(&xs, self)?)))
@@ -770,7 +777,7 @@ impl Fz<'_> {
                 let entries = d.borrow().clone();
                 let mut copied = Vec::new();
                 for (k, x) in entries {
-                    copied.push((k, self.deepcopy_in(&x, false, span)?));
+                    copied.push((k, self.deepcopy_in(&x, span)?));
                 }
                 FV::Dict(Rc::new(RefCell::new(copied)))
             }

@@ -647,24 +647,27 @@ fn str_method(text: &str, name: &str, pos: &[Value], span: Span) -> Result<Value
 }
 
 /// `copy.deepcopy(v)`: a tensor is copied to new memory; lists and dicts are new containers of copies; numbers,
-/// strings and the like are themselves (immutable). A container holding a tensor is refused (see
-/// `compat::DEEPCOPY_CONTAINER`).
+/// strings and the like are themselves (immutable). A container holding tensors that share memory is refused (see
+/// `compat::DEEPCOPY_CONTAINER`); its other tensors are each copied (an EMA model's copy of a dict of weights).
 fn deepcopy(v: &Value) -> Result<Value, String> {
-    fn inner(v: &Value, top: bool) -> Result<Value, String> {
-        let items = |xs: &[Value]| xs.iter().map(|x| inner(x, false)).collect::<Result<Vec<_>, _>>();
+    fn inner(v: &Value) -> Result<Value, String> {
+        let items = |xs: &[Value]| xs.iter().map(inner).collect::<Result<Vec<_>, _>>();
         Ok(match v {
-            Value::Tensor(t) if top => Value::Tensor(t.contiguous_copy()),
-            Value::Tensor(_) => return Err(super::compat::DEEPCOPY_CONTAINER.into()),
+            Value::Tensor(t) => Value::Tensor(t.contiguous_copy()),
             Value::List(xs) => Value::List(std::rc::Rc::new(std::cell::RefCell::new(items(&xs.borrow())?))),
             Value::Tuple(xs) => Value::Tuple(std::rc::Rc::new(items(xs)?)),
             Value::Named(xs, names) => Value::Named(std::rc::Rc::new(items(xs)?), names),
             Value::Dict(d) => {
                 let copied =
-                    d.borrow().iter().map(|(k, x)| Ok((k.clone(), inner(x, false)?))).collect::<Result<_, String>>()?;
+                    d.borrow().iter().map(|(k, x)| Ok((k.clone(), inner(x)?))).collect::<Result<_, String>>()?;
                 Value::Dict(std::rc::Rc::new(std::cell::RefCell::new(copied)))
             }
             other => other.clone(),
         })
     }
-    inner(v, true)
+    let shares = |a: &Value, b: &Value| matches!((a, b), (Value::Tensor(a), Value::Tensor(b)) if a.same_storage(b));
+    if super::pyvalue::tensors_share(v, shares) {
+        return Err(super::compat::DEEPCOPY_CONTAINER.into());
+    }
+    inner(v)
 }

@@ -227,10 +227,10 @@ pub(crate) fn deepcopy_args<V>(name: &str, pos: &[V], kw: &[(String, V)]) -> Res
     Ok(())
 }
 
-/// Why `copy.deepcopy` of a container holding a tensor is refused: PyTorch's copy keeps tensors that share memory
-/// (twice the same tensor, two views of one) sharing their new memory, which a copy per tensor would not.
+/// Why `copy.deepcopy` of a container holding tensors that share memory is refused: PyTorch's copy keeps them (twice
+/// the same tensor, two views of one) sharing their new memory, which a copy per tensor would not.
 pub(crate) const DEEPCOPY_CONTAINER: &str =
-    "copy.deepcopy() of a list, tuple or dict holding tensors is not supported (the copies would have to share memory as the originals do); copy each tensor with clone()";
+    "copy.deepcopy() of a list, tuple or dict holding tensors that share memory is not supported (the copies would have to share memory as the originals do); copy each tensor with clone()";
 
 /// The longest dim `logcumsumexp` runs along: both engines compute element `i` as the `logsumexp` of the elements
 /// up to `i` (the others masked to -inf), which is stable (no running maximum to rescale) but quadratic in the length.

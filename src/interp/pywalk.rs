@@ -679,3 +679,20 @@ pub fn identity_number<V: PyValue>(
     };
     Ok(140_000_000_000_000 + 64 * i as i64)
 }
+
+/// Whether some two of the tensors `v` holds (in lists, tuples and dicts, at any depth) share memory, as `shares`
+/// tells: `copy.deepcopy` of `v` must then keep them sharing, which copying each tensor on its own would not.
+pub fn tensors_share<V: PyValue>(v: &V, shares: impl Fn(&V, &V) -> bool) -> bool {
+    fn collect<V: PyValue>(v: &V, out: &mut Vec<V>) {
+        match v.py() {
+            Py::Tensor => out.push(v.clone()),
+            Py::Tuple(xs) | Py::Named(xs) => xs.iter().for_each(|x| collect(x, out)),
+            Py::List(xs) => xs.borrow().iter().for_each(|x| collect(x, out)),
+            Py::Dict(d) => d.borrow().iter().for_each(|(_, x)| collect(x, out)),
+            _ => {}
+        }
+    }
+    let mut ts = Vec::new();
+    collect(v, &mut ts);
+    ts.iter().enumerate().any(|(i, a)| ts[i + 1..].iter().any(|b| shares(a, b)))
+}

@@ -343,7 +343,7 @@ impl Fold<'_> {
     }
 
     fn expr(&self, e: &mut Expr) -> Result<(), Diagnostic> {
-        if self.decided(e)? {
+        if self.decided(e)? || self.array_made_tensor(e)? {
             return Ok(());
         }
         match &mut e.kind {
@@ -359,29 +359,6 @@ impl Fold<'_> {
                     _ => return err(e.span, format!("`{}.{attr}` is not supported: numpy is supported only as {FUNCS} of numbers known before the program runs, and np.pi, np.e, np.inf, np.nan", self.np)),
                 };
                 e.kind = ExprKind::Float(v);
-                return Ok(());
-            }
-            // `torch.from_numpy(A)` of an array folded here (a tensor already): `A`.
-            ExprKind::Call { func, args, kwargs }
-                if is_path(func, "torch", "from_numpy")
-                    && kwargs.is_empty()
-                    && args.len() == 1
-                    && self.is_array(&args[0]) =>
-            {
-                let mut a = args.pop().expect("one argument");
-                self.expr(&mut a)?;
-                *e = a;
-                return Ok(());
-            }
-            // `np.array(NUMBERS).astype(np.DTYPE)`: `torch.tensor(NUMBERS, dtype=torch.DTYPE)`, ints or floats.
-            ExprKind::Call { func, args, kwargs }
-                if kwargs.is_empty() && args.len() == 1 && self.astype_of_array(func, &args[0]).is_some() =>
-            {
-                let dtype = self.astype_of_array(func, &args[0]).expect("checked").to_string();
-                let ExprKind::Attr(made, _) = &mut func.kind else { unreachable!("checked") };
-                let mut made = std::mem::replace(&mut **made, Expr { kind: ExprKind::NoneLit, span: e.span });
-                self.array_of(&mut made, Some(&dtype))?;
-                *e = made;
                 return Ok(());
             }
             ExprKind::Call { func, args, kwargs } if matches!(&func.kind, ExprKind::Attr(a, _) if matches!(&a.kind, ExprKind::Name(n) if n == self.np)) =>
@@ -516,6 +493,35 @@ impl Fold<'_> {
     /// with it (arithmetic with numbers and tensors, `torch.tensor(a, dtype=...)`, indexing, `.shape`). An array of
     /// ints only is refused: numpy's true division of one gives float64 where a tensor's gives float32. Left
     /// accepted: the array on the left of an operator with a tensor, where PyTorch (with numpy 2) raises TypeError.
+    /// `torch.from_numpy(A)` of an array folded here (a tensor already) is `A`; `np.array(NUMBERS).astype(np.DTYPE)`
+    /// is `torch.tensor(NUMBERS, dtype=torch.DTYPE)`, of ints or floats. True where `e` was one of them.
+    fn array_made_tensor(&self, e: &mut Expr) -> Result<bool, Diagnostic> {
+        match &mut e.kind {
+            ExprKind::Call { func, args, kwargs }
+                if is_path(func, "torch", "from_numpy")
+                    && kwargs.is_empty()
+                    && args.len() == 1
+                    && self.is_array(&args[0]) =>
+            {
+                let mut a = args.pop().expect("one argument");
+                self.expr(&mut a)?;
+                *e = a;
+                Ok(true)
+            }
+            ExprKind::Call { func, args, kwargs }
+                if kwargs.is_empty() && args.len() == 1 && self.astype_of_array(func, &args[0]).is_some() =>
+            {
+                let dtype = self.astype_of_array(func, &args[0]).expect("checked").to_string();
+                let ExprKind::Attr(made, _) = &mut func.kind else { unreachable!("checked") };
+                let mut made = std::mem::replace(&mut **made, Expr { kind: ExprKind::NoneLit, span: e.span });
+                self.array_of(&mut made, Some(&dtype))?;
+                *e = made;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     /// Whether `e` is `np.array(...)`, maybe followed by `.astype(np.DTYPE)`.
     fn is_array(&self, e: &Expr) -> bool {
         match &e.kind {
