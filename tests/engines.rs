@@ -1682,6 +1682,24 @@ fn generators_that_compute_or_write_are_refused_where_they_do() {
 }
 
 #[test]
+fn assignment_expressions_outside_if_tests_are_refused_where_written() {
+    let cases = [
+        ("y = (z := x) + 1.0\n    return y", "5:10: assignment expressions (`:=`) are supported only where an `if`"),
+        ("if x.sum() > 0 and (s := x.sum()) > 1:\n        return x * s\n    return x", ""),
+        ("if x.sum() > (s := 1.0):\n        return x * s\n    return x", "5:19: assignment expressions (`:=`)"),
+    ];
+    for (body, want) in cases {
+        let src = format!("{HEADER}def f(x: f32[3]) -> f32[3]:\n    {body}\n");
+        let module: Module = frontend::parse_module("case.py", &src).unwrap();
+        match (module.get("f"), want) {
+            (Ok(_), "") => {}
+            (Err(e), want) if !want.is_empty() => assert!(e.to_string().contains(want), "{e}"),
+            (r, want) => panic!("{body}: expected {want:?}, got {:?}", r.map(|_| "accepted")),
+        }
+    }
+}
+
+#[test]
 fn defaultdicts_outside_the_supported_forms_are_refused_where_written() {
     let cases = [
         (
@@ -1735,7 +1753,8 @@ fn class_errors_are_pythons_and_unsupported_classes_are_named() {
         every_engine_raises(&format!("{class}def f(x: f32[3]) -> f32[3]:\n    {body}\n"), "f", want);
     }
     let refused = [
-        ("class _D(dict):\n    pass\n", "`class _D`: its base class is not supported"),
+        ("class _D(dict):\n    def f(self):\n        return 1\n", "`class _D`: a subclass of `dict` is supported only"),
+        ("class _D(list):\n    pass\n", "`class _D`: its base class is not supported"),
         (
             "class _D:\n    @classmethod\n    def make(cls):\n        return 1\n",
             "`class _D`: class methods are not supported",

@@ -132,3 +132,37 @@ def module_training_modes_and_spread_dicts(
     state = {"stoch": x, "deter": x + 1.0, **stats, "last": a}
     return a, b, c + head(x), head.training and not head.inner.training, state["deter"] + state["last"]
 
+
+class _BufferCache(dict):
+    """A dict by another name."""
+
+
+def _cached_bias(cache, n):
+    if (bias := cache.get("bias")) is not None and bias.shape[-1] >= n:
+        return bias
+    bias = torch.triu(torch.ones(n, n), diagonal=1)
+    cache["bias"] = bias
+    return bias
+
+
+def _sin_cos(cache):
+    if (s := cache.get("sin")) is not None and (c := cache.get("cos")) is not None and s.shape[0] >= 2:
+        return s + c
+    elif not (z := cache.get("z")) is None:
+        return z
+    return None
+
+
+def dict_subclass_and_assignment_expressions(x: f32[3, 3]) -> tuple[f32[3, 3], bool, f32[3, 3], f32[3, 3], int]:
+    # Held-out ports (round 27): OLMo's `class BufferCache(dict)` and its cached causal bias and rotary tables read
+    # with `if (bias := cache.get(...)) is not None and ...:`; the second test's later `:=` runs only where the first
+    # operand holds, as Python evaluates `and`
+    cache = _BufferCache()
+    a = _cached_bias(cache, 3)
+    b = _cached_bias(cache, 3)
+    missing = _sin_cos(cache)
+    cache["sin"] = x
+    cache["cos"] = x * 2.0
+    both = _sin_cos(cache)
+    return a + b + x, missing is None, both, _sin_cos(_BufferCache(z=x)), len(cache)
+

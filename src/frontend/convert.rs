@@ -22,6 +22,7 @@ mod lambdas;
 mod numpy;
 mod sugar;
 mod toplevel;
+mod walrus;
 
 struct Lines {
     starts: Vec<usize>,
@@ -307,7 +308,7 @@ impl Cx {
             Some(r) => Some(self.annotation(r)?),
             None => None,
         };
-        let body = generators::finish(self.block(&f.body)?, span)?;
+        let body = generators::finish(walrus::hoisted(self.block(&f.body)?)?, span)?;
         Ok(Function { name: f.name.to_string(), params, vararg, kwarg, returns, body, span })
     }
 
@@ -386,10 +387,7 @@ impl Cx {
                 Some(y) => StmtKind::Expr(self.expr(y)?),
                 None => StmtKind::Expr(self.expr(&e.value)?),
             },
-            py::Stmt::Return(r) => StmtKind::Return(match &r.value {
-                Some(v) => Some(self.expr(v)?),
-                None => None,
-            }),
+            py::Stmt::Return(r) => StmtKind::Return(r.value.as_deref().map(|v| self.expr(v)).transpose()?),
             py::Stmt::For(f) => {
                 if f.is_async {
                     return err(span, "`async for` is not supported");
@@ -700,9 +698,9 @@ impl Cx {
             py::Expr::Dict(d) => {
                 let mut items = Vec::new();
                 for it in d.items.iter() {
-                    // `**m` is the item `(*m, None)`, which the engines spread (`pyvalue::spread_into`).
                     items.push(match &it.key {
                         Some(k) => (self.expr(k)?, self.expr(&it.value)?),
+                        // `**m`: the item `(*m, None)`, which the engines spread (`pyvalue::spread_into`).
                         None => {
                             let (m, at) = (self.boxed(&it.value)?, self.sp(&it.value));
                             (Expr { kind: ExprKind::Starred(m), span: at }, Expr { kind: ExprKind::NoneLit, span: at })
@@ -717,7 +715,7 @@ impl Cx {
             }
             py::Expr::FString(f) => ExprKind::FString(self.fstring(f)?),
             py::Expr::TString(_) => return err(span, "t-strings are not supported"),
-            py::Expr::Named(_) => return err(span, "assignment expressions (`:=`) are not supported"),
+            py::Expr::Named(n) => walrus::walrus(walrus::name_of(&n.target), self.expr(&n.value)?, span),
             py::Expr::Yield(y) => generators::yield_expr(y.value.as_deref().map(|v| self.expr(v)).transpose()?, false, span),
             py::Expr::YieldFrom(y) => generators::yield_expr(Some(self.expr(&y.value)?), true, span),
             _ => return err(span, "unsupported expression"),

@@ -96,6 +96,8 @@ pub(crate) struct Class {
     /// Annotated fields in order, with their defaults (a dataclass's `__init__` parameters).
     pub fields: Vec<(String, Option<py::Expr>, Span)>,
     pub span: Span,
+    /// A subclass of `dict` with nothing of its own (OLMo's `class BufferCache(dict): pass`): a dict.
+    pub dict_alias: bool,
 }
 
 /// The function definitions class `c` stands for (its methods renamed), or why it is not supported.
@@ -123,6 +125,13 @@ pub(super) fn expand(
     match bases.first() {
         None => {}
         Some(py::Expr::Name(n)) if n.id.as_str() == "object" => {}
+        Some(py::Expr::Name(n)) if n.id.as_str() == "dict" => {
+            let own = c.body.iter().any(|s| !matches!(s, py::Stmt::Pass(_) | py::Stmt::Expr(_)));
+            if own || !c.decorator_list.is_empty() {
+                return Err(format!("`class {name}`: a subclass of `dict` is supported only with nothing of its own"));
+            }
+            class.dict_alias = true;
+        }
         Some(py::Expr::Attribute(a)) if a.attr.as_str() == "Module" => class.module_base = true,
         Some(py::Expr::Name(n)) if n.id.as_str() == "Module" => class.module_base = true,
         Some(py::Expr::Name(n)) if classes.contains_key(n.id.as_str()) => {
@@ -302,7 +311,10 @@ fn finish(
             });
             methods.push(init.clone());
         }
-        let ctor = constructor(cname, span, attrs, functions.iter().find(|f| f.name == init));
+        let ctor = match class.dict_alias {
+            true => dict_constructor(cname, span),
+            false => constructor(cname, span, attrs, functions.iter().find(|f| f.name == init)),
+        };
         functions.push(ctor);
         classes.get_mut(cname).expect("a class").methods = methods;
     }
@@ -406,6 +418,24 @@ fn module_mode(
             vec![stmt(StmtKind::Return(Some(call(attr("self", "train"), vec![e(ExprKind::Bool(false))]))), span)];
         functions.push(method("eval", vec![param("self", None)], body));
         methods.push(eval);
+    }
+}
+
+/// The constructor of a subclass of `dict` with nothing of its own: `def C(*args, **kwargs): return dict(*args,
+/// **kwargs)`.
+fn dict_constructor(cname: &str, span: Span) -> Function {
+    let param = |n: &str| Param { name: n.into(), ann: None, default: None, span };
+    let args = vec![Expr { kind: ExprKind::Starred(Box::new(name("args", span))), span }];
+    let kwargs = vec![("**".to_string(), name("kwargs", span))];
+    let call = Expr { kind: ExprKind::Call { func: Box::new(name("dict", span)), args, kwargs }, span };
+    Function {
+        name: cname.to_string(),
+        params: vec![],
+        vararg: Some((0, param("args"))),
+        kwarg: Some(param("kwargs")),
+        returns: None,
+        body: vec![stmt(StmtKind::Return(Some(call)), span)],
+        span,
     }
 }
 
