@@ -1745,6 +1745,10 @@ fn class_errors_are_pythons_and_unsupported_classes_are_named() {
         ("d = {'a': x, **[1]}\n    return x", "TypeError: 'list' object is not a mapping"),
         ("return x * id(2.0)", "id() of a float is not supported (only of tensors, lists, dicts and objects)"),
         (
+            "return x * isinstance({1: 2}, set)",
+            "isinstance() of a dict or set against `set`: funcfuse holds sets as dicts",
+        ),
+        (
             "return torch.nn.Parameter(x, foo=3)",
             "TypeError: Parameter.__new__() got an unexpected keyword argument 'foo'",
         ),

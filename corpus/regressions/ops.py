@@ -707,7 +707,9 @@ def generator_helpers_yield_references(w: f32[3], b: f32[2], v: f32[3]) -> tuple
     # and gives the list of what it yields, which is what iterating it lazily gives where the body only picks objects
     online = {"w": w, "b": b, "v": v}
     ema = {"w": w.clone(), "b": b.clone(), "v": v.clone()}
-    for (_, ma), (_, cur) in zip(_params_iter(ema, ["v"]), _params_iter(online, ["v"])):
+    skip = ["v"]
+    assert isinstance(skip, (set, list)) and not isinstance(w, set)
+    for (_, ma), (_, cur) in zip(_params_iter(ema, skip), _params_iter(online, skip)):
         ma.lerp_(cur * 2.0, 0.1)
         cur.mul_(0.5)
     out = [x + y for x, y in _zip_strict([w, w], [v, v])]

@@ -627,6 +627,11 @@ pub(crate) fn isinstance_of<'c>(
             "tuple" => class == PyClass::Tuple,
             "list" => class == PyClass::List,
             "dict" => class == PyClass::Dict,
+            // Sets are held as dicts (`frontend::convert::sugar`): a dict's answer cannot be told.
+            "set" | "frozenset" if class == PyClass::Dict => {
+                return Err("isinstance() of a dict or set against `set`: funcfuse holds sets as dicts".into())
+            }
+            "set" | "frozenset" => false,
             _ => return Err(NOT_A_TYPE.into()),
         };
     }

@@ -174,6 +174,8 @@ pub fn builtin_name(name: &str) -> Option<&'static str> {
         "tuple" => "tuple",
         "list" => "list",
         "dict" => "dict",
+        "set" => "set",
+        "frozenset" => "frozenset",
         _ => return None,
     })
 }
