@@ -1748,6 +1748,8 @@ fn class_errors_are_pythons_and_unsupported_classes_are_named() {
             "return x * isinstance({1: 2}, set)",
             "isinstance() of a dict or set against `set`: funcfuse holds sets as dicts",
         ),
+        ("return next(iter([]))", "StopIteration"),
+        ("return x * next(3)", "TypeError: 'int' object is not an iterator"),
         (
             "return torch.nn.Parameter(x, foo=3)",
             "TypeError: Parameter.__new__() got an unexpected keyword argument 'foo'",

@@ -725,3 +725,17 @@ def deepcopy_of_a_dict_of_weights(w: f32[3], b: f32[2]) -> tuple[f32[3], f32[3],
     ema["cfg"].append(3)
     return ema["w"], w, ema["b"] + b, len(online["cfg"]) + len(ema["cfg"])
 
+
+def iter_and_next(x: f32[3], y: f32[3]) -> tuple[f32[3], bool, f32[3]]:
+    # `next(iter(d.values()))` (the first tensor of a dict, as code picks a device or dtype from its first
+    # parameter), `next(it, default)` past the end, `next` of a generator function's call
+    d = {"a": x, "b": y}
+    first = next(iter(d.values()))
+    it = iter([x, y])
+    a = next(it)
+    b = next(it)
+    c = next(it, None)
+    g = next(_params_iter(d, ["a"]))[1]
+    rest = [t * 2.0 for t in iter([x])]
+    return first + a + b + g, c is None, rest[0]
+

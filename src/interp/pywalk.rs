@@ -590,6 +590,21 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
                 items.reverse();
                 list(items)
             }
+            // An iterator is the list of what is left to visit (`next(iter(d.values()))`, `next(gen())` of a
+            // generator function, which returns its list): `iter` copies the items, `next` takes the first.
+            "iter" if a.pos.len() == 1 && a.kw.is_empty() => list(w.iterate(&a.pos[0], span)?),
+            "next" if (1..=2).contains(&a.pos.len()) && a.kw.is_empty() => {
+                let Py::List(items) = a.pos[0].py() else {
+                    let m = format!("TypeError: '{}' object is not an iterator", a.pos[0].type_name());
+                    return Err(Diagnostic::new(m).at(span).into());
+                };
+                let mut items = items.borrow_mut();
+                match (items.is_empty(), a.pos.get(1)) {
+                    (false, _) => items.remove(0),
+                    (true, Some(default)) => default.clone(),
+                    (true, None) => return Err(Diagnostic::new("StopIteration").at(span).into()),
+                }
+            }
             _ => return Ok(None),
         }))
     };
