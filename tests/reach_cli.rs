@@ -463,7 +463,7 @@ fn names_imported_from_math_and_itertools() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     let want = format!(
         "{f}::accumulated: failed: {f}:21:25: `accumulate` cannot be used: {f}:4:1: `itertools.accumulate` is not \
-         supported (of itertools, only `product` and `chain` are)"
+         supported (of itertools, only `product`, `chain` and `zip_longest` are)"
     );
     assert!(o.stdout.contains(&want), "{}\nwant {want}", o.stdout);
     let expect_grid: Vec<f64> = [(0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (1.0, 1.0)]

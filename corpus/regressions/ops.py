@@ -11,6 +11,7 @@ import random
 import string
 import warnings
 from collections import defaultdict
+from itertools import zip_longest
 
 import numpy as np
 import torch
@@ -738,4 +739,21 @@ def iter_and_next(x: f32[3], y: f32[3]) -> tuple[f32[3], bool, f32[3]]:
     g = next(_params_iter(d, ["a"]))[1]
     rest = [t * 2.0 for t in iter([x])]
     return first + a + b + g, c is None, rest[0]
+
+
+def _zip_checked(*iterables):
+    for combo in zip_longest(*iterables, fillvalue=None):
+        if None in combo:
+            raise ValueError("Iterables have different lengths")
+        yield combo
+
+
+def zip_longest_fills_the_shorter(x: f32[3], y: f32[3]) -> tuple[f32[3], int, int]:
+    # Held-out ports (round 28): stable-baselines3's `zip_strict`, a generator over `zip_longest` that raises when a
+    # fill value shows (its sentinel `object()` written as None here), and `zip_longest` with a fill value
+    out = x.clone()
+    for a, b in _zip_checked([x, y], [y, x]):
+        out.add_(a * b)
+    pairs = list(itertools.zip_longest([1, 2, 3], [4], fillvalue=0))
+    return out, len(pairs), pairs[2][1]
 

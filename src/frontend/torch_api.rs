@@ -145,5 +145,5 @@ mod tests {
 
 /// The refusal of an `itertools` function other than `product` (`from itertools import chain`, `itertools.chain(...)`).
 pub fn unsupported_itertools(name: &str) -> String {
-    format!("`itertools.{name}` is not supported (of itertools, only `product` and `chain` are)")
+    format!("`itertools.{name}` is not supported (of itertools, only `product`, `chain` and `zip_longest` are)")
 }

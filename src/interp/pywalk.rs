@@ -219,8 +219,9 @@ fn type_of<V: PyValue>(v: &V) -> Result<&'static str, String> {
     })
 }
 
-/// `itertools.product(*iterables, repeat=)`: the list of tuples; `itertools.chain(*iterables)`: the list of items. `repeat`
-/// must be an int (the functionalizer first refuses one known only at run time).
+/// `itertools.product(*iterables, repeat=)`: the list of tuples; `itertools.chain(*iterables)`: the list of items;
+/// `itertools.zip_longest(*iterables, fillvalue=)`: the list of tuples. `repeat` must be an int (the functionalizer
+/// first refuses one known only at run time).
 pub fn itertools<'m, W: Walk<'m>>(
     w: &mut W,
     name: &str,
@@ -240,6 +241,20 @@ pub fn itertools<'m, W: Walk<'m>>(
             items.extend(w.iterate(v, span)?);
         }
         return Ok(W::V::make(Made::List(items)));
+    }
+    if name == "zip_longest" {
+        // `zip_longest(*iterables, fillvalue=None)`: tuples as long as the longest, the shorter filled.
+        let mut fill = W::V::make(Made::None);
+        for (k, v) in kw {
+            match k.as_str() {
+                "fillvalue" => fill = v.clone(),
+                _ => return Err(fail(format!("zip_longest() got an unexpected keyword argument '{k}'"))),
+            }
+        }
+        let seqs = pos.iter().map(|v| w.iterate(v, span)).collect::<Result<Vec<_>, _>>()?;
+        let n = seqs.iter().map(Vec::len).max().unwrap_or(0);
+        let row = |i: usize| seqs.iter().map(|s| s.get(i).cloned().unwrap_or_else(|| fill.clone())).collect();
+        return Ok(W::V::make(Made::List((0..n).map(|i| W::V::make(Made::Tuple(row(i)))).collect())));
     }
     if name != "product" {
         return Err(fail(crate::frontend::torch_api::unsupported_itertools(name)));

@@ -20,8 +20,13 @@ use crate::frontend::ast::*;
 pub(super) const GENERATED: &str = "<yielded>";
 
 /// The builtins a generator's body may call (none reads a tensor's data or runs the program's code).
+/// (`zip_longest` as imported from itertools: a function of the file by that name would be taken too; an exception's
+/// constructor, `ValueError(...)`, which a `raise` calls.)
 const PURE: &[&str] =
-    &["len", "range", "zip", "enumerate", "isinstance", "list", "tuple", "reversed", "hasattr", "dict"];
+    &["len", "range", "zip", "enumerate", "isinstance", "list", "tuple", "reversed", "hasattr", "dict", "zip_longest"];
+
+/// The `itertools` functions a generator's body may call, by either name (they combine what they are given).
+const ITERTOOLS: &[&str] = &["product", "chain", "zip_longest"];
 
 /// The methods a generator's body may call (of dicts, lists and strings, reading).
 const PURE_METHODS: &[&str] =
@@ -73,7 +78,10 @@ pub(super) fn finish(mut body: Vec<Stmt>, span: Span) -> Result<Vec<Stmt>, Diagn
         let ExprKind::Call { func, .. } = &e.kind else { return };
         let ok = is_yield(e)
             || match &func.kind {
-                ExprKind::Name(n) => PURE.contains(&n.as_str()),
+                ExprKind::Name(n) => PURE.contains(&n.as_str()) || n.ends_with("Error") || n == "Exception",
+                ExprKind::Attr(o, m) if matches!(&o.kind, ExprKind::Name(i) if i == "itertools") => {
+                    ITERTOOLS.contains(&m.as_str())
+                }
                 ExprKind::Attr(_, m) => PURE_METHODS.contains(&m.as_str()),
                 _ => false,
             };

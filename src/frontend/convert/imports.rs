@@ -23,7 +23,7 @@ pub(super) struct FromImport {
 pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str, String>> {
     match module {
         "math" => Some(Ok("math")),
-        "itertools" if matches!(name, "product" | "chain") => Some(Ok("itertools")),
+        "itertools" if matches!(name, "product" | "chain" | "zip_longest") => Some(Ok("itertools")),
         "torch.autograd" if name == "Variable" => Some(Ok("torch.autograd")),
         "copy" if name == "deepcopy" => Some(Ok("copy")),
         // Rewritten where it is bound to a name (`convert::defaultdict`).
