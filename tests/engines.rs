@@ -14,6 +14,12 @@ use funcfuse::lower::Policy;
 
 const HEADER: &str = "from __future__ import annotations\nimport torch\n\n";
 
+/// The error of `f` in file `src` (complete, with its imports), which fails while the file converts.
+fn conversion_error(src: &str) -> String {
+    let module: Module = frontend::parse_module("case.py", src).unwrap();
+    module.get("f").expect_err("`f` fails while converting").to_string()
+}
+
 /// Runs `func` of `src` on every engine and returns, per engine, its error (or a note that it returned).
 fn errors(src: &str, func: &str) -> Vec<(String, String)> {
     let module: Module = frontend::parse_module("case.py", &format!("{HEADER}{src}")).unwrap();
@@ -1675,8 +1681,7 @@ fn generators_that_compute_or_write_are_refused_where_they_do() {
     for (body, want) in cases {
         let src =
             format!("{HEADER}def _g(ps):\n    {body}\n\ndef f(x: f32[3]) -> f32[3]:\n    return list(_g([x]))[0]\n");
-        let module: Module = frontend::parse_module("case.py", &src).unwrap();
-        let e = module.get("f").expect_err("refused").to_string();
+        let e = conversion_error(&src);
         assert!(e.contains("`_g` cannot be used") && e.contains(want), "{e}");
     }
 }
@@ -1715,8 +1720,7 @@ fn defaultdicts_outside_the_supported_forms_are_refused_where_written() {
     ];
     for (body, want) in cases {
         let src = format!("{HEADER}from collections import defaultdict\ndef f(x: f32[3]) -> f32[3]:\n    {body}\n");
-        let module: Module = frontend::parse_module("case.py", &src).unwrap();
-        let e = module.get("f").expect_err("refused").to_string();
+        let e = conversion_error(&src);
         assert!(e.contains(want), "{e}");
     }
     // A plain read of a missing key is Python's KeyError: only the name bound to the defaultdict defaults.
@@ -1749,6 +1753,8 @@ fn class_errors_are_pythons_and_unsupported_classes_are_named() {
             "isinstance() of a dict or set against `set`: funcfuse holds sets as dicts",
         ),
         ("return next(iter([]))", "StopIteration"),
+        ("setattr([1], 'a', 2)\n    return x", "assigning to attribute `a` is not supported"),
+        ("setattr(_C(2.0), 1, 2)\n    return x", "TypeError: attribute name must be string, not 'int'"),
         ("return x * next(3)", "TypeError: 'int' object is not an iterator"),
         (
             "return torch.nn.Parameter(x, foo=3)",
@@ -1773,8 +1779,7 @@ fn class_errors_are_pythons_and_unsupported_classes_are_named() {
     ];
     for (class, want) in refused {
         let src = format!("{HEADER}{class}\n\ndef f(x: f32[3]) -> f32[3]:\n    return x * _D().s\n");
-        let module: Module = frontend::parse_module("case.py", &src).unwrap();
-        let e = module.get("f").expect_err("a function using an unsupported class fails").to_string();
+        let e = conversion_error(&src);
         assert!(e.contains("`_D` cannot be used") && e.contains(want), "{e}");
     }
 }

@@ -153,7 +153,15 @@ def _sin_cos(cache):
     return None
 
 
-def dict_subclass_and_assignment_expressions(x: f32[3, 3]) -> tuple[f32[3, 3], bool, f32[3, 3], f32[3, 3], int]:
+def _either(cache):
+    if (a := cache.get("a")) is not None or (b := cache.get("b")) is not None:
+        return a if a is not None else b * 3.0
+    return None
+
+
+def dict_subclass_and_assignment_expressions(
+    x: f32[3, 3]
+) -> tuple[f32[3, 3], bool, f32[3, 3], f32[3, 3], int, f32[3, 3], f32[3, 3], bool]:
     # Held-out ports (round 27): OLMo's `class BufferCache(dict)` and its cached causal bias and rotary tables read
     # with `if (bias := cache.get(...)) is not None and ...:`; the second test's later `:=` runs only where the first
     # operand holds, as Python evaluates `and`
@@ -164,5 +172,6 @@ def dict_subclass_and_assignment_expressions(x: f32[3, 3]) -> tuple[f32[3, 3], b
     cache["sin"] = x
     cache["cos"] = x * 2.0
     both = _sin_cos(cache)
-    return a + b + x, missing is None, both, _sin_cos(_BufferCache(z=x)), len(cache)
+    either = (_either({"a": x}), _either({"b": x}), _either({}) is None)
+    return a + b + x, missing is None, both, _sin_cos(_BufferCache(z=x)), len(cache), *either
 

@@ -321,6 +321,17 @@ pub fn target_names(e: &Expr, out: &mut Vec<String>) {
     }
 }
 
+/// The first expression of `body` (in [`visit_exprs`]'s order) for which `pred` holds.
+pub fn first_expr<'a>(body: &'a [Stmt], pred: impl Fn(&Expr) -> bool) -> Option<&'a Expr> {
+    let mut found = None;
+    visit_exprs(body, &mut |e| {
+        if found.is_none() && pred(e) {
+            found = Some(e);
+        }
+    });
+    found
+}
+
 /// Calls `f` on every expression of `body` (nested statements and subexpressions included).
 
 pub fn visit_exprs<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Expr)) {

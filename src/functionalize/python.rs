@@ -171,10 +171,7 @@ impl<'m> Fz<'m> {
                 return diag(k.span, Self::key_refusal(&key));
             }
             let val = self.expr(env, v)?;
-            match out.iter_mut().find(|(x, _)| fv_key_eq(x, &key)) {
-                Some(slot) => slot.1 = val,
-                None => out.push((key, val)),
-            }
+            crate::interp::pyvalue::dict_put(&mut out, key, val, fv_key_eq);
         }
         Ok(FV::Dict(Rc::new(std::cell::RefCell::new(out))))
     }

@@ -5,8 +5,8 @@
 //! track it as they track any dict (a write in one arm of an `if`, in a loop); what is an object's own is here:
 //! `o.name` reads its attribute or calls its property, `o.name = v` and `o.name op= v` write the attribute, and
 //! `o.name(...)` calls the attribute if the object has one, else the method with `o` first; calling an object calls
-//! its `__call__` (an `nn.Module`'s `forward`), and `len(o)` its `__len__`. `getattr(v, name[, default])` is here
-//! too, for objects and every other value.
+//! its `__call__` (an `nn.Module`'s `forward`), and `len(o)` its `__len__`. `getattr(v, name[, default])` and
+//! `setattr(v, name, value)` are here too, for objects and every other value.
 
 use std::rc::Rc;
 
@@ -91,7 +91,8 @@ pub fn len<'m, W: Walk<'m>>(w: &mut W, o: &W::V, cls: &str, span: Span) -> Resul
 /// for a name known only as a string (`getattr(F, activation)`), the default where an object or a torch module lacks
 /// the attribute.
 pub fn getattr<'m, W: Walk<'m>>(w: &mut W, args: &[W::V], span: Span) -> Result<W::V, W::Err> {
-    let fail = |m: String| -> Result<W::V, W::Err> { Err(Diagnostic::new(m).at(span).into()) };
+    let error = |m: String| -> W::Err { Diagnostic::new(m).at(span).into() };
+    let fail = |m: String| -> Result<W::V, W::Err> { Err(error(m)) };
     let (o, name, default) = match args {
         [o, n] => (o, n, None),
         [o, n, d] => (o, n, Some(d)),
@@ -99,26 +100,16 @@ pub fn getattr<'m, W: Walk<'m>>(w: &mut W, args: &[W::V], span: Span) -> Result<
     };
     let Py::Str(name) = name.py() else { return fail("TypeError: attribute name must be string".into()) };
     let name = name.to_string();
-    if let Some(cls) = object_class(o) {
-        return match default {
-            Some(d) if !has_attribute(w, o, &cls, &name) => Ok(d.clone()),
-            _ => attribute(w, o, &cls, &name, span),
-        };
-    }
-    if o.complex_of().is_some() && default.is_none() {
-        return super::complex::attribute(w, o, &name, span);
-    }
-    match (o.py(), default) {
-        (_, None) => w.attribute(o, &name, span),
-        (Py::Module(m), Some(d)) => {
-            let owner = super::python::AttrOwner::Module(m);
-            match super::python::hasattr(owner, &name) {
-                Ok(true) => w.attribute(o, &name, span),
-                Ok(false) => Ok(d.clone()),
-                Err(m) => fail(m),
-            }
-        }
-        _ => fail(format!("getattr() with a default on a value of type {} is not supported", o.type_name())),
+    let Some(d) = default else { return super::pywalk::attribute_of(w, o, &name, span) };
+    let has = match (object_class(o), o.py()) {
+        (Some(cls), _) => has_attribute(w, o, &cls, &name),
+        (None, Py::Module(m)) => super::python::hasattr(super::python::AttrOwner::Module(m), &name).map_err(error)?,
+        _ => return fail(format!("getattr() with a default on a value of type {} is not supported", o.type_name())),
+    };
+    if has {
+        super::pywalk::attribute_of(w, o, &name, span)
+    } else {
+        Ok(d.clone())
     }
 }
 
@@ -134,15 +125,14 @@ pub fn hasattr<'m, W: Walk<'m>>(w: &W, args: &[W::V]) -> Option<W::V> {
     Some(W::V::make(Made::Bool(has_attribute(w, o, &cls, name))))
 }
 
-/// `setattr(o, name, v)` for an instance `o` and a name known only as a string (ConvLSTM's `setattr(self,
-/// 'cell{}'.format(i), cell)`; with a name written out it is an assignment already): `o.name = v`. `None` where `o`
-/// is not an instance (the engines refuse `setattr` on anything else).
+/// `setattr(o, name, v)`, also with a name known only as a string (ConvLSTM's `setattr(self, 'cell{}'.format(i),
+/// cell)`): `o.name = v` ([`super::pywalk::set_attribute`]). `None` for another number of arguments (the engine's
+/// error).
 pub fn setattr<'m, W: super::pywalk::Exec<'m>>(w: &mut W, args: &[W::V], span: Span) -> Option<Result<W::V, W::Err>> {
     let [o, name, v] = args else { return None };
-    object_class(o)?;
     let Py::Str(name) = name.py() else {
         let m = format!("TypeError: attribute name must be string, not '{}'", name.type_name());
         return Some(Err(Diagnostic::new(m).at(span).into()));
     };
-    Some(w.setitem(o, &key(name), v, span).map(|()| W::V::make(Made::None)))
+    Some(super::pywalk::set_attribute(w, o, name, v, span).map(|()| W::V::make(Made::None)))
 }

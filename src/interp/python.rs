@@ -125,10 +125,7 @@ impl<'m> Interp<'m> {
             let key = self.eval(frame, k)?;
             check_key(&key, k.span)?;
             let val = self.eval(frame, v)?;
-            match out.iter_mut().find(|(x, _)| key_eq(x, &key)) {
-                Some(slot) => slot.1 = val,
-                None => out.push((key, val)),
-            }
+            super::pyvalue::dict_put(&mut out, key, val, key_eq);
         }
         Ok(Value::Dict(Rc::new(std::cell::RefCell::new(out))))
     }

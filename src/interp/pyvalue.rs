@@ -713,11 +713,15 @@ pub fn spread_into<V: PyValue>(
             return Err(crate::diag::Diagnostic::new(m).at(span));
         }
     };
-    for (k, v) in entries {
-        match out.iter_mut().find(|(x, _)| eq(x, &k)) {
-            Some(slot) => slot.1 = v,
-            None => out.push((k, v)),
-        }
-    }
+    entries.into_iter().for_each(|(k, v)| dict_put(out, k, v, &eq));
     Ok(())
+}
+
+/// `d[k] = v` on a dict's entries (`eq` compares keys as the engine does): an equal key's value replaced, else the
+/// entry put last.
+pub fn dict_put<V>(out: &mut Vec<(V, V)>, k: V, v: V, eq: impl Fn(&V, &V) -> bool) {
+    match out.iter_mut().find(|(x, _)| eq(x, &k)) {
+        Some(slot) => slot.1 = v,
+        None => out.push((k, v)),
+    }
 }

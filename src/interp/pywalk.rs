@@ -448,8 +448,21 @@ pub fn exec<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, s: &'m Stmt) -> Result
     Ok(Flow::Normal)
 }
 
-/// `target = v`: a name bound, a tuple or list of targets unpacked, an item set, a tensor's attribute (only
-/// `requires_grad = False`).
+/// `o.name = v` (and `setattr(o, name, v)`): an object's attribute written as its dict entry, a tensor's attribute
+/// (only `requires_grad = False`); refused on anything else.
+pub fn set_attribute<'m, X: Exec<'m>>(x: &mut X, o: &X::V, name: &str, v: &X::V, span: Span) -> Result<(), X::Err> {
+    if super::pyvalue::object_class(o).is_some() {
+        return x.setitem(o, &super::objects::key(name), v, span);
+    }
+    let refused = match o.py() {
+        Py::Tensor => super::python::tensor_attr_assign(name, matches!(v.py(), Py::Bool(false))).err(),
+        _ => Some(format!("assigning to attribute `{name}` is not supported")),
+    };
+    refused.map_or(Ok(()), |m| Err(Diagnostic::new(m).at(span).into()))
+}
+
+/// `target = v`: a name bound, a tuple or list of targets unpacked, an item set, an attribute set
+/// ([`set_attribute`]).
 pub fn assign<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, target: &'m Expr, v: X::V) -> Result<(), X::Err> {
     let fail = |m: String| Err(Diagnostic::new(m).at(target.span).into());
     match &target.kind {
@@ -480,13 +493,7 @@ pub fn assign<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, target: &'m Expr, v:
         }
         ExprKind::Attr(obj, a) => {
             let o = x.eval(env, obj)?;
-            if super::pyvalue::object_class(&o).is_some() {
-                return x.setitem(&o, &super::objects::key(a), &v, target.span);
-            }
-            match o.py() {
-                Py::Tensor => super::python::tensor_attr_assign(a, matches!(v.py(), Py::Bool(false))).or_else(fail),
-                _ => fail(format!("assigning to attribute `{a}` is not supported")),
-            }
+            set_attribute(x, &o, a, &v, target.span)
         }
         ExprKind::Starred(_) => fail("starred assignment targets (`a, *b = ...`) are not supported".into()),
         _ => fail("unsupported assignment target".into()),
@@ -626,6 +633,17 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
     run().transpose()
 }
 
+/// `o.name` (and `getattr(o, name)`): a complex tensor's, an object's (`super::objects`), or the engine's attribute.
+pub fn attribute_of<'m, W: Walk<'m>>(w: &mut W, o: &W::V, name: &str, span: Span) -> Result<W::V, W::Err> {
+    if o.complex_of().is_some() {
+        return super::complex::attribute(w, o, name, span);
+    }
+    if let Some(cls) = super::pyvalue::object_class(o) {
+        return super::objects::attribute(w, o, &cls, name, span);
+    }
+    w.attribute(o, name, span)
+}
+
 /// An expression's value, the walk both engines share (see [`Walk`]).
 pub fn eval<'m, W: Walk<'m>>(w: &mut W, env: &mut W::Env, e: &'m Expr) -> Result<W::V, W::Err> {
     let span = e.span;
@@ -666,13 +684,7 @@ pub fn eval<'m, W: Walk<'m>>(w: &mut W, env: &mut W::Env, e: &'m Expr) -> Result
         }
         ExprKind::Attr(obj, name) => {
             let o = w.eval(env, obj)?;
-            if o.complex_of().is_some() {
-                return super::complex::attribute(w, &o, name, span);
-            }
-            if let Some(cls) = super::pyvalue::object_class(&o) {
-                return super::objects::attribute(w, &o, &cls, name, span);
-            }
-            w.attribute(&o, name, span)?
+            return attribute_of(w, &o, name, span);
         }
         ExprKind::Call { .. } => w.call(env, e)?,
         _ => w.eval_other(env, e)?,

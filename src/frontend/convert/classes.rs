@@ -219,6 +219,12 @@ fn stmt(kind: StmtKind, span: Span) -> Stmt {
     Stmt { kind, span }
 }
 
+/// A function the conversion makes (a constructor, a dataclass's `__init__`, a module's `train`), without `*args`,
+/// `**kwargs` or a return annotation.
+fn function(name: String, params: Vec<Param>, body: Vec<Stmt>, span: Span) -> Function {
+    Function { name, params, vararg: None, kwarg: None, returns: None, body, span }
+}
+
 /// After the file's functions converted: the functions each class adds (inherited methods, `__call__`, a
 /// dataclass's `__init__`, the constructor), and `super()` and `C.m(...)` calls rewritten. `convert` converts a
 /// class-level expression; a class whose values do not convert becomes unusable with its error (`Err` by name).
@@ -300,15 +306,7 @@ fn finish(
                 })
                 .collect();
             let params = std::iter::once(this).chain(fields.iter().cloned()).collect();
-            functions.push(Function {
-                name: init.clone(),
-                params,
-                vararg: None,
-                kwarg: None,
-                returns: None,
-                body,
-                span,
-            });
+            functions.push(function(init.clone(), params, body, span));
             methods.push(init.clone());
         }
         let ctor = match class.dict_alias {
@@ -355,15 +353,7 @@ fn module_mode(
     let attr = |o: &str, a: &str| e(ExprKind::Attr(Box::new(name(o, span)), a.into()));
     let call = |f: Expr, args| e(ExprKind::Call { func: Box::new(f), args, kwargs: vec![] });
     let param = |n: &str, default| Param { name: n.into(), ann: None, default, span };
-    let method = |m: &str, params, body| Function {
-        name: format!("{cname}::{m}"),
-        params,
-        vararg: None,
-        kwarg: None,
-        returns: None,
-        body,
-        span,
-    };
+    let method = |m: &str, params, body| function(format!("{cname}::{m}"), params, body, span);
     if !attrs.iter().any(|(n, _)| n == "training") {
         attrs.push(("training".into(), e(ExprKind::Bool(true))));
     }
@@ -428,14 +418,11 @@ fn dict_constructor(cname: &str, span: Span) -> Function {
     let args = vec![Expr { kind: ExprKind::Starred(Box::new(name("args", span))), span }];
     let kwargs = vec![("**".to_string(), name("kwargs", span))];
     let call = Expr { kind: ExprKind::Call { func: Box::new(name("dict", span)), args, kwargs }, span };
+    let body = vec![stmt(StmtKind::Return(Some(call)), span)];
     Function {
-        name: cname.to_string(),
-        params: vec![],
         vararg: Some((0, param("args"))),
         kwarg: Some(param("kwargs")),
-        returns: None,
-        body: vec![stmt(StmtKind::Return(Some(call)), span)],
-        span,
+        ..function(cname.into(), vec![], body, span)
     }
 }
 
@@ -486,15 +473,7 @@ fn supers(classes: &HashMap<String, Class>, functions: &mut [Function]) {
 /// The constructor of class `cname`: `self = {"__class__": C, attrs...}; C::__init__(self, params...); return self`,
 /// taking `__init__`'s parameters after `self` (`init`; none without one).
 fn constructor(cname: &str, span: Span, attrs: Vec<(String, Expr)>, init: Option<&Function>) -> Function {
-    let mut ctor = Function {
-        name: cname.to_string(),
-        params: vec![],
-        vararg: None,
-        kwarg: None,
-        returns: None,
-        body: vec![],
-        span,
-    };
+    let mut ctor = function(cname.to_string(), vec![], vec![], span);
     let mut items = vec![(
         Expr { kind: ExprKind::Str(CLASS_KEY.into()), span },
         Expr { kind: ExprKind::Str(cname.to_string()), span },

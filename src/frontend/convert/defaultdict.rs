@@ -3,9 +3,9 @@
 //! `NAME.setdefault(k, FACTORY())`, which is what a `defaultdict` does on a missing key (and nothing on a present
 //! one). `NAME[k] op= v` first runs `NAME.setdefault(k, FACTORY())`, then the plain `NAME[k] op= v`; `NAME[k] = v`
 //! stays a plain store. The factories Python code writes are made directly (`list` is `[]`, `int` is `0`, `float`
-//! is `0.0`, `dict` is `{}`, `set` is `set()`, `tuple` is `()`, `str` is `""`, `bool` is `False`); any other is
-//! called. The index `k` of an augmented assignment is evaluated twice, so it must not call anything that is not a
-//! builtin of Python.
+//! is `0.0`, `dict` is `{}`, `tuple` is `()`, `str` is `""`, `bool` is `False`); any other, `set` too, is called.
+//! The index `k` of an augmented assignment is evaluated twice, so it must not call a method that changes its object
+//! (`append`, `pop`, an in-place tensor op, ...).
 //!
 //! Where the dict goes elsewhere (passed to a helper, returned, stored in a list), it is a plain dict there: a read
 //! of a missing key raises `KeyError`, never a wrong value. A `defaultdict` made anywhere else (an attribute
@@ -36,26 +36,27 @@ fn made(e: &Expr) -> Option<Result<Option<&Expr>, Diagnostic>> {
     })
 }
 
-/// The value `FACTORY()` makes, at `span`.
-fn default_value(factory: &Expr, span: Span) -> Expr {
+/// `NAME.setdefault(k, FACTORY())` at `span`: the value a `defaultdict`'s read of `k` gives. The factories Python
+/// code writes make their value directly (`list` is `[]`); any other is called.
+fn setdefault(obj: &Expr, k: &Expr, factory: &Expr, span: Span) -> Expr {
     let at = |kind| Expr { kind, span };
-    let call = |name: &str| {
-        at(ExprKind::Call { func: Box::new(at(ExprKind::Name(name.into()))), args: vec![], kwargs: vec![] })
-    };
-    match &factory.kind {
+    let made = match &factory.kind {
         ExprKind::Name(n) => match n.as_str() {
-            "list" => at(ExprKind::List(vec![])),
-            "int" => at(ExprKind::Int(0)),
-            "float" => at(ExprKind::Float(0.0)),
-            "dict" => at(ExprKind::Dict(vec![])),
-            "tuple" => at(ExprKind::Tuple(vec![])),
-            "str" => at(ExprKind::Str(String::new())),
-            "bool" => at(ExprKind::Bool(false)),
-            "set" => call("set"),
-            _ => at(ExprKind::Call { func: Box::new(factory.clone()), args: vec![], kwargs: vec![] }),
+            "list" => Some(ExprKind::List(vec![])),
+            "int" => Some(ExprKind::Int(0)),
+            "float" => Some(ExprKind::Float(0.0)),
+            "dict" => Some(ExprKind::Dict(vec![])),
+            "tuple" => Some(ExprKind::Tuple(vec![])),
+            "str" => Some(ExprKind::Str(String::new())),
+            "bool" => Some(ExprKind::Bool(false)),
+            _ => None,
         },
-        _ => at(ExprKind::Call { func: Box::new(factory.clone()), args: vec![], kwargs: vec![] }),
-    }
+        _ => None,
+    };
+    let call = || ExprKind::Call { func: Box::new(factory.clone()), args: vec![], kwargs: vec![] };
+    let default = at(made.unwrap_or_else(call));
+    let func = Box::new(at(ExprKind::Attr(Box::new(obj.clone()), "setdefault".into())));
+    at(ExprKind::Call { func, args: vec![k.clone(), default], kwargs: vec![] })
 }
 
 /// Rewrites the `defaultdict`s of a function's `body` (see the module's documentation).
@@ -68,22 +69,15 @@ pub(super) fn rewrite(body: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
     }
     let mut factories: Vec<(String, Option<Expr>)> = Vec::new();
     find(body, &mut factories)?;
-    factories.retain(|(_, f)| f.is_some());
-    let dicts: Vec<(String, Expr)> = factories.into_iter().map(|(n, f)| (n, f.expect("kept"))).collect();
+    let dicts: Vec<(String, Expr)> = factories.into_iter().filter_map(|(n, f)| Some((n, f?))).collect();
     if !dicts.is_empty() {
         reads(body, &dicts)?;
     }
-    let mut stray = None;
-    visit_exprs(body, &mut |e| {
-        if stray.is_none() && matches!(&e.kind, ExprKind::Call { func, .. } if is_defaultdict(func)) {
-            stray = Some(e.span);
-        }
-    });
-    match stray {
-        Some(at) => Err(Diagnostic::new(
+    match first_expr(body, |e| matches!(&e.kind, ExprKind::Call { func, .. } if is_defaultdict(func))) {
+        Some(stray) => Err(Diagnostic::new(
             "`defaultdict(...)` is supported only bound to a name (`groups = defaultdict(list)`), not made here",
         )
-        .at(at)),
+        .at(stray.span)),
         None => Ok(()),
     }
 }
@@ -171,10 +165,7 @@ fn in_expr(e: &mut Expr, dicts: &[(String, Expr)]) {
         let ExprKind::Subscript(obj, k) = &x.kind else { return };
         let ExprKind::Name(n) = &obj.kind else { return };
         let Some((_, factory)) = dicts.iter().find(|(m, _)| m == n) else { return };
-        let span = x.span;
-        let setdefault = Expr { kind: ExprKind::Attr(obj.clone(), "setdefault".into()), span };
-        let args = vec![(**k).clone(), default_value(factory, span)];
-        x.kind = ExprKind::Call { func: Box::new(setdefault), args, kwargs: vec![] };
+        x.kind = setdefault(obj, k, factory, x.span).kind;
     });
 }
 
@@ -209,10 +200,7 @@ fn reads(body: &mut Vec<Stmt>, dicts: &[(String, Expr)]) -> Result<(), Diagnosti
                                          its object is not supported; compute the key first";
                                 return Err(Diagnostic::new(m).at(k.span));
                             }
-                            let f = Expr { kind: ExprKind::Attr(obj.clone(), "setdefault".into()), span };
-                            let args = vec![(**k).clone(), default_value(factory, span)];
-                            let call = Expr { kind: ExprKind::Call { func: Box::new(f), args, kwargs: vec![] }, span };
-                            before = Some(Stmt { kind: StmtKind::Expr(call), span });
+                            before = Some(Stmt { kind: StmtKind::Expr(setdefault(obj, k, factory, span)), span });
                         }
                     }
                 }

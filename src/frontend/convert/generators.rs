@@ -50,9 +50,7 @@ fn is_yield(e: &Expr) -> bool {
 /// A converted function's body: as it is where it yields nothing; else checked (see the module's documentation) and
 /// made to build and return the list of what it yields.
 pub(super) fn finish(mut body: Vec<Stmt>, span: Span) -> Result<Vec<Stmt>, Diagnostic> {
-    let mut generator = false;
-    visit_exprs(&body, &mut |e| generator |= is_yield(e));
-    if !generator {
+    if first_expr(&body, is_yield).is_none() {
         return Ok(body);
     }
     let refuse = |at: Span, what: &str| {
@@ -103,7 +101,7 @@ pub(super) fn finish(mut body: Vec<Stmt>, span: Span) -> Result<Vec<Stmt>, Diagn
     if let Some(at) = writes_through(&body) {
         return refuse(at, "writes through a subscript or an attribute");
     }
-    returns(&mut body, span)?;
+    returns(&mut body)?;
     let list = |span| Expr { kind: ExprKind::Name(GENERATED.into()), span };
     let make = Stmt {
         kind: StmtKind::Assign { targets: vec![list(span)], value: Expr { kind: ExprKind::List(vec![]), span } },
@@ -115,7 +113,7 @@ pub(super) fn finish(mut body: Vec<Stmt>, span: Span) -> Result<Vec<Stmt>, Diagn
 }
 
 /// A bare `return` returns the list; `return v` (the generator's `StopIteration` value) is refused.
-fn returns(body: &mut [Stmt], span: Span) -> Result<(), Diagnostic> {
+fn returns(body: &mut [Stmt]) -> Result<(), Diagnostic> {
     for s in body.iter_mut() {
         match &mut s.kind {
             StmtKind::Return(None) => {
@@ -124,10 +122,10 @@ fn returns(body: &mut [Stmt], span: Span) -> Result<(), Diagnostic> {
             StmtKind::Return(Some(_)) => {
                 return Err(Diagnostic::new("`return VALUE` in a generator function is not supported").at(s.span))
             }
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } => returns(body, span)?,
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => returns(body)?,
             StmtKind::If { body, orelse, .. } => {
-                returns(body, span)?;
-                returns(orelse, span)?;
+                returns(body)?;
+                returns(orelse)?;
             }
             _ => {}
         }

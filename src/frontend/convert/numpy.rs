@@ -487,12 +487,6 @@ impl Fold<'_> {
         }
     }
 
-    /// A number known now: a literal, arithmetic on numbers, or a name bound once to one before `e`.
-    /// `np.array(NUMBERS)`, a list or tuple (nested or not) of numbers known before the program runs, one of them a
-    /// float: numpy's float64 array, which is `torch.tensor(NUMBERS, dtype=torch.float64)` under what programs do
-    /// with it (arithmetic with numbers and tensors, `torch.tensor(a, dtype=...)`, indexing, `.shape`). An array of
-    /// ints only is refused: numpy's true division of one gives float64 where a tensor's gives float32. Left
-    /// accepted: the array on the left of an operator with a tensor, where PyTorch (with numpy 2) raises TypeError.
     /// `torch.from_numpy(A)` of an array folded here (a tensor already) is `A`; `np.array(NUMBERS).astype(np.DTYPE)`
     /// is `torch.tensor(NUMBERS, dtype=torch.DTYPE)`, of ints or floats. True where `e` was one of them.
     fn array_made_tensor(&self, e: &mut Expr) -> Result<bool, Diagnostic> {
@@ -556,6 +550,12 @@ impl Fold<'_> {
         self.array(e, dtype)
     }
 
+    /// `np.array(NUMBERS)`, a list or tuple (nested or not) of numbers known before the program runs, one of them a
+    /// float: numpy's float64 array, which is `torch.tensor(NUMBERS, dtype=torch.float64)` under what programs do
+    /// with it (arithmetic with numbers and tensors, `torch.tensor(a, dtype=...)`, indexing, `.shape`). An array of
+    /// ints only is refused: numpy's true division of one gives float64 where a tensor's gives float32. Left
+    /// accepted: the array on the left of an operator with a tensor, where PyTorch (with numpy 2) raises TypeError.
+    /// With `dtype` (a torch dtype's name, from `.astype`) the array is of that dtype, of any numbers.
     fn array(&self, e: &mut Expr, dtype: Option<&str>) -> Result<(), Diagnostic> {
         fn leaves(f: &Fold, e: &Expr, floats: &mut bool) -> bool {
             match &e.kind {
@@ -590,6 +590,7 @@ impl Fold<'_> {
         Ok(())
     }
 
+    /// A number known now: a literal, arithmetic on numbers, or a name bound once to one before `e`.
     fn value(&self, e: &Expr) -> Option<Num> {
         if let Some(n) = num(e) {
             return Some(n);
@@ -630,12 +631,13 @@ impl Fold<'_> {
     }
 }
 
-/// numpy's ceil and floor give a float (math's an int), with the sign of `x` where it is zero (`np.ceil(-0.5)` is
-/// -0.0): `math.copysign(float(call), x)` of `call`, math's ceil or floor of `x`.
 /// Whether `e` is `MODULE.NAME`.
 fn is_path(e: &Expr, module: &str, name: &str) -> bool {
     matches!(&e.kind, ExprKind::Attr(m, n) if n == name && matches!(&m.kind, ExprKind::Name(x) if x == module))
 }
+
+/// numpy's ceil and floor give a float (math's an int), with the sign of `x` where it is zero (`np.ceil(-0.5)` is
+/// -0.0): `math.copysign(float(call), x)` of `call`, math's ceil or floor of `x`.
 
 fn float_with_sign_of(call: Expr, x: Expr, span: Span) -> ExprKind {
     let name = |n: &str| Box::new(Expr { kind: ExprKind::Name(n.into()), span });

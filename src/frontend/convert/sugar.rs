@@ -218,7 +218,7 @@ pub(super) fn stops_early(func: &py::Expr) -> bool {
 
 /// Whether a converted comprehension's items, conditions and iterables call nothing with an effect, so that
 /// computing every item computes what stopping at the deciding one does: `isinstance` and the other builtins of
-/// [`PURE_BUILTINS`], functions of `torch` (`torch` also as `torch`), `F` and `math` but those that draw random numbers
+/// [`PURE_BUILTINS`], functions of `torch` (also under an alias, `th`), `F` and `math` but those that draw random numbers
 /// or write an `out=`, and methods (not in place, not of a list or dict) of what such a call returns (improved-
 /// diffusion's `any(not th.isfinite(p.grad).all() for p in params)`). A function or method of the program is never
 /// taken: it may have effects. Evaluating the rest may raise where Python would have stopped (a refusal, not a wrong
@@ -270,9 +270,7 @@ fn pure_call(call: &Expr, torch: &[String]) -> bool {
                 root = b;
             }
             match &root.kind {
-                ExprKind::Name(n) if matches!(&base.kind, ExprKind::Name(_) | ExprKind::Attr(..)) => {
-                    n == "torch" || n == "F" || n == "math" || torch.iter().any(|t| t == n)
-                }
+                ExprKind::Name(n) => n == "torch" || n == "F" || n == "math" || torch.iter().any(|t| t == n),
                 // A method of what a taken call returns: a fresh value, not the program's.
                 ExprKind::Call { .. } => pure_call(root, torch) && matches!(&base.kind, ExprKind::Call { .. }),
                 _ => false,
@@ -379,36 +377,8 @@ fn conditional_statements(body: &mut [Stmt]) {
 pub(super) fn desugar(body: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
     continue_as_else(body);
     conditional_statements(body);
-    setattr_as_assignment(body);
     super::distributions::categorical_entropy(body);
     super::defaultdict::rewrite(body)
-}
-
-/// `setattr(o, "name", v)` as a statement is `o.name = v` (ConvLSTM's cells set their hidden state so), where the name
-/// is a string written out; with any other name it stays a call, which the engines refuse.
-fn setattr_as_assignment(body: &mut [Stmt]) {
-    for s in body.iter_mut() {
-        match &mut s.kind {
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } => setattr_as_assignment(body),
-            StmtKind::If { body, orelse, .. } => {
-                setattr_as_assignment(body);
-                setattr_as_assignment(orelse);
-            }
-            StmtKind::Expr(Expr { kind: ExprKind::Call { func, args, kwargs }, span })
-                if matches!(&func.kind, ExprKind::Name(n) if n == "setattr")
-                    && kwargs.is_empty()
-                    && matches!(args.as_slice(), [_, Expr { kind: ExprKind::Str(_), .. }, _]) =>
-            {
-                let (span, value, name, obj) = (*span, args.pop(), args.pop(), args.pop());
-                let (Some(obj), Some(Expr { kind: ExprKind::Str(name), .. }), Some(value)) = (obj, name, value) else {
-                    unreachable!("matched above")
-                };
-                let target = Expr { kind: ExprKind::Attr(Box::new(obj), name), span };
-                s.kind = StmtKind::Assign { targets: vec![target], value };
-            }
-            _ => {}
-        }
-    }
 }
 
 /// In every loop of `body`, `if C: A; continue` followed by the rest of the loop's body R is `if C: A else: R` (the

@@ -35,11 +35,18 @@ fn has_walrus(e: &Expr) -> bool {
 
 /// A function's converted body with the assignment expressions of its `if` tests rewritten; any other refused.
 pub(super) fn hoisted(mut body: Vec<Stmt>) -> Result<Vec<Stmt>, Diagnostic> {
-    hoist(&mut body)?;
-    Ok(body)
+    hoist(&mut body);
+    match first_expr(&body, is_walrus) {
+        Some(stray) => Err(Diagnostic::new(
+            "assignment expressions (`:=`) are supported only where an `if` test starts evaluating (`if (x := f()) \
+             is not None and ...:`)",
+        )
+        .at(stray.span)),
+        None => Ok(body),
+    }
 }
 
-fn hoist(body: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+fn hoist(body: &mut Vec<Stmt>) {
     let mut i = 0;
     while i < body.len() {
         let (mut before, span) = (Vec::new(), body[i].span);
@@ -51,29 +58,15 @@ fn hoist(body: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
         }
         match &mut body[i].kind {
             StmtKind::If { body: yes, orelse, .. } => {
-                hoist(yes)?;
-                hoist(orelse)?;
+                hoist(yes);
+                hoist(orelse);
             }
-            StmtKind::For { body: inner, .. } | StmtKind::While { body: inner, .. } => hoist(inner)?,
+            StmtKind::For { body: inner, .. } | StmtKind::While { body: inner, .. } => hoist(inner),
             _ => {}
         }
         let n = before.len();
         body.splice(i..i, before);
         i += n + 1;
-    }
-    let mut stray = None;
-    visit_exprs(body, &mut |e| {
-        if stray.is_none() && is_walrus(e) {
-            stray = Some(e.span);
-        }
-    });
-    match stray {
-        Some(at) => Err(Diagnostic::new(
-            "assignment expressions (`:=`) are supported only where an `if` test starts evaluating (`if (x := f()) \
-             is not None and ...:`)",
-        )
-        .at(at)),
-        None => Ok(()),
     }
 }
 
