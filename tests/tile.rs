@@ -71,6 +71,10 @@ fn a_transposing_kernel_is_tiled_and_gives_the_nests_bits() {
     let (c, got, shape) = run("transposed");
     assert!(c.contains("float tl[16][2048];") && c.contains("for (int64_t tv = 0; tv < 40; tv += 16)"), "{c}");
     assert!(c.contains("for (int64_t tu = 0; tu < 2100; tu += 2048)"), "{c}");
+    // The next row of the input is asked for a line (16 f32) at a time while this one is computed, up to the last
+    // row: the input's rows are the tile's streams.
+    assert!(c.contains("for (int64_t q = 0; q < eu && tv + jv + 1 < 40; q += 16) {"), "{c}");
+    assert_eq!(c.matches("__builtin_prefetch(&a1[").count(), 1, "{c}");
     let (plain, want, _) = run("elementwise");
     assert!(!plain.contains("tl["), "{plain}");
     assert_eq!(got, swap_last(&want, &[2, 40, 2100]), "shape {shape:?}");
@@ -88,6 +92,8 @@ fn an_operand_broadcast_along_the_rows_is_read_in_the_tile() {
     // fcos's scaled scores: `c` moves one element per step of the input's row, as the input does.
     let (c, got, _) = run("transposed_scaled");
     assert!(c.contains("float tl[16][70];") && c.contains("tl[jv][ju] = "), "{c}");
+    // `p`'s next row is prefetched; `c` is the same row for every row of the tile, and is not.
+    assert_eq!(c.matches("__builtin_prefetch(").count(), 1, "{c}");
     let (_, want, _) = run("scaled");
     assert_eq!(got, swap_last(&want, &[33, 70]));
 }

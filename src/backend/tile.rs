@@ -12,12 +12,14 @@
 //!
 //! Why long runs: a 16 x 16 tile reads 64 bytes of each input row per tile, which measured no faster than the nest
 //! with inputs read from memory; rows read whole (6.4 kB in yolov3) measured yolov3 0.68 -> 0.49 ms and fcos 0.22 ->
-//! 0.18 ms (`compare --measure`, one thread, two sittings; see ARCHITECTURE.md).
+//! 0.18 ms (`compare --measure`, one thread, two sittings; see ARCHITECTURE.md). The rows are still runs that start
+//! anywhere and cross pages: each row's successor is prefetched while it is computed ([`prefetches`]).
 
 use std::fmt::Write;
 
 use crate::lower::index::{Atom, Idx};
 use crate::lower::kernel::{c_type, render, Expr, Kernel};
+use crate::tensor::DType;
 
 /// The tile's side along the output's variable: 16 f32 lanes, one AVX-512 vector or a 64-byte line.
 pub const TILE: usize = 16;
@@ -47,7 +49,8 @@ pub fn transposed(k: &Kernel) -> Option<String> {
         return None;
     }
     // How far a variable moves the loads per step, in all (the sum) and at most (the largest).
-    let moves = |w: usize| loads.iter().map(|at| stride(at, w)).fold((0i64, 0i64), |(s, m), x| (s + x, m.max(x)));
+    let moves =
+        |w: usize| loads.iter().map(|(at, _, _)| stride(at, w)).fold((0i64, 0i64), |(s, m), x| (s + x, m.max(x)));
     let loops: Vec<(usize, usize)> = k.domain.iter().copied().enumerate().filter(|&(_, n)| n != 1).collect();
     let &(v, nv) = loops.last()?;
     let ((load_v, _), store_v) = (moves(v), stride(&k.store, v));
@@ -82,12 +85,16 @@ pub fn transposed(k: &Kernel) -> Option<String> {
     let _ = writeln!(s, "{ind}    const int64_t eu = {nu} - tu < {tu_n} ? {nu} - tu : {tu_n};");
     let _ = writeln!(s, "{ind}    {t} tl[{tv_n}][{tu_n}];");
     let body = format!("tl[jv][ju] = ({t})({});", render(&k.value, "a"));
+    let ahead = prefetches(&loads, u, v, nv, &ind);
     let store = format!("a0[{}] = tl[jv][ju];", k.store.render());
     // (the tile's variable, its extent, its tile's start, the loop it steps)
     let (along_v, along_u) = (("jv", "ev", "tv", v), ("ju", "eu", "tu", u));
     for (first, second, text) in [(along_v, along_u, body), (along_u, along_v, store)] {
         let _ = writeln!(s, "{ind}    for (int64_t {j} = 0; {j} < {e}; {j}++) {{", j = first.0, e = first.1);
         let _ = writeln!(s, "{ind}      const int64_t i{} = {} + {};", first.3, first.2, first.0);
+        if first.3 == v {
+            s.push_str(&ahead);
+        }
         // The values' loop is left rolled as every innermost loop of a kernel (`c::inner_loop_pragmas`); the stores'
         // loop is a copy with no select, which GCC may unroll.
         let unroll = if first.3 == v { format!("\n{ind}      #pragma GCC unroll 1") } else { String::new() };
@@ -104,12 +111,35 @@ pub fn transposed(k: &Kernel) -> Option<String> {
     Some(s)
 }
 
+/// The prefetches of the next row's streams, run before a row of the tile is computed: each load that reads along
+/// the loads' variable `u` one element per step and moves along the output's variable `v` is read one row (`v + 1`,
+/// the next tile's first row after a tile's last) ahead, a line at a time. A row is a run of a few kB that starts
+/// anywhere and crosses pages, where the hardware prefetchers start late and stop: with its input from memory,
+/// yolov3's kernel measured 1.11 -> 0.58 ms (one thread, inputs not in cache, against 0.49 ms with them in cache).
+/// A prefetch never faults; the row after the last is not asked for.
+fn prefetches(loads: &[(&Idx, usize, DType)], u: usize, v: usize, nv: usize, ind: &str) -> String {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut s = String::new();
+    for &(at, arg, d) in loads {
+        let text = format!("a{arg}[{}]", at.render());
+        if stride(at, u) != 1 || stride(at, v) == 0 || !seen.insert(text.clone()) {
+            continue;
+        }
+        let line = (64 / d.size()).max(1);
+        let _ = writeln!(s, "{ind}      for (int64_t q = 0; q < eu && tv + jv + 1 < {nv}; q += {line}) {{");
+        let _ =
+            writeln!(s, "{ind}        const int64_t i{v} = tv + jv + 1;\n{ind}        const int64_t i{u} = tu + q;");
+        let _ = writeln!(s, "{ind}        __builtin_prefetch(&{text});\n{ind}      }}");
+    }
+    s
+}
+
 /// Collects the positions of `e`'s loads of arguments (a pre value is a small local array: its reads do not
 /// count); false where `e` has a gather or a dot, or a load or pre read at a position that is not affine.
-fn collect_loads<'a>(e: &'a Expr, out: &mut Vec<&'a Idx>) -> bool {
+fn collect_loads<'a>(e: &'a Expr, out: &mut Vec<(&'a Idx, usize, DType)>) -> bool {
     match e {
-        Expr::Load { at, .. } => {
-            out.push(at);
+        Expr::Load { at, arg, dtype } => {
+            out.push((at, *arg, *dtype));
             affine(at)
         }
         Expr::Local { at, .. } => affine(at),
