@@ -322,14 +322,16 @@ fn sort_lines<T: Copy>(
         order.clear();
         if k > 0 && k * 16 <= len {
             // A few of many (`topk`): candidates are gathered while the k smallest so far are known only as a
-            // bound, the worst of them after the last compaction; when twice k (and at least 4096) are gathered, a
+            // bound, the worst of them after the last compaction; when twice k (and at least 256) are gathered, a
             // linear-time selection keeps the k smallest and tightens the bound. An element enters only if it is
             // below the bound, which after the first few compactions is rare, so a block of values is first compared
             // with it (`before`, a loop the compiler vectorizes) and its keys are made only where one may enter. An
             // element comes after every earlier one of an equal key (pairs compare by index next), so one equal to
             // the bound never enters. Keeping the candidates sorted instead (an insertion per entry) cost O(k) per
-            // entry: a top-5000 of 982080 took 14.5 ms.
-            let cap = (2 * k).max(4096);
+            // entry: a top-5000 of 982080 took 14.5 ms. At least 256, not more: a line of a few thousand
+            // (fairseq's beam search, top 8 of 2000) then compacts once and filters the rest by blocks, where a floor
+            // of 4096 keyed and gathered every element (14 -> 3 us for two lines).
+            let cap = (2 * k).max(256);
             let mut worst: Option<(u64, u32)> = None;
             for (b, block) in line.chunks(64).enumerate() {
                 let mut bits = match worst {
@@ -616,7 +618,7 @@ mod tests {
             (DType::F32, f(&mut long(700).map(|j| if j == 2 || j == 9 { 4 } else { j }))),
             (DType::I32, long(600).map(|j| Scalar::I((j as i64 - 5) * 1_000_003)).collect()),
             (DType::Bool, long(520).map(|j| Scalar::B(j % 3 == 1)).collect()),
-            // Lines long enough that a top-k gathers more candidates than it keeps (4096) and compacts them, several
+            // Lines long enough that a top-k gathers more candidates than it keeps (256) and compacts them, several
             // times while no bound is known yet (every element a candidate), then under a bound full of ties.
             (DType::F32, f(&mut long(20000))),
             (DType::I64, long(9000).map(|j| Scalar::I(ints[j])).collect()),
