@@ -139,3 +139,20 @@ def call_evaluation_order(x: f32[4], y: f32[4]) -> tuple[f32[4], f32[4], f32[4]]
     order = []
     f = _bumped(y, order).mul(_bumped(x, order))
     return d, e, f
+
+
+def slices_as_values(x: f32[6, 8]) -> tuple[f32[6, 8], f32[3, 4], f32[6, 3], f32[2, 8]]:
+    """Python's `slice` objects (Swin's shifted-window mask, ring attention's `slice_` argument): a tuple of them
+    iterated as subscripts of a write, a tuple of them as one subscript, `slice(stop)` and a step."""
+    mask = torch.zeros(6, 8)
+    h_slices = (slice(0, -3), slice(-3, -1), slice(-1, None))
+    w_slices = (slice(0, -4), slice(-4, -2), slice(-2, None))
+    cnt = 0
+    for h in h_slices:
+        for w in w_slices:
+            mask[h, w] = cnt
+            cnt += 1
+    s = (slice(None), slice(1, None, 2))
+    y = x[s][slice(3), ...]
+    picked = slice(2, None)
+    return mask, y, x[:, slice(5)][:, picked], x[slice(1, 5, 2)]

@@ -151,7 +151,9 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     lambdas::close_lambdas(&mut func, &mut nested, &mut lambdas)?;
                     closure::close_over(&mut func, &mut nested)?;
                     sugar::desugar(&mut func.body)?;
+                    sugar::slice_builtin(&mut func);
                     nested.iter_mut().try_for_each(|n| sugar::desugar(&mut n.func.body))?;
+                    nested.iter_mut().for_each(|n| sugar::slice_builtin(&mut n.func));
                     lambdas.iter_mut().try_for_each(|l| sugar::desugar(&mut l.body))?;
                     Ok(func)
                 });

@@ -501,3 +501,29 @@ fn leaves_block(body: &[Stmt], in_loop: bool) -> Option<Span> {
         _ => None,
     })
 }
+
+/// `slice(stop)`, `slice(start, stop[, step])` (the builtin, where the function binds no name `slice`) as the
+/// slice it makes, `start:stop:step`, which both engines evaluate as a value anywhere (Swin's `h_slices =
+/// (slice(0, -w), slice(-w, -s), slice(-s, None))` iterated and used as subscripts; ring attention's
+/// `slice_=(slice(None), slice(n, None))` passed on and used as `out[slice_]`). Other arities, keywords and `*args`
+/// stay calls, which the engines refuse as Python would or name as unsupported.
+pub(super) fn slice_builtin(func: &mut Function) {
+    let mut bound: Vec<String> = func.params.iter().map(|p| p.name.clone()).collect();
+    bound_names(&func.body, &mut bound);
+    if bound.iter().any(|n| n == "slice") {
+        return;
+    }
+    visit_exprs_mut(&mut func.body, &mut |e| {
+        let ExprKind::Call { func: f, args, kwargs } = &mut e.kind else { return };
+        let plain = kwargs.is_empty() && !args.iter().any(|a| matches!(a.kind, ExprKind::Starred(_)));
+        if !matches!(&f.kind, ExprKind::Name(n) if n == "slice") || !plain || !(1..=3).contains(&args.len()) {
+            return;
+        }
+        let mut parts = std::mem::take(args).into_iter().map(Box::new);
+        let (a, b, c) = match (parts.next(), parts.next(), parts.next()) {
+            (Some(stop), None, None) => (None, Some(stop), None),
+            (start, stop, step) => (start, stop, step),
+        };
+        e.kind = ExprKind::Slice(a, b, c);
+    });
+}
