@@ -175,3 +175,25 @@ def dict_subclass_and_assignment_expressions(
     either = (_either({"a": x}), _either({"b": x}), _either({}) is None)
     return a + b + x, missing is None, both, _sin_cos(_BufferCache(z=x)), len(cache), *either
 
+
+
+class _SeparatedNorm(nn.Module):
+    # jihunchoi's BN-LSTM (held-out round 30): one running mean per time step, registered as buffers by name
+    def __init__(self, n, steps):
+        super().__init__()
+        self.steps = steps
+        for i in range(steps):
+            self.register_buffer('running_mean_{}'.format(i), torch.zeros(n))
+        self.register_buffer("scale", torch.ones(n), persistent=False)
+
+    def forward(self, x, t):
+        mean = getattr(self, 'running_mean_{}'.format(t))
+        mean.add_(x.mean(0) * 0.1)
+        return (x - mean) * self.scale
+
+
+def buffers_registered_by_name(x: f32[4, 3]) -> tuple[f32[4, 3], f32[4, 3], f32[3], f32[3]]:
+    norm = _SeparatedNorm(3, 2)
+    a = norm(x, 0)
+    b = norm(x * 2.0, 1)
+    return a, b, norm.running_mean_0, norm.running_mean_1

@@ -409,6 +409,20 @@ fn module_mode(
         functions.push(method("eval", vec![param("self", None)], body));
         methods.push(eval);
     }
+    // `register_buffer(name, tensor, persistent=True)`: the tensor as the attribute of that name (a buffer is an
+    // attribute that moves with the module, which programs do not do; `persistent` is about `state_dict`).
+    let register = format!("{cname}::register_buffer");
+    if !methods.contains(&register) {
+        let set = call(name("setattr", span), vec![name("self", span), name("name", span), name("tensor", span)]);
+        let params = vec![
+            param("self", None),
+            param("name", None),
+            param("tensor", None),
+            param("persistent", Some(e(ExprKind::Bool(true)))),
+        ];
+        functions.push(method("register_buffer", params, vec![stmt(StmtKind::Expr(set), span)]));
+        methods.push(register);
+    }
 }
 
 /// The constructor of a subclass of `dict` with nothing of its own: `def C(*args, **kwargs): return dict(*args,
