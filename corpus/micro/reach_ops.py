@@ -334,3 +334,20 @@ def isclose_and_allclose(x: f32[8], y: f32[8]) -> tuple[bool[8], bool[8], f32[8]
     else:
         d = y - 1.0
     return a, b, c, d
+
+
+def legacy_loss_reductions(
+    x: f32[4, 3], y: f32[4, 3], t: i64[4]
+) -> tuple[f32[()], f32[4, 3], f32[()], f32[4], f32[()], f32[()]]:
+    """Old code's deprecated `size_average`/`reduce` (kuangliu's RetinaNet: `F.smooth_l1_loss(p, t,
+    size_average=False)`, a sum), which replace `reduction` whatever it says, as PyTorch's legacy_get_string does."""
+    logp = F.log_softmax(x, 1)
+    t = t % 3
+    return (
+        F.smooth_l1_loss(x, y, size_average=False),
+        F.mse_loss(x, y, reduce=False),
+        F.l1_loss(x, y, size_average=True, reduce=True, reduction="sum"),
+        F.nll_loss(logp, t, reduce=False),
+        F.cross_entropy(x, t, size_average=False),
+        F.kl_div(logp, y.softmax(1), size_average=None, reduce=None),
+    )

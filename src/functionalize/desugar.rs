@@ -155,20 +155,12 @@ impl<'m> Fz<'m> {
         span: Span,
     ) -> FR<(TRef, TRef, &'static str)> {
         let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);
-        let (reduction, deprecated) = crate::interp::more_ops::loss_keywords(a);
+        let (reduction, legacy) = crate::interp::more_ops::loss_keywords(a);
         let dtypes = (self.roots[x.root].dtype, self.roots[y.root].dtype);
         let shapes = (&x.shape[..], &y.shape[..]);
-        let r = crate::interp::more_ops::loss_check(
-            name,
-            kernel,
-            keywords,
-            a.pos.len(),
-            deprecated,
-            shapes,
-            dtypes,
-            reduction,
-        )
-        .map_err(err(span))?;
+        let r =
+            crate::interp::more_ops::loss_check(name, kernel, keywords, a.pos.len(), legacy, shapes, dtypes, reduction)
+                .map_err(err(span))?;
         Ok((x, y, r))
     }
 

@@ -22,7 +22,10 @@ impl<'m> Fz<'m> {
                 FV::Str(s) => Ok(&**s),
                 other => Err(other.type_name()),
             }),
-            deprecated: a.opt(at.size_average, "size_average").is_some() || a.opt(at.reduce, "reduce").is_some(),
+            legacy: crate::interp::more_ops::legacy_reduction(
+                a.opt(at.size_average, "size_average"),
+                a.opt(at.reduce, "reduce"),
+            ),
         };
         let reduction = options(name, &given).map_err(err(span))?;
         let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);

@@ -21,8 +21,9 @@ pub(crate) struct Given<'a> {
     pub smoothing: bool,
     /// The reduction given: a string, or the type name of something else.
     pub reduction: Option<Result<&'a str, &'static str>>,
-    /// A deprecated `size_average` or `reduce` was given.
-    pub deprecated: bool,
+    /// The reduction a deprecated `size_average` or `reduce` gives, where one was given
+    /// ([`super::more_ops::legacy_reduction`]).
+    pub legacy: Result<Option<&'static str>, String>,
 }
 
 /// The reduction of loss `name`, after the checks both engines make: no class weights, no label smoothing, no
@@ -34,8 +35,8 @@ pub(crate) fn options(name: &str, g: &Given) -> Result<&'static str, String> {
     if g.smoothing {
         return Err(format!("{name}(): label_smoothing is not supported"));
     }
-    if g.deprecated {
-        return Err(format!("{name}(): size_average and reduce are deprecated and not supported; use reduction"));
+    if let Some(r) = g.legacy.clone().map_err(|m| format!("{name}(): {m}"))? {
+        return Ok(r); // PyTorch replaces `reduction` by the legacy one, whatever it was
     }
     match g.reduction {
         None => Ok("mean"),
@@ -157,7 +158,7 @@ fn given<'a>(a: &'a Args, name: &str) -> Given<'a> {
             Value::Str(s) => Ok(&**s),
             other => Err(other.type_name()),
         }),
-        deprecated: a.opt(at.size_average, "size_average").is_some() || a.opt(at.reduce, "reduce").is_some(),
+        legacy: super::more_ops::legacy_reduction(a.opt(at.size_average, "size_average"), a.opt(at.reduce, "reduce")),
     }
 }
 

@@ -536,23 +536,51 @@ pub(crate) fn loss_args(
     keywords: &str,
 ) -> AResult<(Tensor, Tensor, &'static str)> {
     let (x, y) = (a.tensor(0, "input")?, a.tensor(1, "target")?);
-    let (reduction, deprecated) = loss_keywords(a);
+    let (reduction, legacy) = loss_keywords(a);
     let shapes = (&x.shape[..], &y.shape[..]);
-    let r = loss_check(name, kernel, keywords, a.pos.len(), deprecated, shapes, (x.dtype(), y.dtype()), reduction)?;
+    let r = loss_check(name, kernel, keywords, a.pos.len(), legacy, shapes, (x.dtype(), y.dtype()), reduction)?;
     Ok((x, y, r))
 }
 
-/// A loss's `reduction` keyword (a string, or the type name of something else) and whether a deprecated
-/// `size_average`/`reduce` was given, in either engine's arguments.
+/// A loss's `reduction` keyword (a string, or the type name of something else) and the reduction its deprecated
+/// `size_average`/`reduce` give ([`legacy_reduction`]), in either engine's arguments.
 pub(crate) fn loss_keywords<V: super::pyvalue::PyValue>(
     a: &super::args::CallArgs<V>,
-) -> (Option<Result<String, &'static str>>, bool) {
+) -> (Option<Result<String, &'static str>>, Result<Option<&'static str>, String>) {
     let reduction = a.opt(usize::MAX, "reduction").map(|v| match v.py() {
         super::pyvalue::Py::Str(s) => Ok(s.to_string()),
         _ => Err(v.type_name()),
     });
-    let deprecated = a.opt(usize::MAX, "size_average").is_some() || a.opt(usize::MAX, "reduce").is_some();
-    (reduction, deprecated)
+    (reduction, legacy_reduction(a.opt(usize::MAX, "size_average"), a.opt(usize::MAX, "reduce")))
+}
+
+/// The reduction of a loss's deprecated `size_average` and `reduce` arguments, as PyTorch's
+/// `_Reduction.legacy_get_string` makes it when either is given (it then replaces `reduction`): each `None` or
+/// absent counts as true; both true is `mean`, `reduce` alone `sum`, `reduce=False` `none` (old code's
+/// `F.smooth_l1_loss(x, y, size_average=False)` is a sum). `None` where neither is given. A value that is not a
+/// bool, an int or `None` (a tensor: known only when the program runs) is refused.
+pub(crate) fn legacy_reduction<V: super::pyvalue::PyValue>(
+    size_average: Option<&V>,
+    reduce: Option<&V>,
+) -> Result<Option<&'static str>, String> {
+    use super::pyvalue::Py;
+    if size_average.is_none() && reduce.is_none() {
+        return Ok(None);
+    }
+    let truth = |v: Option<&V>, name: &str| match v.map(|v| v.py()) {
+        None | Some(Py::None) => Ok(true),
+        Some(Py::Bool(b)) => Ok(b),
+        Some(Py::Int(i)) => Ok(i != 0),
+        Some(_) => Err(format!(
+            "{name}= must be a bool known before the program runs, not {}",
+            v.map_or("None", |v| v.type_name())
+        )),
+    };
+    Ok(Some(match (truth(size_average, "size_average")?, truth(reduce, "reduce")?) {
+        (true, true) => "mean",
+        (false, true) => "sum",
+        (_, false) => "none",
+    }))
 }
 
 /// The checks of [`loss_args`], which the functionalizer's losses make too, on what they read: `npos` positional
@@ -566,7 +594,7 @@ pub(crate) fn loss_check(
     kernel: Option<&str>,
     keywords: &str,
     npos: usize,
-    deprecated: bool,
+    legacy: Result<Option<&'static str>, String>,
     (xs, ys): (&[usize], &[usize]),
     (dx, dy): (DType, DType),
     reduction: Option<Result<String, &str>>,
@@ -574,9 +602,7 @@ pub(crate) fn loss_check(
     if npos > 2 {
         return Err(format!("{name}(): pass {keywords} by keyword"));
     }
-    if deprecated {
-        return Err(format!("{name}(): size_average and reduce are deprecated; use reduction"));
-    }
+    let legacy = legacy.map_err(|m| format!("{name}(): {m}"))?;
     if xs != ys {
         let size = |s: &[usize]| format!("torch.Size({s:?})");
         return Err(if kernel.is_some() {
@@ -603,6 +629,9 @@ pub(crate) fn loss_check(
             dx.name(),
             dy.name()
         ));
+    }
+    if let Some(r) = legacy {
+        return Ok(r); // PyTorch replaces `reduction` by the legacy one, whatever it was
     }
     match reduction {
         None => Ok("mean"),
