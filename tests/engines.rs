@@ -1784,3 +1784,30 @@ fn class_errors_are_pythons_and_unsupported_classes_are_named() {
         assert!(e.contains("`_D` cannot be used") && e.contains(want), "{e}");
     }
 }
+
+/// Dropout (`nn.Dropout` and friends as modules, `F.dropout`): what draws a random mask is refused, PyTorch's check
+/// of `p` is made, and `isinstance` against a function that is not a class is Python's TypeError.
+#[test]
+fn dropout_that_draws_a_mask_is_refused_and_p_is_checked() {
+    let module = |body: &str| {
+        format!("import torch.nn as nn\nimport torch.nn.functional as F\n\n\ndef f(x: f32[3, 4]):\n{body}")
+    };
+    for (body, want) in [
+        ("    return nn.Dropout(0.1)(x)\n", "case.py:9:15: dropout in training mode is random"),
+        ("    d = nn.Dropout2d(0.5)\n    d.eval()\n    return d.train()(x)\n", "dropout in training mode is random"),
+        ("    return nn.Dropout(p=1.5)(x)\n", "ValueError: dropout probability has to be between 0 and 1, but got 1.5"),
+        (
+            "    return F.dropout(x, -0.5, False)\n",
+            "ValueError: dropout probability has to be between 0 and 1, but got -0.5",
+        ),
+        ("    return F.dropout(x)\n", "dropout in training mode is random"),
+        ("    return isinstance(x, F.relu)\n", "isinstance() arg 2 must be a type"),
+    ] {
+        every_engine_raises(&module(body), "f", want);
+    }
+    for body in ["    return F.dropout(x, 0.0) + nn.Dropout(0)(x)\n", "    return nn.AlphaDropout(0.3).eval()(x)\n"] {
+        for (engine, m) in errors(&module(body), "f") {
+            assert_eq!(m, "returned without an error", "{engine}: {body}");
+        }
+    }
+}

@@ -197,3 +197,55 @@ def buffers_registered_by_name(x: f32[4, 3]) -> tuple[f32[4, 3], f32[4, 3], f32[
     a = norm(x, 0)
     b = norm(x * 2.0, 1)
     return a, b, norm.running_mean_0, norm.running_mean_1
+
+
+class _Layer(nn.Module):
+    # OpenNMT's StackedLSTM and most models: a dropout module kept as an attribute, called on every layer
+    def __init__(self, w, p):
+        super().__init__()
+        self.w = w
+        self.dropout = nn.Dropout(p)
+
+    def forward(self, x):
+        return self.dropout(torch.tanh(x @ self.w))
+
+
+class _Stack(nn.Module):
+    def __init__(self, w):
+        super().__init__()
+        self.first = _Layer(w, 0.3)
+        self.second = _Layer(w * 0.5, 0.0)
+        self.out = nn.Dropout2d(p=0.2)
+
+    def forward(self, x):
+        return self.out(self.second(self.first(x)))
+
+
+def dropout_modules_in_eval_mode(x: f32[3, 4], w: f32[4, 4]) -> tuple[f32[3, 4], f32[3, 4], bool, bool, bool]:
+    model = _Stack(w)
+    model.eval()
+    y = model(x)
+    # p = 0 draws nothing even in training mode (PyTorch returns the input itself)
+    fresh = _Layer(w, 0.0)
+    return y, fresh(x), model.first.dropout.training, fresh.dropout.training, model.out.train().training
+
+
+class _PlainCell(nn.Module):
+    pass
+
+
+class _NormedCell(_PlainCell):
+    # jihunchoi's BN-LSTM: `if isinstance(cell, BNLSTMCell)` picks the call
+    pass
+
+
+def isinstance_of_classes_of_the_file(x: f32[3]) -> tuple[bool, bool, bool, bool, bool, bool]:
+    plain, bn = _PlainCell(), _NormedCell()
+    return (
+        isinstance(bn, _NormedCell),
+        isinstance(bn, _PlainCell),
+        isinstance(plain, _NormedCell),
+        isinstance(x, (_PlainCell, torch.Tensor)),
+        isinstance(plain, (int, _PlainCell)),
+        isinstance({"a": 1}, _PlainCell),
+    )

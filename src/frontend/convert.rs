@@ -19,6 +19,7 @@ mod imports;
 mod inert;
 mod iterators;
 mod lambdas;
+pub(super) mod modules;
 mod numpy;
 mod sugar;
 mod toplevel;
@@ -115,7 +116,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     let constructors = numpy::reachable_constructors(&cx, &module.body);
     // Module-level `NAME = literal` values, which decide module-level `if`s (`toplevel.rs`).
     let mut known: HashMap<String, toplevel::Lit> = HashMap::new();
-    let (mut classes, class_order, class_defs) = classes::collect(&cx, _path, &module.body, &mut unusable);
+    let (mut classes, mut class_order, class_defs) = classes::collect(&cx, _path, &module.body, &mut unusable);
     let mut work = classes::statements(&module.body, &class_defs);
     while let Some(stmt) = work.pop_front() {
         match stmt {
@@ -150,11 +151,9 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     }
                     lambdas::close_lambdas(&mut func, &mut nested, &mut lambdas)?;
                     closure::close_over(&mut func, &mut nested)?;
-                    sugar::desugar(&mut func.body)?;
-                    sugar::slice_builtin(&mut func);
-                    nested.iter_mut().try_for_each(|n| sugar::desugar(&mut n.func.body))?;
-                    nested.iter_mut().for_each(|n| sugar::slice_builtin(&mut n.func));
-                    lambdas.iter_mut().try_for_each(|l| sugar::desugar(&mut l.body))?;
+                    sugar::desugar(&mut func)?;
+                    nested.iter_mut().try_for_each(|n| sugar::desugar(&mut n.func))?;
+                    lambdas.iter_mut().try_for_each(sugar::desugar)?;
                     Ok(func)
                 });
                 match checked {
@@ -209,6 +208,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
         }
     }
     classes::settle(_path, &class_order, &mut classes, &mut functions, &failed, &mut unusable, &|e| cx.expr(e));
+    modules::add(source, &|i| cx.lines.span(TextSize::new(i as u32)), &mut functions, &mut class_order);
     imports::qualify(_path, &mut functions, &constants, from_imports, &mut unusable);
     iterators::check_all(_path, &mut functions, &mut failed);
     fail_callers(_path, &mut functions, &mut failed, &unusable);

@@ -10,6 +10,8 @@ pub mod torch_api;
 
 use crate::diag::Diagnostic;
 pub use ast::Module;
+/// The `torch.nn` modules the conversion makes classes of the file (`convert::modules`).
+pub use convert::modules::MODULE_CLASSES;
 
 /// Parses a program file's text. `path` is used in messages only.
 pub fn parse_module(path: &str, source: &str) -> Result<Module, Diagnostic> {

@@ -173,6 +173,10 @@ impl<'m> Fz<'m> {
     /// where the op takes it.
     fn module_call(&mut self, m: &str, name: &str, mut pos: Vec<FV>, mut kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
         if m == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) && name != "Parameter" {
+            // A module made a class of the file (`frontend::convert::modules`: the dropouts).
+            if crate::frontend::MODULE_CLASSES.contains(&name) && self.module.function(name).is_some() {
+                return self.call_value(FV::Func(Rc::from(name)), pos, kw, span, &format!("`nn.{name}`"));
+            }
             let (f, fixed) = crate::interp::compat::nn_module(name, pos, kw, FV::Int, |v| matches!(v, FV::Bool(true)))
                 .map_err(err(span))?;
             return Ok(FV::Closure(Rc::from(f), Rc::new(fixed)));

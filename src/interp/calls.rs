@@ -178,6 +178,10 @@ impl<'m> Interp<'m> {
         span: Span,
     ) -> Result<Value, Diagnostic> {
         if m == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) && name != "Parameter" {
+            // A module made a class of the file (`frontend::convert::modules`: the dropouts).
+            if crate::frontend::MODULE_CLASSES.contains(&name) && self.module.function(name).is_some() {
+                return self.call_value(Value::Func(std::rc::Rc::from(name)), pos, kw, span);
+            }
             let (f, fixed) = super::compat::nn_module(name, pos, kw, Value::Int, |v| matches!(v, Value::Bool(true)))
                 .map_err(tensor_err(span))?;
             return Ok(Value::Closure(std::rc::Rc::from(f), std::rc::Rc::new(fixed)));

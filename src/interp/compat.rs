@@ -157,6 +157,16 @@ pub(crate) fn nn_module<V: Clone>(
     Ok((func, fixed))
 }
 
+/// Whether `F.dropout(input, p, training)` returns its input, as PyTorch's CPU kernel does where `p` is 0 or
+/// `training` is false (`eval`: `training` given and false; `p` where it is a number), after PyTorch's check of
+/// `p`; false where it would draw a random mask, which funcfuse cannot reproduce.
+pub(crate) fn dropout_identity(p: Option<f64>, eval: Option<bool>) -> Result<bool, String> {
+    if let Some(p) = p.filter(|p| *p < 0.0 || *p > 1.0) {
+        return Err(format!("ValueError: dropout probability has to be between 0 and 1, but got {p}"));
+    }
+    Ok(eval == Some(true) || p == Some(0.0))
+}
+
 /// PyTorch's NumPy-style keyword aliases (`axis` for `dim`, `keepdims` for `keepdim`), which its argument parser
 /// accepts for every op, renamed to the names the ops take.
 pub(crate) fn numpy_aliases<V>(kw: &mut [(String, V)]) {

@@ -181,11 +181,16 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             t(index::index(&w, &[Some(idx)])?)
         }
         "dropout" => {
-            a.opt(1, "p"); // the rate does not matter when not training, nor `inplace`
-            a.opt(3, "inplace");
-            match a.opt(2, "training") {
-                Some(Value::Bool(false)) => t(a.tensor(0, "input")?),
-                _ => Err("dropout in training mode is random; pass training=False or remove it".into()),
+            let p = match a.opt(1, "p") {
+                None => Some(0.5),
+                Some(Value::Float(f)) => Some(*f),
+                Some(Value::Int(i)) => Some(*i as f64),
+                Some(_) => None,
+            };
+            a.opt(3, "inplace"); // the input itself is the result: in place or not, it is unchanged
+            match super::compat::dropout_identity(p, a.opt(2, "training").map(|v| matches!(v, Value::Bool(false))))? {
+                true => t(a.tensor(0, "input")?),
+                false => Err("dropout in training mode is random; pass training=False or remove it".into()),
             }
         }
         "tolist" => Ok(to_list(&a.tensor(0, "input")?)),

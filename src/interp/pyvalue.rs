@@ -74,6 +74,8 @@ pub trait PyValue: Clone + Sized {
     fn torch_function(name: &str) -> Self;
     /// The slice `:`.
     fn full_slice() -> Self;
+    /// The name of a function value of the program file (a class's constructor too), or of an op.
+    fn function_name(&self) -> Option<&str>;
 
     /// Python's name of the value's type, as errors print it.
     fn type_name(&self) -> &'static str {
@@ -675,6 +677,13 @@ macro_rules! py_values {
 
             fn full_slice() -> Self {
                 $t::Slice(None, None, None)
+            }
+
+            fn function_name(&self) -> Option<&str> {
+                match self {
+                    $t::Func(n) => Some(n),
+                    _ => None,
+                }
             }
         }
     };

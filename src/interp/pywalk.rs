@@ -194,6 +194,31 @@ pub fn isinstance<V: PyValue>(v: &V, class_or_tuple: &V) -> Result<bool, String>
     isinstance_of(class, names)
 }
 
+/// `isinstance(v, C)` where `C` (or an item of a tuple of classes) is a class of the program file: whether `v` is an
+/// instance of `C` or of a class derived from it (`frontend::convert::classes` gives each class a function
+/// `CLASS::^A` per class `A` it is). `None` where no class of the file is asked about; a tuple that mixes them with
+/// builtin types asks about those too.
+fn isinstance_of_class<'m, W: Walk<'m>>(w: &W, v: &W::V, class_or_tuple: &W::V) -> Option<Result<bool, String>> {
+    let items = match class_or_tuple.py() {
+        Py::Tuple(items) => items.to_vec(),
+        _ => vec![class_or_tuple.clone()],
+    };
+    let is_class = |c: &W::V| c.function_name().is_some_and(|n| w.has_function(&format!("{n}::^{n}")));
+    if !items.iter().any(is_class) {
+        return None;
+    }
+    let of = super::pyvalue::object_class(v);
+    let mine = items.iter().filter(|c| is_class(c)).any(|c| {
+        let name = c.function_name().expect("a class");
+        of.as_ref().is_some_and(|o| w.has_function(&format!("{o}::^{name}")))
+    });
+    let rest: Vec<W::V> = items.into_iter().filter(|c| !is_class(c)).collect();
+    match rest.is_empty() {
+        true => Some(Ok(mine)),
+        false => Some(isinstance(v, &W::V::make(Made::Tuple(rest))).map(|b| mine || b)),
+    }
+}
+
 /// `type(v)`: the builtin type a program can name and compare (`type(lengths) == list`, `type(x) is torch.Tensor`).
 fn type_of<V: PyValue>(v: &V) -> Result<&'static str, String> {
     Ok(match v.py() {
@@ -600,7 +625,11 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
             "isinstance" => {
                 let v = w.required(a, 0, "obj")?.clone();
                 let classes = w.required(a, 1, "class_or_tuple")?.clone();
-                let r = isinstance(&v, &classes).map_err(|m| Diagnostic::new(m).at(span))?;
+                let r = match isinstance_of_class(w, &v, &classes) {
+                    Some(r) => r,
+                    None => isinstance(&v, &classes),
+                };
+                let r = r.map_err(|m| Diagnostic::new(m).at(span))?;
                 W::V::make(Made::Bool(r))
             }
             "type" if a.pos.len() == 1 && a.kw.is_empty() => {

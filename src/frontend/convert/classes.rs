@@ -211,17 +211,17 @@ fn is_classvar(ann: &py::Expr) -> bool {
     }
 }
 
-fn name(n: &str, span: Span) -> Expr {
+pub(super) fn name(n: &str, span: Span) -> Expr {
     Expr { kind: ExprKind::Name(n.to_string()), span }
 }
 
-fn stmt(kind: StmtKind, span: Span) -> Stmt {
+pub(super) fn stmt(kind: StmtKind, span: Span) -> Stmt {
     Stmt { kind, span }
 }
 
 /// A function the conversion makes (a constructor, a dataclass's `__init__`, a module's `train`), without `*args`,
 /// `**kwargs` or a return annotation.
-fn function(name: String, params: Vec<Param>, body: Vec<Stmt>, span: Span) -> Function {
+pub(super) fn function(name: String, params: Vec<Param>, body: Vec<Stmt>, span: Span) -> Function {
     Function { name, params, vararg: None, kwarg: None, returns: None, body, span }
 }
 
@@ -254,6 +254,13 @@ fn finish(
                     }
                 }
             }
+        }
+        // `isinstance(o, A)` asks for `CLASS::^A` (`interp::pywalk::isinstance_of_class`): one per class the class
+        // is (itself and its bases), each a function that does nothing.
+        let mut ancestor = Some(cname.clone());
+        while let Some(a) = ancestor {
+            functions.push(function(format!("{cname}::^{a}"), vec![], vec![], span));
+            ancestor = classes.get(&a).and_then(|c| c.base.clone());
         }
         let fwd = format!("{cname}::forward");
         let call = format!("{cname}::__call__");

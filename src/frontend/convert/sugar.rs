@@ -374,11 +374,14 @@ fn conditional_statements(body: &mut [Stmt]) {
 }
 
 /// The rewrites of this file, `distributions` and `defaultdict` on the body of a converted function.
-pub(super) fn desugar(body: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+pub(super) fn desugar(func: &mut Function) -> Result<(), Diagnostic> {
+    let body = &mut func.body;
     continue_as_else(body);
     conditional_statements(body);
     super::distributions::categorical_entropy(body);
-    super::defaultdict::rewrite(body)
+    super::defaultdict::rewrite(body)?;
+    slice_builtin(func);
+    Ok(())
 }
 
 /// In every loop of `body`, `if C: A; continue` followed by the rest of the loop's body R is `if C: A else: R` (the
@@ -507,7 +510,7 @@ fn leaves_block(body: &[Stmt], in_loop: bool) -> Option<Span> {
 /// (slice(0, -w), slice(-w, -s), slice(-s, None))` iterated and used as subscripts; ring attention's
 /// `slice_=(slice(None), slice(n, None))` passed on and used as `out[slice_]`). Other arities, keywords and `*args`
 /// stay calls, which the engines refuse as Python would or name as unsupported.
-pub(super) fn slice_builtin(func: &mut Function) {
+fn slice_builtin(func: &mut Function) {
     let mut bound: Vec<String> = func.params.iter().map(|p| p.name.clone()).collect();
     bound_names(&func.body, &mut bound);
     if bound.iter().any(|n| n == "slice") {
