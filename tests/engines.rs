@@ -1811,3 +1811,29 @@ fn dropout_that_draws_a_mask_is_refused_and_p_is_checked() {
         }
     }
 }
+
+/// `torch.is_grad_enabled()` is true where nothing in the file changes the grad mode, and refused where something
+/// does (which blocks reach the call is not followed).
+#[test]
+fn is_grad_enabled_is_true_unless_the_file_changes_the_grad_mode() {
+    let src = "def f(x: f32[3]):\n    return x * 2.0 if torch.is_grad_enabled() else x\n";
+    let module: Module = frontend::parse_module("case.py", &format!("{HEADER}{src}")).unwrap();
+    let inputs = common::seeded_inputs(&module, "f", 3);
+    let got = common::run_reference(&module, "f", &inputs).unwrap();
+    let x = inputs["x"].to_f64_vec();
+    assert_eq!(
+        common::output_files(&got).into_values().next().unwrap().to_f64_vec(),
+        x.iter().map(|v| v * 2.0).collect::<Vec<_>>()
+    );
+    for (engine, m) in errors(src, "f") {
+        assert_eq!(m, "returned without an error", "{engine}");
+    }
+    let src = "@torch.no_grad()\ndef g(x):\n    return x\n\n\ndef f(x: f32[3]):\n    return g(x) if torch.is_grad_enabled() else x\n";
+    let m = conversion_error(&format!("{HEADER}{src}"));
+    assert!(
+        m.contains("case.py:10:20: torch.is_grad_enabled() in a file that changes the grad mode (`no_grad`)"),
+        "{m}"
+    );
+    let m = conversion_error(&format!("{HEADER}def f(x: f32[3]):\n    return torch.is_grad_enabled(x)\n"));
+    assert!(m.contains("takes 0 positional arguments"), "{m}");
+}

@@ -644,8 +644,8 @@ impl Cx {
             py::Expr::Call(c) if is_jit_annotate(&c.func) && c.arguments.args.len() == 2 && c.arguments.keywords.is_empty() => {
                 return self.expr(&c.arguments.args[1]);
             }
-            // `torch.enable_grad()(closure)` (torch.optim's LBFGS), `torch.compile(mode=...)(f)`: a grad mode or
-            // compiler made and then applied as a decorator is the function itself.
+            py::Expr::Call(c) if inert::asks_grad_mode(c, &self.torch.borrow()) => return inert::grad_enabled(c, &self.lines.source, self.sp(c)),
+            // `torch.enable_grad()(closure)` (LBFGS), `torch.compile(mode=...)(f)`: the function itself.
             py::Expr::Call(c)
                 if matches!(c.func.as_ref(), py::Expr::Call(_))
                     && inert::is_inert_decorator(&c.func, &self.torch.borrow())

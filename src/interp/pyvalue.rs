@@ -537,7 +537,8 @@ pub fn named_field<V: Clone>(items: &[V], names: &[&str], name: &str) -> Result<
 
 /// A call of `m.name(...)` on a module (`callee`) that both engines answer before dispatching it: complex-number
 /// functions are refused by name, `torch.device(...)` is the CPU, `torch.get_default_dtype()` is float32, and
-/// run-mode predicates (`torch.is_grad_enabled()`, ...) are False, taking no arguments. None for any other call.
+/// run-mode predicates (`torch.cuda.is_available()`, ...) are False, taking no arguments (`torch.is_grad_enabled()`
+/// is decided while the file converts: `frontend::convert::inert::grad_enabled`). None for any other call.
 pub fn answered_call<V: PyValue>(callee: &V, name: &str, pos: &[V], kw: &[(String, V)]) -> Option<Result<V, String>> {
     let Py::Module(m) = callee.py() else { return None };
     if m == "torch" {

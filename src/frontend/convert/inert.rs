@@ -95,3 +95,35 @@ pub(super) fn data_set_argument(e: &py::Expr) -> Option<&py::Expr> {
         _ => None,
     }
 }
+
+/// Whether `c` is `torch.is_grad_enabled(...)`.
+pub(super) fn asks_grad_mode(c: &py::ExprCall, torch: &[String]) -> bool {
+    dotted(&c.func, torch) == "torch.is_grad_enabled"
+}
+
+/// `torch.is_grad_enabled()` (pytorch3d's `_sqrt_positive_part` picks its form by it) as `True`, what PyTorch
+/// answers where a program runs as a script runs it, when nothing in the file (`source`) changes the grad mode.
+/// Where the file has a `torch.no_grad`, `inference_mode`, `enable_grad` or `set_grad_enabled` (anywhere: which
+/// calls a block or decorator reaches is not followed here), the answer would depend on where the call runs, and
+/// it is refused.
+pub(super) fn grad_enabled(
+    c: &py::ExprCall,
+    source: &str,
+    span: crate::diag::Span,
+) -> Result<crate::frontend::ast::Expr, crate::diag::Diagnostic> {
+    use crate::diag::err;
+    if !c.arguments.is_empty() {
+        return err(span, "TypeError: is_grad_enabled() takes 0 positional arguments");
+    }
+    let modes = ["no_grad", "inference_mode", "enable_grad", "set_grad_enabled"];
+    if let Some(m) = modes.iter().find(|m| source.contains(*m)) {
+        return err(
+            span,
+            format!(
+                "torch.is_grad_enabled() in a file that changes the grad mode (`{m}`) is not supported: the answer \
+                 depends on which blocks reach the call, which funcfuse does not follow"
+            ),
+        );
+    }
+    Ok(crate::frontend::ast::Expr { kind: crate::frontend::ast::ExprKind::Bool(true), span })
+}
