@@ -1802,6 +1802,7 @@ fn dropout_that_draws_a_mask_is_refused_and_p_is_checked() {
         ),
         ("    return F.dropout(x)\n", "dropout in training mode is random"),
         ("    return isinstance(x, F.relu)\n", "isinstance() arg 2 must be a type"),
+        ("    return nn.ModuleList(mods=[x])\n", "ModuleList.__init__() got an unexpected keyword argument 'mods'"),
     ] {
         every_engine_raises(&module(body), "f", want);
     }

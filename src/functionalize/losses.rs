@@ -22,7 +22,7 @@ impl<'m> Fz<'m> {
                 FV::Str(s) => Ok(&**s),
                 other => Err(other.type_name()),
             }),
-            legacy: crate::interp::more_ops::legacy_reduction(
+            legacy: crate::interp::losses::legacy_reduction(
                 a.opt(at.size_average, "size_average"),
                 a.opt(at.reduce, "reduce"),
             ),

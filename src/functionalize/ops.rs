@@ -177,6 +177,10 @@ impl<'m> Fz<'m> {
             if crate::frontend::MODULE_CLASSES.contains(&name) && self.module.function(name).is_some() {
                 return self.call_value(FV::Func(Rc::from(name)), pos, kw, span, &format!("`nn.{name}`"));
             }
+            // `nn.ModuleList(modules)` and `nn.ModuleDict(modules)`: the list or dict of them.
+            if let Some(b) = crate::interp::compat::module_container(name, &mut pos, &mut kw).map_err(err(span))? {
+                return self.builtin(b, &A::builtin(pos, kw, span, b.into()));
+            }
             let (f, fixed) = crate::interp::compat::nn_module(name, pos, kw, FV::Int, |v| matches!(v, FV::Bool(true)))
                 .map_err(err(span))?;
             return Ok(FV::Closure(Rc::from(f), Rc::new(fixed)));

@@ -182,6 +182,11 @@ impl<'m> Interp<'m> {
             if crate::frontend::MODULE_CLASSES.contains(&name) && self.module.function(name).is_some() {
                 return self.call_value(Value::Func(std::rc::Rc::from(name)), pos, kw, span);
             }
+            // `nn.ModuleList(modules)` and `nn.ModuleDict(modules)`: the list or dict of them.
+            if let Some(b) = super::compat::module_container(name, &mut pos, &mut kw).map_err(tensor_err(span))? {
+                let a = Args::builtin(pos, kw, span, b.into());
+                return self.builtin(b, &a);
+            }
             let (f, fixed) = super::compat::nn_module(name, pos, kw, Value::Int, |v| matches!(v, Value::Bool(true)))
                 .map_err(tensor_err(span))?;
             return Ok(Value::Closure(std::rc::Rc::from(f), std::rc::Rc::new(fixed)));

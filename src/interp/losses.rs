@@ -22,7 +22,7 @@ pub(crate) struct Given<'a> {
     /// The reduction given: a string, or the type name of something else.
     pub reduction: Option<Result<&'a str, &'static str>>,
     /// The reduction a deprecated `size_average` or `reduce` gives, where one was given
-    /// ([`super::more_ops::legacy_reduction`]).
+    /// ([`legacy_reduction`]).
     pub legacy: Result<Option<&'static str>, String>,
 }
 
@@ -158,7 +158,7 @@ fn given<'a>(a: &'a Args, name: &str) -> Given<'a> {
             Value::Str(s) => Ok(&**s),
             other => Err(other.type_name()),
         }),
-        legacy: super::more_ops::legacy_reduction(a.opt(at.size_average, "size_average"), a.opt(at.reduce, "reduce")),
+        legacy: legacy_reduction(a.opt(at.size_average, "size_average"), a.opt(at.reduce, "reduce")),
     }
 }
 
@@ -245,4 +245,33 @@ fn kl_div(x: &Tensor, y: &Tensor, reduction: &str, log_target: bool) -> AResult<
         }
         r => reduced(l, r, None),
     }
+}
+
+/// The reduction of a loss's deprecated `size_average` and `reduce` arguments, as PyTorch's
+/// `_Reduction.legacy_get_string` makes it when either is given (it then replaces `reduction`): each `None` or
+/// absent counts as true; both true is `mean`, `reduce` alone `sum`, `reduce=False` `none` (old code's
+/// `F.smooth_l1_loss(x, y, size_average=False)` is a sum). `None` where neither is given. A value that is not a
+/// bool, an int or `None` (a tensor: known only when the program runs) is refused.
+pub(crate) fn legacy_reduction<V: super::pyvalue::PyValue>(
+    size_average: Option<&V>,
+    reduce: Option<&V>,
+) -> Result<Option<&'static str>, String> {
+    use super::pyvalue::Py;
+    if size_average.is_none() && reduce.is_none() {
+        return Ok(None);
+    }
+    let truth = |v: Option<&V>, name: &str| match v.map(|v| v.py()) {
+        None | Some(Py::None) => Ok(true),
+        Some(Py::Bool(b)) => Ok(b),
+        Some(Py::Int(i)) => Ok(i != 0),
+        Some(_) => Err(format!(
+            "{name}= must be a bool known before the program runs, not {}",
+            v.map_or("None", |v| v.type_name())
+        )),
+    };
+    Ok(Some(match (truth(size_average, "size_average")?, truth(reduce, "reduce")?) {
+        (true, true) => "mean",
+        (false, true) => "sum",
+        (_, false) => "none",
+    }))
 }

@@ -543,7 +543,7 @@ pub(crate) fn loss_args(
 }
 
 /// A loss's `reduction` keyword (a string, or the type name of something else) and the reduction its deprecated
-/// `size_average`/`reduce` give ([`legacy_reduction`]), in either engine's arguments.
+/// `size_average`/`reduce` give ([`super::losses::legacy_reduction`]), in either engine's arguments.
 pub(crate) fn loss_keywords<V: super::pyvalue::PyValue>(
     a: &super::args::CallArgs<V>,
 ) -> (Option<Result<String, &'static str>>, Result<Option<&'static str>, String>) {
@@ -551,36 +551,7 @@ pub(crate) fn loss_keywords<V: super::pyvalue::PyValue>(
         super::pyvalue::Py::Str(s) => Ok(s.to_string()),
         _ => Err(v.type_name()),
     });
-    (reduction, legacy_reduction(a.opt(usize::MAX, "size_average"), a.opt(usize::MAX, "reduce")))
-}
-
-/// The reduction of a loss's deprecated `size_average` and `reduce` arguments, as PyTorch's
-/// `_Reduction.legacy_get_string` makes it when either is given (it then replaces `reduction`): each `None` or
-/// absent counts as true; both true is `mean`, `reduce` alone `sum`, `reduce=False` `none` (old code's
-/// `F.smooth_l1_loss(x, y, size_average=False)` is a sum). `None` where neither is given. A value that is not a
-/// bool, an int or `None` (a tensor: known only when the program runs) is refused.
-pub(crate) fn legacy_reduction<V: super::pyvalue::PyValue>(
-    size_average: Option<&V>,
-    reduce: Option<&V>,
-) -> Result<Option<&'static str>, String> {
-    use super::pyvalue::Py;
-    if size_average.is_none() && reduce.is_none() {
-        return Ok(None);
-    }
-    let truth = |v: Option<&V>, name: &str| match v.map(|v| v.py()) {
-        None | Some(Py::None) => Ok(true),
-        Some(Py::Bool(b)) => Ok(b),
-        Some(Py::Int(i)) => Ok(i != 0),
-        Some(_) => Err(format!(
-            "{name}= must be a bool known before the program runs, not {}",
-            v.map_or("None", |v| v.type_name())
-        )),
-    };
-    Ok(Some(match (truth(size_average, "size_average")?, truth(reduce, "reduce")?) {
-        (true, true) => "mean",
-        (false, true) => "sum",
-        (_, false) => "none",
-    }))
+    (reduction, super::losses::legacy_reduction(a.opt(usize::MAX, "size_average"), a.opt(usize::MAX, "reduce")))
 }
 
 /// The checks of [`loss_args`], which the functionalizer's losses make too, on what they read: `npos` positional
