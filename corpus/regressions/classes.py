@@ -215,7 +215,7 @@ class _Stack(nn.Module):
         super().__init__()
         self.first = _Layer(w, 0.3)
         self.second = _Layer(w * 0.5, 0.0)
-        self.out = nn.Dropout2d(p=0.2)
+        self.out = nn.AlphaDropout(p=0.2)
 
     def forward(self, x):
         return self.out(self.second(self.first(x)))
@@ -249,28 +249,3 @@ def isinstance_of_classes_of_the_file(x: f32[3]) -> tuple[bool, bool, bool, bool
         isinstance(plain, (int, _PlainCell)),
         isinstance({"a": 1}, _PlainCell),
     )
-
-
-class _Cells(nn.Module):
-    # georgeyiasemis' LSTM from scratch: cells kept in an nn.ModuleList, appended and indexed; an nn.ModuleDict of
-    # heads; the model's eval() reaches the modules in both
-    def __init__(self, ws):
-        super().__init__()
-        self.cells = nn.ModuleList()
-        for w in ws:
-            self.cells.append(_Layer(w, 0.5))
-        self.heads = nn.ModuleDict({"a": _Layer(ws[0], 0.25), "b": nn.Dropout(0.5)})
-        self.more = nn.ModuleList([nn.Dropout(0.1), nn.Dropout(p=0.2)])
-
-    def forward(self, x):
-        for i in range(len(self.cells)):
-            x = self.cells[i](x)
-        for m in self.more:
-            x = m(x)
-        return self.heads["b"](self.heads["a"](x))
-
-
-def module_lists_and_dicts(x: f32[3, 4], w0: f32[4, 4], w1: f32[4, 4]) -> tuple[f32[3, 4], int, bool, bool]:
-    model = _Cells([w0, w1])
-    model.eval()
-    return model(x), len(model.cells), model.cells[1].dropout.training, model.heads["b"].training

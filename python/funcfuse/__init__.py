@@ -262,10 +262,24 @@ def _rules_list(rules):
 
 
 def _compile(fn, args, rules, backend):
-    """The native plan, whether the function returns a value, and the guards on the constants it read."""
+    """The native plan, whether the function returns a value, the guards on the constants it read, and whether it
+    asks `torch.is_grad_enabled()` (planned as True: the text given has no grad mode of its own, so a call made with
+    grad disabled is refused; a decorated function's decorators, which may set a mode, are refused here)."""
     path, text, name, indents, returns, guards = _source(fn)
+    asks_grad_mode = "is_grad_enabled" in text
+    if asks_grad_mode and inspect.unwrap(fn) is not fn:
+        raise Unsupported(
+            f"`{fn.__qualname__}` asks torch.is_grad_enabled() under decorators, whose grad mode is not followed"
+        )
     params = [(a.name, a.kind, list(a.shape), a.value if a.array is None else None) for a in args]
-    return _native.Plan(path, text, name, indents, params, _rules_list(rules), backend), returns, guards
+    plan = _native.Plan(path, text, name, indents, params, _rules_list(rules), backend)
+    return plan, returns, guards, asks_grad_mode
+
+
+def _grad_enabled():
+    """PyTorch's grad mode now (True where torch was never imported)."""
+    torch = sys.modules.get("torch")
+    return torch is None or torch.is_grad_enabled()
 
 
 def _to_torch(v):
@@ -284,7 +298,7 @@ class Optimized:
 
     def __init__(self, fn, compiled, args):
         self.__wrapped__ = fn
-        self._plan, self._returns, self._guards = compiled
+        self._plan, self._returns, self._guards, self._asks_grad_mode = compiled
         self._spec = [a.spec() for a in args]
         self.signature = ", ".join(f"{a.name}: {a.describe()}" for a in args)
         self.__name__ = getattr(fn, "__name__", "optimized")
@@ -315,6 +329,11 @@ class Optimized:
         changed = self.changed_global()
         if changed:
             raise TypeError(f"{self.__qualname__}(): {changed} (funcfuse.jit plans again when a global changes)")
+        if self._asks_grad_mode and not _grad_enabled():
+            raise TypeError(
+                f"{self.__qualname__}(): planned for torch.is_grad_enabled() True, called with grad disabled "
+                "(torch.no_grad or inference_mode around the call)"
+            )
         for a, want in zip(args, self._spec):
             if a.spec() != want:
                 planned = _describe_spec(want)

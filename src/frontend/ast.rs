@@ -241,6 +241,10 @@ pub enum FPart {
 /// (`crate::interp::objects`).
 pub const CLASS_KEY: &str = "__class__";
 
+/// The builtin that says whether a value is a module (an instance of a class of the file holding `training`): a name
+/// no Python code can write, which the `train` made for `nn.Module` subclasses calls.
+pub const IS_MODULE: &str = "·is_module";
+
 /// The callee of the call a nested `def` becomes: `NAME = <closure>(HELPER, CAPTURED=CAPTURED, ...)` makes a function
 /// value that calls the top-level `HELPER` with the captured values as keywords (not a name Python code can write).
 pub const MAKE_CLOSURE: &str = "<closure>";

@@ -10,8 +10,8 @@ pub mod torch_api;
 
 use crate::diag::Diagnostic;
 pub use ast::Module;
-/// The `torch.nn` modules the conversion makes classes of the file (`convert::modules`).
-pub use convert::modules::MODULE_CLASSES;
+/// The name of the class of the file the conversion makes for a `torch.nn` module (`convert::modules`).
+pub use convert::modules::class_name as module_class;
 
 /// Parses a program file's text. `path` is used in messages only.
 pub fn parse_module(path: &str, source: &str) -> Result<Module, Diagnostic> {

@@ -174,12 +174,8 @@ impl<'m> Fz<'m> {
     fn module_call(&mut self, m: &str, name: &str, mut pos: Vec<FV>, mut kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
         if m == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) && name != "Parameter" {
             // A module made a class of the file (`frontend::convert::modules`: the dropouts).
-            if crate::frontend::MODULE_CLASSES.contains(&name) && self.module.function(name).is_some() {
-                return self.call_value(FV::Func(Rc::from(name)), pos, kw, span, &format!("`nn.{name}`"));
-            }
-            // `nn.ModuleList(modules)` and `nn.ModuleDict(modules)`: the list or dict of them.
-            if let Some(b) = crate::interp::compat::module_container(name, &mut pos, &mut kw).map_err(err(span))? {
-                return self.builtin(b, &A::builtin(pos, kw, span, b.into()));
+            if let Some(c) = crate::frontend::module_class(name).filter(|c| self.module.function(c).is_some()) {
+                return self.call_value(FV::Func(Rc::from(c.as_str())), pos, kw, span, &format!("`nn.{name}`"));
             }
             let (f, fixed) = crate::interp::compat::nn_module(name, pos, kw, FV::Int, |v| matches!(v, FV::Bool(true)))
                 .map_err(err(span))?;

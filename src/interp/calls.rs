@@ -179,13 +179,8 @@ impl<'m> Interp<'m> {
     ) -> Result<Value, Diagnostic> {
         if m == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) && name != "Parameter" {
             // A module made a class of the file (`frontend::convert::modules`: the dropouts).
-            if crate::frontend::MODULE_CLASSES.contains(&name) && self.module.function(name).is_some() {
-                return self.call_value(Value::Func(std::rc::Rc::from(name)), pos, kw, span);
-            }
-            // `nn.ModuleList(modules)` and `nn.ModuleDict(modules)`: the list or dict of them.
-            if let Some(b) = super::compat::module_container(name, &mut pos, &mut kw).map_err(tensor_err(span))? {
-                let a = Args::builtin(pos, kw, span, b.into());
-                return self.builtin(b, &a);
+            if let Some(c) = crate::frontend::module_class(name).filter(|c| self.module.function(c).is_some()) {
+                return self.call_value(Value::Func(std::rc::Rc::from(c.as_str())), pos, kw, span);
             }
             let (f, fixed) = super::compat::nn_module(name, pos, kw, Value::Int, |v| matches!(v, Value::Bool(true)))
                 .map_err(tensor_err(span))?;

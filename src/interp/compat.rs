@@ -157,35 +157,6 @@ pub(crate) fn nn_module<V: Clone>(
     Ok((func, fixed))
 }
 
-/// `nn.ModuleList(modules=None)` and `nn.ModuleDict(modules=None)` as the builtin that makes the same container
-/// (`list`, `dict`; `modules` moved to its one positional argument), which is what a program does with one:
-/// `append`, index, iterate, `len`; a parent's `train`/`eval` reaches the modules in it. `None` for other names.
-pub(crate) fn module_container<V>(
-    name: &str,
-    pos: &mut Vec<V>,
-    kw: &mut Vec<(String, V)>,
-) -> Result<Option<&'static str>, String> {
-    let builtin = match name {
-        "ModuleList" => "list",
-        "ModuleDict" => "dict",
-        _ => return Ok(None),
-    };
-    if let Some(i) = kw.iter().position(|(k, _)| k == "modules") {
-        let (_, v) = kw.remove(i);
-        pos.insert(0, v);
-    }
-    if let Some((k, _)) = kw.first() {
-        return Err(format!("TypeError: {name}.__init__() got an unexpected keyword argument '{k}'"));
-    }
-    if pos.len() > 1 {
-        return Err(format!(
-            "TypeError: {name}.__init__() takes from 1 to 2 positional arguments but {} were given",
-            pos.len() + 1
-        ));
-    }
-    Ok(Some(builtin))
-}
-
 /// Whether `F.dropout(input, p, training)` returns its input, as PyTorch's CPU kernel does where `p` is 0 or
 /// `training` is false (`eval`: `training` given and false; `p` where it is a number), after PyTorch's check of
 /// `p`; false where it would draw a random mask, which funcfuse cannot reproduce.

@@ -179,7 +179,9 @@ pub fn isinstance<V: PyValue>(v: &V, class_or_tuple: &V) -> Result<bool, String>
         Py::Tuple(items) => items.to_vec(),
         _ => vec![class_or_tuple.clone()],
     };
+    // An instance of a class of the file is held as a dict, but is no builtin type's.
     let class = match v.type_name() {
+        _ if super::pyvalue::object_class(v).is_some() => PyClass::Other,
         "Tensor" => PyClass::Tensor,
         "int" => PyClass::Int,
         "float" => PyClass::Float,
@@ -193,6 +195,9 @@ pub fn isinstance<V: PyValue>(v: &V, class_or_tuple: &V) -> Result<bool, String>
     let names = classes.iter().map(|c| if let Py::Module(m) = c.py() { Some(m) } else { None });
     isinstance_of(class, names)
 }
+
+/// The builtin the generated `train` of an `nn.Module` subclass calls on each attribute.
+pub use crate::frontend::ast::IS_MODULE;
 
 /// `isinstance(v, C)` where `C` (or an item of a tuple of classes) is a class of the program file: whether `v` is an
 /// instance of `C` or of a class derived from it (`frontend::convert::classes` gives each class a function
@@ -622,6 +627,14 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
                 list((0..n).map(|i| W::V::make(Made::Tuple(seqs.iter().map(|s| s[i].clone()).collect()))).collect())
             }
             "map" => map_builtin(w, a)?,
+            // Whether `v` is a module: an instance holding `training` (the `train` that
+            // `frontend::convert::classes` makes asks it of each attribute; no Python code can name it).
+            IS_MODULE if a.pos.len() == 1 => {
+                let v = &a.pos[0];
+                let module = super::pyvalue::object_class(v)
+                    .is_some_and(|c| super::objects::has_attribute(w, v, &c, "training"));
+                W::V::make(Made::Bool(module))
+            }
             "isinstance" => {
                 let v = w.required(a, 0, "obj")?.clone();
                 let classes = w.required(a, 1, "class_or_tuple")?.clone();

@@ -366,53 +366,29 @@ fn module_mode(
     }
     let train = format!("{cname}::train");
     if !methods.contains(&train) {
-        // for _k in self:
-        //     _v = self[_k]; _ms = [_v]
-        //     if isinstance(_v, list): _ms = _v                      (an nn.ModuleList is a list)
-        //     elif isinstance(_v, dict) and "training" not in _v: _ms = list(_v.values())   (an nn.ModuleDict)
-        //     for _m in _ms: if isinstance(_m, dict) and "training" in _m: _m.train(mode)
-        let is_a = |v: &str, t: &str| call(name("isinstance", span), vec![name(v, span), name(t, span)]);
-        let training_in = |v: &str, op| {
-            e(ExprKind::Compare(Box::new(e(ExprKind::Str("training".into()))), vec![(op, name(v, span))]))
-        };
-        let set = |v: &str, value| stmt(StmtKind::Assign { targets: vec![name(v, span)], value }, span);
-        let values = call(name("list", span), vec![call(attr("_v", "values"), vec![])]);
-        let pick = stmt(
-            StmtKind::If {
-                test: is_a("_v", "list"),
-                body: vec![set("_ms", name("_v", span))],
-                orelse: vec![stmt(
-                    StmtKind::If {
-                        test: e(ExprKind::BoolOp(true, vec![is_a("_v", "dict"), training_in("_v", CmpOp::NotIn)])),
-                        body: vec![set("_ms", values)],
-                        orelse: vec![],
-                    },
-                    span,
-                )],
-            },
-            span,
-        );
-        let each = stmt(
-            StmtKind::For {
-                target: name("_m", span),
-                iter: name("_ms", span),
-                body: vec![stmt(
-                    StmtKind::If {
-                        test: e(ExprKind::BoolOp(true, vec![is_a("_m", "dict"), training_in("_m", CmpOp::In)])),
-                        body: vec![stmt(StmtKind::Expr(call(attr("_m", "train"), vec![name("mode", span)])), span)],
-                        orelse: vec![],
-                    },
-                    span,
-                )],
-            },
-            span,
-        );
-        let item = e(ExprKind::Subscript(Box::new(name("self", span)), Box::new(name("_k", span))));
+        // for _k in self: _v = self[_k]; if ·is_module(_v): _v.train(mode)
+        let child = call(name(IS_MODULE, span), vec![name("_v", span)]);
         let recurse = stmt(
             StmtKind::For {
                 target: name("_k", span),
                 iter: name("self", span),
-                body: vec![set("_v", item), set("_ms", e(ExprKind::List(vec![name("_v", span)]))), pick, each],
+                body: vec![
+                    stmt(
+                        StmtKind::Assign {
+                            targets: vec![name("_v", span)],
+                            value: e(ExprKind::Subscript(Box::new(name("self", span)), Box::new(name("_k", span)))),
+                        },
+                        span,
+                    ),
+                    stmt(
+                        StmtKind::If {
+                            test: child,
+                            body: vec![stmt(StmtKind::Expr(call(attr("_v", "train"), vec![name("mode", span)])), span)],
+                            orelse: vec![],
+                        },
+                        span,
+                    ),
+                ],
             },
             span,
         );

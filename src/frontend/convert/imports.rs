@@ -161,6 +161,14 @@ pub(super) fn qualify(
     imports: Vec<FromImport>,
     unusable: &mut Vec<FailedFunction>,
 ) {
+    // The builtin `slice` where nothing at the top level of the file binds the name (`sugar::slice_builtin`).
+    let binds_slice = |n: &str| n == "slice";
+    if !functions.iter().any(|f| binds_slice(&f.name))
+        && !constants.iter().any(|(n, _)| binds_slice(n))
+        && !imports.iter().any(|i| binds_slice(&i.bound))
+    {
+        functions.iter_mut().for_each(super::sugar::slice_builtin);
+    }
     let mut kept = Vec::new();
     for i in imports {
         let clash = functions.iter().any(|f| f.name == i.bound) || constants.iter().any(|(n, _)| *n == i.bound);

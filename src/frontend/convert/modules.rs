@@ -1,37 +1,49 @@
-//! PyTorch's dropout modules (`nn.Dropout(p)`, its 1d, 2d and 3d forms and `AlphaDropout`) as classes of the file:
-//! real models keep one as an attribute (`self.dropout = nn.Dropout(0.1)`) and call it on every layer, and it
-//! computes nothing where the model is in eval mode or `p` is 0, which is when it gives the same values every run.
-//! Each becomes the functions a class of the file becomes (`classes.rs`, run by `crate::interp::objects`): a
-//! constructor `Dropout(p=0.5, inplace=False)` making an instance that holds `training` (true), `p` and `inplace`,
-//! and the methods `__call__`/`forward` (`F.dropout(input, self.p, self.training, self.inplace)`, which returns its
-//! input where PyTorch does and refuses a random mask), `train(mode=True)` and `eval()`, so that a parent module's
-//! `eval()` reaches it. Both engines call the constructor for `torch.nn.NAME(...)` where the module has it. A file
-//! that defines or binds the name itself keeps its own (and `nn.NAME` then stays unsupported). Every function is
-//! located at the first mention of the name in the file.
+//! PyTorch's dropout modules (`nn.Dropout(p)`, `nn.AlphaDropout(p)`) as classes of the file: real models keep one as
+//! an attribute (`self.dropout = nn.Dropout(0.1)`) and call it on every layer, and it computes nothing where the
+//! model is in eval mode or `p` is 0, which is when it gives the same values every run. Each becomes the functions a
+//! class of the file becomes (`classes.rs`, run by `crate::interp::objects`), under a name no Python program can
+//! bind ([`class_name`]: `nn.Dropout(...)` never reaches a `Dropout` the file defines): a constructor
+//! `(p=0.5, inplace=False)` making an instance that holds `training` (true), `p` and `inplace`, and the methods
+//! `__call__`/`forward` (`F.dropout(input, self.p, self.training, self.inplace)`, which returns its input where
+//! PyTorch does and refuses a random mask), `train(mode=True)` and `eval()`, so that a parent module's `eval()`
+//! reaches it. Both engines call the constructor for `torch.nn.NAME(...)`. Every function is located at the first
+//! mention of `NAME` in the file's code (a whole word, outside comments). `Dropout1d/2d/3d` are not among them:
+//! PyTorch checks their input's rank, which these would not.
 
 use super::classes::{function, name, stmt};
 use crate::diag::Span;
 use crate::frontend::ast::*;
 
 /// The module classes made so, by their PyTorch names (`torch.nn.NAME`).
-pub const MODULE_CLASSES: &[&str] = &["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"];
+pub const MODULE_CLASSES: &[&str] = &["Dropout", "AlphaDropout"];
 
-/// Adds the functions of each dropout class the source mentions and nothing in the file defines, and their names
-/// to `classes` (the module's classes, which are not programs). `at` locates a byte offset of the source.
+/// The name the class made for `torch.nn.NAME` has among the file's functions, if `NAME` is one of
+/// [`MODULE_CLASSES`]: not an identifier (Python code cannot define, bind or call it), without a `.` (the engines
+/// read a dotted function name as an op).
+pub fn class_name(name: &str) -> Option<String> {
+    MODULE_CLASSES.contains(&name).then(|| format!("nn·{name}"))
+}
+
+/// Adds the functions of each dropout class the source mentions, and their names to `classes` (the module's
+/// classes, which are not programs). `at` locates a byte offset of the source.
 pub(super) fn add(source: &str, at: &dyn Fn(usize) -> Span, functions: &mut Vec<Function>, classes: &mut Vec<String>) {
-    for &cname in MODULE_CLASSES {
-        let mentioned = source.match_indices(cname).find(|(i, _)| {
-            let after = source[i + cname.len()..].chars().next();
-            !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
-        });
-        let Some((offset, _)) = mentioned else { continue };
-        let taken = |n: &str| n == cname || n.split_once("::").is_some_and(|(c, _)| c == cname);
-        if functions.iter().any(|f| taken(&f.name)) || classes.iter().any(|c| c == cname) {
-            continue;
-        }
-        functions.extend(dropout(cname, at(offset)));
-        classes.push(cname.to_string());
+    for &nn_name in MODULE_CLASSES {
+        let Some(offset) = first_mention(source, nn_name) else { continue };
+        let cname = class_name(nn_name).expect("one of MODULE_CLASSES");
+        functions.extend(dropout(&cname, at(offset)));
+        classes.push(cname);
     }
+}
+
+/// The byte offset of the first mention of `word` in `source` as a whole word outside a comment.
+fn first_mention(source: &str, word: &str) -> Option<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    source.match_indices(word).map(|(i, _)| i).find(|&i| {
+        let line_start = source[..i].rfind('\n').map_or(0, |n| n + 1);
+        !source[..i].ends_with(ident)
+            && !source[i + word.len()..].starts_with(ident)
+            && !source[line_start..i].contains('#')
+    })
 }
 
 /// The functions of dropout class `cname`, located at `span`.

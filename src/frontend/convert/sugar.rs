@@ -379,9 +379,7 @@ pub(super) fn desugar(func: &mut Function) -> Result<(), Diagnostic> {
     continue_as_else(body);
     conditional_statements(body);
     super::distributions::categorical_entropy(body);
-    super::defaultdict::rewrite(body)?;
-    slice_builtin(func);
-    Ok(())
+    super::defaultdict::rewrite(body)
 }
 
 /// In every loop of `body`, `if C: A; continue` followed by the rest of the loop's body R is `if C: A else: R` (the
@@ -505,12 +503,13 @@ fn leaves_block(body: &[Stmt], in_loop: bool) -> Option<Span> {
     })
 }
 
-/// `slice(stop)`, `slice(start, stop[, step])` (the builtin, where the function binds no name `slice`) as the
+/// `slice(stop)`, `slice(start, stop[, step])` (the builtin: where the function binds no name `slice`, and the file
+/// none at its top level, which `imports::qualify` checks before it calls this) as the
 /// slice it makes, `start:stop:step`, which both engines evaluate as a value anywhere (Swin's `h_slices =
 /// (slice(0, -w), slice(-w, -s), slice(-s, None))` iterated and used as subscripts; ring attention's
 /// `slice_=(slice(None), slice(n, None))` passed on and used as `out[slice_]`). Other arities, keywords and `*args`
 /// stay calls, which the engines refuse as Python would or name as unsupported.
-fn slice_builtin(func: &mut Function) {
+pub(super) fn slice_builtin(func: &mut Function) {
     let mut bound: Vec<String> = func.params.iter().map(|p| p.name.clone()).collect();
     bound_names(&func.body, &mut bound);
     if bound.iter().any(|n| n == "slice") {
