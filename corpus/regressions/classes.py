@@ -249,3 +249,34 @@ def isinstance_of_classes_of_the_file(x: f32[3]) -> tuple[bool, bool, bool, bool
         isinstance(plain, (int, _PlainCell)),
         isinstance({"a": 1}, _PlainCell),
     )
+
+
+class _Scale(nn.Module):
+    # a module whose forward reads its mode
+    def forward(self, x):
+        return x * 2.0 if self.training else x
+
+
+class _Cells(nn.Module):
+    # georgeyiasemis' LSTM from scratch: cells kept in an nn.ModuleList, appended, indexed and iterated; the model's
+    # eval() reaches them, but not the modules of a plain list (PyTorch does not register those)
+    def __init__(self, ws):
+        super().__init__()
+        self.cells = nn.ModuleList()
+        for w in ws:
+            self.cells.append(_Layer(w, 0.5))
+        self.more = nn.ModuleList([_Scale(), nn.Dropout(p=0.2)])
+        self.plain = [_Scale()]
+
+    def forward(self, x):
+        for i in range(len(self.cells)):
+            x = self.cells[i](x)
+        for m in self.more:
+            x = m(x)
+        return self.plain[0](x)
+
+
+def module_lists(x: f32[3, 4], w0: f32[4, 4], w1: f32[4, 4]) -> tuple[f32[3, 4], int, bool, bool, bool]:
+    model = _Cells([w0, w1])
+    model.eval()
+    return model(x), len(model.cells), model.cells[1].dropout.training, model.more[0].training, model.plain[0].training

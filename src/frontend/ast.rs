@@ -245,6 +245,10 @@ pub const CLASS_KEY: &str = "__class__";
 /// no Python code can write, which the `train` made for `nn.Module` subclasses calls.
 pub const IS_MODULE: &str = "·is_module";
 
+/// The entry of an `nn.ModuleList` instance (`frontend::convert::modules`) that holds its modules: iterating and
+/// indexing the instance iterate and index it (`interp::objects::items_of`). No Python code can name it.
+pub const ITEMS_KEY: &str = "·items";
+
 /// The callee of the call a nested `def` becomes: `NAME = <closure>(HELPER, CAPTURED=CAPTURED, ...)` makes a function
 /// value that calls the top-level `HELPER` with the captured values as keywords (not a name Python code can write).
 pub const MAKE_CLOSURE: &str = "<closure>";

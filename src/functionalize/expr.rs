@@ -596,6 +596,9 @@ impl<'m> Fz<'m> {
     }
 
     pub(super) fn iterate(&mut self, v: &FV, span: Span) -> FR<Vec<FV>> {
+        if let Some(items) = crate::interp::objects::items_of(v) {
+            return self.iterate(&items, span);
+        }
         match v {
             FV::Range(a, b, s) => {
                 let mut out = Vec::new();

@@ -205,6 +205,9 @@ impl<'m> Interp<'m> {
 
     /// The items a `for` loop visits: a snapshot for ranges and tuples, rows (views) for tensors.
     pub(super) fn iterate(&self, v: &Value, span: Span) -> Result<Vec<Value>, Diagnostic> {
+        if let Some(items) = super::objects::items_of(v) {
+            return self.iterate(&items, span);
+        }
         match v {
             Value::Range(a, b, s) => {
                 let mut out = Vec::new();

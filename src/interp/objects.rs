@@ -25,6 +25,12 @@ fn entry<V: PyValue>(o: &V, name: &str) -> Option<V> {
     d.iter().find_map(|(k, v)| matches!(k.py(), Py::Str(s) if &**s == name && name != CLASS_KEY).then(|| v.clone()))
 }
 
+/// The list of modules of an `nn.ModuleList` instance (its [`crate::frontend::ast::ITEMS_KEY`] entry), which
+/// iterating and indexing the instance reach.
+pub fn items_of<V: PyValue>(o: &V) -> Option<V> {
+    object_class(o).and_then(|_| entry(o, crate::frontend::ast::ITEMS_KEY))
+}
+
 fn no_attribute(cls: &str, name: &str, span: Span) -> Diagnostic {
     Diagnostic::new(format!("AttributeError: '{cls}' object has no attribute '{name}'")).at(span)
 }

@@ -514,6 +514,9 @@ pub fn assign<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, target: &'m Expr, v:
         ExprKind::Subscript(obj, idx) => {
             let o = x.eval(env, obj)?;
             let i = x.eval(env, idx)?;
+            if let Some(items) = super::objects::items_of(&o) {
+                return x.setitem(&items, &i, &v, target.span);
+            }
             if let ExprKind::Name(n) = &obj.kind {
                 if let Some(r) = x.setitem_named(env, n, &o, &i, &v, target.span) {
                     return r;
@@ -722,7 +725,10 @@ pub fn eval<'m, W: Walk<'m>>(w: &mut W, env: &mut W::Env, e: &'m Expr) -> Result
             if o.complex_of().is_some() {
                 return super::complex::getitem(w, &o, &i, span);
             }
-            w.getitem(&o, &i, span)?
+            match super::objects::items_of(&o) {
+                Some(items) => w.getitem(&items, &i, span)?,
+                None => w.getitem(&o, &i, span)?,
+            }
         }
         ExprKind::Attr(obj, name) => {
             let o = w.eval(env, obj)?;

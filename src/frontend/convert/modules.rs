@@ -15,7 +15,7 @@ use crate::diag::Span;
 use crate::frontend::ast::*;
 
 /// The module classes made so, by their PyTorch names (`torch.nn.NAME`).
-pub const MODULE_CLASSES: &[&str] = &["Dropout", "AlphaDropout"];
+pub const MODULE_CLASSES: &[&str] = &["Dropout", "AlphaDropout", "ModuleList"];
 
 /// The name the class made for `torch.nn.NAME` has among the file's functions, if `NAME` is one of
 /// [`MODULE_CLASSES`]: not an identifier (Python code cannot define, bind or call it), without a `.` (the engines
@@ -30,7 +30,10 @@ pub(super) fn add(source: &str, at: &dyn Fn(usize) -> Span, functions: &mut Vec<
     for &nn_name in MODULE_CLASSES {
         let Some(offset) = first_mention(source, nn_name) else { continue };
         let cname = class_name(nn_name).expect("one of MODULE_CLASSES");
-        functions.extend(dropout(&cname, at(offset)));
+        functions.extend(match nn_name {
+            "ModuleList" => module_list(&cname, at(offset)),
+            _ => dropout(&cname, at(offset)),
+        });
         classes.push(cname);
     }
 }
@@ -98,6 +101,73 @@ fn dropout(cname: &str, span: Span) -> Vec<Function> {
         function(cname.to_string(), ctor_params, ctor_body, span),
         forward("__call__"),
         forward("forward"),
+        method("train", vec![param("self", None), param("mode", Some(e(ExprKind::Bool(true))))], train_body),
+        method("eval", vec![param("self", None)], eval_body),
+    ]
+}
+
+/// The functions of `nn.ModuleList`, located at `span`: a constructor `(modules=None)` making an instance that holds
+/// `training` and its modules as a list under [`ITEMS_KEY`] (which iterating and indexing the instance reach, in
+/// both engines: `interp::objects::items_of`), `append` and `extend` (returning the list module), `__len__`, and
+/// `train`/`eval`, which set the mode on itself and on each module in it. Only such a list is reached by a parent's
+/// `train`: a plain list of modules, which PyTorch does not register, is not.
+fn module_list(cname: &str, span: Span) -> Vec<Function> {
+    let e = |kind| Expr { kind, span };
+    let s = |kind| stmt(kind, span);
+    let attr = |o: Expr, a: &str| e(ExprKind::Attr(Box::new(o), a.into()));
+    let call = |f: Expr, args| e(ExprKind::Call { func: Box::new(f), args, kwargs: vec![] });
+    let param = |n: &str, default| Param { name: n.into(), ann: None, default, span };
+    let this = || name("self", span);
+    let items = || attr(this(), ITEMS_KEY);
+    let key = |k: &str| e(ExprKind::Str(k.into()));
+    let given = call(name("list", span), vec![name("modules", span)]);
+    let none_given = e(ExprKind::Compare(Box::new(name("modules", span)), vec![(CmpOp::Is, e(ExprKind::NoneLit))]));
+    let initial = e(ExprKind::IfExp {
+        test: Box::new(none_given),
+        body: Box::new(e(ExprKind::List(vec![]))),
+        orelse: Box::new(given),
+    });
+    let instance = e(ExprKind::Dict(vec![
+        (key(CLASS_KEY), key(cname)),
+        (key("training"), e(ExprKind::Bool(true))),
+        (key(ITEMS_KEY), initial),
+    ]));
+    let ctor = function(
+        cname.to_string(),
+        vec![param("modules", Some(e(ExprKind::NoneLit)))],
+        vec![s(StmtKind::Return(Some(instance)))],
+        span,
+    );
+    let method = |m: &str, params, body| function(format!("{cname}::{m}"), params, body, span);
+    let grow = |m: &str, arg: &str| {
+        let body =
+            vec![s(StmtKind::Expr(call(attr(items(), m), vec![name(arg, span)]))), s(StmtKind::Return(Some(this())))];
+        method(m, vec![param("self", None), param(arg, None)], body)
+    };
+    let each = s(StmtKind::For {
+        target: name("_m", span),
+        iter: items(),
+        body: vec![s(StmtKind::If {
+            test: call(name(IS_MODULE, span), vec![name("_m", span)]),
+            body: vec![s(StmtKind::Expr(call(attr(name("_m", span), "train"), vec![name("mode", span)])))],
+            orelse: vec![],
+        })],
+    });
+    let train_body = vec![
+        s(StmtKind::Assign { targets: vec![attr(this(), "training")], value: name("mode", span) }),
+        each,
+        s(StmtKind::Return(Some(this()))),
+    ];
+    let eval_body = vec![s(StmtKind::Return(Some(call(attr(this(), "train"), vec![e(ExprKind::Bool(false))]))))];
+    vec![
+        ctor,
+        grow("append", "module"),
+        grow("extend", "modules"),
+        method(
+            "__len__",
+            vec![param("self", None)],
+            vec![s(StmtKind::Return(Some(call(name("len", span), vec![items()]))))],
+        ),
         method("train", vec![param("self", None), param("mode", Some(e(ExprKind::Bool(true))))], train_body),
         method("eval", vec![param("self", None)], eval_body),
     ]
