@@ -938,6 +938,7 @@ fn loss_options_no_engine_computes_are_refused_by_name() {
         ("F.nll_loss(x, t, size_average=x.sum() > 0)", "nll_loss(): size_average= must be a bool known before the"),
         ("F.l1_loss(x, x, reduce=x.sum() > 0)", "l1_loss(): reduce= must be a bool known before the program runs"),
         ("F.cross_entropy(x, t, reduction=1)", "cross_entropy(): argument 'reduction' must be str, not int"),
+        ("F.mse_loss(x, x, False)", "mse_loss(): pass size_average, reduce and reduction by keyword"),
         ("F.kl_div(t, t)", "kl_div(): the input must be floating point, not i64"),
     ] {
         let src = format!("import torch.nn.functional as F\n\ndef f(x: f32[3, 4], t: i64[3]):\n    return {call}\n");

@@ -31,7 +31,8 @@ class _Net(nn.Module):
         return self.drop(self.mine(x))
 
 
-def file_defines_slice_and_dropout(x: f32[8, 4]) -> tuple[f32[4], f32[8, 4], bool, bool]:
+def file_defines_slice_and_dropout(x: f32[8, 4]) -> tuple[f32[4], f32[8, 4], bool, bool, bool]:
     net = _Net()
     net.eval()
-    return x[slice(1, 5)], net(x), isinstance(net, (int, dict)), isinstance(net.mine, (_Net, Dropout))
+    nested = isinstance(net.mine, (int, (_Net, (Dropout,))))
+    return x[slice(1, 5)], net(x), isinstance(net, (int, dict)), isinstance(net.mine, (_Net, Dropout)), nested

@@ -167,7 +167,7 @@ impl<'m> Fz<'m> {
     /// `l1_loss`, `mse_loss` and `smooth_l1_loss`, as the reference interpreter's `more_ops::pointwise_loss`
     /// computes them (its argument checks included).
     fn pointwise_loss(&mut self, name: &str, a: &A, span: Span) -> FR<FV> {
-        let (x, y, reduction) = self.loss_args(a, name, None, "reduction", span)?;
+        let (x, y, reduction) = self.loss_args(a, name, None, "size_average, reduce and reduction", span)?;
         let d = self.elementwise(Binary::Sub, &[FV::Tensor(x), FV::Tensor(y)], span)?;
         let loss = match name {
             "l1_loss" => self.unary(Unary::Abs, &d, span)?,

@@ -620,7 +620,7 @@ pub(crate) fn loss_check(
 /// `z`, `(x - y)^2`, and `z < beta ? 0.5 * z * z / beta : z - 0.5 * beta` (`z` when beta is 0); then the reduction.
 /// The functionalizer's `desugar::pointwise_loss` spells the same.
 fn pointwise_loss(name: &str, a: &Args) -> AResult<Value> {
-    let (x, y, reduction) = loss_args(a, name, None, "reduction")?;
+    let (x, y, reduction) = loss_args(a, name, None, "size_average, reduce and reduction")?;
     let d = bin(Binary::Sub, &tt(&x), &tt(&y))?;
     let loss = match name {
         "l1_loss" => ops::unary(Unary::Abs, &d)?,

@@ -175,10 +175,7 @@ fn is_size(e: &Expr) -> bool {
 /// class now (its type name is the class's).
 pub fn isinstance<V: PyValue>(v: &V, class_or_tuple: &V) -> Result<bool, String> {
     use super::python::{isinstance_of, PyClass};
-    let classes = match class_or_tuple.py() {
-        Py::Tuple(items) => items.to_vec(),
-        _ => vec![class_or_tuple.clone()],
-    };
+    let classes = flat_classes(class_or_tuple);
     // An instance of a class of the file is held as a dict, but is no builtin type's.
     let class = match v.type_name() {
         _ if super::pyvalue::object_class(v).is_some() => PyClass::Other,
@@ -196,6 +193,15 @@ pub fn isinstance<V: PyValue>(v: &V, class_or_tuple: &V) -> Result<bool, String>
     isinstance_of(class, names)
 }
 
+/// The classes `isinstance`'s second argument names: itself, or the items of a tuple, nested tuples flattened
+/// (`isinstance(b, (int, (A, B)))`, as Python accepts).
+fn flat_classes<V: PyValue>(class_or_tuple: &V) -> Vec<V> {
+    match class_or_tuple.py() {
+        Py::Tuple(items) => items.iter().flat_map(flat_classes).collect(),
+        _ => vec![class_or_tuple.clone()],
+    }
+}
+
 /// The builtin the generated `train` of an `nn.Module` subclass calls on each attribute.
 pub use crate::frontend::ast::IS_MODULE;
 
@@ -204,10 +210,7 @@ pub use crate::frontend::ast::IS_MODULE;
 /// `CLASS::^A` per class `A` it is). `None` where no class of the file is asked about; a tuple that mixes them with
 /// builtin types asks about those too.
 fn isinstance_of_class<'m, W: Walk<'m>>(w: &W, v: &W::V, class_or_tuple: &W::V) -> Option<Result<bool, String>> {
-    let items = match class_or_tuple.py() {
-        Py::Tuple(items) => items.to_vec(),
-        _ => vec![class_or_tuple.clone()],
-    };
+    let items = flat_classes(class_or_tuple);
     let is_class = |c: &W::V| c.function_name().is_some_and(|n| w.has_function(&format!("{n}::^{n}")));
     if !items.iter().any(is_class) {
         return None;
