@@ -1802,6 +1802,10 @@ fn dropout_that_draws_a_mask_is_refused_and_p_is_checked() {
             "ValueError: dropout probability has to be between 0 and 1, but got -0.5",
         ),
         ("    return F.dropout(x)\n", "dropout in training mode is random"),
+        (
+            "    a, b, *c = x.shape[1:]\n    return a\n",
+            "ValueError: not enough values to unpack (expected at least 2, got 1)",
+        ),
         ("    return isinstance(x, F.relu)\n", "isinstance() arg 2 must be a type"),
     ] {
         every_engine_raises(&module(body), "f", want);

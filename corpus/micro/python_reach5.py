@@ -156,3 +156,12 @@ def slices_as_values(x: f32[6, 8]) -> tuple[f32[6, 8], f32[3, 4], f32[6, 3], f32
     y = x[s][slice(3), ...]
     picked = slice(2, None)
     return mask, y, x[:, slice(5)][:, picked], x[slice(1, 5, 2)]
+
+
+def starred_unpacking(x: f32[5, 3, 2]) -> tuple[int, int, int, f32[3, 2], int]:
+    """Starred targets (denoising-diffusion-pytorch's `b, *_ = t.shape`): the starred name takes what the others
+    leave, as a list."""
+    b, *_ = x.shape
+    first, *mid, last = [x[0], x[1], x[2], x[3]]
+    *init, z = x.shape
+    return b, len(_), len(mid), mid[1] + last + first, z + len(init)

@@ -505,11 +505,27 @@ pub fn assign<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, target: &'m Expr, v:
             Ok(())
         }
         ExprKind::Tuple(ts) | ExprKind::List(ts) => {
-            let items = x.unpack(&v, target.span)?;
+            let mut items = x.unpack(&v, target.span)?;
+            // `b, *rest = t.shape`: the starred target takes the items the others leave, as a list.
+            if let Some(star) = ts.iter().position(|t| matches!(t.kind, ExprKind::Starred(_))) {
+                let fixed = ts.len() - 1;
+                if items.len() < fixed {
+                    let m = format!("not enough values to unpack (expected at least {fixed}, got {})", items.len());
+                    return fail(format!("ValueError: {m}"));
+                }
+                let tail = items.split_off(star + items.len() - fixed);
+                let middle = items.split_off(star);
+                items.push(X::V::make(Made::List(middle)));
+                items.extend(tail);
+            }
             if items.len() != ts.len() {
                 return fail(format!("cannot unpack {} values into {} targets", items.len(), ts.len()));
             }
             for (t, item) in ts.iter().zip(items) {
+                let t = match &t.kind {
+                    ExprKind::Starred(inner) => inner.as_ref(),
+                    _ => t,
+                };
                 assign(x, env, t, item)?;
             }
             Ok(())
@@ -531,7 +547,8 @@ pub fn assign<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, target: &'m Expr, v:
             let o = x.eval(env, obj)?;
             set_attribute(x, &o, a, &v, target.span)
         }
-        ExprKind::Starred(_) => fail("starred assignment targets (`a, *b = ...`) are not supported".into()),
+        // (a starred target outside a tuple or list of targets; `*a, = v` is a tuple of one)
+        ExprKind::Starred(_) => fail("SyntaxError: starred assignment target must be in a list or tuple".into()),
         _ => fail("unsupported assignment target".into()),
     }
 }
