@@ -6,7 +6,8 @@
 //! `o.name` reads its attribute or calls its property, `o.name = v` and `o.name op= v` write the attribute, and
 //! `o.name(...)` calls the attribute if the object has one, else the method with `o` first; calling an object calls
 //! its `__call__` (an `nn.Module`'s `forward`), and `len(o)` its `__len__`. `getattr(v, name[, default])` and
-//! `setattr(v, name, value)` are here too, for objects and every other value.
+//! `setattr(v, name, value)` are here too, for objects and every other value, and `isinstance` against the file's
+//! classes.
 
 use std::rc::Rc;
 
@@ -141,4 +142,26 @@ pub fn setattr<'m, W: super::pywalk::Exec<'m>>(w: &mut W, args: &[W::V], span: S
         return Some(Err(Diagnostic::new(m).at(span).into()));
     };
     Some(super::pywalk::set_attribute(w, o, name, v, span).map(|()| W::V::make(Made::None)))
+}
+
+/// `isinstance(v, C)` where `C` (or an item of a tuple of classes) is a class of the program file: whether `v` is an
+/// instance of `C` or of a class derived from it (`frontend::convert::classes` gives each class a function
+/// `CLASS::^A` per class `A` it is). `None` where no class of the file is asked about; a tuple that mixes them with
+/// builtin types asks about those too.
+pub fn isinstance_of_class<'m, W: Walk<'m>>(w: &W, v: &W::V, class_or_tuple: &W::V) -> Option<Result<bool, String>> {
+    let items = super::pywalk::flat_classes(class_or_tuple);
+    let is_class = |c: &W::V| c.function_name().is_some_and(|n| w.has_function(&format!("{n}::^{n}")));
+    if !items.iter().any(is_class) {
+        return None;
+    }
+    let of = object_class(v);
+    let mine = items.iter().filter(|c| is_class(c)).any(|c| {
+        let name = c.function_name().expect("a class");
+        of.as_ref().is_some_and(|o| w.has_function(&format!("{o}::^{name}")))
+    });
+    let rest: Vec<W::V> = items.into_iter().filter(|c| !is_class(c)).collect();
+    match rest.is_empty() {
+        true => Some(Ok(mine)),
+        false => Some(super::pywalk::isinstance(v, &W::V::make(Made::Tuple(rest))).map(|b| mine || b)),
+    }
 }

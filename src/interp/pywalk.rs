@@ -195,7 +195,7 @@ pub fn isinstance<V: PyValue>(v: &V, class_or_tuple: &V) -> Result<bool, String>
 
 /// The classes `isinstance`'s second argument names: itself, or the items of a tuple, nested tuples flattened
 /// (`isinstance(b, (int, (A, B)))`, as Python accepts).
-fn flat_classes<V: PyValue>(class_or_tuple: &V) -> Vec<V> {
+pub(super) fn flat_classes<V: PyValue>(class_or_tuple: &V) -> Vec<V> {
     match class_or_tuple.py() {
         Py::Tuple(items) => items.iter().flat_map(flat_classes).collect(),
         _ => vec![class_or_tuple.clone()],
@@ -204,28 +204,6 @@ fn flat_classes<V: PyValue>(class_or_tuple: &V) -> Vec<V> {
 
 /// The builtin the generated `train` of an `nn.Module` subclass calls on each attribute.
 pub use crate::frontend::ast::IS_MODULE;
-
-/// `isinstance(v, C)` where `C` (or an item of a tuple of classes) is a class of the program file: whether `v` is an
-/// instance of `C` or of a class derived from it (`frontend::convert::classes` gives each class a function
-/// `CLASS::^A` per class `A` it is). `None` where no class of the file is asked about; a tuple that mixes them with
-/// builtin types asks about those too.
-fn isinstance_of_class<'m, W: Walk<'m>>(w: &W, v: &W::V, class_or_tuple: &W::V) -> Option<Result<bool, String>> {
-    let items = flat_classes(class_or_tuple);
-    let is_class = |c: &W::V| c.function_name().is_some_and(|n| w.has_function(&format!("{n}::^{n}")));
-    if !items.iter().any(is_class) {
-        return None;
-    }
-    let of = super::pyvalue::object_class(v);
-    let mine = items.iter().filter(|c| is_class(c)).any(|c| {
-        let name = c.function_name().expect("a class");
-        of.as_ref().is_some_and(|o| w.has_function(&format!("{o}::^{name}")))
-    });
-    let rest: Vec<W::V> = items.into_iter().filter(|c| !is_class(c)).collect();
-    match rest.is_empty() {
-        true => Some(Ok(mine)),
-        false => Some(isinstance(v, &W::V::make(Made::Tuple(rest))).map(|b| mine || b)),
-    }
-}
 
 /// `type(v)`: the builtin type a program can name and compare (`type(lengths) == list`, `type(x) is torch.Tensor`).
 fn type_of<V: PyValue>(v: &V) -> Result<&'static str, String> {
@@ -661,7 +639,7 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
             "isinstance" => {
                 let v = w.required(a, 0, "obj")?.clone();
                 let classes = w.required(a, 1, "class_or_tuple")?.clone();
-                let r = match isinstance_of_class(w, &v, &classes) {
+                let r = match super::objects::isinstance_of_class(w, &v, &classes) {
                     Some(r) => r,
                     None => isinstance(&v, &classes),
                 };
