@@ -679,18 +679,8 @@ impl<'m> Fz<'m> {
                 self.call_op("where", vec![pos, FV::Tensor(x), neg], span)
             }
             "dropout" => {
-                let p = match a.opt(1, "p") {
-                    None => Some(0.5),
-                    Some(FV::Float(f)) => Some(*f),
-                    Some(FV::Int(i)) => Some(*i as f64),
-                    Some(_) => None,
-                };
-                a.opt(3, "inplace"); // the input itself is the result: in place or not, it is unchanged
-                let eval = a.opt(2, "training").map(|v| matches!(v, FV::Bool(false)));
-                match crate::interp::compat::dropout_identity(p, eval).map_err(err(span))? {
-                    true => Ok(FV::Tensor(a.tensor(0, "input")?)),
-                    false => diag(span, "dropout in training mode is random; pass training=False or remove it"),
-                }
+                crate::interp::compat::dropout(a).map_err(err(span))?;
+                Ok(FV::Tensor(a.tensor(0, "input")?))
             }
             "index_copy" | "index_add" => self.index_along(name, a, span),
             "bincount" => self.bincount(a, span),

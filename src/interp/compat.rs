@@ -157,14 +157,21 @@ pub(crate) fn nn_module<V: Clone>(
     Ok((func, fixed))
 }
 
-/// Whether `F.dropout(input, p, training)` returns its input, as PyTorch's CPU kernel does where `p` is 0 or
-/// `training` is false (`eval`: `training` given and false; `p` where it is a number), after PyTorch's check of
-/// `p`; false where it would draw a random mask, which funcfuse cannot reproduce.
-pub(crate) fn dropout_identity(p: Option<f64>, eval: Option<bool>) -> Result<bool, String> {
+/// `F.dropout(input, p=0.5, training=True, inplace=False)`, for either engine's arguments: Ok where it returns its
+/// input (the input itself: in place or not, it is unchanged), as PyTorch's CPU kernel does where `p` is 0 or
+/// `training` is false, after PyTorch's check of `p`; the refusal where it would draw a random mask, which funcfuse
+/// cannot reproduce.
+pub(crate) fn dropout<V: super::pyvalue::PyValue>(a: &super::args::CallArgs<V>) -> Result<(), String> {
+    let p = a.opt(1, "p").map_or(Some(0.5), |v| v.number());
     if let Some(p) = p.filter(|p| *p < 0.0 || *p > 1.0) {
         return Err(format!("ValueError: dropout probability has to be between 0 and 1, but got {p}"));
     }
-    Ok(eval == Some(true) || p == Some(0.0))
+    a.opt(3, "inplace");
+    let eval = a.opt(2, "training").is_some_and(|v| matches!(v.py(), super::pyvalue::Py::Bool(false)));
+    match eval || p == Some(0.0) {
+        true => Ok(()),
+        false => Err("dropout in training mode is random; pass training=False or remove it".into()),
+    }
 }
 
 /// PyTorch's NumPy-style keyword aliases (`axis` for `dim`, `keepdims` for `keepdim`), which its argument parser

@@ -180,7 +180,10 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
             index::check_select_index("embedding", idx.dtype())?;
             t(index::index(&w, &[Some(idx)])?)
         }
-        "dropout" => dropout(a),
+        "dropout" => {
+            super::compat::dropout(a)?;
+            t(a.tensor(0, "input")?)
+        }
         "tolist" => Ok(to_list(&a.tensor(0, "input")?)),
         "is_contiguous" => Ok(Value::Bool(a.tensor(0, "input")?.is_contiguous())),
         // No tensor here is complex or has its conjugate or negative bit set: each is the tensor itself.
@@ -416,20 +419,4 @@ fn to_list(x: &Tensor) -> Value {
     }
     let rows = x.unbind(0).unwrap_or_default();
     Value::list(rows.iter().map(to_list).collect())
-}
-
-/// `F.dropout(input, p=0.5, training=True, inplace=False)`: its input where PyTorch's CPU kernel returns it (the
-/// input itself: in place or not, it is unchanged), refused where it would draw a random mask.
-fn dropout(a: &Args) -> AResult<Value> {
-    let p = match a.opt(1, "p") {
-        None => Some(0.5),
-        Some(Value::Float(f)) => Some(*f),
-        Some(Value::Int(i)) => Some(*i as f64),
-        Some(_) => None,
-    };
-    a.opt(3, "inplace"); // the input itself is the result: in place or not, it is unchanged
-    match super::compat::dropout_identity(p, a.opt(2, "training").map(|v| matches!(v, Value::Bool(false))))? {
-        true => t(a.tensor(0, "input")?),
-        false => Err("dropout in training mode is random; pass training=False or remove it".into()),
-    }
 }

@@ -76,6 +76,8 @@ pub trait PyValue: Clone + Sized {
     fn full_slice() -> Self;
     /// The name of a function value of the program file (a class's constructor too), or of an op.
     fn function_name(&self) -> Option<&str>;
+    /// A float or int known before the program runs, as a float.
+    fn number(&self) -> Option<f64>;
 
     /// Python's name of the value's type, as errors print it.
     fn type_name(&self) -> &'static str {
@@ -683,6 +685,14 @@ macro_rules! py_values {
             fn function_name(&self) -> Option<&str> {
                 match self {
                     $t::Func(n) => Some(n),
+                    _ => None,
+                }
+            }
+
+            fn number(&self) -> Option<f64> {
+                match self {
+                    $t::Float(f) => Some(*f),
+                    $t::Int(i) => Some(*i as f64),
                     _ => None,
                 }
             }
