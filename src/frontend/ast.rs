@@ -52,6 +52,16 @@ impl Module {
         }
     }
 
+    /// Whether some function reads or writes an attribute `grad` (a tensor's gradient: `interp::grads`), so that the
+    /// engines keep the table of gradients ([`GRADS`]).
+    pub fn uses_grad(&self) -> bool {
+        let mut found = false;
+        for f in &self.functions {
+            visit_exprs(&f.body, &mut |e| found |= matches!(&e.kind, ExprKind::Attr(_, a) if a == "grad"));
+        }
+        found
+    }
+
     /// The names of every program, those that failed included, in source order.
     pub fn program_names(&self) -> Vec<String> {
         let mut all: Vec<(Span, &str)> = self.functions.iter().map(|f| (f.span, f.name.as_str())).collect();
@@ -245,6 +255,11 @@ pub const CLASS_KEY: &str = "__class__";
 /// no Python code can write, which the `train` made for `nn.Module` subclasses calls.
 pub const IS_MODULE: &str = "·is_module";
 
+/// The name every frame of a program binds, where the file uses `.grad` ([`Module::uses_grad`]), to the one dict of
+/// the tensors' gradients, keyed by `id(tensor)` (`interp::grads`): bound in each frame, it is reachable from the
+/// bindings as the functionalizer's snapshots of lists and dicts need. No Python code can name it.
+pub const GRADS: &str = "·grads";
+
 /// The entry of an `nn.ModuleList` instance (`frontend::convert::modules`) that holds its modules: iterating and
 /// indexing the instance iterate and index it (`interp::objects::items_of`). No Python code can name it.
 pub const ITEMS_KEY: &str = "·items";
@@ -276,9 +291,17 @@ pub fn try_catches(test: &Expr) -> Option<Vec<&str>> {
 /// exception classes: `ArithmeticError` is the base of `ZeroDivisionError` and `OverflowError`).
 pub fn error_caught(caught: &[&str], message: &str) -> bool {
     let class = message.split(':').next().unwrap_or("");
-    caught
-        .iter()
-        .any(|&c| c == class || (c == "ArithmeticError" && matches!(class, "ZeroDivisionError" | "OverflowError")))
+    // A Python exception class, as the engines name the errors Python raises (a refusal of this tool is not one).
+    let python_error = !class.is_empty()
+        && class.starts_with(|c: char| c.is_ascii_uppercase())
+        && class.chars().all(|c| c.is_ascii_alphanumeric())
+        && (class.ends_with("Error") || class.ends_with("Exception") || class == "StopIteration");
+    caught.iter().any(|&c| match c {
+        "ArithmeticError" => matches!(class, "ArithmeticError" | "ZeroDivisionError" | "OverflowError"),
+        "LookupError" => matches!(class, "LookupError" | "KeyError" | "IndexError"),
+        "Exception" | "BaseException" => python_error,
+        _ => c == class,
+    })
 }
 
 /// The name of the value a lambda's parameter default that reads a local variable took when the lambda was made

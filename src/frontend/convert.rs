@@ -10,6 +10,7 @@ use crate::diag::{err, Diagnostic, Span};
 use inert::{is_disabled_autocast, is_grad_mode, is_inert_decorator};
 
 mod annotations;
+mod brackets;
 mod classes;
 mod closure;
 mod defaultdict;
@@ -21,6 +22,7 @@ mod iterators;
 mod lambdas;
 pub(super) mod modules;
 mod numpy;
+pub(super) mod optim;
 mod sugar;
 mod toplevel;
 mod walrus;
@@ -93,7 +95,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
         torch: Default::default(),
     };
     // The parser recurses per bracket: reject deeper nesting before it sees the text.
-    if let Some((offset, _)) = too_deep_brackets(source, crate::limits::MAX_NESTING) {
+    if let Some((offset, _)) = brackets::too_deep_brackets(source, crate::limits::MAX_NESTING) {
         return err(
             cx.lines.span(TextSize::new(offset as u32)),
             format!("expression nested too deeply (limit {} brackets)", crate::limits::MAX_NESTING),
@@ -116,8 +118,13 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     let constructors = numpy::reachable_constructors(&cx, &module.body);
     // Module-level `NAME = literal` values, which decide module-level `if`s (`toplevel.rs`).
     let mut known: HashMap<String, toplevel::Lit> = HashMap::new();
-    let (mut classes, mut class_order, class_defs) = classes::collect(&cx, _path, &module.body, &mut unusable);
-    let mut work = classes::statements(&module.body, &class_defs);
+    // torch.optim's classes go first, as classes of the file (`optim`).
+    let optim_at = optim::mention(source);
+    let body: Vec<py::Stmt> =
+        optim_at.map(|_| optim::prelude()).unwrap_or_default().into_iter().chain(module.body.clone()).collect();
+    let bases = optim::imported(&module.body);
+    let (mut classes, mut class_order, class_defs) = classes::collect(&cx, _path, &body, &bases, &mut unusable);
+    let mut work = classes::statements(&body, &class_defs);
     while let Some(stmt) = work.pop_front() {
         match stmt {
             py::Stmt::FunctionDef(f) => {
@@ -151,6 +158,10 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     }
                     lambdas::close_lambdas(&mut func, &mut nested, &mut lambdas)?;
                     closure::close_over(&mut func, &mut nested)?;
+                    if optim_at.is_some() {
+                        optim::state_reads(&mut func);
+                        nested.iter_mut().for_each(|n| optim::state_reads(&mut n.func));
+                    }
                     sugar::desugar(&mut func)?;
                     nested.iter_mut().try_for_each(|n| sugar::desugar(&mut n.func))?;
                     lambdas.iter_mut().try_for_each(sugar::desugar)?;
@@ -206,6 +217,9 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             py::Stmt::Expr(e) if e.value.is_string_literal_expr() => {}
             other => toplevel::take(&cx, _path, other, &mut known, &mut work, &mut unusable)?,
         }
+    }
+    if let Some(at) = optim_at {
+        optim::settle(&mut functions, cx.lines.span(TextSize::new(at as u32)));
     }
     classes::settle(_path, &class_order, &mut classes, &mut functions, &failed, &mut unusable, &|e| cx.expr(e));
     modules::add(source, &|i| cx.lines.span(TextSize::new(i as u32)), &mut functions, &mut class_order);
@@ -723,61 +737,6 @@ impl Cx {
             _ => return err(span, "unsupported expression"),
         };
         Ok(Expr { kind, span })
-    }
-}
-
-/// The byte offset of the first bracket that opens more than `limit` levels deep, if any (brackets in strings and
-/// comments do not count).
-fn too_deep_brackets(source: &str, limit: usize) -> Option<(usize, usize)> {
-    let b = source.as_bytes();
-    let (mut i, mut depth) = (0, 0usize);
-    while i < b.len() {
-        match b[i] {
-            b'#' => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            q @ (b'\'' | b'"') => {
-                let triple = b.len() >= i + 3 && b[i + 1] == q && b[i + 2] == q;
-                i += if triple { 3 } else { 1 };
-                while i < b.len() {
-                    if b[i] == b'\\' {
-                        i += 2;
-                    } else if triple && b.len() >= i + 3 && b[i] == q && b[i + 1] == q && b[i + 2] == q {
-                        i += 2;
-                        break;
-                    } else if !triple && (b[i] == q || b[i] == b'\n') {
-                        break;
-                    } else {
-                        i += 1;
-                    }
-                }
-            }
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                if depth > limit {
-                    return Some((i, depth));
-                }
-            }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::too_deep_brackets;
-
-    #[test]
-    fn brackets_in_strings_and_comments_do_not_nest() {
-        assert_eq!(too_deep_brackets("f((x))", 2), None);
-        assert_eq!(too_deep_brackets("f(((x)))", 2), Some((3, 3)));
-        assert_eq!(too_deep_brackets("x = '((('  # (((\ny = \"\"\"(((\n\"\"\" + \"\\\"(\"\n", 1), None);
-        assert_eq!(too_deep_brackets("a = [[1]]\n", 1), Some((5, 2)));
     }
 }
 

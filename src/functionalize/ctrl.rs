@@ -191,6 +191,7 @@ impl<'m> Fz<'m> {
             self.fn_names.insert(f.name.clone(), counts);
         }
         self.fn_stack.push(f.name.clone());
+        crate::interp::grads::bind(&self.grads, &mut env);
         let mut held = Vec::new();
         for v in env.values() {
             super::list_writes::selection_objects(v, &mut held);
@@ -315,7 +316,9 @@ impl<'m> Fz<'m> {
                 self.setitem(&o, &i, &new, span)
             }
             // `p.data -= x`: in place on the tensor `p.data` is; setting `p.data` back to it changes nothing.
-            ExprKind::Attr(_, a) if a == "data" => pyvalue::aug_assign_data(self, env, target, op, value, span),
+            ExprKind::Attr(_, a) if a == "data" || a == "grad" => {
+                pyvalue::aug_assign_data(self, env, target, op, value, span)
+            }
             // `self.n += 1` on an object: its attribute, as a dict entry (`crate::interp::objects`).
             ExprKind::Attr(obj, a) => {
                 match pyvalue::aug_assign_attribute(self, env, obj, a, op, value, span, target.span)? {

@@ -167,6 +167,7 @@ fn functionalize_as_written(
         sample_spec: inputs.clone(),
         sample: None,
         ids: Vec::new(),
+        grads: crate::interp::grads::table(module),
     };
     let result = fz.program(f, &inputs, scalars);
     let exit = fz.exit_under_dyn_if;
@@ -225,6 +226,8 @@ pub(super) struct Fz<'m> {
     sample: Option<std::collections::BTreeMap<String, crate::tensor::Tensor>>,
     /// The values `id()` was asked for, in order (`pywalk::identity_number`).
     ids: Vec<FV>,
+    /// The tensors' gradients, where the file uses `.grad` (`interp::grads`).
+    grads: Option<FV>,
 }
 
 impl<'m> Fz<'m> {

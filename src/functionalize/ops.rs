@@ -172,9 +172,15 @@ impl<'m> Fz<'m> {
     /// `MODULE.NAME(...)`: an op of the table (`torch.*`, `F.*`, `torch.linalg.*`), writing its result through `out=`
     /// where the op takes it.
     fn module_call(&mut self, m: &str, name: &str, mut pos: Vec<FV>, mut kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
+        if m == "torch.optim" {
+            return match crate::frontend::module_class(m, name).filter(|c| self.module.function(c).is_some()) {
+                Some(c) => self.call_value(FV::Func(Rc::from(c.as_str())), pos, kw, span, &format!("`optim.{name}`")),
+                None => diag(span, crate::interp::python::unsupported_optimizer(name)),
+            };
+        }
         if m == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) && name != "Parameter" {
             // A module made a class of the file (`frontend::convert::modules`: the dropouts).
-            if let Some(c) = crate::frontend::module_class(name).filter(|c| self.module.function(c).is_some()) {
+            if let Some(c) = crate::frontend::module_class(m, name).filter(|c| self.module.function(c).is_some()) {
                 return self.call_value(FV::Func(Rc::from(c.as_str())), pos, kw, span, &format!("`nn.{name}`"));
             }
             let (f, fixed) = crate::interp::compat::nn_module(name, pos, kw, FV::Int, |v| matches!(v, FV::Bool(true)))
@@ -257,17 +263,7 @@ impl<'m> Fz<'m> {
             }
         }
         if let ("id", [v], true) = (name, a.pos.as_slice(), a.kw.is_empty()) {
-            if let FV::Tensor(t) = v {
-                if t.alt.is_some() || !t.off.terms.is_empty() {
-                    return diag(
-                        a.span,
-                        "id() of a view chosen by run-time data or by a loop variable is not supported",
-                    );
-                }
-            }
-            let same = |x: &FV, y: &FV| matches!((x, y), (FV::Tensor(x), FV::Tensor(y)) if x == y);
-            let n = crate::interp::pyvalue::identity_number(&mut self.ids, v, same).map_err(err(a.span))?;
-            return Ok(FV::Int(n));
+            return Ok(FV::Int(crate::interp::pyvalue::Walk::identity(self, v, a.span)?));
         }
         let span = a.span;
         match name {

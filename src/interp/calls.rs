@@ -177,9 +177,15 @@ impl<'m> Interp<'m> {
         mut kw: Vec<(String, Value)>,
         span: Span,
     ) -> Result<Value, Diagnostic> {
+        if m == "torch.optim" {
+            return match crate::frontend::module_class(m, name).filter(|c| self.module.function(c).is_some()) {
+                Some(c) => self.call_value(Value::Func(std::rc::Rc::from(c.as_str())), pos, kw, span),
+                None => err(span, super::python::unsupported_optimizer(name)),
+            };
+        }
         if m == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) && name != "Parameter" {
             // A module made a class of the file (`frontend::convert::modules`: the dropouts).
-            if let Some(c) = crate::frontend::module_class(name).filter(|c| self.module.function(c).is_some()) {
+            if let Some(c) = crate::frontend::module_class(m, name).filter(|c| self.module.function(c).is_some()) {
                 return self.call_value(Value::Func(std::rc::Rc::from(c.as_str())), pos, kw, span);
             }
             let (f, fixed) = super::compat::nn_module(name, pos, kw, Value::Int, |v| matches!(v, Value::Bool(true)))
@@ -347,9 +353,7 @@ impl<'m> Interp<'m> {
             }
         }
         if let ("id", [v], true) = (name, a.pos.as_slice(), a.kw.is_empty()) {
-            let same = |x: &Value, y: &Value| matches!((x, y), (Value::Tensor(x), Value::Tensor(y)) if x.same_view(y));
-            let n = crate::interp::pyvalue::identity_number(&mut self.ids, v, same).map_err(tensor_err(a.span))?;
-            return Ok(Value::Int(n));
+            return Ok(Value::Int(crate::interp::pyvalue::Walk::identity(self, v, a.span)?));
         }
         let span = a.span;
         let e = tensor_err(span);

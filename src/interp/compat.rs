@@ -322,7 +322,8 @@ pub(crate) fn quiet_call(module: &str, name: &str) -> Result<Option<&'static str
 }
 
 /// `MODULE.NAME(...)` as both engines dispatch it: `torch.onnx.operators.shape_as_tensor` is `torch._shape_as_tensor`;
-/// a call into `torch.distributed` (but `is_initialized()`, False, a run-mode predicate) is refused, the program
+/// a call into `torch.distributed` (but `is_initialized()`, False, a run-mode predicate, and the calls that raise
+/// PyTorch's `ValueError` without a process group) is refused, the program
 /// running in one process without the process group the module needs, as is one into a standard-library module of
 /// `UNSUPPORTED_MODULES`; any other call is itself.
 pub(crate) fn module_call_target<'a>(m: &'a str, name: &'a str) -> Result<(&'a str, &'a str), String> {
@@ -330,6 +331,11 @@ pub(crate) fn module_call_target<'a>(m: &'a str, name: &'a str) -> Result<(&'a s
         return Err(super::python::unsupported_module(m, name));
     }
     match (m, name) {
+        // What PyTorch raises without a process group (DAdaptation's `try: rank = get_rank() except: rank = 0`).
+        ("torch.distributed", "get_rank" | "get_world_size" | "get_backend" | "barrier" | "all_reduce" | "broadcast") => {
+            Err("ValueError: Default process group has not been initialized, please make sure to call                  init_process_group."
+                .into())
+        }
         ("torch.distributed", _) => Err(format!(
             "`torch.distributed.{name}` needs a process group; funcfuse runs a program in one process, where \
              `torch.distributed.is_initialized()` is False"

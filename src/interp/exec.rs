@@ -31,6 +31,8 @@ pub struct Interp<'m> {
     pub(super) params: Vec<pyvalue::ParamObject<Tensor>>,
     /// The values `id()` was asked for, in order (`pywalk::identity_number`).
     pub(super) ids: Vec<Value>,
+    /// The tensors' gradients, where the file uses `.grad` (`super::grads`).
+    grads: Option<Value>,
 }
 
 pub(super) type Frame = HashMap<String, Value>;
@@ -43,7 +45,9 @@ impl<'m> Interp<'m> {
     pub fn new(module: &'m Module) -> Result<Self, Diagnostic> {
         let (globals, written) = (HashMap::new(), HashSet::new());
         let failed_globals = HashMap::new();
-        let mut it = Interp { module, globals, failed_globals, written, depth: 0, params: Vec::new(), ids: Vec::new() };
+        let grads = super::grads::table(module);
+        let (params, ids) = (Vec::new(), Vec::new());
+        let mut it = Interp { module, globals, failed_globals, written, depth: 0, params, ids, grads };
         for (name, e) in &module.constants {
             let mut frame = Frame::new();
             match it.eval(&mut frame, e) {
@@ -111,6 +115,7 @@ impl<'m> Interp<'m> {
             },
         )?;
         let mut frame: Frame = bound.into_iter().collect();
+        super::grads::bind(&self.grads, &mut frame);
         self.depth += 1;
         let flow = self.exec_block(&mut frame, &f.body);
         self.depth -= 1;
@@ -643,6 +648,10 @@ impl<'m> pyvalue::Walk<'m> for Interp<'m> {
     fn has_function(&self, name: &str) -> bool {
         self.module.function(name).is_some()
     }
+    fn identity(&mut self, v: &Value, span: Span) -> Result<i64, Diagnostic> {
+        let same = |x: &Value, y: &Value| matches!((x, y), (Value::Tensor(x), Value::Tensor(y)) if x.same_view(y));
+        pyvalue::identity_number(&mut self.ids, v, same).map_err(tensor_err(span))
+    }
 }
 
 /// The reference interpreter's side of the statement walk both engines share.
@@ -679,7 +688,9 @@ impl<'m> pyvalue::Exec<'m> for Interp<'m> {
                 self.setitem(&o, &i, &new, span)
             }
             // `p.data -= x`: in place on the tensor `p.data` is; setting `p.data` back to it changes nothing.
-            ExprKind::Attr(_, a) if a == "data" => pyvalue::aug_assign_data(self, frame, target, op, value, span),
+            ExprKind::Attr(_, a) if a == "data" || a == "grad" => {
+                pyvalue::aug_assign_data(self, frame, target, op, value, span)
+            }
             // `self.n += 1` on an object: its attribute, as a dict entry (`super::objects`).
             ExprKind::Attr(obj, a) => {
                 match pyvalue::aug_assign_attribute(self, frame, obj, a, op, value, span, target.span)? {

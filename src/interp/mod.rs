@@ -16,6 +16,7 @@ pub(crate) mod device;
 pub(crate) mod exec;
 pub(crate) mod extra_ops;
 pub(crate) mod foreach;
+pub(crate) mod grads;
 pub(crate) mod losses;
 pub(crate) mod more_ops;
 pub(crate) mod nn_ops;

@@ -556,6 +556,11 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
         "torch.onnx" => Value::Module("torch.onnx"),
         "torch.onnx.operators" => Value::Module("torch.onnx.operators"),
         "torch.distributed" => Value::Module("torch.distributed"),
+        // Its classes are classes of the file (`frontend::convert::optim`); `required` marks a parameter group's
+        // required value, which `is` compares.
+        "torch.optim" => Value::Module("torch.optim"),
+        "torch.optim.optimizer" => Value::Module("torch.optim.optimizer"),
+        "torch.optim.optimizer.required" => Value::Module("torch.optim.optimizer.required"),
         "torch.cuda" => Value::Module("torch.cuda"),
         "torch.backends" => Value::Module("torch.backends"),
         "torch.backends.mps" => Value::Module("torch.backends.mps"),
@@ -577,6 +582,12 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
         f if function_value(f) => Value::Func(Rc::from(f)),
         _ => return Err(format!("unsupported attribute `{full}`")),
     })
+}
+
+/// The refusal of `torch.optim.NAME(...)` for a class that is not made a class of the file
+/// (`frontend::convert::optim`).
+pub(crate) fn unsupported_optimizer(name: &str) -> String {
+    format!("`torch.optim.{name}` is not supported (only the `Optimizer` base class, `SGD`, `Adam` and `AdamW`)")
 }
 
 /// `dtype.NAME`: what a dtype says of itself (both engines).

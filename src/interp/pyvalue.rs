@@ -305,6 +305,7 @@ pub fn identity<V: PyValue>(a: &V, op: CmpOp, b: &V, same_tensor: impl Fn(&V, &V
         (Py::Tensor, Py::Tensor) => same_tensor(a, b),
         // Types and modules are one object each (`type(x) is torch.Tensor`).
         (Py::Module(x), Py::Module(y)) => x == y,
+        (Py::Module(_), _) | (_, Py::Module(_)) => false,
         _ => return Err("`is` is only supported for None, bools, tensors and types".into()),
     };
     Ok(same == (op == CmpOp::Is))

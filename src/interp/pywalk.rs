@@ -400,7 +400,16 @@ pub fn aug_assign_data<'m, X: Exec<'m>>(
 ) -> Result<(), X::Err> {
     let cur = x.eval(env, target)?;
     if !matches!(cur.py(), Py::Tensor) {
-        let m = format!("'{}' object has no attribute 'data'", cur.type_name());
+        let m = match &target.kind {
+            // `p.grad += g` where `p.grad` is None
+            ExprKind::Attr(_, a) if a == "grad" => format!(
+                "TypeError: unsupported operand type(s) for {}=: '{}' and '{}'",
+                op.symbol(),
+                cur.type_name(),
+                x.eval(env, value)?.type_name()
+            ),
+            _ => format!("'{}' object has no attribute 'data'", cur.type_name()),
+        };
         return Err(Diagnostic::new(m).at(target.span).into());
     }
     let rhs = x.eval(env, value)?;
@@ -523,6 +532,9 @@ pub fn assign<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, target: &'m Expr, v:
         }
         ExprKind::Attr(obj, a) => {
             let o = x.eval(env, obj)?;
+            if a == "grad" && matches!(o.py(), Py::Tensor) {
+                return super::grads::write(x, env, &o, &v, target.span);
+            }
             set_attribute(x, &o, a, &v, target.span)
         }
         // (a starred target outside a tuple or list of targets; `*a, = v` is a tuple of one)
@@ -574,6 +586,8 @@ pub trait Walk<'m> {
     fn int_or(&self, a: &CallArgs<Self::V>, i: usize, name: &str, default: i64) -> Result<i64, Self::Err>;
     /// Whether the program file defines a function of this name (a class's method: `super::objects`).
     fn has_function(&self, name: &str) -> bool;
+    /// `id(v)` ([`identity_number`], tensors compared as the engine tells them apart).
+    fn identity(&mut self, v: &Self::V, span: Span) -> Result<i64, Self::Err>;
 }
 
 /// The builtins both engines run alike: a refusal the frontend deferred to where it runs (`ast::REFUSED`), Python's
@@ -730,6 +744,9 @@ pub fn eval<'m, W: Walk<'m>>(w: &mut W, env: &mut W::Env, e: &'m Expr) -> Result
         }
         ExprKind::Attr(obj, name) => {
             let o = w.eval(env, obj)?;
+            if name == "grad" && matches!(o.py(), Py::Tensor) {
+                return super::grads::read(w, env, &o, span);
+            }
             return attribute_of(w, &o, name, span);
         }
         ExprKind::Call { .. } => w.call(env, e)?,

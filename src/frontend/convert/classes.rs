@@ -23,12 +23,13 @@ pub(super) fn collect(
     cx: &Cx,
     path: &str,
     body: &[py::Stmt],
+    optim_bases: &[(String, String)],
     unusable: &mut Vec<FailedFunction>,
 ) -> (HashMap<String, Class>, Vec<String>, Vec<Vec<py::Stmt>>) {
     let (mut classes, mut order, mut defs) = (HashMap::new(), Vec::new(), Vec::new());
     for stmt in body {
         if let py::Stmt::ClassDef(c) = stmt {
-            match expand(c, &classes, |r| cx.lines.span(r.start())) {
+            match expand(c, &classes, optim_bases, |r| cx.lines.span(r.start())) {
                 Ok((class, fs)) => {
                     classes.insert(c.name.to_string(), class);
                     order.push(c.name.to_string());
@@ -104,6 +105,7 @@ pub(crate) struct Class {
 pub(super) fn expand(
     c: &py::StmtClassDef,
     classes: &HashMap<String, Class>,
+    optim_bases: &[(String, String)],
     sp: impl Fn(ruff_text_size::TextRange) -> Span,
 ) -> Result<(Class, Vec<py::StmtFunctionDef>), String> {
     let name = c.name.as_str();
@@ -134,16 +136,17 @@ pub(super) fn expand(
         }
         Some(py::Expr::Attribute(a)) if a.attr.as_str() == "Module" => class.module_base = true,
         Some(py::Expr::Name(n)) if n.id.as_str() == "Module" => class.module_base = true,
-        Some(py::Expr::Name(n)) if classes.contains_key(n.id.as_str()) => {
-            let b = &classes[n.id.as_str()];
-            class.base = Some(n.id.to_string());
+        Some(b) if base_class(b, classes, optim_bases).is_some() => {
+            let n = base_class(b, classes, optim_bases).expect("a class");
+            let b = &classes[&n];
+            class.base = Some(n);
             class.module_base = b.module_base;
             class.attrs = b.attrs.clone();
             class.fields = b.fields.clone();
         }
         Some(_) => {
             return Err(format!(
-                "`class {name}`: its base class is not supported (only `object`, `nn.Module` or a class of this file)"
+                "`class {name}`: its base class is not supported (only `object`, `nn.Module`, torch.optim's `Optimizer`, `SGD`, `Adam`, `AdamW` or a class of this file)"
             ))
         }
     }
@@ -195,6 +198,16 @@ pub(super) fn expand(
         }
     }
     Ok((class, defs))
+}
+
+/// The class of the file a base expression names: a class the file defines, or one of torch.optim's
+/// (`super::optim::base`).
+fn base_class(e: &py::Expr, classes: &HashMap<String, Class>, optim_bases: &[(String, String)]) -> Option<String> {
+    let named = match e {
+        py::Expr::Name(n) if classes.contains_key(n.id.as_str()) => Some(n.id.to_string()),
+        _ => super::optim::base(e, optim_bases),
+    };
+    named.filter(|n| classes.contains_key(n))
 }
 
 /// Whether a field's annotation is `ClassVar[...]` (`typing.ClassVar` too): a class-level value, not a dataclass

@@ -35,6 +35,10 @@ pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str
         "torch.nn" => Some(Ok("torch.nn")),
         "torch.nn.functional" => Some(Ok("torch.nn.functional")),
         "torch.linalg" => Some(Ok("torch.linalg")),
+        // `SGD`, `Adam`, `AdamW` (classes of the file: `convert::optim`), `Optimizer` as a base class and the
+        // `required` marker.
+        "torch.optim" => Some(Ok("torch.optim")),
+        "torch.optim.optimizer" if matches!(name, "Optimizer" | "required") => Some(Ok("torch.optim.optimizer")),
         "itertools" => Some(Err(crate::frontend::torch_api::unsupported_itertools(name))),
         _ => None,
     }

@@ -39,7 +39,7 @@ pub(super) fn add(source: &str, at: &dyn Fn(usize) -> Span, functions: &mut Vec<
 }
 
 /// The byte offset of the first mention of `word` in `source` as a whole word outside a comment.
-fn first_mention(source: &str, word: &str) -> Option<usize> {
+pub(super) fn first_mention(source: &str, word: &str) -> Option<usize> {
     let ident = |c: char| c.is_alphanumeric() || c == '_';
     source.match_indices(word).map(|(i, _)| i).find(|&i| {
         let line_start = source[..i].rfind('\n').map_or(0, |n| n + 1);

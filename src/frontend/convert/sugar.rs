@@ -92,10 +92,11 @@ impl Cx {
     /// here never raise on the CPU: an op without a kernel is refused before the program runs) around a body with
     /// no `raise` and no call of a function of the program (which could raise it).
     ///
-    /// `try: BODY except ZeroDivisionError: HANDLER [finally: FINALLY]` (or `ArithmeticError`, as optimizers guard a
-    /// ratio of step counts) becomes `if <try>(...): BODY else: HANDLER` then FINALLY (see
-    /// [`crate::frontend::ast::TRY_MARKER`]): the engines catch the error where BODY raises it. Anything else is
-    /// refused.
+    /// `try: BODY except ERRORS: HANDLER [finally: FINALLY]` for other errors (`ZeroDivisionError`, as optimizers
+    /// guard a ratio of step counts; a bare `except:`, which catches any `Exception`, around DAdaptation's
+    /// `torch.distributed.get_rank()`) becomes `if <try>(...): BODY else: HANDLER` then FINALLY (see
+    /// [`crate::frontend::ast::TRY_MARKER`]): the engines catch the error where BODY raises it (the functionalizer
+    /// only where BODY computes nothing with tensors, so that its errors are known before the program runs).
     pub(super) fn try_body(&self, t: &py::StmtTry) -> Result<Vec<Stmt>, Diagnostic> {
         let span = self.sp(t);
         if t.is_star {
@@ -107,7 +108,10 @@ impl Cx {
             let names: Vec<&py::Expr> = match h.type_.as_deref() {
                 Some(py::Expr::Tuple(tu)) => tu.elts.iter().collect(),
                 Some(e) => vec![e],
-                None => return err(self.sp(h), "a bare `except:` catches every error, which the body could raise: `try` is supported only with `except NotImplementedError` and `except ZeroDivisionError`"),
+                None => {
+                    caught.push(("Exception".into(), self.sp(h)));
+                    continue;
+                }
             };
             for n in names {
                 match n {
@@ -116,18 +120,12 @@ impl Cx {
                 }
             }
         }
-        let arithmetic = |c: &str| matches!(c, "ZeroDivisionError" | "ArithmeticError");
-        if !caught.is_empty() && caught.iter().all(|(c, _)| arithmetic(c)) {
-            return self.arithmetic_try(t, caught.iter().map(|(c, _)| c.clone()).collect());
+        let not_implemented = |c: &str| c == "NotImplementedError";
+        if !caught.is_empty() && !caught.iter().any(|(c, _)| not_implemented(c)) {
+            return self.caught_try(t, caught.iter().map(|(c, _)| c.clone()).collect());
         }
-        if let Some((c, at)) = caught.iter().find(|(c, _)| c != "NotImplementedError") {
-            if arithmetic(c) {
-                return err(*at, "a `try` may catch `NotImplementedError` or `ZeroDivisionError`, not both");
-            }
-            return err(
-                *at,
-                "`try` is supported only with `except NotImplementedError` or `except ZeroDivisionError`: whether the body raises another error is known only when it runs",
-            );
+        if let Some((_, at)) = caught.iter().find(|(c, _)| !not_implemented(c)) {
+            return err(*at, "a `try` may catch `NotImplementedError` or other errors, not both");
         }
         let mut body = self.block(&t.body)?;
         if caught.is_empty() {
@@ -166,8 +164,8 @@ impl Cx {
         Ok(body)
     }
 
-    /// `try: BODY except ZeroDivisionError: HANDLER [finally: FINALLY]` as the `if` the engines run as a `try`.
-    fn arithmetic_try(&self, t: &py::StmtTry, caught: Vec<String>) -> Result<Vec<Stmt>, Diagnostic> {
+    /// `try: BODY except ERRORS: HANDLER [finally: FINALLY]` as the `if` the engines run as a `try`.
+    fn caught_try(&self, t: &py::StmtTry, caught: Vec<String>) -> Result<Vec<Stmt>, Diagnostic> {
         let span = self.sp(t);
         if t.handlers.len() != 1 {
             return err(span, "`try` with more than one `except` clause is not supported");

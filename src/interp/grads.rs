@@ -1,0 +1,94 @@
+//! A tensor's `.grad`, both engines: optimizer code reads `p.grad` for each parameter and programs set it before a
+//! step (`w.grad = g`). Without autograd a gradient is only what the program assigned, so it is a table from tensors
+//! to values: the dict every frame binds to [`GRADS`] (the engine makes it when the file uses `.grad` and binds it
+//! in each call's frame, which keeps it reachable where the functionalizer snapshots lists and dicts around
+//! branches and loops), keyed by the tensor's `id()`. Reading gives the value assigned, `None` where there is none;
+//! assigning checks what PyTorch checks (a tensor of the same size and dtype, or `None`).
+//!
+//! A tensor is told apart as `id()` tells it (`pywalk::identity_number`): by its view of its buffer, so two views
+//! of the same elements made separately (`w.view(n)`, `w.data`), distinct objects in PyTorch, share one `.grad` here.
+
+use super::pyvalue::{Exec, Made, Py, PyValue, Walk};
+use crate::diag::{Diagnostic, Span};
+use crate::frontend::ast::GRADS;
+
+/// The engine's table of gradients, for a file that uses `.grad`: an empty dict, made once per run.
+pub fn table<V: PyValue>(module: &crate::frontend::ast::Module) -> Option<V> {
+    module.uses_grad().then(|| V::make(Made::Dict(Vec::new())))
+}
+
+/// Binds the table in a new frame.
+pub fn bind<V: PyValue>(table: &Option<V>, frame: &mut std::collections::HashMap<String, V>) {
+    if let Some(t) = table {
+        frame.insert(GRADS.to_string(), t.clone());
+    }
+}
+
+fn entries<'m, W: Walk<'m>>(w: &mut W, env: &mut W::Env, span: Span) -> Result<W::V, W::Err> {
+    let t = w.lookup(env, GRADS, span)?;
+    match t.py() {
+        Py::Dict(_) => Ok(t),
+        _ => Err(Diagnostic::new("`.grad` is not available here").at(span).into()),
+    }
+}
+
+/// `t.grad` for tensor `t`.
+pub fn read<'m, W: Walk<'m>>(w: &mut W, env: &mut W::Env, t: &W::V, span: Span) -> Result<W::V, W::Err> {
+    let key = w.identity(t, span)?;
+    let table = entries(w, env, span)?;
+    let Py::Dict(d) = table.py() else { unreachable!("checked by entries") };
+    let found = d.borrow().iter().find(|(k, _)| matches!(k.py(), Py::Int(i) if i == key)).map(|(_, v)| v.clone());
+    Ok(found.unwrap_or_else(|| W::V::make(Made::None)))
+}
+
+/// `t.grad = v` for tensor `t`.
+pub fn write<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, t: &X::V, v: &X::V, span: Span) -> Result<(), X::Err> {
+    let fail = |m: String| Err(Diagnostic::new(m).at(span).into());
+    match v.py() {
+        Py::None => {}
+        Py::Tensor => {
+            let (size, grad_size) = (shape(x, t, span)?, shape(x, v, span)?);
+            if size != grad_size {
+                return fail(format!(
+                    "RuntimeError: attempting to assign a gradient of size '{grad_size}' to a tensor of size \
+                     '{size}'. Please ensure that the gradient and the tensor are the same size"
+                ));
+            }
+            let (dtype, grad_dtype) = (x.attribute(t, "dtype", span)?, x.attribute(v, "dtype", span)?);
+            if let (Py::DType(d), Py::DType(g)) = (dtype.py(), grad_dtype.py()) {
+                if d != g {
+                    return fail(format!(
+                        "RuntimeError: attempting to assign a gradient with dtype '{}' to a tensor with grad_dtype \
+                         '{}'. The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype)",
+                        g.torch_name(),
+                        d.torch_name()
+                    ));
+                }
+            }
+        }
+        _ => {
+            return fail(format!(
+                "TypeError: assigned grad expected to be a Tensor or None but got grad of type {}",
+                v.type_name()
+            ))
+        }
+    }
+    let key = X::V::make(Made::Int(x.identity(t, span)?));
+    let table = entries(x, env, span)?;
+    x.setitem(&table, &key, v, span)
+}
+
+/// A tensor's size as PyTorch prints it in these messages (`[4, 3]`).
+fn shape<'m, W: Walk<'m>>(w: &mut W, t: &W::V, span: Span) -> Result<String, W::Err> {
+    let s = w.attribute(t, "shape", span)?;
+    let dims: Vec<String> = s
+        .items()
+        .unwrap_or_default()
+        .iter()
+        .map(|d| match d.py() {
+            Py::Int(i) => i.to_string(),
+            _ => "?".into(),
+        })
+        .collect();
+    Ok(format!("[{}]", dims.join(", ")))
+}
