@@ -1192,7 +1192,6 @@ fn one_hot_try_and_module_forms_raise_as_pytorch_does() {
             "def f(x: f32[3]) -> f32[3]:\n    return torch.nn.GELU(approximate=\"cubic\")(x)\n",
             "approximate argument must be either none or tanh.",
         ),
-        ("def f(x: f32[3]) -> f32[3]:\n    return torch.nn.ReLU(inplace=True)(x)\n", "torch.nn.ReLU(inplace=True) is not supported"),
         (
             "def f(x: f32[3]) -> f32[3]:\n    return torch.nn.Softmax(dim=0, beta=1)(x)\n",
             "Softmax.__init__() got an unexpected keyword argument 'beta'",

@@ -577,7 +577,7 @@ fn round_23_refusals_are_located_and_per_function() {
         ("early_return", "26:9: `return`, `break` and `continue` that leave a `try: ... finally:` are not supported"),
         ("stored_filter", "8:10: `filter(...)` returns an iterator"),
         ("max_norm", "embedding(max_norm=...) rescales the weight in place"),
-        ("rank", "17:16: `torch.distributed.get_rank` needs a process group; funcfuse runs a program in one process"),
+        ("rank", "17:16: ValueError: Default process group has not been initialized, please make sure to call init_process_group."),
         ("bad_int", "invalid literal for int() with base 10: '1.5'"),
     ];
     for engine in ["reference", "optimized"] {

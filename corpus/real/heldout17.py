@@ -1,8 +1,10 @@
 """Held-out real code, issue 14's seventeenth round, the programs every engine runs (the round's others wait in
 tests/real_pending/heldout_r17.py): detectron2's DefaultAnchorGenerator with Box2BoxTransform.apply_deltas,
 DAB-DETR's sine embedding of reference boxes with iterative refinement; RWKV-7's time mixing, xLSTM's chunkwise mLSTM,
-flash-linear-attention's chunkwise delta rule; Gemma's sampler; and CAME. Inputs arrive uniform in [-1, 1); integer
-inputs in [0, 10)."""
+flash-linear-attention's chunkwise delta rule; Gemma's sampler; CAME; and, pending at first (in
+tests/real_pending), mmdetection's EIoU loss (an early `return` of a sum where no weight is positive: the returned
+shape depends on the data) and Prodigy (a state tensor whose shape depends on `p.any()`). Inputs arrive uniform in
+[-1, 1); integer inputs in [0, 10)."""
 from __future__ import annotations
 
 import math
@@ -588,3 +590,260 @@ def came_steps(p1: f32[6, 8], p2: f32[8], grads1: f32[3, 6, 8], grads2: f32[3, 8
             update.mul_(group["lr"])
             p.data.add_(-update)
     return p1, p2, states[0]["exp_avg"]
+
+
+def _reduce_loss(loss, reduction):
+    reduction_enum = F._Reduction.get_enum(reduction)
+    # none: 0, elementwise_mean:1, sum: 2
+    if reduction_enum == 0:
+        return loss
+    elif reduction_enum == 1:
+        return loss.mean()
+    elif reduction_enum == 2:
+        return loss.sum()
+
+
+def _weight_reduce_loss(loss, weight=None, reduction="mean", avg_factor=None):
+    # if weight is specified, apply element-wise weight
+    if weight is not None:
+        loss = loss * weight
+
+    # if avg_factor is not specified, just reduce the loss
+    if avg_factor is None:
+        loss = _reduce_loss(loss, reduction)
+    else:
+        # if reduction is mean, then average the loss by avg_factor
+        if reduction == "mean":
+            # Avoid causing ZeroDivisionError when avg_factor is 0.0,
+            # i.e., all labels of an image belong to ignore index.
+            eps = torch.finfo(torch.float32).eps
+            loss = loss.sum() / (avg_factor + eps)
+        # if reduction is 'none', then do nothing, otherwise raise an error
+        elif reduction != "none":
+            raise ValueError('avg_factor can not be used with reduction="sum"')
+    return loss
+
+
+def _eiou_loss(pred, target, smooth_point=0.1, eps=1e-7):
+    px1, py1, px2, py2 = pred[:, 0], pred[:, 1], pred[:, 2], pred[:, 3]
+    tx1, ty1, tx2, ty2 = target[:, 0], target[:, 1], target[:, 2], target[:, 3]
+
+    # extent top left
+    ex1 = torch.min(px1, tx1)
+    ey1 = torch.min(py1, ty1)
+
+    # intersection coordinates
+    ix1 = torch.max(px1, tx1)
+    iy1 = torch.max(py1, ty1)
+    ix2 = torch.min(px2, tx2)
+    iy2 = torch.min(py2, ty2)
+
+    # extra
+    xmin = torch.min(ix1, ix2)
+    ymin = torch.min(iy1, iy2)
+    xmax = torch.max(ix1, ix2)
+    ymax = torch.max(iy1, iy2)
+
+    # Intersection
+    intersection = (
+        (ix2 - ex1) * (iy2 - ey1)
+        + (xmin - ex1) * (ymin - ey1)
+        - (ix1 - ex1) * (ymax - ey1)
+        - (xmax - ex1) * (iy1 - ey1)
+    )
+    # Union
+    union = (px2 - px1) * (py2 - py1) + (tx2 - tx1) * (ty2 - ty1) - intersection + eps
+    # IoU
+    ious = 1 - (intersection / union)
+
+    # Smooth-EIoU
+    smooth_sign = (ious < smooth_point).detach().float()
+    loss = 0.5 * smooth_sign * (ious**2) / smooth_point + (1 - smooth_sign) * (ious - 0.5 * smooth_point)
+    return loss
+
+
+def _eiou_loss_forward(self, pred, target, weight=None, avg_factor=None, reduction_override=None, **kwargs):
+    if weight is not None and not torch.any(weight > 0):
+        if pred.dim() == weight.dim() + 1:
+            weight = weight.unsqueeze(1)
+        return (pred * weight).sum()  # 0
+    assert reduction_override in (None, "none", "mean", "sum")
+    reduction = reduction_override if reduction_override else self["reduction"]
+    if weight is not None and weight.dim() > 1:
+        assert weight.shape == pred.shape
+        weight = weight.mean(-1)
+    loss = self["loss_weight"] * _weight_reduce_loss(
+        _eiou_loss(pred, target, smooth_point=self["smooth_point"], eps=self["eps"], **kwargs),
+        weight,
+        reduction=reduction,
+        avg_factor=avg_factor,
+    )
+    return loss
+
+
+# mmdetection (open-mmlab/mmdetection), mmdet/models/losses/iou_loss.py: eiou_loss and EIoULoss.forward (smooth_point
+# 0.1, eps 1e-6, loss_weight 1.0), with mmdet/models/losses/utils.py's weight_reduce_loss and reduce_loss standing
+# in for the @weighted_loss decorator; called with avg_factor 8 (reduction "mean") and with reduction_override
+# "none"; XYXY boxes made valid from the raw inputs (corners in [0, 16), sides in [1, 5)), weights in [0, 1)
+def mmdet_eiou_loss(raw_pred: f32[16, 4], raw_target: f32[16, 4], raw_weight: f32[16]) -> tuple[f32[()], f32[16]]:
+    pred = torch.cat([raw_pred[:, :2] * 8 + 8, raw_pred[:, :2] * 8 + 8 + raw_pred[:, 2:].abs() * 4 + 1], dim=1)
+    target = torch.cat([raw_target[:, :2] * 8 + 8, raw_target[:, :2] * 8 + 8 + raw_target[:, 2:].abs() * 4 + 1], dim=1)
+    weight = (raw_weight + 1) / 2
+    module = {"reduction": "mean", "loss_weight": 1.0, "smooth_point": 0.1, "eps": 1e-6}
+    loss_avg = _eiou_loss_forward(module, pred, target, weight, avg_factor=8.0)
+    loss_none = _eiou_loss_forward(module, pred, target, weight, reduction_override="none")
+    return loss_avg, loss_none
+
+
+# Prodigy (konstmish/prodigy), prodigyopt/prodigy.py: Prodigy.step (lr 1.0, betas (0.9, 0.999), beta3 None so
+# sqrt(beta2), eps 1e-8, weight_decay 0.01 decoupled, use_bias_correction False, safeguard_warmup False, d0 1e-3
+# instead of 1e-6, d_coef 1.0, growth_rate inf, slice_p 1, no FSDP), three steps on two parameters in one group;
+# p.grad is each step's gradient slice; the closure left out (and `return loss` when d_denom is 0 written `continue`, as
+# the step loop is inlined); self.param_groups and self.state as a list of dicts;
+# d, d_hat and d_max returned as a tensor beside the parameters
+def prodigy_steps(
+    p1: f32[4, 6], p2: f32[6], grads1: f32[3, 4, 6], grads2: f32[3, 6]
+) -> tuple[f32[4, 6], f32[6], f32[3]]:
+    param_groups = [dict(lr=1.0, betas=(0.9, 0.999), beta3=None, eps=1e-8, weight_decay=0.01, d=1e-3, d0=1e-3,
+                         d_max=1e-3, d_numerator=0.0, d_coef=1.0, k=0, growth_rate=float("inf"),
+                         use_bias_correction=False, decouple=True, safeguard_warmup=False, fsdp_in_use=False,
+                         slice_p=1, params=[p1, p2])]
+    states = [{}, {}]
+    all_grads = [grads1, grads2]
+    d_hat = 0.0
+    for it in range(3):
+        grads = [all_grads[0][it], all_grads[1][it]]
+        d_denom = 0.0
+
+        group = param_groups[0]
+        use_bias_correction = group['use_bias_correction']
+        beta1, beta2 = group['betas']
+        beta3 = group['beta3']
+        if beta3 is None:
+            beta3 = math.sqrt(beta2)
+        k = group['k']
+
+        d = group['d']
+        d_max = group['d_max']
+        d_coef = group['d_coef']
+        lr = max(group['lr'] for group in param_groups)
+
+        if use_bias_correction:
+            bias_correction = ((1 - beta2 ** (k + 1)) ** 0.5) / (1 - beta1 ** (k + 1))
+        else:
+            bias_correction = 1
+
+        dlr = d * lr * bias_correction
+
+        growth_rate = group['growth_rate']
+        decouple = group['decouple']
+        fsdp_in_use = group['fsdp_in_use']
+
+        d_numerator = group['d_numerator']
+        d_numerator *= beta3
+
+        for group in param_groups:
+            decay = group['weight_decay']
+            k = group['k']
+            eps = group['eps']
+            group_lr = group['lr']
+            d0 = group['d0']
+            safeguard_warmup = group['safeguard_warmup']
+            slice_p = group['slice_p']
+
+            if group_lr not in [lr, 0.0]:
+                raise RuntimeError(f"Setting different lr values in different parameter groups is only supported for values of 0")
+
+            for j, p in enumerate(group['params']):
+                grad = grads[j]
+
+                # Apply weight decay (coupled variant)
+                if decay != 0 and not decouple:
+                    grad.add_(p.data, alpha=decay)
+
+                state = states[j]
+
+                # State initialization
+                if 'step' not in state:
+                    state['step'] = 0
+
+                    state['s'] = torch.zeros_like(p.data.flatten()[::slice_p]).detach()
+
+                    if p.any():
+                        state['p0'] = p.flatten()[::slice_p].detach().clone()
+                    else:
+                        # All values are zero, so save VRAM with a zero-tensor
+                        state['p0'] = torch.tensor(0, device=p.device, dtype=p.dtype)
+
+                    # Exponential moving average of gradient values
+                    state['exp_avg'] = torch.zeros_like(p.data).detach()
+                    # Exponential moving average of squared gradient values
+                    state['exp_avg_sq'] = torch.zeros_like(p.data).detach()
+
+                exp_avg, exp_avg_sq = state['exp_avg'], state['exp_avg_sq']
+
+                s = state['s']
+                p0 = state['p0']
+
+                if group_lr > 0.0:
+                    # we use d / d0 instead of just d to avoid getting values that are too small
+                    sliced_grad = grad.flatten()[::slice_p]
+                    d_numerator += (d / d0) * dlr * torch.dot(sliced_grad, p0.data - p.data.flatten()[::slice_p]).item()
+
+                    # Adam EMA updates
+                    exp_avg.mul_(beta1).add_(grad, alpha=d * (1 - beta1))
+                    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=d * d * (1 - beta2))
+
+                    if safeguard_warmup:
+                        s.mul_(beta3).add_(sliced_grad, alpha=((d / d0) * d))
+                    else:
+                        s.mul_(beta3).add_(sliced_grad, alpha=((d / d0) * dlr))
+                    d_denom += s.abs().sum().item()
+
+        d_hat = d
+
+        # if we have not done any progres, return
+        # if we have any gradients available, will have d_denom > 0 (unless \|g\|=0)
+        if d_denom == 0:
+            continue
+
+        if lr > 0.0:
+            global_d_numerator = d_numerator
+            global_d_denom = d_denom
+
+            d_hat = d_coef * global_d_numerator / global_d_denom
+            if d == group['d0']:
+                d = max(d, d_hat)
+            d_max = max(d_max, d_hat)
+            d = min(d_max, d * growth_rate)
+
+        for group in param_groups:
+            group['d_numerator'] = global_d_numerator
+            group['d_denom'] = global_d_denom
+            group['d'] = d
+            group['d_max'] = d_max
+            group['d_hat'] = d_hat
+
+            decay = group['weight_decay']
+            k = group['k']
+            eps = group['eps']
+
+            for j, p in enumerate(group['params']):
+                state = states[j]
+
+                exp_avg, exp_avg_sq = state['exp_avg'], state['exp_avg_sq']
+
+                state['step'] += 1
+
+                denom = exp_avg_sq.sqrt().add_(d * eps)
+
+                # Apply weight decay (decoupled variant)
+                if decay != 0 and decouple:
+                    p.data.add_(p.data, alpha=-decay * dlr)
+
+                ### Take step
+                p.data.addcdiv_(exp_avg, denom, value=-dlr)
+
+            group['k'] = k + 1
+    group = param_groups[0]
+    return p1, p2, torch.tensor([group['d'], group['d_hat'], group['d_max']])

@@ -20,9 +20,9 @@ mod imports;
 mod inert;
 mod iterators;
 mod lambdas;
-pub(super) mod modules;
 mod numpy;
-pub(super) mod optim;
+mod optim;
+pub(super) mod prelude;
 mod sugar;
 mod toplevel;
 mod walrus;
@@ -118,12 +118,13 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     let constructors = numpy::reachable_constructors(&cx, &module.body);
     // Module-level `NAME = literal` values, which decide module-level `if`s (`toplevel.rs`).
     let mut known: HashMap<String, toplevel::Lit> = HashMap::new();
-    // torch.optim's classes go first, as classes of the file (`optim`).
-    let optim_at = optim::mention(source);
-    let body: Vec<py::Stmt> =
-        optim_at.map(|_| optim::prelude()).unwrap_or_default().into_iter().chain(module.body.clone()).collect();
-    let bases = optim::imported(&module.body);
-    let (mut classes, mut class_order, class_defs) = classes::collect(&cx, _path, &body, &bases, &mut unusable);
+    // torch.nn's and torch.optim's classes the file mentions go first, as classes of the file (`prelude`).
+    let preludes: Vec<_> = prelude::PRELUDES.iter().filter_map(|p| Some((p, p.mention(&module.body)?))).collect();
+    let mut body: Vec<py::Stmt> = preludes.iter().flat_map(|(p, _)| p.statements()).collect();
+    body.extend(module.body.iter().cloned());
+    let optimizers = preludes.iter().any(|(p, _)| p.prefix == "optim");
+    let bases = prelude::imported(&module.body);
+    let (mut classes, class_order, class_defs) = classes::collect(&cx, _path, &body, &bases, &mut unusable);
     let mut work = classes::statements(&body, &class_defs);
     while let Some(stmt) = work.pop_front() {
         match stmt {
@@ -158,7 +159,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     }
                     lambdas::close_lambdas(&mut func, &mut nested, &mut lambdas)?;
                     closure::close_over(&mut func, &mut nested)?;
-                    if optim_at.is_some() {
+                    if optimizers {
                         optim::state_reads(&mut func);
                         nested.iter_mut().for_each(|n| optim::state_reads(&mut n.func));
                     }
@@ -218,14 +219,13 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             other => toplevel::take(&cx, _path, other, &mut known, &mut work, &mut unusable)?,
         }
     }
-    if let Some(at) = optim_at {
-        optim::settle(&mut functions, cx.lines.span(TextSize::new(at as u32)));
+    for (p, at) in &preludes {
+        p.settle(&mut functions, cx.lines.span(TextSize::new(*at as u32)));
     }
     classes::settle(_path, &class_order, &mut classes, &mut functions, &failed, &mut unusable, &|e| cx.expr(e));
-    modules::add(source, &|i| cx.lines.span(TextSize::new(i as u32)), &mut functions, &mut class_order);
     imports::qualify(_path, &mut functions, &constants, from_imports, &mut unusable);
     iterators::check_all(_path, &mut functions, &mut failed);
-    fail_callers(_path, &mut functions, &mut failed, &unusable);
+    fail_callers(_path, &mut functions, &mut failed, &mut unusable, &class_order);
     let warnings = python_would_not_run(_path, &cx, imports_torch, future_annotations || functions.is_empty());
     Ok(Module { path: _path.to_string(), functions, constants, failed, unusable, classes: class_order, warnings })
 }
@@ -251,12 +251,15 @@ fn python_would_not_run(path: &str, cx: &Cx, imports_torch: bool, future_annotat
 }
 
 /// Moves every function that names a failed function or an `unusable` name (an unsupported import), directly or
-/// through others, to `failed`, with a message at its first such reference that gives the original error.
+/// through others, to `failed`, with a message at its first such reference that gives the original error; a class
+/// (of `classes`) one of whose methods goes so becomes `unusable` itself, so that its instances are never made
+/// without the method (which would read as an `AttributeError` where the method is called).
 fn fail_callers(
     path: &str,
     functions: &mut Vec<Function>,
     failed: &mut Vec<FailedFunction>,
-    unusable: &[FailedFunction],
+    unusable: &mut Vec<FailedFunction>,
+    classes: &[String],
 ) {
     loop {
         let mut hit = None;
@@ -274,7 +277,7 @@ fn fail_callers(
                 if local.contains(&n) {
                     continue;
                 }
-                if let Some(bad) = failed.iter().chain(unusable).find(|g| g.name == n) {
+                if let Some(bad) = failed.iter().chain(unusable.iter()).find(|g| g.name == n) {
                     let msg = format!("`{n}` cannot be used: {}", bad.error);
                     hit = Some((i, Diagnostic::new(msg).at(span).in_file(path)));
                     break 'funcs;
@@ -283,6 +286,12 @@ fn fail_callers(
         }
         let Some((i, error)) = hit else { return };
         let f = functions.remove(i);
+        // A class with a method that cannot be used cannot be used either (as where the method itself failed).
+        if let Some((c, _)) = f.name.split_once("::").filter(|(c, _)| classes.iter().any(|k| k == c)) {
+            if !unusable.iter().any(|u| u.name == c) {
+                unusable.push(FailedFunction { name: c.to_string(), span: f.span, error: error.clone() });
+            }
+        }
         failed.push(FailedFunction { name: f.name, span: f.span, error });
     }
 }

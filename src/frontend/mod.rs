@@ -10,15 +10,9 @@ pub mod torch_api;
 
 use crate::diag::Diagnostic;
 pub use ast::Module;
-/// The name of the class of the file the conversion makes for `MODULE.NAME`: a `torch.nn` module
-/// (`convert::modules`), a `torch.optim` optimizer (`convert::optim`).
-pub fn module_class(module: &str, name: &str) -> Option<String> {
-    match module {
-        "torch.nn" => convert::modules::class_name(name),
-        "torch.optim" => convert::optim::class_name(name),
-        _ => None,
-    }
-}
+/// The name of the class of the file the conversion makes for `MODULE.NAME`: a `torch.nn` module or a `torch.optim`
+/// optimizer (`convert::prelude`).
+pub use convert::prelude::class_name as module_class;
 
 /// Parses a program file's text. `path` is used in messages only.
 pub fn parse_module(path: &str, source: &str) -> Result<Module, Diagnostic> {

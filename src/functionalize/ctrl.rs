@@ -317,7 +317,7 @@ impl<'m> Fz<'m> {
             }
             // `p.data -= x`: in place on the tensor `p.data` is; setting `p.data` back to it changes nothing.
             ExprKind::Attr(_, a) if a == "data" || a == "grad" => {
-                pyvalue::aug_assign_data(self, env, target, op, value, span)
+                crate::interp::grads::aug_assign(self, env, target, op, value, span)
             }
             // `self.n += 1` on an object: its attribute, as a dict entry (`crate::interp::objects`).
             ExprKind::Attr(obj, a) => {

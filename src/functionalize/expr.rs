@@ -780,10 +780,8 @@ impl<'m> pyvalue::Walk<'m> for Fz<'m> {
         self.module.function(name).is_some()
     }
     fn identity(&mut self, v: &FV, span: Span) -> FR<i64> {
-        if let FV::Tensor(t) = v {
-            if t.alt.is_some() || !t.off.terms.is_empty() {
-                return diag(span, "id() of a view chosen by run-time data or by a loop variable is not supported");
-            }
+        if matches!(v, FV::Tensor(t) if t.alt.is_some() || !t.off.terms.is_empty()) {
+            return diag(span, "id() of a view chosen by run-time data or by a loop variable is not supported");
         }
         let same = |x: &FV, y: &FV| matches!((x, y), (FV::Tensor(x), FV::Tensor(y)) if x == y);
         crate::interp::pyvalue::identity_number(&mut self.ids, v, same).map_err(|m| Diagnostic::new(m).at(span).into())

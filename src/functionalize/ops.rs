@@ -169,9 +169,39 @@ impl<'m> Fz<'m> {
         }
     }
 
+    /// `F.NAME(x, ..., inplace=True)` for an activation that takes `inplace` (`compat::inplace_activation`): the op
+    /// out of place, its result copied into `x`, which it returns. `None` where it is not in place.
+    pub(super) fn inplace_activation(
+        &mut self,
+        name: &str,
+        pos: &mut Vec<FV>,
+        kw: &mut Vec<(String, FV)>,
+        span: Span,
+    ) -> Option<FR<FV>> {
+        let as_bool = |v: &FV| if let FV::Bool(b) = v { Some(*b) } else { None };
+        match crate::interp::compat::inplace_activation(name, pos, kw, as_bool)? {
+            Err(m) => Some(Err(super::state::Stop::Diag(crate::diag::Diagnostic::new(m).at(span)))),
+            Ok(true) if !pos.is_empty() => {
+                let input = pos[0].clone();
+                let f = FV::Func(format!("torch.nn.functional.{name}").into());
+                let shown = format!("F.{name}");
+                Some(
+                    self.call_value(f, std::mem::take(pos), std::mem::take(kw), span, &shown)
+                        .and_then(|out| self.inplace("copy_", &A::new(vec![input, out], vec![], span, "copy_".into()))),
+                )
+            }
+            Ok(_) => None,
+        }
+    }
+
     /// `MODULE.NAME(...)`: an op of the table (`torch.*`, `F.*`, `torch.linalg.*`), writing its result through `out=`
     /// where the op takes it.
     fn module_call(&mut self, m: &str, name: &str, mut pos: Vec<FV>, mut kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
+        if m == "torch.nn.functional" {
+            if let Some(r) = self.inplace_activation(name, &mut pos, &mut kw, span) {
+                return r;
+            }
+        }
         if m == "torch.optim" {
             return match crate::frontend::module_class(m, name).filter(|c| self.module.function(c).is_some()) {
                 Some(c) => self.call_value(FV::Func(Rc::from(c.as_str())), pos, kw, span, &format!("`optim.{name}`")),

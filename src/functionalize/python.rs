@@ -147,7 +147,13 @@ impl<'m> Fz<'m> {
             return self.inline(fname, pos, kw, span);
         }
         if let FV::Func(fname) = callee {
-            if let Some((_, op)) = fname.rsplit_once('.') {
+            if let Some((m, op)) = fname.rsplit_once('.') {
+                let (mut pos, mut kw) = (pos, kw);
+                if m == "torch.nn.functional" {
+                    if let Some(r) = self.inplace_activation(op, &mut pos, &mut kw, span) {
+                        return r;
+                    }
+                }
                 let a = super::ops::A::new(pos, kw, span, fname.to_string());
                 let r = self.torch(op, &a, false)?;
                 a.check_keywords(&fname)?;

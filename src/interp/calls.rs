@@ -177,6 +177,11 @@ impl<'m> Interp<'m> {
         mut kw: Vec<(String, Value)>,
         span: Span,
     ) -> Result<Value, Diagnostic> {
+        if m == "torch.nn.functional" {
+            if let Some(r) = self.inplace_activation(name, &mut pos, &mut kw, span) {
+                return r;
+            }
+        }
         if m == "torch.optim" {
             return match crate::frontend::module_class(m, name).filter(|c| self.module.function(c).is_some()) {
                 Some(c) => self.call_value(Value::Func(std::rc::Rc::from(c.as_str())), pos, kw, span),
@@ -256,7 +261,13 @@ impl<'m> Interp<'m> {
     ) -> Result<Value, Diagnostic> {
         match f {
             Value::Func(name) if name.contains('.') => {
-                let (_, op) = name.rsplit_once('.').expect("a dotted name");
+                let (m, op) = name.rsplit_once('.').expect("a dotted name");
+                let (mut pos, mut kw) = (pos, kw);
+                if m == "torch.nn.functional" {
+                    if let Some(r) = self.inplace_activation(op, &mut pos, &mut kw, span) {
+                        return r;
+                    }
+                }
                 let a = Args::new(pos, kw, span, name.to_string());
                 let r = self.torch_op(op, &a, false).map_err(tensor_err(span))?;
                 check_keywords(&a, &name)?;
@@ -305,6 +316,29 @@ impl<'m> Interp<'m> {
             out.push(r);
         }
         Ok(if method.ends_with('_') { Value::None } else { Value::list(out) })
+    }
+
+    /// `F.NAME(x, ..., inplace=True)` for an activation that takes `inplace` (`compat::inplace_activation`): the op
+    /// out of place, its result copied into `x`, which it returns. `None` where it is not in place.
+    fn inplace_activation(
+        &mut self,
+        name: &str,
+        pos: &mut Vec<Value>,
+        kw: &mut Vec<(String, Value)>,
+        span: Span,
+    ) -> Option<Result<Value, Diagnostic>> {
+        let as_bool = |v: &Value| if let Value::Bool(b) = v { Some(*b) } else { None };
+        match super::compat::inplace_activation(name, pos, kw, as_bool)? {
+            Err(m) => Some(err(span, m)),
+            Ok(true) if !pos.is_empty() => {
+                let input = pos[0].clone();
+                let f = Value::Func(format!("torch.nn.functional.{name}").into());
+                Some(self.call_value(f, std::mem::take(pos), std::mem::take(kw), span).and_then(|out| {
+                    self.tensor_method_call("copy_", Args::new(vec![input, out], vec![], span, "copy_".into()), span)
+                }))
+            }
+            Ok(_) => None,
+        }
     }
 
     /// A tensor method call `x.NAME(...)` (`a.pos[0]` is `x`), with its keyword arguments checked.

@@ -139,14 +139,9 @@ pub(crate) fn nn_module<V: Clone>(
         }
         fixed.push((k, v));
     }
-    if let Some((_, v)) = fixed.iter().find(|(k, _)| k == "inplace") {
-        if is_true(v) {
-            return Err(format!(
-                "torch.nn.{class}(inplace=True) is not supported; use the functional form's in-place method"
-            ));
-        }
-    }
-    fixed.retain(|(k, _)| k != "inplace");
+    // `inplace=True` goes on to the functional form, which writes its result into the input
+    // (`inplace_activation`); False is its default.
+    fixed.retain(|(k, v)| k != "inplace" || is_true(v));
     if class == "Flatten" {
         for (k, d) in [("start_dim", 1), ("end_dim", -1)] {
             if !fixed.iter().any(|(p, _)| p == k) {
@@ -155,6 +150,34 @@ pub(crate) fn nn_module<V: Clone>(
         }
     }
     Ok((func, fixed))
+}
+
+/// `F.NAME(..., inplace=...)` for an activation of `torch.nn.functional` that takes `inplace` (its position among the
+/// arguments): the flag taken out of `pos`/`kw`, and whether it was true. The engines then run the op out of place
+/// and copy its result into the input, which they return: what PyTorch's in-place activation leaves. `None` for
+/// another name; an error where the flag is not a bool known before the program runs.
+pub(crate) fn inplace_activation<V>(
+    name: &str,
+    pos: &mut Vec<V>,
+    kw: &mut Vec<(String, V)>,
+    as_bool: impl Fn(&V) -> Option<bool>,
+) -> Option<Result<bool, String>> {
+    let at = match name {
+        "relu" | "relu6" | "silu" | "mish" | "hardswish" | "hardsigmoid" | "selu" => 1,
+        "leaky_relu" | "elu" | "celu" => 2,
+        "hardtanh" | "threshold" => 3,
+        _ => return None,
+    };
+    let flag = match kw.iter().position(|(k, _)| k == "inplace") {
+        Some(i) => Some(kw.remove(i).1),
+        None if pos.len() > at => Some(pos.remove(at)),
+        None => None,
+    };
+    Some(match flag.map(|v| as_bool(&v)) {
+        None => Ok(false),
+        Some(Some(b)) => Ok(b),
+        Some(None) => Err(format!("{name}(): argument 'inplace' must be a bool known before the program runs")),
+    })
 }
 
 /// `F.dropout(input, p=0.5, training=True, inplace=False)`, for either engine's arguments: Ok where it returns its
@@ -321,6 +344,10 @@ pub(crate) fn quiet_call(module: &str, name: &str) -> Result<Option<&'static str
     }
 }
 
+/// What PyTorch raises for a collective or a rank query without a process group.
+const NO_PROCESS_GROUP: &str =
+    "ValueError: Default process group has not been initialized, please make sure to call init_process_group.";
+
 /// `MODULE.NAME(...)` as both engines dispatch it: `torch.onnx.operators.shape_as_tensor` is `torch._shape_as_tensor`;
 /// a call into `torch.distributed` (but `is_initialized()`, False, a run-mode predicate, and the calls that raise
 /// PyTorch's `ValueError` without a process group) is refused, the program
@@ -332,10 +359,10 @@ pub(crate) fn module_call_target<'a>(m: &'a str, name: &'a str) -> Result<(&'a s
     }
     match (m, name) {
         // What PyTorch raises without a process group (DAdaptation's `try: rank = get_rank() except: rank = 0`).
-        ("torch.distributed", "get_rank" | "get_world_size" | "get_backend" | "barrier" | "all_reduce" | "broadcast") => {
-            Err("ValueError: Default process group has not been initialized, please make sure to call                  init_process_group."
-                .into())
-        }
+        (
+            "torch.distributed",
+            "get_rank" | "get_world_size" | "get_backend" | "barrier" | "all_reduce" | "broadcast",
+        ) => Err(NO_PROCESS_GROUP.into()),
         ("torch.distributed", _) => Err(format!(
             "`torch.distributed.{name}` needs a process group; funcfuse runs a program in one process, where \
              `torch.distributed.is_initialized()` is False"

@@ -689,7 +689,7 @@ impl<'m> pyvalue::Exec<'m> for Interp<'m> {
             }
             // `p.data -= x`: in place on the tensor `p.data` is; setting `p.data` back to it changes nothing.
             ExprKind::Attr(_, a) if a == "data" || a == "grad" => {
-                pyvalue::aug_assign_data(self, frame, target, op, value, span)
+                super::grads::aug_assign(self, frame, target, op, value, span)
             }
             // `self.n += 1` on an object: its attribute, as a dict entry (`super::objects`).
             ExprKind::Attr(obj, a) => {

@@ -10,7 +10,7 @@
 
 use super::pyvalue::{Exec, Made, Py, PyValue, Walk};
 use crate::diag::{Diagnostic, Span};
-use crate::frontend::ast::GRADS;
+use crate::frontend::ast::{BinOp, Expr, ExprKind, GRADS};
 
 /// The engine's table of gradients, for a file that uses `.grad`: an empty dict, made once per run.
 pub fn table<V: PyValue>(module: &crate::frontend::ast::Module) -> Option<V> {
@@ -91,4 +91,32 @@ fn shape<'m, W: Walk<'m>>(w: &mut W, t: &W::V, span: Span) -> Result<String, W::
         })
         .collect();
     Ok(format!("[{}]", dims.join(", ")))
+}
+
+/// `x.data op= v` and `x.grad op= v`: in place on the tensor the attribute reads (`+=` on a `.grad` that is None is
+/// Python's TypeError).
+pub fn aug_assign<'m, X: Exec<'m>>(
+    x: &mut X,
+    env: &mut X::Env,
+    target: &'m Expr,
+    op: BinOp,
+    value: &'m Expr,
+    span: Span,
+) -> Result<(), X::Err> {
+    let cur = x.eval(env, target)?;
+    if !matches!(cur.py(), Py::Tensor) {
+        let m = match &target.kind {
+            // `p.grad += g` where `p.grad` is None
+            ExprKind::Attr(_, a) if a == "grad" => format!(
+                "TypeError: unsupported operand type(s) for {}=: '{}' and '{}'",
+                op.symbol(),
+                cur.type_name(),
+                x.eval(env, value)?.type_name()
+            ),
+            _ => format!("'{}' object has no attribute 'data'", cur.type_name()),
+        };
+        return Err(Diagnostic::new(m).at(target.span).into());
+    }
+    let rhs = x.eval(env, value)?;
+    x.inplace_binop(cur, op, rhs, span).map(|_| ())
 }

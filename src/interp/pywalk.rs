@@ -390,32 +390,6 @@ pub fn for_items<'m, X: Exec<'m>>(
 }
 
 /// `p.data OP= x`: in place on the tensor `p.data` is; setting `p.data` back to it changes nothing.
-pub fn aug_assign_data<'m, X: Exec<'m>>(
-    x: &mut X,
-    env: &mut X::Env,
-    target: &'m Expr,
-    op: BinOp,
-    value: &'m Expr,
-    span: Span,
-) -> Result<(), X::Err> {
-    let cur = x.eval(env, target)?;
-    if !matches!(cur.py(), Py::Tensor) {
-        let m = match &target.kind {
-            // `p.grad += g` where `p.grad` is None
-            ExprKind::Attr(_, a) if a == "grad" => format!(
-                "TypeError: unsupported operand type(s) for {}=: '{}' and '{}'",
-                op.symbol(),
-                cur.type_name(),
-                x.eval(env, value)?.type_name()
-            ),
-            _ => format!("'{}' object has no attribute 'data'", cur.type_name()),
-        };
-        return Err(Diagnostic::new(m).at(target.span).into());
-    }
-    let rhs = x.eval(env, value)?;
-    x.inplace_binop(cur, op, rhs, span).map(|_| ())
-}
-
 /// `o.name op= value` where `o` is an object of the program file (`super::objects`): Python's `t = o.name; t =
 /// t.__iop__(value); o.name = t` (in place on a tensor), the attribute written as its dict entry. `None` where `obj`
 /// is not such an object (the engine's own error then).

@@ -23,13 +23,13 @@ pub(super) fn collect(
     cx: &Cx,
     path: &str,
     body: &[py::Stmt],
-    optim_bases: &[(String, String)],
+    prelude_bases: &[(String, String)],
     unusable: &mut Vec<FailedFunction>,
 ) -> (HashMap<String, Class>, Vec<String>, Vec<Vec<py::Stmt>>) {
     let (mut classes, mut order, mut defs) = (HashMap::new(), Vec::new(), Vec::new());
     for stmt in body {
         if let py::Stmt::ClassDef(c) = stmt {
-            match expand(c, &classes, optim_bases, |r| cx.lines.span(r.start())) {
+            match expand(c, &classes, prelude_bases, |r| cx.lines.span(r.start())) {
                 Ok((class, fs)) => {
                     classes.insert(c.name.to_string(), class);
                     order.push(c.name.to_string());
@@ -105,7 +105,7 @@ pub(crate) struct Class {
 pub(super) fn expand(
     c: &py::StmtClassDef,
     classes: &HashMap<String, Class>,
-    optim_bases: &[(String, String)],
+    prelude_bases: &[(String, String)],
     sp: impl Fn(ruff_text_size::TextRange) -> Span,
 ) -> Result<(Class, Vec<py::StmtFunctionDef>), String> {
     let name = c.name.as_str();
@@ -136,8 +136,8 @@ pub(super) fn expand(
         }
         Some(py::Expr::Attribute(a)) if a.attr.as_str() == "Module" => class.module_base = true,
         Some(py::Expr::Name(n)) if n.id.as_str() == "Module" => class.module_base = true,
-        Some(b) if base_class(b, classes, optim_bases).is_some() => {
-            let n = base_class(b, classes, optim_bases).expect("a class");
+        Some(b) if base_class(b, classes, prelude_bases).is_some() => {
+            let n = base_class(b, classes, prelude_bases).expect("a class");
             let b = &classes[&n];
             class.base = Some(n);
             class.module_base = b.module_base;
@@ -146,7 +146,7 @@ pub(super) fn expand(
         }
         Some(_) => {
             return Err(format!(
-                "`class {name}`: its base class is not supported (only `object`, `nn.Module`, torch.optim's `Optimizer`, `SGD`, `Adam`, `AdamW` or a class of this file)"
+                "`class {name}`: its base class is not supported (only `object`, `nn.Module`, torch.optim's `Optimizer`, `SGD`, `Adam`, `AdamW`, torch.nn's containers or a class of this file)"
             ))
         }
     }
@@ -200,12 +200,12 @@ pub(super) fn expand(
     Ok((class, defs))
 }
 
-/// The class of the file a base expression names: a class the file defines, or one of torch.optim's
-/// (`super::optim::base`).
-fn base_class(e: &py::Expr, classes: &HashMap<String, Class>, optim_bases: &[(String, String)]) -> Option<String> {
+/// The class of the file a base expression names: a class the file defines, or one of torch.nn's or torch.optim's
+/// (`super::prelude::base`).
+fn base_class(e: &py::Expr, classes: &HashMap<String, Class>, prelude_bases: &[(String, String)]) -> Option<String> {
     let named = match e {
         py::Expr::Name(n) if classes.contains_key(n.id.as_str()) => Some(n.id.to_string()),
-        _ => super::optim::base(e, optim_bases),
+        _ => super::prelude::base(e, prelude_bases),
     };
     named.filter(|n| classes.contains_key(n))
 }

@@ -1,5 +1,5 @@
 # torch.optim's Optimizer base class and its SGD, Adam and AdamW, as classes that funcfuse adds to a program file that
-# subclasses or calls them (`optim.rs`). Written for this tool after PyTorch's documented behaviour (the single-tensor
+# subclasses or calls them (`prelude.rs`). Written for this tool after PyTorch's documented behaviour (the single-tensor
 # CPU paths: the same operations in the same order, so that results match PyTorch's to rounding), in the Python subset
 # funcfuse converts. Each class is renamed `optim·NAME`, which no program can bind; `self.state[p]` reads are
 # `defaultdict(dict)` reads (`optim.rs`); `_refused(message)` is funcfuse's refusal of what it does not support.

@@ -1,0 +1,225 @@
+# torch.nn's container, dropout and loss modules, as classes that funcfuse adds to a program file that mentions them
+# (`prelude.rs`). Written for this tool after PyTorch's documented behaviour, in the Python subset funcfuse converts.
+# Each class is renamed `nn·NAME`, which no program can bind; as subclasses of nn.Module they get `training` and the
+# `train`/`eval` of the file's modules (`classes.rs`). `self._items` is the entry iterating and indexing an instance
+# reach (`ast::ITEMS_KEY`), `_is_module(m)` whether `m` is a module (`ast::IS_MODULE`), `_refused(message)`
+# funcfuse's refusal of what it does not support.
+
+
+class Dropout(nn.Module):
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError("dropout probability has to be between 0 and 1, but got {}".format(p))
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input):
+        return torch.nn.functional.dropout(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(nn.Module):
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError("dropout probability has to be between 0 and 1, but got {}".format(p))
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input):
+        # Where it computes anything (training, p > 0) its mask is random, which F.dropout refuses as well.
+        return torch.nn.functional.dropout(input, self.p, self.training, self.inplace)
+
+
+class ModuleList(nn.Module):
+    def __init__(self, modules=None):
+        super().__init__()
+        self._items = [] if modules is None else list(modules)
+
+    def append(self, module):
+        self._items.append(module)
+        return self
+
+    def extend(self, modules):
+        self._items.extend(modules)
+        return self
+
+    def insert(self, index, module):
+        self._items.insert(index, module)
+
+    def __len__(self):
+        return len(self._items)
+
+    def train(self, mode=True):
+        self.training = mode
+        for m in self._items:
+            if _is_module(m):
+                m.train(mode)
+        return self
+
+
+class Sequential(nn.Module):
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], dict):
+            _refused("nn.Sequential(OrderedDict(...)) is not supported (pass the modules in order)")
+        self._items = list(args)
+
+    def forward(self, input):
+        for module in self._items:
+            input = module(input)
+        return input
+
+    def append(self, module):
+        self._items.append(module)
+        return self
+
+    def extend(self, sequential):
+        for m in sequential:
+            self._items.append(m)
+        return self
+
+    def insert(self, index, module):
+        self._items.insert(index, module)
+        return self
+
+    def __len__(self):
+        return len(self._items)
+
+    def train(self, mode=True):
+        self.training = mode
+        for m in self._items:
+            if _is_module(m):
+                m.train(mode)
+        return self
+
+
+class ModuleDict(nn.Module):
+    def __init__(self, modules=None):
+        super().__init__()
+        self._items = {}
+        if modules is not None:
+            self.update(modules)
+
+    def update(self, modules):
+        pairs = modules.items() if isinstance(modules, dict) else modules
+        for k, m in pairs:
+            self._items[k] = m
+
+    def keys(self):
+        return self._items.keys()
+
+    def values(self):
+        return self._items.values()
+
+    def items(self):
+        return self._items.items()
+
+    def pop(self, key):
+        return self._items.pop(key)
+
+    def __len__(self):
+        return len(self._items)
+
+    def train(self, mode=True):
+        self.training = mode
+        for m in self._items.values():
+            if _is_module(m):
+                m.train(mode)
+        return self
+
+
+class _Loss(nn.Module):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        # The deprecated size_average and reduce, where either is given, decide the reduction.
+        if size_average is not None or reduce is not None:
+            if size_average is None:
+                size_average = True
+            if reduce is None:
+                reduce = True
+            if size_average and reduce:
+                reduction = "mean"
+            elif reduce:
+                reduction = "sum"
+            else:
+                reduction = "none"
+        self.reduction = reduction
+
+
+class L1Loss(_Loss):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+
+    def forward(self, input, target):
+        return torch.nn.functional.l1_loss(input, target, reduction=self.reduction)
+
+
+class MSELoss(_Loss):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+
+    def forward(self, input, target):
+        return torch.nn.functional.mse_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return torch.nn.functional.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class BCEWithLogitsLoss(_Loss):
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
+        super().__init__(size_average, reduce, reduction)
+        self.weight = weight
+        self.pos_weight = pos_weight
+
+    def forward(self, input, target):
+        return torch.nn.functional.binary_cross_entropy_with_logits(
+            input, target, weight=self.weight, pos_weight=self.pos_weight, reduction=self.reduction
+        )
+
+
+class CrossEntropyLoss(_Loss):
+    def __init__(
+        self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0
+    ):
+        super().__init__(size_average, reduce, reduction)
+        self.weight = weight
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input, target):
+        return torch.nn.functional.cross_entropy(
+            input,
+            target,
+            weight=self.weight,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+            label_smoothing=self.label_smoothing,
+        )
+
+
+class NLLLoss(_Loss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.weight = weight
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return torch.nn.functional.nll_loss(
+            input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction
+        )
+
+
+class KLDivLoss(_Loss):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return torch.nn.functional.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)

@@ -1,0 +1,196 @@
+//! PyTorch classes written as Python source and converted as classes of the file: torch.nn's containers, dropouts
+//! and losses (`nn.py`) and torch.optim's `Optimizer`, `SGD`, `Adam` and `AdamW` (`optim.py`). Real code keeps them
+//! as attributes (`self.drop = nn.Dropout(0.1)`, `self.loss = nn.MSELoss()`), builds models of them
+//! (`nn.Sequential(...)`), subclasses them (`class LARS(Optimizer)`) or wraps them (`Lookahead(torch.optim.SGD(...))`),
+//! and ports must run as written.
+//!
+//! A prelude is added where the file's code names one of its classes (`nn.Sequential`, `SGD`): its statements are
+//! parsed and put before the file's own, each class renamed `PREFIX·NAME` ([`class_name`]: a name no Python program
+//! can bind, without a `.`, which the engines would read as an op), so that they convert as the file's classes do
+//! (`classes.rs`). Then ([`Prelude::settle`]) every function they became is located at that first use, and the names the
+//! source uses for what Python cannot write are made ours: `_refused(message)` is [`REFUSED`], `_is_module(m)`
+//! [`IS_MODULE`], `self._items` the [`ITEMS_KEY`] entry that iterating and indexing an instance reach. Both engines
+//! call the constructor for `torch.nn.NAME(...)` / `torch.optim.NAME(...)`, and a class statement whose base is
+//! `nn.Sequential`, `torch.optim.Optimizer` and so on (or a name the file imports from the module) gets the class as
+//! its base ([`base`]).
+
+use ruff_python_ast as py;
+use ruff_python_ast::visitor::{walk_expr, Visitor};
+
+use crate::diag::Span;
+use crate::frontend::ast::*;
+
+/// One prelude: the module whose classes it writes, the prefix of their names, its public classes (those a program
+/// names; helper classes start with `_`) and its source.
+pub(super) struct Prelude {
+    pub module: &'static str,
+    pub prefix: &'static str,
+    pub classes: &'static [&'static str],
+    source: &'static str,
+}
+
+pub(super) const PRELUDES: [Prelude; 2] = [
+    Prelude {
+        module: "torch.nn",
+        prefix: "nn",
+        classes: &[
+            "Dropout",
+            "AlphaDropout",
+            "ModuleList",
+            "Sequential",
+            "ModuleDict",
+            "L1Loss",
+            "MSELoss",
+            "SmoothL1Loss",
+            "BCEWithLogitsLoss",
+            "CrossEntropyLoss",
+            "NLLLoss",
+            "KLDivLoss",
+        ],
+        source: include_str!("nn.py"),
+    },
+    Prelude {
+        module: "torch.optim",
+        prefix: "optim",
+        classes: &["Optimizer", "SGD", "Adam", "AdamW"],
+        source: include_str!("optim.py"),
+    },
+];
+
+/// The name the class made for `MODULE.NAME` has among the file's functions, if a prelude writes it.
+pub fn class_name(module: &str, name: &str) -> Option<String> {
+    let p = PRELUDES.iter().find(|p| p.module == module)?;
+    p.classes.contains(&name).then(|| format!("{}·{name}", p.prefix))
+}
+
+impl Prelude {
+    /// The byte offset of the first use of one of its classes in the file's code (a name or an attribute `X.NAME`:
+    /// docstrings and comments do not count), where the file needs the prelude.
+    pub(super) fn mention(&self, body: &[py::Stmt]) -> Option<usize> {
+        let mut scan = FirstUse { classes: self.classes, at: None };
+        body.iter().for_each(|s| scan.visit_stmt(s));
+        scan.at
+    }
+
+    /// Its statements, each class renamed (and each base that is one of its classes).
+    pub(super) fn statements(&self) -> Vec<py::Stmt> {
+        let parsed = ruff_python_parser::parse_module(self.source).expect("a prelude parses");
+        let mut body: Vec<py::Stmt> = parsed.into_syntax().body.into_iter().collect();
+        let own: Vec<String> = body
+            .iter()
+            .filter_map(|s| if let py::Stmt::ClassDef(c) = s { Some(c.name.to_string()) } else { None })
+            .collect();
+        let renamed = |n: &str| format!("{}·{n}", self.prefix);
+        for s in &mut body {
+            if let py::Stmt::ClassDef(c) = s {
+                c.name = py::Identifier::new(renamed(c.name.as_str()), c.name.range);
+                for b in c.arguments.iter_mut().flat_map(|a| a.args.iter_mut()) {
+                    if let py::Expr::Name(n) = b {
+                        if own.iter().any(|o| o == n.id.as_str()) {
+                            n.id = renamed(n.id.as_str()).into();
+                        }
+                    }
+                }
+            }
+        }
+        body
+    }
+
+    /// After the file's functions converted: the prelude's functions located at `at`, and the names it writes for
+    /// what Python cannot write made ours (see the module's documentation).
+    pub(super) fn settle(&self, functions: &mut [Function], at: Span) {
+        let mine = format!("{}·", self.prefix);
+        for f in functions.iter_mut().filter(|f| f.name.starts_with(&mine)) {
+            f.span = at;
+            for p in f.params.iter_mut().chain(f.vararg.iter_mut().map(|(_, p)| p)).chain(f.kwarg.iter_mut()) {
+                p.span = at;
+                if let Some(d) = &mut p.default {
+                    visit_expr_mut(d, &mut |e| e.span = at);
+                }
+            }
+            relocate(&mut f.body, at);
+            visit_exprs_mut(&mut f.body, &mut |e| {
+                e.span = at;
+                match &mut e.kind {
+                    ExprKind::Name(n) if n == "_refused" => *n = REFUSED.into(),
+                    ExprKind::Name(n) if n == "_is_module" => *n = IS_MODULE.into(),
+                    ExprKind::Attr(_, a) if a == "_items" => *a = ITEMS_KEY.into(),
+                    _ => {}
+                }
+            });
+        }
+    }
+}
+
+fn relocate(body: &mut [Stmt], at: Span) {
+    for s in body {
+        s.span = at;
+        match &mut s.kind {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => relocate(body, at),
+            StmtKind::If { body, orelse, .. } => {
+                relocate(body, at);
+                relocate(orelse, at);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The first use of one of `classes` in the code a visit walks ([`Prelude::mention`]).
+struct FirstUse {
+    classes: &'static [&'static str],
+    at: Option<usize>,
+}
+
+impl<'a> Visitor<'a> for FirstUse {
+    fn visit_expr(&mut self, e: &'a py::Expr) {
+        let named = match e {
+            py::Expr::Name(n) => Some((n.id.as_str(), n.range)),
+            py::Expr::Attribute(a) => Some((a.attr.as_str(), a.attr.range)),
+            _ => None,
+        };
+        if let Some((_, range)) = named.filter(|(n, _)| self.classes.contains(n)) {
+            let at = usize::from(range.start());
+            self.at = Some(self.at.map_or(at, |a| a.min(at)));
+        }
+        walk_expr(self, e);
+    }
+}
+
+/// The names `from MODULE import NAME [as BOUND]` binds to a class of a prelude (`from torch.optim.optimizer import
+/// Optimizer` too): (bound, the class's name).
+pub(super) fn imported(body: &[py::Stmt]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for s in body {
+        let py::Stmt::ImportFrom(imp) = s else { continue };
+        let module = imp.module.as_ref().map(|m| m.as_str()).unwrap_or("");
+        let module = if module == "torch.optim.optimizer" { "torch.optim" } else { module };
+        for a in &imp.names {
+            if let Some(c) = class_name(module, a.name.as_str()) {
+                out.push((a.asname.as_ref().unwrap_or(&a.name).to_string(), c));
+            }
+        }
+    }
+    out
+}
+
+/// The prelude class a class statement's base `e` names: `torch.nn.NAME`, `nn.NAME`, `torch.optim.NAME`,
+/// `optim.NAME`, `torch.optim.optimizer.Optimizer`, or a name `imported` from those modules.
+pub(super) fn base(e: &py::Expr, imported: &[(String, String)]) -> Option<String> {
+    let mut parts = Vec::new();
+    let mut cur = e;
+    while let py::Expr::Attribute(a) = cur {
+        parts.push(a.attr.as_str());
+        cur = &a.value;
+    }
+    let py::Expr::Name(n) = cur else { return None };
+    parts.push(n.id.as_str());
+    parts.reverse();
+    match parts.as_slice() {
+        [bound] => imported.iter().find(|(b, _)| b == bound).map(|(_, c)| c.clone()),
+        ["nn", name] | ["torch", "nn", name] => class_name("torch.nn", name),
+        ["optim", name] | ["torch", "optim", name] => class_name("torch.optim", name),
+        ["torch", "optim", "optimizer", "Optimizer"] => class_name("torch.optim", "Optimizer"),
+        _ => None,
+    }
+}
