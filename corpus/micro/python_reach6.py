@@ -1,9 +1,12 @@
 """torch.nn modules real code keeps as attributes and the activations it runs in place: `nn.Sequential` (and a
 subclass of it), `nn.ModuleDict`, loss modules (`nn.MSELoss(reduction=...)`, the deprecated `size_average`/`reduce`),
-`nn.LeakyReLU(inplace=True)` and `F.relu(x, inplace=True)` on views, and `.grad` assigned and read (held-out rounds
-30 to 32)."""
+`nn.LeakyReLU(inplace=True)` and `F.relu(x, inplace=True)` on views, `.grad` assigned and read, `for ... else`, torch
+functions and legacy tensor types as values, and class bodies with `__annotations__` and `property(lambda ...)`
+(held-out rounds 30 to 33)."""
 
 from __future__ import annotations
+
+from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -77,3 +80,76 @@ def assigned_grads(w: f32[4, 3], g: f32[3, 4, 3]) -> tuple[f32[4, 3], f32[4, 3]]
         if k == 1:
             w.grad = None
     return w, w.grad
+
+
+class Ratio:
+    __annotations__ = {"scale": Optional[float]}
+
+    def __init__(self, kind):
+        self.kind = kind
+        self.cache = {"a": 1, "b": 2}
+
+    name = property(lambda self: "ratio-" + self.kind)
+
+    def reset(self):
+        self.cache.clear()
+        return len(self.cache)
+
+
+# A class body's `__annotations__` dict and `NAME = property(lambda self: ...)`, and `dict.clear()`
+def class_body_forms(x: f32[3]) -> tuple[f32[3], int]:
+    r = Ratio("iou")
+    n = r.reset()
+    return x * len(r.name), n
+
+
+# `for ... else` and `while ... else`: the else runs where the loop ends without `break` (a nested loop's break
+# is its own)
+def for_else(x: f32[6], k: i64[2]) -> tuple[f32[6], int, int]:
+    hits = 0
+    for i in range(6):
+        for j in range(2):
+            if j == 1:
+                break
+        if i == 4:
+            x[i] = 0.0
+            break
+        hits += 1
+    else:
+        x.add_(100.0)
+    n = 0
+    while n < 3:
+        n += 1
+    else:
+        x.mul_(2.0)
+    for i in range(3):
+        pass
+    else:
+        hits += 10
+    return x, hits, n
+
+
+# `for ... else` whose `break` depends on the data
+def dyn_break(x: f32[5]) -> tuple[f32[5], f32[5]]:
+    y = x.clone()
+    z = x.clone()
+    for i in range(5):
+        if x[i] > 0.5:
+            break
+    else:
+        y.fill_(-1.0)
+    for i in range(5):
+        if x[i] > 2.0:
+            break
+    else:
+        z.fill_(-1.0)
+    return y, z
+
+
+# torch functions and legacy tensor types as values; CPU autocast is off and a CPU build has no CUDA device
+def funcs_as_values(x: f32[3, 4]) -> tuple[f32[4], f32[()], f32[3, 4], bool, int]:
+    reduce_func = torch.max
+    m = reduce_func(x)
+    r = torch.amax
+    y = torch.zeros(3, 4).type(torch.DoubleTensor).type(torch.FloatTensor)
+    return r(x, 0), m, y + x, torch.is_autocast_enabled(), torch.cuda.device_count()

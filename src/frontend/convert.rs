@@ -223,6 +223,8 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
         p.settle(&mut functions, cx.lines.span(TextSize::new(*at as u32)));
     }
     classes::settle(_path, &class_order, &mut classes, &mut functions, &failed, &mut unusable, &|e| cx.expr(e));
+    // The helpers of lambdas in class bodies (`__name__ = property(lambda self: self.ltype)`).
+    functions.append(&mut cx.lambdas.borrow_mut());
     imports::qualify(_path, &mut functions, &constants, from_imports, &mut unusable);
     iterators::check_all(_path, &mut functions, &mut failed);
     fail_callers(_path, &mut functions, &mut failed, &mut unusable, &class_order);
@@ -373,6 +375,10 @@ impl Cx {
             }
             if let py::Stmt::Try(t) = s {
                 out.extend(self.try_body(t)?);
+                continue;
+            }
+            if let Some(stmts) = self.loop_else(s) {
+                out.extend(stmts?);
                 continue;
             }
             out.push(self.stmt(s)?);

@@ -258,6 +258,10 @@ impl<'m> Fz<'m> {
             }
             return Ok(FV::None);
         }
+        if let ("clear", []) = (name, pos) {
+            dict.borrow_mut().clear();
+            return Ok(FV::None);
+        }
         let d = dict.borrow();
         let d = d.as_slice();
         match (name, pos) {

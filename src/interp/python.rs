@@ -171,6 +171,10 @@ impl<'m> Interp<'m> {
             }
             return Ok(Value::None);
         }
+        if let ("clear", []) = (name, pos) {
+            dict.borrow_mut().clear();
+            return Ok(Value::None);
+        }
         let d = dict.borrow();
         match (name, pos) {
             ("get", [k]) | ("get", [k, _]) => Ok(match d.iter().find(|(x, _)| key_eq(x, k)) {
@@ -312,6 +316,15 @@ pub(crate) fn function_value(full: &str) -> bool {
         "mean",
         "flatten",
         "clamp",
+        "max",
+        "min",
+        "amax",
+        "amin",
+        "prod",
+        "norm",
+        "square",
+        "clone",
+        "logsumexp",
     ];
     const NNF: &[&str] = &[
         "relu",
@@ -570,6 +583,9 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
         // PyTorch's dtypes no tensor here has: a value that equals no dtype of ours and prints as PyTorch's, so
         // that `x.dtype in (torch.float16, torch.int8)` and `x.dtype == torch.uint8` work (making such a tensor fails).
         f if crate::tensor::OTHER_TORCH_DTYPES.contains(&f) => Value::Str(f.into()),
+        // A legacy tensor type as a value (ConvGRU's `dtype=torch.FloatTensor`, then `x.type(dtype)`): its name,
+        // which `.type()` takes.
+        f if DType::from_legacy_type_name(f).is_some() => Value::Str(f.into()),
         "math.pi" | "torch.pi" => Value::Float(std::f64::consts::PI),
         "string.ascii_letters" => Value::Str("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".into()),
         "string.ascii_lowercase" => Value::Str("abcdefghijklmnopqrstuvwxyz".into()),

@@ -553,6 +553,12 @@ pub fn answered_call<V: PyValue>(callee: &V, name: &str, pos: &[V], kw: &[(Strin
             _ => {}
         }
     }
+    // CPU autocast is off unless a program turns it on (which funcfuse refuses); a CPU build sees no CUDA device.
+    match (m, name, pos.len(), kw.is_empty()) {
+        ("torch", "is_autocast_enabled", 0 | 1, true) => return Some(Ok(V::make(Made::Bool(false)))),
+        ("torch.cuda", "device_count", 0, true) => return Some(Ok(V::make(Made::Int(0)))),
+        _ => {}
+    }
     if super::python::run_mode_predicate(&format!("{m}.{name}")) {
         return Some(match pos.is_empty() && kw.is_empty() {
             true => Ok(V::make(Made::Bool(false))),

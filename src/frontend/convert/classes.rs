@@ -176,6 +176,9 @@ pub(super) fn expand(
                 class.methods.push(fname);
                 defs.push(f);
             }
+            // Type metadata (Detectron-style `__annotations__ = {...}` of typing names): nothing runs it here.
+            py::Stmt::Assign(a) if matches!(&a.targets[..], [py::Expr::Name(n)] if n.id.as_str() == "__annotations__") =>
+                {}
             py::Stmt::Assign(a) if a.targets.len() == 1 && a.targets[0].is_name_expr() => {
                 let n = a.targets[0].as_name_expr().expect("a name").id.to_string();
                 class.attrs.retain(|(m, _)| *m != n);
@@ -312,6 +315,34 @@ fn finish(
                 continue;
             }
         };
+        // `NAME = property(GETTER)` in the class body: the property `C::@NAME`, which calls GETTER on the instance.
+        attrs.retain(|(n, e)| {
+            let ExprKind::Call { func, args, kwargs } = &e.kind else { return true };
+            let ([getter], true, ExprKind::Name(p)) = (args.as_slice(), kwargs.is_empty(), &func.kind) else {
+                return true;
+            };
+            if p != "property" {
+                return true;
+            }
+            let call = Expr {
+                kind: ExprKind::Call {
+                    func: Box::new(getter.clone()),
+                    args: vec![name("self", e.span)],
+                    kwargs: vec![],
+                },
+                span: e.span,
+            };
+            let this = Param { name: "self".into(), ann: None, default: None, span: e.span };
+            let getter = format!("{cname}::@{n}");
+            functions.push(function(
+                getter.clone(),
+                vec![this],
+                vec![stmt(StmtKind::Return(Some(call)), e.span)],
+                e.span,
+            ));
+            methods.push(getter);
+            false
+        });
         if class.module_base {
             module_mode(cname, span, &mut attrs, &mut methods, functions);
         }

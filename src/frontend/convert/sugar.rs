@@ -50,7 +50,61 @@ fn visit_stmts<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
     }
 }
 
+/// In a loop's body, each `break` of that loop (not of a loop inside it) preceded by `set` (see [`Cx::loop_else`]).
+fn mark_breaks(body: &mut Vec<Stmt>, set: &Stmt) {
+    let mut i = 0;
+    while i < body.len() {
+        match &mut body[i].kind {
+            StmtKind::Break => {
+                body.insert(i, set.clone());
+                i += 1;
+            }
+            StmtKind::If { body: yes, orelse: no, .. } => {
+                mark_breaks(yes, set);
+                mark_breaks(no, set);
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
 impl Cx {
+    /// `for T in I: BODY else: ELSE` (or `while`): a flag named for the loop's place, false before it and set where
+    /// BODY breaks out of it, then `if not FLAG: ELSE`, which is when Python runs ELSE. `None` for another statement.
+    pub(super) fn loop_else(&self, s: &py::Stmt) -> Option<Result<Vec<Stmt>, Diagnostic>> {
+        let orelse = match s {
+            py::Stmt::For(f) if !f.orelse.is_empty() && !f.is_async => &f.orelse,
+            py::Stmt::While(w) if !w.orelse.is_empty() => &w.orelse,
+            _ => return None,
+        };
+        let span = self.sp(s);
+        let flag = format!("<broke@{}:{}>", span.line, span.col);
+        let name = || Expr { kind: ExprKind::Name(flag.clone()), span };
+        let set = |b: bool| {
+            let value = Expr { kind: ExprKind::Bool(b), span };
+            Stmt { kind: StmtKind::Assign { targets: vec![name()], value }, span }
+        };
+        let converted = (|| {
+            let mut looped = match s {
+                py::Stmt::For(f) => StmtKind::For {
+                    target: self.expr(&f.target)?,
+                    iter: self.expr(&f.iter)?,
+                    body: self.block(&f.body)?,
+                },
+                py::Stmt::While(w) => StmtKind::While { test: self.expr(&w.test)?, body: self.block(&w.body)? },
+                _ => unreachable!("a loop"),
+            };
+            if let StmtKind::For { body, .. } | StmtKind::While { body, .. } = &mut looped {
+                mark_breaks(body, &set(true));
+            }
+            let test = Expr { kind: ExprKind::Unary(UnaryOp::Not, Box::new(name())), span };
+            let after = StmtKind::If { test, body: self.block(orelse)?, orelse: vec![] };
+            Ok(vec![set(false), Stmt { kind: looped, span }, Stmt { kind: after, span }])
+        })();
+        Some(converted)
+    }
+
     /// `lambda PARAMS: BODY`: a top-level helper `def _<lambda>@LINE:COL(PARAMS): return BODY`, named by the lambda
     /// expression.
     pub(super) fn lambda(&self, l: &py::ExprLambda, span: Span) -> Result<ExprKind, Diagnostic> {
