@@ -1865,6 +1865,11 @@ fn optimizers_and_grads_raise_what_pytorch_raises() {
         ),
         ("w.grad = 1.0", "TypeError: assigned grad expected to be a Tensor or None but got grad of type float"),
         ("torch.optim.RMSprop([w])", "`torch.optim.RMSprop` is not supported"),
+        (
+            "p = torch.nn.Parameter(w)\n    q = torch.nn.Parameter(w)",
+            "nn.Parameter of a tensor that is already a parameter (two parameters over the same elements) is not \
+             supported",
+        ),
     ];
     for (body, want) in cases {
         every_engine_raises(&case(body), "f", want);

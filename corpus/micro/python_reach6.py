@@ -1,7 +1,7 @@
 """torch.nn modules real code keeps as attributes and the activations it runs in place: `nn.Sequential` (and a
 subclass of it), `nn.ModuleDict`, loss modules (`nn.MSELoss(reduction=...)`, the deprecated `size_average`/`reduce`),
 `nn.LeakyReLU(inplace=True)` and `F.relu(x, inplace=True)` on views, `.grad` assigned and read, `for ... else`, torch
-functions and legacy tensor types as values, and class bodies with `__annotations__` and `property(lambda ...)`
+functions and legacy tensor types as values, a module's `parameters()`, and class bodies with `__annotations__` and `property(lambda ...)`
 (held-out rounds 30 to 33)."""
 
 from __future__ import annotations
@@ -153,3 +153,33 @@ def funcs_as_values(x: f32[3, 4]) -> tuple[f32[4], f32[()], f32[3, 4], bool, int
     r = torch.amax
     y = torch.zeros(3, 4).type(torch.DoubleTensor).type(torch.FloatTensor)
     return r(x, 0), m, y + x, torch.is_autocast_enabled(), torch.cuda.device_count()
+
+
+class Cell(nn.Module):
+    def __init__(self, w, b, scale):
+        super().__init__()
+        self.weight = nn.Parameter(w)
+        self.scale = scale
+        self.bias = None if b is None else nn.Parameter(b, requires_grad=False)
+        self.mask = torch.ones_like(w)
+
+
+class Net(nn.Module):
+    def __init__(self, w, b, v):
+        super().__init__()
+        self.first = Cell(w, b, 2.0)
+        self.head = nn.Parameter(v)
+        self.layers = nn.ModuleList([Cell(w * 2, None, 1.0), Cell(w * 3, b + 1.0, 3.0)])
+        self.shared = self.first
+
+
+# A module's parameters() and named_parameters(): the nn.Parameter attributes, own first, then each sub-module's
+# (a ModuleList's under their index), a shared module once; requires_grad as nn.Parameter was given
+def parameter_lists(w: f32[3, 2], b: f32[3], v: f32[4]) -> tuple[f32[3, 2], int, int, float, bool, bool]:
+    net = Net(w, b, v)
+    names = [n for n, _ in net.named_parameters()]
+    total = sum(p.numel() for p in net.parameters())
+    trainable = sum(p.numel() for p in filter(lambda p: p.requires_grad, net.parameters()))
+    first = next(net.first.parameters())
+    expected = ["head", "first.weight", "first.bias", "layers.0.weight", "layers.1.weight", "layers.1.bias"]
+    return first.data * len(names), total, trainable, float(len(names[0])), names == expected, net.first.mask.requires_grad

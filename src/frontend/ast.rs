@@ -260,6 +260,11 @@ pub const IS_MODULE: &str = "·is_module";
 /// bindings as the functionalizer's snapshots of lists and dicts need. No Python code can name it.
 pub const GRADS: &str = "·grads";
 
+/// The builtin the generated `parameters` and `named_parameters` of an `nn.Module` subclass call
+/// (`interp::objects::parameters`): `PARAMETERS(module, recurse, named, prefix, remove_duplicate)`. No Python code can
+/// name it.
+pub const PARAMETERS: &str = "·parameters";
+
 /// The entry of an `nn.ModuleList` instance (`frontend::convert::modules`) that holds its modules: iterating and
 /// indexing the instance iterate and index it (`interp::objects::items_of`). No Python code can name it.
 pub const ITEMS_KEY: &str = "·items";

@@ -647,7 +647,7 @@ impl<'m> Fz<'m> {
                 let items = obj.items().unwrap_or_default();
                 let n = items.len() as i64;
                 if let FV::Slice(a, b, c) = idx {
-                    let Some((a, b)) = static_bounds(a, b) else {
+                    let Some((a, b)) = super::subscript::static_bounds(a, b) else {
                         return needs_static(span, "slicing a Python sequence with a loop variable");
                     };
                     let at = match crate::interp::value::slice_positions(n, a, b, *c) {
@@ -679,7 +679,7 @@ impl<'m> Fz<'m> {
                 let r = match idx {
                     FV::Int(i) => crate::interp::pystr::str_getitem(s, Some(*i), None),
                     FV::Slice(a, b, c) => {
-                        let Some((a, b)) = static_bounds(a, b) else {
+                        let Some((a, b)) = super::subscript::static_bounds(a, b) else {
                             return needs_static(span, "slicing a string with a loop variable");
                         };
                         crate::interp::pystr::str_getitem(s, None, Some((a, b, *c)))
@@ -786,14 +786,8 @@ impl<'m> pyvalue::Walk<'m> for Fz<'m> {
         let same = |x: &FV, y: &FV| matches!((x, y), (FV::Tensor(x), FV::Tensor(y)) if x == y);
         crate::interp::pyvalue::identity_number(&mut self.ids, v, same).map_err(|m| Diagnostic::new(m).at(span).into())
     }
-}
-
-/// A slice's start and stop where both are known before the program runs (each `None` where omitted); `None` where
-/// one depends on a loop variable.
-fn static_bounds(a: &Option<Affine>, b: &Option<Affine>) -> Option<(Option<i64>, Option<i64>)> {
-    let known = |x: &Option<Affine>| match x {
-        None => Some(None),
-        Some(x) => x.as_const().map(Some),
-    };
-    Some((known(a)?, known(b)?))
+    fn parameter(&mut self, v: &FV, span: Span) -> FR<Option<bool>> {
+        let id = crate::interp::pyvalue::Walk::identity(self, v, span)?;
+        Ok(self.parameters.get(id))
+    }
 }

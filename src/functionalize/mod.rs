@@ -168,6 +168,7 @@ fn functionalize_as_written(
         sample: None,
         ids: Vec::new(),
         grads: crate::interp::grads::table(module),
+        parameters: Default::default(),
     };
     let result = fz.program(f, &inputs, scalars);
     let exit = fz.exit_under_dyn_if;
@@ -228,6 +229,8 @@ pub(super) struct Fz<'m> {
     ids: Vec<FV>,
     /// The tensors' gradients, where the file uses `.grad` (`interp::grads`).
     grads: Option<FV>,
+    /// The tensors `nn.Parameter` made.
+    parameters: crate::interp::grads::Parameters,
 }
 
 impl<'m> Fz<'m> {

@@ -560,3 +560,29 @@ impl Fz<'_> {
         self.op("squeeze", vec![out, FV::Int(0)], span)
     }
 }
+
+impl<'m> super::Fz<'m> {
+    /// `F.NAME(x, ..., inplace=True)` for an activation that takes `inplace` (`compat::inplace_activation`): the op
+    /// out of place, its result copied into `x`, which it returns. `None` where it is not in place.
+    pub(super) fn inplace_activation(
+        &mut self,
+        name: &str,
+        pos: &mut Vec<FV>,
+        kw: &mut Vec<(String, FV)>,
+        span: Span,
+    ) -> Option<FR<FV>> {
+        let as_bool = |v: &FV| if let FV::Bool(b) = v { Some(*b) } else { None };
+        match crate::interp::compat::inplace_activation(name, pos, kw, as_bool)? {
+            Err(m) => Some(Err(super::state::Stop::Diag(crate::diag::Diagnostic::new(m).at(span)))),
+            Ok(true) if !pos.is_empty() => {
+                let input = pos[0].clone();
+                let f = FV::Func(format!("torch.nn.functional.{name}").into());
+                let shown = format!("F.{name}");
+                Some(self.call_value(f, std::mem::take(pos), std::mem::take(kw), span, &shown).and_then(|out| {
+                    self.inplace("copy_", &super::ops::A::new(vec![input, out], vec![], span, "copy_".into()))
+                }))
+            }
+            Ok(_) => None,
+        }
+    }
+}

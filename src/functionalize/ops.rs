@@ -169,34 +169,29 @@ impl<'m> Fz<'m> {
         }
     }
 
-    /// `F.NAME(x, ..., inplace=True)` for an activation that takes `inplace` (`compat::inplace_activation`): the op
-    /// out of place, its result copied into `x`, which it returns. `None` where it is not in place.
-    pub(super) fn inplace_activation(
-        &mut self,
-        name: &str,
-        pos: &mut Vec<FV>,
-        kw: &mut Vec<(String, FV)>,
-        span: Span,
-    ) -> Option<FR<FV>> {
-        let as_bool = |v: &FV| if let FV::Bool(b) = v { Some(*b) } else { None };
-        match crate::interp::compat::inplace_activation(name, pos, kw, as_bool)? {
-            Err(m) => Some(Err(super::state::Stop::Diag(crate::diag::Diagnostic::new(m).at(span)))),
-            Ok(true) if !pos.is_empty() => {
-                let input = pos[0].clone();
-                let f = FV::Func(format!("torch.nn.functional.{name}").into());
-                let shown = format!("F.{name}");
-                Some(
-                    self.call_value(f, std::mem::take(pos), std::mem::take(kw), span, &shown)
-                        .and_then(|out| self.inplace("copy_", &A::new(vec![input, out], vec![], span, "copy_".into()))),
-                )
-            }
-            Ok(_) => None,
-        }
-    }
-
     /// `MODULE.NAME(...)`: an op of the table (`torch.*`, `F.*`, `torch.linalg.*`), writing its result through `out=`
     /// where the op takes it.
-    fn module_call(&mut self, m: &str, name: &str, mut pos: Vec<FV>, mut kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
+    fn module_call(&mut self, m: &str, name: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
+        // `nn.Parameter(...)`'s tensor is kept as one (`interp::grads::Parameters`).
+        let as_bool = |v: &FV| if let FV::Bool(b) = v { Some(*b) } else { None };
+        let parameter =
+            ((m, name) == ("torch.nn", "Parameter")).then(|| crate::interp::grads::requires_grad(&pos, &kw, as_bool));
+        let r = self.module_function(m, name, pos, kw, span)?;
+        if let Some(requires) = parameter {
+            let id = crate::interp::pyvalue::Walk::identity(self, &r, span)?;
+            self.parameters.add(id, requires).map_err(err(span))?;
+        }
+        Ok(r)
+    }
+
+    fn module_function(
+        &mut self,
+        m: &str,
+        name: &str,
+        mut pos: Vec<FV>,
+        mut kw: Vec<(String, FV)>,
+        span: Span,
+    ) -> FR<FV> {
         if m == "torch.nn.functional" {
             if let Some(r) = self.inplace_activation(name, &mut pos, &mut kw, span) {
                 return r;

@@ -612,3 +612,13 @@ pub(super) fn index_put_dtypes(dst: DType, src: DType) -> String {
         src.name()
     )
 }
+
+/// A slice's start and stop where both are known before the program runs (each `None` where omitted); `None` where
+/// one depends on a loop variable.
+pub(super) fn static_bounds(a: &Option<Affine>, b: &Option<Affine>) -> Option<(Option<i64>, Option<i64>)> {
+    let known = |x: &Option<Affine>| match x {
+        None => Some(None),
+        Some(x) => x.as_const().map(Some),
+    };
+    Some((known(a)?, known(b)?))
+}

@@ -173,6 +173,26 @@ impl<'m> Interp<'m> {
         &mut self,
         m: &str,
         name: &str,
+        pos: Vec<Value>,
+        kw: Vec<(String, Value)>,
+        span: Span,
+    ) -> Result<Value, Diagnostic> {
+        // `nn.Parameter(...)`'s tensor is kept as one (`grads::Parameters`).
+        let as_bool = |v: &Value| if let Value::Bool(b) = v { Some(*b) } else { None };
+        let parameter =
+            ((m, name) == ("torch.nn", "Parameter")).then(|| super::grads::requires_grad(&pos, &kw, as_bool));
+        let r = self.module_function(m, name, pos, kw, span)?;
+        if let Some(requires) = parameter {
+            let id = crate::interp::pyvalue::Walk::identity(self, &r, span)?;
+            self.parameters.add(id, requires).map_err(tensor_err(span))?;
+        }
+        Ok(r)
+    }
+
+    fn module_function(
+        &mut self,
+        m: &str,
+        name: &str,
         mut pos: Vec<Value>,
         mut kw: Vec<(String, Value)>,
         span: Span,

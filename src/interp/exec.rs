@@ -33,6 +33,8 @@ pub struct Interp<'m> {
     pub(super) ids: Vec<Value>,
     /// The tensors' gradients, where the file uses `.grad` (`super::grads`).
     grads: Option<Value>,
+    /// The tensors `nn.Parameter` made.
+    pub(super) parameters: super::grads::Parameters,
 }
 
 pub(super) type Frame = HashMap<String, Value>;
@@ -47,7 +49,8 @@ impl<'m> Interp<'m> {
         let failed_globals = HashMap::new();
         let grads = super::grads::table(module);
         let (params, ids) = (Vec::new(), Vec::new());
-        let mut it = Interp { module, globals, failed_globals, written, depth: 0, params, ids, grads };
+        let parameters = Default::default();
+        let mut it = Interp { module, globals, failed_globals, written, depth: 0, params, ids, grads, parameters };
         for (name, e) in &module.constants {
             let mut frame = Frame::new();
             match it.eval(&mut frame, e) {
@@ -651,6 +654,10 @@ impl<'m> pyvalue::Walk<'m> for Interp<'m> {
     fn identity(&mut self, v: &Value, span: Span) -> Result<i64, Diagnostic> {
         let same = |x: &Value, y: &Value| matches!((x, y), (Value::Tensor(x), Value::Tensor(y)) if x.same_view(y));
         pyvalue::identity_number(&mut self.ids, v, same).map_err(tensor_err(span))
+    }
+    fn parameter(&mut self, v: &Value, span: Span) -> Result<Option<bool>, Diagnostic> {
+        let id = pyvalue::Walk::identity(self, v, span)?;
+        Ok(self.parameters.get(id))
     }
 }
 

@@ -5,6 +5,9 @@
 //! branches and loops), keyed by the tensor's `id()`. Reading gives the value assigned, `None` where there is none;
 //! assigning checks what PyTorch checks (a tensor of the same size and dtype, or `None`).
 //!
+//! The tensors `nn.Parameter` made are kept too ([`Parameters`]): `p.requires_grad` is what `nn.Parameter` was given
+//! (True unless `requires_grad=False`), and a module's `parameters()` lists them (`super::objects::parameters`).
+//!
 //! A tensor is told apart as `id()` tells it (`pywalk::identity_number`): by its view of its buffer, so two views
 //! of the same elements made separately (`w.view(n)`, `w.data`), distinct objects in PyTorch, share one `.grad` here.
 
@@ -119,4 +122,35 @@ pub fn aug_assign<'m, X: Exec<'m>>(
     }
     let rhs = x.eval(env, value)?;
     x.inplace_binop(cur, op, rhs, span).map(|_| ())
+}
+
+/// The tensors `nn.Parameter` made in a run, by `id()`, with their `requires_grad`.
+#[derive(Default)]
+pub struct Parameters(Vec<(i64, bool)>);
+
+impl Parameters {
+    /// Keeps the tensor `nn.Parameter` made; an error where one it made before has the same `id()` here: PyTorch's
+    /// two Parameters over the same elements are two objects, which this table could not tell apart (a module's
+    /// `parameters()` would list one of them).
+    pub fn add(&mut self, id: i64, requires_grad: bool) -> Result<(), String> {
+        if self.0.iter().any(|(i, _)| *i == id) {
+            return Err(
+                "nn.Parameter of a tensor that is already a parameter (two parameters over the same elements) \
+                        is not supported: funcfuse tells tensors apart by their elements"
+                    .into(),
+            );
+        }
+        self.0.push((id, requires_grad));
+        Ok(())
+    }
+
+    pub fn get(&self, id: i64) -> Option<bool> {
+        self.0.iter().find(|(i, _)| *i == id).map(|(_, r)| *r)
+    }
+}
+
+/// `nn.Parameter(data, requires_grad=True)`'s `requires_grad` (a bool known now; `autograd_variable` checked it).
+pub fn requires_grad<V>(pos: &[V], kw: &[(String, V)], as_bool: impl Fn(&V) -> Option<bool>) -> bool {
+    let given = kw.iter().find(|(k, _)| k == "requires_grad").map(|(_, v)| v).or(pos.get(1));
+    given.and_then(as_bool).unwrap_or(true)
 }

@@ -165,3 +165,63 @@ pub fn isinstance_of_class<'m, W: Walk<'m>>(w: &W, v: &W::V, class_or_tuple: &W:
         false => Some(super::pywalk::isinstance(v, &W::V::make(Made::Tuple(rest))).map(|b| mine || b)),
     }
 }
+
+/// `PARAMETERS(module, recurse, named, prefix, remove_duplicate)` (the generated `parameters()` and
+/// `named_parameters()` of an `nn.Module` subclass, `frontend::convert::classes`): as PyTorch orders them, the
+/// module's own parameters (its tensor attributes that `nn.Parameter` made, in the order of their first assignment),
+/// then each sub-module's, depth first in the order they were assigned (a container's modules, under their index or
+/// key); a list of tensors, or of `(name, tensor)` pairs, each tensor once unless duplicates are asked for.
+pub fn parameters<'m, W: Walk<'m>>(w: &mut W, args: &[W::V], span: Span) -> Result<W::V, W::Err> {
+    let flag = |v: &W::V| matches!(v.py(), Py::Bool(true));
+    let (recurse, named, dedupe) = (flag(&args[1]), flag(&args[2]), flag(&args[4]));
+    let prefix = if let Py::Str(s) = args[3].py() { s.to_string() } else { String::new() };
+    let mut found: Vec<(String, W::V, i64)> = Vec::new();
+    let mut stack = vec![(prefix, args[0].clone())];
+    let mut visited: Vec<i64> = Vec::new();
+    while let Some((at, module)) = stack.pop() {
+        let id = w.identity(&module, span)?;
+        if visited.contains(&id) {
+            continue;
+        }
+        visited.push(id);
+        let entries: Vec<(W::V, W::V)> = match module.py() {
+            Py::Dict(d) => d.borrow().clone(),
+            _ => Vec::new(),
+        };
+        let name_of = |k: &str| if at.is_empty() { k.to_string() } else { format!("{at}.{k}") };
+        let mut children = Vec::new();
+        for (k, v) in &entries {
+            let Py::Str(k) = k.py() else { continue };
+            if matches!(v.py(), Py::Tensor) && w.parameter(v, span)?.is_some() {
+                let id = w.identity(v, span)?;
+                if !dedupe || !found.iter().any(|(_, _, i)| *i == id) {
+                    found.push((name_of(k), v.clone(), id));
+                }
+            } else if &**k == crate::frontend::ast::ITEMS_KEY {
+                let items: Vec<(String, W::V)> = match v.py() {
+                    Py::List(l) => l.borrow().iter().enumerate().map(|(i, m)| (i.to_string(), m.clone())).collect(),
+                    Py::Dict(d) => d
+                        .borrow()
+                        .iter()
+                        .filter_map(
+                            |(k, m)| if let Py::Str(k) = k.py() { Some((k.to_string(), m.clone())) } else { None },
+                        )
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                children.extend(items.into_iter().map(|(k, m)| (name_of(&k), m)));
+            } else if object_class(v).is_some_and(|c| has_attribute(w, v, &c, "training")) {
+                children.push((name_of(k), v.clone()));
+            }
+        }
+        if recurse {
+            // Depth first, in order: the first child on top of the stack.
+            stack.extend(children.into_iter().rev());
+        }
+    }
+    let items = found
+        .into_iter()
+        .map(|(n, v, _)| if named { W::V::make(Made::Tuple(vec![W::V::make(Made::Str(n.into())), v])) } else { v })
+        .collect();
+    Ok(W::V::make(Made::List(items)))
+}

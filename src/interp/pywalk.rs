@@ -203,7 +203,7 @@ pub(super) fn flat_classes<V: PyValue>(class_or_tuple: &V) -> Vec<V> {
 }
 
 /// The builtin the generated `train` of an `nn.Module` subclass calls on each attribute.
-pub use crate::frontend::ast::IS_MODULE;
+pub use crate::frontend::ast::{IS_MODULE, PARAMETERS};
 
 /// `type(v)`: the builtin type a program can name and compare (`type(lengths) == list`, `type(x) is torch.Tensor`).
 fn type_of<V: PyValue>(v: &V) -> Result<&'static str, String> {
@@ -562,6 +562,8 @@ pub trait Walk<'m> {
     fn has_function(&self, name: &str) -> bool;
     /// `id(v)` ([`identity_number`], tensors compared as the engine tells them apart).
     fn identity(&mut self, v: &Self::V, span: Span) -> Result<i64, Self::Err>;
+    /// Whether tensor `v` is one `nn.Parameter` made: `Some(requires_grad)` if so (`super::grads::Parameters`).
+    fn parameter(&mut self, v: &Self::V, span: Span) -> Result<Option<bool>, Self::Err>;
 }
 
 /// The builtins both engines run alike: a refusal the frontend deferred to where it runs (`ast::REFUSED`), Python's
@@ -624,6 +626,7 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
                     .is_some_and(|c| super::objects::has_attribute(w, v, &c, "training"));
                 W::V::make(Made::Bool(module))
             }
+            PARAMETERS if a.pos.len() == 5 => super::objects::parameters(w, &a.pos, span)?,
             "isinstance" => {
                 let v = w.required(a, 0, "obj")?.clone();
                 let classes = w.required(a, 1, "class_or_tuple")?.clone();
@@ -720,6 +723,9 @@ pub fn eval<'m, W: Walk<'m>>(w: &mut W, env: &mut W::Env, e: &'m Expr) -> Result
             let o = w.eval(env, obj)?;
             if name == "grad" && matches!(o.py(), Py::Tensor) {
                 return super::grads::read(w, env, &o, span);
+            }
+            if name == "requires_grad" && matches!(o.py(), Py::Tensor) {
+                return Ok(W::V::make(Made::Bool(w.parameter(&o, span)? == Some(true))));
             }
             return attribute_of(w, &o, name, span);
         }

@@ -451,6 +451,28 @@ fn module_mode(
         functions.push(method("eval", vec![param("self", None)], body));
         methods.push(eval);
     }
+    // `parameters(recurse=True)` and `named_parameters(prefix='', recurse=True, remove_duplicate=True)`: the
+    // tensors `nn.Parameter` made among the attributes, then the sub-modules' (`interp::objects::parameters`).
+    for (m, named) in [("parameters", false), ("named_parameters", true)] {
+        let full = format!("{cname}::{m}");
+        if methods.contains(&full) {
+            continue;
+        }
+        let mut params = vec![param("self", None)];
+        if named {
+            params.push(param("prefix", Some(e(ExprKind::Str(String::new())))));
+        }
+        params.push(param("recurse", Some(e(ExprKind::Bool(true)))));
+        let prefix = if named { name("prefix", span) } else { e(ExprKind::Str(String::new())) };
+        let dedupe = if named { name("remove_duplicate", span) } else { e(ExprKind::Bool(true)) };
+        if named {
+            params.push(param("remove_duplicate", Some(e(ExprKind::Bool(true)))));
+        }
+        let args = vec![name("self", span), name("recurse", span), e(ExprKind::Bool(named)), prefix, dedupe];
+        let body = vec![stmt(StmtKind::Return(Some(call(name(PARAMETERS, span), args))), span)];
+        functions.push(method(m, params, body));
+        methods.push(full);
+    }
     // `register_buffer(name, tensor, persistent=True)`: the tensor as the attribute of that name (a buffer is an
     // attribute that moves with the module, which programs do not do; `persistent` is about `state_dict`).
     let register = format!("{cname}::register_buffer");
