@@ -1,12 +1,14 @@
 """torch.nn modules real code keeps as attributes and the activations it runs in place: `nn.Sequential` (and a
 subclass of it), `nn.ModuleDict`, loss modules (`nn.MSELoss(reduction=...)`, the deprecated `size_average`/`reduce`),
 `nn.LeakyReLU(inplace=True)` and `F.relu(x, inplace=True)` on views, `.grad` assigned and read, `for ... else`, torch
-functions and legacy tensor types as values, a module's `parameters()`, and class bodies with `__annotations__` and `property(lambda ...)`
+functions and legacy tensor types as values, a module's `parameters()`, `collections.deque`, and class bodies with `__annotations__` and `property(lambda ...)`
 (held-out rounds 30 to 33)."""
 
 from __future__ import annotations
 
 from typing import Optional
+
+from collections import deque
 
 import torch
 import torch.nn as nn
@@ -183,3 +185,17 @@ def parameter_lists(w: f32[3, 2], b: f32[3], v: f32[4]) -> tuple[f32[3, 2], int,
     first = next(net.first.parameters())
     expected = ["head", "first.weight", "first.bias", "layers.0.weight", "layers.1.weight", "layers.1.bias"]
     return first.data * len(names), total, trainable, float(len(names[0])), names == expected, net.first.mask.requires_grad
+
+
+# collections.deque with maxlen (AdaShift's window of past gradients): appends past maxlen drop the oldest; indexed,
+# iterated, measured; popleft and appendleft
+def deque_window(g: f32[5, 3]) -> tuple[f32[3], f32[3], f32[3], int, int]:
+    window = deque([g[0]], maxlen=3)
+    for k in range(1, 5):
+        window.append(g[k] * k)
+    total = torch.zeros(3)
+    for x in window:
+        total += x
+    first = window.popleft()
+    window.appendleft(g[0])
+    return total, first, window[-1] + window[0], len(window), window.maxlen

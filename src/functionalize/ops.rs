@@ -197,17 +197,15 @@ impl<'m> Fz<'m> {
                 return r;
             }
         }
+        // A class of the file made for `torch.nn.NAME`, `torch.optim.NAME`, `collections.deque`
+        // (`frontend::convert::prelude`).
+        if let Some(c) = crate::frontend::module_class(m, name).filter(|c| self.module.function(c).is_some()) {
+            return self.call_value(FV::Func(Rc::from(c.as_str())), pos, kw, span, &format!("`{m}.{name}`"));
+        }
         if m == "torch.optim" {
-            return match crate::frontend::module_class(m, name).filter(|c| self.module.function(c).is_some()) {
-                Some(c) => self.call_value(FV::Func(Rc::from(c.as_str())), pos, kw, span, &format!("`optim.{name}`")),
-                None => diag(span, crate::interp::python::unsupported_optimizer(name)),
-            };
+            return diag(span, crate::interp::python::unsupported_optimizer(name));
         }
         if m == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) && name != "Parameter" {
-            // A module made a class of the file (`frontend::convert::modules`: the dropouts).
-            if let Some(c) = crate::frontend::module_class(m, name).filter(|c| self.module.function(c).is_some()) {
-                return self.call_value(FV::Func(Rc::from(c.as_str())), pos, kw, span, &format!("`nn.{name}`"));
-            }
             let (f, fixed) = crate::interp::compat::nn_module(name, pos, kw, FV::Int, |v| matches!(v, FV::Bool(true)))
                 .map_err(err(span))?;
             return Ok(FV::Closure(Rc::from(f), Rc::new(fixed)));

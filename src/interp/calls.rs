@@ -202,17 +202,15 @@ impl<'m> Interp<'m> {
                 return r;
             }
         }
+        // A class of the file made for `torch.nn.NAME`, `torch.optim.NAME`, `collections.deque`
+        // (`frontend::convert::prelude`).
+        if let Some(c) = crate::frontend::module_class(m, name).filter(|c| self.module.function(c).is_some()) {
+            return self.call_value(Value::Func(std::rc::Rc::from(c.as_str())), pos, kw, span);
+        }
         if m == "torch.optim" {
-            return match crate::frontend::module_class(m, name).filter(|c| self.module.function(c).is_some()) {
-                Some(c) => self.call_value(Value::Func(std::rc::Rc::from(c.as_str())), pos, kw, span),
-                None => err(span, super::python::unsupported_optimizer(name)),
-            };
+            return err(span, super::python::unsupported_optimizer(name));
         }
         if m == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) && name != "Parameter" {
-            // A module made a class of the file (`frontend::convert::modules`: the dropouts).
-            if let Some(c) = crate::frontend::module_class(m, name).filter(|c| self.module.function(c).is_some()) {
-                return self.call_value(Value::Func(std::rc::Rc::from(c.as_str())), pos, kw, span);
-            }
             let (f, fixed) = super::compat::nn_module(name, pos, kw, Value::Int, |v| matches!(v, Value::Bool(true)))
                 .map_err(tensor_err(span))?;
             return Ok(Value::Closure(std::rc::Rc::from(f), std::rc::Rc::new(fixed)));

@@ -1,5 +1,6 @@
 //! PyTorch classes written as Python source and converted as classes of the file: torch.nn's containers, dropouts
-//! and losses (`nn.py`) and torch.optim's `Optimizer`, `SGD`, `Adam` and `AdamW` (`optim.py`). Real code keeps them
+//! and losses (`nn.py`), torch.optim's `Optimizer`, `SGD`, `Adam` and `AdamW` (`optim.py`), and Python's
+//! `collections.deque` (`collections.py`). Real code keeps them
 //! as attributes (`self.drop = nn.Dropout(0.1)`, `self.loss = nn.MSELoss()`), builds models of them
 //! (`nn.Sequential(...)`), subclasses them (`class LARS(Optimizer)`) or wraps them (`Lookahead(torch.optim.SGD(...))`),
 //! and ports must run as written.
@@ -29,7 +30,7 @@ pub(super) struct Prelude {
     source: &'static str,
 }
 
-pub(super) const PRELUDES: [Prelude; 2] = [
+pub(super) const PRELUDES: [Prelude; 3] = [
     Prelude {
         module: "torch.nn",
         prefix: "nn",
@@ -54,6 +55,12 @@ pub(super) const PRELUDES: [Prelude; 2] = [
         prefix: "optim",
         classes: &["Optimizer", "SGD", "Adam", "AdamW"],
         source: include_str!("optim.py"),
+    },
+    Prelude {
+        module: "collections",
+        prefix: "collections",
+        classes: &["deque"],
+        source: include_str!("collections.py"),
     },
 ];
 
