@@ -1894,3 +1894,27 @@ fn a_bare_except_catches_python_errors_only() {
     let src = "def f(x: f32[3], n: int = 0) -> f32[3]:\n    try:\n        r = 1 / n\n    except ValueError:\n        r = 0\n    return x * r\n";
     every_engine_raises(src, "f", "ZeroDivisionError: division by zero");
 }
+
+/// Review of this stop: an error that leaves a `try` with a `finally` block (which runs here only where no error
+/// leaves it) is caught by no outer `except`; funcfuse's own size limit (a MemoryError) is caught by none either; a
+/// subclass of a class that cannot be used cannot be used either; `X.state = defaultdict(dict)` outside an optimizer
+/// class stays refused in a file with optimizers; `in` on an object that is no container is Python's TypeError.
+#[test]
+fn errors_a_try_must_not_catch_and_classes_that_fail_with_their_base() {
+    let nested = "def f(x: f32[3]) -> f32[3]:\n    n = 0\n    try:\n        try:\n            d = {}\n            n = d['k']\n        except ZeroDivisionError:\n            n = 1\n        finally:\n            n += 10\n    except KeyError:\n        n += 100\n    return x * n\n";
+    every_engine_raises(
+        nested,
+        "f",
+        "an error left a `try` whose `finally` block runs here only where no error leaves it: KeyError",
+    );
+    let big = "def f(x: f32[3]) -> f32[3]:\n    try:\n        s = 'ab' * 200000000\n    except MemoryError:\n        s = ''\n    return x\n";
+    every_engine_raises(big, "f", "MemoryError: a sequence of 2 items repeated 200000000 times");
+    let sub = "class Base:\n    def bad(self):\n        global G\n        return 1\n\n\nclass Sub(Base):\n    pass\n\n\ndef f(x: f32[3]) -> f32[3]:\n    s = Sub()\n    return x\n";
+    let e = conversion_error(&format!("{HEADER}{sub}"));
+    assert!(e.contains("`Sub` cannot be used") && e.contains("`global` is not supported"), "{e}");
+    let counter = "from collections import defaultdict\nfrom torch.optim import SGD\n\n\nclass Counter:\n    def __init__(self):\n        self.state = defaultdict(dict)\n\n\ndef f(x: f32[3]) -> f32[3]:\n    c = Counter()\n    return x\n";
+    let e = conversion_error(&format!("{HEADER}{counter}"));
+    assert!(e.contains("`Counter` cannot be used") && e.contains("defaultdict"), "{e}");
+    let contains = "class Box:\n    def __init__(self):\n        self.k = 1\n\n\ndef f(x: f32[3]) -> f32[3]:\n    b = 'k' in Box()\n    return x\n";
+    every_engine_raises(contains, "f", "TypeError: argument of type 'Box' is not iterable");
+}

@@ -20,7 +20,7 @@ class Block(nn.Module):
         super().__init__()
         self.drop = nn.Dropout(0.0)
         self.loss = nn.MSELoss(reduction="sum")
-        self.seq = nn.Sequential(nn.ReLU(), nn.Dropout(0.5), nn.Tanh())
+        self.seq = nn.Sequential(nn.ReLU(), nn.Dropout(0.5), nn.Identity(54, unused="kept"), nn.Tanh())
         self.heads = nn.ModuleDict({"gate": nn.Sigmoid(), "drop": nn.Dropout(0.2)})
 
     def forward(self, x, y):
@@ -199,3 +199,40 @@ def deque_window(g: f32[5, 3]) -> tuple[f32[3], f32[3], f32[3], int, int]:
     first = window.popleft()
     window.appendleft(g[0])
     return total, first, window[-1] + window[0], len(window), window.maxlen
+
+
+class Pair(nn.Module):
+    def __init__(self, a, b):
+        super().__init__()
+        self.a = nn.Parameter(a)
+        self.b = nn.Parameter(b)
+
+
+# A frozen parameter (`p.requires_grad = False`) is left out of what trains; `in` on a ModuleDict (its keys) and a
+# ModuleList (its modules); a class-body `property` over a method of that class, beside a top-level function of the
+# same name (review of this stop)
+def frozen_and_contained(w: f32[3, 2], b: f32[3]) -> tuple[f32[3, 2], f32[3], int, bool, bool, bool, int]:
+    m = Pair(w.clone(), b.clone())
+    m.a.requires_grad = False
+    trainable = [p for p in m.parameters() if p.requires_grad]
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.requires_grad:
+                p.sub_(0.5)
+    d = nn.ModuleDict({"ab": nn.ReLU()})
+    cells = nn.ModuleList([m])
+    return m.a.detach(), m.b.detach(), len(trainable), "ab" in d, "training" in d, m in cells, Labelled().label
+
+
+def _label(self):
+    return 100
+
+
+class Labelled:
+    def __init__(self):
+        self.k = 3
+
+    def _label(self):
+        return self.k
+
+    label = property(_label)

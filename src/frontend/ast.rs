@@ -292,6 +292,17 @@ pub fn try_catches(test: &Expr) -> Option<Vec<&str>> {
     Some(args.iter().filter_map(|a| if let ExprKind::Str(s) = &a.kind { Some(s.as_str()) } else { None }).collect())
 }
 
+/// Among the arguments of a [`TRY_MARKER`] call, where the `try` has a `finally` block: the statements after the
+/// `if` run only where BODY or HANDLER ends without an error, so an error that leaves the `try` is made one no outer
+/// `except` catches ([`escaped_finally`]), which would otherwise go on without the `finally` block having run.
+pub const FINALLY_MARK: &str = "<finally>";
+
+/// The message of an error that leaves a `try` with a `finally` block ([`FINALLY_MARK`]): no Python error class
+/// comes first, so no `except` catches it.
+pub fn escaped_finally(message: &str) -> String {
+    format!("an error left a `try` whose `finally` block runs here only where no error leaves it: {message}")
+}
+
 /// Whether an error with `message` (`ZeroDivisionError: float division by zero`) is one of `caught` (Python's
 /// exception classes: `ArithmeticError` is the base of `ZeroDivisionError` and `OverflowError`).
 pub fn error_caught(caught: &[&str], message: &str) -> bool {
@@ -300,7 +311,12 @@ pub fn error_caught(caught: &[&str], message: &str) -> bool {
     let python_error = !class.is_empty()
         && class.starts_with(|c: char| c.is_ascii_uppercase())
         && class.chars().all(|c| c.is_ascii_alphanumeric())
-        && (class.ends_with("Error") || class.ends_with("Exception") || class == "StopIteration");
+        && (class.ends_with("Error") || class.ends_with("Exception") || class == "StopIteration")
+        // funcfuse's own size limits read as MemoryError: never caught.
+        && class != "MemoryError";
+    if class == "MemoryError" {
+        return false;
+    }
     caught.iter().any(|&c| match c {
         "ArithmeticError" => matches!(class, "ArithmeticError" | "ZeroDivisionError" | "OverflowError"),
         "LookupError" => matches!(class, "LookupError" | "KeyError" | "IndexError"),

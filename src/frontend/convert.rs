@@ -119,13 +119,12 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     // Module-level `NAME = literal` values, which decide module-level `if`s (`toplevel.rs`).
     let mut known: HashMap<String, toplevel::Lit> = HashMap::new();
     // torch.nn's and torch.optim's classes the file mentions go first, as classes of the file (`prelude`).
-    let preludes: Vec<_> = prelude::PRELUDES.iter().filter_map(|p| Some((p, p.mention(&module.body)?))).collect();
-    let mut body: Vec<py::Stmt> = preludes.iter().flat_map(|(p, _)| p.statements()).collect();
-    body.extend(module.body.iter().cloned());
+    let (preludes, body) = prelude::with_preludes(&module.body);
     let optimizers = preludes.iter().any(|(p, _)| p.prefix == "optim");
     let bases = prelude::imported(&module.body);
     let (mut classes, class_order, class_defs) = classes::collect(&cx, _path, &body, &bases, &mut unusable);
     let mut work = classes::statements(&body, &class_defs);
+    let optimizer_classes = optim::subclasses(&classes);
     while let Some(stmt) = work.pop_front() {
         match stmt {
             py::Stmt::FunctionDef(f) => {
@@ -160,8 +159,10 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     lambdas::close_lambdas(&mut func, &mut nested, &mut lambdas)?;
                     closure::close_over(&mut func, &mut nested)?;
                     if optimizers {
-                        optim::state_reads(&mut func);
-                        nested.iter_mut().for_each(|n| optim::state_reads(&mut n.func));
+                        let method_of_optimizer =
+                            name.split_once("::").is_some_and(|(c, _)| optimizer_classes.iter().any(|k| k == c));
+                        optim::state_reads(&mut func, method_of_optimizer);
+                        nested.iter_mut().for_each(|n| optim::state_reads(&mut n.func, method_of_optimizer));
                     }
                     sugar::desugar(&mut func)?;
                     nested.iter_mut().try_for_each(|n| sugar::desugar(&mut n.func))?;
@@ -227,7 +228,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     functions.append(&mut cx.lambdas.borrow_mut());
     imports::qualify(_path, &mut functions, &constants, from_imports, &mut unusable);
     iterators::check_all(_path, &mut functions, &mut failed);
-    fail_callers(_path, &mut functions, &mut failed, &mut unusable, &class_order);
+    fail_callers(_path, &mut functions, &mut failed, &mut unusable, &classes::parents(&class_order, &classes));
     let warnings = python_would_not_run(_path, &cx, imports_torch, future_annotations || functions.is_empty());
     Ok(Module { path: _path.to_string(), functions, constants, failed, unusable, classes: class_order, warnings })
 }
@@ -261,9 +262,17 @@ fn fail_callers(
     functions: &mut Vec<Function>,
     failed: &mut Vec<FailedFunction>,
     unusable: &mut Vec<FailedFunction>,
-    classes: &[String],
+    classes: &[(String, Option<String>)],
 ) {
     loop {
+        // A subclass of a class that cannot be used cannot be used either (it would lack what failed).
+        while let Some((c, b)) = classes.iter().find_map(|(c, b)| {
+            let b = unusable.iter().find(|u| Some(&u.name) == b.as_ref())?;
+            (!unusable.iter().any(|u| u.name == *c)).then(|| (c.clone(), b.clone()))
+        }) {
+            let error = Diagnostic::new(format!("`{}` cannot be used: {}", b.name, b.error)).at(b.span).in_file(path);
+            unusable.push(FailedFunction { name: c, span: b.span, error });
+        }
         let mut hit = None;
         'funcs: for (i, f) in functions.iter().enumerate() {
             let mut refs = Vec::new();
@@ -289,7 +298,7 @@ fn fail_callers(
         let Some((i, error)) = hit else { return };
         let f = functions.remove(i);
         // A class with a method that cannot be used cannot be used either (as where the method itself failed).
-        if let Some((c, _)) = f.name.split_once("::").filter(|(c, _)| classes.iter().any(|k| k == c)) {
+        if let Some((c, _)) = f.name.split_once("::").filter(|(c, _)| classes.iter().any(|(k, _)| k == c)) {
             if !unusable.iter().any(|u| u.name == c) {
                 unusable.push(FailedFunction { name: c.to_string(), span: f.span, error: error.clone() });
             }

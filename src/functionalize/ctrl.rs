@@ -704,8 +704,15 @@ impl<'m> Fz<'m> {
                 ),
             );
         }
-        match r {
+        let r = match r {
             Err(Stop::Diag(d)) if crate::frontend::ast::error_caught(caught, &d.message) => self.block(env, handler),
+            r => r,
+        };
+        match r {
+            Err(Stop::Diag(mut d)) if caught.contains(&crate::frontend::ast::FINALLY_MARK) => {
+                d.message = crate::frontend::ast::escaped_finally(&d.message);
+                Err(Stop::Diag(d))
+            }
             r => r,
         }
     }

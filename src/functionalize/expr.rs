@@ -533,6 +533,7 @@ impl<'m> Fz<'m> {
                 return Ok(FV::Bool(r));
             }
             CmpOp::In | CmpOp::NotIn => {
+                let b = &crate::interp::objects::membership(b).map_err(|m| Stop::Diag(Diagnostic::new(m).at(span)))?;
                 let found = match b {
                     FV::Dict(d) => Self::dict_contains(&d.borrow(), a, span)?,
                     _ => pyvalue::contains(a, b, span, |x, y| self.static_eq(x, y, "`in` over run-time values", span))?,
@@ -789,5 +790,9 @@ impl<'m> pyvalue::Walk<'m> for Fz<'m> {
     fn parameter(&mut self, v: &FV, span: Span) -> FR<Option<bool>> {
         let id = crate::interp::pyvalue::Walk::identity(self, v, span)?;
         Ok(self.parameters.get(id))
+    }
+    fn set_requires_grad(&mut self, v: &FV, flag: bool, span: Span) -> FR<bool> {
+        let id = crate::interp::pyvalue::Walk::identity(self, v, span)?;
+        Ok(self.parameters.set(id, flag))
     }
 }

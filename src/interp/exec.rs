@@ -147,12 +147,19 @@ impl<'m> Interp<'m> {
         match &s.kind {
             StmtKind::If { test, body, orelse } => {
                 if let Some(caught) = crate::frontend::ast::try_catches(test) {
-                    return match self.exec_block(frame, body) {
+                    let finally = caught.contains(&crate::frontend::ast::FINALLY_MARK);
+                    let r = match self.exec_block(frame, body) {
                         Err(d) if crate::frontend::ast::error_caught(&caught, &d.message) => {
                             self.exec_block(frame, orelse)
                         }
                         r => r,
                     };
+                    return r.map_err(|mut d| {
+                        if finally {
+                            d.message = crate::frontend::ast::escaped_finally(&d.message);
+                        }
+                        d
+                    });
                 }
                 let c = self.eval(frame, test)?;
                 let branch = if self.truthy(&c, test.span)? { body } else { orelse };
@@ -514,6 +521,7 @@ impl<'m> Interp<'m> {
                 return Ok(Value::Bool(r));
             }
             CmpOp::In | CmpOp::NotIn => {
+                let b = &super::objects::membership(b).map_err(|m| Diagnostic::new(m).at(span))?;
                 let found = match b {
                     Value::Dict(d) => d.borrow().iter().any(|(k, _)| super::python::key_eq(k, a)),
                     _ => pyvalue::contains(a, b, span, |x, y| {
@@ -658,6 +666,10 @@ impl<'m> pyvalue::Walk<'m> for Interp<'m> {
     fn parameter(&mut self, v: &Value, span: Span) -> Result<Option<bool>, Diagnostic> {
         let id = pyvalue::Walk::identity(self, v, span)?;
         Ok(self.parameters.get(id))
+    }
+    fn set_requires_grad(&mut self, v: &Value, flag: bool, span: Span) -> Result<bool, Diagnostic> {
+        let id = pyvalue::Walk::identity(self, v, span)?;
+        Ok(self.parameters.set(id, flag))
     }
 }
 

@@ -147,6 +147,11 @@ impl Parameters {
     pub fn get(&self, id: i64) -> Option<bool> {
         self.0.iter().find(|(i, _)| *i == id).map(|(_, r)| *r)
     }
+
+    /// Sets a parameter's `requires_grad`; false where `id` is no parameter's.
+    pub fn set(&mut self, id: i64, requires_grad: bool) -> bool {
+        self.0.iter_mut().find(|(i, _)| *i == id).map(|p| p.1 = requires_grad).is_some()
+    }
 }
 
 /// `nn.Parameter(data, requires_grad=True)`'s `requires_grad` (a bool known now; `autograd_variable` checked it).

@@ -32,6 +32,14 @@ pub fn items_of<V: PyValue>(o: &V) -> Option<V> {
     object_class(o).and_then(|_| entry(o, crate::frontend::ast::ITEMS_KEY))
 }
 
+/// What `x in o` searches for an instance `o` of the file's classes: the list or dict of a container (a
+/// ModuleList's modules, a ModuleDict's keys, a deque's items); Python's TypeError for any other object (funcfuse
+/// calls no `__contains__` or `__iter__`); `o` itself where it is no instance.
+pub fn membership<V: PyValue>(o: &V) -> Result<V, String> {
+    let Some(cls) = object_class(o) else { return Ok(o.clone()) };
+    items_of(o).ok_or_else(|| format!("TypeError: argument of type '{cls}' is not iterable"))
+}
+
 fn no_attribute(cls: &str, name: &str, span: Span) -> Diagnostic {
     Diagnostic::new(format!("AttributeError: '{cls}' object has no attribute '{name}'")).at(span)
 }
@@ -209,7 +217,8 @@ pub fn parameters<'m, W: Walk<'m>>(w: &mut W, args: &[W::V], span: Span) -> Resu
                         .collect(),
                     _ => Vec::new(),
                 };
-                children.extend(items.into_iter().map(|(k, m)| (name_of(&k), m)));
+                let modules = items.into_iter().filter(|(_, m)| object_class(m).is_some());
+                children.extend(modules.map(|(k, m)| (name_of(&k), m)));
             } else if object_class(v).is_some_and(|c| has_attribute(w, v, &c, "training")) {
                 children.push((name_of(k), v.clone()));
             }

@@ -509,6 +509,12 @@ pub fn assign<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, target: &'m Expr, v:
             if a == "grad" && matches!(o.py(), Py::Tensor) {
                 return super::grads::write(x, env, &o, &v, target.span);
             }
+            // `p.requires_grad = flag` on a parameter (freezing it): what its `requires_grad` reads after.
+            if let (true, Py::Tensor, Py::Bool(flag)) = (a == "requires_grad", o.py(), v.py()) {
+                if x.set_requires_grad(&o, flag, target.span)? {
+                    return Ok(());
+                }
+            }
             set_attribute(x, &o, a, &v, target.span)
         }
         // (a starred target outside a tuple or list of targets; `*a, = v` is a tuple of one)
@@ -564,6 +570,8 @@ pub trait Walk<'m> {
     fn identity(&mut self, v: &Self::V, span: Span) -> Result<i64, Self::Err>;
     /// Whether tensor `v` is one `nn.Parameter` made: `Some(requires_grad)` if so (`super::grads::Parameters`).
     fn parameter(&mut self, v: &Self::V, span: Span) -> Result<Option<bool>, Self::Err>;
+    /// Sets a parameter's `requires_grad`; false where `v` is no parameter.
+    fn set_requires_grad(&mut self, v: &Self::V, flag: bool, span: Span) -> Result<bool, Self::Err>;
 }
 
 /// The builtins both engines run alike: a refusal the frontend deferred to where it runs (`ast::REFUSED`), Python's

@@ -203,6 +203,11 @@ pub(super) fn expand(
     Ok((class, defs))
 }
 
+/// Each class of `order` with its base of the file, if any.
+pub(super) fn parents(order: &[String], classes: &HashMap<String, Class>) -> Vec<(String, Option<String>)> {
+    order.iter().map(|c| (c.clone(), classes.get(c).and_then(|k| k.base.clone()))).collect()
+}
+
 /// The class of the file a base expression names: a class the file defines, or one of torch.nn's or torch.optim's
 /// (`super::prelude::base`).
 fn base_class(e: &py::Expr, classes: &HashMap<String, Class>, prelude_bases: &[(String, String)]) -> Option<String> {
@@ -315,7 +320,9 @@ fn finish(
                 continue;
             }
         };
-        // `NAME = property(GETTER)` in the class body: the property `C::@NAME`, which calls GETTER on the instance.
+        // `NAME = property(GETTER)` in the class body: the property `C::@NAME`, which calls GETTER on the instance
+        // (a name the class body defines as a method is that method).
+        let own = methods.clone();
         attrs.retain(|(n, e)| {
             let ExprKind::Call { func, args, kwargs } = &e.kind else { return true };
             let ([getter], true, ExprKind::Name(p)) = (args.as_slice(), kwargs.is_empty(), &func.kind) else {
@@ -324,12 +331,14 @@ fn finish(
             if p != "property" {
                 return true;
             }
+            let getter = match &getter.kind {
+                ExprKind::Name(g) if own.contains(&format!("{cname}::{g}")) => {
+                    name(&format!("{cname}::{g}"), getter.span)
+                }
+                _ => getter.clone(),
+            };
             let call = Expr {
-                kind: ExprKind::Call {
-                    func: Box::new(getter.clone()),
-                    args: vec![name("self", e.span)],
-                    kwargs: vec![],
-                },
+                kind: ExprKind::Call { func: Box::new(getter), args: vec![name("self", e.span)], kwargs: vec![] },
                 span: e.span,
             };
             let this = Param { name: "self".into(), ann: None, default: None, span: e.span };

@@ -2,7 +2,8 @@
 //! tensors; here (`optim.py`, a prelude: `prelude.rs`) `state` is a dict keyed by tensors (as `id()` tells them
 //! apart), and a read `X.state[K]` in a file with these classes is `X.state.setdefault(K, {}) if isinstance(X,
 //! optim·Optimizer) else X.state[K]` ([`state_reads`]): what the `defaultdict` gives for an optimizer, and the plain
-//! read for anything else; `X.state = defaultdict(dict)` (Lookahead's own state) is `X.state = {}`. `X` and `K` must
+//! read for anything else; `X.state = defaultdict(dict)` in a method of an optimizer class (Lookahead's own state) is
+//! `X.state = {}` (elsewhere it stays the `defaultdict` the conversion refuses). `X` and `K` must
 //! be names, attributes of names or constants (they are read twice); any other read stays a plain one, which raises
 //! `KeyError` rather than give a wrong value.
 
@@ -11,17 +12,37 @@ use crate::frontend::ast::*;
 
 /// In a function of a file with these classes: each read `X.state[K]` the `defaultdict(dict)` read of an optimizer's
 /// state, and `X.state = defaultdict(dict)` a plain dict (see the module's documentation).
-pub(super) fn state_reads(func: &mut Function) {
-    block(&mut func.body);
+pub(super) fn state_reads(func: &mut Function, method_of_optimizer: bool) {
+    block(&mut func.body, method_of_optimizer);
     visit_exprs_mut(&mut func.body, &mut expand);
 }
 
-fn block(body: &mut [Stmt]) {
+/// The classes (by name) whose bases reach torch.optim's `Optimizer`: in their methods only, `X.state =
+/// defaultdict(dict)` is the plain dict the state reads make a `defaultdict` of.
+pub(super) fn subclasses(classes: &std::collections::HashMap<String, super::classes::Class>) -> Vec<String> {
+    let optimizer = class_name("torch.optim", "Optimizer").expect("a class");
+    let reaches = |c: &str| {
+        let mut cur = Some(c.to_string());
+        for _ in 0..=classes.len() {
+            match cur {
+                Some(k) if k == optimizer => return true,
+                Some(k) => cur = classes.get(&k).and_then(|c| c.base.clone()),
+                None => return false,
+            }
+        }
+        false
+    };
+    let mut out: Vec<String> = classes.keys().filter(|c| reaches(c)).cloned().collect();
+    out.sort();
+    out
+}
+
+fn block(body: &mut [Stmt], method_of_optimizer: bool) {
     for s in body {
         match &mut s.kind {
             StmtKind::Assign { targets, value } => {
                 let state_target = targets.iter().all(|t| matches!(&t.kind, ExprKind::Attr(_, a) if a == "state"));
-                if state_target && is_defaultdict_of_dict(value) {
+                if method_of_optimizer && state_target && is_defaultdict_of_dict(value) {
                     value.kind = ExprKind::Dict(vec![]);
                 }
                 targets.iter_mut().for_each(target);
@@ -35,16 +56,16 @@ fn block(body: &mut [Stmt]) {
             StmtKind::For { target: t, iter, body } => {
                 target(t);
                 visit_expr_mut(iter, &mut read);
-                block(body);
+                block(body, method_of_optimizer);
             }
             StmtKind::While { test, body } => {
                 visit_expr_mut(test, &mut read);
-                block(body);
+                block(body, method_of_optimizer);
             }
             StmtKind::If { test, body, orelse } => {
                 visit_expr_mut(test, &mut read);
-                block(body);
-                block(orelse);
+                block(body, method_of_optimizer);
+                block(orelse, method_of_optimizer);
             }
             StmtKind::Expr(e) | StmtKind::Return(Some(e)) | StmtKind::Raise(Some(e)) => visit_expr_mut(e, &mut read),
             StmtKind::Assert { test, msg } => {

@@ -35,6 +35,7 @@ pub(super) const PRELUDES: [Prelude; 3] = [
         module: "torch.nn",
         prefix: "nn",
         classes: &[
+            "Identity",
             "Dropout",
             "AlphaDropout",
             "ModuleList",
@@ -63,6 +64,15 @@ pub(super) const PRELUDES: [Prelude; 3] = [
         source: include_str!("collections.py"),
     },
 ];
+
+/// The preludes the file's code names (with the offset of the first use) and the statements to convert: theirs,
+/// then the file's.
+pub(super) fn with_preludes(body: &[py::Stmt]) -> (Vec<(&'static Prelude, usize)>, Vec<py::Stmt>) {
+    let used: Vec<_> = PRELUDES.iter().filter_map(|p| Some((p, p.mention(body)?))).collect();
+    let mut all: Vec<py::Stmt> = used.iter().flat_map(|(p, _)| p.statements()).collect();
+    all.extend(body.iter().cloned());
+    (used, all)
+}
 
 /// The name the class made for `MODULE.NAME` has among the file's functions, if a prelude writes it.
 pub fn class_name(module: &str, name: &str) -> Option<String> {

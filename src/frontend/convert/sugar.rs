@@ -245,7 +245,8 @@ impl Cx {
             return err(at, "`return`, `break` and `continue` inside a `try` are not supported");
         }
         let marker = Expr { kind: ExprKind::Name(crate::frontend::ast::TRY_MARKER.into()), span };
-        let args = caught.into_iter().map(|c| Expr { kind: ExprKind::Str(c), span }).collect();
+        let finally = (!t.finalbody.is_empty()).then(|| crate::frontend::ast::FINALLY_MARK.to_string());
+        let args = caught.into_iter().chain(finally).map(|c| Expr { kind: ExprKind::Str(c), span }).collect();
         let test = Expr { kind: ExprKind::Call { func: Box::new(marker), args, kwargs: vec![] }, span };
         let mut out = vec![Stmt { kind: StmtKind::If { test, body, orelse: handler }, span }];
         out.extend(self.block(&t.finalbody)?);
