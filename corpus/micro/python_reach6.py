@@ -236,3 +236,29 @@ class Labelled:
         return self.k
 
     label = property(_label)
+
+
+class Wrapper:
+    def __init__(self, inner):
+        self.inner = inner
+
+    @property
+    def groups(self):
+        return self.inner.param_groups
+
+    @groups.setter
+    def groups(self, value):
+        self.inner.param_groups = value
+
+
+# A property with a setter (apex's LARC wraps an optimizer so): `o.groups = v` calls the setter
+def property_setter(w: f32[3], g: f32[3]) -> tuple[f32[3], int]:
+    opt = torch.optim.SGD([w], lr=0.5)
+    wrapped = Wrapper(opt)
+    groups = list(wrapped.groups)
+    groups[0]["lr"] = 0.25
+    wrapped.groups = groups + groups
+    wrapped.groups = wrapped.groups[:1]
+    w.grad = g
+    opt.step()
+    return w, len(opt.param_groups)

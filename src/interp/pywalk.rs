@@ -445,7 +445,13 @@ pub fn exec<'m, X: Exec<'m>>(x: &mut X, env: &mut X::Env, s: &'m Stmt) -> Result
 /// `o.name = v` (and `setattr(o, name, v)`): an object's attribute written as its dict entry, a tensor's attribute
 /// (only `requires_grad = False`); refused on anything else.
 pub fn set_attribute<'m, X: Exec<'m>>(x: &mut X, o: &X::V, name: &str, v: &X::V, span: Span) -> Result<(), X::Err> {
-    if super::pyvalue::object_class(o).is_some() {
+    if let Some(cls) = super::pyvalue::object_class(o) {
+        // A property's setter (`@NAME.setter`, `C::=NAME`), else the attribute.
+        let setter = format!("{cls}::={name}");
+        if x.has_function(&setter) {
+            let f = X::V::make(Made::Func(setter.into()));
+            return x.call_value(f, vec![o.clone(), v.clone()], span, name).map(|_| ());
+        }
         return x.setitem(o, &super::objects::key(name), v, span);
     }
     let refused = match o.py() {

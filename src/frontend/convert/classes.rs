@@ -160,6 +160,8 @@ pub(super) fn expand(
                 for d in std::mem::take(&mut f.decorator_list) {
                     match &d.expression {
                         py::Expr::Name(n) if n.id.as_str() == "property" => kind = "@",
+                        // `@NAME.setter`: what `o.NAME = v` calls (`C::=NAME`).
+                        py::Expr::Attribute(a) if a.attr.as_str() == "setter" => kind = "=",
                         py::Expr::Name(n) if n.id.as_str() == "staticmethod" => kind = "!",
                         py::Expr::Name(n) if n.id.as_str() == "classmethod" => {
                             return Err(format!("`class {name}`: class methods are not supported"))

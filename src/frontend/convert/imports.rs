@@ -35,6 +35,7 @@ pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str
         // nn`): a name the module lacks fails where it is read, as `torch.NAME` does.
         "torch" => Some(Ok("torch")),
         "torch.nn" => Some(Ok("torch.nn")),
+        "torch.nn.parameter" if name == "Parameter" => Some(Ok("torch.nn")),
         "torch.nn.functional" => Some(Ok("torch.nn.functional")),
         "torch.linalg" => Some(Ok("torch.linalg")),
         // `SGD`, `Adam`, `AdamW` (classes of the file: `convert::optim`), `Optimizer` as a base class and the
