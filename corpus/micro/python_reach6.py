@@ -1,7 +1,7 @@
 """torch.nn modules real code keeps as attributes and the activations it runs in place: `nn.Sequential` (and a
 subclass of it), `nn.ModuleDict`, loss modules (`nn.MSELoss(reduction=...)`, the deprecated `size_average`/`reduce`),
 `nn.LeakyReLU(inplace=True)` and `F.relu(x, inplace=True)` on views, `.grad` assigned and read, `for ... else`, torch
-functions and legacy tensor types as values, a module's `parameters()`, `collections.deque`, and class bodies with `__annotations__` and `property(lambda ...)`
+functions and legacy tensor types as values, a module's `parameters()`, `collections.deque`, `F.binary_cross_entropy` and `nn.BCELoss`, and class bodies with `__annotations__` and `property(lambda ...)`
 (held-out rounds 30 to 33)."""
 
 from __future__ import annotations
@@ -262,3 +262,15 @@ def property_setter(w: f32[3], g: f32[3]) -> tuple[f32[3], int]:
     w.grad = g
     opt.step()
     return w, len(opt.param_groups)
+
+
+# F.binary_cross_entropy and nn.BCELoss (written in funcfuse's nn prelude after PyTorch's CPU kernel: each log
+# clamped at -100): mean, per-element with a weight, sum, and the legacy size_average=False
+def bce_losses(x: f32[4, 3], y: f32[4, 3], w: f32[3]) -> tuple[f32[()], f32[4, 3], f32[()], f32[()]]:
+    p = torch.sigmoid(x * 3)
+    t = (y > 0).float()
+    a = F.binary_cross_entropy(p, t)
+    b = F.binary_cross_entropy(p, t, weight=w.abs(), reduction="none")
+    c = nn.BCELoss(reduction="sum")(p, y.abs())
+    d = nn.BCELoss(size_average=False)(torch.sigmoid(x), t)
+    return a, b, c, d

@@ -231,3 +231,39 @@ class KLDivLoss(_Loss):
 
     def forward(self, input, target):
         return torch.nn.functional.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class _Functional:
+    # torch.nn.functional's functions written here (`prelude::class_name` maps `F.NAME` to them).
+
+    @staticmethod
+    def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+        if size_average is not None or reduce is not None:
+            reduction = _Loss(size_average, reduce).reduction
+        if tuple(target.shape) != tuple(input.shape):
+            raise ValueError(
+                "Using a target size ({}) that is different to the input size ({}) is deprecated. Please ensure they "
+                "have the same size.".format(target.shape, input.shape)
+            )
+        if not bool(((input >= 0) & (input <= 1)).all()):
+            raise RuntimeError("all elements of input should be between 0 and 1")
+        # PyTorch's CPU kernel: (t - 1) * max(log1p(-x), -100) - t * max(log(x), -100), then the weight.
+        loss = (target - 1) * torch.clamp(torch.log1p(-input), min=-100) - target * torch.clamp(torch.log(input), min=-100)
+        if weight is not None:
+            loss = loss * weight
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        if reduction == "none":
+            return loss
+        raise ValueError(reduction + " is not a valid value for reduction")
+
+
+class BCELoss(_Loss):
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.weight = weight
+
+    def forward(self, input, target):
+        return torch.nn.functional.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)

@@ -48,6 +48,9 @@ pub(super) const PRELUDES: [Prelude; 3] = [
             "CrossEntropyLoss",
             "NLLLoss",
             "KLDivLoss",
+            "BCELoss",
+            // (a function of `_Functional`: `class_name`)
+            "binary_cross_entropy",
         ],
         source: include_str!("nn.py"),
     },
@@ -65,6 +68,9 @@ pub(super) const PRELUDES: [Prelude; 3] = [
     },
 ];
 
+/// The functions of `torch.nn.functional` that `nn.py` writes.
+const FUNCTIONAL: &[&str] = &["binary_cross_entropy"];
+
 /// The preludes the file's code names (with the offset of the first use) and the statements to convert: theirs,
 /// then the file's.
 pub(super) fn with_preludes(body: &[py::Stmt]) -> (Vec<(&'static Prelude, usize)>, Vec<py::Stmt>) {
@@ -76,6 +82,10 @@ pub(super) fn with_preludes(body: &[py::Stmt]) -> (Vec<(&'static Prelude, usize)
 
 /// The name the class made for `MODULE.NAME` has among the file's functions, if a prelude writes it.
 pub fn class_name(module: &str, name: &str) -> Option<String> {
+    // torch.nn.functional's functions written in `nn.py`, static methods of its `_Functional`.
+    if module == "torch.nn.functional" {
+        return FUNCTIONAL.contains(&name).then(|| format!("nn·_Functional::!{name}"));
+    }
     let p = PRELUDES.iter().find(|p| p.module == module)?;
     p.classes.contains(&name).then(|| format!("{}·{name}", p.prefix))
 }
