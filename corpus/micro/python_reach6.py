@@ -21,7 +21,7 @@ class Block(nn.Module):
         self.drop = nn.Dropout(0.0)
         self.loss = nn.MSELoss(reduction="sum")
         self.seq = nn.Sequential(nn.ReLU(), nn.Dropout(0.5), nn.Identity(54, unused="kept"), nn.Tanh())
-        self.heads = nn.ModuleDict({"gate": nn.Sigmoid(), "drop": nn.Dropout(0.2)})
+        self.heads = nn.ModuleDict(nn.ModuleDict({"gate": nn.Sigmoid(), "drop": nn.Dropout(0.2)}))
 
     def forward(self, x, y):
         h = self.seq(self.drop(x))

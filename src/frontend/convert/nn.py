@@ -110,7 +110,8 @@ class ModuleDict(nn.Module):
             self.update(modules)
 
     def update(self, modules):
-        pairs = modules.items() if isinstance(modules, dict) else modules
+        # A dict or another ModuleDict (their items), else an iterable of (key, module) pairs.
+        pairs = modules.items() if isinstance(modules, dict) or _is_module(modules) else modules
         for k, m in pairs:
             self._items[k] = m
 
