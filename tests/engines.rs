@@ -1841,7 +1841,7 @@ fn is_grad_enabled_is_true_unless_the_file_changes_the_grad_mode() {
 /// raises, on every engine.
 #[test]
 fn optimizers_and_grads_raise_what_pytorch_raises() {
-    let opt = "from torch.optim import Optimizer\nfrom torch.optim.optimizer import required\n\
+    let opt = "from collections import deque\nfrom torch.optim import Optimizer\nfrom torch.optim.optimizer import required\n\
                class O(Optimizer):\n    def __init__(self, params, lr=required):\n        super().__init__(params, dict(lr=lr))\n";
     let case = |body: &str| format!("{opt}def f(w: f32[3], b: f32[2]) -> f32[3]:\n    {body}\n    return w\n");
     let cases = [
@@ -1864,7 +1864,17 @@ fn optimizers_and_grads_raise_what_pytorch_raises() {
              that the gradient and the tensor are the same size",
         ),
         ("w.grad = 1.0", "TypeError: assigned grad expected to be a Tensor or None but got grad of type float"),
+        (
+            "w.grad = w.double()",
+            "RuntimeError: attempting to assign a gradient with dtype 'torch.float64' to a tensor with grad_dtype \
+             'torch.float32'",
+        ),
+        (
+            "torch.nn.functional.relu(w, inplace=b.sum() > 0)",
+            "relu(): argument 'inplace' must be a bool known before the program runs",
+        ),
         ("torch.optim.RMSprop([w])", "`torch.optim.RMSprop` is not supported"),
+        ("deque([w], maxlen=1).popleft()\n    deque().pop()", "IndexError: pop from an empty deque"),
         (
             "p = torch.nn.Parameter(w)\n    q = torch.nn.Parameter(w)",
             "nn.Parameter of a tensor that is already a parameter (two parameters over the same elements) is not \

@@ -265,8 +265,9 @@ pub const GRADS: &str = "·grads";
 /// name it.
 pub const PARAMETERS: &str = "·parameters";
 
-/// The entry of an `nn.ModuleList` instance (`frontend::convert::modules`) that holds its modules: iterating and
-/// indexing the instance iterate and index it (`interp::objects::items_of`). No Python code can name it.
+/// The entry of a container instance (`nn.ModuleList`, `nn.Sequential`, `nn.ModuleDict`, `collections.deque`:
+/// `frontend::convert::prelude`) that holds its items: iterating and indexing the instance iterate and index it
+/// (`interp::objects::items_of`). No Python code can name it.
 pub const ITEMS_KEY: &str = "·items";
 
 /// The callee of the call a nested `def` becomes: `NAME = <closure>(HELPER, CAPTURED=CAPTURED, ...)` makes a function
@@ -311,9 +312,8 @@ pub fn error_caught(caught: &[&str], message: &str) -> bool {
     let python_error = !class.is_empty()
         && class.starts_with(|c: char| c.is_ascii_uppercase())
         && class.chars().all(|c| c.is_ascii_alphanumeric())
-        && (class.ends_with("Error") || class.ends_with("Exception") || class == "StopIteration")
-        // funcfuse's own size limits read as MemoryError: never caught.
-        && class != "MemoryError";
+        && (class.ends_with("Error") || class.ends_with("Exception") || class == "StopIteration");
+    // funcfuse's own size limits read as MemoryError: never caught.
     if class == "MemoryError" {
         return false;
     }

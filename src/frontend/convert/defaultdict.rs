@@ -24,7 +24,7 @@ fn is_defaultdict(e: &Expr) -> bool {
 }
 
 /// `defaultdict(...)`'s factory where `e` is such a call (`Some(None)`: no factory, a plain dict).
-fn made(e: &Expr) -> Option<Result<Option<&Expr>, Diagnostic>> {
+pub(super) fn made(e: &Expr) -> Option<Result<Option<&Expr>, Diagnostic>> {
     let ExprKind::Call { func, args, kwargs } = &e.kind else { return None };
     if !is_defaultdict(func) {
         return None;

@@ -14,7 +14,7 @@ class Identity(nn.Module):
         return input
 
 
-class Dropout(nn.Module):
+class _DropoutNd(nn.Module):
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
         if p < 0 or p > 1:
@@ -23,37 +23,30 @@ class Dropout(nn.Module):
         self.inplace = inplace
 
     def forward(self, input):
+        # Where it computes anything (training, p > 0) its mask is random, which F.dropout refuses; AlphaDropout's
+        # alpha_dropout computes nothing either where F.dropout does not.
         return torch.nn.functional.dropout(input, self.p, self.training, self.inplace)
 
 
-class AlphaDropout(nn.Module):
-    def __init__(self, p=0.5, inplace=False):
-        super().__init__()
-        if p < 0 or p > 1:
-            raise ValueError("dropout probability has to be between 0 and 1, but got {}".format(p))
-        self.p = p
-        self.inplace = inplace
-
-    def forward(self, input):
-        # Where it computes anything (training, p > 0) its mask is random, which F.dropout refuses as well.
-        return torch.nn.functional.dropout(input, self.p, self.training, self.inplace)
+class Dropout(_DropoutNd):
+    pass
 
 
-class ModuleList(nn.Module):
-    def __init__(self, modules=None):
-        super().__init__()
-        self._items = [] if modules is None else list(modules)
+class AlphaDropout(_DropoutNd):
+    pass
+
+
+class _ModuleSequence(nn.Module):
+    # What ModuleList and Sequential share: a list of modules in `self._items`.
 
     def append(self, module):
         self._items.append(module)
         return self
 
     def extend(self, modules):
-        self._items.extend(modules)
+        for m in modules:
+            self._items.append(m)
         return self
-
-    def insert(self, index, module):
-        self._items.insert(index, module)
 
     def __len__(self):
         return len(self._items)
@@ -66,7 +59,16 @@ class ModuleList(nn.Module):
         return self
 
 
-class Sequential(nn.Module):
+class ModuleList(_ModuleSequence):
+    def __init__(self, modules=None):
+        super().__init__()
+        self._items = [] if modules is None else list(modules)
+
+    def insert(self, index, module):
+        self._items.insert(index, module)
+
+
+class Sequential(_ModuleSequence):
     def __init__(self, *args):
         super().__init__()
         if len(args) == 1 and isinstance(args[0], dict):
@@ -78,27 +80,8 @@ class Sequential(nn.Module):
             input = module(input)
         return input
 
-    def append(self, module):
-        self._items.append(module)
-        return self
-
-    def extend(self, sequential):
-        for m in sequential:
-            self._items.append(m)
-        return self
-
     def insert(self, index, module):
         self._items.insert(index, module)
-        return self
-
-    def __len__(self):
-        return len(self._items)
-
-    def train(self, mode=True):
-        self.training = mode
-        for m in self._items:
-            if _is_module(m):
-                m.train(mode)
         return self
 
 

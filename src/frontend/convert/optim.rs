@@ -135,12 +135,7 @@ fn pure(e: &Expr) -> bool {
     }
 }
 
+/// `defaultdict(dict)` (`super::defaultdict` reads the call).
 fn is_defaultdict_of_dict(e: &Expr) -> bool {
-    let ExprKind::Call { func, args, kwargs } = &e.kind else { return false };
-    let named = match &func.kind {
-        ExprKind::Name(n) => n == "defaultdict",
-        ExprKind::Attr(m, a) => a == "defaultdict" && matches!(&m.kind, ExprKind::Name(n) if n == "collections"),
-        _ => false,
-    };
-    named && kwargs.is_empty() && matches!(args.as_slice(), [Expr { kind: ExprKind::Name(f), .. }] if f == "dict")
+    matches!(super::defaultdict::made(e), Some(Ok(Some(f))) if matches!(&f.kind, ExprKind::Name(n) if n == "dict"))
 }
