@@ -269,13 +269,15 @@ FF_FN float ff_tanhf(float x) {
 }
 
 /* 1 / (1 + e^-x) in float lanes from e = e^-|x| <= 1 (no overflow): 1 / (1 + e) for x >= 0, e / (1 + e) for x < 0
- * (tiny and subnormal results come from e itself). */
+ * (tiny and subnormal results come from e itself). e is built as (1 + p) 2^(k+64), exact and normal for every k here
+ * ([-150, 0]), and then scaled by 2^-64, which rounds once where e is subnormal: the bits of ff__scale with a single
+ * exponent field. Below -104 e is 0, computed on y = 0 and replaced (no subnormal products; see ff__expf_core). */
 FF_FN float ff_sigmoidf(float x) {
     float y = -ff__u2f(ff__f2u(x) & 0x7fffffffu); /* <= 0: only the lower bound of ff__expf_core applies */
     int tiny = y < -104.0f;
     uint32_t k;
     float p = ff__expf_red(ff__self(tiny, 0.0f, y), &k);
-    float e = ff__self(tiny, 0.0f, ff__scale(p, k));
+    float e = ff__self(tiny, 0.0f, ((1.0f + p) * ff__u2f((k + 191u) << 23)) * 0x1p-64f);
     return ff__self(x < 0.0f, e, 1.0f) / (1.0f + e);
 }
 
