@@ -1934,3 +1934,19 @@ fn errors_a_try_must_not_catch_and_classes_that_fail_with_their_base() {
     let contains = "class Box:\n    def __init__(self):\n        self.k = 1\n\n\ndef f(x: f32[3]) -> f32[3]:\n    b = 'k' in Box()\n    return x\n";
     every_engine_raises(contains, "f", "TypeError: argument of type 'Box' is not iterable");
 }
+
+/// `<<` and `>>`: Python's errors on ints (a negative count; a result our 64-bit ints cannot hold), PyTorch's on
+/// float and bool tensors. The values, counts outside [0, 64) included, are corpus programs (`python_reach7.py`).
+#[test]
+fn shift_errors_are_pythons_and_pytorchs() {
+    let neg = "def f(x: i64[3], n: int = -1) -> i64[3]:\n    return x + (1 << n)\n";
+    every_engine_raises(neg, "f", "ValueError: negative shift count");
+    let neg = "def f(x: i64[3], n: int = -2) -> i64[3]:\n    return x + (8 >> n)\n";
+    every_engine_raises(neg, "f", "ValueError: negative shift count");
+    let big = "def f(x: i64[3], n: int = 70) -> i64[3]:\n    return x + (1 << n)\n";
+    every_engine_raises(big, "f", "the Python int result does not fit in 64 bits");
+    let float = "def f(x: f32[3]) -> f32[3]:\n    return x << 1\n";
+    every_engine_raises(float, "f", "\"lshift_cpu\" not implemented for 'Float'");
+    let bools = "def f(x: i64[3]) -> i64[3]:\n    return x + ((x > 0) >> (x < 0))\n";
+    every_engine_raises(bools, "f", "\"rshift_cpu\" not implemented for 'Bool'");
+}

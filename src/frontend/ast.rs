@@ -578,6 +578,8 @@ pub enum BinOp {
     BitAnd,
     BitOr,
     BitXor,
+    LShift,
+    RShift,
 }
 
 impl BinOp {
@@ -595,6 +597,8 @@ impl BinOp {
             BinOp::BitAnd => Binary::BitAnd,
             BinOp::BitOr => Binary::BitOr,
             BinOp::BitXor => Binary::BitXor,
+            BinOp::LShift => Binary::Shl,
+            BinOp::RShift => Binary::Shr,
             BinOp::MatMul => return None,
         })
     }
@@ -612,6 +616,8 @@ impl BinOp {
             BinOp::BitAnd => "&",
             BinOp::BitOr => "|",
             BinOp::BitXor => "^",
+            BinOp::LShift => "<<",
+            BinOp::RShift => ">>",
         }
     }
 }

@@ -418,7 +418,7 @@ impl Cx {
             },
             py::Stmt::AugAssign(a) => StmtKind::AugAssign {
                 target: self.expr(&a.target)?,
-                op: self.binop(a.op, span)?,
+                op: binop(a.op),
                 value: self.expr(&a.value)?,
             },
             // `x.data.set_(y)` rebinds the storage of the temporary `x.data` only: `x` is unchanged (PyTorch 2; the
@@ -521,23 +521,6 @@ impl Cx {
         Ok(Stmt { kind, span })
     }
 
-    fn binop(&self, op: py::Operator, span: Span) -> Result<BinOp, Diagnostic> {
-        Ok(match op {
-            py::Operator::Add => BinOp::Add,
-            py::Operator::Sub => BinOp::Sub,
-            py::Operator::Mult => BinOp::Mul,
-            py::Operator::Div => BinOp::Div,
-            py::Operator::FloorDiv => BinOp::FloorDiv,
-            py::Operator::Mod => BinOp::Mod,
-            py::Operator::Pow => BinOp::Pow,
-            py::Operator::MatMult => BinOp::MatMul,
-            py::Operator::BitAnd => BinOp::BitAnd,
-            py::Operator::BitOr => BinOp::BitOr,
-            py::Operator::BitXor => BinOp::BitXor,
-            py::Operator::LShift | py::Operator::RShift => return err(span, "shift operators are not supported"),
-        })
-    }
-
     fn boxed(&self, e: &py::Expr) -> Result<Box<Expr>, Diagnostic> {
         Ok(Box::new(self.expr(e)?))
     }
@@ -636,7 +619,7 @@ impl Cx {
             py::Expr::NoneLiteral(_) => ExprKind::NoneLit,
             py::Expr::EllipsisLiteral(_) => ExprKind::Ellipsis,
             py::Expr::StringLiteral(s) => ExprKind::Str(s.value.to_str().to_string()),
-            py::Expr::BinOp(b) => ExprKind::Bin(self.binop(b.op, span)?, self.boxed(&b.left)?, self.boxed(&b.right)?),
+            py::Expr::BinOp(b) => ExprKind::Bin(binop(b.op), self.boxed(&b.left)?, self.boxed(&b.right)?),
             py::Expr::UnaryOp(u) => {
                 let op = match u.op {
                     py::UnaryOp::USub => UnaryOp::Neg,
@@ -780,4 +763,23 @@ fn is_jit_annotate(f: &py::Expr) -> bool {
     a.attr.as_str() == "annotate"
         && jit.attr.as_str() == "jit"
         && matches!(jit.value.as_ref(), py::Expr::Name(n) if n.id.as_str() == "torch")
+}
+
+/// The operator of a binary expression or augmented assignment.
+fn binop(op: py::Operator) -> BinOp {
+    match op {
+        py::Operator::Add => BinOp::Add,
+        py::Operator::Sub => BinOp::Sub,
+        py::Operator::Mult => BinOp::Mul,
+        py::Operator::Div => BinOp::Div,
+        py::Operator::FloorDiv => BinOp::FloorDiv,
+        py::Operator::Mod => BinOp::Mod,
+        py::Operator::Pow => BinOp::Pow,
+        py::Operator::MatMult => BinOp::MatMul,
+        py::Operator::BitAnd => BinOp::BitAnd,
+        py::Operator::BitOr => BinOp::BitOr,
+        py::Operator::BitXor => BinOp::BitXor,
+        py::Operator::LShift => BinOp::LShift,
+        py::Operator::RShift => BinOp::RShift,
+    }
 }

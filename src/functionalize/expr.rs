@@ -35,6 +35,8 @@ pub(super) fn binop_name(op: Binary) -> OpName {
         BitAnd => OpName::BitAnd,
         BitOr => OpName::BitOr,
         BitXor => OpName::BitXor,
+        Shl => OpName::Shl,
+        Shr => OpName::Shr,
         Eq => OpName::Eq,
         Ne => OpName::Ne,
         Lt => OpName::Lt,

@@ -83,6 +83,8 @@ const ELEMENTWISE: &[&str] = &[
     "bitwise_and",
     "bitwise_or",
     "bitwise_xor",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
     "clamp",
     "clip",
     "clamp_min",

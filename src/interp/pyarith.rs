@@ -153,6 +153,7 @@ fn int_overflow(x: i64, op: BinOp, y: i64) -> String {
         BinOp::Mul => Some(x as i128 * y as i128),
         BinOp::FloorDiv => Some(-(x as i128)),
         BinOp::Pow => u32::try_from(y).ok().and_then(|e| (x as i128).checked_pow(e)),
+        BinOp::LShift => (y < 64).then(|| (x as i128) << y),
         _ => None,
     };
     match exact {
@@ -205,6 +206,11 @@ pub(crate) fn py_arith(a: Scalar, op: BinOp, b: Scalar) -> Result<Value, String>
             BinOp::BitAnd => Value::Int(x & y),
             BinOp::BitOr => Value::Int(x | y),
             BinOp::BitXor => Value::Int(x ^ y),
+            BinOp::LShift | BinOp::RShift if y < 0 => return Err("ValueError: negative shift count".into()),
+            // Exact, or out of our ints' range: Python's ints have no width.
+            BinOp::LShift if x == 0 => Value::Int(0),
+            BinOp::LShift => fits((y < 64).then(|| i64::try_from((x as i128) << y).ok()).flatten())?,
+            BinOp::RShift => Value::Int(x >> y.min(63)),
             BinOp::MatMul => return Err("unsupported operand types for @: numbers".into()),
         });
     }

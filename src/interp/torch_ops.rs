@@ -70,6 +70,8 @@ pub(crate) fn binary_op(name: &str) -> Option<Binary> {
         "bitwise_and" => BitAnd,
         "bitwise_or" => BitOr,
         "bitwise_xor" => BitXor,
+        "bitwise_left_shift" => Shl,
+        "bitwise_right_shift" => Shr,
         _ => return None,
     })
 }

@@ -284,6 +284,8 @@ op_table! {
     BitAnd = "bitand": Binary(BitAnd), 2, Same;
     BitOr = "bitor": Binary(BitOr), 2, Same;
     BitXor = "bitxor": Binary(BitXor), 2, Same;
+    Shl = "shl": Binary(Shl), 2, Same;
+    Shr = "shr": Binary(Shr), 2, Same;
     Eq = "eq": Binary(Eq), 2, Bool;
     Ne = "ne": Binary(Ne), 2, Bool;
     Lt = "lt": Binary(Lt), 2, Bool;

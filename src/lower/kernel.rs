@@ -664,7 +664,7 @@ fn binary(op: Binary, compute: DType, out: DType, a: &Expr, b: &Expr, args: &str
             Le => return cmp("<=", "double"),
             Gt => return cmp(">", "double"),
             Ge => return cmp(">=", "double"),
-            BitAnd | BitOr | BitXor => unreachable!("rejected by the planner"),
+            BitAnd | BitOr | BitXor | Shl | Shr => unreachable!("rejected by the planner"),
         };
         return format!("(({t})({v}))");
     }
@@ -687,6 +687,9 @@ fn binary(op: Binary, compute: DType, out: DType, a: &Expr, b: &Expr, args: &str
         Minimum => format!("ff_imin({i}, {j})"),
         BitAnd => format!("{i} & {j}"),
         BitOr => format!("{i} | {j}"),
+        // PyTorch's results for counts outside [0, 64) (0, and the sign), without C's undefined shifts.
+        Shl => format!("((uint64_t){j} < 64 ? (int64_t)((uint64_t){i} << {j}) : (int64_t)0)"),
+        Shr => format!("{i} >> ((uint64_t){j} < 64 ? {j} : 63)"),
         // By a constant other than 0 and -1 only (the planner checks): floor division and Python's remainder
         // (the divisor's sign), and C's truncated remainder for fmod.
         FloorDiv => format!("ff_div({i}, {j})"),
@@ -701,12 +704,12 @@ fn binary(op: Binary, compute: DType, out: DType, a: &Expr, b: &Expr, args: &str
 pub fn binary_supported(op: Binary, compute: DType) -> bool {
     use Binary::*;
     if compute.is_float() {
-        return !matches!(op, BitAnd | BitOr | BitXor);
+        return !matches!(op, BitAnd | BitOr | BitXor | Shl | Shr);
     }
     let boolean = compute == DType::Bool;
     match op {
         Eq | Ne | Lt | Le | Gt | Ge | BitXor | BitAnd | BitOr | Add | Mul | Maximum | Minimum => true,
-        Sub => !boolean,
+        Sub | Shl | Shr => !boolean,
         _ => false,
     }
 }

@@ -138,6 +138,10 @@ pub enum Binary {
     BitAnd,
     BitOr,
     BitXor,
+    /// `<<` and `>>` of integers, as PyTorch's CPU kernels: a shift by a negative count or by the width or more
+    /// gives 0 (left) or the sign (right); a left shift wraps.
+    Shl,
+    Shr,
     Eq,
     Ne,
     Lt,
@@ -187,6 +191,9 @@ pub fn binary_dtypes(op: Binary, a: &Operand, b: &Operand) -> TResult<(DType, DT
     match op {
         Binary::Sub if both_bool => Err("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.".into()),
         Binary::Div | Binary::Atan2 if !common.is_float() => Ok((DType::F32, DType::F32)),
+        Binary::Shl | Binary::Shr if common.is_float() || both_bool => {
+            Err(format!("\"{}shift_cpu\" not implemented for '{}'", if op == Binary::Shl { "l" } else { "r" }, common.name()))
+        }
         Binary::BitAnd | Binary::BitOr | Binary::BitXor if common.is_float() => {
             Err(format!("\"bitwise_{}_cpu\" not implemented for '{}'", match op { Binary::BitAnd => "and", Binary::BitOr => "or", _ => "xor" }, common.name()))
         }
@@ -292,6 +299,10 @@ fn apply_binary(op: Binary, kind: Kind, x: Scalar, y: Scalar) -> TResult<Scalar>
                 BitAnd => a & b,
                 BitOr => a | b,
                 BitXor => a ^ b,
+                // In 64 bits, then wrapped to the result's dtype: the bits PyTorch's kernels give for every width.
+                Shl if (0..64).contains(&b) => ((a as u64) << b) as i64,
+                Shl => 0,
+                Shr => a >> if (0..64).contains(&b) { b } else { 63 },
                 Div | Atan2 => unreachable!("true division computes in floats"),
                 _ => unreachable!(),
             })
