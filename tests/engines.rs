@@ -1950,3 +1950,16 @@ fn shift_errors_are_pythons_and_pytorchs() {
     let bools = "def f(x: i64[3]) -> i64[3]:\n    return x + ((x > 0) >> (x < 0))\n";
     every_engine_raises(bools, "f", "\"rshift_cpu\" not implemented for 'Bool'");
 }
+
+/// `nn.Embedding` without given weights would draw random ones: refused with what to do instead.
+#[test]
+fn an_embedding_without_weights_is_refused() {
+    let src = "def f(tok: i64[3]) -> f32[3, 4]:\n    e = torch.nn.Embedding(10, 4)\n    return e(tok % 10)\n";
+    every_engine_raises(
+        src,
+        "f",
+        "nn.Embedding(...) draws random initial weights, which funcfuse does not: pass them as `_weight=`",
+    );
+    let src = "def f(tok: i64[3], w: f32[9, 4]) -> f32[3, 4]:\n    e = torch.nn.Embedding(10, 4, _weight=w)\n    return e(tok % 9)\n";
+    every_engine_raises(src, "f", "Shape of weight does not match num_embeddings and embedding_dim");
+}

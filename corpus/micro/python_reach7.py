@@ -1,10 +1,13 @@
 """Python and PyTorch that real code uses, added after held-out rounds 33 and 34: `<<` and `>>` on Python ints and
-integer tensors (KIVI's 2-bit cache packing), with PyTorch's results for counts outside [0, 64).
+integer tensors (KIVI's 2-bit cache packing), with PyTorch's results for counts outside [0, 64); `nn.Embedding`
+modules with given weights (`_weight=`, as treelstm.pytorch builds them; `from_pretrained`; a subclass calling
+`torch.nn.Embedding.__init__`), and `F.binary_cross_entropy` with the legacy `size_average`.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn as nn
 
 
 def shifts_of_ints(x: i32[4, 8], s: i64[8]):
@@ -44,3 +47,34 @@ def shift_counts_out_of_range(x: i64[8]):
     s = torch.tensor([-1, 0, 31, 32, 63, 64, 100, 5])
     w = x - 4
     return w << s, w >> s, w.to(torch.int32) << s, w.to(torch.int32) >> s, w.to(torch.uint8) >> s, w.to(torch.int8) << s
+
+
+class Enc(nn.Module):
+    def __init__(self, w):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4, padding_idx=-1, _weight=w)
+        self.pre = nn.Embedding.from_pretrained(w * 2, freeze=False)
+
+    def forward(self, tok):
+        return self.emb(tok) + self.pre(tok)
+
+
+class Drop(torch.nn.Embedding):
+    def __init__(self, n, d, w):
+        torch.nn.Embedding.__init__(self, n, d, _weight=w)
+        self.extra = 3
+
+    def forward(self, tok):
+        return torch.nn.functional.embedding(tok, self.weight * self.extra)
+
+
+def embedding_modules(tok: i64[2, 3], w: f32[10, 4]):
+    e = Enc(w)
+    d = Drop(10, 4, w.clone())
+    names = [n for n, _ in e.named_parameters()]
+    return e(tok % 10), d(tok % 10), e.emb.padding_idx, len(names), e.pre.weight.requires_grad, e.emb.weight.requires_grad
+
+
+
+def bce_legacy_size_average(x: f32[4], t: f32[4]):
+    return torch.nn.functional.binary_cross_entropy(torch.sigmoid(x), torch.sigmoid(t), size_average=False)

@@ -596,7 +596,11 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
         "math.inf" | "torch.inf" => Value::Float(f64::INFINITY),
         "math.nan" | "torch.nan" => Value::Float(f64::NAN),
         f if function_value(f) => Value::Func(Rc::from(f)),
-        _ => return Err(format!("unsupported attribute `{full}`")),
+        f => match crate::frontend::static_owner(f) {
+            // A prelude class whose static methods programs call on it (`nn.Embedding.from_pretrained`).
+            Some(class) => Value::Module(class),
+            None => return Err(format!("unsupported attribute `{full}`")),
+        },
     })
 }
 

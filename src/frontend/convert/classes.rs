@@ -384,8 +384,15 @@ fn finish(
         visit_exprs_mut(&mut f.body, &mut |e| {
             let ExprKind::Call { func, .. } = &mut e.kind else { return };
             let ExprKind::Attr(obj, m) = &func.kind else { return };
-            let ExprKind::Name(c) = &obj.kind else { return };
-            let Some(cls) = snapshot.get(c) else { return };
+            let c = match &obj.kind {
+                ExprKind::Name(c) => c.clone(),
+                // A prelude's class by its PyTorch name (`torch.nn.Embedding.__init__(self, ...)`).
+                _ => match super::prelude::named_class(obj) {
+                    Some(c) => c,
+                    None => return,
+                },
+            };
+            let Some(cls) = snapshot.get(&c) else { return };
             // (a property is not callable on the class: `C.p(...)` stays Python's error)
             for prefix in ["", "!"] {
                 let full = format!("{c}::{prefix}{m}");

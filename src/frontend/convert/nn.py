@@ -251,3 +251,66 @@ class BCELoss(_Loss):
 
     def forward(self, input, target):
         return torch.nn.functional.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class Embedding(nn.Module):
+    # Its weight is the given `_weight` (as nn.Parameter, sharing its elements) or `from_pretrained`'s tensor: the
+    # random initial weights PyTorch draws otherwise are refused.
+    def __init__(
+        self,
+        num_embeddings,
+        embedding_dim,
+        padding_idx=None,
+        max_norm=None,
+        norm_type=2.0,
+        scale_grad_by_freq=False,
+        sparse=False,
+        _weight=None,
+        _freeze=False,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        if padding_idx is not None:
+            if padding_idx > 0:
+                assert padding_idx < self.num_embeddings, "Padding_idx must be within num_embeddings"
+            elif padding_idx < 0:
+                assert padding_idx >= -self.num_embeddings, "Padding_idx must be within num_embeddings"
+                padding_idx = self.num_embeddings + padding_idx
+        self.padding_idx = padding_idx
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.sparse = sparse
+        if _weight is None:
+            _refused(
+                "nn.Embedding(...) draws random initial weights, which funcfuse does not: pass them as `_weight=` "
+                "or use nn.Embedding.from_pretrained(weights)"
+            )
+        assert list(_weight.shape) == [num_embeddings, embedding_dim], "Shape of weight does not match num_embeddings and embedding_dim"
+        self.weight = nn.Parameter(_weight, requires_grad=not _freeze)
+
+    def forward(self, input):
+        return torch.nn.functional.embedding(
+            input, self.weight, self.padding_idx, self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse
+        )
+
+    @staticmethod
+    def from_pretrained(
+        embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False
+    ):
+        assert embeddings.dim() == 2, "Embeddings parameter is expected to be 2-dimensional"
+        rows, cols = embeddings.shape
+        return torch.nn.Embedding(
+            num_embeddings=rows,
+            embedding_dim=cols,
+            _weight=embeddings,
+            _freeze=freeze,
+            padding_idx=padding_idx,
+            max_norm=max_norm,
+            norm_type=norm_type,
+            scale_grad_by_freq=scale_grad_by_freq,
+            sparse=sparse,
+        )

@@ -16,6 +16,7 @@
 //! its base ([`base`]).
 
 use ruff_python_ast as py;
+use ruff_python_ast::visitor::transformer::{self, Transformer};
 use ruff_python_ast::visitor::{walk_expr, Visitor};
 
 use crate::diag::Span;
@@ -49,6 +50,7 @@ pub(super) const PRELUDES: [Prelude; 3] = [
             "NLLLoss",
             "KLDivLoss",
             "BCELoss",
+            "Embedding",
             // (a function of `_Functional`: `class_name`)
             "binary_cross_entropy",
         ],
@@ -68,6 +70,15 @@ pub(super) const PRELUDES: [Prelude; 3] = [
     },
 ];
 
+/// The static methods of prelude classes that programs call on the class (`nn.Embedding.from_pretrained(w)`): the
+/// module, the class and its path (which the engines read as a module, [`static_owner`]), the method.
+const STATIC: &[(&str, &str, &str, &str)] = &[("torch.nn", "Embedding", "torch.nn.Embedding", "from_pretrained")];
+
+/// `MODULE.CLASS` as a value where a prelude class has static methods that programs call on it.
+pub fn static_owner(path: &str) -> Option<&'static str> {
+    STATIC.iter().find(|s| s.2 == path).map(|s| s.2)
+}
+
 /// The functions of `torch.nn.functional` that `nn.py` writes.
 const FUNCTIONAL: &[&str] = &["binary_cross_entropy"];
 
@@ -86,6 +97,10 @@ pub fn class_name(module: &str, name: &str) -> Option<String> {
     if module == "torch.nn.functional" {
         return FUNCTIONAL.contains(&name).then(|| format!("nn·_Functional::!{name}"));
     }
+    if let Some((m, class, _, _)) = STATIC.iter().find(|s| s.3 == name && s.2 == module) {
+        let p = PRELUDES.iter().find(|p| p.module == *m)?;
+        return Some(format!("{}·{class}::!{name}", p.prefix));
+    }
     let p = PRELUDES.iter().find(|p| p.module == module)?;
     p.classes.contains(&name).then(|| format!("{}·{name}", p.prefix))
 }
@@ -99,7 +114,8 @@ impl Prelude {
         scan.at
     }
 
-    /// Its statements, each class renamed (and each base that is one of its classes).
+    /// Its statements, each class renamed, and so every name of one of its classes (bases, `_Loss(...)` in a
+    /// method).
     pub(super) fn statements(&self) -> Vec<py::Stmt> {
         let parsed = ruff_python_parser::parse_module(self.source).expect("a prelude parses");
         let mut body: Vec<py::Stmt> = parsed.into_syntax().body.into_iter().collect();
@@ -107,18 +123,12 @@ impl Prelude {
             .iter()
             .filter_map(|s| if let py::Stmt::ClassDef(c) = s { Some(c.name.to_string()) } else { None })
             .collect();
-        let renamed = |n: &str| format!("{}·{n}", self.prefix);
+        let rename = Rename { own: &own, prefix: self.prefix };
         for s in &mut body {
             if let py::Stmt::ClassDef(c) = s {
-                c.name = py::Identifier::new(renamed(c.name.as_str()), c.name.range);
-                for b in c.arguments.iter_mut().flat_map(|a| a.args.iter_mut()) {
-                    if let py::Expr::Name(n) = b {
-                        if own.iter().any(|o| o == n.id.as_str()) {
-                            n.id = renamed(n.id.as_str()).into();
-                        }
-                    }
-                }
+                c.name = py::Identifier::new(format!("{}·{}", self.prefix, c.name), c.name.range);
             }
+            rename.visit_stmt(s);
         }
         body
     }
@@ -160,6 +170,42 @@ fn relocate(body: &mut [Stmt], at: Span) {
             }
             _ => {}
         }
+    }
+}
+
+/// Renames every name of a prelude's own classes to `PREFIX·NAME` ([`Prelude::statements`]).
+struct Rename<'a> {
+    own: &'a [String],
+    prefix: &'static str,
+}
+
+impl Transformer for Rename<'_> {
+    fn visit_expr(&self, e: &mut py::Expr) {
+        if let py::Expr::Name(n) = e {
+            if self.own.iter().any(|o| o == n.id.as_str()) {
+                n.id = format!("{}·{}", self.prefix, n.id).into();
+            }
+        }
+        transformer::walk_expr(self, e);
+    }
+}
+
+/// The class of the file a prelude writes for a dotted name the converted code calls a method on
+/// (`torch.nn.Embedding.__init__(self, ...)`, `nn.Embedding.from_pretrained(w)`).
+pub(super) fn named_class(e: &Expr) -> Option<String> {
+    let mut parts = Vec::new();
+    let mut cur = e;
+    while let ExprKind::Attr(o, a) = &cur.kind {
+        parts.push(a.as_str());
+        cur = o;
+    }
+    let ExprKind::Name(n) = &cur.kind else { return None };
+    parts.push(n.as_str());
+    parts.reverse();
+    match parts.as_slice() {
+        ["nn", name] | ["torch", "nn", name] => class_name("torch.nn", name),
+        ["optim", name] | ["torch", "optim", name] => class_name("torch.optim", name),
+        _ => None,
     }
 }
 
