@@ -223,7 +223,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     for (p, at) in &preludes {
         p.settle(&mut functions, cx.lines.span(TextSize::new(*at as u32)));
     }
-    classes::settle(_path, &class_order, &mut classes, &mut functions, &failed, &mut unusable, &|e| cx.expr(e));
+    classes::settle(_path, &class_order, &mut classes, &mut functions, &mut failed, &mut unusable, &|e| cx.expr(e));
     // The helpers of lambdas in class bodies (`__name__ = property(lambda self: self.ltype)`).
     functions.append(&mut cx.lambdas.borrow_mut());
     imports::qualify(_path, &mut functions, &constants, from_imports, &mut unusable);
@@ -254,9 +254,9 @@ fn python_would_not_run(path: &str, cx: &Cx, imports_torch: bool, future_annotat
 }
 
 /// Moves every function that names a failed function or an `unusable` name (an unsupported import), directly or
-/// through others, to `failed`, with a message at its first such reference that gives the original error; a class
-/// (of `classes`) one of whose methods goes so becomes `unusable` itself, so that its instances are never made
-/// without the method (which would read as an `AttributeError` where the method is called).
+/// through others, to `failed`, with a message at its first such reference that gives the original error; a method
+/// of one of `classes` becomes one that fails with that message where it is called (so that its class's instances
+/// are made with it: no `AttributeError` where Python has the method).
 fn fail_callers(
     path: &str,
     functions: &mut Vec<Function>,
@@ -296,13 +296,13 @@ fn fail_callers(
             }
         }
         let Some((i, error)) = hit else { return };
-        let f = functions.remove(i);
-        // A class with a method that cannot be used cannot be used either (as where the method itself failed).
-        if let Some((c, _)) = f.name.split_once("::").filter(|(c, _)| classes.iter().any(|(k, _)| k == c)) {
-            if !unusable.iter().any(|u| u.name == c) {
-                unusable.push(FailedFunction { name: c.to_string(), span: f.span, error: error.clone() });
-            }
+        // A method that cannot be used fails where it is called (`classes::method_stub`).
+        if functions[i].name.split_once("::").is_some_and(|(c, _)| classes.iter().any(|(k, _)| k == c)) {
+            let f = &mut functions[i];
+            *f = classes::method_stub(&f.name, f.span, &error);
+            continue;
         }
+        let f = functions.remove(i);
         failed.push(FailedFunction { name: f.name, span: f.span, error });
     }
 }

@@ -60,28 +60,42 @@ pub(super) fn statements<'a>(body: &'a [py::Stmt], defs: &'a [Vec<py::Stmt>]) ->
     work
 }
 
-/// After the file's functions converted: each class's added functions ([`finish`]); a class whose values or one of
-/// whose methods failed becomes unusable with that error, and its functions are dropped.
+/// After the file's functions converted: a method that failed becomes one that fails with its error where it is
+/// called ([`method_stub`]: Python runs a class whose other methods are called, as torchdistx's optimizer whose
+/// bfloat16 check float32 never calls); then each class's added functions ([`finish`]); a class whose values failed
+/// becomes unusable with that error, and its functions are dropped.
 pub(super) fn settle(
     path: &str,
     order: &[String],
     classes: &mut HashMap<String, Class>,
     functions: &mut Vec<Function>,
-    failed: &[FailedFunction],
+    failed: &mut Vec<FailedFunction>,
     unusable: &mut Vec<FailedFunction>,
     convert: &dyn Fn(&py::Expr) -> Result<Expr, Diagnostic>,
 ) {
+    let (methods, others): (Vec<_>, Vec<_>) = std::mem::take(failed)
+        .into_iter()
+        .partition(|f| f.name.split_once("::").is_some_and(|(c, _)| classes.contains_key(c)));
+    *failed = others;
+    functions.extend(methods.iter().map(|f| method_stub(&f.name, f.span, &f.error)));
     for (name, span, d) in finish(order, classes, functions, convert) {
         unusable.push(FailedFunction { name, span, error: d.in_file(path) });
     }
-    for f in failed {
-        if let Some((c, _)) = f.name.split_once("::") {
-            if !unusable.iter().any(|u| u.name == c) {
-                unusable.push(FailedFunction { name: c.to_string(), span: f.span, error: f.error.clone() });
-            }
-        }
-    }
     functions.retain(|f| !unusable.iter().any(|u| f.name.split_once("::").is_some_and(|(c, _)| c == u.name)));
+}
+
+/// The method `name` (`C::m`, `C::!m`, `C::@p`, `C::=p`) that did not convert, as one that fails with `error` (at
+/// its place) when it is called: any arguments, nothing but the refusal.
+pub(super) fn method_stub(name: &str, span: Span, error: &Diagnostic) -> Function {
+    let shown = ["::!", "::@", "::=", "::"].iter().fold(name.to_string(), |n, sep| n.replacen(sep, ".", 1));
+    let why = Diagnostic { message: format!("`{shown}` cannot be used: {}", error.message), ..error.clone() };
+    let body = vec![Stmt { kind: StmtKind::Expr(super::numpy::refusal(why, span)), span }];
+    let param = |n: &str| Param { name: n.into(), ann: None, default: None, span };
+    Function {
+        vararg: Some((0, param("args"))),
+        kwarg: Some(param("kwargs")),
+        ..function(name.into(), vec![], body, span)
+    }
 }
 
 /// What the conversion needs to know of a class: its base of the file (and whether it is an `nn.Module`), its methods
