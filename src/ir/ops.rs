@@ -451,6 +451,6 @@ mod tests {
             assert_eq!(fails, op.raises(), "{op}");
         }
         assert_eq!(OpName::members(OpClass::Unary, None).len(), 25);
-        assert_eq!(OpName::members(OpClass::Binary, None).len(), 20);
+        assert_eq!(OpName::members(OpClass::Binary, None).len(), 22);
     }
 }
