@@ -1970,3 +1970,21 @@ fn an_embedding_without_weights_is_refused() {
     let src = "def f(tok: i64[3], w: f32[9, 4]) -> f32[3, 4]:\n    e = torch.nn.Embedding(10, 4, _weight=w)\n    return e(tok % 9)\n";
     every_engine_raises(src, "f", "Shape of weight does not match num_embeddings and embedding_dim");
 }
+
+/// A lazy iterator bound to a name converts where the next statement reads it first and once (and nothing reads it
+/// after, unless that statement binds the name anew); read twice (Python's second read is empty) or after other
+/// work in the statement, it stays refused.
+#[test]
+fn a_bound_iterator_is_taken_only_where_read_first_and_once() {
+    let ok = "def f(x: f32[3]) -> f32[3]:\n    it = map(abs, [1, -2])\n    it = sum(it) / 2\n    return x * it\n";
+    let ran: Vec<_> = errors(ok, "f").into_iter().filter(|(_, r)| r != "returned without an error").collect();
+    assert!(ran.is_empty(), "{ran:?}");
+    for body in [
+        "    it = map(abs, [1, -2])\n    a = sum(it)\n    b = sum(it)\n    return x * (a + b)\n",
+        "    it = map(abs, [1, -2])\n    a = len([1]) + sum(it)\n    return x * a\n",
+        "    it = map(abs, [1, -2])\n    y = 2\n    a = sum(it)\n    return x * a * y\n",
+    ] {
+        let e = conversion_error(&format!("{HEADER}def f(x: f32[3]) -> f32[3]:\n{body}"));
+        assert!(e.contains("`map(...)` returns an iterator"), "{body}: {e}");
+    }
+}

@@ -1,11 +1,13 @@
 """Python and PyTorch that real code uses, added after held-out rounds 33 and 34: `<<` and `>>` on Python ints and
 integer tensors (KIVI's 2-bit cache packing), with PyTorch's results for counts outside [0, 64); `nn.Embedding`
 modules with given weights (`_weight=`, as treelstm.pytorch builds them; `from_pretrained`; a subclass calling
-`torch.nn.Embedding.__init__`), and `F.binary_cross_entropy` with the legacy `size_average`.
+`torch.nn.Embedding.__init__`), and `F.binary_cross_entropy` with the legacy `size_average`; WaveRNN's parameter count
+(a `filter` bound to a name and read once where it is consumed, `np.prod` of sizes, `%` formatting in a `print`).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -78,3 +80,28 @@ def embedding_modules(tok: i64[2, 3], w: f32[10, 4]):
 
 def bce_legacy_size_average(x: f32[4], t: f32[4]):
     return torch.nn.functional.binary_cross_entropy(torch.sigmoid(x), torch.sigmoid(t), size_average=False)
+
+
+class _Counted(nn.Module):
+    def __init__(self, w, b):
+        super().__init__()
+        self.w = nn.Parameter(w)
+        self.b = nn.Parameter(b, requires_grad=False)
+        self.count = self.num_params()
+
+    def num_params(self):
+        # WaveRNN's count of trainable parameters
+        parameters = filter(lambda p: p.requires_grad, self.parameters())
+        parameters = sum([np.prod(p.size()) for p in parameters]) / 1_000_000
+        print('Trainable Parameters: %.3f million' % parameters)
+        return parameters
+
+
+def numpy_prod_and_percent_format(x: f32[2, 3], w: f32[2, 3], b: f32[3]):
+    m = _Counted(w, b)
+    total = 0
+    sizes = map(len, [[1, 2], [3]])
+    for n in sizes:
+        total += n
+    label = '%s-%03d|%-4s|%.2f' % ('k', 7, 'ab', 2.5)
+    return x * m.count * 1e6 + total + len(label) + np.prod((2, 3)) + np.prod([])

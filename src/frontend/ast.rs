@@ -279,6 +279,11 @@ pub const MAKE_CLOSURE: &str = "<closure>";
 /// decide (a tensor never takes the numpy arm of `isinstance(x, torch.Tensor)`).
 pub const REFUSED: &str = "<refused>";
 
+/// The callee `np.prod(x)` becomes where `x` is not a tensor the frontend knows of: the product of a sequence of
+/// Python numbers (`np.prod(p.size())`), as numpy gives it (an int, or a float where one is a float, 1.0 for none);
+/// anything else is refused where it runs (numpy's product of a tensor's elements is not Python's of its rows).
+pub const NUMPY_PROD: &str = "<numpy.prod>";
+
 /// The test of the `if` a `try: BODY except ERRORS: HANDLER` becomes (`if <try>("ZeroDivisionError", ...): BODY
 /// else: HANDLER`, so that every pass that walks statements sees both blocks as ones that may run): the engines run
 /// BODY, and HANDLER where BODY raised one of the errors (see [`try_catches`]).

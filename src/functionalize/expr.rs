@@ -409,6 +409,9 @@ impl<'m> Fz<'m> {
         if let Some(v) = pyvalue::sequence_binop(a, op, b) {
             return v.map_err(|m| Stop::Diag(Diagnostic::new(m).at(span)));
         }
+        if let (FV::Str(text), BinOp::Mod) = (a, op) {
+            return super::python::percent_format(text, b, span);
+        }
         // Affine arithmetic on run-time ints (loop variables) keeps offsets exact.
         match (a, b, op) {
             (FV::DynInt(x), FV::Int(k), BinOp::Add) | (FV::Int(k), FV::DynInt(x), BinOp::Add) => {

@@ -475,6 +475,13 @@ impl<'m> Interp<'m> {
         if let Some(v) = super::pyvalue::sequence_binop(a, op, b) {
             return v.map_err(tensor_err(span));
         }
+        if let (Value::Str(text), BinOp::Mod) = (a, op) {
+            let args = match b {
+                Value::Tuple(items) => items.to_vec(),
+                other => vec![other.clone()],
+            };
+            return super::pyfmt::percent_format(text, &args).map(|s| Value::Str(s.into())).map_err(tensor_err(span));
+        }
         match (a, b, op) {
             (Value::Tensor(x), Value::Tensor(y), BinOp::MatMul) => {
                 return Ok(Value::Tensor(reduce::matmul(x, y).map_err(tensor_err(span))?));

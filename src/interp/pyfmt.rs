@@ -393,6 +393,44 @@ pub fn str_format(template: &str, pos: &[Value], kw: &[(String, Value)]) -> Resu
 mod tests {
     use super::*;
 
+    /// `%` formatting, against what CPython prints for the same cases.
+    #[test]
+    fn percent_format_is_pythons() {
+        let s = |x: &str| Value::Str(x.into());
+        let list = Value::List(std::rc::Rc::new(std::cell::RefCell::new(vec![Value::Int(1), Value::Int(2)])));
+        let cases: Vec<(&str, Vec<Value>, &str)> = vec![
+            ("%.3f million", vec![Value::Float(1.23456)], "1.235 million"),
+            ("%d items", vec![Value::Float(3.9)], "3 items"),
+            ("%5d|%-5d|%05d", vec![Value::Int(42), Value::Int(42), Value::Int(42)], "   42|42   |00042"),
+            ("%s and %r", vec![s("a"), s("a")], "a and 'a'"),
+            ("%x %X %o", vec![Value::Int(255), Value::Int(255), Value::Int(8)], "ff FF 10"),
+            ("%+.2e", vec![Value::Float(12345.678)], "+1.23e+04"),
+            ("%g", vec![Value::Float(0.0001234)], "0.0001234"),
+            ("%10.4f|", vec![Value::Float(3.14159)], "    3.1416|"),
+            ("100%%", vec![], "100%"),
+            ("%s", vec![list], "[1, 2]"),
+            ("%-8s|", vec![s("ab")], "ab      |"),
+            ("%i", vec![Value::Bool(true)], "1"),
+            ("% d", vec![Value::Int(5)], " 5"),
+            ("%#g", vec![Value::Float(2.0)], "2.00000"),
+        ];
+        for (t, args, want) in cases {
+            assert_eq!(percent_format(t, &args).as_deref(), Ok(want), "{t}");
+        }
+        assert_eq!(
+            percent_format("%d %d", &[Value::Int(1)]).unwrap_err(),
+            "TypeError: not enough arguments for format string"
+        );
+        assert_eq!(
+            percent_format("%d", &[Value::Int(1), Value::Int(2)]).unwrap_err(),
+            "TypeError: not all arguments converted during string formatting"
+        );
+        assert_eq!(
+            percent_format("%d", &[s("x")]).unwrap_err(),
+            "TypeError: %d format: a real number is required, not str"
+        );
+    }
+
     #[test]
     fn floats_print_as_python_prints_them() {
         for (x, want) in [
@@ -443,4 +481,92 @@ mod tests {
         assert_eq!(str_format("{a}", &[], &[]).unwrap_err(), "KeyError: 'a'");
         assert!(str_format("}", &[], &[]).unwrap_err().contains("Single '}'"));
     }
+}
+
+/// `template % args` (printf-style formatting): `%[-+ 0#][width][.precision]TYPE` with TYPE among `d i u f F e E g
+/// G x X o s r a` and `%%`, each conversion taking the next of `args` (the items of a tuple, or the one value), as
+/// Python computes it (`%d` truncates a float; `%s` is `str`), with Python's TypeErrors for the wrong number of
+/// arguments or a type a conversion cannot take. Mapping keys (`%(name)s`) and `*` widths are refused.
+pub fn percent_format(template: &str, args: &[Value]) -> Result<String, String> {
+    let mut out = String::new();
+    let mut next = args.iter();
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut flags = String::new();
+        while let Some(&f) = chars.peek().filter(|f| "-+ 0#".contains(**f)) {
+            flags.push(f);
+            chars.next();
+        }
+        let mut width = String::new();
+        while let Some(&d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+            width.push(d);
+            chars.next();
+        }
+        let mut precision = String::new();
+        if chars.peek() == Some(&'.') {
+            chars.next();
+            precision.push('.');
+            while let Some(&d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                precision.push(d);
+                chars.next();
+            }
+        }
+        let ty = chars.next().ok_or("ValueError: incomplete format")?;
+        if matches!(ty, '(' | '*') {
+            return Err("printf-style formatting with `%(name)s` or a `*` width is not supported".into());
+        }
+        if ty == '%' {
+            out.push('%');
+            continue;
+        }
+        let v = next.next().ok_or("TypeError: not enough arguments for format string")?;
+        let number = |v: &Value| matches!(v, Value::Int(_) | Value::Float(_) | Value::Bool(_));
+        let (value, spec_ty) = match ty {
+            'd' | 'i' | 'u' if number(v) => (Value::Int(v.as_scalar().map_or(0, |s| s.to_i64_trunc())), "d"),
+            'x' | 'X' | 'o' if matches!(v, Value::Int(_) | Value::Bool(_)) => (v.clone(), &template[0..0]),
+            'f' | 'F' | 'e' | 'E' | 'g' | 'G' if number(v) => {
+                (Value::Float(v.as_scalar().map_or(0.0, |s| s.to_f64())), &template[0..0])
+            }
+            's' => (Value::Str(py_str(v).into()), "s"),
+            'r' | 'a' => (Value::Str(py_repr(v).into()), "s"),
+            'd' | 'i' | 'u' | 'f' | 'F' | 'e' | 'E' | 'g' | 'G' => {
+                return Err(format!("TypeError: %{ty} format: a real number is required, not {}", v.type_name()))
+            }
+            'x' | 'X' | 'o' => {
+                return Err(format!("TypeError: %{ty} format: an integer is required, not {}", v.type_name()))
+            }
+            _ => return Err(format!("ValueError: unsupported format character '{ty}'")),
+        };
+        let spec_ty = if spec_ty.is_empty() { ty.to_string() } else { spec_ty.to_string() };
+        let left = flags.contains('-');
+        let sign = if flags.contains('+') {
+            "+"
+        } else if flags.contains(' ') {
+            " "
+        } else {
+            ""
+        };
+        let zero = if flags.contains('0') && !left && spec_ty != "s" { "0" } else { "" };
+        let align = if left {
+            "<"
+        } else if spec_ty == "s" {
+            ">"
+        } else {
+            ""
+        };
+        let alt = if flags.contains('#') { "#" } else { "" };
+        let sign = if spec_ty == "s" { "" } else { sign };
+        if (spec_ty == "d" && !precision.is_empty()) || (!alt.is_empty() && matches!(ty, 'x' | 'X' | 'o')) {
+            return Err(format!("printf-style `%{flags}{width}{precision}{ty}` is not supported"));
+        }
+        out.push_str(&format_value(&value, &format!("{align}{sign}{alt}{zero}{width}{precision}{spec_ty}"))?);
+    }
+    if next.next().is_some() {
+        return Err("TypeError: not all arguments converted during string formatting".into());
+    }
+    Ok(out)
 }

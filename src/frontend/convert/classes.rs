@@ -73,15 +73,23 @@ pub(super) fn settle(
     unusable: &mut Vec<FailedFunction>,
     convert: &dyn Fn(&py::Expr) -> Result<Expr, Diagnostic>,
 ) {
-    let (methods, others): (Vec<_>, Vec<_>) = std::mem::take(failed)
-        .into_iter()
-        .partition(|f| f.name.split_once("::").is_some_and(|(c, _)| classes.contains_key(c)));
-    *failed = others;
-    functions.extend(methods.iter().map(|f| method_stub(&f.name, f.span, &f.error)));
+    stub_failed_methods(&|c| classes.contains_key(c), functions, failed);
     for (name, span, d) in finish(order, classes, functions, convert) {
         unusable.push(FailedFunction { name, span, error: d.in_file(path) });
     }
     functions.retain(|f| !unusable.iter().any(|u| f.name.split_once("::").is_some_and(|(c, _)| c == u.name)));
+}
+
+/// Each method of a class (`is_class`) among `failed` made a [`method_stub`] among `functions`.
+pub(super) fn stub_failed_methods(
+    is_class: &dyn Fn(&str) -> bool,
+    functions: &mut Vec<Function>,
+    failed: &mut Vec<FailedFunction>,
+) {
+    let (methods, others): (Vec<_>, Vec<_>) =
+        std::mem::take(failed).into_iter().partition(|f| f.name.split_once("::").is_some_and(|(c, _)| is_class(c)));
+    *failed = others;
+    functions.extend(methods.iter().map(|f| method_stub(&f.name, f.span, &f.error)));
 }
 
 /// The method `name` (`C::m`, `C::!m`, `C::@p`, `C::=p`) that did not convert, as one that fails with `error` (at

@@ -97,11 +97,106 @@ pub(super) fn check(f: &Function) -> Result<(), Diagnostic> {
     }
 }
 
+/// `NAME = LAZY(...)` followed by a statement that reads `NAME` first, once, where it is consumed at once (`for x in
+/// NAME:`, `y = CONSUMER(NAME, ...)`, `y = [e for x in NAME]`, `y = sum([e for x in NAME]) / n`), with `NAME` read
+/// nowhere else unless that statement binds it anew (WaveRNN's `parameters = filter(...)` then `parameters =
+/// sum([... for p in parameters]) / 1e6`): the call moves to where it is read. Nothing runs between the two, so its
+/// arguments are evaluated where Python evaluates them, and it is then consumed at once.
+fn inline_bound(body: &mut Vec<Stmt>, reads: &dyn Fn(&str) -> usize) {
+    for s in body.iter_mut() {
+        match &mut s.kind {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => inline_bound(body, reads),
+            StmtKind::If { body, orelse, .. } => {
+                inline_bound(body, reads);
+                inline_bound(orelse, reads);
+            }
+            _ => {}
+        }
+    }
+    let mut i = 0;
+    while i + 1 < body.len() {
+        let name = match &body[i].kind {
+            StmtKind::Assign { targets, value } if lazy(value).is_some() => match targets.as_slice() {
+                [Expr { kind: ExprKind::Name(n), .. }] => Some(n.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let next = &body[i + 1];
+        let takes = name.as_deref().is_some_and(|n| {
+            let rebinds = matches!(&next.kind, StmtKind::Assign { targets, .. }
+                if matches!(targets.as_slice(), [Expr { kind: ExprKind::Name(t), .. }] if t == n));
+            // Reads in the statement, not its targets (a `for` body's reads count).
+            let mut once = 0;
+            let mut count = |e: &Expr| once += matches!(&e.kind, ExprKind::Name(m) if m == n) as usize;
+            match &next.kind {
+                StmtKind::Assign { value, .. } => visit_expr(value, &mut count),
+                StmtKind::For { iter, body, .. } => {
+                    visit_expr(iter, &mut count);
+                    visit_exprs(body, &mut count);
+                }
+                _ => visit_exprs(std::slice::from_ref(next), &mut count),
+            }
+            once == 1 && (reads(n) == 2 || rebinds) && read_first(next, n)
+        });
+        match (takes, name) {
+            (true, Some(n)) => {
+                let StmtKind::Assign { value, .. } = body.remove(i).kind else { unreachable!("matched above") };
+                let mut value = Some(value);
+                let mut put = |e: &mut Expr| {
+                    if matches!(&e.kind, ExprKind::Name(m) if *m == n) {
+                        *e = value.take().expect("read once");
+                    }
+                };
+                match &mut body[i].kind {
+                    StmtKind::Assign { value, .. } => visit_expr_mut(value, &mut put),
+                    StmtKind::For { iter, .. } => visit_expr_mut(iter, &mut put),
+                    _ => unreachable!("read_first takes these"),
+                }
+            }
+            _ => i += 1,
+        }
+    }
+}
+
+/// Whether statement `s` evaluates its read of `name` before anything else, where it is consumed at once (the forms
+/// [`inline_bound`] takes).
+fn read_first(s: &Stmt, name: &str) -> bool {
+    fn leftmost(e: &Expr, name: &str) -> bool {
+        let is = |e: &Expr| matches!(&e.kind, ExprKind::Name(n) if n == name);
+        match &e.kind {
+            ExprKind::ListComp { iter, .. } => is(iter),
+            ExprKind::Bin(_, l, _) => leftmost(l, name),
+            ExprKind::Call { func, args, .. } => {
+                matches!(&func.kind, ExprKind::Name(n) if CONSUMERS.contains(&n.as_str()))
+                    && args.first().is_some_and(|a| is(a) || leftmost(a, name))
+            }
+            _ => false,
+        }
+    }
+    match &s.kind {
+        StmtKind::For { iter, .. } => matches!(&iter.kind, ExprKind::Name(n) if n == name),
+        StmtKind::Assign { targets, value } if matches!(targets.as_slice(), [Expr { kind: ExprKind::Name(_), .. }]) => {
+            leftmost(value, name)
+        }
+        _ => false,
+    }
+}
+
 /// [`check`] on every function of a module (after `imports::qualify`, so a qualified `itertools.product` is seen): a
 /// function that fails it moves to `failed`.
 pub(super) fn check_all(path: &str, functions: &mut Vec<Function>, failed: &mut Vec<FailedFunction>) {
     let mut k = 0;
     while k < functions.len() {
+        let f = &functions[k];
+        let mut names = Vec::new();
+        visit_exprs(&f.body, &mut |e| {
+            if let ExprKind::Name(n) = &e.kind {
+                names.push(n.clone());
+            }
+        });
+        // (Every mention counts, the binding's too: a name bound and read once is mentioned twice.)
+        inline_bound(&mut functions[k].body, &|n| names.iter().filter(|m| *m == n).count());
         match check(&functions[k]) {
             Ok(()) => {
                 let mut local: Vec<String> = functions[k].params.iter().map(|p| p.name.clone()).collect();

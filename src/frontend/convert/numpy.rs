@@ -376,6 +376,15 @@ impl Fold<'_> {
                 let math = MATH_EQUIVALENTS.iter().find(|(n, _)| *n == name).map(|(_, m)| *m);
                 let tensor_param =
                     |a: &Expr| matches!(&a.kind, ExprKind::Name(n) if self.kinds.iter().any(|(p, t)| p == n && *t));
+                // `np.prod` of a sequence of numbers (`np.prod(p.size())`), where no float64 it may give can reach a
+                // tensor constructor.
+                if let ("prod", None, [a], true) = (name.as_str(), self.constructor, args.as_slice(), kwargs.is_empty())
+                {
+                    if !tensor_param(a) {
+                        **func = Expr { kind: ExprKind::Name(NUMPY_PROD.into()), span: func.span };
+                        return Ok(());
+                    }
+                }
                 // `np.abs` of a number known only when the program runs: Python's `abs` of it.
                 if let (None, "abs", None, [a], true) =
                     (arg, name.as_str(), self.constructor, args.as_slice(), kwargs.is_empty())
