@@ -400,8 +400,13 @@ fn finish(
         functions.push(ctor);
         classes.get_mut(cname).expect("a class").methods = methods;
     }
-    // `C.m(...)` anywhere, once every class has its methods.
-    let snapshot = classes.clone();
+    class_calls(&classes.clone(), functions);
+    failed
+}
+
+/// `C.m(...)` anywhere (`C` a class of the file, or a prelude's by its PyTorch name) as the function `C::m`, once
+/// every class has its methods.
+fn class_calls(snapshot: &HashMap<String, Class>, functions: &mut [Function]) {
     for f in functions.iter_mut() {
         visit_exprs_mut(&mut f.body, &mut |e| {
             let ExprKind::Call { func, .. } = &mut e.kind else { return };
@@ -426,7 +431,6 @@ fn finish(
             }
         });
     }
-    failed
 }
 
 /// What an `nn.Module` subclass `cname` inherits of PyTorch's mode: the class value `training = True`, and the
