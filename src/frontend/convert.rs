@@ -228,7 +228,6 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     functions.append(&mut cx.lambdas.borrow_mut());
     imports::qualify(_path, &mut functions, &constants, from_imports, &mut unusable);
     iterators::check_all(_path, &mut functions, &mut failed);
-    classes::stub_failed_methods(&|c| class_order.iter().any(|k| k == c), &mut functions, &mut failed);
     fail_callers(_path, &mut functions, &mut failed, &mut unusable, &classes::parents(&class_order, &classes));
     let warnings = python_would_not_run(_path, &cx, imports_torch, future_annotations || functions.is_empty());
     Ok(Module { path: _path.to_string(), functions, constants, failed, unusable, classes: class_order, warnings })
@@ -265,6 +264,8 @@ fn fail_callers(
     unusable: &mut Vec<FailedFunction>,
     classes: &[(String, Option<String>)],
 ) {
+    // (A method that failed a check after the classes settled, `iterators::check_all`'s, say.)
+    classes::stub_failed_methods(&|c| classes.iter().any(|(k, _)| k == c), functions, failed);
     loop {
         // A subclass of a class that cannot be used cannot be used either (it would lack what failed).
         while let Some((c, b)) = classes.iter().find_map(|(c, b)| {

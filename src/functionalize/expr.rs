@@ -20,31 +20,7 @@ pub(super) enum Cond {
 }
 
 pub(super) fn binop_name(op: Binary) -> OpName {
-    use Binary::*;
-    match op {
-        Add => OpName::Add,
-        Sub => OpName::Sub,
-        Mul => OpName::Mul,
-        Div => OpName::Div,
-        FloorDiv => OpName::FloorDiv,
-        Rem => OpName::Rem,
-        Fmod => OpName::Fmod,
-        Pow => OpName::Pow,
-        Maximum => OpName::Maximum,
-        Minimum => OpName::Minimum,
-        BitAnd => OpName::BitAnd,
-        BitOr => OpName::BitOr,
-        BitXor => OpName::BitXor,
-        Shl => OpName::Shl,
-        Shr => OpName::Shr,
-        Eq => OpName::Eq,
-        Ne => OpName::Ne,
-        Lt => OpName::Lt,
-        Le => OpName::Le,
-        Gt => OpName::Gt,
-        Ge => OpName::Ge,
-        Atan2 => OpName::Atan2,
-    }
+    OpName::of_binary(op)
 }
 
 fn static_scalar(v: &FV) -> Option<Scalar> {
@@ -410,7 +386,7 @@ impl<'m> Fz<'m> {
             return v.map_err(|m| Stop::Diag(Diagnostic::new(m).at(span)));
         }
         if let (FV::Str(text), BinOp::Mod) = (a, op) {
-            return super::python::percent_format(text, b, span);
+            return super::strings::percent_format(text, b, span);
         }
         // Affine arithmetic on run-time ints (loop variables) keeps offsets exact.
         match (a, b, op) {

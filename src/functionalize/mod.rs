@@ -37,6 +37,7 @@ mod resample;
 mod selections;
 mod specialize;
 mod state;
+mod strings;
 mod subscript;
 mod table;
 mod views;

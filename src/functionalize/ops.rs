@@ -146,7 +146,7 @@ impl<'m> Fz<'m> {
                 }
                 FV::List(l) => self.list_method(&l, name, pos, span),
                 FV::Dict(d) if kw.is_empty() => Self::dict_method(&d, name, &pos, span),
-                FV::Str(text) if name == "format" => super::python::str_format(&text, &pos, &kw, span),
+                FV::Str(text) if name == "format" => super::strings::str_format(&text, &pos, &kw, span),
                 FV::Str(text) if kw.is_empty() => super::python::str_method(&text, name, &pos, span),
                 other => diag(span, format!("unsupported method `{name}` on a value of type {}", other.type_name())),
             },

@@ -1,6 +1,6 @@
 //! PyTorch's older and convenience spellings, each rewritten to the op it is, for both engines:
 //! `torch.autograd.Variable`, stateless `torch.nn` modules (a closure over the function their `forward` calls) and
-//! NumPy-style keyword aliases, GELU's tanh approximation, `take_along_dim` as a `gather`.
+//! NumPy-style keyword aliases, GELU's tanh approximation, `take_along_dim` as a `gather`; `np.prod` of Python numbers.
 
 use crate::tensor::DType;
 
@@ -370,4 +370,32 @@ pub(crate) fn module_call_target<'a>(m: &'a str, name: &'a str) -> Result<(&'a s
         ("torch.onnx.operators", "shape_as_tensor") => Ok(("torch", "_shape_as_tensor")),
         _ => Ok((m, name)),
     }
+}
+
+/// `np.prod(x)` of a list or tuple of Python numbers (`ast::NUMPY_PROD`): an int, a float where one item is a
+/// float (1.0 of none, as numpy's empty product); a tensor or other items are refused.
+pub(crate) fn numpy_prod<'m, W: super::pywalk::Walk<'m>>(
+    w: &mut W,
+    x: &W::V,
+    span: crate::diag::Span,
+) -> Result<W::V, W::Err> {
+    use super::pyvalue::{Made, Py, PyValue};
+    use crate::diag::Diagnostic;
+    use crate::frontend::ast::BinOp;
+    let refuse = || -> W::Err {
+        Diagnostic::new("`np.prod(...)` is supported only of a list or tuple of numbers known before the program runs (a tensor's product is `x.prod()`)").at(span).into()
+    };
+    let items = match x.py() {
+        Py::Tuple(v) | Py::Named(v) => v.to_vec(),
+        Py::List(v) => v.borrow().clone(),
+        _ => return Err(refuse()),
+    };
+    let mut acc = W::V::make(if items.is_empty() { Made::Float(1.0) } else { Made::Int(1) });
+    for it in &items {
+        if !matches!(it.py(), Py::Int(_) | Py::Bool(_) | Py::Float) || it.number().is_none() {
+            return Err(refuse());
+        }
+        acc = w.binop(&acc, BinOp::Mul, it, span)?;
+    }
+    Ok(acc)
 }

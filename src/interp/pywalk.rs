@@ -580,27 +580,6 @@ pub trait Walk<'m> {
     fn set_requires_grad(&mut self, v: &Self::V, flag: bool, span: Span) -> Result<bool, Self::Err>;
 }
 
-/// `np.prod(x)` of a list or tuple of Python numbers (`ast::NUMPY_PROD`): an int, a float where one item is a
-/// float (1.0 of none, as numpy's empty product); a tensor or other items are refused.
-fn numpy_prod<'m, W: Walk<'m>>(w: &mut W, x: &W::V, span: Span) -> Result<W::V, W::Err> {
-    let refuse = || -> W::Err {
-        Diagnostic::new("`np.prod(...)` is supported only of a list or tuple of numbers known before the program runs (a tensor's product is `x.prod()`)").at(span).into()
-    };
-    let items = match x.py() {
-        Py::Tuple(v) | Py::Named(v) => v.to_vec(),
-        Py::List(v) => v.borrow().clone(),
-        _ => return Err(refuse()),
-    };
-    let mut acc = W::V::make(if items.is_empty() { Made::Float(1.0) } else { Made::Int(1) });
-    for it in &items {
-        if !matches!(it.py(), Py::Int(_) | Py::Bool(_) | Py::Float) || it.number().is_none() {
-            return Err(refuse());
-        }
-        acc = w.binop(&acc, BinOp::Mul, it, span)?;
-    }
-    Ok(acc)
-}
-
 /// The builtins both engines run alike: a refusal the frontend deferred to where it runs (`ast::REFUSED`), Python's
 /// builtins over iterables (`sum`, `list`, `tuple`, `enumerate`, `zip`, `map`, `reversed`), and `isinstance`. None
 /// for another name.
@@ -626,7 +605,7 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
     let list = |items| W::V::make(Made::List(items));
     let mut run = || -> Result<Option<W::V>, W::Err> {
         Ok(Some(match name {
-            crate::frontend::ast::NUMPY_PROD => numpy_prod(w, w.required(a, 0, "a")?, span)?,
+            crate::frontend::ast::NUMPY_PROD => super::compat::numpy_prod(w, w.required(a, 0, "a")?, span)?,
             "sum" => {
                 let items = w.iterate(w.required(a, 0, "iterable")?, span)?;
                 let mut acc = a.get(1, "start").cloned().unwrap_or(W::V::make(Made::Int(0)));

@@ -201,6 +201,11 @@ macro_rules! op_table {
             pub fn binary(self) -> Option<Binary> {
                 match self { $(OpName::$variant => op_table!(@binary $class $($kernel)?),)* }
             }
+
+            /// The elementwise op computing `b` (every tensor binary op has one).
+            pub fn of_binary(b: Binary) -> OpName {
+                *OpName::ALL.iter().find(|o| o.binary() == Some(b)).expect("every binary op has an IR op")
+            }
         }
 
         impl FromStr for OpName {

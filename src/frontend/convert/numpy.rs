@@ -342,6 +342,19 @@ impl Fold<'_> {
         Ok(false)
     }
 
+    /// `np.prod(x)` of a sequence of numbers (`np.prod(p.size())`, `x` no tensor parameter), where no float64 it may
+    /// give can reach a tensor constructor: the call becomes [`NUMPY_PROD`]'s.
+    fn prod_of_numbers(&self, func: &mut Expr, args: &[Expr], no_keywords: bool) -> bool {
+        let tensor_param =
+            |a: &Expr| matches!(&a.kind, ExprKind::Name(n) if self.kinds.iter().any(|(p, t)| p == n && *t));
+        let ([a], true, None) = (args, no_keywords, self.constructor) else { return false };
+        if tensor_param(a) {
+            return false;
+        }
+        *func = Expr { kind: ExprKind::Name(NUMPY_PROD.into()), span: func.span };
+        true
+    }
+
     fn expr(&self, e: &mut Expr) -> Result<(), Diagnostic> {
         if self.decided(e)? || self.array_made_tensor(e)? {
             return Ok(());
@@ -376,14 +389,8 @@ impl Fold<'_> {
                 let math = MATH_EQUIVALENTS.iter().find(|(n, _)| *n == name).map(|(_, m)| *m);
                 let tensor_param =
                     |a: &Expr| matches!(&a.kind, ExprKind::Name(n) if self.kinds.iter().any(|(p, t)| p == n && *t));
-                // `np.prod` of a sequence of numbers (`np.prod(p.size())`), where no float64 it may give can reach a
-                // tensor constructor.
-                if let ("prod", None, [a], true) = (name.as_str(), self.constructor, args.as_slice(), kwargs.is_empty())
-                {
-                    if !tensor_param(a) {
-                        **func = Expr { kind: ExprKind::Name(NUMPY_PROD.into()), span: func.span };
-                        return Ok(());
-                    }
+                if name == "prod" && self.prod_of_numbers(func, args, kwargs.is_empty()) {
+                    return Ok(());
                 }
                 // `np.abs` of a number known only when the program runs: Python's `abs` of it.
                 if let (None, "abs", None, [a], true) =
