@@ -1988,3 +1988,16 @@ fn a_bound_iterator_is_taken_only_where_read_first_and_once() {
         assert!(e.contains("`map(...)` returns an iterator"), "{body}: {e}");
     }
 }
+
+/// `typing.NamedTuple` classes: an instance is a tuple to `isinstance`, and `_replace` of a name that is no field is
+/// Python's ValueError; a NamedTuple's values are corpus programs (`python_reach7.py`).
+#[test]
+fn named_tuples_are_tuples_and_replace_checks_names() {
+    let src = "from typing import NamedTuple\n\n\nclass S(NamedTuple):\n    a: float\n    b: float = 2.0\n\n\n\
+               def f(x: f32[3]) -> f32[3]:\n    s = S(1.0)\n    if not isinstance(s, tuple) or isinstance(s, list):\n        raise ValueError('kind')\n    a, b = s\n    return x * (a + b + s[1] + len(s))\n";
+    let ran: Vec<_> = errors(src, "f").into_iter().filter(|(_, r)| r != "returned without an error").collect();
+    assert!(ran.is_empty(), "{ran:?}");
+    let bad = "from typing import NamedTuple\n\n\nclass S(NamedTuple):\n    a: float\n\n\n\
+               def f(x: f32[3]) -> f32[3]:\n    s = S(1.0)._replace(c=2.0)\n    return x * s.a\n";
+    every_engine_raises(bad, "f", "ValueError: Got unexpected field names: ['c']");
+}

@@ -2,10 +2,14 @@
 integer tensors (KIVI's 2-bit cache packing), with PyTorch's results for counts outside [0, 64); `nn.Embedding`
 modules with given weights (`_weight=`, as treelstm.pytorch builds them; `from_pretrained`; a subclass calling
 `torch.nn.Embedding.__init__`), and `F.binary_cross_entropy` with the legacy `size_average`; WaveRNN's parameter count
-(a `filter` bound to a name and read once where it is consumed, `np.prod` of sizes, `%` formatting in a `print`).
+(a `filter` bound to a name and read once where it is consumed, `np.prod` of sizes, `%` formatting in a `print`);
+`typing.NamedTuple` classes as norse's neuron state and parameters (fields with defaults, a method, construction by
+keyword, unpacking, indexing, `len`, `_replace`, `_asdict`, `_fields`, a default argument made of one).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple, Tuple
 
 import numpy as np
 import torch
@@ -105,3 +109,36 @@ def numpy_prod_and_percent_format(x: f32[2, 3], w: f32[2, 3], b: f32[3]):
         total += n
     label = '%s-%03d|%-4s|%.2f' % ('k', 7, 'ab', 2.5)
     return x * m.count * 1e6 + total + len(label) + np.prod((2, 3)) + np.prod([])
+
+
+class _NeuronParams(NamedTuple):
+    tau: torch.Tensor = torch.as_tensor(1.0 / 100)
+    v_th: torch.Tensor = torch.as_tensor(1.0)
+    method: str = "super"
+    alpha: float = 100.0
+
+
+class _NeuronState(NamedTuple):
+    z: torch.Tensor
+    v: torch.Tensor
+
+    def clone(self):
+        return _NeuronState(self.z.clone(), self.v.clone())
+
+
+def _step(x, state: _NeuronState, p: _NeuronParams = _NeuronParams()) -> Tuple[torch.Tensor, _NeuronState]:
+    v = state.v + p.tau * (x - state.v)
+    z = (v > p.v_th).float() * p.alpha
+    return z, _NeuronState(z, v)
+
+
+def named_tuples(x: f32[2, 3], v0: f32[2, 3]):
+    s = _NeuronState(z=torch.zeros(2, 3), v=v0)
+    outs = []
+    for t in range(3):
+        z, s = _step(x * (t + 1), s)
+        outs.append(z)
+    z2, v2 = s
+    r = s._replace(v=v2 * 2)
+    d = r._asdict()
+    return torch.stack(outs), s[1], len(s), d["v"], s.clone().z, _NeuronParams()._fields[2] == "method", _NeuronParams(alpha=2.0).alpha * x

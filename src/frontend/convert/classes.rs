@@ -121,6 +121,9 @@ pub(crate) struct Class {
     pub span: Span,
     /// A subclass of `dict` with nothing of its own (OLMo's `class BufferCache(dict): pass`): a dict.
     pub dict_alias: bool,
+    /// A `typing.NamedTuple` class: a dataclass whose instance also holds its fields as a tuple
+    /// ([`named_tuple_methods`]).
+    pub named_tuple: bool,
 }
 
 /// The function definitions class `c` stands for (its methods renamed), or why it is not supported.
@@ -155,6 +158,10 @@ pub(super) fn expand(
                 return Err(format!("`class {name}`: a subclass of `dict` is supported only with nothing of its own"));
             }
             class.dict_alias = true;
+        }
+        Some(py::Expr::Name(n)) if n.id.as_str() == "NamedTuple" => (class.dataclass, class.named_tuple) = (true, true),
+        Some(py::Expr::Attribute(a)) if a.attr.as_str() == "NamedTuple" => {
+            (class.dataclass, class.named_tuple) = (true, true)
         }
         Some(py::Expr::Attribute(a)) if a.attr.as_str() == "Module" => class.module_base = true,
         Some(py::Expr::Name(n)) if n.id.as_str() == "Module" => class.module_base = true,
@@ -224,7 +231,52 @@ pub(super) fn expand(
             _ => return Err(format!("`class {name}`: only methods and `NAME = value` are supported in a class body")),
         }
     }
+    if class.named_tuple {
+        for mut f in named_tuple_methods(name, &class.fields, &mut class.attrs) {
+            if !class.methods.iter().any(|m| *m == format!("{name}::{}", f.name)) {
+                let fname = format!("{name}::{}", f.name);
+                f.name = py::Identifier::new(fname.clone(), c.range);
+                class.methods.push(fname);
+                defs.push(f);
+            }
+        }
+    }
     Ok((class, defs))
+}
+
+/// What a `typing.NamedTuple` class has besides its fields, written as Python for class `name` with `fields`:
+/// `__len__`, `_replace(**changes)` (Python's ValueError for a name that is no field), `_asdict()`, and the class
+/// value `_fields`. Indexing, iterating and unpacking an instance read the tuple its `__init__` stores under
+/// `ast::ITEMS_KEY` ([`finish`]).
+fn named_tuple_methods(
+    name: &str,
+    fields: &[(String, Option<py::Expr>, Span)],
+    attrs: &mut Vec<(String, py::Expr)>,
+) -> Vec<py::StmtFunctionDef> {
+    let names: Vec<&str> = fields.iter().map(|(n, _, _)| n.as_str()).collect();
+    let quoted: Vec<String> = names.iter().map(|n| format!("'{n}',")).collect();
+    let replaced: Vec<String> = names.iter().map(|n| format!("kwargs.pop('{n}', self.{n})")).collect();
+    let source = format!(
+        "_fields = ({})\n\
+         def __len__(self):\n    return {}\n\
+         def _replace(self, **kwargs):\n    r = {name}({})\n    if kwargs:\n        \
+         raise ValueError('Got unexpected field names: %r' % list(kwargs))\n    return r\n\
+         def _asdict(self):\n    return {{{}}}\n",
+        quoted.join(" "),
+        names.len(),
+        replaced.join(", "),
+        names.iter().map(|n| format!("'{n}': self.{n}")).collect::<Vec<_>>().join(", "),
+    );
+    let parsed = ruff_python_parser::parse_module(&source).expect("the NamedTuple methods parse");
+    let mut defs = Vec::new();
+    for s in parsed.into_syntax().body {
+        match s {
+            py::Stmt::FunctionDef(f) => defs.push(f),
+            py::Stmt::Assign(a) => attrs.push(("_fields".into(), *a.value)),
+            _ => {}
+        }
+    }
+    defs
 }
 
 /// Each class of `order` with its base of the file, if any.
@@ -389,6 +441,16 @@ fn finish(
                     stmt(StmtKind::Assign { targets: vec![target], value: name(&p.name, p.span) }, p.span)
                 })
                 .collect();
+            let mut body: Vec<Stmt> = body;
+            if class.named_tuple {
+                let items = fields
+                    .iter()
+                    .map(|p| Expr { kind: ExprKind::Attr(Box::new(name("self", span)), p.name.clone()), span })
+                    .collect();
+                let target = Expr { kind: ExprKind::Attr(Box::new(name("self", span)), ITEMS_KEY.into()), span };
+                let value = Expr { kind: ExprKind::Tuple(items), span };
+                body.push(stmt(StmtKind::Assign { targets: vec![target], value }, span));
+            }
             let params = std::iter::once(this).chain(fields.iter().cloned()).collect();
             functions.push(function(init.clone(), params, body, span));
             methods.push(init.clone());
