@@ -26,6 +26,15 @@ fn entry<V: PyValue>(o: &V, name: &str) -> Option<V> {
     d.iter().find_map(|(k, v)| matches!(k.py(), Py::Str(s) if &**s == name && name != CLASS_KEY).then(|| v.clone()))
 }
 
+/// The builtin class an instance of a class of the file is one of: a `typing.NamedTuple`'s (its items a tuple) is a
+/// tuple; any other is none.
+pub fn builtin_class<V: PyValue>(o: &V) -> super::python::PyClass {
+    match items_of(o).as_ref().map(PyValue::py) {
+        Some(Py::Tuple(_)) => super::python::PyClass::Tuple,
+        _ => super::python::PyClass::Other,
+    }
+}
+
 /// The list of modules of an `nn.ModuleList` instance (its [`crate::frontend::ast::ITEMS_KEY`] entry), which
 /// iterating and indexing the instance reach.
 pub fn items_of<V: PyValue>(o: &V) -> Option<V> {

@@ -176,13 +176,9 @@ fn is_size(e: &Expr) -> bool {
 pub fn isinstance<V: PyValue>(v: &V, class_or_tuple: &V) -> Result<bool, String> {
     use super::python::{isinstance_of, PyClass};
     let classes = flat_classes(class_or_tuple);
-    // An instance of a class of the file is held as a dict, but is no builtin type's; a `typing.NamedTuple`'s (its
-    // items a tuple) is a tuple's.
+    // An instance of a class of the file is held as a dict, but is no builtin type's (but a NamedTuple's).
     let class = match v.type_name() {
-        _ if super::pyvalue::object_class(v).is_some() => match super::objects::items_of(v).as_ref().map(PyValue::py) {
-            Some(Py::Tuple(_)) => PyClass::Tuple,
-            _ => PyClass::Other,
-        },
+        _ if super::pyvalue::object_class(v).is_some() => super::objects::builtin_class(v),
         "Tensor" => PyClass::Tensor,
         "int" => PyClass::Int,
         "float" => PyClass::Float,
