@@ -1983,6 +1983,8 @@ fn a_bound_iterator_is_taken_only_where_read_first_and_once() {
         "    it = map(abs, [1, -2])\n    a = sum(it)\n    b = sum(it)\n    return x * (a + b)\n",
         "    it = map(abs, [1, -2])\n    a = len([1]) + sum(it)\n    return x * a\n",
         "    it = map(abs, [1, -2])\n    y = 2\n    a = sum(it)\n    return x * a * y\n",
+        "    it = map(abs, [1, -2])\n    for v in it:\n        x = x + v\n    return x\n",
+        "    it = map(abs, [1, -2])\n    a = any(it)\n    return x * a\n",
     ] {
         let e = conversion_error(&format!("{HEADER}def f(x: f32[3]) -> f32[3]:\n{body}"));
         assert!(e.contains("`map(...)` returns an iterator"), "{body}: {e}");
@@ -2000,4 +2002,13 @@ fn named_tuples_are_tuples_and_replace_checks_names() {
     let bad = "from typing import NamedTuple\n\n\nclass S(NamedTuple):\n    a: float\n\n\n\
                def f(x: f32[3]) -> f32[3]:\n    s = S(1.0)._replace(c=2.0)\n    return x * s.a\n";
     every_engine_raises(bad, "f", "ValueError: Got unexpected field names: ['c']");
+}
+
+/// `from_pretrained` on a subclass of `nn.Embedding`: PyTorch's class method makes the subclass, the prelude's
+/// static one would make an `nn.Embedding`; refused.
+#[test]
+fn from_pretrained_on_a_subclass_is_refused() {
+    let src = "class Scaled(torch.nn.Embedding):\n    def forward(self, x):\n        return super().forward(x) * 2\n\n\n\
+               def f(tok: i64[3], w: f32[10, 4]) -> f32[3, 4]:\n    return Scaled.from_pretrained(w)(tok % 10)\n";
+    every_engine_raises(src, "f", "`Scaled.from_pretrained(...)` on a subclass is not supported");
 }

@@ -103,12 +103,10 @@ class _Counted(nn.Module):
 
 def numpy_prod_and_percent_format(x: f32[2, 3], w: f32[2, 3], b: f32[3]):
     m = _Counted(w, b)
-    total = 0
     sizes = map(len, [[1, 2], [3]])
-    for n in sizes:
-        total += n
+    total = sum(sizes)
     label = '%s-%03d|%-4s|%.2f' % ('k', 7, 'ab', 2.5)
-    return x * m.count * 1e6 + total + len(label) + np.prod((2, 3)) + np.prod([])
+    return x * m.count * 1e6 + total + len(label) + np.prod((2, 3))
 
 
 class _NeuronParams(NamedTuple):
@@ -142,3 +140,22 @@ def named_tuples(x: f32[2, 3], v0: f32[2, 3]):
     r = s._replace(v=v2 * 2)
     d = r._asdict()
     return torch.stack(outs), s[1], len(s), d["v"], s.clone().z, _NeuronParams()._fields[2] == "method", _NeuronParams(alpha=2.0).alpha * x
+
+
+class _Pair(NamedTuple):
+    a: int
+    b: float = 2.0
+
+
+def _count(*args):
+    return len(args)
+
+
+def named_tuple_spread_and_eq(x: f32[3], v0: f32[3]):
+    # (review of this change: `*s` spreads the fields; `==` compares as tuples; a tuple never equals a list)
+    s = _NeuronState(x, v0)
+    ps = [x, x * 2]
+    ps = map(lambda p: p + 1, ps)
+    ps = list(ps)
+    same = (_Pair(1) == (1, 2.0), _Pair(1) != (1, 2.0), _Pair(1) == [1, 2.0], (1, 2) == [1, 2], _Pair(1) == _Pair(1, 3.0))
+    return x * _count(*s), torch.cat([*s]), torch.tensor(same), ps[1]

@@ -280,8 +280,8 @@ pub const MAKE_CLOSURE: &str = "<closure>";
 pub const REFUSED: &str = "<refused>";
 
 /// The callee `np.prod(x)` becomes where `x` is not a tensor the frontend knows of: the product of a sequence of
-/// Python numbers (`np.prod(p.size())`), as numpy gives it (an int, or a float where one is a float, 1.0 for none);
-/// anything else is refused where it runs (numpy's product of a tensor's elements is not Python's of its rows).
+/// Python ints (`np.prod(p.size())`); anything else is refused where it runs (numpy's product of a tensor's
+/// elements is not Python's of its rows, and its float64 of floats is no Python float to torch).
 pub const NUMPY_PROD: &str = "<numpy.prod>";
 
 /// The test of the `if` a `try: BODY except ERRORS: HANDLER` becomes (`if <try>("ZeroDivisionError", ...): BODY

@@ -325,7 +325,7 @@ impl Cx {
         if let Some(d) = f.decorator_list.iter().find(|d| !inert(&d.expression)) {
             return err(
                 self.sp(d),
-                "decorators are not supported (except `@torch.no_grad()` and the other grad modes, `@torch.jit.script` and `@torch.compile`, which change nothing here)",
+                "decorators are not supported (except `@torch.no_grad()` and the other grad modes, `@torch.jit.script`, `@torch.jit.ignore` and `@torch.compile`, which change nothing here)",
             );
         }
         let p = &f.parameters;

@@ -531,6 +531,10 @@ impl<'m> Fz<'m> {
         }
         // Values compared by kind (strings, dtypes, devices, None), then tuples and lists item by item.
         if matches!(op, CmpOp::Eq | CmpOp::Ne) {
+            let (x, y) = (crate::interp::objects::tuple_items(a), crate::interp::objects::tuple_items(b));
+            if x.is_some() || y.is_some() {
+                return self.compare(x.as_ref().unwrap_or(a), op, y.as_ref().unwrap_or(b), span);
+            }
             // None equals only None: Python's `==` falls back to identity, and so does a tensor's (`t == None` is
             // False, as the reference interpreter has it).
             let none = |x: &FV, y: &FV| matches!(x, FV::None) && !matches!(y, FV::Masked(_));

@@ -372,8 +372,9 @@ pub(crate) fn module_call_target<'a>(m: &'a str, name: &'a str) -> Result<(&'a s
     }
 }
 
-/// `np.prod(x)` of a list or tuple of Python numbers (`ast::NUMPY_PROD`): an int, a float where one item is a
-/// float (1.0 of none, as numpy's empty product); a tensor or other items are refused.
+/// `np.prod(x)` of a non-empty list or tuple of Python ints (`ast::NUMPY_PROD`), an int (numpy's int64 is one in
+/// every use here but `isinstance(..., int)`); floats and the empty product (numpy's float64, which a tensor
+/// constructor would keep), a tensor and other items are refused.
 pub(crate) fn numpy_prod<'m, W: super::pywalk::Walk<'m>>(
     w: &mut W,
     x: &W::V,
@@ -383,16 +384,19 @@ pub(crate) fn numpy_prod<'m, W: super::pywalk::Walk<'m>>(
     use crate::diag::Diagnostic;
     use crate::frontend::ast::BinOp;
     let refuse = || -> W::Err {
-        Diagnostic::new("`np.prod(...)` is supported only of a list or tuple of numbers known before the program runs (a tensor's product is `x.prod()`)").at(span).into()
+        Diagnostic::new("`np.prod(...)` is supported only of a non-empty list or tuple of ints known before the program runs (a tensor's product is `x.prod()`; numpy's float64 product would make float64 tensors where funcfuse's Python float makes float32: use `math.prod`)").at(span).into()
     };
     let items = match x.py() {
         Py::Tuple(v) | Py::Named(v) => v.to_vec(),
         Py::List(v) => v.borrow().clone(),
         _ => return Err(refuse()),
     };
-    let mut acc = W::V::make(if items.is_empty() { Made::Float(1.0) } else { Made::Int(1) });
+    let mut acc = W::V::make(Made::Int(1));
+    if items.is_empty() {
+        return Err(refuse());
+    }
     for it in &items {
-        if !matches!(it.py(), Py::Int(_) | Py::Bool(_) | Py::Float) || it.number().is_none() {
+        if !matches!(it.py(), Py::Int(_) | Py::Bool(_)) || it.number().is_none() {
             return Err(refuse());
         }
         acc = w.binop(&acc, BinOp::Mul, it, span)?;

@@ -547,6 +547,10 @@ impl<'m> Interp<'m> {
         }
         // Values compared by kind (strings, dtypes, devices, None), then tuples and lists item by item.
         if matches!(op, CmpOp::Eq | CmpOp::Ne) {
+            let (x, y) = (super::objects::tuple_items(a), super::objects::tuple_items(b));
+            if x.is_some() || y.is_some() {
+                return self.compare(x.as_ref().unwrap_or(a), op, y.as_ref().unwrap_or(b), span);
+            }
             let eq = match (pyvalue::kind_eq(a, b), a, b) {
                 (Some(eq), ..) => Some(eq),
                 (None, Value::Dict(x), Value::Dict(y)) => Some(self.dicts_eq(&x.borrow(), &y.borrow(), span)?),

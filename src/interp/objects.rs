@@ -35,6 +35,11 @@ pub fn builtin_class<V: PyValue>(o: &V) -> super::python::PyClass {
     }
 }
 
+/// The tuple a `typing.NamedTuple` instance holds its fields in, which `==` compares (`S(1, 2) == (1, 2)`).
+pub fn tuple_items<V: PyValue>(o: &V) -> Option<V> {
+    items_of(o).filter(|i| matches!(i.py(), Py::Tuple(_)))
+}
+
 /// The list of modules of an `nn.ModuleList` instance (its [`crate::frontend::ast::ITEMS_KEY`] entry), which
 /// iterating and indexing the instance reach.
 pub fn items_of<V: PyValue>(o: &V) -> Option<V> {

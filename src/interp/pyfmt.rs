@@ -58,6 +58,8 @@ pub fn py_repr(v: &Value) -> String {
         Value::Bool(b) => if *b { "True" } else { "False" }.into(),
         Value::Int(i) => i.to_string(),
         Value::Float(f) => float_repr(*f),
+        // Python's quotes: double ones where the text has a single quote and no double one.
+        Value::Str(s) if s.contains('\'') && !s.contains('"') => format!("\"{}\"", s.replace('\\', "\\\\")),
         Value::Str(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
         Value::Tensor(t) => format!("tensor(<{}{}>)", t.dtype().annotation(), crate::tensor::fmt_shape(&t.shape)),
         Value::Complex(inner) => format!("complex {}", py_repr(inner)),
@@ -236,6 +238,16 @@ pub fn format_value(v: &Value, spec: &str) -> Result<String, String> {
         let neg = x.is_sign_negative() && !x.is_nan();
         let a = x.abs();
         let body = match ty {
+            // Python's `nan` and `inf` (upper case for the upper-case types), whatever the precision.
+            _ if !a.is_finite() => {
+                let s = if a.is_nan() { "nan" } else { "inf" };
+                let s = if matches!(ty, Some('F' | 'E' | 'G')) { s.to_uppercase() } else { s.to_string() };
+                if ty == Some('%') {
+                    format!("{s}%")
+                } else {
+                    s
+                }
+            }
             Some('f' | 'F') => format!("{:.*}", s.precision.unwrap_or(6), a),
             Some(t @ ('e' | 'E')) => sci(a, s.precision.unwrap_or(6), t == 'E'),
             Some(t @ ('g' | 'G')) => general(a, s.precision.unwrap_or(6), s.alt, t == 'G'),
@@ -413,6 +425,7 @@ mod tests {
             ("%i", vec![Value::Bool(true)], "1"),
             ("% d", vec![Value::Int(5)], " 5"),
             ("%#g", vec![Value::Float(2.0)], "2.00000"),
+            ("%f|%.3e|%F|%g|%E", [f64::NAN, -f64::NAN, f64::INFINITY, -f64::INFINITY, f64::NAN].map(Value::Float).to_vec(), "nan|nan|INF|-inf|NAN"),
         ];
         for (t, args, want) in cases {
             assert_eq!(percent_format(t, &args).as_deref(), Ok(want), "{t}");
@@ -526,13 +539,19 @@ pub fn percent_format(template: &str, args: &[Value]) -> Result<String, String> 
         let v = next.next().ok_or("TypeError: not enough arguments for format string")?;
         let number = |v: &Value| matches!(v, Value::Int(_) | Value::Float(_) | Value::Bool(_));
         let (value, spec_ty) = match ty {
-            'd' | 'i' | 'u' if number(v) => (Value::Int(v.as_scalar().map_or(0, |s| s.to_i64_trunc())), "d"),
+            // (a float beyond 64 bits, or not finite, is Python's exact int or its error: not here)
+            'd' | 'i' | 'u' if number(v) && v.as_scalar().is_some_and(|s| s.to_f64().abs() < 9.2e18) => {
+                (Value::Int(v.as_scalar().map_or(0, |s| s.to_i64_trunc())), "d")
+            }
             'x' | 'X' | 'o' if matches!(v, Value::Int(_) | Value::Bool(_)) => (v.clone(), &template[0..0]),
             'f' | 'F' | 'e' | 'E' | 'g' | 'G' if number(v) => {
                 (Value::Float(v.as_scalar().map_or(0.0, |s| s.to_f64())), &template[0..0])
             }
             's' => (Value::Str(py_str(v).into()), "s"),
-            'r' | 'a' => (Value::Str(py_repr(v).into()), "s"),
+            'r' => (Value::Str(py_repr(v).into()), "s"),
+            'd' | 'i' | 'u' | 'a' if number(v) || ty == 'a' => {
+                return Err(format!("printf-style `%{ty}` of {} is not supported", py_repr(v)))
+            }
             'd' | 'i' | 'u' | 'f' | 'F' | 'e' | 'E' | 'g' | 'G' => {
                 return Err(format!("TypeError: %{ty} format: a real number is required, not {}", v.type_name()))
             }
@@ -560,7 +579,7 @@ pub fn percent_format(template: &str, args: &[Value]) -> Result<String, String> 
         };
         let alt = if flags.contains('#') { "#" } else { "" };
         let sign = if spec_ty == "s" { "" } else { sign };
-        if (spec_ty == "d" && !precision.is_empty()) || (!alt.is_empty() && matches!(ty, 'x' | 'X' | 'o')) {
+        if (spec_ty == "d" && !precision.is_empty()) || (!alt.is_empty() && !matches!(ty, 'g' | 'G')) {
             return Err(format!("printf-style `%{flags}{width}{precision}{ty}` is not supported"));
         }
         out.push_str(&format_value(&value, &format!("{align}{sign}{alt}{zero}{width}{precision}{spec_ty}"))?);

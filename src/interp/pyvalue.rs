@@ -288,10 +288,17 @@ pub enum Spread<V> {
 
 pub fn spread<V: PyValue>(v: &V, call: bool) -> Result<Spread<V>, String> {
     match v.py() {
-        Py::Dict(d) => Ok(Spread::Keys(d.borrow().iter().map(|(k, _)| k.clone()).collect())),
+        // An instance (held as a dict) spreads its items where it has them (a NamedTuple, a ModuleList).
+        Py::Dict(_) if object_class(v).is_some() && super::objects::items_of(v).is_some() => Ok(Spread::Iterate),
+        Py::Dict(d) if object_class(v).is_none() => Ok(Spread::Keys(d.borrow().iter().map(|(k, _)| k.clone()).collect())),
         Py::Range | Py::Tensor | Py::Tuple(_) | Py::List(_) | Py::Named(_) => Ok(Spread::Iterate),
-        _ if call => Err(format!("TypeError: Value after * must be an iterable, not {}", v.type_name())),
-        _ => Err(format!("TypeError: '{}' object is not iterable", v.type_name())),
+        _ => {
+            let ty = object_class(v).map_or(v.type_name().to_string(), |c| c.to_string());
+            Err(match call {
+                true => format!("TypeError: Value after * must be an iterable, not {ty}"),
+                false => format!("TypeError: '{ty}' object is not iterable"),
+            })
+        }
     }
 }
 
@@ -369,7 +376,8 @@ pub fn sequences_eq<V: PyValue, E>(
     mut eq: impl FnMut(&V, &V) -> Result<bool, E>,
 ) -> Option<Result<bool, E>> {
     let (x, y) = (a.items()?, b.items()?);
-    if x.len() != y.len() {
+    // A tuple never equals a list.
+    if matches!(a.py(), Py::List(_)) != matches!(b.py(), Py::List(_)) || x.len() != y.len() {
         return Some(Ok(false));
     }
     for (p, q) in x.iter().zip(&y) {

@@ -231,10 +231,18 @@ pub(super) fn expand(
             _ => return Err(format!("`class {name}`: only methods and `NAME = value` are supported in a class body")),
         }
     }
-    if class.named_tuple {
-        for mut f in named_tuple_methods(name, &class.fields, &mut class.attrs) {
-            if !class.methods.iter().any(|m| *m == format!("{name}::{}", f.name)) {
-                let fname = format!("{name}::{}", f.name);
+    let function_base = super::prelude::class_name("torch.autograd", "Function");
+    let custom_function = class.base.is_some() && class.base == function_base;
+    if class.named_tuple || custom_function {
+        let made = match custom_function {
+            true => autograd_apply(name),
+            false => named_tuple_methods(name, &class.fields, &mut class.attrs),
+        };
+        for mut f in made {
+            // (`apply` is static: its decorator says so, as in a class body)
+            let kind = if std::mem::take(&mut f.decorator_list).is_empty() { "" } else { "!" };
+            let fname = format!("{name}::{kind}{}", f.name);
+            if !class.methods.contains(&fname) {
                 f.name = py::Identifier::new(fname.clone(), c.range);
                 class.methods.push(fname);
                 defs.push(f);
@@ -242,6 +250,16 @@ pub(super) fn expand(
         }
     }
     Ok((class, defs))
+}
+
+/// The static `apply` of a `torch.autograd.Function` subclass `name`: its `forward` on a fresh context (the prelude's
+/// `FunctionCtx`), as PyTorch runs it where no gradient is recorded.
+fn autograd_apply(name: &str) -> Vec<py::StmtFunctionDef> {
+    let source = format!(
+        "@staticmethod\ndef apply(*args, **kwargs):\n    return {name}.forward(torch.autograd.FunctionCtx(), *args, **kwargs)\n"
+    );
+    let parsed = ruff_python_parser::parse_module(&source).expect("apply parses");
+    parsed.into_syntax().body.into_iter().filter_map(|s| if let py::Stmt::FunctionDef(f) = s { Some(f) } else { None }).collect()
 }
 
 /// What a `typing.NamedTuple` class has besides its fields, written as Python for class `name` with `fields`:
@@ -482,6 +500,11 @@ fn class_calls(snapshot: &HashMap<String, Class>, functions: &mut [Function]) {
                 },
             };
             let Some(cls) = snapshot.get(&c) else { return };
+            if super::prelude::class_method_of_prelude(&c, m) && cls.methods.contains(&format!("{c}::!{m}")) {
+                let why = Diagnostic::new(format!("`{c}.{m}(...)` on a subclass is not supported (PyTorch's class method would make the subclass)"));
+                *e = super::numpy::refusal(why, e.span);
+                return;
+            }
             // (a property is not callable on the class: `C.p(...)` stays Python's error)
             for prefix in ["", "!"] {
                 let full = format!("{c}::{prefix}{m}");

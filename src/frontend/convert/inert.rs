@@ -32,8 +32,9 @@ pub(super) fn is_grad_mode(e: &py::Expr, torch: &[String]) -> bool {
 }
 
 /// A decorator that leaves what the function computes as it is: a grad mode (`@torch.no_grad()`, also without the
-/// call), `@torch.jit.script` (TorchScript's subset computes what Python does) and `@torch.compile` (bare, or called
-/// with keywords only: it compiles the same computation).
+/// call), `@torch.jit.script` (TorchScript's subset computes what Python does), TorchScript's markers
+/// `@torch.jit.ignore`/`unused`/`export` (which leave the Python function as it is) and `@torch.compile` (bare, or
+/// called with keywords only: it compiles the same computation).
 pub(super) fn is_inert_decorator(e: &py::Expr, torch: &[String]) -> bool {
     let path = |e: &py::Expr| dotted(e, torch);
     let grad = |p: &str| matches!(p, "torch.no_grad" | "torch.inference_mode" | "torch.enable_grad");
@@ -47,7 +48,11 @@ pub(super) fn is_inert_decorator(e: &py::Expr, torch: &[String]) -> bool {
         }
         e => {
             let p = path(e);
-            grad(&p) || matches!(p.as_str(), "torch.jit.script" | "torch.compile")
+            grad(&p)
+                || matches!(
+                    p.as_str(),
+                    "torch.jit.script" | "torch.jit.ignore" | "torch.jit.unused" | "torch.jit.export" | "torch.compile"
+                )
         }
     }
 }

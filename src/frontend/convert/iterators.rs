@@ -97,8 +97,8 @@ pub(super) fn check(f: &Function) -> Result<(), Diagnostic> {
     }
 }
 
-/// `NAME = LAZY(...)` followed by a statement that reads `NAME` first, once, where it is consumed at once (`for x in
-/// NAME:`, `y = CONSUMER(NAME, ...)`, `y = [e for x in NAME]`, `y = sum([e for x in NAME]) / n`), with `NAME` read
+/// `NAME = LAZY(...)` followed by an assignment that reads `NAME` first, once, where it is consumed at once and in full
+/// (`y = CONSUMER(NAME, ...)`, `y = [e for x in NAME]`, `y = sum([e for x in NAME]) / n`), with `NAME` read
 /// nowhere else unless that statement binds it anew (WaveRNN's `parameters = filter(...)` then `parameters =
 /// sum([... for p in parameters]) / 1e6`): the call moves to where it is read. Nothing runs between the two, so its
 /// arguments are evaluated where Python evaluates them, and it is then consumed at once.
@@ -126,16 +126,12 @@ fn inline_bound(body: &mut Vec<Stmt>, reads: &dyn Fn(&str) -> usize) {
         let takes = name.as_deref().is_some_and(|n| {
             let rebinds = matches!(&next.kind, StmtKind::Assign { targets, .. }
                 if matches!(targets.as_slice(), [Expr { kind: ExprKind::Name(t), .. }] if t == n));
-            // Reads in the statement, not its targets (a `for` body's reads count).
+            // Reads in the assignment's value, not its target.
             let mut once = 0;
             let mut count = |e: &Expr| once += matches!(&e.kind, ExprKind::Name(m) if m == n) as usize;
             match &next.kind {
                 StmtKind::Assign { value, .. } => visit_expr(value, &mut count),
-                StmtKind::For { iter, body, .. } => {
-                    visit_expr(iter, &mut count);
-                    visit_exprs(body, &mut count);
-                }
-                _ => visit_exprs(std::slice::from_ref(next), &mut count),
+                _ => return false,
             }
             once == 1 && (reads(n) == 2 || rebinds) && read_first(next, n)
         });
@@ -143,15 +139,16 @@ fn inline_bound(body: &mut Vec<Stmt>, reads: &dyn Fn(&str) -> usize) {
             (true, Some(n)) => {
                 let StmtKind::Assign { value, .. } = body.remove(i).kind else { unreachable!("matched above") };
                 let mut value = Some(value);
+                // (The moved call may read the name too, `xs = map(f, xs)`: that read is the earlier binding's.)
                 let mut put = |e: &mut Expr| {
                     if matches!(&e.kind, ExprKind::Name(m) if *m == n) {
-                        *e = value.take().expect("read once");
+                        if let Some(v) = value.take() {
+                            *e = v;
+                        }
                     }
                 };
-                match &mut body[i].kind {
-                    StmtKind::Assign { value, .. } => visit_expr_mut(value, &mut put),
-                    StmtKind::For { iter, .. } => visit_expr_mut(iter, &mut put),
-                    _ => unreachable!("read_first takes these"),
+                if let StmtKind::Assign { value, .. } = &mut body[i].kind {
+                    visit_expr_mut(value, &mut put);
                 }
             }
             _ => i += 1,
@@ -159,8 +156,13 @@ fn inline_bound(body: &mut Vec<Stmt>, reads: &dyn Fn(&str) -> usize) {
     }
 }
 
-/// Whether statement `s` evaluates its read of `name` before anything else, where it is consumed at once (the forms
-/// [`inline_bound`] takes).
+/// Builtins of [`CONSUMERS`] that read their argument to its end whatever it holds (`any`, `all` and `zip` may stop
+/// early, where Python's lazy iterator would not have computed the rest).
+const READ_IN_FULL: &[&str] = &["list", "tuple", "sorted", "sum", "min", "max", "enumerate", "dict"];
+
+/// Whether statement `s` evaluates its read of `name` before anything else, where it is consumed at once and in full
+/// (the forms [`inline_bound`] takes: an assignment; not a `for`, whose body runs between the items Python computes
+/// and may change what they read, or leave early).
 fn read_first(s: &Stmt, name: &str) -> bool {
     fn leftmost(e: &Expr, name: &str) -> bool {
         let is = |e: &Expr| matches!(&e.kind, ExprKind::Name(n) if n == name);
@@ -168,14 +170,13 @@ fn read_first(s: &Stmt, name: &str) -> bool {
             ExprKind::ListComp { iter, .. } => is(iter),
             ExprKind::Bin(_, l, _) => leftmost(l, name),
             ExprKind::Call { func, args, .. } => {
-                matches!(&func.kind, ExprKind::Name(n) if CONSUMERS.contains(&n.as_str()))
+                matches!(&func.kind, ExprKind::Name(n) if READ_IN_FULL.contains(&n.as_str()))
                     && args.first().is_some_and(|a| is(a) || leftmost(a, name))
             }
             _ => false,
         }
     }
     match &s.kind {
-        StmtKind::For { iter, .. } => matches!(&iter.kind, ExprKind::Name(n) if n == name),
         StmtKind::Assign { targets, value } if matches!(targets.as_slice(), [Expr { kind: ExprKind::Name(_), .. }]) => {
             leftmost(value, name)
         }

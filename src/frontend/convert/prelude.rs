@@ -31,7 +31,7 @@ pub(super) struct Prelude {
     source: &'static str,
 }
 
-pub(super) const PRELUDES: [Prelude; 3] = [
+pub(super) const PRELUDES: [Prelude; 4] = [
     Prelude {
         module: "torch.nn",
         prefix: "nn",
@@ -63,6 +63,12 @@ pub(super) const PRELUDES: [Prelude; 3] = [
         source: include_str!("optim.py"),
     },
     Prelude {
+        module: "torch.autograd",
+        prefix: "autograd",
+        classes: &["Function", "FunctionCtx"],
+        source: include_str!("autograd.py"),
+    },
+    Prelude {
         module: "collections",
         prefix: "collections",
         classes: &["deque"],
@@ -73,6 +79,12 @@ pub(super) const PRELUDES: [Prelude; 3] = [
 /// The static methods of prelude classes that programs call on the class (`nn.Embedding.from_pretrained(w)`): the
 /// module, the class and its path (which the engines read as a module, [`static_owner`]), the method.
 const STATIC: &[(&str, &str, &str, &str)] = &[("torch.nn", "Embedding", "torch.nn.Embedding", "from_pretrained")];
+
+/// Whether `CLASS::!NAME` is one of [`STATIC`]'s, PyTorch's class methods written here as static methods of the
+/// prelude class itself: on a subclass they would make the prelude class, not the subclass.
+pub(super) fn class_method_of_prelude(class: &str, name: &str) -> bool {
+    STATIC.iter().any(|s| s.3 == name) && !PRELUDES.iter().any(|p| STATIC.iter().any(|s| class == format!("{}·{}", p.prefix, s.1)))
+}
 
 /// `MODULE.CLASS` as a value where a prelude class has static methods that programs call on it.
 pub fn static_owner(path: &str) -> Option<&'static str> {
@@ -264,6 +276,7 @@ pub(super) fn base(e: &py::Expr, imported: &[(String, String)]) -> Option<String
         ["nn", name] | ["torch", "nn", name] => class_name("torch.nn", name),
         ["optim", name] | ["torch", "optim", name] => class_name("torch.optim", name),
         ["torch", "optim", "optimizer", "Optimizer"] => class_name("torch.optim", "Optimizer"),
+        ["autograd", name] | ["torch", "autograd", name] => class_name("torch.autograd", name),
         _ => None,
     }
 }
