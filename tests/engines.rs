@@ -2008,7 +2008,8 @@ fn named_tuples_are_tuples_and_replace_checks_names() {
 /// static one would make an `nn.Embedding`; refused.
 #[test]
 fn from_pretrained_on_a_subclass_is_refused() {
-    let src = "class Scaled(torch.nn.Embedding):\n    def forward(self, x):\n        return super().forward(x) * 2\n\n\n\
+    let src =
+        "class Scaled(torch.nn.Embedding):\n    def forward(self, x):\n        return super().forward(x) * 2\n\n\n\
                def f(tok: i64[3], w: f32[10, 4]) -> f32[3, 4]:\n    return Scaled.from_pretrained(w)(tok % 10)\n";
     every_engine_raises(src, "f", "`Scaled.from_pretrained(...)` on a subclass is not supported");
 }

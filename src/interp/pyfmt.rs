@@ -425,7 +425,11 @@ mod tests {
             ("%i", vec![Value::Bool(true)], "1"),
             ("% d", vec![Value::Int(5)], " 5"),
             ("%#g", vec![Value::Float(2.0)], "2.00000"),
-            ("%f|%.3e|%F|%g|%E", [f64::NAN, -f64::NAN, f64::INFINITY, -f64::INFINITY, f64::NAN].map(Value::Float).to_vec(), "nan|nan|INF|-inf|NAN"),
+            (
+                "%f|%.3e|%F|%g|%E",
+                [f64::NAN, -f64::NAN, f64::INFINITY, -f64::INFINITY, f64::NAN].map(Value::Float).to_vec(),
+                "nan|nan|INF|-inf|NAN",
+            ),
         ];
         for (t, args, want) in cases {
             assert_eq!(percent_format(t, &args).as_deref(), Ok(want), "{t}");

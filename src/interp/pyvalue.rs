@@ -290,7 +290,9 @@ pub fn spread<V: PyValue>(v: &V, call: bool) -> Result<Spread<V>, String> {
     match v.py() {
         // An instance (held as a dict) spreads its items where it has them (a NamedTuple, a ModuleList).
         Py::Dict(_) if object_class(v).is_some() && super::objects::items_of(v).is_some() => Ok(Spread::Iterate),
-        Py::Dict(d) if object_class(v).is_none() => Ok(Spread::Keys(d.borrow().iter().map(|(k, _)| k.clone()).collect())),
+        Py::Dict(d) if object_class(v).is_none() => {
+            Ok(Spread::Keys(d.borrow().iter().map(|(k, _)| k.clone()).collect()))
+        }
         Py::Range | Py::Tensor | Py::Tuple(_) | Py::List(_) | Py::Named(_) => Ok(Spread::Iterate),
         _ => {
             let ty = object_class(v).map_or(v.type_name().to_string(), |c| c.to_string());

@@ -259,7 +259,12 @@ fn autograd_apply(name: &str) -> Vec<py::StmtFunctionDef> {
         "@staticmethod\ndef apply(*args, **kwargs):\n    return {name}.forward(torch.autograd.FunctionCtx(), *args, **kwargs)\n"
     );
     let parsed = ruff_python_parser::parse_module(&source).expect("apply parses");
-    parsed.into_syntax().body.into_iter().filter_map(|s| if let py::Stmt::FunctionDef(f) = s { Some(f) } else { None }).collect()
+    parsed
+        .into_syntax()
+        .body
+        .into_iter()
+        .filter_map(|s| if let py::Stmt::FunctionDef(f) = s { Some(f) } else { None })
+        .collect()
 }
 
 /// What a `typing.NamedTuple` class has besides its fields, written as Python for class `name` with `fields`:
@@ -501,7 +506,9 @@ fn class_calls(snapshot: &HashMap<String, Class>, functions: &mut [Function]) {
             };
             let Some(cls) = snapshot.get(&c) else { return };
             if super::prelude::class_method_of_prelude(&c, m) && cls.methods.contains(&format!("{c}::!{m}")) {
-                let why = Diagnostic::new(format!("`{c}.{m}(...)` on a subclass is not supported (PyTorch's class method would make the subclass)"));
+                let why = Diagnostic::new(format!(
+                    "`{c}.{m}(...)` on a subclass is not supported (PyTorch's class method would make the subclass)"
+                ));
                 *e = super::numpy::refusal(why, e.span);
                 return;
             }

@@ -83,7 +83,8 @@ const STATIC: &[(&str, &str, &str, &str)] = &[("torch.nn", "Embedding", "torch.n
 /// Whether `CLASS::!NAME` is one of [`STATIC`]'s, PyTorch's class methods written here as static methods of the
 /// prelude class itself: on a subclass they would make the prelude class, not the subclass.
 pub(super) fn class_method_of_prelude(class: &str, name: &str) -> bool {
-    STATIC.iter().any(|s| s.3 == name) && !PRELUDES.iter().any(|p| STATIC.iter().any(|s| class == format!("{}·{}", p.prefix, s.1)))
+    STATIC.iter().any(|s| s.3 == name)
+        && !PRELUDES.iter().any(|p| STATIC.iter().any(|s| class == format!("{}·{}", p.prefix, s.1)))
 }
 
 /// `MODULE.CLASS` as a value where a prelude class has static methods that programs call on it.
