@@ -4,7 +4,9 @@ modules with given weights (`_weight=`, as treelstm.pytorch builds them; `from_p
 `torch.nn.Embedding.__init__`), and `F.binary_cross_entropy` with the legacy `size_average`; WaveRNN's parameter count
 (a `filter` bound to a name and read once where it is consumed, `np.prod` of sizes, `%` formatting in a `print`);
 `typing.NamedTuple` classes as norse's neuron state and parameters (fields with defaults, a method, construction by
-keyword, unpacking, indexing, `len`, `_replace`, `_asdict`, `_fields`, a default argument made of one).
+keyword, unpacking, indexing, `len`, `_replace`, `_asdict`, `_fields`, a default argument made of one); norse's
+SuperSpike and a straight-through rounding as `torch.autograd.Function` subclasses (`C.apply(...)` runs `forward`),
+with `@torch.jit.ignore`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import NamedTuple, Tuple
 import numpy as np
 import torch
 import torch.nn as nn
+from torch.autograd import Function
 
 
 def shifts_of_ints(x: i32[4, 8], s: i64[8]):
@@ -159,3 +162,43 @@ def named_tuple_spread_and_eq(x: f32[3], v0: f32[3]):
     ps = list(ps)
     same = (_Pair(1) == (1, 2.0), _Pair(1) != (1, 2.0), _Pair(1) == [1, 2.0], (1, 2) == [1, 2], _Pair(1) == _Pair(1, 3.0))
     return x * _count(*s), torch.cat([*s]), torch.tensor(same), ps[1]
+
+
+def _heaviside(data):
+    return torch.gt(data, torch.as_tensor(0.0)).to(data.dtype)
+
+
+class SuperSpike(torch.autograd.Function):
+    @staticmethod
+    @torch.jit.ignore
+    def forward(ctx, input_tensor: torch.Tensor, alpha: float) -> torch.Tensor:
+        ctx.save_for_backward(input_tensor)
+        ctx.alpha = alpha
+        return _heaviside(input_tensor)
+
+    @staticmethod
+    @torch.jit.ignore
+    def backward(ctx, grad_output):
+        (inp,) = ctx.saved_tensors
+        alpha = ctx.alpha
+        grad = grad_output / (alpha * torch.abs(inp) + 1.0).pow(2)
+        return grad, None
+
+
+class RoundSTE(Function):
+    @staticmethod
+    def forward(ctx, x, scale=2.0):
+        return torch.round(x * scale) / scale
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+@torch.jit.ignore
+def _super_fn(x: torch.Tensor, alpha: float = 100.0) -> torch.Tensor:
+    return SuperSpike.apply(x, alpha)
+
+
+def autograd_functions(x: f32[2, 3]):
+    return _super_fn(x - 0.5), RoundSTE.apply(x), RoundSTE.apply(x, scale=4.0)
