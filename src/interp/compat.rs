@@ -391,10 +391,10 @@ pub(crate) fn numpy_prod<'m, W: super::pywalk::Walk<'m>>(
         Py::List(v) => v.borrow().clone(),
         _ => return Err(refuse()),
     };
-    let mut acc = W::V::make(Made::Int(1));
     if items.is_empty() {
         return Err(refuse());
     }
+    let mut acc = W::V::make(Made::Int(1));
     for it in &items {
         if !matches!(it.py(), Py::Int(_) | Py::Bool(_)) || it.number().is_none() {
             return Err(refuse());

@@ -476,11 +476,7 @@ impl<'m> Interp<'m> {
             return v.map_err(tensor_err(span));
         }
         if let (Value::Str(text), BinOp::Mod) = (a, op) {
-            let args = match b {
-                Value::Tuple(items) => items.to_vec(),
-                other => vec![other.clone()],
-            };
-            return super::pyfmt::percent_format(text, &args).map(|s| Value::Str(s.into())).map_err(tensor_err(span));
+            return super::pyfmt::percent(text, b).map(|s| Value::Str(s.into())).map_err(tensor_err(span));
         }
         match (a, b, op) {
             (Value::Tensor(x), Value::Tensor(y), BinOp::MatMul) => {

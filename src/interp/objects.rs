@@ -29,9 +29,9 @@ fn entry<V: PyValue>(o: &V, name: &str) -> Option<V> {
 /// The builtin class an instance of a class of the file is one of: a `typing.NamedTuple`'s (its items a tuple) is a
 /// tuple; any other is none.
 pub fn builtin_class<V: PyValue>(o: &V) -> super::python::PyClass {
-    match items_of(o).as_ref().map(PyValue::py) {
-        Some(Py::Tuple(_)) => super::python::PyClass::Tuple,
-        _ => super::python::PyClass::Other,
+    match tuple_items(o) {
+        Some(_) => super::python::PyClass::Tuple,
+        None => super::python::PyClass::Other,
     }
 }
 

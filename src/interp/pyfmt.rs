@@ -446,6 +446,22 @@ mod tests {
             percent_format("%d", &[s("x")]).unwrap_err(),
             "TypeError: %d format: a real number is required, not str"
         );
+        // The right operand: a tuple's items, or the one value (a list is one value).
+        let pair = Value::Tuple(std::rc::Rc::new(vec![Value::Int(1), s("b")]));
+        assert_eq!(percent("%d-%s", &pair).as_deref(), Ok("1-b"));
+        assert_eq!(percent("<%s>", &Value::List(Default::default())).as_deref(), Ok("<[]>"));
+        // What is refused rather than printed differently from CPython.
+        for (t, v) in [
+            ("%(k)s", s("x")),
+            ("%*d", Value::Int(1)),
+            ("%a", s("x")),
+            ("%#x", Value::Int(255)),
+            ("%#.0f", Value::Float(3.0)),
+            ("%.3d", Value::Int(5)),
+            ("%d", Value::Float(1e20)),
+        ] {
+            assert!(percent(t, &v).unwrap_err().contains("is not supported"), "{t}");
+        }
     }
 
     #[test]
@@ -501,10 +517,19 @@ mod tests {
 }
 
 /// `template % args` (printf-style formatting): `%[-+ 0#][width][.precision]TYPE` with TYPE among `d i u f F e E g
-/// G x X o s r a` and `%%`, each conversion taking the next of `args` (the items of a tuple, or the one value), as
+/// G x X o s r` and `%%`, each conversion taking the next of `args` (the items of a tuple, or the one value), as
 /// Python computes it (`%d` truncates a float; `%s` is `str`), with Python's TypeErrors for the wrong number of
-/// arguments or a type a conversion cannot take. Mapping keys (`%(name)s`) and `*` widths are refused.
-pub fn percent_format(template: &str, args: &[Value]) -> Result<String, String> {
+/// arguments or a type a conversion cannot take. Mapping keys (`%(name)s`), `*` widths, `%a`, the `#` flag (but with
+/// `g`), `%d` with a precision or of a float beyond 64 bits are refused.
+pub fn percent(template: &str, args: &Value) -> Result<String, String> {
+    match args {
+        Value::Tuple(items) => percent_format(template, items),
+        other => percent_format(template, std::slice::from_ref(other)),
+    }
+}
+
+/// [`percent`] of the conversions' values in order.
+fn percent_format(template: &str, args: &[Value]) -> Result<String, String> {
     let mut out = String::new();
     let mut next = args.iter();
     let mut chars = template.chars().peekable();
@@ -545,14 +570,14 @@ pub fn percent_format(template: &str, args: &[Value]) -> Result<String, String> 
         let (value, spec_ty) = match ty {
             // (a float beyond 64 bits, or not finite, is Python's exact int or its error: not here)
             'd' | 'i' | 'u' if number(v) && v.as_scalar().is_some_and(|s| s.to_f64().abs() < 9.2e18) => {
-                (Value::Int(v.as_scalar().map_or(0, |s| s.to_i64_trunc())), "d")
+                (Value::Int(v.as_scalar().map_or(0, |s| s.to_i64_trunc())), 'd')
             }
-            'x' | 'X' | 'o' if matches!(v, Value::Int(_) | Value::Bool(_)) => (v.clone(), &template[0..0]),
+            'x' | 'X' | 'o' if matches!(v, Value::Int(_) | Value::Bool(_)) => (v.clone(), ty),
             'f' | 'F' | 'e' | 'E' | 'g' | 'G' if number(v) => {
-                (Value::Float(v.as_scalar().map_or(0.0, |s| s.to_f64())), &template[0..0])
+                (Value::Float(v.as_scalar().map_or(0.0, |s| s.to_f64())), ty)
             }
-            's' => (Value::Str(py_str(v).into()), "s"),
-            'r' => (Value::Str(py_repr(v).into()), "s"),
+            's' => (Value::Str(py_str(v).into()), 's'),
+            'r' => (Value::Str(py_repr(v).into()), 's'),
             'd' | 'i' | 'u' | 'a' if number(v) || ty == 'a' => {
                 return Err(format!("printf-style `%{ty}` of {} is not supported", py_repr(v)))
             }
@@ -564,7 +589,6 @@ pub fn percent_format(template: &str, args: &[Value]) -> Result<String, String> 
             }
             _ => return Err(format!("ValueError: unsupported format character '{ty}'")),
         };
-        let spec_ty = if spec_ty.is_empty() { ty.to_string() } else { spec_ty.to_string() };
         let left = flags.contains('-');
         let sign = if flags.contains('+') {
             "+"
@@ -573,17 +597,17 @@ pub fn percent_format(template: &str, args: &[Value]) -> Result<String, String> 
         } else {
             ""
         };
-        let zero = if flags.contains('0') && !left && spec_ty != "s" { "0" } else { "" };
+        let zero = if flags.contains('0') && !left && spec_ty != 's' { "0" } else { "" };
         let align = if left {
             "<"
-        } else if spec_ty == "s" {
+        } else if spec_ty == 's' {
             ">"
         } else {
             ""
         };
         let alt = if flags.contains('#') { "#" } else { "" };
-        let sign = if spec_ty == "s" { "" } else { sign };
-        if (spec_ty == "d" && !precision.is_empty()) || (!alt.is_empty() && !matches!(ty, 'g' | 'G')) {
+        let sign = if spec_ty == 's' { "" } else { sign };
+        if (spec_ty == 'd' && !precision.is_empty()) || (!alt.is_empty() && !matches!(ty, 'g' | 'G')) {
             return Err(format!("printf-style `%{flags}{width}{precision}{ty}` is not supported"));
         }
         out.push_str(&format_value(&value, &format!("{align}{sign}{alt}{zero}{width}{precision}{spec_ty}"))?);

@@ -83,8 +83,7 @@ const STATIC: &[(&str, &str, &str, &str)] = &[("torch.nn", "Embedding", "torch.n
 /// Whether `CLASS::!NAME` is one of [`STATIC`]'s, PyTorch's class methods written here as static methods of the
 /// prelude class itself: on a subclass they would make the prelude class, not the subclass.
 pub(super) fn class_method_of_prelude(class: &str, name: &str) -> bool {
-    STATIC.iter().any(|s| s.3 == name)
-        && !PRELUDES.iter().any(|p| STATIC.iter().any(|s| class == format!("{}·{}", p.prefix, s.1)))
+    STATIC.iter().any(|(m, c, _, n)| *n == name && class_name(m, c).as_deref() != Some(class))
 }
 
 /// `MODULE.CLASS` as a value where a prelude class has static methods that programs call on it.
@@ -215,9 +214,17 @@ pub(super) fn named_class(e: &Expr) -> Option<String> {
     let ExprKind::Name(n) = &cur.kind else { return None };
     parts.push(n.as_str());
     parts.reverse();
-    match parts.as_slice() {
+    dotted_class(&parts)
+}
+
+/// The prelude class a dotted name's parts name: `torch.nn.NAME`, `nn.NAME`, `torch.optim.NAME`, `optim.NAME`,
+/// `torch.optim.optimizer.Optimizer`, `torch.autograd.NAME`, `autograd.NAME`.
+fn dotted_class(parts: &[&str]) -> Option<String> {
+    match parts {
         ["nn", name] | ["torch", "nn", name] => class_name("torch.nn", name),
         ["optim", name] | ["torch", "optim", name] => class_name("torch.optim", name),
+        ["torch", "optim", "optimizer", "Optimizer"] => class_name("torch.optim", "Optimizer"),
+        ["autograd", name] | ["torch", "autograd", name] => class_name("torch.autograd", name),
         _ => None,
     }
 }
@@ -274,10 +281,6 @@ pub(super) fn base(e: &py::Expr, imported: &[(String, String)]) -> Option<String
     parts.reverse();
     match parts.as_slice() {
         [bound] => imported.iter().find(|(b, _)| b == bound).map(|(_, c)| c.clone()),
-        ["nn", name] | ["torch", "nn", name] => class_name("torch.nn", name),
-        ["optim", name] | ["torch", "optim", name] => class_name("torch.optim", name),
-        ["torch", "optim", "optimizer", "Optimizer"] => class_name("torch.optim", "Optimizer"),
-        ["autograd", name] | ["torch", "autograd", name] => class_name("torch.autograd", name),
-        _ => None,
+        parts => dotted_class(parts),
     }
 }
