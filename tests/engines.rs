@@ -2013,3 +2013,24 @@ fn from_pretrained_on_a_subclass_is_refused() {
                def f(tok: i64[3], w: f32[10, 4]) -> f32[3, 4]:\n    return Scaled.from_pretrained(w)(tok % 10)\n";
     every_engine_raises(src, "f", "`Scaled.from_pretrained(...)` on a subclass is not supported");
 }
+
+/// An index tensor next to an index list of data-dependent length (`torch.where(m)[0]`): accepted where nothing of
+/// it meets the list's dim but ones (`corpus/micro/python_reach8.py` runs those); where it does, the broadcast
+/// depends on the list's length and the functional engines refuse it by name, the reference runs it. A write whose
+/// first index tensor is not the list is refused too (its unselected positions could not be sent aside).
+#[test]
+fn index_tensors_broadcast_with_index_lists_only_where_the_length_does_not_matter() {
+    let read = "def f(x: f32[5, 6], s: f32[6]) -> f32[3]:\n    cols = torch.tensor([[4], [0], [2]])\n    return x[cols, torch.where(s > 0)[0]].amax(1)\n";
+    let write = "def f(x: f32[5, 6], s: f32[6]) -> f32[5, 6]:\n    tok = torch.tensor([[1], [3]])\n    x[tok, torch.where(s > 0)[0]] = 2.0\n    return x\n";
+    for (src, want) in [
+        (
+            read,
+            "an index tensor next to an index list of data-dependent length: how they broadcast depends on the data",
+        ),
+        (write, "a write indexed by an index tensor before an index list of data-dependent length is not supported"),
+    ] {
+        let errs = errors(src, "f");
+        assert_eq!(errs[0].1, "returned without an error", "{errs:?}");
+        assert!(errs[1..].iter().all(|(_, m)| m.contains(want)), "{errs:?}");
+    }
+}

@@ -85,6 +85,15 @@ impl<'m> Fz<'m> {
         let idx = &self.mask_items_as_lists(idx, span)?;
         let (items, first) = super::selections::index_items(idx);
         let Some(first) = first else { return Ok(None) };
+        // The unselected positions go to an extra row along the first index tensor's dim, which must be a list's.
+        let listed = |it: &&FV| matches!(it, FV::Masked(_)) || matches!(it, FV::Tensor(t) if !t.shape.is_empty());
+        if !matches!(items.iter().find(listed), Some(FV::Masked(_))) {
+            return diag(
+                span,
+                "a write indexed by an index tensor before an index list of data-dependent length is not supported \
+                 (index the list's dim first)",
+            );
+        }
         // Into an expanded view (elements sharing memory) the positions do not write one element each.
         if self.some_choice_shares_memory(t) {
             return diag(

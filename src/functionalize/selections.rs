@@ -276,7 +276,13 @@ impl<'m> Fz<'m> {
                     let d = self.sel_filled(s, Scalar::I(0), span)?;
                     dense.push(FV::Tensor(self.fresh(d, None, span)?));
                 }
-                FV::Tensor(x) if !x.shape.is_empty() => {
+                // An index tensor broadcasts against the selections' shape as PyTorch sees it (`[n, after...]`):
+                // where nothing of it meets the selected dim but ones, its broadcast does not depend on `n`
+                // (chameleon's `logits[torch.where(m)[0].unsqueeze(1), token_ids] = -inf`).
+                FV::Tensor(x)
+                    if !x.shape.is_empty()
+                        && !(x.shape.len() <= after0 || (x.shape.len() == after0 + 1 && x.shape[0] == 1)) =>
+                {
                     return diag(
                         span,
                         "an index tensor next to an index list of data-dependent length: how they broadcast \
