@@ -2034,3 +2034,31 @@ fn index_tensors_broadcast_with_index_lists_only_where_the_length_does_not_matte
         assert!(errs[1..].iter().all(|(_, m)| m.contains(want)), "{errs:?}");
     }
 }
+
+/// `.squeeze()` of an index list of data-dependent length is 0-d where one element is selected: the functional
+/// engines take it as an index, in elementwise arithmetic, pointwise methods, `numel()` and whole sums
+/// (`corpus/micro/python_reach8.py`), and refuse, located at the squeeze, every use where its rank shows.
+#[test]
+fn a_squeezed_index_list_is_refused_where_its_rank_shows() {
+    let head = "def f(a: f32[12, 3], w: f32[3, 3]):\n    p = torch.nonzero(a[:, 0] > 0).squeeze()\n";
+    let want = "`.squeeze()` without a dim of an index list or selection of data-dependent length";
+    for use_ in [
+        "return a * p.shape[0]",
+        "return a * len(p)",
+        "return torch.cat([p.float(), a[:, 0]])",
+        "return a[p].sum(0)",
+        "return a[p, torch.tensor([0, 1])].sum()",
+        "return (a[p] + a[torch.nonzero(a[:, 0] > 0).squeeze(1)]).sum()",
+        "return (a[p] @ w).sum()",
+        "return p.view(-1)",
+        "return p.unsqueeze(0)",
+        "return p[0]",
+        "return sum(a[i].sum() for i in p)",
+        "return a.index_select(0, p)",
+    ] {
+        let errs = errors(&format!("{head}    {use_}\n"), "f");
+        assert!(errs[1..].iter().all(|(_, m)| m.contains(want) && m.contains(":5:9:")), "{use_}: {errs:?}");
+    }
+    let errs = errors(&format!("{head}    return p\n"), "f");
+    assert!(errs[1..].iter().all(|(_, m)| m.contains("not a squeezed selection")), "{errs:?}");
+}

@@ -358,7 +358,11 @@ impl<'m> Fz<'m> {
                 // Unreadable in one arm: unreadable after the `if` too (only reading it is refused).
                 (FV::Poisoned(why, _), _) | (_, FV::Poisoned(why, _)) => Some(*why),
                 // Not merged (which positions each holds differs): unreadable after the `if`.
-                (FV::Masked(_), _) | (_, FV::Masked(_)) if !name.starts_with(RET) => Some(SELECTIONS),
+                (FV::Masked(_) | FV::Squeezed(_), _) | (_, FV::Masked(_) | FV::Squeezed(_))
+                    if !name.starts_with(RET) =>
+                {
+                    Some(SELECTIONS)
+                }
                 (FV::Tensor(a), FV::Tensor(b)) => {
                     self.merge_tensors(name, a, b, snap.roots.len(), arms, parts, span)?
                 }

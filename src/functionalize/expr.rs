@@ -388,6 +388,9 @@ impl<'m> Fz<'m> {
         if let (FV::Str(text), BinOp::Mod) = (a, op) {
             return super::strings::percent_format(text, b, span);
         }
+        if let Some(r) = self.squeezed_binop(a, op, b, span)? {
+            return Ok(r);
+        }
         // Affine arithmetic on run-time ints (loop variables) keeps offsets exact.
         match (a, b, op) {
             (FV::DynInt(x), FV::Int(k), BinOp::Add) | (FV::Int(k), FV::DynInt(x), BinOp::Add) => {
@@ -609,6 +612,7 @@ impl<'m> Fz<'m> {
                     .collect()
             }
             FV::Dict(d) => Ok(d.borrow().iter().map(|(k, _)| k.clone()).collect()),
+            FV::Squeezed(sel) => super::squeezed::squeezed_use(sel),
             other => other.items().ok_or_else(|| {
                 Stop::Diag(
                     crate::diag::Diagnostic::new(format!("'{}' object is not iterable", other.type_name())).at(span),
@@ -623,6 +627,7 @@ impl<'m> Fz<'m> {
                 Some(r) => Ok(r),
                 None => super::state::masked_use(v),
             },
+            FV::Squeezed(sel) => super::squeezed::squeezed_use(sel),
             FV::Tensor(t) => self.tensor_getitem(t, idx, span),
             FV::Dict(d) if matches!(idx, FV::DynInt(_)) => {
                 let entries = d.borrow().clone();

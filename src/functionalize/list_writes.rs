@@ -205,7 +205,7 @@ pub(super) fn selection_objects(v: &FV, out: &mut Vec<TId>) {
 fn objects_in(v: &FV, out: &mut Vec<TId>, seen: &mut Vec<usize>) {
     use super::state::first_visit;
     match v {
-        FV::Masked(s) => out.push(s.obj),
+        FV::Masked(s) | FV::Squeezed(s) => out.push(s.obj),
         FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().for_each(|x| objects_in(x, out, seen)),
         FV::List(xs) if first_visit(seen, std::rc::Rc::as_ptr(xs) as *const u8) => {
             xs.borrow().iter().for_each(|x| objects_in(x, out, seen))

@@ -36,6 +36,7 @@ mod python;
 mod resample;
 mod selections;
 mod specialize;
+mod squeezed;
 mod state;
 mod strings;
 mod subscript;

@@ -61,7 +61,9 @@ impl<'m> Fz<'m> {
         }
         // A boolean-mask selection passed to anything is refused where the selection was made.
         // A program function takes it (each op in it decides).
-        if let Some(m) = pos.iter().chain(kw.iter().map(|(_, v)| v)).find_map(super::state::find_masked) {
+        let masked = pos.iter().chain(kw.iter().map(|(_, v)| v)).find_map(super::state::find_masked);
+        let squeezed = pos.iter().chain(kw.iter().map(|(_, v)| v)).find_map(super::squeezed::find_squeezed);
+        if masked.is_some() || squeezed.is_some() {
             let program_fn = |v: &FV| match v {
                 FV::Func(f) | FV::Closure(f, _) => !f.contains('.') && !f.starts_with(crate::interp::compat::PARTIAL),
                 _ => false,
@@ -78,18 +80,25 @@ impl<'m> Fz<'m> {
             // `len(sel)`: the builtin answers with the run-time count.
             let len = matches!(&callee, Callee::Name(n) if n.as_str() == "len" && !env.contains_key("len")
                 && self.module.function("len").is_none());
+            if let (Some(sel), false) = (&squeezed, inlined) {
+                return super::squeezed::squeezed_use(sel);
+            }
             let inlined = inlined || len;
-            if !inlined {
+            if let (Some(m), false) = (masked, inlined) {
                 return self.torch_call_on_masked(&callee, &pos, &kw, m, span);
             }
         }
         match callee {
             Callee::Answered(v) => Ok(v),
             Callee::Method(o, name) => match o {
+                FV::Masked(sel) if name == "squeeze" && pos.is_empty() && kw.is_empty() => {
+                    self.squeeze_selection(&sel, span)
+                }
                 FV::Masked(sel) => match self.masked_call(name, &sel, &pos, &kw, span)? {
                     Some(r) => Ok(r),
                     None => super::state::masked_use(&FV::Masked(sel)),
                 },
+                FV::Squeezed(sel) => self.squeezed_call(name, &sel, &pos, &kw, span),
                 FV::Module("math") => {
                     if let Some((k, _)) = kw.first() {
                         return diag(span, format!("unexpected keyword argument '{k}' for math.{name}"));
@@ -402,6 +411,8 @@ impl<'m> Fz<'m> {
                 Some(v) => Ok(v),
                 None => super::state::masked_use(o),
             },
+            FV::Squeezed(sel) if name == "dtype" => Ok(FV::DType(self.tensor_ty(sel.src, span)?.0)),
+            FV::Squeezed(sel) => super::squeezed::squeezed_use(sel),
             FV::Tensor(t) => Ok(match name {
                 "shape" => FV::Tuple(Rc::new(t.shape.iter().map(|&d| FV::Int(d as i64)).collect())),
                 "dtype" => FV::DType(self.roots[t.root].dtype),

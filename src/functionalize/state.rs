@@ -150,12 +150,16 @@ crate::interp::pyvalue::py_values! {
         /// Holds the selected-from value and the mask's value (terms read at the subscript), the view's shape and
         /// the mask's position, and where the selection was made (errors about it point there).
         Masked(Box<Sel>),
+        /// `.squeeze()` of a selection: 0-d where it selects one element, so its rank depends on the data
+        /// (`squeezed`): the selection with its size-one dims dropped, usable where the rank does not show.
+        Squeezed(Box<Sel>),
     }
     name: |v: &FV| match v {
         FV::DynBool(_) => "bool",
         FV::DynInt(_) => "int",
         FV::DynFloat(_) => "float",
         FV::Masked(_) => "boolean-mask selection (its shape depends on the data)",
+        FV::Squeezed(_) => "squeezed selection (its rank depends on the data)",
         _ => "value",
     }
 }
@@ -182,7 +186,9 @@ impl FV {
             (FV::DynInt(a), FV::DynInt(b)) => a == b,
             (FV::DynFloat(a), FV::DynFloat(b)) | (FV::DynBool(a), FV::DynBool(b)) => a == b,
             (FV::Tensor(a), FV::Tensor(b)) => a == b,
-            (FV::Masked(a), FV::Masked(b)) => (a.src, a.mask, &a.shape, a.pos) == (b.src, b.mask, &b.shape, b.pos),
+            (FV::Masked(a), FV::Masked(b)) | (FV::Squeezed(a), FV::Squeezed(b)) => {
+                (a.src, a.mask, &a.shape, a.pos) == (b.src, b.mask, &b.shape, b.pos)
+            }
             (FV::Tuple(a), FV::Tuple(b)) | (FV::Named(a, _), FV::Named(b, _)) => {
                 Rc::ptr_eq(a, b) || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y)))
             }

@@ -198,6 +198,9 @@ impl<'m> Fz<'m> {
 
     pub(super) fn tensor_getitem(&mut self, t: &TRef, idx: &FV, span: Span) -> FR<FV> {
         let idx = &*idx.tensor_index();
+        if let Some(r) = self.squeezed_getitem(t, idx, span)? {
+            return Ok(r);
+        }
         if let Some(r) = self.masked_index_read(t, idx, span)? {
             return Ok(r);
         }
@@ -280,6 +283,9 @@ impl<'m> Fz<'m> {
         let idx = &*idx.tensor_index();
         if self.conditional_shared(t) {
             return self.on_each_choice(t, span, &mut |s, c| s.tensor_setitem(c, idx, v, span));
+        }
+        if self.squeezed_setitem(t, idx, v, span)?.is_some() {
+            return Ok(());
         }
         if self.mask_selection_write(t, idx, v, span)?.is_some() {
             return Ok(());
