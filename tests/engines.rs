@@ -2062,3 +2062,29 @@ fn a_squeezed_index_list_is_refused_where_its_rank_shows() {
     let errs = errors(&format!("{head}    return p\n"), "f");
     assert!(errs[1..].iter().all(|(_, m)| m.contains("not a squeezed selection")), "{errs:?}");
 }
+
+/// 3-d pooling checks its arguments as PyTorch does, with PyTorch's messages, on every engine.
+#[test]
+fn three_d_pools_check_their_arguments_as_pytorch_does() {
+    for (src, want) in [
+        (
+            "def f(x: f32[3, 4]):\n    return F.max_pool3d(x, 2)\n",
+            "non-empty 4D or 5D (batch mode) tensor expected for input",
+        ),
+        (
+            "def f(x: f32[1, 3, 4, 5, 6]):\n    return F.max_pool3d(x, (2, 2))\n",
+            "max_pool3d: kernel_size must either be a single int, or a tuple of three ints",
+        ),
+        (
+            "def f(x: f32[1, 3, 1, 5, 6]):\n    return F.max_pool3d(x, 3)\n",
+            "Given input size: (3x1x5x6). Calculated output size: (3x0x1x2). Output size is too small",
+        ),
+        (
+            "def f(x: f32[1, 3, 1, 5, 6]):\n    return F.avg_pool3d(x, 3)\n",
+            "input image (T: 1 H: 5 W: 6) smaller than kernel size (kT: 3 kH: 3 kW: 3)",
+        ),
+        ("def f(x: f32[1, 3, 2]):\n    return F.max_pool1d(x, 3)\n", "max_pool1d() Invalid computed output size: 0"),
+    ] {
+        every_engine_raises(src, "f", want);
+    }
+}

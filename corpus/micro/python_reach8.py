@@ -2,7 +2,9 @@
 of data-dependent length where their broadcast does not depend on the length (chameleon's
 `logits[torch.where(mask)[0].unsqueeze(1), token_ids] = -inf`), read and written on every engine; mmdetection's
 `pos_inds = torch.nonzero(gt_inds > 0, as_tuple=False).squeeze()` (0-d where one anchor is positive), as an index read
-and written, in arithmetic, `numel()` and sums, with none, one and several positives.
+and written, in arithmetic, `numel()` and sums, with none, one and several positives; `F.max_pool3d`/`avg_pool3d`
+and the pooling modules (`nn.MaxPool1d`/`2d`/`3d`, `nn.AvgPool1d`/`2d`/`3d`), with DeFCN's 3-d max filtering across
+pyramid levels.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
 
 def write_rows_cols(logits: f32[4, 10], s: f32[4]) -> f32[4, 10]:
@@ -71,3 +75,47 @@ def squeezed_where(x: f32[6, 5], s: f32[6]) -> f32[6, 5]:
     x[rows] = x[rows].clamp(min=0.1) - 2.0
     x[rows, 2] += 1
     return x
+
+
+def max3d_filter(x: f32[1, 4, 3, 6, 6]) -> f32[1, 4, 3, 6, 6]:
+    pool = nn.MaxPool3d(kernel_size=(3, 3, 3), padding=(1, 1, 1), stride=1)
+    return pool(x)
+
+
+def max3d_strided(x: f32[2, 5, 6, 7]):
+    return F.max_pool3d(x, (2, 3, 2), stride=(1, 2, 2), padding=(1, 1, 0), dilation=(1, 1, 2))
+
+
+def avg3d(x: f32[1, 2, 4, 6, 6]):
+    a = F.avg_pool3d(x, 2)
+    b = nn.AvgPool3d(3, stride=(1, 2, 2), padding=1)(x)
+    c = F.avg_pool3d(x, (2, 2, 3), divisor_override=5)
+    return a, b, c
+
+
+def modules_2d_1d(x: f32[2, 3, 8, 8], y: f32[2, 3, 9]):
+    a = nn.MaxPool2d(3, stride=2, padding=1)(x)
+    b = nn.AvgPool2d(2)(x)
+    c = nn.MaxPool1d(2)(y)
+    d = nn.AvgPool1d(3, stride=2, padding=1)(y)
+    e = F.max_pool1d(y, 3, stride=1, padding=1, dilation=1)
+    return a, b, c, d, e
+
+
+def defcn_max_filtering(f0: f32[1, 4, 8, 8], f1: f32[1, 4, 4, 4], f2: f32[1, 4, 2, 2]):
+    # Megvii-BaseDetection/DeFCN, fcos.py: MaxFiltering over neighbouring levels (tau 2, kernel 3).
+    feats = [f0, f1, f2]
+    pool = nn.MaxPool3d(kernel_size=(3, 3, 3), padding=(1, 1, 1), stride=1)
+    outs = []
+    for l, x in enumerate(feats):
+        stack = []
+        for k in range(max(0, l - 1), min(len(feats), l + 2)):
+            f = feats[k]
+            stack.append(F.interpolate(f, size=x.shape[2:], mode="nearest") if k != l else f)
+        pooled = pool(torch.stack(stack, dim=2))[:, :, min(l, 1)]
+        outs.append(pooled + x)
+    return tuple(outs)
+
+
+def int_max3d(x: f32[1, 2, 3, 4, 4]):
+    return F.max_pool3d((x * 10).long(), 2, padding=1)

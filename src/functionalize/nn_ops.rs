@@ -356,7 +356,9 @@ impl<'m> Fz<'m> {
                 let th = self.unary(Unary::Tanh, &sp, span)?;
                 self.elementwise(Binary::Mul, &[xv, th], span)
             }
-            "max_pool2d" | "max_pool1d" | "avg_pool2d" | "avg_pool1d" => self.pool(name, a),
+            "max_pool1d" | "max_pool2d" | "max_pool3d" | "avg_pool1d" | "avg_pool2d" | "avg_pool3d" => {
+                self.pool(name, a)
+            }
             "conv1d" | "conv2d" | "conv3d" => self.conv(name, a),
             "interpolate" => self.interpolate(a),
             "pad" => self.pad(a),

@@ -1,4 +1,4 @@
-//! The terms of `crate::interp::pool`'s pooling functions (`F.max_pool1d`/`max_pool2d`, `F.avg_pool1d`/`avg_pool2d`),
+//! The terms of `crate::interp::pool`'s pooling functions (`F.max_pool1d`/`2d`/`3d`, `F.avg_pool1d`/`2d`/`3d`),
 //! built as the reference interpreter computes them: the padded input's strided windows folded in kernel order.
 
 use super::desugar::ints;
@@ -10,9 +10,9 @@ use crate::tensor::ops::Binary;
 use crate::tensor::Scalar;
 
 impl<'m> Fz<'m> {
-    /// `F.max_pool1d`, `max_pool2d`, `avg_pool1d` or `avg_pool2d`: the input padded (its dtype's lowest value for a
-    /// maximum, zeros for an average), then the NaN-propagating maximum, or the sum divided by the divisor, of the
-    /// kernel's strided windows; a 1-d pool on the input with a height of one.
+    /// `F.max_pool1d`/`2d`/`3d` or `F.avg_pool1d`/`2d`/`3d`: the input padded (its dtype's lowest value for a maximum,
+    /// zeros for an average), then the NaN-propagating maximum, or the sum divided by the divisor, of the kernel's
+    /// strided windows over the last one, two or three dims.
     pub(super) fn pool(&mut self, name: &str, a: &A) -> FR<FV> {
         let span = a.span;
         let x = a.tensor(0, "input")?;
@@ -40,19 +40,8 @@ impl<'m> Fz<'m> {
         };
         let dt = self.roots[x.root].dtype;
         let pool = layout(name, &x.shape, dt, args).map_err(err(span))?;
-        let x = if pool.one_d {
-            match self.torch(
-                "unsqueeze",
-                &A::new(vec![FV::Tensor(x), FV::Int(-2)], vec![], span, name.into()),
-                false,
-            )? {
-                FV::Tensor(t) => t,
-                other => return diag(span, format!("{name}: unsqueeze gave {}", other.type_name())),
-            }
-        } else {
-            x
-        };
-        let padded = if pool.p == [0, 0] {
+        let (n, nd) = (x.shape.len(), pool.k.len());
+        let padded = if pool.p.iter().all(|&v| v == 0) {
             x
         } else {
             let value = match (pool.avg, pad_value(dt)) {
@@ -60,8 +49,14 @@ impl<'m> Fz<'m> {
                 (false, Scalar::F(v)) => FV::Float(v),
                 (false, other) => FV::Int(other.to_i64_trunc()),
             };
-            let pads = ints(&[pool.p[1], pool.p[1], pool.p[0], pool.p[0]]);
-            let args = A::new(vec![FV::Tensor(x), pads, FV::Str("constant".into()), value], vec![], span, "pad".into());
+            // `F.pad`'s widths: the last dim's pair first.
+            let widths: Vec<i64> = pool.p.iter().rev().flat_map(|&v| [v, v]).collect();
+            let args = A::new(
+                vec![FV::Tensor(x), ints(&widths), FV::Str("constant".into()), value],
+                vec![],
+                span,
+                "pad".into(),
+            );
             match self.nn_ops("pad", &args)? {
                 FV::Tensor(t) => t,
                 other => return diag(span, format!("{name}: padding gave {}", other.type_name())),
@@ -69,29 +64,25 @@ impl<'m> Fz<'m> {
         };
         let fold = if pool.avg { Binary::Add } else { Binary::Maximum };
         let mut acc: Option<FV> = None;
-        for i in 0..pool.k[0] {
-            for j in 0..pool.k[1] {
-                let (r0, c0) = (i * pool.d[0], j * pool.d[1]);
-                let (s, out) = (pool.s, pool.out);
-                let win = self
-                    .tview(&padded, |t| {
-                        t.slice(-2, Some(r0), Some(r0 + s[0] * (out[0] - 1) + 1), s[0])?.slice(
-                            -1,
-                            Some(c0),
-                            Some(c0 + s[1] * (out[1] - 1) + 1),
-                            s[1],
-                        )
-                    })
-                    .map_err(err(span))?;
-                let win = FV::Tensor(win);
-                acc = Some(match acc.take() {
-                    // The first window of a maximum joins it with itself, so that even a 1x1 kernel gives a new
-                    // tensor (an average divides it).
-                    None if pool.avg => win,
-                    None => self.elementwise(fold, &[win.clone(), win], span)?,
-                    Some(prev) => self.elementwise(fold, &[prev, win], span)?,
-                });
-            }
+        for o in pool.offsets() {
+            let (s, out) = (&pool.s, &pool.out);
+            let win = self
+                .tview(&padded, |t| {
+                    let mut w = t.clone();
+                    for i in 0..nd {
+                        w = w.slice((n - nd + i) as i64, Some(o[i]), Some(o[i] + s[i] * (out[i] - 1) + 1), s[i])?;
+                    }
+                    Ok(w)
+                })
+                .map_err(err(span))?;
+            let win = FV::Tensor(win);
+            acc = Some(match acc.take() {
+                // The first window of a maximum joins it with itself, so that even a 1x1 kernel gives a new
+                // tensor (an average divides it).
+                None if pool.avg => win,
+                None => self.elementwise(fold, &[win.clone(), win], span)?,
+                Some(prev) => self.elementwise(fold, &[prev, win], span)?,
+            });
         }
         let mut r = match acc {
             Some(r) => r,
@@ -99,9 +90,6 @@ impl<'m> Fz<'m> {
         };
         if pool.avg {
             r = self.elementwise(Binary::Div, &[r, FV::Int(pool.divisor)], span)?;
-        }
-        if pool.one_d {
-            r = self.torch("squeeze", &A::new(vec![r, FV::Int(-2)], vec![], span, name.into()), false)?;
         }
         Ok(r)
     }

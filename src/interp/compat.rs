@@ -92,7 +92,7 @@ pub(crate) fn typed_tensor(
     }
 }
 
-/// `torch.nn.CLASS(...)` of a stateless module (an activation, `Softmax`, `Flatten`): the function its `forward`
+/// `torch.nn.CLASS(...)` of a stateless module (an activation, `Softmax`, `Flatten`, a pooling): the function its `forward`
 /// calls and the arguments the constructor fixes, as keywords (the positional ones named in the constructor's order;
 /// `Flatten`'s defaults differ from `torch.flatten`'s, so they are fixed too). Calling the module calls the function
 /// with them (both engines make it a closure over the function). `int` makes an int value; `is_true` says whether a
@@ -120,6 +120,21 @@ pub(crate) fn nn_module<V: Clone>(
         "Sigmoid" => ("torch.sigmoid", &[]),
         "Tanh" => ("torch.tanh", &[]),
         "Flatten" => ("torch.flatten", &["start_dim", "end_dim"]),
+        "MaxPool1d" | "MaxPool2d" | "MaxPool3d" => (
+            match class {
+                "MaxPool1d" => "torch.nn.functional.max_pool1d",
+                "MaxPool2d" => "torch.nn.functional.max_pool2d",
+                _ => "torch.nn.functional.max_pool3d",
+            },
+            &["kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode"],
+        ),
+        "AvgPool1d" => {
+            ("torch.nn.functional.avg_pool1d", &["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"])
+        }
+        "AvgPool2d" | "AvgPool3d" => (
+            if class == "AvgPool2d" { "torch.nn.functional.avg_pool2d" } else { "torch.nn.functional.avg_pool3d" },
+            &["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"],
+        ),
         _ => return Err(crate::frontend::torch_api::unsupported(&format!("torch.nn.{class}"))),
     };
     if pos.len() > params.len() {

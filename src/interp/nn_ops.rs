@@ -113,7 +113,9 @@ pub(super) fn nn_op(name: &str, a: &Args) -> AResult<Value> {
             let sp = ops::unary(Unary::Log1p, &ops::unary(Unary::Exp, &x)?)?;
             t(bin(Binary::Mul, &x, tt(&ops::unary(Unary::Tanh, &sp)?))?)
         }
-        "max_pool2d" | "max_pool1d" | "avg_pool2d" | "avg_pool1d" => super::pool::pool(name, a),
+        "max_pool1d" | "max_pool2d" | "max_pool3d" | "avg_pool1d" | "avg_pool2d" | "avg_pool3d" => {
+            super::pool::pool(name, a)
+        }
         "conv1d" | "conv2d" | "conv3d" => super::conv::conv(name, super::conv::conv_spatial(name).unwrap_or(2), a),
         "interpolate" => super::resample::interpolate(a),
         "pad" => {

@@ -1,9 +1,8 @@
-//! `F.max_pool1d`/`max_pool2d` and `F.avg_pool1d`/`avg_pool2d`, for both engines: the arguments and PyTorch's checks
-//! ([`layout`]), shared, and the reference interpreter's computation ([`pool`]), which
-//! `crate::functionalize::pool` builds as terms the same way: the input padded (with the dtype's lowest value for a
-//! maximum, zeros for an average), then the kernel's strided windows folded in kernel order (a NaN-propagating
-//! maximum, or a sum divided by the kernel's size or `divisor_override`). A 1-d pool is the 2-d pool of the input
-//! with a height of one (`unsqueeze(-2)`), as PyTorch computes it.
+//! `F.max_pool1d`/`2d`/`3d` and `F.avg_pool1d`/`2d`/`3d`, for both engines: the arguments and PyTorch's checks
+//! ([`layout`]), shared, and the reference interpreter's computation ([`pool`]), which `crate::functionalize::pool`
+//! builds as terms the same way: the input padded (with the dtype's lowest value for a maximum, zeros for an
+//! average), then the kernel's strided windows over the last one, two or three dims folded in kernel order (a
+//! NaN-propagating maximum, or a sum divided by the kernel's size or `divisor_override`).
 
 use super::args::{int_list, AResult, Args};
 use super::torch_ops::t;
@@ -11,20 +10,33 @@ use super::value::Value;
 use crate::tensor::ops::{self, Binary, Operand};
 use crate::tensor::{DType, Scalar, Tensor};
 
-/// A pool's windows: per spatial dim (height, width) the kernel size, stride, padding and dilation, and the output
-/// size; whether it is an average (else a maximum), its divisor, and whether the input has no height dim (1-d).
-pub(crate) struct Pool2d {
-    pub k: [i64; 2],
-    pub s: [i64; 2],
-    pub p: [i64; 2],
-    pub d: [i64; 2],
-    pub out: [i64; 2],
+/// A pool's windows: per spatial dim (the input's last `k.len()` dims) the kernel size, stride, padding and
+/// dilation, and the output size; whether it is an average (else a maximum), and its divisor.
+pub(crate) struct Pool {
+    pub k: Vec<i64>,
+    pub s: Vec<i64>,
+    pub p: Vec<i64>,
+    pub d: Vec<i64>,
+    pub out: Vec<i64>,
     pub avg: bool,
     pub divisor: i64,
-    pub one_d: bool,
 }
 
-/// A pool's arguments as given (sizes as lists of one or two ints), before PyTorch's checks.
+impl Pool {
+    /// Every kernel offset, per spatial dim, in kernel order (the last dim fastest).
+    pub fn offsets(&self) -> Vec<Vec<i64>> {
+        let mut all = vec![Vec::new()];
+        for (&k, &d) in self.k.iter().zip(&self.d) {
+            all = all
+                .into_iter()
+                .flat_map(|o: Vec<i64>| (0..k).map(move |i| [o.clone(), vec![i * d]].concat()))
+                .collect();
+        }
+        all
+    }
+}
+
+/// A pool's arguments as given (sizes as lists of one int or one per spatial dim), before PyTorch's checks.
 pub(crate) struct PoolArgs {
     pub kernel: Vec<i64>,
     pub stride: Option<Vec<i64>>,
@@ -42,7 +54,7 @@ pub(crate) fn positions(name: &str) -> [Option<(usize, &'static str)>; 7] {
     let avg = name.starts_with("avg");
     let at = |i: usize, k: &'static str| Some((i, k));
     if avg {
-        let divisor = if name == "avg_pool2d" { at(6, "divisor_override") } else { None };
+        let divisor = if name != "avg_pool1d" { at(6, "divisor_override") } else { None };
         [at(2, "stride"), at(3, "padding"), None, None, at(4, "ceil_mode"), at(5, "count_include_pad"), divisor]
     } else {
         [at(2, "stride"), at(3, "padding"), at(4, "dilation"), at(5, "ceil_mode"), at(6, "return_indices"), None, None]
@@ -61,11 +73,18 @@ pub(crate) fn pad_value(d: DType) -> Scalar {
     }
 }
 
-/// The windows of pooling function `name` (`max_pool1d`, `max_pool2d`, `avg_pool1d`, `avg_pool2d`) over an input of
-/// `shape` and `dtype`, with PyTorch's checks and messages; what funcfuse does not compute (`ceil_mode`,
-/// `return_indices`, an average of integers, `count_include_pad=False` with padding) is refused by name.
-pub(crate) fn layout(name: &str, shape: &[usize], dtype: DType, a: PoolArgs) -> AResult<Pool2d> {
-    let (avg, one_d) = (name.starts_with("avg"), name.ends_with("1d"));
+/// The windows of pooling function `name` (`max_pool1d`/`2d`/`3d`, `avg_pool1d`/`2d`/`3d`) over an input of `shape`
+/// and `dtype`, with PyTorch's checks and messages; what funcfuse does not compute (`ceil_mode`, `return_indices`,
+/// an average of integers, `count_include_pad=False` with padding) is refused by name.
+pub(crate) fn layout(name: &str, shape: &[usize], dtype: DType, a: PoolArgs) -> AResult<Pool> {
+    let avg = name.starts_with("avg");
+    let nd: usize = if name.ends_with("1d") {
+        1
+    } else if name.ends_with("3d") {
+        3
+    } else {
+        2
+    };
     if a.ceil_mode || a.return_indices {
         return Err(format!("{name} with ceil_mode=True or return_indices=True is not supported"));
     }
@@ -75,32 +94,36 @@ pub(crate) fn layout(name: &str, shape: &[usize], dtype: DType, a: PoolArgs) -> 
     if avg && !dtype.is_float() {
         return Err(format!("{name} of an integer tensor (a truncated average) is not supported"));
     }
-    let dims = if one_d { 2..=3 } else { 3..=4 };
-    if !dims.contains(&shape.len()) || shape.contains(&0) {
-        return Err(match (one_d, avg) {
-            (false, _) => "non-empty 3D or 4D (batch mode) tensor expected for input".into(),
-            (true, true) => format!("Expected 2 to 3 dimensions, but got {}-dimensional tensor for argument #1 'self' (while checking arguments for avg_pool1d)", shape.len()),
-            (true, false) => format!("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:{:?}", shape),
+    if !(nd + 1..=nd + 2).contains(&shape.len()) || shape.contains(&0) {
+        return Err(match (nd, avg) {
+            (1, true) => format!("Expected 2 to 3 dimensions, but got {}-dimensional tensor for argument #1 'self' (while checking arguments for avg_pool1d)", shape.len()),
+            (1, false) => format!("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:{:?}", shape),
+            (2, _) => "non-empty 3D or 4D (batch mode) tensor expected for input".into(),
+            _ => "non-empty 4D or 5D (batch mode) tensor expected for input".into(),
         });
     }
-    let two = |v: Vec<i64>, what: &str| -> AResult<[i64; 2]> {
-        match (one_d, v.as_slice()) {
-            (true, [a]) => Ok([1, *a]),
-            (false, [a]) => Ok([*a, *a]),
-            (false, [a, b]) => Ok([*a, *b]),
-            (true, _) => Err(format!("{name}: {what} must be a single int, or a tuple of one int")),
-            (false, _) => Err(format!("{name}: {what} must either be a single int, or a tuple of two ints")),
+    let per_dim = |v: Vec<i64>, what: &str| -> AResult<Vec<i64>> {
+        match v.len() {
+            1 => Ok(vec![v[0]; nd]),
+            n if n == nd && nd > 1 => Ok(v),
+            _ if nd == 1 => Err(format!("{name}: {what} must be a single int, or a tuple of one int")),
+            _ => {
+                let count = ["", "", "two", "three"][nd];
+                let either = match (avg && nd == 3, what) {
+                    (true, "stride") => "be omitted, ",
+                    (true, _) => "be ",
+                    _ => "either be ",
+                };
+                Err(format!("{name}: {what} must {either}a single int, or a tuple of {count} ints"))
+            }
         }
     };
-    let k = two(a.kernel, "kernel_size")?;
+    let k = per_dim(a.kernel, "kernel_size")?;
     let s = match a.stride {
-        Some(v) if !v.is_empty() => two(v, "stride")?,
-        _ => k,
+        Some(v) if !v.is_empty() => per_dim(v, "stride")?,
+        _ => k.clone(),
     };
-    let (p, d) = (
-        if one_d { [0, two(a.padding, "padding")?[1]] } else { two(a.padding, "padding")? },
-        two(a.dilation, "dilation")?,
-    );
+    let (p, d) = (per_dim(a.padding, "padding")?, per_dim(a.dilation, "dilation")?);
     if s.contains(&0) {
         return Err("stride should not be zero".into());
     }
@@ -109,7 +132,7 @@ pub(crate) fn layout(name: &str, shape: &[usize], dtype: DType, a: PoolArgs) -> 
             "{name}: kernel_size, stride and dilation must be greater than zero, padding non-negative"
         ));
     }
-    for i in 0..2 {
+    for i in 0..nd {
         if p[i] > (d[i] * (k[i] - 1) + 1) / 2 {
             return Err(format!(
                 "pad should be at most half of effective kernel size, but got pad={}, kernel_size={} and dilation={}",
@@ -117,27 +140,39 @@ pub(crate) fn layout(name: &str, shape: &[usize], dtype: DType, a: PoolArgs) -> 
             ));
         }
     }
-    if avg && !a.count_include_pad && p != [0, 0] {
+    if avg && !a.count_include_pad && p.iter().any(|&v| v != 0) {
         return Err(format!("{name} with count_include_pad=False and padding is not supported"));
     }
     let divisor = match a.divisor_override {
         Some(0) => return Err("divisor must be not zero".into()),
         Some(v) => v,
-        None => k[0] * k[1],
+        None => k.iter().product(),
     };
     let n = shape.len();
-    let (h, w) = (if one_d { 1 } else { shape[n - 2] as i64 }, shape[n - 1] as i64);
-    let size = |len: i64, i: usize| (len + 2 * p[i] - d[i] * (k[i] - 1) - 1).div_euclid(s[i]) + 1;
-    let out = [size(h, 0), size(w, 1)];
-    if out[0] < 1 || out[1] < 1 {
-        let c = shape[n - if one_d { 2 } else { 3 }];
+    let sizes: Vec<i64> = shape[n - nd..].iter().map(|&v| v as i64).collect();
+    let out: Vec<i64> = (0..nd).map(|i| (sizes[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1).div_euclid(s[i]) + 1).collect();
+    if out.iter().any(|&o| o < 1) {
+        if nd == 1 && !avg {
+            return Err(format!("max_pool1d() Invalid computed output size: {}", out[0]));
+        }
+        if nd == 3 && avg {
+            let (i, k) = (&sizes, &k);
+            return Err(format!(
+                "input image (T: {} H: {} W: {}) smaller than kernel size (kT: {} kH: {} kW: {})",
+                i[0], i[1], i[2], k[0], k[1], k[2]
+            ));
+        }
+        let (sizes, out) =
+            if nd == 1 { ([&[1], &sizes[..]].concat(), [&[1], &out[..]].concat()) } else { (sizes, out) };
+        let c = shape[n - nd - 1];
+        let dims = |v: &[i64]| v.iter().map(|x| x.max(&0).to_string()).collect::<Vec<_>>().join("x");
         return Err(format!(
-            "Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{}x{}). Output size is too small",
-            out[0].max(0),
-            out[1].max(0)
+            "Given input size: ({c}x{}). Calculated output size: ({c}x{}). Output size is too small",
+            dims(&sizes),
+            dims(&out)
         ));
     }
-    Ok(Pool2d { k, s, p, d, out, avg, divisor, one_d })
+    Ok(Pool { k, s, p, d, out, avg, divisor })
 }
 
 /// The arguments of pooling function `name` from the reference interpreter's call.
@@ -158,42 +193,41 @@ fn args(name: &str, a: &Args) -> AResult<PoolArgs> {
     })
 }
 
-/// `F.max_pool1d`, `max_pool2d`, `avg_pool1d` or `avg_pool2d`, as the module doc says.
+/// `F.max_pool1d`/`2d`/`3d` or `F.avg_pool1d`/`2d`/`3d`, as the module doc says.
 pub(super) fn pool(name: &str, a: &Args) -> AResult<Value> {
     let x = a.tensor(0, "input")?;
     let pool = layout(name, &x.shape, x.dtype(), args(name, a)?)?;
-    let x = if pool.one_d { x.unsqueeze(-2)? } else { x };
-    let n = x.shape.len();
+    let (n, nd) = (x.shape.len(), pool.k.len());
     let mut padded = x.clone();
-    if pool.p != [0, 0] {
+    if pool.p.iter().any(|&v| v != 0) {
         let mut shape = x.shape.clone();
-        shape[n - 2] += 2 * pool.p[0] as usize;
-        shape[n - 1] += 2 * pool.p[1] as usize;
+        for i in 0..nd {
+            shape[n - nd + i] += 2 * pool.p[i] as usize;
+        }
         let fill = if pool.avg { Scalar::F(0.0) } else { pad_value(x.dtype()) };
         padded = Tensor::full(x.dtype(), &shape, fill)?;
-        let view = padded.narrow(-2, pool.p[0], x.shape[n - 2] as i64)?.narrow(-1, pool.p[1], x.shape[n - 1] as i64)?;
+        let mut view = padded.clone();
+        for i in 0..nd {
+            view = view.narrow((n - nd + i) as i64, pool.p[i], x.shape[n - nd + i] as i64)?;
+        }
         ops::write_result(&view, &x, false)?;
     }
     let fold = if pool.avg { Binary::Add } else { Binary::Maximum };
     let mut acc: Option<Tensor> = None;
-    for i in 0..pool.k[0] {
-        for j in 0..pool.k[1] {
-            let (r0, c0) = (i * pool.d[0], j * pool.d[1]);
-            let win = padded.slice(-2, Some(r0), Some(r0 + pool.s[0] * (pool.out[0] - 1) + 1), pool.s[0])?.slice(
-                -1,
-                Some(c0),
-                Some(c0 + pool.s[1] * (pool.out[1] - 1) + 1),
-                pool.s[1],
-            )?;
-            acc = Some(match acc {
-                None => win.contiguous_copy(),
-                Some(m) => ops::binary(fold, &Operand::T(m), &Operand::T(win))?,
-            });
+    for o in pool.offsets() {
+        let mut win = padded.clone();
+        for i in 0..nd {
+            let (d, s) = ((n - nd + i) as i64, pool.s[i]);
+            win = win.slice(d, Some(o[i]), Some(o[i] + s * (pool.out[i] - 1) + 1), s)?;
         }
+        acc = Some(match acc {
+            None => win.contiguous_copy(),
+            Some(m) => ops::binary(fold, &Operand::T(m), &Operand::T(win))?,
+        });
     }
     let mut r = acc.ok_or(format!("{name}: an empty kernel"))?;
     if pool.avg {
         r = ops::binary(Binary::Div, &Operand::T(r), &Operand::S(Scalar::I(pool.divisor)))?;
     }
-    t(if pool.one_d { r.squeeze(Some(&[-2]))? } else { r })
+    t(r)
 }
