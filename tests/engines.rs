@@ -2088,3 +2088,16 @@ fn three_d_pools_check_their_arguments_as_pytorch_does() {
         every_engine_raises(src, "f", want);
     }
 }
+
+/// A module-level type alias is never evaluated: a function reading it as a value fails, located, saying so; the
+/// file's other functions run (`corpus/micro/python_reach8.py` annotates with one).
+#[test]
+fn a_type_alias_fails_only_the_function_that_reads_it() {
+    let src =
+        "Pair = tuple[torch.Tensor, torch.Tensor] | None\n\n\ndef f(x: f32[3]) -> f32[3]:\n    return x * len(Pair)\n";
+    let errs = errors(src, "f");
+    assert!(
+        errs.iter().all(|(_, m)| m.contains("`Pair` cannot be used") && m.contains("it is a type alias")),
+        "{errs:?}"
+    );
+}

@@ -4,16 +4,19 @@ of data-dependent length where their broadcast does not depend on the length (ch
 `pos_inds = torch.nonzero(gt_inds > 0, as_tuple=False).squeeze()` (0-d where one anchor is positive), as an index read
 and written, in arithmetic, `numel()` and sums, with none, one and several positives; `F.max_pool3d`/`avg_pool3d`
 and the pooling modules (`nn.MaxPool1d`/`2d`/`3d`, `nn.AvgPool1d`/`2d`/`3d`), with DeFCN's 3-d max filtering across
-pyramid levels.
+pyramid levels; module-level `torch.jit.script(f)` (FCOS-style losses), type aliases (`dict[str, torch.Tensor]`,
+`Optional[...]`) and a `torch.autograd.Function`'s `apply` bound to a name (maskrcnn-benchmark's `clip = Clip.apply`).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.autograd import Function
 
 
 def write_rows_cols(logits: f32[4, 10], s: f32[4]) -> f32[4, 10]:
@@ -119,3 +122,36 @@ def defcn_max_filtering(f0: f32[1, 4, 8, 8], f1: f32[1, 4, 4, 4], f2: f32[1, 4, 
 
 def int_max3d(x: f32[1, 2, 3, 4, 4]):
     return F.max_pool3d((x * 10).long(), 2, padding=1)
+
+
+def _focal(inputs, targets, alpha: float = 0.25, gamma: float = 2.0):
+    p = torch.sigmoid(inputs)
+    ce = F.binary_cross_entropy_with_logits(inputs, targets, reduction="none")
+    p_t = p * targets + (1 - p) * (1 - targets)
+    loss = ce * ((1 - p_t) ** gamma)
+    return (alpha * targets + (1 - alpha) * (1 - targets)) * loss
+
+
+_focal_jit = torch.jit.script(_focal)
+_focal_compiled = torch.compile(_focal, dynamic=False)
+HiddenState = dict[str, torch.Tensor]
+MaybeState = Optional[HiddenState] | None
+
+
+class _Clip(Function):
+    @staticmethod
+    def forward(ctx, x, a, b):
+        return x.clamp(a, b)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output, None, None
+
+
+_clip = _Clip.apply
+
+
+def scripted_focal_and_clip(x: f32[4, 6], t: f32[4, 6]):
+    state: HiddenState = {"x": x}
+    y = _focal_jit(state["x"], (t > 0).float()).sum() + _focal_compiled(x, (t > 0.5).float()).mean()
+    return y, _clip(x, -0.5, 0.25)

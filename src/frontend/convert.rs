@@ -204,6 +204,13 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                 // numpy on numbers folds as in a function (`OKS_SIGMA = np.array(...) / 10` aside); a value that
                 // cannot convert fails the functions that read it, not the file.
                 let numpy = cx.numpy.borrow().clone();
+                if toplevel::is_type_alias(&a.value) {
+                    let why = "it is a type alias, which funcfuse does not evaluate (it reads annotations without \
+                               evaluating them)";
+                    let error = Diagnostic::new(why).at(cx.sp(a)).in_file(_path);
+                    unusable.push(FailedFunction { name, span: cx.sp(a), error });
+                    continue;
+                }
                 let value = cx.expr(&a.value).and_then(|mut e| {
                     if let Some(np) = &numpy {
                         numpy::fold_constant(&mut e, np, &constructors)?;
@@ -224,6 +231,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
         p.settle(&mut functions, cx.lines.span(TextSize::new(*at as u32)));
     }
     classes::settle(_path, &class_order, &mut classes, &mut functions, &mut failed, &mut unusable, &|e| cx.expr(e));
+    classes::static_method_values(&classes, &mut functions, &mut constants);
     // The helpers of lambdas in class bodies (`__name__ = property(lambda self: self.ltype)`).
     functions.append(&mut cx.lambdas.borrow_mut());
     imports::qualify(_path, &mut functions, &constants, from_imports, &mut unusable);
@@ -666,6 +674,9 @@ impl Cx {
             // `torch.jit.annotate(T, value)` is `value` (its type only informs TorchScript).
             py::Expr::Call(c) if is_jit_annotate(&c.func) && c.arguments.args.len() == 2 && c.arguments.keywords.is_empty() => {
                 return self.expr(&c.arguments.args[1]);
+            }
+            py::Expr::Call(c) if inert::wrapped_unchanged(c, &self.torch.borrow()).is_some() => {
+                return self.expr(inert::wrapped_unchanged(c, &self.torch.borrow()).expect("checked"));
             }
             py::Expr::Call(c) if inert::asks_grad_mode(c, &self.torch.borrow()) => return inert::grad_enabled(c, &self.lines.source, self.sp(c)),
             // `torch.enable_grad()(closure)` (LBFGS), `torch.compile(mode=...)(f)`: the function itself.

@@ -525,6 +525,30 @@ fn class_calls(snapshot: &HashMap<String, Class>, functions: &mut [Function]) {
     }
 }
 
+/// `C.m` not called, `m` a static method of class `C` of the file (`clip = Clip.apply`, a `torch.autograd.Function`'s
+/// `apply` taken as a function, as maskrcnn-benchmark's FreeAnchor loss does): the function `C::!m`, in functions and
+/// module constants alike.
+pub(super) fn static_method_values(
+    classes: &HashMap<String, Class>,
+    functions: &mut [Function],
+    constants: &mut [(String, Expr)],
+) {
+    let mut visit = |e: &mut Expr| {
+        let ExprKind::Attr(obj, m) = &e.kind else { return };
+        let ExprKind::Name(c) = &obj.kind else { return };
+        let full = format!("{c}::!{m}");
+        if classes.get(c).is_some_and(|cls| cls.methods.contains(&full)) {
+            *e = name(&full, e.span);
+        }
+    };
+    for f in functions.iter_mut() {
+        visit_exprs_mut(&mut f.body, &mut visit);
+    }
+    for (_, e) in constants.iter_mut() {
+        visit_expr_mut(e, &mut visit);
+    }
+}
+
 /// What an `nn.Module` subclass `cname` inherits of PyTorch's mode: the class value `training = True`, and the
 /// methods it does not define, `train(self, mode=True)` (sets `training` on itself and on every attribute that is
 /// an `nn.Module` of the file, as PyTorch does on its registered children, and returns itself) and `eval(self)`,

@@ -57,6 +57,22 @@ pub(super) fn is_inert_decorator(e: &py::Expr, torch: &[String]) -> bool {
     }
 }
 
+/// `torch.jit.script(f)` and `torch.compile(f, ...)` called on a function (FCOS-style `_loss_jit =
+/// torch.jit.script(_loss)` at module level), and TorchScript's markers called so: the function itself, as the
+/// decorators are (`is_inert_decorator`). The argument, where `c` is such a call.
+pub(super) fn wrapped_unchanged<'a>(c: &'a py::ExprCall, torch: &[String]) -> Option<&'a py::Expr> {
+    let p = dotted(c.func.as_ref(), torch);
+    let known = matches!(
+        p.as_str(),
+        "torch.jit.script" | "torch.jit.ignore" | "torch.jit.unused" | "torch.jit.export" | "torch.compile"
+    );
+    let keywords_fine = c.arguments.keywords.is_empty() || p == "torch.compile";
+    match c.arguments.args.as_ref() {
+        [f] if known && keywords_fine && !f.is_starred_expr() => Some(f),
+        _ => None,
+    }
+}
+
 /// Whether a `def` returns its one parameter unchanged (`def decorator(func): return func`, maybe after a
 /// docstring): as a decorator it changes nothing.
 pub(super) fn returns_its_argument(f: &py::StmtFunctionDef) -> bool {

@@ -283,3 +283,54 @@ fn bound_by(stmt: &py::Stmt, out: &mut Vec<String>) {
         b.iter().for_each(|s| bound_by(s, out));
     }
 }
+
+/// Names of generic types that a module-level type alias subscripts (`dict[str, torch.Tensor]`, `Optional[int]`).
+const GENERIC_TYPES: &[&str] = &[
+    "dict",
+    "list",
+    "tuple",
+    "set",
+    "frozenset",
+    "type",
+    "Dict",
+    "List",
+    "Tuple",
+    "Set",
+    "FrozenSet",
+    "Type",
+    "Optional",
+    "Union",
+    "Callable",
+    "Iterable",
+    "Iterator",
+    "Sequence",
+    "Mapping",
+    "MutableMapping",
+    "Literal",
+    "Generator",
+    "Annotated",
+];
+
+/// Whether `e` is a type alias (`MemoryHiddenState = dict[str, torch.Tensor]`, `Pair = Tuple[int, int] | None`):
+/// funcfuse does not evaluate types (annotations are never evaluated), so the name is left unusable, which fails
+/// only a function that reads it as a value.
+pub(super) fn is_type_alias(e: &py::Expr) -> bool {
+    let generic = |e: &py::Expr| match e {
+        py::Expr::Name(n) => GENERIC_TYPES.contains(&n.id.as_str()),
+        py::Expr::Attribute(a) => GENERIC_TYPES.contains(&a.attr.as_str()),
+        _ => false,
+    };
+    match e {
+        py::Expr::Subscript(s) => generic(&s.value),
+        py::Expr::BinOp(b) if b.op == py::Operator::BitOr => {
+            let side = |x: &py::Expr| {
+                is_type_alias(x)
+                    || x.is_none_literal_expr()
+                    || matches!(x, py::Expr::Name(_))
+                    || matches!(x, py::Expr::Attribute(a) if a.attr.starts_with(|c: char| c.is_ascii_uppercase()))
+            };
+            (is_type_alias(&b.left) || is_type_alias(&b.right)) && side(&b.left) && side(&b.right)
+        }
+        _ => false,
+    }
+}
