@@ -5,12 +5,15 @@ of data-dependent length where their broadcast does not depend on the length (ch
 and written, in arithmetic, `numel()` and sums, with none, one and several positives; `F.max_pool3d`/`avg_pool3d`
 and the pooling modules (`nn.MaxPool1d`/`2d`/`3d`, `nn.AvgPool1d`/`2d`/`3d`), with DeFCN's 3-d max filtering across
 pyramid levels; module-level `torch.jit.script(f)` (FCOS-style losses), type aliases (`dict[str, torch.Tensor]`,
-`Optional[...]`) and a `torch.autograd.Function`'s `apply` bound to a name (maskrcnn-benchmark's `clip = Clip.apply`).
+`Optional[...]`) and a `torch.autograd.Function`'s `apply` bound to a name (maskrcnn-benchmark's `clip = Clip.apply`); `functools.reduce`; an optimizer keeping its state under its first parameter
+(hypergradient-descent's SGDHD, `self.state[self._params[0]]`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from functools import reduce
 from typing import Optional
 
 import torch
@@ -155,3 +158,35 @@ def scripted_focal_and_clip(x: f32[4, 6], t: f32[4, 6]):
     state: HiddenState = {"x": x}
     y = _focal_jit(state["x"], (t > 0).float()).sum() + _focal_compiled(x, (t > 0.5).float()).mean()
     return y, _clip(x, -0.5, 0.25)
+
+
+def reduce_forms(x: f32[3, 4], y: f32[4]):
+    total = reduce(lambda acc, p: acc + p.numel(), [x, y], 0)
+    prod = functools.reduce(lambda a, b: a * b, x.shape)
+    s = reduce(torch.add, [x, x * 2, x * 3])
+    m = reduce(lambda a, b: torch.maximum(a, b), x.unbind(0))
+    return x * total + prod, s, m
+
+
+class _GlobalStateSGD(torch.optim.Optimizer):
+    # gbaydin/hypergradient-descent, sgd_hd.py: one state for all parameters, kept under the first.
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr))
+        self._params = self.param_groups[0]["params"]
+
+    def step(self):
+        state = self.state[self._params[0]]
+        if len(state) == 0:
+            state["steps"] = 0
+        state["steps"] += 1
+        for p in self._params:
+            p.data.add_(p.grad, alpha=-self.param_groups[0]["lr"] / state["steps"])
+
+
+def global_state_sgd(w: f32[3, 4], b: f32[4], gw: f32[3, 4], gb: f32[4]):
+    opt = _GlobalStateSGD([w, b])
+    for i in range(3):
+        w.grad = gw * (i + 1)
+        b.grad = gb
+        opt.step()
+    return w, b

@@ -386,9 +386,12 @@ impl<'m> Fz<'m> {
         Ok(FV::None)
     }
 
-    /// `functools.NAME(*pos, **kw)`: `partial` by keyword ([`crate::interp::compat::functools_partial`]).
+    /// `functools.NAME(*pos, **kw)`: `partial` by keyword ([`crate::interp::compat::functools_partial`]), `reduce`.
     pub(super) fn functools(&mut self, name: &str, pos: &[FV], kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
         use crate::interp::compat::{functools_partial, PARTIAL};
+        if name == "reduce" {
+            return crate::interp::compat::reduce(self, pos, &kw, span);
+        }
         let func = match pos.first() {
             Some(FV::Func(f)) => Some((&**f, &[][..])),
             Some(FV::Closure(f, c)) if f.starts_with(PARTIAL) => Some((&**f, &c[..])),

@@ -32,6 +32,7 @@ impl<'m> Interp<'m> {
                 }
                 Value::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
                 Value::Module("itertools") => self.itertools(name, &pos, &kw, span),
+                Value::Module("functools") if name == "reduce" => super::compat::reduce(self, &pos, &kw, span),
                 Value::Module("functools") => {
                     let func = match pos.first() {
                         Some(Value::Func(f)) => Some((&**f, &[][..])),

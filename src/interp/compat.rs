@@ -302,6 +302,34 @@ pub(crate) fn logcumsumexp_check(d: DType, len: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// `functools.reduce(function, iterable[, initial])`, as Python runs it: the items folded from the left by
+/// `function`, starting from `initial` where given, else from the first item (Python's `TypeError` for an empty
+/// iterable without one).
+pub fn reduce<'m, W: super::pyvalue::Walk<'m>>(
+    w: &mut W,
+    pos: &[W::V],
+    kw: &[(String, W::V)],
+    span: crate::diag::Span,
+) -> Result<W::V, W::Err> {
+    let fail = |m: String| Err(crate::diag::Diagnostic::new(m).at(span).into());
+    if !kw.is_empty() {
+        return fail("TypeError: reduce() takes no keyword arguments".into());
+    }
+    let (f, items, initial) = match pos {
+        [f, xs] => (f, xs, None),
+        [f, xs, init] => (f, xs, Some(init.clone())),
+        _ => return fail(format!("TypeError: reduce expected at least 2 arguments, got {}", pos.len())),
+    };
+    let mut items = w.iterate(items, span)?.into_iter();
+    let Some(mut acc) = initial.or_else(|| items.next()) else {
+        return fail("TypeError: reduce() of empty iterable with no initial value".into());
+    };
+    for x in items {
+        acc = w.call_value(f.clone(), vec![acc, x], span, "reduce()'s function")?;
+    }
+    Ok(acc)
+}
+
 /// The name prefix of a `functools.partial` value: a closure (`Closure(PARTIAL + f, keywords)`) whose keywords a call
 /// may override, unlike a nested `def`'s captured values.
 pub const PARTIAL: &str = "<partial>";
@@ -316,7 +344,7 @@ pub fn functools_partial<V: Clone>(
     kw: Vec<(String, V)>,
 ) -> Result<(String, Vec<(String, V)>), String> {
     if name != "partial" {
-        return Err(format!("unsupported function `functools.{name}` (only functools.partial)"));
+        return Err(format!("unsupported function `functools.{name}` (only functools.partial and functools.reduce)"));
     }
     let Some((f, inner)) = func else {
         return Err(if npos == 0 {

@@ -30,7 +30,7 @@ pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str
         "collections" if name == "defaultdict" => Some(Ok("collections")),
         // A class of the file (`convert::prelude`).
         "collections" if name == "deque" => Some(Ok("collections")),
-        "functools" if name == "partial" => Some(Ok("functools")),
+        "functools" if matches!(name, "partial" | "reduce") => Some(Ok("functools")),
         // torch's own names (`from torch.nn.functional import scaled_dot_product_attention`, `from torch import
         // nn`): a name the module lacks fails where it is read, as `torch.NAME` does.
         "torch" => Some(Ok("torch")),

@@ -3,9 +3,10 @@
 //! apart), and a read `X.state[K]` in a file with these classes is `X.state.setdefault(K, {}) if isinstance(X,
 //! optim·Optimizer) else X.state[K]` ([`state_reads`]): what the `defaultdict` gives for an optimizer, and the plain
 //! read for anything else; `X.state = defaultdict(dict)` in a method of an optimizer class (Lookahead's own state) is
-//! `X.state = {}` (elsewhere it stays the `defaultdict` the conversion refuses). `X` and `K` must
-//! be names, attributes of names or constants (they are read twice); any other read stays a plain one, which raises
-//! `KeyError` rather than give a wrong value.
+//! `X.state = {}` (elsewhere it stays the `defaultdict` the conversion refuses). `X` must be a name,
+//! an attribute of one or a constant (it is read twice); `K` is read once, whatever it is (SGDHD's
+//! `self.state[self._params[0]]`); any other read stays a plain one, which raises `KeyError` rather than give a wrong
+//! value.
 
 use super::prelude::class_name;
 use crate::frontend::ast::*;
@@ -101,7 +102,7 @@ const STATE_READ: &str = "·state_read";
 fn read(e: &mut Expr) {
     let ExprKind::Subscript(obj, key) = &e.kind else { return };
     let ExprKind::Attr(owner, a) = &obj.kind else { return };
-    if a != "state" || !pure(owner) || !pure(key) {
+    if a != "state" || !pure(owner) {
         return;
     }
     let func = Box::new(Expr { kind: ExprKind::Name(STATE_READ.into()), span: e.span });
