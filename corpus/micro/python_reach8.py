@@ -6,7 +6,8 @@ and written, in arithmetic, `numel()` and sums, with none, one and several posit
 and the pooling modules (`nn.MaxPool1d`/`2d`/`3d`, `nn.AvgPool1d`/`2d`/`3d`), with DeFCN's 3-d max filtering across
 pyramid levels; module-level `torch.jit.script(f)` (FCOS-style losses), type aliases (`dict[str, torch.Tensor]`,
 `Optional[...]`) and a `torch.autograd.Function`'s `apply` bound to a name (maskrcnn-benchmark's `clip = Clip.apply`); `functools.reduce`; an optimizer keeping its state under its first parameter
-(hypergradient-descent's SGDHD, `self.state[self._params[0]]`).
+(hypergradient-descent's SGDHD, `self.state[self._params[0]]`); DETR's bound methods as values (`loss_map =
+{'labels': self.loss_labels, ...}`), `torch.tensor(range(n))`, the deprecated `torch.range` and `layout=x.layout`.
 """
 
 from __future__ import annotations
@@ -190,3 +191,64 @@ def global_state_sgd(w: f32[3, 4], b: f32[4], gw: f32[3, 4], gb: f32[4]):
         b.grad = gb
         opt.step()
     return w, b
+
+
+class _Criterion:
+    def __init__(self, weight):
+        self.weight = weight
+        self.calls = 0
+
+    def loss_labels(self, x, t, scale=1.0):
+        self.calls += 1
+        return {"labels": ((x - t) ** 2).mean() * self.weight * scale}
+
+    def loss_boxes(self, x, t, scale=1.0):
+        self.calls += 1
+        return {"boxes": (x - t).abs().sum() * scale}
+
+    def get_loss(self, loss, x, t, **kwargs):
+        loss_map = {"labels": self.loss_labels, "boxes": self.loss_boxes}
+        assert loss in loss_map, f"do you really want to compute {loss} loss?"
+        return loss_map[loss](x, t, **kwargs)
+
+
+class _Sub(_Criterion):
+    def loss_boxes(self, x, t, scale=1.0):
+        self.calls += 10
+        return {"boxes": (x - t).abs().amax() * scale}
+
+
+def bound_methods(x: f32[3, 4], t: f32[3, 4]):
+    c = _Criterion(2.0)
+    s = _Sub(3.0)
+    out = {}
+    for name in ["labels", "boxes"]:
+        out.update(c.get_loss(name, x, t, scale=0.5))
+        out.update({k + "_sub": v for k, v in s.get_loss(name, x, t).items()})
+    f = s.loss_labels
+    return out["labels"], out["boxes"], out["labels_sub"], out["boxes_sub"], f(x, t)["labels"], torch.tensor(c.calls + s.calls)
+
+
+def tensor_of_range(x: f32[3]):
+    a = torch.tensor(range(3))
+    b = torch.tensor([range(2), range(1, 5, 2)], dtype=torch.float32)
+    c = torch.as_tensor(range(6, 0, -2))
+    return x * a, b, c
+
+
+def torch_range_forms(x: f32[4]):
+    a = torch.range(0, 3)
+    b = torch.range(0, 1, 0.3)
+    c = torch.range(0, 3, dtype=torch.long)
+    d = torch.range(5, 1, -2)
+    e = torch.range(start=1.5, end=3)
+    n = x.shape[0]
+    t = torch.range(0, n - 1).long()
+    return x * a, b, c, d, e, t
+
+
+def layout_of(x: f32[2, 3]):
+    # IDEA-Research/DINO, dn_components / SetCriterion.loss_labels: a one-hot target made like its logits.
+    t = torch.zeros([x.shape[0], x.shape[1] + 1], dtype=x.dtype, layout=x.layout, device=x.device)
+    t.scatter_(1, (x[:, :1] > 0).long() * 3, 1)
+    return t[:, :-1], torch.ones(2, layout=torch.strided)

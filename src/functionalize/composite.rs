@@ -455,6 +455,7 @@ impl<'m> Fz<'m> {
             "scalar_tensor" if !method => self.scalar_tensor_of(a),
             "zeros_like" | "ones_like" | "empty_like" | "full_like" => self.filled_like(name, a),
             "arange" => self.arange(a),
+            "range" => self.torch_range(a),
             "tensor" | "as_tensor" => self.tensor_of(a),
             "meshgrid" => self.meshgrid(a),
             "linspace" => self.linspace(name, a),
@@ -616,6 +617,31 @@ impl<'m> Fz<'m> {
         self.fresh_op(OpName::Arange, vec![d, ls, lst, nn], None, span)
     }
 
+    /// The deprecated `torch.range` (`crate::interp::creation::range_args`): `arange`'s term over its length.
+    fn torch_range(&mut self, a: &A) -> FR<FV> {
+        let span = a.span;
+        let num = |v: &FV| {
+            a.number(v).ok_or_else(|| Stop::NeedsStatic(span, "torch.range bounds known only at run time".into()))
+        };
+        let [s, e, st] = crate::interp::creation::range_args(&a.pos, |k| a.get(usize::MAX, k)).map_err(err(span))?;
+        let (start, end) = (num(s.expect("checked"))?, num(e.expect("checked"))?);
+        let step = st.map(num).transpose()?.unwrap_or(Scalar::I(1));
+        let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
+        let n = crate::interp::creation::range_len(start.to_f64(), end.to_f64(), step.to_f64()).map_err(err(span))?;
+        let fractional = |x: Scalar| x.to_f64().fract() != 0.0;
+        if !dt.is_float() && (fractional(start) || fractional(step)) {
+            return diag(span, "torch.range with an integer dtype and a fractional start or step is not supported");
+        }
+        let d = self.t.leaf(Node::DType(dt));
+        let lit = |x: Scalar| match dt.is_float() {
+            true => Node::Float(crate::ir::FloatLit(x.to_f64())),
+            false => Node::Int(x.to_f64() as i64),
+        };
+        let (ls, lst) = (self.t.leaf(lit(start)), self.t.leaf(lit(step)));
+        let nn = self.t.leaf(Node::Int(n as i64));
+        self.fresh_op(OpName::Arange, vec![d, ls, lst, nn], None, span)
+    }
+
     /// `tensor`/`as_tensor`: a copy of a tensor, constant data, or the concatenation of numbers known at run time.
     fn tensor_of(&mut self, a: &A) -> FR<FV> {
         let span = a.span;
@@ -742,8 +768,11 @@ impl A {
 
 fn flatten_fv(v: &FV, shape: &mut Vec<usize>, depth: usize, out: &mut Vec<FV>) -> Result<(), String> {
     match v {
-        FV::List(_) | FV::Tuple(_) => {
-            let items = v.items().unwrap_or_default();
+        FV::List(_) | FV::Tuple(_) | FV::Range(..) => {
+            let items = match v {
+                FV::Range(a, b, s) => crate::interp::value::range_values(*a, *b, *s).into_iter().map(FV::Int).collect(),
+                _ => v.items().unwrap_or_default(),
+            };
             crate::interp::torch_ops::nested_len(shape, depth, items.len())?;
             for it in &items {
                 flatten_fv(it, shape, depth + 1, out)?;

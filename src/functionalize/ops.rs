@@ -424,6 +424,7 @@ impl<'m> Fz<'m> {
                 "mT" => FV::Tensor(self.tview(t, |d| d.transpose(-2, -1)).map_err(err(span))?),
                 "data" | "real" => o.clone(),
                 "device" => FV::Device,
+                "layout" => FV::Str(crate::interp::device::STRIDED.into()),
                 "is_cuda" => FV::Bool(false),
                 "grad" | "grad_fn" => FV::None,
                 _ => match crate::interp::python::cpu_dense_flag(name) {

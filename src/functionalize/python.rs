@@ -131,6 +131,10 @@ impl<'m> Fz<'m> {
         shown: &str,
     ) -> FR<FV> {
         if let FV::Closure(fname, captured) = &callee {
+            if let Some(f) = fname.strip_prefix(crate::interp::objects::BOUND) {
+                let pos = captured.iter().map(|(_, o)| o.clone()).chain(pos).collect();
+                return self.call_value(FV::Func(f.into()), pos, kw, span, shown);
+            }
             if let Some(f) = fname.strip_prefix(crate::interp::compat::PARTIAL) {
                 let kw = crate::interp::compat::partial_keywords(captured, kw);
                 return self.call_value(FV::Func(f.into()), pos, kw, span, shown);

@@ -297,6 +297,11 @@ impl<'m> Interp<'m> {
                 let func = module.function(&name).expect("Func values name module functions");
                 self.call_function(func, pos, kw, span)
             }
+            Value::Closure(name, captured) if name.starts_with(super::objects::BOUND) => {
+                let f = &name[super::objects::BOUND.len()..];
+                let pos = captured.iter().map(|(_, o)| o.clone()).chain(pos).collect();
+                self.call_value(Value::Func(f.into()), pos, kw, span)
+            }
             Value::Closure(name, captured) if name.starts_with(super::compat::PARTIAL) => {
                 let f = &name[super::compat::PARTIAL.len()..];
                 let kw = super::compat::partial_keywords(&captured, kw);
@@ -540,6 +545,7 @@ impl<'m> Interp<'m> {
                 "mT" => Value::Tensor(t.transpose(-2, -1).map_err(&e)?),
                 "data" => Value::Tensor(t.clone()),
                 "device" => Value::Device,
+                "layout" => Value::Str(super::device::STRIDED.into()),
                 "is_cuda" => Value::Bool(false),
                 "real" => Value::Tensor(t.clone()),
                 // Outside autograd a tensor has no gradient and was made by no graph node.

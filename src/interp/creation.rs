@@ -91,6 +91,7 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
             t(out)
         }
         "arange" => arange(a),
+        "range" => torch_range(a),
         "linspace" => {
             let s = a.req(0, "start")?.as_number().ok_or("linspace(): start must be a number")?.to_f64();
             let e = a.req(1, "end")?.as_number().ok_or("linspace(): end must be a number")?.to_f64();
@@ -234,6 +235,51 @@ fn meshgrid(a: &Args) -> AResult<Value> {
 
 /// The number of values `arange` gives from `start` by `step` below `end`, after PyTorch's checks of the step (both
 /// engines; each bounds the count as it can hold it).
+/// The deprecated `torch.range(start, end, step=1)`'s arguments (by position or keyword) and length: its `end` is
+/// included, so it has floor((end - start) / step) + 1 elements (PyTorch's errors for a zero step or one of the
+/// wrong sign).
+pub(crate) fn range_args<'v, V>(
+    pos: &'v [V],
+    kw: impl Fn(&str) -> Option<&'v V>,
+) -> Result<[Option<&'v V>; 3], String> {
+    if pos.len() > 3 {
+        return Err(format!("range() takes from 2 to 3 positional arguments but {} were given", pos.len()));
+    }
+    let slot = |i: usize, k: &str| match (pos.get(i), kw(k)) {
+        (Some(_), Some(_)) => Err("range() received an invalid combination of arguments".to_string()),
+        (p, k) => Ok(p.or(k)),
+    };
+    let (start, end, step) = (slot(0, "start")?, slot(1, "end")?, slot(2, "step")?);
+    if start.is_none() || end.is_none() {
+        return Err("range() received an invalid combination of arguments".into());
+    }
+    Ok([start, end, step])
+}
+
+/// [`range_args`]' number of elements.
+pub(crate) fn range_len(start: f64, end: f64, step: f64) -> Result<f64, String> {
+    arange_len(start, end, step)?;
+    Ok(((end - start) / step).floor() + 1.0)
+}
+
+/// `torch.range(start, end, step=1)` (see [`range_args`]): the default float dtype unless `dtype=` says otherwise.
+fn torch_range(a: &Args) -> AResult<Value> {
+    let num = |v: &Value| match v {
+        Value::Tensor(t) if t.numel() == 1 => t.item(),
+        o => o.as_scalar().ok_or_else(|| format!("range(): arguments must be numbers, not {}", o.type_name())),
+    };
+    let [s, e, st] = range_args(&a.pos, |k| a.get(usize::MAX, k))?;
+    let (s, e) = (num(s.expect("checked"))?.to_f64(), num(e.expect("checked"))?.to_f64());
+    let st = st.map(num).transpose()?.map_or(1.0, |v| v.to_f64());
+    let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
+    let n = range_len(s, e, st)?;
+    if !n.is_finite() || n > crate::tensor::MAX_ELEMENTS as f64 {
+        return Err(format!("range(): {n} elements is more than this interpreter allows"));
+    }
+    let vals: Vec<Scalar> = (0..n as usize).map(|i| Scalar::F(s + i as f64 * st)).collect();
+    t(Tensor::from_scalars(dt, &[n as usize], &vals)?)
+}
+
 pub(crate) fn arange_len(start: f64, end: f64, step: f64) -> Result<f64, String> {
     if step == 0.0 {
         return Err("step must be nonzero".into());

@@ -1,6 +1,6 @@
 //! Devices and the keywords that only say where or how a tensor lives, for both engines: the CPU is the one
-//! device (`device=`, `.to(device)`, `torch.device(...)`, `x.device.type`), default memory formats, and a factory's
-//! `requires_grad=False` / `pin_memory=False`.
+//! device (`device=`, `.to(device)`, `torch.device(...)`, `x.device.type`), default memory formats, the strided
+//! layout (`layout=x.layout`), and a factory's `requires_grad=False` / `pin_memory=False`.
 
 use super::pyvalue::{Py, PyValue};
 use super::value::Value;
@@ -70,6 +70,18 @@ pub(crate) fn strip_device<V: PyValue>(name: &str, pos: &mut Vec<V>, kw: &mut Ve
             }
         }
     }
+    // `layout=torch.strided` (DINO's `torch.zeros(..., layout=x.layout)`) is every tensor's layout here.
+    if let Some(k) = kw.iter().position(|(k, _)| k == "layout") {
+        match lit(&kw[k].1) {
+            Lit::Str(STRIDED) | Lit::None => {
+                kw.remove(k);
+            }
+            Lit::Str(other) => {
+                return Err(format!("{name}(layout={other}): only dense (strided) tensors are supported"))
+            }
+            _ => return Err(format!("{name}(): argument 'layout' must be torch.layout, not {}", kw[k].1.type_name())),
+        }
+    }
     if name == "copy_" {
         // A copy between devices may be asynchronous; on the one device it is an ordinary copy.
         kw.retain(|(k, v)| !(k == "non_blocking" && matches!(lit(v), Lit::Bool(_))));
@@ -84,6 +96,9 @@ pub(crate) fn strip_device<V: PyValue>(name: &str, pos: &mut Vec<V>, kw: &mut Ve
     }
     Ok(())
 }
+
+/// The layout of every tensor here, as a value (`x.layout`, `torch.strided`).
+pub(crate) const STRIDED: &str = "torch.strided";
 
 /// The calls that make a tensor and so take `requires_grad=` and `pin_memory=` (as `torch.X` or `x.X`).
 const FACTORIES: &[&str] = &[

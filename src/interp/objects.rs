@@ -54,6 +54,10 @@ pub fn membership<V: PyValue>(o: &V) -> Result<V, String> {
     items_of(o).ok_or_else(|| format!("TypeError: argument of type '{cls}' is not iterable"))
 }
 
+/// The name prefix of a bound method: a closure (`Closure(BOUND + "C::m", [("self", o)])`) whose call calls `C::m`
+/// with `o` first.
+pub const BOUND: &str = "<bound>";
+
 fn no_attribute(cls: &str, name: &str, span: Span) -> Diagnostic {
     Diagnostic::new(format!("AttributeError: '{cls}' object has no attribute '{name}'")).at(span)
 }
@@ -67,9 +71,10 @@ pub fn attribute<'m, W: Walk<'m>>(w: &mut W, o: &W::V, cls: &str, name: &str, sp
     if w.has_function(&getter) {
         return w.call_value(W::V::make(Made::Func(getter.into())), vec![o.clone()], span, name);
     }
+    // A method as a value (DETR's `loss_map = {'labels': self.loss_labels, ...}`): bound to the object.
     if w.has_function(&format!("{cls}::{name}")) {
-        let m = format!("`{name}` of a `{cls}` as a value (a bound method) is not supported; call it where it is read");
-        return Err(Diagnostic::new(m).at(span).into());
+        let f = format!("{BOUND}{cls}::{name}");
+        return Ok(W::V::make(Made::Closure(f.into(), vec![("self".into(), o.clone())])));
     }
     Err(no_attribute(cls, name, span).into())
 }

@@ -580,6 +580,8 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
         "torch.jit" => Value::Module("torch.jit"),
         "torch.compiler" => Value::Module("torch.compiler"),
         f if MEMORY_FORMATS.contains(&f) => Value::Str(f.into()),
+        // The dense layout every tensor here has (`layout=x.layout`); the sparse ones name what is not run.
+        f @ ("torch.strided" | "torch.sparse_coo" | "torch.sparse_csr") => Value::Str(f.into()),
         // PyTorch's dtypes no tensor here has: a value that equals no dtype of ours and prints as PyTorch's, so
         // that `x.dtype in (torch.float16, torch.int8)` and `x.dtype == torch.uint8` work (making such a tensor fails).
         f if crate::tensor::OTHER_TORCH_DTYPES.contains(&f) => Value::Str(f.into()),

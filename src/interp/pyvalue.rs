@@ -58,6 +58,8 @@ pub enum Made<V> {
     Module(&'static str),
     /// A function of the program file, by name (a class's method is `CLASS::NAME`: `frontend::convert::classes`).
     Func(Rc<str>),
+    /// A closure: a function of the program file and the values it carries (a bound method: `objects::BOUND`).
+    Closure(Rc<str>, Vec<(String, V)>),
 }
 
 /// A Python value of one engine.
@@ -679,6 +681,7 @@ macro_rules! py_values {
                     Made::Device => $t::Device,
                     Made::Module(m) => $t::Module(m),
                     Made::Func(f) => $t::Func(f),
+                    Made::Closure(f, captured) => $t::Closure(f, std::rc::Rc::new(captured)),
                 }
             }
 

@@ -213,8 +213,11 @@ pub(super) fn flatten_data(
     kind: &mut DataKind,
 ) -> AResult<()> {
     match v {
-        Value::List(_) | Value::Tuple(_) => {
-            let items = v.items().unwrap_or_default();
+        Value::List(_) | Value::Tuple(_) | Value::Range(..) => {
+            let items = match v {
+                Value::Range(a, b, s) => super::value::range_values(*a, *b, *s).into_iter().map(Value::Int).collect(),
+                _ => v.items().unwrap_or_default(),
+            };
             nested_len(shape, depth, items.len())?;
             for it in &items {
                 flatten_data(it, shape, depth + 1, out, kind)?;
