@@ -2097,3 +2097,24 @@ fn a_type_alias_fails_only_the_function_that_reads_it() {
     let m = conversion_error(&format!("{HEADER}{src}"));
     assert!(m.contains("`Pair` cannot be used") && m.contains("it is a type alias"), "{m}");
 }
+
+/// In-place arithmetic on a squeezed index list held by a name, a list entry or an attribute is refused (its other
+/// holders would keep the old values); `x[p] op= v` updates `x` (`corpus/micro/python_reach8.py`), with PyTorch's
+/// error where the result cannot keep `x`'s dtype. 1-d max pooling of integers is PyTorch's error.
+#[test]
+fn squeezed_lists_are_not_changed_in_place_and_integer_1d_max_pools_fail() {
+    let head = "class _H:\n    def __init__(self, p):\n        self.p = p\n\n\ndef f(x: f32[8, 5], s: f32[6]):\n    p = torch.nonzero(s > -0.5, as_tuple=False).squeeze()\n";
+    let want = "`.squeeze()` without a dim of an index list or selection of data-dependent length";
+    for use_ in [
+        "q = p\n    p *= 2\n    return x[q].sum()",
+        "l = [p]\n    l[0] += 1\n    return x[p].sum()",
+        "h = _H(p)\n    h.p += 1\n    return x[p].sum()",
+    ] {
+        let errs = errors(&format!("{head}    {use_}\n"), "f");
+        assert!(errs[1..].iter().all(|(_, m)| m.contains(want)), "{use_}: {errs:?}");
+    }
+    let src = "def f(x: i64[8], s: f32[8]):\n    p = torch.nonzero(s > 0, as_tuple=False).squeeze()\n    x[p] += 0.5\n    return x\n";
+    every_engine_raises(src, "f", "result type Float can't be cast to the desired output type Long");
+    let src = "def f(x: i64[1, 2, 4]):\n    return torch.nn.functional.max_pool1d(x, 2)\n";
+    every_engine_raises(src, "f", "\"max_pool1d_impl\" not implemented for 'Long'");
+}

@@ -252,3 +252,64 @@ def layout_of(x: f32[2, 3]):
     t = torch.zeros([x.shape[0], x.shape[1] + 1], dtype=x.dtype, layout=x.layout, device=x.device)
     t.scatter_(1, (x[:, :1] > 0).long() * 3, 1)
     return t[:, :-1], torch.ones(2, layout=torch.strided)
+
+
+class _P:
+    @staticmethod
+    def w(x):
+        return x - 100
+
+
+class _Q:
+    def __init__(self, k):
+        self.k = k
+
+    def w(self, x):
+        return x * self.k
+
+    @staticmethod
+    def s(x):
+        return x + 1
+
+
+def shadowed_class(x: f32[3, 4]):
+    _P = _Q(2.0)
+    g = _P.w
+    return g(x), _P.w(x)
+
+
+def _call_with(_P, x):
+    return _P.w(x)
+
+
+def shadowed_param(x: f32[3, 4]):
+    return _call_with(_Q(3.0), x)
+
+
+def bound_equality(x: f32[3]):
+    a = _Q(2.0)
+    f = a.w
+    b = _Q(2.0)
+    same = float(f == f) + float(a.w == a.w) * 10 + float(a.w == b.w) * 100 + float(a.w != b.w) * 1000
+    return x * same
+
+
+def static_through_instance(x: f32[3]):
+    a = _Q(2.0)
+    s = a.s
+    return s(x), a.s(x)
+
+
+def torch_range_int(x: f32[4]):
+    a = torch.range(-5, -2.5, dtype=torch.long)
+    b = torch.range(5, 2.5, -1, dtype=torch.int32)
+    c = torch.range(-0.5, 2, dtype=torch.long)
+    d = torch.range(0.5, 3, dtype=torch.long)
+    return a, b, c, d
+
+
+def squeezed_aug_write(x: f32[8, 5], s: f32[8]):
+    p = torch.nonzero(s > 0, as_tuple=False).squeeze()
+    x[p] += 1.5
+    x[p] -= x[p] * 0.5
+    return x

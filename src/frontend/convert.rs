@@ -201,25 +201,9 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                 };
                 cx.inert_decorators.borrow_mut().remove(&name);
                 unusable.retain(|u| u.name != name);
-                // numpy on numbers folds as in a function (`OKS_SIGMA = np.array(...) / 10` aside); a value that
-                // cannot convert fails the functions that read it, not the file.
-                let numpy = cx.numpy.borrow().clone();
-                if toplevel::is_type_alias(&a.value) {
-                    let why = "it is a type alias, which funcfuse does not evaluate (it reads annotations without \
-                               evaluating them)";
-                    let error = Diagnostic::new(why).at(cx.sp(a)).in_file(_path);
-                    unusable.push(FailedFunction { name, span: cx.sp(a), error });
-                    continue;
-                }
-                let value = cx.expr(&a.value).and_then(|mut e| {
-                    if let Some(np) = &numpy {
-                        numpy::fold_constant(&mut e, np, &constructors)?;
-                    }
-                    Ok(e)
-                });
-                match value {
+                match toplevel::module_constant(&cx, _path, a, &constructors) {
                     Ok(e) => constants.push((name, e)),
-                    Err(d) => unusable.push(FailedFunction { name, span: cx.sp(a), error: d.in_file(_path) }),
+                    Err(error) => unusable.push(FailedFunction { name, span: cx.sp(a), error }),
                 }
                 functions.append(&mut cx.lambdas.borrow_mut());
             }

@@ -592,56 +592,6 @@ impl<'m> Fz<'m> {
         Ok(FV::Tensor(self.fresh(r, Some(&x), span)?))
     }
 
-    /// `arange`: one `arange` term of the bounds, which must be known now.
-    fn arange(&mut self, a: &A) -> FR<FV> {
-        let span = a.span;
-        let num =
-            |v: &FV| a.number(v).ok_or_else(|| Stop::NeedsStatic(span, "arange bounds known only at run time".into()));
-        let (s, e, st) = crate::interp::creation::arange_bind(&a.pos, |k| a.get(usize::MAX, k)).map_err(err(span))?;
-        let start = s.map(num).transpose()?.unwrap_or(Scalar::I(0));
-        let (end, step) = (num(e)?, st.map(num).transpose()?.unwrap_or(Scalar::I(1)));
-        let all_int = [start, end, step].iter().all(|s| !matches!(s, Scalar::F(_)));
-        let dt = a.dtype(99, "dtype")?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
-        let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
-        let n = crate::interp::creation::arange_len(s, e, st).map_err(err(span))? as i64;
-        let d = self.t.leaf(Node::DType(dt));
-        let lit = |x: Scalar| {
-            if all_int {
-                Node::Int(x.to_i64_trunc())
-            } else {
-                Node::Float(crate::ir::FloatLit(x.to_f64()))
-            }
-        };
-        let (ls, lst) = (self.t.leaf(lit(start)), self.t.leaf(lit(step)));
-        let nn = self.t.leaf(Node::Int(n));
-        self.fresh_op(OpName::Arange, vec![d, ls, lst, nn], None, span)
-    }
-
-    /// The deprecated `torch.range` (`crate::interp::creation::range_args`): `arange`'s term over its length.
-    fn torch_range(&mut self, a: &A) -> FR<FV> {
-        let span = a.span;
-        let num = |v: &FV| {
-            a.number(v).ok_or_else(|| Stop::NeedsStatic(span, "torch.range bounds known only at run time".into()))
-        };
-        let [s, e, st] = crate::interp::creation::range_args(&a.pos, |k| a.get(usize::MAX, k)).map_err(err(span))?;
-        let (start, end) = (num(s.expect("checked"))?, num(e.expect("checked"))?);
-        let step = st.map(num).transpose()?.unwrap_or(Scalar::I(1));
-        let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
-        let n = crate::interp::creation::range_len(start.to_f64(), end.to_f64(), step.to_f64()).map_err(err(span))?;
-        let fractional = |x: Scalar| x.to_f64().fract() != 0.0;
-        if !dt.is_float() && (fractional(start) || fractional(step)) {
-            return diag(span, "torch.range with an integer dtype and a fractional start or step is not supported");
-        }
-        let d = self.t.leaf(Node::DType(dt));
-        let lit = |x: Scalar| match dt.is_float() {
-            true => Node::Float(crate::ir::FloatLit(x.to_f64())),
-            false => Node::Int(x.to_f64() as i64),
-        };
-        let (ls, lst) = (self.t.leaf(lit(start)), self.t.leaf(lit(step)));
-        let nn = self.t.leaf(Node::Int(n as i64));
-        self.fresh_op(OpName::Arange, vec![d, ls, lst, nn], None, span)
-    }
-
     /// `tensor`/`as_tensor`: a copy of a tensor, constant data, or the concatenation of numbers known at run time.
     fn tensor_of(&mut self, a: &A) -> FR<FV> {
         let span = a.span;

@@ -287,6 +287,10 @@ impl<'m> Fz<'m> {
                 if let FV::Masked(sel) = &cur {
                     self.sole_holder(env, sel, span)?;
                 }
+                // A squeezed list's other holders would keep the old values (it is rebound, not changed).
+                if let FV::Squeezed(sel) = &cur {
+                    return super::squeezed::squeezed_use(sel);
+                }
                 let new = self.inplace_binop(&cur, op, &rhs, span)?;
                 env.insert(n.clone(), new);
                 Ok(())
@@ -308,9 +312,16 @@ impl<'m> Fz<'m> {
                     }
                 }
                 let cur = self.getitem(&o, &i, target.span)?;
+                if let (FV::Squeezed(sel), FV::Tensor(_)) = (&cur, &o) {
+                    let new = self.squeezed_update(sel, op, &rhs, span)?;
+                    return self.setitem(&o, &i, &new, span);
+                }
                 // A selection held by a list or dict entry is rebound there: nothing else may hold it.
                 if let (FV::Masked(sel), false) = (&cur, matches!(o, FV::Tensor(_))) {
                     self.sole_holder(env, sel, span)?;
+                }
+                if let (FV::Squeezed(sel), false) = (&cur, matches!(o, FV::Tensor(_))) {
+                    return super::squeezed::squeezed_use(sel);
                 }
                 let new = self.inplace_binop(&cur, op, &rhs, span)?;
                 self.setitem(&o, &i, &new, span)
@@ -356,6 +367,9 @@ impl<'m> Fz<'m> {
                 let (dt, _) = self.tensor_ty(s.src, span)?;
                 self.masked_update(a, op, b, dt, span)
             }
+            // Only `x[p] op= v` updates a squeezed value, written back (`squeezed_update`); on a name, an
+            // attribute or an entry, its other holders would keep the old values.
+            FV::Squeezed(s) => super::squeezed::squeezed_use(s),
             _ => self.binop(a, op, b, span),
         }
     }

@@ -540,6 +540,11 @@ impl<'m> Fz<'m> {
             }
             // None equals only None: Python's `==` falls back to identity, and so does a tensor's (`t == None` is
             // False, as the reference interpreter has it).
+            if let (FV::Closure(f, x), FV::Closure(g, y)) = (a, b) {
+                if let Some(same) = crate::interp::objects::bound_eq(self, (f, x), (g, y), span)? {
+                    return Ok(FV::Bool(same == (op == CmpOp::Eq)));
+                }
+            }
             let none = |x: &FV, y: &FV| matches!(x, FV::None) && !matches!(y, FV::Masked(_));
             let eq = match pyvalue::kind_eq(a, b) {
                 Some(eq) => Some(eq),

@@ -33,6 +33,7 @@ mod overlap;
 mod pick;
 mod pool;
 mod python;
+mod ranges;
 mod resample;
 mod selections;
 mod specialize;

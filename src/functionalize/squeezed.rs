@@ -151,6 +151,18 @@ impl<'m> Fz<'m> {
         Ok(Some(marked(self.binop(&x, op, &y, span)?)))
     }
 
+    /// `x[p] op= v`: the gathered copy `sel` updated as a selection is (keeping its dtype), marked.
+    pub(super) fn squeezed_update(&mut self, sel: &Sel, op: BinOp, v: &FV, span: Span) -> FR<FV> {
+        let v = match v {
+            FV::Squeezed(s) if s.mask == sel.mask => FV::Masked(s.clone()),
+            FV::Squeezed(_) | FV::Masked(_) => return squeezed_use(sel),
+            other => other.clone(),
+        };
+        let (dt, _) = self.tensor_ty(sel.src, span)?;
+        let r = self.masked_update(&FV::Masked(Box::new(sel.clone())), op, &v, dt, span)?;
+        Ok(marked(r))
+    }
+
     /// An index holding marked selections, each made a selection again, for `x[i]` and `x[i] = v`: every selection
     /// among its items must be marked, and no other index tensor may have dims (a 0-d list next to one would
     /// broadcast otherwise than `[n]` does). `None` where it holds none.

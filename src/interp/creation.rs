@@ -256,6 +256,15 @@ pub(crate) fn range_args<'v, V>(
     Ok([start, end, step])
 }
 
+/// `torch.range`'s start, end and step as it computes with them: cast to an integer dtype first (toward zero).
+pub(crate) fn range_bounds(dt: DType, v: [f64; 3]) -> [f64; 3] {
+    if dt.is_float() {
+        v
+    } else {
+        v.map(f64::trunc)
+    }
+}
+
 /// [`range_args`]' number of elements.
 pub(crate) fn range_len(start: f64, end: f64, step: f64) -> Result<f64, String> {
     arange_len(start, end, step)?;
@@ -269,9 +278,10 @@ fn torch_range(a: &Args) -> AResult<Value> {
         o => o.as_scalar().ok_or_else(|| format!("range(): arguments must be numbers, not {}", o.type_name())),
     };
     let [s, e, st] = range_args(&a.pos, |k| a.get(usize::MAX, k))?;
+    let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
     let (s, e) = (num(s.expect("checked"))?.to_f64(), num(e.expect("checked"))?.to_f64());
     let st = st.map(num).transpose()?.map_or(1.0, |v| v.to_f64());
-    let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
+    let [s, e, st] = range_bounds(dt, [s, e, st]);
     let n = range_len(s, e, st)?;
     if !n.is_finite() || n > crate::tensor::MAX_ELEMENTS as f64 {
         return Err(format!("range(): {n} elements is more than this interpreter allows"));

@@ -547,6 +547,12 @@ impl<'m> Interp<'m> {
             if x.is_some() || y.is_some() {
                 return self.compare(x.as_ref().unwrap_or(a), op, y.as_ref().unwrap_or(b), span);
             }
+            // Bound methods: equal where they bind one function to one object (Python's `a.f == a.f`).
+            if let (Value::Closure(f, x), Value::Closure(g, y)) = (a, b) {
+                if let Some(same) = super::objects::bound_eq(self, (f, x), (g, y), span)? {
+                    return Ok(Value::Bool(same == (op == CmpOp::Eq)));
+                }
+            }
             let eq = match (pyvalue::kind_eq(a, b), a, b) {
                 (Some(eq), ..) => Some(eq),
                 (None, Value::Dict(x), Value::Dict(y)) => Some(self.dicts_eq(&x.borrow(), &y.borrow(), span)?),

@@ -58,6 +58,24 @@ pub fn membership<V: PyValue>(o: &V) -> Result<V, String> {
 /// with `o` first.
 pub const BOUND: &str = "<bound>";
 
+/// `a == b` of two closures (`f`, `x`) and (`g`, `y`) where one is a bound method: equal where they bind one function
+/// to the same objects (Python's `a.f == a.f`); `None` where neither is one.
+pub fn bound_eq<'m, W: Walk<'m>>(
+    w: &mut W,
+    (f, x): (&str, &[(String, W::V)]),
+    (g, y): (&str, &[(String, W::V)]),
+    span: Span,
+) -> Result<Option<bool>, W::Err> {
+    if !f.starts_with(BOUND) && !g.starts_with(BOUND) {
+        return Ok(None);
+    }
+    let mut same = f == g && x.len() == y.len();
+    for ((_, p), (_, q)) in x.iter().zip(y) {
+        same = same && w.identity(p, span)? == w.identity(q, span)?;
+    }
+    Ok(Some(same))
+}
+
 fn no_attribute(cls: &str, name: &str, span: Span) -> Diagnostic {
     Diagnostic::new(format!("AttributeError: '{cls}' object has no attribute '{name}'")).at(span)
 }
@@ -70,6 +88,11 @@ pub fn attribute<'m, W: Walk<'m>>(w: &mut W, o: &W::V, cls: &str, name: &str, sp
     let getter = format!("{cls}::@{name}");
     if w.has_function(&getter) {
         return w.call_value(W::V::make(Made::Func(getter.into())), vec![o.clone()], span, name);
+    }
+    // A static method read through an instance: the function itself.
+    let fixed = format!("{cls}::!{name}");
+    if w.has_function(&fixed) {
+        return Ok(W::V::make(Made::Func(fixed.into())));
     }
     // A method as a value (DETR's `loss_map = {'labels': self.loss_labels, ...}`): bound to the object.
     if w.has_function(&format!("{cls}::{name}")) {

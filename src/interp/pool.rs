@@ -91,6 +91,9 @@ pub(crate) fn layout(name: &str, shape: &[usize], dtype: DType, a: PoolArgs) -> 
     if dtype == DType::Bool {
         return Err(format!("\"{name}\" not implemented for 'Bool'"));
     }
+    if nd == 1 && !avg && !dtype.is_float() {
+        return Err(format!("\"max_pool1d_impl\" not implemented for '{}'", dtype.name()));
+    }
     if avg && !dtype.is_float() {
         return Err(format!("{name} of an integer tensor (a truncated average) is not supported"));
     }

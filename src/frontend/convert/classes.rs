@@ -493,10 +493,13 @@ fn finish(
 /// every class has its methods.
 fn class_calls(snapshot: &HashMap<String, Class>, functions: &mut [Function]) {
     for f in functions.iter_mut() {
+        let local = local_names(f);
         visit_exprs_mut(&mut f.body, &mut |e| {
             let ExprKind::Call { func, .. } = &mut e.kind else { return };
             let ExprKind::Attr(obj, m) = &func.kind else { return };
             let c = match &obj.kind {
+                // (a local or parameter of the class's name hides it)
+                ExprKind::Name(c) if local.contains(c) => return,
                 ExprKind::Name(c) => c.clone(),
                 // A prelude's class by its PyTorch name (`torch.nn.Embedding.__init__(self, ...)`).
                 _ => match super::prelude::named_class(obj) {
@@ -533,20 +536,28 @@ pub(super) fn static_method_values(
     functions: &mut [Function],
     constants: &mut [(String, Expr)],
 ) {
-    let mut visit = |e: &mut Expr| {
+    let visit = |local: &[String], e: &mut Expr| {
         let ExprKind::Attr(obj, m) = &e.kind else { return };
         let ExprKind::Name(c) = &obj.kind else { return };
         let full = format!("{c}::!{m}");
-        if classes.get(c).is_some_and(|cls| cls.methods.contains(&full)) {
+        if !local.contains(c) && classes.get(c).is_some_and(|cls| cls.methods.contains(&full)) {
             *e = name(&full, e.span);
         }
     };
     for f in functions.iter_mut() {
-        visit_exprs_mut(&mut f.body, &mut visit);
+        let local = local_names(f);
+        visit_exprs_mut(&mut f.body, &mut |e| visit(&local, e));
     }
     for (_, e) in constants.iter_mut() {
-        visit_expr_mut(e, &mut visit);
+        visit_expr_mut(e, &mut |e| visit(&[], e));
     }
+}
+
+/// The names a function binds itself (its parameters and what its body assigns), which hide a class of the file.
+fn local_names(f: &Function) -> Vec<String> {
+    let mut local: Vec<String> = f.params.iter().map(|p| p.name.clone()).collect();
+    super::bound_names(&f.body, &mut local);
+    local
 }
 
 /// What an `nn.Module` subclass `cname` inherits of PyTorch's mode: the class value `training = True`, and the

@@ -334,3 +334,24 @@ pub(super) fn is_type_alias(e: &py::Expr) -> bool {
         _ => false,
     }
 }
+
+/// The value of a module-level `NAME = value`, or why the functions reading it cannot use it: numpy on numbers
+/// folds as in a function (`OKS_SIGMA = np.array(...) / 10` aside); a type alias is never evaluated; a value that
+/// cannot convert fails the functions that read it, not the file.
+pub(super) fn module_constant(
+    cx: &Cx,
+    path: &str,
+    a: &py::StmtAssign,
+    constructors: &std::collections::HashMap<String, (Span, String, String)>,
+) -> Result<crate::frontend::ast::Expr, Diagnostic> {
+    if is_type_alias(&a.value) {
+        let why = "it is a type alias, which funcfuse does not evaluate (it reads annotations without evaluating them)";
+        return Err(Diagnostic::new(why).at(cx.sp(a)).in_file(path));
+    }
+    let numpy = cx.numpy.borrow().clone();
+    let mut e = cx.expr(&a.value).map_err(|d| d.in_file(path))?;
+    if let Some(np) = &numpy {
+        super::numpy::fold_constant(&mut e, np, constructors).map_err(|d| d.in_file(path))?;
+    }
+    Ok(e)
+}
