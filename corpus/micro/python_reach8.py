@@ -313,3 +313,18 @@ def squeezed_aug_write(x: f32[8, 5], s: f32[8]):
     x[p] += 1.5
     x[p] -= x[p] * 0.5
     return x
+
+
+def _compare_neg(x, m):
+    p = torch.nonzero(m, as_tuple=False).squeeze()
+    n = (p * 2 > 3).sum() + (p <= 5).long().sum()
+    x[p] = (-p).float() + n
+    return x
+
+
+def squeezed_compare_neg(x: f32[8], s: f32[8]):
+    return _compare_neg(x, s > 0)
+
+
+def squeezed_compare_neg_one(x: f32[8]):
+    return _compare_neg(x, torch.arange(8) == 3)

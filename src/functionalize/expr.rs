@@ -484,7 +484,11 @@ impl<'m> Fz<'m> {
                 Ok(v.clone())
             }
             (FV::Tensor(_), UnaryOp::Neg) => self.unary(crate::tensor::ops::Unary::Neg, v, span),
-            (FV::Masked(_), UnaryOp::Pos) => Ok(v.clone()),
+            (FV::Masked(_) | FV::Squeezed(_), UnaryOp::Pos) => Ok(v.clone()),
+            (FV::Squeezed(sel), UnaryOp::Neg | UnaryOp::Invert) => {
+                let name = if op == UnaryOp::Neg { "neg" } else { "bitwise_not" };
+                self.squeezed_call(name, sel, &[], &[], span)
+            }
             (FV::Masked(sel), UnaryOp::Neg | UnaryOp::Invert) => {
                 let name = if op == UnaryOp::Neg { "neg" } else { "bitwise_not" };
                 match self.masked_call(name, sel, &[], &[], span)? {
@@ -528,6 +532,9 @@ impl<'m> Fz<'m> {
         }
         if matches!(a, FV::Complex(_)) || matches!(b, FV::Complex(_)) {
             return diag(span, crate::interp::complex::refusal("comparing complex tensors"));
+        }
+        if let Some(r) = self.squeezed_compare(a, op, b, span)? {
+            return Ok(r);
         }
         if let (Some(x), Some(y)) = (static_scalar(a), static_scalar(b)) {
             return Ok(FV::Bool(crate::interp::pyarith::py_compare(x, op, y)));

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use super::state::{diag, Sel, FR, FV};
 use super::Fz;
 use crate::diag::Span;
-use crate::frontend::ast::BinOp;
+use crate::frontend::ast::{BinOp, CmpOp};
 
 /// Methods a marked selection takes without arguments, elementwise (besides the unary ops).
 const POINTWISE: &[&str] = &["float", "double", "long", "int", "bool", "clone", "detach", "contiguous"];
@@ -134,6 +134,19 @@ impl<'m> Fz<'m> {
 
     /// `a OP b` where one is marked: with numbers (or 0-d tensors) and selections marked by the same mask.
     pub(super) fn squeezed_binop(&mut self, a: &FV, op: BinOp, b: &FV, span: Span) -> FR<Option<FV>> {
+        let Some((x, y)) = self.unmarked_operands(a, b, op == BinOp::MatMul)? else { return Ok(None) };
+        Ok(Some(marked(self.binop(&x, op, &y, span)?)))
+    }
+
+    /// `a < b` (and the other comparisons) where one is marked, as [`Self::squeezed_binop`].
+    pub(super) fn squeezed_compare(&mut self, a: &FV, op: CmpOp, b: &FV, span: Span) -> FR<Option<FV>> {
+        let Some((x, y)) = self.unmarked_operands(a, b, false)? else { return Ok(None) };
+        Ok(Some(marked(self.compare(&x, op, &y, span)?)))
+    }
+
+    /// The operands of an elementwise op where one is marked, each selection as itself (`None` where neither is):
+    /// the other must be a number, a 0-d tensor or a selection marked by the same mask; `refused` refuses anyway.
+    fn unmarked_operands(&mut self, a: &FV, b: &FV, refused: bool) -> FR<Option<(FV, FV)>> {
         let (sa, sb) = (find_one(a), find_one(b));
         let Some(sel) = sa.clone().or(sb.clone()) else { return Ok(None) };
         let plain = |v: &FV| match v {
@@ -145,10 +158,10 @@ impl<'m> Fz<'m> {
             _ => None,
         };
         let same_mask = [&sa, &sb].iter().all(|s| s.as_ref().is_none_or(|s| s.mask == sel.mask));
-        let (Some(x), Some(y), true, true) = (plain(a), plain(b), same_mask, op != BinOp::MatMul) else {
+        let (Some(x), Some(y), true, false) = (plain(a), plain(b), same_mask, refused) else {
             return squeezed_use(&sel);
         };
-        Ok(Some(marked(self.binop(&x, op, &y, span)?)))
+        Ok(Some((x, y)))
     }
 
     /// `x[p] op= v`: the gathered copy `sel` updated as a selection is (keeping its dtype), marked.
