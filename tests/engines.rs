@@ -2118,3 +2118,15 @@ fn squeezed_lists_are_not_changed_in_place_and_integer_1d_max_pools_fail() {
     let src = "def f(x: i64[1, 2, 4]):\n    return torch.nn.functional.max_pool1d(x, 2)\n";
     every_engine_raises(src, "f", "\"max_pool1d_impl\" not implemented for 'Long'");
 }
+
+/// A slice from a tensor element with a fixed length (`freqs[i : i + 5]`) that PyTorch would clamp shorter fails when
+/// the program runs, on every engine: the reference as PyTorch's `cat` then does, the others at the slice, whose
+/// length would depend on the data (`corpus/micro/python_reach8.py` runs those in range).
+#[test]
+fn a_staggered_slice_past_the_end_fails_on_every_engine() {
+    let src = "def f(freqs: f32[16, 1, 4], s: f32[3]):\n    p = (s.abs() * 5).long() + 12\n    return torch.cat([freqs[i : i + 5] for i in p], dim=1)\n";
+    let errs = errors(src, "f");
+    let (pytorch, ours) = ("Sizes of tensors must match except in dimension 1", "a shape that depends on the data");
+    assert!(errs[0].1.contains(pytorch), "{errs:?}");
+    assert!(errs[1..].iter().all(|(_, m)| m.contains(pytorch) || m.contains(ours)), "{errs:?}");
+}

@@ -7,7 +7,8 @@ and the pooling modules (`nn.MaxPool1d`/`2d`/`3d`, `nn.AvgPool1d`/`2d`/`3d`), wi
 pyramid levels; module-level `torch.jit.script(f)` (FCOS-style losses), type aliases (`dict[str, torch.Tensor]`,
 `Optional[...]`) and a `torch.autograd.Function`'s `apply` bound to a name (maskrcnn-benchmark's `clip = Clip.apply`); `functools.reduce`; an optimizer keeping its state under its first parameter
 (hypergradient-descent's SGDHD, `self.state[self._params[0]]`); DETR's bound methods as values (`loss_map =
-{'labels': self.loss_labels, ...}`), `torch.tensor(range(n))`, the deprecated `torch.range` and `layout=x.layout`.
+{'labels': self.loss_labels, ...}`), `torch.tensor(range(n))`, the deprecated `torch.range` and `layout=x.layout`; slices from a tensor element with a fixed length (TransformerEngine's staggered
+`freqs[i : i + n] for i in start_positions`).
 """
 
 from __future__ import annotations
@@ -328,3 +329,14 @@ def squeezed_compare_neg(x: f32[8], s: f32[8]):
 
 def squeezed_compare_neg_one(x: f32[8]):
     return _compare_neg(x, torch.arange(8) == 3)
+
+
+def staggered_slices(freqs: f32[16, 1, 4], s: f32[3]):
+    # NVIDIA/TransformerEngine, rope.py: _apply_rotary_pos_emb_base's staggered freqs per sequence.
+    start_positions = (s.abs() * 5).long()
+    return torch.cat([freqs[i : i + 3] for i in start_positions], dim=1)
+
+
+def staggered_slices_back(freqs: f32[16, 1, 4], s: f32[3]):
+    start_positions = (s.abs() * 5).long() + 4
+    return torch.stack([freqs[i - 2 : i + 1] for i in start_positions], dim=0) * 2

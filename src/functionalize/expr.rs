@@ -197,12 +197,12 @@ impl<'m> Fz<'m> {
             return diag(span, "only integer tensors of a single element can be converted to an index");
         }
         let v = self.read(t, span)?;
-        if let Some(crate::tensor::Scalar::I(i)) = self.constant_scalar(v) {
-            return Ok(Affine::constant(i));
+        let v = self.reshape_value(v, &[], span)?;
+        match self.run_time_int(v, span)? {
+            FV::Int(i) => Ok(Affine::constant(i)),
+            FV::DynInt(a) => Ok(a),
+            other => diag(span, format!("an index made {}", other.type_name())),
         }
-        let v = self.t.at(v);
-        let e = self.t.op(OpName::ToInt, vec![v]).map_err(Self::tyerr(span))?;
-        Ok(Affine::sym(Sym::Opaque(TIdKey::of(e))))
     }
 
     /// The truth of a value, as `if` and `while` ask it.
