@@ -4,11 +4,14 @@
 //! its root marked with the number's kind (`Root::number`). A Python number and a 0-d tensor promote differently
 //! (`idx_i64 * 2` is int64, `idx_i64 * tensor(2.0)` float32), so every elementwise op over such a value checks that
 //! its result has one dtype whichever it is, and refuses otherwise; a result that would be a Python number again
-//! (`-lr * trust_ratio`) carries the mark on.
+//! (`-lr * trust_ratio`) carries the mark on. Also the other way: a 0-d integer tensor's value as a Python int known
+//! only at run time (`run_time_int`), the `i + n` of one and a constant kept affine.
 
-use super::state::{diag, FR, FV};
+use super::ops::err;
+use super::state::{diag, Affine, Sym, TIdKey, FR, FV};
 use super::Fz;
 use crate::diag::Span;
+use crate::ir::{Node, OpName};
 use crate::tensor::ops::{self, Binary, Operand};
 use crate::tensor::{DType, Kind, Scalar};
 
@@ -84,5 +87,38 @@ impl<'m> Fz<'m> {
             );
         }
         Ok(None)
+    }
+}
+
+impl<'m> Fz<'m> {
+    /// The Python int a 0-d integer tensor term holds when the program runs.
+    pub(super) fn run_time_int(&mut self, v: super::state::TId, span: Span) -> FR<FV> {
+        if let Some(Scalar::I(i)) = self.constant_scalar(v) {
+            return Ok(FV::Int(i));
+        }
+        // `i + n`, `i - n`, `n + i` of an integer term `i` and a constant `n` (TransformerEngine's staggered
+        // `freqs[i : i + n] for i in start_positions`): `i`'s run-time int plus `n`, so that a slice between them
+        // has a static length.
+        let at = |id| super::state::TId { id, depth: v.depth };
+        if let Node::Op(op @ (OpName::Add | OpName::Sub), args) = self.t.b.node(v.id).clone() {
+            if let [a, b] = args.as_slice() {
+                let (ca, cb) = (self.constant_scalar(at(*a)), self.constant_scalar(at(*b)));
+                let (var, c, negated) = match (ca, cb, op) {
+                    (None, Some(Scalar::I(c)), _) => (*a, c, false),
+                    (Some(Scalar::I(c)), None, OpName::Add) => (*b, c, false),
+                    _ => (*a, 0, true),
+                };
+                let (dt, shape) = self.tensor_ty(at(var), span)?;
+                if !negated && shape.is_empty() && !dt.is_float() && dt != DType::Bool {
+                    if let FV::DynInt(x) = self.run_time_int(at(var), span)? {
+                        let c = if op == OpName::Sub { -c } else { c };
+                        return Ok(FV::DynInt(x.add(&Affine::constant(c))));
+                    }
+                }
+            }
+        }
+        let x = self.t.at(v);
+        let e = self.t.op(OpName::ToInt, vec![x]).map_err(err(span))?;
+        Ok(FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(e)))))
     }
 }

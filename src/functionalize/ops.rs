@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::state::{diag, Affine, Stop, Sym, TIdKey, TRef, FR, FV};
+use super::state::{diag, Stop, TRef, FR, FV};
 use super::{Env, Fz};
 use crate::diag::{Diagnostic, Span};
 use crate::frontend::ast::*;
@@ -487,37 +487,6 @@ impl<'m> Fz<'m> {
                     )
                 })
         })
-    }
-
-    /// The Python int a 0-d integer tensor term holds when the program runs.
-    pub(super) fn run_time_int(&mut self, v: super::state::TId, span: Span) -> FR<FV> {
-        if let Some(Scalar::I(i)) = self.constant_scalar(v) {
-            return Ok(FV::Int(i));
-        }
-        // `i + n`, `i - n`, `n + i` of an integer term `i` and a constant `n` (TransformerEngine's staggered
-        // `freqs[i : i + n] for i in start_positions`): `i`'s run-time int plus `n`, so that a slice between them
-        // has a static length.
-        let at = |id| super::state::TId { id, depth: v.depth };
-        if let Node::Op(op @ (OpName::Add | OpName::Sub), args) = self.t.b.node(v.id).clone() {
-            if let [a, b] = args.as_slice() {
-                let (ca, cb) = (self.constant_scalar(at(*a)), self.constant_scalar(at(*b)));
-                let (var, c, negated) = match (ca, cb, op) {
-                    (None, Some(Scalar::I(c)), _) => (*a, c, false),
-                    (Some(Scalar::I(c)), None, OpName::Add) => (*b, c, false),
-                    _ => (*a, 0, true),
-                };
-                let (dt, shape) = self.tensor_ty(at(var), span)?;
-                if !negated && shape.is_empty() && !dt.is_float() && dt != DType::Bool {
-                    if let FV::DynInt(x) = self.run_time_int(at(var), span)? {
-                        let c = if op == OpName::Sub { -c } else { c };
-                        return Ok(FV::DynInt(x.add(&Affine::constant(c))));
-                    }
-                }
-            }
-        }
-        let x = self.t.at(v);
-        let e = self.t.op(OpName::ToInt, vec![x]).map_err(err(span))?;
-        Ok(FV::DynInt(Affine::sym(Sym::Opaque(TIdKey::of(e)))))
     }
 
     pub(super) fn unary(&mut self, u: ops::Unary, v: &FV, span: Span) -> FR<FV> {
