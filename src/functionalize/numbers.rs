@@ -103,16 +103,18 @@ impl<'m> Fz<'m> {
         if let Node::Op(op @ (OpName::Add | OpName::Sub), args) = self.t.b.node(v.id).clone() {
             if let [a, b] = args.as_slice() {
                 let (ca, cb) = (self.constant_scalar(at(*a)), self.constant_scalar(at(*b)));
-                let (var, c, negated) = match (ca, cb, op) {
-                    (None, Some(Scalar::I(c)), _) => (*a, c, false),
-                    (Some(Scalar::I(c)), None, OpName::Add) => (*b, c, false),
-                    _ => (*a, 0, true),
+                let var_and_constant = match (ca, cb, op) {
+                    (None, Some(Scalar::I(c)), OpName::Sub) => Some((*a, -c)),
+                    (None, Some(Scalar::I(c)), _) => Some((*a, c)),
+                    (Some(Scalar::I(c)), None, OpName::Add) => Some((*b, c)),
+                    _ => None,
                 };
-                let (dt, shape) = self.tensor_ty(at(var), span)?;
-                if !negated && shape.is_empty() && !dt.is_float() && dt != DType::Bool {
-                    if let FV::DynInt(x) = self.run_time_int(at(var), span)? {
-                        let c = if op == OpName::Sub { -c } else { c };
-                        return Ok(FV::DynInt(x.add(&Affine::constant(c))));
+                if let Some((var, c)) = var_and_constant {
+                    let (dt, shape) = self.tensor_ty(at(var), span)?;
+                    if shape.is_empty() && !dt.is_float() && dt != DType::Bool {
+                        if let FV::DynInt(x) = self.run_time_int(at(var), span)? {
+                            return Ok(FV::DynInt(x.add(&Affine::constant(c))));
+                        }
                     }
                 }
             }

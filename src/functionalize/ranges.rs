@@ -4,6 +4,7 @@
 use super::ops::{err, A};
 use super::state::{Stop, FR, FV};
 use super::Fz;
+use crate::diag::Span;
 use crate::ir::{Node, OpName};
 use crate::tensor::{DType, Scalar};
 
@@ -20,13 +21,15 @@ impl<'m> Fz<'m> {
         let dt = a.dtype(99, "dtype")?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
         let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
         let n = crate::interp::creation::arange_len(s, e, st).map_err(err(span))? as i64;
+        self.arange_term(dt, start, step, n, all_int, span)
+    }
+
+    /// The `arange` term of `n` values of dtype `dt` from `start` by `step`, given as int literals where `int`.
+    fn arange_term(&mut self, dt: DType, start: Scalar, step: Scalar, n: i64, int: bool, span: Span) -> FR<FV> {
         let d = self.t.leaf(Node::DType(dt));
-        let lit = |x: Scalar| {
-            if all_int {
-                Node::Int(x.to_i64_trunc())
-            } else {
-                Node::Float(crate::ir::FloatLit(x.to_f64()))
-            }
+        let lit = |x: Scalar| match int {
+            true => Node::Int(x.to_i64_trunc()),
+            false => Node::Float(crate::ir::FloatLit(x.to_f64())),
         };
         let (ls, lst) = (self.t.leaf(lit(start)), self.t.leaf(lit(step)));
         let nn = self.t.leaf(Node::Int(n));
@@ -45,14 +48,6 @@ impl<'m> Fz<'m> {
         let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
         let [s0, e0, st0] = crate::interp::creation::range_bounds(dt, [start.to_f64(), end.to_f64(), step.to_f64()]);
         let n = crate::interp::creation::range_len(s0, e0, st0).map_err(err(span))?;
-        let (start, step) = (Scalar::F(s0), Scalar::F(st0));
-        let d = self.t.leaf(Node::DType(dt));
-        let lit = |x: Scalar| match dt.is_float() {
-            true => Node::Float(crate::ir::FloatLit(x.to_f64())),
-            false => Node::Int(x.to_f64() as i64),
-        };
-        let (ls, lst) = (self.t.leaf(lit(start)), self.t.leaf(lit(step)));
-        let nn = self.t.leaf(Node::Int(n as i64));
-        self.fresh_op(OpName::Arange, vec![d, ls, lst, nn], None, span)
+        self.arange_term(dt, Scalar::F(s0), Scalar::F(st0), n as i64, !dt.is_float(), span)
     }
 }

@@ -51,28 +51,14 @@ pub(super) fn squeezed_use<T>(sel: &Sel) -> FR<T> {
 
 /// A marked selection in `v` (itself, or in a tuple, list or dict), if any.
 pub(super) fn find_squeezed(v: &FV) -> Option<Sel> {
-    let mut found = None;
-    let mut seen = Vec::new();
-    walk(v, &mut found, &mut seen);
-    found
+    super::state::find_in(v, &|x| matches!(x, FV::Squeezed(_)), &mut Vec::new()).and_then(|x| find_one(&x))
 }
 
-fn walk(v: &FV, found: &mut Option<Sel>, seen: &mut Vec<usize>) {
-    use super::state::first_visit;
-    if found.is_some() {
-        return;
-    }
+/// A marked selection as the selection it marks; any other value as itself.
+fn unmarked(v: &FV) -> FV {
     match v {
-        FV::Squeezed(s) => *found = Some(s.as_ref().clone()),
-        FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().for_each(|x| walk(x, found, seen)),
-        FV::List(xs) if first_visit(seen, Rc::as_ptr(xs) as *const u8) => {
-            xs.borrow().iter().for_each(|x| walk(x, found, seen))
-        }
-        FV::Dict(xs) if first_visit(seen, Rc::as_ptr(xs) as *const u8) => {
-            xs.borrow().iter().for_each(|(_, x)| walk(x, found, seen))
-        }
-        FV::Closure(_, kw) => kw.iter().for_each(|(_, x)| walk(x, found, seen)),
-        _ => {}
+        FV::Squeezed(s) => FV::Masked(s.clone()),
+        other => other.clone(),
     }
 }
 
@@ -150,7 +136,7 @@ impl<'m> Fz<'m> {
         let (sa, sb) = (find_one(a), find_one(b));
         let Some(sel) = sa.clone().or(sb.clone()) else { return Ok(None) };
         let plain = |v: &FV| match v {
-            FV::Squeezed(s) => Some(FV::Masked(s.clone())),
+            FV::Squeezed(_) => Some(unmarked(v)),
             FV::Int(_) | FV::Float(_) | FV::Bool(_) | FV::DynInt(_) | FV::DynFloat(_) | FV::DynBool(_) => {
                 Some(v.clone())
             }
@@ -167,9 +153,9 @@ impl<'m> Fz<'m> {
     /// `x[p] op= v`: the gathered copy `sel` updated as a selection is (keeping its dtype), marked.
     pub(super) fn squeezed_update(&mut self, sel: &Sel, op: BinOp, v: &FV, span: Span) -> FR<FV> {
         let v = match v {
-            FV::Squeezed(s) if s.mask == sel.mask => FV::Masked(s.clone()),
-            FV::Squeezed(_) | FV::Masked(_) => return squeezed_use(sel),
-            other => other.clone(),
+            FV::Squeezed(s) if s.mask != sel.mask => return squeezed_use(sel),
+            FV::Masked(_) => return squeezed_use(sel),
+            other => unmarked(other),
         };
         let (dt, _) = self.tensor_ty(sel.src, span)?;
         let r = self.masked_update(&FV::Masked(Box::new(sel.clone())), op, &v, dt, span)?;
@@ -209,11 +195,7 @@ impl<'m> Fz<'m> {
     /// `x[i] = v` with marked selections in the index (and maybe the value).
     pub(super) fn squeezed_setitem(&mut self, t: &super::state::TRef, idx: &FV, v: &FV, span: Span) -> FR<Option<()>> {
         let Some(idx) = self.unsqueezed_index(idx)? else { return Ok(None) };
-        let v = match v {
-            FV::Squeezed(s) => FV::Masked(s.clone()),
-            other => other.clone(),
-        };
-        self.masked_index_write(t, &idx, &v, span)
+        self.masked_index_write(t, &idx, &unmarked(v), span)
     }
 }
 

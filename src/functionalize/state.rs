@@ -289,20 +289,20 @@ pub(super) type FR<T> = Result<T, Stop>;
 
 /// A boolean-mask selection in `v` (itself, or in a tuple, list or dict), if any.
 pub(super) fn find_masked(v: &FV) -> Option<FV> {
-    masked_in(v, &mut Vec::new())
+    find_in(v, &|x| matches!(x, FV::Masked(_)), &mut Vec::new())
 }
 
-/// [`find_masked`], each list and dict visited once (`seen`: their addresses): a container may hold itself
-/// (a tree whose children link back to their parent).
-fn masked_in(v: &FV, seen: &mut Vec<usize>) -> Option<FV> {
+/// The first value in `v` (itself, or in a tuple, list or dict) that `is_it` holds of, each list and dict visited
+/// once (`seen`: their addresses): a container may hold itself (a tree whose children link back to their parent).
+pub(super) fn find_in(v: &FV, is_it: &dyn Fn(&FV) -> bool, seen: &mut Vec<usize>) -> Option<FV> {
     match v {
-        FV::Masked(_) => Some(v.clone()),
-        FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().find_map(|x| masked_in(x, seen)),
+        v if is_it(v) => Some(v.clone()),
+        FV::Tuple(xs) | FV::Named(xs, _) => xs.iter().find_map(|x| find_in(x, is_it, seen)),
         FV::List(xs) if first_visit(seen, std::rc::Rc::as_ptr(xs) as *const u8) => {
-            xs.borrow().iter().find_map(|x| masked_in(x, seen))
+            xs.borrow().iter().find_map(|x| find_in(x, is_it, seen))
         }
         FV::Dict(xs) if first_visit(seen, std::rc::Rc::as_ptr(xs) as *const u8) => {
-            xs.borrow().iter().find_map(|(_, x)| masked_in(x, seen))
+            xs.borrow().iter().find_map(|(_, x)| find_in(x, is_it, seen))
         }
         _ => None,
     }

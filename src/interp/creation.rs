@@ -162,10 +162,7 @@ pub(super) fn creation_op(name: &str, a: &Args, method: bool) -> AResult<Value> 
 
 /// `torch.arange`: the values from `start` by `step` below `end`, integers where every bound is one.
 fn arange(a: &Args) -> AResult<Value> {
-    let num = |v: &Value| match v {
-        Value::Tensor(t) if t.numel() == 1 => t.item(),
-        o => o.as_scalar().ok_or_else(|| format!("arange(): arguments must be numbers, not {}", o.type_name())),
-    };
+    let num = |v: &Value| bound_number("arange", v);
     let (s, e, st) = arange_bind(&a.pos, |k| a.get(usize::MAX, k))?;
     let start = s.map(num).transpose()?.unwrap_or(Scalar::I(0));
     let (end, step) = (num(e)?, st.map(num).transpose()?.unwrap_or(Scalar::I(1)));
@@ -233,8 +230,6 @@ fn meshgrid(a: &Args) -> AResult<Value> {
     tensors(out)
 }
 
-/// The number of values `arange` gives from `start` by `step` below `end`, after PyTorch's checks of the step (both
-/// engines; each bounds the count as it can hold it).
 /// The deprecated `torch.range(start, end, step=1)`'s arguments (by position or keyword) and length: its `end` is
 /// included, so it has floor((end - start) / step) + 1 elements (PyTorch's errors for a zero step or one of the
 /// wrong sign).
@@ -271,12 +266,17 @@ pub(crate) fn range_len(start: f64, end: f64, step: f64) -> Result<f64, String> 
     Ok(((end - start) / step).floor() + 1.0)
 }
 
+/// A bound of `arange` or `range` (`op`): a number, or a one-element tensor's.
+fn bound_number(op: &str, v: &Value) -> AResult<Scalar> {
+    match v {
+        Value::Tensor(t) if t.numel() == 1 => t.item(),
+        o => o.as_scalar().ok_or_else(|| format!("{op}(): arguments must be numbers, not {}", o.type_name())),
+    }
+}
+
 /// `torch.range(start, end, step=1)` (see [`range_args`]): the default float dtype unless `dtype=` says otherwise.
 fn torch_range(a: &Args) -> AResult<Value> {
-    let num = |v: &Value| match v {
-        Value::Tensor(t) if t.numel() == 1 => t.item(),
-        o => o.as_scalar().ok_or_else(|| format!("range(): arguments must be numbers, not {}", o.type_name())),
-    };
+    let num = |v: &Value| bound_number("range", v);
     let [s, e, st] = range_args(&a.pos, |k| a.get(usize::MAX, k))?;
     let dt = a.dtype(99, "dtype")?.unwrap_or(DType::F32);
     let (s, e) = (num(s.expect("checked"))?.to_f64(), num(e.expect("checked"))?.to_f64());
@@ -290,6 +290,8 @@ fn torch_range(a: &Args) -> AResult<Value> {
     t(Tensor::from_scalars(dt, &[n as usize], &vals)?)
 }
 
+/// The number of values `arange` gives from `start` by `step` below `end`, after PyTorch's checks of the step (both
+/// engines; each bounds the count as it can hold it).
 pub(crate) fn arange_len(start: f64, end: f64, step: f64) -> Result<f64, String> {
     if step == 0.0 {
         return Err("step must be nonzero".into());
