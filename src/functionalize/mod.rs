@@ -20,6 +20,7 @@ mod composite;
 mod counted;
 mod ctrl;
 mod desugar;
+mod drawn;
 mod entries;
 mod exits;
 mod expr;
@@ -340,7 +341,7 @@ impl<'m> Fz<'m> {
 
     fn new_root(&mut self, version: state::TId, dtype: DType, shape: Vec<usize>, param: Option<String>) -> usize {
         let dummy = crate::tensor::Tensor::zeros(DType::F32, &[]).expect("one element");
-        self.roots.push(Root { version, dtype, shape, written: false, param, dummy, number: None });
+        self.roots.push(Root { version, dtype, shape, written: false, param, dummy, number: None, drawn: None });
         self.roots.len() - 1
     }
 

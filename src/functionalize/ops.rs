@@ -122,10 +122,10 @@ impl<'m> Fz<'m> {
                 }
                 FV::Module("copy") => self.deepcopy(name, &pos, &kw, span),
                 FV::Module("functools") => self.functools(name, &pos, kw, span),
-                FV::Module(m @ "torch.nn.init") => match crate::interp::python::nn_init_positional(&pos, &kw) {
-                    Some(pos) => self.nn_init(name, &pos, span),
-                    None => self.module_call(m, name, pos, kw, span),
-                },
+                FV::Module("torch.nn.init") => self.nn_init(name, &pos, &kw, span),
+                FV::Tensor(t) if matches!(name.as_str(), "uniform_" | "normal_") => {
+                    self.random_method(name, &t, pos.len(), &kw, span)
+                }
                 FV::Module(m) => self.module_call(m, name, pos, kw, span),
                 FV::Tensor(t) => {
                     pos.insert(0, FV::Tensor(t));

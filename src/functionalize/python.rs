@@ -319,16 +319,6 @@ impl<'m> Fz<'m> {
         Ok(if method.ends_with('_') { FV::None } else { FV::List(Rc::new(std::cell::RefCell::new(out))) })
     }
 
-    /// `torch.nn.init.NAME(tensor, ...)`: the in-place fill it is (`crate::interp::python::nn_init`); the tensor.
-    pub(super) fn nn_init(&mut self, name: &str, pos: &[FV], span: Span) -> FR<FV> {
-        let (method, rest) =
-            crate::interp::python::nn_init(name, &pos[1..], FV::Float(1.0), FV::Float(0.0)).map_err(err(span))?;
-        let mut args = vec![pos[0].clone()];
-        args.extend(rest);
-        self.inplace(method, &super::ops::A::new(args, vec![], span, name.into()))?;
-        Ok(pos[0].clone())
-    }
-
     /// `itertools.NAME(...)`: `product` only, as a list of tuples (`pyvalue::itertools`); `repeat` must be known
     /// before the program runs.
     pub(super) fn itertools(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
@@ -763,10 +753,7 @@ impl Fz<'_> {
     fn deepcopy_in(&mut self, v: &FV, span: Span) -> FR<FV> {
         let items = |xs: &[FV], fz: &mut Self| xs.iter().map(|x| fz.deepcopy_in(x, span)).collect::<FR<Vec<_>>>();
         Ok(match v {
-            FV::Tensor(t) => {
-                let x = self.read(t, span)?;
-                FV::Tensor(self.fresh(x, None, span)?)
-            }
+            FV::Tensor(t) => FV::Tensor(self.copy_drawn(t, span)?),
             FV::Masked(..) => return diag(span, crate::interp::compat::DEEPCOPY_CONTAINER),
             FV::List(xs) => {
                 let xs = xs.borrow().clone();

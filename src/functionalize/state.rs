@@ -263,6 +263,8 @@ pub(super) struct Root {
     /// in one arm of an `if` and a 0-d tensor in the other, `min(t, 1)`): arithmetic with it must promote as the
     /// number would (`Fz::elementwise` checks).
     pub number: Option<crate::tensor::Kind>,
+    /// Which of its elements a random initialization drew (`super::drawn`), if any.
+    pub drawn: Option<std::rc::Rc<Vec<bool>>>,
 }
 
 /// Why functionalization stopped: a located, final error, or a construct that needs static loop variables (the loop

@@ -69,9 +69,18 @@ impl Fz<'_> {
     /// The value seen through `tr` now: `(access VERSION VIEW)`; for a conditional view, the view its condition
     /// chooses.
     pub(super) fn read(&mut self, tr: &TRef, span: Span) -> FR<TId> {
+        match tr.alt {
+            None => self.check_drawn(tr, span)?,
+            Some(_) => tr.choices().iter().try_for_each(|c| self.check_drawn(c, span))?,
+        }
+        self.read_raw(tr, span)
+    }
+
+    /// `read`, drawn elements included (`super::drawn`: a copy that keeps them drawn).
+    pub(super) fn read_raw(&mut self, tr: &TRef, span: Span) -> FR<TId> {
         if let Some(alt) = &tr.alt {
-            let a = self.read(&tr.primary(), span)?;
-            let b = self.read(&alt.1, span)?;
+            let a = self.read_raw(&tr.primary(), span)?;
+            let b = self.read_raw(&alt.1, span)?;
             return self.select(alt.0, a, b, span);
         }
         let v = self.roots[tr.root].version;
@@ -123,6 +132,9 @@ impl Fz<'_> {
         }
         self.roots[tr.root].version = new;
         self.roots[tr.root].written = true;
+        if guards.is_empty() {
+            self.undraw(tr);
+        }
         Ok(())
     }
 

@@ -16,7 +16,31 @@ impl<'m> Interp<'m> {
     /// A call expression: its callee and arguments evaluated (`pyvalue::call_parts`), then the callee dispatched.
     pub(super) fn call(&mut self, frame: &mut Frame, call: &'m Expr) -> Result<Value, Diagnostic> {
         let (span, ExprKind::Call { func, .. }) = (call.span, &call.kind) else { unreachable!("a call expression") };
-        let (callee, mut pos, kw) = super::pyvalue::call_parts(self, frame, call)?;
+        let (callee, pos, kw) = super::pyvalue::call_parts(self, frame, call)?;
+        let copies = match &callee {
+            Callee::Method(o, name) => self.check_call(Some(o), name, &pos, &kw, span)?,
+            Callee::Name(n) if !(frame.contains_key(*n) || self.globals.contains_key(*n) || self.module.function(n).is_some()) => {
+                self.check_call(None, n, &pos, &kw, span)?
+            }
+            _ => false,
+        };
+        let r = self.call_checked(frame, func, callee, pos, kw, span)?;
+        if copies {
+            self.drawn.adopt(&r);
+        }
+        Ok(r)
+    }
+
+    /// `call` after the check of what it reads.
+    fn call_checked(
+        &mut self,
+        frame: &mut Frame,
+        func: &'m Expr,
+        callee: Callee<Value>,
+        mut pos: Vec<Value>,
+        kw: Vec<(String, Value)>,
+        span: Span,
+    ) -> Result<Value, Diagnostic> {
         match callee {
             Callee::Answered(v) => Ok(v),
             Callee::Method(o, name) => match o {
@@ -50,19 +74,14 @@ impl<'m> Interp<'m> {
                     super::compat::deepcopy_args(name, &pos, &kw).map_err(tensor_err(span))?;
                     deepcopy(&pos[0]).map_err(tensor_err(span))
                 }
-                Value::Module(m @ "torch.nn.init") => match super::python::nn_init_positional(&pos, &kw) {
-                    Some(pos) => {
-                        let (method, rest) =
-                            super::python::nn_init(name, &pos[1..], Value::Float(1.0), Value::Float(0.0))
-                                .map_err(tensor_err(span))?;
-                        let mut args = vec![pos[0].clone()];
-                        args.extend(rest);
-                        self.tensor_method_call(method, Args::new(args, vec![], span, name.clone()), span)?;
-                        Ok(pos[0].clone())
-                    }
-                    None => self.module_call(m, name, pos, kw, span),
-                },
+                Value::Module("torch.nn.init") => self.nn_init(name, &pos, &kw, span),
                 Value::Module(m) => self.module_call(m, name, pos, kw, span),
+                Value::Tensor(t) if matches!(name.as_str(), "uniform_" | "normal_") => {
+                    let keywords: Vec<&str> = kw.iter().map(|(k, _)| k.as_str()).collect();
+                    super::drawn::random_method(name, pos.len(), &keywords).map_err(tensor_err(span))?;
+                    self.draw(&t, span)?;
+                    Ok(Value::Tensor(t))
+                }
                 Value::Tensor(t) => {
                     pos.insert(0, Value::Tensor(t));
                     if name == "cuda" {
@@ -366,7 +385,7 @@ impl<'m> Interp<'m> {
     }
 
     /// A tensor method call `x.NAME(...)` (`a.pos[0]` is `x`), with its keyword arguments checked.
-    fn tensor_method_call(&mut self, name: &str, a: Args, span: Span) -> Result<Value, Diagnostic> {
+    pub(super) fn tensor_method_call(&mut self, name: &str, a: Args, span: Span) -> Result<Value, Diagnostic> {
         let r = self.tensor_method(name, &a).map_err(|e| {
             if e.starts_with(super::torch_ops::UNKNOWN_OP) {
                 Diagnostic::new(crate::frontend::torch_api::unsupported(&format!("torch.Tensor.{name}"))).at(span)
@@ -520,6 +539,7 @@ impl<'m> Interp<'m> {
 
     /// `a OP b` as a Python truth value (for `min`/`max` over values).
     pub(super) fn binop_compare(&mut self, a: &Value, op: CmpOp, b: &Value, span: Span) -> Result<bool, Diagnostic> {
+        self.check_operands(&[a, b], span)?;
         let bin = if op == CmpOp::Gt { ops::Binary::Gt } else { ops::Binary::Lt };
         if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
             return Ok(if op == CmpOp::Gt { x.to_f64() > y.to_f64() } else { x.to_f64() < y.to_f64() });

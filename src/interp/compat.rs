@@ -61,7 +61,7 @@ pub(crate) fn reduction_enum(name: &str, npos: usize, arg: Option<&str>, nkw: us
     }
 }
 
-/// `torch.FloatTensor([..])` and the other legacy typed constructors: over a list or tuple of data `torch.tensor`
+/// `torch.FloatTensor([..])`, `torch.Tensor([..])` and the other legacy typed constructors: over a list or tuple of data `torch.tensor`
 /// with that dtype (`Some((dtype, "tensor"))`); with sizes (`torch.LongTensor(n)`, often an `out=` that is then
 /// overwritten) or none, `torch.empty` of that dtype (`"empty"`: zeros here, where PyTorch leaves memory
 /// uninitialized); `None` for any other name. `first` names the first argument's type.
@@ -72,7 +72,7 @@ pub(crate) fn typed_tensor(
     nkw: usize,
 ) -> Result<Option<(DType, &'static str)>, String> {
     let dtype = match name {
-        "FloatTensor" => DType::F32,
+        "FloatTensor" | "Tensor" => DType::F32,
         "DoubleTensor" => DType::F64,
         "LongTensor" => DType::I64,
         "IntTensor" => DType::I32,

@@ -35,6 +35,8 @@ pub struct Interp<'m> {
     grads: Option<Value>,
     /// The tensors `nn.Parameter` made.
     pub(super) parameters: super::grads::Parameters,
+    /// The buffers a random initialization drew into (`super::drawn`).
+    pub(super) drawn: super::drawn::Drawn,
 }
 
 pub(super) type Frame = HashMap<String, Value>;
@@ -50,7 +52,9 @@ impl<'m> Interp<'m> {
         let grads = super::grads::table(module);
         let (params, ids) = (Vec::new(), Vec::new());
         let parameters = Default::default();
-        let mut it = Interp { module, globals, failed_globals, written, depth: 0, params, ids, grads, parameters };
+        let drawn = Default::default();
+        let mut it =
+            Interp { module, globals, failed_globals, written, depth: 0, params, ids, grads, parameters, drawn };
         for (name, e) in &module.constants {
             let mut frame = Frame::new();
             match it.eval(&mut frame, e) {
@@ -258,6 +262,7 @@ impl<'m> Interp<'m> {
             Value::Float(f) => *f != 0.0,
             Value::Str(s) => !s.is_empty(),
             Value::Tensor(t) => {
+                self.check_operands(&[v], span)?;
                 if t.numel() == 0 {
                     return err(span, "Boolean value of Tensor with no values is ambiguous");
                 }
@@ -282,6 +287,7 @@ impl<'m> Interp<'m> {
     pub(super) fn setitem(&mut self, obj: &Value, idx: &Value, v: &Value, span: Span) -> Result<(), Diagnostic> {
         match obj {
             Value::Tensor(t) => {
+                self.check_drawn(&[idx, v], span)?;
                 subscript::setitem(t, idx, v).map_err(tensor_err(span))?;
                 self.mark_written(t);
                 Ok(())
@@ -437,7 +443,15 @@ impl<'m> Interp<'m> {
 
     pub(super) fn getitem(&mut self, obj: &Value, idx: &Value, span: Span) -> Result<Value, Diagnostic> {
         match obj {
-            Value::Tensor(t) => Ok(Value::Tensor(subscript::getitem(t, idx).map_err(tensor_err(span))?)),
+            Value::Tensor(t) => {
+                self.check_drawn(&[idx], span)?;
+                let r = subscript::getitem(t, idx).map_err(tensor_err(span))?;
+                // Advanced indexing copies what it selects: drawn elements stay drawn in the copy.
+                if !r.same_storage(t) && self.drawn.in_value(obj) {
+                    self.drawn.adopt(&Value::Tensor(r.clone()));
+                }
+                Ok(Value::Tensor(r))
+            }
             Value::Dict(d) => Self::dict_get(&d.borrow(), idx, span),
             Value::Tuple(_) | Value::List(_) | Value::Named(..) => {
                 let items = obj.items().expect("sequences have items");
@@ -469,6 +483,7 @@ impl<'m> Interp<'m> {
     }
 
     pub(super) fn binop(&mut self, a: &Value, op: BinOp, b: &Value, span: Span) -> Result<Value, Diagnostic> {
+        self.check_operands(&[a, b], span)?;
         if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
             return py_arith(x, op, y).map_err(tensor_err(span));
         }
@@ -495,6 +510,7 @@ impl<'m> Interp<'m> {
     }
 
     fn unop(&mut self, op: UnaryOp, v: &Value, span: Span) -> Result<Value, Diagnostic> {
+        self.check_operands(&[v], span)?;
         if op == UnaryOp::Not {
             return Ok(Value::Bool(!self.truthy(v, span)?));
         }
@@ -516,6 +532,11 @@ impl<'m> Interp<'m> {
     }
 
     pub(super) fn compare(&mut self, a: &Value, op: CmpOp, b: &Value, span: Span) -> Result<Value, Diagnostic> {
+        match op {
+            CmpOp::Is | CmpOp::IsNot => {}
+            CmpOp::In | CmpOp::NotIn => self.check_operands(&[a], span)?,
+            _ => self.check_operands(&[a, b], span)?,
+        }
         match op {
             CmpOp::Is | CmpOp::IsNot => {
                 let same_view =

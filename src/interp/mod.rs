@@ -13,6 +13,7 @@ pub(crate) mod complex;
 pub(crate) mod conv;
 pub(crate) mod creation;
 pub(crate) mod device;
+pub(crate) mod drawn;
 pub(crate) mod exec;
 pub(crate) mod extra_ops;
 pub(crate) mod foreach;

@@ -1,0 +1,132 @@
+//! Elements a random initialization drew (`crate::interp::drawn`), on the functional engines: each root keeps a
+//! bitmap of its drawn elements (`Root::drawn`). Drawing sets the bits of a view's elements, a write clears them,
+//! and `Fz::read` refuses a view that sees a set bit. Both drawing and clearing happen only in straight-line code
+//! (outside loop bodies and `if` arms on run-time values), so the bitmaps never need merging: a draw elsewhere is
+//! refused, and a write elsewhere leaves the bits set (a read after it is refused, never wrong).
+
+use std::rc::Rc;
+
+use super::state::{diag, TRef, FR, FV};
+use super::Fz;
+use crate::diag::Span;
+use crate::interp::drawn::{random_method, refusal, undrawable};
+use crate::interp::python::{nn_init, nn_init_args, Init};
+
+impl Fz<'_> {
+    /// Whether the statement being functionalized runs once, unconditionally.
+    fn straight_line(&self) -> bool {
+        self.t.frames.is_empty() && self.dyn_depth == 0 && self.t.arms == 0
+    }
+
+    /// The storage offsets of a view placed at a constant offset; `None` for one placed by run-time data or a loop.
+    fn static_offsets(&self, tr: &TRef) -> Option<Vec<usize>> {
+        let c = tr.off.as_const()?;
+        if tr.alt.is_some() {
+            return None;
+        }
+        let d = crate::tensor::Tensor::zeros(crate::tensor::DType::F32, &[]).ok()?;
+        Some(d.restride(tr.shape.clone(), tr.strides.clone(), c as usize).offsets())
+    }
+
+    /// Marks the elements `tr` sees as drawn (their values are never read, so they are written as zeros).
+    pub(super) fn draw(&mut self, tr: &TRef, span: Span) -> FR<()> {
+        if let Some(m) = undrawable(self.roots[tr.root].dtype) {
+            return diag(span, m);
+        }
+        if !self.straight_line() {
+            return diag(span, "random initialization inside a loop or an `if` on run-time values is not supported");
+        }
+        let Some(offsets) = self.static_offsets(tr) else {
+            return diag(span, "random initialization of a view chosen by run-time data is not supported");
+        };
+        let zero = self.full(&[], self.roots[tr.root].dtype, crate::tensor::Scalar::F(0.0)).map_err(Self::tyerr(span))?;
+        self.write(tr, zero, span)?;
+        let n: usize = self.roots[tr.root].shape.iter().product();
+        let bits = self.roots[tr.root].drawn.get_or_insert_with(|| Rc::new(vec![false; n]));
+        let bits = Rc::make_mut(bits);
+        offsets.into_iter().for_each(|o| bits[o] = true);
+        Ok(())
+    }
+
+    /// After a write through `tr`: its elements are no longer drawn, where the write surely happened (straight-line
+    /// code, a view at a constant offset).
+    pub(super) fn undraw(&mut self, tr: &TRef) {
+        if self.roots[tr.root].drawn.is_none() || !self.straight_line() {
+            return;
+        }
+        let Some(offsets) = self.static_offsets(tr) else { return };
+        let bits = Rc::make_mut(self.roots[tr.root].drawn.as_mut().expect("checked above"));
+        offsets.into_iter().for_each(|o| bits[o] = false);
+        if bits.iter().all(|b| !b) {
+            self.roots[tr.root].drawn = None;
+        }
+    }
+
+    /// Refuses a read through `tr` of drawn elements (any, for a view placed at run time).
+    pub(super) fn check_drawn(&self, tr: &TRef, span: Span) -> FR<()> {
+        let Some(bits) = &self.roots[tr.root].drawn else { return Ok(()) };
+        let hit = match self.static_offsets(tr) {
+            Some(offsets) => offsets.iter().any(|&o| bits[o]),
+            None => true,
+        };
+        match hit {
+            true => diag(span, refusal()),
+            false => Ok(()),
+        }
+    }
+
+    /// A copy of `from` as a new root laid out contiguously, whose drawn elements stay drawn (`copy.deepcopy`).
+    pub(super) fn copy_drawn(&mut self, from: &TRef, span: Span) -> FR<TRef> {
+        let bits: Option<Vec<bool>> = match &self.roots[from.root].drawn {
+            None => None,
+            Some(b) => match self.static_offsets(from) {
+                Some(offsets) => Some(offsets.iter().map(|&o| b[o]).collect()),
+                None => return diag(span, refusal()),
+            },
+        };
+        let x = self.read_raw(from, span)?;
+        let copy = self.fresh(x, None, span)?;
+        if let Some(bits) = bits.filter(|b| b.iter().any(|&x| x)) {
+            self.roots[copy.root].drawn = Some(Rc::new(bits));
+        }
+        Ok(copy)
+    }
+
+    /// `torch.nn.init.NAME(...)` (`crate::interp::python::nn_init`): the tensor, filled or drawn; `calculate_gain`'s
+    /// number.
+    pub(super) fn nn_init(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
+        let e = super::args::err(span);
+        let args = nn_init_args(name, pos, kw).map_err(&e)?;
+        let t = match &args[0] {
+            _ if name == "calculate_gain" => None,
+            Some(FV::Tensor(t)) => Some(t.clone()),
+            Some(other) => {
+                let shown = crate::interp::pyvalue::PyValue::type_name(other);
+                return diag(span, format!("{name}(): argument 'tensor' must be Tensor, not {shown}"));
+            }
+            None => unreachable!("nn_init_args binds the tensor"),
+        };
+        let shape = t.as_ref().map_or(&[][..], |t| &t.shape[..]);
+        match (nn_init(name, &args, shape).map_err(&e)?, t) {
+            (Init::Gain(g), _) => Ok(FV::Float(g)),
+            (Init::Fill(v), Some(t)) => {
+                let a = super::ops::A::new(vec![FV::Tensor(t.clone()), v], vec![], span, name.into());
+                self.inplace("fill_", &a)?;
+                Ok(FV::Tensor(t))
+            }
+            (Init::Draw, Some(t)) => {
+                self.draw(&t, span)?;
+                Ok(FV::Tensor(t))
+            }
+            (_, None) => unreachable!("only calculate_gain takes no tensor"),
+        }
+    }
+
+    /// `x.uniform_(...)` / `x.normal_(...)`: `x`, drawn.
+    pub(super) fn random_method(&mut self, name: &str, t: &TRef, npos: usize, kw: &[(String, FV)], span: Span) -> FR<FV> {
+        let keywords: Vec<&str> = kw.iter().map(|(k, _)| k.as_str()).collect();
+        random_method(name, npos, &keywords).map_err(super::args::err(span))?;
+        self.draw(t, span)?;
+        Ok(FV::Tensor(t.clone()))
+    }
+}

@@ -1,0 +1,317 @@
+//! Elements a random initialization drew: `nn.Linear(...)`'s weights, `nn.init.normal_(w)`, `w.uniform_()`,
+//! `torch.Tensor(n, m)`'s uninitialized memory. No engine can reproduce PyTorch's generator, so such elements may
+//! be written (a checkpoint loaded over them: `copy_`, `load_state_dict`, `fill_`) but never read: a read is an error
+//! located where it happens, never a result that differs from PyTorch's.
+//!
+//! The reference interpreter stores a NaN with a payload of its own ([`F32`], [`F64`]) in each drawn element and
+//! remembers the buffers it drew into; an element is written once it holds anything else (every write replaces the
+//! bits), so a read is checked exactly, element by element, through any view. Reads are checked where values enter
+//! an operation (`Interp::check_drawn`: torch functions and tensor methods other than views, writes' sources,
+//! arithmetic, comparisons, truth values, builtins, program outputs). The functional engines keep a bitmap per root
+//! instead (`functionalize::drawn`).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::value::Value;
+use crate::tensor::{Buf, Tensor};
+
+/// The bits of a drawn f32 element: a quiet NaN whose payload no arithmetic makes.
+pub const F32: u32 = 0x7fd5_a5a5;
+/// The bits of a drawn f64 element.
+pub const F64: u64 = 0x7ffa_a5a5_a5a5_a5a5;
+
+/// Why a read of drawn elements fails, in every engine.
+pub fn refusal() -> String {
+    "this reads elements that a random initialization drew (a module's initial weights, `nn.init.normal_`, \
+     `uniform_`, `torch.Tensor(n, m)`), which funcfuse cannot reproduce (PyTorch's random generator decides them): \
+     write them first, as loading a checkpoint does (`copy_`, `load_state_dict`, `fill_`, `nn.init.constant_`)"
+        .into()
+}
+
+/// Why a random initialization of a tensor of `dtype` is refused, if it is: only floating tensors are drawn here.
+pub fn undrawable(dtype: crate::tensor::DType) -> Option<String> {
+    match dtype {
+        crate::tensor::DType::F32 | crate::tensor::DType::F64 => None,
+        d => Some(format!(
+            "random initialization of a {} tensor is not supported (only float32 and float64 tensors)",
+            d.torch_name()
+        )),
+    }
+}
+
+/// Marks the elements `t` sees as drawn.
+pub fn draw(t: &Tensor) -> Result<(), String> {
+    if let Some(m) = undrawable(t.dtype()) {
+        return Err(m);
+    }
+    let offsets = t.offsets();
+    match &mut *t.buf.borrow_mut() {
+        Buf::F32(v) => offsets.iter().for_each(|&o| v[o] = f32::from_bits(F32)),
+        Buf::F64(v) => offsets.iter().for_each(|&o| v[o] = f64::from_bits(F64)),
+        _ => unreachable!("checked above"),
+    }
+    Ok(())
+}
+
+/// Whether any element `t` sees is drawn.
+pub fn sees_drawn(t: &Tensor) -> bool {
+    let b = t.buf.borrow();
+    match &*b {
+        Buf::F32(v) => t.offsets().iter().any(|&o| v[o].to_bits() == F32),
+        Buf::F64(v) => t.offsets().iter().any(|&o| v[o].to_bits() == F64),
+        _ => false,
+    }
+}
+
+/// The buffers drawn into, to check reads against.
+#[derive(Default)]
+pub struct Drawn(Vec<Rc<RefCell<Buf>>>);
+
+impl Drawn {
+    pub fn add(&mut self, t: &Tensor) {
+        if !self.0.iter().any(|b| Rc::ptr_eq(b, &t.buf)) {
+            self.0.push(t.buf.clone());
+        }
+    }
+
+    /// Whether `v`, or a value it holds (a list's items, a dict's entries, an object's attributes), sees drawn
+    /// elements.
+    pub fn in_value(&self, v: &Value) -> bool {
+        if self.0.is_empty() {
+            return false;
+        }
+        let mut seen = Vec::new();
+        self.walk(v, &mut seen)
+    }
+
+    fn walk(&self, v: &Value, seen: &mut Vec<usize>) -> bool {
+        match v {
+            Value::Tensor(t) => self.0.iter().any(|b| Rc::ptr_eq(b, &t.buf)) && sees_drawn(t),
+            Value::Tuple(items) | Value::Named(items, _) => items.iter().any(|x| self.walk(x, seen)),
+            Value::List(l) => {
+                let at = Rc::as_ptr(l) as usize;
+                if seen.contains(&at) {
+                    return false;
+                }
+                seen.push(at);
+                l.borrow().iter().any(|x| self.walk(x, seen))
+            }
+            Value::Dict(d) => {
+                let at = Rc::as_ptr(d) as usize;
+                if seen.contains(&at) {
+                    return false;
+                }
+                seen.push(at);
+                d.borrow().iter().any(|(k, x)| self.walk(k, seen) || self.walk(x, seen))
+            }
+            _ => false,
+        }
+    }
+
+    /// Takes as drawn the buffers of `v` (a deep copy's) that hold drawn elements.
+    pub fn adopt(&mut self, v: &Value) {
+        if self.0.is_empty() {
+            return;
+        }
+        let mut found = Vec::new();
+        collect(v, &mut found, &mut Vec::new());
+        for t in found {
+            if sees_drawn(&t) {
+                self.add(&t);
+            }
+        }
+    }
+}
+
+fn collect(v: &Value, out: &mut Vec<Tensor>, seen: &mut Vec<usize>) {
+    match v {
+        Value::Tensor(t) => out.push(t.clone()),
+        Value::Tuple(items) | Value::Named(items, _) => items.iter().for_each(|x| collect(x, out, seen)),
+        Value::List(l) => {
+            let at = Rc::as_ptr(l) as usize;
+            if !seen.contains(&at) {
+                seen.push(at);
+                l.borrow().iter().for_each(|x| collect(x, out, seen));
+            }
+        }
+        Value::Dict(d) => {
+            let at = Rc::as_ptr(d) as usize;
+            if !seen.contains(&at) {
+                seen.push(at);
+                d.borrow().iter().for_each(|(_, x)| collect(x, out, seen));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Tensor methods that read no element of the tensor they are called on (metadata, views, whole writes), so a
+/// drawn tensor may call them.
+pub const NO_READ_METHODS: &[&str] = &[
+    "size",
+    "dim",
+    "ndimension",
+    "numel",
+    "nelement",
+    "stride",
+    "storage_offset",
+    "is_contiguous",
+    "element_size",
+    "is_floating_point",
+    "is_complex",
+    "get_device",
+    "data_ptr",
+    "view",
+    "view_as",
+    "t",
+    "transpose",
+    "permute",
+    "narrow",
+    "select",
+    "unbind",
+    "chunk",
+    "split",
+    "squeeze",
+    "unsqueeze",
+    "expand",
+    "expand_as",
+    "detach",
+    "detach_",
+    "requires_grad_",
+    "unflatten",
+    "movedim",
+    "diagonal",
+    "as_strided",
+    "copy_",
+    "fill_",
+    "zero_",
+    "uniform_",
+    "normal_",
+];
+
+/// Tensor methods that copy the elements they read where they do not return a view: the copy's drawn elements are
+/// drawn too (`Drawn::adopt`), so they need no check.
+pub const COPYING_METHODS: &[&str] = &["reshape", "flatten", "contiguous", "clone"];
+
+/// Builtins that read no tensor element of their arguments.
+const NO_READ_BUILTINS: &[&str] = &[
+    "len", "isinstance", "issubclass", "id", "type", "hasattr", "getattr", "setattr", "delattr", "list", "tuple",
+    "dict", "set", "zip", "enumerate", "iter", "reversed", "next", "callable", "super", "map", "filter", "sorted",
+];
+
+/// The arguments of `x.uniform_(from=0, to=1, *, generator=None)` or `x.normal_(mean=0, std=1, *, generator=None)`
+/// checked as PyTorch binds them: the method draws every element of `x`.
+pub fn random_method(name: &str, npos: usize, kw: &[&str]) -> Result<(), String> {
+    let params: &[&str] = if name == "uniform_" { &["from", "to"] } else { &["mean", "std"] };
+    if npos > 2 {
+        return Err(format!("{name}() takes at most 2 positional arguments ({npos} given)"));
+    }
+    for (i, k) in kw.iter().enumerate() {
+        match params.iter().position(|p| p == k) {
+            Some(p) if p < npos => return Err(format!("{name}() got multiple values for argument '{k}'")),
+            Some(_) => {}
+            None if *k == "generator" && !kw[..i].contains(k) => {}
+            None => return Err(format!("{name}() got an unexpected keyword argument '{k}'")),
+        }
+    }
+    Ok(())
+}
+
+impl super::Interp<'_> {
+    /// `torch.nn.init.NAME(...)` (`python::nn_init`): the tensor, filled or drawn; `calculate_gain`'s number.
+    pub(super) fn nn_init(
+        &mut self,
+        name: &str,
+        pos: &[Value],
+        kw: &[(String, Value)],
+        span: crate::diag::Span,
+    ) -> Result<Value, crate::diag::Diagnostic> {
+        use super::python::{nn_init, nn_init_args, Init};
+        let e = super::exec::tensor_err(span);
+        let args = nn_init_args(name, pos, kw).map_err(&e)?;
+        let t = match &args[0] {
+            _ if name == "calculate_gain" => None,
+            Some(Value::Tensor(t)) => Some(t.clone()),
+            Some(other) => {
+                let m = format!("{name}(): argument 'tensor' must be Tensor, not {}", other.type_name());
+                return Err(e(m));
+            }
+            None => unreachable!("nn_init_args binds the tensor"),
+        };
+        let shape = t.as_ref().map_or(&[][..], |t| &t.shape[..]);
+        match (nn_init(name, &args, shape).map_err(&e)?, t) {
+            (Init::Gain(g), _) => Ok(Value::Float(g)),
+            (Init::Fill(v), Some(t)) => {
+                let a = super::args::Args::new(vec![Value::Tensor(t.clone()), v], vec![], span, name.into());
+                self.tensor_method_call("fill_", a, span)?;
+                Ok(Value::Tensor(t))
+            }
+            (Init::Draw, Some(t)) => {
+                self.draw(&t, span)?;
+                Ok(Value::Tensor(t))
+            }
+            (_, None) => unreachable!("only calculate_gain takes no tensor"),
+        }
+    }
+
+    /// Draws the elements `t` sees ([`draw`]).
+    pub(super) fn draw(&mut self, t: &Tensor, span: crate::diag::Span) -> Result<(), crate::diag::Diagnostic> {
+        draw(t).map_err(super::exec::tensor_err(span))?;
+        self.drawn.add(t);
+        self.mark_written(t);
+        Ok(())
+    }
+
+    /// A located error where any of `values` sees drawn elements.
+    pub(super) fn check_drawn(&self, values: &[&Value], span: crate::diag::Span) -> Result<(), crate::diag::Diagnostic> {
+        match values.iter().any(|v| self.drawn.in_value(v)) {
+            true => Err(crate::diag::Diagnostic::new(refusal()).at(span)),
+            false => Ok(()),
+        }
+    }
+
+    /// `check_drawn` of the operands of an operator that are tensors (a list's items are not read by `+`).
+    pub(super) fn check_operands(&self, values: &[&Value], span: crate::diag::Span) -> Result<(), crate::diag::Diagnostic> {
+        let tensors: Vec<&Value> = values.iter().copied().filter(|v| matches!(v, Value::Tensor(_))).collect();
+        self.check_drawn(&tensors, span)
+    }
+
+    /// The check of a call's arguments before it runs: what the callee reads of them (`receiver` is the object of a
+    /// method call, `callee` its name or the builtin's). Returns whether the result is a copy whose drawn elements
+    /// are drawn too.
+    pub(super) fn check_call(
+        &self,
+        receiver: Option<&Value>,
+        callee: &str,
+        pos: &[Value],
+        kw: &[(String, Value)],
+        span: crate::diag::Span,
+    ) -> Result<bool, crate::diag::Diagnostic> {
+        if self.drawn.0.is_empty() {
+            return Ok(false);
+        }
+        let args: Vec<&Value> = pos.iter().chain(kw.iter().map(|(_, v)| v)).collect();
+        match receiver {
+            // The tensor an initializer writes (its first argument) is not read.
+            Some(Value::Module("torch.nn.init")) => {
+                let rest: Vec<&Value> = match pos.is_empty() {
+                    false => args[1..].to_vec(),
+                    true => kw.iter().filter(|(k, _)| k != "tensor").map(|(_, v)| v).collect(),
+                };
+                self.check_drawn(&rest, span).map(|_| false)
+            }
+            Some(Value::Module("copy")) => Ok(true),
+            Some(Value::Module(_)) => self.check_drawn(&args, span).map(|_| false),
+            Some(Value::Tensor(_)) if NO_READ_METHODS.contains(&callee) => self.check_drawn(&args, span).map(|_| false),
+            Some(Value::Tensor(_)) if COPYING_METHODS.contains(&callee) => self.check_drawn(&args, span).map(|_| true),
+            Some(t @ Value::Tensor(_)) => {
+                self.check_drawn(&[t], span)?;
+                self.check_drawn(&args, span).map(|_| false)
+            }
+            Some(_) => Ok(false),
+            None if NO_READ_BUILTINS.contains(&callee) => Ok(false),
+            None => self.check_drawn(&args, span).map(|_| false),
+        }
+    }
+}
