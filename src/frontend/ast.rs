@@ -265,6 +265,14 @@ pub const GRADS: &str = "·grads";
 /// name it.
 pub const PARAMETERS: &str = "·parameters";
 
+/// The builtin the generated `register_buffer` of an `nn.Module` subclass calls to record a buffer
+/// (`interp::objects::record_buffer`): `BUFFER(module, name, persistent)`. No Python code can name it.
+pub const BUFFER: &str = "·buffer";
+
+/// The entry of an `nn.Module` instance listing its buffers, as `(name, persistent)` pairs in the order they were
+/// registered (`interp::objects::record_buffer`). No Python code can name it.
+pub const BUFFERS_KEY: &str = "·buffers";
+
 /// The entry of a container instance (`nn.ModuleList`, `nn.Sequential`, `nn.ModuleDict`, `collections.deque`:
 /// `frontend::convert::prelude`) that holds its items: iterating and indexing the instance iterate and index it
 /// (`interp::objects::items_of`). No Python code can name it.

@@ -20,6 +20,7 @@ mod imports;
 mod inert;
 mod iterators;
 mod lambdas;
+mod module_methods;
 mod numpy;
 mod optim;
 pub(super) mod prelude;

@@ -198,6 +198,7 @@ pub const COPYING_METHODS: &[&str] = &["reshape", "flatten", "contiguous", "clon
 const NO_READ_BUILTINS: &[&str] = &[
     "len", "isinstance", "issubclass", "id", "type", "hasattr", "getattr", "setattr", "delattr", "list", "tuple",
     "dict", "set", "zip", "enumerate", "iter", "reversed", "next", "callable", "super", "map", "filter", "sorted",
+    crate::frontend::ast::PARAMETERS, crate::frontend::ast::BUFFER, crate::frontend::ast::IS_MODULE,
 ];
 
 /// The arguments of `x.uniform_(from=0, to=1, *, generator=None)` or `x.normal_(mean=0, std=1, *, generator=None)`

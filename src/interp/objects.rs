@@ -12,6 +12,7 @@
 use std::rc::Rc;
 
 use super::pyvalue::{object_class, Made, Py, PyValue, Walk, CLASS_KEY};
+use crate::frontend::ast::BUFFERS_KEY;
 use crate::diag::{Diagnostic, Span};
 
 /// The key of attribute `name` in an object's dict.
@@ -216,14 +217,21 @@ pub fn isinstance_of_class<'m, W: Walk<'m>>(w: &W, v: &W::V, class_or_tuple: &W:
     }
 }
 
-/// `PARAMETERS(module, recurse, named, prefix, remove_duplicate)` (the generated `parameters()` and
-/// `named_parameters()` of an `nn.Module` subclass, `frontend::convert::classes`): as PyTorch orders them, the
-/// module's own parameters (its tensor attributes that `nn.Parameter` made, in the order of their first assignment),
+/// `PARAMETERS(module, recurse, named, prefix, remove_duplicate, kind)` (the generated `parameters()`,
+/// `named_parameters()`, `buffers()`, `named_buffers()` and `state_dict()` of an `nn.Module` subclass,
+/// `frontend::convert::classes`): as PyTorch orders them, the module's own parameters (its tensor attributes that
+/// `nn.Parameter` made, in the order of their first assignment) and buffers (`register_buffer`'s, in their order),
 /// then each sub-module's, depth first in the order they were assigned (a container's modules, under their index or
-/// key); a list of tensors, or of `(name, tensor)` pairs, each tensor once unless duplicates are asked for.
+/// key); a list of tensors, or of `(name, tensor)` pairs, each tensor once unless duplicates are asked for. `kind` is
+/// `"parameters"`, `"buffers"`, `"state"` (the parameters, then the persistent buffers: a state dict's entries) or
+/// `"children"` (the module's own sub-modules, as `(name, module)` pairs).
 pub fn parameters<'m, W: Walk<'m>>(w: &mut W, args: &[W::V], span: Span) -> Result<W::V, W::Err> {
     let flag = |v: &W::V| matches!(v.py(), Py::Bool(true));
     let (recurse, named, dedupe) = (flag(&args[1]), flag(&args[2]), flag(&args[4]));
+    let kind = match args[5].py() {
+        Py::Str(s) => s.to_string(),
+        _ => unreachable!("the generated methods pass the kind"),
+    };
     let prefix = if let Py::Str(s) = args[3].py() { s.to_string() } else { String::new() };
     let mut found: Vec<(String, W::V, i64)> = Vec::new();
     let mut stack = vec![(prefix, args[0].clone())];
@@ -240,29 +248,43 @@ pub fn parameters<'m, W: Walk<'m>>(w: &mut W, args: &[W::V], span: Span) -> Resu
         };
         let name_of = |k: &str| if at.is_empty() { k.to_string() } else { format!("{at}.{k}") };
         let mut children = Vec::new();
+        let mut own = Vec::new();
         for (k, v) in &entries {
             let Py::Str(k) = k.py() else { continue };
-            if matches!(v.py(), Py::Tensor) && w.parameter(v, span)?.is_some() {
-                let id = w.identity(v, span)?;
-                if !dedupe || !found.iter().any(|(_, _, i)| *i == id) {
-                    found.push((name_of(k), v.clone(), id));
+            let buffer = buffer_names(&entries).into_iter().find(|(b, _)| b == &**k);
+            let wanted = match (kind.as_str(), &buffer) {
+                ("buffers", Some(_)) | ("state", Some((_, true))) => true,
+                ("parameters" | "state", None) => matches!(v.py(), Py::Tensor) && w.parameter(v, span)?.is_some(),
+                _ => false,
+            };
+            if wanted {
+                own.push((k.to_string(), v.clone(), buffer.is_some()));
+            } else if !matches!(v.py(), Py::Tensor | Py::None) || buffer.is_none() {
+                collect_children(w, k, v, &name_of, &mut children);
+            }
+        }
+        if kind == "children" {
+            // The module's own sub-modules, each once.
+            let mut pairs = Vec::new();
+            let mut ids = Vec::new();
+            for (n, m) in children {
+                let id = w.identity(&m, span)?;
+                if !ids.contains(&id) {
+                    ids.push(id);
+                    pairs.push(W::V::make(Made::Tuple(vec![W::V::make(Made::Str(n.into())), m])));
                 }
-            } else if &**k == crate::frontend::ast::ITEMS_KEY {
-                let items: Vec<(String, W::V)> = match v.py() {
-                    Py::List(l) => l.borrow().iter().enumerate().map(|(i, m)| (i.to_string(), m.clone())).collect(),
-                    Py::Dict(d) => d
-                        .borrow()
-                        .iter()
-                        .filter_map(
-                            |(k, m)| if let Py::Str(k) = k.py() { Some((k.to_string(), m.clone())) } else { None },
-                        )
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                let modules = items.into_iter().filter(|(_, m)| object_class(m).is_some());
-                children.extend(modules.map(|(k, m)| (name_of(&k), m)));
-            } else if object_class(v).is_some_and(|c| has_attribute(w, v, &c, "training")) {
-                children.push((name_of(k), v.clone()));
+            }
+            return Ok(W::V::make(Made::List(pairs)));
+        }
+        // A module's parameters come before its buffers.
+        own.sort_by_key(|(_, _, is_buffer)| *is_buffer);
+        for (k, v, _) in own {
+            if !matches!(v.py(), Py::Tensor) {
+                continue;
+            }
+            let id = w.identity(&v, span)?;
+            if !dedupe || !found.iter().any(|(_, _, i)| *i == id) {
+                found.push((name_of(&k), v, id));
             }
         }
         if recurse {
@@ -275,4 +297,70 @@ pub fn parameters<'m, W: Walk<'m>>(w: &mut W, args: &[W::V], span: Span) -> Resu
         .map(|(n, v, _)| if named { W::V::make(Made::Tuple(vec![W::V::make(Made::Str(n.into())), v])) } else { v })
         .collect();
     Ok(W::V::make(Made::List(items)))
+}
+
+/// The buffers `register_buffer` recorded among an object's entries (`ast::BUFFERS_KEY`): each name with whether it
+/// is persistent.
+fn buffer_names<V: PyValue>(entries: &[(V, V)]) -> Vec<(String, bool)> {
+    let Some((_, list)) = entries.iter().find(|(k, _)| matches!(k.py(), Py::Str(s) if &**s == BUFFERS_KEY)) else {
+        return Vec::new();
+    };
+    let Py::List(l) = list.py() else { return Vec::new() };
+    let pairs = l.borrow();
+    pairs
+        .iter()
+        .filter_map(|p| match p.py() {
+            Py::Tuple([n, b]) => match (n.py(), b.py()) {
+                (Py::Str(n), Py::Bool(b)) => Some((n.to_string(), b)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// The sub-modules an entry `k` holding `v` adds, under their names: `v` itself if it is a module, or a
+/// container's modules (`ast::ITEMS_KEY`) under their index or key.
+fn collect_children<'m, W: Walk<'m>>(
+    w: &W,
+    k: &str,
+    v: &W::V,
+    name_of: &dyn Fn(&str) -> String,
+    children: &mut Vec<(String, W::V)>,
+) {
+    if k == crate::frontend::ast::ITEMS_KEY {
+        let items: Vec<(String, W::V)> = match v.py() {
+            Py::List(l) => l.borrow().iter().enumerate().map(|(i, m)| (i.to_string(), m.clone())).collect(),
+            Py::Dict(d) => d
+                .borrow()
+                .iter()
+                .filter_map(|(k, m)| if let Py::Str(k) = k.py() { Some((k.to_string(), m.clone())) } else { None })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let modules = items.into_iter().filter(|(_, m)| object_class(m).is_some());
+        children.extend(modules.map(|(k, m)| (name_of(&k), m)));
+    } else if object_class(v).is_some_and(|c| has_attribute(w, v, &c, "training")) {
+        children.push((name_of(k), v.clone()));
+    }
+}
+
+/// `BUFFER(module, name, persistent)` (the generated `register_buffer`, after it set the attribute): records `name`
+/// as a buffer of the module (`ast::BUFFERS_KEY`), for `buffers()` and `state_dict()`.
+pub fn record_buffer<'m, W: Walk<'m>>(args: &[W::V]) -> W::V {
+    if let (Py::Dict(d), Py::Str(name)) = (args[0].py(), args[1].py()) {
+        let persistent = matches!(args[2].py(), Py::Bool(true));
+        let entry = W::V::make(Made::Tuple(vec![W::V::make(Made::Str(name.clone())), W::V::make(Made::Bool(persistent))]));
+        let key = |k: &W::V| matches!(k.py(), Py::Str(s) if &**s == BUFFERS_KEY);
+        let existing = d.borrow().iter().find(|(k, _)| key(k)).map(|(_, v)| v.clone());
+        match existing.as_ref().map(|v| v.py()) {
+            Some(Py::List(l)) => {
+                let mut l = l.borrow_mut();
+                l.retain(|p| !matches!(p.py(), Py::Tuple([n, _]) if matches!(n.py(), Py::Str(s) if s == name)));
+                l.push(entry);
+            }
+            _ => d.borrow_mut().push((W::V::make(Made::Str(BUFFERS_KEY.into())), W::V::make(Made::List(vec![entry])))),
+        }
+    }
+    W::V::make(Made::None)
 }

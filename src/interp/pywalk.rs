@@ -203,7 +203,7 @@ pub(super) fn flat_classes<V: PyValue>(class_or_tuple: &V) -> Vec<V> {
 }
 
 /// The builtin the generated `train` of an `nn.Module` subclass calls on each attribute.
-pub use crate::frontend::ast::{IS_MODULE, PARAMETERS};
+pub use crate::frontend::ast::{BUFFER, IS_MODULE, PARAMETERS};
 
 /// `type(v)`: the builtin type a program can name and compare (`type(lengths) == list`, `type(x) is torch.Tensor`).
 fn type_of<V: PyValue>(v: &V) -> Result<&'static str, String> {
@@ -641,7 +641,8 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
                     .is_some_and(|c| super::objects::has_attribute(w, v, &c, "training"));
                 W::V::make(Made::Bool(module))
             }
-            PARAMETERS if a.pos.len() == 5 => super::objects::parameters(w, &a.pos, span)?,
+            PARAMETERS if a.pos.len() == 6 => super::objects::parameters(w, &a.pos, span)?,
+            BUFFER if a.pos.len() == 3 => super::objects::record_buffer::<W>(&a.pos),
             "isinstance" => {
                 let v = w.required(a, 0, "obj")?.clone();
                 let classes = w.required(a, 1, "class_or_tuple")?.clone();

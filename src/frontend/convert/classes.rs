@@ -124,6 +124,8 @@ pub(crate) struct Class {
     /// A `typing.NamedTuple` class: a dataclass whose instance also holds its fields as a tuple
     /// ([`named_tuple_methods`]).
     pub named_tuple: bool,
+    /// The methods written for it (`module_methods`), located at the class once converted.
+    pub generated: Vec<String>,
 }
 
 /// The function definitions class `c` stands for (its methods renamed), or why it is not supported.
@@ -229,6 +231,17 @@ pub(super) fn expand(
             py::Stmt::Expr(e) if e.value.is_string_literal_expr() => {}
             py::Stmt::Pass(_) => {}
             _ => return Err(format!("`class {name}`: only methods and `NAME = value` are supported in a class body")),
+        }
+    }
+    if class.module_base && class.base.is_none() {
+        for mut f in super::module_methods::module_methods(name) {
+            let fname = format!("{name}::{}", f.name);
+            if !class.methods.contains(&fname) {
+                f.name = py::Identifier::new(fname.clone(), c.range);
+                class.methods.push(fname.clone());
+                class.generated.push(fname);
+                defs.push(f);
+            }
         }
     }
     let function_base = super::prelude::class_name("torch.autograd", "Function");
@@ -454,6 +467,9 @@ fn finish(
         if class.module_base {
             module_mode(cname, span, &mut attrs, &mut methods, functions);
         }
+        for f in functions.iter_mut().filter(|f| class.generated.contains(&f.name)) {
+            super::prelude::locate(f, span);
+        }
         if class.dataclass && !methods.contains(&init) {
             let this = Param { name: "self".into(), ann: None, default: None, span };
             let body = fields
@@ -621,42 +637,6 @@ fn module_mode(
             vec![stmt(StmtKind::Return(Some(call(attr("self", "train"), vec![e(ExprKind::Bool(false))]))), span)];
         functions.push(method("eval", vec![param("self", None)], body));
         methods.push(eval);
-    }
-    // `parameters(recurse=True)` and `named_parameters(prefix='', recurse=True, remove_duplicate=True)`: the
-    // tensors `nn.Parameter` made among the attributes, then the sub-modules' (`interp::objects::parameters`).
-    for (m, named) in [("parameters", false), ("named_parameters", true)] {
-        let full = format!("{cname}::{m}");
-        if methods.contains(&full) {
-            continue;
-        }
-        let mut params = vec![param("self", None)];
-        if named {
-            params.push(param("prefix", Some(e(ExprKind::Str(String::new())))));
-        }
-        params.push(param("recurse", Some(e(ExprKind::Bool(true)))));
-        let prefix = if named { name("prefix", span) } else { e(ExprKind::Str(String::new())) };
-        let dedupe = if named { name("remove_duplicate", span) } else { e(ExprKind::Bool(true)) };
-        if named {
-            params.push(param("remove_duplicate", Some(e(ExprKind::Bool(true)))));
-        }
-        let args = vec![name("self", span), name("recurse", span), e(ExprKind::Bool(named)), prefix, dedupe];
-        let body = vec![stmt(StmtKind::Return(Some(call(name(PARAMETERS, span), args))), span)];
-        functions.push(method(m, params, body));
-        methods.push(full);
-    }
-    // `register_buffer(name, tensor, persistent=True)`: the tensor as the attribute of that name (a buffer is an
-    // attribute that moves with the module, which programs do not do; `persistent` is about `state_dict`).
-    let register = format!("{cname}::register_buffer");
-    if !methods.contains(&register) {
-        let set = call(name("setattr", span), vec![name("self", span), name("name", span), name("tensor", span)]);
-        let params = vec![
-            param("self", None),
-            param("name", None),
-            param("tensor", None),
-            param("persistent", Some(e(ExprKind::Bool(true)))),
-        ];
-        functions.push(method("register_buffer", params, vec![stmt(StmtKind::Expr(set), span)]));
-        methods.push(register);
     }
 }
 

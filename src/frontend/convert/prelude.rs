@@ -150,16 +150,8 @@ impl Prelude {
     pub(super) fn settle(&self, functions: &mut [Function], at: Span) {
         let mine = format!("{}·", self.prefix);
         for f in functions.iter_mut().filter(|f| f.name.starts_with(&mine)) {
-            f.span = at;
-            for p in f.params.iter_mut().chain(f.vararg.iter_mut().map(|(_, p)| p)).chain(f.kwarg.iter_mut()) {
-                p.span = at;
-                if let Some(d) = &mut p.default {
-                    visit_expr_mut(d, &mut |e| e.span = at);
-                }
-            }
-            relocate(&mut f.body, at);
+            locate(f, at);
             visit_exprs_mut(&mut f.body, &mut |e| {
-                e.span = at;
                 match &mut e.kind {
                     ExprKind::Name(n) if n == "_refused" => *n = REFUSED.into(),
                     ExprKind::Name(n) if n == "_is_module" => *n = IS_MODULE.into(),
@@ -169,6 +161,20 @@ impl Prelude {
             });
         }
     }
+}
+
+/// Locates every statement and expression of `f` at `at` (code written for this tool, whose own source positions
+/// mean nothing in the program's file).
+pub(super) fn locate(f: &mut Function, at: Span) {
+    f.span = at;
+    for p in f.params.iter_mut().chain(f.vararg.iter_mut().map(|(_, p)| p)).chain(f.kwarg.iter_mut()) {
+        p.span = at;
+        if let Some(d) = &mut p.default {
+            visit_expr_mut(d, &mut |e| e.span = at);
+        }
+    }
+    relocate(&mut f.body, at);
+    visit_exprs_mut(&mut f.body, &mut |e| e.span = at);
 }
 
 fn relocate(body: &mut [Stmt], at: Span) {
