@@ -2138,9 +2138,18 @@ fn range_layout_and_reduce_errors_are_pytorchs_and_pythons() {
     for (body, want) in [
         ("return torch.range(0, 3, 0)", "step must be nonzero"),
         ("return torch.range(3, 0)", "upper bound and lower bound inconsistent with step sign"),
-        ("return torch.zeros(3, layout=torch.sparse_coo)", "zeros(layout=torch.sparse_coo): only dense (strided) tensors are supported"),
-        ("return x + functools.reduce(lambda a, b: a + b, [])", "TypeError: reduce() of empty iterable with no initial value"),
-        ("return x + functools.reduce(lambda a, b: a + b, [x], initial=0)", "TypeError: reduce() takes no keyword arguments"),
+        (
+            "return torch.zeros(3, layout=torch.sparse_coo)",
+            "zeros(layout=torch.sparse_coo): only dense (strided) tensors are supported",
+        ),
+        (
+            "return x + functools.reduce(lambda a, b: a + b, [])",
+            "TypeError: reduce() of empty iterable with no initial value",
+        ),
+        (
+            "return x + functools.reduce(lambda a, b: a + b, [x], initial=0)",
+            "TypeError: reduce() takes no keyword arguments",
+        ),
         ("return x + functools.reduce(lambda a, b: a + b)", "TypeError: reduce expected at least 2 arguments, got 1"),
     ] {
         let src = format!("import functools\n\n\ndef f(x: f32[3]):\n    {body}\n");

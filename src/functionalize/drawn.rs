@@ -39,7 +39,8 @@ impl Fz<'_> {
         let Some(offsets) = self.static_offsets(tr) else {
             return diag(span, "random initialization of a view chosen by run-time data is not supported");
         };
-        let zero = self.full(&[], self.roots[tr.root].dtype, crate::tensor::Scalar::F(0.0)).map_err(Self::tyerr(span))?;
+        let zero =
+            self.full(&[], self.roots[tr.root].dtype, crate::tensor::Scalar::F(0.0)).map_err(Self::tyerr(span))?;
         self.write(tr, zero, span)?;
         let n: usize = self.roots[tr.root].shape.iter().product();
         let bits = self.roots[tr.root].drawn.get_or_insert_with(|| Rc::new(vec![false; n]));
@@ -123,7 +124,14 @@ impl Fz<'_> {
     }
 
     /// `x.uniform_(...)` / `x.normal_(...)`: `x`, drawn.
-    pub(super) fn random_method(&mut self, name: &str, t: &TRef, npos: usize, kw: &[(String, FV)], span: Span) -> FR<FV> {
+    pub(super) fn random_method(
+        &mut self,
+        name: &str,
+        t: &TRef,
+        npos: usize,
+        kw: &[(String, FV)],
+        span: Span,
+    ) -> FR<FV> {
         let keywords: Vec<&str> = kw.iter().map(|(k, _)| k.as_str()).collect();
         random_method(name, npos, &keywords).map_err(super::args::err(span))?;
         self.draw(t, span)?;

@@ -19,7 +19,9 @@ impl<'m> Interp<'m> {
         let (callee, pos, kw) = super::pyvalue::call_parts(self, frame, call)?;
         let copies = match &callee {
             Callee::Method(o, name) => self.check_call(Some(o), name, &pos, &kw, span)?,
-            Callee::Name(n) if !(frame.contains_key(*n) || self.globals.contains_key(*n) || self.module.function(n).is_some()) => {
+            Callee::Name(n)
+                if !(frame.contains_key(*n) || self.globals.contains_key(*n) || self.module.function(n).is_some()) =>
+            {
                 self.check_call(None, n, &pos, &kw, span)?
             }
             _ => false,

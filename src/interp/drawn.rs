@@ -75,8 +75,8 @@ impl Drawn {
         }
     }
 
-    /// Whether `v`, or a value it holds (a list's items, a dict's entries, an object's attributes), sees drawn
-    /// elements.
+    /// Whether `v`, or a value it holds (a list's items, a dict's entries), sees drawn elements. An object of a class
+    /// is not looked into: what reads it reads its attributes, each checked then.
     pub fn in_value(&self, v: &Value) -> bool {
         if self.0.is_empty() {
             return false;
@@ -97,6 +97,7 @@ impl Drawn {
                 seen.push(at);
                 l.borrow().iter().any(|x| self.walk(x, seen))
             }
+            Value::Dict(_) if super::pyvalue::object_class(v).is_some() => false,
             Value::Dict(d) => {
                 let at = Rc::as_ptr(d) as usize;
                 if seen.contains(&at) {
@@ -183,6 +184,10 @@ pub const NO_READ_METHODS: &[&str] = &[
     "movedim",
     "diagonal",
     "as_strided",
+    "new_zeros",
+    "new_ones",
+    "new_empty",
+    "new_full",
     "copy_",
     "fill_",
     "zero_",
@@ -190,15 +195,43 @@ pub const NO_READ_METHODS: &[&str] = &[
     "normal_",
 ];
 
+/// Tensor methods and torch functions that read only the shape, dtype or layout of their tensor arguments (the
+/// receiver of a method excepted).
+const SHAPE_ONLY_ARGS: &[&str] =
+    &["view_as", "expand_as", "reshape_as", "type_as", "zeros_like", "ones_like", "empty_like", "full_like"];
+
 /// Tensor methods that copy the elements they read where they do not return a view: the copy's drawn elements are
 /// drawn too (`Drawn::adopt`), so they need no check.
 pub const COPYING_METHODS: &[&str] = &["reshape", "flatten", "contiguous", "clone"];
 
 /// Builtins that read no tensor element of their arguments.
 const NO_READ_BUILTINS: &[&str] = &[
-    "len", "isinstance", "issubclass", "id", "type", "hasattr", "getattr", "setattr", "delattr", "list", "tuple",
-    "dict", "set", "zip", "enumerate", "iter", "reversed", "next", "callable", "super", "map", "filter", "sorted",
-    crate::frontend::ast::PARAMETERS, crate::frontend::ast::BUFFER, crate::frontend::ast::IS_MODULE,
+    "len",
+    "isinstance",
+    "issubclass",
+    "id",
+    "type",
+    "hasattr",
+    "getattr",
+    "setattr",
+    "delattr",
+    "list",
+    "tuple",
+    "dict",
+    "set",
+    "zip",
+    "enumerate",
+    "iter",
+    "reversed",
+    "next",
+    "callable",
+    "super",
+    "map",
+    "filter",
+    "sorted",
+    crate::frontend::ast::PARAMETERS,
+    crate::frontend::ast::BUFFER,
+    crate::frontend::ast::IS_MODULE,
 ];
 
 /// The arguments of `x.uniform_(from=0, to=1, *, generator=None)` or `x.normal_(mean=0, std=1, *, generator=None)`
@@ -265,7 +298,11 @@ impl super::Interp<'_> {
     }
 
     /// A located error where any of `values` sees drawn elements.
-    pub(super) fn check_drawn(&self, values: &[&Value], span: crate::diag::Span) -> Result<(), crate::diag::Diagnostic> {
+    pub(super) fn check_drawn(
+        &self,
+        values: &[&Value],
+        span: crate::diag::Span,
+    ) -> Result<(), crate::diag::Diagnostic> {
         match values.iter().any(|v| self.drawn.in_value(v)) {
             true => Err(crate::diag::Diagnostic::new(refusal()).at(span)),
             false => Ok(()),
@@ -273,7 +310,11 @@ impl super::Interp<'_> {
     }
 
     /// `check_drawn` of the operands of an operator that are tensors (a list's items are not read by `+`).
-    pub(super) fn check_operands(&self, values: &[&Value], span: crate::diag::Span) -> Result<(), crate::diag::Diagnostic> {
+    pub(super) fn check_operands(
+        &self,
+        values: &[&Value],
+        span: crate::diag::Span,
+    ) -> Result<(), crate::diag::Diagnostic> {
         let tensors: Vec<&Value> = values.iter().copied().filter(|v| matches!(v, Value::Tensor(_))).collect();
         self.check_drawn(&tensors, span)
     }
@@ -292,7 +333,10 @@ impl super::Interp<'_> {
         if self.drawn.0.is_empty() {
             return Ok(false);
         }
-        let args: Vec<&Value> = pos.iter().chain(kw.iter().map(|(_, v)| v)).collect();
+        let mut args: Vec<&Value> = pos.iter().chain(kw.iter().map(|(_, v)| v)).collect();
+        if SHAPE_ONLY_ARGS.contains(&callee) {
+            args.retain(|v| !matches!(v, Value::Tensor(_)));
+        }
         match receiver {
             // The tensor an initializer writes (its first argument) is not read.
             Some(Value::Module("torch.nn.init")) => {

@@ -12,8 +12,8 @@
 use std::rc::Rc;
 
 use super::pyvalue::{object_class, Made, Py, PyValue, Walk, CLASS_KEY};
-use crate::frontend::ast::BUFFERS_KEY;
 use crate::diag::{Diagnostic, Span};
+use crate::frontend::ast::BUFFERS_KEY;
 
 /// The key of attribute `name` in an object's dict.
 pub fn key<V: PyValue>(name: &str) -> V {
@@ -350,7 +350,8 @@ fn collect_children<'m, W: Walk<'m>>(
 pub fn record_buffer<'m, W: Walk<'m>>(args: &[W::V]) -> W::V {
     if let (Py::Dict(d), Py::Str(name)) = (args[0].py(), args[1].py()) {
         let persistent = matches!(args[2].py(), Py::Bool(true));
-        let entry = W::V::make(Made::Tuple(vec![W::V::make(Made::Str(name.clone())), W::V::make(Made::Bool(persistent))]));
+        let entry =
+            W::V::make(Made::Tuple(vec![W::V::make(Made::Str(name.clone())), W::V::make(Made::Bool(persistent))]));
         let key = |k: &W::V| matches!(k.py(), Py::Str(s) if &**s == BUFFERS_KEY);
         let existing = d.borrow().iter().find(|(k, _)| key(k)).map(|(_, v)| v.clone());
         match existing.as_ref().map(|v| v.py()) {

@@ -455,11 +455,7 @@ pub fn nn_init_args<V: Clone>(name: &str, pos: &[V], kw: &[(String, V)]) -> Resu
         ));
     };
     if pos.len() > params.len() {
-        return Err(format!(
-            "{name}() takes {} positional arguments but {} were given",
-            params.len(),
-            pos.len()
-        ));
+        return Err(format!("{name}() takes {} positional arguments but {} were given", params.len(), pos.len()));
     }
     let mut out: Vec<Option<V>> = params.iter().enumerate().map(|(i, _)| pos.get(i).cloned()).collect();
     for (k, v) in kw {
@@ -508,7 +504,9 @@ pub fn nn_init<V: super::pyvalue::PyValue>(name: &str, args: &[Option<V>], shape
                 None => None,
                 Some(v) if matches!(v.py(), Py::None) => None,
                 Some(v) => match (v.py(), v.number()) {
-                    (Py::Bool(_), _) | (_, None) => return Err(format!("negative_slope {} not a valid number", v.type_name())),
+                    (Py::Bool(_), _) | (_, None) => {
+                        return Err(format!("negative_slope {} not a valid number", v.type_name()))
+                    }
                     (_, Some(x)) => Some(x),
                 },
             };

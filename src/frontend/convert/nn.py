@@ -1,4 +1,4 @@
-# torch.nn's container, dropout and loss modules, as classes that funcfuse adds to a program file that mentions them
+# torch.nn's container, dropout, loss and weighted modules (Linear, convolutions, LayerNorm, recurrent layers and cells,
 # (`prelude.rs`). Written for this tool after PyTorch's documented behaviour, in the Python subset funcfuse converts.
 # Each class is renamed `nn·NAME`, which no program can bind; as subclasses of nn.Module they get `training` and the
 # `train`/`eval` of the file's modules (`classes.rs`). `self._items` is the entry iterating and indexing an instance
@@ -254,8 +254,8 @@ class BCELoss(_Loss):
 
 
 class Embedding(nn.Module):
-    # Its weight is the given `_weight` (as nn.Parameter, sharing its elements) or `from_pretrained`'s tensor: the
-    # random initial weights PyTorch draws otherwise are refused.
+    # Its weight is the given `_weight` (as nn.Parameter, sharing its elements), `from_pretrained`'s tensor, or drawn
+    # at random (`nn.init.normal_`, the padding row zeros) to be loaded before it is read.
     def __init__(
         self,
         num_embeddings,
@@ -285,12 +285,14 @@ class Embedding(nn.Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            _refused(
-                "nn.Embedding(...) draws random initial weights, which funcfuse does not: pass them as `_weight=` "
-                "or use nn.Embedding.from_pretrained(weights)"
-            )
-        assert list(_weight.shape) == [num_embeddings, embedding_dim], "Shape of weight does not match num_embeddings and embedding_dim"
-        self.weight = nn.Parameter(_weight, requires_grad=not _freeze)
+            self.weight = nn.Parameter(torch.empty((num_embeddings, embedding_dim), dtype=dtype), requires_grad=not _freeze)
+            torch.nn.init.normal_(self.weight)
+            if padding_idx is not None:
+                with torch.no_grad():
+                    self.weight[padding_idx].fill_(0)
+        else:
+            assert list(_weight.shape) == [num_embeddings, embedding_dim], "Shape of weight does not match num_embeddings and embedding_dim"
+            self.weight = nn.Parameter(_weight, requires_grad=not _freeze)
 
     def forward(self, input):
         return torch.nn.functional.embedding(
@@ -314,3 +316,354 @@ class Embedding(nn.Module):
             scale_grad_by_freq=scale_grad_by_freq,
             sparse=sparse,
         )
+
+
+# Modules with weights. Their initial weights are drawn at random, as PyTorch draws them (`nn.init`), so that the
+# engines let a program write them (load a checkpoint: `load_state_dict`, `copy_` through `state_dict()`) and refuse
+# a read of any element still drawn. Parameters are registered in PyTorch's order, under its names.
+
+
+class Linear(nn.Module):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = nn.Parameter(torch.empty((out_features, in_features), dtype=dtype))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(out_features, dtype=dtype))
+        else:
+            self.bias = None
+        torch.nn.init.kaiming_uniform_(self.weight, a=5**0.5)
+        if self.bias is not None:
+            torch.nn.init.uniform_(self.bias)
+
+    def forward(self, input):
+        return torch.nn.functional.linear(input, self.weight, self.bias)
+
+
+class _ConvNd(nn.Module):
+    def __init__(self, n, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode, dtype):
+        super().__init__()
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        if padding_mode != "zeros":
+            _refused("convolution modules with padding_mode other than 'zeros' are not supported")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _ConvNd._tuple(kernel_size, n)
+        self.stride = _ConvNd._tuple(stride, n)
+        self.padding = padding if isinstance(padding, str) else _ConvNd._tuple(padding, n)
+        self.dilation = _ConvNd._tuple(dilation, n)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = nn.Parameter(torch.empty([out_channels, in_channels // groups] + list(self.kernel_size), dtype=dtype))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(out_channels, dtype=dtype))
+        else:
+            self.bias = None
+        torch.nn.init.kaiming_uniform_(self.weight, a=5**0.5)
+        if self.bias is not None:
+            torch.nn.init.uniform_(self.bias)
+
+
+    @staticmethod
+    def _tuple(v, n):
+        if isinstance(v, (tuple, list)):
+            return tuple(v)
+        return tuple([v] * n)
+
+
+class Conv1d(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(1, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode, dtype)
+
+    def forward(self, input):
+        return torch.nn.functional.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Conv2d(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(2, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode, dtype)
+
+    def forward(self, input):
+        return torch.nn.functional.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = nn.Parameter(torch.ones(self.normalized_shape, dtype=dtype))
+            if bias:
+                self.bias = nn.Parameter(torch.zeros(self.normalized_shape, dtype=dtype))
+            else:
+                self.bias = None
+        else:
+            self.weight = None
+            self.bias = None
+
+    def forward(self, input):
+        return torch.nn.functional.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class _RNNBase(nn.Module):
+    # RNN, LSTM and GRU: `gates` rows of weights per hidden unit; per layer and direction, the parameters
+    # weight_ih_l{k}{_reverse}, weight_hh_l{k}{_reverse}, bias_ih_l{k}{_reverse}, bias_hh_l{k}{_reverse}, in that order.
+    def __init__(self, mode, gates, input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dtype):
+        super().__init__()
+        if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or dropout < 0 or dropout > 1:
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an element being zeroed")
+        if not isinstance(hidden_size, int) or isinstance(hidden_size, bool):
+            raise TypeError("hidden_size should be of type int")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = 0
+        directions = 2 if bidirectional else 1
+        for layer in range(num_layers):
+            for direction in range(directions):
+                suffix = "_reverse" if direction == 1 else ""
+                layer_input = input_size if layer == 0 else hidden_size * directions
+                setattr(self, "weight_ih_l{}{}".format(layer, suffix), nn.Parameter(torch.empty((gates * hidden_size, layer_input), dtype=dtype)))
+                setattr(self, "weight_hh_l{}{}".format(layer, suffix), nn.Parameter(torch.empty((gates * hidden_size, hidden_size), dtype=dtype)))
+                if bias:
+                    setattr(self, "bias_ih_l{}{}".format(layer, suffix), nn.Parameter(torch.empty(gates * hidden_size, dtype=dtype)))
+                    setattr(self, "bias_hh_l{}{}".format(layer, suffix), nn.Parameter(torch.empty(gates * hidden_size, dtype=dtype)))
+        stdv = 1.0 / hidden_size**0.5
+        for weight in self.parameters():
+            torch.nn.init.uniform_(weight, -stdv, stdv)
+
+    def flatten_parameters(self):
+        pass
+
+    def _weights(self, layer, direction):
+        suffix = "_reverse" if direction == 1 else ""
+        w_ih = getattr(self, "weight_ih_l{}{}".format(layer, suffix))
+        w_hh = getattr(self, "weight_hh_l{}{}".format(layer, suffix))
+        if self.bias:
+            return w_ih, w_hh, getattr(self, "bias_ih_l{}{}".format(layer, suffix)), getattr(self, "bias_hh_l{}{}".format(layer, suffix))
+        return w_ih, w_hh, None, None
+
+    def _run(self, input, h0, c0):
+        # input: (L, N, H_in); h0, c0: (layers * directions, N, H). The input projections of all steps first, as
+        # PyTorch's CPU kernels compute them, then the steps.
+        directions = 2 if self.bidirectional else 1
+        steps = input.shape[0]
+        hs = []
+        cs = []
+        layer_input = input
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(directions):
+                w_ih, w_hh, b_ih, b_hh = self._weights(layer, direction)
+                projected = torch.nn.functional.linear(layer_input, w_ih, b_ih)
+                h = h0[layer * directions + direction]
+                c = c0[layer * directions + direction] if c0 is not None else None
+                out = layer_input.new_zeros((steps, h.shape[0], self.hidden_size))
+                for s in range(steps):
+                    t = s if direction == 0 else steps - 1 - s
+                    h, c = self._cell(projected[t], h, c, w_hh, b_hh)
+                    out[t] = h
+                outs.append(out)
+                hs.append(h)
+                cs.append(c)
+            layer_input = outs[0] if directions == 1 else torch.cat(outs, 2)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                layer_input = torch.nn.functional.dropout(layer_input, self.dropout, True)
+        return layer_input, torch.stack(hs, 0), (torch.stack(cs, 0) if c0 is not None else None)
+
+    def _forward(self, input, hx, cx):
+        directions = 2 if self.bidirectional else 1
+        if input.dim() not in (2, 3):
+            raise ValueError("{}: Expected input to be 2D or 3D, got {}D instead".format(self.mode, input.dim()))
+        batched = input.dim() == 3
+        if not batched:
+            input = input.unsqueeze(1)
+            if hx is not None:
+                if hx.dim() != 2:
+                    raise RuntimeError("For unbatched 2-D input, hx should also be 2-D but got {}-D tensor".format(hx.dim()))
+                hx = hx.unsqueeze(1)
+                if cx is not None:
+                    cx = cx.unsqueeze(1)
+        else:
+            if hx is not None and hx.dim() != 3:
+                raise RuntimeError("For batched 3-D input, hx should also be 3-D but got {}-D tensor".format(hx.dim()))
+            if self.batch_first:
+                input = input.transpose(0, 1)
+        if input.shape[2] != self.input_size:
+            raise RuntimeError("input.size(-1) must be equal to input_size. Expected {}, got {}".format(self.input_size, input.shape[2]))
+        state = (self.num_layers * directions, input.shape[1], self.hidden_size)
+        if hx is None:
+            hx = torch.zeros(state, dtype=input.dtype)
+            if self.mode == "LSTM":
+                cx = torch.zeros(state, dtype=input.dtype)
+        for s in ([hx] if cx is None else [hx, cx]):
+            if tuple(s.shape) != state:
+                expected = ", ".join([str(d) for d in state])
+                got = ", ".join([str(d) for d in s.shape])
+                raise RuntimeError("Expected hidden size ({}), got [{}]".format(expected, got))
+        output, h_n, c_n = self._run(input, hx, cx)
+        if not batched:
+            output = output.squeeze(1)
+            h_n = h_n.squeeze(1)
+            if c_n is not None:
+                c_n = c_n.squeeze(1)
+        elif self.batch_first:
+            output = output.transpose(0, 1)
+        return output, h_n, c_n
+
+
+class RNN(_RNNBase):
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False, dropout=0.0, bidirectional=False, device=None, dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError("Unknown nonlinearity '{}'. Select from 'tanh' or 'relu'.".format(nonlinearity))
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", 1, input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dtype)
+        self.nonlinearity = nonlinearity
+
+    def _cell(self, projected, h, c, w_hh, b_hh):
+        pre = projected + torch.nn.functional.linear(h, w_hh, b_hh)
+        return (torch.tanh(pre) if self.nonlinearity == "tanh" else torch.relu(pre)), None
+
+    def forward(self, input, hx=None):
+        output, h_n, _ = self._forward(input, hx, None)
+        return output, h_n
+
+
+class LSTM(_RNNBase):
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+        if proj_size != 0:
+            _refused("nn.LSTM with proj_size is not supported")
+        super().__init__("LSTM", 4, input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dtype)
+
+    def _cell(self, projected, h, c, w_hh, b_hh):
+        gates = torch.nn.functional.linear(h, w_hh, b_hh) + projected
+        i, f, g, o = gates.chunk(4, -1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+    def forward(self, input, hx=None):
+        h0, c0 = (None, None) if hx is None else hx
+        output, h_n, c_n = self._forward(input, h0, c0)
+        return output, (h_n, c_n)
+
+
+class GRU(_RNNBase):
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0, bidirectional=False, device=None, dtype=None):
+        super().__init__("GRU", 3, input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dtype)
+
+    def _cell(self, projected, h, c, w_hh, b_hh):
+        hidden = torch.nn.functional.linear(h, w_hh, b_hh)
+        i_r, i_z, i_n = projected.chunk(3, -1)
+        h_r, h_z, h_n = hidden.chunk(3, -1)
+        r = torch.sigmoid(i_r + h_r)
+        z = torch.sigmoid(i_z + h_z)
+        n = torch.tanh(i_n + r * h_n)
+        return (h - n) * z + n, None
+
+    def forward(self, input, hx=None):
+        output, h_n, _ = self._forward(input, hx, None)
+        return output, h_n
+
+
+class _RNNCellBase(nn.Module):
+    def __init__(self, gates, input_size, hidden_size, bias, dtype):
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = nn.Parameter(torch.empty((gates * hidden_size, input_size), dtype=dtype))
+        self.weight_hh = nn.Parameter(torch.empty((gates * hidden_size, hidden_size), dtype=dtype))
+        if bias:
+            self.bias_ih = nn.Parameter(torch.empty(gates * hidden_size, dtype=dtype))
+            self.bias_hh = nn.Parameter(torch.empty(gates * hidden_size, dtype=dtype))
+        else:
+            self.bias_ih = None
+            self.bias_hh = None
+        stdv = 1.0 / hidden_size**0.5 if hidden_size > 0 else 0
+        for weight in self.parameters():
+            torch.nn.init.uniform_(weight, -stdv, stdv)
+
+    def _batched(self, input, hx, name):
+        if input.dim() not in (1, 2):
+            raise ValueError("{}: Expected input to be 1D or 2D, got {}D instead".format(name, input.dim()))
+        if hx is not None and input.dim() != hx.dim():
+            raise RuntimeError("{}: Expected hidden to be {}D, got {}D instead".format(name, input.dim(), hx.dim()))
+        return input.dim() == 2
+
+
+class RNNCell(_RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
+        super().__init__(1, input_size, hidden_size, bias, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        batched = self._batched(input, hx, "RNNCell")
+        x = input if batched else input.unsqueeze(0)
+        h = (torch.zeros((x.shape[0], self.hidden_size), dtype=x.dtype) if hx is None else (hx if batched else hx.unsqueeze(0)))
+        pre = torch.nn.functional.linear(x, self.weight_ih, self.bias_ih) + torch.nn.functional.linear(h, self.weight_hh, self.bias_hh)
+        if self.nonlinearity == "tanh":
+            out = torch.tanh(pre)
+        elif self.nonlinearity == "relu":
+            out = torch.relu(pre)
+        else:
+            raise RuntimeError("Unknown nonlinearity: {}".format(self.nonlinearity))
+        return out if batched else out.squeeze(0)
+
+
+class LSTMCell(_RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(4, input_size, hidden_size, bias, dtype)
+
+    def forward(self, input, hx=None):
+        batched = self._batched(input, None if hx is None else hx[0], "LSTMCell")
+        x = input if batched else input.unsqueeze(0)
+        if hx is None:
+            h = torch.zeros((x.shape[0], self.hidden_size), dtype=x.dtype)
+            c = torch.zeros((x.shape[0], self.hidden_size), dtype=x.dtype)
+        else:
+            h, c = hx
+            if not batched:
+                h = h.unsqueeze(0)
+                c = c.unsqueeze(0)
+        gates = torch.nn.functional.linear(h, self.weight_hh, self.bias_hh) + torch.nn.functional.linear(x, self.weight_ih, self.bias_ih)
+        i, f, g, o = gates.chunk(4, 1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        if not batched:
+            return h.squeeze(0), c.squeeze(0)
+        return h, c
+
+
+class GRUCell(_RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(3, input_size, hidden_size, bias, dtype)
+
+    def forward(self, input, hx=None):
+        batched = self._batched(input, hx, "GRUCell")
+        x = input if batched else input.unsqueeze(0)
+        h = (torch.zeros((x.shape[0], self.hidden_size), dtype=x.dtype) if hx is None else (hx if batched else hx.unsqueeze(0)))
+        i_r, i_z, i_n = torch.nn.functional.linear(x, self.weight_ih, self.bias_ih).chunk(3, 1)
+        h_r, h_z, h_n = torch.nn.functional.linear(h, self.weight_hh, self.bias_hh).chunk(3, 1)
+        r = torch.sigmoid(i_r + h_r)
+        z = torch.sigmoid(i_z + h_z)
+        n = torch.tanh(i_n + r * h_n)
+        out = (h - n) * z + n
+        return out if batched else out.squeeze(0)

@@ -51,6 +51,16 @@ pub(super) const PRELUDES: [Prelude; 4] = [
             "KLDivLoss",
             "BCELoss",
             "Embedding",
+            "Linear",
+            "Conv1d",
+            "Conv2d",
+            "LayerNorm",
+            "RNN",
+            "LSTM",
+            "GRU",
+            "RNNCell",
+            "LSTMCell",
+            "GRUCell",
             // (a function of `_Functional`: `class_name`)
             "binary_cross_entropy",
         ],
@@ -151,13 +161,11 @@ impl Prelude {
         let mine = format!("{}·", self.prefix);
         for f in functions.iter_mut().filter(|f| f.name.starts_with(&mine)) {
             locate(f, at);
-            visit_exprs_mut(&mut f.body, &mut |e| {
-                match &mut e.kind {
-                    ExprKind::Name(n) if n == "_refused" => *n = REFUSED.into(),
-                    ExprKind::Name(n) if n == "_is_module" => *n = IS_MODULE.into(),
-                    ExprKind::Attr(_, a) if a == "_items" => *a = ITEMS_KEY.into(),
-                    _ => {}
-                }
+            visit_exprs_mut(&mut f.body, &mut |e| match &mut e.kind {
+                ExprKind::Name(n) if n == "_refused" => *n = REFUSED.into(),
+                ExprKind::Name(n) if n == "_is_module" => *n = IS_MODULE.into(),
+                ExprKind::Attr(_, a) if a == "_items" => *a = ITEMS_KEY.into(),
+                _ => {}
             });
         }
     }
