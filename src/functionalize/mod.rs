@@ -327,6 +327,7 @@ impl<'m> Fz<'m> {
                 let v = self.read(&p.object, f.span)?;
                 parts.push(self.t.at(v));
             } else if self.roots[root].written {
+                self.check_drawn(&self.natural_view(root), f.span)?;
                 parts.push(self.t.at(self.roots[root].version));
             } else {
                 continue;

@@ -243,6 +243,14 @@ impl<'m> Fz<'m> {
             if op == "empty" && pos.is_empty() {
                 pos.push(FV::Int(0));
             }
+            // Uninitialized memory: a floating tensor's elements are drawn (`super::drawn`), to be written first.
+            if op == "empty" && crate::interp::drawn::undrawable(dtype).is_none() {
+                let r = self.module_call("torch", op, pos, kw, span)?;
+                if let FV::Tensor(t) = &r {
+                    self.draw(t, span)?;
+                }
+                return Ok(r);
+            }
             ("torch", op)
         } else {
             (m, name)

@@ -261,6 +261,14 @@ impl<'m> Interp<'m> {
             if op == "empty" && pos.is_empty() {
                 pos.push(Value::Int(0));
             }
+            // Uninitialized memory: a floating tensor's elements are drawn (`super::drawn`), to be written first.
+            if op == "empty" && super::drawn::undrawable(dtype).is_none() {
+                let r = self.module_call("torch", op, pos, kw, span)?;
+                if let Value::Tensor(t) = &r {
+                    self.draw(t, span)?;
+                }
+                return Ok(r);
+            }
             ("torch", op)
         } else {
             (m, name)

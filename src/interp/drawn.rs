@@ -23,9 +23,9 @@ pub const F64: u64 = 0x7ffa_a5a5_a5a5_a5a5;
 
 /// Why a read of drawn elements fails, in every engine.
 pub fn refusal() -> String {
-    "this reads elements that a random initialization drew (a module's initial weights, `nn.init.normal_`, \
-     `uniform_`, `torch.Tensor(n, m)`), which funcfuse cannot reproduce (PyTorch's random generator decides them): \
-     write them first, as loading a checkpoint does (`copy_`, `load_state_dict`, `fill_`, `nn.init.constant_`)"
+    "this reads elements that no write has set: a random initializer drew them (a module's initial weights, \
+     `nn.init.normal_`, `uniform_`...) or they are uninitialized memory (`torch.Tensor(n, m)`), and funcfuse \
+     reproduces neither: write them first, as loading a checkpoint does (`load_state_dict`, `copy_`, `fill_`)"
         .into()
 }
 

@@ -181,6 +181,11 @@ pub fn run_program(
             let got: Vec<_> = returns.iter().map(|t| (t.dtype(), t.shape.clone())).collect();
             returns::check_returns(&f.name, ann, &got, returns_tuple).map_err(|m| Diagnostic::new(m).at(f.span))?;
         }
+        // What a random initialization drew is never an output (`drawn`: reads are checked where they happen;
+        // this is where the program's caller reads).
+        let outputs: Vec<Value> =
+            returns.iter().chain(it.params.iter().map(|p| &p.object)).cloned().map(Value::Tensor).collect();
+        it.check_drawn(&outputs.iter().collect::<Vec<_>>(), f.span)?;
         // A parameter written in place, or whose object `squeeze_`/`unsqueeze_` changed: its final contents, in the
         // shape the caller's object has now.
         let mutated = (it.params.into_iter())
