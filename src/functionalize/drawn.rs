@@ -10,7 +10,7 @@ use super::state::{diag, TRef, FR, FV};
 use super::Fz;
 use crate::diag::Span;
 use crate::interp::drawn::{random_method, refusal, undrawable};
-use crate::interp::python::{nn_init, nn_init_args, Init};
+use crate::interp::nn_init::{nn_init, nn_init_args, Init};
 
 impl Fz<'_> {
     /// Whether the statement being functionalized runs once, unconditionally.
@@ -93,7 +93,7 @@ impl Fz<'_> {
         Ok(copy)
     }
 
-    /// `torch.nn.init.NAME(...)` (`crate::interp::python::nn_init`): the tensor, filled or drawn; `calculate_gain`'s
+    /// `torch.nn.init.NAME(...)` (`crate::interp::nn_init`): the tensor, filled or drawn; `calculate_gain`'s
     /// number.
     pub(super) fn nn_init(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
         let e = super::args::err(span);
@@ -121,6 +121,27 @@ impl Fz<'_> {
             }
             (_, None) => unreachable!("only calculate_gain takes no tensor"),
         }
+    }
+
+    /// `torch.rand(...)` and the other random tensors (`crate::interp::drawn::random_creation`): made as `empty`
+    /// would make them, then drawn. `None` for any other call.
+    pub(super) fn random_tensor(
+        &mut self,
+        m: &str,
+        name: &str,
+        pos: &[FV],
+        kw: &[(String, FV)],
+        span: Span,
+    ) -> FR<Option<FV>> {
+        let Some(made) = (m == "torch").then(|| crate::interp::drawn::random_creation(name, pos, kw)).flatten() else {
+            return Ok(None);
+        };
+        let (op, pos, kw) = made.map_err(super::args::err(span))?;
+        let r = self.module_function("torch", op, pos, kw, span)?;
+        if let FV::Tensor(t) = &r {
+            self.draw(t, span)?;
+        }
+        Ok(Some(r))
     }
 
     /// `x.uniform_(...)` / `x.normal_(...)`: `x`, drawn.

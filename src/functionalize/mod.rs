@@ -353,6 +353,32 @@ impl<'m> Fz<'m> {
         TRef { root, shape, strides, off: Affine::constant(0), alt: None }
     }
 
+    pub(super) fn tensor_ty(&mut self, v: state::TId, span: Span) -> FR<(DType, Vec<usize>)> {
+        let id = self.t.at(v);
+        match self.t.ty(id).map_err(Self::tyerr(span))? {
+            Ty::Tensor(d, s) => Ok((d, s)),
+            other => diag(span, format!("expected a tensor, found {other}")),
+        }
+    }
+
+    /// `(full SHAPE DTYPE VALUE)`.
+    pub(super) fn full(
+        &mut self,
+        shape: &[usize],
+        dtype: DType,
+        value: crate::tensor::Scalar,
+    ) -> Result<state::TId, String> {
+        let s = self.t.b.ints(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>());
+        let d = self.t.leaf(Node::DType(dtype));
+        let v = match value.cast(dtype) {
+            crate::tensor::Scalar::I(i) => Node::Int(i),
+            crate::tensor::Scalar::F(f) => Node::Float(crate::ir::FloatLit(f)),
+            crate::tensor::Scalar::B(b) => Node::Bool(crate::ir::BoolLit(b)),
+        };
+        let v = self.t.leaf(v);
+        self.t.op(crate::ir::OpName::Full, vec![s, d, v])
+    }
+
     /// A located error from a message of the term builder.
     fn tyerr(span: Span) -> impl Fn(String) -> Stop {
         move |m| Stop::Diag(Diagnostic::new(m).at(span))

@@ -181,6 +181,9 @@ impl<'m> Fz<'m> {
     /// `MODULE.NAME(...)`: an op of the table (`torch.*`, `F.*`, `torch.linalg.*`), writing its result through `out=`
     /// where the op takes it.
     fn module_call(&mut self, m: &str, name: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
+        if let Some(r) = self.random_tensor(m, name, &pos, &kw, span)? {
+            return Ok(r);
+        }
         // `nn.Parameter(...)`'s tensor is kept as one (`interp::grads::Parameters`).
         let as_bool = |v: &FV| if let FV::Bool(b) = v { Some(*b) } else { None };
         let parameter =
@@ -193,7 +196,7 @@ impl<'m> Fz<'m> {
         Ok(r)
     }
 
-    fn module_function(
+    pub(super) fn module_function(
         &mut self,
         m: &str,
         name: &str,

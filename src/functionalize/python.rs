@@ -151,6 +151,9 @@ impl<'m> Fz<'m> {
             return self.inline(fname, pos, kw, span);
         }
         if let FV::Func(fname) = callee {
+            if let Some(op) = fname.strip_prefix("torch.nn.init.") {
+                return self.nn_init(op, &pos, &kw, span);
+            }
             if let Some((m, op)) = fname.rsplit_once('.') {
                 let (mut pos, mut kw) = (pos, kw);
                 if m == "torch.nn.functional" {
@@ -266,6 +269,10 @@ impl<'m> Fz<'m> {
             dict.borrow_mut().clear();
             return Ok(FV::None);
         }
+        if let ("add", [item]) = (name, pos) {
+            crate::interp::pyset::set_add(dict, item).map_err(super::args::err(span))?;
+            return Ok(FV::None);
+        }
         let d = dict.borrow();
         let d = d.as_slice();
         match (name, pos) {
@@ -319,13 +326,13 @@ impl<'m> Fz<'m> {
         Ok(if method.ends_with('_') { FV::None } else { FV::List(Rc::new(std::cell::RefCell::new(out))) })
     }
 
-    /// `itertools.NAME(...)`: `product` only, as a list of tuples (`pyvalue::itertools`); `repeat` must be known
+    /// `itertools.NAME(...)`: `product` only, as a list of tuples (`interp::compat::itertools`); `repeat` must be known
     /// before the program runs.
     pub(super) fn itertools(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
         if kw.iter().any(|(k, v)| k == "repeat" && matches!(v, FV::DynInt(_))) && name == "product" {
             return needs_static(span, "itertools.product(): `repeat` must be known before the program runs");
         }
-        pyvalue::itertools(self, name, pos, kw, span)
+        crate::interp::compat::itertools(self, name, pos, kw, span)
     }
 
     /// `LIST.NAME(*pos)`: the list methods both engines have.

@@ -9,7 +9,7 @@ use egg::Id;
 use super::state::{diag, needs_static, Affine, Sym, TId, TIdKey, TRef, FR, FV};
 use super::Fz;
 use crate::diag::Span;
-use crate::ir::{Node, OpName, Ty};
+use crate::ir::{Node, OpName};
 use crate::tensor::{ops, DType, Tensor};
 
 /// Dummy views carry their static offset above this base, so that view arithmetic never goes below zero.
@@ -172,27 +172,6 @@ impl Fz<'_> {
         }
         let root = self.new_root(value, dtype, shape, None);
         Ok(self.natural_view(root))
-    }
-
-    pub(super) fn tensor_ty(&mut self, v: TId, span: Span) -> FR<(DType, Vec<usize>)> {
-        let id = self.t.at(v);
-        match self.t.ty(id).map_err(Self::tyerr(span))? {
-            Ty::Tensor(d, s) => Ok((d, s)),
-            other => diag(span, format!("expected a tensor, found {other}")),
-        }
-    }
-
-    /// `(full SHAPE DTYPE VALUE)`.
-    pub(super) fn full(&mut self, shape: &[usize], dtype: DType, value: crate::tensor::Scalar) -> Result<TId, String> {
-        let s = self.t.b.ints(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>());
-        let d = self.t.leaf(Node::DType(dtype));
-        let v = match value.cast(dtype) {
-            crate::tensor::Scalar::I(i) => Node::Int(i),
-            crate::tensor::Scalar::F(f) => Node::Float(crate::ir::FloatLit(f)),
-            crate::tensor::Scalar::B(b) => Node::Bool(crate::ir::BoolLit(b)),
-        };
-        let v = self.t.leaf(v);
-        self.t.op(OpName::Full, vec![s, d, v])
     }
 
     /// A dummy tensor with `tr`'s shape and strides, for reusing the runtime's view arithmetic and checks.

@@ -199,6 +199,17 @@ impl<'m> Interp<'m> {
         kw: Vec<(String, Value)>,
         span: Span,
     ) -> Result<Value, Diagnostic> {
+        // Random tensors: made as `empty` would make them, then drawn (`super::drawn`).
+        if m == "torch" {
+            if let Some(made) = super::drawn::random_creation(name, &pos, &kw) {
+                let (op, pos, kw) = made.map_err(tensor_err(span))?;
+                let r = self.module_function("torch", op, pos, kw, span)?;
+                if let Value::Tensor(t) = &r {
+                    self.draw(t, span)?;
+                }
+                return Ok(r);
+            }
+        }
         // `nn.Parameter(...)`'s tensor is kept as one (`grads::Parameters`).
         let as_bool = |v: &Value| if let Value::Bool(b) = v { Some(*b) } else { None };
         let parameter =
@@ -308,6 +319,7 @@ impl<'m> Interp<'m> {
         span: Span,
     ) -> Result<Value, Diagnostic> {
         match f {
+            Value::Func(name) if name.starts_with("torch.nn.init.") => self.nn_init(&name[14..], &pos, &kw, span),
             Value::Func(name) if name.contains('.') => {
                 let (m, op) = name.rsplit_once('.').expect("a dotted name");
                 let (mut pos, mut kw) = (pos, kw);
@@ -536,7 +548,7 @@ impl<'m> Interp<'m> {
         }
     }
 
-    /// `itertools.NAME(...)`: `product` only, as a list of tuples (`pyvalue::itertools`).
+    /// `itertools.NAME(...)`: `product` only, as a list of tuples (`compat::itertools`).
     fn itertools(
         &mut self,
         name: &str,
@@ -544,7 +556,7 @@ impl<'m> Interp<'m> {
         kw: &[(String, Value)],
         span: Span,
     ) -> Result<Value, Diagnostic> {
-        super::pyvalue::itertools(self, name, pos, kw, span)
+        super::compat::itertools(self, name, pos, kw, span)
     }
 
     /// `a OP b` as a Python truth value (for `min`/`max` over values).

@@ -147,6 +147,35 @@ fn collect(v: &Value, out: &mut Vec<Tensor>, seen: &mut Vec<usize>) {
     }
 }
 
+/// `torch.rand(...)`, `torch.randn(...)`, `torch.rand_like(x)`, `torch.randn_like(x)` and `torch.normal(mean, std,
+/// size)` of numbers: the call that makes a tensor of the same shape and dtype (`empty` or `empty_like`, `generator=`
+/// dropped), whose elements are then drawn. `None` for any other call.
+pub fn random_creation<V: super::pyvalue::PyValue>(
+    name: &str,
+    pos: &[V],
+    kw: &[(String, V)],
+) -> Option<Result<(&'static str, Vec<V>, Vec<(String, V)>), String>> {
+    let kw: Vec<(String, V)> = kw.iter().filter(|(k, _)| k != "generator").cloned().collect();
+    match name {
+        "rand" | "randn" => Some(Ok(("empty", pos.to_vec(), kw))),
+        "rand_like" | "randn_like" => Some(Ok(("empty_like", pos.to_vec(), kw))),
+        "normal" => {
+            let numbers = pos.len() >= 2 && pos[..2].iter().all(|v| v.number().is_some());
+            let size = pos.get(2).cloned().or_else(|| kw.iter().find(|(k, _)| k == "size").map(|(_, v)| v.clone()));
+            match (numbers, size) {
+                (true, Some(size)) => {
+                    let rest = kw.into_iter().filter(|(k, _)| k != "size").collect();
+                    Some(Ok(("empty", vec![size], rest)))
+                }
+                _ => Some(Err("torch.normal is supported only as torch.normal(mean, std, size) of numbers (its \
+                               elements drawn, to be written before they are read)"
+                    .into())),
+            }
+        }
+        _ => None,
+    }
+}
+
 /// Tensor methods that read no element of the tensor they are called on (metadata, views, whole writes), so a
 /// drawn tensor may call them.
 pub const NO_READ_METHODS: &[&str] = &[
@@ -253,7 +282,7 @@ pub fn random_method(name: &str, npos: usize, kw: &[&str]) -> Result<(), String>
 }
 
 impl super::Interp<'_> {
-    /// `torch.nn.init.NAME(...)` (`python::nn_init`): the tensor, filled or drawn; `calculate_gain`'s number.
+    /// `torch.nn.init.NAME(...)` (`super::nn_init`): the tensor, filled or drawn; `calculate_gain`'s number.
     pub(super) fn nn_init(
         &mut self,
         name: &str,
@@ -261,7 +290,7 @@ impl super::Interp<'_> {
         kw: &[(String, Value)],
         span: crate::diag::Span,
     ) -> Result<Value, crate::diag::Diagnostic> {
-        use super::python::{nn_init, nn_init_args, Init};
+        use super::nn_init::{nn_init, nn_init_args, Init};
         let e = super::exec::tensor_err(span);
         let args = nn_init_args(name, pos, kw).map_err(&e)?;
         let t = match &args[0] {

@@ -159,3 +159,46 @@ pub fn requires_grad<V>(pos: &[V], kw: &[(String, V)], as_bool: impl Fn(&V) -> O
     let given = kw.iter().find(|(k, _)| k == "requires_grad").map(|(_, v)| v).or(pos.get(1));
     given.and_then(as_bool).unwrap_or(true)
 }
+
+/// The tensor methods that change nothing an engine computes and return the tensor: `x.share_memory_()` (memory is
+/// the process's here), `x.requires_grad_(flag)` (a parameter's flag is kept, `super::grads::Parameters`; any other
+/// tensor's is False, so only `False` is accepted there: autograd is not supported). `None` for any other call.
+pub fn tensor_flag_call<'m, W: Walk<'m>>(
+    w: &mut W,
+    o: &W::V,
+    name: &str,
+    pos: &[W::V],
+    kw: &[(String, W::V)],
+    span: Span,
+) -> Result<Option<W::V>, W::Err> {
+    if !matches!(o.py(), Py::Tensor) {
+        return Ok(None);
+    }
+    let e = |m: String| -> Result<Option<W::V>, W::Err> { Err(Diagnostic::new(m).at(span).into()) };
+    match name {
+        "share_memory_" if pos.is_empty() && kw.is_empty() => Ok(Some(o.clone())),
+        "share_memory_" => e("share_memory_() takes no arguments".into()),
+        "requires_grad_" => {
+            let given = match (pos, kw) {
+                ([], []) => None,
+                ([v], []) => Some(v),
+                ([], [(k, v)]) if k == "requires_grad" => Some(v),
+                _ => return e("requires_grad_() takes one argument, `requires_grad`".into()),
+            };
+            let flag = match given.map(|v| v.py()) {
+                None => true,
+                Some(Py::Bool(b)) => b,
+                Some(_) => return e("requires_grad_(): argument 'requires_grad' must be bool".into()),
+            };
+            if w.parameter(o, span)?.is_some() {
+                w.set_requires_grad(o, flag, span)?;
+            } else if flag {
+                return e(
+                    "`requires_grad_(True)` on a tensor that is no nn.Parameter: autograd is not supported".into()
+                );
+            }
+            Ok(Some(o.clone()))
+        }
+        _ => Ok(None),
+    }
+}

@@ -20,6 +20,7 @@ pub(crate) mod foreach;
 pub(crate) mod grads;
 pub(crate) mod losses;
 pub(crate) mod more_ops;
+pub(crate) mod nn_init;
 pub(crate) mod nn_ops;
 pub(crate) mod objects;
 pub(crate) mod out_arg;

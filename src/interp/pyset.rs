@@ -8,6 +8,25 @@
 use super::pyvalue::{Made, Py, PyValue};
 use crate::frontend::cpython::{int_hash, iteration_order};
 
+/// `s.add(item)` on the dict standing for a set (a dict has no `add`): the set of its items and `item`, in the order
+/// Python's set would iterate them.
+pub fn set_add<V: PyValue>(set: &std::cell::RefCell<Vec<(V, V)>>, item: &V) -> Result<(), String> {
+    let same = |a: &V, b: &V| match (a.py(), b.py()) {
+        (Py::Str(x), Py::Str(y)) => x == y,
+        (Py::Int(_) | Py::Bool(_), Py::Int(_) | Py::Bool(_)) => a.number() == b.number(),
+        _ => false,
+    };
+    let mut items: Vec<V> = set.borrow().iter().map(|(k, _)| k.clone()).collect();
+    if !items.iter().any(|k| same(k, item)) {
+        items.push(item.clone());
+    }
+    let made = set_of(items)?;
+    let Py::Dict(d) = made.py() else { unreachable!("set_of makes a dict") };
+    let made = d.borrow().clone();
+    *set.borrow_mut() = made;
+    Ok(())
+}
+
 /// `set(items)` in either engine (the items added in order): the dict standing for it (see the module's
 /// documentation).
 pub fn set_of<V: PyValue>(items: Vec<V>) -> Result<V, String> {

@@ -156,6 +156,9 @@ pub fn call_parts<'m, W: Walk<'m, Env = HashMap<String, <W as Walk<'m>>::V>>>(
         if let Some(r) = super::pyvalue::answered_call(o, name, &pos, &kw) {
             return Ok((Callee::Answered(r.map_err(|m| Diagnostic::new(m).at(call.span))?), pos, kw));
         }
+        if let Some(r) = super::grads::tensor_flag_call(w, o, name, &pos, &kw, call.span)? {
+            return Ok((Callee::Answered(r), pos, kw));
+        }
     }
     Ok((callee, pos, kw))
 }
@@ -228,61 +231,6 @@ fn type_of<V: PyValue>(v: &V) -> Result<&'static str, String> {
             ))
         }
     })
-}
-
-/// `itertools.product(*iterables, repeat=)`: the list of tuples; `itertools.chain(*iterables)`: the list of items;
-/// `itertools.zip_longest(*iterables, fillvalue=)`: the list of tuples. `repeat` must be an int (the functionalizer
-/// first refuses one known only at run time).
-pub fn itertools<'m, W: Walk<'m>>(
-    w: &mut W,
-    name: &str,
-    pos: &[W::V],
-    kw: &[(String, W::V)],
-    span: Span,
-) -> Result<W::V, W::Err> {
-    let fail = |m: String| -> W::Err { Diagnostic::new(m).at(span).into() };
-    if name == "chain" {
-        // `chain(*iterables)`: their items one after the other, as a list (YOLOv3's
-        // `chain(*[layer.parameters() for ...])`-style flattening of lists of lists).
-        if let Some((k, _)) = kw.first() {
-            return Err(fail(format!("chain() got an unexpected keyword argument '{k}'")));
-        }
-        let mut items = Vec::new();
-        for v in pos {
-            items.extend(w.iterate(v, span)?);
-        }
-        return Ok(W::V::make(Made::List(items)));
-    }
-    if name == "zip_longest" {
-        // `zip_longest(*iterables, fillvalue=None)`: tuples as long as the longest, the shorter filled.
-        let mut fill = W::V::make(Made::None);
-        for (k, v) in kw {
-            match k.as_str() {
-                "fillvalue" => fill = v.clone(),
-                _ => return Err(fail(format!("zip_longest() got an unexpected keyword argument '{k}'"))),
-            }
-        }
-        let seqs = pos.iter().map(|v| w.iterate(v, span)).collect::<Result<Vec<_>, _>>()?;
-        let n = seqs.iter().map(Vec::len).max().unwrap_or(0);
-        let row = |i: usize| seqs.iter().map(|s| s.get(i).cloned().unwrap_or_else(|| fill.clone())).collect();
-        return Ok(W::V::make(Made::List((0..n).map(|i| W::V::make(Made::Tuple(row(i)))).collect())));
-    }
-    if name != "product" {
-        return Err(fail(crate::frontend::torch_api::unsupported_itertools(name)));
-    }
-    let mut repeat = 1;
-    for (k, v) in kw {
-        match (k.as_str(), v.py()) {
-            ("repeat", Py::Int(r)) => repeat = r,
-            ("repeat", _) => {
-                return Err(fail(format!("'{}' object cannot be interpreted as an integer", v.type_name())))
-            }
-            _ => return Err(fail(format!("product() got an unexpected keyword argument '{k}'"))),
-        }
-    }
-    let seqs = pos.iter().map(|v| w.iterate(v, span)).collect::<Result<Vec<_>, _>>()?;
-    let combos = super::python::cartesian_product(&seqs, repeat).map_err(fail)?;
-    Ok(W::V::make(Made::List(combos.into_iter().map(|c| W::V::make(Made::Tuple(c))).collect())))
 }
 
 /// An f-string's text: its literal parts, and each field formatted by `field` (which prints a value as its

@@ -123,3 +123,7 @@ def to(self, *args, **kwargs):
 
 def cpu(self):
     return self
+
+
+def share_memory(self):
+    return self
