@@ -381,26 +381,49 @@ impl<'m> Fz<'m> {
         self.fresh_op(OpName::Scatter, vec![xt, dd, it, src, ad], None, span)
     }
 
-    /// `sort`/`argsort`/`topk`: stable `sortval`/`sortidx` terms along `dim`, narrowed to `k` for `topk`.
+    /// `topk`'s `k` as an integer term: a number, a loop-dependent int, or a one-element integer tensor's run-time
+    /// int.
+    fn topk_k(&mut self, k: &FV, span: crate::diag::Span) -> FR<egg::Id> {
+        let k = match k {
+            FV::Tensor(t) if self.run_time_count(k) => {
+                let v = self.read(t, span)?;
+                self.run_time_int(v, span)?
+            }
+            other => other.clone(),
+        };
+        match k {
+            FV::Int(_) | FV::DynInt(_) => Ok(self.int_term(&k)),
+            other => diag(span, format!("topk(): argument 'k' must be int, not {}", other.type_name())),
+        }
+    }
+
+    /// `sort`/`argsort`/`topk`: `sortval`/`sortidx` terms along `dim` that order ties as PyTorch's kernel does
+    /// (`tensor::ties`), narrowed to `k` for `topk`.
     fn sort(&mut self, name: &str, a: &A) -> FR<FV> {
+        use crate::tensor::ties::Ties;
         let span = a.span;
         let x = a.tensor(0, "input")?;
-        // The sort is always stable, which `stable=True` asks for and `topk(sorted=False)` allows.
-        let (dim, desc) = if name == "topk" {
-            a.bool_or(4, "sorted", true)?;
-            (a.int_or(2, "dim", -1)?, a.bool_or(3, "largest", true)?)
+        let (dim, desc, ties) = if name == "topk" {
+            let sorted = a.bool_or(4, "sorted", true)?;
+            (a.int_or(2, "dim", -1)?, a.bool_or(3, "largest", true)?, Ties::TopK { k: 0, sorted })
         } else {
-            a.bool_or(99, "stable", false)?;
-            let stable = a.kw.iter().any(|(k, _)| k == "stable");
-            crate::interp::extra_ops::stable_keywords_only(&a.name, a.pos.len(), stable).map_err(err(span))?;
-            (a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)
+            let stable = a.bool_or(99, "stable", false)?;
+            let keyword = a.kw.iter().any(|(k, _)| k == "stable");
+            crate::interp::extra_ops::stable_keywords_only(&a.name, a.pos.len(), keyword).map_err(err(span))?;
+            let ties = if stable { Ties::Stable } else { Ties::Sort };
+            (a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?, ties)
         };
         let d = crate::tensor::views::wrap_dim(dim, x.shape.len()).map_err(err(span))?;
         let xt = self.term_as(&FV::Tensor(x.clone()), self.roots[x.root].dtype, span)?;
         let dd = self.t.leaf(Node::Int(d as i64));
         let de = self.t.leaf(Node::Bool(crate::ir::BoolLit(desc)));
-        let v = self.fresh_op(OpName::SortVal, vec![xt, dd, de], None, span)?;
-        let i = self.fresh_op(OpName::SortIdx, vec![xt, dd, de], None, span)?;
+        let mode = self.t.leaf(Node::Int(ties.code().0));
+        let k = match name {
+            "topk" => self.topk_k(&a.req(1, "k")?.clone(), span)?,
+            _ => self.t.leaf(Node::Int(0)),
+        };
+        let v = self.fresh_op(OpName::SortVal, vec![xt, dd, de, mode, k], None, span)?;
+        let i = self.fresh_op(OpName::SortIdx, vec![xt, dd, de, mode, k], None, span)?;
         if name == "argsort" {
             return Ok(i);
         }

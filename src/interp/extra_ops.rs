@@ -1,6 +1,7 @@
 //! Less common ops: gathers and scatters, sorting, statistics, flips and rolls, and a few `torch.nn.functional`
 //! helpers. Each is built from the tensor runtime's primitives.
 
+use crate::tensor::ties::Ties;
 use std::rc::Rc;
 
 use super::args::{int_list, to_int, AResult, Args};
@@ -27,10 +28,12 @@ pub(crate) fn stable_keywords_only(name: &str, positional: usize, stable: bool) 
     Ok(())
 }
 
-/// `sort`'s and `argsort`'s `stable=`: any value gives our (stable) order; it must come with keyword-only dims.
-fn stable_arg(a: &Args) -> AResult<()> {
-    a.bool_or(99, "stable", false)?;
-    stable_keywords_only(&a.name, a.pos.len(), a.kw.iter().any(|(k, _)| k == "stable"))
+/// `sort`'s and `argsort`'s `stable=` (keyword-only dims with it): the order of ties, PyTorch's unstable sort's
+/// without it (`tensor::ties`).
+fn stable_arg(a: &Args) -> AResult<Ties> {
+    let stable = a.bool_or(99, "stable", false)?;
+    stable_keywords_only(&a.name, a.pos.len(), a.kw.iter().any(|(k, _)| k == "stable"))?;
+    Ok(if stable { Ties::Stable } else { Ties::Sort })
 }
 
 fn named(values: Tensor, indices: Tensor) -> Value {
@@ -84,29 +87,26 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "sort" => {
             let x = a.tensor(0, "input")?;
-            // Our sort is always stable (ties keep their index order), which is what `stable=True` asks for and
-            // one of the orders PyTorch may give without it.
-            stable_arg(a)?;
-            let (v, i) = index::sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)?;
+            let ties = stable_arg(a)?;
+            let (v, i) = index::sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?, ties)?;
             Ok(named(v, i))
         }
         "argsort" => {
             let x = a.tensor(0, "input")?;
-            stable_arg(a)?;
-            t(index::sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?)?.1)
+            let ties = stable_arg(a)?;
+            t(index::sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?, ties)?.1)
         }
         "topk" => {
             let x = a.tensor(0, "input")?;
             let k = a.int(1, "k")?;
             let dim = a.int_or(2, "dim", -1)?;
             let largest = a.bool_or(3, "largest", true)?;
-            // `sorted=False` leaves PyTorch's order unspecified; sorted is one such order.
-            a.bool_or(4, "sorted", true)?;
-            let (v, i) = index::sort(&x, dim, largest)?;
+            let sorted = a.bool_or(4, "sorted", true)?;
             let d = wrap_dim(dim, x.dim())?;
             if k < 0 || (x.dim() > 0 && k as usize > x.shape[d]) {
                 return Err("selected index k out of range".into());
             }
+            let (v, i) = index::sort(&x, dim, largest, Ties::TopK { k: k as usize, sorted })?;
             Ok(named(v.narrow(d as i64, 0, k)?.contiguous_copy(), i.narrow(d as i64, 0, k)?.contiguous_copy()))
         }
         "flip" => flip(a),

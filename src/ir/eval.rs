@@ -569,7 +569,8 @@ impl Evaluator<'_> {
                 let x = t(self, 0)?;
                 let d = self.int(args[1])?;
                 let desc = self.boolean(args[2])?;
-                let (v, i) = index::sort(&x, d, desc)?;
+                let ties = crate::tensor::ties::Ties::from_code(self.int(args[3])?, self.int(args[4])?)?;
+                let (v, i) = index::sort(&x, d, desc, ties)?;
                 Ok(V::T(if op == SortVal { v } else { i }))
             }
             _ => fail(format!("operator {} is not evaluated here", op.as_str())),

@@ -329,8 +329,8 @@ op_table! {
     // Gathers, scatters and sorting along one dim.
     Gather = "gather": Index, 3, Same;
     Scatter = "scatter": Index, 5, Same;
-    SortVal = "sort_val": Index, 3, Same;
-    SortIdx = "sort_idx": Index, 3, Index;
+    SortVal = "sort_val": Index, 5, Same;
+    SortIdx = "sort_idx": Index, 5, Index;
 }
 
 impl OpName {

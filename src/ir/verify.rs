@@ -555,6 +555,8 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             let (d, s) = cx.tensor(0)?;
             wrap_dim(cx.lit_int(1)?, s.len())?;
             cx.lit_bool(2)?;
+            crate::tensor::ties::Ties::from_code(cx.lit_int(3)?, 0)?;
+            cx.int(4)?;
             Ty::Tensor(if op == SortIdx { DType::I64 } else { d }, s)
         }
         _ => return Err(format!("{} is not typed here", op.as_str())),

@@ -6,6 +6,7 @@
 use std::rc::Rc;
 
 use super::ops::broadcast_shapes;
+use super::ties::Ties;
 use super::views::wrap_dim;
 use super::{contiguous_strides, fmt_shape, Buf, DType, Scalar, TResult, Tensor};
 
@@ -231,16 +232,17 @@ pub fn along_dim_offsets(x: &Tensor, dim: usize, idx: &Tensor) -> TResult<Vec<us
 }
 
 /// Stable sort of every line along `dim`: values and their original indices.
-pub fn sort(x: &Tensor, dim: i64, descending: bool) -> TResult<(Tensor, Tensor)> {
-    sort_prefix(x, dim, descending, usize::MAX)
+pub fn sort(x: &Tensor, dim: i64, descending: bool, ties: Ties) -> TResult<(Tensor, Tensor)> {
+    sort_prefix(x, dim, descending, usize::MAX, ties)
 }
 
 /// [`sort`]'s first `k` positions of every line along `dim` (all of them where the line is shorter), in tensors of
 /// the full shape whose later positions hold zeros: what a plan computes when every reader of a sort reads only a
 /// leading part of each line (`topk`'s `sort(..)[:k]`). The first `k` are selected in linear time, then sorted.
-/// Ties keep their index order (each element is ordered by its key, then its index), so the result is the stable
-/// sort's whatever `k` is.
-pub fn sort_prefix(x: &Tensor, dim: i64, descending: bool, k: usize) -> TResult<(Tensor, Tensor)> {
+/// With `Ties::Stable`, ties keep their index order (each element is ordered by its key, then its index), so the
+/// result is the stable sort's whatever `k` is; otherwise equal keys come out as PyTorch's kernel leaves them
+/// ([`super::ties`]).
+pub fn sort_prefix(x: &Tensor, dim: i64, descending: bool, k: usize, ties: Ties) -> TResult<(Tensor, Tensor)> {
     let d = wrap_dim(dim, x.dim())? as i64;
     // Lines made contiguous: the input as it is where they already are, else a copy.
     let last = d as usize + 1 >= x.dim();
@@ -248,7 +250,7 @@ pub fn sort_prefix(x: &Tensor, dim: i64, descending: bool, k: usize) -> TResult<
     let moved = if last && whole && x.is_contiguous() { x.clone() } else { x.transpose(d, -1)?.contiguous_copy() };
     let values = Tensor::zeros(moved.dtype(), &moved.shape)?;
     let indices = Tensor::zeros(DType::I64, &moved.shape)?;
-    sort_prefix_into(&moved, descending, k, &values, &indices)?;
+    sort_prefix_into(&moved, descending, k, ties, &values, &indices)?;
     let back = |t: Tensor| -> TResult<Tensor> { Ok(if last { t } else { t.transpose(d, -1)?.contiguous_copy() }) };
     Ok((back(values)?, back(indices)?))
 }
@@ -256,7 +258,14 @@ pub fn sort_prefix(x: &Tensor, dim: i64, descending: bool, k: usize) -> TResult<
 /// [`sort_prefix`] along the last dim of `x` (contiguous), into `values` (x's dtype) and `indices` (int64),
 /// contiguous tensors of x's shape: the first `k` positions of each line are written, the others left as they are
 /// (the executor hands buffers whose later positions nothing reads: `lower::sorts`).
-pub fn sort_prefix_into(x: &Tensor, descending: bool, k: usize, values: &Tensor, indices: &Tensor) -> TResult<()> {
+pub fn sort_prefix_into(
+    x: &Tensor,
+    descending: bool,
+    k: usize,
+    ties: Ties,
+    values: &Tensor,
+    indices: &Tensor,
+) -> TResult<()> {
     let fits = |t: &Tensor| t.is_contiguous() && t.shape == x.shape && t.offset + t.numel() <= t.buf.borrow().len();
     let shared =
         Rc::ptr_eq(&x.buf, &values.buf) || Rc::ptr_eq(&x.buf, &indices.buf) || Rc::ptr_eq(&values.buf, &indices.buf);
@@ -271,6 +280,26 @@ pub fn sort_prefix_into(x: &Tensor, descending: bool, k: usize, values: &Tensor,
     let Buf::I64(iv) = &mut *ib else { return Err("sort: indices must be int64".into()) };
     let iv = &mut iv[indices.offset..indices.offset + n];
     let vs = values.offset..values.offset + n;
+    if ties != Ties::Stable {
+        let lines = start..start + n;
+        macro_rules! ordered {
+            ($v:expr, $o:expr) => {
+                ordered_lines(&$v[lines], len, k, descending, ties, &mut $o[vs], iv)
+            };
+        }
+        match (&*b, &mut *vb) {
+            (Buf::Bool(v), Buf::Bool(o)) => ordered!(v, o),
+            (Buf::I32(v), Buf::I32(o)) => ordered!(v, o),
+            (Buf::I16(v), Buf::I16(o)) => ordered!(v, o),
+            (Buf::I8(v), Buf::I8(o)) => ordered!(v, o),
+            (Buf::U8(v), Buf::U8(o)) => ordered!(v, o),
+            (Buf::I64(v), Buf::I64(o)) => ordered!(v, o),
+            (Buf::F32(v), Buf::F32(o)) => ordered!(v, o),
+            (Buf::F64(v), Buf::F64(o)) => ordered!(v, o),
+            _ => return Err("sort: the values must have the input's dtype".into()),
+        }
+        return Ok(());
+    }
     // Whether `x` may come before `w` (true where unsure): by keys for integers, and for floats by a float
     // comparison that a NaN on either side passes (-0.0 and 0.0 compare equal, as their keys do).
     let by_key = |key: fn(i64) -> u64| move |x: i64, w: i64| if descending { key(x) > key(w) } else { key(x) < key(w) };
@@ -298,6 +327,26 @@ pub fn sort_prefix_into(x: &Tensor, descending: bool, k: usize, values: &Tensor,
         _ => return Err("sort: the values must have the input's dtype".into()),
     }
     Ok(())
+}
+
+/// The first `k` positions of each line of `src` (lines of `len`) in the order PyTorch's kernel for `ties` leaves
+/// them (`super::ties::order`), into `out` and `idx`.
+fn ordered_lines<T: Copy + PartialOrd>(
+    src: &[T],
+    len: usize,
+    k: usize,
+    descending: bool,
+    ties: Ties,
+    out: &mut [T],
+    idx: &mut [i64],
+) {
+    for (l, line) in src.chunks(len).enumerate() {
+        let order = super::ties::order(line, descending, ties);
+        for (p, &o) in order.iter().take(k).enumerate() {
+            out[l * len + p] = line[o];
+            idx[l * len + p] = o as i64;
+        }
+    }
 }
 
 /// Every `len`-element line of `data` sorted by `key` (descending: by its complement), ties by index, its first `k`
@@ -627,7 +676,7 @@ mod tests {
             for descending in [false, true] {
                 let order = plain_order(&line, descending);
                 for k in [0, 1, 3, 8, 10, 11, 12, 18, 129, 300, 650, 1100, usize::MAX] {
-                    let (v, i) = sort_prefix(&x, -1, descending, k).unwrap();
+                    let (v, i) = sort_prefix(&x, -1, descending, k, Ties::Stable).unwrap();
                     let (v, i) = (v.scalars(), i.scalars());
                     for row in 0..2 {
                         for (j, &o) in order.iter().enumerate() {
@@ -646,7 +695,7 @@ mod tests {
         }
         // Along the first dim of a [3, 2] tensor: each column is a line.
         let x = Tensor::from_f64(DType::F32, &[3, 2], &[2.0, 0.0, 1.0, 5.0, 3.0, -1.0]).unwrap();
-        let (v, i) = sort_prefix(&x, 0, true, 1).unwrap();
+        let (v, i) = sort_prefix(&x, 0, true, 1, Ties::Stable).unwrap();
         assert_eq!(v.to_f64_vec(), [3.0, 5.0, 0.0, 0.0, 0.0, 0.0]);
         assert_eq!(i.scalars(), [2, 1, 0, 0, 0, 0].map(Scalar::I));
     }

@@ -13,6 +13,7 @@ pub mod linalg;
 pub mod ops;
 pub mod reduce;
 mod store;
+pub mod ties;
 pub mod views;
 
 use std::cell::RefCell;

@@ -129,6 +129,7 @@ impl<D: Device> Executor<'_, D> {
         let Node::Op(op, args) = &self.plan.term[id] else { return Err(format!("node {id} is not a sort")) };
         let (buf, d, s) = self.tensor(args[0], inputs)?;
         let (dim, descending) = (self.int(args[1], inputs)?, self.int(args[2], inputs)? != 0);
+        let ties = crate::tensor::ties::Ties::from_code(self.int(args[3], inputs)?, self.int(args[4], inputs)?)?;
         let x = self.dev.download(&buf, d, &s)?;
         // Along the last dim on a device whose buffers are host memory, the results go straight into buffers of
         // its own, uninitialized: nothing reads past the prefix (`sorts.rs`), so no full-size zeroing.
@@ -137,10 +138,10 @@ impl<D: Device> Executor<'_, D> {
             let (vb, ib) = (self.dev.alloc_uninit(d, x.numel())?, self.dev.alloc_uninit(DType::I64, x.numel())?);
             let views = (self.dev.host_view(&vb, d, &s), self.dev.host_view(&ib, DType::I64, &s));
             let (Some(v), Some(i)) = views else { return Err("a host-memory device gave no host view".into()) };
-            crate::tensor::index::sort_prefix_into(&x, descending, sort.prefix, &v, &i)?;
+            crate::tensor::index::sort_prefix_into(&x, descending, sort.prefix, ties, &v, &i)?;
             (v, i, Some((vb, ib)))
         } else {
-            let (v, i) = crate::tensor::index::sort_prefix(&x, dim, descending, sort.prefix)?;
+            let (v, i) = crate::tensor::index::sort_prefix(&x, dim, descending, sort.prefix, ties)?;
             (v, i, None)
         };
         let bytes = (x.numel() * d.size()) as f64;
