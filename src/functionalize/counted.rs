@@ -180,7 +180,9 @@ impl<'m> Fz<'m> {
         let a_flat = self.call_op("flatten", vec![a], span)?;
         let key = self.call_op("logical_not", vec![a_flat], span)?;
         let key = self.call_op("long", vec![key], span)?;
-        let order = self.call_op("argsort", vec![key, FV::Int(0)], span)?;
+        // (stable: the selected positions keep their order)
+        let kw = vec![("dim".to_string(), FV::Int(0)), ("stable".to_string(), FV::Bool(true))];
+        let order = self.torch("argsort", &super::ops::A::new(vec![key], kw, span, "argsort".into()), false)?;
         let b_flat = self.call_op("flatten", vec![b], span)?;
         let cum = self.call_op("cumsum", vec![b_flat, FV::Int(0)], span)?;
         let at = self.elementwise(Binary::Sub, &[cum, FV::Int(1)], span)?;

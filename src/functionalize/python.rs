@@ -754,7 +754,16 @@ impl Fz<'_> {
         if crate::interp::pyvalue::tensors_share(&pos[0], shares) {
             return diag(span, crate::interp::compat::DEEPCOPY_CONTAINER);
         }
-        self.deepcopy_in(&pos[0], span)
+        let copy = self.deepcopy_in(&pos[0], span)?;
+        // A copy of a parameter is one (a module copied with its parameters).
+        let pairs = pyvalue::tensors_in(&pos[0]).into_iter().zip(pyvalue::tensors_in(&copy));
+        for (x, y) in pairs.collect::<Vec<_>>() {
+            if let Some(flag) = pyvalue::Walk::parameter(self, &x, span)? {
+                let id = pyvalue::Walk::identity(self, &y, span)?;
+                self.parameters.add(id, flag).map_err(err(span))?;
+            }
+        }
+        Ok(copy)
     }
 
     fn deepcopy_in(&mut self, v: &FV, span: Span) -> FR<FV> {

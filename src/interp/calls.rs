@@ -74,7 +74,16 @@ impl<'m> Interp<'m> {
                 }
                 Value::Module("copy") => {
                     super::compat::deepcopy_args(name, &pos, &kw).map_err(tensor_err(span))?;
-                    deepcopy(&pos[0]).map_err(tensor_err(span))
+                    let copy = deepcopy(&pos[0]).map_err(tensor_err(span))?;
+                    // A copy of a parameter is one (a module copied with its parameters).
+                    let pairs = super::pywalk::tensors_in(&pos[0]).into_iter().zip(super::pywalk::tensors_in(&copy));
+                    for (x, y) in pairs.collect::<Vec<_>>() {
+                        if let Some(flag) = super::pyvalue::Walk::parameter(self, &x, span)? {
+                            let id = super::pyvalue::Walk::identity(self, &y, span)?;
+                            self.parameters.add(id, flag).map_err(tensor_err(span))?;
+                        }
+                    }
+                    Ok(copy)
                 }
                 Value::Module("torch.nn.init") => self.nn_init(name, &pos, &kw, span),
                 Value::Module(m) => self.module_call(m, name, pos, kw, span),

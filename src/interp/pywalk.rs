@@ -732,6 +732,12 @@ pub fn identity_number<V: PyValue>(
 /// Whether some two of the tensors `v` holds (in lists, tuples and dicts, at any depth) share memory, as `shares`
 /// tells: `copy.deepcopy` of `v` must then keep them sharing, which copying each tensor on its own would not.
 pub fn tensors_share<V: PyValue>(v: &V, shares: impl Fn(&V, &V) -> bool) -> bool {
+    let ts = tensors_in(v);
+    ts.iter().enumerate().any(|(i, a)| ts[i + 1..].iter().any(|b| shares(a, b)))
+}
+
+/// The tensors `v` holds (itself, or in its tuples, lists and dicts), in order: a deep copy's are in the same order.
+pub fn tensors_in<V: PyValue>(v: &V) -> Vec<V> {
     fn collect<V: PyValue>(v: &V, out: &mut Vec<V>) {
         match v.py() {
             Py::Tensor => out.push(v.clone()),
@@ -743,5 +749,5 @@ pub fn tensors_share<V: PyValue>(v: &V, shares: impl Fn(&V, &V) -> bool) -> bool
     }
     let mut ts = Vec::new();
     collect(v, &mut ts);
-    ts.iter().enumerate().any(|(i, a)| ts[i + 1..].iter().any(|b| shares(a, b)))
+    ts
 }
