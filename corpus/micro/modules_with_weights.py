@@ -254,3 +254,65 @@ def seen_ids_and_flags(flat: f32[40]):
             t.copy_(flat[off:off + t.numel()].view_as(t))
             off += t.numel()
     return net(flat[:8].view(4, 2)) + len(seen)
+
+
+# Found by a review of this change against PyTorch: stateless modules are children, a shared sub-module has entries
+# under each of its names in a state dict, an expanded dim sorts in order, layers made in a loop, `apply` with
+# `isinstance(m, nn.Linear)`.
+def children_with_stateless(x: f32[3, 4], w1: f32[5, 4], b1: f32[5], w2: f32[2, 5], b2: f32[2]):
+    net = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 2), nn.Softmax(dim=-1))
+    net.load_state_dict({"0.weight": w1, "0.bias": b1, "2.weight": w2, "2.bias": b2})
+    body = nn.Sequential(*list(net.children())[:-1])
+    rebuilt = nn.Sequential(*net.children())
+    counts = torch.tensor([len(list(net.children())), len(list(net.modules())), len(list(net.named_modules()))])
+    return body(x), rebuilt(x * 3 - 1), counts
+
+
+class _Shared(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1 = nn.Linear(2, 2)
+        self.l2 = self.l1
+        self.l3 = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.l3(self.l2(self.l1(x)))
+
+
+def shared_submodule_state(x: f32[3, 2], flat: f32[40]):
+    m = _Shared()
+    with torch.no_grad():
+        off = 0
+        for _, t in m.state_dict(keep_vars=True).items():
+            t.copy_(flat[off:off + t.numel()].view_as(t))
+            off += t.numel()
+    return m(x), torch.tensor([off, len(m.state_dict()), len(list(m.parameters())), len(list(m.named_modules()))])
+
+
+def expanded_sort(x: f32[3, 1]):
+    q = x.expand(3, 40)
+    return q.sort(dim=1)[1], q.topk(5, dim=1)[1], torch.argsort(q, dim=1), q.sort(dim=1, descending=True)[1]
+
+
+def layers_made_in_a_loop(x: f32[2, 3], flat: f32[40]):
+    layers = []
+    for i in range(3):
+        layers.append(nn.Linear(3, 3))
+    m = nn.Sequential(*layers)
+    _load(m, flat)
+    return m(x)
+
+
+def apply_with_isinstance(x: f32[3, 4], flat: f32[40]):
+    net = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2))
+
+    def init_weights(m):
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            m.bias.data.fill_(0.01)
+
+    net.apply(init_weights)
+    with torch.no_grad():
+        net[0].weight.copy_(flat[:20].view(5, 4))
+        net[2].weight.copy_(flat[20:30].view(2, 5))
+    return net(x)

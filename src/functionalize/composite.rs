@@ -414,6 +414,8 @@ impl<'m> Fz<'m> {
             (a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?, ties)
         };
         let d = crate::tensor::views::wrap_dim(dim, x.shape.len()).map_err(err(span))?;
+        // Lines the input does not move along (an expanded dim) come out in order from PyTorch's sort.
+        let ties = if ties == Ties::Sort && !x.shape.is_empty() && x.strides[d] == 0 { Ties::Stable } else { ties };
         let xt = self.term_as(&FV::Tensor(x.clone()), self.roots[x.root].dtype, span)?;
         let dd = self.t.leaf(Node::Int(d as i64));
         let de = self.t.leaf(Node::Bool(crate::ir::BoolLit(desc)));

@@ -396,6 +396,8 @@ impl<'m> Fz<'m> {
                 return self.unrolled_limited(env, target, a, s, n, body, span, "a loop target that is not a name");
             };
             let snap = self.snapshot(env);
+            // What `id()` and `nn.Parameter` recorded in an attempt that is undone is undone too.
+            let (ids, parameters) = (self.ids.len(), self.parameters.clone());
             match self.symbolic_for(env, var, (a, b, s, n), body, &snap, span) {
                 Ok(None) => return Ok(Flow::Normal),
                 Ok(Some(name)) if peeled == PEEL_LIMIT => {
@@ -416,6 +418,8 @@ impl<'m> Fz<'m> {
                 }
                 Err(Stop::NeedsStatic(at, why)) => {
                     self.restore(env, &snap);
+                    self.ids.truncate(ids);
+                    self.parameters = parameters;
                     let why = format!("{why} (at {}:{})", at.line, at.col);
                     return self.unrolled_limited(env, target, a, s, n, body, span, &why);
                 }

@@ -6,7 +6,7 @@
 
 use std::rc::Rc;
 
-use super::state::{diag, TRef, FR, FV};
+use super::state::{diag, needs_static, TRef, FR, FV};
 use super::Fz;
 use crate::diag::Span;
 use crate::interp::drawn::{random_method, refusal, undrawable};
@@ -33,8 +33,11 @@ impl Fz<'_> {
         if let Some(m) = undrawable(self.roots[tr.root].dtype) {
             return diag(span, m);
         }
-        if !self.straight_line() {
-            return diag(span, "random initialization inside a loop or an `if` on run-time values is not supported");
+        if self.dyn_depth > 0 || self.t.arms > 0 {
+            return diag(span, "random initialization inside an `if` or a loop on run-time values is not supported");
+        }
+        if !self.t.frames.is_empty() {
+            return needs_static(span, "random initialization in a loop body");
         }
         let Some(offsets) = self.static_offsets(tr) else {
             return diag(span, "random initialization of a view chosen by run-time data is not supported");
@@ -51,16 +54,24 @@ impl Fz<'_> {
 
     /// After a write through `tr`: its elements are no longer drawn, where the write surely happened (straight-line
     /// code, a view at a constant offset).
-    pub(super) fn undraw(&mut self, tr: &TRef) {
-        if self.roots[tr.root].drawn.is_none() || !self.straight_line() {
-            return;
+    pub(super) fn undraw(&mut self, tr: &TRef, span: Span) -> FR<()> {
+        if self.roots[tr.root].drawn.is_none() {
+            return Ok(());
         }
-        let Some(offsets) = self.static_offsets(tr) else { return };
+        // A loop over a known range that writes drawn elements runs unrolled, each write then at a known place.
+        if !self.t.frames.is_empty() && self.dyn_depth == 0 && self.t.arms == 0 {
+            return needs_static(span, "a write of drawn elements in a loop body");
+        }
+        if !self.straight_line() {
+            return Ok(());
+        }
+        let Some(offsets) = self.static_offsets(tr) else { return Ok(()) };
         let bits = Rc::make_mut(self.roots[tr.root].drawn.as_mut().expect("checked above"));
         offsets.into_iter().for_each(|o| bits[o] = false);
         if bits.iter().all(|b| !b) {
             self.roots[tr.root].drawn = None;
         }
+        Ok(())
     }
 
     /// Refuses a read through `tr` of drawn elements (any, for a view placed at run time).

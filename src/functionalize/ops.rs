@@ -444,6 +444,12 @@ impl<'m> Fz<'m> {
                 },
             }),
             FV::Named(items, names) => crate::interp::pyvalue::named_field(items, names, name).map_err(err(span)),
+            // A prelude class as a value (`isinstance(m, nn.Linear)`): its constructor.
+            FV::Module(m)
+                if crate::frontend::module_class(m, name).is_some_and(|c| self.module.function(&c).is_some()) =>
+            {
+                Ok(FV::Func(crate::frontend::module_class(m, name).expect("checked").into()))
+            }
             // Attributes of modules, dtypes and the device are plain Python values, the interpreter's.
             FV::Module(m) => {
                 crate::interp::python::module_attr(m, name).map(|v| super::expr::value_to_fv(&v)).map_err(err(span))

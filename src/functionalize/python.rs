@@ -757,8 +757,9 @@ impl Fz<'_> {
         let copy = self.deepcopy_in(&pos[0], span)?;
         // A copy of a parameter is one (a module copied with its parameters).
         let pairs = pyvalue::tensors_in(&pos[0]).into_iter().zip(pyvalue::tensors_in(&copy));
+        // (a tensor without an identity, a view placed by data or a loop, was never made a parameter)
         for (x, y) in pairs.collect::<Vec<_>>() {
-            if let Some(flag) = pyvalue::Walk::parameter(self, &x, span)? {
+            if let Ok(Some(flag)) = pyvalue::Walk::parameter(self, &x, span) {
                 let id = pyvalue::Walk::identity(self, &y, span)?;
                 self.parameters.add(id, flag).map_err(err(span))?;
             }

@@ -133,7 +133,7 @@ impl Fz<'_> {
         self.roots[tr.root].version = new;
         self.roots[tr.root].written = true;
         if guards.is_empty() {
-            self.undraw(tr);
+            self.undraw(tr, span)?;
         }
         Ok(())
     }

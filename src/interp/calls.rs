@@ -77,8 +77,9 @@ impl<'m> Interp<'m> {
                     let copy = deepcopy(&pos[0]).map_err(tensor_err(span))?;
                     // A copy of a parameter is one (a module copied with its parameters).
                     let pairs = super::pywalk::tensors_in(&pos[0]).into_iter().zip(super::pywalk::tensors_in(&copy));
+                    // (a tensor without an identity, a view placed by data, was never made a parameter)
                     for (x, y) in pairs.collect::<Vec<_>>() {
-                        if let Some(flag) = super::pyvalue::Walk::parameter(self, &x, span)? {
+                        if let Ok(Some(flag)) = super::pyvalue::Walk::parameter(self, &x, span) {
                             let id = super::pyvalue::Walk::identity(self, &y, span)?;
                             self.parameters.add(id, flag).map_err(tensor_err(span))?;
                         }
@@ -608,6 +609,12 @@ impl<'m> Interp<'m> {
             }),
             Value::Named(items, names) => {
                 crate::interp::pyvalue::named_field(items, names, name).map_err(tensor_err(span))
+            }
+            // A prelude class as a value (`isinstance(m, nn.Linear)`): its constructor.
+            Value::Module(m)
+                if crate::frontend::module_class(m, name).is_some_and(|c| self.module.function(&c).is_some()) =>
+            {
+                Ok(Value::Func(crate::frontend::module_class(m, name).expect("checked").into()))
             }
             Value::Module(m) => super::python::module_attr(m, name).map_err(&e),
             Value::DType(d) => super::python::dtype_attr(*d, name).map_err(&e),

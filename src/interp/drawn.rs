@@ -376,6 +376,10 @@ impl super::Interp<'_> {
                 self.check_drawn(&rest, span).map(|_| false)
             }
             Some(Value::Module("copy")) => Ok(true),
+            // `nn.Parameter(t)` / `Variable(t)` hold `t` as it is.
+            Some(Value::Module("torch.nn" | "torch.autograd")) if matches!(callee, "Parameter" | "Variable") => {
+                Ok(false)
+            }
             Some(Value::Module(_)) => self.check_drawn(&args, span).map(|_| false),
             Some(Value::Tensor(_)) if NO_READ_METHODS.contains(&callee) => self.check_drawn(&args, span).map(|_| false),
             Some(Value::Tensor(_)) if COPYING_METHODS.contains(&callee) => self.check_drawn(&args, span).map(|_| true),

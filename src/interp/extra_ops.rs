@@ -36,6 +36,13 @@ fn stable_arg(a: &Args) -> AResult<Ties> {
     Ok(if stable { Ties::Stable } else { Ties::Sort })
 }
 
+/// PyTorch's sort of lines along which the input does not move (stride 0: an expanded dim) gives `0, 1, 2, ...`:
+/// its kernel returns them in order before sorting anything.
+fn along_stride_zero(x: &Tensor, dim: i64, ties: Ties) -> AResult<Ties> {
+    let d = wrap_dim(dim, x.dim())?;
+    Ok(if x.dim() > 0 && x.strides[d] == 0 { Ties::Stable } else { ties })
+}
+
 fn named(values: Tensor, indices: Tensor) -> Value {
     Value::Named(Rc::new(vec![Value::Tensor(values), Value::Tensor(indices)]), &["values", "indices"])
 }
@@ -87,14 +94,16 @@ pub(super) fn extra_op(name: &str, a: &Args) -> AResult<Value> {
         }
         "sort" => {
             let x = a.tensor(0, "input")?;
-            let ties = stable_arg(a)?;
-            let (v, i) = index::sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?, ties)?;
+            let dim = a.int_or(1, "dim", -1)?;
+            let ties = along_stride_zero(&x, dim, stable_arg(a)?)?;
+            let (v, i) = index::sort(&x, dim, a.bool_or(2, "descending", false)?, ties)?;
             Ok(named(v, i))
         }
         "argsort" => {
             let x = a.tensor(0, "input")?;
-            let ties = stable_arg(a)?;
-            t(index::sort(&x, a.int_or(1, "dim", -1)?, a.bool_or(2, "descending", false)?, ties)?.1)
+            let dim = a.int_or(1, "dim", -1)?;
+            let ties = along_stride_zero(&x, dim, stable_arg(a)?)?;
+            t(index::sort(&x, dim, a.bool_or(2, "descending", false)?, ties)?.1)
         }
         "topk" => {
             let x = a.tensor(0, "input")?;

@@ -125,7 +125,7 @@ pub fn aug_assign<'m, X: Exec<'m>>(
 }
 
 /// The tensors `nn.Parameter` made in a run, by `id()`, with their `requires_grad`.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Parameters(Vec<(i64, bool)>);
 
 impl Parameters {

@@ -237,11 +237,18 @@ pub fn parameters<'m, W: Walk<'m>>(w: &mut W, args: &[W::V], span: Span) -> Resu
     let mut stack = vec![(prefix, args[0].clone())];
     let mut visited: Vec<i64> = Vec::new();
     while let Some((at, module)) = stack.pop() {
+        // A sub-module reachable twice is walked twice for a state dict (each of its names has entries), once
+        // otherwise.
         let id = w.identity(&module, span)?;
-        if visited.contains(&id) {
+        if visited.contains(&id) && kind != "state" {
             continue;
         }
         visited.push(id);
+        if visited.len() > 1 << 16 {
+            return Err(Diagnostic::new("state_dict(): a module holds itself (RecursionError in PyTorch)")
+                .at(span)
+                .into());
+        }
         let entries: Vec<(W::V, W::V)> = match module.py() {
             Py::Dict(d) => d.borrow().clone(),
             _ => Vec::new(),
@@ -264,18 +271,23 @@ pub fn parameters<'m, W: Walk<'m>>(w: &mut W, args: &[W::V], span: Span) -> Resu
             }
         }
         if kind == "children" {
-            // The module's own sub-modules, each once.
+            // The module's own sub-modules, each once (a stateless module, a closure, is always another).
             let mut pairs = Vec::new();
             let mut ids = Vec::new();
             for (n, m) in children {
-                let id = w.identity(&m, span)?;
-                if !ids.contains(&id) {
+                if object_class(&m).is_some() {
+                    let id = w.identity(&m, span)?;
+                    if ids.contains(&id) {
+                        continue;
+                    }
                     ids.push(id);
-                    pairs.push(W::V::make(Made::Tuple(vec![W::V::make(Made::Str(n.into())), m])));
                 }
+                pairs.push(W::V::make(Made::Tuple(vec![W::V::make(Made::Str(n.into())), m])));
             }
             return Ok(W::V::make(Made::List(pairs)));
         }
+        // Stateless modules hold nothing to walk.
+        children.retain(|(_, m)| object_class(m).is_some());
         // A module's parameters come before its buffers.
         own.sort_by_key(|(_, _, is_buffer)| *is_buffer);
         for (k, v, _) in own {
@@ -338,11 +350,17 @@ fn collect_children<'m, W: Walk<'m>>(
                 .collect(),
             _ => Vec::new(),
         };
-        let modules = items.into_iter().filter(|(_, m)| object_class(m).is_some());
+        let modules = items.into_iter().filter(|(_, m)| object_class(m).is_some() || stateless_module(m));
         children.extend(modules.map(|(k, m)| (name_of(&k), m)));
-    } else if object_class(v).is_some_and(|c| has_attribute(w, v, &c, "training")) {
+    } else if object_class(v).is_some_and(|c| has_attribute(w, v, &c, "training")) || stateless_module(v) {
         children.push((name_of(k), v.clone()));
     }
+}
+
+/// Whether `v` is a stateless `torch.nn` module (`nn.ReLU()`, `nn.Softmax(dim=1)`): a closure over the function its
+/// `forward` calls (`compat::nn_module`), which PyTorch lists among a module's children.
+fn stateless_module<V: PyValue>(v: &V) -> bool {
+    v.closure_name().is_some_and(|n| n.contains('.') && !n.starts_with(BOUND) && !n.starts_with('<'))
 }
 
 /// `BUFFER(module, name, persistent)` (the generated `register_buffer`, after it set the attribute): records `name`

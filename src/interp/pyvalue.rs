@@ -78,6 +78,8 @@ pub trait PyValue: Clone + Sized {
     fn full_slice() -> Self;
     /// The name of a function value of the program file (a class's constructor too), or of an op.
     fn function_name(&self) -> Option<&str>;
+    /// The name of the function a closure calls (a helper, an op for a stateless `torch.nn` module, a bound method).
+    fn closure_name(&self) -> Option<&str>;
     /// A float or int known before the program runs, as a float.
     fn number(&self) -> Option<f64>;
 
@@ -714,6 +716,13 @@ macro_rules! py_values {
             fn function_name(&self) -> Option<&str> {
                 match self {
                     $t::Func(n) => Some(n),
+                    _ => None,
+                }
+            }
+
+            fn closure_name(&self) -> Option<&str> {
+                match self {
+                    $t::Closure(n, _) => Some(n),
                     _ => None,
                 }
             }

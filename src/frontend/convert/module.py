@@ -1,7 +1,7 @@
 # What a subclass of torch.nn.Module inherits from it besides `training`, `train` and `eval` (`classes.rs`), written
 # for this tool after PyTorch's documented behaviour, in the Python subset funcfuse converts. `module_methods.rs`
 # adds each method a class does not define, renaming `_parameters` (the engines' walk over a module's parameters,
-# buffers and sub-modules: `interp::objects::parameters`), `_buffer` (records a buffer) and `_refused`; `CLASS` is the
+# buffers and sub-modules: `interp::objects::parameters`), `_buffer` (records a buffer), `_is_module` (an instance of a module class, not a stateless module) and `_refused`; `CLASS` is the
 # class's name, as PyTorch's messages print it.
 
 
@@ -33,8 +33,12 @@ def named_modules(self, memo=None, prefix="", remove_duplicate=True):
     found = [(prefix, self)]
     for name, m in _parameters(self, False, True, "", True, "children"):
         below = prefix + "." + name if prefix else name
+        if not _is_module(m):
+            # a stateless module (`nn.ReLU()`), which holds none
+            found.append((below, m))
+            continue
         for n, sub in m.named_modules(None, below, remove_duplicate):
-            if not remove_duplicate or all([id(sub) != id(s) for _, s in found]):
+            if not remove_duplicate or not _is_module(sub) or all([id(sub) != id(s) for _, s in found if _is_module(s)]):
                 found.append((n, sub))
     return found
 
@@ -45,7 +49,10 @@ def modules(self):
 
 def apply(self, fn):
     for m in self.children():
-        m.apply(fn)
+        if _is_module(m):
+            m.apply(fn)
+        else:
+            fn(m)
     fn(self)
     return self
 

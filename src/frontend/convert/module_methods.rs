@@ -7,7 +7,7 @@
 use ruff_python_ast as py;
 use ruff_python_ast::visitor::transformer::{self, Transformer};
 
-use crate::frontend::ast::{BUFFER, PARAMETERS, REFUSED};
+use crate::frontend::ast::{BUFFER, IS_MODULE, PARAMETERS, REFUSED};
 
 const SOURCE: &str = include_str!("module.py");
 
@@ -36,6 +36,7 @@ impl Transformer for Builtins {
                 "_parameters" => Some(PARAMETERS),
                 "_buffer" => Some(BUFFER),
                 "_refused" => Some(REFUSED),
+                "_is_module" => Some(IS_MODULE),
                 _ => None,
             };
             if let Some(b) = ours {
