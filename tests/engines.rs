@@ -1968,6 +1968,49 @@ fn an_embedding_without_weights_is_refused() {
     every_engine_raises(src, "f", "Shape of weight does not match num_embeddings and embedding_dim");
 }
 
+/// Modules with weights and checkpoint loading raise what PyTorch raises, in its words, on every engine: missing and
+/// unexpected keys, a size mismatch, a recurrent layer's input size, `nn.init`'s argument checks; and what funcfuse
+/// does not run is refused by name.
+#[test]
+fn modules_with_weights_raise_as_pytorch_does() {
+    let cases = [
+        (
+            "def f(x: f32[2, 3], w: f32[4, 3]) -> f32[2, 4]:\n    lin = torch.nn.Linear(3, 4)\n    lin.load_state_dict({'weight': w, 'extra': w})\n    return lin(x)\n",
+            "Error(s) in loading state_dict for Linear:\n\tMissing key(s) in state_dict: \"bias\". \n\tUnexpected key(s) in state_dict: \"extra\". ",
+        ),
+        (
+            "def f(x: f32[2, 3], w: f32[4, 3], b: f32[4]) -> f32[2, 4]:\n    lin = torch.nn.Linear(3, 4)\n    lin.load_state_dict({'weight': w.t(), 'bias': b})\n    return lin(x)\n",
+            "size mismatch for weight: copying a param with shape torch.Size([3, 4]) from checkpoint, the shape in current model is torch.Size([4, 3]).",
+        ),
+        (
+            "def f(x: f32[5, 2, 2]) -> f32[5, 2, 4]:\n    return torch.nn.LSTM(3, 4)(x)[0]\n",
+            "input.size(-1) must be equal to input_size. Expected 3, got 2",
+        ),
+        (
+            "def f(w: f32[4, 3]) -> f32[4, 3]:\n    torch.nn.init.kaiming_uniform_(w, mode='fan_avg')\n    return w\n",
+            "Mode fan_avg not supported, please use one of fan_in, fan_out",
+        ),
+        (
+            "def f(w: f32[4, 3]) -> f32[4, 3]:\n    torch.nn.init.xavier_normal_(w, gain=torch.nn.init.calculate_gain('swish'))\n    return w\n",
+            "Unsupported nonlinearity swish",
+        ),
+        ("def f(w: f32[4, 3]) -> f32[4, 3]:\n    return w.requires_grad_(True) * 2\n", "autograd is not supported"),
+        ("def f(w: f32[4, 3]) -> f32[4, 3]:\n    return torch.normal(w, 1.0)\n", "torch.normal is supported only as"),
+        ("def f(w: f32[4, 3]) -> f32[4, 3]:\n    return w + torch.randn(4, 3)\n", "this reads elements that no write has set"),
+        (
+            "def f(w: f32[4, 3]) -> f32[4, 3]:\n    t = torch.Tensor(4, 3)\n    t[:3] = w[:3]\n    return t\n",
+            "this reads elements that no write has set",
+        ),
+        (
+            "def f(x: f32[2, 3]) -> f32[2, 4]:\n    lin = torch.nn.Linear(3, 4)\n    lin.register_buffer('a.b', x)\n    return x\n",
+            "buffer name can't contain \".\"",
+        ),
+    ];
+    for (src, want) in cases {
+        every_engine_raises(src, "f", want);
+    }
+}
+
 /// A lazy iterator bound to a name converts where the next statement reads it first and once (and nothing reads it
 /// after, unless that statement binds the name anew); read twice (Python's second read is empty) or after other
 /// work in the statement, it stays refused.
