@@ -316,3 +316,26 @@ def apply_with_isinstance(x: f32[3, 4], flat: f32[40]):
         net[0].weight.copy_(flat[:20].view(5, 4))
         net[2].weight.copy_(flat[20:30].view(2, 5))
     return net(x)
+
+
+# NTM's learned initial state: `Parameter(torch.randn(...) * 0.05)`, arithmetic of drawn elements with a number
+# (drawn where they were), then loaded with the rest.
+class _Controller(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(3, 4)
+        self.h_bias = nn.Parameter(torch.randn(1, 1, 4) * 0.05)
+        self.c_bias = nn.Parameter(0.05 * torch.randn(1, 1, 4) - 1)
+
+    def forward(self, x):
+        return self.lstm(x, (self.h_bias.clone(), self.c_bias.clone()))[0]
+
+
+def scaled_then_loaded(x: f32[5, 1, 3], flat: f32[200]):
+    m = _Controller()
+    off = 0
+    with torch.no_grad():
+        for _, t in m.state_dict(keep_vars=True).items():
+            t.copy_(flat[off:off + t.numel()].view_as(t))
+            off += t.numel()
+    return m(x)

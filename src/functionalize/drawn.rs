@@ -74,6 +74,41 @@ impl Fz<'_> {
         Ok(())
     }
 
+    /// `a OP b` in an expression: arithmetic of a tensor with drawn elements and a Python number, in straight-line
+    /// code, gives a fresh tensor whose elements are drawn where the tensor's are (`torch.randn(n, m) * 0.05`); any
+    /// other read of drawn elements is refused by `read`.
+    pub(super) fn drawn_binop(&mut self, a: &FV, op: crate::frontend::ast::BinOp, b: &FV, span: Span) -> FR<FV> {
+        use crate::frontend::ast::BinOp;
+        let arith = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Pow);
+        let t = match (a, b) {
+            (FV::Tensor(t), FV::Int(_) | FV::Float(_) | FV::Bool(_))
+            | (FV::Int(_) | FV::Float(_) | FV::Bool(_), FV::Tensor(t)) => Some(t.clone()),
+            _ => None,
+        };
+        let Some(t) = t.filter(|t| arith && self.roots[t.root].drawn.is_some() && self.straight_line()) else {
+            return self.binop(a, op, b, span);
+        };
+        let Some(offsets) = self.static_offsets(&t) else { return self.binop(a, op, b, span) };
+        let bits = self.roots[t.root].drawn.clone().expect("checked above");
+        let from: Vec<bool> = offsets.iter().map(|&o| bits[o]).collect();
+        self.drawn_arith = true;
+        let r = self.binop(a, op, b, span);
+        self.drawn_arith = false;
+        let r = r?;
+        let FV::Tensor(rt) = &r else { return diag(span, refusal()) };
+        let fresh = rt.root != t.root && rt.shape == t.shape && undrawable(self.roots[rt.root].dtype).is_none();
+        match (fresh, self.static_offsets(rt)) {
+            (true, Some(to)) => {
+                let n: usize = self.roots[rt.root].shape.iter().product();
+                let mut made = vec![false; n];
+                to.into_iter().zip(from).for_each(|(o, d)| made[o] = d);
+                self.roots[rt.root].drawn = Some(Rc::new(made));
+                Ok(r)
+            }
+            _ => diag(span, refusal()),
+        }
+    }
+
     /// Refuses a read through `tr` of drawn elements (any, for a view placed at run time).
     pub(super) fn check_drawn(&self, tr: &TRef, span: Span) -> FR<()> {
         let Some(bits) = &self.roots[tr.root].drawn else { return Ok(()) };

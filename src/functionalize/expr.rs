@@ -741,7 +741,7 @@ impl<'m> pyvalue::Walk<'m> for Fz<'m> {
         Fz::lookup(self, env, name, span)
     }
     fn binop(&mut self, a: &FV, op: BinOp, b: &FV, span: Span) -> FR<FV> {
-        Fz::binop(self, a, op, b, span)
+        self.drawn_binop(a, op, b, span)
     }
     fn unop(&mut self, op: UnaryOp, v: &FV, span: Span) -> FR<FV> {
         Fz::unop(self, op, v, span)

@@ -173,6 +173,7 @@ fn functionalize_as_written(
         ids: Vec::new(),
         grads: crate::interp::grads::table(module),
         parameters: Default::default(),
+        drawn_arith: false,
     };
     let result = fz.program(f, &inputs, scalars);
     let exit = fz.exit_under_dyn_if;
@@ -235,6 +236,8 @@ pub(super) struct Fz<'m> {
     grads: Option<FV>,
     /// The tensors `nn.Parameter` made.
     parameters: crate::interp::grads::Parameters,
+    /// Arithmetic that keeps drawn elements drawn is being made (`drawn::drawn_binop`): reads are not checked.
+    drawn_arith: bool,
 }
 
 impl<'m> Fz<'m> {

@@ -70,6 +70,7 @@ impl Fz<'_> {
     /// chooses.
     pub(super) fn read(&mut self, tr: &TRef, span: Span) -> FR<TId> {
         match tr.alt {
+            _ if self.drawn_arith => {}
             None => self.check_drawn(tr, span)?,
             Some(_) => tr.choices().iter().try_for_each(|c| self.check_drawn(c, span))?,
         }

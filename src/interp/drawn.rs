@@ -54,6 +54,24 @@ pub fn draw(t: &Tensor) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether the element at `o` of `b` is drawn.
+fn is_drawn(b: &Buf, o: usize) -> bool {
+    match b {
+        Buf::F32(v) => v[o].to_bits() == F32,
+        Buf::F64(v) => v[o].to_bits() == F64,
+        _ => false,
+    }
+}
+
+/// Makes the element at `o` of `b` (a floating buffer) drawn.
+fn set_drawn(b: &mut Buf, o: usize) {
+    match b {
+        Buf::F32(v) => v[o] = f32::from_bits(F32),
+        Buf::F64(v) => v[o] = f64::from_bits(F64),
+        _ => {}
+    }
+}
+
 /// Whether any element `t` sees is drawn.
 pub fn sees_drawn(t: &Tensor) -> bool {
     let b = t.buf.borrow();
@@ -336,6 +354,47 @@ impl super::Interp<'_> {
             true => Err(crate::diag::Diagnostic::new(refusal()).at(span)),
             false => Ok(()),
         }
+    }
+
+    /// `a OP b` in an expression, where arithmetic of a tensor with drawn elements and a Python number gives a tensor
+    /// whose elements are drawn where the tensor's are (`torch.randn(n, m) * 0.05`, loaded later); any other use of
+    /// drawn elements is refused by `binop`'s check.
+    pub(super) fn drawn_binop(
+        &mut self,
+        a: &Value,
+        op: crate::frontend::ast::BinOp,
+        b: &Value,
+        span: crate::diag::Span,
+    ) -> Result<Value, crate::diag::Diagnostic> {
+        use crate::frontend::ast::BinOp;
+        let arith = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Pow);
+        let t = match (a, b) {
+            (Value::Tensor(t), n) | (n, Value::Tensor(t)) if n.as_scalar().is_some() => Some(t.clone()),
+            _ => None,
+        };
+        if let (true, Some(t)) = (arith, t) {
+            if self.drawn.in_value(&Value::Tensor(t.clone())) {
+                let r = self.binop_unchecked(a, op, b, span)?;
+                if let Value::Tensor(rt) = &r {
+                    if undrawable(rt.dtype()).is_none() && rt.shape == t.shape && !rt.same_storage(&t) {
+                        let drawn: Vec<bool> = {
+                            let src = t.buf.borrow();
+                            t.offsets().into_iter().map(|o| is_drawn(&src, o)).collect()
+                        };
+                        let mut out = rt.buf.borrow_mut();
+                        for (o, d) in rt.offsets().into_iter().zip(drawn) {
+                            if d {
+                                set_drawn(&mut out, o);
+                            }
+                        }
+                        drop(out);
+                        self.drawn.add(rt);
+                        return Ok(r);
+                    }
+                }
+            }
+        }
+        self.binop(a, op, b, span)
     }
 
     /// `check_drawn` of the operands of an operator that are tensors (a list's items are not read by `+`).

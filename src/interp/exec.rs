@@ -484,6 +484,11 @@ impl<'m> Interp<'m> {
 
     pub(super) fn binop(&mut self, a: &Value, op: BinOp, b: &Value, span: Span) -> Result<Value, Diagnostic> {
         self.check_operands(&[a, b], span)?;
+        self.binop_unchecked(a, op, b, span)
+    }
+
+    /// `binop` without the check of drawn operands (`super::drawn`).
+    pub(super) fn binop_unchecked(&mut self, a: &Value, op: BinOp, b: &Value, span: Span) -> Result<Value, Diagnostic> {
         if let (Some(x), Some(y)) = (a.as_scalar(), b.as_scalar()) {
             return py_arith(x, op, y).map_err(tensor_err(span));
         }
@@ -652,7 +657,7 @@ impl<'m> pyvalue::Walk<'m> for Interp<'m> {
         Interp::lookup(self, frame, name, span)
     }
     fn binop(&mut self, a: &Value, op: BinOp, b: &Value, span: Span) -> Result<Value, Diagnostic> {
-        Interp::binop(self, a, op, b, span)
+        self.drawn_binop(a, op, b, span)
     }
     fn unop(&mut self, op: UnaryOp, v: &Value, span: Span) -> Result<Value, Diagnostic> {
         Interp::unop(self, op, v, span)
