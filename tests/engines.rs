@@ -2005,6 +2005,13 @@ fn modules_with_weights_raise_as_pytorch_does() {
             "def f(x: f32[2, 3]) -> f32[2, 4]:\n    lin = torch.nn.Linear(3, 4)\n    lin.register_buffer('a.b', x)\n    return x\n",
             "buffer name can't contain \".\"",
         ),
+        ("def f(w: f32[4, 3]) -> f32[4, 3]:\n    return w.uniform_(0, 1, 2)\n", "uniform_() takes at most 2 positional arguments (3 given)"),
+        ("def f(w: f32[4, 3]) -> f32[4, 3]:\n    return torch.nn.init.normal_(w, foo=1)\n", "normal_() got an unexpected keyword argument 'foo'"),
+        ("def f(w: f32[4, 3]) -> f32[4, 3]:\n    return torch.nn.init.constant_(w)\n", "constant_() missing 1 required positional argument: 'val'"),
+        (
+            "class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.me = self\n\ndef f(w: f32[4, 3]) -> f32[4, 3]:\n    return w * len(M().state_dict())\n",
+            "state_dict(): a module holds itself",
+        ),
     ];
     for (src, want) in cases {
         every_engine_raises(src, "f", want);

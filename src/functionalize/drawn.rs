@@ -1,8 +1,9 @@
 //! Elements a random initialization drew (`crate::interp::drawn`), on the functional engines: each root keeps a
 //! bitmap of its drawn elements (`Root::drawn`). Drawing sets the bits of a view's elements, a write clears them,
-//! and `Fz::read` refuses a view that sees a set bit. Both drawing and clearing happen only in straight-line code
-//! (outside loop bodies and `if` arms on run-time values), so the bitmaps never need merging: a draw elsewhere is
-//! refused, and a write elsewhere leaves the bits set (a read after it is refused, never wrong).
+//! and `Fz::read` refuses a view that sees a set bit. Both drawing and clearing happen only in straight-line code, so
+//! the bitmaps never need merging: a loop over a known range that draws or writes drawn elements is unrolled; under
+//! an `if` or in a loop on run-time values a draw is refused, and a write leaves the bits set (a read after it is
+//! refused, never wrong).
 
 use std::rc::Rc;
 
@@ -183,11 +184,16 @@ impl Fz<'_> {
             return Ok(None);
         };
         let (op, pos, kw) = made.map_err(super::args::err(span))?;
+        self.made_drawn(op, pos, kw, span).map(Some)
+    }
+
+    /// `torch.OP(...)` (`empty`, `empty_like`), its elements then drawn: random and uninitialized tensors.
+    pub(super) fn made_drawn(&mut self, op: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
         let r = self.module_function("torch", op, pos, kw, span)?;
         if let FV::Tensor(t) = &r {
             self.draw(t, span)?;
         }
-        Ok(Some(r))
+        Ok(r)
     }
 
     /// `x.uniform_(...)` / `x.normal_(...)`: `x`, drawn.

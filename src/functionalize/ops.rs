@@ -248,11 +248,7 @@ impl<'m> Fz<'m> {
             }
             // Uninitialized memory: a floating tensor's elements are drawn (`super::drawn`), to be written first.
             if op == "empty" && crate::interp::drawn::undrawable(dtype).is_none() {
-                let r = self.module_call("torch", op, pos, kw, span)?;
-                if let FV::Tensor(t) = &r {
-                    self.draw(t, span)?;
-                }
-                return Ok(r);
+                return self.made_drawn(op, pos, kw, span);
             }
             ("torch", op)
         } else {

@@ -755,15 +755,7 @@ impl Fz<'_> {
             return diag(span, crate::interp::compat::DEEPCOPY_CONTAINER);
         }
         let copy = self.deepcopy_in(&pos[0], span)?;
-        // A copy of a parameter is one (a module copied with its parameters).
-        let pairs = pyvalue::tensors_in(&pos[0]).into_iter().zip(pyvalue::tensors_in(&copy));
-        // (a tensor without an identity, a view placed by data or a loop, was never made a parameter)
-        for (x, y) in pairs.collect::<Vec<_>>() {
-            if let Ok(Some(flag)) = pyvalue::Walk::parameter(self, &x, span) {
-                let id = pyvalue::Walk::identity(self, &y, span)?;
-                self.parameters.add(id, flag).map_err(err(span))?;
-            }
-        }
+        crate::interp::grads::copy_parameters(self, &pos[0], &copy, span, |w, id, f| w.parameters.add(id, f))?;
         Ok(copy)
     }
 

@@ -19,11 +19,7 @@ impl<'m> Interp<'m> {
         let (callee, pos, kw) = super::pyvalue::call_parts(self, frame, call)?;
         let copies = match &callee {
             Callee::Method(o, name) => self.check_call(Some(o), name, &pos, &kw, span)?,
-            Callee::Name(n)
-                if !(frame.contains_key(*n) || self.globals.contains_key(*n) || self.module.function(n).is_some()) =>
-            {
-                self.check_call(None, n, &pos, &kw, span)?
-            }
+            Callee::Name(n) if !self.program_name(frame, n) => self.check_call(None, n, &pos, &kw, span)?,
             _ => false,
         };
         let r = self.call_checked(frame, func, callee, pos, kw, span)?;
@@ -31,6 +27,11 @@ impl<'m> Interp<'m> {
             self.drawn.adopt(&r);
         }
         Ok(r)
+    }
+
+    /// Whether a called name is the program's (a local, a module constant, a function of the file), not a builtin.
+    fn program_name(&self, frame: &Frame, n: &str) -> bool {
+        frame.contains_key(n) || self.globals.contains_key(n) || self.module.function(n).is_some()
     }
 
     /// `call` after the check of what it reads.
@@ -75,15 +76,7 @@ impl<'m> Interp<'m> {
                 Value::Module("copy") => {
                     super::compat::deepcopy_args(name, &pos, &kw).map_err(tensor_err(span))?;
                     let copy = deepcopy(&pos[0]).map_err(tensor_err(span))?;
-                    // A copy of a parameter is one (a module copied with its parameters).
-                    let pairs = super::pywalk::tensors_in(&pos[0]).into_iter().zip(super::pywalk::tensors_in(&copy));
-                    // (a tensor without an identity, a view placed by data, was never made a parameter)
-                    for (x, y) in pairs.collect::<Vec<_>>() {
-                        if let Ok(Some(flag)) = super::pyvalue::Walk::parameter(self, &x, span) {
-                            let id = super::pyvalue::Walk::identity(self, &y, span)?;
-                            self.parameters.add(id, flag).map_err(tensor_err(span))?;
-                        }
-                    }
+                    super::grads::copy_parameters(self, &pos[0], &copy, span, |w, id, f| w.parameters.add(id, f))?;
                     Ok(copy)
                 }
                 Value::Module("torch.nn.init") => self.nn_init(name, &pos, &kw, span),
@@ -122,8 +115,7 @@ impl<'m> Interp<'m> {
                 _ => unreachable!("the frontend makes closures of helpers only"),
             },
             Callee::Name(n) => {
-                let known = frame.contains_key(n) || self.globals.contains_key(n) || self.module.function(n).is_some();
-                if known {
+                if self.program_name(frame, n) {
                     let f = self.lookup(frame, n, func.span)?;
                     return self.call_value(f, pos, kw, span);
                 }
@@ -213,11 +205,7 @@ impl<'m> Interp<'m> {
         if m == "torch" {
             if let Some(made) = super::drawn::random_creation(name, &pos, &kw) {
                 let (op, pos, kw) = made.map_err(tensor_err(span))?;
-                let r = self.module_function("torch", op, pos, kw, span)?;
-                if let Value::Tensor(t) = &r {
-                    self.draw(t, span)?;
-                }
-                return Ok(r);
+                return self.made_drawn(op, pos, kw, span);
             }
         }
         // `nn.Parameter(...)`'s tensor is kept as one (`grads::Parameters`).
@@ -232,7 +220,7 @@ impl<'m> Interp<'m> {
         Ok(r)
     }
 
-    fn module_function(
+    pub(super) fn module_function(
         &mut self,
         m: &str,
         name: &str,
@@ -284,11 +272,7 @@ impl<'m> Interp<'m> {
             }
             // Uninitialized memory: a floating tensor's elements are drawn (`super::drawn`), to be written first.
             if op == "empty" && super::drawn::undrawable(dtype).is_none() {
-                let r = self.module_call("torch", op, pos, kw, span)?;
-                if let Value::Tensor(t) = &r {
-                    self.draw(t, span)?;
-                }
-                return Ok(r);
+                return self.made_drawn(op, pos, kw, span);
             }
             ("torch", op)
         } else {

@@ -45,12 +45,8 @@ pub fn draw(t: &Tensor) -> Result<(), String> {
     if let Some(m) = undrawable(t.dtype()) {
         return Err(m);
     }
-    let offsets = t.offsets();
-    match &mut *t.buf.borrow_mut() {
-        Buf::F32(v) => offsets.iter().for_each(|&o| v[o] = f32::from_bits(F32)),
-        Buf::F64(v) => offsets.iter().for_each(|&o| v[o] = f64::from_bits(F64)),
-        _ => unreachable!("checked above"),
-    }
+    let mut b = t.buf.borrow_mut();
+    t.offsets().into_iter().for_each(|o| set_drawn(&mut b, o));
     Ok(())
 }
 
@@ -75,11 +71,7 @@ fn set_drawn(b: &mut Buf, o: usize) {
 /// Whether any element `t` sees is drawn.
 pub fn sees_drawn(t: &Tensor) -> bool {
     let b = t.buf.borrow();
-    match &*b {
-        Buf::F32(v) => t.offsets().iter().any(|&o| v[o].to_bits() == F32),
-        Buf::F64(v) => t.offsets().iter().any(|&o| v[o].to_bits() == F64),
-        _ => false,
-    }
+    t.offsets().into_iter().any(|o| is_drawn(&b, o))
 }
 
 /// The buffers drawn into, to check reads against.
@@ -133,35 +125,12 @@ impl Drawn {
         if self.0.is_empty() {
             return;
         }
-        let mut found = Vec::new();
-        collect(v, &mut found, &mut Vec::new());
-        for t in found {
+        for t in super::pywalk::tensors_in(v) {
+            let Value::Tensor(t) = t else { unreachable!("tensors_in gives tensors") };
             if sees_drawn(&t) {
                 self.add(&t);
             }
         }
-    }
-}
-
-fn collect(v: &Value, out: &mut Vec<Tensor>, seen: &mut Vec<usize>) {
-    match v {
-        Value::Tensor(t) => out.push(t.clone()),
-        Value::Tuple(items) | Value::Named(items, _) => items.iter().for_each(|x| collect(x, out, seen)),
-        Value::List(l) => {
-            let at = Rc::as_ptr(l) as usize;
-            if !seen.contains(&at) {
-                seen.push(at);
-                l.borrow().iter().for_each(|x| collect(x, out, seen));
-            }
-        }
-        Value::Dict(d) => {
-            let at = Rc::as_ptr(d) as usize;
-            if !seen.contains(&at) {
-                seen.push(at);
-                d.borrow().iter().for_each(|(_, x)| collect(x, out, seen));
-            }
-        }
-        _ => {}
     }
 }
 
@@ -334,6 +303,21 @@ impl super::Interp<'_> {
             }
             (_, None) => unreachable!("only calculate_gain takes no tensor"),
         }
+    }
+
+    /// `torch.OP(...)` (`empty`, `empty_like`), its elements then drawn: random and uninitialized tensors.
+    pub(super) fn made_drawn(
+        &mut self,
+        op: &str,
+        pos: Vec<Value>,
+        kw: Vec<(String, Value)>,
+        span: crate::diag::Span,
+    ) -> Result<Value, crate::diag::Diagnostic> {
+        let r = self.module_function("torch", op, pos, kw, span)?;
+        if let Value::Tensor(t) = &r {
+            self.draw(t, span)?;
+        }
+        Ok(r)
     }
 
     /// Draws the elements `t` sees ([`draw`]).

@@ -154,6 +154,26 @@ impl Parameters {
     }
 }
 
+/// After `copy.deepcopy(orig)` made `copy`: each copy of a parameter is a parameter too, with its `requires_grad` (a
+/// module copied with its parameters), kept by `add(engine, id, requires_grad)`. A tensor without an identity (a
+/// view placed by data or a loop) was never made a parameter.
+pub fn copy_parameters<'m, W: Walk<'m>>(
+    w: &mut W,
+    orig: &W::V,
+    copy: &W::V,
+    span: Span,
+    add: impl Fn(&mut W, i64, bool) -> Result<(), String>,
+) -> Result<(), W::Err> {
+    let pairs = super::pywalk::tensors_in(orig).into_iter().zip(super::pywalk::tensors_in(copy));
+    for (x, y) in pairs.collect::<Vec<_>>() {
+        if let Ok(Some(flag)) = w.parameter(&x, span) {
+            let id = w.identity(&y, span)?;
+            add(w, id, flag).map_err(|m| Diagnostic::new(m).at(span))?;
+        }
+    }
+    Ok(())
+}
+
 /// `nn.Parameter(data, requires_grad=True)`'s `requires_grad` (a bool known now; `autograd_variable` checked it).
 pub fn requires_grad<V>(pos: &[V], kw: &[(String, V)], as_bool: impl Fn(&V) -> Option<bool>) -> bool {
     let given = kw.iter().find(|(k, _)| k == "requires_grad").map(|(_, v)| v).or(pos.get(1));

@@ -369,6 +369,9 @@ class _ConvNd(nn.Module):
         if self.bias is not None:
             torch.nn.init.uniform_(self.bias)
 
+    def forward(self, input):
+        conv = torch.nn.functional.conv1d if len(self.kernel_size) == 1 else torch.nn.functional.conv2d
+        return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     @staticmethod
     def _tuple(v, n):
@@ -381,16 +384,10 @@ class Conv1d(_ConvNd):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__(1, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode, dtype)
 
-    def forward(self, input):
-        return torch.nn.functional.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
-
 
 class Conv2d(_ConvNd):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__(2, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode, dtype)
-
-    def forward(self, input):
-        return torch.nn.functional.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
 class LayerNorm(nn.Module):
