@@ -370,8 +370,10 @@ class _ConvNd(nn.Module):
             torch.nn.init.uniform_(self.bias)
 
     def forward(self, input):
-        conv = torch.nn.functional.conv1d if len(self.kernel_size) == 1 else torch.nn.functional.conv2d
-        return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        args = (self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        if len(self.kernel_size) == 1:
+            return torch.nn.functional.conv1d(input, *args)
+        return torch.nn.functional.conv2d(input, *args)
 
     @staticmethod
     def _tuple(v, n):
