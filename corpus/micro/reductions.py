@@ -49,3 +49,30 @@ def tiled_matmuls(
     y = torch.relu(a @ b + bias)
     z = torch.sigmoid(c * 2.0) @ (d - 1.0)
     return y, z * 0.5, torch.tanh(v @ w)
+
+
+def max_values_at_indices(
+    x: f32[6, 81, 40], y: f32[7, 30]
+) -> tuple[f32[40, 80], i64[40, 80], f32[6, 1, 40], i64[6, 1, 40], f32[7], i64[7], f32[30], i64[30]]:
+    # A max's values are read at its indices (one reduction for both): the values of a softmax over a transposed
+    # input are computed only at the indices; ties (floor) and NaN rows pick PyTorch's first index, and the values
+    # are the elements there. Min alike, over the other dim, with keepdim.
+    s = torch.softmax(x[0].permute(1, 0), dim=1)[:, 1:]
+    best = s.max(dim=1)
+    q = torch.floor(x * 4.0)
+    lo, lo_i = q.min(dim=1, keepdim=True)
+    n = torch.where(y > 0.9, (y - y) / (y - y), y)
+    nv, ni = torch.max(n, 1)
+    mv, mi = n.min(dim=0)
+    return best.values.expand(80, 40).t() * 1.0, best.indices.expand(80, 40).t() * 1, lo, lo_i, nv, ni, mv, mi
+
+
+def max_values_in_a_loop(x: f32[8, 10, 6]) -> tuple[f32[8, 10], i64[8, 10]]:
+    # Each step's max and argmax over rows: the loop becomes one batched max (values read at the indices).
+    out = torch.zeros(8, 10)
+    idx = torch.zeros(8, 10, dtype=torch.long)
+    for t in range(8):
+        v, i = x[t].max(dim=1)
+        out[t] = v
+        idx[t] = i
+    return out, idx

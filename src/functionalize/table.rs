@@ -236,11 +236,30 @@ impl<'m> Fz<'m> {
                         let dim = a.int_of(&d, "dim")?;
                         let keep = a.bool_or(2, "keepdim", false)?;
                         let xt = self.term_as(&FV::Tensor(x.clone()), self.roots[x.root].dtype, span)?;
-                        let (dd, kk) = (self.t.leaf(Node::Int(dim)), self.t.leaf(Node::Bool(BoolLit(keep))));
                         let (vo, io) =
                             if is_max { (OpName::MaxVal, OpName::MaxIdx) } else { (OpName::MinVal, OpName::MinIdx) };
-                        let v = self.fresh_op(vo, vec![xt, dd, kk], None, span)?;
-                        let i = self.fresh_op(io, vec![xt, dd, kk], None, span)?;
+                        if x.shape.is_empty() {
+                            let (dd, kk) = (self.t.leaf(Node::Int(dim)), self.t.leaf(Node::Bool(BoolLit(keep))));
+                            let v = self.fresh_op(vo, vec![xt, dd, kk], None, span)?;
+                            let i = self.fresh_op(io, vec![xt, dd, kk], None, span)?;
+                            return Ok(FV::Named(Rc::new(vec![v, i]), &["values", "indices"]));
+                        }
+                        // One pass finds the indices; the values are read there (`gather`, which computes a fused
+                        // table only at those elements), as PyTorch's values are the elements at its indices.
+                        let (dd, kk) = (self.t.leaf(Node::Int(dim)), self.t.leaf(Node::Bool(BoolLit(true))));
+                        let i = self.t.op(io, vec![xt, dd, kk]).map_err(err(span))?;
+                        let it = self.t.at(i);
+                        let v = self.t.op(OpName::Gather, vec![xt, dd, it]).map_err(err(span))?;
+                        let d = crate::tensor::views::wrap_dim(dim, x.shape.len()).map_err(err(span))?;
+                        let mut out = x.shape.clone();
+                        if keep {
+                            out[d] = 1;
+                        } else {
+                            out.remove(d);
+                        }
+                        let (v, i) = (self.reshape_value(v, &out, span)?, self.reshape_value(i, &out, span)?);
+                        let v = FV::Tensor(self.fresh(v, None, span)?);
+                        let i = FV::Tensor(self.fresh(i, None, span)?);
                         Ok(FV::Named(Rc::new(vec![v, i]), &["values", "indices"]))
                     }
                 }

@@ -342,6 +342,7 @@ fn plan_with(
     p.host_scalars = p.host_scalars();
     p.classify();
     crate::limits::check()?;
+    p.gather_tables();
     if policy == Policy::Fused {
         p.fuse_epilogues();
         if dots {
@@ -576,9 +577,13 @@ impl Planner<'_> {
             };
             // A gather reads its table at run-time positions and checks its indices on the host: both are buffers.
             // So are a scatter kernel's indices (its base is a buffer it writes; its value may fuse in).
+            // `torch.gather`'s table may be an expression, computed at the gathered positions only (a max's
+            // values read at its indices, `Planner::gather_tables` checks that it builds).
             let gathered = users.iter().any(|&u| {
                 matches!(self.term[u], Node::Op(OpName::Index, _))
-                    || (self.how[usize::from(u)] != How::Fallback && self.index_operand_of(id, u))
+                    || (self.how[usize::from(u)] != How::Fallback
+                        && self.index_operand_of(id, u)
+                        && !matches!(&self.term[u], Node::Op(OpName::Gather, a) if a[0] == id && a[2] != id))
             });
             // A matmul reads each operand element once per row or column of the other: only pure reads fuse in.
             let matmul_operand =
@@ -697,6 +702,21 @@ impl Planner<'_> {
             if self.kernel(&mut KernelBuilder::default(), e, String::new()).is_err() {
                 self.how[usize::from(r)] = How::Kernel(());
                 self.epilogue.remove(&e);
+            }
+        }
+    }
+
+    /// Each gather kernel whose table is an expression (fused in) must build with it there, its positions read
+    /// at run time (`Planner::gather`); where it does not, the table is a buffer of its own.
+    fn gather_tables(&mut self) {
+        for i in 0..self.term.as_ref().len() {
+            let Node::Op(OpName::Gather, args) = &self.term[Id::from(i)] else { continue };
+            let table = args[0];
+            if self.how[i] != How::Kernel(()) || self.how[usize::from(table)] != How::Inline {
+                continue;
+            }
+            if self.kernel(&mut KernelBuilder::default(), Id::from(i), String::new()).is_err() {
+                self.how[usize::from(table)] = self.materialize(table, Why::Gathered);
             }
         }
     }

@@ -148,13 +148,17 @@ impl Planner<'_> {
         let (xd, xs) = self.tensor(args[0]).ok_or("gather input")?;
         let (idt, is) = self.tensor(args[2]).ok_or("gather index")?;
         let dim = crate::tensor::views::wrap_dim(lit(self.term, args[1]).ok_or("gather dim")?, xs.len())?;
-        if self.how[usize::from(args[0])] == How::Inline || self.how[usize::from(args[2])] == How::Inline {
-            return Err("a gather's input and index must be buffers".into());
+        if self.how[usize::from(args[2])] == How::Inline {
+            return Err("a gather's index must be a buffer".into());
         }
         let index = kb.arg(args[2], idt);
         kb.check(IndexCheck { node: args[2], extent: xs[dim] as i64, dim, wraps: false });
         let mut coord = idx.to_vec();
         coord[dim] = Idx::atom(Atom::Load(index, Box::new(ravel(idx, &is)), xs[dim] as i64, false));
+        if self.how[usize::from(args[0])] == How::Inline {
+            // The table's expression, at the gathered positions only.
+            return self.expr(kb, args[0], &coord);
+        }
         let arg = kb.arg(args[0], xd);
         Ok(Expr::Load { arg, at: ravel(&coord, &xs), dtype: xd })
     }

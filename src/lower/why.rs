@@ -99,7 +99,14 @@ impl Planner<'_> {
             }
             _ => self.tensor(u).map(|(_, s)| s.iter().product::<usize>()),
         };
-        let points: f64 = users.iter().map(|&u| reads(u).map_or(n, |s| (s as f64).max(n))).sum();
+        // A gather reads its table at its own elements only (a max's values at its indices).
+        let points: f64 = users
+            .iter()
+            .map(|&u| match &self.term[u] {
+                Node::Op(OpName::Gather, a) if a[0] == id && a[2] != id => reads(u).map_or(n, |s| s as f64),
+                _ => reads(u).map_or(n, |s| (s as f64).max(n)),
+            })
+            .sum();
         if points <= n {
             return None;
         }

@@ -485,6 +485,26 @@ impl<'b> Batch<'b> {
                 let d = self.b.int(wrap(lit(self.b, args[1])?)?);
                 Some(B::Bat(self.b.op(op, vec![x, d]), s))
             }
+            // A row-major reshape of each iteration's value is one of the batched value, behind its first dim.
+            Reshape => {
+                let to = lits(self.b, args[1])?;
+                if to.iter().any(|&d| d < 0) || to.iter().product::<i64>() != s.iter().product::<usize>() as i64 {
+                    return None;
+                }
+                let mut all = vec![self.n as i64];
+                all.extend(&to);
+                let l = self.b.ints(&all);
+                Some(B::Bat(self.b.op(op, vec![x, l]), to.iter().map(|&d| d as usize).collect()))
+            }
+            // A max's values read at its indices: both carry the iteration dim (a fixed index would need one).
+            Gather => {
+                let B::Bat(i, is) = self.batch(args[2])? else { return None };
+                if is.len() != s.len() {
+                    return None;
+                }
+                let d = self.b.int(wrap(lit(self.b, args[1])?)?);
+                Some(B::Bat(self.b.op(op, vec![x, d, i]), is))
+            }
             _ => None,
         }
     }

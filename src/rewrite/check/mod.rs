@@ -340,6 +340,9 @@ pub(crate) fn var_kinds(ast: &RecExpr<ENodeOrVar<Node>>) -> Result<BTreeMap<Var,
                 (Node::Op(Where, _), 0) => Kind::Tensor { base: false, cond: true },
                 (Node::Op(op, _), _) if matches!(op.class(), OpClass::Unary | OpClass::Binary) => value,
                 (Node::Op(Triu | Tril, _), 1) => Kind::Int,
+                // The dim of a reduction to values and indices, or of a gather.
+                (Node::Op(MaxVal | MaxIdx | MinVal | MinIdx | Gather, _), 1) => Kind::Int,
+                (Node::Op(Gather, _), 0 | 2) => value,
                 (Node::Op(Where | Clamp | Matmul | Triu | Tril, _), _) => value,
                 (Node::Op(op, _), 0) if matches!(op.class(), OpClass::Reduction | OpClass::Scan | OpClass::Reshape) => {
                     value
