@@ -1525,7 +1525,8 @@ fn categorical_entropy_of_named_logits_runs_and_other_distributions_are_refused(
 
 /// `torch.gather` and `scatter` check their indices as PyTorch does, on every engine and plan (a gather is a kernel
 /// whose indices the executor checks before the launch): the first index out of range in the index's order, a
-/// negative one (not wrapped), one past a 0-d tensor's single element, and an index that is not an integer tensor.
+/// negative one (not wrapped), one past a 0-d tensor's single element, an index that is not an integer tensor and one
+/// of another rank than the input.
 #[test]
 fn gather_and_scatter_indices_are_checked_as_pytorch_checks_them() {
     let gather = |rows: &str| {
@@ -1545,6 +1546,8 @@ fn gather_and_scatter_indices_are_checked_as_pytorch_checks_them() {
     every_engine_raises(float_gather, "f", "gather(): Expected dtype int32/int64 for index");
     let float_scatter = "def f(x: f32[2, 2]) -> f32[2, 2]:\n    return x.scatter(1, torch.tensor([[0.0, 1.0]]), 2.0)\n";
     every_engine_raises(float_scatter, "f", "scatter(): Expected dtype int32/int64 for index");
+    let rank = "def f(x: f32[2, 5]) -> f32[3]:\n    return torch.gather(x, 0, torch.tensor([0, 1, 1]))\n";
+    every_engine_raises(rank, "f", "Index tensor must have the same number of dimensions as input tensor");
 }
 
 /// `bincount` with `minlength` (Hugging Face's Hamming diversity penalty counts previous groups' tokens so): counts

@@ -535,8 +535,11 @@ pub(crate) fn op_type(op: OpName, cx: &OpCx) -> Result<Ty, String> {
             let (d, s) = cx.tensor(0)?;
             wrap_dim(cx.lit_int(1)?, s.len())?;
             let (di, si) = cx.tensor(2)?;
-            if di.is_float() || di == DType::Bool || si.len() != s.len() {
-                return Err("gather takes an integer index with the input's number of dims".into());
+            if !matches!(di, DType::I64 | DType::I32) {
+                return Err("gather(): Expected dtype int32/int64 for index".into());
+            }
+            if si.len() != s.len() {
+                return Err("Index tensor must have the same number of dimensions as input tensor".into());
             }
             Ty::Tensor(d, si)
         }
