@@ -142,7 +142,7 @@ fn unsupported_statement_is_located() {
         "def f(x: f32[3]) -> f32[3]:\n    with open(\"f\") as fh:\n        y = x\n    return y\n",
         &[],
         Some("5:5"),
-        "`with` statements are not supported (except grad modes such as `with torch.no_grad():` and `with torch.autocast(..., enabled=False):`)",
+        "`with` on this context manager is not supported (grad modes such as `with torch.no_grad():` and `with torch.autocast(..., enabled=False):` are, and the program's own classes with `__enter__` and `__exit__`)",
     );
 }
 

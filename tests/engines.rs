@@ -2207,3 +2207,19 @@ fn range_layout_and_reduce_errors_are_pytorchs_and_pythons() {
         every_engine_raises(&src, "f", want);
     }
 }
+
+/// `with` on the program's own context manager runs `__enter__`, the body and `__exit__`; a body that leaves the
+/// block early is refused where it leaves (Python would run `__exit__` first), and a library's manager other than
+/// the grad modes keeps its refusal.
+#[test]
+fn with_on_a_program_context_manager_leaving_early_is_refused() {
+    let class =
+        "class M:\n    def __enter__(self):\n        return 2.0\n    def __exit__(self, *a):\n        return False\n\n";
+    let early = format!("{HEADER}{class}def f(x: f32[3]) -> f32[3]:\n    with M() as k:\n        return x * k\n");
+    let e = conversion_error(&early);
+    assert!(e.contains("12:9: `return`, `break` and `continue` that leave a `with` block are not supported"), "{e}");
+    let library =
+        format!("{HEADER}def f(x: f32[3]) -> f32[3]:\n    with torch.cuda.device(0):\n        y = x\n    return y\n");
+    let e = conversion_error(&library);
+    assert!(e.contains("`with` on this context manager is not supported"), "{e}");
+}

@@ -85,7 +85,7 @@ fn a_function_outside_the_subset_fails_alone() {
     assert_eq!(lines[0], format!("{f}::first(x: f32[2, 6])"));
     assert_eq!(
         lines[1],
-        format!("{f}::odd: failed: {f}:18:5: `with` statements are not supported (except grad modes such as `with torch.no_grad():` and `with torch.autocast(..., enabled=False):`)")
+        format!("{f}::odd: failed: {f}:18:5: `with` on this context manager is not supported (grad modes such as `with torch.no_grad():` and `with torch.autocast(..., enabled=False):` are, and the program's own classes with `__enter__` and `__exit__`)")
     );
     assert_eq!(lines[2], format!("{f}::calls_bad: failed: {f}:25:12: `_bad` cannot be used: {f}:10:21: {CLOSURE}"));
     assert_eq!(lines[3], format!("{f}::last(x: f32[3])"));
@@ -99,7 +99,7 @@ fn a_function_outside_the_subset_fails_alone() {
         }
         let o = funcfuse(&["run", &format!("{f}::odd"), "--engine", engine, "--output", s(&dir.join("o"))]);
         assert_eq!(o.code, 1, "{}", o.stderr);
-        assert!(o.stderr.starts_with(&format!("{f}:18:5: `with` statements")), "{engine}: {}", o.stderr);
+        assert!(o.stderr.starts_with(&format!("{f}:18:5: `with` on this context manager")), "{engine}: {}", o.stderr);
     }
     let got = funcfuse::io::read_npy(&dir.join("optimized_first/return.npy")).unwrap();
     let x = funcfuse::io::read_npy(&dir.join("optimized_first/inputs/x.npy")).unwrap();

@@ -8,7 +8,7 @@ pyramid levels; module-level `torch.jit.script(f)` (FCOS-style losses), type ali
 `Optional[...]`) and a `torch.autograd.Function`'s `apply` bound to a name (maskrcnn-benchmark's `clip = Clip.apply`); `functools.reduce`; an optimizer keeping its state under its first parameter
 (hypergradient-descent's SGDHD, `self.state[self._params[0]]`); DETR's bound methods as values (`loss_map =
 {'labels': self.loss_labels, ...}`), `torch.tensor(range(n))`, the deprecated `torch.range` and `layout=x.layout`; slices from a tensor element with a fixed length (TransformerEngine's staggered
-`freqs[i : i + n] for i in start_positions`).
+`freqs[i : i + n] for i in start_positions`); `with` on the program's own context managers.
 """
 
 from __future__ import annotations
@@ -340,3 +340,47 @@ def staggered_slices(freqs: f32[16, 1, 4], s: f32[3]):
 def staggered_slices_back(freqs: f32[16, 1, 4], s: f32[3]):
     start_positions = (s.abs() * 5).long() + 4
     return torch.stack([freqs[i - 2 : i + 1] for i in start_positions], dim=0) * 2
+
+
+class Scale:
+    def __init__(self, factor):
+        self.factor = factor
+        self.entered = 0
+        self.exited = 0
+
+    def __enter__(self):
+        self.entered += 1
+        return self.factor
+
+    def __exit__(self, exc_type, exc, tb):
+        self.exited += 1
+        return False
+
+
+class Recorder:
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        self.log.append(1.0)
+        return self
+
+    def __exit__(self, *args):
+        self.log.append(2.0)
+
+
+def with_user_managers(x: f32[4, 3]) -> tuple[f32[4, 3], f32[5], f32[()]]:
+    # `with` on the program's own context managers: `as` binds what `__enter__` returns, several items nest and
+    # exit in reverse, and a manager entered in a loop is entered and exited each time.
+    s = Scale(2.0)
+    with s as k:
+        y = x * k
+    log = []
+    with Recorder(log) as r, Scale(3.0) as k2:
+        y = y + k2
+        r.log.append(float(len(r.log)))
+    for i in range(2):
+        with s:
+            y = y - 1
+    z = torch.tensor(log + [float(s.entered), float(s.exited)])
+    return y, z, y.sum()

@@ -7,7 +7,7 @@ use ruff_text_size::{Ranged, TextSize};
 
 use super::ast::*;
 use crate::diag::{err, Diagnostic, Span};
-use inert::{is_disabled_autocast, is_grad_mode, is_inert_decorator};
+use inert::{is_disabled_autocast, is_grad_mode, is_inert_decorator, library_context};
 
 mod annotations;
 mod brackets;
@@ -376,6 +376,11 @@ impl Cx {
                     out.extend(self.block(&w.body)?);
                     continue;
                 }
+                if !w.is_async && !w.items.iter().any(|it| library_context(&it.context_expr, &torch)) {
+                    drop(torch);
+                    out.extend(self.with_block(w)?);
+                    continue;
+                }
             }
             if let py::Stmt::Try(t) = s {
                 out.extend(self.try_body(t)?);
@@ -479,7 +484,7 @@ impl Cx {
             }
             py::Stmt::ClassDef(_) => return err(span, "class definitions are not supported"),
             py::Stmt::With(_) => {
-                return err(span, "`with` statements are not supported (except grad modes such as `with torch.no_grad():` and `with torch.autocast(..., enabled=False):`)")
+                return err(span, "`with` on this context manager is not supported (grad modes such as `with torch.no_grad():` and `with torch.autocast(..., enabled=False):` are, and the program's own classes with `__enter__` and `__exit__`)")
             }
             py::Stmt::Try(_) => return err(span, "`try` is supported only as a statement of a block"),
             py::Stmt::Raise(r) => StmtKind::Raise(match &r.exc {

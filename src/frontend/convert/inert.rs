@@ -25,6 +25,16 @@ fn dotted(mut e: &py::Expr, torch: &[String]) -> String {
     parts.join(".")
 }
 
+/// A context manager of a library or a builtin (`torch.cuda.amp.autocast()`, `contextlib.suppress(...)`,
+/// `open(...)`): the calls and attributes it is built from start at `torch`, `contextlib` or `open`, whose managers
+/// other than the inert ones are not modelled.
+pub(super) fn library_context(mut e: &py::Expr, torch: &[String]) -> bool {
+    if let py::Expr::Call(c) = e {
+        e = c.func.as_ref();
+    }
+    matches!(dotted(e, torch).split('.').next(), Some("torch" | "contextlib" | "open"))
+}
+
 /// `torch.no_grad()`, `torch.inference_mode()` and `torch.enable_grad()`: grad modes, meaningless without autograd.
 pub(super) fn is_grad_mode(e: &py::Expr, torch: &[String]) -> bool {
     let py::Expr::Call(c) = e else { return false };

@@ -151,6 +151,46 @@ impl Cx {
     /// `torch.distributed.get_rank()`) becomes `if <try>(...): BODY else: HANDLER` then FINALLY (see
     /// [`crate::frontend::ast::TRY_MARKER`]): the engines catch the error where BODY raises it (the functionalizer
     /// only where BODY computes nothing with tensors, so that its errors are known before the program runs).
+    /// `with E as V: BODY` on a context manager of the program (a class with `__enter__` and `__exit__`): the
+    /// manager is bound to a name of its place, `V = M.__enter__()`, then BODY, then `M.__exit__(None, None, None)`;
+    /// several items nest, exited in reverse. An error in BODY fails the program (Python would hand it to
+    /// `__exit__`, which may suppress it), and a BODY that leaves the block early is refused, as for `try: ...
+    /// finally:` (the `__exit__` would run first).
+    pub(super) fn with_block(&self, w: &py::StmtWith) -> Result<Vec<Stmt>, Diagnostic> {
+        let span = self.sp(w);
+        let call = |func: Expr, args: Vec<Expr>| Expr {
+            kind: ExprKind::Call { func: Box::new(func), args, kwargs: vec![] },
+            span,
+        };
+        let method = |m: &Expr, name: &str| Expr { kind: ExprKind::Attr(Box::new(m.clone()), name.into()), span };
+        let mut out = Vec::new();
+        let mut managers = Vec::new();
+        for (k, item) in w.items.iter().enumerate() {
+            let m = Expr { kind: ExprKind::Name(format!("<with@{}:{}#{k}>", span.line, span.col)), span };
+            let value = self.expr(&item.context_expr)?;
+            out.push(Stmt { kind: StmtKind::Assign { targets: vec![m.clone()], value }, span });
+            let entered = call(method(&m, "__enter__"), vec![]);
+            out.push(Stmt {
+                kind: match &item.optional_vars {
+                    Some(v) => StmtKind::Assign { targets: vec![self.expr(v)?], value: entered },
+                    None => StmtKind::Expr(entered),
+                },
+                span,
+            });
+            managers.push(m);
+        }
+        let body = self.block(&w.body)?;
+        if let Some(at) = leaves_block(&body, false) {
+            return err(at, "`return`, `break` and `continue` that leave a `with` block are not supported (its `__exit__` would run first)");
+        }
+        out.extend(body);
+        for m in managers.iter().rev() {
+            let none = || Expr { kind: ExprKind::NoneLit, span };
+            out.push(Stmt { kind: StmtKind::Expr(call(method(m, "__exit__"), vec![none(), none(), none()])), span });
+        }
+        Ok(out)
+    }
+
     pub(super) fn try_body(&self, t: &py::StmtTry) -> Result<Vec<Stmt>, Diagnostic> {
         let span = self.sp(t);
         if t.is_star {
