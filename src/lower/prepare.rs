@@ -1,4 +1,5 @@
-//! Rewrites of a term before planning: softmax spelled as the ops it is, and loop bodies copied per loop.
+//! Rewrites of a term before planning: softmax spelled as the ops it is, a max's values read at indices nothing
+//! else reads as the reduction to them, and loop bodies copied per loop.
 
 use egg::{Id, Language};
 
@@ -9,10 +10,33 @@ use crate::ir::{Node, OpName, Term};
 /// term has neither. `types` are the term's node types (`node_types` of an unshared term). Over an empty input the
 /// result is that empty input itself: PyTorch's softmax of no elements is an empty tensor, while the max it is spelled
 /// with would raise over a zero-length dim (fuzz seed 57553).
+///
+/// Also: a max's (or min's) values read at indices that nothing else reads, `gather(x, d, max_idx(x, d, true))` (the
+/// frontend's form of `x.max(d)`, whose indices a program often drops: `x.max(-1)[0]`), is the one reduction to the
+/// values, `max_val(x, d, true)`, which fuses into its reader as the gather does not.
 pub(super) fn decompose(term: &Term, types: &[Option<crate::ir::Ty>]) -> Option<Term> {
     use crate::ir::Ty;
     let nodes = term.as_ref();
-    if !nodes.iter().any(|n| matches!(n, Node::Op(OpName::Softmax | OpName::LogSoftmax, _))) {
+    let mut uses = vec![0usize; nodes.len()];
+    for n in nodes {
+        for &c in n.children() {
+            uses[usize::from(c)] += 1;
+        }
+    }
+    // The reduction to values that `gather(args...)` is, where it reads a max's or min's indices alone.
+    let values_only = |args: &[Id]| -> Option<OpName> {
+        let Node::Op(op, ia) = &nodes[usize::from(*args.get(2)?)] else { return None };
+        let values = match op {
+            OpName::MaxIdx => OpName::MaxVal,
+            OpName::MinIdx => OpName::MinVal,
+            _ => return None,
+        };
+        let keep = matches!(nodes[usize::from(ia[2])], Node::Bool(crate::ir::BoolLit(true)));
+        let same_dim = nodes[usize::from(ia[1])] == nodes[usize::from(args[1])];
+        (ia[0] == args[0] && same_dim && keep && uses[usize::from(args[2])] == 1).then_some(values)
+    };
+    let gathers_values = |n: &Node| matches!(n, Node::Op(OpName::Gather, a) if values_only(a).is_some());
+    if !nodes.iter().any(|n| matches!(n, Node::Op(OpName::Softmax | OpName::LogSoftmax, _)) || gathers_values(n)) {
         return None;
     }
     let empty = |x: Id| matches!(&types[usize::from(x)], Some(Ty::Tensor(_, s)) if s.contains(&0));
@@ -25,6 +49,10 @@ pub(super) fn decompose(term: &Term, types: &[Option<crate::ir::Ty>]) -> Option<
                 if empty(old[0]) && types[i] == types[usize::from(old[0])] =>
             {
                 map[usize::from(old[0])]
+            }
+            (Node::Op(OpName::Gather, old), Node::Op(_, args)) if values_only(old).is_some() => {
+                let keep = b.add(Node::Bool(crate::ir::BoolLit(true)));
+                b.op(values_only(old).expect("checked"), vec![args[0], args[1], keep])
             }
             (_, Node::Op(op @ (OpName::Softmax | OpName::LogSoftmax), args)) => {
                 let (x, d) = (args[0], args[1]);

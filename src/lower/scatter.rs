@@ -152,7 +152,14 @@ impl Planner<'_> {
             return Err("a gather's index must be a buffer".into());
         }
         let index = kb.arg(args[2], idt);
-        kb.check(IndexCheck { node: args[2], extent: xs[dim] as i64, dim, wraps: false });
+        // A max's or min's indices along this dim of this table are in range by construction (a max's values read
+        // at its indices): no check, which would read the index buffer on the host before the launch.
+        let own_extremum = matches!(&self.term[args[2]], Node::Op(OpName::MaxIdx | OpName::MinIdx, ia)
+            if ia[0] == args[0]
+                && lit(self.term, ia[1]).and_then(|d| crate::tensor::views::wrap_dim(d, xs.len()).ok()) == Some(dim));
+        if !own_extremum {
+            kb.check(IndexCheck { node: args[2], extent: xs[dim] as i64, dim, wraps: false });
+        }
         let mut coord = idx.to_vec();
         coord[dim] = Idx::atom(Atom::Load(index, Box::new(ravel(idx, &is)), xs[dim] as i64, false));
         if self.how[usize::from(args[0])] == How::Inline {
