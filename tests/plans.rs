@@ -159,7 +159,10 @@ def cell(x: f32[16], y: f32[16]) -> tuple[f32[64, 16], f32[64, 16]]:
     return a, b
 "#;
     let p = fused_plan(src, "cell");
-    assert_eq!(p.kernels.len(), 2, "{}", p.describe());
+    // The indices, the values read at them (the `exp` computed there: no kernel of its own) and the indices'
+    // output without the kept dim.
+    assert_eq!(p.kernels.len(), 3, "{}", p.describe());
+    assert!(!p.describe().contains(" = exp "), "{}", p.describe());
     assert!(!p.describe().contains("= mul f32[16]: kernel"), "{}", p.describe());
     let module = funcfuse::frontend::parse_module("test.py", src).unwrap();
     let inputs = common::seeded_inputs(&module, "cell", 3);
@@ -498,4 +501,34 @@ fn small_values_are_computed_by_the_kernels_that_read_them() {
     let f = common::optimized(&module, "max_then_write_into_its_input").unwrap();
     let p = funcfuse::lower::plan(&f.term, &f.inputs, Policy::Fused).unwrap();
     assert!(p.kernels.iter().all(|k| k.pre.is_empty()), "{}", p.describe());
+}
+
+/// A max along a dim is one reduction: where the indices are read, the values are gathered at them, the table they
+/// come from computed there (not stored) and the indices not checked on the host (in range by construction); where
+/// only the values are read, the gather is the reduction to the values again (`prepare.rs`), which fuses on.
+#[test]
+fn a_max_is_one_reduction_its_values_gathered_only_where_its_indices_are_read() {
+    use funcfuse::ir::{Node, OpName};
+    let src = r#"
+import torch
+def both(x: f32[64, 300]) -> tuple[f32[64], i64[64]]:
+    v, i = torch.max(x.exp(), 1)
+    return v, i
+
+def values(x: f32[64, 300]) -> f32[64]:
+    return x.max(dim=1).values * 2.0
+"#;
+    let ops = |p: &funcfuse::lower::Plan, op: OpName| {
+        p.term.as_ref().iter().filter(|n| matches!(n, Node::Op(o, _) if *o == op)).count()
+    };
+    let p = fused_plan(src, "both");
+    assert_eq!((ops(&p, OpName::MaxIdx), ops(&p, OpName::Gather), ops(&p, OpName::MaxVal)), (1, 1, 0));
+    // The indices, the values read at them (the `exp` computed there: no kernel of its own) and the indices'
+    // output without the kept dim.
+    assert_eq!(p.kernels.len(), 3, "{}", p.describe());
+    assert!(!p.describe().contains(" = exp "), "{}", p.describe());
+    assert!(p.launches.iter().all(|l| l.checks.is_empty()), "{}", p.describe());
+    let q = fused_plan(src, "values");
+    assert_eq!((ops(&q, OpName::MaxIdx), ops(&q, OpName::Gather), ops(&q, OpName::MaxVal)), (0, 0, 1));
+    assert_eq!(q.kernels.len(), 1, "{}", q.describe());
 }

@@ -353,12 +353,7 @@ fn tile(k: &Kernel, g: &Gemm, sh: &Shape, (rows, nv, valid): (usize, usize, usiz
                 );
                 continue;
             }
-            let _ = writeln!(
-                s,
-                "{ind}for (int w = 0; w < {width}; w++) {{ int64_t i{i} = ib + {r}; int64_t i{j} = jc + j0 + {}; {} }}",
-                format!("{} + w", c * v),
-                store_result(k, &fin)
-            );
+            let _ = writeln!(s, "{ind}for (int w = 0; w < {width}; w++) {{ {at} {} }}", store_result(k, &fin));
         }
     }
     s

@@ -575,15 +575,13 @@ impl Planner<'_> {
                             && users.iter().any(|&u| matches!(self.term[u], Node::Assign([_, _, y]) if y == id)))
                 }
             };
-            // A gather reads its table at run-time positions and checks its indices on the host: both are buffers.
-            // So are a scatter kernel's indices (its base is a buffer it writes; its value may fuse in).
-            // `torch.gather`'s table may be an expression, computed at the gathered positions only (a max's
-            // values read at its indices, `Planner::gather_tables` checks that it builds).
+            // An indexing read reads its table at run-time positions and checks its indices on the host: both are
+            // buffers. So are a scatter kernel's and a gather's indices (a scatter's base is a buffer it writes, its
+            // value may fuse in; `torch.gather`'s table may be an expression computed at the gathered positions
+            // only, where it builds: `Planner::gather_tables`).
             let gathered = users.iter().any(|&u| {
                 matches!(self.term[u], Node::Op(OpName::Index, _))
-                    || (self.how[usize::from(u)] != How::Fallback
-                        && self.index_operand_of(id, u)
-                        && !matches!(&self.term[u], Node::Op(OpName::Gather, a) if a[0] == id && a[2] != id))
+                    || (self.how[usize::from(u)] != How::Fallback && self.index_operand_of(id, u))
             });
             // A matmul reads each operand element once per row or column of the other: only pure reads fuse in.
             let matmul_operand =

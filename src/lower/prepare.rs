@@ -24,17 +24,7 @@ pub(super) fn decompose(term: &Term, types: &[Option<crate::ir::Ty>]) -> Option<
         }
     }
     // The reduction to values that `gather(args...)` is, where it reads a max's or min's indices alone.
-    let values_only = |args: &[Id]| -> Option<OpName> {
-        let Node::Op(op, ia) = &nodes[usize::from(*args.get(2)?)] else { return None };
-        let values = match op {
-            OpName::MaxIdx => OpName::MaxVal,
-            OpName::MinIdx => OpName::MinVal,
-            _ => return None,
-        };
-        let keep = matches!(nodes[usize::from(ia[2])], Node::Bool(crate::ir::BoolLit(true)));
-        let same_dim = nodes[usize::from(ia[1])] == nodes[usize::from(args[1])];
-        (ia[0] == args[0] && same_dim && keep && uses[usize::from(args[2])] == 1).then_some(values)
-    };
+    let values_only = |args: &[Id]| extremum_values(nodes, args).filter(|_| uses[usize::from(args[2])] == 1);
     let gathers_values = |n: &Node| matches!(n, Node::Op(OpName::Gather, a) if values_only(a).is_some());
     if !nodes.iter().any(|n| matches!(n, Node::Op(OpName::Softmax | OpName::LogSoftmax, _)) || gathers_values(n)) {
         return None;
@@ -75,6 +65,20 @@ pub(super) fn decompose(term: &Term, types: &[Option<crate::ir::Ty>]) -> Option<
     }
     let root = map[usize::from(term.root())];
     Some(b.extract(root))
+}
+
+/// `max_val` or `min_val` where `gather(x, d, idx)` (its arguments `args`) reads a max's or min's own indices,
+/// `idx = max_idx(x, d, true)` (or `min_idx`): the values of that max, read at indices in range by construction.
+pub(super) fn extremum_values(nodes: &[Node], args: &[Id]) -> Option<OpName> {
+    let Node::Op(op, ia) = &nodes[usize::from(*args.get(2)?)] else { return None };
+    let values = match op {
+        OpName::MaxIdx => OpName::MaxVal,
+        OpName::MinIdx => OpName::MinVal,
+        _ => return None,
+    };
+    let keep = matches!(nodes[usize::from(ia[2])], Node::Bool(crate::ir::BoolLit(true)));
+    let same_dim = nodes[usize::from(ia[1])] == nodes[usize::from(args[1])];
+    (ia[0] == args[0] && same_dim && keep).then_some(values)
 }
 
 /// The term with every node that depends on a loop's variable or state copied per loop that runs it, so that each

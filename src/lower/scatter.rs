@@ -154,10 +154,7 @@ impl Planner<'_> {
         let index = kb.arg(args[2], idt);
         // A max's or min's indices along this dim of this table are in range by construction (a max's values read
         // at its indices): no check, which would read the index buffer on the host before the launch.
-        let own_extremum = matches!(&self.term[args[2]], Node::Op(OpName::MaxIdx | OpName::MinIdx, ia)
-            if ia[0] == args[0]
-                && lit(self.term, ia[1]).and_then(|d| crate::tensor::views::wrap_dim(d, xs.len()).ok()) == Some(dim));
-        if !own_extremum {
+        if super::prepare::extremum_values(self.term.as_ref(), args).is_none() {
             kb.check(IndexCheck { node: args[2], extent: xs[dim] as i64, dim, wraps: false });
         }
         let mut coord = idx.to_vec();
@@ -170,14 +167,14 @@ impl Planner<'_> {
         Ok(Expr::Load { arg, at: ravel(&coord, &xs), dtype: xd })
     }
 
-    /// Whether `id` is an operand a gather or scatter kernel reads at run-time positions or as positions (an index,
-    /// or `torch.gather`'s input): it must be a buffer.
+    /// Whether `id` is an operand a gather or scatter kernel reads as positions (an index): it must be a buffer.
+    /// (`torch.gather`'s table may be an expression, computed at the gathered positions only.)
     pub(super) fn index_operand_of(&self, id: Id, user: Id) -> bool {
         match &self.term[user] {
             Node::Op(OpName::Index, args) => args[1..].contains(&id),
             Node::Op(OpName::IndexPut, args) => args[3..].contains(&id),
             Node::Op(OpName::Scatter, args) => args[2] == id,
-            Node::Op(OpName::Gather, args) => args[0] == id || args[2] == id,
+            Node::Op(OpName::Gather, args) => args[2] == id,
             _ => false,
         }
     }

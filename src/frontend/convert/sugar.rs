@@ -141,16 +141,6 @@ impl Cx {
         Ok(ExprKind::Call { func: Box::new(name_expr(MAKE_CLOSURE)), args: vec![name_expr(&name)], kwargs: vec![] })
     }
 
-    /// `try: BODY except NotImplementedError: HANDLER [else: ELSE] [finally: FINALLY]` is `BODY ELSE FINALLY` when
-    /// BODY cannot raise what the handlers catch. Decidably so only for `NotImplementedError` (which the ops run
-    /// here never raise on the CPU: an op without a kernel is refused before the program runs) around a body with
-    /// no `raise` and no call of a function of the program (which could raise it).
-    ///
-    /// `try: BODY except ERRORS: HANDLER [finally: FINALLY]` for other errors (`ZeroDivisionError`, as optimizers
-    /// guard a ratio of step counts; a bare `except:`, which catches any `Exception`, around DAdaptation's
-    /// `torch.distributed.get_rank()`) becomes `if <try>(...): BODY else: HANDLER` then FINALLY (see
-    /// [`crate::frontend::ast::TRY_MARKER`]): the engines catch the error where BODY raises it (the functionalizer
-    /// only where BODY computes nothing with tensors, so that its errors are known before the program runs).
     /// `with E as V: BODY` on a context manager of the program (a class with `__enter__` and `__exit__`): the
     /// manager is bound to a name of its place, `V = M.__enter__()`, then BODY, then `M.__exit__(None, None, None)`;
     /// several items nest, exited in reverse. An error in BODY fails the program (Python would hand it to
@@ -191,6 +181,16 @@ impl Cx {
         Ok(out)
     }
 
+    /// `try: BODY except NotImplementedError: HANDLER [else: ELSE] [finally: FINALLY]` is `BODY ELSE FINALLY` when
+    /// BODY cannot raise what the handlers catch. Decidably so only for `NotImplementedError` (which the ops run
+    /// here never raise on the CPU: an op without a kernel is refused before the program runs) around a body with
+    /// no `raise` and no call of a function of the program (which could raise it).
+    ///
+    /// `try: BODY except ERRORS: HANDLER [finally: FINALLY]` for other errors (`ZeroDivisionError`, as optimizers
+    /// guard a ratio of step counts; a bare `except:`, which catches any `Exception`, around DAdaptation's
+    /// `torch.distributed.get_rank()`) becomes `if <try>(...): BODY else: HANDLER` then FINALLY (see
+    /// [`crate::frontend::ast::TRY_MARKER`]): the engines catch the error where BODY raises it (the functionalizer
+    /// only where BODY computes nothing with tensors, so that its errors are known before the program runs).
     pub(super) fn try_body(&self, t: &py::StmtTry) -> Result<Vec<Stmt>, Diagnostic> {
         let span = self.sp(t);
         if t.is_star {
