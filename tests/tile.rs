@@ -28,6 +28,22 @@ def scaled(p: f32[33, 70], c: f32[70]) -> f32[33, 70]:
 
 def strided_operand(p: f32[40, 72], m: f32[72, 3]) -> f32[72, 40]:
     return torch.exp(p.t() - m[:, 1:2])
+
+
+def transposed_ints(p: i32[45, 300]) -> i32[300, 45]:
+    return p.t().contiguous() * 3 - 7
+
+
+def ints(p: i32[45, 300]) -> i32[45, 300]:
+    return p * 3 - 7
+
+
+def transposed_doubles(p: f64[45, 300]) -> f64[300, 45]:
+    return torch.sigmoid(p.t()).contiguous()
+
+
+def doubles(p: f64[45, 300]) -> f64[45, 300]:
+    return torch.sigmoid(p)
 "#;
 
 /// The C source of `func`'s fused plan (checked against the reference engine) and its outputs on seeded inputs, as
@@ -65,12 +81,14 @@ fn swap_last(x: &[u64], shape: &[usize]) -> Vec<u64> {
 #[test]
 fn a_transposing_kernel_is_tiled_and_gives_the_nests_bits() {
     // [2, 2100, 40] from [2, 40, 2100]: the output's row (40: two bands of 16 and one of 8) reads down a column of
-    // the input; the input's rows (2100) are read in runs of 2048 (128 kB of f32 per 16 rows) and one of 52. The
+    // the input; the input's rows (2100) are read in runs of 256 (16 kB of f32 per 16 rows) and one of 52. The
     // elementwise program computes each element in the plain nest, in place: the same sigmoid of the same input
     // element, so the same bits once swapped back.
     let (c, got, shape) = run("transposed");
-    assert!(c.contains("float tl[16][2048];") && c.contains("for (int64_t tv = 0; tv < 40; tv += 16)"), "{c}");
-    assert!(c.contains("for (int64_t tu = 0; tu < 2100; tu += 2048)"), "{c}");
+    assert!(c.contains("float tl[16][256];") && c.contains("for (int64_t tv = 0; tv < 40; tv += 16)"), "{c}");
+    assert!(c.contains("for (int64_t tu = 0; tu < 2100; tu += 256)"), "{c}");
+    // Stored through 8 x 8 transposes, the last 52 rows' last 4 and the band of 8's rows of fewer than 8 one by one.
+    assert!(c.contains("ff_tr8x8(&tl[bv][bu], 256, &a0["), "{c}");
     // The next row of the input is asked for a line (16 f32) at a time while this one is computed, up to the last
     // row: the input's rows are the tile's streams.
     assert!(c.contains("for (int64_t q = 0; q < eu && tv + jv + 1 < 40; q += 16) {"), "{c}");
@@ -104,4 +122,22 @@ fn an_operand_strided_along_the_rows_keeps_the_nest() {
     // nest reads it once per output row.
     let (c, _, _) = run("strided_operand");
     assert!(!c.contains("tl["), "{c}");
+}
+
+#[test]
+fn a_tile_of_32_bit_integers_is_stored_through_transposes_with_the_same_bits() {
+    // 45 = two bands of 16 and one of 13 (one block of 8, then 5 one by one); 300 = a run of 256 and one of 44
+    // (five blocks of 8 and 4 rows one by one).
+    let (c, got, shape) = run("transposed_ints");
+    assert!(c.contains("int32_t tl[16][256];") && c.contains("ff_tr8x8(&tl[bv][bu], 256, &a0["), "{c}");
+    let (_, want, _) = run("ints");
+    assert_eq!(got, swap_last(&want, &[45, 300]), "shape {shape:?}");
+}
+
+#[test]
+fn a_tile_of_doubles_is_stored_one_element_at_a_time() {
+    let (c, got, shape) = run("transposed_doubles");
+    assert!(c.contains("double tl[16][128];") && !c.contains("ff_tr8x8(&tl"), "{c}");
+    let (_, want, _) = run("doubles");
+    assert_eq!(got, swap_last(&want, &[45, 300]), "shape {shape:?}");
 }
