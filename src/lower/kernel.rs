@@ -127,11 +127,12 @@ impl Expr {
     /// Loads and arithmetic ops, for the cost model.
     pub fn counts(&self) -> (usize, usize) {
         match self {
-            Expr::Load { .. } | Expr::Local { .. } => (1, 0),
+            Expr::Load { at, .. } | Expr::Local { at, .. } => (1, at.ops()),
             // One op per product, as a matmul kernel counts its `a * b` per point (the add of its reduction is
             // not counted): a dot is priced at the matmul class's fitted rate, so its ops must be the same unit.
             Expr::Dot(d) => (2 * d.len, d.len),
-            Expr::Const(..) | Expr::Index(_) | Expr::NonNeg(_) | Expr::Acc(_) => (0, 0),
+            Expr::Index(i) | Expr::NonNeg(i) => (0, i.ops()),
+            Expr::Const(..) | Expr::Acc(_) => (0, 0),
             Expr::Unary(_, _, a) | Expr::Cast(_, a) => {
                 let (l, o) = a.counts();
                 (l, o + 1)
