@@ -8,7 +8,9 @@ pyramid levels; module-level `torch.jit.script(f)` (FCOS-style losses), type ali
 `Optional[...]`) and a `torch.autograd.Function`'s `apply` bound to a name (maskrcnn-benchmark's `clip = Clip.apply`); `functools.reduce`; an optimizer keeping its state under its first parameter
 (hypergradient-descent's SGDHD, `self.state[self._params[0]]`); DETR's bound methods as values (`loss_map =
 {'labels': self.loss_labels, ...}`), `torch.tensor(range(n))`, the deprecated `torch.range` and `layout=x.layout`; slices from a tensor element with a fixed length (TransformerEngine's staggered
-`freqs[i : i + n] for i in start_positions`); `with` on the program's own context managers.
+`freqs[i : i + n] for i in start_positions`); `with` on the program's own context managers; `except IndexError`
+(and `LookupError`) around Python list and tuple indexing; `module.double()`/`float()`; the deprecated
+`nn.init.constant`; legacy tensor types (`torch.ByteTensor`) as values, called (from held-out round 36).
 """
 
 from __future__ import annotations
@@ -384,3 +386,59 @@ def with_user_managers(x: f32[4, 3]) -> tuple[f32[4, 3], f32[5], f32[()]]:
             y = y - 1
     z = torch.tensor(log + [float(s.entered), float(s.exited)])
     return y, z, y.sum()
+
+
+def index_errors_caught(x: f32[4]) -> f32[4]:
+    # `except IndexError` around Python list and tuple indexing, as sgrvinod's SSD tutorial (model.py,
+    # create_prior_boxes) takes the next feature map's scale, or 1 past the last one.
+    scales = [0.1, 0.2, 0.375]
+    out = x
+    for k in range(3):
+        try:
+            extra = (scales[k] * scales[k + 1]) ** 0.5
+        except IndexError:
+            extra = 1.0
+        out = out + extra
+    try:
+        scales[5] = 2.0
+    except IndexError:
+        out = out * 2.0
+    try:
+        t = (1, 2)[2]
+    except LookupError:
+        out = out - 1.0
+    return out
+
+
+class _Shifted(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 2)
+        nn.init.constant(self.lin.weight, 0.25)
+        nn.init.constant(self.lin.bias, -0.5)
+        self.register_buffer("shift", torch.full((2,), 0.125))
+        self.scale = torch.tensor([2.0, 3.0])
+
+    def forward(self, x):
+        return self.lin(x) * self.scale.to(x.dtype) + self.shift
+
+
+def module_dtype_conversions(x: f64[4, 3]) -> tuple[f64[4, 2], f32[2], f32[4, 2], f32[1]]:
+    # `model.double()` (pytorch/examples' time_sequence_prediction) converts the floating parameters and buffers of
+    # the module and its children, parameters staying parameters; a plain tensor attribute keeps its dtype. The
+    # deprecated `nn.init.constant` is `constant_`. `.float()` converts back.
+    m = _Shifted().double()
+    y = m(x)
+    count = torch.tensor([float(len(list(m.parameters())))])
+    z = m.float()(x.float())
+    return y, m.scale, z, count
+
+
+def legacy_tensor_types_as_values(x: f32[2, 3]) -> tuple[f32[2, 3], u8[2, 3]]:
+    # PyTorch-YOLOv3's build_targets (eriklindernoren): the legacy tensor types picked by device, then called.
+    ByteTensor = torch.cuda.ByteTensor if x.is_cuda else torch.ByteTensor
+    FloatTensor = torch.cuda.FloatTensor if x.is_cuda else torch.FloatTensor
+    mask = ByteTensor(2, 3).fill_(0)
+    mask[0, 1] = 1
+    t = FloatTensor(2, 3).fill_(0.5)
+    return t * x, mask

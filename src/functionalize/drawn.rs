@@ -143,6 +143,7 @@ impl Fz<'_> {
     /// `torch.nn.init.NAME(...)` (`crate::interp::nn_init`): the tensor, filled or drawn; `calculate_gain`'s
     /// number.
     pub(super) fn nn_init(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {
+        let name = &*crate::interp::nn_init::canonical(name);
         let e = super::args::err(span);
         let args = nn_init_args(name, pos, kw).map_err(&e)?;
         let t = match &args[0] {

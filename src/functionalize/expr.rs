@@ -674,7 +674,7 @@ impl<'m> Fz<'m> {
                 };
                 let k = if i < 0 { i + n } else { i };
                 if k < 0 || k >= n {
-                    return diag(span, format!("{} index out of range", obj.type_name()));
+                    return diag(span, format!("IndexError: {} index out of range", obj.type_name()));
                 }
                 Ok(items[k as usize].clone())
             }

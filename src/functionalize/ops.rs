@@ -180,7 +180,14 @@ impl<'m> Fz<'m> {
 
     /// `MODULE.NAME(...)`: an op of the table (`torch.*`, `F.*`, `torch.linalg.*`), writing its result through `out=`
     /// where the op takes it.
-    fn module_call(&mut self, m: &str, name: &str, pos: Vec<FV>, kw: Vec<(String, FV)>, span: Span) -> FR<FV> {
+    pub(super) fn module_call(
+        &mut self,
+        m: &str,
+        name: &str,
+        pos: Vec<FV>,
+        kw: Vec<(String, FV)>,
+        span: Span,
+    ) -> FR<FV> {
         if let Some(r) = self.random_tensor(m, name, &pos, &kw, span)? {
             return Ok(r);
         }

@@ -168,6 +168,12 @@ impl<'m> Fz<'m> {
             }
             return self.inline(&fname, pos, kw, span);
         }
+        // A legacy tensor type as a value, called: its constructor (as the reference engine's `call_value`).
+        if let FV::Str(s) = &callee {
+            if s.starts_with("torch.") && crate::tensor::DType::from_legacy_type_name(s).is_some() {
+                return self.module_call("torch", &s["torch.".len()..], pos, kw, span);
+            }
+        }
         diag(span, format!("{shown} is not callable"))
     }
 

@@ -267,7 +267,7 @@ impl<'m> Fz<'m> {
                 };
                 let k = if i < 0 { i + n } else { i };
                 if k < 0 || k >= n {
-                    return diag(span, "list assignment index out of range");
+                    return diag(span, "IndexError: list assignment index out of range");
                 }
                 l.borrow_mut()[k as usize] = v.clone();
                 Ok(())

@@ -278,6 +278,7 @@ impl super::Interp<'_> {
         span: crate::diag::Span,
     ) -> Result<Value, crate::diag::Diagnostic> {
         use super::nn_init::{nn_init, nn_init_args, Init};
+        let name = &*super::nn_init::canonical(name);
         let e = super::exec::tensor_err(span);
         let args = nn_init_args(name, pos, kw).map_err(&e)?;
         let t = match &args[0] {

@@ -297,7 +297,7 @@ impl<'m> Interp<'m> {
                 let i = to_int(idx).map_err(|e| Diagnostic::new(format!("list indices {e}")).at(span))?;
                 let k = if i < 0 { i + n } else { i };
                 if k < 0 || k >= n {
-                    return err(span, "list assignment index out of range");
+                    return err(span, "IndexError: list assignment index out of range");
                 }
                 l.borrow_mut()[k as usize] = v.clone();
                 Ok(())
@@ -464,7 +464,7 @@ impl<'m> Interp<'m> {
                 let i = to_int(idx).map_err(|e| Diagnostic::new(format!("sequence indices {e}")).at(span))?;
                 let k = if i < 0 { i + n } else { i };
                 if k < 0 || k >= n {
-                    return err(span, format!("{} index out of range", obj.type_name()));
+                    return err(span, format!("IndexError: {} index out of range", obj.type_name()));
                 }
                 Ok(items[k as usize].clone())
             }

@@ -29,6 +29,28 @@ const INIT_PARAMS: &[(&str, &[&str])] = &[
     ("calculate_gain", &["nonlinearity", "param"]),
 ];
 
+/// The function a `torch.nn.init` name calls: the deprecated names without the trailing underscore
+/// (`nn.init.constant(w, 0.5)`, `uniform`, `xavier_uniform`, ..., which PyTorch keeps as wrappers that warn and
+/// call the in-place one with the same arguments) are the in-place functions; other names are themselves.
+pub fn canonical(name: &str) -> std::borrow::Cow<'_, str> {
+    const DEPRECATED: &[&str] = &[
+        "uniform",
+        "normal",
+        "constant",
+        "xavier_uniform",
+        "xavier_normal",
+        "kaiming_uniform",
+        "kaiming_normal",
+        "orthogonal",
+        "sparse",
+    ];
+    if DEPRECATED.contains(&name) {
+        format!("{name}_").into()
+    } else {
+        name.into()
+    }
+}
+
 /// The arguments of `torch.nn.init.NAME(...)` by parameter, as Python binds them; the first is the tensor (or
 /// `calculate_gain`'s nonlinearity).
 pub fn nn_init_args<V: Clone>(name: &str, pos: &[V], kw: &[(String, V)]) -> Result<Vec<Option<V>>, String> {

@@ -132,5 +132,33 @@ def cpu(self):
     return self
 
 
+def _to_floating(self, dtype):
+    # `double()`, `float()`, `half()`: every floating parameter and buffer of the module and its sub-modules made
+    # of `dtype` (a parameter stays a parameter, with its `requires_grad`); other attributes are left as they are.
+    own = [id(p) for p in self.parameters(False)]
+    for name, t in self.named_parameters("", False) + self.named_buffers("", False):
+        if t.is_floating_point():
+            c = t.to(dtype)
+            if id(t) in own:
+                c = torch.nn.Parameter(c, t.requires_grad)
+            setattr(self, name, c)
+    for name, m in self.named_children():
+        if _is_module(m):
+            m._to_floating(dtype)
+    return self
+
+
+def double(self):
+    return self._to_floating(torch.float64)
+
+
+def float(self):
+    return self._to_floating(torch.float32)
+
+
+def half(self):
+    return self._to_floating(torch.float16)
+
+
 def share_memory(self):
     return self
