@@ -202,3 +202,11 @@ def _super_fn(x: torch.Tensor, alpha: float = 100.0) -> torch.Tensor:
 
 def autograd_functions(x: f32[2, 3]):
     return _super_fn(x - 0.5), RoundSTE.apply(x), RoundSTE.apply(x, scale=4.0)
+
+
+def numpy_array_of_powers(x: f32[3, 3]) -> f32[3, 3]:
+    # yhenon/pytorch-retinanet's anchor scales: `np.array([2 ** 0, 2 ** (1.0 / 3.0), 2 ** (2.0 / 3.0)])`, powers
+    # of numbers known before the program runs (an int to an int power stays an int, as in Python).
+    scales = np.array([2 ** 0, 2 ** (1.0 / 3.0), 2 ** (2.0 / 3.0)])
+    ratios = np.array([0.5, 1, 2 ** 1])
+    return x * torch.tensor(scales).float()[None, :] + torch.tensor(ratios).float()[:, None]

@@ -10,7 +10,8 @@ pyramid levels; module-level `torch.jit.script(f)` (FCOS-style losses), type ali
 {'labels': self.loss_labels, ...}`), `torch.tensor(range(n))`, the deprecated `torch.range` and `layout=x.layout`; slices from a tensor element with a fixed length (TransformerEngine's staggered
 `freqs[i : i + n] for i in start_positions`); `with` on the program's own context managers; `except IndexError`
 (and `LookupError`) around Python list and tuple indexing; `module.double()`/`float()`; the deprecated
-`nn.init.constant`; legacy tensor types (`torch.ByteTensor`) as values, called (from held-out round 36).
+`nn.init.constant`; legacy tensor types (`torch.ByteTensor`) as values, called; `torch.nan_to_num(..., out=)` (from
+held-out round 36).
 """
 
 from __future__ import annotations
@@ -442,3 +443,13 @@ def legacy_tensor_types_as_values(x: f32[2, 3]) -> tuple[f32[2, 3], u8[2, 3]]:
     mask[0, 1] = 1
     t = FloatTensor(2, 3).fill_(0.5)
     return t * x, mask
+
+
+def nan_to_num_into_out(g: f32[4, 3], w: f32[4, 3]) -> tuple[f32[4, 3], f32[4, 3]]:
+    # NVlabs/edm's training loop cleans each gradient in place: `torch.nan_to_num(param.grad, nan=0, posinf=1e5,
+    # neginf=-1e5, out=param.grad)`; here over infinities and NaNs made from the inputs.
+    grad = g / (w > 0.5).float() - (g * 0.0).masked_fill(w < -0.5, float("nan"))
+    torch.nan_to_num(grad, nan=0, posinf=1e5, neginf=-1e5, out=grad)
+    out = torch.empty(4, 3)
+    r = torch.nan_to_num(grad * w, out=out)
+    return grad, out + r

@@ -93,6 +93,7 @@ const ELEMENTWISE: &[&str] = &[
     "lerp",
     "addcmul",
     "addcdiv",
+    "nan_to_num",
 ];
 
 const OTHER: &[&str] = &[

@@ -623,6 +623,18 @@ impl Fold<'_> {
                     (BinOp::Sub, ..) => Some(Num::Float(as_f64(x) - as_f64(y))),
                     (BinOp::Mul, ..) => Some(Num::Float(as_f64(x) * as_f64(y))),
                     (BinOp::Div, ..) if as_f64(y) != 0.0 => Some(Num::Float(as_f64(x) / as_f64(y))),
+                    // RetinaNet's anchor scales, `[2 ** 0, 2 ** (1.0 / 3.0), 2 ** (2.0 / 3.0)]`: an int to a
+                    // non-negative int power is an int; otherwise a float (none where Python's would be complex
+                    // or raise: a negative base to a fractional power, zero to a negative one).
+                    (BinOp::Pow, Num::Int(p), Num::Int(q)) if q >= 0 => {
+                        u32::try_from(q).ok().and_then(|q| p.checked_pow(q)).map(Num::Int)
+                    }
+                    (BinOp::Pow, ..) => {
+                        let (b, p) = (as_f64(x), as_f64(y));
+                        let r = b.powf(p);
+                        (!(b < 0.0 && p.fract() != 0.0) && !(b == 0.0 && p < 0.0) && r.is_finite())
+                            .then_some(Num::Float(r))
+                    }
                     _ => None,
                 }
             }
