@@ -10,14 +10,16 @@ pyramid levels; module-level `torch.jit.script(f)` (FCOS-style losses), type ali
 {'labels': self.loss_labels, ...}`), `torch.tensor(range(n))`, the deprecated `torch.range` and `layout=x.layout`; slices from a tensor element with a fixed length (TransformerEngine's staggered
 `freqs[i : i + n] for i in start_positions`); `with` on the program's own context managers; `except IndexError`
 (and `LookupError`) around Python list and tuple indexing; `module.double()`/`float()`; the deprecated
-`nn.init.constant`; legacy tensor types (`torch.ByteTensor`) as values, called; `torch.nan_to_num(..., out=)` (from
-held-out round 36).
+`nn.init.constant`; legacy tensor types (`torch.ByteTensor`) as values, called; `torch.nan_to_num(..., out=)`;
+`collections.namedtuple` at module level, and ranges in module-level values (from held-out round 36).
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
+from collections import namedtuple
 from functools import reduce
 from typing import Optional
 
@@ -453,3 +455,23 @@ def nan_to_num_into_out(g: f32[4, 3], w: f32[4, 3]) -> tuple[f32[4, 3], f32[4, 3
     out = torch.empty(4, 3)
     r = torch.nan_to_num(grad * w, out=out)
     return grad, out + r
+
+
+# quark0/darts' genotypes (rnn/genotypes.py) and qfgaohao/pytorch-ssd's configuration: `collections.namedtuple` at
+# module level, with its fields as a list or as one string, and a module-level instance holding a range.
+Genotype = namedtuple("Genotype", "recurrent concat")
+SSDBoxSizes = collections.namedtuple("SSDBoxSizes", ["min", "max"])
+Box = namedtuple("Box", "x0, y0, x1, y1")
+DARTS_LIKE = Genotype(recurrent=[("sigmoid", 0), ("relu", 1), ("tanh", 1)], concat=range(1, 4))
+
+
+def named_tuples_at_module_level(x: f32[4]) -> tuple[f32[4], f32[()]]:
+    sizes = SSDBoxSizes(0.25, max=2.0)
+    lo, hi = sizes
+    b = Box(1.0, 2.0, 4.0, 6.0)
+    area = (b.x1 - b.x0) * (b[3] - b[1])
+    wider = sizes._replace(max=3.0)
+    steps = [i for _, i in DARTS_LIKE.recurrent]
+    y = x.clamp(lo, wider.max) * area + sum(steps) + sum(DARTS_LIKE.concat)
+    same = 1.0 if sizes == (0.25, 2.0) else 0.0
+    return y, torch.tensor(float(len(b)) + same + float(hi))

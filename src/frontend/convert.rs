@@ -21,6 +21,7 @@ mod inert;
 mod iterators;
 mod lambdas;
 mod module_methods;
+mod namedtuple;
 mod numpy;
 mod optim;
 pub(super) mod prelude;
@@ -108,7 +109,8 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
             return err(cx.lines.span(e.location.start()), format!("syntax error: {}", e.error));
         }
     };
-    let module = parsed.into_syntax();
+    let mut module = parsed.into_syntax();
+    namedtuple::as_classes(&mut module.body);
     *cx.torch.borrow_mut() = inert::torch_aliases(&module.body);
     let mut functions: Vec<Function> = Vec::new();
     let mut failed: Vec<FailedFunction> = Vec::new();

@@ -720,9 +720,11 @@ pub(super) fn value_to_fv(v: &Value) -> FV {
         Value::Dict(items) => FV::Dict(Rc::new(std::cell::RefCell::new(
             items.borrow().iter().map(|(k, v)| (value_to_fv(k), value_to_fv(v))).collect(),
         ))),
+        // A range is a constant like a tuple of ints (DARTS' `Genotype(..., concat=range(1, 9))`).
+        Value::Range(a, b, s) => FV::Range(*a, *b, *s),
         // Never `None` in its place: a program that tested it would silently take another path.
-        Value::Tensor(_) | Value::Slice(..) | Value::Range(..) | Value::Complex(_) => FV::Poisoned(
-            "is a module-level tensor, slice or range, which the functional engines do not take as a constant",
+        Value::Tensor(_) | Value::Slice(..) | Value::Complex(_) => FV::Poisoned(
+            "is a module-level tensor or slice, which the functional engines do not take as a constant",
             None,
         ),
     }
