@@ -2223,3 +2223,14 @@ fn with_on_a_program_context_manager_leaving_early_is_refused() {
     let e = conversion_error(&library);
     assert!(e.contains("`with` on this context manager is not supported"), "{e}");
 }
+
+/// `collections.namedtuple` in the forms it is supported (`corpus/micro/python_reach8.py`) becomes a class; any
+/// other form fails, on every engine, the functions that use it, saying which forms are supported; the file's other
+/// functions run.
+#[test]
+fn a_namedtuple_with_keywords_is_refused_where_it_is_used() {
+    let src = "from collections import namedtuple\n\nP = namedtuple('P', ['a', 'b'], defaults=[1.0])\nQ = namedtuple('Q', 'a b')\n\n\ndef f(x: f32[2]) -> f32[2]:\n    return x * P(2.0).b\n\n\ndef g(x: f32[2]) -> f32[2]:\n    return x * Q(2.0, b=3.0).b\n";
+    every_engine_raises(src, "f", "without keywords (`defaults=`, `rename=`)");
+    let ran: Vec<_> = errors(src, "g").into_iter().filter(|(_, r)| r != "returned without an error").collect();
+    assert!(ran.is_empty(), "{ran:?}");
+}

@@ -78,8 +78,7 @@ impl<'m> Fz<'m> {
         pyvalue::eval(self, env, e)
     }
 
-    /// Comparisons, `and`/`or`, conditional expressions, comprehensions and slices: a condition may be known only
-    /// at run time, and slice bounds may be loop variables.
+    /// Comparisons, `and`/`or`, conditional expressions, comprehensions and slices: a condition may be run-time.
     fn expr_other(&mut self, env: &mut Env, e: &'m Expr) -> FR<FV> {
         let span = e.span;
         Ok(match &e.kind {
@@ -720,7 +719,6 @@ pub(super) fn value_to_fv(v: &Value) -> FV {
         Value::Dict(items) => FV::Dict(Rc::new(std::cell::RefCell::new(
             items.borrow().iter().map(|(k, v)| (value_to_fv(k), value_to_fv(v))).collect(),
         ))),
-        // A range is a constant like a tuple of ints (DARTS' `Genotype(..., concat=range(1, 9))`).
         Value::Range(a, b, s) => FV::Range(*a, *b, *s),
         // Never `None` in its place: a program that tested it would silently take another path.
         Value::Tensor(_) | Value::Slice(..) | Value::Complex(_) => FV::Poisoned(

@@ -49,6 +49,9 @@ pub(super) fn unary_name(u: ops::Unary) -> OpName {
     }
 }
 
+/// A call's keyword arguments, in order.
+type Keywords = Vec<(String, FV)>;
+
 impl<'m> Fz<'m> {
     /// A call expression: its callee and arguments evaluated (`pyvalue::call_parts`), then the callee dispatched.
     pub(super) fn call(&mut self, env: &mut Env, call: &'m Expr) -> FR<FV> {
@@ -180,14 +183,7 @@ impl<'m> Fz<'m> {
 
     /// `MODULE.NAME(...)`: an op of the table (`torch.*`, `F.*`, `torch.linalg.*`), writing its result through `out=`
     /// where the op takes it.
-    pub(super) fn module_call(
-        &mut self,
-        m: &str,
-        name: &str,
-        pos: Vec<FV>,
-        kw: Vec<(String, FV)>,
-        span: Span,
-    ) -> FR<FV> {
+    pub(super) fn module_call(&mut self, m: &str, name: &str, pos: Vec<FV>, kw: Keywords, span: Span) -> FR<FV> {
         if let Some(r) = self.random_tensor(m, name, &pos, &kw, span)? {
             return Ok(r);
         }

@@ -43,6 +43,11 @@ pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str
         "torch.optim" => Some(Ok("torch.optim")),
         "torch.optim.optimizer" if matches!(name, "Optimizer" | "required") => Some(Ok("torch.optim.optimizer")),
         "itertools" => Some(Err(crate::frontend::torch_api::unsupported_itertools(name))),
+        // Supported calls are classes before imports are read (`namedtuple.rs`); this names any other.
+        "collections" if name == "namedtuple" => Some(Err("`namedtuple(...)` is supported as `NAME = \
+            namedtuple('NAME', FIELDS)` at module level, its fields a list or tuple of names or one string of them, \
+            without keywords (`defaults=`, `rename=`)"
+            .into())),
         _ => None,
     }
 }
