@@ -409,10 +409,9 @@ fn module_level_statements_fail_only_the_functions_that_read_them() {
             let o = funcfuse(&["run", &format!("{f}::{func}"), "--engine", engine, "--output", s(&out)]);
             assert_eq!(o.code, 0, "{engine} {func}: {}", o.stderr);
         }
-        for (func, want) in [
-            ("uses_flash", "`flash_attn` cannot be used: "),
-            ("uses_double", "`SCALE` cannot be used: "),
-        ] {
+        for (func, want) in
+            [("uses_flash", "`flash_attn` cannot be used: "), ("uses_double", "`SCALE` cannot be used: ")]
+        {
             let o = funcfuse(&["run", &format!("{f}::{func}"), "--engine", engine, "--output", s(&out)]);
             assert!(o.code != 0 && o.stderr.contains(want), "{engine} {func}: {}", o.stderr);
         }

@@ -170,8 +170,8 @@ impl<'m> Fz<'m> {
         }
         // A legacy tensor type as a value, called: its constructor (as the reference engine's `call_value`).
         if let FV::Str(s) = &callee {
-            if s.starts_with("torch.") && crate::tensor::DType::from_legacy_type_name(s).is_some() {
-                return self.module_call("torch", &s["torch.".len()..], pos, kw, span);
+            if let Some(name) = crate::interp::compat::legacy_type_constructor(s) {
+                return self.module_call("torch", name, pos, kw, span);
             }
         }
         diag(span, format!("{shown} is not callable"))

@@ -10,7 +10,7 @@ use super::value::Value;
 use crate::diag::{err, Diagnostic, Span};
 use crate::frontend::ast::*;
 use crate::tensor::ops::{self, Unary};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 
 impl<'m> Interp<'m> {
     /// A call expression: its callee and arguments evaluated (`pyvalue::call_parts`), then the callee dispatched.
@@ -353,12 +353,14 @@ impl<'m> Interp<'m> {
                 let kw = closure_args(func, &pos, kw, &captured).map_err(|m| Diagnostic::new(m).at(span))?;
                 self.call_function(func, pos, kw, span)
             }
-            // A legacy tensor type as a value, called (`FloatTensor = torch.cuda.FloatTensor if x.is_cuda else
-            // torch.FloatTensor`, then `FloatTensor(n, m)`: PyTorch-YOLOv3's build_targets): its constructor.
-            Value::Str(s) if s.starts_with("torch.") && DType::from_legacy_type_name(&s).is_some() => {
-                self.module_call("torch", &s["torch.".len()..], pos, kw, span)
+            // A legacy tensor type as a value, called: its constructor.
+            other => {
+                let name = if let Value::Str(s) = &other { super::compat::legacy_type_constructor(s) } else { None };
+                match name {
+                    Some(name) => self.module_call("torch", name, pos, kw, span),
+                    None => err(span, format!("'{}' object is not callable", other.type_name())),
+                }
             }
-            other => err(span, format!("'{}' object is not callable", other.type_name())),
         }
     }
 

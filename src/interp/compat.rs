@@ -63,6 +63,13 @@ pub(crate) fn reduction_enum(name: &str, npos: usize, arg: Option<&str>, nkw: us
     }
 }
 
+/// The constructor a legacy tensor type held as a value names (`"torch.FloatTensor"`, what `torch.FloatTensor`
+/// evaluates to, called: PyTorch-YOLOv3's `FloatTensor = torch.cuda.FloatTensor if x.is_cuda else
+/// torch.FloatTensor`, then `FloatTensor(n, m)`): its name in `torch` (`"FloatTensor"`), which [`typed_tensor`] takes.
+pub(crate) fn legacy_type_constructor(value: &str) -> Option<&str> {
+    value.strip_prefix("torch.").filter(|_| crate::tensor::DType::from_legacy_type_name(value).is_some())
+}
+
 /// `torch.FloatTensor([..])`, `torch.Tensor([..])` and the other legacy typed constructors: over a list or tuple of data `torch.tensor`
 /// with that dtype (`Some((dtype, "tensor"))`); with sizes (`torch.LongTensor(n)`, often an `out=` that is then
 /// overwritten) or none, `torch.empty` of that dtype (`"empty"`: zeros here, where PyTorch leaves memory
