@@ -551,3 +551,28 @@ def scaled(p: f32[45, 300]) -> f32[300, 45]:
         common::check_plan_on(&module, "scaled", &inputs, Policy::Fused, target).unwrap();
     }
 }
+
+#[test]
+fn a_large_constant_is_one_buffer_the_plan_reads_not_thousands_of_literals() {
+    // SSD's 8732 priors are built in Python loops and turned into one tensor: above `LITERAL_ELEMENTS` such a
+    // constant is registered data the plan reads as an input (`ir::consts`), and writing into it in place (the priors'
+    // `clamp_`) changes the program's copy only: a second run reads the original values again.
+    let src = r#"
+import torch
+def priors(x: f32[3000, 2]) -> f32[3000, 2]:
+    p = torch.tensor([[(i % 7) * 0.25 - 0.5, i / 3000.0] for i in range(3000)])
+    p.clamp_(min=0.0)
+    return x * p
+"#;
+    let p = fused_plan(src, "priors");
+    let shown = p.term.to_string();
+    assert!(shown.contains("(input \"%__const_"), "{shown}");
+    assert!(p.term.as_ref().len() < 200, "{} nodes: {shown}", p.term.as_ref().len());
+    assert_eq!(p.kernels.len(), 1, "{}", p.describe());
+    let module = funcfuse::frontend::parse_module("test.py", src).unwrap();
+    let inputs = common::seeded_inputs(&module, "priors", 3);
+    for target in [funcfuse::backend::Target::C, funcfuse::backend::Target::CudaEmu] {
+        common::check_plan_on(&module, "priors", &inputs, Policy::Fused, target).unwrap();
+        common::check_plan_on(&module, "priors", &inputs, Policy::Fused, target).unwrap();
+    }
+}

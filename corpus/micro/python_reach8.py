@@ -11,7 +11,8 @@ pyramid levels; module-level `torch.jit.script(f)` (FCOS-style losses), type ali
 `freqs[i : i + n] for i in start_positions`); `with` on the program's own context managers; `except IndexError`
 (and `LookupError`) around Python list and tuple indexing; `module.double()`/`float()`; the deprecated
 `nn.init.constant`; legacy tensor types (`torch.ByteTensor`) as values, called; `torch.nan_to_num(..., out=)`;
-`collections.namedtuple` at module level, and ranges in module-level values (from held-out round 36).
+`collections.namedtuple` at module level, and ranges in module-level values, and `nn.ParameterList` (from held-out
+round 36).
 """
 
 from __future__ import annotations
@@ -475,3 +476,34 @@ def named_tuples_at_module_level(x: f32[4]) -> tuple[f32[4], f32[()]]:
     y = x.clamp(lo, wider.max) * area + sum(steps) + sum(DARTS_LIKE.concat)
     same = 1.0 if sizes == (0.25, 2.0) else 0.0
     return y, torch.tensor(float(len(b)) + same + float(hi))
+
+
+class _Mixture(nn.Module):
+    # quark0/darts' DARTSCell keeps one weight per node in an `nn.ParameterList`; PyTorch makes a plain tensor given
+    # to one a parameter, keeps a parameter as it is, and lists them under the list's attribute and their index.
+    def __init__(self, w0, ws):
+        super().__init__()
+        self.w0 = nn.Parameter(w0)
+        self.ws = nn.ParameterList([nn.Parameter(ws[0])])
+        self.ws.append(ws[1] * 2.0)
+        self.ws.extend([ws[2], nn.Parameter(ws[3])])
+
+    def forward(self, x):
+        h = x @ self.w0
+        for i in range(len(self.ws)):
+            h = torch.tanh(h @ self.ws[i])
+        return h + sum(w.sum() for w in self.ws)
+
+
+def parameter_list_steps(x: f32[3, 4], w0: f32[4, 4], ws: f32[4, 4, 4], g: f32[4, 4]) -> tuple[f32[3, 4], f32[4, 4, 4], f32[()]]:
+    m = _Mixture(w0, ws)
+    m.eval()
+    y = m(x)
+    names = [n for n, _ in m.named_parameters()]
+    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(2):
+        for p in m.parameters():
+            p.grad = g * p.sum()
+        opt.step()
+    last = torch.stack([w.detach() for w in m.ws])
+    return m(x) + y, last, torch.tensor(float(len(names) + 10 * names.index("ws.3")))

@@ -255,6 +255,10 @@ pub const CLASS_KEY: &str = "__class__";
 /// no Python code can write, which the `train` made for `nn.Module` subclasses calls.
 pub const IS_MODULE: &str = "·is_module";
 
+/// The builtin that says whether a value is a tensor `nn.Parameter` made (`interp::grads::Parameters`): what
+/// `nn.ParameterList` asks before wrapping a value it is given. No Python code can name it.
+pub const IS_PARAMETER: &str = "·is_parameter";
+
 /// The name every frame of a program binds, where the file uses `.grad` ([`Module::uses_grad`]), to the one dict of
 /// the tensors' gradients, keyed by `id(tensor)` (`interp::grads`): bound in each frame, it is reachable from the
 /// bindings as the functionalizer's snapshots of lists and dicts need. No Python code can name it.

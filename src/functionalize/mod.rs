@@ -17,6 +17,7 @@ mod branch;
 mod carry;
 pub(crate) mod checks;
 mod composite;
+mod constants;
 mod counted;
 mod ctrl;
 mod desugar;

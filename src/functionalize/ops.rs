@@ -642,28 +642,6 @@ impl<'m> Fz<'m> {
         }
     }
 
-    /// A constant tensor from static values.
-    pub(super) fn const_data(&mut self, dtype: DType, shape: &[usize], values: &[Scalar], span: Span) -> FR<FV> {
-        if values.len() > 4096 {
-            return diag(span, "constant tensors of more than 4096 elements are not supported");
-        }
-        if values.is_empty() {
-            let r = self.full(shape, dtype, Scalar::I(0)).map_err(err(span))?;
-            return Ok(FV::Tensor(self.fresh(r, None, span)?));
-        }
-        let parts: Vec<egg::Id> = values
-            .iter()
-            .map(|v| self.full(&[1], dtype, *v).map(|t| t.id))
-            .collect::<Result<_, _>>()
-            .map_err(err(span))?;
-        let d = self.t.leaf(Node::Int(0));
-        let mut args = vec![d];
-        args.extend(parts);
-        let c = self.t.op(OpName::Cat, args).map_err(err(span))?;
-        let c = self.reshape_value(c, shape, span)?;
-        Ok(FV::Tensor(self.fresh(c, None, span)?))
-    }
-
     /// Writes the result `r` of `torch.NAME` into `out` (an `out=` argument) through `out`'s view, so every alias
     /// of `out` sees it, after PyTorch's checks; the call's value is `out` itself.
     fn write_out(&mut self, name: &str, kind: OutKind, a: &A, r: FV, out: FV) -> FR<FV> {

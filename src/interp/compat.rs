@@ -70,8 +70,8 @@ pub(crate) fn legacy_type_constructor(value: &str) -> Option<&str> {
     value.strip_prefix("torch.").filter(|_| crate::tensor::DType::from_legacy_type_name(value).is_some())
 }
 
-/// `torch.FloatTensor([..])`, `torch.Tensor([..])` and the other legacy typed constructors: over a list or tuple of data `torch.tensor`
-/// with that dtype (`Some((dtype, "tensor"))`); with sizes (`torch.LongTensor(n)`, often an `out=` that is then
+/// `torch.FloatTensor([..])`, `torch.Tensor([..])` and the other legacy typed constructors: over a list, tuple or
+/// range of data (`torch.LongTensor(range(n))`, sgrvinod's SSD tutorial) `torch.tensor` with that dtype (`Some((dtype, "tensor"))`); with sizes (`torch.LongTensor(n)`, often an `out=` that is then
 /// overwritten) or none, `torch.empty` of that dtype (`"empty"`: zeros here, where PyTorch leaves memory
 /// uninitialized); `None` for any other name. `first` names the first argument's type.
 pub(crate) fn typed_tensor(
@@ -92,10 +92,10 @@ pub(crate) fn typed_tensor(
         _ => return Ok(None),
     };
     match (npos, first, nkw) {
-        (1, Some("list" | "tuple"), 0) => Ok(Some((dtype, "tensor"))),
+        (1, Some("list" | "tuple" | "range"), 0) => Ok(Some((dtype, "tensor"))),
         (_, Some("int") | None, 0) => Ok(Some((dtype, "empty"))),
         _ => Err(format!(
-            "torch.{name}(...): funcfuse supports the legacy constructor over a list or tuple of data \
+            "torch.{name}(...): funcfuse supports the legacy constructor over a list, tuple or range of data \
              (`torch.{name}([..])`) or over sizes (`torch.{name}(2, 3)`), without keywords"
         )),
     }

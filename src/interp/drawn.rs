@@ -248,6 +248,7 @@ const NO_READ_BUILTINS: &[&str] = &[
     crate::frontend::ast::PARAMETERS,
     crate::frontend::ast::BUFFER,
     crate::frontend::ast::IS_MODULE,
+    crate::frontend::ast::IS_PARAMETER,
 ];
 
 /// The arguments of `x.uniform_(from=0, to=1, *, generator=None)` or `x.normal_(mean=0, std=1, *, generator=None)`

@@ -264,6 +264,18 @@ pub fn parameters<'m, W: Walk<'m>>(w: &mut W, args: &[W::V], span: Span) -> Resu
                 ("parameters" | "state", None) => matches!(v.py(), Py::Tensor) && w.parameter(v, span)?.is_some(),
                 _ => false,
             };
+            if &**k == crate::frontend::ast::ITEMS_KEY && matches!(kind.as_str(), "parameters" | "state") {
+                // An `nn.ParameterList`'s parameters, under their index.
+                let items = match v.py() {
+                    Py::List(l) => l.borrow().clone(),
+                    _ => Vec::new(),
+                };
+                for (i, p) in items.into_iter().enumerate() {
+                    if matches!(p.py(), Py::Tensor) && w.parameter(&p, span)?.is_some() {
+                        own.push((i.to_string(), p, false));
+                    }
+                }
+            }
             if wanted {
                 own.push((k.to_string(), v.clone(), buffer.is_some()));
             } else if !matches!(v.py(), Py::Tensor | Py::None) || buffer.is_none() {

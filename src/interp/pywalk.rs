@@ -589,6 +589,10 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
                     .is_some_and(|c| super::objects::has_attribute(w, v, &c, "training"));
                 W::V::make(Made::Bool(module))
             }
+            crate::frontend::ast::IS_PARAMETER if a.pos.len() == 1 => {
+                let v = &a.pos[0];
+                W::V::make(Made::Bool(matches!(v.py(), Py::Tensor) && w.parameter(v, span)?.is_some()))
+            }
             PARAMETERS if a.pos.len() == 6 => super::objects::parameters(w, &a.pos, span)?,
             BUFFER if a.pos.len() == 3 => super::objects::record_buffer::<W>(&a.pos),
             "isinstance" => {

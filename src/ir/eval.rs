@@ -230,7 +230,10 @@ impl Evaluator<'_> {
             Node::Input(n) => match self.eval(n)? {
                 V::Name(name) => match self.inputs.get(&name) {
                     Some(t) => V::T(t.clone()),
-                    None => return fail(format!("no input named {name}")),
+                    None => match super::consts::tensor(&name) {
+                        Some(t) => V::T(t),
+                        None => return fail(format!("no input named {name}")),
+                    },
                 },
                 other => return fail(format!("input of {other:?}")),
             },

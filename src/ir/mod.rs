@@ -14,6 +14,7 @@
 //! Invariant: every operator is a member of the closed [`OpName`] set or a structural variant; an unknown name fails
 //! to parse. [`verify`] infers every node's type and rejects ill-shaped terms.
 
+pub mod consts;
 mod eval;
 pub mod geometry;
 mod literals;

@@ -218,7 +218,10 @@ impl Verifier<'_> {
                 };
                 match self.inputs.iter().find(|(k, _, _)| *k == name.0) {
                     Some((_, d, s)) => Ty::Tensor(*d, s.clone()),
-                    None => return Err(format!("no input named {name}")),
+                    None => match super::consts::type_of(&name.0) {
+                        Some((d, s)) => Ty::Tensor(d, s),
+                        None => return Err(format!("no input named {name}")),
+                    },
                 }
             }
             Node::Access([x, v]) => {

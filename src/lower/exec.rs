@@ -449,7 +449,14 @@ impl<D: Device> Executor<'_, D> {
     /// copied ([`RunFacts::shares_inputs`](super::plan::RunFacts), [`execute_donated`]).
     fn input(&mut self, id: Id, n: Id, inputs: &BTreeMap<String, Tensor>) -> R<Val<D::Buf>> {
         let Node::Name(name) = &self.plan.term[n] else { return Err("input of a non-name".into()) };
-        let t = inputs.get(&name.0).ok_or_else(|| format!("no input named {}", name.0))?;
+        let constant;
+        let t = match inputs.get(&name.0) {
+            Some(t) => t,
+            None => {
+                constant = crate::ir::consts::tensor(&name.0).ok_or_else(|| format!("no input named {}", name.0))?;
+                &constant
+            }
+        };
         // The kernels index the input by the plan's shape: any other would read past its buffer.
         match self.plan.tensor(id) {
             Some((d, s)) if d == t.dtype() && s == &t.shape[..] => {}

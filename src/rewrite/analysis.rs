@@ -146,7 +146,10 @@ impl Analysis<Node> for TermAnalysis {
             Node::Iter(_) => (Some(Ty::Int), None),
             Node::Carried(_) => (None, None),
             Node::Input(n) => match &info(egraph, *n).lit {
-                Some(Lit::Leaf(Node::Name(name))) => (egraph.analysis.inputs.get(&name.0).cloned(), None),
+                Some(Lit::Leaf(Node::Name(name))) => match egraph.analysis.inputs.get(&name.0) {
+                    Some(t) => (Some(t.clone()), None),
+                    None => (crate::ir::consts::type_of(&name.0).map(|(d, s)| Ty::Tensor(d, s)), None),
+                },
                 _ => (None, None),
             },
             Node::Op(op, args) => (op_ty(egraph, *op, args), None),

@@ -304,7 +304,10 @@ impl<'b> Batch<'b> {
                 _ => None,
             },
             Node::Input(name) => match b.node(*name) {
-                Node::Name(n) => self.inputs.iter().find(|(k, _, _)| *k == n.0).map(|(_, _, s)| s.clone()),
+                Node::Name(n) => match self.inputs.iter().find(|(k, _, _)| *k == n.0) {
+                    Some((_, _, s)) => Some(s.clone()),
+                    None => crate::ir::consts::type_of(&n.0).map(|(_, s)| s),
+                },
                 _ => None,
             },
             Node::Op(OpName::Full, args) => lits(b, args[0]).map(|s| s.into_iter().map(|d| d as usize).collect()),

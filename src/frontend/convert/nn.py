@@ -121,6 +121,34 @@ class ModuleDict(nn.Module):
         return self
 
 
+class ParameterList(nn.Module):
+    # Each value a parameter: a tensor that is not one yet is made one, as PyTorch's `append` does.
+    def __init__(self, values=None):
+        super().__init__()
+        self._items = []
+        if values is not None:
+            self.extend(values)
+
+    def append(self, value):
+        if not _is_parameter(value):
+            value = torch.nn.Parameter(value)
+        self._items.append(value)
+        return self
+
+    def extend(self, values):
+        for v in values:
+            self.append(v)
+        return self
+
+    def __len__(self):
+        return len(self._items)
+
+    def train(self, mode=True):
+        # No sub-modules (iterating the list gives its parameters).
+        self.training = mode
+        return self
+
+
 class _Loss(nn.Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()

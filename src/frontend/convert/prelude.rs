@@ -42,6 +42,7 @@ pub(super) const PRELUDES: [Prelude; 4] = [
             "ModuleList",
             "Sequential",
             "ModuleDict",
+            "ParameterList",
             "L1Loss",
             "MSELoss",
             "SmoothL1Loss",
@@ -164,6 +165,7 @@ impl Prelude {
             visit_exprs_mut(&mut f.body, &mut |e| match &mut e.kind {
                 ExprKind::Name(n) if n == "_refused" => *n = REFUSED.into(),
                 ExprKind::Name(n) if n == "_is_module" => *n = IS_MODULE.into(),
+                ExprKind::Name(n) if n == "_is_parameter" => *n = IS_PARAMETER.into(),
                 ExprKind::Attr(_, a) if a == "_items" => *a = ITEMS_KEY.into(),
                 _ => {}
             });
