@@ -1768,8 +1768,8 @@ fn class_errors_are_pythons_and_unsupported_classes_are_named() {
         ("class _D(dict):\n    def f(self):\n        return 1\n", "`class _D`: a subclass of `dict` is supported only"),
         ("class _D(list):\n    pass\n", "`class _D`: its base class is not supported"),
         (
-            "class _D:\n    @classmethod\n    def make(cls):\n        return 1\n",
-            "`class _D`: class methods are not supported",
+            "class _D:\n    @classmethod\n    def make(cls):\n        return cls()\n",
+            "`class _D`: class method `make` names its class (`cls`), which is not supported",
         ),
         ("class _D:\n    def f():\n        return 1\n", "`class _D`: method `f` takes no `self`"),
         (

@@ -11,8 +11,9 @@ pyramid levels; module-level `torch.jit.script(f)` (FCOS-style losses), type ali
 `freqs[i : i + n] for i in start_positions`); `with` on the program's own context managers; `except IndexError`
 (and `LookupError`) around Python list and tuple indexing; `module.double()`/`float()`; the deprecated
 `nn.init.constant`; legacy tensor types (`torch.ByteTensor`) as values, called; `torch.nan_to_num(..., out=)`;
-`collections.namedtuple` at module level, and ranges in module-level values, and `nn.ParameterList` (from held-out
-round 36).
+`collections.namedtuple` at module level, ranges in module-level values, `nn.ParameterList`, dataclass
+`field(default=..., default_factory=...)`, class methods that never name their class, `torch.Size.numel()`,
+`torch.LongTensor(range(n))`, and unsupported imports read only on paths not taken (from held-out round 36).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import collections
 import functools
 import math
 from collections import namedtuple
+from dataclasses import dataclass, field
 from functools import reduce
 from typing import Optional
 
@@ -28,6 +30,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.autograd import Function
+from torch.distributions import Categorical
+from torch.nn.utils.rnn import PackedSequence
 
 
 def write_rows_cols(logits: f32[4, 10], s: f32[4]) -> f32[4, 10]:
@@ -507,3 +511,42 @@ def parameter_list_steps(x: f32[3, 4], w0: f32[4, 4], ws: f32[4, 4, 4], g: f32[4
         opt.step()
     last = torch.stack([w.detach() for w in m.ws])
     return m(x) + y, last, torch.tensor(float(len(names) + 10 * names.index("ws.3")))
+
+
+@dataclass
+class _Args:
+    # karpathy/llama2.c's ModelArgs: `field(default_factory=dict)` gives each instance its own dict.
+    dim: int = 4
+    scale: float = field(default=0.5)
+    extra: dict = field(default_factory=dict)
+    order: list = field(default_factory=lambda: [2, 0, 1])
+
+
+class _Shapes:
+    # epfml/powersgd's `_matrices_per_shape(cls, tensors)`: a class method that never names its class.
+    @classmethod
+    def per_shape(cls, tensors):
+        out = {}
+        for t in tensors:
+            out.setdefault(t.shape.numel(), []).append(t)
+        return out
+
+
+def _unpack(x, temperature):
+    # huggingface/torchMoji and openai/whisper import classes used only on paths these inputs never take.
+    if isinstance(x, PackedSequence):
+        x = PackedSequence(x, None).data
+    if temperature == 0:
+        return x.argmax(dim=-1)
+    return Categorical(logits=x / temperature).sample()
+
+
+def python_from_round_36(x: f32[3, 4], y: f32[2, 6]) -> tuple[f32[3, 4], i64[3], i64[4], f32[()]]:
+    a, b = _Args(), _Args(dim=3)
+    a.extra["k"] = 2.0
+    a.order.append(5)
+    groups = _Shapes.per_shape([x, y, x[0]])
+    n = len(groups[12]) * 10 + len(groups[4]) + len(b.extra) + len(b.order)
+    idx = torch.LongTensor(range(4))[torch.tensor(a.order[:3])]
+    picked = _unpack(x, 0)
+    return x * a.scale * a.extra["k"] + b.dim, picked, torch.LongTensor(range(4)) + idx.sum(), torch.tensor(float(n))

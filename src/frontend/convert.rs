@@ -11,6 +11,8 @@ use inert::{is_disabled_autocast, is_grad_mode, is_inert_decorator, library_cont
 
 mod annotations;
 mod brackets;
+mod callers;
+mod class_body;
 mod classes;
 mod closure;
 mod defaultdict;
@@ -116,6 +118,8 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     let mut failed: Vec<FailedFunction> = Vec::new();
     let mut constants = Vec::new();
     let mut unusable: Vec<FailedFunction> = Vec::new();
+    // Unsupported imported classes no value is an instance of (`imports::from_import`).
+    let mut never: Vec<String> = Vec::new();
     let (mut imports_torch, mut future_annotations) = (false, false);
     let mut from_imports: Vec<imports::FromImport> = Vec::new();
     let constructors = numpy::reachable_constructors(&cx, &module.body);
@@ -194,7 +198,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                 future_annotations |=
                     module == "__future__" && imp.names.iter().any(|a| a.name.as_str() == "annotations");
                 let at = cx.sp(imp);
-                imports::from_import(_path, module, &imp.names, at, &mut from_imports, &mut unusable);
+                imports::from_import(_path, module, &imp.names, at, &mut from_imports, &mut unusable, &mut never);
             }
             py::Stmt::Assign(a) if a.targets.len() == 1 && a.targets[0].is_name_expr() => {
                 let name = a.targets[0].as_name_expr().map(|n| n.id.to_string()).unwrap_or_default();
@@ -223,7 +227,8 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     functions.append(&mut cx.lambdas.borrow_mut());
     imports::qualify(_path, &mut functions, &constants, from_imports, &mut unusable);
     iterators::check_all(_path, &mut functions, &mut failed);
-    fail_callers(_path, &mut functions, &mut failed, &mut unusable, &classes::parents(&class_order, &classes));
+    let parents = classes::parents(&class_order, &classes);
+    callers::fail_callers(_path, &mut functions, &mut failed, &mut unusable, &never, &parents);
     let warnings = python_would_not_run(_path, &cx, imports_torch, future_annotations || functions.is_empty());
     Ok(Module { path: _path.to_string(), functions, constants, failed, unusable, classes: class_order, warnings })
 }
@@ -246,62 +251,6 @@ fn python_would_not_run(path: &str, cx: &Cx, imports_torch: bool, future_annotat
         warnings.push(Diagnostic::new(m).at(at).in_file(path));
     }
     warnings
-}
-
-/// Moves every function that names a failed function or an `unusable` name (an unsupported import), directly or
-/// through others, to `failed`, with a message at its first such reference that gives the original error; a method
-/// of one of `classes` becomes one that fails with that message where it is called (so that its class's instances
-/// are made with it: no `AttributeError` where Python has the method).
-fn fail_callers(
-    path: &str,
-    functions: &mut Vec<Function>,
-    failed: &mut Vec<FailedFunction>,
-    unusable: &mut Vec<FailedFunction>,
-    classes: &[(String, Option<String>)],
-) {
-    // (A method that failed a check after the classes settled, `iterators::check_all`'s, say.)
-    classes::stub_failed_methods(&|c| classes.iter().any(|(k, _)| k == c), functions, failed);
-    loop {
-        // A subclass of a class that cannot be used cannot be used either (it would lack what failed).
-        while let Some((c, b)) = classes.iter().find_map(|(c, b)| {
-            let b = unusable.iter().find(|u| Some(&u.name) == b.as_ref())?;
-            (!unusable.iter().any(|u| u.name == *c)).then(|| (c.clone(), b.clone()))
-        }) {
-            let error = Diagnostic::new(format!("`{}` cannot be used: {}", b.name, b.error)).at(b.span).in_file(path);
-            unusable.push(FailedFunction { name: c, span: b.span, error });
-        }
-        let mut hit = None;
-        'funcs: for (i, f) in functions.iter().enumerate() {
-            let mut refs = Vec::new();
-            visit_exprs(&f.body, &mut |e| {
-                if let ExprKind::Name(n) = &e.kind {
-                    refs.push((n.clone(), e.span));
-                }
-            });
-            // Names the function binds are local everywhere in it (Python's scoping): they do not name functions.
-            let mut local: Vec<String> = f.params.iter().map(|p| p.name.clone()).collect();
-            bound_names(&f.body, &mut local);
-            for (n, span) in refs {
-                if local.contains(&n) {
-                    continue;
-                }
-                if let Some(bad) = failed.iter().chain(unusable.iter()).find(|g| g.name == n) {
-                    let msg = format!("`{n}` cannot be used: {}", bad.error);
-                    hit = Some((i, Diagnostic::new(msg).at(span).in_file(path)));
-                    break 'funcs;
-                }
-            }
-        }
-        let Some((i, error)) = hit else { return };
-        // A method that cannot be used fails where it is called (`classes::method_stub`).
-        if functions[i].name.split_once("::").is_some_and(|(c, _)| classes.iter().any(|(k, _)| k == c)) {
-            let f = &mut functions[i];
-            *f = classes::method_stub(&f.name, f.span, &error);
-            continue;
-        }
-        let f = functions.remove(i);
-        failed.push(FailedFunction { name: f.name, span: f.span, error });
-    }
 }
 
 impl Cx {

@@ -564,8 +564,20 @@ pub fn named_field<V: Clone>(items: &[V], names: &[&str], name: &str) -> Result<
 /// A call of `m.name(...)` on a module (`callee`) that both engines answer before dispatching it: complex-number
 /// functions are refused by name, `torch.device(...)` is the CPU, `torch.get_default_dtype()` is float32, and
 /// run-mode predicates (`torch.cuda.is_available()`, ...) are False, taking no arguments (`torch.is_grad_enabled()`
-/// is decided while the file converts: `frontend::convert::inert::grad_enabled`). None for any other call.
+/// is decided while the file converts: `frontend::convert::inert::grad_enabled`). `shape.numel()` (a `torch.Size`,
+/// a tuple here: epfml/powersgd's `shape.numel()`) is the product of its sizes. None for any other call.
 pub fn answered_call<V: PyValue>(callee: &V, name: &str, pos: &[V], kw: &[(String, V)]) -> Option<Result<V, String>> {
+    if let (Py::Tuple(items), "numel") = (callee.py(), name) {
+        if !pos.is_empty() || !kw.is_empty() {
+            return Some(Err("torch.Size.numel() takes no arguments".into()));
+        }
+        let sizes: Option<Vec<i64>> =
+            items.iter().map(|v| if let Py::Int(i) = v.py() { Some(i) } else { None }).collect();
+        return Some(match sizes {
+            Some(s) => Ok(V::make(Made::Int(s.iter().product()))),
+            None => Err("numel() of a tuple that is not a torch.Size of ints known before the program runs".into()),
+        });
+    }
     let Py::Module(m) = callee.py() else { return None };
     if m == "torch" {
         match name {

@@ -186,21 +186,7 @@ pub(super) fn expand(
         match s {
             py::Stmt::FunctionDef(f) => {
                 let mut f = f.clone();
-                let mut kind = "";
-                let mut kept = Vec::new();
-                for d in std::mem::take(&mut f.decorator_list) {
-                    match &d.expression {
-                        py::Expr::Name(n) if n.id.as_str() == "property" => kind = "@",
-                        // `@NAME.setter`: what `o.NAME = v` calls (`C::=NAME`).
-                        py::Expr::Attribute(a) if a.attr.as_str() == "setter" => kind = "=",
-                        py::Expr::Name(n) if n.id.as_str() == "staticmethod" => kind = "!",
-                        py::Expr::Name(n) if n.id.as_str() == "classmethod" => {
-                            return Err(format!("`class {name}`: class methods are not supported"))
-                        }
-                        _ => kept.push(d),
-                    }
-                }
-                f.decorator_list = kept.into_iter().collect();
+                let kind = super::class_body::method_kind(name, &mut f)?;
                 if kind != "!" && f.parameters.posonlyargs.is_empty() && f.parameters.args.is_empty() {
                     return Err(format!("`class {name}`: method `{}` takes no `self`", f.name));
                 }
@@ -222,7 +208,12 @@ pub(super) fn expand(
                 let is_classvar = is_classvar(&a.annotation);
                 if class.dataclass && !is_classvar {
                     class.fields.retain(|(m, _, _)| *m != n);
-                    class.fields.push((n, a.value.as_deref().cloned(), sp(a.range)));
+                    let default = match a.value.as_deref() {
+                        Some(v) => super::class_body::field_default(v)
+                            .map_err(|m| format!("`class {name}`: field `{n}`: {m}"))?,
+                        None => None,
+                    };
+                    class.fields.push((n, default, sp(a.range)));
                 } else if let Some(v) = &a.value {
                     class.attrs.retain(|(m, _)| *m != n);
                     class.attrs.push((n, (**v).clone()));

@@ -62,6 +62,7 @@ pub(super) fn from_import(
     at: Span,
     from_imports: &mut Vec<FromImport>,
     unusable: &mut Vec<FailedFunction>,
+    never_instances: &mut Vec<String>,
 ) {
     if matches!(module, "__future__" | "typing") {
         return;
@@ -78,9 +79,20 @@ pub(super) fn from_import(
             Some(Err(why)) => why,
             None => format!("unsupported import from `{module}`"),
         };
+        if never_instance(module, &attr) {
+            never_instances.push(bound.clone());
+        }
         let error = Diagnostic::new(why).at(at).in_file(path);
         unusable.push(FailedFunction { name: bound, span: at, error });
     }
+}
+
+/// Whether no value a program can make here is an instance of `module.name`, an unsupported class: nothing funcfuse
+/// runs makes a `PackedSequence` or a `torch.distributions` object, so `isinstance(x, PackedSequence)` is False.
+fn never_instance(module: &str, name: &str) -> bool {
+    (module == "torch.nn.utils.rnn" && name == "PackedSequence")
+        || (module == "torch.distributions" || module.starts_with("torch.distributions."))
+            && name.starts_with(|c: char| c.is_ascii_uppercase())
 }
 
 /// The calls `from torch.cuda.amp import autocast [as NAME]` makes inert decorators (`NAME()`; CUDA's autocast leaves
