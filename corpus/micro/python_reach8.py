@@ -13,7 +13,8 @@ pyramid levels; module-level `torch.jit.script(f)` (FCOS-style losses), type ali
 `nn.init.constant`; legacy tensor types (`torch.ByteTensor`) as values, called; `torch.nan_to_num(..., out=)`;
 `collections.namedtuple` at module level, ranges in module-level values, `nn.ParameterList`, dataclass
 `field(default=..., default_factory=...)`, class methods that never name their class, `torch.Size.numel()`,
-`torch.LongTensor(range(n))`, and unsupported imports read only on paths not taken (from held-out round 36).
+`torch.LongTensor(range(n))`, `module_list += [...]`, and unsupported imports read only on paths not taken (from
+held-out round 36).
 """
 
 from __future__ import annotations
@@ -549,4 +550,15 @@ def python_from_round_36(x: f32[3, 4], y: f32[2, 6]) -> tuple[f32[3, 4], i64[3],
     n = len(groups[12]) * 10 + len(groups[4]) + len(b.extra) + len(b.order)
     idx = torch.LongTensor(range(4))[torch.tensor(a.order[:3])]
     picked = _unpack(x, 0)
+    # loudinthecloud/pytorch-ntm builds its heads with `heads += [read, write]` on an nn.ModuleList.
+    heads = nn.ModuleList([])
+    alias = heads
+    for _ in range(2):
+        heads += [nn.Linear(4, 4), nn.ReLU()]
+    for h in alias:
+        if isinstance(h, nn.Linear):
+            h.weight.data.fill_(0.25)
+            h.bias.data.zero_()
+        x = h(x)
+    n = n + 100 * len(alias)
     return x * a.scale * a.extra["k"] + b.dim, picked, torch.LongTensor(range(4)) + idx.sum(), torch.tensor(float(n))

@@ -362,6 +362,12 @@ impl<'m> Fz<'m> {
                 l.borrow_mut().extend(extra);
                 Ok(a.clone())
             }
+            FV::Dict(_) if op == BinOp::Add && crate::interp::pyvalue::module_sequence_items(a).is_some() => {
+                let Some(FV::List(l)) = crate::interp::pyvalue::module_sequence_items(a) else { unreachable!() };
+                let extra = self.iterate(b, span)?;
+                l.borrow_mut().extend(extra);
+                Ok(a.clone())
+            }
             FV::Masked(s) => {
                 // `x[i] op= v` through index lists: the gathered copy updated, keeping its dtype.
                 let (dt, _) = self.tensor_ty(s.src, span)?;

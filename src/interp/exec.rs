@@ -329,6 +329,14 @@ impl<'m> Interp<'m> {
                 l.borrow_mut().extend(extra);
                 Ok(a)
             }
+            Value::Dict(_) if op == BinOp::Add => match super::pyvalue::module_sequence_items(&a) {
+                Some(Value::List(l)) => {
+                    let extra = self.iterate(&b, span)?;
+                    l.borrow_mut().extend(extra);
+                    Ok(a)
+                }
+                _ => self.binop(&a, op, &b, span),
+            },
             _ => self.binop(&a, op, &b, span),
         }
     }

@@ -795,3 +795,16 @@ pub fn dict_put<V>(out: &mut Vec<(V, V)>, k: V, v: V, eq: impl Fn(&V, &V) -> boo
         None => out.push((k, v)),
     }
 }
+
+/// The list of modules of an `nn.ModuleList` or `nn.Sequential` instance `v` (its [`crate::frontend::ast::ITEMS_KEY`]
+/// entry): what `modules += [a, b]` extends in place (loudinthecloud/pytorch-ntm's `heads += [...]`).
+pub fn module_sequence_items<V: PyValue>(v: &V) -> Option<V> {
+    let class = object_class(v)?;
+    if !matches!(&*class, "nn·ModuleList" | "nn·Sequential") {
+        return None;
+    }
+    let Py::Dict(d) = v.py() else { return None };
+    let d = d.borrow();
+    let items = d.iter().find(|(k, _)| matches!(k.py(), Py::Str(s) if &**s == crate::frontend::ast::ITEMS_KEY));
+    items.map(|(_, l)| l.clone()).filter(|l| matches!(l.py(), Py::List(_)))
+}
