@@ -13,8 +13,8 @@ pyramid levels; module-level `torch.jit.script(f)` (FCOS-style losses), type ali
 `nn.init.constant`; legacy tensor types (`torch.ByteTensor`) as values, called; `torch.nan_to_num(..., out=)`;
 `collections.namedtuple` at module level, ranges in module-level values, `nn.ParameterList`, dataclass
 `field(default=..., default_factory=...)`, class methods that never name their class, `torch.Size.numel()`,
-`torch.LongTensor(range(n))`, `module_list += [...]`, and unsupported imports read only on paths not taken (from
-held-out round 36).
+`torch.LongTensor(range(n))`, `module_list += [...]`, `x.new().resize_as_(y)`, `torch.optim.RMSprop`, and
+unsupported imports read only on paths not taken (from held-out round 36).
 """
 
 from __future__ import annotations
@@ -562,3 +562,20 @@ def python_from_round_36(x: f32[3, 4], y: f32[2, 6]) -> tuple[f32[3, 4], i64[3],
         x = h(x)
     n = n + 100 * len(alias)
     return x * a.scale * a.extra["k"] + b.dim, picked, torch.LongTensor(range(4)) + idx.sum(), torch.tensor(float(n))
+
+
+def rmsprop_variants(w: f32[4, 3], b: f32[3], g: f32[3, 4, 3], gb: f32[3, 3]) -> tuple[f32[4, 3], f32[3], f32[4, 3], f32[3]]:
+    # torch.optim.RMSprop (dgriff777/rl_a3c_pytorch subclasses it): plain, and centered with momentum, weight decay
+    # and maximize, three steps each.
+    w2, b2 = w.clone(), b.clone()
+    plain = torch.optim.RMSprop([w, b], lr=0.01)
+    full = torch.optim.RMSprop([w2, b2], lr=0.02, alpha=0.9, eps=1e-6, weight_decay=0.1, momentum=0.8, centered=True, maximize=True)
+    for k in range(3):
+        for p, q, d in ((w, w2, g[k]), (b, b2, gb[k])):
+            p.grad = d
+            q.grad = d * 2.0
+        plain.step()
+        full.step()
+    # ikostrikov/pytorch-a3c's SharedAdam makes its state as `p.data.new().resize_as_(p.data).zero_()`.
+    z = b.data.new().resize_as_(w.data).fill_(0.5)
+    return w, b, w2 + z, b2

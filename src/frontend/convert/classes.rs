@@ -177,7 +177,7 @@ pub(super) fn expand(
         }
         Some(_) => {
             return Err(format!(
-                "`class {name}`: its base class is not supported (only `object`, `nn.Module`, torch.optim's `Optimizer`, `SGD`, `Adam`, `AdamW`, torch.nn's containers or a class of this file)"
+                "`class {name}`: its base class is not supported (only `object`, `nn.Module`, torch.optim's `Optimizer`, `SGD`, `Adam`, `AdamW`, `RMSprop`, torch.nn's containers or a class of this file)"
             ))
         }
     }

@@ -38,7 +38,7 @@ pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str
         "torch.nn.parameter" if name == "Parameter" => Some(Ok("torch.nn")),
         "torch.nn.functional" => Some(Ok("torch.nn.functional")),
         "torch.linalg" => Some(Ok("torch.linalg")),
-        // `SGD`, `Adam`, `AdamW` (classes of the file: `convert::optim`), `Optimizer` as a base class and the
+        // `SGD`, `Adam`, `AdamW`, `RMSprop` (classes of the file: `convert::optim`), `Optimizer` as a base class and the
         // `required` marker.
         "torch.optim" => Some(Ok("torch.optim")),
         "torch.optim.optimizer" if matches!(name, "Optimizer" | "required") => Some(Ok("torch.optim.optimizer")),

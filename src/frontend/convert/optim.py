@@ -1,4 +1,4 @@
-# torch.optim's Optimizer base class and its SGD, Adam and AdamW, as classes that funcfuse adds to a program file that
+# torch.optim's Optimizer base class and its SGD, Adam, AdamW and RMSprop, as classes that funcfuse adds to a program file that
 # subclasses or calls them (`prelude.rs`). Written for this tool after PyTorch's documented behaviour (the single-tensor
 # CPU paths: the same operations in the same order, so that results match PyTorch's to rounding), in the Python subset
 # funcfuse converts. Each class is renamed `optim·NAME`, which no program can bind; `self.state[p]` reads are
@@ -272,3 +272,91 @@ class AdamW(Adam):
             fused=fused,
             decoupled_weight_decay=True,
         )
+
+
+class RMSprop(Optimizer):
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        alpha=0.99,
+        eps=1e-8,
+        weight_decay=0,
+        momentum=0,
+        centered=False,
+        capturable=False,
+        foreach=None,
+        maximize=False,
+        differentiable=False,
+    ):
+        if isinstance(lr, torch.Tensor):
+            _refused("a tensor lr is not supported (pass a number)")
+        if not 0.0 <= lr:
+            raise ValueError("Invalid learning rate: " + str(lr))
+        if not 0.0 <= eps:
+            raise ValueError("Invalid epsilon value: " + str(eps))
+        if not 0.0 <= momentum:
+            raise ValueError("Invalid momentum value: " + str(momentum))
+        if not 0.0 <= weight_decay:
+            raise ValueError("Invalid weight_decay value: " + str(weight_decay))
+        if not 0.0 <= alpha:
+            raise ValueError("Invalid alpha value: " + str(alpha))
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "alpha": alpha,
+            "eps": eps,
+            "centered": centered,
+            "weight_decay": weight_decay,
+            "capturable": capturable,
+            "foreach": foreach,
+            "maximize": maximize,
+            "differentiable": differentiable,
+        }
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            loss = closure()
+        for group in self.param_groups:
+            lr = group["lr"]
+            alpha = group["alpha"]
+            eps = group["eps"]
+            weight_decay = group["weight_decay"]
+            momentum = group["momentum"]
+            centered = group["centered"]
+            if group["capturable"]:
+                _refused("torch.optim.RMSprop(capturable=True) is not supported")
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad if not group["maximize"] else -p.grad
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = torch.tensor(0.0)
+                    state["square_avg"] = torch.zeros_like(p)
+                    if momentum > 0:
+                        state["momentum_buffer"] = torch.zeros_like(p)
+                    if centered:
+                        state["grad_avg"] = torch.zeros_like(p)
+                square_avg = state["square_avg"]
+                step_t = state["step"]
+                step_t += 1
+                if weight_decay != 0:
+                    grad = grad.add(p, alpha=weight_decay)
+                square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+                if centered:
+                    grad_avg = state["grad_avg"]
+                    grad_avg.lerp_(grad, 1 - alpha)
+                    avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
+                else:
+                    avg = square_avg.sqrt()
+                avg = avg.add_(eps)
+                if momentum > 0:
+                    buf = state["momentum_buffer"]
+                    buf.mul_(momentum).addcdiv_(grad, avg)
+                    p.add_(buf, alpha=-lr)
+                else:
+                    p.addcdiv_(grad, avg, value=-lr)
+        return loss

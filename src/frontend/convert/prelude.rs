@@ -1,5 +1,5 @@
 //! PyTorch classes written as Python source and converted as classes of the file: torch.nn's containers, dropouts
-//! and losses (`nn.py`), torch.optim's `Optimizer`, `SGD`, `Adam` and `AdamW` (`optim.py`), and Python's
+//! and losses (`nn.py`), torch.optim's `Optimizer`, `SGD`, `Adam`, `AdamW` and `RMSprop` (`optim.py`), and Python's
 //! `collections.deque` (`collections.py`). Real code keeps them
 //! as attributes (`self.drop = nn.Dropout(0.1)`, `self.loss = nn.MSELoss()`), builds models of them
 //! (`nn.Sequential(...)`), subclasses them (`class LARS(Optimizer)`) or wraps them (`Lookahead(torch.optim.SGD(...))`),
@@ -70,7 +70,7 @@ pub(super) const PRELUDES: [Prelude; 4] = [
     Prelude {
         module: "torch.optim",
         prefix: "optim",
-        classes: &["Optimizer", "SGD", "Adam", "AdamW"],
+        classes: &["Optimizer", "SGD", "Adam", "AdamW", "RMSprop"],
         source: include_str!("optim.py"),
     },
     Prelude {

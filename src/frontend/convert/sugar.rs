@@ -472,7 +472,26 @@ pub(super) fn desugar(func: &mut Function) -> Result<(), Diagnostic> {
     continue_as_else(body);
     conditional_statements(body);
     super::distributions::categorical_entropy(body);
+    visit_exprs_mut(body, &mut resize_new);
     super::defaultdict::rewrite(body)
+}
+
+/// `x.new().resize_as_(y)` (the old optimizers' state, ikostrikov/pytorch-a3c's `p.data.new().resize_as_(p.data)
+/// .zero_()`) is `x.new_empty(y.shape)`: the tensor `new()` made is held by nothing else, so resizing it in place is
+/// making one of `y`'s shape with `x`'s dtype, uninitialized.
+fn resize_new(e: &mut Expr) {
+    let ExprKind::Call { func, args, kwargs } = &mut e.kind else { return };
+    let ExprKind::Attr(recv, m) = &mut func.kind else { return };
+    let ([like], true, "resize_as_") = (args.as_slice(), kwargs.is_empty(), m.as_str()) else { return };
+    let ExprKind::Call { func: inner, args: a, kwargs: k } = &recv.kind else { return };
+    let ExprKind::Attr(x, n) = &inner.kind else { return };
+    if n != "new" || !a.is_empty() || !k.is_empty() {
+        return;
+    }
+    let span = like.span;
+    let shape = Expr { kind: ExprKind::Attr(Box::new(like.clone()), "shape".into()), span };
+    *func = Box::new(Expr { kind: ExprKind::Attr(x.clone(), "new_empty".into()), span: inner.span });
+    *args = vec![shape];
 }
 
 /// In every loop of `body`, `if C: A; continue` followed by the rest of the loop's body R is `if C: A else: R` (the
