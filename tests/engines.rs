@@ -1877,7 +1877,7 @@ fn optimizers_and_grads_raise_what_pytorch_raises() {
             "torch.nn.functional.relu(w, inplace=b.sum() > 0)",
             "relu(): argument 'inplace' must be a bool known before the program runs",
         ),
-        ("torch.optim.RMSprop([w])", "`torch.optim.RMSprop` is not supported"),
+        ("torch.optim.Adagrad([w])", "`torch.optim.Adagrad` is not supported"),
         ("deque([w], maxlen=1).popleft()\n    deque().pop()", "IndexError: pop from an empty deque"),
         (
             "p = torch.nn.Parameter(w)\n    q = torch.nn.Parameter(w)",
@@ -2233,4 +2233,33 @@ fn a_namedtuple_with_keywords_is_refused_where_it_is_used() {
     every_engine_raises(src, "f", "without keywords (`defaults=`, `rename=`)");
     let ran: Vec<_> = errors(src, "g").into_iter().filter(|(_, r)| r != "returned without an error").collect();
     assert!(ran.is_empty(), "{ran:?}");
+}
+
+/// A copy of drawn elements (`copy_` between floating tensors, a cast to another floating dtype) is drawn where the
+/// copied elements were: loading over it is fine (`corpus/micro/python_reach8.py::drawn_weights_copied_then_loaded`),
+/// reading it is refused on every engine, as is a copy into a tensor that cannot hold the mark.
+#[test]
+fn copies_and_casts_of_drawn_elements_stay_drawn() {
+    let head =
+        "def f(x: f32[3, 4], w: f32[3, 4]) -> f32[3]:\n    a = torch.nn.Linear(4, 3)\n    b = torch.nn.Linear(4, 3)\n";
+    let want = "this reads elements that no write has set";
+    for use_ in [
+        // The copy is drawn: reading b's weight reads drawn elements.
+        "b.weight.data.copy_(a.weight.data)\n    return b(x)[0]",
+        // Half of it written afterwards: the other half is still drawn.
+        "b.weight.data.copy_(a.weight.data)\n    b.weight.data[:2].copy_(w[:2])\n    return (b.weight.data * x).sum(1)",
+        // A cast carries the marks.
+        "c = a.weight.double()\n    return c.float().sum(1)",
+        "c = a.weight.to(torch.float64)\n    return (c * 2.0).float().sum(1)",
+        // An integer tensor cannot hold them.
+        "i = torch.zeros(3, 4, dtype=torch.int64)\n    i.copy_(a.weight.data)\n    return x.sum(1)",
+    ] {
+        every_engine_raises(&format!("{head}    {use_}\n"), "f", want);
+    }
+    let ok = format!(
+        "{head}    b.weight.data.copy_(a.weight.data)\n    b.weight.data.copy_(w)\n    return b.weight.sum(1)\n"
+    );
+    for (engine, m) in errors(&ok, "f") {
+        assert_eq!(m, "returned without an error", "{engine}");
+    }
 }

@@ -13,8 +13,9 @@ pyramid levels; module-level `torch.jit.script(f)` (FCOS-style losses), type ali
 `nn.init.constant`; legacy tensor types (`torch.ByteTensor`) as values, called; `torch.nan_to_num(..., out=)`;
 `collections.namedtuple` at module level, ranges in module-level values, `nn.ParameterList`, dataclass
 `field(default=..., default_factory=...)`, class methods that never name their class, `torch.Size.numel()`,
-`torch.LongTensor(range(n))`, `module_list += [...]`, `x.new().resize_as_(y)`, `torch.optim.RMSprop`, and
-unsupported imports read only on paths not taken (from held-out round 36).
+`torch.LongTensor(range(n))`, `module_list += [...]`, `x.new().resize_as_(y)`, `torch.optim.RMSprop`, copies and
+casts of drawn weights loaded before they are read, `is` between objects, and unsupported imports read only on paths
+not taken (from held-out round 36).
 """
 
 from __future__ import annotations
@@ -579,3 +580,27 @@ def rmsprop_variants(w: f32[4, 3], b: f32[3], g: f32[3, 4, 3], gb: f32[3, 3]) ->
     # ikostrikov/pytorch-a3c's SharedAdam makes its state as `p.data.new().resize_as_(p.data).zero_()`.
     z = b.data.new().resize_as_(w.data).fill_(0.5)
     return w, b, w2 + z, b2
+
+
+class _Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+
+def drawn_weights_copied_then_loaded(x: f32[2, 4], w: f32[3, 4], b: f32[3]) -> tuple[f32[2, 3], f32[2, 3], f32[()]]:
+    # facebookresearch/moco initializes its key encoder from the query encoder's drawn weights (`param_k.data.copy_(
+    # param_q.data)`) and pytorch/examples' time_sequence_prediction casts drawn weights (`seq.double()`): copies of
+    # drawn elements stay drawn, and are loaded before anything reads them.
+    q, k = _Enc(), _Enc()
+    for pq, pk in zip(q.parameters(), k.parameters()):
+        pk.data.copy_(pq.data)
+        pk.requires_grad = False
+    q64 = _Enc().double()
+    q.fc.weight.data.copy_(w)
+    q.fc.bias.data.copy_(b)
+    k.fc.load_state_dict(q.fc.state_dict())
+    q64.fc.weight.data.copy_(w.double() * 2.0)
+    q64.fc.bias.data.fill_(0.5)
+    same = (1.0 if k is q else 0.0) + (2.0 if k.fc is k.fc else 0.0) + (4.0 if [1] is [1] else 0.0)
+    return q.fc(x), k.fc(x) + q64.fc(x.double()).float(), torch.tensor(same)

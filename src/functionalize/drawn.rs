@@ -140,6 +140,66 @@ impl Fz<'_> {
         Ok(copy)
     }
 
+    /// The drawn flags of the elements `src` copies into `dst` (broadcast to its shape), in `dst`'s element order,
+    /// where any is drawn and the copy keeps them (straight-line code, views at constant offsets, a floating `dst`);
+    /// `None` otherwise (a read then refuses drawn elements).
+    fn carried_bits(&self, src: &TRef, dst: &TRef) -> Option<Vec<bool>> {
+        let bits = self.roots[src.root].drawn.as_ref()?;
+        if !self.straight_line() || undrawable(self.roots[dst.root].dtype).is_some() {
+            return None;
+        }
+        let c = src.off.as_const().filter(|_| src.alt.is_none())?;
+        let d = crate::tensor::Tensor::zeros(crate::tensor::DType::F32, &[]).ok()?;
+        let from = d.restride(src.shape.clone(), src.strides.clone(), c as usize).broadcast_to(&dst.shape).ok()?;
+        let flags: Vec<bool> = from.offsets().iter().map(|&o| bits[o]).collect();
+        flags.iter().any(|&f| f).then_some(flags)
+    }
+
+    /// Sets the drawn bits of the elements `dst` sees from `flags` (its element order), after a write cleared them.
+    fn set_bits(&mut self, dst: &TRef, flags: Vec<bool>, span: Span) -> FR<()> {
+        let Some(to) = self.static_offsets(dst) else { return diag(span, refusal()) };
+        let n: usize = self.roots[dst.root].shape.iter().product();
+        let bits = self.roots[dst.root].drawn.get_or_insert_with(|| Rc::new(vec![false; n]));
+        let bits = Rc::make_mut(bits);
+        to.into_iter().zip(flags).filter(|(_, f)| *f).for_each(|(o, _)| bits[o] = true);
+        Ok(())
+    }
+
+    /// `dst.copy_(src)` where `src` has drawn elements a floating `dst` keeps drawn (MoCo's key encoder initialized
+    /// from the query encoder's drawn weights): the write, then the marks. False where `src` has none to carry.
+    pub(super) fn copy_drawn_into(&mut self, dst: &TRef, src: &TRef, span: Span) -> FR<bool> {
+        let Some(flags) = self.carried_bits(src, dst) else { return Ok(false) };
+        self.drawn_arith = true;
+        let w = self.write_result(dst, src, false, span);
+        self.drawn_arith = false;
+        w?;
+        self.set_bits(dst, flags, span)?;
+        Ok(true)
+    }
+
+    /// `x.to(dtype)`, `x.double()`, `x.float()`, `x.type(dtype)`, `x.type_as(y)` of a tensor with drawn elements
+    /// (time_sequence_prediction's `seq.double()` before its weights are loaded): the cast, drawn where `x` is.
+    /// `None` where `x` has none to carry.
+    pub(super) fn cast_drawn(&mut self, name: &str, a: &super::args::A) -> FR<Option<FV>> {
+        let Some(FV::Tensor(x)) = a.pos.first() else { return Ok(None) };
+        if !crate::interp::drawn::CASTS.contains(&name) {
+            return Ok(None);
+        }
+        let Some(flags) = self.carried_bits(x, x) else { return Ok(None) };
+        self.drawn_arith = true;
+        let r = self.torch(name, a, true);
+        self.drawn_arith = false;
+        let r = r?;
+        match &r {
+            FV::Tensor(t) if t.root == x.root => Ok(Some(r)),
+            FV::Tensor(t) if t.shape == x.shape && undrawable(self.roots[t.root].dtype).is_none() => {
+                self.set_bits(t, flags, a.span)?;
+                Ok(Some(r))
+            }
+            _ => diag(a.span, refusal()),
+        }
+    }
+
     /// `torch.nn.init.NAME(...)` (`crate::interp::nn_init`): the tensor, filled or drawn; `calculate_gain`'s
     /// number.
     pub(super) fn nn_init(&mut self, name: &str, pos: &[FV], kw: &[(String, FV)], span: Span) -> FR<FV> {

@@ -150,6 +150,8 @@ impl<'m> Fz<'m> {
                     }
                     let r = if name.ends_with('_') && !name.ends_with("__") {
                         self.inplace(name, &a)?
+                    } else if let Some(r) = self.cast_drawn(name, &a)? {
+                        r
                     } else {
                         self.torch(name, &a, true)?
                     };
@@ -691,7 +693,9 @@ impl<'m> Fz<'m> {
                     }
                 };
                 self.check_inplace(&dst, &[&src], true, span)?;
-                self.write_result(&dst, &src, false, span)?;
+                if !self.copy_drawn_into(&dst, &src, span)? {
+                    self.write_result(&dst, &src, false, span)?;
+                }
             }
             "fill_" | "zero_" => {
                 let v = if name == "zero_" { FV::Int(0) } else { a.req(1, "value")?.clone() };

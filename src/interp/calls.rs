@@ -22,9 +22,20 @@ impl<'m> Interp<'m> {
             Callee::Name(n) if !self.program_name(frame, n) => self.check_call(None, n, &pos, &kw, span)?,
             _ => false,
         };
+        // What a copy between floating tensors carries (`drawn::carried_marks`), with where it goes.
+        let carried = match &callee {
+            Callee::Method(o, name) if self.drawn.any() => super::drawn::carried_marks(Some(o), name, &pos)
+                .map(|s| (s.clone(), (*name == "copy_").then(|| o.clone()))),
+            _ => None,
+        };
         let r = self.call_checked(frame, func, callee, pos, kw, span)?;
         if copies {
             self.drawn.adopt(&r);
+        }
+        if let Some((src, into)) = carried {
+            if let Some(Value::Tensor(dst)) = into.as_ref().or(Some(&r)) {
+                super::drawn::carry_marks(&mut self.drawn, &src, dst).map_err(|m| Diagnostic::new(m).at(span))?;
+            }
         }
         Ok(r)
     }

@@ -79,6 +79,11 @@ pub fn sees_drawn(t: &Tensor) -> bool {
 pub struct Drawn(Vec<Rc<RefCell<Buf>>>);
 
 impl Drawn {
+    /// Whether any buffer holds drawn elements (none: nothing to check or carry).
+    pub fn any(&self) -> bool {
+        !self.0.is_empty()
+    }
+
     pub fn add(&mut self, t: &Tensor) {
         if !self.0.iter().any(|b| Rc::ptr_eq(b, &t.buf)) {
             self.0.push(t.buf.clone());
@@ -426,6 +431,11 @@ impl super::Interp<'_> {
                 Ok(false)
             }
             Some(Value::Module(_)) => self.check_drawn(&args, span).map(|_| false),
+            // A copy between floating tensors keeps drawn elements drawn (`carried_marks`).
+            Some(Value::Tensor(_)) if carried_marks(receiver, callee, pos).is_some() => {
+                let rest: Vec<&Value> = args.iter().copied().skip(usize::from(callee == "copy_")).collect();
+                self.check_drawn(&rest, span).map(|_| false)
+            }
             Some(Value::Tensor(_)) if NO_READ_METHODS.contains(&callee) => self.check_drawn(&args, span).map(|_| false),
             Some(Value::Tensor(_)) if COPYING_METHODS.contains(&callee) => self.check_drawn(&args, span).map(|_| true),
             Some(t @ Value::Tensor(_)) => {
@@ -437,4 +447,49 @@ impl super::Interp<'_> {
             None => self.check_drawn(&args, span).map(|_| false),
         }
     }
+}
+
+/// Tensor methods that convert between floating dtypes (or keep one): a drawn element's copy is drawn.
+pub const CASTS: &[&str] = &["to", "double", "float", "type", "type_as"];
+
+/// Where method `callee` of `receiver` copies elements between floating tensors so that drawn elements stay drawn
+/// (MoCo's `param_k.data.copy_(param_q.data)` over a drawn initialization, `seq.double()` before the weights are
+/// loaded): the tensor whose marks the copy carries (`copy_`'s source, a cast's receiver). Whether the destination
+/// is floating is checked after the call, by [`carry_marks`].
+pub fn carried_marks<'v>(receiver: Option<&'v Value>, callee: &str, pos: &'v [Value]) -> Option<&'v Tensor> {
+    let Some(Value::Tensor(t)) = receiver else { return None };
+    let src = match callee {
+        "copy_" => match pos.first() {
+            Some(Value::Tensor(s)) if t.dtype().is_float() => s,
+            _ => return None,
+        },
+        c if CASTS.contains(&c) => t,
+        _ => return None,
+    };
+    undrawable(src.dtype()).is_none().then_some(src)
+}
+
+/// After a copy of `src`'s elements into `dst` (broadcast to its shape): `dst`'s elements are drawn where the copied
+/// ones were; an error where one was and `dst` cannot hold the mark (an integer tensor, a half).
+pub fn carry_marks(drawn: &mut Drawn, src: &Tensor, dst: &Tensor) -> Result<(), String> {
+    if !drawn.0.iter().any(|b| Rc::ptr_eq(b, &src.buf)) || Rc::ptr_eq(&src.buf, &dst.buf) {
+        return Ok(()); // nothing drawn, or copied bits in place (a cast to the same dtype is the tensor itself)
+    }
+    let s = src.broadcast_to(&dst.shape)?;
+    let flags: Vec<bool> = {
+        let b = s.buf.borrow();
+        s.offsets().into_iter().map(|o| is_drawn(&b, o)).collect()
+    };
+    if !flags.iter().any(|&f| f) {
+        return Ok(());
+    }
+    if undrawable(dst.dtype()).is_some() {
+        return Err(refusal());
+    }
+    {
+        let mut b = dst.buf.borrow_mut();
+        dst.offsets().into_iter().zip(flags).filter(|(_, f)| *f).for_each(|(o, _)| set_drawn(&mut b, o));
+    }
+    drawn.add(dst);
+    Ok(())
 }

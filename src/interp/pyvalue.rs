@@ -308,8 +308,9 @@ pub fn spread<V: PyValue>(v: &V, call: bool) -> Result<Spread<V>, String> {
     }
 }
 
-/// `a is b` / `a is not b` where Python's identity is decided by the kinds (None, bools); `same_tensor` says whether
-/// two tensors are the same one. An error for other kinds, which no program here compares by identity.
+/// `a is b` / `a is not b` where Python's identity is decided by the kinds (None, bools) or by the object (lists,
+/// dicts, instances); `same_tensor` says whether two tensors are the same one. An error for other kinds (numbers,
+/// strings: CPython's caching decides), which no program here compares by identity.
 pub fn identity<V: PyValue>(a: &V, op: CmpOp, b: &V, same_tensor: impl Fn(&V, &V) -> bool) -> Result<bool, String> {
     let same = match (a.py(), b.py()) {
         (Py::None, Py::None) => true,
@@ -319,7 +320,11 @@ pub fn identity<V: PyValue>(a: &V, op: CmpOp, b: &V, same_tensor: impl Fn(&V, &V
         // Types and modules are one object each (`type(x) is torch.Tensor`).
         (Py::Module(x), Py::Module(y)) => x == y,
         (Py::Module(_), _) | (_, Py::Module(_)) => false,
-        _ => return Err("`is` is only supported for None, bools, tensors and types".into()),
+        // Lists, dicts and objects (held as dicts) are one object each (MoCo's `enc is model.encoder_q`).
+        (Py::List(x), Py::List(y)) => std::ptr::eq(x, y),
+        (Py::Dict(x), Py::Dict(y)) => std::ptr::eq(x, y),
+        (Py::List(_) | Py::Dict(_), _) | (_, Py::List(_) | Py::Dict(_)) => false,
+        _ => return Err("`is` is only supported for None, bools, tensors, types, lists, dicts and objects".into()),
     };
     Ok(same == (op == CmpOp::Is))
 }
