@@ -16,6 +16,7 @@ mod class_body;
 mod classes;
 mod closure;
 mod defaultdict;
+mod defaults;
 mod distributions;
 mod generators;
 mod imports;
@@ -173,6 +174,8 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
                     }
                     sugar::desugar(&mut func)?;
                     nested.iter_mut().try_for_each(|n| sugar::desugar(&mut n.func))?;
+                    defaults::check(&func)?;
+                    nested.iter().try_for_each(|n| defaults::check(&n.func))?;
                     lambdas.iter_mut().try_for_each(sugar::desugar)?;
                     Ok(func)
                 });
