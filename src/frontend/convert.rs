@@ -119,8 +119,7 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
     let mut failed: Vec<FailedFunction> = Vec::new();
     let mut constants = Vec::new();
     let mut unusable: Vec<FailedFunction> = Vec::new();
-    // Unsupported imported classes no value is an instance of (`imports::from_import`).
-    let mut never: Vec<String> = Vec::new();
+    let mut never: Vec<String> = Vec::new(); // imported classes no value is an instance of (`imports::from_import`)
     let (mut imports_torch, mut future_annotations) = (false, false);
     let mut from_imports: Vec<imports::FromImport> = Vec::new();
     let constructors = numpy::reachable_constructors(&cx, &module.body);
@@ -225,6 +224,9 @@ pub(super) fn convert_module(_path: &str, source: &str) -> Result<Module, Diagno
         p.settle(&mut functions, cx.lines.span(TextSize::new(*at as u32)));
     }
     classes::settle(_path, &class_order, &mut classes, &mut functions, &mut failed, &mut unusable, &|e| cx.expr(e));
+    if let Some(np) = cx.numpy.borrow().clone() {
+        fold_class_values(_path, &np, &class_order, &mut functions, &mut failed);
+    }
     classes::static_method_values(&classes, &mut functions, &mut constants);
     // The helpers of lambdas in class bodies (`__name__ = property(lambda self: self.ltype)`).
     functions.append(&mut cx.lambdas.borrow_mut());
@@ -254,6 +256,28 @@ fn python_would_not_run(path: &str, cx: &Cx, imports_torch: bool, future_annotat
         warnings.push(Diagnostic::new(m).at(at).in_file(path));
     }
     warnings
+}
+
+/// Class-level values are the constructor's (`BBOX_XFORM_CLIP = np.log(1000. / 16.)` in a config class): numpy
+/// folds there as in any function, and what it refuses fails the class alone.
+fn fold_class_values(
+    path: &str,
+    np: &str,
+    classes: &[String],
+    functions: &mut Vec<Function>,
+    failed: &mut Vec<FailedFunction>,
+) {
+    let mut k = 0;
+    while k < functions.len() {
+        let f = &mut functions[k];
+        match classes.contains(&f.name).then(|| numpy::fold(f, np, false, None)) {
+            Some(Err(d)) => {
+                let f = functions.remove(k);
+                failed.push(FailedFunction { name: f.name, span: f.span, error: d.in_file(path) });
+            }
+            _ => k += 1,
+        }
+    }
 }
 
 impl Cx {

@@ -362,8 +362,8 @@ impl<'m> Fz<'m> {
                 l.borrow_mut().extend(extra);
                 Ok(a.clone())
             }
-            FV::Dict(_) if op == BinOp::Add && crate::interp::pyvalue::module_sequence_items(a).is_some() => {
-                let Some(FV::List(l)) = crate::interp::pyvalue::module_sequence_items(a) else { unreachable!() };
+            FV::Dict(_) if op == BinOp::Add && crate::interp::objects::module_sequence_items(a).is_some() => {
+                let Some(FV::List(l)) = crate::interp::objects::module_sequence_items(a) else { unreachable!() };
                 let extra = self.iterate(b, span)?;
                 l.borrow_mut().extend(extra);
                 Ok(a.clone())

@@ -533,11 +533,12 @@ impl<'m> Fz<'m> {
                     "chunk" => d.chunk(a.int(1, "chunks")?, a.int_or(2, "dim", 0)?),
                     _ => {
                         let dim = a.int_or(2, "dim", 0)?;
-                        match a.req(1, "split_size_or_sections")?.items() {
+                        let s = a.req(1, "split_size_or_sections")?;
+                        match s.items() {
                             Some(items) => {
                                 d.split_sizes(&items.iter().map(|v| a.int_of(v, "split")).collect::<FR<Vec<_>>>()?, dim)
                             }
-                            None => d.split_even(a.int(1, "split_size")?, dim),
+                            None => d.split_even(a.int_of(s, "split_size")?, dim),
                         }
                     }
                 }

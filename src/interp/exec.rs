@@ -329,7 +329,7 @@ impl<'m> Interp<'m> {
                 l.borrow_mut().extend(extra);
                 Ok(a)
             }
-            Value::Dict(_) if op == BinOp::Add => match super::pyvalue::module_sequence_items(&a) {
+            Value::Dict(_) if op == BinOp::Add => match super::objects::module_sequence_items(&a) {
                 Some(Value::List(l)) => {
                     let extra = self.iterate(&b, span)?;
                     l.borrow_mut().extend(extra);

@@ -100,7 +100,21 @@ pub fn attribute<'m, W: Walk<'m>>(w: &mut W, o: &W::V, cls: &str, name: &str, sp
         let f = format!("{BOUND}{cls}::{name}");
         return Ok(W::V::make(Made::Closure(f.into(), vec![("self".into(), o.clone())])));
     }
+    if let Some(m) = module_dict_entry(o, cls, name) {
+        return Ok(m);
+    }
     Err(no_attribute(cls, name, span).into())
+}
+
+/// An `nn.ModuleDict`'s module `name`: its modules are its attributes too (minGPT's `self.transformer.wte`).
+fn module_dict_entry<V: PyValue>(o: &V, cls: &str, name: &str) -> Option<V> {
+    if cls != "nn·ModuleDict" {
+        return None;
+    }
+    let items = entry(o, crate::frontend::ast::ITEMS_KEY)?;
+    let Py::Dict(d) = items.py() else { return None };
+    let found = d.borrow().iter().find(|(k, _)| matches!(k.py(), Py::Str(s) if &**s == name)).map(|(_, m)| m.clone());
+    found
 }
 
 /// What calling `v` calls, and the object that goes first where `v` is an instance (its class's `__call__`).
@@ -132,6 +146,9 @@ pub fn method<'m, W: Walk<'m>>(
     let stat = format!("{cls}::!{name}");
     if w.has_function(&stat) {
         return Ok((W::V::make(Made::Func(Rc::from(stat))), None));
+    }
+    if let Some(m) = module_dict_entry(o, cls, name) {
+        return callable(w, m, span);
     }
     Err(no_attribute(cls, name, span).into())
 }
@@ -394,4 +411,17 @@ pub fn record_buffer<'m, W: Walk<'m>>(args: &[W::V]) -> W::V {
         }
     }
     W::V::make(Made::None)
+}
+
+/// The list of modules of an `nn.ModuleList` or `nn.Sequential` instance `v` (its [`crate::frontend::ast::ITEMS_KEY`]
+/// entry): what `modules += [a, b]` extends in place (loudinthecloud/pytorch-ntm's `heads += [...]`).
+pub fn module_sequence_items<V: PyValue>(v: &V) -> Option<V> {
+    let class = object_class(v)?;
+    if !matches!(&*class, "nn·ModuleList" | "nn·Sequential") {
+        return None;
+    }
+    let Py::Dict(d) = v.py() else { return None };
+    let d = d.borrow();
+    let items = d.iter().find(|(k, _)| matches!(k.py(), Py::Str(s) if &**s == crate::frontend::ast::ITEMS_KEY));
+    items.map(|(_, l)| l.clone()).filter(|l| matches!(l.py(), Py::List(_)))
 }

@@ -573,14 +573,12 @@ pub fn named_field<V: Clone>(items: &[V], names: &[&str], name: &str) -> Result<
 /// a tuple here: epfml/powersgd's `shape.numel()`) is the product of its sizes. None for any other call.
 pub fn answered_call<V: PyValue>(callee: &V, name: &str, pos: &[V], kw: &[(String, V)]) -> Option<Result<V, String>> {
     if let (Py::Tuple(items), "numel") = (callee.py(), name) {
-        if !pos.is_empty() || !kw.is_empty() {
-            return Some(Err("torch.Size.numel() takes no arguments".into()));
-        }
-        let sizes: Option<Vec<i64>> =
+        let ints: Option<Vec<i64>> =
             items.iter().map(|v| if let Py::Int(i) = v.py() { Some(i) } else { None }).collect();
-        return Some(match sizes {
-            Some(s) => Ok(V::make(Made::Int(s.iter().product()))),
-            None => Err("numel() of a tuple that is not a torch.Size of ints known before the program runs".into()),
+        return Some(match (ints, pos.is_empty() && kw.is_empty()) {
+            (Some(s), true) => Ok(V::make(Made::Int(s.iter().product()))),
+            (_, false) => Err("torch.Size.numel() takes no arguments".into()),
+            (None, true) => Err("numel() of a tuple that is not a torch.Size of ints known before running".into()),
         });
     }
     let Py::Module(m) = callee.py() else { return None };
@@ -799,17 +797,4 @@ pub fn dict_put<V>(out: &mut Vec<(V, V)>, k: V, v: V, eq: impl Fn(&V, &V) -> boo
         Some(slot) => slot.1 = v,
         None => out.push((k, v)),
     }
-}
-
-/// The list of modules of an `nn.ModuleList` or `nn.Sequential` instance `v` (its [`crate::frontend::ast::ITEMS_KEY`]
-/// entry): what `modules += [a, b]` extends in place (loudinthecloud/pytorch-ntm's `heads += [...]`).
-pub fn module_sequence_items<V: PyValue>(v: &V) -> Option<V> {
-    let class = object_class(v)?;
-    if !matches!(&*class, "nn·ModuleList" | "nn·Sequential") {
-        return None;
-    }
-    let Py::Dict(d) = v.py() else { return None };
-    let d = d.borrow();
-    let items = d.iter().find(|(k, _)| matches!(k.py(), Py::Str(s) if &**s == crate::frontend::ast::ITEMS_KEY));
-    items.map(|(_, l)| l.clone()).filter(|l| matches!(l.py(), Py::List(_)))
 }

@@ -473,7 +473,48 @@ pub(super) fn desugar(func: &mut Function) -> Result<(), Diagnostic> {
     conditional_statements(body);
     super::distributions::categorical_entropy(body);
     visit_exprs_mut(body, &mut resize_new);
+    dict_updates(body);
     super::defaultdict::rewrite(body)
+}
+
+/// `o.__dict__.update(d)` as a statement (minGPT's `GPTConfig(**kw)`) is `for k, v in d.items(): setattr(o, k, v)`:
+/// an object is its attributes' dict here, whose other entries Python code cannot name.
+fn dict_updates(body: &mut [Stmt]) {
+    for s in body.iter_mut() {
+        match &mut s.kind {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => dict_updates(body),
+            StmtKind::If { body, orelse, .. } => {
+                dict_updates(body);
+                dict_updates(orelse);
+            }
+            StmtKind::Expr(e) => {
+                let ExprKind::Call { func, args, kwargs } = &e.kind else { continue };
+                let ExprKind::Attr(d, m) = &func.kind else { continue };
+                let ExprKind::Attr(o, dunder) = &d.kind else { continue };
+                let ([src], true, "update", "__dict__") =
+                    (args.as_slice(), kwargs.is_empty(), m.as_str(), dunder.as_str())
+                else {
+                    continue;
+                };
+                let span = e.span;
+                let ex = |kind| Expr { kind, span };
+                let (k, v) = (ex(ExprKind::Name("·k".into())), ex(ExprKind::Name("·v".into())));
+                let items = ex(ExprKind::Attr(Box::new(src.clone()), "items".into()));
+                let iter = ex(ExprKind::Call { func: Box::new(items), args: vec![], kwargs: vec![] });
+                let set = ex(ExprKind::Call {
+                    func: Box::new(ex(ExprKind::Name("setattr".into()))),
+                    args: vec![(**o).clone(), k.clone(), v.clone()],
+                    kwargs: vec![],
+                });
+                s.kind = StmtKind::For {
+                    target: ex(ExprKind::Tuple(vec![k, v])),
+                    iter,
+                    body: vec![Stmt { kind: StmtKind::Expr(set), span }],
+                };
+            }
+            _ => {}
+        }
+    }
 }
 
 /// `x.new().resize_as_(y)` (the old optimizers' state, ikostrikov/pytorch-a3c's `p.data.new().resize_as_(p.data)
