@@ -11,6 +11,9 @@ use hashbrown::HashMap;
 
 use super::extrema::extrema_reduction;
 use super::gemm::dot_reduction;
+
+/// The run of a long row (`source::long_row`) each row reduction takes.
+const ROW_RUN: usize = 4096;
 use super::microkernel::{gemm, GEMM_PRELUDE};
 use super::source::{buffer_decls, helpers, point_body, prelude, row_reduction, LANE_GROUP};
 use crate::lower::exec::Device;
@@ -80,13 +83,24 @@ pub fn render_kernel(k: &Kernel) -> String {
         if k.reduce.is_some() {
             s.push_str("  {\n");
         }
-        let layout = gemm(piece, "  ")
-            .or_else(|| row_reduction(piece, "  "))
-            .or_else(|| dot_reduction(piece, "  "))
-            .or_else(|| extrema_reduction(piece, "  "))
-            .or_else(|| super::tile::transposed(piece))
-            .unwrap_or_else(|| nest(piece));
-        s.push_str(&with_trig_fixup(piece, layout));
+        // A row too long for one row reduction's accumulators runs as several (`source::long_row`).
+        let runs = match super::source::long_row(piece).filter(|_| gemm(piece, "  ").is_none()) {
+            Some(v) => crate::lower::specialize::runs(piece, v, ROW_RUN),
+            None => vec![piece.clone()],
+        };
+        for piece in &runs {
+            let layout = gemm(piece, "  ")
+                .or_else(|| row_reduction(piece, "  "))
+                .or_else(|| dot_reduction(piece, "  "))
+                .or_else(|| extrema_reduction(piece, "  "))
+                .or_else(|| super::tile::transposed(piece))
+                .unwrap_or_else(|| nest(piece));
+            // (each run's accumulators in a scope of their own)
+            let (open, close) = if runs.len() > 1 { ("  {\n", "  }\n") } else { ("", "") };
+            s.push_str(open);
+            s.push_str(&with_trig_fixup(piece, layout));
+            s.push_str(close);
+        }
         if k.reduce.is_some() {
             s.push_str("  }\n");
         }

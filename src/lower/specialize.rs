@@ -43,6 +43,20 @@ impl Piece {
     }
 }
 
+/// `k` with domain variable `v` cut into runs of at most `run` values, one kernel each (the same arguments, output
+/// and reduction; each run's variable counts from 0 and reads and stores at its offset): the C backend's long rows.
+pub fn runs(k: &Kernel, v: usize, run: usize) -> Vec<Kernel> {
+    let p = Piece {
+        extents: k.domain.clone(),
+        value: k.value.clone(),
+        store: k.store.clone(),
+        reduce: k.reduce.as_ref().map_or(Vec::new(), |r| r.extents.clone()),
+        epilogue: k.epilogue.as_ref().map(|(_, e)| e.clone()),
+    };
+    let n = k.domain[v];
+    (0..n).step_by(run.max(1)).map(|lo| restrict(&p, v, lo, (lo + run).min(n)).kernel(k)).collect()
+}
+
 /// At most this many pieces per kernel (each is a loop nest in the source). A `cat` of a recurrence's 100 steps
 /// (the ESN's `torch.cat` of its states) is 100 pieces, each a copy; under the budget (24 before) it stayed one
 /// nest that tried every operand's position per element: 2.0 ms for 200000 elements, 0.24 ms in pieces.
