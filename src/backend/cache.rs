@@ -208,6 +208,33 @@ fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
 /// Compiles `source` with `cc` and `flags` into entry `stem` of the cache folder `dir`; returns the library's path.
 fn build(dir: &Path, stem: &str, source: &str, cc: &str, flags: &[String]) -> Result<PathBuf, String> {
     let tmp = dir.join(format!("{stem}.{}.so.tmp", unique()));
+    // Only the C backend's sources are cut (`split`): the CUDA emulator's have another shape.
+    let cores = match dir.file_name().and_then(|f| f.to_str()) {
+        Some("c") => std::thread::available_parallelism().map_or(1, |n| n.get()).min(8),
+        _ => 1,
+    };
+    match super::split::parts(source, cores) {
+        Some(parts) => super::split::build(&parts, cc, flags, &tmp)?,
+        None => compile_one(source, cc, flags, &tmp)?,
+    }
+    let result = (|| {
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| format!("{}: {e}", tmp.display()))?;
+        let bytes = std::fs::read(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        // The digest first: a reader that sees the new library sees its digest (builds of one key are identical).
+        write_atomic(&dir.join(format!("{stem}.sha256")), hex(&Sha256::digest(&bytes)).as_bytes(), 0o600)?;
+        let lib = dir.join(format!("{stem}.so"));
+        std::fs::rename(&tmp, &lib).map_err(|e| format!("kernel cache {}: {e}", lib.display()))?;
+        Ok(lib)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Compiles `source` with `cc` and `flags` into the library `tmp`, in one process.
+fn compile_one(source: &str, cc: &str, flags: &[String], tmp: &Path) -> Result<(), String> {
     let mut child = std::process::Command::new(cc)
         .args(flags)
         .arg("-o")
@@ -225,24 +252,10 @@ fn build(dir: &Path, stem: &str, source: &str, cc: &str, flags: &[String]) -> Re
     let out = child.wait_with_output().map_err(|e| format!("the C compiler `{cc}`: {e}"))?;
     let fed = feeder.join().map_err(|_| "the thread writing the compiler's input panicked")?;
     if !out.status.success() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = std::fs::remove_file(tmp);
         return Err(format!("the C compiler rejected the kernels:\n{}", String::from_utf8_lossy(&out.stderr)));
     }
-    fed.map_err(|e| format!("writing the kernels to the C compiler: {e}"))?;
-    let result = (|| {
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| format!("{}: {e}", tmp.display()))?;
-        let bytes = std::fs::read(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-        // The digest first: a reader that sees the new library sees its digest (builds of one key are identical).
-        write_atomic(&dir.join(format!("{stem}.sha256")), hex(&Sha256::digest(&bytes)).as_bytes(), 0o600)?;
-        let lib = dir.join(format!("{stem}.so"));
-        std::fs::rename(&tmp, &lib).map_err(|e| format!("kernel cache {}: {e}", lib.display()))?;
-        Ok(lib)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    fed.map_err(|e| format!("writing the kernels to the C compiler: {e}"))
 }
 
 /// Compiles `source` (or finds it in the cache folder `folder`) and loads it.

@@ -16,6 +16,7 @@ pub mod gemm;
 pub mod many;
 pub mod microkernel;
 pub mod source;
+mod split;
 pub mod tile;
 
 pub use device::{plan_for_run, run_c, run_loaded, run_on, Loaded, Target};
