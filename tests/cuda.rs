@@ -28,22 +28,28 @@ fn every_corpus_program_compiles_with_nvrtc_for_sm_90() {
     let programs = common::corpus_programs();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let planned = std::sync::Mutex::new(BTreeMap::new());
+    // Each thread on the stack every stage gets in the CLI (`limits::STACK_BYTES`): NVRTC's parser and the planner
+    // recurse over deep expressions, past a test thread's default 2 MiB in a debug build.
+    let big = || std::thread::Builder::new().stack_size(funcfuse::limits::STACK_BYTES);
     std::thread::scope(|s| {
         for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(p) = programs.get(i) else { break };
-                let module = common::load(p);
-                let functional = funcfuse::functionalize::functionalize(&module, &p.func, &BTreeMap::new()).unwrap();
-                let ours = common::optimized(&module, &p.func).unwrap();
-                let mut three = Vec::new();
-                for (policy, f) in
-                    [(Policy::Eager, &functional), (Policy::Unfunctionalized, &functional), (Policy::Fused, &ours)]
-                {
-                    three.push((format!("{} ({policy:?})", p.label()), plan(&f.term, &f.inputs, policy).unwrap()));
-                }
-                planned.lock().unwrap().insert(i, three);
-            });
+            big()
+                .spawn_scoped(s, || loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(p) = programs.get(i) else { break };
+                    let module = common::load(p);
+                    let functional =
+                        funcfuse::functionalize::functionalize(&module, &p.func, &BTreeMap::new()).unwrap();
+                    let ours = common::optimized(&module, &p.func).unwrap();
+                    let mut three = Vec::new();
+                    for (policy, f) in
+                        [(Policy::Eager, &functional), (Policy::Unfunctionalized, &functional), (Policy::Fused, &ours)]
+                    {
+                        three.push((format!("{} ({policy:?})", p.label()), plan(&f.term, &f.inputs, policy).unwrap()));
+                    }
+                    planned.lock().unwrap().insert(i, three);
+                })
+                .unwrap();
         }
     });
     let plans: Vec<(String, funcfuse::lower::Plan)> = planned.into_inner().unwrap().into_values().flatten().collect();
@@ -81,14 +87,16 @@ fn every_corpus_program_compiles_with_nvrtc_for_sm_90() {
     let failed = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
         for _ in 0..threads {
-            s.spawn(|| loop {
-                let b = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(chunk) = chunks.get(b) else { break };
-                if let Err(e) = many::check_cuda_units(chunk, cuda::DEFAULT_ARCH) {
-                    eprintln!("a program of {} units did not compile: {e}", chunk.len());
-                    failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                }
-            });
+            big()
+                .spawn_scoped(s, || loop {
+                    let b = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(chunk) = chunks.get(b) else { break };
+                    if let Err(e) = many::check_cuda_units(chunk, cuda::DEFAULT_ARCH) {
+                        eprintln!("a program of {} units did not compile: {e}", chunk.len());
+                        failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                })
+                .unwrap();
         }
     });
     if failed.into_inner() {
