@@ -133,9 +133,6 @@ pub const MAX_ROW: usize = 8192;
 /// reductions, rows over 8192).
 pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     let red = k.reduce.as_ref()?;
-    if long_row(k).is_some() {
-        return None;
-    }
     // The domain variable that moves through the loads least (the last such, on ties).
     let row =
         (0..k.domain.len()).filter(|&v| k.domain[v] > 1).min_by_key(|&v| (stride_sum(&k.value, v), usize::MAX - v))?;
