@@ -84,11 +84,15 @@ pub fn render_kernel(k: &Kernel) -> String {
             s.push_str("  {\n");
         }
         // A row too long for one row reduction's accumulators runs as several (`source::long_row`).
+        let cut;
         let runs = match super::source::long_row(piece).filter(|_| gemm(piece, "  ").is_none()) {
-            Some(v) => crate::lower::specialize::runs(piece, v, ROW_RUN),
-            None => vec![piece.clone()],
+            Some(v) => {
+                cut = crate::lower::specialize::runs(piece, v, ROW_RUN);
+                &cut[..]
+            }
+            None => std::slice::from_ref(piece),
         };
-        for piece in &runs {
+        for piece in runs {
             let layout = gemm(piece, "  ")
                 .or_else(|| row_reduction(piece, "  "))
                 .or_else(|| dot_reduction(piece, "  "))

@@ -235,27 +235,48 @@ fn build(dir: &Path, stem: &str, source: &str, cc: &str, flags: &[String]) -> Re
 
 /// Compiles `source` with `cc` and `flags` into the library `tmp`, in one process.
 fn compile_one(source: &str, cc: &str, flags: &[String], tmp: &Path) -> Result<(), String> {
-    let mut child = std::process::Command::new(cc)
-        .args(flags)
-        .arg("-o")
-        .arg(&tmp)
-        .args(["-x", "c", "-", "-lm"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run the C compiler `{cc}`: {e}"))?;
-    // The source goes on stdin (the library then names no temporary file, so every build of it is the same).
-    let mut stdin = child.stdin.take().ok_or("the C compiler's stdin")?;
-    let src = source.to_string();
-    let feeder = std::thread::spawn(move || stdin.write_all(src.as_bytes()));
-    let out = child.wait_with_output().map_err(|e| format!("the C compiler `{cc}`: {e}"))?;
-    let fed = feeder.join().map_err(|_| "the thread writing the compiler's input panicked")?;
-    if !out.status.success() {
+    let mut args: Vec<std::ffi::OsString> = flags.iter().map(Into::into).collect();
+    args.extend(["-o".into(), tmp.into(), "-x".into(), "c".into(), "-".into(), "-lm".into()]);
+    let r = Cc::start(cc, &args, source.to_string())?.finish();
+    if r.is_err() {
         let _ = std::fs::remove_file(tmp);
-        return Err(format!("the C compiler rejected the kernels:\n{}", String::from_utf8_lossy(&out.stderr)));
     }
-    fed.map_err(|e| format!("writing the kernels to the C compiler: {e}"))
+    r
+}
+
+/// A C compiler running on source it reads from stdin (the output then names no temporary file, so every build of
+/// one source is the same), fed by a thread of its own.
+pub(super) struct Cc {
+    child: std::process::Child,
+    feeder: std::thread::JoinHandle<std::io::Result<()>>,
+    cc: String,
+}
+
+impl Cc {
+    /// Starts `cc` with `args` (which end in `-x c -`, maybe followed by libraries) on `source`.
+    pub(super) fn start(cc: &str, args: &[std::ffi::OsString], source: String) -> Result<Cc, String> {
+        let mut child = std::process::Command::new(cc)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run the C compiler `{cc}`: {e}"))?;
+        let mut stdin = child.stdin.take().ok_or("the C compiler's stdin")?;
+        let feeder = std::thread::spawn(move || stdin.write_all(source.as_bytes()));
+        Ok(Cc { child, feeder, cc: cc.to_string() })
+    }
+
+    /// Waits for it: an error where it failed (with its messages) or could not be fed.
+    pub(super) fn finish(self) -> Result<(), String> {
+        let cc = &self.cc;
+        let out = self.child.wait_with_output().map_err(|e| format!("the C compiler `{cc}`: {e}"))?;
+        let fed = self.feeder.join().map_err(|_| "the thread writing the compiler's input panicked")?;
+        if !out.status.success() {
+            return Err(format!("the C compiler rejected the kernels:\n{}", String::from_utf8_lossy(&out.stderr)));
+        }
+        fed.map_err(|e| format!("writing the kernels to the C compiler: {e}"))
+    }
 }
 
 /// Compiles `source` (or finds it in the cache folder `folder`) and loads it.

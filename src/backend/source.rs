@@ -110,10 +110,16 @@ pub fn store_result(k: &Kernel, fin: &str) -> String {
 /// `x @ W` of a vocabulary projection): the caller cuts it into runs ([`crate::lower::specialize::runs`]), each a
 /// row reduction, instead of the plain nest, which read `W` down its columns (15 ms against PyTorch's 1.2).
 pub fn long_row(k: &Kernel) -> Option<usize> {
+    row_of(k).filter(|&row| k.domain[row] > MAX_ROW)
+}
+
+/// The row of a floating reduction other than `any`/`all`: the domain variable that moves through the loads least
+/// (the last such, on ties), where it moves them less than the last reduction variable does.
+fn row_of(k: &Kernel) -> Option<usize> {
     let red = k.reduce.as_ref()?;
     let row =
         (0..k.domain.len()).filter(|&v| k.domain[v] > 1).min_by_key(|&v| (stride_sum(&k.value, v), usize::MAX - v))?;
-    if !k.value.dtype().is_float() || k.domain[row] <= MAX_ROW || matches!(red.op, RedOp::Any | RedOp::All) {
+    if !k.value.dtype().is_float() || matches!(red.op, RedOp::Any | RedOp::All) {
         return None;
     }
     let inner = k.domain.len() + red.extents.iter().rposition(|&m| m > 1)?;
@@ -133,15 +139,9 @@ pub const MAX_ROW: usize = 8192;
 /// reductions, rows over 8192).
 pub fn row_reduction(k: &Kernel, indent: &str) -> Option<String> {
     let red = k.reduce.as_ref()?;
-    // The domain variable that moves through the loads least (the last such, on ties).
-    let row =
-        (0..k.domain.len()).filter(|&v| k.domain[v] > 1).min_by_key(|&v| (stride_sum(&k.value, v), usize::MAX - v))?;
+    let row = row_of(k)?;
     let n = k.domain[row];
-    if !k.value.dtype().is_float() || n > MAX_ROW || matches!(red.op, RedOp::Any | RedOp::All) {
-        return None;
-    }
-    let inner = k.domain.len() + red.extents.iter().rposition(|&m| m > 1)?;
-    if stride_sum(&k.value, row) >= stride_sum(&k.value, inner) {
+    if n > MAX_ROW {
         return None;
     }
     let mut s = String::new();

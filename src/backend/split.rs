@@ -5,7 +5,6 @@
 //! helpers) with a prototype of every function, then its own functions, compiled on its own (`-c`, from stdin, as the
 //! single build is), and the objects are linked into the one library. The same source always gives the same parts.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Sources under this many lines compile as one unit (every program of the corpus but the unrolled ones).
@@ -58,34 +57,17 @@ pub fn parts(source: &str, cores: usize) -> Option<Vec<String>> {
 pub fn build(parts: &[String], cc: &str, flags: &[String], out: &Path) -> Result<(), String> {
     let compile_flags: Vec<&String> = flags.iter().filter(|f| f.as_str() != "-shared").collect();
     let objects: Vec<PathBuf> = (0..parts.len()).map(|i| out.with_extension(format!("{i}.o"))).collect();
-    let mut children = Vec::new();
+    let mut running = Vec::new();
     for (part, obj) in parts.iter().zip(&objects) {
-        let mut child = std::process::Command::new(cc)
-            .args(&compile_flags)
-            .args(["-c", "-o"])
-            .arg(obj)
-            .args(["-x", "c", "-"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot run the C compiler `{cc}`: {e}"))?;
-        let mut stdin = child.stdin.take().ok_or("the C compiler's stdin")?;
-        let src = part.clone();
-        let feeder = std::thread::spawn(move || stdin.write_all(src.as_bytes()));
-        children.push((child, feeder));
+        let mut args: Vec<std::ffi::OsString> = compile_flags.iter().map(Into::into).collect();
+        args.extend(["-c".into(), "-o".into(), obj.into(), "-x".into(), "c".into(), "-".into()]);
+        running.push(super::cache::Cc::start(cc, &args, part.clone()));
     }
+    // Every started compiler is waited for, the first error kept.
     let mut failed = None;
-    for (child, feeder) in children {
-        let out = child.wait_with_output().map_err(|e| format!("the C compiler `{cc}`: {e}"))?;
-        let fed = feeder.join().map_err(|_| "the thread writing the compiler's input panicked")?;
-        if !out.status.success() {
-            failed.get_or_insert(format!(
-                "the C compiler rejected the kernels:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        } else if let Err(e) = fed {
-            failed.get_or_insert(format!("writing the kernels to the C compiler: {e}"));
+    for r in running {
+        if let Err(e) = r.and_then(super::cache::Cc::finish) {
+            failed.get_or_insert(e);
         }
     }
     let linked = match failed {
@@ -158,6 +140,13 @@ mod tests {
         build(&ps, "cc", &flags, &a).unwrap();
         build(&ps, "cc", &flags, &b).unwrap();
         assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "builds of one source are identical");
+        // A part the compiler rejects fails the build with its messages, and leaves no library.
+        let mut bad = ps.clone();
+        bad[1].push_str("void broken(void** b, const int64_t* p) { undeclared_name = 1; }\n");
+        let c = dir.join("c.so");
+        let e = build(&bad, "cc", &flags, &c).unwrap_err();
+        assert!(e.contains("rejected the kernels") && e.contains("undeclared_name"), "{e}");
+        assert!(!c.exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -98,15 +98,9 @@ impl Fz<'_> {
         let r = r?;
         let FV::Tensor(rt) = &r else { return diag(span, refusal()) };
         let fresh = rt.root != t.root && rt.shape == t.shape && undrawable(self.roots[rt.root].dtype).is_none();
-        match (fresh, self.static_offsets(rt)) {
-            (true, Some(to)) => {
-                let n: usize = self.roots[rt.root].shape.iter().product();
-                let mut made = vec![false; n];
-                to.into_iter().zip(from).for_each(|(o, d)| made[o] = d);
-                self.roots[rt.root].drawn = Some(Rc::new(made));
-                Ok(r)
-            }
-            _ => diag(span, refusal()),
+        match fresh {
+            true => self.set_bits(rt, from, span).map(|()| r),
+            false => diag(span, refusal()),
         }
     }
 
