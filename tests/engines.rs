@@ -2289,3 +2289,23 @@ fn a_mutable_default_that_may_change_is_refused_and_one_only_read_runs() {
         assert_eq!(m, "returned without an error", "{engine}");
     }
 }
+
+/// An in-place write through a view whose elements share memory (`unfold` with a step below its size) is run
+/// unchecked by PyTorch, each element reading what an earlier one wrote, in its kernel's order: refused on every
+/// engine. Reading the windows, and writing through windows that do not overlap, run.
+#[test]
+fn writes_through_overlapping_unfold_windows_are_refused() {
+    let want = "elements of the written-to view share memory";
+    for write in ["w.add_(1.0)", "w[0] += 1.0", "w[:, 1:3] = x[0, :4].clone()", "w.mul_(x.unfold(1, 4, 2))"] {
+        let src =
+            format!("def f(x: f32[3, 10]) -> f32[3, 10]:\n    w = x.unfold(1, 4, 2)\n    {write}\n    return x\n");
+        every_engine_raises(&src, "f", want);
+    }
+    let fine =
+        "def f(x: f32[3, 10]) -> f32[3, 10]:\n    s = x.unfold(1, 4, 2).sum(-1)\n    w = x.unfold(1, 2, 2)\n    \
+                w.add_(s[:, :1].unsqueeze(-1))\n    w[:, 0] = 0.5\n    v = x.unfold(1, 4, 2)\n    \
+                v[:, 1] = v[:, 0] * 2\n    return x\n";
+    for (engine, m) in errors(fine, "f") {
+        assert_eq!(m, "returned without an error", "{engine}");
+    }
+}

@@ -15,6 +15,7 @@ mod callers;
 mod class_body;
 mod classes;
 mod closure;
+mod context_manager;
 mod defaultdict;
 mod defaults;
 mod distributions;
@@ -293,6 +294,8 @@ impl Cx {
             }
             e => is_inert_decorator(e, &self.torch.borrow()),
         };
+        let manager = f.decorator_list.iter().any(|d| context_manager::is_decorator(&d.expression));
+        let inert = |e: &py::Expr| inert(e) || context_manager::is_decorator(e);
         if let Some(d) = f.decorator_list.iter().find(|d| !inert(&d.expression)) {
             return err(
                 self.sp(d),
@@ -317,7 +320,16 @@ impl Cx {
             Some(r) => Some(self.annotation(r)?),
             None => None,
         };
-        let body = generators::finish(walrus::hoisted(self.block(&f.body)?)?, span)?;
+        let body = walrus::hoisted(self.block(&f.body)?)?;
+        let body =
+            match manager {
+                true if self.in_nested.get() => return err(
+                    span,
+                    "a `@contextmanager` function inside another function is not supported; define it at the top level",
+                ),
+                true => context_manager::split(body, span, &mut self.nested.borrow_mut())?,
+                false => generators::finish(body, span)?,
+            };
         Ok(Function { name: f.name.to_string(), params, vararg, kwarg, returns, body, span })
     }
 

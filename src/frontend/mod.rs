@@ -13,6 +13,7 @@ pub use ast::Module;
 /// The name of the class of the file the conversion makes for `MODULE.NAME`: a `torch.nn` module or a `torch.optim`
 /// optimizer (`convert::prelude`).
 pub use convert::prelude::class_name as module_class;
+pub use convert::prelude::function_name as module_function;
 pub use convert::prelude::static_owner;
 
 /// Parses a program file's text. `path` is used in messages only.

@@ -93,7 +93,7 @@ pub fn unsupported(full: &str) -> String {
     }
     if module == "torch.nn" && name.starts_with(|c: char| c.is_ascii_uppercase()) {
         return format!(
-            "`{full}` modules are not supported by funcfuse (supported: activations, Softmax, Flatten, pooling, dropout, losses, containers, Linear, Conv1d, Conv2d, LayerNorm, Embedding, RNN, LSTM, GRU and their cells); pass the weights as tensors and call torch.nn.functional"
+            "`{full}` modules are not supported by funcfuse (supported: activations, Softmax, Flatten, pooling, dropout, losses, containers, Linear, Conv1d, Conv2d, LayerNorm, GroupNorm, BatchNorm1d/2d/3d, Embedding, RNN, LSTM, GRU and their cells); pass the weights as tensors and call torch.nn.functional"
         );
     }
     let owner = if module == "torch.Tensor" { "'Tensor' object".to_string() } else { format!("module '{module}'") };

@@ -516,6 +516,11 @@ impl<'m> Fz<'m> {
                 let idx = a.req(2, "index")?.clone();
                 self.select_fv(&x, dim, &idx, span)
             }
+            "unfold" if a.name == "unfold" => {
+                let x = a.tensor(0, "input")?;
+                let (d, size, step) = (a.int(1, "dimension")?, a.int(2, "size")?, a.int(3, "step")?);
+                self.view_fv(&x, span, |t| t.unfold(d, size, step))
+            }
             "diagonal" => {
                 let x = a.tensor(0, "input")?;
                 let (o, d1, d2) = (a.int_or(1, "offset", 0)?, a.int_or(2, "dim1", 0)?, a.int_or(3, "dim2", 1)?);

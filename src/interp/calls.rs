@@ -71,18 +71,12 @@ impl<'m> Interp<'m> {
                 Value::Module("torch") if name.starts_with("_foreach_") => self.foreach(name, &pos, &kw, span),
                 Value::Module("itertools") => self.itertools(name, &pos, &kw, span),
                 Value::Module("functools") if name == "reduce" => super::compat::reduce(self, &pos, &kw, span),
-                Value::Module("functools") => {
-                    let func = match pos.first() {
-                        Some(Value::Func(f)) => Some((&**f, &[][..])),
-                        Some(Value::Closure(f, c)) if f.starts_with(super::compat::PARTIAL) => Some((&**f, &c[..])),
-                        _ => None,
-                    };
-                    let (f, kw) =
-                        super::compat::functools_partial(name, pos.len(), func, kw).map_err(tensor_err(span))?;
-                    Ok(Value::Closure(f.into(), std::rc::Rc::new(kw)))
-                }
+                Value::Module("functools") => super::compat::partial_value(name, &pos, kw).map_err(tensor_err(span)),
                 Value::Module(m @ ("logging" | "warnings")) => {
                     Ok(super::compat::quiet_call(m, name).map_err(tensor_err(span))?.map_or(Value::None, Value::Module))
+                }
+                Value::Module("time") if super::compat::still_clock(name, pos.len() + kw.len()) => {
+                    Ok(Value::Float(0.0))
                 }
                 Value::Module("copy") => {
                     super::compat::deepcopy_args(name, &pos, &kw).map_err(tensor_err(span))?;

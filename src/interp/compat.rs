@@ -396,6 +396,31 @@ pub(crate) fn quiet_call(module: &str, name: &str) -> Result<Option<&'static str
     }
 }
 
+/// `functools.NAME(f, **kw)` (`partial`) on the reference engine: the closure [`functools_partial`] makes of `f`, a
+/// function or a partial itself.
+pub(crate) fn partial_value(
+    name: &str,
+    pos: &[super::Value],
+    kw: Vec<(String, super::Value)>,
+) -> Result<super::Value, String> {
+    use super::Value;
+    let func = match pos.first() {
+        Some(Value::Func(f)) => Some((&**f, &[][..])),
+        Some(Value::Closure(f, c)) if f.starts_with(PARTIAL) => Some((&**f, &c[..])),
+        _ => None,
+    };
+    let (f, kw) = functools_partial(name, pos.len(), func, kw)?;
+    Ok(Value::Closure(f.into(), std::rc::Rc::new(kw)))
+}
+
+/// Whether `time.NAME()` with `args` arguments reads a clock (`time.time()`, `time.perf_counter()`, ...), which both
+/// engines answer with 0.0: a clock that stands still, so that the timing code real programs carry (`t0 =
+/// time.time()` ... `print(t1 - t0)`) runs and every run and plan stays the same. A result that depends on elapsed
+/// time (a time budget) is not what funcfuse reproduces; it differs between PyTorch runs too.
+pub(crate) fn still_clock(name: &str, args: usize) -> bool {
+    args == 0 && matches!(name, "time" | "perf_counter" | "monotonic" | "process_time" | "thread_time")
+}
+
 /// What PyTorch raises for a collective or a rank query without a process group.
 const NO_PROCESS_GROUP: &str =
     "ValueError: Default process group has not been initialized, please make sure to call init_process_group.";

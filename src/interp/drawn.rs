@@ -204,6 +204,7 @@ pub const NO_READ_METHODS: &[&str] = &[
     "unflatten",
     "movedim",
     "diagonal",
+    "unfold",
     "as_strided",
     "new_zeros",
     "new_ones",

@@ -529,11 +529,17 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
     if let Some(d) = DType::from_torch_name(name).filter(|_| m == "torch") {
         return Ok(Value::DType(d));
     }
+    if let Some(f) = crate::frontend::module_function(m, name) {
+        return Ok(Value::Func(Rc::from(f)));
+    }
     Ok(match full.as_str() {
         "torch.nn" => Value::Module("torch.nn"),
         "torch.nn.functional" => Value::Module("torch.nn.functional"),
         "torch.nn.functional._Reduction" => Value::Module("torch.nn.functional._Reduction"),
         "torch.nn.init" => Value::Module("torch.nn.init"),
+        // Its functions are functions of the file (`frontend::convert::prelude`).
+        "torch.nn.utils" => Value::Module("torch.nn.utils"),
+        "distutils.util" => Value::Module("distutils.util"),
         // A class for `isinstance` only (ESPnet's `isinstance(m, torch.nn.Module)`): modules are dicts here.
         "torch.nn.Module" => Value::Module("torch.nn.Module"),
         "torch.Tensor" => Value::Module("torch.Tensor"),
@@ -582,7 +588,9 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
 /// The refusal of `torch.optim.NAME(...)` for a class that is not made a class of the file
 /// (`frontend::convert::optim`).
 pub(crate) fn unsupported_optimizer(name: &str) -> String {
-    format!("`torch.optim.{name}` is not supported (only the `Optimizer` base class, `SGD`, `Adam` and `AdamW`)")
+    format!(
+        "`torch.optim.{name}` is not supported (only the `Optimizer` base class, `SGD`, `Adam`, `AdamW` and `RMSprop`)"
+    )
 }
 
 /// `dtype.NAME`: what a dtype says of itself (both engines).

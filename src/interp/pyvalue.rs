@@ -152,6 +152,10 @@ pub trait PyValue: Clone + Sized {
     }
 }
 
+/// The modules a builtin name of the same spelling denotes.
+const NAMED_MODULES: &[&str] =
+    &["math", "itertools", "copy", "functools", "logging", "warnings", "string", "weakref", "distutils"];
+
 /// The value a builtin name denotes when no binding shadows it: a module, or a builtin type (`isinstance(n, int)`;
 /// calls to them are builtins).
 pub fn builtin_name(name: &str) -> Option<&'static str> {
@@ -159,13 +163,8 @@ pub fn builtin_name(name: &str) -> Option<&'static str> {
         "torch" => "torch",
         "F" => "torch.nn.functional",
         "nn" => "torch.nn",
-        "math" => "math",
-        "itertools" => "itertools",
-        "copy" => "copy",
-        "functools" => "functools",
-        "logging" => "logging",
-        "warnings" => "warnings",
-        "string" => "string",
+        // (`weakref`'s and `distutils`' names are a class and a function of the file: `frontend::convert::prelude`.)
+        m if NAMED_MODULES.contains(&m) => NAMED_MODULES.iter().copied().find(|u| *u == m).unwrap_or("math"),
         m if super::python::UNSUPPORTED_MODULES.contains(&m) => {
             super::python::UNSUPPORTED_MODULES.iter().copied().find(|u| *u == m).unwrap_or("random")
         }

@@ -672,6 +672,10 @@ impl<'m> Interp<'m> {
                 a.int_or(2, "dim1", 0)?,
                 a.int_or(3, "dim2", 1)?,
             )?),
+            // `Tensor.unfold` (torch.nn.functional.unfold is another operation, not routed here).
+            "unfold" if a.name == "unfold" => {
+                t(a.tensor(0, "input")?.unfold(a.int(1, "dimension")?, a.int(2, "size")?, a.int(3, "step")?)?)
+            }
             "unbind" => tensors(a.tensor(0, "input")?.unbind(a.int_or(1, "dim", 0)?)?),
             "chunk" => tensors(a.tensor(0, "input")?.chunk(a.int(1, "chunks")?, a.int_or(2, "dim", 0)?)?),
             "split" => {

@@ -442,6 +442,30 @@ impl Tensor {
         self.numel() > 0 && self.shape.iter().zip(&self.strides).any(|(&n, &s)| n > 1 && s == 0)
     }
 
+    /// Whether two indices name one element (overlapping `unfold` windows; a stride of 0 too): never where the
+    /// elements form a dense block.
+    pub fn shares_elements(&self) -> bool {
+        if self.numel() <= 1 || self.is_non_overlapping_and_dense() {
+            return false;
+        }
+        // Sorted by stride, each dimension stepping past all the smaller ones' span cannot meet itself.
+        let mut dims: Vec<usize> = (0..self.dim()).filter(|&d| self.shape[d] > 1).collect();
+        dims.sort_by_key(|&d| self.strides[d].unsigned_abs());
+        let mut span = 0usize;
+        let nested = dims.iter().all(|&d| {
+            let stride = self.strides[d].unsigned_abs();
+            let ok = stride > span;
+            span += stride * (self.shape[d] - 1);
+            ok
+        });
+        if nested {
+            return false;
+        }
+        let offs = self.offsets();
+        let distinct: std::collections::HashSet<usize> = offs.iter().copied().collect();
+        distinct.len() < offs.len()
+    }
+
     /// Whether the elements form one dense block (contiguous after some permutation of dims).
     pub fn is_non_overlapping_and_dense(&self) -> bool {
         let mut dims: Vec<usize> = (0..self.dim()).filter(|&d| self.shape[d] != 1).collect();

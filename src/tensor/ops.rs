@@ -545,6 +545,11 @@ pub fn clamp(x: &Tensor, lo: Option<&Operand>, hi: Option<&Operand>) -> TResult<
 
 /// The error messages of PyTorch's memory-overlap checks.
 pub const E_INTERNAL: &str = "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.";
+/// Ours: an in-place write through a view whose elements share memory without a stride of 0 (`x.unfold(1, 4, 2)`,
+/// overlapping windows), which PyTorch runs unchecked, each element reading what an earlier one wrote.
+pub const E_SHARED: &str = "unsupported in-place write: elements of the written-to view share memory (overlapping \
+    windows of `unfold`, an `as_strided` view), and PyTorch's result then depends on the order its kernel visits \
+    them; clone() the view first";
 pub const E_PARTIAL: &str = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.";
 
 /// Checks an in-place write of `dst` that reads `inputs`, as PyTorch's TensorIterator does.
@@ -554,6 +559,9 @@ pub const E_PARTIAL: &str = "unsupported operation: some elements of the input t
 pub fn check_overlap(dst: &Tensor, inputs: &[&Tensor], check_internal: bool) -> TResult<()> {
     if check_internal && dst.has_internal_overlap() {
         return Err(E_INTERNAL.into());
+    }
+    if check_internal && dst.shares_elements() {
+        return Err(E_SHARED.into());
     }
     let mut dst_offsets: Option<std::collections::HashSet<usize>> = None;
     for inp in inputs {
@@ -591,6 +599,9 @@ pub fn check_setitem_overlap(dst: &Tensor, value: &Tensor) -> TResult<()> {
     // memory (`e = x.expand(3, 4)` then `e[:] = y`); only a number is filled unchecked.
     if dst.has_internal_overlap() {
         return Err(E_INTERNAL.into());
+    }
+    if dst.shares_elements() {
+        return Err(E_SHARED.into());
     }
     if value.dim() == 0 || !value.same_storage(dst) || value.numel() == 0 || dst.numel() == 0 {
         return Ok(());

@@ -318,6 +318,32 @@ impl Tensor {
         Ok(self.restride(shape, strides, off))
     }
 
+    /// `unfold(dimension, size, step)`: a view whose dimension `dimension` holds the windows' starts (every `step`
+    /// elements, as many as fit) and whose new last dimension, of `size` elements, each window's elements.
+    pub fn unfold(&self, dimension: i64, size: i64, step: i64) -> TResult<Tensor> {
+        if self.dim() == 0 {
+            return Err("unfold() of a 0-dimensional tensor is not supported".into());
+        }
+        let d = wrap_dim(dimension, self.dim())?;
+        let n = self.shape[d] as i64;
+        if size > n {
+            return Err(format!("maximum size for tensor at dimension {d} is {n} but size is {size}"));
+        }
+        if size < 0 {
+            return Err(format!("size is {size} but must be >= 0"));
+        }
+        if step <= 0 {
+            return Err(format!("step is {step} but must be > 0"));
+        }
+        let mut shape = self.shape.clone();
+        let mut strides = self.strides.clone();
+        shape[d] = ((n - size) / step + 1) as usize;
+        strides[d] = self.strides[d] * step as isize;
+        shape.push(size as usize);
+        strides.push(self.strides[d]);
+        Ok(self.restride(shape, strides, self.offset))
+    }
+
     /// `view(shape)`: a view with the new shape, or PyTorch's error when the strides do not allow it.
     pub fn view(&self, shape: &[i64]) -> TResult<Tensor> {
         let shape = infer_shape(shape, self.numel())?;

@@ -42,7 +42,7 @@ pub(super) fn yield_expr(value: Option<Expr>, from: bool, span: Span) -> ExprKin
 }
 
 /// Whether `e` is the call [`yield_expr`] makes.
-fn is_yield(e: &Expr) -> bool {
+pub(super) fn is_yield(e: &Expr) -> bool {
     matches!(&e.kind, ExprKind::Call { func, .. }
         if matches!(&func.kind, ExprKind::Attr(l, _) if matches!(&l.kind, ExprKind::Name(n) if n == GENERATED)))
 }

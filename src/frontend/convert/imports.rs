@@ -28,6 +28,9 @@ pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str
         "copy" if name == "deepcopy" => Some(Ok("copy")),
         // Rewritten where it is bound to a name (`convert::defaultdict`).
         "collections" if name == "defaultdict" => Some(Ok("collections")),
+        // A class and a function of the file (`convert::prelude`).
+        "weakref" if name == "ref" => Some(Ok("weakref")),
+        "distutils.util" if name == "strtobool" => Some(Ok("distutils.util")),
         // A class of the file (`convert::prelude`).
         "collections" if name == "deque" => Some(Ok("collections")),
         "functools" if matches!(name, "partial" | "reduce") => Some(Ok("functools")),
@@ -37,6 +40,8 @@ pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str
         "torch.nn" => Some(Ok("torch.nn")),
         "torch.nn.parameter" if name == "Parameter" => Some(Ok("torch.nn")),
         "torch.nn.functional" => Some(Ok("torch.nn.functional")),
+        // `clip_grad_norm_` and the others `nn_utils.py` writes (a name it lacks fails where it is read).
+        "torch.nn.utils" | "torch.nn.utils.clip_grad" => Some(Ok("torch.nn.utils")),
         "torch.linalg" => Some(Ok("torch.linalg")),
         // `SGD`, `Adam`, `AdamW`, `RMSprop` (classes of the file: `convert::optim`), `Optimizer` as a base class and the
         // `required` marker.
@@ -104,8 +109,19 @@ pub(super) fn autocast(module: &str, names: &[py::Alias]) -> Vec<String> {
 }
 
 /// The modules `import NAME` binds for the engines (`torch.nn` too, as `nn`).
-const KNOWN: &[&str] =
-    &["torch", "torch.nn.functional", "math", "itertools", "copy", "functools", "logging", "warnings", "string"];
+const KNOWN: &[&str] = &[
+    "torch",
+    "torch.nn.functional",
+    "math",
+    "itertools",
+    "copy",
+    "functools",
+    "logging",
+    "warnings",
+    "string",
+    "weakref",
+    "distutils.util",
+];
 
 /// Whether `import NAME` binds a module the engines know under that name (`math`, `torch`, ...).
 pub(super) fn is_known(name: &str) -> bool {

@@ -1,6 +1,6 @@
 //! PyTorch classes written as Python source and converted as classes of the file: torch.nn's containers, dropouts
-//! and losses (`nn.py`), torch.optim's `Optimizer`, `SGD`, `Adam`, `AdamW` and `RMSprop` (`optim.py`), and Python's
-//! `collections.deque` (`collections.py`). Real code keeps them
+//! and losses (`nn.py`), torch.optim's `Optimizer`, `SGD`, `Adam`, `AdamW` and `RMSprop` (`optim.py`), torch.nn.utils'
+//! gradient clipping (`nn_utils.py`, functions) and Python's `collections.deque` (`collections.py`). Real code keeps them
 //! as attributes (`self.drop = nn.Dropout(0.1)`, `self.loss = nn.MSELoss()`), builds models of them
 //! (`nn.Sequential(...)`), subclasses them (`class LARS(Optimizer)`) or wraps them (`Lookahead(torch.optim.SGD(...))`),
 //! and ports must run as written.
@@ -28,10 +28,12 @@ pub(super) struct Prelude {
     pub module: &'static str,
     pub prefix: &'static str,
     pub classes: &'static [&'static str],
+    /// Where the module's public names are functions, not classes: the class whose static methods they are.
+    functions: Option<&'static str>,
     source: &'static str,
 }
 
-pub(super) const PRELUDES: [Prelude; 4] = [
+pub(super) const PRELUDES: [Prelude; 8] = [
     Prelude {
         module: "torch.nn",
         prefix: "nn",
@@ -56,6 +58,10 @@ pub(super) const PRELUDES: [Prelude; 4] = [
             "Conv1d",
             "Conv2d",
             "LayerNorm",
+            "GroupNorm",
+            "BatchNorm1d",
+            "BatchNorm2d",
+            "BatchNorm3d",
             "RNN",
             "LSTM",
             "GRU",
@@ -65,24 +71,63 @@ pub(super) const PRELUDES: [Prelude; 4] = [
             // (a function of `_Functional`: `class_name`)
             "binary_cross_entropy",
         ],
+        functions: None,
         source: include_str!("nn.py"),
     },
     Prelude {
         module: "torch.optim",
         prefix: "optim",
         classes: &["Optimizer", "SGD", "Adam", "AdamW", "RMSprop"],
+        functions: None,
         source: include_str!("optim.py"),
     },
     Prelude {
         module: "torch.autograd",
         prefix: "autograd",
         classes: &["Function", "FunctionCtx"],
+        functions: None,
         source: include_str!("autograd.py"),
+    },
+    Prelude {
+        module: "torch.nn.utils",
+        prefix: "nnutils",
+        classes: &[
+            "clip_grad_norm_",
+            "clip_grad_value_",
+            "get_total_norm",
+            "clip_grads_with_norm_",
+            "parameters_to_vector",
+        ],
+        functions: Some("_Utils"),
+        source: include_str!("nn_utils.py"),
+    },
+    Prelude {
+        module: "weakref",
+        prefix: "weakref",
+        classes: &["ref"],
+        functions: None,
+        source: include_str!("weakref.py"),
+    },
+    Prelude {
+        module: "distutils.util",
+        prefix: "distutils",
+        classes: &["strtobool"],
+        functions: Some("_Util"),
+        source: include_str!("distutils.py"),
+    },
+    Prelude {
+        module: "contextlib",
+        prefix: "contextlib",
+        // (the decorator, which `context_manager.rs` reads: its class is `_GeneratorContextManager`)
+        classes: &["contextmanager"],
+        functions: None,
+        source: include_str!("contextlib.py"),
     },
     Prelude {
         module: "collections",
         prefix: "collections",
         classes: &["deque"],
+        functions: None,
         source: include_str!("collections.py"),
     },
 ];
@@ -125,7 +170,18 @@ pub fn class_name(module: &str, name: &str) -> Option<String> {
         return Some(format!("{}·{class}::!{name}", p.prefix));
     }
     let p = PRELUDES.iter().find(|p| p.module == module)?;
-    p.classes.contains(&name).then(|| format!("{}·{name}", p.prefix))
+    p.classes.contains(&name).then(|| match p.functions {
+        Some(holder) => format!("{}·{holder}::!{name}", p.prefix),
+        None => format!("{}·{name}", p.prefix),
+    })
+}
+
+/// The function of the file a prelude writes for `MODULE.NAME` where the module's names are functions
+/// (`torch.nn.utils.clip_grad_norm_`, `distutils.util.strtobool`): read as a value (`map(strtobool, flags)`), it is that
+/// function. A file that names it has the prelude (`Prelude::mention`).
+pub fn function_name(module: &str, name: &str) -> Option<String> {
+    PRELUDES.iter().find(|p| p.module == module && p.functions.is_some())?;
+    class_name(module, name)
 }
 
 impl Prelude {

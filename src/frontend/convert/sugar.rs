@@ -36,7 +36,7 @@ const PY_BUILTINS: &[&str] = &[
 ];
 
 /// Calls `f` on every statement of `body`, nested ones included.
-fn visit_stmts<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+pub(super) fn visit_stmts<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
     for s in body {
         f(s);
         match &s.kind {
