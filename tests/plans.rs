@@ -599,3 +599,27 @@ def proj(x: f32[3, 40], w: f32[40, 9000], b: f32[9000]) -> f32[3, 9000]:
         common::check_plan_on(&module, "proj", &inputs, Policy::Fused, target).unwrap();
     }
 }
+
+#[test]
+fn kernels_of_the_same_text_are_compiled_once() {
+    // An unrolled loop's steps at the same shapes (the context grows to 8 rows, then is cropped: minGPT's generation
+    // loop, 1,955 kernels of 419 texts) render the same kernels but for their names; each later copy is a call of the
+    // first, so the compiler sees each text once.
+    let src = r#"
+import torch
+def steps(h: f32[4, 128], w: f32[128, 128]) -> f32[8, 128]:
+    for t in range(10):
+        y = torch.softmax(h @ w, dim=-1)
+        h = torch.cat([h, y[-1:] + h[-1:]], 0)[-8:]
+    return h
+"#;
+    let p = fused_plan(src, "steps");
+    let c = funcfuse::backend::c::render(&p);
+    let defined = |name: &str| c.contains(&format!("void {name}(void** b, const int64_t* p) {{\n  (void)p;"));
+    let calls = p.kernels.iter().filter(|k| !defined(&k.name)).count();
+    assert!(p.kernels.len() >= 10 && calls >= p.kernels.len() / 3, "{calls} of {}: {c}", p.kernels.len());
+    assert!(p.kernels.iter().all(|k| c.contains(&format!("void {}(void** b", k.name))), "{c}");
+    let module = funcfuse::frontend::parse_module("test.py", src).unwrap();
+    let inputs = common::seeded_inputs(&module, "steps", 3);
+    common::check_plan_on(&module, "steps", &inputs, Policy::Fused, funcfuse::backend::Target::C).unwrap();
+}
