@@ -402,8 +402,7 @@ fn finish(
             }
         }
         let init = format!("{cname}::__init__");
-        let fields: Result<Vec<Param>, _> = class
-            .fields
+        let fields: Result<Vec<Param>, _> = dataclass_fields(cname, classes)
             .iter()
             .map(|(n, d, at)| {
                 Ok::<Param, crate::diag::Diagnostic>(Param {
@@ -461,7 +460,10 @@ fn finish(
         for f in functions.iter_mut().filter(|f| class.generated.contains(&f.name)) {
             super::prelude::locate(f, span);
         }
-        if class.dataclass && !methods.contains(&init) {
+        // (an `__init__` copied from a dataclass base gives way: Python writes one for each dataclass)
+        if class.dataclass && !class.methods.contains(&init) {
+            functions.retain(|f| f.name != init);
+            methods.retain(|m| *m != init);
             let this = Param { name: "self".into(), ann: None, default: None, span };
             let body = fields
                 .iter()
@@ -494,6 +496,33 @@ fn finish(
     }
     class_calls(&classes.clone(), functions);
     failed
+}
+
+/// A dataclass's fields as its `__init__` takes them: those of its dataclass bases first, the outermost base's
+/// first, then its own; a field a subclass declares again keeps its place and takes the new default (Python's
+/// `dataclasses`).
+fn dataclass_fields(cname: &str, classes: &HashMap<String, Class>) -> Vec<(String, Option<py::Expr>, Span)> {
+    let mut chain = Vec::new();
+    let mut cur = Some(cname.to_string());
+    while let Some(c) = cur.and_then(|c| classes.get(&c)) {
+        if c.dataclass {
+            chain.push(c);
+        }
+        cur = c.base.clone();
+        if chain.len() > classes.len() {
+            break;
+        }
+    }
+    let mut out: Vec<(String, Option<py::Expr>, Span)> = Vec::new();
+    for c in chain.iter().rev() {
+        for f in &c.fields {
+            match out.iter_mut().find(|o| o.0 == f.0) {
+                Some(o) => *o = f.clone(),
+                None => out.push(f.clone()),
+            }
+        }
+    }
+    out
 }
 
 /// `C.m(...)` anywhere (`C` a class of the file, or a prelude's by its PyTorch name) as the function `C::m`, once

@@ -115,6 +115,22 @@ def register_parameter(self, name, param):
     setattr(self, name, param)
 
 
+def add_module(self, name, module):
+    if module is not None and not _is_module(module):
+        raise TypeError("{} is not a Module subclass".format(type(module).__name__))
+    if not isinstance(name, str):
+        raise TypeError("module name should be a string. Got {}".format(type(name).__name__))
+    if "." in name:
+        raise KeyError('module name can\'t contain ".", got: {}'.format(name))
+    if name == "":
+        raise KeyError('module name can\'t be empty string ""')
+    setattr(self, name, module)
+
+
+def register_module(self, name, module):
+    self.add_module(name, module)
+
+
 def requires_grad_(self, requires_grad=True):
     for p in self.parameters():
         p.requires_grad_(requires_grad)

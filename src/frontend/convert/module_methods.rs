@@ -1,8 +1,9 @@
 //! The methods a subclass of `torch.nn.Module` inherits from it (`module.py`, Python written for this tool):
 //! `parameters`, `named_parameters`, `buffers`, `named_buffers`, `children`, `named_children`, `modules`,
 //! `named_modules`, `apply`, `state_dict`, `load_state_dict`, `register_buffer`, `register_parameter`,
-//! `requires_grad_`, `to`, `cpu`, `double`, `float` and `half`. `classes::expand` adds those a class does not define to its direct
-//! `nn.Module` subclasses (the others inherit them from their base), and `classes::finish` locates them at the class.
+//! `add_module`, `register_module`, `requires_grad_`, `to`, `cpu`, `double`, `float` and `half`. `classes::expand`
+//! adds those a class does not define to its direct `nn.Module` subclasses (the others inherit them from their base),
+//! and `classes::finish` locates them at the class.
 
 use ruff_python_ast as py;
 use ruff_python_ast::visitor::transformer::{self, Transformer};
