@@ -11,7 +11,7 @@ use crate::interp::nn_ops::{float_max, norm_dims, norm_eps, norm_param_dtypes, p
 use crate::ir::OpName;
 use crate::tensor::ops::{Binary, Unary};
 use crate::tensor::views::wrap_dim;
-use crate::tensor::Scalar;
+use crate::tensor::{DType, Scalar};
 
 impl<'m> Fz<'m> {
     fn op(&mut self, name: &str, pos: Vec<FV>, span: Span) -> FR<FV> {
@@ -394,16 +394,15 @@ impl<'m> Fz<'m> {
                 return diag(span, format!("F.pad(mode='{m}') is not supported; only mode='constant'"));
             }
         }
-        let value = match a.opt(3, "value") {
-            None => Scalar::I(0),
-            Some(v) => a
-                .number(v)
-                .ok_or_else(|| super::state::Stop::NeedsStatic(span, "a pad value known only at run time".into()))?,
-        };
         let p = pad_layout(&x.shape, &pad).map_err(err(span))?;
         let dt = self.roots[x.root].dtype;
-        let r = self.full(&p.shape, dt, value).map_err(err(span))?;
-        let out = self.fresh(r, None, span)?;
+        let out = match a.opt(3, "value") {
+            None => self.full(&p.shape, dt, Scalar::I(0)).map_err(err(span)).and_then(|r| self.fresh(r, None, span))?,
+            Some(v) => match a.number(v) {
+                Some(n) => self.full(&p.shape, dt, n).map_err(err(span)).and_then(|r| self.fresh(r, None, span))?,
+                None => self.run_time_pad_value(v, dt, &p.shape, span)?,
+            },
+        };
         let narrowed = |t: &crate::tensor::Tensor, at: &[usize]| {
             let mut v = t.clone();
             for (d, (&s, &n)) in at.iter().zip(&p.len).enumerate() {
@@ -418,6 +417,43 @@ impl<'m> Fz<'m> {
         self.write(&view, v, span)?;
         self.roots[out.root].written = false;
         Ok(FV::Tensor(out))
+    }
+
+    /// A pad's output filled with a value known only at run time (kvpress's `F.pad(scores, (n, 0),
+    /// value=scores.max().item())`): the value's 0-dim tensor expanded to the output's shape, where it converts to the
+    /// output's dtype exactly (a value of that dtype, or any into f64); PyTorch would check others for overflow.
+    fn run_time_pad_value(&mut self, v: &FV, dt: DType, shape: &[usize], span: Span) -> FR<super::state::TRef> {
+        let source = match v {
+            // (`.item()` of a float tensor is its value cast to f64: the tensor's own dtype counts)
+            FV::DynFloat(t) => {
+                let id = self.t.at(*t);
+                match self.t.b.node(id).clone() {
+                    crate::ir::Node::Op(OpName::Cast, args) if args.len() == 2 => match self.t.ty(args[1]) {
+                        Ok(crate::ir::Ty::Tensor(d, _)) => Some(d),
+                        _ => Some(DType::F64),
+                    },
+                    _ => Some(self.tensor_ty(*t, span)?.0),
+                }
+            }
+            FV::DynBool(t) => Some(self.tensor_ty(*t, span)?.0),
+            FV::DynInt(_) => Some(DType::I64),
+            _ => None,
+        };
+        let Some(source) = source else {
+            return Err(super::state::Stop::NeedsStatic(span, "a pad value known only at run time".into()));
+        };
+        if source != dt && dt != DType::F64 && source != DType::Bool {
+            let why = "a pad value known only at run time that could overflow the input's dtype";
+            return Err(super::state::Stop::NeedsStatic(span, why.into()));
+        }
+        let (t, _) = self.scalar_tensor(v, Some(dt), span)?;
+        let scalar = FV::Tensor(self.fresh(t, None, span)?);
+        let dims = ints(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>());
+        let e = self.method("expand", span, vec![scalar, dims])?;
+        match self.method("clone", span, vec![e])? {
+            FV::Tensor(t) => Ok(t),
+            _ => unreachable!("clone gives a tensor"),
+        }
     }
 
     /// `repeat_interleave` by an int: an unsqueezed, expanded view along `dim` (the flattened input without it),

@@ -552,6 +552,7 @@ pub(crate) fn module_attr(m: &str, name: &str) -> Result<Value, String> {
         // required value, which `is` compares.
         "torch.optim" => Value::Module("torch.optim"),
         "torch.optim.optimizer" => Value::Module("torch.optim.optimizer"),
+        "torch.optim.lr_scheduler" => Value::Module("torch.optim.lr_scheduler"),
         "torch.optim.optimizer.required" => Value::Module("torch.optim.optimizer.required"),
         "torch.cuda" => Value::Module("torch.cuda"),
         "torch.backends" => Value::Module("torch.backends"),

@@ -605,10 +605,15 @@ pub fn shared_builtin<'m, W: Walk<'m>>(w: &mut W, name: &str, a: &CallArgs<W::V>
                 let r = r.map_err(|m| Diagnostic::new(m).at(span))?;
                 W::V::make(Made::Bool(r))
             }
-            "type" if a.pos.len() == 1 && a.kw.is_empty() => {
-                let v = w.required(a, 0, "obj")?;
-                W::V::make(Made::Module(type_of(v).map_err(|m| Diagnostic::new(m).at(span))?))
-            }
+            // An instance of a class of the file: the class, which its name reads as (its constructor), so that
+            // `type(o) == C` and `type(o)(...)` mean what they do in Python.
+            "type" if a.pos.len() == 1 && a.kw.is_empty() => match super::pyvalue::object_class(&a.pos[0]) {
+                Some(c) => W::V::make(Made::Func(c)),
+                None => {
+                    let v = w.required(a, 0, "obj")?;
+                    W::V::make(Made::Module(type_of(v).map_err(|m| Diagnostic::new(m).at(span))?))
+                }
+            },
             "reversed" => {
                 let mut items = w.iterate(w.required(a, 0, "seq")?, span)?;
                 items.reverse();

@@ -47,6 +47,8 @@ pub(super) fn importable(module: &str, name: &str) -> Option<Result<&'static str
         // `required` marker.
         "torch.optim" => Some(Ok("torch.optim")),
         "torch.optim.optimizer" if matches!(name, "Optimizer" | "required") => Some(Ok("torch.optim.optimizer")),
+        // Its schedulers (classes of the file: `lr_scheduler.py`); a name it lacks fails where it is read.
+        "torch.optim.lr_scheduler" => Some(Ok("torch.optim.lr_scheduler")),
         "itertools" => Some(Err(crate::frontend::torch_api::unsupported_itertools(name))),
         // Supported calls are classes before imports are read (`namedtuple.rs`); this names any other.
         "collections" if name == "namedtuple" => Some(Err("`namedtuple(...)` is supported as `NAME = \

@@ -33,7 +33,7 @@ pub(super) struct Prelude {
     source: &'static str,
 }
 
-pub(super) const PRELUDES: [Prelude; 8] = [
+pub(super) const PRELUDES: [Prelude; 9] = [
     Prelude {
         module: "torch.nn",
         prefix: "nn",
@@ -80,6 +80,23 @@ pub(super) const PRELUDES: [Prelude; 8] = [
         classes: &["Optimizer", "SGD", "Adam", "AdamW", "RMSprop"],
         functions: None,
         source: include_str!("optim.py"),
+    },
+    Prelude {
+        module: "torch.optim.lr_scheduler",
+        prefix: "lr_scheduler",
+        classes: &[
+            "LRScheduler",
+            "_LRScheduler",
+            "LambdaLR",
+            "StepLR",
+            "MultiStepLR",
+            "ExponentialLR",
+            "LinearLR",
+            "CosineAnnealingLR",
+            "ReduceLROnPlateau",
+        ],
+        functions: None,
+        source: include_str!("lr_scheduler.py"),
     },
     Prelude {
         module: "torch.autograd",
@@ -296,6 +313,9 @@ fn dotted_class(parts: &[&str]) -> Option<String> {
         ["nn", name] | ["torch", "nn", name] => class_name("torch.nn", name),
         ["optim", name] | ["torch", "optim", name] => class_name("torch.optim", name),
         ["torch", "optim", "optimizer", "Optimizer"] => class_name("torch.optim", "Optimizer"),
+        ["lr_scheduler", name] | ["optim", "lr_scheduler", name] | ["torch", "optim", "lr_scheduler", name] => {
+            class_name("torch.optim.lr_scheduler", name)
+        }
         ["autograd", name] | ["torch", "autograd", name] => class_name("torch.autograd", name),
         _ => None,
     }
