@@ -26,6 +26,7 @@ pub(crate) mod objects;
 pub(crate) mod out_arg;
 pub(crate) mod pool;
 pub(crate) mod pyarith;
+pub(crate) mod pycompare;
 pub(crate) mod pyfmt;
 pub(crate) mod pyset;
 pub(crate) mod pystr;
