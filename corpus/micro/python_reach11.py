@@ -2,11 +2,14 @@
 stacked mLSTM), a `@dataclass` subclass of a `@dataclass` (kvpress's presses), torch.optim.lr_scheduler's
 schedulers and a subclass of `_LRScheduler` (pytorch-gradual-warmup-lr over CosineAnnealingLR, ReduceLROnPlateau),
 `F.pad` with a value known only at run time (kvpress's sink tokens at `scores.max().item()`), and `type(o)` of an
-instance of a class compared with the class (`type(self.after_scheduler) != ReduceLROnPlateau`)."""
+instance of a class compared with the class (`type(self.after_scheduler) != ReduceLROnPlateau`), and class-level
+values read through the class (OneNet's and DIoU's configs as classes: `cfg = Cfg; cfg.ALPHA`, `Cfg.CLIP`)."""
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from dataclasses import dataclass, field
 
 import torch
@@ -169,3 +172,36 @@ def type_of_objects(x: f32[2]):
     s = StepLR(opt, 2)
     l = nn.Linear(2, 2)
     return x, type(a) == _TB, type(a) == _TA, type(a) is _TB, type(a) != _TB, type(s) == StepLR, type(l) == nn.Linear, type(s) == torch.optim.lr_scheduler.StepLR
+
+
+class _Cfg:
+    ALPHA = 0.25
+    GAMMA = 2.0
+    SIZES = (32, 64)
+    CLIP = np.log(1000.0 / 16)
+    NAME = "focal"
+
+
+class _Sub(_Cfg):
+    GAMMA = 1.5
+    SCALE = _Cfg.ALPHA * 4
+
+
+class _Anchors:
+    STRIDES = (8, 16)
+
+    def __init__(self, k):
+        self.k = k
+
+    def sizes(self):
+        return [s * self.k for s in _Anchors.STRIDES]
+
+
+def class_level_reads(x: f32[4, 6]):
+    cfg = _Cfg
+    p = torch.sigmoid(x)
+    loss = -cfg.ALPHA * (1 - p) ** _Sub.GAMMA * torch.log(p.clamp(min=1e-6))
+    d = torch.clamp(x * 10, max=_Cfg.CLIP)
+    a = _Anchors(2)
+    made = cfg()
+    return loss, d, sum(_Sub.SIZES), _Sub.SCALE, len(_Sub.NAME), sum(a.sizes()), made.GAMMA, type(made) == _Cfg

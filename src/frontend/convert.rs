@@ -271,7 +271,9 @@ fn fold_class_values(
     let mut k = 0;
     while k < functions.len() {
         let f = &mut functions[k];
-        match classes.contains(&f.name).then(|| numpy::fold(f, np, false, None)) {
+        // (and the functions that read them through the class, `C::#NAME`)
+        let class_value = f.name.split_once("::#").is_some_and(|(c, _)| classes.iter().any(|k| k == c));
+        match (classes.contains(&f.name) || class_value).then(|| numpy::fold(f, np, false, None)) {
             Some(Err(d)) => {
                 let f = functions.remove(k);
                 failed.push(FailedFunction { name: f.name, span: f.span, error: d.in_file(path) });

@@ -648,6 +648,11 @@ pub fn attribute_of<'m, W: Walk<'m>>(w: &mut W, o: &W::V, name: &str, span: Span
     if let Some(cls) = super::pyvalue::object_class(o) {
         return super::objects::attribute(w, o, &cls, name, span);
     }
+    // A class-level value read through the class, held in a name (`cfg = Config; cfg.ALPHA`): its `C::#NAME`
+    // (`frontend::convert::classes`).
+    if let Some(getter) = o.function_name().map(|c| format!("{c}::#{name}")).filter(|g| w.has_function(g)) {
+        return w.call_value(W::V::make(Made::Func(getter.as_str().into())), vec![], span, name);
+    }
     w.attribute(o, name, span)
 }
 

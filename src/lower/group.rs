@@ -13,24 +13,58 @@ use crate::ir::Node;
 /// At most this many kernels in one group.
 pub const MAX_MEMBERS: usize = 8;
 
+/// The nodes [`reaches`] may visit while one plan's kernels are chained and grouped ([`reset_reach_budget`]): past
+/// it, every pair counts as dependent, so no more kernels join a chain or a group. Chaining asks for many pairs, and on
+/// an unrolled 784-step recurrence (60k nodes, 11k kernels) the walks took minutes; normal plans stay far below.
+const REACH_BUDGET: u64 = 20_000_000;
+
+thread_local! {
+    /// [`reaches`]' state on this thread: the number of the current walk, each node's last walk (marks, not a set:
+    /// hashing the visits was most of the time), and the visits left of [`REACH_BUDGET`].
+    static SEEN: std::cell::RefCell<(u32, Vec<u32>, u64)> = const { std::cell::RefCell::new((0, Vec::new(), 0)) };
+}
+
+/// Gives [`reaches`] its whole budget again, before a plan's kernels are chained and grouped (on this thread).
+pub(super) fn reset_reach_budget() {
+    SEEN.with(|cell| cell.borrow_mut().2 = REACH_BUDGET);
+}
+
 /// Whether `to` is reachable from `from` through children (nodes have smaller ids than their users, so the walk
-/// stops below `to`); conservatively true past a budget of visited nodes.
+/// stops below `to`); conservatively true past a budget of visited nodes, per walk and per plan.
 pub(super) fn reaches(plan: &Plan, from: Id, to: Id) -> bool {
-    let mut seen = hashbrown::HashSet::new();
-    let mut stack = vec![from];
-    while let Some(c) = stack.pop() {
-        if c == to {
+    SEEN.with(|cell| {
+        let (walk, seen, left) = &mut *cell.borrow_mut();
+        if *left == 0 {
             return true;
         }
-        if c < to || !seen.insert(c) {
-            continue;
+        if seen.len() < plan.term.as_ref().len() {
+            seen.resize(plan.term.as_ref().len(), 0);
         }
-        if seen.len() > 50_000 {
-            return true;
+        *walk = walk.wrapping_add(1);
+        if *walk == 0 {
+            seen.iter_mut().for_each(|s| *s = 0);
+            *walk = 1;
         }
-        stack.extend(plan.term[c].children().iter().copied());
-    }
-    false
+        let mut visited = 0usize;
+        let mut stack = vec![from];
+        while let Some(c) = stack.pop() {
+            if c == to {
+                return true;
+            }
+            let i = usize::from(c);
+            if c < to || seen[i] == *walk {
+                continue;
+            }
+            seen[i] = *walk;
+            visited += 1;
+            *left = left.saturating_sub(1);
+            if visited > 50_000 || *left == 0 {
+                return true;
+            }
+            stack.extend(plan.term[c].children().iter().copied());
+        }
+        false
+    })
 }
 
 /// [`reaches`], where a kernel of a group other than `own` also leads to that group's other members (launching one

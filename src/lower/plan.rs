@@ -384,6 +384,7 @@ fn plan_with(
         }
     }
     plan.group_of = vec![None; plan.kernels.len()];
+    super::group::reset_reach_budget();
     plan.merge_notes = super::chain::chain_kernels(&mut plan);
     super::group::group_siblings(&mut plan);
     super::group::drop_entangled_groups(&mut plan);
