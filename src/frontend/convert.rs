@@ -12,6 +12,7 @@ use inert::{is_disabled_autocast, is_grad_mode, is_inert_decorator, library_cont
 mod annotations;
 mod brackets;
 mod callers;
+mod class_attrs;
 mod class_body;
 mod classes;
 mod closure;
