@@ -302,6 +302,12 @@ fn reads_only_own_point(plan: &Plan, m: usize, w: &Write, writer: usize, ctx: (b
 
 /// Forms the chained groups of `plan` (ours only), before [`super::group::group_siblings`] groups what remains;
 /// returns, for `explain`, why kernels of one domain and scope were not chained.
+/// How many of the latest chains a kernel may join (see [`chain_kernels`]); every corpus plan has fewer.
+const CHAIN_WINDOW: usize = 256;
+
+/// At most this many notes of why kernels were not merged (`explain`), for plans of thousands of kernels.
+const MAX_NOTES: usize = 2_000;
+
 pub(super) fn chain_kernels(plan: &mut Plan) -> Vec<String> {
     let mut notes = Vec::new();
     if plan.policy != Policy::Fused {
@@ -319,7 +325,10 @@ pub(super) fn chain_kernels(plan: &mut Plan) -> Vec<String> {
         }
         let node = plan.launches[k].node;
         let mut joined = false;
-        for chain in chains.iter_mut() {
+        // The last `CHAIN_WINDOW` chains only (each in the order made): a plan of thousands of kernels over one
+        // domain (an unrolled recurrence) would otherwise try every earlier chain for every kernel.
+        let window = chains.len().saturating_sub(CHAIN_WINDOW);
+        for chain in chains[window..].iter_mut() {
             let first = plan.launches[chain[0]].node;
             if chain.len() == MAX_MEMBERS
                 || scope[usize::from(first)] != scope[usize::from(node)]
@@ -334,9 +343,10 @@ pub(super) fn chain_kernels(plan: &mut Plan) -> Vec<String> {
                     joined = true;
                     break;
                 }
-                Some(why) => {
+                Some(why) if notes.len() < MAX_NOTES => {
                     notes.push(format!("{} not merged with {}: {why}", plan.kernels[k].name, names(plan, chain)))
                 }
+                Some(_) => {}
             }
         }
         if !joined {
