@@ -54,15 +54,23 @@ impl Planner<'_> {
             });
             (!nested_reader).then_some(())?;
         }
-        fn safe(p: &Planner, c: Id, assign: Id, deps: &[bool], depth: usize) -> bool {
+        // (`safe` and `reaches` remember what they found per node and depth: the paths through a graph's users
+        // multiply, and held-out round 37's attention decoder took minutes walking each again)
+        type Memo = hashbrown::HashMap<(Id, usize), bool>;
+        fn safe(p: &Planner, c: Id, assign: Id, deps: &[bool], depth: usize, memo: &mut Memo) -> bool {
             if c == assign || !deps[usize::from(c)] || depth > 64 {
                 return false;
             }
-            match p.how[usize::from(c)] {
-                How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_) | How::Fallback => true,
-                How::Inline => p.users[usize::from(c)].iter().all(|&u| safe(p, u, assign, deps, depth + 1)),
-                _ => matches!(p.term[c], Node::Op(OpName::ToInt, _)),
+            if let Some(&r) = memo.get(&(c, depth)) {
+                return r;
             }
+            let r = match p.how[usize::from(c)] {
+                How::Kernel(_) | How::InPlace(_) | How::CopyInPlace(_) | How::Fallback => true,
+                How::Inline => p.users[usize::from(c)].iter().all(|&u| safe(p, u, assign, deps, depth + 1, memo)),
+                _ => matches!(p.term[c], Node::Op(OpName::ToInt, _)),
+            };
+            memo.insert((c, depth), r);
+            r
         }
         // A read of x fused into this very kernel is safe where each point reads only what it writes (the same
         // view, through elementwise ops of the view's shape) or what no point writes (a disjoint view).
@@ -72,6 +80,7 @@ impl Planner<'_> {
             _ => None,
         };
         let wshape = w.and_then(|w| self.view_parts(w)).map(|(s, _, _)| s);
+        #[allow(clippy::too_many_arguments)]
         fn reaches(
             p: &Planner,
             c: Id,
@@ -80,8 +89,12 @@ impl Planner<'_> {
             same: bool,
             ws: &Option<Vec<usize>>,
             depth: usize,
+            memo: &mut (Memo, Memo),
         ) -> bool {
-            p.users[usize::from(c)].iter().all(|&v| {
+            if let Some(&r) = memo.0.get(&(c, depth)) {
+                return r;
+            }
+            let r = p.users[usize::from(c)].iter().all(|&v| {
                 if v == assign {
                     return true;
                 }
@@ -92,24 +105,31 @@ impl Planner<'_> {
                     && p.how[usize::from(v)] == How::Inline
                     && (!same || (elementwise && shape_ok))
                 {
-                    reaches(p, v, assign, deps, same, ws, depth + 1)
+                    reaches(p, v, assign, deps, same, ws, depth + 1, memo)
                 } else {
-                    safe(p, v, assign, deps, depth + 1)
+                    safe(p, v, assign, deps, depth + 1, &mut memo.1)
                 }
-            })
+            });
+            memo.0.insert((c, depth), r);
+            r
         }
         let mut first = Vec::new();
+        // (one memo per `same`: `reaches` follows other users for a read of the same view than of a disjoint one)
+        let mut memos: [(Memo, Memo); 2] = Default::default();
+        let mut safe_memo = Memo::new();
         let ok = self.users[usize::from(x)].iter().all(|&u| {
             if u == assign {
                 return true;
             }
             if let (Node::Access([_, r]), How::Inline, Some(w)) = (&self.term[u], &self.how[usize::from(u)], w) {
                 match self.relation(*r, w) {
-                    Some(same) if deps[usize::from(u)] => return reaches(self, u, assign, &deps, same, &wshape, 0),
+                    Some(same) if deps[usize::from(u)] => {
+                        return reaches(self, u, assign, &deps, same, &wshape, 0, &mut memos[usize::from(same)]);
+                    }
                     _ => {}
                 }
             }
-            safe(self, u, assign, &deps, 0) || self.run_first(u, x, assign, &mut first)
+            safe(self, u, assign, &deps, 0, &mut safe_memo) || self.run_first(u, x, assign, &mut first)
         });
         ok.then_some(first)
     }
