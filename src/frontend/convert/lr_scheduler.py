@@ -6,6 +6,9 @@
 
 
 class LRScheduler:
+    # True while `step` asks `get_lr` (subclasses written after PyTorch's own warn when it is False).
+    _get_lr_called_within_step = False
+
     @staticmethod
     def _lrs(optimizer, key):
         # Each group's value, a tensor cloned (no aliasing of the group's own).
@@ -41,6 +44,7 @@ class LRScheduler:
 
     def step(self, epoch=None):
         self._step_count += 1
+        self._get_lr_called_within_step = True
         if epoch is None:
             self.last_epoch += 1
             values = self.get_lr()
@@ -50,6 +54,7 @@ class LRScheduler:
                 values = self._get_closed_form_lr()
             else:
                 values = self.get_lr()
+        self._get_lr_called_within_step = False
         for param_group, lr in zip(self.optimizer.param_groups, values):
             if isinstance(param_group["lr"], torch.Tensor):
                 param_group["lr"].fill_(lr)
