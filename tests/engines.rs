@@ -2309,3 +2309,32 @@ fn writes_through_overlapping_unfold_windows_are_refused() {
         assert_eq!(m, "returned without an error", "{engine}");
     }
 }
+
+/// A `@contextmanager` function is split at one top-level `yield`; one that yields in a loop (or twice) is refused
+/// where it yields, and only the functions that use it fail.
+#[test]
+fn a_context_manager_that_yields_other_than_once_at_its_top_level_is_refused() {
+    let want = "a `@contextmanager` function is supported where it yields once";
+    for (body, at) in [("    for i in range(2):\n        yield i\n", "9:9"), ("    yield 1\n    yield 2\n", "9:5")] {
+        let src = format!(
+            "{HEADER}from contextlib import contextmanager\n\n@contextmanager\ndef _cm(t):\n{body}\n\ndef f(x: f32[3]) -> f32[3]:\n    with _cm(x) as i:\n        y = x + i\n    return y\n"
+        );
+        let m = conversion_error(&src);
+        assert!(m.contains(want) && m.contains(&format!("case.py:{at}")), "{body}: {m}");
+    }
+}
+
+/// `F.pad` with a value known only at run time runs on the functional engines where the value converts to the
+/// input's dtype exactly; a float64 value into float32 (which PyTorch checks for overflow) is refused there.
+#[test]
+fn a_run_time_pad_value_that_could_overflow_the_dtype_is_refused() {
+    let src = "import torch.nn.functional as F\n\n\ndef f(x: f32[2, 3]) -> f32[2, 4]:\n    \
+               return F.pad(x, (1, 0), value=x.double().max().item())\n";
+    let module: Module = frontend::parse_module("case.py", &format!("{HEADER}{src}")).unwrap();
+    let m = funcfuse::functionalize::functionalize(&module, "f", &BTreeMap::new()).err().map(|d| d.to_string());
+    assert!(m.as_deref().is_some_and(|m| m.contains("could overflow the input's dtype")), "{m:?}");
+    let fine = src.replace("x.double().max()", "x.max()");
+    for (engine, m) in errors(&fine, "f") {
+        assert_eq!(m, "returned without an error", "{engine}");
+    }
+}

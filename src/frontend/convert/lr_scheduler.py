@@ -36,6 +36,14 @@ class LRScheduler:
         self.step()
         self._is_initial = False
 
+    @staticmethod
+    def _set_lr(group, lr):
+        # A tensor learning rate is filled in place (the group keeps its tensor); a number is replaced.
+        if isinstance(group["lr"], torch.Tensor):
+            group["lr"].fill_(lr)
+        else:
+            group["lr"] = lr
+
     def get_last_lr(self):
         return self._last_lr
 
@@ -56,10 +64,7 @@ class LRScheduler:
                 values = self.get_lr()
         self._get_lr_called_within_step = False
         for param_group, lr in zip(self.optimizer.param_groups, values):
-            if isinstance(param_group["lr"], torch.Tensor):
-                param_group["lr"].fill_(lr)
-            else:
-                param_group["lr"] = lr
+            LRScheduler._set_lr(param_group, lr)
         self._last_lr = LRScheduler._lrs(self.optimizer, "lr")
 
 
@@ -284,10 +289,7 @@ class ReduceLROnPlateau(LRScheduler):
                 old_lr = float(param_group["lr"])
                 new_lr = max(old_lr * self.factor, self.min_lrs[i])
                 if old_lr - new_lr > self.eps:
-                    if isinstance(param_group["lr"], torch.Tensor):
-                        param_group["lr"].fill_(new_lr)
-                    else:
-                        param_group["lr"] = new_lr
+                    LRScheduler._set_lr(param_group, new_lr)
             self.cooldown_counter = self.cooldown
             self.num_bad_epochs = 0
         self._last_lr = LRScheduler._lrs(self.optimizer, "lr")
